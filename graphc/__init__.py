@@ -1,0 +1,37 @@
+"""graphc: a static-graph compiler and executor for numerical Python, on numpy.
+
+>>> import numpy as np, graphc as gc
+>>> g = gc.Graph("affine")
+>>> with g:
+...     x = gc.placeholder("x", shape=("B", 3))
+...     w = gc.placeholder("w", shape=(3, 2))
+...     _ = gc.output(gc.relu(x @ w), name="y")
+>>> g(np.ones((4, 3), np.float32), np.ones((3, 2), np.float32)).shape
+(4, 2)
+"""
+
+from graphc import frontend as _frontend_call  # noqa: F401
+from graphc.frontend import call as _call  # noqa: F401 - makes Graph callable
+from graphc.frontend import constant, output, placeholder
+from graphc.ir import errors
+from graphc.ir.errors import (
+    AutodiffError,
+    CycleError,
+    DTypeError,
+    FeedError,
+    GraphcError,
+    GraphMismatchError,
+    NumericsError,
+    ParseError,
+    ShapeError,
+    TracingError,
+    UnknownOpError,
+    VerifyError,
+)
+from graphc.ir.graph import Graph, Node
+from graphc.ir.types import TensorType
+from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level API
+from graphc.ops import Symbol
+from graphc.runtime.reference import run
+
+__version__ = "0.1.0"

@@ -1,0 +1,60 @@
+"""The graphc error hierarchy.
+
+Every mistake a user can make surfaces as a subclass of `GraphcError` whose message
+names the node, placeholder or op involved and what was expected versus what came.
+Each class also derives from the closest builtin exception so that generic handlers
+(`except ValueError`) keep working.
+"""
+
+from __future__ import annotations
+
+
+class GraphcError(Exception):
+    """Base class of every error graphc raises on purpose."""
+
+
+class ShapeError(GraphcError, ValueError):
+    """Shapes do not fit an op's type rule, or a feed's shape is wrong."""
+
+
+class DTypeError(GraphcError, TypeError):
+    """A dtype is unsupported or does not fit an op's type rule."""
+
+
+class FeedError(GraphcError, ValueError):
+    """A feed is missing, unexpected, or of the wrong shape or dtype."""
+
+
+class UnknownOpError(GraphcError, KeyError):
+    """An op name that is not in the registry."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class GraphMismatchError(GraphcError, ValueError):
+    """A value from one Graph was used while building another."""
+
+
+class VerifyError(GraphcError, ValueError):
+    """A graph breaks an IR invariant (order, names, arity, types)."""
+
+
+class CycleError(VerifyError):
+    """A graph's edges form a cycle."""
+
+
+class ParseError(GraphcError, ValueError):
+    """Malformed graph text or JSON; the message names the line or field."""
+
+
+class TracingError(GraphcError, RuntimeError):
+    """Tracing met something a static graph cannot express."""
+
+
+class NumericsError(GraphcError, FloatingPointError):
+    """A NaN or infinity appeared while `check_numerics=True`."""
+
+
+class AutodiffError(GraphcError, ValueError):
+    """A gradient was asked for something that cannot be differentiated."""

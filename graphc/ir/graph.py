@@ -1,0 +1,241 @@
+"""Graph and Node: the IR every layer above shares.
+
+A `Graph` is a list of `Node`s in topological order. There are three kinds of node,
+as in torch.fx: ``placeholder`` (an input), ``op`` (an application of a registered
+op; a constant is the ``constant`` op holding its array) and ``output``. Every node
+carries the `TensorType` of the value it produces.
+
+Nodes are treated as immutable once appended: passes build new graphs instead of
+editing old ones, and the users of a node are derived (`Graph.users`), never kept
+by hand, so no use-list can drift.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from graphc.ir.errors import GraphcError, GraphMismatchError, VerifyError
+from graphc.ir.types import TensorType
+
+PLACEHOLDER, OP, OUTPUT = "placeholder", "op", "output"
+KINDS = (PLACEHOLDER, OP, OUTPUT)
+
+
+class Node:
+    """One value of a graph: its producer (kind, op, inputs, attrs) and its type.
+
+    `meta` holds facts that do not change what the node computes: ``loc`` (the
+    user's ``file:line`` that created it), ``grad_of`` (the forward node a backward
+    node differentiates), ``members`` (a fused node's original nodes).
+    """
+
+    __slots__ = ("name", "kind", "op", "inputs", "attrs", "type", "meta", "graph")
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        op: str | None,
+        inputs: tuple[Node, ...],
+        attrs: Mapping[str, Any],
+        type: TensorType,
+        meta: Mapping[str, Any] | None = None,
+        graph: Graph | None = None,
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self.op = op
+        self.inputs = tuple(inputs)
+        self.attrs = dict(attrs)
+        self.type = type
+        self.meta = dict(meta or {})
+        self.graph = graph
+
+    @property
+    def is_constant(self) -> bool:
+        return self.kind == OP and self.op == "constant"
+
+    @property
+    def value(self) -> Any:
+        """The array of a constant node."""
+        return self.attrs["value"]
+
+    @property
+    def loc(self) -> str | None:
+        return self.meta.get("loc")
+
+    def describe(self) -> str:
+        """A short phrase naming this node for error messages."""
+        if self.kind == OP:
+            return f"node '{self.name}' (op {self.op})"
+        return f"{self.kind} '{self.name}'"
+
+    def __repr__(self) -> str:
+        what = self.op if self.kind == OP else self.kind
+        return f"<Node {self.name}: {what} -> {self.type}>"
+
+
+class Graph:
+    """A static dataflow graph.
+
+    >>> import numpy as np, graphc as gc
+    >>> g = gc.Graph("double")
+    >>> with g:
+    ...     x = gc.placeholder("x", shape=(3,))
+    ...     _ = gc.output(x * 2, name="y")
+    >>> g(np.ones(3, np.float32))
+    array([2., 2., 2.], dtype=float32)
+    """
+
+    _ids = itertools.count()
+
+    def __init__(self, name: str = "graph") -> None:
+        self.name = name
+        self.nodes: list[Node] = []
+        self._by_name: dict[str, Node] = {}
+        self._counters: dict[str, itertools.count] = {}
+        self.id = next(Graph._ids)
+
+    # -- building -------------------------------------------------------------
+
+    def fresh_name(self, base: str) -> str:
+        """A name not used yet in this graph, derived from `base` (fx style: add, add_1)."""
+        if base not in self._by_name:
+            return base
+        counter = self._counters.setdefault(base, itertools.count(1))
+        while True:
+            name = f"{base}_{next(counter)}"
+            if name not in self._by_name:
+                return name
+
+    def append(self, node: Node) -> Node:
+        """Add a node whose inputs already belong to this graph."""
+        if node.kind not in KINDS:
+            raise VerifyError(f"node '{node.name}' has unknown kind {node.kind!r}")
+        if node.name in self._by_name:
+            raise VerifyError(f"graph '{self.name}' already has a node named '{node.name}'")
+        for x in node.inputs:
+            if self._by_name.get(x.name) is not x:
+                raise GraphMismatchError(
+                    f"{node.describe()} uses {x.describe()}, which belongs to another graph "
+                    f"than '{self.name}'"
+                )
+        node.graph = self
+        self.nodes.append(node)
+        self._by_name[node.name] = node
+        return node
+
+    def add_placeholder(self, name: str, type: TensorType, meta: Mapping | None = None) -> Node:
+        return self.append(Node(name, PLACEHOLDER, None, (), {}, type, meta))
+
+    def add_op(
+        self,
+        op: str,
+        inputs: tuple[Node, ...] | list[Node],
+        attrs: Mapping[str, Any],
+        type: TensorType,
+        name: str | None = None,
+        meta: Mapping | None = None,
+    ) -> Node:
+        return self.append(
+            Node(name or self.fresh_name(op), OP, op, tuple(inputs), attrs, type, meta)
+        )
+
+    def add_output(self, value: Node, name: str | None = None, meta: Mapping | None = None) -> Node:
+        return self.append(
+            Node(name or self.fresh_name("out"), OUTPUT, None, (value,), {}, value.type, meta)
+        )
+
+    # -- reading --------------------------------------------------------------
+
+    @property
+    def inputs(self) -> list[Node]:
+        """The placeholders, in the order they were declared."""
+        return [n for n in self.nodes if n.kind == PLACEHOLDER]
+
+    @property
+    def outputs(self) -> list[Node]:
+        """The output nodes, in order; each has one input, the value it returns."""
+        return [n for n in self.nodes if n.kind == OUTPUT]
+
+    @property
+    def op_nodes(self) -> list[Node]:
+        return [n for n in self.nodes if n.kind == OP]
+
+    def node(self, name: str) -> Node:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise GraphcError(f"graph '{self.name}' has no node named '{name}'") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def users(self) -> dict[Node, list[Node]]:
+        """Each node's users, derived from the inputs of every node."""
+        result: dict[Node, list[Node]] = {n: [] for n in self.nodes}
+        for n in self.nodes:
+            for x in n.inputs:
+                result[x].append(n)
+        return result
+
+    # -- conveniences that live in other modules ------------------------------
+
+    def __str__(self) -> str:
+        from graphc.ir.text import format_graph
+
+        return format_graph(self)
+
+    def __repr__(self) -> str:
+        return f"<Graph '{self.name}': {len(self.inputs)} inputs, {len(self.op_nodes)} ops, {len(self.outputs)} outputs>"
+
+    def __enter__(self) -> Graph:
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _ACTIVE.remove(self)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """On arrays: run the graph. On graph values: inline it into their graph."""
+        if _CALL_HANDLER is None:
+            raise GraphcError("import graphc to call a Graph")
+        return _CALL_HANDLER(self, args, kwargs)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        bundle = {"text/plain": str(self)}
+        if _MIME_HANDLER is not None:
+            bundle.update(_MIME_HANDLER(self))
+        return bundle
+
+
+# The graphs being declared, innermost last (`with g:` pushes, leaving pops).
+_ACTIVE: list[Graph] = []
+
+# Upper layers install these: running/inlining a Graph and rendering it need code
+# that the IR must not import.
+_CALL_HANDLER: Callable[[Graph, tuple, dict], Any] | None = None
+_MIME_HANDLER: Callable[[Any], dict[str, str]] | None = None
+
+
+def active_graph() -> Graph | None:
+    """The innermost graph opened with `with graph:`, or None."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def set_call_handler(handler: Callable[[Graph, tuple, dict], Any]) -> None:
+    global _CALL_HANDLER
+    _CALL_HANDLER = handler
+
+
+def set_mime_handler(handler: Callable[[Any], dict[str, str]]) -> None:
+    global _MIME_HANDLER
+    _MIME_HANDLER = handler

@@ -1,0 +1,82 @@
+"""What an op is, as far as the IR is concerned, and the table of known ops.
+
+The IR defines the *shape* of an op definition and keeps the table; `graphc.ops`
+fills it, one block per op. The verifier, the printer and the runtimes look ops up
+here, so none of them needs to import `graphc.ops`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphc.ir.errors import UnknownOpError
+from graphc.ir.types import TensorType
+
+TypeRule = Callable[..., TensorType]  # infer(*input_types, **attrs) -> output type
+Kernel = Callable[..., Any]  # kernel(*arrays, out=None, **attrs) -> array
+VJPRule = Callable[..., tuple]  # vjp(ct, out, *inputs, needs=..., **attrs) -> cts
+CostRule = Callable[..., int]  # cost(output_type, *input_types, **attrs) -> FLOPs
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """Everything graphc knows about one op.
+
+    name         the op's name in the IR and the registry
+    arity        number of tensor inputs; None for variadic ops (concat)
+    attrs        attribute names with their defaults (`REQUIRED` if none)
+    infer        type rule: input `TensorType`s and attrs -> output `TensorType`
+    kernel       numpy implementation; writes into `out=` when given one
+    vjp          gradient rule written with graphc ops; None if not differentiable
+    canonicalize attrs -> attrs in one canonical form (axes sorted, ...), given types
+    elementwise  output element i depends only on input elements i (broadcast)
+    pure         no side effects; safe to fold, deduplicate and remove when unused
+    inplace      the kernel may be given an input's buffer as `out`
+    shape_attrs  attrs holding shapes, whose symbolic dims are bound at run time
+    cost         FLOP estimate for statistics and fusion decisions
+    """
+
+    name: str
+    arity: int | None
+    infer: TypeRule
+    kernel: Kernel
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    vjp: VJPRule | None = None
+    canonicalize: Callable[..., dict] | None = None
+    elementwise: bool = False
+    pure: bool = True
+    inplace: bool = False
+    shape_attrs: tuple[str, ...] = ()
+    cost: CostRule | None = None
+    doc: str = ""
+
+    def flops(self, out: TensorType, *inputs: TensorType, **attrs: Any) -> int:
+        if self.cost is not None:
+            return int(self.cost(out, *inputs, **attrs))
+        return out.size or 0 if self.elementwise else 0
+
+
+REQUIRED = object()  # marks an attribute without a default
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register(opdef: OpDef) -> OpDef:
+    if opdef.name in _REGISTRY:
+        raise ValueError(f"op '{opdef.name}' is registered twice")
+    _REGISTRY[opdef.name] = opdef
+    return opdef
+
+
+def get_op(name: str) -> OpDef:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownOpError(f"unknown op '{name}'") from None
+
+
+def all_ops() -> dict[str, OpDef]:
+    """A snapshot of the registry, by name."""
+    return dict(_REGISTRY)

@@ -1,0 +1,88 @@
+"""The text form of a graph: what `print(graph)` shows and `parse` reads back.
+
+    graph affine(%x: f32[B,3], %w: f32[3,2]) {
+      %b: f32[2] = constant(value=[0.0, 0.0])
+      %matmul: f32[B,2] = matmul(%x, %w)
+      %mean: f32[] = mean(%matmul, axis=None, keepdims=False)
+      output %loss = %mean
+    }
+
+One line per node, in graph order: ``%name: type = op(%inputs..., attr=value...)``;
+placeholders appear in the header, outputs as ``output %name = %value``. Attribute
+values are Python-like literals (None, True, ints, floats, "strings", tuples); dtypes
+are bare short names (f32). A constant's array is a nested list when it is small and
+``b64"..."`` (its raw little-endian bytes) when larger, so the text is exact.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
+from graphc.ir.types import DTYPES, dtype_name
+
+INLINE_LIMIT = 16  # constants with more elements are printed as base64
+
+
+def format_value(value: Any) -> str:
+    """One attribute value as text."""
+    if value is None or isinstance(value, (bool, np.bool_)):
+        return str(bool(value)) if value is not None else "None"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, np.dtype):
+        return dtype_name(value)
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(format_value(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, np.ndarray):
+        return format_array(value)
+    raise TypeError(f"cannot print attribute value {value!r} of type {type(value).__name__}")
+
+
+def format_array(array: np.ndarray) -> str:
+    if array.size > INLINE_LIMIT:
+        data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
+        return 'b64"' + base64.b64encode(data.tobytes()).decode("ascii") + '"'
+    return _format_nested(array)
+
+
+def _format_nested(array: np.ndarray) -> str:
+    if array.ndim == 0:
+        item = array.item()
+        return format_value(item)
+    return "[" + ", ".join(_format_nested(a) for a in array) + "]"
+
+
+def format_node(node: Node) -> str:
+    if node.kind == OUTPUT:
+        return f"output %{node.name} = %{node.inputs[0].name}"
+    assert node.kind == OP
+    parts = [f"%{x.name}" for x in node.inputs]
+    parts += [f"{key}={format_value(value)}" for key, value in node.attrs.items()]
+    return f"%{node.name}: {node.type} = {node.op}({', '.join(parts)})"
+
+
+def format_graph(graph: Graph) -> str:
+    params = ", ".join(f"%{p.name}: {p.type}" for p in graph.inputs)
+    lines = [f"graph {graph.name}({params}) {{"]
+    lines += [f"  {format_node(n)}" for n in graph.nodes if n.kind != PLACEHOLDER]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+__all__ = ["DTYPES", "format_graph", "format_node", "format_value"]

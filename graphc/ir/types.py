@@ -1,0 +1,181 @@
+"""Tensor types: a shape whose dims are ints or named symbols, and a numpy dtype.
+
+A symbolic dim such as ``"B"`` stands for a size known only when the graph runs.
+Broadcasting follows numpy, extended to symbols: ``B`` against ``1`` gives ``B``,
+``B`` against ``B`` gives ``B``; ``B`` against ``3`` or against another symbol ``C``
+is an error, because the graph would then be valid only for some bindings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphc.ir.errors import DTypeError, ShapeError
+
+Dim = int | str
+Shape = tuple[Dim, ...]
+
+# The dtypes graphc supports, by their short text name.
+DTYPES: dict[str, np.dtype] = {
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "bool": np.dtype(np.bool_),
+}
+_SHORT_NAME = {dt: name for name, dt in DTYPES.items()}
+_SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def as_dtype(dtype: object) -> np.dtype:
+    """Normalize anything numpy understands as a dtype (or a short name like 'f32')."""
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return DTYPES[dtype]
+    try:
+        dt = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError as exc:
+        raise DTypeError(f"not a dtype: {dtype!r}") from exc
+    if dt not in _SHORT_NAME:
+        supported = ", ".join(str(d) for d in DTYPES.values())
+        raise DTypeError(f"dtype {dt} is not supported; expected one of {supported}")
+    return dt
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """The short text name of a supported dtype ('f32', 'i64', ...)."""
+    return _SHORT_NAME[dtype]
+
+
+def is_symbol(dim: Dim) -> bool:
+    return isinstance(dim, str)
+
+
+def as_dim(dim: object) -> Dim:
+    """Validate one dim: a non-negative int or an identifier naming a symbol."""
+    if isinstance(dim, (bool, np.bool_)):
+        raise ShapeError(f"a dim must be an int or a symbol name, got {dim!r}")
+    if isinstance(dim, (int, np.integer)):
+        if dim < 0:
+            raise ShapeError(f"a dim must be >= 0, got {dim}")
+        return int(dim)
+    if isinstance(dim, str) and _SYMBOL.match(dim):
+        return dim
+    raise ShapeError(f"a dim must be an int or a symbol name, got {dim!r}")
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """The static type of a value: shape (ints and symbols) and dtype.
+
+    >>> TensorType(("B", 3), "float32")
+    TensorType(f32[B,3])
+    """
+
+    shape: Shape
+    dtype: np.dtype
+
+    def __init__(self, shape: Iterable[object], dtype: object = "float32") -> None:
+        object.__setattr__(self, "shape", tuple(as_dim(d) for d in shape))
+        object.__setattr__(self, "dtype", as_dtype(dtype))
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_concrete(self) -> bool:
+        return not any(is_symbol(d) for d in self.shape)
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        return tuple(d for d in self.shape if isinstance(d, str))
+
+    @property
+    def size(self) -> int | None:
+        """Number of elements, or None while a dim is symbolic."""
+        if not self.is_concrete:
+            return None
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int | None:
+        size = self.size
+        return None if size is None else size * self.dtype.itemsize
+
+    def with_shape(self, shape: Iterable[object]) -> TensorType:
+        return TensorType(shape, self.dtype)
+
+    def with_dtype(self, dtype: object) -> TensorType:
+        return TensorType(self.shape, dtype)
+
+    def bind(self, bindings: Mapping[str, int]) -> TensorType:
+        """Replace the symbols that `bindings` knows by their sizes."""
+        return TensorType(bind_shape(self.shape, bindings), self.dtype)
+
+    def matches(self, array: np.ndarray) -> bool:
+        """Does a concrete array fit this type (symbols match any size)?"""
+        if array.dtype != self.dtype or array.ndim != self.rank:
+            return False
+        return all(is_symbol(d) or d == n for d, n in zip(self.shape, array.shape))
+
+    def __str__(self) -> str:
+        return f"{dtype_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
+
+    def __repr__(self) -> str:
+        return f"TensorType({self})"
+
+    @classmethod
+    def of(cls, array: np.ndarray) -> TensorType:
+        """The type of a concrete array."""
+        return cls(array.shape, array.dtype)
+
+
+def bind_shape(shape: Sequence[Dim], bindings: Mapping[str, int]) -> Shape:
+    return tuple(bindings.get(d, d) if isinstance(d, str) else d for d in shape)
+
+
+def format_shape(shape: Sequence[Dim]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def broadcast_shapes(*shapes: Sequence[Dim], op: str = "op") -> Shape:
+    """numpy broadcasting over shapes that may hold symbolic dims."""
+    rank = max((len(s) for s in shapes), default=0)
+    result: list[Dim] = []
+    for axis in range(-rank, 0):
+        dims = [s[axis] for s in shapes if len(s) >= -axis]
+        out: Dim = 1
+        for d in dims:
+            if d == 1 or d == out:
+                continue
+            if out == 1:
+                out = d
+            else:
+                shown = ", ".join(format_shape(s) for s in shapes)
+                raise ShapeError(
+                    f"{op}: shapes {shown} do not broadcast: dim {out!r} against {d!r} "
+                    f"(axis {axis}); symbolic dims broadcast only with 1 or the same symbol"
+                )
+        result.append(out)
+    return tuple(result)
+
+
+def normalize_axis(axis: int, rank: int, op: str = "op") -> int:
+    if not -rank <= axis < max(rank, 1) or (rank == 0 and axis not in (0, -1)):
+        raise ShapeError(f"{op}: axis {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def normalize_axes(axis: object, rank: int, op: str = "op") -> tuple[int, ...] | None:
+    """None (all axes) or a sorted tuple of distinct non-negative axes."""
+    if axis is None:
+        return None
+    items = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = sorted({normalize_axis(int(a), rank, op) for a in items})  # type: ignore[call-overload]
+    if len(axes) != len(items):
+        raise ShapeError(f"{op}: repeated axis in {axis!r}")
+    return tuple(axes)

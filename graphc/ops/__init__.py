@@ -1,0 +1,91 @@
+"""The op registry and the op functions (`gc.add`, `gc.matmul`, ...).
+
+Every op is defined once, in one block, in the module of its family. Importing this
+package registers them all and the graph-value backend.
+"""
+
+from types import ModuleType
+
+from graphc.ops import constant as _constant  # noqa: F401 - registers the constant op
+from graphc.ops.dispatch import bind, register_backend
+from graphc.ops.elementwise import (
+    abs,
+    absolute,
+    add,
+    cast,
+    clamp,
+    clip,
+    cos,
+    div,
+    divide,
+    eq,
+    equal,
+    exp,
+    full_like,
+    ge,
+    gelu,
+    greater,
+    greater_equal,
+    gt,
+    le,
+    less,
+    less_equal,
+    log,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    multiply,
+    ne,
+    neg,
+    negative,
+    not_equal,
+    ones_like,
+    pow,
+    power,
+    relu,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    square,
+    sub,
+    subtract,
+    tanh,
+    unbroadcast,
+    where,
+    zeros_like,
+)
+from graphc.ops.linalg import matmul
+from graphc.ops.nn import cross_entropy, log_softmax, mse_loss, one_hot, softmax
+from graphc.ops.reduce import argmax, logsumexp, max, mean, min, sum, var
+from graphc.ops.shape import (
+    broadcast_to,
+    cat,
+    concat,
+    concatenate,
+    expand,
+    expand_dims,
+    gather,
+    getitem,
+    index_select,
+    permute,
+    reshape,
+    scatter_add,
+    slice_,
+    squeeze,
+    stack,
+    sum_to,
+    swapaxes,
+    take,
+    transpose,
+    unslice,
+    unsqueeze,
+)
+from graphc.ops.symbolic import Symbol, register_lifter
+
+__all__ = [
+    name
+    for name, value in dict(globals()).items()
+    if not name.startswith("_") and not isinstance(value, ModuleType)
+]

@@ -1,0 +1,131 @@
+"""`defop`: register an op and return its public function, in one block per op.
+
+Also the pieces most op blocks share: type rules and kernels for numpy ufuncs,
+and the gradient helpers that undo broadcasting.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import DTypeError
+from graphc.ir.registry import REQUIRED, OpDef, register
+from graphc.ir.types import TensorType, as_dtype, broadcast_shapes
+from graphc.ops.dispatch import bind
+
+VARIADIC = "*"
+
+
+def defop(
+    name: str,
+    *,
+    inputs: Sequence[str] | str = ("x",),
+    infer: Callable[..., TensorType],
+    kernel: Callable[..., Any],
+    attrs: dict[str, Any] | None = None,
+    vjp: Callable[..., tuple] | None = None,
+    canonicalize: Callable[..., dict] | None = None,
+    elementwise: bool = False,
+    pure: bool = True,
+    inplace: bool = False,
+    shape_attrs: tuple[str, ...] = (),
+    cost: Callable[..., int] | None = None,
+    doc: str = "",
+) -> Callable[..., Any]:
+    """Register op `name` and return the function users call (`gc.<name>`).
+
+    `inputs` names the tensor inputs, or is "*" for an op taking a sequence.
+    """
+    attrs = dict(attrs or {})
+    variadic = inputs == VARIADIC
+    register(
+        OpDef(
+            name=name,
+            arity=None if variadic else len(inputs),
+            infer=infer,
+            kernel=kernel,
+            attrs=attrs,
+            vjp=vjp,
+            canonicalize=canonicalize,
+            elementwise=elementwise,
+            pure=pure,
+            inplace=inplace,
+            shape_attrs=shape_attrs,
+            cost=cost,
+            doc=doc,
+        )
+    )
+
+    if variadic:
+
+        def op(values: Sequence[Any], **kwargs: Any) -> Any:
+            return bind(name, *values, **kwargs)
+
+        params = [inspect.Parameter("values", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    else:
+
+        def op(*args: Any, **kwargs: Any) -> Any:
+            if len(args) > len(inputs):  # attrs may be given positionally, numpy style
+                extra = args[len(inputs) :]
+                kwargs.update(zip(list(attrs)[: len(extra)], extra))
+                args = args[: len(inputs)]
+            return bind(name, *args, **kwargs)
+
+        params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in inputs]
+    params += [
+        inspect.Parameter(
+            key,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=inspect.Parameter.empty if default is REQUIRED else default,
+        )
+        for key, default in attrs.items()
+    ]
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    op.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return op
+
+
+# -- ufuncs -------------------------------------------------------------------
+
+
+def ufunc_dtype(ufunc: np.ufunc, op: str, *dtypes: np.dtype) -> np.dtype:
+    """The dtype numpy's own type resolution gives `ufunc` on these dtypes."""
+    try:
+        resolved = ufunc.resolve_dtypes((*dtypes, None))
+    except TypeError as exc:  # numpy's 'no loop' error is a TypeError
+        shown = ", ".join(str(d) for d in dtypes)
+        raise DTypeError(f"{op}: numpy has no '{ufunc.__name__}' for dtypes ({shown})") from exc
+    return as_dtype(resolved[-1])
+
+
+def ufunc_infer(ufunc: np.ufunc, op: str) -> Callable[..., TensorType]:
+    def infer(*types: TensorType) -> TensorType:
+        shape = broadcast_shapes(*(t.shape for t in types), op=op)
+        return TensorType(shape, ufunc_dtype(ufunc, op, *(t.dtype for t in types)))
+
+    return infer
+
+
+def ufunc_kernel(ufunc: np.ufunc) -> Callable[..., np.ndarray]:
+    def kernel(*arrays: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        return ufunc(*arrays, out=out)
+
+    kernel.__name__ = ufunc.__name__
+    return kernel
+
+
+def elementwise_cost(out: TensorType, *inputs: TensorType, **attrs: Any) -> int:
+    return out.size or 0
+
+
+def into(out: np.ndarray | None, result: Any) -> np.ndarray:
+    """`result` copied into `out`, or into a fresh array: kernels never return views."""
+    if out is None:
+        return np.array(result)
+    np.copyto(out, result, casting="unsafe")
+    return out

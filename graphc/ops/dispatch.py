@@ -1,0 +1,161 @@
+"""How one op function serves graph values, eager tensors and plain arrays.
+
+`gc.add(x, y)` calls `bind("add", x, y)`. The kinds of value among the arguments
+decide who handles the call: each kind registers a `Backend` with a priority, and
+the highest-priority kind present wins. Graph values record a node; eager tensors
+compute (and record a tape entry); plain arrays and Python scalars, when nothing
+else is present, just run the numpy kernel. The winner lifts the other arguments
+into its own kind (a scalar becomes a constant node, or a tensor).
+
+Python scalars are "weak", as in numpy 2 and JAX: `x * 2` keeps the dtype of `x`.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from graphc.ir.errors import DTypeError, GraphcError
+from graphc.ir.registry import REQUIRED, OpDef, get_op
+from graphc.ir.types import TensorType, as_dtype
+
+
+class Backend(Protocol):
+    priority: int
+
+    def lift(self, value: Any, dtype: np.dtype | None, peers: Sequence[Any]) -> Any:
+        """Turn a foreign value (array, scalar, other kind) into this kind.
+
+        `dtype` is set for Python scalars (their weak dtype); `peers` are all inputs.
+        """
+
+    def apply(self, opdef: OpDef, inputs: list[Any], attrs: dict[str, Any]) -> Any:
+        """Run or record `opdef` on inputs already of this kind."""
+
+
+_BACKENDS: dict[type, Backend] = {}
+
+
+def _no_context_backend() -> Backend | None:
+    return None
+
+
+_CONTEXT_BACKEND: Callable[[], Backend | None] = _no_context_backend
+
+
+def set_context_backend(choose: Callable[[], Backend | None]) -> None:
+    """Who handles a call whose arguments are all plain (e.g. while a graph is open)."""
+    global _CONTEXT_BACKEND
+    _CONTEXT_BACKEND = choose
+
+
+def register_backend(cls: type, backend: Backend) -> None:
+    _BACKENDS[cls] = backend
+
+
+def backend_for(value: Any) -> Backend | None:
+    for cls in type(value).__mro__:
+        backend = _BACKENDS.get(cls)
+        if backend is not None:
+            return backend
+    return None
+
+
+def is_python_scalar(value: Any) -> bool:
+    return isinstance(value, (bool, numbers.Number)) and not isinstance(value, np.generic)
+
+
+def weak_dtype(scalar: Any, strong: Sequence[np.dtype]) -> np.dtype:
+    """The dtype a Python scalar takes next to operands of dtypes `strong`.
+
+    Alone, a Python float is float32 (graphc's default float), an int int64.
+    """
+    if strong:
+        return as_dtype(np.result_type(*strong, scalar))
+    if isinstance(scalar, bool):
+        return np.dtype(np.bool_)
+    if isinstance(scalar, int):
+        return np.dtype(np.int64)
+    return np.dtype(np.float32)
+
+
+def full_attrs(opdef: OpDef, attrs: dict[str, Any]) -> dict[str, Any]:
+    """Attrs with defaults filled in; unknown or missing attrs are errors naming the op."""
+    unknown = set(attrs) - set(opdef.attrs)
+    if unknown:
+        expected = ", ".join(opdef.attrs) or "none"
+        raise GraphcError(
+            f"op '{opdef.name}' got unknown attribute(s) {sorted(unknown)}; expected: {expected}"
+        )
+    result = {}
+    for key, default in opdef.attrs.items():
+        value = attrs.get(key, default)
+        if value is REQUIRED:
+            raise GraphcError(f"op '{opdef.name}' needs the attribute '{key}'")
+        result[key] = value
+    return result
+
+
+def prepare(
+    opdef: OpDef, types: Sequence[TensorType], attrs: dict[str, Any]
+) -> tuple[dict, TensorType]:
+    """Canonical attrs and the output type, by the op's own rules."""
+    attrs = full_attrs(opdef, attrs)
+    if opdef.canonicalize is not None:
+        attrs = opdef.canonicalize(*types, **attrs)
+    return attrs, opdef.infer(*types, **attrs)
+
+
+def bind(name: str, *inputs: Any, **attrs: Any) -> Any:
+    """Apply the op `name` to `inputs`, by whichever kind of value is present."""
+    opdef = get_op(name)
+    if opdef.arity is not None and len(inputs) != opdef.arity:
+        raise GraphcError(f"op '{name}' takes {opdef.arity} input(s), got {len(inputs)}")
+    backend: Backend | None = None
+    for x in inputs:
+        candidate = backend_for(x)
+        if candidate is not None and (backend is None or candidate.priority > backend.priority):
+            backend = candidate
+    if backend is None:
+        backend = _CONTEXT_BACKEND() or NUMPY
+    strong = [dtype_of(x) for x in inputs if not is_python_scalar(x)]
+    lifted = [
+        backend.lift(x, weak_dtype(x, strong) if is_python_scalar(x) else None, inputs)
+        for x in inputs
+    ]
+    return backend.apply(opdef, lifted, attrs)
+
+
+def dtype_of(value: Any) -> np.dtype:
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(value).dtype
+    return as_dtype(dtype)
+
+
+class NumpyBackend:
+    """Plain numpy arrays: run the kernel at once (used by constant folding too)."""
+
+    priority = 0
+
+    def lift(self, value: Any, dtype: np.dtype | None, peers: Sequence[Any] = ()) -> np.ndarray:
+        if backend_for(value) is not None:
+            raise GraphcError(f"cannot use a {type(value).__name__} as a plain array here")
+        if dtype is None and is_python_scalar(value):
+            dtype = weak_dtype(value, ())
+        array = np.asarray(value, dtype=dtype)
+        try:
+            as_dtype(array.dtype)
+        except DTypeError as exc:
+            raise DTypeError(f"{exc} (value of type {type(value).__name__})") from None
+        return array
+
+    def apply(self, opdef: OpDef, inputs: list[Any], attrs: dict[str, Any]) -> np.ndarray:
+        attrs, _ = prepare(opdef, [TensorType.of(x) for x in inputs], attrs)
+        return np.asarray(opdef.kernel(*inputs, **attrs))
+
+
+NUMPY = NumpyBackend()

@@ -1,0 +1,63 @@
+"""matmul, numpy's semantics: 1-D operands are promoted and squeezed, batches broadcast."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import ShapeError
+from graphc.ir.types import TensorType, broadcast_shapes, format_shape
+from graphc.ops import elementwise as E
+from graphc.ops import shape as S
+from graphc.ops.defop import defop, ufunc_dtype
+
+
+def _matmul_infer(a: TensorType, b: TensorType) -> TensorType:
+    if a.rank == 0 or b.rank == 0:
+        raise ShapeError("matmul: operands must have at least one dim (use mul for scalars)")
+    a_shape = (1,) + a.shape if a.rank == 1 else a.shape
+    b_shape = b.shape + (1,) if b.rank == 1 else b.shape
+    if a_shape[-1] != b_shape[-2]:
+        raise ShapeError(
+            f"matmul: inner dims differ: {format_shape(a.shape)} @ {format_shape(b.shape)} "
+            f"({a_shape[-1]!r} vs {b_shape[-2]!r})"
+        )
+    batch = broadcast_shapes(a_shape[:-2], b_shape[:-2], op="matmul")
+    shape = batch + (a_shape[-2],) * (a.rank > 1) + (b_shape[-1],) * (b.rank > 1)
+    return TensorType(shape, ufunc_dtype(np.matmul, "matmul", a.dtype, b.dtype))
+
+
+def _matmul_vjp(ct: Any, out: Any, a: Any, b: Any, needs: tuple) -> tuple:
+    # d(AB) = dA B + A dB, so ct_A = ct B^T and ct_B = A^T ct (then undo batch broadcasting)
+    a2 = S.expand_dims(a, 0) if len(a.shape) == 1 else a
+    b2 = S.expand_dims(b, -1) if len(b.shape) == 1 else b
+    ct2 = ct
+    if len(a.shape) == 1:
+        ct2 = S.expand_dims(ct2, -2 if len(b.shape) > 1 else -1)
+    if len(b.shape) == 1:
+        ct2 = S.expand_dims(ct2, -1)
+    ga = gb = None
+    if needs[0]:
+        ga = matmul(ct2, S.swapaxes(b2, -1, -2))
+        ga = E.unbroadcast(S.reshape(ga, a.shape) if len(a.shape) == 1 else ga, a)
+    if needs[1]:
+        gb = matmul(S.swapaxes(a2, -1, -2), ct2)
+        gb = E.unbroadcast(S.reshape(gb, b.shape) if len(b.shape) == 1 else gb, b)
+    return ga, gb
+
+
+def _matmul_cost(out: TensorType, a: TensorType, b: TensorType) -> int:
+    inner = a.shape[-1]
+    return 2 * (out.size or 0) * (inner if isinstance(inner, int) else 1)
+
+
+matmul = defop(
+    "matmul",
+    inputs=("x", "y"),
+    infer=_matmul_infer,
+    kernel=lambda a, b, out=None: np.matmul(a, b, out=out),
+    vjp=_matmul_vjp,
+    cost=_matmul_cost,
+    doc="Matrix product with numpy's rules (batched, 1-D promoted). gc.matmul(x, w) is x @ w",
+)

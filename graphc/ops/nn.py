@@ -1,0 +1,105 @@
+"""Neural-network ops: softmax, log_softmax, one_hot, and the losses built on them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import DTypeError
+from graphc.ir.types import TensorType, as_dtype, normalize_axis
+from graphc.ops import elementwise as E
+from graphc.ops import reduce as R
+from graphc.ops.defop import defop, ufunc_dtype
+
+
+def _axis_canon(name: str) -> Any:
+    return lambda x, axis: {"axis": normalize_axis(axis, x.rank, name)}
+
+
+def _float_infer(name: str) -> Any:
+    return lambda x, axis: x.with_dtype(ufunc_dtype(np.exp, name, x.dtype))
+
+
+def _softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1) -> np.ndarray:
+    shifted = np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
+    np.exp(shifted, out=shifted)
+    shifted /= np.sum(shifted, axis=axis, keepdims=True)
+    return shifted
+
+
+def _log_softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1) -> np.ndarray:
+    shifted = np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
+    shifted -= np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    return shifted
+
+
+# d softmax: ct_x = y * (ct - sum(ct * y))
+softmax = defop(
+    "softmax",
+    infer=_float_infer("softmax"),
+    kernel=_softmax_kernel,
+    attrs={"axis": -1},
+    canonicalize=_axis_canon("softmax"),
+    vjp=lambda ct, out, x, needs, axis: (out * (ct - R.sum(ct * out, axis=axis, keepdims=True)),),
+    cost=lambda out, x, axis: 5 * (out.size or 0),
+    doc="exp(x) / sum(exp(x)) along axis, computed stably. gc.softmax(logits, axis=-1)",
+)
+
+# d log_softmax: ct_x = ct - softmax(x) * sum(ct)
+log_softmax = defop(
+    "log_softmax",
+    infer=_float_infer("log_softmax"),
+    kernel=_log_softmax_kernel,
+    attrs={"axis": -1},
+    canonicalize=_axis_canon("log_softmax"),
+    vjp=lambda ct, out, x, needs, axis: (ct - E.exp(out) * R.sum(ct, axis=axis, keepdims=True),),
+    cost=lambda out, x, axis: 5 * (out.size or 0),
+    doc="x - logsumexp(x) along axis, computed stably.",
+)
+
+
+def _one_hot_infer(labels: TensorType, num_classes: int, dtype: np.dtype) -> TensorType:
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise DTypeError(f"one_hot: labels must be integers, got {labels.dtype}")
+    return TensorType(labels.shape + (num_classes,), dtype)
+
+
+def _one_hot_kernel(
+    labels: np.ndarray, out: np.ndarray | None = None, num_classes: int = 0, dtype: Any = None
+) -> np.ndarray:
+    if out is None:
+        out = np.empty(labels.shape + (num_classes,), dtype)
+    np.equal(labels[..., None], np.arange(num_classes), out=out, casting="unsafe")
+    return out
+
+
+one_hot = defop(
+    "one_hot",
+    inputs=("labels",),
+    infer=_one_hot_infer,
+    kernel=_one_hot_kernel,
+    attrs={"num_classes": 0, "dtype": "float32"},
+    canonicalize=lambda labels, num_classes, dtype: {
+        "num_classes": int(num_classes),
+        "dtype": as_dtype(dtype),
+    },
+    vjp=lambda ct, out, labels, needs, num_classes, dtype: (None,),
+    doc="1 at each label's position along a new last axis. gc.one_hot(y, num_classes=10)",
+)
+
+
+def mse_loss(prediction: Any, target: Any) -> Any:
+    """Mean squared error: mean((prediction - target) ** 2)."""
+    diff = prediction - target
+    return R.mean(diff * diff)
+
+
+def cross_entropy(logits: Any, labels: Any, axis: int = -1) -> Any:
+    """Mean negative log-likelihood of integer `labels` (or of target probabilities)."""
+    logp = log_softmax(logits, axis=axis)
+    if np.issubdtype(
+        labels.dtype if hasattr(labels, "dtype") else np.asarray(labels).dtype, np.integer
+    ):
+        labels = one_hot(labels, num_classes=logits.shape[axis], dtype=logp.dtype)
+    return E.neg(R.mean(R.sum(labels * logp, axis=axis)))

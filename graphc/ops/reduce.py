@@ -1,0 +1,222 @@
+"""Reductions: sum, mean, max, min, argmax, logsumexp, and var built on them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import GraphcError
+from graphc.ir.types import Shape, TensorType, as_dtype, normalize_axes, normalize_axis
+from graphc.ops import elementwise as E
+from graphc.ops import shape as S
+from graphc.ops.defop import defop, into, ufunc_dtype
+
+
+def _axes_canon(name: str) -> Any:
+    def canon(x: TensorType, axis: Any, keepdims: bool) -> dict:
+        axes = normalize_axes(axis, x.rank, name)
+        if axes is not None and len(axes) == x.rank:
+            axes = None  # reducing every axis is spelled one way only
+        return {"axis": axes, "keepdims": bool(keepdims)}
+
+    return canon
+
+
+def reduced_shape(shape: Shape, axes: tuple[int, ...] | None, keepdims: bool) -> Shape:
+    axes = tuple(range(len(shape))) if axes is None else axes
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _reduce_infer(dtype_of: Any) -> Any:
+    def infer(x: TensorType, axis: tuple[int, ...] | None, keepdims: bool) -> TensorType:
+        return TensorType(reduced_shape(x.shape, axis, keepdims), dtype_of(x.dtype))
+
+    return infer
+
+
+def _reduce_kernel(reducer: Any) -> Any:
+    def kernel(
+        x: np.ndarray, out: np.ndarray | None = None, axis: Any = None, keepdims: bool = False
+    ) -> np.ndarray:
+        return np.asarray(reducer(x, axis=axis, keepdims=keepdims, out=out))
+
+    return kernel
+
+
+def keep_reduced(ct: Any, x_shape: Shape, axes: tuple[int, ...] | None, keepdims: bool) -> Any:
+    """Reshape a reduction's cotangent so it broadcasts against the input again."""
+    if keepdims:
+        return ct
+    return S.reshape(ct, reduced_shape(x_shape, axes, True))
+
+
+def _sum_dtype(dtype: np.dtype) -> np.dtype:
+    return as_dtype(np.sum(np.zeros(1, dtype)).dtype)
+
+
+def _mean_dtype(dtype: np.dtype) -> np.dtype:
+    return as_dtype(np.mean(np.zeros(1, dtype)).dtype)
+
+
+def _reduce_cost(out: TensorType, x: TensorType, **attrs: Any) -> int:
+    return x.size or 0
+
+
+# d sum(x) = broadcast(d out)
+sum = defop(
+    "sum",
+    infer=_reduce_infer(_sum_dtype),
+    kernel=_reduce_kernel(np.sum),
+    attrs={"axis": None, "keepdims": False},
+    canonicalize=_axes_canon("sum"),
+    vjp=lambda ct, out, x, needs, axis, keepdims: (
+        S.broadcast_to(keep_reduced(ct, x.shape, axis, keepdims), x.shape),
+    ),
+    cost=_reduce_cost,
+    doc="Sum over axis (all by default). gc.sum(x, axis=1, keepdims=True)",
+)
+
+
+def shape_size(x: Any, axis: tuple[int, ...] | None, dtype: Any) -> Any:
+    """How many elements of x a reduction over `axis` combines, as a scalar of dtype.
+
+    With symbolic dims the count is only known at run time, so it is computed from x.
+    """
+    dims = x.shape if axis is None else tuple(x.shape[a] for a in axis)
+    if all(isinstance(d, int) for d in dims):
+        return np.asarray(np.prod(dims, dtype=np.int64), dtype=dtype)
+    return _count(x, axis=axis, dtype=dtype)
+
+
+_count = defop(
+    "count",
+    infer=lambda x, axis, dtype: TensorType((), dtype),
+    kernel=lambda x, out=None, axis=None, dtype="float32": into(
+        out, np.asarray(x.size if axis is None else np.prod([x.shape[a] for a in axis]), dtype)
+    ),
+    attrs={"axis": None, "dtype": "float32"},
+    canonicalize=lambda x, axis, dtype: {
+        "axis": normalize_axes(axis, x.rank, "count"),
+        "dtype": as_dtype(dtype),
+    },
+    vjp=lambda ct, out, x, needs, axis, dtype: (None,),
+    doc="The number of elements of x along axis (all by default), as a scalar.",
+)
+
+
+def _mean_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any, keepdims: bool) -> tuple:
+    # d mean(x) = broadcast(d out) / n
+    n = shape_size(x, axis, ct.dtype)
+    return (S.broadcast_to(keep_reduced(ct, x.shape, axis, keepdims) / n, x.shape),)
+
+
+mean = defop(
+    "mean",
+    infer=_reduce_infer(_mean_dtype),
+    kernel=_reduce_kernel(np.mean),
+    attrs={"axis": None, "keepdims": False},
+    canonicalize=_axes_canon("mean"),
+    vjp=_mean_vjp,
+    cost=_reduce_cost,
+    doc="Mean over axis (all by default). gc.mean(x, axis=0)",
+)
+
+
+def _extremum_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any, keepdims: bool) -> tuple:
+    # the gradient flows to the elements equal to the extremum, shared among ties
+    hit = E.cast(E.eq(x, keep_reduced(out, x.shape, axis, keepdims)), ct.dtype)
+    share = keep_reduced(ct, x.shape, axis, keepdims) / sum(hit, axis=axis, keepdims=True)
+    return (hit * share,)
+
+
+max = defop(
+    "max",
+    infer=_reduce_infer(lambda d: d),
+    kernel=_reduce_kernel(np.max),
+    attrs={"axis": None, "keepdims": False},
+    canonicalize=_axes_canon("max"),
+    vjp=_extremum_vjp,
+    cost=_reduce_cost,
+    doc="Largest element over axis. gc.max(x, axis=-1)",
+)
+min = defop(
+    "min",
+    infer=_reduce_infer(lambda d: d),
+    kernel=_reduce_kernel(np.min),
+    attrs={"axis": None, "keepdims": False},
+    canonicalize=_axes_canon("min"),
+    vjp=_extremum_vjp,
+    cost=_reduce_cost,
+    doc="Smallest element over axis. gc.min(x, axis=-1)",
+)
+
+
+def _argmax_canon(x: TensorType, axis: Any, keepdims: bool) -> dict:
+    if axis is not None and not isinstance(axis, (int, np.integer)):
+        raise GraphcError(f"argmax: axis must be one int or None, got {axis!r}")
+    return {
+        "axis": None if axis is None else normalize_axis(int(axis), x.rank, "argmax"),
+        "keepdims": bool(keepdims),
+    }
+
+
+def _argmax_infer(x: TensorType, axis: int | None, keepdims: bool) -> TensorType:
+    axes = None if axis is None else (axis,)
+    return TensorType(reduced_shape(x.shape, axes, keepdims), np.int64)
+
+
+argmax = defop(
+    "argmax",
+    infer=_argmax_infer,
+    kernel=lambda x, out=None, axis=None, keepdims=False: into(
+        out, np.argmax(x, axis=axis, keepdims=keepdims)
+    ),
+    attrs={"axis": None, "keepdims": False},
+    canonicalize=_argmax_canon,
+    cost=_reduce_cost,
+    doc="Index of the largest element along axis (of the flattened x by default).",
+)
+
+
+def _logsumexp_kernel(
+    x: np.ndarray, out: np.ndarray | None = None, axis: Any = None, keepdims: bool = False
+) -> np.ndarray:
+    peak = np.max(x, axis=axis, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0)  # all -inf rows stay -inf, not nan
+    total = np.sum(np.exp(x - peak), axis=axis, keepdims=True)
+    result = np.log(total) + peak
+    if not keepdims:
+        result = np.squeeze(result, axis=axis)
+    return into(out, result)
+
+
+def _logsumexp_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any, keepdims: bool) -> tuple:
+    # d logsumexp(x) = softmax(x) d out
+    kept_out = keep_reduced(out, x.shape, axis, keepdims)
+    return (keep_reduced(ct, x.shape, axis, keepdims) * E.exp(x - kept_out),)
+
+
+logsumexp = defop(
+    "logsumexp",
+    infer=_reduce_infer(lambda d: ufunc_dtype(np.exp, "logsumexp", d)),
+    kernel=_logsumexp_kernel,
+    attrs={"axis": None, "keepdims": False},
+    canonicalize=_axes_canon("logsumexp"),
+    vjp=_logsumexp_vjp,
+    cost=lambda out, x, **attrs: 3 * (x.size or 0),
+    doc="log(sum(exp(x))) over axis, computed stably. gc.logsumexp(logits, axis=-1)",
+)
+
+
+def var(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
+    """Variance over axis (numpy's ddof: 0 by default; PyTorch's unbiased is ddof=1)."""
+    centered = x - mean(x, axis=axis, keepdims=True)
+    result = mean(centered * centered, axis=axis, keepdims=keepdims)
+    if ddof:
+        axes = normalize_axes(axis, len(x.shape), "var")
+        n = shape_size(x, axes, result.dtype)
+        result = result * (n / (n - ddof))
+    return result

@@ -1,0 +1,185 @@
+"""Graph values: applying an op to them records a node instead of computing.
+
+A `Symbol` is a handle on a node of a graph under construction. Recording lives here,
+in `ops/`, so that passes such as autodiff can build graphs through the very same op
+functions users call, without the frontend.
+
+A value of another kind met while recording (an eager tensor during tracing) is
+handed to the lifters that upper layers register with `register_lifter`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import GraphcError, GraphMismatchError, TracingError
+from graphc.ir.graph import Graph, Node, active_graph
+from graphc.ir.registry import OpDef
+from graphc.ir.types import Shape, TensorType
+from graphc.ops import dispatch
+from graphc.ops.operators import OperatorMixin
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_WHERE_HINT = (
+    "A static graph is built once, before any data is seen, so Python control flow "
+    "cannot depend on the values flowing through it. Express the choice inside the "
+    "graph with gc.where(condition, if_true, if_false), or run the code eagerly."
+)
+
+
+def user_location() -> str | None:
+    """`file:line` of the innermost caller outside the graphc package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+class Symbol(OperatorMixin):
+    """A value in a graph being declared or traced (the result of an op on graph values)."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    @property
+    def graph(self) -> Graph:
+        assert self.node.graph is not None
+        return self.node.graph
+
+    @property
+    def type(self) -> TensorType:
+        return self.node.type
+
+    @property
+    def shape(self) -> Shape:
+        return self.node.type.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.node.type.dtype
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def __repr__(self) -> str:
+        return f"<graph value {self.node.name}: {self.node.type} in graph '{self.graph.name}'>"
+
+    def _no_data(self, what: str) -> TracingError:
+        loc = user_location()
+        where = f" at {loc}" if loc else ""
+        return TracingError(
+            f"{what} of graph value '{self.node.name}' ({self.node.type}){where} needs its data. "
+            + _WHERE_HINT
+        )
+
+    def __bool__(self) -> bool:
+        raise self._no_data("bool()")
+
+    def __len__(self) -> int:
+        first = self.shape[0] if self.shape else None
+        if isinstance(first, int):
+            return first
+        raise self._no_data("len()")
+
+    def __iter__(self) -> Any:
+        raise self._no_data("iteration")
+
+    def __index__(self) -> int:
+        raise self._no_data("use as an index")
+
+    def __float__(self) -> float:
+        raise self._no_data("float()")
+
+    def __int__(self) -> int:
+        raise self._no_data("int()")
+
+    def item(self) -> Any:
+        raise self._no_data(".item()")
+
+    def numpy(self) -> Any:
+        raise self._no_data(".numpy()")
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._no_data("conversion to a numpy array")
+
+
+_LIFTERS: list[Callable[[Any, Graph], Symbol | None]] = []
+
+
+def register_lifter(lifter: Callable[[Any, Graph], Symbol | None]) -> None:
+    """Let an upper layer turn foreign values (eager tensors) into graph values."""
+    _LIFTERS.append(lifter)
+
+
+def add_constant(graph: Graph, value: Any, name: str | None = None) -> Symbol:
+    array = np.array(value)  # a private, read-only copy: the caller's array may change
+    array.flags.writeable = False
+    node = graph.add_op(
+        "constant",
+        (),
+        {"value": array},
+        TensorType.of(array),
+        name=name or graph.fresh_name("const"),
+        meta={"loc": user_location()},
+    )
+    return Symbol(node)
+
+
+class SymbolicBackend:
+    priority = 100
+
+    def _graph(self, peers: Sequence[Any] = ()) -> Graph:
+        for x in peers:
+            if isinstance(x, Symbol):
+                return x.graph
+        graph = active_graph()
+        if graph is None:
+            raise GraphcError("no graph is being declared (use `with graph:`)")
+        return graph
+
+    def lift(self, value: Any, dtype: np.dtype | None, peers: Sequence[Any]) -> Symbol:
+        if isinstance(value, Symbol):
+            return value
+        graph = self._graph(peers)
+        for lifter in _LIFTERS:
+            lifted = lifter(value, graph)
+            if lifted is not None:
+                return lifted
+        return add_constant(graph, dispatch.NUMPY.lift(value, dtype))
+
+    def apply(self, opdef: OpDef, inputs: list[Symbol], attrs: dict[str, Any]) -> Symbol:
+        graph = inputs[0].graph if inputs else self._graph()
+        for x in inputs:
+            if x.graph is not graph:
+                raise GraphMismatchError(
+                    f"op '{opdef.name}': input '{x.node.name}' belongs to graph "
+                    f"'{x.graph.name}', the other inputs to graph '{graph.name}'"
+                )
+        active = active_graph()
+        if active is not None and active is not graph:
+            raise GraphMismatchError(
+                f"op '{opdef.name}': value '{inputs[0].node.name}' belongs to graph "
+                f"'{graph.name}', but graph '{active.name}' is being declared"
+            )
+        attrs, out_type = dispatch.prepare(opdef, [x.type for x in inputs], attrs)
+        node = graph.add_op(
+            opdef.name, [x.node for x in inputs], attrs, out_type, meta={"loc": user_location()}
+        )
+        return Symbol(node)
+
+
+SYMBOLIC = SymbolicBackend()
+dispatch.register_backend(Symbol, SYMBOLIC)
+dispatch.set_context_backend(lambda: SYMBOLIC if active_graph() is not None else None)

@@ -160,19 +160,19 @@ class SymbolicBackend:
         return add_constant(graph, dispatch.NUMPY.lift(value, dtype))
 
     def apply(self, opdef: OpDef, inputs: list[Symbol], attrs: dict[str, Any]) -> Symbol:
-        graph = inputs[0].graph if inputs else self._graph()
+        active = active_graph()
+        graph = active if active is not None else (inputs[0].graph if inputs else self._graph())
         for x in inputs:
             if x.graph is not graph:
+                if active is not None:
+                    raise GraphMismatchError(
+                        f"op '{opdef.name}': value '{x.node.name}' belongs to graph "
+                        f"'{x.graph.name}', but graph '{graph.name}' is being declared"
+                    )
                 raise GraphMismatchError(
                     f"op '{opdef.name}': input '{x.node.name}' belongs to graph "
                     f"'{x.graph.name}', the other inputs to graph '{graph.name}'"
                 )
-        active = active_graph()
-        if active is not None and active is not graph:
-            raise GraphMismatchError(
-                f"op '{opdef.name}': value '{inputs[0].node.name}' belongs to graph "
-                f"'{graph.name}', but graph '{active.name}' is being declared"
-            )
         attrs, out_type = dispatch.prepare(opdef, [x.type for x in inputs], attrs)
         node = graph.add_op(
             opdef.name, [x.node for x in inputs], attrs, out_type, meta={"loc": user_location()}

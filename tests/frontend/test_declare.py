@@ -1,0 +1,165 @@
+"""The declare API and Python operators on graph values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+
+
+def affine_graph() -> gc.Graph:
+    g = gc.Graph("affine")
+    with g:
+        x = gc.placeholder("x", shape=("B", 3), dtype="float32")
+        w = gc.placeholder("w", shape=(3, 2))
+        b = gc.constant(np.array([0.5, -0.5], np.float32), name="b")
+        y = gc.relu(x @ w + b)
+        gc.output(gc.mean(y * y), name="loss")
+    return g
+
+
+def test_design_example_builds_and_runs() -> None:
+    g = affine_graph()
+    assert [p.name for p in g.inputs] == ["x", "w"]
+    assert [o.name for o in g.outputs] == ["loss"]
+    assert str(g.inputs[0].type) == "f32[B,3]"
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal((5, 3)).astype(np.float32)
+    wv = rng.standard_normal((3, 2)).astype(np.float32)
+    y = np.maximum(xv @ wv + np.array([0.5, -0.5], np.float32), 0)
+    np.testing.assert_allclose(g(x=xv, w=wv), np.mean(y * y), rtol=1e-6)
+    np.testing.assert_allclose(g(xv, wv), np.mean(y * y), rtol=1e-6)
+
+
+def test_printed_graph_is_readable() -> None:
+    text = str(affine_graph())
+    assert text.splitlines()[0] == "graph affine(%x: f32[B,3], %w: f32[3,2]) {"
+    assert "  %matmul: f32[B,2] = matmul(%x, %w)" in text
+    assert "  %mean: f32[] = mean(%mul, axis=None, keepdims=False)" in text
+    assert "  output %loss = %mean" in text
+
+
+def test_symbolic_dim_flows_through_types() -> None:
+    g = affine_graph()
+    types = {n.name: str(n.type) for n in g.nodes}
+    assert types["add"] == "f32[B,2]"
+    assert types["loss"] == "f32[]"
+
+
+@pytest.mark.parametrize(
+    ("expr", "reference"),
+    [
+        (lambda a, b: a + b, lambda a, b: a + b),
+        (lambda a, b: a - b, lambda a, b: a - b),
+        (lambda a, b: a * b, lambda a, b: a * b),
+        (lambda a, b: a / (b * b + 1), lambda a, b: a / (b * b + 1)),
+        (lambda a, b: (a * a) ** b, lambda a, b: (a * a) ** b),
+        (lambda a, b: -a, lambda a, b: -a),
+        (lambda a, b: 2.0 - a, lambda a, b: 2.0 - a),
+        (lambda a, b: 1.0 / (1 + a * a), lambda a, b: 1.0 / (1 + a * a)),
+        (lambda a, b: a < b, lambda a, b: a < b),
+        (lambda a, b: a >= b, lambda a, b: a >= b),
+        (lambda a, b: a == b, lambda a, b: a == b),
+        (lambda a, b: a != b, lambda a, b: a != b),
+        (lambda a, b: a[1:3, None], lambda a, b: a[1:3, None]),
+        (lambda a, b: a[..., ::-1], lambda a, b: a[..., ::-1]),
+        (lambda a, b: a.T, lambda a, b: a.T),
+        (lambda a, b: a @ b.T, lambda a, b: a @ b.T),
+        (lambda a, b: abs(a), lambda a, b: np.abs(a)),
+        (lambda a, b: a.sum(axis=0), lambda a, b: a.sum(axis=0)),
+    ],
+)
+def test_operators_match_numpy(expr, reference) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(1)
+    av = rng.standard_normal((4, 3))
+    bv = rng.standard_normal((4, 3))
+    g = gc.Graph("ops")
+    with g:
+        a = gc.placeholder("a", shape=(4, 3), dtype="float64")
+        b = gc.placeholder("b", shape=(4, 3), dtype="float64")
+        gc.output(expr(a, b))
+    np.testing.assert_allclose(g(av, bv), reference(av, bv), rtol=1e-12)
+
+
+def test_value_properties() -> None:
+    with gc.Graph("props"):
+        x = gc.placeholder("x", shape=("B", 3), dtype="float64")
+        assert x.shape == ("B", 3)
+        assert x.dtype == np.float64
+        assert (x * 2).dtype == np.float64  # Python scalars are weak
+        assert (x.T).shape == (3, "B")
+        assert x[0].shape == (3,)
+
+
+def test_python_scalar_keeps_float32() -> None:
+    with gc.Graph("weak"):
+        x = gc.placeholder("x", shape=(2,))
+        assert (x * 2.5).dtype == np.float32
+        assert (x + 1).dtype == np.float32
+
+
+def test_strong_float64_array_promotes() -> None:
+    with gc.Graph("strong"):
+        x = gc.placeholder("x", shape=(2,))
+        assert (x + np.ones(2)).dtype == np.float64
+
+
+def test_constant_is_a_private_copy() -> None:
+    value = np.ones(3, np.float32)
+    g = gc.Graph("const")
+    with g:
+        c = gc.constant(value, name="c")
+        gc.output(c * 2)
+    value[:] = 7
+    np.testing.assert_array_equal(g(), np.full(3, 2, np.float32))
+    assert not g.node("c").value.flags.writeable
+
+
+def test_graph_call_does_not_modify_inputs() -> None:
+    g = affine_graph()
+    xv = np.ones((2, 3), np.float32)
+    wv = np.ones((3, 2), np.float32)
+    before = (xv.copy(), wv.copy())
+    g(x=xv, w=wv)
+    np.testing.assert_array_equal(xv, before[0])
+    np.testing.assert_array_equal(wv, before[1])
+
+
+def test_outputs_are_fresh_arrays() -> None:
+    g = gc.Graph("identity")
+    with g:
+        x = gc.placeholder("x", shape=(2,))
+        gc.output(x)
+    xv = np.ones(2, np.float32)
+    out = g(xv)
+    out[:] = 5
+    np.testing.assert_array_equal(xv, np.ones(2, np.float32))
+
+
+def test_several_outputs_return_a_tuple() -> None:
+    g = gc.Graph("two")
+    with g:
+        x = gc.placeholder("x", shape=(2,))
+        gc.output(x + 1, name="a")
+        gc.output(x * 3, name="b")
+    a, b = g(np.ones(2, np.float32))
+    np.testing.assert_array_equal(a, [2, 2])
+    np.testing.assert_array_equal(b, [3, 3])
+
+
+def test_node_locations_name_the_user_line() -> None:
+    g = gc.Graph("loc")
+    with g:
+        x = gc.placeholder("x", shape=(2,))
+        y = gc.exp(x)  # this line
+    assert y.node.loc is not None
+    assert y.node.loc.startswith(__file__)
+    line = int(y.node.loc.rsplit(":", 1)[1])
+    with open(__file__) as source:
+        assert "# this line" in source.readlines()[line - 1]
+
+
+def test_ops_on_plain_arrays_compute_directly() -> None:
+    np.testing.assert_allclose(gc.softmax(np.array([0.0, 0.0])), [0.5, 0.5])
+    np.testing.assert_allclose(gc.add(np.ones(2), 1.0), [2.0, 2.0])

@@ -144,6 +144,5 @@ def test_branching_on_a_graph_value_explains_the_limit() -> None:
 
 
 def test_unsupported_dtype() -> None:
-    with gc.Graph("dt"):
-        with pytest.raises(gc.DTypeError, match="complex128"):
-            gc.placeholder("x", shape=(2,), dtype="complex128")
+    with gc.Graph("dt"), pytest.raises(gc.DTypeError, match="complex128"):
+        gc.placeholder("x", shape=(2,), dtype="complex128")

@@ -29,7 +29,11 @@ from graphc.ir.errors import (
     VerifyError,
 )
 from graphc.ir.graph import Graph, Node
+from graphc.ir.nx import from_networkx, to_networkx
+from graphc.ir.parse import parse
+from graphc.ir.serialize import from_json, load, save, to_json
 from graphc.ir.types import TensorType
+from graphc.ir.verify import verify
 from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level API
 from graphc.ops import Symbol
 from graphc.runtime.reference import run

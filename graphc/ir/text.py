@@ -8,7 +8,10 @@
     }
 
 One line per node, in graph order: ``%name: type = op(%inputs..., attr=value...)``;
-placeholders appear in the header, outputs as ``output %name = %value``. Attribute
+placeholders appear in the header, outputs as ``output %name = %value``. A graph
+name that is not an identifier, or a value name with other characters than letters,
+digits, ``_`` and ``.``, is printed as a JSON string (``graph "my net"``, ``%"a b"``).
+Attribute
 values are Python-like literals (None, True, ints, floats, "strings", tuples); dtypes
 are bare short names (f32). A constant's array is a nested list when it is small and
 ``b64"..."`` (its raw little-endian bytes) when larger, so the text is exact.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -27,6 +31,18 @@ from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.types import DTYPES, dtype_name
 
 INLINE_LIMIT = 16  # constants with more elements are printed as base64
+
+GRAPH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+VALUE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]*")
+
+
+def format_graph_name(name: str) -> str:
+    return name if GRAPH_NAME.fullmatch(name) else json.dumps(name)
+
+
+def format_value_name(name: str) -> str:
+    """A value reference: %name, or %"..." when the name has unusual characters."""
+    return "%" + (name if VALUE_NAME.fullmatch(name) else json.dumps(name))
 
 
 def format_value(value: Any) -> str:
@@ -70,19 +86,26 @@ def _format_nested(array: np.ndarray) -> str:
 
 def format_node(node: Node) -> str:
     if node.kind == OUTPUT:
-        return f"output %{node.name} = %{node.inputs[0].name}"
+        return f"output {format_value_name(node.name)} = {format_value_name(node.inputs[0].name)}"
     assert node.kind == OP
-    parts = [f"%{x.name}" for x in node.inputs]
+    parts = [format_value_name(x.name) for x in node.inputs]
     parts += [f"{key}={format_value(value)}" for key, value in node.attrs.items()]
-    return f"%{node.name}: {node.type} = {node.op}({', '.join(parts)})"
+    return f"{format_value_name(node.name)}: {node.type} = {node.op}({', '.join(parts)})"
 
 
 def format_graph(graph: Graph) -> str:
-    params = ", ".join(f"%{p.name}: {p.type}" for p in graph.inputs)
-    lines = [f"graph {graph.name}({params}) {{"]
+    params = ", ".join(f"{format_value_name(p.name)}: {p.type}" for p in graph.inputs)
+    lines = [f"graph {format_graph_name(graph.name)}({params}) {{"]
     lines += [f"  {format_node(n)}" for n in graph.nodes if n.kind != PLACEHOLDER]
     lines.append("}")
     return "\n".join(lines)
 
 
-__all__ = ["DTYPES", "format_graph", "format_node", "format_value"]
+__all__ = [
+    "DTYPES",
+    "format_graph",
+    "format_graph_name",
+    "format_node",
+    "format_value",
+    "format_value_name",
+]

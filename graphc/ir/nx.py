@@ -1,0 +1,109 @@
+"""Export to and import from `networkx.DiGraph`, for analyses networkx already has.
+
+Each graphc node becomes a networkx node keyed by its name, with the attributes
+``kind``, ``op``, ``attrs``, ``type`` (a `TensorType`), ``meta`` and ``index`` (its
+position in the graph). An edge runs from a value to each node using it; since a
+node may use one value twice (``mul(%x, %x)``), the edge's ``positions`` lists the
+input positions it fills, e.g. ``[0, 1]``.
+
+`from_networkx` rebuilds a graph in a topological order that keeps the ``index``
+order where it can (so placeholders and outputs keep their order), and checks every
+node as the text and JSON loaders do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+
+from graphc.ir.errors import CycleError, VerifyError
+from graphc.ir.graph import KINDS, Graph, Node
+from graphc.ir.types import TensorType
+from graphc.ir.verify import node_problem
+
+
+def to_networkx(graph: Graph) -> nx.DiGraph:
+    """The graph as a `networkx.DiGraph` (nodes keyed by name; see the module docstring).
+
+    >>> import graphc as gc
+    >>> g = gc.Graph("g")
+    >>> with g:
+    ...     x = gc.placeholder("x", shape=(2,))
+    ...     _ = gc.output(x * x, name="y")
+    >>> d = gc.to_networkx(g)
+    >>> d.edges["x", "mul"]["positions"], d.nodes["mul"]["op"]
+    ([0, 1], 'mul')
+    """
+    digraph = nx.DiGraph(name=graph.name)
+    for index, node in enumerate(graph.nodes):
+        digraph.add_node(
+            node.name,
+            kind=node.kind,
+            op=node.op,
+            attrs=dict(node.attrs),
+            type=node.type,
+            meta=dict(node.meta),
+            index=index,
+        )
+        for position, x in enumerate(node.inputs):
+            if digraph.has_edge(x.name, node.name):
+                digraph.edges[x.name, node.name]["positions"].append(position)
+            else:
+                digraph.add_edge(x.name, node.name, positions=[position])
+    return digraph
+
+
+def from_networkx(digraph: nx.DiGraph, name: str | None = None) -> Graph:
+    """Rebuild a Graph from a DiGraph shaped like `to_networkx` output.
+
+    Raises CycleError naming nodes on a cycle, VerifyError naming a malformed node.
+    """
+    try:
+        cycle = nx.find_cycle(digraph)
+    except nx.NetworkXNoCycle:
+        cycle = []
+    if cycle:
+        names = [str(u) for u, _ in cycle] + [str(cycle[0][0])]
+        raise CycleError(f"the DiGraph has a cycle: {' -> '.join(names)}")
+    graph = Graph(name if name is not None else digraph.graph.get("name", "graph"))
+    insertion = {key: i for i, key in enumerate(digraph.nodes)}
+
+    def order(key: Any) -> tuple:
+        index = digraph.nodes[key].get("index")
+        return (index if isinstance(index, int) else insertion[key], insertion[key])
+
+    for key in nx.lexicographical_topological_sort(digraph, key=order):
+        graph.append(_node(graph, digraph, key))
+    return graph
+
+
+def _node(graph: Graph, digraph: nx.DiGraph, key: Any) -> Node:
+    data = digraph.nodes[key]
+    kind = data.get("kind")
+    if kind not in KINDS:
+        raise VerifyError(f"DiGraph node {key!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    node_type = data.get("type")
+    if not isinstance(node_type, TensorType):
+        raise VerifyError(f"DiGraph node {key!r}: 'type' must be a TensorType, got {node_type!r}")
+    slots: dict[int, str] = {}
+    for source in digraph.predecessors(key):
+        positions = digraph.edges[source, key].get("positions")
+        if not positions:
+            raise VerifyError(f"DiGraph edge {source!r} -> {key!r} has no input 'positions'")
+        for position in positions:
+            if position in slots:
+                raise VerifyError(f"DiGraph node {key!r}: input position {position} is given twice")
+            slots[position] = source
+    if sorted(slots) != list(range(len(slots))):
+        raise VerifyError(
+            f"DiGraph node {key!r}: input positions {sorted(slots)} are not 0..{len(slots) - 1}"
+        )
+    inputs = tuple(graph.node(str(slots[i])) for i in range(len(slots)))
+    node = Node(
+        str(key), kind, data.get("op"), inputs, data.get("attrs") or {}, node_type, data.get("meta")
+    )
+    problem = node_problem(node)
+    if problem:
+        raise VerifyError(f"DiGraph node {key!r}: {problem}")
+    return node

@@ -1,0 +1,134 @@
+"""The IR verifier: the invariants every graph keeps, checked in one walk.
+
+`verify(graph)` walks the nodes in graph order, keeping the set of names defined so
+far. Each node must belong to the graph, have a fresh name and a known kind, use
+only values defined before it (a use of a later value is reported as a cycle when
+the edges do form one), and agree with its op: arity, a complete set of attrs, and
+a stored type equal to what the op's type rule gives on its inputs' stored types.
+The checks of one node (`node_problem`) are shared with the text and JSON loaders,
+which report them with a line number or a field path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from graphc.ir.errors import CycleError, GraphcError, UnknownOpError, VerifyError
+from graphc.ir.graph import KINDS, OUTPUT, PLACEHOLDER, Graph, Node
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
+
+
+def verify(graph: Graph) -> None:
+    """Check the IR invariants of `graph`; raise VerifyError (or CycleError) naming the node.
+
+    >>> import graphc as gc
+    >>> g = gc.Graph("g")
+    >>> with g:
+    ...     _ = gc.output(gc.exp(gc.placeholder("x", shape=(2,))))
+    >>> gc.verify(g)  # returns None when the graph is well formed
+    """
+    defined: set[str] = set()
+    position = {id(n): i for i, n in enumerate(graph.nodes)}
+    for node in graph.nodes:
+        where = node.describe()
+        if node.graph is not graph:
+            owner = "no graph" if node.graph is None else f"graph '{node.graph.name}'"
+            raise VerifyError(f"{where} is listed in graph '{graph.name}' but belongs to {owner}")
+        if node.name in defined:
+            raise VerifyError(f"{where}: the name '{node.name}' is used twice in '{graph.name}'")
+        if graph._by_name.get(node.name) is not node:
+            raise VerifyError(f"{where} is not the node graph '{graph.name}' knows by that name")
+        for i, x in enumerate(node.inputs):
+            if id(x) not in position or graph.nodes[position[id(x)]] is not x:
+                raise VerifyError(
+                    f"{where}: input {i} ({x.describe()}) is not a node of graph '{graph.name}'"
+                )
+            if x.name not in defined:
+                cycle = find_cycle(node)
+                if cycle:
+                    raise CycleError(f"graph '{graph.name}' has a cycle: {' -> '.join(cycle)}")
+                raise VerifyError(
+                    f"{where}: input {i} ({x.describe()}) is used before it is defined"
+                )
+        problem = node_problem(node)
+        if problem:
+            raise VerifyError(f"{where}: {problem}")
+        defined.add(node.name)
+    if len(graph._by_name) != len(graph.nodes):
+        raise VerifyError(
+            f"graph '{graph.name}' knows {len(graph._by_name)} names for {len(graph.nodes)} nodes"
+        )
+
+
+def node_problem(node: Node) -> str | None:
+    """What is wrong with one node on its own (kind, arity, attrs, type), or None."""
+    if node.kind not in KINDS:
+        return f"unknown kind {node.kind!r}; expected one of {', '.join(KINDS)}"
+    if not isinstance(node.type, TensorType):
+        return f"its type is {node.type!r}, not a TensorType"
+    if node.kind == PLACEHOLDER:
+        if node.inputs or node.op is not None or node.attrs:
+            return "a placeholder has no inputs, op or attrs"
+        return None
+    if node.kind == OUTPUT:
+        if len(node.inputs) != 1 or node.op is not None or node.attrs:
+            return (
+                f"an output has exactly one input and no op or attrs, got {len(node.inputs)} inputs"
+            )
+        if node.type != node.inputs[0].type:
+            return f"declared type {node.type} differs from its value's type {node.inputs[0].type}"
+        return None
+    return op_problem(node.op, node.inputs, node.attrs, node.type)
+
+
+def op_problem(
+    op: str | None, inputs: Sequence[Node], attrs: dict, declared: TensorType
+) -> str | None:
+    """Check an op application against the registry and re-run its type rule."""
+    try:
+        opdef = get_op(op)  # type: ignore[arg-type]
+    except UnknownOpError:
+        return f"unknown op {op!r}"
+    if opdef.arity is not None and len(inputs) != opdef.arity:
+        return f"op '{op}' takes {opdef.arity} input(s), got {len(inputs)}"
+    missing = [key for key in opdef.attrs if key not in attrs]
+    unknown = [key for key in attrs if key not in opdef.attrs]
+    if missing or unknown:
+        return f"op '{op}' expects attrs ({', '.join(opdef.attrs)}); missing {missing}, unknown {unknown}"
+    if op == "constant" and not isinstance(attrs["value"], np.ndarray):
+        return f"a constant's value must be an array, got {type(attrs['value']).__name__}"
+    try:
+        inferred = opdef.infer(*(x.type for x in inputs), **attrs)
+    except GraphcError as exc:
+        return f"the type rule of '{op}' fails: {exc}"
+    if inferred != declared:
+        return f"declared type {declared} but the type rule of '{op}' gives {inferred}"
+    return None
+
+
+def find_cycle(start: Node) -> list[str]:
+    """Names along a cycle through the inputs reachable from `start`, or [] if none.
+
+    An iterative depth-first walk, so that long chains do not hit Python's recursion limit.
+    """
+    on_path: dict[int, int] = {id(start): 0}
+    path: list[Node] = [start]
+    pending = [iter(start.inputs)]
+    done: set[int] = set()
+    while pending:
+        x = next(pending[-1], None)
+        if x is None:
+            node = path.pop()
+            pending.pop()
+            del on_path[id(node)]
+            done.add(id(node))
+        elif id(x) in on_path:
+            return [n.name for n in path[on_path[id(x)] :]] + [x.name]
+        elif id(x) not in done:
+            on_path[id(x)] = len(path)
+            path.append(x)
+            pending.append(iter(x.inputs))
+    return []

@@ -413,7 +413,7 @@ def _unslice(ct: np.ndarray, shape: tuple, index: Any) -> np.ndarray:
     return out
 
 
-_case("unslice", "window", lambda c: gc.unslice(c, shape=(3, 4, 5), index="1:3,::2"), [F(2, 4, 3)],
+_case("unslice", "window", lambda c: gc.unslice(c, shape=(3, 4, 5), index="1:3,::2"), [F(2, 2, 5)],
       lambda c: _unslice(c, (3, 4, 5), (slice(1, 3), slice(None, None, 2))))  # fmt: skip
 _case("unslice", "int_none", lambda c: gc.unslice(c, shape=(3, 4), index="None,-1"), [F(1, 4)],
       lambda c: _unslice(c, (3, 4), (None, -1)))  # fmt: skip

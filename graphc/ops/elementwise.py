@@ -201,8 +201,9 @@ _GELU_A = 0.044715
 
 
 def _gelu_body(x: np.ndarray, out: np.ndarray) -> np.ndarray:
-    # 0.5 x (1 + tanh(c (x + a x^3))), with one scratch array
-    inner = x * x
+    # 0.5 x (1 + tanh(c (x + a x^3))), with one scratch array (an array even when 0-d:
+    # `x * x` on a 0-d array would give a numpy scalar, which cannot be an `out=`)
+    inner = np.multiply(x, x, out=np.empty_like(out))
     inner *= _GELU_A
     inner += 1
     inner *= x

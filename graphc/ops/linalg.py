@@ -38,12 +38,14 @@ def _matmul_vjp(ct: Any, out: Any, a: Any, b: Any, needs: tuple) -> tuple:
     if len(b.shape) == 1:
         ct2 = S.expand_dims(ct2, -1)
     ga = gb = None
+    # sum the batch dims away against the promoted operand first, then drop the
+    # promoted dim: a 1-D operand against a batched one gets a batch of gradients
     if needs[0]:
-        ga = matmul(ct2, S.swapaxes(b2, -1, -2))
-        ga = E.unbroadcast(S.reshape(ga, a.shape) if len(a.shape) == 1 else ga, a)
+        ga = E.unbroadcast(matmul(ct2, S.swapaxes(b2, -1, -2)), a2)
+        ga = S.reshape(ga, a.shape) if len(a.shape) == 1 else ga
     if needs[1]:
-        gb = matmul(S.swapaxes(a2, -1, -2), ct2)
-        gb = E.unbroadcast(S.reshape(gb, b.shape) if len(b.shape) == 1 else gb, b)
+        gb = E.unbroadcast(matmul(S.swapaxes(a2, -1, -2), ct2), b2)
+        gb = S.reshape(gb, b.shape) if len(b.shape) == 1 else gb
     return ga, gb
 
 

@@ -21,7 +21,13 @@ def _float_infer(name: str) -> Any:
     return lambda x, axis: x.with_dtype(ufunc_dtype(np.exp, name, x.dtype))
 
 
+def _as_float(x: np.ndarray, op: str) -> np.ndarray:
+    # ints compute in the float dtype numpy gives exp (float64), as the type rule says
+    return x.astype(ufunc_dtype(np.exp, op, x.dtype), copy=False)
+
+
 def _softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1) -> np.ndarray:
+    x = _as_float(x, "softmax")
     shifted = np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
     np.exp(shifted, out=shifted)
     shifted /= np.sum(shifted, axis=axis, keepdims=True)
@@ -29,6 +35,7 @@ def _softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1
 
 
 def _log_softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1) -> np.ndarray:
+    x = _as_float(x, "log_softmax")
     shifted = np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
     shifted -= np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
     return shifted

@@ -469,6 +469,10 @@ scatter_add = defop(
 )
 
 
+def _is_full_slice(item: Any) -> bool:
+    return isinstance(item, slice) and item == slice(None)
+
+
 def getitem(x: Any, index: Any) -> Any:
     """x[index]: basic indices become `slice`; one integer array index becomes `take`."""
     items = index if isinstance(index, tuple) else (index,)
@@ -479,10 +483,11 @@ def getitem(x: Any, index: Any) -> Any:
     ]
     if not advanced:
         return slice_(x, index=format_index(items))
-    if len(advanced) > 1 or Ellipsis in items or any(i is None for i in items):
+    # identity tests only: `==` on an array (or graph value) index would be elementwise
+    if len(advanced) > 1 or any(i is None or i is Ellipsis for i in items):
         raise GraphcError("getitem: only one integer-array index (with plain slices) is supported")
     k = advanced[0]
-    if any(items[j] != slice(None) for j in range(len(items)) if j != k):
+    if any(not _is_full_slice(items[j]) for j in range(len(items)) if j != k):
         raise GraphcError("getitem: an integer-array index may only be combined with ':'")
     if getattr(items[k], "dtype", None) == np.bool_:
         raise GraphcError("getitem: boolean masks give data-dependent shapes; use gc.where")

@@ -11,8 +11,8 @@
 """
 
 from graphc import frontend as _frontend_call  # noqa: F401
+from graphc.frontend import TensorSpec, constant, jit, lifted_tensors, output, placeholder, trace
 from graphc.frontend import call as _call  # noqa: F401 - makes Graph callable
-from graphc.frontend import constant, output, placeholder
 from graphc.ir import errors
 from graphc.ir.errors import (
     AutodiffError,
@@ -36,6 +36,7 @@ from graphc.ir.types import TensorType
 from graphc.ir.verify import verify
 from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level API
 from graphc.ops import Symbol
+from graphc.passes.autodiff import gradients, split_backward
 from graphc.runtime.reference import run
 
 __version__ = "0.1.0"

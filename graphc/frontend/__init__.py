@@ -1,5 +1,7 @@
 """The user-facing ways to make graphs: declaring them, and (later) tracing functions."""
 
 from graphc.frontend.declare import constant, output, placeholder
+from graphc.frontend.jit import jit
+from graphc.frontend.trace import TensorSpec, lifted_tensors, trace
 
-__all__ = ["constant", "output", "placeholder"]
+__all__ = ["constant", "output", "placeholder", "TensorSpec", "jit", "lifted_tensors", "trace"]

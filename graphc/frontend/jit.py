@@ -1,0 +1,163 @@
+"""`gc.jit`: trace once per input signature, compile, cache, run.
+
+The cache key of a call is its signature: each argument's shape and dtype, plus
+the identity of the eager tensors the caller names as parameters (`params=` or a
+module's `named_parameters()`). Eager tensors that tracing lifts from a closure are
+fed their current values at every call, so in-place updates (an optimizer step)
+are seen without retracing; replacing such a tensor by a new object is not seen
+unless it is named in `params`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from graphc.frontend.trace import TensorSpec, eager_tensor_type, lifted_tensors, trace
+from graphc.ir.graph import Graph
+from graphc.ops.dispatch import is_python_scalar, weak_dtype
+
+
+class CacheInfo(NamedTuple):
+    """How a jitted function's cache has been used: traces = misses."""
+
+    hits: int
+    misses: int
+    size: int
+
+
+@dataclass
+class _Entry:
+    graph: Graph
+    run: Callable[..., Any]  # feeds by placeholder name -> list of output arrays
+    lifted: dict[str, Any]  # placeholder name -> eager tensor
+    structure: Any  # how to pack outputs: None (one), "tuple", or a list of dict keys
+
+
+def _as_array(value: Any) -> np.ndarray:
+    tensor_type = eager_tensor_type()
+    if tensor_type is not None and isinstance(value, tensor_type):
+        return np.asarray(value.numpy())
+    if is_python_scalar(value):
+        return np.asarray(value, dtype=weak_dtype(value, ()))
+    return np.asarray(value)
+
+
+def _compiler() -> Callable[[Graph], Callable[..., Any]]:
+    """The runtime's `compile` when it exists, else the reference interpreter."""
+    try:
+        from graphc.runtime import compile as compile_graph
+    except ImportError:
+        compile_graph = None
+    if compile_graph is not None:
+
+        def compiled(graph: Graph) -> Callable[..., Any]:
+            exe = compile_graph(graph)
+            count = len(graph.outputs)
+
+            def run_compiled(**feeds: Any) -> list[Any]:
+                result = exe(**feeds)
+                return list(result) if count > 1 else [result]
+
+            return run_compiled
+
+        return compiled
+
+    from graphc.runtime.reference import run
+
+    return lambda graph: lambda **feeds: run(graph, feeds)
+
+
+class Jitted:
+    """A function that runs as a compiled graph; see `jit`."""
+
+    def __init__(self, fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> None:
+        self.fn = fn
+        self.params = params
+        self._cache: dict[tuple, _Entry] = {}
+        self._hits = 0
+        self._misses = 0
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    def _named_params(self) -> dict[str, Any]:
+        if self.params is not None:
+            return dict(self.params)
+        named = getattr(self.fn, "named_parameters", None)
+        return dict(named()) if callable(named) else {}
+
+    def signature(self, arrays: list[np.ndarray]) -> tuple:
+        params = self._named_params()
+        return (
+            tuple((a.shape, a.dtype.str) for a in arrays),
+            tuple((name, id(t)) for name, t in params.items()),
+        )
+
+    def __call__(self, *args: Any) -> Any:
+        arrays = [_as_array(a) for a in args]
+        key = self.signature(arrays)
+        entry = self._cache.get(key)
+        if entry is None:
+            self._misses += 1
+            entry = self._build(arrays)
+            self._cache[key] = entry
+        else:
+            self._hits += 1
+        feeds = {p.name: a for p, a in zip(entry.graph.inputs, arrays)}
+        feeds.update({name: _as_array(t) for name, t in entry.lifted.items()})
+        return self._pack(entry, entry.run(**feeds))
+
+    def _build(self, arrays: list[np.ndarray]) -> _Entry:
+        structure: list[Any] = []
+
+        def recording(*values: Any) -> Any:
+            result = self.fn(*values)
+            if isinstance(result, Mapping):
+                structure.append(list(result))
+            elif isinstance(result, (tuple, list)):
+                structure.append("tuple")
+            else:
+                structure.append(None)
+            return result
+
+        functools.update_wrapper(recording, self.fn)  # keeps the parameter names
+        specs = [TensorSpec(a.shape, a.dtype) for a in arrays]
+        params = self.params if self.params is not None else self._named_params() or None
+        graph = trace(recording, *specs, name=getattr(self.fn, "__name__", None), params=params)
+        return _Entry(graph, _compiler()(graph), lifted_tensors(graph), structure[0])
+
+    @staticmethod
+    def _pack(entry: _Entry, results: list[Any]) -> Any:
+        if entry.structure is None:
+            return results[0]
+        if entry.structure == "tuple":
+            return tuple(results)
+        return dict(zip(entry.structure, results))
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self._hits, self._misses, len(self._cache))
+
+    def graph_for(self, *args: Any) -> Graph:
+        """The traced graph that a call with these arguments runs (tracing if needed)."""
+        arrays = [_as_array(a) for a in args]
+        key = self.signature(arrays)
+        if key not in self._cache:
+            self._misses += 1
+            self._cache[key] = self._build(arrays)
+        return self._cache[key].graph
+
+
+def jit(fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> Jitted:
+    """Compile `fn` on first call for each input signature (shapes, dtypes), then reuse it.
+
+    >>> import numpy as np, graphc as gc
+    >>> f = gc.jit(lambda x: gc.relu(x) * 2)
+    >>> f(np.array([-1.0, 2.0], np.float32))
+    array([0., 4.], dtype=float32)
+    >>> f.cache_info().misses
+    1
+    """
+    return Jitted(fn, params)

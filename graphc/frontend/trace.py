@@ -1,0 +1,285 @@
+"""Tracing: run a Python function once on graph values and keep the graph it records.
+
+`trace(fn, *specs)` opens a new Graph, declares one placeholder per parameter of
+`fn` (named after the parameter), calls `fn` on those graph values, and marks what
+it returns as outputs. Because the op functions record nodes when given graph
+values, any function written with graphc ops, operators or eager-tensor methods
+traces without change.
+
+Eager tensors met while tracing (a model's parameters, captured by closure or
+passed in `params=`) become placeholders too, appended after `fn`'s own inputs and
+named after their attribute where one is known (`param`, `param_1` otherwise). The
+same tensor met twice is the same placeholder. `lifted_tensors(graph)` gives those
+placeholders' tensors by name, so a caller (`gc.jit`, nn) can feed their current
+values: `graph(*arrays, **{k: t.numpy() for k, t in lifted_tensors(graph).items()})`.
+While tracing, operations among eager tensors alone are recorded as well (not
+computed eagerly), so a parameter's transpose is a node fed by the parameter.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from graphc.frontend.declare import output
+from graphc.ir.errors import GraphcError, TracingError
+from graphc.ir.graph import PLACEHOLDER, Graph, Node
+from graphc.ir.registry import OpDef
+from graphc.ir.types import TensorType, as_dtype, format_shape
+from graphc.ops import dispatch
+from graphc.ops.symbolic import SYMBOLIC, Symbol, register_lifter, user_location
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """The shape and dtype of a traced input; None in a shape is a fresh symbolic dim.
+
+    >>> import graphc as gc
+    >>> gc.TensorSpec((None, 3)).dtype
+    dtype('float32')
+    """
+
+    shape: tuple
+    dtype: np.dtype
+
+    def __init__(self, shape: Iterable[Any] = (), dtype: Any = "float32") -> None:
+        dims = (shape,) if isinstance(shape, (int, str)) or shape is None else tuple(shape)
+        object.__setattr__(self, "shape", dims)
+        object.__setattr__(self, "dtype", as_dtype(dtype))
+
+    def to_type(self, fresh_dim: Callable[[int], str]) -> TensorType:
+        return TensorType(
+            (fresh_dim(axis) if d is None else d for axis, d in enumerate(self.shape)), self.dtype
+        )
+
+
+def as_spec(value: Any, what: str) -> TensorSpec:
+    """A TensorSpec, from a spec or from an example value (its shape and dtype)."""
+    if isinstance(value, TensorSpec):
+        return value
+    if isinstance(value, TensorType):
+        return TensorSpec(value.shape, value.dtype)
+    if isinstance(value, (bool, int, float)):
+        return TensorSpec((), dispatch.weak_dtype(value, ()))
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        try:
+            array = np.asarray(value)
+        except Exception as exc:  # noqa: BLE001 - any failure means "not an example"
+            raise GraphcError(
+                f"{what}: expected a gc.TensorSpec or an example array, got {type(value).__name__}"
+            ) from exc
+        shape, dtype = array.shape, array.dtype
+    return TensorSpec(tuple(shape), dtype)
+
+
+# -- lifting eager tensors -------------------------------------------------------------
+
+
+class _Trace:
+    """The state of one trace in progress: its graph and the tensors lifted so far."""
+
+    def __init__(self, graph: Graph, names: Mapping[int, str]) -> None:
+        self.graph = graph
+        self.names = dict(names)  # id(tensor) -> attribute name given by the caller
+        self.lifted: dict[int, tuple[Any, Symbol]] = {}  # id(tensor) -> (tensor, placeholder)
+
+    def lift(self, tensor: Any) -> Symbol:
+        known = self.lifted.get(id(tensor))
+        if known is not None:
+            return known[1]
+        name = self.names.get(id(tensor))
+        if name is None or name in self.graph:
+            name = self.graph.fresh_name(name or "param")
+        node = self.graph.add_placeholder(
+            name, TensorType(tensor.shape, tensor.dtype), meta={"loc": user_location()}
+        )
+        symbol = Symbol(node)
+        self.lifted[id(tensor)] = (tensor, symbol)
+        return symbol
+
+
+_TRACES: list[_Trace] = []
+_LIFTED: weakref.WeakKeyDictionary[Graph, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def eager_tensor_type() -> type | None:
+    """graphc.eager's Tensor class, if eager has been imported (no tensor exists otherwise)."""
+    eager = sys.modules.get("graphc.eager")
+    return getattr(eager, "Tensor", None) if eager is not None else None
+
+
+def _lift_eager(value: Any, graph: Graph) -> Symbol | None:
+    tensor_type = eager_tensor_type()
+    if tensor_type is None or not isinstance(value, tensor_type):
+        return None
+    for trace_state in reversed(_TRACES):
+        if trace_state.graph is graph:
+            return trace_state.lift(value)
+    raise TracingError(
+        f"an eager tensor of shape {format_shape(value.shape)} was mixed with values of graph "
+        f"'{graph.name}', which is declared, not traced; feed it through a placeholder or use "
+        "gc.trace"
+    )
+
+
+register_lifter(_lift_eager)
+
+
+class _RecordEagerOps:
+    """While tracing, ops among eager tensors alone are recorded instead of computed.
+
+    Installed as the dispatch backend of the eager Tensor class for the duration of a
+    trace, so `w.T` on a parameter becomes a transpose node fed by w's placeholder.
+    """
+
+    def __init__(self, priority: int) -> None:
+        self.priority = priority
+
+    def lift(self, value: Any, dtype: np.dtype | None, peers: Sequence[Any]) -> Symbol:
+        return SYMBOLIC.lift(value, dtype, peers)
+
+    def apply(self, opdef: OpDef, inputs: list[Any], attrs: dict[str, Any]) -> Symbol:
+        return SYMBOLIC.apply(opdef, inputs, attrs)
+
+
+@contextmanager
+def _recording_eager_ops() -> Iterator[None]:
+    tensor_type = eager_tensor_type()
+    previous = dispatch._BACKENDS.get(tensor_type) if tensor_type is not None else None
+    if tensor_type is None or previous is None:
+        yield
+        return
+    dispatch.register_backend(tensor_type, _RecordEagerOps(previous.priority))
+    try:
+        yield
+    finally:
+        dispatch.register_backend(tensor_type, previous)
+
+
+def lifted_tensors(graph: Graph) -> dict[str, Any]:
+    """The eager tensors that tracing turned into placeholders of `graph`, by name.
+
+    Empty for graphs that were declared, or traced without meeting an eager tensor.
+    """
+    return dict(_LIFTED.get(graph, {}))
+
+
+# -- trace -------------------------------------------------------------------------------------
+
+
+def parameter_names(fn: Callable[..., Any], count: int) -> list[str]:
+    """Placeholder names for `count` positional inputs of `fn`, from its signature."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # builtins and some callables have no signature
+        params = []
+    names: list[str] = []
+    for p in params:
+        if len(names) == count:
+            break
+        if p.kind == inspect.Parameter.VAR_POSITIONAL:
+            names.extend(f"{p.name}_{i}" for i in range(count - len(names)))
+        elif p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+    names.extend(f"arg{i}" for i in range(len(names), count))
+    return names
+
+
+def _named_parameters(fn: Any, params: Mapping[str, Any] | None) -> dict[int, str]:
+    """id(tensor) -> name, from `params` or from a module's `named_parameters()`."""
+    if params is None:
+        named = getattr(fn, "named_parameters", None)
+        params = dict(named()) if callable(named) else {}
+    return {id(t): name.replace(".", "_") for name, t in params.items()}
+
+
+def _output_items(result: Any) -> list[tuple[str | None, Any]]:
+    if isinstance(result, Mapping):
+        return [(str(k), v) for k, v in result.items()]
+    if isinstance(result, (tuple, list)):
+        return [(None, v) for v in result]
+    return [(None, result)]
+
+
+def _placeholders_first(graph: Graph) -> Graph:
+    """The same graph with every placeholder before the first op (lifted ones come late)."""
+    ordered = [n for n in graph.nodes if n.kind == PLACEHOLDER]
+    ordered += [n for n in graph.nodes if n.kind != PLACEHOLDER]
+    if ordered == graph.nodes:
+        return graph
+    result = Graph(graph.name)
+    copies: dict[Node, Node] = {}
+    for n in ordered:
+        copy = Node(
+            n.name, n.kind, n.op, tuple(copies[x] for x in n.inputs), n.attrs, n.type, n.meta
+        )
+        copies[n] = result.append(copy)
+    return result
+
+
+def trace(
+    fn: Callable[..., Any],
+    *specs: Any,
+    name: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> Graph:
+    """Trace `fn` on inputs described by `specs` into a Graph.
+
+    Each spec is a `gc.TensorSpec(shape, dtype)` or an example array. Returning a
+    tuple gives several outputs (out, out_1, ...); returning a dict names them.
+    `params` names eager tensors that `fn` uses, so their placeholders get those names.
+
+    >>> import numpy as np, graphc as gc
+    >>> g = gc.trace(lambda x, w: gc.relu(x @ w), gc.TensorSpec((None, 3)), np.ones((3, 2)))
+    >>> [p.name for p in g.inputs], str(g.inputs[0].type)
+    (['x', 'w'], 'f32[x_0,3]')
+    """
+    graph = Graph(name or getattr(fn, "__name__", "traced").replace("<lambda>", "lambda"))
+    input_names = parameter_names(fn, len(specs))
+    state = _Trace(graph, _named_parameters(fn, params))
+    with graph:
+        args = []
+        for input_name, spec in zip(input_names, specs):
+            spec = as_spec(spec, f"trace: input '{input_name}'")
+
+            node = graph.add_placeholder(
+                input_name,
+                spec.to_type(lambda axis, base=input_name: f"{base}_{axis}"),
+                meta={"loc": user_location()},
+            )
+            args.append(Symbol(node))
+        _TRACES.append(state)
+        try:
+            with _recording_eager_ops():
+                result = fn(*args)
+                items = _output_items(result)
+                for out_name, value in items:
+                    _mark_output(graph, value, out_name)
+        finally:
+            _TRACES.remove(state)
+    if not graph.outputs:
+        raise TracingError(f"trace: {graph.name} returned nothing to output")
+    graph = _placeholders_first(graph)
+    _LIFTED[graph] = {sym.name: tensor for tensor, sym in state.lifted.values()}
+    return graph
+
+
+def _mark_output(graph: Graph, value: Any, out_name: str | None) -> None:
+    if value is None:
+        raise TracingError(f"trace: {graph.name} returned None as an output")
+    symbol = value if isinstance(value, Symbol) else SYMBOLIC.lift(value, None, ())
+    if out_name is not None and out_name in graph:
+        clash = graph.node(out_name)
+        raise TracingError(
+            f"trace: output name '{out_name}' is already taken by {clash.describe()}; "
+            "choose another key"
+        )
+    output(symbol, out_name)

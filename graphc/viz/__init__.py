@@ -1,0 +1,17 @@
+"""Pictures of graphs: forward, backward, fused, pass by pass, and eager tapes.
+
+>>> import graphc as gc
+>>> g = gc.Graph("double")
+>>> with g:
+...     _ = gc.output(gc.placeholder("x", shape=(3,)) * 2, name="y")
+>>> dot = gc.viz.to_dot(g)          # a graphviz.Digraph; dot.source is its DOT text
+>>> path = gc.viz.render(g, "double.svg")  # doctest: +SKIP
+"""
+
+from graphc.ir.graph import set_mime_handler
+from graphc.viz.dot import to_dot
+from graphc.viz.render import DotMissingWarning, have_dot, mime_bundle, render
+
+set_mime_handler(mime_bundle)
+
+__all__ = ["DotMissingWarning", "have_dot", "mime_bundle", "render", "to_dot"]

@@ -1,0 +1,112 @@
+"""`to_dot`: one entry point for every picture graphc draws.
+
+It looks at what it is given — a `Graph` (forward, backward or joint), a
+``(forward, backward)`` pair from `split_backward`, an optimization report, or an
+eager tensor — and hands it to the drawer for that kind of thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import graphviz
+
+from graphc.ir.errors import GraphcError
+from graphc.ir.graph import Graph, Node
+from graphc.viz import style
+from graphc.viz.painter import SAVED_KEYS, GraphPainter, Options, backward_nodes, meta_name
+
+
+def make_options(**options: Any) -> Options:
+    known = {f.name for f in fields(Options)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise GraphcError(
+            f"to_dot: unknown option(s) {', '.join(unknown)}; expected some of {', '.join(sorted(known))}"
+        )
+    return Options(**options)
+
+
+def _finish(dot: graphviz.Digraph, painters: list[GraphPainter], options: Options) -> None:
+    if options.title:
+        dot.attr(label=options.title, labelloc="t", fontsize="14")
+    if options.legend:
+        roles = set().union(*(p.roles for p in painters))
+        edges = set().union(*(p.edge_kinds for p in painters))
+        order = ["data", "backward", "saved", "grad_of", "removed"]
+        style.add_legend(dot, roles, [e for e in order if e in edges])
+
+
+def graph_to_dot(graph: Graph, options: Options) -> graphviz.Digraph:
+    """A forward or joint graph: backward nodes coloured and linked to their forward node."""
+    dot = style.new_digraph(graph.name, options.rankdir)
+    painter = GraphPainter(graph, options)
+    painter.paint(dot)
+    if backward_nodes(graph):
+        painter.paint_grad_links(dot)
+    _finish(dot, [painter], options)
+    return dot
+
+
+def pair_to_dot(forward: Graph, backward: Graph, options: Options) -> graphviz.Digraph:
+    """The forward graph and its backward graph side by side, saved values linking them."""
+    dot = style.new_digraph(f"{forward.name} + {backward.name}", options.rankdir, compound="true")
+    sources = {p: _forward_source(forward, p) for p in backward.inputs}
+    saved_outputs = {s.name: "saved_output" for s in sources.values() if s is not None}
+    fwd = GraphPainter(forward, options, prefix="forward/", role_overrides=saved_outputs)
+    bwd = GraphPainter(backward, options, prefix="backward/", backward=True)
+    for painter, title, color in (
+        (fwd, f"forward: {forward.name}", "#2e86c1"),
+        (bwd, f"backward: {backward.name}", style.BACKWARD_COLOR),
+    ):
+        with dot.subgraph(name=f"cluster_{painter.prefix}") as cluster:
+            cluster.attr(label=title, color=color, style="rounded", fontname=style.FONT)
+            painter.paint(cluster)
+    # each saved input of the backward graph is fed by the forward value of that name
+    for p, source in sources.items():
+        if source is not None and bwd.role(p) == "saved":
+            dot.edge(fwd.node_id(source), bwd.node_id(p), **style.edge_attrs("saved"))
+            bwd.edge_kinds.add("saved")
+    bwd.paint_grad_links(dot, forward=fwd)
+    _finish(dot, [fwd, bwd], options)
+    return dot
+
+
+def _forward_source(forward: Graph, saved: Node) -> Node | None:
+    """The forward output that carries backward input `saved` (split_backward's saved_<name>)."""
+    name = meta_name(saved, SAVED_KEYS) or saved.name
+    for o in forward.outputs:
+        if o.inputs[0].name == name and o.name.startswith("saved_"):
+            return o
+    return None
+
+
+def to_dot(obj: Any, **options: Any) -> graphviz.Digraph:
+    """A graphviz picture of a graph, a (forward, backward) pair, a report or an eager tensor.
+
+    Options: edge_labels, legend, max_chain, max_repeat, grad_links, rankdir, title.
+
+    >>> import graphc as gc
+    >>> g = gc.Graph("double")
+    >>> with g:
+    ...     x = gc.placeholder("x", shape=("B", 3))
+    ...     _ = gc.output(x * 2, name="y")
+    >>> "f32[B,3]" in gc.viz.to_dot(g).source
+    True
+    """
+    opts = make_options(**options)
+    if isinstance(obj, Graph):
+        return graph_to_dot(obj, opts)
+    if isinstance(obj, tuple) and len(obj) == 2 and all(isinstance(g, Graph) for g in obj):
+        return pair_to_dot(obj[0], obj[1], opts)
+    from graphc.viz import report, tape
+
+    if report.is_report(obj):
+        return report.report_to_dot(obj, opts)
+    if tape.is_tensor(obj):
+        return tape.tensor_to_dot(obj, opts)
+    raise GraphcError(
+        f"to_dot: cannot draw a {type(obj).__name__}; expected a Graph, a (forward, backward) "
+        "pair of Graphs, an optimization report or an eager Tensor"
+    )

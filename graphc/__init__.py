@@ -38,5 +38,6 @@ from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level
 from graphc.ops import Symbol
 from graphc.passes.autodiff import gradients, split_backward
 from graphc.runtime.reference import run
+from graphc import viz  # after the rest: it draws what they build
 
 __version__ = "0.1.0"

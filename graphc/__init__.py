@@ -11,6 +11,7 @@
 """
 
 from graphc import frontend as _frontend_call  # noqa: F401
+from graphc import viz
 from graphc.frontend import TensorSpec, constant, jit, lifted_tensors, output, placeholder, trace
 from graphc.frontend import call as _call  # noqa: F401 - makes Graph callable
 from graphc.ir import errors
@@ -38,6 +39,5 @@ from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level
 from graphc.ops import Symbol
 from graphc.passes.autodiff import gradients, split_backward
 from graphc.runtime.reference import run
-from graphc import viz  # after the rest: it draws what they build
 
 __version__ = "0.1.0"

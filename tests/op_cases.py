@@ -264,6 +264,8 @@ _case("clip", "high", lambda x: gc.clamp(x, a_max=0.25), [F(5)],
       lambda x: np.clip(x, None, 0.25), smooth=False)  # fmt: skip
 _case("clip", "none", lambda x: gc.clip(x), [F(5)], lambda x: x.copy())
 _case("clip", "int", lambda x: gc.clip(x, -1, 2), [I(3, 4)], lambda x: np.clip(x, -1, 2))
+_case("clip", "int_float_bounds", lambda x: gc.clip(x, -0.5, 2.5), [I(3, 4)],
+      lambda x: np.clip(x, -0.5, 2.5))  # fmt: skip
 
 _case("cast", "to_f64", lambda x: gc.cast(x, "float64"), [Arg((3, 4), "float32")],
       lambda x: x.astype(np.float64))  # fmt: skip

@@ -100,7 +100,11 @@ def ufunc_dtype(ufunc: np.ufunc, op: str, *dtypes: np.dtype) -> np.dtype:
     except TypeError as exc:  # numpy's 'no loop' error is a TypeError
         shown = ", ".join(str(d) for d in dtypes)
         raise DTypeError(f"{op}: numpy has no '{ufunc.__name__}' for dtypes ({shown})") from exc
-    return as_dtype(resolved[-1])
+    try:
+        return as_dtype(resolved[-1])
+    except DTypeError as exc:  # e.g. numpy computes log(bool) in float16
+        shown = ", ".join(str(d) for d in dtypes)
+        raise DTypeError(f"{op}: on dtypes ({shown}) numpy gives {resolved[-1]}: {exc}") from None
 
 
 def ufunc_infer(ufunc: np.ufunc, op: str) -> Callable[..., TensorType]:
@@ -116,6 +120,7 @@ def ufunc_kernel(ufunc: np.ufunc) -> Callable[..., np.ndarray]:
         return ufunc(*arrays, out=out)
 
     kernel.__name__ = ufunc.__name__
+    kernel.ufunc = ufunc  # type: ignore[attr-defined] - the runtime calls the ufunc directly
     return kernel
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError
+from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.types import TensorType, as_dtype, broadcast_shapes
 from graphc.ops import shape as S
 from graphc.ops.defop import (
@@ -124,7 +124,24 @@ def _pow_vjp(ct: Any, out: Any, x: Any, y: Any, needs: tuple) -> tuple:
     return gx, gy
 
 
-pow = _binary("pow", np.power, _pow_vjp, "x ** y. gc.pow(np.full(2, 3.0), 2) -> array([9., 9.])")
+def _pow_kernel(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    try:
+        return np.power(x, y, out=out)
+    except ValueError as exc:  # numpy refuses integers to negative integer powers
+        raise DTypeError(f"pow: {exc} (cast to a float dtype first)") from None
+
+
+pow = defop(
+    "pow",
+    inputs=("x", "y"),
+    infer=ufunc_infer(np.power, "pow"),
+    kernel=_pow_kernel,
+    vjp=_pow_vjp,
+    elementwise=True,
+    inplace=True,
+    cost=elementwise_cost,
+    doc="x ** y. gc.pow(np.full(2, 3.0), 2) -> array([9., 9.])",
+)
 
 # d(-x) = -dx
 neg = _unary("neg", np.negative, lambda ct, out, x, needs: (neg(ct),), "-x, elementwise.")
@@ -314,9 +331,25 @@ def _clip_vjp(ct: Any, out: Any, x: Any, needs: tuple, a_min: Any, a_max: Any) -
     return (ct,)
 
 
+def _clip_canon(x: TensorType, a_min: Any, a_max: Any) -> dict:
+    bounds = {}
+    for key, bound in (("a_min", a_min), ("a_max", a_max)):
+        if bound is not None and (np.ndim(bound) != 0 or isinstance(bound, (str, bytes))):
+            raise GraphcError(f"clip: {key} must be a scalar or None, got {bound!r}")
+        # kept as Python scalars: weak, as in numpy 2 (clip(int_x, 0.5, 1) is float64)
+        bounds[key] = None if bound is None else np.asarray(bound).item()
+    return bounds
+
+
+def _clip_infer(x: TensorType, a_min: Any, a_max: Any) -> TensorType:
+    bounds = [b for b in (a_min, a_max) if b is not None]
+    return x.with_dtype(np.result_type(x.dtype, *bounds))
+
+
 clip = defop(
     "clip",
-    infer=lambda x, a_min, a_max: x,
+    infer=_clip_infer,
+    canonicalize=_clip_canon,
     kernel=_clip_kernel,
     attrs={"a_min": None, "a_max": None},
     vjp=_clip_vjp,

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError
+from graphc.ir.errors import DTypeError, GraphcError
+from graphc.ir.registry import REQUIRED
 from graphc.ir.types import TensorType, as_dtype, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import reduce as R
@@ -72,6 +73,14 @@ def _one_hot_infer(labels: TensorType, num_classes: int, dtype: np.dtype) -> Ten
     return TensorType(labels.shape + (num_classes,), dtype)
 
 
+def _one_hot_canon(labels: TensorType, num_classes: Any, dtype: Any) -> dict:
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
+        raise GraphcError(f"one_hot: num_classes must be an int, got {num_classes!r}")
+    if num_classes < 1:
+        raise GraphcError(f"one_hot: num_classes must be at least 1, got {num_classes}")
+    return {"num_classes": int(num_classes), "dtype": as_dtype(dtype)}
+
+
 def _one_hot_kernel(
     labels: np.ndarray, out: np.ndarray | None = None, num_classes: int = 0, dtype: Any = None
 ) -> np.ndarray:
@@ -86,11 +95,8 @@ one_hot = defop(
     inputs=("labels",),
     infer=_one_hot_infer,
     kernel=_one_hot_kernel,
-    attrs={"num_classes": 0, "dtype": "float32"},
-    canonicalize=lambda labels, num_classes, dtype: {
-        "num_classes": int(num_classes),
-        "dtype": as_dtype(dtype),
-    },
+    attrs={"num_classes": REQUIRED, "dtype": "float32"},
+    canonicalize=_one_hot_canon,
     vjp=lambda ct, out, labels, needs, num_classes, dtype: (None,),
     doc="1 at each label's position along a new last axis. gc.one_hot(y, num_classes=10)",
 )

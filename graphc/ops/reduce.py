@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError
+from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.types import Shape, TensorType, as_dtype, normalize_axes, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
@@ -125,6 +125,19 @@ mean = defop(
 )
 
 
+def _nonempty_infer(name: str) -> Any:
+    """The type rule of max/min: like any reduction, but an empty axis has no extremum."""
+    plain = _reduce_infer(lambda d: d)
+
+    def infer(x: TensorType, axis: tuple[int, ...] | None, keepdims: bool) -> TensorType:
+        axes = range(x.rank) if axis is None else axis
+        if any(x.shape[a] == 0 for a in axes):
+            raise ShapeError(f"{name}: cannot reduce an empty axis of shape {x.shape}")
+        return plain(x, axis, keepdims)
+
+    return infer
+
+
 def _extremum_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any, keepdims: bool) -> tuple:
     # the gradient flows to the elements equal to the extremum, shared among ties
     hit = E.cast(E.eq(x, keep_reduced(out, x.shape, axis, keepdims)), ct.dtype)
@@ -134,7 +147,7 @@ def _extremum_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any, keepdims: 
 
 max = defop(
     "max",
-    infer=_reduce_infer(lambda d: d),
+    infer=_nonempty_infer("max"),
     kernel=_reduce_kernel(np.max),
     attrs={"axis": None, "keepdims": False},
     canonicalize=_axes_canon("max"),
@@ -144,7 +157,7 @@ max = defop(
 )
 min = defop(
     "min",
-    infer=_reduce_infer(lambda d: d),
+    infer=_nonempty_infer("min"),
     kernel=_reduce_kernel(np.min),
     attrs={"axis": None, "keepdims": False},
     canonicalize=_axes_canon("min"),
@@ -165,6 +178,8 @@ def _argmax_canon(x: TensorType, axis: Any, keepdims: bool) -> dict:
 
 def _argmax_infer(x: TensorType, axis: int | None, keepdims: bool) -> TensorType:
     axes = None if axis is None else (axis,)
+    if any(x.shape[a] == 0 for a in (range(x.rank) if axis is None else axes)):
+        raise ShapeError(f"argmax: cannot reduce an empty axis of shape {x.shape}")
     return TensorType(reduced_shape(x.shape, axes, keepdims), np.int64)
 
 
@@ -187,7 +202,8 @@ def _logsumexp_kernel(
     peak = np.max(x, axis=axis, keepdims=True)
     peak = np.where(np.isfinite(peak), peak, 0)  # all -inf rows stay -inf, not nan
     total = np.sum(np.exp(x - peak), axis=axis, keepdims=True)
-    result = np.log(total) + peak
+    with np.errstate(divide="ignore"):  # log(0) = -inf is the right answer for -inf rows
+        result = np.log(total) + peak
     if not keepdims:
         result = np.squeeze(result, axis=axis)
     return into(out, result)
@@ -196,6 +212,8 @@ def _logsumexp_kernel(
 def _logsumexp_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any, keepdims: bool) -> tuple:
     # d logsumexp(x) = softmax(x) d out
     kept_out = keep_reduced(out, x.shape, axis, keepdims)
+    # an all -inf row has out = -inf and exp(x - out) = nan; its gradient is 0
+    kept_out = E.where(E.eq(kept_out, -np.inf), 0, kept_out)
     return (keep_reduced(ct, x.shape, axis, keepdims) * E.exp(x - kept_out),)
 
 

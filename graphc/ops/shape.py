@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ir.errors import DTypeError, GraphcError, ShapeError
 from graphc.ir.types import (
     Dim,
     Shape,
@@ -44,7 +44,7 @@ def _reshape_canon(x: TensorType, shape: Any) -> dict:
     if sum(1 for d in dims if not isinstance(d, str) and d == -1) > 1:
         raise ShapeError(f"reshape: only one -1 allowed in {dims}")
     if all(isinstance(d, str) or d != -1 for d in dims):
-        return {"shape": tuple(as_dim(d) for d in dims)}
+        return {"shape": _as_shape(dims, "reshape")}
     x_size, x_syms = _known_size(x.shape)
     rest = [d for d in dims if isinstance(d, str) or d != -1]
     rest_size, rest_syms = _known_size(rest)
@@ -63,9 +63,7 @@ def _reshape_canon(x: TensorType, shape: Any) -> dict:
     ):
         raise ShapeError(f"reshape: cannot infer -1 of {dims} from shape {format_shape(x.shape)}")
     missing: Dim = leftover[0] if leftover else x_size // rest_size
-    return {
-        "shape": tuple(missing if not isinstance(d, str) and d == -1 else as_dim(d) for d in dims)
-    }
+    return {"shape": _as_shape([missing if d == -1 else d for d in dims], "reshape")}
 
 
 def _reshape_infer(x: TensorType, shape: Shape) -> TensorType:
@@ -130,15 +128,27 @@ def swapaxes(x: Any, a: int, b: int) -> Any:
 # -- broadcast_to and its adjoint, sum_to ---------------------------------------------
 
 
-def _shape_canon(x: TensorType, shape: Any) -> dict:
+def _as_shape(shape: Any, op: str) -> Shape:
     dims = (shape,) if isinstance(shape, (int, str, np.integer)) else tuple(shape)
-    return {"shape": tuple(as_dim(d) for d in dims)}
+    try:
+        return tuple(as_dim(d) for d in dims)
+    except ShapeError as exc:
+        raise ShapeError(f"{op}: bad shape {dims}: {exc}") from None
+
+
+def _shape_canon(op: str) -> Any:
+    return lambda x, shape: {"shape": _as_shape(shape, op)}
 
 
 def _check_broadcastable(small: Shape, big: Shape, op: str) -> None:
     ok = len(small) <= len(big) and all(
         s == 1 or s == b for s, b in zip(reversed(small), reversed(big))
     )
+    if not ok and op == "sum_to":
+        raise ShapeError(
+            f"sum_to: cannot sum shape {format_shape(big)} down to {format_shape(small)} "
+            f"(the target must broadcast to the input's shape)"
+        )
     if not ok:
         raise ShapeError(
             f"{op}: shape {format_shape(small)} does not broadcast to {format_shape(big)}"
@@ -156,7 +166,7 @@ broadcast_to = defop(
     infer=_broadcast_infer,
     kernel=lambda x, out=None, shape=(): into(out, np.broadcast_to(x, shape)),
     attrs={"shape": ()},
-    canonicalize=_shape_canon,
+    canonicalize=_shape_canon("broadcast_to"),
     vjp=lambda ct, out, x, needs, shape: (sum_to(ct, x.shape),),
     shape_attrs=("shape",),
     doc="x repeated along broadcast dims to shape (numpy rules). gc.broadcast_to(x, (4, 3))",
@@ -185,7 +195,7 @@ sum_to = defop(
     infer=_sum_to_infer,
     kernel=_sum_to_kernel,
     attrs={"shape": ()},
-    canonicalize=_shape_canon,
+    canonicalize=_shape_canon("sum_to"),
     vjp=lambda ct, out, x, needs, shape: (broadcast_to(ct, x.shape),),
     shape_attrs=("shape",),
     cost=lambda out, x, shape: x.size or 0,
@@ -285,7 +295,13 @@ concatenate = cat = concat
 
 def stack(values: Sequence[Any], axis: int = 0) -> Any:
     """Join arrays along a new axis: concat of expand_dims."""
-    rank = len(values[0].shape) + 1
+    if not values:
+        raise GraphcError("stack: needs at least one input")
+    shapes = [tuple(v.shape) for v in values]
+    if any(s != shapes[0] for s in shapes):
+        shown = ", ".join(format_shape(s) for s in shapes)
+        raise ShapeError(f"stack: all inputs must have the same shape, got {shown}")
+    rank = len(shapes[0]) + 1
     axis = normalize_axis(axis, rank, "stack")
     return concat([expand_dims(v, axis) for v in values], axis=axis)
 
@@ -306,12 +322,16 @@ def format_index(index: Any) -> str:
         elif item is Ellipsis:
             parts.append("...")
         elif isinstance(item, slice):
+            if item.step is not None and int(item.step) == 0:
+                raise ShapeError("getitem: slice step cannot be zero")
             start = "" if item.start is None else str(int(item.start))
             stop = "" if item.stop is None else str(int(item.stop))
             step = "" if item.step is None else f":{int(item.step)}"
             parts.append(f"{start}:{stop}{step}")
         elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
             parts.append(str(int(item)))
+        elif isinstance(item, (float, np.floating)):
+            raise DTypeError(f"getitem: indices must be integers, got {item!r}")
         else:
             raise GraphcError(f"getitem: unsupported index item {item!r}")
     return ",".join(parts)
@@ -332,11 +352,17 @@ def parse_index(text: str) -> tuple:
             if match is None:
                 raise GraphcError(f"getitem: malformed index part {part!r}")
             start, stop, step = (None if g is None else int(g) for g in match.groups())
+            if step == 0:
+                raise ShapeError(f"getitem: slice step cannot be zero in {part!r}")
             items.append(slice(start, stop, step))
     return tuple(items)
 
 
 def _expand_ellipsis(index: tuple, rank: int) -> tuple:
+    if sum(1 for i in index if i is Ellipsis) > 1:
+        raise ShapeError(
+            f"getitem: an index can only have a single ellipsis, got {format_index(index)}"
+        )
     used = sum(1 for i in index if i is not None and i is not Ellipsis)
     if used > rank:
         raise ShapeError(f"getitem: too many indices ({used}) for rank {rank}")
@@ -397,14 +423,24 @@ def _unslice_kernel(
     return out
 
 
+def _unslice_infer(ct: TensorType, shape: Shape, index: str) -> TensorType:
+    window = _slice_infer(ct.with_shape(shape), index).shape
+    if window != ct.shape:
+        raise ShapeError(
+            f"unslice: the window [{index}] of shape {format_shape(shape)} has shape "
+            f"{format_shape(window)}, but the input has shape {format_shape(ct.shape)}"
+        )
+    return ct.with_shape(shape)
+
+
 unslice = defop(
     "unslice",
-    infer=lambda ct, shape, index: ct.with_shape(shape),
+    infer=_unslice_infer,
     kernel=_unslice_kernel,
     attrs={"shape": (), "index": ""},
     canonicalize=lambda ct, shape, index: {
-        "shape": _shape_canon(ct, shape)["shape"],
-        "index": index,
+        "shape": _as_shape(shape, "unslice"),
+        "index": format_index(parse_index(index) if isinstance(index, str) else index),
     },
     vjp=lambda ct, out, x, needs, shape, index: (slice_(ct, index=index),),
     shape_attrs=("shape",),
@@ -416,7 +452,7 @@ unslice = defop(
 
 def _take_canon(x: TensorType, indices: TensorType, axis: int) -> dict:
     if not np.issubdtype(indices.dtype, np.integer):
-        raise ShapeError(f"take: indices must be integers, got {indices.dtype}")
+        raise DTypeError(f"take: indices must be integers, got {indices.dtype}")
     return {"axis": normalize_axis(axis, x.rank, "take")}
 
 
@@ -424,11 +460,21 @@ def _take_infer(x: TensorType, indices: TensorType, axis: int) -> TensorType:
     return x.with_shape(x.shape[:axis] + indices.shape + x.shape[axis + 1 :])
 
 
+def _take_kernel(
+    x: np.ndarray, i: np.ndarray, out: np.ndarray | None = None, axis: int = 0
+) -> np.ndarray:
+    size = x.shape[axis]
+    if i.size and not (-size <= i.min() and i.max() < size):
+        bad = i[(i < -size) | (i >= size)].flat[0]
+        raise ShapeError(f"take: index {bad} is out of range for axis {axis} of size {size}")
+    return np.take(x, i, axis=axis, out=out)
+
+
 take = defop(
     "take",
     inputs=("x", "indices"),
     infer=_take_infer,
-    kernel=lambda x, i, out=None, axis=0: np.take(x, i, axis=axis, out=out),
+    kernel=_take_kernel,
     attrs={"axis": 0},
     canonicalize=_take_canon,
     vjp=lambda ct, out, x, i, needs, axis: (
@@ -453,15 +499,28 @@ def _scatter_add_kernel(
     return out
 
 
+def _scatter_add_infer(ct: TensorType, i: TensorType, shape: Shape, axis: int) -> TensorType:
+    if not np.issubdtype(i.dtype, np.integer):
+        raise DTypeError(f"scatter_add: indices must be integers, got {i.dtype}")
+    expected = shape[:axis] + i.shape + shape[axis + 1 :]
+    if expected != ct.shape:
+        raise ShapeError(
+            f"scatter_add: into shape {format_shape(shape)} along axis {axis} with indices of "
+            f"shape {format_shape(i.shape)}, the input must have shape {format_shape(expected)}, "
+            f"got {format_shape(ct.shape)}"
+        )
+    return ct.with_shape(shape)
+
+
 scatter_add = defop(
     "scatter_add",
     inputs=("ct", "indices"),
-    infer=lambda ct, i, shape, axis: ct.with_shape(shape),
+    infer=_scatter_add_infer,
     kernel=_scatter_add_kernel,
     attrs={"shape": (), "axis": 0},
     canonicalize=lambda ct, i, shape, axis: {
-        "shape": _shape_canon(ct, shape)["shape"],
-        "axis": axis,
+        "shape": _as_shape(shape, "scatter_add"),
+        "axis": normalize_axis(axis, len(_as_shape(shape, "scatter_add")), "scatter_add"),
     },
     vjp=lambda ct, out, x, i, needs, shape, axis: (take(ct, i, axis=axis), None),
     shape_attrs=("shape",),
@@ -479,7 +538,11 @@ def getitem(x: Any, index: Any) -> Any:
     advanced = [
         k
         for k, item in enumerate(items)
-        if not (item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer)))
+        if not (
+            item is None
+            or item is Ellipsis
+            or isinstance(item, (slice, int, np.integer, float, np.floating))
+        )
     ]
     if not advanced:
         return slice_(x, index=format_index(items))

@@ -77,7 +77,13 @@ def as_spec(value: Any, what: str) -> TensorSpec:
                 f"{what}: expected a gc.TensorSpec or an example array, got {type(value).__name__}"
             ) from exc
         shape, dtype = array.shape, array.dtype
-    return TensorSpec(tuple(shape), dtype)
+    try:
+        return TensorSpec(tuple(shape), dtype)
+    except GraphcError as exc:
+        raise type(exc)(
+            f"{what}: expected a gc.TensorSpec or an example array, got a "
+            f"{type(value).__name__} ({exc})"
+        ) from None
 
 
 # -- lifting eager tensors -------------------------------------------------------------

@@ -1,0 +1,58 @@
+"""gc.jit: one trace per input signature, reused afterwards."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import graphc as gc
+
+
+def test_jit_traces_once_per_signature() -> None:
+    calls = []
+
+    def f(x, w):
+        calls.append(x.shape)
+        return gc.tanh(x @ w)
+
+    jf = gc.jit(f)
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((3, 2))
+    w = w.astype(np.float32)
+    np.testing.assert_allclose(jf(x, w), np.tanh(x @ w), rtol=1e-6)
+    jf(x + 1, w)
+    jf(x * 0, w)
+    assert len(calls) == 1
+    assert tuple(jf.cache_info()) == (2, 1, 1)  # hits, misses, size
+
+    jf(np.ones((7, 3), np.float32), w)  # a new shape: traced again
+    assert len(calls) == 2 and jf.cache_info().misses == 2
+    jf(np.ones((7, 3), np.float64), w.astype(np.float64))  # a new dtype: traced again
+    assert len(calls) == 3 and jf.cache_info().size == 3
+    jf(np.zeros((7, 3), np.float32), w)  # an old signature again: reused
+    assert len(calls) == 3 and jf.cache_info().hits == 3
+
+
+def test_jit_returns_what_the_function_returns() -> None:
+    x = np.array([1.0, -2.0], np.float32)
+    pair = gc.jit(lambda x: (x * 2, gc.relu(x)))(x)
+    assert isinstance(pair, tuple)
+    np.testing.assert_array_equal(pair[1], [1.0, 0.0])
+    named = gc.jit(lambda x: {"a": x + 1, "b": gc.sum(x)})(x)
+    assert list(named) == ["a", "b"] and float(named["b"]) == -1.0
+
+
+def test_jit_gives_the_traced_graph_of_a_signature() -> None:
+    jf = gc.jit(lambda x: x + 1)
+    g = jf.graph_for(np.zeros((2, 2), np.float32))
+    assert [p.name for p in g.inputs] == ["x"] and str(g.inputs[0].type) == "f32[2,2]"
+    jf(np.ones((2, 2), np.float32))
+    assert jf.cache_info().misses == 1 and jf.cache_info().hits == 1
+
+
+def test_jit_keeps_the_function_name() -> None:
+    def loss(x):
+        return gc.sum(x)
+
+    jf = gc.jit(loss)
+    assert jf.__name__ == "loss"
+    assert jf.graph_for(np.ones(3, np.float32)).name == "loss"

@@ -38,6 +38,7 @@ from graphc.ir.verify import verify
 from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level API
 from graphc.ops import Symbol
 from graphc.passes.autodiff import gradients, split_backward
+from graphc.runtime.executable import Executable, compile
 from graphc.runtime.reference import run
 
 __version__ = "0.1.0"

@@ -1,5 +1,6 @@
-"""Running graphs: the reference interpreter (and, later, compiled plans)."""
+"""Running graphs: compiled plans (`compile`) and the reference interpreter (`run`)."""
 
+from graphc.runtime.executable import Executable, compile
 from graphc.runtime.reference import run
 
-__all__ = ["run"]
+__all__ = ["Executable", "compile", "run"]

@@ -1,0 +1,252 @@
+"""Code generation: a Plan becomes straight-line Python source, compiled once.
+
+The source defines ``make(arena, constants, states)``, which carves the arena into
+the plan's buffers, precomputes views of them, and returns ``run(<data inputs>)``:
+one line per step calling a kernel (a numpy ufunc directly where the op's kernel is
+one) with ``out=`` a preallocated buffer. Each thread calls ``make`` on its own
+arena, so the buffers live in closure cells and ``run`` looks nothing up at call time.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.graph import Node
+from graphc.ir.registry import get_op
+from graphc.runtime.plan import Plan, Step, Value
+
+STATIC_KINDS = ("allocated", "constant", "state")
+
+# op name -> emitter(gen, step, out) returning source lines; fused ops register here
+Lowering = Callable[["Generator", Step, str], list[str]]
+LOWERINGS: dict[str, Lowering] = {}
+
+
+def register_lowering(op: str) -> Callable[[Lowering], Lowering]:
+    def decorate(fn: Lowering) -> Lowering:
+        LOWERINGS[op] = fn
+        return fn
+
+    return decorate
+
+
+@dataclass
+class Generated:
+    """The executor's source and the namespace it runs in."""
+
+    source: str
+    namespace: dict[str, Any]
+    make: Callable[..., Callable[..., Any]] = field(repr=False)
+
+
+class Generator:
+    """Turns one Plan into source; lowerings call `name`, `const` and `array` on it."""
+
+    def __init__(self, plan: Plan, check_numerics: bool = False) -> None:
+        self.plan = plan
+        self.check_numerics = check_numerics
+        self.namespace: dict[str, Any] = {"empty": np.empty, "copyto": np.copyto}
+        self.namespace["array_copy"] = lambda x: np.array(x, copy=True)
+        self._globals: dict[int, str] = {}
+        self._taken: set[str] = set(self.namespace) | {"make", "run", "arena"}
+        self.expr: dict[str, str] = {}  # value name -> the Python name holding its array
+        self.static: set[str] = set()  # values whose arrays exist before run is called
+
+    # -- names ------------------------------------------------------------------
+
+    def fresh(self, base: str) -> str:
+        name = re.sub(r"\W", "_", base)
+        if not name or name[0].isdigit() or keyword.iskeyword(name):
+            name = "v_" + name
+        candidate, k = name, 1
+        while candidate in self._taken:
+            candidate, k = f"{name}_{k}", k + 1
+        self._taken.add(candidate)
+        return candidate
+
+    def const(self, obj: Any, hint: str) -> str:
+        """A global name bound to `obj` (one per distinct object)."""
+        key = id(obj)
+        if key not in self._globals:
+            name = self.fresh(hint)
+            self.namespace[name] = obj
+            self._globals[key] = name
+        return self._globals[key]
+
+    def literal(self, obj: Any, hint: str) -> str:
+        """Source for an attribute value: a literal where it is one, else a global."""
+        if _is_literal(obj):
+            return repr(obj)
+        if isinstance(obj, np.dtype):
+            return self.const(obj, f"dtype_{obj.name}")
+        return self.const(obj, hint)
+
+    def array(self, value: str) -> str:
+        return self.expr[value]
+
+    # -- source -----------------------------------------------------------------
+
+    def generate(self) -> Generated:
+        plan = self.plan
+        setup = self._setup()
+        params = [self._bind(name, self.fresh(name)) for name in plan.inputs]
+        body: list[str] = []
+        for step in plan.steps:
+            body.extend(self._step(step))
+        body.extend(self._late_updates())
+        body.append(self._return())
+        lines = ["def make(arena, constants, states):"]
+        lines += ["    " + line for line in setup]
+        lines.append(f"    def run({', '.join(params)}):")
+        lines += ["        " + line for line in body]
+        lines.append("    return run")
+        source = "\n".join(lines) + "\n"
+        code = compile(source, f"<graphc plan {plan.graph.name}>", "exec")
+        exec(code, self.namespace)
+        return Generated(source, self.namespace, self.namespace["make"])
+
+    def _bind(self, value: str, name: str, static: bool = False) -> str:
+        self.expr[value] = name
+        if static:
+            self.static.add(value)
+        return name
+
+    def _setup(self) -> list[str]:
+        plan = self.plan
+        lines: list[str] = []
+        for k, name in enumerate(plan.constants):
+            lines.append(f"{self._bind(name, self.fresh(name), True)} = constants[{k}]")
+        for k, name in enumerate(plan.state):
+            lines.append(f"{self._bind(name, self.fresh(name), True)} = states[{k}]")
+        carved: dict[tuple, str] = {}
+        for step in plan.steps:
+            value = plan.values[step.output]
+            buffer = plan.buffers[value.buffer]
+            if value.kind in ("allocated", "reused", "inplace"):
+                t = value.type
+                key = (buffer.id, t.shape, t.dtype)
+                if key not in carved:
+                    dtype = self.literal(t.dtype, "dtype")
+                    stop = buffer.offset + (t.nbytes or 0)  # type: ignore[operator]
+                    carved[key] = self.fresh(step.output)
+                    lines.append(
+                        f"{carved[key]} = arena[{buffer.offset}:{stop}]"
+                        f".view({dtype}).reshape({t.shape!r})"
+                    )
+                self._bind(step.output, carved[key], True)
+            elif value.kind == "state":
+                self._bind(step.output, self.expr[value.base], True)  # type: ignore[index]
+            elif value.kind == "view" and value.base in self.static:
+                name = self._bind(step.output, self.fresh(step.output), True)
+                lines.append(f"{name} = {self._view(step)}")
+        return lines or ["pass"]
+
+    def _view(self, step: Step) -> str:
+        base = self.expr[step.inputs[0]]
+        if step.node.op == "reshape":
+            return f"{base}.reshape({tuple(self.plan.values[step.output].type.shape)!r})"
+        return f"{base}.transpose({tuple(step.attrs['axes'])!r})"
+
+    def _step(self, step: Step) -> list[str]:
+        value = self.plan.values[step.output]
+        node = step.node
+        comment = f"# {step.index}: {node.name} = {node.op}({', '.join(step.inputs)})"
+        if value.kind != "output":
+            comment += f"  [{value.kind}]"
+        lines = [comment]
+        if value.kind == "view":
+            if step.output not in self.static:
+                name = self._bind(step.output, self.fresh(step.output))
+                lines.append(f"{name} = {self._view(step)}")
+            return lines
+        if value.kind == "output":
+            out = self._bind(step.output, self.fresh(step.output))
+        else:
+            out = self.expr[step.output]
+        if node.op in LOWERINGS:
+            lines += LOWERINGS[node.op](self, step, out)
+        else:
+            lines += self._call(step, value, out)
+        if self.check_numerics and value.type.dtype.kind == "f":
+            check = self.const(_numerics_check(node), f"check_{node.name}")
+            lines.append(f"{check}({out})")
+        return lines
+
+    def _call(self, step: Step, value: Value, out: str) -> list[str]:
+        node = step.node
+        opdef = get_op(node.op)  # type: ignore[arg-type]
+        args = [self.expr[x] for x in step.inputs]
+        ufunc = getattr(opdef.kernel, "ufunc", None)
+        direct = ufunc is not None and not step.attrs
+        if direct:
+            fn = self.const(ufunc, f"np_{ufunc.__name__}")
+        else:
+            fn = self.const(opdef.kernel, f"kernel_{node.op}")
+            args += [f"{k}={self.literal(v, f'{node.name}_{k}')}" for k, v in step.attrs.items()]
+        if value.kind != "output":
+            return [f"{fn}({', '.join(args + [f'out={out}'])})"]
+        t = value.type
+        if direct and t.rank > 0:
+            return [f"{out} = {fn}({', '.join(args)})"]  # numpy allocates the fresh result
+        dtype = self.literal(t.dtype, "dtype")
+        return [f"{out} = empty({t.shape!r}, {dtype})", f"{fn}({', '.join(args + [f'out={out}'])})"]
+
+    def _late_updates(self) -> list[str]:
+        plan = self.plan
+        lines, sources = [], {}
+        for target, value in plan.late_updates.items():
+            source = self.expr[value]
+            if plan.buffers[plan.values[value].buffer].kind == "state":
+                # another update may overwrite this state first: read it beforehand
+                snapshot = self.fresh(f"old_{value}")
+                lines.append(f"{snapshot} = array_copy({source})")
+                source = snapshot
+            sources[target] = source
+        for target, source in sources.items():
+            lines.append(f"copyto({self.expr[target]}, {source})  # update {target}")
+        return lines
+
+    def _return(self) -> str:
+        plan = self.plan
+        results, given = [], set()
+        for name in plan.returns:
+            fresh = plan.values[name].kind == "output" and name not in given
+            results.append(self.expr[name] if fresh else f"array_copy({self.expr[name]})")
+            given.add(name)
+        if not results:
+            return "return None"
+        if len(results) == 1:
+            return f"return {results[0]}"
+        return f"return ({', '.join(results)},)"
+
+
+def _is_literal(obj: Any) -> bool:
+    if type(obj) is float:
+        return math.isfinite(obj)  # repr(inf) is not Python source
+    if obj is None or type(obj) in (bool, int, str):
+        return True
+    if isinstance(obj, tuple):
+        return all(_is_literal(x) for x in obj)
+    return False
+
+
+def _numerics_check(node: Node) -> Callable[[np.ndarray], None]:
+    from graphc.runtime.reference import check_finite
+
+    def check(value: np.ndarray) -> None:
+        if not np.isfinite(value).all():
+            check_finite(node, value)
+
+    return check
+
+
+def generate(plan: Plan, check_numerics: bool = False) -> Generated:
+    """Source and `make` function for `plan`."""
+    return Generator(plan, check_numerics).generate()

@@ -1,0 +1,316 @@
+"""`compile(graph) -> Executable`: optimize once, then plan and generate code per signature.
+
+Calling an Executable goes through a small generated entry function that looks the
+input signature (shapes and dtypes of the data inputs) up in this thread's table of
+ready `run` functions; only a miss takes the slow path, which checks the feeds
+(errors name the placeholder), binds symbolic dims, builds and caches the plan
+(shared by all threads), and instantiates it on a fresh arena for this thread.
+
+Threads: every thread gets its own arena (`threading.local`), so calls on one
+Executable from several threads run concurrently and never share scratch buffers.
+An Executable with `updates` holds its state in one set of buffers that every
+call writes, so its calls are serialized by a lock.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import FeedError, GraphcError
+from graphc.ir.graph import Graph
+from graphc.runtime.codegen import Generated, generate
+from graphc.runtime.feeds import as_feed_array, bind_dims
+from graphc.runtime.plan import Plan, build_plan
+from graphc.runtime.specialize import specialize
+
+
+def optimize(graph: Graph, opt_level: int) -> Graph:
+    """The pass pipeline at `opt_level` (the graph unchanged while passes are absent)."""
+    if opt_level <= 0:
+        return graph
+    try:
+        from graphc.passes.pipeline import optimize as run_pipeline
+    except ImportError:
+        return graph
+    return run_pipeline(graph, opt_level)
+
+
+class Compiled:
+    """One signature's plan and generated code, shared by the threads that run it."""
+
+    def __init__(self, plan: Plan, generated: Generated) -> None:
+        self.plan = plan
+        self.generated = generated
+        self.constants = [plan.nodes[name].value for name in plan.constants]
+
+    def instantiate(self, states: list[np.ndarray]) -> Any:
+        # uint8 arena aligned to a page, so the planner's offsets keep their alignment
+        raw = np.empty(self.plan.arena_bytes + 4096, np.uint8)
+        start = (-raw.ctypes.data) % 4096
+        arena = raw[start : start + self.plan.arena_bytes]
+        return self.generated.make(arena, self.constants, states)
+
+
+class Executable:
+    """A compiled graph: call it with arrays, get arrays back.
+
+    >>> import numpy as np, graphc as gc
+    >>> g = gc.Graph("affine")
+    >>> with g:
+    ...     x = gc.placeholder("x", shape=("B", 3))
+    ...     _ = gc.output(gc.relu(x * 2.0 - 1.0), name="y")
+    >>> exe = gc.compile(g)
+    >>> exe(np.ones((2, 3), np.float32))
+    array([[1., 1., 1.],
+           [1., 1., 1.]], dtype=float32)
+
+    One output gives an array, several a tuple; returned arrays are fresh per call.
+    With ``updates={"w": "w_new"}`` the placeholder ``w`` becomes state held by the
+    executable: it is fed by keyword (the first call, or whenever it should be reset)
+    or with `set_state`, each call writes output ``w_new`` back into it (that output
+    is not returned), and `state` reads it back. Data placeholders are positional in
+    declaration order, or by name.
+    """
+
+    def __init__(
+        self,
+        graph: Graph,
+        optimized: Graph,
+        updates: Mapping[str, str] | None = None,
+        check_numerics: bool = False,
+    ) -> None:
+        self.graph = graph
+        self.optimized = optimized
+        self.check_numerics = check_numerics
+        self.updates = dict(updates or {})
+        self._check_updates()
+        placeholders = optimized.inputs
+        self._data = [p for p in placeholders if p.name not in self.updates]
+        self._state_nodes = [p for p in placeholders if p.name in self.updates]
+        self._state: dict[str, np.ndarray | None] = {p.name: None for p in self._state_nodes}
+        self._compiled: dict[tuple, Compiled] = {}
+        self._lock = threading.Lock()
+        self._call_lock = threading.Lock() if self.updates else None
+        self._local = threading.local()
+        self.plans_built = 0
+        self._last: Compiled | None = None
+        self._entry = self._make_entry()
+        if all(p.type.is_concrete for p in placeholders):
+            self._compile_signature(signature([(p.type.shape, p.type.dtype) for p in self._data]))
+
+    # -- calling ------------------------------------------------------------------
+
+    def __call__(self, *args: Any, **feeds: Any) -> Any:
+        if feeds or len(args) != len(self._data):
+            args = self._order(args, feeds)
+        return self._entry(*args)
+
+    def _order(self, args: tuple, feeds: dict[str, Any]) -> tuple:
+        """Positional data feeds from args and keywords; keyword state feeds set state."""
+        names = [p.name for p in self._data]
+        if len(args) > len(names):
+            raise FeedError(
+                f"graph '{self.graph.name}' takes {len(names)} data input(s) ({', '.join(names)}), "
+                f"got {len(args)} positional"
+            )
+        given = dict(zip(names, args))
+        for name, value in feeds.items():
+            if name in self._state:
+                self.set_state(**{name: value})
+            elif name in given:
+                raise FeedError(f"placeholder '{name}' was fed twice (by position and by name)")
+            elif name not in names:
+                raise FeedError(
+                    f"graph '{self.graph.name}' has no placeholder '{name}'; its placeholders "
+                    f"are {[p.name for p in self.optimized.inputs]}"
+                )
+            else:
+                given[name] = value
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise FeedError(
+                f"graph '{self.graph.name}' is missing feed(s) for placeholder(s) {missing}"
+            )
+        return tuple(given[n] for n in names)
+
+    def _make_entry(self) -> Any:
+        params = [f"a{k}" for k in range(len(self._data))]
+        key = ", ".join(f"{a}.shape, {a}.dtype" for a in params)
+        call = f"run({', '.join(params)})"
+        if self._call_lock is not None:
+            call_lines = ["    with lock:", f"        return {call}"]
+        else:
+            call_lines = [f"    return {call}"]
+        source = "\n".join(
+            [
+                f"def entry({', '.join(params)}):",
+                "    try:",
+                f"        run = local.runs[({key}{',' if params else ''})]",
+                "    except (AttributeError, KeyError, TypeError):",
+                f"        return slow({', '.join(params)})",
+                *call_lines,
+            ]
+        )
+        namespace = {"local": self._local, "slow": self._slow, "lock": self._call_lock}
+        exec(builtins.compile(source, f"<graphc entry {self.graph.name}>", "exec"), namespace)
+        return namespace["entry"]
+
+    def _slow(self, *args: Any) -> Any:
+        arrays = [as_feed_array(p, a) for p, a in zip(self._data, args)]
+        key = signature([(a.shape, a.dtype) for a in arrays])
+        states = self._states()
+        try:
+            runs = self._local.runs
+        except AttributeError:
+            runs = self._local.runs = {}
+        run = runs.get(key)
+        if run is None:
+            compiled = self._compiled.get(key) or self._compile_signature(key)
+            run = runs[key] = compiled.instantiate(states)
+        if self._call_lock is not None:
+            with self._call_lock:
+                return run(*arrays)
+        return run(*arrays)
+
+    # -- specialization -----------------------------------------------------------
+
+    def _bindings(self, key: tuple) -> dict[str, int]:
+        bindings: dict[str, int] = {}
+        for p, shape in zip(self._data, key[0::2]):
+            bind_dims(p.name, p.type, shape, bindings)
+        for p in self._state_nodes:
+            value = self._state[p.name]
+            if value is not None:
+                bind_dims(p.name, p.type, value.shape, bindings)
+        return bindings
+
+    def _compile_signature(self, key: tuple) -> Compiled:
+        with self._lock:
+            if key in self._compiled:
+                return self._compiled[key]
+            bindings = self._bindings(key)
+            spec = specialize(self.optimized, bindings)
+            plan = build_plan(self.optimized, spec, key, self.updates)
+            compiled = Compiled(plan, generate(plan, self.check_numerics))
+            self._compiled[key] = compiled
+            self._last = compiled
+            self.plans_built += 1
+            return compiled
+
+    # -- state ----------------------------------------------------------------------
+
+    def _check_updates(self) -> None:
+        names = {p.name: p for p in self.optimized.inputs}
+        outputs = {o.name: o for o in self.optimized.outputs}
+        for target, source in self.updates.items():
+            if target not in names:
+                raise GraphcError(
+                    f"updates: graph '{self.graph.name}' has no placeholder '{target}'"
+                )
+            if source not in outputs:
+                raise GraphcError(
+                    f"updates: graph '{self.graph.name}' has no output '{source}' to write into "
+                    f"'{target}'; its outputs are {list(outputs)}"
+                )
+            if outputs[source].type.dtype != names[target].type.dtype:
+                raise GraphcError(
+                    f"updates: output '{source}' has dtype {outputs[source].type.dtype} but "
+                    f"placeholder '{target}' has {names[target].type.dtype}"
+                )
+
+    def _states(self) -> list[np.ndarray]:
+        states = []
+        for p in self._state_nodes:
+            value = self._state[p.name]
+            if value is None:
+                raise FeedError(
+                    f"placeholder '{p.name}' is state of this executable and has no value yet: "
+                    f"feed it once by name (exe(..., {p.name}=array)) or call exe.set_state"
+                )
+            states.append(value)
+        return states
+
+    def set_state(self, **values: Any) -> None:
+        """Copy arrays into the state placeholders' buffers: ``exe.set_state(w=w0)``."""
+        for name, value in values.items():
+            if name not in self._state:
+                raise FeedError(
+                    f"'{name}' is not a state placeholder; state is {list(self._state)}"
+                )
+            p = next(p for p in self._state_nodes if p.name == name)
+            array = as_feed_array(p, value)
+            bind_dims(name, p.type, array.shape, {})
+            current = self._state[name]
+            if current is not None and current.shape == array.shape:
+                np.copyto(current, array)  # plans hold this buffer: keep it, change its values
+                continue
+            self._state[name] = np.array(array, copy=True, order="C")
+            with self._lock:  # a new buffer: plans bound to the old one are stale
+                self._compiled.clear()
+                self._local = threading.local()
+                self._entry = self._make_entry()
+
+    @property
+    def state(self) -> dict[str, np.ndarray]:
+        """Copies of the current state arrays, by placeholder name."""
+        return {k: np.array(v, copy=True) for k, v in self._state.items() if v is not None}
+
+    # -- inspection -------------------------------------------------------------------
+
+    def plan(self, *args: Any, **feeds: Any) -> Plan:
+        """The plan for these example feeds, or the one built last."""
+        return self._compiled_for(args, feeds).plan
+
+    def source(self, *args: Any, **feeds: Any) -> str:
+        """The generated Python source of the plan (see `plan`)."""
+        return self._compiled_for(args, feeds).generated.source
+
+    def explain(self, *args: Any, **feeds: Any) -> str:
+        """Steps, buffer table with lifetimes, in-place decisions and memory of the plan."""
+        from graphc.runtime.explain import format_plan
+
+        return format_plan(self._compiled_for(args, feeds).plan)
+
+    def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
+        if args or feeds:
+            arrays = [as_feed_array(p, a) for p, a in zip(self._data, self._order(args, feeds))]
+            key = signature([(a.shape, a.dtype) for a in arrays])
+            return self._compiled.get(key) or self._compile_signature(key)
+        if self._last is None:
+            raise GraphcError(
+                f"graph '{self.graph.name}' has symbolic dims and no plan yet: call the "
+                f"executable once, or pass example feeds to explain()/source()/plan()"
+            )
+        return self._last
+
+    def __repr__(self) -> str:
+        return f"<Executable '{self.graph.name}': {self.plans_built} plan(s)>"
+
+
+def signature(shapes_and_dtypes: list[tuple[tuple, Any]]) -> tuple:
+    """The cache key of a call: shape, dtype, shape, dtype, ... of the data inputs."""
+    return tuple(x for shape, dtype in shapes_and_dtypes for x in (tuple(shape), np.dtype(dtype)))
+
+
+def compile(
+    graph: Graph,
+    opt_level: int = 2,
+    updates: Mapping[str, str] | None = None,
+    check_numerics: bool = False,
+) -> Executable:
+    """Optimize `graph` once and return an Executable that plans per input signature.
+
+    >>> import numpy as np, graphc as gc
+    >>> g = gc.Graph("square")
+    >>> with g:
+    ...     x = gc.placeholder("x", shape=(2,))
+    ...     _ = gc.output(x * x, name="y")
+    >>> gc.compile(g)(np.array([1.0, 3.0], np.float32))
+    array([1., 9.], dtype=float32)
+    """
+    return Executable(graph, optimize(graph, opt_level), updates, check_numerics)

@@ -1,0 +1,100 @@
+"""The text of `Executable.explain()`: a plan's steps, buffers, in-place decisions, memory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from graphc.ir.types import dtype_name
+
+if TYPE_CHECKING:
+    from graphc.runtime.plan import Plan
+
+
+def _size(nbytes: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if nbytes < 1024 or unit == "MiB":
+            return f"{nbytes} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024  # type: ignore[assignment]
+    raise AssertionError
+
+
+def format_plan(plan: Plan) -> str:
+    lines = [f"plan for graph '{plan.graph.name}'"]
+    if plan.bindings:
+        lines[0] += " with " + ", ".join(f"{k}={v}" for k, v in sorted(plan.bindings.items()))
+    lines.append(f"inputs: {', '.join(plan.inputs) or '-'}")
+    if plan.state:
+        lines.append(f"state: {', '.join(plan.state)}")
+    lines.append("")
+    lines.append("steps:")
+    for step in plan.steps:
+        value = plan.values[step.output]
+        where = f"b{value.buffer}"
+        if value.kind == "inplace":
+            where += f" in place of {value.base}"
+        elif value.kind == "view":
+            where += f" view of {value.base}"
+        elif value.kind == "state":
+            where += f" written into state {value.base}"
+        line = (
+            f"  {step.index:>4}  {step.output} = {step.node.op}({', '.join(step.inputs)})"
+            f"  : {value.type}  -> {value.kind} {where}"
+        )
+        if step.frees:
+            line += f"  frees {', '.join(f'b{b}' for b in step.frees)}"
+        lines.append(line)
+    for target, value in plan.late_updates.items():
+        lines.append(f"  end   copy {value} into state {target}")
+    lines.append("")
+    lines.append("buffers:")
+    lines.append("  id   kind       dtype  bytes       offset    values [defined..last use]")
+    for buffer in plan.buffers:
+        held = ", ".join(
+            f"{name}[{plan.values[name].defined}..{plan.values[name].last_use}]"
+            for name in buffer.values
+        )
+        offset = "-" if buffer.offset is None else str(buffer.offset)
+        lines.append(
+            f"  b{buffer.id:<3} {buffer.kind:<10} {dtype_name(buffer.dtype):<6} "
+            f"{buffer.nbytes:<11} {offset:<9} {held}"
+        )
+    inplace = [v for v in plan.values.values() if v.kind == "inplace"]
+    reused = [v for v in plan.values.values() if v.kind == "reused"]
+    lines.append("")
+    lines.append(f"in place: {len(inplace)} step(s); reused buffers: {len(reused)} step(s)")
+    lines.append(f"arena (allocated once per thread): {_size(plan.arena_bytes)}")
+    lines.append(f"peak bytes of intermediates: {_size(peak_bytes(plan))}")
+    lines.append(f"sum of all intermediates: {_size(plan.intermediate_bytes)}")
+    lines.append(f"outputs allocated per call: {_size(plan.output_bytes)}")
+    return "\n".join(lines)
+
+
+def peak_bytes(plan: Plan) -> int:
+    """The most arena bytes holding live values at any one step."""
+    arena = {b.id for b in plan.buffers if b.kind == "allocated"}
+    events: dict[int, int] = {}
+    for b in plan.buffers:
+        if b.id not in arena or not b.values:
+            continue
+        first = min(plan.values[v].defined for v in b.values)
+        last = max(plan.values[v].last_use for v in b.values)
+        for start, stop in _live_spans(plan, b.values, first, last):
+            events[start] = events.get(start, 0) + b.nbytes
+            events[stop + 1] = events.get(stop + 1, 0) - b.nbytes
+    peak = live = 0
+    for at in sorted(events):
+        live += events[at]
+        peak = max(peak, live)
+    return peak
+
+
+def _live_spans(plan: Plan, names: list[str], first: int, last: int) -> list[tuple[int, int]]:
+    # a reused buffer holds nothing between one value's last use and the next definition
+    spans: list[tuple[int, int]] = []
+    for name in names:
+        v = plan.values[name]
+        if spans and v.defined <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], v.last_use))
+        else:
+            spans.append((v.defined, v.last_use))
+    return spans

@@ -1,0 +1,326 @@
+"""The plan: which kernel runs when, and where every value lives. Plain data.
+
+Algorithm (one reverse scan, one forward walk, as in JAX's `last_used` and the ONNX
+Runtime allocation planner):
+
+1. Reverse scan: each value's last use is the last step that reads it. A value the
+   call returns, or writes back into state, is used at the end (index = #steps).
+2. Forward walk over the steps in graph order. The output of step i is placed by the
+   first rule that applies:
+   - it is returned: a fresh array per call ("output"), never reused later;
+   - it updates a state placeholder whose buffer nobody reads after step i: it is
+     written straight into that buffer ("state");
+   - a view op (reshape, transpose) not returned: a view of its input ("view");
+   - an elementwise op that may run in place, one of whose inputs has the same type,
+     dies at step i and is the only live value on an arena buffer: that buffer
+     ("inplace"), never a caller's array, a constant or state;
+   - a free arena buffer of the same dtype and enough bytes, smallest first ("reused");
+   - a new arena buffer ("allocated").
+   After the step, buffers whose last live value died there join the free list.
+
+Invariant: two values whose live ranges [defined, last use] overlap never share
+memory, except that an in-place step's output takes over its dying input's buffer at
+that step, and a view shares its base's buffer (which stays live while either is).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
+from graphc.runtime.specialize import Specialized
+
+# ops the runtime may lower to a numpy view of their input instead of a copy
+VIEW_OPS = frozenset({"reshape", "transpose"})
+
+# arena buffers this large start on a 4 KiB boundary, so a step's input and output
+# never sit a few bytes apart modulo 4096 (4K aliasing, see PERF-NOTES); smaller ones
+# are cache-line aligned
+PAGE, LINE = 4096, 64
+
+
+@dataclass
+class Buffer:
+    """A region of memory: a caller's array, a constant, state, arena bytes or an output."""
+
+    id: int
+    kind: str  # input | constant | state | allocated | output
+    nbytes: int
+    dtype: np.dtype
+    offset: int | None = None  # into the arena, for allocated buffers
+    values: list[str] = field(default_factory=list)  # the values it holds, in order
+    refs: int = 0  # live values on it during planning
+
+
+@dataclass
+class Value:
+    """One node's result: its concrete type, its buffer and its live range."""
+
+    name: str
+    type: TensorType
+    kind: str  # input | state | constant | output | allocated | reused | inplace | view
+    buffer: int
+    defined: int  # step index (-1 for inputs and constants)
+    last_use: int
+    base: str | None = None  # the value a view or in-place result shares memory with
+
+
+@dataclass
+class Step:
+    """Run `node`'s kernel on the `inputs` values, writing the `output` value."""
+
+    index: int
+    node: Node
+    inputs: tuple[str, ...]
+    output: str
+    attrs: dict[str, Any]
+    frees: tuple[int, ...] = ()  # buffers returned to the free list after this step
+
+
+@dataclass
+class Plan:
+    """A specialized graph's schedule and memory layout for one input signature."""
+
+    graph: Graph
+    signature: tuple
+    bindings: dict[str, int]
+    inputs: list[str]  # data placeholders, in call order
+    state: list[str]  # state placeholders (written back by updates)
+    constants: list[str]
+    steps: list[Step]
+    values: dict[str, Value]
+    buffers: list[Buffer]
+    returns: list[str]  # the value each returned output reads
+    updates: dict[str, str]  # state placeholder -> value written back into it
+    late_updates: dict[str, str]  # those copied in after the last step
+    arena_bytes: int = 0
+    nodes: dict[str, Node] = field(default_factory=dict)
+
+    @property
+    def intermediate_bytes(self) -> int:
+        """What the steps' results would take if each had its own array."""
+        return sum(
+            v.type.nbytes or 0
+            for v in self.values.values()
+            if v.kind in ("allocated", "reused", "inplace")
+        )
+
+    @property
+    def output_bytes(self) -> int:
+        return sum(b.nbytes for b in self.buffers if b.kind == "output")
+
+    def __str__(self) -> str:
+        from graphc.runtime.explain import format_plan
+
+        return format_plan(self)
+
+
+def last_uses(graph: Graph, steps_of: dict[Node, int], end: int) -> dict[Node, int]:
+    """For each node, the index of the last step reading it (`end` if the call returns it)."""
+    last: dict[Node, int] = {}
+    for node in reversed(graph.nodes):
+        # output nodes may sit anywhere in the order but read at the end: keep the max
+        at = end if node.kind == OUTPUT else steps_of.get(node)
+        if at is None:
+            continue
+        for x in node.inputs:
+            if last.get(x, -1) < at:
+                last[x] = at
+    return last
+
+
+def build_plan(
+    graph: Graph,
+    spec: Specialized,
+    signature: tuple = (),
+    updates: dict[str, str] | None = None,
+) -> Plan:
+    """Plan `graph` (typed by `spec`); `updates` maps state placeholder -> output name."""
+    updates = dict(updates or {})
+    update_outputs = set(updates.values())
+    order = [n for n in graph.nodes if n.kind == OP and not n.is_constant]
+    steps_of = {n: i for i, n in enumerate(order)}
+    end = len(order)
+    last = last_uses(graph, steps_of, end)
+    outputs = graph.outputs
+    returned = [o.inputs[0] for o in outputs if o.name not in update_outputs]
+    returned_set = set(returned)
+    writes = {graph.node(p): graph.node(o).inputs[0] for p, o in updates.items()}
+    state_of = {v: p for p, v in writes.items()}
+
+    buffers: list[Buffer] = []
+    values: dict[str, Value] = {}
+    buffer_of: dict[Node, Buffer] = {}
+
+    def new_buffer(kind: str, t: TensorType) -> Buffer:
+        buffer = Buffer(len(buffers), kind, t.nbytes or 0, t.dtype)
+        buffers.append(buffer)
+        return buffer
+
+    def place(node: Node, kind: str, buffer: Buffer, at: int, base: Node | None = None) -> None:
+        buffer.values.append(node.name)
+        buffer.refs += 1
+        buffer_of[node] = buffer
+        values[node.name] = Value(
+            node.name,
+            spec.types[node],
+            kind,
+            buffer.id,
+            at,
+            last.get(node, at),
+            base.name if base is not None else None,
+        )
+
+    data_inputs, state_inputs, constants = [], [], []
+    for node in graph.nodes:
+        if node.kind == PLACEHOLDER:
+            kind = "state" if node.name in updates else "input"
+            (state_inputs if kind == "state" else data_inputs).append(node.name)
+            place(node, kind, new_buffer(kind, spec.types[node]), -1)
+        elif node.is_constant:
+            constants.append(node.name)
+            place(node, "constant", new_buffer("constant", spec.types[node]), -1)
+
+    free: list[Buffer] = []
+    steps: list[Step] = []
+    direct_updates: dict[str, str] = {}
+    for i, node in enumerate(order):
+        t = spec.types[node]
+        opdef = get_op(node.op)  # type: ignore[arg-type]
+        target = state_of.get(node)
+        if node in returned_set:
+            place(node, "output", new_buffer("output", t), i)
+        elif target is not None and _state_is_free(target, node, i, buffer_of, values, spec):
+            place(node, "state", buffer_of[target], i, base=target)
+            direct_updates[target.name] = node.name
+        elif node.op in VIEW_OPS and target is None:
+            base = node.inputs[0]
+            place(node, "view", buffer_of[base], i, base=base)
+        else:
+            donor = (
+                _inplace_donor(node, i, opdef, buffer_of, values, spec) if target is None else None
+            )
+            if donor is not None:
+                place(node, "inplace", buffer_of[donor], i, base=donor)
+            else:
+                reuse = _best_fit(free, t)
+                if reuse is not None:
+                    free.remove(reuse)
+                    place(node, "reused", reuse, i)
+                else:
+                    place(node, "allocated", new_buffer("allocated", t), i)
+        frees = []
+        dying = {x for x in node.inputs if last.get(x) == i}
+        if node not in last:  # nothing reads this result
+            dying.add(node)
+        for x in dying:
+            buffer = buffer_of[x]
+            buffer.refs -= 1
+            if buffer.refs == 0 and buffer.kind == "allocated":
+                free.append(buffer)
+                frees.append(buffer.id)
+        steps.append(
+            Step(
+                i,
+                node,
+                tuple(x.name for x in node.inputs),
+                node.name,
+                spec.attrs[node],
+                tuple(frees),
+            )
+        )
+
+    plan = Plan(
+        graph=graph,
+        signature=signature,
+        bindings=spec.bindings,
+        inputs=data_inputs,
+        state=state_inputs,
+        constants=constants,
+        steps=steps,
+        values=values,
+        buffers=buffers,
+        returns=[n.name for n in returned],
+        updates={p.name: v.name for p, v in writes.items()},
+        late_updates={p.name: v.name for p, v in writes.items() if p.name not in direct_updates},
+        nodes={n.name: n for n in graph.nodes},
+    )
+    plan.arena_bytes = _lay_out(buffers)
+    return plan
+
+
+def _state_is_free(
+    target: Node,
+    node: Node,
+    i: int,
+    buffer_of: dict[Node, Buffer],
+    values: dict[str, Value],
+    spec: Specialized,
+) -> bool:
+    """May step i write its result straight into `target`'s state buffer?"""
+    if spec.types[target] != spec.types[node]:
+        return False
+    buffer = buffer_of[target]
+    live = [values[name] for name in buffer.values if values[name].last_use >= i]
+    if any(v.last_use > i for v in live):
+        return False
+    read_here = [v for v in live if v.name in {x.name for x in node.inputs}]
+    if not read_here:
+        return True
+    # reading the old value in the very step that overwrites it is safe only elementwise
+    opdef = get_op(node.op)  # type: ignore[arg-type]
+    return (
+        opdef.elementwise
+        and opdef.inplace
+        and all(v.kind == "state" and v.type == spec.types[node] for v in read_here)
+    )
+
+
+def _inplace_donor(
+    node: Node,
+    i: int,
+    opdef: Any,
+    buffer_of: dict[Node, Buffer],
+    values: dict[str, Value],
+    spec: Specialized,
+) -> Node | None:
+    """An input whose arena buffer step i may overwrite with its result, if any."""
+    if not (opdef.elementwise and opdef.inplace):
+        return None
+    t = spec.types[node]
+    for x in node.inputs:
+        v = values[x.name]
+        buffer = buffer_of[x]
+        if (
+            v.last_use == i
+            and buffer.kind == "allocated"
+            and buffer.refs == 1
+            and v.kind != "view"
+            and v.type == t
+        ):
+            return x
+    return None
+
+
+def _best_fit(free: list[Buffer], t: TensorType) -> Buffer | None:
+    nbytes = t.nbytes or 0
+    fits = [b for b in free if b.dtype == t.dtype and b.nbytes >= nbytes]
+    return min(fits, key=lambda b: b.nbytes) if fits else None
+
+
+def _lay_out(buffers: list[Buffer]) -> int:
+    """Give every arena buffer its own aligned offset; returns the arena's size."""
+    offset = 0
+    for buffer in buffers:
+        if buffer.kind != "allocated":
+            continue
+        align = PAGE if buffer.nbytes >= PAGE else LINE
+        offset = -(-offset // align) * align
+        buffer.offset = offset
+        offset += buffer.nbytes
+    return offset

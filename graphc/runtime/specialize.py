@@ -1,0 +1,65 @@
+"""Specialization: a graph's types made concrete for one input signature.
+
+Given the sizes of the symbolic dims (bound from the feeds), every node's type is
+inferred again by its op's own type rule on concrete input types, with symbolic
+dims in shape attributes bound as well. The result maps each node to a concrete
+`TensorType` and the attrs its kernel will be called with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
+from graphc.runtime.reference import bound_attrs
+
+
+@dataclass
+class Specialized:
+    """Concrete types and kernel attrs of every node, for one set of symbol sizes."""
+
+    bindings: dict[str, int]
+    types: dict[Node, TensorType]
+    attrs: dict[Node, dict[str, Any]]
+
+
+def specialize(graph: Graph, bindings: Mapping[str, int]) -> Specialized:
+    """Re-infer every node's type with the symbolic dims bound to `bindings`."""
+    types: dict[Node, TensorType] = {}
+    attrs: dict[Node, dict[str, Any]] = {}
+    for node in graph.nodes:
+        if node.kind == PLACEHOLDER:
+            types[node] = node.type.bind(bindings)
+        elif node.kind == OUTPUT:
+            types[node] = types[node.inputs[0]]
+        else:
+            assert node.kind == OP
+            opdef = get_op(node.op)  # type: ignore[arg-type]
+            node_attrs = bound_attrs(node, bindings)
+            inputs = [types[x] for x in node.inputs]
+            try:
+                types[node] = opdef.infer(*inputs, **node_attrs)
+            except GraphcError as exc:
+                where = f" (created at {node.loc})" if node.loc else ""
+                raise ShapeError(
+                    f"{node.describe()}{where} does not type-check for the fed shapes "
+                    f"{_show(bindings)}: {exc}"
+                ) from exc
+            attrs[node] = dict(node_attrs)
+        if not types[node].is_concrete:
+            raise ShapeError(
+                f"{node.describe()} still has symbolic dims {types[node].symbols} after binding "
+                f"{_show(bindings)}"
+            )
+    return Specialized(dict(bindings), types, attrs)
+
+
+def _show(bindings: Mapping[str, int]) -> str:
+    if not bindings:
+        return "(no symbolic dims)"
+    return "(" + ", ".join(f"{k}={v}" for k, v in sorted(bindings.items())) + ")"

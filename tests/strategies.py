@@ -22,17 +22,30 @@ import numpy as np
 from hypothesis import strategies as st
 
 import graphc as gc
+from graphc.ir.errors import ShapeError
+from graphc.ir.types import broadcast_shapes
 
 # Input shapes are drawn from this menu so that many pairs broadcast.
-SHAPES: tuple[tuple[int, ...], ...] = ((), (3,), (4,), (3, 1), (1, 4), (3, 4), (2, 3, 4), (4, 3))
+SHAPES: tuple[tuple[int | str, ...], ...] = (
+    (),
+    (3,),
+    (4,),
+    (3, 1),
+    (1, 4),
+    (3, 4),
+    (2, 3, 4),
+    (4, 3),
+)
+# With symbolic=True, shapes with a batch dim "B" join the menu.
+SYMBOLIC_SHAPES: tuple[tuple[int | str, ...], ...] = (("B",), ("B", 4), ("B", 1), ("B", 3, 4))
 
 Draw = Callable[[st.SearchStrategy], Any]
 
 
 def _broadcasts(x: gc.Symbol, y: gc.Symbol) -> bool:
     try:
-        np.broadcast_shapes(x.shape, y.shape)
-    except ValueError:
+        broadcast_shapes(x.shape, y.shape)
+    except ShapeError:
         return False
     return True
 
@@ -80,7 +93,7 @@ def _reduce(draw: Draw, pool: list[gc.Symbol], dtype: str) -> gc.Symbol | None:
 
 
 def _matmul(draw: Draw, pool: list[gc.Symbol], dtype: str) -> gc.Symbol | None:
-    candidates = [x for x in pool if x.type.rank in (1, 2)]
+    candidates = [x for x in pool if x.type.rank in (1, 2) and isinstance(x.shape[-1], int)]
     if not candidates:
         return None
     x = draw(st.sampled_from(candidates))
@@ -101,8 +114,10 @@ def _reshape(draw: Draw, pool: list[gc.Symbol], dtype: str) -> gc.Symbol | None:
     if not candidates:
         return None
     x = draw(st.sampled_from(candidates))
-    if x.type.rank >= 2 and draw(st.booleans()):
+    if x.type.rank >= 2 and (not x.type.is_concrete or draw(st.booleans())):
         return gc.transpose(x, tuple(reversed(range(x.type.rank))))
+    if not x.type.is_concrete:
+        return None
     size = x.type.size
     factors = [d for d in range(1, size + 1) if size % d == 0]
     first = draw(st.sampled_from(factors))
@@ -115,15 +130,20 @@ BUILDERS = (_unary, _binary, _reduce, _matmul, _reshape)
 
 @st.composite
 def random_graphs(
-    draw: Draw, min_ops: int = 15, max_ops: int = 30, dtype: str = "float64"
+    draw: Draw,
+    min_ops: int = 15,
+    max_ops: int = 30,
+    dtype: str = "float64",
+    symbolic: bool = False,
 ) -> gc.Graph:
     """A valid graph of `min_ops`..`max_ops` non-constant ops over 1-3 placeholders x0.. and
-    1-3 outputs out0..; every input and result has a concrete shape."""
+    1-3 outputs out0..; with `symbolic`, some inputs have a symbolic batch dim "B"."""
     graph = gc.Graph("random")
     target = draw(st.integers(min_ops, max_ops))
+    shapes = SHAPES + SYMBOLIC_SHAPES if symbolic else SHAPES
     with graph:
         pool = [
-            gc.placeholder(f"x{i}", shape=draw(st.sampled_from(SHAPES)), dtype=dtype)
+            gc.placeholder(f"x{i}", shape=draw(st.sampled_from(shapes)), dtype=dtype)
             for i in range(draw(st.integers(1, 3)))
         ]
         results: list[gc.Symbol] = []

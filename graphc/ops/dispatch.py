@@ -124,9 +124,9 @@ def bind(name: str, *inputs: Any, **attrs: Any) -> Any:
     strong = [dtype_of(x) for x in inputs if not is_python_scalar(x)]
     try:
         weak = [weak_dtype(x, strong) if is_python_scalar(x) else None for x in inputs]
+        lifted = [backend.lift(x, dtype, inputs) for x, dtype in zip(inputs, weak)]
     except OverflowError as exc:  # a Python int too big for the other operands' dtype
         raise DTypeError(f"op '{name}': {exc}") from None
-    lifted = [backend.lift(x, dtype, inputs) for x, dtype in zip(inputs, weak)]
     return backend.apply(opdef, lifted, attrs)
 
 

@@ -1,0 +1,159 @@
+"""Graph building through Symbols, symbolic dims, and the delicate cases of single ops."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
+from op_grads import backward_graph, forward_values, pullback
+
+import graphc as gc
+from graphc.ir.registry import get_op
+
+CASES = all_cases()
+# ops whose type rule must accept symbolic dims wherever the concrete case has sizes > 1
+SYMBOLIC_OK = {"sum", "mean", "max", "min", "argmax", "logsumexp", "count", "transpose"}
+SYMBOLIC_OK |= {"matmul", "softmax", "log_softmax", "one_hot", "take", "constant"}
+
+
+@pytest.mark.parametrize("case", BUILDER_CASES, ids=lambda c: c.id)
+def test_builder_matches_numpy(case: OpCase) -> None:
+    xs = case.inputs(seed=2)
+    got, want = np.asarray(case.build(*xs)), np.asarray(case.reference(*xs))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    rtol, atol = case.tolerance
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("case", CASES + BUILDER_CASES, ids=lambda c: c.id)
+def test_graph_runs_like_numpy(case: OpCase) -> None:
+    g = build_graph(case)
+    xs = case.inputs(seed=1)
+    (got,) = gc.run(g, {p.name: x for p, x in zip(g.inputs, xs)})
+    with np.errstate(all="ignore"):
+        want = np.asarray(case.reference(*xs))
+    assert g.outputs[0].type == gc.TensorType.of(want)
+    rtol, atol = case.tolerance
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_symbolic_dims_agree_with_concrete_ones(case: OpCase) -> None:
+    # every size > 1 becomes a symbol named after it, so equal sizes stay equal
+    xs = case.inputs(0)
+    shapes = [tuple(f"N{d}" if d > 1 else d for d in x.shape) for x in xs]
+    bindings = {f"N{d}": d for x in xs for d in x.shape if d > 1}
+    concrete = build_graph(case).outputs[0].type
+    required = get_op(case.op).elementwise or case.op in SYMBOLIC_OK
+    try:
+        symbolic = build_graph(case, shapes).outputs[0].type
+    except gc.ShapeError as exc:
+        assert case.op in str(exc) or "getitem" in str(exc), f"error does not name the op: {exc}"
+        if required:
+            raise
+        pytest.skip(f"{case.op} needs concrete sizes here: {exc}")
+    assert symbolic.bind(bindings) == concrete
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "maximum", "pow", "lt", "where"])
+def test_symbolic_broadcasting(op: str) -> None:
+    fn = getattr(gc, op)
+    g = gc.Graph(op)
+    with g:
+        x = gc.placeholder("x", shape=("B", 1, 3))
+        y = gc.placeholder("y", shape=(1, 4, 1))
+        c = gc.placeholder("c", shape=("B", 1, 1), dtype="bool")
+        call = (lambda a, b: fn(c, a, b)) if op == "where" else fn
+        assert call(x, y).shape == ("B", 4, 3)
+        assert call(x, gc.placeholder("z", shape=("B", 1, 1))).shape == ("B", 1, 3)
+        with pytest.raises(gc.ShapeError, match=rf"^{op}: .*'B' against 3"):
+            call(x, gc.placeholder("w", shape=(3, 1, 1)))
+        with pytest.raises(gc.ShapeError, match=rf"^{op}: .*'B' against 'C'"):
+            call(x, gc.placeholder("v", shape=("C", 1, 1)))
+
+
+def test_reshape_resolves_minus_one_against_symbolic_dims() -> None:
+    g = gc.Graph("reshape")
+    with g:
+        x = gc.placeholder("x", shape=("B", 3, 4))
+        assert gc.reshape(x, (-1, 12)).shape == ("B", 12)
+        assert gc.reshape(x, ("B", -1)).shape == ("B", 12)
+        assert gc.reshape(x, (-1, 3, 4)).shape == ("B", 3, 4)
+        with pytest.raises(gc.ShapeError, match="reshape: cannot infer -1"):
+            gc.reshape(x, (-1,))
+        with pytest.raises(gc.ShapeError, match="reshape: cannot reshape"):
+            gc.reshape(x, ("C", 12))
+        gc.output(gc.reshape(x, (-1, 12)), name="y")
+    (y,) = gc.run(g, {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4)})
+    np.testing.assert_array_equal(y, np.arange(24, dtype=np.float32).reshape(2, 12))
+
+
+def pull(build: object, xs: list[np.ndarray], ct: np.ndarray) -> list[np.ndarray]:
+    """Gradients of sum(ct * build(xs)) for every input, by the ops' VJP rules."""
+    bwd = backward_graph(build, xs, range(len(xs)))
+    feeds = {**{f"x{i}": x for i, x in enumerate(xs)}, "ct": ct}
+    return gc.run(bwd, feeds)
+
+
+def test_max_and_min_share_the_gradient_among_ties() -> None:
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
+    ct = np.array([1.0, 6.0])
+    (gx,) = pull(lambda v: gc.max(v, axis=1), [x], ct)
+    np.testing.assert_allclose(gx, [[0, 0.5, 0.5], [2, 2, 2]])
+    (gx,) = pull(lambda v: gc.min(-v, axis=1, keepdims=True), [x], ct[:, None])
+    np.testing.assert_allclose(gx, [[0, -0.5, -0.5], [-2, -2, -2]])
+    gx, gy = pull(gc.maximum, [np.array([1.0, 2.0, 5.0]), np.array([1.0, 3.0, 4.0])], np.ones(3))
+    np.testing.assert_allclose(gx, [0.5, 0, 1])
+    np.testing.assert_allclose(gy, [0.5, 1, 0])
+
+
+def test_logsumexp_of_minus_inf_rows_is_minus_inf_with_zero_gradient() -> None:
+    x = np.array([[-np.inf, -np.inf], [0.0, np.log(3.0)], [-np.inf, 1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = gc.logsumexp(x, axis=1)
+        (gx,) = pull(lambda v: gc.logsumexp(v, axis=1), [x], np.ones(3))
+    np.testing.assert_allclose(value, [-np.inf, np.log(4.0), 1.0])
+    np.testing.assert_allclose(gx, [[0, 0], [0.25, 0.75], [0, 1]])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_is_stable_on_large_logits(dtype: str) -> None:
+    x = np.array([[1e4, 1e4 + 1, 1e4 - 1], [-1e4, -1e4, 3e4]], dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = gc.softmax(x)
+        logp = gc.log_softmax(x)
+        grads = pull(gc.log_softmax, [x], np.ones_like(x)) + pull(gc.softmax, [x], np.ones_like(x))
+    shifted = (x - x.max(axis=1, keepdims=True)).astype(np.float64)
+    want = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(logp, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(p, np.exp(want), rtol=1e-6, atol=1e-6)
+    assert all(np.all(np.isfinite(g)) for g in grads)
+
+
+def test_sum_to_undoes_broadcasting_in_every_position() -> None:
+    x = np.random.default_rng(0).standard_normal((2, 3, 4))
+    for shape in [(2, 3, 4), (3, 4), (1, 4), (3, 1), (2, 1, 4), (1, 1, 1), ()]:
+        got = gc.sum_to(x, shape)
+        axes = tuple(range(3 - len(shape))) + tuple(
+            3 - len(shape) + i for i, d in enumerate(shape) if d == 1
+        )
+        want = x.sum(axis=axes, keepdims=True).reshape(shape)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_first_order_gradients_leave_inputs_alone() -> None:
+    for case in CASES:
+        if not case.has_grad or case.float_dtype != "float64":
+            continue
+        g = build_graph(case)
+        xs = case.inputs(7)
+        copies = [x.copy() for x in xs]
+        values = forward_values(g, {p.name: x for p, x in zip(g.inputs, xs)})
+        out = g.outputs[0].inputs[0]
+        pullback(g.nodes, values, {out: np.ones(out.type.shape, out.type.dtype)}, g.inputs)
+        for x, before in zip(xs, copies):
+            np.testing.assert_array_equal(x, before, err_msg=case.id)

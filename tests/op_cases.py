@@ -537,6 +537,29 @@ _case("cross_entropy", "probs", gc.cross_entropy, [F(4, 3), F(4, 3, kind="positi
       rtol=1e-5, **_builder)  # fmt: skip
 
 
+# -- ops made by the fusion passes ------------------------------------------------------------
+
+
+def _fused_body(x: Any, y: Any) -> gc.Graph:
+    """tanh(x * y) + x, typed like the operands (the body's dtypes are fixed)."""
+    body = gc.Graph("body")
+    with body:
+        a = gc.placeholder("a", shape=x.shape, dtype=x.dtype)
+        b = gc.placeholder("b", shape=y.shape, dtype=y.dtype)
+        gc.output(gc.tanh(a * b) + a, name="out")
+    return body
+
+
+_case("fused", "bcast", lambda x, y: bind("fused", x, y, body=_fused_body(x, y)),
+      [F(3, 4), F(4)], lambda x, y: np.tanh(x * y) + x)  # fmt: skip
+_case("matmul_epilogue", "bias_tanh",
+      lambda x, w, b: bind("matmul_epilogue", x, w, b, bias=True, activation="tanh"),
+      [F(3, 4), F(4, 2), F(2)], lambda x, w, b: np.tanh(x @ w + b), rtol=1e-5, atol=1e-5)  # fmt: skip
+_case("matmul_epilogue", "sigmoid",
+      lambda x, w: bind("matmul_epilogue", x, w, activation="sigmoid"),
+      [F(2, 3, 4), F(4, 2)], lambda x, w: 1 / (1 + np.exp(-(x @ w))), rtol=1e-5, atol=1e-5)  # fmt: skip
+
+
 # -- access ----------------------------------------------------------------------------------------
 
 

@@ -1,9 +1,10 @@
 """The text parser: reads exactly what `format_graph` prints (see graphc.ir.text).
 
-The text is read line by line. A small regular-expression tokenizer splits a line
-into names, strings, numbers and punctuation, and a recursive-descent reader turns
-attribute literals into values; nothing is ever evaluated, so loading untrusted text
-cannot run code. Every node is checked as it is read (its op exists, its inputs are
+A small regular-expression tokenizer splits the text into names, strings, numbers,
+punctuation and newlines (which end statements), and a recursive-descent reader
+turns them into nodes and attribute values; a ``graph ... { ... }`` block may itself
+be an attribute value (the body of a fused node). Nothing is ever evaluated, so
+loading untrusted text cannot run code. Every node is checked as it is read (its op exists, its inputs are
 defined, its attrs are complete, its declared type is what the op's type rule gives),
 and every error names the line.
 """
@@ -14,7 +15,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,10 +28,12 @@ from graphc.ir.verify import op_problem
 
 _TOKEN = re.compile(
     r"""
-    (?P<space>\s+)
-  | (?P<b64>b64"[^"]*")
-  | (?P<string>"(?:[^"\\]|\\.)*")
-  | (?P<value>%(?:[A-Za-z0-9_][A-Za-z0-9_.]*|"(?:[^"\\]|\\.)*"))
+    (?P<space>[ \t\r\f\v]+)
+  | (?P<comment>\#[^\n]*)
+  | (?P<nl>\n)
+  | (?P<b64>b64"[^"\n]*")
+  | (?P<string>"(?:[^"\\\n]|\\.)*")
+  | (?P<value>%(?:[A-Za-z0-9_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*"))
   | (?P<number>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<punct>[()\[\]{},:=-])
@@ -42,8 +45,9 @@ _INT = re.compile(r"-?\d+")
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # b64, string, value, number, ident, punct, end
+    kind: str  # b64, string, value, number, ident, punct, nl, end
     text: str
+    line: int
 
 
 @dataclass(frozen=True)
@@ -53,27 +57,36 @@ class Base64Array:
     data: bytes
 
 
-class _Line:
-    """The tokens of one line, read front to back."""
+class _Reader:
+    """The tokens of the whole text, read front to back; newlines end statements."""
 
-    def __init__(self, text: str, number: int) -> None:
-        self.number = number
+    def __init__(self, text: str) -> None:
         self.tokens: list[Token] = []
-        at = 0
+        line, at = 1, 0
         while at < len(text):
             match = _TOKEN.match(text, at)
             if match is None:
-                raise self.error(f"unexpected character {text[at]!r} at column {at + 1}")
-            if match.lastgroup != "space":
-                self.tokens.append(Token(match.lastgroup, match.group()))  # type: ignore[arg-type]
+                column = at - text.rfind("\n", 0, at)
+                raise ParseError(
+                    f"line {line}: unexpected character {text[at]!r} at column {column}"
+                )
+            kind = match.lastgroup
+            if kind == "nl":
+                self.tokens.append(Token("nl", "end of line", line))
+                line += 1
+            elif kind not in ("space", "comment"):
+                self.tokens.append(Token(kind, match.group(), line))  # type: ignore[arg-type]
             at = match.end()
+        self.last_line = max(line - 1, 1) if text.endswith("\n") else line
         self.at = 0
 
-    def error(self, message: str) -> ParseError:
-        return ParseError(f"line {self.number}: {message}")
+    def error(self, message: str, line: int | None = None) -> ParseError:
+        return ParseError(f"line {self.peek().line if line is None else line}: {message}")
 
     def peek(self) -> Token:
-        return self.tokens[self.at] if self.at < len(self.tokens) else Token("end", "end of line")
+        if self.at < len(self.tokens):
+            return self.tokens[self.at]
+        return Token("end", "end of text", max(self.last_line, 1))
 
     def next(self) -> Token:
         token = self.peek()
@@ -95,9 +108,14 @@ class _Line:
             raise self.error(f"expected {what}, found {self.peek().text!r}")
         return self.next()
 
-    def expect_end(self) -> None:
-        if self.peek().kind != "end":
+    def skip_newlines(self) -> None:
+        while self.peek().kind == "nl":
+            self.at += 1
+
+    def end_statement(self) -> None:
+        if self.peek().kind not in ("nl", "end"):
             raise self.error(f"unexpected {self.peek().text!r} after the end of the statement")
+        self.skip_newlines()
 
     # -- pieces --------------------------------------------------------------
 
@@ -133,6 +151,8 @@ class _Line:
             raise self.error(f"bad type: {exc}") from None
 
     def literal(self) -> Any:
+        if self.peek().kind == "ident" and self.peek().text == "graph":
+            return self.graph()  # a subgraph attribute, e.g. the body of a fused node
         token = self.next()
         if token.kind == "number":
             return int(token.text) if _INT.fullmatch(token.text) else float(token.text)
@@ -152,6 +172,7 @@ class _Line:
             return tuple(items)
         if token.text == "[":
             return self._sequence("]")
+        self.at -= 1
         raise self.error(f"expected an attribute value, found {token.text!r}")
 
     def _sequence(self, close: str) -> list[Any]:
@@ -163,6 +184,89 @@ class _Line:
                     break
             items.append(self.literal())
         return items
+
+    # -- statements ----------------------------------------------------------
+
+    def graph(self) -> Graph:
+        """``graph NAME(%placeholders...) {`` statements ``}`` (leaves what follows '}')."""
+        self.expect("graph", "'graph NAME(...) {'")
+        token = self.next()
+        if token.kind == "ident" and "." not in token.text:
+            graph = Graph(token.text)
+        elif token.kind == "string":
+            graph = Graph(self.string(token.text))
+        else:
+            self.at -= 1
+            raise self.error(f"expected the graph's name, found {token.text!r}")
+        self.expect("(", "'(' opening the placeholders")
+        while not self.accept(")"):
+            if graph.nodes:
+                self.expect(",", "',' or ')' after a placeholder")
+            name = self.value_name("a placeholder (%name: type)")
+            self.expect(":", f"':' and the type of placeholder '{name}'")
+            self._fresh(graph, name)
+            graph.add_placeholder(name, self.type())
+        self.expect("{", "'{' opening the graph's body")
+        self.end_statement()
+        while not self.accept("}"):
+            if self.peek().kind == "end":
+                raise self.error(f"expected the closing '}}' of graph '{graph.name}'")
+            if self.accept("output"):
+                self._output(graph)
+            else:
+                self._op(graph)
+            self.end_statement()
+        return graph
+
+    def _fresh(self, graph: Graph, name: str) -> None:
+        if name in graph:
+            raise self.error(f"the name '{name}' is defined twice")
+
+    def _lookup(self, graph: Graph, name: str) -> Node:
+        if name not in graph:
+            raise self.error(f"unknown value '%{name}' (not defined on an earlier line)")
+        return graph.node(name)
+
+    def _output(self, graph: Graph) -> None:
+        name = self.value_name("the output's name (%name)")
+        self._fresh(graph, name)
+        self.expect("=", "'=' after the output's name")
+        value = self._lookup(graph, self.value_name("the output's value (%name)"))
+        graph.add_output(value, name)
+
+    def _op(self, graph: Graph) -> None:
+        line = self.peek().line
+        name = self.value_name("a node (%name: type = op(...)), 'output' or '}'")
+        self._fresh(graph, name)
+        self.expect(":", f"':' and the type of '%{name}'")
+        declared = self.type()
+        self.expect("=", f"'=' after the type of '%{name}'")
+        op = self.expect_kind("ident", f"the op of '%{name}'").text
+        self.expect("(", f"'(' after op '{op}'")
+        inputs: list[Node] = []
+        attrs: dict[str, Any] = {}
+        while not self.accept(")"):
+            if inputs or attrs:
+                self.expect(",", "',' or ')' in the arguments")
+            if self.peek().kind == "value":
+                if attrs:
+                    raise self.error("inputs must come before attributes")
+                inputs.append(self._lookup(graph, self.value_name()))
+                continue
+            key = self.expect_kind("ident", "an input (%name) or an attribute (key=value)").text
+            if key in attrs:
+                raise self.error(f"attribute '{key}' is given twice")
+            self.expect("=", f"'=' after attribute '{key}'")
+            attrs[key] = self.literal()
+
+        def error(message: str) -> ParseError:
+            return self.error(message, line)
+
+        attrs = {key: _attr_value(op, key, value, declared, error) for key, value in attrs.items()}
+        problem = op_problem(op, inputs, attrs, declared)
+        if problem:
+            raise error(f"node '{name}': {problem}")
+        graph.add_op(op, inputs, attrs, declared, name=name)
 
 
 _NAMED_LITERALS: dict[str, Any] = {
@@ -187,112 +291,25 @@ def parse(text: str) -> Graph:
     >>> [n.name for n in g.inputs], [n.name for n in g.outputs]
     (['x'], ['y'])
     """
-    lines = [_Line(line, number) for number, line in _significant_lines(text)]
-    if not lines:
-        raise ParseError("line 1: expected 'graph NAME(...) {', found an empty text")
-    graph = _header(lines[0])
-    for line in lines[1:]:
-        if line.accept("}"):
-            line.expect_end()
-            if line is not lines[-1]:
-                extra = lines[lines.index(line) + 1]
-                raise extra.error("unexpected text after the closing '}'")
-            return graph
-        if line.accept("output"):
-            _output(graph, line)
-        else:
-            _op(graph, line)
-    last = lines[-1].number if len(lines) > 1 else lines[0].number
-    raise ParseError(f"line {last}: expected the closing '}}' of graph '{graph.name}'")
-
-
-def _significant_lines(text: str) -> list[tuple[int, str]]:
-    return [
-        (number, line)
-        for number, line in enumerate(text.splitlines(), start=1)
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
-
-
-def _header(line: _Line) -> Graph:
-    line.expect("graph", "'graph NAME(...) {'")
-    token = line.next()
-    if token.kind == "ident" and "." not in token.text:
-        graph = Graph(token.text)
-    elif token.kind == "string":
-        graph = Graph(line.string(token.text))
-    else:
-        raise line.error(f"expected the graph's name, found {token.text!r}")
-    line.expect("(", "'(' opening the placeholders")
-    while not line.accept(")"):
-        if graph.nodes:
-            line.expect(",", "',' or ')' after a placeholder")
-        name = line.value_name("a placeholder (%name: type)")
-        line.expect(":", f"':' and the type of placeholder '{name}'")
-        _fresh(graph, name, line)
-        graph.add_placeholder(name, line.type())
-    line.expect("{", "'{' opening the graph's body")
-    line.expect_end()
+    reader = _Reader(text)
+    reader.skip_newlines()
+    if reader.peek().kind == "end":
+        raise reader.error("expected 'graph NAME(...) {', found an empty text")
+    graph = reader.graph()
+    reader.skip_newlines()
+    if reader.peek().kind != "end":
+        raise reader.error("unexpected text after the closing '}'")
     return graph
 
 
-def _fresh(graph: Graph, name: str, line: _Line) -> None:
-    if name in graph:
-        raise line.error(f"the name '{name}' is defined twice")
-
-
-def _lookup(graph: Graph, name: str, line: _Line) -> Node:
-    if name not in graph:
-        raise line.error(f"unknown value '%{name}' (not defined on an earlier line)")
-    return graph.node(name)
-
-
-def _output(graph: Graph, line: _Line) -> None:
-    name = line.value_name("the output's name (%name)")
-    _fresh(graph, name, line)
-    line.expect("=", "'=' after the output's name")
-    value = _lookup(graph, line.value_name("the output's value (%name)"), line)
-    line.expect_end()
-    graph.add_output(value, name)
-
-
-def _op(graph: Graph, line: _Line) -> None:
-    name = line.value_name("a node (%name: type = op(...)), 'output' or '}'")
-    _fresh(graph, name, line)
-    line.expect(":", f"':' and the type of '%{name}'")
-    declared = line.type()
-    line.expect("=", f"'=' after the type of '%{name}'")
-    op = line.expect_kind("ident", f"the op of '%{name}'").text
-    line.expect("(", f"'(' after op '{op}'")
-    inputs: list[Node] = []
-    attrs: dict[str, Any] = {}
-    while not line.accept(")"):
-        if inputs or attrs:
-            line.expect(",", "',' or ')' in the arguments")
-        if line.peek().kind == "value":
-            if attrs:
-                raise line.error("inputs must come before attributes")
-            inputs.append(_lookup(graph, line.value_name(), line))
-            continue
-        key = line.expect_kind("ident", "an input (%name) or an attribute (key=value)").text
-        if key in attrs:
-            raise line.error(f"attribute '{key}' is given twice")
-        line.expect("=", f"'=' after attribute '{key}'")
-        attrs[key] = line.literal()
-    line.expect_end()
-    attrs = {key: _attr_value(op, key, value, declared, line) for key, value in attrs.items()}
-    problem = op_problem(op, inputs, attrs, declared)
-    if problem:
-        raise line.error(f"node '{name}': {problem}")
-    graph.add_op(op, inputs, attrs, declared, name=name)
-
-
-def _attr_value(op: str, key: str, value: Any, declared: TensorType, line: _Line) -> Any:
+def _attr_value(
+    op: str, key: str, value: Any, declared: TensorType, error: Callable[[str], ParseError]
+) -> Any:
     """Turn array literals into arrays; a constant's declared type gives dtype and shape."""
     if op == "constant" and key == "value":
-        return array_from_literal(value, declared, line.error)
+        return array_from_literal(value, declared, error)
     if isinstance(value, Base64Array):
-        raise line.error(f"attribute '{key}': b64\"...\" is only allowed as a constant's value")
+        raise error(f"attribute '{key}': b64\"...\" is only allowed as a constant's value")
     if isinstance(value, list):
         return np.array(value)
     return value

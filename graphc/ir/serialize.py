@@ -9,6 +9,7 @@ Each node is an object with ``name``, ``kind``, ``type`` (``{"shape": [...],
     nan, inf        {"float": "nan"} / {"float": "inf"} / {"float": "-inf"}
     dtype float32   {"dtype": "f32"}
     an array        {"dtype": "f32", "shape": [2, 3], "base64": "..."}  (little-endian bytes)
+    a Graph         {"graph": {"format": "graphc", ...}}  (a fused node's body, nested)
 
 Only meta entries that can be encoded this way are kept (``loc``, ``grad_of``, ...).
 Loading checks every field and names the bad one: ``nodes[3].inputs[0]: unknown
@@ -56,6 +57,8 @@ def encode_value(value: Any) -> Any:
         return {"tuple": [encode_value(v) for v in value]}
     if isinstance(value, list):
         return [encode_value(v) for v in value]
+    if isinstance(value, Graph):  # a fused node's body
+        return {"graph": graph_document(value)}
     if isinstance(value, np.ndarray):
         data = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False)
         return {
@@ -90,6 +93,8 @@ def decode_value(data: Any, field: str) -> Any:
         return _dtype(data["dtype"], f"{field}.dtype")
     if keys == {"dtype", "shape", "base64"}:
         return _array(data, field)
+    if keys == {"graph"}:
+        return graph_from_document(data["graph"], f"{field}.graph.")
     raise ParseError(f"{field}: unknown tagged value with keys {sorted(keys)}")
 
 
@@ -134,6 +139,11 @@ def to_json(graph: Graph, indent: int | None = 1) -> str:
     >>> str(gc.from_json(gc.to_json(g))) == str(g)
     True
     """
+    return json.dumps(graph_document(graph), indent=indent, allow_nan=False)
+
+
+def graph_document(graph: Graph) -> dict[str, Any]:
+    """The graph as JSON data (the document `to_json` writes)."""
     nodes = []
     for node in graph.nodes:
         entry: dict[str, Any] = {"name": node.name, "kind": node.kind}
@@ -151,8 +161,7 @@ def to_json(graph: Graph, indent: int | None = 1) -> str:
         if meta:
             entry["meta"] = meta
         nodes.append(entry)
-    document = {"format": FORMAT, "version": VERSION, "name": graph.name, "nodes": nodes}
-    return json.dumps(document, indent=indent, allow_nan=False)
+    return {"format": FORMAT, "version": VERSION, "name": graph.name, "nodes": nodes}
 
 
 def _encodable_meta(node: Node) -> dict[str, Any]:
@@ -171,19 +180,24 @@ def from_json(text: str) -> Graph:
         document = json.loads(text)
     except ValueError as exc:
         raise ParseError(f"not valid JSON: {exc}") from None
+    return graph_from_document(document)
+
+
+def graph_from_document(document: Any, prefix: str = "") -> Graph:
+    """The inverse of `graph_document`; `prefix` is where a nested document sits."""
     if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ParseError('format: expected a JSON object with "format": "graphc"')
+        raise ParseError(f'{prefix}format: expected a JSON object with "format": "graphc"')
     if document.get("version") != VERSION:
-        raise ParseError(f"version: expected {VERSION}, got {document.get('version')!r}")
+        raise ParseError(f"{prefix}version: expected {VERSION}, got {document.get('version')!r}")
     name = document.get("name")
     if not isinstance(name, str):
-        raise ParseError(f"name: expected a string, got {name!r}")
+        raise ParseError(f"{prefix}name: expected a string, got {name!r}")
     nodes = document.get("nodes")
     if not isinstance(nodes, list):
-        raise ParseError("nodes: expected a list of nodes")
+        raise ParseError(f"{prefix}nodes: expected a list of nodes")
     graph = Graph(name)
     for i, entry in enumerate(nodes):
-        _load_node(graph, entry, f"nodes[{i}]")
+        _load_node(graph, entry, f"{prefix}nodes[{i}]")
     return graph
 
 

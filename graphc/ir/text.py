@@ -14,7 +14,13 @@ digits, ``_`` and ``.``, is printed as a JSON string (``graph "my net"``, ``%"a 
 Attribute
 values are Python-like literals (None, True, ints, floats, "strings", tuples); dtypes
 are bare short names (f32). A constant's array is a nested list when it is small and
-``b64"..."`` (its raw little-endian bytes) when larger, so the text is exact.
+``b64"..."`` (its raw little-endian bytes) when larger, so the text is exact. A
+Graph-valued attribute (the body of a ``fused`` node) is a nested block, indented:
+
+      %fused: f32[B,3] = fused(%x, %w, body=graph body(%x: f32[B,3], %w: f32[3]) {
+        %add: f32[B,3] = add(%x, %w)
+        output %out = %add
+      })
 """
 
 from __future__ import annotations
@@ -67,6 +73,8 @@ def format_value(value: Any) -> str:
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if isinstance(value, np.ndarray):
         return format_array(value)
+    if isinstance(value, Graph):  # a fused node's body: a nested block over several lines
+        return format_graph(value)
     raise TypeError(f"cannot print attribute value {value!r} of type {type(value).__name__}")
 
 
@@ -96,7 +104,9 @@ def format_node(node: Node) -> str:
 def format_graph(graph: Graph) -> str:
     params = ", ".join(f"{format_value_name(p.name)}: {p.type}" for p in graph.inputs)
     lines = [f"graph {format_graph_name(graph.name)}({params}) {{"]
-    lines += [f"  {format_node(n)}" for n in graph.nodes if n.kind != PLACEHOLDER]
+    lines += [
+        "  " + format_node(n).replace("\n", "\n  ") for n in graph.nodes if n.kind != PLACEHOLDER
+    ]
     lines.append("}")
     return "\n".join(lines)
 

@@ -7,6 +7,8 @@ package registers them all and the graph-value backend.
 from types import ModuleType
 
 from graphc.ops import constant as _constant  # noqa: F401 - registers the constant op
+from graphc.ops import epilogue as _epilogue  # noqa: F401 - registers matmul_epilogue
+from graphc.ops import fused as _fused  # noqa: F401 - registers the fused op
 from graphc.ops.dispatch import bind, register_backend
 from graphc.ops.elementwise import (
     abs,

@@ -1,0 +1,100 @@
+"""`matmul_epilogue`: x @ w, plus a bias, then an activation, as one node.
+
+Made by `fuse_matmul_epilogue` (graphc.passes.epilogue). The kernel is the member
+ops' own kernels: the matmul writes into the output buffer, then the bias add and
+the activation run in place on it, so no intermediate array is allocated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
+from graphc.ops.defop import VARIADIC, defop
+from graphc.ops.fused import composite_vjp
+
+ACTIVATIONS = ("relu", "gelu", "tanh", "sigmoid")
+
+
+def _canon(*types: TensorType, bias: bool, activation: Any) -> dict:
+    if activation not in (None, *ACTIVATIONS):
+        raise GraphcError(
+            f"matmul_epilogue: activation must be None or one of {ACTIVATIONS}, got {activation!r}"
+        )
+    if len(types) != 2 + bool(bias):
+        raise GraphcError(
+            f"matmul_epilogue: bias={bool(bias)} needs {2 + bool(bias)} inputs, got {len(types)}"
+        )
+    return {"bias": bool(bias), "activation": activation}
+
+
+def _infer(*types: TensorType, bias: bool, activation: Any) -> TensorType:
+    _canon(*types, bias=bias, activation=activation)
+    result = get_op("matmul").infer(types[0], types[1])
+    if bias:
+        with_bias = get_op("add").infer(result, types[2])
+        if with_bias != result:
+            raise ShapeError(
+                f"matmul_epilogue: the bias {types[2]} would change the product's type "
+                f"{result} to {with_bias}"
+            )
+    if activation is not None and get_op(activation).infer(result) != result:
+        raise ShapeError(f"matmul_epilogue: {activation} would change the type {result}")
+    return result
+
+
+def _kernel(
+    x: np.ndarray,
+    w: np.ndarray,
+    *bias_array: np.ndarray,
+    out: np.ndarray | None = None,
+    bias: bool = False,
+    activation: Any = None,
+) -> np.ndarray:
+    out = get_op("matmul").kernel(x, w, out=out)
+    if bias:
+        get_op("add").kernel(out, bias_array[0], out=out)
+    if activation is not None:
+        get_op(activation).kernel(out, out=out)
+    return out
+
+
+def steps(bias: bool, activation: Any) -> list[tuple[str, tuple[int, ...], dict]]:
+    """The member ops, as `composite_vjp` steps over (x, w[, b])."""
+    result: list[tuple[str, tuple[int, ...], dict]] = [("matmul", (0, 1), {})]
+    last = 2 + bool(bias)  # index of the product among inputs + results
+    if bias:
+        result.append(("add", (last, 2), {}))
+        last += 1
+    if activation is not None:
+        result.append((activation, (last,), {}))
+    return result
+
+
+def _vjp(ct: Any, out: Any, *inputs: Any, needs: tuple, bias: bool, activation: Any) -> tuple:
+    return composite_vjp(steps(bias, activation), ct, inputs, needs)
+
+
+def _cost(out: TensorType, *inputs: TensorType, bias: bool, activation: Any) -> int:
+    total = get_op("matmul").flops(out, inputs[0], inputs[1])
+    total += (out.size or 0) * bool(bias)
+    if activation is not None:
+        total += get_op(activation).flops(out, out)
+    return total
+
+
+matmul_epilogue = defop(
+    "matmul_epilogue",
+    inputs=VARIADIC,
+    infer=_infer,
+    kernel=_kernel,
+    attrs={"bias": False, "activation": None},
+    canonicalize=_canon,
+    vjp=_vjp,
+    cost=_cost,
+    doc="act(x @ w + b) as one node; made by gc.passes.fuse_matmul_epilogue.",
+)

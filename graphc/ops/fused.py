@@ -1,0 +1,191 @@
+"""The `fused` op: one node that computes a whole subgraph of elementwise ops.
+
+`fuse_elementwise` (graphc.passes.fuse) makes these. The attr `body` is a Graph
+whose placeholders correspond 1:1, in order, to the node's inputs and which has
+exactly one output. The type rule re-infers the body on the actual input types
+(binding the body's symbolic dims to them), the reference kernel runs the body's
+own op kernels one after the other (correct, not fast: the runtime generates a
+chunked fast path), and the gradient chains the members' own VJP rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import DTypeError, GraphcError, ShapeError
+from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
+from graphc.ir.registry import REQUIRED, get_op
+from graphc.ir.types import Dim, TensorType, bind_shape, format_shape, is_symbol
+from graphc.ops.defop import VARIADIC, defop, into
+from graphc.ops.dispatch import bind
+
+
+def check_body(body: Any, arity: int, op: str = "fused") -> Node:
+    """The body's single output value; errors name what is wrong with the body."""
+    if not isinstance(body, Graph):
+        raise GraphcError(f"{op}: attr 'body' must be a Graph, got {type(body).__name__}")
+    outputs = body.outputs
+    if len(outputs) != 1:
+        raise GraphcError(f"{op}: the body '{body.name}' must have one output, has {len(outputs)}")
+    if len(body.inputs) != arity:
+        raise GraphcError(
+            f"{op}: the body '{body.name}' has {len(body.inputs)} placeholders for {arity} inputs"
+        )
+    return outputs[0].inputs[0]
+
+
+def _bind_dims(body: Graph, types: Sequence[TensorType]) -> dict[str, Dim]:
+    """Each symbol of the body's placeholders -> the dim the actual input has there."""
+    bindings: dict[str, Dim] = {}
+    for p, t in zip(body.inputs, types):
+        if p.type.dtype != t.dtype:
+            raise DTypeError(
+                f"fused: input for body placeholder '{p.name}' has dtype {t.dtype}, "
+                f"the body expects {p.type.dtype}"
+            )
+        ok = p.type.rank == t.rank
+        for d, a in zip(p.type.shape, t.shape) if ok else ():
+            if is_symbol(d):
+                ok = bindings.setdefault(d, a) == a  # type: ignore[arg-type]
+            else:
+                ok = d == a
+            if not ok:
+                break
+        if not ok:
+            raise ShapeError(
+                f"fused: input for body placeholder '{p.name}' has shape "
+                f"{format_shape(t.shape)}, the body expects {format_shape(p.type.shape)}"
+            )
+    return bindings
+
+
+def _bound_attrs(node: Node, bindings: dict[str, Any]) -> dict[str, Any]:
+    opdef = get_op(node.op)  # type: ignore[arg-type]
+    if not opdef.shape_attrs or not bindings:
+        return node.attrs
+    attrs = dict(node.attrs)
+    for key in opdef.shape_attrs:
+        attrs[key] = bind_shape(attrs[key], bindings)
+    return attrs
+
+
+def body_types(body: Graph, types: Sequence[TensorType]) -> dict[Node, TensorType]:
+    """The type of every body node when the body runs on inputs of `types`."""
+    check_body(body, len(types))
+    bindings = _bind_dims(body, types)
+    result: dict[Node, TensorType] = dict(zip(body.inputs, types))
+    for node in body.nodes:
+        if node.kind == OP:
+            ins = [result[x] for x in node.inputs]
+            result[node] = get_op(node.op).infer(*ins, **_bound_attrs(node, bindings))
+        elif node.kind == OUTPUT:
+            result[node] = result[node.inputs[0]]
+    return result
+
+
+def _fused_infer(*types: TensorType, body: Graph) -> TensorType:
+    return body_types(body, types)[check_body(body, len(types))]
+
+
+def _fused_kernel(*arrays: np.ndarray, out: np.ndarray | None = None, body: Graph) -> np.ndarray:
+    root = check_body(body, len(arrays))
+    bindings: dict[str, int] = {}
+    for p, a in zip(body.inputs, arrays):
+        for d, n in zip(p.type.shape, a.shape):
+            if is_symbol(d):
+                bindings[d] = n  # type: ignore[index]
+    values: dict[Node, np.ndarray] = dict(zip(body.inputs, arrays))
+    for node in body.nodes:
+        if node.kind == OP:
+            ins = [values[x] for x in node.inputs]
+            values[node] = get_op(node.op).kernel(*ins, **_bound_attrs(node, bindings))
+    result = values[root]
+    if out is not None or root.kind == PLACEHOLDER or root.op == "constant":
+        return into(out, result)  # never hand out an input or a constant's array
+    return np.asarray(result)
+
+
+def composite_vjp(
+    steps: Sequence[tuple[str, tuple[int, ...], dict[str, Any]]],
+    ct: Any,
+    inputs: Sequence[Any],
+    needs: Sequence[bool],
+) -> tuple:
+    """The VJP of a chain of ops, by the members' own VJP rules.
+
+    `steps` are (op, indices of its operands among inputs + earlier results, attrs);
+    the last step's result is the composite's output. The forward values are
+    recomputed with the op functions, so this works on graph values, tensors and
+    arrays alike.
+    """
+    values: list[Any] = list(inputs)
+    for op, operands, attrs in steps:
+        values.append(bind(op, *(values[i] for i in operands), **attrs))
+    # which values depend on an input that needs a gradient
+    wanted = [bool(n) for n in needs]
+    for _op, operands, _attrs in steps:
+        wanted.append(any(wanted[i] for i in operands))
+    cts: dict[int, Any] = {len(values) - 1: ct}
+    for k in range(len(steps) - 1, -1, -1):
+        index = len(inputs) + k
+        if index not in cts:
+            continue
+        op, operands, attrs = steps[k]
+        opdef = get_op(op)
+        member_needs = tuple(wanted[i] for i in operands)
+        if opdef.vjp is None or not any(member_needs):
+            continue
+        grads = opdef.vjp(
+            cts.pop(index),
+            values[index],
+            *(values[i] for i in operands),
+            needs=member_needs,
+            **attrs,
+        )
+        for i, g in zip(operands, grads):
+            if g is not None and wanted[i]:
+                cts[i] = g if i not in cts else bind("add", cts[i], g)
+    return tuple(cts.get(i) if need else None for i, need in enumerate(needs))
+
+
+def body_steps(body: Graph) -> list[tuple[str, tuple[int, ...], dict[str, Any]]]:
+    """The body as `composite_vjp` steps (constants become zero-input steps)."""
+    index: dict[Node, int] = {p: i for i, p in enumerate(body.inputs)}
+    steps = []
+    for node in body.nodes:
+        if node.kind == OP:
+            index[node] = len(index)
+            steps.append((node.op, tuple(index[x] for x in node.inputs), node.attrs))
+    root = check_body(body, len(body.inputs))
+    if root.kind != OP or index[root] != len(index) - 1:
+        raise GraphcError(f"fused: the body '{body.name}' must end with its output's value")
+    return steps  # type: ignore[return-value]
+
+
+def _fused_vjp(ct: Any, out: Any, *inputs: Any, needs: tuple, body: Graph) -> tuple:
+    return composite_vjp(body_steps(body), ct, inputs, needs)
+
+
+def _fused_cost(out: TensorType, *inputs: TensorType, body: Graph) -> int:
+    types = body_types(body, inputs)
+    return sum(
+        get_op(n.op).flops(types[n], *(types[x] for x in n.inputs), **n.attrs)
+        for n in body.nodes
+        if n.kind == OP
+    )
+
+
+fused = defop(
+    "fused",
+    inputs=VARIADIC,
+    infer=_fused_infer,
+    kernel=_fused_kernel,
+    attrs={"body": REQUIRED},
+    vjp=_fused_vjp,
+    elementwise=True,
+    cost=_fused_cost,
+    doc="A group of elementwise ops run as one node; made by gc.passes.fuse_elementwise.",
+)

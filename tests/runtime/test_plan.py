@@ -1,0 +1,146 @@
+"""The planner on hand-built graphs: peak bytes, reuse, in place, no overlapping live buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import graphc as gc
+from graphc.runtime.explain import peak_bytes
+from graphc.runtime.plan import Plan, Value
+from tests.strategies import random_graphs
+
+N = 256 * 256 * 4  # bytes of one f32[256,256]
+
+
+def root(plan: Plan, v: Value) -> Value:
+    while v.kind == "view":
+        v = plan.values[v.base]  # type: ignore[index]
+    return v
+
+
+def assert_no_live_overlap(plan: Plan) -> None:
+    """Values live at the same step never share arena bytes (in-place hand-over aside)."""
+    arena = [
+        v
+        for v in plan.values.values()
+        if plan.buffers[v.buffer].kind == "allocated" and v.kind != "view"
+    ]
+    last = {
+        v.name: max(
+            [v.last_use]
+            + [w.last_use for w in plan.values.values() if w.kind == "view" and root(plan, w) is v]
+        )
+        for v in arena
+    }
+    for a in arena:
+        for b in arena:
+            if a.name >= b.name:
+                continue
+            ba, bb = plan.buffers[a.buffer], plan.buffers[b.buffer]
+            mem = ba.offset < bb.offset + b.type.nbytes and bb.offset < ba.offset + a.type.nbytes
+            first, second = (a, b) if a.defined <= b.defined else (b, a)
+            live = second.defined < last[first.name] or (
+                second.defined == last[first.name] and second.base != first.name
+            )
+            assert not (mem and live), f"{a.name} and {b.name} overlap\n{plan}"
+
+
+def matmul_chain() -> gc.Graph:
+    g = gc.Graph("chain")
+    with g:
+        x = gc.placeholder("x", shape=(256, 256))
+        a = x @ x
+        b = a @ a  # a dies here, but matmul may not write into its input
+        c = b @ b  # reuses a's buffer
+        d = c @ c  # reuses b's buffer
+        gc.output(gc.sum(d), name="total")
+    return g
+
+
+def test_matmul_chain_reuses_two_buffers() -> None:
+    exe = gc.compile(matmul_chain(), opt_level=0)
+    plan = exe.plan()
+    kinds = [plan.values[s.output].kind for s in plan.steps]
+    assert kinds == ["allocated", "allocated", "reused", "reused", "output"]
+    assert plan.arena_bytes == 2 * N
+    assert peak_bytes(plan) == 2 * N
+    assert plan.intermediate_bytes == 4 * N
+    assert_no_live_overlap(plan)
+    x = np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32) / 16
+    want = gc.run(matmul_chain(), {"x": x})[0]
+    np.testing.assert_allclose(exe(x), want, rtol=1e-4)
+
+
+def elementwise_chain() -> gc.Graph:
+    g = gc.Graph("ew")
+    with g:
+        x = gc.placeholder("x", shape=(1000,))
+        a = gc.exp(x)  # allocated
+        b = gc.tanh(a)  # in place of a
+        c = b * x  # in place of b (x is the caller's: never written)
+        d = gc.sin(x)  # allocated: c is still live
+        e = c + d  # in place of c
+        gc.output(gc.sum(e), name="total")
+    return g
+
+
+def test_elementwise_chain_runs_in_place() -> None:
+    exe = gc.compile(elementwise_chain(), opt_level=0)
+    plan = exe.plan()
+    kinds = {s.output: plan.values[s.output].kind for s in plan.steps}
+    assert kinds["exp"] == "allocated" and kinds["sin"] == "allocated"
+    assert kinds["tanh"] == "inplace" and kinds["mul"] == "inplace" and kinds["add"] == "inplace"
+    assert peak_bytes(plan) == 2 * 4000
+    assert plan.intermediate_bytes == 5 * 4000
+    assert_no_live_overlap(plan)
+    text = exe.explain()
+    for words in ("in place of exp", "frees", "peak bytes", "sum of all intermediates"):
+        assert words in text
+
+
+def test_large_arena_buffers_start_on_pages() -> None:
+    plan = gc.compile(matmul_chain(), opt_level=0).plan()
+    offsets = [b.offset for b in plan.buffers if b.kind == "allocated"]
+    assert offsets and all(o % 4096 == 0 for o in offsets)
+
+
+def test_views_share_their_base_and_keep_it_alive() -> None:
+    g = gc.Graph("views")
+    with g:
+        x = gc.placeholder("x", shape=(4, 6))
+        a = gc.exp(x)
+        r = gc.reshape(a, (6, 4))  # a view of a's buffer
+        t = gc.transpose(r)  # a view too
+        b = gc.sin(x)  # must not take a's buffer: t still reads it
+        gc.output(t * b, name="y")
+    exe = gc.compile(g, opt_level=0)
+    plan = exe.plan()
+    assert plan.values["reshape"].kind == "view" and plan.values["transpose"].kind == "view"
+    assert plan.values["sin"].buffer != plan.values["exp"].buffer
+    assert_no_live_overlap(plan)
+    xv = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
+    np.testing.assert_allclose(exe(xv), gc.run(g, {"x": xv})[0], rtol=1e-6)
+
+
+@settings(max_examples=80)
+@given(random_graphs(min_ops=10, max_ops=30), st.sampled_from([0, 2]))
+def test_random_plans_never_overlap_live_values(g: gc.Graph, opt_level: int) -> None:
+    plan = gc.compile(g, opt_level=opt_level).plan()
+    assert_no_live_overlap(plan)
+    assert peak_bytes(plan) <= plan.arena_bytes
+
+
+def test_plan_is_printable_and_explain_needs_a_signature() -> None:
+    g = gc.Graph("sym")
+    with g:
+        x = gc.placeholder("x", shape=("B",))
+        gc.output(gc.exp(x) + 1.0, name="y")
+    exe = gc.compile(g)
+    with pytest.raises(gc.GraphcError, match="symbolic dims"):
+        exe.explain()
+    text = exe.explain(np.zeros(5, np.float32))
+    assert "B=5" in text and "f32[5]" in text
+    assert str(exe.plan()) == text

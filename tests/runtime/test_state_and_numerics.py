@@ -1,0 +1,133 @@
+"""Training state written back by `updates`, and `check_numerics`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+
+
+def sgd_graph(lr: float = 0.1) -> gc.Graph:
+    """One SGD step of least squares: loss = mean((x @ w - y)^2), w_new = w - lr dw."""
+    g = gc.Graph("regression")
+    with g:
+        x = gc.placeholder("x", shape=("B", 3), dtype="float64")
+        y = gc.placeholder("y", shape=("B",), dtype="float64")
+        w = gc.placeholder("w", shape=(3,), dtype="float64")
+        gc.output(gc.mean((x @ w - y) * (x @ w - y)), name="loss")
+    gg = gc.gradients(g, wrt=["w"])
+    with gg:
+        w_node = gc.Symbol(gg.node("w"))
+        dw = gc.Symbol(gg.outputs[-1].inputs[0])
+        gc.output(w_node - lr * dw, name="w_new")
+    return gg
+
+
+def reference_step(x: np.ndarray, y: np.ndarray, w: np.ndarray, lr: float = 0.1) -> tuple:
+    r = x @ w - y
+    return np.mean(r * r), w - lr * (2.0 / len(y)) * (x.T @ r)
+
+
+def data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((8, 3))
+    return x, x @ np.array([1.0, -2.0, 0.5]) + 0.01 * rng.standard_normal(8)
+
+
+@pytest.mark.parametrize("opt_level", [0, 2])
+def test_updates_write_back_into_state_and_match_reference_steps(opt_level: int) -> None:
+    exe = gc.compile(sgd_graph(), opt_level=opt_level, updates={"w": "w_new"})
+    x, y = data()
+    w0 = np.zeros(3)
+    w_ref = w0.copy()
+    loss, dw = exe(x, y, w=w0)  # the first call feeds the state by name
+    np.testing.assert_array_equal(w0, np.zeros(3))  # the caller's array is only read
+    for step in range(20):
+        if step:
+            loss, dw = exe(x, y)
+        want_loss, w_ref = reference_step(x, y, w_ref)
+        np.testing.assert_allclose(loss, want_loss, rtol=1e-12)
+        np.testing.assert_allclose(exe.state["w"], w_ref, rtol=1e-12)
+    assert loss < 0.1
+
+
+def test_state_read_back_is_a_copy_and_set_state_resets() -> None:
+    exe = gc.compile(sgd_graph(), updates={"w": "w_new"})
+    x, y = data()
+    exe.set_state(w=np.zeros(3))
+    exe(x, y)
+    seen = exe.state["w"]
+    seen[:] = 100.0
+    assert not np.allclose(exe.state["w"], 100.0)
+    exe.set_state(w=np.ones(3))
+    np.testing.assert_array_equal(exe.state["w"], np.ones(3))
+    _, w1 = reference_step(x, y, np.ones(3))
+    exe(x, y)
+    np.testing.assert_allclose(exe.state["w"], w1, rtol=1e-12)
+
+
+def test_training_step_writes_state_in_place_without_copy() -> None:
+    exe = gc.compile(sgd_graph(), opt_level=0, updates={"w": "w_new"})
+    x, y = data()
+    exe(x, y, w=np.zeros(3))
+    plan = exe.plan()
+    assert plan.state == ["w"]
+    assert plan.late_updates == {}  # the update's last step writes into w's own buffer
+    assert "w_new" not in [o for o in plan.returns]
+
+
+def test_state_without_a_value_is_a_feed_error() -> None:
+    exe = gc.compile(sgd_graph(), updates={"w": "w_new"})
+    with pytest.raises(gc.FeedError, match="'w' is state"):
+        exe(*data())
+
+
+def test_bad_updates_are_rejected() -> None:
+    with pytest.raises(gc.GraphcError, match="no output 'nope'"):
+        gc.compile(sgd_graph(), updates={"w": "nope"})
+    with pytest.raises(gc.GraphcError, match="no placeholder 'v'"):
+        gc.compile(sgd_graph(), updates={"v": "w_new"})
+
+
+def test_swapping_state_reads_old_values() -> None:
+    g = gc.Graph("swap")
+    with g:
+        a = gc.placeholder("a", shape=(2,))
+        b = gc.placeholder("b", shape=(2,))
+        gc.output(b, name="a_new")
+        gc.output(a, name="b_new")
+        gc.output(a + b, name="total")
+    exe = gc.compile(g, updates={"a": "a_new", "b": "b_new"})
+    exe.set_state(a=[1.0, 2.0], b=[3.0, 4.0])
+    total = exe()
+    np.testing.assert_array_equal(total, [4.0, 6.0])
+    np.testing.assert_array_equal(exe.state["a"], [3.0, 4.0])
+    np.testing.assert_array_equal(exe.state["b"], [1.0, 2.0])
+
+
+def numerics_graph() -> gc.Graph:
+    g = gc.Graph("numerics")
+    with g:
+        x = gc.placeholder("x", shape=(3,))
+        y = gc.log(x)
+        gc.output(y * 2.0, name="y")
+    return g
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # compiled code keeps numpy's warnings
+def test_check_numerics_names_the_node_and_its_line() -> None:
+    g = numerics_graph()
+    log_node = next(n for n in g.nodes if n.op == "log")
+    exe = gc.compile(g, opt_level=0, check_numerics=True)
+    np.testing.assert_allclose(exe(np.ones(3, np.float32)), np.zeros(3))
+    with pytest.raises(gc.NumericsError) as info:
+        exe(np.array([1.0, -1.0, 2.0], np.float32))
+    assert "'log'" in str(info.value) and "NaN" in str(info.value)
+    assert log_node.loc and log_node.loc in str(info.value)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_without_check_numerics_nan_flows_through() -> None:
+    out = gc.compile(numerics_graph(), opt_level=0)(np.array([0.0, -1.0, 2.0], np.float32))
+    assert np.isneginf(out[0]) and np.isnan(out[1])

@@ -5,8 +5,9 @@ far. Each node must belong to the graph, have a fresh name and a known kind, use
 only values defined before it (a use of a later value is reported as a cycle when
 the edges do form one), and agree with its op: arity, a complete set of attrs, and
 a stored type equal to what the op's type rule gives on its inputs' stored types.
-The checks of one node (`node_problem`) are shared with the text and JSON loaders,
-which report them with a line number or a field path.
+Graph-valued attrs (a fused node's body) are verified in turn. The checks of one
+node (`node_problem`) are shared with the text and JSON loaders, which report them
+with a line number or a field path.
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ def verify(graph: Graph) -> None:
                 raise VerifyError(
                     f"{where}: input {i} ({x.describe()}) is used before it is defined"
                 )
+        for key, value in node.attrs.items():
+            if isinstance(value, Graph):  # a subgraph (a fused node's body): before the type rule
+                try:
+                    verify(value)
+                except VerifyError as exc:
+                    raise type(exc)(f"{where}, attr '{key}': {exc}") from None
         problem = node_problem(node)
         if problem:
             raise VerifyError(f"{where}: {problem}")
@@ -104,6 +111,8 @@ def op_problem(
         inferred = opdef.infer(*(x.type for x in inputs), **attrs)
     except GraphcError as exc:
         return f"the type rule of '{op}' fails: {exc}"
+    except Exception as exc:  # malformed attrs (from a file, say) may break a rule in other ways
+        return f"the type rule of '{op}' fails on these attrs: {type(exc).__name__}: {exc}"
     if inferred != declared:
         return f"declared type {declared} but the type rule of '{op}' gives {inferred}"
     return None

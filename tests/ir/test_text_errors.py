@@ -124,6 +124,11 @@ CASES = {
         1,
         "malformed string",
     ),
+    "attr of the wrong kind": (
+        broken(3, '  %sum: f32[B] = sum(%matmul, axis="one", keepdims=False)'),
+        3,
+        "node 'sum': the type rule of 'sum' fails",
+    ),
     "empty text": ("", 1, "empty text"),
 }
 

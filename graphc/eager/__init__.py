@@ -1,0 +1,104 @@
+"""graphc.eager: define-by-run tensors with PyTorch's autograd semantics.
+
+Write `import graphc.eager as torch`-style code: every graphc op works on tensors (as a
+function, a method and an operator), and the tape records what backward needs.
+
+>>> import graphc.eager as ge
+>>> w = ge.tensor([1.0], requires_grad=True)
+>>> x = ge.tensor([2.0], requires_grad=True)
+>>> y = ge.mul(ge.add(w, x), ge.add(w, 1))
+>>> y.backward()
+>>> w.grad, x.grad
+(tensor([5.]), tensor([2.]))
+"""
+
+import numpy as _np
+
+# every op function also works on tensors; the torch-style names below override some
+from graphc.ops import *  # noqa: F403
+
+# isort: split
+from graphc.eager import autograd
+from graphc.eager import backend as _backend  # noqa: F401 - registers the Tensor backend
+from graphc.eager.autograd import Function
+from graphc.eager.creation import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    initial_seed,
+    linspace,
+    logspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from graphc.eager.functional import (
+    add,
+    amax,
+    amin,
+    argmax,
+    argmin,
+    bmm,
+    cat,
+    clamp,
+    clip,
+    concat,
+    concatenate,
+    flatten,
+    index_select,
+    is_tensor,
+    log_softmax,
+    logsumexp,
+    max,
+    mean,
+    min,
+    mm,
+    numel,
+    permute,
+    reshape,
+    softmax,
+    squeeze,
+    stack,
+    std,
+    sub,
+    subtract,
+    sum,
+    t,
+    transpose,
+    unsqueeze,
+    var,
+)
+from graphc.eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from graphc.eager.methods import MinMax
+from graphc.eager.node import AccumulateGrad, HookHandle, Node
+from graphc.eager.tensor import Tensor
+
+del Symbol, bind, register_backend, register_lifter  # noqa: F821 - graph-side names
+
+inference_mode = no_grad
+
+# dtypes under PyTorch's names; they are numpy dtypes (x.dtype == graphc.eager.float32)
+float32 = float = _np.dtype(_np.float32)
+float64 = double = _np.dtype(_np.float64)
+int32 = int = _np.dtype(_np.int32)
+int64 = long = _np.dtype(_np.int64)
+bool = _np.dtype(_np.bool_)
+
+
+def device(name: str = "cpu") -> str:
+    """Devices are names only: everything runs on the CPU through numpy."""
+    return name

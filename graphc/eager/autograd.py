@@ -1,0 +1,301 @@
+"""The autograd engine: `backward` and `grad` over the tape (`graphc.eager.autograd`).
+
+Algorithm. Starting from the roots' nodes, one iterative walk over `next_functions`
+counts, for every reachable node, how many edges point at it. Nodes then run in
+Kahn's order: a node runs once every node that feeds it gradients has run, with the
+sum of those gradients. Running a node calls its VJP and adds the results into the
+buffers of its `next_functions`. There is no recursion, so chain length is bounded by
+memory only.
+
+Invariants: each reachable node is popped exactly once; a node's saved values are
+released right after it runs unless `retain_graph`; with `create_graph` the whole pass
+runs in grad mode, so every VJP is itself recorded, otherwise in no_grad.
+
+`grad(outputs, inputs)` runs only the nodes from which some input is reachable and
+captures the gradient arriving at each input's edge; it never touches `.grad`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from graphc.eager.grad_mode import STATE
+from graphc.eager.node import AccumulateGrad, Node, accumulate_into, edge
+from graphc.eager.tensor import Tensor, as_array, make
+from graphc.ir.errors import AutodiffError, ShapeError
+from graphc.ops import elementwise as E
+
+Edge = tuple[Node | None, int]
+
+
+def _tensors(value: Any, what: str) -> list[Tensor]:
+    items = [value] if isinstance(value, Tensor) else list(value)
+    for item in items:
+        if not isinstance(item, Tensor):
+            raise AutodiffError(f"{what} must be tensors, got {type(item).__name__}")
+    return items
+
+
+def _seed(output: Tensor, grad: Any, index: int) -> Tensor:
+    """The gradient a root starts with: ones for a scalar, else the one given."""
+    if not output._requires_grad:
+        raise AutodiffError(
+            f"element {index} of tensors does not require grad and does not have a grad_fn"
+        )
+    if grad is None:
+        if output._data.size != 1:
+            raise AutodiffError(
+                f"grad can be implicitly created only for scalar outputs; output {index} has "
+                f"shape {output.shape}: pass gradient= (a tensor of that shape)"
+            )
+        return make(np.ones_like(output._data))
+    if not isinstance(grad, Tensor):
+        grad = make(as_array(grad, output.dtype))
+    if grad.shape != output.shape:
+        raise ShapeError(
+            f"gradient for output {index} has shape {grad.shape}, the output has {output.shape}"
+        )
+    return grad
+
+
+def _per_output(grads: Any, count: int) -> list[Any]:
+    if grads is None:
+        return [None] * count
+    if isinstance(grads, (list, tuple)):
+        return list(grads)
+    return [grads]
+
+
+def _count_dependencies(roots: Sequence[Node]) -> dict[Node, int]:
+    deps: dict[Node, int] = {}
+    seen = set(roots)
+    stack = list(seen)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def _leading_to(roots: Sequence[Node], deps: dict[Node, int], targets: set) -> set:
+    """The nodes from which a target node can be reached (the ones grad() must run)."""
+    remaining = dict(deps)
+    ready = [n for n in roots if remaining.get(n, 0) == 0]
+    order = []
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                remaining[nxt] -= 1
+                if remaining[nxt] == 0:
+                    ready.append(nxt)
+    useful: set = set()
+    for node in reversed(order):
+        for nxt, _ in node.next_functions:
+            if nxt is not None and (nxt in targets or nxt in useful):
+                useful.add(node)
+                break
+    return useful
+
+
+def _run_hooks(node: Node, grads: list[Any]) -> None:
+    if isinstance(node, AccumulateGrad):
+        leaf_hooks = node.variable._hooks
+        tables = {0: leaf_hooks} if leaf_hooks else None
+    else:
+        tables = node._output_hooks
+    if not tables:
+        return
+    for nr, table in tables.items():
+        grad = grads[nr]
+        if grad is None:
+            continue
+        for hook in list(table.values()):
+            replaced = hook(grad)
+            if replaced is not None:
+                grad = replaced if isinstance(replaced, Tensor) else make(np.asarray(replaced))
+        grads[nr] = grad
+
+
+def _retain(node: Node, grads: list[Any]) -> None:
+    for nr, ref in node._retained.items():  # type: ignore[union-attr]
+        tensor = ref()
+        if tensor is not None and grads[nr] is not None:
+            accumulate_into(tensor, grads[nr])
+
+
+def run_backward(
+    roots: list[Edge],
+    seeds: list[Tensor],
+    *,
+    retain_graph: bool,
+    create_graph: bool,
+    targets: list[Edge] | None = None,
+    accumulate: bool = True,
+) -> list[Any]:
+    """Propagate `seeds` from `roots`; return the gradients arriving at `targets`."""
+    previous = STATE.enabled
+    STATE.enabled = create_graph
+    try:
+        return _propagate(roots, seeds, retain_graph, targets, accumulate)
+    finally:
+        STATE.enabled = previous
+
+
+def _propagate(
+    roots: list[Edge],
+    seeds: list[Tensor],
+    retain_graph: bool,
+    targets: list[Edge] | None,
+    accumulate: bool,
+) -> list[Any]:
+    root_nodes = list(dict.fromkeys(node for node, _ in roots if node is not None))
+    deps = _count_dependencies(root_nodes)
+    buffers: dict[Node, list] = {}
+    for (node, nr), seed in zip(roots, seeds):
+        _add(buffers, node, nr, seed)
+
+    capture: dict[Node, list[tuple[int, int]]] = {}
+    useful: set | None = None
+    if targets is not None:
+        for slot, (node, nr) in enumerate(targets):
+            capture.setdefault(node, []).append((nr, slot))
+        useful = _leading_to(root_nodes, deps, set(capture))
+    captured: list[Any] = [None] * (len(targets) if targets is not None else 0)
+
+    ready = [n for n in root_nodes if deps.get(n, 0) == 0]
+    while ready:
+        node = ready.pop()
+        grads = buffers.pop(node, None)
+        results: tuple = ()
+        if grads is not None:
+            _run_hooks(node, grads)
+            if accumulate and node._retained:
+                _retain(node, grads)
+            if node in capture:
+                for nr, slot in capture[node]:
+                    captured[slot] = grads[nr]
+            if useful is None or node in useful:
+                results = node.apply(grads)
+                if not retain_graph:
+                    node.release()
+        for i, (nxt, nr) in enumerate(node.next_functions):
+            if nxt is None:
+                continue
+            if results and results[i] is not None:
+                _add(buffers, nxt, nr, results[i])
+            count = deps[nxt] - 1
+            deps[nxt] = count
+            if count == 0:
+                ready.append(nxt)
+    return captured
+
+
+def _add(buffers: dict[Node, list], node: Node, nr: int, grad: Tensor) -> None:
+    buffer = buffers.get(node)
+    if buffer is None:
+        buffer = buffers[node] = [None] * node.num_outputs
+    old = buffer[nr]
+    buffer[nr] = grad if old is None else E.add(old, grad)
+
+
+def backward(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
+    """Accumulate the gradients of `tensors` into the `.grad` of the leaves.
+
+    >>> from graphc.eager import tensor, autograd
+    >>> a = tensor([1.0, 2.0], requires_grad=True)
+    >>> c = 2 * a + 1
+    >>> autograd.backward(c, grad_tensors=tensor([1.0, 1.0]))
+    >>> a.grad
+    tensor([2., 2.])
+    """
+    outputs = _tensors(tensors, "backward: tensors")
+    seeds_given = _per_output(grad_tensors, len(outputs))
+    if len(seeds_given) != len(outputs):
+        raise AutodiffError(f"backward: {len(outputs)} tensors but {len(seeds_given)} gradients")
+    seeds = [_seed(t, g, i) for i, (t, g) in enumerate(zip(outputs, seeds_given))]
+    roots = [edge(t) for t in outputs]
+    retain = create_graph if retain_graph is None else retain_graph
+    if inputs is None:
+        run_backward(roots, seeds, retain_graph=retain, create_graph=create_graph)
+        return
+    wanted = _tensors(inputs, "backward: inputs")
+    for x in wanted:
+        if not x._requires_grad:
+            raise AutodiffError("backward: an element of inputs does not require grad")
+    got = run_backward(
+        roots,
+        seeds,
+        retain_graph=retain,
+        create_graph=create_graph,
+        targets=[edge(x) for x in wanted],
+    )
+    for x, grad in zip(wanted, got):
+        if grad is not None:
+            accumulate_into(x, grad)
+
+
+def grad(
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """The gradients of `outputs` with respect to `inputs`, without touching `.grad`.
+
+    >>> from graphc.eager import tensor, autograd
+    >>> x = tensor([3.0], requires_grad=True)
+    >>> (g,) = autograd.grad(x ** 2, x, create_graph=True)
+    >>> g
+    tensor([6.], grad_fn=<MulBackward0>)
+    >>> autograd.grad(g, x)
+    (tensor([2.]),)
+    """
+    outs = _tensors(outputs, "grad: outputs")
+    wanted = _tensors(inputs, "grad: inputs")
+    given = _per_output(grad_outputs, len(outs))
+    if len(given) != len(outs):
+        raise AutodiffError(f"grad: {len(outs)} outputs but {len(given)} grad_outputs")
+    for i, x in enumerate(wanted):
+        if not x._requires_grad:
+            raise AutodiffError(f"grad: input {i} does not require grad")
+    seeds = [_seed(t, g, i) for i, (t, g) in enumerate(zip(outs, given))]
+    got = run_backward(
+        [edge(t) for t in outs],
+        seeds,
+        retain_graph=create_graph if retain_graph is None else retain_graph,
+        create_graph=create_graph,
+        targets=[edge(x) for x in wanted],
+        accumulate=False,
+    )
+    for i, g in enumerate(got):
+        if g is None and not allow_unused:
+            raise AutodiffError(
+                f"grad: input {i} appears not to have been used in the graph; "
+                "pass allow_unused=True if this is intended"
+            )
+    return tuple(got)
+
+
+# the rest of PyTorch's torch.autograd namespace
+from graphc.eager.function import Function, FunctionCtx  # noqa: E402
+from graphc.eager.gradcheck import gradcheck, gradgradcheck  # noqa: E402
+
+__all__ = ["Function", "FunctionCtx", "backward", "grad", "gradcheck", "gradgradcheck"]

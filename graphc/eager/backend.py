@@ -1,0 +1,73 @@
+"""The dispatch backend for eager tensors: run the kernel now, record the tape if needed.
+
+Every op function in `graphc.ops` reaches `EagerBackend.apply` when a tensor is among
+its arguments. The op's own rules canonicalize the attrs and check the types; their
+answer depends only on the inputs' shapes and dtypes and on the attrs, so it is cached
+under that key and a repeated call (the common case in a training loop) skips it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from graphc.eager.grad_mode import STATE
+from graphc.eager.node import OpBackward
+from graphc.eager.tensor import Tensor, make
+from graphc.ir.registry import OpDef
+from graphc.ir.types import TensorType
+from graphc.ops import dispatch
+
+_CACHE_LIMIT = 4096
+_ndarray = np.ndarray
+
+
+class EagerBackend:
+    """Runs ops on tensors; priority between plain numpy (0) and graph values (100)."""
+
+    priority = 50
+
+    def __init__(self) -> None:
+        self._canonical: dict[tuple, dict] = {}
+
+    def lift(self, value: Any, dtype: np.dtype | None, peers: Sequence[Any]) -> Tensor:
+        if isinstance(value, Tensor):
+            return value
+        return make(dispatch.NUMPY.lift(value, dtype))
+
+    def canonical_attrs(self, opdef: OpDef, arrays: list[np.ndarray], attrs: dict) -> dict:
+        """The op's canonical attrs for these inputs, checked by its type rule (cached)."""
+        try:
+            key = (opdef.name, *[(a.shape, a.dtype) for a in arrays], *attrs.items())
+            return self._canonical[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable attr (a list, an array): no caching
+            key = None
+        canonical, _ = dispatch.prepare(opdef, [TensorType.of(a) for a in arrays], attrs)
+        if key is not None:
+            if len(self._canonical) >= _CACHE_LIMIT:
+                self._canonical.clear()
+            self._canonical[key] = canonical
+        return canonical
+
+    def apply(self, opdef: OpDef, inputs: list[Tensor], attrs: dict[str, Any]) -> Tensor:
+        arrays = [x._data for x in inputs]
+        canonical = self.canonical_attrs(opdef, arrays, attrs)
+        result = opdef.kernel(*arrays, **canonical)
+        if type(result) is not _ndarray:
+            result = np.asarray(result)
+        out = make(result)
+        if STATE.enabled and opdef.vjp is not None and result.dtype.kind == "f":
+            for x in inputs:
+                if x._requires_grad:
+                    out.grad_fn = OpBackward(opdef, canonical, inputs, result, out._version)
+                    out._requires_grad = True
+                    break
+        return out
+
+
+EAGER = EagerBackend()
+dispatch.register_backend(Tensor, EAGER)

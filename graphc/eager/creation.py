@@ -1,0 +1,206 @@
+"""Creating tensors: `tensor`, `from_numpy`, `zeros`, `ones`, `full`, `arange`, `rand`, ...
+
+Default dtypes follow PyTorch: Python floats give float32, Python ints int64, bools
+bool. `from_numpy` shares the array's memory; everything else copies. `rand`/`randn`
+draw from one generator that `manual_seed` resets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.eager.methods import sizes
+from graphc.eager.tensor import Tensor, as_array, make
+from graphc.ir.errors import DTypeError
+from graphc.ir.types import as_dtype
+
+_generator = np.random.default_rng()
+_initial_seed: int | None = None
+
+
+def _finish(array: np.ndarray, requires_grad: bool) -> Tensor:
+    t = make(array)
+    if requires_grad:
+        t.requires_grad = True  # checks for a float dtype
+    return t
+
+
+def _float_dtype(dtype: Any) -> np.dtype:
+    return np.dtype(np.float32) if dtype is None else as_dtype(dtype)
+
+
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of `data` (nested lists, numbers, arrays, tensors).
+
+    >>> tensor([1.0, 2.0], requires_grad=True)
+    tensor([1., 2.], requires_grad=True)
+    >>> tensor([1, 2]).dtype
+    dtype('int64')
+    """
+    return _finish(as_array(data, None if dtype is None else as_dtype(dtype)), requires_grad)
+
+
+def as_tensor(data: Any, dtype: Any = None) -> Tensor:
+    """`data` itself if it is already a tensor of that dtype, else `tensor(data)`."""
+    if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) == data.dtype):
+        return data
+    if isinstance(data, np.ndarray) and (dtype is None or as_dtype(dtype) == data.dtype):
+        return from_numpy(data)
+    return tensor(data, dtype)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing `array`'s memory: writes through either show in both.
+
+    >>> a = np.zeros(2, np.float32)
+    >>> t = from_numpy(a)
+    >>> a[0] = 5
+    >>> t
+    tensor([5., 0.])
+    """
+    if not isinstance(array, np.ndarray):
+        raise DTypeError(f"from_numpy expects a numpy array, got {type(array).__name__}")
+    as_dtype(array.dtype)
+    return make(array)
+
+
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """zeros(2, 3) or zeros((2, 3)); float32 unless dtype says otherwise."""
+    return _finish(np.zeros(sizes(size), _float_dtype(dtype)), requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """ones(2, 3) or ones((2, 3)); float32 unless dtype says otherwise."""
+    return _finish(np.ones(sizes(size), _float_dtype(dtype)), requires_grad)
+
+
+empty = zeros
+
+
+def full(size: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of `size` filled with `fill_value` (its dtype follows the value's)."""
+    if dtype is None:
+        dtype = as_array(fill_value).dtype
+    return _finish(np.full(sizes((size,)), fill_value, as_dtype(dtype)), requires_grad)
+
+
+def _like(x: Any, dtype: Any) -> tuple[tuple, np.dtype]:
+    return tuple(x.shape), as_dtype(x.dtype if dtype is None else dtype)
+
+
+def zeros_like(x: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(x, dtype)
+    return _finish(np.zeros(shape, dt), requires_grad)
+
+
+def ones_like(x: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(x, dtype)
+    return _finish(np.ones(shape, dt), requires_grad)
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(x, dtype)
+    return _finish(np.full(shape, fill_value, dt), requires_grad)
+
+
+empty_like = zeros_like
+
+
+def arange(
+    start: Any, end: Any = None, step: Any = 1, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """arange(3) -> tensor([0, 1, 2]); int64 for ints, float32 if any bound is a float."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+        dtype = np.int64 if is_int else np.float32
+    return _finish(np.arange(start, end, step).astype(as_dtype(dtype)), requires_grad)
+
+
+def linspace(
+    start: float, end: float, steps: int, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """`steps` evenly spaced values from start to end inclusive (float32)."""
+    return _finish(np.linspace(start, end, steps).astype(_float_dtype(dtype)), requires_grad)
+
+
+def logspace(
+    start: float,
+    end: float,
+    steps: int,
+    base: float = 10.0,
+    dtype: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """base ** linspace(start, end, steps)."""
+    values = np.logspace(start, end, steps, base=base)
+    return _finish(values.astype(_float_dtype(dtype)), requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """The n x m identity matrix (float32)."""
+    return _finish(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad)
+
+
+# -- random ------------------------------------------------------------------------------
+
+
+def manual_seed(seed: int) -> np.random.Generator:
+    """Seed the generator behind rand/randn/randint/randperm; returns it.
+
+    >>> _ = manual_seed(0); a = rand(2)
+    >>> _ = manual_seed(0); bool((rand(2) == a).all())
+    True
+    """
+    global _generator, _initial_seed
+    _generator = np.random.default_rng(seed)
+    _initial_seed = int(seed)
+    return _generator
+
+
+def initial_seed() -> int | None:
+    return _initial_seed
+
+
+def default_generator() -> np.random.Generator:
+    return _generator
+
+
+def rand(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1)."""
+    values = _generator.random(sizes(size), dtype=np.float64)
+    return _finish(values.astype(_float_dtype(dtype)), requires_grad)
+
+
+def randn(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples."""
+    values = _generator.standard_normal(sizes(size), dtype=np.float64)
+    return _finish(values.astype(_float_dtype(dtype)), requires_grad)
+
+
+def rand_like(x: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return rand(
+        tuple(x.shape), dtype=x.dtype if dtype is None else dtype, requires_grad=requires_grad
+    )
+
+
+def randn_like(x: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return randn(
+        tuple(x.shape), dtype=x.dtype if dtype is None else dtype, requires_grad=requires_grad
+    )
+
+
+def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None) -> Tensor:
+    """Integers in [low, high) (or [0, low) when high is omitted); int64."""
+    if high is None:
+        low, high = 0, low
+    values = _generator.integers(low, high, sizes((size,)))
+    return make(np.asarray(values, as_dtype(np.int64 if dtype is None else dtype)))
+
+
+def randperm(n: int, dtype: Any = None) -> Tensor:
+    """A random permutation of range(n); int64."""
+    return make(_generator.permutation(n).astype(as_dtype(np.int64 if dtype is None else dtype)))

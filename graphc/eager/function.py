@@ -1,0 +1,157 @@
+"""`autograd.Function`: user-defined ops with a hand-written backward, PyTorch style.
+
+`MyFn.apply(*args)` runs `MyFn.forward(ctx, *args)` without recording, then makes
+`ctx` (an instance of the generated class `MyFnBackward`) the `grad_fn` of the
+outputs. In backward the engine calls `MyFn.backward(ctx, *grads)`, which returns one
+gradient per forward argument (None for non-tensor arguments).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.eager.grad_mode import STATE, no_grad
+from graphc.eager.node import FREED_MESSAGE, Node, check_grads, edge
+from graphc.eager.tensor import Tensor, make
+from graphc.ir.errors import AutodiffError
+
+
+class FunctionCtx(Node):
+    """The `ctx` of a custom Function: stash for backward, and the outputs' `grad_fn`."""
+
+    _forward_cls: Any = None
+
+    def __init__(self) -> None:
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self.materialize_grads = True
+        self._saved: list[tuple[Any, int]] | None = []
+        self._non_differentiable: set[int] = set()
+        self._arg_slots: tuple[int, ...] = ()
+        self._input_shapes: list[tuple] = []
+        self._output_meta: list[Any] = []
+
+    def name(self) -> str:
+        return f"{self._forward_cls.__name__}Backward"
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        """Keep tensors for backward; read them back from `ctx.saved_tensors`."""
+        self._saved = [(t, t._version[0] if isinstance(t, Tensor) else 0) for t in tensors]
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._saved is None:
+            raise AutodiffError(FREED_MESSAGE.format(name=self.name()))
+        for i, (t, version) in enumerate(self._saved):
+            if isinstance(t, Tensor) and t._version[0] != version:
+                raise AutodiffError(
+                    f"{self.name()}: saved tensor {i} was modified by an in-place operation "
+                    f"(now at version {t._version[0]}; saved at version {version})"
+                )
+        return tuple(t for t, _ in self._saved)
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        self._non_differentiable.update(id(t) for t in tensors)
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        """Accepted for compatibility; in-place outputs are tracked by version counters."""
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+    def release(self) -> None:
+        if self._saved:
+            self._saved = None
+
+    def apply(self, grads: list[Any]) -> tuple:
+        if self.materialize_grads:
+            grads = [
+                g if g is not None or meta is None else make(np.zeros(*meta))
+                for g, meta in zip(grads, self._output_meta)
+            ]
+        result = self._forward_cls.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        count = len(self.needs_input_grad)
+        if len(result) < count or any(g is not None for g in result[count:]):
+            raise AutodiffError(
+                f"{self.name()}: backward returned {len(result)} gradients, "
+                f"forward took {count} arguments"
+            )
+        needs = tuple(e[0] is not None for e in self.next_functions)
+        per_input = [result[slot] for slot in self._arg_slots]
+        return check_grads(self.name(), per_input, self._input_shapes, needs)
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name: str, bases: tuple, namespace: dict) -> None:
+        super().__init__(name, bases, namespace)
+        cls._backward_cls = type(f"{name}Backward", (FunctionCtx,), {"_forward_cls": cls})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base class of custom differentiable functions.
+
+    >>> from graphc.eager import tensor
+    >>> class Exp(Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         result = x.exp()
+    ...         ctx.save_for_backward(result)
+    ...         return result
+    ...     @staticmethod
+    ...     def backward(ctx, grad_output):
+    ...         (result,) = ctx.saved_tensors
+    ...         return grad_output * result
+    >>> x = tensor([1.0], requires_grad=True)
+    >>> Exp.apply(x)
+    tensor([2.7183], grad_fn=<ExpBackward>)
+    """
+
+    _backward_cls: type[FunctionCtx]
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("a Function subclass must define forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise NotImplementedError("a Function subclass must define backward(ctx, ...)")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        ctx = cls._backward_cls()
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        record = STATE.enabled and any(ctx.needs_input_grad)
+        with no_grad():
+            outputs = cls.forward(ctx, *args, **kwargs)
+        if not record:
+            ctx.release()
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        slots = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        ctx._arg_slots = slots
+        ctx.next_functions = tuple(edge(args[i]) for i in slots)
+        ctx._input_shapes = [args[i].shape for i in slots]
+        ctx.num_outputs = len(outs)
+        ctx._output_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else None for o in outs]
+        wrapped = [_attach(ctx, i, out, args) for i, out in enumerate(outs)]
+        return wrapped[0] if single else tuple(wrapped)
+
+
+def _attach(ctx: FunctionCtx, index: int, out: Any, args: tuple) -> Any:
+    """Make `out` an output of `ctx` on the tape (through an alias if it is an input)."""
+    if not isinstance(out, Tensor) or out._data.dtype.kind != "f":
+        return out
+    if id(out) in ctx._non_differentiable:
+        return out
+    if out._requires_grad or any(out is a for a in args):
+        alias = make(out._data)
+        alias._version = out._version
+        out = alias
+    out.grad_fn = ctx
+    out._output_nr = index
+    out._requires_grad = True
+    return out

@@ -1,0 +1,169 @@
+"""Module-level functions with PyTorch's names and arguments (`graphc.eager.sum(x, dim=1)`).
+
+Ops whose spelling is the same in numpy and PyTorch (`exp`, `matmul`, `where`, ...)
+are graphc's op functions themselves, re-exported by `graphc.eager`; the ones here
+wrap an op function to accept `dim`/`keepdim` or PyTorch's argument order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from graphc.eager.creation import as_tensor
+from graphc.eager.tensor import Tensor
+from graphc.ops import elementwise as E
+from graphc.ops import nn as N
+from graphc.ops import shape as S
+
+
+def _t(x: Any) -> Tensor:
+    return x if isinstance(x, Tensor) else as_tensor(x)
+
+
+def sum(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+        keepdims: bool | None = None) -> Any:  # fmt: skip
+    """torch.sum: sum(x), sum(x, dim=1, keepdim=True); numpy's axis/keepdims also work."""
+    return _t(x).sum(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def mean(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+         keepdims: bool | None = None) -> Any:  # fmt: skip
+    """torch.mean over dim (all by default)."""
+    return _t(x).mean(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def max(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+        keepdims: bool = False) -> Any:  # fmt: skip
+    """torch.max: the largest value; (values, indices) along dim; maximum with a tensor."""
+    return _t(x).max(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def min(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+        keepdims: bool = False) -> Any:  # fmt: skip
+    """torch.min: the smallest value; (values, indices) along dim; minimum with a tensor."""
+    return _t(x).min(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def amax(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    return _t(x).amax(dim, keepdim)
+
+
+def amin(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    return _t(x).amin(dim, keepdim)
+
+
+def argmax(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+           keepdims: bool | None = None) -> Any:  # fmt: skip
+    return _t(x).argmax(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def argmin(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    return _t(x).argmin(dim, keepdim)
+
+
+def var(x: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: int | None = None) -> Any:  # fmt: skip
+    """torch.var: unbiased (ddof=1) unless unbiased=False or correction= says otherwise."""
+    return _t(x).var(dim, unbiased, keepdim, correction=correction)
+
+
+def std(x: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: int | None = None) -> Any:  # fmt: skip
+    return _t(x).std(dim, unbiased, keepdim, correction=correction)
+
+
+def logsumexp(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    return _t(x).logsumexp(dim, keepdim)
+
+
+def cat(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None) -> Any:
+    """torch.cat: join along an existing dim. cat([a, b], dim=0)"""
+    return S.concat(list(tensors), axis=dim if axis is None else axis)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None) -> Any:
+    """torch.stack: join along a new dim."""
+    return S.stack(list(tensors), axis=dim if axis is None else axis)
+
+
+def transpose(x: Any, *dims: Any) -> Any:
+    """torch.transpose(x, 0, 1) swaps two dims; transpose(x, axes) permutes (numpy)."""
+    return _t(x).transpose(*dims)
+
+
+def permute(x: Any, *dims: Any) -> Any:
+    return _t(x).permute(*dims)
+
+
+def t(x: Any) -> Any:
+    return _t(x).t()
+
+
+def reshape(x: Any, *shape: Any) -> Any:
+    return _t(x).reshape(*shape)
+
+
+def squeeze(x: Any, dim: Any = None) -> Any:
+    return _t(x).squeeze(dim)
+
+
+def unsqueeze(x: Any, dim: int) -> Any:
+    return _t(x).unsqueeze(dim)
+
+
+def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
+    return _t(x).flatten(start_dim, end_dim)
+
+
+def clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - torch's names
+    """torch.clamp(x, min, max)."""
+    return _t(x).clamp(min, max)
+
+
+clip = clamp
+
+
+def softmax(x: Any, dim: int = -1) -> Any:
+    return N.softmax(x, axis=dim)
+
+
+def log_softmax(x: Any, dim: int = -1) -> Any:
+    return N.log_softmax(x, axis=dim)
+
+
+def mm(x: Any, y: Any) -> Any:
+    return _t(x).mm(y)
+
+
+def bmm(x: Any, y: Any) -> Any:
+    return _t(x).matmul(y)
+
+
+def index_select(x: Any, dim: int, index: Any) -> Any:
+    """torch.index_select(x, dim, index)."""
+    return S.take(x, index, axis=dim)
+
+
+def numel(x: Any) -> int:
+    return _t(x).numel()
+
+
+def is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
+
+
+def add(x: Any, y: Any, alpha: Any = 1) -> Any:
+    """torch.add(x, y, alpha=1): x + alpha * y."""
+    return E.add(x, y if alpha == 1 else E.mul(y, alpha))
+
+
+def sub(x: Any, y: Any, alpha: Any = 1) -> Any:
+    """torch.sub(x, y, alpha=1): x - alpha * y."""
+    return E.sub(x, y if alpha == 1 else E.mul(y, alpha))
+
+
+subtract = sub

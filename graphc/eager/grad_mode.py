@@ -1,0 +1,120 @@
+"""Grad mode: whether ops on tensors record the autograd tape.
+
+As in PyTorch the switch is per thread, and `no_grad`, `enable_grad` and
+`set_grad_enabled` work both as context managers and as decorators.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _GradState(threading.local):
+    enabled = True
+
+
+STATE = _GradState()
+
+
+def is_grad_enabled() -> bool:
+    """True when ops on tensors that require grad record the tape.
+
+    >>> is_grad_enabled()
+    True
+    """
+    return STATE.enabled
+
+
+class _GradModeSwitch:
+    """A context manager and decorator that sets grad mode, then restores it."""
+
+    mode: bool = True
+
+    def __init__(self) -> None:
+        self._previous: list[bool] = []
+
+    def __enter__(self) -> None:
+        self._previous.append(STATE.enabled)
+        STATE.enabled = self.mode
+
+    def __exit__(self, *exc: object) -> None:
+        STATE.enabled = self._previous.pop()
+
+    def __call__(self, fn: F) -> F:
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            previous = STATE.enabled
+            STATE.enabled = mode
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                STATE.enabled = previous
+
+        return wrapper  # type: ignore[return-value]
+
+
+class no_grad(_GradModeSwitch):  # noqa: N801 - PyTorch's name
+    """Do not record the tape: results of ops do not require grad.
+
+    >>> from graphc.eager import tensor
+    >>> x = tensor([1.0], requires_grad=True)
+    >>> with no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+
+    Also a decorator: `@no_grad()` (or `@no_grad`).
+    """
+
+    mode = False
+
+    def __new__(cls, fn: Callable[..., Any] | None = None) -> Any:
+        self = super().__new__(cls)
+        if fn is not None:  # used as a bare decorator: @no_grad
+            self.__init__()
+            return self(fn)
+        return self
+
+    def __init__(self, fn: Callable[..., Any] | None = None) -> None:
+        super().__init__()
+
+
+class enable_grad(no_grad):  # noqa: N801 - PyTorch's name
+    """Record the tape again inside a `no_grad` region; a context manager or decorator."""
+
+    mode = True
+
+
+class set_grad_enabled(_GradModeSwitch):  # noqa: N801 - PyTorch's name
+    """Set grad mode to `mode`: at once when called, restored on leaving a `with` block.
+
+    >>> with set_grad_enabled(False):
+    ...     is_grad_enabled()
+    False
+    >>> is_grad_enabled()
+    True
+    """
+
+    def __init__(self, mode: bool) -> None:
+        super().__init__()
+        self.mode = bool(mode)
+        self._before = STATE.enabled
+        STATE.enabled = self.mode  # like torch: a plain call switches the mode right away
+
+    def __enter__(self) -> None:
+        self._previous.append(self._before)
+        STATE.enabled = self.mode
+
+    def __exit__(self, *exc: object) -> None:
+        STATE.enabled = self._previous.pop()
+
+    def __call__(self, fn: F) -> F:
+        STATE.enabled = self._before  # as a decorator it only applies inside calls of fn
+        return super().__call__(fn)

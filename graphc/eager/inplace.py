@@ -1,0 +1,166 @@
+"""In-place tensor methods (`add_`, `mul_`, `zero_`, `copy_`, `x[i] = v`, `+=`, ...).
+
+An in-place op computes its result with the ordinary op function (so it is recorded
+like any other op), then writes it into the tensor's own memory and bumps the
+tensor's version counter; the tensor takes over the result's `grad_fn`, as in
+PyTorch's "rebase". A leaf that requires grad may only be modified under `no_grad`
+(that is how optimizers update parameters). Saved tensors remember the version they
+were saved at, so a modification before backward is caught when the value is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.eager.grad_mode import STATE
+from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
+from graphc.ops import elementwise as E
+from graphc.ops import shape as S
+
+
+def check_inplace(x: Any, op: str) -> None:
+    if STATE.enabled and x._requires_grad and x.grad_fn is None:
+        raise AutodiffError(
+            f"{op}: a leaf tensor that requires grad is being used in an in-place operation; "
+            "update it under `with no_grad():` (or work on a copy)"
+        )
+
+
+def write_result(x: Any, result: Any, op: str) -> Any:
+    """Store `result` into x's memory; x takes over the result's place on the tape."""
+    data = x._data
+    if result.shape != data.shape:
+        raise ShapeError(
+            f"{op}: the result has shape {result.shape}, which does not fit the "
+            f"in-place target of shape {data.shape}"
+        )
+    if not np.can_cast(result.dtype, data.dtype, casting="same_kind"):
+        raise DTypeError(f"{op}: result dtype {result.dtype} can't be cast to {data.dtype}")
+    np.copyto(data, result._data, casting="same_kind")
+    x._version[0] += 1
+    if result.grad_fn is not None:
+        x.grad_fn = result.grad_fn
+        x._output_nr = result._output_nr
+        x._requires_grad = True
+        rebase = getattr(result.grad_fn, "rebase_output", None)
+        if rebase is not None:
+            rebase(x)
+    return x
+
+
+def _inplace(op: str, compute: Any) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        check_inplace(self, op)
+        return write_result(self, compute(self, *args, **kwargs), op)
+
+    method.__name__ = op
+    method.__doc__ = f"In-place version of {op[:-1]}: writes into this tensor's memory."
+    return method
+
+
+def _scaled(other: Any, alpha: Any) -> Any:
+    return other if alpha == 1 else E.mul(other, alpha)
+
+
+def basic_index(index: Any) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return all(
+        item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer))
+        for item in items
+    )
+
+
+class InPlaceMethods:
+    """In-place methods and operators (mixed into `Tensor`)."""
+
+    add_ = _inplace("add_", lambda x, y, alpha=1: E.add(x, _scaled(y, alpha)))
+    sub_ = _inplace("sub_", lambda x, y, alpha=1: E.sub(x, _scaled(y, alpha)))
+    mul_ = _inplace("mul_", lambda x, y: E.mul(x, y))
+    div_ = _inplace("div_", lambda x, y: E.div(x, y))
+    pow_ = _inplace("pow_", lambda x, y: E.pow(x, y))
+    neg_ = _inplace("neg_", lambda x: E.neg(x))
+    exp_ = _inplace("exp_", lambda x: E.exp(x))
+    log_ = _inplace("log_", lambda x: E.log(x))
+    sqrt_ = _inplace("sqrt_", lambda x: E.sqrt(x))
+    abs_ = _inplace("abs_", lambda x: E.abs(x))
+    tanh_ = _inplace("tanh_", lambda x: E.tanh(x))
+    sigmoid_ = _inplace("sigmoid_", lambda x: E.sigmoid(x))
+    relu_ = _inplace("relu_", lambda x: E.relu(x))
+    clamp_ = clip_ = _inplace("clamp_", lambda x, min=None, max=None: E.clip(x, min, max))
+    masked_fill_ = _inplace("masked_fill_", lambda x, mask, value: E.where(mask, value, x))
+
+    def __iadd__(self, other: Any) -> Any:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Any:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Any:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Any:
+        return self.div_(other)
+
+    def __ipow__(self, other: Any) -> Any:
+        return self.pow_(other)
+
+    def zero_(self) -> Any:
+        """Fill with zeros in place; gradients no longer flow to the old values."""
+        return self.fill_(0)
+
+    def fill_(self, value: Any) -> Any:
+        """Fill with `value` in place."""
+        check_inplace(self, "fill_")
+        if STATE.enabled and self._requires_grad:  # type: ignore[attr-defined]
+            return write_result(self, E.full_like(self, value), "fill_")
+        self._data.fill(value)  # type: ignore[attr-defined]
+        self._version[0] += 1  # type: ignore[attr-defined]
+        return self
+
+    def copy_(self, source: Any) -> Any:
+        """Copy `source` (broadcast, cast) into this tensor; gradients flow to `source`."""
+        check_inplace(self, "copy_")
+        shape, dtype = self.shape, self.dtype  # type: ignore[attr-defined]
+        value = source if getattr(source, "dtype", None) == dtype else E.cast(source, dtype)
+        if tuple(getattr(value, "shape", ())) != shape:
+            value = S.broadcast_to(value, shape)
+        if not hasattr(value, "grad_fn"):  # a plain array: no tape involved
+            from graphc.eager.tensor import make
+
+            value = make(np.asarray(value))
+        return write_result(self, value, "copy_")
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """`x[index] = value`, in place (differentiable for basic indices)."""
+        check_inplace(self, "__setitem__")
+        index = _plain_index(index)
+        value_grad = getattr(value, "_requires_grad", False)
+        if not (STATE.enabled and (self._requires_grad or value_grad)):  # type: ignore[attr-defined]
+            self._data[index] = np.asarray(value)  # type: ignore[attr-defined]
+            self._version[0] += 1  # type: ignore[attr-defined]
+            return
+        if not basic_index(index):
+            raise GraphcError(
+                "x[index] = value with an array index is not differentiable here; "
+                "build the result with gc.where instead"
+            )
+        from graphc.eager.tensor import make
+
+        mask = np.zeros(self.shape, np.bool_)  # type: ignore[attr-defined]
+        mask[index] = True
+        window = self._data[index].shape  # type: ignore[attr-defined]
+        placed = S.unslice(
+            S.broadcast_to(E.cast(value, self.dtype), window),  # type: ignore[attr-defined]
+            shape=self.shape,  # type: ignore[attr-defined]
+            index=S.format_index(index),
+        )
+        write_result(self, E.where(make(mask), placed, self), "__setitem__")
+
+
+def _plain_index(index: Any) -> Any:
+    """Tensors inside an index become their arrays."""
+    if isinstance(index, tuple):
+        return tuple(_plain_index(i) for i in index)
+    return getattr(index, "_data", index)

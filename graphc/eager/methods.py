@@ -1,0 +1,374 @@
+"""PyTorch's spellings of tensor methods, as thin wrappers over graphc's op functions.
+
+`dim`/`keepdim` are accepted next to numpy's `axis`/`keepdims`. Where the two
+libraries disagree, a Tensor behaves like PyTorch: `transpose(0, 1)` swaps two dims,
+`max(dim)` returns `(values, indices)`, and `var()`/`std()` are unbiased by default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from graphc.ir.errors import GraphcError
+from graphc.ir.types import as_dtype, normalize_axis
+from graphc.ops import elementwise as E
+from graphc.ops import linalg as L
+from graphc.ops import nn as N
+from graphc.ops import reduce as R
+from graphc.ops import shape as S
+
+
+class MinMax(NamedTuple):
+    """What `max(dim)` / `min(dim)` return, as in PyTorch."""
+
+    values: Any
+    indices: Any
+
+
+def pick_axis(dim: Any, axis: Any) -> Any:
+    if dim is not None and axis is not None:
+        raise GraphcError("give either dim (PyTorch) or axis (numpy), not both")
+    return axis if dim is None else dim
+
+
+def pick_keep(keepdim: bool | None, keepdims: bool | None) -> bool:
+    return bool(keepdims if keepdim is None else keepdim)
+
+
+def sizes(shape: Sequence[Any]) -> tuple:
+    """`f(2, 3)` and `f((2, 3))` both mean the shape (2, 3)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def var_of(x: Any, dim: Any, unbiased: bool | None, keepdim: bool, correction: int | None) -> Any:
+    ddof = correction if correction is not None else (1 if unbiased in (None, True) else 0)
+    return R.var(x, axis=dim, keepdims=keepdim, ddof=ddof)
+
+
+def extremum(x: Any, reduce: Any, dim: Any, keepdim: bool, axis: Any, keepdims: Any) -> Any:
+    """torch.max / torch.min: all elements, (values, indices) along dim, or numpy style."""
+    if dim is None and axis is None:
+        return reduce(x)
+    if axis is not None:
+        return reduce(x, axis=axis, keepdims=bool(keepdims))
+    from graphc.eager.grad_mode import no_grad
+
+    with no_grad():
+        scores = x if reduce is R.max else E.neg(x)
+        indices = R.argmax(scores, axis=dim, keepdims=keepdim)
+    return MinMax(reduce(x, axis=dim, keepdims=keepdim), indices)
+
+
+class TorchMethods:
+    """Methods with PyTorch's names and argument names (mixed into `Tensor`)."""
+
+    shape: tuple
+
+    # -- sizes -------------------------------------------------------------------------
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    ndimension = dim
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    nelement = numel
+
+    # -- shape ---------------------------------------------------------------------------
+
+    def view(self, *shape: Any) -> Any:
+        return S.reshape(self, sizes(shape))
+
+    def reshape(self, *shape: Any) -> Any:
+        return S.reshape(self, sizes(shape))
+
+    def view_as(self, other: Any) -> Any:
+        return S.reshape(self, other.shape)
+
+    reshape_as = view_as
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        if not self.shape:
+            return S.reshape(self, (1,))
+        start = normalize_axis(start_dim, len(self.shape))
+        end = normalize_axis(end_dim, len(self.shape))
+        merged = int(np.prod(self.shape[start : end + 1], dtype=np.int64))
+        return S.reshape(self, self.shape[:start] + (merged,) + self.shape[end + 1 :])
+
+    def expand(self, *shape: Any) -> Any:
+        return S.expand(self, sizes(shape))
+
+    def expand_as(self, other: Any) -> Any:
+        return S.broadcast_to(self, other.shape)
+
+    def broadcast_to(self, shape: Any) -> Any:
+        return S.broadcast_to(self, shape)
+
+    def repeat(self, *repeats: Any) -> Any:
+        """Tile the tensor `repeats` times along each dim (PyTorch's repeat)."""
+        reps = sizes(repeats)
+        shape = (1,) * (len(reps) - len(self.shape)) + tuple(self.shape)
+        spread = [d for pair in zip((1,) * len(shape), shape) for d in pair]
+        tiled = [d for pair in zip(reps, shape) for d in pair]
+        x = S.broadcast_to(S.reshape(self, tuple(spread)), tuple(tiled))
+        return S.reshape(x, tuple(r * d for r, d in zip(reps, shape)))
+
+    def squeeze(self, dim: Any = None) -> Any:
+        return S.squeeze(self, dim)
+
+    def unsqueeze(self, dim: int) -> Any:
+        return S.expand_dims(self, dim)
+
+    def permute(self, *dims: Any) -> Any:
+        return S.transpose(self, sizes(dims))
+
+    def transpose(self, *dims: Any) -> Any:
+        """transpose(d0, d1) swaps two dims (PyTorch); a full permutation also works."""
+        if len(dims) == 2 and all(isinstance(d, (int, np.integer)) for d in dims):
+            return S.swapaxes(self, int(dims[0]), int(dims[1]))
+        return S.transpose(self, sizes(dims) or None)
+
+    swapaxes = swapdims = transpose
+
+    def t(self) -> Any:
+        if len(self.shape) > 2:
+            raise GraphcError(f"t() expects a tensor with <= 2 dims, got {len(self.shape)}")
+        return S.transpose(self)
+
+    def index_select(self, dim: int, index: Any) -> Any:
+        return S.take(self, index, axis=dim)
+
+    # -- reductions --------------------------------------------------------------------
+
+    def sum(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+            keepdims: bool | None = None) -> Any:  # fmt: skip
+        return R.sum(self, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
+
+    def mean(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+             keepdims: bool | None = None) -> Any:  # fmt: skip
+        return R.mean(self, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
+
+    def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: bool = False) -> Any:  # fmt: skip
+        if dim is not None and not isinstance(dim, (int, np.integer)):
+            return E.maximum(self, dim)
+        return extremum(self, R.max, dim, keepdim, axis, keepdims)
+
+    def min(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: bool = False) -> Any:  # fmt: skip
+        if dim is not None and not isinstance(dim, (int, np.integer)):
+            return E.minimum(self, dim)
+        return extremum(self, R.min, dim, keepdim, axis, keepdims)
+
+    def amax(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return R.max(self, axis=dim, keepdims=keepdim)
+
+    def amin(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return R.min(self, axis=dim, keepdims=keepdim)
+
+    def argmax(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+               keepdims: bool | None = None) -> Any:  # fmt: skip
+        return R.argmax(self, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
+
+    def argmin(self, dim: Any = None, keepdim: bool = False) -> Any:
+        from graphc.eager.grad_mode import no_grad
+
+        with no_grad():
+            return R.argmax(E.neg(self), axis=dim, keepdims=keepdim)
+
+    def var(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+            correction: int | None = None) -> Any:  # fmt: skip
+        return var_of(self, dim, unbiased, keepdim, correction)
+
+    def std(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+            correction: int | None = None) -> Any:  # fmt: skip
+        return E.sqrt(var_of(self, dim, unbiased, keepdim, correction))
+
+    def logsumexp(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return R.logsumexp(self, axis=dim, keepdims=keepdim)
+
+    def norm(self) -> Any:
+        """The 2-norm of all elements."""
+        return E.sqrt(R.sum(self * self))
+
+    # -- arithmetic and math -----------------------------------------------------------
+
+    def add(self, other: Any, alpha: Any = 1) -> Any:
+        return E.add(self, other if alpha == 1 else E.mul(other, alpha))
+
+    def sub(self, other: Any, alpha: Any = 1) -> Any:
+        return E.sub(self, other if alpha == 1 else E.mul(other, alpha))
+
+    subtract = sub
+
+    def mul(self, other: Any) -> Any:
+        return E.mul(self, other)
+
+    multiply = mul
+
+    def div(self, other: Any) -> Any:
+        return E.div(self, other)
+
+    divide = true_divide = div
+
+    def pow(self, exponent: Any) -> Any:
+        return E.pow(self, exponent)
+
+    def neg(self) -> Any:
+        return E.neg(self)
+
+    negative = neg
+
+    def abs(self) -> Any:
+        return E.abs(self)
+
+    def sign(self) -> Any:
+        return E.sign(self)
+
+    def square(self) -> Any:
+        return E.mul(self, self)
+
+    def rsqrt(self) -> Any:
+        return E.div(1, E.sqrt(self))
+
+    def reciprocal(self) -> Any:
+        return E.div(1, self)
+
+    def sin(self) -> Any:
+        return E.sin(self)
+
+    def cos(self) -> Any:
+        return E.cos(self)
+
+    def gelu(self) -> Any:
+        return E.gelu(self)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - torch's names
+        return E.clip(self, min, max)
+
+    def clip(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        return E.clip(self, min, max)
+
+    def clamp_min(self, min: Any) -> Any:  # noqa: A002
+        return E.clip(self, min, None)
+
+    def clamp_max(self, max: Any) -> Any:  # noqa: A002
+        return E.clip(self, None, max)
+
+    def maximum(self, other: Any) -> Any:
+        return E.maximum(self, other)
+
+    def minimum(self, other: Any) -> Any:
+        return E.minimum(self, other)
+
+    def where(self, condition: Any, other: Any) -> Any:
+        return E.where(condition, self, other)
+
+    def masked_fill(self, mask: Any, value: Any) -> Any:
+        return E.where(mask, value, self)
+
+    def eq(self, other: Any) -> Any:
+        return E.eq(self, other)
+
+    def ne(self, other: Any) -> Any:
+        return E.ne(self, other)
+
+    def lt(self, other: Any) -> Any:
+        return E.lt(self, other)
+
+    def le(self, other: Any) -> Any:
+        return E.le(self, other)
+
+    def gt(self, other: Any) -> Any:
+        return E.gt(self, other)
+
+    def ge(self, other: Any) -> Any:
+        return E.ge(self, other)
+
+    def mm(self, other: Any) -> Any:
+        if len(self.shape) != 2 or len(other.shape) != 2:
+            raise GraphcError(f"mm: expects two matrices, got shapes {self.shape}, {other.shape}")
+        return L.matmul(self, other)
+
+    def matmul(self, other: Any) -> Any:
+        return L.matmul(self, other)
+
+    bmm = matmul
+
+    def mv(self, vector: Any) -> Any:
+        return L.matmul(self, vector)
+
+    def dot(self, other: Any) -> Any:
+        return L.matmul(self, other)
+
+    def softmax(self, dim: int = -1) -> Any:
+        return N.softmax(self, axis=dim)
+
+    def log_softmax(self, dim: int = -1) -> Any:
+        return N.log_softmax(self, axis=dim)
+
+    # -- dtype and copies ------------------------------------------------------------------
+
+    def to(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        """`to(dtype)`; devices other than "cpu" do not exist here and are ignored."""
+        for arg in args:
+            if not (isinstance(arg, str) and arg.startswith("cpu")):
+                dtype = arg
+        if dtype is None or as_dtype(dtype) == self.dtype:  # type: ignore[attr-defined]
+            return self
+        return E.cast(self, dtype)
+
+    def type(self, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f"graphc.{self.dtype.name}"  # type: ignore[attr-defined]
+        return self.to(dtype)
+
+    def float(self) -> Any:
+        return self.to(np.float32)
+
+    def double(self) -> Any:
+        return self.to(np.float64)
+
+    def long(self) -> Any:
+        return self.to(np.int64)
+
+    def int(self) -> Any:
+        return self.to(np.int32)
+
+    def bool(self) -> Any:
+        return self.to(np.bool_)
+
+    def cpu(self) -> Any:
+        return self
+
+    def contiguous(self) -> Any:
+        return self
+
+    def clone(self) -> Any:
+        """A copy that stays on the tape (gradients flow back to self)."""
+        return E.cast(self, self.dtype)  # type: ignore[attr-defined]
+
+    def new_tensor(self, data: Any) -> Any:
+        from graphc.eager.creation import tensor
+
+        return tensor(data, dtype=self.dtype)  # type: ignore[attr-defined]
+
+    def new_zeros(self, *shape: Any) -> Any:
+        from graphc.eager.creation import zeros
+
+        return zeros(*shape, dtype=self.dtype)  # type: ignore[attr-defined]
+
+    def new_ones(self, *shape: Any) -> Any:
+        from graphc.eager.creation import ones
+
+        return ones(*shape, dtype=self.dtype)  # type: ignore[attr-defined]

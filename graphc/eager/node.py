@@ -1,0 +1,265 @@
+"""Nodes of the autograd tape: a tensor's `grad_fn`.
+
+An `OpBackward` remembers one op application (the op, its canonical attrs, its input
+tensors and its output array) and runs the op's registered VJP rule. `AccumulateGrad`
+is where gradients of a leaf end up. Edges are `next_functions`: one `(node, output
+index)` pair per input, `(None, 0)` for inputs that need no gradient, as in PyTorch.
+
+Saved tensors are checked against their version counters when the VJP rule *uses* them
+(a stale one raises on use), so modifying a value a rule only needs the shape of is not
+an error; they are dropped after backward unless `retain_graph=True`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from graphc.eager.grad_mode import STATE
+from graphc.eager.tensor import Tensor, make
+from graphc.ir.errors import AutodiffError
+from graphc.ir.registry import OpDef
+
+FREED_MESSAGE = (
+    "{name}: trying to backward through the graph a second time (or to use saved tensors "
+    "after they have been freed). Saved values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time."
+)
+
+# PyTorch's names for the backward of our ops, where they differ from "<Op>Backward0"
+TORCH_NAMES = {
+    "cast": "ToCopyBackward0",
+    "clip": "ClampBackward1",
+    "concat": "CatBackward0",
+    "transpose": "PermuteBackward0",
+    "reshape": "ViewBackward0",
+    "broadcast_to": "ExpandBackward0",
+    "slice": "SliceBackward0",
+    "take": "IndexSelectBackward0",
+    "matmul": "MmBackward0",
+    "logsumexp": "LogsumexpBackward0",
+    "log_softmax": "LogSoftmaxBackward0",
+}
+
+_hook_ids = itertools.count()
+
+
+class HookHandle:
+    """Returned by `register_hook`; `remove()` unregisters the hook."""
+
+    def __init__(self, hooks: dict, hook: Callable) -> None:
+        self._hooks = hooks
+        self.id = next(_hook_ids)
+        hooks[self.id] = hook
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+
+def edge(x: Tensor) -> tuple[Node | None, int]:
+    """Where the gradient of tensor `x` goes: its grad_fn, its leaf accumulator, or nowhere."""
+    if x.grad_fn is not None:
+        return x.grad_fn, x._output_nr
+    if x._requires_grad:
+        return accumulator(x), 0
+    return None, 0
+
+
+def accumulator(leaf: Tensor) -> AccumulateGrad:
+    """The leaf's AccumulateGrad node, shared by every op that uses the leaf."""
+    ref = leaf._accumulator
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(leaf)
+        leaf._accumulator = weakref.ref(node)
+    return node
+
+
+class Node:
+    """A step of the backward pass (PyTorch's `torch.autograd.graph.Node`)."""
+
+    num_outputs = 1
+    next_functions: tuple = ()
+    _output_hooks: dict | None = None  # output index -> {hook id: hook}
+    _retained: dict | None = None  # output index -> weakref to a tensor that retains grad
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    def apply(self, grads: list[Any]) -> tuple:
+        """Gradients for `next_functions` from the gradients of this node's outputs."""
+        raise NotImplementedError
+
+    def release(self) -> None:
+        """Drop saved values (after a backward without retain_graph)."""
+
+    def output_hooks(self, index: int) -> dict:
+        if self._output_hooks is None:
+            self._output_hooks = {}
+        return self._output_hooks.setdefault(index, {})
+
+    def retain_output(self, index: int, ref: weakref.ref) -> None:
+        if self._retained is None:
+            self._retained = {}
+        self._retained[index] = ref
+
+    def register_hook(self, hook: Callable) -> HookHandle:
+        """Call `hook(grad)` on the gradient of output 0 before this node runs."""
+        return HookHandle(self.output_hooks(0), hook)
+
+
+class AccumulateGrad(Node):
+    """Adds incoming gradients into a leaf tensor's `.grad`."""
+
+    def __init__(self, leaf: Tensor) -> None:
+        self.variable = leaf
+
+    def apply(self, grads: list[Any]) -> tuple:
+        accumulate_into(self.variable, grads[0])
+        return ()
+
+
+def accumulate_into(tensor: Tensor, grad: Tensor) -> None:
+    """Add `grad` into `tensor.grad` (PyTorch's accumulation rules)."""
+    if grad.grad_fn is not None:  # create_graph: .grad keeps its own history
+        tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+    elif tensor.grad is None:
+        # a private copy: `grad` may be another tensor's gradient or the caller's seed
+        tensor.grad = make(np.array(grad._data, dtype=tensor._data.dtype))
+    elif tensor.grad.grad_fn is not None:
+        tensor.grad = tensor.grad + grad
+    else:
+        old = tensor.grad._data
+        np.add(old, grad._data, out=old, casting="same_kind")
+        tensor.grad._version[0] += 1
+
+
+class _StaleTensor(Tensor):
+    """A saved tensor modified in place since it was saved: using it is an error."""
+
+    def __init__(self, array: np.ndarray, message: str) -> None:
+        self._array = array
+        self._message = message
+
+    @property
+    def _data(self) -> np.ndarray:  # type: ignore[override]
+        raise AutodiffError(self._message)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._array.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._array.dtype
+
+
+def stale(name: str, what: str, array: np.ndarray, saved: int, now: int) -> _StaleTensor:
+    return _StaleTensor(
+        array,
+        f"one of the values needed for gradient computation has been modified by an in-place "
+        f"operation: {what} of {name} is at version {now}; expected version {saved}. "
+        "Compute a new tensor instead of modifying it in place (or .clone() it first).",
+    )
+
+
+class OpBackward(Node):
+    """The backward of one application of a registry op: calls the op's `vjp` rule."""
+
+    __slots__ = (
+        "opdef",
+        "attrs",
+        "next_functions",
+        "_inputs",
+        "_versions",
+        "_out",
+        "_out_counter",
+        "_out_version",
+        "_output_hooks",
+        "_retained",
+    )
+
+    def __init__(
+        self, opdef: OpDef, attrs: dict, inputs: list[Tensor], out: np.ndarray, counter: list
+    ) -> None:
+        self.opdef = opdef
+        self.attrs = attrs
+        self.next_functions = tuple([edge(x) for x in inputs])
+        self._inputs = inputs
+        self._versions = [x._version[0] for x in inputs]
+        self._out = out
+        self._out_counter = counter
+        self._out_version = counter[0]
+        self._output_hooks = None
+        self._retained = None
+
+    def name(self) -> str:
+        name = self.opdef.name
+        return TORCH_NAMES.get(name) or "".join(p.title() for p in name.split("_")) + "Backward0"
+
+    def rebase_output(self, tensor: Tensor) -> None:
+        """An in-place op wrote this node's output into `tensor`: track that memory."""
+        self._out = tensor._data
+        self._out_counter = tensor._version
+        self._out_version = tensor._version[0]
+
+    def release(self) -> None:
+        self._inputs = None
+        self._out = None
+
+    def apply(self, grads: list[Any]) -> tuple:
+        inputs = self._inputs
+        if inputs is None:
+            raise AutodiffError(FREED_MESSAGE.format(name=self.name()))
+        name = self.name()
+        unpacked = [
+            x
+            if x._version[0] == saved
+            else stale(name, f"input {i}", x._data, saved, x._version[0])
+            for i, (x, saved) in enumerate(zip(inputs, self._versions))
+        ]
+        counter = self._out_counter
+        if counter[0] != self._out_version:
+            out: Tensor = stale(name, "the output", self._out, self._out_version, counter[0])
+        else:
+            out = make(self._out)
+            out._version = counter
+            if STATE.enabled:  # create_graph: the backward is itself recorded
+                out.grad_fn = self  # the output as the tape knows it, for higher orders
+                out._requires_grad = True
+        needs = tuple([e[0] is not None for e in self.next_functions])
+        results = self.opdef.vjp(grads[0], out, *unpacked, needs=needs, **self.attrs)
+        return check_grads(name, results, [x.shape for x in inputs], needs)
+
+
+def check_grads(name: str, grads: Any, shapes: list[tuple], needs: tuple) -> tuple:
+    """Gradients as tensors of the inputs' shapes, or a clear error naming the rule."""
+    if not isinstance(grads, (tuple, list)):
+        grads = (grads,)
+    if len(grads) < len(needs):
+        raise AutodiffError(
+            f"{name}: the gradient rule returned {len(grads)} gradients for {len(needs)} inputs"
+        )
+    checked = []
+    for i, (grad, need) in enumerate(zip(grads, needs)):
+        if not need or grad is None:
+            checked.append(None)
+            continue
+        if not isinstance(grad, Tensor):
+            grad = make(np.asarray(grad))
+        shape = shapes[i]
+        if grad.shape != shape:
+            raise AutodiffError(
+                f"{name}: the gradient for input {i} has shape {grad.shape}, "
+                f"but the input has shape {shape}"
+            )
+        checked.append(grad)
+    return tuple(checked)

@@ -1,0 +1,272 @@
+"""The eager `Tensor`: a numpy array plus PyTorch's autograd bookkeeping.
+
+Ops on tensors run at once through the op registry's kernels (see backend.py); when
+grad mode is on and an input requires grad, the result also gets a `grad_fn`, a node
+of the autograd tape whose backward calls the op's own VJP rule.
+
+Attributes live in the instance dict with class-level defaults, so making a tensor
+costs two attribute writes; the rest is set only where it differs.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from graphc.eager import printing
+from graphc.eager.grad_mode import STATE
+from graphc.eager.inplace import InPlaceMethods
+from graphc.eager.methods import TorchMethods
+from graphc.ir.errors import AutodiffError, DTypeError, GraphcError
+from graphc.ir.types import as_dtype
+from graphc.ops.operators import OperatorMixin
+
+_new = object.__new__
+
+
+def make(array: np.ndarray) -> Tensor:
+    """A tensor over `array` (no copy, no checks): the fast path of every op."""
+    t = _new(Tensor)
+    t._data = array
+    t._version = [0]
+    return t
+
+
+def as_array(data: Any, dtype: Any = None) -> np.ndarray:
+    """A fresh array of supported dtype; Python floats become float32, as in torch."""
+    if isinstance(data, Tensor):
+        array = np.array(data._data, dtype=dtype)
+    elif isinstance(data, (np.ndarray, np.generic)):
+        array = np.array(data, dtype=dtype)
+    else:
+        if isinstance(data, (list, tuple)):
+            data = [x._data if isinstance(x, Tensor) else x for x in data]
+        array = np.array(data, dtype=dtype)
+        if dtype is None and array.dtype == np.float64:
+            array = array.astype(np.float32)
+    try:
+        as_dtype(array.dtype)
+    except DTypeError as exc:
+        raise DTypeError(f"tensor(): {exc} (from {type(data).__name__})") from None
+    return array
+
+
+class Tensor(TorchMethods, InPlaceMethods, OperatorMixin):
+    """An n-dimensional array that can record how it was computed, PyTorch style.
+
+    >>> from graphc.eager import tensor
+    >>> x = tensor([1.0, 2.0], requires_grad=True)
+    >>> y = (x * x).sum()
+    >>> y.backward()
+    >>> x.grad
+    tensor([2., 4.])
+    """
+
+    # defaults for the instance dict (see the module docstring)
+    _requires_grad = False
+    grad: Tensor | None = None
+    grad_fn: Any = None
+    _output_nr = 0
+    _accumulator: Any = None
+    _hooks: dict | None = None
+    _retains_grad = False
+
+    def __init__(self, data: Any = (), requires_grad: bool = False) -> None:
+        array = as_array(data, None if isinstance(data, (np.ndarray, Tensor)) else np.float32)
+        self._data = array
+        self._version = [0]
+        if requires_grad:
+            self.requires_grad = True
+
+    # -- data and metadata ------------------------------------------------------------
+
+    @property
+    def data(self) -> Tensor:
+        """The same memory as a tensor outside the tape (PyTorch's `.data`)."""
+        return make(self._data)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._data = value._data if isinstance(value, Tensor) else as_array(value)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        if self.grad_fn is not None:
+            if flag:
+                return
+            raise AutodiffError(
+                "you can only change requires_grad flags of leaf tensors; "
+                "use .detach() to get a non-leaf tensor's values without grad"
+            )
+        if flag and self._data.dtype.kind != "f":
+            raise DTypeError(
+                f"only tensors of floating point dtype can require gradients, got {self.dtype}"
+            )
+        self._requires_grad = bool(flag)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors the user made (and results of ops that need no grad)."""
+        return self.grad_fn is None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def _version_number(self) -> int:
+        return self._version[0]
+
+    # -- conversion -----------------------------------------------------------------
+
+    def numpy(self) -> np.ndarray:
+        """The underlying array (shared memory). As in torch, not while requiring grad."""
+        if self._requires_grad:
+            raise AutodiffError(
+                "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
+            )
+        return self._data
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if dtype is not None and dtype != self._data.dtype:
+            return self._data.astype(dtype)
+        return self._data.copy() if copy else self._data
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise GraphcError(
+                f"item(): a tensor with {self._data.size} elements cannot be converted to a scalar"
+            )
+        return self._data.item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def __len__(self) -> int:
+        if not self._data.ndim:
+            raise GraphcError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if not self._data.ndim:
+            raise GraphcError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iu" or self._data.size != 1:
+            raise GraphcError("only integer tensors of a single element can be used as an index")
+        return int(self._data.item())
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and spec:
+            return format(self._data.item(), spec)
+        return format(repr(self), spec)
+
+    def __repr__(self) -> str:
+        suffixes = printing.default_suffixes(self._data)
+        if self.grad_fn is not None:
+            suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self._requires_grad:
+            suffixes.append("requires_grad=True")
+        return printing.format_tensor(self._data, suffixes)
+
+    __str__ = __repr__
+
+    # -- autograd -------------------------------------------------------------------
+
+    def backward(
+        self,
+        gradient: Any = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> None:
+        """Accumulate d self / d leaf into each leaf's `.grad` (see `autograd.backward`)."""
+        from graphc.eager import autograd
+
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this one's memory (and version counter), outside the tape."""
+        t = make(self._data)
+        t._version = self._version
+        return t
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor from the tape, in place: it becomes a leaf without grad."""
+        self.grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set `requires_grad` in place and return self."""
+        self.requires_grad = requires_grad
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep `.grad` of this non-leaf tensor after backward (leaves always keep it)."""
+        if not self._requires_grad:
+            raise AutodiffError("can't retain_grad on a tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self.grad_fn.retain_output(self._output_nr, weakref.ref(self))
+        self._retains_grad = True
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> Any:
+        """Call `hook(grad)` when this tensor's gradient is computed; a returned tensor
+        replaces the gradient. Returns a handle whose `remove()` unregisters the hook.
+
+        >>> from graphc.eager import tensor
+        >>> x = tensor([1.0, 2.0], requires_grad=True)
+        >>> handle = x.register_hook(lambda g: g * 2)
+        >>> (x * 3).sum().backward()
+        >>> x.grad
+        tensor([6., 6.])
+        >>> handle.remove()
+        """
+        from graphc.eager.node import HookHandle
+
+        if not self._requires_grad:
+            raise AutodiffError("cannot register a hook on a tensor that doesn't require grad")
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            return HookHandle(self._hooks, hook)
+        return HookHandle(self.grad_fn.output_hooks(self._output_nr), hook)
+
+    def _bump_version(self) -> None:
+        self._version[0] += 1
+
+    @staticmethod
+    def _grad_enabled() -> bool:
+        return STATE.enabled

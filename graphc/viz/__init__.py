@@ -10,7 +10,7 @@
 
 from graphc.ir.graph import set_mime_handler
 from graphc.viz.dot import to_dot
-from graphc.viz.render import DotMissingWarning, have_dot, mime_bundle, render
+from graphc.viz.files import DotMissingWarning, have_dot, mime_bundle, render
 
 set_mime_handler(mime_bundle)
 

@@ -1,8 +1,8 @@
-"""Keeping big pictures readable: collapse long chains and repeated siblings.
+"""Keeping big pictures readable: collapse long chains and repeated structures.
 
 Two shapes make graphs unreadable long before they are big: a long chain of
 single-use ops (an unrolled loop, a deep elementwise pipeline) and many identical
-ops side by side (the same op on the same inputs, feeding the same users). Both are
+ops side by side (the same computation repeated on the same inputs). Both are
 found in one walk over the topological order:
 
 - A *chain* is a maximal run n1 → n2 → … → nk of ops where each n(i+1) reads exactly
@@ -10,8 +10,9 @@ found in one walk over the topological order:
   `max_chain`, n2 … n(k-1) become one summary node (n1 and nk stay, so the
   chain's ends still connect to the rest of the graph). If the ops repeat with a
   short period the summary says so: ``(mul → add) × 18``; otherwise it counts ops.
-- *Siblings* are ops with the same op, inputs and users. More than `max_repeat` of
-  them become one node labelled ``op × N``.
+- *Repeats* are ops of the same structure: the same op and attributes applied to
+  inputs of the same structure (see `_repeats`). More than `max_repeat` of them
+  become one node labelled ``op × N``.
 
 Constants read only by collapsed nodes are folded into the same summary. Nothing
 here changes a graph; the result only tells the drawer which node stands for which.
@@ -74,6 +75,32 @@ def _chains(graph: Graph, users: dict[Node, list[Node]]) -> list[list[Node]]:
     return chains
 
 
+def _repeats(graph: Graph, plan: Collapse) -> list[list[Node]]:
+    """Ops grouped by structure: same op and attributes on inputs of the same structure.
+
+    One walk in topological order gives each node a class number, hashing its op,
+    attributes and its inputs' classes (placeholders are their own class, constants
+    are classed by value), so nine `reshape(exp(x))` side by side form two classes of
+    nine: `exp × 9` feeding `reshape × 9`.
+    """
+    classes: dict[tuple, int] = {}
+    class_of: dict[Node, int] = {}
+    members: dict[int, list[Node]] = {}
+    for n in graph.nodes:
+        if n.is_constant:
+            value = n.value
+            key: tuple = ("constant", n.type, value.tobytes() if value.size <= 16 else n.name)
+        elif _is_chain_op(n) and n not in plan.owner:
+            attrs = tuple(sorted((k, repr(v)) for k, v in n.attrs.items()))
+            key = (n.op, attrs, tuple(class_of[x] for x in n.inputs))
+        else:
+            key = ("node", n.name)
+        class_of[n] = classes.setdefault(key, len(classes))
+        if _is_chain_op(n) and n not in plan.owner:
+            members.setdefault(class_of[n], []).append(n)
+    return list(members.values())
+
+
 def summarize(ops: Sequence[str]) -> str:
     """``(mul → add) × 18`` for a periodic run of ops, else counts by op."""
     n = len(ops)
@@ -100,12 +127,7 @@ def plan_collapse(
             label = f"… {summarize([n.op for n in middle])} …"  # type: ignore[misc]
             plan.add(Group(dot_id(f"{prefix}collapsed/{middle[0].name}"), label, list(middle)))
     if max_repeat is not None:
-        siblings: dict[tuple, list[Node]] = {}
-        for n in graph.nodes:
-            if _is_chain_op(n) and n not in plan.owner:
-                key = (n.op, n.inputs, tuple(users[n]))
-                siblings.setdefault(key, []).append(n)
-        for members in siblings.values():
+        for members in _repeats(graph, plan):
             if len(members) > max(max_repeat, 1):
                 label = f"{members[0].op} × {len(members)}"
                 plan.add(Group(dot_id(f"{prefix}repeated/{members[0].name}"), label, members))

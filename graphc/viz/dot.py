@@ -85,7 +85,8 @@ def _forward_source(forward: Graph, saved: Node) -> Node | None:
 def to_dot(obj: Any, **options: Any) -> graphviz.Digraph:
     """A graphviz picture of a graph, a (forward, backward) pair, a report or an eager tensor.
 
-    Options: edge_labels, legend, max_chain, max_repeat, grad_links, rankdir, title.
+    Options: edge_labels, legend, max_chain, max_repeat, grad_links, rankdir, title, and
+    for eager tensors names={"w": w, ...} to label leaf tensors.
 
     >>> import graphc as gc
     >>> g = gc.Graph("double")

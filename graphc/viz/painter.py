@@ -14,6 +14,7 @@ depending on a backward node: a forward value never depends on a gradient.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ class Options:
     grad_links: bool = True  # dashed backward → forward links
     rankdir: str = "TB"
     title: str | None = None
+    names: Mapping[str, Any] | None = None  # eager tapes: leaf tensors by name
 
 
 def grad_of_name(n: Node) -> str | None:
@@ -174,7 +176,7 @@ class GraphPainter:
         loc = style.location(n.loc)
         if loc:
             lines.append(loc)
-        return "\n".join(lines)
+        return "\\n".join(lines)  # a DOT escape: graphviz turns it into a line break
 
     # -- painting ---------------------------------------------------------------
 
@@ -191,7 +193,7 @@ class GraphPainter:
             fill = (
                 {"fillcolor": style.ROLES["backward"]["fillcolor"]} if kinds == {"backward"} else {}
             )
-            tip = "\n".join(self.tooltip(m) for m in group.members[:20])
+            tip = "\\n".join(self.tooltip(m) for m in group.members[:20])
             dot.node(group.id, group.label, **style.node_attrs("collapsed", tooltip=tip, **fill))
             self.roles.add("collapsed")
         self._paint_edges(dot)

@@ -1,0 +1,55 @@
+"""Pictures of eager tapes: leaves, grad_fn nodes and AccumulateGrad, as in the tutorials."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import graphc as gc
+from graphc.viz import style
+from tests.viz.dotsource import parse_dot
+
+
+def leaf(value: float) -> object:
+    import graphc.eager as eager
+
+    if callable(getattr(eager, "tensor", None)):
+        return eager.tensor(value, requires_grad=True)
+    import graphc.eager.backend  # noqa: F401 - registers the tensor kind with dispatch
+    from graphc.eager.tensor import Tensor
+
+    return Tensor(np.array(value, np.float32), requires_grad=True)
+
+
+def test_tape_of_the_tutorial_graph() -> None:
+    x, w = leaf(1.0), leaf(2.0)
+    y = (x + w) * (w + 1)  # type: ignore[operator]
+    dot = parse_dot(gc.viz.to_dot(y, names={"x": x, "w": w}).source)
+    labels = {i: n["label"] for i, n in dot.nodes.items() if not i.startswith("legend/")}
+    names = sorted(label.split("</b>")[0].removeprefix("<b>") for label in labels.values())
+    assert names == sorted(
+        [
+            "x",
+            "w",
+            "result",
+            "AccumulateGrad",
+            "AccumulateGrad",
+            "AddBackward0",
+            "AddBackward0",
+            "MulBackward0",
+        ]
+    )
+    by_name = {label.split("</b>")[0].removeprefix("<b>"): i for i, label in labels.items()}
+    assert dot.nodes[by_name["x"]]["fillcolor"] == style.ROLES["tensor"]["fillcolor"]
+    assert dot.nodes[by_name["result"]]["fillcolor"] == style.ROLES["root"]["fillcolor"]
+    # values flow forward: leaf -> AccumulateGrad -> ... -> MulBackward0 -> result
+    assert any(a == by_name["w"] for a, _, _ in dot.edges)
+    assert dot.edges_between(by_name["MulBackward0"], by_name["result"])[0]["label"] == "f32[]"
+    # w feeds both additions, through its single AccumulateGrad node
+    w_acc = next(b for a, b, _ in dot.edges if a == by_name["w"])
+    assert len([b for a, b, _ in dot.edges if a == w_acc]) == 2
+
+
+def test_a_tensor_without_tape_is_one_box() -> None:
+    x = leaf(3.0)
+    dot = parse_dot(gc.viz.to_dot(x, legend=False).source)
+    assert len(dot.nodes) == 1 and not dot.edges

@@ -11,7 +11,7 @@
 """
 
 from graphc import frontend as _frontend_call  # noqa: F401
-from graphc import viz
+from graphc import passes, viz
 from graphc.frontend import TensorSpec, constant, jit, lifted_tensors, output, placeholder, trace
 from graphc.frontend import call as _call  # noqa: F401 - makes Graph callable
 from graphc.ir import errors
@@ -38,6 +38,7 @@ from graphc.ir.verify import verify
 from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level API
 from graphc.ops import Symbol
 from graphc.passes.autodiff import gradients, split_backward
+from graphc.passes.pipeline import optimize
 from graphc.runtime.executable import Executable, compile
 from graphc.runtime.reference import run
 

@@ -1,3 +1,11 @@
 """Graph-to-graph passes; symbolic differentiation (autodiff) among them."""
 
 from graphc.passes.autodiff import gradients, split_backward
+from graphc.passes.cse import eliminate_common_subexpressions
+from graphc.passes.dce import eliminate_dead_code
+from graphc.passes.epilogue import fuse_matmul_epilogue
+from graphc.passes.fold import fold_constants
+from graphc.passes.fuse import fuse_elementwise
+from graphc.passes.pipeline import LEVELS, optimize
+from graphc.passes.report import OptimizationReport
+from graphc.passes.simplify import simplify

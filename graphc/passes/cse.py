@@ -1,0 +1,92 @@
+"""Common subexpression elimination.
+
+Algorithm: one forward walk over the topological order with a table from a node's
+key to the first new node with that key. The key of a pure op node is its op, its
+attrs (by value; arrays by dtype, shape and bytes; nested graphs by their text)
+and its inputs' identities after replacement; inputs of commutative ops are sorted,
+since x*y and y*x are the same value bit for bit. A constant's key is its value, so
+two equal constants become one. Invariant: two nodes with equal keys compute equal
+values, so a node whose key is in the table is replaced by the earlier node; the
+walk visits inputs first, so chains of duplicates collapse in one walk. Near-linear
+(one hash per node; hashing an attr is proportional to its size).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.registry import get_op
+from graphc.passes.builder import GraphBuilder
+from graphc.passes.report import PassLog
+
+# ops where swapping the two inputs gives exactly the same result, NaNs included
+COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum", "eq", "ne"})
+
+
+def attr_key(value: Any) -> Any:
+    """A hashable stand-in for an attribute value, equal exactly when the values are."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, np.ascontiguousarray(value).tobytes())
+    if isinstance(value, (float, np.floating)):
+        # repr tells 0.0 from -0.0 and makes nan equal to itself
+        return ("float", repr(float(value)) if not math.isnan(value) else "nan")
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(attr_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, attr_key(v)) for k, v in value.items())))
+    if isinstance(value, Graph):
+        return ("graph", str(value))
+    if isinstance(value, np.generic):
+        return ("scalar", value.dtype.str, value.item())
+    return (type(value).__name__, value)
+
+
+def node_key(node: Node, inputs: tuple[Node, ...]) -> tuple:
+    ids = tuple(id(x) for x in inputs)
+    if node.op in COMMUTATIVE:
+        ids = tuple(sorted(ids))
+    attrs = tuple(sorted((k, attr_key(v)) for k, v in node.attrs.items()))
+    return (node.op, str(node.type), ids, attrs)
+
+
+def eliminate_common_subexpressions(graph: Graph, log: PassLog | None = None) -> Graph:
+    """A copy of `graph` where each repeated computation (and equal constant) appears once.
+
+    >>> import graphc as gc
+    >>> g = gc.parse('''
+    ... graph g(%x: f32[2]) {
+    ...   %a: f32[2] = exp(%x)
+    ...   %b: f32[2] = exp(%x)
+    ...   %c: f32[2] = add(%a, %b)
+    ...   output %y = %c
+    ... }''')
+    >>> print(gc.passes.eliminate_common_subexpressions(g))
+    graph g(%x: f32[2]) {
+      %a: f32[2] = exp(%x)
+      %c: f32[2] = add(%a, %a)
+      output %y = %c
+    }
+    """
+    builder = GraphBuilder(graph)
+    new: dict[Node, Node] = {}
+    seen: dict[tuple, Node] = {}
+    merged = 0
+    for node in graph.nodes:
+        inputs = tuple(new[x] for x in node.inputs)
+        if node.kind == OP and get_op(node.op).pure:
+            key = node_key(node, inputs)
+            found = seen.get(key)
+            if found is not None:
+                new[node] = found
+                merged += 1
+                continue
+            new[node] = seen[key] = builder.copy(node, inputs)
+        else:
+            new[node] = builder.copy(node, inputs)
+    if log is not None and merged:
+        log.note(f"merged {merged} repeated node(s)")
+    return builder.graph

@@ -1,0 +1,86 @@
+"""Constant folding: an op whose inputs are all constants becomes a constant.
+
+The value is computed by the op's own kernel (never a second implementation), so
+folding agrees with the interpreter bit for bit. Ops whose value depends only on
+their input's type (`full_like`, `count`) fold as soon as that type is concrete.
+A fold is skipped when its result would hold more than `FOLD_LIMIT` elements, so a
+graph never grows a huge array (a broadcast of a scalar to a big shape stays a
+broadcast); also skipped: impure ops, symbolic output types, and kernels that raise.
+Runs as one rule of the rewrite driver, so folds cascade bottom-up in one walk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
+from graphc.passes.patterns import Pattern
+from graphc.passes.report import PassLog
+from graphc.passes.rewrite import Match, rewrite, rule
+
+FOLD_LIMIT = 1 << 16  # elements
+
+# ops that read only the shape and dtype of their input, never its values
+TYPE_ONLY = frozenset({"full_like", "count"})
+
+
+class Foldable(Pattern):
+    """Any pure op (not a constant) whose value is known before the graph runs."""
+
+    def match(self, node: Node, bound: dict) -> bool:
+        if node.kind != OP or node.op == "constant" or not get_op(node.op).pure:
+            return False
+        size = node.type.size
+        if size is None or size > FOLD_LIMIT:
+            return False
+        if node.op in TYPE_ONLY:
+            return all(x.type.is_concrete for x in node.inputs)
+        return all(x.kind == OP and x.op == "constant" for x in node.inputs)
+
+    def __str__(self) -> str:
+        return "constant inputs -> constant"
+
+
+def _placeholder_value(node: Node) -> np.ndarray:
+    if node.op == "constant":
+        return node.value
+    return np.zeros(node.type.shape, node.type.dtype)  # only its type is read
+
+
+def folded(m: Match) -> Node | None:
+    node = m.node
+    values = [_placeholder_value(x) for x in node.inputs]
+    try:
+        with np.errstate(all="ignore"):
+            value = np.asarray(get_op(node.op).kernel(*values, **node.attrs))
+    except Exception:  # a kernel that rejects these values is left for run time to report
+        return None
+    if TensorType.of(value) != node.type:
+        return None
+    return m.constant(value, replaces=node)
+
+
+FOLD = rule(Foldable(), folded)
+
+
+def fold_constants(graph: Graph, log: PassLog | None = None) -> Graph:
+    """`graph` with every op on constants replaced by its value (up to `FOLD_LIMIT`).
+
+    >>> import graphc as gc
+    >>> g = gc.parse('''
+    ... graph g(%x: f32[2]) {
+    ...   %a: f32[] = constant(value=2.0)
+    ...   %b: f32[] = exp(%a)
+    ...   %c: f32[2] = mul(%x, %b)
+    ...   output %y = %c
+    ... }''')
+    >>> print(gc.passes.fold_constants(g))
+    graph g(%x: f32[2]) {
+      %b: f32[] = constant(value=7.389056205749512)
+      %c: f32[2] = mul(%x, %b)
+      output %y = %c
+    }
+    """
+    return rewrite(graph, [FOLD], log)

@@ -1,0 +1,158 @@
+"""The rewrite driver: applies a table of local rules until none applies.
+
+A rule is a pattern (see `patterns`) and a replacement: a function of the match that
+returns the node to use instead, built from the matched nodes (or None to decline).
+
+Algorithm: one forward walk over the topological order builds the new graph. Each
+old node becomes a candidate on its already-rewritten inputs; the rules indexed by
+its op (then the rules for any op) are tried in table order, and the first that
+matches replaces it. Nodes a replacement creates are candidates too and are
+rewritten the same way, bottom-up, before they are appended. So every node that
+reaches the new graph was tried against every rule with its final inputs, and since
+rules look only at a node and its inputs, one walk reaches the fixed point; the
+driver still walks again while anything fired, as a guard against rules that do not
+compose this way. Dead nodes the rewrites leave behind are removed at the end.
+Cost: linear in the nodes, times the (small) number of rules per op.
+
+Invariants: a replacement must have exactly the type of the node it replaces;
+a replacement of another type is discarded, so rules such as `reshape(x) -> x` need
+no condition of their own (it applies exactly when the reshape does not change the
+shape). Replacement nodes inherit the replaced node's `loc` and `grad_of`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import GraphcError
+from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
+from graphc.ops.dispatch import prepare
+from graphc.passes.builder import GraphBuilder, detached, replacement_meta
+from graphc.passes.dce import eliminate_dead_code
+from graphc.passes.patterns import Bindings, Pattern
+from graphc.passes.report import PassLog
+
+MAX_ROUNDS = 8
+MAX_DEPTH = 64  # nested replacements of one node; deeper means two rules undo each other
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: Pattern
+    replace: Callable[[Match], Node | None]
+    when: Callable[[Match], bool] | None = None
+
+    def __str__(self) -> str:
+        return str(self.pattern)
+
+
+def rule(
+    pattern: Pattern,
+    replace: Callable[[Match], Node | None],
+    when: Callable[[Match], bool] | None = None,
+) -> Rule:
+    return Rule(pattern, replace, when)
+
+
+class Match:
+    """What a rule's replacement sees: the bindings (as attributes) and ways to build nodes."""
+
+    def __init__(self, rewriter: Rewriter, node: Node, bound: Bindings, depth: int) -> None:
+        self.node = node  # the candidate being replaced (its inputs are new nodes)
+        self._rewriter = rewriter
+        self._bound = bound
+        self._depth = depth
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._bound[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def type(self) -> TensorType:
+        return self.node.type
+
+    def emit(self, op: str, *inputs: Node, **attrs: Any) -> Node:
+        """A new node `op(inputs, attrs)`, itself rewritten before it is added."""
+        full, out_type = prepare(get_op(op), [x.type for x in inputs], attrs)
+        name = self._rewriter.builder.fresh_name(op)
+        candidate = Node(name, OP, op, inputs, full, out_type, replacement_meta(self.node))
+        return self._rewriter.emit(candidate, self._depth + 1)
+
+    def constant(self, value: Any, replaces: Node | None = None) -> Node:
+        """A new constant; one that `replaces` the candidate keeps its name."""
+        meta = replacement_meta(self.node)
+        return self._rewriter.builder.constant(value, meta=meta, replaces=replaces)
+
+    def fold(self, op: str, *constants: Node, **attrs: Any) -> Node:
+        """A constant computed now by `op`'s own kernel on constant nodes."""
+        values = [c.value for c in constants]
+        full, out_type = prepare(get_op(op), [c.type for c in constants], attrs)
+        with np.errstate(all="ignore"):
+            value = np.asarray(get_op(op).kernel(*values, **full))
+        return self.constant(value.astype(out_type.dtype, copy=False))
+
+    def zeros(self) -> Node:
+        """Zeros of the candidate's type, shaped like input 0 (which has that type)."""
+        return self.emit("full_like", self.node.inputs[0], value=0)
+
+
+class Rewriter:
+    def __init__(self, graph: Graph, rules: Sequence[Rule], log: PassLog | None) -> None:
+        self.builder = GraphBuilder(graph)
+        self.log = log
+        self.fired = 0
+        self.by_op: dict[str | None, list[Rule]] = defaultdict(list)
+        for r in rules:
+            self.by_op[r.pattern.root_op].append(r)
+        self.any_op = self.by_op.pop(None, [])
+
+    def emit(self, candidate: Node, depth: int = 0) -> Node:
+        if depth > MAX_DEPTH:
+            raise GraphcError(
+                f"rewrite rules keep replacing {candidate.describe()}: two rules undo each other"
+            )
+        for r in self.by_op.get(candidate.op, []) + self.any_op:
+            bound: Bindings = {}
+            if not r.pattern.match(candidate, bound):
+                continue
+            m = Match(self, candidate, bound, depth)
+            if r.when is not None and not r.when(m):
+                continue
+            result = r.replace(m)
+            if result is None or result.type != candidate.type:
+                continue
+            self.fired += 1
+            if self.log is not None:
+                self.log.count(str(r))
+            return result
+        return self.builder.append(candidate)
+
+    def walk(self) -> Graph:
+        new: dict[Node, Node] = {}
+        for node in self.builder.old.nodes:
+            inputs = tuple(new[x] for x in node.inputs)
+            if node.kind == OP:
+                new[node] = self.emit(detached(node, inputs))
+            else:
+                new[node] = self.builder.copy(node, inputs)
+        return self.builder.graph
+
+
+def rewrite(graph: Graph, rules: Sequence[Rule], log: PassLog | None = None) -> Graph:
+    """`graph` with `rules` applied until none applies, without the nodes left unused."""
+    for _ in range(MAX_ROUNDS):
+        rewriter = Rewriter(graph, rules, log)
+        result = rewriter.walk()
+        if not rewriter.fired:
+            return result
+        graph = eliminate_dead_code(result)
+    return graph

@@ -12,7 +12,16 @@
 
 from graphc import frontend as _frontend_call  # noqa: F401
 from graphc import passes, viz
-from graphc.frontend import TensorSpec, constant, jit, lifted_tensors, output, placeholder, trace
+from graphc.frontend import (
+    TensorSpec,
+    constant,
+    jit,
+    lifted_feeds,
+    lifted_tensors,
+    output,
+    placeholder,
+    trace,
+)
 from graphc.frontend import call as _call  # noqa: F401 - makes Graph callable
 from graphc.ir import errors
 from graphc.ir.errors import (

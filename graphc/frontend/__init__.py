@@ -2,6 +2,15 @@
 
 from graphc.frontend.declare import constant, output, placeholder
 from graphc.frontend.jit import jit
-from graphc.frontend.trace import TensorSpec, lifted_tensors, trace
+from graphc.frontend.trace import TensorSpec, lifted_feeds, lifted_tensors, trace
 
-__all__ = ["constant", "output", "placeholder", "TensorSpec", "jit", "lifted_tensors", "trace"]
+__all__ = [
+    "constant",
+    "output",
+    "placeholder",
+    "TensorSpec",
+    "jit",
+    "lifted_feeds",
+    "lifted_tensors",
+    "trace",
+]

@@ -17,7 +17,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graphc.frontend.trace import TensorSpec, eager_tensor_type, lifted_tensors, trace
+from graphc.frontend.trace import (
+    TensorSpec,
+    eager_tensor_type,
+    lifted_tensors,
+    tensor_value,
+    trace,
+)
 from graphc.ir.graph import Graph
 from graphc.ops.dispatch import is_python_scalar, weak_dtype
 
@@ -41,7 +47,7 @@ class _Entry:
 def _as_array(value: Any) -> np.ndarray:
     tensor_type = eager_tensor_type()
     if tensor_type is not None and isinstance(value, tensor_type):
-        return np.asarray(value.numpy())
+        return tensor_value(value)
     if is_python_scalar(value):
         return np.asarray(value, dtype=weak_dtype(value, ()))
     return np.asarray(value)

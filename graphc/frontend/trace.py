@@ -10,8 +10,8 @@ Eager tensors met while tracing (a model's parameters, captured by closure or
 passed in `params=`) become placeholders too, appended after `fn`'s own inputs and
 named after their attribute where one is known (`param`, `param_1` otherwise). The
 same tensor met twice is the same placeholder. `lifted_tensors(graph)` gives those
-placeholders' tensors by name, so a caller (`gc.jit`, nn) can feed their current
-values: `graph(*arrays, **{k: t.numpy() for k, t in lifted_tensors(graph).items()})`.
+placeholders' tensors by name, and `lifted_feeds(graph)` their current values, so a
+caller (`gc.jit`, nn) feeds them as `graph(*arrays, **lifted_feeds(graph))`.
 While tracing, operations among eager tensors alone are recorded as well (not
 computed eagerly), so a parameter's transpose is a node fed by the parameter.
 """
@@ -118,8 +118,11 @@ _LIFTED: weakref.WeakKeyDictionary[Graph, dict[str, Any]] = weakref.WeakKeyDicti
 
 def eager_tensor_type() -> type | None:
     """graphc.eager's Tensor class, if eager has been imported (no tensor exists otherwise)."""
-    eager = sys.modules.get("graphc.eager")
-    return getattr(eager, "Tensor", None) if eager is not None else None
+    for module_name in ("graphc.eager", "graphc.eager.tensor"):
+        tensor_type = getattr(sys.modules.get(module_name), "Tensor", None)
+        if tensor_type is not None:
+            return tensor_type
+    return None
 
 
 def _lift_eager(value: Any, graph: Graph) -> Symbol | None:
@@ -176,6 +179,23 @@ def lifted_tensors(graph: Graph) -> dict[str, Any]:
     Empty for graphs that were declared, or traced without meeting an eager tensor.
     """
     return dict(_LIFTED.get(graph, {}))
+
+
+def tensor_value(tensor: Any) -> np.ndarray:
+    """The current array of an eager tensor (detached: feeding needs no tape)."""
+    return np.asarray(tensor.detach().numpy())
+
+
+def lifted_feeds(graph: Graph) -> dict[str, np.ndarray]:
+    """The current values of `graph`'s lifted eager tensors, by placeholder name.
+
+    >>> import numpy as np, graphc as gc, graphc.eager as ge
+    >>> w = ge.ones(2, requires_grad=True)
+    >>> g = gc.trace(lambda x: x * w, gc.TensorSpec((2,)), params={"w": w})
+    >>> g(np.ones(2, np.float32), **gc.lifted_feeds(g))
+    array([1., 1.], dtype=float32)
+    """
+    return {name: tensor_value(t) for name, t in lifted_tensors(graph).items()}
 
 
 # -- trace -------------------------------------------------------------------------------------

@@ -58,6 +58,8 @@ class Generator:
         self._taken: set[str] = set(self.namespace) | {"make", "run", "arena"}
         self.expr: dict[str, str] = {}  # value name -> the Python name holding its array
         self.static: set[str] = set()  # values whose arrays exist before run is called
+        self.setup_lines: list[str] = []  # per-thread scratch that lowerings allocate
+        self.scratch: dict[tuple, list[str]] = {}  # scratch free between fused steps
 
     # -- names ------------------------------------------------------------------
 
@@ -103,7 +105,7 @@ class Generator:
         body.extend(self._late_updates())
         body.append(self._return())
         lines = ["def make(arena, constants, states):"]
-        lines += ["    " + line for line in setup]
+        lines += ["    " + line for line in setup + self.setup_lines]
         lines.append(f"    def run({', '.join(params)}):")
         lines += ["        " + line for line in body]
         lines.append("    return run")
@@ -171,6 +173,9 @@ class Generator:
         else:
             out = self.expr[step.output]
         if node.op in LOWERINGS:
+            if value.kind == "output":
+                dtype = self.literal(value.type.dtype, "dtype")
+                lines.append(f"{out} = empty({value.type.shape!r}, {dtype})")
             lines += LOWERINGS[node.op](self, step, out)
         else:
             lines += self._call(step, value, out)

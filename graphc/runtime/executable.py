@@ -23,6 +23,7 @@ import numpy as np
 
 from graphc.ir.errors import FeedError, GraphcError
 from graphc.ir.graph import Graph
+from graphc.runtime import fused as _fused  # noqa: F401 - registers the fused lowerings
 from graphc.runtime.codegen import Generated, generate
 from graphc.runtime.feeds import as_feed_array, bind_dims
 from graphc.runtime.plan import Plan, build_plan

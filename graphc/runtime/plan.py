@@ -10,7 +10,8 @@ Runtime allocation planner):
    - it is returned: a fresh array per call ("output"), never reused later;
    - it updates a state placeholder whose buffer nobody reads after step i: it is
      written straight into that buffer ("state");
-   - a view op (reshape, transpose) not returned: a view of its input ("view");
+   - a view op (reshape, transpose) not returned: a view of its input ("view"),
+     unless the input is itself a transposed view of an arena or state buffer;
    - an elementwise op that may run in place, one of whose inputs has the same type,
      dies at step i and is the only live value on an arena buffer: that buffer
      ("inplace"), never a caller's array, a constant or state;
@@ -188,6 +189,9 @@ def build_plan(
 
     free: list[Buffer] = []
     steps: list[Step] = []
+    # transposed views of mutable buffers: reshaping one would copy, not view, so such
+    # reshapes (and transposes of them) are computed by their kernels instead
+    strided: set[Node] = set()
     direct_updates: dict[str, str] = {}
     for i, node in enumerate(order):
         t = spec.types[node]
@@ -198,9 +202,11 @@ def build_plan(
         elif target is not None and _state_is_free(target, node, i, buffer_of, values, spec):
             place(node, "state", buffer_of[target], i, base=target)
             direct_updates[target.name] = node.name
-        elif node.op in VIEW_OPS and target is None:
+        elif node.op in VIEW_OPS and target is None and node.inputs[0] not in strided:
             base = node.inputs[0]
             place(node, "view", buffer_of[base], i, base=base)
+            if node.op == "transpose" and buffer_of[base].kind in ("allocated", "state"):
+                strided.add(node)
         else:
             donor = (
                 _inplace_donor(node, i, opdef, buffer_of, values, spec) if target is None else None

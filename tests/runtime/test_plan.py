@@ -144,3 +144,17 @@ def test_plan_is_printable_and_explain_needs_a_signature() -> None:
     text = exe.explain(np.zeros(5, np.float32))
     assert "B=5" in text and "f32[5]" in text
     assert str(exe.plan()) == text
+
+
+def test_reshape_of_a_transposed_buffer_is_computed_not_viewed() -> None:
+    g = gc.Graph("strided")
+    with g:
+        x = gc.placeholder("x", shape=(3, 4))
+        t = gc.transpose(gc.exp(x))
+        r = gc.reshape(t, (12,))  # numpy would copy here: a precomputed view would go stale
+        gc.output(gc.tanh(r), name="y")
+    exe = gc.compile(g, opt_level=0)
+    assert exe.plan().values["reshape"].kind != "view"
+    for seed in range(2):
+        xv = np.random.default_rng(seed).standard_normal((3, 4)).astype(np.float32)
+        np.testing.assert_allclose(exe(xv), gc.run(g, {"x": xv})[0], rtol=1e-6)

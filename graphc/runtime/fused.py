@@ -1,0 +1,210 @@
+"""Code for fused nodes: elementwise groups in cache-sized chunks, matmul epilogues in place.
+
+A `fused` node's body runs its member kernels one chunk of the output at a time,
+so every intermediate lives in a small scratch buffer that stays in cache (PERF-NOTES:
+chunks beat whole-array passes once arrays leave the cache). Operands are sliced
+along the flattened output when each is either full-size or a single element, else
+along the output's leading axis (operands that broadcast along it are passed whole).
+Inside a chunk the body is planned like a small plan: a scratch buffer is reused in
+place by an elementwise member whose input dies there, else taken from a pool of
+dead scratch of the same type. Scratch belongs to one thread's instantiation.
+
+Invariant: the result chunk [lo, hi) is written only by the body's last member,
+after every read of the operands' chunk [lo, hi), so the output may share memory
+with a full-size operand.
+"""
+
+from __future__ import annotations
+
+from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
+from graphc.runtime.codegen import Generator, register_lowering
+from graphc.runtime.plan import Step
+
+# elements per chunk: measured with the GELU chain (graphc/bench/chunks.py) on float32
+CHUNK = 32768
+
+
+@register_lowering("fused")
+def lower_fused(gen: Generator, step: Step, out: str) -> list[str]:
+    body: Graph = step.attrs["body"]
+    out_t = gen.plan.values[step.output].type
+    root = body.outputs[0].inputs[0]
+    if root.kind != OP or root.is_constant or not _all_elementwise(body):
+        return _generic(gen, step, out)
+    leaves: list[tuple[Node, str, TensorType]] = [
+        (p, gen.array(x), gen.plan.values[x].type) for p, x in zip(body.inputs, step.inputs)
+    ]
+    for node in body.nodes:
+        if node.is_constant:
+            leaves.append(
+                (node, gen.const(node.value, f"{step.output}_c"), TensorType.of(node.value))
+            )
+    n = out_t.size or 0
+    lines = [f"# fused {step.output}: {_members(body)} over {n} elements"]
+    flat = all(t.shape == out_t.shape or t.size == 1 for _, _, t in leaves)
+    if flat and out_t.rank != 1:
+        out_view = gen.fresh(f"{step.output}_flat")
+        lines.append(f"{out_view} = {out}.reshape(-1)")
+        out, out_t = out_view, TensorType((n,), out_t.dtype)
+        reshaped = []
+        for node, expr, t in leaves:
+            name = gen.fresh(f"{step.output}_{node.name}")
+            shape = (n,) if t.shape != () and t.size == n and n != 1 else ()
+            lines.append(f"{name} = {expr}.reshape({shape!r})")
+            reshaped.append((node, name, TensorType(shape, t.dtype)))
+        leaves = reshaped
+    rows = out_t.shape[0] if out_t.rank else 1
+    per_row = n // rows if rows else 0
+    chunk_rows = max(1, CHUNK // per_row) if per_row else rows
+    sliced = [
+        out_t.rank > 0 and t.rank == out_t.rank and t.shape[0] == rows and rows > 1
+        for _, _, t in leaves
+    ]
+    if n <= CHUNK or chunk_rows >= rows or not any(sliced):
+        env = {node: expr for node, expr, _ in leaves}
+        types = {node: t for node, _, t in leaves}
+        return lines + _chunk(gen, body, env, types, out, step.output)
+    full_end = rows - rows % chunk_rows
+    lines.append(f"for lo in range(0, {full_end}, {chunk_rows}):")
+    lines.append(f"    hi = lo + {chunk_rows}")
+    lines += [
+        "    " + line
+        for line in _sliced_chunk(
+            gen, body, leaves, sliced, chunk_rows, "lo", "hi", out, step.output
+        )
+    ]
+    if full_end < rows:
+        lines += _sliced_chunk(
+            gen, body, leaves, sliced, rows - full_end, str(full_end), str(rows), out, step.output
+        )
+    return lines
+
+
+def _sliced_chunk(
+    gen: Generator,
+    body: Graph,
+    leaves: list[tuple[Node, str, TensorType]],
+    sliced: list[bool],
+    count: int,
+    lo: str,
+    hi: str,
+    out: str,
+    hint: str,
+) -> list[str]:
+    lines, env, types = [], {}, {}
+    for (node, expr, t), cut in zip(leaves, sliced):
+        if cut:
+            name = gen.fresh(f"{hint}_{node.name}_chunk")
+            lines.append(f"{name} = {expr}[{lo}:{hi}]")
+            env[node], types[node] = name, t.with_shape((count, *t.shape[1:]))
+        else:
+            env[node], types[node] = expr, t
+    return lines + _chunk(gen, body, env, types, f"{out}[{lo}:{hi}]", hint)
+
+
+def _chunk(
+    gen: Generator,
+    body: Graph,
+    env: dict[Node, str],
+    types: dict[Node, TensorType],
+    out: str,
+    hint: str,
+) -> list[str]:
+    """The body's members on one chunk, intermediates in scratch, the root into `out`."""
+    root = body.outputs[0].inputs[0]
+    members = [n for n in body.nodes if n.kind == OP and not n.is_constant]
+    last: dict[Node, int] = {}
+    for i, node in enumerate(members):
+        for x in node.inputs:
+            last[x] = i
+    owner: dict[Node, str] = {}  # body value -> the scratch it occupies
+    pool: dict[tuple, list[str]] = {}  # dead scratch of this chunk
+    # fused steps run one after another: scratch is shared by all of a plan's chunks
+    shared = gen.scratch
+    used: list[tuple] = []
+    lines = []
+    for i, node in enumerate(members):
+        opdef = get_op(node.op)  # type: ignore[arg-type]
+        t = opdef.infer(*(types[x] for x in node.inputs), **node.attrs)
+        types[node] = t
+        if node is root:
+            target = out
+        else:
+            donor = next(
+                (
+                    x
+                    for x in node.inputs
+                    if x in owner and last.get(x) == i and types[x] == t and opdef.inplace
+                ),
+                None,
+            )
+            if donor is not None:
+                target = owner.pop(donor)
+            elif pool.get((t.shape, t.dtype)):
+                target = pool[(t.shape, t.dtype)].pop()
+            elif shared.get((t.shape, t.dtype)):
+                target = shared[(t.shape, t.dtype)].pop()
+                used.append((t.shape, t.dtype, target))
+            else:
+                target = gen.fresh("scratch")
+                dtype = gen.literal(t.dtype, "dtype")
+                gen.setup_lines.append(f"{target} = empty({t.shape!r}, {dtype})")
+                used.append((t.shape, t.dtype, target))
+            owner[node] = target
+        lines.append(_member_call(gen, node, [env[x] for x in node.inputs], target))
+        env[node] = target
+        for x in set(node.inputs):
+            if last.get(x) == i and x in owner:
+                pool.setdefault((types[x].shape, types[x].dtype), []).append(owner.pop(x))
+    for shape, dtype, name in used:
+        shared.setdefault((shape, dtype), []).append(name)
+    return lines
+
+
+def _member_call(gen: Generator, node: Node, args: list[str], out: str) -> str:
+    opdef = get_op(node.op)  # type: ignore[arg-type]
+    ufunc = getattr(opdef.kernel, "ufunc", None)
+    if ufunc is not None and not node.attrs:
+        fn = gen.const(ufunc, f"np_{ufunc.__name__}")
+    else:
+        fn = gen.const(opdef.kernel, f"kernel_{node.op}")
+        args = args + [f"{k}={gen.literal(v, f'{node.name}_{k}')}" for k, v in node.attrs.items()]
+    return f"{fn}({', '.join(args + [f'out={out}'])})"
+
+
+def _all_elementwise(body: Graph) -> bool:
+    return all(
+        get_op(n.op).elementwise  # type: ignore[arg-type]
+        for n in body.nodes
+        if n.kind == OP and not n.is_constant
+    )
+
+
+def _members(body: Graph) -> str:
+    return " ".join(n.op for n in body.nodes if n.kind == OP and not n.is_constant)  # type: ignore[misc]
+
+
+def _generic(gen: Generator, step: Step, out: str) -> list[str]:
+    kernel = gen.const(get_op("fused").kernel, "kernel_fused")
+    body = gen.const(step.attrs["body"], f"{step.output}_body")
+    args = ", ".join([gen.array(x) for x in step.inputs] + [f"out={out}", f"body={body}"])
+    return [f"{kernel}({args})"]
+
+
+@register_lowering("matmul_epilogue")
+def lower_matmul_epilogue(gen: Generator, step: Step, out: str) -> list[str]:
+    """The product into the output buffer, then bias and activation in place on it."""
+    args = [gen.array(x) for x in step.inputs]
+    matmul = gen.const(get_op("matmul").kernel, "kernel_matmul")
+    lines = [f"{matmul}({args[0]}, {args[1]}, out={out})"]
+    if step.attrs.get("bias"):
+        add = gen.const(get_op("add").kernel.ufunc, "np_add")  # type: ignore[attr-defined]
+        lines.append(f"{add}({out}, {args[2]}, out={out})")
+    activation = step.attrs.get("activation")
+    if activation is not None:
+        kernel = get_op(activation).kernel
+        fn = gen.const(getattr(kernel, "ufunc", kernel), f"act_{activation}")
+        lines.append(f"{fn}({out}, out={out})")
+    return lines

@@ -258,3 +258,19 @@ def test_split_backward_saves_a_placeholder_to_bind_a_symbolic_dim() -> None:
     (saved,) = fwd(np.ones((5, 2)))[1:]
     (dx,) = (bwd(saved, np.float64(1.0)),)
     np.testing.assert_allclose(dx, np.full((5, 2), 3.0))
+
+
+@pytest.mark.parametrize("opt_level", [0, 2])
+def test_gradient_graphs_compile_and_agree_with_the_reference(opt_level: int) -> None:
+    g = mlp_graph()
+    feeds = mlp_feeds(5)
+    joint = gc.gradients(g, wrt=PARAMS)
+    want = gc.run(joint, feeds)
+    got = gc.compile(joint, opt_level=opt_level)(**feeds)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    fwd, bwd = gc.split_backward(g, wrt=PARAMS)
+    outs = gc.compile(fwd, opt_level=opt_level)(**feeds)
+    grads = gc.compile(bwd, opt_level=opt_level)(*outs[len(g.outputs) :], np.float64(1.0))
+    for a, b in zip(grads, want[1:]):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

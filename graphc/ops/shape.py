@@ -207,6 +207,11 @@ def expand(x: Any, *shape: Any) -> Any:
     """PyTorch's expand: broadcast_to where -1 keeps a dim."""
     dims = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
     lead = len(dims) - len(x.shape)
+    if lead < 0 or any(d == -1 for d in dims[:lead]):
+        raise ShapeError(
+            f"expand: cannot expand shape {format_shape(x.shape)} to {dims} "
+            "(-1 keeps an existing dim; new leading dims need a size)"
+        )
     full = tuple(x.shape[i - lead] if d == -1 else d for i, d in enumerate(dims))
     return broadcast_to(x, full)
 

@@ -49,6 +49,8 @@ MISTAKES: list[tuple[str, Callable[[], Any], type, tuple[str, ...]]] = [
     ("concat empty", lambda: gc.concat([]), gc.GraphcError, ("concat", "at least one")),
     ("concat axis", lambda: gc.concat([X, X], axis=2), gc.ShapeError, ("concat", "axis 2")),
     ("stack shapes", lambda: gc.stack([np.ones(2), np.ones(3)]), gc.ShapeError, ("stack", "(2,)", "(3,)")),
+    ("expand new -1", lambda: gc.expand(np.ones((3, 1)), -1, 3, 4), gc.ShapeError, ("expand", "-1")),
+    ("expand rank", lambda: gc.expand(np.ones((2, 3, 1)), 3, 4), gc.ShapeError, ("expand", "(2, 3, 1)")),
     ("squeeze", lambda: gc.squeeze(X, 0), gc.ShapeError, ("squeeze", "axis 0", "3")),
     ("getitem range", lambda: gc.getitem(X, 5), gc.ShapeError, ("getitem", "5", "dim 3")),
     ("getitem too many", lambda: gc.getitem(X, (1, 1, 1)), gc.ShapeError, ("getitem", "too many", "rank 2")),

@@ -80,3 +80,20 @@ def test_kernel_writes_into_out(case: OpCase) -> None:
     np.testing.assert_array_equal(out, fresh)
     for x, before in zip(arrays, copies):
         np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if get_op(c.op).inplace], ids=lambda c: c.id)
+def test_inplace_kernel_may_write_over_an_input(case: OpCase) -> None:
+    node, arrays = op_node_and_inputs(case)
+    opdef = get_op(case.op)
+    attrs, _ = prepare(opdef, [TensorType.of(x) for x in arrays], dict(node.attrs))
+    with np.errstate(all="ignore"):
+        fresh = np.asarray(opdef.kernel(*arrays, **attrs))
+        fitting = [
+            k for k, x in enumerate(arrays) if x.shape == fresh.shape and x.dtype == fresh.dtype
+        ]
+        for k in fitting:
+            args = list(arrays)
+            args[k] = buffer = arrays[k].copy()
+            assert opdef.kernel(*args, out=buffer, **attrs) is buffer
+            np.testing.assert_array_equal(buffer, fresh, err_msg=f"{case.id}: out= input {k}")

@@ -37,12 +37,14 @@ def _reduce_infer(dtype_of: Any) -> Any:
     return infer
 
 
-def _reduce_kernel(reducer: Any) -> Any:
+def _reduce_kernel(reducer: Any, ufunc: np.ufunc | None = None) -> Any:
     def kernel(
         x: np.ndarray, out: np.ndarray | None = None, axis: Any = None, keepdims: bool = False
     ) -> np.ndarray:
         return np.asarray(reducer(x, axis=axis, keepdims=keepdims, out=out))
 
+    # np.sum is np.add.reduce behind a slow Python wrapper: the runtime calls the reduce
+    kernel.reduce_ufunc = ufunc  # type: ignore[attr-defined]
     return kernel
 
 
@@ -69,7 +71,7 @@ def _reduce_cost(out: TensorType, x: TensorType, **attrs: Any) -> int:
 sum = defop(
     "sum",
     infer=_reduce_infer(_sum_dtype),
-    kernel=_reduce_kernel(np.sum),
+    kernel=_reduce_kernel(np.sum, np.add),
     attrs={"axis": None, "keepdims": False},
     canonicalize=_axes_canon("sum"),
     vjp=lambda ct, out, x, needs, axis, keepdims: (
@@ -148,7 +150,7 @@ def _extremum_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any, keepdims: 
 max = defop(
     "max",
     infer=_nonempty_infer("max"),
-    kernel=_reduce_kernel(np.max),
+    kernel=_reduce_kernel(np.max, np.maximum),
     attrs={"axis": None, "keepdims": False},
     canonicalize=_axes_canon("max"),
     vjp=_extremum_vjp,
@@ -158,7 +160,7 @@ max = defop(
 min = defop(
     "min",
     infer=_nonempty_infer("min"),
-    kernel=_reduce_kernel(np.min),
+    kernel=_reduce_kernel(np.min, np.minimum),
     attrs={"axis": None, "keepdims": False},
     canonicalize=_axes_canon("min"),
     vjp=_extremum_vjp,

@@ -189,9 +189,13 @@ class Generator:
         opdef = get_op(node.op)  # type: ignore[arg-type]
         args = [self.expr[x] for x in step.inputs]
         ufunc = getattr(opdef.kernel, "ufunc", None)
+        reduce = getattr(opdef.kernel, "reduce_ufunc", None)
         direct = ufunc is not None and not step.attrs
         if direct:
             fn = self.const(ufunc, f"np_{ufunc.__name__}")
+        elif reduce is not None and set(step.attrs) <= {"axis", "keepdims"}:
+            fn = self.const(reduce.reduce, f"np_{reduce.__name__}_reduce")
+            args += [f"{k}={self.literal(v, f'{node.name}_{k}')}" for k, v in step.attrs.items()]
         else:
             fn = self.const(opdef.kernel, f"kernel_{node.op}")
             args += [f"{k}={self.literal(v, f'{node.name}_{k}')}" for k, v in step.attrs.items()]

@@ -23,6 +23,7 @@ import numpy as np
 
 from graphc.ir.errors import FeedError, GraphcError
 from graphc.ir.graph import Graph
+from graphc.passes.pipeline import optimize as run_pipeline
 from graphc.runtime import fused as _fused  # noqa: F401 - registers the fused lowerings
 from graphc.runtime.codegen import Generated, generate
 from graphc.runtime.feeds import as_feed_array, bind_dims
@@ -31,14 +32,10 @@ from graphc.runtime.specialize import specialize
 
 
 def optimize(graph: Graph, opt_level: int) -> Graph:
-    """The pass pipeline at `opt_level` (the graph unchanged while passes are absent)."""
+    """The pass pipeline at `opt_level`; O0 compiles the graph as declared."""
     if opt_level <= 0:
         return graph
-    try:
-        from graphc.passes.pipeline import optimize as run_pipeline
-    except ImportError:
-        return graph
-    return run_pipeline(graph, opt_level)
+    return run_pipeline(graph, opt_level)  # type: ignore[return-value]
 
 
 class Compiled:

@@ -4,7 +4,7 @@
     O1  cleanups: fold_constants, simplify, eliminate_common_subexpressions,
         eliminate_dead_code, repeated while a round still removes nodes (at most
         `MAX_CLEANUP_ROUNDS`), since CSE and folding expose new algebra
-    O2  the cleanups, then fuse_matmul_epilogue and fuse_elementwise
+    O2  the cleanups, then fuse_matmul_epilogue, fuse_elementwise and a last DCE
 
 Every pass is a function `graph -> new graph` taking an optional `log`, so the
 pipeline can time each one, count nodes before and after, and verify the result
@@ -36,7 +36,8 @@ CLEANUPS: tuple[Pass, ...] = (
     eliminate_common_subexpressions,
     eliminate_dead_code,
 )
-FUSION: tuple[Pass, ...] = (fuse_matmul_epilogue, fuse_elementwise)
+# constants copied into fused bodies may leave their outer copies unused: DCE last
+FUSION: tuple[Pass, ...] = (fuse_matmul_epilogue, fuse_elementwise, eliminate_dead_code)
 MAX_CLEANUP_ROUNDS = 3
 
 # level -> (passes repeated to a fixed point of the node count, passes run once after)
@@ -58,6 +59,7 @@ def run_pass(graph: Graph, pass_: Pass, report: OptimizationReport, verify: bool
     result = pass_(graph, log=log)
     log.seconds = time.perf_counter() - start
     log.nodes_after = len(result.nodes)
+    log.before, log.after = graph, result
     report.passes.append(log)
     if verify:
         try:

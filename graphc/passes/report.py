@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from graphc.ir.graph import Graph
+
 
 @dataclass
 class PassLog:
@@ -22,6 +24,9 @@ class PassLog:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
+    # the graphs around the pass, for pass-by-pass pictures (gc.viz.to_dot(report))
+    before: Graph | None = field(default=None, repr=False, compare=False)
+    after: Graph | None = field(default=None, repr=False, compare=False)
 
     def note(self, text: str) -> None:
         self.notes.append(text)

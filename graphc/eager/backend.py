@@ -35,12 +35,22 @@ class EagerBackend:
     def lift(self, value: Any, dtype: np.dtype | None, peers: Sequence[Any]) -> Tensor:
         if isinstance(value, Tensor):
             return value
+        if dtype is not None:  # a Python scalar, its (valid) weak dtype already chosen
+            return make(np.asarray(value, dtype))
         return make(dispatch.NUMPY.lift(value, dtype))
 
     def canonical_attrs(self, opdef: OpDef, arrays: list[np.ndarray], attrs: dict) -> dict:
         """The op's canonical attrs for these inputs, checked by its type rule (cached)."""
         try:
-            key = (opdef.name, *[(a.shape, a.dtype) for a in arrays], *attrs.items())
+            if len(arrays) == 2:  # spelled out: building the key is most of a cache hit
+                a, b = arrays
+                key: Any = (opdef.name, a.shape, a.dtype, b.shape, b.dtype)
+            elif len(arrays) == 1:
+                key = (opdef.name, arrays[0].shape, arrays[0].dtype)
+            else:
+                key = (opdef.name, *[(a.shape, a.dtype) for a in arrays])
+            if attrs:
+                key = (key, *attrs.items())
             return self._canonical[key]
         except KeyError:
             pass

@@ -65,7 +65,13 @@ def backend_for(value: Any) -> Backend | None:
 
 
 def is_python_scalar(value: Any) -> bool:
+    kind = type(value)
+    if kind is float or kind is int or kind is bool:  # the common case, without ABC checks
+        return True
     return isinstance(value, (bool, numbers.Number)) and not isinstance(value, np.generic)
+
+
+_WEAK_DTYPES: dict[tuple, np.dtype] = {}
 
 
 def weak_dtype(scalar: Any, strong: Sequence[np.dtype]) -> np.dtype:
@@ -74,7 +80,12 @@ def weak_dtype(scalar: Any, strong: Sequence[np.dtype]) -> np.dtype:
     Alone, a Python float is float32 (graphc's default float), an int int64.
     """
     if strong:
-        return as_dtype(np.result_type(*strong, scalar))
+        # numpy 2 (NEP 50) promotion depends on the scalar's type only, not its value
+        key = (type(scalar), *strong)
+        dtype = _WEAK_DTYPES.get(key)
+        if dtype is None:
+            dtype = _WEAK_DTYPES[key] = as_dtype(np.result_type(*strong, scalar))
+        return dtype
     if isinstance(scalar, bool):
         return np.dtype(np.bool_)
     if isinstance(scalar, int):
@@ -115,15 +126,21 @@ def bind(name: str, *inputs: Any, **attrs: Any) -> Any:
     if opdef.arity is not None and len(inputs) != opdef.arity:
         raise GraphcError(f"op '{name}' takes {opdef.arity} input(s), got {len(inputs)}")
     backend: Backend | None = None
+    scalars = False
     for x in inputs:
         candidate = backend_for(x)
-        if candidate is not None and (backend is None or candidate.priority > backend.priority):
+        if candidate is None:
+            scalars = scalars or is_python_scalar(x)
+        elif backend is None or candidate.priority > backend.priority:
             backend = candidate
     if backend is None:
         backend = _CONTEXT_BACKEND() or NUMPY
-    strong = [dtype_of(x) for x in inputs if not is_python_scalar(x)]
+    if not scalars:  # eager per-op overhead matters: skip weak typing when there is none
+        return backend.apply(opdef, [backend.lift(x, None, inputs) for x in inputs], attrs)
+    flags = [is_python_scalar(x) for x in inputs]
+    strong = [dtype_of(x) for x, scalar in zip(inputs, flags) if not scalar]
     try:
-        weak = [weak_dtype(x, strong) if is_python_scalar(x) else None for x in inputs]
+        weak = [weak_dtype(x, strong) if scalar else None for x, scalar in zip(inputs, flags)]
         lifted = [backend.lift(x, dtype, inputs) for x, dtype in zip(inputs, weak)]
     except OverflowError as exc:  # a Python int too big for the other operands' dtype
         raise DTypeError(f"op '{name}': {exc}") from None

@@ -81,7 +81,7 @@ class FunctionCtx(Node):
             )
         needs = tuple(e[0] is not None for e in self.next_functions)
         per_input = [result[slot] for slot in self._arg_slots]
-        return check_grads(self.name(), per_input, self._input_shapes, needs)
+        return check_grads(self, per_input, self._input_shapes, needs)
 
 
 class _FunctionMeta(type):

@@ -161,6 +161,9 @@ class _StaleTensor(Tensor):
     def dtype(self) -> np.dtype:
         return self._array.dtype
 
+    def __repr__(self) -> str:
+        return f"<stale saved tensor of shape {self._array.shape}>"
+
 
 def stale(name: str, what: str, array: np.ndarray, saved: int, now: int) -> _StaleTensor:
     return _StaleTensor(
@@ -219,16 +222,13 @@ class OpBackward(Node):
         inputs = self._inputs
         if inputs is None:
             raise AutodiffError(FREED_MESSAGE.format(name=self.name()))
-        name = self.name()
-        unpacked = [
-            x
-            if x._version[0] == saved
-            else stale(name, f"input {i}", x._data, saved, x._version[0])
-            for i, (x, saved) in enumerate(zip(inputs, self._versions))
-        ]
+        unpacked = list(inputs)
+        for i, (x, saved) in enumerate(zip(inputs, self._versions)):
+            if x._version[0] != saved:
+                unpacked[i] = stale(self.name(), f"input {i}", x._data, saved, x._version[0])
         counter = self._out_counter
         if counter[0] != self._out_version:
-            out: Tensor = stale(name, "the output", self._out, self._out_version, counter[0])
+            out: Tensor = stale(self.name(), "the output", self._out, self._out_version, counter[0])
         else:
             out = make(self._out)
             out._version = counter
@@ -237,16 +237,17 @@ class OpBackward(Node):
                 out._requires_grad = True
         needs = tuple([e[0] is not None for e in self.next_functions])
         results = self.opdef.vjp(grads[0], out, *unpacked, needs=needs, **self.attrs)
-        return check_grads(name, results, [x.shape for x in inputs], needs)
+        return check_grads(self, results, [x.shape for x in inputs], needs)
 
 
-def check_grads(name: str, grads: Any, shapes: list[tuple], needs: tuple) -> tuple:
+def check_grads(node: Node, grads: Any, shapes: list[tuple], needs: tuple) -> tuple:
     """Gradients as tensors of the inputs' shapes, or a clear error naming the rule."""
     if not isinstance(grads, (tuple, list)):
         grads = (grads,)
     if len(grads) < len(needs):
         raise AutodiffError(
-            f"{name}: the gradient rule returned {len(grads)} gradients for {len(needs)} inputs"
+            f"{node.name()}: the gradient rule returned {len(grads)} gradients "
+            f"for {len(needs)} inputs"
         )
     checked = []
     for i, (grad, need) in enumerate(zip(grads, needs)):
@@ -258,7 +259,7 @@ def check_grads(name: str, grads: Any, shapes: list[tuple], needs: tuple) -> tup
         shape = shapes[i]
         if grad.shape != shape:
             raise AutodiffError(
-                f"{name}: the gradient for input {i} has shape {grad.shape}, "
+                f"{node.name()}: the gradient for input {i} has shape {grad.shape}, "
                 f"but the input has shape {shape}"
             )
         checked.append(grad)

@@ -56,6 +56,8 @@ def _kernel(
     activation: Any = None,
 ) -> np.ndarray:
     out = get_op("matmul").kernel(x, w, out=out)
+    if not isinstance(out, np.ndarray):  # 1-D @ 1-D gives a numpy scalar: make it an array
+        out = np.array(out)
     if bias:
         get_op("add").kernel(out, bias_array[0], out=out)
     if activation is not None:

@@ -14,6 +14,7 @@ walk visits inputs first, so chains of duplicates collapse in one walk. Near-lin
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,10 @@ from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.passes.builder import GraphBuilder
 from graphc.passes.report import PassLog
+
+# what the log tallies; merged ops (unlike constants) can expose new algebra (x - x)
+MERGED_OPS = "merged a repeated op"
+MERGED_CONSTANTS = "merged an equal constant"
 
 # ops where swapping the two inputs gives exactly the same result, NaNs included
 COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum", "eq", "ne"})
@@ -50,7 +55,7 @@ def node_key(node: Node, inputs: tuple[Node, ...]) -> tuple:
     if node.op in COMMUTATIVE:
         ids = tuple(sorted(ids))
     attrs = tuple(sorted((k, attr_key(v)) for k, v in node.attrs.items()))
-    return (node.op, str(node.type), ids, attrs)
+    return (node.op, node.type, ids, attrs)
 
 
 def eliminate_common_subexpressions(graph: Graph, log: PassLog | None = None) -> Graph:
@@ -74,7 +79,7 @@ def eliminate_common_subexpressions(graph: Graph, log: PassLog | None = None) ->
     builder = GraphBuilder(graph)
     new: dict[Node, Node] = {}
     seen: dict[tuple, Node] = {}
-    merged = 0
+    merged = Counter()
     for node in graph.nodes:
         inputs = tuple(new[x] for x in node.inputs)
         if node.kind == OP and get_op(node.op).pure:
@@ -82,11 +87,12 @@ def eliminate_common_subexpressions(graph: Graph, log: PassLog | None = None) ->
             found = seen.get(key)
             if found is not None:
                 new[node] = found
-                merged += 1
+                merged[MERGED_CONSTANTS if node.is_constant else MERGED_OPS] += 1
                 continue
             new[node] = seen[key] = builder.copy(node, inputs)
         else:
             new[node] = builder.copy(node, inputs)
-    if log is not None and merged:
-        log.note(f"merged {merged} repeated node(s)")
+    if log is not None:
+        for what, n in merged.items():
+            log.count(what, n)
     return builder.graph

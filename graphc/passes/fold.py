@@ -6,7 +6,7 @@ their input's type (`full_like`, `count`) fold as soon as that type is concrete.
 A fold is skipped when its result would hold more than `FOLD_LIMIT` elements, so a
 graph never grows a huge array (a broadcast of a scalar to a big shape stays a
 broadcast); also skipped: impure ops, symbolic output types, and kernels that raise.
-Runs as one rule of the rewrite driver, so folds cascade bottom-up in one walk.
+Runs as the one rule of a rewrite-driver table, so folds cascade bottom-up in one walk.
 """
 
 from __future__ import annotations
@@ -30,14 +30,16 @@ class Foldable(Pattern):
     """Any pure op (not a constant) whose value is known before the graph runs."""
 
     def match(self, node: Node, bound: dict) -> bool:
-        if node.kind != OP or node.op == "constant" or not get_op(node.op).pure:
-            return False
-        size = node.type.size
-        if size is None or size > FOLD_LIMIT:
+        if node.kind != OP or node.op == "constant":
             return False
         if node.op in TYPE_ONLY:
-            return all(x.type.is_concrete for x in node.inputs)
-        return all(x.kind == OP and x.op == "constant" for x in node.inputs)
+            known = all(x.type.is_concrete for x in node.inputs)
+        else:
+            known = all(x.kind == OP and x.op == "constant" for x in node.inputs)
+        if not known or not get_op(node.op).pure:
+            return False
+        size = node.type.size
+        return size is not None and size <= FOLD_LIMIT
 
     def __str__(self) -> str:
         return "constant inputs -> constant"

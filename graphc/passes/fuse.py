@@ -24,6 +24,8 @@ op stay as they are.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from graphc.ir.graph import OP, OUTPUT, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.passes.builder import GraphBuilder, replacement_meta
@@ -104,6 +106,14 @@ def _body(root: Node, members: list[Node]) -> tuple[Graph, list[Node]]:
     return body, outside
 
 
+def describe_ops(members: list[Node]) -> str:
+    """'exp mul' for a few members, '3750 ops: 625 add, 625 exp, ...' for many."""
+    if len(members) <= 8:
+        return f"{len(members)} ops ({' '.join(m.op for m in members)})"  # type: ignore[misc]
+    counts = Counter(m.op for m in members)
+    return f"{len(members)} ops ({', '.join(f'{n} {op}' for op, n in sorted(counts.items()))})"
+
+
 def fuse_elementwise(graph: Graph, log: PassLog | None = None) -> Graph:
     """`graph` with each group of connected elementwise ops replaced by one `fused` node.
 
@@ -133,9 +143,8 @@ def fuse_elementwise(graph: Graph, log: PassLog | None = None) -> Graph:
                 "fused", [new[x] for x in outside], {"body": body}, meta=meta, name="fused"
             )
             if log is not None:
-                ops = " ".join(m.op for m in groups[root])  # type: ignore[misc]
                 log.note(
-                    f"fused '{new[node].name}' <- {len(groups[root])} ops ({ops}) "
+                    f"fused '{new[node].name}' <- {describe_ops(groups[root])} "
                     f"ending at '{root.name}', {len(outside)} input(s)"
                 )
     return builder.graph

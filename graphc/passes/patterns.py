@@ -63,10 +63,10 @@ def uniform_value(node: Node) -> Any:
     array = node.value
     if array.size == 0 or array.size > UNIFORM_CHECK_LIMIT:
         return None
+    if array.size == 1:
+        return array.item()
     first = array.flat[0]
-    if array.size > 1 and not np.all(array == first):
-        return None
-    return first.item()
+    return first.item() if np.all(array == first) else None
 
 
 class Uniform(Pattern):

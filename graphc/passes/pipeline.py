@@ -2,8 +2,11 @@
 
     O0  nothing
     O1  cleanups: fold_constants, simplify, eliminate_common_subexpressions,
-        eliminate_dead_code, repeated while a round still removes nodes (at most
-        `MAX_CLEANUP_ROUNDS`), since CSE and folding expose new algebra
+        eliminate_dead_code; repeated (at most `MAX_CLEANUP_ROUNDS` times) while CSE
+        merged an op node, since that can expose new algebra (x - x). Folding runs
+        first because it exposes algebra (x * exp(0)); simplify makes its constants
+        itself, and each rewrite pass reaches its own fixed point, so other changes
+        need no second round.
     O2  the cleanups, then fuse_matmul_epilogue, fuse_elementwise and a last DCE
 
 Every pass is a function `graph -> new graph` taking an optional `log`, so the
@@ -20,7 +23,7 @@ from collections.abc import Callable, Sequence
 from graphc.ir.errors import GraphcError, VerifyError
 from graphc.ir.graph import Graph
 from graphc.ir.verify import verify as verify_graph
-from graphc.passes.cse import eliminate_common_subexpressions
+from graphc.passes.cse import MERGED_OPS, eliminate_common_subexpressions
 from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.epilogue import fuse_matmul_epilogue
 from graphc.passes.fold import fold_constants
@@ -76,14 +79,14 @@ def run_passes(
     report: OptimizationReport | None = None,
     verify: bool | None = None,
 ) -> tuple[Graph, OptimizationReport]:
-    """Run `repeated` until a round removes no node (at most MAX_CLEANUP_ROUNDS), then `once`."""
+    """Run `repeated` in rounds (see the module docstring), then `once`."""
     report = report if report is not None else OptimizationReport(level=-1)
     verify = verify_passes_default() if verify is None else verify
     for _ in range(MAX_CLEANUP_ROUNDS if repeated else 0):
-        before = len(graph.nodes)
+        first = len(report.passes)
         for pass_ in repeated:
             graph = run_pass(graph, pass_, report, verify)
-        if len(graph.nodes) >= before:
+        if not any(log.counts.get(MERGED_OPS) for log in report.passes[first:]):
             break
     for pass_ in once:
         graph = run_pass(graph, pass_, report, verify)

@@ -8,11 +8,11 @@ old node becomes a candidate on its already-rewritten inputs; the rules indexed 
 its op (then the rules for any op) are tried in table order, and the first that
 matches replaces it. Nodes a replacement creates are candidates too and are
 rewritten the same way, bottom-up, before they are appended. So every node that
-reaches the new graph was tried against every rule with its final inputs, and since
-rules look only at a node and its inputs, one walk reaches the fixed point; the
-driver still walks again while anything fired, as a guard against rules that do not
-compose this way. Dead nodes the rewrites leave behind are removed at the end.
-Cost: linear in the nodes, times the (small) number of rules per op.
+reaches the new graph was tried against every rule with its final inputs; since a
+rule looks only at a node and its inputs (never its users), no rule applies to the
+result: one walk reaches the fixed point (tests check that a second walk finds
+nothing). Dead nodes the rewrites leave behind are removed at the end. Cost: linear
+in the nodes, times the (small) number of rules per op.
 
 Invariants: a replacement must have exactly the type of the node it replaces;
 a replacement of another type is discarded, so rules such as `reshape(x) -> x` need
@@ -39,7 +39,7 @@ from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.patterns import Bindings, Pattern
 from graphc.passes.report import PassLog
 
-MAX_ROUNDS = 8
+ZEROS_LIMIT = 1 << 16  # as constant folding's limit
 MAX_DEPTH = 64  # nested replacements of one node; deeper means two rules undo each other
 
 
@@ -100,9 +100,14 @@ class Match:
             value = np.asarray(get_op(op).kernel(*values, **full))
         return self.constant(value.astype(out_type.dtype, copy=False))
 
-    def zeros(self) -> Node:
-        """Zeros of the candidate's type, shaped like input 0 (which has that type)."""
-        return self.emit("full_like", self.node.inputs[0], value=0)
+    def zeros(self) -> Node | None:
+        """Zeros of the candidate's type: a constant when that is concrete and small,
+        else full_like of an input of that type (None, declining, if there is none)."""
+        t = self.node.type
+        if t.is_concrete and t.size <= ZEROS_LIMIT:  # type: ignore[operator]
+            return self.constant(np.zeros(t.shape, t.dtype))
+        like = [x for x in self.node.inputs if x.type == t]
+        return self.emit("full_like", like[0], value=0) if like else None
 
 
 class Rewriter:
@@ -110,17 +115,20 @@ class Rewriter:
         self.builder = GraphBuilder(graph)
         self.log = log
         self.fired = 0
-        self.by_op: dict[str | None, list[Rule]] = defaultdict(list)
+        by_op: dict[str | None, list[Rule]] = defaultdict(list)
         for r in rules:
-            self.by_op[r.pattern.root_op].append(r)
-        self.any_op = self.by_op.pop(None, [])
+            by_op[r.pattern.root_op].append(r)
+        any_op = by_op.pop(None, [])
+        # the rules to try per op, in table order, then those for any op
+        self.by_op = {op: rs + any_op for op, rs in by_op.items()}
+        self.any_op = any_op
 
     def emit(self, candidate: Node, depth: int = 0) -> Node:
         if depth > MAX_DEPTH:
             raise GraphcError(
                 f"rewrite rules keep replacing {candidate.describe()}: two rules undo each other"
             )
-        for r in self.by_op.get(candidate.op, []) + self.any_op:
+        for r in self.by_op.get(candidate.op, self.any_op):
             bound: Bindings = {}
             if not r.pattern.match(candidate, bound):
                 continue
@@ -149,10 +157,6 @@ class Rewriter:
 
 def rewrite(graph: Graph, rules: Sequence[Rule], log: PassLog | None = None) -> Graph:
     """`graph` with `rules` applied until none applies, without the nodes left unused."""
-    for _ in range(MAX_ROUNDS):
-        rewriter = Rewriter(graph, rules, log)
-        result = rewriter.walk()
-        if not rewriter.fired:
-            return result
-        graph = eliminate_dead_code(result)
-    return graph
+    rewriter = Rewriter(graph, rules, log)
+    result = rewriter.walk()
+    return eliminate_dead_code(result) if rewriter.fired else result

@@ -11,7 +11,8 @@ original could see, NaN and inf included, with two deliberate exceptions:
 Hence x*0 -> 0 and x-x -> 0 apply to integers and bools only (inf*0 and inf-inf are
 nan in floats), and exp(log x) -> x only for x known to be >= 0 or nan (log of a
 negative is nan, not x). The driver keeps only replacements of the same type as the
-node, which is the "same shape" condition of rules such as `reshape(x) -> x`.
+node, which is the "same shape" condition of rules such as `reshape(x) -> x` and
+of dropping a broadcast_to that the binary op's own broadcasting would do anyway.
 """
 
 from __future__ import annotations
@@ -110,6 +111,12 @@ ALGEBRA: list[Rule] = [
     rule(sum_to(X), lambda m: m.x),  # sum_to(x, x.shape) -> x
     rule(sum_to(sum_to(X), shape="s"), lambda m: m.emit("sum_to", m.x, shape=m.s)),  # s(s(x)) -> s(x)
     rule(cast(X), lambda m: m.x),  # cast(x, x.dtype) -> x
+    rule(add(broadcast_to(X), Y), lambda m: m.emit("add", m.x, m.y)),  # broadcast_to(x)+y -> x+y
+    rule(mul(broadcast_to(X), Y), lambda m: m.emit("mul", m.x, m.y)),  # broadcast_to(x)*y -> x*y
+    rule(sub(broadcast_to(X), Y), lambda m: m.emit("sub", m.x, m.y)),  # broadcast_to(x)-y -> x-y
+    rule(sub(Y, broadcast_to(X)), lambda m: m.emit("sub", m.y, m.x)),  # y-broadcast_to(x) -> y-x
+    rule(div(broadcast_to(X), Y), lambda m: m.emit("div", m.x, m.y)),  # broadcast_to(x)/y -> x/y
+    rule(div(Y, broadcast_to(X)), lambda m: m.emit("div", m.y, m.x)),  # y/broadcast_to(x) -> y/x
     # -- exp and log, and their stable forms
     rule(exp(log(X)), lambda m: m.x, when=lambda m: non_negative(m.x)),  # exp(log x) -> x, x >= 0
     rule(log(exp(X)), lambda m: m.x),  # log(exp x) -> x

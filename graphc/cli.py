@@ -25,13 +25,48 @@ def demo(args: argparse.Namespace) -> int:
     xv = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
     wv = np.array([[1, -1], [0.5, 0.5], [-1, 1]], np.float32)
     print("\nRun on x (4x3) and w (3x2):  loss =", g(x=xv, w=wv))
+    _demo_pictures(g, args)
+    return 0
+
+
+def _demo_pictures(g: gc.Graph, args: argparse.Namespace) -> None:
+    import tempfile
+
+    from graphc.viz.command import demo_pictures
+
+    folder = args.out or tempfile.mkdtemp(prefix="graphc-demo-")
+    paths = demo_pictures(g, ["w"], folder)
+    print("\nPictures of the graph and of its backward graph (d loss / dw):")
+    for path in paths:
+        print(f"  {path}")
+    if any(path.suffix == ".dot" for path in paths):
+        print("  (graphviz's `dot` is not installed: these are DOT sources; install graphviz)")
+
+
+def render(args: argparse.Namespace) -> int:
+    """Trace MODULE:FUNCTION and draw it (and its backward graph, and pass by pass)."""
+    from graphc.viz.command import render_command
+
+    try:
+        lines = render_command(args)
+    except gc.GraphcError as exc:
+        print(f"graphc render: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="graphc", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="declare, print and run a small graph").set_defaults(run=demo)
+    demo_parser = commands.add_parser("demo", help="declare, print, run and draw a small graph")
+    demo_parser.add_argument("--out", metavar="DIR", help="folder for the pictures (default: temp)")
+    demo_parser.set_defaults(run=demo)
+    from graphc.viz.command import add_render_arguments
+
+    render_parser = commands.add_parser("render", help="trace a function and draw its graph")
+    add_render_arguments(render_parser)
+    render_parser.set_defaults(run=render)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

@@ -11,7 +11,8 @@
 from graphc.ir.graph import set_mime_handler
 from graphc.viz.dot import to_dot
 from graphc.viz.files import DotMissingWarning, have_dot, mime_bundle, render
+from graphc.viz.report import pass_pictures
 
 set_mime_handler(mime_bundle)
 
-__all__ = ["DotMissingWarning", "have_dot", "mime_bundle", "render", "to_dot"]
+__all__ = ["DotMissingWarning", "have_dot", "mime_bundle", "pass_pictures", "render", "to_dot"]

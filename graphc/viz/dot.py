@@ -28,8 +28,11 @@ def make_options(**options: Any) -> Options:
     return Options(**options)
 
 
-def _finish(dot: graphviz.Digraph, painters: list[GraphPainter], options: Options) -> None:
-    if options.title:
+def finish(
+    dot: graphviz.Digraph, painters: list[GraphPainter], options: Options, title: bool = True
+) -> None:
+    """Add the title and a legend of what `painters` drew."""
+    if title and options.title:
         dot.attr(label=options.title, labelloc="t", fontsize="14")
     if options.legend:
         roles = set().union(*(p.roles for p in painters))
@@ -45,7 +48,7 @@ def graph_to_dot(graph: Graph, options: Options) -> graphviz.Digraph:
     painter.paint(dot)
     if backward_nodes(graph):
         painter.paint_grad_links(dot)
-    _finish(dot, [painter], options)
+    finish(dot, [painter], options)
     return dot
 
 
@@ -69,7 +72,7 @@ def pair_to_dot(forward: Graph, backward: Graph, options: Options) -> graphviz.D
             dot.edge(fwd.node_id(source), bwd.node_id(p), **style.edge_attrs("saved"))
             bwd.edge_kinds.add("saved")
     bwd.paint_grad_links(dot, forward=fwd)
-    _finish(dot, [fwd, bwd], options)
+    finish(dot, [fwd, bwd], options)
     return dot
 
 

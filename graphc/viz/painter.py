@@ -184,7 +184,7 @@ class GraphPainter:
         for n in self.graph.nodes:
             if n in self.collapse.owner:
                 continue
-            if self.role(n) == "fused" and isinstance(n.attrs.get("body"), Graph):
+            if isinstance(n.attrs.get("body"), Graph):
                 self._paint_fused(dot, n)
             else:
                 self._paint_node(dot, n)
@@ -283,18 +283,30 @@ class GraphPainter:
         return "backward" if self.all_backward else "data"
 
     def paint_grad_links(self, dot: graphviz.Digraph, forward: GraphPainter | None = None) -> None:
-        """Dashed links from each backward node to the forward node it differentiates."""
+        """Dashed links from backward nodes to the forward node each differentiates.
+
+        One vjp rule often makes several nodes (transpose then matmul); every one of
+        them is labelled "∂ of <node>", and one link per rule, from the node that
+        finishes it, is enough to find the forward node without a tangle of lines.
+        """
         if not self.options.grad_links:
             return
         forward = forward or self
-        drawn: set[tuple[str, str]] = set()
+        finishing: dict[tuple[str, str], Node] = {}  # (group, target) -> last node
         for n in self.graph.nodes:
             target = grad_of_name(n)
-            if target is None or target not in forward.graph:
+            if target is None or target not in forward.graph or n.is_constant:
                 continue
+            finishing[(self._rule_group(n), target)] = n
+        drawn: set[tuple[str, str]] = set()
+        for (_, target), n in finishing.items():
             pair = (self.node_id(n), forward.node_id(forward.graph.node(target)))
             if pair in drawn or pair[0] == pair[1]:
                 continue
             drawn.add(pair)
             dot.edge(*pair, **style.edge_attrs("grad_of"))
             self.edge_kinds.add("grad_of")
+
+    def _rule_group(self, n: Node) -> str:
+        """Outputs and seeds stand alone; the ops one rule made share their target."""
+        return n.name if n.kind != OP else "ops"

@@ -91,7 +91,7 @@ EDGES: dict[str, dict[str, str]] = {
     "removed": {"style": "dashed", "color": REMOVED_COLOR, "fontcolor": REMOVED_COLOR},
     "grad_of": {
         "style": "dashed",
-        "color": BACKWARD_COLOR,
+        "color": BACKWARD_COLOR + "99",  # translucent: the links explain, values matter more
         "arrowhead": "empty",
         "constraint": "false",
     },

@@ -1,0 +1,144 @@
+"""The work behind `graphc render` and the pictures of `graphc demo`.
+
+These functions return what they wrote (paths and messages); `cli.py` prints them,
+since nothing below the CLI prints.
+
+    graphc render MODULE:FUNCTION --spec "B,3:float32" --spec "3,2" -o out.svg
+        [--backward] [--opt-level N] [--passes]
+
+MODULE is a dotted module name or a path to a ``.py`` file. A spec is a comma list
+of dims (ints, or names for symbolic dims; empty for a scalar), then optionally
+``:dtype``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from graphc.ir.errors import GraphcError
+from graphc.ir.graph import Graph
+
+
+def parse_spec(text: str) -> Any:
+    """``"B,3:float32"`` -> TensorSpec(("B", 3), float32); ``":int64"`` is an int64 scalar."""
+    from graphc.frontend import TensorSpec
+
+    dims_text, _, dtype = text.partition(":")
+    dims: list[int | str] = []
+    for part in (p.strip() for p in dims_text.split(",")):
+        if not part:
+            continue
+        dims.append(int(part) if part.lstrip("-").isdigit() else part)
+    try:
+        return TensorSpec(tuple(dims), dtype.strip() or "float32")
+    except GraphcError as exc:
+        raise GraphcError(f"--spec {text!r}: {exc}") from None
+
+
+def load_function(target: str) -> Callable[..., Any]:
+    """The function named by ``module.path:function`` or ``path/to/file.py:function``."""
+    module_name, sep, function_name = target.rpartition(":")
+    if not sep or not module_name or not function_name:
+        raise GraphcError(f"expected MODULE:FUNCTION, got {target!r}")
+    if module_name.endswith(".py"):
+        path = Path(module_name)
+        if not path.exists():
+            raise GraphcError(f"no such file: {module_name}")
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules.setdefault(path.stem, module)
+        spec.loader.exec_module(module)
+    else:
+        if "" not in sys.path:
+            sys.path.insert(0, "")  # as `python -m` does: modules in the working directory
+        module = importlib.import_module(module_name)
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise GraphcError(f"{module_name} has no function '{function_name}'")
+    return function
+
+
+def add_render_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="MODULE:FUNCTION", help="the function to trace")
+    parser.add_argument(
+        "--spec",
+        action="append",
+        default=[],
+        metavar="DIMS[:DTYPE]",
+        help='one per argument, e.g. "B,3:float32" (names are symbolic dims), ":int64" a scalar',
+    )
+    parser.add_argument(
+        "-o", "--output", required=True, help="picture to write: .svg .png .pdf .dot"
+    )
+    parser.add_argument(
+        "--backward", action="store_true", help="draw the forward and backward graphs, linked"
+    )
+    parser.add_argument("--opt-level", type=int, default=None, metavar="N", help="optimize first")
+    parser.add_argument(
+        "--passes", action="store_true", help="with --opt-level: one picture per pass as well"
+    )
+
+
+def _floating_inputs(g: Graph) -> list[str]:
+    return [p.name for p in g.inputs if p.type.dtype.kind == "f"]
+
+
+def render_command(args: argparse.Namespace) -> list[str]:
+    """Trace, optionally differentiate and optimize, render; returns lines to print."""
+    import graphc as gc
+
+    fn = load_function(args.target)
+    g = gc.trace(fn, *[parse_spec(s) for s in args.spec])
+    out = Path(args.output)
+    wrt = _floating_inputs(g)
+    if args.backward and not wrt:
+        raise GraphcError(f"--backward: function '{g.name}' has no floating-point input")
+    subject: Graph = gc.gradients(g, wrt=wrt, seeds=True) if args.backward else g
+    lines: list[str] = []
+    written: list[Path] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", gc.viz.DotMissingWarning)
+        report = None
+        if args.opt_level is not None:
+            subject, report = gc.optimize(subject, args.opt_level, explain=True)
+        if args.backward:
+            forward, backward = gc.split_backward(g, wrt=wrt)
+            if args.opt_level is not None:
+                forward = gc.optimize(forward, args.opt_level)
+                backward = gc.optimize(backward, args.opt_level)
+            written.append(gc.viz.render((forward, backward), out))
+        else:
+            written.append(gc.viz.render(subject, out))
+        if args.passes:
+            if report is None:
+                raise GraphcError("--passes needs --opt-level N")
+            for name, dot in gc.viz.pass_pictures(report):
+                written.append(
+                    gc.viz.render(dot, out.with_name(f"{out.stem}-pass-{name}{out.suffix}"))
+                )
+    lines += [f"wrote {path}" for path in written]
+    lines += sorted(
+        {str(w.message) for w in caught if issubclass(w.category, gc.viz.DotMissingWarning)}
+    )
+    return lines
+
+
+def demo_pictures(graph: Graph, wrt: list[str], folder: str | Path) -> list[Path]:
+    """The demo's forward graph and its (forward, backward) pair, as SVG files in `folder`."""
+    import graphc as gc
+
+    folder = Path(folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gc.viz.DotMissingWarning)  # the paths say .dot
+        forward_path = gc.viz.render(graph, folder / f"{graph.name}-forward.svg")
+        pair = gc.split_backward(graph, wrt=wrt)
+        backward_path = gc.viz.render(pair, folder / f"{graph.name}-backward.svg")
+    return [forward_path, backward_path]

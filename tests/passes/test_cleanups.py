@@ -1,0 +1,170 @@
+"""fold_constants, eliminate_common_subexpressions, eliminate_dead_code, the driver."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+
+import graphc as gc
+from graphc.passes import fold
+from graphc.passes.report import PassLog
+from graphc.passes.rewrite import Rewriter
+from graphc.passes.simplify import ALGEBRA
+from tests.passes.passcheck import check_pass
+from tests.strategies import random_graphs
+
+
+def test_fold_runs_the_kernels_in_cascade() -> None:
+    before = """graph g(%x: f64[2]) {
+      %a: f64[2] = constant(value=[1.0, 4.0])
+      %b: f64[2] = sqrt(%a)
+      %c: f64[2] = exp(%b)
+      %d: f64[2] = add(%x, %c)
+      output %y = %d
+    }"""
+    c = np.exp(np.sqrt([1.0, 4.0]))
+    after = f"""graph g(%x: f64[2]) {{
+      %c: f64[2] = constant(value=[{float(c[0])!r}, {float(c[1])!r}])
+      %d: f64[2] = add(%x, %c)
+      output %y = %d
+    }}"""
+    check_pass(gc.passes.fold_constants, before, after)
+
+
+def test_fold_type_only_ops_on_concrete_shapes() -> None:
+    before = """graph g(%x: f64[2,3]) {
+      %f: f64[2,3] = full_like(%x, value=2)
+      %n: f64[] = count(%x, axis=None, dtype=f64)
+      %a: f64[2,3] = mul(%x, %f)
+      %b: f64[2,3] = div(%a, %n)
+      output %y = %b
+    }"""
+    after = """graph g(%x: f64[2,3]) {
+      %f: f64[2,3] = constant(value=[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]])
+      %n: f64[] = constant(value=6.0)
+      %a: f64[2,3] = mul(%x, %f)
+      %b: f64[2,3] = div(%a, %n)
+      output %y = %b
+    }"""
+    check_pass(gc.passes.fold_constants, before, after)
+
+
+def test_fold_leaves_symbolic_and_huge_results() -> None:
+    text = """graph g(%x: f64[B]) {
+      %f: f64[B] = full_like(%x, value=2)
+      %c: f64[] = constant(value=1.0)
+      %big: f64[300,300] = broadcast_to(%c, shape=(300, 300))
+      %s: f64[] = sum(%big, axis=None, keepdims=False)
+      %m: f64[B] = mul(%f, %s)
+      output %y = %m
+    }"""
+    assert fold.FOLD_LIMIT < 300 * 300
+    check_pass(gc.passes.fold_constants, text, text)
+
+
+def test_fold_skips_a_kernel_that_raises() -> None:
+    text = """graph g(%x: i64[2]) {
+      %a: i64[2] = constant(value=[2, 3])
+      %b: i64[2] = constant(value=[-1, 1])
+      %p: i64[2] = pow(%a, %b)
+      %s: i64[2] = add(%x, %p)
+      output %y = %s
+    }"""
+    assert str(gc.passes.fold_constants(gc.parse(text))) == str(gc.parse(text))
+
+
+def test_cse_merges_ops_commuted_inputs_and_equal_constants() -> None:
+    before = """graph g(%x: f64[3], %w: f64[3]) {
+      %c1: f64[] = constant(value=2.0)
+      %c2: f64[] = constant(value=2.0)
+      %a: f64[3] = mul(%x, %c1)
+      %b: f64[3] = mul(%c2, %x)
+      %e: f64[3] = add(%a, %w)
+      %f: f64[3] = add(%w, %b)
+      %g: f64[3] = sub(%e, %f)
+      output %y = %g
+    }"""
+    after = """graph g(%x: f64[3], %w: f64[3]) {
+      %c1: f64[] = constant(value=2.0)
+      %a: f64[3] = mul(%x, %c1)
+      %e: f64[3] = add(%a, %w)
+      %g: f64[3] = sub(%e, %e)
+      output %y = %g
+    }"""
+    check_pass(gc.passes.eliminate_common_subexpressions, before, after)
+
+
+def test_cse_keeps_different_attrs_dtypes_and_signed_zeros_apart() -> None:
+    text = """graph g(%x: f64[3,4]) {
+      %a: f64[3] = sum(%x, axis=(1,), keepdims=False)
+      %b: f64[4] = sum(%x, axis=(0,), keepdims=False)
+      %z: f64[] = constant(value=0.0)
+      %n: f64[] = constant(value=-0.0)
+      %i: i64[] = constant(value=0)
+      output %y1 = %a
+      output %y2 = %b
+      output %y3 = %z
+      output %y4 = %n
+      output %y5 = %i
+    }"""
+    check_pass(gc.passes.eliminate_common_subexpressions, text, text)
+
+
+def test_dce_keeps_placeholders_and_outputs() -> None:
+    before = """graph g(%x: f64[3], %unused: f64[2]) {
+      %a: f64[3] = exp(%x)
+      %b: f64[3] = sin(%a)
+      %c: f64[3] = cos(%x)
+      output %y = %c
+    }"""
+    after = """graph g(%x: f64[3], %unused: f64[2]) {
+      %c: f64[3] = cos(%x)
+      output %y = %c
+    }"""
+    check_pass(gc.passes.eliminate_dead_code, before, after)
+
+
+def test_new_names_never_collide_with_later_names() -> None:
+    # the replacement for x*x*2*3 is called 'mul...' while the old graph has 'mul_1' later
+    before = """graph g(%x: f64[3]) {
+      %c: f64[] = constant(value=2.0)
+      %mul: f64[3] = mul(%x, %c)
+      %d: f64[] = constant(value=3.0)
+      %m2: f64[3] = mul(%mul, %d)
+      %mul_1: f64[3] = sin(%m2)
+      output %y = %mul_1
+    }"""
+    result = check_pass(
+        gc.passes.simplify,
+        before,
+        """graph g(%x: f64[3]) {
+          %const: f64[] = constant(value=6.0)
+          %mul_2: f64[3] = mul(%x, %const)
+          %mul_1: f64[3] = sin(%mul_2)
+          output %y = %mul_1
+        }""",
+    )
+    assert len({n.name for n in result.nodes}) == len(result.nodes)
+
+
+@settings(max_examples=60, derandomize=True)
+@given(random_graphs(min_ops=15, max_ops=25, symbolic=True))
+def test_one_walk_reaches_the_fixed_point(graph: gc.Graph) -> None:
+    """After simplify, a second walk of the same rules fires nothing."""
+    once = gc.passes.simplify(gc.passes.fold_constants(graph))
+    again = Rewriter(once, ALGEBRA, PassLog("again"))
+    again.walk()
+    assert again.fired == 0, str(once)
+
+
+def test_logs_count_what_fired() -> None:
+    g = gc.parse("""graph g(%x: f64[3]) {
+      %one: f64[] = constant(value=1.0)
+      %a: f64[3] = mul(%x, %one)
+      %b: f64[3] = mul(%a, %one)
+      output %y = %b
+    }""")
+    log = PassLog("simplify")
+    gc.passes.simplify(g, log=log)
+    assert log.counts == {"mul(x, 1)": 2}
+    assert "2 x mul(x, 1)" in log.lines()

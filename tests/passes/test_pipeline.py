@@ -1,0 +1,123 @@
+"""gc.optimize: levels, the report, the verify switch, locations, inputs untouched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.passes import pipeline
+from tests.passes.passcheck import same_numbers
+
+TEXT = """graph g(%x: f64[B,4], %w: f64[4]) {
+  %one: f64[] = constant(value=1.0)
+  %a: f64[B,4] = mul(%x, %one)
+  %e: f64[B,4] = exp(%a)
+  %f: f64[B,4] = exp(%x)
+  %s: f64[B,4] = add(%e, %f)
+  %t: f64[B,4] = tanh(%s)
+  %u: f64[B,4] = mul(%t, %w)
+  %dead: f64[B,4] = sin(%x)
+  output %y = %u
+}"""
+
+
+def test_levels() -> None:
+    g = gc.parse(TEXT)
+    o0, o1, o2 = (gc.optimize(g, level=k) for k in (0, 1, 2))
+    assert str(o0) == str(g)
+    assert [n.op for n in o1.op_nodes] == ["exp", "add", "tanh", "mul"]
+    assert [n.op for n in o2.op_nodes] == ["fused"]
+    for o in (o1, o2):
+        same_numbers(g, o)
+    assert str(g) == str(gc.parse(TEXT))  # the input graph is unchanged
+
+
+def test_report_lists_passes_with_counts_and_times() -> None:
+    g = gc.parse(TEXT)
+    result, report = gc.optimize(g, level=2, explain=True)
+    names = [p.name for p in report.passes]
+    assert names[:4] == [
+        "fold_constants",
+        "simplify",
+        "eliminate_common_subexpressions",
+        "eliminate_dead_code",
+    ]
+    assert "fuse_elementwise" in names and "fuse_matmul_epilogue" in names
+    assert report.nodes_before == len(g.nodes) and report.nodes_after == len(result.nodes)
+    for before, after in zip(report.passes, report.passes[1:]):
+        assert before.nodes_after == after.nodes_before
+    assert all(p.seconds >= 0 for p in report.passes)
+    text = str(report)
+    assert text.startswith(f"optimization at O2: {len(g.nodes)} -> {len(result.nodes)} nodes")
+    assert "mul(x, 1)" in text and "merged a repeated op" in text and "fused 'fused'" in text
+
+
+def test_cleanups_repeat_when_cse_exposes_algebra() -> None:
+    g = gc.parse("""graph g(%x: i64[3]) {
+      %c: i64[] = constant(value=3)
+      %k: i64[] = constant(value=3)
+      %a: i64[3] = mul(%x, %c)
+      %b: i64[3] = mul(%x, %k)
+      %d: i64[3] = sub(%a, %b)
+      output %y = %d
+    }""")
+    result, report = gc.optimize(g, level=1, explain=True)
+    assert [n.op for n in result.op_nodes] == ["constant"]
+    assert len(report.find("simplify")) == 2
+    np.testing.assert_array_equal(gc.run(result, {"x": np.arange(3)})[0], np.zeros(3))
+
+
+def test_level_zero_report_and_bad_level() -> None:
+    g = gc.parse(TEXT)
+    result, report = gc.optimize(g, level=0, explain=True)
+    assert result is g and report.passes == []
+    assert "no passes" in str(report)
+    with pytest.raises(gc.GraphcError, match="level must be one of"):
+        gc.optimize(g, level=7)
+
+
+def _broken_pass(graph: gc.Graph, log: object = None) -> gc.Graph:
+    bad = gc.Graph(graph.name)
+    x = bad.add_placeholder("x", gc.TensorType((3,), "float64"))
+    bad.add_op("exp", [x], {}, gc.TensorType((4,), "float64"), name="e")  # wrong type
+    return bad
+
+
+def test_verify_after_every_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = gc.parse(TEXT)
+    monkeypatch.setitem(pipeline.LEVELS, 9, ((), (_broken_pass,)))
+    assert gc.optimize(g, level=9, verify=False) is not None
+    with pytest.raises(gc.VerifyError, match="after pass _broken_pass"):
+        gc.optimize(g, level=9, verify=True)
+    monkeypatch.setenv("GRAPHC_VERIFY_PASSES", "1")
+    with pytest.raises(gc.VerifyError, match="node 'e'"):
+        gc.optimize(g, level=9)
+
+
+def test_locations_survive_every_level() -> None:
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", shape=(3,), dtype="float64")
+        y = gc.tanh(x * 2.0) * 3.0
+        z = gc.sum(y)
+        gc.output(z, name="z")
+    locs = {n.loc for n in g.op_nodes}
+    for level in (1, 2):
+        result = gc.optimize(g, level=level)
+        for n in result.op_nodes:
+            assert n.loc in locs, (level, n)
+
+
+def test_passes_are_exported() -> None:
+    for name in (
+        "simplify",
+        "fold_constants",
+        "eliminate_common_subexpressions",
+        "eliminate_dead_code",
+        "fuse_elementwise",
+        "fuse_matmul_epilogue",
+        "optimize",
+    ):
+        assert callable(getattr(gc.passes, name))
+    assert gc.optimize is gc.passes.optimize

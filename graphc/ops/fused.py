@@ -186,6 +186,8 @@ fused = defop(
     attrs={"body": REQUIRED},
     vjp=_fused_vjp,
     elementwise=True,
+    # the kernel and the chunked lowering write the result after reading every operand
+    inplace=True,
     cost=_fused_cost,
     doc="A group of elementwise ops run as one node; made by gc.passes.fuse_elementwise.",
 )

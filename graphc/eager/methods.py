@@ -194,6 +194,18 @@ class TorchMethods:
             correction: int | None = None) -> Any:  # fmt: skip
         return E.sqrt(var_of(self, dim, unbiased, keepdim, correction))
 
+    def all(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """True where every element (along dim) is nonzero."""
+        return R.min(E.cast(self, np.bool_), axis=dim, keepdims=keepdim)
+
+    def any(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """True where some element (along dim) is nonzero."""
+        return R.max(E.cast(self, np.bool_), axis=dim, keepdims=keepdim)
+
+    def equal(self, other: Any) -> bool:
+        """Same shape and the same values (PyTorch's torch.equal)."""
+        return tuple(self.shape) == tuple(other.shape) and bool(E.eq(self, other).all())
+
     def logsumexp(self, dim: Any = None, keepdim: bool = False) -> Any:
         return R.logsumexp(self, axis=dim, keepdims=keepdim)
 

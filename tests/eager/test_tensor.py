@@ -136,6 +136,13 @@ def test_every_graphc_op_is_a_function_on_tensors() -> None:
     assert ge.is_tensor(x) and not ge.is_tensor(x.numpy())
 
 
+def test_all_any_equal() -> None:
+    x = ge.tensor([[1.0, 0.0], [2.0, 3.0]])
+    assert x.all().item() is False and x.any().item() is True
+    assert x.all(dim=1).tolist() == [False, True] and x.any(1, keepdim=True).shape == (2, 1)
+    assert x.equal(x.clone()) and not x.equal(x[0])
+
+
 def test_conversions() -> None:
     x = ge.tensor([[1.0, 2.0]])
     assert x.tolist() == [[1.0, 2.0]] and float(x[0, 1]) == 2.0 and len(x) == 1

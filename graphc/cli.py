@@ -56,6 +56,19 @@ def render(args: argparse.Namespace) -> int:
     return 0
 
 
+def inspect(args: argparse.Namespace) -> int:
+    """Print a graph (JSON file or traced function), its statistics and optimization report."""
+    from graphc.inspection import inspect_command
+
+    try:
+        lines = inspect_command(args)
+    except (gc.GraphcError, OSError) as exc:
+        print(f"graphc inspect: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="graphc", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -67,6 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     render_parser = commands.add_parser("render", help="trace a function and draw its graph")
     add_render_arguments(render_parser)
     render_parser.set_defaults(run=render)
+    from graphc.inspection import add_inspect_arguments
+
+    inspect_parser = commands.add_parser("inspect", help="a graph's text, statistics, passes")
+    add_inspect_arguments(inspect_parser)
+    inspect_parser.set_defaults(run=inspect)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

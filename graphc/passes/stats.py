@@ -1,0 +1,78 @@
+"""Graph statistics: nodes by op, parameters, constants and a FLOP estimate.
+
+The FLOP estimate sums each op's own cost rule (`OpDef.flops`); symbolic dims are
+bound by `bindings`, and those left unbound count as 1, so the figure is then per
+unit of each free dim (the text says which dims were taken as 1).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from graphc.ir.graph import OP, Graph
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
+
+
+@dataclass
+class GraphStats:
+    """What `graph_statistics` found; `str()` is the table `graphc inspect` prints."""
+
+    name: str
+    nodes: int
+    ops_by_name: Counter = field(default_factory=Counter)
+    inputs: list[tuple[str, TensorType]] = field(default_factory=list)
+    input_elements: int = 0
+    constant_elements: int = 0
+    flops: int = 0
+    free_dims: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        ops = sum(self.ops_by_name.values())
+        lines = [f"graph '{self.name}': {self.nodes} nodes, {ops} ops"]
+        lines += [f"  {n:>5}  {op}" for op, n in self.ops_by_name.most_common()]
+        lines.append(f"parameters (inputs): {len(self.inputs)}, {self.input_elements:,} elements")
+        lines += [f"  %{name}: {t}" for name, t in self.inputs]
+        lines.append(f"constants: {self.constant_elements:,} elements")
+        per = f" (per unit of {', '.join(self.free_dims)})" if self.free_dims else ""
+        lines.append(f"FLOP estimate: {self.flops:,}{per}")
+        return "\n".join(lines)
+
+
+def _bound(t: TensorType, bindings: Mapping[str, int]) -> TensorType:
+    return t.with_shape(bindings.get(d, 1) if isinstance(d, str) else d for d in t.shape)
+
+
+def graph_statistics(graph: Graph, bindings: Mapping[str, int] | None = None) -> GraphStats:
+    """Count ops, parameters and constants, and estimate FLOPs.
+
+    >>> import graphc as gc
+    >>> g = gc.parse('''
+    ... graph g(%x: f32[B,3], %w: f32[3,2]) {
+    ...   %m: f32[B,2] = matmul(%x, %w)
+    ...   output %y = %m
+    ... }''')
+    >>> graph_statistics(g, {"B": 10}).flops
+    120
+    """
+    bindings = dict(bindings or {})
+    stats = GraphStats(graph.name, len(graph.nodes))
+    free: set[str] = set()
+    for node in graph.nodes:
+        free.update(d for d in node.type.symbols if d not in bindings)
+        if node.kind != OP:
+            continue
+        stats.ops_by_name[node.op] += 1
+        if node.is_constant:
+            stats.constant_elements += node.value.size
+            continue
+        out = _bound(node.type, bindings)
+        ins = [_bound(x.type, bindings) for x in node.inputs]
+        stats.flops += get_op(node.op).flops(out, *ins, **node.attrs)
+    for p in graph.inputs:
+        stats.inputs.append((p.name, p.type))
+        stats.input_elements += _bound(p.type, bindings).size or 0
+    stats.free_dims = tuple(sorted(free))
+    return stats

@@ -1,0 +1,53 @@
+"""graph_statistics and the `graphc inspect` command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import graphc as gc
+from graphc.cli import main
+from graphc.passes.stats import graph_statistics
+
+TEXT = """graph g(%x: f32[B,3], %w: f32[3,2]) {
+  %c: f32[2] = constant(value=[1.0, 2.0])
+  %m: f32[B,2] = matmul(%x, %w)
+  %a: f32[B,2] = add(%m, %c)
+  %t: f32[B,2] = tanh(%a)
+  output %y = %t
+}"""
+
+
+def test_statistics_counts_ops_parameters_and_flops() -> None:
+    stats = graph_statistics(gc.parse(TEXT), {"B": 5})
+    assert stats.ops_by_name == {"constant": 1, "matmul": 1, "add": 1, "tanh": 1}
+    assert stats.inputs[0][0] == "x" and stats.input_elements == 5 * 3 + 3 * 2
+    assert stats.constant_elements == 2
+    assert stats.flops == 2 * 5 * 2 * 3 + 5 * 2 + 5 * 2  # matmul, add, tanh
+    assert stats.free_dims == ()
+    unbound = graph_statistics(gc.parse(TEXT))
+    assert unbound.free_dims == ("B",) and "per unit of B" in str(unbound)
+
+
+def test_inspect_a_json_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "g.json"
+    gc.save(gc.parse(TEXT), path)
+    assert main(["inspect", str(path), "--opt-level", "2", "--optimized"]) == 0
+    out = capsys.readouterr().out
+    for heading in ("== graph ==", "== statistics ==", "== optimization (O2) =="):
+        assert heading in out
+    assert "matmul_epilogue" in out and "FLOP estimate" in out and "fuse_elementwise" in out
+
+
+def test_inspect_a_traced_function(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    module = tmp_path / "model.py"
+    module.write_text("import graphc as gc\n\ndef f(x):\n    return gc.exp(x) * 1.0\n")
+    assert main(["inspect", f"{module}:f", "--spec", "B,3", "--opt-level", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "graph f(%x: f32[B,3])" in out and "mul(x, 1)" in out
+
+
+def test_inspect_reports_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(tmp_path / "missing.json")]) == 2
+    assert "graphc inspect:" in capsys.readouterr().err

@@ -21,6 +21,7 @@ from graphc.eager.grad_mode import STATE
 from graphc.eager.inplace import InPlaceMethods
 from graphc.eager.methods import TorchMethods
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError
+from graphc.ir.graph import rich_display
 from graphc.ir.types import as_dtype
 from graphc.ops.operators import OperatorMixin
 
@@ -200,6 +201,13 @@ class Tensor(TorchMethods, InPlaceMethods, OperatorMixin):
         return printing.format_tensor(self._data, suffixes)
 
     __str__ = __repr__
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """In notebooks: the text, and a picture of the tape when there is one."""
+        bundle = {"text/plain": repr(self)}
+        if self.grad_fn is not None:
+            bundle.update(rich_display(self))
+        return bundle
 
     # -- autograd -------------------------------------------------------------------
 

@@ -239,3 +239,8 @@ def set_call_handler(handler: Callable[[Graph, tuple, dict], Any]) -> None:
 def set_mime_handler(handler: Callable[[Any], dict[str, str]]) -> None:
     global _MIME_HANDLER
     _MIME_HANDLER = handler
+
+
+def rich_display(obj: Any) -> dict[str, str]:
+    """Pictures of `obj` for notebooks from the installed handler (graphc.viz), or none."""
+    return _MIME_HANDLER(obj) if _MIME_HANDLER is not None else {}

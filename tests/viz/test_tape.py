@@ -53,3 +53,13 @@ def test_a_tensor_without_tape_is_one_box() -> None:
     x = leaf(3.0)
     dot = parse_dot(gc.viz.to_dot(x, legend=False).source)
     assert len(dot.nodes) == 1 and not dot.edges
+
+
+def test_tensors_with_a_tape_show_it_in_notebooks() -> None:
+    x = leaf(2.0)
+    y = x * x  # type: ignore[operator]
+    bundle = y._repr_mimebundle_()  # type: ignore[attr-defined]
+    assert bundle["text/plain"] == repr(y)
+    if gc.viz.have_dot():
+        assert "MulBackward0" in bundle["image/svg+xml"]
+    assert set(x._repr_mimebundle_()) == {"text/plain"}  # type: ignore[attr-defined]

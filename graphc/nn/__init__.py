@@ -1,0 +1,20 @@
+"""graphc.nn: layers and losses that run eagerly and trace into graphs.
+
+>>> import graphc.eager as ge
+>>> from graphc import nn
+>>> model = nn.Sequential(nn.Linear(3, 4, generator=0), nn.Tanh(), nn.Linear(4, 1, generator=1))
+>>> nn.MSELoss()(model(ge.ones(5, 3)), ge.zeros(5, 1)).shape
+()
+"""
+
+from graphc.nn import init
+from graphc.nn.layers import (
+    CrossEntropyLoss,
+    Linear,
+    MSELoss,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Tanh,
+)
+from graphc.nn.module import IncompatibleKeys, Module

@@ -1,0 +1,135 @@
+"""Parameter initializers, PyTorch's `torch.nn.init` under the same names.
+
+Each fills a tensor in place (outside the tape) and returns it. Random ones draw
+from `generator`: an int seed, a `numpy.random.Generator`, or None for graphc.eager's
+global generator (seeded by `graphc.eager.manual_seed`), so a model built after
+the same seed has the same parameters. Samples are drawn in float64 and then cast,
+so a float32 and a float64 model from one seed hold the same numbers up to rounding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from graphc.eager import Tensor, from_numpy, no_grad, rand
+from graphc.ir.errors import GraphcError
+
+Generator = int | np.random.Generator | None
+
+
+def _uniform01(shape: tuple[int, ...], generator: Generator) -> np.ndarray:
+    if generator is None:
+        return rand(*shape, dtype="float64").numpy()
+    if isinstance(generator, (int, np.integer)):
+        generator = np.random.default_rng(int(generator))
+    return generator.random(shape, dtype=np.float64)
+
+
+def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
+    with no_grad():
+        tensor.copy_(from_numpy(values.astype(tensor.dtype)))
+    return tensor
+
+
+def calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    """(fan_in, fan_out) of a weight of shape (out, in, *kernel), as torch counts them."""
+    shape = tuple(tensor.shape)
+    if len(shape) < 2:
+        raise GraphcError(f"fan in and fan out need a tensor of rank >= 2, got shape {shape}")
+    receptive = math.prod(shape[2:])
+    return shape[1] * receptive, shape[0] * receptive
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The recommended gain for a nonlinearity (torch.nn.init.calculate_gain)."""
+    if nonlinearity in ("linear", "sigmoid", "identity"):
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else param
+        return math.sqrt(2.0 / (1 + slope**2))
+    raise GraphcError(f"calculate_gain: unknown nonlinearity '{nonlinearity}'")
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator = None) -> Tensor:
+    """Fill with samples from U(a, b)."""
+    return _fill(tensor, a + (b - a) * _uniform01(tuple(tensor.shape), generator))
+
+
+def normal_(
+    tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator = None
+) -> Tensor:
+    """Fill with samples from N(mean, std^2) (Box-Muller on the uniform stream)."""
+    shape = tuple(tensor.shape)
+    u1 = _uniform01(shape, generator)
+    u2 = _uniform01(shape, generator)
+    z = np.sqrt(-2.0 * np.log1p(-u1)) * np.cos(2.0 * np.pi * u2)
+    return _fill(tensor, mean + std * z)
+
+
+def constant_(tensor: Tensor, value: float) -> Tensor:
+    return _fill(tensor, np.full(tuple(tensor.shape), value, np.float64))
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 0.0)
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 1.0)
+
+
+def kaiming_uniform_(
+    tensor: Tensor,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Generator = None,
+) -> Tensor:
+    """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., as in torch).
+
+    >>> import graphc.eager as ge
+    >>> w = kaiming_uniform_(ge.zeros(4, 16), a=5**0.5, generator=0)
+    >>> bool(abs(w).max() <= 16**-0.5)   # with a = sqrt(5) the bound is 1/sqrt(fan_in)
+    True
+    """
+    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
+    if mode not in ("fan_in", "fan_out"):
+        raise GraphcError(f"kaiming_uniform_: mode must be 'fan_in' or 'fan_out', got '{mode}'")
+    fan = fan_in if mode == "fan_in" else fan_out
+    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Generator = None) -> Tensor:
+    """U(-bound, bound) with bound = gain * sqrt(6 / (fan_in + fan_out)) (Glorot)."""
+    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
+    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def as_generator(seed: Generator) -> np.random.Generator | None:
+    """One generator for a whole layer, so its weight and bias draw different numbers."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(int(seed))
+
+
+__all__ = [
+    "Generator",
+    "as_generator",
+    "calculate_fan_in_and_fan_out",
+    "calculate_gain",
+    "constant_",
+    "kaiming_uniform_",
+    "normal_",
+    "ones_",
+    "uniform_",
+    "xavier_uniform_",
+    "zeros_",
+]

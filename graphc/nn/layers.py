@@ -1,0 +1,172 @@
+"""Layers: `Linear`, the activations, `Sequential`, and the losses.
+
+Every forward is written with graphc ops, so it runs on eager tensors and records
+nodes on graph values alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from graphc.eager import zeros
+from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ir.types import as_dtype
+from graphc.nn import init
+from graphc.nn.module import Module
+from graphc.ops import cross_entropy, mse_loss, relu, sigmoid, tanh
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, with weight of shape (out_features, in_features).
+
+    Initialized as torch does: weight and bias from U(-1/sqrt(in), 1/sqrt(in)),
+    drawn from `generator` (a seed, a numpy Generator, or graphc.eager's global one).
+
+    >>> from graphc import nn
+    >>> import graphc.eager as ge
+    >>> layer = nn.Linear(3, 2, generator=0)
+    >>> layer(ge.ones(4, 3)).shape
+    (4, 2)
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        dtype: Any = "float32",
+        generator: init.Generator = None,
+    ) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        dtype = as_dtype(dtype)
+        rng = init.as_generator(generator)
+        self.weight = zeros(out_features, in_features, dtype=dtype, requires_grad=True)
+        # kaiming_uniform_(a=sqrt(5)) is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), torch's default
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5), generator=rng)
+        if bias:
+            self.bias = zeros(out_features, dtype=dtype, requires_grad=True)
+            bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound, generator=rng)
+        else:
+            self.bias = None
+
+    def forward(self, x: Any) -> Any:
+        if x.shape[-1] != self.in_features:
+            raise ShapeError(
+                f"Linear({self.in_features}, {self.out_features}): input has "
+                f"{x.shape[-1]} features in its last axis, expected {self.in_features}"
+            )
+        y = x @ self.weight.T
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class ReLU(Module):
+    """max(x, 0), elementwise."""
+
+    def forward(self, x: Any) -> Any:
+        return relu(x)
+
+
+class Tanh(Module):
+    """tanh(x), elementwise."""
+
+    def forward(self, x: Any) -> Any:
+        return tanh(x)
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x)), elementwise."""
+
+    def forward(self, x: Any) -> Any:
+        return sigmoid(x)
+
+
+class Sequential(Module):
+    """Layers applied in order; their parameters are named "0.weight", "1.bias", ...
+
+    >>> from graphc import nn
+    >>> model = nn.Sequential(nn.Linear(4, 8, generator=0), nn.ReLU(), nn.Linear(8, 2))
+    >>> [name for name, _ in model.named_parameters()]
+    ['0.weight', '0.bias', '2.weight', '2.bias']
+    """
+
+    def __init__(self, *layers: Module) -> None:
+        super().__init__()
+        for index, layer in enumerate(layers):
+            if not isinstance(layer, Module):
+                raise GraphcError(
+                    f"Sequential: layer {index} is a {type(layer).__name__}, not an nn.Module"
+                )
+            setattr(self, str(index), layer)
+
+    def __len__(self) -> int:
+        return len(self._registry("_modules"))
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._registry("_modules").values())
+
+    def __getitem__(self, index: int) -> Module:
+        return list(self)[index]
+
+    def forward(self, x: Any) -> Any:
+        for layer in self:
+            x = layer(x)
+        return x
+
+
+def _check_reduction(loss: str, reduction: str) -> None:
+    if reduction != "mean":
+        raise GraphcError(f"{loss}: only reduction='mean' is supported, got '{reduction}'")
+
+
+class MSELoss(Module):
+    """mean((prediction - target) ** 2); prediction and target must have the same shape."""
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        _check_reduction("MSELoss", reduction)
+
+    def forward(self, prediction: Any, target: Any) -> Any:
+        if tuple(prediction.shape) != tuple(target.shape):
+            raise ShapeError(
+                f"MSELoss: prediction has shape {tuple(prediction.shape)} but target has "
+                f"{tuple(target.shape)}; they must match (no broadcasting)"
+            )
+        return mse_loss(prediction, target)
+
+
+class CrossEntropyLoss(Module):
+    """Mean negative log-likelihood of integer class labels, from unnormalized logits.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> loss = nn.CrossEntropyLoss()(ge.zeros(2, 4), ge.tensor([0, 3]))
+    >>> round(loss.item(), 4)   # log(4): uniform logits
+    1.3863
+    """
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        _check_reduction("CrossEntropyLoss", reduction)
+
+    def forward(self, logits: Any, labels: Any) -> Any:
+        if len(logits.shape) != 2 or tuple(labels.shape) != tuple(logits.shape[:1]):
+            raise ShapeError(
+                f"CrossEntropyLoss: expected logits (N, C) and labels (N,), got logits "
+                f"{tuple(logits.shape)} and labels {tuple(labels.shape)}"
+            )
+        if labels.dtype.kind not in "iu":
+            raise GraphcError(
+                f"CrossEntropyLoss: labels must be integer class indices, got dtype {labels.dtype}"
+            )
+        return cross_entropy(logits, labels)

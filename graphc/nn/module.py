@@ -1,0 +1,235 @@
+"""`Module`: a layer that owns named eager tensors and runs in both modes.
+
+A module's parameters are eager tensors that require grad, registered by assigning
+them as attributes (as in PyTorch); submodules register the same way, so
+`named_parameters()` walks the tree and names parameters by their attribute path
+(``"0.weight"``). Registered values also live in the instance dict, so reading
+``self.weight`` inside `forward` is a plain attribute lookup.
+
+`forward` is written with graphc op functions and operators, so the same code runs
+eagerly on tensors and records nodes on graph values: `gc.trace(model, spec)`
+lifts the parameters to placeholders named after `named_parameters()` (dots
+become underscores).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from graphc.eager import Tensor, from_numpy, no_grad
+from graphc.ir.errors import GraphcError, ShapeError
+
+_REGISTRIES = ("_parameters", "_buffers", "_modules")
+
+
+class IncompatibleKeys(NamedTuple):
+    """What `load_state_dict(strict=False)` could not match."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class _ForwardSignature:
+    """An instance's call signature is its forward's, so tracing names inputs after it."""
+
+    def __get__(self, module: Module | None, owner: type) -> inspect.Signature | None:
+        return None if module is None else inspect.signature(module.forward)
+
+
+class Module:
+    """Base class of layers: parameters, buffers and submodules found by attribute.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> class Scale(nn.Module):
+    ...     def __init__(self) -> None:
+    ...         super().__init__()
+    ...         self.w = ge.ones(2, requires_grad=True)  # requires grad: a parameter
+    ...     def forward(self, x):
+    ...         return x * self.w
+    >>> [name for name, _ in Scale().named_parameters()]
+    ['w']
+    """
+
+    training: bool
+    __signature__ = _ForwardSignature()
+
+    def __init__(self) -> None:
+        for registry in _REGISTRIES:
+            object.__setattr__(self, registry, {})
+        object.__setattr__(self, "training", True)
+
+    # -- registration ---------------------------------------------------------------
+
+    def _registry(self, name: str) -> dict[str, Any]:
+        try:
+            return self.__dict__[name]
+        except KeyError:
+            raise GraphcError(
+                f"{type(self).__name__}: call super().__init__() before assigning attributes"
+            ) from None
+
+    def _unregister(self, name: str) -> None:
+        for registry in _REGISTRIES:
+            self._registry(registry).pop(name, None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, Tensor) and (
+            value.requires_grad or name in self._registry("_buffers")
+        ):
+            registry = "_parameters" if value.requires_grad else "_buffers"
+        elif isinstance(value, Module):
+            registry = "_modules"
+        else:
+            registry = None
+        self._unregister(name)
+        if registry is not None:
+            self._registry(registry)[name] = value
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._unregister(name)
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, tensor: Tensor) -> None:
+        """Register `tensor` as a parameter (it is made to require grad)."""
+        if not tensor.requires_grad:
+            tensor.requires_grad_()
+        setattr(self, name, tensor)
+
+    def register_buffer(self, name: str, tensor: Tensor) -> None:
+        """Register state that is saved in `state_dict` but not trained (e.g. running stats)."""
+        self._unregister(name)
+        self._registry("_buffers")[name] = tensor
+        object.__setattr__(self, name, tensor)
+
+    # -- walking the tree -----------------------------------------------------------
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        yield from self._registry("_modules").items()
+
+    def children(self) -> Iterator[Module]:
+        for _, module in self.named_children():
+            yield module
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """This module and every submodule, depth first, named by attribute path."""
+        seen: set[int] = set()
+        stack = [(prefix, self)]
+        while stack:
+            name, module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            yield name, module
+            children = list(module.named_children())
+            for child_name, child in reversed(children):
+                stack.append((f"{name}.{child_name}" if name else child_name, child))
+
+    def modules(self) -> Iterator[Module]:
+        for _, module in self.named_modules():
+            yield module
+
+    def _named_members(self, registry: str, recurse: bool) -> Iterator[tuple[str, Tensor]]:
+        seen: set[int] = set()  # a tensor shared by two layers is listed once, as in torch
+        modules = self.named_modules() if recurse else iter([("", self)])
+        for prefix, module in modules:
+            for name, tensor in module._registry(registry).items():
+                if id(tensor) in seen:
+                    continue
+                seen.add(id(tensor))
+                yield (f"{prefix}.{name}" if prefix else name), tensor
+
+    def named_parameters(self, recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """(dotted name, tensor) for every parameter, each tensor once."""
+        return self._named_members("_parameters", recurse)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, tensor in self.named_parameters(recurse):
+            yield tensor
+
+    def named_buffers(self, recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
+        return self._named_members("_buffers", recurse)
+
+    # -- state ----------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Copies of every parameter and buffer as numpy arrays, by dotted name."""
+        items = [*self.named_parameters(), *self.named_buffers()]
+        return {name: np.array(t.detach().numpy(), copy=True) for name, t in items}
+
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True
+    ) -> IncompatibleKeys:
+        """Copy arrays into the parameters and buffers in place (the tensors stay the same).
+
+        Shapes must match; values are cast to each tensor's dtype. With `strict`,
+        missing or unexpected keys are an error naming them.
+        """
+        own = dict([*self.named_parameters(), *self.named_buffers()])
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise GraphcError(
+                f"load_state_dict for {type(self).__name__}: missing keys {missing}, "
+                f"unexpected keys {unexpected}"
+            )
+        for name, tensor in own.items():
+            if name not in state_dict:
+                continue
+            value = state_dict[name]
+            array = np.asarray(value.detach().numpy() if isinstance(value, Tensor) else value)
+            if array.shape != tuple(tensor.shape):
+                raise ShapeError(
+                    f"load_state_dict: '{name}' expects shape {tuple(tensor.shape)}, "
+                    f"got {array.shape}"
+                )
+            with no_grad():
+                tensor.copy_(from_numpy(np.array(array, dtype=tensor.dtype)))
+        return IncompatibleKeys(missing, unexpected)
+
+    # -- modes and gradients -----------------------------------------------------------
+
+    def train(self, mode: bool = True) -> Module:
+        for module in self.modules():
+            object.__setattr__(module, "training", bool(mode))
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                with no_grad():
+                    p.grad.zero_()
+
+    # -- calling --------------------------------------------------------------------
+
+    def forward(self, *args: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any) -> Any:
+        return self.forward(*args)
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        children = list(self.named_children())
+        if not children:
+            return f"{type(self).__name__}({self.extra_repr()})"
+        lines = [f"{type(self).__name__}("]
+        for name, child in children:
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        lines.append(")")
+        return "\n".join(lines)

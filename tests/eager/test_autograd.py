@@ -326,3 +326,24 @@ def test_function_saved_tensors_are_freed_and_version_checked() -> None:
         h.add_(1)
     with pytest.raises(AutodiffError, match="CubeBackward.*in-place"):
         z.backward()
+
+
+def test_function_with_two_outputs_materializes_missing_gradients() -> None:
+    received = []
+
+    class SplitScale(ge.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):  # noqa: ANN001, ANN205
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g2, g3):  # noqa: ANN001, ANN205
+            received.append((g2.tolist(), g3.tolist()))
+            return g2 * 2 + g3 * 3
+
+    x = ge.tensor([1.0, 2.0], requires_grad=True)
+    doubled, tripled = SplitScale.apply(x)
+    assert doubled.grad_fn is tripled.grad_fn and tripled._output_nr == 1
+    tripled.sum().backward()
+    assert received == [([0.0, 0.0], [1.0, 1.0])]
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])

@@ -139,8 +139,15 @@ def fuse_elementwise(graph: Graph, log: PassLog | None = None) -> Graph:
             body, outside = _body(root, groups[root])
             meta = replacement_meta(root)
             meta["members"] = [(m.name, m.op, m.loc) for m in groups[root]]
-            new[node] = builder.op(
-                "fused", [new[x] for x in outside], {"body": body}, meta=meta, name="fused"
+            # the body holds the members' own types, so the root's type is the fused
+            # node's: no need to re-infer the whole body here (verify() still does)
+            new[node] = builder.graph.add_op(
+                "fused",
+                [new[x] for x in outside],
+                {"body": body},
+                root.type,
+                name=builder.fresh_name("fused"),
+                meta=meta,
             )
             if log is not None:
                 log.note(

@@ -227,6 +227,7 @@ class GraphPainter:
                 tooltip=self.tooltip(n),
             )
             ids = {m: inner + style.dot_id(m.name) for m in members}
+            inner_kind = "backward" if n in self.backward else "data"
             for m in members:
                 member_role = (
                     "constant" if m.is_constant else ("backward" if n in self.backward else "op")
@@ -235,7 +236,7 @@ class GraphPainter:
             for m in members:
                 for x in m.inputs:
                     if x.kind == OP:
-                        cluster.edge(ids[x], ids[m], **self._edge_style(x, "data"))
+                        cluster.edge(ids[x], ids[m], **self._edge_style(x, inner_kind))
         self.roles.add("fused")
         placeholders = body.inputs
         for i, p in enumerate(placeholders):

@@ -1,10 +1,11 @@
 """Code generation: a Plan becomes straight-line Python source, compiled once.
 
-The source defines ``make(arena, constants, states)``, which carves the arena into
-the plan's buffers, precomputes views of them, and returns ``run(<data inputs>)``:
-one line per step calling a kernel (a numpy ufunc directly where the op's kernel is
-one) with ``out=`` a preallocated buffer. Each thread calls ``make`` on its own
-arena, so the buffers live in closure cells and ``run`` looks nothing up at call time.
+The source is a module: its top level carves the arena into the plan's buffers and
+precomputes views of them; it defines ``run(<data inputs>)``, one line per step
+calling a kernel (a numpy ufunc directly where the op's kernel is one) with ``out=``
+a preallocated buffer. The code is compiled once per plan and executed once per
+thread in a namespace of that thread's own (``Generated.make``), so the buffers are
+that namespace's globals and ``run`` interprets nothing at call time.
 """
 
 from __future__ import annotations
@@ -55,7 +56,14 @@ class Generator:
         self.namespace: dict[str, Any] = {"empty": np.empty, "copyto": np.copyto}
         self.namespace["array_copy"] = lambda x: np.array(x, copy=True)
         self._globals: dict[int, str] = {}
-        self._taken: set[str] = set(self.namespace) | {"make", "run", "arena"}
+        self._taken: set[str] = set(self.namespace) | {
+            "run",
+            "arena",
+            "constants",
+            "states",
+            "lo",
+            "hi",
+        }
         self.expr: dict[str, str] = {}  # value name -> the Python name holding its array
         self.static: set[str] = set()  # values whose arrays exist before run is called
         self.setup_lines: list[str] = []  # per-thread scratch that lowerings allocate
@@ -104,15 +112,25 @@ class Generator:
             body.extend(self._step(step))
         body.extend(self._late_updates())
         body.append(self._return())
-        lines = ["def make(arena, constants, states):"]
-        lines += ["    " + line for line in setup + self.setup_lines]
-        lines.append(f"    def run({', '.join(params)}):")
-        lines += ["        " + line for line in body]
-        lines.append("    return run")
-        source = "\n".join(lines) + "\n"
-        code = compile(source, f"<graphc plan {plan.graph.name}>", "exec")
-        exec(code, self.namespace)
-        return Generated(source, self.namespace, self.namespace["make"])
+        setup_lines = ["# per thread: carve this thread's arena, bind constants and state"]
+        setup_lines += setup + self.setup_lines
+        run_lines = [f"def run({', '.join(params)}):"] + ["    " + line for line in body]
+        source = "\n".join(setup_lines + run_lines) + "\n"
+        # two code objects: CPython compiles one module holding both markedly slower
+        where = f"<graphc plan {plan.graph.name}>"
+        setup_code = compile("\n".join(setup_lines) + "\n", where, "exec")
+        run_code = compile("\n" * len(setup_lines) + "\n".join(run_lines) + "\n", where, "exec")
+        namespace = self.namespace
+
+        def make(arena: np.ndarray, constants: list, states: list) -> Callable[..., Any]:
+            # buffers are globals of a namespace of their own: a closure with one cell
+            # per buffer would make CPython's compiler quadratic in the plan's length
+            own = dict(namespace, arena=arena, constants=constants, states=states)
+            exec(setup_code, own)
+            exec(run_code, own)
+            return own["run"]
+
+        return Generated(source, self.namespace, make)
 
     def _bind(self, value: str, name: str, static: bool = False) -> str:
         self.expr[value] = name
@@ -148,7 +166,7 @@ class Generator:
             elif value.kind == "view" and value.base in self.static:
                 name = self._bind(step.output, self.fresh(step.output), True)
                 lines.append(f"{name} = {self._view(step)}")
-        return lines or ["pass"]
+        return lines
 
     def _view(self, step: Step) -> str:
         base = self.expr[step.inputs[0]]

@@ -22,6 +22,7 @@ from graphc.ops import dispatch
 
 _CACHE_LIMIT = 4096
 _ndarray = np.ndarray
+_new = object.__new__
 
 
 class EagerBackend:
@@ -41,42 +42,56 @@ class EagerBackend:
 
     def canonical_attrs(self, opdef: OpDef, arrays: list[np.ndarray], attrs: dict) -> dict:
         """The op's canonical attrs for these inputs, checked by its type rule (cached)."""
+        key = cache_key(opdef, arrays, attrs)
         try:
-            if len(arrays) == 2:  # spelled out: building the key is most of a cache hit
-                a, b = arrays
-                key: Any = (opdef.name, a.shape, a.dtype, b.shape, b.dtype)
-            elif len(arrays) == 1:
-                key = (opdef.name, arrays[0].shape, arrays[0].dtype)
-            else:
-                key = (opdef.name, *[(a.shape, a.dtype) for a in arrays])
-            if attrs:
-                key = (key, *attrs.items())
             return self._canonical[key]
-        except KeyError:
-            pass
-        except TypeError:  # an unhashable attr (a list, an array): no caching
-            key = None
+        except (KeyError, TypeError):  # TypeError: an unhashable attr (a list, an array)
+            return self._prepare(opdef, arrays, attrs, key)
+
+    def _prepare(self, opdef: OpDef, arrays: list[np.ndarray], attrs: dict, key: tuple) -> dict:
         canonical, _ = dispatch.prepare(opdef, [TensorType.of(a) for a in arrays], attrs)
-        if key is not None:
+        try:
             if len(self._canonical) >= _CACHE_LIMIT:
                 self._canonical.clear()
             self._canonical[key] = canonical
+        except TypeError:
+            pass
         return canonical
 
     def apply(self, opdef: OpDef, inputs: list[Tensor], attrs: dict[str, Any]) -> Tensor:
         arrays = [x._data for x in inputs]
-        canonical = self.canonical_attrs(opdef, arrays, attrs)
+        key = cache_key(opdef, arrays, attrs)
+        try:  # the canonical_attrs fast path, inline: this is the per-op overhead
+            canonical = self._canonical[key]
+        except (KeyError, TypeError):
+            canonical = self._prepare(opdef, arrays, attrs, key)
         result = opdef.kernel(*arrays, **canonical)
         if type(result) is not _ndarray:
             result = np.asarray(result)
-        out = make(result)
+        out = _new(Tensor)
+        out._data = result
+        out._version = counter = [0]
         if STATE.enabled and opdef.vjp is not None and result.dtype.kind == "f":
             for x in inputs:
                 if x._requires_grad:
-                    out.grad_fn = OpBackward(opdef, canonical, inputs, result, out._version)
+                    out.grad_fn = OpBackward(opdef, canonical, inputs, result, counter)
                     out._requires_grad = True
                     break
         return out
+
+
+def cache_key(opdef: OpDef, arrays: list[np.ndarray], attrs: dict) -> tuple:
+    """What canonical attrs depend on: the op, the inputs' shapes and dtypes, the attrs."""
+    if len(arrays) == 2:  # spelled out: building the key is most of a cache hit
+        a, b = arrays
+        key: tuple = (opdef.name, a.shape, a.dtype, b.shape, b.dtype)
+    elif len(arrays) == 1:
+        key = (opdef.name, arrays[0].shape, arrays[0].dtype)
+    else:
+        key = (opdef.name, *[(a.shape, a.dtype) for a in arrays])
+    if attrs:
+        key = (key, *attrs.items())
+    return key
 
 
 EAGER = EagerBackend()

@@ -111,10 +111,6 @@ class Node:
             self._retained = {}
         self._retained[index] = ref
 
-    def register_hook(self, hook: Callable) -> HookHandle:
-        """Call `hook(grad)` on the gradient of output 0 before this node runs."""
-        return HookHandle(self.output_hooks(0), hook)
-
 
 class AccumulateGrad(Node):
     """Adds incoming gradients into a leaf tensor's `.grad`."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_cases import BUILDER_CASES, OpCase, all_cases
+from tests.op_cases import BUILDER_CASES, OpCase, all_cases
 
 import graphc.eager as ge
 from graphc.eager.autograd import gradcheck, gradgradcheck
@@ -58,6 +58,20 @@ def test_tape_second_derivative_matches_finite_differences(case: OpCase) -> None
     tol = _tolerance(case, xs)
     tol.update(atol=1e-5, rtol=1e-4)
     assert gradgradcheck(case.build, xs, **tol)
+
+
+FLOAT32_CASES = [c for c in all_cases() + BUILDER_CASES if c.has_grad and c.float_dtype == "float32"]
+
+
+@pytest.mark.parametrize("case", FLOAT32_CASES, ids=lambda c: c.id)
+def test_tape_gradients_keep_each_input_dtype_and_shape(case: OpCase) -> None:
+    xs = _tensors(case, seed=1)
+    wanted = [x for x in xs if x.requires_grad]
+    out = case.build(*xs)
+    grads = ge.autograd.grad(out, wanted, ge.ones_like(out), allow_unused=True)
+    for x, g in zip(wanted, grads):
+        assert g is not None, f"{case.id}: no gradient reached an input"
+        assert (g.dtype, g.shape) == (x.dtype, x.shape)
 
 
 def test_broadcast_gradient_is_summed_back_to_the_input_shape() -> None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.op_cases import BUILDER_CASES, OpCase, all_cases
 
 import graphc.eager as ge
 from graphc.eager.autograd import gradcheck, gradgradcheck
 from graphc.ir.errors import AutodiffError
 from graphc.ir.registry import all_ops
+from tests.op_cases import BUILDER_CASES, OpCase, all_cases
 
 GRAD_CASES = [c for c in all_cases() + BUILDER_CASES if c.has_grad and c.float_dtype == "float64"]
 SECOND_ORDER = [c for c in GRAD_CASES if c.smooth]
@@ -60,7 +60,9 @@ def test_tape_second_derivative_matches_finite_differences(case: OpCase) -> None
     assert gradgradcheck(case.build, xs, **tol)
 
 
-FLOAT32_CASES = [c for c in all_cases() + BUILDER_CASES if c.has_grad and c.float_dtype == "float32"]
+FLOAT32_CASES = [
+    c for c in all_cases() + BUILDER_CASES if c.has_grad and c.float_dtype == "float32"
+]
 
 
 @pytest.mark.parametrize("case", FLOAT32_CASES, ids=lambda c: c.id)

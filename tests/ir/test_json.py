@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from strategies import random_feeds, random_graphs
+from tests.strategies import random_feeds, random_graphs
 
 import graphc as gc
 from graphc.ir.graph import Graph

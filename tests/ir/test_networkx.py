@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from strategies import random_feeds, random_graphs
+from tests.strategies import random_feeds, random_graphs
 
 import graphc as gc
 from graphc.ir.types import TensorType

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from op_cases import build_graph, cases_for
+from tests.op_cases import build_graph, cases_for
 
 import graphc as gc
 from graphc.ir.registry import all_ops

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
-from strategies import random_feeds, random_graphs
+from tests.strategies import random_feeds, random_graphs
 
 import graphc as gc
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from strategies import random_graphs
+from tests.strategies import random_graphs
 
 import graphc as gc
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_cases import OpCase, all_cases, build_graph, ops_without_cases
+from tests.op_cases import OpCase, all_cases, build_graph, ops_without_cases
 
 from graphc.ir.graph import OP, PLACEHOLDER, Node
 from graphc.ir.registry import all_ops, get_op

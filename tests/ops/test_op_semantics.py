@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
-from op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
-from op_grads import backward_graph, forward_values, pullback
+from tests.op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
+from tests.ops.op_grads import backward_graph, forward_values, pullback
 
 import graphc as gc
 from graphc.ir.registry import get_op

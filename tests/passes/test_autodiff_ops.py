@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
+from tests.op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
 
 import graphc as gc
 import graphc.eager as ge

@@ -16,6 +16,8 @@ with a full-size operand.
 
 from __future__ import annotations
 
+import numpy as np
+
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
@@ -44,6 +46,8 @@ def lower_fused(gen: Generator, step: Step, out: str) -> list[str]:
     n = out_t.size or 0
     lines = [f"# fused {step.output}: {_members(body)} over {n} elements"]
     flat = all(t.shape == out_t.shape or t.size == 1 for _, _, t in leaves)
+    # flattening a transposed view would copy it on every call: keep its shape instead
+    flat = flat and not any(_transposed(gen, x) for x in step.inputs)
     if flat and out_t.rank != 1:
         out_view = gen.fresh(f"{step.output}_flat")
         lines.append(f"{out_view} = {out}.reshape(-1)")
@@ -80,6 +84,16 @@ def lower_fused(gen: Generator, step: Step, out: str) -> list[str]:
             gen, body, leaves, sliced, rows - full_end, str(full_end), str(rows), out, step.output
         )
     return lines
+
+
+def _transposed(gen: Generator, value: str) -> bool:
+    """Is `value` a view through a transpose (strided, so reshape(-1) would copy)?"""
+    v = gen.plan.values[value]
+    while v.kind == "view" and v.base is not None:
+        if gen.plan.nodes[v.name].op == "transpose":
+            return True
+        v = gen.plan.values[v.base]
+    return False
 
 
 def _sliced_chunk(
@@ -147,6 +161,16 @@ def _chunk(
             elif shared.get((t.shape, t.dtype)):
                 target = shared[(t.shape, t.dtype)].pop()
                 used.append((t.shape, t.dtype, target))
+            elif (larger := _larger(shared, t)) is not None:
+                # a tail chunk: a view of a full chunk's scratch, which is warm in cache
+                key, big = larger
+                shared[key].remove(big)
+                used.append((*key, big))
+                target = gen.fresh("scratch_view")
+                size = t.size or 0
+                gen.setup_lines.append(
+                    f"{target} = {big}.reshape(-1)[:{size}].reshape({t.shape!r})"
+                )
             else:
                 target = gen.fresh("scratch")
                 dtype = gen.literal(t.dtype, "dtype")
@@ -161,6 +185,20 @@ def _chunk(
     for shape, dtype, name in used:
         shared.setdefault((shape, dtype), []).append(name)
     return lines
+
+
+def _larger(shared: dict[tuple, list[str]], t: TensorType) -> tuple[tuple, str] | None:
+    """A free shared scratch of t's dtype with room for t, the smallest such."""
+    fits = [
+        (int(np.prod(shape)), (shape, dtype), name)
+        for (shape, dtype), names in shared.items()
+        for name in names
+        if dtype == t.dtype and int(np.prod(shape)) >= (t.size or 0)
+    ]
+    if not fits:
+        return None
+    _, key, name = min(fits, key=lambda f: f[0])
+    return key, name
 
 
 def _member_call(gen: Generator, node: Node, args: list[str], out: str) -> str:

@@ -1,0 +1,63 @@
+"""Adam with torch.optim.Adam's update equations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from graphc.eager import Tensor
+from graphc.ops import sqrt
+from graphc.optim.optimizer import Optimizer, check_range
+
+
+class Adam(Optimizer):
+    """Adam (Kingma and Ba) with torch.optim.Adam's equations; eps is added after the sqrt.
+
+    With t the step count (from 1), m and v the moment estimates::
+
+        g = g + weight_decay * p
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
+
+    >>> import graphc.eager as ge
+    >>> w = ge.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = Adam([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step()
+    >>> w   # the first Adam step moves each weight by about lr
+    tensor([ 0.9000, -1.9000], requires_grad=True)
+    """
+
+    state_names = ("step", "exp_avg", "exp_avg_sq")
+
+    def __init__(
+        self,
+        params: Iterable[Tensor],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ) -> None:
+        check_range("lr", lr, 0.0)
+        check_range("eps", eps, 0.0)
+        check_range("beta1", betas[0], 0.0, 1.0)
+        check_range("beta2", betas[1], 0.0, 1.0)
+        check_range("weight_decay", weight_decay, 0.0)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    def state_shape(self, name: str, param: Tensor) -> tuple[int, ...]:
+        return () if name == "step" else tuple(param.shape)
+
+    def update(self, param: Any, grad: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        beta1, beta2 = self.betas
+        step = state["step"] + 1
+        g = grad
+        if self.weight_decay:
+            g = g + self.weight_decay * param
+        m = beta1 * state["exp_avg"] + (1 - beta1) * g
+        v = beta2 * state["exp_avg_sq"] + (1 - beta2) * (g * g)
+        step_size = self.lr / (1 - beta1**step)
+        denom = sqrt(v) / sqrt(1 - beta2**step) + self.eps
+        new_param = param - step_size * (m / denom)
+        return new_param, {"step": step, "exp_avg": m, "exp_avg_sq": v}

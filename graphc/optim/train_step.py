@@ -1,0 +1,209 @@
+"""`compile_train_step`: forward, backward and optimizer update as ONE compiled graph.
+
+How the graph is built:
+
+1. Trace ``loss_fn(model(x), y)`` on the example batch's shapes, with the batch
+   axis symbolic ("B"); the model's parameters become placeholders named after
+   `named_parameters()` (dots become underscores).
+2. Differentiate it with `gc.gradients` with respect to the parameters the
+   optimizer trains: the joint graph outputs the loss, then one gradient each.
+3. Declare the step graph: placeholders x, y, every parameter, and the optimizer
+   state of every trained parameter (``<param>_<state name>``); inline the joint
+   graph; record the optimizer's own `update` on the parameter, gradient and state
+   values; output the loss and each new value (``<name>_new``).
+4. `gc.compile(..., updates={name: name + "_new"})`: parameters and state become
+   the executable's state, held in its own buffers and written in place each call.
+
+Lifted tensors the optimizer does not train (frozen parameters, buffers, captured
+tensors) are baked in as constants with their values at compile time. Hyperparameters
+(lr, betas, ...) are constants too: compile again after changing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from graphc.eager import Tensor, from_numpy, no_grad
+from graphc.frontend import TensorSpec, constant, output, placeholder, trace
+from graphc.frontend.trace import lifted_tensors
+from graphc.ir.errors import GraphcError
+from graphc.ir.graph import Graph
+from graphc.optim.optimizer import Optimizer
+from graphc.passes.autodiff import gradients
+from graphc.runtime.executable import Executable, compile
+
+BATCH = "B"
+
+
+def _as_array(value: Any) -> np.ndarray:
+    return value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
+
+
+def _batch_spec(array: np.ndarray, what: str) -> TensorSpec:
+    if array.ndim == 0:
+        raise GraphcError(f"compile_train_step: {what} must have a batch axis, got a scalar")
+    return TensorSpec((BATCH, *array.shape[1:]), array.dtype)
+
+
+class TrainStep:
+    """A compiled training step; see `compile_train_step`.
+
+    `step(x, y)` runs forward, backward and the update and returns the loss (a 0-d
+    array). The parameters live in the executable until `sync_to_model()` copies
+    them (and the optimizer state) back into the model's tensors.
+    """
+
+    def __init__(
+        self,
+        model: Callable[[Any], Any],
+        loss_fn: Callable[[Any, Any], Any],
+        optimizer: Optimizer,
+        example_batch: Sequence[Any],
+        opt_level: int = 2,
+    ) -> None:
+        if len(example_batch) != 2:
+            raise GraphcError(
+                f"compile_train_step: example_batch must be (x, y), got {len(example_batch)} items"
+            )
+        x, y = (_as_array(v) for v in example_batch)
+        self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
+        self.loss_graph = self._trace_loss(x, y)
+        self.lifted: dict[str, Tensor] = lifted_tensors(self.loss_graph)
+        index_of = {id(p): i for i, p in enumerate(optimizer.params)}
+        # placeholder name -> the optimizer's index of that parameter
+        self.trained = {n: index_of[id(t)] for n, t in self.lifted.items() if id(t) in index_of}
+        if not self.trained:
+            raise GraphcError(
+                "compile_train_step: the loss does not depend on any parameter the optimizer "
+                f"trains (the loss uses {sorted(self.lifted) or 'no eager tensors'})"
+            )
+        self.state_names: dict[tuple[str, str], str] = {}  # (param, state key) -> placeholder
+        self.graph, updates = self._build_step_graph()
+        self.executable: Executable = compile(self.graph, opt_level=opt_level, updates=updates)
+        self.load_from_model()
+
+    # -- building -------------------------------------------------------------------
+
+    def _trace_loss(self, x: np.ndarray, y: np.ndarray) -> Graph:
+        model, loss_fn = self.model, self.loss_fn
+
+        def loss(x: Any, y: Any) -> Any:
+            return loss_fn(model(x), y)
+
+        named = getattr(model, "named_parameters", None)
+        params = dict(named()) if callable(named) else None
+        return trace(loss, _batch_spec(x, "x"), _batch_spec(y, "y"), name="loss", params=params)
+
+    def _build_step_graph(self) -> tuple[Graph, dict[str, str]]:
+        joint = gradients(self.loss_graph, wrt=list(self.trained))
+        step = Graph("train_step")
+        updates: dict[str, str] = {}
+        with step:
+            x, y = (placeholder(p.name, p.type.shape, p.type.dtype) for p in joint.inputs[:2])
+            values: dict[str, Any] = {}
+            for p in joint.inputs[2:]:
+                if p.name in self.trained:
+                    values[p.name] = placeholder(p.name, p.type.shape, p.type.dtype)
+                else:  # not trained: frozen at its current value
+                    values[p.name] = constant(_as_array(self.lifted[p.name]), name=p.name)
+            states = {name: self._state_placeholders(step, name) for name in self.trained}
+            loss, *grads = joint(x, y, **values)
+            output(loss, name="loss")
+            for name, grad in zip(self.trained, grads):
+                new_param, new_state = self.optimizer.update(values[name], grad, states[name])
+                updates[name] = self._output_update(step, new_param, name)
+                for key, value in new_state.items():
+                    target = self.state_names[(name, key)]
+                    updates[target] = self._output_update(step, value, target)
+        return step, updates
+
+    @staticmethod
+    def _output_update(step: Graph, value: Any, target: str) -> str:
+        name = step.fresh_name(f"{target}_new")
+        output(value, name=name)
+        return name
+
+    def _state_placeholders(self, step: Graph, name: str) -> dict[str, Any]:
+        arrays = self.optimizer.state_arrays(self.trained[name])
+        result = {}
+        for key, array in arrays.items():
+            target = step.fresh_name(f"{name}_{key}")
+            self.state_names[(name, key)] = target
+            result[key] = placeholder(target, array.shape, array.dtype)
+        return result
+
+    # -- running and syncing ---------------------------------------------------------
+
+    def step(self, x: Any, y: Any) -> np.ndarray:
+        """One training step on a batch; returns the loss before the update."""
+        return self.executable(x, y)
+
+    __call__ = step
+
+    def load_from_model(self) -> None:
+        """Copy the model's parameters and the optimizer's state into the executable."""
+        values = {name: _as_array(self.lifted[name]) for name in self.trained}
+        for name, index in self.trained.items():
+            for key, array in self.optimizer.state_arrays(index).items():
+                values[self.state_names[(name, key)]] = array
+        self.executable.set_state(**values)
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        """Copies of the trained parameters' current values, by placeholder name."""
+        state = self.executable.state
+        return {name: state[name] for name in self.trained}
+
+    def sync_to_model(self) -> None:
+        """Copy the parameters into the model's tensors (in place) and the state into the
+        optimizer, so eager code sees them and eager training can continue from here."""
+        state = self.executable.state
+        with no_grad():
+            for name, index in self.trained.items():
+                self.lifted[name].copy_(from_numpy(state[name]))
+                arrays = {
+                    key: state[target]
+                    for (param, key), target in self.state_names.items()
+                    if param == name
+                }
+                if arrays:
+                    self.optimizer.load_state_arrays(index, arrays)
+
+    def explain(self, x: Any, y: Any) -> str:
+        """The plan of a step on batches shaped like (x, y): steps, buffers, peak bytes."""
+        return self.executable.explain(x, y)
+
+    def __repr__(self) -> str:
+        return (
+            f"<TrainStep: {len(self.trained)} trained parameter(s), "
+            f"{type(self.optimizer).__name__}, {len(self.graph.nodes)} nodes>"
+        )
+
+
+def compile_train_step(
+    model: Callable[[Any], Any],
+    loss_fn: Callable[[Any, Any], Any],
+    optimizer: Optimizer,
+    example_batch: Sequence[Any],
+    opt_level: int = 2,
+) -> TrainStep:
+    """Compile forward, symbolic backward and `optimizer`'s update into one executable.
+
+    Parameters and optimizer state stay in the executable's buffers, updated in place
+    by each `step(x, y)`; `sync_to_model()` copies them back into the model. The batch
+    axis is symbolic, so a smaller last batch works too (with its own plan).
+
+    >>> import numpy as np, graphc as gc
+    >>> from graphc import nn, optim
+    >>> model = nn.Linear(3, 1, generator=0)
+    >>> opt = optim.SGD(model.parameters(), lr=0.1)
+    >>> x, y = np.ones((8, 3), np.float32), np.zeros((8, 1), np.float32)
+    >>> train = gc.compile_train_step(model, nn.MSELoss(), opt, (x, y))
+    >>> losses = [float(train.step(x, y)) for _ in range(20)]
+    >>> losses[-1] < 1e-3 < losses[0]
+    True
+    >>> train.sync_to_model()
+    """
+    return TrainStep(model, loss_fn, optimizer, example_batch, opt_level)

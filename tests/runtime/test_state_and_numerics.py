@@ -131,3 +131,20 @@ def test_check_numerics_names_the_node_and_its_line() -> None:
 def test_without_check_numerics_nan_flows_through() -> None:
     out = gc.compile(numerics_graph(), opt_level=0)(np.array([0.0, -1.0, 2.0], np.float32))
     assert np.isneginf(out[0]) and np.isnan(out[1])
+
+
+def test_training_from_eight_threads_serializes_the_steps() -> None:
+    import threading
+
+    exe = gc.compile(sgd_graph(lr=0.01), updates={"w": "w_new"})
+    x, y = data()
+    exe.set_state(w=np.zeros(3))
+    threads = [threading.Thread(target=lambda: [exe(x, y) for _ in range(25)]) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    w_ref = np.zeros(3)
+    for _ in range(200):  # every step sees the same batch, so the order does not matter
+        _, w_ref = reference_step(x, y, w_ref, lr=0.01)
+    np.testing.assert_allclose(exe.state["w"], w_ref, rtol=1e-10)

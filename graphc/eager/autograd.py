@@ -166,10 +166,12 @@ def _propagate(
 
     capture: dict[Node, list[tuple[int, int]]] = {}
     useful: set | None = None
+    wanted: set | None = None
     if targets is not None:
         for slot, (node, nr) in enumerate(targets):
             capture.setdefault(node, []).append((nr, slot))
         useful = _leading_to(root_nodes, deps, set(capture))
+        wanted = useful | capture.keys()
     captured: list[Any] = [None] * (len(targets) if targets is not None else 0)
 
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
@@ -185,7 +187,7 @@ def _propagate(
                 for nr, slot in capture[node]:
                     captured[slot] = grads[nr]
             if useful is None or node in useful:
-                results = node.apply(grads)
+                results = node.apply(grads, wanted)
                 if not retain_graph:
                     node.release()
         for i, (nxt, nr) in enumerate(node.next_functions):

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from graphc.eager.grad_mode import STATE, no_grad
-from graphc.eager.node import FREED_MESSAGE, Node, check_grads, edge
+from graphc.eager.node import FREED_MESSAGE, Node, check_grads, edge, needed_edges
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError
 
@@ -64,7 +64,7 @@ class FunctionCtx(Node):
         if self._saved:
             self._saved = None
 
-    def apply(self, grads: list[Any]) -> tuple:
+    def apply(self, grads: list[Any], wanted: Any = None) -> tuple:
         if self.materialize_grads:
             grads = [
                 g if g is not None or meta is None else make(np.zeros(*meta))
@@ -79,7 +79,7 @@ class FunctionCtx(Node):
                 f"{self.name()}: backward returned {len(result)} gradients, "
                 f"forward took {count} arguments"
             )
-        needs = tuple(e[0] is not None for e in self.next_functions)
+        needs = needed_edges(self.next_functions, wanted)
         per_input = [result[slot] for slot in self._arg_slots]
         return check_grads(self, per_input, self._input_shapes, needs)
 

@@ -94,8 +94,11 @@ class Node:
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
 
-    def apply(self, grads: list[Any]) -> tuple:
-        """Gradients for `next_functions` from the gradients of this node's outputs."""
+    def apply(self, grads: list[Any], wanted: Any = None) -> tuple:
+        """Gradients for `next_functions` from the gradients of this node's outputs.
+
+        `wanted`, when given, is the set of nodes worth sending gradients to.
+        """
         raise NotImplementedError
 
     def release(self) -> None:
@@ -118,7 +121,7 @@ class AccumulateGrad(Node):
     def __init__(self, leaf: Tensor) -> None:
         self.variable = leaf
 
-    def apply(self, grads: list[Any]) -> tuple:
+    def apply(self, grads: list[Any], wanted: Any = None) -> tuple:
         accumulate_into(self.variable, grads[0])
         return ()
 
@@ -214,7 +217,7 @@ class OpBackward(Node):
         self._inputs = None
         self._out = None
 
-    def apply(self, grads: list[Any]) -> tuple:
+    def apply(self, grads: list[Any], wanted: Any = None) -> tuple:
         inputs = self._inputs
         if inputs is None:
             raise AutodiffError(FREED_MESSAGE.format(name=self.name()))
@@ -231,9 +234,16 @@ class OpBackward(Node):
             if STATE.enabled:  # create_graph: the backward is itself recorded
                 out.grad_fn = self  # the output as the tape knows it, for higher orders
                 out._requires_grad = True
-        needs = tuple([e[0] is not None for e in self.next_functions])
+        needs = needed_edges(self.next_functions, wanted)
         results = self.opdef.vjp(grads[0], out, *unpacked, needs=needs, **self.attrs)
         return check_grads(self, results, [x.shape for x in inputs], needs)
+
+
+def needed_edges(edges: tuple, wanted: Any) -> tuple[bool, ...]:
+    """Which inputs need a gradient: those with an edge (to a wanted node)."""
+    if wanted is None:
+        return tuple([node is not None for node, _ in edges])
+    return tuple([node is not None and node in wanted for node, _ in edges])
 
 
 def check_grads(node: Node, grads: Any, shapes: list[tuple], needs: tuple) -> tuple:

@@ -347,3 +347,14 @@ def test_function_with_two_outputs_materializes_missing_gradients() -> None:
     tripled.sum().backward()
     assert received == [([0.0, 0.0], [1.0, 1.0])]
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+def test_grad_runs_only_what_leads_to_the_inputs() -> None:
+    x = ge.tensor([1.0, 2.0], requires_grad=True)
+    w = ge.tensor([3.0, 4.0], requires_grad=True)
+    calls = []
+    w.register_hook(lambda g: calls.append("w"))
+    x.register_hook(lambda g: calls.append("x"))
+    (gx,) = ge.autograd.grad((x * w).sum(), x)
+    np.testing.assert_array_equal(gx.numpy(), [3.0, 4.0])
+    assert calls == ["x"] and w.grad is None

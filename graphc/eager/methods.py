@@ -145,6 +145,19 @@ class TorchMethods:
             raise GraphcError(f"t() expects a tensor with <= 2 dims, got {len(self.shape)}")
         return S.transpose(self)
 
+    def __getitem__(self, index: Any) -> Any:
+        """numpy/PyTorch indexing; eagerly a boolean mask is fine too (x[x > 0])."""
+        mask = getattr(index, "_data", index)
+        if getattr(mask, "dtype", None) == np.bool_:
+            if tuple(mask.shape) == tuple(self.shape):
+                return S.take(S.reshape(self, (-1,)), np.flatnonzero(mask))
+            if mask.ndim == 1 and self.shape and mask.shape[0] == self.shape[0]:
+                return S.take(self, np.flatnonzero(mask), axis=0)
+            raise GraphcError(
+                f"a boolean mask of shape {tuple(mask.shape)} does not fit shape {self.shape}"
+            )
+        return S.getitem(self, index)
+
     def index_select(self, dim: int, index: Any) -> Any:
         return S.take(self, index, axis=dim)
 

@@ -136,6 +136,17 @@ def test_every_graphc_op_is_a_function_on_tensors() -> None:
     assert ge.is_tensor(x) and not ge.is_tensor(x.numpy())
 
 
+def test_boolean_masks_select_eagerly_and_differentiably() -> None:
+    x = ge.tensor([[1.0, -2.0], [3.0, -4.0]], requires_grad=True)
+    picked = x[x > 0]
+    assert picked.tolist() == [1.0, 3.0]
+    picked.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[1.0, 0.0], [1.0, 0.0]])
+    assert x[ge.tensor([False, True])].tolist() == [[3.0, -4.0]]
+    with pytest.raises(GraphcError, match="boolean mask"):
+        x[ge.tensor([True, False, True])]
+
+
 def test_all_any_equal() -> None:
     x = ge.tensor([[1.0, 0.0], [2.0, 3.0]])
     assert x.all().item() is False and x.any().item() is True

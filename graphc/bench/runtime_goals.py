@@ -61,9 +61,18 @@ def measure_tiny() -> dict[str, float]:
         b = w + np.float32(1.0)
         return np.add.reduce(a * b), b, a + b
 
+    def eager() -> tuple:
+        from graphc import eager as E
+
+        xt, wt = E.tensor(x, requires_grad=True), E.tensor(w, requires_grad=True)
+        y = ((xt + wt) * (wt + 1.0)).sum()
+        y.backward()
+        return y, xt.grad, wt.grad
+
     return {
         "graphc O2 (us)": 1e6 * median_seconds(lambda: exe(x, w)),
         "numpy by hand (us)": 1e6 * median_seconds(by_hand),
+        "graphc eager (us)": 1e6 * median_seconds(eager),
     }
 
 

@@ -236,7 +236,7 @@ class OpBackward(Node):
                 out._requires_grad = True
         needs = needed_edges(self.next_functions, wanted)
         results = self.opdef.vjp(grads[0], out, *unpacked, needs=needs, **self.attrs)
-        return check_grads(self, results, [x.shape for x in inputs], needs)
+        return check_grads(self, results, [x._data.shape for x in inputs], needs)
 
 
 def needed_edges(edges: tuple, wanted: Any) -> tuple[bool, ...]:
@@ -256,17 +256,16 @@ def check_grads(node: Node, grads: Any, shapes: list[tuple], needs: tuple) -> tu
             f"for {len(needs)} inputs"
         )
     checked = []
-    for i, (grad, need) in enumerate(zip(grads, needs)):
+    for grad, need, shape in zip(grads, needs, shapes):
         if not need or grad is None:
             checked.append(None)
             continue
         if not isinstance(grad, Tensor):
             grad = make(np.asarray(grad))
-        shape = shapes[i]
-        if grad.shape != shape:
+        if grad._data.shape != shape:
             raise AutodiffError(
-                f"{node.name()}: the gradient for input {i} has shape {grad.shape}, "
-                f"but the input has shape {shape}"
+                f"{node.name()}: the gradient for input {len(checked)} has shape "
+                f"{grad._data.shape}, but the input has shape {shape}"
             )
         checked.append(grad)
     return tuple(checked)

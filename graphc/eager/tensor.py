@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from graphc.eager import printing
+from graphc.eager.conversion import ConversionMethods
 from graphc.eager.grad_mode import STATE
 from graphc.eager.inplace import InPlaceMethods
 from graphc.eager.methods import TorchMethods
@@ -55,7 +56,7 @@ def as_array(data: Any, dtype: Any = None) -> np.ndarray:
     return array
 
 
-class Tensor(TorchMethods, InPlaceMethods, OperatorMixin):
+class Tensor(TorchMethods, ConversionMethods, InPlaceMethods, OperatorMixin):
     """An n-dimensional array that can record how it was computed, PyTorch style.
 
     >>> from graphc.eager import tensor

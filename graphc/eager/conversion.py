@@ -1,0 +1,70 @@
+"""Tensor methods that change dtype or make copies, with PyTorch's names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.types import as_dtype
+from graphc.ops import elementwise as E
+
+
+class ConversionMethods:
+    """`to`, `float()`, `double()`, `clone()`, `new_zeros()`, ... (mixed into `Tensor`)."""
+
+    dtype: np.dtype
+
+    def to(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        """`to(dtype)`; devices other than "cpu" do not exist here and are ignored."""
+        for arg in args:
+            if not (isinstance(arg, str) and arg.startswith("cpu")):
+                dtype = arg
+        if dtype is None or as_dtype(dtype) == self.dtype:  # type: ignore[attr-defined]
+            return self
+        return E.cast(self, dtype)
+
+    def type(self, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f"graphc.{self.dtype.name}"  # type: ignore[attr-defined]
+        return self.to(dtype)
+
+    def float(self) -> Any:
+        return self.to(np.float32)
+
+    def double(self) -> Any:
+        return self.to(np.float64)
+
+    def long(self) -> Any:
+        return self.to(np.int64)
+
+    def int(self) -> Any:
+        return self.to(np.int32)
+
+    def bool(self) -> Any:
+        return self.to(np.bool_)
+
+    def cpu(self) -> Any:
+        return self
+
+    def contiguous(self) -> Any:
+        return self
+
+    def clone(self) -> Any:
+        """A copy that stays on the tape (gradients flow back to self)."""
+        return E.cast(self, self.dtype)  # type: ignore[attr-defined]
+
+    def new_tensor(self, data: Any) -> Any:
+        from graphc.eager.creation import tensor
+
+        return tensor(data, dtype=self.dtype)  # type: ignore[attr-defined]
+
+    def new_zeros(self, *shape: Any) -> Any:
+        from graphc.eager.creation import zeros
+
+        return zeros(*shape, dtype=self.dtype)  # type: ignore[attr-defined]
+
+    def new_ones(self, *shape: Any) -> Any:
+        from graphc.eager.creation import ones
+
+        return ones(*shape, dtype=self.dtype)  # type: ignore[attr-defined]

@@ -31,7 +31,7 @@ def _float_dtype(dtype: Any) -> np.dtype:
     return np.dtype(np.float32) if dtype is None else as_dtype(dtype)
 
 
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A new tensor holding a copy of `data` (nested lists, numbers, arrays, tensors).
 
     >>> tensor([1.0, 2.0], requires_grad=True)
@@ -66,12 +66,12 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return make(array)
 
 
-def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """zeros(2, 3) or zeros((2, 3)); float32 unless dtype says otherwise."""
     return _finish(np.zeros(sizes(size), _float_dtype(dtype)), requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """ones(2, 3) or ones((2, 3)); float32 unless dtype says otherwise."""
     return _finish(np.ones(sizes(size), _float_dtype(dtype)), requires_grad)
 
@@ -79,7 +79,9 @@ def ones(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
 empty = zeros
 
 
-def full(size: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def full(
+    size: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
     """A tensor of `size` filled with `fill_value` (its dtype follows the value's)."""
     if dtype is None:
         dtype = as_array(fill_value).dtype
@@ -90,17 +92,21 @@ def _like(x: Any, dtype: Any) -> tuple[tuple, np.dtype]:
     return tuple(x.shape), as_dtype(x.dtype if dtype is None else dtype)
 
 
-def zeros_like(x: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros_like(
+    x: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
     shape, dt = _like(x, dtype)
     return _finish(np.zeros(shape, dt), requires_grad)
 
 
-def ones_like(x: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def ones_like(x: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     shape, dt = _like(x, dtype)
     return _finish(np.ones(shape, dt), requires_grad)
 
 
-def full_like(x: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def full_like(
+    x: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
     shape, dt = _like(x, dtype)
     return _finish(np.full(shape, fill_value, dt), requires_grad)
 
@@ -109,7 +115,12 @@ empty_like = zeros_like
 
 
 def arange(
-    start: Any, end: Any = None, step: Any = 1, dtype: Any = None, requires_grad: bool = False
+    start: Any,
+    end: Any = None,
+    step: Any = 1,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
 ) -> Tensor:
     """arange(3) -> tensor([0, 1, 2]); int64 for ints, float32 if any bound is a float."""
     if end is None:
@@ -121,7 +132,12 @@ def arange(
 
 
 def linspace(
-    start: float, end: float, steps: int, dtype: Any = None, requires_grad: bool = False
+    start: float,
+    end: float,
+    steps: int,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
 ) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive (float32)."""
     return _finish(np.linspace(start, end, steps).astype(_float_dtype(dtype)), requires_grad)
@@ -140,7 +156,9 @@ def logspace(
     return _finish(values.astype(_float_dtype(dtype)), requires_grad)
 
 
-def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def eye(
+    n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
     """The n x m identity matrix (float32)."""
     return _finish(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad)
 
@@ -169,25 +187,27 @@ def default_generator() -> np.random.Generator:
     return _generator
 
 
-def rand(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """Uniform samples in [0, 1)."""
     values = _generator.random(sizes(size), dtype=np.float64)
     return _finish(values.astype(_float_dtype(dtype)), requires_grad)
 
 
-def randn(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """Standard normal samples."""
     values = _generator.standard_normal(sizes(size), dtype=np.float64)
     return _finish(values.astype(_float_dtype(dtype)), requires_grad)
 
 
-def rand_like(x: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def rand_like(x: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     return rand(
         tuple(x.shape), dtype=x.dtype if dtype is None else dtype, requires_grad=requires_grad
     )
 
 
-def randn_like(x: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def randn_like(
+    x: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
     return randn(
         tuple(x.shape), dtype=x.dtype if dtype is None else dtype, requires_grad=requires_grad
     )

@@ -381,3 +381,20 @@ def test_linear_regression_with_manual_sgd_under_no_grad_converges() -> None:
         b.grad.zero_()
     assert w.is_leaf and b.is_leaf and w.requires_grad and w.grad is None
     assert abs(w.item() - 2) < 0.1 and abs(b.item() - 3) < 0.2
+
+
+def test_linear_regression_with_hand_written_gradients() -> None:
+    # the tutorial's first version: no autograd, gradients by the chain rule, in-place updates
+    device = torch.device("cpu")
+    torch.manual_seed(1000)
+    w = torch.rand(1, 1).to(device)
+    b = torch.zeros(1, 1).to(device)
+    lr = 0.01
+    for _ in range(800):
+        x = torch.rand(4, 1, device=device) * 5
+        y = x * 2 + 3 + torch.randn(4, 1, device=device)
+        y_pred = x.mm(w) + b.expand_as(y)
+        dy_pred = 1 * (y_pred - y)
+        w.sub_(lr * x.t().mm(dy_pred))
+        b.sub_(lr * dy_pred.sum())
+    assert abs(w.item() - 2) < 0.3 and abs(b.item() - 3) < 0.5

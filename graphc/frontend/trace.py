@@ -13,7 +13,8 @@ same tensor met twice is the same placeholder. `lifted_tensors(graph)` gives tho
 placeholders' tensors by name, and `lifted_feeds(graph)` their current values, so a
 caller (`gc.jit`, nn) feeds them as `graph(*arrays, **lifted_feeds(graph))`.
 While tracing, operations among eager tensors alone are recorded as well (not
-computed eagerly), so a parameter's transpose is a node fed by the parameter.
+computed eagerly; an open graph outranks eager tensors in dispatch), so a
+parameter's transpose is a node fed by the parameter.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from __future__ import annotations
 import inspect
 import sys
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,6 @@ import numpy as np
 from graphc.frontend.declare import output
 from graphc.ir.errors import GraphcError, TracingError
 from graphc.ir.graph import PLACEHOLDER, Graph, Node
-from graphc.ir.registry import OpDef
 from graphc.ir.types import TensorType, as_dtype, format_shape
 from graphc.ops import dispatch
 from graphc.ops.symbolic import SYMBOLIC, Symbol, register_lifter, user_location
@@ -140,37 +139,6 @@ def _lift_eager(value: Any, graph: Graph) -> Symbol | None:
 
 
 register_lifter(_lift_eager)
-
-
-class _RecordEagerOps:
-    """While tracing, ops among eager tensors alone are recorded instead of computed.
-
-    Installed as the dispatch backend of the eager Tensor class for the duration of a
-    trace, so `w.T` on a parameter becomes a transpose node fed by w's placeholder.
-    """
-
-    def __init__(self, priority: int) -> None:
-        self.priority = priority
-
-    def lift(self, value: Any, dtype: np.dtype | None, peers: Sequence[Any]) -> Symbol:
-        return SYMBOLIC.lift(value, dtype, peers)
-
-    def apply(self, opdef: OpDef, inputs: list[Any], attrs: dict[str, Any]) -> Symbol:
-        return SYMBOLIC.apply(opdef, inputs, attrs)
-
-
-@contextmanager
-def _recording_eager_ops() -> Iterator[None]:
-    tensor_type = eager_tensor_type()
-    previous = dispatch._BACKENDS.get(tensor_type) if tensor_type is not None else None
-    if tensor_type is None or previous is None:
-        yield
-        return
-    dispatch.register_backend(tensor_type, _RecordEagerOps(previous.priority))
-    try:
-        yield
-    finally:
-        dispatch.register_backend(tensor_type, previous)
 
 
 def lifted_tensors(graph: Graph) -> dict[str, Any]:
@@ -284,11 +252,10 @@ def trace(
             args.append(Symbol(node))
         _TRACES.append(state)
         try:
-            with _recording_eager_ops():
-                result = fn(*args)
-                items = _output_items(result)
-                for out_name, value in items:
-                    _mark_output(graph, value, out_name)
+            result = fn(*args)
+            items = _output_items(result)
+            for out_name, value in items:
+                _mark_output(graph, value, out_name)
         finally:
             _TRACES.remove(state)
     if not graph.outputs:

@@ -47,7 +47,11 @@ _CONTEXT_BACKEND: Callable[[], Backend | None] = _no_context_backend
 
 
 def set_context_backend(choose: Callable[[], Backend | None]) -> None:
-    """Who handles a call whose arguments are all plain (e.g. while a graph is open)."""
+    """Who handles calls while a context is open (a graph being declared or traced).
+
+    The context's backend outranks argument kinds of lower priority, so inside
+    `with graph:` even ops on plain arrays or eager tensors record nodes.
+    """
     global _CONTEXT_BACKEND
     _CONTEXT_BACKEND = choose
 
@@ -133,8 +137,11 @@ def bind(name: str, *inputs: Any, **attrs: Any) -> Any:
             scalars = scalars or is_python_scalar(x)
         elif backend is None or candidate.priority > backend.priority:
             backend = candidate
-    if backend is None:
-        backend = _CONTEXT_BACKEND() or NUMPY
+    context = _CONTEXT_BACKEND()  # an open graph records every op, whatever its inputs
+    if context is not None and (backend is None or context.priority > backend.priority):
+        backend = context
+    elif backend is None:
+        backend = NUMPY
     if not scalars:  # eager per-op overhead matters: skip weak typing when there is none
         return backend.apply(opdef, [backend.lift(x, None, inputs) for x in inputs], attrs)
     flags = [is_python_scalar(x) for x in inputs]

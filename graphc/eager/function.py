@@ -44,12 +44,25 @@ class FunctionCtx(Node):
         if self._saved is None:
             raise AutodiffError(FREED_MESSAGE.format(name=self.name()))
         for i, (t, version) in enumerate(self._saved):
-            if isinstance(t, Tensor) and t._version[0] != version:
+            counter = t.counter if isinstance(t, _SavedOutput) else getattr(t, "_version", None)
+            if counter is not None and counter[0] != version:
                 raise AutodiffError(
                     f"{self.name()}: saved tensor {i} was modified by an in-place operation "
-                    f"(now at version {t._version[0]}; saved at version {version})"
+                    f"(now at version {counter[0]}; saved at version {version})"
                 )
-        return tuple(t for t, _ in self._saved)
+        return tuple(self._unpack(t) for t, _ in self._saved)
+
+    def _unpack(self, saved: Any) -> Any:
+        """A saved output comes back on the tape (for create_graph) only while in use."""
+        if not isinstance(saved, _SavedOutput):
+            return saved
+        t = make(saved.array)
+        t._version = saved.counter
+        if STATE.enabled:
+            t.grad_fn = self
+            t._output_nr = saved.index
+            t._requires_grad = True
+        return t
 
     def mark_non_differentiable(self, *tensors: Any) -> None:
         self._non_differentiable.update(id(t) for t in tensors)
@@ -138,6 +151,7 @@ class Function(metaclass=_FunctionMeta):
         ctx.num_outputs = len(outs)
         ctx._output_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else None for o in outs]
         wrapped = [_attach(ctx, i, out, args) for i, out in enumerate(outs)]
+        _save_outputs_weakly(ctx, wrapped)
         return wrapped[0] if single else tuple(wrapped)
 
 
@@ -155,3 +169,25 @@ def _attach(ctx: FunctionCtx, index: int, out: Any, args: tuple) -> Any:
     out._output_nr = index
     out._requires_grad = True
     return out
+
+
+class _SavedOutput:
+    """An output saved for backward, kept as memory only: holding the tensor itself
+    (whose grad_fn is the ctx holding it) would make a reference cycle."""
+
+    __slots__ = ("array", "counter", "index")
+
+    def __init__(self, tensor: Tensor, index: int) -> None:
+        self.array = tensor._data
+        self.counter = tensor._version
+        self.index = index
+
+
+def _save_outputs_weakly(ctx: FunctionCtx, wrapped: list) -> None:
+    if not ctx._saved:
+        return
+    for k, (t, version) in enumerate(ctx._saved):
+        for i, result in enumerate(wrapped):
+            if t is result and result.grad_fn is ctx:  # not an input returned as is
+                ctx._saved[k] = (_SavedOutput(result, i), version)
+                break

@@ -358,3 +358,34 @@ def test_grad_runs_only_what_leads_to_the_inputs() -> None:
     (gx,) = ge.autograd.grad((x * w).sum(), x)
     np.testing.assert_array_equal(gx.numpy(), [3.0, 4.0])
     assert calls == ["x"] and w.grad is None
+
+
+class _SavedExp(ge.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):  # noqa: ANN001, ANN205
+        result = x.exp()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: ANN001, ANN205
+        (result,) = ctx.saved_tensors
+        return grad * result
+
+
+def test_function_saved_output_makes_no_cycle_and_stays_twice_differentiable() -> None:
+    x = ge.randn(3, dtype="float64", requires_grad=True)
+    garbage.disable()
+    try:
+        y = _SavedExp.apply(x)
+        probe = weakref.ref(y._data)
+        del y
+        assert probe() is None  # freed by reference counting alone
+    finally:
+        garbage.enable()
+    assert gradgradcheck(_SavedExp.apply, (x,))
+    y = _SavedExp.apply(x)
+    with ge.no_grad():
+        y.add_(1)
+    with pytest.raises(AutodiffError, match="_SavedExpBackward: saved tensor 0 was modified"):
+        y.sum().backward()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -56,6 +56,53 @@ def render(args: argparse.Namespace) -> int:
     return 0
 
 
+def bench(args: argparse.Namespace) -> int:
+    """Run the benchmark workloads; print the table (and goals), write JSON and a plot."""
+    import json
+
+    from graphc import bench as benchmarks
+
+    try:
+        benchmarks.select(args.only)
+    except ValueError as exc:
+        print(f"graphc bench: {exc}", file=sys.stderr)
+        return 2
+    report = benchmarks.run(only=args.only, quick=args.quick, progress=_progress_bar())
+    print(benchmarks.markdown(report))
+    print("## Goals of the runtime (issue 6)\n")
+    print(benchmarks.goals.markdown(benchmarks.goals.evaluate(report)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+        print(f"JSON written to {args.json}")
+    if args.plot:
+        try:
+            benchmarks.plot(report, args.plot)
+            print(f"Plot written to {args.plot}")
+        except benchmarks.PlotUnavailableError as exc:
+            print(f"graphc bench: {exc}", file=sys.stderr)
+    return 0
+
+
+def _progress_bar() -> Callable[[int, int, str], None] | None:
+    """A progress callback drawing a tqdm bar on stderr, or None without tqdm."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    bar: list = []
+
+    def update(done: int, total: int, label: str) -> None:
+        if not bar:
+            bar.append(tqdm(total=total, unit="cell", file=sys.stderr, leave=False))
+        bar[0].n = done
+        bar[0].set_description(label, refresh=True)
+        if done == total:
+            bar[0].close()
+
+    return update
+
+
 def inspect(args: argparse.Namespace) -> int:
     """Print a graph (JSON file or traced function), its statistics and optimization report."""
     from graphc.inspection import inspect_command
@@ -80,6 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     render_parser = commands.add_parser("render", help="trace a function and draw its graph")
     add_render_arguments(render_parser)
     render_parser.set_defaults(run=render)
+    bench_parser = commands.add_parser("bench", help="benchmark eager, static and peer modes")
+    bench_parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    bench_parser.add_argument("--only", action="append", metavar="WORKLOAD", help="repeatable")
+    bench_parser.add_argument("--json", metavar="PATH", help="write the report as JSON")
+    bench_parser.add_argument("--plot", metavar="PATH", help="bar chart (needs matplotlib)")
+    bench_parser.set_defaults(run=bench)
     from graphc.inspection import add_inspect_arguments
 
     inspect_parser = commands.add_parser("inspect", help="a graph's text, statistics, passes")

@@ -1,0 +1,100 @@
+"""Compile time of a chain of K elementwise ops (tanh, *1.5, sin, +0.25, repeated).
+
+graphc's time is `gc.compile` of the traced graph: the pass pipeline, the plan and
+code generation for its one (concrete) signature. jax's is `jit(f).lower(x).compile()`
+of a freshly defined function each time, so no cache is hit. Building the graph is
+not timed. After timing, each compiled chain runs once on a 1024-element vector and
+the results are checked, which also shows that long chains run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import graphc as gc
+from graphc.bench import peers
+from graphc.bench.core import Case, Prepared, Workload
+from graphc.bench.modes import not_applicable
+
+LENGTH = 1024
+
+
+def chain(x: Any, k: int, lib: Any) -> Any:
+    """K elementwise ops on `x` with `lib`'s tanh and sin."""
+    for i in range(k):
+        step = i % 4
+        if step == 0:
+            x = lib.tanh(x)
+        elif step == 1:
+            x = x * 1.5
+        elif step == 2:
+            x = lib.sin(x)
+        else:
+            x = x + 0.25
+    return x
+
+
+def _inputs(params: dict[str, Any]) -> dict[str, Any]:
+    x = np.linspace(-2.0, 2.0, LENGTH, dtype=np.float32)
+    k = params["k"]
+    graph = gc.trace(lambda x: chain(x, k, gc), gc.TensorSpec(x.shape))
+    return {"args": (x,), "graph": graph}
+
+
+def _static(opt_level: int) -> Any:
+    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        graph = inputs["graph"]
+        (x,) = inputs["args"]
+        return Prepared(
+            lambda: gc.compile(graph, opt_level=opt_level),
+            lambda exe: [exe(x)],
+            resident_bytes=None,
+            single_shot=True,
+        )
+
+    return build
+
+
+def _jax(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+    jax = peers.jax()
+    import jax.numpy as jnp
+
+    k = params["k"]
+    x = jnp.asarray(inputs["args"][0])
+
+    def call() -> Any:
+        return jax.jit(lambda v: chain(v, k, jnp)).lower(x).compile()
+
+    return Prepared(
+        call, lambda compiled: [np.asarray(compiled(x))], resident_bytes=None, single_shot=True
+    )
+
+
+_NO_COMPILE = "no compile step"
+_JAX_SLOW = "jax.jit would take minutes at this length"
+
+WORKLOAD = Workload(
+    name="compile",
+    description="compile time of a K-op elementwise chain (passes + plan + codegen)",
+    unit="compile",
+    cases=[
+        Case("K=100", {"k": 100}),
+        Case("K=1000", {"k": 1000}, quick=False),
+        Case("K=5000", {"k": 5000}, quick_skip_modes={"jax": "jax compile is slow: full run"}),
+        Case("K=50000", {"k": 50_000}, quick=False, skip_modes={"jax": _JAX_SLOW}),
+    ],
+    make_inputs=_inputs,
+    builders={
+        "graphc-eager": not_applicable(_NO_COMPILE),
+        "graphc-O0": _static(0),
+        "graphc-O2": _static(2),
+        "numpy": not_applicable(_NO_COMPILE),
+        "numpy-chunked": not_applicable(_NO_COMPILE),
+        "torch": not_applicable("eager only (torch.compile is not measured)"),
+        "jax": _jax,
+    },
+    tolerance=1e-4,
+    reference="graphc-O0",
+)

@@ -1,0 +1,145 @@
+"""The runtime's performance goals (issue 6), checked against a bench report.
+
+Each goal reads medians from one run, so ratios compare modes measured side by side.
+A goal whose figures are missing (a peer not installed, a case not run with
+`--quick`) is "not measured", never met.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from graphc.bench.report import seconds, size
+
+
+@dataclass
+class Goal:
+    """One goal: what it asks, what was measured, and whether it holds."""
+
+    text: str
+    measured: str
+    met: bool | None  # None: not measured in this run
+
+
+def _cell(report: dict[str, Any], workload: str, case: str, mode: str) -> dict[str, Any] | None:
+    cell = report["workloads"].get(workload, {}).get("cases", {}).get(case, {}).get(mode)
+    return cell if cell is not None and cell["status"] == "ok" else None
+
+
+def _ratio_goal(
+    report: dict[str, Any],
+    text: str,
+    where: tuple[str, str],
+    mode: str,
+    holds: Callable[[float], bool],
+    field: str = "median",
+    show: Callable[[Any], str] = seconds,
+) -> Goal:
+    """A goal on the ratio graphc-O2 / `mode` of one case's `field`."""
+    ours, theirs = (_cell(report, *where, m) for m in ("graphc-O2", mode))
+    if ours is None or theirs is None or ours[field] is None or theirs[field] is None:
+        return Goal(text, "not measured", None)
+    ratio = ours[field] / theirs[field]
+    measured = f"{show(ours[field])} vs {show(theirs[field])} ({mode}): {ratio:.2f}x"
+    return Goal(text, measured, holds(ratio))
+
+
+def evaluate(report: dict[str, Any]) -> list[Goal]:
+    """Every goal of issue 6 against `report`."""
+    goals = []
+    tiny = _cell(report, "tiny", "(1,)", "graphc-O2")
+    goals.append(
+        Goal("tiny graph <= 4 us per call", seconds(tiny["median"]), tiny["median"] <= 4e-6)
+        if tiny
+        else Goal("tiny graph <= 4 us per call", "not measured", None)
+    )
+    where = ("tiny", "(1,)")
+    goals.append(
+        _ratio_goal(report, "tiny: >= 3x faster than jax.jit", where, "jax", lambda r: r <= 1 / 3)
+    )
+    goals.append(
+        _ratio_goal(report, "tiny: >= 20x faster than torch", where, "torch", lambda r: r <= 1 / 20)
+    )
+    goals.append(
+        _ratio_goal(
+            report,
+            "tiny: >= 5x faster than graphc eager",
+            where,
+            "graphc-eager",
+            lambda r: r <= 1 / 5,
+        )
+    )
+    for n in ("1e6", "1e7"):
+        where = ("gelu", n)
+        goals.append(
+            _ratio_goal(
+                report,
+                f"GELU {n}: >= 3x faster than numpy one-liner",
+                where,
+                "numpy",
+                lambda r: r <= 1 / 3,
+            )
+        )
+        goals.append(
+            _ratio_goal(
+                report,
+                f"GELU {n}: within 1.2x of chunked numpy",
+                where,
+                "numpy-chunked",
+                lambda r: r <= 1.2,
+            )
+        )
+    where = ("mlp", "batch 32")
+    goals.append(
+        _ratio_goal(report, "MLP b32: <= 0.9x torch eager", where, "torch", lambda r: r <= 0.9)
+    )
+    goals.append(
+        _ratio_goal(report, "MLP b32: no slower than jax.jit", where, "jax", lambda r: r <= 1.0)
+    )
+    where = ("mlp", "batch 512")
+    goals.append(
+        _ratio_goal(
+            report,
+            "MLP b512: within 1.1x of hand-written numpy",
+            where,
+            "numpy",
+            lambda r: r <= 1.1,
+        )
+    )
+    goals.append(
+        _ratio_goal(
+            report,
+            "MLP b512: peak memory <= 0.7x graphc eager",
+            where,
+            "graphc-eager",
+            lambda r: r <= 0.7,
+            field="peak_bytes",
+            show=size,
+        )
+    )
+    for level in ("graphc-O0", "graphc-O2"):
+        cell = _cell(report, "compile", "K=5000", level)
+        text = f"compile 5000-op chain < 0.5 s ({level})"
+        goals.append(
+            Goal(text, seconds(cell["median"]), cell["median"] < 0.5)
+            if cell
+            else Goal(text, "not measured", None)
+        )
+    cell = _cell(report, "compile", "K=50000", "graphc-O2")
+    text = "50000-op chain compiles and runs (O2)"
+    goals.append(
+        Goal(text, f"{seconds(cell['median'])}, agrees: {cell['agrees']}", bool(cell["agrees"]))
+        if cell
+        else Goal(text, "not measured", None)
+    )
+    return goals
+
+
+def markdown(goals: list[Goal]) -> str:
+    """The goals as a markdown table."""
+    verdict = {True: "met", False: "**missed**", None: "not measured"}
+    lines = ["| goal (issue 6) | measured | verdict |", "|---|---|---|"]
+    lines += [f"| {g.text} | {g.measured} | {verdict[g.met]} |" for g in goals]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,82 @@
+"""Builders shared by the workloads: graphc's static modes, jax's jit, mode tables.
+
+A static mode compiles outside timing (compile time is its own workload) and keeps
+its plan's arena between calls, so the arena counts as the mode's resident memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+import graphc as gc
+from graphc.bench import peers
+from graphc.bench.core import NotApplicableError, Prepared, as_arrays
+
+Builder = Callable[[dict[str, Any], dict[str, Any]], Prepared]
+
+
+def compile_static(
+    graph: gc.Graph,
+    opt_level: int,
+    args: tuple[np.ndarray, ...],
+    updates: Mapping[str, str] | None = None,
+    state: Mapping[str, np.ndarray] | None = None,
+) -> tuple[gc.Executable, Prepared]:
+    """Compile `graph` at `opt_level`, plan it for `args`, and wrap one call on them."""
+    exe = gc.compile(graph, opt_level=opt_level, updates=updates)
+    if state:
+        exe.set_state(**{name: np.array(value, copy=True) for name, value in state.items()})
+    arena = exe.plan(*args).arena_bytes
+
+    def call() -> Any:
+        return exe(*args)
+
+    return exe, Prepared(call, resident_bytes=arena, note=f"arena {arena} B")
+
+
+def static_mode(graph_of: Callable[[dict[str, Any]], gc.Graph], opt_level: int) -> Builder:
+    """A builder compiling the case's graph at `opt_level`, fed `inputs["args"]`."""
+
+    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        _, prepared = compile_static(graph_of(inputs), opt_level, inputs["args"])
+        return prepared
+
+    return build
+
+
+def jax_jit(fn_of: Callable[[Any], Callable[..., Any]]) -> Builder:
+    """A builder jitting `fn_of(jnp)` and calling it on the case's args as jax arrays."""
+
+    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        jax = peers.jax()
+        import jax.numpy as jnp
+
+        fn = jax.jit(fn_of(jnp))
+        # jax runs with 32-bit integers unless x64 is enabled; say so instead of warning
+        args = [
+            jnp.asarray(a.astype(np.int32) if a.dtype == np.int64 else a) for a in inputs["args"]
+        ]
+
+        def call() -> Any:
+            return jax.block_until_ready(fn(*args))
+
+        return Prepared(call, resident_bytes=None)
+
+    return build
+
+
+def not_applicable(reason: str) -> Builder:
+    """A builder for a mode that has no meaning in this workload."""
+
+    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        raise NotApplicableError(reason)
+
+    return build
+
+
+def plain(call: Callable[[], Any], resident_bytes: int | None = 0) -> Prepared:
+    """A prepared call whose results are its return value."""
+    return Prepared(call, as_arrays, resident_bytes)

@@ -1,0 +1,118 @@
+"""The report as text: a markdown table per workload, and a bar chart file.
+
+Times are per call (or step, or compile); "x O2" is the mode's median over graphc
+O2's median in the same run (above 1: slower than graphc O2). Peak memory is
+tracemalloc's peak over one call plus the buffers the mode keeps between calls; n/a
+where the library allocates outside Python's view (torch, jax).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphc.bench.core import MODES
+
+
+def seconds(value: float | None) -> str:
+    """A duration with a readable unit: 3.21 us, 14.6 ms, 1.25 s."""
+    if value is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def size(value: int | None) -> str:
+    """Bytes with a readable unit."""
+    if value is None:
+        return "n/a"
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value} B"
+
+
+def _agreement(cell: dict[str, Any]) -> str:
+    if cell["agrees"] is None:
+        return "-"
+    mark = "yes" if cell["agrees"] else "**NO**"
+    return f"{mark} ({cell['rel_error']:.1e})"
+
+
+def _row(case: str, mode: str, cell: dict[str, Any]) -> str:
+    if cell["status"] != "ok":
+        return f"| {case} | {mode} | {cell['status']}: {cell['reason']} | | | | | | |"
+    ratio = "-" if cell["ratio"] is None else f"{cell['ratio']:.2f}"
+    spread = f"{seconds(cell['min'])} .. {seconds(cell['max'])}"
+    runs = f"{cell['repeats']}x{cell['number']}"
+    return (
+        f"| {case} | {mode} | {seconds(cell['median'])} | {spread} | {ratio} | "
+        f"{size(cell['peak_bytes'])} | {_agreement(cell)} | {runs} | {cell['note']} |"
+    )
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """Every workload's table, with the machine and run settings on top."""
+    info = report["machine"]
+    peers = ", ".join(f"{k} {info.get(k) or 'not installed'}" for k in ("torch", "jax"))
+    lines = [
+        f"# graphc bench{' --quick' if report['quick'] else ''}",
+        "",
+        f"Python {info['python']}, numpy {info['numpy']}, {info['cpus']} CPUs, {peers}; "
+        f"load average {info['load_average']:.1f} at start, "
+        f"{report.get('load_average_end', 0):.1f} at end; {report.get('seconds', 0):.0f} s. Median (min .. max) per call after warm-up; "
+        "x O2 = median / graphc-O2 median; agrees = max abs diff / max abs of the "
+        "reference mode's result.",
+    ]
+    for name, workload in report["workloads"].items():
+        lines += [
+            "",
+            f"## {name}: {workload['description']}",
+            "",
+            f"| case | mode | median / {workload['unit']} | min .. max | x O2 | peak mem | "
+            "agrees | repeats | note |",
+            "|---|---|---:|---|---:|---:|---|---|---|",
+        ]
+        for case, cells in workload["cases"].items():
+            lines += [_row(case, mode, cells[mode]) for mode in MODES]
+    return "\n".join(lines) + "\n"
+
+
+class PlotUnavailableError(Exception):
+    """matplotlib is not installed."""
+
+
+def plot(report: dict[str, Any], path: str) -> None:
+    """A bar chart of medians (log scale), one panel per workload, one bar per mode."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise PlotUnavailableError(
+            "--plot needs matplotlib, which is not installed: pip install matplotlib"
+        ) from exc
+    workloads = report["workloads"]
+    fig, axes = plt.subplots(len(workloads), 1, figsize=(10, 3.2 * len(workloads)), squeeze=False)
+    width = 0.8 / len(MODES)
+    for ax, (name, workload) in zip(axes[:, 0], workloads.items()):
+        cases = list(workload["cases"])
+        for k, mode in enumerate(MODES):
+            xs, heights = [], []
+            for j, case in enumerate(cases):
+                median = workload["cases"][case][mode]["median"]
+                if median is not None:
+                    xs.append(j + (k - len(MODES) / 2 + 0.5) * width)
+                    heights.append(median)
+            if heights:
+                ax.bar(xs, heights, width, label=mode)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(cases)), cases)
+        ax.set_ylabel(f"seconds / {workload['unit']}")
+        ax.set_title(f"{name}: {workload['description']}", fontsize=9)
+    axes[0, 0].legend(fontsize=8, ncol=4)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,211 @@
+"""Run the workloads: build each mode, check it agrees, time it, measure its memory.
+
+For each case the inputs are made once and shared by the modes. The reference mode
+runs first; every other mode's first call is compared with it (largest absolute
+difference over the largest reference value, against the workload's tolerance), and a
+disagreement is marked, not hidden. Ratios are each mode's median over graphc O2's
+median in the same run. Nothing here prints: progress goes to a callback.
+"""
+
+from __future__ import annotations
+
+import gc as garbage
+import os
+import platform
+import time
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from graphc.bench import compile_chain, gelu, mlp, peers, tiny, xent
+from graphc.bench.core import (
+    BASELINE,
+    MODES,
+    Case,
+    NotApplicableError,
+    UnavailableError,
+    Workload,
+    relative_error,
+)
+from graphc.bench.timing import measure, peak_bytes
+
+WORKLOADS: tuple[Workload, ...] = (
+    tiny.WORKLOAD,
+    gelu.WORKLOAD,
+    xent.WORKLOAD,
+    mlp.WORKLOAD,
+    compile_chain.WORKLOAD,
+)
+Progress = Callable[[int, int, str], None]  # (cells done, cells in all, what runs next)
+
+
+@dataclass
+class Cell:
+    """One mode of one case: status, seconds per call, peak bytes, agreement, ratio."""
+
+    status: str  # ok | error | unavailable | n/a | skipped
+    reason: str = ""
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+    repeats: int = 0
+    number: int = 0
+    peak_bytes: int | None = None
+    rel_error: float | None = None
+    agrees: bool | None = None
+    ratio: float | None = None  # median / graphc-O2's median
+    note: str = ""
+    seconds: float = 0.0  # wall time spent on this cell: building, checking, timing
+
+
+@dataclass
+class Settings:
+    """How long to spend: seconds per cell and the bounds on repeats."""
+
+    quick: bool
+    budget: float
+    min_repeats: int
+    max_repeats: int
+
+    @classmethod
+    def make(cls, quick: bool) -> Settings:
+        if quick:
+            return cls(quick=True, budget=0.05, min_repeats=3, max_repeats=10)
+        return cls(quick=False, budget=1.5, min_repeats=5, max_repeats=50)
+
+
+def select(
+    only: Iterable[str] | None = None, workloads: Sequence[Workload] = WORKLOADS
+) -> list[Workload]:
+    """The workloads named in `only` (all when None); an unknown name is a ValueError."""
+    if not only:
+        return list(workloads)
+    by_name = {w.name: w for w in workloads}
+    unknown = [name for name in only if name not in by_name]
+    if unknown:
+        raise ValueError(f"unknown workload(s) {unknown}; choose from {sorted(by_name)}")
+    return [by_name[name] for name in only]
+
+
+def _cases(workload: Workload, quick: bool) -> list[Case]:
+    return [c for c in workload.cases if (c.quick if quick else c.full)]
+
+
+def run(
+    only: Iterable[str] | None = None,
+    quick: bool = False,
+    progress: Progress | None = None,
+    workloads: Sequence[Workload] = WORKLOADS,
+) -> dict[str, Any]:
+    """Run the chosen workloads in every mode; the report as plain (JSON-ready) data."""
+    settings = Settings.make(quick)
+    workloads = select(only, workloads)
+    total = sum(len(_cases(w, quick)) * len(MODES) for w in workloads)
+    done = 0
+    started = time.perf_counter()
+    report: dict[str, Any] = {"machine": machine(), "quick": quick, "workloads": {}}
+    for workload in workloads:
+        entry: dict[str, Any] = {
+            "description": workload.description,
+            "unit": workload.unit,
+            "reference": workload.reference,
+            "cases": {},
+        }
+        for case in _cases(workload, quick):
+            cells: dict[str, Cell] = {}
+            inputs = workload.make_inputs(case.params)
+            reference: list[np.ndarray] | None = None
+            for mode in _ordered(workload.reference):
+                if progress is not None:
+                    progress(done, total, f"{workload.name} {case.label} {mode}")
+                cell_start = time.perf_counter()
+                cell, arrays = _run_cell(workload, case, mode, inputs, settings)
+                cell.seconds = time.perf_counter() - cell_start
+                if reference is None and arrays is not None:
+                    reference = arrays
+                    cell.rel_error, cell.agrees = 0.0, True
+                elif arrays is not None:
+                    cell.rel_error = relative_error(arrays, reference)
+                    cell.agrees = cell.rel_error <= workload.tolerance
+                cells[mode] = cell
+                done += 1
+            _add_ratios(cells)
+            entry["cases"][case.label] = {m: asdict(cells[m]) for m in MODES}
+            del inputs
+            garbage.collect()  # cycles holding a case's arrays go before the next case
+        report["workloads"][workload.name] = entry
+    if progress is not None:
+        progress(done, total, "done")
+    report["seconds"] = time.perf_counter() - started
+    report["load_average_end"] = os.getloadavg()[0]
+    return report
+
+
+def _ordered(reference: str) -> list[str]:
+    return [reference, *(m for m in MODES if m != reference)]
+
+
+def _run_cell(
+    workload: Workload, case: Case, mode: str, inputs: dict[str, Any], settings: Settings
+) -> tuple[Cell, list[np.ndarray] | None]:
+    skip = case.skip_modes.get(mode) or (settings.quick and case.quick_skip_modes.get(mode))
+    if skip:
+        return Cell("skipped", skip), None
+    try:
+        prepared = workload.builders[mode](case.params, inputs)
+    except UnavailableError as exc:
+        return Cell("unavailable", str(exc)), None
+    except NotApplicableError as exc:
+        return Cell("n/a", str(exc)), None
+    except Exception as exc:  # a broken mode is reported, the other modes still run
+        return Cell("error", _describe(exc)), None
+    try:
+        start = time.perf_counter()
+        result = prepared.call()
+        first = time.perf_counter() - start
+        arrays = [np.array(a, copy=True) for a in prepared.arrays(result)]
+        del result
+        timing = measure(
+            prepared.call,
+            settings.budget,
+            first=first,
+            min_repeats=settings.min_repeats,
+            max_repeats=settings.max_repeats,
+            single_shot=prepared.single_shot,
+        )
+        peak = None
+        if prepared.resident_bytes is not None:
+            peak = peak_bytes(prepared.call) + prepared.resident_bytes
+    except Exception as exc:
+        return Cell("error", _describe(exc)), None
+    cell = Cell("ok", note=prepared.note, peak_bytes=peak, **asdict(timing))
+    return cell, arrays
+
+
+def _describe(exc: Exception) -> str:
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{type(exc).__name__}: {exc} ({os.path.basename(where.filename)}:{where.lineno})"
+
+
+def _add_ratios(cells: dict[str, Cell]) -> None:
+    base = cells.get(BASELINE)
+    if base is None or base.median is None:
+        return
+    for cell in cells.values():
+        if cell.median is not None:
+            cell.ratio = cell.median / base.median
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "load_average": os.getloadavg()[0],  # other processes sharing the cores
+        **peers.versions(),
+    }

@@ -1,0 +1,92 @@
+"""The tutorials' tiny graph y = (x + w)(w + 1): forward and both gradients per call.
+
+Shape (1,), float32. Every mode returns (y, dy/dx, dy/dw) with y summed to a scalar
+(the gradient of a one-element output), so this measures per-call overhead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import graphc as gc
+import graphc.eager as ge
+from graphc.bench import peers
+from graphc.bench.core import Case, Prepared, Workload
+from graphc.bench.modes import jax_jit, not_applicable, plain, static_mode
+
+
+def tiny(x: Any, w: Any) -> Any:
+    """The tutorials' graph, summed to a scalar: one function for every library."""
+    return ((x + w) * (w + 1)).sum()
+
+
+def _inputs(params: dict[str, Any]) -> dict[str, Any]:
+    x = np.array([2.0], np.float32)
+    w = np.array([1.0], np.float32)
+    return {"args": (x, w)}
+
+
+def _graph(inputs: dict[str, Any]) -> gc.Graph:
+    if "graph" not in inputs:
+        x, w = inputs["args"]
+        g = gc.trace(tiny, gc.TensorSpec(x.shape), gc.TensorSpec(w.shape))
+        inputs["graph"] = gc.gradients(g, wrt=["x", "w"])
+    return inputs["graph"]
+
+
+def _eager(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+    x, w = (ge.tensor(a, requires_grad=True) for a in inputs["args"])
+
+    def call() -> Any:
+        y = tiny(x, w)
+        return (y, *ge.autograd.grad(y, [x, w]))
+
+    return plain(call)
+
+
+def _numpy(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+    x, w = inputs["args"]
+
+    def call() -> Any:
+        a = x + w
+        b = w + 1
+        return (a * b).sum(), b, a + b  # dy/dx = w + 1, dy/dw = (w + 1) + (x + w)
+
+    return plain(call)
+
+
+def _torch(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+    torch = peers.torch()
+    x, w = (torch.tensor(a, requires_grad=True) for a in inputs["args"])
+
+    def call() -> Any:
+        y = tiny(x, w)
+        return (y, *torch.autograd.grad(y, [x, w]))
+
+    return Prepared(call, resident_bytes=None)
+
+
+def _jax_fn(jnp: Any) -> Any:
+    import jax
+
+    return jax.value_and_grad(tiny, argnums=(0, 1))
+
+
+WORKLOAD = Workload(
+    name="tiny",
+    description="y=(x+w)(w+1), shape (1,), forward + dy/dx + dy/dw per call",
+    unit="call",
+    cases=[Case("(1,)", {})],
+    make_inputs=_inputs,
+    builders={
+        "graphc-eager": _eager,
+        "graphc-O0": static_mode(_graph, 0),
+        "graphc-O2": static_mode(_graph, 2),
+        "numpy": _numpy,
+        "numpy-chunked": not_applicable("only for the GELU chain"),
+        "torch": _torch,
+        "jax": jax_jit(_jax_fn),
+    },
+)

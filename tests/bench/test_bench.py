@@ -1,0 +1,222 @@
+"""`graphc bench`: the quick run's JSON, the runner's checks, the report's text and plot.
+
+No test asserts a timing: only that figures exist, are consistent, and are reported.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from graphc import bench
+from graphc.bench import goals
+from graphc.bench.core import (
+    MODES,
+    Case,
+    NotApplicableError,
+    Prepared,
+    UnavailableError,
+    Workload,
+    relative_error,
+)
+from graphc.bench.timing import measure, peak_bytes
+from graphc.cli import main
+
+
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    path = tmp_path_factory.mktemp("bench") / "quick.json"
+    assert main(["bench", "--quick", "--json", str(path)]) == 0
+    return json.loads(path.read_text())
+
+
+def test_quick_json_has_every_workload_and_mode(quick_report: dict[str, Any]) -> None:
+    names = {w.name for w in bench.WORKLOADS}
+    assert set(quick_report["workloads"]) == names == {"tiny", "gelu", "xent", "mlp", "compile"}
+    statuses = {"ok", "unavailable", "n/a", "skipped", "error"}
+    for name, workload in quick_report["workloads"].items():
+        assert workload["cases"], name
+        for case, cells in workload["cases"].items():
+            assert list(cells) == list(MODES), (name, case)
+            for mode, cell in cells.items():
+                assert cell["status"] in statuses
+                assert cell["status"] != "error", (name, case, mode, cell["reason"])
+                # graphc's own modes always run where they apply; peers may be absent
+                if mode.startswith("graphc") and cell["status"] != "n/a":
+                    assert cell["status"] == "ok", (name, case, mode, cell["reason"])
+
+
+def test_quick_cells_are_consistent_and_agree(quick_report: dict[str, Any]) -> None:
+    for workload in quick_report["workloads"].values():
+        for cells in workload["cases"].values():
+            assert cells["graphc-O2"]["ratio"] == pytest.approx(1.0)
+            for cell in cells.values():
+                if cell["status"] != "ok":
+                    assert cell["median"] is None and cell["reason"]
+                    continue
+                assert cell["min"] <= cell["median"] <= cell["max"]
+                assert cell["repeats"] >= 1 and cell["number"] >= 1
+                assert cell["agrees"] is True
+                assert cell["ratio"] == pytest.approx(cell["median"] / cells["graphc-O2"]["median"])
+
+
+def test_quick_compile_keeps_the_5000_op_chain(quick_report: dict[str, Any]) -> None:
+    cases = quick_report["workloads"]["compile"]["cases"]
+    assert cases["K=5000"]["graphc-O2"]["status"] == "ok"
+    assert cases["K=5000"]["numpy"]["status"] == "n/a"
+
+
+def test_only_filters_workloads() -> None:
+    report = bench.run(only=["tiny"], quick=True)
+    assert list(report["workloads"]) == ["tiny"]
+    text = bench.markdown(report)
+    for mode in MODES:
+        assert f"| (1,) | {mode} |" in text
+
+
+def test_unknown_workload_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--only", "nope"]) == 2
+    assert "unknown workload" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="tiny"):
+        bench.select(["nope"])
+
+
+def _toy(builders: dict[str, Any], reference: str = "numpy") -> Workload:
+    missing = {m: _raises(NotApplicableError("not here")) for m in MODES if m not in builders}
+    return Workload(
+        name="toy",
+        description="toy",
+        unit="call",
+        cases=[Case("small", {"n": 3})],
+        make_inputs=lambda params: {"x": np.arange(params["n"], dtype=np.float32)},
+        builders={**missing, **builders},
+        reference=reference,
+    )
+
+
+def _raises(exc: Exception) -> Any:
+    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        raise exc
+
+    return build
+
+
+def _returns(scale: float) -> Any:
+    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        return Prepared(lambda: inputs["x"] * scale)
+
+    return build
+
+
+def test_runner_marks_disagreement_errors_and_missing_peers() -> None:
+    toy = _toy(
+        {
+            "numpy": _returns(1.0),
+            "graphc-O2": _returns(1.0),
+            "graphc-O0": _returns(1.5),  # wrong: must be marked, not hidden
+            "graphc-eager": _raises(RuntimeError("broken builder")),
+            "torch": _raises(UnavailableError("torch is not installed")),
+        }
+    )
+    cells = bench.run(quick=True, workloads=[toy])["workloads"]["toy"]["cases"]["small"]
+    assert cells["numpy"]["agrees"] is True
+    assert cells["graphc-O2"]["agrees"] is True
+    assert cells["graphc-O0"]["agrees"] is False
+    assert cells["graphc-O0"]["rel_error"] == pytest.approx(0.5)
+    assert cells["graphc-eager"]["status"] == "error"
+    assert "broken builder" in cells["graphc-eager"]["reason"]
+    assert cells["torch"]["status"] == "unavailable"
+    assert cells["jax"]["status"] == "n/a"
+    text = bench.markdown(
+        {"machine": _machine(), "quick": True, "workloads": {"toy": _entry(cells)}}
+    )
+    assert "**NO** (5.0e-01)" in text
+
+
+def _machine() -> dict[str, Any]:
+    return {"python": "3", "numpy": "2", "cpus": 2, "torch": None, "jax": None, "load_average": 0}
+
+
+def _entry(cells: dict[str, Any]) -> dict[str, Any]:
+    return {"description": "toy", "unit": "call", "reference": "numpy", "cases": {"s": cells}}
+
+
+def test_progress_reports_every_cell() -> None:
+    seen: list[tuple[int, int, str]] = []
+    toy = _toy({"numpy": _returns(1.0), "graphc-O2": _returns(1.0)})
+    bench.run(quick=True, workloads=[toy], progress=lambda *a: seen.append(a))
+    assert seen[-1] == (len(MODES), len(MODES), "done")
+    assert [done for done, _, _ in seen] == list(range(len(MODES) + 1))
+
+
+def test_measure_is_consistent() -> None:
+    calls = []
+    timing = measure(lambda: calls.append(1), 0.01, first=1e-6, min_repeats=3, max_repeats=4)
+    assert timing.min <= timing.median <= timing.max
+    assert 3 <= timing.repeats <= 4
+    assert timing.number > 1  # a microsecond call is looped
+    assert len(calls) >= timing.repeats * timing.number
+    single = measure(lambda: None, 1e-9, first=1.0, single_shot=True)
+    assert (single.repeats, single.number, single.median) == (1, 1, 1.0)
+
+
+def test_peak_bytes_counts_what_a_call_allocates() -> None:
+    assert peak_bytes(lambda: np.ones(1_000_000, np.float64)) >= 8_000_000
+    assert peak_bytes(lambda: None) < 100_000
+
+
+def test_relative_error() -> None:
+    want = [np.array([1.0, -4.0])]
+    assert relative_error([np.array([1.0, -4.0])], want) == 0.0
+    assert relative_error([np.array([1.0, -3.0])], want) == pytest.approx(0.25)
+    assert relative_error([np.array([1.0])], want) == float("inf")
+    assert relative_error([], want) == float("inf")
+
+
+def test_goals_read_ratios_from_the_report() -> None:
+    def cell(median: float, peak: int | None = None) -> dict[str, Any]:
+        return {"status": "ok", "median": median, "peak_bytes": peak, "agrees": True}
+
+    report = {
+        "workloads": {
+            "tiny": {"cases": {"(1,)": {"graphc-O2": cell(3e-6), "jax": cell(6e-6)}}},
+            "mlp": {
+                "cases": {
+                    "batch 512": {
+                        "graphc-O2": cell(1.0, peak=60),
+                        "numpy": cell(1.0),
+                        "graphc-eager": cell(2.0, peak=100),
+                    }
+                }
+            },
+        }
+    }
+    found = {g.text: g for g in goals.evaluate(report)}
+    assert found["tiny graph <= 4 us per call"].met is True
+    assert found["tiny: >= 3x faster than jax.jit"].met is False  # only 2x
+    assert found["tiny: >= 20x faster than torch"].met is None  # not measured
+    assert found["MLP b512: within 1.1x of hand-written numpy"].met is True
+    assert found["MLP b512: peak memory <= 0.7x graphc eager"].met is True
+    assert "**missed**" in goals.markdown(list(found.values()))
+
+
+def test_plot_writes_a_chart(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    toy = _toy({"numpy": _returns(1.0), "graphc-O2": _returns(1.0)})
+    report = bench.run(quick=True, workloads=[toy])
+    path = tmp_path / "bench.png"
+    bench.plot(report, str(path))
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plot_without_matplotlib_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(bench.PlotUnavailableError, match="pip install matplotlib"):
+        bench.plot({"workloads": {}}, str(tmp_path / "x.png"))

@@ -47,6 +47,7 @@ TORCH_NAMES = {
 }
 
 _hook_ids = itertools.count()
+_NO_EDGE = (None, 0)
 
 
 class HookHandle:
@@ -194,9 +195,20 @@ class OpBackward(Node):
     ) -> None:
         self.opdef = opdef
         self.attrs = attrs
-        self.next_functions = tuple([edge(x) for x in inputs])
+        edges = []
+        versions = []
+        for x in inputs:  # edge(x), spelled out: this runs once per recorded op
+            fn = x.grad_fn
+            if fn is not None:
+                edges.append((fn, x._output_nr))
+            elif x._requires_grad:
+                edges.append((accumulator(x), 0))
+            else:
+                edges.append(_NO_EDGE)
+            versions.append(x._version[0])
+        self.next_functions = tuple(edges)
         self._inputs = inputs
-        self._versions = [x._version[0] for x in inputs]
+        self._versions = versions
         self._out = out
         self._out_counter = counter
         self._out_version = counter[0]

@@ -44,6 +44,13 @@ class ConversionMethods:
     def bool(self) -> Any:
         return self.to(np.bool_)
 
+    def cast(self, dtype: Any) -> Any:
+        return E.cast(self, dtype)
+
+    def full_like(self, value: Any) -> Any:
+        """A tensor like this one filled with `value` (the op; see also new_full)."""
+        return E.full_like(self, value)
+
     def cpu(self) -> Any:
         return self
 

@@ -158,6 +158,28 @@ class TorchMethods:
             )
         return S.getitem(self, index)
 
+    def take(self, indices: Any, axis: int = 0) -> Any:
+        return S.take(self, indices, axis=axis)
+
+    def sum_to(self, shape: Any) -> Any:
+        """Sum down to `shape`, undoing broadcasting."""
+        return S.sum_to(self, shape)
+
+    def slice(self, index: Any) -> Any:
+        return S.slice_(self, index=index)
+
+    def unslice(self, shape: Any, index: Any) -> Any:
+        return S.unslice(self, shape=shape, index=index)
+
+    def scatter_add(self, indices: Any, shape: Any, axis: int = 0) -> Any:
+        return S.scatter_add(self, indices, shape=shape, axis=axis)
+
+    def concat(self, others: Any, axis: int = 0) -> Any:
+        return S.concat([self, *others], axis=axis)
+
+    def one_hot(self, num_classes: int, dtype: Any = "float32") -> Any:
+        return N.one_hot(self, num_classes=num_classes, dtype=dtype)
+
     def index_select(self, dim: int, index: Any) -> Any:
         return S.take(self, index, axis=dim)
 

@@ -126,6 +126,16 @@ def test_pytorch_math_spellings_are_on_the_tape() -> None:
     assert x.detach().masked_fill(x.detach() < 0, 0.0).tolist() == [[1.0, 0.0], [3.0, 0.5]]
 
 
+def test_every_registry_op_is_a_tensor_method_and_an_eager_function() -> None:
+    from graphc.ir.registry import all_ops
+
+    internal = {"constant", "count", "fused", "matmul_epilogue"}  # made by passes, not users
+    public = set(all_ops()) - internal
+    assert [n for n in sorted(public) if not hasattr(ge.Tensor, n)] == []
+    assert [n for n in sorted(public - {"slice"}) if not callable(getattr(ge, n, None))] == []
+    assert callable(ge.slice_)
+
+
 def test_every_graphc_op_is_a_function_on_tensors() -> None:
     x = ge.tensor([0.5, 1.5])
     for name in ("exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu", "sin", "cos", "neg"):

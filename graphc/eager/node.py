@@ -217,6 +217,8 @@ class OpBackward(Node):
 
     def name(self) -> str:
         name = self.opdef.name
+        if name in ("sum", "mean") and self.attrs.get("axis") is not None:
+            return f"{name.title()}Backward1"  # torch's overload with dim=
         return TORCH_NAMES.get(name) or "".join(p.title() for p in name.split("_")) + "Backward0"
 
     def rebase_output(self, tensor: Tensor) -> None:

@@ -157,6 +157,36 @@ def test_boolean_masks_select_eagerly_and_differentiably() -> None:
         x[ge.tensor([True, False, True])]
 
 
+def test_grad_fn_names_follow_pytorch() -> None:
+    x = ge.ones(2, 2, requires_grad=True)
+    names = [
+        t.grad_fn.name()
+        for t in (x + 1, x - 1, x * 2, x / 2, x**2, -x, x.sum(), x.sum(1), x.mean(), x.mean(0))
+    ]
+    assert names == [
+        "AddBackward0",
+        "SubBackward0",
+        "MulBackward0",
+        "DivBackward0",
+        "PowBackward0",
+        "NegBackward0",
+        "SumBackward0",
+        "SumBackward1",
+        "MeanBackward0",
+        "MeanBackward1",
+    ]
+    more = (x.exp(), x.t(), x.view(4), ge.cat([x, x]), x.double(), x.clamp(0, 1), x @ x)
+    assert [t.grad_fn.name() for t in more] == [
+        "ExpBackward0",
+        "PermuteBackward0",
+        "ViewBackward0",
+        "CatBackward0",
+        "ToCopyBackward0",
+        "ClampBackward1",
+        "MmBackward0",
+    ]
+
+
 def test_all_any_equal() -> None:
     x = ge.tensor([[1.0, 0.0], [2.0, 3.0]])
     assert x.all().item() is False and x.any().item() is True

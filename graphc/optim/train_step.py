@@ -152,9 +152,11 @@ class TrainStep:
         self.executable.set_state(**values)
 
     def parameters(self) -> dict[str, np.ndarray]:
-        """Copies of the trained parameters' current values, by placeholder name."""
+        """Copies of the trained parameters' current values, by the model's parameter names."""
+        named = getattr(self.model, "named_parameters", None)
+        dotted = {id(t): name for name, t in named()} if callable(named) else {}
         state = self.executable.state
-        return {name: state[name] for name in self.trained}
+        return {dotted.get(id(self.lifted[name]), name): state[name] for name in self.trained}
 
     def sync_to_model(self) -> None:
         """Copy the parameters into the model's tensors (in place) and the state into the

@@ -117,8 +117,12 @@ def test_parameters_stay_in_the_executables_buffers_and_update_in_place() -> Non
     plan = step.executable.plan(x, y)
     assert plan.late_updates == {}  # every update is written into its own state buffer
     assert plan.returns == ["neg"]  # only the loss leaves the executable
+    trained = step.parameters()
+    assert list(trained) == ["0.weight", "0.bias", "2.weight", "2.bias"]
     step.sync_to_model()
     assert list(model.parameters()) == tensors  # the same tensor objects, new values
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(trained[name], value)
     assert not np.array_equal(tensors[0].detach().numpy(), originals[0])
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from tests.strategies import random_feeds, random_graphs
 
 import graphc as gc
 from graphc.ir.graph import Graph
 from graphc.ir.types import TensorType
+from tests.strategies import random_feeds, random_graphs
 
 
 def sample() -> gc.Graph:

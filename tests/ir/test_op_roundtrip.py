@@ -10,10 +10,10 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from tests.op_cases import build_graph, cases_for
 
 import graphc as gc
 from graphc.ir.registry import all_ops
+from tests.op_cases import build_graph, cases_for
 
 ROUND_TRIPS: dict[str, Callable[[gc.Graph], gc.Graph]] = {
     "text": lambda g: gc.parse(str(g)),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
-from tests.strategies import random_feeds, random_graphs
 
 import graphc as gc
+from tests.strategies import random_feeds, random_graphs
 
 
 @settings(max_examples=20)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from tests.strategies import random_feeds, random_graphs
 
 import graphc as gc
+from tests.strategies import random_feeds, random_graphs
 
 
 def affine() -> gc.Graph:

@@ -7,11 +7,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from tests.strategies import random_graphs
 
 import graphc as gc
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.types import TensorType
+from tests.strategies import random_graphs
 
 F3 = TensorType((3,), "float32")
 F23 = TensorType((2, 3), "float32")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.op_cases import OpCase, all_cases, build_graph, ops_without_cases
 
 from graphc.ir.graph import OP, PLACEHOLDER, Node
 from graphc.ir.registry import all_ops, get_op
 from graphc.ir.types import TensorType
 from graphc.ops.dispatch import prepare
+from tests.op_cases import OpCase, all_cases, build_graph, ops_without_cases
 
 CASES = all_cases()
 

@@ -6,11 +6,11 @@ import warnings
 
 import numpy as np
 import pytest
-from tests.op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
-from tests.ops.op_grads import backward_graph, forward_values, pullback
 
 import graphc as gc
 from graphc.ir.registry import get_op
+from tests.op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
+from tests.ops.op_grads import backward_graph, forward_values, pullback
 
 CASES = all_cases()
 # ops whose type rule must accept symbolic dims wherever the concrete case has sizes > 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from tests.op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
 from tests.ops.op_grads import backward_graph, forward_values, numeric_vjp, pullback
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
 
 import graphc as gc
 import graphc.eager as ge
+from tests.op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
 
 NAMES = [f"x{i}" for i in range(8)]
 GRAD_CASES = [c for c in all_cases() + BUILDER_CASES if c.has_grad and c.float_dtype == "float64"]

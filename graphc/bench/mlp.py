@@ -1,10 +1,12 @@
 """One SGD training step of an MLP 784-256-256-10 (ReLU, softmax cross-entropy), float32.
 
-Every mode starts from the same parameters, returns the loss of the step and updates
-its own copy of the parameters in place; the check compares the loss and the
-parameters after the first step. The static modes compile forward, symbolic backward
-and the update as one graph whose parameters are executable state (`updates=`), so a
-step copies nothing.
+Every mode starts from the same parameters (torch's layout: weight (out, in)),
+returns the loss of the step and updates its own copy of the parameters in place;
+the check compares the loss and the parameters after the first step. graphc's modes
+use `graphc.nn` and `graphc.optim`: eagerly with `backward()` and `SGD.step()`, and
+statically with `gc.compile_train_step`, which compiles forward, symbolic backward and
+the update into one graph whose parameters are executable state (a step copies
+nothing).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ import numpy as np
 
 import graphc as gc
 import graphc.eager as ge
+from graphc import nn, optim
 from graphc.bench import peers
 from graphc.bench.core import Case, Prepared, Workload, as_arrays
-from graphc.bench.modes import compile_static, not_applicable
+from graphc.bench.modes import not_applicable
 
 SIZES = (784, 256, 256, 10)
-NAMES = ("W1", "b1", "W2", "b2", "W3", "b3")
+NAMES = ("0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias")  # Sequential's
 LR = 0.01
 
 
@@ -28,19 +31,21 @@ def initial_parameters(seed: int = 0) -> dict[str, np.ndarray]:
     """He-scaled weights and small biases, float32, the same for every mode."""
     rng = np.random.default_rng(seed)
     params = {}
-    for k, (fan_in, fan_out) in enumerate(zip(SIZES[:-1], SIZES[1:]), start=1):
-        params[f"W{k}"] = (rng.standard_normal((fan_in, fan_out)) * np.sqrt(2 / fan_in)).astype(
-            np.float32
-        )
-        params[f"b{k}"] = (0.01 * rng.standard_normal(fan_out)).astype(np.float32)
+    for k, (fan_in, fan_out) in enumerate(zip(SIZES[:-1], SIZES[1:])):
+        weight = rng.standard_normal((fan_out, fan_in)) * np.sqrt(2 / fan_in)
+        params[f"{2 * k}.weight"] = weight.astype(np.float32)
+        params[f"{2 * k}.bias"] = (0.01 * rng.standard_normal(fan_out)).astype(np.float32)
     return params
 
 
-def loss_of(x: Any, y: Any, W1: Any, b1: Any, W2: Any, b2: Any, W3: Any, b3: Any) -> Any:  # noqa: N803
-    """The model and loss in graphc ops (graph values or eager tensors)."""
-    h = gc.relu(x @ W1 + b1)
-    h = gc.relu(h @ W2 + b2)
-    return gc.cross_entropy(h @ W3 + b3, y)
+def model() -> nn.Sequential:
+    """The MLP in graphc.nn, holding `initial_parameters()`."""
+    layers = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        layers += [nn.Linear(fan_in, fan_out, generator=0), nn.ReLU()]
+    mlp = nn.Sequential(*layers[:-1])
+    mlp.load_state_dict(initial_parameters())
+    return mlp
 
 
 def _inputs(params: dict[str, Any]) -> dict[str, Any]:
@@ -48,66 +53,56 @@ def _inputs(params: dict[str, Any]) -> dict[str, Any]:
     batch = params["batch"]
     x = rng.standard_normal((batch, SIZES[0])).astype(np.float32)
     y = rng.integers(0, SIZES[-1], batch).astype(np.int64)
-    return {"args": (x, y), "params": initial_parameters()}
-
-
-def train_step_graph(batch: int) -> gc.Graph:
-    """Forward, gradients and SGD update as one graph with outputs loss, W1_new, ..."""
-    specs = [gc.TensorSpec((batch, SIZES[0])), gc.TensorSpec((batch,), "int64")]
-    specs += [gc.TensorSpec(p.shape) for p in initial_parameters().values()]
-    joint = gc.gradients(gc.trace(loss_of, *specs), wrt=list(NAMES))
-
-    def step(x: Any, y: Any, W1: Any, b1: Any, W2: Any, b2: Any, W3: Any, b3: Any) -> Any:  # noqa: N803
-        loss, *grads = joint(x, y, W1, b1, W2, b2, W3, b3)
-        updated = {
-            f"{n}_new": p - LR * g for n, p, g in zip(NAMES, (W1, b1, W2, b2, W3, b3), grads)
-        }
-        return {"loss": loss, **updated}
-
-    return gc.trace(step, *specs)
+    return {"args": (x, y)}
 
 
 def _static(opt_level: int) -> Any:
     def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
-        graph = train_step_graph(params["batch"])
-        updates = {n: f"{n}_new" for n in NAMES}
-        exe, prepared = compile_static(
-            graph, opt_level, inputs["args"], updates=updates, state=inputs["params"]
-        )
-        prepared.arrays = lambda loss: [loss, *(exe.state[n] for n in NAMES)]
-        return prepared
+        x, y = inputs["args"]
+        mlp = model()
+        optimizer = optim.SGD(mlp.parameters(), lr=LR)
+        train = gc.compile_train_step(mlp, nn.CrossEntropyLoss(), optimizer, (x, y), opt_level)
+        arena = train.executable.plan(x, y).arena_bytes
+
+        def arrays(loss: Any) -> list[np.ndarray]:
+            values = train.parameters()  # by the model's (dotted) names
+            return [loss, *(values[n] for n in NAMES)]
+
+        return Prepared(lambda: train.step(x, y), arrays, arena, note=f"arena {arena} B")
 
     return build
 
 
 def _eager(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
     x, y = (ge.from_numpy(a) for a in inputs["args"])
-    weights = [ge.tensor(inputs["params"][n], requires_grad=True) for n in NAMES]
+    mlp = model()
+    optimizer = optim.SGD(mlp.parameters(), lr=LR)
+    loss_fn = nn.CrossEntropyLoss()
 
     def call() -> Any:
-        loss = loss_of(x, y, *weights)
+        optimizer.zero_grad()
+        loss = loss_fn(mlp(x), y)
         loss.backward()
-        with ge.no_grad():
-            for w in weights:
-                w.sub_(LR * w.grad)
-                w.grad = None
+        optimizer.step()
         return loss
 
-    return Prepared(call, lambda loss: as_arrays([loss, *weights]))
+    named = dict(mlp.named_parameters())
+    return Prepared(call, lambda loss: as_arrays([loss, *(named[n] for n in NAMES)]))
 
 
 def numpy_step(x: np.ndarray, y: np.ndarray, p: dict[str, np.ndarray]) -> Any:
     """Hand-written forward, backward and in-place SGD update; returns the loss."""
     batch = x.shape[0]
     rows = np.arange(batch)
-    h1 = x @ p["W1"]
-    h1 += p["b1"]
+    w1, w2, w3 = p["0.weight"], p["2.weight"], p["4.weight"]
+    h1 = x @ w1.T
+    h1 += p["0.bias"]
     np.maximum(h1, 0, out=h1)
-    h2 = h1 @ p["W2"]
-    h2 += p["b2"]
+    h2 = h1 @ w2.T
+    h2 += p["2.bias"]
     np.maximum(h2, 0, out=h2)
-    z = h2 @ p["W3"]
-    z += p["b3"]
+    z = h2 @ w3.T
+    z += p["4.bias"]
     z -= z.max(axis=1, keepdims=True)
     e = np.exp(z)
     total = e.sum(axis=1, keepdims=True)
@@ -115,13 +110,13 @@ def numpy_step(x: np.ndarray, y: np.ndarray, p: dict[str, np.ndarray]) -> Any:
     e /= total  # d loss / d z = (softmax - onehot) / batch
     e[rows, y] -= 1.0
     e *= np.float32(1.0 / batch)
-    grads = {"W3": h2.T @ e, "b3": e.sum(axis=0)}
-    d2 = e @ p["W3"].T
+    grads = {"4.weight": e.T @ h2, "4.bias": e.sum(axis=0)}
+    d2 = e @ w3
     d2[h2 <= 0] = 0
-    grads["W2"], grads["b2"] = h1.T @ d2, d2.sum(axis=0)
-    d1 = d2 @ p["W2"].T
+    grads["2.weight"], grads["2.bias"] = d2.T @ h1, d2.sum(axis=0)
+    d1 = d2 @ w2
     d1[h1 <= 0] = 0
-    grads["W1"], grads["b1"] = x.T @ d1, d1.sum(axis=0)
+    grads["0.weight"], grads["0.bias"] = d1.T @ x, d1.sum(axis=0)
     for name, g in grads.items():
         g *= np.float32(LR)
         p[name] -= g
@@ -130,31 +125,30 @@ def numpy_step(x: np.ndarray, y: np.ndarray, p: dict[str, np.ndarray]) -> Any:
 
 def _numpy(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
     x, y = inputs["args"]
-    p = {n: a.copy() for n, a in inputs["params"].items()}
+    p = initial_parameters()
     return Prepared(lambda: numpy_step(x, y, p), lambda loss: [loss, *(p[n] for n in NAMES)])
 
 
 def _torch(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
     torch = peers.torch()
-    functional = torch.nn.functional
     x, y = (torch.from_numpy(a) for a in inputs["args"])
-    weights = [torch.tensor(inputs["params"][n], requires_grad=True) for n in NAMES]
-    optimizer = torch.optim.SGD(weights, lr=LR)
-    w1, b1, w2, b2, w3, b3 = weights
+    layers = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
+    mlp = torch.nn.Sequential(*layers[:-1])
+    mlp.load_state_dict({k: torch.from_numpy(v) for k, v in initial_parameters().items()})
+    optimizer = torch.optim.SGD(mlp.parameters(), lr=LR)
+    loss_fn = torch.nn.CrossEntropyLoss()
 
     def call() -> Any:
         optimizer.zero_grad(set_to_none=True)
-        h = functional.relu(x @ w1 + b1)
-        h = functional.relu(h @ w2 + b2)
-        loss = functional.cross_entropy(h @ w3 + b3, y)
+        loss = loss_fn(mlp(x), y)
         loss.backward()
         optimizer.step()
         return loss
 
-    def arrays(loss: Any) -> list[np.ndarray]:
-        return [loss.detach().numpy(), *(w.detach().numpy() for w in weights)]
-
-    return Prepared(call, arrays, resident_bytes=None)
+    named = dict(mlp.named_parameters())
+    return Prepared(call, lambda loss: as_arrays([loss, *(named[n] for n in NAMES)]), None)
 
 
 def _jax(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
@@ -163,9 +157,9 @@ def _jax(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
 
     def loss(weights: tuple, x: Any, y: Any) -> Any:
         w1, b1, w2, b2, w3, b3 = weights
-        h = jax.nn.relu(x @ w1 + b1)
-        h = jax.nn.relu(h @ w2 + b2)
-        logp = jax.nn.log_softmax(h @ w3 + b3, axis=1)
+        h = jax.nn.relu(x @ w1.T + b1)
+        h = jax.nn.relu(h @ w2.T + b2)
+        logp = jax.nn.log_softmax(h @ w3.T + b3, axis=1)
         return -jnp.take_along_axis(logp, y[:, None], axis=1).mean()
 
     @jax.jit
@@ -175,7 +169,8 @@ def _jax(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
 
     x = jnp.asarray(inputs["args"][0])
     y = jnp.asarray(inputs["args"][1].astype(np.int32))
-    state = [tuple(jnp.asarray(inputs["params"][n]) for n in NAMES)]
+    initial = initial_parameters()
+    state = [tuple(jnp.asarray(initial[n]) for n in NAMES)]
 
     def call() -> Any:
         value, state[0] = jax.block_until_ready(step(state[0], x, y))

@@ -9,6 +9,7 @@ median in the same run. Nothing here prints: progress goes to a callback.
 
 from __future__ import annotations
 
+import functools
 import gc as garbage
 import os
 import platform
@@ -26,11 +27,12 @@ from graphc.bench.core import (
     MODES,
     Case,
     NotApplicableError,
+    Prepared,
     UnavailableError,
     Workload,
     relative_error,
 )
-from graphc.bench.timing import measure, peak_bytes
+from graphc.bench.timing import Schedule, interleave, peak_bytes, schedule
 
 WORKLOADS: tuple[Workload, ...] = (
     tiny.WORKLOAD,
@@ -115,26 +117,15 @@ def run(
             "cases": {},
         }
         for case in _cases(workload, quick):
-            cells: dict[str, Cell] = {}
-            inputs = workload.make_inputs(case.params)
-            reference: list[np.ndarray] | None = None
-            for mode in _ordered(workload.reference):
+
+            def tick(step: int, what: str, at: int = done, where: str = "") -> None:
                 if progress is not None:
-                    progress(done, total, f"{workload.name} {case.label} {mode}")
-                cell_start = time.perf_counter()
-                cell, arrays = _run_cell(workload, case, mode, inputs, settings)
-                cell.seconds = time.perf_counter() - cell_start
-                if reference is None and arrays is not None:
-                    reference = arrays
-                    cell.rel_error, cell.agrees = 0.0, True
-                elif arrays is not None:
-                    cell.rel_error = relative_error(arrays, reference)
-                    cell.agrees = cell.rel_error <= workload.tolerance
-                cells[mode] = cell
-                done += 1
-            _add_ratios(cells)
+                    progress(at + step, total, f"{where} {what}")
+
+            where = f"{workload.name} {case.label}"
+            cells = _run_case(workload, case, settings, functools.partial(tick, where=where))
+            done += len(MODES)
             entry["cases"][case.label] = {m: asdict(cells[m]) for m in MODES}
-            del inputs
             garbage.collect()  # cycles holding a case's arrays go before the next case
         report["workloads"][workload.name] = entry
     if progress is not None:
@@ -144,45 +135,84 @@ def run(
     return report
 
 
-def _ordered(reference: str) -> list[str]:
-    return [reference, *(m for m in MODES if m != reference)]
+def _run_case(
+    workload: Workload, case: Case, settings: Settings, tick: Callable[[int, str], None]
+) -> dict[str, Cell]:
+    """Build and check every mode, time them interleaved, then measure their memory.
+
+    `tick(k, what)` reports progress: k modes of this case built, `what` runs next.
+    """
+    inputs = workload.make_inputs(case.params)
+    cells: dict[str, Cell] = {}
+    ready: dict[str, tuple[Prepared, Schedule]] = {}
+    reference: list[np.ndarray] | None = None
+    order = [workload.reference, *(m for m in MODES if m != workload.reference)]
+    for k, mode in enumerate(order):
+        tick(k, f"build {mode}")
+        start = time.perf_counter()
+        cell, arrays, prepared, first = _prepare(workload, case, mode, inputs, settings)
+        if prepared is not None:
+            plan = schedule(
+                prepared.call,
+                settings.budget,
+                first=first,
+                min_repeats=settings.min_repeats,
+                max_repeats=settings.max_repeats,
+                single_shot=prepared.single_shot,
+            )
+            ready[mode] = prepared, plan
+        if reference is None and arrays is not None:
+            reference = arrays
+            cell.rel_error, cell.agrees = 0.0, True
+        elif arrays is not None:
+            cell.rel_error = relative_error(arrays, reference)
+            cell.agrees = cell.rel_error <= workload.tolerance
+        cell.seconds = time.perf_counter() - start
+        cells[mode] = cell
+    tick(len(order) - 1, "timing")
+    start = time.perf_counter()
+    interleave([plan for _, plan in ready.values()])
+    for mode, (prepared, plan) in ready.items():
+        cell = cells[mode]
+        try:
+            if plan.error is not None:
+                raise plan.error
+            for key, value in asdict(plan.timing()).items():
+                setattr(cell, key, value)
+            if prepared.resident_bytes is not None:
+                cell.peak_bytes = peak_bytes(prepared.call) + prepared.resident_bytes
+        except Exception as exc:
+            cells[mode] = Cell("error", _describe(exc), seconds=cell.seconds)
+    shared = (time.perf_counter() - start) / max(1, len(ready))
+    for mode in ready:
+        cells[mode].seconds += shared
+    _add_ratios(cells)
+    return cells
 
 
-def _run_cell(
+def _prepare(
     workload: Workload, case: Case, mode: str, inputs: dict[str, Any], settings: Settings
-) -> tuple[Cell, list[np.ndarray] | None]:
+) -> tuple[Cell, list[np.ndarray] | None, Prepared | None, float]:
+    """Build a mode and make its first call: the cell, its results, the prepared call."""
     skip = case.skip_modes.get(mode) or (settings.quick and case.quick_skip_modes.get(mode))
     if skip:
-        return Cell("skipped", skip), None
+        return Cell("skipped", skip), None, None, 0.0
     try:
         prepared = workload.builders[mode](case.params, inputs)
     except UnavailableError as exc:
-        return Cell("unavailable", str(exc)), None
+        return Cell("unavailable", str(exc)), None, None, 0.0
     except NotApplicableError as exc:
-        return Cell("n/a", str(exc)), None
+        return Cell("n/a", str(exc)), None, None, 0.0
     except Exception as exc:  # a broken mode is reported, the other modes still run
-        return Cell("error", _describe(exc)), None
+        return Cell("error", _describe(exc)), None, None, 0.0
     try:
         start = time.perf_counter()
         result = prepared.call()
         first = time.perf_counter() - start
         arrays = [np.array(a, copy=True) for a in prepared.arrays(result)]
-        del result
-        timing = measure(
-            prepared.call,
-            settings.budget,
-            first=first,
-            min_repeats=settings.min_repeats,
-            max_repeats=settings.max_repeats,
-            single_shot=prepared.single_shot,
-        )
-        peak = None
-        if prepared.resident_bytes is not None:
-            peak = peak_bytes(prepared.call) + prepared.resident_bytes
     except Exception as exc:
-        return Cell("error", _describe(exc)), None
-    cell = Cell("ok", note=prepared.note, peak_bytes=peak, **asdict(timing))
-    return cell, arrays
+        return Cell("error", _describe(exc)), None, None, 0.0
+    return Cell("ok", note=prepared.note), arrays, prepared, first
 
 
 def _describe(exc: Exception) -> str:

@@ -6,41 +6,14 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 import graphc as gc
 
 
 def demo(args: argparse.Namespace) -> int:
-    """Declare the README's small graph, print its text IR, and run it."""
-    g = gc.Graph("affine")
-    with g:
-        x = gc.placeholder("x", shape=("B", 3), dtype="float32")
-        w = gc.placeholder("w", shape=(3, 2))
-        b = gc.constant(np.array([0.5, -0.5], np.float32), name="b")
-        y = gc.relu(x @ w + b)
-        gc.output(gc.mean(y * y), name="loss")
-    print("The graph, declared once (B is a symbolic batch dim):\n")
-    print(g)
-    xv = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
-    wv = np.array([[1, -1], [0.5, 0.5], [-1, 1]], np.float32)
-    print("\nRun on x (4x3) and w (3x2):  loss =", g(x=xv, w=wv))
-    _demo_pictures(g, args)
-    return 0
+    """A tour: declare, run, differentiate, optimize, compile, compare with eager, draw."""
+    from graphc.demo import demo as run_demo
 
-
-def _demo_pictures(g: gc.Graph, args: argparse.Namespace) -> None:
-    import tempfile
-
-    from graphc.viz.command import demo_pictures
-
-    folder = args.out or tempfile.mkdtemp(prefix="graphc-demo-")
-    paths = demo_pictures(g, ["w"], folder)
-    print("\nPictures of the graph and of its backward graph (d loss / dw):")
-    for path in paths:
-        print(f"  {path}")
-    if any(path.suffix == ".dot" for path in paths):
-        print("  (graphviz's `dot` is not installed: these are DOT sources; install graphviz)")
+    return run_demo(args.out)
 
 
 def render(args: argparse.Namespace) -> int:

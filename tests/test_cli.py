@@ -1,23 +1,47 @@
-"""The `graphc` command."""
+"""The `graphc` command, and the README's promise about it."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 from graphc.cli import main
 
+ROOT = Path(__file__).resolve().parent.parent
 
-def test_demo_prints_graph_and_result(capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["demo"]) == 0
+
+def test_demo_tours_the_pipeline(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    assert main(["demo", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "graph affine(%x: f32[B,3], %w: f32[3,2]) {" in out
     assert "output %loss = %mean" in out
-    assert "loss =" in out
+    assert "output %grad_w" in out  # the gradient graph, optimized
+    assert "optimization at O2" in out  # the pass report
+    assert "equal to the reference interpreter: True" in out
+    assert "peak bytes of intermediates" in out  # the plan
+    assert "eager : y = 6   dy/dw = 5   dy/dx = 2" in out
+    assert "static: y = 6   dy/dw = 5   dy/dx = 2" in out
+    assert (tmp_path / "affine-forward.svg").exists() or (tmp_path / "affine-forward.dot").exists()
 
 
-def test_console_entry_point_runs() -> None:
+def test_console_entry_point_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
     result = subprocess.run(
-        [sys.executable, "-m", "graphc.cli", "demo"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "graphc.cli", "demo", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "loss =" in result.stdout
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    commands = re.findall(r"^    (pip install .*)$", readme, flags=re.MULTILINE)
+    assert len(commands) >= 2, "README must open with the demo and the test commands"
+    demo_command, test_command = commands[0], commands[1]
+    assert demo_command.endswith("graphc demo")
+    assert "pytest" in test_command
+    ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert test_command in ci_lines

@@ -116,7 +116,7 @@ def _pick_outputs(g: Graph, outputs: Sequence[str] | None, seeds: bool) -> list[
         raise AutodiffError(f"gradients: graph '{g.name}' has no floating point output")
     if not seeds:
         for o in chosen:
-            if o.type.shape != ():
+            if any(d != 1 for d in o.type.shape):  # one element, as PyTorch's backward()
                 raise AutodiffError(
                     f"gradients: output '{o.name}' has shape {format_shape(o.type.shape)}, "
                     "not a scalar; differentiate a scalar (e.g. its sum), pick scalar outputs "
@@ -225,7 +225,9 @@ def differentiate(
                 builder.contribute(value, Symbol(scratch.node(seed_name)), o)
             else:
                 start = len(scratch.nodes)
-                one = add_constant(scratch, np.ones((), value.type.dtype), name="seed")
+                one = add_constant(
+                    scratch, np.ones(value.type.shape, value.type.dtype), name="seed"
+                )
                 builder.tagged(o, start)
                 builder.contribute(value, one, o)
 
@@ -314,7 +316,7 @@ def gradients(
 ) -> Graph:
     """The joint graph: `g`'s outputs, then the gradient of each `wrt` placeholder.
 
-    Without seeds every differentiated output must be a scalar (its cotangent is 1);
+    Without seeds every differentiated output must hold one element (its cotangent is 1);
     with `seeds=True` a cotangent placeholder ``ct_<output>`` per output is added.
     `outputs` picks the outputs to differentiate (all floating point ones by default).
 

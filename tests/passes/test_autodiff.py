@@ -139,6 +139,14 @@ def test_non_scalar_output_without_seeds_names_the_output_and_its_shape() -> Non
     assert "seeds=True" in str(info.value)
 
 
+def test_a_one_element_output_needs_no_seed_as_in_pytorch() -> None:
+    g = gc.trace(lambda x, w: (x + w) * (w + 1), gc.TensorSpec((1,), F64), gc.TensorSpec((1,), F64))
+    y, dw, dx = gc.gradients(g, wrt=["w", "x"])(np.array([2.0]), np.array([1.0]))
+    np.testing.assert_array_equal(y, [6.0])
+    np.testing.assert_array_equal(dw, [5.0])
+    np.testing.assert_array_equal(dx, [2.0])
+
+
 def test_unknown_wrt_is_named_with_the_placeholders() -> None:
     with pytest.raises(gc.AutodiffError, match=r"'v' is not a placeholder.*\['x', 'w'\]"):
         gc.gradients(tutorial_traced(), wrt=["v"])

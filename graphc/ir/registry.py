@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphc.ir.errors import UnknownOpError
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, bind_shape
 
 TypeRule = Callable[..., TensorType]  # infer(*input_types, **attrs) -> output type
 Kernel = Callable[..., Any]  # kernel(*arrays, out=None, **attrs) -> array
@@ -80,3 +80,14 @@ def get_op(name: str) -> OpDef:
 def all_ops() -> dict[str, OpDef]:
     """A snapshot of the registry, by name."""
     return dict(_REGISTRY)
+
+
+def bound_attrs(node: Any, bindings: Mapping[str, Any]) -> dict[str, Any]:
+    """An op node's attrs with the symbolic dims of its shape attrs replaced by `bindings`."""
+    opdef = get_op(node.op)
+    if not opdef.shape_attrs or not bindings:
+        return node.attrs
+    attrs = dict(node.attrs)
+    for key in opdef.shape_attrs:
+        attrs[key] = bind_shape(attrs[key], bindings)
+    return attrs

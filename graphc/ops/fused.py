@@ -17,8 +17,8 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
-from graphc.ir.registry import REQUIRED, get_op
-from graphc.ir.types import Dim, TensorType, bind_shape, format_shape, is_symbol
+from graphc.ir.registry import REQUIRED, bound_attrs, get_op
+from graphc.ir.types import Dim, TensorType, format_shape, is_symbol
 from graphc.ops.defop import VARIADIC, defop, into
 from graphc.ops.dispatch import bind
 
@@ -62,16 +62,6 @@ def _bind_dims(body: Graph, types: Sequence[TensorType]) -> dict[str, Dim]:
     return bindings
 
 
-def _bound_attrs(node: Node, bindings: dict[str, Any]) -> dict[str, Any]:
-    opdef = get_op(node.op)  # type: ignore[arg-type]
-    if not opdef.shape_attrs or not bindings:
-        return node.attrs
-    attrs = dict(node.attrs)
-    for key in opdef.shape_attrs:
-        attrs[key] = bind_shape(attrs[key], bindings)
-    return attrs
-
-
 def body_types(body: Graph, types: Sequence[TensorType]) -> dict[Node, TensorType]:
     """The type of every body node when the body runs on inputs of `types`."""
     check_body(body, len(types))
@@ -80,7 +70,7 @@ def body_types(body: Graph, types: Sequence[TensorType]) -> dict[Node, TensorTyp
     for node in body.nodes:
         if node.kind == OP:
             ins = [result[x] for x in node.inputs]
-            result[node] = get_op(node.op).infer(*ins, **_bound_attrs(node, bindings))
+            result[node] = get_op(node.op).infer(*ins, **bound_attrs(node, bindings))
         elif node.kind == OUTPUT:
             result[node] = result[node.inputs[0]]
     return result
@@ -101,7 +91,7 @@ def _fused_kernel(*arrays: np.ndarray, out: np.ndarray | None = None, body: Grap
     for node in body.nodes:
         if node.kind == OP:
             ins = [values[x] for x in node.inputs]
-            values[node] = get_op(node.op).kernel(*ins, **_bound_attrs(node, bindings))
+            values[node] = get_op(node.op).kernel(*ins, **bound_attrs(node, bindings))
     result = values[root]
     if out is not None or root.kind == PLACEHOLDER or root.op == "constant":
         return into(out, result)  # never hand out an input or a constant's array

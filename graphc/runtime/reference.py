@@ -13,20 +13,8 @@ import numpy as np
 
 from graphc.ir.errors import NumericsError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
-from graphc.ir.registry import get_op
-from graphc.ir.types import bind_shape
+from graphc.ir.registry import bound_attrs, get_op
 from graphc.runtime.feeds import check_feeds
-
-
-def bound_attrs(node: Node, bindings: Mapping[str, int]) -> dict[str, Any]:
-    """The node's attrs with symbolic dims in shape attributes replaced by sizes."""
-    opdef = get_op(node.op)  # type: ignore[arg-type]
-    if not opdef.shape_attrs or not bindings:
-        return node.attrs
-    attrs = dict(node.attrs)
-    for key in opdef.shape_attrs:
-        attrs[key] = bind_shape(attrs[key], bindings)
-    return attrs
 
 
 def check_finite(node: Node, value: np.ndarray) -> None:

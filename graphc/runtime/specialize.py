@@ -14,9 +14,8 @@ from typing import Any
 
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
-from graphc.ir.registry import get_op
+from graphc.ir.registry import bound_attrs, get_op
 from graphc.ir.types import TensorType
-from graphc.runtime.reference import bound_attrs
 
 
 @dataclass

@@ -226,7 +226,9 @@ def differentiate(
             else:
                 start = len(scratch.nodes)
                 one = add_constant(
-                    scratch, np.ones(value.type.shape, value.type.dtype), name="seed"
+                    scratch,
+                    np.ones(value.type.shape, value.type.dtype),
+                    name=scratch.fresh_name("seed"),
                 )
                 builder.tagged(o, start)
                 builder.contribute(value, one, o)

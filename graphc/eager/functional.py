@@ -13,6 +13,7 @@ from typing import Any
 from graphc.eager.creation import as_tensor
 from graphc.eager.tensor import Tensor
 from graphc.ops import elementwise as E
+from graphc.ops import indexing as I
 from graphc.ops import nn as N
 from graphc.ops import shape as S
 
@@ -145,7 +146,7 @@ def bmm(x: Any, y: Any) -> Any:
 
 def index_select(x: Any, dim: int, index: Any) -> Any:
     """torch.index_select(x, dim, index)."""
-    return S.take(x, index, axis=dim)
+    return I.take(x, index, axis=dim)
 
 
 def numel(x: Any) -> int:

@@ -17,6 +17,7 @@ import numpy as np
 from graphc.eager.grad_mode import STATE
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
 from graphc.ops import elementwise as E
+from graphc.ops import indexing as I
 from graphc.ops import shape as S
 
 
@@ -151,10 +152,10 @@ class InPlaceMethods:
         mask = np.zeros(self.shape, np.bool_)  # type: ignore[attr-defined]
         mask[index] = True
         window = self._data[index].shape  # type: ignore[attr-defined]
-        placed = S.unslice(
+        placed = I.unslice(
             S.broadcast_to(E.cast(value, self.dtype), window),  # type: ignore[attr-defined]
             shape=self.shape,  # type: ignore[attr-defined]
-            index=S.format_index(index),
+            index=I.format_index(index),
         )
         write_result(self, E.where(make(mask), placed, self), "__setitem__")
 

@@ -15,6 +15,7 @@ import numpy as np
 from graphc.ir.errors import GraphcError
 from graphc.ir.types import normalize_axis
 from graphc.ops import elementwise as E
+from graphc.ops import indexing as I
 from graphc.ops import linalg as L
 from graphc.ops import nn as N
 from graphc.ops import reduce as R
@@ -150,29 +151,29 @@ class TorchMethods:
         mask = getattr(index, "_data", index)
         if getattr(mask, "dtype", None) == np.bool_:
             if tuple(mask.shape) == tuple(self.shape):
-                return S.take(S.reshape(self, (-1,)), np.flatnonzero(mask))
+                return I.take(S.reshape(self, (-1,)), np.flatnonzero(mask))
             if mask.ndim == 1 and self.shape and mask.shape[0] == self.shape[0]:
-                return S.take(self, np.flatnonzero(mask), axis=0)
+                return I.take(self, np.flatnonzero(mask), axis=0)
             raise GraphcError(
                 f"a boolean mask of shape {tuple(mask.shape)} does not fit shape {self.shape}"
             )
-        return S.getitem(self, index)
+        return I.getitem(self, index)
 
     def take(self, indices: Any, axis: int = 0) -> Any:
-        return S.take(self, indices, axis=axis)
+        return I.take(self, indices, axis=axis)
 
     def sum_to(self, shape: Any) -> Any:
         """Sum down to `shape`, undoing broadcasting."""
         return S.sum_to(self, shape)
 
     def slice(self, index: Any) -> Any:
-        return S.slice_(self, index=index)
+        return I.slice_(self, index=index)
 
     def unslice(self, shape: Any, index: Any) -> Any:
-        return S.unslice(self, shape=shape, index=index)
+        return I.unslice(self, shape=shape, index=index)
 
     def scatter_add(self, indices: Any, shape: Any, axis: int = 0) -> Any:
-        return S.scatter_add(self, indices, shape=shape, axis=axis)
+        return I.scatter_add(self, indices, shape=shape, axis=axis)
 
     def concat(self, others: Any, axis: int = 0) -> Any:
         return S.concat([self, *others], axis=axis)
@@ -181,7 +182,7 @@ class TorchMethods:
         return N.one_hot(self, num_classes=num_classes, dtype=dtype)
 
     def index_select(self, dim: int, index: Any) -> Any:
-        return S.take(self, index, axis=dim)
+        return I.take(self, index, axis=dim)
 
     # -- reductions --------------------------------------------------------------------
 

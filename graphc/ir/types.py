@@ -67,6 +67,15 @@ def as_dim(dim: object) -> Dim:
     raise ShapeError(f"a dim must be an int or a symbol name, got {dim!r}")
 
 
+def as_shape(shape: object, op: str = "op") -> Shape:
+    """A shape from an int, a symbol name or a sequence of them; errors name `op`."""
+    dims = (shape,) if isinstance(shape, (int, str, np.integer)) else tuple(shape)  # type: ignore[arg-type]
+    try:
+        return tuple(as_dim(d) for d in dims)
+    except ShapeError as exc:
+        raise ShapeError(f"{op}: bad shape {dims}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class TensorType:
     """The static type of a value: shape (ints and symbols) and dtype.

@@ -58,6 +58,15 @@ from graphc.ops.elementwise import (
     where,
     zeros_like,
 )
+from graphc.ops.indexing import (
+    gather,
+    getitem,
+    index_select,
+    scatter_add,
+    slice_,
+    take,
+    unslice,
+)
 from graphc.ops.linalg import matmul
 from graphc.ops.nn import cross_entropy, log_softmax, mse_loss, one_hot, softmax
 from graphc.ops.reduce import argmax, logsumexp, max, mean, min, sum, var
@@ -68,20 +77,13 @@ from graphc.ops.shape import (
     concatenate,
     expand,
     expand_dims,
-    gather,
-    getitem,
-    index_select,
     permute,
     reshape,
-    scatter_add,
-    slice_,
     squeeze,
     stack,
     sum_to,
     swapaxes,
-    take,
     transpose,
-    unslice,
     unsqueeze,
 )
 from graphc.ops.symbolic import Symbol, register_lifter

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphc.ops import elementwise as E
+from graphc.ops import indexing as I
 from graphc.ops import linalg as L
 from graphc.ops import nn as N
 from graphc.ops import reduce as R
@@ -86,7 +87,7 @@ class OperatorMixin:
     __hash__ = object.__hash__  # values are hashed by identity, as in numpy and torch
 
     def __getitem__(self, index: Any) -> Any:
-        return S.getitem(self, index)
+        return I.getitem(self, index)
 
     @property
     def T(self) -> Any:  # noqa: N802 - numpy's name

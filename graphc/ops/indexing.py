@@ -1,0 +1,276 @@
+"""Indexing ops: basic slicing (`slice`, adjoint `unslice`), `take` (adjoint
+`scatter_add`), and `getitem`, which maps Python's `x[...]` onto them.
+
+A basic index is kept in one canonical text form (`"1:3,None"`) so that it prints,
+parses and hashes as a plain string attribute.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import DTypeError, GraphcError, ShapeError
+from graphc.ir.types import (
+    Dim,
+    Shape,
+    TensorType,
+    as_shape,
+    format_shape,
+    is_symbol,
+    normalize_axis,
+)
+from graphc.ops.defop import defop, into
+
+# -- basic indexing: slice and its adjoint, unslice ------------------------------------
+
+_PART = re.compile(r"^(-?\d+)?(?::(-?\d+)?)?(?::(-?\d+)?)?$")
+
+
+def format_index(index: Any) -> str:
+    """The canonical text of a basic index: ints, slices, None and ... ."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    parts = []
+    for item in index:
+        if item is None:
+            parts.append("None")
+        elif item is Ellipsis:
+            parts.append("...")
+        elif isinstance(item, slice):
+            if item.step is not None and int(item.step) == 0:
+                raise ShapeError("getitem: slice step cannot be zero")
+            start = "" if item.start is None else str(int(item.start))
+            stop = "" if item.stop is None else str(int(item.stop))
+            step = "" if item.step is None else f":{int(item.step)}"
+            parts.append(f"{start}:{stop}{step}")
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            parts.append(str(int(item)))
+        elif isinstance(item, (float, np.floating)):
+            raise DTypeError(f"getitem: indices must be integers, got {item!r}")
+        else:
+            raise GraphcError(f"getitem: unsupported index item {item!r}")
+    return ",".join(parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def parse_index(text: str) -> tuple:
+    items: list[Any] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if part == "None":
+            items.append(None)
+        elif part == "...":
+            items.append(Ellipsis)
+        elif ":" not in part:
+            items.append(int(part))
+        else:
+            match = _PART.match(part)
+            if match is None:
+                raise GraphcError(f"getitem: malformed index part {part!r}")
+            start, stop, step = (None if g is None else int(g) for g in match.groups())
+            if step == 0:
+                raise ShapeError(f"getitem: slice step cannot be zero in {part!r}")
+            items.append(slice(start, stop, step))
+    return tuple(items)
+
+
+def _expand_ellipsis(index: tuple, rank: int) -> tuple:
+    if sum(1 for i in index if i is Ellipsis) > 1:
+        raise ShapeError(
+            f"getitem: an index can only have a single ellipsis, got {format_index(index)}"
+        )
+    used = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if used > rank:
+        raise ShapeError(f"getitem: too many indices ({used}) for rank {rank}")
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        return index[:at] + (slice(None),) * (rank - used) + index[at + 1 :]
+    return index + (slice(None),) * (rank - used)
+
+
+def _slice_infer(x: TensorType, index: str) -> TensorType:
+    items = _expand_ellipsis(parse_index(index), x.rank)
+    shape: list[Dim] = []
+    axis = 0
+    for item in items:
+        if item is None:
+            shape.append(1)
+            continue
+        dim = x.shape[axis]
+        axis += 1
+        if isinstance(item, int):
+            if not is_symbol(dim) and not -dim <= item < dim:  # type: ignore[operator]
+                raise ShapeError(f"getitem: index {item} is out of range for dim {dim}")
+            continue
+        if is_symbol(dim):
+            if item == slice(None):
+                shape.append(dim)
+                continue
+            if (item.start or 0) >= 0 and item.stop is not None and item.stop >= 0:
+                shape.append(len(range(item.start or 0, item.stop, item.step or 1)))
+                continue
+            raise ShapeError(f"getitem: cannot slice symbolic dim {dim!r} with {item}")
+        shape.append(len(range(*item.indices(dim))))
+    return x.with_shape(shape)
+
+
+# slice reads a window: its gradient writes the cotangent into that window of zeros
+slice_ = defop(
+    "slice",
+    infer=_slice_infer,
+    kernel=lambda x, out=None, index="": into(out, x[parse_index(index)]),
+    attrs={"index": ""},
+    canonicalize=lambda x, index: {
+        "index": format_index(parse_index(index) if isinstance(index, str) else index)
+    },
+    vjp=lambda ct, out, x, needs, index: (unslice(ct, shape=x.shape, index=index),),
+    doc='x[index] for basic indices (ints, slices, None, ...): gc.slice(x, "1:3,None")',
+)
+
+
+def _unslice_kernel(
+    ct: np.ndarray, out: np.ndarray | None = None, shape: Shape = (), index: str = ""
+) -> np.ndarray:
+    if out is None:
+        out = np.zeros(shape, ct.dtype)
+    else:
+        out.fill(0)
+    out[parse_index(index)] = ct
+    return out
+
+
+def _unslice_infer(ct: TensorType, shape: Shape, index: str) -> TensorType:
+    window = _slice_infer(ct.with_shape(shape), index).shape
+    if window != ct.shape:
+        raise ShapeError(
+            f"unslice: the window [{index}] of shape {format_shape(shape)} has shape "
+            f"{format_shape(window)}, but the input has shape {format_shape(ct.shape)}"
+        )
+    return ct.with_shape(shape)
+
+
+unslice = defop(
+    "unslice",
+    infer=_unslice_infer,
+    kernel=_unslice_kernel,
+    attrs={"shape": (), "index": ""},
+    canonicalize=lambda ct, shape, index: {
+        "shape": as_shape(shape, "unslice"),
+        "index": format_index(parse_index(index) if isinstance(index, str) else index),
+    },
+    vjp=lambda ct, out, x, needs, shape, index: (slice_(ct, index=index),),
+    shape_attrs=("shape",),
+    doc="Zeros of shape with ct written at [index]: the adjoint of slice.",
+)
+
+# -- take (gather) and its adjoint, scatter_add ----------------------------------------
+
+
+def _take_canon(x: TensorType, indices: TensorType, axis: int) -> dict:
+    if not np.issubdtype(indices.dtype, np.integer):
+        raise DTypeError(f"take: indices must be integers, got {indices.dtype}")
+    return {"axis": normalize_axis(axis, x.rank, "take")}
+
+
+def _take_infer(x: TensorType, indices: TensorType, axis: int) -> TensorType:
+    return x.with_shape(x.shape[:axis] + indices.shape + x.shape[axis + 1 :])
+
+
+def _take_kernel(
+    x: np.ndarray, i: np.ndarray, out: np.ndarray | None = None, axis: int = 0
+) -> np.ndarray:
+    size = x.shape[axis]
+    if i.size and not (-size <= i.min() and i.max() < size):
+        bad = i[(i < -size) | (i >= size)].flat[0]
+        raise ShapeError(f"take: index {bad} is out of range for axis {axis} of size {size}")
+    return np.take(x, i, axis=axis, out=out)
+
+
+take = defop(
+    "take",
+    inputs=("x", "indices"),
+    infer=_take_infer,
+    kernel=_take_kernel,
+    attrs={"axis": 0},
+    canonicalize=_take_canon,
+    vjp=lambda ct, out, x, i, needs, axis: (
+        scatter_add(ct, i, shape=x.shape, axis=axis),
+        None,
+    ),
+    doc="Pick entries of x along axis by integer indices (np.take). gc.take(emb, ids, axis=0)",
+)
+gather = index_select = take
+
+
+def _scatter_add_kernel(
+    ct: np.ndarray, i: np.ndarray, out: np.ndarray | None = None, shape: Shape = (), axis: int = 0
+) -> np.ndarray:
+    if out is None:
+        out = np.zeros(shape, ct.dtype)
+    else:
+        out.fill(0)
+    moved = np.moveaxis(out, axis, 0)
+    values = np.moveaxis(ct.reshape(ct.shape[:axis] + (-1,) + ct.shape[axis + i.ndim :]), axis, 0)
+    np.add.at(moved, i.reshape(-1), values)
+    return out
+
+
+def _scatter_add_infer(ct: TensorType, i: TensorType, shape: Shape, axis: int) -> TensorType:
+    if not np.issubdtype(i.dtype, np.integer):
+        raise DTypeError(f"scatter_add: indices must be integers, got {i.dtype}")
+    expected = shape[:axis] + i.shape + shape[axis + 1 :]
+    if expected != ct.shape:
+        raise ShapeError(
+            f"scatter_add: into shape {format_shape(shape)} along axis {axis} with indices of "
+            f"shape {format_shape(i.shape)}, the input must have shape {format_shape(expected)}, "
+            f"got {format_shape(ct.shape)}"
+        )
+    return ct.with_shape(shape)
+
+
+scatter_add = defop(
+    "scatter_add",
+    inputs=("ct", "indices"),
+    infer=_scatter_add_infer,
+    kernel=_scatter_add_kernel,
+    attrs={"shape": (), "axis": 0},
+    canonicalize=lambda ct, i, shape, axis: {
+        "shape": as_shape(shape, "scatter_add"),
+        "axis": normalize_axis(axis, len(as_shape(shape, "scatter_add")), "scatter_add"),
+    },
+    vjp=lambda ct, out, x, i, needs, shape, axis: (take(ct, i, axis=axis), None),
+    shape_attrs=("shape",),
+    doc="Zeros of shape with ct added at indices along axis: the adjoint of take.",
+)
+
+
+def _is_full_slice(item: Any) -> bool:
+    return isinstance(item, slice) and item == slice(None)
+
+
+def getitem(x: Any, index: Any) -> Any:
+    """x[index]: basic indices become `slice`; one integer array index becomes `take`."""
+    items = index if isinstance(index, tuple) else (index,)
+    advanced = [
+        k
+        for k, item in enumerate(items)
+        if not (
+            item is None
+            or item is Ellipsis
+            or isinstance(item, (slice, int, np.integer, float, np.floating))
+        )
+    ]
+    if not advanced:
+        return slice_(x, index=format_index(items))
+    # identity tests only: `==` on an array (or graph value) index would be elementwise
+    if len(advanced) > 1 or any(i is None or i is Ellipsis for i in items):
+        raise GraphcError("getitem: only one integer-array index (with plain slices) is supported")
+    k = advanced[0]
+    if any(not _is_full_slice(items[j]) for j in range(len(items)) if j != k):
+        raise GraphcError("getitem: an integer-array index may only be combined with ':'")
+    if getattr(items[k], "dtype", None) == np.bool_:
+        raise GraphcError("getitem: boolean masks give data-dependent shapes; use gc.where")
+    return take(x, items[k], axis=k)

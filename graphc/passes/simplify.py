@@ -41,6 +41,7 @@ add, sub, mul, div, neg, pow, exp, log, cast = ops(
 )
 reshape, transpose, broadcast_to, sum_to = ops("reshape", "transpose", "broadcast_to", "sum_to")
 softmax, log_softmax, sum, logsumexp = ops("softmax", "log_softmax", "sum", "logsumexp")
+matmul = ops("matmul")[0]
 
 # ops whose result is >= 0 or nan for every input
 NON_NEGATIVE = frozenset({"exp", "sqrt", "abs", "relu", "sigmoid", "softmax", "one_hot", "count"})
@@ -68,6 +69,21 @@ def identity_axes(m: Match) -> bool:
 
 def composed_transpose(m: Match) -> Node:
     return m.emit("transpose", m.x, axes=tuple(m.a[i] for i in m.b))
+
+
+def _is_matrix_transpose(node: Node) -> bool:
+    return node.kind == OP and node.op == "transpose" and tuple(node.attrs["axes"]) == (1, 0)
+
+
+def transposed_product_cancels(m: Match) -> bool:
+    """(x @ y)^T of matrices, where x or y is itself a transpose that will cancel."""
+    matrices = m.x.type.rank == 2 and m.y.type.rank == 2 and tuple(m.a) == (1, 0)
+    return matrices and (_is_matrix_transpose(m.x) or _is_matrix_transpose(m.y))
+
+
+def swapped_product(m: Match) -> Node:
+    flip = {"axes": (1, 0)}
+    return m.emit("matmul", m.emit("transpose", m.y, **flip), m.emit("transpose", m.x, **flip))
 
 
 def stable_log_softmax(m: Match) -> Node | None:
@@ -104,6 +120,7 @@ ALGEBRA: list[Rule] = [
     # -- shapes and dtypes
     rule(transpose(X, axes="a"), lambda m: m.x, when=identity_axes),  # transpose(x, id) -> x
     rule(transpose(transpose(X, axes="a"), axes="b"), composed_transpose),  # T_b(T_a x) -> T_a[b] x
+    rule(transpose(matmul(X, Y), axes="a"), swapped_product, when=transposed_product_cancels),  # (x@y)^T -> y^T @ x^T, one side a transpose
     rule(reshape(X), lambda m: m.x),  # reshape(x, x.shape) -> x
     rule(reshape(reshape(X), shape="s"), lambda m: m.emit("reshape", m.x, shape=m.s)),  # r(r(x)) -> r(x)
     rule(broadcast_to(X), lambda m: m.x),  # broadcast_to(x, x.shape) -> x

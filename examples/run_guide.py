@@ -124,7 +124,7 @@ def run(guide: Path, folder: Path) -> list[tuple[Block, str]]:
 
 
 def update_outputs(guide: Path, results: list[tuple[Block, str]]) -> int:
-    """Rewrite every compared output block with what its code printed; returns how many."""
+    """Rewrite the compared output blocks that differ from what their code printed."""
     lines = guide.read_text(encoding="utf-8").split("\n")
     changed = 0
     # from the bottom up, so earlier line numbers stay valid
@@ -132,9 +132,8 @@ def update_outputs(guide: Path, results: list[tuple[Block, str]]) -> int:
         out = block.output
         if out is None or out.check == "not checked":
             continue
-        new = printed.rstrip("\n").split("\n")
-        if lines[out.first_line - 1 : out.last_line - 1] != new:
-            lines[out.first_line - 1 : out.last_line - 1] = new
+        if normalize(printed, out.check) != normalize(out.text, out.check):
+            lines[out.first_line - 1 : out.last_line - 1] = printed.rstrip("\n").split("\n")
             changed += 1
     guide.write_text("\n".join(lines), encoding="utf-8")
     return changed

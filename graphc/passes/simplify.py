@@ -146,6 +146,7 @@ ALGEBRA: list[Rule] = [
     rule(div(mul(X, C), D), lambda m: m.emit("mul", m.x, m.fold("div", m.c, m.d))),  # (x*c)/d -> x*(c/d)
     rule(mul(neg(X), C), lambda m: m.emit("mul", m.x, m.fold("neg", m.c))),  # (-x)*c -> x*(-c)
     rule(div(X, C), lambda m: m.emit("mul", m.x, m.fold("div", m.constant(m.c.value.dtype.type(1)), m.c)), when=exact_reciprocal),  # x/c -> x*(1/c), c = 2^k
+    rule(pow(X, ZERO), lambda m: m.emit("full_like", m.x, value=1)),  # x**0 -> 1 (numpy: nan**0 and 0**0 are 1 too)
     rule(pow(X, ONE), lambda m: m.x),  # x**1 -> x
     rule(pow(X, TWO), lambda m: m.emit("mul", m.x, m.x)),  # x**2 -> x*x
     rule(pow(X, THREE), lambda m: m.emit("mul", m.emit("mul", m.x, m.x), m.x)),  # x**3 -> x*x*x

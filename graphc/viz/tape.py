@@ -69,21 +69,27 @@ class TapePainter:
         dot.edge(a, b, **style.edge_attrs("data", label=shown))
 
     def paint(self, dot: graphviz.Digraph, root: Any) -> None:
-        root_id = f"tensor/{id(root)}"
+        # ids number the tape's objects in visit order, so the same tape always gives
+        # the same DOT text (Python's id() would change from run to run)
+        ids: dict[int, str] = {}
+
+        def ident(obj: Any, kind: str) -> str:
+            return ids.setdefault(id(obj), f"{kind}/{len(ids)}")
+
+        root_id = ident(root, "tensor")
         root_role = "root" if root.grad_fn is not None else "tensor"
         self.node(dot, root_id, self.tensor_label(root, "result"), root_role)
         if root.grad_fn is None:
             return
-        ids: dict[int, str] = {}
         queue = deque([root.grad_fn])
-        ids[id(root.grad_fn)] = f"fn/{id(root.grad_fn)}"
+        ident(root.grad_fn, "fn")
         while queue:
             fn = queue.popleft()
             fn_id = ids[id(fn)]
             leaf = getattr(fn, "variable", None)
             if leaf is not None:
                 self.node(dot, fn_id, style.html_label(node_name(fn)), "accumulate")
-                leaf_id = f"tensor/{id(leaf)}"
+                leaf_id = ident(leaf, "tensor")
                 self.node(dot, leaf_id, self.tensor_label(leaf, "leaf"), "tensor")
                 self.edge(dot, leaf_id, fn_id, tensor_type(leaf))
             else:
@@ -92,10 +98,10 @@ class TapePainter:
                 if next_fn is None:
                     continue  # an input that needs no gradient
                 if id(next_fn) not in ids:
-                    ids[id(next_fn)] = f"fn/{id(next_fn)}"
+                    ident(next_fn, "fn")
                     queue.append(next_fn)
                 self.edge(dot, ids[id(next_fn)], fn_id)
-        self.edge(dot, f"fn/{id(root.grad_fn)}", root_id, tensor_type(root))
+        self.edge(dot, ids[id(root.grad_fn)], root_id, tensor_type(root))
 
 
 def tensor_to_dot(tensor: Any, options: Options) -> graphviz.Digraph:

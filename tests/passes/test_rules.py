@@ -144,6 +144,8 @@ CASES = [
                   "output %y = %a"),
      graph(F, "%const_1: f64[] = constant(value=0.25)", "%mul: f64[3,4] = mul(%x, %const_1)",
            "output %y = %mul")),
+    ("x**0", graph(F, ZERO_F, "%p: f64[3,4] = pow(%x, %z)", "output %y = %p"),
+     graph(F, "%full_like: f64[3,4] = full_like(%x, value=1)", "output %y = %full_like")),
     ("x**1", graph(F, ONE_F, "%p: f64[3,4] = pow(%x, %one)", "output %y = %p"),
      graph(F, "output %y = %x")),
     ("x**2", graph(F, "%c: f64[] = constant(value=2.0)", "%p: f64[3,4] = pow(%x, %c)",

@@ -49,6 +49,14 @@ def test_tape_of_the_tutorial_graph() -> None:
     assert len([b for a, b, _ in dot.edges if a == w_acc]) == 2
 
 
+def test_the_same_tape_gives_the_same_dot_text() -> None:
+    def picture() -> str:
+        x, w = leaf(1.0), leaf(2.0)
+        return gc.viz.to_dot((x + w) * (w + 1)).source  # type: ignore[operator]
+
+    assert picture() == picture()  # committed pictures do not churn when regenerated
+
+
 def test_a_tensor_without_tape_is_one_box() -> None:
     x = leaf(3.0)
     dot = parse_dot(gc.viz.to_dot(x, legend=False).source)

@@ -326,4 +326,6 @@ def compile(
     >>> gc.compile(g)(np.array([1.0, 3.0], np.float32))
     array([1., 9.], dtype=float32)
     """
-    return Executable(graph, optimize(graph, opt_level), updates, check_numerics)
+    with collector_paused():  # the passes make many objects too (see collector_paused)
+        optimized = optimize(graph, opt_level)
+    return Executable(graph, optimized, updates, check_numerics)

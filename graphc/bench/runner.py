@@ -71,12 +71,13 @@ class Settings:
     budget: float
     min_repeats: int
     max_repeats: int
+    rounds: int  # blocks of repeats per mode, interleaved across the modes of a case
 
     @classmethod
     def make(cls, quick: bool) -> Settings:
         if quick:
-            return cls(quick=True, budget=0.05, min_repeats=3, max_repeats=10)
-        return cls(quick=False, budget=1.5, min_repeats=5, max_repeats=50)
+            return cls(quick=True, budget=0.05, min_repeats=3, max_repeats=10, rounds=1)
+        return cls(quick=False, budget=2.0, min_repeats=6, max_repeats=60, rounds=3)
 
 
 def select(
@@ -171,7 +172,7 @@ def _run_case(
         cells[mode] = cell
     tick(len(order) - 1, "timing")
     start = time.perf_counter()
-    interleave([plan for _, plan in ready.values()])
+    interleave([plan for _, plan in ready.values()], settings.rounds)
     for mode, (prepared, plan) in ready.items():
         cell = cells[mode]
         try:

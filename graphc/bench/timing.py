@@ -8,9 +8,12 @@ from the time budget, between a floor and a ceiling. Expensive single-shot calls
 the warm-up call is the only sample.
 
 The machine is shared, so its load drifts during a run. `interleave` therefore
-takes the repeats of all modes of one case in rounds (one repeat of each mode per
-round) rather than mode after mode: a burst of load then slows every mode a little
-instead of one mode a lot, and the ratios between modes stay meaningful.
+takes the repeats of all modes of one case in a few rounds (a block of repeats of
+each mode per round) rather than mode after mode, so a burst of load slows every
+mode a little instead of one mode a lot. Each block starts with untimed warm-up
+calls: switching libraries leaves caches cold and another library's thread pool
+(numpy's OpenBLAS, torch's OpenMP, XLA's) still spinning for a while, and a
+training loop never sees that switch.
 
 Peak memory is `tracemalloc`'s peak over one call made after the timing runs
 (numpy reports its buffers to tracemalloc), so it counts temporaries and returned
@@ -47,6 +50,7 @@ class Schedule:
     call: Callable[[], Any]
     number: int
     repeats: int
+    warmup: int = 1  # untimed calls before each block of repeats
     samples: list[float] = field(default_factory=list)  # seconds per call
     error: Exception | None = None  # a call that raised stops this schedule
 
@@ -70,6 +74,7 @@ def schedule(
     min_repeats: int = 5,
     max_repeats: int = 50,
     repeat_seconds: float = 0.005,
+    warmup_seconds: float = 0.02,
     single_shot: bool = False,
 ) -> Schedule:
     """Plan the timing of `call`, warmed up by a first call that took `first` seconds.
@@ -78,28 +83,34 @@ def schedule(
     """
     if single_shot:
         if first > budget / 3:
-            return Schedule(call, 1, 1, [first])
+            return Schedule(call, 1, 1, 0, [first])
         repeats = max(1, min(max_repeats, int(budget / max(first, 1e-9))))
-        return Schedule(call, 1, max(repeats, 3))
-    number, elapsed = 1, first
+        return Schedule(call, 1, max(repeats, 3), 0)
+    # the first call may have compiled or allocated: estimate from warm calls
+    number = 1
+    elapsed = _loop(call, 1) if first < 0.5 else first
     while elapsed < 2e-4:  # autorange: a loop long enough to time reliably
         number *= 10
         elapsed = _loop(call, number)
     per_call = elapsed / number
     number = max(1, math.ceil(repeat_seconds / per_call))
     repeats = int(budget / max(per_call * number, 1e-9))
-    return Schedule(call, number, max(min_repeats, min(max_repeats, repeats)))
+    warmup = max(1, math.ceil(warmup_seconds / per_call)) if per_call < warmup_seconds else 1
+    return Schedule(call, number, max(min_repeats, min(max_repeats, repeats)), warmup)
 
 
-def interleave(schedules: list[Schedule]) -> None:
-    """Take every schedule's repeats, one repeat of each per round, until all are done."""
-    while True:
-        pending = [s for s in schedules if len(s.samples) < s.repeats and s.error is None]
-        if not pending:
-            return
-        for s in pending:
+def interleave(schedules: list[Schedule], rounds: int = 3) -> None:
+    """Take every schedule's repeats in `rounds` rounds: per round, per schedule, warm-up
+    calls and then a block of its remaining repeats divided by the rounds left."""
+    for left in range(rounds, 0, -1):
+        for s in schedules:
+            missing = s.repeats - len(s.samples)
+            if missing <= 0 or s.error is not None:
+                continue
             try:
-                s.samples.append(_loop(s.call, s.number) / s.number)
+                _loop(s.call, s.warmup)
+                for _ in range(math.ceil(missing / left)):
+                    s.samples.append(_loop(s.call, s.number) / s.number)
             except Exception as exc:  # reported by the caller; the other modes go on
                 s.error = exc
 
@@ -107,7 +118,7 @@ def interleave(schedules: list[Schedule]) -> None:
 def measure(call: Callable[[], Any], budget: float, *, first: float, **options: Any) -> Timing:
     """Time one call on its own: `schedule`, then its repeats."""
     plan = schedule(call, budget, first=first, **options)
-    interleave([plan])
+    interleave([plan], rounds=1)
     if plan.error is not None:
         raise plan.error
     return plan.timing()

@@ -42,8 +42,10 @@ def bench(args: argparse.Namespace) -> int:
         return 2
     report = benchmarks.run(only=args.only, quick=args.quick, progress=_progress_bar())
     print(benchmarks.markdown(report))
+    goals = benchmarks.goals.evaluate(report)
+    report["goals"] = [vars(goal) for goal in goals]
     print("## Goals of the runtime (issue 6)\n")
-    print(benchmarks.goals.markdown(benchmarks.goals.evaluate(report)))
+    print(benchmarks.goals.markdown(goals))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

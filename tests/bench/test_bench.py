@@ -65,6 +65,12 @@ def test_quick_cells_are_consistent_and_agree(quick_report: dict[str, Any]) -> N
                 assert cell["ratio"] == pytest.approx(cell["median"] / cells["graphc-O2"]["median"])
 
 
+def test_quick_json_has_the_goals(quick_report: dict[str, Any]) -> None:
+    texts = [g["text"] for g in quick_report["goals"]]
+    assert "tiny graph <= 4 us per call" in texts
+    assert all(g["met"] in (True, False, None) and g["measured"] for g in quick_report["goals"])
+
+
 def test_quick_compile_keeps_the_5000_op_chain(quick_report: dict[str, Any]) -> None:
     cases = quick_report["workloads"]["compile"]["cases"]
     assert cases["K=5000"]["graphc-O2"]["status"] == "ok"

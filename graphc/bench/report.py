@@ -90,6 +90,7 @@ def plot(report: dict[str, Any], path: str) -> None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
     except ImportError as exc:
         raise PlotUnavailableError(
             "--plot needs matplotlib, which is not installed: pip install matplotlib"
@@ -106,13 +107,14 @@ def plot(report: dict[str, Any], path: str) -> None:
                 if median is not None:
                     xs.append(j + (k - len(MODES) / 2 + 0.5) * width)
                     heights.append(median)
-            if heights:
-                ax.bar(xs, heights, width, label=mode)
+            if heights:  # one colour per mode in every panel
+                ax.bar(xs, heights, width, color=f"C{k}")
         ax.set_yscale("log")
         ax.set_xticks(range(len(cases)), cases)
         ax.set_ylabel(f"seconds / {workload['unit']}")
         ax.set_title(f"{name}: {workload['description']}", fontsize=9)
-    axes[0, 0].legend(fontsize=8, ncol=4)
-    fig.tight_layout()
+    handles = [Patch(color=f"C{k}", label=mode) for k, mode in enumerate(MODES)]
+    fig.legend(handles=handles, loc="upper center", ncol=len(MODES), fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
     fig.savefig(path)
     plt.close(fig)

@@ -1,10 +1,14 @@
 """Run the workloads: build each mode, check it agrees, time it, measure its memory.
 
-For each case the inputs are made once and shared by the modes. The reference mode
-runs first; every other mode's first call is compared with it (largest absolute
-difference over the largest reference value, against the workload's tolerance), and a
-disagreement is marked, not hidden. Ratios are each mode's median over graphc O2's
-median in the same run. Nothing here prints: progress goes to a callback.
+For each case the inputs are made once and shared by the modes. Every mode is built
+first (static modes compile here, outside timing), the reference mode first; every
+other mode's first call is compared with it (largest absolute difference over the
+largest reference value, against the workload's tolerance), and a disagreement is
+marked, not hidden. Then all the modes of the case are timed in interleaved rounds
+(`timing.interleave`) and their peak memory measured. Ratios are each mode's median
+over graphc O2's median in the same run. A mode whose library is missing, that does
+not apply, or that fails is reported as such; the others still run. Nothing here
+prints: progress goes to a callback.
 """
 
 from __future__ import annotations
@@ -118,13 +122,9 @@ def run(
             "cases": {},
         }
         for case in _cases(workload, quick):
-
-            def tick(step: int, what: str, at: int = done, where: str = "") -> None:
-                if progress is not None:
-                    progress(at + step, total, f"{where} {what}")
-
             where = f"{workload.name} {case.label}"
-            cells = _run_case(workload, case, settings, functools.partial(tick, where=where))
+            tick = functools.partial(_tick, progress, done, total, where)
+            cells = _run_case(workload, case, settings, tick)
             done += len(MODES)
             entry["cases"][case.label] = {m: asdict(cells[m]) for m in MODES}
             garbage.collect()  # cycles holding a case's arrays go before the next case
@@ -134,6 +134,13 @@ def run(
     report["seconds"] = time.perf_counter() - started
     report["load_average_end"] = os.getloadavg()[0]
     return report
+
+
+def _tick(
+    progress: Progress | None, done: int, total: int, where: str, step: int, what: str
+) -> None:
+    if progress is not None:
+        progress(done + step, total, f"{where} {what}")
 
 
 def _run_case(

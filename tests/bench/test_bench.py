@@ -228,3 +228,14 @@ def test_plot_without_matplotlib_says_how_to_install(
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(bench.PlotUnavailableError, match="pip install matplotlib"):
         bench.plot({"workloads": {}}, str(tmp_path / "x.png"))
+
+
+def test_missing_peers_are_marked_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
+    monkeypatch.setitem(sys.modules, "jax", None)
+    report = bench.run(only=["tiny"], quick=True)
+    cells = report["workloads"]["tiny"]["cases"]["(1,)"]
+    assert cells["torch"]["status"] == cells["jax"]["status"] == "unavailable"
+    assert "pip install torch" in cells["torch"]["reason"]
+    assert cells["graphc-O2"]["status"] == "ok"
+    assert report["machine"]["torch"] is None

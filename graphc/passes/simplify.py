@@ -138,7 +138,6 @@ ALGEBRA: list[Rule] = [
     rule(exp(log(X)), lambda m: m.x, when=lambda m: non_negative(m.x)),  # exp(log x) -> x, x >= 0
     rule(log(exp(X)), lambda m: m.x),  # log(exp x) -> x
     rule(log(softmax(X, axis="a")), lambda m: m.emit("log_softmax", m.x, axis=m.a)),  # log(softmax x) -> log_softmax x
-    rule(exp(log_softmax(X, axis="a")), lambda m: m.emit("softmax", m.x, axis=m.a)),  # exp(log_softmax x) -> softmax x
     rule(log(sum(exp(X), axis="a", keepdims="k")), lambda m: m.emit("logsumexp", m.x, axis=m.a, keepdims=m.k)),  # log(sum(exp x)) -> logsumexp x
     rule(sub(X, logsumexp(X, axis="a", keepdims="k")), stable_log_softmax, when=lambda m: m.k),  # x - logsumexp(x) -> log_softmax x
     # -- constants: scales fold together, small powers become products

@@ -3,9 +3,11 @@
 The value is computed by the op's own kernel (never a second implementation), so
 folding agrees with the interpreter bit for bit. Ops whose value depends only on
 their input's type (`full_like`, `count`) fold as soon as that type is concrete.
-A fold is skipped when its result would hold more than `FOLD_LIMIT` elements, so a
-graph never grows a huge array (a broadcast of a scalar to a big shape stays a
-broadcast); also skipped: impure ops, symbolic output types, and kernels that raise.
+A fold is skipped when its result would hold more than `FOLD_LIMIT` elements, or when
+it would materialize data: a result larger than `SMALL` elements and larger than
+every constant it reads (a scalar broadcast to (512, 10), `full_like` of a big
+shape) stays a cheap op, which the simplifier can then drop into its user's own
+broadcasting. Also skipped: impure ops, symbolic output types, kernels that raise.
 Runs as the one rule of a rewrite-driver table, so folds cascade bottom-up in one walk.
 """
 
@@ -21,6 +23,7 @@ from graphc.passes.report import PassLog
 from graphc.passes.rewrite import Match, rewrite, rule
 
 FOLD_LIMIT = 1 << 16  # elements
+SMALL = 16  # results this small always fold (they print inline)
 
 # ops that read only the shape and dtype of their input, never its values
 TYPE_ONLY = frozenset({"full_like", "count"})
@@ -39,7 +42,10 @@ class Foldable(Pattern):
         if not known or not get_op(node.op).pure:
             return False
         size = node.type.size
-        return size is not None and size <= FOLD_LIMIT
+        if size is None or size > FOLD_LIMIT:
+            return False
+        read = [x.type.size or 0 for x in node.inputs if x.kind == OP and x.op == "constant"]
+        return size <= SMALL or size <= max(read, default=0)
 
     def __str__(self) -> str:
         return "constant inputs -> constant"

@@ -86,6 +86,13 @@ def swapped_product(m: Match) -> Node:
     return m.emit("matmul", m.emit("transpose", m.y, **flip), m.emit("transpose", m.x, **flip))
 
 
+def broadcast_one_element(m: Match) -> Node:
+    """broadcast_to(c as a scalar, shape): a constant c is reshaped now, not at run time."""
+    is_constant = m.x.kind == OP and m.x.op == "constant"
+    scalar = m.fold("reshape", m.x, shape=()) if is_constant else m.emit("reshape", m.x, shape=())
+    return m.emit("broadcast_to", scalar, shape=m.s)
+
+
 def stable_log_softmax(m: Match) -> Node | None:
     axes = m.a
     if axes is None and len(m.x.type.shape) == 1:
@@ -123,6 +130,7 @@ ALGEBRA: list[Rule] = [
     rule(transpose(matmul(X, Y), axes="a"), swapped_product, when=transposed_product_cancels),  # (x@y)^T -> y^T @ x^T, one side a transpose
     rule(reshape(X), lambda m: m.x),  # reshape(x, x.shape) -> x
     rule(reshape(reshape(X), shape="s"), lambda m: m.emit("reshape", m.x, shape=m.s)),  # r(r(x)) -> r(x)
+    rule(reshape(broadcast_to(X), shape="s"), broadcast_one_element, when=lambda m: m.x.type.size == 1),  # reshape(broadcast_to(c)) -> broadcast_to(c), c one element
     rule(broadcast_to(X), lambda m: m.x),  # broadcast_to(x, x.shape) -> x
     rule(broadcast_to(broadcast_to(X), shape="s"), lambda m: m.emit("broadcast_to", m.x, shape=m.s)),  # b(b(x)) -> b(x)
     rule(sum_to(X), lambda m: m.x),  # sum_to(x, x.shape) -> x

@@ -62,6 +62,19 @@ def test_fold_leaves_symbolic_and_huge_results() -> None:
     check_pass(gc.passes.fold_constants, text, text)
 
 
+def test_fold_does_not_materialize_broadcasts() -> None:
+    """A scalar broadcast to (64, 10) stays a broadcast: folding it would grow data."""
+    text = """graph g(%x: f64[64,10]) {
+      %c: f64[] = constant(value=-0.5)
+      %b: f64[64,10] = broadcast_to(%c, shape=(64, 10))
+      %f: f64[64,10] = full_like(%x, value=1)
+      %m: f64[64,10] = mul(%b, %f)
+      output %y = %m
+    }"""
+    assert fold.SMALL < 64 * 10 <= fold.FOLD_LIMIT
+    check_pass(gc.passes.fold_constants, text, text)
+
+
 def test_fold_skips_a_kernel_that_raises() -> None:
     text = """graph g(%x: i64[2]) {
       %a: i64[2] = constant(value=[2, 3])

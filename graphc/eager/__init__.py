@@ -87,7 +87,7 @@ from graphc.eager.methods import MinMax
 from graphc.eager.node import AccumulateGrad, HookHandle, Node
 from graphc.eager.tensor import Tensor
 
-del ModuleType, Symbol, bind, register_backend, register_lifter  # noqa: F821 - not eager API
+del Symbol, bind, register_backend, register_lifter  # noqa: F821 - not eager API
 
 inference_mode = no_grad
 

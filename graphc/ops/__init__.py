@@ -4,7 +4,7 @@ Every op is defined once, in one block, in the module of its family. Importing t
 package registers them all and the graph-value backend.
 """
 
-from types import ModuleType
+from types import ModuleType as _ModuleType
 
 from graphc.ops import constant as _constant  # noqa: F401 - registers the constant op
 from graphc.ops import epilogue as _epilogue  # noqa: F401 - registers matmul_epilogue
@@ -91,5 +91,5 @@ from graphc.ops.symbolic import Symbol, register_lifter
 __all__ = [
     name
     for name, value in dict(globals()).items()
-    if not name.startswith("_") and not isinstance(value, ModuleType)
+    if not name.startswith("_") and not isinstance(value, _ModuleType)
 ]

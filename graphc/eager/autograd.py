@@ -17,12 +17,12 @@ captures the gradient arriving at each input's edge; it never touches `.grad`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from graphc.eager.grad_mode import STATE
+from graphc.eager.grad_mode import STATE, no_grad
 from graphc.eager.node import AccumulateGrad, Node, accumulate_into, edge
 from graphc.eager.tensor import Tensor, as_array, make
 from graphc.ir.errors import AutodiffError, ShapeError
@@ -301,3 +301,18 @@ from graphc.eager.function import Function, FunctionCtx  # noqa: E402
 from graphc.eager.gradcheck import gradcheck, gradgradcheck  # noqa: E402
 
 __all__ = ["Function", "FunctionCtx", "backward", "grad", "gradcheck", "gradgradcheck"]
+
+
+def zero_grads(tensors: Iterable[Tensor], set_to_none: bool = True) -> None:
+    """Forget accumulated gradients: set `.grad` to None, or zero it in place.
+
+    What `Module.zero_grad()` and `Optimizer.zero_grad()` both do.
+    """
+    for t in tensors:
+        if t.grad is None:
+            continue
+        if set_to_none:
+            t.grad = None
+        else:
+            with no_grad():
+                t.grad.zero_()

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from graphc.eager import Tensor, from_numpy, no_grad
+from graphc.eager.autograd import zero_grads
 from graphc.ir.errors import GraphcError, ShapeError
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
@@ -203,14 +204,8 @@ class Module:
         return self.train(False)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                with no_grad():
-                    p.grad.zero_()
+        """Forget the accumulated gradients (set them to None, or to zeros in place)."""
+        zero_grads(self.parameters(), set_to_none)
 
     # -- calling --------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from graphc.eager import Tensor, from_numpy, no_grad
+from graphc.eager.autograd import zero_grads
 from graphc.ir.errors import GraphcError
 
 
@@ -77,14 +78,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the accumulated gradients (set them to None, or to zeros in place)."""
-        for p in self.params:
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                with no_grad():
-                    p.grad.zero_()
+        zero_grads(self.params, set_to_none)
 
     def step(self) -> None:
         """Apply one update to every parameter that has a gradient, in place."""

@@ -22,6 +22,7 @@ import numpy as np
 from graphc.ir.graph import Node
 from graphc.ir.registry import get_op
 from graphc.runtime.plan import Plan, Step, Value
+from graphc.runtime.recycle import Recycler, worth_recycling
 
 STATIC_KINDS = ("allocated", "constant", "state")
 
@@ -53,7 +54,11 @@ class Generator:
     def __init__(self, plan: Plan, check_numerics: bool = False) -> None:
         self.plan = plan
         self.check_numerics = check_numerics
-        self.namespace: dict[str, Any] = {"empty": np.empty, "copyto": np.copyto}
+        self.namespace: dict[str, Any] = {
+            "empty": np.empty,
+            "copyto": np.copyto,
+            "Recycler": Recycler,
+        }
         self.namespace["array_copy"] = lambda x: np.array(x, copy=True)
         self._globals: dict[int, str] = {}
         self._taken: set[str] = set(self.namespace) | {
@@ -192,8 +197,7 @@ class Generator:
             out = self.expr[step.output]
         if node.op in LOWERINGS:
             if value.kind == "output":
-                dtype = self.literal(value.type.dtype, "dtype")
-                lines.append(f"{out} = empty({value.type.shape!r}, {dtype})")
+                lines.append(self._new_output(out, value))
             lines += LOWERINGS[node.op](self, step, out)
         else:
             lines += self._call(step, value, out)
@@ -220,10 +224,19 @@ class Generator:
         if value.kind != "output":
             return [f"{fn}({', '.join(args + [f'out={out}'])})"]
         t = value.type
-        if direct and t.rank > 0:
+        if direct and t.rank > 0 and not worth_recycling(t.nbytes):
             return [f"{out} = {fn}({', '.join(args)})"]  # numpy allocates the fresh result
+        return [self._new_output(out, value), f"{fn}({', '.join(args + [f'out={out}'])})"]
+
+    def _new_output(self, out: str, value: Value) -> str:
+        """The line giving output `out` a fresh array (a recycled one when it is large)."""
+        t = value.type
         dtype = self.literal(t.dtype, "dtype")
-        return [f"{out} = empty({t.shape!r}, {dtype})", f"{fn}({', '.join(args + [f'out={out}'])})"]
+        if not worth_recycling(t.nbytes):
+            return f"{out} = empty({t.shape!r}, {dtype})"
+        recycler = self.fresh(f"recycle_{out}")
+        self.setup_lines.append(f"{recycler} = Recycler({t.shape!r}, {dtype})  # see recycle.py")
+        return f"{out} = {recycler}()"
 
     def _late_updates(self) -> list[str]:
         plan = self.plan

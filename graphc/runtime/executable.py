@@ -82,7 +82,8 @@ class Executable:
     array([[1., 1., 1.],
            [1., 1., 1.]], dtype=float32)
 
-    One output gives an array, several a tuple; returned arrays are fresh per call.
+    One output gives an array, several a tuple; returned arrays are fresh per call (a
+    large one dropped by the caller may be recycled: runtime/recycle.py).
     With ``updates={"w": "w_new"}`` the placeholder ``w`` becomes state held by the
     executable: it is fed by keyword (the first call, or whenever it should be reset)
     or with `set_state`, each call writes output ``w_new`` back into it (that output

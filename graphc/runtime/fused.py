@@ -24,8 +24,8 @@ from graphc.ir.types import TensorType
 from graphc.runtime.codegen import Generator, register_lowering
 from graphc.runtime.plan import Step
 
-# elements per chunk: measured with the GELU chain (graphc/bench/chunks.py) on float32
-CHUNK = 32768
+# elements per chunk: measured with the GELU chain on float32 (tools/chunk_sweep.py)
+CHUNK = 65536
 
 
 @register_lowering("fused")

@@ -7,7 +7,8 @@ Runtime allocation planner):
    call returns, or writes back into state, is used at the end (index = #steps).
 2. Forward walk over the steps in graph order. The output of step i is placed by the
    first rule that applies:
-   - it is returned: a fresh array per call ("output"), never reused later;
+   - it is returned: a fresh array per call ("output"), never written again while the
+     caller can reach it (large ones are recycled once dropped: recycle.py);
    - it updates a state placeholder whose buffer nobody reads after step i: it is
      written straight into that buffer ("state");
    - a view op (reshape, transpose) not returned: a view of its input ("view"),

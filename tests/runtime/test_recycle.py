@@ -1,0 +1,70 @@
+"""Large outputs are recycled only when nothing outside the executable refers to them."""
+
+from __future__ import annotations
+
+import gc as garbage
+import threading
+
+import numpy as np
+
+import graphc as gc
+from graphc.runtime.recycle import RECYCLE_BYTES
+
+N = RECYCLE_BYTES // 4 + 1  # float32 elements: just over the threshold
+
+
+def exe_of(fn) -> gc.Executable:  # type: ignore[no-untyped-def]
+    return gc.compile(gc.trace(fn, gc.TensorSpec((N,))), opt_level=2)
+
+
+def address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def test_a_dropped_output_is_reused_and_correct() -> None:
+    exe = exe_of(lambda x: gc.tanh(x) * 2 + 1)  # a fused output
+    x = np.linspace(-1, 1, N, dtype=np.float32)
+    first = exe(x)
+    where = address(first)
+    del first
+    garbage.collect()
+    second = exe(x + 1)
+    assert address(second) == where
+    np.testing.assert_allclose(second, np.tanh(x + 1) * 2 + 1, rtol=1e-6)
+
+
+def test_a_held_output_is_never_written_again() -> None:
+    exe = exe_of(lambda x: gc.exp(x))  # a plain (unfused) output
+    x = np.zeros(N, np.float32)
+    first = exe(x)
+    second = exe(x + 1)
+    assert not np.shares_memory(first, second)
+    np.testing.assert_array_equal(first, np.ones(N, np.float32))
+
+
+def test_a_view_or_a_container_keeps_the_output_alive() -> None:
+    exe = exe_of(lambda x: gc.tanh(x) * 2)
+    x = np.zeros(N, np.float32)
+    view = exe(x)[:10]
+    kept = [exe(x)]
+    later = exe(x + 1)
+    assert not np.shares_memory(view, later)
+    assert not np.shares_memory(kept[0], later)
+    np.testing.assert_array_equal(view, np.zeros(10, np.float32))
+    np.testing.assert_array_equal(kept[0], np.zeros(N, np.float32))
+
+
+def test_threads_recycle_their_own_outputs() -> None:
+    exe = exe_of(lambda x: x * 3)
+    results: dict[int, list[float]] = {}
+
+    def work(k: int) -> None:
+        x = np.full(N, k, np.float32)
+        results[k] = [float(exe(x)[-1]) for _ in range(20)]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {k: [3.0 * k] * 20 for k in range(4)}

@@ -331,10 +331,10 @@ _case("logsumexp", "large", lambda x: gc.logsumexp(x, axis=1),
       [Arg((3, 2), FLOAT, "fixed", value=[[1000.0, 1000.0], [-np.inf, -np.inf], [-np.inf, 0.0]])],
       lambda x: _logsumexp(x, 1), grad=(False,))  # fmt: skip
 
-_case("count", "all", lambda x: bind("count", x, dtype="float64"), [F(3, 4)],
-      lambda x: np.asarray(x.size, np.float64), grad=(False,))  # fmt: skip
-_case("count", "axes", lambda x: bind("count", x, axis=(0, -1), dtype="float32"), [F(2, 3, 4)],
-      lambda x: np.asarray(8, np.float32), grad=(False,))  # fmt: skip
+_case("count", "all", lambda: bind("count", shape=(3, 4), dtype="float64"), [],
+      lambda: np.asarray(12, np.float64))  # fmt: skip
+_case("count", "axes", lambda: bind("count", shape=(2, 3, 4), axis=(0, -1), dtype="float32"), [],
+      lambda: np.asarray(8, np.float32))  # fmt: skip
 
 # -- shape ops ---------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import GraphcError, ShapeError
-from graphc.ir.types import Shape, TensorType, as_dtype, normalize_axes, normalize_axis
+from graphc.ir.types import Shape, TensorType, as_dtype, as_shape, normalize_axes, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
 from graphc.ops.defop import defop, into, ufunc_dtype
@@ -85,27 +85,40 @@ sum = defop(
 def shape_size(x: Any, axis: tuple[int, ...] | None, dtype: Any) -> Any:
     """How many elements of x a reduction over `axis` combines, as a scalar of dtype.
 
-    With symbolic dims the count is only known at run time, so it is computed from x.
+    With symbolic dims the count is known only at run time: a `count` node over x's
+    shape, which reads no data (so a backward graph need not keep x alive for it).
     """
     dims = x.shape if axis is None else tuple(x.shape[a] for a in axis)
     if all(isinstance(d, int) for d in dims):
         return np.asarray(np.prod(dims, dtype=np.int64), dtype=dtype)
-    return _count(x, axis=axis, dtype=dtype)
+    return _count(shape=tuple(x.shape), axis=axis, dtype=dtype)
+
+
+def _count_canon(shape: Any, axis: Any, dtype: Any) -> dict:
+    dims = as_shape(shape, "count")
+    return {
+        "shape": dims,
+        "axis": normalize_axes(axis, len(dims), "count"),
+        "dtype": as_dtype(dtype),
+    }
+
+
+def _count_kernel(
+    out: np.ndarray | None = None, shape: Shape = (), axis: Any = None, dtype: Any = "float32"
+) -> np.ndarray:
+    dims = shape if axis is None else [shape[a] for a in axis]
+    return into(out, np.asarray(np.prod(dims, dtype=np.int64), dtype))
 
 
 _count = defop(
     "count",
-    infer=lambda x, axis, dtype: TensorType((), dtype),
-    kernel=lambda x, out=None, axis=None, dtype="float32": into(
-        out, np.asarray(x.size if axis is None else np.prod([x.shape[a] for a in axis]), dtype)
-    ),
-    attrs={"axis": None, "dtype": "float32"},
-    canonicalize=lambda x, axis, dtype: {
-        "axis": normalize_axes(axis, x.rank, "count"),
-        "dtype": as_dtype(dtype),
-    },
-    vjp=lambda ct, out, x, needs, axis, dtype: (None,),
-    doc="The number of elements of x along axis (all by default), as a scalar.",
+    inputs=(),
+    infer=lambda shape, axis, dtype: TensorType((), dtype),
+    kernel=_count_kernel,
+    attrs={"shape": (), "axis": None, "dtype": "float32"},
+    canonicalize=_count_canon,
+    shape_attrs=("shape",),
+    doc="The number of elements of an array of `shape` along axis (all by default).",
 )
 
 

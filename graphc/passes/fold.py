@@ -2,7 +2,8 @@
 
 The value is computed by the op's own kernel (never a second implementation), so
 folding agrees with the interpreter bit for bit. Ops whose value depends only on
-their input's type (`full_like`, `count`) fold as soon as that type is concrete.
+their input's type (`full_like`) fold as soon as that type is concrete, and ops
+with shape attributes (`count`) once those hold no symbolic dim.
 A fold is skipped when its result would hold more than `FOLD_LIMIT` elements, or when
 it would materialize data: a result larger than `SMALL` elements and larger than
 every constant it reads (a scalar broadcast to (512, 10), `full_like` of a big
@@ -26,7 +27,7 @@ FOLD_LIMIT = 1 << 16  # elements
 SMALL = 16  # results this small always fold (they print inline)
 
 # ops that read only the shape and dtype of their input, never its values
-TYPE_ONLY = frozenset({"full_like", "count"})
+TYPE_ONLY = frozenset({"full_like"})
 
 
 class Foldable(Pattern):
@@ -39,8 +40,11 @@ class Foldable(Pattern):
             known = all(x.type.is_concrete for x in node.inputs)
         else:
             known = all(x.kind == OP and x.op == "constant" for x in node.inputs)
-        if not known or not get_op(node.op).pure:
+        opdef = get_op(node.op)
+        if not known or not opdef.pure:
             return False
+        if any(isinstance(d, str) for key in opdef.shape_attrs for d in node.attrs[key]):
+            return False  # a symbolic dim in a shape attribute: known only at run time
         size = node.type.size
         if size is None or size > FOLD_LIMIT:
             return False

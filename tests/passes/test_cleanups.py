@@ -34,7 +34,7 @@ def test_fold_runs_the_kernels_in_cascade() -> None:
 def test_fold_type_only_ops_on_concrete_shapes() -> None:
     before = """graph g(%x: f64[2,3]) {
       %f: f64[2,3] = full_like(%x, value=2)
-      %n: f64[] = count(%x, axis=None, dtype=f64)
+      %n: f64[] = count(shape=(2, 3), axis=None, dtype=f64)
       %a: f64[2,3] = mul(%x, %f)
       %b: f64[2,3] = div(%a, %n)
       output %y = %b
@@ -52,10 +52,12 @@ def test_fold_type_only_ops_on_concrete_shapes() -> None:
 def test_fold_leaves_symbolic_and_huge_results() -> None:
     text = """graph g(%x: f64[B]) {
       %f: f64[B] = full_like(%x, value=2)
+      %n: f64[] = count(shape=("B",), axis=None, dtype=f64)
+      %g: f64[B] = div(%f, %n)
       %c: f64[] = constant(value=1.0)
       %big: f64[300,300] = broadcast_to(%c, shape=(300, 300))
       %s: f64[] = sum(%big, axis=None, keepdims=False)
-      %m: f64[B] = mul(%f, %s)
+      %m: f64[B] = mul(%g, %s)
       output %y = %m
     }"""
     assert fold.FOLD_LIMIT < 300 * 300

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError, GraphcError
+from graphc.ir.errors import DTypeError, GraphcError, ShapeError
 from graphc.ir.registry import REQUIRED
 from graphc.ir.types import TensorType, as_dtype, normalize_axis
 from graphc.ops import elementwise as E
@@ -84,6 +84,11 @@ def _one_hot_canon(labels: TensorType, num_classes: Any, dtype: Any) -> dict:
 def _one_hot_kernel(
     labels: np.ndarray, out: np.ndarray | None = None, num_classes: int = 0, dtype: Any = None
 ) -> np.ndarray:
+    # A label outside the classes would give an all-zero row, and cross_entropy a silently
+    # wrong loss: reject it, as PyTorch does.
+    if labels.size and not (labels.min() >= 0 and labels.max() < num_classes):
+        bad = labels[(labels < 0) | (labels >= num_classes)].flat[0]
+        raise ShapeError(f"one_hot: label {bad} is out of range for {num_classes} classes")
     if out is None:
         out = np.empty(labels.shape + (num_classes,), dtype)
     np.equal(labels[..., None], np.arange(num_classes), out=out, casting="unsafe")

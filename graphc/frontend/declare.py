@@ -17,7 +17,7 @@ import numpy as np
 
 from graphc.ir.errors import GraphcError, GraphMismatchError
 from graphc.ir.graph import Graph, active_graph
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, as_shape
 from graphc.ops.symbolic import Symbol, add_constant, user_location
 
 
@@ -33,6 +33,7 @@ def placeholder(name: str, shape: Iterable[Any] = (), dtype: Any = "float32") ->
     graph = _declaring(f"placeholder '{name}'")
     if name in graph:
         raise GraphcError(f"graph '{graph.name}' already has a node named '{name}'")
+    shape = as_shape(shape, f"placeholder '{name}'")
     node = graph.add_placeholder(name, TensorType(shape, dtype), meta={"loc": user_location()})
     return Symbol(node)
 

@@ -69,7 +69,13 @@ def as_dim(dim: object) -> Dim:
 
 def as_shape(shape: object, op: str = "op") -> Shape:
     """A shape from an int, a symbol name or a sequence of them; errors name `op`."""
-    dims = (shape,) if isinstance(shape, (int, str, np.integer)) else tuple(shape)  # type: ignore[arg-type]
+    if isinstance(shape, (int, str, np.integer)):
+        dims: tuple = (shape,)
+    else:
+        try:
+            dims = tuple(shape)  # type: ignore[arg-type]
+        except TypeError:
+            raise ShapeError(f"{op}: a shape is a sequence of dims, got {shape!r}") from None
     try:
         return tuple(as_dim(d) for d in dims)
     except ShapeError as exc:

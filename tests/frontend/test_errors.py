@@ -146,3 +146,14 @@ def test_branching_on_a_graph_value_explains_the_limit() -> None:
 def test_unsupported_dtype() -> None:
     with gc.Graph("dt"), pytest.raises(gc.DTypeError, match="complex128"):
         gc.placeholder("x", shape=(2,), dtype="complex128")
+
+
+def test_placeholder_shape_as_one_dim_or_bad_shape() -> None:
+    with gc.Graph("shapes"):
+        assert gc.placeholder("n", shape=3).type.shape == (3,)
+        # a symbol name is one dim, not one dim per character
+        assert gc.placeholder("s", shape="BC").type.shape == ("BC",)
+        with pytest.raises(gc.ShapeError, match="placeholder 'x'.*-1"):
+            gc.placeholder("x", shape=(-1, 2))
+        with pytest.raises(gc.ShapeError, match="placeholder 'u'.*None"):
+            gc.placeholder("u", shape=None)

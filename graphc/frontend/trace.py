@@ -187,6 +187,20 @@ def parameter_names(fn: Callable[..., Any], count: int) -> list[str]:
     return names
 
 
+def _check_arity(fn: Callable[..., Any], count: int, name: str) -> None:
+    """One spec per positional input: say so before `fn` fails with a bare TypeError."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature to check against
+        return
+    try:
+        signature.bind(*range(count))
+    except TypeError as exc:
+        raise TracingError(
+            f"trace: {name} cannot be called with {count} input(s), one per spec given: {exc}"
+        ) from None
+
+
 def _named_parameters(fn: Any, params: Mapping[str, Any] | None) -> dict[int, str]:
     """id(tensor) -> name, from `params` or from a module's `named_parameters()`."""
     if params is None:
@@ -237,6 +251,7 @@ def trace(
     (['x', 'w'], 'f32[x_0,3]')
     """
     graph = Graph(name or getattr(fn, "__name__", "traced").replace("<lambda>", "lambda"))
+    _check_arity(fn, len(specs), graph.name)
     input_names = parameter_names(fn, len(specs))
     state = _Trace(graph, _named_parameters(fn, params))
     with graph:

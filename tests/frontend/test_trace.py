@@ -39,6 +39,16 @@ def test_a_spec_that_is_neither_a_spec_nor_an_array_is_refused() -> None:
         gc.trace(lambda x: x, object())
 
 
+def test_a_spec_count_that_does_not_fit_the_function_is_refused() -> None:
+    def affine(x, w):
+        return x @ w
+
+    with pytest.raises(gc.TracingError, match="affine.*1 input"):
+        gc.trace(affine, gc.TensorSpec((2, 3)))
+    with pytest.raises(gc.TracingError, match="affine.*3 input"):
+        gc.trace(affine, *[gc.TensorSpec((3, 3))] * 3)
+
+
 def test_star_args_are_numbered() -> None:
     def total(*xs):
         return gc.concat(list(xs))

@@ -231,6 +231,18 @@ def active_graph() -> Graph | None:
     return _ACTIVE[-1] if _ACTIVE else None
 
 
+def expect_graph(obj: Any, what: str) -> Graph:
+    """`obj` if it is a Graph; otherwise an error saying how to get one (callers pass
+    functions here the way torch.compile takes them)."""
+    if not isinstance(obj, Graph):
+        hint = "; trace it first with gc.trace(fn, *specs), or use gc.jit(fn)"
+        raise GraphcError(
+            f"{what}: expected a gc.Graph, got {type(obj).__name__}"
+            + (hint if callable(obj) else "")
+        )
+    return obj
+
+
 def set_call_handler(handler: Callable[[Graph, tuple, dict], Any]) -> None:
     global _CALL_HANDLER
     _CALL_HANDLER = handler

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import AutodiffError
-from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
+from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node, expect_graph
 from graphc.ir.registry import get_op
 from graphc.ir.types import format_shape
 from graphc.ops import elementwise as E
@@ -194,6 +194,7 @@ def differentiate(
     g: Graph, wrt: Sequence[str], outputs: Sequence[str] | None = None, seeds: bool = False
 ) -> Joint:
     """The joint graph of `g` and its gradients, with the bookkeeping split_backward needs."""
+    expect_graph(g, "gradients")
     wrt_nodes = _check_wrt(g, wrt)
     chosen = _pick_outputs(g, outputs, seeds)
     varying = _varying(g, wrt_nodes)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from graphc.ir.errors import GraphcError, VerifyError
-from graphc.ir.graph import Graph
+from graphc.ir.graph import Graph, expect_graph
 from graphc.ir.verify import verify as verify_graph
 from graphc.passes.cse import MERGED_OPS, eliminate_common_subexpressions
 from graphc.passes.dce import eliminate_dead_code
@@ -113,6 +113,7 @@ def optimize(
     >>> [n.op for n in gc.optimize(g, level=2).op_nodes]
     ['fused']
     """
+    expect_graph(graph, "optimize")
     if level not in LEVELS:
         raise GraphcError(f"optimize: level must be one of {sorted(LEVELS)}, got {level!r}")
     repeated, once = LEVELS[level]

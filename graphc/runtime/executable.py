@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import FeedError, GraphcError
-from graphc.ir.graph import Graph
+from graphc.ir.graph import Graph, expect_graph
 from graphc.passes.pipeline import optimize as run_pipeline
 from graphc.runtime import fused as _fused  # noqa: F401 - registers the fused lowerings
 from graphc.runtime.codegen import Generated, generate
@@ -327,6 +327,9 @@ def compile(
     >>> gc.compile(g)(np.array([1.0, 3.0], np.float32))
     array([1., 9.], dtype=float32)
     """
+    expect_graph(graph, "compile")
+    if opt_level not in (0, 1, 2):
+        raise GraphcError(f"compile: opt_level must be 0, 1 or 2, got {opt_level!r}")
     with collector_paused():  # the passes make many objects too (see collector_paused)
         optimized = optimize(graph, opt_level)
     return Executable(graph, optimized, updates, check_numerics)

@@ -152,6 +152,12 @@ def test_unknown_wrt_is_named_with_the_placeholders() -> None:
         gc.gradients(tutorial_traced(), wrt=["v"])
 
 
+def test_a_function_instead_of_a_graph_is_refused() -> None:
+    for differentiate in (gc.gradients, gc.split_backward):
+        with pytest.raises(gc.GraphcError, match="expected a gc.Graph, got function.*gc.trace"):
+            differentiate(lambda x: gc.sum(x * x), wrt=["x"])  # type: ignore[arg-type]
+
+
 def test_integer_wrt_is_refused() -> None:
     g = gc.trace(lambda x, n: gc.sum(x * n), gc.TensorSpec((2,), F64), gc.TensorSpec((2,), "int64"))
     with pytest.raises(gc.AutodiffError, match="'n' has dtype int64"):

@@ -75,6 +75,8 @@ def test_level_zero_report_and_bad_level() -> None:
     assert "no passes" in str(report)
     with pytest.raises(gc.GraphcError, match="level must be one of"):
         gc.optimize(g, level=7)
+    with pytest.raises(gc.GraphcError, match="optimize: expected a gc.Graph, got str"):
+        gc.optimize(TEXT)  # type: ignore[arg-type]
 
 
 def _broken_pass(graph: gc.Graph, log: object = None) -> gc.Graph:

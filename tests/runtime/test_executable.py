@@ -108,6 +108,15 @@ def test_symbol_bound_inconsistently_is_a_feed_error() -> None:
         gc.compile(g)(np.ones(3, np.float32), np.ones(4, np.float32))
 
 
+def test_compile_refuses_a_function_and_a_bad_opt_level() -> None:
+    with pytest.raises(gc.GraphcError, match="compile: expected a gc.Graph, got function.*gc.jit"):
+        gc.compile(lambda x: x * 2)  # as torch.compile(fn) would take it
+    g = gc.trace(lambda x: x * 2, gc.TensorSpec((2,)))
+    for level in (-1, 3, "2"):
+        with pytest.raises(gc.GraphcError, match="opt_level must be 0, 1 or 2"):
+            gc.compile(g, opt_level=level)  # type: ignore[arg-type]
+
+
 def test_lists_and_scalars_are_accepted_as_feeds() -> None:
     g = gc.Graph("lists")
     with g:

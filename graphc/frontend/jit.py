@@ -1,16 +1,21 @@
 """`gc.jit`: trace once per input signature, compile, cache, run.
 
-The cache key of a call is its signature: each argument's shape and dtype, plus
-the identity of the eager tensors the caller names as parameters (`params=` or a
+The cache key of a call is its signature: each argument's shape and dtype, the
+value of each Python scalar argument (static, as in tf.function), plus the identity of the eager tensors the caller names as parameters (`params=` or a
 module's `named_parameters()`). Eager tensors that tracing lifts from a closure are
 fed their current values at every call, so in-place updates (an optimizer step)
 are seen without retracing; replacing such a tensor by a new object is not seen
 unless it is named in `params`.
+
+Python scalars (int, float, bool) are static rather than inputs: traced as placeholders
+they would be strongly typed, so `x * n` on a float32 `x` would give float64 and
+`if flag:` or `axis=n` could not run. Pass a numpy scalar to make a value an input.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -21,6 +26,7 @@ from graphc.frontend.trace import (
     TensorSpec,
     eager_tensor_type,
     lifted_tensors,
+    parameter_names,
     tensor_value,
     trace,
 )
@@ -95,20 +101,28 @@ class Jitted:
         named = getattr(self.fn, "named_parameters", None)
         return dict(named()) if callable(named) else {}
 
-    def signature(self, arrays: list[np.ndarray]) -> tuple:
+    def signature(self, arrays: list[np.ndarray], statics: tuple = ()) -> tuple:
         params = self._named_params()
         return (
             tuple((a.shape, a.dtype.str) for a in arrays),
             tuple((name, id(t)) for name, t in params.items()),
+            statics,
         )
 
+    @staticmethod
+    def _split(args: tuple) -> tuple[list[np.ndarray], tuple]:
+        """The arrays fed as inputs, and (position, type, value) of each static scalar."""
+        statics = tuple((i, type(a).__name__, a) for i, a in enumerate(args) if is_python_scalar(a))
+        arrays = [_as_array(a) for a in args if not is_python_scalar(a)]
+        return arrays, statics
+
     def __call__(self, *args: Any) -> Any:
-        arrays = [_as_array(a) for a in args]
-        key = self.signature(arrays)
+        arrays, statics = self._split(args)
+        key = self.signature(arrays, statics)
         entry = self._cache.get(key)
         if entry is None:
             self._misses += 1
-            entry = self._build(arrays)
+            entry = self._build(arrays, statics)
             self._cache[key] = entry
         else:
             self._hits += 1
@@ -116,11 +130,15 @@ class Jitted:
         feeds.update({name: _as_array(t) for name, t in entry.lifted.items()})
         return self._pack(entry, entry.run(**feeds))
 
-    def _build(self, arrays: list[np.ndarray]) -> _Entry:
+    def _build(self, arrays: list[np.ndarray], statics: tuple = ()) -> _Entry:
         structure: list[Any] = []
+        static_at = {i: value for i, _, value in statics}
+        count = len(arrays) + len(static_at)
 
         def recording(*values: Any) -> Any:
-            result = self.fn(*values)
+            inputs = iter(values)
+            args = [static_at[i] if i in static_at else next(inputs) for i in range(count)]
+            result = self.fn(*args)
             if isinstance(result, Mapping):
                 structure.append(list(result))
             elif isinstance(result, (tuple, list)):
@@ -129,7 +147,11 @@ class Jitted:
                 structure.append(None)
             return result
 
-        functools.update_wrapper(recording, self.fn)  # keeps the parameter names
+        functools.update_wrapper(recording, self.fn)
+        names = [n for i, n in enumerate(parameter_names(self.fn, count)) if i not in static_at]
+        recording.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names]
+        )  # placeholders keep the names of the parameters they stand for
         specs = [TensorSpec(a.shape, a.dtype) for a in arrays]
         params = self.params if self.params is not None else self._named_params() or None
         graph = trace(recording, *specs, name=getattr(self.fn, "__name__", None), params=params)
@@ -148,16 +170,18 @@ class Jitted:
 
     def graph_for(self, *args: Any) -> Graph:
         """The traced graph that a call with these arguments runs (tracing if needed)."""
-        arrays = [_as_array(a) for a in args]
-        key = self.signature(arrays)
+        arrays, statics = self._split(args)
+        key = self.signature(arrays, statics)
         if key not in self._cache:
             self._misses += 1
-            self._cache[key] = self._build(arrays)
+            self._cache[key] = self._build(arrays, statics)
         return self._cache[key].graph
 
 
 def jit(fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> Jitted:
     """Compile `fn` on first call for each input signature (shapes, dtypes), then reuse it.
+
+    Python scalar arguments are static: each value gets its own trace (see the module doc).
 
     >>> import numpy as np, graphc as gc
     >>> f = gc.jit(lambda x: gc.relu(x) * 2)

@@ -56,3 +56,25 @@ def test_jit_keeps_the_function_name() -> None:
     jf = gc.jit(loss)
     assert jf.__name__ == "loss"
     assert jf.graph_for(np.ones(3, np.float32)).name == "loss"
+
+
+def test_python_scalars_are_static_and_keep_numpy_weak_typing() -> None:
+    calls = []
+
+    def scale(x, n, axis, flag):
+        calls.append(n)
+        y = gc.sum(x * n, axis=axis)
+        return y * 2 if flag else y
+
+    jf = gc.jit(scale)
+    x32 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for n, axis, flag in [(3, 0, True), (3, 1, False), (0.1, 0, True)]:
+        got, want = jf(x32, n, axis, flag), scale(x32, n, axis, flag)
+        assert got.dtype == want.dtype == np.float32  # not float64 from an int64 placeholder
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    x64 = np.ones(3)
+    # 0.1 is not rounded to float32 on the way in
+    np.testing.assert_array_equal(jf(x64, 0.1, 0, False), scale(x64, 0.1, 0, False))
+    jf(x32, 3, 0, True)  # a value seen before: reused
+    assert jf.cache_info().misses == 4 and jf.cache_info().hits == 1
+    assert [p.name for p in jf.graph_for(x32, 3, 0, True).inputs] == ["x"]

@@ -269,7 +269,13 @@ def trace(
         try:
             result = fn(*args)
             items = _output_items(result)
-            for out_name, value in items:
+            for position, (out_name, value) in enumerate(items):
+                if isinstance(value, (tuple, list, Mapping)):
+                    # else lifting it as a constant asks a graph value for its data
+                    raise TracingError(
+                        f"trace: output {out_name or position} is a {type(value).__name__}; "
+                        "outputs do not nest: return a flat tuple or a dict of values"
+                    )
                 _mark_output(graph, value, out_name)
         finally:
             _TRACES.remove(state)

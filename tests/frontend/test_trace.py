@@ -96,6 +96,11 @@ def test_returning_none_is_refused() -> None:
         gc.trace(lambda x: None, gc.TensorSpec((3,)))
 
 
+def test_nested_outputs_are_refused_with_what_to_return() -> None:
+    with pytest.raises(gc.TracingError, match="output 1 is a tuple.*flat tuple or a dict"):
+        gc.trace(lambda x: (x, (x * 2, x)), gc.TensorSpec((3,)))
+
+
 def test_the_name_argument_names_the_graph() -> None:
     assert gc.trace(lambda x: x, gc.TensorSpec(()), name="ident").name == "ident"
 

@@ -114,6 +114,24 @@ class Symbol(OperatorMixin):
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise self._no_data("conversion to a numpy array")
 
+    def _immutable(self, what: str) -> TracingError:
+        loc = user_location()
+        where = f" at {loc}" if loc else ""
+        return TracingError(
+            f"{what} on graph value '{self.node.name}' ({self.node.type}){where}: graph values "
+            "are immutable; compute a new value instead (y = x * 2 rather than x.mul_(2); "
+            "gc.where(mask, new, x) to replace some elements)"
+        )
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise self._immutable("item assignment")
+
+    def __getattr__(self, name: str) -> Any:
+        # eager code traced by gc.trace may call in-place tensor methods (add_, mul_, ...)
+        if name.endswith("_") and not name.startswith("_"):
+            raise self._immutable(f"in-place method .{name}()")
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
 
 _LIFTERS: list[Callable[[Any, Graph], Symbol | None]] = []
 

@@ -157,3 +157,19 @@ def test_first_order_gradients_leave_inputs_alone() -> None:
         pullback(g.nodes, values, {out: np.ones(out.type.shape, out.type.dtype)}, g.inputs)
         for x, before in zip(xs, copies):
             np.testing.assert_array_equal(x, before, err_msg=case.id)
+
+
+def test_updating_a_graph_value_in_place_explains_that_it_is_immutable() -> None:
+    def eager_style(x):
+        h = x * 2
+        h.add_(1)  # fine on an eager tensor, impossible on a graph value
+        return h
+
+    with pytest.raises(gc.TracingError, match=r"\.add_\(\) on graph value 'mul'.*immutable"):
+        gc.trace(eager_style, gc.TensorSpec((2,)))
+    with gc.Graph("setitem"):
+        x = gc.placeholder("x", shape=(2,))
+        with pytest.raises(gc.TracingError, match="item assignment on graph value 'x'.*gc.where"):
+            x[0] = 1.0
+        with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+            x.nonsense  # noqa: B018 - other missing attributes stay AttributeErrors

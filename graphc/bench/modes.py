@@ -29,12 +29,17 @@ def compile_static(
     exe = gc.compile(graph, opt_level=opt_level, updates=updates)
     if state:
         exe.set_state(**{name: np.array(value, copy=True) for name, value in state.items()})
-    arena = exe.plan(*args).arena_bytes
+    plan = exe.plan(*args)
+    arena = plan.arena_bytes
+    note = f"arena {arena} B" + (
+        f", recycled outputs {plan.recycled_bytes} B" if plan.recycled_bytes else ""
+    )
 
     def call() -> Any:
         return exe(*args)
 
-    return exe, Prepared(call, resident_bytes=arena, note=f"arena {arena} B")
+    # large outputs the caller drops stay with the executable for reuse: count them as kept
+    return exe, Prepared(call, resident_bytes=arena + plan.recycled_bytes, note=note)
 
 
 def static_mode(graph_of: Callable[[dict[str, Any]], gc.Graph], opt_level: int) -> Builder:

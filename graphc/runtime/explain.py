@@ -66,6 +66,10 @@ def format_plan(plan: Plan) -> str:
     lines.append(f"peak bytes of intermediates: {_size(peak_bytes(plan))}")
     lines.append(f"sum of all intermediates: {_size(plan.intermediate_bytes)}")
     lines.append(f"outputs allocated per call: {_size(plan.output_bytes)}")
+    if plan.recycled_bytes:
+        lines.append(
+            f"  of which recycled once the caller drops them: {_size(plan.recycled_bytes)}"
+        )
     return "\n".join(lines)
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
+from graphc.runtime.recycle import worth_recycling
 from graphc.runtime.specialize import Specialized
 
 # ops the runtime may lower to a numpy view of their input instead of a copy
@@ -115,6 +116,13 @@ class Plan:
     @property
     def output_bytes(self) -> int:
         return sum(b.nbytes for b in self.buffers if b.kind == "output")
+
+    @property
+    def recycled_bytes(self) -> int:
+        """Output arrays large enough to be kept for reuse between calls (recycle.py)."""
+        return sum(
+            b.nbytes for b in self.buffers if b.kind == "output" and worth_recycling(b.nbytes)
+        )
 
     def __str__(self) -> str:
         from graphc.runtime.explain import format_plan

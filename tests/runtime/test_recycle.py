@@ -68,3 +68,12 @@ def test_threads_recycle_their_own_outputs() -> None:
     for t in threads:
         t.join()
     assert results == {k: [3.0 * k] * 20 for k in range(4)}
+
+
+def test_the_plan_and_explain_account_for_recycled_outputs() -> None:
+    exe = exe_of(lambda x: gc.tanh(x) * 2)
+    x = np.zeros(N, np.float32)
+    assert exe.plan(x).recycled_bytes == 4 * N
+    assert "recycled once the caller drops them" in exe.explain(x)
+    small = gc.compile(gc.trace(lambda v: v * 2, gc.TensorSpec((4,))))
+    assert small.plan(np.zeros(4, np.float32)).recycled_bytes == 0

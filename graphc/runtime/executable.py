@@ -27,6 +27,7 @@ from graphc.ir.errors import FeedError, GraphcError
 from graphc.ir.graph import Graph, expect_graph
 from graphc.passes.pipeline import optimize as run_pipeline
 from graphc.runtime import fused as _fused  # noqa: F401 - registers the fused lowerings
+from graphc.runtime import scalar as scalar_plans
 from graphc.runtime.codegen import Generated, generate
 from graphc.runtime.feeds import as_feed_array, bind_dims
 from graphc.runtime.plan import Plan, build_plan
@@ -209,8 +210,10 @@ class Executable:
                 return self._compiled[key]
             bindings = self._bindings(key)
             spec = specialize(self.optimized, bindings)
-            plan = build_plan(self.optimized, spec, key, self.updates)
-            compiled = Compiled(plan, generate(plan, self.check_numerics))
+            scalar = not self.updates and scalar_plans.supports(self.optimized, spec)
+            plan = build_plan(self.optimized, spec, key, self.updates, scalar)
+            emit = scalar_plans.generate if scalar else generate
+            compiled = Compiled(plan, emit(plan, self.check_numerics))
             self._compiled[key] = compiled
             self._last = compiled
             self.plans_built += 1

@@ -25,6 +25,8 @@ def format_plan(plan: Plan) -> str:
     lines.append(f"inputs: {', '.join(plan.inputs) or '-'}")
     if plan.state:
         lines.append(f"state: {', '.join(plan.state)}")
+    if plan.scalar:
+        lines.append("scalar plan: every value is one element, computed as a numpy scalar")
     lines.append("")
     lines.append("steps:")
     for step in plan.steps:

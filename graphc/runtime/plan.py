@@ -52,7 +52,7 @@ class Buffer:
     """A region of memory: a caller's array, a constant, state, arena bytes or an output."""
 
     id: int
-    kind: str  # input | constant | state | allocated | output
+    kind: str  # input | constant | state | allocated | output | scalar
     nbytes: int
     dtype: np.dtype
     offset: int | None = None  # into the arena, for allocated buffers
@@ -66,7 +66,7 @@ class Value:
 
     name: str
     type: TensorType
-    kind: str  # input | state | constant | output | allocated | reused | inplace | view
+    kind: str  # input | state | constant | output | allocated | reused | inplace | view | scalar
     buffer: int
     defined: int  # step index (-1 for inputs and constants)
     last_use: int
@@ -103,6 +103,7 @@ class Plan:
     late_updates: dict[str, str]  # those copied in after the last step
     arena_bytes: int = 0
     nodes: dict[str, Node] = field(default_factory=dict)
+    scalar: bool = False  # every value is one element, held as a numpy scalar (scalar.py)
 
     @property
     def intermediate_bytes(self) -> int:
@@ -149,8 +150,12 @@ def build_plan(
     spec: Specialized,
     signature: tuple = (),
     updates: dict[str, str] | None = None,
+    scalar: bool = False,
 ) -> Plan:
-    """Plan `graph` (typed by `spec`); `updates` maps state placeholder -> output name."""
+    """Plan `graph` (typed by `spec`); `updates` maps state placeholder -> output name.
+
+    With `scalar` (see runtime/scalar.py) no result needs memory between steps: each
+    is a numpy scalar ("scalar"), and only returned values get arrays."""
     updates = dict(updates or {})
     update_outputs = set(updates.values())
     order = [n for n in graph.nodes if n.kind == OP and not n.is_constant]
@@ -208,6 +213,8 @@ def build_plan(
         target = state_of.get(node)
         if node in returned_set:
             place(node, "output", new_buffer("output", t), i)
+        elif scalar:
+            place(node, "scalar", new_buffer("scalar", t), i)
         elif target is not None and _state_is_free(target, node, i, buffer_of, values, spec):
             place(node, "state", buffer_of[target], i, base=target)
             direct_updates[target.name] = node.name
@@ -264,6 +271,7 @@ def build_plan(
         updates={p.name: v.name for p, v in writes.items()},
         late_updates={p.name: v.name for p, v in writes.items() if p.name not in direct_updates},
         nodes={n.name: n for n in graph.nodes},
+        scalar=scalar,
     )
     plan.arena_bytes = _lay_out(buffers)
     return plan

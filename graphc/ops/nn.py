@@ -27,18 +27,22 @@ def _as_float(x: np.ndarray, op: str) -> np.ndarray:
     return x.astype(ufunc_dtype(np.exp, op, x.dtype), copy=False)
 
 
+# np.max and np.sum are maximum.reduce and add.reduce behind Python wrappers that cost
+# microseconds a call: the kernels call the reductions themselves
+
+
 def _softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1) -> np.ndarray:
     x = _as_float(x, "softmax")
-    shifted = np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
+    shifted = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
     np.exp(shifted, out=shifted)
-    shifted /= np.sum(shifted, axis=axis, keepdims=True)
+    shifted /= np.add.reduce(shifted, axis=axis, keepdims=True)
     return shifted
 
 
 def _log_softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1) -> np.ndarray:
     x = _as_float(x, "log_softmax")
-    shifted = np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
-    shifted -= np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    shifted = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
+    shifted -= np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True))
     return shifted
 
 

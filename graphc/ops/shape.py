@@ -176,7 +176,10 @@ def _sum_to_kernel(x: np.ndarray, out: np.ndarray | None = None, shape: Shape = 
     )
     if not axes:
         return into(out, x)
-    summed = np.sum(x, axis=axes, keepdims=True)
+    if out is not None and out.flags.c_contiguous:  # reshaping it gives a view: sum into it
+        np.add.reduce(x, axis=axes, keepdims=True, out=out.reshape((1,) * lead + tuple(shape)))
+        return out
+    summed = np.add.reduce(x, axis=axes, keepdims=True)
     return into(out, summed.reshape(shape))
 
 

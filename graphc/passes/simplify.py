@@ -9,7 +9,9 @@ original could see, NaN and inf included, with two deliberate exceptions:
   where exp(x) overflowed to inf, and (x*c)*d -> x*(c*d) rounds once instead of twice;
   (x*c)*y -> (x*y)*c rounds as often but in another order (last-bit differences). It
   moves constant scales outward, where they fold together and where a fused kernel
-  applies them in place (one scratch buffer fewer in the GELU chain).
+  applies them in place (one scratch buffer fewer in the GELU chain). Across a
+  matmul, (x@y)*c -> (x*c)@y moves a scale of magnitude <= 1 onto the smaller
+  operand (last-bit differences again; it cannot overflow).
 
 Hence x*0 -> 0 and x-x -> 0 apply to integers and bools only (inf*0 and inf-inf are
 nan in floats), and exp(log x) -> x only for x known to be >= 0 or nan (log of a
@@ -107,6 +109,22 @@ def is_constant(node: Node) -> bool:
     return node.kind == OP and node.op == "constant"
 
 
+def scale_smaller_factor(m: Match) -> Node | None:
+    """(x@y)*c -> (x*c)@y or x@(y*c): the scale moves to the operand with fewer elements,
+    when that has fewer than the product (a weight gradient scaled by a learning rate
+    is one multiply on the batch-sized operand instead of a pass over the weight).
+    Shapes must be concrete, so this fires once symbolic dims are bound."""
+    c = float(m.c.value.reshape(()))
+    if not (np.issubdtype(m.c.type.dtype, np.floating) and 0 < abs(c) <= 1):
+        return None  # |c| <= 1: scaling an operand first cannot overflow
+    x, y, product = m.x.type.size, m.y.type.size, m.type.size
+    if x is None or y is None or product is None or min(x, y) >= product:
+        return None
+    if x <= y:
+        return m.emit("matmul", m.emit("mul", m.x, m.c), m.y)
+    return m.emit("matmul", m.x, m.emit("mul", m.y, m.c))
+
+
 def exact_reciprocal(m: Match) -> bool:
     """1/c is exact when c is a power of two (so x/c and x*(1/c) agree bit for bit)."""
     c = float(m.c.value.reshape(()))
@@ -160,6 +178,7 @@ ALGEBRA: list[Rule] = [
     rule(div(mul(X, C), D), lambda m: m.emit("mul", m.x, m.fold("div", m.c, m.d))),  # (x*c)/d -> x*(c/d)
     rule(mul(neg(X), C), lambda m: m.emit("mul", m.x, m.fold("neg", m.c))),  # (-x)*c -> x*(-c)
     rule(mul(mul(X, C), Y), lambda m: m.emit("mul", m.emit("mul", m.x, m.y), m.c), when=lambda m: not is_constant(m.y)),  # (x*c)*y -> (x*y)*c: scales move outward
+    rule(mul(matmul(X, Y), C), scale_smaller_factor),  # (x@y)*c -> (x*c)@y, x the smaller operand, 0 < |c| <= 1
     rule(div(X, C), lambda m: m.emit("mul", m.x, m.fold("div", m.constant(m.c.value.dtype.type(1)), m.c)), when=exact_reciprocal),  # x/c -> x*(1/c), c = 2^k
     rule(pow(X, ZERO), lambda m: m.emit("full_like", m.x, value=1)),  # x**0 -> 1 (numpy: nan**0 and 0**0 are 1 too)
     rule(pow(X, ONE), lambda m: m.x),  # x**1 -> x

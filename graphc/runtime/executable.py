@@ -31,7 +31,7 @@ from graphc.runtime import scalar as scalar_plans
 from graphc.runtime.codegen import Generated, generate
 from graphc.runtime.feeds import as_feed_array, bind_dims
 from graphc.runtime.plan import Plan, build_plan
-from graphc.runtime.specialize import specialize
+from graphc.runtime.specialize import bound_graph, specialize
 
 
 def optimize(graph: Graph, opt_level: int) -> Graph:
@@ -98,9 +98,11 @@ class Executable:
         optimized: Graph,
         updates: Mapping[str, str] | None = None,
         check_numerics: bool = False,
+        opt_level: int = 0,
     ) -> None:
         self.graph = graph
         self.optimized = optimized
+        self.opt_level = opt_level
         self.check_numerics = check_numerics
         self.updates = dict(updates or {})
         self._check_updates()
@@ -209,15 +211,30 @@ class Executable:
             if key in self._compiled:
                 return self._compiled[key]
             bindings = self._bindings(key)
-            spec = specialize(self.optimized, bindings)
-            scalar = not self.updates and scalar_plans.supports(self.optimized, spec)
-            plan = build_plan(self.optimized, spec, key, self.updates, scalar)
+            graph = self._graph_for(bindings)
+            spec = specialize(graph, bindings)
+            scalar = not self.updates and scalar_plans.supports(graph, spec)
+            plan = build_plan(graph, spec, key, self.updates, scalar)
             emit = scalar_plans.generate if scalar else generate
             compiled = Compiled(plan, emit(plan, self.check_numerics))
             self._compiled[key] = compiled
             self._last = compiled
             self.plans_built += 1
             return compiled
+
+    def _graph_for(self, bindings: dict[str, int]) -> Graph:
+        """The graph to plan: `optimized`, or, once symbolic dims are bound, the declared
+        graph optimized again at these concrete shapes (as jax.jit traces per shape):
+        counts fold to constants and rules that compare sizes can fire."""
+        if not bindings or self.opt_level <= 0:
+            return self.optimized
+        concrete = bound_graph(self.graph, specialize(self.graph, bindings))
+        with collector_paused():
+            concrete = optimize(concrete, self.opt_level)
+        same_interface = [(n.kind, n.name) for n in concrete.inputs + concrete.outputs] == [
+            (n.kind, n.name) for n in self.optimized.inputs + self.optimized.outputs
+        ]
+        return concrete if same_interface else self.optimized
 
     # -- state ----------------------------------------------------------------------
 
@@ -335,4 +352,4 @@ def compile(
         raise GraphcError(f"compile: opt_level must be 0, 1 or 2, got {opt_level!r}")
     with collector_paused():  # the passes make many objects too (see collector_paused)
         optimized = optimize(graph, opt_level)
-    return Executable(graph, optimized, updates, check_numerics)
+    return Executable(graph, optimized, updates, check_numerics, opt_level)

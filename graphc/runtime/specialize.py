@@ -58,6 +58,23 @@ def specialize(graph: Graph, bindings: Mapping[str, int]) -> Specialized:
     return Specialized(dict(bindings), types, attrs)
 
 
+def bound_graph(graph: Graph, spec: Specialized) -> Graph:
+    """A copy of `graph` whose types and shape attrs are the concrete ones of `spec`."""
+    bound = Graph(graph.name)
+    copies: dict[Node, Node] = {}
+    for node in graph.nodes:
+        inputs = tuple(copies[x] for x in node.inputs)
+        if node.kind == PLACEHOLDER:
+            copies[node] = bound.add_placeholder(node.name, spec.types[node], meta=node.meta)
+        elif node.kind == OUTPUT:
+            copies[node] = bound.add_output(inputs[0], node.name, meta=node.meta)
+        else:
+            copies[node] = bound.add_op(
+                node.op, inputs, spec.attrs[node], spec.types[node], node.name, node.meta
+            )
+    return bound
+
+
 def _show(bindings: Mapping[str, int]) -> str:
     if not bindings:
         return "(no symbolic dims)"

@@ -1,0 +1,79 @@
+"""Passes run again per signature once symbolic dims are bound (Executable._graph_for)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import graphc as gc
+from graphc import nn, optim
+from tests.runtime.test_differential import assert_same
+from tests.strategies import random_feeds, random_graphs
+
+
+def mean_loss_gradient() -> gc.Graph:
+    g = gc.Graph("mse")
+    with g:
+        x = gc.placeholder("x", shape=("B", 3))
+        w = gc.placeholder("w", shape=(3, 2))
+        gc.output(gc.mean((x @ w) ** 2), name="loss")
+    return gc.gradients(g, wrt=["w"])
+
+
+def test_a_count_of_symbolic_dims_is_a_constant_in_the_plan() -> None:
+    g = mean_loss_gradient()
+    exe = gc.compile(g)
+    assert "count" in {n.op for n in exe.optimized.op_nodes}  # B unknown at compile time
+    rng = np.random.default_rng(0)
+    for batch in (5, 9):
+        feeds = {"x": rng.standard_normal((batch, 3)), "w": rng.standard_normal((3, 2))}
+        feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
+        got = exe(**feeds)
+        assert "count" not in {s.node.op for s in exe.plan().steps}
+        assert_same(got, gc.run(g, feeds), 1e-6, 1e-6, exe.explain())
+    assert exe.plans_built == 2
+
+
+def test_opt_level_0_plans_the_graph_as_declared() -> None:
+    g = mean_loss_gradient()
+    exe = gc.compile(g, opt_level=0)
+    feeds = {"x": np.ones((4, 3), np.float32), "w": np.ones((3, 2), np.float32)}
+    exe(**feeds)
+    assert "count" in {s.node.op for s in exe.plan().steps}
+
+
+def test_sgd_step_scales_the_batch_operand_and_subtracts_straight_into_the_weights() -> None:
+    model = nn.Sequential(nn.Linear(20, 16, generator=0), nn.ReLU(), nn.Linear(16, 3, generator=1))
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 20)).astype(np.float32)
+    y = rng.integers(0, 3, 4)
+    train = gc.compile_train_step(
+        model, nn.CrossEntropyLoss(), optim.SGD(model.parameters(), 0.1), (x, y)
+    )
+    train.step(x, y)
+    plan = train.executable.plan(x, y)
+    weights = {name for name in plan.state if name.endswith("weight")}
+    writers = {
+        plan.values[s.output].base: s.node.op
+        for s in plan.steps
+        if plan.values[s.output].kind == "state"
+    }
+    assert {writers[w] for w in weights} == {"sub"}, plan
+    scaled = [
+        s for s in plan.steps if s.node.op == "mul" and plan.values[s.output].type.shape[-1] == 4
+    ]
+    assert scaled, plan  # lr times a (features, batch) operand of the weight-gradient matmul
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(random_graphs(min_ops=10, max_ops=25, symbolic=True), st.integers(0, 2**16))
+def test_symbolic_graphs_compiled_per_signature_match_the_reference(g: gc.Graph, seed: int) -> None:
+    exe = gc.compile(g, opt_level=2)
+    for dims in (2, 5):
+        feeds = random_feeds(g, seed=seed, dims=dims)
+        assert_same(exe(**feeds), gc.run(g, feeds), 1e-9, 1e-12, f"{g}\n{exe.source()}")

@@ -1,8 +1,8 @@
 """Scalar plans: when every value of a call holds one element, compute on numpy scalars.
 
-A numpy ufunc call on a one-element array costs about 0.3 us, almost all of it
-dispatch (PERF-NOTES); the same operator on numpy scalars (``a + b`` on two
-``np.float32``) costs about 0.05 us and rounds identically: both are one IEEE
+A numpy ufunc call on a one-element array costs about 0.3 us here, almost all of it
+dispatch; the same operator on numpy scalars (``a + b`` on two ``np.float32``)
+costs about 0.05 us and rounds identically: both are one IEEE
 operation in the operands' dtype, and numpy 2 promotes scalars and arrays alike
 (NEP 50). So a plan whose every value is a one-element float32 or float64 runs its
 steps as scalar expressions:
@@ -10,8 +10,9 @@ steps as scalar expressions:
 - ``+ - * /`` and unary ``-`` as Python operators on the numpy scalars;
 - any other ufunc op by calling the ufunc on the scalars (the same inner loop as
   on a one-element array, so the same result);
-- reshape, transpose, broadcasts, and reductions of one element to one element, as
-  the value itself (`IDENTITY_OPS`, each checked against its kernel by the tests).
+- reshape, transpose, broadcast_to, max and min of one element as the value itself
+  (`IDENTITY_OPS`), and the adding reductions as ``v + 0.0`` (`SUM_OPS`: numpy's sum
+  of [-0.0] is +0.0); the tests check each against the op's own kernel.
 
 Inputs are read once (``x[0]``), and each returned value gets a fresh array of its
 declared shape and dtype. There is no arena, so threads share nothing. A plan with

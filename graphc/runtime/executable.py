@@ -1,5 +1,8 @@
 """`compile(graph) -> Executable`: optimize once, then plan and generate code per signature.
 
+A graph with symbolic dims is optimized again for each signature once its dims are
+bound (`Executable._graph_for`), so size-dependent rewrites and counts fold.
+
 Calling an Executable goes through a small generated entry function that looks the
 input signature (shapes and dtypes of the data inputs) up in this thread's table of
 ready `run` functions; only a miss takes the slow path, which checks the feeds

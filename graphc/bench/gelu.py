@@ -18,7 +18,7 @@ import graphc as gc
 import graphc.eager as ge
 from graphc.bench import peers
 from graphc.bench.core import Case, Prepared, Workload
-from graphc.bench.modes import jax_jit, plain, static_mode
+from graphc.bench.modes import graph_modes, jax_jit, plain
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 CHUNKS = (8192, 16384, 32768, 65536)
@@ -109,13 +109,12 @@ WORKLOAD = Workload(
         Case("1e7", {"n": 10_000_000}, quick=False),
     ],
     make_inputs=_inputs,
-    builders={
-        "graphc-eager": _eager,
-        "graphc-O0": static_mode(_graph, 0),
-        "graphc-O2": static_mode(_graph, 2),
-        "numpy": _numpy,
-        "numpy-chunked": _numpy_chunked,
-        "torch": _torch,
-        "jax": jax_jit(lambda jnp: lambda x: gelu(x, jnp.tanh)),
-    },
+    builders=graph_modes(
+        _graph,
+        eager=_eager,
+        numpy=_numpy,
+        numpy_chunked=_numpy_chunked,
+        torch=_torch,
+        jax=jax_jit(lambda jnp: lambda x: gelu(x, jnp.tanh)),
+    ),
 )

@@ -82,6 +82,27 @@ def not_applicable(reason: str) -> Builder:
     return build
 
 
+def graph_modes(
+    graph_of: Callable[[dict[str, Any]], gc.Graph],
+    *,
+    eager: Builder,
+    numpy: Builder,
+    torch: Builder,
+    jax: Builder,
+    numpy_chunked: Builder | None = None,
+) -> dict[str, Builder]:
+    """The mode table of a workload whose static modes compile one graph per case."""
+    return {
+        "graphc-eager": eager,
+        "graphc-O0": static_mode(graph_of, 0),
+        "graphc-O2": static_mode(graph_of, 2),
+        "numpy": numpy,
+        "numpy-chunked": numpy_chunked or not_applicable("only for the GELU chain"),
+        "torch": torch,
+        "jax": jax,
+    }
+
+
 def plain(call: Callable[[], Any], resident_bytes: int | None = 0) -> Prepared:
     """A prepared call whose results are its return value."""
     return Prepared(call, as_arrays, resident_bytes)

@@ -13,7 +13,7 @@ import graphc as gc
 import graphc.eager as ge
 from graphc.bench import peers
 from graphc.bench.core import Case, Prepared, Workload
-from graphc.bench.modes import jax_jit, not_applicable, plain, static_mode
+from graphc.bench.modes import graph_modes, jax_jit, plain
 
 
 def _inputs(params: dict[str, Any]) -> dict[str, Any]:
@@ -95,13 +95,5 @@ WORKLOAD = Workload(
         Case("4096x1000", {"n": 4096, "c": 1000}, quick=False),
     ],
     make_inputs=_inputs,
-    builders={
-        "graphc-eager": _eager,
-        "graphc-O0": static_mode(_graph, 0),
-        "graphc-O2": static_mode(_graph, 2),
-        "numpy": _numpy,
-        "numpy-chunked": not_applicable("only for the GELU chain"),
-        "torch": _torch,
-        "jax": jax_jit(_jax_fn),
-    },
+    builders=graph_modes(_graph, eager=_eager, numpy=_numpy, torch=_torch, jax=jax_jit(_jax_fn)),
 )

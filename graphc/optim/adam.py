@@ -46,9 +46,6 @@ class Adam(Optimizer):
         self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
 
-    def state_shape(self, name: str, param: Tensor) -> tuple[int, ...]:
-        return () if name == "step" else tuple(param.shape)
-
     def update(self, param: Any, grad: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         beta1, beta2 = self.betas
         step = state["step"] + 1

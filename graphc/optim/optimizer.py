@@ -61,7 +61,8 @@ class Optimizer:
         }
 
     def state_shape(self, name: str, param: Tensor) -> tuple[int, ...]:
-        return tuple(param.shape)
+        """A state named "step" is a scalar counter; any other has the parameter's shape."""
+        return () if name == "step" else tuple(param.shape)
 
     def update(self, param: Any, grad: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """The new parameter and new state, from values of any kind (tensors or graph values)."""

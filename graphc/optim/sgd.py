@@ -53,9 +53,6 @@ class SGD(Optimizer):
         defaults.update(weight_decay=weight_decay, nesterov=nesterov)
         super().__init__(params, defaults)
 
-    def state_shape(self, name: str, param: Tensor) -> tuple[int, ...]:
-        return () if name == "step" else tuple(param.shape)
-
     def update(self, param: Any, grad: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         g = grad
         if self.weight_decay:

@@ -66,7 +66,7 @@ def _supported(node: Node, types: dict[Node, TensorType], attrs: dict[str, Any])
     if not _scalar_type(types[node]):
         return False
     if node.op in IDENTITY_OPS or node.op in SUM_OPS:
-        return len(node.inputs) == 1 and types[node.inputs[0]].dtype == types[node].dtype
+        return types[node.inputs[0]].dtype == types[node].dtype
     if node.op == "fused":  # its body's ops, inlined
         body = attrs["body"]
         inner = body_types(body, [types[x] for x in node.inputs])
@@ -160,7 +160,7 @@ class ScalarGenerator(Generator):
         inner_types = body_types(body, types)
         for inner in body.nodes:
             if inner.is_constant:
-                value = inner.value[_index(inner.value.ndim, code=False)]
+                value = inner.value.reshape(())[()]  # the numpy scalar
                 names[inner] = self.const(value, f"{node.name}_{inner.name}")
             elif inner.kind == OP:
                 ins = [names[x] for x in inner.inputs]
@@ -186,10 +186,8 @@ class ScalarGenerator(Generator):
         return lines
 
 
-def _index(rank: int, code: bool = True) -> Any:
-    """The index of the one element of an array of `rank` dims (as source, or not)."""
-    if not code:
-        return (0,) * rank
+def _index(rank: int) -> str:
+    """Source indexing the one element of an array of `rank` dims."""
     return "()" if rank == 0 else ", ".join(["0"] * rank)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -175,6 +176,15 @@ def test_callers_arrays_constants_and_earlier_results_are_never_written(
         np.testing.assert_array_equal(a, b)
 
 
+def in_threads(work: Callable[[int], None], count: int) -> None:
+    """Run work(0) .. work(count - 1) each on its own thread; wait for all."""
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def test_eight_threads_give_reference_results() -> None:
     g = affine()
     exe = gc.compile(g)
@@ -192,10 +202,6 @@ def test_eight_threads_give_reference_results() -> None:
             if not (np.allclose(y, want[0], rtol=1e-5) and np.allclose(total, want[1], rtol=1e-5)):
                 errors.append(f"thread {k} call {i}")
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(work, 8)
     assert errors == []
     assert exe.plans_built == 3  # three batch sizes, planned once for all threads

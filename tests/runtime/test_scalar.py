@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import warnings
 from typing import Any
 
@@ -14,6 +13,7 @@ from hypothesis import strategies as st
 import graphc as gc
 from graphc.ir.errors import NumericsError
 from graphc.runtime.scalar import IDENTITY_OPS, SUM_OPS
+from tests.runtime.test_executable import in_threads
 
 ONE_ELEMENT_SHAPES = ((), (1,), (1, 1))
 
@@ -166,11 +166,7 @@ def test_threads_share_a_scalar_plan() -> None:
             if not all(np.array_equal(a, b) for a, b in zip(got, want)):
                 errors.append(f"thread {seed} call {k}")
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(work, 8)
     assert not errors and exe.plan().scalar
 
 

@@ -122,42 +122,38 @@ class InPlaceMethods:
 
     def copy_(self, source: Any) -> Any:
         """Copy `source` (broadcast, cast) into this tensor; gradients flow to `source`."""
-        check_inplace(self, "copy_")
-        shape, dtype = self.shape, self.dtype  # type: ignore[attr-defined]
-        value = source if getattr(source, "dtype", None) == dtype else E.cast(source, dtype)
-        if tuple(getattr(value, "shape", ())) != shape:
-            value = S.broadcast_to(value, shape)
-        if not hasattr(value, "grad_fn"):  # a plain array: no tape involved
-            from graphc.eager.tensor import make
-
-            value = make(np.asarray(value))
-        return write_result(self, value, "copy_")
+        return _assign(self, ..., source, "copy_")
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """`x[index] = value`, in place (differentiable for basic indices)."""
-        check_inplace(self, "__setitem__")
-        index = _plain_index(index)
-        value_grad = getattr(value, "_requires_grad", False)
-        if not (STATE.enabled and (self._requires_grad or value_grad)):  # type: ignore[attr-defined]
-            self._data[index] = np.asarray(value)  # type: ignore[attr-defined]
-            self._version[0] += 1  # type: ignore[attr-defined]
-            return
-        if not basic_index(index):
-            raise GraphcError(
-                "x[index] = value with an array index is not differentiable here; "
-                "build the result with gc.where instead"
-            )
-        from graphc.eager.tensor import make
+        _assign(self, index, value, "__setitem__")
 
-        mask = np.zeros(self.shape, np.bool_)  # type: ignore[attr-defined]
-        mask[index] = True
-        window = self._data[index].shape  # type: ignore[attr-defined]
-        placed = I.unslice(
-            S.broadcast_to(E.cast(value, self.dtype), window),  # type: ignore[attr-defined]
-            shape=self.shape,  # type: ignore[attr-defined]
-            index=I.format_index(index),
+
+def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
+    """`x[index] = value`; on the tape a `where` of the placed value over x's old one, so
+    the gradient goes to `value` inside the window and to x's history outside it."""
+    check_inplace(x, op)
+    index = _plain_index(index)
+    value_grad = getattr(value, "_requires_grad", False)
+    if not (STATE.enabled and (x._requires_grad or value_grad)):
+        x._data[index] = np.asarray(value)
+        x._version[0] += 1
+        return x
+    if not basic_index(index):
+        raise GraphcError(
+            "x[index] = value with an array index is not differentiable here; "
+            "build the result with gc.where instead"
         )
-        write_result(self, E.where(make(mask), placed, self), "__setitem__")
+    from graphc.eager.tensor import make
+
+    mask = np.zeros(x.shape, np.bool_)
+    mask[index] = True
+    placed = I.unslice(
+        S.broadcast_to(E.cast(value, x.dtype), x._data[index].shape),
+        shape=x.shape,
+        index=I.format_index(index),
+    )
+    return write_result(x, E.where(make(mask), placed, x), op)
 
 
 def _plain_index(index: Any) -> Any:

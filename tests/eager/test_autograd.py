@@ -200,6 +200,29 @@ def test_setitem_is_differentiable_on_non_leaves() -> None:
     np.testing.assert_array_equal(v.grad.numpy(), [3.0])
 
 
+def test_copy_records_its_own_node() -> None:
+    w = ge.tensor([1.0, 2.0], requires_grad=True)
+    x = ge.zeros(2)
+    x.copy_(w)  # a leaf source: x joins the tape
+    (x * 3).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [3.0, 3.0])
+
+    a = ge.tensor([1.0, 2.0], requires_grad=True)
+    y = ge.exp(a)
+    x = ge.zeros(2)
+    x.copy_(y)
+    assert x.grad_fn is not y.grad_fn
+    x.mul_(2)  # modifies the copy, not exp's saved output
+    y.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.exp([1.0, 2.0]), rtol=1e-6)
+
+    b = ge.tensor([1.0, 2.0], requires_grad=True)
+    z = b * 1
+    z.copy_(ge.zeros(2))  # z no longer depends on b
+    z.sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), [0.0, 0.0])
+
+
 def test_detach_shares_memory_and_version_counter() -> None:
     x = ge.tensor([1.0, 2.0], requires_grad=True)
     y = ge.exp(x)

@@ -113,12 +113,7 @@ class InPlaceMethods:
 
     def fill_(self, value: Any) -> Any:
         """Fill with `value` in place."""
-        check_inplace(self, "fill_")
-        if STATE.enabled and self._requires_grad:  # type: ignore[attr-defined]
-            return write_result(self, E.full_like(self, value), "fill_")
-        self._data.fill(value)  # type: ignore[attr-defined]
-        self._version[0] += 1  # type: ignore[attr-defined]
-        return self
+        return _assign(self, ..., value, "fill_")
 
     def copy_(self, source: Any) -> Any:
         """Copy `source` (broadcast, cast) into this tensor; gradients flow to `source`."""

@@ -200,7 +200,7 @@ def test_setitem_is_differentiable_on_non_leaves() -> None:
     np.testing.assert_array_equal(v.grad.numpy(), [3.0])
 
 
-def test_copy_records_its_own_node() -> None:
+def test_copy_and_fill_record_their_own_node() -> None:
     w = ge.tensor([1.0, 2.0], requires_grad=True)
     x = ge.zeros(2)
     x.copy_(w)  # a leaf source: x joins the tape
@@ -221,6 +221,12 @@ def test_copy_records_its_own_node() -> None:
     z.copy_(ge.zeros(2))  # z no longer depends on b
     z.sum().backward()
     np.testing.assert_array_equal(b.grad.numpy(), [0.0, 0.0])
+
+    v = ge.tensor(2.0, requires_grad=True)
+    f = ge.zeros(3)
+    f.fill_(v)  # fill_ takes the same path: a value that requires grad gets one
+    f.sum().backward()
+    assert v.grad.item() == 3.0
 
 
 def test_detach_shares_memory_and_version_counter() -> None:

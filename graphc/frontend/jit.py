@@ -26,12 +26,14 @@ from graphc.frontend.trace import (
     TensorSpec,
     eager_tensor_type,
     lifted_tensors,
+    module_parameters,
     parameter_names,
     tensor_value,
     trace,
 )
 from graphc.ir.graph import Graph
 from graphc.ops.dispatch import is_python_scalar, weak_dtype
+from graphc.runtime.executable import compile as compile_graph
 
 
 class CacheInfo(NamedTuple):
@@ -59,29 +61,12 @@ def _as_array(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-def _compiler() -> Callable[[Graph], Callable[..., Any]]:
-    """The runtime's `compile` when it exists, else the reference interpreter."""
-    try:
-        from graphc.runtime import compile as compile_graph
-    except ImportError:
-        compile_graph = None
-    if compile_graph is not None:
-
-        def compiled(graph: Graph) -> Callable[..., Any]:
-            exe = compile_graph(graph)
-            count = len(graph.outputs)
-
-            def run_compiled(**feeds: Any) -> list[Any]:
-                result = exe(**feeds)
-                return list(result) if count > 1 else [result]
-
-            return run_compiled
-
-        return compiled
-
-    from graphc.runtime.reference import run
-
-    return lambda graph: lambda **feeds: run(graph, feeds)
+def _compile(graph: Graph) -> Callable[..., list[Any]]:
+    """The graph compiled, as a function of feeds by name returning a list of outputs."""
+    exe = compile_graph(graph)
+    if len(graph.outputs) > 1:
+        return lambda **feeds: list(exe(**feeds))
+    return lambda **feeds: [exe(**feeds)]
 
 
 class Jitted:
@@ -96,10 +81,7 @@ class Jitted:
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
 
     def _named_params(self) -> dict[str, Any]:
-        if self.params is not None:
-            return dict(self.params)
-        named = getattr(self.fn, "named_parameters", None)
-        return dict(named()) if callable(named) else {}
+        return dict(self.params) if self.params is not None else module_parameters(self.fn)
 
     def signature(self, arrays: list[np.ndarray], statics: tuple = ()) -> tuple:
         params = self._named_params()
@@ -116,16 +98,20 @@ class Jitted:
         arrays = [_as_array(a) for a in args if not is_python_scalar(a)]
         return arrays, statics
 
-    def __call__(self, *args: Any) -> Any:
-        arrays, statics = self._split(args)
+    def _entry(self, arrays: list[np.ndarray], statics: tuple) -> _Entry:
+        """The cached trace for this signature, traced and compiled on a miss."""
         key = self.signature(arrays, statics)
         entry = self._cache.get(key)
         if entry is None:
             self._misses += 1
-            entry = self._build(arrays, statics)
-            self._cache[key] = entry
+            entry = self._cache[key] = self._build(arrays, statics)
         else:
             self._hits += 1
+        return entry
+
+    def __call__(self, *args: Any) -> Any:
+        arrays, statics = self._split(args)
+        entry = self._entry(arrays, statics)
         feeds = {p.name: a for p, a in zip(entry.graph.inputs, arrays)}
         feeds.update({name: _as_array(t) for name, t in entry.lifted.items()})
         return self._pack(entry, entry.run(**feeds))
@@ -153,9 +139,9 @@ class Jitted:
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names]
         )  # placeholders keep the names of the parameters they stand for
         specs = [TensorSpec(a.shape, a.dtype) for a in arrays]
-        params = self.params if self.params is not None else self._named_params() or None
-        graph = trace(recording, *specs, name=getattr(self.fn, "__name__", None), params=params)
-        return _Entry(graph, _compiler()(graph), lifted_tensors(graph), structure[0])
+        name = getattr(self.fn, "__name__", None)
+        graph = trace(recording, *specs, name=name, params=self._named_params())
+        return _Entry(graph, _compile(graph), lifted_tensors(graph), structure[0])
 
     @staticmethod
     def _pack(entry: _Entry, results: list[Any]) -> Any:
@@ -170,12 +156,7 @@ class Jitted:
 
     def graph_for(self, *args: Any) -> Graph:
         """The traced graph that a call with these arguments runs (tracing if needed)."""
-        arrays, statics = self._split(args)
-        key = self.signature(arrays, statics)
-        if key not in self._cache:
-            self._misses += 1
-            self._cache[key] = self._build(arrays, statics)
-        return self._cache[key].graph
+        return self._entry(*self._split(args)).graph
 
 
 def jit(fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> Jitted:

@@ -201,11 +201,16 @@ def _check_arity(fn: Callable[..., Any], count: int, name: str) -> None:
         ) from None
 
 
+def module_parameters(fn: Any) -> dict[str, Any]:
+    """A module's `named_parameters()` as a dict (dotted names); {} for other callables."""
+    named = getattr(fn, "named_parameters", None)
+    return dict(named()) if callable(named) else {}
+
+
 def _named_parameters(fn: Any, params: Mapping[str, Any] | None) -> dict[int, str]:
     """id(tensor) -> name, from `params` or from a module's `named_parameters()`."""
     if params is None:
-        named = getattr(fn, "named_parameters", None)
-        params = dict(named()) if callable(named) else {}
+        params = module_parameters(fn)
     return {id(t): name.replace(".", "_") for name, t in params.items()}
 
 

@@ -93,7 +93,7 @@ def _fused_kernel(*arrays: np.ndarray, out: np.ndarray | None = None, body: Grap
             ins = [values[x] for x in node.inputs]
             values[node] = get_op(node.op).kernel(*ins, **bound_attrs(node, bindings))
     result = values[root]
-    if out is not None or root.kind == PLACEHOLDER or root.op == "constant":
+    if out is not None or root.kind == PLACEHOLDER or root.is_constant:
         return into(out, result)  # never hand out an input or a constant's array
     return np.asarray(result)
 

@@ -34,12 +34,12 @@ class Foldable(Pattern):
     """Any pure op (not a constant) whose value is known before the graph runs."""
 
     def match(self, node: Node, bound: dict) -> bool:
-        if node.kind != OP or node.op == "constant":
+        if node.kind != OP or node.is_constant:
             return False
         if node.op in TYPE_ONLY:
             known = all(x.type.is_concrete for x in node.inputs)
         else:
-            known = all(x.kind == OP and x.op == "constant" for x in node.inputs)
+            known = all(x.is_constant for x in node.inputs)
         opdef = get_op(node.op)
         if not known or not opdef.pure:
             return False
@@ -48,7 +48,7 @@ class Foldable(Pattern):
         size = node.type.size
         if size is None or size > FOLD_LIMIT:
             return False
-        read = [x.type.size or 0 for x in node.inputs if x.kind == OP and x.op == "constant"]
+        read = [x.type.size or 0 for x in node.inputs if x.is_constant]
         return size <= SMALL or size <= max(read, default=0)
 
     def __str__(self) -> str:
@@ -56,7 +56,7 @@ class Foldable(Pattern):
 
 
 def _placeholder_value(node: Node) -> np.ndarray:
-    if node.op == "constant":
+    if node.is_constant:
         return node.value
     return np.zeros(node.type.shape, node.type.dtype)  # only its type is read
 

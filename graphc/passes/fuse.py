@@ -35,7 +35,7 @@ EMBED_LIMIT = 64  # constants up to this many elements are copied into a body
 
 
 def is_fusible(node: Node) -> bool:
-    if node.kind != OP or node.op == "constant":
+    if node.kind != OP or node.is_constant:
         return False
     opdef = get_op(node.op)
     return opdef.elementwise and opdef.pure

@@ -90,7 +90,7 @@ class Scalar(Pattern):
         self.name = name
 
     def match(self, node: Node, bound: Bindings) -> bool:
-        if not (node.kind == OP and node.op == "constant" and node.value.size == 1):
+        if not (node.is_constant and node.value.size == 1):
             return False
         return Var(self.name).match(node, bound)
 

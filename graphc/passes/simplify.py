@@ -62,7 +62,7 @@ def non_negative(node: Node) -> bool:
         return False
     if node.op in NON_NEGATIVE or (node.op == "mul" and node.inputs[0] is node.inputs[1]):
         return True
-    if node.op == "constant":
+    if node.is_constant:
         return bool(np.all(np.isnan(node.value) | (node.value >= 0)))
     value = uniform_value(node)
     return isinstance(value, (int, float)) and not value < 0
@@ -93,9 +93,8 @@ def swapped_product(m: Match) -> Node:
 
 def broadcast_one_element(m: Match) -> Node:
     """broadcast_to(c as a scalar, shape): a constant c is reshaped now, not at run time."""
-    is_constant = m.x.kind == OP and m.x.op == "constant"
-    scalar = m.fold("reshape", m.x, shape=()) if is_constant else m.emit("reshape", m.x, shape=())
-    return m.emit("broadcast_to", scalar, shape=m.s)
+    make = m.fold if m.x.is_constant else m.emit
+    return m.emit("broadcast_to", make("reshape", m.x, shape=()), shape=m.s)
 
 
 def stable_log_softmax(m: Match) -> Node | None:
@@ -103,10 +102,6 @@ def stable_log_softmax(m: Match) -> Node | None:
     if axes is None and len(m.x.type.shape) == 1:
         axes = (0,)
     return None if axes is None or len(axes) != 1 else m.emit("log_softmax", m.x, axis=axes[0])
-
-
-def is_constant(node: Node) -> bool:
-    return node.kind == OP and node.op == "constant"
 
 
 def scale_smaller_factor(m: Match) -> Node | None:
@@ -177,7 +172,7 @@ ALGEBRA: list[Rule] = [
     rule(mul(mul(X, C), D), lambda m: m.emit("mul", m.x, m.fold("mul", m.c, m.d))),  # (x*c)*d -> x*(c*d)
     rule(div(mul(X, C), D), lambda m: m.emit("mul", m.x, m.fold("div", m.c, m.d))),  # (x*c)/d -> x*(c/d)
     rule(mul(neg(X), C), lambda m: m.emit("mul", m.x, m.fold("neg", m.c))),  # (-x)*c -> x*(-c)
-    rule(mul(mul(X, C), Y), lambda m: m.emit("mul", m.emit("mul", m.x, m.y), m.c), when=lambda m: not is_constant(m.y)),  # (x*c)*y -> (x*y)*c: scales move outward
+    rule(mul(mul(X, C), Y), lambda m: m.emit("mul", m.emit("mul", m.x, m.y), m.c), when=lambda m: not m.y.is_constant),  # (x*c)*y -> (x*y)*c: scales move outward
     rule(mul(matmul(X, Y), C), scale_smaller_factor),  # (x@y)*c -> (x*c)@y, x the smaller operand, 0 < |c| <= 1
     rule(div(X, C), lambda m: m.emit("mul", m.x, m.fold("div", m.constant(m.c.value.dtype.type(1)), m.c)), when=exact_reciprocal),  # x/c -> x*(1/c), c = 2^k
     rule(pow(X, ZERO), lambda m: m.emit("full_like", m.x, value=1)),  # x**0 -> 1 (numpy: nan**0 and 0**0 are 1 too)

@@ -28,7 +28,7 @@ import numpy as np
 
 from graphc.eager import Tensor, from_numpy, no_grad
 from graphc.frontend import TensorSpec, constant, output, placeholder, trace
-from graphc.frontend.trace import lifted_tensors
+from graphc.frontend.trace import lifted_tensors, module_parameters
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph
 from graphc.optim.optimizer import Optimizer
@@ -80,7 +80,8 @@ class TrainStep:
                 "compile_train_step: the loss does not depend on any parameter the optimizer "
                 f"trains (the loss uses {sorted(self.lifted) or 'no eager tensors'})"
             )
-        self.state_names: dict[tuple[str, str], str] = {}  # (param, state key) -> placeholder
+        # param placeholder -> {state key: state placeholder}
+        self.state_names: dict[str, dict[str, str]] = {}
         self.graph, updates = self._build_step_graph()
         self.executable: Executable = compile(self.graph, opt_level=opt_level, updates=updates)
         self.load_from_model()
@@ -93,8 +94,7 @@ class TrainStep:
         def loss(x: Any, y: Any) -> Any:
             return loss_fn(model(x), y)
 
-        named = getattr(model, "named_parameters", None)
-        params = dict(named()) if callable(named) else None
+        params = module_parameters(model)
         return trace(loss, _batch_spec(x, "x"), _batch_spec(y, "y"), name="loss", params=params)
 
     def _build_step_graph(self) -> tuple[Graph, dict[str, str]]:
@@ -116,7 +116,7 @@ class TrainStep:
                 new_param, new_state = self.optimizer.update(values[name], grad, states[name])
                 updates[name] = self._output_update(step, new_param, name)
                 for key, value in new_state.items():
-                    target = self.state_names[(name, key)]
+                    target = self.state_names[name][key]
                     updates[target] = self._output_update(step, value, target)
         return step, updates
 
@@ -128,12 +128,8 @@ class TrainStep:
 
     def _state_placeholders(self, step: Graph, name: str) -> dict[str, Any]:
         arrays = self.optimizer.state_arrays(self.trained[name])
-        result = {}
-        for key, array in arrays.items():
-            target = step.fresh_name(f"{name}_{key}")
-            self.state_names[(name, key)] = target
-            result[key] = placeholder(target, array.shape, array.dtype)
-        return result
+        targets = self.state_names[name] = {k: step.fresh_name(f"{name}_{k}") for k in arrays}
+        return {k: placeholder(targets[k], a.shape, a.dtype) for k, a in arrays.items()}
 
     # -- running and syncing ---------------------------------------------------------
 
@@ -148,13 +144,12 @@ class TrainStep:
         values = {name: _as_array(self.lifted[name]) for name in self.trained}
         for name, index in self.trained.items():
             for key, array in self.optimizer.state_arrays(index).items():
-                values[self.state_names[(name, key)]] = array
+                values[self.state_names[name][key]] = array
         self.executable.set_state(**values)
 
     def parameters(self) -> dict[str, np.ndarray]:
         """Copies of the trained parameters' current values, by the model's parameter names."""
-        named = getattr(self.model, "named_parameters", None)
-        dotted = {id(t): name for name, t in named()} if callable(named) else {}
+        dotted = {id(t): name for name, t in module_parameters(self.model).items()}
         state = self.executable.state
         return {dotted.get(id(self.lifted[name]), name): state[name] for name in self.trained}
 
@@ -165,11 +160,7 @@ class TrainStep:
         with no_grad():
             for name, index in self.trained.items():
                 self.lifted[name].copy_(from_numpy(state[name]))
-                arrays = {
-                    key: state[target]
-                    for (param, key), target in self.state_names.items()
-                    if param == name
-                }
+                arrays = {key: state[target] for key, target in self.state_names[name].items()}
                 if arrays:
                     self.optimizer.load_state_arrays(index, arrays)
 

@@ -113,7 +113,8 @@ def test_parameters_stay_in_the_executables_buffers_and_update_in_place() -> Non
     # the model is untouched until sync: the executable holds the parameters
     for t, original in zip(tensors, originals):
         np.testing.assert_array_equal(t.detach().numpy(), original)
-    assert sorted(step.executable.updates) == sorted([*step.trained, *step.state_names.values()])
+    states = [target for targets in step.state_names.values() for target in targets.values()]
+    assert sorted(step.executable.updates) == sorted([*step.trained, *states])
     plan = step.executable.plan(x, y)
     assert plan.late_updates == {}  # every update is written into its own state buffer
     assert plan.returns == ["neg"]  # only the loss leaves the executable

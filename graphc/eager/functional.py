@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphc.eager.creation import as_tensor
+from graphc.eager.methods import scaled
 from graphc.eager.tensor import Tensor
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
@@ -159,12 +160,12 @@ def is_tensor(x: Any) -> bool:
 
 def add(x: Any, y: Any, alpha: Any = 1) -> Any:
     """torch.add(x, y, alpha=1): x + alpha * y."""
-    return E.add(x, y if alpha == 1 else E.mul(y, alpha))
+    return E.add(x, scaled(y, alpha))
 
 
 def sub(x: Any, y: Any, alpha: Any = 1) -> Any:
     """torch.sub(x, y, alpha=1): x - alpha * y."""
-    return E.sub(x, y if alpha == 1 else E.mul(y, alpha))
+    return E.sub(x, scaled(y, alpha))
 
 
 subtract = sub

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from graphc.eager.grad_mode import STATE
+from graphc.eager.methods import scaled
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
@@ -45,9 +46,7 @@ def write_result(x: Any, result: Any, op: str) -> Any:
         x.grad_fn = result.grad_fn
         x._output_nr = result._output_nr
         x._requires_grad = True
-        rebase = getattr(result.grad_fn, "rebase_output", None)
-        if rebase is not None:
-            rebase(x)
+        result.grad_fn.rebase_output(x)  # results come from registry ops: an OpBackward
     return x
 
 
@@ -61,10 +60,6 @@ def _inplace(op: str, compute: Any) -> Any:
     return method
 
 
-def _scaled(other: Any, alpha: Any) -> Any:
-    return other if alpha == 1 else E.mul(other, alpha)
-
-
 def basic_index(index: Any) -> bool:
     items = index if isinstance(index, tuple) else (index,)
     return all(
@@ -76,8 +71,8 @@ def basic_index(index: Any) -> bool:
 class InPlaceMethods:
     """In-place methods and operators (mixed into `Tensor`)."""
 
-    add_ = _inplace("add_", lambda x, y, alpha=1: E.add(x, _scaled(y, alpha)))
-    sub_ = _inplace("sub_", lambda x, y, alpha=1: E.sub(x, _scaled(y, alpha)))
+    add_ = _inplace("add_", lambda x, y, alpha=1: E.add(x, scaled(y, alpha)))
+    sub_ = _inplace("sub_", lambda x, y, alpha=1: E.sub(x, scaled(y, alpha)))
     mul_ = _inplace("mul_", lambda x, y: E.mul(x, y))
     div_ = _inplace("div_", lambda x, y: E.div(x, y))
     pow_ = _inplace("pow_", lambda x, y: E.pow(x, y))

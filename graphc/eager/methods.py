@@ -46,6 +46,11 @@ def sizes(shape: Sequence[Any]) -> tuple:
     return tuple(shape)
 
 
+def scaled(other: Any, alpha: Any) -> Any:
+    """`alpha * other`, for PyTorch's `add(x, y, alpha=...)` / `sub`."""
+    return other if alpha == 1 else E.mul(other, alpha)
+
+
 def var_of(x: Any, dim: Any, unbiased: bool | None, keepdim: bool, correction: int | None) -> Any:
     ddof = correction if correction is not None else (1 if unbiased in (None, True) else 0)
     return R.var(x, axis=dim, keepdims=keepdim, ddof=ddof)
@@ -252,10 +257,10 @@ class TorchMethods:
     # -- arithmetic and math -----------------------------------------------------------
 
     def add(self, other: Any, alpha: Any = 1) -> Any:
-        return E.add(self, other if alpha == 1 else E.mul(other, alpha))
+        return E.add(self, scaled(other, alpha))
 
     def sub(self, other: Any, alpha: Any = 1) -> Any:
-        return E.sub(self, other if alpha == 1 else E.mul(other, alpha))
+        return E.sub(self, scaled(other, alpha))
 
     subtract = sub
 

@@ -15,7 +15,7 @@ import graphviz
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph, Node
 from graphc.viz import style
-from graphc.viz.painter import SAVED_KEYS, GraphPainter, Options, backward_nodes, meta_name
+from graphc.viz.painter import GraphPainter, Options, backward_nodes
 
 
 def make_options(**options: Any) -> Options:
@@ -78,9 +78,8 @@ def pair_to_dot(forward: Graph, backward: Graph, options: Options) -> graphviz.D
 
 def _forward_source(forward: Graph, saved: Node) -> Node | None:
     """The forward output that carries backward input `saved` (split_backward's saved_<name>)."""
-    name = meta_name(saved, SAVED_KEYS) or saved.name
     for o in forward.outputs:
-        if o.inputs[0].name == name and o.name.startswith("saved_"):
+        if o.inputs[0].name == saved.name and o.name.startswith("saved_"):
             return o
     return None
 

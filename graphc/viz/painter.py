@@ -25,10 +25,6 @@ from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.viz import style
 from graphc.viz.collapse import Collapse, plan_collapse
 
-# Node meta keys autodiff may use to say what a backward input is.
-SEED_KEYS = ("seed_of", "cotangent_of", "seed")
-SAVED_KEYS = ("saved_from", "saved", "saved_of")
-
 
 @dataclass
 class Options:
@@ -52,22 +48,11 @@ def grad_of_name(n: Node) -> str | None:
     return target.name if isinstance(target, Node) else str(target)
 
 
-def meta_name(n: Node, keys: tuple[str, ...]) -> str | None:
-    for key in keys:
-        value = n.meta.get(key)
-        if value is not None and value is not False:
-            if isinstance(value, Node):
-                return value.name
-            return value if isinstance(value, str) else n.name
-    return None
-
-
 def backward_nodes(graph: Graph) -> set[Node]:
-    """Nodes autodiff produced: marked with grad_of, seeds, or fed by such nodes."""
+    """Nodes autodiff produced (marked with grad_of, seeds included), or fed by such nodes."""
     result: set[Node] = set()
     for n in graph.nodes:
-        marked = grad_of_name(n) is not None or meta_name(n, SEED_KEYS) is not None
-        if marked or any(x in result for x in n.inputs):
+        if grad_of_name(n) is not None or any(x in result for x in n.inputs):
             result.add(n)
     return result
 
@@ -136,9 +121,9 @@ class GraphPainter:
             return self.role_overrides[n.name]
         if n.kind == PLACEHOLDER:
             # autodiff's cotangent inputs say which output they seed (grad_of)
-            if meta_name(n, SEED_KEYS) is not None or grad_of_name(n) is not None:
+            if grad_of_name(n) is not None:
                 return "seed"
-            if self.all_backward or meta_name(n, SAVED_KEYS) is not None:
+            if self.all_backward:  # split_backward's other inputs are saved forward values
                 return "saved"
             return "placeholder"
         if n.is_constant:

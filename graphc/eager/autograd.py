@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.eager.grad_mode import STATE, no_grad
+from graphc.eager.grad_mode import no_grad, set_grad_enabled
 from graphc.eager.node import AccumulateGrad, Node, accumulate_into, edge
 from graphc.eager.tensor import Tensor, as_array, make
 from graphc.ir.errors import AutodiffError, ShapeError
@@ -143,12 +143,8 @@ def run_backward(
     accumulate: bool = True,
 ) -> list[Any]:
     """Propagate `seeds` from `roots`; return the gradients arriving at `targets`."""
-    previous = STATE.enabled
-    STATE.enabled = create_graph
-    try:
+    with set_grad_enabled(create_graph):
         return _propagate(roots, seeds, retain_graph, targets, accumulate)
-    finally:
-        STATE.enabled = previous
 
 
 def _propagate(

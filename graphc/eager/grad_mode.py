@@ -109,11 +109,8 @@ class set_grad_enabled(_GradModeSwitch):  # noqa: N801 - PyTorch's name
         STATE.enabled = self.mode  # like torch: a plain call switches the mode right away
 
     def __enter__(self) -> None:
-        self._previous.append(self._before)
+        self._previous.append(self._before)  # STATE already holds self.mode (see __init__)
         STATE.enabled = self.mode
-
-    def __exit__(self, *exc: object) -> None:
-        STATE.enabled = self._previous.pop()
 
     def __call__(self, fn: F) -> F:
         STATE.enabled = self._before  # as a decorator it only applies inside calls of fn

@@ -281,12 +281,14 @@ def test_ten_thousand_op_chain_backward() -> None:
     np.testing.assert_allclose(x.grad.numpy(), [1.0001**10_000], rtol=1e-9)
 
 
+def _tape_saving_an_array() -> tuple:
+    """y = sum(exp(x)**2), and a weak reference to exp's output, which only the tape holds."""
+    h = ge.exp(ge.randn(1000, requires_grad=True))
+    return (h * h).sum(), weakref.ref(h._data)
+
+
 def test_saved_arrays_are_released_after_backward() -> None:
-    x = ge.randn(1000, requires_grad=True)
-    h = ge.exp(x)
-    probe = weakref.ref(h._data)
-    y = (h * h).sum()
-    del h
+    y, probe = _tape_saving_an_array()
     garbage.collect()
     assert probe() is not None  # the tape keeps exp's output (and mul's inputs) alive
     y.backward()
@@ -295,11 +297,7 @@ def test_saved_arrays_are_released_after_backward() -> None:
 
 
 def test_retain_graph_keeps_saved_arrays() -> None:
-    x = ge.randn(1000, requires_grad=True)
-    h = ge.exp(x)
-    probe = weakref.ref(h._data)
-    y = (h * h).sum()
-    del h
+    y, probe = _tape_saving_an_array()
     y.backward(retain_graph=True)
     garbage.collect()
     assert probe() is not None

@@ -71,11 +71,7 @@ def test_gradients_accumulate_over_iterations() -> None:
 
 
 def test_grad_tensors_weighting_gives_9() -> None:
-    w = torch.tensor([1.0], requires_grad=True)
-    x = torch.tensor([2.0], requires_grad=True)
-    a = torch.add(w, x)
-    b = torch.add(w, 1)
-    y0 = torch.mul(a, b)
+    w, x, a, b, y0 = _graph_of_y()
     y1 = torch.add(a, b)
     loss = torch.cat([y0, y1], dim=0)
     loss.backward(gradient=torch.tensor([1.0, 2.0]))

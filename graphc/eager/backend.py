@@ -40,15 +40,9 @@ class EagerBackend:
             return make(np.asarray(value, dtype))
         return make(dispatch.NUMPY.lift(value, dtype))
 
-    def canonical_attrs(self, opdef: OpDef, arrays: list[np.ndarray], attrs: dict) -> dict:
-        """The op's canonical attrs for these inputs, checked by its type rule (cached)."""
-        key = cache_key(opdef, arrays, attrs)
-        try:
-            return self._canonical[key]
-        except (KeyError, TypeError):  # TypeError: an unhashable attr (a list, an array)
-            return self._prepare(opdef, arrays, attrs, key)
-
     def _prepare(self, opdef: OpDef, arrays: list[np.ndarray], attrs: dict, key: tuple) -> dict:
+        """The op's canonical attrs for these inputs, checked by its type rule; cached
+        under `key` (unless an attr is unhashable: a list, an array)."""
         canonical, _ = dispatch.prepare(opdef, [TensorType.of(a) for a in arrays], attrs)
         try:
             if len(self._canonical) >= _CACHE_LIMIT:
@@ -61,9 +55,9 @@ class EagerBackend:
     def apply(self, opdef: OpDef, inputs: list[Tensor], attrs: dict[str, Any]) -> Tensor:
         arrays = [x._data for x in inputs]
         key = cache_key(opdef, arrays, attrs)
-        try:  # the canonical_attrs fast path, inline: this is the per-op overhead
+        try:  # a cache hit is the common case: this is the per-op overhead
             canonical = self._canonical[key]
-        except (KeyError, TypeError):
+        except (KeyError, TypeError):  # TypeError: an unhashable attr
             canonical = self._prepare(opdef, arrays, attrs, key)
         result = opdef.kernel(*arrays, **canonical)
         if type(result) is not _ndarray:

@@ -183,10 +183,6 @@ def initial_seed() -> int | None:
     return _initial_seed
 
 
-def default_generator() -> np.random.Generator:
-    return _generator
-
-
 def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """Uniform samples in [0, 1)."""
     values = _generator.random(sizes(size), dtype=np.float64)

@@ -18,7 +18,6 @@ import numpy as np
 
 from graphc.eager import printing
 from graphc.eager.conversion import ConversionMethods
-from graphc.eager.grad_mode import STATE
 from graphc.eager.inplace import InPlaceMethods
 from graphc.eager.methods import TorchMethods
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError
@@ -272,10 +271,3 @@ class Tensor(TorchMethods, ConversionMethods, InPlaceMethods, OperatorMixin):
                 self._hooks = {}
             return HookHandle(self._hooks, hook)
         return HookHandle(self.grad_fn.output_hooks(self._output_nr), hook)
-
-    def _bump_version(self) -> None:
-        self._version[0] += 1
-
-    @staticmethod
-    def _grad_enabled() -> bool:
-        return STATE.enabled

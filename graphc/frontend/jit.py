@@ -33,6 +33,7 @@ from graphc.frontend.trace import (
 )
 from graphc.ir.graph import Graph
 from graphc.ops.dispatch import is_python_scalar, weak_dtype
+from graphc.runtime.executable import Executable
 from graphc.runtime.executable import compile as compile_graph
 
 
@@ -47,9 +48,17 @@ class CacheInfo(NamedTuple):
 @dataclass
 class _Entry:
     graph: Graph
-    run: Callable[..., Any]  # feeds by placeholder name -> list of output arrays
-    lifted: dict[str, Any]  # placeholder name -> eager tensor
+    executable: Executable  # fed positionally: the arguments' arrays, then the lifted tensors'
+    lifted: list[Any]  # the eager tensors lifted into placeholders, in placeholder order
     structure: Any  # how to pack outputs: None (one), "tuple", or a list of dict keys
+
+    def pack(self, result: Any) -> Any:
+        results = result if len(self.graph.outputs) > 1 else (result,)
+        if self.structure is None:
+            return results[0]
+        if self.structure == "tuple":
+            return tuple(results)
+        return dict(zip(self.structure, results))
 
 
 def _as_array(value: Any) -> np.ndarray:
@@ -59,14 +68,6 @@ def _as_array(value: Any) -> np.ndarray:
     if is_python_scalar(value):
         return np.asarray(value, dtype=weak_dtype(value, ()))
     return np.asarray(value)
-
-
-def _compile(graph: Graph) -> Callable[..., list[Any]]:
-    """The graph compiled, as a function of feeds by name returning a list of outputs."""
-    exe = compile_graph(graph)
-    if len(graph.outputs) > 1:
-        return lambda **feeds: list(exe(**feeds))
-    return lambda **feeds: [exe(**feeds)]
 
 
 class Jitted:
@@ -112,9 +113,8 @@ class Jitted:
     def __call__(self, *args: Any) -> Any:
         arrays, statics = self._split(args)
         entry = self._entry(arrays, statics)
-        feeds = {p.name: a for p, a in zip(entry.graph.inputs, arrays)}
-        feeds.update({name: _as_array(t) for name, t in entry.lifted.items()})
-        return self._pack(entry, entry.run(**feeds))
+        lifted = (tensor_value(t) for t in entry.lifted)
+        return entry.pack(entry.executable(*arrays, *lifted))
 
     def _build(self, arrays: list[np.ndarray], statics: tuple = ()) -> _Entry:
         structure: list[Any] = []
@@ -141,15 +141,9 @@ class Jitted:
         specs = [TensorSpec(a.shape, a.dtype) for a in arrays]
         name = getattr(self.fn, "__name__", None)
         graph = trace(recording, *specs, name=name, params=self._named_params())
-        return _Entry(graph, _compile(graph), lifted_tensors(graph), structure[0])
-
-    @staticmethod
-    def _pack(entry: _Entry, results: list[Any]) -> Any:
-        if entry.structure is None:
-            return results[0]
-        if entry.structure == "tuple":
-            return tuple(results)
-        return dict(zip(entry.structure, results))
+        by_name = lifted_tensors(graph)
+        lifted = [by_name[p.name] for p in graph.inputs[len(arrays) :]]
+        return _Entry(graph, compile_graph(graph), lifted, structure[0])
 
     def cache_info(self) -> CacheInfo:
         return CacheInfo(self._hits, self._misses, len(self._cache))

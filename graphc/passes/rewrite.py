@@ -11,7 +11,9 @@ rewritten the same way, bottom-up, before they are appended. So every node that
 reaches the new graph was tried against every rule with its final inputs; since a
 rule looks only at a node and its inputs (never its users), no rule applies to the
 result: one walk reaches the fixed point (tests check that a second walk finds
-nothing). Dead nodes the rewrites leave behind are removed at the end. Cost: linear
+nothing). One exception: a rule that would recompute an input for itself (so a
+second user keeps the original alive) may ask `Match.used_once`, counted on the
+old graph; a rewrite that drops a use can leave such a rule for a later walk. Dead nodes the rewrites leave behind are removed at the end. Cost: linear
 in the nodes, times the (small) number of rules per op.
 
 Invariants: a replacement must have exactly the type of the node it replaces;
@@ -22,7 +24,7 @@ shape). Replacement nodes inherit the replaced node's `loc` and `grad_of`.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -100,6 +102,11 @@ class Match:
             value = np.asarray(get_op(op).kernel(*values, **full))
         return self.constant(value.astype(out_type.dtype, copy=False))
 
+    def used_once(self, node: Node) -> bool:
+        """Whether `node` (an input of the candidate) has no user besides the candidate.
+        Counted on the old graph; a node a replacement made is used by it alone."""
+        return self._rewriter.uses.get(node, 1) <= 1
+
     def zeros(self) -> Node | None:
         """Zeros of the candidate's type: a constant when that is concrete and small,
         else full_like of an input of that type (None, declining, if there is none)."""
@@ -122,6 +129,8 @@ class Rewriter:
         # the rules to try per op, in table order, then those for any op
         self.by_op = {op: rs + any_op for op, rs in by_op.items()}
         self.any_op = any_op
+        # new node -> uses in the old graph of the old nodes it stands for
+        self.uses: Counter[Node] = Counter()
 
     def emit(self, candidate: Node, depth: int = 0) -> Node:
         if depth > MAX_DEPTH:
@@ -146,12 +155,14 @@ class Rewriter:
 
     def walk(self) -> Graph:
         new: dict[Node, Node] = {}
+        old_uses = Counter(x for node in self.builder.old.nodes for x in node.inputs)
         for node in self.builder.old.nodes:
             inputs = tuple(new[x] for x in node.inputs)
             if node.kind == OP:
                 new[node] = self.emit(detached(node, inputs))
             else:
                 new[node] = self.builder.copy(node, inputs)
+            self.uses[new[node]] += old_uses[node]
         return self.builder.graph
 
 

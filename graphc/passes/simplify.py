@@ -108,12 +108,15 @@ def scale_smaller_factor(m: Match) -> Node | None:
     """(x@y)*c -> (x*c)@y or x@(y*c): the scale moves to the operand with fewer elements,
     when that has fewer than the product (a weight gradient scaled by a learning rate
     is one multiply on the batch-sized operand instead of a pass over the weight).
-    Shapes must be concrete, so this fires once symbolic dims are bound."""
+    Shapes must be concrete, so this fires once symbolic dims are bound; the product
+    must have no other user, which would keep the unscaled matmul too."""
     c = float(m.c.value.reshape(()))
     if not (np.issubdtype(m.c.type.dtype, np.floating) and 0 < abs(c) <= 1):
         return None  # |c| <= 1: scaling an operand first cannot overflow
     x, y, product = m.x.type.size, m.y.type.size, m.type.size
     if x is None or y is None or product is None or min(x, y) >= product:
+        return None
+    if not m.used_once(next(v for v in m.node.inputs if v is not m.c)):
         return None
     if x <= y:
         return m.emit("matmul", m.emit("mul", m.x, m.c), m.y)

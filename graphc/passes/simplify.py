@@ -104,14 +104,21 @@ def stable_log_softmax(m: Match) -> Node | None:
     return None if axes is None or len(axes) != 1 else m.emit("log_softmax", m.x, axis=axes[0])
 
 
+def float_value(node: Node) -> float | None:
+    """The value of a one-element constant of floating dtype, else None."""
+    if not np.issubdtype(node.type.dtype, np.floating):
+        return None
+    return float(node.value.reshape(()))
+
+
 def scale_smaller_factor(m: Match) -> Node | None:
     """(x@y)*c -> (x*c)@y or x@(y*c): the scale moves to the operand with fewer elements,
     when that has fewer than the product (a weight gradient scaled by a learning rate
     is one multiply on the batch-sized operand instead of a pass over the weight).
     Shapes must be concrete, so this fires once symbolic dims are bound; the product
     must have no other user, which would keep the unscaled matmul too."""
-    c = float(m.c.value.reshape(()))
-    if not (np.issubdtype(m.c.type.dtype, np.floating) and 0 < abs(c) <= 1):
+    c = float_value(m.c)
+    if c is None or not 0 < abs(c) <= 1:
         return None  # |c| <= 1: scaling an operand first cannot overflow
     x, y, product = m.x.type.size, m.y.type.size, m.type.size
     if x is None or y is None or product is None or min(x, y) >= product:
@@ -125,8 +132,8 @@ def scale_smaller_factor(m: Match) -> Node | None:
 
 def exact_reciprocal(m: Match) -> bool:
     """1/c is exact when c is a power of two (so x/c and x*(1/c) agree bit for bit)."""
-    c = float(m.c.value.reshape(()))
-    if not np.issubdtype(m.c.type.dtype, np.floating) or c == 0 or not np.isfinite(c):
+    c = float_value(m.c)
+    if c is None or c == 0 or not np.isfinite(c):
         return False
     mantissa, _ = np.frexp(c)
     return abs(mantissa) == 0.5

@@ -126,7 +126,10 @@ def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
     index = _plain_index(index)
     value_grad = getattr(value, "_requires_grad", False)
     if not (STATE.enabled and (x._requires_grad or value_grad)):
-        x._data[index] = np.asarray(value)
+        try:
+            x._data[index] = np.asarray(value)
+        except ValueError as exc:  # numpy's broadcast failure
+            raise ShapeError(f"{op}: {exc}") from None
         x._version[0] += 1
         return x
     if not basic_index(index):

@@ -184,6 +184,8 @@ def test_leaf_updates_under_no_grad_and_in_place_dtype_errors() -> None:
         n.add_(0.5)
     with pytest.raises(ShapeError):
         ge.zeros(2).add_(ge.ones(3, 2))
+    with pytest.raises(ShapeError, match="copy_"):
+        ge.zeros(2).copy_(ge.ones(3))
     for method in ("zero_", "fill_"):
         with pytest.raises(AutodiffError, match="leaf"):
             getattr(w, method)(*(() if method == "zero_" else (1.0,)))

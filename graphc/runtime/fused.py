@@ -38,11 +38,15 @@ def lower_fused(gen: Generator, step: Step, out: str) -> list[str]:
     leaves: list[tuple[Node, str, TensorType]] = [
         (p, gen.array(x), gen.plan.values[x].type) for p, x in zip(body.inputs, step.inputs)
     ]
+    # operands whose arrays exist before the call (arena, state, constants): views of
+    # them are made once, in the per-thread setup, not on every call
+    static = {p for p, x in zip(body.inputs, step.inputs) if x in gen.static}
     for node in body.nodes:
         if node.is_constant:
             leaves.append(
                 (node, gen.const(node.value, f"{step.output}_c"), TensorType.of(node.value))
             )
+            static.add(node)
     n = out_t.size or 0
     lines = [f"# fused {step.output}: {_members(body)} over {n} elements"]
     flat = all(t.shape == out_t.shape or t.size == 1 for _, _, t in leaves)
@@ -50,13 +54,15 @@ def lower_fused(gen: Generator, step: Step, out: str) -> list[str]:
     flat = flat and not any(_transposed(gen, x) for x in step.inputs)
     if flat and out_t.rank != 1:
         out_view = gen.fresh(f"{step.output}_flat")
-        lines.append(f"{out_view} = {out}.reshape(-1)")
+        where = gen.setup_lines if step.output in gen.static else lines
+        where.append(f"{out_view} = {out}.reshape(-1)")
         out, out_t = out_view, TensorType((n,), out_t.dtype)
         reshaped = []
         for node, expr, t in leaves:
             name = gen.fresh(f"{step.output}_{node.name}")
             shape = (n,) if t.shape != () and t.size == n and n != 1 else ()
-            lines.append(f"{name} = {expr}.reshape({shape!r})")
+            where = gen.setup_lines if node in static else lines
+            where.append(f"{name} = {expr}.reshape({shape!r})")
             reshaped.append((node, name, TensorType(shape, t.dtype)))
         leaves = reshaped
     rows = out_t.shape[0] if out_t.rank else 1

@@ -206,21 +206,26 @@ class Generator:
             lines.append(f"{check}({out})")
         return lines
 
+    def callee(
+        self, node: Node, attrs: dict[str, Any], args: list[str]
+    ) -> tuple[str, list[str], bool]:
+        """The function a step of `node` calls, its arguments, and whether it is a plain
+        ufunc: the ufunc itself when the op's kernel is one (and takes no attrs), the
+        reduce of a reduction's ufunc, else the op's kernel with its attrs as keywords."""
+        kernel = get_op(node.op).kernel  # type: ignore[arg-type]
+        ufunc = getattr(kernel, "ufunc", None)
+        reduce = getattr(kernel, "reduce_ufunc", None)
+        keywords = [f"{k}={self.literal(v, f'{node.name}_{k}')}" for k, v in attrs.items()]
+        if ufunc is not None and not attrs:
+            return self.const(ufunc, f"np_{ufunc.__name__}"), args, True
+        if reduce is not None and set(attrs) <= {"axis", "keepdims"}:
+            fn = self.const(reduce.reduce, f"np_{reduce.__name__}_reduce")
+            return fn, args + keywords, False
+        return self.const(kernel, f"kernel_{node.op}"), args + keywords, False
+
     def _call(self, step: Step, value: Value, out: str) -> list[str]:
         node = step.node
-        opdef = get_op(node.op)  # type: ignore[arg-type]
-        args = [self.expr[x] for x in step.inputs]
-        ufunc = getattr(opdef.kernel, "ufunc", None)
-        reduce = getattr(opdef.kernel, "reduce_ufunc", None)
-        direct = ufunc is not None and not step.attrs
-        if direct:
-            fn = self.const(ufunc, f"np_{ufunc.__name__}")
-        elif reduce is not None and set(step.attrs) <= {"axis", "keepdims"}:
-            fn = self.const(reduce.reduce, f"np_{reduce.__name__}_reduce")
-            args += [f"{k}={self.literal(v, f'{node.name}_{k}')}" for k, v in step.attrs.items()]
-        else:
-            fn = self.const(opdef.kernel, f"kernel_{node.op}")
-            args += [f"{k}={self.literal(v, f'{node.name}_{k}')}" for k, v in step.attrs.items()]
+        fn, args, direct = self.callee(node, step.attrs, [self.expr[x] for x in step.inputs])
         if value.kind != "output":
             return [f"{fn}({', '.join(args + [f'out={out}'])})"]
         t = value.type

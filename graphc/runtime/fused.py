@@ -208,13 +208,7 @@ def _larger(shared: dict[tuple, list[str]], t: TensorType) -> tuple[tuple, str] 
 
 
 def _member_call(gen: Generator, node: Node, args: list[str], out: str) -> str:
-    opdef = get_op(node.op)  # type: ignore[arg-type]
-    ufunc = getattr(opdef.kernel, "ufunc", None)
-    if ufunc is not None and not node.attrs:
-        fn = gen.const(ufunc, f"np_{ufunc.__name__}")
-    else:
-        fn = gen.const(opdef.kernel, f"kernel_{node.op}")
-        args = args + [f"{k}={gen.literal(v, f'{node.name}_{k}')}" for k, v in node.attrs.items()]
+    fn, args, _ = gen.callee(node, node.attrs, args)
     return f"{fn}({', '.join(args + [f'out={out}'])})"
 
 

@@ -176,10 +176,13 @@ def _sum_to_kernel(x: np.ndarray, out: np.ndarray | None = None, shape: Shape = 
     )
     if not axes:
         return into(out, x)
+    # dtype: the result keeps x's dtype, as the type rule says (add.reduce would widen
+    # small ints and bools to int64)
     if out is not None and out.flags.c_contiguous:  # reshaping it gives a view: sum into it
-        np.add.reduce(x, axis=axes, keepdims=True, out=out.reshape((1,) * lead + tuple(shape)))
+        kept = out.reshape((1,) * lead + tuple(shape))
+        np.add.reduce(x, axis=axes, dtype=x.dtype, keepdims=True, out=kept)
         return out
-    summed = np.add.reduce(x, axis=axes, keepdims=True)
+    summed = np.add.reduce(x, axis=axes, dtype=x.dtype, keepdims=True)
     return into(out, summed.reshape(shape))
 
 

@@ -145,6 +145,14 @@ def test_sum_to_undoes_broadcasting_in_every_position() -> None:
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+def test_sum_to_keeps_the_dtype_of_its_type_rule() -> None:
+    for dtype in ("int32", "bool"):
+        g = gc.trace(lambda x: gc.sum_to(x, (3,)), gc.TensorSpec((2, 3), dtype))
+        got = g(np.ones((2, 3), dtype))
+        assert got.dtype == g.outputs[0].type.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got, np.ones((2, 3), dtype).sum(axis=0).astype(dtype))
+
+
 def test_first_order_gradients_leave_inputs_alone() -> None:
     for case in CASES:
         if not case.has_grad or case.float_dtype != "float64":

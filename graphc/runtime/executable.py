@@ -180,9 +180,13 @@ class Executable:
         exec(builtins.compile(source, f"<graphc entry {self.graph.name}>", "exec"), namespace)
         return namespace["entry"]
 
-    def _slow(self, *args: Any) -> Any:
+    def _feeds(self, args: tuple) -> tuple[list[np.ndarray], tuple]:
+        """The data feeds as checked arrays, and their signature."""
         arrays = [as_feed_array(p, a) for p, a in zip(self._data, args)]
-        key = signature([(a.shape, a.dtype) for a in arrays])
+        return arrays, signature([(a.shape, a.dtype) for a in arrays])
+
+    def _slow(self, *args: Any) -> Any:
+        arrays, key = self._feeds(args)
         states = self._states()
         try:
             runs = self._local.runs
@@ -315,8 +319,7 @@ class Executable:
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
         if args or feeds:
-            arrays = [as_feed_array(p, a) for p, a in zip(self._data, self._order(args, feeds))]
-            key = signature([(a.shape, a.dtype) for a in arrays])
+            _, key = self._feeds(self._order(args, feeds))
             return self._compiled.get(key) or self._compile_signature(key)
         if self._last is None:
             raise GraphcError(

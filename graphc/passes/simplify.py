@@ -11,7 +11,8 @@ original could see, NaN and inf included, with two deliberate exceptions:
   moves constant scales outward, where they fold together and where a fused kernel
   applies them in place (one scratch buffer fewer in the GELU chain). Across a
   matmul, (x@y)*c -> (x*c)@y moves a scale of magnitude <= 1 onto the smaller
-  operand (last-bit differences again; it cannot overflow).
+  operand (rounding differences again, and a tiny operand element may underflow to a
+  subnormal or zero where the product's would not; with |c| <= 1 it cannot overflow).
 
 Hence x*0 -> 0 and x-x -> 0 apply to integers and bools only (inf*0 and inf-inf are
 nan in floats), and exp(log x) -> x only for x known to be >= 0 or nan (log of a

@@ -297,12 +297,34 @@ def _where_infer(cond: TensorType, x: TensorType, y: TensorType) -> TensorType:
     return TensorType(shape, np.result_type(x.dtype, y.dtype))
 
 
+def _zero_bits(v: Any) -> bool:
+    """Is v a scalar whose bits are all zero (0, False, +0.0; not -0.0)?"""
+    return np.ndim(v) == 0 and not any(np.asarray(v).tobytes())
+
+
+def _where_kernel(c: np.ndarray, x: Any, y: Any, out: np.ndarray | None = None) -> np.ndarray:
+    # where(c, x, 0) into a float buffer is x's bits and-ed with a mask that is all ones
+    # where c holds: exact (nan, inf and -0.0 kept or cleared bit for bit) and twice as
+    # fast as np.where, which has no fast loop for a scalar branch. A relu's gradient.
+    if out is not None and out.dtype.kind == "f" and np.asarray(c).dtype == np.bool_:
+        if _zero_bits(y) and isinstance(x, np.ndarray) and x.dtype == out.dtype:
+            kept, mask = x, np.negative(c, dtype=f"u{out.itemsize}")  # True -> all ones
+        elif _zero_bits(x) and isinstance(y, np.ndarray) and y.dtype == out.dtype:
+            kept, mask = y, np.subtract(c, 1, dtype=f"u{out.itemsize}")  # False -> all ones
+        else:
+            return into(out, np.where(c, x, y))
+        unsigned = mask.dtype
+        np.bitwise_and(kept.view(unsigned), mask, out=out.view(unsigned))
+        return out
+    return into(out, np.where(c, x, y))
+
+
 # d where(c, x, y) = where(c, dx, 0) + where(c, 0, dy)
 where = defop(
     "where",
     inputs=("condition", "x", "y"),
     infer=_where_infer,
-    kernel=lambda c, x, y, out=None: into(out, np.where(c, x, y)),
+    kernel=_where_kernel,
     vjp=lambda ct, out, c, x, y, needs: (
         None,
         unbroadcast(where(c, ct, 0), x) if needs[1] else None,

@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import graphc as gc
 from graphc.ir.registry import get_op
@@ -151,6 +153,56 @@ def test_sum_to_keeps_the_dtype_of_its_type_rule() -> None:
         got = g(np.ones((2, 3), dtype))
         assert got.dtype == g.outputs[0].type.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(got, np.ones((2, 3), dtype).sum(axis=0).astype(dtype))
+
+
+SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.5, -2.0, 1e-45, -3e38]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    dtype=st.sampled_from(["float16", "float32", "float64"]),
+    values=st.lists(st.sampled_from(SPECIAL), min_size=6, max_size=6),
+    cond=st.lists(st.booleans(), min_size=6, max_size=6),
+    zero_side=st.sampled_from(["x", "y"]),
+    zero=st.sampled_from([0, 0.0, False, "array"]),
+    broadcast_cond=st.booleans(),
+    in_place=st.booleans(),
+)
+def test_where_into_a_float_buffer_keeps_every_bit_of_np_where(
+    dtype: str,
+    values: list,
+    cond: list,
+    zero_side: str,
+    zero: object,
+    broadcast_cond: bool,
+    in_place: bool,
+) -> None:
+    # a zero branch takes the kernel's bit-mask path: it must agree with np.where bit for
+    # bit, nan, inf and -0.0 included, also when it writes over its own input
+    with np.errstate(over="ignore"):
+        arr = np.array(values, dtype).reshape(2, 3)
+    c = np.array(cond).reshape(2, 3)[:1] if broadcast_cond else np.array(cond).reshape(2, 3)
+    z = np.zeros((), dtype) if zero == "array" else zero
+    x, y = (z, arr) if zero_side == "x" else (arr, z)
+    want = np.where(c, x, y).astype(dtype)
+    before = arr.copy()
+    out = arr if in_place else np.full((2, 3), 7, dtype)
+    got = get_op("where").kernel(c, x, y, out=out)
+    assert got is out
+    np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
+    if not in_place:
+        np.testing.assert_array_equal(arr.view(f"u{arr.itemsize}"), before.view(f"u{arr.itemsize}"))
+
+
+def test_where_with_a_minus_zero_or_nonzero_branch_is_np_where() -> None:
+    c = np.array([True, False, True])
+    x = np.array([1.0, -2.0, np.nan], np.float32)
+    for other in (-0.0, np.float32(-0.0), 3, np.ones(3, np.float32)):
+        for args in ((c, x, other), (c, other, x)):
+            out = np.empty(3, np.float32)
+            get_op("where").kernel(*args, out=out)
+            want = np.where(*args).astype(np.float32)
+            np.testing.assert_array_equal(out.view("u4"), want.view("u4"))
 
 
 def test_first_order_gradients_leave_inputs_alone() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -128,10 +129,24 @@ def _mean_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any, keepdims: bool
     return (S.broadcast_to(keep_reduced(ct, x.shape, axis, keepdims) / n, x.shape),)
 
 
+def _mean_kernel(
+    x: np.ndarray, out: np.ndarray | None = None, axis: Any = None, keepdims: bool = False
+) -> np.ndarray:
+    # np.mean is a sum and a division behind microseconds of Python: for float32/64 make
+    # the same two calls, with the same intp count, so results agree bit for bit
+    count = math.prod(x.shape) if axis is None else math.prod(x.shape[a] for a in axis)
+    if x.dtype.char not in "fd" or count == 0:  # other dtypes sum wider; empty warns
+        return np.asarray(np.mean(x, axis=axis, keepdims=keepdims, out=out))
+    if out is None:
+        out = np.empty(reduced_shape(x.shape, axis, keepdims), x.dtype)
+    np.add.reduce(x, axis=axis, keepdims=keepdims, out=out)
+    return np.true_divide(out, np.intp(count), out=out, casting="unsafe")
+
+
 mean = defop(
     "mean",
     infer=_reduce_infer(_mean_dtype),
-    kernel=_reduce_kernel(np.mean),
+    kernel=_mean_kernel,
     attrs={"axis": None, "keepdims": False},
     canonicalize=_axes_canon("mean"),
     vjp=_mean_vjp,

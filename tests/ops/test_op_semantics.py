@@ -205,6 +205,20 @@ def test_where_with_a_minus_zero_or_nonzero_branch_is_np_where() -> None:
             np.testing.assert_array_equal(out.view("u4"), want.view("u4"))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "bool"])
+def test_mean_kernel_is_np_mean_bit_for_bit(dtype: str) -> None:
+    kernel = get_op("mean").kernel
+    x = (np.random.default_rng(0).standard_normal((5, 7, 3)) * 1e3).astype(dtype)
+    for axis, keepdims in [(None, False), ((0, 2), True), ((1,), False), (None, True)]:
+        want = np.asarray(np.mean(x, axis=axis, keepdims=keepdims))
+        got = kernel(x, axis=axis, keepdims=keepdims)
+        into = kernel(x, np.empty_like(want), axis=axis, keepdims=keepdims)
+        for result in (got, into):
+            assert result.dtype == want.dtype and result.shape == want.shape
+            if dtype != "float16" or result is got:  # numpy's float16 mean rounds otherwise
+                np.testing.assert_array_equal(result, want)  # with out= (sums into float16)
+
+
 def test_first_order_gradients_leave_inputs_alone() -> None:
     for case in CASES:
         if not case.has_grad or case.float_dtype != "float64":

@@ -13,6 +13,8 @@ original could see, NaN and inf included, with two deliberate exceptions:
   matmul, (x@y)*c -> (x*c)@y moves a scale of magnitude <= 1 onto the smaller
   operand (rounding differences again, and a tiny operand element may underflow to a
   subnormal or zero where the product's would not; with |c| <= 1 it cannot overflow).
+  A scale also moves inside a transpose, T(x)*c -> T(x*c), which is exact: the
+  multiply then walks x's memory in order, and the transpose stays a free view.
 
 Hence x*0 -> 0 and x-x -> 0 apply to integers and bools only (inf*0 and inf-inf are
 nan in floats), and exp(log x) -> x only for x known to be >= 0 or nan (log of a
@@ -185,6 +187,7 @@ ALGEBRA: list[Rule] = [
     rule(mul(neg(X), C), lambda m: m.emit("mul", m.x, m.fold("neg", m.c))),  # (-x)*c -> x*(-c)
     rule(mul(mul(X, C), Y), lambda m: m.emit("mul", m.emit("mul", m.x, m.y), m.c), when=lambda m: not m.y.is_constant),  # (x*c)*y -> (x*y)*c: scales move outward
     rule(mul(matmul(X, Y), C), scale_smaller_factor),  # (x@y)*c -> (x*c)@y, x the smaller operand, 0 < |c| <= 1
+    rule(mul(transpose(X, axes="a"), C), lambda m: m.emit("transpose", m.emit("mul", m.x, m.c), axes=m.a), when=lambda m: m.c.type.rank <= m.x.type.rank),  # T(x)*c -> T(x*c): the scale reads x in its own layout
     rule(div(X, C), lambda m: m.emit("mul", m.x, m.fold("div", m.constant(m.c.value.dtype.type(1)), m.c)), when=exact_reciprocal),  # x/c -> x*(1/c), c = 2^k
     rule(pow(X, ZERO), lambda m: m.emit("full_like", m.x, value=1)),  # x**0 -> 1 (numpy: nan**0 and 0**0 are 1 too)
     rule(pow(X, ONE), lambda m: m.x),  # x**1 -> x

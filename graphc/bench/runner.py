@@ -76,13 +76,13 @@ class Settings:
     min_repeats: int
     max_repeats: int
     rounds: int  # blocks of repeats per mode, interleaved across the modes of a case
-    settle: float  # idle seconds before each block: other libraries' threads go to sleep
+    warmup: float  # seconds of untimed calls before each block (timing.py says why)
 
     @classmethod
     def make(cls, quick: bool) -> Settings:
         if quick:
-            return cls(True, budget=0.05, min_repeats=3, max_repeats=10, rounds=1, settle=0.0)
-        return cls(False, budget=2.0, min_repeats=6, max_repeats=60, rounds=6, settle=0.15)
+            return cls(True, budget=0.05, min_repeats=3, max_repeats=10, rounds=1, warmup=0.02)
+        return cls(False, budget=2.0, min_repeats=6, max_repeats=60, rounds=5, warmup=0.15)
 
 
 def select(
@@ -167,6 +167,7 @@ def _run_case(
                 first=first,
                 min_repeats=settings.min_repeats,
                 max_repeats=settings.max_repeats,
+                warmup_seconds=settings.warmup,
                 single_shot=prepared.single_shot,
             )
             ready[mode] = prepared, plan
@@ -180,7 +181,7 @@ def _run_case(
         cells[mode] = cell
     tick(len(order) - 1, "timing")
     start = time.perf_counter()
-    interleave([plan for _, plan in ready.values()], settings.rounds, settings.settle)
+    interleave([plan for _, plan in ready.values()], settings.rounds)
     for mode, (prepared, plan) in ready.items():
         cell = cells[mode]
         try:

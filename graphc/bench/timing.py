@@ -10,13 +10,13 @@ the warm-up call is the only sample.
 The machine is shared, so its load drifts during a run. `interleave` therefore
 takes the repeats of all modes of one case in a few rounds (a block of repeats of
 each mode per round) rather than mode after mode, so a burst of load slows every
-mode a little instead of one mode a lot. Switching libraries leaves another
-library's threads spinning for a while: OpenBLAS's worker (numpy's, so graphc's too)
-busy-waits for about 0.1 s after its last call on this machine, and on 2 cores that
-takes half the machine from the next mode, whose own BLAS then waits for its slowest
-thread (an MLP step measured 350 us alone and 600 us in such a block). A training loop
-never sees that switch, so before each block the runner idles for `settle` seconds
-(until those threads sleep) and then makes untimed warm-up calls for the caches.
+mode a little instead of one mode a lot. Each block starts with untimed warm-up
+calls, for `warmup_seconds`: switching libraries leaves caches cold and the last
+library's threads spinning (OpenBLAS's worker, numpy's and so graphc's, busy-waits
+about 0.1 s after its last call on this machine; on 2 cores that takes half the
+machine from the next mode), and a training loop never sees that switch. The warm-up
+calls are busy ones: idling instead lets this virtual machine's cores go cold, and
+the calls after an idle pause measured up to twice as slow.
 
 Peak memory is `tracemalloc`'s peak over one call made after the timing runs
 (numpy reports its buffers to tracemalloc), so it counts temporaries and returned
@@ -102,17 +102,14 @@ def schedule(
     return Schedule(call, number, max(min_repeats, min(max_repeats, repeats)), warmup)
 
 
-def interleave(schedules: list[Schedule], rounds: int = 3, settle: float = 0.0) -> None:
-    """Take every schedule's repeats in `rounds` rounds: per round, per schedule, `settle`
-    seconds idle (when there is another schedule), warm-up calls, and then a block of its
-    remaining repeats divided by the rounds left."""
+def interleave(schedules: list[Schedule], rounds: int = 3) -> None:
+    """Take every schedule's repeats in `rounds` rounds: per round, per schedule, warm-up
+    calls and then a block of its remaining repeats divided by the rounds left."""
     for left in range(rounds, 0, -1):
         for s in schedules:
             missing = s.repeats - len(s.samples)
             if missing <= 0 or s.error is not None:
                 continue
-            if len(schedules) > 1:
-                time.sleep(settle)
             try:
                 _loop(s.call, s.warmup)
                 for _ in range(math.ceil(missing / left)):

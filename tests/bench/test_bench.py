@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from graphc.bench.core import (
     Workload,
     relative_error,
 )
-from graphc.bench.timing import Schedule, interleave, measure, peak_bytes
+from graphc.bench.timing import Schedule, interleave, measure, peak_bytes, schedule
 from graphc.cli import main
 
 
@@ -174,17 +173,17 @@ def test_measure_is_consistent() -> None:
     assert (single.repeats, single.number, single.median) == (1, 1, 1.0)
 
 
-def test_interleave_alternates_blocks_and_settles_between_them() -> None:
-    stamps: list[tuple[str, float]] = []
-    plans = [
-        Schedule(lambda n=name: stamps.append((n, time.perf_counter())), 2, 4, 1) for name in "ab"
-    ]
-    interleave(plans, rounds=2, settle=0.05)
+def test_interleave_alternates_blocks_each_after_its_warm_up() -> None:
+    names: list[str] = []
+    plans = [Schedule(lambda n=name: names.append(n), 2, 4, 3) for name in "ab"]
+    interleave(plans, rounds=2)
     assert [len(p.samples) for p in plans] == [4, 4]
-    # blocks a, b, a, b: each of 1 warm-up call and 2 repeats of 2 calls
-    assert "".join(name for name, _ in stamps) == "aaaaabbbbbaaaaabbbbb"
-    gaps = [t1 - t0 for (n0, t0), (n1, t1) in zip(stamps, stamps[1:]) if n0 != n1]
-    assert len(gaps) == 3 and min(gaps) >= 0.05
+    # blocks a, b, a, b: each of 3 warm-up calls and 2 repeats of 2 calls
+    assert "".join(names) == "a" * 7 + "b" * 7 + "a" * 7 + "b" * 7
+    long, short = (
+        schedule(lambda: None, 0.01, first=1e-6, warmup_seconds=seconds) for seconds in (0.05, 5e-4)
+    )
+    assert long.warmup > 10 * short.warmup > 0  # warm-up calls fill the warm-up time
 
 
 def test_peak_bytes_counts_what_a_call_allocates() -> None:

@@ -60,10 +60,22 @@ def test_sgd_step_scales_the_batch_operand_and_subtracts_straight_into_the_weigh
         if plan.values[s.output].kind == "state"
     }
     assert {writers[w] for w in weights} == {"sub"}, plan
-    scaled = [
-        s for s in plan.steps if s.node.op == "mul" and plan.values[s.output].type.shape[-1] == 4
-    ]
-    assert scaled, plan  # lr times a (features, batch) operand of the weight-gradient matmul
+    # each weight's gradient matmul reads lr * (batch, features) gradient, transposed
+    producer = {s.output: s for s in plan.steps}
+    checked = 0
+    for step in plan.steps:
+        if step.node.op == "sub" and plan.values[step.output].base in weights:
+            matmul = producer[step.inputs[1]]
+            transpose = producer[matmul.inputs[0]]
+            scale = producer[transpose.inputs[0]]
+            assert (matmul.node.op, transpose.node.op, scale.node.op) == (
+                "matmul",
+                "transpose",
+                "mul",
+            ), plan
+            assert plan.values[scale.output].type.shape[0] == 4, plan
+            checked += 1
+    assert checked == len(weights) == 2
 
 
 @settings(

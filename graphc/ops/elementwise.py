@@ -304,7 +304,7 @@ def _zero_bits(v: Any) -> bool:
 
 def _where_kernel(c: np.ndarray, x: Any, y: Any, out: np.ndarray | None = None) -> np.ndarray:
     # where(c, x, 0) into a float buffer is x's bits and-ed with a mask that is all ones
-    # where c holds: exact (nan, inf and -0.0 kept or cleared bit for bit) and twice as
+    # where c holds: exact (nan, inf and -0.0 kept or cleared bit for bit) and ~1.7x as
     # fast as np.where, which has no fast loop for a scalar branch. A relu's gradient.
     if out is not None and out.dtype.kind == "f" and np.asarray(c).dtype == np.bool_:
         if _zero_bits(y) and isinstance(x, np.ndarray) and x.dtype == out.dtype:

@@ -236,8 +236,7 @@ class Executable:
         if not bindings or self.opt_level <= 0:
             return self.optimized
         concrete = bound_graph(self.graph, specialize(self.graph, bindings))
-        with collector_paused():
-            concrete = optimize(concrete, self.opt_level)
+        concrete = optimize(concrete, self.opt_level)  # the caller paused the collector
         same_interface = [(n.kind, n.name) for n in concrete.inputs + concrete.outputs] == [
             (n.kind, n.name) for n in self.optimized.inputs + self.optimized.outputs
         ]

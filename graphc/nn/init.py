@@ -19,11 +19,10 @@ from graphc.ir.errors import GraphcError
 Generator = int | np.random.Generator | None
 
 
-def _uniform01(shape: tuple[int, ...], generator: Generator) -> np.ndarray:
+def _uniform01(shape: tuple[int, ...], generator: np.random.Generator | None) -> np.ndarray:
+    """U[0, 1) samples in float64 from `generator` (None: graphc.eager's global one)."""
     if generator is None:
         return rand(*shape, dtype="float64").numpy()
-    if isinstance(generator, (int, np.integer)):
-        generator = np.random.default_rng(int(generator))
     return generator.random(shape, dtype=np.float64)
 
 
@@ -58,7 +57,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator = None) -> Tensor:
     """Fill with samples from U(a, b)."""
-    return _fill(tensor, a + (b - a) * _uniform01(tuple(tensor.shape), generator))
+    return _fill(tensor, a + (b - a) * _uniform01(tuple(tensor.shape), as_generator(generator)))
 
 
 def normal_(
@@ -66,8 +65,9 @@ def normal_(
 ) -> Tensor:
     """Fill with samples from N(mean, std^2) (Box-Muller on the uniform stream)."""
     shape = tuple(tensor.shape)
-    u1 = _uniform01(shape, generator)
-    u2 = _uniform01(shape, generator)
+    rng = as_generator(generator)  # one stream for both draws (a seed would repeat u1 as u2)
+    u1 = _uniform01(shape, rng)
+    u2 = _uniform01(shape, rng)
     z = np.sqrt(-2.0 * np.log1p(-u1)) * np.cos(2.0 * np.pi * u2)
     return _fill(tensor, mean + std * z)
 
@@ -114,7 +114,8 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Generator = No
 
 
 def as_generator(seed: Generator) -> np.random.Generator | None:
-    """One generator for a whole layer, so its weight and bias draw different numbers."""
+    """A seed made a generator, drawn from once per layer or initializer call, so that
+    successive draws (a weight and its bias, normal_'s two uniforms) differ."""
     if seed is None or isinstance(seed, np.random.Generator):
         return seed
     return np.random.default_rng(int(seed))

@@ -152,6 +152,15 @@ def test_initializers_fill_in_place_with_their_bounds() -> None:
         init.calculate_gain("swish")
 
 
+def test_normal_from_an_int_seed_is_normal_and_repeatable() -> None:
+    # both uniforms of Box-Muller come from one stream (a seed made twice repeats them)
+    w = init.normal_(ge.zeros(20000, dtype="float64"), generator=0).numpy()
+    assert abs(w.mean()) < 0.03 and abs(w.std() - 1.0) < 0.03
+    assert abs(np.percentile(w, 1) + np.percentile(w, 99)) < 0.1  # symmetric tails
+    again = init.normal_(ge.zeros(20000, dtype="float64"), generator=0).numpy()
+    np.testing.assert_array_equal(w, again)
+
+
 def test_initializing_a_parameter_keeps_it_a_leaf() -> None:
     w = ge.zeros(3, 3, requires_grad=True)
     init.uniform_(w, -1, 1, generator=0)

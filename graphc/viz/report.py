@@ -81,8 +81,8 @@ def _title(index: int, log: Any) -> str:
     return "\\l".join(lines) + "\\l"  # DOT escape: left-justified lines
 
 
-def changed_passes(report: Any) -> list[tuple[int, Any]]:
-    """(1-based index, log) of the pass runs that changed the graph."""
+def changed_passes(report: Any) -> list[tuple[int, Any, Graph, dict[str, str]]]:
+    """(1-based index, log, union, roles) of the pass runs that changed the graph."""
     result = []
     for i, log in enumerate(report.passes, 1):
         if getattr(log, "before", None) is None or getattr(log, "after", None) is None:
@@ -90,14 +90,15 @@ def changed_passes(report: Any) -> list[tuple[int, Any]]:
                 f"the report's pass '{log.name}' kept no graphs; get the report from "
                 "gc.optimize(graph, level, explain=True)"
             )
-        _, roles = diff_graph(log.before, log.after)
+        union, roles = diff_graph(log.before, log.after)
         if roles:
-            result.append((i, log))
+            result.append((i, log, union, roles))
     return result
 
 
-def _paint_pass(dot: Any, index: int, log: Any, options: Options, prefix: str) -> GraphPainter:
-    union, roles = diff_graph(log.before, log.after)
+def _paint_pass(
+    dot: Any, union: Graph, roles: dict[str, str], options: Options, prefix: str
+) -> GraphPainter:
     painter = GraphPainter(union, options, prefix=prefix, role_overrides=roles)
     painter.paint(dot)  # no backward -> forward links: here the question is what changed
     return painter
@@ -109,10 +110,10 @@ def pass_pictures(report: Any, **options: Any) -> list[tuple[str, graphviz.Digra
 
     opts = make_options(**options)
     pictures = []
-    for index, log in changed_passes(report):
+    for index, log, union, roles in changed_passes(report):
         dot = style.new_digraph(f"{index}_{log.name}", opts.rankdir)
         dot.attr(label=_title(index, log), labelloc="t", labeljust="l", fontsize="12")
-        painter = _paint_pass(dot, index, log, opts, prefix="")
+        painter = _paint_pass(dot, union, roles, opts, prefix="")
         finish(dot, [painter], opts, title=False)
         pictures.append((f"{index:02d}-{log.name}", dot))
     return pictures
@@ -125,13 +126,13 @@ def report_to_dot(report: Any, options: Options) -> graphviz.Digraph:
     dot = style.new_digraph(f"O{report.level}", options.rankdir)
     painters = []
     changed = changed_passes(report)
-    for index, log in changed:
+    for index, log, union, roles in changed:
         with dot.subgraph(name=f"cluster_pass{index}") as cluster:
             cluster.attr(
                 label=_title(index, log), labeljust="l", style="rounded", fontname=style.FONT
             )
-            painters.append(_paint_pass(cluster, index, log, options, prefix=f"pass{index}/"))
-    unchanged = sorted({log.name for log in report.passes} - {log.name for _, log in changed})
+            painters.append(_paint_pass(cluster, union, roles, options, prefix=f"pass{index}/"))
+    unchanged = sorted({log.name for log in report.passes} - {log.name for _, log, _, _ in changed})
     title = (
         options.title
         or f"optimization at O{report.level}: {report.nodes_before} → {report.nodes_after} nodes"

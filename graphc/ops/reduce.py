@@ -31,6 +31,17 @@ def reduced_shape(shape: Shape, axes: tuple[int, ...] | None, keepdims: bool) ->
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def _reduced_dims(shape: Shape, axes: tuple[int, ...] | None) -> Shape:
+    """The dims a reduction over `axes` (all by default) combines."""
+    return tuple(shape) if axes is None else tuple(shape[a] for a in axes)
+
+
+def _check_nonempty(name: str, x: TensorType, axes: tuple[int, ...] | None) -> None:
+    """An extremum (or its index) over an empty axis does not exist."""
+    if 0 in _reduced_dims(x.shape, axes):
+        raise ShapeError(f"{name}: cannot reduce an empty axis of shape {x.shape}")
+
+
 def _reduce_infer(dtype_of: Any) -> Any:
     def infer(x: TensorType, axis: tuple[int, ...] | None, keepdims: bool) -> TensorType:
         return TensorType(reduced_shape(x.shape, axis, keepdims), dtype_of(x.dtype))
@@ -89,7 +100,7 @@ def shape_size(x: Any, axis: tuple[int, ...] | None, dtype: Any) -> Any:
     With symbolic dims the count is known only at run time: a `count` node over x's
     shape, which reads no data (so a backward graph need not keep x alive for it).
     """
-    dims = x.shape if axis is None else tuple(x.shape[a] for a in axis)
+    dims = _reduced_dims(x.shape, axis)
     if all(isinstance(d, int) for d in dims):
         return np.asarray(np.prod(dims, dtype=np.int64), dtype=dtype)
     return _count(shape=tuple(x.shape), axis=axis, dtype=dtype)
@@ -107,8 +118,7 @@ def _count_canon(shape: Any, axis: Any, dtype: Any) -> dict:
 def _count_kernel(
     out: np.ndarray | None = None, shape: Shape = (), axis: Any = None, dtype: Any = "float32"
 ) -> np.ndarray:
-    dims = shape if axis is None else [shape[a] for a in axis]
-    return into(out, np.asarray(np.prod(dims, dtype=np.int64), dtype))
+    return into(out, np.asarray(np.prod(_reduced_dims(shape, axis), dtype=np.int64), dtype))
 
 
 _count = defop(
@@ -134,7 +144,7 @@ def _mean_kernel(
 ) -> np.ndarray:
     # np.mean is a sum and a division behind microseconds of Python: for float32/64 make
     # the same two calls, with the same intp count, so results agree bit for bit
-    count = math.prod(x.shape) if axis is None else math.prod(x.shape[a] for a in axis)
+    count = math.prod(_reduced_dims(x.shape, axis))
     if x.dtype.char not in "fd" or count == 0:  # other dtypes sum wider; empty warns
         return np.asarray(np.mean(x, axis=axis, keepdims=keepdims, out=out))
     if out is None:
@@ -160,9 +170,7 @@ def _nonempty_infer(name: str) -> Any:
     plain = _reduce_infer(lambda d: d)
 
     def infer(x: TensorType, axis: tuple[int, ...] | None, keepdims: bool) -> TensorType:
-        axes = range(x.rank) if axis is None else axis
-        if any(x.shape[a] == 0 for a in axes):
-            raise ShapeError(f"{name}: cannot reduce an empty axis of shape {x.shape}")
+        _check_nonempty(name, x, axis)
         return plain(x, axis, keepdims)
 
     return infer
@@ -208,8 +216,7 @@ def _argmax_canon(x: TensorType, axis: Any, keepdims: bool) -> dict:
 
 def _argmax_infer(x: TensorType, axis: int | None, keepdims: bool) -> TensorType:
     axes = None if axis is None else (axis,)
-    if any(x.shape[a] == 0 for a in (range(x.rank) if axis is None else axes)):
-        raise ShapeError(f"argmax: cannot reduce an empty axis of shape {x.shape}")
+    _check_nonempty("argmax", x, axes)
     return TensorType(reduced_shape(x.shape, axes, keepdims), np.int64)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import inspect
 import sys
 import warnings
 from collections.abc import Callable
@@ -95,26 +94,11 @@ def _floating_inputs(g: Graph) -> list[str]:
     return [p.name for p in g.inputs if p.type.dtype.kind == "f"]
 
 
-def _check_spec_count(fn: Callable[..., Any], given: int) -> None:
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    params = inspect.signature(fn).parameters.values()
-    if any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params):
-        return
-    required = [p.name for p in params if p.kind in kinds and p.default is p.empty]
-    allowed = [p.name for p in params if p.kind in kinds]
-    if not len(required) <= given <= len(allowed):
-        raise GraphcError(
-            f"function '{fn.__name__}' takes {len(required)} input(s) ({', '.join(required)}); "
-            f"got {given} --spec"
-        )
-
-
 def render_command(args: argparse.Namespace) -> list[str]:
     """Trace, optionally differentiate and optimize, render; returns lines to print."""
     import graphc as gc
 
     fn = load_function(args.target)
-    _check_spec_count(fn, len(args.spec))
     g = gc.trace(fn, *[parse_spec(s) for s in args.spec])
     out = Path(args.output)
     wrt = _floating_inputs(g)

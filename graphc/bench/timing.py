@@ -98,7 +98,7 @@ def schedule(
     per_call = elapsed / number
     number = max(1, math.ceil(repeat_seconds / per_call))
     repeats = int(budget / max(per_call * number, 1e-9))
-    warmup = max(1, math.ceil(warmup_seconds / per_call)) if per_call < warmup_seconds else 1
+    warmup = max(1, math.ceil(warmup_seconds / per_call))  # 1 when a call outlasts it
     return Schedule(call, number, max(min_repeats, min(max_repeats, repeats)), warmup)
 
 

@@ -43,10 +43,15 @@ def compile_static(
 
 
 def static_mode(graph_of: Callable[[dict[str, Any]], gc.Graph], opt_level: int) -> Builder:
-    """A builder compiling the case's graph at `opt_level`, fed `inputs["args"]`."""
+    """A builder compiling the case's graph at `opt_level`, fed `inputs["args"]`.
+
+    The graph is made once per case and kept in `inputs`, so O0 and O2 compile the same one.
+    """
 
     def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
-        _, prepared = compile_static(graph_of(inputs), opt_level, inputs["args"])
+        if "graph" not in inputs:
+            inputs["graph"] = graph_of(inputs)
+        _, prepared = compile_static(inputs["graph"], opt_level, inputs["args"])
         return prepared
 
     return build

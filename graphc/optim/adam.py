@@ -29,6 +29,10 @@ class Adam(Optimizer):
     """
 
     state_names = ("step", "exp_avg", "exp_avg_sq")
+    lr: float
+    betas: tuple[float, float]
+    eps: float
+    weight_decay: float
 
     def __init__(
         self,
@@ -43,8 +47,8 @@ class Adam(Optimizer):
         check_range("beta1", betas[0], 0.0, 1.0)
         check_range("beta2", betas[1], 0.0, 1.0)
         check_range("weight_decay", weight_decay, 0.0)
-        self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        hyper = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        super().__init__(params, hyper)
 
     def update(self, param: Any, grad: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         beta1, beta2 = self.betas

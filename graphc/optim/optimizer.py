@@ -35,7 +35,7 @@ class Optimizer:
 
     state_names: tuple[str, ...] = ()
 
-    def __init__(self, params: Iterable[Tensor], defaults: dict[str, Any]) -> None:
+    def __init__(self, params: Iterable[Tensor], hyperparameters: dict[str, Any]) -> None:
         self.params = list(params)
         if not self.params:
             raise GraphcError(f"{type(self).__name__} got an empty parameter list")
@@ -50,7 +50,10 @@ class Optimizer:
                     f"{type(self).__name__}: parameter {index} (shape {tuple(p.shape)}) must "
                     "be a leaf tensor that requires grad"
                 )
-        self.defaults = dict(defaults)
+        # attributes `update` reads (opt.lr = ... takes effect at the next step)
+        self._hyperparameters = tuple(hyperparameters)
+        for name, value in hyperparameters.items():
+            setattr(self, name, value)
         # state per parameter index: name -> tensor; filled on each parameter's first step
         self.state: list[dict[str, Tensor]] = [{} for _ in self.params]
 
@@ -94,5 +97,5 @@ class Optimizer:
                 self.state[index] = new_state
 
     def __repr__(self) -> str:
-        settings = ", ".join(f"{k}={v}" for k, v in self.defaults.items())
+        settings = ", ".join(f"{k}={getattr(self, k)}" for k in self._hyperparameters)
         return f"{type(self).__name__}({settings})"

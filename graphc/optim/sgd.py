@@ -30,6 +30,12 @@ class SGD(Optimizer):
     tensor([0.8000, 1.6000], requires_grad=True)
     """
 
+    lr: float
+    momentum: float
+    dampening: float
+    weight_decay: float
+    nesterov: bool
+
     def __init__(
         self,
         params: Iterable[Tensor],
@@ -44,14 +50,12 @@ class SGD(Optimizer):
         check_range("weight_decay", weight_decay, 0.0)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise GraphcError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
-        self.lr, self.momentum, self.dampening = lr, momentum, dampening
-        self.weight_decay, self.nesterov = weight_decay, nesterov
         if momentum:
             # with dampening the first step differs from the rest, so it needs a counter
             self.state_names = ("momentum_buffer", "step") if dampening else ("momentum_buffer",)
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening)
-        defaults.update(weight_decay=weight_decay, nesterov=nesterov)
-        super().__init__(params, defaults)
+        hyper = dict(lr=lr, momentum=momentum, dampening=dampening)
+        hyper.update(weight_decay=weight_decay, nesterov=nesterov)
+        super().__init__(params, hyper)
 
     def update(self, param: Any, grad: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         g = grad

@@ -124,6 +124,16 @@ def test_sgd_state_names_follow_its_settings() -> None:
     )
 
 
+def test_a_changed_learning_rate_is_used_and_shown() -> None:
+    w = ge.tensor([1.0, 2.0], requires_grad=True)
+    opt = optim.SGD([w], lr=0.1)
+    opt.lr = 0.5  # as a schedule would
+    (w * w).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), [0.0, 0.0])
+    assert repr(opt).startswith("SGD(lr=0.5, momentum=0.0")
+
+
 @pytest.mark.parametrize("set_to_none", [True, False])
 def test_zero_grad(set_to_none: bool) -> None:
     w = ge.ones(2, requires_grad=True)

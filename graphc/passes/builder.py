@@ -44,8 +44,11 @@ class GraphBuilder:
                 self._counters[base] = k
                 return name
 
-    def _name_for(self, node: Node) -> str:
-        return node.name if node.name not in self.graph else self.fresh_name(node.name)
+    def _name(self, base: str, replaces: Node | None) -> str:
+        """The name of the node `replaces` while the new graph does not use it, else fresh."""
+        if replaces is not None and replaces.name not in self.graph:
+            return replaces.name
+        return self.fresh_name(base)
 
     def copy(self, node: Node, inputs: Iterable[Node] = ()) -> Node:
         """Append a copy of old `node` (same name, attrs, type, meta) on new `inputs`."""
@@ -55,13 +58,12 @@ class GraphBuilder:
         if node.kind == OUTPUT:
             return self.graph.add_output(inputs[0], node.name, meta=node.meta)
         return self.graph.add_op(
-            node.op, inputs, node.attrs, node.type, name=self._name_for(node), meta=node.meta
+            node.op, inputs, node.attrs, node.type, name=self._name(node.name, node), meta=node.meta
         )
 
     def append(self, node: Node) -> Node:
         """Append a detached op node, renaming it if its name is taken."""
-        if node.name in self.graph:
-            node.name = self.fresh_name(node.name)
+        node.name = self._name(node.name, node)
         return self.graph.append(node)
 
     def op(
@@ -79,10 +81,7 @@ class GraphBuilder:
         """
         inputs = tuple(inputs)
         full, out_type = prepare(get_op(op), [x.type for x in inputs], dict(attrs or {}))
-        if replaces is not None and replaces.name not in self.graph:
-            name = replaces.name
-        else:
-            name = self.fresh_name(name or op)
+        name = self._name(name or op, replaces)
         return self.graph.add_op(op, inputs, full, out_type, name=name, meta=meta)
 
     def constant(
@@ -96,10 +95,6 @@ class GraphBuilder:
 
         A constant that `replaces` an old node takes that node's name when it is free.
         """
-        if replaces is not None and replaces.name not in self.graph:
-            name = replaces.name
-        else:
-            name = self.fresh_name(name)
         array = np.array(value)
         array.flags.writeable = False
         return self.graph.add_op(
@@ -107,7 +102,7 @@ class GraphBuilder:
             (),
             {"value": array},
             TensorType.of(array),
-            name=name,
+            name=self._name(name, replaces),
             meta=meta,
         )
 

@@ -231,10 +231,7 @@ def _placeholders_first(graph: Graph) -> Graph:
     result = Graph(graph.name)
     copies: dict[Node, Node] = {}
     for n in ordered:
-        copy = Node(
-            n.name, n.kind, n.op, tuple(copies[x] for x in n.inputs), n.attrs, n.type, n.meta
-        )
-        copies[n] = result.append(copy)
+        result.append_copy(n, copies)
     return result
 
 

@@ -127,6 +127,14 @@ class Graph:
         self._by_name[node.name] = node
         return node
 
+    def append_copy(self, node: Node, copies: dict[Node, Node]) -> Node:
+        """Append a copy of another graph's `node` (same name, op, attrs, type, meta), its
+        inputs mapped through `copies`, and record the copy there."""
+        inputs = tuple(copies[x] for x in node.inputs)
+        copy = Node(node.name, node.kind, node.op, inputs, node.attrs, node.type, node.meta)
+        copies[node] = self.append(copy)
+        return copies[node]
+
     def add_placeholder(self, name: str, type: TensorType, meta: Mapping | None = None) -> Node:
         return self.append(Node(name, PLACEHOLDER, None, (), {}, type, meta))
 

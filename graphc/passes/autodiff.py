@@ -54,21 +54,6 @@ class Joint:
     outputs: list[str]  # the forward graph's outputs, repeated first
 
 
-def copy_node(node: Node, graph: Graph, copies: dict[Node, Node]) -> Node:
-    """Append a copy of `node` to `graph`, its inputs mapped through `copies`."""
-    copy = Node(
-        node.name,
-        node.kind,
-        node.op,
-        tuple(copies[x] for x in node.inputs),
-        node.attrs,
-        node.type,
-        node.meta,
-    )
-    copies[node] = graph.append(copy)
-    return copies[node]
-
-
 def _check_wrt(g: Graph, wrt: Sequence[str]) -> list[Node]:
     if isinstance(wrt, str):
         wrt = [wrt]
@@ -202,7 +187,7 @@ def differentiate(
     scratch = Graph(f"{g.name}_grad")
     copies: dict[Node, Node] = {}
     for n in g.inputs:
-        copy_node(n, scratch, copies)
+        scratch.append_copy(n, copies)
     seed_names: list[str] = []
     for o in chosen:
         if seeds:
@@ -214,7 +199,7 @@ def differentiate(
             seed_names.append(seed.name)
     for n in g.nodes:
         if n.kind != PLACEHOLDER:  # outputs too, so no backward node takes their names
-            copy_node(n, scratch, copies)
+            scratch.append_copy(n, copies)
 
     builder = _Builder(scratch)
     with scratch:
@@ -297,7 +282,7 @@ def _prune(
     copies: dict[Node, Node] = {}
     for n in scratch.nodes:
         if n.kind != OUTPUT and (n.kind == PLACEHOLDER or n.name in forward or n in live):
-            copy_node(n, result, copies)
+            result.append_copy(n, copies)
     for o in g.outputs:
         result.add_output(copies[scratch.node(o.inputs[0].name)], o.name, meta=o.meta)
     grad_names = []
@@ -370,7 +355,7 @@ def split_backward(
     for n in g.nodes:
         if n.kind == OUTPUT:
             continue
-        copy_node(n, forward, copies)
+        forward.append_copy(n, copies)
     for o in g.outputs:
         forward.add_output(copies[o.inputs[0]], o.name, meta=o.meta)
     for n in saved:
@@ -383,14 +368,14 @@ def split_backward(
     for n in saved:
         bcopies[n] = backward.add_placeholder(n.name, n.type, meta=dict(n.meta))
     for name in joint.seeds:
-        copy_node(graph.node(name), backward, bcopies)
+        backward.append_copy(graph.node(name), bcopies)
     used_constants = {
         x for n in backward_nodes for x in n.inputs if x.name in joint.forward and x.is_constant
     } | {v for v in grad_values if v.name in joint.forward and v.is_constant}
     copied = used_constants | set(backward_nodes)
     for n in graph.nodes:
         if n in copied:
-            copy_node(n, backward, bcopies)
+            backward.append_copy(n, bcopies)
     for name, value in zip(joint.grads, grad_values):
         backward.add_output(bcopies[value], name, meta=graph.node(name).meta)
     return forward, backward

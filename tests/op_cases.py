@@ -309,6 +309,10 @@ _case("argmax", "all", gc.argmax, [F(3, 4)], np.argmax, grad=(False,))
 _case("argmax", "axis", lambda x: gc.argmax(x, axis=-1, keepdims=True), [F(3, 4)],
       lambda x: np.argmax(x, axis=-1, keepdims=True), grad=(False,))  # fmt: skip
 _case("argmax", "int", lambda x: gc.argmax(x, axis=0), [I(3, 4)], lambda x: np.argmax(x, axis=0))
+_case("argmin", "all", gc.argmin, [F(3, 4)], np.argmin, grad=(False,))
+_case("argmin", "axis", lambda x: gc.argmin(x, axis=-1, keepdims=True), [F(3, 4)],
+      lambda x: np.argmin(x, axis=-1, keepdims=True), grad=(False,))  # fmt: skip
+_case("argmin", "int", lambda x: gc.argmin(x, axis=0), [I(3, 4)], lambda x: np.argmin(x, axis=0))
 
 
 def _logsumexp(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:

@@ -62,11 +62,8 @@ def extremum(x: Any, reduce: Any, dim: Any, keepdim: bool, axis: Any, keepdims: 
         return reduce(x)
     if axis is not None:
         return reduce(x, axis=axis, keepdims=bool(keepdims))
-    from graphc.eager.grad_mode import no_grad
-
-    with no_grad():
-        scores = x if reduce is R.max else E.neg(x)
-        indices = R.argmax(scores, axis=dim, keepdims=keepdim)
+    find = R.argmax if reduce is R.max else R.argmin
+    indices = find(x, axis=dim, keepdims=keepdim)
     return MinMax(reduce(x, axis=dim, keepdims=keepdim), indices)
 
 
@@ -222,10 +219,7 @@ class TorchMethods:
         return R.argmax(self, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
 
     def argmin(self, dim: Any = None, keepdim: bool = False) -> Any:
-        from graphc.eager.grad_mode import no_grad
-
-        with no_grad():
-            return R.argmax(E.neg(self), axis=dim, keepdims=keepdim)
+        return R.argmin(self, axis=dim, keepdims=keepdim)
 
     def var(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
             correction: int | None = None) -> Any:  # fmt: skip

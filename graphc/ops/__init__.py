@@ -69,7 +69,7 @@ from graphc.ops.indexing import (
 )
 from graphc.ops.linalg import matmul
 from graphc.ops.nn import cross_entropy, log_softmax, mse_loss, one_hot, softmax
-from graphc.ops.reduce import argmax, logsumexp, max, mean, min, sum, var
+from graphc.ops.reduce import argmax, argmin, logsumexp, max, mean, min, sum, var
 from graphc.ops.shape import (
     broadcast_to,
     cat,

@@ -113,6 +113,9 @@ class OperatorMixin:
     def argmax(self, axis: Any = None, keepdims: bool = False) -> Any:
         return R.argmax(self, axis=axis, keepdims=keepdims)
 
+    def argmin(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return R.argmin(self, axis=axis, keepdims=keepdims)
+
     def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
         return R.var(self, axis=axis, keepdims=keepdims, ddof=ddof)
 

@@ -1,4 +1,4 @@
-"""Reductions: sum, mean, max, min, argmax, logsumexp, and var built on them."""
+"""Reductions: sum, mean, max, min, argmax, argmin, logsumexp, and var built on them."""
 
 from __future__ import annotations
 
@@ -205,31 +205,41 @@ min = defop(
 )
 
 
-def _argmax_canon(x: TensorType, axis: Any, keepdims: bool) -> dict:
-    if axis is not None and not isinstance(axis, (int, np.integer)):
-        raise GraphcError(f"argmax: axis must be one int or None, got {axis!r}")
-    return {
-        "axis": None if axis is None else normalize_axis(int(axis), x.rank, "argmax"),
-        "keepdims": bool(keepdims),
-    }
+def _index_op(name: str, find: Any, doc: str) -> Any:
+    """argmax or argmin: the index numpy's `find` gives, along one axis or overall."""
+
+    def canon(x: TensorType, axis: Any, keepdims: bool) -> dict:
+        if axis is not None and not isinstance(axis, (int, np.integer)):
+            raise GraphcError(f"{name}: axis must be one int or None, got {axis!r}")
+        return {
+            "axis": None if axis is None else normalize_axis(int(axis), x.rank, name),
+            "keepdims": bool(keepdims),
+        }
+
+    def infer(x: TensorType, axis: int | None, keepdims: bool) -> TensorType:
+        axes = None if axis is None else (axis,)
+        _check_nonempty(name, x, axes)
+        return TensorType(reduced_shape(x.shape, axes, keepdims), np.int64)
+
+    return defop(
+        name,
+        infer=infer,
+        kernel=lambda x, out=None, axis=None, keepdims=False: into(
+            out, find(x, axis=axis, keepdims=keepdims)
+        ),
+        attrs={"axis": None, "keepdims": False},
+        canonicalize=canon,
+        cost=_reduce_cost,
+        doc=doc,
+    )
 
 
-def _argmax_infer(x: TensorType, axis: int | None, keepdims: bool) -> TensorType:
-    axes = None if axis is None else (axis,)
-    _check_nonempty("argmax", x, axes)
-    return TensorType(reduced_shape(x.shape, axes, keepdims), np.int64)
-
-
-argmax = defop(
-    "argmax",
-    infer=_argmax_infer,
-    kernel=lambda x, out=None, axis=None, keepdims=False: into(
-        out, np.argmax(x, axis=axis, keepdims=keepdims)
-    ),
-    attrs={"axis": None, "keepdims": False},
-    canonicalize=_argmax_canon,
-    cost=_reduce_cost,
-    doc="Index of the largest element along axis (of the flattened x by default).",
+argmax = _index_op(
+    "argmax", np.argmax, "Index of the largest element along axis (of the flattened x by default)."
+)
+# its own op, not argmax(-x): negating wraps INT_MIN and fails on bools
+argmin = _index_op(
+    "argmin", np.argmin, "Index of the smallest element along axis (of the flattened x by default)."
 )
 
 

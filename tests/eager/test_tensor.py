@@ -204,3 +204,17 @@ def test_conversions() -> None:
         ge.ones(1, requires_grad=True).numpy()
     assert int(ge.tensor(3)) == 3 and [10, 20, 30][ge.tensor(1)] == 20
     assert x.data.requires_grad is False and np.shares_memory(x.data.numpy(), x.numpy())
+
+
+def test_argmin_and_min_indices_of_bool_and_int_min() -> None:
+    # argmin is its own op: argmax of the negation wraps INT_MIN and fails on bools
+    for values in (
+        np.array([True, False, True]),
+        np.array([5, np.iinfo(np.int32).min, 0], np.int32),
+        np.array([[2.0, -1.0], [0.5, 4.0]]),
+    ):
+        t = ge.tensor(values)
+        assert int(t.argmin().numpy()) == int(np.argmin(values))
+        if values.ndim == 2:
+            np.testing.assert_array_equal(t.min(dim=1).indices.numpy(), values.argmin(axis=1))
+            np.testing.assert_array_equal(t.argmin(dim=0).numpy(), values.argmin(axis=0))

@@ -31,6 +31,7 @@ from graphc.ir.errors import (
     FeedError,
     GraphcError,
     GraphMismatchError,
+    IndexRangeError,
     NumericsError,
     ParseError,
     ShapeError,

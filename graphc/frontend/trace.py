@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -111,7 +112,14 @@ class _Trace:
         return symbol
 
 
-_TRACES: list[_Trace] = []
+class _Tracing(threading.local):
+    """The traces this thread has in progress, innermost last."""
+
+    def __init__(self) -> None:
+        self.traces: list[_Trace] = []
+
+
+_TRACING = _Tracing()
 _LIFTED: weakref.WeakKeyDictionary[Graph, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
@@ -128,7 +136,7 @@ def _lift_eager(value: Any, graph: Graph) -> Symbol | None:
     tensor_type = eager_tensor_type()
     if tensor_type is None or not isinstance(value, tensor_type):
         return None
-    for trace_state in reversed(_TRACES):
+    for trace_state in reversed(_TRACING.traces):
         if trace_state.graph is graph:
             return trace_state.lift(value)
     raise TracingError(
@@ -267,7 +275,7 @@ def trace(
                 meta={"loc": user_location()},
             )
             args.append(Symbol(node))
-        _TRACES.append(state)
+        _TRACING.traces.append(state)
         try:
             result = fn(*args)
             items = _output_items(result)
@@ -280,7 +288,7 @@ def trace(
                     )
                 _mark_output(graph, value, out_name)
         finally:
-            _TRACES.remove(state)
+            _TRACING.traces.remove(state)
     if not graph.outputs:
         raise TracingError(f"trace: {graph.name} returned nothing to output")
     graph = _placeholders_first(graph)

@@ -2,8 +2,10 @@
 
 Every mistake a user can make surfaces as a subclass of `GraphcError` whose message
 names the node, placeholder or op involved and what was expected versus what came.
-Each class also derives from the closest builtin exception so that generic handlers
-(`except ValueError`) keep working.
+Each class also derives from the builtin exceptions a Python or PyTorch user would
+catch in the same situation, so their `except` clauses keep working: PyTorch raises
+RuntimeError for shape, dtype and autograd mistakes (so do ours, besides ValueError
+or TypeError), and IndexError for an index out of range.
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ class GraphcError(Exception):
     """Base class of every error graphc raises on purpose."""
 
 
-class ShapeError(GraphcError, ValueError):
+class ShapeError(GraphcError, ValueError, RuntimeError):
     """Shapes do not fit an op's type rule, or a feed's shape is wrong."""
 
 
-class DTypeError(GraphcError, TypeError):
+class DTypeError(GraphcError, TypeError, RuntimeError):
     """A dtype is unsupported or does not fit an op's type rule."""
+
+
+class IndexRangeError(ShapeError, IndexError):
+    """An index (of take, one_hot, getitem) is out of range for the dim it indexes."""
 
 
 class FeedError(GraphcError, ValueError):
@@ -56,5 +62,5 @@ class NumericsError(GraphcError, FloatingPointError):
     """A NaN or infinity appeared while `check_numerics=True`."""
 
 
-class AutodiffError(GraphcError, ValueError):
+class AutodiffError(GraphcError, ValueError, RuntimeError):
     """A gradient was asked for something that cannot be differentiated."""

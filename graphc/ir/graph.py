@@ -13,6 +13,7 @@ by hand, so no use-list can drift.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -206,11 +207,11 @@ class Graph:
         return f"<Graph '{self.name}': {len(self.inputs)} inputs, {len(self.op_nodes)} ops, {len(self.outputs)} outputs>"
 
     def __enter__(self) -> Graph:
-        _ACTIVE.append(self)
+        _declaring().append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _ACTIVE.remove(self)
+        _declaring().remove(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """On arrays: run the graph. On graph values: inline it into their graph."""
@@ -225,8 +226,20 @@ class Graph:
         return bundle
 
 
-# The graphs being declared, innermost last (`with g:` pushes, leaving pops).
-_ACTIVE: list[Graph] = []
+class _Declaring(threading.local):
+    """The graphs this thread is declaring, innermost last (`with g:` pushes, leaving
+    pops). Per thread: another thread's ops on plain arrays must not record into them."""
+
+    def __init__(self) -> None:
+        self.graphs: list[Graph] = []
+
+
+_STATE = _Declaring()
+
+
+def _declaring() -> list[Graph]:
+    return _STATE.graphs
+
 
 # Upper layers install these: running/inlining a Graph and rendering it need code
 # that the IR must not import.
@@ -235,8 +248,9 @@ _MIME_HANDLER: Callable[[Any], dict[str, str]] | None = None
 
 
 def active_graph() -> Graph | None:
-    """The innermost graph opened with `with graph:`, or None."""
-    return _ACTIVE[-1] if _ACTIVE else None
+    """The innermost graph this thread opened with `with graph:`, or None."""
+    graphs = _STATE.graphs
+    return graphs[-1] if graphs else None
 
 
 def expect_graph(obj: Any, what: str) -> Graph:

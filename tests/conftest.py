@@ -1,8 +1,12 @@
-"""Shared test settings: hypothesis runs without deadlines (the machine is noisy)."""
+"""Shared test settings: hypothesis runs without deadlines (the machine is noisy); the
+`needs_dot` mark for tests that render pictures."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+import graphc as gc
 
 settings.register_profile(
     "graphc",
@@ -11,3 +15,11 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("graphc")
+
+# tests that render pictures need graphviz's `dot` program; without it they skip and say
+# how to install it (CI installs it, so they run there)
+needs_dot = pytest.mark.skipif(
+    not gc.viz.have_dot(),
+    reason="graphviz's `dot` program is not installed: apt-get install graphviz "
+    "(macOS: brew install graphviz; conda: conda install graphviz)",
+)

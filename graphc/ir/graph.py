@@ -115,6 +115,8 @@ class Graph:
         """Add a node whose inputs already belong to this graph."""
         if node.kind not in KINDS:
             raise VerifyError(f"node '{node.name}' has unknown kind {node.kind!r}")
+        if not isinstance(node.name, str) or not node.name:
+            raise VerifyError(f"a node's name must be a non-empty string, got {node.name!r}")
         if node.name in self._by_name:
             raise VerifyError(f"graph '{self.name}' already has a node named '{node.name}'")
         for x in node.inputs:

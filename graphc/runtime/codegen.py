@@ -6,10 +6,17 @@ calling a kernel (a numpy ufunc directly where the op's kernel is one) with ``ou
 a preallocated buffer. The code is compiled once per plan and executed once per
 thread in a namespace of that thread's own (``Generated.make``), so the buffers are
 that namespace's globals and ``run`` interprets nothing at call time.
+
+User text never reaches the source except as an escaped literal: identifiers are
+generated (`Generator.fresh` keeps only ASCII letters, digits and underscores of a
+name, never a leading underscore), attribute strings are `repr` literals, and names
+shown in comments go through `shown`, which JSON-escapes anything but plain
+characters, so a name holding a newline cannot start a line of code.
 """
 
 from __future__ import annotations
 
+import json
 import keyword
 import math
 import re
@@ -25,6 +32,15 @@ from graphc.runtime.plan import Plan, Step, Value
 from graphc.runtime.recycle import Recycler, worth_recycling
 
 STATIC_KINDS = ("allocated", "constant", "state")
+_PLAIN = re.compile(r"[A-Za-z0-9_.]+")
+_NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
+
+
+def shown(name: str) -> str:
+    """A value name as it may appear in a comment of generated source: itself when it is
+    plain, else a one-line JSON string (newlines, quotes, non-ASCII escaped)."""
+    return name if _PLAIN.fullmatch(name) else json.dumps(name, ensure_ascii=True)
+
 
 # op name -> emitter(gen, step, out) returning source lines; fused ops register here
 Lowering = Callable[["Generator", Step, str], list[str]]
@@ -73,12 +89,15 @@ class Generator:
         self.static: set[str] = set()  # values whose arrays exist before run is called
         self.setup_lines: list[str] = []  # per-thread scratch that lowerings allocate
         self.scratch: dict[tuple, list[str]] = {}  # scratch free between fused steps
+        self._snapshots: dict[str, str] = {}  # returned state values, copied before updates
 
     # -- names ------------------------------------------------------------------
 
     def fresh(self, base: str) -> str:
-        name = re.sub(r"\W", "_", base)
-        if not name or name[0].isdigit() or keyword.iskeyword(name):
+        """A new identifier derived from `base`: ASCII word characters only, never a
+        keyword, never starting with a digit or an underscore (no dunder globals)."""
+        name = _NOT_IDENTIFIER.sub("_", base)
+        if not name or not name[0].isalpha() or keyword.iskeyword(name):
             name = "v_" + name
         candidate, k = name, 1
         while candidate in self._taken:
@@ -115,6 +134,7 @@ class Generator:
         body: list[str] = []
         for step in plan.steps:
             body.extend(self._step(step))
+        body.extend(self._snapshot_state_returns())
         body.extend(self._late_updates())
         body.append(self._return())
         setup_lines = ["# per thread: carve this thread's arena, bind constants and state"]
@@ -182,7 +202,7 @@ class Generator:
     def _step(self, step: Step) -> list[str]:
         value = self.plan.values[step.output]
         node = step.node
-        comment = f"# {step.index}: {node.name} = {node.op}({', '.join(step.inputs)})"
+        comment = f"# {step.index}: {step_text(step)}"
         if value.kind != "output":
             comment += f"  [{value.kind}]"
         lines = [comment]
@@ -243,6 +263,20 @@ class Generator:
         self.setup_lines.append(f"{recycler} = Recycler({t.shape!r}, {dtype})  # see recycle.py")
         return f"{out} = {recycler}()"
 
+    def _snapshot_state_returns(self) -> list[str]:
+        """Copy returned values that live in a state buffer before the updates overwrite
+        it: an output that is the state placeholder itself (or simplifies to it, w * 1.0)
+        returns the value the call started with, not the updated one."""
+        plan = self.plan
+        lines = []
+        for name in dict.fromkeys(plan.returns):
+            value = plan.values[name]
+            if plan.buffers[value.buffer].kind == "state" and value.kind != "output":
+                snapshot = self.fresh(f"returned_{name}")
+                lines.append(f"{snapshot} = array_copy({self.expr[name]})")
+                self._snapshots[name] = snapshot
+        return lines
+
     def _late_updates(self) -> list[str]:
         plan = self.plan
         lines, sources = [], {}
@@ -255,21 +289,30 @@ class Generator:
                 source = snapshot
             sources[target] = source
         for target, source in sources.items():
-            lines.append(f"copyto({self.expr[target]}, {source})  # update {target}")
+            lines.append(f"copyto({self.expr[target]}, {source})  # update {shown(target)}")
         return lines
 
     def _return(self) -> str:
         plan = self.plan
         results, given = [], set()
         for name in plan.returns:
-            fresh = plan.values[name].kind == "output" and name not in given
-            results.append(self.expr[name] if fresh else f"array_copy({self.expr[name]})")
+            fresh = name not in given and (
+                plan.values[name].kind == "output" or name in self._snapshots
+            )
+            expr = self._snapshots.get(name, self.expr[name])
+            results.append(expr if fresh else f"array_copy({expr})")
             given.add(name)
         if not results:
             return "return None"
         if len(results) == 1:
             return f"return {results[0]}"
         return f"return ({', '.join(results)},)"
+
+
+def step_text(step: Step) -> str:
+    """What a step computes, for a comment: `name = op(inputs)`, names escaped."""
+    inputs = ", ".join(shown(x) for x in step.inputs)
+    return f"{shown(step.output)} = {step.node.op}({inputs})"
 
 
 def _is_literal(obj: Any) -> bool:

@@ -28,6 +28,7 @@ import numpy as np
 
 from graphc.ir.errors import FeedError, GraphcError
 from graphc.ir.graph import Graph, expect_graph
+from graphc.ir.verify import verify
 from graphc.passes.pipeline import optimize as run_pipeline
 from graphc.runtime import fused as _fused  # noqa: F401 - registers the fused lowerings
 from graphc.runtime import scalar as scalar_plans
@@ -130,8 +131,11 @@ class Executable:
             args = self._order(args, feeds)
         return self._entry(*args)
 
-    def _order(self, args: tuple, feeds: dict[str, Any]) -> tuple:
-        """Positional data feeds from args and keywords; keyword state feeds set state."""
+    def _order(
+        self, args: tuple, feeds: dict[str, Any], examples: dict[str, np.ndarray] | None = None
+    ) -> tuple:
+        """Positional data feeds from args and keywords. Keyword state feeds set the state,
+        or, when `examples` is given (inspection), are only checked and collected there."""
         names = [p.name for p in self._data]
         if len(args) > len(names):
             raise FeedError(
@@ -140,7 +144,11 @@ class Executable:
             )
         given = dict(zip(names, args))
         for name, value in feeds.items():
-            if name in self._state:
+            if name in self._state and examples is not None:
+                p = next(p for p in self._state_nodes if p.name == name)
+                examples[name] = as_feed_array(p, value)
+                bind_dims(name, p.type, examples[name].shape, {})
+            elif name in self._state:
                 self.set_state(**{name: value})
             elif name in given:
                 raise FeedError(f"placeholder '{name}' was fed twice (by position and by name)")
@@ -160,7 +168,9 @@ class Executable:
 
     def _make_entry(self) -> Any:
         params = [f"a{k}" for k in range(len(self._data))]
-        key = ", ".join(f"{a}.shape, {a}.dtype" for a in params)
+        # only an exact ndarray is trusted: any other object with `shape` and `dtype`
+        # attributes (an eager tensor, a subclass, a duck) takes the checked slow path
+        key = ", ".join(f"({a}.shape if type({a}) is ndarray else None), {a}.dtype" for a in params)
         call = f"run({', '.join(params)})"
         if self._call_lock is not None:
             call_lines = ["    with lock:", f"        return {call}"]
@@ -176,7 +186,12 @@ class Executable:
                 *call_lines,
             ]
         )
-        namespace = {"local": self._local, "slow": self._slow, "lock": self._call_lock}
+        namespace = {
+            "local": self._local,
+            "slow": self._slow,
+            "lock": self._call_lock,
+            "ndarray": np.ndarray,
+        }
         exec(builtins.compile(source, f"<graphc entry {self.graph.name}>", "exec"), namespace)
         return namespace["entry"]
 
@@ -203,30 +218,41 @@ class Executable:
 
     # -- specialization -----------------------------------------------------------
 
-    def _bindings(self, key: tuple) -> dict[str, int]:
+    def _state_shapes(self) -> dict[str, tuple]:
+        return {name: v.shape for name, v in self._state.items() if v is not None}
+
+    def _bindings(self, key: tuple, state_shapes: dict[str, tuple]) -> dict[str, int]:
         bindings: dict[str, int] = {}
         for p, shape in zip(self._data, key[0::2]):
             bind_dims(p.name, p.type, shape, bindings)
         for p in self._state_nodes:
-            value = self._state[p.name]
-            if value is not None:
-                bind_dims(p.name, p.type, value.shape, bindings)
+            if p.name in state_shapes:
+                bind_dims(p.name, p.type, state_shapes[p.name], bindings)
         return bindings
 
-    def _compile_signature(self, key: tuple) -> Compiled:
+    def _compile_signature(
+        self, key: tuple, state_shapes: dict[str, tuple] | None = None
+    ) -> Compiled:
+        """The plan for data signature `key` (built and cached on a miss). `state_shapes`
+        (inspection with example state) that differ from the state held give a plan that
+        is returned but not cached: calls run on the state they hold."""
+        current = self._state_shapes()
+        example = {**current, **(state_shapes or {})}
+        cache = example == current
         with self._lock, collector_paused():
-            if key in self._compiled:
+            if cache and key in self._compiled:
                 return self._compiled[key]
-            bindings = self._bindings(key)
+            bindings = self._bindings(key, example)
             graph = self._graph_for(bindings)
             spec = specialize(graph, bindings)
             scalar = not self.updates and scalar_plans.supports(graph, spec)
             plan = build_plan(graph, spec, key, self.updates, scalar)
             emit = scalar_plans.generate if scalar else generate
             compiled = Compiled(plan, emit(plan, self.check_numerics))
-            self._compiled[key] = compiled
-            self._last = compiled
-            self.plans_built += 1
+            if cache:
+                self._compiled[key] = compiled
+                self._last = compiled
+                self.plans_built += 1
             return compiled
 
     def _graph_for(self, bindings: dict[str, int]) -> Graph:
@@ -257,10 +283,12 @@ class Executable:
                     f"updates: graph '{self.graph.name}' has no output '{source}' to write into "
                     f"'{target}'; its outputs are {list(outputs)}"
                 )
-            if outputs[source].type.dtype != names[target].type.dtype:
+            if outputs[source].type != names[target].type:
+                # a scalar update would otherwise broadcast silently into the whole state
                 raise GraphcError(
-                    f"updates: output '{source}' has dtype {outputs[source].type.dtype} but "
-                    f"placeholder '{target}' has {names[target].type.dtype}"
+                    f"updates: output '{source}' has type {outputs[source].type} but "
+                    f"placeholder '{target}' has type {names[target].type}; an update must "
+                    "have exactly its state's shape and dtype"
                 )
 
     def _states(self) -> list[np.ndarray]:
@@ -318,8 +346,10 @@ class Executable:
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
         if args or feeds:
-            _, key = self._feeds(self._order(args, feeds))
-            return self._compiled.get(key) or self._compile_signature(key)
+            examples: dict[str, np.ndarray] = {}  # example state: never stored (see _order)
+            _, key = self._feeds(self._order(args, feeds, examples))
+            shapes = {name: a.shape for name, a in examples.items()}
+            return self._compile_signature(key, shapes)
         if self._last is None:
             raise GraphcError(
                 f"graph '{self.graph.name}' has symbolic dims and no plan yet: call the "
@@ -353,6 +383,7 @@ def compile(
     array([1., 9.], dtype=float32)
     """
     expect_graph(graph, "compile")
+    verify(graph)  # graphs edited through the low-level API too: a named error, not a crash
     if opt_level not in (0, 1, 2):
         raise GraphcError(f"compile: opt_level must be 0, 1 or 2, got {opt_level!r}")
     with collector_paused():  # the passes make many objects too (see collector_paused)

@@ -21,7 +21,7 @@ import numpy as np
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
-from graphc.runtime.codegen import Generator, register_lowering
+from graphc.runtime.codegen import Generator, register_lowering, shown
 from graphc.runtime.plan import Step
 
 # elements per chunk: measured with the GELU chain on float32 (tools/chunk_sweep.py)
@@ -48,7 +48,7 @@ def lower_fused(gen: Generator, step: Step, out: str) -> list[str]:
             )
             static.add(node)
     n = out_t.size or 0
-    lines = [f"# fused {step.output}: {_members(body)} over {n} elements"]
+    lines = [f"# fused {shown(step.output)}: {_members(body)} over {n} elements"]
     flat = all(t.shape == out_t.shape or t.size == 1 for _, _, t in leaves)
     # flattening a transposed view would copy it on every call: keep its shape instead
     flat = flat and not any(_transposed(gen, x) for x in step.inputs)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import NumericsError
+from graphc.ir.errors import NumericsError, ShapeError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import bound_attrs, get_op
 from graphc.runtime.feeds import check_feeds
@@ -39,6 +39,15 @@ def run(graph: Graph, feeds: Mapping[str, Any], check_numerics: bool = False) ->
         inputs = [values[x] for x in node.inputs]
         with np.errstate(all="ignore"):
             value = np.asarray(get_op(node.op).kernel(*inputs, **bound_attrs(node, bindings)))
+        expected = node.type.bind(bindings)
+        if value.shape != expected.shape or value.dtype != expected.dtype:
+            # the oracle never hands on a value of another type than the graph declares
+            # (a slice x[0:5] of a dim B fed with B=3; a kernel disagreeing with its rule)
+            where = f" (created at {node.loc})" if node.loc else ""
+            raise ShapeError(
+                f"{node.describe()}{where} is declared {node.type}, i.e. {expected}, "
+                f"but its kernel gave {value.dtype}{list(value.shape)}"
+            )
         if check_numerics:
             check_finite(node, value)
         values[node] = value

@@ -33,7 +33,7 @@ from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.ops.fused import body_types
-from graphc.runtime.codegen import Generated, Generator
+from graphc.runtime.codegen import Generated, Generator, step_text
 from graphc.runtime.plan import Plan
 from graphc.runtime.reference import check_finite
 from graphc.runtime.specialize import Specialized
@@ -105,7 +105,7 @@ class ScalarGenerator(Generator):
             body.append(f"{self._bind(name, self.fresh(name + '_value'))} = {param}[{index}]")
         for step in plan.steps:
             node = step.node
-            body.append(f"# {step.index}: {node.name} = {node.op}({', '.join(step.inputs)})")
+            body.append(f"# {step.index}: {step_text(step)}")
             args = [self.expr[x] for x in step.inputs]
             types = [plan.values[x].type for x in step.inputs]
             self.expr[step.output] = self._emit(node, args, types, step.attrs, body)

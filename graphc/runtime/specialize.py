@@ -2,7 +2,10 @@
 
 Given the sizes of the symbolic dims (bound from the feeds), every node's type is
 inferred again by its op's own type rule on concrete input types, with symbolic
-dims in shape attributes bound as well. The result maps each node to a concrete
+dims in shape attributes bound as well, and must equal the node's declared type with
+the dims bound: a type that holds only for some sizes (a slice x[0:5] of a dim B)
+is a ShapeError naming the node for the sizes where it does not hold. The result
+maps each node to a concrete
 `TensorType` and the attrs its kernel will be called with.
 """
 
@@ -54,6 +57,14 @@ def specialize(graph: Graph, bindings: Mapping[str, int]) -> Specialized:
             raise ShapeError(
                 f"{node.describe()} still has symbolic dims {types[node].symbols} after binding "
                 f"{_show(bindings)}"
+            )
+        declared = node.type.bind(bindings)
+        if declared != types[node]:
+            # e.g. x[0:5] on a dim B, typed 5, when B is 3: never run on a wrong shape
+            where = f" (created at {node.loc})" if node.loc else ""
+            raise ShapeError(
+                f"{node.describe()}{where} is declared {node.type}, i.e. {declared} for "
+                f"{_show(bindings)}, but at these shapes it gives {types[node]}"
             )
     return Specialized(dict(bindings), types, attrs)
 

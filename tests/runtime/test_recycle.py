@@ -77,3 +77,40 @@ def test_the_plan_and_explain_account_for_recycled_outputs() -> None:
     assert "recycled once the caller drops them" in exe.explain(x)
     small = gc.compile(gc.trace(lambda v: v * 2, gc.TensorSpec((4,))))
     assert small.plan(np.zeros(4, np.float32)).recycled_bytes == 0
+
+
+def test_calibration_follows_the_interpreters_counts(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from graphc.runtime import recycle
+
+    real = recycle.sys.getrefcount
+    assert recycle.ALONE == recycle.calibrate() is not None
+    # an interpreter that counts one reference fewer (borrowed stack references):
+    # the recycler follows, instead of handing out an array the caller still holds
+    # (real(obj) inside the lambda counts the lambda's own argument too: hence - 2)
+    monkeypatch.setattr(recycle.sys, "getrefcount", lambda obj: real(obj) - 2)
+    assert recycle.calibrate() == recycle.ALONE - 1
+    monkeypatch.setattr(recycle, "ALONE", recycle.calibrate())
+    exe = exe_of(lambda x: gc.tanh(x) * 2)
+    x = np.zeros(N, np.float32)
+    first = exe(x)
+    second = exe(x + 1)
+    assert not np.shares_memory(first, second)
+    np.testing.assert_array_equal(first, np.zeros(N, np.float32))
+
+
+def test_recycling_is_off_when_calibration_fails(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from graphc.runtime import recycle
+
+    monkeypatch.setattr(recycle.sys, "getrefcount", lambda obj: 2)  # counts tell nothing
+    assert recycle.calibrate() is None
+    monkeypatch.setattr(recycle, "ALONE", None)
+    slot = recycle.Recycler((4,), np.dtype(np.float32))
+    first = id(slot())  # dropped at once: with recycling on, the next call returns it
+    # the new array is made while the old one is still held by the slot: another id
+    assert id(slot()) != first
+    exe = exe_of(lambda x: gc.tanh(x) * 2 + 1)
+    x = np.zeros(N, np.float32)
+    kept = exe(x)
+    again = exe(x + 1)
+    assert not np.shares_memory(kept, again)
+    np.testing.assert_array_equal(kept, np.ones(N, np.float32))

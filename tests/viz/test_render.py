@@ -9,8 +9,7 @@ import pytest
 
 import graphc as gc
 from graphc.viz import files as render_module
-
-needs_dot = pytest.mark.skipif(not gc.viz.have_dot(), reason="graphviz's dot is not installed")
+from tests.conftest import needs_dot
 
 
 def small_graph() -> gc.Graph:

@@ -61,6 +61,16 @@ class _Entry:
         return dict(zip(self.structure, results))
 
 
+def _exact(value: Any) -> Any:
+    """A static scalar as a cache key that tells values apart exactly: 0.0 and -0.0 are
+    two traces (1/x differs), and a NaN equals itself (else every call would retrace)."""
+    if isinstance(value, float):
+        return value.hex()
+    if isinstance(value, complex):
+        return (value.real.hex(), value.imag.hex())
+    return value
+
+
 def _as_array(value: Any) -> np.ndarray:
     tensor_type = eager_tensor_type()
     if tensor_type is not None and isinstance(value, tensor_type):
@@ -89,7 +99,7 @@ class Jitted:
         return (
             tuple((a.shape, a.dtype.str) for a in arrays),
             tuple((name, id(t)) for name, t in params.items()),
-            statics,
+            tuple((i, kind, _exact(value)) for i, kind, value in statics),
         )
 
     @staticmethod

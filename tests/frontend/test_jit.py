@@ -78,3 +78,16 @@ def test_python_scalars_are_static_and_keep_numpy_weak_typing() -> None:
     jf(x32, 3, 0, True)  # a value seen before: reused
     assert jf.cache_info().misses == 4 and jf.cache_info().hits == 1
     assert [p.name for p in jf.graph_for(x32, 3, 0, True).inputs] == ["x"]
+
+
+def test_static_scalars_are_keyed_exactly() -> None:
+    import math
+
+    f = gc.jit(lambda x, c: x / c)
+    x = np.ones(2, np.float32)
+    np.testing.assert_array_equal(f(x, 0.0), np.full(2, np.inf, np.float32))
+    np.testing.assert_array_equal(f(x, -0.0), np.full(2, -np.inf, np.float32))
+    assert f.cache_info().misses == 2
+    for _ in range(3):
+        assert np.isnan(f(x, math.nan)).all()
+    assert f.cache_info().misses == 3 and f.cache_info().hits == 2

@@ -10,6 +10,15 @@
 (4, 2)
 """
 
+import numpy as _np
+
+if int(_np.__version__.split(".")[0]) < 2:  # pip keeps the floor; --no-deps installs may not
+    raise ImportError(
+        f"graphc needs numpy >= 2.0 (its NEP 50 promotion rules are graphc's), found "
+        f"{_np.__version__}: pip install 'numpy>=2'"
+    )
+
+# isort: split
 from graphc import frontend as _frontend_call  # noqa: F401
 from graphc import passes, viz
 from graphc.frontend import (

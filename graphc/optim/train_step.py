@@ -63,6 +63,7 @@ class TrainStep:
         optimizer: Optimizer,
         example_batch: Sequence[Any],
         opt_level: int = 2,
+        fast_math: bool = False,
     ) -> None:
         if len(example_batch) != 2:
             raise GraphcError(
@@ -83,7 +84,9 @@ class TrainStep:
         # param placeholder -> {state key: state placeholder}
         self.state_names: dict[str, dict[str, str]] = {}
         self.graph, updates = self._build_step_graph()
-        self.executable: Executable = compile(self.graph, opt_level=opt_level, updates=updates)
+        self.executable: Executable = compile(
+            self.graph, opt_level=opt_level, updates=updates, fast_math=fast_math
+        )
         self.load_from_model()
 
     # -- building -------------------------------------------------------------------
@@ -181,8 +184,11 @@ def compile_train_step(
     optimizer: Optimizer,
     example_batch: Sequence[Any],
     opt_level: int = 2,
+    fast_math: bool = False,
 ) -> TrainStep:
     """Compile forward, symbolic backward and `optimizer`'s update into one executable.
+    `fast_math=True` lets the compiler change values (e.g. scale the batch operand of
+    the weight gradient by the learning rate; see `gc.compile`).
 
     Parameters and optimizer state stay in the executable's buffers, updated in place
     by each `step(x, y)`; `sync_to_model()` copies them back into the model. The batch
@@ -199,4 +205,4 @@ def compile_train_step(
     True
     >>> train.sync_to_model()
     """
-    return TrainStep(model, loss_fn, optimizer, example_batch, opt_level)
+    return TrainStep(model, loss_fn, optimizer, example_batch, opt_level, fast_math)

@@ -9,6 +9,11 @@
         need no second round.
     O2  the cleanups, then fuse_matmul_epilogue, fuse_elementwise and a last DCE
 
+Every level computes what O0 computes, bit for bit: `simplify` runs only its exact
+rules. `fast_math=True` swaps in `simplify_fast_math`, which may also run the
+value-changing ones (reassociated scales, stable log forms; see passes/simplify.py);
+the report says so in its header and tags each value-changing rule that fired.
+
 Every pass is a function `graph -> new graph` taking an optional `log`, so the
 pipeline can time each one, count nodes before and after, and verify the result
 (`verify=True`, or the environment variable GRAPHC_VERIFY_PASSES=1).
@@ -29,7 +34,7 @@ from graphc.passes.epilogue import fuse_matmul_epilogue
 from graphc.passes.fold import fold_constants
 from graphc.passes.fuse import fuse_elementwise
 from graphc.passes.report import OptimizationReport, PassLog
-from graphc.passes.simplify import simplify
+from graphc.passes.simplify import simplify, simplify_fast_math
 
 Pass = Callable[..., Graph]  # pass(graph, log=None) -> graph
 
@@ -72,6 +77,13 @@ def run_pass(graph: Graph, pass_: Pass, report: OptimizationReport, verify: bool
     return result
 
 
+def with_fast_math(passes: Sequence[Pass], fast_math: bool) -> tuple[Pass, ...]:
+    """`passes`, with `simplify` allowed its value-changing rules when `fast_math`."""
+    if not fast_math:
+        return tuple(passes)
+    return tuple(simplify_fast_math if p is simplify else p for p in passes)
+
+
 def run_passes(
     graph: Graph,
     repeated: Sequence[Pass],
@@ -94,9 +106,15 @@ def run_passes(
 
 
 def optimize(
-    graph: Graph, level: int = 2, explain: bool = False, verify: bool | None = None
+    graph: Graph,
+    level: int = 2,
+    explain: bool = False,
+    verify: bool | None = None,
+    fast_math: bool = False,
 ) -> Graph | tuple[Graph, OptimizationReport]:
     """The optimized copy of `graph` at `level` (0, 1 or 2); the input is not changed.
+    Every level gives O0's results bit for bit; `fast_math=True` also allows rewrites
+    that change values (reassociation, stable forms: see graphc/passes/simplify.py).
 
     With `explain=True` returns `(graph, report)`; `print(report)` lists every pass
     run with its node counts, time and notes (rules fired, groups fused, candidates
@@ -116,6 +134,7 @@ def optimize(
     expect_graph(graph, "optimize")
     if level not in LEVELS:
         raise GraphcError(f"optimize: level must be one of {sorted(LEVELS)}, got {level!r}")
-    repeated, once = LEVELS[level]
-    result, report = run_passes(graph, repeated, once, OptimizationReport(level=level), verify)
+    repeated, once = (with_fast_math(passes, fast_math) for passes in LEVELS[level])
+    report = OptimizationReport(level=level, fast_math=bool(fast_math))
+    result, report = run_passes(graph, repeated, once, report, verify)
     return (result, report) if explain else result

@@ -58,6 +58,12 @@ class OptimizationReport:
 
     level: int
     passes: list[PassLog] = field(default_factory=list)
+    fast_math: bool = False  # value-changing rewrites were allowed
+
+    @property
+    def value_changing(self) -> list[str]:
+        """The value-changing rules that fired (only ever with fast_math), by name."""
+        return sorted({what for p in self.passes for what in p.counts if "[fast_math]" in what})
 
     @property
     def nodes_before(self) -> int:
@@ -76,9 +82,10 @@ class OptimizationReport:
         return [p for p in self.passes if p.name == name]
 
     def __str__(self) -> str:
+        rules = "fast_math: value-changing rules allowed" if self.fast_math else "exact rules only"
         header = (
-            f"optimization at O{self.level}: {self.nodes_before} -> {self.nodes_after} nodes "
-            f"in {self.seconds * 1e3:.1f} ms"
+            f"optimization at O{self.level} ({rules}): {self.nodes_before} -> "
+            f"{self.nodes_after} nodes in {self.seconds * 1e3:.1f} ms"
         )
         if not self.passes:
             return header + " (no passes at this level)"

@@ -19,7 +19,13 @@ in the nodes, times the (small) number of rules per op.
 Invariants: a replacement must have exactly the type of the node it replaces;
 a replacement of another type is discarded, so rules such as `reshape(x) -> x` need
 no condition of their own (it applies exactly when the reshape does not change the
-shape). Replacement nodes inherit the replaced node's `loc` and `grad_of`.
+shape). A replacement whose construction fails (an op's type rule rejects what the
+rule built, e.g. neg of a bool) is declined the same way; nodes it had appended are
+left unused and removed with the rest. Replacement nodes inherit the replaced node's
+`loc` and `grad_of`.
+
+Every rule is tagged `exact` (its result is bit-identical to the original's for every
+input) or not; see graphc/passes/simplify.py for what exact means and which is which.
 """
 
 from __future__ import annotations
@@ -50,17 +56,19 @@ class Rule:
     pattern: Pattern
     replace: Callable[[Match], Node | None]
     when: Callable[[Match], bool] | None = None
+    exact: bool = True  # bit-identical results for every input; else only with fast_math
 
     def __str__(self) -> str:
-        return str(self.pattern)
+        return str(self.pattern) if self.exact else f"{self.pattern} [fast_math]"
 
 
 def rule(
     pattern: Pattern,
     replace: Callable[[Match], Node | None],
     when: Callable[[Match], bool] | None = None,
+    exact: bool = True,
 ) -> Rule:
-    return Rule(pattern, replace, when)
+    return Rule(pattern, replace, when, exact)
 
 
 class Match:
@@ -94,13 +102,19 @@ class Match:
         meta = replacement_meta(self.node)
         return self._rewriter.builder.constant(value, meta=meta, replaces=replaces)
 
-    def fold(self, op: str, *constants: Node, **attrs: Any) -> Node:
-        """A constant computed now by `op`'s own kernel on constant nodes."""
-        values = [c.value for c in constants]
-        full, out_type = prepare(get_op(op), [c.type for c in constants], attrs)
+    def fold(self, op: str, *constants: Node, dtype: Any = None, **attrs: Any) -> Node | None:
+        """A constant computed now by `op`'s own kernel on constant nodes; with `dtype`,
+        on the constants cast to it (the dtype of the expression they scale, so nothing
+        is rounded in a narrower one). None when the result is not finite although the
+        constants are (a folded scale that overflows must not replace one that did not).
+        """
+        values = [c.value if dtype is None else c.value.astype(dtype) for c in constants]
+        full, out_type = prepare(get_op(op), [TensorType.of(v) for v in values], attrs)
         with np.errstate(all="ignore"):
-            value = np.asarray(get_op(op).kernel(*values, **full))
-        return self.constant(value.astype(out_type.dtype, copy=False))
+            value = np.asarray(get_op(op).kernel(*values, **full)).astype(out_type.dtype)
+        if _finite(values) and not _finite([value]):
+            return None
+        return self.constant(value)
 
     def used_once(self, node: Node) -> bool:
         """Whether `node` (an input of the candidate) has no user besides the candidate.
@@ -117,11 +131,20 @@ class Match:
         return self.emit("full_like", like[0], value=0) if like else None
 
 
+class RewriteLoopError(GraphcError):
+    """Rules that undo each other (a bug in the table, never declined silently)."""
+
+
+def _finite(values: Sequence[np.ndarray]) -> bool:
+    return all(v.dtype.kind not in "fc" or bool(np.isfinite(v).all()) for v in values)
+
+
 class Rewriter:
     def __init__(self, graph: Graph, rules: Sequence[Rule], log: PassLog | None) -> None:
         self.builder = GraphBuilder(graph)
         self.log = log
         self.fired = 0
+        self.declined = False
         by_op: dict[str | None, list[Rule]] = defaultdict(list)
         for r in rules:
             by_op[r.pattern.root_op].append(r)
@@ -134,7 +157,7 @@ class Rewriter:
 
     def emit(self, candidate: Node, depth: int = 0) -> Node:
         if depth > MAX_DEPTH:
-            raise GraphcError(
+            raise RewriteLoopError(
                 f"rewrite rules keep replacing {candidate.describe()}: two rules undo each other"
             )
         for r in self.by_op.get(candidate.op, self.any_op):
@@ -144,8 +167,14 @@ class Rewriter:
             m = Match(self, candidate, bound, depth)
             if r.when is not None and not r.when(m):
                 continue
-            result = r.replace(m)
+            try:
+                result = r.replace(m)
+            except RewriteLoopError:
+                raise
+            except GraphcError:  # a type rule refused what the rule built: decline
+                result = None
             if result is None or result.type != candidate.type:
+                self.declined = True  # nodes the attempt appended are now dead
                 continue
             self.fired += 1
             if self.log is not None:
@@ -170,4 +199,4 @@ def rewrite(graph: Graph, rules: Sequence[Rule], log: PassLog | None = None) -> 
     """`graph` with `rules` applied until none applies, without the nodes left unused."""
     rewriter = Rewriter(graph, rules, log)
     result = rewriter.walk()
-    return eliminate_dead_code(result) if rewriter.fired else result
+    return eliminate_dead_code(result) if rewriter.fired or rewriter.declined else result

@@ -1,26 +1,48 @@
 """Algebraic simplification: the local rule table, run by the rewrite driver.
 
-NaN and inf: a rule applies only where it gives the same value for every input the
-original could see, NaN and inf included, with two deliberate exceptions:
+Every rule is tagged. An EXACT rule gives bit-identical results to the graph it
+rewrites, for every input: inf, nan, -0.0, subnormals and integer overflow included.
+The one latitude: where both results are NaN they count as equal, whatever their sign
+and payload bits (IEEE 754 leaves those unspecified for arithmetic, and numpy's SIMD
+and scalar loops do not keep them alike either). The default pipeline at every level
+runs exact rules only, so O1 and O2 compute what O0 computes, bit for bit.
 
-- signed zeros are not kept apart (x+0 -> x turns -0.0 + 0.0 = +0.0 into -0.0), as
-  in XLA and most compilers;
-- a rewrite may remove an overflow or a rounding error: log(exp x) -> x gives x
-  where exp(x) overflowed to inf, and (x*c)*d -> x*(c*d) rounds once instead of twice;
-  (x*c)*y -> (x*y)*c rounds as often but in another order (last-bit differences). It
-  moves constant scales outward, where they fold together and where a fused kernel
-  applies them in place (one scratch buffer fewer in the GELU chain). Across a
-  matmul, (x@y)*c -> (x*c)@y moves a scale of magnitude <= 1 onto the smaller
-  operand (rounding differences again, and a tiny operand element may underflow to a
-  subnormal or zero where the product's would not; with |c| <= 1 it cannot overflow).
-  A scale also moves inside a transpose, T(x)*c -> T(x*c), which is exact: the
-  multiply then walks x's memory in order, and the transpose stays a free view.
+A VALUE-CHANGING rule (tag `exact=False`) may round differently, remove an overflow
+or reorder a sum; it runs only with `fast_math=True` (`gc.optimize(g, fast_math=True)`,
+`gc.compile(g, fast_math=True)`), and the optimization report marks it `[fast_math]`.
 
-Hence x*0 -> 0 and x-x -> 0 apply to integers and bools only (inf*0 and inf-inf are
-nan in floats), and exp(log x) -> x only for x known to be >= 0 or nan (log of a
-negative is nan, not x). The driver keeps only replacements of the same type as the
-node, which is the "same shape" condition of rules such as `reshape(x) -> x` and
-of dropping a broadcast_to that the binary op's own broadcasting would do anyway.
+Why each rule has its tag:
+
+- x+0 -> x is exact for integers and for a zero of -0.0 only (-0.0 + +0.0 = +0.0);
+  x-0 -> x for +0.0 (x - +0.0 = x, -0.0 included), 0-x -> -x for -0.0 (+0.0 - +0.0 is
+  +0.0, not -0.0); x*1, x/1, x*-1 -> -x, --x, x+(-y) -> x-y, x-(-y) -> x+y are exact
+  (IEEE subtraction is addition of the negation; negation and scaling by 1 are exact);
+  x*0 and x-x are exact for integers and bools only (inf*0 and inf-inf are nan).
+- Shape identities (reshape, transpose, broadcast_to, sum_to and cast that change
+  nothing, compositions of reshapes, transposes and broadcasts, a broadcast_to that the
+  binary op's own broadcasting does anyway) move no value: exact. Summing in two steps
+  (sum_to of sum_to) adds in another order: value-changing.
+- (-x)*c -> x*(-c) is exact in floats (rounding is symmetric in sign); not for an
+  integer x with a float c (-INT_MIN wraps to INT_MIN), where it does not apply.
+  T(x)*c -> T(x*c) multiplies the same pairs: exact. x/c -> x*(1/c) is exact when c is
+  a power of two whose reciprocal is representable (both round x*2^-k once); it does
+  not apply where 1/c would overflow (c = 2^-130 in float32).
+- pow(x, 0) -> 1, pow(x, 1) -> x, pow(x, 2) -> x*x, pow(x, 3) -> x*x*x are exact
+  because `pow` with a constant exponent 0..3 is defined as that product (as JAX's
+  integer_pow; see the pow op).
+- Value-changing: folding scales together ((x*c)*d -> x*(c*d), (x*c)/d; one rounding
+  instead of two, and a folded c*d may overflow where the original did not: the fold
+  is made in the expression's dtype and declines when not finite; floats only, as an
+  integer product would wrap differently), moving scales outward ((x*c)*y ->
+  (x*y)*c) or across a matmul ((x@y)*c -> (x*c)@y, |c| <= 1), (x@y)^T -> y^T@x^T (BLAS
+  may accumulate in another order), and the stable forms: exp(log x) -> x,
+  log(exp x) -> x, log(softmax) -> log_softmax, log(sum(exp x)) -> logsumexp,
+  x - logsumexp(x) -> log_softmax (they remove overflow and rounding, so they change
+  values exactly where the original was inaccurate).
+
+The driver keeps only replacements of the same type as the node, which is the "same
+shape" condition of rules such as `reshape(x) -> x`, and declines a replacement whose
+type rule fails (x_bool * -1 has no neg).
 """
 
 from __future__ import annotations
@@ -28,6 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
+from graphc.passes.fold import FOLD
 from graphc.passes.patterns import (
     MINUS_ONE,
     ONE,
@@ -58,6 +81,36 @@ NON_NEGATIVE = frozenset({"exp", "sqrt", "abs", "relu", "sigmoid", "softmax", "o
 def is_integer(name: str) -> object:
     """Condition: the bound node has an integer or bool dtype."""
     return lambda m: not np.issubdtype(getattr(m, name).type.dtype, np.inexact)
+
+
+def _other(m: Match) -> Node:
+    """The input of the candidate that is not the bound x (x itself for f(x, x))."""
+    inputs = m.node.inputs
+    return inputs[1] if inputs[0] is m.x else inputs[0]
+
+
+def zero_of_sign(negative: bool) -> object:
+    """Condition for x+0, x-0, 0-x: an integer result, or a float zero of this sign."""
+
+    def when(m: Match) -> bool:
+        if not np.issubdtype(m.type.dtype, np.inexact):
+            return True
+        zero = _other(m)
+        if zero.op == "full_like":  # fills a Python 0 or 0.0 (never -0.0 as an int)
+            return not negative and not np.signbit(zero.attrs["value"])
+        return zero.is_constant and bool(np.all(np.signbit(zero.value) == negative))
+
+    return when
+
+
+def is_float(name: str) -> object:
+    """Condition: the bound node has a floating dtype."""
+    return lambda m: np.issubdtype(getattr(m, name).type.dtype, np.floating)
+
+
+def negation_commutes(m: Match) -> bool:
+    """(-x)*c == x*(-c): floats, or integers whose product stays in x's dtype."""
+    return np.issubdtype(m.x.type.dtype, np.floating) or m.x.type.dtype == m.type.dtype
 
 
 def non_negative(node: Node) -> bool:
@@ -134,21 +187,41 @@ def scale_smaller_factor(m: Match) -> Node | None:
 
 
 def exact_reciprocal(m: Match) -> bool:
-    """1/c is exact when c is a power of two (so x/c and x*(1/c) agree bit for bit)."""
+    """1/c is exact when c is a power of two whose reciprocal the dtype holds (so x/c
+    and x*(1/c) round the same value once each); not when 1/c overflows (c subnormal)."""
     c = float_value(m.c)
     if c is None or c == 0 or not np.isfinite(c):
         return False
     mantissa, _ = np.frexp(c)
-    return abs(mantissa) == 0.5
+    if abs(mantissa) != 0.5:
+        return False
+    with np.errstate(all="ignore"):
+        inverse = np.divide(m.c.value.dtype.type(1), m.c.value.reshape(()))
+    return bool(np.isfinite(inverse)) and float(inverse) * c == 1.0
 
 
-# One rule per line, the algebra in its comment; the formatter would break the long ones.
+def scales_fold(op: str) -> object:
+    """(x*c)*d -> x*(c*d) and (x*c)/d -> x*(c/d): the scale folded in the expression's
+    dtype, declining when it is not finite (fold returns None)."""
+
+    def replace(m: Match) -> Node | None:
+        scale = m.fold(op, m.c, m.d, dtype=m.type.dtype)
+        return None if scale is None else m.emit("mul", m.x, scale)
+
+    return replace
+
+
+# One rule per line, the algebra in its comment; `exact=False` marks a value-changing
+# rule (fast_math only). The formatter would break the long lines.
 # fmt: off
 ALGEBRA: list[Rule] = [
     # -- identities
-    rule(add(X, ZERO), lambda m: m.x),  # x+0 -> x
-    rule(sub(X, ZERO), lambda m: m.x),  # x-0 -> x
-    rule(sub(ZERO, X), lambda m: m.emit("neg", m.x)),  # 0-x -> -x
+    rule(add(X, ZERO), lambda m: m.x, when=zero_of_sign(negative=True)),  # x+(-0.0) -> x (ints: x+0)
+    rule(add(X, ZERO), lambda m: m.x, exact=False),  # x+0 -> x: -0.0+0.0 is +0.0
+    rule(sub(X, ZERO), lambda m: m.x, when=zero_of_sign(negative=False)),  # x-(+0.0) -> x
+    rule(sub(X, ZERO), lambda m: m.x, exact=False),  # x-(-0.0) -> x: -0.0-(-0.0) is +0.0
+    rule(sub(ZERO, X), lambda m: m.emit("neg", m.x), when=zero_of_sign(negative=True)),  # (-0.0)-x -> -x (ints: 0-x)
+    rule(sub(ZERO, X), lambda m: m.emit("neg", m.x), exact=False),  # 0-x -> -x: 0.0-0.0 is +0.0
     rule(mul(X, ONE), lambda m: m.x),  # x*1 -> x
     rule(mul(X, MINUS_ONE), lambda m: m.emit("neg", m.x)),  # x*-1 -> -x
     rule(mul(X, ZERO), Match.zeros, when=is_integer("x")),  # x*0 -> 0 (ints, bools)
@@ -160,45 +233,51 @@ ALGEBRA: list[Rule] = [
     # -- shapes and dtypes
     rule(transpose(X, axes="a"), lambda m: m.x, when=identity_axes),  # transpose(x, id) -> x
     rule(transpose(transpose(X, axes="a"), axes="b"), composed_transpose),  # T_b(T_a x) -> T_a[b] x
-    rule(transpose(matmul(X, Y), axes="a"), swapped_product, when=transposed_product_cancels),  # (x@y)^T -> y^T @ x^T, one side a transpose
+    rule(transpose(matmul(X, Y), axes="a"), swapped_product, when=transposed_product_cancels, exact=False),  # (x@y)^T -> y^T @ x^T, one side a transpose
     rule(reshape(X), lambda m: m.x),  # reshape(x, x.shape) -> x
     rule(reshape(reshape(X), shape="s"), lambda m: m.emit("reshape", m.x, shape=m.s)),  # r(r(x)) -> r(x)
     rule(reshape(broadcast_to(X), shape="s"), broadcast_one_element, when=lambda m: m.x.type.size == 1),  # reshape(broadcast_to(c)) -> broadcast_to(c), c one element
     rule(broadcast_to(X), lambda m: m.x),  # broadcast_to(x, x.shape) -> x
     rule(broadcast_to(broadcast_to(X), shape="s"), lambda m: m.emit("broadcast_to", m.x, shape=m.s)),  # b(b(x)) -> b(x)
     rule(sum_to(X), lambda m: m.x),  # sum_to(x, x.shape) -> x
-    rule(sum_to(sum_to(X), shape="s"), lambda m: m.emit("sum_to", m.x, shape=m.s)),  # s(s(x)) -> s(x)
+    rule(sum_to(sum_to(X), shape="s"), lambda m: m.emit("sum_to", m.x, shape=m.s), exact=False),  # s(s(x)) -> s(x): one sum, another order
     rule(cast(X), lambda m: m.x),  # cast(x, x.dtype) -> x
+    rule(mul(broadcast_to(X, shape="s"), C), lambda m: m.emit("broadcast_to", m.emit("mul", m.x, m.c), shape=m.s)),  # broadcast_to(x)*c -> broadcast_to(x*c): scale the small operand
     rule(add(broadcast_to(X), Y), lambda m: m.emit("add", m.x, m.y)),  # broadcast_to(x)+y -> x+y
     rule(mul(broadcast_to(X), Y), lambda m: m.emit("mul", m.x, m.y)),  # broadcast_to(x)*y -> x*y
     rule(sub(broadcast_to(X), Y), lambda m: m.emit("sub", m.x, m.y)),  # broadcast_to(x)-y -> x-y
     rule(sub(Y, broadcast_to(X)), lambda m: m.emit("sub", m.y, m.x)),  # y-broadcast_to(x) -> y-x
     rule(div(broadcast_to(X), Y), lambda m: m.emit("div", m.x, m.y)),  # broadcast_to(x)/y -> x/y
     rule(div(Y, broadcast_to(X)), lambda m: m.emit("div", m.y, m.x)),  # y/broadcast_to(x) -> y/x
-    # -- exp and log, and their stable forms
-    rule(exp(log(X)), lambda m: m.x, when=lambda m: non_negative(m.x)),  # exp(log x) -> x, x >= 0
-    rule(log(exp(X)), lambda m: m.x),  # log(exp x) -> x
-    rule(log(softmax(X, axis="a")), lambda m: m.emit("log_softmax", m.x, axis=m.a)),  # log(softmax x) -> log_softmax x
-    rule(log(sum(exp(X), axis="a", keepdims="k")), lambda m: m.emit("logsumexp", m.x, axis=m.a, keepdims=m.k)),  # log(sum(exp x)) -> logsumexp x
-    rule(sub(X, logsumexp(X, axis="a", keepdims="k")), stable_log_softmax, when=lambda m: m.k),  # x - logsumexp(x) -> log_softmax x
+    # -- exp and log, and their stable forms (all value-changing)
+    rule(exp(log(X)), lambda m: m.x, when=lambda m: non_negative(m.x), exact=False),  # exp(log x) -> x, x >= 0
+    rule(log(exp(X)), lambda m: m.x, exact=False),  # log(exp x) -> x
+    rule(log(softmax(X, axis="a")), lambda m: m.emit("log_softmax", m.x, axis=m.a), exact=False),  # log(softmax x) -> log_softmax x
+    rule(log(sum(exp(X), axis="a", keepdims="k")), lambda m: m.emit("logsumexp", m.x, axis=m.a, keepdims=m.k), exact=False),  # log(sum(exp x)) -> logsumexp x
+    rule(sub(X, logsumexp(X, axis="a", keepdims="k")), stable_log_softmax, when=lambda m: m.k, exact=False),  # x - logsumexp(x) -> log_softmax x
     # -- constants: scales fold together, small powers become products
-    rule(mul(mul(X, C), D), lambda m: m.emit("mul", m.x, m.fold("mul", m.c, m.d))),  # (x*c)*d -> x*(c*d)
-    rule(div(mul(X, C), D), lambda m: m.emit("mul", m.x, m.fold("div", m.c, m.d))),  # (x*c)/d -> x*(c/d)
-    rule(mul(neg(X), C), lambda m: m.emit("mul", m.x, m.fold("neg", m.c))),  # (-x)*c -> x*(-c)
-    rule(mul(mul(X, C), Y), lambda m: m.emit("mul", m.emit("mul", m.x, m.y), m.c), when=lambda m: not m.y.is_constant),  # (x*c)*y -> (x*y)*c: scales move outward
-    rule(mul(matmul(X, Y), C), scale_smaller_factor),  # (x@y)*c -> (x*c)@y, x the smaller operand, 0 < |c| <= 1
+    rule(mul(mul(X, C), D), scales_fold("mul"), when=is_float("x"), exact=False),  # (x*c)*d -> x*(c*d)
+    rule(div(mul(X, C), D), scales_fold("div"), when=is_float("x"), exact=False),  # (x*c)/d -> x*(c/d)
+    rule(mul(neg(X), C), lambda m: m.emit("mul", m.x, m.fold("neg", m.c)), when=negation_commutes),  # (-x)*c -> x*(-c)
+    rule(mul(mul(X, C), Y), lambda m: m.emit("mul", m.emit("mul", m.x, m.y), m.c), when=lambda m: not m.y.is_constant, exact=False),  # (x*c)*y -> (x*y)*c: scales move outward
+    rule(mul(matmul(X, Y), C), scale_smaller_factor, exact=False),  # (x@y)*c -> (x*c)@y, x the smaller operand, 0 < |c| <= 1
     rule(mul(transpose(X, axes="a"), C), lambda m: m.emit("transpose", m.emit("mul", m.x, m.c), axes=m.a), when=lambda m: m.c.type.rank <= m.x.type.rank),  # T(x)*c -> T(x*c): the scale reads x in its own layout
-    rule(div(X, C), lambda m: m.emit("mul", m.x, m.fold("div", m.constant(m.c.value.dtype.type(1)), m.c)), when=exact_reciprocal),  # x/c -> x*(1/c), c = 2^k
+    rule(div(X, C), lambda m: m.emit("mul", m.x, m.fold("div", m.constant(m.c.value.dtype.type(1)), m.c)), when=exact_reciprocal),  # x/c -> x*(1/c), c = 2^k, 1/c representable
     rule(pow(X, ZERO), lambda m: m.emit("full_like", m.x, value=1)),  # x**0 -> 1 (numpy: nan**0 and 0**0 are 1 too)
     rule(pow(X, ONE), lambda m: m.x),  # x**1 -> x
-    rule(pow(X, TWO), lambda m: m.emit("mul", m.x, m.x)),  # x**2 -> x*x
-    rule(pow(X, THREE), lambda m: m.emit("mul", m.emit("mul", m.x, m.x), m.x)),  # x**3 -> x*x*x
+    rule(pow(X, TWO), lambda m: m.emit("mul", m.x, m.x)),  # x**2 -> x*x (pow's meaning)
+    rule(pow(X, THREE), lambda m: m.emit("mul", m.emit("mul", m.x, m.x), m.x)),  # x**3 -> x*x*x (pow's meaning)
 ]
+# folding (exact: the op's own kernel) also runs inside simplify, so constants that a
+# rule builds (x*c with x a folded constant) fold in the same walk
+EXACT: list[Rule] = [*(r for r in ALGEBRA if r.exact), FOLD]
+FAST_MATH: list[Rule] = [*ALGEBRA, FOLD]
 # fmt: on
 
 
-def simplify(graph: Graph, log: PassLog | None = None) -> Graph:
-    """`graph` with the algebra rules (`ALGEBRA`) applied until none applies.
+def simplify(graph: Graph, log: PassLog | None = None, fast_math: bool = False) -> Graph:
+    """`graph` with the exact algebra rules applied until none applies; with `fast_math`,
+    the value-changing ones too (see the module docstring; `ALGEBRA` is the table).
 
     >>> import graphc as gc
     >>> g = gc.parse('''
@@ -213,4 +292,9 @@ def simplify(graph: Graph, log: PassLog | None = None) -> Graph:
       output %y = %mul
     }
     """
-    return rewrite(graph, ALGEBRA, log)
+    return rewrite(graph, FAST_MATH if fast_math else EXACT, log)
+
+
+def simplify_fast_math(graph: Graph, log: PassLog | None = None) -> Graph:
+    """`simplify` with the value-changing rules too (what `fast_math=True` runs)."""
+    return simplify(graph, log, fast_math=True)

@@ -38,11 +38,11 @@ from graphc.runtime.plan import Plan, build_plan
 from graphc.runtime.specialize import bound_graph, specialize
 
 
-def optimize(graph: Graph, opt_level: int) -> Graph:
+def optimize(graph: Graph, opt_level: int, fast_math: bool = False) -> Graph:
     """The pass pipeline at `opt_level`; O0 compiles the graph as declared."""
     if opt_level <= 0:
         return graph
-    return run_pipeline(graph, opt_level)  # type: ignore[return-value]
+    return run_pipeline(graph, opt_level, fast_math=fast_math)  # type: ignore[return-value]
 
 
 @contextlib.contextmanager
@@ -103,10 +103,12 @@ class Executable:
         updates: Mapping[str, str] | None = None,
         check_numerics: bool = False,
         opt_level: int = 0,
+        fast_math: bool = False,
     ) -> None:
         self.graph = graph
         self.optimized = optimized
         self.opt_level = opt_level
+        self.fast_math = fast_math
         self.check_numerics = check_numerics
         self.updates = dict(updates or {})
         self._check_updates()
@@ -262,7 +264,7 @@ class Executable:
         if not bindings or self.opt_level <= 0:
             return self.optimized
         concrete = bound_graph(self.graph, specialize(self.graph, bindings))
-        concrete = optimize(concrete, self.opt_level)  # the caller paused the collector
+        concrete = optimize(concrete, self.opt_level, self.fast_math)  # collector paused
         same_interface = [(n.kind, n.name) for n in concrete.inputs + concrete.outputs] == [
             (n.kind, n.name) for n in self.optimized.inputs + self.optimized.outputs
         ]
@@ -342,7 +344,9 @@ class Executable:
         """Steps, buffer table with lifetimes, in-place decisions and memory of the plan."""
         from graphc.runtime.explain import format_plan
 
-        return format_plan(self._compiled_for(args, feeds).plan)
+        rules = "fast_math: value-changing rewrites allowed" if self.fast_math else "exact"
+        header = f"compiled at O{self.opt_level} ({rules})"
+        return header + "\n" + format_plan(self._compiled_for(args, feeds).plan)
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
         if args or feeds:
@@ -371,8 +375,12 @@ def compile(
     opt_level: int = 2,
     updates: Mapping[str, str] | None = None,
     check_numerics: bool = False,
+    fast_math: bool = False,
 ) -> Executable:
     """Optimize `graph` once and return an Executable that plans per input signature.
+
+    Every `opt_level` computes O0's results bit for bit; `fast_math=True` also allows
+    rewrites that change values (see graphc/passes/simplify.py), as -ffast-math does.
 
     >>> import numpy as np, graphc as gc
     >>> g = gc.Graph("square")
@@ -387,5 +395,5 @@ def compile(
     if opt_level not in (0, 1, 2):
         raise GraphcError(f"compile: opt_level must be 0, 1 or 2, got {opt_level!r}")
     with collector_paused():  # the passes make many objects too (see collector_paused)
-        optimized = optimize(graph, opt_level)
-    return Executable(graph, optimized, updates, check_numerics, opt_level)
+        optimized = optimize(graph, opt_level, fast_math)
+    return Executable(graph, optimized, updates, check_numerics, opt_level, fast_math)

@@ -49,7 +49,9 @@ def test_report_lists_passes_with_counts_and_times() -> None:
         assert before.nodes_after == after.nodes_before
     assert all(p.seconds >= 0 for p in report.passes)
     text = str(report)
-    assert text.startswith(f"optimization at O2: {len(g.nodes)} -> {len(result.nodes)} nodes")
+    assert text.startswith(
+        f"optimization at O2 (exact rules only): {len(g.nodes)} -> {len(result.nodes)} nodes"
+    )
     assert "mul(x, 1)" in text and "merged a repeated op" in text and "fused 'fused'" in text
 
 
@@ -123,3 +125,24 @@ def test_passes_are_exported() -> None:
     ):
         assert callable(getattr(gc.passes, name))
     assert gc.optimize is gc.passes.optimize
+
+
+def test_fast_math_is_named_in_the_report_with_the_value_changing_rules_that_fired() -> None:
+    g = gc.parse("""graph g(%x: f64[3]) {
+      %c: f64[] = constant(value=3.0)
+      %d: f64[] = constant(value=0.5)
+      %a: f64[3] = mul(%x, %c)
+      %b: f64[3] = mul(%a, %d)
+      output %y = %b
+    }""")
+    exact, report = gc.optimize(g, level=1, explain=True)
+    assert "mul" in [n.op for n in exact.op_nodes] and len(exact.op_nodes) == 4
+    assert report.value_changing == [] and "(exact rules only)" in str(report)
+    fast, report = gc.optimize(g, level=1, explain=True, fast_math=True)
+    assert len(fast.op_nodes) == 2
+    assert report.value_changing == ["mul(mul(x, c), d) [fast_math]"]
+    assert "(fast_math: value-changing rules allowed)" in str(report)
+    assert "simplify_fast_math" in [p.name for p in report.passes]
+    exe = gc.compile(g, fast_math=True)
+    assert exe.explain().startswith("compiled at O2 (fast_math")
+    assert gc.compile(g).explain().startswith("compiled at O2 (exact)")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.passes.simplify import ALGEBRA
-from tests.passes.passcheck import check_pass, same_numbers
+from graphc.passes.simplify import ALGEBRA, EXACT, simplify_fast_math
+from tests.passes.passcheck import assert_bits_equal, check_pass, edge_feeds, same_numbers
 
 
 def graph(params: str, *body: str) -> str:
@@ -28,6 +28,18 @@ CASES = [
     ("x-0", graph(F, ZERO_F, "%a: f64[3,4] = sub(%x, %z)", "output %y = %a"),
      graph(F, "output %y = %x")),
     ("0-x", graph(F, ZERO_F, "%a: f64[3,4] = sub(%z, %x)", "output %y = %a"),
+     graph(F, "%neg: f64[3,4] = neg(%x)", "output %y = %neg")),
+    ("x+(-0.0)", graph(F, "%z: f64[] = constant(value=-0.0)", "%a: f64[3,4] = add(%x, %z)",
+                       "output %y = %a"),
+     graph(F, "output %y = %x")),
+    ("x+0 int", graph(I, "%z: i64[] = constant(value=0)", "%a: i64[3,4] = add(%x, %z)",
+                      "output %y = %a"),
+     graph(I, "output %y = %x")),
+    ("x-(-0.0)", graph(F, "%z: f64[] = constant(value=-0.0)", "%a: f64[3,4] = sub(%x, %z)",
+                       "output %y = %a"),
+     graph(F, "output %y = %x")),
+    ("(-0.0)-x", graph(F, "%z: f64[] = constant(value=-0.0)", "%a: f64[3,4] = sub(%z, %x)",
+                       "output %y = %a"),
      graph(F, "%neg: f64[3,4] = neg(%x)", "output %y = %neg")),
     ("x*1", graph(F, ONE_F, "%a: f64[3,4] = mul(%x, %one)", "output %y = %a"),
      graph(F, "output %y = %x")),
@@ -102,6 +114,12 @@ CASES = [
      graph(F, "%sum_to: f64[4] = sum_to(%x, shape=(4,))", "output %y = %sum_to")),
     ("cast same", graph(F, "%c: f64[3,4] = cast(%x, dtype=f64)", "output %y = %c"),
      graph(F, "output %y = %x")),
+    ("broadcast_to(w)*c", graph("%w: f64[1,4]", "%c: f64[] = constant(value=2.0)",
+                                "%b: f64[3,4] = broadcast_to(%w, shape=(3, 4))",
+                                "%a: f64[3,4] = mul(%c, %b)", "output %y = %a"),
+     graph("%w: f64[1,4]", "%c: f64[] = constant(value=2.0)", "%mul: f64[1,4] = mul(%w, %c)",
+           "%broadcast_to: f64[3,4] = broadcast_to(%mul, shape=(3, 4))",
+           "output %y = %broadcast_to")),
     *[(f"{op}(broadcast_to(w), x)",
        graph(F + ", %w: f64[4]", "%b: f64[3,4] = broadcast_to(%w, shape=(3, 4))",
              f"%a: f64[3,4] = {op}(%b, %x)", "output %y = %a"),
@@ -175,7 +193,8 @@ CASES = [
      graph(F, "%const_1: f64[] = constant(value=0.25)", "%mul: f64[3,4] = mul(%x, %const_1)",
            "output %y = %mul")),
     ("x**0", graph(F, ZERO_F, "%p: f64[3,4] = pow(%x, %z)", "output %y = %p"),
-     graph(F, "%full_like: f64[3,4] = full_like(%x, value=1)", "output %y = %full_like")),
+     graph(F, "%full_like: f64[3,4] = constant(value=[[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]])",
+           "output %y = %full_like")),
     ("x**1", graph(F, ONE_F, "%p: f64[3,4] = pow(%x, %one)", "output %y = %p"),
      graph(F, "output %y = %x")),
     ("x**2", graph(F, "%c: f64[] = constant(value=2.0)", "%p: f64[3,4] = pow(%x, %c)",
@@ -190,7 +209,37 @@ CASES = [
 
 @pytest.mark.parametrize("before, after", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_rule(before: str, after: str) -> None:
-    check_pass(gc.passes.simplify, before, after)
+    """With fast_math every rule may run: each case rewrites to exactly its text."""
+    check_pass(simplify_fast_math, before, after)
+
+
+def _fired(text: str, fast_math: bool) -> tuple[gc.Graph, gc.Graph, set[str]]:
+    log = gc.passes.report.PassLog("simplify")
+    before = gc.parse(text)
+    after = gc.passes.simplify(before, log=log, fast_math=fast_math)
+    return before, after, set(log.counts)
+
+
+EXACT_NAMES = {str(r) for r in EXACT}  # the exact algebra, and folding
+CHANGING_NAMES = {str(r) for r in ALGEBRA if not r.exact}
+
+
+@pytest.mark.parametrize("before", [c[1] for c in CASES], ids=[c[0] for c in CASES])
+def test_by_default_only_exact_rules_run_and_they_are_exact_bit_for_bit(before: str) -> None:
+    graph_before, graph_after, fired = _fired(before, fast_math=False)
+    assert fired <= EXACT_NAMES, fired - EXACT_NAMES
+    for seed in range(8):
+        feeds = edge_feeds(graph_before, seed)
+        for want, got in zip(gc.run(graph_before, feeds), gc.run(graph_after, feeds)):
+            assert_bits_equal(got, want, f"{graph_before}\n->\n{graph_after}\n{feeds}")
+
+
+@pytest.mark.parametrize("before", [c[1] for c in CASES], ids=[c[0] for c in CASES])
+def test_value_changing_rules_run_only_with_fast_math(before: str) -> None:
+    _, _, fast = _fired(before, fast_math=True)
+    _, _, default = _fired(before, fast_math=False)
+    assert not default & CHANGING_NAMES
+    assert fast & CHANGING_NAMES or fast == default
 
 
 # rules that must NOT apply: the graph comes out unchanged
@@ -251,9 +300,7 @@ def test_every_rule_has_a_case() -> None:
     """Each rule of the table fires on at least one case above (by the report's tallies)."""
     fired: set[str] = set()
     for _, before, _ in CASES:
-        log = gc.passes.report.PassLog("simplify")
-        gc.passes.simplify(gc.parse(before), log=log)
-        fired.update(log.counts)
+        fired |= _fired(before, fast_math=True)[2] | _fired(before, fast_math=False)[2]
     assert {str(r) for r in ALGEBRA} - fired == set()
 
 
@@ -261,7 +308,7 @@ def test_rules_run_to_a_fixed_point() -> None:
     """Rewrites cascade: neg(neg(x*1)) + 0, then **2, collapses in one call."""
     text = graph(
         F,
-        ZERO_F,
+        "%z: f64[] = constant(value=-0.0)",
         ONE_F,
         "%two: f64[] = constant(value=2.0)",
         "%a: f64[3,4] = mul(%x, %one)",
@@ -283,7 +330,7 @@ def test_replacements_keep_the_source_location() -> None:
         y = (x * 2.0) * 3.0
         gc.output(y, name="y")
     loc = y.node.loc
-    result = gc.passes.simplify(g)
+    result = simplify_fast_math(g)
     (node,) = [n for n in result.op_nodes if n.op == "mul"]
     assert node.loc == loc and "test_rules.py" in loc
     same_numbers(g, result)

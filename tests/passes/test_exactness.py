@@ -1,0 +1,112 @@
+"""The findings that made O1/O2 change results O0 computes correctly, one test each."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from tests.passes.passcheck import assert_bits_equal, edge_values
+
+
+def _levels_agree(g: gc.Graph, *feeds: np.ndarray, fast_math: bool = False) -> list[np.ndarray]:
+    want = gc.compile(g, opt_level=0)(*feeds)
+    for level in (1, 2):
+        got = gc.compile(g, opt_level=level, fast_math=fast_math)(*feeds)
+        assert_bits_equal(got, want, f"O{level}\n{gc.optimize(g, level, fast_math=fast_math)}")
+    return want
+
+
+def _graph(dtype: str, build) -> gc.Graph:  # type: ignore[no-untyped-def]
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", shape=(len(edge_values(np.dtype(dtype))),), dtype=dtype)
+        gc.output(build(x), name="y")
+    return g
+
+
+def test_folding_two_scales_that_overflow_together_does_not_run() -> None:
+    g = _graph("float32", lambda x: (x * gc.constant(1e30)) * gc.constant(1e30))
+    x = np.full(21, 1e-30, np.float32)
+    assert np.isfinite(_levels_agree(g, x)).all()
+    # with fast_math the fold declines: c*d is not finite in float32
+    assert_bits_equal(gc.compile(g, fast_math=True)(x), gc.compile(g, opt_level=0)(x))
+
+
+def test_moving_a_scale_outward_does_not_run_by_default() -> None:
+    g = _graph("float32", lambda x: (x * gc.constant(np.float32(1e-30))) * x)
+    x = np.full(21, 1e20, np.float32)  # (x*c)*x is 1e10; (x*x)*c would overflow
+    assert np.isfinite(_levels_agree(g, x)).all()
+    fast = gc.compile(g, fast_math=True)(x)
+    assert np.isinf(fast).all()  # what the value-changing rule does when asked for
+
+
+def test_dividing_by_a_subnormal_power_of_two_is_not_a_multiplication_by_inf() -> None:
+    g = _graph("float32", lambda x: x / gc.constant(np.float32(2.0**-130)))
+    x = np.full(21, 1e-30, np.float32)
+    out = _levels_agree(g, x)
+    assert np.isfinite(out).all()
+    # while x / 4 -> x * 0.25 is exact, and runs
+    g4 = _graph("float32", lambda x: x / gc.constant(np.float32(4.0)))
+    assert [n.op for n in gc.optimize(g4, 1).op_nodes if not n.is_constant] == ["mul"]
+    _levels_agree(g4, edge_values(np.dtype(np.float32)))
+
+
+def test_integer_scales_fold_nowhere_even_with_fast_math() -> None:
+    def build(x: gc.Symbol) -> gc.Symbol:
+        return (x * gc.constant(np.int64(3))) / gc.constant(np.int64(2))
+
+    g = _graph("int64", build)
+    x = edge_values(np.dtype(np.int64))
+    _levels_agree(g, x, fast_math=True)
+
+
+def test_scales_fold_in_the_expressions_dtype() -> None:
+    third = np.float32(1 / 3)
+
+    def build(x: gc.Symbol) -> gc.Symbol:
+        return (x * gc.constant(third)) * gc.constant(np.float32(3.0))
+
+    g = _graph("float64", build)
+    fast = gc.optimize(g, 1, fast_math=True)
+    (scale,) = [n for n in fast.op_nodes if n.is_constant]
+    assert scale.value.dtype == np.float64
+    assert scale.value == np.float64(third) * 3.0  # not float32's rounding of it
+
+
+def test_a_replacement_that_fails_its_type_rule_declines() -> None:
+    g = _graph("bool", lambda x: x * -1)  # bool * -1 is int64; neg(bool) does not exist
+    out = _levels_agree(g, edge_values(np.dtype(np.bool_)))
+    assert out.dtype == np.int64
+    assert all(n.op != "neg" for n in gc.optimize(g, 2).nodes)
+
+
+def test_log_sum_exp_is_rewritten_only_with_fast_math() -> None:
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", shape=(3, 4), dtype="float64")
+        gc.output(gc.log(gc.sum(gc.exp(x), axis=1)), name="y")
+    assert "logsumexp" not in [n.op for n in gc.optimize(g, 2).op_nodes]
+    assert "logsumexp" in [n.op for n in gc.optimize(g, 2, fast_math=True).op_nodes]
+    x = np.array([[1000.0, 0.0, -np.inf, 1.0]] * 3)
+    want = gc.compile(g, opt_level=0)(x)
+    assert np.isinf(want).all()  # exp overflows at O0: the exact levels keep that
+    _levels_agree(g, x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "bool"])
+def test_edge_values_through_every_exact_rule_pattern(dtype: str) -> None:
+    """A graph exercising many exact rules at once, on every edge value of a dtype."""
+    values = edge_values(np.dtype(dtype))
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", shape=(len(values),), dtype=dtype)
+        if dtype == "bool":
+            y = gc.where(x, x * 1, x * 0)
+        else:
+            zero = gc.constant(np.zeros((), dtype))
+            y = gc.neg(gc.neg(x * 1)) - zero
+            y = gc.reshape(gc.reshape(y, (len(values), 1)), (len(values),))
+            y = y + (-x) + gc.broadcast_to(zero, (len(values),)) * x
+        gc.output(y, name="y")
+    _levels_agree(g, values)

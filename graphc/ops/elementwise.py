@@ -1,4 +1,6 @@
-"""Elementwise ops: arithmetic, unary math, activations, comparisons, where, clip, cast.
+"""Elementwise ops: arithmetic, unary math, activations, binary min/max.
+
+Comparisons, where, clip, cast and full_like are in selection.py (re-exported here).
 
 One block per op: type rule, kernel, gradient rule (`vjp`), flags. Gradient rules are
 written with graphc ops, so they build graph nodes, record eager tapes, or compute on
@@ -12,9 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError, GraphcError
-from graphc.ir.types import TensorType, as_dtype, broadcast_shapes
-from graphc.ops import shape as S
+from graphc.ir.errors import DTypeError
+from graphc.ir.types import TensorType
 from graphc.ops.defop import (
     defop,
     elementwise_cost,
@@ -23,15 +24,28 @@ from graphc.ops.defop import (
     ufunc_infer,
     ufunc_kernel,
 )
-
-
-def unbroadcast(ct: Any, x: Any) -> Any:
-    """The cotangent of `x` from that of a result `x` was broadcast into."""
-    if tuple(ct.shape) != tuple(x.shape):
-        ct = S.sum_to(ct, x.shape)
-    if ct.dtype != x.dtype:
-        ct = cast(ct, x.dtype)
-    return ct
+from graphc.ops.selection import (  # noqa: F401 - re-exported: E.cast, E.where, ... stay valid
+    cast,
+    clamp,
+    clip,
+    eq,
+    equal,
+    full_like,
+    ge,
+    greater,
+    greater_equal,
+    gt,
+    le,
+    less,
+    less_equal,
+    lt,
+    ne,
+    not_equal,
+    ones_like,
+    unbroadcast,
+    where,
+    zeros_like,
+)
 
 
 def _binary(name: str, ufunc: np.ufunc, vjp: Any, doc: str, inplace: bool = True) -> Any:
@@ -124,7 +138,34 @@ def _pow_vjp(ct: Any, out: Any, x: Any, y: Any, needs: tuple) -> tuple:
     return gx, gy
 
 
+# exponents computed as products: pow's meaning for these (see the op's doc)
+PRODUCT_EXPONENTS = (2, 3)
+
+
+def _product_exponent(y: np.ndarray) -> int | None:
+    """2 or 3 when y is one element holding exactly that integer, else None."""
+    if y.size != 1:
+        return None
+    e = y.reshape(()).item()
+    return int(e) if e in PRODUCT_EXPONENTS and not isinstance(e, bool) else None
+
+
 def _pow_kernel(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    e = _product_exponent(np.asarray(y))
+    if e is not None:
+        # x**2 = x*x and x**3 = (x*x)*x, one rounding each, in the result dtype: C's pow
+        # is not correctly rounded, a product is, and the simplifier's x**2 -> x*x is
+        # then exact (as JAX's integer_pow)
+        dtype = ufunc_dtype(np.power, "pow", np.asarray(x).dtype, np.asarray(y).dtype)
+        base = np.asarray(x).astype(dtype, copy=False)
+        shape = np.broadcast_shapes(base.shape, np.shape(y))
+        direct = out is not None and out.shape == base.shape == shape
+        target = out if direct else None
+        if e == 2:
+            result = np.multiply(base, base, out=target)
+        else:  # the square apart: `out` may be x itself, still needed for the third factor
+            result = np.multiply(np.multiply(base, base), base, out=target)
+        return result if direct else into(out, np.broadcast_to(result, shape))
     try:
         return np.power(x, y, out=out)
     except ValueError as exc:  # numpy refuses integers to negative integer powers
@@ -140,7 +181,9 @@ pow = defop(
     elementwise=True,
     inplace=True,
     cost=elementwise_cost,
-    doc="x ** y. gc.pow(np.full(2, 3.0), 2) -> array([9., 9.])",
+    doc="x ** y. A one-element exponent of exactly 2 or 3 means x*x or x*x*x (each product "
+    "rounded once, as JAX's integer_pow), so x**2 and x*x agree bit for bit. "
+    "gc.pow(np.full(2, 3.0), 2) -> array([9., 9.])",
 )
 
 # d(-x) = -dx
@@ -181,12 +224,17 @@ tanh = _unary(
 
 
 def _sigmoid_body(x: np.ndarray, out: np.ndarray) -> np.ndarray:
-    # 1/(1+e^-x) = (1 + tanh(x/2)) / 2: one transcendental, and no overflow for large |x|
-    np.multiply(x, 0.5, out=out)
-    np.tanh(out, out=out)
-    out += 1
-    out *= 0.5
-    return out
+    # with e = exp(-|x|) <= 1 (never overflows): 1/(1+e) for x >= 0, e/(1+e) for x < 0,
+    # so sigmoid(-20) is 2.06e-9 in float32 with full relative accuracy, where
+    # (1 + tanh(x/2)) / 2 cancels to 0. Branch-free (a masked copy is 8x slower here),
+    # one scratch array, and `out` may be x itself: x's signs are read first.
+    numerator = np.greater_equal(x, 0, out=np.empty_like(out), casting="unsafe")  # 1 or 0
+    np.absolute(x, out=out)
+    np.negative(out, out=out)
+    np.exp(out, out=out)  # e
+    np.maximum(out, numerator, out=numerator)  # 1 for x >= 0, e for x < 0 (nan stays)
+    np.add(out, 1, out=out)
+    return np.divide(numerator, out, out=out)
 
 
 # d sigmoid(x) = s (1 - s) dx
@@ -201,10 +249,17 @@ sigmoid = defop(
     doc="Logistic sigmoid 1 / (1 + exp(-x)).",
 )
 
+
+def _relu_infer(x: TensorType) -> TensorType:
+    if x.dtype == np.bool_:  # max(x, 0) of a bool is the bool itself; torch refuses it too
+        raise DTypeError("relu: not defined for bool (use the bool itself, or cast first)")
+    return x
+
+
 # d relu(x) = [x > 0] dx
 relu = defop(
     "relu",
-    infer=lambda x: x,
+    infer=_relu_infer,
     kernel=lambda x, out=None: np.maximum(x, 0, out=out),
     vjp=lambda ct, out, x, needs: (where(gt(out, 0), ct, 0),),
     elementwise=True,
@@ -218,8 +273,9 @@ _GELU_A = 0.044715
 
 
 def _gelu_body(x: np.ndarray, out: np.ndarray) -> np.ndarray:
-    # 0.5 x (1 + tanh(c (x + a x^3))), with one scratch array (an array even when 0-d:
-    # `x * x` on a 0-d array would give a numpy scalar, which cannot be an `out=`)
+    # (0.5 x) (1 + tanh(c (x + a x^3))), with one scratch array (an array even when 0-d:
+    # `x * x` on a 0-d array would give a numpy scalar, which cannot be an `out=`).
+    # 0.5 x first: 1 + tanh <= 2, so no intermediate exceeds |x| (gelu(3e38) is 3e38)
     inner = np.multiply(x, x, out=np.empty_like(out))
     inner *= _GELU_A
     inner += 1
@@ -227,13 +283,19 @@ def _gelu_body(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     inner *= _GELU_C
     np.tanh(inner, out=inner)
     inner += 1
-    np.multiply(inner, x, out=out)
-    out *= 0.5
+    np.multiply(x, 0.5, out=out)
+    out *= inner
     return out
+
+
+# beyond this |x| the slope's second term is 0 (1 - t^2 underflows): clipping x there
+# keeps x^2 finite, so the slope is 1 or 0 for huge |x| instead of 0 * inf = nan
+_GELU_FLAT = 1e4
 
 
 def _gelu_vjp(ct: Any, out: Any, x: Any, needs: tuple) -> tuple:
     # d/dx: 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2), t = tanh(c (x + a x^3))
+    x = clip(x, -_GELU_FLAT, _GELU_FLAT)
     x2 = x * x
     t = tanh(x * (x2 * (_GELU_A * _GELU_C) + _GELU_C))
     slope = 0.5 * (1 + t) + (0.5 * _GELU_C) * x * (1 - t * t) * (1 + (3 * _GELU_A) * x2)
@@ -278,149 +340,6 @@ minimum = _binary(
     "Elementwise smaller of x and y.",
 )
 
-# -- comparisons (boolean results, no gradient) -----------------------------------
-
-eq = _binary("eq", np.equal, None, "x == y, elementwise (bool).", inplace=False)
-ne = _binary("ne", np.not_equal, None, "x != y, elementwise (bool).", inplace=False)
-lt = _binary("lt", np.less, None, "x < y, elementwise (bool).", inplace=False)
-le = _binary("le", np.less_equal, None, "x <= y, elementwise (bool).", inplace=False)
-gt = _binary("gt", np.greater, None, "x > y, elementwise (bool).", inplace=False)
-ge = _binary("ge", np.greater_equal, None, "x >= y, elementwise (bool).", inplace=False)
-
-# -- selection, clipping, casting ----------------------------------------------
-
-
-def _where_infer(cond: TensorType, x: TensorType, y: TensorType) -> TensorType:
-    if cond.dtype != np.bool_:
-        raise DTypeError(f"where: the condition must be bool, got {cond.dtype}")
-    shape = broadcast_shapes(cond.shape, x.shape, y.shape, op="where")
-    return TensorType(shape, np.result_type(x.dtype, y.dtype))
-
-
-def _zero_bits(v: Any) -> bool:
-    """Is v a scalar whose bits are all zero (0, False, +0.0; not -0.0)?"""
-    return np.ndim(v) == 0 and not any(np.asarray(v).tobytes())
-
-
-def _where_kernel(c: np.ndarray, x: Any, y: Any, out: np.ndarray | None = None) -> np.ndarray:
-    # where(c, x, 0) into a float buffer is x's bits and-ed with a mask that is all ones
-    # where c holds: exact (nan, inf and -0.0 kept or cleared bit for bit) and ~1.7x as
-    # fast as np.where, which has no fast loop for a scalar branch. A relu's gradient.
-    if out is not None and out.dtype.kind == "f" and np.asarray(c).dtype == np.bool_:
-        if _zero_bits(y) and isinstance(x, np.ndarray) and x.dtype == out.dtype:
-            kept, mask = x, np.negative(c, dtype=f"u{out.itemsize}")  # True -> all ones
-        elif _zero_bits(x) and isinstance(y, np.ndarray) and y.dtype == out.dtype:
-            kept, mask = y, np.subtract(c, 1, dtype=f"u{out.itemsize}")  # False -> all ones
-        else:
-            return into(out, np.where(c, x, y))
-        unsigned = mask.dtype
-        np.bitwise_and(kept.view(unsigned), mask, out=out.view(unsigned))
-        return out
-    return into(out, np.where(c, x, y))
-
-
-# d where(c, x, y) = where(c, dx, 0) + where(c, 0, dy)
-where = defop(
-    "where",
-    inputs=("condition", "x", "y"),
-    infer=_where_infer,
-    kernel=_where_kernel,
-    vjp=lambda ct, out, c, x, y, needs: (
-        None,
-        unbroadcast(where(c, ct, 0), x) if needs[1] else None,
-        unbroadcast(where(c, 0, ct), y) if needs[2] else None,
-    ),
-    elementwise=True,
-    cost=elementwise_cost,
-    doc="x where condition holds, else y. gc.where(x > 0, x, 0) is a relu.",
-)
-
-
-def _clip_kernel(
-    x: np.ndarray, out: np.ndarray | None = None, a_min: Any = None, a_max: Any = None
-) -> np.ndarray:
-    if a_min is None and a_max is None:
-        return into(out, x)
-    return np.clip(x, a_min, a_max, out=out)
-
-
-def _clip_vjp(ct: Any, out: Any, x: Any, needs: tuple, a_min: Any, a_max: Any) -> tuple:
-    # d clip(x) = dx inside [a_min, a_max], 0 outside
-    if a_min is not None:
-        ct = where(lt(x, a_min), 0, ct)
-    if a_max is not None:
-        ct = where(gt(x, a_max), 0, ct)
-    return (ct,)
-
-
-def _clip_canon(x: TensorType, a_min: Any, a_max: Any) -> dict:
-    bounds = {}
-    for key, bound in (("a_min", a_min), ("a_max", a_max)):
-        if bound is not None and (np.ndim(bound) != 0 or isinstance(bound, (str, bytes))):
-            raise GraphcError(f"clip: {key} must be a scalar or None, got {bound!r}")
-        # kept as Python scalars: weak, as in numpy 2 (clip(int_x, 0.5, 1) is float64)
-        bounds[key] = None if bound is None else np.asarray(bound).item()
-    return bounds
-
-
-def _clip_infer(x: TensorType, a_min: Any, a_max: Any) -> TensorType:
-    bounds = [b for b in (a_min, a_max) if b is not None]
-    return x.with_dtype(np.result_type(x.dtype, *bounds))
-
-
-clip = defop(
-    "clip",
-    infer=_clip_infer,
-    canonicalize=_clip_canon,
-    kernel=_clip_kernel,
-    attrs={"a_min": None, "a_max": None},
-    vjp=_clip_vjp,
-    elementwise=True,
-    inplace=True,
-    cost=elementwise_cost,
-    doc="Limit x to [a_min, a_max] (either may be None). gc.clip(x, 0, 6) is relu6.",
-)
-
-
-def _cast_canon(x: TensorType, dtype: Any) -> dict:
-    return {"dtype": as_dtype(dtype)}
-
-
-def _cast_kernel(x: np.ndarray, out: np.ndarray | None = None, dtype: Any = None) -> np.ndarray:
-    if out is None:
-        return x.astype(dtype)
-    np.copyto(out, x, casting="unsafe")
-    return out
-
-
-def _cast_vjp(ct: Any, out: Any, x: Any, needs: tuple, dtype: Any) -> tuple:
-    # a cast is the identity on values: the gradient is cast back
-    return (cast(ct, x.dtype) if np.issubdtype(x.dtype, np.floating) else None,)
-
-
-cast = defop(
-    "cast",
-    infer=lambda x, dtype: x.with_dtype(dtype),
-    kernel=_cast_kernel,
-    attrs={"dtype": "float32"},
-    canonicalize=_cast_canon,
-    vjp=_cast_vjp,
-    elementwise=True,
-    cost=elementwise_cost,
-    doc="x converted to dtype (numpy's astype). gc.cast(x, 'int64')",
-)
-
-# full_like(x, v): x supplies only shape and dtype, so it gets no gradient
-full_like = defop(
-    "full_like",
-    infer=lambda x, value: x,
-    kernel=lambda x, out=None, value=0: into(out, np.full_like(x, value)),
-    attrs={"value": 0},
-    vjp=lambda ct, out, x, needs, value: (None,),
-    elementwise=True,
-    doc="An array like x filled with value. gc.full_like(x, 0) is zeros_like.",
-)
-
 # -- derived (builders over the primitives above) ---------------------------------
 
 
@@ -429,17 +348,5 @@ def square(x: Any) -> Any:
     return mul(x, x)
 
 
-def zeros_like(x: Any) -> Any:
-    """Zeros of x's shape and dtype."""
-    return full_like(x, 0)
-
-
-def ones_like(x: Any) -> Any:
-    """Ones of x's shape and dtype."""
-    return full_like(x, 1)
-
-
 # numpy's long names for the same ops
 subtract, multiply, divide, negative, power, absolute = sub, mul, div, neg, pow, abs
-equal, not_equal, less, less_equal, greater, greater_equal = eq, ne, lt, le, gt, ge
-clamp = clip

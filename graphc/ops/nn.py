@@ -31,8 +31,19 @@ def _as_float(x: np.ndarray, op: str) -> np.ndarray:
 # microseconds a call: the kernels call the reductions themselves
 
 
+def _empty_along(x: np.ndarray, axis: int, out: np.ndarray | None) -> np.ndarray | None:
+    """The (empty) result of a softmax over an empty axis, else None: there is no max to
+    subtract, and nothing to normalize."""
+    if x.shape[axis] != 0:
+        return None
+    return out if out is not None else np.empty(x.shape, x.dtype)
+
+
 def _softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1) -> np.ndarray:
     x = _as_float(x, "softmax")
+    empty = _empty_along(x, axis, out)
+    if empty is not None:
+        return empty
     shifted = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
     np.exp(shifted, out=shifted)
     shifted /= np.add.reduce(shifted, axis=axis, keepdims=True)
@@ -41,6 +52,9 @@ def _softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1
 
 def _log_softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1) -> np.ndarray:
     x = _as_float(x, "log_softmax")
+    empty = _empty_along(x, axis, out)
+    if empty is not None:
+        return empty
     shifted = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
     shifted -= np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True))
     return shifted

@@ -246,6 +246,10 @@ argmin = _index_op(
 def _logsumexp_kernel(
     x: np.ndarray, out: np.ndarray | None = None, axis: Any = None, keepdims: bool = False
 ) -> np.ndarray:
+    # in the float result dtype: x - max(x) on integers would wrap
+    x = x.astype(ufunc_dtype(np.exp, "logsumexp", x.dtype), copy=False)
+    if 0 in _reduced_dims(x.shape, axis):  # the log of an empty sum: -inf, as torch
+        return into(out, np.full(reduced_shape(x.shape, axis, keepdims), -np.inf, x.dtype))
     peak = np.max(x, axis=axis, keepdims=True)
     peak = np.where(np.isfinite(peak), peak, 0)  # all -inf rows stay -inf, not nan
     total = np.sum(np.exp(x - peak), axis=axis, keepdims=True)

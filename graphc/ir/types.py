@@ -8,6 +8,7 @@ is an error, because the graph would then be valid only for some bindings.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,17 +29,24 @@ DTYPES: dict[str, np.dtype] = {
     "bool": np.dtype(np.bool_),
 }
 _SHORT_NAME = {dt: name for name, dt in DTYPES.items()}
-_SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # used with fullmatch: "B\n" is no symbol
+
+# numpy indexes with intp: no array has more bytes than this, and a larger dim or
+# element count (from a hand-written file, say) would overflow numpy's arithmetic
+MAX_BYTES = 2**63 - 1
 
 
 def as_dtype(dtype: object) -> np.dtype:
     """Normalize anything numpy understands as a dtype (or a short name like 'f32')."""
     if isinstance(dtype, str) and dtype in DTYPES:
         return DTYPES[dtype]
+    # lists, dicts and tuples would make numpy build structured dtypes (or fail oddly)
+    if not isinstance(dtype, (str, type, np.dtype)):
+        raise DTypeError(f"not a dtype: {dtype!r}")
     try:
-        dt = np.dtype(dtype)  # type: ignore[call-overload]
-    except TypeError as exc:
-        raise DTypeError(f"not a dtype: {dtype!r}") from exc
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise DTypeError(f"not a dtype: {dtype!r}") from None
     if dt not in _SHORT_NAME:
         supported = ", ".join(str(d) for d in DTYPES.values())
         raise DTypeError(f"dtype {dt} is not supported; expected one of {supported}")
@@ -61,8 +69,10 @@ def as_dim(dim: object) -> Dim:
     if isinstance(dim, (int, np.integer)):
         if dim < 0:
             raise ShapeError(f"a dim must be >= 0, got {dim}")
+        if dim > MAX_BYTES:
+            raise ShapeError(f"a dim must be at most 2**63 - 1, got {dim}")
         return int(dim)
-    if isinstance(dim, str) and _SYMBOL.match(dim):
+    if isinstance(dim, str) and _SYMBOL.fullmatch(dim):
         return dim
     raise ShapeError(f"a dim must be an int or a symbol name, got {dim!r}")
 
@@ -94,8 +104,18 @@ class TensorType:
     dtype: np.dtype
 
     def __init__(self, shape: Iterable[object], dtype: object = "float32") -> None:
-        object.__setattr__(self, "shape", tuple(as_dim(d) for d in shape))
-        object.__setattr__(self, "dtype", as_dtype(dtype))
+        dims = tuple(as_dim(d) for d in shape)
+        dt = as_dtype(dtype)
+        nbytes = dt.itemsize
+        for d in dims:
+            if isinstance(d, int) and d:
+                nbytes *= d
+        if nbytes > MAX_BYTES:
+            raise ShapeError(
+                f"the type {dtype_name(dt)}{list(dims)} has more bytes than an array can hold"
+            )
+        object.__setattr__(self, "shape", dims)
+        object.__setattr__(self, "dtype", dt)
 
     @property
     def rank(self) -> int:
@@ -114,7 +134,7 @@ class TensorType:
         """Number of elements, or None while a dim is symbolic."""
         if not self.is_concrete:
             return None
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)  # type: ignore[arg-type]
 
     @property
     def nbytes(self) -> int | None:
@@ -179,10 +199,14 @@ def broadcast_shapes(*shapes: Sequence[Dim], op: str = "op") -> Shape:
     return tuple(result)
 
 
-def normalize_axis(axis: int, rank: int, op: str = "op") -> int:
+def normalize_axis(axis: object, rank: int, op: str = "op") -> int:
+    """`axis` as a non-negative int; numpy's negative axes count from the end."""
+    # an int only, as numpy wants: 1.0, True or "1" in a loaded file must not pass as 1
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise ShapeError(f"{op}: an axis must be an int, got {axis!r}")
     if not -rank <= axis < max(rank, 1) or (rank == 0 and axis not in (0, -1)):
         raise ShapeError(f"{op}: axis {axis} is out of range for rank {rank}")
-    return axis % rank if rank else 0
+    return int(axis) % rank if rank else 0
 
 
 def normalize_axes(axis: object, rank: int, op: str = "op") -> tuple[int, ...] | None:
@@ -190,7 +214,7 @@ def normalize_axes(axis: object, rank: int, op: str = "op") -> tuple[int, ...] |
     if axis is None:
         return None
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
-    axes = sorted({normalize_axis(int(a), rank, op) for a in items})  # type: ignore[call-overload]
+    axes = sorted({normalize_axis(a, rank, op) for a in items})
     if len(axes) != len(items):
         raise ShapeError(f"{op}: repeated axis in {axis!r}")
     return tuple(axes)

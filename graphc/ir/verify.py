@@ -16,9 +16,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from graphc.ir.attrs import attr_problem, same_attr, show_attr
 from graphc.ir.errors import CycleError, GraphcError, UnknownOpError, VerifyError
 from graphc.ir.graph import KINDS, OUTPUT, PLACEHOLDER, Graph, Node
-from graphc.ir.registry import get_op
+from graphc.ir.registry import OpDef, get_op
 from graphc.ir.types import TensorType
 
 
@@ -107,14 +108,42 @@ def op_problem(
         return f"op '{op}' expects attrs ({', '.join(opdef.attrs)}); missing {missing}, unknown {unknown}"
     if op == "constant" and not isinstance(attrs["value"], np.ndarray):
         return f"a constant's value must be an array, got {type(attrs['value']).__name__}"
+    for key, value in attrs.items():
+        problem = attr_problem(value)
+        if problem:
+            return f"attr '{key}' cannot hold {problem}"
+    types = [x.type for x in inputs]
+    if opdef.canonicalize is not None:
+        problem = _canonical_problem(opdef, types, attrs)
+        if problem:
+            return problem
     try:
-        inferred = opdef.infer(*(x.type for x in inputs), **attrs)
+        inferred = opdef.infer(*types, **attrs)
     except GraphcError as exc:
         return f"the type rule of '{op}' fails: {exc}"
     except Exception as exc:  # malformed attrs (from a file, say) may break a rule in other ways
         return f"the type rule of '{op}' fails on these attrs: {type(exc).__name__}: {exc}"
     if inferred != declared:
         return f"declared type {declared} but the type rule of '{op}' gives {inferred}"
+    return None
+
+
+def _canonical_problem(opdef: OpDef, types: list[TensorType], attrs: dict) -> str | None:
+    """The attrs must be what the op's own canonicalization makes of them: a graph
+    holding another spelling (axis=(-1,), keepdims=1) may type-check and run wrong."""
+    try:
+        canonical = opdef.canonicalize(*types, **attrs)  # type: ignore[misc]
+    except GraphcError as exc:
+        return f"bad attrs for '{opdef.name}': {exc}"
+    except Exception as exc:  # attrs from a file may break a rule in other ways
+        return f"bad attrs for '{opdef.name}': {type(exc).__name__}: {exc}"
+    for key, value in attrs.items():
+        if key not in canonical or not same_attr(value, canonical[key]):
+            want = show_attr(canonical.get(key), value) if key in canonical else "missing"
+            return (
+                f"attr '{key}' is {show_attr(value, canonical.get(key))}, but its canonical form "
+                f"for inputs ({', '.join(map(str, types))}) is {want}"
+            )
     return None
 
 

@@ -171,12 +171,26 @@ cast = defop(
     doc="x converted to dtype (numpy's astype). gc.cast(x, 'int64')",
 )
 
+
+def _full_like_canon(x: TensorType, value: Any) -> dict:
+    # one Python scalar: a string, an array or an int past x's range fails only in the kernel
+    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise GraphcError(f"full_like: value must be a real scalar, got {value!r}")
+    value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, int) and np.issubdtype(x.dtype, np.integer):
+        info = np.iinfo(x.dtype)
+        if not info.min <= value <= info.max:
+            raise GraphcError(f"full_like: value {value} does not fit {x.dtype}")
+    return {"value": value}
+
+
 # full_like(x, v): x supplies only shape and dtype, so it gets no gradient
 full_like = defop(
     "full_like",
     infer=lambda x, value: x,
     kernel=lambda x, out=None, value=0: into(out, np.full_like(x, value)),
     attrs={"value": 0},
+    canonicalize=_full_like_canon,
     vjp=lambda ct, out, x, needs, value: (None,),
     elementwise=True,
     doc="An array like x filled with value. gc.full_like(x, 0) is zeros_like.",

@@ -1,0 +1,182 @@
+"""verify (and so every loader) accepts only the attrs the op's own canonicalization gives.
+
+A non-canonical spelling such as ``axis=(-1,)`` used to type-check to one type and
+run to another; ``keepdims=1`` or ``axis=1.0`` slipped through as lookalikes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.registry import all_ops
+from graphc.ir.types import TensorType
+from tests.op_cases import all_cases, build_graph
+
+
+def text_of(node_line: str, inputs: str = "%x: f32[2,3]") -> str:
+    return f"graph g({inputs}) {{\n{node_line}\n  output %o = %r\n}}"
+
+
+# (node line, the attr named in the error, its canonical form as the message shows it)
+NON_CANONICAL = {
+    "negative axis": ("  %r: f32[2,3] = sum(%x, axis=(-1,), keepdims=False)", "axis", "(1,)"),
+    "negative axis typed as reduced": (
+        "  %r: f32[2] = sum(%x, axis=(-1,), keepdims=False)",
+        "axis",
+        "(1,)",
+    ),
+    "all axes listed": ("  %r: f32[] = mean(%x, axis=(0, 1), keepdims=False)", "axis", "None"),
+    "unsorted axes": ("  %r: f32[] = max(%x, axis=(1, 0), keepdims=False)", "axis", "None"),
+    "int keepdims": ("  %r: f32[2] = sum(%x, axis=(1,), keepdims=0)", "keepdims", "False"),
+    "float axis of argmax": ("  %r: i64[2] = argmax(%x, axis=1.0, keepdims=False)", "axis", ""),
+    "negative softmax axis": ("  %r: f32[2,3] = softmax(%x, axis=-1)", "axis", "1"),
+    "bool softmax axis": ("  %r: f32[2,3] = softmax(%x, axis=True)", "axis", ""),
+    "slice with leading zero": ('  %r: f32[3] = slice(%x, index="01")', "index", "'1'"),
+    "slice with blanks": ('  %r: f32[1,3] = slice(%x, index=" 1:2")', "index", "'1:2'"),
+    "slice with empty step": ('  %r: f32[1,3] = slice(%x, index="1:2:")', "index", "'1:2'"),
+    "slice with underscores": ('  %r: f32[3] = slice(%x, index="0_0")', "index", "'0'"),
+    "dtype as a string": ('  %r: f64[2,3] = cast(%x, dtype="float64")', "dtype", "dtype"),
+    "transpose axes negative": ("  %r: f32[3,2] = transpose(%x, axes=(-1, 0))", "axes", "(1, 0)"),
+    "reshape with -1": ("  %r: f32[6] = reshape(%x, shape=(-1,))", "shape", "(6,)"),
+    "one_hot classes as a float": (
+        "  %r: f32[2,3] = one_hot(%x, num_classes=3.0, dtype=f32)",
+        "num_classes",
+        "",
+    ),
+    "clip bound as a list": ("  %r: f32[2,3] = clip(%x, a_min=[0.0], a_max=None)", "a_min", ""),
+    "epilogue bias as an int": (
+        "  %r: f32[2,2] = matmul_epilogue(%x, %w, bias=0, activation=None)",
+        "bias",
+        "False",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(NON_CANONICAL))
+def test_text_with_non_canonical_attrs_is_rejected(name: str) -> None:
+    line, attr, canonical = NON_CANONICAL[name]
+    inputs = "%x: f32[2,3]"
+    if "one_hot" in line:
+        inputs = "%x: i64[2]"
+    if "matmul_epilogue" in line:
+        inputs = "%x: f32[2,3], %w: f32[3,2]"
+    with pytest.raises(gc.ParseError) as info:
+        gc.parse(text_of(line, inputs))
+    message = str(info.value)
+    assert message.startswith("line 2: node 'r'"), message
+    assert f"'{attr}'" in message or attr in message, message
+    assert canonical in message, message
+
+
+def test_concat_with_a_negative_axis_and_the_nonsense_type_it_used_to_verify() -> None:
+    # the type rule read axis=-1 as an index into shape[:axis] + ... + shape[axis+1:],
+    # so f32[2,6,2,3] verified for two f32[2,3]; the kernel gave f32[2,6]
+    text = (
+        "graph g(%x: f32[2,3], %y: f32[2,3]) {\n"
+        "  %c: f32[2,6,2,3] = concat(%x, %y, axis=-1)\n"
+        "  output %o = %c\n}"
+    )
+    with pytest.raises(gc.ParseError, match=r"attr 'axis' is -1, but its canonical form .* is 1"):
+        gc.parse(text)
+    with pytest.raises(gc.ParseError, match="canonical form"):
+        gc.parse(text.replace("f32[2,6,2,3]", "f32[2,6]"))
+    assert gc.parse(text.replace("f32[2,6,2,3]", "f32[2,6]").replace("-1", "1"))
+
+
+def test_the_message_names_the_node_the_attr_the_value_and_the_canonical_form() -> None:
+    g = Graph("g")
+    x = g.add_placeholder("x", TensorType((2, 3)))
+    g.add_output(g.add_op("sum", [x], {"axis": (-1,), "keepdims": False}, TensorType((2,))))
+    with pytest.raises(gc.VerifyError) as info:
+        gc.verify(g)
+    assert str(info.value) == (
+        "node 'sum' (op sum): attr 'axis' is (-1,), but its canonical form for inputs "
+        "(f32[2,3]) is (1,)"
+    )
+
+
+@pytest.mark.parametrize(
+    "attrs, shown",
+    [
+        ({"axis": (np.int64(1),), "keepdims": False}, "int64"),  # a numpy int, not an int
+        ({"axis": (1,), "keepdims": np.True_}, "bool"),
+        ({"axis": [1], "keepdims": False}, "list"),
+        ({"axis": (2**64,), "keepdims": False}, "does not fit int64"),
+        ({"axis": (1,), "keepdims": 1}, "is 1, but its canonical form"),
+    ],
+)
+def test_attrs_of_the_wrong_python_type_fail_verify(attrs: dict, shown: str) -> None:
+    g = Graph("g")
+    x = g.add_placeholder("x", TensorType((2, 3)))
+    shape = (2, 1) if attrs["keepdims"] else (2,)
+    g.add_output(g.add_op("sum", [x], attrs, TensorType(shape)))
+    with pytest.raises(gc.VerifyError, match="node 'sum'") as info:
+        gc.verify(g)
+    assert shown in str(info.value)
+
+
+class Sneaky:
+    """An attr value whose conversions would run code."""
+
+    def __index__(self) -> int:
+        raise AssertionError("verify ran the attr's own code")
+
+    __int__ = __index__
+
+
+def test_attr_values_of_foreign_types_are_refused_before_any_rule_sees_them() -> None:
+    g = Graph("g")
+    x = g.add_placeholder("x", TensorType((2, 3)))
+    g.add_output(g.add_op("softmax", [x], {"axis": Sneaky()}, TensorType((2, 3))))
+    with pytest.raises(gc.VerifyError, match="attr 'axis' cannot hold a value of type Sneaky"):
+        gc.verify(g)
+
+
+def test_full_like_value_is_a_scalar() -> None:
+    g = Graph("g")
+    x = g.add_placeholder("x", TensorType((2, 3)))
+    g.add_output(g.add_op("full_like", [x], {"value": "zero"}, TensorType((2, 3))))
+    with pytest.raises(gc.VerifyError, match="full_like"):
+        gc.verify(g)
+
+
+@pytest.mark.parametrize("axis", [1.0, True, "1", np.float64(1)])
+def test_op_functions_refuse_axes_that_are_not_ints(axis: Any) -> None:
+    with pytest.raises(gc.ShapeError, match="an axis must be an int"):
+        gc.sum(np.ones((2, 3), np.float32), axis=axis)
+
+
+@pytest.mark.parametrize("case", all_cases(), ids=lambda c: c.id)
+def test_graphs_built_by_every_op_case_hold_canonical_attrs(case: Any) -> None:
+    g = build_graph(case)
+    gc.verify(g)
+    again = gc.parse(str(g))
+    gc.verify(again)
+    assert str(again) == str(g)
+
+
+def test_canonicalization_is_idempotent_for_every_op_case() -> None:
+    for case in all_cases():
+        for node in build_graph(case).nodes:
+            if node.kind != OP:
+                continue
+            opdef = all_ops()[node.op]
+            if opdef.canonicalize is None:
+                continue
+            types = [x.type for x in node.inputs]
+            again = opdef.canonicalize(*types, **node.attrs)
+            assert set(again) == set(node.attrs), node
+            # verify's own comparison (types and float bits)
+            assert gc.verify(_single(node)) is None
+
+
+def _single(node: Node) -> Graph:
+    g = Graph("one")
+    copies = {x: g.add_placeholder(x.name, x.type) for x in dict.fromkeys(node.inputs)}
+    g.add_output(g.add_op(node.op, [copies[x] for x in node.inputs], node.attrs, node.type))
+    return g

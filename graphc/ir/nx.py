@@ -20,7 +20,7 @@ import networkx as nx
 from graphc.ir.errors import CycleError, VerifyError
 from graphc.ir.graph import KINDS, Graph, Node
 from graphc.ir.types import TensorType
-from graphc.ir.verify import node_problem
+from graphc.ir.verify import node_problem, verify
 
 
 def to_networkx(graph: Graph) -> nx.DiGraph:
@@ -66,31 +66,61 @@ def from_networkx(digraph: nx.DiGraph, name: str | None = None) -> Graph:
     if cycle:
         names = [str(u) for u, _ in cycle] + [str(cycle[0][0])]
         raise CycleError(f"the DiGraph has a cycle: {' -> '.join(names)}")
-    graph = Graph(name if name is not None else digraph.graph.get("name", "graph"))
+    name = name if name is not None else digraph.graph.get("name", "graph")
+    if not isinstance(name, str):
+        raise VerifyError(f"the DiGraph's name must be a string, got {name!r}")
+    graph = Graph(name)
     insertion = {key: i for i, key in enumerate(digraph.nodes)}
 
     def order(key: Any) -> tuple:
         index = digraph.nodes[key].get("index")
-        return (index if isinstance(index, int) else insertion[key], insertion[key])
+        if type(index) is not int:  # not a bool, a float or a numpy int either
+            index = insertion[key]
+        return (index, insertion[key])
 
     for key in nx.lexicographical_topological_sort(digraph, key=order):
         graph.append(_node(graph, digraph, key))
     return graph
 
 
+def _key_name(key: Any) -> str:
+    """The node's name: a DiGraph from `to_networkx` is keyed by names, so str keys only
+    (str() of other keys could give two nodes one name, or run the key's own code)."""
+    if not isinstance(key, str) or not key:
+        raise VerifyError(f"DiGraph node {key!r}: keys must be non-empty strings (node names)")
+    return key
+
+
 def _node(graph: Graph, digraph: nx.DiGraph, key: Any) -> Node:
+    name = _key_name(key)
     data = digraph.nodes[key]
     kind = data.get("kind")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise VerifyError(f"DiGraph node {key!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    op = data.get("op")
+    if op is not None and not isinstance(op, str):
+        raise VerifyError(f"DiGraph node {key!r}: 'op' must be an op name or None, got {op!r}")
     node_type = data.get("type")
-    if not isinstance(node_type, TensorType):
+    if type(node_type) is not TensorType:
         raise VerifyError(f"DiGraph node {key!r}: 'type' must be a TensorType, got {node_type!r}")
+    attrs, meta = data.get("attrs") or {}, data.get("meta") or {}
+    for what, mapping in (("attrs", attrs), ("meta", meta)):
+        if not isinstance(mapping, dict) or not all(isinstance(k, str) for k in mapping):
+            raise VerifyError(
+                f"DiGraph node {key!r}: '{what}' must be a dict keyed by strings, got {mapping!r}"
+            )
     slots: dict[int, str] = {}
     for source in digraph.predecessors(key):
         positions = digraph.edges[source, key].get("positions")
         if not positions:
             raise VerifyError(f"DiGraph edge {source!r} -> {key!r} has no input 'positions'")
+        if not isinstance(positions, (list, tuple)) or any(
+            type(p) is not int or p < 0 for p in positions
+        ):
+            raise VerifyError(
+                f"DiGraph edge {source!r} -> {key!r}: 'positions' must list input positions "
+                f"(ints >= 0), got {positions!r}"
+            )
         for position in positions:
             if position in slots:
                 raise VerifyError(f"DiGraph node {key!r}: input position {position} is given twice")
@@ -99,10 +129,14 @@ def _node(graph: Graph, digraph: nx.DiGraph, key: Any) -> Node:
         raise VerifyError(
             f"DiGraph node {key!r}: input positions {sorted(slots)} are not 0..{len(slots) - 1}"
         )
-    inputs = tuple(graph.node(str(slots[i])) for i in range(len(slots)))
-    node = Node(
-        str(key), kind, data.get("op"), inputs, data.get("attrs") or {}, node_type, data.get("meta")
-    )
+    inputs = tuple(graph.node(slots[i]) for i in range(len(slots)))
+    node = Node(name, kind, op, inputs, attrs, node_type, meta)
+    for attr, value in attrs.items():
+        if isinstance(value, Graph):  # a fused body: checked as verify checks it
+            try:
+                verify(value)
+            except VerifyError as exc:
+                raise VerifyError(f"DiGraph node {key!r}, attr '{attr}': {exc}") from None
     problem = node_problem(node)
     if problem:
         raise VerifyError(f"DiGraph node {key!r}: {problem}")

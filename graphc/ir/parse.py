@@ -14,15 +14,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
 from graphc.ir.errors import GraphcError, ParseError
 from graphc.ir.graph import Graph, Node
+from graphc.ir.literals import Base64Array, array_from_literal, as_text, short
 from graphc.ir.types import DTYPES, TensorType
 from graphc.ir.verify import op_problem
 
@@ -41,6 +42,7 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _INT = re.compile(r"-?\d+")
+_INT_DIGITS = 19  # int64 has 19 digits: longer ints are refused before int() reads them
 
 
 @dataclass(frozen=True)
@@ -48,13 +50,6 @@ class Token:
     kind: str  # b64, string, value, number, ident, punct, nl, end
     text: str
     line: int
-
-
-@dataclass(frozen=True)
-class Base64Array:
-    """A b64"..." literal: raw bytes whose dtype and shape come from the node's type."""
-
-    data: bytes
 
 
 class _Reader:
@@ -79,6 +74,7 @@ class _Reader:
             at = match.end()
         self.last_line = max(line - 1, 1) if text.endswith("\n") else line
         self.at = 0
+        self.depth = 0  # of nested tuples, lists and graphs, against MAX_DEPTH
 
     def error(self, message: str, line: int | None = None) -> ParseError:
         return ParseError(f"line {self.peek().line if line is None else line}: {message}")
@@ -121,7 +117,10 @@ class _Reader:
 
     def value_name(self, what: str = "a value name (%name)") -> str:
         text = self.expect_kind("value", what).text[1:]
-        return self.string(text) if text.startswith('"') else text
+        name = self.string(text) if text.startswith('"') else text
+        if not name:
+            raise self.error('a value name cannot be empty (%"")', self.tokens[self.at - 1].line)
+        return name
 
     def string(self, text: str) -> str:
         try:
@@ -140,7 +139,7 @@ class _Reader:
                 self.expect(",", "',' or ']' in the shape")
             token = self.next()
             if token.kind == "number" and _INT.fullmatch(token.text):
-                dims.append(int(token.text))
+                dims.append(self.integer(token))
             elif token.kind == "ident" and "." not in token.text:
                 dims.append(token.text)
             else:
@@ -150,12 +149,34 @@ class _Reader:
         except GraphcError as exc:
             raise self.error(f"bad type: {exc}") from None
 
+    def integer(self, token: Token) -> int:
+        """An int token that fits int64 (a longer one is never converted: no huge ints)."""
+        digits = token.text.lstrip("-").lstrip("0")
+        value = int(token.text) if len(digits) <= _INT_DIGITS else None
+        if value is None or not INT64_MIN <= value <= INT64_MAX:
+            raise self.error(f"the integer {short(token.text)} does not fit int64", token.line)
+        return value
+
+    def number(self, token: Token) -> int | float:
+        if _INT.fullmatch(token.text):
+            return self.integer(token)
+        value = float(token.text)
+        if math.isinf(value):  # the printer writes inf; a finite literal must stay finite
+            raise self.error(f"the number {short(token.text)} is too large for a float", token.line)
+        return value
+
+    def nested(self) -> None:
+        """Enter one level of nesting; deeper than MAX_DEPTH is an error, not a stack overflow."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(f"tuples, lists and graphs nested more than {MAX_DEPTH} deep")
+
     def literal(self) -> Any:
         if self.peek().kind == "ident" and self.peek().text == "graph":
             return self.graph()  # a subgraph attribute, e.g. the body of a fused node
         token = self.next()
         if token.kind == "number":
-            return int(token.text) if _INT.fullmatch(token.text) else float(token.text)
+            return self.number(token)
         if token.kind == "string":
             return self.string(token.text)
         if token.kind == "b64":
@@ -167,11 +188,11 @@ class _Reader:
             return _NAMED_LITERALS[token.text]
         if token.text == "-" and self.accept("inf"):
             return float("-inf")
-        if token.text == "(":
-            items = self._sequence(")")
-            return tuple(items)
-        if token.text == "[":
-            return self._sequence("]")
+        if token.kind == "punct" and token.text in "([":
+            self.nested()
+            items = self._sequence(")" if token.text == "(" else "]")
+            self.depth -= 1
+            return tuple(items) if token.text == "(" else items
         self.at -= 1
         raise self.error(f"expected an attribute value, found {token.text!r}")
 
@@ -190,6 +211,7 @@ class _Reader:
     def graph(self) -> Graph:
         """``graph NAME(%placeholders...) {`` statements ``}`` (leaves what follows '}')."""
         self.expect("graph", "'graph NAME(...) {'")
+        self.nested()
         token = self.next()
         if token.kind == "ident" and "." not in token.text:
             graph = Graph(token.text)
@@ -216,6 +238,7 @@ class _Reader:
             else:
                 self._op(graph)
             self.end_statement()
+        self.depth -= 1
         return graph
 
     def _fresh(self, graph: Graph, name: str) -> None:
@@ -262,7 +285,11 @@ class _Reader:
         def error(message: str) -> ParseError:
             return self.error(message, line)
 
-        attrs = {key: _attr_value(op, key, value, declared, error) for key, value in attrs.items()}
+        if op == "constant" and "value" in attrs:
+            attrs["value"] = array_from_literal(attrs["value"], declared, error)
+        for key, value in attrs.items():
+            if isinstance(value, Base64Array) and op != "constant":
+                raise error(f"attribute '{key}': b64\"...\" is only allowed as a constant's value")
         problem = op_problem(op, inputs, attrs, declared)
         if problem:
             raise error(f"node '{name}': {problem}")
@@ -279,7 +306,7 @@ _NAMED_LITERALS: dict[str, Any] = {
 }
 
 
-def parse(text: str) -> Graph:
+def parse(text: str | bytes) -> Graph:
     """Read a graph from its text form (what `print(graph)` shows).
 
     >>> import graphc as gc
@@ -291,7 +318,7 @@ def parse(text: str) -> Graph:
     >>> [n.name for n in g.inputs], [n.name for n in g.outputs]
     (['x'], ['y'])
     """
-    reader = _Reader(text)
+    reader = _Reader(as_text(text))
     reader.skip_newlines()
     if reader.peek().kind == "end":
         raise reader.error("expected 'graph NAME(...) {', found an empty text")
@@ -302,54 +329,4 @@ def parse(text: str) -> Graph:
     return graph
 
 
-def _attr_value(
-    op: str, key: str, value: Any, declared: TensorType, error: Callable[[str], ParseError]
-) -> Any:
-    """Turn array literals into arrays; a constant's declared type gives dtype and shape."""
-    if op == "constant" and key == "value":
-        return array_from_literal(value, declared, error)
-    if isinstance(value, Base64Array):
-        raise error(f"attribute '{key}': b64\"...\" is only allowed as a constant's value")
-    if isinstance(value, list):
-        return np.array(value)
-    return value
-
-
-def array_from_literal(value: Any, declared: TensorType, error: Any) -> np.ndarray:
-    """A read-only array of the declared type from a nested list, scalar or base64 bytes."""
-    if not declared.is_concrete:
-        raise error(f"a constant must have a concrete type, not {declared}")
-    shape = tuple(int(d) for d in declared.shape)
-    dtype = declared.dtype
-    if isinstance(value, Base64Array):
-        expected = declared.size * dtype.itemsize  # type: ignore[operator]
-        if len(value.data) != expected:
-            raise error(f"b64 data holds {len(value.data)} bytes, {declared} needs {expected}")
-        array = np.frombuffer(value.data, dtype.newbyteorder("<")).astype(dtype).reshape(shape)
-    else:
-        _check_scalars(value, dtype, error)
-        array = np.array(value, dtype=dtype)
-        if array.shape != shape:
-            if array.size != 0 or declared.size != 0:
-                raise error(f"the value has shape {array.shape}, the declared type {declared}")
-            array = array.reshape(shape)
-    array.flags.writeable = False
-    return array
-
-
-def _check_scalars(value: Any, dtype: np.dtype, error: Any) -> None:
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            _check_scalars(item, dtype, error)
-        return
-    if dtype == np.bool_:
-        ok = isinstance(value, bool)
-    elif np.issubdtype(dtype, np.integer):
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not ok:
-        raise error(f"the element {value!r} does not fit dtype {dtype}")
-
-
-__all__: Sequence[str] = ["parse", "array_from_literal"]
+__all__: Sequence[str] = ["parse"]

@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
 from graphc.ir.errors import GraphcError, ParseError
 from graphc.ir.graph import KINDS, OP, PLACEHOLDER, Graph, Node
-from graphc.ir.types import DTYPES, TensorType, dtype_name
+from graphc.ir.literals import as_text, short
+from graphc.ir.types import DTYPES, MAX_RANK, TensorType, dtype_name
 from graphc.ir.verify import node_problem
 
 FORMAT = "graphc"
@@ -76,17 +78,35 @@ def _dtype_name(dtype: np.dtype) -> str:
         raise _UnencodableError(f"dtype {dtype} is not one graphc supports") from None
 
 
-def decode_value(data: Any, field: str) -> Any:
-    """The inverse of `encode_value`; `field` names where `data` sits, for errors."""
-    if data is None or isinstance(data, (bool, int, float, str)):
+def decode_value(data: Any, field: str, depth: int = 0) -> Any:
+    """The inverse of `encode_value`; `field` names where `data` sits, for errors.
+
+    `depth` counts the lists, tuples and graphs around `data`: past MAX_DEPTH it is an
+    error (the JSON parser itself allows nesting as deep as the stack goes).
+    """
+    if data is None or isinstance(data, (bool, str)):
         return data
+    if isinstance(data, (int, _HugeInt)):
+        if isinstance(data, _HugeInt) or not INT64_MIN <= data <= INT64_MAX:
+            raise ParseError(f"{field}: the integer {data!r} does not fit int64")
+        return data
+    if isinstance(data, float):
+        if not math.isfinite(data):  # 1e999, or JSON's non-standard NaN and Infinity
+            raise ParseError(
+                f"{field}: {data!r} is not a finite number; non-finite floats are written "
+                '{"float": "nan"}, {"float": "inf"} or {"float": "-inf"}'
+            )
+        return data
+    if depth >= MAX_DEPTH:
+        raise ParseError(f"{field}: lists, tuples and graphs nested more than {MAX_DEPTH} deep")
     if isinstance(data, list):
-        return [decode_value(v, f"{field}[{i}]") for i, v in enumerate(data)]
+        return [decode_value(v, f"{field}[{i}]", depth + 1) for i, v in enumerate(data)]
     if not isinstance(data, dict):
-        raise ParseError(f"{field}: unexpected JSON value {data!r}")
+        raise ParseError(f"{field}: unexpected JSON value {short(repr(data))}")
     keys = set(data)
     if keys == {"tuple"} and isinstance(data["tuple"], list):
-        return tuple(decode_value(v, f"{field}.tuple[{i}]") for i, v in enumerate(data["tuple"]))
+        items = data["tuple"]
+        return tuple(decode_value(v, f"{field}.tuple[{i}]", depth + 1) for i, v in enumerate(items))
     if keys == {"float"} and data["float"] in ("nan", "inf", "-inf"):
         return float(data["float"])
     if keys == {"dtype"}:
@@ -94,19 +114,23 @@ def decode_value(data: Any, field: str) -> Any:
     if keys == {"dtype", "shape", "base64"}:
         return _array(data, field)
     if keys == {"graph"}:
-        return graph_from_document(data["graph"], f"{field}.graph.")
-    raise ParseError(f"{field}: unknown tagged value with keys {sorted(keys)}")
+        return graph_from_document(data["graph"], f"{field}.graph.", depth + 1)
+    raise ParseError(f"{field}: unknown tagged value with keys {short(repr(sorted(keys)))}")
 
 
 def _dtype(name: Any, field: str) -> np.dtype:
-    if name not in DTYPES:
-        raise ParseError(f"{field}: unknown dtype {name!r}; expected one of {', '.join(DTYPES)}")
+    if not isinstance(name, str) or name not in DTYPES:
+        raise ParseError(
+            f"{field}: unknown dtype {short(repr(name))}; expected one of {', '.join(DTYPES)}"
+        )
     return DTYPES[name]
 
 
 def _shape(data: Any, field: str) -> tuple:
     if not isinstance(data, list):
-        raise ParseError(f"{field}: expected a list of dims, got {data!r}")
+        raise ParseError(f"{field}: expected a list of dims, got {short(repr(data))}")
+    if len(data) > MAX_RANK:
+        raise ParseError(f"{field}: at most {MAX_RANK} dims (numpy's limit), got {len(data)}")
     return tuple(data)
 
 
@@ -114,12 +138,20 @@ def _array(data: dict, field: str) -> np.ndarray:
     dtype = _dtype(data["dtype"], f"{field}.dtype")
     shape = _shape(data["shape"], f"{field}.shape")
     if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise ParseError(f"{field}.shape: an array's shape holds non-negative ints, got {shape}")
+        raise ParseError(
+            f"{field}.shape: an array's shape holds non-negative ints, got {short(repr(shape))}"
+        )
+    try:
+        TensorType(shape, dtype)  # the limits on dims and sizes, before any arithmetic
+    except GraphcError as exc:
+        raise ParseError(f"{field}.shape: {exc}") from None
+    if not isinstance(data["base64"], str):
+        raise ParseError(f"{field}.base64: expected a string of base64")
     try:
         raw = base64.b64decode(data["base64"], validate=True)
-    except (binascii.Error, TypeError, ValueError):
+    except (binascii.Error, ValueError):
         raise ParseError(f"{field}.base64: malformed base64") from None
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    expected = math.prod(shape) * dtype.itemsize
     if len(raw) != expected:
         raise ParseError(
             f"{field}.base64: {len(raw)} bytes, shape {shape} of {dtype} needs {expected}"
@@ -174,66 +206,94 @@ def _encodable_meta(node: Node) -> dict[str, Any]:
     return meta
 
 
-def from_json(text: str) -> Graph:
+def from_json(text: str | bytes) -> Graph:
     """Rebuild a graph from `to_json` output; malformed input raises ParseError naming the field."""
+    text = as_text(text, "the JSON")
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_int=_json_int)
     except ValueError as exc:
         raise ParseError(f"not valid JSON: {exc}") from None
+    except RecursionError:  # json's own parser recurses once per level of nesting
+        raise ParseError("not valid JSON: nested too deeply for the JSON parser") from None
     return graph_from_document(document)
 
 
-def graph_from_document(document: Any, prefix: str = "") -> Graph:
+class _HugeInt:
+    """A JSON integer of more digits than int64 has, kept as text: int() of thousands of
+    digits is slow and then refused. Every field check rejects it, naming the field."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return short(self.text)
+
+
+def _json_int(text: str) -> int | _HugeInt:
+    return _HugeInt(text) if len(text.lstrip("-")) > 19 else int(text)
+
+
+def graph_from_document(document: Any, prefix: str = "", depth: int = 0) -> Graph:
     """The inverse of `graph_document`; `prefix` is where a nested document sits."""
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ParseError(f'{prefix}format: expected a JSON object with "format": "graphc"')
-    if document.get("version") != VERSION:
-        raise ParseError(f"{prefix}version: expected {VERSION}, got {document.get('version')!r}")
+    version = document.get("version")
+    if type(version) is not int or version != VERSION:  # not true, not 1.0
+        raise ParseError(f"{prefix}version: expected {VERSION}, got {short(repr(version))}")
     name = document.get("name")
     if not isinstance(name, str):
-        raise ParseError(f"{prefix}name: expected a string, got {name!r}")
+        raise ParseError(f"{prefix}name: expected a string, got {short(repr(name))}")
     nodes = document.get("nodes")
     if not isinstance(nodes, list):
         raise ParseError(f"{prefix}nodes: expected a list of nodes")
     graph = Graph(name)
     for i, entry in enumerate(nodes):
-        _load_node(graph, entry, f"{prefix}nodes[{i}]")
+        _load_node(graph, entry, f"{prefix}nodes[{i}]", depth)
     return graph
 
 
-def _load_node(graph: Graph, entry: Any, field: str) -> None:
+def _load_node(graph: Graph, entry: Any, field: str, depth: int) -> None:
     if not isinstance(entry, dict):
-        raise ParseError(f"{field}: expected an object, got {entry!r}")
+        raise ParseError(f"{field}: expected an object, got {short(repr(entry))}")
     known = {"name", "kind", "op", "inputs", "attrs", "type", "meta"}
     if set(entry) - known:
-        raise ParseError(f"{field}: unknown field(s) {sorted(set(entry) - known)}")
+        unknown = sorted(set(entry) - known)
+        raise ParseError(f"{field}: unknown field(s) {short(repr(unknown))}")
     name = entry.get("name")
     if not isinstance(name, str) or not name:
-        raise ParseError(f"{field}.name: expected a non-empty string, got {name!r}")
+        raise ParseError(f"{field}.name: expected a non-empty string, got {short(repr(name))}")
     if name in graph:
         raise ParseError(f"{field}.name: the name '{name}' is used twice")
     kind = entry.get("kind")
-    if kind not in KINDS:
-        raise ParseError(f"{field}.kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ParseError(
+            f"{field}.kind: expected one of {', '.join(KINDS)}, got {short(repr(kind))}"
+        )
     op = entry.get("op")
     if (kind == OP) != isinstance(op, str):
-        raise ParseError(f"{field}.op: an op node needs an op name, other kinds none; got {op!r}")
+        raise ParseError(
+            f"{field}.op: an op node needs an op name, other kinds none; got {short(repr(op))}"
+        )
     inputs_data = entry.get("inputs", [])
     if not isinstance(inputs_data, list):
-        raise ParseError(f"{field}.inputs: expected a list of names, got {inputs_data!r}")
+        raise ParseError(
+            f"{field}.inputs: expected a list of names, got {short(repr(inputs_data))}"
+        )
     inputs = []
     for j, x in enumerate(inputs_data):
         if not isinstance(x, str) or x not in graph:
-            raise ParseError(f"{field}.inputs[{j}]: unknown value {x!r} (not an earlier node)")
+            raise ParseError(
+                f"{field}.inputs[{j}]: unknown value {short(repr(x))} (not an earlier node)"
+            )
         inputs.append(graph.node(x))
     attrs_data = entry.get("attrs", {})
     if not isinstance(attrs_data, dict):
-        raise ParseError(f"{field}.attrs: expected an object, got {attrs_data!r}")
-    attrs = {key: decode_value(v, f"{field}.attrs.{key}") for key, v in attrs_data.items()}
+        raise ParseError(f"{field}.attrs: expected an object, got {short(repr(attrs_data))}")
+    attrs = {key: decode_value(v, f"{field}.attrs.{key}", depth) for key, v in attrs_data.items()}
     meta_data = entry.get("meta", {})
     if not isinstance(meta_data, dict):
-        raise ParseError(f"{field}.meta: expected an object, got {meta_data!r}")
-    meta = {key: decode_value(v, f"{field}.meta.{key}") for key, v in meta_data.items()}
+        raise ParseError(f"{field}.meta: expected an object, got {short(repr(meta_data))}")
+    meta = {key: decode_value(v, f"{field}.meta.{key}", depth) for key, v in meta_data.items()}
     node = Node(
         name, kind, op, tuple(inputs), attrs, _type(entry.get("type"), f"{field}.type"), meta
     )
@@ -245,11 +305,12 @@ def _load_node(graph: Graph, entry: Any, field: str) -> None:
 
 def _type(data: Any, field: str) -> TensorType:
     if not isinstance(data, dict) or set(data) != {"shape", "dtype"}:
-        raise ParseError(f'{field}: expected {{"shape": [...], "dtype": ...}}, got {data!r}')
+        shown = short(repr(data))
+        raise ParseError(f'{field}: expected {{"shape": [...], "dtype": ...}}, got {shown}')
     dtype = _dtype(data["dtype"], f"{field}.dtype")
     shape = _shape(data["shape"], f"{field}.shape")
     if any(isinstance(d, bool) or not isinstance(d, (int, str)) for d in shape):
-        raise ParseError(f"{field}.shape: dims are ints or symbol names, got {shape}")
+        raise ParseError(f"{field}.shape: dims are ints or symbol names, got {short(repr(shape))}")
     try:
         return TensorType(shape, dtype)
     except GraphcError as exc:
@@ -264,5 +325,9 @@ def save(graph: Graph, path: str | os.PathLike) -> None:
 
 def load(path: str | os.PathLike) -> Graph:
     """Read a graph written by `save`; nothing in the file is executed."""
-    with open(path, encoding="utf-8") as file:
-        return from_json(file.read())
+    with open(path, "rb") as file:
+        data = file.read()
+    try:
+        return from_json(data)
+    except ParseError as exc:
+        raise ParseError(f"{os.fspath(path)}: {exc}") from None

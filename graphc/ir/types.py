@@ -34,6 +34,7 @@ _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # used with fullmatch: "B\n" is
 # numpy indexes with intp: no array has more bytes than this, and a larger dim or
 # element count (from a hand-written file, say) would overflow numpy's arithmetic
 MAX_BYTES = 2**63 - 1
+MAX_RANK = 64  # numpy's NPY_MAXDIMS
 
 
 def as_dtype(dtype: object) -> np.dtype:
@@ -105,6 +106,8 @@ class TensorType:
 
     def __init__(self, shape: Iterable[object], dtype: object = "float32") -> None:
         dims = tuple(as_dim(d) for d in shape)
+        if len(dims) > MAX_RANK:
+            raise ShapeError(f"a type has at most {MAX_RANK} dims (numpy's limit), got {len(dims)}")
         dt = as_dtype(dtype)
         nbytes = dt.itemsize
         for d in dims:

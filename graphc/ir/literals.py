@@ -1,0 +1,94 @@
+"""Literals read from untrusted text or JSON, turned into values within graphc's limits.
+
+Shared by the text parser and the JSON loader: the input as a str (UTF-8 bytes are
+decoded), a constant's nested list or raw bytes as an array of its declared type
+(each element must fit the dtype: no int that wraps, no finite float that becomes
+inf), and short excerpts of hostile input for error messages.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import ParseError
+from graphc.ir.types import TensorType, dtype_name
+
+
+@dataclass(frozen=True)
+class Base64Array:
+    """A b64"..." literal: raw bytes whose dtype and shape come from the node's type."""
+
+    data: bytes
+
+
+def as_text(text: Any, what: str = "the graph's text") -> str:
+    """`text` as a str: UTF-8 bytes are decoded; anything else is a ParseError."""
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        try:
+            return bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = bytes(text).count(b"\n", 0, exc.start) + 1
+            raise ParseError(
+                f"line {line}: {what} is not UTF-8 (byte {exc.start}: {exc.reason})"
+            ) from None
+    if not isinstance(text, str):
+        raise ParseError(f"expected {what} as a str or bytes, got {type(text).__name__}")
+    return text
+
+
+def short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def array_from_literal(value: Any, declared: TensorType, error: Any) -> np.ndarray:
+    """A read-only array of the declared type from a nested list, scalar or base64 bytes."""
+    if not declared.is_concrete:
+        raise error(f"a constant must have a concrete type, not {declared}")
+    shape = tuple(int(d) for d in declared.shape)
+    dtype = declared.dtype
+    if isinstance(value, Base64Array):
+        expected = declared.size * dtype.itemsize  # type: ignore[operator]
+        if len(value.data) != expected:
+            raise error(f"b64 data holds {len(value.data)} bytes, {declared} needs {expected}")
+        array = np.frombuffer(value.data, dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+    else:
+        _check_scalars(value, dtype, error)
+        try:
+            array = np.array(value, dtype=dtype)
+        except ValueError:  # ragged nesting, or more dims than numpy has
+            raise error(f"the value is not a nested list of the shape of {declared}") from None
+        if array.shape != shape:
+            if array.size != 0 or declared.size != 0:
+                raise error(f"the value has shape {array.shape}, the declared type {declared}")
+            array = array.reshape(shape)
+    array.flags.writeable = False
+    return array
+
+
+def _check_scalars(value: Any, dtype: np.dtype, error: Any) -> None:
+    """Every element is a literal of the dtype's kind whose value the dtype holds."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_scalars(item, dtype, error)
+        return
+    if dtype == np.bool_:
+        ok = isinstance(value, bool)
+    elif np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        ok = type(value) is int and info.min <= value <= info.max
+    else:
+        ok = type(value) in (int, float)
+        # a finite literal that the dtype rounds to inf (1e39 in f32) would load changed
+        if ok and math.isfinite(value) and not np.isfinite(_as_float(value, dtype)):
+            ok = False
+    if not ok:
+        raise error(f"the element {short(repr(value))} does not fit dtype {dtype_name(dtype)}")
+
+
+def _as_float(value: float, dtype: np.dtype) -> Any:
+    with np.errstate(over="ignore"):
+        return np.array(value, dtype=dtype)

@@ -190,6 +190,8 @@ _case("mul", "bool_int", gc.mul, [B(2, 3), I(3)], np.multiply)
 _case("pow", "same", gc.pow, [F(3, 4, kind="positive"), F(3, 4)], np.power)
 _case("pow", "bcast", gc.pow, [F(3, 1, kind="positive"), F(4)], np.power)
 _case("pow", "pyint", lambda x: gc.pow(x, 3), [F(2, 3)], lambda x: np.power(x, 3))
+_case("pow", "square", lambda x: gc.pow(x, 2), [F(2, 3)], lambda x: x * x)
+_case("pow", "cube_int32", lambda x: gc.pow(x, 3), [I(5, dtype="int32")], lambda x: x * x * x)
 _case("pow", "pyfloat_left", lambda x: gc.pow(2.0, x), [F(2, 3)], lambda x: np.power(2.0, x))
 _case("pow", "int", gc.pow, [I(3, 4), I(4, low=0, high=4)], np.power)
 
@@ -245,6 +247,15 @@ for _name, (_fn, _ref, _kind, _int_ok) in _UNARY.items():
 
 _case("sigmoid", "large", gc.sigmoid, [Arg((4,), FLOAT, "fixed", value=[-800, -30, 30, 800])],
       _sigmoid)  # fmt: skip
+# relative accuracy for negative x: (1 + tanh(x/2)) / 2 gave 0 for sigmoid(-20) in float32
+_case("sigmoid", "negative", gc.sigmoid,
+      [Arg((5,), FLOAT, "fixed", value=[-80.0, -40.0, -20.0, -17.5, -5.0])], _sigmoid,
+      rtol=1e-6, atol=0.0)  # fmt: skip
+# no intermediate overflows (0.5 x (1 + t) computed 2x first: gelu(3e38) was inf)
+_case("gelu", "huge", gc.gelu,
+      [Arg((6,), FLOAT, "fixed", value=[3e38, -3e38, 1e30, -1e30, 1e5, -1e5])], _gelu,
+      grad=(False,))  # fmt: skip
+_case("relu", "int32", gc.relu, [I(2, 3, dtype="int32")], lambda x: np.maximum(x, 0))
 
 # -- where, clip, cast, full_like --------------------------------------------------------------
 
@@ -301,6 +312,18 @@ for _name, _fn, _ref in [
     _case(_name, "int", lambda x, f=_fn: f(x, axis=0), [I(3, 4)], lambda x, r=_ref: r(x, axis=0))
     _case(_name, "0d", _fn, [F()], _ref)
 _case("sum", "bool", lambda x: gc.sum(x, axis=1), [B(3, 4)], lambda x: np.sum(x, axis=1))
+# a 0-d input has the one axis 0 (also -1), as in PyTorch: its element is reduced
+for _name, _fn, _ref in [
+    ("sum", gc.sum, np.sum),
+    ("mean", gc.mean, np.mean),
+    ("max", gc.max, np.max),
+    ("min", gc.min, np.min),
+    ("logsumexp", gc.logsumexp, lambda x, keepdims=False: _logsumexp(x)),
+]:
+    for _axis, _keep in [(0, False), (-1, True), ((-1,), False)]:
+        _case(_name, f"0d_axis{_axis}_keep{int(_keep)}".replace(" ", ""),
+              lambda x, f=_fn, a=_axis, k=_keep: f(x, axis=a, keepdims=k), [F()],
+              lambda x, r=_ref, k=_keep: r(x, keepdims=k))  # fmt: skip
 _case("max", "ties", lambda x: gc.max(x, axis=1),
       [Arg((2, 3), FLOAT, "fixed", value=[[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])],
       lambda x: np.max(x, axis=1), grad=(False,))  # fmt: skip
@@ -313,11 +336,15 @@ _case("argmin", "all", gc.argmin, [F(3, 4)], np.argmin, grad=(False,))
 _case("argmin", "axis", lambda x: gc.argmin(x, axis=-1, keepdims=True), [F(3, 4)],
       lambda x: np.argmin(x, axis=-1, keepdims=True), grad=(False,))  # fmt: skip
 _case("argmin", "int", lambda x: gc.argmin(x, axis=0), [I(3, 4)], lambda x: np.argmin(x, axis=0))
+for _name, _fn, _ref in [("argmax", gc.argmax, np.argmax), ("argmin", gc.argmin, np.argmin)]:
+    for _axis in (0, -1):
+        _case(_name, f"0d_axis{_axis}", lambda x, f=_fn, a=_axis: f(x, axis=a, keepdims=True),
+              [F()], lambda x, r=_ref: np.asarray(r(x)), grad=(False,))  # fmt: skip
 
 
 def _logsumexp(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
     x64 = x.astype(np.float64)
-    peak = np.max(x64, axis=axis, keepdims=True)
+    peak = np.max(x64, axis=axis, keepdims=True, initial=-np.inf)  # an empty sum's log: -inf
     peak = np.where(np.isfinite(peak), peak, 0)
     value = np.log(np.sum(np.exp(x64 - peak), axis=axis, keepdims=True)) + peak
     if not keepdims:
@@ -331,6 +358,14 @@ for _axis, _keep in _AXES:
           lambda x, a=_axis, k=_keep: _logsumexp(x, a, k))  # fmt: skip
 _case("logsumexp", "int", lambda x: gc.logsumexp(x, axis=1), [I(3, 4)],
       lambda x: _logsumexp(x, 1))  # fmt: skip
+# ints compute in the float result dtype: x - max(x) in int64 wrapped around
+_case("logsumexp", "int_wide", lambda x: gc.logsumexp(x, axis=1),
+      [Arg((2, 2), "int64", "fixed", value=[[2**62, -(2**62) - 5], [-(2**62), 2**62]])],
+      lambda x: _logsumexp(x, 1))  # fmt: skip
+# the log of an empty sum is -inf (as torch), with an empty gradient
+_case("logsumexp", "empty_axis", lambda x: gc.logsumexp(x, axis=1), [F(2, 0)],
+      lambda x: _logsumexp(x, 1))  # fmt: skip
+_case("logsumexp", "empty_all", gc.logsumexp, [F(0, 3)], _logsumexp)
 _case("logsumexp", "large", lambda x: gc.logsumexp(x, axis=1),
       [Arg((3, 2), FLOAT, "fixed", value=[[1000.0, 1000.0], [-np.inf, -np.inf], [-np.inf, 0.0]])],
       lambda x: _logsumexp(x, 1), grad=(False,))  # fmt: skip
@@ -392,6 +427,9 @@ _case("concat", "mixed", lambda x, y: gc.concat([x, y]), [Arg((2,), "float32"), 
       lambda x, y: np.concatenate([x, y]), grad=(False, True))  # fmt: skip
 _case("concat", "int", lambda x, y: gc.concat([x, y], axis=0), [I(2, 3), I(1, 3)],
       lambda x, y: np.concatenate([x, y], axis=0))  # fmt: skip
+# an empty piece after the others (symbolically: (N2, N3) then (N2, 0) adds nothing)
+_case("concat", "empty_piece", lambda x, y: gc.concat([x, y], axis=1), [F(2, 3), F(2, 0)],
+      lambda x, y: np.concatenate([x, y], axis=1))  # fmt: skip
 
 _INDICES = {
     "int": 1,
@@ -432,6 +470,13 @@ _case("take", "axis1", lambda x, i: gc.take(x, i, axis=-1), [F(2, 4, 3), _IDX],
 _case("take", "getitem", lambda x, i: gc.getitem(x, (slice(None), i)), [F(2, 4), I(5, low=-4, high=4)],
       lambda x, i: x[:, i])  # fmt: skip
 _case("take", "int", lambda x, i: gc.take(x, i), [I(5), I(3, low=0, high=5)], np.take)
+# a zero-size dim beside the taken axis: the gradient's scatter_add reshaped by -1 (crash)
+_case("take", "empty_dim", lambda x, i: gc.take(x, i, axis=1),
+      [F(0, 4), Arg((2,), "int64", "fixed", value=[1, 3])],
+      lambda x, i: np.take(x, i, axis=1))  # fmt: skip
+_case("take", "no_indices", lambda x, i: gc.take(x, i, axis=0),
+      [F(3, 2), Arg((0,), "int64", "fixed", value=[])],
+      lambda x, i: np.take(x, i, axis=0))  # fmt: skip
 
 
 def _scatter_add(ct: np.ndarray, i: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
@@ -447,6 +492,9 @@ _case("scatter_add", "axis0", lambda c, i: gc.scatter_add(c, i, shape=(4, 3), ax
       [F(2, 3, 3), _IDX], lambda c, i: _scatter_add(c, i, (4, 3), 0))  # fmt: skip
 _case("scatter_add", "axis1", lambda c, i: gc.scatter_add(c, i, shape=(2, 4), axis=1),
       [F(2, 2, 3), _IDX], lambda c, i: _scatter_add(c, i, (2, 4), 1))  # fmt: skip
+_case("scatter_add", "empty_dim", lambda c, i: gc.scatter_add(c, i, shape=(0, 4), axis=1),
+      [F(0, 2), Arg((2,), "int64", "fixed", value=[1, 1])],
+      lambda c, i: _scatter_add(c, i, (0, 4), 1))  # fmt: skip
 
 # -- linalg, nn, constant ------------------------------------------------------------------------
 
@@ -486,6 +534,10 @@ for _name, _fn, _ref in [
     _case(_name, "axis0", lambda x, f=_fn: f(x, axis=0), [F(3, 4, 2)], lambda x, r=_ref: r(x, 0))
     _case(_name, "large", _fn, [_LARGE], _ref, grad=(False,))
     _case(_name, "int", _fn, [I(2, 3)], _ref)
+    _case(_name, "empty_axis", _fn, [F(3, 0)], lambda x: np.empty(x.shape, x.dtype))
+    for _axis in (0, -1):
+        _case(_name, f"0d_axis{_axis}", lambda x, f=_fn, a=_axis: f(x, axis=a), [F()],
+              lambda x, r=_ref: r(x.reshape(1)).reshape(()))  # fmt: skip
 
 _case("one_hot", "vec", lambda y: gc.one_hot(y, num_classes=4), [I(5, low=0, high=4)],
       lambda y: np.eye(4, dtype=np.float32)[y])  # fmt: skip
@@ -523,6 +575,8 @@ _case("square", "2d", gc.square, [F(3, 4)], np.square, **_builder)
 for _ddof in (0, 1):
     _case("var", f"ddof{_ddof}", lambda x, d=_ddof: gc.var(x, axis=1, ddof=d), [F(3, 5)],
           lambda x, d=_ddof: np.var(x, axis=1, ddof=d), rtol=1e-5, **_builder)  # fmt: skip
+_case("var", "0d_axis-1", lambda x: gc.var(x, axis=-1, ddof=0), [F()],
+      lambda x: np.var(x), **_builder)  # fmt: skip
 _case("var", "all_keep", lambda x: gc.var(x, keepdims=True), [F(3, 5)],
       lambda x: np.var(x, keepdims=True), rtol=1e-5, **_builder)  # fmt: skip
 _case("mse_loss", "2d", gc.mse_loss, [F(3, 4), F(3, 4)],

@@ -276,11 +276,12 @@ def _gelu_body(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     # (0.5 x) (1 + tanh(c (x + a x^3))), with one scratch array (an array even when 0-d:
     # `x * x` on a 0-d array would give a numpy scalar, which cannot be an `out=`).
     # 0.5 x first: 1 + tanh <= 2, so no intermediate exceeds |x| (gelu(3e38) is 3e38)
-    inner = np.multiply(x, x, out=np.empty_like(out))
-    inner *= _GELU_A
-    inner += 1
-    inner *= x
-    inner *= _GELU_C
+    with np.errstate(over="ignore"):  # x*x is inf past 1.8e19 in float32: tanh gives +-1
+        inner = np.multiply(x, x, out=np.empty_like(out))
+        inner *= _GELU_A
+        inner += 1
+        inner *= x
+        inner *= _GELU_C
     np.tanh(inner, out=inner)
     inner += 1
     np.multiply(x, 0.5, out=out)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError, GraphcError, ShapeError
+from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
 from graphc.ir.types import (
     Dim,
     Shape,
@@ -103,7 +103,7 @@ def _slice_infer(x: TensorType, index: str) -> TensorType:
         axis += 1
         if isinstance(item, int):
             if not is_symbol(dim) and not -dim <= item < dim:  # type: ignore[operator]
-                raise ShapeError(f"getitem: index {item} is out of range for dim {dim}")
+                raise IndexRangeError(f"getitem: index {item} is out of range for dim {dim}")
             continue
         if is_symbol(dim):
             if item == slice(None):
@@ -117,17 +117,30 @@ def _slice_infer(x: TensorType, index: str) -> TensorType:
     return x.with_shape(shape)
 
 
-# slice reads a window: its gradient writes the cotangent into that window of zeros
+def _slice_kernel(x: np.ndarray, out: np.ndarray | None = None, index: str = "") -> np.ndarray:
+    try:
+        return into(out, x[parse_index(index)])
+    except IndexError as exc:  # an int index past a symbolic dim's fed size
+        raise IndexRangeError(f"getitem: {exc} (index [{index}])") from None
+
+
+# slice reads a window: its gradient writes the cotangent into that window of zeros.
+# On a symbolic dim B only ':' and windows with non-negative bounds are allowed: a
+# window start:stop:step is typed len(range(start, stop, step)) whatever B, so it is
+# valid only for sizes B that hold all of it; compiling for a B that does not (x[0:5]
+# with B = 3) is a ShapeError naming the node, never a silently shorter result.
 slice_ = defop(
     "slice",
     infer=_slice_infer,
-    kernel=lambda x, out=None, index="": into(out, x[parse_index(index)]),
+    kernel=_slice_kernel,
     attrs={"index": ""},
     canonicalize=lambda x, index: {
         "index": format_index(parse_index(index) if isinstance(index, str) else index)
     },
     vjp=lambda ct, out, x, needs, index: (unslice(ct, shape=x.shape, index=index),),
-    doc='x[index] for basic indices (ints, slices, None, ...): gc.slice(x, "1:3,None")',
+    doc='x[index] for basic indices (ints, slices, None, ...): gc.slice(x, "1:3,None"). '
+    "On a symbolic dim B a window a:b:s is typed len(range(a, b, s)) and needs a B that "
+    "holds all of it (B >= b for step 1); compile checks it per fed size.",
 )
 
 
@@ -179,13 +192,17 @@ def _take_infer(x: TensorType, indices: TensorType, axis: int) -> TensorType:
     return x.with_shape(x.shape[:axis] + indices.shape + x.shape[axis + 1 :])
 
 
+def check_indices(op: str, i: np.ndarray, size: int, axis: int) -> None:
+    """Every index in [-size, size), or an IndexRangeError (an IndexError, as in torch)."""
+    if i.size and not (-size <= i.min() and i.max() < size):
+        bad = i[(i < -size) | (i >= size)].flat[0]
+        raise IndexRangeError(f"{op}: index {bad} is out of range for axis {axis} of size {size}")
+
+
 def _take_kernel(
     x: np.ndarray, i: np.ndarray, out: np.ndarray | None = None, axis: int = 0
 ) -> np.ndarray:
-    size = x.shape[axis]
-    if i.size and not (-size <= i.min() and i.max() < size):
-        bad = i[(i < -size) | (i >= size)].flat[0]
-        raise ShapeError(f"take: index {bad} is out of range for axis {axis} of size {size}")
+    check_indices("take", i, x.shape[axis], axis)
     return np.take(x, i, axis=axis, out=out)
 
 
@@ -212,8 +229,11 @@ def _scatter_add_kernel(
         out = np.zeros(shape, ct.dtype)
     else:
         out.fill(0)
+    check_indices("scatter_add", i, out.shape[axis], axis)
     moved = np.moveaxis(out, axis, 0)
-    values = np.moveaxis(ct.reshape(ct.shape[:axis] + (-1,) + ct.shape[axis + i.ndim :]), axis, 0)
+    # the indices' dims flattened to one, by its size: -1 is ambiguous when a dim is 0
+    flat = ct.shape[:axis] + (i.size,) + ct.shape[axis + i.ndim :]
+    values = np.moveaxis(ct.reshape(flat), axis, 0)
     np.add.at(moved, i.reshape(-1), values)
     return out
 

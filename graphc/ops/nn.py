@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError, GraphcError, ShapeError
+from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError
 from graphc.ir.registry import REQUIRED
 from graphc.ir.types import TensorType, as_dtype, normalize_axis
 from graphc.ops import elementwise as E
@@ -15,7 +15,16 @@ from graphc.ops.defop import defop, ufunc_dtype
 
 
 def _axis_canon(name: str) -> Any:
-    return lambda x, axis: {"axis": normalize_axis(axis, x.rank, name)}
+    def canon(x: TensorType, axis: Any) -> dict:
+        if x.rank == 0:  # PyTorch's 0 or -1: the one element, canonically axis=None
+            return {"axis": None if axis is None else R.scalar_axis(axis, name)}
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise GraphcError(
+                f"{name}: axis must be an int for a rank-{x.rank} input, got {axis!r}"
+            )
+        return {"axis": normalize_axis(int(axis), x.rank, name)}
+
+    return canon
 
 
 def _float_infer(name: str) -> Any:
@@ -31,30 +40,31 @@ def _as_float(x: np.ndarray, op: str) -> np.ndarray:
 # microseconds a call: the kernels call the reductions themselves
 
 
-def _empty_along(x: np.ndarray, axis: int, out: np.ndarray | None) -> np.ndarray | None:
-    """The (empty) result of a softmax over an empty axis, else None: there is no max to
-    subtract, and nothing to normalize."""
-    if x.shape[axis] != 0:
-        return None
-    return out if out is not None else np.empty(x.shape, x.dtype)
+def _float_and_out(x: np.ndarray, out: np.ndarray | None, op: str) -> tuple:
+    """x in its float dtype, and the result array (an array even when 0-d, where numpy
+    would hand back a scalar that cannot be an `out=`)."""
+    x = _as_float(x, op)
+    return x, np.empty(x.shape, x.dtype) if out is None else out
 
 
-def _softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1) -> np.ndarray:
-    x = _as_float(x, "softmax")
-    empty = _empty_along(x, axis, out)
-    if empty is not None:
-        return empty
+def _softmax_kernel(
+    x: np.ndarray, out: np.ndarray | None = None, axis: int | None = -1
+) -> np.ndarray:
+    x, out = _float_and_out(x, out, "softmax")
+    if x.size == 0:  # an empty axis has no max to subtract: the result is empty as well
+        return out
     shifted = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
     np.exp(shifted, out=shifted)
     shifted /= np.add.reduce(shifted, axis=axis, keepdims=True)
     return shifted
 
 
-def _log_softmax_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: int = -1) -> np.ndarray:
-    x = _as_float(x, "log_softmax")
-    empty = _empty_along(x, axis, out)
-    if empty is not None:
-        return empty
+def _log_softmax_kernel(
+    x: np.ndarray, out: np.ndarray | None = None, axis: int | None = -1
+) -> np.ndarray:
+    x, out = _float_and_out(x, out, "log_softmax")
+    if x.size == 0:
+        return out
     shifted = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
     shifted -= np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True))
     return shifted
@@ -106,7 +116,7 @@ def _one_hot_kernel(
     # wrong loss: reject it, as PyTorch does.
     if labels.size and not (labels.min() >= 0 and labels.max() < num_classes):
         bad = labels[(labels < 0) | (labels >= num_classes)].flat[0]
-        raise ShapeError(f"one_hot: label {bad} is out of range for {num_classes} classes")
+        raise IndexRangeError(f"one_hot: label {bad} is out of range for {num_classes} classes")
     if out is None:
         out = np.empty(labels.shape + (num_classes,), dtype)
     np.equal(labels[..., None], np.arange(num_classes), out=out, casting="unsafe")

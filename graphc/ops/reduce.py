@@ -14,12 +14,34 @@ from graphc.ops import shape as S
 from graphc.ops.defop import defop, into, ufunc_dtype
 
 
+def scalar_axis(axis: Any, name: str) -> None:
+    """The axis given for a 0-d input, canonically: None (its one element is reduced).
+
+    As in PyTorch, a 0-d input has the one axis 0, also spelled -1; anything else (or
+    that axis twice) is an error naming the op.
+    """
+    items = axis if isinstance(axis, (tuple, list)) else (axis,)
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)) or item not in (0, -1):
+            raise ShapeError(f"{name}: axis {item!r} is out of range for rank 0 (0 or -1)")
+    if len(items) > 1:
+        raise ShapeError(f"{name}: repeated axis in {axis!r} (a 0-d input has one axis)")
+    return None
+
+
+def canonical_axes(axis: Any, rank: int, name: str) -> tuple[int, ...] | None:
+    """Sorted non-negative axes, or None for all of them (also for every axis listed)."""
+    if rank == 0 and axis is not None:
+        return scalar_axis(axis, name)
+    axes = normalize_axes(axis, rank, name)
+    if axes is not None and len(axes) == rank:
+        axes = None  # reducing every axis is spelled one way only
+    return axes
+
+
 def _axes_canon(name: str) -> Any:
     def canon(x: TensorType, axis: Any, keepdims: bool) -> dict:
-        axes = normalize_axes(axis, x.rank, name)
-        if axes is not None and len(axes) == x.rank:
-            axes = None  # reducing every axis is spelled one way only
-        return {"axis": axes, "keepdims": bool(keepdims)}
+        return {"axis": canonical_axes(axis, x.rank, name), "keepdims": bool(keepdims)}
 
     return canon
 
@@ -211,6 +233,8 @@ def _index_op(name: str, find: Any, doc: str) -> Any:
     def canon(x: TensorType, axis: Any, keepdims: bool) -> dict:
         if axis is not None and not isinstance(axis, (int, np.integer)):
             raise GraphcError(f"{name}: axis must be one int or None, got {axis!r}")
+        if x.rank == 0 and axis is not None:
+            axis = scalar_axis(axis, name)
         return {
             "axis": None if axis is None else normalize_axis(int(axis), x.rank, name),
             "keepdims": bool(keepdims),
@@ -285,7 +309,6 @@ def var(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
     centered = x - mean(x, axis=axis, keepdims=True)
     result = mean(centered * centered, axis=axis, keepdims=keepdims)
     if ddof:
-        axes = normalize_axes(axis, len(x.shape), "var")
-        n = shape_size(x, axes, result.dtype)
+        n = shape_size(x, canonical_axes(axis, len(x.shape), "var"), result.dtype)
         result = result * (n / (n - ddof))
     return result

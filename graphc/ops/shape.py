@@ -258,9 +258,16 @@ def _concat_infer(*types: TensorType, axis: int) -> TensorType:
             shown = ", ".join(format_shape(t.shape) for t in types)
             raise ShapeError(f"concat: shapes {shown} differ outside axis {axis}")
         d = t.shape[axis]
+        if d == 0:
+            continue  # an empty piece adds nothing, also to a symbolic total
         if is_symbol(d) or is_symbol(total):
+            # a dim is one int or one symbol, never a sum such as B + 2
             if total != 0:
-                raise ShapeError(f"concat: cannot add symbolic dims along axis {axis}")
+                shown = ", ".join(format_shape(t.shape) for t in types)
+                raise ShapeError(
+                    f"concat: cannot add symbolic dims along axis {axis} ({shown}); "
+                    "concat along another axis, or give the sizes"
+                )
             total = d
         else:
             total = total + d  # type: ignore[operator]
@@ -269,16 +276,24 @@ def _concat_infer(*types: TensorType, axis: int) -> TensorType:
 
 
 def _concat_vjp(ct: Any, out: Any, *inputs: Any, needs: tuple, axis: int) -> tuple:
-    # each input's gradient is its own slab of the cotangent
+    # each input's gradient is its own slab of the cotangent. The type rule lets a
+    # symbolic size along the axis only beside empty pieces: that input's slab is all
+    # of ct (':'), and an empty piece's slab is 0:0 wherever it stands
     grads, start = [], 0
     for x, need in zip(inputs, needs):
         size = x.shape[axis]
+        if is_symbol(size):
+            window = slice(None)
+        elif size == 0:
+            window = slice(0, 0)
+        else:
+            window = slice(start, start + size)
+            start += size
         if need:
-            index = (slice(None),) * axis + (slice(start, start + size),)
-            grads.append(E.unbroadcast(I.getitem(ct, index), x))
+            slab = I.getitem(ct, (slice(None),) * axis + (window,))
+            grads.append(E.unbroadcast(slab, x))
         else:
             grads.append(None)
-        start += size
     return tuple(grads)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from graphc.eager.grad_mode import STATE
 from graphc.eager.node import OpBackward
 from graphc.eager.tensor import Tensor, make
+from graphc.eager.views import VIEW_KERNELS, make_view
 from graphc.ir.registry import OpDef
 from graphc.ir.types import TensorType
 from graphc.ops import dispatch
@@ -59,6 +60,11 @@ class EagerBackend:
             canonical = self._canonical[key]
         except (KeyError, TypeError):  # TypeError: an unhashable attr
             canonical = self._prepare(opdef, arrays, attrs, key)
+        view = VIEW_KERNELS.get(opdef.name)
+        if view is not None:  # slice, transpose, ...: the result shares the input's memory
+            array = view(arrays[0], **canonical)
+            if array is not None:  # None: a reshape numpy cannot view, so a copy below
+                return make_view(opdef, inputs[0], canonical, array)
         result = opdef.kernel(*arrays, **canonical)
         if type(result) is not _ndarray:
             result = np.asarray(result)

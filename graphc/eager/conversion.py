@@ -55,7 +55,18 @@ class ConversionMethods:
         return self
 
     def contiguous(self) -> Any:
-        return self
+        """Self when its memory is in row-major order, else a row-major copy on the tape."""
+        if self._data.flags.c_contiguous:  # type: ignore[attr-defined]
+            return self
+        out = E.cast(self, self.dtype)
+        out._data = np.ascontiguousarray(out._data)
+        if out.grad_fn is not None:
+            out.grad_fn.rebase_output(out)
+        return out
+
+    def is_contiguous(self) -> bool:
+        """True when the memory is in row-major order without gaps (a copy is not needed)."""
+        return bool(self._data.flags.c_contiguous)  # type: ignore[attr-defined]
 
     def clone(self) -> Any:
         """A copy that stays on the tape (gradients flow back to self)."""

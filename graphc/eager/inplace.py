@@ -23,7 +23,17 @@ from graphc.ops import shape as S
 
 
 def check_inplace(x: Any, op: str) -> None:
-    if STATE.enabled and x._requires_grad and x.grad_fn is None:
+    if not x._data.flags.writeable:
+        raise ShapeError(
+            f"{op}: unsupported operation: more than one element of the written-to tensor "
+            "refers to a single memory location (an expand()ed or broadcast view), or its "
+            "memory is read-only; clone() it before writing"
+        )
+    if x._base is not None:
+        from graphc.eager.views import check_view_inplace  # views.py imports Tensor
+
+        check_view_inplace(x, op)
+    elif STATE.enabled and x._requires_grad and x.grad_fn is None:
         raise AutodiffError(
             f"{op}: a leaf tensor that requires grad is being used in an in-place operation; "
             "update it under `with no_grad():` (or work on a copy)"
@@ -42,7 +52,11 @@ def write_result(x: Any, result: Any, op: str) -> Any:
         raise DTypeError(f"{op}: result dtype {result.dtype} can't be cast to {data.dtype}")
     np.copyto(data, result._data, casting="same_kind")
     x._version[0] += 1
-    if result.grad_fn is not None:
+    if result.grad_fn is not None and x._base is not None:
+        from graphc.eager.views import rebase_history
+
+        rebase_history(x, result)  # the base's history, as PyTorch's CopySlices
+    elif result.grad_fn is not None:
         x.grad_fn = result.grad_fn
         x._output_nr = result._output_nr
         x._requires_grad = True
@@ -50,10 +64,26 @@ def write_result(x: Any, result: Any, op: str) -> Any:
     return x
 
 
+def _original(x: Any, args: tuple) -> Any:
+    """What the op reads as x: x itself, or when the tape may save it, a copy of its values
+    with its history (torch's `original_self`), since the write below changes x's memory."""
+    if not STATE.enabled:
+        return x
+    if not (x._requires_grad or any(getattr(a, "_requires_grad", False) for a in args)):
+        return x
+    from graphc.eager.tensor import make
+
+    copy = make(x._data.copy())
+    copy.grad_fn = x.grad_fn
+    copy._output_nr = x._output_nr
+    copy._requires_grad = x._requires_grad  # never a leaf needing grad: check_inplace
+    return copy
+
+
 def _inplace(op: str, compute: Any) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         check_inplace(self, op)
-        return write_result(self, compute(self, *args, **kwargs), op)
+        return write_result(self, compute(_original(self, args), *args, **kwargs), op)
 
     method.__name__ = op
     method.__doc__ = f"In-place version of {op[:-1]}: writes into this tensor's memory."

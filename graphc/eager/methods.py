@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError
+from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
 from graphc.ir.types import normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
@@ -90,7 +90,15 @@ class TorchMethods:
     # -- shape ---------------------------------------------------------------------------
 
     def view(self, *shape: Any) -> Any:
-        return S.reshape(self, sizes(shape))
+        """The same memory in another shape; like torch, an error when no view can do it."""
+        out = S.reshape(self, sizes(shape))
+        if out._base is None and out._data.size:
+            raise ShapeError(
+                f"view: view size {tuple(out.shape)} is not compatible with the input's "
+                f"size {tuple(self.shape)} and strides (its dims span non-contiguous "
+                "memory); use .reshape(...) instead, which copies"
+            )
+        return out
 
     def reshape(self, *shape: Any) -> Any:
         return S.reshape(self, sizes(shape))
@@ -142,6 +150,31 @@ class TorchMethods:
         return S.transpose(self, sizes(dims) or None)
 
     swapaxes = swapdims = transpose
+
+    def narrow(self, dim: int, start: int, length: int) -> Any:
+        """A view of `length` entries of dim `dim` from `start`, as in torch."""
+        dim = normalize_axis(dim, len(self.shape))
+        start = int(start) + (self.shape[dim] if start < 0 else 0)
+        if not 0 <= start <= start + length <= self.shape[dim]:
+            raise IndexRangeError(
+                f"narrow: start {start} + length {length} exceeds dim {dim} of size "
+                f"{self.shape[dim]}"
+            )
+        return I.slice_(self, index=(slice(None),) * dim + (slice(start, start + length),))
+
+    def select(self, dim: int, index: int) -> Any:
+        """A view of entry `index` of dim `dim` (that dim removed), as in torch."""
+        dim = normalize_axis(dim, len(self.shape))
+        if not -self.shape[dim] <= index < self.shape[dim]:
+            raise IndexRangeError(
+                f"select: index {index} is out of range for dim {dim} of size {self.shape[dim]}"
+            )
+        return I.slice_(self, index=(slice(None),) * dim + (int(index),))
+
+    @property
+    def T(self) -> Any:  # noqa: N802 - torch's name
+        """All dims reversed (a view)."""
+        return S.transpose(self)
 
     def t(self) -> Any:
         if len(self.shape) > 2:

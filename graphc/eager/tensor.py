@@ -74,6 +74,8 @@ class Tensor(TorchMethods, ConversionMethods, InPlaceMethods, OperatorMixin):
     _accumulator: Any = None
     _hooks: dict | None = None
     _retains_grad = False
+    _base: Tensor | None = None  # for views (views.py): the tensor whose memory they share
+    _steps: tuple = ()  # for views: the view ops that lead from _base to them
 
     def __init__(self, data: Any = (), requires_grad: bool = False) -> None:
         array = as_array(data, None if isinstance(data, (np.ndarray, Tensor)) else np.float32)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError, ShapeError
+from graphc.ir.errors import DTypeError, IndexRangeError, ShapeError
 
 Dim = int | str
 Shape = tuple[Dim, ...]
@@ -208,7 +208,8 @@ def normalize_axis(axis: object, rank: int, op: str = "op") -> int:
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise ShapeError(f"{op}: an axis must be an int, got {axis!r}")
     if not -rank <= axis < max(rank, 1) or (rank == 0 and axis not in (0, -1)):
-        raise ShapeError(f"{op}: axis {axis} is out of range for rank {rank}")
+        # an IndexRangeError (a ShapeError and an IndexError), as numpy's AxisError and torch
+        raise IndexRangeError(f"{op}: axis {axis} is out of range for rank {rank}")
     return int(axis) % rank if rank else 0
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from graphc.eager.grad_mode import STATE
 from graphc.eager.methods import scaled
-from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
+from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, IndexRangeError, ShapeError
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import shape as S
@@ -158,6 +158,8 @@ def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
     if not (STATE.enabled and (x._requires_grad or value_grad)):
         try:
             x._data[index] = np.asarray(value)
+        except IndexError as exc:
+            raise IndexRangeError(f"{op}: {exc}") from None
         except ValueError as exc:  # numpy's broadcast failure
             raise ShapeError(f"{op}: {exc}") from None
         x._version[0] += 1
@@ -170,7 +172,10 @@ def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
     from graphc.eager.tensor import make
 
     mask = np.zeros(x.shape, np.bool_)
-    mask[index] = True
+    try:
+        mask[index] = True
+    except IndexError as exc:
+        raise IndexRangeError(f"{op}: {exc}") from None
     placed = I.unslice(
         S.broadcast_to(E.cast(value, x.dtype), x._data[index].shape),
         shape=x.shape,

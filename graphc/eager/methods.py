@@ -67,6 +67,22 @@ def extremum(x: Any, reduce: Any, dim: Any, keepdim: bool, axis: Any, keepdims: 
     return MinMax(reduce(x, axis=dim, keepdims=keepdim), indices)
 
 
+def check_basic_index(index: Any, rank: int) -> None:
+    """torch's IndexErrors: a float or bool item, more indices than dims."""
+    items = index if isinstance(index, tuple) else (index,)
+    used = 0
+    for item in items:
+        if isinstance(item, (float, np.floating, bool, np.bool_)):
+            raise IndexRangeError(
+                f"getitem: only integers, slices (:), ellipsis (...), None and integer or "
+                f"boolean tensors are valid indices, got {item!r}"
+            )
+        if item is not None and item is not Ellipsis:
+            used += 1
+    if used > rank:
+        raise IndexRangeError(f"getitem: too many indices ({used}) for a tensor of rank {rank}")
+
+
 class TorchMethods:
     """Methods with PyTorch's names and argument names (mixed into `Tensor`)."""
 
@@ -178,7 +194,7 @@ class TorchMethods:
 
     def t(self) -> Any:
         if len(self.shape) > 2:
-            raise GraphcError(f"t() expects a tensor with <= 2 dims, got {len(self.shape)}")
+            raise ShapeError(f"t() expects a tensor with <= 2 dims, got {len(self.shape)}")
         return S.transpose(self)
 
     def __getitem__(self, index: Any) -> Any:
@@ -192,6 +208,7 @@ class TorchMethods:
             raise GraphcError(
                 f"a boolean mask of shape {tuple(mask.shape)} does not fit shape {self.shape}"
             )
+        check_basic_index(index, len(self.shape))
         return I.getitem(self, index)
 
     def take(self, indices: Any, axis: int = 0) -> Any:
@@ -377,7 +394,7 @@ class TorchMethods:
 
     def mm(self, other: Any) -> Any:
         if len(self.shape) != 2 or len(other.shape) != 2:
-            raise GraphcError(f"mm: expects two matrices, got shapes {self.shape}, {other.shape}")
+            raise ShapeError(f"mm: expects two matrices, got shapes {self.shape}, {other.shape}")
         return L.matmul(self, other)
 
     def matmul(self, other: Any) -> Any:

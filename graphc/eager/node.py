@@ -143,10 +143,13 @@ def accumulate_into(tensor: Tensor, grad: Tensor) -> None:
 
 
 class _StaleTensor(Tensor):
-    """A saved tensor modified in place since it was saved: using it is an error."""
+    """A saved tensor that may not be read: modified in place since it was saved, or freed
+    by a backward without retain_graph. Its shape and dtype stay readable (rules that need
+    only those still run, as torch's nodes that saved only sizes); its values raise."""
 
     def __init__(self, array: np.ndarray, message: str) -> None:
-        self._array = array
+        self._shape = array.shape  # not the array: a freed graph must not keep its memory
+        self._dtype = array.dtype
         self._message = message
 
     @property
@@ -155,14 +158,14 @@ class _StaleTensor(Tensor):
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._array.shape
+        return self._shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self._array.dtype
+        return self._dtype
 
     def __repr__(self) -> str:
-        return f"<stale saved tensor of shape {self._array.shape}>"
+        return f"<unreadable saved tensor of shape {self._shape}>"
 
 
 def stale(name: str, what: str, array: np.ndarray, saved: int, now: int) -> _StaleTensor:
@@ -172,6 +175,11 @@ def stale(name: str, what: str, array: np.ndarray, saved: int, now: int) -> _Sta
         f"operation: {what} of {name} is at version {now}; expected version {saved}. "
         "Compute a new tensor instead of modifying it in place (or .clone() it first).",
     )
+
+
+def freed(name: str, array: np.ndarray) -> _StaleTensor:
+    """A saved value after its graph was freed: reading it is the retain_graph error."""
+    return _StaleTensor(array, FREED_MESSAGE.format(name=name))
 
 
 class OpBackward(Node):
@@ -228,18 +236,34 @@ class OpBackward(Node):
         self._out_version = tensor._version[0]
 
     def release(self) -> None:
-        self._inputs = None
-        self._out = None
+        """Free the saved values, keeping shapes and dtypes: a second backward through a
+        rule that reads no values (sum, add, reshape) still works, as in torch."""
+        inputs = self._inputs
+        if inputs is None or self._out_counter is None:
+            return
+        name = self.name()
+        self._inputs = [x if isinstance(x, _StaleTensor) else freed(name, x._data) for x in inputs]
+        self._out = freed(name, self._out)
+        self._out_counter = None
 
     def apply(self, grads: list[Any], wanted: Any = None) -> tuple:
         inputs = self._inputs
-        if inputs is None:
-            raise AutodiffError(FREED_MESSAGE.format(name=self.name()))
+        counter = self._out_counter
+        if counter is None:  # released: the shells raise the freed error when read
+            unpacked = list(inputs)
+            out: Tensor = self._out
+        else:
+            out, unpacked = self._unpack(inputs, counter)
+        needs = needed_edges(self.next_functions, wanted)
+        results = self.opdef.vjp(grads[0], out, *unpacked, needs=needs, **self.attrs)
+        return check_grads(self, results, [x.shape for x in inputs], needs)
+
+    def _unpack(self, inputs: list[Tensor], counter: list) -> tuple[Tensor, list[Tensor]]:
+        """The saved output and inputs, stale ones replaced by shells that raise on use."""
         unpacked = list(inputs)
         for i, (x, saved) in enumerate(zip(inputs, self._versions)):
             if x._version[0] != saved:
                 unpacked[i] = stale(self.name(), f"input {i}", x._data, saved, x._version[0])
-        counter = self._out_counter
         if counter[0] != self._out_version:
             out: Tensor = stale(self.name(), "the output", self._out, self._out_version, counter[0])
         else:
@@ -248,9 +272,7 @@ class OpBackward(Node):
             if STATE.enabled:  # create_graph: the backward is itself recorded
                 out.grad_fn = self  # the output as the tape knows it, for higher orders
                 out._requires_grad = True
-        needs = needed_edges(self.next_functions, wanted)
-        results = self.opdef.vjp(grads[0], out, *unpacked, needs=needs, **self.attrs)
-        return check_grads(self, results, [x._data.shape for x in inputs], needs)
+        return out, unpacked
 
 
 def needed_edges(edges: tuple, wanted: Any) -> tuple[bool, ...]:

@@ -18,9 +18,10 @@ import numpy as np
 
 from graphc.eager import printing
 from graphc.eager.conversion import ConversionMethods
+from graphc.eager.errors import TensorTypeError
 from graphc.eager.inplace import InPlaceMethods
 from graphc.eager.methods import TorchMethods
-from graphc.ir.errors import AutodiffError, DTypeError, GraphcError
+from graphc.ir.errors import AutodiffError, DTypeError, ShapeError
 from graphc.ir.graph import rich_display
 from graphc.ir.types import as_dtype
 from graphc.ops.operators import OperatorMixin
@@ -157,7 +158,7 @@ class Tensor(TorchMethods, ConversionMethods, InPlaceMethods, OperatorMixin):
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
         if self._data.size != 1:
-            raise GraphcError(
+            raise ShapeError(  # a RuntimeError for item(), a ValueError for float(): both, as torch
                 f"item(): a tensor with {self._data.size} elements cannot be converted to a scalar"
             )
         return self._data.item()
@@ -167,12 +168,12 @@ class Tensor(TorchMethods, ConversionMethods, InPlaceMethods, OperatorMixin):
 
     def __len__(self) -> int:
         if not self._data.ndim:
-            raise GraphcError("len() of a 0-d tensor")
+            raise TensorTypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
         if not self._data.ndim:
-            raise GraphcError("iteration over a 0-d tensor")
+            raise TensorTypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
 
     def __bool__(self) -> bool:
@@ -186,7 +187,9 @@ class Tensor(TorchMethods, ConversionMethods, InPlaceMethods, OperatorMixin):
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iu" or self._data.size != 1:
-            raise GraphcError("only integer tensors of a single element can be used as an index")
+            raise TensorTypeError(
+                "only integer tensors of a single element can be used as an index"
+            )
         return int(self._data.item())
 
     def __format__(self, spec: str) -> str:

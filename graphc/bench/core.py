@@ -9,7 +9,8 @@ scratch), which count toward its peak memory.
 
 Builders raise `UnavailableError` when a peer library is not importable and
 `NotApplicableError` when the mode does not exist for the workload (numpy has no
-compile step), so every mode appears in every workload's report.
+compile step, fast_math rewrites nothing in the tiny graph), so every mode appears in
+every workload's report.
 """
 
 from __future__ import annotations
@@ -20,17 +21,21 @@ from typing import Any
 
 import numpy as np
 
-# the modes, in report order; "O2" is the one every ratio is taken against
+# the modes, in report order; "O2" is the one every ratio is taken against. graphc's
+# static levels are exact (bit-identical to O0); "graphc-O2-fast_math" also allows the
+# value-changing rewrites, and runs only where they change the plan.
 MODES: tuple[str, ...] = (
     "graphc-eager",
     "graphc-O0",
     "graphc-O2",
+    "graphc-O2-fast_math",
     "numpy",
     "numpy-chunked",
     "torch",
     "jax",
 )
 BASELINE = "graphc-O2"
+FAST_MATH = "graphc-O2-fast_math"
 
 
 class UnavailableError(Exception):

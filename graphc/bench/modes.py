@@ -2,6 +2,9 @@
 
 A static mode compiles outside timing (compile time is its own workload) and keeps
 its plan's arena between calls, so the arena counts as the mode's resident memory.
+graphc's levels are exact by default; the fast_math mode compiles with
+`fast_math=True` and is reported only where that changes the generated plan (otherwise
+it would time the same code twice and call the noise a difference).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import numpy as np
 
 import graphc as gc
 from graphc.bench import peers
-from graphc.bench.core import NotApplicableError, Prepared, as_arrays
+from graphc.bench.core import FAST_MATH, NotApplicableError, Prepared, as_arrays
 
 Builder = Callable[[dict[str, Any], dict[str, Any]], Prepared]
 
@@ -24,9 +27,10 @@ def compile_static(
     args: tuple[np.ndarray, ...],
     updates: Mapping[str, str] | None = None,
     state: Mapping[str, np.ndarray] | None = None,
+    fast_math: bool = False,
 ) -> tuple[gc.Executable, Prepared]:
     """Compile `graph` at `opt_level`, plan it for `args`, and wrap one call on them."""
-    exe = gc.compile(graph, opt_level=opt_level, updates=updates)
+    exe = gc.compile(graph, opt_level=opt_level, updates=updates, fast_math=fast_math)
     if state:
         exe.set_state(**{name: np.array(value, copy=True) for name, value in state.items()})
     plan = exe.plan(*args)
@@ -42,16 +46,30 @@ def compile_static(
     return exe, Prepared(call, resident_bytes=arena + plan.recycled_bytes, note=note)
 
 
-def static_mode(graph_of: Callable[[dict[str, Any]], gc.Graph], opt_level: int) -> Builder:
+FAST_MATH_SAME = "fast_math changes nothing here (same plan as graphc-O2)"
+
+
+def same_plan(exact: gc.Executable, fast: gc.Executable, *args: Any) -> bool:
+    """Whether two executables generate the same source for `args` (fast_math was moot)."""
+    return exact.source(*args) == fast.source(*args)
+
+
+def static_mode(
+    graph_of: Callable[[dict[str, Any]], gc.Graph], opt_level: int, fast_math: bool = False
+) -> Builder:
     """A builder compiling the case's graph at `opt_level`, fed `inputs["args"]`.
 
-    The graph is made once per case and kept in `inputs`, so O0 and O2 compile the same one.
+    The graph is made once per case and kept in `inputs`, so O0 and O2 compile the same
+    one. With `fast_math`, a plan identical to the exact one is `NotApplicableError`.
     """
 
     def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
         if "graph" not in inputs:
             inputs["graph"] = graph_of(inputs)
-        _, prepared = compile_static(inputs["graph"], opt_level, inputs["args"])
+        graph, args = inputs["graph"], inputs["args"]
+        exe, prepared = compile_static(graph, opt_level, args, fast_math=fast_math)
+        if fast_math and same_plan(gc.compile(graph, opt_level=opt_level), exe, *args):
+            raise NotApplicableError(FAST_MATH_SAME)
         return prepared
 
     return build
@@ -101,6 +119,7 @@ def graph_modes(
         "graphc-eager": eager,
         "graphc-O0": static_mode(graph_of, 0),
         "graphc-O2": static_mode(graph_of, 2),
+        FAST_MATH: static_mode(graph_of, 2, fast_math=True),
         "numpy": numpy,
         "numpy-chunked": numpy_chunked or not_applicable("only for the GELU chain"),
         "torch": torch,

@@ -40,15 +40,20 @@ def _agreement(cell: dict[str, Any]) -> str:
     return f"{mark} ({cell['rel_error']:.1e})"
 
 
+def _escape(text: str) -> str:
+    """Text safe inside a markdown table cell."""
+    return text.replace("|", "\\|")
+
+
 def _row(case: str, mode: str, cell: dict[str, Any]) -> str:
     if cell["status"] != "ok":
-        return f"| {case} | {mode} | {cell['status']}: {cell['reason']} | | | | | | |"
+        return f"| {case} | {mode} | {cell['status']}: {_escape(cell['reason'])} | | | | | | |"
     ratio = "-" if cell["ratio"] is None else f"{cell['ratio']:.2f}"
     spread = f"{seconds(cell['min'])} .. {seconds(cell['max'])}"
     runs = f"{cell['repeats']}x{cell['number']}"
     return (
         f"| {case} | {mode} | {seconds(cell['median'])} | {spread} | {ratio} | "
-        f"{size(cell['peak_bytes'])} | {_agreement(cell)} | {runs} | {cell['note']} |"
+        f"{size(cell['peak_bytes'])} | {_agreement(cell)} | {runs} | {_escape(cell['note'])} |"
     )
 
 

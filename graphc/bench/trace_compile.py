@@ -1,0 +1,124 @@
+"""Trace + compile time of a chain of K elementwise ops, from the Python function.
+
+The same chain as the `compile` workload (tanh, *1.5, sin, +0.25, repeated), but
+timed the way jax's compile time is: from the Python function to an executable ready
+for its input. graphc's call is `gc.trace` of the function and `gc.compile` of the
+graph (passes, plan and code generation for the one concrete signature); jax's is
+`jax.jit(f).lower(x).compile()` of a freshly defined function (so no cache is hit),
+where `lower` traces and `compile` runs XLA. Each mode's note splits one build into
+its two halves (graphc: trace + compile; jax: trace and lower + XLA compile), measured
+once when the mode is built. After timing, each executable runs once on a
+1024-element vector and the results are checked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import graphc as gc
+from graphc.bench import peers
+from graphc.bench.compile_chain import LENGTH, chain
+from graphc.bench.core import FAST_MATH, Case, NotApplicableError, Prepared, Workload
+from graphc.bench.modes import FAST_MATH_SAME, not_applicable, same_plan
+from graphc.bench.report import seconds
+
+
+def _inputs(params: dict[str, Any]) -> dict[str, Any]:
+    return {"args": (np.linspace(-2.0, 2.0, LENGTH, dtype=np.float32),)}
+
+
+def graphc_trace(k: int, x: np.ndarray) -> gc.Graph:
+    """The chain traced from Python for `x`'s (concrete) shape."""
+    return gc.trace(lambda v: chain(v, k, gc), gc.TensorSpec(x.shape))
+
+
+def _split(
+    first: Callable[[], Any], second: Callable[[Any], Any], names: tuple[str, str]
+) -> tuple[Any, str]:
+    """Run `second(first())` once; the result and a note naming the two durations."""
+    start = time.perf_counter()
+    middle = first()
+    half = time.perf_counter()
+    result = second(middle)
+    end = time.perf_counter()
+    return result, f"{names[0]} {seconds(half - start)} + {names[1]} {seconds(end - half)}"
+
+
+def _static(opt_level: int, fast_math: bool = False) -> Any:
+    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        k = params["k"]
+        (x,) = inputs["args"]
+
+        def call() -> gc.Executable:
+            return gc.compile(graphc_trace(k, x), opt_level=opt_level, fast_math=fast_math)
+
+        exe, split = _split(
+            lambda: graphc_trace(k, x),
+            lambda g: gc.compile(g, opt_level=opt_level, fast_math=fast_math),
+            ("trace", "compile"),
+        )
+        if fast_math and same_plan(gc.compile(graphc_trace(k, x), opt_level), exe, x):
+            raise NotApplicableError(FAST_MATH_SAME)
+        return Prepared(
+            call,
+            lambda exe: [exe(x)],
+            resident_bytes=None,
+            note=split,
+            single_shot=True,
+        )
+
+    return build
+
+
+def _jax(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+    jax = peers.jax()
+    import jax.numpy as jnp
+
+    k = params["k"]
+    x = jnp.asarray(inputs["args"][0])
+
+    def lower() -> Any:
+        return jax.jit(lambda v: chain(v, k, jnp)).lower(x)
+
+    def call() -> Any:
+        return lower().compile()
+
+    _, split = _split(lower, lambda lowered: lowered.compile(), ("trace+lower", "XLA compile"))
+    return Prepared(
+        call,
+        lambda compiled: [np.asarray(compiled(x))],
+        resident_bytes=None,
+        note=split,
+        single_shot=True,
+    )
+
+
+_NO_COMPILE = "no compile step"
+
+WORKLOAD = Workload(
+    name="trace-compile",
+    description="trace + compile of a K-op elementwise chain, from the Python function",
+    unit="build",
+    cases=[
+        Case("K=100", {"k": 100}),
+        Case("K=1000", {"k": 1000}, quick=False),
+        Case("K=5000", {"k": 5000}, quick=False),
+    ],
+    make_inputs=_inputs,
+    builders={
+        "graphc-eager": not_applicable(_NO_COMPILE),
+        "graphc-O0": _static(0),
+        "graphc-O2": _static(2),
+        FAST_MATH: _static(2, fast_math=True),
+        "numpy": not_applicable(_NO_COMPILE),
+        "numpy-chunked": not_applicable(_NO_COMPILE),
+        "torch": not_applicable("eager only (torch.compile is not measured)"),
+        "jax": _jax,
+    },
+    tolerance=1e-4,
+    reference="graphc-O0",
+)

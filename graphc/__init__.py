@@ -32,6 +32,7 @@ from graphc.frontend import (
     trace,
 )
 from graphc.frontend import call as _call  # noqa: F401 - makes Graph callable
+from graphc.frontend.custom import custom_vjp
 from graphc.ir import errors
 from graphc.ir.errors import (
     AutodiffError,

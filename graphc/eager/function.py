@@ -15,7 +15,10 @@ import numpy as np
 from graphc.eager.grad_mode import STATE, no_grad
 from graphc.eager.node import FREED_MESSAGE, Node, check_grads, edge, needed_edges
 from graphc.eager.tensor import Tensor, make
-from graphc.ir.errors import AutodiffError
+from graphc.ir.errors import AutodiffError, TracingError
+from graphc.ir.graph import active_graph
+from graphc.ops.custom import build_body, fit_cotangent, is_tensor_arg, record_custom, replay
+from graphc.ops.symbolic import SYMBOLIC, Symbol
 
 
 class FunctionCtx(Node):
@@ -134,6 +137,8 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        if active_graph() is not None or any(isinstance(a, Symbol) for a in args):
+            return _apply_in_graph(cls, args, kwargs)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         record = STATE.enabled and any(ctx.needs_input_grad)
@@ -191,3 +196,73 @@ def _save_outputs_weakly(ctx: FunctionCtx, wrapped: list) -> None:
             if t is result and result.grad_fn is ctx:  # not an input returned as is
                 ctx._saved[k] = (_SavedOutput(result, i), version)
                 break
+
+
+# -- on graph values: one custom_vjp node ------------------------------------------------
+
+
+def _apply_in_graph(cls: type[Function], args: tuple, kwargs: dict) -> Symbol:
+    """Record `cls` as a custom_vjp node: forward and backward traced into its bodies.
+
+    Tensor arguments (graph values, eager tensors, arrays) become the node's inputs;
+    the others reach forward and backward as Python constants. `ctx` is one object
+    shared by both traces, so attributes set in forward (ctx.coeff) are there in
+    backward; saved values of the forward body are mapped into the backward body (the
+    inputs and the output to its placeholders, intermediates recomputed there).
+    """
+    name = cls.__name__
+    slots = [i for i, a in enumerate(args) if is_tensor_arg(a)]
+    peers = [args[i] for i in slots]
+    inputs = [SYMBOLIC.lift(a, None, peers) for a in peers]  # into the outer graph
+    arg_names = [f"arg{i}" for i in slots]
+    types = [x.type for x in inputs]
+    ctx = cls._backward_cls()
+    ctx.needs_input_grad = tuple(
+        i in slots and types[slots.index(i)].dtype.kind == "f" for i in range(len(args))
+    )
+
+    def forward(placeholders: list[Symbol]) -> list[Any]:
+        call = list(args)
+        for i, p in zip(slots, placeholders):
+            call[i] = p
+        out = cls.forward(ctx, *call, **kwargs)
+        if isinstance(out, tuple):
+            if len(out) != 1:
+                raise TracingError(
+                    f"{name}.forward returned {len(out)} values; a Function traced into a graph "
+                    "may return one tensor only for now (nodes have one output)"
+                )
+            out = out[0]
+        return [out]
+
+    fwd = build_body(f"{name}_forward", list(zip(arg_names, types)), forward)
+    saved = list(ctx._saved or [])
+    state = {k: v for k, v in vars(ctx).items() if isinstance(v, Symbol)}
+
+    def backward(placeholders: list[Symbol]) -> list[Any]:
+        *xs, out, ct = placeholders
+        seeds = {fwd.outputs[0].inputs[0]: out, **dict(zip(fwd.inputs, xs))}
+        wanted = [t.node for t, _ in saved if isinstance(t, Symbol)]
+        wanted += [v.node for v in state.values()]
+        env = replay(fwd, wanted, seeds)
+
+        def mapped(value: Any) -> Any:
+            if isinstance(value, Symbol) and value.node in env:
+                return env[value.node]
+            return value
+
+        ctx._saved = [(mapped(t), version) for t, version in saved]
+        for key, value in state.items():
+            setattr(ctx, key, mapped(value))
+        grads = cls.backward(ctx, ct)
+        grads = grads if isinstance(grads, tuple) else (grads,)
+        if len(grads) < len(args) or any(g is not None for g in grads[len(args) :]):
+            raise AutodiffError(
+                f"{name}Backward: backward returned {len(grads)} gradients, "
+                f"forward took {len(args)} arguments"
+            )
+        return [fit_cotangent(grads[i], x) for i, x in zip(slots, xs)]
+
+    bwd_inputs = [*zip(arg_names, types), ("out", fwd.outputs[0].type), ("ct", fwd.outputs[0].type)]
+    bwd = build_body(f"{name}_backward", bwd_inputs, backward)
+    return record_custom(name, inputs, fwd, bwd)

@@ -1,11 +1,13 @@
 """The user-facing ways to make graphs: declaring them, and (later) tracing functions."""
 
+from graphc.frontend.custom import custom_vjp
 from graphc.frontend.declare import constant, output, placeholder
 from graphc.frontend.jit import jit
 from graphc.frontend.trace import TensorSpec, lifted_feeds, lifted_tensors, trace
 
 __all__ = [
     "constant",
+    "custom_vjp",
     "output",
     "placeholder",
     "TensorSpec",

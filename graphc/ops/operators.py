@@ -122,6 +122,10 @@ class OperatorMixin:
     def reshape(self, *shape: Any) -> Any:
         return S.reshape(self, shape[0] if len(shape) == 1 else shape)
 
+    def view_as(self, other: Any) -> Any:
+        # PyTorch code traced into graphs calls it (the tutorials' GradCoeff)
+        return S.reshape(self, other.shape)
+
     def transpose(self, *axes: Any) -> Any:
         return S.transpose(self, (axes[0] if len(axes) == 1 else axes) or None)
 

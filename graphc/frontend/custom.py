@@ -1,0 +1,102 @@
+"""`gc.custom_vjp`: a function with a hand-written backward, JAX's spelling.
+
+`f = gc.custom_vjp(fn); f.defvjp(fwd, bwd)`, with `fwd(*args) -> (out, residuals)`
+and `bwd(residuals, ct) -> one cotangent per argument`. On graph values (inside
+`with g:`, gc.trace, gc.jit) and on eager tensors, a call records one `custom_vjp`
+node (graphc/ops/custom.py): `fn` traced into its forward body, `fwd` then `bwd`
+traced into its backward body, so gradients follow `bwd` in static graphs and on the
+eager tape alike. On plain arrays it just runs `fn`.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from graphc.ir.errors import AutodiffError, GraphcError, TracingError
+from graphc.ir.graph import active_graph
+from graphc.ops.custom import build_body, fit_cotangent, is_tensor_arg, record_custom, value_type
+from graphc.ops.dispatch import backend_for
+from graphc.ops.symbolic import Symbol
+
+
+class _Running(threading.local):
+    """The custom functions whose fwd this thread is tracing (fwd may call the function)."""
+
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+
+
+_RUNNING = _Running()
+
+
+class custom_vjp:  # noqa: N801 - JAX's name
+    """Wrap `fn` so that its gradient is given by `defvjp(fwd, bwd)`.
+
+    >>> import numpy as np, graphc as gc
+    >>> @gc.custom_vjp
+    ... def clip_grad(x):
+    ...     return x
+    >>> clip_grad.defvjp(lambda x: (x, None), lambda res, ct: (gc.clip(ct, -1.0, 1.0),))
+    >>> g = gc.trace(lambda x: gc.sum(clip_grad(x) * 5.0), gc.TensorSpec((2,)))
+    >>> gc.gradients(g, wrt=["x"])(np.ones(2, np.float32))[1]
+    array([1., 1.], dtype=float32)
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.fwd: Callable[..., Any] | None = None
+        self.bwd: Callable[..., Any] | None = None
+        functools.update_wrapper(self, fn)
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
+        """fwd(*args) -> (out, residuals); bwd(residuals, ct) -> tuple of cotangents."""
+        self.fwd, self.bwd = fwd, bwd
+
+    @property
+    def _name(self) -> str:
+        return getattr(self.fn, "__name__", "custom_vjp").replace("<lambda>", "lambda")
+
+    def __call__(self, *args: Any) -> Any:
+        graph_mode = active_graph() is not None or any(isinstance(a, Symbol) for a in args)
+        plain = not graph_mode and not any(backend_for(a) is not None for a in args)
+        if plain or id(self) in _RUNNING.ids:
+            return self.fn(*args)  # plain arrays, or fwd calling the function itself
+        if self.fwd is None or self.bwd is None:
+            raise GraphcError(f"custom_vjp {self._name}: call defvjp(fwd, bwd) before using it")
+        fwd, bwd, name = self.fwd, self.bwd, self._name
+        slots = [i for i, a in enumerate(args) if is_tensor_arg(a)]
+        types = [value_type(args[i]) for i in slots]
+        specs = [(f"arg{i}", t) for i, t in zip(slots, types)]
+
+        def call_with(placeholders: list[Symbol]) -> list[Any]:
+            call = list(args)
+            for i, p in zip(slots, placeholders):
+                call[i] = p
+            return call
+
+        forward = build_body(f"{name}_forward", specs, lambda ps: [self.fn(*call_with(ps))])
+        out_type = forward.outputs[0].type
+
+        def backward(placeholders: list[Symbol]) -> list[Any]:
+            *xs, _out, ct = placeholders
+            _RUNNING.ids.add(id(self))
+            try:
+                result = fwd(*call_with(xs))
+            finally:
+                _RUNNING.ids.discard(id(self))
+            if not isinstance(result, tuple) or len(result) != 2:
+                raise TracingError(f"custom_vjp {name}: fwd must return (output, residuals)")
+            cts = bwd(result[1], ct)
+            if not isinstance(cts, (tuple, list)) or len(cts) != len(args):
+                raise AutodiffError(
+                    f"custom_vjp {name}: bwd must return a tuple of {len(args)} cotangents "
+                    f"(one per argument), got {cts!r}"
+                )
+            return [fit_cotangent(cts[i], x) for i, x in zip(slots, xs)]
+
+        specs += [("out", out_type), ("ct", out_type)]
+        backward_body = build_body(f"{name}_backward", specs, backward)
+        return record_custom(name, [args[i] for i in slots], forward, backward_body)

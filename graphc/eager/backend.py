@@ -8,6 +8,7 @@ under that key and a repeated call (the common case in a training loop) skips it
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -90,8 +91,34 @@ def cache_key(opdef: OpDef, arrays: list[np.ndarray], attrs: dict) -> tuple:
     else:
         key = (opdef.name, *[(a.shape, a.dtype) for a in arrays])
     if attrs:
-        key = (key, *attrs.items())
+        # by type and exact value: 0, 0.0, False and -0.0 give different canonical attrs
+        # (clip(int_x, 0, 1) stays int64, clip(int_x, 0.0, 1) is float64) but are equal keys.
+        # The types tag the key cheaply; only floats (and tuples) need the slower exact form.
+        kinds = tuple(map(type, attrs.values()))
+        if _INEXACT.isdisjoint(kinds):
+            key = (key, *attrs.items(), kinds)
+        else:
+            key = (key, *[(name, _exact(value)) for name, value in attrs.items()])
     return key
+
+
+_pack_double = struct.Struct("<d").pack
+_FLOATS = frozenset({float, np.float64, np.float32, np.float16})
+_INEXACT = _FLOATS | {tuple}  # values whose == is coarser than "same type, same bits"
+
+
+def _exact(value: Any) -> Any:
+    """A key equal only for values of one type and one exact value (floats by their bits, so
+    -0.0 differs from 0.0 and a nan equals itself)."""
+    kind = type(value)
+    if kind in _FLOATS:
+        return kind, _pack_double(value)
+    if kind is tuple:
+        kinds = tuple(map(type, value))
+        if _INEXACT.isdisjoint(kinds):
+            return kinds, value
+        return kind, *[_exact(item) for item in value]
+    return kind, value
 
 
 EAGER = EagerBackend()

@@ -79,9 +79,17 @@ class Tensor(TorchMethods, ConversionMethods, InPlaceMethods, OperatorMixin):
     _steps: tuple = ()  # for views: the view ops that lead from _base to them
 
     def __init__(self, data: Any = (), requires_grad: bool = False) -> None:
-        array = as_array(data, None if isinstance(data, (np.ndarray, Tensor)) else np.float32)
-        self._data = array
-        self._version = [0]
+        if isinstance(data, Tensor) and data._data.dtype == np.float32:
+            # torch.Tensor(t) of the default dtype is an alias: same memory and counter
+            self._data = data._data
+            self._version = data._version
+        elif isinstance(data, np.ndarray) and data.dtype == np.float32:
+            self._data = data  # torch.Tensor(array) of the default dtype shares its memory
+            self._version = [0]
+        else:
+            kind = None if isinstance(data, (np.ndarray, Tensor)) else np.float32
+            self._data = as_array(data, kind)
+            self._version = [0]
         if requires_grad:
             self.requires_grad = True
 

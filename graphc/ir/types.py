@@ -41,6 +41,8 @@ def as_dtype(dtype: object) -> np.dtype:
     """Normalize anything numpy understands as a dtype (or a short name like 'f32')."""
     if isinstance(dtype, str) and dtype in DTYPES:
         return DTYPES[dtype]
+    if isinstance(dtype, np.dtype) and dtype in _SHORT_NAME:  # the common case, first
+        return dtype
     # lists, dicts and tuples would make numpy build structured dtypes (or fail oddly)
     if not isinstance(dtype, (str, type, np.dtype)):
         raise DTypeError(f"not a dtype: {dtype!r}")

@@ -32,6 +32,8 @@ def verify(graph: Graph) -> None:
     ...     _ = gc.output(gc.exp(gc.placeholder("x", shape=(2,))))
     >>> gc.verify(g)  # returns None when the graph is well formed
     """
+    if not isinstance(graph.name, str):  # the text and JSON forms could not write it
+        raise VerifyError(f"a graph's name must be a string, got {graph.name!r}")
     defined: set[str] = set()
     position = {id(n): i for i, n in enumerate(graph.nodes)}
     for node in graph.nodes:

@@ -180,3 +180,10 @@ def _single(node: Node) -> Graph:
     copies = {x: g.add_placeholder(x.name, x.type) for x in dict.fromkeys(node.inputs)}
     g.add_output(g.add_op(node.op, [copies[x] for x in node.inputs], node.attrs, node.type))
     return g
+
+
+def test_a_graph_name_that_is_not_a_string_fails_verify() -> None:
+    g = Graph(("not", "a", "name"))  # type: ignore[arg-type]
+    g.add_output(g.add_placeholder("x", TensorType((2,))), "y")
+    with pytest.raises(gc.VerifyError, match="a graph's name must be a string"):
+        gc.verify(g)

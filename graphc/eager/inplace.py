@@ -50,6 +50,10 @@ def write_result(x: Any, result: Any, op: str) -> Any:
         )
     if not np.can_cast(result.dtype, data.dtype, casting="same_kind"):
         raise DTypeError(f"{op}: result dtype {result.dtype} can't be cast to {data.dtype}")
+    if result.grad_fn is not None and x._base is not None and not x._tracks:
+        from graphc.eager.views import raise_untracked
+
+        raise_untracked(op)  # before writing, as torch
     np.copyto(data, result._data, casting="same_kind")
     x._version[0] += 1
     if result.grad_fn is not None and x._base is not None:
@@ -80,10 +84,14 @@ def _original(x: Any, args: tuple) -> Any:
     return copy
 
 
-def _inplace(op: str, compute: Any) -> Any:
+def _inplace(op: str, compute: Any, reads_self: bool = True) -> Any:
+    """An in-place method; `reads_self=False` when the op's rule never reads x's values
+    (add, or rules reading only the output), so no copy of x is kept for the tape."""
+
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         check_inplace(self, op)
-        return write_result(self, compute(_original(self, args), *args, **kwargs), op)
+        x = _original(self, args) if reads_self else self
+        return write_result(self, compute(x, *args, **kwargs), op)
 
     method.__name__ = op
     method.__doc__ = f"In-place version of {op[:-1]}: writes into this tensor's memory."
@@ -101,21 +109,23 @@ def basic_index(index: Any) -> bool:
 class InPlaceMethods:
     """In-place methods and operators (mixed into `Tensor`)."""
 
-    add_ = _inplace("add_", lambda x, y, alpha=1: E.add(x, scaled(y, alpha)))
-    sub_ = _inplace("sub_", lambda x, y, alpha=1: E.sub(x, scaled(y, alpha)))
+    add_ = _inplace("add_", lambda x, y, alpha=1: E.add(x, scaled(y, alpha)), reads_self=False)
+    sub_ = _inplace("sub_", lambda x, y, alpha=1: E.sub(x, scaled(y, alpha)), reads_self=False)
     mul_ = _inplace("mul_", lambda x, y: E.mul(x, y))
     div_ = _inplace("div_", lambda x, y: E.div(x, y))
     pow_ = _inplace("pow_", lambda x, y: E.pow(x, y))
-    neg_ = _inplace("neg_", lambda x: E.neg(x))
-    exp_ = _inplace("exp_", lambda x: E.exp(x))
+    neg_ = _inplace("neg_", lambda x: E.neg(x), reads_self=False)
+    exp_ = _inplace("exp_", lambda x: E.exp(x), reads_self=False)
     log_ = _inplace("log_", lambda x: E.log(x))
-    sqrt_ = _inplace("sqrt_", lambda x: E.sqrt(x))
+    sqrt_ = _inplace("sqrt_", lambda x: E.sqrt(x), reads_self=False)
     abs_ = _inplace("abs_", lambda x: E.abs(x))
-    tanh_ = _inplace("tanh_", lambda x: E.tanh(x))
-    sigmoid_ = _inplace("sigmoid_", lambda x: E.sigmoid(x))
-    relu_ = _inplace("relu_", lambda x: E.relu(x))
+    tanh_ = _inplace("tanh_", lambda x: E.tanh(x), reads_self=False)
+    sigmoid_ = _inplace("sigmoid_", lambda x: E.sigmoid(x), reads_self=False)
+    relu_ = _inplace("relu_", lambda x: E.relu(x), reads_self=False)
     clamp_ = clip_ = _inplace("clamp_", lambda x, min=None, max=None: E.clip(x, min, max))
-    masked_fill_ = _inplace("masked_fill_", lambda x, mask, value: E.where(mask, value, x))
+    masked_fill_ = _inplace(
+        "masked_fill_", lambda x, mask, value: E.where(mask, value, x), reads_self=False
+    )
 
     def __iadd__(self, other: Any) -> Any:
         return self.add_(other)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from graphc.eager.grad_mode import STATE, enable_grad
+from graphc.eager.node import OpBackward
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError, IndexRangeError, ShapeError
 from graphc.ir.registry import OpDef
@@ -87,8 +88,6 @@ class ViewTensor(Tensor):
 
 def make_view(opdef: OpDef, x: Tensor, attrs: dict, array: np.ndarray) -> ViewTensor:
     """The result of view op `opdef` on `x`: shares x's memory and version counter."""
-    from graphc.eager.node import OpBackward
-
     out = _new(ViewTensor)
     out._data = array
     out._version = counter = x._version
@@ -127,11 +126,23 @@ def check_view_inplace(x: Tensor, op: str) -> None:
     base = x._base
     if base is None:
         return
-    if STATE.enabled and base._requires_grad and base.grad_fn is None:
+    if not (STATE.enabled and base._requires_grad):
+        return
+    if base.grad_fn is None:
         raise AutodiffError(
             f"{op}: a view of a leaf tensor that requires grad is being used in an in-place "
             "operation; update it under `with no_grad():` (or work on a copy)"
         )
+    if not x._tracks:
+        raise_untracked(op)
+
+
+def raise_untracked(op: str) -> None:
+    """A view made under no_grad has no recorded history: the base's cannot be rewritten."""
+    raise AutodiffError(
+        f"{op}: a view was created in no_grad mode and is being modified in place with "
+        "grad mode enabled; create the view with grad mode enabled (or clone() it)"
+    )
 
 
 def _unview(opdef: OpDef, attrs: dict, value: Tensor, shape: tuple) -> Tensor:
@@ -146,6 +157,15 @@ def _unview(opdef: OpDef, attrs: dict, value: Tensor, shape: tuple) -> Tensor:
         axes = range(len(shape))[::-1] if axes is None else axes
         return S.transpose(value, tuple(np.argsort(axes).tolist()))
     raise ShapeError(f"in-place write through a {name} view is not supported")
+
+
+class CopySlices(OpBackward):
+    """The node that rewrote a base's history after an in-place op on one of its views."""
+
+    __slots__ = ()
+
+    def name(self) -> str:
+        return "CopySlices"
 
 
 def rebase_history(view: ViewTensor, result: Tensor) -> None:
@@ -167,9 +187,12 @@ def rebase_history(view: ViewTensor, result: Tensor) -> None:
         old._output_nr = root._output_nr
         old._requires_grad = root._requires_grad
         placed = E.where(make(mask), placed, old)
-    root.grad_fn = placed.grad_fn
+    node = placed.grad_fn
+    if type(node) is OpBackward:
+        node.__class__ = CopySlices  # same slots; only the name differs, as torch shows it
+    root.grad_fn = node
     root._output_nr = placed._output_nr
     root._requires_grad = True
-    placed.grad_fn.rebase_output(root)
+    node.rebase_output(root)
     view._requires_grad = True
     view._fn_version = -1  # regenerate its grad_fn from the new base on next use

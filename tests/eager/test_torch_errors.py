@@ -35,9 +35,25 @@ def _saved_modified_view(lib: Any) -> None:
     y.sum().backward()
 
 
+def _no_grad_view_inplace(lib: Any) -> None:
+    y = lib.ones(2, 3, requires_grad=True) * 1
+    with lib.no_grad():
+        v = y[0]
+    v.mul_(2)
+
+
+def _no_grad_view_copy_of_grad_value(lib: Any) -> None:
+    x = lib.zeros(2, 3)
+    with lib.no_grad():
+        v = x[1]
+    v.copy_(lib.ones(3, requires_grad=True) * 2)
+
+
 CASES: dict[str, Callable[[Any], Any]] = {
     "backward twice": _backward_twice,
     "inplace on leaf": lambda lib: lib.ones(3, requires_grad=True).add_(1),
+    "inplace on no_grad view": _no_grad_view_inplace,
+    "no_grad view gets a value needing grad": _no_grad_view_copy_of_grad_value,
     "inplace on view of leaf": lambda lib: lib.ones(2, 3, requires_grad=True)[0].add_(1),
     "saved tensor modified": _saved_modified,
     "saved tensor modified through a view": _saved_modified_view,

@@ -1,0 +1,117 @@
+"""One differential check: O0, O1, O2 and the reference interpreter agree bit for bit.
+
+`check_levels(graph, feed_sets)` runs the reference on each feed set, compiles the
+graph at every level and calls each executable on every feed set in turn (the second
+call runs on reused buffers), and holds every result to the reference's dtype, shape
+and bits (any NaN equals any NaN). Where the reference raises a graphc error the
+executable must raise one too (at compile or call time). It also checks that the
+caller's feeds are never written and that an array returned by one call is not
+changed by the next. `check_round_trip` does the same for the graph read back from
+its text and its JSON. Failure messages carry the graph text, the feeds and the level,
+enough for a repro.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+
+import graphc as gc
+from tests.edge_values import bits_differ
+
+LEVELS = (0, 1, 2)
+Feeds = Mapping[str, np.ndarray]
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Overflow and invalid-value warnings are expected here: nan and inf are results."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def describe_feeds(feeds: Feeds) -> str:
+    """The feeds as Python source, for a repro."""
+    with np.printoptions(threshold=100, floatmode="unique"):
+        items = (f"    {name!r}: np.{np.array_repr(a)}," for name, a in feeds.items())
+        return "{\n" + "\n".join(items) + "\n}"
+
+
+def _outcome(fn: object) -> list[np.ndarray] | gc.GraphcError:
+    try:
+        result = fn()  # type: ignore[operator]
+    except gc.GraphcError as exc:
+        return exc
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def _compare(got: object, want: object, where: str, graph: gc.Graph, feeds: Feeds) -> None:
+    context = f"{where}\n{graph}\nfeeds = {describe_feeds(feeds)}"
+    if isinstance(want, gc.GraphcError):
+        assert isinstance(got, gc.GraphcError), (
+            f"the reference raised {type(want).__name__}: {want}, but {where} gave results\n"
+            f"{context}"
+        )
+        return
+    assert not isinstance(got, gc.GraphcError), (
+        f"{where} raised {type(got).__name__}: {got}, the reference did not\n{context}"
+    )
+    assert len(got) == len(want), f"{len(got)} results vs {len(want)}\n{context}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        why = bits_differ(g, w)
+        assert why is None, f"output {k} ({graph.outputs[k].name!r}): {why}\n{context}"
+
+
+def _copies(results: object) -> object:
+    if isinstance(results, gc.GraphcError):
+        return results
+    return [np.array(r, copy=True) for r in results]
+
+
+def check_levels(
+    graph: gc.Graph, feed_sets: Sequence[Feeds], levels: Sequence[int] = LEVELS
+) -> None:
+    """Every level's executable equals the reference on every feed set, bit for bit."""
+    with quiet():
+        wants = [_outcome(lambda f=f: gc.run(graph, f)) for f in feed_sets]
+        for level in levels:
+            try:
+                exe = gc.compile(graph, opt_level=level)
+            except gc.GraphcError as exc:
+                for feeds, want in zip(feed_sets, wants):
+                    _compare(exc, want, f"gc.compile(opt_level={level})", graph, feeds)
+                continue
+            kept = []
+            for call, (feeds, want) in enumerate(zip(feed_sets, wants)):
+                before = {k: np.array(v, copy=True) for k, v in feeds.items()}
+                got = _outcome(lambda f=feeds, e=exe: e(**f))
+                _compare(got, want, f"O{level}, call {call + 1}", graph, feeds)
+                for name, value in feeds.items():
+                    assert bits_differ(value, before[name]) is None, (
+                        f"O{level} wrote into the caller's feed {name!r}\n{graph}"
+                    )
+                kept.append((got, _copies(got), feeds))
+            for call, (got, copy, feeds) in enumerate(kept):
+                _compare(
+                    got, copy, f"O{level}: call {call + 1}'s result after later calls", graph, feeds
+                )
+
+
+def check_round_trip(graph: gc.Graph, feed_sets: Sequence[Feeds]) -> None:
+    """The graph read back from its text and from its JSON prints and runs the same."""
+    text = str(graph)
+    for how, again in (
+        ("gc.parse(str(g))", lambda: gc.parse(text)),
+        ("gc.from_json(gc.to_json(g))", lambda: gc.from_json(gc.to_json(graph))),
+    ):
+        copy = again()
+        assert str(copy) == text, f"{how} prints differently:\n{text}\n---\n{copy}"
+        with quiet():
+            for feeds in feed_sets:
+                want = _outcome(lambda f=feeds: gc.run(graph, f))
+                got = _outcome(lambda f=feeds, c=copy: gc.run(c, f))
+                _compare(got, want, f"the reference on {how}", graph, feeds)

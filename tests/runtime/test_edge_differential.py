@@ -1,0 +1,47 @@
+"""Random graphs over hostile values, dtypes, shapes and names: O0 = O1 = O2 = reference.
+
+The graphs come from tests/edge_graphs.py (float32/64, int32/64 and bool; 0-d, empty
+and symbolic shapes; untamed exp/log/sqrt/div/pow; hostile names), the feeds from
+tests/edge_values.py (nan, +-inf, -0.0, subnormals, extremes, integer min/max). Each
+executable is called on two feed sets; a graph with the symbolic dim "B" is fed at two
+batch sizes, one of them 0 or 1. Results must match bit for bit (tests/differential.py).
+The default run draws 300 graphs; the `slow` job (python -m pytest -m slow) 2,000 more.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import graphc as gc
+from tests.differential import check_levels, check_round_trip
+from tests.edge_graphs import edge_graphs
+from tests.edge_values import edge_feeds
+
+
+def _feed_sets(graph: gc.Graph, seed: int, sizes: tuple[int, int]) -> list[dict]:
+    symbolic = any(isinstance(d, str) for p in graph.inputs for d in p.type.shape)
+    if symbolic:
+        return [edge_feeds(graph, seed, {"B": size}) for size in sizes]
+    return [edge_feeds(graph, seed), edge_feeds(graph, seed + 1)]
+
+
+BATCHES = st.tuples(st.sampled_from([0, 1]), st.sampled_from([1, 2, 3, 5]))
+
+
+@settings(max_examples=300, derandomize=True)
+@given(edge_graphs(), st.integers(0, 2**16), BATCHES)
+def test_edge_graphs_agree(graph: gc.Graph, seed: int, sizes: tuple[int, int]) -> None:
+    feeds = _feed_sets(graph, seed, sizes)
+    check_levels(graph, feeds)
+    check_round_trip(graph, feeds)
+
+
+@pytest.mark.slow
+@settings(max_examples=2000)
+@given(edge_graphs(max_ops=12), st.integers(0, 2**16), BATCHES)
+def test_edge_graphs_agree_slow(graph: gc.Graph, seed: int, sizes: tuple[int, int]) -> None:
+    feeds = _feed_sets(graph, seed, sizes)
+    check_levels(graph, feeds)
+    check_round_trip(graph, feeds)

@@ -147,9 +147,9 @@ class _StaleTensor(Tensor):
     by a backward without retain_graph. Its shape and dtype stay readable (rules that need
     only those still run, as torch's nodes that saved only sizes); its values raise."""
 
-    def __init__(self, array: np.ndarray, message: str) -> None:
-        self._shape = array.shape  # not the array: a freed graph must not keep its memory
-        self._dtype = array.dtype
+    def __init__(self, shape: tuple, dtype: np.dtype, message: str) -> None:
+        self._shape = shape  # not the array: a freed graph must not keep its memory
+        self._dtype = dtype
         self._message = message
 
     @property
@@ -170,16 +170,17 @@ class _StaleTensor(Tensor):
 
 def stale(name: str, what: str, array: np.ndarray, saved: int, now: int) -> _StaleTensor:
     return _StaleTensor(
-        array,
+        array.shape,
+        array.dtype,
         f"one of the values needed for gradient computation has been modified by an in-place "
         f"operation: {what} of {name} is at version {now}; expected version {saved}. "
         "Compute a new tensor instead of modifying it in place (or .clone() it first).",
     )
 
 
-def freed(name: str, array: np.ndarray) -> _StaleTensor:
+def freed(name: str, shape: tuple, dtype: np.dtype) -> _StaleTensor:
     """A saved value after its graph was freed: reading it is the retain_graph error."""
-    return _StaleTensor(array, FREED_MESSAGE.format(name=name))
+    return _StaleTensor(shape, dtype, FREED_MESSAGE.format(name=name))
 
 
 class OpBackward(Node):
@@ -238,20 +239,20 @@ class OpBackward(Node):
     def release(self) -> None:
         """Free the saved values, keeping shapes and dtypes: a second backward through a
         rule that reads no values (sum, add, reshape) still works, as in torch."""
-        inputs = self._inputs
-        if inputs is None or self._out_counter is None:
+        if self._out_counter is None:
             return
-        name = self.name()
-        self._inputs = [x if isinstance(x, _StaleTensor) else freed(name, x._data) for x in inputs]
-        self._out = freed(name, self._out)
+        # only shapes and dtypes are kept; shells are made if a backward comes again
+        self._inputs = [(x._data.shape, x._data.dtype) for x in self._inputs]
+        self._out = (self._out.shape, self._out.dtype)
         self._out_counter = None
 
     def apply(self, grads: list[Any], wanted: Any = None) -> tuple:
         inputs = self._inputs
         counter = self._out_counter
-        if counter is None:  # released: the shells raise the freed error when read
-            unpacked = list(inputs)
-            out: Tensor = self._out
+        if counter is None:  # released: shells that raise the freed error when read
+            name = self.name()
+            unpacked = inputs = [freed(name, *meta) for meta in inputs]
+            out: Tensor = freed(name, *self._out)
         else:
             out, unpacked = self._unpack(inputs, counter)
         needs = needed_edges(self.next_functions, wanted)

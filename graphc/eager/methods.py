@@ -151,6 +151,18 @@ class TorchMethods:
         return S.reshape(x, tuple(r * d for r, d in zip(reps, shape)))
 
     def squeeze(self, dim: Any = None) -> Any:
+        """Drop dims of size 1 (all, or those of `dim` that are 1: torch keeps the others)."""
+        if dim is not None:
+            dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+            if not self.shape:  # a 0-d tensor: dim 0 or -1 is allowed, nothing to drop
+                bad = [d for d in dims if d not in (0, -1)]
+                if bad:
+                    raise IndexRangeError(f"squeeze: dim {bad[0]} is out of range for a 0-d tensor")
+                return S.reshape(self, ())
+            rank = len(self.shape)
+            dim = tuple(d for d in dims if self.shape[normalize_axis(d, rank, "squeeze")] == 1)
+            if not dim:
+                return S.reshape(self, self.shape)  # a view, as torch
         return S.squeeze(self, dim)
 
     def unsqueeze(self, dim: int) -> Any:

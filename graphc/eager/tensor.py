@@ -244,6 +244,11 @@ class Tensor(TorchMethods, ConversionMethods, InPlaceMethods, OperatorMixin):
 
     def detach_(self) -> Tensor:
         """Cut this tensor from the tape, in place: it becomes a leaf without grad."""
+        if self._base is not None:
+            raise AutodiffError(
+                "can't detach views in place (the base's history still reaches them); "
+                "use detach() instead"
+            )
         self.grad_fn = None
         self._output_nr = 0
         self._requires_grad = False

@@ -126,6 +126,11 @@ def check_view_inplace(x: Tensor, op: str) -> None:
     base = x._base
     if base is None:
         return
+    if STATE.enabled and x._requires_grad and x.grad_fn is None:  # a view that is a leaf
+        raise AutodiffError(
+            f"{op}: a leaf tensor that requires grad is being used in an in-place operation; "
+            "update it under `with no_grad():` (or work on a copy)"
+        )
     if not (STATE.enabled and base._requires_grad):
         return
     if base.grad_fn is None:

@@ -49,11 +49,20 @@ def _no_grad_view_copy_of_grad_value(lib: Any) -> None:
     v.copy_(lib.ones(3, requires_grad=True) * 2)
 
 
+def _leaf_view_inplace(lib: Any) -> None:
+    v = lib.zeros(3)[0:2]
+    v.requires_grad_()
+    v.mul_(2)
+
+
 CASES: dict[str, Callable[[Any], Any]] = {
     "backward twice": _backward_twice,
     "inplace on leaf": lambda lib: lib.ones(3, requires_grad=True).add_(1),
     "inplace on no_grad view": _no_grad_view_inplace,
     "no_grad view gets a value needing grad": _no_grad_view_copy_of_grad_value,
+    "inplace on a view that is a leaf needing grad": _leaf_view_inplace,
+    "detach_ of a view": lambda lib: (lib.ones(2, requires_grad=True) * 1)[0].detach_(),
+    "squeeze dim out of range on 0-d": lambda lib: lib.tensor(1.0).squeeze(1),
     "inplace on view of leaf": lambda lib: lib.ones(2, 3, requires_grad=True)[0].add_(1),
     "saved tensor modified": _saved_modified,
     "saved tensor modified through a view": _saved_modified_view,

@@ -173,3 +173,10 @@ def test_view_index_errors() -> None:
         t.narrow(0, 1, 2)
     with pytest.raises(GraphcError):
         t.narrow(0, 1, 2)
+
+
+def test_squeeze_keeps_dims_that_are_not_one_as_torch() -> None:
+    x = ge.ones(2, 1, 3)
+    assert x.squeeze(0).shape == (2, 1, 3) and x.squeeze(0)._base is x
+    assert x.squeeze(1).shape == (2, 3) and x.squeeze((0, 1)).shape == (2, 3)
+    assert ge.tensor(1.0).squeeze(0).shape == () and ge.tensor(1.0).squeeze(-1).shape == ()

@@ -618,6 +618,34 @@ _case("matmul_epilogue", "sigmoid",
       [F(2, 3, 4), F(4, 2)], lambda x, w: 1 / (1 + np.exp(-(x @ w))), rtol=1e-5, atol=1e-5)  # fmt: skip
 
 
+# -- custom gradients (traced autograd.Function, gc.custom_vjp) --------------------------------
+
+
+def _custom_bodies(x: Any, y: Any) -> tuple[gc.Graph, gc.Graph]:
+    """x * sin(y) with its true derivative written by hand (so numeric checks hold)."""
+    forward, backward = gc.Graph("f_forward"), gc.Graph("f_backward")
+    with forward:
+        a = gc.placeholder("a", shape=x.shape, dtype=x.dtype)
+        b = gc.placeholder("b", shape=y.shape, dtype=y.dtype)
+        gc.output(a * gc.sin(b), name="out")
+    with backward:
+        a = gc.placeholder("a", shape=x.shape, dtype=x.dtype)
+        b = gc.placeholder("b", shape=y.shape, dtype=y.dtype)
+        gc.placeholder("out", shape=x.shape, dtype=x.dtype)
+        ct = gc.placeholder("ct", shape=x.shape, dtype=x.dtype)
+        gc.output(ct * gc.sin(b), name="ct_a")
+        gc.output(ct * a * gc.cos(b), name="ct_b")
+    return forward, backward
+
+
+def _custom(x: Any, y: Any) -> Any:
+    forward, backward = _custom_bodies(x, y)
+    return bind("custom_vjp", x, y, forward=forward, backward=backward, function="XSinY")
+
+
+_case("custom_vjp", "x_sin_y", _custom, [F(3, 4), F(3, 4)], lambda x, y: x * np.sin(y))
+
+
 # -- access ----------------------------------------------------------------------------------------
 
 

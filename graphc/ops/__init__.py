@@ -9,7 +9,7 @@ from types import ModuleType as _ModuleType
 from graphc.ops import constant as _constant  # noqa: F401 - registers the constant op
 from graphc.ops import epilogue as _epilogue  # noqa: F401 - registers matmul_epilogue
 from graphc.ops import fused as _fused  # noqa: F401 - registers the fused op
-from graphc.ops.custom import custom_vjp_op, stop_gradient  # traced Functions' ops
+from graphc.ops.custom import custom_vjp_op  # registers custom_vjp (traced Functions)
 from graphc.ops.dispatch import bind, register_backend
 from graphc.ops.elementwise import (
     abs,

@@ -26,7 +26,7 @@ from graphc.ir.errors import GraphcError, TracingError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import REQUIRED, bound_attrs
 from graphc.ir.types import TensorType, is_symbol
-from graphc.ops.defop import VARIADIC, defop, into
+from graphc.ops.defop import VARIADIC, defop
 from graphc.ops.dispatch import backend_for, bind, dtype_of
 from graphc.ops.fused import _fused_cost, _fused_kernel, body_types, check_body
 from graphc.ops.symbolic import SYMBOLIC, Symbol, user_location
@@ -112,20 +112,6 @@ custom_vjp_op = defop(
     canonicalize=_canonicalize,
     cost=_cost,
     doc="A function with a user-defined backward (autograd.Function, gc.custom_vjp).",
-)
-
-
-def _stop_gradient_kernel(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    return into(out, x)
-
-
-stop_gradient = defop(
-    "stop_gradient",
-    infer=lambda x: x,
-    kernel=_stop_gradient_kernel,
-    vjp=lambda ct, out, x, needs: (None,),
-    cost=lambda out, x: 0,
-    doc="x, through which no gradient flows (JAX's name; PyTorch's detach).",
 )
 
 
@@ -244,5 +230,18 @@ def replay(forward: Graph, wanted: Sequence[Node], seeds: dict[Node, Symbol]) ->
             env[node] = bind(node.op, *(env[x] for x in node.inputs), **node.attrs)
     for node in wanted:
         if node not in seeds:
-            env[node] = bind("stop_gradient", env[node])
+            env[node] = stop_gradient(env[node])
     return env
+
+
+def stop_gradient(value: Symbol) -> Symbol:
+    """`value`, through which no gradient flows: a custom_vjp node whose backward gives
+    zeros (named "stop_gradient"), so no op of its own is needed."""
+    spec = [("x", value.type)]
+    forward = build_body("stop_gradient_forward", spec, lambda xs: xs)
+    zeros = build_body(
+        "stop_gradient_backward",
+        spec + [("out", value.type), ("ct", value.type)],
+        lambda xs: [bind("full_like", xs[2], value=0)],
+    )
+    return record_custom("stop_gradient", [value], forward, zeros)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
 from graphc.ir.types import Shape, TensorType, as_dtype, as_shape, normalize_axes, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
@@ -58,10 +58,11 @@ def _reduced_dims(shape: Shape, axes: tuple[int, ...] | None) -> Shape:
     return tuple(shape) if axes is None else tuple(shape[a] for a in axes)
 
 
-def _check_nonempty(name: str, x: TensorType, axes: tuple[int, ...] | None) -> None:
-    """An extremum (or its index) over an empty axis does not exist."""
-    if 0 in _reduced_dims(x.shape, axes):
-        raise ShapeError(f"{name}: cannot reduce an empty axis of shape {x.shape}")
+def _check_nonempty(name: str, shape: Shape, axes: tuple[int, ...] | None) -> None:
+    """An extremum (or its index) over an empty axis does not exist (checked by the type
+    rule, and by the kernel too: a symbolic dim may be fed as 0)."""
+    if 0 in _reduced_dims(shape, axes):  # an IndexError in PyTorch: IndexRangeError is both
+        raise IndexRangeError(f"{name}: cannot reduce an empty axis of shape {tuple(shape)}")
 
 
 def _reduce_infer(dtype_of: Any) -> Any:
@@ -71,10 +72,12 @@ def _reduce_infer(dtype_of: Any) -> Any:
     return infer
 
 
-def _reduce_kernel(reducer: Any, ufunc: np.ufunc | None = None) -> Any:
+def _reduce_kernel(reducer: Any, ufunc: np.ufunc | None = None, nonempty: str = "") -> Any:
     def kernel(
         x: np.ndarray, out: np.ndarray | None = None, axis: Any = None, keepdims: bool = False
     ) -> np.ndarray:
+        if nonempty and x.size == 0:
+            _check_nonempty(nonempty, x.shape, axis)
         return np.asarray(reducer(x, axis=axis, keepdims=keepdims, out=out))
 
     # np.sum is np.add.reduce behind a slow Python wrapper: the runtime calls the reduce
@@ -192,7 +195,7 @@ def _nonempty_infer(name: str) -> Any:
     plain = _reduce_infer(lambda d: d)
 
     def infer(x: TensorType, axis: tuple[int, ...] | None, keepdims: bool) -> TensorType:
-        _check_nonempty(name, x, axis)
+        _check_nonempty(name, x.shape, axis)
         return plain(x, axis, keepdims)
 
     return infer
@@ -208,7 +211,7 @@ def _extremum_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any, keepdims: 
 max = defop(
     "max",
     infer=_nonempty_infer("max"),
-    kernel=_reduce_kernel(np.max, np.maximum),
+    kernel=_reduce_kernel(np.max, np.maximum, nonempty="max"),
     attrs={"axis": None, "keepdims": False},
     canonicalize=_axes_canon("max"),
     vjp=_extremum_vjp,
@@ -218,7 +221,7 @@ max = defop(
 min = defop(
     "min",
     infer=_nonempty_infer("min"),
-    kernel=_reduce_kernel(np.min, np.minimum),
+    kernel=_reduce_kernel(np.min, np.minimum, nonempty="min"),
     attrs={"axis": None, "keepdims": False},
     canonicalize=_axes_canon("min"),
     vjp=_extremum_vjp,
@@ -242,15 +245,23 @@ def _index_op(name: str, find: Any, doc: str) -> Any:
 
     def infer(x: TensorType, axis: int | None, keepdims: bool) -> TensorType:
         axes = None if axis is None else (axis,)
-        _check_nonempty(name, x, axes)
+        _check_nonempty(name, x.shape, axes)
         return TensorType(reduced_shape(x.shape, axes, keepdims), np.int64)
+
+    def kernel(
+        x: np.ndarray,
+        out: np.ndarray | None = None,
+        axis: int | None = None,
+        keepdims: bool = False,
+    ) -> np.ndarray:
+        if x.size == 0:
+            _check_nonempty(name, x.shape, None if axis is None else (axis,))
+        return into(out, find(x, axis=axis, keepdims=keepdims))
 
     return defop(
         name,
         infer=infer,
-        kernel=lambda x, out=None, axis=None, keepdims=False: into(
-            out, find(x, axis=axis, keepdims=keepdims)
-        ),
+        kernel=kernel,
         attrs={"axis": None, "keepdims": False},
         canonicalize=canon,
         cost=_reduce_cost,

@@ -122,6 +122,22 @@ def test_other_axes_of_a_0d_input_are_errors_naming_the_op(op: str, axis: Any) -
 # -- empty axes -----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin"])
+def test_an_extremum_over_a_symbolic_dim_fed_empty_is_a_shape_error_in_every_mode(op: str) -> None:
+    g = gc.Graph("extremum")
+    with g:
+        x = gc.placeholder("x", shape=("B", 3))
+        gc.output(getattr(gc, op)(x, axis=0), name="y")
+    empty = np.ones((0, 3), np.float32)
+    with pytest.raises(gc.IndexRangeError, match=f"{op}: cannot reduce an empty axis"):
+        gc.run(g, {"x": empty})  # the kernel itself, not numpy's ValueError
+    for level in (0, 2):
+        with pytest.raises(gc.ShapeError, match=f"{op}: cannot reduce an empty axis"):
+            gc.compile(g, opt_level=level)(x=empty)
+    with pytest.raises(IndexError):  # torch refuses too, with an IndexError
+        getattr(torch, op if op.startswith("arg") else f"a{op}")(torch.ones(0, 3), 0)
+
+
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "logsumexp"])
 @pytest.mark.parametrize("shape, axis", [((2, 0), 1), ((0, 3), 0), ((0,), -1)])
 def test_an_empty_axis_gives_torchs_answer_and_gradient_in_every_mode(

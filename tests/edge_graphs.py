@@ -25,6 +25,7 @@ import graphc as gc
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.types import broadcast_shapes
 from graphc.ops.symbolic import Symbol
+from tests.edge_values import edge_array
 
 Draw = Callable[[st.SearchStrategy], Any]
 
@@ -44,6 +45,7 @@ SHAPES: tuple[tuple[int | str, ...], ...] = (
     (2, 0),
     (2, 1, 3),
 )
+ONE_ELEMENT: tuple[tuple[int, ...], ...] = ((), (1,), (1, 1))
 SYMBOLIC_SHAPES: tuple[tuple[int | str, ...], ...] = (("B",), ("B", 3), ("B", 1), ("B", 2, 3))
 
 # names a plan's source must never run or choke on
@@ -109,8 +111,15 @@ def _scalar(draw: Draw, dtype: np.dtype) -> Any:
                 ]
             )
         )
-    if draw(st.booleans()):
+    how = draw(st.integers(0, 3))
+    if how == 0:
         return value
+    if how == 3:
+        # another dtype or a broadcasting shape: rules such as x*1 -> x must then decline
+        dtype = np.dtype(draw(st.sampled_from(DTYPES)))
+        shape = draw(st.sampled_from([(), (1,), (2, 1), (1, 3)]))
+        with np.errstate(all="ignore"):
+            return gc.constant(np.full(shape, value).astype(dtype))
     return gc.constant(np.array(value, dtype=dtype))
 
 
@@ -322,7 +331,16 @@ def _concat(draw: Draw, pool: list[Symbol]) -> Symbol | None:
     return gc.concat(draw(st.permutations(pieces)), axis=axis)
 
 
+def _constant(draw: Draw, pool: list[Symbol]) -> Symbol:
+    """A hostile constant array: ops on it are folded at O1 and O2, by the op's kernel."""
+    shape = draw(st.sampled_from([s for s in SHAPES if all(isinstance(d, int) for d in s)]))
+    dtype = draw(st.sampled_from(DTYPES))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    return gc.constant(edge_array(rng, shape, np.dtype(dtype)))
+
+
 BUILDERS = (
+    _constant,
     _unary,
     _unary,
     _binary,
@@ -358,6 +376,8 @@ def edge_graphs(
     if symbolic is None:
         symbolic = draw(st.booleans())
     shapes = SHAPES + SYMBOLIC_SHAPES * 2 if symbolic else SHAPES
+    if not symbolic and draw(st.integers(0, 3)) == 0:
+        shapes = ONE_ELEMENT  # every value one element: plans on numpy scalars (scalar.py)
     count = draw(st.integers(1, 3))
     specs = [(draw(st.sampled_from(shapes)), draw(st.sampled_from(DTYPES))) for _ in range(count)]
     if symbolic and not any("B" in shape for shape, _ in specs):

@@ -45,3 +45,11 @@ def test_edge_graphs_agree_slow(graph: gc.Graph, seed: int, sizes: tuple[int, in
     feeds = _feed_sets(graph, seed, sizes)
     check_levels(graph, feeds)
     check_round_trip(graph, feeds)
+
+
+@settings(max_examples=25, derandomize=True)
+@given(edge_graphs(min_ops=3, max_ops=10, symbolic=True), st.integers(0, 2**16))
+def test_edge_graphs_agree_past_a_chunk(graph: gc.Graph, seed: int) -> None:
+    # fused elementwise groups run in chunks of 65,536 elements (graphc/runtime/fused.py):
+    # a batch of 25,000 rows crosses chunk boundaries, with a ragged last chunk
+    check_levels(graph, _feed_sets(graph, seed, (25_001, 1)))

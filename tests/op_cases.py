@@ -461,6 +461,8 @@ _case("unslice", "window", lambda c: gc.unslice(c, shape=(3, 4, 5), index="1:3,:
       lambda c: _unslice(c, (3, 4, 5), (slice(1, 3), slice(None, None, 2))))  # fmt: skip
 _case("unslice", "int_none", lambda c: gc.unslice(c, shape=(3, 4), index="None,-1"), [F(1, 4)],
       lambda c: _unslice(c, (3, 4), (None, -1)))  # fmt: skip
+_case("unslice", "ints", lambda c: gc.unslice(c, shape=(2, 3), index="1,-1"), [F()],
+      lambda c: _unslice(c, (2, 3), (1, -1)))  # fmt: skip
 
 _IDX = Arg((2, 3), "int64", "fixed", value=[[0, 2, -1], [1, 1, 0]])
 _case("take", "axis0", lambda x, i: gc.take(x, i, axis=0), [F(4, 3), _IDX],

@@ -151,7 +151,14 @@ def _unslice_kernel(
         out = np.zeros(shape, ct.dtype)
     else:
         out.fill(0)
-    out[parse_index(index)] = ct
+    items = parse_index(index)
+    window = np.shape(out[items])  # (all-int indices give a scalar, not a view)
+    if window != ct.shape:  # a symbolic window that does not fit the fed size
+        raise ShapeError(
+            f"unslice: the window [{index}] of shape {out.shape} has shape {window}, "
+            f"but the input has shape {ct.shape}"
+        )
+    out[items] = ct
     return out
 
 

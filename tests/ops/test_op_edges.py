@@ -305,6 +305,20 @@ def test_a_symbolic_window_that_does_not_fit_is_a_shape_error_naming_the_slice()
         get_op("unslice").infer(TensorType((3, 2)), shape=(3, 2), index="1:4")
 
 
+def test_an_unslice_into_a_symbolic_size_too_small_is_a_shape_error_in_every_mode() -> None:
+    g = gc.Graph("unslice")
+    with g:
+        ct = gc.placeholder("ct", shape=(5,), dtype="float64")
+        b = gc.placeholder("b", shape=("B",), dtype="float64")
+        gc.output(gc.unslice(ct, shape=("B",), index="0:5") + b, name="y")
+    ones = np.ones(5)
+    np.testing.assert_array_equal(gc.run(g, {"ct": ones, "b": np.zeros(6)})[0], [1] * 5 + [0])
+    with pytest.raises(gc.ShapeError, match=r"unslice: the window \[0:5\] of shape \(3,\)"):
+        gc.run(g, {"ct": ones, "b": np.zeros(3)})  # numpy's broadcast ValueError before
+    with pytest.raises(gc.ShapeError, match="'unslice'.*B=3"):
+        gc.compile(g, opt_level=0)(ct=ones, b=np.zeros(3))
+
+
 def test_windows_a_symbolic_dim_cannot_type_are_refused_when_the_graph_is_built() -> None:
     with gc.Graph("window"):
         x = gc.placeholder("x", shape=("B",))

@@ -56,8 +56,11 @@ def uniform_value(node: Node) -> Any:
     """The one value every element of a constant (or full_like) node has, else None."""
     if node.kind != OP:
         return None
-    if node.op == "full_like":
-        return node.attrs["value"]
+    if node.op == "full_like":  # the value as stored: full_like(x_bool, -1) holds True
+        try:
+            return np.full((), node.attrs["value"], node.type.dtype).item()
+        except (OverflowError, ValueError, TypeError):
+            return None
     if node.op != "constant":
         return None
     array = node.value

@@ -13,16 +13,17 @@ rule looks only at a node and its inputs (never its users), no rule applies to t
 result: one walk reaches the fixed point (tests check that a second walk finds
 nothing). One exception: a rule that would recompute an input for itself (so a
 second user keeps the original alive) may ask `Match.used_once`, counted on the
-old graph; a rewrite that drops a use can leave such a rule for a later walk. Dead nodes the rewrites leave behind are removed at the end. Cost: linear
-in the nodes, times the (small) number of rules per op.
+old graph; a rewrite that drops a use can leave such a rule for a later walk. Dead
+nodes the rewrites leave behind are removed at the end. Cost: linear in the nodes,
+times the (small) number of rules per op.
 
 Invariants: a replacement must have exactly the type of the node it replaces;
 a replacement of another type is discarded, so rules such as `reshape(x) -> x` need
 no condition of their own (it applies exactly when the reshape does not change the
 shape). A replacement whose construction fails (an op's type rule rejects what the
 rule built, e.g. neg of a bool) is declined the same way; nodes it had appended are
-left unused and removed with the rest. Replacement nodes inherit the replaced node's
-`loc` and `grad_of`.
+left unused and removed with the rest, and rules that fired inside it go unreported.
+Replacement nodes inherit the replaced node's `loc` and `grad_of`.
 
 Every rule is tagged `exact` (its result is bit-identical to the original's for every
 input) or not; see graphc/passes/simplify.py for what exact means and which is which.
@@ -143,7 +144,8 @@ class Rewriter:
     def __init__(self, graph: Graph, rules: Sequence[Rule], log: PassLog | None) -> None:
         self.builder = GraphBuilder(graph)
         self.log = log
-        self.fired = 0
+        self.fired: list[Rule] = []  # the rules that fired, in order (a declined attempt's
+        # inner firings are dropped with it: the report names only rules whose work stays)
         self.declined = False
         by_op: dict[str | None, list[Rule]] = defaultdict(list)
         for r in rules:
@@ -167,6 +169,7 @@ class Rewriter:
             m = Match(self, candidate, bound, depth)
             if r.when is not None and not r.when(m):
                 continue
+            mark = len(self.fired)
             try:
                 result = r.replace(m)
             except RewriteLoopError:
@@ -175,10 +178,9 @@ class Rewriter:
                 result = None
             if result is None or result.type != candidate.type:
                 self.declined = True  # nodes the attempt appended are now dead
+                del self.fired[mark:]
                 continue
-            self.fired += 1
-            if self.log is not None:
-                self.log.count(str(r))
+            self.fired.append(r)
             return result
         return self.builder.append(candidate)
 
@@ -199,4 +201,7 @@ def rewrite(graph: Graph, rules: Sequence[Rule], log: PassLog | None = None) -> 
     """`graph` with `rules` applied until none applies, without the nodes left unused."""
     rewriter = Rewriter(graph, rules, log)
     result = rewriter.walk()
+    if log is not None:
+        for r, n in Counter(rewriter.fired).items():
+            log.count(str(r), n)
     return eliminate_dead_code(result) if rewriter.fired or rewriter.declined else result

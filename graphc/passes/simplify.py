@@ -23,7 +23,8 @@ Why each rule has its tag:
   binary op's own broadcasting does anyway) move no value: exact. Summing in two steps
   (sum_to of sum_to) adds in another order: value-changing.
 - (-x)*c -> x*(-c) is exact in floats (rounding is symmetric in sign); not for an
-  integer x with a float c (-INT_MIN wraps to INT_MIN), where it does not apply.
+  integer x with a float c (-INT_MIN wraps to INT_MIN), where it does not apply; -c is
+  made in the product's dtype (an int32 c = INT32_MIN negated in int32 would wrap).
   T(x)*c -> T(x*c) multiplies the same pairs: exact. x/c -> x*(1/c) is exact when c is
   a power of two whose reciprocal is representable (both round x*2^-k once); it does
   not apply where 1/c would overflow (c = 2^-130 in float32).
@@ -32,8 +33,9 @@ Why each rule has its tag:
   integer_pow; see the pow op).
 - Value-changing: folding scales together ((x*c)*d -> x*(c*d), (x*c)/d; one rounding
   instead of two, and a folded c*d may overflow where the original did not: the fold
-  is made in the expression's dtype and declines when not finite; floats only, as an
-  integer product would wrap differently), moving scales outward ((x*c)*y ->
+  is made in the expression's dtype and declines when not finite, or when nonzero
+  scales fold below the smallest normal number; floats only, as an integer product
+  would wrap differently), moving scales outward ((x*c)*y ->
   (x*y)*c) or across a matmul ((x@y)*c -> (x*c)@y, |c| <= 1), (x@y)^T -> y^T@x^T (BLAS
   may accumulate in another order), and the stable forms: exp(log x) -> x,
   log(exp x) -> x, log(softmax) -> log_softmax, log(sum(exp x)) -> logsumexp,
@@ -96,8 +98,8 @@ def zero_of_sign(negative: bool) -> object:
         if not np.issubdtype(m.type.dtype, np.inexact):
             return True
         zero = _other(m)
-        if zero.op == "full_like":  # fills a Python 0 or 0.0 (never -0.0 as an int)
-            return not negative and not np.signbit(zero.attrs["value"])
+        if zero.op == "full_like":
+            return bool(np.signbit(uniform_value(zero)) == negative)
         return zero.is_constant and bool(np.all(np.signbit(zero.value) == negative))
 
     return when
@@ -202,11 +204,17 @@ def exact_reciprocal(m: Match) -> bool:
 
 def scales_fold(op: str) -> object:
     """(x*c)*d -> x*(c*d) and (x*c)/d -> x*(c/d): the scale folded in the expression's
-    dtype, declining when it is not finite (fold returns None)."""
+    dtype, declining when it is not finite (fold returns None) or when nonzero scales
+    fold to a zero or subnormal one (x*0 would turn a finite x*c*d to 0, inf*c*d to nan)."""
 
     def replace(m: Match) -> Node | None:
         scale = m.fold(op, m.c, m.d, dtype=m.type.dtype)
-        return None if scale is None else m.emit("mul", m.x, scale)
+        if scale is None:
+            return None
+        nonzero = float(m.c.value.reshape(())) != 0 and float(m.d.value.reshape(())) != 0
+        if nonzero and abs(float(scale.value.reshape(()))) < np.finfo(m.type.dtype).tiny:
+            return None
+        return m.emit("mul", m.x, scale)
 
     return replace
 
@@ -258,7 +266,7 @@ ALGEBRA: list[Rule] = [
     # -- constants: scales fold together, small powers become products
     rule(mul(mul(X, C), D), scales_fold("mul"), when=is_float("x"), exact=False),  # (x*c)*d -> x*(c*d)
     rule(div(mul(X, C), D), scales_fold("div"), when=is_float("x"), exact=False),  # (x*c)/d -> x*(c/d)
-    rule(mul(neg(X), C), lambda m: m.emit("mul", m.x, m.fold("neg", m.c)), when=negation_commutes),  # (-x)*c -> x*(-c)
+    rule(mul(neg(X), C), lambda m: m.emit("mul", m.x, m.fold("neg", m.c, dtype=m.type.dtype)), when=negation_commutes),  # (-x)*c -> x*(-c), -c in the product's dtype (-INT32_MIN wraps in int32)
     rule(mul(mul(X, C), Y), lambda m: m.emit("mul", m.emit("mul", m.x, m.y), m.c), when=lambda m: not m.y.is_constant, exact=False),  # (x*c)*y -> (x*y)*c: scales move outward
     rule(mul(matmul(X, Y), C), scale_smaller_factor, exact=False),  # (x@y)*c -> (x*c)@y, x the smaller operand, 0 < |c| <= 1
     rule(mul(transpose(X, axes="a"), C), lambda m: m.emit("transpose", m.emit("mul", m.x, m.c), axes=m.a), when=lambda m: m.c.type.rank <= m.x.type.rank),  # T(x)*c -> T(x*c): the scale reads x in its own layout

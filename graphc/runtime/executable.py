@@ -38,11 +38,17 @@ from graphc.runtime.plan import Plan, build_plan
 from graphc.runtime.specialize import bound_graph, specialize
 
 
-def optimize(graph: Graph, opt_level: int, fast_math: bool = False) -> Graph:
-    """The pass pipeline at `opt_level`; O0 compiles the graph as declared."""
+def optimize(
+    graph: Graph, opt_level: int, fast_math: bool = False, fired: set[str] | None = None
+) -> Graph:
+    """The pass pipeline at `opt_level`; O0 compiles the graph as declared. The
+    value-changing rules that fired (fast_math only) are added to `fired`."""
     if opt_level <= 0:
         return graph
-    return run_pipeline(graph, opt_level, fast_math=fast_math)  # type: ignore[return-value]
+    result, report = run_pipeline(graph, opt_level, explain=True, fast_math=fast_math)
+    if fired is not None:
+        fired.update(report.value_changing)  # type: ignore[union-attr]
+    return result  # type: ignore[return-value]
 
 
 @contextlib.contextmanager
@@ -104,11 +110,14 @@ class Executable:
         check_numerics: bool = False,
         opt_level: int = 0,
         fast_math: bool = False,
+        value_changing: set[str] | None = None,
     ) -> None:
         self.graph = graph
         self.optimized = optimized
         self.opt_level = opt_level
         self.fast_math = fast_math
+        # the value-changing rules that fired, at compile and per signature (explain)
+        self.value_changing: set[str] = set(value_changing or ())
         self.check_numerics = check_numerics
         self.updates = dict(updates or {})
         self._check_updates()
@@ -264,7 +273,8 @@ class Executable:
         if not bindings or self.opt_level <= 0:
             return self.optimized
         concrete = bound_graph(self.graph, specialize(self.graph, bindings))
-        concrete = optimize(concrete, self.opt_level, self.fast_math)  # collector paused
+        # (the collector is paused by _compile_signature)
+        concrete = optimize(concrete, self.opt_level, self.fast_math, self.value_changing)
         same_interface = [(n.kind, n.name) for n in concrete.inputs + concrete.outputs] == [
             (n.kind, n.name) for n in self.optimized.inputs + self.optimized.outputs
         ]
@@ -342,11 +352,10 @@ class Executable:
 
     def explain(self, *args: Any, **feeds: Any) -> str:
         """Steps, buffer table with lifetimes, in-place decisions and memory of the plan."""
-        from graphc.runtime.explain import format_plan
+        from graphc.runtime.explain import format_plan, rules_header
 
-        rules = "fast_math: value-changing rewrites allowed" if self.fast_math else "exact"
-        header = f"compiled at O{self.opt_level} ({rules})"
-        return header + "\n" + format_plan(self._compiled_for(args, feeds).plan)
+        plan = self._compiled_for(args, feeds).plan
+        return format_plan(plan, rules_header(self.opt_level, self.fast_math, self.value_changing))
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
         if args or feeds:
@@ -395,5 +404,6 @@ def compile(
     if opt_level not in (0, 1, 2):
         raise GraphcError(f"compile: opt_level must be 0, 1 or 2, got {opt_level!r}")
     with collector_paused():  # the passes make many objects too (see collector_paused)
-        optimized = optimize(graph, opt_level, fast_math)
-    return Executable(graph, optimized, updates, check_numerics, opt_level, fast_math)
+        fired: set[str] = set()
+        optimized = optimize(graph, opt_level, fast_math, fired)
+    return Executable(graph, optimized, updates, check_numerics, opt_level, fast_math, fired)

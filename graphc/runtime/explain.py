@@ -18,10 +18,21 @@ def _size(nbytes: int) -> str:
     raise AssertionError
 
 
-def format_plan(plan: Plan) -> str:
-    lines = [f"plan for graph '{plan.graph.name}'"]
+def rules_header(level: int, fast_math: bool, value_changing: set[str]) -> str:
+    """The line saying which rewrites compiled the plan: exact ones only, or fast_math's
+    value-changing ones too (naming those that fired)."""
+    if not fast_math:
+        return f"compiled at O{level} (exact)"
+    fired = ", ".join(sorted(value_changing)) or "none fired"
+    return f"compiled at O{level} (fast_math: value-changing rules allowed; fired: {fired})"
+
+
+def format_plan(plan: Plan, header: str | None = None) -> str:
+    """The plan as text; `header` (which rewrites ran) is its first line."""
+    title = f"plan for graph '{plan.graph.name}'"
     if plan.bindings:
-        lines[0] += " with " + ", ".join(f"{k}={v}" for k, v in sorted(plan.bindings.items()))
+        title += " with " + ", ".join(f"{k}={v}" for k, v in sorted(plan.bindings.items()))
+    lines = [title] if header is None else [header, title]
     lines.append(f"inputs: {', '.join(plan.inputs) or '-'}")
     if plan.state:
         lines.append(f"state: {', '.join(plan.state)}")

@@ -110,3 +110,45 @@ def test_edge_values_through_every_exact_rule_pattern(dtype: str) -> None:
             y = y + (-x) + gc.broadcast_to(zero, (len(values),)) * x
         gc.output(y, name="y")
     _levels_agree(g, values)
+
+
+def test_minus_one_filled_into_bools_is_true_not_minus_one() -> None:
+    """x * full_like(b_bool, -1) multiplies by True: no negation (the pattern reads the
+    value as stored, not the attribute)."""
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", shape=(100,), dtype="int64")  # 100: full_like not folded
+        b = gc.placeholder("b", shape=(100,), dtype="bool")
+        gc.output(x * gc.full_like(b, -1), name="y")
+    x = np.resize(edge_values(np.dtype(np.int64)), 100)
+    want = gc.compile(g, opt_level=0)(x, np.ones(100, bool))
+    for level in (1, 2):
+        assert_bits_equal(gc.compile(g, opt_level=level)(x, np.ones(100, bool)), want)
+
+
+def test_negating_a_narrow_integer_scale_in_the_products_dtype() -> None:
+    """(-x)*c -> x*(-c) with x int64 and c = INT32_MIN: -c is made in int64 (in int32 it
+    wraps back to INT32_MIN and the sign of every product flips)."""
+    g = _graph("int64", lambda x: gc.neg(x) * gc.constant(np.int32(-(2**31))))
+    _levels_agree(g, edge_values(np.dtype(np.int64)))
+
+
+def test_scales_that_fold_to_zero_decline() -> None:
+    """(x*1e-30)*1e-30 in float32: c*d flushes to 0, which would make x*c*d 0 for x =
+    1e30 (1e-30 at O0) and nan for inf; the fold declines even with fast_math."""
+    g = _graph("float32", lambda x: (x * gc.constant(np.float32(1e-30))) * 1e-30)
+    x = np.full(21, 1e30, np.float32)
+    x[:2] = np.inf
+    assert_bits_equal(gc.compile(g, fast_math=True)(x), gc.compile(g, opt_level=0)(x))
+
+
+def test_log_sum_exp_over_an_empty_axis_keeps_o0s_result() -> None:
+    """log(sum(exp(x))) over an empty axis is log(0) = -inf at O0; O1/O2 keep it (the
+    rewrite into logsumexp, which crashed there, is fast_math only)."""
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", shape=(3, 0), dtype="float32")
+        gc.output(gc.log(gc.sum(gc.exp(x), axis=1)), name="y")
+    with np.errstate(divide="ignore"):
+        out = _levels_agree(g, np.zeros((3, 0), np.float32))
+    assert np.isneginf(out).all()

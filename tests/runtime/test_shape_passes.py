@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import graphc as gc
 from graphc import nn, optim
-from tests.runtime.test_differential import assert_same
+from tests.passes.passcheck import assert_bits_equal
 from tests.strategies import random_feeds, random_graphs
 
 
@@ -21,6 +21,14 @@ def mean_loss_gradient() -> gc.Graph:
     return gc.gradients(g, wrt=["w"])
 
 
+def assert_outputs_equal(got: object, want: list[np.ndarray], msg: str) -> None:
+    """Every level computes the reference's results bit for bit (NaNs aside)."""
+    got = list(got) if isinstance(got, tuple) else [got]
+    assert len(got) == len(want), msg
+    for a, b in zip(got, want):
+        assert_bits_equal(a, b, msg)
+
+
 def test_a_count_of_symbolic_dims_is_a_constant_in_the_plan() -> None:
     g = mean_loss_gradient()
     exe = gc.compile(g)
@@ -31,7 +39,7 @@ def test_a_count_of_symbolic_dims_is_a_constant_in_the_plan() -> None:
         feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
         got = exe(**feeds)
         assert "count" not in {s.node.op for s in exe.plan().steps}
-        assert_same(got, gc.run(g, feeds), 1e-6, 1e-6, exe.explain())
+        assert_outputs_equal(got, gc.run(g, feeds), exe.explain())
     assert exe.plans_built == 2
 
 
@@ -88,4 +96,4 @@ def test_symbolic_graphs_compiled_per_signature_match_the_reference(g: gc.Graph,
     exe = gc.compile(g, opt_level=2)
     for dims in (2, 5):
         feeds = random_feeds(g, seed=seed, dims=dims)
-        assert_same(exe(**feeds), gc.run(g, feeds), 1e-9, 1e-12, f"{g}\n{exe.source()}")
+        assert_outputs_equal(exe(**feeds), gc.run(g, feeds), f"{g}\n{exe.source()}")

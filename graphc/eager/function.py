@@ -17,6 +17,7 @@ from graphc.eager.node import FREED_MESSAGE, Node, check_grads, edge, needed_edg
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError, TracingError
 from graphc.ir.graph import active_graph
+from graphc.ops.custom import arg_names as arg_names_of
 from graphc.ops.custom import build_body, fit_cotangent, is_tensor_arg, record_custom, replay
 from graphc.ops.symbolic import SYMBOLIC, Symbol
 
@@ -214,7 +215,7 @@ def _apply_in_graph(cls: type[Function], args: tuple, kwargs: dict) -> Symbol:
     slots = [i for i, a in enumerate(args) if is_tensor_arg(a)]
     peers = [args[i] for i in slots]
     inputs = [SYMBOLIC.lift(a, None, peers) for a in peers]  # into the outer graph
-    arg_names = [f"arg{i}" for i in slots]
+    arg_names = arg_names_of(cls.forward, slots, skip=1)  # after ctx
     types = [x.type for x in inputs]
     ctx = cls._backward_cls()
     ctx.needs_input_grad = tuple(
@@ -264,5 +265,5 @@ def _apply_in_graph(cls: type[Function], args: tuple, kwargs: dict) -> Symbol:
         return [fit_cotangent(grads[i], x) for i, x in zip(slots, xs)]
 
     bwd_inputs = [*zip(arg_names, types), ("out", fwd.outputs[0].type), ("ct", fwd.outputs[0].type)]
-    bwd = build_body(f"{name}_backward", bwd_inputs, backward)
+    bwd = build_body(f"{name}_backward", bwd_inputs, backward, [f"ct_{n}" for n in arg_names])
     return record_custom(name, inputs, fwd, bwd)

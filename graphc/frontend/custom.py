@@ -17,7 +17,14 @@ from typing import Any
 
 from graphc.ir.errors import AutodiffError, GraphcError, TracingError
 from graphc.ir.graph import active_graph
-from graphc.ops.custom import build_body, fit_cotangent, is_tensor_arg, record_custom, value_type
+from graphc.ops.custom import (
+    arg_names,
+    build_body,
+    fit_cotangent,
+    is_tensor_arg,
+    record_custom,
+    value_type,
+)
 from graphc.ops.dispatch import backend_for
 from graphc.ops.symbolic import Symbol
 
@@ -69,7 +76,7 @@ class custom_vjp:  # noqa: N801 - JAX's name
         fwd, bwd, name = self.fwd, self.bwd, self._name
         slots = [i for i, a in enumerate(args) if is_tensor_arg(a)]
         types = [value_type(args[i]) for i in slots]
-        specs = [(f"arg{i}", t) for i, t in zip(slots, types)]
+        specs = list(zip(arg_names(self.fn, slots), types))
 
         def call_with(placeholders: list[Symbol]) -> list[Any]:
             call = list(args)
@@ -97,6 +104,7 @@ class custom_vjp:  # noqa: N801 - JAX's name
                 )
             return [fit_cotangent(cts[i], x) for i, x in zip(slots, xs)]
 
+        ct_names = [f"ct_{n}" for n, _ in specs]
         specs += [("out", out_type), ("ct", out_type)]
-        backward_body = build_body(f"{name}_backward", specs, backward)
+        backward_body = build_body(f"{name}_backward", specs, backward, ct_names)
         return record_custom(name, [args[i] for i in slots], forward, backward_body)

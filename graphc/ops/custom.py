@@ -17,6 +17,7 @@ derivatives. Only single-output functions are supported: nodes have one value.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -132,10 +133,26 @@ def is_tensor_arg(value: Any) -> bool:
     return isinstance(value, np.ndarray) or backend_for(value) is not None
 
 
+def arg_names(fn: Callable[..., Any], slots: Sequence[int], skip: int = 0) -> list[str]:
+    """Body placeholder names for the arguments at `slots`: `fn`'s parameter names
+    (after `skip` leading ones, such as ctx), else arg<i>; never "out" or "ct"."""
+    try:
+        params = [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ][skip:]
+    except (TypeError, ValueError):  # no signature to read
+        params = []
+    names = [params[i] if i < len(params) else f"arg{i}" for i in slots]
+    return [f"{n}_arg" if n in ("out", "ct") else n for n in names]
+
+
 def build_body(
     name: str,
     inputs: Sequence[tuple[str, TensorType]],
     fn: Callable[[list[Symbol]], Sequence[Any]],
+    output_names: Sequence[str] = (),
 ) -> Graph:
     """A closed Graph: one placeholder per (name, type), outputs the values `fn` returns.
 
@@ -164,7 +181,8 @@ def build_body(
                     "a custom function's body may use only its own arguments (pass outer graph "
                     "values as arguments)"
                 )
-            body.add_output(symbol.node, body.fresh_name(f"out{k}" if k else "out"))
+            out_name = output_names[k] if k < len(output_names) else f"out{k}" if k else "out"
+            body.add_output(symbol.node, body.fresh_name(out_name))
     return _prune(body)
 
 
@@ -243,5 +261,6 @@ def stop_gradient(value: Symbol) -> Symbol:
         "stop_gradient_backward",
         spec + [("out", value.type), ("ct", value.type)],
         lambda xs: [bind("full_like", xs[2], value=0)],
+        ["ct_x"],
     )
     return record_custom("stop_gradient", [value], forward, zeros)

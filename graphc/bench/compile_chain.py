@@ -36,6 +36,51 @@ def chain(x: Any, k: int, lib: Any) -> Any:
     return x
 
 
+# four ladder blocks make about 51 nodes of gradient graph (measured)
+NODES_PER_FOUR_BLOCKS = 51
+GRADIENT_NODES = 150_000
+
+
+def ladder(blocks: int, batch: int = 4) -> gc.Graph:
+    """A long mixed forward graph: `blocks` blocks cycling through a matmul with a
+    broadcast bias and tanh, a keepdims reduction broadcast back, a reshape/transpose
+    round trip, and an elementwise tail; the loss is the mean square of the end."""
+    g = gc.Graph("ladder")
+    with g:
+        x = gc.placeholder("x", shape=(batch, 16))
+        w = gc.placeholder("w", shape=(16, 16))
+        b = gc.placeholder("b", shape=(16,))
+        h = x
+        for i in range(blocks):
+            step = i % 4
+            if step == 0:
+                h = gc.tanh(h @ w + b)
+            elif step == 1:
+                h = h * 1.5 - gc.sum(h, axis=1, keepdims=True) * 0.0625
+            elif step == 2:
+                r = gc.transpose(gc.reshape(h, (batch, 4, 4)), (0, 2, 1)) * 0.5
+                h = gc.reshape(r, (batch, 16)) + h
+            else:
+                h = gc.sin(h) + gc.exp(h * -0.5) * h
+        gc.output(gc.mean(h * h), name="loss")
+    return g
+
+
+def gradient_ladder(nodes: int) -> gc.Graph:
+    """The joint forward + backward graph (d loss / dw, db) of a ladder of about
+    `nodes` nodes in all."""
+    return gc.gradients(ladder(max(1, 4 * nodes // NODES_PER_FOUR_BLOCKS)), wrt=["w", "b"])
+
+
+def ladder_feeds(batch: int = 4) -> dict[str, np.ndarray]:
+    """Feeds for `ladder` that keep its values finite and moderate."""
+    return {
+        "x": np.linspace(-0.5, 0.5, batch * 16, dtype=np.float32).reshape(batch, 16),
+        "w": np.eye(16, dtype=np.float32) * 0.5,
+        "b": np.full(16, 0.01, np.float32),
+    }
+
+
 def _inputs(params: dict[str, Any]) -> dict[str, Any]:
     x = np.linspace(-2.0, 2.0, LENGTH, dtype=np.float32)
     k = params["k"]

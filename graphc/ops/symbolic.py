@@ -10,6 +10,7 @@ handed to the lifters that upper layers register with `register_lifter`.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -33,12 +34,18 @@ _WHERE_HINT = (
 )
 
 
+@functools.lru_cache(maxsize=1024)
+def _inside_package(filename: str) -> bool:
+    # abspath per frame per recorded node was a fifth of gc.gradients' time
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+
+
 def user_location() -> str | None:
     """`file:line` of the innermost caller outside the graphc package."""
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
+        if not _inside_package(filename):
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return None

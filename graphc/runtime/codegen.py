@@ -85,6 +85,9 @@ class Generator:
             "lo",
             "hi",
         }
+        # base -> the last suffix `fresh` tried for it, so a base asked for again resumes
+        # there instead of probing base_1, base_2, ... from the start (quadratic)
+        self._suffix: dict[str, int] = {}
         self.expr: dict[str, str] = {}  # value name -> the Python name holding its array
         self.static: set[str] = set()  # values whose arrays exist before run is called
         self.setup_lines: list[str] = []  # per-thread scratch that lowerings allocate
@@ -99,9 +102,12 @@ class Generator:
         name = _NOT_IDENTIFIER.sub("_", base)
         if not name or not name[0].isalpha() or keyword.iskeyword(name):
             name = "v_" + name
-        candidate, k = name, 1
+        k = self._suffix.get(name, 0)
+        candidate = f"{name}_{k}" if k else name
         while candidate in self._taken:
-            candidate, k = f"{name}_{k}", k + 1
+            k += 1
+            candidate = f"{name}_{k}"
+        self._suffix[name] = k
         self._taken.add(candidate)
         return candidate
 

@@ -16,7 +16,8 @@ Runtime allocation planner):
    - an elementwise op that may run in place, one of whose inputs has the same type,
      dies at step i and is the only live value on an arena buffer: that buffer
      ("inplace"), never a caller's array, a constant or state;
-   - a free arena buffer of the same dtype and enough bytes, smallest first ("reused");
+   - a free arena buffer of the same dtype and enough bytes, smallest first, earliest
+     freed among equals ("reused"; `FreeList`: a sorted list of sizes per dtype, O(log n));
    - a new arena buffer ("allocated").
    After the step, buffers whose last live value died there join the free list.
 
@@ -27,6 +28,8 @@ that step, and a view shares its base's buffer (which stays live while either is
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,7 +204,7 @@ def build_plan(
             constants.append(node.name)
             place(node, "constant", new_buffer("constant", spec.types[node]), -1)
 
-    free: list[Buffer] = []
+    free = FreeList()
     steps: list[Step] = []
     # transposed views of mutable buffers: reshaping one would copy, not view, so such
     # reshapes (and transposes of them) are computed by their kernels instead
@@ -230,9 +233,8 @@ def build_plan(
             if donor is not None:
                 place(node, "inplace", buffer_of[donor], i, base=donor)
             else:
-                reuse = _best_fit(free, t)
+                reuse = free.take(t)
                 if reuse is not None:
-                    free.remove(reuse)
                     place(node, "reused", reuse, i)
                 else:
                     place(node, "allocated", new_buffer("allocated", t), i)
@@ -244,7 +246,7 @@ def build_plan(
             buffer = buffer_of[x]
             buffer.refs -= 1
             if buffer.refs == 0 and buffer.kind == "allocated":
-                free.append(buffer)
+                free.add(buffer)
                 frees.append(buffer.id)
         steps.append(
             Step(
@@ -330,10 +332,44 @@ def _inplace_donor(
     return None
 
 
-def _best_fit(free: list[Buffer], t: TensorType) -> Buffer | None:
-    nbytes = t.nbytes or 0
-    fits = [b for b in free if b.dtype == t.dtype and b.nbytes >= nbytes]
-    return min(fits, key=lambda b: b.nbytes) if fits else None
+class FreeList:
+    """Dead arena buffers, for best-fit reuse in O(log s) per operation (s: the distinct
+    sizes free at once, per dtype) instead of a scan of every free buffer.
+
+    `take` gives the free buffer of the dtype with the fewest bytes that still holds
+    the request, the earliest freed among equal sizes (what a scan of the free buffers
+    in order of freeing, keeping the first minimum, gives)."""
+
+    def __init__(self) -> None:
+        self._sizes: dict[np.dtype, list[int]] = {}  # sorted distinct sizes with buffers
+        self._buffers: dict[tuple[np.dtype, int], deque[Buffer]] = {}
+
+    def add(self, buffer: Buffer) -> None:
+        key = (buffer.dtype, buffer.nbytes)
+        queue = self._buffers.get(key)
+        if queue is None:
+            queue = self._buffers[key] = deque()
+            insort(self._sizes.setdefault(buffer.dtype, []), buffer.nbytes)
+        queue.append(buffer)
+
+    def take(self, t: TensorType) -> Buffer | None:
+        """Remove and return the best-fitting free buffer for a value of type `t`."""
+        sizes = self._sizes.get(t.dtype)
+        if not sizes:
+            return None
+        at = bisect_left(sizes, t.nbytes or 0)
+        if at == len(sizes):
+            return None
+        key = (t.dtype, sizes[at])
+        queue = self._buffers[key]
+        buffer = queue.popleft()
+        if not queue:
+            del self._buffers[key]
+            del sizes[at]
+        return buffer
+
+    def __len__(self) -> int:
+        return sum(len(q) for q in self._buffers.values())
 
 
 def _lay_out(buffers: list[Buffer]) -> int:

@@ -17,7 +17,8 @@ Why each rule has its tag:
   x-0 -> x for +0.0 (x - +0.0 = x, -0.0 included), 0-x -> -x for -0.0 (+0.0 - +0.0 is
   +0.0, not -0.0); x*1, x/1, x*-1 -> -x, --x, x+(-y) -> x-y, x-(-y) -> x+y are exact
   (IEEE subtraction is addition of the negation; negation and scaling by 1 are exact);
-  x*0 and x-x are exact for integers and bools only (inf*0 and inf-inf are nan).
+  x*0 and x-x are exact for integer and bool results only (inf*0 and inf-inf are nan,
+  and an integer times a float 0.0 is -0.0 where the integer is negative).
 - Shape identities (reshape, transpose, broadcast_to, sum_to and cast that change
   nothing, compositions of reshapes, transposes and broadcasts, a broadcast_to that the
   binary op's own broadcasting does anyway) move no value: exact. Summing in two steps
@@ -83,6 +84,12 @@ NON_NEGATIVE = frozenset({"exp", "sqrt", "abs", "relu", "sigmoid", "softmax", "o
 def is_integer(name: str) -> object:
     """Condition: the bound node has an integer or bool dtype."""
     return lambda m: not np.issubdtype(getattr(m, name).type.dtype, np.inexact)
+
+
+def integer_result(m: Match) -> bool:
+    """Condition: the candidate's dtype is integer or bool (int x * 0.0 is a float, and
+    -3 * 0.0 is -0.0: not zeros)."""
+    return not np.issubdtype(m.type.dtype, np.inexact)
 
 
 def _other(m: Match) -> Node:
@@ -232,7 +239,7 @@ ALGEBRA: list[Rule] = [
     rule(sub(ZERO, X), lambda m: m.emit("neg", m.x), exact=False),  # 0-x -> -x: 0.0-0.0 is +0.0
     rule(mul(X, ONE), lambda m: m.x),  # x*1 -> x
     rule(mul(X, MINUS_ONE), lambda m: m.emit("neg", m.x)),  # x*-1 -> -x
-    rule(mul(X, ZERO), Match.zeros, when=is_integer("x")),  # x*0 -> 0 (ints, bools)
+    rule(mul(X, ZERO), Match.zeros, when=integer_result),  # x*0 -> 0 (ints, bools)
     rule(div(X, ONE), lambda m: m.x),  # x/1 -> x
     rule(neg(neg(X)), lambda m: m.x),  # --x -> x
     rule(sub(X, X), Match.zeros, when=is_integer("x")),  # x-x -> 0 (ints)

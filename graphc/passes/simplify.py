@@ -17,6 +17,8 @@ Why each rule has its tag:
   x-0 -> x for +0.0 (x - +0.0 = x, -0.0 included), 0-x -> -x for -0.0 (+0.0 - +0.0 is
   +0.0, not -0.0); x*1, x/1, x*-1 -> -x, --x, x+(-y) -> x-y, x-(-y) -> x+y are exact
   (IEEE subtraction is addition of the negation; negation and scaling by 1 are exact);
+  x+(-y) and x-(-y) need -y computed as the result's negation: not for an int32 y
+  widened to int64 or float (-INT32_MIN wraps in int32 first).
   x*0 and x-x are exact for integer and bool results only (inf*0 and inf-inf are nan,
   and an integer times a float 0.0 is -0.0 where the integer is negative).
 - Shape identities (reshape, transpose, broadcast_to, sum_to and cast that change
@@ -120,6 +122,12 @@ def is_float(name: str) -> object:
 def negation_commutes(m: Match) -> bool:
     """(-x)*c == x*(-c): floats, or integers whose product stays in x's dtype."""
     return np.issubdtype(m.x.type.dtype, np.floating) or m.x.type.dtype == m.type.dtype
+
+
+def negated_y_widens_exactly(m: Match) -> bool:
+    """x+(-y) == x-y: -y in y's dtype is the negation in the result's (floats; integers
+    of the result's dtype, whose wrap-around agrees; an int32 -INT32_MIN wraps in int32)."""
+    return np.issubdtype(m.y.type.dtype, np.floating) or m.y.type.dtype == m.type.dtype
 
 
 def non_negative(node: Node) -> bool:
@@ -243,8 +251,8 @@ ALGEBRA: list[Rule] = [
     rule(div(X, ONE), lambda m: m.x),  # x/1 -> x
     rule(neg(neg(X)), lambda m: m.x),  # --x -> x
     rule(sub(X, X), Match.zeros, when=is_integer("x")),  # x-x -> 0 (ints)
-    rule(add(X, neg(Y)), lambda m: m.emit("sub", m.x, m.y)),  # x+(-y) -> x-y
-    rule(sub(X, neg(Y)), lambda m: m.emit("add", m.x, m.y)),  # x-(-y) -> x+y
+    rule(add(X, neg(Y)), lambda m: m.emit("sub", m.x, m.y), when=negated_y_widens_exactly),  # x+(-y) -> x-y
+    rule(sub(X, neg(Y)), lambda m: m.emit("add", m.x, m.y), when=negated_y_widens_exactly),  # x-(-y) -> x+y
     # -- shapes and dtypes
     rule(transpose(X, axes="a"), lambda m: m.x, when=identity_axes),  # transpose(x, id) -> x
     rule(transpose(transpose(X, axes="a"), axes="b"), composed_transpose),  # T_b(T_a x) -> T_a[b] x

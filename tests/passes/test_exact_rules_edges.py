@@ -52,6 +52,8 @@ CASES: list[tuple[str, Build]] = [
     ("sub(x, x)", lambda x, y, z, t: x - x),
     ("add(x, neg(y))", lambda x, y, z, t: x + gc.neg(y)),
     ("sub(x, neg(y))", lambda x, y, z, t: x - gc.neg(y)),
+    ("add(x, neg(y))", lambda x, y, z, t: x + gc.neg(gc.cast(y, "int32"))),  # wider x: declines
+    ("sub(x, neg(y))", lambda x, y, z, t: x - gc.neg(gc.cast(y, "int32"))),
     ("transpose(x, axes=a)", lambda x, y, z, t: gc.transpose(x, tuple(range(x.type.rank)))),
     ("transpose(transpose(x, axes=a), axes=b)", _transpose_twice),
     ("reshape(x)", lambda x, y, z, t: gc.reshape(x, x.type.shape)),

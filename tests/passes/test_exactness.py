@@ -152,3 +152,20 @@ def test_log_sum_exp_over_an_empty_axis_keeps_o0s_result() -> None:
     with np.errstate(divide="ignore"):
         out = _levels_agree(g, np.zeros((3, 0), np.float32))
     assert np.isneginf(out).all()
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_a_narrow_negation_is_not_the_wide_one(dtype: str) -> None:
+    """x + (-y) -> x - y and x - (-y) -> x + y with y int32 and a wider result: -y wraps
+    in int32 (-INT32_MIN is INT32_MIN) before it widens, so the rules decline."""
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", shape=(2,), dtype=dtype)
+        y = gc.placeholder("y", shape=(2,), dtype="int32")
+        gc.output(x + gc.neg(y), name="a")
+        gc.output(x - gc.neg(y), name="b")
+    feeds = {"x": np.zeros(2, dtype), "y": np.array([-(2**31), 5], np.int32)}
+    want = gc.compile(g, opt_level=0)(**feeds)
+    for level in (1, 2):
+        for got, expected in zip(gc.compile(g, opt_level=level)(**feeds), want):
+            assert_bits_equal(got, expected, f"O{level}")

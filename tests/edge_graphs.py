@@ -339,7 +339,38 @@ def _constant(draw: Draw, pool: list[Symbol]) -> Symbol:
     return gc.constant(edge_array(rng, shape, np.dtype(dtype)))
 
 
+def _misc(draw: Draw, pool: list[Symbol]) -> Symbol | None:
+    """The rarer ops: full_like, stack, one_hot, sum_to, var with ddof, swapaxes, mse_loss."""
+    x = _pick(draw, pool)
+    choice = draw(
+        st.sampled_from(["full_like", "stack", "one_hot", "sum_to", "var", "swapaxes", "mse"])
+    )
+    if choice == "full_like":
+        value = _scalar(draw, np.dtype(draw(st.sampled_from(DTYPES))))
+        value = value if not isinstance(value, Symbol) else draw(st.sampled_from([-1, 0, 1.5]))
+        return gc.full_like(x, value)
+    if choice == "stack":
+        others = [v for v in pool if v.shape == x.shape]
+        pieces = [x, *draw(st.lists(st.sampled_from(others), max_size=2))]
+        return gc.stack(pieces, axis=draw(st.integers(-x.type.rank - 1, x.type.rank)))
+    if choice == "one_hot":
+        labels = x if x.dtype.kind in "iu" else gc.cast(x, "int64")
+        return gc.one_hot(labels, draw(st.sampled_from([0, 1, 3])), draw(st.sampled_from(DTYPES)))
+    if choice == "sum_to":
+        shape = tuple(1 if draw(st.booleans()) else d for d in x.shape)
+        return gc.sum_to(x, shape[draw(st.integers(0, len(shape))) :])
+    if choice == "var":
+        return gc.var(x, axis=_axis(draw, x), ddof=draw(st.sampled_from([0, 1])))
+    if choice == "swapaxes" and x.type.rank >= 2:
+        return gc.swapaxes(x, 0, -1)
+    if choice == "mse":
+        partners = [v for v in pool if v.shape == x.shape]
+        return gc.mse_loss(x, draw(st.sampled_from(partners)))
+    return None
+
+
 BUILDERS = (
+    _misc,
     _constant,
     _unary,
     _unary,

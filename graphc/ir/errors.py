@@ -14,6 +14,10 @@ from __future__ import annotations
 class GraphcError(Exception):
     """Base class of every error graphc raises on purpose."""
 
+    def __init__(self, *args: object, node: str | None = None) -> None:
+        super().__init__(*args)
+        self.node = node  # the node whose step raised it, where the runner knows it
+
 
 class ShapeError(GraphcError, ValueError, RuntimeError):
     """Shapes do not fit an op's type rule, or a feed's shape is wrong."""

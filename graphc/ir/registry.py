@@ -35,6 +35,9 @@ class OpDef:
     pure         no side effects; safe to fold, deduplicate and remove when unused
     inplace      the kernel may be given an input's buffer as `out`
     shape_attrs  attrs holding shapes, whose symbolic dims are bound at run time
+    permutes     the value is a view of its input with the axes' memory order permuted
+                 (transpose); every other op's value is C-contiguous. matmul and
+                 reductions round by memory order, so runtimes and folding keep this
     cost         FLOP estimate for statistics and fusion decisions
     """
 
@@ -49,6 +52,7 @@ class OpDef:
     pure: bool = True
     inplace: bool = False
     shape_attrs: tuple[str, ...] = ()
+    permutes: bool = False
     cost: CostRule | None = None
     doc: str = ""
 

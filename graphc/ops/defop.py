@@ -33,6 +33,7 @@ def defop(
     pure: bool = True,
     inplace: bool = False,
     shape_attrs: tuple[str, ...] = (),
+    permutes: bool = False,
     cost: Callable[..., int] | None = None,
     doc: str = "",
 ) -> Callable[..., Any]:
@@ -55,6 +56,7 @@ def defop(
             pure=pure,
             inplace=inplace,
             shape_attrs=shape_attrs,
+            permutes=permutes,
             cost=cost,
             doc=doc,
         )

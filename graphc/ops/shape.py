@@ -106,6 +106,7 @@ transpose = defop(
     kernel=lambda x, out=None, axes=None: into(out, np.transpose(x, axes)),
     attrs={"axes": None},
     canonicalize=_transpose_canon,
+    permutes=True,
     vjp=lambda ct, out, x, needs, axes: (transpose(ct, tuple(np.argsort(axes).tolist())),),
     doc="Permute the axes of x (reverse them by default). gc.transpose(x, (0, 2, 1))",
 )

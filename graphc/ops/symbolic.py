@@ -149,7 +149,9 @@ def register_lifter(lifter: Callable[[Any, Graph], Symbol | None]) -> None:
 
 
 def add_constant(graph: Graph, value: Any, name: str | None = None) -> Symbol:
-    array = np.array(value)  # a private, read-only copy: the caller's array may change
+    # a private, read-only, C-contiguous copy: the caller's array may change, and a
+    # value's memory order is the runtime's (see LAYOUT in runtime/plan.py)
+    array = np.array(value, order="C")
     array.flags.writeable = False
     node = graph.add_op(
         "constant",

@@ -95,7 +95,7 @@ class GraphBuilder:
 
         A constant that `replaces` an old node takes that node's name when it is free.
         """
-        array = np.array(value)
+        array = np.array(value, order="C")  # C-contiguous, as every value but a transpose
         array.flags.writeable = False
         return self.graph.add_op(
             "constant",

@@ -8,7 +8,8 @@ A fold is skipped when its result would hold more than `FOLD_LIMIT` elements, or
 it would materialize data: a result larger than `SMALL` elements and larger than
 every constant it reads (a scalar broadcast to (512, 10), `full_like` of a big
 shape) stays a cheap op, which the simplifier can then drop into its user's own
-broadcasting. Also skipped: impure ops, symbolic output types, kernels that raise.
+broadcasting. Also skipped: impure ops, symbolic output types, kernels that raise, and
+transposes (a view in another memory order than a constant's; the runtime keeps it).
 Runs as the one rule of a rewrite-driver table, so folds cascade bottom-up in one walk.
 """
 
@@ -41,7 +42,7 @@ class Foldable(Pattern):
         else:
             known = all(x.is_constant for x in node.inputs)
         opdef = get_op(node.op)
-        if not known or not opdef.pure:
+        if not known or not opdef.pure or opdef.permutes:
             return False
         if any(isinstance(d, str) for key in opdef.shape_attrs for d in node.attrs[key]):
             return False  # a symbolic dim in a shape attribute: known only at run time

@@ -13,7 +13,8 @@ rule looks only at a node and its inputs (never its users), no rule applies to t
 result: one walk reaches the fixed point (tests check that a second walk finds
 nothing). One exception: a rule that would recompute an input for itself (so a
 second user keeps the original alive) may ask `Match.used_once`, counted on the
-old graph; a rewrite that drops a use can leave such a rule for a later walk. Dead
+old graph; a rewrite that drops a use can leave such a rule for a later walk. The same
+holds for `Match.users_ignore_layout`, which reads the old node's users. Dead
 nodes the rewrites leave behind are removed at the end. Cost: linear in the nodes,
 times the (small) number of rules per op.
 
@@ -39,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import GraphcError
-from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.graph import OP, OUTPUT, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.ops.dispatch import prepare
@@ -122,6 +123,15 @@ class Match:
         Counted on the old graph; a node a replacement made is used by it alone."""
         return self._rewriter.uses.get(node, 1) <= 1
 
+    def users_ignore_layout(self) -> bool:
+        """Whether every user of the candidate is an elementwise op or an output, whose
+        bits do not depend on the candidate's memory order (matmul's and reductions' do:
+        runtime/plan.py, LAYOUT). False for a node a replacement made (no users yet)."""
+        users = self._rewriter.old_users(self.node)
+        if users is None:
+            return False
+        return all(u.kind == OUTPUT or get_op(u.op).elementwise for u in users)
+
     def zeros(self) -> Node | None:
         """Zeros of the candidate's type: a constant when that is concrete and small,
         else full_like of an input of that type (None, declining, if there is none)."""
@@ -156,6 +166,19 @@ class Rewriter:
         self.any_op = any_op
         # new node -> uses in the old graph of the old nodes it stands for
         self.uses: Counter[Node] = Counter()
+        self._users: dict[Node, list[Node]] | None = None  # old node -> its users, lazily
+        self._current: tuple[Node, Node] | None = None  # (old node, its candidate) in walk
+
+    def old_users(self, candidate: Node) -> list[Node] | None:
+        """The users, in the old graph, of the old node `candidate` stands for."""
+        if self._current is None or self._current[1] is not candidate:
+            return None
+        if self._users is None:
+            self._users = defaultdict(list)
+            for node in self.builder.old.nodes:
+                for x in node.inputs:
+                    self._users[x].append(node)
+        return self._users.get(self._current[0], [])
 
     def emit(self, candidate: Node, depth: int = 0) -> Node:
         if depth > MAX_DEPTH:
@@ -190,7 +213,9 @@ class Rewriter:
         for node in self.builder.old.nodes:
             inputs = tuple(new[x] for x in node.inputs)
             if node.kind == OP:
-                new[node] = self.emit(detached(node, inputs))
+                candidate = detached(node, inputs)
+                self._current = (node, candidate)
+                new[node] = self.emit(candidate)
             else:
                 new[node] = self.builder.copy(node, inputs)
             self.uses[new[node]] += old_uses[node]

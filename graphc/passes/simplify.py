@@ -28,7 +28,10 @@ Why each rule has its tag:
 - (-x)*c -> x*(-c) is exact in floats (rounding is symmetric in sign); not for an
   integer x with a float c (-INT_MIN wraps to INT_MIN), where it does not apply; -c is
   made in the product's dtype (an int32 c = INT32_MIN negated in int32 would wrap).
-  T(x)*c -> T(x*c) multiplies the same pairs: exact. x/c -> x*(1/c) is exact when c is
+  T(x)*c -> T(x*c) multiplies the same pairs, but the result is a transpose in x's
+  memory order, where the product was C-contiguous: exact when every user is
+  elementwise (or an output); before a matmul or a reduction, which round by memory
+  order (runtime/plan.py, LAYOUT), value-changing. x/c -> x*(1/c) is exact when c is
   a power of two whose reciprocal is representable (both round x*2^-k once); it does
   not apply where 1/c would overflow (c = 2^-130 in float32).
 - pow(x, 0) -> 1, pow(x, 1) -> x, pow(x, 2) -> x*x, pow(x, 3) -> x*x*x are exact
@@ -143,6 +146,10 @@ def non_negative(node: Node) -> bool:
 
 def identity_axes(m: Match) -> bool:
     return tuple(m.a) == tuple(range(len(m.a)))
+
+
+def scale_before_transpose(m: Match) -> Node:
+    return m.emit("transpose", m.emit("mul", m.x, m.c), axes=m.a)
 
 
 def composed_transpose(m: Match) -> Node:
@@ -284,7 +291,8 @@ ALGEBRA: list[Rule] = [
     rule(mul(neg(X), C), lambda m: m.emit("mul", m.x, m.fold("neg", m.c, dtype=m.type.dtype)), when=negation_commutes),  # (-x)*c -> x*(-c), -c in the product's dtype (-INT32_MIN wraps in int32)
     rule(mul(mul(X, C), Y), lambda m: m.emit("mul", m.emit("mul", m.x, m.y), m.c), when=lambda m: not m.y.is_constant, exact=False),  # (x*c)*y -> (x*y)*c: scales move outward
     rule(mul(matmul(X, Y), C), scale_smaller_factor, exact=False),  # (x@y)*c -> (x*c)@y, x the smaller operand, 0 < |c| <= 1
-    rule(mul(transpose(X, axes="a"), C), lambda m: m.emit("transpose", m.emit("mul", m.x, m.c), axes=m.a), when=lambda m: m.c.type.rank <= m.x.type.rank),  # T(x)*c -> T(x*c): the scale reads x in its own layout
+    rule(mul(transpose(X, axes="a"), C), scale_before_transpose, when=lambda m: m.c.type.rank <= m.x.type.rank and m.users_ignore_layout()),  # T(x)*c -> T(x*c): the scale reads x in its own layout, for users that ignore layout
+    rule(mul(transpose(X, axes="a"), C), scale_before_transpose, when=lambda m: m.c.type.rank <= m.x.type.rank, exact=False),  # T(x)*c -> T(x*c) before matmul or a reduction: they round by layout
     rule(div(X, C), lambda m: m.emit("mul", m.x, m.fold("div", m.constant(m.c.value.dtype.type(1)), m.c)), when=exact_reciprocal),  # x/c -> x*(1/c), c = 2^k, 1/c representable
     rule(pow(X, ZERO), lambda m: m.emit("full_like", m.x, value=1)),  # x**0 -> 1 (numpy: nan**0 and 0**0 are 1 too)
     rule(pow(X, ONE), lambda m: m.x),  # x**1 -> x

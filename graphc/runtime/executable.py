@@ -70,7 +70,7 @@ class Compiled:
     def __init__(self, plan: Plan, generated: Generated) -> None:
         self.plan = plan
         self.generated = generated
-        self.constants = [plan.nodes[name].value for name in plan.constants]
+        self.constants = [np.asarray(plan.nodes[name].value, order="C") for name in plan.constants]
 
     def instantiate(self, states: list[np.ndarray]) -> Any:
         # uint8 arena aligned to a page, so the planner's offsets keep their alignment

@@ -11,8 +11,11 @@ Runtime allocation planner):
      caller can reach it (large ones are recycled once dropped: recycle.py);
    - it updates a state placeholder whose buffer nobody reads after step i: it is
      written straight into that buffer ("state");
-   - a view op (reshape, transpose) not returned: a view of its input ("view"),
-     unless the input is itself a transposed view of an arena or state buffer;
+   - a transpose: always a view of its input ("view"; returned, it is copied out,
+     keeping that memory order), so every value has the layout the reference gives
+     it (see LAYOUT below);
+   - a reshape not returned: a view of its input ("view"), unless the input is a
+     transposed view of an arena or state buffer (numpy would copy it once, at setup);
    - an elementwise op that may run in place, one of whose inputs has the same type,
      dies at step i and is the only live value on an arena buffer: that buffer
      ("inplace"), never a caller's array, a constant or state;
@@ -20,6 +23,12 @@ Runtime allocation planner):
      freed among equals ("reused"; `FreeList`: a sorted list of sizes per dtype, O(log n));
    - a new arena buffer ("allocated").
    After the step, buffers whose last live value died there join the free list.
+
+LAYOUT: every value is C-contiguous except a transpose's (ops flagged `permutes`), which
+is its input's memory permuted, in the plan and in the reference interpreter alike. matmul (BLAS picks its
+kernels by the operands' memory order) and reductions (numpy sums a contiguous axis
+pairwise, a strided one in sequence) give other last bits for other layouts, so a
+layout that depended on the level or on the planner would break exactness.
 
 Invariant: two values whose live ranges [defined, last use] overlap never share
 memory, except that an in-place step's output takes over its dying input's buffer at
@@ -40,9 +49,6 @@ from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.runtime.recycle import worth_recycling
 from graphc.runtime.specialize import Specialized
-
-# ops the runtime may lower to a numpy view of their input instead of a copy
-VIEW_OPS = frozenset({"reshape", "transpose"})
 
 # arena buffers this large start on a 4 KiB boundary, so a step's input and output
 # never sit a few bytes apart modulo 4096 (4K aliasing, see PERF-NOTES); smaller ones
@@ -206,26 +212,29 @@ def build_plan(
 
     free = FreeList()
     steps: list[Step] = []
-    # transposed views of mutable buffers: reshaping one would copy, not view, so such
-    # reshapes (and transposes of them) are computed by their kernels instead
+    # transposed views of mutable buffers: a view made of one at setup could not be a
+    # reshape (numpy would copy, once), so reshapes of these are computed by the kernel
     strided: set[Node] = set()
     direct_updates: dict[str, str] = {}
     for i, node in enumerate(order):
         t = spec.types[node]
         opdef = get_op(node.op)  # type: ignore[arg-type]
         target = state_of.get(node)
-        if node in returned_set:
+        base = node.inputs[0] if node.inputs else None
+        if scalar:
+            kind = "output" if node in returned_set else "scalar"
+            place(node, kind, new_buffer(kind, t), i)
+        elif opdef.permutes:
+            place(node, "view", buffer_of[base], i, base=base)
+            if base in strided or buffer_of[base].kind in ("allocated", "state"):
+                strided.add(node)
+        elif node in returned_set:
             place(node, "output", new_buffer("output", t), i)
-        elif scalar:
-            place(node, "scalar", new_buffer("scalar", t), i)
         elif target is not None and _state_is_free(target, node, i, buffer_of, values, spec):
             place(node, "state", buffer_of[target], i, base=target)
             direct_updates[target.name] = node.name
-        elif node.op in VIEW_OPS and target is None and node.inputs[0] not in strided:
-            base = node.inputs[0]
+        elif node.op == "reshape" and target is None and base not in strided:
             place(node, "view", buffer_of[base], i, base=base)
-            if node.op == "transpose" and buffer_of[base].kind in ("allocated", "state"):
-                strided.add(node)
         else:
             donor = (
                 _inplace_donor(node, i, opdef, buffer_of, values, spec) if target is None else None

@@ -2,6 +2,8 @@
 
 It is the oracle every optimization and the compiled runtime are tested against,
 so it does nothing clever: each op's own kernel, on fresh arrays, in graph order.
+Each value gets the memory layout the compiled plans give it (C-contiguous, but a
+transpose's: see LAYOUT in plan.py), since matmul and reductions round by layout.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import NumericsError, ShapeError
+from graphc.ir.errors import GraphcError, NumericsError, ShapeError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import bound_attrs, get_op
 from graphc.runtime.feeds import check_feeds
@@ -21,7 +23,7 @@ def check_finite(node: Node, value: np.ndarray) -> None:
     if np.issubdtype(value.dtype, np.floating) and not np.all(np.isfinite(value)):
         kind = "NaN" if np.isnan(value).any() else "inf"
         where = f" (created at {node.loc})" if node.loc else ""
-        raise NumericsError(f"{node.describe()} produced {kind}{where}")
+        raise NumericsError(f"{node.describe()} produced {kind}{where}", node=node.name)
 
 
 def run(graph: Graph, feeds: Mapping[str, Any], check_numerics: bool = False) -> list[np.ndarray]:
@@ -37,8 +39,15 @@ def run(graph: Graph, feeds: Mapping[str, Any], check_numerics: bool = False) ->
             continue
         assert node.kind == OP
         inputs = [values[x] for x in node.inputs]
-        with np.errstate(all="ignore"):
-            value = np.asarray(get_op(node.op).kernel(*inputs, **bound_attrs(node, bindings)))
+        opdef = get_op(node.op)
+        try:
+            with np.errstate(all="ignore"):
+                value = opdef.kernel(*inputs, **bound_attrs(node, bindings))
+        except GraphcError as exc:
+            exc.node = exc.node or node.name
+            raise
+        # (not ascontiguousarray: it makes 0-d arrays 1-d)
+        value = np.asarray(value) if opdef.permutes else np.asarray(value, order="C")
         expected = node.type.bind(bindings)
         if value.shape != expected.shape or value.dtype != expected.dtype:
             # the oracle never hands on a value of another type than the graph declares
@@ -46,7 +55,8 @@ def run(graph: Graph, feeds: Mapping[str, Any], check_numerics: bool = False) ->
             where = f" (created at {node.loc})" if node.loc else ""
             raise ShapeError(
                 f"{node.describe()}{where} is declared {node.type}, i.e. {expected}, "
-                f"but its kernel gave {value.dtype}{list(value.shape)}"
+                f"but its kernel gave {value.dtype}{list(value.shape)}",
+                node=node.name,
             )
         if check_numerics:
             check_finite(node, value)

@@ -50,7 +50,8 @@ def specialize(graph: Graph, bindings: Mapping[str, int]) -> Specialized:
                 where = f" (created at {node.loc})" if node.loc else ""
                 raise ShapeError(
                     f"{node.describe()}{where} does not type-check for the fed shapes "
-                    f"{_show(bindings)}: {exc}"
+                    f"{_show(bindings)}: {exc}",
+                    node=node.name,
                 ) from exc
             attrs[node] = dict(node_attrs)
         if not types[node].is_concrete:
@@ -64,7 +65,8 @@ def specialize(graph: Graph, bindings: Mapping[str, int]) -> Specialized:
             where = f" (created at {node.loc})" if node.loc else ""
             raise ShapeError(
                 f"{node.describe()}{where} is declared {node.type}, i.e. {declared} for "
-                f"{_show(bindings)}, but at these shapes it gives {types[node]}"
+                f"{_show(bindings)}, but at these shapes it gives {types[node]}",
+                node=node.name,
             )
     return Specialized(dict(bindings), types, attrs)
 

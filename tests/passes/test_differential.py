@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
-from tests.differential import describe_feeds, quiet
+from tests.differential import describe_feeds, dropped_error, quiet
 from tests.edge_graphs import edge_graphs
 from tests.edge_values import bits_differ, edge_feeds
 from tests.strategies import random_feeds, random_graphs
@@ -39,6 +39,9 @@ def check_optimized(graph: gc.Graph, feed_sets: Sequence[Mapping[str, np.ndarray
         optimized = gc.optimize(graph, level=level, verify=True)
         for feeds in feed_sets:
             want, got = _run(graph, feeds), _run(optimized, feeds)
+            if dropped_error(want, optimized):
+                continue  # the failing node is gone (docs/trust.md); got is the optimized
+                # graph's own reference outcome, so there is nothing more to compare
             message = (
                 f"O{level} differs from O0 on\n{graph}\noptimized:\n{optimized}\n"
                 f"feeds = {describe_feeds(feeds)}"

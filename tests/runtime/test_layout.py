@@ -1,0 +1,154 @@
+"""Memory layout is the same at every level and in the reference (plan.py, LAYOUT).
+
+matmul and reductions round by their operands' memory order, so a value laid out one
+way at O0 and another at O2 (or in the plan and in the reference) gives other last
+bits. Each graph here once did: a transpose copied C-contiguous where the reference
+kept a view, a folded transpose, a transposed state update, an F-ordered constant.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from tests.differential import check_levels
+from tests.edge_values import bits_differ
+
+SEEDS = range(8)
+
+
+def feeds_for(g: gc.Graph, seeds=SEEDS) -> list[dict[str, np.ndarray]]:
+    out = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        out.append({p.name: rng.standard_normal(p.type.shape) for p in g.inputs})
+    return out
+
+
+def parsed(text: str) -> gc.Graph:
+    return gc.parse(text)
+
+
+def test_an_elementwise_result_of_a_transpose_is_c_contiguous_as_in_the_plan() -> None:
+    # numpy's ufunc keeps a transposed input's order; the plan's out= buffer is C
+    g = parsed("""
+    graph g(%x: f64[2,3,16]) {
+      %s: f64[3,16] = sum(%x, axis=(0,), keepdims=False)
+      %t: f64[16,3] = transpose(%s, axes=(1, 0))
+      %a: f64[16,3] = abs(%t)
+      %one: f64[] = constant(value=1.0)
+      %b: f64[16,3] = add(%one, %a)
+      %d: f64[16,3] = div(%t, %b)
+      %w: f64[3,1] = constant(value=[[0.25], [-0.5], [0.75]])
+      %m: f64[16,1] = matmul(%d, %w)
+      %r: f64[3] = sum(%d, axis=(0,), keepdims=False)
+      output %y = %m
+      output %z = %r
+    }""")
+    check_levels(g, feeds_for(g))
+
+
+def test_a_returned_transpose_read_by_matmul_keeps_its_order() -> None:
+    g = parsed("""
+    graph g(%x: f64[5,64], %w: f64[5,3]) {
+      %h: f64[5,64] = tanh(%x)
+      %t: f64[64,5] = transpose(%h, axes=(1, 0))
+      %m: f64[64,3] = matmul(%t, %w)
+      output %t_out = %t
+      output %m_out = %m
+    }""")
+    check_levels(g, feeds_for(g))
+    t, _ = gc.compile(g)(**feeds_for(g)[0])
+    assert t.flags.f_contiguous and not t.flags.c_contiguous  # copied out in its order
+
+
+def test_a_transpose_of_a_transposed_arena_view_is_a_view_too() -> None:
+    g = parsed("""
+    graph g(%x: f64[4,8,32]) {
+      %h: f64[4,8,32] = tanh(%x)
+      %a: f64[32,8,4] = transpose(%h, axes=(2, 1, 0))
+      %b: f64[8,32,4] = transpose(%a, axes=(1, 0, 2))
+      %s: f64[8,4] = sum(%b, axis=(1,), keepdims=False)
+      %r: f64[8,128] = reshape(%b, shape=(8, 128))
+      %q: f64[8] = sum(%r, axis=(1,), keepdims=False)
+      output %y = %s
+      output %z = %q
+    }""")
+    check_levels(g, feeds_for(g), levels=(0,))
+
+
+def test_a_transposed_state_update_read_by_matmul() -> None:
+    g = parsed("""
+    graph g(%w: f64[16,16], %v: f64[16,3]) {
+      %h: f64[16,16] = tanh(%w)
+      %t: f64[16,16] = transpose(%h, axes=(1, 0))
+      %m: f64[16,3] = matmul(%t, %v)
+      output %w_new = %t
+      output %y = %m
+    }""")
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        w, v = rng.standard_normal((16, 16)), rng.standard_normal((16, 3))
+        want = gc.run(g, {"w": w, "v": v})
+        for level in (0, 1, 2):
+            exe = gc.compile(g, opt_level=level, updates={"w": "w_new"})
+            got = exe(v, w=w)
+            assert bits_differ(got, want[1]) is None, (level, seed)
+            assert bits_differ(exe.state["w"], want[0]) is None, (level, seed)
+
+
+def test_a_transposed_constant_is_not_folded_into_another_layout() -> None:
+    rng = np.random.default_rng(3)
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", shape=(64, 4), dtype="float64")
+        c = gc.constant(rng.standard_normal((64, 7)))
+        gc.output(gc.matmul(gc.transpose(c), x), name="y")
+    assert "transpose" in str(gc.optimize(g, level=2))  # a constant would be C-contiguous
+    check_levels(g, feeds_for(g))
+
+
+def test_an_f_ordered_constant_runs_as_its_text_round_trip() -> None:
+    rng = np.random.default_rng(4)
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", shape=(64, 4), dtype="float64")
+        c = gc.constant(np.asfortranarray(rng.standard_normal((7, 64))))
+        gc.output(gc.matmul(c, x), name="y")
+    again = gc.parse(str(g))
+    for feeds in feeds_for(g):
+        want = gc.run(again, feeds)[0]
+        assert bits_differ(gc.run(g, feeds)[0], want) is None
+        for level in (0, 1, 2):
+            assert bits_differ(gc.compile(g, opt_level=level)(**feeds), want) is None
+
+
+SCALED = """
+graph g(%x: f64[5,64], %y: f64[5,3]) {{
+  %c: f64[] = constant(value=0.3)
+  %t: f64[64,5] = transpose(%x, axes=(1, 0))
+  %s: f64[64,5] = mul(%t, %c)
+  {user}
+}}"""
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        "%m: f64[64,3] = matmul(%s, %y)\n  output %o = %m",
+        "%m: f64[5] = sum(%s, axis=(0,), keepdims=False)\n  output %o = %m",
+    ],
+    ids=["matmul", "sum"],
+)
+def test_a_scale_does_not_move_past_a_transpose_before_a_layout_reader(user: str) -> None:
+    g = parsed(SCALED.format(user=user))
+    assert "mul(%t, %c)" in str(gc.optimize(g, level=2))
+    check_levels(g, feeds_for(g))
+
+
+def test_a_scale_moves_past_a_transpose_before_elementwise_users() -> None:
+    g = parsed(SCALED.format(user="%e: f64[64,5] = exp(%s)\n  output %o = %e\n  output %p = %s"))
+    optimized = str(gc.optimize(g, level=1))
+    assert "mul(%x, %c)" in optimized, optimized
+    check_levels(g, feeds_for(g))

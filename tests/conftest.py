@@ -1,5 +1,6 @@
 """Shared test settings: hypothesis runs without deadlines (the machine is noisy); the
-`needs_dot` mark for tests that render pictures."""
+`needs_dot` mark for tests that render pictures, `needs_torch` for those comparing with
+PyTorch (optional: CI installs it, the oldest/newest matrix does not)."""
 
 from __future__ import annotations
 
@@ -22,4 +23,13 @@ needs_dot = pytest.mark.skipif(
     not gc.viz.have_dot(),
     reason="graphviz's `dot` program is not installed: apt-get install graphviz "
     "(macOS: brew install graphviz; conda: conda install graphviz)",
+)
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+needs_torch = pytest.mark.skipif(
+    torch is None, reason="PyTorch is not installed: pip install torch==2.13.0 (CI installs it)"
 )

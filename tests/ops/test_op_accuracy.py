@@ -9,9 +9,9 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
 import graphc as gc
+from tests.conftest import needs_torch, torch
 
 FLOATS = ["float32", "float64"]
 
@@ -57,6 +57,7 @@ def test_sigmoid_is_accurate_to_a_few_ulps_over_the_whole_range(dtype: str) -> N
     np.testing.assert_array_equal(got[-5:], [0.5, 0.5, 1.0, 0.0, np.nan])
 
 
+@needs_torch
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_sigmoid_of_negative_inputs_keeps_relative_accuracy_like_torch(dtype: str) -> None:
     x = np.array([-20.0, -40.0, -80.0, -87.0, -1.0, 0.0, 15.0, 40.0], dtype)
@@ -94,6 +95,7 @@ def gelu_and_slope(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return y, slope
 
 
+@needs_torch
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_gelu_of_huge_inputs_is_finite_with_slope_one_or_zero(dtype: str) -> None:
     big = float(np.finfo(dtype).max)
@@ -107,6 +109,7 @@ def test_gelu_of_huge_inputs_is_finite_with_slope_one_or_zero(dtype: str) -> Non
     np.testing.assert_array_equal(slope[finite], torch_slope[finite])
 
 
+@needs_torch
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_gelu_and_its_slope_match_torch_over_the_whole_range(dtype: str) -> None:
     x = sweep(dtype)
@@ -140,6 +143,7 @@ def extremes(dtype: str) -> np.ndarray:
     return values.astype(dtype)
 
 
+@needs_torch
 @pytest.mark.parametrize("exponent", [2, 3, 2.0, np.int32(3)])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
 def test_pow_by_two_or_three_is_repeated_multiplication_bit_for_bit(

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
 import graphc as gc
 import graphc.eager as ge
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.ops.dispatch import prepare
+from tests.conftest import needs_torch, torch
 from tests.op_cases import all_cases
 from tests.ops.test_kernels import op_node_and_inputs
 
@@ -77,6 +77,7 @@ ZERO_D = [
 ]
 
 
+@needs_torch
 @pytest.mark.parametrize("axis", [0, -1])
 @pytest.mark.parametrize("name, build, torch_fn", ZERO_D, ids=[z[0] for z in ZERO_D])
 def test_reducing_a_0d_input_agrees_in_every_mode_and_with_torch(
@@ -90,6 +91,7 @@ def test_reducing_a_0d_input_agrees_in_every_mode_and_with_torch(
     assert_modes_agree(results, [y.detach().numpy(), t.grad.numpy()])
 
 
+@needs_torch
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 @pytest.mark.parametrize("axis", [0, -1])
 def test_the_index_of_a_0d_extremum_is_0_in_every_mode(name: str, axis: int) -> None:
@@ -122,6 +124,7 @@ def test_other_axes_of_a_0d_input_are_errors_naming_the_op(op: str, axis: Any) -
 # -- empty axes -----------------------------------------------------------------------
 
 
+@needs_torch
 @pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin"])
 def test_an_extremum_over_a_symbolic_dim_fed_empty_is_a_shape_error_in_every_mode(op: str) -> None:
     g = gc.Graph("extremum")
@@ -138,6 +141,7 @@ def test_an_extremum_over_a_symbolic_dim_fed_empty_is_a_shape_error_in_every_mod
         getattr(torch, op if op.startswith("arg") else f"a{op}")(torch.ones(0, 3), 0)
 
 
+@needs_torch
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "logsumexp"])
 @pytest.mark.parametrize("shape, axis", [((2, 0), 1), ((0, 3), 0), ((0,), -1)])
 def test_an_empty_axis_gives_torchs_answer_and_gradient_in_every_mode(
@@ -162,6 +166,7 @@ def test_logsumexp_of_an_empty_array_is_minus_inf_like_log_sum_exp() -> None:
     assert gc.logsumexp(x) == -np.inf
 
 
+@needs_torch
 def test_logsumexp_of_integers_computes_in_floats_and_does_not_wrap() -> None:
     x = np.array([[2**62, -(2**62) - 5], [-(2**62), 2**62]], np.int64)
     results = every_mode(lambda v: gc.logsumexp(v, axis=1), [x])
@@ -207,6 +212,7 @@ def test_kernels_give_the_declared_type_on_int_and_bool_inputs(case: Any) -> Non
         assert got == declared, f"{case.op} on ({dtypes}): rule {declared}, kernel {got}"
 
 
+@needs_torch
 def test_relu_of_bool_is_refused_like_torch_and_ints_keep_their_dtype() -> None:
     with pytest.raises(gc.DTypeError, match="relu.*bool"):
         gc.relu(np.array([True, False]))
@@ -222,6 +228,7 @@ def test_relu_of_bool_is_refused_like_torch_and_ints_keep_their_dtype() -> None:
 # -- zero-size dims, symbolic windows and concatenation ----------------------------------
 
 
+@needs_torch
 @pytest.mark.parametrize(
     "x_shape, indices, axis",
     [((0, 4), [1, 3], 1), ((3, 0), [2, 0], 0), ((2, 0, 3), [[0, 2]], 2), ((3, 2), [], 0)],

@@ -648,6 +648,87 @@ def _custom(x: Any, y: Any) -> Any:
 _case("custom_vjp", "x_sin_y", _custom, [F(3, 4), F(3, 4)], lambda x, y: x * np.sin(y))
 
 
+# -- control flow (gc.cond, gc.scan, gc.while_loop; `result` reads their results) -----------------
+# On graph values these record cond/scan/while_loop nodes; on arrays and tensors they run
+# Python control flow, so the reference below is the Python loop written out in numpy.
+
+
+def _rnn(h: Any, xs: Any, w: Any) -> Any:
+    """h <- tanh(h @ w + x) over xs; the final state plus the sum of the states."""
+    last, states = gc.scan(lambda c, x: (gc.tanh(c @ w + x), c), h, xs)  # w: a captured value
+    return last + gc.sum(states, axis=0)
+
+
+def _rnn_ref(h: np.ndarray, xs: np.ndarray, w: np.ndarray) -> np.ndarray:
+    total = np.zeros_like(h)
+    for x in xs:
+        total = total + h
+        h = np.tanh(h @ w + x)
+    return h + total
+
+
+def _decay(x: Any, xs: Any) -> Any:
+    """Two carries (a tuple), reverse order, two ys, one of them a pair."""
+
+    def step(carry: Any, v: Any) -> Any:
+        a, b = carry
+        return (a * 0.5 + v, b + a * v), (gc.sin(a), (b, v * 2.0))
+
+    (a, b), (s, (bs, _)) = gc.scan(step, (x, x * 0.0), xs, reverse=True)
+    return a + b + gc.sum(s, axis=0) + gc.sum(bs, axis=0)
+
+
+def _decay_ref(x: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    a, b = x, x * 0.0
+    s, bs = [None] * len(xs), [None] * len(xs)
+    for t in range(len(xs) - 1, -1, -1):
+        s[t], bs[t] = np.sin(a), b
+        a, b = a * 0.5 + xs[t], b + a * xs[t]
+    return a + b + np.sum(s, axis=0) + np.sum(bs, axis=0)
+
+
+_case("scan", "rnn", _rnn, [F(2, 3, kind="unit"), F(4, 2, 3, kind="unit"), F(3, 3, kind="unit")],
+      _rnn_ref)  # fmt: skip
+_case("scan", "reverse_pytree", _decay, [F(3), F(5, 3, kind="unit")], _decay_ref)
+_case("scan", "length_only", lambda x: gc.scan(lambda c, _: (c * 1.5 - 0.25, c), x, length=3)[1],
+      [F(2)], lambda x: np.stack([x, x * 1.5 - 0.25, (x * 1.5 - 0.25) * 1.5 - 0.25]))  # fmt: skip
+_case("result", "scan_carry", lambda x, xs: gc.scan(lambda c, v: (c * v, c), x, xs)[0],
+      [F(3), F(2, 3)], lambda x, xs: x * xs[0] * xs[1])  # fmt: skip
+
+
+def _branches(x: Any, y: Any) -> Any:
+    return gc.cond(gc.sum(x) > 0, lambda a: (a * y, gc.exp(a)), lambda a: (a - y, a * a), x)
+
+
+def _branches_ref(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    a, b = (x * y, np.exp(x)) if np.sum(x) > 0 else (x - y, x * x)
+    return a + b
+
+
+_case("cond", "captured", lambda x, y: sum(_branches(x, y)), [F(3, 4), F(4)], _branches_ref)
+_case("cond", "bool_input", lambda p, x: gc.cond(p, gc.sin, lambda v: gc.cos(v) * 2.0, x),
+      [Arg((), "bool", "bool"), F(3)], lambda p, x: np.sin(x) if p else np.cos(x) * 2.0)  # fmt: skip
+_case("while_loop", "grow",
+      lambda x: gc.while_loop(lambda v: gc.sum(v * v) < 50.0, lambda v: v * 1.5 + 0.1, x),
+      [F(4, kind="positive")], lambda x: _grow(x), grad=(False,))  # fmt: skip
+
+
+def _grow(x: np.ndarray) -> np.ndarray:
+    while np.sum(x * x) < 50.0:
+        x = x * 1.5 + 0.1
+    return x
+
+
+_case("fori_loop", "static", lambda x: gc.fori_loop(1, 4, lambda i, v: gc.tanh(v) * 0.5 + v, x),
+      [F(3)], lambda x: _fori_ref(x), **_builder)  # fmt: skip
+
+
+def _fori_ref(x: np.ndarray) -> np.ndarray:
+    for _ in range(1, 4):
+        x = np.tanh(x) * 0.5 + x
+    return x
+
+
 # -- access ----------------------------------------------------------------------------------------
 
 

@@ -1,8 +1,8 @@
 """Export to and import from `networkx.DiGraph`, for analyses networkx already has.
 
 Each graphc node becomes a networkx node keyed by its name, with the attributes
-``kind``, ``op``, ``attrs``, ``type`` (a `TensorType`), ``meta`` and ``index`` (its
-position in the graph). An edge runs from a value to each node using it; since a
+``kind``, ``op``, ``attrs``, ``type`` (a `TensorType`, or a `TupleType` for a node with
+several results), ``meta`` and ``index`` (its position in the graph). An edge runs from a value to each node using it; since a
 node may use one value twice (``mul(%x, %x)``), the edge's ``positions`` lists the
 input positions it fills, e.g. ``[0, 1]``.
 
@@ -19,7 +19,7 @@ import networkx as nx
 
 from graphc.ir.errors import CycleError, VerifyError
 from graphc.ir.graph import KINDS, Graph, Node
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, TupleType
 from graphc.ir.verify import node_problem, verify
 
 
@@ -101,8 +101,10 @@ def _node(graph: Graph, digraph: nx.DiGraph, key: Any) -> Node:
     if op is not None and not isinstance(op, str):
         raise VerifyError(f"DiGraph node {key!r}: 'op' must be an op name or None, got {op!r}")
     node_type = data.get("type")
-    if type(node_type) is not TensorType:
-        raise VerifyError(f"DiGraph node {key!r}: 'type' must be a TensorType, got {node_type!r}")
+    if type(node_type) not in (TensorType, TupleType):
+        raise VerifyError(
+            f"DiGraph node {key!r}: 'type' must be a TensorType or TupleType, got {node_type!r}"
+        )
     attrs, meta = data.get("attrs") or {}, data.get("meta") or {}
     for what, mapping in (("attrs", attrs), ("meta", meta)):
         if not isinstance(mapping, dict) or not all(isinstance(k, str) for k in mapping):

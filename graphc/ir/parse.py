@@ -24,7 +24,7 @@ from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
 from graphc.ir.errors import GraphcError, ParseError
 from graphc.ir.graph import Graph, Node
 from graphc.ir.literals import Base64Array, array_from_literal, as_text, short
-from graphc.ir.types import DTYPES, TensorType
+from graphc.ir.types import DTYPES, TensorType, TupleType
 from graphc.ir.verify import op_problem
 
 _TOKEN = re.compile(
@@ -127,6 +127,19 @@ class _Reader:
             return json.loads(text)
         except ValueError:
             raise self.error(f"malformed string {text}") from None
+
+    def value_type(self) -> TensorType | TupleType:
+        """A node's type: a tensor type, or (t1, t2, ...) for a node with several results."""
+        if not self.accept("("):
+            return self.type()
+        items: list[TensorType] = []
+        while not self.accept(")"):
+            if items and not self.accept(","):
+                raise self.error("expected ',' or ')' in a tuple type")
+            if self.peek().text == ")":
+                continue  # the trailing comma of (f32[3],)
+            items.append(self.type())
+        return TupleType(items)
 
     def type(self) -> TensorType:
         dtype = self.expect_kind("ident", "a type such as f32[B,3]").text
@@ -262,7 +275,7 @@ class _Reader:
         name = self.value_name("a node (%name: type = op(...)), 'output' or '}'")
         self._fresh(graph, name)
         self.expect(":", f"':' and the type of '%{name}'")
-        declared = self.type()
+        declared = self.value_type()
         self.expect("=", f"'=' after the type of '%{name}'")
         op = self.expect_kind("ident", f"the op of '%{name}'").text
         self.expect("(", f"'(' after op '{op}'")

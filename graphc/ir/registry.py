@@ -34,7 +34,8 @@ class OpDef:
     elementwise  output element i depends only on input elements i (broadcast)
     pure         no side effects; safe to fold, deduplicate and remove when unused
     inplace      the kernel may be given an input's buffer as `out`
-    shape_attrs  attrs holding shapes, whose symbolic dims are bound at run time
+    shape_attrs  attrs holding shapes (or one dim, as scan's length), whose symbolic
+                 dims are bound at run time
     permutes     the value is a view of its input with the axes' memory order permuted
                  (transpose); every other op's value is C-contiguous. matmul and
                  reductions round by memory order, so runtimes and folding keep this
@@ -93,5 +94,16 @@ def bound_attrs(node: Any, bindings: Mapping[str, Any]) -> dict[str, Any]:
         return node.attrs
     attrs = dict(node.attrs)
     for key in opdef.shape_attrs:
-        attrs[key] = bind_shape(attrs[key], bindings)
+        value = attrs[key]
+        if isinstance(value, str):  # one dim
+            attrs[key] = bindings.get(value, value)
+        elif isinstance(value, (tuple, list)):
+            attrs[key] = bind_shape(value, bindings)
     return attrs
+
+
+def attr_dims(value: Any) -> tuple:
+    """The dims a shape attr holds: its shape, or its one dim."""
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, (int, str)) else tuple(value)

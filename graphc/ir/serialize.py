@@ -2,7 +2,7 @@
 
 The document is ``{"format": "graphc", "version": 1, "name": ..., "nodes": [...]}``.
 Each node is an object with ``name``, ``kind``, ``type`` (``{"shape": [...],
-"dtype": "f32"}``) and, as they apply, ``op``, ``inputs`` (names of earlier nodes),
+"dtype": "f32"}``, or a list of those for a node with several results) and, as they apply, ``op``, ``inputs`` (names of earlier nodes),
 ``attrs`` and ``meta``. Values JSON lacks are tagged objects:
 
     (1, 2)          {"tuple": [1, 2]}
@@ -31,7 +31,7 @@ from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
 from graphc.ir.errors import GraphcError, ParseError
 from graphc.ir.graph import KINDS, OP, PLACEHOLDER, Graph, Node
 from graphc.ir.literals import as_text, short
-from graphc.ir.types import DTYPES, MAX_RANK, TensorType, dtype_name
+from graphc.ir.types import DTYPES, MAX_RANK, TensorType, TupleType, dtype_name
 from graphc.ir.verify import node_problem
 
 FORMAT = "graphc"
@@ -188,7 +188,7 @@ def graph_document(graph: Graph) -> dict[str, Any]:
                 entry["attrs"] = {key: encode_value(v) for key, v in node.attrs.items()}
             except _UnencodableError as exc:
                 raise GraphcError(f"{node.describe()}: {exc}") from None
-        entry["type"] = {"shape": list(node.type.shape), "dtype": dtype_name(node.type.dtype)}
+        entry["type"] = _encode_type(node.type)
         meta = _encodable_meta(node)
         if meta:
             entry["meta"] = meta
@@ -303,7 +303,19 @@ def _load_node(graph: Graph, entry: Any, field: str, depth: int) -> None:
     graph.append(node)
 
 
-def _type(data: Any, field: str) -> TensorType:
+def _encode_type(t: TensorType | TupleType) -> Any:
+    if isinstance(t, TupleType):  # a node with several results: a list of their types
+        return [_encode_type(item) for item in t.items]
+    return {"shape": list(t.shape), "dtype": dtype_name(t.dtype)}
+
+
+def _type(data: Any, field: str) -> TensorType | TupleType:
+    if isinstance(data, list):
+        return TupleType(_tensor_type(item, f"{field}[{i}]") for i, item in enumerate(data))
+    return _tensor_type(data, field)
+
+
+def _tensor_type(data: Any, field: str) -> TensorType:
     if not isinstance(data, dict) or set(data) != {"shape", "dtype"}:
         shown = short(repr(data))
         raise ParseError(f'{field}: expected {{"shape": [...], "dtype": ...}}, got {shown}')

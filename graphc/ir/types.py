@@ -174,6 +174,54 @@ class TensorType:
         return cls(array.shape, array.dtype)
 
 
+@dataclass(frozen=True)
+class TupleType:
+    """The type of a node with several results (a scan's carries and stacked outputs,
+    a cond's branch results): one TensorType per result, read by `result` nodes.
+
+    >>> TupleType((TensorType(("B", 3)), TensorType((), "int64")))
+    TupleType((f32[B,3], i64[]))
+    """
+
+    items: tuple[TensorType, ...]
+
+    def __init__(self, items: Iterable[TensorType]) -> None:
+        items = tuple(items)
+        for t in items:
+            if not isinstance(t, TensorType):
+                raise ShapeError(f"a tuple type holds tensor types, got {t!r}")
+        object.__setattr__(self, "items", items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @property
+    def is_concrete(self) -> bool:
+        return all(t.is_concrete for t in self.items)
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(d for t in self.items for d in t.symbols))
+
+    @property
+    def nbytes(self) -> int | None:
+        sizes = [t.nbytes for t in self.items]
+        return None if None in sizes else sum(sizes)  # type: ignore[arg-type]
+
+    def bind(self, bindings: Mapping[str, int]) -> TupleType:
+        return TupleType(t.bind(bindings) for t in self.items)
+
+    def __str__(self) -> str:
+        inner = ", ".join(str(t) for t in self.items)
+        return f"({inner},)" if len(self.items) == 1 else f"({inner})"
+
+    def __repr__(self) -> str:
+        return f"TupleType({self})"
+
+
+ValueType = TensorType | TupleType
+
+
 def bind_shape(shape: Sequence[Dim], bindings: Mapping[str, int]) -> Shape:
     return tuple(bindings.get(d, d) if isinstance(d, str) else d for d in shape)
 

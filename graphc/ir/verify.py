@@ -20,7 +20,7 @@ from graphc.ir.attrs import attr_problem, same_attr, show_attr
 from graphc.ir.errors import CycleError, GraphcError, UnknownOpError, VerifyError
 from graphc.ir.graph import KINDS, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import OpDef, get_op
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, TupleType
 
 
 def verify(graph: Graph) -> None:
@@ -77,7 +77,9 @@ def node_problem(node: Node) -> str | None:
     """What is wrong with one node on its own (kind, arity, attrs, type), or None."""
     if node.kind not in KINDS:
         return f"unknown kind {node.kind!r}; expected one of {', '.join(KINDS)}"
-    if not isinstance(node.type, TensorType):
+    if not isinstance(node.type, TensorType) and not (
+        node.kind not in (PLACEHOLDER, OUTPUT) and isinstance(node.type, TupleType)
+    ):
         return f"its type is {node.type!r}, not a TensorType"
     if node.kind == PLACEHOLDER:
         if node.inputs or node.op is not None or node.attrs:
@@ -95,7 +97,7 @@ def node_problem(node: Node) -> str | None:
 
 
 def op_problem(
-    op: str | None, inputs: Sequence[Node], attrs: dict, declared: TensorType
+    op: str | None, inputs: Sequence[Node], attrs: dict, declared: TensorType | TupleType
 ) -> str | None:
     """Check an op application against the registry and re-run its type rule."""
     try:
@@ -115,6 +117,12 @@ def op_problem(
         if problem:
             return f"attr '{key}' cannot hold {problem}"
     types = [x.type for x in inputs]
+    for i, (x, t) in enumerate(zip(inputs, types)):
+        if isinstance(t, TupleType) and op != "result":
+            return (
+                f"input {i} ('{x.name}') has several results {t}; read one with "
+                f"result(%{x.name}, index=k)"
+            )
     if opdef.canonicalize is not None:
         problem = _canonical_problem(opdef, types, attrs)
         if problem:

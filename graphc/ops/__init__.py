@@ -7,6 +7,7 @@ package registers them all and the graph-value backend.
 from types import ModuleType as _ModuleType
 
 from graphc.ops import constant as _constant  # noqa: F401 - registers the constant op
+from graphc.ops import control as _control  # noqa: F401 - registers cond, scan, while_loop
 from graphc.ops import epilogue as _epilogue  # noqa: F401 - registers matmul_epilogue
 from graphc.ops import fused as _fused  # noqa: F401 - registers the fused op
 from graphc.ops.custom import custom_vjp_op  # registers custom_vjp (traced Functions)
@@ -39,6 +40,7 @@ from graphc.ops.elementwise import (
     subtract,
     tanh,
 )
+from graphc.ops.flow import cond, fori_loop, scan, while_loop
 from graphc.ops.indexing import (
     gather,
     getitem,
@@ -90,6 +92,7 @@ from graphc.ops.shape import (
     unsqueeze,
 )
 from graphc.ops.symbolic import Symbol, register_lifter
+from graphc.ops.tuples import results
 
 __all__ = [
     name

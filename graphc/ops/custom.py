@@ -27,9 +27,10 @@ from graphc.ir.errors import GraphcError, TracingError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import REQUIRED, bound_attrs
 from graphc.ir.types import TensorType, is_symbol
-from graphc.ops.defop import VARIADIC, defop
+from graphc.ops.body import body_types, evaluate
+from graphc.ops.defop import VARIADIC, defop, into
 from graphc.ops.dispatch import backend_for, bind, dtype_of
-from graphc.ops.fused import _fused_cost, _fused_kernel, body_types, check_body
+from graphc.ops.fused import _fused_cost, check_body
 from graphc.ops.symbolic import SYMBOLIC, Symbol, user_location
 
 
@@ -66,7 +67,7 @@ def _kernel(
     backward: Graph,
     function: str,
 ) -> np.ndarray:
-    return _fused_kernel(*arrays, out=out, body=forward)
+    return into(out, evaluate(forward, arrays)[0])
 
 
 def inline_body(body: Graph, values: Sequence[Any]) -> list[Any]:

@@ -178,9 +178,11 @@ class NumpyBackend:
             raise DTypeError(f"{exc} (value of type {type(value).__name__})") from None
         return array
 
-    def apply(self, opdef: OpDef, inputs: list[Any], attrs: dict[str, Any]) -> np.ndarray:
+    def apply(self, opdef: OpDef, inputs: list[Any], attrs: dict[str, Any]) -> Any:
         attrs, _ = prepare(opdef, [TensorType.of(x) for x in inputs], attrs)
-        return np.asarray(opdef.kernel(*inputs, **attrs))
+        result = opdef.kernel(*inputs, **attrs)
+        # a node with several results (scan, cond) gives a tuple of arrays
+        return result if isinstance(result, tuple) else np.asarray(result)
 
 
 NUMPY = NumpyBackend()

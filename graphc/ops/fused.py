@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError, GraphcError, ShapeError
-from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
+from graphc.ir.errors import GraphcError
+from graphc.ir.graph import OP, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import REQUIRED, bound_attrs, get_op
-from graphc.ir.types import Dim, TensorType, format_shape, is_symbol
+from graphc.ir.types import TensorType
+from graphc.ops.body import body_types, dims_of
 from graphc.ops.defop import VARIADIC, defop, into
 from graphc.ops.dispatch import bind
 
@@ -37,56 +38,13 @@ def check_body(body: Any, arity: int, op: str = "fused") -> Node:
     return outputs[0].inputs[0]
 
 
-def _bind_dims(body: Graph, types: Sequence[TensorType]) -> dict[str, Dim]:
-    """Each symbol of the body's placeholders -> the dim the actual input has there."""
-    bindings: dict[str, Dim] = {}
-    for p, t in zip(body.inputs, types):
-        if p.type.dtype != t.dtype:
-            raise DTypeError(
-                f"fused: input for body placeholder '{p.name}' has dtype {t.dtype}, "
-                f"the body expects {p.type.dtype}"
-            )
-        ok = p.type.rank == t.rank
-        for d, a in zip(p.type.shape, t.shape) if ok else ():
-            if is_symbol(d):
-                ok = bindings.setdefault(d, a) == a  # type: ignore[arg-type]
-            else:
-                ok = d == a
-            if not ok:
-                break
-        if not ok:
-            raise ShapeError(
-                f"fused: input for body placeholder '{p.name}' has shape "
-                f"{format_shape(t.shape)}, the body expects {format_shape(p.type.shape)}"
-            )
-    return bindings
-
-
-def body_types(body: Graph, types: Sequence[TensorType]) -> dict[Node, TensorType]:
-    """The type of every body node when the body runs on inputs of `types`."""
-    check_body(body, len(types))
-    bindings = _bind_dims(body, types)
-    result: dict[Node, TensorType] = dict(zip(body.inputs, types))
-    for node in body.nodes:
-        if node.kind == OP:
-            ins = [result[x] for x in node.inputs]
-            result[node] = get_op(node.op).infer(*ins, **bound_attrs(node, bindings))
-        elif node.kind == OUTPUT:
-            result[node] = result[node.inputs[0]]
-    return result
-
-
 def _fused_infer(*types: TensorType, body: Graph) -> TensorType:
-    return body_types(body, types)[check_body(body, len(types))]
+    return body_types(body, types)[check_body(body, len(types))]  # type: ignore[return-value]
 
 
 def _fused_kernel(*arrays: np.ndarray, out: np.ndarray | None = None, body: Graph) -> np.ndarray:
     root = check_body(body, len(arrays))
-    bindings: dict[str, int] = {}
-    for p, a in zip(body.inputs, arrays):
-        for d, n in zip(p.type.shape, a.shape):
-            if is_symbol(d):
-                bindings[d] = n  # type: ignore[index]
+    bindings = dims_of(body, arrays)
     values: dict[Node, np.ndarray] = dict(zip(body.inputs, arrays))
     for node in body.nodes:
         if node.kind == OP:

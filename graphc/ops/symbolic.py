@@ -13,7 +13,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -27,10 +29,22 @@ from graphc.ops.operators import OperatorMixin
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-_WHERE_HINT = (
+_STATIC_HINT = (
     "A static graph is built once, before any data is seen, so Python control flow "
-    "cannot depend on the values flowing through it. Express the choice inside the "
-    "graph with gc.where(condition, if_true, if_false), or run the code eagerly."
+    "cannot depend on the values flowing through it. "
+)
+_IF_HINT = _STATIC_HINT + (
+    "Say it in the graph: gc.cond(pred, true_fn, false_fn, *operands) for an if, "
+    "gc.while_loop(cond_fn, body_fn, init) for a while loop, gc.where(condition, a, b) "
+    "to choose elementwise; or run the code eagerly."
+)
+_LOOP_HINT = _STATIC_HINT + (
+    "Say it in the graph: gc.scan(f, init, xs) steps along the first axis of xs, "
+    "gc.fori_loop(lower, upper, body_fn, init) repeats a body; or run the code eagerly."
+)
+_WHERE_HINT = _STATIC_HINT + (
+    "Express the choice inside the graph with gc.where(condition, if_true, if_false) or "
+    "gc.cond, or run the code eagerly."
 )
 
 
@@ -83,25 +97,25 @@ class Symbol(OperatorMixin):
     def __repr__(self) -> str:
         return f"<graph value {self.node.name}: {self.node.type} in graph '{self.graph.name}'>"
 
-    def _no_data(self, what: str) -> TracingError:
+    def _no_data(self, what: str, hint: str = _WHERE_HINT) -> TracingError:
         loc = user_location()
         where = f" at {loc}" if loc else ""
         return TracingError(
             f"{what} of graph value '{self.node.name}' ({self.node.type}){where} needs its data. "
-            + _WHERE_HINT
+            + hint
         )
 
     def __bool__(self) -> bool:
-        raise self._no_data("bool()")
+        raise self._no_data("bool() (an `if` or `while` on it)", _IF_HINT)
 
     def __len__(self) -> int:
         first = self.shape[0] if self.shape else None
         if isinstance(first, int):
             return first
-        raise self._no_data("len()")
+        raise self._no_data("len()", _LOOP_HINT)
 
     def __iter__(self) -> Any:
-        raise self._no_data("iteration")
+        raise self._no_data("iteration (a `for` over it)", _LOOP_HINT)
 
     def __index__(self) -> int:
         raise self._no_data("use as an index")
@@ -168,10 +182,12 @@ class SymbolicBackend:
     priority = 100
 
     def _graph(self, peers: Sequence[Any] = ()) -> Graph:
+        graph = active_graph()  # first: a body being traced keeps its own constants
+        if graph is not None:
+            return graph
         for x in peers:
             if isinstance(x, Symbol):
                 return x.graph
-        graph = active_graph()
         if graph is None:
             raise GraphcError("no graph is being declared (use `with graph:`)")
         return graph
@@ -189,8 +205,12 @@ class SymbolicBackend:
     def apply(self, opdef: OpDef, inputs: list[Symbol], attrs: dict[str, Any]) -> Symbol:
         active = active_graph()
         graph = active if active is not None else (inputs[0].graph if inputs else self._graph())
-        for x in inputs:
+        for k, x in enumerate(inputs):
             if x.graph is not graph:
+                inner = capture(x, graph)
+                if inner is not None:  # a body being traced reads an outer value
+                    inputs[k] = inner
+                    continue
                 if active is not None:
                     raise GraphMismatchError(
                         f"op '{opdef.name}': value '{x.node.name}' belongs to graph "
@@ -208,5 +228,51 @@ class SymbolicBackend:
 
 
 SYMBOLIC = SymbolicBackend()
+
+
+class _BodyTraces(threading.local):
+    """The bodies this thread is tracing: body graph id -> (enclosing graph, captures)."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, tuple[Graph, dict[Node, Node]]] = {}
+
+
+_BODIES = _BodyTraces()
+
+
+@contextmanager
+def tracing_body(body: Graph, parent: Graph) -> Iterator[dict[Node, Node]]:
+    """Declare `body` (as `with body:`) inside `parent`: a value of `parent`, or of a
+    graph around it, that the body's ops read becomes a new placeholder of the body.
+    Yields the captures (outer node -> body placeholder), in the order they were made;
+    the caller passes the outer values in as extra operands (closure conversion)."""
+    captures: dict[Node, Node] = {}
+    _BODIES.open[body.id] = (parent, captures)
+    try:
+        with body:
+            yield captures
+    finally:
+        del _BODIES.open[body.id]
+
+
+def capture(x: Symbol, graph: Graph) -> Symbol | None:
+    """`x`, a value of a graph enclosing the body `graph`, as a placeholder of `graph`
+    (bodies in between capture it too); None if `graph` is no body inside x's graph."""
+    entry = _BODIES.open.get(graph.id)
+    if entry is None:
+        return None
+    parent, captures = entry
+    if x.graph is not parent:
+        outer = capture(x, parent)
+        if outer is None:
+            return None
+        x = outer
+    node = captures.get(x.node)
+    if node is None:
+        node = graph.add_placeholder(graph.fresh_name(x.node.name), x.type, meta=dict(x.node.meta))
+        captures[x.node] = node
+    return Symbol(node)
+
+
 dispatch.register_backend(Symbol, SYMBOLIC)
 dispatch.set_context_backend(lambda: SYMBOLIC if active_graph() is not None else None)

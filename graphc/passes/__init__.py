@@ -1,5 +1,6 @@
 """Graph-to-graph passes; symbolic differentiation (autodiff) among them."""
 
+from graphc.passes import control_ad as _control_ad  # noqa: F401 - control flow gradients
 from graphc.passes.autodiff import gradients, split_backward
 from graphc.passes.cse import eliminate_common_subexpressions
 from graphc.passes.dce import eliminate_dead_code

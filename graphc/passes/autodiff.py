@@ -36,11 +36,12 @@ import numpy as np
 
 from graphc.ir.errors import AutodiffError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node, expect_graph
-from graphc.ir.registry import get_op
-from graphc.ir.types import format_shape
+from graphc.ir.registry import attr_dims, get_op
+from graphc.ir.types import TensorType, TupleType, format_shape
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
 from graphc.ops.symbolic import SYMBOLIC, Symbol, add_constant
+from graphc.ops.tuples import add_cotangents
 
 
 @dataclass
@@ -110,14 +111,15 @@ def _pick_outputs(g: Graph, outputs: Sequence[str] | None, seeds: bool) -> list[
     return chosen
 
 
+def _has_float(t: TensorType | TupleType) -> bool:
+    items = t.items if isinstance(t, TupleType) else (t,)
+    return any(np.issubdtype(item.dtype, np.floating) for item in items)
+
+
 def _varying(g: Graph, wrt: list[Node]) -> set[Node]:
     varying = set(wrt)
     for n in g.nodes:
-        if (
-            n.kind == OP
-            and np.issubdtype(n.type.dtype, np.floating)
-            and any(x in varying for x in n.inputs)
-        ):
+        if n.kind == OP and _has_float(n.type) and any(x in varying for x in n.inputs):
             varying.add(n)
     return varying
 
@@ -136,31 +138,49 @@ class _Builder:
             n.meta["loc"] = forward.meta.get("loc")
 
     def contribute(self, node: Node, ct: Any, rule_of: Node) -> None:
+        if isinstance(node.type, TupleType):  # a tuple: one cotangent (or None) per result
+            if not isinstance(ct, tuple) or len(ct) != len(node.type.items):
+                raise AutodiffError(
+                    f"the vjp rule of {rule_of.describe()} gave {ct!r} for '{node.name}', "
+                    f"which has {len(node.type.items)} results: expected a tuple of as many"
+                )
+            slots = [
+                None if c is None else self._checked(node, t, c, rule_of)
+                for c, t in zip(ct, node.type.items)
+            ]
+            self.contributions.setdefault(node, []).append(tuple(slots))
+            return
+        self.contributions.setdefault(node, []).append(self._checked(node, node.type, ct, rule_of))
+
+    def _checked(self, node: Node, t: TensorType, ct: Any, rule_of: Node) -> Symbol:
         if not isinstance(ct, Symbol):
             ct = SYMBOLIC.lift(ct, None, ())
-        if ct.type.shape != node.type.shape:
+        if ct.type.shape != t.shape:
             raise AutodiffError(
                 f"the vjp rule of {rule_of.describe()} gave a cotangent of shape "
                 f"{format_shape(ct.type.shape)} for '{node.name}' of shape "
-                f"{format_shape(node.type.shape)}"
+                f"{format_shape(t.shape)}"
             )
-        if ct.type.dtype != node.type.dtype:
+        if ct.type.dtype != t.dtype:
             raise AutodiffError(
                 f"the vjp rule of {rule_of.describe()} gave a cotangent of dtype "
-                f"{ct.type.dtype} for '{node.name}' of dtype {node.type.dtype}"
+                f"{ct.type.dtype} for '{node.name}' of dtype {t.dtype}"
             )
-        self.contributions.setdefault(node, []).append(ct)
+        return ct
 
-    def total(self, node: Node) -> Symbol | None:
-        """The sum of `node`'s contributions: one chain of adds, tagged grad_of node."""
+    def total(self, node: Node) -> Any:
+        """The sum of `node`'s contributions: one chain of adds, tagged grad_of node
+        (for a node with several results, a tuple summed slot by slot)."""
         parts = self.contributions.get(node)
         if not parts:
             return None
         start = len(self.graph.nodes)
         total = parts[0]
         for part in parts[1:]:
-            total = E.add(total, part)
+            total = add_cotangents(total, part)
         self.tagged(node, start)
+        if isinstance(total, tuple) and all(c is None for c in total):
+            return None
         return total
 
     def zeros(self, node: Node, forward_value: Symbol) -> Symbol:
@@ -232,7 +252,60 @@ def differentiate(
             grad = builder.total(p)
             grads.append(grad if grad is not None else builder.zeros(p, Symbol(copies[p])))
 
-    return _prune(g, scratch, chosen, grads, [p.name for p in wrt_nodes], seed_names)
+    forward = {n.name for n in g.nodes if n.kind != OUTPUT}
+    scratch, forward = _merge_augmented(scratch, forward)
+    return _prune(g, scratch, forward, chosen, grads, [p.name for p in wrt_nodes], seed_names)
+
+
+def _merge_augmented(scratch: Graph, forward: set[str]) -> tuple[Graph, set[str]]:
+    """The forward part of the joint graph, settled. Each differentiated forward scan
+    runs once: a scan's VJP runs it again with a body that also outputs residuals (its
+    node's meta "augments" names the forward scan); that scan takes the forward one's
+    place (same inputs, the same results first), and its results become forward
+    values, which split_backward saves."""
+    plus: dict[str, Node] = {}
+    for n in scratch.nodes:
+        target = n.meta.get("augments")
+        if (
+            target in forward
+            and target not in plus
+            and n.name not in forward
+            and all(x.name in forward for x in n.inputs)
+        ):
+            plus[target] = n
+    # a rule reading a forward node with several results reads it through new `result`
+    # nodes (cond's zeros for an unread result): those are forward values too
+    forward = forward | {
+        n.name
+        for n in scratch.nodes
+        if n.kind == OP and n.op == "result" and n.inputs[0].name in forward
+    }
+    if not plus:
+        return scratch, forward
+    readers: dict[Node, list[Node]] = {p: [] for p in plus.values()}
+    for n in scratch.nodes:
+        if n.kind == OP and n.op == "result" and n.inputs[0] in readers:
+            readers[n.inputs[0]].append(n)
+    moved = {r for rs in readers.values() for r in rs} | set(plus.values())
+    merged = Graph(scratch.name)
+    copies: dict[Node, Node] = {}
+    for n in scratch.nodes:
+        if n in moved:
+            continue
+        if n.name not in plus:
+            merged.append_copy(n, copies)
+            continue
+        p = plus[n.name]  # in the forward scan's place, under its name and meta
+        inputs = tuple(copies[x] for x in p.inputs)
+        copies[n] = copies[p] = merged.append(
+            Node(n.name, OP, p.op, inputs, p.attrs, p.type, n.meta)
+        )
+        for r in readers[p]:
+            meta = {k: v for k, v in r.meta.items() if k != "grad_of"}
+            copy = Node(r.name, OP, r.op, (copies[p],), r.attrs, r.type, meta)
+            copies[r] = merged.append(copy)
+    forward = forward | {r.name for rs in readers.values() for r in rs}
+    return merged, forward
 
 
 def _apply_vjp(
@@ -262,15 +335,15 @@ def _apply_vjp(
 def _prune(
     g: Graph,
     scratch: Graph,
+    forward: set[str],
     chosen: list[Node],
     grads: list[Symbol],
     wrt: list[str],
     seed_names: list[str],
 ) -> Joint:
     """The final joint graph: forward nodes, the live backward nodes, then the outputs."""
-    forward = {n.name for n in g.nodes if n.kind != OUTPUT}
     live: set[Node] = set()
-    stack = [grad.node for grad in grads]
+    stack = [scratch.node(grad.node.name) for grad in grads]
     while stack:
         n = stack.pop()
         if n in live or n.name in forward:
@@ -288,7 +361,7 @@ def _prune(
     grad_names = []
     for name, grad in zip(wrt, grads):
         out = result.add_output(
-            copies[grad.node],
+            copies[scratch.node(grad.node.name)],
             result.fresh_name(f"grad_{name}"),
             meta={"grad_of": name, "loc": grad.node.meta.get("loc")},
         )
@@ -350,14 +423,15 @@ def split_backward(
 
     saved = _saved_values(graph, joint, backward_nodes, grad_values)
 
+    # the joint graph's forward part: g's nodes, with a differentiated scan replaced by
+    # the one that also gives the residuals its backward reads (_merge_augmented)
     forward = Graph(f"{g.name}_forward")
     copies: dict[Node, Node] = {}
-    for n in g.nodes:
-        if n.kind == OUTPUT:
-            continue
-        forward.append_copy(n, copies)
+    for n in graph.nodes:
+        if n.kind != OUTPUT and n.name in joint.forward:
+            forward.append_copy(n, copies)
     for o in g.outputs:
-        forward.add_output(copies[o.inputs[0]], o.name, meta=o.meta)
+        forward.add_output(copies[graph.node(o.inputs[0].name)], o.name, meta=o.meta)
     for n in saved:
         forward.add_output(
             forward.node(n.name), forward.fresh_name(f"saved_{n.name}"), meta=dict(n.meta)
@@ -414,5 +488,5 @@ def _symbols_of(n: Node) -> set[str]:
     symbols = set(n.type.symbols)
     if n.kind == OP:
         for key in get_op(n.op).shape_attrs:  # type: ignore[arg-type]
-            symbols |= {d for d in n.attrs.get(key, ()) if isinstance(d, str)}
+            symbols |= {d for d in attr_dims(n.attrs.get(key)) if isinstance(d, str)}
     return symbols

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
-from graphc.ir.registry import get_op
+from graphc.ir.registry import attr_dims, get_op
 from graphc.ir.types import TensorType
 from graphc.passes.patterns import Pattern
 from graphc.passes.report import PassLog
@@ -35,8 +35,8 @@ class Foldable(Pattern):
     """Any pure op (not a constant) whose value is known before the graph runs."""
 
     def match(self, node: Node, bound: dict) -> bool:
-        if node.kind != OP or node.is_constant:
-            return False
+        if node.kind != OP or node.is_constant or not isinstance(node.type, TensorType):
+            return False  # (a node with several results stays: its results fold one by one)
         if node.op in TYPE_ONLY:
             known = all(x.type.is_concrete for x in node.inputs)
         else:
@@ -44,7 +44,7 @@ class Foldable(Pattern):
         opdef = get_op(node.op)
         if not known or not opdef.pure or opdef.permutes:
             return False
-        if any(isinstance(d, str) for key in opdef.shape_attrs for d in node.attrs[key]):
+        if any(isinstance(d, str) for key in opdef.shape_attrs for d in attr_dims(node.attrs[key])):
             return False  # a symbolic dim in a shape attribute: known only at run time
         size = node.type.size
         if size is None or size > FOLD_LIMIT:

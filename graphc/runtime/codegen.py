@@ -178,34 +178,52 @@ class Generator:
             lines.append(f"{self._bind(name, self.fresh(name), True)} = states[{k}]")
         carved: dict[tuple, str] = {}
         for step in plan.steps:
-            value = plan.values[step.output]
-            buffer = plan.buffers[value.buffer]
-            if value.kind in ("allocated", "reused", "inplace"):
-                t = value.type
-                key = (buffer.id, t.shape, t.dtype)
-                if key not in carved:
-                    dtype = self.literal(t.dtype, "dtype")
-                    stop = buffer.offset + (t.nbytes or 0)  # type: ignore[operator]
-                    carved[key] = self.fresh(step.output)
-                    lines.append(
-                        f"{carved[key]} = arena[{buffer.offset}:{stop}]"
-                        f".view({dtype}).reshape({t.shape!r})"
-                    )
-                self._bind(step.output, carved[key], True)
-            elif value.kind == "state":
-                self._bind(step.output, self.expr[value.base], True)  # type: ignore[index]
-            elif value.kind == "view" and value.base in self.static:
-                name = self._bind(step.output, self.fresh(step.output), True)
-                lines.append(f"{name} = {self._view(step)}")
+            for written in (*step.written, *self._twins(step)):
+                value = plan.values[written]
+                buffer = plan.buffers[value.buffer]
+                if value.kind in ("allocated", "reused", "inplace"):
+                    t = value.type
+                    key = (buffer.id, t.shape, t.dtype)
+                    if key not in carved:
+                        dtype = self.literal(t.dtype, "dtype")
+                        stop = buffer.offset + (t.nbytes or 0)  # type: ignore[operator]
+                        carved[key] = self.fresh(written)
+                        lines.append(
+                            f"{carved[key]} = arena[{buffer.offset}:{stop}]"
+                            f".view({dtype}).reshape({t.shape!r})"
+                        )
+                    self._bind(written, carved[key], True)
+                elif value.kind == "state":
+                    self._bind(written, self.expr[value.base], True)  # type: ignore[index]
+                elif value.kind == "view" and value.base in self.static:
+                    name = self._bind(written, self.fresh(written), True)
+                    lines.append(f"{name} = {self._view(written)}")
         return lines
 
-    def _view(self, step: Step) -> str:
-        base = self.expr[step.inputs[0]]
-        if step.node.op == "reshape":
-            return f"{base}.reshape({tuple(self.plan.values[step.output].type.shape)!r})"
-        return f"{base}.transpose({tuple(step.attrs['axes'])!r})"
+    def _twins(self, step: Step) -> list[str]:
+        """Further result nodes reading the same result as one a tuple step writes."""
+        if step.results is None:
+            return []
+        first = set(step.written)
+        return [
+            v.name
+            for v in self.plan.values.values()
+            if v.kind == "view" and v.base in first and self.plan.nodes[v.name].op == "result"
+        ]
+
+    def _view(self, name: str) -> str:
+        value = self.plan.values[name]
+        node = self.plan.nodes[name]
+        base = self.expr[value.base]  # type: ignore[index]
+        if node.op == "result":  # a second result node for one result: the same array
+            return base
+        if node.op == "reshape":
+            return f"{base}.reshape({tuple(value.type.shape)!r})"
+        return f"{base}.transpose({tuple(node.attrs['axes'])!r})"
 
     def _step(self, step: Step) -> list[str]:
+        if step.results is not None:
+            return self._tuple_step(step)
         value = self.plan.values[step.output]
         node = step.node
         comment = f"# {step.index}: {step_text(step)}"
@@ -215,7 +233,7 @@ class Generator:
         if value.kind == "view":
             if step.output not in self.static:
                 name = self._bind(step.output, self.fresh(step.output))
-                lines.append(f"{name} = {self._view(step)}")
+                lines.append(f"{name} = {self._view(step.output)}")
             return lines
         if value.kind == "output":
             out = self._bind(step.output, self.fresh(step.output))
@@ -230,6 +248,39 @@ class Generator:
         if self.check_numerics and value.type.dtype.kind == "f":
             check = self.const(_numerics_check(node), f"check_{node.name}")
             lines.append(f"{check}({out})")
+        return lines
+
+    def _tuple_step(self, step: Step) -> list[str]:
+        """A node with several results: its kernel (or lowering) writes them all at once,
+        given a tuple of buffers (None for a result nobody reads)."""
+        lines = [f"# {step.index}: {step_text(step)}"]
+        outs = []
+        for name in step.results:  # type: ignore[union-attr]
+            if name is None:
+                outs.append("None")
+                continue
+            value = self.plan.values[name]
+            if value.kind == "output":
+                out = self._bind(name, self.fresh(name))
+                lines.append(self._new_output(out, value))
+            else:
+                out = self.expr[name]
+            lines[0] += f"  {shown(name)}: [{value.kind}]"
+            outs.append(out)
+        out_tuple = f"({', '.join(outs)},)"
+        if step.node.op in LOWERINGS:
+            lines += LOWERINGS[step.node.op](self, step, out_tuple)
+        else:
+            fn, args, _ = self.callee(step.node, step.attrs, [self.expr[x] for x in step.inputs])
+            lines.append(f"{fn}({', '.join(args + [f'out={out_tuple}'])})")
+        for twin in self._twins(step):
+            if twin not in self.static:
+                self._bind(twin, self.expr[self.plan.values[twin].base])  # type: ignore[index]
+        if self.check_numerics:
+            for name in step.written:
+                if self.plan.values[name].type.dtype.kind == "f":
+                    check = self.const(_numerics_check(self.plan.nodes[name]), f"check_{name}")
+                    lines.append(f"{check}({self.expr[name]})")
         return lines
 
     def callee(

@@ -41,18 +41,14 @@ def format_plan(plan: Plan, header: str | None = None) -> str:
     lines.append("")
     lines.append("steps:")
     for step in plan.steps:
-        value = plan.values[step.output]
-        where = f"b{value.buffer}"
-        if value.kind == "inplace":
-            where += f" in place of {value.base}"
-        elif value.kind == "view":
-            where += f" view of {value.base}"
-        elif value.kind == "state":
-            where += f" written into state {value.base}"
-        line = (
-            f"  {step.index:>4}  {step.output} = {step.node.op}({', '.join(step.inputs)})"
-            f"  : {value.type}  -> {value.kind} {where}"
-        )
+        call = f"{step.node.op}({', '.join(step.inputs)})"
+        if step.results is None:
+            line = f"  {step.index:>4}  {step.output} = {call}  : {_placed(plan, step.output)}"
+        else:  # several results, each placed on its own
+            line = f"  {step.index:>4}  {step.output} = {call}  : {step.node.type}"
+            for k, name in enumerate(step.results):
+                placed = "not read" if name is None else f"{name}: {_placed(plan, name)}"
+                line += f"\n          result {k} -> {placed}"
         if step.frees:
             line += f"  frees {', '.join(f'b{b}' for b in step.frees)}"
         lines.append(line)
@@ -84,6 +80,18 @@ def format_plan(plan: Plan, header: str | None = None) -> str:
             f"  of which recycled once the caller drops them: {_size(plan.recycled_bytes)}"
         )
     return "\n".join(lines)
+
+
+def _placed(plan: Plan, name: str) -> str:
+    value = plan.values[name]
+    where = f"b{value.buffer}"
+    if value.kind == "inplace":
+        where += f" in place of {value.base}"
+    elif value.kind == "view":
+        where += f" view of {value.base}"
+    elif value.kind == "state":
+        where += f" written into state {value.base}"
+    return f"{value.type}  -> {value.kind} {where}"
 
 
 def peak_bytes(plan: Plan) -> int:

@@ -7,15 +7,18 @@ Runtime allocation planner):
    call returns, or writes back into state, is used at the end (index = #steps).
 2. Forward walk over the steps in graph order. The output of step i is placed by the
    first rule that applies:
+   - a node with several results (scan, cond; a `TupleType`): each result that a
+     `result` node reads gets a buffer of its own, "output" if returned, else "reused"
+     or "allocated" as below (the `result` nodes are no steps of their own);
+   - a transpose: always a view of its input ("view"; returned, it is copied out,
+     keeping that memory order), so every value has the layout the reference gives
+     it (see LAYOUT below);
    - it is returned: a fresh array per call ("output"), never written again while the
      caller can reach it (large ones are recycled once dropped: recycle.py);
    - it updates a state placeholder whose buffer nobody reads after step i: it is
      written straight into that buffer ("state");
-   - a transpose: always a view of its input ("view"; returned, it is copied out,
-     keeping that memory order), so every value has the layout the reference gives
-     it (see LAYOUT below);
-   - a reshape not returned: a view of its input ("view"), unless the input is a
-     transposed view of an arena or state buffer (numpy would copy it once, at setup);
+   - a reshape: a view of its input ("view"), unless the input is a transposed view
+     of an arena or state buffer (numpy would copy it once, at setup);
    - an elementwise op that may run in place, one of whose inputs has the same type,
      dies at step i and is the only live value on an arena buffer: that buffer
      ("inplace"), never a caller's array, a constant or state;
@@ -24,11 +27,12 @@ Runtime allocation planner):
    - a new arena buffer ("allocated").
    After the step, buffers whose last live value died there join the free list.
 
-LAYOUT: every value is C-contiguous except a transpose's (ops flagged `permutes`), which
-is its input's memory permuted, in the plan and in the reference interpreter alike. matmul (BLAS picks its
-kernels by the operands' memory order) and reductions (numpy sums a contiguous axis
-pairwise, a strided one in sequence) give other last bits for other layouts, so a
-layout that depended on the level or on the planner would break exactness.
+LAYOUT: every value is C-contiguous except a transpose's (ops flagged `permutes`),
+which is its input's memory permuted, in the plan and in the reference interpreter
+alike. matmul (BLAS picks its kernels by the operands' memory order) and reductions
+(numpy sums a contiguous axis pairwise, a strided one in sequence) give other last
+bits for other layouts, so a layout that depended on the level or on the planner
+would break exactness.
 
 Invariant: two values whose live ranges [defined, last use] overlap never share
 memory, except that an in-place step's output takes over its dying input's buffer at
@@ -46,7 +50,7 @@ import numpy as np
 
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import get_op
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, TupleType
 from graphc.runtime.recycle import worth_recycling
 from graphc.runtime.specialize import Specialized
 
@@ -84,7 +88,11 @@ class Value:
 
 @dataclass
 class Step:
-    """Run `node`'s kernel on the `inputs` values, writing the `output` value."""
+    """Run `node`'s kernel on the `inputs` values, writing the `output` value.
+
+    A node with several results (a `TupleType`: scan, cond) writes `results` instead:
+    per result, the value of the `result` node that reads it (None when none does;
+    the kernel then makes that result itself). `output` names the node."""
 
     index: int
     node: Node
@@ -92,6 +100,14 @@ class Step:
     output: str
     attrs: dict[str, Any]
     frees: tuple[int, ...] = ()  # buffers returned to the free list after this step
+    results: tuple[str | None, ...] | None = None
+
+    @property
+    def written(self) -> tuple[str, ...]:
+        """The values this step writes."""
+        if self.results is None:
+            return (self.output,)
+        return tuple(name for name in self.results if name is not None)
 
 
 @dataclass
@@ -167,7 +183,12 @@ def build_plan(
     is a numpy scalar ("scalar"), and only returned values get arrays."""
     updates = dict(updates or {})
     update_outputs = set(updates.values())
-    order = [n for n in graph.nodes if n.kind == OP and not n.is_constant]
+    # `result` nodes are no steps: each is placed by the step of the node it reads
+    order = [n for n in graph.nodes if n.kind == OP and not n.is_constant and n.op != "result"]
+    projections: dict[Node, dict[int, list[Node]]] = {}
+    for n in graph.nodes:
+        if n.kind == OP and n.op == "result":
+            projections.setdefault(n.inputs[0], {}).setdefault(n.attrs["index"], []).append(n)
     steps_of = {n: i for i, n in enumerate(order)}
     end = len(order)
     last = last_uses(graph, steps_of, end)
@@ -221,7 +242,23 @@ def build_plan(
         opdef = get_op(node.op)  # type: ignore[arg-type]
         target = state_of.get(node)
         base = node.inputs[0] if node.inputs else None
-        if scalar:
+        readers = projections.get(node, {})
+        if isinstance(t, TupleType):
+            # each result read by a result node gets a buffer here; no result shares
+            # memory with an input (the kernel reads its inputs while it writes)
+            for nodes in readers.values():
+                first = nodes[0]
+                if first in returned_set:
+                    place(first, "output", new_buffer("output", spec.types[first]), i)
+                else:
+                    reuse = free.take(spec.types[first])
+                    if reuse is not None:
+                        place(first, "reused", reuse, i)
+                    else:
+                        place(first, "allocated", new_buffer("allocated", spec.types[first]), i)
+                for twin in nodes[1:]:  # another result node for the same result: an alias
+                    place(twin, "view", buffer_of[first], i, base=first)
+        elif scalar:
             kind = "output" if node in returned_set else "scalar"
             place(node, kind, new_buffer(kind, t), i)
         elif opdef.permutes:
@@ -249,8 +286,10 @@ def build_plan(
                     place(node, "allocated", new_buffer("allocated", t), i)
         frees = []
         dying = {x for x in node.inputs if last.get(x) == i}
-        if node not in last:  # nothing reads this result
-            dying.add(node)
+        written = [n for nodes in readers.values() for n in nodes] if readers else [node]
+        if isinstance(t, TupleType) and not readers:
+            written = []
+        dying |= {n for n in written if n not in last}  # nothing reads this result
         for x in dying:
             buffer = buffer_of[x]
             buffer.refs -= 1
@@ -265,6 +304,7 @@ def build_plan(
                 node.name,
                 spec.attrs[node],
                 tuple(frees),
+                results=_result_names(t, readers),
             )
         )
 
@@ -286,6 +326,13 @@ def build_plan(
     )
     plan.arena_bytes = _lay_out(buffers)
     return plan
+
+
+def _result_names(t: Any, readers: dict[int, list[Node]]) -> tuple[str | None, ...] | None:
+    """Per result of a tuple-typed step, the value holding it (None if unread)."""
+    if not isinstance(t, TupleType):
+        return None
+    return tuple(readers[k][0].name if k in readers else None for k in range(len(t.items)))
 
 
 def _state_is_free(

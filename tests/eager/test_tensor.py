@@ -129,12 +129,15 @@ def test_pytorch_math_spellings_are_on_the_tape() -> None:
 def test_every_registry_op_is_a_tensor_method_and_an_eager_function() -> None:
     from graphc.ir.registry import all_ops
 
-    # made by passes (constant, count, fused, matmul_epilogue) or by tracing a custom
-    # gradient (custom_vjp: autograd.Function.apply and gc.custom_vjp), not called by users
-    internal = {"constant", "count", "fused", "matmul_epilogue", "custom_vjp"}
+    # made by passes (constant, count, fused, matmul_epilogue), by tracing a custom
+    # gradient (custom_vjp: autograd.Function.apply and gc.custom_vjp) or by the control
+    # flow functions (result reads a scan's or cond's results), not called by users
+    internal = {"constant", "count", "fused", "matmul_epilogue", "custom_vjp", "result"}
+    control = {"cond", "scan", "while_loop"}  # functions of functions, not Tensor methods
     public = set(all_ops()) - internal
-    assert [n for n in sorted(public) if not hasattr(ge.Tensor, n)] == []
+    assert [n for n in sorted(public - control) if not hasattr(ge.Tensor, n)] == []
     assert [n for n in sorted(public - {"slice"}) if not callable(getattr(ge, n, None))] == []
+    assert callable(ge.fori_loop)
     assert callable(ge.slice_)
 
 

@@ -41,7 +41,8 @@ def test_every_differentiable_op_has_a_tape_case() -> None:
     covered = {c.op for c in GRAD_CASES}
     # ops whose rule only returns None (no float input to differentiate) need no case
     constant_rules = {"full_like", "count", "one_hot"}
-    assert differentiable - constant_rules <= covered
+    refusing = {"while_loop"}  # its rule says why it cannot be differentiated
+    assert differentiable - constant_rules - refusing <= covered
 
 
 @pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.id)

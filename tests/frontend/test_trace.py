@@ -174,18 +174,24 @@ def branch_item(x):
     return x * scale
 
 
+IF_HINTS = ("gc.cond(pred, true_fn, false_fn", "gc.while_loop(", "gc.where(")
+LOOP_HINTS = ("gc.scan(f, init, xs)", "gc.fori_loop(")
+
+
 @pytest.mark.parametrize(
-    ("fn", "what"),
+    ("fn", "what", "hints"),
     [
-        (branch_if, "bool()"),
-        (branch_while, "bool()"),
-        (branch_bool, "bool()"),
-        (branch_len, "len()"),
-        (branch_item, ".item()"),
+        (branch_if, "bool()", IF_HINTS),
+        (branch_while, "bool()", IF_HINTS),
+        (branch_bool, "bool()", IF_HINTS),
+        (branch_len, "len()", LOOP_HINTS),
+        (branch_item, ".item()", ("gc.where(", "gc.cond")),
     ],
     ids=["if", "while", "bool", "len", "item"],
 )
-def test_data_dependent_control_flow_names_the_line_and_gc_where(fn, what) -> None:
+def test_data_dependent_control_flow_names_the_line_and_the_op_that_says_it(
+    fn, what, hints
+) -> None:
     source, first = inspect.getsourcelines(fn)
     line = first + next(i for i, text in enumerate(source) if "the line the error names" in text)
     with pytest.raises(gc.TracingError) as info:
@@ -193,7 +199,20 @@ def test_data_dependent_control_flow_names_the_line_and_gc_where(fn, what) -> No
     message = str(info.value)
     assert what in message
     assert f"{__file__}:{line}" in message
-    assert "gc.where" in message and "static graph" in message
+    assert "static graph" in message
+    for hint in hints:
+        assert hint in message, (hint, message)
+
+
+def test_iterating_a_traced_value_points_at_scan() -> None:
+    def loop(x):
+        total = 0.0
+        for row in x:  # a Python for over a graph value
+            total = total + row
+        return total
+
+    with pytest.raises(gc.TracingError, match=r"iteration.*gc\.scan"):
+        gc.trace(loop, gc.TensorSpec((3, 2)))
 
 
 def test_lifted_tensors_is_empty_without_eager_tensors() -> None:

@@ -15,6 +15,8 @@ import numpy as np
 import graphc as gc
 from graphc.ir.graph import OP, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import get_op
+from graphc.ir.types import TupleType
+from graphc.ops.tuples import add_cotangents
 
 
 def forward_values(graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[Node, np.ndarray]:
@@ -26,7 +28,9 @@ def forward_values(graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[Node, 
         elif node.kind == OP:
             inputs = [values[x] for x in node.inputs]
             with np.errstate(all="ignore"):
-                values[node] = np.asarray(get_op(node.op).kernel(*inputs, **node.attrs))
+                value = get_op(node.op).kernel(*inputs, **node.attrs)
+            # a node with several results (scan, cond) holds a tuple of arrays
+            values[node] = tuple(value) if isinstance(value, tuple) else np.asarray(value)
     return values
 
 
@@ -58,10 +62,19 @@ def pullback(
         assert len(grads) == len(node.inputs), f"{node.op}: vjp gave {len(grads)} cotangents"
         for x, grad, need in zip(node.inputs, grads, needs):
             if need and grad is not None:
-                assert tuple(grad.shape) == tuple(x.type.shape), f"{node.op}: ct shape of {x.name}"
-                assert grad.dtype == x.type.dtype, f"{node.op}: ct dtype of {x.name}"
-                cts[x] = gc.add(cts[x], grad) if x in cts else grad
+                for g, t in _slots(grad, x.type):
+                    assert tuple(g.shape) == tuple(t.shape), f"{node.op}: ct shape of {x.name}"
+                    assert g.dtype == t.dtype, f"{node.op}: ct dtype of {x.name}"
+                cts[x] = add_cotangents(cts[x], grad) if x in cts else grad
     return {x: cts[x] for x in wrt if x in cts}
+
+
+def _slots(ct: Any, t: Any) -> list[tuple[Any, Any]]:
+    """(cotangent, type) pairs: one, or one per result of a tuple-typed value."""
+    if isinstance(t, TupleType):
+        assert isinstance(ct, tuple) and len(ct) == len(t.items), f"tuple cotangent {ct!r}"
+        return [(c, item) for c, item in zip(ct, t.items) if c is not None]
+    return [(ct, t)]
 
 
 def numeric_vjp(

@@ -7,9 +7,10 @@ import pytest
 
 from graphc.ir.graph import OP, PLACEHOLDER, Node
 from graphc.ir.registry import all_ops, get_op
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, TupleType
 from graphc.ops.dispatch import prepare
 from tests.op_cases import OpCase, all_cases, build_graph, ops_without_cases
+from tests.ops.op_grads import forward_values
 
 CASES = all_cases()
 
@@ -36,31 +37,43 @@ def test_kernel_matches_numpy(case: OpCase) -> None:
 
 
 def op_node_and_inputs(case: OpCase, seed: int = 0) -> tuple[Node, list[np.ndarray]]:
-    """The node the case's output comes from, and the arrays its inputs hold."""
+    """The (last) node of the case's op, and the arrays its inputs hold."""
     g = build_graph(case)
-    node = g.outputs[0].inputs[0]
-    assert node.kind == OP and node.op == case.op, f"{case.id} builds {node.op}, not {case.op}"
+    nodes = [n for n in g.nodes if n.kind == OP and n.op == case.op]
+    assert nodes, f"{case.id} builds no {case.op} node"
+    node = nodes[-1]
     feeds = dict(zip((p.name for p in g.inputs), case.inputs(seed)))
-    arrays = []
-    for x in node.inputs:
-        if x.kind == PLACEHOLDER:
-            arrays.append(feeds[x.name])
-        else:
-            assert x.is_constant, (
-                f"{case.id}: input {x.name} is neither a placeholder nor a constant"
-            )
-            arrays.append(np.array(x.value))
-    return node, arrays
+    values = forward_values(g, feeds)
+    return node, [values[x] if x.kind != PLACEHOLDER else feeds[x.name] for x in node.inputs]
+
+
+def type_of(value: object) -> TensorType | TupleType:
+    if isinstance(value, tuple):
+        return TupleType(TensorType.of(np.asarray(v)) for v in value)
+    return TensorType.of(np.asarray(value))
+
+
+def copy_value(value: object) -> object:
+    if isinstance(value, tuple):
+        return tuple(np.array(v, copy=True) for v in value)
+    return np.array(value, copy=True)
+
+
+def fresh_like(value: object, fill: float) -> object:
+    """A buffer (or a tuple of them) of the value's types, filled with `fill`."""
+    if isinstance(value, tuple):
+        return tuple(np.full(np.shape(v), fill, np.asarray(v).dtype) for v in value)
+    return np.full(np.shape(value), fill, np.asarray(value).dtype)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_type_rule_matches_kernel(case: OpCase) -> None:
     node, arrays = op_node_and_inputs(case)
     opdef = get_op(case.op)
-    attrs, out_type = prepare(opdef, [TensorType.of(x) for x in arrays], dict(node.attrs))
+    attrs, out_type = prepare(opdef, [type_of(x) for x in arrays], dict(node.attrs))
     with np.errstate(all="ignore"):
-        result = np.asarray(opdef.kernel(*arrays, **attrs))
-    assert out_type == TensorType.of(result)
+        result = opdef.kernel(*arrays, **attrs)
+    assert out_type == type_of(result)
     assert node.type == out_type
 
 
@@ -68,25 +81,34 @@ def test_type_rule_matches_kernel(case: OpCase) -> None:
 def test_kernel_writes_into_out(case: OpCase) -> None:
     node, arrays = op_node_and_inputs(case)
     opdef = get_op(case.op)
-    copies = [x.copy() for x in arrays]
-    attrs, out_type = prepare(opdef, [TensorType.of(x) for x in arrays], dict(node.attrs))
+    copies = [copy_value(x) for x in arrays]
+    attrs, out_type = prepare(opdef, [type_of(x) for x in arrays], dict(node.attrs))
     with np.errstate(all="ignore"):
-        fresh = np.asarray(opdef.kernel(*arrays, **attrs))
+        fresh = opdef.kernel(*arrays, **attrs)
+        parts = fresh if isinstance(fresh, tuple) else (fresh,)
         for x in arrays:
-            assert not np.shares_memory(fresh, x), f"{case.id}: the result is a view of an input"
-        out = np.full(fresh.shape, 7, fresh.dtype)
+            for part in parts:
+                for item in x if isinstance(x, tuple) else (x,):
+                    assert not np.shares_memory(part, item), f"{case.id}: a result views an input"
+        out = fresh_like(fresh, 7)
         returned = opdef.kernel(*arrays, out=out, **attrs)
-    assert returned is out
-    np.testing.assert_array_equal(out, fresh)
+    if isinstance(fresh, tuple):  # several results: each written into its buffer
+        assert all(r is o for r, o in zip(returned, out)) and len(returned) == len(out)
+        for o, f in zip(out, fresh):
+            np.testing.assert_array_equal(o, f)
+    else:
+        assert returned is out
+        np.testing.assert_array_equal(out, fresh)
     for x, before in zip(arrays, copies):
-        np.testing.assert_array_equal(x, before)
+        for item, old in zip(*(v if isinstance(v, tuple) else (v,) for v in (x, before))):
+            np.testing.assert_array_equal(item, old)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if get_op(c.op).inplace], ids=lambda c: c.id)
 def test_inplace_kernel_may_write_over_an_input(case: OpCase) -> None:
     node, arrays = op_node_and_inputs(case)
     opdef = get_op(case.op)
-    attrs, _ = prepare(opdef, [TensorType.of(x) for x in arrays], dict(node.attrs))
+    attrs, _ = prepare(opdef, [type_of(x) for x in arrays], dict(node.attrs))
     with np.errstate(all="ignore"):
         fresh = np.asarray(opdef.kernel(*arrays, **attrs))
         fitting = [

@@ -22,7 +22,7 @@ from graphc.ir.types import TensorType
 from graphc.ops.dispatch import prepare
 from tests.conftest import needs_torch, torch
 from tests.op_cases import all_cases
-from tests.ops.test_kernels import op_node_and_inputs
+from tests.ops.test_kernels import op_node_and_inputs, type_of
 
 
 def every_mode(
@@ -182,6 +182,8 @@ INT_AND_BOOL = ("bool", "int32", "int64")
 def _retyped(case: Any) -> list[tuple[str, list[np.ndarray], dict]]:
     """The case's op on its own values cast to each mix of int and bool dtypes."""
     node, arrays = op_node_and_inputs(case)
+    if any(isinstance(a, tuple) for a in arrays):
+        return []  # `result` reads a node's results: its input has no dtype to change
     mixes = []
     for dtypes in itertools.product(INT_AND_BOOL + (None,), repeat=len(arrays)):
         if all(d is None for d in dtypes):
@@ -206,7 +208,7 @@ def test_kernels_give_the_declared_type_on_int_and_bool_inputs(case: Any) -> Non
             continue  # the type rule refuses these dtypes (relu of bool, log of bool ...)
         try:
             with np.errstate(all="ignore"):
-                got = TensorType.of(np.asarray(opdef.kernel(*args, **attrs)))
+                got = type_of(opdef.kernel(*args, **attrs))
         except gc.GraphcError:
             continue  # a value the kernel refuses (an int to a negative power)
         assert got == declared, f"{case.op} on ({dtypes}): rule {declared}, kernel {got}"

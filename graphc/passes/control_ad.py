@@ -1,0 +1,205 @@
+"""Differentiating control flow: the bodies of cond and scan, differentiated as graphs.
+
+The VJP rules of cond and scan (graphc/ops/control.py) are written with op functions,
+but need their bodies differentiated, which is this layer's work; importing this module
+installs the two transforms there. Both are built on `split_backward` and `gradients`,
+so a body is differentiated like any graph (and again, for second derivatives).
+
+cond: each branch G (operands -> results) becomes G' (operands, cotangents of the
+float results -> cotangents of the float operands that need them), by `gradients`
+with seeds. The backward cond picks G' by the same predicate.
+
+scan: the body F (carries, x, consts -> carries', ys) is split by `split_backward`
+into a forward that also outputs the values its backward reads ("saved") and that
+backward. Saved values that are consts are passed to the backward scan as consts;
+every other one is a residual, output per step as an extra y of the augmented
+forward F+ and stacked. The backward body B (ct carries, accumulated const cts, ct
+ys, residuals, saved consts -> ct carries, accumulated const cts, ct xs) runs in the
+other direction. Every float carry has a cotangent carry (it flows back through the
+steps even when the initial carry needs none); integer carries (a fori_loop's
+counter) have none.
+
+Both transforms are cached per body object and `needs`: bodies are immutable.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphc.ir.graph import Graph, Node
+from graphc.ir.types import TensorType
+from graphc.ops import control
+from graphc.ops.custom import inline_body
+from graphc.ops.symbolic import Symbol
+from graphc.passes.autodiff import differentiate, split_backward
+
+
+def _is_float(t: TensorType) -> bool:
+    return bool(np.issubdtype(t.dtype, np.floating))
+
+
+# -- cond -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CondGrad:
+    then_body: Graph  # (operands..., cts of the float results) -> cts of operands `wrt`
+    else_body: Graph
+    wrt: tuple[int, ...]  # the operands that get cotangents
+    float_results: tuple[int, ...]  # the results whose cotangents the bodies take
+
+
+def _branch_gradient(
+    body: Graph, wrt: Sequence[int], float_results: Sequence[int], name: str
+) -> Graph:
+    outputs = [body.outputs[k].name for k in float_results]
+    joint = differentiate(body, [body.inputs[i].name for i in wrt], outputs, seeds=True)
+    graph = joint.graph
+    grad = Graph(name)
+    with grad:
+        operands = [Symbol(grad.add_placeholder(p.name, p.type)) for p in body.inputs]
+        seeds = [graph.node(s) for s in joint.seeds]
+        cts = [Symbol(grad.add_placeholder(grad.fresh_name(s.name), s.type)) for s in seeds]
+        values = inline_body(graph, operands + cts)
+        for value, name_ in zip(values[len(body.outputs) :], joint.grads):
+            grad.add_output(value.node, grad.fresh_name(name_))
+    return grad
+
+
+_COND_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cond_gradient(then_body: Graph, else_body: Graph, needs: Sequence[bool]) -> CondGrad | None:
+    key = tuple(needs)
+    cached = _COND_CACHE.setdefault(then_body, {}).get((id(else_body), key))
+    if cached is not None:
+        return cached
+    wrt = tuple(i for i, p in enumerate(then_body.inputs) if needs[i] and _is_float(p.type))
+    float_results = tuple(k for k, o in enumerate(then_body.outputs) if _is_float(o.type))
+    if not wrt or not float_results:
+        return None
+    grad = CondGrad(
+        _branch_gradient(then_body, wrt, float_results, f"{then_body.name}_grad"),
+        _branch_gradient(else_body, wrt, float_results, f"{else_body.name}_grad"),
+        wrt,
+        float_results,
+    )
+    _COND_CACHE[then_body][(id(else_body), key)] = grad
+    return grad
+
+
+# -- scan -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScanGrad:
+    forward: Graph  # (carries, x, consts) -> (carries', ys, residuals)
+    backward: (
+        Graph  # (ct carries, accs, ct ys, residuals, saved consts) -> (ct carries, accs, ct xs)
+    )
+    float_carries: tuple[int, ...]
+    float_ys: tuple[int, ...]
+    grad_xs: tuple[int, ...]
+    grad_consts: tuple[int, ...]
+    saved_consts: tuple[int, ...]
+
+
+_SCAN_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def scan_gradient(
+    body: Graph, num_carry: int, num_xs: int, needs: Sequence[bool]
+) -> ScanGrad | None:
+    key = (num_carry, num_xs, tuple(needs))
+    cached = _SCAN_CACHE.setdefault(body, {}).get(key)
+    if cached is None:
+        cached = _SCAN_CACHE[body][key] = _scan_gradient(body, num_carry, num_xs, needs)
+    return cached or None
+
+
+def _scan_gradient(
+    body: Graph, num_carry: int, num_xs: int, needs: Sequence[bool]
+) -> ScanGrad | bool:
+    inputs, outputs = body.inputs, body.outputs
+    first_const = num_carry + num_xs
+    float_carries = tuple(i for i in range(num_carry) if _is_float(inputs[i].type))
+    grad_xs = tuple(
+        j for j in range(num_xs) if needs[num_carry + j] and _is_float(inputs[num_carry + j].type)
+    )
+    grad_consts = tuple(
+        k
+        for k in range(len(inputs) - first_const)
+        if needs[first_const + k] and _is_float(inputs[first_const + k].type)
+    )
+    float_ys = tuple(
+        j for j in range(len(outputs) - num_carry) if _is_float(outputs[num_carry + j].type)
+    )
+    wanted = [i for i in float_carries if needs[i]] + list(grad_xs) + list(grad_consts)
+    if not wanted or not (float_carries or float_ys):
+        return False  # no gradient to give (cached as such)
+    wrt = [inputs[i] for i in float_carries]
+    wrt += [inputs[num_carry + j] for j in grad_xs] + [inputs[first_const + k] for k in grad_consts]
+    differentiated = [outputs[i].name for i in float_carries]
+    differentiated += [outputs[num_carry + j].name for j in float_ys]
+    fwd, bwd = split_backward(body, [p.name for p in wrt], differentiated, seeds=True)
+
+    saved = bwd.inputs[: len(bwd.inputs) - len(differentiated)]  # then the seeds
+    const_position = {p.name: k for k, p in enumerate(inputs[first_const:])}
+    saved_consts = tuple(const_position[s.name] for s in saved if s.name in const_position)
+    residuals = [s for s in saved if s.name not in const_position]
+
+    forward = _augmented(fwd, len(outputs), [s.name for s in residuals], f"{body.name}_fwd")
+    backward = Graph(f"{body.name}_bwd")
+    with backward:
+
+        def placeholder(name: str, t: TensorType) -> Symbol:
+            return Symbol(backward.add_placeholder(backward.fresh_name(name), t))
+
+        ct_carries = [placeholder(f"ct_{outputs[i].name}", inputs[i].type) for i in float_carries]
+        accs = [
+            placeholder(f"acc_{inputs[first_const + k].name}", inputs[first_const + k].type)
+            for k in grad_consts
+        ]
+        ct_ys = [
+            placeholder(f"ct_{outputs[num_carry + j].name}", outputs[num_carry + j].type)
+            for j in float_ys
+        ]
+        res = {s.name: placeholder(s.name, s.type) for s in residuals}
+        kept = {}
+        for k in saved_consts:
+            p = inputs[first_const + k]
+            kept[p.name] = placeholder(p.name, p.type)
+        env = [res[s.name] if s.name in res else kept[s.name] for s in saved]
+        grads = inline_body(bwd, env + ct_carries + ct_ys)
+        carry_grads = grads[: len(float_carries)]
+        x_grads = grads[len(float_carries) : len(float_carries) + len(grad_xs)]
+        const_grads = grads[len(float_carries) + len(grad_xs) :]
+        for g in carry_grads:
+            backward.add_output(g.node, backward.fresh_name("ct_carry"))
+        for acc, g in zip(accs, const_grads):
+            backward.add_output((acc + g).node, backward.fresh_name("acc"))
+        for g in x_grads:
+            backward.add_output(g.node, backward.fresh_name("ct_x"))
+    return ScanGrad(forward, backward, float_carries, float_ys, grad_xs, grad_consts, saved_consts)
+
+
+def _augmented(fwd: Graph, produced: int, residuals: Sequence[str], name: str) -> Graph:
+    """`fwd` (the body's outputs, then saved_* outputs) keeping its first `produced`
+    outputs and, after them, the residuals (values of `fwd` by name)."""
+    result = Graph(name)
+    copies: dict[Node, Node] = {}
+    for node in fwd.nodes:
+        if node.kind != "output":
+            result.append_copy(node, copies)
+    for o in fwd.outputs[:produced]:
+        result.add_output(copies[o.inputs[0]], o.name)
+    for r in residuals:
+        result.add_output(copies[fwd.node(r)], result.fresh_name(f"res_{r}"))
+    return result
+
+
+control.set_body_gradients(cond_gradient, scan_gradient)

@@ -136,7 +136,8 @@ def evaluate(
     check_numerics: bool = False,
 ) -> list[np.ndarray]:
     """Run `graph` on `arrays` (one per placeholder, in order), node by node; returns
-    fresh copies of its outputs. Errors a kernel raises carry the node's name."""
+    fresh C-contiguous copies of its outputs. Errors a kernel raises carry the node's
+    name."""
     if bindings is None:
         bindings = dims_of(graph, arrays)
     values: dict[Node, Any] = dict(zip(graph.inputs, arrays))
@@ -145,7 +146,9 @@ def evaluate(
         if node.kind == PLACEHOLDER:
             continue
         if node.kind == OUTPUT:
-            results.append(np.array(values[node.inputs[0]], copy=True))
+            # C-contiguous, as the plans' buffers: a body's output is the next step's
+            # carry, whose layout matmul and reductions round by
+            results.append(np.array(values[node.inputs[0]], copy=True, order="C"))
             continue
         opdef = get_op(node.op)  # type: ignore[arg-type]
         inputs = [values[x] for x in node.inputs]

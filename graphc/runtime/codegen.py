@@ -137,12 +137,17 @@ class Generator:
         plan = self.plan
         setup = self._setup()
         params = [self._bind(name, self.fresh(name)) for name in plan.inputs]
+        if plan.given is not None:  # a body: the caller passes a buffer per output
+            self.out_params = [self.fresh(f"out{k}") for k in range(len(plan.returns))]
+            params += self.out_params
+            for name, k in plan.given.items():
+                self._bind(name, self.out_params[k])
         body: list[str] = []
         for step in plan.steps:
             body.extend(self._step(step))
         body.extend(self._snapshot_state_returns())
         body.extend(self._late_updates())
-        body.append(self._return())
+        body.extend(self._into_given() if plan.given is not None else [self._return()])
         setup_lines = ["# per thread: carve this thread's arena, bind constants and state"]
         setup_lines += setup + self.setup_lines
         run_lines = [f"def run({', '.join(params)}):"] + ["    " + line for line in body]
@@ -349,6 +354,14 @@ class Generator:
             lines.append(f"copyto({self.expr[target]}, {source})  # update {shown(target)}")
         return lines
 
+    def _into_given(self) -> list[str]:
+        """A body's end: outputs not computed into their given buffer are copied there."""
+        lines = []
+        for k, name in enumerate(self.plan.returns):
+            if self.plan.given.get(name) != k:  # type: ignore[union-attr]
+                lines.append(f"copyto({self.out_params[k]}, {self.expr[name]})")
+        return lines + ["return None"]
+
     def _return(self) -> str:
         plan = self.plan
         results, given = [], set()
@@ -390,6 +403,13 @@ def _numerics_check(node: Node) -> Callable[[np.ndarray], None]:
             check_finite(node, value)
 
     return check
+
+
+def new_arena(nbytes: int) -> np.ndarray:
+    """A uint8 arena aligned to a page, so the planner's offsets keep their alignment."""
+    raw = np.empty(nbytes + 4096, np.uint8)
+    start = (-raw.ctypes.data) % 4096
+    return raw[start : start + nbytes]
 
 
 def generate(plan: Plan, check_numerics: bool = False) -> Generated:

@@ -30,9 +30,10 @@ from graphc.ir.errors import FeedError, GraphcError
 from graphc.ir.graph import Graph, expect_graph
 from graphc.ir.verify import verify
 from graphc.passes.pipeline import optimize as run_pipeline
+from graphc.runtime import control as _control  # noqa: F401 - registers cond/scan/while_loop
 from graphc.runtime import fused as _fused  # noqa: F401 - registers the fused lowerings
 from graphc.runtime import scalar as scalar_plans
-from graphc.runtime.codegen import Generated, generate
+from graphc.runtime.codegen import Generated, generate, new_arena
 from graphc.runtime.feeds import as_feed_array, bind_dims
 from graphc.runtime.plan import Plan, build_plan
 from graphc.runtime.specialize import bound_graph, specialize
@@ -73,11 +74,7 @@ class Compiled:
         self.constants = [np.asarray(plan.nodes[name].value, order="C") for name in plan.constants]
 
     def instantiate(self, states: list[np.ndarray]) -> Any:
-        # uint8 arena aligned to a page, so the planner's offsets keep their alignment
-        raw = np.empty(self.plan.arena_bytes + 4096, np.uint8)
-        start = (-raw.ctypes.data) % 4096
-        arena = raw[start : start + self.plan.arena_bytes]
-        return self.generated.make(arena, self.constants, states)
+        return self.generated.make(new_arena(self.plan.arena_bytes), self.constants, states)
 
 
 class Executable:

@@ -52,6 +52,8 @@ def format_plan(plan: Plan, header: str | None = None) -> str:
         if step.frees:
             line += f"  frees {', '.join(f'b{b}' for b in step.frees)}"
         lines.append(line)
+        for attr, body in plan.bodies.get(step.index, {}).items():  # a loop's or branch's
+            lines.append(f"          {attr}: " + _indented(format_plan(body), "          "))
     for target, value in plan.late_updates.items():
         lines.append(f"  end   copy {value} into state {target}")
     lines.append("")
@@ -80,6 +82,12 @@ def format_plan(plan: Plan, header: str | None = None) -> str:
             f"  of which recycled once the caller drops them: {_size(plan.recycled_bytes)}"
         )
     return "\n".join(lines)
+
+
+def _indented(text: str, prefix: str) -> str:
+    """`text` with every line but the first indented by `prefix` (blank lines stay blank)."""
+    first, *rest = text.split("\n")
+    return "\n".join([first] + [prefix + line if line else "" for line in rest])
 
 
 def _placed(plan: Plan, name: str) -> str:

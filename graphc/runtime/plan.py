@@ -14,7 +14,8 @@ Runtime allocation planner):
      keeping that memory order), so every value has the layout the reference gives
      it (see LAYOUT below);
    - it is returned: a fresh array per call ("output"), never written again while the
-     caller can reach it (large ones are recycled once dropped: recycle.py);
+     caller can reach it (large ones are recycled once dropped: recycle.py); in a
+     body's plan, the buffer the caller passes for that output ("given");
    - it updates a state placeholder whose buffer nobody reads after step i: it is
      written straight into that buffer ("state");
    - a reshape: a view of its input ("view"), unless the input is a transposed view
@@ -65,7 +66,7 @@ class Buffer:
     """A region of memory: a caller's array, a constant, state, arena bytes or an output."""
 
     id: int
-    kind: str  # input | constant | state | allocated | output | scalar
+    kind: str  # input | constant | state | allocated | output | given | scalar
     nbytes: int
     dtype: np.dtype
     offset: int | None = None  # into the arena, for allocated buffers
@@ -79,7 +80,7 @@ class Value:
 
     name: str
     type: TensorType
-    kind: str  # input | state | constant | output | allocated | reused | inplace | view | scalar
+    kind: str  # input | state | constant | output | given | allocated | reused | inplace | view | scalar
     buffer: int
     defined: int  # step index (-1 for inputs and constants)
     last_use: int
@@ -129,6 +130,10 @@ class Plan:
     arena_bytes: int = 0
     nodes: dict[str, Node] = field(default_factory=dict)
     scalar: bool = False  # every value is one element, held as a numpy scalar (scalar.py)
+    # given outputs (a body's plan): value -> the output index whose buffer it is in
+    given: dict[str, int] | None = None
+    # the plans of the bodies of control-flow steps, by step index (runtime/control.py)
+    bodies: dict[int, dict[str, Plan]] = field(default_factory=dict)
 
     @property
     def intermediate_bytes(self) -> int:
@@ -176,11 +181,15 @@ def build_plan(
     signature: tuple = (),
     updates: dict[str, str] | None = None,
     scalar: bool = False,
+    given_outputs: bool = False,
 ) -> Plan:
     """Plan `graph` (typed by `spec`); `updates` maps state placeholder -> output name.
 
     With `scalar` (see runtime/scalar.py) no result needs memory between steps: each
-    is a numpy scalar ("scalar"), and only returned values get arrays."""
+    is a numpy scalar ("scalar"), and only returned values get arrays. With
+    `given_outputs` (a loop or branch body: runtime/control.py) the caller passes one
+    buffer per output, and a returned value is computed straight into the buffer of
+    the first output returning it ("given"); other outputs are copied at the end."""
     updates = dict(updates or {})
     update_outputs = set(updates.values())
     # `result` nodes are no steps: each is placed by the step of the node it reads
@@ -206,6 +215,14 @@ def build_plan(
         buffer = Buffer(len(buffers), kind, t.nbytes or 0, t.dtype)
         buffers.append(buffer)
         return buffer
+
+    given: dict[str, int] = {}  # value -> the output whose given buffer it is computed into
+
+    def returned_buffer(node: Node, t: TensorType) -> tuple[str, Buffer]:
+        if not given_outputs:
+            return "output", new_buffer("output", t)
+        given[node.name] = returned.index(node)
+        return "given", new_buffer("given", t)
 
     def place(node: Node, kind: str, buffer: Buffer, at: int, base: Node | None = None) -> None:
         buffer.values.append(node.name)
@@ -249,7 +266,7 @@ def build_plan(
             for nodes in readers.values():
                 first = nodes[0]
                 if first in returned_set:
-                    place(first, "output", new_buffer("output", spec.types[first]), i)
+                    place(first, *returned_buffer(first, spec.types[first]), i)
                 else:
                     reuse = free.take(spec.types[first])
                     if reuse is not None:
@@ -266,7 +283,7 @@ def build_plan(
             if base in strided or buffer_of[base].kind in ("allocated", "state"):
                 strided.add(node)
         elif node in returned_set:
-            place(node, "output", new_buffer("output", t), i)
+            place(node, *returned_buffer(node, t), i)
         elif target is not None and _state_is_free(target, node, i, buffer_of, values, spec):
             place(node, "state", buffer_of[target], i, base=target)
             direct_updates[target.name] = node.name
@@ -323,6 +340,7 @@ def build_plan(
         late_updates={p.name: v.name for p, v in writes.items() if p.name not in direct_updates},
         nodes={n.name: n for n in graph.nodes},
         scalar=scalar,
+        given=given if given_outputs else None,
     )
     plan.arena_bytes = _lay_out(buffers)
     return plan

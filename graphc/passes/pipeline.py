@@ -1,13 +1,16 @@
 """The optimization pipeline: named lists of passes per level, run in order.
 
     O0  nothing
-    O1  cleanups: fold_constants, simplify, eliminate_common_subexpressions,
-        eliminate_dead_code; repeated (at most `MAX_CLEANUP_ROUNDS` times) while CSE
-        merged an op node, since that can expose new algebra (x - x). Folding runs
-        first because it exposes algebra (x * exp(0)); simplify makes its constants
-        itself, and each rewrite pass reaches its own fixed point, so other changes
-        need no second round.
-    O2  the cleanups, then fuse_matmul_epilogue, fuse_elementwise and a last DCE
+    O1  cleanups: fold_constants, simplify, simplify_control_flow,
+        eliminate_common_subexpressions, eliminate_dead_code; repeated (at most
+        `MAX_CLEANUP_ROUNDS` times) while CSE merged an op node, since that can expose
+        new algebra (x - x). Folding runs first because it exposes algebra
+        (x * exp(0)); simplify makes its constants itself, and each rewrite pass
+        reaches its own fixed point, so other changes need no second round. Then
+        optimize_bodies runs the level's pipeline in every cond, scan and while_loop
+        body (and so in theirs).
+    O2  the cleanups and the bodies, then fuse_matmul_epilogue, fuse_elementwise and
+        a last DCE
 
 Every level computes what O0 computes, bit for bit: `simplify` runs only its exact
 rules. `fast_math=True` swaps in `simplify_fast_math`, which may also run the
@@ -28,6 +31,8 @@ from collections.abc import Callable, Sequence
 from graphc.ir.errors import GraphcError, VerifyError
 from graphc.ir.graph import Graph, expect_graph
 from graphc.ir.verify import verify as verify_graph
+from graphc.passes import control
+from graphc.passes.control import simplify_control_flow
 from graphc.passes.cse import MERGED_OPS, eliminate_common_subexpressions
 from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.epilogue import fuse_matmul_epilogue
@@ -41,6 +46,7 @@ Pass = Callable[..., Graph]  # pass(graph, log=None) -> graph
 CLEANUPS: tuple[Pass, ...] = (
     fold_constants,
     simplify,
+    simplify_control_flow,
     eliminate_common_subexpressions,
     eliminate_dead_code,
 )
@@ -105,6 +111,16 @@ def run_passes(
     return graph, report
 
 
+def _bodies_at(level: int, fast_math: bool) -> Pass:
+    def optimize_bodies(graph: Graph, log: PassLog | None = None) -> Graph:
+        def run(body: Graph) -> Graph:
+            return optimize(body, level, fast_math=fast_math)  # type: ignore[return-value]
+
+        return control.optimize_bodies(graph, run, log)
+
+    return optimize_bodies
+
+
 def optimize(
     graph: Graph,
     level: int = 2,
@@ -135,6 +151,8 @@ def optimize(
     if level not in LEVELS:
         raise GraphcError(f"optimize: level must be one of {sorted(LEVELS)}, got {level!r}")
     repeated, once = (with_fast_math(passes, fast_math) for passes in LEVELS[level])
+    if level > 0:  # the same level inside every cond, scan and while_loop body, first
+        once = (_bodies_at(level, fast_math), *once)
     report = OptimizationReport(level=level, fast_math=bool(fast_math))
     result, report = run_passes(graph, repeated, once, report, verify)
     return (result, report) if explain else result

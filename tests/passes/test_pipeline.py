@@ -37,12 +37,14 @@ def test_report_lists_passes_with_counts_and_times() -> None:
     g = gc.parse(TEXT)
     result, report = gc.optimize(g, level=2, explain=True)
     names = [p.name for p in report.passes]
-    assert names[:4] == [
+    assert names[:5] == [
         "fold_constants",
         "simplify",
+        "simplify_control_flow",
         "eliminate_common_subexpressions",
         "eliminate_dead_code",
     ]
+    assert "optimize_bodies" in names
     assert "fuse_elementwise" in names and "fuse_matmul_epilogue" in names
     assert report.nodes_before == len(g.nodes) and report.nodes_after == len(result.nodes)
     for before, after in zip(report.passes, report.passes[1:]):

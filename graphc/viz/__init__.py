@@ -1,4 +1,4 @@
-"""Pictures of graphs: forward, backward, fused, pass by pass, and eager tapes.
+"""Pictures of graphs: forward, backward, fused, control flow, pass by pass, eager tapes.
 
 >>> import graphc as gc
 >>> g = gc.Graph("double")

@@ -10,6 +10,12 @@ found in one walk over the topological order:
   `max_chain`, n2 … n(k-1) become one summary node (n1 and nk stay, so the
   chain's ends still connect to the rest of the graph). If the ops repeat with a
   short period the summary says so: ``(mul → add) × 18``; otherwise it counts ops.
+- An *unrolled loop* is such a run where each op may also read values from outside
+  the run (a weight every step reads, the step's slice of a sequence) and the ops
+  repeat with a period (`MAX_PERIOD` ops at most) at least three times: a Python
+  `for` over `h = tanh(x[t] @ w + h @ u)` traced step by step. Its longest periodic
+  stretch, in whole periods, becomes ``… (matmul → add → tanh) × 19 …``, and the
+  ops that only feed it (each step's slice) hide with it.
 - *Repeats* are ops of the same structure: the same op and attributes applied to
   inputs of the same structure (see `_repeats`). More than `max_repeat` of them
   become one node labelled ``op × N``.
@@ -25,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from graphc.ir.graph import OP, Graph, Node
+from graphc.viz.bodies import has_bodies
 from graphc.viz.style import dot_id
 
 
@@ -51,19 +58,33 @@ class Collapse:
 
 
 def _is_chain_op(n: Node) -> bool:
-    return n.kind == OP and not n.is_constant
+    # a node with bodies is a cluster worth seeing, and a `result` only projects one of
+    # several results: neither hides in a summary (the unrolled steps around them do)
+    return n.kind == OP and not n.is_constant and n.op != "result" and not has_bodies(n)
 
 
 def _value_inputs(n: Node) -> list[Node]:
     return [x for x in n.inputs if not x.is_constant]
 
 
-def _chains(graph: Graph, users: dict[Node, list[Node]]) -> list[list[Node]]:
-    def continues(n: Node, p: Node) -> bool:
-        return _is_chain_op(n) and _value_inputs(n) == [p] and users[p] == [n]
+MAX_PERIOD = 64  # the most ops one step of an unrolled loop may have and still be seen
+MIN_PERIODS = 3  # fewer repetitions than this are not a loop worth summarising
 
-    chains = []
+
+def _chains(
+    graph: Graph, users: dict[Node, list[Node]], side_inputs: bool = False
+) -> list[list[Node]]:
+    """Maximal runs where each op is the only user of the one before it; without
+    `side_inputs`, each op also reads no other value than that one (constants aside)."""
+
+    def continues(n: Node, p: Node) -> bool:
+        # with side inputs an op may be reachable from two runs: the first one keeps it
+        if not _is_chain_op(n) or users[p] != [n] or n in seen:
+            return False
+        return p in n.inputs if side_inputs else _value_inputs(n) == [p]
+
     seen: set[Node] = set()
+    chains = []
     for start in graph.nodes:
         if start in seen or not _is_chain_op(start):
             continue
@@ -101,6 +122,27 @@ def _repeats(graph: Graph, plan: Collapse) -> list[list[Node]]:
     return list(members.values())
 
 
+def periodic_stretch(ops: Sequence[str]) -> tuple[int, int, int] | None:
+    """(start, stop, period) of the longest stretch of `ops` made of at least
+    `MIN_PERIODS` whole repetitions of one period, or None.
+
+    For each period p a stretch [s, e) is periodic when ops[k] == ops[k - p] for every
+    k in [s + p, e); a mismatch at i ends it, and the next can start at i - p + 1.
+    Whole periods are kept from the end, so what stays visible is the first step.
+    """
+    best: tuple[int, int, int] | None = None
+    for period in range(1, min(MAX_PERIOD, len(ops) // MIN_PERIODS) + 1):
+        start = 0
+        for i in range(period, len(ops) + 1):
+            if i < len(ops) and ops[i] == ops[i - period]:
+                continue
+            whole = (i - start) // period * period
+            if whole >= MIN_PERIODS * period and (best is None or whole > best[1] - best[0]):
+                best = (i - whole, i, period)
+            start = i - period + 1
+    return best
+
+
 def summarize(ops: Sequence[str]) -> str:
     """``(mul → add) × 18`` for a periodic run of ops, else counts by op."""
     n = len(ops)
@@ -120,12 +162,18 @@ def plan_collapse(
     users = graph.users()
     plan = Collapse()
     if max_chain is not None:
+        limit = max(max_chain, 2)
+        for chain in _chains(graph, users, side_inputs=True):
+            stretch = periodic_stretch([n.op for n in chain[1:-1]])  # type: ignore[misc]
+            if stretch is not None and stretch[1] - stretch[0] > limit:
+                start, stop, _ = stretch
+                _add_chain_group(plan, chain[1 + start : 1 + stop], prefix)
+                _absorb_step_inputs(graph, users, plan, plan.groups[-1], set(chain))
         for chain in _chains(graph, users):
-            if len(chain) <= max(max_chain, 2):
-                continue
-            middle = chain[1:-1]
-            label = f"… {summarize([n.op for n in middle])} …"  # type: ignore[misc]
-            plan.add(Group(dot_id(f"{prefix}collapsed/{middle[0].name}"), label, list(middle)))
+            # the parts of the chain no unrolled loop took, each with its ends visible
+            for run in _unowned_runs(chain, plan):
+                if len(run) > limit:
+                    _add_chain_group(plan, run[1:-1], prefix)
     if max_repeat is not None:
         for members in _repeats(graph, plan):
             if len(members) > max(max_repeat, 1):
@@ -140,3 +188,37 @@ def plan_collapse(
                 group.members.append(n)
                 plan.owner[n] = group
     return plan
+
+
+def _add_chain_group(plan: Collapse, members: list[Node], prefix: str) -> None:
+    label = f"… {summarize([n.op for n in members])} …"  # type: ignore[misc]
+    plan.add(Group(dot_id(f"{prefix}collapsed/{members[0].name}"), label, list(members)))
+
+
+def _unowned_runs(chain: list[Node], plan: Collapse) -> list[list[Node]]:
+    runs: list[list[Node]] = [[]]
+    for n in chain:
+        if n in plan.owner:
+            runs.append([])
+        else:
+            runs[-1].append(n)
+    return [run for run in runs if run]
+
+
+def _absorb_step_inputs(
+    graph: Graph, users: dict[Node, list[Node]], plan: Collapse, group: Group, chain: set[Node]
+) -> None:
+    """Ops off the chain read only by one step of a collapsed loop (its slice of the
+    sequence) hide with it; their own inputs (the whole sequence) then feed the summary
+    node. The chain's visible ends stay, so that the summary still connects."""
+    for n in graph.nodes:
+        if (
+            _is_chain_op(n)
+            and n not in plan.owner
+            and n not in chain
+            and len(users[n]) == 1
+            and plan.owner.get(users[n][0]) is group
+            and not any(plan.owner.get(x) is group for x in n.inputs)
+        ):
+            group.members.append(n)
+            plan.owner[n] = group

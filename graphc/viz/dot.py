@@ -37,7 +37,7 @@ def finish(
     if options.legend:
         roles = set().union(*(p.roles for p in painters))
         edges = set().union(*(p.edge_kinds for p in painters))
-        order = ["data", "backward", "saved", "grad_of", "removed"]
+        order = ["data", "backward", "saved", "loop", "grad_of", "removed"]
         style.add_legend(dot, roles, [e for e in order if e in edges])
 
 

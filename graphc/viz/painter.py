@@ -4,8 +4,11 @@ A `GraphPainter` decides a role for every node (placeholder, constant, op, outpu
 backward, seed or saved when the graph came from autodiff), asks `collapse` which
 nodes to hide behind summary nodes, and emits graphviz nodes and edges. Node ids
 carry a prefix so that several graphs (forward and backward, or one per pass) can
-share one sheet. A fused node is drawn as a cluster of its members; the edges that
-enter it go to the members reading the corresponding body input.
+share one sheet. A node whose attrs hold bodies (fused, cond, scan, while_loop) is
+drawn as a cluster: each body is painted by a nested painter, so bodies nest as
+deeply as the IR does (clusters.py). The edges that enter such a node go to the body
+placeholders its operands feed (or, in a fused body, to the members reading them);
+a `result` node is a small node fed by the body outputs that give its value.
 
 Backward nodes are recognised by ``meta["grad_of"]`` (set by autodiff) and by
 depending on a backward node: a forward value never depends on a gradient.
@@ -23,6 +26,8 @@ import numpy as np
 
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.viz import style
+from graphc.viz.bodies import Body, has_bodies, head_details, is_control, result_part
+from graphc.viz.clusters import paint_cluster
 from graphc.viz.collapse import Collapse, plan_collapse
 
 
@@ -92,6 +97,7 @@ class GraphPainter:
         prefix: str = "",
         role_overrides: dict[str, str] | None = None,
         backward: bool | None = None,
+        body: Body | None = None,
     ) -> None:
         self.graph = graph
         self.options = options
@@ -105,12 +111,24 @@ class GraphPainter:
         )
         self.roles: set[str] = set()
         self.edge_kinds: set[str] = set()
-        self.entry: dict[tuple[Node, int], list[str]] = {}  # fused inputs -> member ids
+        # a body drawn inside a node's cluster: what its placeholders and outputs stand
+        # for; an inline (fused) body draws neither
+        self.body = body
+        self.inline = body is not None and body.inline
+        self.parts: dict[Node, str] = {}
+        if body is not None:
+            self.parts.update(zip(graph.inputs, body.inputs))
+            self.parts.update(zip(graph.outputs, body.outputs))
+        self.entry: dict[tuple[Node, int], list[str]] = {}  # operand -> ids inside a cluster
         self.exit: dict[Node, str] = {}  # node -> the id its value leaves from
+        # (node, result index) -> (id, edge label) of the body outputs that give the result
+        self.result_sources: dict[tuple[Node, int], list[tuple[str, str | None]]] = {}
+        self.alias = _duplicate_results(graph)  # autodiff may read one result twice
 
     # -- ids and roles ----------------------------------------------------------
 
     def node_id(self, n: Node) -> str:
+        n = self.alias.get(n, n)
         if n in self.exit:
             return self.exit[n]
         group = self.collapse.owner.get(n)
@@ -128,18 +146,44 @@ class GraphPainter:
             return "placeholder"
         if n.is_constant:
             return "constant"
+        if n.kind == OUTPUT and self.body is not None:
+            return "body_output"
         if n.kind == OUTPUT:
             return "backward_output" if n in self.backward else "output"
-        if n.op == "fused" or "body" in n.attrs:
+        if is_control(n):
+            return "control"
+        if has_bodies(n):
             return "fused"
+        if n.op == "result":
+            return "result"
         return "backward" if n in self.backward else "op"
+
+    def nested(
+        self, body: Body, prefix: str, role_overrides: dict[str, str], backward: bool
+    ) -> GraphPainter:
+        """A painter for one body of a node of this graph, with the same options."""
+        return GraphPainter(
+            body.graph,
+            self.options,
+            prefix=prefix,
+            role_overrides=role_overrides,
+            backward=backward or None,
+            body=body,
+        )
 
     def label(self, n: Node) -> str:
         if n.kind == PLACEHOLDER:
             saved = "saved " if self.role(n) == "saved" else ""
-            return style.html_label(n.name, saved + style.type_label(n.type))
+            part = f"{self.parts[n]} · " if self.parts.get(n) else ""
+            return style.html_label(n.name, part + saved + style.type_label(n.type))
         if n.kind == OUTPUT:
-            return style.html_label(n.name)
+            return style.html_label(n.name, self.parts.get(n, ""))
+        if n.op == "result":
+            source, index = n.inputs[0], int(n.attrs.get("index", 0))
+            shown = result_part(source, index) if is_control(source) else f"result {index}"
+            return style.html_label(shown)
+        if is_control(n):
+            return style.html_label(str(n.op), *self._control_details(n))
         if n.is_constant:
             shown = format_constant(n.value)
             if shown is None:
@@ -155,6 +199,15 @@ class GraphPainter:
             details.append(f"∂ of {target}")
         return style.html_label(str(n.op), *details)
 
+    def _control_details(self, n: Node) -> list[str]:
+        details = [head_details(n)]
+        if n.name != n.op and not re.fullmatch(rf"{re.escape(str(n.op))}_\d+", n.name):
+            details.insert(0, n.name)
+        target = grad_of_name(n)
+        if target is not None:
+            details.append(f"∂ of {target}")
+        return details
+
     def tooltip(self, n: Node) -> str:
         what = n.op if n.kind == OP else n.kind
         lines = [f"{n.name} = {what}: {style.type_label(n.type)}"]
@@ -167,10 +220,10 @@ class GraphPainter:
 
     def paint(self, dot: graphviz.Digraph) -> None:
         for n in self.graph.nodes:
-            if n in self.collapse.owner:
+            if n in self.collapse.owner or n in self.alias or (self.inline and n.kind != OP):
                 continue
-            if isinstance(n.attrs.get("body"), Graph):
-                self._paint_fused(dot, n)
+            if has_bodies(n):
+                paint_cluster(self, dot, n)
             else:
                 self._paint_node(dot, n)
         for group in self.collapse.groups:
@@ -188,48 +241,18 @@ class GraphPainter:
     ) -> None:
         role = role or self.role(n)
         self.roles.add(role)
+        extra = {}
+        if role in ("control", "result", "body_output") and n in self.backward:
+            # one shape per kind, and the backward colours on top, as ops get them
+            extra = {
+                "fillcolor": style.ROLES["backward"]["fillcolor"],
+                "color": style.BACKWARD_COLOR,
+            }
         dot.node(
             node_id or self.node_id(n),
             self.label(n),
-            **style.node_attrs(role, tooltip=self.tooltip(n)),
+            **style.node_attrs(role, tooltip=self.tooltip(n), **extra),
         )
-
-    def _paint_fused(self, dot: graphviz.Digraph, n: Node) -> None:
-        body: Graph = n.attrs["body"]
-        inner = style.dot_id(f"{self.prefix}{n.name}/")
-        color = style.BACKWARD_COLOR if n in self.backward else style.FUSED_COLOR
-        role = self.role_overrides.get(n.name)
-        with dot.subgraph(name=f"cluster_{inner}") as cluster:
-            members = [m for m in body.nodes if m.kind == OP]
-            cluster.attr(
-                label=f"{n.op}: {n.name} ({len(members)} ops)",
-                style="rounded,dashed" if role == "removed" else "rounded,filled",
-                fillcolor="#f5eef8",
-                color=color if role is None else style.ROLES[role]["color"],
-                penwidth="2",
-                fontname=style.FONT,
-                fontsize="10",
-                tooltip=self.tooltip(n),
-            )
-            ids = {m: inner + style.dot_id(m.name) for m in members}
-            inner_kind = "backward" if n in self.backward else "data"
-            for m in members:
-                member_role = (
-                    "constant" if m.is_constant else ("backward" if n in self.backward else "op")
-                )
-                self._paint_node(cluster, m, ids[m], role or member_role)
-            for m in members:
-                for x in m.inputs:
-                    if x.kind == OP:
-                        cluster.edge(ids[x], ids[m], **self._edge_style(x, inner_kind))
-        self.roles.add("fused")
-        placeholders = body.inputs
-        for i, p in enumerate(placeholders):
-            readers = [ids[m] for m in members if p in m.inputs]
-            self.entry[(n, i)] = readers
-        results = [o.inputs[0] for o in body.outputs]
-        if results and results[0].kind == OP:
-            self.exit[n] = ids[results[0]]
 
     def _edge_style(self, x: Node, kind: str) -> dict[str, str]:
         label = style.type_label(x.type) if self.options.edge_labels else None
@@ -240,13 +263,26 @@ class GraphPainter:
 
     def _paint_edges(self, dot: graphviz.Digraph) -> None:
         drawn: set[tuple[str, str]] = set()
+        held: set[tuple[str, str]] = set()  # invisible edges that only shape the layout
         for n in self.graph.nodes:
+            if n in self.alias or (self.inline and n.kind != OP):
+                continue
+            if n.op == "result":
+                self._paint_result_edge(dot, n)
+                continue
             group = self.collapse.owner.get(n)
             for i, x in enumerate(n.inputs):
                 if group is not None and self.collapse.owner.get(x) is group:
                     continue  # inside one summary node
+                if self.inline and x.kind == PLACEHOLDER:
+                    continue  # the cluster's entry edges stand for it
                 targets = self.entry.get((n, i)) or [self.node_id(n)]
                 source = self.node_id(x)
+                head = self.node_id(n)
+                if is_control(n) and head not in targets and (source, head) not in held:
+                    # the head takes every operand, so the cluster starts below them all
+                    held.add((source, head))
+                    dot.edge(source, head, style="invis")
                 for target in targets:
                     kind = self._edge_kind(x, n)
                     if (group or self.collapse.owner.get(x)) and (source, target) in drawn:
@@ -260,6 +296,17 @@ class GraphPainter:
                         attrs.update(style.edge_attrs("removed"))
                         self.edge_kinds.add("removed")
                     dot.edge(source, target, **attrs)
+
+    def _paint_result_edge(self, dot: graphviz.Digraph, n: Node) -> None:
+        """Into a `result` node: from the body outputs that give it (both branches of a
+        cond), else from the node with several results, labelled by the index."""
+        x, index = n.inputs[0], int(n.attrs.get("index", 0))
+        sources = self.result_sources.get((x, index)) or [(self.node_id(x), f"[{index}]")]
+        kind = self._edge_kind(x, n)
+        self.edge_kinds.add(kind)
+        for source, label in sources:
+            shown = label if self.options.edge_labels else None
+            dot.edge(source, self.node_id(n), **style.edge_attrs(kind, label=shown))
 
     def _edge_kind(self, x: Node, n: Node) -> str:
         if n in self.backward and not self.all_backward:
@@ -283,6 +330,8 @@ class GraphPainter:
             target = grad_of_name(n)
             if target is None or target not in forward.graph or n.is_constant:
                 continue
+            if n.op == "result" and grad_of_name(n.inputs[0]) == target:
+                continue  # the control-flow node it reads finishes the rule
             finishing[(self._rule_group(n), target)] = n
         drawn: set[tuple[str, str]] = set()
         for (_, target), n in finishing.items():
@@ -296,3 +345,18 @@ class GraphPainter:
     def _rule_group(self, n: Node) -> str:
         """Outputs and seeds stand alone; the ops one rule made share their target."""
         return n.name if n.kind != OP else "ops"
+
+
+def _duplicate_results(graph: Graph) -> dict[Node, Node]:
+    """`result` nodes reading a result another one already reads -> that first one
+    (autodiff's own reads, marked grad_of, stay apart from the forward's)."""
+    first: dict[tuple[Node, int, bool], Node] = {}
+    alias: dict[Node, Node] = {}
+    for n in graph.nodes:
+        if n.op == "result" and n.inputs:
+            key = (n.inputs[0], int(n.attrs.get("index", 0)), grad_of_name(n) is not None)
+            if key in first:
+                alias[n] = first[key]
+            else:
+                first[key] = n
+    return alias

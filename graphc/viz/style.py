@@ -22,6 +22,7 @@ SAVED_COLOR = "#e67e22"
 REMOVED_COLOR = "#b0b0b0"
 ADDED_COLOR = "#1e8449"
 FUSED_COLOR = "#6c3483"
+CONTROL_COLOR = "#2e86c1"
 
 # Node attributes by role. "op" and "backward" are the ones most nodes get.
 ROLES: dict[str, dict[str, str]] = {
@@ -61,6 +62,26 @@ ROLES: dict[str, dict[str, str]] = {
     },
     "fused": {"shape": "box", "style": "rounded,filled,bold", "fillcolor": "#ebdef0"},
     "collapsed": {"shape": "box3d", "style": "filled", "fillcolor": "#f2f3f4"},
+    # control flow: the head of a cond/scan/while_loop cluster, the values its bodies
+    # give back, and the `result` nodes that read them (compact: they only project)
+    # ordering=out: the bodies hang from the head in order, a cond's true branch left
+    "control": {"shape": "hexagon", "style": "filled", "fillcolor": "#d4e6f1", "ordering": "out"},
+    "body_output": {
+        "shape": "oval",
+        "style": "filled",
+        "fillcolor": "#d5f5e3",
+        "fontsize": "9",
+        "height": "0.3",
+        "margin": "0.04,0.02",
+    },
+    "result": {
+        "shape": "oval",
+        "style": "filled",
+        "fillcolor": "#ffffff",
+        "fontsize": "9",
+        "height": "0.25",
+        "margin": "0.04,0.02",
+    },
     # pass diffs: what a pass removed, and what it added
     "removed": {
         "shape": "box",
@@ -89,6 +110,14 @@ EDGES: dict[str, dict[str, str]] = {
     "saved": {"color": SAVED_COLOR, "fontcolor": SAVED_COLOR, "penwidth": "2"},
     # constraint=false: the link explains, it must not pull the layout apart
     "removed": {"style": "dashed", "color": REMOVED_COLOR, "fontcolor": REMOVED_COLOR},
+    # a body output going round to the next step (the carry loop, a loop's test)
+    "loop": {
+        "style": "dashed",
+        "color": CONTROL_COLOR,
+        "fontcolor": CONTROL_COLOR,
+        "penwidth": "1.5",
+        "constraint": "false",
+    },
     "grad_of": {
         "style": "dashed",
         "color": BACKWARD_COLOR + "99",  # translucent: the links explain, values matter more
@@ -109,6 +138,9 @@ LEGEND_TEXT: dict[str, str] = {
     "saved": "saved activation (backward input)",
     "fused": "fused group",
     "collapsed": "collapsed nodes",
+    "control": "control flow (bodies in its cluster)",
+    "body_output": "body output",
+    "result": "result of control flow",
     "removed": "removed by this pass",
     "added": "added by this pass",
     "tensor": "leaf tensor",
@@ -162,9 +194,19 @@ def edge_attrs(kind: str = "data", **extra: str) -> dict[str, str]:
 
 
 def new_digraph(name: str, rankdir: str = "TB", **graph_attr: str) -> graphviz.Digraph:
+    # newrank: dot's newer ranking, which keeps sibling clusters in the order they are
+    # written (a cond's true branch left of its false branch) and survives edges between
+    # many clusters, where the old one fails with "trouble in init_rank" (an unrolled
+    # loop's optimized forward/backward pair did)
     return graphviz.Digraph(
         name,
-        graph_attr={"rankdir": rankdir, "fontname": FONT, "nodesep": "0.3", **graph_attr},
+        graph_attr={
+            "rankdir": rankdir,
+            "fontname": FONT,
+            "nodesep": "0.3",
+            "newrank": "true",
+            **graph_attr,
+        },
         node_attr={"fontname": FONT},
         edge_attr={"fontname": FONT},
     )
@@ -206,6 +248,7 @@ EDGE_TEXT = {
     "backward": "gradient flow",
     "saved": "saved value read by backward",
     "grad_of": "gradient of (backward → forward)",
+    "loop": "to the next step",
     "removed": "edge of a removed node",
 }
 

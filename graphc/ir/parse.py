@@ -22,10 +22,10 @@ from typing import Any
 
 from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
 from graphc.ir.errors import GraphcError, ParseError
-from graphc.ir.graph import Graph, Node
+from graphc.ir.graph import OUTPUT, Graph, Node
 from graphc.ir.literals import Base64Array, array_from_literal, as_text, short
 from graphc.ir.types import DTYPES, TensorType, TupleType
-from graphc.ir.verify import op_problem
+from graphc.ir.verify import node_problem, op_problem
 
 _TOKEN = re.compile(
     r"""
@@ -267,7 +267,11 @@ class _Reader:
         name = self.value_name("the output's name (%name)")
         self._fresh(graph, name)
         self.expect("=", "'=' after the output's name")
+        line = self.peek().line
         value = self._lookup(graph, self.value_name("the output's value (%name)"))
+        problem = node_problem(Node(name, OUTPUT, None, (value,), {}, value.type))
+        if problem:
+            raise self.error(f"output '{name}': {problem}", line)
         graph.add_output(value, name)
 
     def _op(self, graph: Graph) -> None:

@@ -32,6 +32,11 @@ def verify(graph: Graph) -> None:
     ...     _ = gc.output(gc.exp(gc.placeholder("x", shape=(2,))))
     >>> gc.verify(g)  # returns None when the graph is well formed
     """
+    _verify(graph, ())
+
+
+def _verify(graph: Graph, enclosing: tuple[Graph, ...]) -> None:
+    """`verify`, for `graph` held (as a body) by the graphs `enclosing`, outermost first."""
     if not isinstance(graph.name, str):  # the text and JSON forms could not write it
         raise VerifyError(f"a graph's name must be a string, got {graph.name!r}")
     defined: set[str] = set()
@@ -58,9 +63,14 @@ def verify(graph: Graph) -> None:
                     f"{where}: input {i} ({x.describe()}) is used before it is defined"
                 )
         for key, value in node.attrs.items():
-            if isinstance(value, Graph):  # a subgraph (a fused node's body): before the type rule
+            if isinstance(value, Graph):  # a body (fused, cond, scan...): before the type rule
+                if value is graph or value in enclosing:
+                    raise VerifyError(
+                        f"{where}, attr '{key}': graph '{value.name}' holds itself as a body "
+                        "(bodies nest, they cannot contain the graph around them)"
+                    )
                 try:
-                    verify(value)
+                    _verify(value, (*enclosing, graph))
                 except VerifyError as exc:
                     raise type(exc)(f"{where}, attr '{key}': {exc}") from None
         problem = node_problem(node)
@@ -77,6 +87,12 @@ def node_problem(node: Node) -> str | None:
     """What is wrong with one node on its own (kind, arity, attrs, type), or None."""
     if node.kind not in KINDS:
         return f"unknown kind {node.kind!r}; expected one of {', '.join(KINDS)}"
+    if node.kind == OUTPUT and len(node.inputs) == 1 and isinstance(node.inputs[0].type, TupleType):
+        x = node.inputs[0]
+        return (
+            f"an output returns one tensor, but '{x.name}' has several results {x.type}; "
+            f"output one of them, result(%{x.name}, index=k)"
+        )
     if not isinstance(node.type, TensorType) and not (
         node.kind not in (PLACEHOLDER, OUTPUT) and isinstance(node.type, TupleType)
     ):

@@ -20,7 +20,7 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, NumericsError, ShapeError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
-from graphc.ir.registry import bound_attrs, get_op
+from graphc.ir.registry import attr_dims, bound_attrs, get_op
 from graphc.ir.types import Dim, TensorType, TupleType, format_shape, is_symbol
 
 
@@ -75,10 +75,33 @@ def body_types(
     return result
 
 
+def free_symbols(body: Graph) -> list[str]:
+    """The symbolic dims the body's nodes use (in their types or shape attrs, a scan's
+    `length`) that none of its placeholders has: nothing would give them a size."""
+    bound = {d for p in body.inputs for d in p.type.symbols}
+    used: dict[str, None] = {}
+    for node in body.nodes:
+        used.update(dict.fromkeys(node.type.symbols))
+        if node.kind == OP:
+            for key in get_op(node.op).shape_attrs:  # type: ignore[arg-type]
+                used.update(
+                    dict.fromkeys(d for d in attr_dims(node.attrs.get(key)) if is_symbol(d))
+                )
+    return [d for d in used if d not in bound]
+
+
 def output_types(
     body: Graph, types: Sequence[TensorType], op: str, what: str = "input"
 ) -> list[TensorType]:
-    """The types of the body's outputs on inputs of `types`."""
+    """The types of the body's outputs on inputs of `types`. The body must be closed in
+    its dims too: each symbol it uses is one of its placeholders' (bound by the operands)."""
+    free = free_symbols(body)
+    if free:
+        raise ShapeError(
+            f"{op}: the body '{body.name}' uses symbolic dim(s) {', '.join(map(repr, free))} "
+            "that none of its placeholders has, so no operand gives them a size; pass a "
+            "value with that dim in as an operand"
+        )
     typed = body_types(body, types, op, what)
     return [typed[o] for o in body.outputs]  # type: ignore[misc]
 

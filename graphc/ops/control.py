@@ -2,8 +2,11 @@
 
 Each body is a closed Graph: its placeholders are explicit (values a branch or loop
 body reads from outside were captured as extra operands when it was traced), so a
-node is self-contained in text, JSON and passes. Every one has several results
-(a `TupleType`, read by `result` nodes), even when there is one. Operand order puts
+node is self-contained in text, JSON and passes. Closed in its dims too: every
+symbolic dim a body uses is one of its placeholders' (the operands bind it when the
+node runs), so a body reading an outer dim (`broadcast_to(v, xs.shape)`) captures a
+value that has it; the type rules refuse a body with a free dim. Every one has
+several results (a `TupleType`, read by `result` nodes), even when there is one. Operand order puts
 the captured values last, since tracing discovers them last:
 
 - ``cond(pred, *operands, then_body=G, else_body=G)``: `pred` a bool scalar; both
@@ -47,7 +50,7 @@ import numpy as np
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import Graph
 from graphc.ir.registry import REQUIRED
-from graphc.ir.types import Dim, TensorType, TupleType, as_dim, format_shape
+from graphc.ir.types import Dim, TensorType, TupleType, as_dim, format_shape, is_symbol
 from graphc.ops.body import evaluate, output_types
 from graphc.ops.defop import VARIADIC, defop
 from graphc.ops.dispatch import bind
@@ -159,11 +162,11 @@ def _cond_kernel(
 def _cond_vjp(
     ct: tuple, out: Any, pred: Any, *operands: Any, needs: tuple, then_body: Graph, else_body: Graph
 ) -> tuple:
-    grad = _body_gradient("cond")(then_body, else_body, needs[1:])
+    arrived = tuple(c is not None for c in ct)  # results without a cotangent count as zero
+    grad = _body_gradient("cond")(then_body, else_body, needs[1:], arrived)
     if grad is None:  # nothing differentiable flows through
         return (None,) * (1 + len(operands))
-    values = results(out)
-    cts = [ct[k] if ct[k] is not None else _zeros_like(values[k]) for k in grad.float_results]
+    cts = [ct[k] for k in grad.float_results]
     node = bind("cond", pred, *operands, *cts, then_body=grad.then_body, else_body=grad.else_body)
     grads: list[Any] = [None] * (1 + len(operands))
     for value, i in zip(results(node), grad.wrt):
@@ -257,13 +260,19 @@ def _scan_kernel(
     num_carry: int,
     num_xs: int,
 ) -> tuple:
+    if is_symbol(length):
+        raise ShapeError(
+            f"scan: length {length!r} has no size: no input of the graph running it has that dim"
+        )
     carry_part, xs_part, const_part = scan_parts(len(arrays), num_carry, num_xs)
     carry, xs, consts = list(arrays[carry_part]), arrays[xs_part], list(arrays[const_part])
     _, ys_types = scan_types([TensorType.of(a) for a in arrays], body, length, num_carry, num_xs)
     stacks = [np.empty(t.shape, t.dtype) for t in ys_types]
     for step in range(length):
         t = length - 1 - step if reverse else step
-        outs = evaluate(body, carry + [x[t] for x in xs] + consts)
+        outs = evaluate(
+            body, carry + [x[t, ...] for x in xs] + consts
+        )  # [t, ...]: 0-d rows stay arrays
         carry = outs[:num_carry]
         for stack, y in zip(stacks, outs[num_carry:]):
             stack[t] = y
@@ -281,7 +290,8 @@ def _scan_vjp(
     num_carry: int,
     num_xs: int,
 ) -> tuple:
-    grad = _body_gradient("scan")(body, num_carry, num_xs, needs)
+    arrived = tuple(c is not None for c in ct[num_carry:])  # ys without one count as zero
+    grad = _body_gradient("scan")(body, num_carry, num_xs, needs, arrived)
     if grad is None:
         return (None,) * len(inputs)
     _, _, const_part = scan_parts(len(inputs), num_carry, num_xs)
@@ -301,12 +311,13 @@ def _scan_vjp(
     produced = len(body.outputs)
     residuals = values[produced:]
 
-    def ct_of(k: int) -> Any:
-        return ct[k] if ct[k] is not None else _zeros_like(values[k])
-
-    ct_carries = [ct_of(i) for i in grad.float_carries]
+    # a final carry without a cotangent starts the backward carry at zero (of its
+    # initial value's type: reading the forward result would keep it alive)
+    ct_carries = [
+        ct[i] if ct[i] is not None else _zeros_like(inputs[i]) for i in grad.float_carries
+    ]
     accumulators = [_zeros_like(consts[k]) for k in grad.grad_consts]
-    ct_ys = [ct_of(num_carry + j) for j in grad.float_ys]
+    ct_ys = [ct[num_carry + j] for j in grad.float_ys]
     backward = bind(
         "scan",
         *ct_carries,

@@ -19,160 +19,14 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import GraphcError, ShapeError, TracingError
-from graphc.ir.graph import Graph, Node, active_graph
+from graphc.ir.graph import Graph, Node
 from graphc.ir.types import TensorType, as_dim, is_symbol
-from graphc.ops.custom import value_type
-from graphc.ops.dispatch import backend_for, bind
+from graphc.ops.closure import Traced, empty_ys, fn_name, graph_of, lift, trace_body, with_inputs
+from graphc.ops.dispatch import bind
+from graphc.ops.pytree import Tree, flatten, show_tree, unflatten
 from graphc.ops.shape import stack
-from graphc.ops.symbolic import SYMBOLIC, Symbol, capture, tracing_body, user_location
+from graphc.ops.symbolic import Symbol, enclosing
 from graphc.ops.tuples import results
-
-# -- pytrees of lists and tuples ------------------------------------------------------
-
-Tree = Any  # a leaf (the string "*"), None, or (list | tuple, [subtrees])
-
-
-def flatten(value: Any) -> tuple[list[Any], Tree]:
-    """The leaves of nested lists and tuples, and the structure to rebuild them."""
-    if value is None:
-        return [], None
-    if isinstance(value, (list, tuple)):
-        leaves: list[Any] = []
-        subtrees = []
-        for item in value:
-            item_leaves, subtree = flatten(item)
-            leaves += item_leaves
-            subtrees.append(subtree)
-        return leaves, (type(value), subtrees)
-    return [value], "*"
-
-
-def unflatten(tree: Tree, leaves: Sequence[Any]) -> Any:
-    it = iter(leaves)
-
-    def build(t: Tree) -> Any:
-        if t is None:
-            return None
-        if t == "*":
-            return next(it)
-        kind, subtrees = t
-        return kind(build(s) for s in subtrees)
-
-    return build(tree)
-
-
-def _show_tree(tree: Tree) -> str:
-    if tree is None:
-        return "None"
-    if tree == "*":
-        return "x"
-    kind, subtrees = tree
-    inner = ", ".join(_show_tree(s) for s in subtrees)
-    return f"[{inner}]" if kind is list else f"({inner}{',' if len(subtrees) == 1 else ''})"
-
-
-def _fn_name(fn: Callable[..., Any], default: str) -> str:
-    name = getattr(fn, "__name__", default)
-    return default if name == "<lambda>" else name
-
-
-# -- which way to run -----------------------------------------------------------------
-
-
-def _graph_of(values: Sequence[Any]) -> Graph | None:
-    """The graph to record into: the one being declared, or that of a graph value."""
-    active = active_graph()
-    if active is not None:
-        return active
-    for v in values:
-        if isinstance(v, Symbol):
-            return v.graph
-    return None
-
-
-def _lift(value: Any) -> Symbol:
-    if isinstance(value, Symbol):
-        return value
-    if isinstance(value, (bool, int, float)):  # a Python scalar: graphc's default dtypes
-        return SYMBOLIC.lift(np.asarray(value, _python_dtype(value)), None, ())
-    return SYMBOLIC.lift(value, None, ())
-
-
-def _python_dtype(value: Any) -> np.dtype:
-    if isinstance(value, bool):
-        return np.dtype(np.bool_)
-    return np.dtype(np.int64 if isinstance(value, int) else np.float32)
-
-
-# -- tracing a body -------------------------------------------------------------------
-
-
-class _Traced:
-    """A function traced into a body: its graph, its output structure and captures."""
-
-    def __init__(self, body: Graph, tree: Tree, captures: dict[Node, Node]) -> None:
-        self.body = body
-        self.tree = tree
-        self.captures = captures  # outer node -> body placeholder
-
-
-def _trace_body(
-    name: str,
-    parent: Graph,
-    inputs: Sequence[tuple[str, TensorType]],
-    fn: Callable[[list[Symbol]], Any],
-    op: str,
-) -> _Traced:
-    body = Graph(name)
-    with tracing_body(body, parent) as captures:
-        symbols = [
-            Symbol(body.add_placeholder(body.fresh_name(n), t, meta={"loc": user_location()}))
-            for n, t in inputs
-        ]
-        result = fn(symbols)
-        leaves, tree = flatten(result)
-        for k, leaf in enumerate(leaves):
-            if leaf is None:
-                continue
-            symbol = _as_body_value(leaf, body, op, name, k)
-            body.add_output(symbol.node, body.fresh_name(f"out{k}"))
-    return _Traced(body, tree, captures)
-
-
-def _as_body_value(value: Any, body: Graph, op: str, name: str, k: int) -> Symbol:
-    if isinstance(value, Symbol):
-        if value.graph is body:
-            return value
-        captured = capture(value, body)
-        if captured is None:
-            raise TracingError(
-                f"{op}: '{name}' returns value '{value.name}' of graph '{value.graph.name}', "
-                "which encloses neither this call nor the graph being declared"
-            )
-        return captured
-    try:
-        return _lift(value)
-    except GraphcError as exc:
-        raise TracingError(
-            f"{op}: result {k} of '{name}' is {type(value).__name__}, not a tensor: {exc}"
-        ) from None
-
-
-def _with_inputs(body: Graph, names: Sequence[tuple[str | None, Node | None, TensorType]]) -> Graph:
-    """A copy of `body` whose placeholders are exactly `names`, in order: each entry is
-    (name for a new unused placeholder, the body's existing placeholder, type)."""
-    result = Graph(body.name)
-    copies: dict[Node, Node] = {}
-    for name, existing, t in names:
-        if existing is not None:
-            result.append_copy(existing, copies)
-        else:
-            result.add_placeholder(result.fresh_name(name or "unused"), t)
-    for node in body.nodes:
-        if node.kind != "placeholder":
-            result.append_copy(node, copies)
-    return result
-
 
 # -- cond -----------------------------------------------------------------------------
 
@@ -193,22 +47,22 @@ def cond(
     (array([2., 4.], dtype=float32), array([1., 2.], dtype=float32))
     """
     leaves, tree = flatten(operands)
-    graph = _graph_of([pred, *leaves])
+    graph = graph_of([pred, *leaves])
     if graph is None or isinstance(pred, (bool, np.bool_)):
         return true_fn(*operands) if bool(pred) else false_fn(*operands)
-    pred = _lift(pred)
-    symbols = [_lift(v) for v in leaves]
+    pred = lift(pred)
+    symbols = [lift(v) for v in leaves]
     inputs = [(f"x{i}", s.type) for i, s in enumerate(symbols)]
 
-    def branch(fn: Callable[..., Any], default: str) -> _Traced:
-        name = _fn_name(fn, default)
-        return _trace_body(name, graph, inputs, lambda xs: fn(*unflatten(tree, xs)), "cond")
+    def branch(fn: Callable[..., Any], default: str) -> Traced:
+        name = fn_name(fn, default)
+        return trace_body(name, graph, inputs, lambda xs: fn(*unflatten(tree, xs)), "cond")
 
     taken, other = branch(true_fn, "true_fn"), branch(false_fn, "false_fn")
     if taken.tree != other.tree:
         raise TracingError(
-            f"cond: the branches return different structures: {_show_tree(taken.tree)} "
-            f"from '{taken.body.name}', {_show_tree(other.tree)} from '{other.body.name}'"
+            f"cond: the branches return different structures: {show_tree(taken.tree)} "
+            f"from '{taken.body.name}', {show_tree(other.tree)} from '{other.body.name}'"
         )
     captured = list(dict.fromkeys([*taken.captures, *other.captures]))
     bodies = []
@@ -218,7 +72,7 @@ def cond(
             (None, p, p.type) for p in own[: len(symbols)]
         ]
         entries += [(c.name, traced.captures.get(c), c.type) for c in captured]
-        bodies.append(_with_inputs(traced.body, entries))
+        bodies.append(with_inputs(traced.body, entries))
     node = bind(
         "cond",
         pred,
@@ -255,13 +109,15 @@ def scan(
     """
     init_leaves, init_tree = flatten(init)
     xs_leaves, xs_tree = flatten(xs)
-    graph = _graph_of([*init_leaves, *xs_leaves])
+    graph = graph_of([*init_leaves, *xs_leaves])
     if graph is None:
         return _scan_python(f, init, xs_leaves, xs_tree, length, reverse)
-    carries = [_lift(v) for v in init_leaves]
-    xs_symbols = [_lift(v) for v in xs_leaves]
+    carries = [lift(v) for v in init_leaves]
+    xs_symbols = [lift(v) for v in xs_leaves]
     steps = _scan_length([x.shape for x in xs_symbols], length)
-    name = _fn_name(f, "scan_body")
+    if is_symbol(steps) and not xs_symbols:
+        _check_bound(graph, steps)  # type: ignore[arg-type]
+    name = fn_name(f, "scan_body")
     inputs = [(f"carry{i}", c.type) for i, c in enumerate(carries)]
     inputs += [(f"x{i}", x.type.with_shape(x.shape[1:])) for i, x in enumerate(xs_symbols)]
 
@@ -276,12 +132,12 @@ def scan(
         new_leaves, new_tree = flatten(out[0])
         if new_tree != init_tree:
             raise TracingError(
-                f"scan: '{name}' returns a carry of structure {_show_tree(new_tree)}, but the "
-                f"initial carry has structure {_show_tree(init_tree)}"
+                f"scan: '{name}' returns a carry of structure {show_tree(new_tree)}, but the "
+                f"initial carry has structure {show_tree(init_tree)}"
             )
         return out
 
-    traced = _trace_body(name, graph, inputs, body_fn, "scan")
+    traced = trace_body(name, graph, inputs, body_fn, "scan")
     ys_tree = traced.tree[1][1]  # the tree of the pair (carry, y)
     node = bind(
         "scan",
@@ -316,6 +172,19 @@ def _scan_length(shapes: Sequence[tuple], length: int | str | None) -> int | str
     return firsts[0]
 
 
+def _check_bound(graph: Graph, dim: str) -> None:
+    """A symbolic length without xs must be a dim of some input, which gives it a size
+    when the graph runs."""
+    for g in enclosing(graph):
+        if any(dim in p.type.symbols for p in g.inputs):
+            return
+    raise ShapeError(
+        f"scan: length={dim!r} is a symbolic dim that no input of graph '{graph.name}' has, "
+        "so nothing gives it a size when the graph runs; pass an int, or a dim of an input "
+        "(length=x.shape[0])"
+    )
+
+
 def _scan_python(
     f: Callable[[Any, Any], tuple[Any, Any]],
     init: Any,
@@ -332,35 +201,11 @@ def _scan_python(
     for t in order:
         carry, ys[t] = f(carry, unflatten(xs_tree, [x[t] for x in xs_leaves]))
     if steps == 0:
-        return carry, _empty_ys(f, init, xs_leaves, xs_tree)
+        return carry, empty_ys(f, init, xs_leaves, xs_tree)
     y_leaves = [flatten(y)[0] for y in ys]
     tree = flatten(ys[0])[1]
     stacked = [stack([leaves[k] for leaves in y_leaves], axis=0) for k in range(len(y_leaves[0]))]
     return carry, unflatten(tree, stacked)
-
-
-def _empty_ys(f: Callable[..., Any], init: Any, xs_leaves: list[Any], xs_tree: Tree) -> Any:
-    """The ys of a scan of no steps: empty arrays (or tensors) of the types f gives,
-    learnt by tracing f once on placeholders."""
-    init_leaves, init_tree = flatten(init)
-    probe = Graph("scan_types")
-    with probe:
-        carry = [
-            Symbol(probe.add_placeholder(f"c{i}", value_type(v))) for i, v in enumerate(init_leaves)
-        ]
-        xs = [
-            Symbol(probe.add_placeholder(f"x{i}", value_type(x).with_shape(np.shape(x)[1:])))
-            for i, x in enumerate(xs_leaves)
-        ]
-        _, y = f(unflatten(init_tree, carry), unflatten(xs_tree, xs))
-    y_leaves, tree = flatten(y)
-    kind = next((backend_for(v) for v in init_leaves + xs_leaves if backend_for(v)), None)
-    empties = []
-    for leaf in y_leaves:
-        t = value_type(leaf)
-        array = np.zeros((0, *t.shape), t.dtype)
-        empties.append(kind.lift(array, None, ()) if kind is not None else array)
-    return unflatten(tree, empties)
 
 
 # -- while_loop and fori_loop ---------------------------------------------------------
@@ -380,23 +225,23 @@ def while_loop(cond_fn: Callable[[Any], Any], body_fn: Callable[[Any], Any], ini
     array([ 64., 128.], dtype=float32)
     """
     leaves, tree = flatten(init)
-    graph = _graph_of(leaves)
+    graph = graph_of(leaves)
     if graph is None:
         carry = init
         while bool(cond_fn(carry)):
             carry = body_fn(carry)
         return carry
-    carries = [_lift(v) for v in leaves]
+    carries = [lift(v) for v in leaves]
     inputs = [(f"carry{i}", c.type) for i, c in enumerate(carries)]
-    test = _trace_body(
-        _fn_name(cond_fn, "cond_fn"),
+    test = trace_body(
+        fn_name(cond_fn, "cond_fn"),
         graph,
         inputs,
         lambda xs: [cond_fn(unflatten(tree, xs))],
         "while_loop",
     )
-    step = _trace_body(
-        _fn_name(body_fn, "body_fn"),
+    step = trace_body(
+        fn_name(body_fn, "body_fn"),
         graph,
         inputs,
         lambda xs: body_fn(unflatten(tree, xs)),
@@ -405,7 +250,7 @@ def while_loop(cond_fn: Callable[[Any], Any], body_fn: Callable[[Any], Any], ini
     if step.tree != tree:
         raise TracingError(
             f"while_loop: '{step.body.name}' returns a carry of structure "
-            f"{_show_tree(step.tree)}, but the initial carry has structure {_show_tree(tree)}"
+            f"{show_tree(step.tree)}, but the initial carry has structure {show_tree(tree)}"
         )
     node = bind(
         "while_loop",
@@ -436,7 +281,7 @@ def fori_loop(lower: Any, upper: Any, body_fn: Callable[[Any, Any], Any], init: 
     array(12., dtype=float32)
     """
     leaves, _ = flatten(init)
-    graph = _graph_of([lower, upper, *leaves])
+    graph = graph_of([lower, upper, *leaves])
     static = all(
         isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in (lower, upper)
     )
@@ -454,7 +299,7 @@ def fori_loop(lower: Any, upper: Any, body_fn: Callable[[Any, Any], Any], init: 
 
         (_, val), _ = scan(step, (start, init), length=max(int(upper) - int(lower), 0))
         return val
-    low, high = _lift(lower), _lift(upper)
+    low, high = lift(lower), lift(upper)
     _, _, val = while_loop(
         lambda c: c[0] < c[1],
         lambda c: (c[0] + 1, c[1], body_fn(c[0], c[2])),

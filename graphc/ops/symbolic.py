@@ -196,10 +196,15 @@ class SymbolicBackend:
         if isinstance(value, Symbol):
             return value
         graph = self._graph(peers)
+        root = outermost(graph)
         for lifter in _LIFTERS:
-            lifted = lifter(value, graph)
-            if lifted is not None:
-                return lifted
+            # a foreign value (an eager tensor) read in a body becomes a placeholder of the
+            # traced graph around it, captured into the body like any outer value
+            lifted = lifter(value, root)
+            if lifted is None:
+                continue
+            captured = capture(lifted, graph) if lifted.graph is not graph else None
+            return lifted if captured is None else captured
         return add_constant(graph, dispatch.NUMPY.lift(value, dtype))
 
     def apply(self, opdef: OpDef, inputs: list[Symbol], attrs: dict[str, Any]) -> Symbol:
@@ -253,6 +258,20 @@ def tracing_body(body: Graph, parent: Graph) -> Iterator[dict[Node, Node]]:
             yield captures
     finally:
         del _BODIES.open[body.id]
+
+
+def enclosing(graph: Graph) -> list[Graph]:
+    """`graph`, then the graphs around it while it is a body being traced, outermost last."""
+    chain = [graph]
+    while (entry := _BODIES.open.get(chain[-1].id)) is not None:
+        chain.append(entry[0])
+    return chain
+
+
+def outermost(graph: Graph) -> Graph:
+    """The graph around `graph` and every body being traced inside it (`graph` itself
+    when it is no body being traced)."""
+    return enclosing(graph)[-1]
 
 
 def capture(x: Symbol, graph: Graph) -> Symbol | None:

@@ -28,7 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from graphc.ir.graph import OP, OUTPUT, Graph, Node
-from graphc.ir.registry import get_op
+from graphc.ir.registry import attr_dims, bound_attrs, get_op
+from graphc.ops.body import bind_body_dims
 from graphc.passes.builder import GraphBuilder, live_nodes
 from graphc.passes.report import PassLog
 
@@ -43,7 +44,9 @@ BODY_ATTRS = {
 
 
 def needed_inputs(body: Graph, outputs: set[int]) -> set[int]:
-    """The placeholders (by position) the given outputs (by position) depend on."""
+    """The placeholders (by position) the given outputs (by position) depend on: for
+    their values, or as the only ones giving a symbolic dim those outputs' nodes use
+    (a body is closed in its dims: ops/control.py)."""
     stack = [body.outputs[k].inputs[0] for k in outputs]
     seen: set[Node] = set()
     while stack:
@@ -51,7 +54,19 @@ def needed_inputs(body: Graph, outputs: set[int]) -> set[int]:
         if node not in seen:
             seen.add(node)
             stack.extend(node.inputs)
-    return {i for i, p in enumerate(body.inputs) if p in seen}
+    needed = {i for i, p in enumerate(body.inputs) if p in seen}
+    used: set[str] = set()
+    for node in seen:
+        used.update(node.type.symbols)
+        if node.kind == OP:
+            for key in get_op(node.op).shape_attrs:
+                used.update(d for d in attr_dims(node.attrs[key]) if isinstance(d, str))
+    bound = {d for i in needed for d in body.inputs[i].type.symbols}
+    for i, p in enumerate(body.inputs):
+        if i not in needed and set(p.type.symbols) & (used - bound):
+            needed.add(i)
+            bound.update(p.type.symbols)
+    return needed
 
 
 def sub_body(body: Graph, inputs: Sequence[int], outputs: Sequence[int]) -> Graph:
@@ -78,21 +93,27 @@ def sub_body(body: Graph, inputs: Sequence[int], outputs: Sequence[int]) -> Grap
     return result
 
 
-def inline(builder: GraphBuilder, body: Graph, operands: Sequence[Node], meta: dict) -> list[Node]:
-    """Copy `body`'s op nodes into the builder's graph on `operands`; its output values."""
-    env: dict[Node, Node] = dict(zip(body.inputs, operands))
-    for node in body.nodes:
-        if node.kind == OP:
-            inputs = [env[x] for x in node.inputs]
-            env[node] = builder.graph.add_op(
-                node.op,
-                inputs,
-                node.attrs,
-                node.type,
-                name=builder.fresh_name(node.name),
-                meta=meta,
-            )
-    return [env[o.inputs[0]] for o in body.outputs]
+def inline(
+    builder: GraphBuilder,
+    body: Graph,
+    nodes: Sequence[Node],
+    placeholders: Sequence[Node],
+    operands: Sequence[Node],
+    meta: dict,
+) -> dict[Node, Node]:
+    """Copy the body op `nodes` into the builder's graph, `placeholders` standing for
+    `operands`. Types are inferred again and shape attrs rebound: the body's symbolic
+    dims are its own, bound by the operands' dims (which may be other symbols, or ints
+    in a graph specialized to one signature)."""
+    bindings = bind_body_dims(body, [x.type for x in operands], "inline")  # type: ignore[arg-type]
+    env: dict[Node, Node] = {}
+    for p, x in zip(placeholders, operands):
+        env[p] = x
+    for node in nodes:
+        inputs = [env[x] for x in node.inputs]
+        name = builder.fresh_name(node.name)
+        env[node] = builder.op(node.op, inputs, bound_attrs(node, bindings), meta=meta, name=name)
+    return env
 
 
 def _results(builder: GraphBuilder, node: Node, mapping: dict[int, int]) -> dict[int, Node]:
@@ -111,11 +132,11 @@ def _cond(
     pred, operands = inputs[0], inputs[1:]
     then_body, else_body = node.attrs["then_body"], node.attrs["else_body"]
     if pred.is_constant:
-        taken = then_body if bool(pred.value) else else_body
-        values = inline(
-            builder, sub_body(taken, range(len(operands)), sorted(read)), operands, node.meta
+        taken = sub_body(
+            then_body if bool(pred.value) else else_body, range(len(operands)), sorted(read)
         )
-        return dict(zip(sorted(read), values))
+        env = inline(builder, taken, taken.op_nodes, taken.inputs, operands, node.meta)
+        return {k: env[o.inputs[0]] for k, o in zip(sorted(read), taken.outputs)}
     outputs = sorted(read)
     used = sorted(needed_inputs(then_body, set(outputs)) | needed_inputs(else_body, set(outputs)))
     if len(outputs) == len(then_body.outputs) and len(used) == len(operands):
@@ -224,13 +245,11 @@ def _hoist(
     frontier = [n for n in moved if any(u not in invariant for u in users[n])]
     if not frontier:
         return None
-    env: dict[Node, Node] = dict(zip(body.inputs[first_const:], inputs[first_const:]))
-    for n in body.nodes:
-        if n in invariant and n.kind == OP:
-            ins = [env[x] for x in n.inputs]
-            env[n] = builder.graph.add_op(
-                n.op, ins, n.attrs, n.type, name=builder.fresh_name(n.name), meta=node.meta
-            )
+    hoisted = [n for n in body.nodes if n in invariant and n.kind == OP]
+    consts = body.inputs[first_const:]
+    env = inline(
+        builder, _consts_only(body, first_const), hoisted, consts, inputs[first_const:], node.meta
+    )
     new = Graph(body.name)
     copies: dict[Node, Node] = {}
     for p in body.inputs:
@@ -248,6 +267,14 @@ def _hoist(
     return new, inputs + [env[n] for n in frontier]
 
 
+def _consts_only(body: Graph, first_const: int) -> Graph:
+    """A graph whose placeholders are `body`'s consts (for binding their dims)."""
+    graph = Graph(body.name)
+    for p in body.inputs[first_const:]:
+        graph.add_placeholder(p.name, p.type)
+    return graph
+
+
 REWRITES: dict[str, Rewrite] = {"cond": _cond, "scan": _scan, "while_loop": _while}
 
 
@@ -261,9 +288,10 @@ def simplify_control_flow(graph: Graph, log: PassLog | None = None) -> Graph:
     new: dict[Node, Node] = {}
     redirected: dict[Node, dict[int, Node]] = {}
     for node in graph.nodes:
+        if node not in live:
+            continue  # (what DCE would remove: it may read a result no longer given)
         if node.kind == OP and node.op == "result" and node.inputs[0] in redirected:
-            if node in live:
-                new[node] = redirected[node.inputs[0]][node.attrs["index"]]
+            new[node] = redirected[node.inputs[0]][node.attrs["index"]]
             continue
         inputs = [new[x] for x in node.inputs]
         if node.kind == OP and node.op in REWRITES:

@@ -50,7 +50,8 @@ class CondGrad:
     then_body: Graph  # (operands..., cts of the float results) -> cts of operands `wrt`
     else_body: Graph
     wrt: tuple[int, ...]  # the operands that get cotangents
-    float_results: tuple[int, ...]  # the results whose cotangents the bodies take
+    float_results: tuple[int, ...]  # the results whose cotangents the bodies take (the
+    # float ones a cotangent arrived for: the others count as zero)
 
 
 def _branch_gradient(
@@ -73,13 +74,18 @@ def _branch_gradient(
 _COND_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def cond_gradient(then_body: Graph, else_body: Graph, needs: Sequence[bool]) -> CondGrad | None:
-    key = tuple(needs)
+def cond_gradient(
+    then_body: Graph, else_body: Graph, needs: Sequence[bool], arrived: Sequence[bool]
+) -> CondGrad | None:
+    """`needs`: per operand; `arrived`: per result, whether a cotangent came for it."""
+    key = (tuple(needs), tuple(arrived))
     cached = _COND_CACHE.setdefault(then_body, {}).get((id(else_body), key))
     if cached is not None:
         return cached
     wrt = tuple(i for i, p in enumerate(then_body.inputs) if needs[i] and _is_float(p.type))
-    float_results = tuple(k for k, o in enumerate(then_body.outputs) if _is_float(o.type))
+    float_results = tuple(
+        k for k, o in enumerate(then_body.outputs) if arrived[k] and _is_float(o.type)
+    )
     if not wrt or not float_results:
         return None
     grad = CondGrad(
@@ -112,17 +118,20 @@ _SCAN_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def scan_gradient(
-    body: Graph, num_carry: int, num_xs: int, needs: Sequence[bool]
+    body: Graph, num_carry: int, num_xs: int, needs: Sequence[bool], arrived: Sequence[bool]
 ) -> ScanGrad | None:
-    key = (num_carry, num_xs, tuple(needs))
+    """`needs`: per operand; `arrived`: per y, whether a cotangent came for it (the
+    others count as zero and are not differentiated)."""
+    key = (num_carry, num_xs, tuple(needs), tuple(arrived))
     cached = _SCAN_CACHE.setdefault(body, {}).get(key)
     if cached is None:
-        cached = _SCAN_CACHE[body][key] = _scan_gradient(body, num_carry, num_xs, needs)
+        cached = _scan_gradient(body, num_carry, num_xs, needs, arrived)
+        _SCAN_CACHE[body][key] = cached
     return cached or None
 
 
 def _scan_gradient(
-    body: Graph, num_carry: int, num_xs: int, needs: Sequence[bool]
+    body: Graph, num_carry: int, num_xs: int, needs: Sequence[bool], arrived: Sequence[bool]
 ) -> ScanGrad | bool:
     inputs, outputs = body.inputs, body.outputs
     first_const = num_carry + num_xs
@@ -136,7 +145,9 @@ def _scan_gradient(
         if needs[first_const + k] and _is_float(inputs[first_const + k].type)
     )
     float_ys = tuple(
-        j for j in range(len(outputs) - num_carry) if _is_float(outputs[num_carry + j].type)
+        j
+        for j in range(len(outputs) - num_carry)
+        if arrived[j] and _is_float(outputs[num_carry + j].type)
     )
     wanted = [i for i in float_carries if needs[i]] + list(grad_xs) + list(grad_consts)
     if not wanted or not (float_carries or float_ys):

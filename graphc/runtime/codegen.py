@@ -272,7 +272,7 @@ class Generator:
                 out = self.expr[name]
             lines[0] += f"  {shown(name)}: [{value.kind}]"
             outs.append(out)
-        out_tuple = f"({', '.join(outs)},)"
+        out_tuple = f"({', '.join(outs)}{',' if outs else ''})"
         if step.node.op in LOWERINGS:
             lines += LOWERINGS[step.node.op](self, step, out_tuple)
         else:

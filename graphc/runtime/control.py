@@ -110,7 +110,8 @@ class ScanLoop:
         last = length - 1
         for s, t in enumerate(steps):
             following = finals if s == last else (a if s % 2 == 0 else b)
-            run(*current, *[x[t] for x in xs], *consts, *following, *[y[t] for y in ys])
+            # [t, ...]: a row of a 1-d stack is a 0-d view, not a numpy scalar
+            run(*current, *[x[t, ...] for x in xs], *consts, *following, *[y[t, ...] for y in ys])
             current = following
         return tuple(results)
 
@@ -174,8 +175,9 @@ def _types(gen: Generator, names: Sequence[str]) -> list[TensorType]:
     return [gen.plan.values[x].type for x in names]
 
 
-def _result_types(step: Step) -> list[TensorType]:
-    return list(step.node.type.items)  # type: ignore[union-attr]
+def _result_types(gen: Generator, step: Step) -> list[TensorType]:
+    """The step's result types at this plan's sizes (symbolic dims bound)."""
+    return list(step.node.type.bind(gen.plan.bindings).items)  # type: ignore[union-attr]
 
 
 def _emit(gen: Generator, step: Step, loop: Any, out: str) -> list[str]:
@@ -197,7 +199,7 @@ def lower_scan(gen: Generator, step: Step, out: str) -> list[str]:
     )
     body = compile_body(attrs["body"], body_types, gen.check_numerics)
     gen.plan.bodies[step.index] = {"body": body.plan}
-    result_types = _result_types(step)
+    result_types = _result_types(gen, step)
 
     def loop() -> ScanLoop:
         return ScanLoop(body, attrs["length"], attrs["reverse"], nc, nx, result_types)
@@ -211,7 +213,7 @@ def lower_cond(gen: Generator, step: Step, out: str) -> list[str]:
     then_body = compile_body(step.attrs["then_body"], types, gen.check_numerics)
     else_body = compile_body(step.attrs["else_body"], types, gen.check_numerics)
     gen.plan.bodies[step.index] = {"then_body": then_body.plan, "else_body": else_body.plan}
-    result_types = _result_types(step)
+    result_types = _result_types(gen, step)
     return _emit(gen, step, lambda: CondBranches(then_body, else_body, result_types), out)
 
 
@@ -225,5 +227,5 @@ def lower_while(gen: Generator, step: Step, out: str) -> list[str]:
     )
     body = compile_body(attrs["body"], types[:nc] + types[nc + k :], gen.check_numerics)
     gen.plan.bodies[step.index] = {"cond_body": cond_body.plan, "body": body.plan}
-    result_types = _result_types(step)
+    result_types = _result_types(gen, step)
     return _emit(gen, step, lambda: WhileLoop(cond_body, body, nc, k, result_types), out)

@@ -58,7 +58,8 @@ def _ufunc(node: Node, attrs: dict[str, Any]) -> np.ufunc | None:
 
 
 def _scalar_type(t: TensorType) -> bool:
-    return t.size == 1 and t.dtype in DTYPES
+    # (a node with several results, a TupleType, needs a buffer per result: no scalar plan)
+    return isinstance(t, TensorType) and t.size == 1 and t.dtype in DTYPES
 
 
 def _supported(node: Node, types: dict[Node, TensorType], attrs: dict[str, Any]) -> bool:

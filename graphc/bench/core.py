@@ -23,12 +23,15 @@ import numpy as np
 
 # the modes, in report order; "O2" is the one every ratio is taken against. graphc's
 # static levels are exact (bit-identical to O0); "graphc-O2-fast_math" also allows the
-# value-changing rewrites, and runs only where they change the plan.
+# value-changing rewrites, and runs only where they change the plan. "graphc-O2-scan"
+# is a loop compiled as one gc.scan node, in the workloads that have a loop (there
+# "graphc-O2" is the loop unrolled); a workload's table shows the modes it declares.
 MODES: tuple[str, ...] = (
     "graphc-eager",
     "graphc-O0",
     "graphc-O2",
     "graphc-O2-fast_math",
+    "graphc-O2-scan",
     "numpy",
     "numpy-chunked",
     "torch",
@@ -36,6 +39,7 @@ MODES: tuple[str, ...] = (
 )
 BASELINE = "graphc-O2"
 FAST_MATH = "graphc-O2-fast_math"
+SCAN = "graphc-O2-scan"
 
 
 class UnavailableError(Exception):

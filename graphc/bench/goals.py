@@ -1,4 +1,5 @@
-"""The runtime's performance goals (issue 6), checked against a bench report.
+"""The runtime's performance goals (issue 6; control flow: issue 14), checked against a
+bench report.
 
 Each goal reads medians from one run, so ratios compare modes measured side by side.
 A goal whose figures are missing (a peer not installed, a case not run with
@@ -11,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from graphc.bench.core import SCAN
 from graphc.bench.report import seconds, size
+from graphc.bench.rnn import FULL_CASE as RNN_CASE
 
 
 @dataclass
@@ -36,9 +39,10 @@ def _ratio_goal(
     holds: Callable[[float], bool],
     field: str = "median",
     show: Callable[[Any], str] = seconds,
+    ours_mode: str = "graphc-O2",
 ) -> Goal:
-    """A goal on the ratio graphc-O2 / `mode` of one case's `field`."""
-    ours, theirs = (_cell(report, *where, m) for m in ("graphc-O2", mode))
+    """A goal on the ratio `ours_mode` / `mode` of one case's `field`."""
+    ours, theirs = (_cell(report, *where, m) for m in (ours_mode, mode))
     if ours is None or theirs is None or ours[field] is None or theirs[field] is None:
         return Goal(text, "not measured", None)
     ratio = ours[field] / theirs[field]
@@ -47,7 +51,7 @@ def _ratio_goal(
 
 
 def evaluate(report: dict[str, Any]) -> list[Goal]:
-    """Every goal of issue 6 against `report`."""
+    """Every goal of issues 6 and 14 against `report`."""
     goals = []
     tiny = _cell(report, "tiny", "(1,)", "graphc-O2")
     goals.append(
@@ -134,12 +138,41 @@ def evaluate(report: dict[str, Any]) -> list[Goal]:
         if cell
         else Goal(text, "not measured", None)
     )
+    return goals + scan_goals(report)
+
+
+# (text, case, the mode graphc-O2-scan is compared with, largest ratio scan / that mode)
+SCAN_RATIOS = (
+    ("RNN T=50: scan within 1.3x of the unrolled O2 plan", "graphc-O2", 1.3),
+    ("RNN T=50: scan >= 3x faster than graphc eager", "graphc-eager", 1 / 3),
+    ("RNN T=50: scan no slower than torch eager", "torch", 1.0),
+    ("RNN T=50: scan within 1.5x of jax.jit(lax.scan)", "jax", 1.5),
+)
+
+
+def scan_goals(report: dict[str, Any]) -> list[Goal]:
+    """Issue 14's goals: the RNN's forward + backward as a scan, and its compile time."""
+    where = ("rnn", RNN_CASE)
+    goals = [
+        _ratio_goal(report, text, where, mode, lambda r, most=most: r <= most, ours_mode=SCAN)
+        for text, mode, most in SCAN_RATIOS
+    ]
+    goals.append(
+        _ratio_goal(
+            report,
+            "RNN compile T=1000: scan >= 20x faster than unrolled",
+            ("rnn-compile", "T=1000"),
+            "graphc-O2",
+            lambda r: r <= 1 / 20,
+            ours_mode=SCAN,
+        )
+    )
     return goals
 
 
 def markdown(goals: list[Goal]) -> str:
     """The goals as a markdown table."""
     verdict = {True: "met", False: "**missed**", None: "not measured"}
-    lines = ["| goal (issue 6) | measured | verdict |", "|---|---|---|"]
+    lines = ["| goal (issues 6, 14) | measured | verdict |", "|---|---|---|"]
     lines += [f"| {g.text} | {g.measured} | {verdict[g.met]} |" for g in goals]
     return "\n".join(lines) + "\n"

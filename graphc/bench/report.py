@@ -79,8 +79,9 @@ def markdown(report: dict[str, Any]) -> str:
             "agrees | repeats | note |",
             "|---|---|---:|---|---:|---:|---|---|---|",
         ]
+        modes = workload.get("modes", MODES)  # undeclared modes have nothing to show
         for case, cells in workload["cases"].items():
-            lines += [_row(case, mode, cells[mode]) for mode in MODES]
+            lines += [_row(case, mode, cells[mode]) for mode in modes]
     return "\n".join(lines) + "\n"
 
 

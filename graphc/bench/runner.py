@@ -25,7 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from graphc.bench import compile_chain, gelu, mlp, peers, tiny, trace_compile, xent
+from graphc.bench import (
+    compile_chain,
+    gelu,
+    mlp,
+    peers,
+    rnn,
+    rnn_compile,
+    tiny,
+    trace_compile,
+    xent,
+)
 from graphc.bench.core import (
     BASELINE,
     MODES,
@@ -43,8 +53,10 @@ WORKLOADS: tuple[Workload, ...] = (
     gelu.WORKLOAD,
     xent.WORKLOAD,
     mlp.WORKLOAD,
+    rnn.WORKLOAD,
     compile_chain.WORKLOAD,
     trace_compile.WORKLOAD,
+    rnn_compile.WORKLOAD,
 )
 Progress = Callable[[int, int, str], None]  # (cells done, cells in all, what runs next)
 
@@ -121,6 +133,7 @@ def run(
             "description": workload.description,
             "unit": workload.unit,
             "reference": workload.reference,
+            "modes": [m for m in MODES if m in workload.builders],  # the rows of its table
             "cases": {},
         }
         for case in _cases(workload, quick):

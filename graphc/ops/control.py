@@ -324,12 +324,13 @@ def _scan_vjp(
         *accumulators,
         *ct_ys,
         *residuals,
+        *(inputs[num_carry + j] for j in grad.saved_xs),
         *(consts[k] for k in grad.saved_consts),
         body=grad.backward,
         length=length,
         reverse=not reverse,
         num_carry=len(ct_carries) + len(accumulators),
-        num_xs=len(ct_ys) + len(residuals),
+        num_xs=len(ct_ys) + len(residuals) + len(grad.saved_xs),
     )
     back = results(backward)
     grads: list[Any] = [None] * len(inputs)

@@ -115,6 +115,9 @@ class Symbol(OperatorMixin):
         raise self._no_data("len()", _LOOP_HINT)
 
     def __iter__(self) -> Any:
+        first = self.shape[0] if self.shape else None
+        if isinstance(first, int):  # a known length: the loop unrolls, as in JAX
+            return (self[i] for i in range(first))
         raise self._no_data("iteration (a `for` over it)", _LOOP_HINT)
 
     def __index__(self) -> int:

@@ -11,11 +11,11 @@ with seeds. The backward cond picks G' by the same predicate.
 
 scan: the body F (carries, x, consts -> carries', ys) is split by `split_backward`
 into a forward that also outputs the values its backward reads ("saved") and that
-backward. Saved values that are consts are passed to the backward scan as consts;
-every other one is a residual, output per step as an extra y of the augmented
-forward F+ and stacked. The backward body B (ct carries, accumulated const cts, ct
-ys, residuals, saved consts -> ct carries, accumulated const cts, ct xs) runs in the
-other direction. Every float carry has a cotangent carry (it flows back through the
+backward. Saved values that are consts are passed to the backward scan as consts,
+saved xs as its xs (the forward's own); every other one is a residual, output per
+step as an extra y of the augmented forward F+ and stacked. The backward body B
+(ct carries, accumulated const cts, ct ys, residuals, saved xs, saved consts -> ct
+carries, accumulated const cts, ct xs) runs in the other direction. Every float carry has a cotangent carry (it flows back through the
 steps even when the initial carry needs none); integer carries (a fori_loop's
 counter) have none.
 
@@ -104,13 +104,12 @@ def cond_gradient(
 @dataclass(frozen=True)
 class ScanGrad:
     forward: Graph  # (carries, x, consts) -> (carries', ys, residuals)
-    backward: (
-        Graph  # (ct carries, accs, ct ys, residuals, saved consts) -> (ct carries, accs, ct xs)
-    )
+    backward: Graph  # (ct carries, accs, ct ys, residuals, saved xs, saved consts) -> (ct carries, accs, ct xs)
     float_carries: tuple[int, ...]
     float_ys: tuple[int, ...]
     grad_xs: tuple[int, ...]
     grad_consts: tuple[int, ...]
+    saved_xs: tuple[int, ...]  # xs the backward reads, passed as its xs after the residuals
     saved_consts: tuple[int, ...]
 
 
@@ -160,8 +159,11 @@ def _scan_gradient(
 
     saved = bwd.inputs[: len(bwd.inputs) - len(differentiated)]  # then the seeds
     const_position = {p.name: k for k, p in enumerate(inputs[first_const:])}
+    x_position = {p.name: j for j, p in enumerate(inputs[num_carry:first_const])}
     saved_consts = tuple(const_position[s.name] for s in saved if s.name in const_position)
-    residuals = [s for s in saved if s.name not in const_position]
+    # a saved x is read from the scan's own xs, not stacked again as a residual
+    saved_xs = tuple(x_position[s.name] for s in saved if s.name in x_position)
+    residuals = [s for s in saved if s.name not in const_position and s.name not in x_position]
 
     forward = _augmented(fwd, len(outputs), [s.name for s in residuals], f"{body.name}_fwd")
     backward = Graph(f"{body.name}_bwd")
@@ -181,6 +183,9 @@ def _scan_gradient(
         ]
         res = {s.name: placeholder(s.name, s.type) for s in residuals}
         kept = {}
+        for j in saved_xs:
+            p = inputs[num_carry + j]
+            kept[p.name] = placeholder(p.name, p.type)
         for k in saved_consts:
             p = inputs[first_const + k]
             kept[p.name] = placeholder(p.name, p.type)
@@ -195,7 +200,9 @@ def _scan_gradient(
             backward.add_output((acc + g).node, backward.fresh_name("acc"))
         for g in x_grads:
             backward.add_output(g.node, backward.fresh_name("ct_x"))
-    return ScanGrad(forward, backward, float_carries, float_ys, grad_xs, grad_consts, saved_consts)
+    return ScanGrad(
+        forward, backward, float_carries, float_ys, grad_xs, grad_consts, saved_xs, saved_consts
+    )
 
 
 def _augmented(fwd: Graph, produced: int, residuals: Sequence[str], name: str) -> Graph:

@@ -212,7 +212,20 @@ def test_iterating_a_traced_value_points_at_scan() -> None:
         return total
 
     with pytest.raises(gc.TracingError, match=r"iteration.*gc\.scan"):
-        gc.trace(loop, gc.TensorSpec((3, 2)))
+        gc.trace(loop, gc.TensorSpec((None, 2)))  # a length known only at run time
+
+
+def test_iterating_a_traced_value_of_known_length_unrolls() -> None:
+    def loop(x):
+        total = x[0] * 0.0
+        for row in x:
+            total = total * 2.0 + row
+        return total
+
+    g = gc.trace(loop, gc.TensorSpec((3, 2), "float64"))
+    x = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(g(x), ((x[0] * 2 + x[1]) * 2) + x[2])
+    assert sum(n.op == "getitem" or n.op == "slice" for n in g.op_nodes) == 4
 
 
 def test_lifted_tensors_is_empty_without_eager_tensors() -> None:

@@ -729,6 +729,13 @@ def _fori_ref(x: np.ndarray) -> np.ndarray:
     return x
 
 
+# -- the families of real models, one module each (they add to the table on import) ------------
+
+import tests.cases.activation  # noqa: E402, F401
+import tests.cases.arrays  # noqa: E402, F401
+import tests.cases.conv  # noqa: E402, F401
+import tests.cases.norm  # noqa: E402, F401
+
 # -- access ----------------------------------------------------------------------------------------
 
 

@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from graphc.eager import printing
+from graphc.eager.array_methods import ArrayMethods
 from graphc.eager.conversion import ConversionMethods
 from graphc.eager.errors import TensorTypeError
 from graphc.eager.inplace import InPlaceMethods
+from graphc.eager.math_methods import MathMethods
 from graphc.eager.methods import TorchMethods
 from graphc.ir.errors import AutodiffError, DTypeError, ShapeError
 from graphc.ir.graph import rich_display
@@ -56,7 +58,9 @@ def as_array(data: Any, dtype: Any = None) -> np.ndarray:
     return array
 
 
-class Tensor(TorchMethods, ConversionMethods, InPlaceMethods, OperatorMixin):
+class Tensor(
+    TorchMethods, MathMethods, ArrayMethods, ConversionMethods, InPlaceMethods, OperatorMixin
+):
     """An n-dimensional array that can record how it was computed, PyTorch style.
 
     >>> from graphc.eager import tensor

@@ -7,7 +7,9 @@
 ()
 """
 
-from graphc.nn import init
+from graphc.nn import functional, init
+from graphc.nn.activation import *
+from graphc.nn.conv import *
 from graphc.nn.layers import (
     CrossEntropyLoss,
     Linear,
@@ -18,3 +20,5 @@ from graphc.nn.layers import (
     Tanh,
 )
 from graphc.nn.module import IncompatibleKeys, Module
+from graphc.nn.norm import *
+from graphc.nn.sparse import *

@@ -10,6 +10,9 @@ from graphc.ops import constant as _constant  # noqa: F401 - registers the const
 from graphc.ops import control as _control  # noqa: F401 - registers cond, scan, while_loop
 from graphc.ops import epilogue as _epilogue  # noqa: F401 - registers matmul_epilogue
 from graphc.ops import fused as _fused  # noqa: F401 - registers the fused op
+from graphc.ops.activation import *
+from graphc.ops.arrays import *
+from graphc.ops.conv import *
 from graphc.ops.custom import custom_vjp_op  # registers custom_vjp (traced Functions)
 from graphc.ops.dispatch import bind, register_backend
 from graphc.ops.elementwise import (
@@ -52,6 +55,8 @@ from graphc.ops.indexing import (
 )
 from graphc.ops.linalg import matmul
 from graphc.ops.nn import cross_entropy, log_softmax, mse_loss, one_hot, softmax
+from graphc.ops.norm import *
+from graphc.ops.pool import *
 from graphc.ops.reduce import argmax, argmin, logsumexp, max, mean, min, sum, var
 from graphc.ops.selection import (
     cast,

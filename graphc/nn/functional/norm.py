@@ -1,0 +1,5 @@
+"""torch.nn.functional spellings: norm."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,5 @@
+"""Embedding."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Op cases: arrays (added to the table of tests/op_cases.py)."""
+
+from __future__ import annotations

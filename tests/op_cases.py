@@ -735,6 +735,7 @@ import tests.cases.activation  # noqa: E402, F401
 import tests.cases.arrays  # noqa: E402, F401
 import tests.cases.conv  # noqa: E402, F401
 import tests.cases.norm  # noqa: E402, F401
+import tests.cases.random  # noqa: E402, F401
 
 # -- access ----------------------------------------------------------------------------------------
 

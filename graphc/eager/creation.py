@@ -179,6 +179,11 @@ def manual_seed(seed: int) -> np.random.Generator:
     return _generator
 
 
+def generator() -> np.random.Generator:
+    """The global generator (what manual_seed seeds)."""
+    return _generator
+
+
 def initial_seed() -> int | None:
     return _initial_seed
 

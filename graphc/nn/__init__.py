@@ -22,4 +22,5 @@ from graphc.nn.layers import (
 from graphc.nn.module import IncompatibleKeys, Module
 from graphc.nn.norm import *
 from graphc.nn.recurrent import *
+from graphc.nn.regularization import *
 from graphc.nn.sparse import *

@@ -57,6 +57,7 @@ from graphc.ops.linalg import matmul
 from graphc.ops.nn import cross_entropy, log_softmax, mse_loss, one_hot, softmax
 from graphc.ops.norm import *
 from graphc.ops.pool import *
+from graphc.ops.random import *
 from graphc.ops.reduce import argmax, argmin, logsumexp, max, mean, min, sum, var
 from graphc.ops.selection import (
     cast,

@@ -2,11 +2,14 @@
 layer_norm, dropout, ...), on eager tensors and graph values alike. An op that is one
 of these functions needs no Tensor method (as in PyTorch)."""
 
-from graphc.nn.functional import activation, arrays, conv, norm, pool
+from graphc.nn.functional import activation, arrays, conv, norm, pool, stochastic
 from graphc.nn.functional.activation import *
 from graphc.nn.functional.arrays import *
 from graphc.nn.functional.conv import *
 from graphc.nn.functional.norm import *
 from graphc.nn.functional.pool import *
+from graphc.nn.functional.stochastic import *
 
-__all__ = [name for module in (activation, arrays, conv, norm, pool) for name in module.__all__]
+__all__ = [
+    name for module in (activation, arrays, conv, norm, pool, stochastic) for name in module.__all__
+]

@@ -9,6 +9,7 @@
 
 from graphc.nn import functional, init
 from graphc.nn.activation import *
+from graphc.nn.attention import *
 from graphc.nn.conv import *
 from graphc.nn.layers import (
     CrossEntropyLoss,

@@ -212,8 +212,8 @@ class Module:
     def forward(self, *args: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
-    def __call__(self, *args: Any) -> Any:
-        return self.forward(*args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
 
     def extra_repr(self) -> str:
         return ""

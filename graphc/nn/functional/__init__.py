@@ -2,14 +2,17 @@
 layer_norm, dropout, ...), on eager tensors and graph values alike. An op that is one
 of these functions needs no Tensor method (as in PyTorch)."""
 
-from graphc.nn.functional import activation, arrays, conv, norm, pool, stochastic
+from graphc.nn.functional import activation, arrays, attention, conv, norm, pool, stochastic
 from graphc.nn.functional.activation import *
 from graphc.nn.functional.arrays import *
+from graphc.nn.functional.attention import *
 from graphc.nn.functional.conv import *
 from graphc.nn.functional.norm import *
 from graphc.nn.functional.pool import *
 from graphc.nn.functional.stochastic import *
 
 __all__ = [
-    name for module in (activation, arrays, conv, norm, pool, stochastic) for name in module.__all__
+    name
+    for module in (activation, arrays, attention, conv, norm, pool, stochastic)
+    for name in module.__all__
 ]

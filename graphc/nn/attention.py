@@ -1,0 +1,166 @@
+"""Attention layers with PyTorch's names, parameters and masks: MultiheadAttention.
+
+Shapes as torch: (L, N, E) for queries (S for keys and values), or (N, L, E) with
+`batch_first`, or unbatched (L, E). Heads are split by reshaping the last axis into
+(heads, head_dim) and moving heads before the sequence axes, so a symbolic batch or
+sequence length needs no product of symbols. Masks follow nn.MultiheadAttention: a
+boolean `attn_mask` or `key_padding_mask` marks with True the positions that may NOT
+be attended (the opposite of F.scaled_dot_product_attention's boolean mask); a float
+mask is added to the scores.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from graphc.eager import zeros
+from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ir.types import as_dtype
+from graphc.nn import init
+from graphc.nn.functional.stochastic import dropout
+from graphc.nn.layers import Linear
+from graphc.nn.module import Module
+from graphc.ops import matmul, mean, reshape, softmax, swapaxes, transpose, where
+
+__all__ = ["MultiheadAttention"]
+
+
+class MultiheadAttention(Module):
+    """torch.nn.MultiheadAttention (kdim = vdim = embed_dim, no bias_kv / zero_attn).
+
+    Parameters: `in_proj_weight` (3E, E), `in_proj_bias` (3E), `out_proj.weight`,
+    `out_proj.bias`; initialized as torch (xavier-uniform projections, zero biases).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> attn = nn.MultiheadAttention(8, 2, generator=0)
+    >>> out, weights = attn(ge.ones(5, 3, 8), ge.ones(5, 3, 8), ge.ones(5, 3, 8))
+    >>> out.shape, weights.shape
+    ((5, 3, 8), (3, 5, 5))
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        add_bias_kv: bool = False,
+        add_zero_attn: bool = False,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        batch_first: bool = False,
+        dtype: Any = "float32",
+        generator: init.Generator = None,
+    ) -> None:
+        super().__init__()
+        if embed_dim % num_heads:
+            raise GraphcError(
+                f"MultiheadAttention: embed_dim {embed_dim} is not divisible by num_heads "
+                f"{num_heads}"
+            )
+        if (
+            add_bias_kv
+            or add_zero_attn
+            or kdim not in (None, embed_dim)
+            or vdim not in (None, embed_dim)
+        ):
+            raise GraphcError(
+                "MultiheadAttention: add_bias_kv, add_zero_attn and kdim/vdim other than "
+                "embed_dim are not supported"
+            )
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.head_dim = embed_dim // num_heads
+        self.dropout, self.batch_first = dropout, batch_first
+        dtype = as_dtype(dtype)
+        rng = init.as_generator(generator)
+        self.in_proj_weight = zeros(3 * embed_dim, embed_dim, dtype=dtype, requires_grad=True)
+        init.xavier_uniform_(self.in_proj_weight, generator=rng)
+        self.in_proj_bias = zeros(3 * embed_dim, dtype=dtype, requires_grad=True) if bias else None
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype, generator=rng)
+        if bias:
+            init.zeros_(self.out_proj.bias)
+
+    def forward(
+        self,
+        query: Any,
+        key: Any,
+        value: Any,
+        key_padding_mask: Any = None,
+        need_weights: bool = True,
+        attn_mask: Any = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ) -> tuple[Any, Any]:
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = (
+                x.reshape((x.shape[0], 1, x.shape[1])) for x in (query, key, value)
+            )
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.reshape((1, key_padding_mask.shape[0]))
+        elif self.batch_first:
+            query, key, value = (swapaxes(x, 0, 1) for x in (query, key, value))
+        if query.ndim != 3 or query.shape[-1] != self.embed_dim:
+            raise ShapeError(
+                f"MultiheadAttention: query must be (L, N, {self.embed_dim}) (or batch first, or "
+                f"unbatched), got shape {tuple(query.shape)}"
+            )
+        length, batch = query.shape[0], query.shape[1]
+        q, k, v = (self._project(x, i) for i, x in enumerate((query, key, value)))
+        scores = matmul(q, swapaxes(k, -2, -1)) * (1.0 / math.sqrt(self.head_dim))
+        scores = self._masked(scores, attn_mask, key_padding_mask, is_causal, batch)
+        weights = softmax(scores, axis=-1)
+        if self.dropout > 0.0:
+            weights = dropout(weights, self.dropout, self.training)
+        out = matmul(weights, v)  # (N, heads, L, head_dim)
+        out = reshape(transpose(out, (2, 0, 1, 3)), (length, batch, self.embed_dim))
+        out = self.out_proj(out)
+        if unbatched:
+            out = out.reshape((out.shape[0], out.shape[2]))
+        elif self.batch_first:
+            out = swapaxes(out, 0, 1)
+        if not need_weights:
+            return out, None
+        if average_attn_weights:
+            weights = mean(weights, axis=1)
+        if unbatched:
+            weights = weights.reshape(tuple(weights.shape)[1:])
+        return out, weights
+
+    def _project(self, x: Any, which: int) -> Any:
+        """x @ W_which^T + b_which, split into heads: (N, heads, T, head_dim)."""
+        e = self.embed_dim
+        y = x @ self.in_proj_weight[which * e : (which + 1) * e].T
+        if self.in_proj_bias is not None:
+            y = y + self.in_proj_bias[which * e : (which + 1) * e]
+        y = reshape(y, (y.shape[0], y.shape[1], self.num_heads, self.head_dim))
+        return transpose(y, (1, 2, 0, 3))
+
+    def _masked(
+        self, scores: Any, attn_mask: Any, padding: Any, is_causal: bool, batch: Any
+    ) -> Any:
+        length, source = scores.shape[-2], scores.shape[-1]
+        if is_causal and attn_mask is None:
+            attn_mask = ~np.tril(np.ones((length, source), np.bool_))
+        if attn_mask is not None:
+            if attn_mask.ndim == 3:  # (N * heads, L, S), as torch
+                attn_mask = reshape(attn_mask, (batch, self.num_heads, length, source))
+            scores = self._apply(scores, attn_mask)
+        if padding is not None:
+            scores = self._apply(
+                scores, reshape(padding, (padding.shape[0], 1, 1, padding.shape[1]))
+            )
+        return scores
+
+    @staticmethod
+    def _apply(scores: Any, mask: Any) -> Any:
+        if np.dtype(mask.dtype) == np.bool_:
+            return where(mask, -np.inf, scores)
+        return scores + mask
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"

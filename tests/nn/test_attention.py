@@ -1,0 +1,115 @@
+"""Scaled dot-product attention and nn.MultiheadAttention against PyTorch, both modes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+import graphc.eager as ge
+from graphc import nn
+from graphc.nn import functional as F
+from tests.conftest import needs_torch, torch
+
+RNG = np.random.default_rng(0)
+
+
+def as_ge(value: object) -> object:
+    return ge.tensor(value) if isinstance(value, np.ndarray) else value
+
+
+def as_torch(value: object) -> object:
+    return torch.tensor(value) if isinstance(value, np.ndarray) else value
+
+
+SDPA_OPTIONS = [
+    {},
+    {"is_causal": True},
+    {"attn_mask": RNG.random((5, 6)) > 0.3},
+    {"attn_mask": RNG.standard_normal((5, 6))},
+    {"scale": 0.7},
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("options", SDPA_OPTIONS, ids=lambda o: ",".join(o) or "default")
+def test_sdpa_values_and_gradients_match_torch(options: dict) -> None:
+    q = RNG.standard_normal((2, 3, 5, 4))
+    k, v = RNG.standard_normal((2, 3, 6, 4)), RNG.standard_normal((2, 3, 6, 4))
+    if options.get("is_causal"):
+        k, v = k[:, :, :5], v[:, :, :5]
+    ours = [ge.tensor(a, requires_grad=True) for a in (q, k, v)]
+    theirs = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = F.scaled_dot_product_attention(*ours, **{n: as_ge(o) for n, o in options.items()})
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *theirs, **{n: as_torch(o) for n, o in options.items()}
+    )
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), atol=1e-12)
+    (out * out).sum().backward()
+    (want * want).sum().backward()
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-10)
+
+
+MHA_OPTIONS = [
+    {},
+    {"attn_mask": RNG.random((5, 5)) > 0.7},
+    {"attn_mask": RNG.standard_normal((5, 5))},
+    {"key_padding_mask": np.array([[False] * 4 + [True]] * 3)},
+    {"average_attn_weights": False},
+    {"is_causal": True, "attn_mask": ~np.tril(np.ones((5, 5), np.bool_))},
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("options", MHA_OPTIONS, ids=lambda o: ",".join(o) or "default")
+def test_multihead_attention_matches_torch(options: dict) -> None:
+    ours = nn.MultiheadAttention(8, 2, generator=0, dtype="float64")
+    theirs = torch.nn.MultiheadAttention(8, 2, dtype=torch.float64)
+    assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    q, k, v = (RNG.standard_normal((5, 3, 8)) for _ in range(3))
+    out, w = ours(*(ge.tensor(a) for a in (q, k, v)), **{n: as_ge(o) for n, o in options.items()})
+    t_out, t_w = theirs(
+        *(torch.tensor(a) for a in (q, k, v)), **{n: as_torch(o) for n, o in options.items()}
+    )
+    np.testing.assert_allclose(out.detach().numpy(), t_out.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(w.detach().numpy(), t_w.detach().numpy(), atol=1e-12)
+    (out * out).sum().backward()
+    (t_out * t_out).sum().backward()
+    for name, p in ours.named_parameters():
+        want = dict(theirs.named_parameters())[name].grad.numpy()
+        np.testing.assert_allclose(p.grad.numpy(), want, atol=1e-10)
+
+
+@needs_torch
+def test_batch_first_and_unbatched_inputs_match_torch() -> None:
+    ours = nn.MultiheadAttention(6, 3, batch_first=True, generator=1, dtype="float64")
+    theirs = torch.nn.MultiheadAttention(6, 3, batch_first=True, dtype=torch.float64)
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    for shape in ((2, 4, 6), (4, 6)):
+        x = RNG.standard_normal(shape)
+        out, w = ours(ge.tensor(x), ge.tensor(x), ge.tensor(x))
+        t_out, t_w = theirs(torch.tensor(x), torch.tensor(x), torch.tensor(x))
+        np.testing.assert_allclose(out.detach().numpy(), t_out.detach().numpy(), atol=1e-12)
+        np.testing.assert_allclose(w.detach().numpy(), t_w.detach().numpy(), atol=1e-12)
+
+
+def test_a_traced_attention_runs_any_sequence_length_and_batch_as_eager() -> None:
+    attn = nn.MultiheadAttention(8, 2, generator=0)
+    g = gc.trace(lambda x: attn(x, x, x, need_weights=False)[0], gc.TensorSpec((None, None, 8)))
+    for level in (0, 2):
+        exe = gc.compile(g, opt_level=level)
+        for length, batch in ((5, 3), (2, 1)):
+            x = RNG.standard_normal((length, batch, 8)).astype(np.float32)
+            want = attn(ge.tensor(x), ge.tensor(x), ge.tensor(x))[0].detach().numpy()
+            np.testing.assert_allclose(exe(x, **gc.lifted_feeds(g)), want, rtol=1e-6, atol=1e-6)
+
+
+def test_errors_name_what_was_expected() -> None:
+    with pytest.raises(gc.GraphcError, match="not divisible by num_heads"):
+        nn.MultiheadAttention(8, 3)
+    with pytest.raises(gc.ShapeError, match=r"query must be \(L, N, 8\)"):
+        nn.MultiheadAttention(8, 2)(ge.ones(2, 3, 4), ge.ones(2, 3, 4), ge.ones(2, 3, 4))
+    with pytest.raises(gc.ShapeError, match="do not fit"):
+        F.scaled_dot_product_attention(ge.ones(2, 3), ge.ones(2, 4), ge.ones(2, 3))

@@ -1,0 +1,12 @@
+"""graphc.onnx: ONNX models in and out (needs the optional `onnx` package: graphc[onnx]).
+
+`import_model(model)` reads a ModelProto or a file into a Graph; `export_model(graph)`
+writes one (see each function). `supported_op_types()` lists the ONNX ops graphc reads.
+"""
+
+from graphc.onnx import handlers_math as _handlers_math  # noqa: F401 - registers handlers
+from graphc.onnx import handlers_shape as _handlers_shape  # noqa: F401 - registers handlers
+from graphc.onnx.importer import OnnxError, supported_op_types
+from graphc.onnx.reader import import_model, initializers
+
+__all__ = ["OnnxError", "import_model", "initializers", "supported_op_types"]

@@ -1,0 +1,270 @@
+"""ONNX handlers: elementwise math, comparisons, matmul, reductions, softmax."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.onnx.importer import Context, Value, handler, ints
+from graphc.ops import elementwise as E
+from graphc.ops import linalg as L
+from graphc.ops import nn as N
+from graphc.ops import reduce as R
+from graphc.ops import selection as S
+from graphc.ops.indexing import getitem
+from graphc.ops.shape import reshape, transpose
+
+_BINARY = {
+    "Add": E.add, "Sub": E.sub, "Mul": E.mul,
+    "Equal": S.eq, "Less": S.lt, "LessOrEqual": S.le, "Greater": S.gt, "GreaterOrEqual": S.ge,
+}  # fmt: skip
+_UNARY = {
+    "Neg": E.neg, "Abs": E.abs, "Exp": E.exp, "Log": E.log, "Sqrt": E.sqrt, "Tanh": E.tanh,
+    "Sigmoid": E.sigmoid, "Relu": E.relu, "Sin": E.sin, "Cos": E.cos, "Sign": E.sign,
+}  # fmt: skip
+
+
+def _binary(fn: Any) -> Any:
+    def run(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+        if "broadcast" in attrs or "axis" in attrs:  # opset < 7's legacy broadcasting
+            raise ctx.error("legacy broadcast/axis attributes (opset < 7) are not supported")
+        return [fn(*inputs)]
+
+    return run
+
+
+def _unary(fn: Any) -> Any:
+    return lambda ctx, inputs, attrs: [fn(inputs[0])]
+
+
+for _name, _fn in _BINARY.items():
+    handler(_name)(_binary(_fn))
+for _name, _fn in _UNARY.items():
+    handler(_name)(_unary(_fn))
+
+
+@handler("Div")
+def _div(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    a, b = inputs
+    if np.dtype(a.dtype).kind in "iu":
+        # ONNX integer division truncates toward zero: the float64 quotient cast back
+        # (exact while |a| < 2**53, which covers every int32)
+        return [S.cast(E.div(a, b), np.result_type(a.dtype, b.dtype))]
+    return [E.div(a, b)]
+
+
+@handler("Pow", since=7)
+def _pow(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x, e = inputs
+    if np.dtype(x.dtype) == np.dtype(e.dtype):
+        return [E.pow(x, e)]
+    # ONNX: the result has the base's type (numpy would promote int64 ** float32 to float64)
+    common = np.result_type(x.dtype, e.dtype)
+    return [S.cast(E.pow(S.cast(x, common), S.cast(e, common)), x.dtype)]
+
+
+@handler("Reciprocal")
+def _reciprocal(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x = inputs[0]
+    return [E.div(np.ones((), x.dtype), x)]
+
+
+@handler("Not")
+def _not(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [S.eq(inputs[0], False)]
+
+
+@handler("And")
+def _and(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [E.mul(*inputs)]  # on bools: and
+
+
+@handler("Or")
+def _or(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [E.maximum(*inputs)]  # on bools: or
+
+
+@handler("Xor")
+def _xor(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [S.ne(*inputs)]
+
+
+def _variadic(fn: Any) -> Any:
+    def run(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+        result = inputs[0]
+        for x in inputs[1:]:
+            result = fn(result, x)
+        return [result]
+
+    return run
+
+
+handler("Max", since=8)(_variadic(E.maximum))
+handler("Min", since=8)(_variadic(E.minimum))
+handler("Sum", since=8)(_variadic(E.add))
+
+
+@handler("Mean", since=8)
+def _mean(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    total = _variadic(E.add)(ctx, inputs, attrs)[0]
+    return [E.div(total, np.asarray(len(inputs), total.dtype))]
+
+
+@handler("MatMul")
+def _matmul(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [L.matmul(*inputs)]
+
+
+@handler("Gemm", since=7)
+def _gemm(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    a, b = inputs[0], inputs[1]
+    if attrs.get("transA", 0):
+        a = transpose(a, (1, 0))
+    if attrs.get("transB", 0):
+        b = transpose(b, (1, 0))
+    y = L.matmul(a, b)
+    alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
+    if alpha != 1.0:
+        y = E.mul(y, np.asarray(alpha, y.dtype))
+    if len(inputs) > 2 and inputs[2] is not None:
+        c = inputs[2]
+        y = E.add(y, c if beta == 1.0 else E.mul(c, np.asarray(beta, c.dtype)))
+    return [y]
+
+
+@handler("Clip", since=11)
+def _clip(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x = inputs[0]
+    low = inputs[1] if len(inputs) > 1 else None
+    high = inputs[2] if len(inputs) > 2 else None
+    if low is not None:
+        x = E.maximum(x, low)
+    if high is not None:
+        x = E.minimum(x, high)
+    return [x]
+
+
+@handler("Clip", since=6)
+def _clip_attrs(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x = inputs[0]
+    low = np.asarray(attrs.get("min", -np.inf), x.dtype)
+    high = np.asarray(attrs.get("max", np.inf), x.dtype)
+    return [E.minimum(E.maximum(x, low), high)]
+
+
+def _reduce_axes(ctx: Context, inputs: list[Value], attrs: dict, as_input: bool) -> tuple | None:
+    axes = None
+    if as_input and len(inputs) > 1 and inputs[1] is not None:
+        axes = [int(a) for a in ints(ctx, inputs[1], "axes")]
+    elif "axes" in attrs:
+        axes = list(attrs["axes"])
+    if axes is not None and not axes:
+        axes = None if not attrs.get("noop_with_empty_axes", 0) else ()
+    return axes if axes is None else tuple(axes)
+
+
+_EMPTY = {R.max: "low", R.min: "high", R.logsumexp: "low"}  # ONNX: the identity on no elements
+
+
+def _identity_of(dtype: np.dtype, end: str) -> Any:
+    if dtype == np.bool_:
+        return end == "high"
+    if dtype.kind == "f":
+        return -np.inf if end == "low" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if end == "low" else info.max
+
+
+def _reduction(fn: Any, as_input_from: int) -> Any:
+    def make(as_input: bool) -> Any:
+        def run(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+            axes = _reduce_axes(ctx, inputs, attrs, as_input)
+            x = inputs[0]
+            if axes == ():
+                return [x]  # noop_with_empty_axes
+            keep = bool(attrs.get("keepdims", 1))
+            rank = len(x.shape)
+            reduced = range(rank) if axes is None else [a % rank for a in axes]
+            if fn in _EMPTY and any(x.shape[a] == 0 for a in reduced):
+                shape = tuple(
+                    1 if k in reduced else d
+                    for k, d in enumerate(x.shape)
+                    if keep or k not in reduced
+                )
+                value = _identity_of(np.dtype(x.dtype), _EMPTY[fn])
+                return [np.full(shape, value, x.dtype)]
+            return [fn(x, axis=axes, keepdims=keep)]
+
+        return run
+
+    return make
+
+
+for _name, _fn, _from in (
+    ("ReduceSum", R.sum, 13),
+    ("ReduceMean", R.mean, 18),
+    ("ReduceMax", R.max, 18),
+    ("ReduceMin", R.min, 18),
+    ("ReduceLogSumExp", R.logsumexp, 18),
+):
+    handler(_name, since=1)(_reduction(_fn, _from)(False))
+    handler(_name, since=_from)(_reduction(_fn, _from)(True))
+
+
+@handler("ReduceSumSquare")
+def _sum_square(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    axes = _reduce_axes(ctx, inputs, attrs, ctx.opset >= 18)
+    x = inputs[0]
+    return [R.sum(E.mul(x, x), axis=axes, keepdims=bool(attrs.get("keepdims", 1)))]
+
+
+def _index(fn: Any) -> Any:
+    def run(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+        x, axis, keep = inputs[0], attrs.get("axis", 0), bool(attrs.get("keepdims", 1))
+        if not attrs.get("select_last_index", 0):
+            return [fn(x, axis=axis, keepdims=keep)]
+        # the last index of an extremum: the first in the reversed axis, counted back
+        axis %= len(x.shape)
+        size = x.shape[axis]
+        if isinstance(size, str):
+            raise ctx.error("select_last_index=1 along a symbolic dim is not supported")
+        index = tuple(
+            slice(None, None, -1) if k == axis else slice(None) for k in range(len(x.shape))
+        )
+        first = fn(getitem(x, index), axis=axis, keepdims=keep)
+        return [E.sub(np.asarray(size - 1, np.int64), first)]
+
+    return run
+
+
+handler("ArgMax")(_index(R.argmax))
+handler("ArgMin")(_index(R.argmin))
+
+
+def _softmax(fn: Any) -> Any:
+    def new(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+        return [fn(inputs[0], axis=attrs.get("axis", -1))]
+
+    def old(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+        # before opset 13 the input is coerced to 2-D at `axis` (default 1)
+        x = inputs[0]
+        axis = attrs.get("axis", 1) % max(len(x.shape), 1)
+        dims = list(x.shape)
+        if axis == len(dims) - 1:
+            return [fn(x, axis=-1)]
+        if any(isinstance(d, str) for d in dims[axis:]):
+            raise ctx.error("Softmax (opset < 13) over several symbolic dims")
+        inner = int(np.prod(dims[axis:], dtype=np.int64))
+        flat = reshape(x, (*dims[:axis], inner))
+        return [reshape(fn(flat, axis=-1), tuple(dims))]
+
+    return new, old
+
+
+for _name, _fn in (("Softmax", N.softmax), ("LogSoftmax", N.log_softmax)):
+    _new, _old = _softmax(_fn)
+    handler(_name, since=1)(_old)
+    handler(_name, since=13)(_new)
+
+__all__: list[str] = []

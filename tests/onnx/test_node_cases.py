@@ -1,0 +1,67 @@
+"""The onnx package's backend node tests, for every op type graphc imports.
+
+A case is run when every op type in its model is one graphc imports: imported, run by
+the reference interpreter and compiled at O2, each output compared with the case's
+expected output at the case's tolerances. The only failure allowed is the named error
+for an element type graphc does not have (float16, uint8, bfloat16, ...).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+import graphc as gc  # noqa: E402
+from graphc.onnx import OnnxError  # noqa: E402
+from graphc.onnx.importer import SUPPORTED_TYPES  # noqa: E402
+from tests.onnx.node_cases import load_cases, op_types  # noqa: E402
+
+SUPPORTED = set(gc.onnx.supported_op_types())
+CASES = [c for c in load_cases() if set(op_types(c.model.graph)) <= SUPPORTED]
+
+
+def as_array(value: object) -> object:
+    """Test data as arrays (some cases store a TensorProto)."""
+    if isinstance(value, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(value)
+    return value
+
+
+def run_case(case: object) -> str:
+    """'passed', or 'element type' when the model uses a dtype graphc refuses by name."""
+    inputs_of = [i.name for i in case.model.graph.input]
+    for inputs, outputs in case.data_sets:
+        values = dict(zip(inputs_of, (as_array(v) for v in inputs)))
+        fixed: dict[str, object] = {}
+        while True:  # inputs the graph's shapes depend on are fixed, as a static graph needs
+            try:
+                graph = gc.onnx.import_model(case.model, fixed=fixed)
+                break
+            except OnnxError as exc:
+                if exc.needs is None or exc.needs in fixed:
+                    assert SUPPORTED_TYPES in str(exc), f"{case.name}: {exc}"
+                    return "element type"
+                fixed[exc.needs] = values[exc.needs]
+        exe = gc.compile(graph, opt_level=2)
+        feeds = {p.name: values[p.name] for p in graph.inputs}
+        with np.errstate(all="ignore"):
+            reference = gc.run(graph, feeds)
+            compiled = exe(**feeds)
+        compiled = list(compiled) if isinstance(compiled, tuple) else [compiled]
+        for k, want in enumerate(as_array(o) for o in outputs):
+            for how, got in (("reference", reference[k]), ("O2", compiled[k])):
+                assert got.dtype == want.dtype, (
+                    f"{case.name} output {k} ({how}): dtype {got.dtype}, expected {want.dtype}"
+                )
+                np.testing.assert_allclose(
+                    got, want, rtol=case.rtol, atol=case.atol, equal_nan=True,
+                    err_msg=f"{case.name} output {k} ({how})",
+                )  # fmt: skip
+    return "passed"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_node_case(case: object) -> None:
+    run_case(case)

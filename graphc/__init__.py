@@ -64,7 +64,7 @@ from graphc.runtime.reference import run
 
 # isort: split
 # nn and optim sit on top of everything above (they use eager, trace, autodiff, runtime)
-from graphc import nn, optim
+from graphc import nn, onnx, optim
 from graphc.optim.train_step import TrainStep, compile_train_step
 
 __version__ = "0.1.0"

@@ -4,9 +4,12 @@
 writes one (see each function). `supported_op_types()` lists the ONNX ops graphc reads.
 """
 
+from graphc.onnx import handlers_control as _handlers_control  # noqa: F401 - registers handlers
+from graphc.onnx import handlers_index as _handlers_index  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_math as _handlers_math  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_shape as _handlers_shape  # noqa: F401 - registers handlers
 from graphc.onnx.importer import OnnxError, supported_op_types
 from graphc.onnx.reader import import_model, initializers
+from graphc.onnx.writer import export_model
 
-__all__ = ["OnnxError", "import_model", "initializers", "supported_op_types"]
+__all__ = ["OnnxError", "export_model", "import_model", "initializers", "supported_op_types"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.onnx.importer import Context, Value, handler, ints
+from graphc.onnx.importer import Context, Value, handler, ints, known
 from graphc.ops import elementwise as E
 from graphc.ops import linalg as L
 from graphc.ops import nn as N
@@ -68,6 +68,24 @@ def _pow(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 def _reciprocal(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x = inputs[0]
     return [E.div(np.ones((), x.dtype), x)]
+
+
+@handler("IsNaN", since=9)
+def _isnan(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [S.ne(inputs[0], inputs[0])]
+
+
+@handler("IsInf", since=10)
+def _isinf(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x = inputs[0]
+    hits = []
+    if attrs.get("detect_positive", 1):
+        hits.append(S.eq(x, np.asarray(np.inf, x.dtype)))
+    if attrs.get("detect_negative", 1):
+        hits.append(S.eq(x, np.asarray(-np.inf, x.dtype)))
+    if not hits:
+        return [S.lt(x, x)]  # nothing detected: all false (x < x)
+    return [hits[0] if len(hits) == 1 else E.maximum(*hits)]  # or, on bools
 
 
 @handler("Not")
@@ -138,6 +156,10 @@ def _clip(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x = inputs[0]
     low = inputs[1] if len(inputs) > 1 else None
     high = inputs[2] if len(inputs) > 2 else None
+    if all(b is None or (known(b) and np.size(b) == 1) for b in (low, high)):
+        # known bounds: graphc's clip (numpy's), the op graphc exports as Clip
+        bounds = [None if b is None else np.asarray(b).reshape(()).item() for b in (low, high)]
+        return [S.clip(x, *bounds)]
     if low is not None:
         x = E.maximum(x, low)
     if high is not None:
@@ -194,7 +216,10 @@ def _reduction(fn: Any, as_input_from: int) -> Any:
                 )
                 value = _identity_of(np.dtype(x.dtype), _EMPTY[fn])
                 return [np.full(shape, value, x.dtype)]
-            return [fn(x, axis=axes, keepdims=keep)]
+            y = fn(x, axis=axes, keepdims=keep)
+            # ONNX keeps the element type (an int32 sum wraps in int32, an int mean is an
+            # int); numpy widens: the cast back gives the same bits for sums (mod 2**32)
+            return [S.cast(y, x.dtype) if y.dtype != x.dtype else y]
 
         return run
 

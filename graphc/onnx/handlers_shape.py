@@ -254,7 +254,8 @@ def _expand(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     target = tuple(d if s == 1 else s for d, s in zip(dims, shape))
     if tuple(dims) == target:
         return [reshape(x, target) if len(dims) != len(x.shape) else x]
-    return [broadcast_to(x, target)]
+    with ctx.recording():  # sized by symbolic dims: a node, not a folded array
+        return [broadcast_to(x, target)]
 
 
 @handler("ConstantOfShape", since=9)
@@ -262,8 +263,9 @@ def _constant_of_shape(ctx: Context, inputs: list[Value], attrs: dict) -> list[V
     shape = ints(ctx, inputs[0], "ConstantOfShape's shape")
     fill = attrs.get("value", np.zeros(1, np.float32)).reshape(-1)
     value = np.full((), fill[0], fill.dtype)
-    if any(isinstance(d, str) for d in shape):
-        raise ctx.error(f"ConstantOfShape of a symbolic shape {tuple(shape)} is not supported yet")
+    if any(is_symbol(d) for d in shape):  # a size known at run time: the fill broadcast
+        with ctx.recording():
+            return [broadcast_to(value, tuple(shape))]
     return [np.full(tuple(shape), value, value.dtype)]
 
 

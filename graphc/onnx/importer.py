@@ -24,13 +24,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from graphc.ir.errors import GraphcError
-from graphc.ir.graph import Graph
+from graphc.ir.graph import Graph, active_graph
 from graphc.ir.types import DTYPES, TensorType
 from graphc.ops.symbolic import Symbol, add_constant
 
@@ -108,14 +109,22 @@ class Context:
     node: Any = None
     index: int = 0
     scope: str = ""
-    subgraph: Callable[..., Any] | None = None  # reads a GraphProto attribute (If, Loop)
-    names: dict[str, Value] = field(default_factory=dict)
+    names: dict[str, Value] = field(default_factory=dict)  # the values read so far, by name
+    top: Graph | None = None  # the model's graph (ctx.graph is a body's while one is read)
+
+    def __post_init__(self) -> None:
+        self.top = self.top or self.graph
 
     def where(self) -> str:
         node = self.node
         label = f"node '{node.name}'" if node is not None and node.name else f"node {self.index}"
         op = node.op_type if node is not None else "?"
         return f"{label} ({op}, opset {self.opset}){self.scope}"
+
+    def recording(self) -> Any:
+        """A context in which ops record nodes even on known inputs (for ops whose
+        result is sized by symbolic dims, which numpy cannot compute at import)."""
+        return nullcontext() if active_graph() is not None else self.graph
 
     def error(self, message: str) -> OnnxError:
         return OnnxError(f"{self.where()}: {message}")
@@ -147,6 +156,12 @@ def ints(ctx: Context, value: Value, what: str) -> list[Any]:
 def needs_known(ctx: Context, value: Value, what: str) -> OnnxError:
     """The error for a value the import must know but that depends on graph inputs:
     it names them (`.needs`: the first), so a caller can fix them (`fixed=`)."""
+    node = getattr(value, "node", None)
+    if node is not None and node.graph is not ctx.top:
+        return ctx.error(
+            f"{what} is computed in the body from its loop-carried or captured values; "
+            "graphc needs it known when the model is imported"
+        )
     inputs = placeholders_of(value)
     if not inputs:
         return ctx.error(f"{what} must be known when the model is imported (it depends on data)")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from graphc.ir.graph import Graph
+from graphc.ir.graph import Graph, active_graph
 from graphc.ir.types import TensorType
 from graphc.onnx.importer import (
     Context,
@@ -54,7 +55,7 @@ def import_model(
     proto = load(model)
     graph = Graph(name or proto.graph.name or "onnx_model")
     ctx = Context(graph, opset_of(proto))
-    read_graph(ctx, proto.graph, as_placeholders, {}, dict(fixed or {}))
+    read_graph(ctx, proto.graph, as_placeholders, dict(fixed or {}))
     return graph
 
 
@@ -62,20 +63,17 @@ def read_graph(
     ctx: Context,
     proto: Any,
     as_placeholders: bool,
-    outer: dict[str, Value],
-    fixed: dict[str, Any] | None = None,
-) -> list[Value]:
-    """Add `proto`'s inputs, initializers and nodes to ctx.graph; its output values.
-
-    `outer`: values of enclosing graphs a subgraph may read by name."""
+    fixed: dict[str, Any],
+) -> None:
+    """Add the model's graph `proto` to ctx.graph: inputs, initializers, nodes, outputs."""
     graph, used = ctx.graph, {}
-    env: dict[str, Value] = dict(outer)
+    env: dict[str, Value] = {}
     initializers = {t.name: t for t in proto.initializer}
     for info in proto.input:
         if info.name in initializers:
             continue  # an initializer also listed as an input (opset < 9 style): a constant
         t = value_type(info, used, f"graph input '{info.name}'")
-        if fixed and info.name in fixed:
+        if info.name in fixed:
             env[info.name] = np.asarray(fixed[info.name], t.dtype)
             continue
         env[info.name] = Symbol(graph.add_placeholder(info.name, t))
@@ -85,8 +83,18 @@ def read_graph(
             env[t.name] = Symbol(graph.add_placeholder(t.name, TensorType.of(value)))
         else:
             env[t.name] = value
+    results = _read_nodes(ctx, proto, env)
+    ctx.node = None
+    for info, value in zip(proto.output, results):
+        symbol = ctx.symbol(value)
+        _free(graph, info.name)
+        graph.add_output(symbol.node, info.name)
+
+
+def _read_nodes(ctx: Context, proto: Any, env: dict[str, Value]) -> list[Value]:
+    """Read `proto`'s nodes into `env`; the values of its outputs."""
     for index, node in enumerate(proto.node):
-        ctx.node, ctx.index = node, index
+        ctx.node, ctx.index, ctx.names = node, index, env
         inputs = []
         for name in node.input:
             if name and name not in env:
@@ -99,15 +107,29 @@ def read_graph(
     results = []
     for info in proto.output:
         if info.name not in env:
-            raise OnnxError(f"graph output '{info.name}' is computed by no node")
+            raise OnnxError(f"graph output '{info.name}'{ctx.scope} is computed by no node")
         results.append(env[info.name])
-    if not outer:  # the model's own graph: its outputs
-        ctx.node = None
-        for info, value in zip(proto.output, results):
-            symbol = ctx.symbol(value)
-            _free(graph, info.name)
-            graph.add_output(symbol.node, info.name)
     return results
+
+
+def read_body(ctx: Context, proto: Any, args: Sequence[Value]) -> list[Value]:
+    """The outputs of subgraph `proto` (an If branch, a Loop or Scan body) for values
+    `args` of its inputs; it reads the enclosing graphs' values by name. Called by a
+    handler while a graphc body is being traced, so its ops record into that body."""
+    if len(args) != len(proto.input):
+        raise ctx.error(
+            f"the body '{proto.name}' has {len(proto.input)} inputs, the node gives {len(args)}"
+        )
+    saved = (ctx.graph, ctx.node, ctx.index, ctx.scope, ctx.names)
+    env = dict(ctx.names)
+    env.update((t.name, tensor_value(t, f"initializer '{t.name}'")) for t in proto.initializer)
+    env.update((info.name, value) for info, value in zip(proto.input, args))
+    ctx.graph = active_graph() or ctx.graph
+    ctx.scope = f" in body '{proto.name}' of {ctx.where()}"
+    try:
+        return _read_nodes(ctx, proto, env)
+    finally:
+        ctx.graph, ctx.node, ctx.index, ctx.scope, ctx.names = saved
 
 
 def _free(graph: Graph, name: str) -> None:

@@ -55,9 +55,14 @@ def graph_of(values: Sequence[Any]) -> Graph | None:
     return None
 
 
-def lift(value: Any) -> Symbol:
+def lift(value: Any, graph: Graph | None = None) -> Symbol:
+    """`value` as a graph value: of the graph being declared, else of `graph` (the
+    graph of the call's other graph values: an array next to them is its constant)."""
     if isinstance(value, Symbol):
         return value
+    if graph is not None and active_graph() is None:
+        with graph:
+            return lift(value)
     if isinstance(value, (bool, int, float)):  # a Python scalar: graphc's default dtypes
         return SYMBOLIC.lift(np.asarray(value, _python_dtype(value)), None, ())
     return SYMBOLIC.lift(value, None, ())

@@ -50,8 +50,8 @@ def cond(
     graph = graph_of([pred, *leaves])
     if graph is None or isinstance(pred, (bool, np.bool_)):
         return true_fn(*operands) if bool(pred) else false_fn(*operands)
-    pred = lift(pred)
-    symbols = [lift(v) for v in leaves]
+    pred = lift(pred, graph)
+    symbols = [lift(v, graph) for v in leaves]
     inputs = [(f"x{i}", s.type) for i, s in enumerate(symbols)]
 
     def branch(fn: Callable[..., Any], default: str) -> Traced:
@@ -112,8 +112,8 @@ def scan(
     graph = graph_of([*init_leaves, *xs_leaves])
     if graph is None:
         return _scan_python(f, init, xs_leaves, xs_tree, length, reverse)
-    carries = [lift(v) for v in init_leaves]
-    xs_symbols = [lift(v) for v in xs_leaves]
+    carries = [lift(v, graph) for v in init_leaves]
+    xs_symbols = [lift(v, graph) for v in xs_leaves]
     steps = _scan_length([x.shape for x in xs_symbols], length)
     if is_symbol(steps) and not xs_symbols:
         _check_bound(graph, steps)  # type: ignore[arg-type]
@@ -231,7 +231,7 @@ def while_loop(cond_fn: Callable[[Any], Any], body_fn: Callable[[Any], Any], ini
         while bool(cond_fn(carry)):
             carry = body_fn(carry)
         return carry
-    carries = [lift(v) for v in leaves]
+    carries = [lift(v, graph) for v in leaves]
     inputs = [(f"carry{i}", c.type) for i, c in enumerate(carries)]
     test = trace_body(
         fn_name(cond_fn, "cond_fn"),
@@ -299,7 +299,7 @@ def fori_loop(lower: Any, upper: Any, body_fn: Callable[[Any, Any], Any], init: 
 
         (_, val), _ = scan(step, (start, init), length=max(int(upper) - int(lower), 0))
         return val
-    low, high = lift(lower), lift(upper)
+    low, high = lift(lower, graph), lift(upper, graph)
     _, _, val = while_loop(
         lambda c: c[0] < c[1],
         lambda c: (c[0] + 1, c[1], body_fn(c[0], c[2])),

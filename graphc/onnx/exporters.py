@@ -1,0 +1,540 @@
+"""The ONNX form of each graphc op (see writer.py), one function per op or family."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.graph import Node
+from graphc.ir.types import is_symbol
+from graphc.onnx.importer import OnnxError, onnx_elem_type
+from graphc.onnx.writer import Writer, exporter
+from graphc.ops.indexing import _expand_ellipsis, parse_index
+
+INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
+
+_UNARY = {
+    "neg": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "tanh": "Tanh",
+    "relu": "Relu", "sin": "Sin", "cos": "Cos", "sign": "Sign",
+}  # fmt: skip
+_BINARY = {
+    "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "maximum": "Max",
+    "minimum": "Min", "eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater",
+    "ge": "GreaterOrEqual", "where": "Where", "matmul": "MatMul",
+}  # fmt: skip
+
+_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+_BOOL_FORMS = {"add": "Or", "mul": "And", "maximum": "Or", "minimum": "And"}
+
+
+def computed(w: Writer, node: Node, ins: list[str], first: int = 0) -> list[str]:
+    """Inputs cast to the dtype the op computes in: ONNX ops take one element type
+    where numpy promotes (int64 + float32, exp of an int)."""
+    types = [x.type.dtype for x in node.inputs[first:]]
+    target = np.result_type(*types) if node.op in _COMPARISONS else node.type.dtype
+    if node.op in _COMPARISONS and target == np.bool_:
+        target = np.dtype(np.int32)  # ONNX orders numbers, not bools
+    return ins[:first] + [w.cast(n, t, target) for n, t in zip(ins[first:], types)]
+
+
+def _elementwise(op_type: str) -> Any:
+    def run(w: Writer, node: Node, ins: list[str]) -> list[str]:
+        if node.type.dtype == np.bool_ and node.op in _BOOL_FORMS:
+            return [w.one(_BOOL_FORMS[node.op], ins)]
+        if node.op == "abs" and node.type.dtype == np.bool_:
+            return [w.one("Identity", ins)]
+        if node.op == "matmul" and node.type.dtype == np.bool_:  # any(a and b): counts > 0
+            a, b = (w.cast(n, np.bool_, np.int32) for n in ins)
+            count = w.one("MatMul", [a, b])
+            return [w.one("Greater", [count, w.const(np.zeros((), np.int32))])]
+        if node.op == "relu" and node.type.dtype.kind in "iu":
+            return [w.one("Max", [ins[0], w.const(np.zeros((), node.type.dtype))])]
+        return [w.one(op_type, computed(w, node, ins, 1 if node.op == "where" else 0))]
+
+    return run
+
+
+for _op, _type in {**_UNARY, **_BINARY}.items():
+    exporter(_op)(_elementwise(_type))
+
+
+@exporter("ne")
+def _ne(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    return [w.one("Not", [w.one("Equal", computed(w, node, ins))])]
+
+
+@exporter("sigmoid")
+def _sigmoid(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    return [_logistic(w, computed(w, node, ins)[0], node.type.dtype)]
+
+
+def _logistic(w: Writer, x: str, dtype: Any) -> str:
+    """Sigmoid; in float64 written out as graphc computes it (e = exp(-|x|), then 1/(1+e)
+    for x >= 0 and e/(1+e) below), since onnxruntime's float64 Sigmoid is accurate
+    to float32 only and flushes results below about 1e-16 to 0."""
+    if dtype != np.float64:
+        return w.one("Sigmoid", [x])
+    e = w.one("Exp", [w.one("Neg", [w.one("Abs", [x])])])
+    one = w.const(np.asarray(1.0, dtype))
+    upper = w.one("GreaterOrEqual", [x, w.const(np.asarray(0.0, dtype))])
+    numerator = w.one("Where", [upper, one, e])
+    return w.one("Div", [numerator, w.one("Add", [e, one])])
+
+
+@exporter("gelu")
+def _gelu(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    if w.opset >= 20:
+        return [w.one("Gelu", ins, approximate="tanh")]
+    dtype = node.type.dtype
+    x = w.cast(ins[0], node.inputs[0].type.dtype, dtype)
+    cube = w.one("Mul", [w.one("Mul", [x, x]), x])
+    inner = w.one("Add", [x, w.one("Mul", [cube, w.const(np.asarray(0.044715, dtype))])])
+    t = w.one("Tanh", [w.one("Mul", [inner, w.const(np.asarray(np.sqrt(2 / np.pi), dtype))])])
+    half = w.one("Mul", [x, w.const(np.asarray(0.5, dtype))])
+    return [w.one("Mul", [half, w.one("Add", [t, w.const(np.asarray(1.0, dtype))])])]
+
+
+@exporter("cast")
+def _cast(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    return [w.one("Cast", ins, to=onnx_elem_type(node.attrs["dtype"]))]
+
+
+def _axes(w: Writer, node: Node, axis: Any) -> list[int] | None:
+    if axis is None:
+        return None
+    return [int(a) for a in (axis if isinstance(axis, tuple) else (axis,))]
+
+
+def _reduce(op_type: str, axes_input_from: int) -> Any:
+    def run(w: Writer, node: Node, ins: list[str]) -> list[str]:
+        axes = _axes(w, node, node.attrs.get("axis"))
+        keep = int(bool(node.attrs.get("keepdims", False)))
+        x = w.cast(ins[0], node.inputs[0].type.dtype, node.type.dtype)
+        if node.inputs[0].type.rank == 0:
+            return [w.one("Identity", [x])]
+        flag = node.type.dtype == np.bool_  # max / min of bools: as int32, then back
+        if flag:
+            x = w.cast(x, np.bool_, np.int32)
+        if w.opset >= axes_input_from:
+            inputs = [x] if axes is None else [x, w.ints(axes)]
+            y = w.one(op_type, inputs, keepdims=keep)
+        else:
+            y = w.one(op_type, [x], keepdims=keep, axes=axes)
+        return [w.cast(y, np.int32, np.bool_) if flag else y]
+
+    return run
+
+
+exporter("sum")(_reduce("ReduceSum", 13))
+
+
+@exporter("mean")
+def _mean(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    """The sum divided by the count, as numpy computes it (an empty mean is nan, where
+    ReduceMean gives 0)."""
+    total = _reduce("ReduceSum", 13)(w, node, ins)[0]
+    axis = node.attrs.get("axis")
+    shape = node.inputs[0].type.shape
+    dims = list(shape) if axis is None else [shape[a] for a in axis]
+    dtype = node.type.dtype
+    if any(is_symbol(d) for d in dims):
+        n = w.cast(w.one("ReduceProd", [w.shape(dims)], keepdims=0), np.int64, dtype)
+    else:
+        n = w.const(np.asarray(np.prod(dims, dtype=np.int64), dtype))
+    return [w.one("Div", [total, n])]
+
+
+exporter("max")(_reduce("ReduceMax", 18))
+exporter("min")(_reduce("ReduceMin", 18))
+exporter("logsumexp")(_reduce("ReduceLogSumExp", 18))
+
+
+def _arg_extreme(w: Writer, op_type: str, x: str, axis: Any, keep: int, rank: int) -> str:
+    """ArgMax / ArgMin along `axis`, or over all elements (None) as numpy: flattened."""
+    if axis is not None:
+        return w.one(op_type, [x], axis=int(axis), keepdims=keep)
+    flat = w.one("Reshape", [x, w.ints([-1])])
+    out = w.one(op_type, [flat], axis=0, keepdims=0)
+    return w.one("Reshape", [out, w.ints([1] * rank)]) if keep else out
+
+
+def _index(op_type: str) -> Any:
+    def run(w: Writer, node: Node, ins: list[str]) -> list[str]:
+        axis, keep = node.attrs.get("axis"), int(bool(node.attrs.get("keepdims", False)))
+        source, rank = node.inputs[0].type.dtype, node.inputs[0].type.rank
+        x = w.cast(ins[0], np.bool_, np.int32) if source == np.bool_ else ins[0]
+        found = _arg_extreme(w, op_type, x, axis, keep, rank)
+        if source.kind != "f":
+            return [found]
+        # numpy: the first nan wins, as the extreme it is (onnxruntime skips nans)
+        nan = w.cast(w.one("IsNaN", [x]), np.bool_, np.int32)
+        first_nan = _arg_extreme(w, "ArgMax", nan, axis, keep, rank)
+        has_nan = _any(w, nan, axis, keep, rank)
+        return [w.one("Where", [has_nan, first_nan, found])]
+
+    return run
+
+
+def _any(w: Writer, flags: str, axis: Any, keep: int, rank: int) -> str:
+    """Whether any int32 0/1 flag along `axis` (all when None) is set."""
+    if axis is None:
+        total = w.one("ReduceSum", [flags], keepdims=keep)
+    else:
+        total = w.one("ReduceSum", [flags, w.ints([int(axis)])], keepdims=keep)
+    return w.one("Greater", [total, w.const(np.zeros((), np.int32))])
+
+
+exporter("argmax")(_index("ArgMax"))
+exporter("argmin")(_index("ArgMin"))
+
+
+def _softmax(op_type: str) -> Any:
+    def run(w: Writer, node: Node, ins: list[str]) -> list[str]:
+        x = w.cast(ins[0], node.inputs[0].type.dtype, node.type.dtype)
+        if node.type.rank == 0:  # ONNX wants rank >= 1: one element, axis 0
+            x = w.one("Unsqueeze", [x, w.ints([0])])
+            return [w.one("Squeeze", [w.one(op_type, [x], axis=0), w.ints([0])])]
+        return [w.one(op_type, [x], axis=node.attrs["axis"])]
+
+    return run
+
+
+exporter("softmax")(_softmax("Softmax"))
+exporter("log_softmax")(_softmax("LogSoftmax"))
+
+
+@exporter("transpose")
+def _transpose(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    axes = list(node.attrs["axes"])
+    return [w.one("Transpose", ins, perm=axes) if axes else w.one("Identity", ins)]
+
+
+exporter("concat")(
+    lambda w, node, ins: [w.one("Concat", computed(w, node, ins), axis=node.attrs["axis"])]
+)
+exporter("take")(lambda w, node, ins: [w.one("Gather", ins, axis=node.attrs["axis"])])
+
+
+@exporter("reshape")
+def _reshape(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    return [_reshape_to(w, node, ins[0], node.type.shape)]
+
+
+def _reshape_to(w: Writer, node: Node, x: str, shape: Any) -> str:
+    """Reshape to `shape`; a 0 in it is a size here, not ONNX's 'copy the input's dim'."""
+    if 0 not in shape:
+        return w.one("Reshape", [x, w.shape(shape)])
+    if w.opset < 14:
+        raise OnnxError(f"export_model: {node.describe()}: a reshape to size 0 needs opset 14")
+    return w.one("Reshape", [x, w.shape(shape)], allowzero=1)
+
+
+@exporter("broadcast_to")
+def _broadcast_to(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    return [w.one("Expand", [ins[0], w.shape(node.type.shape)])]
+
+
+@exporter("full_like")
+def _full_like(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    from onnx import numpy_helper
+
+    value = numpy_helper.from_array(np.full((1,), node.attrs["value"], node.type.dtype))
+    return [w.one("ConstantOfShape", [w.one("Shape", ins)], value=value)]
+
+
+@exporter("clip")
+def _clip(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    dtype = node.type.dtype
+    bounds = [
+        "" if node.attrs[k] is None else w.const(np.asarray(node.attrs[k], dtype))
+        for k in ("a_min", "a_max")
+    ]
+    return [w.one("Clip", [w.cast(ins[0], node.inputs[0].type.dtype, dtype), *bounds])]
+
+
+@exporter("one_hot")
+def _one_hot(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    depth = w.const(np.asarray(node.attrs["num_classes"], np.int64))
+    values = w.const(np.asarray([0, 1], np.float32))  # the value types onnxruntime has
+    labels = ins[0]
+    scalar = node.inputs[0].type.rank == 0  # ONNX's OneHot takes indices of rank >= 1
+    if scalar:
+        labels = w.one("Unsqueeze", [labels, w.ints([0])])
+    hot = w.one("OneHot", [labels, depth, values], axis=-1)
+    if scalar:
+        hot = w.one("Squeeze", [hot, w.ints([0])])
+    return [w.cast(hot, np.float32, node.attrs["dtype"])]
+
+
+@exporter("sum_to")
+def _sum_to(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    source, target = node.inputs[0].type.shape, node.type.shape
+    lead = len(source) - len(target)
+    x = ins[0]
+    flag = node.type.dtype == np.bool_  # a sum of bools in bool is an or: count, then != 0
+    if flag:
+        x = w.cast(x, np.bool_, np.int64)
+    if lead:
+        x = w.one("ReduceSum", [x, w.ints(list(range(lead)))], keepdims=0)
+    axes = [k for k, (s, t) in enumerate(zip(source[lead:], target)) if t == 1 and s != 1]
+    if axes:
+        x = w.one("ReduceSum", [x, w.ints(axes)], keepdims=1)
+    if flag:
+        return [w.cast(x, np.int64, np.bool_)]
+    return [x if lead or axes else w.one("Identity", [x])]
+
+
+@exporter("count")
+def _count(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    shape, axis = node.attrs["shape"], node.attrs["axis"]
+    dims = list(shape) if axis is None else [shape[a] for a in axis]
+    if not any(is_symbol(d) for d in dims):
+        return [w.const(np.asarray(int(np.prod(dims, dtype=np.int64)), node.attrs["dtype"]))]
+    product = w.one("ReduceProd", [w.shape(dims)], keepdims=0)
+    return [w.one("Cast", [product], to=onnx_elem_type(node.attrs["dtype"]))]
+
+
+@exporter("slice")
+def _slice(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    return [_sliced(w, ins[0], node.attrs["index"], node.inputs[0].type.rank)]
+
+
+@exporter("unslice")
+def _unslice(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    """Zeros with ct placed at the window: the window's flat positions are the same
+    slice of an iota of the shape, and ScatterND writes ct there (no arithmetic)."""
+    shape = node.type.shape
+    if any(is_symbol(d) for d in shape):
+        flat = w.one("ReduceProd", [w.shape(shape)], keepdims=1)
+    else:
+        flat = w.ints([int(np.prod(shape, dtype=np.int64))])
+    one, zero = w.const(np.asarray(1, np.int64)), w.const(np.asarray(0, np.int64))
+    count = w.one("Squeeze", [flat, w.ints([0])])
+    iota = _reshape_to(w, node, w.one("Range", [zero, count, one]), shape)
+    where = _sliced(w, iota, node.attrs["index"], len(shape))
+    where = w.one("Reshape", [where, w.ints([-1, 1])])
+    values = w.one("Reshape", [ins[0], w.ints([-1])])
+    placed = w.one("ScatterND", [_zeros(w, flat, node.type.dtype), where, values])
+    return [_reshape_to(w, node, placed, shape)]
+
+
+def _sliced(w: Writer, value: str, index: str, rank: int) -> str:
+    """`value[index]` for basic indices: Slice, then Squeeze for ints, Unsqueeze for None."""
+    items = _expand_ellipsis(parse_index(index), rank)
+    starts, ends, axes, steps, squeezed, new = [], [], [], [], [], []
+    axis = 0
+    position = 0  # axis in the result before ints are squeezed
+    for item in items:
+        if item is None:
+            new.append(position)
+            position += 1
+            continue
+        if isinstance(item, int):
+            starts.append(item)
+            ends.append(item + 1 if item != -1 else INT64_MAX)
+            axes.append(axis)
+            steps.append(1)
+            squeezed.append(axis)
+        elif item != slice(None):
+            step = item.step or 1
+            starts.append(item.start if item.start is not None else (0 if step > 0 else -1))
+            ends.append(
+                item.stop if item.stop is not None else (INT64_MAX if step > 0 else INT64_MIN)
+            )
+            axes.append(axis)
+            steps.append(step)
+        if not isinstance(item, int):
+            position += 1
+        axis += 1
+    if axes:
+        value = w.one("Slice", [value, w.ints(starts), w.ints(ends), w.ints(axes), w.ints(steps)])
+    if squeezed:
+        value = w.one("Squeeze", [value, w.ints(squeezed)])
+    if new:
+        value = w.one("Unsqueeze", [value, w.ints(new)])
+    return value if (axes or squeezed or new) else w.one("Identity", [value])
+
+
+# -- what graphc made: written as their decomposition ----------------------------------
+
+
+@exporter("fused")
+def _fused(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    body = node.attrs["body"]
+    return w.write(body, dict(zip(body.inputs, ins)))
+
+
+@exporter("custom_vjp")
+def _custom(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    body = node.attrs["forward"]
+    return w.write(body, dict(zip(body.inputs, ins)))
+
+
+_ACTIVATIONS = {"relu": "Relu", "tanh": "Tanh"}
+
+
+@exporter("matmul_epilogue")
+def _epilogue(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    y = w.one("MatMul", ins[:2])
+    if node.attrs["bias"]:
+        y = w.one("Add", [y, ins[2]])
+    activation = node.attrs["activation"]
+    if activation == "gelu":
+        return _gelu(w, node, [y])
+    if activation == "sigmoid":
+        return [_logistic(w, y, node.type.dtype)]
+    return [w.one(_ACTIVATIONS[activation], [y]) if activation else y]
+
+
+# -- control flow ---------------------------------------------------------------------
+
+
+@exporter("result")
+def _result(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    values = w.names[node.inputs[0]]
+    return [values[node.attrs["index"]]]  # type: ignore[index]
+
+
+@exporter("cond")
+def _cond(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    branches = []
+    for key in ("then_body", "else_body"):
+        body = node.attrs[key]
+        graph, _ = w.body(body, dict(zip(body.inputs, ins[1:])))
+        branches.append(graph)
+    return w.emit(
+        "If", [ins[0]], len(node.type.items), then_branch=branches[0], else_branch=branches[1]
+    )
+
+
+def _loop_body(
+    w: Writer, name: str, carries: list[Node], fill: Any, out_types: list[Any]
+) -> tuple[Any, Writer]:
+    """A Loop body: inputs (iteration, condition, carries...); `fill(sub)` writes the
+    rest and returns the output names (condition out, carries..., scan outputs...),
+    whose types after the condition are `out_types`."""
+    from onnx import TensorProto, helper
+
+    from graphc.onnx.writer import value_info
+
+    sub = Writer(w.opset, outer=w, prefix=f"{name}_")
+    iteration, condition = sub.fresh("i"), sub.fresh("cond_in")
+    infos = [
+        helper.make_tensor_value_info(iteration, TensorProto.INT64, []),
+        helper.make_tensor_value_info(condition, TensorProto.BOOL, []),
+    ]
+    for p in carries:
+        carry = sub.fresh(p.name)
+        sub.bind(p, carry)
+        infos.append(value_info(carry, p.type))
+    outputs = fill(sub, iteration, condition)
+    out_infos = []
+    for k, value in enumerate(outputs):
+        name_ = sub.one("Identity", [value])
+        if k == 0:
+            out_infos.append(helper.make_tensor_value_info(name_, TensorProto.BOOL, []))
+        else:
+            out_infos.append(value_info(name_, out_types[k - 1]))
+    return helper.make_graph(sub.nodes, sub.fresh("loop_body"), infos, out_infos), sub
+
+
+@exporter("scan")
+def _scan(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    a = node.attrs
+    body, nc, nx = a["body"], a["num_carry"], a["num_xs"]
+    length = a["length"]
+    carries, xs, consts = body.inputs[:nc], body.inputs[nc : nc + nx], body.inputs[nc + nx :]
+    outer_xs = ins[nc : nc + nx]
+
+    def fill(sub: Writer, iteration: str, condition: str) -> list[str]:
+        index = iteration
+        if a["reverse"]:  # step s reads slice length - 1 - s
+            last = sub.one("Sub", [sub.dim(length), sub.const(np.asarray(1, np.int64))])
+            index = sub.one("Sub", [last, iteration])
+        bound = dict(zip(consts, ins[nc + nx :]))
+        for p, x in zip(xs, outer_xs):
+            bound[p] = sub.one("Gather", [x, index], axis=0)
+        outs = sub.write(body, bound)
+        return [sub.one("Identity", [condition]), *outs]
+
+    types = [o.type for o in body.outputs]
+    graph, _ = _loop_body(w, node.name, list(carries), fill, types)
+    results = w.emit("Loop", [w.dim(length), "", *ins[:nc]], len(body.outputs), body=graph)
+    if a["reverse"]:  # Loop stacks in step order: put ys[t] back at t
+        results[nc:] = [
+            w.one("Slice", [y, w.ints([-1]), w.ints([INT64_MIN]), w.ints([0]), w.ints([-1])])
+            for y in results[nc:]
+        ]
+    return results
+
+
+@exporter("while_loop")
+def _while(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    a = node.attrs
+    test, body, nc, k = a["cond_body"], a["body"], a["num_carry"], a["num_cond_consts"]
+    cond_consts, body_consts = ins[nc : nc + k], ins[nc + k :]
+    first = w.write(test, dict(zip(test.inputs, [*ins[:nc], *cond_consts])))[0]
+
+    def fill(sub: Writer, iteration: str, condition: str) -> list[str]:
+        new = sub.write(body, dict(zip(body.inputs[nc:], body_consts)))
+        again = sub.write(test, dict(zip(test.inputs, [*new, *cond_consts])))[0]
+        return [again, *new]
+
+    types = [p.type for p in body.inputs[:nc]]
+    graph, _ = _loop_body(w, node.name, list(body.inputs[:nc]), fill, types)
+    return w.emit("Loop", ["", first, *ins[:nc]], nc, body=graph)
+
+
+def _unsupported(op: str) -> Any:
+    def run(w: Writer, node: Node, ins: list[str]) -> list[str]:
+        raise OnnxError(
+            f"export_model: {node.describe()}: {op} has no exact ONNX form in graphc yet"
+        )
+
+    return run
+
+
+@exporter("scatter_add")
+def _scatter_add(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    """Zeros with ct's rows added at the indices: ScatterND (reduction add) on the axis
+    moved to the front, the indices flattened to one list."""
+    if w.opset < 16:
+        raise OnnxError(f"export_model: {node.describe()}: scatter_add needs opset 16 or later")
+    ct, indices = node.inputs
+    shape, axis = node.type.shape, node.attrs["axis"]
+    rank, k = len(shape), indices.type.rank
+    front = [axis, *[a for a in range(rank) if a != axis]]
+    back = [front.index(a) for a in range(rank)]
+    dims = [shape[a] for a in front]
+    zeros = _zeros(w, w.shape(dims), node.type.dtype)
+    ct_front = ins[0]
+    if k != 1 or axis != 0:  # ct's index dims moved first and flattened to one
+        if axis:
+            perm = [*range(axis, axis + k), *range(axis), *range(axis + k, ct.type.rank)]
+            ct_front = w.one("Transpose", [ct_front], perm=perm)
+        if k != 1:
+            count = indices.type.shape
+            if any(is_symbol(d) for d in count):
+                n = w.one("ReduceProd", [w.shape(count)], keepdims=1)
+                target = w.one("Concat", [n, w.shape(dims[1:])], axis=0)
+            else:
+                target = w.shape([int(np.prod(count, dtype=np.int64)), *dims[1:]])
+            zero = {"allowzero": 1} if w.opset >= 14 else {}  # sizes here may be 0
+            ct_front = w.one("Reshape", [ct_front, target], **zero)
+    flat = w.one("Reshape", [ins[1], w.ints([-1, 1])])
+    flat = w.cast(flat, indices.type.dtype, np.int64)
+    added = w.one("ScatterND", [zeros, flat, ct_front], reduction="add")
+    return [w.one("Transpose", [added], perm=back) if axis != 0 else added]
+
+
+def _zeros(w: Writer, shape: str, dtype: Any) -> str:
+    """Zeros of dtype whose shape is the 1-D int64 value `shape`."""
+    from onnx import numpy_helper
+
+    value = numpy_helper.from_array(np.zeros((1,), dtype))
+    return w.one("ConstantOfShape", [shape], value=value)
+
+
+for _op in ("random_uniform", "random_normal", "fold_in"):
+    exporter(_op)(_unsupported(_op))

@@ -1,0 +1,109 @@
+"""ONNX handlers: OneHot, ScatterND and ReduceProd (of known values)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphc.ir.types import is_symbol
+from graphc.onnx.importer import Context, Value, handler, ints, is_dims, known, needs_known
+from graphc.ops import elementwise as E
+from graphc.ops import selection as S
+from graphc.ops.indexing import getitem, scatter_add, take
+from graphc.ops.reduce import _count as count
+from graphc.ops.shape import concat, reshape
+
+
+@handler("OneHot", since=9)
+def _one_hot(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    """ONNX's OneHot: a negative index counts from the end, one out of range gives a row
+    of off values (graphc's one_hot refuses both, as torch does, so it is not used)."""
+    indices, depth, values = inputs
+    if not known(depth):
+        raise needs_known(ctx, depth, "OneHot's depth")
+    depth = int(np.asarray(depth).reshape(-1)[0])
+    rank = len(indices.shape) + 1
+    axis = attrs.get("axis", -1) % rank
+    shape = [1] * rank
+    shape[axis] = depth
+    classes = np.arange(depth, dtype=np.int64).reshape(shape)
+    idx = indices if np.dtype(indices.dtype).kind in "iu" else S.cast(indices, np.int64)
+    idx = S.where(S.lt(idx, 0), E.add(idx, np.asarray(depth, idx.dtype)), idx)
+    idx = reshape(idx, (*indices.shape[:axis], 1, *indices.shape[axis:]))
+    off, on = (getitem(values, k) for k in (0, 1))
+    return [S.where(S.eq(idx, classes), on, off)]
+
+
+@handler("ScatterND", since=11)
+def _scatter_nd(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    """data with updates written (or added) at the index tuples of `indices` (..., k):
+    the first k dims of data are flattened to one and the tuples to flat positions, so
+    it is graphc's scatter_add along axis 0. Reduction 'none' needs distinct indices,
+    as ONNX says; it writes where a position is hit and keeps data elsewhere."""
+    data, indices, updates = inputs
+    reduction = attrs.get("reduction", "none")
+    if reduction not in ("none", "add"):
+        raise ctx.error(f"ScatterND with reduction '{reduction}' is not supported (none, add)")
+    k = indices.shape[-1]
+    if is_symbol(k):
+        raise ctx.error("ScatterND's index tuples must have a known length")
+    lead, rest = list(data.shape[:k]), list(data.shape[k:])
+    if any(is_symbol(d) for d in lead[1:]):
+        raise ctx.error("ScatterND into a symbolic dim other than the first is not supported")
+    count = indices.shape[:-1]
+    positions = S.cast(indices, np.int64)
+    flat = None
+    for j in range(k):
+        # each coordinate taken mod its dim (negative ones count from the end)
+        at = reshape(_column(positions, j, k), tuple(count))
+        dim = lead[j]
+        if not is_symbol(dim):
+            at = S.where(S.lt(at, 0), E.add(at, np.int64(dim)), at)
+        stride = int(np.prod(lead[j + 1 :], dtype=np.int64))
+        term = E.mul(at, np.int64(stride)) if stride != 1 else at
+        flat = term if flat is None else E.add(flat, term)
+    size = lead[0] if k == 1 else int(np.prod(lead, dtype=np.int64))
+    rows = reshape(updates, (*count, *rest))
+    if reduction == "add":
+        added = scatter_add(rows, flat, shape=(size, *rest), axis=0)
+        return [E.add(data, reshape(added, tuple(data.shape)))]
+    # 'none': which update lands where (1 + its number, 0 for none), then the updates
+    # gathered by it, so values are moved, never computed (-0.0 and nan payloads kept)
+    if any(is_symbol(d) for d in count):
+        raise ctx.error("ScatterND (reduction 'none') with a symbolic number of updates")
+    n = int(np.prod(count, dtype=np.int64))
+    numbers = np.arange(1, n + 1, dtype=np.int64).reshape(tuple(count))
+    source = scatter_add(numbers, flat, shape=(size,), axis=0)
+    flat_rows = reshape(rows, (n, *rest))
+    padded = concat([np.zeros((1, *rest), updates.dtype), flat_rows], axis=0)
+    moved = reshape(take(padded, source, axis=0), tuple(data.shape))
+    hit = reshape(S.gt(source, 0), (*lead, *[1] * len(rest)))
+    return [S.where(hit, moved, data)]
+
+
+def _column(positions: Value, j: int, k: int) -> Value:
+    return getitem(positions, (Ellipsis, slice(j, j + 1)))
+
+
+@handler("ReduceProd")
+def _reduce_prod(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    """Products of known values, and the size of a symbolic shape (exporters write it
+    on shapes): graphc has no product op for data."""
+    x = inputs[0]
+    if is_dims(x) and len(inputs) == 1 and "axes" not in attrs:  # a symbolic shape's size
+        dims = tuple(d if isinstance(d, int) else str(d) for d in x)
+        with ctx.recording():
+            size = count(shape=dims, dtype=np.int64)
+        return [reshape(size, (1,)) if attrs.get("keepdims", 1) else size]
+    if not known(x) or is_dims(x):
+        raise ctx.error("ReduceProd of values known only at run time is not supported")
+    axes = attrs.get("axes")
+    if len(inputs) > 1 and inputs[1] is not None:
+        axes = ints(ctx, inputs[1], "ReduceProd's axes")
+    keep = bool(attrs.get("keepdims", 1))
+    if axes is not None and not len(axes) and attrs.get("noop_with_empty_axes", 0):
+        return [x]
+    axis = None if axes is None or not len(axes) else tuple(axes)
+    return [np.prod(x, axis=axis, keepdims=keep).astype(x.dtype)]
+
+
+__all__: list[str] = []

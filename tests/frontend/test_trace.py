@@ -144,6 +144,23 @@ def test_a_traced_graph_inlines_into_another_trace() -> None:
     np.testing.assert_array_equal(outer(np.array([2.0, 3.0], np.float32)), [5.0, 10.0])
 
 
+def test_an_inlined_graph_takes_the_dims_it_is_called_with() -> None:
+    # the symbolic batch dim inside the inner graph's shape attrs becomes the caller's
+    inner = gc.trace(
+        lambda x: gc.broadcast_to(np.arange(3, dtype=np.float32), x.shape) * x,
+        gc.TensorSpec(("B", 3)),
+    )
+    for spec, shape in ((gc.TensorSpec((4, 3)), (4, 3)), (gc.TensorSpec(("N", 3)), ("N", 3))):
+        outer = gc.trace(lambda v: gc.sum(inner(v)), spec)
+        assert {n.attrs["shape"] for n in outer.op_nodes if n.op == "broadcast_to"} == {shape}
+    x = np.ones((4, 3), np.float32)
+    assert outer(x) == inner(x).sum() == 12.0
+    # and gradients through it (the failing case behind mean's second derivatives)
+    loss = gc.trace(lambda v: gc.sum(inner(v) * v), gc.TensorSpec((4, 3)))
+    dx = gc.run(gc.gradients(loss, wrt=["v"]), {"v": x})[-1]
+    np.testing.assert_array_equal(dx, 2 * np.arange(3, dtype=np.float32) * x)
+
+
 # -- data-dependent control flow ---------------------------------------------------------
 
 

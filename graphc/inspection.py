@@ -1,10 +1,11 @@
 """The work behind `graphc inspect`: a graph, its statistics and its optimization.
 
-    graphc inspect GRAPH.json [--opt-level N] [--optimized]
+    graphc inspect GRAPH.json | MODEL.onnx [--opt-level N] [--optimized]
     graphc inspect MODULE:FUNCTION --spec "B,3:float32" --spec "3,2" [--opt-level N]
 
-A JSON file is loaded with `gc.load` (nothing in it is executed); a function is
-traced with one `--spec` per argument (see `graphc render`). The lines are returned;
+A JSON file is loaded with `gc.load`, an ONNX model read with `gc.onnx.import_model`
+(nothing in either is executed); a function is traced with one `--spec` per argument
+(see `graphc render`). The lines are returned;
 `cli.py` prints them.
 """
 
@@ -14,11 +15,11 @@ import argparse
 
 import graphc as gc
 from graphc.passes.stats import graph_statistics
-from graphc.viz.command import load_function, parse_spec
+from graphc.viz.command import load_target
 
 
 def add_inspect_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="GRAPH.json | MODULE:FUNCTION")
+    parser.add_argument("target", metavar="GRAPH.json | MODEL.onnx | MODULE:FUNCTION")
     parser.add_argument(
         "--spec",
         action="append",
@@ -30,12 +31,6 @@ def add_inspect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--optimized", action="store_true", help="print the optimized graph's text as well"
     )
-
-
-def load_target(target: str, specs: list[str]) -> gc.Graph:
-    if target.endswith(".json"):
-        return gc.load(target)
-    return gc.trace(load_function(target), *[parse_spec(s) for s in specs])
 
 
 def inspect_command(args: argparse.Namespace) -> list[str]:

@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from graphc.ir.graph import OP, Graph
+from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, TupleType
 
 
 @dataclass
@@ -45,6 +45,23 @@ def _bound(t: TensorType, bindings: Mapping[str, int]) -> TensorType:
     return t.with_shape(bindings.get(d, 1) if isinstance(d, str) else d for d in t.shape)
 
 
+def _control_flops(node: Node, bindings: Mapping[str, int]) -> int:
+    """A control-flow node's FLOPs from its bodies: the costlier branch of a cond, the
+    body times the length of a scan, one iteration of a while_loop (its trip count is
+    known only at run time); a `result` node reads a value and costs nothing."""
+    if node.op == "cond":
+        return max(
+            graph_statistics(node.attrs[k], bindings).flops for k in ("then_body", "else_body")
+        )
+    if node.op == "scan":
+        length = node.attrs["length"]
+        steps = bindings.get(length, 1) if isinstance(length, str) else length
+        return steps * graph_statistics(node.attrs["body"], bindings).flops
+    if node.op == "while_loop":
+        return sum(graph_statistics(node.attrs[k], bindings).flops for k in ("cond_body", "body"))
+    return 0
+
+
 def graph_statistics(graph: Graph, bindings: Mapping[str, int] | None = None) -> GraphStats:
     """Count ops, parameters and constants, and estimate FLOPs.
 
@@ -67,6 +84,9 @@ def graph_statistics(graph: Graph, bindings: Mapping[str, int] | None = None) ->
         stats.ops_by_name[node.op] += 1
         if node.is_constant:
             stats.constant_elements += node.value.size
+            continue
+        if isinstance(node.type, TupleType) or node.op == "result":
+            stats.flops += _control_flops(node, bindings)
             continue
         out = _bound(node.type, bindings)
         ins = [_bound(x.type, bindings) for x in node.inputs]

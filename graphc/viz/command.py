@@ -69,8 +69,27 @@ def load_function(target: str) -> Callable[..., Any]:
     return function
 
 
+def load_target(target: str, specs: list[str]) -> Graph:
+    """The graph a command works on: a saved graph (.json, loaded by gc.load), an ONNX
+    model (.onnx, read by gc.onnx.import_model), or MODULE:FUNCTION traced with
+    `specs`. Loading a file never runs code from it."""
+    import graphc as gc
+
+    if target.endswith(".json"):
+        return gc.load(target)
+    if target.endswith(".onnx"):
+        if not Path(target).exists():
+            raise GraphcError(f"no such file: {target}")
+        return gc.onnx.import_model(target)
+    return gc.trace(load_function(target), *[parse_spec(s) for s in specs])
+
+
 def add_render_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="MODULE:FUNCTION", help="the function to trace")
+    parser.add_argument(
+        "target",
+        metavar="MODULE:FUNCTION | GRAPH.json | MODEL.onnx",
+        help="the function to trace, or a saved graph or ONNX model to read",
+    )
     parser.add_argument(
         "--spec",
         action="append",
@@ -98,8 +117,7 @@ def render_command(args: argparse.Namespace) -> list[str]:
     """Trace, optionally differentiate and optimize, render; returns lines to print."""
     import graphc as gc
 
-    fn = load_function(args.target)
-    g = gc.trace(fn, *[parse_spec(s) for s in args.spec])
+    g = load_target(args.target, args.spec)
     out = Path(args.output)
     wrt = _floating_inputs(g)
     if args.backward and not wrt:

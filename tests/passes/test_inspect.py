@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import graphc as gc
@@ -51,3 +52,19 @@ def test_inspect_a_traced_function(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_inspect_reports_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", str(tmp_path / "missing.json")]) == 2
     assert "graphc inspect:" in capsys.readouterr().err
+
+
+def test_statistics_of_control_flow_count_their_bodies() -> None:
+    cheap = gc.trace(lambda x: gc.cond(gc.sum(x) > 0, gc.tanh, gc.tanh, x), gc.TensorSpec(("T", 3)))
+    dear = gc.trace(
+        lambda x: gc.cond(gc.sum(x) > 0, gc.tanh, lambda v: gc.exp(gc.exp(v)), x),
+        gc.TensorSpec(("T", 3)),
+    )
+    # the costlier branch counts: two exps instead of one tanh over 3T elements
+    assert graph_statistics(dear, {"T": 4}).flops - graph_statistics(cheap, {"T": 4}).flops == 12
+    loop = gc.trace(
+        lambda xs: gc.scan(lambda c, r: (c * r + 1.0, None), np.float32(1.0), xs)[0],
+        gc.TensorSpec(("T",)),
+    )
+    # T steps of a body of two scalar ops
+    assert [graph_statistics(loop, {"T": t}).flops for t in (1, 5, 9)] == [2, 10, 18]

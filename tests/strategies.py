@@ -59,7 +59,9 @@ def _pick(draw: Draw, pool: list[gc.Symbol]) -> gc.Symbol:
 
 def _unary(draw: Draw, pool: list[gc.Symbol], dtype: str) -> gc.Symbol:
     x = _pick(draw, pool)
-    name = draw(st.sampled_from(["tanh", "sigmoid", "relu", "neg", "abs", "sin", "exp", "scale"]))
+    name = draw(st.sampled_from(["tanh", "sigmoid", "relu", "neg", "abs", "sin", "exp", "scale",
+                                 "erf", "silu", "softplus", "elu", "gelu_exact", "hardsigmoid",
+                                 "leaky_relu"]))  # fmt: skip
     if name == "exp":
         return gc.exp(gc.tanh(x))
     if name == "scale":

@@ -347,12 +347,6 @@ class TorchMethods:
     def square(self) -> Any:
         return E.mul(self, self)
 
-    def rsqrt(self) -> Any:
-        return E.div(1, E.sqrt(self))
-
-    def reciprocal(self) -> Any:
-        return E.div(1, self)
-
     def sin(self) -> Any:
         return E.sin(self)
 
@@ -362,17 +356,8 @@ class TorchMethods:
     def gelu(self) -> Any:
         return E.gelu(self)
 
-    def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - torch's names
-        return E.clip(self, min, max)
-
-    def clip(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
-        return E.clip(self, min, max)
-
-    def clamp_min(self, min: Any) -> Any:  # noqa: A002
-        return E.clip(self, min, None)
-
-    def clamp_max(self, max: Any) -> Any:  # noqa: A002
-        return E.clip(self, None, max)
+    # rsqrt, reciprocal, clamp, clip, clamp_min, clamp_max: math_methods.py (ops of their
+    # own, and tensor bounds)
 
     def maximum(self, other: Any) -> Any:
         return E.maximum(self, other)

@@ -1,5 +1,207 @@
-"""Activation layers with PyTorch's names."""
+"""Activation layers with PyTorch's names, arguments and defaults: Softplus, LeakyReLU,
+ELU, SELU, CELU, SiLU, GELU, Hardsigmoid, Hardswish, Hardtanh, ReLU6, Softsign, Mish,
+LogSigmoid, Softmax, LogSoftmax (ReLU, Sigmoid and Tanh are in layers.py).
+
+Forwards call graphc.nn.functional, so they run eagerly and trace into graphs.
+`inplace=True` is accepted and computes out of place (see graphc.nn.functional).
+
+>>> import graphc.eager as ge
+>>> from graphc import nn
+>>> nn.GELU(approximate="tanh")(ge.zeros(2))
+tensor([0., 0.])
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+from graphc.nn import functional as F
+from graphc.nn.module import Module
+
+__all__ = [
+    "CELU",
+    "ELU",
+    "GELU",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
+    "LeakyReLU",
+    "LogSigmoid",
+    "LogSoftmax",
+    "Mish",
+    "ReLU6",
+    "SELU",
+    "SiLU",
+    "Softmax",
+    "Softplus",
+    "Softsign",
+]
+
+
+class _Activation(Module):
+    """A parameterless layer applying one function; `inplace` as PyTorch's (ignored)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Softplus(Module):
+    """log(1 + exp(beta x)) / beta, linear where beta x > threshold."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class LeakyReLU(_Activation):
+    """x where x > 0, else negative_slope * x."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        self.negative_slope = negative_slope
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.leaky_relu(input, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class ELU(_Activation):
+    """x where x > 0, else alpha (exp(x) - 1)."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.elu(input, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class CELU(ELU):
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.celu(input, self.alpha)
+
+
+class SELU(_Activation):
+    """scale * elu(x, alpha) with SELU's constants."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.selu(input)
+
+
+class SiLU(_Activation):
+    """x * sigmoid(x)."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.silu(input)
+
+
+class Mish(_Activation):
+    """x * tanh(softplus(x))."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.mish(input)
+
+
+class GELU(Module):
+    """x Phi(x), exact (approximate='none', PyTorch's default) or in its tanh form."""
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class Hardsigmoid(_Activation):
+    """min(max(x + 3, 0), 6) / 6."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.hardsigmoid(input)
+
+
+class Hardswish(_Activation):
+    """x * hardsigmoid(x)."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.hardswish(input)
+
+
+class Hardtanh(_Activation):
+    """x clipped to [min_val, max_val], no gradient at the bounds."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.hardtanh(input, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        extra = ", inplace=True" if self.inplace else ""
+        return f"min_val={self.min_val}, max_val={self.max_val}{extra}"
+
+
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Softsign(Module):
+    """x / (1 + |x|)."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.softsign(input)
+
+
+class LogSigmoid(Module):
+    """log(sigmoid(x))."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.logsigmoid(input)
+
+
+class Softmax(Module):
+    """exp(x) / sum(exp(x)) along dim."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.softmax(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """x - logsumexp(x) along dim."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.log_softmax(input, self.dim)

@@ -1,5 +1,406 @@
-"""Convolution and pooling layers (Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten)."""
+"""Convolution and pooling layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d,
+MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, and Flatten.
+
+PyTorch's constructor arguments, defaults, attribute names, parameter names and shapes
+(`weight` is (out, in/groups, *kernel) for a convolution and (in, out/groups, *kernel)
+for a transposed one; `bias` is (out,)), so a PyTorch `state_dict` of numpy arrays
+loads. Parameters are initialized as PyTorch does (kaiming-uniform with a = sqrt(5),
+bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in))), drawn from `generator`. Forwards call
+graphc.nn.functional, so they run eagerly and trace into graphs.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+from typing import Any
+
+from graphc.eager import zeros
+from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ir.types import as_dtype, normalize_axis
+from graphc.nn import functional as F
+from graphc.nn import init
+from graphc.nn.module import Module
+from graphc.ops import reshape
+
+__all__ = [
+    "AdaptiveAvgPool2d",
+    "AvgPool2d",
+    "Conv1d",
+    "Conv2d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "Flatten",
+    "MaxPool2d",
+]
+
+
+def _tuple(value: Any, dims: int) -> tuple:
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+    if len(items) != dims:
+        raise GraphcError(f"expected one int or {dims} ints, got {value!r}")
+    return items
+
+
+class _ConvNd(Module):
+    """What every convolution layer shares: checks, parameters, initialization, repr."""
+
+    transposed = False
+    dims = 2
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any,
+        padding: Any,
+        dilation: Any,
+        groups: int,
+        bias: bool,
+        padding_mode: str,
+        output_padding: Any,
+        dtype: Any,
+        generator: init.Generator,
+    ) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise GraphcError(
+                f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
+                f"be divisible by groups ({groups})"
+            )
+        if padding_mode != "zeros":
+            raise GraphcError(
+                f"{name}: only padding_mode='zeros' is supported, got {padding_mode!r}"
+            )
+        if isinstance(padding, str) and (self.transposed or padding not in ("same", "valid")):
+            raise GraphcError(f"{name}: padding {padding!r} is not supported")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _tuple(kernel_size, self.dims)
+        self.stride = _tuple(stride, self.dims)
+        self.padding = padding if isinstance(padding, str) else _tuple(padding, self.dims)
+        self.dilation = _tuple(dilation, self.dims)
+        self.output_padding = _tuple(output_padding, self.dims)
+        self.groups, self.padding_mode = groups, padding_mode
+        if isinstance(padding, str) and padding == "same" and any(s != 1 for s in self.stride):
+            raise GraphcError(f"{name}: padding='same' is not supported for strided convolutions")
+        dtype = as_dtype(dtype)
+        if self.transposed:
+            shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = zeros(*shape, dtype=dtype, requires_grad=True)
+        self.bias = zeros(out_channels, dtype=dtype, requires_grad=True) if bias else None
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator: init.Generator = None) -> None:
+        """PyTorch's initialization, from `generator` (a seed, a numpy Generator, or None
+        for graphc.eager's global generator)."""
+        rng = init.as_generator(generator)
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5), generator=rng)
+        if self.bias is not None:
+            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight)
+            bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound, generator=rng)
+
+    def extra_repr(self) -> str:
+        text = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
+        if self.padding != (0,) * self.dims:
+            text += f", padding={self.padding}"
+        if self.dilation != (1,) * self.dims:
+            text += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self.dims:
+            text += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over (N, C, H, W) (or (C, H, W)): torch.nn.Conv2d.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> conv = nn.Conv2d(1, 6, 5, generator=0)
+    >>> conv
+    Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1))
+    >>> conv(ge.ones(2, 1, 28, 28)).shape, sorted(conv.state_dict())
+    ((2, 6, 24, 24), ['bias', 'weight'])
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        dtype: Any = "float32",
+        generator: init.Generator = None,
+    ) -> None:
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+            padding_mode, 0, dtype, generator,
+        )  # fmt: skip
+
+    def forward(self, input: Any) -> Any:
+        return F.conv2d(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C, L) (or (C, L)): torch.nn.Conv1d.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.Conv1d(4, 8, 3, padding=1, generator=0)(ge.ones(2, 4, 10)).shape
+    (2, 8, 10)
+    """
+
+    dims = 1
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        dtype: Any = "float32",
+        generator: init.Generator = None,
+    ) -> None:
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+            padding_mode, 0, dtype, generator,
+        )  # fmt: skip
+
+    def forward(self, input: Any) -> Any:
+        return F.conv1d(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
+
+def _output_padding(layer: _ConvNd, input: Any, output_size: Any) -> tuple:
+    """The output_padding that makes a transposed convolution's output `output_size`
+    (its last dims count), as PyTorch's ConvTranspose*d.forward(input, output_size)."""
+    if output_size is None:
+        return layer.output_padding
+    sizes = tuple(output_size)[-layer.dims :]
+    extras = []
+    for d in range(layer.dims):
+        size = input.shape[len(input.shape) - layer.dims + d]
+        pad = layer.padding[d]
+        least = (
+            (size - 1) * layer.stride[d]
+            - 2 * pad
+            + layer.dilation[d] * (layer.kernel_size[d] - 1)
+            + 1
+        )
+        if not least <= sizes[d] < least + max(layer.stride[d], layer.dilation[d]):
+            raise ShapeError(
+                f"{type(layer).__name__}: requested an output size of {tuple(output_size)}, but "
+                f"valid sizes along dim {d} range from {least} to "
+                f"{least + max(layer.stride[d], layer.dilation[d]) - 1}"
+            )
+        extras.append(sizes[d] - least)
+    return tuple(extras)
+
+
+class ConvTranspose2d(_ConvNd):
+    """2-D transposed convolution over (N, C, H, W): torch.nn.ConvTranspose2d.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> up = nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, generator=0)
+    >>> up(ge.ones(1, 4, 5, 5)).shape, up(ge.ones(1, 4, 5, 5), output_size=(10, 10)).shape
+    ((1, 2, 9, 9), (1, 2, 10, 10))
+    """
+
+    transposed = True
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        output_padding: Any = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: Any = 1,
+        padding_mode: str = "zeros",
+        dtype: Any = "float32",
+        generator: init.Generator = None,
+    ) -> None:
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+            padding_mode, output_padding, dtype, generator,
+        )  # fmt: skip
+
+    def forward(self, input: Any, output_size: Any = None) -> Any:
+        extra = _output_padding(self, input, output_size)
+        return F.conv_transpose2d(
+            input, self.weight, self.bias, self.stride, self.padding, extra, self.groups,
+            self.dilation,
+        )  # fmt: skip
+
+
+class ConvTranspose1d(ConvTranspose2d):
+    """1-D transposed convolution over (N, C, L): torch.nn.ConvTranspose1d.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.ConvTranspose1d(4, 2, 3, stride=2, generator=0)(ge.ones(1, 4, 5)).shape
+    (1, 2, 11)
+    """
+
+    dims = 1
+
+    def forward(self, input: Any, output_size: Any = None) -> Any:
+        extra = _output_padding(self, input, output_size)
+        return F.conv_transpose1d(
+            input, self.weight, self.bias, self.stride, self.padding, extra, self.groups,
+            self.dilation,
+        )  # fmt: skip
+
+
+class MaxPool2d(Module):
+    """The maximum of each window: torch.nn.MaxPool2d (stride defaults to kernel_size).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.MaxPool2d(2)(ge.ones(1, 3, 8, 8)).shape
+    (1, 3, 4, 4)
+    """
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        dilation: Any = 1,
+        return_indices: bool = False,
+        ceil_mode: bool = False,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input: Any) -> Any:
+        return F.max_pool2d(
+            input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+            self.return_indices,
+        )  # fmt: skip
+
+    def extra_repr(self) -> str:
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
+
+
+class AvgPool2d(Module):
+    """The mean of each window: torch.nn.AvgPool2d (stride defaults to kernel_size).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.AvgPool2d(2)(ge.ones(1, 3, 8, 8)).shape
+    (1, 3, 4, 4)
+    """
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input: Any) -> Any:
+        return F.avg_pool2d(
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+            self.count_include_pad, self.divisor_override,
+        )  # fmt: skip
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """Average pooling to a fixed output size: torch.nn.AdaptiveAvgPool2d.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.AdaptiveAvgPool2d((1, 1))(ge.ones(2, 8, 7, 7)).shape
+    (2, 8, 1, 1)
+    """
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input: Any) -> Any:
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class Flatten(Module):
+    """Dims start_dim..end_dim joined into one: torch.nn.Flatten (from dim 1 by default).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.Flatten()(ge.ones(2, 16, 5, 5)).shape
+    (2, 400)
+    """
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input: Any) -> Any:
+        shape = tuple(input.shape)
+        if not shape:  # a 0-d input flattens to one element, as in PyTorch
+            return reshape(input, (1,))
+        start = normalize_axis(self.start_dim, len(shape), "Flatten")
+        end = normalize_axis(self.end_dim, len(shape), "Flatten")
+        if start > end:
+            raise ShapeError(
+                f"Flatten: start_dim {self.start_dim} comes after end_dim {self.end_dim}"
+            )
+        joined = shape[start : end + 1]
+        known = [d for d in joined if not isinstance(d, str)]
+        symbols = [d for d in joined if isinstance(d, str)]
+        # a product holding a symbol is a symbol only when the other dims are ones
+        size = symbols[0] if len(symbols) == 1 and math.prod(known) == 1 else -1
+        if not symbols:
+            size = math.prod(known)
+        return reshape(input, shape[:start] + (size,) + shape[end + 1 :])
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"

@@ -10,12 +10,20 @@ them as attributes (as in PyTorch); submodules register the same way, so
 eagerly on tensors and records nodes on graph values: `gc.trace(model, spec)`
 lifts the parameters to placeholders named after `named_parameters()` (dots
 become underscores).
+
+Buffers a forward changes (batch norm's running statistics) change through
+`update_buffer`: eagerly the tensor is written in place, as in PyTorch; while tracing,
+the new value is a graph value, handed to whoever records buffer updates
+(`compile_train_step` makes the buffer executable state updated by each step). A
+trace nobody records for stays pure: the buffers keep their values.
 """
 
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -25,6 +33,68 @@ from graphc.eager.autograd import zero_grads
 from graphc.ir.errors import GraphcError, ShapeError
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
+
+
+class _Recorders(threading.local):
+    """The buffer-update recorders open in this thread, innermost last."""
+
+    def __init__(self) -> None:
+        self.stack: list[dict[int, tuple[Tensor, Any]]] = []
+
+
+_RECORDERS = _Recorders()
+
+
+@contextmanager
+def recording_buffer_updates() -> Iterator[dict[int, tuple[Tensor, Any]]]:
+    """Collect the graph values that forwards traced inside give to buffers.
+
+    Yields a dict id(buffer) -> (buffer, new value), filled as `update_buffer` is called
+    on graph values (a later update of the same buffer replaces the earlier one).
+
+    >>> import graphc as gc, graphc.eager as ge
+    >>> count = ge.tensor(0)
+    >>> def step(x):
+    ...     update_buffer(count, count + 1)
+    ...     return x * 2.0
+    >>> with recording_buffer_updates() as updates:
+    ...     g = gc.trace(step, gc.TensorSpec((2,)))
+    >>> [str(value.type) for _, value in updates.values()]
+    ['i64[]']
+    """
+    updates: dict[int, tuple[Tensor, Any]] = {}
+    _RECORDERS.stack.append(updates)
+    try:
+        yield updates
+    finally:
+        _RECORDERS.stack.remove(updates)
+
+
+def keeps_updates(value: Any) -> bool:
+    """Would an update computed from `value` be kept: eagerly (a tensor), or while
+    something records buffer updates? (Else a forward need not compute it at all.)"""
+    return isinstance(value, Tensor) or bool(_RECORDERS.stack)
+
+
+def update_buffer(buffer: Tensor, value: Any) -> None:
+    """Give `buffer` a new value: in place for a tensor (without recording gradients);
+    recorded for the innermost `recording_buffer_updates` for a graph value (dropped
+    when nothing records: the trace stays pure)."""
+    if isinstance(value, Tensor):
+        with no_grad():
+            buffer.copy_(value.detach())
+    elif _RECORDERS.stack:
+        _RECORDERS.stack[-1][id(buffer)] = (buffer, value)
+
+
+def buffer_value(buffer: Tensor) -> Any:
+    """The buffer's current value: a graph value recorded for it earlier in this trace,
+    else the buffer itself (so a module applied twice updates twice, as in PyTorch)."""
+    if _RECORDERS.stack:
+        pending = _RECORDERS.stack[-1].get(id(buffer))
+        if pending is not None:
+            return pending[1]
+    return buffer
 
 
 class IncompatibleKeys(NamedTuple):
@@ -158,10 +228,25 @@ class Module:
 
     # -- state ----------------------------------------------------------------------
 
+    def _state_items(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        """(dotted key, tensor) of every parameter and buffer, walked as PyTorch's
+        state_dict walks: each module's parameters, then its buffers, then its children;
+        a module or tensor reached twice (shared) is listed under each of its keys."""
+        for registry in ("_parameters", "_buffers"):
+            for name, tensor in self._registry(registry).items():
+                yield prefix + name, tensor
+        for name, child in self.named_children():
+            yield from child._state_items(f"{prefix}{name}.")
+
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Copies of every parameter and buffer as numpy arrays, by dotted name."""
-        items = [*self.named_parameters(), *self.named_buffers()]
-        return {name: np.array(t.detach().numpy(), copy=True) for name, t in items}
+        """Copies of every parameter and buffer as numpy arrays, under PyTorch's keys and
+        in its order.
+
+        >>> from graphc import nn
+        >>> list(nn.Sequential(nn.Linear(2, 2, generator=0), nn.BatchNorm1d(2)).state_dict())[2:]
+        ['1.weight', '1.bias', '1.running_mean', '1.running_var', '1.num_batches_tracked']
+        """
+        return {key: np.array(t.detach().numpy(), copy=True) for key, t in self._state_items()}
 
     def load_state_dict(
         self, state_dict: Mapping[str, Any], strict: bool = True
@@ -171,7 +256,7 @@ class Module:
         Shapes must match; values are cast to each tensor's dtype. With `strict`,
         missing or unexpected keys are an error naming them.
         """
-        own = dict([*self.named_parameters(), *self.named_buffers()])
+        own = dict(self._state_items())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         if strict and (missing or unexpected):

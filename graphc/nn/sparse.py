@@ -1,5 +1,103 @@
-"""Embedding."""
+"""Embedding: a lookup table of learned rows, PyTorch's nn.Embedding."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+import numpy as np
+
+from graphc.eager import Tensor, no_grad, tensor, zeros
+from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
+from graphc.ir.types import as_dtype
+from graphc.nn import init
+from graphc.nn.functional.arrays import embedding
+from graphc.nn.module import Module
+
+__all__ = ["Embedding"]
+
+
+class Embedding(Module):
+    """Row `i` of `weight` (num_embeddings, embedding_dim) for each index i of the input.
+
+    Initialized as torch does: weight from N(0, 1) drawn from `generator` (a seed, a
+    numpy Generator, or graphc.eager's global one), the row `padding_idx` zeroed; that
+    row gets no gradient. state_dict key: `weight`.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> layer = nn.Embedding(10, 3, padding_idx=0, generator=0)
+    >>> layer(ge.tensor([[1, 2, 0]])).shape
+    (1, 3, 3)
+    >>> layer.weight[0].tolist()
+    [0.0, 0.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+        _weight: Any = None,
+        _freeze: bool = False,
+        dtype: Any = "float32",
+        generator: init.Generator = None,
+    ) -> None:
+        super().__init__()
+        if max_norm is not None or scale_grad_by_freq:
+            raise GraphcError("Embedding: max_norm and scale_grad_by_freq are not supported")
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise IndexRangeError(
+                    f"Embedding: padding_idx {padding_idx} must be within num_embeddings "
+                    f"{num_embeddings}"
+                )
+            padding_idx = padding_idx % num_embeddings
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = padding_idx
+        self.sparse = sparse
+        if _weight is None:
+            weight = zeros(num_embeddings, embedding_dim, dtype=as_dtype(dtype))
+            init.normal_(weight, generator=init.as_generator(generator))
+            if padding_idx is not None:
+                with no_grad():
+                    weight[padding_idx] = 0.0
+        else:
+            weight = tensor(np.asarray(_weight), dtype=as_dtype(dtype))
+            if tuple(weight.shape) != (num_embeddings, embedding_dim):
+                raise ShapeError(
+                    f"Embedding: _weight has shape {tuple(weight.shape)}, expected "
+                    f"({num_embeddings}, {embedding_dim})"
+                )
+        if _freeze:  # kept in state_dict, not trained
+            self.register_buffer("weight", weight)
+        else:
+            self.weight = weight.requires_grad_()
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        embeddings: Any,
+        freeze: bool = True,
+        padding_idx: int | None = None,
+        **options: Any,
+    ) -> Embedding:
+        """An Embedding holding `embeddings` (2-D); trained only if freeze=False."""
+        weight = np.asarray(embeddings.numpy() if isinstance(embeddings, Tensor) else embeddings)
+        if weight.ndim != 2:
+            raise ShapeError(
+                f"Embedding.from_pretrained: embeddings must be 2-D, got {weight.shape}"
+            )
+        options.setdefault("dtype", weight.dtype)
+        return cls(*weight.shape, padding_idx, _weight=weight, _freeze=freeze, **options)
+
+    def forward(self, indices: Any) -> Any:
+        return embedding(indices, self.weight, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        return text if self.padding_idx is None else f"{text}, padding_idx={self.padding_idx}"

@@ -183,8 +183,9 @@ def _concat(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 def _gather(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x, indices = inputs
     axis = attrs.get("axis", 0)
-    if is_dims(x) and known(indices):
-        return [np.take(x, np.asarray(indices, np.int64), axis=axis)]
+    if is_dims(x) and known(indices):  # dims picked: still dims if a symbol is among them
+        picked = np.asarray(np.take(x, np.asarray(indices, np.int64), axis=axis), dtype=object)
+        return [_dims_or_array(list(picked.reshape(-1))).reshape(picked.shape)]
     if known(indices):
         size = x.shape[axis % len(x.shape)]
         if not is_symbol(size):  # ONNX allows negative indices; graphc's take does not

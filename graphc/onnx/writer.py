@@ -2,7 +2,7 @@
 
 Placeholders become graph inputs (symbolic dims as `dim_param`s), constants
 initializers (Constant nodes inside subgraphs), and each op node one or more ONNX nodes
-by its op's exporter (graphc/onnx/exporters.py). Ops graphc made (fused groups, matmul
+by its op's exporter (graphc/onnx/exporters*.py). Ops graphc made (fused groups, matmul
 epilogues) are written as their standard decomposition; cond becomes If, while_loop and
 scan become Loop, their bodies subgraphs that read outer values by name.
 
@@ -208,6 +208,9 @@ def export_model(graph: Graph, path: Any = None, opset: int | None = None) -> An
     from onnx import helper
 
     from graphc.onnx import exporters as _  # noqa: F401 - registers the exporters
+    from graphc.onnx import exporters_control as _control  # noqa: F401
+    from graphc.onnx import exporters_more as _more  # noqa: F401
+    from graphc.onnx import exporters_nn as _nn  # noqa: F401
 
     verify(graph)
     opset = DEFAULT_OPSET if opset is None else opset

@@ -59,10 +59,8 @@ from graphc.ops.norm import *
 from graphc.ops.pool import *
 from graphc.ops.random import *
 from graphc.ops.reduce import argmax, argmin, logsumexp, max, mean, min, sum, var
-from graphc.ops.selection import (
+from graphc.ops.selection import (  # clamp and clip: activation's, which take tensor bounds
     cast,
-    clamp,
-    clip,
     eq,
     equal,
     full_like,

@@ -14,6 +14,7 @@ from graphc.ops import linalg as L
 from graphc.ops import nn as N
 from graphc.ops import reduce as R
 from graphc.ops import shape as S
+from graphc.ops.dispatch import bind
 
 
 class OperatorMixin:
@@ -50,6 +51,12 @@ class OperatorMixin:
 
     def __rpow__(self, other: Any) -> Any:
         return E.pow(other, self)
+
+    def __mod__(self, other: Any) -> Any:  # Python's %: the sign of the divisor
+        return bind("remainder", self, other)
+
+    def __rmod__(self, other: Any) -> Any:
+        return bind("remainder", other, self)
 
     def __matmul__(self, other: Any) -> Any:
         return L.matmul(self, other)

@@ -315,8 +315,12 @@ logsumexp = defop(
 )
 
 
-def var(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
-    """Variance over axis (numpy's ddof: 0 by default; PyTorch's unbiased is ddof=1)."""
+def var(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, *,
+        correction: int | None = None) -> Any:  # fmt: skip
+    """Variance over axis (numpy's ddof: 0 by default; PyTorch's unbiased is ddof=1;
+    `correction` is the Array API's, numpy 2's and PyTorch's name for ddof)."""
+    if correction is not None:
+        ddof = correction
     centered = x - mean(x, axis=axis, keepdims=True)
     result = mean(centered * centered, axis=axis, keepdims=keepdims)
     if ddof:

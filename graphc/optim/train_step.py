@@ -14,9 +14,13 @@ How the graph is built:
 4. `gc.compile(..., updates={name: name + "_new"})`: parameters and state become
    the executable's state, held in its own buffers and written in place each call.
 
-Lifted tensors the optimizer does not train (frozen parameters, buffers, captured
-tensors) are baked in as constants with their values at compile time. Hyperparameters
-(lr, betas, ...) are constants too: compile again after changing them.
+Buffers the forward updates (batch norm's running statistics and batch count, through
+`graphc.nn.module.update_buffer`) are recorded while tracing and become state too: the
+traced loss graph outputs their new values after the loss, and the step writes them
+back, so after N steps they hold what N eager steps (and PyTorch's) give. Other lifted
+tensors the optimizer does not train (frozen parameters, buffers no forward updates,
+captured tensors) are baked in as constants with their values at compile time.
+Hyperparameters (lr, betas, ...) are constants too: compile again after changing them.
 """
 
 from __future__ import annotations
@@ -31,15 +35,23 @@ from graphc.frontend import TensorSpec, constant, output, placeholder, trace
 from graphc.frontend.trace import lifted_tensors, module_parameters
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph
+from graphc.nn.module import recording_buffer_updates
 from graphc.optim.optimizer import Optimizer
 from graphc.passes.autodiff import gradients
 from graphc.runtime.executable import Executable, compile
 
 BATCH = "B"
+LOSS = "loss"
 
 
 def _as_array(value: Any) -> np.ndarray:
     return value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
+
+
+def _module_buffers(model: Any) -> dict[str, Tensor]:
+    """A module's `named_buffers()` as a dict (dotted names); {} for other callables."""
+    named = getattr(model, "named_buffers", None)
+    return dict(named()) if callable(named) else {}
 
 
 def _batch_spec(array: np.ndarray, what: str) -> TensorSpec:
@@ -73,6 +85,8 @@ class TrainStep:
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.loss_graph = self._trace_loss(x, y)
         self.lifted: dict[str, Tensor] = lifted_tensors(self.loss_graph)
+        # placeholder names of the buffers the forward updates, in the loss graph's order
+        self.buffer_names = self._buffer_placeholders()
         index_of = {id(p): i for i, p in enumerate(optimizer.params)}
         # placeholder name -> the optimizer's index of that parameter
         self.trained = {n: index_of[id(t)] for n, t in self.lifted.items() if id(t) in index_of}
@@ -93,28 +107,49 @@ class TrainStep:
 
     def _trace_loss(self, x: np.ndarray, y: np.ndarray) -> Graph:
         model, loss_fn = self.model, self.loss_fn
+        self.updated_buffers: list[Tensor] = []
 
         def loss(x: Any, y: Any) -> Any:
-            return loss_fn(model(x), y)
+            with recording_buffer_updates() as pending:
+                value = loss_fn(model(x), y)
+            self.updated_buffers = [buffer for buffer, _ in pending.values()]
+            news = {f"buffer_{i}": new for i, (_, new) in enumerate(pending.values())}
+            return {LOSS: value, **news}
 
-        params = module_parameters(model)
-        return trace(loss, _batch_spec(x, "x"), _batch_spec(y, "y"), name="loss", params=params)
+        names = {**module_parameters(model), **_module_buffers(model)}
+        return trace(loss, _batch_spec(x, "x"), _batch_spec(y, "y"), name="loss", params=names)
+
+    def _buffer_placeholders(self) -> list[str]:
+        name_of = {id(t): name for name, t in self.lifted.items()}
+        names = []
+        for buffer in self.updated_buffers:
+            if id(buffer) not in name_of:
+                raise GraphcError(
+                    f"compile_train_step: the forward gives a buffer of shape "
+                    f"{tuple(buffer.shape)} a new value that does not depend on the buffer; "
+                    "graphc keeps only updates of the form new = f(buffer, ...) as state"
+                )
+            names.append(name_of[id(buffer)])
+        return names
 
     def _build_step_graph(self) -> tuple[Graph, dict[str, str]]:
-        joint = gradients(self.loss_graph, wrt=list(self.trained))
+        joint = gradients(self.loss_graph, wrt=list(self.trained), outputs=[LOSS])
         step = Graph("train_step")
         updates: dict[str, str] = {}
         with step:
             x, y = (placeholder(p.name, p.type.shape, p.type.dtype) for p in joint.inputs[:2])
             values: dict[str, Any] = {}
             for p in joint.inputs[2:]:
-                if p.name in self.trained:
+                if p.name in self.trained or p.name in self.buffer_names:
                     values[p.name] = placeholder(p.name, p.type.shape, p.type.dtype)
                 else:  # not trained: frozen at its current value
                     values[p.name] = constant(_as_array(self.lifted[p.name]), name=p.name)
             states = {name: self._state_placeholders(step, name) for name in self.trained}
-            loss, *grads = joint(x, y, **values)
-            output(loss, name="loss")
+            loss, *rest = joint(x, y, **values)
+            news, grads = rest[: len(self.buffer_names)], rest[len(self.buffer_names) :]
+            output(loss, name=LOSS)
+            for name, new in zip(self.buffer_names, news):
+                updates[name] = self._output_update(step, new, name)
             for name, grad in zip(self.trained, grads):
                 new_param, new_state = self.optimizer.update(values[name], grad, states[name])
                 updates[name] = self._output_update(step, new_param, name)
@@ -144,7 +179,9 @@ class TrainStep:
 
     def load_from_model(self) -> None:
         """Copy the model's parameters and the optimizer's state into the executable."""
-        values = {name: _as_array(self.lifted[name]) for name in self.trained}
+        values = {
+            name: _as_array(self.lifted[name]) for name in [*self.trained, *self.buffer_names]
+        }
         for name, index in self.trained.items():
             for key, array in self.optimizer.state_arrays(index).items():
                 values[self.state_names[name][key]] = array
@@ -156,11 +193,21 @@ class TrainStep:
         state = self.executable.state
         return {dotted.get(id(self.lifted[name]), name): state[name] for name in self.trained}
 
+    def buffers(self) -> dict[str, np.ndarray]:
+        """Copies of the buffers the steps update (batch norm's running statistics), by the
+        model's buffer names."""
+        dotted = {id(t): name for name, t in _module_buffers(self.model).items()}
+        state = self.executable.state
+        return {dotted.get(id(self.lifted[n]), n): state[n] for n in self.buffer_names}
+
     def sync_to_model(self) -> None:
-        """Copy the parameters into the model's tensors (in place) and the state into the
-        optimizer, so eager code sees them and eager training can continue from here."""
+        """Copy the parameters and updated buffers into the model's tensors (in place) and
+        the state into the optimizer, so eager code sees them and eager training can
+        continue from here."""
         state = self.executable.state
         with no_grad():
+            for name in self.buffer_names:
+                self.lifted[name].copy_(from_numpy(state[name]))
             for name, index in self.trained.items():
                 self.lifted[name].copy_(from_numpy(state[name]))
                 arrays = {key: state[target] for key, target in self.state_names[name].items()}

@@ -81,10 +81,9 @@ def test_assigning_before_super_init_is_a_clear_error() -> None:
 def test_state_dict_holds_copies_and_load_state_dict_writes_in_place() -> None:
     net = Net()
     state = net.state_dict()
-    assert list(state) == [name for name, _ in net.named_parameters()] + [
-        "first.count",
-        "second.count",
-    ]
+    # PyTorch's order: each module's parameters, then its buffers, depth first
+    assert list(state) == ["first.scale", "first.shift", "first.count", "second.scale",
+                           "second.shift", "second.count", "head.weight", "head.bias"]  # fmt: skip
     state["head.bias"][:] = 7.0  # a copy: the model is unchanged
     assert not np.allclose(net.head.bias.detach().numpy(), 7.0)
 

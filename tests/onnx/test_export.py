@@ -1,11 +1,17 @@
 """graphc -> ONNX: every op case exported, checked by onnx's full checker, run by
 onnxruntime and compared with graphc; random edge graphs exported and imported back.
 
-An op with no exact ONNX form (the counter-based random ops) must be refused by an
-OnnxError naming the node and op; any other refusal or mismatch fails.
+Refusals allowed, each an OnnxError naming the node and op: the counter-based random
+ops (no ONNX op draws their stream), ops made by gradient rules (an exported model is an
+inference graph), int64 max pooling (ONNX's MaxPool has no int64), and forms that need
+a later opset (exported again at that opset, which must work). Where onnxruntime has
+no kernel for a valid model (float64 Conv, Erf, AveragePool), the run is skipped with
+that reason; any other refusal or mismatch fails.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -21,7 +27,8 @@ from tests.edge_values import assert_bits_equal, edge_feeds  # noqa: E402
 from tests.op_cases import BUILDER_CASES, all_cases, build_graph  # noqa: E402
 
 NO_ONNX_FORM = {"random_uniform", "random_normal", "fold_in"}
-TOLERANCE = {np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-10, 1e-300)}
+REFUSALS = ("is made by a gradient rule", "MaxPool has no int64 form")
+TOLERANCE = {np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-10, 1e-15)}
 
 
 def _graphs() -> list[tuple[str, gc.Graph, object]]:
@@ -42,12 +49,28 @@ def _export(graph: gc.Graph) -> object | None:
     try:
         model = gc.onnx.export_model(graph)
     except OnnxError as exc:
+        needs = re.search(r"needs opset (\d+)", str(exc))
+        if needs:  # a later opset has the form: exported there
+            model = gc.onnx.export_model(graph, opset=int(needs.group(1)))
+            onnx.checker.check_model(model, full_check=True)
+            return model
         ops = {n.op for n in graph.op_nodes}
-        assert ops & NO_ONNX_FORM, f"refused: {exc}"
-        assert any(f"(op {op})" in str(exc) for op in ops & NO_ONNX_FORM), str(exc)
+        named = any(f"(op {op})" in str(exc) for op in ops)
+        assert named and ((ops & NO_ONNX_FORM) or any(r in str(exc) for r in REFUSALS)), str(exc)
         return None
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def _session(model: object) -> object:
+    ort = pytest.importorskip("onnxruntime")
+    try:
+        return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - onnxruntime's own exception types
+        if "NOT_IMPLEMENTED" in str(exc):
+            kernel = re.search(r"implementation for (\w+)", str(exc))
+            pytest.skip(f"onnxruntime has no kernel for {kernel.group(1) if kernel else exc}")
+        raise
 
 
 def _compare(got: list[np.ndarray], want: list[np.ndarray], how: str) -> None:
@@ -60,11 +83,10 @@ def _compare(got: list[np.ndarray], want: list[np.ndarray], how: str) -> None:
 
 @pytest.mark.parametrize("name, graph, case", GRAPHS, ids=[g[0] for g in GRAPHS])
 def test_op_case_runs_in_onnxruntime(name: str, graph: gc.Graph, case: object) -> None:
-    ort = pytest.importorskip("onnxruntime")
     model = _export(graph)
     if model is None:
         return
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = _session(model)
     feeds = {p.name: x for p, x in zip(graph.inputs, case.inputs(0))}
     with np.errstate(all="ignore"):
         want = gc.run(graph, feeds)
@@ -109,7 +131,19 @@ def test_saved_file_loads(tmp_path: object) -> None:
 
 
 # exported as a decomposition graphc reads back as several ops: equal within rounding
-DECOMPOSED = {"gelu", "sum_to"}
+DECOMPOSED = {"gelu", "gelu_exact", "sum_to", "elu", "expm1", "log1p", "softplus"}
+
+
+def _decomposed(n: object) -> bool:
+    """Whether node n is exported as several ops that graphc reads back as several."""
+    a = n.attrs
+    return (
+        n.op in DECOMPOSED
+        or (n.op == "matmul_epilogue" and a["activation"])
+        or (n.op == "avg_pool2d" and a["divisor_override"] is not None)
+        or (n.op == "layer_norm" and n.type.dtype == np.float64)  # float32 epsilon attr
+        or (n.op == "remainder" and n.type.dtype.kind == "f")
+    )
 
 
 def _flattens_symbolic(graph: gc.Graph) -> bool:
@@ -122,15 +156,12 @@ def _flattens_symbolic(graph: gc.Graph) -> bool:
 
 
 def _round_trip_exact(graph: gc.Graph) -> bool:
-    return not any(
-        n.op in DECOMPOSED or (n.op == "matmul_epilogue" and n.attrs["activation"])
-        for n in graph.op_nodes
-    )
+    return not any(_decomposed(n) for n in graph.op_nodes)
 
 
 def test_op_cases_round_trip() -> None:
     """import(export(g)) computes what g does: bit for bit, or within rounding where
-    the export is a decomposition (gelu before opset 20, sum_to, matmul epilogues)."""
+    the export is a decomposition (see _decomposed)."""
     checked = 0
     for name, graph, case in GRAPHS:
         model = _export(graph)
@@ -183,10 +214,7 @@ def test_edge_graphs_round_trip(graph: gc.Graph, seed: int) -> None:
 
 
 def _ort_run(graph: gc.Graph, feeds: dict) -> list[np.ndarray]:
-    ort = pytest.importorskip("onnxruntime")
-    model = _export(graph)
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
+    return _session(_export(graph)).run(None, feeds)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -23,7 +23,8 @@ MISTAKES: list[tuple[str, Callable[[], Any], type, tuple[str, ...]]] = [
     ("scalar overflow", lambda: gc.add(np.ones(1, np.int32), 2**40), gc.DTypeError, ("add", "int32")),
     ("where cond", lambda: gc.where(X, X, X), gc.DTypeError, ("where", "bool", "float64")),
     ("where shapes", lambda: gc.where(X > 1, X, np.ones(5)), gc.ShapeError, ("where", "(5,)")),
-    ("clip array bound", lambda: gc.clip(X, np.ones(4), 1), gc.GraphcError, ("clip", "a_min", "scalar")),
+    # the clip op's bounds are scalar attrs (gc.clip and gc.clamp take arrays as maximum/minimum)
+    ("clip array bound", lambda: gc.bind("clip", X, a_min=np.ones(4)), gc.GraphcError, ("clip", "a_min", "scalar")),
     ("cast dtype", lambda: gc.cast(X, "complex64"), gc.DTypeError, ("complex64",)),
     ("matmul inner", lambda: gc.matmul(X, X), gc.ShapeError, ("matmul", "(3, 4)", "4 vs 3")),
     ("matmul 0d", lambda: gc.matmul(np.ones(()), X), gc.ShapeError, ("matmul", "at least one dim")),

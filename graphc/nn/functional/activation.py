@@ -1,5 +1,152 @@
-"""torch.nn.functional spellings: activation."""
+"""torch.nn.functional spellings: activation.
+
+PyTorch's names, argument names and defaults, on eager tensors and graph values alike.
+`inplace=True` is accepted and computes out of place: the result is a new tensor and
+the input keeps its values (graphc's ops never write their inputs).
+
+>>> import graphc.eager as ge
+>>> import graphc.nn.functional as F
+>>> F.leaky_relu(ge.tensor([-1.0, 2.0]), 0.5)
+tensor([-0.5000,  2.0000])
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+from graphc.ir.errors import GraphcError
+from graphc.ops import activation as A
+from graphc.ops import elementwise as E
+from graphc.ops import nn as N
+
+__all__ = [
+    "celu",
+    "elu",
+    "gelu",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "leaky_relu",
+    "log_softmax",
+    "logsigmoid",
+    "mish",
+    "relu",
+    "relu6",
+    "selu",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softplus",
+    "softsign",
+    "tanh",
+]
+
+
+def relu(input: Any, inplace: bool = False) -> Any:  # noqa: A002 - torch's names
+    """max(x, 0)."""
+    return E.relu(input)
+
+
+def relu6(input: Any, inplace: bool = False) -> Any:  # noqa: A002
+    """min(max(x, 0), 6)."""
+    return A.relu6(input)
+
+
+def sigmoid(input: Any) -> Any:  # noqa: A002
+    """1 / (1 + exp(-x))."""
+    return E.sigmoid(input)
+
+
+def tanh(input: Any) -> Any:  # noqa: A002
+    return E.tanh(input)
+
+
+def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:  # noqa: A002
+    """log(1 + exp(beta x)) / beta; x itself where beta x > threshold."""
+    return A.softplus(input, beta=beta, threshold=threshold)
+
+
+def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) -> Any:  # noqa: A002
+    """x where x > 0, else negative_slope * x."""
+    return A.leaky_relu(input, negative_slope=negative_slope)
+
+
+def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:  # noqa: A002
+    """x where x > 0, else alpha (exp(x) - 1)."""
+    return A.elu(input, alpha=alpha)
+
+
+def selu(input: Any, inplace: bool = False) -> Any:  # noqa: A002
+    """scale * elu(x, alpha), with SELU's fixed constants."""
+    return A.selu(input)
+
+
+def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:  # noqa: A002
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+    return A.celu(input, alpha)
+
+
+def silu(input: Any, inplace: bool = False) -> Any:  # noqa: A002
+    """x * sigmoid(x)."""
+    return A.silu(input)
+
+
+def gelu(input: Any, approximate: str = "none") -> Any:  # noqa: A002
+    """x Phi(x): exactly with erf (approximate='none', the default, as PyTorch), or its
+    tanh form (approximate='tanh', which is `graphc.gelu`)."""
+    if approximate == "none":
+        return A.gelu_exact(input)
+    if approximate == "tanh":
+        return E.gelu(input)
+    raise GraphcError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def hardsigmoid(input: Any, inplace: bool = False) -> Any:  # noqa: A002
+    """min(max(x + 3, 0), 6) / 6."""
+    return A.hardsigmoid(input)
+
+
+def hardswish(input: Any, inplace: bool = False) -> Any:  # noqa: A002
+    """x * hardsigmoid(x)."""
+    return input * A.hardsigmoid(input)
+
+
+def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
+             inplace: bool = False) -> Any:  # fmt: skip
+    """x clipped to [min_val, max_val]."""
+    return A.hardtanh(input, min_val=min_val, max_val=max_val)
+
+
+def softsign(input: Any) -> Any:  # noqa: A002
+    """x / (1 + |x|)."""
+    return A.softsign(input)
+
+
+def mish(input: Any, inplace: bool = False) -> Any:  # noqa: A002
+    """x * tanh(softplus(x))."""
+    return input * E.tanh(A.softplus(input))
+
+
+def logsigmoid(input: Any) -> Any:  # noqa: A002
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), without overflow (PyTorch's formula,
+    so logsigmoid(inf) is +0.0 as there)."""
+    return E.minimum(input, 0) - A.log1p(E.exp(E.neg(E.abs(input))))
+
+
+def _softmax_dim(rank: int) -> int:
+    # PyTorch's implicit choice when dim is not given (it warns; so should callers)
+    return 0 if rank in (0, 1, 3) else 1
+
+
+def softmax(input: Any, dim: int | None = None, dtype: Any = None) -> Any:  # noqa: A002
+    """exp(x) / sum(exp(x)) along dim (cast to dtype first, if given)."""
+    if dtype is not None:
+        input = E.cast(input, dtype)  # noqa: A001
+    return N.softmax(input, axis=_softmax_dim(len(input.shape)) if dim is None else dim)
+
+
+def log_softmax(input: Any, dim: int | None = None, dtype: Any = None) -> Any:  # noqa: A002
+    """x - logsumexp(x) along dim (cast to dtype first, if given)."""
+    if dtype is not None:
+        input = E.cast(input, dtype)  # noqa: A001
+    return N.log_softmax(input, axis=_softmax_dim(len(input.shape)) if dim is None else dim)

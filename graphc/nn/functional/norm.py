@@ -1,5 +1,115 @@
-"""torch.nn.functional spellings: norm."""
+"""torch.nn.functional spellings: norm (layer_norm, group_norm, batch_norm).
+
+PyTorch's argument names and defaults, on eager tensors and graph values alike.
+`batch_norm` in training mode updates the running statistics it is given, as PyTorch
+does: in place for tensors, or, while tracing, through `update_buffer`, which lets
+`compile_train_step` keep them as executable state.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Sequence
+from typing import Any
+
+from graphc.eager import Tensor
+from graphc.ir.errors import GraphcError, ShapeError
+from graphc.nn.module import buffer_value, keeps_updates, update_buffer
+from graphc.ops import norm as ops_norm
+from graphc.ops import selection
+
+__all__ = ["batch_norm", "group_norm", "layer_norm"]
+
+
+def layer_norm(input: Any, normalized_shape: int | Sequence[int], weight: Any = None,  # noqa: A002
+               bias: Any = None, eps: float = 1e-5) -> Any:  # fmt: skip
+    """Normalize over the trailing dims `normalized_shape`, then scale and shift.
+
+    >>> import graphc.eager as ge
+    >>> import graphc.nn.functional as F
+    >>> F.layer_norm(ge.tensor([[1.0, 3.0]]), (2,), eps=0.0)
+    tensor([[-1.,  1.]])
+    """
+    dims = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    shape = tuple(input.shape)
+    if not dims or len(dims) > len(shape) or shape[len(shape) - len(dims) :] != dims:
+        raise ShapeError(
+            f"layer_norm: normalized_shape {dims} must be the trailing dims of the input, "
+            f"got input of shape {shape}"
+        )
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is not None and tuple(value.shape) != dims:
+            raise ShapeError(
+                f"layer_norm: {name} must have the normalized shape {dims}, got "
+                f"{tuple(value.shape)}"
+            )
+    return ops_norm.layer_norm(input, weight, bias, axis=len(shape) - len(dims), eps=eps)
+
+
+def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None,  # noqa: A002
+               eps: float = 1e-5) -> Any:  # fmt: skip
+    """Normalize each group of channels of an (N, C, ...) input, then scale and shift
+    per channel.
+
+    >>> import graphc.eager as ge
+    >>> import graphc.nn.functional as F
+    >>> F.group_norm(ge.tensor([[[1.0], [3.0]]]), 1, eps=0.0).flatten()
+    tensor([-1.,  1.])
+    """
+    return ops_norm.group_norm(input, num_groups, weight, bias, eps)
+
+
+def _detached(value: Any) -> Any:
+    return value.detach() if isinstance(value, Tensor) else value
+
+
+def _blend(buffer: Any, batch_value: Any, momentum: Any) -> Any:
+    """(1 - momentum) running + momentum batch, in the buffer's dtype."""
+    running = buffer_value(buffer)
+    new = running * (1 - momentum) + _detached(batch_value) * momentum
+    return new if new.dtype == buffer.dtype else selection.cast(new, buffer.dtype)
+
+
+def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None,  # noqa: A002
+               bias: Any = None, training: bool = False, momentum: Any = 0.1,
+               eps: float = 1e-5) -> Any:  # fmt: skip
+    """Batch normalization per channel of an (N, C, ...) input.
+
+    Training: normalize with the batch's mean and biased variance, and, when running
+    statistics are given, update them as (1 - momentum) running + momentum batch (the
+    variance unbiased), as PyTorch does. Eval: normalize with the running statistics.
+
+    >>> import graphc.eager as ge
+    >>> import graphc.nn.functional as F
+    >>> mean, var = ge.zeros(1), ge.ones(1)
+    >>> F.batch_norm(ge.tensor([[1.0], [3.0]]), mean, var, training=True, eps=0.0).flatten()
+    tensor([-1.,  1.])
+    >>> mean, var
+    (tensor([0.2000]), tensor([1.1000]))
+    """
+    if not training and (running_mean is None or running_var is None):
+        raise GraphcError(
+            "batch_norm: eval mode (training=False) needs running_mean and running_var"
+        )
+    channels = input.shape[1] if len(input.shape) >= 2 else None
+    for name, value in (("running_mean", running_mean), ("running_var", running_var),
+                        ("weight", weight), ("bias", bias)):  # fmt: skip
+        if value is not None and tuple(value.shape) != (channels,):
+            raise ShapeError(
+                f"batch_norm: {name} must have shape ({channels},) for an input of shape "
+                f"{tuple(input.shape)}, got {tuple(value.shape)}"
+            )
+    if not training:
+        return ops_norm.batch_norm(
+            input, buffer_value(running_mean), buffer_value(running_var), weight, bias,
+            training=False, eps=eps,
+        ).output  # fmt: skip
+    # a trace nobody records buffer updates for gets no (dead) nodes for them
+    keep = running_mean is not None or running_var is not None
+    keep = keep and keeps_updates(input)
+    output, mean, var = ops_norm.batch_norm(input, None, None, weight, bias, True, eps, keep)
+    if keep:
+        if running_mean is not None:
+            update_buffer(running_mean, _blend(running_mean, mean, momentum))
+        if running_var is not None:
+            update_buffer(running_var, _blend(running_var, var, momentum))
+    return output

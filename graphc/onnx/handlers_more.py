@@ -1,0 +1,211 @@
+"""ONNX handlers: activations, elementwise math (Erf, Mod, rounding) and array ops
+(CumSum, Trilu, GatherElements, ScatterElements, TopK, Pad), with graphc's ops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.types import is_symbol
+from graphc.onnx.handlers_nn import gc
+from graphc.onnx.importer import Context, Value, handler, known, needs_known
+from graphc.ops import elementwise as E
+from graphc.ops import selection as S
+from graphc.ops.indexing import getitem
+from graphc.ops.shape import reshape
+
+# -- activations and elementwise math ---------------------------------------------------
+
+
+def _simple(name: str, **fixed: Any) -> Any:
+    return lambda ctx, inputs, attrs: [getattr(gc(), name)(inputs[0], **fixed)]
+
+
+for _type, _name in {
+    "Erf": "erf", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Softsign": "softsign",
+}.items():  # fmt: skip
+    handler(_type)(_simple(_name))
+
+
+@handler("LeakyRelu")
+def _leaky_relu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [gc().leaky_relu(inputs[0], float(np.float32(attrs.get("alpha", 0.01))))]
+
+
+@handler("Elu")
+def _elu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [gc().elu(inputs[0], alpha=float(attrs.get("alpha", 1.0)))]
+
+
+@handler("Selu")
+def _selu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    alpha = float(attrs.get("alpha", 1.67326319217681884765625))
+    gamma = float(attrs.get("gamma", 1.05070102214813232421875))
+    return [gc().elu(inputs[0], alpha=alpha, scale=gamma)]
+
+
+@handler("Celu", since=12)
+def _celu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [gc().celu(inputs[0], alpha=float(attrs.get("alpha", 1.0)))]
+
+
+@handler("HardSigmoid")
+def _hard_sigmoid(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x = inputs[0]
+    alpha, beta = attrs.get("alpha", 0.2), attrs.get("beta", 0.5)
+    dtype = np.dtype(x.dtype)
+    line = E.add(E.mul(x, np.asarray(alpha, dtype)), np.asarray(beta, dtype))
+    return [S.clip(line, 0.0, 1.0)]
+
+
+@handler("HardSwish", since=14)
+def _hard_swish(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [E.mul(inputs[0], gc().hardsigmoid(inputs[0]))]
+
+
+@handler("Softplus")
+def _softplus(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    # ONNX: log(exp(x) + 1) everywhere; graphc's threshold (x itself past 20) is within
+    # rounding of it there, and keeps exp from overflowing
+    return [gc().softplus(inputs[0])]
+
+
+@handler("PRelu")
+def _prelu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x, slope = inputs
+    return [S.where(S.lt(x, 0), E.mul(x, slope), x)]
+
+
+@handler("Mish", since=18)
+def _mish(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x = inputs[0]
+    return [E.mul(x, E.tanh(gc().softplus(x)))]
+
+
+@handler("Gelu", since=20)
+def _gelu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    approximate = attrs.get("approximate", "none")
+    return [gc().gelu(inputs[0]) if approximate == "tanh" else gc().gelu_exact(inputs[0])]
+
+
+@handler("Mod", since=10)
+def _mod(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x, y = inputs
+    # fmod=1: the sign of x (C's fmod); 0: the sign of y (Python's %, floats since opset 23)
+    return [gc().fmod(x, y) if attrs.get("fmod", 0) else gc().remainder(x, y)]
+
+
+# -- arrays -----------------------------------------------------------------------------
+
+
+@handler("CumSum", since=11)
+def _cumsum(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x, axis = inputs
+    if not known(axis):
+        raise needs_known(ctx, axis, "CumSum's axis")
+    axis = int(np.asarray(axis).reshape(()))
+    g = gc()
+    if attrs.get("reverse", 0):
+        x = g.flip(x, axis=(axis,))
+    y = g.cumsum(x, axis=axis)
+    if attrs.get("exclusive", 0):  # each position's sum before it: shifted by one
+        rank = len(x.shape)
+        widths = [(1, 0) if k == axis % rank else (0, 0) for k in range(rank)]
+        index = tuple(slice(0, -1) if k == axis % rank else slice(None) for k in range(rank))
+        y = g.pad(y, widths)[index] if x.shape[axis] != 0 else y
+    if attrs.get("reverse", 0):
+        y = g.flip(y, axis=(axis,))
+    return [S.cast(y, x.dtype) if y.dtype != x.dtype else y]  # ONNX keeps the type
+
+
+@handler("Trilu", since=14)
+def _trilu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x = inputs[0]
+    k = inputs[1] if len(inputs) > 1 and inputs[1] is not None else np.asarray(0, np.int64)
+    if not known(k):
+        raise needs_known(ctx, k, "Trilu's k")
+    k = int(np.asarray(k).reshape(()))
+    return [gc().triu(x, k) if attrs.get("upper", 1) else gc().tril(x, k)]
+
+
+@handler("GatherElements", since=11)
+def _gather_elements(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [gc().take_along_axis(inputs[0], inputs[1], axis=attrs.get("axis", 0))]
+
+
+@handler("ScatterElements", since=11)
+def _scatter_elements(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    data, indices, updates = inputs
+    reduction = attrs.get("reduction", "none")
+    axis = attrs.get("axis", 0) % len(data.shape)
+    g = gc()
+    if reduction == "add":
+        added = g.scatter_add_along_axis(updates, indices, tuple(data.shape), axis=axis)
+        return [E.add(data, added)]
+    if reduction != "none":
+        raise ctx.error(f"ScatterElements with reduction '{reduction}' is not supported")
+    # which update lands where (1 + its flat number, 0 for none), then moved by gathering
+    count = tuple(updates.shape)
+    if any(is_symbol(d) for d in count):
+        raise ctx.error("ScatterElements with a symbolic number of updates is not supported")
+    n = int(np.prod(count, dtype=np.int64))
+    numbers = np.arange(1, n + 1, dtype=np.int64).reshape(count)
+    source = g.scatter_add_along_axis(numbers, indices, tuple(data.shape), axis=axis)
+    padded = g.concat([np.zeros((1,), np.dtype(updates.dtype)), reshape(updates, (n,))], axis=0)
+    moved = g.take(padded, source, axis=0)
+    return [S.where(S.gt(source, 0), moved, data)]
+
+
+@handler("TopK", since=10)
+def _topk(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x, k = inputs
+    if not known(k):
+        raise needs_known(ctx, k, "TopK's k")
+    k = int(np.asarray(k).reshape(-1)[0])
+    values, indices = gc().topk(
+        x, k, axis=attrs.get("axis", -1), largest=bool(attrs.get("largest", 1)),
+        sorted=bool(attrs.get("sorted", 1)),
+    )  # fmt: skip
+    return [values, indices]
+
+
+@handler("Pad", since=11)
+def _pad(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    x, pads = inputs[0], inputs[1]
+    value = inputs[2] if len(inputs) > 2 and inputs[2] is not None else None
+    axes = inputs[3] if len(inputs) > 3 and inputs[3] is not None else None
+    if not known(pads):
+        raise needs_known(ctx, pads, "Pad's pads")
+    rank = len(x.shape)
+    pads = [int(p) for p in np.asarray(pads).reshape(-1)]
+    if axes is None:
+        axes_list = list(range(rank))
+    elif known(axes):
+        axes_list = [int(a) % rank for a in np.asarray(axes).reshape(-1)]
+    else:
+        raise needs_known(ctx, axes, "Pad's axes")
+    half = len(axes_list)
+    widths = [[0, 0] for _ in range(rank)]
+    for j, a in enumerate(axes_list):
+        widths[a] = [pads[j], pads[half + j]]
+    mode = attrs.get("mode", "constant")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise ctx.error(f"Pad mode '{mode}' is not supported")
+    if value is not None and not known(value):
+        raise needs_known(ctx, value, "Pad's constant_value")
+    # negative pads crop
+    crop = tuple(
+        slice(max(-b, 0), (x.shape[k] - max(-e, 0)) if max(-e, 0) else None)
+        for k, (b, e) in enumerate(widths)
+    )
+    if any(b < 0 or e < 0 for b, e in widths):
+        x = getitem(x, crop)
+    widths = tuple((max(b, 0), max(e, 0)) for b, e in widths)
+    fill = 0 if value is None else np.asarray(value).reshape(()).item()
+    if mode == "constant":
+        return [gc().pad(x, widths, "constant", constant_values=fill)]
+    return [gc().pad(x, widths, mode)]
+
+
+__all__: list[str] = []

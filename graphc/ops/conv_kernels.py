@@ -1,0 +1,215 @@
+"""numpy kernels of conv2d and conv_transpose2d (the op blocks are in conv_ops.py).
+
+conv2d is im2col plus matmul: the padded input's windows, one strided view, are copied
+into a buffer with one `copyto` and multiplied by the (group, O/groups, C/groups*kH*kW)
+weight matrix with one matmul call. The buffer puts the longer contiguous run innermost:
+(image, C, kH, kW, Ho, Wo) for a forward convolution, whose matmul (one BLAS call per
+image and group) writes straight into the output; (image, Ho, Wo, C, kH, kW) for a weight
+gradient (a large kernel, the output gradient, over a few output positions, the weight's
+taps), whose matmul takes every window of a chunk at once (one BLAS call per group),
+then a transposed copy into the output. Images go a few at a time so the buffer stays
+small (`SCRATCH_BYTES`): measured, that beats one buffer for the whole batch (fewer page
+faults, warm caches).
+
+conv_transpose2d is the adjoint: one batched matmul by the transposed weight gives every
+kernel tap's contribution (col2im), and each tap is added into its strided window of the
+output in turn.
+
+Depthwise convolutions (one input and one output channel per group) skip the matmul, whose matrices would be 1 x kH*kW: the output accumulates one
+multiply-add per kernel tap over the whole batch.
+
+Every loop runs over kernel taps or batch chunks whose sizes depend only on shapes, and
+every output element sums its terms in one fixed order, so results are deterministic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from graphc.ops.windows import kernel_taps, transposed_out, window_out
+
+SCRATCH_BYTES = 1 << 22  # the im2col buffer of one batch chunk (at least one image)
+
+
+def _result(out: np.ndarray | None, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A C-contiguous array to compute into: `out` itself when it is one."""
+    if out is not None and out.flags.c_contiguous and out.dtype == dtype:
+        return out
+    return np.empty(shape, dtype)
+
+
+def _deliver(result: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    if out is None or out is result:
+        return result
+    np.copyto(out, result, casting="unsafe")
+    return out
+
+
+def _chunk(batch: int, bytes_per_image: int, budget: int = 0) -> int:
+    return max(1, min(batch, (budget or SCRATCH_BYTES) // max(1, bytes_per_image)))
+
+
+def conv2d_kernel(
+    x: np.ndarray,
+    w: np.ndarray,
+    out: np.ndarray | None = None,
+    stride: tuple = (1, 1),
+    padding: tuple = (0, 0, 0, 0),
+    dilation: tuple = (1, 1),
+    groups: int = 1,
+) -> np.ndarray:
+    dtype = np.result_type(x.dtype, w.dtype)
+    x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)
+    n, _, height, width = x.shape
+    out_ch, per_group, kh, kw = w.shape
+    top, left, bottom, right = padding
+    ho = window_out(height, kh, stride[0], top, bottom, dilation[0], "conv2d")
+    wo = window_out(width, kw, stride[1], left, right, dilation[1], "conv2d")
+    result = _result(out, (n, out_ch, ho, wo), dtype)
+    if result.size and per_group == 1 and out_ch == groups:
+        _depthwise(x, w, result, stride, padding, dilation)
+    elif result.size:
+        _im2col(x, w, result, stride, padding, dilation, groups)
+    return _deliver(result, out)
+
+
+def _depthwise(
+    x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, padding: tuple, dilation: tuple
+) -> None:
+    out.fill(0)
+    scratch = np.empty(out.shape, out.dtype)
+    taps = kernel_taps(out.shape[2:], x.shape[2:], w.shape[2:], stride, dilation, padding[:2])
+    for i, j, at_out, at_x in taps:
+        target = out[at_out]
+        target += np.multiply(x[at_x], w[:, 0, i, j, None, None], out=scratch[at_out])
+
+
+def _im2col(
+    x: np.ndarray,
+    w: np.ndarray,
+    out: np.ndarray,
+    stride: tuple,
+    padding: tuple,
+    dilation: tuple,
+    groups: int,
+) -> None:
+    n, channels, height, width = x.shape
+    kh, kw = w.shape[2:]
+    top, left, bottom, right = padding
+    padded = x
+    if any(padding):
+        padded = np.zeros((n, channels, height + top + bottom, width + left + right), x.dtype)
+        padded[:, :, top : top + height, left : left + width] = x
+    sn, sc, sh, sw = padded.strides
+    rows, cols = (sh * stride[0], sw * stride[1]), (sh * dilation[0], sw * dilation[1])
+    per_image = channels * kh * kw * out.shape[2] * out.shape[3] * x.itemsize
+    # the buffer's innermost axis should be the longer run: the output's width for a
+    # forward convolution, the kernel's for a weight gradient (a large kernel, the output
+    # gradient, over a small output, the weight's taps), whose one matmul per chunk runs
+    # faster the more windows it gets (measured: 4x the budget, 1.6x faster)
+    if kh * kw <= out.shape[2] * out.shape[3]:
+        chunk = _chunk(n, per_image)
+        _windows_last(padded, w, out, (sn, sc) + cols + rows, chunk, groups)
+    else:
+        chunk = _chunk(n, per_image, 4 * SCRATCH_BYTES)
+        _taps_last(padded, w, out, (sn,) + rows + (sc,) + cols, chunk, groups)
+
+
+def _windows_last(
+    padded: np.ndarray, w: np.ndarray, out: np.ndarray, steps: tuple, chunk: int, groups: int
+) -> None:
+    """Buffer (image, C, kH, kW, Ho, Wo); per image and group one matmul writes the output."""
+    n, channels = padded.shape[:2]
+    out_ch, per_group, kh, kw = w.shape
+    ho, wo = out.shape[2:]
+    depth, length = per_group * kh * kw, ho * wo
+    weights = w.reshape(groups, out_ch // groups, depth)
+    result = out.reshape(n, groups, out_ch // groups, length)
+    scratch = np.empty(chunk * channels * kh * kw * length, padded.dtype)
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        shape = (m, channels, kh, kw, ho, wo)
+        cols = scratch[: m * channels * kh * kw * length].reshape(shape)
+        np.copyto(cols, as_strided(padded[start:], shape, steps, writeable=False))
+        np.matmul(weights, cols.reshape(m, groups, depth, length), out=result[start : start + m])
+
+
+def _taps_last(
+    padded: np.ndarray, w: np.ndarray, out: np.ndarray, steps: tuple, chunk: int, groups: int
+) -> None:
+    """Buffer (image, Ho, Wo, C, kH, kW); per chunk and group one matmul over all of its
+    windows, then a transposed copy into the output."""
+    n, channels = padded.shape[:2]
+    out_ch, per_group, kh, kw = w.shape
+    ho, wo = out.shape[2:]
+    depth, length, per_out = per_group * kh * kw, ho * wo, out_ch // groups
+    weights = w.reshape(groups, per_out, depth)
+    result = out.reshape(n, groups, per_out, length)
+    scratch = np.empty(chunk * channels * kh * kw * length, padded.dtype)
+    products = np.empty(groups * per_out * chunk * length, padded.dtype)
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        shape = (m, ho, wo, channels, kh, kw)
+        cols = scratch[: m * channels * kh * kw * length].reshape(shape)
+        np.copyto(cols, as_strided(padded[start:], shape, steps, writeable=False))
+        part = products[: groups * per_out * m * length].reshape(groups, per_out, m * length)
+        np.matmul(weights, cols.reshape(m * length, groups, depth).transpose(1, 2, 0), out=part)
+        np.copyto(
+            result[start : start + m],
+            part.reshape(groups, per_out, m, length).transpose(2, 0, 1, 3),
+        )
+
+
+def conv_transpose2d_kernel(
+    x: np.ndarray,
+    w: np.ndarray,
+    out: np.ndarray | None = None,
+    stride: tuple = (1, 1),
+    padding: tuple = (0, 0, 0, 0),
+    output_padding: tuple = (0, 0),
+    dilation: tuple = (1, 1),
+    groups: int = 1,
+) -> np.ndarray:
+    dtype = np.result_type(x.dtype, w.dtype)
+    x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)
+    n, in_ch, height, width = x.shape
+    _, per_group, kh, kw = w.shape
+    top, left, bottom, right = padding
+    op = "conv_transpose2d"
+    ho = transposed_out(height, kh, stride[0], top, bottom, dilation[0], output_padding[0], op)
+    wo = transposed_out(width, kw, stride[1], left, right, dilation[1], output_padding[1], op)
+    result = _result(out, (n, per_group * groups, ho, wo), dtype)
+    result.fill(0)
+    # a tap's small axis is the input's, its big axis the output's
+    taps = kernel_taps((height, width), (ho, wo), (kh, kw), stride, dilation, (top, left))
+    if result.size == 0 or x.size == 0:
+        pass
+    elif in_ch == groups and per_group == 1:
+        scratch = np.empty(x.shape, dtype)
+        for i, j, at_x, at_out in taps:
+            target = result[at_out]
+            target += np.multiply(x[at_x], w[:, 0, i, j, None, None], out=scratch[at_x])
+    else:
+        _col2im(x, w, result, taps, groups)
+    return _deliver(result, out)
+
+
+def _col2im(x: np.ndarray, w: np.ndarray, out: np.ndarray, taps: list, groups: int) -> None:
+    n, in_ch, height, width = x.shape
+    _, per_group, kh, kw = w.shape
+    per_in, depth, area = in_ch // groups, per_group * kh * kw, height * width
+    weights = w.reshape(groups, per_in, depth).transpose(0, 2, 1)  # (g, O/g * kH * kW, C/g)
+    images = x.reshape(n, groups, per_in, area)
+    result = out.reshape(n, groups, per_group, *out.shape[2:])
+    chunk = _chunk(n, groups * depth * area * x.itemsize)
+    scratch = np.empty(chunk * groups * depth * area, x.dtype)
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        cols = scratch[: m * groups * depth * area].reshape(m, groups, depth, area)
+        np.matmul(weights, images[start : start + m], out=cols)
+        parts = cols.reshape(m, groups, per_group, kh, kw, height, width)
+        block = result[start : start + m]
+        for i, j, at_x, at_out in taps:
+            target = block[at_out]
+            target += parts[:, :, :, i, j][at_x]

@@ -14,6 +14,7 @@ from graphc.nn.conv import *
 from graphc.nn.layers import (
     CrossEntropyLoss,
     Linear,
+    ModuleList,
     MSELoss,
     ReLU,
     Sequential,
@@ -25,3 +26,4 @@ from graphc.nn.norm import *
 from graphc.nn.recurrent import *
 from graphc.nn.regularization import *
 from graphc.nn.sparse import *
+from graphc.nn.transformer import *

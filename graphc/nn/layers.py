@@ -7,7 +7,7 @@ nodes on graph values alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from graphc.eager import zeros
@@ -122,6 +122,36 @@ class Sequential(Module):
         for layer in self:
             x = layer(x)
         return x
+
+
+class ModuleList(Module):
+    """Modules held in a list, registered as "0", "1", ... (no forward of its own).
+
+    >>> from graphc import nn
+    >>> blocks = nn.ModuleList([nn.Linear(2, 2, generator=k) for k in range(3)])
+    >>> len(blocks), [name for name, _ in blocks.named_parameters()][:2]
+    (3, ['0.weight', '0.bias'])
+    """
+
+    def __init__(self, modules: Iterable[Module] = ()) -> None:
+        super().__init__()
+        for module in modules:
+            self.append(module)
+
+    def append(self, module: Module) -> ModuleList:
+        if not isinstance(module, Module):
+            raise GraphcError(f"ModuleList: got a {type(module).__name__}, not an nn.Module")
+        setattr(self, str(len(self)), module)
+        return self
+
+    def __len__(self) -> int:
+        return len(self._registry("_modules"))
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._registry("_modules").values())
+
+    def __getitem__(self, index: int) -> Module:
+        return list(self)[index]
 
 
 def _check_reduction(loss: str, reduction: str) -> None:

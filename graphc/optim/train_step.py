@@ -21,6 +21,12 @@ back, so after N steps they hold what N eager steps (and PyTorch's) give. Other 
 tensors the optimizer does not train (frozen parameters, buffers no forward updates,
 captured tensors) are baked in as constants with their values at compile time.
 Hyperparameters (lr, betas, ...) are constants too: compile again after changing them.
+
+Dropout: a traced dropout reads the graph's `rng_key` placeholder (folded with each
+dropout's index, graphc/nn/functional/stochastic.py). The step keeps the key as state
+and advances it every step (key <- fold_in(key, -1)), so each step draws new masks and
+the plan stays pure: the first key comes from graphc.eager's generator when the step
+is compiled (`ge.manual_seed` makes a run repeatable), or from `seed(key)`.
 """
 
 from __future__ import annotations
@@ -30,12 +36,14 @@ from typing import Any
 
 import numpy as np
 
-from graphc.eager import Tensor, from_numpy, no_grad
+from graphc.eager import Tensor, creation, from_numpy, no_grad
 from graphc.frontend import TensorSpec, constant, output, placeholder, trace
 from graphc.frontend.trace import lifted_tensors, module_parameters
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph
+from graphc.nn.functional.stochastic import KEY
 from graphc.nn.module import recording_buffer_updates
+from graphc.ops import fold_in
 from graphc.optim.optimizer import Optimizer
 from graphc.passes.autodiff import gradients
 from graphc.runtime.executable import Executable, compile
@@ -97,6 +105,8 @@ class TrainStep:
             )
         # param placeholder -> {state key: state placeholder}
         self.state_names: dict[str, dict[str, str]] = {}
+        self.random = any(p.name == KEY for p in self.loss_graph.inputs)
+        self.key = np.int64(creation.generator().integers(-(2**63), 2**63 - 1))
         self.graph, updates = self._build_step_graph()
         self.executable: Executable = compile(
             self.graph, opt_level=opt_level, updates=updates, fast_math=fast_math
@@ -140,7 +150,7 @@ class TrainStep:
             x, y = (placeholder(p.name, p.type.shape, p.type.dtype) for p in joint.inputs[:2])
             values: dict[str, Any] = {}
             for p in joint.inputs[2:]:
-                if p.name in self.trained or p.name in self.buffer_names:
+                if p.name in self.trained or p.name in self.buffer_names or p.name == KEY:
                     values[p.name] = placeholder(p.name, p.type.shape, p.type.dtype)
                 else:  # not trained: frozen at its current value
                     values[p.name] = constant(_as_array(self.lifted[p.name]), name=p.name)
@@ -150,6 +160,8 @@ class TrainStep:
             output(loss, name=LOSS)
             for name, new in zip(self.buffer_names, news):
                 updates[name] = self._output_update(step, new, name)
+            if self.random:  # the next step's key
+                updates[KEY] = self._output_update(step, fold_in(values[KEY], -1), KEY)
             for name, grad in zip(self.trained, grads):
                 new_param, new_state = self.optimizer.update(values[name], grad, states[name])
                 updates[name] = self._output_update(step, new_param, name)
@@ -185,7 +197,15 @@ class TrainStep:
         for name, index in self.trained.items():
             for key, array in self.optimizer.state_arrays(index).items():
                 values[self.state_names[name][key]] = array
+        if self.random:
+            values[KEY] = np.asarray(self.key, np.int64)
         self.executable.set_state(**values)
+
+    def seed(self, key: int) -> None:
+        """Start the dropout keys from `key` (an int64); the next step draws with it."""
+        self.key = np.int64(key)
+        if self.random:
+            self.executable.set_state(**{KEY: np.asarray(self.key, np.int64)})
 
     def parameters(self) -> dict[str, np.ndarray]:
         """Copies of the trained parameters' current values, by the model's parameter names."""

@@ -220,3 +220,47 @@ def test_explain_and_repr_describe_the_step() -> None:
 def test_docstring_example() -> None:
     result = doctest.testmod(train_step)
     assert result.attempted > 0 and result.failed == 0
+
+
+def _dropout_model(p: float) -> nn.Module:
+    return nn.Sequential(
+        nn.Linear(6, 16, dtype="float64", generator=0), nn.ReLU(), nn.Dropout(p),
+        nn.Linear(16, 3, dtype="float64", generator=1),
+    )  # fmt: skip
+
+
+def test_dropout_keys_are_state_advanced_every_step() -> None:
+    x, y = data()
+    ge.manual_seed(5)
+    model = _dropout_model(0.5)
+    train = gc.compile_train_step(
+        model, nn.CrossEntropyLoss(), optim.SGD(model.parameters(), lr=0.0), (x, y)
+    )
+    keys = []
+    for _ in range(3):
+        keys.append(int(train.executable.state["rng_key"]))
+        train.step(x, y)
+    assert len(set(keys)) == 3  # a new key, hence new masks, every step
+    # lr 0: the parameters never move, so different losses come from different masks
+    losses = {float(train.step(x, y)) for _ in range(3)}
+    assert len(losses) == 3
+    # the same seed gives the same run; seed() restarts it
+    ge.manual_seed(5)
+    twin = _dropout_model(0.5)
+    again = gc.compile_train_step(
+        twin, nn.CrossEntropyLoss(), optim.SGD(twin.parameters(), lr=0.0), (x, y)
+    )
+    assert int(again.executable.state["rng_key"]) == keys[0]
+    train.seed(keys[0])
+    assert float(train.step(x, y)) == float(again.step(x, y))
+
+
+def test_dropout_of_zero_trains_exactly_as_eager() -> None:
+    x, y = data()
+    eager_model, static_model = _dropout_model(0.0), _dropout_model(0.0)
+    eager_opt = optim.SGD(eager_model.parameters(), lr=0.1)
+    train = gc.compile_train_step(
+        static_model, nn.CrossEntropyLoss(), optim.SGD(static_model.parameters(), lr=0.1), (x, y)
+    )
+    want = eager_train(eager_model, eager_opt, nn.CrossEntropyLoss(), x, y, 40, 4)
+    assert [float(train.step(x, y)) for _ in range(4)] == want

@@ -11,6 +11,9 @@ between them) is that block's printed output. Markers:
     <!-- output: not checked -->   timings or machine-dependent text: not compared
     <!-- output: times masked -->  compared with every decimal number masked
 
+A ```python block right after `<!-- needs: MODULE -->` runs only where the optional
+MODULE is installed (onnx, say); elsewhere it and its output are skipped.
+
 tests/test_guide.py runs the same blocks and compares the outputs.
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import os
 import re
@@ -34,6 +38,7 @@ PICTURES = ROOT / "docs" / "img"
 
 FENCE = re.compile(r"^```(\w*)\s*$")
 MARKER = re.compile(r"^<!-- output: (not checked|times masked) -->$")
+NEEDS = re.compile(r"^<!-- needs: ([\w.]+) -->$")
 DECIMAL = re.compile(r"\d+\.\d+")
 
 
@@ -54,6 +59,7 @@ class Block:
     source: str
     first_line: int  # 1-based line of the first source line
     output: Output | None
+    needs: str | None = None  # an optional module the block runs only with
 
 
 def _fenced(lines: list[str]) -> list[tuple[str, int, int]]:
@@ -90,7 +96,10 @@ def parse(text: str) -> list[Block]:
                 check = markers[0].group(1) if markers else "exact"
                 body = "\n".join(lines[out_start + 1 : out_end])
                 output = Output(body, out_start + 2, out_end + 1, check)
-        blocks.append(Block("\n".join(lines[start + 1 : end]), start + 2, output))
+        before = [line.strip() for line in lines[:start] if line.strip()][-1:]
+        needs = NEEDS.match(before[0]) if before else None
+        source = "\n".join(lines[start + 1 : end])
+        blocks.append(Block(source, start + 2, output, needs.group(1) if needs else None))
     return blocks
 
 
@@ -102,8 +111,11 @@ def normalize(text: str, check: str) -> str:
     return "\n".join(lines)
 
 
-def run_block(block: Block, namespace: dict[str, Any], filename: str) -> str:
-    """Execute one block; returns what it printed. Line numbers match the markdown file."""
+def run_block(block: Block, namespace: dict[str, Any], filename: str) -> str | None:
+    """Execute one block; returns what it printed (None: skipped, its optional module
+    is not installed). Line numbers match the markdown file."""
+    if block.needs is not None and importlib.util.find_spec(block.needs) is None:
+        return None
     code = compile("\n" * (block.first_line - 1) + block.source, filename, "exec")
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
@@ -111,7 +123,7 @@ def run_block(block: Block, namespace: dict[str, Any], filename: str) -> str:
     return printed.getvalue()
 
 
-def run(guide: Path, folder: Path) -> list[tuple[Block, str]]:
+def run(guide: Path, folder: Path) -> list[tuple[Block, str | None]]:
     """Run every python block of `guide` with `folder` as working directory."""
     blocks = parse(guide.read_text(encoding="utf-8"))
     namespace: dict[str, Any] = {"__name__": "__guide__"}
@@ -123,14 +135,14 @@ def run(guide: Path, folder: Path) -> list[tuple[Block, str]]:
         os.chdir(here)
 
 
-def update_outputs(guide: Path, results: list[tuple[Block, str]]) -> int:
+def update_outputs(guide: Path, results: list[tuple[Block, str | None]]) -> int:
     """Rewrite the compared output blocks that differ from what their code printed."""
     lines = guide.read_text(encoding="utf-8").split("\n")
     changed = 0
     # from the bottom up, so earlier line numbers stay valid
     for block, printed in reversed(results):
         out = block.output
-        if out is None or out.check == "not checked":
+        if out is None or out.check == "not checked" or printed is None:
             continue
         if normalize(printed, out.check) != normalize(out.text, out.check):
             lines[out.first_line - 1 : out.last_line - 1] = printed.rstrip("\n").split("\n")
@@ -153,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     for block, printed in results:
         out = block.output
-        if out is None or out.check == "not checked":
+        if out is None or out.check == "not checked" or printed is None:
             continue
         if normalize(printed, out.check) != normalize(out.text, out.check):
             print(f"output differs: block at docs/guide.md:{block.first_line}")

@@ -77,6 +77,32 @@ def test_digits_mlp_reaches_95_percent_in_both_modes_with_the_same_parameters(
         assert result["plot"] is None
 
 
+def test_digits_cnn_reaches_97_percent_in_both_modes_with_the_same_parameters(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("sklearn")
+    result = load("digits_cnn").main(["--out", str(tmp_path), "--no-progress"])
+    for mode in ("eager", "static"):
+        assert result[mode]["test_accuracy"] >= 0.97
+    eager, static = result["eager"]["state"], result["static"]["state"]
+    assert list(eager) == ["0.weight", "0.bias", "3.weight", "3.bias", "7.weight", "7.bias"]
+    for name in eager:
+        np.testing.assert_allclose(static[name], eager[name], rtol=1e-5, atol=1e-12)
+    names = [p.name for p in result["files"]]
+    if gc.viz.have_dot():
+        assert names == ["cnn_forward.svg", "cnn_gradients.svg", "cnn_gradients_O2.svg"]
+    else:
+        assert names == []
+
+
+def test_reverse_transformer_learns_in_both_modes_to_the_same_parameters() -> None:
+    result = load("reverse_transformer").main(["--steps", "250"])
+    for mode in ("eager", "static"):
+        assert result[mode]["string_accuracy"] >= 0.95
+    assert result["max_rel_diff"] < 1e-8
+    assert result["static"]["losses"] == pytest.approx(result["eager"]["losses"], rel=1e-9)
+
+
 def test_digits_mlp_without_sklearn_says_how_to_install_it(monkeypatch, capsys) -> None:
     monkeypatch.setitem(sys.modules, "sklearn", None)  # makes `import sklearn...` fail
     monkeypatch.setitem(sys.modules, "sklearn.datasets", None)

@@ -77,6 +77,16 @@ def _like(grad: Any, x: Any) -> Any:
     return grad if grad.dtype == x.dtype else L.cast(grad, x.dtype)
 
 
+def _no_positions(x: Any, w: Any, needs: tuple) -> tuple | None:
+    """The gradients where x has an empty height or width: none reach x (it has no
+    elements) or the weight (every window met padding alone). None otherwise. The
+    general rules would build a convolution whose window cannot fit (conv2d allows such
+    an x with padding; PyTorch refuses it)."""
+    if 0 not in tuple(x.shape[2:]):
+        return None
+    return (L.full_like(x, 0) if needs[0] else None, L.full_like(w, 0) if needs[1] else None)
+
+
 def _crop(v: Any, padding: tuple) -> tuple[Any, tuple]:
     """v without the rows and columns a negative padding removes, and the padding left."""
     if min(padding) >= 0:
@@ -164,6 +174,9 @@ def _conv2d_vjp(
     dilation: tuple,
     groups: int,
 ) -> tuple:
+    empty = _no_positions(x, w, needs)
+    if empty is not None:
+        return empty
     kh, kw = w.shape[2], w.shape[3]
     top, left, bottom, right = padding
     # the last rows and columns no window reached get no gradient: output_padding in the
@@ -269,6 +282,9 @@ def _conv_transpose2d_vjp(
     dilation: tuple,
     groups: int,
 ) -> tuple:
+    empty = _no_positions(x, w, needs)
+    if empty is not None:
+        return empty
     top, left, bottom, right = padding
     # the output_padding rows lie past what the kernel covers: their gradient is dropped
     around = (top, left, bottom - output_padding[0], right - output_padding[1])

@@ -82,8 +82,9 @@ def _counts(
     return None if np.all(counts == kernel) else counts
 
 
-def _divisor(hw: tuple, pooled: tuple, dtype: np.dtype, attrs: dict) -> Any:
-    """What each window's sum is divided by: one number, or an (Ho, Wo) array."""
+def window_divisor(hw: tuple, pooled: tuple, dtype: np.dtype, attrs: dict) -> Any:
+    """What each window's sum is divided by: one number, or an (Ho, Wo) array (also
+    the ONNX exporter's, to undo AveragePool's division)."""
     if attrs["divisor_override"] is not None:
         return dtype.type(attrs["divisor_override"])
     kernel, stride, (top, left, bottom, right) = (
@@ -120,7 +121,7 @@ def _avg_pool2d_kernel(x: np.ndarray, out: np.ndarray | None = None, **attrs: An
     total.fill(0)
     for _, _, at_out, at_x in _avg_taps(x.shape[2:], pooled, attrs):  # row-major, as PyTorch sums
         total[at_out] += x[at_x]
-    return np.divide(total, _divisor(x.shape[2:], pooled, x.dtype, attrs), out=total)
+    return np.divide(total, window_divisor(x.shape[2:], pooled, x.dtype, attrs), out=total)
 
 
 def avg_pool2d(
@@ -181,7 +182,7 @@ def _avg_backward_infer(ct: TensorType, input_size: tuple, **attrs: Any) -> Tens
 def _avg_backward_kernel(
     ct: np.ndarray, out: np.ndarray | None = None, input_size: tuple = (), **attrs: Any
 ) -> np.ndarray:
-    share = np.divide(ct, _divisor(input_size, ct.shape[2:], ct.dtype, attrs))
+    share = np.divide(ct, window_divisor(input_size, ct.shape[2:], ct.dtype, attrs))
     grad = np.empty(ct.shape[:2] + tuple(input_size), ct.dtype) if out is None else out
     grad.fill(0)
     for _, _, at_out, at_x in _avg_taps(input_size, ct.shape[2:], attrs):

@@ -7,9 +7,14 @@ the add must not change the product's type (the bias broadcasts into it). A seco
 forward walk emits the graph, placing the fused node where the chain's last node
 was: every input of the chain is defined before that point, so the order stays
 topological. Linear in nodes plus edges.
+
+`find_chains` and `fuse_chains` take the producing op and the fused op as parameters:
+`fuse_conv_epilogue` (passes/conv_epilogue.py) runs the same walks for conv2d.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ops.epilogue import ACTIVATIONS
@@ -22,19 +27,31 @@ def _only_user(node: Node, users: dict[Node, list[Node]]) -> Node | None:
     return us[0] if len(us) == 1 and us[0].kind == OP else None
 
 
-def find_chains(graph: Graph) -> dict[Node, tuple[Node, Node | None, Node | None, Node | None]]:
-    """Last node of each chain -> (matmul, bias add, bias value, activation)."""
+def _any_bias(add: Node, bias: Node) -> bool:
+    return True
+
+
+Chain = tuple[Node, Node | None, Node | None, Node | None]  # producer, add, bias, activation
+
+
+def find_chains(
+    graph: Graph,
+    producer: str = "matmul",
+    bias_fits: Callable[[Node, Node], bool] = _any_bias,
+) -> dict[Node, Chain]:
+    """Last node of each chain -> (producer, bias add, bias value, activation).
+    `bias_fits(add, bias)` may refuse a bias the fused kernel cannot take."""
     users = graph.users()
     claimed: set[Node] = set()
     chains = {}
     for node in graph.nodes:
-        if node.kind != OP or node.op != "matmul":
+        if node.kind != OP or node.op != producer:
             continue
         last, add, bias, act = node, None, None, None
         user = _only_user(node, users)
         if user is not None and user.op == "add" and user not in claimed:
             other = user.inputs[1] if user.inputs[0] is node else user.inputs[0]
-            if user.type == node.type and other is not node:
+            if user.type == node.type and other is not node and bias_fits(user, other):
                 last, add, bias = user, user, other
                 user = _only_user(user, users)
         if user is not None and user.op in ACTIVATIONS and user.type == last.type:
@@ -43,6 +60,38 @@ def find_chains(graph: Graph) -> dict[Node, tuple[Node, Node | None, Node | None
             chains[last] = (node, add, bias, act)
             claimed.update(n for n in (add, act) if n is not None)
     return chains
+
+
+def fuse_chains(
+    graph: Graph,
+    chains: dict[Node, Chain],
+    fused_op: str,
+    log: PassLog | None = None,
+) -> Graph:
+    """`graph` with each chain replaced by one `fused_op` node on the producer's inputs
+    (and the bias), with the producer's attrs plus `bias` and `activation`."""
+    inner = {n for chain in chains.values() for n in chain[:2] if n is not None}
+    builder = GraphBuilder(graph)
+    new: dict[Node, Node] = {}
+    for node in graph.nodes:
+        if node in chains:
+            producer, add, bias, act = chains[node]
+            inputs = [new[x] for x in producer.inputs] + ([new[bias]] if bias is not None else [])
+            attrs = {
+                **producer.attrs,
+                "bias": bias is not None,
+                "activation": None if act is None else act.op,
+            }
+            meta = replacement_meta(node)
+            members = [m for m in (producer, add, act) if m is not None]
+            meta["members"] = [(m.name, m.op, m.loc) for m in members]
+            new[node] = builder.op(fused_op, inputs, attrs, meta=meta, replaces=node)
+            if log is not None:
+                steps = " -> ".join(str(m.op) for m in members)
+                log.note(f"'{new[node].name}' <- {steps}")
+        elif node not in inner:
+            new[node] = builder.copy(node, (new[x] for x in node.inputs))
+    return builder.graph
 
 
 def fuse_matmul_epilogue(graph: Graph, log: PassLog | None = None) -> Graph:
@@ -59,21 +108,4 @@ def fuse_matmul_epilogue(graph: Graph, log: PassLog | None = None) -> Graph:
     >>> [n.op for n in gc.passes.fuse_matmul_epilogue(g).op_nodes]
     ['matmul_epilogue']
     """
-    chains = find_chains(graph)
-    inner = {n for chain in chains.values() for n in chain[:2] if n is not None}
-    builder = GraphBuilder(graph)
-    new: dict[Node, Node] = {}
-    for node in graph.nodes:
-        if node in chains:
-            matmul, add, bias, act = chains[node]
-            inputs = [new[x] for x in matmul.inputs] + ([new[bias]] if bias is not None else [])
-            attrs = {"bias": bias is not None, "activation": None if act is None else act.op}
-            meta = replacement_meta(node)
-            meta["members"] = [(m.name, m.op, m.loc) for m in (matmul, add, act) if m is not None]
-            new[node] = builder.op("matmul_epilogue", inputs, attrs, meta=meta, replaces=node)
-            if log is not None:
-                steps = " -> ".join(m.op for m in (matmul, add, act) if m is not None)  # type: ignore[misc]
-                log.note(f"'{new[node].name}' <- {steps}")
-        elif node not in inner:
-            new[node] = builder.copy(node, (new[x] for x in node.inputs))
-    return builder.graph
+    return fuse_chains(graph, find_chains(graph), "matmul_epilogue", log)

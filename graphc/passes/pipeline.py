@@ -9,13 +9,15 @@
         reaches its own fixed point, so other changes need no second round. Then
         optimize_bodies runs the level's pipeline in every cond, scan and while_loop
         body (and so in theirs).
-    O2  the cleanups and the bodies, then fuse_matmul_epilogue, fuse_elementwise and
-        a last DCE
+    O2  the cleanups and the bodies, then fuse_matmul_epilogue, fuse_conv_epilogue,
+        fuse_elementwise and a last DCE
 
 Every level computes what O0 computes, bit for bit: `simplify` runs only its exact
 rules. `fast_math=True` swaps in `simplify_fast_math`, which may also run the
-value-changing ones (reassociated scales, stable log forms; see passes/simplify.py);
-the report says so in its header and tags each value-changing rule that fired.
+value-changing ones (reassociated scales, stable log forms; see passes/simplify.py),
+and runs `fold_batch_norm` after it (per-channel scales and shifts folded into a
+conv2d's or matmul's constant weight: passes/batchnorm.py); the report says so in its
+header and tags each value-changing rewrite that fired.
 
 Every pass is a function `graph -> new graph` taking an optional `log`, so the
 pipeline can time each one, count nodes before and after, and verify the result
@@ -32,7 +34,9 @@ from graphc.ir.errors import GraphcError, VerifyError
 from graphc.ir.graph import Graph, expect_graph
 from graphc.ir.verify import verify as verify_graph
 from graphc.passes import control
+from graphc.passes.batchnorm import fold_batch_norm
 from graphc.passes.control import simplify_control_flow
+from graphc.passes.conv_epilogue import fuse_conv_epilogue
 from graphc.passes.cse import MERGED_OPS, eliminate_common_subexpressions
 from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.epilogue import fuse_matmul_epilogue
@@ -51,7 +55,12 @@ CLEANUPS: tuple[Pass, ...] = (
     eliminate_dead_code,
 )
 # constants copied into fused bodies may leave their outer copies unused: DCE last
-FUSION: tuple[Pass, ...] = (fuse_matmul_epilogue, fuse_elementwise, eliminate_dead_code)
+FUSION: tuple[Pass, ...] = (
+    fuse_matmul_epilogue,
+    fuse_conv_epilogue,
+    fuse_elementwise,
+    eliminate_dead_code,
+)
 MAX_CLEANUP_ROUNDS = 3
 
 # level -> (passes repeated to a fixed point of the node count, passes run once after)
@@ -84,10 +93,14 @@ def run_pass(graph: Graph, pass_: Pass, report: OptimizationReport, verify: bool
 
 
 def with_fast_math(passes: Sequence[Pass], fast_math: bool) -> tuple[Pass, ...]:
-    """`passes`, with `simplify` allowed its value-changing rules when `fast_math`."""
+    """`passes`, with `simplify` allowed its value-changing rules when `fast_math`, and
+    `fold_batch_norm` (value-changing too) right after it."""
     if not fast_math:
         return tuple(passes)
-    return tuple(simplify_fast_math if p is simplify else p for p in passes)
+    result: list[Pass] = []
+    for p in passes:
+        result += [simplify_fast_math, fold_batch_norm] if p is simplify else [p]
+    return tuple(result)
 
 
 def run_passes(

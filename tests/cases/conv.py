@@ -10,11 +10,13 @@ between, asymmetric padding, dilation 2, stride larger than the kernel, an empty
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 import graphc as gc
+from graphc.ops.dispatch import bind
 from tests.op_cases import BUILDER_CASES, FLOAT, Arg, F, I, _case
 
 CONV_TOL = {"rtol": 1e-5, "atol": 1e-5}  # float32 sums of tens of products
@@ -107,6 +109,29 @@ _case("conv2d", "bias", lambda x, w, b: gc.conv2d(x, w, b, padding=(1, 0)),
 _case("conv2d", "f32_f64", lambda x, w: gc.conv2d(x, w, stride=2),
       [Arg((1, 2, 5, 5), "float32"), Arg((3, 2, 3, 3), "float64")],
       lambda x, w: conv2d_ref(x, w, stride=2), **CONV_TOL)  # fmt: skip
+
+# the fused conv2d + per-channel bias + activation (made by gc.passes.fuse_conv_epilogue)
+_ACTS = {
+    None: lambda v: v,
+    "relu": lambda v: np.maximum(v, 0),
+    "tanh": np.tanh,
+    "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+    "gelu": lambda v: 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v**3))),
+}
+CONV2D_EPILOGUE = {
+    "bias_relu": ((2, 3, 5, 5), (4, 3, 3, 3), (4, 1, 1), "relu", {"padding": 1}),
+    "bias_tanh_groups": ((1, 4, 5, 4), (6, 2, 3, 2), (6, 1, 1), "tanh", {"groups": 2, "stride": (2, 1)}),
+    "bias_gelu_depthwise": ((2, 4, 5, 5), (4, 1, 3, 3), (4, 1, 1), "gelu", {"groups": 4, "padding": 1}),
+    "sigmoid": ((2, 2, 4, 6), (3, 2, 3, 3), None, "sigmoid", {"dilation": (1, 2)}),
+    "scalar_bias": ((1, 2, 4, 4), (3, 2, 2, 2), (1,), None, {"stride": 2}),
+}  # fmt: skip
+for _label, (_xs, _ws, _bs, _act, _attrs) in CONV2D_EPILOGUE.items():
+    _fixed = {**_attrs, "bias": _bs is not None, "activation": _act}
+    _case("conv2d_epilogue", _label,
+          lambda *v, a=_fixed: bind("conv2d_epilogue", *v, **a),
+          [F(*_xs), F(*_ws)] + ([F(*_bs)] if _bs else []),
+          lambda x, w, *b, a=_attrs, f=_ACTS[_act]: f(conv2d_ref(x, w, **a) + sum(b)),
+          **CONV_TOL)  # fmt: skip
 
 CONV_TRANSPOSE2D = {
     "basic": ((2, 3, 3, 3), (3, 2, 3, 3), {}),

@@ -268,6 +268,26 @@ def test_symbolic_spatial_dims_pass_where_the_size_is_kept() -> None:
             gc.conv2d(x, w, stride=2)
 
 
+@pytest.mark.parametrize("transposed", [False, True])
+def test_an_image_without_height_gets_zero_gradients(transposed: bool) -> None:
+    # graphc convolves an empty height with padding (PyTorch refuses it): no gradient
+    # reaches x or the weight, where the general rules built a convolution whose window
+    # did not fit (found by the random gradient graphs of tests/edge_layers.py)
+    def net(x: Any, w: Any) -> Any:
+        if transposed:
+            return gc.sum(gc.conv_transpose2d(x, w, None, 2, (1, 0), (0, 1), 2, (2, 1)))
+        return gc.sum(gc.conv2d(x, w, stride=2, padding=1))
+
+    w_shape = (2, 2, 3, 2) if transposed else (1, 2, 2, 1)
+    g = gc.trace(net, gc.TensorSpec((1, 2, 0, 3), "float64"), gc.TensorSpec(w_shape, "float64"))
+    gg = gc.gradients(g, wrt=[p.name for p in g.inputs])
+    w = RNG.standard_normal(w_shape)
+    for level in (0, 2):
+        total, dx, dw = gc.compile(gg, opt_level=level)(np.zeros((1, 2, 0, 3)), w)
+        assert total == 0 and dx.shape == (1, 2, 0, 3)
+        np.testing.assert_array_equal(dw, np.zeros(w_shape))
+
+
 # -- kernels: deterministic, chunking invisible, the out= contract on odd buffers --------------
 
 

@@ -123,6 +123,8 @@ def test_passes_are_exported() -> None:
         "eliminate_dead_code",
         "fuse_elementwise",
         "fuse_matmul_epilogue",
+        "fuse_conv_epilogue",
+        "fold_batch_norm",
         "optimize",
     ):
         assert callable(getattr(gc.passes, name))

@@ -1,0 +1,146 @@
+"""`conv2d_epilogue`: conv2d, plus a per-channel bias, then an activation, as one node.
+
+Made by `fuse_conv_epilogue` (graphc.passes.conv_epilogue) from `conv2d -> add(bias)
+-> activation`, the form `gc.conv2d(x, w, b)` and `nn.Conv2d` build. The kernel is the
+member ops' own kernels: the convolution writes into the output buffer and, as each
+chunk of images is final (still in cache), the bias add and the activation run on it
+in place, so no full-size intermediate is allocated and the output is read once more
+from cache instead of twice from memory. Elementwise ops give the same bits on a chunk
+as on the whole array, so the node computes its members' results bit for bit.
+
+The bias varies along the channels only (shape (C, 1, 1), or one element), which is
+what lets it be added chunk by chunk of images; other adds stay unfused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType, format_shape
+from graphc.ops.conv_kernels import conv2d_kernel
+from graphc.ops.defop import VARIADIC, defop
+from graphc.ops.epilogue import ACTIVATIONS
+from graphc.ops.fused import composite_vjp
+
+CONV_ATTRS = ("stride", "padding", "dilation", "groups")
+
+
+def per_channel(bias: TensorType, out: TensorType) -> bool:
+    """Whether `bias` varies along the channel axis of the (N, C, H, W) `out` only."""
+    if bias.rank > 4:
+        return False
+    shape = (1,) * (4 - bias.rank) + tuple(bias.shape)
+    return shape[0] == 1 and shape[2] == 1 and shape[3] == 1 and shape[1] in (1, out.shape[1])
+
+
+def _canon(*types: TensorType, bias: Any, activation: Any, **conv: Any) -> dict:
+    if activation not in (None, *ACTIVATIONS):
+        raise GraphcError(
+            f"conv2d_epilogue: activation must be None or one of {ACTIVATIONS}, got {activation!r}"
+        )
+    if len(types) != 2 + bool(bias):
+        raise GraphcError(
+            f"conv2d_epilogue: bias={bool(bias)} needs {2 + bool(bias)} inputs, got {len(types)}"
+        )
+    with _named():
+        attrs = get_op("conv2d").canonicalize(types[0], types[1], **conv)  # type: ignore[misc]
+    return {**attrs, "bias": bool(bias), "activation": activation}
+
+
+@contextmanager
+def _named() -> Iterator[None]:
+    """conv2d's own errors, said of conv2d_epilogue."""
+    try:
+        yield
+    except GraphcError as exc:
+        raise type(exc)(f"conv2d_epilogue: {exc}") from None
+
+
+def _infer(*types: TensorType, bias: bool, activation: Any, **conv: Any) -> TensorType:
+    _canon(*types, bias=bias, activation=activation, **conv)
+    with _named():
+        result = get_op("conv2d").infer(types[0], types[1], **conv)
+    if bias:
+        with_bias = get_op("add").infer(result, types[2])
+        if with_bias != result or not per_channel(types[2], result):
+            raise ShapeError(
+                f"conv2d_epilogue: the bias must be per channel, shape (C, 1, 1), and keep "
+                f"the convolution's type {result}; got {types[2]} (shape "
+                f"{format_shape(types[2].shape)})"
+            )
+    if activation is not None and get_op(activation).infer(result) != result:
+        raise ShapeError(f"conv2d_epilogue: {activation} would change the type {result}")
+    return result
+
+
+def _kernel(
+    x: np.ndarray,
+    w: np.ndarray,
+    *bias_array: np.ndarray,
+    out: np.ndarray | None = None,
+    bias: bool = False,
+    activation: Any = None,
+    **conv: Any,
+) -> np.ndarray:
+    add = get_op("add").kernel
+    act = None if activation is None else get_op(activation).kernel
+
+    def finish(chunk: np.ndarray) -> None:
+        if bias:
+            add(chunk, bias_array[0], out=chunk)
+        if act is not None:
+            act(chunk, out=chunk)
+
+    return conv2d_kernel(x, w, out=out, epilogue=finish, **conv)
+
+
+def steps(bias: bool, activation: Any, conv: dict) -> list[tuple[str, tuple[int, ...], dict]]:
+    """The member ops, as `composite_vjp` steps over (x, w[, b])."""
+    result: list[tuple[str, tuple[int, ...], dict]] = [("conv2d", (0, 1), conv)]
+    last = 2 + bool(bias)  # index of the convolution among inputs + results
+    if bias:
+        result.append(("add", (last, 2), {}))
+        last += 1
+    if activation is not None:
+        result.append((activation, (last,), {}))
+    return result
+
+
+def _vjp(ct: Any, out: Any, *inputs: Any, needs: tuple, bias: bool, activation: Any,
+         **conv: Any) -> tuple:  # fmt: skip
+    return composite_vjp(steps(bias, activation, conv), ct, inputs, needs)
+
+
+def _cost(out: TensorType, *inputs: TensorType, bias: bool, activation: Any, **conv: Any) -> int:
+    total = get_op("conv2d").flops(out, inputs[0], inputs[1], **conv)
+    total += (out.size or 0) * bool(bias)
+    if activation is not None:
+        total += get_op(activation).flops(out, out)
+    return total
+
+
+conv2d_epilogue = defop(
+    "conv2d_epilogue",
+    inputs=VARIADIC,
+    infer=_infer,
+    kernel=_kernel,
+    attrs={
+        "stride": (1, 1),
+        "padding": (0, 0, 0, 0),
+        "dilation": (1, 1),
+        "groups": 1,
+        "bias": False,
+        "activation": None,
+    },
+    canonicalize=_canon,
+    vjp=_vjp,
+    cost=_cost,
+    doc="act(conv2d(x, w) + b) with a per-channel bias b, as one node; made by "
+    "gc.passes.fuse_conv_epilogue.",
+)

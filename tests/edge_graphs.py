@@ -6,7 +6,11 @@ dim "B" (sliced with ``x[0:2]``, ``x[:, 1:3]``, concatenated), and ops without
 taming: exp, log, sqrt, div and pow see whatever comes (nan and inf are allowed
 results), plus comparisons, where, casts between every pair of dtypes, reductions
 (sum, mean, max, min, argmax, argmin, logsumexp, var), softmax, log_softmax,
-matmul, reshape, transpose, broadcast_to, squeeze, getitem, take, clip and concat.
+matmul, reshape, transpose, broadcast_to, squeeze, getitem, take, clip and concat,
+and the ops of real models (tests/edge_layers.py: convolutions and pooling on images
+with an empty or symbolic batch, norms, pad, cumsum, flip, tril/triu, arange, sorting,
+take_along_axis, embedding, einsum, activations, rounding, remainders, logical ops
+and clamp with tensor bounds; operands are drawn by tests/edge_draws.py).
 Placeholders and outputs get hostile names (newlines, quotes, '#', backslashes,
 unicode). Every op a builder declares reaches an output, so every value is compared.
 An op whose type rule refuses its operands (relu of bool, say) is simply not drawn:
@@ -15,22 +19,17 @@ the builder's error is caught and the graph rebuilt from a copy without it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 
 import graphc as gc
-from graphc.ir.errors import GraphcError, ShapeError
-from graphc.ir.types import broadcast_shapes
+from graphc.ir.errors import GraphcError
 from graphc.ops.symbolic import Symbol
+from tests.edge_draws import DTYPES, FLOATS, Draw, broadcasts, draw_axis, pick, scalar
+from tests.edge_layers import LAYER_BUILDERS
 from tests.edge_values import edge_array
-
-Draw = Callable[[st.SearchStrategy], Any]
-
-DTYPES = ("float32", "float64", "int32", "int64", "bool")
-FLOATS = ("float32", "float64")
 
 # concrete shapes: 0-d, empty, ones (broadcasting) and small
 SHAPES: tuple[tuple[int | str, ...], ...] = (
@@ -44,9 +43,16 @@ SHAPES: tuple[tuple[int | str, ...], ...] = (
     (0, 3),
     (2, 0),
     (2, 1, 3),
+    (1, 2, 3, 3),
 )
 ONE_ELEMENT: tuple[tuple[int, ...], ...] = ((), (1,), (1, 1))
-SYMBOLIC_SHAPES: tuple[tuple[int | str, ...], ...] = (("B",), ("B", 3), ("B", 1), ("B", 2, 3))
+SYMBOLIC_SHAPES: tuple[tuple[int | str, ...], ...] = (
+    ("B",),
+    ("B", 3),
+    ("B", 1),
+    ("B", 2, 3),
+    ("B", 2, 3, 3),
+)
 
 # names a plan's source must never run or choke on
 HOSTILE_NAMES = (
@@ -68,95 +74,40 @@ COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 REDUCE = ("sum", "mean", "max", "min", "argmax", "argmin", "logsumexp", "var")
 
 
-def _broadcasts(x: Symbol, y: Symbol) -> bool:
-    try:
-        broadcast_shapes(x.shape, y.shape)
-    except ShapeError:
-        return False
-    return True
-
-
-def _pick(draw: Draw, pool: list[Symbol]) -> Symbol:
-    # favour recent values, so chains grow deep instead of wide
-    index = draw(st.integers(0, len(pool) - 1))
-    return pool[-1 - index // 2] if draw(st.booleans()) else pool[index]
-
-
-def _scalar(draw: Draw, dtype: np.dtype) -> Any:
-    """A constant operand: a weak Python scalar or a typed 0-d array, sometimes extreme."""
-    if dtype == np.bool_:
-        return draw(st.booleans())
-    if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
-        value = draw(st.sampled_from([0, 1, -1, 2, 3, int(info.max), int(info.min)]))
-    else:
-        info = np.finfo(dtype)
-        value = draw(
-            st.sampled_from(
-                [
-                    0.0,
-                    -0.0,
-                    1.0,
-                    -1.0,
-                    0.5,
-                    2.0,
-                    1e30,
-                    -1e30,
-                    1e-30,
-                    float(info.max),
-                    float(info.smallest_subnormal),
-                    float("inf"),
-                    float("-inf"),
-                    float("nan"),
-                ]
-            )
-        )
-    how = draw(st.integers(0, 3))
-    if how == 0:
-        return value
-    if how == 3:
-        # another dtype or a broadcasting shape: rules such as x*1 -> x must then decline
-        dtype = np.dtype(draw(st.sampled_from(DTYPES)))
-        shape = draw(st.sampled_from([(), (1,), (2, 1), (1, 3)]))
-        with np.errstate(all="ignore"):
-            return gc.constant(np.full(shape, value).astype(dtype))
-    return gc.constant(np.array(value, dtype=dtype))
-
-
 def _unary(draw: Draw, pool: list[Symbol]) -> Symbol:
-    x = _pick(draw, pool)
+    x = pick(draw, pool)
     names = (UNARY_FLOAT if x.dtype.kind == "f" else ()) + UNARY_ANY
     return getattr(gc, draw(st.sampled_from(names)))(x)
 
 
 def _binary(draw: Draw, pool: list[Symbol]) -> Symbol:
-    x = _pick(draw, pool)
+    x = pick(draw, pool)
     name = draw(st.sampled_from(BINARY))
     if draw(st.integers(0, 3)) == 0:
-        y: Any = _scalar(draw, x.dtype)
+        y: Any = scalar(draw, x.dtype)
     else:
-        y = draw(st.sampled_from([y for y in pool if _broadcasts(x, y)]))
+        y = draw(st.sampled_from([y for y in pool if broadcasts(x, y)]))
     if draw(st.booleans()):
         x, y = y, x
     return getattr(gc, name)(x, y)
 
 
 def _compare_where(draw: Draw, pool: list[Symbol]) -> Symbol:
-    x = _pick(draw, pool)
-    y = draw(st.sampled_from([y for y in pool if _broadcasts(x, y)]))
+    x = pick(draw, pool)
+    y = draw(st.sampled_from([y for y in pool if broadcasts(x, y)]))
     cond = getattr(gc, draw(st.sampled_from(COMPARE)))(x, y)
     if draw(st.booleans()):
         return cond
-    a, b = (draw(st.sampled_from([v for v in pool if _broadcasts(cond, v)])) for _ in range(2))
+    a, b = (draw(st.sampled_from([v for v in pool if broadcasts(cond, v)])) for _ in range(2))
     return gc.where(cond, a, b)
 
 
 def _cast(draw: Draw, pool: list[Symbol]) -> Symbol:
-    return gc.cast(_pick(draw, pool), draw(st.sampled_from(DTYPES)))
+    return gc.cast(pick(draw, pool), draw(st.sampled_from(DTYPES)))
 
 
 def _pow(draw: Draw, pool: list[Symbol]) -> Symbol:
-    x = _pick(draw, pool)
+    x = pick(draw, pool)
     exponents = [0, 1, 2, 3] if x.dtype.kind in "iub" else [-2, -1, 0, 1, 2, 3, 0.5, 2.0, 3.0]
     exponent = draw(st.sampled_from(exponents))
     if draw(st.booleans()):
@@ -167,7 +118,7 @@ def _pow(draw: Draw, pool: list[Symbol]) -> Symbol:
 
 
 def _clip(draw: Draw, pool: list[Symbol]) -> Symbol:
-    x = _pick(draw, pool)
+    x = pick(draw, pool)
     if x.dtype.kind == "f":
         bounds = [None, -1.0, 0.0, -0.0, 1.0, 1e30]
     else:
@@ -180,18 +131,10 @@ def _clip(draw: Draw, pool: list[Symbol]) -> Symbol:
     return gc.clip(x, low, high)
 
 
-def _axis(draw: Draw, x: Symbol, allow_none: bool = True) -> int | None:
-    rank = x.type.rank
-    if rank == 0:
-        return None
-    options = st.integers(-rank, rank - 1)
-    return draw(st.one_of(st.none(), options) if allow_none else options)
-
-
 def _reduce(draw: Draw, pool: list[Symbol]) -> Symbol:
-    x = _pick(draw, pool)
+    x = pick(draw, pool)
     name = draw(st.sampled_from(REDUCE))
-    axis = _axis(draw, x)
+    axis = draw_axis(draw, x)
     keepdims = draw(st.booleans())
     if x.type.rank == 0 and draw(st.booleans()):
         axis = 0  # numpy allows axis 0 (and -1) on a 0-d array for most reductions
@@ -199,8 +142,8 @@ def _reduce(draw: Draw, pool: list[Symbol]) -> Symbol:
 
 
 def _softmax(draw: Draw, pool: list[Symbol]) -> Symbol:
-    x = _pick(draw, pool)
-    axis = _axis(draw, x, allow_none=False)
+    x = pick(draw, pool)
+    axis = draw_axis(draw, x, allow_none=False)
     name = draw(st.sampled_from(["softmax", "log_softmax"]))
     return getattr(gc, name)(x, axis=-1 if axis is None else axis)
 
@@ -227,7 +170,7 @@ def _matmul(draw: Draw, pool: list[Symbol]) -> Symbol | None:
 
 
 def _reshape(draw: Draw, pool: list[Symbol]) -> Symbol | None:
-    x = _pick(draw, pool)
+    x = pick(draw, pool)
     choice = draw(st.sampled_from(["reshape", "transpose", "broadcast_to", "squeeze", "unsqueeze"]))
     if choice == "transpose":
         axes = draw(st.permutations(range(x.type.rank)))
@@ -311,7 +254,7 @@ def _take(draw: Draw, pool: list[Symbol]) -> Symbol | None:
 
 
 def _concat(draw: Draw, pool: list[Symbol]) -> Symbol | None:
-    x = _pick(draw, pool)
+    x = pick(draw, pool)
     if x.type.rank == 0:
         return None
     axis = draw(st.integers(0, x.type.rank - 1))
@@ -341,12 +284,12 @@ def _constant(draw: Draw, pool: list[Symbol]) -> Symbol:
 
 def _misc(draw: Draw, pool: list[Symbol]) -> Symbol | None:
     """The rarer ops: full_like, stack, one_hot, sum_to, var with ddof, swapaxes, mse_loss."""
-    x = _pick(draw, pool)
+    x = pick(draw, pool)
     choice = draw(
         st.sampled_from(["full_like", "stack", "one_hot", "sum_to", "var", "swapaxes", "mse"])
     )
     if choice == "full_like":
-        value = _scalar(draw, np.dtype(draw(st.sampled_from(DTYPES))))
+        value = scalar(draw, np.dtype(draw(st.sampled_from(DTYPES))))
         value = value if not isinstance(value, Symbol) else draw(st.sampled_from([-1, 0, 1.5]))
         return gc.full_like(x, value)
     if choice == "stack":
@@ -360,7 +303,7 @@ def _misc(draw: Draw, pool: list[Symbol]) -> Symbol | None:
         shape = tuple(1 if draw(st.booleans()) else d for d in x.shape)
         return gc.sum_to(x, shape[draw(st.integers(0, len(shape))) :])
     if choice == "var":
-        return gc.var(x, axis=_axis(draw, x), ddof=draw(st.sampled_from([0, 1])))
+        return gc.var(x, axis=draw_axis(draw, x), ddof=draw(st.sampled_from([0, 1])))
     if choice == "swapaxes" and x.type.rank >= 2:
         return gc.swapaxes(x, 0, -1)
     if choice == "mse":
@@ -371,6 +314,7 @@ def _misc(draw: Draw, pool: list[Symbol]) -> Symbol | None:
 
 BUILDERS = (
     _misc,
+    *LAYER_BUILDERS[:2],  # convolution and pooling: early, as hypothesis draws those more
     _constant,
     _unary,
     _unary,
@@ -388,6 +332,7 @@ BUILDERS = (
     _getitem,
     _take,
     _concat,
+    *LAYER_BUILDERS[2:],
 )
 
 
@@ -400,10 +345,15 @@ def _name(draw: Draw, plain: str) -> str:
 
 @st.composite
 def edge_graphs(
-    draw: Draw, min_ops: int = 2, max_ops: int = 8, symbolic: bool | None = None
+    draw: Draw,
+    min_ops: int = 2,
+    max_ops: int = 8,
+    symbolic: bool | None = None,
+    float_input: bool = False,
 ) -> gc.Graph:
     """A valid graph of `min_ops`..`max_ops` drawn ops over 1-3 placeholders of any dtype,
-    every op reaching an output; with `symbolic` (drawn when None) some use the dim "B"."""
+    every op reaching an output; with `symbolic` (drawn when None) some use the dim "B";
+    with `float_input` the first placeholder is floating (gradient graphs need one)."""
     if symbolic is None:
         symbolic = draw(st.booleans())
     shapes = SHAPES + SYMBOLIC_SHAPES * 2 if symbolic else SHAPES
@@ -413,6 +363,8 @@ def edge_graphs(
     specs = [(draw(st.sampled_from(shapes)), draw(st.sampled_from(DTYPES))) for _ in range(count)]
     if symbolic and not any("B" in shape for shape, _ in specs):
         specs[0] = (draw(st.sampled_from(SYMBOLIC_SHAPES)), specs[0][1])
+    if float_input and specs[0][1] not in FLOATS:
+        specs[0] = (specs[0][0], draw(st.sampled_from(FLOATS)))
     graph = gc.Graph("edge")
     with graph:
         pool = [

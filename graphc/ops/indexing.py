@@ -43,6 +43,9 @@ def format_index(index: Any) -> str:
         elif isinstance(item, slice):
             if item.step is not None and int(item.step) == 0:
                 raise ShapeError("getitem: slice step cannot be zero")
+            if item.stop is None and item.start in (None, 0) and item.step in (None, 1):
+                parts.append(":")  # 0: and ::1 are the whole dim, symbolic ones too
+                continue
             start = "" if item.start is None else str(int(item.start))
             stop = "" if item.stop is None else str(int(item.stop))
             step = "" if item.step is None else f":{int(item.step)}"

@@ -19,7 +19,7 @@ Runtime allocation planner):
    - it updates a state placeholder whose buffer nobody reads after step i: it is
      written straight into that buffer ("state");
    - a reshape: a view of its input ("view"), unless the input is a transposed view
-     of an arena or state buffer (numpy would copy it once, at setup);
+     (numpy would copy an arena buffer's once, at setup, and keep another's strides);
    - an elementwise op that may run in place, one of whose inputs has the same type,
      dies at step i and is the only live value on an arena buffer: that buffer
      ("inplace"), never a caller's array, a constant or state;
@@ -250,8 +250,9 @@ def build_plan(
 
     free = FreeList()
     steps: list[Step] = []
-    # transposed views of mutable buffers: a view made of one at setup could not be a
-    # reshape (numpy would copy, once), so reshapes of these are computed by the kernel
+    # transposed views: numpy reshapes one into a strided view where the strides allow
+    # (not C-contiguous, as the reference's reshape is), else into a copy (made once at
+    # setup for an arena or state buffer), so reshapes of these are computed by the kernel
     strided: set[Node] = set()
     direct_updates: dict[str, str] = {}
     for i, node in enumerate(order):
@@ -280,8 +281,7 @@ def build_plan(
             place(node, kind, new_buffer(kind, t), i)
         elif opdef.permutes:
             place(node, "view", buffer_of[base], i, base=base)
-            if base in strided or buffer_of[base].kind in ("allocated", "state"):
-                strided.add(node)
+            strided.add(node)
         elif node in returned_set:
             place(node, *returned_buffer(node, t), i)
         elif target is not None and _state_is_free(target, node, i, buffer_of, values, spec):

@@ -336,6 +336,16 @@ def test_windows_a_symbolic_dim_cannot_type_are_refused_when_the_graph_is_built(
                 x[index]  # noqa: B018
 
 
+def test_a_whole_symbolic_dim_spelled_from_0_or_by_1_is_a_plain_colon() -> None:
+    # ONNX writes x[:] as Slice(0, INT64_MAX, step 1): imported, that was x[0::1], which
+    # was refused on a symbolic dim (found by the ONNX round trip of the random graphs)
+    with gc.Graph("whole"):
+        x = gc.placeholder("x", shape=("B", 3))
+        y, z = x[0:, ::1], x[0::1, 0]
+        assert (y.node.attrs["index"], y.shape) == (":,:", ("B", 3))
+        assert (z.node.attrs["index"], z.shape) == (":,0", ("B",))
+
+
 # -- indices out of range: IndexRangeError, an IndexError as in torch ---------------------
 
 OUT_OF_RANGE = [

@@ -68,10 +68,11 @@ def _gradient_graph(graph: gc.Graph) -> gc.Graph | None:
 
 
 @settings(max_examples=60, derandomize=True)
-@given(edge_graphs(min_ops=2, max_ops=8), st.integers(0, 2**16), BATCHES)
+@given(edge_graphs(min_ops=2, max_ops=8, float_input=True), st.integers(0, 2**16), BATCHES)
 def test_edge_gradient_graphs_agree(graph: gc.Graph, seed: int, sizes: tuple[int, int]) -> None:
-    # backward graphs bring sum_to, unslice, scatter_add and the VJP rules of every op,
-    # on symbolic concat, empty takes and symbolic slices too
+    # backward graphs bring sum_to, unslice, scatter_add and the VJP rules of every op
+    # (convolutions, pooling, norms, pad, sorts and gathers too), on symbolic concat,
+    # empty takes and symbolic slices too
     joint = _gradient_graph(graph)
     if joint is not None:
         feeds = _feed_sets(joint, seed, sizes)
@@ -81,7 +82,7 @@ def test_edge_gradient_graphs_agree(graph: gc.Graph, seed: int, sizes: tuple[int
 
 @pytest.mark.slow
 @settings(max_examples=500)
-@given(edge_graphs(min_ops=2, max_ops=12), st.integers(0, 2**16), BATCHES)
+@given(edge_graphs(min_ops=2, max_ops=12, float_input=True), st.integers(0, 2**16), BATCHES)
 def test_edge_gradient_graphs_agree_slow(
     graph: gc.Graph, seed: int, sizes: tuple[int, int]
 ) -> None:

@@ -84,15 +84,18 @@ def _logistic(w: Writer, x: str, dtype: Any) -> str:
 
 @exporter("gelu")
 def _gelu(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    if w.opset >= 20:
-        return [w.one("Gelu", ins, approximate="tanh")]
     dtype = node.type.dtype
-    x = w.cast(ins[0], node.inputs[0].type.dtype, dtype)
+    return [_gelu_form(w, w.cast(ins[0], node.inputs[0].type.dtype, dtype), dtype)]
+
+
+def _gelu_form(w: Writer, x: str, dtype: Any) -> str:
+    if w.opset >= 20:
+        return w.one("Gelu", [x], approximate="tanh")
     cube = w.one("Mul", [w.one("Mul", [x, x]), x])
     inner = w.one("Add", [x, w.one("Mul", [cube, w.const(np.asarray(0.044715, dtype))])])
     t = w.one("Tanh", [w.one("Mul", [inner, w.const(np.asarray(np.sqrt(2 / np.pi), dtype))])])
     half = w.one("Mul", [x, w.const(np.asarray(0.5, dtype))])
-    return [w.one("Mul", [half, w.one("Add", [t, w.const(np.asarray(1.0, dtype))])])]
+    return w.one("Mul", [half, w.one("Add", [t, w.const(np.asarray(1.0, dtype))])])
 
 
 @exporter("cast")
@@ -250,7 +253,12 @@ def _clip(w: Writer, node: Node, ins: list[str]) -> list[str]:
         "" if node.attrs[k] is None else w.const(np.asarray(node.attrs[k], dtype))
         for k in ("a_min", "a_max")
     ]
-    return [w.one("Clip", [w.cast(ins[0], node.inputs[0].type.dtype, dtype), *bounds])]
+    x = w.cast(ins[0], node.inputs[0].type.dtype, dtype)
+    if dtype == np.bool_:  # ONNX's Clip has no bool form: on bools max is or, min is and
+        for op_type, bound in zip(("Or", "And"), bounds):
+            x = w.one(op_type, [x, bound]) if bound else x
+        return [x]
+    return [w.one("Clip", [x, *bounds])]
 
 
 @exporter("one_hot")
@@ -374,17 +382,23 @@ def _custom(w: Writer, node: Node, ins: list[str]) -> list[str]:
 _ACTIVATIONS = {"relu": "Relu", "tanh": "Tanh"}
 
 
+def activation_form(w: Writer, y: str, activation: Any, dtype: Any) -> str:
+    """An epilogue's activation (None, relu, tanh, sigmoid or gelu) of y, in dtype."""
+    if activation is None:
+        return y
+    if activation == "gelu":
+        return _gelu_form(w, y, dtype)
+    if activation == "sigmoid":
+        return _logistic(w, y, dtype)
+    return w.one(_ACTIVATIONS[activation], [y])
+
+
 @exporter("matmul_epilogue")
 def _epilogue(w: Writer, node: Node, ins: list[str]) -> list[str]:
     y = w.one("MatMul", ins[:2])
     if node.attrs["bias"]:
         y = w.one("Add", [y, ins[2]])
-    activation = node.attrs["activation"]
-    if activation == "gelu":
-        return _gelu(w, node, [y])
-    if activation == "sigmoid":
-        return [_logistic(w, y, node.type.dtype)]
-    return [w.one(_ACTIVATIONS[activation], [y]) if activation else y]
+    return [activation_form(w, y, node.attrs["activation"], node.type.dtype)]
 
 
 def _unsupported(op: str) -> Any:

@@ -1,9 +1,10 @@
-"""ONNX forms of graphc's layer ops: convolutions, pooling, layer norm.
+"""ONNX forms of graphc's layer ops: convolutions (and the fused conv2d_epilogue, as
+Conv, Add and its activation), pooling, layer norm.
 
 Their attrs map one to one onto ONNX's (padding (top, left, bottom, right) is ONNX's
 pads order), except avg_pool2d's divisor_override, written as a sum pool divided by
 the divisor. The ops graphc's gradient rules make (pool backwards, layer_norm_grad)
-are refused by name: an exported model is an inference graph.
+are written in exporters_grad.py.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from graphc.ir.graph import Node
-from graphc.onnx.exporters import computed
+from graphc.onnx.exporters import activation_form, computed
 from graphc.onnx.importer import OnnxError
 from graphc.onnx.writer import Writer, exporter
+from graphc.ops.pool import window_divisor
 
 
 def _pair(value: object) -> list[int]:
@@ -40,6 +42,16 @@ def _conv2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
             group=int(a["groups"]),
         )
     ]
+
+
+@exporter("conv2d_epilogue")
+def _conv2d_epilogue(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    """Its decomposition: Conv, Add of the bias, then the activation."""
+    a, dtype = node.attrs, node.type.dtype
+    y = _conv2d(w, node, ins[:2])[0]  # computed() casts the inputs to the node's dtype
+    if a["bias"]:
+        y = w.one("Add", [y, w.cast(ins[2], node.inputs[2].type.dtype, dtype)])
+    return [activation_form(w, y, a["activation"], dtype)]
 
 
 @exporter("conv_transpose2d")
@@ -71,6 +83,7 @@ def _max_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
         "MaxPool", [x], **_window(node), dilations=list(a["dilation"]),
         ceil_mode=int(bool(a["ceil_mode"])),
     )  # fmt: skip
+    pooled = _without_late_windows(w, node, pooled)
     return [w.cast(pooled, np.float64, dtype) if dtype.kind in "iub" else pooled]
 
 
@@ -86,13 +99,42 @@ def _avg_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
         ceil_mode=int(bool(a["ceil_mode"])),
         count_include_pad=include,
     )
+    pooled = _without_late_windows(w, node, pooled)
     if divisor is None:
         return [pooled]
-    # a sum over the window (the mean over all its positions, padding included, times
-    # their number), divided by the given divisor
-    dtype = node.type.dtype
-    size = np.asarray(np.prod(window["kernel_shape"]) / divisor, dtype)
-    return [w.one("Mul", [pooled, w.const(size)])]
+    # a sum over the window (the mean over its positions in the padded input, times
+    # their number: the kernel's size, less for a last partial window in ceil_mode),
+    # divided by the given divisor
+    dtype, hw = node.type.dtype, node.inputs[0].type.shape[2:]
+    counts = np.asarray(np.prod(window["kernel_shape"]), dtype)
+    if all(isinstance(d, int) for d in hw):  # symbolic dims only pool in full windows
+        full = {**a, "divisor_override": None, "count_include_pad": True}
+        counts = np.asarray(window_divisor(hw, node.type.shape[2:], dtype, full), dtype)
+    return [w.one("Mul", [pooled, w.const(counts / np.asarray(divisor, dtype))])]
+
+
+def _without_late_windows(w: Writer, node: Node, pooled: str) -> str:
+    """A ceil_mode pool less the last window where it would start in the end padding:
+    graphc and PyTorch (and ONNX from opset 22) drop that window, ONNX's shape rule
+    before opset 22 keeps it. onnxruntime drops it already, so the Slice then is a no-op."""
+    a = node.attrs
+    if not a["ceil_mode"]:
+        return pooled
+    sizes, pooled_sizes = node.inputs[0].type.shape[2:], node.type.shape[2:]
+    kernel, stride = _pair(a["kernel_size"]), _pair(a["stride"] or a["kernel_size"])
+    dilation, pads = _pair(a.get("dilation", 1)), a["padding"]
+    longer = []
+    for k in range(2):
+        if isinstance(sizes[k], str):  # stride 1 at a symbolic dim: no partial windows
+            continue
+        span = dilation[k] * (kernel[k] - 1) + 1
+        room = sizes[k] + pads[k] + pads[k + 2] - span
+        if -(-room // stride[k]) + 1 > pooled_sizes[k]:
+            longer.append(k)
+    if not longer:
+        return pooled
+    starts, ends = w.ints([0] * len(longer)), w.ints([pooled_sizes[k] for k in longer])
+    return w.one("Slice", [pooled, starts, ends, w.ints([k + 2 for k in longer])])
 
 
 @exporter("layer_norm")
@@ -117,20 +159,5 @@ def _mean_over(w: Writer, x: str, axes: list[int]) -> str:
         return w.one("ReduceMean", [x, w.ints(axes)], keepdims=1)
     return w.one("ReduceMean", [x], axes=axes, keepdims=1)
 
-
-def _gradient_op(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    raise OnnxError(
-        f"export_model: {node.describe()}: '{node.op}' is made by a gradient rule and has no "
-        "ONNX form; export the forward graph"
-    )
-
-
-for _op in (
-    "avg_pool2d_backward",
-    "max_pool2d_backward",
-    "max_pool2d_select",
-    "layer_norm_grad",
-):
-    exporter(_op)(_gradient_op)
 
 __all__: list[str] = []

@@ -162,11 +162,15 @@ def _topk(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x, k = inputs
     if not known(k):
         raise needs_known(ctx, k, "TopK's k")
-    k = int(np.asarray(k).reshape(-1)[0])
+    k = np.asarray(k).reshape(-1)[0]
+    axis, largest = attrs.get("axis", -1), bool(attrs.get("largest", 1))
+    if is_symbol(k):  # all of a symbolic dim (graphc's argsort is exported so): a sort
+        if k != x.shape[axis]:
+            raise ctx.error(f"TopK with the symbolic k {k!r} of another dim than its axis")
+        return list(gc().sort(x, axis=axis, descending=largest))
     values, indices = gc().topk(
-        x, k, axis=attrs.get("axis", -1), largest=bool(attrs.get("largest", 1)),
-        sorted=bool(attrs.get("sorted", 1)),
-    )  # fmt: skip
+        x, int(k), axis=axis, largest=largest, sorted=bool(attrs.get("sorted", 1))
+    )
     return [values, indices]
 
 
@@ -209,3 +213,32 @@ def _pad(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 
 
 __all__: list[str] = []
+
+
+@handler("Split")
+def _split(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    """Pieces along axis: sizes from the `split` input (opset 13 on) or attribute, else
+    num_outputs pieces of ceil(size / n) (the last smaller, opset 18), else equal ones."""
+    x = inputs[0]
+    rank = len(x.shape)
+    axis = attrs.get("axis", 0) % rank
+    size = x.shape[axis]
+    pieces = len(ctx.node.output)
+    sizes = attrs.get("split")
+    if len(inputs) > 1 and inputs[1] is not None:
+        if not known(inputs[1]):
+            raise needs_known(ctx, inputs[1], "Split's split")
+        sizes = [int(v) for v in np.asarray(inputs[1]).reshape(-1)]
+    if sizes is None:
+        if is_symbol(size):
+            raise ctx.error(f"Split of the symbolic dim {size!r} into equal parts")
+        step = -(-size // pieces) if "num_outputs" in attrs else size // pieces
+        sizes = [min(step, size - k * step) for k in range(pieces)]
+    if len(sizes) != pieces or (not is_symbol(size) and sum(sizes) != size):
+        raise ctx.error(f"Split sizes {list(sizes)} do not make {pieces} pieces of {size}")
+    outs, start = [], 0
+    for n in sizes:
+        index = tuple(slice(start, start + n) if k == axis else slice(None) for k in range(rank))
+        outs.append(getitem(x, index))
+        start += n
+    return outs

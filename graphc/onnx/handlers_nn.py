@@ -171,20 +171,41 @@ def _pool_window(ctx: Context, x: Value, attrs: dict, op: str) -> tuple:
 @handler("MaxPool", since=8)
 def _max_pool(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x = inputs[0]
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise ctx.error("MaxPool's Indices output is not supported")
-    if attrs.get("storage_order", 0):
-        raise ctx.error("MaxPool with storage_order=1 is not supported")
+    want_indices = len(ctx.node.output) > 1 and bool(ctx.node.output[1])
+    if want_indices and attrs.get("storage_order", 0):
+        raise ctx.error("MaxPool's Indices with storage_order=1 (column major) is not supported")
     n, kernel, strides, dilations, pads = _pool_window(ctx, x, attrs, "MaxPool")
-    y = gc().max_pool2d(
-        _as_2d(x) if n == 1 else x,
-        tuple(_to_2d_attrs(kernel, n, 1)),
-        stride=tuple(_to_2d_attrs(strides, n, 1)),
-        padding=_pads_2d(pads, n),
-        dilation=tuple(_to_2d_attrs(dilations, n, 1)),
-        ceil_mode=bool(attrs.get("ceil_mode", 0)),
-    )
-    return [_from_2d(y) if n == 1 else y]
+    x2 = _as_2d(x) if n == 1 else x
+    window = {
+        "kernel_size": tuple(_to_2d_attrs(kernel, n, 1)),
+        "stride": tuple(_to_2d_attrs(strides, n, 1)),
+        "padding": _pads_2d(pads, n),
+        "dilation": tuple(_to_2d_attrs(dilations, n, 1)),
+        "ceil_mode": bool(attrs.get("ceil_mode", 0)),
+    }
+    y = gc().max_pool2d(x2, **window)
+    outs = [_from_2d(y) if n == 1 else y]
+    if want_indices:
+        outs.append(_flat_indices(ctx, x2, y, window, n))
+    return outs
+
+
+def _flat_indices(ctx: Context, x: Value, pooled: Value, window: dict, n: int) -> Value:
+    """ONNX's Indices: each window's first maximum as a flat index into x (N, C, H, W),
+    read at the maxima (max_pool2d_select) from a table of positions, in float64 (exact
+    below 2**53 elements)."""
+    g = gc()
+    batch, channels, height, width = x.shape
+    if any(is_symbol(d) for d in (channels, height, width)):
+        raise ctx.error("MaxPool's Indices over symbolic channel or spatial dims")
+    plane = np.arange(height * width, dtype=np.float64).reshape(height, width)
+    per_channel = np.arange(channels, dtype=np.float64).reshape(channels, 1, 1) * height * width
+    with ctx.recording():
+        images = g.arange(batch, dtype="float64").reshape((batch, 1, 1, 1))
+        positions = g.cast(g.zeros_like(x), "float64") + plane + per_channel
+        positions = positions + images * float(channels * height * width)
+        found = g.cast(g.max_pool2d_select(positions, x, pooled, **window), "int64")
+    return _from_2d(found) if n == 1 else found
 
 
 @handler("AveragePool", since=7)

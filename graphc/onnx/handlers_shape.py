@@ -21,7 +21,7 @@ from graphc.onnx.importer import (
     needs_known,
     numpy_dtype,
 )
-from graphc.ops import cast, concat, reshape, take, transpose, where
+from graphc.ops import cast, concat, flip, reshape, take, transpose, where
 from graphc.ops.indexing import getitem
 from graphc.ops.shape import broadcast_to
 
@@ -241,7 +241,20 @@ def _sliced(ctx: Context, x: Value, starts: list, ends: list, axes: list, steps:
         index[axis % len(x.shape)] = slice(_clamp(start), _clamp(end), step)
     if is_dims(x) or known(x):
         return np.asarray(x)[tuple(index)]
+    # a whole symbolic dim reversed (graphc's flip is exported so) is a flip: getitem
+    # slices a symbolic dim only forwards
+    reversed_ = tuple(
+        k
+        for k, item in enumerate(index)
+        if is_symbol(x.shape[k]) and (item.start, item.stop, item.step) in _REVERSED
+    )
+    if reversed_:
+        x = flip(x, reversed_)
+        index = [slice(None) if k in reversed_ else item for k, item in enumerate(index)]
     return getitem(x, tuple(index))
+
+
+_REVERSED = {(None, None, -1), (-1, None, -1)}
 
 
 @handler("Expand", since=8)
@@ -276,7 +289,10 @@ def _range(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         if not known(v) or is_dims(v):
             raise needs_known(ctx, v, "Range's start, limit and delta")
     start, limit, delta = (np.asarray(v) for v in inputs)
-    return [np.arange(start, limit, delta, dtype=np.result_type(start, limit, delta))]
+    if any(v.size != 1 for v in (start, limit, delta)):
+        raise ctx.error("Range's start, limit and delta must be scalars")
+    dtype = np.result_type(start, limit, delta)
+    return [np.arange(*(v.reshape(()) for v in (start, limit, delta)), dtype=dtype)]
 
 
 @handler("Where", since=9)

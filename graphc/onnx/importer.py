@@ -266,6 +266,12 @@ def tensor_value(tensor: Any, where: str) -> np.ndarray:
     return np.array(array, dtype=dtype, copy=True)
 
 
+def _plain(value: Value) -> Value:
+    if is_dims(value) and not any(isinstance(d, str) for d in value.reshape(-1)):
+        return np.asarray(value, np.int64)
+    return value
+
+
 def run_node(ctx: Context, node: Any, inputs: list[Value], attrs: dict[str, Any]) -> list[Value]:
     entries = HANDLERS.get(node.op_type)
     if entries is None:
@@ -274,6 +280,8 @@ def run_node(ctx: Context, node: Any, inputs: list[Value], attrs: dict[str, Any]
         )
     if node.domain not in ("", "ai.onnx"):
         raise ctx.error(f"domain '{node.domain}' is not supported")
+    # dims with no symbol left among them (a slice of a symbolic shape) are plain ints
+    inputs = [_plain(v) for v in inputs]
     for since, fn in entries:
         if since <= ctx.opset:
             try:
@@ -282,7 +290,7 @@ def run_node(ctx: Context, node: Any, inputs: list[Value], attrs: dict[str, Any]
                 raise
             except GraphcError as exc:
                 raise ctx.error(str(exc)) from None
-            return outputs
+            return [_plain(v) for v in outputs]
     raise ctx.error(f"{node.op_type} is supported from opset {entries[-1][0]} on")
 
 

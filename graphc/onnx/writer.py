@@ -14,7 +14,7 @@ ones, so the exported model runs at any size, as the graph does.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -187,6 +187,19 @@ class Writer:
         return helper.make_graph(writer.nodes, writer.fresh(graph.name), infos, outputs), writer
 
 
+def _initializer(p: Node, value: Any) -> Any:
+    from onnx import numpy_helper
+
+    array = np.asarray(value)
+    concrete = all(not is_symbol(d) for d in p.type.shape)
+    if array.dtype != p.type.dtype or (concrete and array.shape != tuple(p.type.shape)):
+        raise OnnxError(
+            f"export_model: initializer for placeholder '{p.name}' ({p.type}) has dtype "
+            f"{array.dtype} and shape {array.shape}"
+        )
+    return numpy_helper.from_array(np.ascontiguousarray(array), p.name)
+
+
 def value_info(name: str, t: TensorType) -> Any:
     from onnx import helper
 
@@ -194,9 +207,16 @@ def value_info(name: str, t: TensorType) -> Any:
     return helper.make_tensor_value_info(name, onnx_elem_type(t.dtype), dims)
 
 
-def export_model(graph: Graph, path: Any = None, opset: int | None = None) -> Any:
+def export_model(
+    graph: Graph,
+    path: Any = None,
+    opset: int | None = None,
+    initializers: Mapping[str, Any] | None = None,
+) -> Any:
     """`graph` as an onnx.ModelProto (saved to `path` too when given), for opset
-    `opset` (default 17). Placeholders are the inputs, outputs keep their names.
+    `opset` (default 17). Placeholders are the inputs, outputs keep their names;
+    placeholders named in `initializers` are written as initializers with those values
+    instead (a traced model's weights: `initializers=gc.lifted_feeds(g)`).
 
     >>> import graphc as gc
     >>> g = gc.trace(lambda x: gc.tanh(x) * 2.0, gc.TensorSpec(("N", 3)))
@@ -209,6 +229,7 @@ def export_model(graph: Graph, path: Any = None, opset: int | None = None) -> An
 
     from graphc.onnx import exporters as _  # noqa: F401 - registers the exporters
     from graphc.onnx import exporters_control as _control  # noqa: F401
+    from graphc.onnx import exporters_grad as _grad  # noqa: F401 - after _nn: replaces refusals
     from graphc.onnx import exporters_more as _more  # noqa: F401
     from graphc.onnx import exporters_nn as _nn  # noqa: F401
 
@@ -220,10 +241,17 @@ def export_model(graph: Graph, path: Any = None, opset: int | None = None) -> An
         )
     writer = Writer(opset)
     inputs = []
+    fixed = dict(initializers or {})
+    unknown = sorted(set(fixed) - {p.name for p in graph.inputs})
+    if unknown:
+        raise OnnxError(f"export_model: initializers {unknown} name no placeholder of the graph")
     for p in graph.inputs:
         writer.taken.add(p.name)
         writer.bind(p, p.name)
-        inputs.append(value_info(p.name, p.type))
+        if p.name in fixed:
+            writer.initializers.append(_initializer(p, fixed[p.name]))
+        else:
+            inputs.append(value_info(p.name, p.type))
     outs = writer.write(graph)
     outputs = []
     for o, value in zip(graph.outputs, outs):

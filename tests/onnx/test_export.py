@@ -44,16 +44,14 @@ def _graphs() -> list[tuple[str, gc.Graph, object]]:
 GRAPHS = _graphs()
 
 
-def _export(graph: gc.Graph) -> object | None:
+def _export(graph: gc.Graph, opset: int | None = None) -> object | None:
     """The checked model, or None when the graph holds an op with no ONNX form."""
     try:
-        model = gc.onnx.export_model(graph)
+        model = gc.onnx.export_model(graph, opset=opset)
     except OnnxError as exc:
         needs = re.search(r"needs opset (\d+)", str(exc))
-        if needs:  # a later opset has the form: exported there
-            model = gc.onnx.export_model(graph, opset=int(needs.group(1)))
-            onnx.checker.check_model(model, full_check=True)
-            return model
+        if needs and opset is None:  # a later opset has the form: exported there
+            return _export(graph, int(needs.group(1)))
         ops = {n.op for n in graph.op_nodes}
         named = any(f"(op {op})" in str(exc) for op in ops)
         assert named and ((ops & NO_ONNX_FORM) or any(r in str(exc) for r in REFUSALS)), str(exc)
@@ -131,7 +129,10 @@ def test_saved_file_loads(tmp_path: object) -> None:
 
 
 # exported as a decomposition graphc reads back as several ops: equal within rounding
-DECOMPOSED = {"gelu", "gelu_exact", "sum_to", "elu", "expm1", "log1p", "softplus"}
+DECOMPOSED = {
+    "gelu", "gelu_exact", "sum_to", "elu", "expm1", "log1p", "softplus",
+    "max_pool2d_backward", "avg_pool2d_backward", "layer_norm_grad",  # sums in another order
+}  # fmt: skip
 
 
 def _decomposed(n: object) -> bool:
@@ -139,7 +140,7 @@ def _decomposed(n: object) -> bool:
     a = n.attrs
     return (
         n.op in DECOMPOSED
-        or (n.op == "matmul_epilogue" and a["activation"])
+        or (n.op in ("matmul_epilogue", "conv2d_epilogue") and a["activation"])
         or (n.op == "avg_pool2d" and a["divisor_override"] is not None)
         or (n.op == "layer_norm" and n.type.dtype == np.float64)  # float32 epsilon attr
         or (n.op == "remainder" and n.type.dtype.kind == "f")
@@ -185,17 +186,24 @@ def test_edge_graphs_round_trip(graph: gc.Graph, seed: int) -> None:
     """import(export(g)) computes what g does on hostile values, bit for bit (within
     rounding for decomposed ops), and names, hostile ones too, survive as ONNX strings."""
     model = _export(graph)
-    assert model is not None
+    if model is None:  # int64 max pooling, refused by name (REFUSALS)
+        return
+    feeds = edge_feeds(graph, seed)
     try:
         back = gc.onnx.import_model(model)
     except OnnxError as exc:
+        if "cannot infer -1" not in str(exc):
+            # the importer computes constant parts as it reads them: one that fails (an
+            # integer division by zero) fails the import, as it fails every run of graph
+            with np.errstate(all="ignore"), pytest.raises(gc.GraphcError):
+                gc.run(graph, feeds)
+            return
         # argmax over all elements flattens first, and graphc's types cannot say how
-        # many elements a symbolic shape (3, B) has: the one refusal allowed here
-        assert "cannot infer -1" in str(exc) and _flattens_symbolic(graph), str(exc)
+        # many elements a symbolic shape (3, B) has
+        assert _flattens_symbolic(graph), str(exc)
         return
     assert [p.name for p in back.inputs] == [p.name for p in graph.inputs]
     assert [o.name for o in back.outputs] == [o.name for o in graph.outputs]
-    feeds = edge_feeds(graph, seed)
     with np.errstate(all="ignore"):
         try:
             want = gc.run(graph, feeds)
@@ -243,3 +251,60 @@ def test_numpy_semantics_kept_where_onnx_ops_differ(dtype: str) -> None:
     assert np.isnan(got[2]).all() and not got[4].any()
     if dtype == "float64":  # onnxruntime's own float64 Sigmoid would give 0 here
         assert got[3][1, 0] == want[3][1, 0] > 0
+
+
+def _round_trip(graph: gc.Graph, feeds: dict) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(the imported graph's results, graph's own), after onnx's full check."""
+    model = gc.onnx.export_model(graph)
+    onnx.checker.check_model(model, full_check=True)
+    with np.errstate(all="ignore"):
+        return gc.run(gc.onnx.import_model(model), feeds), gc.run(graph, feeds)
+
+
+def test_ceil_mode_pools_drop_a_window_starting_in_the_end_padding() -> None:
+    """A last window that would start in the end padding is dropped, as PyTorch does:
+    onnxruntime does too, ONNX's shape rule before opset 22 does not, so the export
+    slices it off (onnx's checker refused the model), and a divisor_override divides
+    the sum of a last partial window, not its mean times the kernel's size."""
+    g = gc.Graph("ceil")
+    with g:
+        x = gc.placeholder("x", (1, 2, 3, 3), "float32")
+        gc.output(gc.max_pool2d(x, 2, 2, 1, ceil_mode=True), name="max")
+        gc.output(gc.avg_pool2d(x, 2, 2, 1, ceil_mode=True, count_include_pad=False), name="avg")
+        gc.output(gc.avg_pool2d(x, 2, 2, 1, True, False, divisor_override=1), name="sums")
+        gc.output(gc.avg_pool2d(x, (2, 3), 2, (1, 0, 0, 1), True, True, 3), name="thirds")
+    x = np.random.default_rng(0).standard_normal((1, 2, 3, 3)).astype(np.float32)
+    got, want = _round_trip(g, {"x": x})
+    assert [a.shape for a in want] == [(1, 2, 2, 2)] * 3 + [(1, 2, 2, 2)]
+    _compare(got, want, "round trip")
+    _compare(_ort_run(g, {"x": x}), want, "onnxruntime")
+
+
+def test_flip_and_sort_along_a_symbolic_dim_round_trip() -> None:
+    """flip exports as a reversing Slice and argsort as a TopK of k = the dim: both
+    came back refused when the dim is symbolic (getitem slices a symbolic dim forwards
+    only; TopK's k had to be an int)."""
+    g = gc.Graph("symbolic")
+    with g:
+        x = gc.placeholder("x", ("B", 3), "float64")
+        gc.output(gc.flip(x, 0), name="flipped")
+        gc.output(gc.argsort(x, axis=0, descending=True), name="order")
+        gc.output(gc.sort(x, axis=0).values, name="sorted")
+    x = np.array([[3.0, np.nan, 1.0], [-0.0, 2.0, 1.0], [0.0, -np.inf, 1.0]])
+    got, want = _round_trip(g, {"x": x})
+    assert_bits_equal(got, want, "round trip")
+
+
+def test_clip_of_bools_exports_as_or_and() -> None:
+    """ONNX's Clip has no bool form (onnx's checker refused the model): on bools a lower
+    bound is an or and an upper one an and."""
+    g = gc.Graph("bools")
+    with g:
+        x = gc.placeholder("x", (4,), "bool")
+        gc.output(gc.clip(x, a_max=False), name="none")
+        gc.output(gc.clip(x, True, None), name="all")
+        gc.output(gc.clip(x, False, True), name="same")
+    x = np.array([True, False, True, False])
+    got, want = _round_trip(g, {"x": x})
+    assert_bits_equal(got, want, "round trip")
+    assert_bits_equal(_ort_run(g, {"x": x}), want, "onnxruntime")

@@ -29,7 +29,7 @@ REFUSED = {
     "spatial dims is not supported": "3-D convolutions and pools (graphc has 1-D and 2-D)",
     "AveragePool with dilations": "graphc's avg_pool2d has no dilation (as torch's)",
     "in training mode is not supported": "BatchNormalization, Dropout: inference only",
-    "MaxPool's Indices output": "graphc's max_pool2d returns no indices",
+    "Indices with storage_order=1": "MaxPool's column-major indices",
     "with peepholes": "LSTM peepholes (torch's LSTM has none)",
     "Scan is supported from opset 9 on": "opset 8's Scan has a batch axis and lengths",
     "computed in the body from its loop-carried": "a slice at a loop counter (test_loop11)",

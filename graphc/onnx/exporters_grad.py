@@ -1,0 +1,120 @@
+"""ONNX forms of the ops graphc's gradient rules make, so training graphs (forward +
+backward from `gc.gradients`) export too.
+
+- max_pool2d_backward: MaxPool's Indices output (flat NCHW positions of each window's
+  first maximum, as graphc routes) and a ScatterElements add into zeros;
+  max_pool2d_select reads v at those positions (Gather).
+- avg_pool2d_backward: each cotangent divided by its window's count (graphc's own
+  divisor table, computed at export from the known sizes), spread over its window by a
+  ConvTranspose with a kernel of ones, per image and channel.
+- layer_norm_grad: rstd (g - mean(g) - xhat mean(g xhat)), written out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphc.ir.graph import Node
+from graphc.ir.types import is_symbol
+from graphc.onnx.importer import OnnxError
+from graphc.onnx.writer import Writer, exporter
+from graphc.ops.pool import window_divisor
+
+
+def _window(node: Node) -> dict:
+    a = node.attrs
+    kernel = list(a["kernel_size"])
+    stride = kernel if a["stride"] is None else list(a["stride"])
+    return {"kernel_shape": kernel, "strides": stride, "pads": list(a["padding"])}
+
+
+def _indices(w: Writer, node: Node, x: str) -> str:
+    """The flat positions in x of each window's maximum."""
+    a = node.attrs
+    _, found = w.emit(
+        "MaxPool", [x], 2, **_window(node), dilations=list(a["dilation"]),
+        ceil_mode=int(bool(a["ceil_mode"])),
+    )  # fmt: skip
+    return w.one("Reshape", [found, w.ints([-1])])
+
+
+def _flat(w: Writer, value: str) -> str:
+    return w.one("Reshape", [value, w.ints([-1])])
+
+
+@exporter("max_pool2d_backward")
+def _max_pool2d_backward(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    if w.opset < 16:
+        raise OnnxError(f"export_model: {node.describe()}: max_pool2d_backward needs opset 16")
+    ct, x, _ = ins
+    from onnx import numpy_helper
+
+    size = w.one("Size", [x])
+    zero = numpy_helper.from_array(np.zeros((1,), node.type.dtype))
+    zeros = w.one("ConstantOfShape", [w.one("Reshape", [size, w.ints([1])])], value=zero)
+    flat = w.one(
+        "ScatterElements", [zeros, _indices(w, node, x), _flat(w, ct)], axis=0, reduction="add"
+    )
+    return [w.one("Reshape", [flat, w.one("Shape", [x])])]
+
+
+@exporter("max_pool2d_select")
+def _max_pool2d_select(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    v, x, pooled = ins
+    picked = w.one("Gather", [_flat(w, v), _indices(w, node, x)], axis=0)
+    return [w.one("Reshape", [picked, w.one("Shape", [pooled])])]
+
+
+@exporter("avg_pool2d_backward")
+def _avg_pool2d_backward(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    a, dtype = node.attrs, node.type.dtype
+    size = tuple(a["input_size"])
+    pooled = tuple(node.inputs[0].type.shape[2:])
+    if any(is_symbol(d) for d in size + pooled):
+        raise OnnxError(
+            f"export_model: {node.describe()}: avg_pool2d_backward over symbolic spatial dims"
+        )
+    window = _window(node)
+    divisor = np.broadcast_to(window_divisor(size, pooled, dtype, a), pooled)
+    share = w.one("Div", [ins[0], w.const(np.ascontiguousarray(divisor, dtype))])
+    # every (image, channel) alone: (N*C, 1, OH, OW), spread by a kernel of ones
+    planes = w.one("Reshape", [share, w.ints([-1, 1, *pooled])])
+    kernel = window["kernel_shape"]
+    ones = w.const(np.ones((1, 1, *kernel), dtype))
+    top, left, _, _ = window["pads"]  # the ends follow from the sizes (ceil mode may pass them)
+    pads, extra = [top, left], []
+    for k, (before, length) in enumerate(zip((top, left), pooled)):
+        full = (length - 1) * window["strides"][k] + kernel[k]  # rows from -before
+        end = full - before - size[k]  # rows past the input's end to drop (< 0: to add)
+        pads.append(max(end, 0))
+        extra.append(max(-end, 0))
+    spread = w.one(
+        "ConvTranspose", [planes, ones], strides=window["strides"], pads=pads,
+        output_padding=extra,
+    )  # fmt: skip
+    return [w.one("Reshape", [spread, w.shape(node.type.shape)])]
+
+
+@exporter("layer_norm_grad")
+def _layer_norm_grad(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    dtype, rank = node.type.dtype, node.type.rank
+    x, g = (w.cast(n, v.type.dtype, dtype) for n, v in zip(ins, node.inputs))
+    axes = list(range(node.attrs["axis"] % rank, rank))
+
+    def mean(v: str) -> str:
+        if w.opset >= 18:
+            return w.one("ReduceMean", [v, w.ints(axes)], keepdims=1)
+        return w.one("ReduceMean", [v], axes=axes, keepdims=1)
+
+    centred = w.one("Sub", [x, mean(x)])
+    var = mean(w.one("Mul", [centred, centred]))
+    eps = w.const(np.asarray(node.attrs["eps"], dtype))
+    rstd = w.one("Div", [w.const(np.asarray(1, dtype)), w.one("Sqrt", [w.one("Add", [var, eps])])])
+    xhat = w.one("Mul", [centred, rstd])
+    projected = w.one(
+        "Sub", [w.one("Sub", [g, mean(g)]), w.one("Mul", [xhat, mean(w.one("Mul", [g, xhat]))])]
+    )
+    return [w.one("Mul", [rstd, projected])]
+
+
+__all__: list[str] = []

@@ -25,7 +25,8 @@ import numpy as np
 # static levels are exact (bit-identical to O0); "graphc-O2-fast_math" also allows the
 # value-changing rewrites, and runs only where they change the plan. "graphc-O2-scan"
 # is a loop compiled as one gc.scan node, in the workloads that have a loop (there
-# "graphc-O2" is the loop unrolled); a workload's table shows the modes it declares.
+# "graphc-O2" is the loop unrolled). "torch-compile" is PyTorch under `torch.compile`
+# (inductor), in the model workloads; a workload's table shows the modes it declares.
 MODES: tuple[str, ...] = (
     "graphc-eager",
     "graphc-O0",
@@ -35,11 +36,13 @@ MODES: tuple[str, ...] = (
     "numpy",
     "numpy-chunked",
     "torch",
+    "torch-compile",
     "jax",
 )
 BASELINE = "graphc-O2"
 FAST_MATH = "graphc-O2-fast_math"
 SCAN = "graphc-O2-scan"
+TORCH_COMPILE = "torch-compile"
 
 
 class UnavailableError(Exception):

@@ -1,5 +1,5 @@
-"""The runtime's performance goals (issue 6; control flow: issue 14), checked against a
-bench report.
+"""The runtime's performance goals (issue 6; control flow: issue 14; models: issue 15),
+checked against a bench report.
 
 Each goal reads medians from one run, so ratios compare modes measured side by side.
 A goal whose figures are missing (a peer not installed, a case not run with
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
+from graphc.bench import cnn, resnet_block, transformer
 from graphc.bench.core import SCAN
 from graphc.bench.report import seconds, size
 from graphc.bench.rnn import FULL_CASE as RNN_CASE
@@ -51,7 +52,7 @@ def _ratio_goal(
 
 
 def evaluate(report: dict[str, Any]) -> list[Goal]:
-    """Every goal of issues 6 and 14 against `report`."""
+    """Every goal of issues 6, 14 and 15 against `report`."""
     goals = []
     tiny = _cell(report, "tiny", "(1,)", "graphc-O2")
     goals.append(
@@ -138,7 +139,7 @@ def evaluate(report: dict[str, Any]) -> list[Goal]:
         if cell
         else Goal(text, "not measured", None)
     )
-    return goals + scan_goals(report)
+    return goals + scan_goals(report) + model_goals(report)
 
 
 # (text, case, the mode graphc-O2-scan is compared with, largest ratio scan / that mode)
@@ -170,9 +171,69 @@ def scan_goals(report: dict[str, Any]) -> list[Goal]:
     return goals
 
 
+class ModelGoal(NamedTuple):
+    """An issue-15 goal: `ours` / `theirs` on the workload's full case at most `most`."""
+
+    text: str
+    workload: str
+    ours: str
+    theirs: str
+    most: float
+    strict: bool = False  # "faster than": the ratio must be below `most`
+
+
+FULL_CASES = {
+    "cnn": cnn.FULL_CASE,
+    "transformer": transformer.FULL_CASE,
+    "resnet_block": resnet_block.FULL_CASE,
+}
+O2, EAGER = "graphc-O2", "graphc-eager"
+MODEL_RATIOS = (
+    ModelGoal("CNN b64 step: O2 faster than torch eager", "cnn", O2, "torch", 1.0, True),
+    ModelGoal("CNN b64 step: O2 within 1.3x of jax.jit", "cnn", O2, "jax", 1.3),
+    ModelGoal("CNN b64 step: eager within 1.5x of torch eager", "cnn", EAGER, "torch", 1.5),
+    ModelGoal(
+        "transformer step: O2 faster than torch eager", "transformer", O2, "torch", 1.0, True
+    ),
+    ModelGoal("transformer step: O2 within 1.3x of jax.jit", "transformer", O2, "jax", 1.3),
+    ModelGoal(
+        "transformer step: eager within 1.5x of torch eager", "transformer", EAGER, "torch", 1.5
+    ),
+    ModelGoal("ResNet block: O2 within 1.5x of torch eager", "resnet_block", O2, "torch", 1.5),
+)
+
+
+def model_goals(report: dict[str, Any]) -> list[Goal]:
+    """Issue 15's goals: real models' training steps and inference, and the transformer
+    step's peak memory compiled against eager."""
+    goals = [
+        _ratio_goal(
+            report,
+            g.text,
+            (g.workload, FULL_CASES[g.workload]),
+            g.theirs,
+            (lambda r, g=g: r < g.most) if g.strict else (lambda r, g=g: r <= g.most),
+            ours_mode=g.ours,
+        )
+        for g in MODEL_RATIOS
+    ]
+    goals.append(
+        _ratio_goal(
+            report,
+            "transformer step: O2 peak memory <= 0.7x graphc eager",
+            ("transformer", transformer.FULL_CASE),
+            EAGER,
+            lambda r: r <= 0.7,
+            field="peak_bytes",
+            show=size,
+        )
+    )
+    return goals
+
+
 def markdown(goals: list[Goal]) -> str:
     """The goals as a markdown table."""
     verdict = {True: "met", False: "**missed**", None: "not measured"}
-    lines = ["| goal (issues 6, 14) | measured | verdict |", "|---|---|---|"]
+    lines = ["| goal (issues 6, 14, 15) | measured | verdict |", "|---|---|---|"]
     lines += [f"| {g.text} | {g.measured} | {verdict[g.met]} |" for g in goals]
     return "\n".join(lines) + "\n"

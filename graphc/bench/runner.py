@@ -26,14 +26,17 @@ from typing import Any
 import numpy as np
 
 from graphc.bench import (
+    cnn,
     compile_chain,
     gelu,
     mlp,
     peers,
+    resnet_block,
     rnn,
     rnn_compile,
     tiny,
     trace_compile,
+    transformer,
     xent,
 )
 from graphc.bench.core import (
@@ -54,6 +57,9 @@ WORKLOADS: tuple[Workload, ...] = (
     xent.WORKLOAD,
     mlp.WORKLOAD,
     rnn.WORKLOAD,
+    cnn.WORKLOAD,
+    transformer.WORKLOAD,
+    resnet_block.WORKLOAD,
     compile_chain.WORKLOAD,
     trace_compile.WORKLOAD,
     rnn_compile.WORKLOAD,

@@ -1,0 +1,266 @@
+"""One SGD training step of LeNet-5 on 1x28x28 images (issue 15), float32.
+
+The network is the PyTorch tutorials' LeNet: conv 5x5 (1 -> 6, padding 2), ReLU, max
+pool 2; conv 5x5 (6 -> 16), ReLU, max pool 2; flatten (400); linear 120, ReLU, linear
+84, ReLU, linear 10; softmax cross-entropy, SGD with lr 0.01. Every mode starts from
+the same parameters (`initial_parameters`, torch's layout and `nn.Sequential` names),
+returns the loss of the step and updates its own copy of the parameters in place, as
+in the `mlp` workload, whose structure this follows: graphc eager runs `graphc.nn`
+with `backward()` and `SGD.step()`; graphc-O0 and graphc-O2 compile the whole step with
+`gc.compile_train_step` (parameters are executable state); PyTorch eager runs the same
+`torch.nn.Sequential` with its multi-tensor (``foreach``) SGD; torch-compile wraps the
+model and loss in `torch.compile` (forward, and through AOTAutograd the backward, are
+compiled; the foreach update stays eager: `.backward()` and `step()` are graph breaks
+to dynamo); `jax.jit` compiles a hand-written step (`lax.conv_general_dilated`,
+`lax.reduce_window`) with its parameters donated.
+
+There is no hand-written numpy step: a convolution's forward, its two gradients and
+max pooling's gradient by im2col and BLAS are what graphc's own conv and pool kernels
+are (graphc/ops/conv_kernels.py, maxpool.py), so a numpy baseline would time a second
+copy of the same code, and a naive one would be an unfair straw man.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import graphc as gc
+import graphc.eager as ge
+from graphc import nn, optim
+from graphc.bench import peers, torch_compile
+from graphc.bench.core import (
+    FAST_MATH,
+    TORCH_COMPILE,
+    Case,
+    NotApplicableError,
+    Prepared,
+    Workload,
+    as_arrays,
+)
+from graphc.bench.modes import FAST_MATH_SAME, not_applicable, same_plan
+
+CLASSES = 10
+LR = 0.01
+# name prefix -> (weight shape, fan in): torch's nn.Sequential indices of the layers below
+LAYERS = {
+    "0": ((6, 1, 5, 5), 25),
+    "3": ((16, 6, 5, 5), 150),
+    "7": ((120, 400), 400),
+    "9": ((84, 120), 120),
+    "11": ((CLASSES, 84), 84),
+}
+NAMES = tuple(f"{k}.{p}" for k in LAYERS for p in ("weight", "bias"))
+FULL_CASE, QUICK_CASE = "batch 64", "batch 8"  # goals name FULL_CASE
+
+
+def initial_parameters(seed: int = 0) -> dict[str, np.ndarray]:
+    """He-scaled weights and small biases, float32, the same for every mode."""
+    rng = np.random.default_rng(seed)
+    params = {}
+    for prefix, (shape, fan_in) in LAYERS.items():
+        weight = rng.standard_normal(shape) * np.sqrt(2 / fan_in)
+        params[f"{prefix}.weight"] = weight.astype(np.float32)
+        params[f"{prefix}.bias"] = (0.01 * rng.standard_normal(shape[0])).astype(np.float32)
+    return params
+
+
+def model() -> nn.Sequential:
+    """LeNet-5 in graphc.nn, holding `initial_parameters()`."""
+    lenet = nn.Sequential(
+        nn.Conv2d(1, 6, 5, padding=2, generator=0), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5, generator=0), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(400, 120, generator=0), nn.ReLU(),
+        nn.Linear(120, 84, generator=0), nn.ReLU(),
+        nn.Linear(84, CLASSES, generator=0),
+    )  # fmt: skip
+    lenet.load_state_dict(initial_parameters())
+    return lenet
+
+
+def torch_model(torch: Any) -> Any:
+    """The same LeNet-5 as a torch.nn.Sequential, holding `initial_parameters()`."""
+    tnn = torch.nn
+    lenet = tnn.Sequential(
+        tnn.Conv2d(1, 6, 5, padding=2), tnn.ReLU(), tnn.MaxPool2d(2),
+        tnn.Conv2d(6, 16, 5), tnn.ReLU(), tnn.MaxPool2d(2),
+        tnn.Flatten(),
+        tnn.Linear(400, 120), tnn.ReLU(),
+        tnn.Linear(120, 84), tnn.ReLU(),
+        tnn.Linear(84, CLASSES),
+    )  # fmt: skip
+    lenet.load_state_dict({k: torch.from_numpy(v) for k, v in initial_parameters().items()})
+    return lenet
+
+
+def make_inputs(params: dict[str, Any]) -> dict[str, Any]:
+    """A batch of images (N, 1, 28, 28) and labels (N,) int64."""
+    rng = np.random.default_rng(2)
+    batch = params["batch"]
+    x = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
+    y = rng.integers(0, CLASSES, batch).astype(np.int64)
+    return {"args": (x, y)}
+
+
+# -- graphc ---------------------------------------------------------------------------
+
+
+def train_step(x: np.ndarray, y: np.ndarray, opt_level: int, fast_math: bool = False) -> Any:
+    """graphc's compiled SGD step of a fresh `model()` for batches shaped like (x, y)."""
+    lenet = model()
+    optimizer = optim.SGD(lenet.parameters(), lr=LR)
+    return gc.compile_train_step(
+        lenet, nn.CrossEntropyLoss(), optimizer, (x, y), opt_level, fast_math
+    )
+
+
+def _static(opt_level: int, fast_math: bool = False) -> Any:
+    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        x, y = inputs["args"]
+        train = train_step(x, y, opt_level, fast_math)
+        if fast_math:
+            exact = train_step(x, y, opt_level)
+            if same_plan(exact.executable, train.executable, x, y):
+                raise NotApplicableError(FAST_MATH_SAME)
+        arena = train.executable.plan(x, y).arena_bytes
+
+        def arrays(loss: Any) -> list[np.ndarray]:
+            values = train.parameters()
+            return [loss, *(values[n] for n in NAMES)]
+
+        return Prepared(lambda: train.step(x, y), arrays, arena, note=f"arena {arena} B")
+
+    return build
+
+
+def _eager(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+    x, y = (ge.from_numpy(a) for a in inputs["args"])
+    lenet = model()
+    optimizer = optim.SGD(lenet.parameters(), lr=LR)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def call() -> Any:
+        optimizer.zero_grad()
+        loss = loss_fn(lenet(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    named = dict(lenet.named_parameters())
+    return Prepared(call, lambda loss: as_arrays([loss, *(named[n] for n in NAMES)]))
+
+
+# -- peers ----------------------------------------------------------------------------
+
+
+def _torch_step(compiled: bool) -> Any:
+    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        torch = peers.torch()
+        x, y = (torch.from_numpy(a) for a in inputs["args"])
+        lenet = torch_model(torch)
+        optimizer = torch.optim.SGD(lenet.parameters(), lr=LR, foreach=True)
+        loss_fn = torch.nn.CrossEntropyLoss()
+
+        def loss_of(x: Any, y: Any) -> Any:
+            return loss_fn(lenet(x), y)
+
+        forward = torch_compile.compiled(torch, loss_of) if compiled else loss_of
+
+        def call() -> Any:
+            optimizer.zero_grad(set_to_none=True)
+            loss = forward(x, y)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        named = dict(lenet.named_parameters())
+
+        def arrays(loss: Any) -> list[np.ndarray]:
+            return as_arrays([loss, *(named[n] for n in NAMES)])
+
+        if not compiled:
+            return Prepared(call, arrays, None)
+        initial = {k: torch.from_numpy(v) for k, v in initial_parameters().items()}
+        reset = lambda: lenet.load_state_dict(initial)  # noqa: E731 - in place: step one again
+        return torch_compile.prepared(call, arrays, torch_compile.TRAIN_NOTE, reset)
+
+    return build
+
+
+def jax_train_step(jax: Any) -> Any:
+    """The jitted step (weights, x, y) -> (loss, new weights), weights donated."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    def conv(x: Any, w: Any, b: Any, pad: int) -> Any:
+        y = lax.conv_general_dilated(
+            x, w, (1, 1), [(pad, pad), (pad, pad)], dimension_numbers=("NCHW", "OIHW", "NCHW")
+        )
+        return y + b[None, :, None, None]
+
+    def pool(x: Any) -> Any:
+        return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+    def loss(weights: tuple, x: Any, y: Any) -> Any:
+        c1, d1, c2, d2, w1, b1, w2, b2, w3, b3 = weights
+        h = pool(jax.nn.relu(conv(x, c1, d1, 2)))
+        h = pool(jax.nn.relu(conv(h, c2, d2, 0)))
+        h = h.reshape(h.shape[0], -1)
+        h = jax.nn.relu(h @ w1.T + b1)
+        h = jax.nn.relu(h @ w2.T + b2)
+        logp = jax.nn.log_softmax(h @ w3.T + b3, axis=1)
+        return -jnp.take_along_axis(logp, y[:, None], axis=1).mean()
+
+    def step(weights: tuple, x: Any, y: Any) -> Any:
+        value, grads = jax.value_and_grad(loss)(weights, x, y)
+        return value, tuple(w - LR * g for w, g in zip(weights, grads))
+
+    return jax.jit(step, donate_argnums=0)
+
+
+def _jax(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+    jax = peers.jax()
+    import jax.numpy as jnp
+
+    x = jnp.asarray(inputs["args"][0])
+    y = jnp.asarray(inputs["args"][1].astype(np.int32))
+    initial = initial_parameters()
+    state = [tuple(jnp.asarray(initial[n]) for n in NAMES)]
+    step = jax_train_step(jax).lower(state[0], x, y).compile()  # compiled here, not timed
+
+    def call() -> Any:
+        value, state[0] = jax.block_until_ready(step(state[0], x, y))
+        return value
+
+    def arrays(value: Any) -> list[np.ndarray]:
+        return [np.asarray(value), *map(np.asarray, state[0])]
+
+    return Prepared(call, arrays, None, note="hand-written, parameters donated")
+
+
+WORKLOAD = Workload(
+    name="cnn",
+    description=(
+        "LeNet-5 training step on 1x28x28 (conv-ReLU-maxpool x2, 3 linear, softmax CE, "
+        "SGD lr 0.01), float32"
+    ),
+    unit="step",
+    cases=[
+        Case(QUICK_CASE, {"batch": 8}, full=False, quick_skip_modes=torch_compile.QUICK_SKIP),
+        Case(FULL_CASE, {"batch": 64}, quick=False),
+    ],
+    make_inputs=make_inputs,
+    builders={
+        "graphc-eager": _eager,
+        "graphc-O0": _static(0),
+        "graphc-O2": _static(2),
+        FAST_MATH: _static(2, fast_math=True),
+        "numpy": not_applicable("not written: it would be graphc's own im2col kernels again"),
+        "torch": _torch_step(compiled=False),
+        TORCH_COMPILE: _torch_step(compiled=True),
+        "jax": _jax,
+    },
+    reference="torch",
+)

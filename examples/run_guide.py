@@ -11,8 +11,8 @@ between them) is that block's printed output. Markers:
     <!-- output: not checked -->   timings or machine-dependent text: not compared
     <!-- output: times masked -->  compared with every decimal number masked
 
-A ```python block right after `<!-- needs: MODULE -->` runs only where the optional
-MODULE is installed (onnx, say); elsewhere it and its output are skipped.
+A ```python block right after `<!-- needs: MODULE ... -->` runs only where the optional
+modules named are installed (onnx, say); elsewhere it and its output are skipped.
 
 tests/test_guide.py runs the same blocks and compares the outputs.
 """
@@ -38,7 +38,7 @@ PICTURES = ROOT / "docs" / "img"
 
 FENCE = re.compile(r"^```(\w*)\s*$")
 MARKER = re.compile(r"^<!-- output: (not checked|times masked) -->$")
-NEEDS = re.compile(r"^<!-- needs: ([\w.]+) -->$")
+NEEDS = re.compile(r"^<!-- needs: ([\w. ]+) -->$")
 DECIMAL = re.compile(r"\d+\.\d+")
 
 
@@ -59,7 +59,7 @@ class Block:
     source: str
     first_line: int  # 1-based line of the first source line
     output: Output | None
-    needs: str | None = None  # an optional module the block runs only with
+    needs: tuple[str, ...] = ()  # optional modules the block runs only with
 
 
 def _fenced(lines: list[str]) -> list[tuple[str, int, int]]:
@@ -99,7 +99,9 @@ def parse(text: str) -> list[Block]:
         before = [line.strip() for line in lines[:start] if line.strip()][-1:]
         needs = NEEDS.match(before[0]) if before else None
         source = "\n".join(lines[start + 1 : end])
-        blocks.append(Block(source, start + 2, output, needs.group(1) if needs else None))
+        blocks.append(
+            Block(source, start + 2, output, tuple(needs.group(1).split()) if needs else ())
+        )
     return blocks
 
 
@@ -114,7 +116,7 @@ def normalize(text: str, check: str) -> str:
 def run_block(block: Block, namespace: dict[str, Any], filename: str) -> str | None:
     """Execute one block; returns what it printed (None: skipped, its optional module
     is not installed). Line numbers match the markdown file."""
-    if block.needs is not None and importlib.util.find_spec(block.needs) is None:
+    if any(importlib.util.find_spec(module) is None for module in block.needs):
         return None
     code = compile("\n" * (block.first_line - 1) + block.source, filename, "exec")
     printed = io.StringIO()

@@ -166,9 +166,17 @@ def test_a_block_needing_a_missing_module_is_skipped(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(
         "<!-- needs: no_such_module_anywhere -->\n```python\nprint(1 / 0)\n```\n\n"
-        "```text\nnever\n```\n\n```python\nprint('ran')\n```\n",
+        "```text\nnever\n```\n\n"
+        "<!-- needs: numpy no_such_module_anywhere -->\n```python\nprint(2 / 0)\n```\n\n"
+        "<!-- needs: numpy json -->\n```python\nprint('both')\n```\n\n"
+        "```python\nprint('ran')\n```\n",
         encoding="utf-8",
     )
     ran = runner.run(page, tmp_path)
-    assert [b.needs for b, _ in ran] == ["no_such_module_anywhere", None]
-    assert [printed for _, printed in ran] == [None, "ran\n"]
+    assert [b.needs for b, _ in ran] == [
+        ("no_such_module_anywhere",),
+        ("numpy", "no_such_module_anywhere"),
+        ("numpy", "json"),
+        (),
+    ]
+    assert [printed for _, printed in ran] == [None, None, "both\n", "ran\n"]

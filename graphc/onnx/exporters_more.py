@@ -8,6 +8,7 @@ rounding, and bit for bit where the steps are the same IEEE operations.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from graphc.ir.types import is_symbol
 from graphc.onnx.exporters import INT64_MIN, _logistic, computed
 from graphc.onnx.importer import OnnxError
 from graphc.onnx.writer import Writer, exporter
+from graphc.ops.padding import source_positions
 
 
 def _c(w: Writer, value: Any, dtype: Any) -> str:
@@ -314,21 +316,39 @@ def _pad(w: Writer, node: Node, ins: list[str]) -> list[str]:
 
 @exporter("unpad")
 def _unpad(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    if node.attrs["mode"] != "constant":
-        raise OnnxError(
-            f"export_model: {node.describe()}: 'unpad' of a {node.attrs['mode']} pad is made by "
-            "a gradient rule and has no ONNX form; export the forward graph"
-        )
-    widths = node.attrs["pad_width"]
+    """The interior of the cotangent; for reflect, edge and wrap pads, axis by axis, each
+    padded position added onto the one it copies, in the kernel's order (one Add on a
+    one-wide slice, so every other element is untouched: adding a zero would turn -0.0
+    into +0.0)."""
+    widths, mode = node.attrs["pad_width"], node.attrs["mode"]
     source = node.inputs[0].type.shape
     axes = [k for k, (b, after) in enumerate(widths) if b or after]
     if not axes:
         return [w.one("Identity", ins)]
-    starts = [widths[k][0] for k in axes]
     if any(is_symbol(source[k]) for k in axes):
         raise OnnxError(f"export_model: {node.describe()}: unpad along a symbolic dim")
-    ends = [source[k] - widths[k][1] for k in axes]
-    return [w.one("Slice", [ins[0], w.ints(starts), w.ints(ends), w.ints(axes)])]
+    if mode == "constant":
+        starts = [widths[k][0] for k in axes]
+        ends = [source[k] - widths[k][1] for k in axes]
+        return [w.one("Slice", [ins[0], w.ints(starts), w.ints(ends), w.ints(axes)])]
+    result = ins[0]
+    for k in axes:
+        b, after = widths[k]
+        n = source[k] - b - after
+
+        def cut(value: str, start: int, stop: int, k: int = k) -> str:
+            return w.one("Slice", [value, w.ints([start]), w.ints([stop]), w.ints([k])])
+
+        folded = cut(result, b, b + n)
+        positions = source_positions(n, b, after, mode)
+        for j in itertools.chain(range(b), range(b + n, b + n + after)):
+            s = int(positions[j])
+            parts = [cut(folded, 0, s)] if s > 0 else []
+            parts.append(w.one("Add", [cut(folded, s, s + 1), cut(result, j, j + 1)]))
+            parts += [cut(folded, s + 1, n)] if s < n - 1 else []
+            folded = w.one("Concat", parts, axis=k) if len(parts) > 1 else parts[0]
+        result = folded
+    return [result]
 
 
 __all__ = ["expm1", "log1p"]

@@ -2,7 +2,7 @@
 
 Both ops hold the padding canonically: one (before, after) pair of non-negative ints
 per axis. Every mode reads each padded position from one position of x (or from the
-constant), axis by axis: `_source` says which. So the adjoint adds each cotangent of
+constant), axis by axis: `source_positions` says which. So the adjoint adds each cotangent of
 a padded position back onto its source, and pad is linear apart from the constant;
 unpad's gradient is pad with a constant 0.
 
@@ -96,7 +96,7 @@ def _padded(shape: Shape, pad_width: PadWidth) -> Shape:
     return tuple(n if is_symbol(n) else n + b + a for n, (b, a) in zip(shape, pad_width))
 
 
-def _source(n: int, before: int, after: int, mode: str) -> np.ndarray:
+def source_positions(n: int, before: int, after: int, mode: str) -> np.ndarray:
     """For each padded position along an axis, the position of x it copies."""
     k = np.arange(-before, n + after)
     if mode == "edge":
@@ -161,7 +161,8 @@ def _pad_kernel(
         out[tuple(slice(b, b + n) for n, (b, a) in zip(x.shape, pad_width))] = x
         return out
     rows = [
-        _source(n, b, a, mode) if b or a else np.arange(n) for n, (b, a) in zip(x.shape, pad_width)
+        source_positions(n, b, a, mode) if b or a else np.arange(n)
+        for n, (b, a) in zip(x.shape, pad_width)
     ]
     return into(out, x[np.ix_(*rows)] if rows else x)
 
@@ -231,7 +232,7 @@ def _unpad_kernel(
     for axis, (n, (b, a)) in enumerate(zip(shape, pad_width)):
         if not (b or a):
             continue
-        source = _source(n, b, a, mode)
+        source = source_positions(n, b, a, mode)
         padded = np.moveaxis(result, axis, 0)
         folded = padded[b : b + n].copy()
         # pads are a few positions: one vectorized add per position, in a fixed order

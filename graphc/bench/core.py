@@ -26,7 +26,9 @@ import numpy as np
 # value-changing rewrites, and runs only where they change the plan. "graphc-O2-scan"
 # is a loop compiled as one gc.scan node, in the workloads that have a loop (there
 # "graphc-O2" is the loop unrolled). "torch-compile" is PyTorch under `torch.compile`
-# (inductor), in the model workloads; a workload's table shows the modes it declares.
+# (inductor), in the model workloads. "onnxruntime-1thread" and "onnxruntime" (default
+# threads) run ONNX models in the `onnx` workload. A workload's table shows the modes it
+# declares.
 MODES: tuple[str, ...] = (
     "graphc-eager",
     "graphc-O0",
@@ -38,6 +40,8 @@ MODES: tuple[str, ...] = (
     "torch",
     "torch-compile",
     "jax",
+    "onnxruntime-1thread",
+    "onnxruntime",
 )
 BASELINE = "graphc-O2"
 FAST_MATH = "graphc-O2-fast_math"

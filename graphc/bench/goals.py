@@ -1,5 +1,5 @@
-"""The runtime's performance goals (issue 6; control flow: issue 14; models: issue 15),
-checked against a bench report.
+"""The runtime's performance goals (issue 6; control flow: issue 14; models: issue 15;
+ONNX: issue 16), checked against a bench report.
 
 Each goal reads medians from one run, so ratios compare modes measured side by side.
 A goal whose figures are missing (a peer not installed, a case not run with
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from graphc.bench import cnn, resnet_block, transformer
+from graphc.bench import cnn, onnx_zoo, resnet_block, transformer, zoo_models
 from graphc.bench.core import SCAN
 from graphc.bench.report import seconds, size
 from graphc.bench.rnn import FULL_CASE as RNN_CASE
@@ -52,7 +52,7 @@ def _ratio_goal(
 
 
 def evaluate(report: dict[str, Any]) -> list[Goal]:
-    """Every goal of issues 6, 14 and 15 against `report`."""
+    """Every goal of issues 6, 14, 15 and 16 against `report`."""
     goals = []
     tiny = _cell(report, "tiny", "(1,)", "graphc-O2")
     goals.append(
@@ -139,7 +139,7 @@ def evaluate(report: dict[str, Any]) -> list[Goal]:
         if cell
         else Goal(text, "not measured", None)
     )
-    return goals + scan_goals(report) + model_goals(report)
+    return goals + scan_goals(report) + model_goals(report) + onnx_goals(report)
 
 
 # (text, case, the mode graphc-O2-scan is compared with, largest ratio scan / that mode)
@@ -231,9 +231,46 @@ def model_goals(report: dict[str, Any]) -> list[Goal]:
     return goals
 
 
+IMPORT_SECONDS = 0.5
+
+
+def onnx_goals(report: dict[str, Any]) -> list[Goal]:
+    """Issue 16's goals: every imported zoo model compiled at O2 within 1.2x of
+    onnxruntime on one thread at batch 1 and faster than onnxruntime (its default
+    threads) at batch 64; importing a 1,000-node model in under half a second."""
+    goals = []
+    for model in zoo_models.ZOO:
+        goals.append(
+            _ratio_goal(
+                report,
+                f"ONNX {model} b1: O2 within 1.2x of onnxruntime (1 thread)",
+                ("onnx", onnx_zoo.case_label(model, 1)),
+                onnx_zoo.ORT_ONE_THREAD,
+                lambda r: r <= 1.2,
+            )
+        )
+        goals.append(
+            _ratio_goal(
+                report,
+                f"ONNX {model} b64: O2 faster than onnxruntime",
+                ("onnx", onnx_zoo.case_label(model, 64)),
+                onnx_zoo.ORT,
+                lambda r: r < 1.0,
+            )
+        )
+    cell = _cell(report, "onnx", onnx_zoo.IMPORT_CASE, "graphc-O2")
+    text = f"ONNX: import of a {zoo_models.CHAIN_NODES}-node model < {IMPORT_SECONDS} s"
+    goals.append(
+        Goal(text, seconds(cell["median"]), cell["median"] < IMPORT_SECONDS)
+        if cell
+        else Goal(text, "not measured", None)
+    )
+    return goals
+
+
 def markdown(goals: list[Goal]) -> str:
     """The goals as a markdown table."""
     verdict = {True: "met", False: "**missed**", None: "not measured"}
-    lines = ["| goal (issues 6, 14, 15) | measured | verdict |", "|---|---|---|"]
+    lines = ["| goal (issues 6, 14, 15, 16) | measured | verdict |", "|---|---|---|"]
     lines += [f"| {g.text} | {g.measured} | {verdict[g.met]} |" for g in goals]
     return "\n".join(lines) + "\n"

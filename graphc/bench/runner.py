@@ -30,6 +30,7 @@ from graphc.bench import (
     compile_chain,
     gelu,
     mlp,
+    onnx_zoo,
     peers,
     resnet_block,
     rnn,
@@ -63,6 +64,7 @@ WORKLOADS: tuple[Workload, ...] = (
     compile_chain.WORKLOAD,
     trace_compile.WORKLOAD,
     rnn_compile.WORKLOAD,
+    onnx_zoo.WORKLOAD,
 )
 Progress = Callable[[int, int, str], None]  # (cells done, cells in all, what runs next)
 

@@ -18,6 +18,7 @@ TypeRule = Callable[..., TensorType]  # infer(*input_types, **attrs) -> output t
 Kernel = Callable[..., Any]  # kernel(*arrays, out=None, **attrs) -> array
 VJPRule = Callable[..., tuple]  # vjp(ct, out, *inputs, needs=..., **attrs) -> cts
 CostRule = Callable[..., int]  # cost(output_type, *input_types, **attrs) -> FLOPs
+ScratchRule = Callable[..., int]  # scratch(output_type, *input_types, **attrs) -> bytes
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class OpDef:
                  (transpose); every other op's value is C-contiguous. matmul and
                  reductions round by memory order, so runtimes and folding keep this
     cost         FLOP estimate for statistics and fusion decisions
+    scratch      bytes of working memory the kernel allocates for itself besides its
+                 result (im2col buffers, padded copies), given concrete types and an
+                 `out=` buffer; the planner counts them in the step's live bytes
     """
 
     name: str
@@ -55,12 +59,19 @@ class OpDef:
     shape_attrs: tuple[str, ...] = ()
     permutes: bool = False
     cost: CostRule | None = None
+    scratch: ScratchRule | None = None
     doc: str = ""
 
     def flops(self, out: TensorType, *inputs: TensorType, **attrs: Any) -> int:
         if self.cost is not None:
             return int(self.cost(out, *inputs, **attrs))
         return out.size or 0 if self.elementwise else 0
+
+    def scratch_bytes(self, out: TensorType, *inputs: TensorType, **attrs: Any) -> int:
+        """The kernel's own working memory on these (concrete) types; 0 without a rule."""
+        if self.scratch is None:
+            return 0
+        return int(self.scratch(out, *inputs, **attrs))
 
 
 REQUIRED = object()  # marks an attribute without a default

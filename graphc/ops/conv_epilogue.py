@@ -23,7 +23,7 @@ import numpy as np
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType, format_shape
-from graphc.ops.conv_kernels import conv2d_kernel
+from graphc.ops.conv_kernels import conv2d_kernel, conv2d_scratch
 from graphc.ops.defop import VARIADIC, defop
 from graphc.ops.epilogue import ACTIVATIONS
 from graphc.ops.fused import composite_vjp
@@ -125,6 +125,20 @@ def _cost(out: TensorType, *inputs: TensorType, bias: bool, activation: Any, **c
     return total
 
 
+# activations whose kernels make one temporary the size of their input (measured with
+# tracemalloc in tests/runtime/test_scratch.py); relu and tanh make none
+_COPYING = {"gelu": 1, "sigmoid": 1}
+
+
+def _scratch(out: TensorType, *inputs: TensorType, activation: Any, **attrs: Any) -> int:
+    x, w = inputs[:2]
+    if not all(isinstance(d, int) for d in (*x.shape, *w.shape, *out.shape)):
+        return 0
+    copies = _COPYING.get(activation, 0)
+    conv = (x.shape, w.shape, out.shape, x.dtype, w.dtype, attrs["padding"], attrs["groups"])
+    return conv2d_scratch(*conv, epilogue_copies=copies)
+
+
 conv2d_epilogue = defop(
     "conv2d_epilogue",
     inputs=VARIADIC,
@@ -141,6 +155,7 @@ conv2d_epilogue = defop(
     canonicalize=_canon,
     vjp=_vjp,
     cost=_cost,
+    scratch=_scratch,
     doc="act(conv2d(x, w) + b) with a per-channel bias b, as one node; made by "
     "gc.passes.fuse_conv_epilogue.",
 )

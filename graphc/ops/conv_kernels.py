@@ -22,12 +22,17 @@ An `epilogue` (conv2d_epilogue's bias and activation) runs in place on each chun
 images as soon as the chunk is final, while it is still in cache; elementwise work on
 a chunk gives the same bits as on the whole array.
 
+`conv2d_scratch` and `conv_transpose2d_scratch` say how many bytes of working memory
+(buffers, padded and converted copies) a call allocates besides its result, mirroring
+the allocations below, so the planner can count them; change both together.
+
 Every loop runs over kernel taps or batch chunks whose sizes depend only on shapes, and
 every output element sums its terms in one fixed order, so results are deterministic.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -56,6 +61,45 @@ def _deliver(result: np.ndarray, out: np.ndarray | None) -> np.ndarray:
 
 def _chunk(batch: int, bytes_per_image: int, budget: int = 0) -> int:
     return max(1, min(batch, (budget or SCRATCH_BYTES) // max(1, bytes_per_image)))
+
+
+def conv2d_scratch(
+    x: tuple,
+    w: tuple,
+    out: tuple,
+    x_dtype: np.dtype,
+    w_dtype: np.dtype,
+    padding: tuple,
+    groups: int,
+    epilogue_copies: int = 0,
+) -> int:
+    """The bytes `conv2d_kernel` allocates besides an `out=` of the result's dtype, for
+    input, weight and output shapes `x`, `w`, `out`. The weight counts once more, as
+    the matmul's reshape copies it when it is a transposed view (a weight gradient's
+    output gradient); `epilogue_copies` is how many temporaries of one chunk of output
+    the epilogue makes (an activation's)."""
+    dtype = np.result_type(x_dtype, w_dtype)
+    item = dtype.itemsize
+    n, channels, height, width = x
+    out_ch, per_group, kh, kw = w
+    ho, wo = out[2:]
+    total = (x_dtype != dtype) * math.prod(x) * item + (w_dtype != dtype) * math.prod(w) * item
+    if math.prod(out) == 0:
+        return total
+    if per_group == 1 and out_ch == groups:  # _depthwise
+        return total + (1 + epilogue_copies) * math.prod(out) * item
+    top, left, bottom, right = padding
+    if any(padding):
+        total += n * channels * (height + top + bottom) * (width + left + right) * item
+    total += math.prod(w) * item
+    per_image = channels * kh * kw * ho * wo * item
+    if kh * kw <= ho * wo:  # _windows_last
+        chunk = _chunk(n, per_image)
+        total += chunk * per_image
+    else:  # _taps_last: the buffer and the products
+        chunk = _chunk(n, per_image, 4 * SCRATCH_BYTES)
+        total += chunk * per_image + chunk * out_ch * ho * wo * item
+    return total + epilogue_copies * chunk * out_ch * ho * wo * item
 
 
 def conv2d_kernel(
@@ -189,6 +233,24 @@ def _taps_last(
             part.reshape(groups, per_out, m, length).transpose(2, 0, 1, 3),
         )
         epilogue(out[start : start + m])
+
+
+def conv_transpose2d_scratch(
+    x: tuple, w: tuple, out: tuple, x_dtype: np.dtype, w_dtype: np.dtype, groups: int
+) -> int:
+    """The bytes `conv_transpose2d_kernel` allocates besides an `out=` of the result's
+    dtype (the weight counts once more, for the copy its reshape makes of a view)."""
+    dtype = np.result_type(x_dtype, w_dtype)
+    item = dtype.itemsize
+    total = (x_dtype != dtype) * math.prod(x) * item + (w_dtype != dtype) * math.prod(w) * item
+    n, in_ch, height, width = x
+    _, per_group, kh, kw = w
+    if math.prod(out) == 0 or math.prod(x) == 0:
+        return total
+    if in_ch == groups and per_group == 1:  # the depthwise loop
+        return total + math.prod(x) * item
+    per_image = groups * per_group * kh * kw * height * width * item  # _col2im
+    return total + math.prod(w) * item + _chunk(n, per_image) * per_image
 
 
 def conv_transpose2d_kernel(

@@ -24,7 +24,12 @@ from graphc.ir.types import Dim, TensorType, as_dtype, format_shape
 from graphc.ops import indexing as I
 from graphc.ops import selection as L
 from graphc.ops import shape as S
-from graphc.ops.conv_kernels import conv2d_kernel, conv_transpose2d_kernel
+from graphc.ops.conv_kernels import (
+    conv2d_kernel,
+    conv2d_scratch,
+    conv_transpose2d_kernel,
+    conv_transpose2d_scratch,
+)
 from graphc.ops.defop import defop
 from graphc.ops.windows import (
     expect_rank,
@@ -205,6 +210,14 @@ def _conv2d_cost(out: TensorType, x: TensorType, w: TensorType, **attrs: Any) ->
     return _flops(out.size, w.shape[1:])
 
 
+def _conv2d_scratch(
+    out: TensorType, x: TensorType, w: TensorType, padding: tuple, groups: int, **attrs: Any
+) -> int:
+    if not all(isinstance(d, int) for d in (*x.shape, *w.shape, *out.shape)):
+        return 0  # planned types are concrete; a symbolic one has no byte count yet
+    return conv2d_scratch(x.shape, w.shape, out.shape, x.dtype, w.dtype, padding, groups)
+
+
 conv2d = defop(
     "conv2d",
     inputs=("x", "weight"),
@@ -214,6 +227,7 @@ conv2d = defop(
     canonicalize=_conv2d_canon,
     vjp=_conv2d_vjp,
     cost=_conv2d_cost,
+    scratch=_conv2d_scratch,
     doc="2-D cross-correlation of (N, C, H, W) with (O, C/groups, kH, kW); padding is "
     "(top, left, bottom, right). Users call gc.conv2d, which also adds a bias.",
 )
@@ -303,6 +317,14 @@ def _conv_transpose2d_cost(out: TensorType, x: TensorType, w: TensorType, **attr
     return _flops(x.size, w.shape[1:])
 
 
+def _conv_transpose2d_scratch(
+    out: TensorType, x: TensorType, w: TensorType, groups: int, **attrs: Any
+) -> int:
+    if not all(isinstance(d, int) for d in (*x.shape, *w.shape, *out.shape)):
+        return 0
+    return conv_transpose2d_scratch(x.shape, w.shape, out.shape, x.dtype, w.dtype, groups)
+
+
 conv_transpose2d = defop(
     "conv_transpose2d",
     inputs=("x", "weight"),
@@ -318,6 +340,7 @@ conv_transpose2d = defop(
     canonicalize=_conv_transpose2d_canon,
     vjp=_conv_transpose2d_vjp,
     cost=_conv_transpose2d_cost,
+    scratch=_conv_transpose2d_scratch,
     doc="2-D transposed convolution (the adjoint of conv2d) of (N, C, H, W) with "
     "(C, O/groups, kH, kW); padding (top, left, bottom, right) crops the result, "
     "output_padding adds rows and columns at the end. Users call gc.conv_transpose2d.",

@@ -35,11 +35,14 @@ def defop(
     shape_attrs: tuple[str, ...] = (),
     permutes: bool = False,
     cost: Callable[..., int] | None = None,
+    scratch: Callable[..., int] | None = None,
     doc: str = "",
 ) -> Callable[..., Any]:
     """Register op `name` and return the function users call (`gc.<name>`).
 
-    `inputs` names the tensor inputs, or is "*" for an op taking a sequence.
+    `inputs` names the tensor inputs, or is "*" for an op taking a sequence. `scratch`,
+    like `cost`, takes the output and input types and the attrs; it gives the bytes the
+    kernel allocates for itself besides its result (see `OpDef`).
     """
     attrs = dict(attrs or {})
     variadic = inputs == VARIADIC
@@ -58,6 +61,7 @@ def defop(
             shape_attrs=shape_attrs,
             permutes=permutes,
             cost=cost,
+            scratch=scratch,
             doc=doc,
         )
     )

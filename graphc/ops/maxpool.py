@@ -46,6 +46,14 @@ def _cost(out: TensorType, *inputs: TensorType, kernel_size: tuple, **attrs: Any
     return (max(t.size or 0 for t in (out, *inputs))) * kernel_size[0] * kernel_size[1]
 
 
+def _routing_scratch(out: TensorType, *inputs: TensorType, **attrs: Any) -> int:
+    """What `_routes` and `_kept` hold at once, per pooled element: `todo`, the nan
+    mask, two taps' `hit` (the loop's and the generator's next), the two nan tests of a
+    tap, and one tap's mask of the value's itemsize (a tap covers at most every window)."""
+    value, pooled = inputs[0], inputs[2]
+    return (pooled.size or 0) * (6 + value.dtype.itemsize)
+
+
 def _max_pool2d_infer(x: TensorType, **attrs: Any) -> TensorType:
     expect_rank(x, 4, "the input (N, C, H, W)", "max_pool2d")
     if x.dtype.kind not in "fi":
@@ -151,6 +159,7 @@ max_pool2d_backward = defop(
         None,
     ),
     cost=_cost,
+    scratch=_routing_scratch,
     doc="The gradient of max_pool2d: each window's cotangent added at its maximum (pooled "
     "is max_pool2d(x) with the same attrs).",
 )
@@ -190,6 +199,7 @@ max_pool2d_select = defop(
         None,
     ),
     cost=_cost,
+    scratch=_routing_scratch,
     doc="v read at each window's maximum of x (pooled is max_pool2d(x)): the adjoint of "
     "max_pool2d_backward.",
 )

@@ -190,6 +190,12 @@ def _avg_backward_kernel(
     return grad
 
 
+def _avg_backward_scratch(out: TensorType, ct: TensorType, **attrs: Any) -> int:
+    # `share`, the cotangent divided by the counts, and the (Ho, Wo) divisors
+    divisors = TensorType(ct.shape[2:], ct.dtype)
+    return (ct.size or 0) * ct.dtype.itemsize + (divisors.size or 0) * ct.dtype.itemsize
+
+
 avg_pool2d_backward = defop(
     "avg_pool2d_backward",
     inputs=("ct",),
@@ -200,6 +206,7 @@ avg_pool2d_backward = defop(
     vjp=lambda ct, out, x, needs, input_size, **attrs: (_avg_pool2d(ct, **attrs),),
     shape_attrs=("input_size",),
     cost=lambda out, ct, kernel_size, **attrs: (ct.size or 0) * kernel_size[0] * kernel_size[1],
+    scratch=_avg_backward_scratch,
     doc="The gradient of avg_pool2d (its adjoint): each window's cotangent divided by its "
     "count, added over the window of an input of input_size (H, W).",
 )

@@ -51,6 +51,8 @@ def format_plan(plan: Plan, header: str | None = None) -> str:
                 line += f"\n          result {k} -> {placed}"
         if step.frees:
             line += f"  frees {', '.join(f'b{b}' for b in step.frees)}"
+        if step.scratch:
+            line += f"  scratch {_size(step.scratch)}"
         lines.append(line)
         for attr, body in plan.bodies.get(step.index, {}).items():  # a loop's or branch's
             lines.append(f"          {attr}: " + _indented(format_plan(body), "          "))
@@ -74,7 +76,10 @@ def format_plan(plan: Plan, header: str | None = None) -> str:
     lines.append("")
     lines.append(f"in place: {len(inplace)} step(s); reused buffers: {len(reused)} step(s)")
     lines.append(f"arena (allocated once per thread): {_size(plan.arena_bytes)}")
-    lines.append(f"peak bytes of intermediates: {_size(peak_bytes(plan))}")
+    peak, scratch = _peak(plan)
+    lines.append(f"peak bytes of intermediates: {_size(peak)}")
+    if scratch:
+        lines.append(f"  of which kernels' scratch (step {scratch[0]}): {_size(scratch[1])}")
     lines.append(f"sum of all intermediates: {_size(plan.intermediate_bytes)}")
     lines.append(f"outputs allocated per call: {_size(plan.output_bytes)}")
     if plan.recycled_bytes:
@@ -102,8 +107,15 @@ def _placed(plan: Plan, name: str) -> str:
     return f"{value.type}  -> {value.kind} {where}"
 
 
-def peak_bytes(plan: Plan) -> int:
-    """The most arena bytes holding live values at any one step."""
+def peak_bytes(plan: Plan, scratch: bool = True) -> int:
+    """The most arena bytes holding live values at any one step, plus the working memory
+    (scratch) that step's kernel allocates for itself (unless `scratch=False`: arena
+    bytes only, which the arena always holds)."""
+    return _peak(plan, scratch)[0]
+
+
+def _peak(plan: Plan, scratch: bool = True) -> tuple[int, tuple[int, int] | None]:
+    """The peak bytes, and (step, scratch bytes) at the peak when that step has any."""
     arena = {b.id for b in plan.buffers if b.kind == "allocated"}
     events: dict[int, int] = {}
     for b in plan.buffers:
@@ -114,11 +126,20 @@ def peak_bytes(plan: Plan) -> int:
         for start, stop in _live_spans(plan, b.values, first, last):
             events[start] = events.get(start, 0) + b.nbytes
             events[stop + 1] = events.get(stop + 1, 0) - b.nbytes
+    for step in plan.steps if scratch else ():  # a kernel's scratch lives during its step
+        if step.scratch:
+            events[step.index] = events.get(step.index, 0) + step.scratch
+            events[step.index + 1] = events.get(step.index + 1, 0) - step.scratch
     peak = live = 0
+    at_peak = None
     for at in sorted(events):
         live += events[at]
-        peak = max(peak, live)
-    return peak
+        if live > peak:
+            peak, at_peak = live, at
+    held = 0
+    if scratch and at_peak is not None and at_peak < len(plan.steps):
+        held = plan.steps[at_peak].scratch
+    return peak, (at_peak, held) if held else None
 
 
 def _live_spans(plan: Plan, names: list[str], first: int, last: int) -> list[tuple[int, int]]:

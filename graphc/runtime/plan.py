@@ -27,6 +27,10 @@ Runtime allocation planner):
      freed among equals ("reused"; `FreeList`: a sorted list of sizes per dtype, O(log n));
    - a new arena buffer ("allocated").
    After the step, buffers whose last live value died there join the free list.
+   The step also records the bytes its kernel allocates for itself (an im2col buffer:
+   the op's `scratch` rule). They are counted in the peak (explain.py), not planned:
+   an arena slot passed to the kernel measured no faster (the allocator hands the
+   freed block back on the next call).
 
 LAYOUT: every value is C-contiguous except a transpose's (ops flagged `permutes`),
 which is its input's memory permuted, in the plan and in the reference interpreter
@@ -102,6 +106,7 @@ class Step:
     attrs: dict[str, Any]
     frees: tuple[int, ...] = ()  # buffers returned to the free list after this step
     results: tuple[str | None, ...] | None = None
+    scratch: int = 0  # bytes the kernel allocates for itself while it runs (OpDef.scratch)
 
     @property
     def written(self) -> tuple[str, ...]:
@@ -322,6 +327,7 @@ def build_plan(
                 spec.attrs[node],
                 tuple(frees),
                 results=_result_names(t, readers),
+                scratch=_scratch(opdef, node, spec),
             )
         )
 
@@ -344,6 +350,14 @@ def build_plan(
     )
     plan.arena_bytes = _lay_out(buffers)
     return plan
+
+
+def _scratch(opdef: Any, node: Node, spec: Specialized) -> int:
+    """The working memory step `node`'s kernel allocates, by its op's scratch rule."""
+    t = spec.types[node]
+    if opdef.scratch is None or isinstance(t, TupleType):
+        return 0
+    return opdef.scratch_bytes(t, *(spec.types[x] for x in node.inputs), **spec.attrs[node])
 
 
 def _result_names(t: Any, readers: dict[int, list[Node]]) -> tuple[str | None, ...] | None:

@@ -69,6 +69,7 @@ from graphc.eager.functional import (
     mm,
     numel,
     permute,
+    prod,
     reshape,
     softmax,
     squeeze,

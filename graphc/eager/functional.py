@@ -35,6 +35,12 @@ def mean(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = No
     return _t(x).mean(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
+def prod(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+         keepdims: bool | None = None) -> Any:  # fmt: skip
+    """torch.prod: prod(x), prod(x, dim=1, keepdim=True); numpy's axis/keepdims also work."""
+    return _t(x).prod(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
 def max(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
         keepdims: bool = False) -> Any:  # fmt: skip
     """torch.max: the largest value; (values, indices) along dim; maximum with a tensor."""

@@ -258,6 +258,10 @@ class TorchMethods:
              keepdims: bool | None = None) -> Any:  # fmt: skip
         return R.mean(self, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
 
+    def prod(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+             keepdims: bool | None = None) -> Any:  # fmt: skip
+        return R.prod(self, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
+
     def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
             keepdims: bool = False) -> Any:  # fmt: skip
         if dim is not None and not isinstance(dim, (int, np.integer)):

@@ -130,6 +130,24 @@ class Graph:
         self._by_name[node.name] = node
         return node
 
+    def rename(self, node: Node, name: str) -> None:
+        """Give this graph's `node` a new, unused name (its users hold the node, not the
+        name, so they follow)."""
+        if self._by_name.get(node.name) is not node:
+            raise GraphMismatchError(f"{node.describe()} is not in graph '{self.name}'")
+        if name in self._by_name:
+            raise VerifyError(f"graph '{self.name}' already has a node named '{name}'")
+        del self._by_name[node.name]
+        node.name = name
+        self._by_name[name] = node
+
+    def discard_since(self, mark: int) -> None:
+        """Drop the nodes appended after the first `mark` ones, for a builder that
+        abandons what it began to record (nodes come in order, so none kept uses them)."""
+        for node in self.nodes[mark:]:
+            del self._by_name[node.name]
+        del self.nodes[mark:]
+
     def append_copy(self, node: Node, copies: dict[Node, Node]) -> Node:
         """Append a copy of another graph's `node` (same name, op, attrs, type, meta), its
         inputs mapped through `copies`, and record the copy there."""

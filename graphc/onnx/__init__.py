@@ -9,6 +9,7 @@ from graphc.onnx import handlers_index as _handlers_index  # noqa: F401 - regist
 from graphc.onnx import handlers_math as _handlers_math  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_more as _handlers_more  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_nn as _handlers_nn  # noqa: F401 - registers handlers
+from graphc.onnx import handlers_pool as _handlers_pool  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_recurrent as _handlers_recurrent  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_shape as _handlers_shape  # noqa: F401 - registers handlers
 from graphc.onnx.importer import OnnxError, supported_op_types

@@ -130,6 +130,7 @@ def _reduce(op_type: str, axes_input_from: int) -> Any:
 
 
 exporter("sum")(_reduce("ReduceSum", 13))
+exporter("prod")(_reduce("ReduceProd", 18))
 
 
 @exporter("mean")

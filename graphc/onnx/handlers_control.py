@@ -8,8 +8,11 @@ Known values fold: an If on a known condition is its branch, inline.
 A Loop becomes a `scan` when its trip count is known at import and its body passes the
 condition through unchanged (or makes it a constant true), which is how exporters
 write `for` loops (graphc's own, torch's): then it can be differentiated and its scan
-outputs are stacked. Otherwise it is a `while_loop` (forward only), and scan outputs,
-whose length is known only at run time, are refused by name.
+outputs are stacked. A for loop whose body needs its counter known at import (a Slice
+at the counter) is unrolled instead, up to UNROLL_LIMIT trips. Otherwise it is a
+`while_loop` (forward only), and scan outputs, whose length is known only at run time,
+are refused by name. A Scan is a `scan`; opset 8's, whose values carry a batch axis, is
+one scan per example.
 """
 
 from __future__ import annotations
@@ -18,14 +21,15 @@ from typing import Any
 
 import numpy as np
 
+from graphc.ir.graph import active_graph
 from graphc.ir.types import is_symbol
-from graphc.onnx.importer import Context, Value, handler, known, needs_known
+from graphc.onnx.importer import Context, OnnxError, Value, handler, known, needs_known
 from graphc.onnx.reader import read_body
 from graphc.ops import elementwise as E
 from graphc.ops import selection as S
 from graphc.ops.flow import cond, scan, while_loop
 from graphc.ops.indexing import getitem
-from graphc.ops.shape import reshape, transpose
+from graphc.ops.shape import reshape, stack, transpose
 
 
 @handler("If")
@@ -92,7 +96,21 @@ def _loop(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         return list(carries)
     runs_to_count = first is None or known(first)
     if isinstance(trips, int) and runs_to_count and _passes_condition_through(body):
-        return _loop_as_scan(ctx, body, trips, carries, n_scan)
+        graph = active_graph() or ctx.graph
+        mark = len(graph.nodes)
+        try:
+            return _loop_as_scan(ctx, body, trips, carries, n_scan)
+        except OnnxError as exc:
+            if NEEDS_COUNTER not in str(exc):
+                raise
+            if trips > UNROLL_LIMIT:
+                raise OnnxError(
+                    f"{exc} (a for loop is unrolled for it up to {UNROLL_LIMIT} trips; this "
+                    f"one has {trips})"
+                ) from None
+            # what the abandoned scan recorded (its lifted initial counter) is dead
+            graph.discard_since(mark)
+            return _loop_unrolled(ctx, body, trips, carries, n_scan)
     if n_scan and trips is not None and _passes_condition_through(body):
         # a for loop, but its count or first condition is fed: the caller may fix them
         if not isinstance(trips, int):
@@ -119,6 +137,26 @@ def _loop_as_scan(
 
     (_, *final), ys = scan(step, (np.int64(0), *carries), length=max(trips, 0))
     return [*final, *ys]
+
+
+NEEDS_COUNTER = "computed in the body from its loop-carried"  # importer.needs_known's words
+UNROLL_LIMIT = 64
+
+
+def _loop_unrolled(
+    ctx: Context, body: Any, trips: int, carries: list[Value], n_scan: int
+) -> list[Value]:
+    """A for loop whose body needs its counter known (a Slice at the counter, a static
+    graph's bounds), of at most UNROLL_LIMIT trips: the body read once per trip with the
+    counter a constant; its scan outputs stacked."""
+    true, values, ys = np.asarray(True), list(carries), []
+    for i in range(trips):
+        outs = read_body(ctx, body, [np.int64(i), true, *values])
+        values = outs[1 : 1 + len(values)]
+        ys.append(outs[1 + len(values) :])
+    if n_scan and not ys:
+        raise ctx.error("a Loop that runs no iteration and has scan outputs is not supported")
+    return [*values, *(stack([step[k] for step in ys], axis=0) for k in range(n_scan))]
 
 
 def _loop_as_while(
@@ -169,6 +207,40 @@ def _scan(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         y = _flip(y) if backwards else y
         outs.append(_from_front(y, axis))
     return [*final, *outs]
+
+
+@handler("Scan", since=8)
+def _scan_batched(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    """Opset 8's Scan: states and scan inputs carry a batch axis first (scan inputs
+    (batch, sequence, ...)), and the body sees one example. Each example is one scan
+    (the batch must be known); sequence_lens, when given, must be the whole sequence."""
+    body = attrs["body"]
+    lens, rest = inputs[0], inputs[1:]
+    n_in = attrs["num_scan_inputs"]
+    states, xs = rest[: len(rest) - n_in], rest[len(rest) - n_in :]
+    directions = list(attrs.get("directions", [0] * n_in))
+    if not xs:
+        raise ctx.error("a Scan with no scan inputs is not supported")
+    batch = xs[0].shape[0]
+    if is_symbol(batch) or batch == 0:
+        raise ctx.error(f"Scan (opset 8) over a batch of {batch!r} is not supported (known, > 0)")
+    if lens is not None:
+        if not known(lens):
+            raise needs_known(ctx, lens, "Scan's sequence_lens")
+        if any(is_symbol(x.shape[1]) for x in xs) or np.any(np.asarray(lens) != xs[0].shape[1]):
+            raise ctx.error("Scan with sequence_lens shorter than the sequence is not supported")
+
+    def step(carry: tuple, x: tuple) -> tuple:
+        outs = read_body(ctx, body, [*carry, *x])
+        return tuple(outs[: len(states)]), tuple(outs[len(states) :])
+
+    examples = []
+    for b in range(batch):
+        fronts = [getitem(x, b) for x in xs]
+        fronts = [_flip(x) if backwards else x for x, backwards in zip(fronts, directions)]
+        final, ys = scan(step, tuple(getitem(v, b) for v in states), tuple(fronts))
+        examples.append([*final, *ys])
+    return [stack([example[k] for example in examples], axis=0) for k in range(len(examples[0]))]
 
 
 def _to_front(x: Value, axis: int) -> Value:

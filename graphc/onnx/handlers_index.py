@@ -1,12 +1,15 @@
-"""ONNX handlers: OneHot, ScatterND and ReduceProd (of known values)."""
+"""ONNX handlers: OneHot, ScatterND (and the reductions mul, max and min ScatterElements
+shares) and ReduceProd."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from graphc.ir.types import is_symbol
-from graphc.onnx.importer import Context, Value, handler, ints, is_dims, known, needs_known
+from graphc.onnx.handlers_math import _identity_of, _reduction
+from graphc.onnx.importer import Context, Value, handler, is_dims, known, needs_known
 from graphc.ops import elementwise as E
+from graphc.ops import reduce as R
 from graphc.ops import selection as S
 from graphc.ops.indexing import getitem, scatter_add, take
 from graphc.ops.reduce import _count as count
@@ -38,11 +41,12 @@ def _scatter_nd(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     """data with updates written (or added) at the index tuples of `indices` (..., k):
     the first k dims of data are flattened to one and the tuples to flat positions, so
     it is graphc's scatter_add along axis 0. Reduction 'none' needs distinct indices,
-    as ONNX says; it writes where a position is hit and keeps data elsewhere."""
+    as ONNX says; it writes where a position is hit and keeps data elsewhere. Reductions
+    mul, max and min are scatter_combine's."""
     data, indices, updates = inputs
     reduction = attrs.get("reduction", "none")
-    if reduction not in ("none", "add"):
-        raise ctx.error(f"ScatterND with reduction '{reduction}' is not supported (none, add)")
+    if reduction not in ("none", "add", *COMBINE):
+        raise ctx.error(f"ScatterND with reduction '{reduction}' is not supported")
     k = indices.shape[-1]
     if is_symbol(k):
         raise ctx.error("ScatterND's index tuples must have a known length")
@@ -66,6 +70,13 @@ def _scatter_nd(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     if reduction == "add":
         added = scatter_add(rows, flat, shape=(size, *rest), axis=0)
         return [E.add(data, reshape(added, tuple(data.shape)))]
+    if reduction in COMBINE:
+        if any(is_symbol(d) for d in count):
+            raise ctx.error(f"ScatterND with reduction '{reduction}' of a symbolic number of rows")
+        flat_rows = reshape(rows, (int(np.prod(count, dtype=np.int64)), *rest))
+        at = reshape(flat, (flat_rows.shape[0],))
+        combined = scatter_combine(ctx, reshape(data, (size, *rest)), at, flat_rows, reduction)
+        return [reshape(combined, tuple(data.shape))]
     # 'none': which update lands where (1 + its number, 0 for none), then the updates
     # gathered by it, so values are moved, never computed (-0.0 and nan payloads kept)
     if any(is_symbol(d) for d in count):
@@ -80,30 +91,61 @@ def _scatter_nd(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     return [S.where(hit, moved, data)]
 
 
+COMBINE = {"mul": R.prod, "max": R.max, "min": R.min}
+_LARGEST_COMPARISON = 2**24  # elements of the (positions, updates, ...) where below
+
+
+def scatter_combine(ctx: Context, data: Value, at: Value, rows: Value, reduction: str) -> Value:
+    """data (P, ...) with each of the n `rows` (n, ...) combined into its row at[j] by
+    reduction mul, max or min, all the updates of a repeated position included. Every
+    position is compared with every update: a (P, n, ...) where holding the update where
+    it lands and the reduction's identity elsewhere, reduced over the updates and then
+    combined with data once. Exact, and quadratic: larger cases are refused by name."""
+    op = ctx.node.op_type
+    positions, n, rest = data.shape[0], rows.shape[0], tuple(rows.shape[1:])
+    if any(is_symbol(d) for d in (positions, n, *rest)):
+        raise ctx.error(f"{op} with reduction '{reduction}' over symbolic dims is not supported")
+    if n == 0:
+        return data
+    size = positions * n * int(np.prod(rest, dtype=np.int64))
+    if size > _LARGEST_COMPARISON:
+        raise ctx.error(
+            f"{op} with reduction '{reduction}' of {n} updates into {positions} positions is "
+            f"not supported (graphc compares every update with every position: {size} pairs)"
+        )
+    dtype = np.dtype(data.dtype)
+    hit = S.eq(reshape(at, (1, n)), np.arange(positions, dtype=np.int64).reshape(positions, 1))
+    hit = reshape(hit, (positions, n, *[1] * len(rest)))
+    if reduction == "mul":
+        identity = np.ones((), dtype)
+    else:
+        identity = np.asarray(_identity_of(dtype, "low" if reduction == "max" else "high"), dtype)
+    spread = S.where(hit, reshape(rows, (1, n, *rest)), identity)
+    combined = COMBINE[reduction](spread, axis=1)
+    if reduction == "mul":
+        result = E.mul(data, combined)
+    else:
+        result = E.maximum(data, combined) if reduction == "max" else E.minimum(data, combined)
+    return S.cast(result, dtype) if np.dtype(result.dtype) != dtype else result
+
+
 def _column(positions: Value, j: int, k: int) -> Value:
     return getitem(positions, (Ellipsis, slice(j, j + 1)))
 
 
 @handler("ReduceProd")
 def _reduce_prod(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    """Products of known values, and the size of a symbolic shape (exporters write it
-    on shapes): graphc has no product op for data."""
+    """graphc's prod, in the input's type; the size of a symbolic shape (exporters write
+    ReduceProd on shapes) is a `count` node."""
     x = inputs[0]
     if is_dims(x) and len(inputs) == 1 and "axes" not in attrs:  # a symbolic shape's size
         dims = tuple(d if isinstance(d, int) else str(d) for d in x)
         with ctx.recording():
             size = count(shape=dims, dtype=np.int64)
         return [reshape(size, (1,)) if attrs.get("keepdims", 1) else size]
-    if not known(x) or is_dims(x):
-        raise ctx.error("ReduceProd of values known only at run time is not supported")
-    axes = attrs.get("axes")
-    if len(inputs) > 1 and inputs[1] is not None:
-        axes = ints(ctx, inputs[1], "ReduceProd's axes")
-    keep = bool(attrs.get("keepdims", 1))
-    if axes is not None and not len(axes) and attrs.get("noop_with_empty_axes", 0):
-        return [x]
-    axis = None if axes is None or not len(axes) else tuple(axes)
-    return [np.prod(x, axis=axis, keepdims=keep).astype(x.dtype)]
+    if is_dims(x):
+        raise ctx.error("ReduceProd of a symbolic shape along axes is not supported")
+    return _reduction(R.prod, 18)(ctx.opset >= 18)(ctx, inputs, attrs)
 
 
 __all__: list[str] = []

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.types import is_symbol
+from graphc.onnx.handlers_index import COMBINE, scatter_combine
 from graphc.onnx.handlers_nn import gc
 from graphc.onnx.importer import Context, Value, handler, known, needs_known
 from graphc.ops import elementwise as E
@@ -143,6 +144,8 @@ def _scatter_elements(ctx: Context, inputs: list[Value], attrs: dict) -> list[Va
     if reduction == "add":
         added = g.scatter_add_along_axis(updates, indices, tuple(data.shape), axis=axis)
         return [E.add(data, added)]
+    if reduction in COMBINE:
+        return [_scatter_elements_combine(ctx, data, indices, updates, axis, reduction)]
     if reduction != "none":
         raise ctx.error(f"ScatterElements with reduction '{reduction}' is not supported")
     # which update lands where (1 + its flat number, 0 for none), then moved by gathering
@@ -155,6 +158,30 @@ def _scatter_elements(ctx: Context, inputs: list[Value], attrs: dict) -> list[Va
     padded = g.concat([np.zeros((1,), np.dtype(updates.dtype)), reshape(updates, (n,))], axis=0)
     moved = g.take(padded, source, axis=0)
     return [S.where(S.gt(source, 0), moved, data)]
+
+
+def _scatter_elements_combine(
+    ctx: Context, data: Value, indices: Value, updates: Value, axis: int, reduction: str
+) -> Value:
+    """Each update's flat position in data (its own index, with indices' value along
+    axis), then scatter_combine over the flattened data."""
+    shape, count = tuple(data.shape), tuple(indices.shape)
+    if any(is_symbol(d) for d in (*shape, *count)):
+        raise ctx.error(f"ScatterElements with reduction '{reduction}' over symbolic dims")
+    strides = [int(np.prod(shape[k + 1 :], dtype=np.int64)) for k in range(len(shape))]
+    base = np.zeros(count, np.int64)  # the flat position of each update, but along axis
+    for k, n in enumerate(count):
+        if k != axis:
+            place = [1] * len(count)
+            place[k] = n
+            base = base + np.arange(n, dtype=np.int64).reshape(place) * strides[k]
+    at = S.cast(indices, np.int64)
+    at = S.where(S.lt(at, 0), E.add(at, np.int64(shape[axis])), at)  # negative: from the end
+    flat = E.add(base, E.mul(at, np.int64(strides[axis])))
+    size, n = int(np.prod(shape, dtype=np.int64)), int(np.prod(count, dtype=np.int64))
+    rows = reshape(updates, (n,))
+    combined = scatter_combine(ctx, reshape(data, (size,)), reshape(flat, (n,)), rows, reduction)
+    return reshape(combined, shape)
 
 
 @handler("TopK", since=10)

@@ -1,10 +1,10 @@
-"""ONNX handlers: convolution, pooling, normalization and dropout layers.
+"""ONNX handlers: convolution, normalization and dropout layers (pools: handlers_pool).
 
-1-D convolutions and pools are read as 2-D ones over a height of 1; 3-D ones are
-refused by name. `auto_pad` SAME_UPPER / SAME_LOWER is turned into explicit pads from
-the input's (known) spatial size. Normalizations in inference form (BatchNormalization
-with running statistics, InstanceNormalization) are written with graphc's ops, so
-known parameters fold at import.
+1-D convolutions are read as 2-D ones over a height of 1, 3-D ones as sums of grouped
+2-D ones (see _conv_3d). `auto_pad` SAME_UPPER / SAME_LOWER is turned into explicit
+pads from the input's (known) spatial size. Normalizations (BatchNormalization with running
+statistics, or in training mode with the batch's, InstanceNormalization) are written
+with graphc's ops, so known parameters fold at import.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.types import is_symbol
-from graphc.onnx.importer import Context, Value, handler, known
+from graphc.onnx.importer import Context, Value, handler, known, needs_known
 from graphc.ops import elementwise as E
 from graphc.ops import selection as S
-from graphc.ops.shape import reshape
+from graphc.ops.indexing import getitem
+from graphc.ops.shape import concat, reshape, transpose
 
 _gc: Any = None
 
@@ -32,13 +33,15 @@ def gc() -> Any:
     return _gc
 
 
-# -- convolutions and pools --------------------------------------------------------------
+# -- convolutions -----------------------------------------------------------------------
 
 
 def _spatial(ctx: Context, x: Value, op: str) -> int:
     n = len(x.shape) - 2
-    if n not in (1, 2):
-        raise ctx.error(f"{op} over {n} spatial dims is not supported (1-D and 2-D are)")
+    if n not in (1, 2, 3):
+        raise ctx.error(f"{op} over {n} spatial dims is not supported (1-D, 2-D and 3-D are)")
+    if n == 3 and any(is_symbol(d) for d in x.shape[1:3]):
+        raise ctx.error(f"a 3-D {op} over a symbolic channel or depth dim is not supported")
     return n
 
 
@@ -94,6 +97,9 @@ def _conv(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     strides = list(attrs.get("strides", [1] * n))
     dilations = list(attrs.get("dilations", [1] * n))
     pads = _pads(ctx, attrs, x, kernel, strides, dilations, n)
+    if n == 3:
+        window = (strides, dilations, pads, int(attrs.get("group", 1)))
+        return [_conv_3d(x, weight, bias, window)]
     if n == 1:
         x, weight = _as_2d(x), reshape(weight, (*weight.shape[:2], 1, weight.shape[2]))
     y = gc().conv2d(
@@ -118,6 +124,9 @@ def _conv_transpose(ctx: Context, inputs: list[Value], attrs: dict) -> list[Valu
     auto = attrs.get("auto_pad", "NOTSET")
     if "output_shape" in attrs or auto in ("SAME_UPPER", "SAME_LOWER"):
         pads, extra = _transpose_pads(ctx, x, weight, attrs, strides, dilations, extra, n)
+    if n == 3:
+        window = (strides, dilations, pads, extra, int(attrs.get("group", 1)))
+        return [_conv_transpose_3d(x, weight, bias, window)]
     if n == 1:
         x, weight = _as_2d(x), reshape(weight, (*weight.shape[:2], 1, weight.shape[2]))
     y = gc().conv_transpose2d(
@@ -129,6 +138,94 @@ def _conv_transpose(ctx: Context, inputs: list[Value], attrs: dict) -> list[Valu
         dilation=tuple(_to_2d_attrs(dilations, n, 1)),
     )  # fmt: skip
     return [_from_2d(y) if n == 1 else y]
+
+
+# A 3-D convolution is a sum over the kernel's depth taps of 2-D ones. For each tap, the
+# depth slices it pairs are folded into the channels, (N, C, D, H, W) -> (N, D*C, H, W),
+# and one grouped 2-D convolution (groups * D groups, the tap's weight tiled D times)
+# convolves every slice over (H, W) at once; its result unfolds to (N, D, O, H', W').
+
+
+def _fold_depth(x: Value) -> Value:
+    """(N, C, D, H, W) as (N, D*C, H, W), depth major."""
+    n, c, d, h, w = x.shape
+    return reshape(transpose(x, (0, 2, 1, 3, 4)), (n, d * c, h, w))
+
+
+def _unfold_depth(y: Value, depth: int) -> Value:
+    """(N, D*O, H, W) as (N, D, O, H, W)."""
+    n, channels, h, w = y.shape
+    return reshape(y, (n, depth, channels // depth, h, w))
+
+
+def _depth_tap(weight: Value, k: int, copies: int) -> Value:
+    """The weight's depth tap k, (A, B, kD, kH, kW) -> (A, B, kH, kW), tiled `copies`
+    times along its first axis (one copy per folded depth slice)."""
+    tap = getitem(weight, (slice(None), slice(None), k))
+    return concat([tap] * copies, axis=0) if copies > 1 else tap
+
+
+def _with_bias(y: Value, bias: Value) -> Value:
+    """y (N, O, D, H, W) plus a per-channel bias (O,), if any."""
+    return y if bias is None else E.add(y, reshape(bias, (bias.shape[0], 1, 1, 1)))
+
+
+def _along_depth(x: Value, index: slice) -> Value:
+    return getitem(x, (slice(None), slice(None), index))
+
+
+def _conv_3d(x: Value, weight: Value, bias: Value, window: tuple) -> Value:
+    """Conv over (D, H, W): tap k reads input depth d * stride + k * dilation (of the
+    depth-padded input) for output depth d."""
+    strides, dilations, pads, groups = window
+    depth, kernel = x.shape[2], weight.shape[2]
+    padded = gc().pad(x, ((0, 0), (0, 0), (pads[0], pads[3]), (0, 0), (0, 0)))
+    span = (kernel - 1) * dilations[0] + 1
+    out = (depth + pads[0] + pads[3] - span) // strides[0] + 1
+    total = None
+    for k in range(kernel):
+        start = k * dilations[0]
+        slices = _along_depth(padded, slice(start, start + (out - 1) * strides[0] + 1, strides[0]))
+        y = gc().conv2d(
+            _fold_depth(slices), _depth_tap(weight, k, out),
+            stride=tuple(strides[1:]), padding=(pads[1], pads[2], pads[4], pads[5]),
+            dilation=tuple(dilations[1:]), groups=groups * out,
+        )  # fmt: skip
+        y = _unfold_depth(y, out)
+        total = y if total is None else E.add(total, y)
+    return _with_bias(transpose(total, (0, 2, 1, 3, 4)), bias)
+
+
+def _conv_transpose_3d(x: Value, weight: Value, bias: Value, window: tuple) -> Value:
+    """ConvTranspose over (D, H, W): tap k sends input depth d to output depth
+    d * stride + k * dilation (zeros interleaved for the stride, then padded into
+    place); the sum over taps is cropped by the depth pads."""
+    strides, dilations, pads, extra, groups = window
+    depth, kernel = x.shape[2], weight.shape[2]
+    stride = strides[0]
+    length = (depth - 1) * stride + (kernel - 1) * dilations[0] + 1 + extra[0]
+    folded = _fold_depth(x)
+    total = None
+    for k in range(kernel):
+        y = gc().conv_transpose2d(
+            folded, _depth_tap(weight, k, depth),
+            stride=tuple(strides[1:]), padding=(pads[1], pads[2], pads[4], pads[5]),
+            output_padding=tuple(extra[1:]), groups=groups * depth,
+            dilation=tuple(dilations[1:]),
+        )  # fmt: skip
+        y = _unfold_depth(y, depth)  # (N, D, O, H', W')
+        if stride > 1:  # each slice followed by stride - 1 slices of zeros
+            n, d, o, h, w = y.shape
+            one = reshape(y, (n, d, 1, o, h, w))
+            spread = concat([one] + [S.zeros_like(one)] * (stride - 1), axis=2)
+            spread = reshape(spread, (n, d * stride, o, h, w))
+            y = getitem(spread, (slice(None), slice(0, (depth - 1) * stride + 1)))
+        start = k * dilations[0]
+        widths = ((0, 0), (start, length - start - y.shape[1]), (0, 0), (0, 0), (0, 0))
+        y = gc().pad(y, widths)
+        total = y if total is None else E.add(total, y)
+    cropped = getitem(total, (slice(None), slice(pads[0], length - pads[3])))
+    return _with_bias(transpose(cropped, (0, 2, 1, 3, 4)), bias)
 
 
 def _transpose_pads(
@@ -159,85 +256,6 @@ def _transpose_pads(
     return begins + ends, extra
 
 
-def _pool_window(ctx: Context, x: Value, attrs: dict, op: str) -> tuple:
-    n = _spatial(ctx, x, op)
-    kernel = list(attrs["kernel_shape"])
-    strides = list(attrs.get("strides", [1] * n))
-    dilations = list(attrs.get("dilations", [1] * n))
-    pads = _pads(ctx, attrs, x, kernel, strides, dilations, n)
-    return n, kernel, strides, dilations, pads
-
-
-@handler("MaxPool", since=8)
-def _max_pool(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    x = inputs[0]
-    want_indices = len(ctx.node.output) > 1 and bool(ctx.node.output[1])
-    if want_indices and attrs.get("storage_order", 0):
-        raise ctx.error("MaxPool's Indices with storage_order=1 (column major) is not supported")
-    n, kernel, strides, dilations, pads = _pool_window(ctx, x, attrs, "MaxPool")
-    x2 = _as_2d(x) if n == 1 else x
-    window = {
-        "kernel_size": tuple(_to_2d_attrs(kernel, n, 1)),
-        "stride": tuple(_to_2d_attrs(strides, n, 1)),
-        "padding": _pads_2d(pads, n),
-        "dilation": tuple(_to_2d_attrs(dilations, n, 1)),
-        "ceil_mode": bool(attrs.get("ceil_mode", 0)),
-    }
-    y = gc().max_pool2d(x2, **window)
-    outs = [_from_2d(y) if n == 1 else y]
-    if want_indices:
-        outs.append(_flat_indices(ctx, x2, y, window, n))
-    return outs
-
-
-def _flat_indices(ctx: Context, x: Value, pooled: Value, window: dict, n: int) -> Value:
-    """ONNX's Indices: each window's first maximum as a flat index into x (N, C, H, W),
-    read at the maxima (max_pool2d_select) from a table of positions, in float64 (exact
-    below 2**53 elements)."""
-    g = gc()
-    batch, channels, height, width = x.shape
-    if any(is_symbol(d) for d in (channels, height, width)):
-        raise ctx.error("MaxPool's Indices over symbolic channel or spatial dims")
-    plane = np.arange(height * width, dtype=np.float64).reshape(height, width)
-    per_channel = np.arange(channels, dtype=np.float64).reshape(channels, 1, 1) * height * width
-    with ctx.recording():
-        images = g.arange(batch, dtype="float64").reshape((batch, 1, 1, 1))
-        positions = g.cast(g.zeros_like(x), "float64") + plane + per_channel
-        positions = positions + images * float(channels * height * width)
-        found = g.cast(g.max_pool2d_select(positions, x, pooled, **window), "int64")
-    return _from_2d(found) if n == 1 else found
-
-
-@handler("AveragePool", since=7)
-def _average_pool(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    x = inputs[0]
-    n, kernel, strides, dilations, pads = _pool_window(ctx, x, attrs, "AveragePool")
-    if any(d != 1 for d in dilations):
-        raise ctx.error("AveragePool with dilations is not supported")
-    y = gc().avg_pool2d(
-        _as_2d(x) if n == 1 else x,
-        tuple(_to_2d_attrs(kernel, n, 1)),
-        stride=tuple(_to_2d_attrs(strides, n, 1)),
-        padding=_pads_2d(pads, n),
-        ceil_mode=bool(attrs.get("ceil_mode", 0)),
-        count_include_pad=bool(attrs.get("count_include_pad", 0)),
-    )
-    return [_from_2d(y) if n == 1 else y]
-
-
-def _global(reduce: str) -> Any:
-    def run(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-        x = inputs[0]
-        axes = tuple(range(2, len(x.shape)))
-        return [getattr(gc(), reduce)(x, axis=axes, keepdims=True)]
-
-    return run
-
-
-handler("GlobalAveragePool")(_global("mean"))
-handler("GlobalMaxPool")(_global("max"))
-
-
 # -- normalization ----------------------------------------------------------------------
 
 
@@ -265,15 +283,43 @@ def _layer_norm(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 
 @handler("BatchNormalization", since=9)
 def _batch_norm(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    if attrs.get("training_mode", 0) or any(ctx.node.output[1:]):
-        raise ctx.error("BatchNormalization in training mode is not supported (inference only)")
     x, scale, bias, mean, var = inputs
     rank = len(x.shape)
-    eps = np.asarray(attrs.get("epsilon", 1e-5), np.dtype(x.dtype))
+    dtype = np.dtype(x.dtype)
+    eps = np.asarray(attrs.get("epsilon", 1e-5), dtype)
+    training = bool(attrs.get("training_mode", 0)) if ctx.opset >= 14 else any(ctx.node.output[1:])
+    if training and ctx.opset < 14:  # before 14 its outputs were saved statistics
+        raise ctx.error(
+            "BatchNormalization in training mode is not supported before opset 14 "
+            "(its mean, var, saved_mean and saved_var outputs)"
+        )
+    if training:
+        return _batch_norm_training(x, scale, bias, mean, var, eps, attrs)
     # y = (x - mean) * (scale / sqrt(var + eps)) + bias, per channel
     factor = E.div(scale, E.sqrt(E.add(var, eps)))
     shifted = E.sub(x, _per_channel(mean, rank))
     return [E.add(E.mul(shifted, _per_channel(factor, rank)), _per_channel(bias, rank))]
+
+
+def _batch_norm_training(
+    x: Value, scale: Value, bias: Value, mean: Value, var: Value, eps: np.ndarray, attrs: dict
+) -> list[Value]:
+    """Training mode (opset 14 on): y normalized with the batch's statistics (the mean
+    and population variance over every dim but the channels'), and the running
+    statistics moved towards them: running = input * momentum + batch * (1 - momentum)."""
+    rank = len(x.shape)
+    dtype = np.dtype(x.dtype)
+    axes = (0, *range(2, rank))
+    batch_mean = gc().mean(x, axis=axes)
+    centred = E.sub(x, _per_channel(batch_mean, rank))
+    batch_var = gc().mean(E.mul(centred, centred), axis=axes)
+    factor = E.div(scale, E.sqrt(E.add(batch_var, eps)))
+    y = E.add(E.mul(centred, _per_channel(factor, rank)), _per_channel(bias, rank))
+    momentum = float(attrs.get("momentum", 0.9))
+    keep, take = np.asarray(momentum, dtype), np.asarray(1.0 - momentum, dtype)
+    running_mean = E.add(E.mul(mean, keep), E.mul(batch_mean, take))
+    running_var = E.add(E.mul(var, keep), E.mul(batch_var, take))
+    return [y, running_mean, running_var]
 
 
 @handler("InstanceNormalization", since=6)
@@ -294,8 +340,17 @@ def _dropout_old(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 @handler("Dropout", since=12)
 def _dropout(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     training = inputs[2] if len(inputs) > 2 else None
-    if training is not None and (not known(training) or bool(np.asarray(training))):
-        raise ctx.error("Dropout in training mode is not supported (inference only)")
+    if training is not None and not known(training):
+        raise needs_known(ctx, training, "Dropout's training_mode")
+    if training is not None and bool(np.asarray(training)):
+        # training drops at random, except with ratio 0: then it is the identity
+        ratio = inputs[1] if len(inputs) > 1 and inputs[1] is not None else np.float32(0.5)
+        if not known(ratio):
+            raise needs_known(ctx, ratio, "the ratio of a Dropout in training mode")
+        if float(np.asarray(ratio)) != 0:
+            raise ctx.error(
+                "Dropout in training mode is not supported (a random mask) unless its ratio is 0"
+            )
     x = inputs[0]
     outs = [x]
     if len(ctx.node.output) > 1 and ctx.node.output[1]:  # the mask: all kept

@@ -3,8 +3,9 @@
 The input projection of every step is one matmul before the loop (x W^T + Wb for all
 T steps at once); the loop carries h (and c) and adds h R^T + Rb per step, as
 graphc.nn's recurrent layers do. Gate orders are ONNX's: LSTM i, o, f, c; GRU z, r, h.
-Refused by name: sequence_lens other than all full, peepholes, clip, input_forget,
-activations other than the defaults (LSTM/GRU: Sigmoid, Tanh, Tanh; RNN: Tanh or Relu).
+LSTM's peepholes (P) are read: the i and f gates see c_{t-1}, the o gate the new c_t.
+Refused by name: sequence_lens other than all full, clip, input_forget, activations
+other than the defaults (LSTM/GRU: Sigmoid, Tanh, Tanh; RNN: Tanh or Relu).
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ def _check(ctx: Context, op: str, inputs: list[Value], attrs: dict, x: Value) ->
     for key in ("clip",) + (("input_forget",) if op == "LSTM" else ()):
         if attrs.get(key):
             raise ctx.error(f"{op} with {key} is not supported")
-    if op == "LSTM" and len(inputs) > 7 and inputs[7] is not None:
-        raise ctx.error("LSTM with peepholes (P) is not supported")
     acts = [a.decode() if isinstance(a, bytes) else a for a in attrs.get("activations", [])]
     if op == "RNN":
         if any(a not in ("Tanh", "Relu") for a in acts) or len(set(acts)) > 1:
@@ -49,8 +48,9 @@ def _check(ctx: Context, op: str, inputs: list[Value], attrs: dict, x: Value) ->
         raise ctx.error(f"{op} activations {acts} are not supported (the defaults)")
 
 
-def _cell(op: str, attrs: dict, hidden: int) -> Any:
-    """step(carry, xw_t, R^T, Rb) -> new carry (a tuple), for one direction."""
+def _cell(op: str, attrs: dict, hidden: int, peep: Value = None) -> Any:
+    """step(carry, xw_t, R^T, Rb) -> new carry (a tuple), for one direction; `peep` is
+    an LSTM's peephole weights (3H: i, o, f) for that direction, or None."""
     acts = [a.decode() if isinstance(a, bytes) else a for a in attrs.get("activations", [])]
     squash = E.relu if op == "RNN" and acts and acts[0] == "Relu" else E.tanh
 
@@ -60,9 +60,15 @@ def _cell(op: str, attrs: dict, hidden: int) -> Any:
     def lstm(carry: tuple, xw: Value, r: Value, rb: Value) -> tuple:
         h, c = carry
         g = E.add(E.add(xw, matmul(h, r)), rb)
-        i, o, f = (E.sigmoid(_gates(g, k, hidden)) for k in range(3))
+        pre_i, pre_o, pre_f = (_gates(g, k, hidden) for k in range(3))
+        if peep is not None:  # i and f see the previous cell, o the new one
+            pre_i = E.add(pre_i, E.mul(_gates(peep, 0, hidden), c))
+            pre_f = E.add(pre_f, E.mul(_gates(peep, 2, hidden), c))
+        i, f = E.sigmoid(pre_i), E.sigmoid(pre_f)
         c_new = E.add(E.mul(f, c), E.mul(i, E.tanh(_gates(g, 3, hidden))))
-        return (E.mul(o, E.tanh(c_new)), c_new)
+        if peep is not None:
+            pre_o = E.add(pre_o, E.mul(_gates(peep, 1, hidden), c_new))
+        return (E.mul(E.sigmoid(pre_o), E.tanh(c_new)), c_new)
 
     def gru(carry: tuple, xw: Value, r: Value, rb: Value) -> tuple:
         (h,) = carry
@@ -112,7 +118,8 @@ def _recurrent(op: str, states: int) -> Any:
                     init = getitem(init, d)
                 carry.append(init)
             xw = E.add(matmul(x, transpose(w_d, (1, 0))), wb)  # every step's projection
-            cell = _cell(op, attrs, hidden)
+            peep = getitem(inputs[7], d) if op == "LSTM" and inputs[7] is not None else None
+            cell = _cell(op, attrs, hidden, peep)
             r_t = transpose(r_d, (1, 0))
 
             def step(

@@ -140,10 +140,7 @@ def _free(graph: Graph, name: str) -> None:
     node = graph.node(name)
     if node.kind == "placeholder":
         return  # an input returned as it is: the output gets the name below
-    fresh = graph.fresh_name(f"{name}_value")
-    del graph._by_name[name]
-    node.name = fresh
-    graph._by_name[fresh] = node
+    graph.rename(node, graph.fresh_name(f"{name}_value"))
 
 
 def initializers(model: Any) -> dict[str, np.ndarray]:

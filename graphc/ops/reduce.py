@@ -1,4 +1,4 @@
-"""Reductions: sum, mean, max, min, argmax, argmin, logsumexp, and var built on them."""
+"""Reductions: sum, prod, mean, max, min, argmax, argmin, logsumexp, and var built on them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
 from graphc.ir.types import Shape, TensorType, as_dtype, as_shape, normalize_axes, normalize_axis
 from graphc.ops import elementwise as E
+from graphc.ops import indexing as I
 from graphc.ops import shape as S
 from graphc.ops.defop import defop, into, ufunc_dtype
 
@@ -116,6 +117,84 @@ sum = defop(
     ),
     cost=_reduce_cost,
     doc="Sum over axis (all by default). gc.sum(x, axis=1, keepdims=True)",
+)
+
+
+def _prod_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any, keepdims: bool) -> tuple:
+    # d prod(x) / d x_i = the product of the other elements of x_i's group. Not out / x_i:
+    # that is nan at a zero, where the gradient is the product of the rest
+    return (keep_reduced(ct, x.shape, axis, keepdims) * _others_product(x, axis),)
+
+
+def _others_product(x: Any, axis: tuple[int, ...] | None) -> Any:
+    """For each element of x, the product of the other elements the reduction over
+    `axis` combines with it: the reduced axes moved last and flattened, the product
+    before each position times the product after it, with no division, so it is right
+    at zeros and differentiable again. Along a symbolic reduced dim, see _others_where."""
+    rank = len(x.shape)
+    axes = tuple(range(rank)) if axis is None else axis
+    kept = [a for a in range(rank) if a not in axes]
+    reduced = [x.shape[a] for a in axes]
+    if not all(isinstance(d, int) for d in reduced):
+        return _others_where(x, axis)
+    order = (*kept, *axes)
+    moved = S.transpose(x, order) if order != tuple(range(rank)) else x
+    n = math.prod(reduced)
+    flat = S.reshape(moved, (*moved.shape[: len(kept)], n))
+    others = S.reshape(_before(flat, n) * _after(flat, n), moved.shape)
+    inverse = tuple(order.index(a) for a in range(rank))
+    return S.transpose(others, inverse) if order != tuple(range(rank)) else others
+
+
+def _before(v: Any, n: int) -> Any:
+    """The product of the elements before each position of the last axis (n long): v
+    moved one place on, then an inclusive product scan by doubling (after the step of
+    shift s every position holds the product of the 2s elements ending there)."""
+    result = _shift(v, 1, n)
+    shift = 1
+    while shift < n:
+        result = result * _shift(result, shift, n)
+        shift *= 2
+    return result
+
+
+def _after(v: Any, n: int) -> Any:
+    """The product of the elements after each position of the last axis."""
+    backwards = (Ellipsis, slice(None, None, -1))
+    return I.getitem(_before(I.getitem(v, backwards), n), backwards)
+
+
+def _shift(v: Any, places: int, n: int) -> Any:
+    """v moved `places` on along its last axis (n long), ones moved in at the start."""
+    if places >= n:
+        return E.ones_like(v)
+    start = E.ones_like(I.getitem(v, (Ellipsis, slice(0, places))))
+    return S.concat([start, I.getitem(v, (Ellipsis, slice(0, n - places)))], axis=-1)
+
+
+def _others_where(x: Any, axis: tuple[int, ...] | None) -> Any:
+    """The product of the others where the group's size is known only at run time:
+    with no zero in the group it is prod / x_i; with one zero, the product of the rest
+    at the zero and 0 elsewhere; with more, 0. Exact in the first derivative; its own
+    derivative treats which elements are zero as fixed (wrong only at zeros)."""
+    zero = E.eq(x, 0)
+    zeros = sum(zero, axis=axis, keepdims=True)
+    nonzero = E.where(zero, E.ones_like(x), x)
+    rest = prod(nonzero, axis=axis, keepdims=True)  # the product of the nonzero elements
+    none_zero = E.where(E.eq(zeros, 0), rest / nonzero, E.zeros_like(x))
+    return E.where(zero, E.where(E.eq(zeros, 1), rest, E.zeros_like(rest)), none_zero)
+
+
+# d prod(x) = broadcast(d out) * the product of the others
+prod = defop(
+    "prod",
+    infer=_reduce_infer(_sum_dtype),
+    kernel=_reduce_kernel(np.prod, np.multiply),
+    attrs={"axis": None, "keepdims": False},
+    canonicalize=_axes_canon("prod"),
+    vjp=_prod_vjp,
+    cost=_reduce_cost,
+    doc="Product over axis (all by default), as numpy's. gc.prod(x, axis=1, keepdims=True)",
 )
 
 

@@ -93,3 +93,34 @@ def test_constants_are_private_read_only_copies() -> None:
     array[0] = 100
     assert c.node.value[0] == 0
     assert not c.node.value.flags.writeable
+
+
+def test_rename_keeps_users_and_refuses_a_taken_name() -> None:
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", (2,), "float32")
+        y = gc.exp(x)
+        gc.output(y + 1.0, name="out")
+    node = g.node("exp")
+    g.rename(node, "e")
+    assert "exp" not in g and g.node("e") is node
+    assert "%e: f32[2] = exp(%x)" in str(g) and "add(%e" in str(g)
+    gc.verify(g)
+    with pytest.raises(gc.VerifyError, match="already has a node named 'x'"):
+        g.rename(node, "x")
+
+
+def test_discard_since_drops_only_unused_tail_nodes() -> None:
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", (2,), "float32")
+        y = gc.exp(x)
+    mark = len(g.nodes)
+    with g:
+        gc.tanh(y)
+        gc.sin(y)
+    g.discard_since(mark)
+    assert [n.name for n in g.nodes] == ["x", "exp"] and "tanh" not in g
+    with g:
+        gc.output(gc.tanh(y), name="out")  # the name is free again
+    gc.verify(g)

@@ -188,3 +188,86 @@ def test_scan_with_axes_and_directions(axis: int, direction: int) -> None:
     feeds["w"] = rng.normal(size=3).astype(np.float32)
     graph = _both(model, feeds)
     assert "scan" in {n.op for n in graph.op_nodes}
+
+
+@pytest.mark.parametrize("direction", [0, 1])
+def test_opset_8_scan_runs_each_example_of_its_batch(direction: int) -> None:
+    """Opset 8's Scan: states (batch, ...) and inputs (batch, sequence, ...), sequence_lens
+    all full; a running sum and a running product over each example."""
+    x = helper.make_tensor_value_info("x", F, [3, 4, 2])
+    s0 = helper.make_tensor_value_info("s0", F, [3, 2])
+    outs = [helper.make_tensor_value_info(n, F, None) for n in ("sum", "prod", "ys")]
+    body = helper.make_graph(
+        [
+            helper.make_node("Add", ["s", "x_t"], ["s_out"]),
+            helper.make_node("Mul", ["p", "x_t"], ["p_out"]),
+            helper.make_node("Sub", ["s_out", "p_out"], ["y_t"]),
+        ],
+        "body",
+        [helper.make_tensor_value_info(n, F, [2]) for n in ("s", "p", "x_t")],
+        [helper.make_tensor_value_info(n, F, [2]) for n in ("s_out", "p_out", "y_t")],
+    )
+    lens = numpy_helper.from_array(np.full(3, 4, np.int64), "lens")
+    node = helper.make_node(
+        "Scan", ["lens", "s0", "s0", "x"], ["sum", "prod", "ys"], body=body, num_scan_inputs=1,
+        directions=[direction],
+    )  # fmt: skip
+    graph = helper.make_graph([node], "m", [s0, x], outs, [lens])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 8
+    rng = np.random.default_rng(direction)
+    feeds = {"s0": rng.normal(size=(3, 2)).astype(np.float32)}
+    feeds["x"] = rng.normal(size=(3, 4, 2)).astype(np.float32)
+    sums, prods, ys = [], [], []
+    for b in range(3):
+        s, p, y = feeds["s0"][b], feeds["s0"][b], []
+        for t in range(4)[:: -1 if direction else 1]:
+            s, p = s + feeds["x"][b, t], p * feeds["x"][b, t]
+            y.append(s - p)
+        sums, prods, ys = [*sums, s], [*prods, p], [*ys, np.stack(y)]
+    graph = gc.onnx.import_model(model)
+    for got in (gc.run(graph, feeds), gc.compile(graph, opt_level=2)(**feeds)):
+        for a, want in zip(got, (np.stack(sums), np.stack(prods), np.stack(ys))):
+            np.testing.assert_allclose(a, want, rtol=1e-6, atol=1e-6)
+
+
+def _slicing_loop(trips: int) -> onnx.ModelProto:
+    """acc = x; for i in range(trips): acc = acc + table[i:i+1] (a Slice at the counter,
+    which a static graph must know); ys[i] = acc."""
+    x = helper.make_tensor_value_info("x", F, [1])
+    body_in = [
+        helper.make_tensor_value_info("i", TensorProto.INT64, []),
+        helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+        helper.make_tensor_value_info("acc", F, [1]),
+    ]
+    nodes = [
+        _const("zero", np.array([0], np.int64)),
+        _const("one", np.int64(1)),
+        helper.make_node("Add", ["i", "one"], ["end"]),
+        helper.make_node("Unsqueeze", ["i", "zero"], ["start_1"]),
+        helper.make_node("Unsqueeze", ["end", "zero"], ["end_1"]),
+        helper.make_node("Slice", ["table", "start_1", "end_1"], ["row"]),
+        helper.make_node("Add", ["acc", "row"], ["acc_out"]),
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        helper.make_node("Identity", ["acc_out"], ["y_t"]),
+    ]
+    outs = [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, [])]
+    outs += [helper.make_tensor_value_info(n, F, [1]) for n in ("acc_out", "y_t")]
+    body = helper.make_graph(nodes, "body", body_in, outs)
+    top = [
+        _const("table", np.arange(trips, dtype=np.float32) ** 2),
+        _const("cond", np.array(True)),
+        _const("M", np.int64(trips)),
+        helper.make_node("Loop", ["M", "cond", "x"], ["y", "ys"], body=body),
+    ]
+    y = helper.make_tensor_value_info("y", F, [1])
+    return _model(top, [x], [y, helper.make_tensor_value_info("ys", F, [trips, 1])])
+
+
+def test_a_for_loop_slicing_at_its_counter_is_unrolled() -> None:
+    graph = _both(_slicing_loop(6), {"x": np.array([0.5], np.float32)})
+    assert not {"scan", "while_loop"} & {n.op for n in graph.op_nodes}
+    users = graph.users()
+    assert all(users.get(n) for n in graph.op_nodes)  # nothing of the abandoned scan is left
+    with pytest.raises(OnnxError, match="loop-carried.*unrolled for it up to 64 trips"):
+        gc.onnx.import_model(_slicing_loop(65))  # past the unrolling limit: refused by name

@@ -24,15 +24,7 @@ CASES = [c for c in load_cases() if set(op_types(c.model.graph)) <= SUPPORTED]
 
 # forms graphc refuses by name, each for a stated reason (docs/onnx.md)
 REFUSED = {
-    "ReduceProd of values known only at run time": "graphc has no product op for data",
-    "with reduction '": "ScatterND / ScatterElements: only reductions none and add are read",
-    "spatial dims is not supported": "3-D convolutions and pools (graphc has 1-D and 2-D)",
-    "AveragePool with dilations": "graphc's avg_pool2d has no dilation (as torch's)",
-    "in training mode is not supported": "BatchNormalization, Dropout: inference only",
-    "Indices with storage_order=1": "MaxPool's column-major indices",
-    "with peepholes": "LSTM peepholes (torch's LSTM has none)",
-    "Scan is supported from opset 9 on": "opset 8's Scan has a batch axis and lengths",
-    "computed in the body from its loop-carried": "a slice at a loop counter (test_loop11)",
+    "Dropout in training mode is not supported": "Dropout: inference only (random masks)",
 }
 
 

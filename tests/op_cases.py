@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 import graphc as gc
+import graphc.ops.linalg
 from graphc.ir.registry import all_ops
 from graphc.ops.dispatch import bind
 
@@ -300,6 +301,7 @@ _case("full_like", "ones", gc.ones_like, [B(4)], np.ones_like)
 _AXES = [(None, False), (1, False), (-1, True), ((0, 2), False), ((0, 2), True), (0, True)]
 for _name, _fn, _ref in [
     ("sum", gc.sum, np.sum),
+    ("prod", gc.prod, np.prod),
     ("mean", gc.mean, np.mean),
     ("max", gc.max, np.max),
     ("min", gc.min, np.min),
@@ -308,13 +310,29 @@ for _name, _fn, _ref in [
         _case(_name, f"axis{_axis}_keep{int(_keep)}".replace(" ", ""),
               lambda x, f=_fn, a=_axis, k=_keep: f(x, axis=a, keepdims=k), [F(2, 3, 4)],
               lambda x, r=_ref, a=_axis, k=_keep: r(x, axis=a, keepdims=k),
-              rtol=2e-5 if _name in ("sum", "mean") else None, smooth=_name in ("sum", "mean"))  # fmt: skip
+              rtol=2e-5 if _name in ("sum", "mean") else None,
+              smooth=_name in ("sum", "prod", "mean"))  # fmt: skip
     _case(_name, "int", lambda x, f=_fn: f(x, axis=0), [I(3, 4)], lambda x, r=_ref: r(x, axis=0))
     _case(_name, "0d", _fn, [F()], _ref)
 _case("sum", "bool", lambda x: gc.sum(x, axis=1), [B(3, 4)], lambda x: np.sum(x, axis=1))
+_case("prod", "bool", lambda x: gc.prod(x, axis=1), [B(3, 4)], lambda x: np.prod(x, axis=1))
+_case("prod", "int32", lambda x: gc.prod(x, axis=1), [I(3, 4, dtype="int32")],
+      lambda x: np.prod(x, axis=1))  # fmt: skip
+# the gradient at zeros: the product of the others (not out / x, nan there), in rows with
+# no zero, one and two; smooth: the product of the others is differentiable again
+_case("prod", "zeros", lambda x: gc.prod(x, axis=1),
+      [Arg((3, 4), FLOAT, "fixed", value=[[1.5, -2.0, 0.5, 3.0], [0.0, 2.0, -1.5, 0.5],
+                                          [0.0, 2.0, 0.0, 0.5]])],
+      lambda x: np.prod(x, axis=1), grad=(True,))  # fmt: skip
+_case("prod", "empty_axis", lambda x: gc.prod(x, axis=1), [F(2, 0)],
+      lambda x: np.prod(x, axis=1))  # fmt: skip
+_case("prod", "zeros_all", gc.prod,
+      [Arg((2, 3), FLOAT, "fixed", value=[[1.5, -2.0, 0.5], [0.0, 2.0, -1.5]])],
+      np.prod, grad=(True,))  # fmt: skip
 # a 0-d input has the one axis 0 (also -1), as in PyTorch: its element is reduced
 for _name, _fn, _ref in [
     ("sum", gc.sum, np.sum),
+    ("prod", gc.prod, np.prod),
     ("mean", gc.mean, np.mean),
     ("max", gc.max, np.max),
     ("min", gc.min, np.min),
@@ -513,6 +531,21 @@ for _label, _a, _b in [
     _case("matmul", _label, gc.matmul, [F(*_a), F(*_b)], np.matmul, rtol=1e-5, atol=1e-5)
 _case("matmul", "int", gc.matmul, [I(2, 3), I(3, 2)], np.matmul)
 _case("matmul", "mixed", gc.matmul, [I(2, 3), F(3)], np.matmul, grad=(False, True))
+
+_contract_rows = graphc.ops.linalg.contract_rows
+
+
+def _rows_ref(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    leading = list(range(x.ndim - 1))
+    return np.tensordot(x, y, axes=(leading, leading))
+
+
+for _label, _a, _b in [("2d", (5, 3), (5, 4)), ("3d", (2, 5, 3), (2, 5, 4)), ("1d", (3,), (4,))]:
+    _case(
+        "contract_rows", _label, _contract_rows, [F(*_a), F(*_b)], _rows_ref, rtol=1e-5, atol=1e-5
+    )
+_case("contract_rows", "empty", _contract_rows, [F(0, 3), F(0, 2)], _rows_ref)
+_case("contract_rows", "int", _contract_rows, [I(4, 2), I(4, 3)], _rows_ref)
 
 
 def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -733,6 +766,7 @@ def _fori_ref(x: np.ndarray) -> np.ndarray:
 
 import tests.cases.activation  # noqa: E402, F401
 import tests.cases.arrays  # noqa: E402, F401
+import tests.cases.attention  # noqa: E402, F401
 import tests.cases.conv  # noqa: E402, F401
 import tests.cases.norm  # noqa: E402, F401
 import tests.cases.random  # noqa: E402, F401

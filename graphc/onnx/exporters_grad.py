@@ -8,6 +8,9 @@ backward from `gc.gradients`) export too.
   divisor table, computed at export from the known sizes), spread over its window by a
   ConvTranspose with a kernel of ones, per image and channel.
 - layer_norm_grad: rstd (g - mean(g) - xhat mean(g xhat)), written out.
+- contract_rows (matmul's weight gradient): both operands flattened to rows (Flatten
+  at the last axis, symbolic leading dims included), then MatMul of the first one
+  transposed.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import numpy as np
 
 from graphc.ir.graph import Node
 from graphc.ir.types import is_symbol
+from graphc.onnx.exporters import computed
 from graphc.onnx.importer import OnnxError
 from graphc.onnx.writer import Writer, exporter
 from graphc.ops.pool import window_divisor
@@ -118,3 +122,15 @@ def _layer_norm_grad(w: Writer, node: Node, ins: list[str]) -> list[str]:
 
 
 __all__: list[str] = []
+
+
+@exporter("contract_rows")
+def _contract_rows(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    bools = node.type.dtype == np.bool_
+    x, y = (w.cast(n, np.bool_, np.int32) for n in ins) if bools else computed(w, node, ins)
+    axis = node.inputs[0].type.rank - 1
+    rows_x, rows_y = (w.one("Flatten", [v], axis=axis) for v in (x, y))
+    product = w.one("MatMul", [w.one("Transpose", [rows_x], perm=[1, 0]), rows_y])
+    if bools:  # any(a and b) over the rows: a count above zero
+        return [w.one("Greater", [product, w.const(np.zeros((), np.int32))])]
+    return [product]

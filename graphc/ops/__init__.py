@@ -6,6 +6,7 @@ package registers them all and the graph-value backend.
 
 from types import ModuleType as _ModuleType
 
+from graphc.ops import attention as _attention  # noqa: F401 - registers attention
 from graphc.ops import constant as _constant  # noqa: F401 - registers the constant op
 from graphc.ops import control as _control  # noqa: F401 - registers cond, scan, while_loop
 from graphc.ops import conv_epilogue as _conv_epilogue  # noqa: F401 - registers conv2d_epilogue
@@ -59,7 +60,7 @@ from graphc.ops.nn import cross_entropy, log_softmax, mse_loss, one_hot, softmax
 from graphc.ops.norm import *
 from graphc.ops.pool import *
 from graphc.ops.random import *
-from graphc.ops.reduce import argmax, argmin, logsumexp, max, mean, min, sum, var
+from graphc.ops.reduce import argmax, argmin, logsumexp, max, mean, min, prod, sum, var
 from graphc.ops.selection import (  # clamp and clip: activation's, which take tensor bounds
     cast,
     eq,

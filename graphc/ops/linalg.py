@@ -43,7 +43,12 @@ def _matmul_vjp(ct: Any, out: Any, a: Any, b: Any, needs: tuple) -> tuple:
     if needs[0]:
         ga = E.unbroadcast(matmul(ct2, S.swapaxes(b2, -1, -2)), a2)
         ga = S.reshape(ga, a.shape) if len(a.shape) == 1 else ga
-    if needs[1]:
+    if needs[1] and len(b.shape) == 2 and len(a.shape) > 2:
+        # a batch of activations times one weight: the weight's gradient is one GEMM
+        # over every row of the batch (as torch's linear), not a GEMM per batch entry
+        # and a sum of their (k, n) products
+        gb = contract_rows(a, ct)
+    elif needs[1]:
         gb = E.unbroadcast(matmul(S.swapaxes(a2, -1, -2), ct2), b2)
         gb = S.reshape(gb, b.shape) if len(b.shape) == 1 else gb
     return ga, gb
@@ -62,4 +67,43 @@ matmul = defop(
     vjp=_matmul_vjp,
     cost=_matmul_cost,
     doc="Matrix product with numpy's rules (batched, 1-D promoted). gc.matmul(x, w) is x @ w",
+)
+
+
+def _contract_rows_infer(x: TensorType, y: TensorType) -> TensorType:
+    if x.rank == 0 or x.shape[:-1] != y.shape[:-1]:
+        raise ShapeError(
+            f"contract_rows: operands need the same leading dims and at least one dim, got "
+            f"{format_shape(x.shape)} and {format_shape(y.shape)}"
+        )
+    return TensorType(
+        (x.shape[-1], y.shape[-1]), ufunc_dtype(np.matmul, "contract_rows", x.dtype, y.dtype)
+    )
+
+
+def _contract_rows_kernel(
+    x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
+    rows = x.reshape(-1, x.shape[-1])
+    return np.matmul(rows.T, y.reshape(len(rows), y.shape[-1]), out=out)
+
+
+def _contract_rows_cost(out: TensorType, x: TensorType, y: TensorType) -> int:
+    rows = 1
+    for d in x.shape[:-1]:
+        rows *= d if isinstance(d, int) else 1
+    return 2 * rows * (out.size or 0)
+
+
+contract_rows = defop(
+    "contract_rows",
+    inputs=("x", "y"),
+    infer=_contract_rows_infer,
+    kernel=_contract_rows_kernel,
+    # d(x^T y) = dx^T y + x^T dy: ct_x = y ct^T and ct_y = x ct, row by row
+    vjp=lambda ct, out, x, y, needs: (matmul(y, S.swapaxes(ct, 0, 1)), matmul(x, ct)),
+    cost=_contract_rows_cost,
+    doc="x^T @ y over all rows: x (..., k) and y (..., n) with the same leading dims give "
+    "(k, n), the leading dims flattened into the one contracted axis (the weight gradient "
+    "of a batch of rows times a matrix, as one GEMM).",
 )

@@ -9,15 +9,17 @@
         reaches its own fixed point, so other changes need no second round. Then
         optimize_bodies runs the level's pipeline in every cond, scan and while_loop
         body (and so in theirs).
-    O2  the cleanups and the bodies, then fuse_matmul_epilogue, fuse_conv_epilogue,
+    O2  the cleanups and the bodies, then recognize_softmax (spelled-out softmax as
+        the op), fuse_attention, fuse_matmul_epilogue, fuse_conv_epilogue,
         fuse_elementwise and a last DCE
 
 Every level computes what O0 computes, bit for bit: `simplify` runs only its exact
 rules. `fast_math=True` swaps in `simplify_fast_math`, which may also run the
 value-changing ones (reassociated scales, stable log forms; see passes/simplify.py),
 and runs `fold_batch_norm` after it (per-channel scales and shifts folded into a
-conv2d's or matmul's constant weight: passes/batchnorm.py); the report says so in its
-header and tags each value-changing rewrite that fired.
+conv2d's or matmul's constant weight: passes/batchnorm.py), then
+`recognize_layer_norm` (spelled-out layer norm as the op: passes/recognize.py); the
+report says so in its header and tags each value-changing rewrite that fired.
 
 Every pass is a function `graph -> new graph` taking an optional `log`, so the
 pipeline can time each one, count nodes before and after, and verify the result
@@ -34,6 +36,7 @@ from graphc.ir.errors import GraphcError, VerifyError
 from graphc.ir.graph import Graph, expect_graph
 from graphc.ir.verify import verify as verify_graph
 from graphc.passes import control
+from graphc.passes.attention import fuse_attention
 from graphc.passes.batchnorm import fold_batch_norm
 from graphc.passes.control import simplify_control_flow
 from graphc.passes.conv_epilogue import fuse_conv_epilogue
@@ -42,6 +45,7 @@ from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.epilogue import fuse_matmul_epilogue
 from graphc.passes.fold import fold_constants
 from graphc.passes.fuse import fuse_elementwise
+from graphc.passes.recognize import recognize_layer_norm, recognize_softmax
 from graphc.passes.report import OptimizationReport, PassLog
 from graphc.passes.simplify import simplify, simplify_fast_math
 
@@ -56,6 +60,8 @@ CLEANUPS: tuple[Pass, ...] = (
 )
 # constants copied into fused bodies may leave their outer copies unused: DCE last
 FUSION: tuple[Pass, ...] = (
+    recognize_softmax,
+    fuse_attention,
     fuse_matmul_epilogue,
     fuse_conv_epilogue,
     fuse_elementwise,
@@ -94,12 +100,13 @@ def run_pass(graph: Graph, pass_: Pass, report: OptimizationReport, verify: bool
 
 def with_fast_math(passes: Sequence[Pass], fast_math: bool) -> tuple[Pass, ...]:
     """`passes`, with `simplify` allowed its value-changing rules when `fast_math`, and
-    `fold_batch_norm` (value-changing too) right after it."""
+    `fold_batch_norm` and `recognize_layer_norm` (value-changing too) right after it."""
     if not fast_math:
         return tuple(passes)
     result: list[Pass] = []
     for p in passes:
-        result += [simplify_fast_math, fold_batch_norm] if p is simplify else [p]
+        fast = [simplify_fast_math, fold_batch_norm, recognize_layer_norm]
+        result += fast if p is simplify else [p]
     return tuple(result)
 
 

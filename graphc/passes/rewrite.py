@@ -121,7 +121,12 @@ class Match:
     def used_once(self, node: Node) -> bool:
         """Whether `node` (an input of the candidate) has no user besides the candidate.
         Counted on the old graph; a node a replacement made is used by it alone."""
-        return self._rewriter.uses.get(node, 1) <= 1
+        return self.uses(node) <= 1
+
+    def uses(self, node: Node) -> int:
+        """How many times `node` is an input (a node reading it twice counts twice),
+        counted on the old graph; 1 for a node a replacement made."""
+        return self._rewriter.uses.get(node, 1)
 
     def users_ignore_layout(self) -> bool:
         """Whether every user of the candidate is an elementwise op or an output, whose

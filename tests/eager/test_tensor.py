@@ -135,6 +135,8 @@ def test_every_registry_op_is_a_tensor_method_and_an_eager_function() -> None:
     # control flow functions (result reads a scan's or cond's results), not called by users
     internal = {"constant", "count", "fused", "matmul_epilogue", "conv2d_epilogue", "custom_vjp"}
     internal.add("result")
+    internal.add("contract_rows")  # made by matmul's gradient rule
+    internal.add("attention")  # made by fuse_attention
     control = {"cond", "scan", "while_loop"}  # functions of functions, not Tensor methods
     public = set(all_ops()) - internal
     # ops that are torch.nn.functional functions (conv2d, layer_norm, ...) need no method

@@ -17,7 +17,16 @@ from tests.ops.op_grads import backward_graph, forward_values, pullback
 CASES = all_cases()
 # ops whose type rule must accept symbolic dims wherever the concrete case has sizes > 1
 SYMBOLIC_OK = {"sum", "mean", "max", "min", "argmax", "logsumexp", "count", "transpose"}
-SYMBOLIC_OK |= {"matmul", "softmax", "log_softmax", "one_hot", "take", "constant"}
+SYMBOLIC_OK |= {
+    "matmul",
+    "softmax",
+    "log_softmax",
+    "one_hot",
+    "take",
+    "constant",
+    "prod",
+    "contract_rows",
+}
 
 
 @pytest.mark.parametrize("case", BUILDER_CASES, ids=lambda c: c.id)

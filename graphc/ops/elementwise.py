@@ -78,8 +78,12 @@ def _unary(name: str, ufunc: np.ufunc, vjp: Any, doc: str) -> Any:
 def _float_kernel(body: Any, op: str) -> Any:
     """A kernel computing in the float dtype numpy gives `op` (ints become float64)."""
 
+    dtypes: dict[np.dtype, np.dtype] = {}  # numpy's resolution, once per input dtype
+
     def kernel(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        dtype = ufunc_dtype(np.tanh, op, x.dtype)
+        dtype = dtypes.get(x.dtype)
+        if dtype is None:
+            dtype = dtypes[x.dtype] = ufunc_dtype(np.tanh, op, x.dtype)
         if out is None:
             out = np.empty(x.shape, dtype)
         return body(x.astype(dtype, copy=False), out)

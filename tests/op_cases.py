@@ -527,6 +527,7 @@ for _label, _a, _b in [
     ("batch_bcast", (2, 1, 3, 4), (5, 4, 2)),
     ("vec_batch", (4,), (2, 4, 3)),
     ("batch_vec", (2, 3, 4), (4,)),
+    ("batch_empty_inner", (2, 3, 0), (0, 4)),  # the weight gradient's rows have k = 0
 ]:
     _case("matmul", _label, gc.matmul, [F(*_a), F(*_b)], np.matmul, rtol=1e-5, atol=1e-5)
 _case("matmul", "int", gc.matmul, [I(2, 3), I(3, 2)], np.matmul)
@@ -545,6 +546,7 @@ for _label, _a, _b in [("2d", (5, 3), (5, 4)), ("3d", (2, 5, 3), (2, 5, 4)), ("1
         "contract_rows", _label, _contract_rows, [F(*_a), F(*_b)], _rows_ref, rtol=1e-5, atol=1e-5
     )
 _case("contract_rows", "empty", _contract_rows, [F(0, 3), F(0, 2)], _rows_ref)
+_case("contract_rows", "empty_k", _contract_rows, [F(2, 3, 0), F(2, 3, 4)], _rows_ref)
 _case("contract_rows", "int", _contract_rows, [I(4, 2), I(4, 3)], _rows_ref)
 
 

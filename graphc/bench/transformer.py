@@ -16,9 +16,9 @@ the check compares the loss and the parameters after one step.
 Memory (the issue's goal: the compiled step's peak <= 0.7x eager's) is the bench's
 usual "peak mem": tracemalloc's peak over one step plus what the mode keeps between
 steps (the compiled plan's arena; the parameters, held by every mode, are not counted).
-The compiled modes' notes add the planner's own figure, the most arena bytes live at
-any one step (`graphc.runtime.explain.peak_bytes`), which leaves out temporaries that
-kernels allocate themselves.
+The compiled modes' notes add the planner's own figure, the most bytes live at any one
+step (`graphc.runtime.explain.peak_bytes`: intermediates and the kernels' declared
+scratch).
 """
 
 from __future__ import annotations

@@ -116,6 +116,10 @@ def _reduce(op_type: str, axes_input_from: int) -> Any:
         x = w.cast(ins[0], node.inputs[0].type.dtype, node.type.dtype)
         if node.inputs[0].type.rank == 0:
             return [w.one("Identity", [x])]
+        if axes == []:  # over no axis: each element alone (empty axes mean all in ONNX)
+            if op_type in ("ReduceSum", "ReduceLogSumExp"):  # numpy adds a zero: -0.0 -> 0.0
+                return [w.one("Add", [x, w.const(np.zeros((), node.type.dtype))])]
+            return [w.one("Identity", [x])]
         flag = node.type.dtype == np.bool_  # max / min of bools: as int32, then back
         if flag:
             x = w.cast(x, np.bool_, np.int32)

@@ -57,11 +57,12 @@ def _scatter_nd(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     positions = S.cast(indices, np.int64)
     flat = None
     for j in range(k):
-        # each coordinate taken mod its dim (negative ones count from the end)
+        # each coordinate checked against its dim, negative ones counted from the end
+        # (an out-of-range coordinate must not land in another row of the flattening)
         at = reshape(_column(positions, j, k), tuple(count))
         dim = lead[j]
         if not is_symbol(dim):
-            at = S.where(S.lt(at, 0), E.add(at, np.int64(dim)), at)
+            at = take(np.arange(dim, dtype=np.int64), at, axis=0)
         stride = int(np.prod(lead[j + 1 :], dtype=np.int64))
         term = E.mul(at, np.int64(stride)) if stride != 1 else at
         flat = term if flat is None else E.add(flat, term)
@@ -100,7 +101,10 @@ def scatter_combine(ctx: Context, data: Value, at: Value, rows: Value, reduction
     reduction mul, max or min, all the updates of a repeated position included. Every
     position is compared with every update: a (P, n, ...) where holding the update where
     it lands and the reduction's identity elsewhere, reduced over the updates and then
-    combined with data once. Exact, and quadratic: larger cases are refused by name."""
+    combined with data once. An index outside [-P, P) is an error at run time, as for
+    reduction add. max and min are exact; mul multiplies a repeated position's updates
+    together before data, so there it may differ from ONNX's one-by-one order in the
+    last bits. Quadratic: larger cases are refused by name."""
     op = ctx.node.op_type
     positions, n, rest = data.shape[0], rows.shape[0], tuple(rows.shape[1:])
     if any(is_symbol(d) for d in (positions, n, *rest)):
@@ -114,7 +118,9 @@ def scatter_combine(ctx: Context, data: Value, at: Value, rows: Value, reduction
             f"not supported (graphc compares every update with every position: {size} pairs)"
         )
     dtype = np.dtype(data.dtype)
-    hit = S.eq(reshape(at, (1, n)), np.arange(positions, dtype=np.int64).reshape(positions, 1))
+    rows_of = np.arange(positions, dtype=np.int64)
+    at = take(rows_of, at, axis=0)  # negative indices counted from the end; others raise
+    hit = S.eq(reshape(at, (1, n)), rows_of.reshape(positions, 1))
     hit = reshape(hit, (positions, n, *[1] * len(rest)))
     if reduction == "mul":
         identity = np.ones((), dtype)

@@ -8,7 +8,8 @@ count_include_pad=0 those inside the input, else inside the padded input), which
 the product of the per-axis counts; so each axis is pooled alone, as a max or a sum
 of its strided taps (slices of the padded input) divided by that axis's counts,
 computed when the model is read. The maxima are exact; the averages differ from a
-box sum only by the order of the additions.
+box's one sum and one division in the last bits: the additions come in another order
+and each axis divides once.
 """
 
 from __future__ import annotations

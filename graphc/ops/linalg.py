@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -71,7 +72,7 @@ matmul = defop(
 
 
 def _contract_rows_infer(x: TensorType, y: TensorType) -> TensorType:
-    if x.rank == 0 or x.shape[:-1] != y.shape[:-1]:
+    if x.rank == 0 or y.rank == 0 or x.shape[:-1] != y.shape[:-1]:
         raise ShapeError(
             f"contract_rows: operands need the same leading dims and at least one dim, got "
             f"{format_shape(x.shape)} and {format_shape(y.shape)}"
@@ -84,8 +85,8 @@ def _contract_rows_infer(x: TensorType, y: TensorType) -> TensorType:
 def _contract_rows_kernel(
     x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None
 ) -> np.ndarray:
-    rows = x.reshape(-1, x.shape[-1])
-    return np.matmul(rows.T, y.reshape(len(rows), y.shape[-1]), out=out)
+    rows = math.prod(x.shape[:-1])  # not -1: a reshape cannot infer it when k is 0
+    return np.matmul(x.reshape(rows, x.shape[-1]).T, y.reshape(rows, y.shape[-1]), out=out)
 
 
 def _contract_rows_cost(out: TensorType, x: TensorType, y: TensorType) -> int:
@@ -101,7 +102,10 @@ contract_rows = defop(
     infer=_contract_rows_infer,
     kernel=_contract_rows_kernel,
     # d(x^T y) = dx^T y + x^T dy: ct_x = y ct^T and ct_y = x ct, row by row
-    vjp=lambda ct, out, x, y, needs: (matmul(y, S.swapaxes(ct, 0, 1)), matmul(x, ct)),
+    vjp=lambda ct, out, x, y, needs: (
+        matmul(y, S.swapaxes(ct, 0, 1)) if needs[0] else None,
+        matmul(x, ct) if needs[1] else None,
+    ),
     cost=_contract_rows_cost,
     doc="x^T @ y over all rows: x (..., k) and y (..., n) with the same leading dims give "
     "(k, n), the leading dims flattened into the one contracted axis (the weight gradient "

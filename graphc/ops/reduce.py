@@ -175,8 +175,12 @@ def _shift(v: Any, places: int, n: int) -> Any:
 def _others_where(x: Any, axis: tuple[int, ...] | None) -> Any:
     """The product of the others where the group's size is known only at run time:
     with no zero in the group it is prod / x_i; with one zero, the product of the rest
-    at the zero and 0 elsewhere; with more, 0. Exact in the first derivative; its own
-    derivative treats which elements are zero as fixed (wrong only at zeros)."""
+    at the zero and 0 elsewhere; with more, 0. Equal to _others_product's in exact
+    arithmetic only: dividing rounds differently (so a graph with a symbolic reduced dim
+    and eager mode, whose dims are concrete, differ in the last bits), and an infinite
+    element, or a product of the nonzero elements that overflows or underflows, gives
+    inf or nan where the scan gives a finite value. Its own derivative treats which
+    elements are zero as fixed (wrong at zeros)."""
     zero = E.eq(x, 0)
     zeros = sum(zero, axis=axis, keepdims=True)
     nonzero = E.where(zero, E.ones_like(x), x)

@@ -158,13 +158,16 @@ def _norm_axis(x: Node, axes: tuple[int, ...] | None) -> int | None:
     rank = x.type.rank
     if axes is None:
         return 0 if rank else None
+    if not axes:  # a mean over no axis is the identity, not a normalization
+        return None
     return axes[0] if axes == tuple(range(axes[0], rank)) else None
 
 
 def _eps(add: Node) -> tuple[Node, float] | None:
     """(v, eps) for add(v, eps) with eps a one-element constant >= 0 keeping v's type."""
     for v, c in (add.inputs, add.inputs[::-1]):
-        if c.is_constant and c.value.size == 1 and add.type == v.type:
+        floating = c.is_constant and np.asarray(c.value).dtype.kind == "f"
+        if floating and c.value.size == 1 and add.type == v.type:
             # the shortest decimal that rounds to the constant again: 1e-05, not the
             # float32 1e-05's 9.999999747378752e-06 (the kernel rounds it back)
             eps = float(str(c.value.reshape(())[()]))

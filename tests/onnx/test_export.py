@@ -324,3 +324,19 @@ def test_unpad_exports_in_the_kernels_order_and_keeps_negative_zeros(mode: str) 
     assert_bits_equal(got, want, "round trip")
     assert np.signbit(want[0][want[0] == 0]).any()
     assert_bits_equal(_ort_run(g, {"ct": ct}), want, "onnxruntime")
+
+
+@pytest.mark.parametrize("reduction", ["sum", "prod", "max", "min", "logsumexp", "mean"])
+def test_a_reduction_over_no_axis_exports_as_the_elements(reduction: str) -> None:
+    """axis=() reduces nothing in graphc (numpy); an empty axes list in ONNX reduces
+    everything. The export keeps graphc's answer, bit for bit (sum adds numpy's zero)."""
+    g = gc.Graph("none")
+    with g:
+        x = gc.placeholder("x", (2, 3), "float32")
+        gc.output(getattr(gc, reduction)(x, axis=(), keepdims=True), name="y")
+    x = np.array([[1.0, np.inf, -np.inf], [np.nan, -0.0, 2.5]], np.float32)
+    want = gc.run(g, {"x": x})
+    with np.errstate(all="ignore"):
+        assert_bits_equal(_ort_run(g, {"x": x}), want, "onnxruntime")
+        got, _ = _round_trip(g, {"x": x})
+    assert_bits_equal(got, want, "round trip")

@@ -74,3 +74,28 @@ def test_a_large_scatter_reduction_is_refused_by_name() -> None:
     model = _model("ScatterND", data, indices, updates, reduction="max")
     with pytest.raises(gc.onnx.OnnxError, match="with reduction 'max' of 4096 updates"):
         gc.onnx.import_model(model)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize(
+    ("op", "indices"),
+    [
+        ("ScatterElements", np.array([[1, 7]], np.int64)),  # 7 past the 4 rows
+        ("ScatterND", np.array([[0, 5]], np.int64)),  # column 5 of 4: flat 5 is in range
+    ],
+    ids=["elements", "nd coordinate"],
+)
+def test_indices_out_of_range_raise(op: str, indices: np.ndarray, reduction: str) -> None:
+    """An index outside its dim is an error (at import, naming the node, when the
+    indices are known then; else at run time), never dropped or moved into another row
+    (the mask of mul/max/min matched nothing; ScatterND's flattening put (0, 5) at row
+    1, column 1)."""
+    if op == "ScatterElements" and reduction == "none":
+        pytest.skip("ScatterElements without a reduction is the plain scatter, checked elsewhere")
+    data = np.ones((4, 4), np.float32)
+    updates = np.full(indices.shape if op == "ScatterElements" else (1,), 5.0, np.float32)
+    attrs = {"axis": 0} if op == "ScatterElements" else {}
+    model = _model(op, data, indices, updates, reduction=reduction, **attrs)
+    feeds = {"data": data, "updates": updates}
+    with pytest.raises(gc.GraphcError, match="out of range"):
+        gc.compile(gc.onnx.import_model(model), opt_level=2)(**feeds)

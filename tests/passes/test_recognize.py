@@ -368,3 +368,25 @@ def test_a_one_element_bias_is_not_absorbed() -> None:
     """The kernel skips a bias equal to 0: a +0.0 the graph adds to -0.0 would be lost."""
     g = gc.parse(AFFINE.replace("%b: f32[5]", "%b: f32[1]"))
     assert ops_of(recognize_layer_norm(g)) == ["layer_norm", "add"]
+
+
+@pytest.mark.parametrize(
+    ("axes", "eps"),
+    [((), np.float32(1e-5)), ((-1,), np.array(True)), ((-1,), np.int64(1))],
+    ids=["mean over no axis", "bool eps", "integer eps"],
+)
+def test_layer_norm_lookalikes_that_do_not_fit_are_declined(axes: tuple, eps: object) -> None:
+    """A mean over no axis is the identity and an eps that is not a float is not
+    layer_norm's: the pass leaves them (it raised IndexError and ValueError on them)."""
+
+    def spelled(x: object) -> object:
+        d = x - gc.mean(x, axis=axes, keepdims=True)
+        return d / gc.sqrt(gc.mean(d * d, axis=axes, keepdims=True) + eps)
+
+    g = gc.trace(spelled, gc.TensorSpec(("B", 3), "float32"))
+    assert "layer_norm" not in str(recognize_layer_norm(g))
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        got = gc.compile(g, opt_level=2, fast_math=True)(x)
+        want = gc.compile(g, opt_level=0)(x)
+    np.testing.assert_array_equal(got, want)

@@ -26,20 +26,17 @@ from typing import Any
 
 import numpy as np
 
-import graphc as gc
-import graphc.eager as ge
-from graphc import nn, optim
+from graphc import nn
 from graphc.bench import peers, torch_compile
 from graphc.bench.core import (
     FAST_MATH,
     TORCH_COMPILE,
     Case,
-    NotApplicableError,
     Prepared,
     Workload,
     as_arrays,
 )
-from graphc.bench.modes import FAST_MATH_SAME, not_applicable, same_plan
+from graphc.bench.modes import Classifier, not_applicable
 
 CLASSES = 10
 LR = 0.01
@@ -107,49 +104,8 @@ def make_inputs(params: dict[str, Any]) -> dict[str, Any]:
 # -- graphc ---------------------------------------------------------------------------
 
 
-def train_step(x: np.ndarray, y: np.ndarray, opt_level: int, fast_math: bool = False) -> Any:
-    """graphc's compiled SGD step of a fresh `model()` for batches shaped like (x, y)."""
-    lenet = model()
-    optimizer = optim.SGD(lenet.parameters(), lr=LR)
-    return gc.compile_train_step(
-        lenet, nn.CrossEntropyLoss(), optimizer, (x, y), opt_level, fast_math
-    )
-
-
-def _static(opt_level: int, fast_math: bool = False) -> Any:
-    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
-        x, y = inputs["args"]
-        train = train_step(x, y, opt_level, fast_math)
-        if fast_math:
-            exact = train_step(x, y, opt_level)
-            if same_plan(exact.executable, train.executable, x, y):
-                raise NotApplicableError(FAST_MATH_SAME)
-        arena = train.executable.plan(x, y).arena_bytes
-
-        def arrays(loss: Any) -> list[np.ndarray]:
-            values = train.parameters()
-            return [loss, *(values[n] for n in NAMES)]
-
-        return Prepared(lambda: train.step(x, y), arrays, arena, note=f"arena {arena} B")
-
-    return build
-
-
-def _eager(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
-    x, y = (ge.from_numpy(a) for a in inputs["args"])
-    lenet = model()
-    optimizer = optim.SGD(lenet.parameters(), lr=LR)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def call() -> Any:
-        optimizer.zero_grad()
-        loss = loss_fn(lenet(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    named = dict(lenet.named_parameters())
-    return Prepared(call, lambda loss: as_arrays([loss, *(named[n] for n in NAMES)]))
+GRAPHC = Classifier(model, LR, NAMES)  # graphc's eager and compiled modes
+train_step = GRAPHC.train_step
 
 
 # -- peers ----------------------------------------------------------------------------
@@ -253,10 +209,10 @@ WORKLOAD = Workload(
     ],
     make_inputs=make_inputs,
     builders={
-        "graphc-eager": _eager,
-        "graphc-O0": _static(0),
-        "graphc-O2": _static(2),
-        FAST_MATH: _static(2, fast_math=True),
+        "graphc-eager": GRAPHC.eager,
+        "graphc-O0": GRAPHC.static(0),
+        "graphc-O2": GRAPHC.static(2),
+        FAST_MATH: GRAPHC.static(2, fast_math=True),
         "numpy": not_applicable("not written: it would be graphc's own im2col kernels again"),
         "torch": _torch_step(compiled=False),
         TORCH_COMPILE: _torch_step(compiled=True),

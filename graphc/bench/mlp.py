@@ -18,12 +18,10 @@ from typing import Any
 
 import numpy as np
 
-import graphc as gc
-import graphc.eager as ge
-from graphc import nn, optim
+from graphc import nn
 from graphc.bench import peers
-from graphc.bench.core import FAST_MATH, Case, NotApplicableError, Prepared, Workload, as_arrays
-from graphc.bench.modes import FAST_MATH_SAME, not_applicable, same_plan
+from graphc.bench.core import FAST_MATH, Case, Prepared, Workload, as_arrays
+from graphc.bench.modes import Classifier, not_applicable
 
 SIZES = (784, 256, 256, 10)
 NAMES = ("0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias")  # Sequential's
@@ -59,48 +57,8 @@ def _inputs(params: dict[str, Any]) -> dict[str, Any]:
     return {"args": (x, y)}
 
 
-def train_step(x: np.ndarray, y: np.ndarray, opt_level: int, fast_math: bool) -> Any:
-    """graphc's compiled SGD step of a fresh `model()` for batches shaped like (x, y)."""
-    mlp = model()
-    optimizer = optim.SGD(mlp.parameters(), lr=LR)
-    loss_fn = nn.CrossEntropyLoss()
-    return gc.compile_train_step(mlp, loss_fn, optimizer, (x, y), opt_level, fast_math)
-
-
-def _static(opt_level: int, fast_math: bool = False) -> Any:
-    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
-        x, y = inputs["args"]
-        train = train_step(x, y, opt_level, fast_math)
-        if fast_math:
-            exact = train_step(x, y, opt_level, False)
-            if same_plan(exact.executable, train.executable, x, y):
-                raise NotApplicableError(FAST_MATH_SAME)
-        arena = train.executable.plan(x, y).arena_bytes
-
-        def arrays(loss: Any) -> list[np.ndarray]:
-            values = train.parameters()  # by the model's (dotted) names
-            return [loss, *(values[n] for n in NAMES)]
-
-        return Prepared(lambda: train.step(x, y), arrays, arena, note=f"arena {arena} B")
-
-    return build
-
-
-def _eager(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
-    x, y = (ge.from_numpy(a) for a in inputs["args"])
-    mlp = model()
-    optimizer = optim.SGD(mlp.parameters(), lr=LR)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def call() -> Any:
-        optimizer.zero_grad()
-        loss = loss_fn(mlp(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    named = dict(mlp.named_parameters())
-    return Prepared(call, lambda loss: as_arrays([loss, *(named[n] for n in NAMES)]))
+GRAPHC = Classifier(model, LR, NAMES)  # graphc's eager and compiled modes
+train_step = GRAPHC.train_step
 
 
 def numpy_step(x: np.ndarray, y: np.ndarray, p: dict[str, np.ndarray]) -> Any:
@@ -207,10 +165,10 @@ WORKLOAD = Workload(
     cases=[Case("batch 32", {"batch": 32}), Case("batch 512", {"batch": 512}, quick=False)],
     make_inputs=_inputs,
     builders={
-        "graphc-eager": _eager,
-        "graphc-O0": _static(0),
-        "graphc-O2": _static(2),
-        FAST_MATH: _static(2, fast_math=True),
+        "graphc-eager": GRAPHC.eager,
+        "graphc-O0": GRAPHC.static(0),
+        "graphc-O2": GRAPHC.static(2),
+        FAST_MATH: GRAPHC.static(2, fast_math=True),
         "numpy": _numpy,
         "numpy-chunked": not_applicable("only for the GELU chain"),
         "torch": _torch,

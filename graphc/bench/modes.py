@@ -75,6 +75,63 @@ def static_mode(
     return build
 
 
+class Classifier:
+    """graphc's modes of one SGD step of a classifier (softmax cross-entropy), fed
+    `inputs["args"] = (x, y)`: the compiled step (`static`, parameters as executable
+    state) and the eager one (`eager`, backward() and step()). Each mode returns the loss
+    and the parameters `names` after the step, from a fresh `make_model()`."""
+
+    def __init__(self, make_model: Callable[[], Any], lr: float, names: tuple[str, ...]):
+        self.make_model, self.lr, self.names = make_model, lr, names
+
+    def train_step(self, x: np.ndarray, y: np.ndarray, opt_level: int, fast_math: bool) -> Any:
+        """The compiled SGD step of a fresh model for batches shaped like (x, y)."""
+        from graphc import nn, optim
+
+        model = self.make_model()
+        optimizer = optim.SGD(model.parameters(), lr=self.lr)
+        return gc.compile_train_step(
+            model, nn.CrossEntropyLoss(), optimizer, (x, y), opt_level, fast_math
+        )
+
+    def static(self, opt_level: int, fast_math: bool = False) -> Builder:
+        def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+            x, y = inputs["args"]
+            train = self.train_step(x, y, opt_level, fast_math)
+            if fast_math:
+                exact = self.train_step(x, y, opt_level, False)
+                if same_plan(exact.executable, train.executable, x, y):
+                    raise NotApplicableError(FAST_MATH_SAME)
+            arena = train.executable.plan(x, y).arena_bytes
+
+            def arrays(loss: Any) -> list[np.ndarray]:
+                values = train.parameters()  # by the model's (dotted) names
+                return [loss, *(values[n] for n in self.names)]
+
+            return Prepared(lambda: train.step(x, y), arrays, arena, note=f"arena {arena} B")
+
+        return build
+
+    def eager(self, params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        import graphc.eager as ge
+        from graphc import nn, optim
+
+        x, y = (ge.from_numpy(a) for a in inputs["args"])
+        model = self.make_model()
+        optimizer = optim.SGD(model.parameters(), lr=self.lr)
+        loss_fn = nn.CrossEntropyLoss()
+
+        def call() -> Any:
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        named = dict(model.named_parameters())
+        return Prepared(call, lambda loss: as_arrays([loss, *(named[n] for n in self.names)]))
+
+
 def jax_jit(fn_of: Callable[[Any], Callable[..., Any]]) -> Builder:
     """A builder jitting `fn_of(jnp)` and calling it on the case's args as jax arrays."""
 

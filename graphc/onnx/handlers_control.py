@@ -101,7 +101,7 @@ def _loop(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         try:
             return _loop_as_scan(ctx, body, trips, carries, n_scan)
         except OnnxError as exc:
-            if NEEDS_COUNTER not in str(exc):
+            if not exc.needs_counter:
                 raise
             if trips > UNROLL_LIMIT:
                 raise OnnxError(
@@ -139,7 +139,6 @@ def _loop_as_scan(
     return [*final, *ys]
 
 
-NEEDS_COUNTER = "computed in the body from its loop-carried"  # importer.needs_known's words
 UNROLL_LIMIT = 64
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from graphc.ir.types import is_symbol
-from graphc.onnx.handlers_math import _identity_of, _reduction
+from graphc.onnx.handlers_math import identity_of, reduction_handler
 from graphc.onnx.importer import Context, Value, handler, is_dims, known, needs_known
 from graphc.ops import elementwise as E
 from graphc.ops import reduce as R
 from graphc.ops import selection as S
 from graphc.ops.indexing import getitem, scatter_add, take
-from graphc.ops.reduce import _count as count
+from graphc.ops.reduce import count
 from graphc.ops.shape import concat, reshape
 
 
@@ -125,7 +125,7 @@ def scatter_combine(ctx: Context, data: Value, at: Value, rows: Value, reduction
     if reduction == "mul":
         identity = np.ones((), dtype)
     else:
-        identity = np.asarray(_identity_of(dtype, "low" if reduction == "max" else "high"), dtype)
+        identity = np.asarray(identity_of(dtype, "low" if reduction == "max" else "high"), dtype)
     spread = S.where(hit, reshape(rows, (1, n, *rest)), identity)
     combined = COMBINE[reduction](spread, axis=1)
     if reduction == "mul":
@@ -137,6 +137,10 @@ def scatter_combine(ctx: Context, data: Value, at: Value, rows: Value, reduction
 
 def _column(positions: Value, j: int, k: int) -> Value:
     return getitem(positions, (Ellipsis, slice(j, j + 1)))
+
+
+# ReduceProd of data, like the other reductions: axes an attribute before opset 18
+_PROD_READERS = {as_input: reduction_handler(R.prod, 18)(as_input) for as_input in (False, True)}
 
 
 @handler("ReduceProd")
@@ -151,7 +155,7 @@ def _reduce_prod(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         return [reshape(size, (1,)) if attrs.get("keepdims", 1) else size]
     if is_dims(x):
         raise ctx.error("ReduceProd of a symbolic shape along axes is not supported")
-    return _reduction(R.prod, 18)(ctx.opset >= 18)(ctx, inputs, attrs)
+    return _PROD_READERS[ctx.opset >= 18](ctx, inputs, attrs)
 
 
 __all__: list[str] = []

@@ -189,7 +189,7 @@ def _reduce_axes(ctx: Context, inputs: list[Value], attrs: dict, as_input: bool)
 _EMPTY = {R.max: "low", R.min: "high", R.logsumexp: "low"}  # ONNX: the identity on no elements
 
 
-def _identity_of(dtype: np.dtype, end: str) -> Any:
+def identity_of(dtype: np.dtype, end: str) -> Any:
     if dtype == np.bool_:
         return end == "high"
     if dtype.kind == "f":
@@ -198,7 +198,7 @@ def _identity_of(dtype: np.dtype, end: str) -> Any:
     return info.min if end == "low" else info.max
 
 
-def _reduction(fn: Any, as_input_from: int) -> Any:
+def reduction_handler(fn: Any, as_input_from: int) -> Any:
     def make(as_input: bool) -> Any:
         def run(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
             axes = _reduce_axes(ctx, inputs, attrs, as_input)
@@ -214,7 +214,7 @@ def _reduction(fn: Any, as_input_from: int) -> Any:
                     for k, d in enumerate(x.shape)
                     if keep or k not in reduced
                 )
-                value = _identity_of(np.dtype(x.dtype), _EMPTY[fn])
+                value = identity_of(np.dtype(x.dtype), _EMPTY[fn])
                 return [np.full(shape, value, x.dtype)]
             y = fn(x, axis=axes, keepdims=keep)
             # ONNX keeps the element type (an int32 sum wraps in int32, an int mean is an
@@ -233,8 +233,8 @@ for _name, _fn, _from in (
     ("ReduceMin", R.min, 18),
     ("ReduceLogSumExp", R.logsumexp, 18),
 ):
-    handler(_name, since=1)(_reduction(_fn, _from)(False))
-    handler(_name, since=_from)(_reduction(_fn, _from)(True))
+    handler(_name, since=1)(reduction_handler(_fn, _from)(False))
+    handler(_name, since=_from)(reduction_handler(_fn, _from)(True))
 
 
 @handler("ReduceSumSquare")

@@ -45,16 +45,16 @@ def _spatial(ctx: Context, x: Value, op: str) -> int:
     return n
 
 
-def _as_2d(x: Value) -> Value:
+def as_2d(x: Value) -> Value:
     """(N, C, L) as (N, C, 1, L)."""
     return reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2]))
 
 
-def _from_2d(y: Value) -> Value:
+def from_2d(y: Value) -> Value:
     return reshape(y, (y.shape[0], y.shape[1], y.shape[3]))
 
 
-def _pads(
+def window_pads(
     ctx: Context, attrs: dict, x: Value, kernel: list[int], strides: list[int],
     dilations: list[int], n: int,
 ) -> list[int]:  # fmt: skip
@@ -78,11 +78,11 @@ def _pads(
     return begins + ends
 
 
-def _to_2d_attrs(values: list[int], n: int, fill: int) -> list[int]:
+def to_2d_attrs(values: list[int], n: int, fill: int) -> list[int]:
     return values if n == 2 else [fill, *values]
 
 
-def _pads_2d(pads: list[int], n: int) -> tuple[int, int, int, int]:
+def pads_2d(pads: list[int], n: int) -> tuple[int, int, int, int]:
     if n == 2:
         return (pads[0], pads[1], pads[2], pads[3])
     return (0, pads[0], 0, pads[1])
@@ -96,20 +96,20 @@ def _conv(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     kernel = list(weight.shape[2:])
     strides = list(attrs.get("strides", [1] * n))
     dilations = list(attrs.get("dilations", [1] * n))
-    pads = _pads(ctx, attrs, x, kernel, strides, dilations, n)
+    pads = window_pads(ctx, attrs, x, kernel, strides, dilations, n)
     if n == 3:
         window = (strides, dilations, pads, int(attrs.get("group", 1)))
         return [_conv_3d(x, weight, bias, window)]
     if n == 1:
-        x, weight = _as_2d(x), reshape(weight, (*weight.shape[:2], 1, weight.shape[2]))
+        x, weight = as_2d(x), reshape(weight, (*weight.shape[:2], 1, weight.shape[2]))
     y = gc().conv2d(
         x, weight, bias,
-        stride=tuple(_to_2d_attrs(strides, n, 1)),
-        padding=_pads_2d(pads, n),
-        dilation=tuple(_to_2d_attrs(dilations, n, 1)),
+        stride=tuple(to_2d_attrs(strides, n, 1)),
+        padding=pads_2d(pads, n),
+        dilation=tuple(to_2d_attrs(dilations, n, 1)),
         groups=int(attrs.get("group", 1)),
     )  # fmt: skip
-    return [_from_2d(y) if n == 1 else y]
+    return [from_2d(y) if n == 1 else y]
 
 
 @handler("ConvTranspose")
@@ -128,16 +128,16 @@ def _conv_transpose(ctx: Context, inputs: list[Value], attrs: dict) -> list[Valu
         window = (strides, dilations, pads, extra, int(attrs.get("group", 1)))
         return [_conv_transpose_3d(x, weight, bias, window)]
     if n == 1:
-        x, weight = _as_2d(x), reshape(weight, (*weight.shape[:2], 1, weight.shape[2]))
+        x, weight = as_2d(x), reshape(weight, (*weight.shape[:2], 1, weight.shape[2]))
     y = gc().conv_transpose2d(
         x, weight, bias,
-        stride=tuple(_to_2d_attrs(strides, n, 1)),
-        padding=_pads_2d(pads, n),
-        output_padding=tuple(_to_2d_attrs(extra, n, 0)),
+        stride=tuple(to_2d_attrs(strides, n, 1)),
+        padding=pads_2d(pads, n),
+        output_padding=tuple(to_2d_attrs(extra, n, 0)),
         groups=int(attrs.get("group", 1)),
-        dilation=tuple(_to_2d_attrs(dilations, n, 1)),
+        dilation=tuple(to_2d_attrs(dilations, n, 1)),
     )  # fmt: skip
-    return [_from_2d(y) if n == 1 else y]
+    return [from_2d(y) if n == 1 else y]
 
 
 # A 3-D convolution is a sum over the kernel's depth taps of 2-D ones. For each tap, the

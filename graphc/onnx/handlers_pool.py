@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.types import is_symbol
-from graphc.onnx.handlers_nn import _as_2d, _from_2d, _pads, _pads_2d, _to_2d_attrs, gc
+from graphc.onnx.handlers_nn import as_2d, from_2d, gc, pads_2d, to_2d_attrs, window_pads
 from graphc.onnx.importer import Context, Value, handler
 from graphc.ops import elementwise as E
 from graphc.ops.indexing import getitem
@@ -32,7 +32,7 @@ def _pool_window(ctx: Context, x: Value, attrs: dict, op: str) -> tuple:
     kernel = list(attrs["kernel_shape"])
     strides = list(attrs.get("strides", [1] * n))
     dilations = list(attrs.get("dilations", [1] * n))
-    pads = _pads(ctx, attrs, x, kernel, strides, dilations, n)
+    pads = window_pads(ctx, attrs, x, kernel, strides, dilations, n)
     return n, kernel, strides, dilations, pads
 
 
@@ -47,16 +47,16 @@ def _max_pool(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
             raise ctx.error("MaxPool's Indices over 3 spatial dims is not supported")
         window = (kernel, strides, dilations, pads, ceil_mode)
         return [_separable(ctx, x, window, "max", count_include_pad=False)]
-    x2 = _as_2d(x) if n == 1 else x
+    x2 = as_2d(x) if n == 1 else x
     window_2d = {
-        "kernel_size": tuple(_to_2d_attrs(kernel, n, 1)),
-        "stride": tuple(_to_2d_attrs(strides, n, 1)),
-        "padding": _pads_2d(pads, n),
-        "dilation": tuple(_to_2d_attrs(dilations, n, 1)),
+        "kernel_size": tuple(to_2d_attrs(kernel, n, 1)),
+        "stride": tuple(to_2d_attrs(strides, n, 1)),
+        "padding": pads_2d(pads, n),
+        "dilation": tuple(to_2d_attrs(dilations, n, 1)),
         "ceil_mode": ceil_mode,
     }
     y = gc().max_pool2d(x2, **window_2d)
-    outs = [_from_2d(y) if n == 1 else y]
+    outs = [from_2d(y) if n == 1 else y]
     if want_indices:
         column_major = bool(attrs.get("storage_order", 0))
         outs.append(_flat_indices(ctx, x2, y, window_2d, n, column_major))
@@ -83,7 +83,7 @@ def _flat_indices(
         positions = g.cast(g.zeros_like(x), "float64") + plane + per_channel
         positions = positions + images * float(channels * height * width)
         found = g.cast(g.max_pool2d_select(positions, x, pooled, **window), "int64")
-    return _from_2d(found) if n == 1 else found
+    return from_2d(found) if n == 1 else found
 
 
 @handler("AveragePool", since=7)
@@ -96,14 +96,14 @@ def _average_pool(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]
         window = (kernel, strides, dilations, pads, ceil_mode)
         return [_separable(ctx, x, window, "average", count_include_pad)]
     y = gc().avg_pool2d(
-        _as_2d(x) if n == 1 else x,
-        tuple(_to_2d_attrs(kernel, n, 1)),
-        stride=tuple(_to_2d_attrs(strides, n, 1)),
-        padding=_pads_2d(pads, n),
+        as_2d(x) if n == 1 else x,
+        tuple(to_2d_attrs(kernel, n, 1)),
+        stride=tuple(to_2d_attrs(strides, n, 1)),
+        padding=pads_2d(pads, n),
         ceil_mode=ceil_mode,
         count_include_pad=count_include_pad,
     )
-    return [_from_2d(y) if n == 1 else y]
+    return [from_2d(y) if n == 1 else y]
 
 
 def _separable(ctx: Context, x: Value, window: tuple, kind: str, count_include_pad: bool) -> Value:

@@ -43,9 +43,12 @@ class OnnxError(GraphcError, NotImplementedError):
     """An ONNX model graphc cannot import or export as asked (op, opset, attr, dtype).
 
     `needs`: the graph input whose value the import needs to know (a shape or axes given
-    as an input): import again with `fixed={name: value}` to make it a constant."""
+    as an input): import again with `fixed={name: value}` to make it a constant.
+    `needs_counter`: what the import needs to know is computed inside a loop body from
+    its carried values (a slice at the loop counter): a loop unrolled could know it."""
 
     needs: str | None = None
+    needs_counter: bool = False
 
 
 # op type -> [(since opset, handler)], newest first
@@ -158,10 +161,12 @@ def needs_known(ctx: Context, value: Value, what: str) -> OnnxError:
     it names them (`.needs`: the first), so a caller can fix them (`fixed=`)."""
     node = getattr(value, "node", None)
     if node is not None and node.graph is not ctx.top:
-        return ctx.error(
+        error = ctx.error(
             f"{what} is computed in the body from its loop-carried or captured values; "
             "graphc needs it known when the model is imported"
         )
+        error.needs_counter = True
+        return error
     inputs = placeholders_of(value)
     if not inputs:
         return ctx.error(f"{what} must be known when the model is imported (it depends on data)")

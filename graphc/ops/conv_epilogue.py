@@ -25,7 +25,7 @@ from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType, format_shape
 from graphc.ops.conv_kernels import conv2d_kernel, conv2d_scratch
 from graphc.ops.defop import VARIADIC, defop
-from graphc.ops.epilogue import ACTIVATIONS
+from graphc.ops.epilogue import check_epilogue, epilogue_cost, steps
 from graphc.ops.fused import composite_vjp
 
 CONV_ATTRS = ("stride", "padding", "dilation", "groups")
@@ -40,14 +40,7 @@ def per_channel(bias: TensorType, out: TensorType) -> bool:
 
 
 def _canon(*types: TensorType, bias: Any, activation: Any, **conv: Any) -> dict:
-    if activation not in (None, *ACTIVATIONS):
-        raise GraphcError(
-            f"conv2d_epilogue: activation must be None or one of {ACTIVATIONS}, got {activation!r}"
-        )
-    if len(types) != 2 + bool(bias):
-        raise GraphcError(
-            f"conv2d_epilogue: bias={bool(bias)} needs {2 + bool(bias)} inputs, got {len(types)}"
-        )
+    check_epilogue("conv2d_epilogue", types, bias, activation)
     with _named():
         attrs = get_op("conv2d").canonicalize(types[0], types[1], **conv)  # type: ignore[misc]
     return {**attrs, "bias": bool(bias), "activation": activation}
@@ -100,29 +93,13 @@ def _kernel(
     return conv2d_kernel(x, w, out=out, epilogue=finish, **conv)
 
 
-def steps(bias: bool, activation: Any, conv: dict) -> list[tuple[str, tuple[int, ...], dict]]:
-    """The member ops, as `composite_vjp` steps over (x, w[, b])."""
-    result: list[tuple[str, tuple[int, ...], dict]] = [("conv2d", (0, 1), conv)]
-    last = 2 + bool(bias)  # index of the convolution among inputs + results
-    if bias:
-        result.append(("add", (last, 2), {}))
-        last += 1
-    if activation is not None:
-        result.append((activation, (last,), {}))
-    return result
-
-
 def _vjp(ct: Any, out: Any, *inputs: Any, needs: tuple, bias: bool, activation: Any,
          **conv: Any) -> tuple:  # fmt: skip
-    return composite_vjp(steps(bias, activation, conv), ct, inputs, needs)
+    return composite_vjp(steps(bias, activation, "conv2d", conv), ct, inputs, needs)
 
 
 def _cost(out: TensorType, *inputs: TensorType, bias: bool, activation: Any, **conv: Any) -> int:
-    total = get_op("conv2d").flops(out, inputs[0], inputs[1], **conv)
-    total += (out.size or 0) * bool(bias)
-    if activation is not None:
-        total += get_op(activation).flops(out, out)
-    return total
+    return epilogue_cost("conv2d", out, inputs, bias, activation, **conv)
 
 
 # activations whose kernels make one temporary the size of their input (measured with

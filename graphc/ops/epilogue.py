@@ -20,15 +20,20 @@ from graphc.ops.fused import composite_vjp
 ACTIVATIONS = ("relu", "gelu", "tanh", "sigmoid")
 
 
-def _canon(*types: TensorType, bias: bool, activation: Any) -> dict:
+def check_epilogue(op: str, types: tuple[TensorType, ...], bias: Any, activation: Any) -> None:
+    """The checks every epilogue op makes of its activation and input count."""
     if activation not in (None, *ACTIVATIONS):
         raise GraphcError(
-            f"matmul_epilogue: activation must be None or one of {ACTIVATIONS}, got {activation!r}"
+            f"{op}: activation must be None or one of {ACTIVATIONS}, got {activation!r}"
         )
     if len(types) != 2 + bool(bias):
         raise GraphcError(
-            f"matmul_epilogue: bias={bool(bias)} needs {2 + bool(bias)} inputs, got {len(types)}"
+            f"{op}: bias={bool(bias)} needs {2 + bool(bias)} inputs, got {len(types)}"
         )
+
+
+def _canon(*types: TensorType, bias: bool, activation: Any) -> dict:
+    check_epilogue("matmul_epilogue", types, bias, activation)
     return {"bias": bool(bias), "activation": activation}
 
 
@@ -65,9 +70,12 @@ def _kernel(
     return out
 
 
-def steps(bias: bool, activation: Any) -> list[tuple[str, tuple[int, ...], dict]]:
-    """The member ops, as `composite_vjp` steps over (x, w[, b])."""
-    result: list[tuple[str, tuple[int, ...], dict]] = [("matmul", (0, 1), {})]
+def steps(
+    bias: bool, activation: Any, producer: str = "matmul", attrs: dict | None = None
+) -> list[tuple[str, tuple[int, ...], dict]]:
+    """The member ops, as `composite_vjp` steps over (x, w[, b]): the producer (matmul,
+    or conv2d with its `attrs`), the bias add and the activation."""
+    result: list[tuple[str, tuple[int, ...], dict]] = [(producer, (0, 1), attrs or {})]
     last = 2 + bool(bias)  # index of the product among inputs + results
     if bias:
         result.append(("add", (last, 2), {}))
@@ -77,16 +85,24 @@ def steps(bias: bool, activation: Any) -> list[tuple[str, tuple[int, ...], dict]
     return result
 
 
+def epilogue_cost(
+    producer: str, out: TensorType, inputs: tuple[TensorType, ...], bias: bool, activation: Any,
+    **attrs: Any,
+) -> int:  # fmt: skip
+    """The producer's flops, one per element for the bias, and the activation's."""
+    total = get_op(producer).flops(out, inputs[0], inputs[1], **attrs)
+    total += (out.size or 0) * bool(bias)
+    if activation is not None:
+        total += get_op(activation).flops(out, out)
+    return total
+
+
 def _vjp(ct: Any, out: Any, *inputs: Any, needs: tuple, bias: bool, activation: Any) -> tuple:
     return composite_vjp(steps(bias, activation), ct, inputs, needs)
 
 
 def _cost(out: TensorType, *inputs: TensorType, bias: bool, activation: Any) -> int:
-    total = get_op("matmul").flops(out, inputs[0], inputs[1])
-    total += (out.size or 0) * bool(bias)
-    if activation is not None:
-        total += get_op(activation).flops(out, out)
-    return total
+    return epilogue_cost("matmul", out, inputs, bias, activation)
 
 
 matmul_epilogue = defop(

@@ -241,6 +241,12 @@ _count = defop(
 )
 
 
+def count(shape: Any, axis: Any = None, dtype: Any = "float32") -> Any:
+    """The number of elements of an array of `shape` (symbolic dims too) along `axis`,
+    as a scalar of dtype: a node reading no data, computed once the dims are bound."""
+    return _count(shape=shape, axis=axis, dtype=dtype)
+
+
 def _mean_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any, keepdims: bool) -> tuple:
     # d mean(x) = broadcast(d out) / n
     n = shape_size(x, axis, ct.dtype)

@@ -24,16 +24,11 @@ the last matmul and an add after it), so it finds inference and forward-only gra
 from __future__ import annotations
 
 from graphc.ir.graph import OP, Graph, Node
-from graphc.passes.builder import GraphBuilder, replacement_meta
+from graphc.passes.builder import GraphBuilder, replacement_meta, sole_user
 from graphc.passes.report import PassLog
 
 # the node at the end of the chain -> the chain's members and the fused node's inputs and attrs
 Chain = tuple[list[Node], list[Node], dict]
-
-
-def _only_user(node: Node, users: dict[Node, list[Node]]) -> Node | None:
-    us = users[node]
-    return us[0] if len(us) == 1 and us[0].kind == OP else None
 
 
 def _other(node: Node, value: Node) -> Node | None:
@@ -67,7 +62,7 @@ def _chain(start: Node, users: dict[Node, list[Node]]) -> Chain | None:
     scores_type = start.type
     members, operands = [start], []
     attrs: dict = {"scale": False, "mask": (), "dropout": False}
-    node = _only_user(start, users)
+    node = sole_user(start, users)
 
     def same(n: Node | None) -> bool:
         return n is not None and n.type == scores_type
@@ -76,7 +71,7 @@ def _chain(start: Node, users: dict[Node, list[Node]]) -> Chain | None:
         operands.append(_other(node, members[-1]))
         attrs["scale"] = True
         members.append(node)
-        node = _only_user(node, users)
+        node = sole_user(node, users)
     mask: list[str] = []
     while same(node):
         step = _mask_step(node, members[-1])  # type: ignore[arg-type]
@@ -86,21 +81,21 @@ def _chain(start: Node, users: dict[Node, list[Node]]) -> Chain | None:
         mask.append(kind)
         operands += step_operands
         members.append(node)  # type: ignore[arg-type]
-        node = _only_user(node, users)  # type: ignore[arg-type]
+        node = sole_user(node, users)  # type: ignore[arg-type]
     attrs["mask"] = tuple(mask)
     if not same(node) or node.op != "softmax" or node.attrs["axis"] != scores_type.rank - 1:
         return None
     members.append(node)
-    node = _only_user(node, users)
+    node = sole_user(node, users)
     if same(node) and node.op == "mul" and _other(node, members[-1]) is not None:
-        after = _only_user(node, users)
+        after = sole_user(node, users)
         if same(after) and after.op == "where":
             keep, x, zero = after.inputs
             if x is node and keep is not node and zero is not node:
                 operands += [_other(node, members[-1]), keep, zero]  # type: ignore[list-item]
                 attrs["dropout"] = True
                 members += [node, after]
-                node = _only_user(after, users)
+                node = sole_user(after, users)
     if node is None or node.op != "matmul" or node.inputs[0] is not members[-1]:
         return None
     v = node.inputs[1]

@@ -131,3 +131,9 @@ def live_nodes(graph: Graph) -> set[Node]:
             live.add(node)
             live.update(node.inputs)
     return live
+
+
+def sole_user(node: Node, users: dict[Node, list[Node]]) -> Node | None:
+    """The one op node that reads `node`, or None (several readers, or an output)."""
+    readers = users[node]
+    return readers[0] if len(readers) == 1 and readers[0].kind == OP else None

@@ -18,13 +18,8 @@ from collections.abc import Callable
 
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ops.epilogue import ACTIVATIONS
-from graphc.passes.builder import GraphBuilder, replacement_meta
+from graphc.passes.builder import GraphBuilder, replacement_meta, sole_user
 from graphc.passes.report import PassLog
-
-
-def _only_user(node: Node, users: dict[Node, list[Node]]) -> Node | None:
-    us = users[node]
-    return us[0] if len(us) == 1 and us[0].kind == OP else None
 
 
 def _any_bias(add: Node, bias: Node) -> bool:
@@ -48,12 +43,12 @@ def find_chains(
         if node.kind != OP or node.op != producer:
             continue
         last, add, bias, act = node, None, None, None
-        user = _only_user(node, users)
+        user = sole_user(node, users)
         if user is not None and user.op == "add" and user not in claimed:
             other = user.inputs[1] if user.inputs[0] is node else user.inputs[0]
             if user.type == node.type and other is not node and bias_fits(user, other):
                 last, add, bias = user, user, other
-                user = _only_user(user, users)
+                user = sole_user(user, users)
         if user is not None and user.op in ACTIVATIONS and user.type == last.type:
             last, act = user, user
         if last is not node:

@@ -57,6 +57,7 @@ def gradients(name: str, mode: str) -> list[np.ndarray]:
 def unit_learning_rate(monkeypatch: pytest.MonkeyPatch) -> None:
     for module in (cnn, transformer):
         monkeypatch.setattr(module, "LR", 1.0)
+    monkeypatch.setattr(cnn.GRAPHC, "lr", 1.0)  # graphc's modes hold the rate they were made with
 
 
 @pytest.mark.parametrize("name", TRAINING)

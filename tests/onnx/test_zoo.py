@@ -16,6 +16,7 @@ ort = pytest.importorskip("onnxruntime")
 import graphc as gc  # noqa: E402
 import graphc.eager as ge  # noqa: E402
 from graphc import nn  # noqa: E402
+from graphc.bench.zoo_models import LastOutput, branchy  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
@@ -31,22 +32,6 @@ class ResidualBlock(nn.Module):
     def forward(self, x: Any) -> Any:
         y = nn.functional.relu(self.bn1(self.conv1(x)))
         return nn.functional.relu(self.bn2(self.conv2(y)) + x)
-
-
-class LastOutput(nn.Module):
-    def __init__(self, layer: nn.Module) -> None:
-        super().__init__()
-        self.layer = layer
-
-    def forward(self, x: Any) -> Any:
-        return self.layer(x)[0]
-
-
-def _branchy(x: Any) -> Any:
-    """A cond on the data, a fixed-count loop (a scan) and a loop on the data."""
-    y = gc.cond(gc.sum(x) > 0, lambda v: v * 2.0, lambda v: gc.tanh(v), x)
-    y = gc.fori_loop(0, 3, lambda i, v: v * 0.5 + gc.cast(i, "float32"), y)
-    return gc.while_loop(lambda v: gc.max(gc.abs(v)) > 1.0, lambda v: v * 0.5, y)
 
 
 def _resnet() -> nn.Module:
@@ -75,7 +60,7 @@ ZOO = {
     "gru": (lambda: LastOutput(nn.GRU(5, 6, batch_first=True, bidirectional=True, generator=0)), (7, 5)),
     "lstm": (lambda: LastOutput(nn.LSTM(5, 6, num_layers=2, batch_first=True, generator=0)), (7, 5)),
     "resnet_block": (_resnet, (8, 6, 6)),
-    "cond_and_loops": (lambda: _branchy, (4,)),
+    "cond_and_loops": (lambda: branchy, (4,)),
 }  # fmt: skip
 
 

@@ -84,7 +84,9 @@ class Classifier:
     def __init__(self, make_model: Callable[[], Any], lr: float, names: tuple[str, ...]):
         self.make_model, self.lr, self.names = make_model, lr, names
 
-    def train_step(self, x: np.ndarray, y: np.ndarray, opt_level: int, fast_math: bool) -> Any:
+    def train_step(
+        self, x: np.ndarray, y: np.ndarray, opt_level: int, fast_math: bool = False
+    ) -> Any:
         """The compiled SGD step of a fresh model for batches shaped like (x, y)."""
         from graphc import nn, optim
 

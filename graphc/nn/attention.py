@@ -102,27 +102,29 @@ class MultiheadAttention(Module):
             )
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.reshape((1, key_padding_mask.shape[0]))
-        elif self.batch_first:
-            query, key, value = (swapaxes(x, 0, 1) for x in (query, key, value))
         if query.ndim != 3 or query.shape[-1] != self.embed_dim:
             raise ShapeError(
                 f"MultiheadAttention: query must be (L, N, {self.embed_dim}) (or batch first, or "
                 f"unbatched), got shape {tuple(query.shape)}"
             )
-        length, batch = query.shape[0], query.shape[1]
-        q, k, v = (self._project(x, i) for i, x in enumerate((query, key, value)))
+        # the projections run on the rows as they lie (batch first or not): one GEMM over
+        # contiguous rows, where projecting a transposed view is a GEMM per batch entry
+        first = bool(self.batch_first) and not unbatched
+        length, batch = (query.shape[1], query.shape[0]) if first else query.shape[:2]
+        q, k, v = (self._project(x, i, first) for i, x in enumerate((query, key, value)))
         scores = matmul(q, swapaxes(k, -2, -1)) * (1.0 / math.sqrt(self.head_dim))
         scores = self._masked(scores, attn_mask, key_padding_mask, is_causal, batch)
         weights = softmax(scores, axis=-1)
         if self.dropout > 0.0:
             weights = dropout(weights, self.dropout, self.training)
         out = matmul(weights, v)  # (N, heads, L, head_dim)
-        out = reshape(transpose(out, (2, 0, 1, 3)), (length, batch, self.embed_dim))
+        if first:
+            out = reshape(transpose(out, (0, 2, 1, 3)), (batch, length, self.embed_dim))
+        else:
+            out = reshape(transpose(out, (2, 0, 1, 3)), (length, batch, self.embed_dim))
         out = self.out_proj(out)
         if unbatched:
             out = out.reshape((out.shape[0], out.shape[2]))
-        elif self.batch_first:
-            out = swapaxes(out, 0, 1)
         if not need_weights:
             return out, None
         if average_attn_weights:
@@ -131,14 +133,15 @@ class MultiheadAttention(Module):
             weights = weights.reshape(tuple(weights.shape)[1:])
         return out, weights
 
-    def _project(self, x: Any, which: int) -> Any:
-        """x @ W_which^T + b_which, split into heads: (N, heads, T, head_dim)."""
+    def _project(self, x: Any, which: int, batch_first: bool) -> Any:
+        """x @ W_which^T + b_which, split into heads: (N, heads, T, head_dim), from x
+        (N, T, E) when batch_first, else (T, N, E)."""
         e = self.embed_dim
         y = x @ self.in_proj_weight[which * e : (which + 1) * e].T
         if self.in_proj_bias is not None:
             y = y + self.in_proj_bias[which * e : (which + 1) * e]
         y = reshape(y, (y.shape[0], y.shape[1], self.num_heads, self.head_dim))
-        return transpose(y, (1, 2, 0, 3))
+        return transpose(y, (0, 2, 1, 3) if batch_first else (1, 2, 0, 3))
 
     def _masked(
         self, scores: Any, attn_mask: Any, padding: Any, is_causal: bool, batch: Any

@@ -23,7 +23,7 @@ from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.types import TensorType
 from graphc.ops.body import free_symbols
 from graphc.ops.custom import value_type
-from graphc.ops.dispatch import backend_for
+from graphc.ops.dispatch import backend_for, is_python_scalar, weak_dtype
 from graphc.ops.pytree import Tree, flatten, unflatten
 from graphc.ops.symbolic import (
     SYMBOLIC,
@@ -63,15 +63,9 @@ def lift(value: Any, graph: Graph | None = None) -> Symbol:
     if graph is not None and active_graph() is None:
         with graph:
             return lift(value)
-    if isinstance(value, (bool, int, float)):  # a Python scalar: graphc's default dtypes
-        return SYMBOLIC.lift(np.asarray(value, _python_dtype(value)), None, ())
+    if is_python_scalar(value):  # graphc's default dtypes; a numpy scalar keeps its own
+        return SYMBOLIC.lift(np.asarray(value, weak_dtype(value, ())), None, ())
     return SYMBOLIC.lift(value, None, ())
-
-
-def _python_dtype(value: Any) -> np.dtype:
-    if isinstance(value, bool):
-        return np.dtype(np.bool_)
-    return np.dtype(np.int64 if isinstance(value, int) else np.float32)
 
 
 # -- tracing a body -------------------------------------------------------------------

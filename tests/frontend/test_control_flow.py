@@ -284,3 +284,35 @@ def test_a_module_whose_parameters_a_scan_body_reads_traces_and_differentiates()
     for name, grad in zip(params, grads):
         want = gc.lifted_tensors(g)[name].grad.numpy()
         np.testing.assert_allclose(grad, want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype"),
+    [(np.float64(2.0), "float64"), (np.float32(2.0), "float32"), (np.int32(2), "int32"),
+     (2.0, "float32"), (2, "int64"), (True, "bool")],
+)  # fmt: skip
+def test_a_numpy_scalar_keeps_its_dtype_as_a_carry_or_operand(value: object, dtype: str) -> None:
+    """np.float64 is a subclass of Python's float, but a numpy scalar is strongly typed: a
+    carry or operand given as one keeps its dtype; Python scalars take graphc's defaults.
+    (Found by the slow random programs: on arrays, x * 0.5 of a 0-d float64 array is an
+    np.float64, and an empty scan traced its body on it as float32, so an inner carry
+    entered as float32 and left as float64.)"""
+    g = gc.Graph("scalars")
+    with g:
+        carry, _ = gc.scan(lambda c, x: (c, c), value, None, length=2)
+        chosen = gc.cond(gc.placeholder("p", (), "bool"), lambda v: v, lambda v: v, value)
+        gc.output(carry, name="carry")
+        gc.output(chosen, name="chosen")
+    assert [str(o.type.dtype) for o in g.outputs] == [dtype, dtype]
+
+
+def test_an_empty_scan_on_arrays_traces_its_body_with_numpy_scalars_typed() -> None:
+    x = np.array(1.5)  # 0-d float64
+    half = x * 0.5  # numpy gives an np.float64 scalar, not a 0-d array
+
+    def step(c: object, _: object) -> tuple:
+        inner, _ = gc.scan(lambda d, __: (half, d), c, None, length=1)
+        return inner, inner
+
+    carry, ys = gc.scan(step, x, None, length=0)
+    assert carry.dtype == np.float64 and ys.dtype == np.float64 and ys.shape == (0,)

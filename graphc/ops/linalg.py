@@ -48,7 +48,7 @@ def _matmul_vjp(ct: Any, out: Any, a: Any, b: Any, needs: tuple) -> tuple:
         # a batch of activations times one weight: the weight's gradient is one GEMM
         # over every row of the batch (as torch's linear), not a GEMM per batch entry
         # and a sum of their (k, n) products
-        gb = contract_rows(a, ct)
+        gb = E.unbroadcast(contract_rows(a, ct), b)  # in b's dtype (ct may be wider)
     elif needs[1]:
         gb = E.unbroadcast(matmul(S.swapaxes(a2, -1, -2), ct2), b2)
         gb = S.reshape(gb, b.shape) if len(b.shape) == 1 else gb
@@ -119,8 +119,8 @@ contract_rows = defop(
     kernel=_contract_rows_kernel,
     # d(x^T y) = dx^T y + x^T dy: ct_x = y ct^T and ct_y = x ct, row by row
     vjp=lambda ct, out, x, y, needs: (
-        matmul(y, S.swapaxes(ct, 0, 1)) if needs[0] else None,
-        matmul(x, ct) if needs[1] else None,
+        E.unbroadcast(matmul(y, S.swapaxes(ct, 0, 1)), x) if needs[0] else None,
+        E.unbroadcast(matmul(x, ct), y) if needs[1] else None,
     ),
     cost=_contract_rows_cost,
     doc="x^T @ y over all rows: x (..., k) and y (..., n) with the same leading dims give "

@@ -63,3 +63,36 @@ def test_second_derivative_matches_finite_differences(case: OpCase) -> None:
         want = numeric_vjp(h, xs, np.ones(()), i)
         got = np.asarray(cts[node]) if node in cts else np.zeros_like(want)
         assert_grads_close(got, want, f"{case.id}: second derivative d/dx{i}")
+
+
+@pytest.mark.parametrize(
+    ("x_dtype", "w_dtype"),
+    [("float32", "float64"), ("float64", "float32"), ("int64", "float32"), ("float32", "int32")],
+)
+def test_batched_matmul_gradients_keep_each_operands_dtype(x_dtype: str, w_dtype: str) -> None:
+    """A batch of rows times a matrix of another dtype: the weight's gradient is one GEMM
+    over the rows (contract_rows) in the wider dtype, and must come back in the weight's
+    own (found by the slow random gradient graphs: float32 weight, float64 cotangent)."""
+    import graphc as gc
+
+    g = gc.Graph("mixed")
+    with g:
+        x = gc.placeholder("x", ("B", 3, 4), x_dtype)
+        w = gc.placeholder("w", (4, 2), w_dtype)
+        gc.output(gc.sum(gc.matmul(x, w)), name="loss")
+    floats = [n for n, d in (("x", x_dtype), ("w", w_dtype)) if d.startswith("float")]
+    joint = gc.gradients(g, wrt=floats)
+    grads = {o.name: o.type.dtype for o in joint.outputs[1:]}
+    assert grads == {
+        f"grad_{n}": np.dtype(d) for n, d in (("x", x_dtype), ("w", w_dtype)) if n in floats
+    }
+    rng = np.random.default_rng(0)
+    feeds = {
+        "x": rng.integers(-3, 4, (2, 3, 4)).astype(x_dtype),
+        "w": rng.integers(-3, 4, (4, 2)).astype(w_dtype),
+    }
+    results = gc.compile(joint)(**feeds)
+    for name, got in zip([o.name for o in joint.outputs[1:]], results[1:]):
+        want = feeds["x"].sum(axis=(0, 1))[:, None] * np.ones((1, 2)) if name == "grad_w" else None
+        if want is not None:
+            np.testing.assert_array_equal(got, want.astype(got.dtype))

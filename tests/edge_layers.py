@@ -68,7 +68,9 @@ def _conv(draw: Draw, pool: list[Symbol]) -> Symbol:
         extra = (draw(st.integers(0, reach[0] - 1)), draw(st.integers(0, reach[1] - 1)))
         bias = operand(draw, pool, (per * groups,), dtype) if draw(st.booleans()) else None
         return gc.conv_transpose2d(x, weight, bias, stride, padding, extra, groups, dilation)
-    weight = operand(draw, pool, (per * groups, channels // groups, *kernel), dtype)
+    # a symbolic channel dim has groups 1: the weight takes that dim as it is
+    per_group = channels // groups if isinstance(channels, int) else channels
+    weight = operand(draw, pool, (per * groups, per_group, *kernel), dtype)
     bias = operand(draw, pool, (per * groups,), dtype) if draw(st.booleans()) else None
     return gc.conv2d(x, weight, bias, stride, padding, dilation, groups)
 

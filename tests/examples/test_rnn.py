@@ -43,9 +43,12 @@ def bptt(values: dict[str, np.ndarray]) -> tuple[float, dict[str, np.ndarray]]:
 
 
 def close(got: Any, want: Any, rtol: float = 1e-5) -> None:
-    """Equal to `rtol` of the array's largest magnitude (float32 sums of 6 steps)."""
+    """Equal to `rtol` of the array's largest magnitude (float32 sums of 6 steps), and
+    element by element as np.allclose(rtol=1e-5) judges float32 (its default atol 1e-8
+    for entries that are sums of nearly cancelling terms, ~1e-6 here)."""
     want = np.asarray(want, np.float64)
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * float(np.max(np.abs(want))))
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-8)
 
 
 @pytest.fixture(scope="module")

@@ -153,12 +153,14 @@ class Conv2d(_ConvNd):
         )  # fmt: skip
 
     def forward(self, input: Any) -> Any:
-        return F.conv2d(
+        return self.convolve(
             input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
         )
 
+    convolve = staticmethod(F.conv2d)
 
-class Conv1d(_ConvNd):
+
+class Conv1d(Conv2d):
     """1-D convolution over (N, C, L) (or (C, L)): torch.nn.Conv1d.
 
     >>> import graphc.eager as ge
@@ -168,30 +170,7 @@ class Conv1d(_ConvNd):
     """
 
     dims = 1
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        dtype: Any = "float32",
-        generator: init.Generator = None,
-    ) -> None:
-        super().__init__(
-            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-            padding_mode, 0, dtype, generator,
-        )  # fmt: skip
-
-    def forward(self, input: Any) -> Any:
-        return F.conv1d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+    convolve = staticmethod(F.conv1d)
 
 
 def _output_padding(layer: _ConvNd, input: Any, output_size: Any) -> tuple:
@@ -254,10 +233,12 @@ class ConvTranspose2d(_ConvNd):
 
     def forward(self, input: Any, output_size: Any = None) -> Any:
         extra = _output_padding(self, input, output_size)
-        return F.conv_transpose2d(
+        return self.convolve(
             input, self.weight, self.bias, self.stride, self.padding, extra, self.groups,
             self.dilation,
         )  # fmt: skip
+
+    convolve = staticmethod(F.conv_transpose2d)
 
 
 class ConvTranspose1d(ConvTranspose2d):
@@ -270,13 +251,7 @@ class ConvTranspose1d(ConvTranspose2d):
     """
 
     dims = 1
-
-    def forward(self, input: Any, output_size: Any = None) -> Any:
-        extra = _output_padding(self, input, output_size)
-        return F.conv_transpose1d(
-            input, self.weight, self.bias, self.stride, self.padding, extra, self.groups,
-            self.dilation,
-        )  # fmt: skip
+    convolve = staticmethod(F.conv_transpose1d)
 
 
 class MaxPool2d(Module):

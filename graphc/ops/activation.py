@@ -22,8 +22,9 @@ from graphc.ir.registry import get_op
 from graphc.ops import elementwise as E
 from graphc.ops import mathops
 from graphc.ops.defop import defop
+from graphc.ops.elementwise import float_kernel
 from graphc.ops.mathops import *  # noqa: F403 - re-exported: graphc.ops star-imports this module
-from graphc.ops.mathops import erf, float_kernel, float_type
+from graphc.ops.mathops import erf, float_type
 from graphc.ops.selection import gt, lt, where
 from graphc.ops.special import gelu_exact_into
 

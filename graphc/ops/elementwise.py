@@ -62,7 +62,8 @@ def _binary(name: str, ufunc: np.ufunc, vjp: Any, doc: str, inplace: bool = True
     )
 
 
-def _unary(name: str, ufunc: np.ufunc, vjp: Any, doc: str) -> Any:
+def unary_op(name: str, ufunc: np.ufunc, vjp: Any, doc: str) -> Any:
+    """An elementwise op that is numpy's `ufunc` of one input, in place where it may be."""
     return defop(
         name,
         infer=ufunc_infer(ufunc, name),
@@ -75,19 +76,24 @@ def _unary(name: str, ufunc: np.ufunc, vjp: Any, doc: str) -> Any:
     )
 
 
-def _float_kernel(body: Any, op: str) -> Any:
-    """A kernel computing in the float dtype numpy gives `op` (ints become float64)."""
+def float_kernel(body: Any, op: str) -> Any:
+    """A kernel running `body(x, out, **attrs)` on x in the float dtype numpy gives `op`
+    (ints become float64), resolved once per input dtype."""
+    dtypes: dict[np.dtype, np.dtype] = {}
 
-    dtypes: dict[np.dtype, np.dtype] = {}  # numpy's resolution, once per input dtype
-
-    def kernel(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def kernel(x: np.ndarray, out: np.ndarray | None = None, **attrs: Any) -> np.ndarray:
         dtype = dtypes.get(x.dtype)
         if dtype is None:
             dtype = dtypes[x.dtype] = ufunc_dtype(np.tanh, op, x.dtype)
         if out is None:
             out = np.empty(x.shape, dtype)
-        return body(x.astype(dtype, copy=False), out)
+        x = x.astype(dtype, copy=False)
+        if x.ndim == 0:  # numpy gives scalars, not arrays, for 0-d steps inside `body`
+            body(x.reshape(1), out.reshape(1), **attrs)
+            return out
+        return body(x, out, **attrs)
 
+    kernel.__name__ = op
     return kernel
 
 
@@ -191,21 +197,21 @@ pow = defop(
 )
 
 # d(-x) = -dx
-neg = _unary("neg", np.negative, lambda ct, out, x, needs: (neg(ct),), "-x, elementwise.")
+neg = unary_op("neg", np.negative, lambda ct, out, x, needs: (neg(ct),), "-x, elementwise.")
 
 # -- unary math -----------------------------------------------------------------
 
 # d exp(x) = exp(x) dx
-exp = _unary("exp", np.exp, lambda ct, out, x, needs: (ct * out,), "e ** x, elementwise.")
+exp = unary_op("exp", np.exp, lambda ct, out, x, needs: (ct * out,), "e ** x, elementwise.")
 
 # d log(x) = dx / x
-log = _unary("log", np.log, lambda ct, out, x, needs: (ct / x,), "Natural logarithm.")
+log = unary_op("log", np.log, lambda ct, out, x, needs: (ct / x,), "Natural logarithm.")
 
 # d sqrt(x) = dx / (2 sqrt(x))
-sqrt = _unary("sqrt", np.sqrt, lambda ct, out, x, needs: (ct * 0.5 / out,), "Square root.")
+sqrt = unary_op("sqrt", np.sqrt, lambda ct, out, x, needs: (ct * 0.5 / out,), "Square root.")
 
 # d|x| = sign(x) dx
-abs = _unary("abs", np.absolute, lambda ct, out, x, needs: (ct * sign(x),), "Absolute value.")
+abs = unary_op("abs", np.absolute, lambda ct, out, x, needs: (ct * sign(x),), "Absolute value.")
 
 
 def _zero_vjp(ct: Any, out: Any, x: Any, needs: tuple) -> tuple:
@@ -213,16 +219,16 @@ def _zero_vjp(ct: Any, out: Any, x: Any, needs: tuple) -> tuple:
 
 
 # sign is flat almost everywhere: its gradient is zero
-sign = _unary("sign", np.sign, _zero_vjp, "-1, 0 or 1 by the sign of x.")
+sign = unary_op("sign", np.sign, _zero_vjp, "-1, 0 or 1 by the sign of x.")
 
 # d sin(x) = cos(x) dx
-sin = _unary("sin", np.sin, lambda ct, out, x, needs: (ct * cos(x),), "Sine.")
+sin = unary_op("sin", np.sin, lambda ct, out, x, needs: (ct * cos(x),), "Sine.")
 
 # d cos(x) = -sin(x) dx
-cos = _unary("cos", np.cos, lambda ct, out, x, needs: (neg(ct) * sin(x),), "Cosine.")
+cos = unary_op("cos", np.cos, lambda ct, out, x, needs: (neg(ct) * sin(x),), "Cosine.")
 
 # d tanh(x) = (1 - tanh(x)^2) dx
-tanh = _unary(
+tanh = unary_op(
     "tanh", np.tanh, lambda ct, out, x, needs: (ct * (1 - out * out),), "Hyperbolic tangent."
 )
 
@@ -245,7 +251,7 @@ def _sigmoid_body(x: np.ndarray, out: np.ndarray) -> np.ndarray:
 sigmoid = defop(
     "sigmoid",
     infer=ufunc_infer(np.tanh, "sigmoid"),
-    kernel=_float_kernel(_sigmoid_body, "sigmoid"),
+    kernel=float_kernel(_sigmoid_body, "sigmoid"),
     vjp=lambda ct, out, x, needs: (ct * out * (1 - out),),
     elementwise=True,
     inplace=True,
@@ -310,7 +316,7 @@ def _gelu_vjp(ct: Any, out: Any, x: Any, needs: tuple) -> tuple:
 gelu = defop(
     "gelu",
     infer=ufunc_infer(np.tanh, "gelu"),
-    kernel=_float_kernel(_gelu_body, "gelu"),
+    kernel=float_kernel(_gelu_body, "gelu"),
     vjp=_gelu_vjp,
     elementwise=True,
     inplace=True,

@@ -58,40 +58,10 @@ def float_type(op: str) -> Any:
     return infer
 
 
-def float_kernel(body: Any, op: str) -> Any:
-    """A kernel running `body(x, out)` on x in its float dtype (ints become float64)."""
-
-    def kernel(x: np.ndarray, out: np.ndarray | None = None, **attrs: Any) -> np.ndarray:
-        dtype = ufunc_dtype(np.tanh, op, x.dtype)
-        if out is None:
-            out = np.empty(x.shape, dtype)
-        x = x.astype(dtype, copy=False)
-        if x.ndim == 0:  # numpy gives scalars, not arrays, for 0-d steps inside `body`
-            body(x.reshape(1), out.reshape(1), **attrs)
-            return out
-        return body(x, out, **attrs)
-
-    kernel.__name__ = op
-    return kernel
-
-
-def _unary(name: str, ufunc: np.ufunc, vjp: Any, doc: str) -> Any:
-    return defop(
-        name,
-        infer=ufunc_infer(ufunc, name),
-        kernel=ufunc_kernel(ufunc),
-        vjp=vjp,
-        elementwise=True,
-        inplace=True,
-        cost=elementwise_cost,
-        doc=doc,
-    )
-
-
 # -- logarithms and exponentials near 0 -------------------------------------------------
 
 # d log1p(x) = dx / (1 + x)
-log1p = _unary(
+log1p = E.unary_op(
     "log1p",
     np.log1p,
     lambda ct, out, x, needs: (ct / (x + 1),),
@@ -99,7 +69,7 @@ log1p = _unary(
 )
 
 # d expm1(x) = exp(x) dx = (out + 1) dx
-expm1 = _unary(
+expm1 = E.unary_op(
     "expm1",
     np.expm1,
     lambda ct, out, x, needs: (ct * (out + 1),),
@@ -153,7 +123,7 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 erf = defop(
     "erf",
     infer=float_type("erf"),
-    kernel=float_kernel(erf_into, "erf"),
+    kernel=E.float_kernel(erf_into, "erf"),
     vjp=lambda ct, out, x, needs: (ct * (E.exp(E.neg(x * x)) * _TWO_OVER_SQRT_PI),),
     elementwise=True,
     inplace=True,

@@ -94,6 +94,7 @@ def float_kernel(body: Any, op: str) -> Any:
         return body(x, out, **attrs)
 
     kernel.__name__ = op
+    kernel.__module__ = body.__module__  # the family whose op it is, where `body` is written
     return kernel
 
 

@@ -100,8 +100,8 @@ def test_cse_merges_twin_layer_ops(name: str) -> None:
 # the modules whose kernels the layer ops of real models brought (issue 15)
 FAMILIES = {
     f"graphc.ops.{m}"
-    for m in ("along_axis", "arrays", "conv_epilogue", "conv_kernels", "mathops", "maxpool",
-              "norm", "padding", "pool", "sequences", "sorting")
+    for m in ("activation", "along_axis", "arrays", "conv_epilogue", "conv_kernels", "mathops", "maxpool",
+              "norm", "padding", "pool", "sequences", "sorting", "special")
 }  # fmt: skip
 MORE = {"expm1", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor"}
 

@@ -312,7 +312,10 @@ class Generator:
             return [f"{fn}({', '.join(args + [f'out={out}'])})"]
         t = value.type
         if direct and t.rank > 0 and not worth_recycling(t.nbytes):
-            return [f"{out} = {fn}({', '.join(args)})"]  # numpy allocates the fresh result
+            # numpy allocates the fresh result, C-contiguous as every other non-transpose
+            # value (its default order K would follow a transposed input, and what reads
+            # the result, a sum say, would then round as the reference does not)
+            return [f"{out} = {fn}({', '.join([*args, 'order=' + repr('C')])})"]
         return [self._new_output(out, value), f"{fn}({', '.join(args + [f'out={out}'])})"]
 
     def _new_output(self, out: str, value: Value) -> str:

@@ -170,3 +170,23 @@ def test_a_scale_moves_past_a_transpose_before_elementwise_users() -> None:
     optimized = str(gc.optimize(g, level=1))
     assert "mul(%x, %c)" in optimized, optimized
     check_levels(g, feeds_for(g))
+
+
+def test_a_returned_elementwise_result_of_a_transpose_is_c_contiguous_as_in_the_reference() -> None:
+    # a returned tanh of a transposed view was allocated by numpy in its K order (the
+    # view's), and the sum reading it rounded otherwise than the reference's C-ordered
+    # array (found by the random float32 graphs)
+    g = parsed("""
+    graph g(%x: f32[3,4]) {
+      %t: f32[4,3] = transpose(%x, axes=(1, 0))
+      %h: f32[4,3] = tanh(%t)
+      %s: f32[] = sum(%h, axis=None, keepdims=False)
+      output %y = %s
+      output %z = %h
+    }""")
+    x = np.array(
+        [[-0.0, -3.1588201e-10, -1.8361059, 88.0],
+         [-6.8706277e13, 5.4210115e-20, 8.6389132e13, -3.0],
+         [5.4210115e-20, 9.3049041e16, 1.0, 1.3314361e-15]], np.float32,
+    )  # fmt: skip
+    check_levels(g, [{"x": x}])

@@ -20,6 +20,7 @@ import json
 import keyword
 import math
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,13 @@ import numpy as np
 
 from graphc.ir.graph import Node
 from graphc.ir.registry import get_op
+from graphc.runtime.backend import (
+    Backend,
+    BackendUnavailable,
+    chain,
+    get_backend,
+    page_aligned_arena,
+)
 from graphc.runtime.plan import Plan, Step, Value
 from graphc.runtime.recycle import Recycler, worth_recycling
 
@@ -42,40 +50,47 @@ def shown(name: str) -> str:
     return name if _PLAIN.fullmatch(name) else json.dumps(name, ensure_ascii=True)
 
 
-# op name -> emitter(gen, step, out) returning source lines; fused ops register here
-Lowering = Callable[["Generator", Step, str], list[str]]
-LOWERINGS: dict[str, Lowering] = {}
-
-
-def register_lowering(op: str) -> Callable[[Lowering], Lowering]:
-    def decorate(fn: Lowering) -> Lowering:
-        LOWERINGS[op] = fn
-        return fn
-
-    return decorate
-
-
 @dataclass
 class Generated:
-    """The executor's source and the namespace it runs in."""
+    """The executor's source and the namespace it runs in.
+
+    `backend` is the backend that generated it (after any fallback), `step_backends`
+    the backend whose lowering emitted each step (by step index), `notes` what the
+    backend reports (kernels built, compile time), `allocate_arena` its allocator."""
 
     source: str
     namespace: dict[str, Any]
     make: Callable[..., Callable[..., Any]] = field(repr=False)
+    backend: str = "numpy"
+    step_backends: dict[int, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    allocate_arena: Callable[[int], Any] = field(default=page_aligned_arena, repr=False)
+
+    def instantiate(self, arena_bytes: int, constants: list, states: list) -> Callable[..., Any]:
+        """The plan's `run` function on a fresh arena (one per thread)."""
+        return self.make(self.allocate_arena(arena_bytes), constants, states)
 
 
 class Generator:
     """Turns one Plan into source; lowerings call `name`, `const` and `array` on it."""
 
-    def __init__(self, plan: Plan, check_numerics: bool = False) -> None:
+    def __init__(
+        self, plan: Plan, check_numerics: bool = False, backend: Backend | None = None
+    ) -> None:
         self.plan = plan
         self.check_numerics = check_numerics
+        self.backend = backend if backend is not None else get_backend("numpy")
+        self.chain = chain(self.backend)
+        xp = self.backend.array_module  # the generated code allocates with this module
         self.namespace: dict[str, Any] = {
-            "empty": np.empty,
-            "copyto": np.copyto,
+            "empty": xp.empty,
+            "copyto": xp.copyto,
             "Recycler": Recycler,
         }
-        self.namespace["array_copy"] = lambda x: np.array(x, copy=True)
+        self.namespace["array_copy"] = lambda x: xp.array(x, copy=True)
+        self.step_backends: dict[int, str] = {}  # which backend lowered each step
+        self.notes: list[str] = []  # what the backend reports for explain()
+        self.state: dict[str, Any] = {}  # per-backend working data of this generation
         self._globals: dict[int, str] = {}
         self._taken: set[str] = set(self.namespace) | {
             "run",
@@ -152,6 +167,10 @@ class Generator:
         setup_lines += setup + self.setup_lines
         run_lines = [f"def run({', '.join(params)}):"] + ["    " + line for line in body]
         source = "\n".join(setup_lines + run_lines) + "\n"
+        for backend in self.chain:
+            if backend.finish is not None:
+                backend.finish(self)  # may bind compiled kernels into the namespace
+        source += self.source_appendix
         # two code objects: CPython compiles one module holding both markedly slower
         where = f"<graphc plan {plan.graph.name}>"
         setup_code = compile("\n".join(setup_lines) + "\n", where, "exec")
@@ -166,7 +185,32 @@ class Generator:
             exec(run_code, own)
             return own["run"]
 
-        return Generated(source, self.namespace, make)
+        return Generated(
+            source,
+            self.namespace,
+            make,
+            self.backend.name,
+            self.step_backends,
+            self.notes,
+            self.backend.allocate_arena,
+        )
+
+    source_appendix = ""  # text a backend adds after the Python (the native kernels' C)
+
+    def lower(self, step: Step, out: str) -> list[str] | None:
+        """The first lowering along the backend chain that accepts `step`, or None
+        (then the step is a call of its op's kernel)."""
+        op = step.node.op
+        for backend in self.chain:
+            emit = backend.lowerings.get(op)  # type: ignore[arg-type]
+            if emit is None:
+                continue
+            lines = emit(self, step, out)
+            if lines is not None:
+                self.step_backends[step.index] = backend.name
+                return lines
+        self.step_backends[step.index] = self.chain[-1].name
+        return None
 
     def _bind(self, value: str, name: str, static: bool = False) -> str:
         self.expr[value] = name
@@ -244,10 +288,11 @@ class Generator:
             out = self._bind(step.output, self.fresh(step.output))
         else:
             out = self.expr[step.output]
-        if node.op in LOWERINGS:
+        lowered = self.lower(step, out)
+        if lowered is not None:
             if value.kind == "output":
                 lines.append(self._new_output(out, value))
-            lines += LOWERINGS[node.op](self, step, out)
+            lines += lowered
         else:
             lines += self._call(step, value, out)
         if self.check_numerics and value.type.dtype.kind == "f":
@@ -273,8 +318,9 @@ class Generator:
             lines[0] += f"  {shown(name)}: [{value.kind}]"
             outs.append(out)
         out_tuple = f"({', '.join(outs)}{',' if outs else ''})"
-        if step.node.op in LOWERINGS:
-            lines += LOWERINGS[step.node.op](self, step, out_tuple)
+        lowered = self.lower(step, out_tuple)
+        if lowered is not None:
+            lines += lowered
         else:
             fn, args, _ = self.callee(step.node, step.attrs, [self.expr[x] for x in step.inputs])
             lines.append(f"{fn}({', '.join(args + [f'out={out_tuple}'])})")
@@ -408,13 +454,28 @@ def _numerics_check(node: Node) -> Callable[[np.ndarray], None]:
     return check
 
 
-def new_arena(nbytes: int) -> np.ndarray:
-    """A uint8 arena aligned to a page, so the planner's offsets keep their alignment."""
-    raw = np.empty(nbytes + 4096, np.uint8)
-    start = (-raw.ctypes.data) % 4096
-    return raw[start : start + nbytes]
+new_arena = page_aligned_arena
 
 
-def generate(plan: Plan, check_numerics: bool = False) -> Generated:
-    """Source and `make` function for `plan`."""
-    return Generator(plan, check_numerics).generate()
+def generate(plan: Plan, check_numerics: bool = False, backend: Backend | None = None) -> Generated:
+    """Source and `make` function for `plan` on `backend` (numpy by default). When the
+    backend cannot build this plan (`BackendUnavailable`: no compiler, a failed build)
+    the plan is generated on its fallback instead, with one warning per reason."""
+    backend = backend if backend is not None else get_backend("numpy")
+    try:
+        return Generator(plan, check_numerics, backend).generate()
+    except BackendUnavailable as exc:
+        if backend.fallback is None:
+            raise
+        warn_once(f"graphc: backend '{backend.name}' fell back to '{backend.fallback}': {exc}")
+        return generate(plan, check_numerics, get_backend(backend.fallback))
+
+
+_WARNED: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    """A RuntimeWarning, once per distinct message in this process."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)

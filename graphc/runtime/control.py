@@ -28,7 +28,8 @@ import numpy as np
 from graphc.ir.graph import Graph
 from graphc.ir.types import TensorType
 from graphc.ops.body import bind_body_dims
-from graphc.runtime.codegen import Generated, Generator, generate, new_arena, register_lowering
+from graphc.runtime.backend import Backend, register_lowering
+from graphc.runtime.codegen import Generated, Generator, generate
 from graphc.runtime.plan import Plan, Step, build_plan
 from graphc.runtime.specialize import specialize
 
@@ -44,16 +45,18 @@ class CompiledBody:
 
     def instance(self) -> Any:
         """The body's run function, on an arena of its own (one per thread)."""
-        return self.generated.make(new_arena(self.plan.arena_bytes), self.constants, [])
+        return self.generated.instantiate(self.plan.arena_bytes, self.constants, [])
 
 
-def compile_body(body: Graph, types: Sequence[TensorType], check_numerics: bool) -> CompiledBody:
+def compile_body(
+    body: Graph, types: Sequence[TensorType], check_numerics: bool, backend: Backend
+) -> CompiledBody:
     bindings = bind_body_dims(body, types, "body")
     spec = specialize(body, bindings)  # type: ignore[arg-type]
     plan = build_plan(body, spec, given_outputs=True)
     constants = [np.asarray(plan.nodes[name].value, order="C") for name in plan.constants]
     output_types = [spec.types[o] for o in body.outputs]
-    return CompiledBody(plan, generate(plan, check_numerics), constants, output_types)  # type: ignore[arg-type]
+    return CompiledBody(plan, generate(plan, check_numerics, backend), constants, output_types)  # type: ignore[arg-type]
 
 
 class _Scratch:
@@ -197,7 +200,7 @@ def lower_scan(gen: Generator, step: Step, out: str) -> list[str]:
     body_types = (
         types[:nc] + [t.with_shape(t.shape[1:]) for t in types[nc : nc + nx]] + types[nc + nx :]
     )
-    body = compile_body(attrs["body"], body_types, gen.check_numerics)
+    body = compile_body(attrs["body"], body_types, gen.check_numerics, gen.backend)
     gen.plan.bodies[step.index] = {"body": body.plan}
     result_types = _result_types(gen, step)
 
@@ -210,8 +213,8 @@ def lower_scan(gen: Generator, step: Step, out: str) -> list[str]:
 @register_lowering("cond")
 def lower_cond(gen: Generator, step: Step, out: str) -> list[str]:
     types = _types(gen, step.inputs[1:])
-    then_body = compile_body(step.attrs["then_body"], types, gen.check_numerics)
-    else_body = compile_body(step.attrs["else_body"], types, gen.check_numerics)
+    then_body = compile_body(step.attrs["then_body"], types, gen.check_numerics, gen.backend)
+    else_body = compile_body(step.attrs["else_body"], types, gen.check_numerics, gen.backend)
     gen.plan.bodies[step.index] = {"then_body": then_body.plan, "else_body": else_body.plan}
     result_types = _result_types(gen, step)
     return _emit(gen, step, lambda: CondBranches(then_body, else_body, result_types), out)
@@ -223,9 +226,9 @@ def lower_while(gen: Generator, step: Step, out: str) -> list[str]:
     nc, k = attrs["num_carry"], attrs["num_cond_consts"]
     types = _types(gen, step.inputs)
     cond_body = compile_body(
-        attrs["cond_body"], types[:nc] + types[nc : nc + k], gen.check_numerics
+        attrs["cond_body"], types[:nc] + types[nc : nc + k], gen.check_numerics, gen.backend
     )
-    body = compile_body(attrs["body"], types[:nc] + types[nc + k :], gen.check_numerics)
+    body = compile_body(attrs["body"], types[:nc] + types[nc + k :], gen.check_numerics, gen.backend)
     gen.plan.bodies[step.index] = {"cond_body": cond_body.plan, "body": body.plan}
     result_types = _result_types(gen, step)
     return _emit(gen, step, lambda: WhileLoop(cond_body, body, nc, k, result_types), out)

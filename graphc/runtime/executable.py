@@ -9,6 +9,12 @@ ready `run` functions; only a miss takes the slow path, which checks the feeds
 (errors name the placeholder), binds symbolic dims, builds and caches the plan
 (shared by all threads), and instantiates it on a fresh arena for this thread.
 
+Backends (runtime/backend.py): the plan is backend-neutral; `backend` picks who lowers
+its steps to code ("numpy", "native", or "auto": the preferred one available here).
+
+Plans are kept per signature in a bounded LRU cache (`plan_cache_size`, as jax.jit's
+cache of traced shapes), and each thread keeps at most as many instantiated plans.
+
 Threads: every thread gets its own arena (`threading.local`), so calls on one
 Executable from several threads run concurrently and never share scratch buffers.
 An Executable with `updates` holds its state in one set of buffers that every
@@ -21,6 +27,7 @@ import builtins
 import contextlib
 import gc
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -33,7 +40,8 @@ from graphc.passes.pipeline import optimize as run_pipeline
 from graphc.runtime import control as _control  # noqa: F401 - registers cond/scan/while_loop
 from graphc.runtime import fused as _fused  # noqa: F401 - registers the fused lowerings
 from graphc.runtime import scalar as scalar_plans
-from graphc.runtime.codegen import Generated, generate, new_arena
+from graphc.runtime.backend import Backend, resolve
+from graphc.runtime.codegen import Generated, generate
 from graphc.runtime.feeds import as_feed_array, bind_dims
 from graphc.runtime.plan import Plan, build_plan
 from graphc.runtime.specialize import bound_graph, specialize
@@ -74,7 +82,7 @@ class Compiled:
         self.constants = [np.asarray(plan.nodes[name].value, order="C") for name in plan.constants]
 
     def instantiate(self, states: list[np.ndarray]) -> Any:
-        return self.generated.make(new_arena(self.plan.arena_bytes), self.constants, states)
+        return self.generated.instantiate(self.plan.arena_bytes, self.constants, states)
 
 
 class Executable:
@@ -108,8 +116,14 @@ class Executable:
         opt_level: int = 0,
         fast_math: bool = False,
         value_changing: set[str] | None = None,
+        backend: Backend | None = None,
+        plan_cache_size: int = 32,
     ) -> None:
         self.graph = graph
+        self.backend = backend if backend is not None else resolve("numpy")
+        if not isinstance(plan_cache_size, int) or plan_cache_size < 1:
+            raise GraphcError(f"compile: plan_cache_size must be an int >= 1, got {plan_cache_size!r}")
+        self.plan_cache_size = plan_cache_size
         self.optimized = optimized
         self.opt_level = opt_level
         self.fast_math = fast_math
@@ -122,7 +136,7 @@ class Executable:
         self._data = [p for p in placeholders if p.name not in self.updates]
         self._state_nodes = [p for p in placeholders if p.name in self.updates]
         self._state: dict[str, np.ndarray | None] = {p.name: None for p in self._state_nodes}
-        self._compiled: dict[tuple, Compiled] = {}
+        self._compiled: OrderedDict[tuple, Compiled] = OrderedDict()  # LRU, newest last
         self._lock = threading.Lock()
         self._call_lock = threading.Lock() if self.updates else None
         self._local = threading.local()
@@ -217,7 +231,9 @@ class Executable:
             runs = self._local.runs = {}
         run = runs.get(key)
         if run is None:
-            compiled = self._compiled.get(key) or self._compile_signature(key)
+            compiled = self._compile_signature(key)
+            if len(runs) >= self.plan_cache_size:  # bounded too: drop this thread's oldest
+                del runs[next(iter(runs))]
             run = runs[key] = compiled.instantiate(states)
         if self._call_lock is not None:
             with self._call_lock:
@@ -249,16 +265,26 @@ class Executable:
         cache = example == current
         with self._lock, collector_paused():
             if cache and key in self._compiled:
+                self._compiled.move_to_end(key)
                 return self._compiled[key]
             bindings = self._bindings(key, example)
             graph = self._graph_for(bindings)
             spec = specialize(graph, bindings)
-            scalar = not self.updates and scalar_plans.supports(graph, spec)
+            scalar = (
+                not self.updates
+                and scalar_plans.supports(graph, spec)
+                and self.backend.allows_scalar(graph)
+            )
             plan = build_plan(graph, spec, key, self.updates, scalar)
-            emit = scalar_plans.generate if scalar else generate
-            compiled = Compiled(plan, emit(plan, self.check_numerics))
+            if scalar:
+                generated = scalar_plans.generate(plan, self.check_numerics)
+            else:
+                generated = generate(plan, self.check_numerics, self.backend)
+            compiled = Compiled(plan, generated)
             if cache:
                 self._compiled[key] = compiled
+                if len(self._compiled) > self.plan_cache_size:
+                    self._compiled.popitem(last=False)  # the least recently used signature
                 self._last = compiled
                 self.plans_built += 1
             return compiled
@@ -351,8 +377,9 @@ class Executable:
         """Steps, buffer table with lifetimes, in-place decisions and memory of the plan."""
         from graphc.runtime.explain import format_plan, rules_header
 
-        plan = self._compiled_for(args, feeds).plan
-        return format_plan(plan, rules_header(self.opt_level, self.fast_math, self.value_changing))
+        compiled = self._compiled_for(args, feeds)
+        header = rules_header(self.opt_level, self.fast_math, self.value_changing)
+        return format_plan(compiled.plan, header, compiled.generated)
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
         if args or feeds:
@@ -368,7 +395,10 @@ class Executable:
         return self._last
 
     def __repr__(self) -> str:
-        return f"<Executable '{self.graph.name}': {self.plans_built} plan(s)>"
+        return (
+            f"<Executable '{self.graph.name}': {self.plans_built} plan(s), "
+            f"backend {self.backend.name}>"
+        )
 
 
 def signature(shapes_and_dtypes: list[tuple[tuple, Any]]) -> tuple:
@@ -382,11 +412,17 @@ def compile(
     updates: Mapping[str, str] | None = None,
     check_numerics: bool = False,
     fast_math: bool = False,
+    backend: str = "auto",
+    plan_cache_size: int = 32,
 ) -> Executable:
     """Optimize `graph` once and return an Executable that plans per input signature.
 
     Every `opt_level` computes O0's results bit for bit; `fast_math=True` also allows
     rewrites that change values (see graphc/passes/simplify.py), as -ffast-math does.
+    `backend` lowers the plans: "numpy" (the reference, everywhere), "native" (C
+    kernels for elementwise work, built with the system C compiler: docs/backends.md),
+    or "auto", the preferred one available (GRAPHC_BACKEND overrides that default).
+    At most `plan_cache_size` signatures' plans are kept (least recently used dropped).
 
     >>> import numpy as np, graphc as gc
     >>> g = gc.Graph("square")
@@ -397,10 +433,21 @@ def compile(
     array([1., 9.], dtype=float32)
     """
     expect_graph(graph, "compile")
+    chosen = resolve(backend)  # an unknown or unusable backend fails before any work
     verify(graph)  # graphs edited through the low-level API too: a named error, not a crash
     if opt_level not in (0, 1, 2):
         raise GraphcError(f"compile: opt_level must be 0, 1 or 2, got {opt_level!r}")
     with collector_paused():  # the passes make many objects too (see collector_paused)
         fired: set[str] = set()
         optimized = optimize(graph, opt_level, fast_math, fired)
-    return Executable(graph, optimized, updates, check_numerics, opt_level, fast_math, fired)
+    return Executable(
+        graph,
+        optimized,
+        updates,
+        check_numerics,
+        opt_level,
+        fast_math,
+        fired,
+        chosen,
+        plan_cache_size,
+    )

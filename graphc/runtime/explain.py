@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from graphc.ir.types import dtype_name
 
 if TYPE_CHECKING:
+    from graphc.runtime.codegen import Generated
     from graphc.runtime.plan import Plan
 
 
@@ -27,8 +28,10 @@ def rules_header(level: int, fast_math: bool, value_changing: set[str]) -> str:
     return f"compiled at O{level} (fast_math: value-changing rules allowed; fired: {fired})"
 
 
-def format_plan(plan: Plan, header: str | None = None) -> str:
-    """The plan as text; `header` (which rewrites ran) is its first line."""
+def format_plan(plan: Plan, header: str | None = None, generated: Generated | None = None) -> str:
+    """The plan as text; `header` (which rewrites ran) is its first line. With the
+    `generated` code, each step also says which backend's lowering runs it, and the
+    backend's notes (kernels built and compile time) follow the steps."""
     title = f"plan for graph '{plan.graph.name}'"
     if plan.bindings:
         title += " with " + ", ".join(f"{k}={v}" for k, v in sorted(plan.bindings.items()))
@@ -38,6 +41,8 @@ def format_plan(plan: Plan, header: str | None = None) -> str:
         lines.append(f"state: {', '.join(plan.state)}")
     if plan.scalar:
         lines.append("scalar plan: every value is one element, computed as a numpy scalar")
+    elif generated is not None:
+        lines.append(f"backend: {generated.backend}")
     lines.append("")
     lines.append("steps:")
     for step in plan.steps:
@@ -53,11 +58,16 @@ def format_plan(plan: Plan, header: str | None = None) -> str:
             line += f"  frees {', '.join(f'b{b}' for b in step.frees)}"
         if step.scratch:
             line += f"  scratch {_size(step.scratch)}"
+        if generated is not None and not plan.scalar and step.index in generated.step_backends:
+            line += f"  [{generated.step_backends[step.index]}]"
         lines.append(line)
         for attr, body in plan.bodies.get(step.index, {}).items():  # a loop's or branch's
             lines.append(f"          {attr}: " + _indented(format_plan(body), "          "))
     for target, value in plan.late_updates.items():
         lines.append(f"  end   copy {value} into state {target}")
+    if generated is not None and generated.notes:
+        lines.append("")
+        lines.extend(generated.notes)
     lines.append("")
     lines.append("buffers:")
     lines.append("  id   kind       dtype  bytes       offset    values [defined..last use]")

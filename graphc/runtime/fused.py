@@ -21,7 +21,8 @@ import numpy as np
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
-from graphc.runtime.codegen import Generator, register_lowering, shown
+from graphc.runtime.backend import register_lowering
+from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.plan import Step
 
 # elements per chunk: measured with the GELU chain on float32 (tools/chunk_sweep.py)

@@ -1,0 +1,136 @@
+"""The executor seam: backends, and the lowering tables that turn plan steps into code.
+
+A `Plan` is backend-neutral data (steps, buffers, lifetimes). A backend says how a
+step becomes code: its lowering table maps op names to emitters, and an op it does
+not lower (or a step whose emitter declines by returning None, say for a dtype it
+has no kernel for) falls through to the backend it names as `fallback`, ending at
+numpy, whose default for any op is a call of the op's own kernel with ``out=``. So a
+backend lowers what it is good at and nothing else.
+
+A backend also supplies the array module the generated code allocates with and the
+arena allocator, and may `finish` a generated plan (the native backend compiles all
+its kernels for the plan in one compiler call there, and binds them in).
+
+Adding a backend (docs/layout.md has the steps): make a `Backend`, `register_backend`
+it, and `register_lowering(op, backend=name)` its emitters.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from graphc.ir.errors import GraphcError
+
+if TYPE_CHECKING:
+    from graphc.runtime.codegen import Generator
+    from graphc.runtime.plan import Step
+
+# an emitter: (generator, step, output expression) -> source lines, or None to decline
+Lowering = Callable[["Generator", "Step", str], "list[str] | None"]
+
+
+def page_aligned_arena(nbytes: int) -> np.ndarray:
+    """A uint8 arena aligned to a page, so the planner's offsets keep their alignment."""
+    raw = np.empty(nbytes + 4096, np.uint8)
+    start = (-raw.ctypes.data) % 4096
+    return raw[start : start + nbytes]
+
+
+@dataclass
+class Backend:
+    """How plans run on one kind of executor.
+
+    `unavailable()` says why the backend cannot run here (None when it can);
+    `priority` orders the available backends for ``backend="auto"`` (highest wins);
+    `finish(gen)` runs after every step is lowered (None: nothing to do) and may
+    raise `BackendUnavailable` to have the plan generated again on the fallback."""
+
+    name: str
+    array_module: Any = np
+    allocate_arena: Callable[[int], Any] = page_aligned_arena
+    fallback: str | None = "numpy"
+    priority: int = 0
+    unavailable: Callable[[], str | None] = lambda: None
+    finish: Callable[[Generator], None] | None = None
+    lowerings: dict[str, Lowering] = field(default_factory=dict)
+    description: str = ""
+    # may a one-element graph run as a scalar plan (numpy scalars) on this backend? Not
+    # where the backend computes some op with other bits than numpy's scalars would
+    allows_scalar: Callable[[Any], bool] = lambda graph: True
+
+
+class BackendUnavailable(GraphcError):
+    """A backend cannot compile this plan here (no compiler, a failed build)."""
+
+
+BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(backend: Backend) -> Backend:
+    if backend.name in BACKENDS:
+        raise GraphcError(f"backend '{backend.name}' is registered already")
+    BACKENDS[backend.name] = backend
+    return backend
+
+
+BACKENDS["numpy"] = Backend(
+    "numpy",
+    fallback=None,
+    description="numpy kernels with out= (the reference path; runs everywhere)",
+)
+
+
+def register_lowering(
+    op: str, fn: Lowering | None = None, *, backend: str = "numpy"
+) -> Any:
+    """Register `fn` as `backend`'s emitter for steps of `op` (usable as a decorator)."""
+
+    def decorate(fn: Lowering) -> Lowering:
+        get_backend(backend).lowerings[op] = fn
+        return fn
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def get_backend(name: str) -> Backend:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise GraphcError(
+            f"unknown backend '{name}'; the backends are {sorted(BACKENDS)} (or 'auto')"
+        ) from None
+
+
+def chain(backend: Backend) -> list[Backend]:
+    """`backend` and the backends it falls back to, in order (numpy last)."""
+    out = [backend]
+    while out[-1].fallback is not None:
+        out.append(get_backend(out[-1].fallback))
+    return out
+
+
+def available_backends() -> list[str]:
+    """The backends that can run here, preferred first."""
+    ready = [b for b in BACKENDS.values() if b.unavailable() is None]
+    return [b.name for b in sorted(ready, key=lambda b: -b.priority)]
+
+
+def resolve(name: str | None) -> Backend:
+    """The backend for `compile(backend=name)`: a registered name, or "auto"/None for
+    the preferred available one (the GRAPHC_BACKEND environment variable, when set,
+    names the default instead). A named backend that cannot run here is an error."""
+    if name is None or name == "auto":
+        env = os.environ.get("GRAPHC_BACKEND", "").strip()
+        if env and env != "auto":
+            return resolve(env)
+        return get_backend(available_backends()[0])
+    backend = get_backend(name)
+    why = backend.unavailable()
+    if why is not None:
+        raise BackendUnavailable(f"backend '{name}' cannot run here: {why}")
+    return backend

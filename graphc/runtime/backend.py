@@ -18,6 +18,7 @@ it, and `register_lowering(op, backend=name)` its emitters.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -123,7 +124,8 @@ def available_backends() -> list[str]:
 def resolve(name: str | None) -> Backend:
     """The backend for `compile(backend=name)`: a registered name, or "auto"/None for
     the preferred available one (the GRAPHC_BACKEND environment variable, when set,
-    names the default instead). A named backend that cannot run here is an error."""
+    names the default instead). A named backend that cannot run here gives way to its
+    fallback, with one warning saying why."""
     if name is None or name == "auto":
         env = os.environ.get("GRAPHC_BACKEND", "").strip()
         if env and env != "auto":
@@ -131,6 +133,19 @@ def resolve(name: str | None) -> Backend:
         return get_backend(available_backends()[0])
     backend = get_backend(name)
     why = backend.unavailable()
-    if why is not None:
+    if why is None:
+        return backend
+    if backend.fallback is None:
         raise BackendUnavailable(f"backend '{name}' cannot run here: {why}")
-    return backend
+    warn_once(f"graphc: backend '{name}' is not available ({why}); using '{backend.fallback}'")
+    return resolve(backend.fallback)
+
+
+_WARNED: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    """A RuntimeWarning, once per distinct message in this process."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)

@@ -20,7 +20,6 @@ import json
 import keyword
 import math
 import re
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +34,7 @@ from graphc.runtime.backend import (
     chain,
     get_backend,
     page_aligned_arena,
+    warn_once,
 )
 from graphc.runtime.plan import Plan, Step, Value
 from graphc.runtime.recycle import Recycler, worth_recycling
@@ -470,12 +470,3 @@ def generate(plan: Plan, check_numerics: bool = False, backend: Backend | None =
         warn_once(f"graphc: backend '{backend.name}' fell back to '{backend.fallback}': {exc}")
         return generate(plan, check_numerics, get_backend(backend.fallback))
 
-
-_WARNED: set[str] = set()
-
-
-def warn_once(message: str) -> None:
-    """A RuntimeWarning, once per distinct message in this process."""
-    if message not in _WARNED:
-        _WARNED.add(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)

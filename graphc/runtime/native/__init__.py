@@ -1,0 +1,212 @@
+"""The native backend: elementwise steps and fused groups as C kernels (docs/backends.md).
+
+Each step the backend accepts becomes one C function (kernels.py, with the C of each op
+in cexpr.py); every other step falls back to numpy's lowering. When a plan's steps are
+all lowered, `finish` compiles all of its kernels in one compiler call (toolchain.py:
+cached on disk by a hash of source and flags, so a warm cache only loads a library),
+binds them into the generated code's namespace, and appends their C to the source that
+`exe.source()` shows. Without a working compiler, or when a build fails, the plan is
+generated on numpy instead, with one warning (codegen.generate).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.graph import OP, Graph
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
+from graphc.runtime.backend import Backend, BackendUnavailable, register_backend, register_lowering
+from graphc.runtime.codegen import Generator, shown
+from graphc.runtime.native import toolchain
+from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
+from graphc.runtime.native.kernels import (
+    SCALAR,
+    STRIDED,
+    Declined,
+    Kernel,
+    build_kernel,
+    contiguous_descriptor,
+    descriptor,
+)
+from graphc.runtime.plan import Step
+
+NAME = "native"
+
+
+def _unavailable() -> str | None:
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return f"native kernels are built for x86-64 Linux, this is {platform.system()} {platform.machine()}"
+    found = toolchain.toolchain()
+    return found if isinstance(found, str) else None
+
+
+def _allows_scalar(graph: Graph) -> bool:
+    """A one-element graph may run on numpy scalars unless it holds an op whose native
+    bits differ from numpy's: its values would then depend on the batch size."""
+    return not any(n.kind == OP and _inexact(n) for n in graph.nodes)
+
+
+def _inexact(node: Any) -> bool:
+    if node.op in ULP_BOUND:
+        return True
+    body = node.attrs.get("body") if node.op == "fused" else None
+    return body is not None and not _allows_scalar(body)
+
+
+def _state(gen: Generator) -> dict[str, Any]:
+    return gen.state.setdefault(NAME, {"kernels": {}, "calls": 0, "declined": {}})
+
+
+def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """One C kernel call for an elementwise step or fused group, or None (numpy runs it)."""
+    try:
+        kernel, operands = _kernel_for(gen, step)
+    except Declined as exc:
+        _state(gen)["declined"][step.index] = str(exc)
+        return None
+    state = _state(gen)
+    state["kernels"].setdefault(kernel.name, kernel)
+    state["calls"] += 1
+    fn = f"{kernel.name}"
+    gen.namespace.setdefault(fn, None)  # bound by finish()
+    lines = [f"# native kernel {kernel.name}: {' '.join(kernel.ops)}"]
+    n = gen.plan.values[step.output].type.size or 0
+    args = [str(n), _pointer(gen, out, step.output in gen.static, lines)]
+    for (expr, static, shape, transposed), operand in zip(operands, kernel.operands):
+        if operand.mode == SCALAR or static:
+            args.append(_pointer(gen, expr, static, lines))
+        else:  # made per call: C-contiguous (copied if the caller's is not)
+            array = gen.fresh(f"{expr}_c")
+            lines.append(f"{array} = {gen.const(_contiguous, 'contiguous')}({expr})")
+            args.append(f"{array}.ctypes.data")
+        if operand.mode == STRIDED:
+            out_shape = gen.plan.values[step.output].type.shape
+            if static:
+                desc = gen.fresh("strides")
+                make = gen.const(descriptor, "descriptor")
+                gen.setup_lines.append(f"{desc} = {make}({expr}, {tuple(out_shape)!r})")
+            else:
+                desc = gen.const(contiguous_descriptor(tuple(shape), tuple(out_shape)), "strides")
+            args.append(_pointer(gen, desc, True, lines))
+    lines.append(f"{fn}({', '.join(args)})")
+    return lines
+
+
+def _pointer(gen: Generator, expr: str, static: bool, lines: list[str]) -> str:
+    """The address of array `expr`: computed once per thread when the array is static."""
+    if not static:
+        return f"{expr}.ctypes.data"
+    name = gen.fresh("ptr")
+    gen.setup_lines.append(f"{name} = {expr}.ctypes.data")
+    return name
+
+
+def _kernel_for(gen: Generator, step: Step) -> tuple[Kernel, list[tuple[str, bool, tuple, bool]]]:
+    """The step's kernel, and per operand: expression, static?, shape, transposed view?"""
+    plan = gen.plan
+    out_t = plan.values[step.output].type
+    node = step.node
+    if node.op == "fused":
+        body: Graph = step.attrs["body"]
+        if not all(get_op(n.op).elementwise for n in body.nodes if n.kind == OP and not n.is_constant):  # type: ignore[arg-type]
+            raise Declined("the fused body is not elementwise")
+    else:
+        body = _single(node, step.attrs, [plan.values[x].type for x in step.inputs])
+    operands, types, known = [], [], {}
+    for k, x in enumerate(step.inputs):
+        value = plan.values[x]
+        operands.append((gen.array(x), x in gen.static, value.type.shape, _transposed(gen, x)))
+        types.append(value.type)
+        if x in plan.constants:
+            known[k] = np.asarray(plan.nodes[x].value)
+    for c in (n for n in body.nodes if n.is_constant):
+        array = np.ascontiguousarray(c.value)
+        operands.append((gen.const(array, f"{step.output}_c"), True, array.shape, False))
+        types.append(TensorType.of(array))
+    # a transposed view made at setup keeps its own strides (a per-call one is copied)
+    strided = {k for k, (_, static, _, transposed) in enumerate(operands) if static and transposed}
+    return build_kernel(body, types, out_t, known, strided), operands
+
+
+def _single(node: Any, attrs: dict[str, Any], types: list[TensorType]) -> Graph:
+    """A one-op body for a step that is not fused."""
+    g = Graph(f"{node.op}_body")
+    xs = [g.add_placeholder(f"x{k}", t) for k, t in enumerate(types)]
+    op = get_op(node.op)
+    g.add_output(g.add_op(node.op, xs, attrs, op.infer(*types, **attrs)), name="y")
+    return g
+
+
+def _transposed(gen: Generator, value: str) -> bool:
+    v = gen.plan.values[value]
+    while v.kind == "view" and v.base is not None:
+        if gen.plan.nodes[v.name].op == "transpose":
+            return True
+        v = gen.plan.values[v.base]
+    return False
+
+
+def finish(gen: Generator) -> None:
+    """Compile this plan's kernels in one call and bind them; explain's notes."""
+    state = gen.state.get(NAME)
+    if not state or not state["kernels"]:
+        return
+    kernels: dict[str, Kernel] = state["kernels"]
+    source = header() + "\n".join(k.source for k in kernels.values())
+    try:
+        built = toolchain.build(source)
+    except toolchain.BuildError as exc:
+        raise BackendUnavailable(f"building the native kernels failed: {exc}") from None
+    for name, kernel in kernels.items():
+        fn = getattr(built.library, name)
+        fn.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * _arity(kernel)
+        fn.restype = None
+        gen.namespace[name] = fn
+    how = {
+        "compiled": f"compiled in {built.seconds:.3f} s",
+        "disk": f"loaded from the disk cache in {built.seconds * 1e3:.1f} ms",
+        "memory": "already loaded in this process",
+    }[built.cached]
+    gen.notes.append(
+        f"native: {len(kernels)} C kernel(s) for {state['calls']} step(s), {how} "
+        f"({built.path.name})"
+    )
+    for index, why in sorted(state["declined"].items()):
+        gen.notes.append(f"  step {index} stays on numpy: {why}")
+    c_text = "\n".join("# " + line if line else "#" for line in source.split("\n"))
+    gen.source_appendix = (
+        "\n# ---- native kernels (C), compiled with "
+        f"{shown(toolchain.toolchain().compiler)} {' '.join(toolchain.FLAGS)} ----\n"  # type: ignore[union-attr]
+        + c_text
+        + "\n"
+    )
+
+
+def _arity(kernel: Kernel) -> int:
+    return 1 + sum(2 if o.mode == STRIDED else 1 for o in kernel.operands)
+
+
+def _contiguous(array: np.ndarray) -> np.ndarray:
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+
+
+BACKEND = register_backend(
+    Backend(
+        NAME,
+        fallback="numpy",
+        priority=10,
+        unavailable=_unavailable,
+        finish=finish,
+        allows_scalar=_allows_scalar,
+        description="C kernels for elementwise steps and fused groups (gcc/clang, OpenMP, "
+        "libmvec); numpy for the rest",
+    )
+)
+
+for _op in (*EMITTERS, "fused", "cast", "full_like", "pow"):
+    register_lowering(_op, lower_step, backend=NAME)

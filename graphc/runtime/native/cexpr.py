@@ -1,0 +1,287 @@
+"""The C of each elementwise op, on vectors of eight lanes: numpy's semantics, bit for bit
+where IEEE arithmetic fixes the bits, within `ULP_BOUND` where a math library does.
+
+Values in a kernel are GCC vector-extension vectors of eight lanes: `vf32` (float32),
+`vf64` (float64, two AVX2 registers) and `vb` (bool, as 32-bit lane masks of 0 or -1).
+Every lane is computed by the same code whatever its position, the tail of an array
+included (it is loaded into a zero-padded vector): so a value's bits depend on its
+inputs only, never on the array's length, alignment, chunking or threads, and a fused
+group computes exactly what its ops computed one by one. That keeps the native backend
+exact across optimization levels, as the numpy backend is.
+
+What differs from numpy: exp, log, tanh, sin, cos, expm1, log1p (and the ops built on
+them: sigmoid, gelu) come from glibc's libmvec (its AVX2 variants), where numpy has its
+own SIMD code. glibc documents libmvec's error as at most 4 ulp; tests/runtime/
+test_native_ulp.py measures the distance from numpy's results over the float range.
+Everything else (+ - * / sqrt, comparisons, min/max with numpy's nan and -0.0 rules,
+where, casts between floats and bools, floor/ceil/trunc) gives numpy's bits.
+
+An emitter gets the C expressions of its operands, already converted to the op's
+computation type, and returns the C expression of its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+# the C vector type of each dtype a kernel may hold
+CTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.bool_): "b"}
+
+# libmvec's functions, by graphc op: (float32 8-lane symbol, float64 4-lane symbol)
+MATH = {
+    "exp": ("_ZGVdN8v_expf", "_ZGVdN4v_exp"),
+    "log": ("_ZGVdN8v_logf", "_ZGVdN4v_log"),
+    "tanh": ("_ZGVdN8v_tanhf", "_ZGVdN4v_tanh"),
+    "sin": ("_ZGVdN8v_sinf", "_ZGVdN4v_sin"),
+    "cos": ("_ZGVdN8v_cosf", "_ZGVdN4v_cos"),
+    "expm1": ("_ZGVdN8v_expm1f", "_ZGVdN4v_expm1"),
+    "log1p": ("_ZGVdN8v_log1pf", "_ZGVdN4v_log1p"),
+}
+
+# ops whose native results may differ from numpy's, and by at most how many ulp of the
+# result (measured over the float range by tests/runtime/test_native_ulp.py; sigmoid and
+# gelu carry exp's and tanh's error through a few exactly rounded operations)
+ULP_BOUND = {
+    "exp": 4,
+    "log": 4,
+    "tanh": 4,
+    "sin": 4,
+    "cos": 4,
+    "expm1": 4,
+    "log1p": 4,
+    "sigmoid": 8,
+    "gelu": 16,
+}
+
+PRELUDE = r"""
+#include <stdint.h>
+#include <string.h>
+#include <immintrin.h>
+#ifndef __AVX2__
+#error "graphc's native kernels need AVX2"
+#endif
+typedef float vf32 __attribute__((vector_size(32)));
+typedef double vf64 __attribute__((vector_size(64)));
+typedef double vf64h __attribute__((vector_size(32)));
+typedef int32_t vb __attribute__((vector_size(32)));
+typedef int32_t vi32 __attribute__((vector_size(32)));
+typedef int64_t vi64 __attribute__((vector_size(64)));
+#define GC_EXPORT __attribute__((visibility("default")))
+#define GC_INLINE static inline __attribute__((always_inline))
+#ifndef GC_PAR_MIN
+#define GC_PAR_MIN 131072
+#endif
+
+GC_INLINE vf32 sp_f32(float s) { vf32 v = {s, s, s, s, s, s, s, s}; return v; }
+GC_INLINE vf64 sp_f64(double s) { vf64 v = {s, s, s, s, s, s, s, s}; return v; }
+GC_INLINE vb sp_b(int s) { int32_t m = s ? -1 : 0; vb v = {m, m, m, m, m, m, m, m}; return v; }
+
+/* loads and stores of m <= 8 lanes at element i; lanes past m are zero */
+GC_INLINE vf32 ld_f32(const char *p, int64_t i, int64_t m) {
+    vf32 v = {0}; memcpy(&v, p + 4 * i, 4 * m); return v; }
+GC_INLINE vf64 ld_f64(const char *p, int64_t i, int64_t m) {
+    vf64 v = {0}; memcpy(&v, p + 8 * i, 8 * m); return v; }
+GC_INLINE vb ld_b(const char *p, int64_t i, int64_t m) {
+    uint8_t t[8] = {0}; memcpy(t, p + i, m); vb v;
+    for (int k = 0; k < 8; k++) v[k] = t[k] ? -1 : 0;
+    return v; }
+GC_INLINE void st_f32(char *p, int64_t i, int64_t m, vf32 v) { memcpy(p + 4 * i, &v, 4 * m); }
+GC_INLINE void st_f64(char *p, int64_t i, int64_t m, vf64 v) { memcpy(p + 8 * i, &v, 8 * m); }
+GC_INLINE void st_b(char *p, int64_t i, int64_t m, vb v) {
+    uint8_t t[8]; for (int k = 0; k < 8; k++) t[k] = (uint8_t)(v[k] & 1);
+    memcpy(p + i, t, m); }
+
+/* an element of a broadcast or strided operand: d = {shape[nd], element strides[nd]} */
+GC_INLINE int64_t off_nd(int64_t idx, const int64_t *d, int nd) {
+    int64_t off = 0;
+    for (int j = nd - 1; j >= 0; j--) { off += (idx % d[j]) * d[nd + j]; idx /= d[j]; }
+    return off; }
+GC_INLINE vf32 gd_f32(const char *p, const int64_t *d, int nd, int64_t i, int64_t m) {
+    vf32 v = {0}; for (int k = 0; k < m; k++) v[k] = ((const float *)p)[off_nd(i + k, d, nd)];
+    return v; }
+GC_INLINE vf64 gd_f64(const char *p, const int64_t *d, int nd, int64_t i, int64_t m) {
+    vf64 v = {0}; for (int k = 0; k < m; k++) v[k] = ((const double *)p)[off_nd(i + k, d, nd)];
+    return v; }
+GC_INLINE vb gd_b(const char *p, const int64_t *d, int nd, int64_t i, int64_t m) {
+    vb v = {0}; for (int k = 0; k < m; k++) v[k] = p[off_nd(i + k, d, nd)] ? -1 : 0;
+    return v; }
+
+GC_INLINE vf32 sel_f32(vb m, vf32 a, vf32 b) { return (vf32)(((vi32)a & m) | ((vi32)b & ~m)); }
+GC_INLINE vf64 sel_f64(vb m, vf64 a, vf64 b) {
+    vi64 w = __builtin_convertvector(m, vi64);
+    return (vf64)(((vi64)a & w) | ((vi64)b & ~w)); }
+GC_INLINE vb sel_b(vb m, vb a, vb b) { return (a & m) | (b & ~m); }
+GC_INLINE vb nan_f32(vf32 x) { return (vb)(x != x); }
+GC_INLINE vb nan_f64(vf64 x) { return __builtin_convertvector(x != x, vb); }
+
+/* numpy's maximum and minimum: a nan in a wins, then a nan in b; equal values give b */
+GC_INLINE vf32 max_f32(vf32 a, vf32 b) {
+    return sel_f32(nan_f32(a), a, sel_f32(nan_f32(b), b, sel_f32((vb)(a > b), a, b))); }
+GC_INLINE vf64 max_f64(vf64 a, vf64 b) {
+    vb gt = __builtin_convertvector(a > b, vb);
+    return sel_f64(nan_f64(a), a, sel_f64(nan_f64(b), b, sel_f64(gt, a, b))); }
+GC_INLINE vf32 min_f32(vf32 a, vf32 b) {
+    return sel_f32(nan_f32(a), a, sel_f32(nan_f32(b), b, sel_f32((vb)(a < b), a, b))); }
+GC_INLINE vf64 min_f64(vf64 a, vf64 b) {
+    vb lt = __builtin_convertvector(a < b, vb);
+    return sel_f64(nan_f64(a), a, sel_f64(nan_f64(b), b, sel_f64(lt, a, b))); }
+
+GC_INLINE vf32 abs_f32(vf32 x) { vi32 k = {0}; k = k + 0x7fffffff; return (vf32)((vi32)x & k); }
+GC_INLINE vf64 abs_f64(vf64 x) {
+    vi64 k = {0}; k = k + 0x7fffffffffffffffLL; return (vf64)((vi64)x & k); }
+GC_INLINE vf32 sqrt_f32(vf32 x) { return (vf32)_mm256_sqrt_ps((__m256)x); }
+#define GC_HALVES(name, expr_lo, expr_hi) \
+    GC_INLINE vf64 name(vf64 x) { vf64h lo, hi; memcpy(&lo, &x, 32); memcpy(&hi, (char *)&x + 32, 32); \
+        lo = expr_lo; hi = expr_hi; vf64 r; memcpy(&r, &lo, 32); memcpy((char *)&r + 32, &hi, 32); return r; }
+GC_HALVES(sqrt_f64, (vf64h)_mm256_sqrt_pd((__m256d)lo), (vf64h)_mm256_sqrt_pd((__m256d)hi))
+#define GC_ROUND(name, mode) \
+    GC_INLINE vf32 name##_f32(vf32 x) { return (vf32)_mm256_round_ps((__m256)x, mode | _MM_FROUND_NO_EXC); } \
+    GC_HALVES(name##_f64, (vf64h)_mm256_round_pd((__m256d)lo, mode | _MM_FROUND_NO_EXC), \
+              (vf64h)_mm256_round_pd((__m256d)hi, mode | _MM_FROUND_NO_EXC))
+GC_ROUND(floor, _MM_FROUND_TO_NEG_INF)
+GC_ROUND(ceil, _MM_FROUND_TO_POS_INF)
+GC_ROUND(trunc, _MM_FROUND_TO_ZERO)
+"""
+
+
+def math_prelude() -> str:
+    """Declarations of libmvec's functions and the 8-lane float64 forms of them."""
+    lines = []
+    for op, (f32, f64) in MATH.items():
+        lines.append(f"extern vf32 {f32}(vf32);")
+        lines.append(f"extern vf64h {f64}(vf64h);")
+        lines.append(f"GC_INLINE vf32 {op}_f32(vf32 x) {{ return {f32}(x); }}")
+        lines.append(f"GC_HALVES({op}_f64, {f64}(lo), {f64}(hi))")
+    return "\n".join(lines) + "\n"
+
+
+def splat(ctype: str, value: float | bool) -> str:
+    """A vector of `value` in every lane, as exact C source."""
+    if ctype == "b":
+        return f"sp_b({1 if value else 0})"
+    return f"sp_{ctype}({c_float(float(value), ctype)})"
+
+
+def c_float(value: float, ctype: str) -> str:
+    """An exact C literal of `value` (hexadecimal: no decimal rounding)."""
+    suffix = "f" if ctype == "f32" else ""
+    if value != value:
+        return f"__builtin_nan{suffix}(\"\")"
+    if value in (float("inf"), float("-inf")):
+        return f"{'-' if value < 0 else ''}__builtin_inf{suffix}()"
+    if ctype == "f32":
+        value = float(np.float32(value))
+    return f"{value.hex()}{suffix}" if value != 0 or not _negative_zero(value) else f"-0.0{suffix}"
+
+
+def _negative_zero(value: float) -> bool:
+    return value == 0 and str(value).startswith("-")
+
+
+def convert(expr: str, source: str, target: str) -> str:
+    """`expr` of C type `source` as C type `target` (numpy's astype)."""
+    if source == target:
+        return expr
+    if target == "b":  # nonzero (nan included) is True
+        if source == "f32":
+            return f"((vb)(({expr}) != sp_f32(0)))"
+        return f"__builtin_convertvector(({expr}) != sp_f64(0), vb)"
+    if source == "b":
+        return f"sel_{target}({expr}, sp_{target}(1), sp_{target}(0))"
+    vector = "vf64" if target == "f64" else "vf32"
+    return f"__builtin_convertvector({expr}, {vector})"
+
+
+def compare(op: str, a: str, b: str, ctype: str) -> str:
+    symbol = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
+    if ctype == "f32":
+        return f"((vb)(({a}) {symbol} ({b})))"
+    if ctype == "f64":
+        return f"__builtin_convertvector(({a}) {symbol} ({b}), vb)"
+    # bools are 0 or -1: compared as signed masks, True < False; flip for numpy's order
+    return f"((vb)((-({a})) {symbol} (-({b}))))"
+
+
+GELU_A, GELU_C = 0.044715, float(np.sqrt(2.0 / np.pi))
+
+# op -> emitter(operand expressions, computation C type, attrs) -> C expression
+Emitter = Callable[[Sequence[str], str, dict[str, Any]], str]
+
+
+def _binary(symbol: str) -> Emitter:
+    return lambda a, t, attrs: f"(({a[0]}) {symbol} ({a[1]}))"
+
+
+def _sigmoid(a: Sequence[str], t: str, attrs: dict[str, Any]) -> str:
+    # graphc's kernel: e = exp(-|x|); (x >= 0 ? 1 : e) / (1 + e), via numpy's maximum
+    x = a[0]
+    e = f"exp_{t}(-abs_{t}({x}))"
+    ge = compare("ge", x, f"sp_{t}(0)", t)
+    return f"sigmoid_{t}({x}, {e}, {ge})"
+
+
+EMITTERS: dict[str, Emitter] = {
+    "add": _binary("+"),
+    "sub": _binary("-"),
+    "mul": _binary("*"),
+    "div": _binary("/"),
+    "neg": lambda a, t, attrs: f"(-({a[0]}))",
+    "abs": lambda a, t, attrs: f"abs_{t}({a[0]})",
+    "sqrt": lambda a, t, attrs: f"sqrt_{t}({a[0]})",
+    "maximum": lambda a, t, attrs: f"max_{t}({a[0]}, {a[1]})",
+    "minimum": lambda a, t, attrs: f"min_{t}({a[0]}, {a[1]})",
+    "relu": lambda a, t, attrs: f"max_{t}({a[0]}, sp_{t}(0))",
+    "reciprocal": lambda a, t, attrs: f"(sp_{t}(1) / ({a[0]}))",
+    "rsqrt": lambda a, t, attrs: f"(sp_{t}(1) / sqrt_{t}({a[0]}))",
+    "floor": lambda a, t, attrs: f"floor_{t}({a[0]})",
+    "ceil": lambda a, t, attrs: f"ceil_{t}({a[0]})",
+    "trunc": lambda a, t, attrs: f"trunc_{t}({a[0]})",
+    "sign": lambda a, t, attrs: f"sign_{t}({a[0]})",
+    "sigmoid": _sigmoid,
+    "gelu": lambda a, t, attrs: f"gelu_{t}({a[0]})",
+    "where": lambda a, t, attrs: f"sel_{t}({a[0]}, {a[1]}, {a[2]})",
+    "logical_not": lambda a, t, attrs: f"(~({a[0]}))",
+    "logical_and": lambda a, t, attrs: f"(({a[0]}) & ({a[1]}))",
+    "logical_or": lambda a, t, attrs: f"(({a[0]}) | ({a[1]}))",
+    "logical_xor": lambda a, t, attrs: f"(({a[0]}) ^ ({a[1]}))",
+    **{op: (lambda op: lambda a, t, attrs: f"{op}_{t}({a[0]})")(op) for op in MATH},
+    **{op: (lambda op: lambda a, t, attrs: compare(op, a[0], a[1], t))(op) for op in
+       ("eq", "ne", "lt", "le", "gt", "ge")},
+}
+
+# composite helpers, written as graphc's numpy kernels compute them (same roundings)
+COMPOSITES = r"""
+GC_INLINE vf32 sign_f32(vf32 x) {
+    vf32 s = sel_f32((vb)(x > sp_f32(0)), sp_f32(1), sel_f32((vb)(x < sp_f32(0)), sp_f32(-1), sp_f32(0)));
+    return sel_f32(nan_f32(x), x, s); }
+GC_INLINE vf64 sign_f64(vf64 x) {
+    vf64 s = sel_f64(__builtin_convertvector(x > sp_f64(0), vb), sp_f64(1),
+                     sel_f64(__builtin_convertvector(x < sp_f64(0), vb), sp_f64(-1), sp_f64(0)));
+    return sel_f64(nan_f64(x), x, s); }
+#define GC_SIGMOID(t) \
+    GC_INLINE v##t sigmoid_##t(v##t x, v##t e, vb ge) { \
+        v##t numerator = max_##t(e, sel_##t(ge, sp_##t(1), sp_##t(0))); \
+        return numerator / (e + sp_##t(1)); }
+GC_SIGMOID(f32)
+GC_SIGMOID(f64)
+#define GC_GELU(t, A, C) \
+    GC_INLINE v##t gelu_##t(v##t x) { \
+        v##t inner = x * x; inner = inner * sp_##t(A); inner = inner + sp_##t(1); \
+        inner = inner * x; inner = inner * sp_##t(C); \
+        v##t t1 = tanh_##t(inner) + sp_##t(1); \
+        return (x * sp_##t(0.5)) * t1; }
+"""
+
+
+def composites() -> str:
+    a32, c32 = c_float(GELU_A, "f32"), c_float(GELU_C, "f32")
+    a64, c64 = c_float(GELU_A, "f64"), c_float(GELU_C, "f64")
+    return COMPOSITES + f"GC_GELU(f32, {a32}, {c32})\nGC_GELU(f64, {a64}, {c64})\n"
+
+
+def header() -> str:
+    """Everything a kernel file starts with."""
+    return PRELUDE + math_prelude() + composites()

@@ -1,0 +1,227 @@
+"""Lowering an elementwise step (one op, or a `fused` group) to one C kernel and its call.
+
+A kernel computes the step's output element by element over the flattened output: each
+operand is FULL (C-contiguous, the output's shape: loaded eight lanes at a time),
+SCALAR (one element: loaded once, in every lane) or STRIDED (broadcast or transposed:
+each lane's element found from a descriptor of shape and strides, made once per thread
+for arrays that exist before the call). Sizes and strides are arguments, never part of
+the C source, so a plan at another batch size reuses the compiled kernel.
+
+Blocks of eight lanes run in parallel under OpenMP when the output has at least
+`GC_PAR_MIN` elements (smaller ones stay on the calling thread: waking a thread pool
+costs more than they take). The last block loads its lanes into zero-padded vectors,
+so every element is computed by the same code (see cexpr.py).
+
+A step is declined (None: numpy's lowering runs it) when an op has no emitter here, a
+value is not float32, float64 or bool, or pow's exponent is not a constant 2 or 3.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
+from graphc.ops.elementwise import PRODUCT_EXPONENTS
+from graphc.runtime.native.cexpr import CTYPE, EMITTERS, compare, convert, splat
+
+FULL, SCALAR, STRIDED = "full", "scalar", "strided"
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
+
+
+class Declined(Exception):
+    """This step is not for the native backend (the reason says why, for explain)."""
+
+
+@dataclass
+class Operand:
+    mode: str
+    ctype: str
+    ndim: int = 0
+
+
+@dataclass
+class Kernel:
+    """One kernel's C text (named by its hash) and its operands."""
+
+    name: str
+    source: str
+    operands: list[Operand]
+    ops: list[str] = field(default_factory=list)
+
+
+def build_kernel(
+    body: Graph,
+    leaf_types: list[TensorType],
+    out_type: TensorType,
+    leaf_values: dict[int, np.ndarray],
+    strided: set[int] = frozenset(),  # type: ignore[assignment]
+) -> Kernel:
+    """The kernel computing `body` (placeholders then constants are the leaves, in the
+    order of `leaf_types`); `leaf_values` holds the known values of constant leaves;
+    leaves in `strided` are read through their strides even when full-size."""
+    out_ctype = _ctype(out_type)
+    leaves = body.inputs + [n for n in body.nodes if n.is_constant]
+    operands = [_operand(t, out_type, k in strided) for k, t in enumerate(leaf_types)]
+    expr: dict[Node, tuple[str, str]] = {}  # node -> (C variable, C type)
+    loads, scalars = [], []
+    for k, (node, operand) in enumerate(zip(leaves, operands)):
+        ct = operand.ctype
+        if operand.mode == SCALAR:
+            scalars.append(f"v{ct} s{k}")
+            expr[node] = (f"s{k}", ct)
+        elif operand.mode == FULL:
+            loads.append(f"    v{ct} x{k} = ld_{ct}(a{k}, i, m);")
+            expr[node] = (f"x{k}", ct)
+        else:
+            loads.append(f"    v{ct} x{k} = gd_{ct}(a{k}, d{k}, {operand.ndim}, i, m);")
+            expr[node] = (f"x{k}", ct)
+    types = {node: t for node, t in zip(leaves, leaf_types)}
+    lines, ops = [], []
+    members = [n for n in body.nodes if n.kind == OP and not n.is_constant]
+    for j, node in enumerate(members):
+        opdef = get_op(node.op)  # type: ignore[arg-type]
+        t = opdef.infer(*(types[x] for x in node.inputs), **node.attrs)
+        types[node] = t
+        ct = _ctype(t)
+        value = _emit(node, [expr[x] for x in node.inputs], [types[x] for x in node.inputs], t,
+                      [_known(x, leaves, leaf_values) for x in node.inputs])
+        lines.append(f"    v{ct} t{j} = {value};")
+        expr[node] = (f"t{j}", ct)
+        ops.append(node.op)  # type: ignore[arg-type]
+    root = body.outputs[0].inputs[0]
+    root_expr, root_ct = expr[root]
+    if root_ct != out_ctype:
+        raise Declined(f"the group's result is {root_ct}, its buffer {out_ctype}")
+    params = ["char *out"]
+    args = ["out"]
+    for k, operand in enumerate(operands):
+        params.append(f"const char *a{k}")
+        args.append(f"a{k}")
+        if operand.mode == STRIDED:
+            params.append(f"const int64_t *d{k}")
+            args.append(f"d{k}")
+    block_params = ["int64_t i", "int64_t m", *params, *scalars]
+    block_args = [*args, *(s.split()[1] for s in scalars)]
+    init = []
+    for k, operand in enumerate(operands):
+        if operand.mode == SCALAR:
+            ct = operand.ctype
+            load = {"f32": "*(const float *)", "f64": "*(const double *)", "b": "0 != *(const uint8_t *)"}
+            init.append(f"    v{ct} s{k} = sp_{ct}({load[ct]}a{k});")
+    text = "\n".join(
+        [
+            "GC_INLINE void NAME_block(" + ", ".join(block_params) + ") {",
+            *loads,
+            *lines,
+            f"    st_{out_ctype}(out, i, m, {root_expr});",
+            "}",
+            "GC_EXPORT void NAME(" + ", ".join(["int64_t n", *params]) + ") {",
+            *init,
+            "    int64_t nb = n / 8;",
+            "    #pragma omp parallel for if (n >= GC_PAR_MIN) schedule(static)",
+            "    for (int64_t b = 0; b < nb; b++)",
+            "        NAME_block(" + ", ".join(["8 * b", "8", *block_args]) + ");",
+            "    if (n % 8)",
+            "        NAME_block(" + ", ".join(["8 * nb", "n % 8", *block_args]) + ");",
+            "}",
+        ]
+    )
+    name = "gk_" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return Kernel(name, text.replace("NAME", name) + "\n", operands, ops)
+
+
+def _ctype(t: TensorType) -> str:
+    ct = CTYPE.get(np.dtype(t.dtype))
+    if ct is None:
+        raise Declined(f"no native kernels for {t.dtype}")
+    return ct
+
+
+def _operand(t: TensorType, out: TensorType, strided: bool) -> Operand:
+    ct = _ctype(t)
+    if t.size == 1:
+        return Operand(SCALAR, ct)
+    if t.shape == out.shape and not strided:
+        return Operand(FULL, ct)
+    return Operand(STRIDED, ct, out.rank)
+
+
+def _known(x: Node, leaves: list[Node], values: dict[int, np.ndarray]) -> np.ndarray | None:
+    if x.is_constant:
+        return np.asarray(x.value)
+    if x in leaves and leaves.index(x) in values:
+        return values[leaves.index(x)]
+    return None
+
+
+def _emit(
+    node: Node,
+    args: list[tuple[str, str]],
+    types: list[TensorType],
+    out: TensorType,
+    known: list[np.ndarray | None],
+) -> str:
+    op = node.op
+    out_ct = _ctype(out)
+    if op == "cast":
+        (expr, ct), = args
+        return convert(expr, ct, out_ct)
+    if op == "full_like":
+        value = node.attrs["value"]
+        if not isinstance(value, (bool, int, float)) or isinstance(value, np.ndarray):
+            raise Declined("full_like of a non-scalar value")
+        if out_ct == "b":
+            return splat("b", bool(value))
+        return splat(out_ct, float(np.asarray(value).astype(out.dtype)))
+    if op == "pow":
+        exponent = known[1]
+        if exponent is None or exponent.size != 1:
+            raise Declined("pow with an exponent that is not a known constant")
+        e = exponent.reshape(()).item()
+        if isinstance(e, bool) or e not in PRODUCT_EXPONENTS or out_ct == "b":
+            raise Declined(f"pow with exponent {e!r} (only 2 and 3, as products)")
+        (x, ct) = args[0]
+        base = convert(x, ct, out_ct)
+        return f"(({base}) * ({base}))" if e == 2 else f"((({base}) * ({base})) * ({base}))"
+    if op in COMPARISONS:
+        common = _ctype(TensorType((), np.promote_types(types[0].dtype, types[1].dtype)))
+        a, b = (convert(e, c, common) for e, c in args)
+        return compare(op, a, b, common)
+    if op in LOGICAL:
+        return EMITTERS[op]([convert(e, c, "b") for e, c in args], "b", node.attrs)
+    if op == "where":
+        cond = args[0][0]
+        branches = [convert(e, c, out_ct) for e, c in args[1:]]
+        return EMITTERS["where"]([cond, *branches], out_ct, node.attrs)
+    emit = EMITTERS.get(op)  # type: ignore[arg-type]
+    if emit is None or node.attrs:
+        raise Declined(f"no native kernel for '{op}'" + (" with attrs" if emit else ""))
+    if out_ct == "b":
+        raise Declined(f"'{op}' on bools")
+    return emit([convert(e, c, out_ct) for e, c in args], out_ct, node.attrs)
+
+
+def descriptor(array: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
+    """Shape and element strides of `array` broadcast to `out_shape` (for STRIDED)."""
+    view = np.broadcast_to(array, out_shape)
+    strides = [s // array.itemsize for s in view.strides]
+    return np.array([*out_shape, *strides], dtype=np.int64)
+
+
+def contiguous_descriptor(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> np.ndarray:
+    """The descriptor of a C-contiguous array of `shape` broadcast to `out_shape`."""
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    strides.reverse()
+    pad = len(out_shape) - len(shape)
+    aligned = [0] * pad + [0 if d == 1 else s for d, s in zip(shape, strides)]
+    return np.array([*out_shape, *aligned], dtype=np.int64)

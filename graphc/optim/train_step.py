@@ -84,6 +84,7 @@ class TrainStep:
         example_batch: Sequence[Any],
         opt_level: int = 2,
         fast_math: bool = False,
+        backend: str = "auto",
     ) -> None:
         if len(example_batch) != 2:
             raise GraphcError(
@@ -109,7 +110,7 @@ class TrainStep:
         self.key = np.int64(creation.generator().integers(-(2**63), 2**63 - 1))
         self.graph, updates = self._build_step_graph()
         self.executable: Executable = compile(
-            self.graph, opt_level=opt_level, updates=updates, fast_math=fast_math
+            self.graph, opt_level=opt_level, updates=updates, fast_math=fast_math, backend=backend
         )
         self.load_from_model()
 
@@ -252,10 +253,12 @@ def compile_train_step(
     example_batch: Sequence[Any],
     opt_level: int = 2,
     fast_math: bool = False,
+    backend: str = "auto",
 ) -> TrainStep:
     """Compile forward, symbolic backward and `optimizer`'s update into one executable.
     `fast_math=True` lets the compiler change values (e.g. scale the batch operand of
-    the weight gradient by the learning rate; see `gc.compile`).
+    the weight gradient by the learning rate; see `gc.compile`); `backend` picks who
+    runs the plan, as in `gc.compile`.
 
     Parameters and optimizer state stay in the executable's buffers, updated in place
     by each `step(x, y)`; `sync_to_model()` copies them back into the model. The batch
@@ -272,4 +275,4 @@ def compile_train_step(
     True
     >>> train.sync_to_model()
     """
-    return TrainStep(model, loss_fn, optimizer, example_batch, opt_level, fast_math)
+    return TrainStep(model, loss_fn, optimizer, example_batch, opt_level, fast_math, backend)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -139,8 +140,19 @@ def _probe(setting: str) -> Toolchain | str:
     return chain
 
 
+def host_id() -> str:
+    """The processor's model and feature flags: -march=native builds for this processor,
+    so a cache shared with another machine must not hand it this one's libraries."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().split("\n")
+    except OSError:
+        return platform.processor()
+    wanted = [line for line in lines if line.startswith(("model name", "flags"))][:2]
+    return "\n".join(wanted)
+
+
 def source_hash(chain: Toolchain, source: str) -> str:
-    text = "\0".join([chain.compiler, chain.version, *chain.flags, *LIBS, source])
+    text = "\0".join([chain.compiler, chain.version, *chain.flags, *LIBS, host_id(), source])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

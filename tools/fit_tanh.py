@@ -21,13 +21,16 @@ CLAMP = 9.0
 def fit(p_terms: int = 5, q_terms: int = 4, iterations: int = 60) -> tuple[np.ndarray, np.ndarray]:
     xs = np.concatenate([np.linspace(1e-4, 1, 6000), np.linspace(1, CLAMP, 12000)])
     t, u = np.tanh(xs), xs * xs
-    a0 = np.concatenate(
-        [
-            xs[:, None] * u[:, None] ** np.arange(p_terms)[None, :],
-            -(t[:, None] * u[:, None] ** np.arange(1, q_terms + 1)[None, :]),
-        ],
-        1,
-    ) / t[:, None]
+    a0 = (
+        np.concatenate(
+            [
+                xs[:, None] * u[:, None] ** np.arange(p_terms)[None, :],
+                -(t[:, None] * u[:, None] ** np.arange(1, q_terms + 1)[None, :]),
+            ],
+            1,
+        )
+        / t[:, None]
+    )
     weights, denominator = np.ones_like(xs), np.ones_like(xs)
     for _ in range(iterations):
         root = np.sqrt(weights)
@@ -69,13 +72,18 @@ def main() -> None:
     dense = np.arange(0x38D1B717, 0x41200000, 3, dtype=np.uint32).view(np.float32)
     bits = np.random.default_rng(1).integers(0, 2**32, 2**24, dtype=np.uint64).astype(np.uint32)
     random = bits.view(np.float32)
-    for name, x in (("every 3rd float32 in [1e-4, 10]", dense), ("2**24 random bit patterns", random)):
+    for name, x in (
+        ("every 3rd float32 in [1e-4, 10]", dense),
+        ("2**24 random bit patterns", random),
+    ):
         x = x[np.isfinite(x)]
         with np.errstate(all="ignore"):
             got = evaluate(x, p, q)
             exact = np.tanh(x.astype(np.float64)).astype(np.float32)
-            print(f"{name}: max {ulps(got, exact).max()} ulp from the correctly rounded tanh, "
-                  f"{ulps(got, np.tanh(x)).max()} from numpy's")
+            print(
+                f"{name}: max {ulps(got, exact).max()} ulp from the correctly rounded tanh, "
+                f"{ulps(got, np.tanh(x)).max()} from numpy's"
+            )
 
 
 if __name__ == "__main__":

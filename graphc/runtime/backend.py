@@ -49,7 +49,7 @@ class Backend:
     `unavailable()` says why the backend cannot run here (None when it can);
     `priority` orders the available backends for ``backend="auto"`` (highest wins);
     `finish(gen)` runs after every step is lowered (None: nothing to do) and may
-    raise `BackendUnavailable` to have the plan generated again on the fallback."""
+    raise `BackendUnavailableError` to have the plan generated again on the fallback."""
 
     name: str
     array_module: Any = np
@@ -65,7 +65,7 @@ class Backend:
     allows_scalar: Callable[[Any], bool] = lambda graph: True
 
 
-class BackendUnavailable(GraphcError):
+class BackendUnavailableError(GraphcError):
     """A backend cannot compile this plan here (no compiler, a failed build)."""
 
 
@@ -86,9 +86,7 @@ BACKENDS["numpy"] = Backend(
 )
 
 
-def register_lowering(
-    op: str, fn: Lowering | None = None, *, backend: str = "numpy"
-) -> Any:
+def register_lowering(op: str, fn: Lowering | None = None, *, backend: str = "numpy") -> Any:
     """Register `fn` as `backend`'s emitter for steps of `op` (usable as a decorator)."""
 
     def decorate(fn: Lowering) -> Lowering:
@@ -136,7 +134,7 @@ def resolve(name: str | None) -> Backend:
     if why is None:
         return backend
     if backend.fallback is None:
-        raise BackendUnavailable(f"backend '{name}' cannot run here: {why}")
+        raise BackendUnavailableError(f"backend '{name}' cannot run here: {why}")
     warn_once(f"graphc: backend '{name}' is not available ({why}); using '{backend.fallback}'")
     return resolve(backend.fallback)
 

@@ -30,7 +30,7 @@ from graphc.ir.graph import Node
 from graphc.ir.registry import get_op
 from graphc.runtime.backend import (
     Backend,
-    BackendUnavailable,
+    BackendUnavailableError,
     chain,
     get_backend,
     page_aligned_arena,
@@ -459,14 +459,13 @@ new_arena = page_aligned_arena
 
 def generate(plan: Plan, check_numerics: bool = False, backend: Backend | None = None) -> Generated:
     """Source and `make` function for `plan` on `backend` (numpy by default). When the
-    backend cannot build this plan (`BackendUnavailable`: no compiler, a failed build)
+    backend cannot build this plan (`BackendUnavailableError`: no compiler, a failed build)
     the plan is generated on its fallback instead, with one warning per reason."""
     backend = backend if backend is not None else get_backend("numpy")
     try:
         return Generator(plan, check_numerics, backend).generate()
-    except BackendUnavailable as exc:
+    except BackendUnavailableError as exc:
         if backend.fallback is None:
             raise
         warn_once(f"graphc: backend '{backend.name}' fell back to '{backend.fallback}': {exc}")
         return generate(plan, check_numerics, get_backend(backend.fallback))
-

@@ -228,7 +228,9 @@ def lower_while(gen: Generator, step: Step, out: str) -> list[str]:
     cond_body = compile_body(
         attrs["cond_body"], types[:nc] + types[nc : nc + k], gen.check_numerics, gen.backend
     )
-    body = compile_body(attrs["body"], types[:nc] + types[nc + k :], gen.check_numerics, gen.backend)
+    body = compile_body(
+        attrs["body"], types[:nc] + types[nc + k :], gen.check_numerics, gen.backend
+    )
     gen.plan.bodies[step.index] = {"cond_body": cond_body.plan, "body": body.plan}
     result_types = _result_types(gen, step)
     return _emit(gen, step, lambda: WhileLoop(cond_body, body, nc, k, result_types), out)

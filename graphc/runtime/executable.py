@@ -123,7 +123,9 @@ class Executable:
         self.graph = graph
         self.backend = backend if backend is not None else resolve("numpy")
         if not isinstance(plan_cache_size, int) or plan_cache_size < 1:
-            raise GraphcError(f"compile: plan_cache_size must be an int >= 1, got {plan_cache_size!r}")
+            raise GraphcError(
+                f"compile: plan_cache_size must be an int >= 1, got {plan_cache_size!r}"
+            )
         self.plan_cache_size = plan_cache_size
         self.optimized = optimized
         self.opt_level = opt_level

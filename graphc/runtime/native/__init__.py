@@ -20,14 +20,19 @@ import numpy as np
 from graphc.ir.graph import OP, Graph
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
-from graphc.runtime.backend import Backend, BackendUnavailable, register_backend, register_lowering
+from graphc.runtime.backend import (
+    Backend,
+    BackendUnavailableError,
+    register_backend,
+    register_lowering,
+)
 from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.native import toolchain
 from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
 from graphc.runtime.native.kernels import (
     SCALAR,
     STRIDED,
-    Declined,
+    DeclinedError,
     Kernel,
     build_kernel,
     contiguous_descriptor,
@@ -66,7 +71,7 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
     """One C kernel call for an elementwise step or fused group, or None (numpy runs it)."""
     try:
         kernel, operands = _kernel_for(gen, step)
-    except Declined as exc:
+    except DeclinedError as exc:
         _state(gen)["declined"][step.index] = str(exc)
         return None
     state = _state(gen)
@@ -77,7 +82,7 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
     lines = [f"# native kernel {kernel.name}: {' '.join(kernel.ops)}"]
     n = gen.plan.values[step.output].type.size or 0
     args = [str(n), _pointer(gen, out, step.output in gen.static, lines)]
-    for (expr, static, shape, transposed), operand in zip(operands, kernel.operands):
+    for (expr, static, shape, _), operand in zip(operands, kernel.operands):
         if operand.mode == SCALAR or static:
             args.append(_pointer(gen, expr, static, lines))
         else:  # made per call: C-contiguous (copied if the caller's is not)
@@ -113,8 +118,10 @@ def _kernel_for(gen: Generator, step: Step) -> tuple[Kernel, list[tuple[str, boo
     node = step.node
     if node.op == "fused":
         body: Graph = step.attrs["body"]
-        if not all(get_op(n.op).elementwise for n in body.nodes if n.kind == OP and not n.is_constant):  # type: ignore[arg-type]
-            raise Declined("the fused body is not elementwise")
+        if not all(
+            get_op(n.op).elementwise for n in body.nodes if n.kind == OP and not n.is_constant
+        ):  # type: ignore[arg-type]
+            raise DeclinedError("the fused body is not elementwise")
     else:
         body = _single(node, step.attrs, [plan.values[x].type for x in step.inputs])
     operands, types, known = [], [], {}
@@ -161,7 +168,7 @@ def finish(gen: Generator) -> None:
     try:
         built = toolchain.build(source)
     except toolchain.BuildError as exc:
-        raise BackendUnavailable(f"building the native kernels failed: {exc}") from None
+        raise BackendUnavailableError(f"building the native kernels failed: {exc}") from None
     for name, kernel in kernels.items():
         fn = getattr(built.library, name)
         fn.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * _arity(kernel)

@@ -156,10 +156,12 @@ GC_ROUND(trunc, _MM_FROUND_TO_ZERO)
 
 # float32 tanh: coefficients of P and Q in x^2 (lowest first), as float32 (tools/fit_tanh.py)
 TANH_P = tuple(
-    float.fromhex(h) for h in ("0x1p0", "0x1.120b12p-3", "0x1.ca2c12p-9", "0x1.59c21ap-16", "0x1.cad81p-27")
+    float.fromhex(h)
+    for h in ("0x1p0", "0x1.120b12p-3", "0x1.ca2c12p-9", "0x1.59c21ap-16", "0x1.cad81p-27")
 )
 TANH_Q = tuple(
-    float.fromhex(h) for h in ("0x1p0", "0x1.de5ad2p-2", "0x1.a7f7c4p-6", "0x1.588574p-12", "0x1.a17d8cp-21")
+    float.fromhex(h)
+    for h in ("0x1p0", "0x1.de5ad2p-2", "0x1.a7f7c4p-6", "0x1.588574p-12", "0x1.a17d8cp-21")
 )
 
 
@@ -211,7 +213,7 @@ def c_float(value: float, ctype: str) -> str:
     """An exact C literal of `value` (hexadecimal: no decimal rounding)."""
     suffix = "f" if ctype == "f32" else ""
     if value != value:
-        return f"__builtin_nan{suffix}(\"\")"
+        return f'__builtin_nan{suffix}("")'
     if value in (float("inf"), float("-inf")):
         return f"{'-' if value < 0 else ''}__builtin_inf{suffix}()"
     if ctype == "f32":
@@ -257,6 +259,14 @@ def _binary(symbol: str) -> Emitter:
     return lambda a, t, attrs: f"(({a[0]}) {symbol} ({a[1]}))"
 
 
+def _math(op: str) -> Emitter:
+    return lambda a, t, attrs: f"{op}_{t}({a[0]})"
+
+
+def _comparison(op: str) -> Emitter:
+    return lambda a, t, attrs: compare(op, a[0], a[1], t)
+
+
 def _sigmoid(a: Sequence[str], t: str, attrs: dict[str, Any]) -> str:
     # graphc's kernel: e = exp(-|x|); (x >= 0 ? 1 : e) / (1 + e), via numpy's maximum
     x = a[0]
@@ -289,9 +299,8 @@ EMITTERS: dict[str, Emitter] = {
     "logical_and": lambda a, t, attrs: f"(({a[0]}) & ({a[1]}))",
     "logical_or": lambda a, t, attrs: f"(({a[0]}) | ({a[1]}))",
     "logical_xor": lambda a, t, attrs: f"(({a[0]}) ^ ({a[1]}))",
-    **{op: (lambda op: lambda a, t, attrs: f"{op}_{t}({a[0]})")(op) for op in MATH},
-    **{op: (lambda op: lambda a, t, attrs: compare(op, a[0], a[1], t))(op) for op in
-       ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{op: _math(op) for op in MATH},
+    **{op: _comparison(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
 }
 
 # composite helpers, written as graphc's numpy kernels compute them (same roundings)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -35,7 +34,7 @@ COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
 
 
-class Declined(Exception):
+class DeclinedError(Exception):
     """This step is not for the native backend (the reason says why, for explain)."""
 
 
@@ -90,15 +89,20 @@ def build_kernel(
         t = opdef.infer(*(types[x] for x in node.inputs), **node.attrs)
         types[node] = t
         ct = _ctype(t)
-        value = _emit(node, [expr[x] for x in node.inputs], [types[x] for x in node.inputs], t,
-                      [_known(x, leaves, leaf_values) for x in node.inputs])
+        value = _emit(
+            node,
+            [expr[x] for x in node.inputs],
+            [types[x] for x in node.inputs],
+            t,
+            [_known(x, leaves, leaf_values) for x in node.inputs],
+        )
         lines.append(f"    v{ct} t{j} = {value};")
         expr[node] = (f"t{j}", ct)
         ops.append(node.op)  # type: ignore[arg-type]
     root = body.outputs[0].inputs[0]
     root_expr, root_ct = expr[root]
     if root_ct != out_ctype:
-        raise Declined(f"the group's result is {root_ct}, its buffer {out_ctype}")
+        raise DeclinedError(f"the group's result is {root_ct}, its buffer {out_ctype}")
     params = ["char *out"]
     args = ["out"]
     for k, operand in enumerate(operands):
@@ -113,7 +117,11 @@ def build_kernel(
     for k, operand in enumerate(operands):
         if operand.mode == SCALAR:
             ct = operand.ctype
-            load = {"f32": "*(const float *)", "f64": "*(const double *)", "b": "0 != *(const uint8_t *)"}
+            load = {
+                "f32": "*(const float *)",
+                "f64": "*(const double *)",
+                "b": "0 != *(const uint8_t *)",
+            }
             init.append(f"    v{ct} s{k} = sp_{ct}({load[ct]}a{k});")
     text = "\n".join(
         [
@@ -140,7 +148,7 @@ def build_kernel(
 def _ctype(t: TensorType) -> str:
     ct = CTYPE.get(np.dtype(t.dtype))
     if ct is None:
-        raise Declined(f"no native kernels for {t.dtype}")
+        raise DeclinedError(f"no native kernels for {t.dtype}")
     return ct
 
 
@@ -171,22 +179,22 @@ def _emit(
     op = node.op
     out_ct = _ctype(out)
     if op == "cast":
-        (expr, ct), = args
+        ((expr, ct),) = args
         return convert(expr, ct, out_ct)
     if op == "full_like":
         value = node.attrs["value"]
         if not isinstance(value, (bool, int, float)) or isinstance(value, np.ndarray):
-            raise Declined("full_like of a non-scalar value")
+            raise DeclinedError("full_like of a non-scalar value")
         if out_ct == "b":
             return splat("b", bool(value))
         return splat(out_ct, float(np.asarray(value).astype(out.dtype)))
     if op == "pow":
         exponent = known[1]
         if exponent is None or exponent.size != 1:
-            raise Declined("pow with an exponent that is not a known constant")
+            raise DeclinedError("pow with an exponent that is not a known constant")
         e = exponent.reshape(()).item()
         if isinstance(e, bool) or e not in PRODUCT_EXPONENTS or out_ct == "b":
-            raise Declined(f"pow with exponent {e!r} (only 2 and 3, as products)")
+            raise DeclinedError(f"pow with exponent {e!r} (only 2 and 3, as products)")
         (x, ct) = args[0]
         base = convert(x, ct, out_ct)
         return f"(({base}) * ({base}))" if e == 2 else f"((({base}) * ({base})) * ({base}))"
@@ -202,9 +210,9 @@ def _emit(
         return EMITTERS["where"]([cond, *branches], out_ct, node.attrs)
     emit = EMITTERS.get(op)  # type: ignore[arg-type]
     if emit is None or node.attrs:
-        raise Declined(f"no native kernel for '{op}'" + (" with attrs" if emit else ""))
+        raise DeclinedError(f"no native kernel for '{op}'" + (" with attrs" if emit else ""))
     if out_ct == "b":
-        raise Declined(f"'{op}' on bools")
+        raise DeclinedError(f"'{op}' on bools")
     return emit([convert(e, c, out_ct) for e, c in args], out_ct, node.attrs)
 
 

@@ -58,7 +58,8 @@ def format_plan(plan: Plan, header: str | None = None, generated: Generated | No
             line += f"  frees {', '.join(f'b{b}' for b in step.frees)}"
         if step.scratch:
             line += f"  scratch {_size(step.scratch)}"
-        if generated is not None and not plan.scalar and step.index in generated.step_backends:
+        mixed = generated is not None and generated.backend != "numpy"  # else all are numpy
+        if mixed and not plan.scalar and step.index in generated.step_backends:  # type: ignore[union-attr]
             line += f"  [{generated.step_backends[step.index]}]"
         lines.append(line)
         for attr, body in plan.bodies.get(step.index, {}).items():  # a loop's or branch's

@@ -30,13 +30,16 @@ from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.native import toolchain
 from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
 from graphc.runtime.native.kernels import (
+    COL,
+    FULL,
+    ROW,
     SCALAR,
     STRIDED,
     DeclinedError,
     Kernel,
+    broadcast_size,
     build_kernel,
     contiguous_descriptor,
-    descriptor,
 )
 from graphc.runtime.plan import Step
 
@@ -74,10 +77,21 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
     except DeclinedError as exc:
         _state(gen)["declined"][step.index] = str(exc)
         return None
+    return _call(gen, step, kernel, operands, out)
+
+
+def _call(
+    gen: Generator,
+    step: Step,
+    kernel: Kernel,
+    operands: list[tuple[str, bool, tuple, bool]],
+    out: str,
+) -> list[str]:
+    """The lines calling `kernel` on the step's operands into `out`."""
     state = _state(gen)
     state["kernels"].setdefault(kernel.name, kernel)
     state["calls"] += 1
-    fn = f"{kernel.name}"
+    fn = kernel.name
     gen.namespace.setdefault(fn, None)  # bound by finish()
     lines = [f"# native kernel {kernel.name}: {' '.join(kernel.ops)}"]
     n = gen.plan.values[step.output].type.size or 0
@@ -89,17 +103,50 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
             array = gen.fresh(f"{expr}_c")
             lines.append(f"{array} = {gen.const(_contiguous, 'contiguous')}({expr})")
             args.append(f"{array}.ctypes.data")
+        if operand.mode in (ROW, COL):
+            out_shape = gen.plan.values[step.output].type.shape
+            args.append(str(broadcast_size(operand.mode, tuple(shape), tuple(out_shape))))
         if operand.mode == STRIDED:
             out_shape = gen.plan.values[step.output].type.shape
-            if static:
-                desc = gen.fresh("strides")
-                make = gen.const(descriptor, "descriptor")
-                gen.setup_lines.append(f"{desc} = {make}({expr}, {tuple(out_shape)!r})")
-            else:
-                desc = gen.const(contiguous_descriptor(tuple(shape), tuple(out_shape)), "strides")
+            # operands are C-contiguous here (transposed views are declined; a caller's
+            # array is made contiguous per call)
+            desc = gen.const(contiguous_descriptor(tuple(shape), tuple(out_shape)), "strides")
             args.append(_pointer(gen, desc, True, lines))
     lines.append(f"{fn}({', '.join(args)})")
     return lines
+
+
+def lower_matmul_epilogue(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """numpy's matmul into the output (the same BLAS call, the same bits), then the bias
+    add and the activation in one C pass over it instead of numpy's two."""
+    attrs = step.attrs
+    if not attrs.get("bias") and attrs.get("activation") is None:
+        return None
+    out_t = gen.plan.values[step.output].type
+    body = Graph("epilogue")
+    value = body.add_placeholder("y", out_t)
+    leaves = [(out, step.output in gen.static, out_t.shape, False)]
+    types = [out_t]
+    if attrs.get("bias"):
+        bias_t = gen.plan.values[step.inputs[2]].type
+        b = body.add_placeholder("b", bias_t)
+        value = body.add_op("add", (value, b), {}, get_op("add").infer(out_t, bias_t))
+        leaves.append(
+            (gen.array(step.inputs[2]), step.inputs[2] in gen.static, bias_t.shape, False)
+        )
+        types.append(bias_t)
+    activation = attrs.get("activation")
+    if activation is not None:
+        value = body.add_op(activation, (value,), {}, get_op(activation).infer(value.type))
+    body.add_output(value, name="result")
+    try:
+        kernel = build_kernel(body, types, out_t, {})
+    except DeclinedError as exc:
+        _state(gen)["declined"][step.index] = str(exc)
+        return None
+    matmul = gen.const(get_op("matmul").kernel, "kernel_matmul")
+    x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
+    return [f"{matmul}({x}, {w}, out={out})", *_call(gen, step, kernel, leaves, out)]
 
 
 def _pointer(gen: Generator, expr: str, static: bool, lines: list[str]) -> str:
@@ -135,9 +182,8 @@ def _kernel_for(gen: Generator, step: Step) -> tuple[Kernel, list[tuple[str, boo
         array = np.ascontiguousarray(c.value)
         operands.append((gen.const(array, f"{step.output}_c"), True, array.shape, False))
         types.append(TensorType.of(array))
-    # a transposed view made at setup keeps its own strides (a per-call one is copied)
-    strided = {k for k, (_, static, _, transposed) in enumerate(operands) if static and transposed}
-    return build_kernel(body, types, out_t, known, strided), operands
+    transposed = {k for k, operand in enumerate(operands) if operand[3]}
+    return build_kernel(body, types, out_t, known, transposed), operands
 
 
 def _single(node: Any, attrs: dict[str, Any], types: list[TensorType]) -> Graph:
@@ -195,7 +241,7 @@ def finish(gen: Generator) -> None:
 
 
 def _arity(kernel: Kernel) -> int:
-    return 1 + sum(2 if o.mode == STRIDED else 1 for o in kernel.operands)
+    return 1 + sum(1 if o.mode in (FULL, SCALAR) else 2 for o in kernel.operands)
 
 
 def _contiguous(array: np.ndarray) -> np.ndarray:
@@ -217,3 +263,4 @@ BACKEND = register_backend(
 
 for _op in (*EMITTERS, "fused", "cast", "full_like", "pow"):
     register_lowering(_op, lower_step, backend=NAME)
+register_lowering("matmul_epilogue", lower_matmul_epilogue, backend=NAME)

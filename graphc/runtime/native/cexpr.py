@@ -116,6 +116,25 @@ GC_INLINE vb gd_b(const char *p, const int64_t *d, int nd, int64_t i, int64_t m)
     vb v = {0}; for (int k = 0; k < m; k++) v[k] = p[off_nd(i + k, d, nd)] ? -1 : 0;
     return v; }
 
+/* ROW: element idx % z (a block wraps at most once when z >= 8); COL: element idx / z */
+#define GC_BROADCAST(t, T) \
+    GC_INLINE v##t row_##t(const char *p, int64_t z, int64_t i, int64_t m) { \
+        int64_t base = i % z; \
+        if (base + m <= z) return ld_##t(p, base, m); \
+        v##t v = {0}; for (int k = 0; k < m; k++) v[k] = ((const T *)p)[(i + k) % z]; \
+        return v; } \
+    GC_INLINE v##t col_##t(const char *p, int64_t z, int64_t i, int64_t m) { \
+        int64_t q = i / z; \
+        if (i - q * z + m <= z) return sp_##t(((const T *)p)[q]); \
+        v##t v = {0}; for (int k = 0; k < m; k++) v[k] = ((const T *)p)[(i + k) / z]; \
+        return v; }
+GC_BROADCAST(f32, float)
+GC_BROADCAST(f64, double)
+GC_INLINE vb row_b(const char *p, int64_t z, int64_t i, int64_t m) {
+    vb v = {0}; for (int k = 0; k < m; k++) v[k] = p[(i + k) % z] ? -1 : 0; return v; }
+GC_INLINE vb col_b(const char *p, int64_t z, int64_t i, int64_t m) {
+    vb v = {0}; for (int k = 0; k < m; k++) v[k] = p[(i + k) / z] ? -1 : 0; return v; }
+
 GC_INLINE vf32 sel_f32(vb m, vf32 a, vf32 b) { return (vf32)(((vi32)a & m) | ((vi32)b & ~m)); }
 GC_INLINE vf64 sel_f64(vb m, vf64 a, vf64 b) {
     vi64 w = __builtin_convertvector(m, vi64);

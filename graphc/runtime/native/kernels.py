@@ -2,10 +2,15 @@
 
 A kernel computes the step's output element by element over the flattened output: each
 operand is FULL (C-contiguous, the output's shape: loaded eight lanes at a time),
-SCALAR (one element: loaded once, in every lane) or STRIDED (broadcast or transposed:
-each lane's element found from a descriptor of shape and strides, made once per thread
-for arrays that exist before the call). Sizes and strides are arguments, never part of
-the C source, so a plan at another batch size reuses the compiled kernel.
+SCALAR (one element: loaded once, in every lane), ROW (the output's trailing dims,
+repeated over the leading ones, as a bias: element idx % size), COL (the output's
+leading dims, repeated over the trailing ones, as a (B, 1) sum: element idx / inner),
+or STRIDED (any other broadcast: each lane's element found from a descriptor of shape
+and strides). ROW and COL take one division per block of eight lanes (and a contiguous
+load or a splat when the block does not wrap), STRIDED a few per lane. Sizes and
+strides are arguments, never part of the C source, so a plan at another batch size
+reuses the compiled kernel. A full-size operand that is a transposed view is left to
+numpy (its strided loops are faster than a gather per lane).
 
 Blocks of eight lanes run in parallel under OpenMP when the output has at least
 `GC_PAR_MIN` elements (smaller ones stay on the calling thread: waking a thread pool
@@ -29,7 +34,7 @@ from graphc.ir.types import TensorType
 from graphc.ops.elementwise import PRODUCT_EXPONENTS
 from graphc.runtime.native.cexpr import CTYPE, EMITTERS, compare, convert, splat
 
-FULL, SCALAR, STRIDED = "full", "scalar", "strided"
+FULL, SCALAR, ROW, COL, STRIDED = "full", "scalar", "row", "col", "strided"
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
 
@@ -60,14 +65,14 @@ def build_kernel(
     leaf_types: list[TensorType],
     out_type: TensorType,
     leaf_values: dict[int, np.ndarray],
-    strided: set[int] = frozenset(),  # type: ignore[assignment]
+    transposed: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> Kernel:
     """The kernel computing `body` (placeholders then constants are the leaves, in the
     order of `leaf_types`); `leaf_values` holds the known values of constant leaves;
-    leaves in `strided` are read through their strides even when full-size."""
+    leaves in `transposed` are transposed views (declined unless one element)."""
     out_ctype = _ctype(out_type)
     leaves = body.inputs + [n for n in body.nodes if n.is_constant]
-    operands = [_operand(t, out_type, k in strided) for k, t in enumerate(leaf_types)]
+    operands = [_operand(t, out_type, k in transposed) for k, t in enumerate(leaf_types)]
     expr: dict[Node, tuple[str, str]] = {}  # node -> (C variable, C type)
     loads, scalars = [], []
     for k, (node, operand) in enumerate(zip(leaves, operands)):
@@ -77,6 +82,9 @@ def build_kernel(
             expr[node] = (f"s{k}", ct)
         elif operand.mode == FULL:
             loads.append(f"    v{ct} x{k} = ld_{ct}(a{k}, i, m);")
+            expr[node] = (f"x{k}", ct)
+        elif operand.mode in (ROW, COL):
+            loads.append(f"    v{ct} x{k} = {operand.mode}_{ct}(a{k}, z{k}, i, m);")
             expr[node] = (f"x{k}", ct)
         else:
             loads.append(f"    v{ct} x{k} = gd_{ct}(a{k}, d{k}, {operand.ndim}, i, m);")
@@ -111,6 +119,9 @@ def build_kernel(
         if operand.mode == STRIDED:
             params.append(f"const int64_t *d{k}")
             args.append(f"d{k}")
+        elif operand.mode in (ROW, COL):
+            params.append(f"int64_t z{k}")
+            args.append(f"z{k}")
     block_params = ["int64_t i", "int64_t m", *params, *scalars]
     block_args = [*args, *(s.split()[1] for s in scalars)]
     init = []
@@ -152,13 +163,36 @@ def _ctype(t: TensorType) -> str:
     return ct
 
 
-def _operand(t: TensorType, out: TensorType, strided: bool) -> Operand:
+def _operand(t: TensorType, out: TensorType, transposed: bool) -> Operand:
     ct = _ctype(t)
     if t.size == 1:
         return Operand(SCALAR, ct)
-    if t.shape == out.shape and not strided:
+    if transposed:
+        raise DeclinedError("an operand is a transposed view (numpy's strided loops are faster)")
+    if t.shape == out.shape:
         return Operand(FULL, ct)
-    return Operand(STRIDED, ct, out.rank)
+    return Operand(broadcast_mode(t.shape, out.shape), ct, out.rank)
+
+
+def broadcast_mode(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> str:
+    """ROW, COL or STRIDED for an operand of `shape` broadcast to `out_shape`."""
+    padded = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    for k in range(len(out_shape) + 1):
+        if all(d == 1 for d in padded[:k]) and padded[k:] == tuple(out_shape[k:]):
+            return ROW
+        if all(d == 1 for d in padded[k:]) and padded[:k] == tuple(out_shape[:k]):
+            return COL
+    return STRIDED
+
+
+def broadcast_size(mode: str, shape: tuple[int, ...], out_shape: tuple[int, ...]) -> int:
+    """The z argument of a ROW (the operand's size) or COL (the repeat: the output's
+    trailing size) operand."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if mode == ROW:
+        return size
+    total = int(np.prod(out_shape, dtype=np.int64))
+    return total // size if size else 1
 
 
 def _known(x: Node, leaves: list[Node], values: dict[int, np.ndarray]) -> np.ndarray | None:
@@ -214,13 +248,6 @@ def _emit(
     if out_ct == "b":
         raise DeclinedError(f"'{op}' on bools")
     return emit([convert(e, c, out_ct) for e, c in args], out_ct, node.attrs)
-
-
-def descriptor(array: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
-    """Shape and element strides of `array` broadcast to `out_shape` (for STRIDED)."""
-    view = np.broadcast_to(array, out_shape)
-    strides = [s // array.itemsize for s in view.strides]
-    return np.array([*out_shape, *strides], dtype=np.int64)
 
 
 def contiguous_descriptor(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> np.ndarray:

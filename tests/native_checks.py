@@ -1,0 +1,146 @@
+"""Shared checks for the native backend's tests (tests/runtime/test_native_*.py).
+
+`needs_native` skips a test, naming the reason, where the native backend cannot run.
+`ulp_distance` counts ulps between two float arrays by the ordered-integer mapping
+(+0.0 and -0.0 are one ulp apart; the largest finite and inf are one apart too, so
+infinities are held to equality separately). `bound_failures` says where a native
+result of an op in `ULP_BOUND` is further from numpy's than the bound allows: nan
+where numpy has nan, inf where numpy has inf, else within ULP_BOUND[op] ulp, or for
+gelu within the absolute bound `gelu_allowance` (its 1 + tanh(...) cancels below
+x = -4, so one ulp of tanh is a large relative error of gelu there).
+`runs_native` counts the steps explain() reports as lowered to C; `random_bits`,
+`sweep` and `neighbours` make inputs over the whole float range.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.runtime.backend import available_backends
+from graphc.runtime.native.cexpr import ULP_BOUND
+
+HAVE_NATIVE = "native" in available_backends()
+
+
+def _why_not_native() -> str:
+    from graphc.runtime.native import BACKEND
+
+    return f"the native backend cannot run here: {BACKEND.unavailable()}"
+
+
+needs_native = pytest.mark.skipif(
+    not HAVE_NATIVE, reason=_why_not_native() if not HAVE_NATIVE else ""
+)
+
+# gelu = (x/2) (1 + tanh(u)); where 1 + tanh(u) cancels (x below about -4) it is exact,
+# so tanh's error, at most ULP_BOUND["tanh"] ulp of a value in [0.5, 1) (eps/2 each),
+# reaches gelu as |x|/2 * ULP_BOUND["tanh"] * eps/2; the other roundings are a few ulp of
+# the result. Measured (|native - numpy| - 4 ulp) / |x|: 1.5 eps in float32 (graphc's tanh,
+# bound 8: allowance 2 eps), 0.45 eps in float64 (libmvec's, bound 4: allowance 1 eps)
+GELU_ULPS = 4
+
+
+def gelu_slope(dtype: np.dtype) -> float:
+    """The allowance per unit of |x| for native gelu: tanh's bound carried through x/2."""
+    return 0.5 * ULP_BOUND["tanh"] * float(np.finfo(dtype).eps) / 2
+
+
+def random_bits(dtype: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """`n` floats from uniform bit patterns: every exponent (and nan, inf) equally often."""
+    if dtype == "float32":
+        return rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True).view(np.float64)
+
+
+def neighbours(values: list[float], dtype: str, k: int = 3) -> np.ndarray:
+    """Each value in `dtype` and its k nearest floats on either side."""
+    out = []
+    for v in np.array(values, dtype=np.float64).astype(dtype):
+        up = down = v
+        out.append(v)
+        for _ in range(k):
+            up, down = np.nextafter(up, up.dtype.type(np.inf)), np.nextafter(down, -np.inf)
+            out += [up, down]
+    return np.array(out, dtype=dtype)
+
+
+def sweep(dtype: str, rng: np.random.Generator, low: int = -12, high: int = 10) -> np.ndarray:
+    """About 2**21 floats of both signs with magnitudes in [2**low, 2**high): for float32
+    every 97th one (so a narrow bad region, say tanh above 1 on [8.04, 8.70], is hit),
+    for float64 log-uniform ones."""
+    if dtype == "float32":
+        start, stop = (np.float32(2.0**e).view(np.uint32) for e in (low, high))
+        bits = np.arange(start + rng.integers(97), stop, 97, dtype=np.uint32)
+        return np.concatenate([bits.view(np.float32), -bits.view(np.float32)])
+    n = 2**21
+    return rng.choice([-1.0, 1.0], n) * 2.0 ** rng.uniform(low, high, n)
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|ordered(a) - ordered(b)| per element, as float64 (exact below 2**53)."""
+    int_type = np.int32 if a.dtype == np.float32 else np.int64
+    ia = a.view(int_type).astype(np.int64)
+    ib = b.view(int_type).astype(np.int64)
+    sign = np.int64(np.iinfo(int_type).min)  # the sign bit, as a negative number
+    mag_a, mag_b = ia & ~sign, ib & ~sign
+    same_sign = (ia < 0) == (ib < 0)
+    apart = mag_a.astype(np.float64) + mag_b.astype(np.float64) + 1.0  # via the zeros
+    return np.where(same_sign, np.abs(mag_a - mag_b).astype(np.float64), apart)
+
+
+def gelu_allowance(x: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """How far native gelu may be from numpy's, absolutely, per element."""
+    dtype = want.dtype
+    with np.errstate(all="ignore"):
+        ulp = np.spacing(np.abs(want)).astype(np.float64)
+        return gelu_slope(dtype) * np.abs(x.astype(np.float64)) + GELU_ULPS * ulp
+
+
+def bound_failures(op: str, x: np.ndarray, got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """A mask of the elements where `got` (native) is not within the bound of `want`."""
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.shape)
+    got_nan, want_nan = np.isnan(got), np.isnan(want)
+    bad = got_nan != want_nan
+    infinite = ~want_nan & ~got_nan & (np.isinf(got) | np.isinf(want))
+    bad |= infinite & (got != want)
+    finite = ~want_nan & ~got_nan & ~infinite
+    if op == "gelu":
+        with np.errstate(all="ignore"):
+            diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        far = diff > gelu_allowance(np.broadcast_to(x, want.shape), want)
+    else:
+        far = ulp_distance(got, want) > ULP_BOUND[op]
+    return bad | (finite & far)
+
+
+def describe_failures(
+    op: str, x: np.ndarray, got: np.ndarray, want: np.ndarray, bad: np.ndarray, limit: int = 8
+) -> str:
+    """The worst failing elements: input, native, numpy and their ulp distance; for float32
+    also the float64 result of the same numpy kernel, to show which side is off."""
+    where = np.flatnonzero(bad.ravel())
+    xs, gs, ws = (np.broadcast_to(a, want.shape).ravel() for a in (x, got, want))
+    dist = ulp_distance(gs[where], ws[where])
+    order = where[np.argsort(-dist, kind="stable")][:limit]
+    lines = [f"{op} {want.dtype}: {where.size} of {want.size} elements beyond the bound"]
+    finer = None
+    if want.dtype == np.float32 and op in ULP_BOUND:
+        with np.errstate(all="ignore"):
+            finer = np.asarray(getattr(gc, op)(xs[order].astype(np.float64)))
+    for j, k in enumerate(order):
+        line = f"  x={xs[k]!r}: native {gs[k]!r}, numpy {ws[k]!r}, {ulp_distance(gs[k : k + 1], ws[k : k + 1])[0]:.0f} ulp"
+        if finer is not None:
+            ulp = float(np.spacing(np.abs(np.float32(finer[j]))))
+            line += (
+                f" (float64 {finer[j]!r}: native off by {abs(float(gs[k]) - finer[j]) / ulp:.2f} "
+                f"ulp, numpy by {abs(float(ws[k]) - finer[j]) / ulp:.2f})"
+            )
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def runs_native(exe: gc.Executable, *feeds: np.ndarray, **named: np.ndarray) -> int:
+    """How many of the plan's steps are lowered to native kernels (from explain)."""
+    return exe.explain(*feeds, **named).count("[native]")

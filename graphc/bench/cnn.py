@@ -6,8 +6,9 @@ pool 2; conv 5x5 (6 -> 16), ReLU, max pool 2; flatten (400); linear 120, ReLU, l
 the same parameters (`initial_parameters`, torch's layout and `nn.Sequential` names),
 returns the loss of the step and updates its own copy of the parameters in place, as
 in the `mlp` workload, whose structure this follows: graphc eager runs `graphc.nn`
-with `backward()` and `SGD.step()`; graphc-O0 and graphc-O2 compile the whole step with
-`gc.compile_train_step` (parameters are executable state); PyTorch eager runs the same
+with `backward()` and `SGD.step()`; graphc's O0 and O2 modes compile the whole step with
+`gc.compile_train_step` (parameters are executable state; numpy backend, and O2 on the
+native one too); PyTorch eager runs the same
 `torch.nn.Sequential` with its multi-tensor (``foreach``) SGD; torch-compile wraps the
 model and loss in `torch.compile` (forward, and through AOTAutograd the backward, are
 compiled; the foreach update stays eager: `.backward()` and `step()` are graph breaks
@@ -29,7 +30,6 @@ import numpy as np
 from graphc import nn
 from graphc.bench import peers, torch_compile
 from graphc.bench.core import (
-    FAST_MATH,
     TORCH_COMPILE,
     Case,
     Prepared,
@@ -210,9 +210,7 @@ WORKLOAD = Workload(
     make_inputs=make_inputs,
     builders={
         "graphc-eager": GRAPHC.eager,
-        "graphc-O0": GRAPHC.static(0),
-        "graphc-O2": GRAPHC.static(2),
-        FAST_MATH: GRAPHC.static(2, fast_math=True),
+        **GRAPHC.static_modes(),
         "numpy": not_applicable("not written: it would be graphc's own im2col kernels again"),
         "torch": _torch_step(compiled=False),
         TORCH_COMPILE: _torch_step(compiled=True),

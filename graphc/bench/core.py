@@ -7,7 +7,8 @@ that call's return value into arrays (checked against the other modes once), and
 bytes the mode keeps allocated between calls (a compiled plan's arena, preallocated
 scratch), which count toward its peak memory.
 
-Builders raise `UnavailableError` when a peer library is not importable and
+Builders raise `UnavailableError` when a peer library is not importable (or graphc's
+native backend cannot run here) and
 `NotApplicableError` when the mode does not exist for the workload (numpy has no
 compile step, fast_math rewrites nothing in the tiny graph), so every mode appears in
 every workload's report.
@@ -21,32 +22,45 @@ from typing import Any
 
 import numpy as np
 
-# the modes, in report order; "O2" is the one every ratio is taken against. graphc's
-# static levels are exact (bit-identical to O0); "graphc-O2-fast_math" also allows the
-# value-changing rewrites, and runs only where they change the plan. "graphc-O2-scan"
-# is a loop compiled as one gc.scan node, in the workloads that have a loop (there
-# "graphc-O2" is the loop unrolled). "torch-compile" is PyTorch under `torch.compile`
-# (inductor), in the model workloads. "onnxruntime-1thread" and "onnxruntime" (default
-# threads) run ONNX models in the `onnx` workload. A workload's table shows the modes it
-# declares.
+# the modes, in report order. graphc's static modes name their level and the backend
+# their plans run on (`gc.compile(backend=...)`): "(numpy)" is the reference executor,
+# "(native)" lowers elementwise steps and fused groups to C kernels (numpy runs the rest),
+# and is "unavailable", with the reason, where it cannot run (never numpy under its
+# name). "graphc-O2 (numpy)" is the one every ratio is taken against. graphc's static
+# levels are exact (bit-identical to O0); the "-fast_math" modes also allow the
+# value-changing rewrites, and run only where they change the plan. "graphc-O2-scan" is
+# a loop compiled as one gc.scan node, in the workloads that have a loop (there
+# "graphc-O2" is the loop unrolled). "numpy-copyto" copies the input into a preallocated
+# output (`np.copyto`): the memory-traffic floor of an elementwise pass, in the GELU
+# workload (not GELU: its results are not checked). "torch-compile" is PyTorch under
+# `torch.compile` (inductor), in the model workloads. "onnxruntime-1thread" and
+# "onnxruntime" (default threads) run ONNX models in the `onnx` workload. A workload's
+# table shows the modes it declares.
+O0 = "graphc-O0 (numpy)"
+BASELINE = "graphc-O2 (numpy)"
+FAST_MATH = "graphc-O2-fast_math (numpy)"
+NATIVE = "graphc-O2 (native)"
+FAST_MATH_NATIVE = "graphc-O2-fast_math (native)"
+SCAN = "graphc-O2-scan (numpy)"
+COPYTO = "numpy-copyto"
+TORCH_COMPILE = "torch-compile"
 MODES: tuple[str, ...] = (
     "graphc-eager",
-    "graphc-O0",
-    "graphc-O2",
-    "graphc-O2-fast_math",
-    "graphc-O2-scan",
+    O0,
+    BASELINE,
+    FAST_MATH,
+    NATIVE,
+    FAST_MATH_NATIVE,
+    SCAN,
     "numpy",
     "numpy-chunked",
+    COPYTO,
     "torch",
-    "torch-compile",
+    TORCH_COMPILE,
     "jax",
     "onnxruntime-1thread",
     "onnxruntime",
 )
-BASELINE = "graphc-O2"
-FAST_MATH = "graphc-O2-fast_math"
-SCAN = "graphc-O2-scan"
-TORCH_COMPILE = "torch-compile"
 
 
 class UnavailableError(Exception):
@@ -66,6 +80,7 @@ class Prepared:
     resident_bytes: int | None = 0  # None: memory is not measurable (torch, jax internals)
     note: str = ""
     single_shot: bool = False  # each call is expensive (compile time): fewer repeats
+    checked: bool = True  # False: computes something else on purpose (a floor), not compared
 
 
 @dataclass

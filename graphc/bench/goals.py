@@ -4,6 +4,9 @@ ONNX: issue 16), checked against a bench report.
 Each goal reads medians from one run, so ratios compare modes measured side by side.
 A goal whose figures are missing (a peer not installed, a case not run with
 `--quick`) is "not measured", never met.
+
+The goals read graphc's static modes on the numpy backend, the executor they were set
+for and measured on, so that their history stays comparable.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from graphc.bench import cnn, onnx_zoo, resnet_block, transformer, zoo_models
-from graphc.bench.core import SCAN
+from graphc.bench.core import BASELINE, O0, SCAN
 from graphc.bench.report import seconds, size
 from graphc.bench.rnn import FULL_CASE as RNN_CASE
 
@@ -40,7 +43,7 @@ def _ratio_goal(
     holds: Callable[[float], bool],
     field: str = "median",
     show: Callable[[Any], str] = seconds,
-    ours_mode: str = "graphc-O2",
+    ours_mode: str = BASELINE,
 ) -> Goal:
     """A goal on the ratio `ours_mode` / `mode` of one case's `field`."""
     ours, theirs = (_cell(report, *where, m) for m in (ours_mode, mode))
@@ -54,7 +57,7 @@ def _ratio_goal(
 def evaluate(report: dict[str, Any]) -> list[Goal]:
     """Every goal of issues 6, 14, 15 and 16 against `report`."""
     goals = []
-    tiny = _cell(report, "tiny", "(1,)", "graphc-O2")
+    tiny = _cell(report, "tiny", "(1,)", BASELINE)
     goals.append(
         Goal("tiny graph <= 4 us per call", seconds(tiny["median"]), tiny["median"] <= 4e-6)
         if tiny
@@ -124,7 +127,7 @@ def evaluate(report: dict[str, Any]) -> list[Goal]:
             show=size,
         )
     )
-    for level in ("graphc-O0", "graphc-O2"):
+    for level in (O0, BASELINE):
         cell = _cell(report, "compile", "K=5000", level)
         text = f"compile 5000-op chain < 0.5 s ({level})"
         goals.append(
@@ -132,7 +135,7 @@ def evaluate(report: dict[str, Any]) -> list[Goal]:
             if cell
             else Goal(text, "not measured", None)
         )
-    cell = _cell(report, "compile", "K=50000", "graphc-O2")
+    cell = _cell(report, "compile", "K=50000", BASELINE)
     text = "50000-op chain compiles and runs (O2)"
     goals.append(
         Goal(text, f"{seconds(cell['median'])}, agrees: {cell['agrees']}", bool(cell["agrees"]))
@@ -142,9 +145,9 @@ def evaluate(report: dict[str, Any]) -> list[Goal]:
     return goals + scan_goals(report) + model_goals(report) + onnx_goals(report)
 
 
-# (text, case, the mode graphc-O2-scan is compared with, largest ratio scan / that mode)
+# (text, the mode graphc-O2-scan is compared with, largest ratio scan / that mode)
 SCAN_RATIOS = (
-    ("RNN T=50: scan within 1.3x of the unrolled O2 plan", "graphc-O2", 1.3),
+    ("RNN T=50: scan within 1.3x of the unrolled O2 plan", BASELINE, 1.3),
     ("RNN T=50: scan >= 3x faster than graphc eager", "graphc-eager", 1 / 3),
     ("RNN T=50: scan no slower than torch eager", "torch", 1.0),
     ("RNN T=50: scan within 1.5x of jax.jit(lax.scan)", "jax", 1.5),
@@ -163,7 +166,7 @@ def scan_goals(report: dict[str, Any]) -> list[Goal]:
             report,
             "RNN compile T=1000: scan >= 20x faster than unrolled",
             ("rnn-compile", "T=1000"),
-            "graphc-O2",
+            BASELINE,
             lambda r: r <= 1 / 20,
             ours_mode=SCAN,
         )
@@ -187,7 +190,7 @@ FULL_CASES = {
     "transformer": transformer.FULL_CASE,
     "resnet_block": resnet_block.FULL_CASE,
 }
-O2, EAGER = "graphc-O2", "graphc-eager"
+O2, EAGER = BASELINE, "graphc-eager"
 MODEL_RATIOS = (
     ModelGoal("CNN b64 step: O2 faster than torch eager", "cnn", O2, "torch", 1.0, True),
     ModelGoal("CNN b64 step: O2 within 1.3x of jax.jit", "cnn", O2, "jax", 1.3),
@@ -258,7 +261,7 @@ def onnx_goals(report: dict[str, Any]) -> list[Goal]:
                 lambda r: r < 1.0,
             )
         )
-    cell = _cell(report, "onnx", onnx_zoo.IMPORT_CASE, "graphc-O2")
+    cell = _cell(report, "onnx", onnx_zoo.IMPORT_CASE, BASELINE)
     text = f"ONNX: import of a {zoo_models.CHAIN_NODES}-node model < {IMPORT_SECONDS} s"
     goals.append(
         Goal(text, seconds(cell["median"]), cell["median"] < IMPORT_SECONDS)

@@ -6,7 +6,7 @@ the check compares the loss and the parameters after the first step. graphc's mo
 use `graphc.nn` and `graphc.optim`: eagerly with `backward()` and `SGD.step()`, and
 statically with `gc.compile_train_step`, which compiles forward, symbolic backward and
 the update into one graph whose parameters are executable state (a step copies
-nothing). The peers get the same advantage: `jax.jit` compiles the step with
+nothing), on the numpy backend (O0, O2) and on the native one (O2). The peers get the same advantage: `jax.jit` compiles the step with
 ``donate_argnums=0``, so XLA writes the new parameters into the old ones' buffers
 instead of allocating (and filling) a second set every step, and PyTorch's SGD runs
 its multi-tensor (``foreach``) update, one call for all six parameters.
@@ -20,7 +20,7 @@ import numpy as np
 
 from graphc import nn
 from graphc.bench import peers
-from graphc.bench.core import FAST_MATH, Case, Prepared, Workload, as_arrays
+from graphc.bench.core import Case, Prepared, Workload, as_arrays
 from graphc.bench.modes import Classifier, not_applicable
 
 SIZES = (784, 256, 256, 10)
@@ -166,9 +166,7 @@ WORKLOAD = Workload(
     make_inputs=_inputs,
     builders={
         "graphc-eager": GRAPHC.eager,
-        "graphc-O0": GRAPHC.static(0),
-        "graphc-O2": GRAPHC.static(2),
-        FAST_MATH: GRAPHC.static(2, fast_math=True),
+        **GRAPHC.static_modes(),
         "numpy": _numpy,
         "numpy-chunked": not_applicable("only for the GELU chain"),
         "torch": _torch,

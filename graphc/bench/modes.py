@@ -2,23 +2,105 @@
 
 A static mode compiles outside timing (compile time is its own workload) and keeps
 its plan's arena between calls, so the arena counts as the mode's resident memory.
-graphc's levels are exact by default; the fast_math mode compiles with
-`fast_math=True` and is reported only where that changes the generated plan (otherwise
-it would time the same code twice and call the noise a difference).
+graphc's levels are exact by default; the fast_math modes compile with
+`fast_math=True` and are reported only where that changes the generated plan (otherwise
+they would time the same code twice and call the noise a difference).
+
+Each static mode names its backend (`gc.compile(backend=...)`; core.MODES). A native
+mode checks that the backend can run here first (`UnavailableError` with its reason
+otherwise: gc.compile would quietly run numpy instead), then that the plan it built
+really runs on it (a plan whose native build failed falls back to numpy: an error), and
+notes how many of the plan's steps the backend runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+import re
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 import graphc as gc
 from graphc.bench import peers
-from graphc.bench.core import FAST_MATH, NotApplicableError, Prepared, as_arrays
+from graphc.bench.core import (
+    BASELINE,
+    COPYTO,
+    FAST_MATH,
+    FAST_MATH_NATIVE,
+    NATIVE,
+    O0,
+    NotApplicableError,
+    Prepared,
+    UnavailableError,
+    as_arrays,
+)
+from graphc.ir.errors import GraphcError
+from graphc.runtime.backend import available_backends, get_backend
 
 Builder = Callable[[dict[str, Any], dict[str, Any]], Prepared]
+# the exact O2 mode of each backend (what its fast_math mode is compared with)
+EXACT_O2 = {"numpy": BASELINE, "native": NATIVE}
+
+
+def require_backend(backend: str) -> None:
+    """`UnavailableError`, with the backend's own reason, when `backend` cannot run here.
+
+    Asked for a backend that cannot run, `gc.compile` falls back to numpy with a warning;
+    a bench mode must not time numpy under another backend's name, so it checks first."""
+    if backend in available_backends():
+        return
+    try:
+        why = get_backend(backend).unavailable() or "not available"
+    except GraphcError as exc:  # not registered at all
+        why = str(exc)
+    raise UnavailableError(f"graphc's {backend} backend cannot run here: {why}")
+
+
+class BackendMismatchError(RuntimeError):
+    """A plan was generated on another backend than the mode asked for (a fallback)."""
+
+
+_STEP_TAG = re.compile(r"  \[(\w+)\]$")  # explain's step lines end with their backend
+_BODY = re.compile(r"\s+\w+: plan for graph ")  # a body's plan, inside a step
+
+
+def backend_note(exe: gc.Executable, args: tuple[Any, ...], backend: str, caught: str = "") -> str:
+    """Check that `exe`'s plan for `args` runs on `backend` (read from `exe.explain`) and
+    say how much of it does: "" for numpy, e.g. "native 15/40 steps, 8 C kernels".
+
+    A plan that fell back to numpy raises `BackendMismatchError` (`caught`: the fallback
+    warning, when one was seen). A scalar plan (every value one element, run on numpy
+    scalars) is the backend's own choice for such graphs, and is said so."""
+    lines = exe.explain(*args).splitlines()
+    if any(line.startswith("scalar plan") for line in lines):
+        return "scalar plan (numpy scalars)"
+    ran = next((line.split(": ", 1)[1] for line in lines if line.startswith("backend: ")), None)
+    if ran != backend:
+        why = f": {caught}" if caught else ""
+        raise BackendMismatchError(f"asked for the {backend} backend, the plan ran on {ran}{why}")
+    if backend == "numpy":
+        return ""
+    tags = [m.group(1) for m in map(_STEP_TAG.search, lines) if m]
+    kernels = next((line for line in lines if line.startswith(f"{backend}: ")), "")
+    count = re.match(rf"{backend}: (\d+) ", kernels)
+    built = f", {count.group(1)} C kernels" if count else ""
+    # a loop's or branch's body is planned (and lowered) on its own; explain shows its
+    # steps without their backends, so the count is of the top-level steps only
+    steps = "top-level steps" if any(_BODY.match(line) for line in lines) else "steps"
+    return f"{backend} {tags.count(backend)}/{len(tags)} {steps}{built}"
+
+
+@contextlib.contextmanager
+def fallback_warnings() -> Iterator[list[str]]:
+    """Collect the runtime's RuntimeWarnings (a backend falling back says why in one)."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", RuntimeWarning)
+        messages: list[str] = []
+        yield messages
+    messages += [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)]
 
 
 def compile_static(
@@ -28,16 +110,25 @@ def compile_static(
     updates: Mapping[str, str] | None = None,
     state: Mapping[str, np.ndarray] | None = None,
     fast_math: bool = False,
+    backend: str = "numpy",
 ) -> tuple[gc.Executable, Prepared]:
-    """Compile `graph` at `opt_level`, plan it for `args`, and wrap one call on them."""
-    exe = gc.compile(graph, opt_level=opt_level, updates=updates, fast_math=fast_math)
-    if state:
-        exe.set_state(**{name: np.array(value, copy=True) for name, value in state.items()})
-    plan = exe.plan(*args)
+    """Compile `graph` at `opt_level` on `backend`, plan it for `args`, and wrap one
+    call on them (the note says what the backend runs)."""
+    require_backend(backend)
+    with fallback_warnings() as caught:
+        exe = gc.compile(
+            graph, opt_level=opt_level, updates=updates, fast_math=fast_math, backend=backend
+        )
+        if state:
+            exe.set_state(**{n: np.array(v, copy=True) for n, v in state.items()})
+        plan = exe.plan(*args)
+    ran = backend_note(exe, args, backend, "; ".join(caught))
     arena = plan.arena_bytes
     note = f"arena {arena} B" + (
         f", recycled outputs {plan.recycled_bytes} B" if plan.recycled_bytes else ""
     )
+    if ran:
+        note = f"{ran}; {note}"
 
     def call() -> Any:
         return exe(*args)
@@ -46,7 +137,9 @@ def compile_static(
     return exe, Prepared(call, resident_bytes=arena + plan.recycled_bytes, note=note)
 
 
-FAST_MATH_SAME = "fast_math changes nothing here (same plan as graphc-O2)"
+def fast_math_same(backend: str = "numpy") -> str:
+    """The reason a fast_math mode is n/a: its plan is the exact O2 plan's."""
+    return f"fast_math changes nothing here (same plan as {EXACT_O2[backend]})"
 
 
 def same_plan(exact: gc.Executable, fast: gc.Executable, *args: Any) -> bool:
@@ -54,25 +147,72 @@ def same_plan(exact: gc.Executable, fast: gc.Executable, *args: Any) -> bool:
     return exact.source(*args) == fast.source(*args)
 
 
-def static_mode(
-    graph_of: Callable[[dict[str, Any]], gc.Graph], opt_level: int, fast_math: bool = False
-) -> Builder:
-    """A builder compiling the case's graph at `opt_level`, fed `inputs["args"]`.
+StaticFactory = Callable[[int, bool, str], Builder]  # (opt_level, fast_math, backend)
 
-    The graph is made once per case and kept in `inputs`, so O0 and O2 compile the same
-    one. With `fast_math`, a plan identical to the exact one is `NotApplicableError`.
+
+def static_modes(make: StaticFactory) -> dict[str, Builder]:
+    """graphc's static modes of a workload from one factory: O0, O2 and O2 fast_math on
+    the numpy backend, and O2 and O2 fast_math on the native backend."""
+    return {
+        O0: make(0, False, "numpy"),
+        BASELINE: make(2, False, "numpy"),
+        FAST_MATH: make(2, True, "numpy"),
+        NATIVE: make(2, False, "native"),
+        FAST_MATH_NATIVE: make(2, True, "native"),
+    }
+
+
+def static_mode(
+    graph_of: Callable[[dict[str, Any]], gc.Graph],
+    opt_level: int,
+    fast_math: bool = False,
+    backend: str = "numpy",
+) -> Builder:
+    """A builder compiling the case's graph at `opt_level` on `backend`, fed
+    `inputs["args"]`.
+
+    The graph is made once per case and kept in `inputs`, so every static mode compiles
+    the same one. With `fast_math`, a plan identical to the exact one is
+    `NotApplicableError`.
     """
 
     def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        require_backend(backend)
         if "graph" not in inputs:
             inputs["graph"] = graph_of(inputs)
         graph, args = inputs["graph"], inputs["args"]
-        exe, prepared = compile_static(graph, opt_level, args, fast_math=fast_math)
-        if fast_math and same_plan(gc.compile(graph, opt_level=opt_level), exe, *args):
-            raise NotApplicableError(FAST_MATH_SAME)
+        exe, prepared = compile_static(graph, opt_level, args, fast_math=fast_math, backend=backend)
+        if fast_math:
+            exact = gc.compile(graph, opt_level=opt_level, backend=backend)
+            if same_plan(exact, exe, *args):
+                raise NotApplicableError(fast_math_same(backend))
         return prepared
 
     return build
+
+
+def compile_train_step(
+    model: Any,
+    loss_fn: Any,
+    optimizer: Any,
+    batch: tuple[np.ndarray, ...],
+    opt_level: int,
+    fast_math: bool,
+    backend: str,
+) -> Any:
+    """`gc.compile_train_step` on `backend` (`UnavailableError` where it cannot run)."""
+    require_backend(backend)
+    return gc.compile_train_step(
+        model, loss_fn, optimizer, batch, opt_level, fast_math, backend=backend
+    )
+
+
+def train_step_note(train: Any, args: tuple[np.ndarray, ...], backend: str) -> tuple[Any, str]:
+    """The step's plan for `args` (built here, outside timing), checked to run on
+    `backend`; and the note saying what the backend runs ("" on numpy)."""
+    with fallback_warnings() as caught:
+        plan = train.executable.plan(*args)
+    return plan, backend_note(train.executable, args, backend, "; ".join(caught))
 
 
 class Classifier:
@@ -85,34 +225,45 @@ class Classifier:
         self.make_model, self.lr, self.names = make_model, lr, names
 
     def train_step(
-        self, x: np.ndarray, y: np.ndarray, opt_level: int, fast_math: bool = False
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        opt_level: int,
+        fast_math: bool = False,
+        backend: str = "numpy",
     ) -> Any:
         """The compiled SGD step of a fresh model for batches shaped like (x, y)."""
         from graphc import nn, optim
 
         model = self.make_model()
         optimizer = optim.SGD(model.parameters(), lr=self.lr)
-        return gc.compile_train_step(
-            model, nn.CrossEntropyLoss(), optimizer, (x, y), opt_level, fast_math
+        return compile_train_step(
+            model, nn.CrossEntropyLoss(), optimizer, (x, y), opt_level, fast_math, backend
         )
 
-    def static(self, opt_level: int, fast_math: bool = False) -> Builder:
+    def static(self, opt_level: int, fast_math: bool = False, backend: str = "numpy") -> Builder:
         def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
             x, y = inputs["args"]
-            train = self.train_step(x, y, opt_level, fast_math)
+            train = self.train_step(x, y, opt_level, fast_math, backend)
             if fast_math:
-                exact = self.train_step(x, y, opt_level, False)
+                exact = self.train_step(x, y, opt_level, False, backend)
                 if same_plan(exact.executable, train.executable, x, y):
-                    raise NotApplicableError(FAST_MATH_SAME)
-            arena = train.executable.plan(x, y).arena_bytes
+                    raise NotApplicableError(fast_math_same(backend))
+            plan, ran = train_step_note(train, (x, y), backend)
+            arena = plan.arena_bytes
+            note = f"{ran}; arena {arena} B" if ran else f"arena {arena} B"
 
             def arrays(loss: Any) -> list[np.ndarray]:
                 values = train.parameters()  # by the model's (dotted) names
                 return [loss, *(values[n] for n in self.names)]
 
-            return Prepared(lambda: train.step(x, y), arrays, arena, note=f"arena {arena} B")
+            return Prepared(lambda: train.step(x, y), arrays, arena, note=note)
 
         return build
+
+    def static_modes(self) -> dict[str, Builder]:
+        """The compiled step's modes (`static_modes`)."""
+        return static_modes(self.static)
 
     def eager(self, params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
         import graphc.eager as ge
@@ -172,15 +323,17 @@ def graph_modes(
     torch: Builder,
     jax: Builder,
     numpy_chunked: Builder | None = None,
+    numpy_copyto: Builder | None = None,
 ) -> dict[str, Builder]:
     """The mode table of a workload whose static modes compile one graph per case."""
     return {
         "graphc-eager": eager,
-        "graphc-O0": static_mode(graph_of, 0),
-        "graphc-O2": static_mode(graph_of, 2),
-        FAST_MATH: static_mode(graph_of, 2, fast_math=True),
+        **static_modes(
+            lambda level, fast_math, backend: static_mode(graph_of, level, fast_math, backend)
+        ),
         "numpy": numpy,
         "numpy-chunked": numpy_chunked or not_applicable("only for the GELU chain"),
+        COPYTO: numpy_copyto or not_applicable("only for the GELU chain"),
         "torch": torch,
         "jax": jax,
     }

@@ -5,9 +5,10 @@ ResNet basic block with eval-mode batch norm, a model with If and Loop) is expor
 per case to serialized ONNX, its weights as initializers, and every mode starts from
 those bytes, at batch 1 and batch 64:
 
-- graphc-O0 / graphc-O2: `gc.onnx.import_model` (the weights become constants), then
-  `gc.compile` at the level, planned for the case's input outside timing;
-  graphc-O2-fast_math also allows the value-changing rewrites (batch norm folded into
+- graphc-O0 / graphc-O2 (numpy backend), graphc-O2 (native backend):
+  `gc.onnx.import_model` (the weights become constants), then `gc.compile` at the level
+  on the backend, planned for the case's input outside timing; the fast_math modes also
+  allow the value-changing rewrites (batch norm folded into
   the convolution's weight, as onnxruntime's own Conv+BatchNormalization fusion does),
   and is shown only where that changes the plan;
 - onnxruntime-1thread: an `InferenceSession` with one intra-op and one inter-op thread;
@@ -18,8 +19,8 @@ onnxruntime-1thread is the reference every other mode is checked against. There 
 graphc-eager mode: eager runs Python code, and an imported model has none.
 
 One more case times the import itself: `gc.onnx.import_model` of a 1,000-node model's
-bytes (zoo_models.chain_model), in the graphc-O2 row (import does not depend on the
-level), against onnxruntime building a session of the same bytes (loading, optimizing
+bytes (zoo_models.chain_model), in the graphc-O2 (numpy) row (import does not depend
+on the level or the backend), against onnxruntime building a session of the same bytes (loading, optimizing
 and planning: its equivalent of import plus compile). Each imported graph and session
 then runs once on a small batch, which checks what was imported.
 
@@ -39,14 +40,14 @@ import numpy as np
 import graphc as gc
 from graphc.bench import zoo_models
 from graphc.bench.core import (
-    FAST_MATH,
+    BASELINE,
     Case,
     NotApplicableError,
     Prepared,
     UnavailableError,
     Workload,
 )
-from graphc.bench.modes import Builder, static_mode
+from graphc.bench.modes import Builder, static_mode, static_modes
 
 ORT_ONE_THREAD, ORT = "onnxruntime-1thread", "onnxruntime"
 BATCHES = (1, 64)
@@ -114,16 +115,19 @@ def _imported(params: dict[str, Any]) -> Callable[[dict[str, Any]], gc.Graph]:
     return graph_of
 
 
-def _graphc(opt_level: int, fast_math: bool = False) -> Builder:
-    """The imported model compiled at `opt_level`; in the import case, the import alone."""
+def _graphc(opt_level: int, fast_math: bool = False, backend: str = "numpy") -> Builder:
+    """The imported model compiled at `opt_level` on `backend`; in the import case, the
+    import alone (in the graphc-O2 (numpy) row)."""
 
     def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
         if params["model"] == CHAIN:
-            if opt_level != 2 or fast_math:
-                raise NotApplicableError("import does not depend on the level: see graphc-O2")
+            if opt_level != 2 or fast_math or backend != "numpy":
+                raise NotApplicableError(
+                    f"import does not depend on the level or backend: see {BASELINE}"
+                )
             return _timed_import(params, inputs)
         model_bytes(params, inputs)  # onnx missing: unavailable, before anything else
-        return static_mode(_imported(params), opt_level, fast_math)(params, inputs)
+        return static_mode(_imported(params), opt_level, fast_math, backend)(params, inputs)
 
     return build
 
@@ -199,9 +203,7 @@ WORKLOAD = Workload(
     cases=_cases(),
     make_inputs=make_inputs,
     builders={
-        "graphc-O0": _graphc(0),
-        "graphc-O2": _graphc(2),
-        FAST_MATH: _graphc(2, fast_math=True),
+        **static_modes(_graphc),
         ORT_ONE_THREAD: _onnxruntime(1),
         ORT: _onnxruntime(None),
     },

@@ -1,7 +1,8 @@
 """The report as text: a markdown table per workload, and a bar chart file.
 
-Times are per call (or step, or compile); "x O2" is the mode's median over graphc
-O2's median in the same run (above 1: slower than graphc O2). Peak memory is
+Times are per call (or step, or compile); "x O2" is the mode's median over graphc O2's
+on the numpy backend (`core.BASELINE`) in the same run (above 1: slower than it; the
+native modes' "x O2" is their speed-up or slow-down against the numpy backend). Peak memory is
 tracemalloc's peak over one call plus the buffers the mode keeps between calls; n/a
 where the library allocates outside Python's view (torch, jax).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphc.bench.core import MODES
+from graphc.bench.core import BASELINE, MODES
 
 
 def seconds(value: float | None) -> str:
@@ -65,9 +66,10 @@ def markdown(report: dict[str, Any]) -> str:
         f"# graphc bench{' --quick' if report['quick'] else ''}",
         "",
         f"Python {info['python']}, numpy {info['numpy']}, {info['cpus']} CPUs, {peers}; "
+        f"graphc backends here: {', '.join(info.get('backends') or ['numpy'])}; "
         f"load average {info['load_average']:.1f} at start, "
         f"{report.get('load_average_end', 0):.1f} at end; {report.get('seconds', 0):.0f} s. Median (min .. max) per call after warm-up; "
-        "x O2 = median / graphc-O2 median; agrees = max abs diff / max abs of the "
+        f"x O2 = median / {BASELINE} median; agrees = max abs diff / max abs of the "
         "reference mode's result.",
     ]
     for name, workload in report["workloads"].items():

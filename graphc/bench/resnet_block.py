@@ -7,8 +7,9 @@ from (0, 1) so that they matter. Every mode computes y from the same weights
 (`initial_state`, torch's `state_dict` names):
 
 - graphc eager: the `graphc.nn` block under `no_grad`;
-- graphc-O0 / O2 (and fast_math where it changes the plan): `gc.trace` of the same block,
-  `gc.compile`, fed the weights as arrays (the trace's lifted placeholders, in order);
+- graphc-O0 / O2 (and fast_math where it changes the plan) on the numpy backend, O2 (and
+  fast_math) on the native one: `gc.trace` of the same block, `gc.compile`, fed the
+  weights as arrays (the trace's lifted placeholders, in order);
 - PyTorch eager (`no_grad`) and torch-compile: `torch.nn` modules of the same names;
 - `jax.jit` of a hand-written block (`lax.conv_general_dilated`, batch norm written out),
   the weights as arguments, nothing donated (inference: every input lives on).

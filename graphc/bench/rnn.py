@@ -4,10 +4,11 @@ h_t = tanh(x_t @ W_ih + h_{t-1} @ W_hh + b) over T steps from h_0 = 0, loss =
 mean(h_T ** 2); every mode returns (loss, d loss / d W_ih, d W_hh, d b). graphc's
 static modes compile two graphs of one program (`rnn_loop`, `rnn_scan`):
 
-- graphc-O0, graphc-O2 (and fast_math): `gc.trace` of the Python `for` loop, unrolled
-  into one copy of the step per time step, differentiated by `gc.gradients`;
-- graphc-O2-scan: the same step as the body of one `gc.scan` node; its gradient is a
-  forward scan that saves per-step residuals and a reverse scan over them.
+- graphc-O0, graphc-O2 (and fast_math), on the numpy backend, and graphc-O2 (and
+  fast_math) on the native one: `gc.trace` of the Python `for` loop, unrolled into one
+  copy of the step per time step, differentiated by `gc.gradients`;
+- graphc-O2-scan (numpy backend): the same step as the body of one `gc.scan` node; its
+  gradient is a forward scan that saves per-step residuals and a reverse scan over them.
 
 graphc eager runs the `for` loop on eager tensors (a tape of T steps, then
 `autograd.grad`). The peers run the same computation their idiomatic way: PyTorch
@@ -30,8 +31,15 @@ import numpy as np
 import graphc as gc
 import graphc.eager as ge
 from graphc.bench import peers
-from graphc.bench.core import FAST_MATH, SCAN, Case, NotApplicableError, Prepared, Workload
-from graphc.bench.modes import FAST_MATH_SAME, compile_static, plain, same_plan
+from graphc.bench.core import SCAN, Case, NotApplicableError, Prepared, Workload
+from graphc.bench.modes import (
+    compile_static,
+    fast_math_same,
+    plain,
+    require_backend,
+    same_plan,
+    static_modes,
+)
 
 WEIGHTS = ("w_ih", "w_hh", "b")
 FULL = {"steps": 50, "batch": 32, "inputs": 64, "hidden": 128}
@@ -105,14 +113,16 @@ def graph_of(kind: str, inputs: dict[str, Any]) -> gc.Graph:
     return inputs[key]
 
 
-def static(kind: str, opt_level: int, fast_math: bool = False) -> Any:
-    """A builder compiling the `kind` joint graph ("unrolled" or "scan")."""
+def static(kind: str, opt_level: int, fast_math: bool = False, backend: str = "numpy") -> Any:
+    """A builder compiling the `kind` joint graph ("unrolled" or "scan") on `backend`."""
 
     def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        require_backend(backend)
         graph, args = graph_of(kind, inputs), inputs["args"]
-        exe, prepared = compile_static(graph, opt_level, args, fast_math=fast_math)
-        if fast_math and same_plan(gc.compile(graph, opt_level=opt_level), exe, *args):
-            raise NotApplicableError(FAST_MATH_SAME)
+        exe, prepared = compile_static(graph, opt_level, args, fast_math=fast_math, backend=backend)
+        exact = gc.compile(graph, opt_level=opt_level, backend=backend) if fast_math else None
+        if exact is not None and same_plan(exact, exe, *args):
+            raise NotApplicableError(fast_math_same(backend))
         prepared.note = f"{kind}: {count_nodes(graph)} nodes; {prepared.note}"
         return prepared
 
@@ -249,9 +259,9 @@ WORKLOAD = Workload(
     make_inputs=make_inputs,
     builders={
         "graphc-eager": _eager,
-        "graphc-O0": static("unrolled", 0),
-        "graphc-O2": static("unrolled", 2),
-        FAST_MATH: static("unrolled", 2, fast_math=True),
+        **static_modes(
+            lambda level, fast_math, backend: static("unrolled", level, fast_math, backend)
+        ),
         SCAN: static("scan", 2),
         "numpy": _numpy,
         "torch": _torch,

@@ -1,8 +1,8 @@
 """Compile time of the RNN's forward + backward graph: unrolled loop vs `gc.scan`.
 
 The RNN of `graphc.bench.rnn` (batch 32, input 64, hidden 128) at T = 50 and
-T = 1000 steps. graphc's time is `gc.compile` at O2 of the joint graph (passes, plan
-and code generation for its one concrete signature), as in the `compile` workload:
+T = 1000 steps. graphc's time is `gc.compile` at O2 of the joint graph on the numpy backend (passes,
+plan and code generation for its one concrete signature), as in the `compile` workload:
 tracing and `gc.gradients` run once, outside timing, and the note says how long they
 took and how many nodes they made. The unrolled graph grows with T; the scan graph
 does not. jax's time, for reference, is `jit(value_and_grad(loss)).lower(...)
@@ -19,7 +19,8 @@ import numpy as np
 
 import graphc as gc
 from graphc.bench import peers
-from graphc.bench.core import SCAN, Case, Prepared, Workload
+from graphc.bench.compile_chain import NATIVE_NOT_TIMED
+from graphc.bench.core import BASELINE, NATIVE, O0, SCAN, Case, Prepared, Workload
 from graphc.bench.modes import not_applicable
 from graphc.bench.report import seconds
 from graphc.bench.rnn import FULL, GRAPHS, count_nodes, jax_args, jax_loss, joint_graph
@@ -38,7 +39,7 @@ def _static(kind: str) -> Any:
         built = time.perf_counter() - start
         note = f"{kind}: {count_nodes(graph)} nodes, trace + gradients {seconds(built)}"
         return Prepared(
-            lambda: gc.compile(graph, opt_level=2),
+            lambda: gc.compile(graph, opt_level=2, backend="numpy"),
             lambda exe: list(exe(*args)),
             resident_bytes=None,
             note=note,
@@ -73,13 +74,14 @@ WORKLOAD = Workload(
     make_inputs=_inputs,
     builders={
         "graphc-eager": not_applicable(_NO_COMPILE),
-        "graphc-O0": not_applicable("compared at O2 only"),
-        "graphc-O2": _static("unrolled"),
+        O0: not_applicable("compared at O2 only"),
+        BASELINE: _static("unrolled"),
+        NATIVE: not_applicable(NATIVE_NOT_TIMED),
         SCAN: _static("scan"),
         "numpy": not_applicable(_NO_COMPILE),
         "numpy-chunked": not_applicable(_NO_COMPILE),
         "torch": not_applicable("eager only (torch.compile is not measured)"),
         "jax": _jax,
     },
-    reference="graphc-O2",
+    reference=BASELINE,
 )

@@ -4,9 +4,10 @@ For each case the inputs are made once and shared by the modes. Every mode is bu
 first (static modes compile here, outside timing), the reference mode first; every
 other mode's first call is compared with it (largest absolute difference over the
 largest reference value, against the workload's tolerance), and a disagreement is
-marked, not hidden. Then all the modes of the case are timed in interleaved rounds
+marked, not hidden (a mode that computes something else on purpose, the copy floor,
+says so with `Prepared.checked` and is not compared). Then all the modes of the case are timed in interleaved rounds
 (`timing.interleave`) and their peak memory measured. Ratios are each mode's median
-over graphc O2's median in the same run. A mode whose library is missing, that does
+over graphc O2's (numpy backend) median in the same run. A mode whose library is missing, that does
 not apply, or that fails is reported as such; the others still run. Nothing here
 prints: progress goes to a callback.
 """
@@ -51,6 +52,7 @@ from graphc.bench.core import (
     relative_error,
 )
 from graphc.bench.timing import Schedule, interleave, peak_bytes, schedule
+from graphc.runtime.backend import available_backends
 
 WORKLOADS: tuple[Workload, ...] = (
     tiny.WORKLOAD,
@@ -83,7 +85,7 @@ class Cell:
     peak_bytes: int | None = None
     rel_error: float | None = None
     agrees: bool | None = None
-    ratio: float | None = None  # median / graphc-O2's median
+    ratio: float | None = None  # median / the BASELINE mode's (graphc-O2 (numpy)) median
     note: str = ""
     seconds: float = 0.0  # wall time spent on this cell: building, checking, timing
 
@@ -182,6 +184,8 @@ def _run_case(
         tick(k, f"build {mode}")
         start = time.perf_counter()
         cell, arrays, prepared, first = _prepare(workload, case, mode, inputs, settings)
+        if prepared is not None and not prepared.checked:
+            arrays = None  # not the workload's result: nothing to compare
         if prepared is not None:
             plan = schedule(
                 prepared.call,
@@ -272,5 +276,6 @@ def machine() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "load_average": os.getloadavg()[0],  # other processes sharing the cores
+        "backends": available_backends(),  # graphc's backends that run here, preferred first
         **peers.versions(),
     }

@@ -3,7 +3,8 @@
 The same chain as the `compile` workload (tanh, *1.5, sin, +0.25, repeated), but
 timed the way jax's compile time is: from the Python function to an executable ready
 for its input. graphc's call is `gc.trace` of the function and `gc.compile` of the
-graph (passes, plan and code generation for the one concrete signature); jax's is
+graph on the numpy backend (passes, plan and code generation for the one concrete
+signature); jax's is
 `jax.jit(f).lower(x).compile()` of a freshly defined function (so no cache is hit),
 where `lower` traces and `compile` runs XLA. Each mode's note splits one build into
 its two halves (graphc: trace + compile; jax: trace and lower + XLA compile), measured
@@ -21,9 +22,18 @@ import numpy as np
 
 import graphc as gc
 from graphc.bench import peers
-from graphc.bench.compile_chain import LENGTH, chain
-from graphc.bench.core import FAST_MATH, Case, NotApplicableError, Prepared, Workload
-from graphc.bench.modes import FAST_MATH_SAME, not_applicable, same_plan
+from graphc.bench.compile_chain import LENGTH, NATIVE_NOT_TIMED, chain
+from graphc.bench.core import (
+    BASELINE,
+    FAST_MATH,
+    NATIVE,
+    O0,
+    Case,
+    NotApplicableError,
+    Prepared,
+    Workload,
+)
+from graphc.bench.modes import fast_math_same, not_applicable, same_plan
 from graphc.bench.report import seconds
 
 
@@ -53,16 +63,15 @@ def _static(opt_level: int, fast_math: bool = False) -> Any:
         k = params["k"]
         (x,) = inputs["args"]
 
-        def call() -> gc.Executable:
-            return gc.compile(graphc_trace(k, x), opt_level=opt_level, fast_math=fast_math)
+        def compile_(graph: gc.Graph, fast_math: bool = fast_math) -> gc.Executable:
+            return gc.compile(graph, opt_level=opt_level, fast_math=fast_math, backend="numpy")
 
-        exe, split = _split(
-            lambda: graphc_trace(k, x),
-            lambda g: gc.compile(g, opt_level=opt_level, fast_math=fast_math),
-            ("trace", "compile"),
-        )
-        if fast_math and same_plan(gc.compile(graphc_trace(k, x), opt_level), exe, x):
-            raise NotApplicableError(FAST_MATH_SAME)
+        def call() -> gc.Executable:
+            return compile_(graphc_trace(k, x))
+
+        exe, split = _split(lambda: graphc_trace(k, x), compile_, ("trace", "compile"))
+        if fast_math and same_plan(compile_(graphc_trace(k, x), False), exe, x):
+            raise NotApplicableError(fast_math_same())
         return Prepared(
             call,
             lambda exe: [exe(x)],
@@ -111,14 +120,15 @@ WORKLOAD = Workload(
     make_inputs=_inputs,
     builders={
         "graphc-eager": not_applicable(_NO_COMPILE),
-        "graphc-O0": _static(0),
-        "graphc-O2": _static(2),
+        O0: _static(0),
+        BASELINE: _static(2),
         FAST_MATH: _static(2, fast_math=True),
+        NATIVE: not_applicable(NATIVE_NOT_TIMED),
         "numpy": not_applicable(_NO_COMPILE),
         "numpy-chunked": not_applicable(_NO_COMPILE),
         "torch": not_applicable("eager only (torch.compile is not measured)"),
         "jax": _jax,
     },
     tolerance=1e-4,
-    reference="graphc-O0",
+    reference=O0,
 )

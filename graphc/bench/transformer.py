@@ -4,9 +4,9 @@
 batch_first=True)` (post-norm, ReLU: torch's defaults) on a batch of 16 sequences of 64
 tokens; loss = mean(output ** 2); the gradients of all twelve parameters feed an SGD
 update (lr 0.01). The step is built as the `mlp` and `cnn` steps are: graphc eager runs
-`backward()` and `SGD.step()`; graphc-O0 / O2 compile forward, backward and update with
-`gc.compile_train_step` (the loss ignores its target, a dummy (B,) array the step's
-signature wants); PyTorch eager runs `torch.nn.TransformerEncoderLayer` loaded with the
+`backward()` and `SGD.step()`; graphc's O0 / O2 modes compile forward, backward and
+update with `gc.compile_train_step` on the numpy backend, and O2 on the native one (the
+loss ignores its target, a dummy (B,) array the step's signature wants); PyTorch eager runs `torch.nn.TransformerEncoderLayer` loaded with the
 same weights and a foreach SGD; torch-compile compiles the layer and loss; `jax.jit`
 compiles a hand-written layer (the same arithmetic as torch's: one in-projection for
 q, k and v, scaled dot-product attention per head, LayerNorm with eps 1e-5) with its
@@ -32,7 +32,6 @@ import graphc.eager as ge
 from graphc import nn, optim
 from graphc.bench import peers, torch_compile
 from graphc.bench.core import (
-    FAST_MATH,
     TORCH_COMPILE,
     Case,
     NotApplicableError,
@@ -40,7 +39,14 @@ from graphc.bench.core import (
     Workload,
     as_arrays,
 )
-from graphc.bench.modes import FAST_MATH_SAME, not_applicable, same_plan
+from graphc.bench.modes import (
+    compile_train_step,
+    fast_math_same,
+    not_applicable,
+    same_plan,
+    static_modes,
+    train_step_note,
+)
 from graphc.bench.report import size
 from graphc.runtime.explain import peak_bytes as planned_peak_bytes
 
@@ -95,23 +101,28 @@ def mean_square(output: Any, target: Any) -> Any:
 
 
 def train_step(
-    params: dict[str, Any], x: np.ndarray, y: np.ndarray, opt_level: int, fast_math: bool = False
+    params: dict[str, Any],
+    x: np.ndarray,
+    y: np.ndarray,
+    opt_level: int,
+    fast_math: bool = False,
+    backend: str = "numpy",
 ) -> Any:
     """graphc's compiled SGD step of a fresh `layer(params)` for batches shaped like x."""
     module = layer(params)
     optimizer = optim.SGD(module.parameters(), lr=LR)
-    return gc.compile_train_step(module, mean_square, optimizer, (x, y), opt_level, fast_math)
+    return compile_train_step(module, mean_square, optimizer, (x, y), opt_level, fast_math, backend)
 
 
-def _static(opt_level: int, fast_math: bool = False) -> Any:
+def _static(opt_level: int, fast_math: bool = False, backend: str = "numpy") -> Any:
     def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
         x, y = inputs["args"]
-        train = train_step(params, x, y, opt_level, fast_math)
+        train = train_step(params, x, y, opt_level, fast_math, backend)
         if fast_math:
-            exact = train_step(params, x, y, opt_level)
+            exact = train_step(params, x, y, opt_level, False, backend)
             if same_plan(exact.executable, train.executable, x, y):
-                raise NotApplicableError(FAST_MATH_SAME)
-        plan = train.executable.plan(x, y)
+                raise NotApplicableError(fast_math_same(backend))
+        plan, ran = train_step_note(train, (x, y), backend)
         order = names(params)
 
         def arrays(loss: Any) -> list[np.ndarray]:
@@ -119,6 +130,7 @@ def _static(opt_level: int, fast_math: bool = False) -> Any:
             return [loss, *(values[n] for n in order)]
 
         note = f"arena {plan.arena_bytes} B, planner peak {size(planned_peak_bytes(plan))}"
+        note = f"{ran}; {note}" if ran else note
         return Prepared(lambda: train.step(x, y), arrays, plan.arena_bytes, note=note)
 
     return build
@@ -259,9 +271,7 @@ WORKLOAD = Workload(
     make_inputs=make_inputs,
     builders={
         "graphc-eager": _eager,
-        "graphc-O0": _static(0),
-        "graphc-O2": _static(2),
-        FAST_MATH: _static(2, fast_math=True),
+        **static_modes(_static),
         "numpy": not_applicable("not written (attention and LayerNorm backward by hand)"),
         "torch": _torch_step(compiled=False),
         TORCH_COMPILE: _torch_step(compiled=True),

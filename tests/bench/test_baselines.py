@@ -5,6 +5,8 @@ graphc's pow does), the tiny-graph numpy baseline runs on numpy scalars (as grap
 scalar plans do), jax's MLP step donates its parameters (graphc updates in place),
 and the trace + compile workload times graphc's tracing as jax's compile time
 includes jax's. None of these needs jax or torch; the peer checks skip without them.
+graphc's static modes run on the backend they are named after (issue 17), or say why
+they cannot: a native mode never times numpy under its name.
 """
 
 from __future__ import annotations
@@ -16,9 +18,24 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.bench import gelu, mlp, tiny, trace_compile
-from graphc.bench.core import FAST_MATH, MODES, NotApplicableError, Prepared
-from graphc.bench.modes import FAST_MATH_SAME
+from graphc.bench import gelu, mlp, modes, tiny, trace_compile, xent
+from graphc.bench.core import (
+    BASELINE,
+    COPYTO,
+    FAST_MATH,
+    FAST_MATH_NATIVE,
+    MODES,
+    NATIVE,
+    NotApplicableError,
+    Prepared,
+    UnavailableError,
+)
+from graphc.bench.modes import BackendMismatchError, fast_math_same
+from graphc.runtime.backend import BackendUnavailableError, available_backends, get_backend
+
+needs_native = pytest.mark.skipif(
+    "native" not in available_backends(), reason="the native backend cannot run here"
+)
 
 
 def _build(workload: Any, mode: str, params: dict[str, Any]) -> tuple[Prepared, dict[str, Any]]:
@@ -74,10 +91,70 @@ def test_tiny_numpy_baseline_runs_on_numpy_scalars_and_matches_graphc() -> None:
 
 
 def test_fast_math_mode_is_not_applicable_where_it_changes_nothing() -> None:
-    assert FAST_MATH in MODES and MODES.index(FAST_MATH) == MODES.index("graphc-O2") + 1
+    assert FAST_MATH in MODES and MODES.index(FAST_MATH) == MODES.index(BASELINE) + 1
     with pytest.raises(NotApplicableError, match="same plan"):
         _build(tiny.WORKLOAD, FAST_MATH, {})
-    assert "same plan" in FAST_MATH_SAME
+    assert fast_math_same() == f"fast_math changes nothing here (same plan as {BASELINE})"
+    assert NATIVE in fast_math_same("native")
+
+
+def test_gelu_copyto_floor_copies_into_one_preallocated_output() -> None:
+    prepared, inputs = _build(gelu.WORKLOAD, COPYTO, {"n": 1000})
+    (x,) = inputs["args"]
+    first, second = prepared.call(), prepared.call()
+    assert first is second and first is not x  # the same output buffer, every call
+    np.testing.assert_array_equal(first, x)
+    assert not prepared.checked and prepared.resident_bytes == x.nbytes
+    with pytest.raises(NotApplicableError, match="GELU"):
+        _build(tiny.WORKLOAD, COPYTO, {})
+
+
+@needs_native
+@pytest.mark.parametrize("workload", [gelu.WORKLOAD, xent.WORKLOAD])
+def test_native_modes_run_native_kernels_and_agree(workload: Any) -> None:
+    params = workload.cases[0].params
+    inputs = workload.make_inputs(params)
+    want = workload.builders[BASELINE](params, inputs)
+    for mode in (NATIVE, FAST_MATH_NATIVE):
+        try:
+            prepared = workload.builders[mode](params, inputs)
+        except NotApplicableError as exc:
+            assert mode == FAST_MATH_NATIVE and "same plan as graphc-O2 (native)" in str(exc)
+            continue
+        assert prepared.note.startswith("native ") and "C kernels" in prepared.note
+        for got, ref in zip(prepared.arrays(prepared.call()), want.arrays(want.call())):
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+@needs_native
+def test_native_train_step_runs_native_kernels() -> None:
+    prepared, _ = _build(mlp.WORKLOAD, NATIVE, {"batch": 4})
+    assert prepared.note.startswith("native ") and "C kernels" in prepared.note
+    assert np.isfinite(float(prepared.call()))
+
+
+def test_native_modes_are_unavailable_where_native_cannot_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(modes, "available_backends", lambda: ["numpy"])
+    for workload, params in ((gelu.WORKLOAD, {"n": 100}), (mlp.WORKLOAD, {"batch": 4})):
+        for mode in (NATIVE, FAST_MATH_NATIVE):
+            with pytest.raises(UnavailableError, match="native backend cannot run here"):
+                _build(workload, mode, params)
+        _build(workload, BASELINE, params)  # numpy's modes still run
+
+
+@needs_native
+def test_a_native_plan_that_falls_back_to_numpy_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def fail(gen: Any) -> None:
+        raise BackendUnavailableError("no kernels today")
+
+    monkeypatch.setattr(get_backend("native"), "finish", fail)
+    # the error says why, from the runtime's fallback warning
+    with pytest.raises(BackendMismatchError, match="ran on numpy: .*no kernels today"):
+        _build(gelu.WORKLOAD, NATIVE, {"n": 1234})
 
 
 def test_mlp_fast_math_step_agrees_with_the_exact_step() -> None:
@@ -97,7 +174,7 @@ def test_trace_compile_times_tracing_too(monkeypatch: pytest.MonkeyPatch) -> Non
         return real(k, x)
 
     monkeypatch.setattr(trace_compile, "graphc_trace", counting)
-    prepared, inputs = _build(trace_compile.WORKLOAD, "graphc-O2", {"k": 8})
+    prepared, inputs = _build(trace_compile.WORKLOAD, BASELINE, {"k": 8})
     before = len(traced)
     exe = prepared.call()
     assert len(traced) == before + 1  # each timed build traces the Python function again

@@ -17,7 +17,12 @@ import pytest
 from graphc import bench
 from graphc.bench import goals, timing
 from graphc.bench.core import (
+    BASELINE,
+    COPYTO,
+    FAST_MATH_NATIVE,
     MODES,
+    NATIVE,
+    O0,
     Case,
     NotApplicableError,
     Prepared,
@@ -27,6 +32,9 @@ from graphc.bench.core import (
 )
 from graphc.bench.timing import Schedule, interleave, measure, peak_bytes, schedule
 from graphc.cli import main
+from graphc.runtime.backend import available_backends
+
+NATIVE_READY = "native" in available_backends()
 
 
 @pytest.fixture(scope="module")
@@ -65,28 +73,44 @@ def test_quick_json_has_every_workload_and_mode(quick_report: dict[str, Any]) ->
                 assert cell["status"] in statuses
                 assert cell["status"] != "error", (name, case, mode, cell["reason"])
                 # graphc's own modes always run where they apply; peers may be absent,
-                # and the onnx group's graphc modes need the onnx package to export
+                # the onnx group's graphc modes need the onnx package to export, and the
+                # native modes a C compiler (unavailable with the reason, never numpy)
                 onnx_missing = name == "onnx" and importlib.util.find_spec("onnx") is None
+                no_native = mode in (NATIVE, FAST_MATH_NATIVE) and not NATIVE_READY
                 if mode.startswith("graphc") and cell["status"] != "n/a":
-                    expected = "unavailable" if onnx_missing else "ok"
+                    expected = "unavailable" if onnx_missing or no_native else "ok"
                     assert cell["status"] == expected, (name, case, mode, cell["reason"])
+                if no_native and cell["status"] == "unavailable":
+                    assert "native backend cannot run here" in cell["reason"]
 
 
 def test_quick_cells_are_consistent_and_agree(quick_report: dict[str, Any]) -> None:
     for workload in quick_report["workloads"].values():
         for cells in workload["cases"].values():
-            if cells["graphc-O2"]["status"] != "ok":  # the onnx group without onnx
-                assert cells["graphc-O2"]["status"] == "unavailable"
+            if cells[BASELINE]["status"] != "ok":  # the onnx group without onnx
+                assert cells[BASELINE]["status"] == "unavailable"
                 continue
-            assert cells["graphc-O2"]["ratio"] == pytest.approx(1.0)
-            for cell in cells.values():
+            assert cells[BASELINE]["ratio"] == pytest.approx(1.0)
+            for mode, cell in cells.items():
                 if cell["status"] != "ok":
                     assert cell["median"] is None and cell["reason"]
                     continue
                 assert cell["min"] <= cell["median"] <= cell["max"]
                 assert cell["repeats"] >= 1 and cell["number"] >= 1
-                assert cell["agrees"] is True
-                assert cell["ratio"] == pytest.approx(cell["median"] / cells["graphc-O2"]["median"])
+                # the copy floor computes no GELU: not compared, so neither agrees nor not
+                assert cell["agrees"] is (None if mode == COPYTO else True), mode
+                assert cell["ratio"] == pytest.approx(cell["median"] / cells[BASELINE]["median"])
+
+
+def test_quick_native_modes_say_what_runs_native(quick_report: dict[str, Any]) -> None:
+    if not NATIVE_READY:
+        pytest.skip("the native backend cannot run here (no working C compiler)")
+    gelu_cells = quick_report["workloads"]["gelu"]["cases"]["1e5"]
+    assert gelu_cells[NATIVE]["note"].startswith("native 1/1 steps")  # the fused chain
+    assert gelu_cells[COPYTO]["status"] == "ok" and "np.copyto" in gelu_cells[COPYTO]["note"]
+    mlp_note = quick_report["workloads"]["mlp"]["cases"]["batch 32"][NATIVE]["note"]
+    assert mlp_note.startswith("native ") and "C kernels" in mlp_note
+    assert quick_report["machine"]["backends"][0] == "native"
 
 
 def test_quick_json_has_the_goals(quick_report: dict[str, Any]) -> None:
@@ -97,8 +121,9 @@ def test_quick_json_has_the_goals(quick_report: dict[str, Any]) -> None:
 
 def test_quick_compile_keeps_the_5000_op_chain(quick_report: dict[str, Any]) -> None:
     cases = quick_report["workloads"]["compile"]["cases"]
-    assert cases["K=5000"]["graphc-O2"]["status"] == "ok"
+    assert cases["K=5000"][BASELINE]["status"] == "ok"
     assert cases["K=5000"]["numpy"]["status"] == "n/a"
+    assert "numpy backend" in cases["K=5000"][NATIVE]["reason"]  # compile time: numpy's
 
 
 def test_only_filters_workloads() -> None:
@@ -148,17 +173,19 @@ def test_runner_marks_disagreement_errors_and_missing_peers() -> None:
     toy = _toy(
         {
             "numpy": _returns(1.0),
-            "graphc-O2": _returns(1.0),
-            "graphc-O0": _returns(1.5),  # wrong: must be marked, not hidden
+            BASELINE: _returns(1.0),
+            O0: _returns(1.5),  # wrong: must be marked, not hidden
+            COPYTO: _floor,  # something else on purpose: not compared
             "graphc-eager": _raises(RuntimeError("broken builder")),
             "torch": _raises(UnavailableError("torch is not installed")),
         }
     )
     cells = bench.run(quick=True, workloads=[toy])["workloads"]["toy"]["cases"]["small"]
     assert cells["numpy"]["agrees"] is True
-    assert cells["graphc-O2"]["agrees"] is True
-    assert cells["graphc-O0"]["agrees"] is False
-    assert cells["graphc-O0"]["rel_error"] == pytest.approx(0.5)
+    assert cells[BASELINE]["agrees"] is True
+    assert cells[O0]["agrees"] is False
+    assert cells[O0]["rel_error"] == pytest.approx(0.5)
+    assert cells[COPYTO]["status"] == "ok" and cells[COPYTO]["agrees"] is None
     assert cells["graphc-eager"]["status"] == "error"
     assert "broken builder" in cells["graphc-eager"]["reason"]
     assert cells["torch"]["status"] == "unavailable"
@@ -167,6 +194,10 @@ def test_runner_marks_disagreement_errors_and_missing_peers() -> None:
         {"machine": _machine(), "quick": True, "workloads": {"toy": _entry(cells)}}
     )
     assert "**NO** (5.0e-01)" in text
+
+
+def _floor(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+    return Prepared(lambda: inputs["x"] * 7.0, checked=False)
 
 
 def _machine() -> dict[str, Any]:
@@ -179,12 +210,14 @@ def _entry(cells: dict[str, Any]) -> dict[str, Any]:
 
 def test_progress_reports_every_cell() -> None:
     seen: list[tuple[int, int, str]] = []
-    toy = _toy({"numpy": _returns(1.0), "graphc-O2": _returns(1.0)})
+    toy = _toy({"numpy": _returns(1.0), BASELINE: _returns(1.0)})
     bench.run(quick=True, workloads=[toy], progress=lambda *a: seen.append(a))
     assert seen[0] == (0, len(MODES), "toy small build numpy")
     assert seen[-1] == (len(MODES), len(MODES), "done")
     assert [done for done, _, _ in seen] == sorted(done for done, _, _ in seen)
-    assert {what.split()[-1] for _, _, what in seen[:-1]} >= {"timing", *MODES}
+    whats = [what for _, _, what in seen[:-1]]
+    for step in ("timing", *(f"build {mode}" for mode in MODES)):  # mode names have spaces
+        assert any(what.endswith(step) for what in whats), step
 
 
 def test_measure_is_consistent() -> None:
@@ -235,11 +268,11 @@ def test_goals_read_ratios_from_the_report() -> None:
 
     report = {
         "workloads": {
-            "tiny": {"cases": {"(1,)": {"graphc-O2": cell(3e-6), "jax": cell(6e-6)}}},
+            "tiny": {"cases": {"(1,)": {BASELINE: cell(3e-6), "jax": cell(6e-6)}}},
             "mlp": {
                 "cases": {
                     "batch 512": {
-                        "graphc-O2": cell(1.0, peak=60),
+                        BASELINE: cell(1.0, peak=60),
                         "numpy": cell(1.0),
                         "graphc-eager": cell(2.0, peak=100),
                     }
@@ -258,7 +291,7 @@ def test_goals_read_ratios_from_the_report() -> None:
 
 def test_plot_writes_a_chart(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    toy = _toy({"numpy": _returns(1.0), "graphc-O2": _returns(1.0)})
+    toy = _toy({"numpy": _returns(1.0), BASELINE: _returns(1.0)})
     report = bench.run(quick=True, workloads=[toy])
     path = tmp_path / "bench.png"
     bench.plot(report, str(path))
@@ -280,5 +313,5 @@ def test_missing_peers_are_marked_unavailable(monkeypatch: pytest.MonkeyPatch) -
     cells = report["workloads"]["tiny"]["cases"]["(1,)"]
     assert cells["torch"]["status"] == cells["jax"]["status"] == "unavailable"
     assert "pip install torch" in cells["torch"]["reason"]
-    assert cells["graphc-O2"]["status"] == "ok"
+    assert cells[BASELINE]["status"] == "ok"
     assert report["machine"]["torch"] is None

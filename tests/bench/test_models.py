@@ -16,7 +16,17 @@ import pytest
 
 from graphc import bench
 from graphc.bench import cnn, goals, resnet_block, transformer
-from graphc.bench.core import MODES, TORCH_COMPILE, NotApplicableError, relative_error
+from graphc.bench.core import (
+    BASELINE,
+    MODES,
+    NATIVE,
+    O0,
+    SCAN,
+    TORCH_COMPILE,
+    NotApplicableError,
+    relative_error,
+)
+from graphc.runtime.backend import available_backends
 
 SMALL = {
     "cnn": {"batch": 3},
@@ -25,7 +35,9 @@ SMALL = {
 }
 MODULES = {"cnn": cnn, "transformer": transformer, "resnet_block": resnet_block}
 TRAINING = ("cnn", "transformer")
-GRAPHC = ("graphc-eager", "graphc-O0", "graphc-O2")
+# graphc's modes that run here: the native one where a C compiler works
+STATIC = (O0, BASELINE, *((NATIVE,) if "native" in available_backends() else ()))
+GRAPHC = ("graphc-eager", *STATIC)
 
 
 def run_mode(name: str, mode: str, calls: int = 1) -> list[np.ndarray]:
@@ -65,11 +77,11 @@ def test_graphc_modes_step_alike_and_keep_stepping(name: str) -> None:
     """Eager and compiled steps agree, on the first step and after three."""
     for calls in (1, 3):
         eager = run_mode(name, "graphc-eager", calls)
-        for mode in ("graphc-O0", "graphc-O2"):
+        for mode in STATIC:
             got = run_mode(name, mode, calls)
             assert [g.shape for g in got] == [e.shape for e in eager]
             assert relative_error(got, eager) < 1e-5, (mode, calls)
-    first, third = run_mode(name, "graphc-O2", 1), run_mode(name, "graphc-O2", 3)
+    first, third = run_mode(name, BASELINE, 1), run_mode(name, BASELINE, 3)
     assert float(third[0]) < float(first[0])  # the steps train: the loss goes down
 
 
@@ -105,20 +117,20 @@ def test_resnet_block_batch_norm_uses_running_statistics() -> None:
     inputs = resnet_block.make_inputs(params)
     state = resnet_block.initial_state(params["channels"])
     assert np.ptp(state["bn1.running_var"]) > 0 and np.ptp(state["bn2.running_mean"]) > 0
-    prepared = resnet_block.WORKLOAD.builders["graphc-O2"](params, inputs)
+    prepared = resnet_block.WORKLOAD.builders[BASELINE](params, inputs)
     (ours,) = prepared.arrays(prepared.call())
     plain = resnet_block.block(params["channels"])
     plain.bn1.reset_running_stats()
     inputs["block"] = plain
     del inputs["graph"]
-    other = resnet_block.WORKLOAD.builders["graphc-O2"](params, inputs)
+    other = resnet_block.WORKLOAD.builders[BASELINE](params, inputs)
     (default,) = other.arrays(other.call())
     assert relative_error([default], [ours]) > 1e-3
 
 
 def test_transformer_compiled_modes_report_the_planner_peak() -> None:
     params = SMALL["transformer"]
-    prepared = transformer.WORKLOAD.builders["graphc-O2"](params, transformer.make_inputs(params))
+    prepared = transformer.WORKLOAD.builders[BASELINE](params, transformer.make_inputs(params))
     assert prepared.note.startswith("arena ") and "planner peak" in prepared.note
     assert prepared.resident_bytes > 0  # the arena counts toward the peak memory
 
@@ -156,7 +168,8 @@ def test_quick_run_reports_the_model_workloads() -> None:
     report = bench.run(only=list(MODULES), quick=True)
     for name in MODULES:
         entry = report["workloads"][name]
-        assert TORCH_COMPILE in entry["modes"] and "graphc-O2-scan" not in entry["modes"]
+        assert TORCH_COMPILE in entry["modes"] and SCAN not in entry["modes"]
+        assert NATIVE in entry["modes"]  # a row, ok or unavailable with the reason
         (cells,) = entry["cases"].values()
         assert list(cells) == list(MODES)
         for mode in GRAPHC:
@@ -177,7 +190,7 @@ def test_model_goals_read_the_full_cases() -> None:
             "cnn": {
                 "cases": {
                     cnn.FULL_CASE: {
-                        "graphc-O2": cell(1.0),
+                        BASELINE: cell(1.0),
                         "graphc-eager": cell(3.0),
                         "torch": cell(1.0),
                         "jax": cell(0.8),
@@ -187,7 +200,7 @@ def test_model_goals_read_the_full_cases() -> None:
             "transformer": {
                 "cases": {
                     transformer.FULL_CASE: {
-                        "graphc-O2": cell(1.0, peak=60),
+                        BASELINE: cell(1.0, peak=60),
                         "graphc-eager": cell(1.2, peak=100),
                         "torch": cell(1.1),
                     }

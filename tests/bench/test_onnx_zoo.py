@@ -16,14 +16,19 @@ ort = pytest.importorskip("onnxruntime")
 from graphc import bench  # noqa: E402
 from graphc.bench import goals, onnx_zoo, zoo_models  # noqa: E402
 from graphc.bench.core import (  # noqa: E402
+    BASELINE,
     FAST_MATH,
+    FAST_MATH_NATIVE,
     MODES,
+    NATIVE,
+    O0,
     NotApplicableError,
     UnavailableError,
     relative_error,
 )
+from graphc.runtime.backend import available_backends  # noqa: E402
 
-GRAPHC = ("graphc-O0", "graphc-O2")
+GRAPHC = (O0, BASELINE, *((NATIVE,) if "native" in available_backends() else ()))
 ORT_MODES = (onnx_zoo.ORT_ONE_THREAD, onnx_zoo.ORT)
 
 
@@ -34,7 +39,7 @@ def quick_report() -> dict[str, Any]:
 
 def test_quick_run_agrees_with_onnxruntime(quick_report: dict[str, Any]) -> None:
     entry = quick_report["workloads"]["onnx"]
-    assert entry["modes"] == [*GRAPHC, FAST_MATH, *ORT_MODES]
+    assert entry["modes"] == [O0, BASELINE, FAST_MATH, NATIVE, FAST_MATH_NATIVE, *ORT_MODES]
     assert entry["reference"] == onnx_zoo.ORT_ONE_THREAD
     labels = [onnx_zoo.case_label(m, 1) for m in zoo_models.ZOO]
     assert list(entry["cases"]) == [*labels, onnx_zoo.IMPORT_CASE]
@@ -55,9 +60,10 @@ def test_quick_run_agrees_with_onnxruntime(quick_report: dict[str, Any]) -> None
 
 def test_import_case_times_the_import_and_checks_it(quick_report: dict[str, Any]) -> None:
     cells = quick_report["workloads"]["onnx"]["cases"][onnx_zoo.IMPORT_CASE]
-    assert cells["graphc-O2"]["status"] == "ok" and cells["graphc-O2"]["agrees"] is True
-    assert cells["graphc-O2"]["note"].startswith("import only")
-    assert cells["graphc-O0"]["status"] == cells[FAST_MATH]["status"] == "n/a"
+    assert cells[BASELINE]["status"] == "ok" and cells[BASELINE]["agrees"] is True
+    assert cells[BASELINE]["note"].startswith("import only")
+    for mode in (O0, FAST_MATH, NATIVE, FAST_MATH_NATIVE):
+        assert cells[mode]["status"] == "n/a", mode
     for mode in ORT_MODES:
         assert cells[mode]["status"] == "ok" and "session creation" in cells[mode]["note"]
     found = {g.text: g for g in goals.evaluate(quick_report)}
@@ -105,7 +111,7 @@ def _build(mode: str, model: str = "mlp", batch: int = 2) -> Any:
 
 def test_batch_64_case_agrees() -> None:
     want = _build(onnx_zoo.ORT_ONE_THREAD, "lenet", 64)
-    got = _build("graphc-O2", "lenet", 64)
+    got = _build(BASELINE, "lenet", 64)
     assert relative_error(got.arrays(got.call()), want.arrays(want.call())) < 1e-5
 
 
@@ -114,17 +120,17 @@ def test_missing_libraries_make_modes_unavailable(monkeypatch: pytest.MonkeyPatc
     for mode in ORT_MODES:
         with pytest.raises(UnavailableError, match="pip install onnxruntime"):
             _build(mode)
-    prepared = _build("graphc-O2")
+    prepared = _build(BASELINE)
     (y,) = prepared.arrays(prepared.call())
     assert y.shape == (2, 10) and np.isfinite(y).all()
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(UnavailableError, match="pip install onnx"):
-        _build("graphc-O2")
+        _build(BASELINE)
 
 
 def test_import_is_timed_at_one_level_only() -> None:
     with pytest.raises(NotApplicableError, match="see graphc-O2"):
-        _build("graphc-O0", onnx_zoo.CHAIN, onnx_zoo.CHECK_BATCH)
+        _build(O0, onnx_zoo.CHAIN, onnx_zoo.CHECK_BATCH)
 
 
 def _cell(median: float) -> dict[str, Any]:
@@ -133,11 +139,11 @@ def _cell(median: float) -> dict[str, Any]:
 
 def test_onnx_goals_read_the_workload_cells() -> None:
     cases = {
-        "mlp b1": {"graphc-O2": _cell(1.1), onnx_zoo.ORT_ONE_THREAD: _cell(1.0)},
-        "mlp b64": {"graphc-O2": _cell(1.0), onnx_zoo.ORT: _cell(1.0)},
-        "lenet b1": {"graphc-O2": _cell(1.3), onnx_zoo.ORT_ONE_THREAD: _cell(1.0)},
-        "lenet b64": {"graphc-O2": _cell(0.5), onnx_zoo.ORT: _cell(1.0)},
-        onnx_zoo.IMPORT_CASE: {"graphc-O2": _cell(0.2)},
+        "mlp b1": {BASELINE: _cell(1.1), onnx_zoo.ORT_ONE_THREAD: _cell(1.0)},
+        "mlp b64": {BASELINE: _cell(1.0), onnx_zoo.ORT: _cell(1.0)},
+        "lenet b1": {BASELINE: _cell(1.3), onnx_zoo.ORT_ONE_THREAD: _cell(1.0)},
+        "lenet b64": {BASELINE: _cell(0.5), onnx_zoo.ORT: _cell(1.0)},
+        onnx_zoo.IMPORT_CASE: {BASELINE: _cell(0.2)},
     }
     report = {"workloads": {"onnx": {"cases": cases}}}
     found = {g.text: g for g in goals.evaluate(report)}

@@ -14,7 +14,17 @@ import pytest
 
 from graphc import bench
 from graphc.bench import goals, rnn, rnn_compile
-from graphc.bench.core import MODES, SCAN, NotApplicableError, relative_error
+from graphc.bench.core import (
+    BASELINE,
+    FAST_MATH,
+    MODES,
+    NATIVE,
+    O0,
+    SCAN,
+    NotApplicableError,
+    relative_error,
+)
+from graphc.runtime.backend import available_backends
 
 SMALL = {"steps": 7, "batch": 3, "inputs": 4, "hidden": 5}
 
@@ -43,7 +53,8 @@ def run_mode(workload: Any, mode: str, params: dict[str, Any]) -> list[np.ndarra
     return [np.array(a, copy=True) for a in prepared.arrays(prepared.call())]
 
 
-GRAPHC_MODES = ["graphc-eager", "graphc-O0", "graphc-O2", SCAN, "numpy"]
+NATIVE_HERE = [NATIVE] if "native" in available_backends() else []
+GRAPHC_MODES = ["graphc-eager", O0, BASELINE, *NATIVE_HERE, SCAN, "numpy"]
 
 
 @pytest.mark.parametrize("mode", GRAPHC_MODES)
@@ -83,7 +94,7 @@ def test_rnn_static_modes_compile_the_two_graphs() -> None:
     note = rnn.WORKLOAD.builders[SCAN](SMALL, inputs).note
     assert note.startswith("scan: ") and "arena" in note
     try:  # fast_math runs only where it changes the plan, and then stays close
-        fast = rnn.WORKLOAD.builders["graphc-O2-fast_math"](SMALL, inputs)
+        fast = rnn.WORKLOAD.builders[FAST_MATH](SMALL, inputs)
     except NotApplicableError as exc:
         assert "same plan" in str(exc)
     else:
@@ -113,16 +124,16 @@ def test_rnn_compile_scan_graph_does_not_grow_with_t() -> None:
         params = {"steps": steps}
         inputs = rnn_compile.WORKLOAD.make_inputs(params)
         assert inputs["args"][0].shape == (steps, 32, 64)
-        for mode in ("graphc-O2", SCAN):
+        for mode in (BASELINE, SCAN):
             prepared = rnn_compile.WORKLOAD.builders[mode](params, inputs)
             assert prepared.single_shot
             notes[steps, mode] = int(prepared.note.split(": ")[1].split(" nodes")[0])
             results[steps, mode] = prepared.arrays(prepared.call())  # compiles, then runs
         want = bptt64(inputs["args"])
-        for mode in ("graphc-O2", SCAN):
+        for mode in (BASELINE, SCAN):
             assert relative_error(results[steps, mode], want) < 1e-5
     assert notes[4, SCAN] == notes[12, SCAN]
-    assert notes[12, "graphc-O2"] > 2.5 * notes[4, "graphc-O2"]
+    assert notes[12, BASELINE] > 2.5 * notes[4, BASELINE]
 
 
 def test_rnn_compile_jax_compiles_and_agrees() -> None:
@@ -140,11 +151,11 @@ def test_quick_run_of_the_rnn_workloads_reports_declared_modes() -> None:
     assert SCAN in entry["modes"] and "numpy-chunked" not in entry["modes"]
     (cells,) = entry["cases"].values()
     assert list(cells) == list(MODES)  # the JSON keeps every mode
-    for mode in ("graphc-eager", "graphc-O0", "graphc-O2", SCAN, "numpy"):
+    for mode in GRAPHC_MODES:
         assert cells[mode]["status"] == "ok", (mode, cells[mode]["reason"])
         assert cells[mode]["agrees"] is True, mode
     compile_cells = report["workloads"]["rnn-compile"]["cases"]["T=50"]
-    for mode in ("graphc-O2", SCAN):
+    for mode in (BASELINE, SCAN):
         assert compile_cells[mode]["status"] == "ok" and compile_cells[mode]["agrees"] is True
     text = bench.markdown(report)
     assert f"| {rnn.QUICK_CASE} | {SCAN} |" in text
@@ -160,14 +171,14 @@ def test_scan_goals_read_the_rnn_cells() -> None:
             "rnn": {
                 "cases": {
                     rnn.FULL_CASE: {
-                        "graphc-O2": cell(1.0),
+                        BASELINE: cell(1.0),
                         SCAN: cell(1.2),
                         "graphc-eager": cell(3.0),
                         "torch": cell(1.5),
                     }
                 }
             },
-            "rnn-compile": {"cases": {"T=1000": {"graphc-O2": cell(2.0), SCAN: cell(0.2)}}},
+            "rnn-compile": {"cases": {"T=1000": {BASELINE: cell(2.0), SCAN: cell(0.2)}}},
         }
     }
     found = {g.text: g for g in goals.evaluate(report)}

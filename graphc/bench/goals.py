@@ -1,12 +1,15 @@
 """The runtime's performance goals (issue 6; control flow: issue 14; models: issue 15;
-ONNX: issue 16), checked against a bench report.
+ONNX: issue 16; backends: issue 17), checked against a bench report.
 
 Each goal reads medians from one run, so ratios compare modes measured side by side.
-A goal whose figures are missing (a peer not installed, a case not run with
-`--quick`) is "not measured", never met.
+A goal whose figures are missing (a peer not installed, the native backend unavailable,
+a case not run with `--quick`) is "not measured", never met.
 
-The goals read graphc's static modes on the numpy backend, the executor they were set
-for and measured on, so that their history stays comparable.
+The goals of issues 6 to 16 read graphc's static modes on the numpy backend, the
+executor they were set for and measured on, so that their history stays comparable;
+issue 17's goals read the native backend: against jax.jit and the `np.copyto` floor,
+and against the numpy backend in every workload that has native modes (so a goal the
+numpy backend meets, the native one keeps within timing noise).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from graphc.bench import cnn, onnx_zoo, resnet_block, transformer, zoo_models
-from graphc.bench.core import BASELINE, O0, SCAN
+from graphc.bench.core import BASELINE, COPYTO, NATIVE, O0, SCAN
 from graphc.bench.report import seconds, size
 from graphc.bench.rnn import FULL_CASE as RNN_CASE
 
@@ -55,7 +58,7 @@ def _ratio_goal(
 
 
 def evaluate(report: dict[str, Any]) -> list[Goal]:
-    """Every goal of issues 6, 14, 15 and 16 against `report`."""
+    """Every goal of issues 6, 14, 15, 16 and 17 against `report`."""
     goals = []
     tiny = _cell(report, "tiny", "(1,)", BASELINE)
     goals.append(
@@ -142,7 +145,8 @@ def evaluate(report: dict[str, Any]) -> list[Goal]:
         if cell
         else Goal(text, "not measured", None)
     )
-    return goals + scan_goals(report) + model_goals(report) + onnx_goals(report)
+    goals += scan_goals(report) + model_goals(report) + onnx_goals(report)
+    return goals + native_goals(report)
 
 
 # (text, the mode graphc-O2-scan is compared with, largest ratio scan / that mode)
@@ -271,9 +275,95 @@ def onnx_goals(report: dict[str, Any]) -> list[Goal]:
     return goals
 
 
+TINY_NATIVE_SECONDS = 2e-6
+JAX_DONATED_SPEEDUP = 1.15  # the MLP step: jax.jit's time / native's at least this
+COPY_FLOOR_RATIO = 1.5  # GELU: native's time / np.copyto's at most this
+NOISE = 1.1  # "no slower": native / numpy at most this, the run-to-run noise of a median
+# the workloads whose graphc static modes run on both backends, and their goals' names
+NATIVE_WORKLOADS = {
+    "tiny": "tiny",
+    "gelu": "GELU",
+    "xent": "cross-entropy",
+    "mlp": "MLP step",
+    "rnn": "RNN (unrolled)",
+    "cnn": "CNN step",
+    "transformer": "transformer step",
+    "resnet_block": "ResNet block",
+    "onnx": "ONNX zoo",
+}
+
+
+def native_goals(report: dict[str, Any]) -> list[Goal]:
+    """Issue 17's goals: graphc-O2 on the native backend against jax.jit (the GELU chain;
+    the MLP step, jax's parameters donated) and against `np.copyto` of the GELU's input;
+    the tiny graph's call time; and, in every workload with native modes, native no
+    slower than numpy."""
+    goals = []
+    for n in ("1e6", "1e7"):
+        where = ("gelu", n)
+        goals.append(
+            _ratio_goal(
+                report,
+                f"GELU {n}: native faster than jax.jit",
+                where,
+                "jax",
+                lambda r: r < 1.0,
+                ours_mode=NATIVE,
+            )
+        )
+        goals.append(
+            _ratio_goal(
+                report,
+                f"GELU {n}: native within {COPY_FLOOR_RATIO}x of np.copyto of the same array",
+                where,
+                COPYTO,
+                lambda r: r <= COPY_FLOOR_RATIO,
+                ours_mode=NATIVE,
+            )
+        )
+    for batch in (32, 512):
+        goals.append(
+            _ratio_goal(
+                report,
+                f"MLP b{batch}: native step >= {JAX_DONATED_SPEEDUP}x faster than jax.jit "
+                "(donated)",
+                ("mlp", f"batch {batch}"),
+                "jax",
+                lambda r: r <= 1 / JAX_DONATED_SPEEDUP,
+                ours_mode=NATIVE,
+            )
+        )
+    text = f"tiny graph <= {seconds(TINY_NATIVE_SECONDS)} per call (native)"
+    tiny = _cell(report, "tiny", "(1,)", NATIVE)
+    goals.append(
+        Goal(text, seconds(tiny["median"]), tiny["median"] <= TINY_NATIVE_SECONDS)
+        if tiny
+        else Goal(text, "not measured", None)
+    )
+    goals += [no_slower_goal(report, w, name) for w, name in NATIVE_WORKLOADS.items()]
+    return goals
+
+
+def no_slower_goal(report: dict[str, Any], workload: str, name: str) -> Goal:
+    """`workload`'s O2 on the native backend within NOISE of O2 on numpy, in every case
+    of the run where both were measured; the measured column names the worst case."""
+    text = f"{name}: native O2 no slower than numpy O2 (<= {NOISE}x, noise), every case"
+    ratios = []
+    for case in report["workloads"].get(workload, {}).get("cases", {}):
+        ours, base = (_cell(report, workload, case, m) for m in (NATIVE, BASELINE))
+        if ours is not None and base is not None and ours["median"] and base["median"]:
+            ratios.append((ours["median"] / base["median"], case))
+    if not ratios:
+        return Goal(text, "not measured", None)
+    worst, where = max(ratios)
+    over = sum(r > NOISE for r, _ in ratios)
+    measured = f"worst {worst:.2f}x ({where}); {over} of {len(ratios)} case(s) above {NOISE}x"
+    return Goal(text, measured, over == 0)
+
+
 def markdown(goals: list[Goal]) -> str:
     """The goals as a markdown table."""
     verdict = {True: "met", False: "**missed**", None: "not measured"}
-    lines = ["| goal (issues 6, 14, 15, 16) | measured | verdict |", "|---|---|---|"]
+    lines = ["| goal (issues 6, 14, 15, 16, 17) | measured | verdict |", "|---|---|---|"]
     lines += [f"| {g.text} | {g.measured} | {verdict[g.met]} |" for g in goals]
     return "\n".join(lines) + "\n"

@@ -116,24 +116,21 @@ GC_INLINE vb gd_b(const char *p, const int64_t *d, int nd, int64_t i, int64_t m)
     vb v = {0}; for (int k = 0; k < m; k++) v[k] = p[off_nd(i + k, d, nd)] ? -1 : 0;
     return v; }
 
-/* ROW: element idx % z (a block wraps at most once when z >= 8); COL: element idx / z */
-#define GC_BROADCAST(t, T) \
-    GC_INLINE v##t row_##t(const char *p, int64_t z, int64_t i, int64_t m) { \
-        int64_t base = i % z; \
-        if (base + m <= z) return ld_##t(p, base, m); \
-        v##t v = {0}; for (int k = 0; k < m; k++) v[k] = ((const T *)p)[(i + k) % z]; \
-        return v; } \
-    GC_INLINE v##t col_##t(const char *p, int64_t z, int64_t i, int64_t m) { \
-        int64_t q = i / z; \
-        if (i - q * z + m <= z) return sp_##t(((const T *)p)[q]); \
-        v##t v = {0}; for (int k = 0; k < m; k++) v[k] = ((const T *)p)[(i + k) / z]; \
+/* BLOCK: element (idx / z) % y: one division per block of lanes; a contiguous load when
+   z == 1 and the block does not wrap, a splat when the block stays in one z-run */
+#define GC_BLOCK(t, T, one) \
+    GC_INLINE v##t bk_##t(const char *p, int64_t z, int64_t y, int64_t i, int64_t m) { \
+        int64_t q = i / z, r = i - q * z; \
+        if (z == 1) { int64_t base = q % y; if (base + m <= y) return ld_##t(p, base, m); } \
+        else if (r + m <= z) return sp_##t(one(((const T *)p)[q % y])); \
+        v##t v = {0}; \
+        for (int k = 0; k < m; k++) v[k] = one(((const T *)p)[((i + k) / z) % y]); \
         return v; }
-GC_BROADCAST(f32, float)
-GC_BROADCAST(f64, double)
-GC_INLINE vb row_b(const char *p, int64_t z, int64_t i, int64_t m) {
-    vb v = {0}; for (int k = 0; k < m; k++) v[k] = p[(i + k) % z] ? -1 : 0; return v; }
-GC_INLINE vb col_b(const char *p, int64_t z, int64_t i, int64_t m) {
-    vb v = {0}; for (int k = 0; k < m; k++) v[k] = p[(i + k) / z] ? -1 : 0; return v; }
+#define GC_SAME(x) (x)
+#define GC_TRUE(x) ((x) ? -1 : 0)
+GC_BLOCK(f32, float, GC_SAME)
+GC_BLOCK(f64, double, GC_SAME)
+GC_BLOCK(b, uint8_t, GC_TRUE)
 
 GC_INLINE vf32 sel_f32(vb m, vf32 a, vf32 b) { return (vf32)(((vi32)a & m) | ((vi32)b & ~m)); }
 GC_INLINE vf64 sel_f64(vb m, vf64 a, vf64 b) {

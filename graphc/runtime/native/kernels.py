@@ -2,12 +2,12 @@
 
 A kernel computes the step's output element by element over the flattened output: each
 operand is FULL (C-contiguous, the output's shape: loaded eight lanes at a time),
-SCALAR (one element: loaded once, in every lane), ROW (the output's trailing dims,
-repeated over the leading ones, as a bias: element idx % size), COL (the output's
-leading dims, repeated over the trailing ones, as a (B, 1) sum: element idx / inner),
+SCALAR (one element: loaded once, in every lane), BLOCK (its dims are a run of the
+output's, repeated over the dims before and after the run: a bias (N,) over (B, N), a
+(B, 1) sum, a per-channel (C, 1, 1) over (N, C, H, W): element (idx / inner) % size),
 or STRIDED (any other broadcast: each lane's element found from a descriptor of shape
-and strides). ROW and COL take one division per block of eight lanes (and a contiguous
-load or a splat when the block does not wrap), STRIDED a few per lane. Sizes and
+and strides). BLOCK takes one division per block of lanes (then a contiguous load or a
+splat when the block does not wrap), STRIDED a few per lane. Sizes and
 strides are arguments, never part of the C source, so a plan at another batch size
 reuses the compiled kernel. A full-size operand that is a transposed view is left to
 numpy (its strided loops are faster than a gather per lane).
@@ -34,7 +34,7 @@ from graphc.ir.types import TensorType
 from graphc.ops.elementwise import PRODUCT_EXPONENTS
 from graphc.runtime.native.cexpr import CTYPE, EMITTERS, compare, convert, splat
 
-FULL, SCALAR, ROW, COL, STRIDED = "full", "scalar", "row", "col", "strided"
+FULL, SCALAR, BLOCK, STRIDED = "full", "scalar", "block", "strided"
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
 
@@ -58,6 +58,7 @@ class Kernel:
     source: str
     operands: list[Operand]
     ops: list[str] = field(default_factory=list)
+    params: str = ""  # after the count: 'p' an address, 'i' an int64, in order
 
 
 def build_kernel(
@@ -83,8 +84,8 @@ def build_kernel(
         elif operand.mode == FULL:
             loads.append(f"    v{ct} x{k} = ld_{ct}(a{k}, i, m);")
             expr[node] = (f"x{k}", ct)
-        elif operand.mode in (ROW, COL):
-            loads.append(f"    v{ct} x{k} = {operand.mode}_{ct}(a{k}, z{k}, i, m);")
+        elif operand.mode == BLOCK:
+            loads.append(f"    v{ct} x{k} = bk_{ct}(a{k}, z{k}, y{k}, i, m);")
             expr[node] = (f"x{k}", ct)
         else:
             loads.append(f"    v{ct} x{k} = gd_{ct}(a{k}, d{k}, {operand.ndim}, i, m);")
@@ -119,9 +120,9 @@ def build_kernel(
         if operand.mode == STRIDED:
             params.append(f"const int64_t *d{k}")
             args.append(f"d{k}")
-        elif operand.mode in (ROW, COL):
-            params.append(f"int64_t z{k}")
-            args.append(f"z{k}")
+        elif operand.mode == BLOCK:
+            params += [f"int64_t z{k}", f"int64_t y{k}"]
+            args += [f"z{k}", f"y{k}"]
     block_params = ["int64_t i", "int64_t m", *params, *scalars]
     block_args = [*args, *(s.split()[1] for s in scalars)]
     init = []
@@ -153,7 +154,8 @@ def build_kernel(
         ]
     )
     name = "gk_" + hashlib.sha256(text.encode()).hexdigest()[:16]
-    return Kernel(name, text.replace("NAME", name) + "\n", operands, ops)
+    kinds = "".join("i" if p.startswith("int64_t") else "p" for p in params)
+    return Kernel(name, text.replace("NAME", name) + "\n", operands, ops, kinds)
 
 
 def _ctype(t: TensorType) -> str:
@@ -175,24 +177,23 @@ def _operand(t: TensorType, out: TensorType, transposed: bool) -> Operand:
 
 
 def broadcast_mode(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> str:
-    """ROW, COL or STRIDED for an operand of `shape` broadcast to `out_shape`."""
+    """BLOCK or STRIDED for an operand of `shape` broadcast to `out_shape`."""
+    return BLOCK if block_of(shape, out_shape) is not None else STRIDED
+
+
+def block_of(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> tuple[int, int] | None:
+    """(inner, size) when the operand's dims other than 1 are a run of the output's dims
+    (its element for output index idx is then (idx / inner) % size), else None."""
     padded = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
-    for k in range(len(out_shape) + 1):
-        if all(d == 1 for d in padded[:k]) and padded[k:] == tuple(out_shape[k:]):
-            return ROW
-        if all(d == 1 for d in padded[k:]) and padded[:k] == tuple(out_shape[:k]):
-            return COL
-    return STRIDED
-
-
-def broadcast_size(mode: str, shape: tuple[int, ...], out_shape: tuple[int, ...]) -> int:
-    """The z argument of a ROW (the operand's size) or COL (the repeat: the output's
-    trailing size) operand."""
-    size = int(np.prod(shape, dtype=np.int64))
-    if mode == ROW:
-        return size
-    total = int(np.prod(out_shape, dtype=np.int64))
-    return total // size if size else 1
+    kept = [k for k, d in enumerate(padded) if d != 1]
+    if not kept:
+        return None
+    first, last = kept[0], kept[-1]
+    if padded[first : last + 1] != tuple(out_shape[first : last + 1]):
+        return None
+    inner = int(np.prod(out_shape[last + 1 :], dtype=np.int64))
+    size = int(np.prod(padded[first : last + 1], dtype=np.int64))
+    return inner, size
 
 
 def _known(x: Node, leaves: list[Node], values: dict[int, np.ndarray]) -> np.ndarray | None:

@@ -25,6 +25,7 @@ from tests.edge_values import bits_differ, edge_array, float_specials
 from tests.native_checks import (
     bound_failures,
     describe_failures,
+    every_size,  # noqa: F401 - a fixture
     needs_native,
     neighbours,
     random_bits,
@@ -32,7 +33,7 @@ from tests.native_checks import (
     sweep,
 )
 
-pytestmark = needs_native
+pytestmark = [needs_native, pytest.mark.usefixtures("every_size")]
 
 FLOATS = ("float32", "float64")
 LEVELS = (0, 2)

@@ -36,16 +36,17 @@ import numpy as np
 # the C vector type of each dtype a kernel may hold
 CTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.bool_): "b"}
 
-# libmvec's functions, by graphc op: (float32 8-lane symbol, float64 4-lane symbol); None:
-# graphc's own (float32 tanh: TANH_F32 below)
+# libmvec's functions, by graphc op: (float32 name, float64 name); None: graphc's own
+# (float32 tanh: `tanh_f32` below). The symbols are libmvec's vector ABI names for one
+# register of lanes: _ZGVeN16v_expf with AVX-512, _ZGVdN8v_expf with AVX2
 MATH = {
-    "exp": ("_ZGVdN8v_expf", "_ZGVdN4v_exp"),
-    "log": ("_ZGVdN8v_logf", "_ZGVdN4v_log"),
-    "tanh": (None, "_ZGVdN4v_tanh"),
-    "sin": ("_ZGVdN8v_sinf", "_ZGVdN4v_sin"),
-    "cos": ("_ZGVdN8v_cosf", "_ZGVdN4v_cos"),
-    "expm1": ("_ZGVdN8v_expm1f", "_ZGVdN4v_expm1"),
-    "log1p": ("_ZGVdN8v_log1pf", "_ZGVdN4v_log1p"),
+    "exp": ("expf", "exp"),
+    "log": ("logf", "log"),
+    "tanh": (None, "tanh"),
+    "sin": ("sinf", "sin"),
+    "cos": ("cosf", "cos"),
+    "expm1": ("expm1f", "expm1"),
+    "log1p": ("log1pf", "log1p"),
 }
 
 # ops whose native results may differ from numpy's, and by at most how many ulp of the
@@ -70,35 +71,53 @@ PRELUDE = r"""
 #ifndef __AVX2__
 #error "graphc's native kernels need AVX2"
 #endif
-typedef float vf32 __attribute__((vector_size(32)));
-typedef double vf64 __attribute__((vector_size(64)));
-typedef double vf64h __attribute__((vector_size(32)));
-typedef int32_t vb __attribute__((vector_size(32)));
-typedef int32_t vi32 __attribute__((vector_size(32)));
-typedef int64_t vi64 __attribute__((vector_size(64)));
+/* GC_W lanes: 16 with AVX-512 (one zmm of float32), else 8 (one ymm); VB bytes a vf32 */
+#ifdef __AVX512F__
+#define GC_W 16
+#define GC_VB 64
+typedef __m512 gc_ps; typedef __m512d gc_pd;
+#define GC_SQRT_PS _mm512_sqrt_ps
+#define GC_SQRT_PD _mm512_sqrt_pd
+#define GC_ROUND_PS(x, mode) _mm512_roundscale_ps(x, mode | _MM_FROUND_NO_EXC)
+#define GC_ROUND_PD(x, mode) _mm512_roundscale_pd(x, mode | _MM_FROUND_NO_EXC)
+#else
+#define GC_W 8
+#define GC_VB 32
+typedef __m256 gc_ps; typedef __m256d gc_pd;
+#define GC_SQRT_PS _mm256_sqrt_ps
+#define GC_SQRT_PD _mm256_sqrt_pd
+#define GC_ROUND_PS(x, mode) _mm256_round_ps(x, mode | _MM_FROUND_NO_EXC)
+#define GC_ROUND_PD(x, mode) _mm256_round_pd(x, mode | _MM_FROUND_NO_EXC)
+#endif
+typedef float vf32 __attribute__((vector_size(GC_VB)));
+typedef double vf64 __attribute__((vector_size(2 * GC_VB)));
+typedef double vf64h __attribute__((vector_size(GC_VB)));
+typedef int32_t vb __attribute__((vector_size(GC_VB)));
+typedef int32_t vi32 __attribute__((vector_size(GC_VB)));
+typedef int64_t vi64 __attribute__((vector_size(2 * GC_VB)));
 #define GC_EXPORT __attribute__((visibility("default")))
 #define GC_INLINE static inline __attribute__((always_inline))
 #ifndef GC_PAR_MIN
 #define GC_PAR_MIN 131072
 #endif
 
-GC_INLINE vf32 sp_f32(float s) { vf32 v = {s, s, s, s, s, s, s, s}; return v; }
-GC_INLINE vf64 sp_f64(double s) { vf64 v = {s, s, s, s, s, s, s, s}; return v; }
-GC_INLINE vb sp_b(int s) { int32_t m = s ? -1 : 0; vb v = {m, m, m, m, m, m, m, m}; return v; }
+GC_INLINE vf32 sp_f32(float s) { vf32 v; for (int k = 0; k < GC_W; k++) v[k] = s; return v; }
+GC_INLINE vf64 sp_f64(double s) { vf64 v; for (int k = 0; k < GC_W; k++) v[k] = s; return v; }
+GC_INLINE vb sp_b(int s) { vb v; for (int k = 0; k < GC_W; k++) v[k] = s ? -1 : 0; return v; }
 
-/* loads and stores of m <= 8 lanes at element i; lanes past m are zero */
+/* loads and stores of m <= GC_W lanes at element i; lanes past m are zero */
 GC_INLINE vf32 ld_f32(const char *p, int64_t i, int64_t m) {
     vf32 v = {0}; memcpy(&v, p + 4 * i, 4 * m); return v; }
 GC_INLINE vf64 ld_f64(const char *p, int64_t i, int64_t m) {
     vf64 v = {0}; memcpy(&v, p + 8 * i, 8 * m); return v; }
 GC_INLINE vb ld_b(const char *p, int64_t i, int64_t m) {
-    uint8_t t[8] = {0}; memcpy(t, p + i, m); vb v;
-    for (int k = 0; k < 8; k++) v[k] = t[k] ? -1 : 0;
+    uint8_t t[GC_W] = {0}; memcpy(t, p + i, m); vb v;
+    for (int k = 0; k < GC_W; k++) v[k] = t[k] ? -1 : 0;
     return v; }
 GC_INLINE void st_f32(char *p, int64_t i, int64_t m, vf32 v) { memcpy(p + 4 * i, &v, 4 * m); }
 GC_INLINE void st_f64(char *p, int64_t i, int64_t m, vf64 v) { memcpy(p + 8 * i, &v, 8 * m); }
 GC_INLINE void st_b(char *p, int64_t i, int64_t m, vb v) {
-    uint8_t t[8]; for (int k = 0; k < 8; k++) t[k] = (uint8_t)(v[k] & 1);
+    uint8_t t[GC_W]; for (int k = 0; k < GC_W; k++) t[k] = (uint8_t)(v[k] & 1);
     memcpy(p + i, t, m); }
 
 /* an element of a broadcast or strided operand: d = {shape[nd], element strides[nd]} */
@@ -162,15 +181,15 @@ GC_INLINE vf64 min_f64(vf64 a, vf64 b) {
 GC_INLINE vf32 abs_f32(vf32 x) { vi32 k = {0}; k = k + 0x7fffffff; return (vf32)((vi32)x & k); }
 GC_INLINE vf64 abs_f64(vf64 x) {
     vi64 k = {0}; k = k + 0x7fffffffffffffffLL; return (vf64)((vi64)x & k); }
-GC_INLINE vf32 sqrt_f32(vf32 x) { return (vf32)_mm256_sqrt_ps((__m256)x); }
+GC_INLINE vf32 sqrt_f32(vf32 x) { return (vf32)GC_SQRT_PS((gc_ps)x); }
+/* float64 lanes are two registers: a function of one register applied to each half */
 #define GC_HALVES(name, expr_lo, expr_hi) \
-    GC_INLINE vf64 name(vf64 x) { vf64h lo, hi; memcpy(&lo, &x, 32); memcpy(&hi, (char *)&x + 32, 32); \
-        lo = expr_lo; hi = expr_hi; vf64 r; memcpy(&r, &lo, 32); memcpy((char *)&r + 32, &hi, 32); return r; }
-GC_HALVES(sqrt_f64, (vf64h)_mm256_sqrt_pd((__m256d)lo), (vf64h)_mm256_sqrt_pd((__m256d)hi))
+    GC_INLINE vf64 name(vf64 x) { vf64h lo, hi; memcpy(&lo, &x, GC_VB); memcpy(&hi, (char *)&x + GC_VB, GC_VB); \
+        lo = expr_lo; hi = expr_hi; vf64 r; memcpy(&r, &lo, GC_VB); memcpy((char *)&r + GC_VB, &hi, GC_VB); return r; }
+GC_HALVES(sqrt_f64, (vf64h)GC_SQRT_PD((gc_pd)lo), (vf64h)GC_SQRT_PD((gc_pd)hi))
 #define GC_ROUND(name, mode) \
-    GC_INLINE vf32 name##_f32(vf32 x) { return (vf32)_mm256_round_ps((__m256)x, mode | _MM_FROUND_NO_EXC); } \
-    GC_HALVES(name##_f64, (vf64h)_mm256_round_pd((__m256d)lo, mode | _MM_FROUND_NO_EXC), \
-              (vf64h)_mm256_round_pd((__m256d)hi, mode | _MM_FROUND_NO_EXC))
+    GC_INLINE vf32 name##_f32(vf32 x) { return (vf32)GC_ROUND_PS((gc_ps)x, mode); } \
+    GC_HALVES(name##_f64, (vf64h)GC_ROUND_PD((gc_pd)lo, mode), (vf64h)GC_ROUND_PD((gc_pd)hi, mode))
 GC_ROUND(floor, _MM_FROUND_TO_NEG_INF)
 GC_ROUND(ceil, _MM_FROUND_TO_POS_INF)
 GC_ROUND(trunc, _MM_FROUND_TO_ZERO)
@@ -216,11 +235,21 @@ BOUNDED_BY_ONE = ("sin", "cos", "tanh")
 
 def math_prelude() -> str:
     """Declarations of libmvec's functions and the 8-lane float64 forms of them."""
-    lines = []
-    for op, (f32, f64) in MATH.items():
-        if f32 is None:
+    lines = [
+        "#ifdef __AVX512F__",
+        "#define GC_F32(name) _ZGVeN16v_##name",
+        "#define GC_F64(name) _ZGVeN8v_##name",
+        "#else",
+        "#define GC_F32(name) _ZGVdN8v_##name",
+        "#define GC_F64(name) _ZGVdN4v_##name",
+        "#endif",
+    ]
+    for op, (f32_name, f64_name) in MATH.items():
+        f64 = f"GC_F64({f64_name})"
+        if f32_name is None:
             lines.append({"tanh": tanh_f32}[op]())
         else:
+            f32 = f"GC_F32({f32_name})"
             lines.append(f"extern vf32 {f32}(vf32);")
             f32_call = f"unit_f32({f32}(x))" if op in BOUNDED_BY_ONE else f"{f32}(x)"
             lines.append(f"GC_INLINE vf32 {op}_f32(vf32 x) {{ return {f32_call}; }}")

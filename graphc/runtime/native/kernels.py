@@ -144,12 +144,12 @@ def build_kernel(
             "}",
             "GC_EXPORT void NAME(" + ", ".join(["int64_t n", *params]) + ") {",
             *init,
-            "    int64_t nb = n / 8;",
+            "    int64_t nb = n / GC_W;",
             "    #pragma omp parallel for if (n >= GC_PAR_MIN) schedule(static)",
             "    for (int64_t b = 0; b < nb; b++)",
-            "        NAME_block(" + ", ".join(["8 * b", "8", *block_args]) + ");",
-            "    if (n % 8)",
-            "        NAME_block(" + ", ".join(["8 * nb", "n % 8", *block_args]) + ");",
+            "        NAME_block(" + ", ".join(["GC_W * b", "GC_W", *block_args]) + ");",
+            "    if (n % GC_W)",
+            "        NAME_block(" + ", ".join(["GC_W * nb", "n % GC_W", *block_args]) + ");",
             "}",
         ]
     )

@@ -129,7 +129,8 @@ def _probe(setting: str) -> Toolchain | str:
     # reads this when our first library loads it
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        lib = _build(chain, PROBE)
+        path = cache_dir() / f"graphc_{source_hash(chain, PROBE)}.so"
+        lib = ctypes.CDLL(str(path)) if path.exists() else _build(chain, PROBE, path)
         out = (ctypes.c_float * 8)()
         lib.graphc_probe(ctypes.c_int64(8), out)
     except (BuildError, OSError) as exc:

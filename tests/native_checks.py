@@ -1,6 +1,7 @@
 """Shared checks for the native backend's tests (tests/runtime/test_native_*.py).
 
-`needs_native` skips a test, naming the reason, where the native backend cannot run.
+`needs_native` skips a test, naming the reason, where the native backend cannot run;
+the `every_size` fixture lowers small exact steps to C too (not only numpy's).
 `ulp_distance` counts ulps between two float arrays by the ordered-integer mapping
 (+0.0 and -0.0 are one ulp apart; the largest finite and inf are one apart too, so
 infinities are held to equality separately). `bound_failures` says where a native
@@ -9,17 +10,30 @@ where numpy has nan, inf where numpy has inf, else within ULP_BOUND[op] ulp, or 
 gelu within the absolute bound `gelu_allowance` (its 1 + tanh(...) cancels below
 x = -4, so one ulp of tanh is a large relative error of gelu there).
 `runs_native` counts the steps explain() reports as lowered to C; `random_bits`,
-`sweep` and `neighbours` make inputs over the whole float range.
+`sweep` and `neighbours` make inputs over the whole float range. `check_native` runs
+a graph on native and numpy at each level: errors alike, outputs with no ULP_BOUND op
+upstream (`exact_outputs`) bit for bit, the others bit for bit across native's levels
+and `close` to numpy (say `normwise`) where asked. The `compiler` fixture swaps the C
+compiler for one test (`failing_compiler` makes one that cannot build kernels).
 """
 
 from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import graphc as gc
+from graphc.ir.graph import OP, Graph, Node
+from graphc.runtime import backend as backends
 from graphc.runtime.backend import available_backends
+from graphc.runtime.native import toolchain
 from graphc.runtime.native.cexpr import ULP_BOUND
+from tests.differential import describe_feeds, quiet
+from tests.edge_values import bits_differ
 
 HAVE_NATIVE = "native" in available_backends()
 
@@ -76,6 +90,16 @@ def sweep(dtype: str, rng: np.random.Generator, low: int = -12, high: int = 10) 
         return np.concatenate([bits.view(np.float32), -bits.view(np.float32)])
     n = 2**21
     return rng.choice([-1.0, 1.0], n) * 2.0 ** rng.uniform(low, high, n)
+
+
+@pytest.fixture
+def every_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lower steps of every size to C: by default a step of exact ops smaller than
+    `graphc.runtime.native.SMALL` elements stays on numpy (cheaper there), which would
+    leave the kernels untested on the small arrays of the op table and random graphs."""
+    import graphc.runtime.native as native
+
+    monkeypatch.setattr(native, "SMALL", 0)
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -144,3 +168,148 @@ def describe_failures(
 def runs_native(exe: gc.Executable, *feeds: np.ndarray, **named: np.ndarray) -> int:
     """How many of the plan's steps are lowered to native kernels (from explain)."""
     return exe.explain(*feeds, **named).count("[native]")
+
+
+# -- native against numpy on whole graphs ----------------------------------------
+
+Feeds = dict[str, np.ndarray]
+Outcome = list[np.ndarray] | gc.GraphcError
+Close = Callable[[np.ndarray, np.ndarray], str | None]
+
+
+def _inexact(node: Node) -> bool:
+    """Whether native may compute `node` with other bits than numpy: an op of ULP_BOUND,
+    an epilogue activation of one, or a body holding one."""
+    if node.kind != OP:
+        return False
+    if node.op in ULP_BOUND or node.attrs.get("activation") in ULP_BOUND:
+        return True
+    bodies = (v for v in node.attrs.values() if isinstance(v, Graph))
+    return any(_inexact(n) for body in bodies for n in body.nodes)
+
+
+def exact_outputs(graph: Graph) -> list[bool]:
+    """Per output: True when no ULP_BOUND op is among its ancestors."""
+    memo: dict[Node, bool] = {}
+    for node in graph.nodes:  # topological order
+        memo[node] = _inexact(node) or any(memo.get(x, False) for x in node.inputs)
+    return [not memo[o.inputs[0]] for o in graph.outputs]
+
+
+def _outcomes(graph: Graph, backend: str, level: int, feed_sets: Sequence[Feeds]) -> list[Outcome]:
+    try:
+        exe = gc.compile(graph, opt_level=level, backend=backend)
+    except gc.GraphcError as exc:
+        return [exc] * len(feed_sets)
+    outcomes: list[Outcome] = []
+    for feeds in feed_sets:
+        try:
+            result = exe(**feeds)
+        except gc.GraphcError as exc:
+            outcomes.append(exc)
+            continue
+        result = list(result) if isinstance(result, (tuple, list)) else [result]
+        outcomes.append([np.array(r, copy=True) for r in result])
+    return outcomes
+
+
+def check_native(
+    graph: Graph,
+    feed_sets: Sequence[Feeds],
+    levels: Sequence[int] = (0, 1, 2),
+    close: Close | None = None,
+    close_sets: Sequence[int] = (),
+) -> None:
+    """Native at each level vs numpy at that level: the same errors; exact outputs the
+    same bits; others the same bits as native at the first level, and `close` to numpy
+    on the feed sets numbered in `close_sets`."""
+    exact = exact_outputs(graph)
+    first: list[Outcome] | None = None
+    with quiet():
+        for level in levels:
+            wants = _outcomes(graph, "numpy", level, feed_sets)
+            gots = _outcomes(graph, "native", level, feed_sets)
+            first = first or gots
+            for k, (got, want, base) in enumerate(zip(gots, wants, first)):
+                where = f"native O{level}, feed set {k}\n{graph}\nfeeds = {describe_feeds(feed_sets[k])}"
+                if isinstance(want, gc.GraphcError) or isinstance(got, gc.GraphcError):
+                    assert type(got) is type(want), f"{got!r} vs numpy's {want!r}\n{where}"
+                    continue
+                for j, (a, b) in enumerate(zip(got, want)):
+                    name = graph.outputs[j].name
+                    why = bits_differ(a, b) if exact[j] else None
+                    if why is None and not exact[j] and k in close_sets and close is not None:
+                        why = close(a, b)
+                    assert why is None, f"output {name!r} vs numpy: {why}\n{where}"
+                    if not isinstance(base, gc.GraphcError):
+                        why = bits_differ(a, base[j])
+                        assert why is None, (
+                            f"output {name!r} vs native O{levels[0]}: {why}\n{where}"
+                        )
+
+
+def normwise(rtol: float) -> Close:
+    """Same dtype, shape and nan/inf pattern, and max |a - b| <= rtol * max(|b|, 1) over
+    the finite elements: a few ulps of error, carried by tame ops, measured against the
+    output's scale (elementwise relative error is meaningless after a cancellation)."""
+
+    def close(a: np.ndarray, b: np.ndarray) -> str | None:
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return f"type {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}"
+        if a.dtype.kind != "f":
+            return None if np.array_equal(a, b) else f"{int(np.sum(a != b))} elements differ"
+        finite = np.isfinite(b)
+        if not np.array_equal(np.isfinite(a), finite) or not np.array_equal(
+            a[~finite], b[~finite], equal_nan=True
+        ):
+            return "nan or inf in other places"
+        if not finite.any():
+            return None
+        err = float(np.max(np.abs(a[finite].astype(np.float64) - b[finite])))
+        scale = max(float(np.max(np.abs(b[finite]))), 1.0)
+        return None if err <= rtol * scale else f"normwise error {err / scale:.3g} > {rtol:.3g}"
+
+    return close
+
+
+# -- another C compiler for a test ------------------------------------------------
+
+
+@pytest.fixture(name="compiler")
+def compiler_fixture(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Callable[[str], None]]:
+    """Use another C compiler in one test: the probe is forgotten before and after, the
+    warnings given so far are forgotten (and restored after), libraries go to tmp_path."""
+    saved = set(backends._WARNED)
+    backends._WARNED.clear()
+    monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path / "cache"))
+
+    def use(cc: str) -> None:
+        monkeypatch.setenv("GRAPHC_CC", cc)
+        toolchain.reset()
+
+    yield use
+    monkeypatch.undo()
+    toolchain.reset()
+    backends._WARNED.clear()
+    backends._WARNED.update(saved)
+
+
+def graphc_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if str(w.message).startswith("graphc:")]
+
+
+def failing_compiler(tmp_path: Path, message: str) -> str:
+    """A compiler that builds the probe but fails on graphc's kernels (sources with gk_)."""
+    real = toolchain.toolchain()
+    assert not isinstance(real, str)
+    script = tmp_path / "failing-cc"
+    script.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do case "$a" in *.c) if grep -q gk_ "$a"; then\n'
+        f'  echo "{message}" >&2; exit 1; fi;; esac; done\n'
+        f'exec "{real.compiler}" "$@"\n'
+    )
+    script.chmod(0o755)
+    return str(script)

@@ -11,7 +11,7 @@ gelu within the absolute bound `gelu_allowance` (its 1 + tanh(...) cancels below
 x = -4, so one ulp of tanh is a large relative error of gelu there).
 `runs_native` counts the steps explain() reports as lowered to C; `random_bits`,
 `sweep` and `neighbours` make inputs over the whole float range. `check_native` runs
-a graph on native and numpy at each level: errors alike, outputs with no ULP_BOUND op
+a graph on native and numpy at each level: feeds never written, errors alike, outputs with no ULP_BOUND op
 upstream (`exact_outputs`) bit for bit, the others bit for bit across native's levels
 and `close` to numpy (say `normwise`) where asked. The `compiler` fixture swaps the C
 compiler for one test (`failing_compiler` makes one that cannot build kernels).
@@ -203,10 +203,15 @@ def _outcomes(graph: Graph, backend: str, level: int, feed_sets: Sequence[Feeds]
         return [exc] * len(feed_sets)
     outcomes: list[Outcome] = []
     for feeds in feed_sets:
+        before = {name: np.array(a, copy=True) for name, a in feeds.items()}
         try:
             result = exe(**feeds)
         except gc.GraphcError as exc:
-            outcomes.append(exc)
+            result = exc
+        for name, a in feeds.items():  # in-place plans never write a caller's array
+            assert bits_differ(a, before[name]) is None, f"{backend} O{level} wrote {name!r}"
+        if isinstance(result, gc.GraphcError):
+            outcomes.append(result)
             continue
         result = list(result) if isinstance(result, (tuple, list)) else [result]
         outcomes.append([np.array(r, copy=True) for r in result])

@@ -21,7 +21,9 @@ def _per_channel_bias(add: Node, bias: Node) -> bool:
     return per_channel(bias.type, add.type)
 
 
-def fuse_conv_epilogue(graph: Graph, log: PassLog | None = None) -> Graph:
+def fuse_conv_epilogue(
+    graph: Graph, log: PassLog | None = None, keep: frozenset[str] = frozenset()
+) -> Graph:
     """`graph` with conv2d + per-channel bias + activation chains as `conv2d_epilogue` nodes.
 
     >>> import numpy as np, graphc as gc
@@ -29,6 +31,8 @@ def fuse_conv_epilogue(graph: Graph, log: PassLog | None = None) -> Graph:
     >>> g = gc.trace(lambda x, w, b: gc.relu(gc.conv2d(x, w, b)), x, w, b)
     >>> [n.op for n in gc.passes.fuse_conv_epilogue(g).op_nodes]
     ['reshape', 'conv2d_epilogue']
+
+    An activation in `keep` is left out of the chain (see `optimize(keep=...)`).
     """
-    chains = find_chains(graph, "conv2d", _per_channel_bias)
+    chains = find_chains(graph, "conv2d", _per_channel_bias, keep)
     return fuse_chains(graph, chains, "conv2d_epilogue", log)

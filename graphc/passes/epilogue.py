@@ -33,9 +33,11 @@ def find_chains(
     graph: Graph,
     producer: str = "matmul",
     bias_fits: Callable[[Node, Node], bool] = _any_bias,
+    keep: frozenset[str] = frozenset(),
 ) -> dict[Node, Chain]:
     """Last node of each chain -> (producer, bias add, bias value, activation).
-    `bias_fits(add, bias)` may refuse a bias the fused kernel cannot take."""
+    `bias_fits(add, bias)` may refuse a bias the fused kernel cannot take; activations
+    in `keep` stay nodes of their own (see `optimize(keep=...)`)."""
     users = graph.users()
     claimed: set[Node] = set()
     chains = {}
@@ -49,7 +51,12 @@ def find_chains(
             if user.type == node.type and other is not node and bias_fits(user, other):
                 last, add, bias = user, user, other
                 user = sole_user(user, users)
-        if user is not None and user.op in ACTIVATIONS and user.type == last.type:
+        if (
+            user is not None
+            and user.op in ACTIVATIONS
+            and user.op not in keep
+            and user.type == last.type
+        ):
             last, act = user, user
         if last is not node:
             chains[last] = (node, add, bias, act)

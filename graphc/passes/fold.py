@@ -15,6 +15,8 @@ Runs as the one rule of a rewrite-driver table, so folds cascade bottom-up in on
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
@@ -32,11 +34,17 @@ TYPE_ONLY = frozenset({"full_like"})
 
 
 class Foldable(Pattern):
-    """Any pure op (not a constant) whose value is known before the graph runs."""
+    """Any pure op (not a constant) whose value is known before the graph runs, and
+    whose op is not in `keep`."""
+
+    def __init__(self, keep: frozenset[str] = frozenset()) -> None:
+        self.keep = keep
 
     def match(self, node: Node, bound: dict) -> bool:
         if node.kind != OP or node.is_constant or not isinstance(node.type, TensorType):
             return False  # (a node with several results stays: its results fold one by one)
+        if node.op in self.keep:
+            return False
         if node.op in TYPE_ONLY:
             known = all(x.type.is_concrete for x in node.inputs)
         else:
@@ -78,8 +86,16 @@ def folded(m: Match) -> Node | None:
 FOLD = rule(Foldable(), folded)
 
 
-def fold_constants(graph: Graph, log: PassLog | None = None) -> Graph:
-    """`graph` with every op on constants replaced by its value (up to `FOLD_LIMIT`).
+def folding(keep: frozenset[str]) -> Any:
+    """The folding rule, leaving the ops in `keep` unfolded."""
+    return rule(Foldable(keep), folded) if keep else FOLD
+
+
+def fold_constants(
+    graph: Graph, log: PassLog | None = None, keep: frozenset[str] = frozenset()
+) -> Graph:
+    """`graph` with every op on constants replaced by its value (up to `FOLD_LIMIT`);
+    ops in `keep` are never folded (see `optimize(keep=...)`).
 
     >>> import graphc as gc
     >>> g = gc.parse('''
@@ -96,4 +112,4 @@ def fold_constants(graph: Graph, log: PassLog | None = None) -> Graph:
       output %y = %c
     }
     """
-    return rewrite(graph, [FOLD], log)
+    return rewrite(graph, [folding(keep)], log)

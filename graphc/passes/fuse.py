@@ -59,26 +59,63 @@ def _why_alone(node: Node, users: list[Node], group_of: dict[Node, Node]) -> str
     return f"its shape {node.type} differs from its group's ({root.type} at '{root.name}')"
 
 
-def find_groups(graph: Graph, log: PassLog | None = None) -> dict[Node, list[Node]]:
-    """Root -> members (in graph order) of every group of two or more ops."""
+# dtypes a backend's fused kernels hold (see `keep` in find_groups)
+KERNEL_DTYPES = frozenset({"float32", "float64", "bool"})
+
+
+def _in_kernel(node: Node, lowered: frozenset[str]) -> bool:
+    """Can the backend's fused kernel compute `node` (its op and every dtype it touches)?"""
+    dtypes = [node.type.dtype, *(x.type.dtype for x in node.inputs)]
+    return node.op in lowered and all(str(d) in KERNEL_DTYPES for d in dtypes)
+
+
+def find_groups(
+    graph: Graph,
+    log: PassLog | None = None,
+    keep: frozenset[str] = frozenset(),
+    lowered: frozenset[str] = frozenset(),
+) -> dict[Node, list[Node]]:
+    """Root -> members (in graph order) of every group of two or more ops.
+
+    With `keep` (ops a backend computes with other bits than numpy's kernels), a group
+    holding one of them contains only ops the backend's own fused kernel computes
+    (`lowered`, on float and bool values): were the group run by numpy's fused kernel
+    instead, the kept op would get numpy's bits at this level and the backend's at O0."""
     users = graph.users()
     group_of: dict[Node, Node] = {}
     members: dict[Node, list[Node]] = {}
+    kept: dict[Node, bool] = {}  # root -> the group holds an op of `keep`
+    native: dict[Node, bool] = {}  # root -> every member is in the backend's kernel
     for node in reversed(graph.nodes):
         if not is_fusible(node):
             continue
         us = users[node]
         roots = {group_of.get(u) for u in us}
         root = roots.pop() if len(roots) == 1 else None
+        is_kept, in_kernel = node.op in keep, _in_kernel(node, lowered)
         if root is not None and node.type.shape == root.type.shape:
-            group_of[node] = root
-            members[root].append(node)
+            if not ((kept[root] or is_kept) and not (native[root] and in_kernel)):
+                group_of[node] = root
+                members[root].append(node)
+                kept[root] = kept[root] or is_kept
+                native[root] = native[root] and in_kernel
+                continue
+            if log is not None:
+                log.note(
+                    f"not fused: {node.describe()}: the backend's kernels compute "
+                    f"{sorted(keep & {node.op, *(m.op for m in members[root])})} with their own "
+                    "bits and cannot hold every op of this group in one kernel"
+                )
+            group_of[node] = node
+            members[node] = [node]
+            kept[node], native[node] = is_kept, in_kernel
             continue
         reason = _why_alone(node, us, group_of)
         if reason is not None and log is not None:
             log.note(f"not fused: {node.describe()}: {reason}")
         group_of[node] = node
         members[node] = [node]
+        kept[node], native[node] = is_kept, in_kernel
     return {root: ms[::-1] for root, ms in members.items() if len(ms) > 1}
 
 
@@ -114,8 +151,14 @@ def describe_ops(members: list[Node]) -> str:
     return f"{len(members)} ops ({', '.join(f'{n} {op}' for op, n in sorted(counts.items()))})"
 
 
-def fuse_elementwise(graph: Graph, log: PassLog | None = None) -> Graph:
-    """`graph` with each group of connected elementwise ops replaced by one `fused` node.
+def fuse_elementwise(
+    graph: Graph,
+    log: PassLog | None = None,
+    keep: frozenset[str] = frozenset(),
+    lowered: frozenset[str] = frozenset(),
+) -> Graph:
+    """`graph` with each group of connected elementwise ops replaced by one `fused` node
+    (`keep` and `lowered`: see `find_groups`).
 
     >>> import graphc as gc
     >>> g = gc.parse('''
@@ -127,7 +170,7 @@ def fuse_elementwise(graph: Graph, log: PassLog | None = None) -> Graph:
     >>> [n.op for n in gc.passes.fuse_elementwise(g).op_nodes]
     ['fused']
     """
-    groups = find_groups(graph, log)
+    groups = find_groups(graph, log, keep, lowered)
     member_of = {m: root for root, ms in groups.items() for m in ms}
     builder = GraphBuilder(graph)
     new: dict[Node, Node] = {}

@@ -131,10 +131,41 @@ def run_passes(
     return graph, report
 
 
-def _bodies_at(level: int, fast_math: bool) -> Pass:
+# passes that may fold an op into a constant, or absorb it into another op's kernel:
+# given `keep`, they leave the ops in it alone (see `optimize`)
+KEEPING: tuple[Pass, ...] = (
+    fold_constants,
+    simplify,
+    simplify_fast_math,
+    recognize_softmax,
+    fuse_conv_epilogue,
+)
+
+
+def keeping(
+    passes: Sequence[Pass], keep: frozenset[str], lowered: frozenset[str]
+) -> tuple[Pass, ...]:
+    """`passes` with those of KEEPING told to leave the ops in `keep` alone, and fusion
+    to put them only in groups of ops in `lowered` (see `optimize`)."""
+    if not keep:
+        return tuple(passes)
+
+    def bound(p: Pass) -> Pass:
+        extra = {"lowered": lowered} if p is fuse_elementwise else {}
+
+        def run(graph: Graph, log: PassLog | None = None) -> Graph:
+            return p(graph, log, keep=keep, **extra)
+
+        run.__name__ = p.__name__
+        return run
+
+    return tuple(bound(p) if p in KEEPING or p is fuse_elementwise else p for p in passes)
+
+
+def _bodies_at(level: int, fast_math: bool, keep: frozenset[str], lowered: frozenset[str]) -> Pass:
     def optimize_bodies(graph: Graph, log: PassLog | None = None) -> Graph:
         def run(body: Graph) -> Graph:
-            return optimize(body, level, fast_math=fast_math)  # type: ignore[return-value]
+            return optimize(body, level, fast_math=fast_math, keep=keep, lowered=lowered)  # type: ignore[return-value]
 
         return control.optimize_bodies(graph, run, log)
 
@@ -147,10 +178,17 @@ def optimize(
     explain: bool = False,
     verify: bool | None = None,
     fast_math: bool = False,
+    keep: frozenset[str] = frozenset(),
+    lowered: frozenset[str] = frozenset(),
 ) -> Graph | tuple[Graph, OptimizationReport]:
     """The optimized copy of `graph` at `level` (0, 1 or 2); the input is not changed.
     Every level gives O0's results bit for bit; `fast_math=True` also allows rewrites
     that change values (reassociation, stable forms: see graphc/passes/simplify.py).
+    Ops in `keep` are never folded into constants nor absorbed into another op's kernel
+    (softmax, conv epilogues): a backend whose kernels for them give other bits than
+    numpy's (the native backend's exp, tanh...) passes them, so that every level still
+    computes them with its kernels, as O0 does; fusion puts them only into groups of
+    ops in `lowered`, which that backend's fused kernels compute too.
 
     With `explain=True` returns `(graph, report)`; `print(report)` lists every pass
     run with its node counts, time and notes (rules fired, groups fused, candidates
@@ -170,9 +208,13 @@ def optimize(
     expect_graph(graph, "optimize")
     if level not in LEVELS:
         raise GraphcError(f"optimize: level must be one of {sorted(LEVELS)}, got {level!r}")
-    repeated, once = (with_fast_math(passes, fast_math) for passes in LEVELS[level])
+    keep = frozenset(keep)
+    lowered = frozenset(lowered)
+    repeated, once = (
+        keeping(with_fast_math(passes, fast_math), keep, lowered) for passes in LEVELS[level]
+    )
     if level > 0:  # the same level inside every cond, scan and while_loop body, first
-        once = (_bodies_at(level, fast_math), *once)
+        once = (_bodies_at(level, fast_math, keep, lowered), *once)
     report = OptimizationReport(level=level, fast_math=bool(fast_math))
     result, report = run_passes(graph, repeated, once, report, verify)
     return (result, report) if explain else result

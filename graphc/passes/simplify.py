@@ -58,7 +58,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
-from graphc.passes.fold import FOLD
+from graphc.passes.fold import FOLD, folding
 from graphc.passes.patterns import (
     MINUS_ONE,
     ONE,
@@ -306,9 +306,15 @@ FAST_MATH: list[Rule] = [*ALGEBRA, FOLD]
 # fmt: on
 
 
-def simplify(graph: Graph, log: PassLog | None = None, fast_math: bool = False) -> Graph:
+def simplify(
+    graph: Graph,
+    log: PassLog | None = None,
+    fast_math: bool = False,
+    keep: frozenset[str] = frozenset(),
+) -> Graph:
     """`graph` with the exact algebra rules applied until none applies; with `fast_math`,
     the value-changing ones too (see the module docstring; `ALGEBRA` is the table).
+    Constants fold as in `fold_constants`, ops in `keep` never.
 
     >>> import graphc as gc
     >>> g = gc.parse('''
@@ -323,9 +329,14 @@ def simplify(graph: Graph, log: PassLog | None = None, fast_math: bool = False) 
       output %y = %mul
     }
     """
-    return rewrite(graph, FAST_MATH if fast_math else EXACT, log)
+    rules = FAST_MATH if fast_math else EXACT
+    if keep:
+        rules = [folding(keep) if r is FOLD else r for r in rules]
+    return rewrite(graph, rules, log)
 
 
-def simplify_fast_math(graph: Graph, log: PassLog | None = None) -> Graph:
+def simplify_fast_math(
+    graph: Graph, log: PassLog | None = None, keep: frozenset[str] = frozenset()
+) -> Graph:
     """`simplify` with the value-changing rules too (what `fast_math=True` runs)."""
-    return simplify(graph, log, fast_math=True)
+    return simplify(graph, log, fast_math=True, keep=keep)

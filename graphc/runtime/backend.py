@@ -63,6 +63,13 @@ class Backend:
     # may a one-element graph run as a scalar plan (numpy scalars) on this backend? Not
     # where the backend computes some op with other bits than numpy's scalars would
     allows_scalar: Callable[[Any], bool] = lambda graph: True
+    # ops whose kernels here give other bits than numpy's: no pass folds them into a
+    # constant (numpy's kernel would compute it) or absorbs them into a composite op's
+    # numpy kernel, so every level computes them as O0 does (passes/pipeline.optimize)
+    inexact: frozenset[str] = frozenset()
+    # the ops its fused kernels compute (on float and bool values): fusion puts an
+    # inexact op only into groups of these, so numpy's fused kernel never runs it
+    fused_ops: frozenset[str] = frozenset()
 
 
 class BackendUnavailableError(GraphcError):

@@ -49,13 +49,23 @@ from graphc.runtime.specialize import bound_graph, specialize
 
 
 def optimize(
-    graph: Graph, opt_level: int, fast_math: bool = False, fired: set[str] | None = None
+    graph: Graph,
+    opt_level: int,
+    fast_math: bool = False,
+    fired: set[str] | None = None,
+    backend: Backend | None = None,
 ) -> Graph:
     """The pass pipeline at `opt_level`; O0 compiles the graph as declared. The
-    value-changing rules that fired (fast_math only) are added to `fired`."""
+    value-changing rules that fired (fast_math only) are added to `fired`. The
+    `backend`'s inexact ops are never folded or absorbed into numpy kernels (see
+    passes/pipeline.optimize), so its levels agree bit for bit."""
     if opt_level <= 0:
         return graph
-    result, report = run_pipeline(graph, opt_level, explain=True, fast_math=fast_math)
+    keep = backend.inexact if backend is not None else frozenset()
+    lowered = backend.fused_ops if backend is not None else frozenset()
+    result, report = run_pipeline(
+        graph, opt_level, explain=True, fast_math=fast_math, keep=keep, lowered=lowered
+    )
     if fired is not None:
         fired.update(report.value_changing)  # type: ignore[union-attr]
     return result  # type: ignore[return-value]
@@ -300,7 +310,9 @@ class Executable:
             return self.optimized
         concrete = bound_graph(self.graph, specialize(self.graph, bindings))
         # (the collector is paused by _compile_signature)
-        concrete = optimize(concrete, self.opt_level, self.fast_math, self.value_changing)
+        concrete = optimize(
+            concrete, self.opt_level, self.fast_math, self.value_changing, self.backend
+        )
         same_interface = [(n.kind, n.name) for n in concrete.inputs + concrete.outputs] == [
             (n.kind, n.name) for n in self.optimized.inputs + self.optimized.outputs
         ]
@@ -442,7 +454,7 @@ def compile(
         raise GraphcError(f"compile: opt_level must be 0, 1 or 2, got {opt_level!r}")
     with collector_paused():  # the passes make many objects too (see collector_paused)
         fired: set[str] = set()
-        optimized = optimize(graph, opt_level, fast_math, fired)
+        optimized = optimize(graph, opt_level, fast_math, fired, chosen)
     return Executable(
         graph,
         optimized,

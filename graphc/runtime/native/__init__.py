@@ -216,7 +216,13 @@ def _transposed(gen: Generator, value: str) -> bool:
 def finish(gen: Generator) -> None:
     """Compile this plan's kernels in one call and bind them; explain's notes."""
     state = gen.state.get(NAME)
-    if not state or not state["kernels"]:
+    if not state:
+        return
+    if not state["kernels"]:  # nothing lowered: still say why, for explain()
+        gen.notes.append("native: no step of this plan runs native")
+        gen.notes += [
+            f"  step {i} stays on numpy: {why}" for i, why in sorted(state["declined"].items())
+        ]
         return
     kernels: dict[str, Kernel] = state["kernels"]
     source = header() + "\n".join(k.source for k in kernels.values())
@@ -258,6 +264,8 @@ BACKEND = register_backend(
         unavailable=_unavailable,
         finish=finish,
         allows_scalar=_allows_scalar,
+        inexact=frozenset(ULP_BOUND),
+        fused_ops=frozenset(EMITTERS) | {"cast", "full_like"},
         description="C kernels for elementwise steps and fused groups (gcc/clang, OpenMP, "
         "libmvec); numpy for the rest",
     )

@@ -204,6 +204,9 @@ def _build(chain: Toolchain, source: str, path: Path | None = None) -> ctypes.CD
         except (OSError, subprocess.SubprocessError) as exc:
             raise BuildError(f"{chain.compiler} did not run: {exc}") from None
         if done.returncode != 0:
-            raise BuildError(done.stderr[-4000:] or f"{chain.compiler} exited {done.returncode}")
+            # the message names the temporary file: say kernels.c, so that one failure
+            # reads the same every time (a warning is given once per distinct message)
+            message = done.stderr.replace(str(c_file), c_file.name)
+            raise BuildError(message[-4000:] or f"{chain.compiler} exited {done.returncode}")
         os.replace(target, path)  # atomic: a concurrent process sees all of it or nothing
     return ctypes.CDLL(str(path))

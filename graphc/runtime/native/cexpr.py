@@ -63,7 +63,7 @@ ULP_BOUND = {
     "sigmoid": 8,
     # gelu's 1 + tanh(...) cancels for x below about -3, so its error is absolute, not in
     # ulp of the result: within tanh's bound carried through x/2, ULP_BOUND["tanh"] *
-    # eps/4 * |x|, plus 4 ulp of the result (tests/native_checks.py: gelu_bound)
+    # eps/4 * |x|, plus 4 ulp of the result (tests/native_checks.py: gelu_allowance)
     "gelu": 8,
 }
 

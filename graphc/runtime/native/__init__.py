@@ -33,6 +33,7 @@ from graphc.runtime.native.kernels import (
     FULL,
     SCALAR,
     STRIDED,
+    TRANSPOSED,
     DeclinedError,
     Kernel,
     block_of,
@@ -102,8 +103,12 @@ def _call(
     fn = kernel.name
     gen.namespace.setdefault(fn, None)  # bound by finish()
     lines = [f"# native kernel {kernel.name}: {' '.join(kernel.ops)}"]
-    n = gen.plan.values[step.output].type.size or 0
-    args = [str(n), _pointer(gen, out, step.output in gen.static, lines)]
+    out_t = gen.plan.values[step.output].type
+    n = out_t.size or 0
+    args = [str(n)]
+    if any(o.mode == TRANSPOSED for o in kernel.operands):
+        args += [str(out_t.shape[0]), str(out_t.shape[1])]
+    args.append(_pointer(gen, out, step.output in gen.static, lines))
     for (expr, static, shape, _), operand in zip(operands, kernel.operands):
         if operand.mode == SCALAR or static:
             args.append(_pointer(gen, expr, static, lines))
@@ -191,7 +196,13 @@ def _kernel_for(gen: Generator, step: Step) -> tuple[Kernel, list[tuple[str, boo
         array = np.ascontiguousarray(c.value)
         operands.append((gen.const(array, f"{step.output}_c"), True, array.shape, False))
         types.append(TensorType.of(array))
-    transposed = {k for k, operand in enumerate(operands) if operand[3]}
+    transposed = set()
+    for k, (_, static, _, is_transposed) in enumerate(operands):
+        if not is_transposed:
+            continue
+        if not (static and _plain_transpose(gen, step.inputs[k] if k < len(step.inputs) else None)):
+            raise DeclinedError("an operand is a transposed view not of a contiguous matrix")
+        transposed.add(k)
     return build_kernel(body, types, out_t, known, transposed), operands
 
 
@@ -202,6 +213,19 @@ def _single(node: Any, attrs: dict[str, Any], types: list[TensorType]) -> Graph:
     op = get_op(node.op)
     g.add_output(g.add_op(node.op, xs, attrs, op.infer(*types, **attrs)), name="y")
     return g
+
+
+def _plain_transpose(gen: Generator, value: str | None) -> bool:
+    """Is `value` a 2-D transpose, made at setup, of a value that is not a view (so
+    C-contiguous by the planner's layout rule)?"""
+    if value is None:
+        return False
+    v = gen.plan.values[value]
+    node = gen.plan.nodes[value]
+    if v.kind != "view" or node.op != "transpose" or tuple(node.attrs["axes"]) != (1, 0):
+        return False
+    base = gen.plan.values[v.base]  # type: ignore[index]
+    return base.kind not in ("view", "input") and value in gen.static
 
 
 def _transposed(gen: Generator, value: str) -> bool:

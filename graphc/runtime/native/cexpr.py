@@ -100,9 +100,6 @@ typedef int32_t vi32 __attribute__((vector_size(GC_VB)));
 typedef int64_t vi64 __attribute__((vector_size(2 * GC_VB)));
 #define GC_EXPORT __attribute__((visibility("default")))
 #define GC_INLINE static inline __attribute__((always_inline))
-#ifndef GC_PAR_MIN
-#define GC_PAR_MIN 131072
-#endif
 
 GC_INLINE vf32 sp_f32(float s) { vf32 v; for (int k = 0; k < GC_W; k++) v[k] = s; return v; }
 GC_INLINE vf64 sp_f64(double s) { vf64 v; for (int k = 0; k < GC_W; k++) v[k] = s; return v; }
@@ -122,6 +119,27 @@ GC_INLINE void st_f64(char *p, int64_t i, int64_t m, vf64 v) { memcpy(p + 8 * i,
 GC_INLINE void st_b(char *p, int64_t i, int64_t m, vb v) {
     uint8_t t[GC_W]; for (int k = 0; k < GC_W; k++) t[k] = (uint8_t)(v[k] & 1);
     memcpy(p + i, t, m); }
+
+/* dst[r][c] = src[c][r] for an 8 x 8 block of floats (rows ld and ldd apart): the usual
+   unpack, shuffle and lane-swap sequence, 24 instructions for 64 elements */
+GC_INLINE void tr8_f32(const float *src, int64_t ld, float *dst, int64_t ldd) {
+    __m256 r[8], t[8], u[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(src + k * ld);
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    }
+    for (int k = 0; k < 8; k += 4) {
+        u[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+        u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+        u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+        u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+    }
+    for (int k = 0; k < 4; k++) {
+        _mm256_storeu_ps(dst + k * ldd, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));
+        _mm256_storeu_ps(dst + (k + 4) * ldd, _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
+    }
+}
 
 /* an element of a broadcast or strided operand: d = {shape[nd], element strides[nd]} */
 GC_INLINE int64_t off_nd(int64_t idx, const int64_t *d, int nd) {

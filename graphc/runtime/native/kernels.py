@@ -9,12 +9,23 @@ or STRIDED (any other broadcast: each lane's element found from a descriptor of 
 and strides). BLOCK takes one division per block of lanes (then a contiguous load or a
 splat when the block does not wrap), STRIDED a few per lane. Sizes and
 strides are arguments, never part of the C source, so a plan at another batch size
-reuses the compiled kernel. A full-size operand that is a transposed view is left to
-numpy (its strided loops are faster than a gather per lane).
+reuses the compiled kernel.
 
-Blocks of eight lanes run in parallel under OpenMP when the output has at least
-`GC_PAR_MIN` elements (smaller ones stay on the calling thread: waking a thread pool
-costs more than they take). The last block loads its lanes into zero-padded vectors,
+A full-size operand that is the transpose of a C-contiguous matrix (a weight gradient
+subtracted from its weight: `w - transpose(g)`) is TRANSPOSED: the kernel then walks
+the (rows, cols) output in tiles of GC_W x GC_W, copies each tile of the operand into a
+small buffer in the output's order (rows of the source are contiguous, so each read
+is a cache line), and runs the same block code on each tile row. The elements are
+computed by the same code in another order, so the bits are the same; numpy's strided
+loop for such a subtraction takes 16x its contiguous time (250 us against 15 us for
+256 x 784 float32). Other transposed views are left to numpy.
+
+Blocks of lanes run in parallel under OpenMP when the output is large enough for the
+kernel's work to pay for waking the pool (10-20 us with idle threads asleep): at least
+`PARALLEL_WORK` / (the kernel's work per element) elements, the work counting each op
+by its cost (`COST`): a single multiply stays on the calling thread below about a
+million elements, where two threads measured slower (a 784 x 256 scale: 16 us alone,
+24 us in parallel), a GELU chain goes parallel from about 60,000. The last block loads its lanes into zero-padded vectors,
 so every element is computed by the same code (see cexpr.py).
 
 A step is declined (None: numpy's lowering runs it) when an op has no emitter here, a
@@ -34,7 +45,8 @@ from graphc.ir.types import TensorType
 from graphc.ops.elementwise import PRODUCT_EXPONENTS
 from graphc.runtime.native.cexpr import CTYPE, EMITTERS, compare, convert, splat
 
-FULL, SCALAR, BLOCK, STRIDED = "full", "scalar", "block", "strided"
+FULL, SCALAR, BLOCK, STRIDED, TRANSPOSED = "full", "scalar", "block", "strided", "transposed"
+CTYPE_NAME = {"f32": "float", "f64": "double", "b": "uint8_t"}
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
 
@@ -87,6 +99,9 @@ def build_kernel(
         elif operand.mode == BLOCK:
             loads.append(f"    v{ct} x{k} = bk_{ct}(a{k}, z{k}, y{k}, i, m);")
             expr[node] = (f"x{k}", ct)
+        elif operand.mode == TRANSPOSED:  # a{k} is the row of this block in its tile
+            loads.append(f"    v{ct} x{k} = ld_{ct}(a{k}, 0, m);")
+            expr[node] = (f"x{k}", ct)
         else:
             loads.append(f"    v{ct} x{k} = gd_{ct}(a{k}, d{k}, {operand.ndim}, i, m);")
             expr[node] = (f"x{k}", ct)
@@ -135,27 +150,123 @@ def build_kernel(
                 "b": "0 != *(const uint8_t *)",
             }
             init.append(f"    v{ct} s{k} = sp_{ct}({load[ct]}a{k});")
-    text = "\n".join(
-        [
-            "GC_INLINE void NAME_block(" + ", ".join(block_params) + ") {",
-            *loads,
-            *lines,
-            f"    st_{out_ctype}(out, i, m, {root_expr});",
-            "}",
+    block = [
+        "GC_INLINE void NAME_block(" + ", ".join(block_params) + ") {",
+        *loads,
+        *lines,
+        f"    st_{out_ctype}(out, i, m, {root_expr});",
+        "}",
+    ]
+    tiled = [k for k, o in enumerate(operands) if o.mode == TRANSPOSED]
+    par = f"if (n >= {parallel_min(ops)})"
+    if tiled:
+        main = _tiled_main(params, init, block_args, tiled, operands, par)
+    else:
+        main = [
             "GC_EXPORT void NAME(" + ", ".join(["int64_t n", *params]) + ") {",
             *init,
             "    int64_t nb = n / GC_W;",
-            "    #pragma omp parallel for if (n >= GC_PAR_MIN) schedule(static)",
+            f"    #pragma omp parallel for {par} schedule(static)",
             "    for (int64_t b = 0; b < nb; b++)",
             "        NAME_block(" + ", ".join(["GC_W * b", "GC_W", *block_args]) + ");",
             "    if (n % GC_W)",
             "        NAME_block(" + ", ".join(["GC_W * nb", "n % GC_W", *block_args]) + ");",
             "}",
         ]
-    )
+    text = "\n".join(block + main)
     name = "gk_" + hashlib.sha256(text.encode()).hexdigest()[:16]
-    kinds = "".join("i" if p.startswith("int64_t") else "p" for p in params)
+    kinds = ("ii" if tiled else "") + "".join(
+        "i" if p.startswith("int64_t") else "p" for p in params
+    )
     return Kernel(name, text.replace("NAME", name) + "\n", operands, ops, kinds)
+
+
+# a kernel's work per element: one for its loads and stores, plus each op's cost, about
+# its time relative to an add (math functions are polynomials of 15-30 operations)
+COST = {
+    "exp": 16,
+    "log": 16,
+    "expm1": 16,
+    "log1p": 16,
+    "tanh": 24,
+    "sin": 20,
+    "cos": 20,
+    "sigmoid": 20,
+    "gelu": 30,
+    "sqrt": 4,
+    "rsqrt": 6,
+    "div": 4,
+    "reciprocal": 4,
+}
+PARALLEL_WORK = 1 << 21  # elements x work per element from which two threads pay off
+PARALLEL_MIN = 1 << 15
+
+
+def parallel_min(ops: list[str]) -> int:
+    """The fewest output elements for which a kernel of `ops` runs in parallel."""
+    work = 1 + sum(COST.get(op, 1) for op in ops)
+    return max(PARALLEL_MIN, PARALLEL_WORK // work)
+
+
+def _tiled_main(
+    params: list[str],
+    init: list[str],
+    block_args: list[str],
+    tiled: list[int],
+    operands: list[Operand],
+    par: str,
+) -> list[str]:
+    """The kernel's entry walking a (rows, cols) output in GC_W x GC_W tiles, each
+    TRANSPOSED operand's tile copied into a buffer in the output's order first."""
+    args = list(block_args)
+    buffers, fills = [], []
+    for k in tiled:
+        c_type = CTYPE_NAME[operands[k].ctype]
+        buffers.append(f"        {c_type} tile{k}[GC_W][GC_W];")
+        scalar_fill = [
+            "for (int64_t c = 0; c < m; c++) {",
+            f"    const {c_type} *src = (const {c_type} *)a{k} + (tj + c) * rows + ti;",
+            f"    for (int64_t r = 0; r < tr; r++) tile{k}[r][c] = src[r];",
+            "}",
+        ]
+        if operands[k].ctype == "f32":  # whole tiles: 8 x 8 blocks transposed in registers
+            fills += [
+                "            if (m == GC_W && tr == GC_W) {",
+                "                for (int bc = 0; bc < GC_W; bc += 8)",
+                "                    for (int br = 0; br < GC_W; br += 8)",
+                f"                        tr8_f32((const float *)a{k} + (tj + bc) * rows + ti + br, rows, &tile{k}[br][bc], GC_W);",
+                "            } else {",
+                *("                " + line for line in scalar_fill),
+                "            }",
+            ]
+        else:
+            fills += ["            " + line for line in scalar_fill]
+        args[args.index(f"a{k}")] = f"(const char *)tile{k}[r]"
+    return [
+        "GC_EXPORT void NAME("
+        + ", ".join(["int64_t n", "int64_t rows", "int64_t cols", *params])
+        + ") {",
+        *init,
+        f"    #pragma omp parallel for {par} schedule(static)",
+        "    for (int64_t ti = 0; ti < rows; ti += GC_W) {",
+        *buffers,
+        "        int64_t tr = rows - ti < GC_W ? rows - ti : GC_W;",
+        "        for (int64_t tj = 0; tj < cols; tj += GC_W) {",
+        "            int64_t m = cols - tj < GC_W ? cols - tj : GC_W;",
+        *fills,
+        # a literal lane count for whole blocks, so their loads and stores are vectors
+        "            for (int64_t r = 0; r < tr; r++) {",
+        "                if (m == GC_W)",
+        "                    NAME_block("
+        + ", ".join(["(ti + r) * cols + tj", "GC_W", *args])
+        + ");",
+        "                else",
+        "                    NAME_block(" + ", ".join(["(ti + r) * cols + tj", "m", *args]) + ");",
+        "            }",
+        "        }",
+        "    }",
+        "}",
+    ]
 
 
 def _ctype(t: TensorType) -> str:
@@ -170,6 +281,8 @@ def _operand(t: TensorType, out: TensorType, transposed: bool) -> Operand:
     if t.size == 1:
         return Operand(SCALAR, ct)
     if transposed:
+        if t.shape == out.shape and out.rank == 2:
+            return Operand(TRANSPOSED, ct)
         raise DeclinedError("an operand is a transposed view (numpy's strided loops are faster)")
     if t.shape == out.shape:
         return Operand(FULL, ct)

@@ -5,8 +5,11 @@ tanh(x) ~ x P(x^2) / Q(x^2), P of degree 4 and Q of degree 4 in x^2, Q(0) = 1, o
 [1e-4, 9]: the linearized problem x P - tanh(x) Q = 0 divided by tanh(x) (relative
 error), solved by least squares, reweighted by the last denominator (Loeb) and by the
 last error (Lawson) towards a minimax fit. The coefficients are rounded to float32 and
-the fit is evaluated as the kernel evaluates it: float32 Horner, one rounding per
-operation, x clamped to [-9, 9], x itself below 1e-4, +-1 from 8.7 on.
+the fit is evaluated as the kernel evaluates it: float32 Horner with fused multiply-adds
+(emulated here in float64, whose product of two float32 numbers is exact; the double
+rounding may differ from a true fma in rare last-bit cases, which the kernel's own test,
+tests/runtime/test_native_ulp.py, covers), x clamped to [-9, 9], x itself below 1e-4,
++-1 from 8.7 on.
 
     python tools/fit_tanh.py      # prints the coefficients (hex) and the measured errors
 """
@@ -50,10 +53,10 @@ def evaluate(x: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
     xc = np.clip(x, np.float32(-CLAMP), np.float32(CLAMP))
     u = xc * xc
     num, den = p[-1], q[-1]
-    for c in p[-2::-1]:
-        num = num * u + c
+    for c in p[-2::-1]:  # fma: one rounding of num * u + c
+        num = (num.astype(np.float64) * u + c).astype(np.float32)
     for c in q[-2::-1]:
-        den = den * u + c
+        den = (den.astype(np.float64) * u + c).astype(np.float32)
     r = (xc * num) / den
     r = np.where(np.abs(x) < np.float32(1e-4), x, r)
     return np.where(np.abs(x) >= np.float32(8.7), np.copysign(np.float32(1), x), r)

@@ -10,14 +10,14 @@ group computes exactly what its ops computed one by one. That keeps the native b
 exact across optimization levels, as the numpy backend is.
 
 What differs from numpy: exp, log, tanh, sin, cos, expm1, log1p (and the ops built on
-them: sigmoid, gelu) come from glibc's libmvec (its AVX2 variants), where numpy has its
+them: sigmoid, gelu) come from glibc's libmvec (its AVX2 or AVX-512 variants), where numpy has its
 own SIMD code. glibc documents libmvec's error as at most 4 ulp. float32 tanh is
 graphc's own (`TANH_F32`: libmvec's took 3x numpy's time, and GELU is mostly tanh): a
 rational function x P(x^2) / Q(x^2) of degrees 9 and 8, fitted by graphc
 (tools/fit_tanh.py, iteratively reweighted least squares on the relative error), on x
 clamped to [-9, 9], x itself below 1e-4 and +-1 from 8.7 (where tanh rounds to +-1):
-measured within 6 ulp of the correctly rounded tanh and of numpy's, on every third
-float32 in [1e-4, 10] and 2**24 random bit patterns. tests/runtime/test_native_ulp.py
+measured within 5 ulp of the correctly rounded tanh and of numpy's (its polynomials use
+fused multiply-adds), on every third float32 in [1e-4, 10] and 2**24 random bit patterns. tests/runtime/test_native_ulp.py
 checks every bound in `ULP_BOUND` against numpy over the float range.
 Everything else (+ - * / sqrt, comparisons, min/max with numpy's nan and -0.0 rules,
 where, casts between floats and bools, floor/ceil/trunc) gives numpy's bits.
@@ -203,6 +203,16 @@ GC_INLINE vf32 abs_f32(vf32 x) { vi32 k = {0}; k = k + 0x7fffffff; return (vf32)
 GC_INLINE vf64 abs_f64(vf64 x) {
     vi64 k = {0}; k = k + 0x7fffffffffffffffLL; return (vf64)((vi64)x & k); }
 GC_INLINE vf32 sqrt_f32(vf32 x) { return (vf32)GC_SQRT_PS((gc_ps)x); }
+/* a * b + c rounded once, for graphc's own polynomials only (never for numpy's ops) */
+GC_INLINE vf32 fma_f32(vf32 a, vf32 b, vf32 c) {
+#if defined(__AVX512F__)
+    return (vf32)_mm512_fmadd_ps((gc_ps)a, (gc_ps)b, (gc_ps)c);
+#elif defined(__FMA__)
+    return (vf32)_mm256_fmadd_ps((gc_ps)a, (gc_ps)b, (gc_ps)c);
+#else
+    return a * b + c;
+#endif
+}
 /* float64 lanes are two registers: a function of one register applied to each half */
 #define GC_HALVES(name, expr_lo, expr_hi) \
     GC_INLINE vf64 name(vf64 x) { vf64h lo, hi; memcpy(&lo, &x, GC_VB); memcpy(&hi, (char *)&x + GC_VB, GC_VB); \
@@ -229,9 +239,11 @@ TANH_Q = tuple(
 
 
 def _horner(coefficients: tuple[float, ...], var: str) -> str:
+    # fused multiply-adds: graphc's own polynomial, so the ops need not round as numpy's
+    # separate * and + would (the bound in ULP_BOUND is measured with them)
     expr = f"sp_f32({c_float(coefficients[-1], 'f32')})"
     for c in reversed(coefficients[:-1]):
-        expr = f"({expr} * {var} + sp_f32({c_float(c, 'f32')}))"
+        expr = f"fma_f32({expr}, {var}, sp_f32({c_float(c, 'f32')}))"
     return expr
 
 

@@ -25,7 +25,8 @@ kernel's work to pay for waking the pool (10-20 us with idle threads asleep): at
 `PARALLEL_WORK` / (the kernel's work per element) elements, the work counting each op
 by its cost (`COST`): a single multiply stays on the calling thread below about a
 million elements, where two threads measured slower (a 784 x 256 scale: 16 us alone,
-24 us in parallel), a GELU chain goes parallel from about 60,000. The last block loads its lanes into zero-padded vectors,
+24 us in parallel), a GELU chain goes parallel from about 120,000 (at 1e5 elements one
+thread took 66-72 us with two, numpy's chunked plan 65). The last block loads its lanes into zero-padded vectors,
 so every element is computed by the same code (see cexpr.py).
 
 A step is declined (None: numpy's lowering runs it) when an op has no emitter here, a
@@ -198,7 +199,7 @@ COST = {
     "div": 4,
     "reciprocal": 4,
 }
-PARALLEL_WORK = 1 << 21  # elements x work per element from which two threads pay off
+PARALLEL_WORK = 1 << 22  # elements x work per element from which two threads pay off
 PARALLEL_MIN = 1 << 15
 
 

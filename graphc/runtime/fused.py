@@ -52,7 +52,7 @@ def lower_fused(gen: Generator, step: Step, out: str) -> list[str]:
     lines = [f"# fused {shown(step.output)}: {_members(body)} over {n} elements"]
     flat = all(t.shape == out_t.shape or t.size == 1 for _, _, t in leaves)
     # flattening a transposed view would copy it on every call: keep its shape instead
-    flat = flat and not any(_transposed(gen, x) for x in step.inputs)
+    flat = flat and not any(transposed_view(gen, x) for x in step.inputs)
     if flat and out_t.rank != 1:
         out_view = gen.fresh(f"{step.output}_flat")
         where = gen.setup_lines if step.output in gen.static else lines
@@ -93,7 +93,7 @@ def lower_fused(gen: Generator, step: Step, out: str) -> list[str]:
     return lines
 
 
-def _transposed(gen: Generator, value: str) -> bool:
+def transposed_view(gen: Generator, value: str) -> bool:
     """Is `value` a view through a transpose (strided, so reshape(-1) would copy)?"""
     v = gen.plan.values[value]
     while v.kind == "view" and v.base is not None:

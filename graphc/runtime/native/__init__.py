@@ -26,6 +26,7 @@ from graphc.runtime.backend import (
     register_lowering,
 )
 from graphc.runtime.codegen import Generator, shown
+from graphc.runtime.fused import transposed_view
 from graphc.runtime.native import calls, toolchain
 from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
 from graphc.runtime.native.kernels import (
@@ -188,7 +189,7 @@ def _kernel_for(gen: Generator, step: Step) -> tuple[Kernel, list[tuple[str, boo
     operands, types, known = [], [], {}
     for k, x in enumerate(step.inputs):
         value = plan.values[x]
-        operands.append((gen.array(x), x in gen.static, value.type.shape, _transposed(gen, x)))
+        operands.append((gen.array(x), x in gen.static, value.type.shape, transposed_view(gen, x)))
         types.append(value.type)
         if x in plan.constants:
             known[k] = np.asarray(plan.nodes[x].value)
@@ -226,15 +227,6 @@ def _plain_transpose(gen: Generator, value: str | None) -> bool:
         return False
     base = gen.plan.values[v.base]  # type: ignore[index]
     return base.kind not in ("view", "input") and value in gen.static
-
-
-def _transposed(gen: Generator, value: str) -> bool:
-    v = gen.plan.values[value]
-    while v.kind == "view" and v.base is not None:
-        if gen.plan.nodes[v.name].op == "transpose":
-            return True
-        v = gen.plan.values[v.base]
-    return False
 
 
 def finish(gen: Generator) -> None:

@@ -108,7 +108,7 @@ def test_hostile_graphs_on_native(graph: Graph, seed: int, sizes: tuple[int, int
 
 @pytest.mark.slow
 @pytest.mark.parametrize("small", [0, DEFAULT_SMALL])
-@settings(max_examples=600)
+@settings(max_examples=300)
 @given(edge_graphs(max_ops=12), st.integers(0, 2**16), BATCHES)
 def test_hostile_graphs_on_native_slow(
     small: int, graph: Graph, seed: int, sizes: tuple[int, int]

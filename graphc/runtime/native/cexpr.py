@@ -160,11 +160,14 @@ GC_INLINE vb gd_b(const char *p, const int64_t *d, int nd, int64_t i, int64_t m)
    z == 1 and the block does not wrap, a splat when the block stays in one z-run */
 #define GC_BLOCK(t, T, one) \
     GC_INLINE v##t bk_##t(const char *p, int64_t z, int64_t y, int64_t i, int64_t m) { \
-        int64_t q = i / z, r = i - q * z; \
-        if (z == 1) { int64_t base = q % y; if (base + m <= y) return ld_##t(p, base, m); } \
-        else if (r + m <= z) return sp_##t(one(((const T *)p)[q % y])); \
+        int64_t q = i / z, r = i - q * z, qy = q % y; \
+        if (z == 1) { if (qy + m <= y) return ld_##t(p, qy, m); } \
+        else if (r + m <= z) return sp_##t(one(((const T *)p)[qy])); \
         v##t v = {0}; \
-        for (int k = 0; k < m; k++) v[k] = one(((const T *)p)[((i + k) / z) % y]); \
+        for (int k = 0; k < m; k++) { /* step through the runs: no division per lane */ \
+            v[k] = one(((const T *)p)[qy]); \
+            if (++r == z) { r = 0; if (++qy == y) qy = 0; } \
+        } \
         return v; }
 #define GC_SAME(x) (x)
 #define GC_TRUE(x) ((x) ? -1 : 0)

@@ -210,6 +210,8 @@ def _window(draw: Draw, pool: list[gc.Symbol], dtype: str) -> gc.Symbol | None:
         if kind == "avg_pool2d":
             ceil_mode, include = draw(st.booleans()), draw(st.booleans())
             return gc.avg_pool2d(x, kernel, stride, padding, ceil_mode, include)
+        if not isinstance(channels, int):  # a symbolic channel dim: no constant weight fits
+            return None
         groups = draw(st.sampled_from([g for g in (1, 2, 3) if channels % g == 0]))
         out = groups * draw(st.integers(1, 2))
         dilation = draw(st.sampled_from([1, 2, (2, 1)]))

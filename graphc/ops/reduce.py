@@ -79,7 +79,15 @@ def _reduce_kernel(reducer: Any, ufunc: np.ufunc | None = None, nonempty: str = 
     ) -> np.ndarray:
         if nonempty and x.size == 0:
             _check_nonempty(nonempty, x.shape, axis)
-        return np.asarray(reducer(x, axis=axis, keepdims=keepdims, out=out))
+        result = np.asarray(reducer(x, axis=axis, keepdims=keepdims, out=out))
+        if out is None and result.ndim > 1 and not result.flags.c_contiguous:
+            # numpy laid the result out in the input's order (a transposed view's) and
+            # summed in an order following it; every planned value is C-contiguous and
+            # its reduction writes into a C out=, which sums in another order: do the same
+            result = np.asarray(
+                reducer(x, axis=axis, keepdims=keepdims, out=np.empty(result.shape, result.dtype))
+            )
+        return result
 
     # np.sum is np.add.reduce behind a slow Python wrapper: the runtime calls the reduce
     kernel.reduce_ufunc = ufunc  # type: ignore[attr-defined]

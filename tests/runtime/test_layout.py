@@ -190,3 +190,27 @@ def test_a_returned_elementwise_result_of_a_transpose_is_c_contiguous_as_in_the_
          [5.4210115e-20, 9.3049041e16, 1.0, 1.3314361e-15]], np.float32,
     )  # fmt: skip
     check_levels(g, [{"x": x}])
+
+
+def test_a_reduction_over_a_transposed_view_is_laid_out_as_in_the_plan() -> None:
+    # numpy allocates a reduction's result in the order of the input's kept axes (here
+    # transposed) and sums over several axes in an order that follows it; the plan passes
+    # a C-contiguous out=. The reference's kernel, given no out, gave other last bits
+    # (found by the random symbolic graphs of tests/runtime/test_shape_passes.py)
+    g = parsed("""
+    graph g(%x: f64[3,4]) {
+      %a: f64[3,4,1,1] = reshape(%x, shape=(3, 4, 1, 1))
+      %b: f64[1,1,3,4] = reshape(%x, shape=(1, 1, 3, 4))
+      %m: f64[3,4,3,4] = mul(%a, %b)
+      %t: f64[4,3,3,4] = transpose(%m, axes=(3, 2, 0, 1))
+      %s: f64[3,3] = sum(%t, axis=(0, 3), keepdims=False)
+      output %y = %s
+    }""")
+    feeds = feeds_for(g, range(32))
+    check_levels(g, feeds)
+    for f in feeds:
+        x = f["x"]
+        t = (x.reshape(3, 4, 1, 1) * x.reshape(1, 1, 3, 4)).transpose(3, 2, 0, 1)
+        into = np.empty((3, 3))
+        np.add.reduce(t, axis=(0, 3), out=into)
+        assert bits_differ(gc.run(g, f)[0], into) is None

@@ -128,6 +128,21 @@ _CASES: list[OpCase] = []
 BUILDER_CASES: list[OpCase] = []
 
 
+def case_feeds(case: OpCase) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The case's own inputs (placeholders x0, x1, ...) and hostile ones of the same
+    shapes and dtypes (nan, inf, -0.0, extremes: tests/edge_values.py); integer and bool
+    inputs may be indices or exponents, so they stay tame."""
+    from tests.edge_values import edge_array
+
+    tame = {f"x{i}": a for i, a in enumerate(case.inputs(seed=1))}
+    rng = np.random.default_rng(7)
+    hostile = {
+        name: a if a.dtype.kind in "iub" else edge_array(rng, a.shape, a.dtype)
+        for name, a in tame.items()
+    }
+    return tame, hostile
+
+
 def _case(
     op: str,
     label: str,

@@ -9,15 +9,14 @@ own file, test_edge_differential.py.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
 from tests.differential import check_levels
-from tests.edge_values import edge_array, edge_feeds
-from tests.op_cases import all_cases, build_graph
+from tests.edge_values import edge_feeds
+from tests.op_cases import all_cases, build_graph, case_feeds
 from tests.strategies import random_feeds, random_graphs
 
 CASES = all_cases()
@@ -26,13 +25,7 @@ CASES = all_cases()
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_every_op_matches_reference(case: object) -> None:
     g = build_graph(case)
-    tame = {f"x{i}": a for i, a in enumerate(case.inputs(seed=1))}
-    rng = np.random.default_rng(7)
-    # integer inputs of an op case may be indices or exponents: keep them tame
-    hostile = {
-        name: a if a.dtype.kind in "iub" else edge_array(rng, a.shape, a.dtype)
-        for name, a in tame.items()
-    }
+    tame, hostile = case_feeds(case)
     check_levels(g, [tame, hostile])
 
 

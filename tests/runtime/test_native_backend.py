@@ -35,7 +35,7 @@ from graphc.runtime import native
 from graphc.runtime.native import toolchain
 from tests.differential import quiet
 from tests.edge_graphs import edge_graphs
-from tests.edge_values import bits_differ, edge_array, edge_feeds
+from tests.edge_values import bits_differ, edge_feeds
 from tests.native_checks import (
     Feeds,
     bound_failures,
@@ -48,7 +48,7 @@ from tests.native_checks import (
     needs_native,
     normwise,
 )
-from tests.op_cases import OpCase, all_cases, build_graph
+from tests.op_cases import OpCase, all_cases, build_graph, case_feeds
 from tests.strategies import random_feeds, random_graphs
 
 pytestmark = [needs_native, pytest.mark.usefixtures("every_size")]
@@ -66,12 +66,7 @@ def test_op_case_on_native_matches_numpy(case: OpCase) -> None:
     ULP_BOUND op), the case's own tolerance on its inputs otherwise, and the same bits
     at both levels."""
     g = build_graph(case)
-    tame = {f"x{i}": a for i, a in enumerate(case.inputs(seed=1))}
-    rng = np.random.default_rng(7)
-    hostile = {
-        name: a if a.dtype.kind in "iub" else edge_array(rng, a.shape, a.dtype)
-        for name, a in tame.items()
-    }
+    tame, hostile = case_feeds(case)
     rtol, atol = case.tolerance
 
     def close(a: np.ndarray, b: np.ndarray) -> str | None:

@@ -94,7 +94,8 @@ def find_groups(
         root = roots.pop() if len(roots) == 1 else None
         is_kept, in_kernel = node.op in keep, _in_kernel(node, lowered)
         if root is not None and node.type.shape == root.type.shape:
-            if not ((kept[root] or is_kept) and not (native[root] and in_kernel)):
+            # a group with a kept op may only hold ops the backend's kernel computes
+            if not (kept[root] or is_kept) or (native[root] and in_kernel):
                 group_of[node] = root
                 members[root].append(node)
                 kept[root] = kept[root] or is_kept

@@ -131,14 +131,15 @@ def run_passes(
     return graph, report
 
 
-# passes that may fold an op into a constant, or absorb it into another op's kernel:
-# given `keep`, they leave the ops in it alone (see `optimize`)
+# passes that may fold an op into a constant, absorb it into another op's kernel, or
+# fuse it: given `keep`, they leave the ops in it alone (see `optimize`)
 KEEPING: tuple[Pass, ...] = (
     fold_constants,
     simplify,
     simplify_fast_math,
     recognize_softmax,
     fuse_conv_epilogue,
+    fuse_elementwise,
 )
 
 
@@ -159,7 +160,7 @@ def keeping(
         run.__name__ = p.__name__
         return run
 
-    return tuple(bound(p) if p in KEEPING or p is fuse_elementwise else p for p in passes)
+    return tuple(bound(p) if p in KEEPING else p for p in passes)
 
 
 def _bodies_at(level: int, fast_math: bool, keep: frozenset[str], lowered: frozenset[str]) -> Pass:

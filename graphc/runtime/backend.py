@@ -59,7 +59,6 @@ class Backend:
     unavailable: Callable[[], str | None] = lambda: None
     finish: Callable[[Generator], None] | None = None
     lowerings: dict[str, Lowering] = field(default_factory=dict)
-    description: str = ""
     # may a one-element graph run as a scalar plan (numpy scalars) on this backend? Not
     # where the backend computes some op with other bits than numpy's scalars would
     allows_scalar: Callable[[Any], bool] = lambda graph: True
@@ -89,7 +88,6 @@ def register_backend(backend: Backend) -> Backend:
 BACKENDS["numpy"] = Backend(
     "numpy",
     fallback=None,
-    description="numpy kernels with out= (the reference path; runs everywhere)",
 )
 
 

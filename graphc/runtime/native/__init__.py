@@ -282,8 +282,6 @@ BACKEND = register_backend(
         allows_scalar=_allows_scalar,
         inexact=frozenset(ULP_BOUND),
         fused_ops=frozenset(EMITTERS) | {"cast", "full_like"},
-        description="C kernels for elementwise steps and fused groups (gcc/clang, OpenMP, "
-        "libmvec); numpy for the rest",
     )
 )
 

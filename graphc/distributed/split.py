@@ -1,0 +1,426 @@
+"""The batch split: one graph becomes a per-chunk graph, a merge graph and a combine graph.
+
+Algorithm. One walk over the topological order gives every value a *role* with
+respect to the batch dim (a symbolic dim, "B" by default):
+
+- free: it does not depend on the batch (parameters, constants, and `count` nodes,
+  which read the batch's size only: they become *size inputs*, computed once from the
+  whole batch's dims and fed to every graph that needs them);
+- mapped on axis a: it carries the batch dim on axis a, and row i depends only on row i
+  of the batch inputs. A placeholder with the dim is mapped; an op node with a mapped
+  operand asks its op's rule (rules.py) where the axis goes;
+- reduced: the value of a reduction over the batch (a *root*: sum, mean, max, min,
+  prod, logsumexp over the batch axis, or a contraction of it such as x.T @ dy), or of
+  any op whose operands are only reduced and free values.
+
+An op mixing a reduced operand with a mapped one (x - mean(x) over the batch, batch
+norm's training statistics) needs the whole batch before any row: the split refuses
+it, as it refuses what a rule refuses, with a `BatchSplitError` naming the node.
+
+From the roles, three graphs:
+
+- chunk: the mapped and free values the mapped outputs and the roots need, fed one
+  chunk of the batch inputs. Outputs: the mapped outputs, then one *partial* per
+  root: the root's own op on the chunk (a mean's partial is a sum).
+- merge: partials of several chunks stacked on a new leading axis (a symbolic dim)
+  reduced by the root kind's merge op (sum, max, min, prod, logsumexp). Merging is
+  associative, so merges can form a tree.
+- combine: from the merged partials, the roots (a mean divides its sum by the whole
+  batch's count) and every reduced or free value the remaining outputs need.
+
+Invariant: for any chunking of the batch, concatenating the chunk graph's mapped
+outputs and combining its merged partials gives the original graph's outputs, up to
+the rounding of summing in another order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from graphc.distributed.rules import PARTIAL_KINDS, Mapped, Reduce, UnsplittableError, batch_rule
+from graphc.ir.errors import GraphcError
+from graphc.ir.graph import OUTPUT, PLACEHOLDER, Graph, Node
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType, TupleType, bind_shape
+from graphc.ir.verify import verify
+
+
+class BatchSplitError(GraphcError, ValueError):
+    """A graph cannot be computed chunk by chunk along its batch dim."""
+
+
+REDUCED = "reduced"
+FREE = None
+Role = Mapped | str | None
+
+
+@dataclass(frozen=True)
+class SizeInput:
+    """A `count` over symbolic dims: how many elements an array of `shape` has along
+    `axis` (all when None), computed from the whole batch's dims."""
+
+    name: str
+    shape: tuple
+    axis: tuple[int, ...] | None
+    dtype: np.dtype
+
+    def value(self, bindings: Mapping[str, int]) -> np.ndarray:
+        dims = bind_shape(self.shape, bindings)
+        counted = dims if self.axis is None else tuple(dims[a] for a in self.axis)
+        return np.asarray(np.prod(counted, dtype=np.int64), self.dtype)
+
+
+@dataclass(frozen=True)
+class Partial:
+    """The per-chunk partial of the reduction node `root`, merged by `kind`."""
+
+    name: str
+    root: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    """Where one output of the original graph comes from: the chunk graph (mapped, the
+    batch on `axis`) or the combine graph."""
+
+    name: str
+    mapped: bool
+    axis: int | None = None
+
+
+@dataclass
+class BatchSplit:
+    """The three graphs of a batch split and what joins them (see the module docstring)."""
+
+    graph: Graph
+    batch_dim: str
+    chunk: Graph
+    merge: Graph
+    combine: Graph
+    outputs: list[OutputPlan]
+    partials: list[Partial]
+    sizes: list[SizeInput]
+    batch_inputs: dict[str, int] = field(default_factory=dict)  # placeholder -> axis
+
+    def size_values(self, bindings: Mapping[str, int]) -> dict[str, np.ndarray]:
+        """Every size input's value for the whole batch's dims."""
+        return {s.name: s.value(bindings) for s in self.sizes}
+
+    @property
+    def chunk_outputs(self) -> list[str]:
+        return [o.name for o in self.chunk.outputs]
+
+    def __repr__(self) -> str:
+        return (
+            f"<BatchSplit of '{self.graph.name}' along {self.batch_dim}: "
+            f"{sum(o.mapped for o in self.outputs)} mapped output(s), "
+            f"{len(self.partials)} partial(s), {len(self.sizes)} size input(s)>"
+        )
+
+
+# -- roles ------------------------------------------------------------------------------
+
+
+def batch_roles(graph: Graph, batch_dim: str = "B") -> tuple[dict[Node, Role], dict[Node, str]]:
+    """Each node's role (Mapped(axis), REDUCED or FREE) and the roots with their kinds."""
+    roles: dict[Node, Role] = {}
+    roots: dict[Node, str] = {}
+    for n in graph.nodes:
+        if n.kind == OUTPUT:
+            roles[n] = roles[n.inputs[0]]
+            continue
+        if n.kind == PLACEHOLDER:
+            roles[n] = _placeholder_role(n, batch_dim)
+            continue
+        role = _op_role(n, [roles[x] for x in n.inputs], roots, batch_dim)
+        if isinstance(role, Reduce):
+            roots[n], role = role.kind, REDUCED
+        _check_type(n, role, batch_dim)
+        roles[n] = role
+    return roles, roots
+
+
+def _placeholder_role(n: Node, batch_dim: str) -> Role:
+    shape = n.type.shape
+    if shape.count(batch_dim) > 1:
+        raise BatchSplitError(
+            f"placeholder '{n.name}' has the batch dim {batch_dim} on {shape.count(batch_dim)} "
+            f"axes (shape {n.type}); a batch input carries it on one axis"
+        )
+    return Mapped(shape.index(batch_dim)) if batch_dim in shape else FREE
+
+
+def _op_role(n: Node, inputs: list[Role], roots: dict[Node, str], batch_dim: str) -> Any:
+    mapped = [r for r in inputs if isinstance(r, Mapped)]
+    if REDUCED in inputs and mapped:
+        source = next(x for x, r in zip(n.inputs, inputs) if r == REDUCED)
+        raise _refuse(
+            n,
+            f"it combines '{source.name}', a reduction over the batch, with per-row values; "
+            "batch statistics feeding back into the rows (as batch norm in training) need "
+            "the whole batch before any row",
+        )
+    if REDUCED in inputs:
+        return REDUCED
+    if not mapped:
+        return _free_role(n, batch_dim)
+    rule = batch_rule(n)
+    if rule is None:
+        raise _refuse(n, "graphc has no rule for how this op carries the batch axis")
+    axes = [r.axis if isinstance(r, Mapped) else None for r in inputs]
+    try:
+        return rule(n, axes)
+    except UnsplittableError as exc:
+        raise _refuse(n, str(exc)) from None
+
+
+def _free_role(n: Node, batch_dim: str) -> Role:
+    if batch_dim not in n.type.symbols:
+        return FREE
+    if n.op == "broadcast_to":  # a batch-independent value repeated for every row
+        return Mapped(n.type.shape.index(batch_dim))
+    raise _refuse(
+        n,
+        f"it makes values along the batch dim {batch_dim} from no batch input, so each "
+        "row's value would depend on its position or on the chunk (arange, random draws)",
+    )
+
+
+def _check_type(n: Node, role: Role, batch_dim: str) -> None:
+    """A mapped value carries the batch dim once, where its rule says; no other does."""
+    if isinstance(n.type, TupleType):
+        if isinstance(role, Mapped) or batch_dim in n.type.symbols:
+            raise _refuse(n, "it has several results carrying the batch")
+        return
+    shape = n.type.shape
+    if isinstance(role, Mapped):
+        if shape.count(batch_dim) != 1 or shape[role.axis] != batch_dim:
+            raise _refuse(n, f"its result {n.type} does not keep the batch dim on one axis")
+    elif batch_dim in shape:
+        raise _refuse(n, f"its result {n.type} carries the batch dim but no batch rows")
+
+
+def _refuse(n: Node, why: str) -> BatchSplitError:
+    where = f" (at {n.loc})" if n.loc else ""
+    return BatchSplitError(f"cannot split {n.describe()}{where} along the batch: {why}")
+
+
+def _counted_symbols(n: Node) -> bool:
+    shape, axis = n.attrs["shape"], n.attrs["axis"]
+    counted = shape if axis is None else [shape[a] for a in axis]
+    return any(isinstance(d, str) for d in counted)
+
+
+# -- the three graphs ---------------------------------------------------------------------
+
+
+def split_batch(graph: Graph, batch_dim: str = "B") -> BatchSplit:
+    """Split `graph` along its symbolic `batch_dim` into chunk, merge and combine graphs.
+
+    >>> import graphc as gc
+    >>> g = gc.Graph("g")
+    >>> with g:
+    ...     x = gc.placeholder("x", shape=("B", 3), dtype="float64")
+    ...     _ = gc.output(gc.mean(x * 2.0), name="m")
+    >>> split = split_batch(g)
+    >>> [p.kind for p in split.partials], [s.name for s in split.sizes]
+    (['mean'], ['mean_count'])
+    """
+    verify(graph)
+    roles, roots = batch_roles(graph, batch_dim)
+    if not any(isinstance(roles[p], Mapped) for p in graph.inputs):
+        raise BatchSplitError(
+            f"graph '{graph.name}' has no placeholder with the batch dim {batch_dim} "
+            f"(placeholders: {', '.join(str(p.type) + ' ' + p.name for p in graph.inputs)})"
+        )
+    names = _Names(graph)
+    partials = {
+        r: Partial(names.fresh(f"{r.name}_partial"), r.name, kind) for r, kind in roots.items()
+    }
+    mean_counts = {r: names.fresh(f"{r.name}_count") for r, kind in roots.items() if kind == "mean"}
+    counts = {n for n in graph.op_nodes if n.op == "count" and _counted_symbols(n)}
+
+    mapped_outs = [o for o in graph.outputs if isinstance(roles[o], Mapped)]
+    other_outs = [o for o in graph.outputs if not isinstance(roles[o], Mapped)]
+    combine_needs = _needed([o.inputs[0] for o in other_outs], stop=set(roots))
+    used_roots = [r for r in roots if r in combine_needs]  # in graph order
+    chunk_needs = _needed([o.inputs[0] for o in mapped_outs] + used_roots, stop=set())
+
+    chunk = _chunk_graph(graph, roles, chunk_needs, counts, mapped_outs, used_roots, partials)
+    merge = _merge_graph(graph, [partials[r] for r in used_roots], chunk, names)
+    combine = _combine_graph(
+        graph, combine_needs, counts, other_outs, used_roots, partials, mean_counts, chunk
+    )
+    sizes = [
+        SizeInput(n.name, n.attrs["shape"], n.attrs["axis"], n.type.dtype)
+        for n in graph.op_nodes
+        if n in counts and (n in chunk_needs or n in combine_needs)
+    ]
+    sizes += [
+        SizeInput(name, r.inputs[0].type.shape, r.attrs["axis"], r.type.dtype)
+        for r, name in mean_counts.items()
+        if r in combine_needs
+    ]
+    for g in (chunk, merge, combine):
+        verify(g)
+    plans = [
+        OutputPlan(o.name, True, roles[o].axis)
+        if isinstance(roles[o], Mapped)
+        else OutputPlan(o.name, False)
+        for o in graph.outputs
+    ]
+    batch_inputs = {p.name: roles[p].axis for p in graph.inputs if isinstance(roles[p], Mapped)}
+    return BatchSplit(
+        graph,
+        batch_dim,
+        chunk,
+        merge,
+        combine,
+        plans,
+        [partials[r] for r in used_roots],
+        sizes,
+        batch_inputs,
+    )
+
+
+class _Names:
+    """Fresh names beside every node name of the original graph."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.used = {n.name for n in graph.nodes}
+
+    def fresh(self, base: str) -> str:
+        name, i = base, 1
+        while name in self.used:
+            name, i = f"{base}_{i}", i + 1
+        self.used.add(name)
+        return name
+
+
+def _needed(targets: Iterable[Node], stop: set[Node]) -> set[Node]:
+    """The nodes `targets` read, transitively; a node in `stop` is needed but not entered."""
+    seen: set[Node] = set()
+    todo = list(targets)
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n not in stop:
+            todo.extend(n.inputs)
+    return seen
+
+
+def _add(g: Graph, op: str, inputs: list[Node], name: str, **attrs: Any) -> Node:
+    """An op node with canonical attrs and the type its rule infers."""
+    opdef = get_op(op)
+    attrs = {**opdef.attrs, **attrs}
+    types = [x.type for x in inputs]
+    if opdef.canonicalize is not None:
+        attrs = opdef.canonicalize(*types, **attrs)
+    return g.add_op(op, inputs, attrs, opdef.infer(*types, **attrs), name=name)
+
+
+def _placeholders_first(g: Graph, graph: Graph, needs: set[Node], copies: dict) -> None:
+    for p in graph.inputs:
+        if p in needs:
+            g.append_copy(p, copies)
+
+
+def _chunk_graph(
+    graph: Graph,
+    roles: dict[Node, Role],
+    needs: set[Node],
+    counts: set[Node],
+    mapped_outs: list[Node],
+    roots: list[Node],
+    partials: dict[Node, Partial],
+) -> Graph:
+    g = Graph(f"{graph.name}_chunk")
+    copies: dict[Node, Node] = {}
+    _placeholders_first(g, graph, needs, copies)
+    for n in graph.op_nodes:
+        if n in needs and n in counts:
+            copies[n] = g.add_placeholder(n.name, n.type)
+    for n in graph.op_nodes:
+        if n not in needs or n in counts:
+            continue
+        if n in partials and partials[n].kind == "mean":
+            copies[n] = _add(g, "sum", [copies[n.inputs[0]]], f"{n.name}_sum", **_axes(n))
+        else:
+            g.append_copy(n, copies)
+    for o in mapped_outs:
+        g.add_output(copies[o.inputs[0]], name=o.name)
+    for r in roots:
+        g.add_output(copies[r], name=partials[r].name)
+    return g
+
+
+def _axes(n: Node) -> dict[str, Any]:
+    return {"axis": n.attrs["axis"], "keepdims": n.attrs["keepdims"]}
+
+
+def _merge_graph(graph: Graph, partials: list[Partial], chunk: Graph, names: _Names) -> Graph:
+    g = Graph(f"{graph.name}_merge")
+    symbols = {d for n in graph.nodes if isinstance(n.type, TensorType) for d in n.type.symbols}
+    stacked = "chunks"
+    while stacked in symbols:
+        stacked += "_"
+    types = {o.name: o.type for o in chunk.outputs}
+    inputs = [
+        g.add_placeholder(
+            f"{p.name}_{stacked}", TensorType((stacked, *types[p.name].shape), types[p.name].dtype)
+        )
+        for p in partials
+    ]
+    for p, x in zip(partials, inputs):
+        op = PARTIAL_KINDS[p.kind][1]
+        merged = _add(g, op, [x], f"{p.name}_merge", axis=(0,), keepdims=False)
+        g.add_output(merged, name=p.name)
+    return g
+
+
+def _combine_graph(
+    graph: Graph,
+    needs: set[Node],
+    counts: set[Node],
+    outs: list[Node],
+    roots: list[Node],
+    partials: dict[Node, Partial],
+    mean_counts: dict[Node, str],
+    chunk: Graph,
+) -> Graph:
+    g = Graph(f"{graph.name}_combine")
+    copies: dict[Node, Node] = {}
+    _placeholders_first(g, graph, needs, copies)
+    types = {o.name: o.type for o in chunk.outputs}
+    merged = {r: g.add_placeholder(partials[r].name, types[partials[r].name]) for r in roots}
+    for n in graph.op_nodes:
+        if n in needs and n in counts:
+            copies[n] = g.add_placeholder(n.name, n.type)
+    sizes = {r: g.add_placeholder(name, r.type) for r, name in mean_counts.items() if r in needs}
+    for n in graph.op_nodes:
+        if n not in needs or n in counts:
+            continue
+        if n in merged:
+            copies[n] = _finish_root(g, n, merged[n], sizes.get(n))
+        else:
+            g.append_copy(n, copies)
+    for o in outs:
+        g.add_output(copies[o.inputs[0]], name=o.name)
+    return g
+
+
+def _finish_root(g: Graph, root: Node, merged: Node, count: Node | None) -> Node:
+    """The root's value from its merged partial: itself, or for a mean, sum / count."""
+    if count is None:
+        return merged
+    total = merged
+    if merged.type.dtype != root.type.dtype:  # an integer mean sums exactly, divides as float
+        total = _add(g, "cast", [merged], f"{root.name}_total", dtype=root.type.dtype)
+    return _add(g, "div", [total, count], root.name)

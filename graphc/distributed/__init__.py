@@ -5,6 +5,7 @@ The batch split (`split.py`, rules in `rules.py`) needs no dask; running it does
 import dask when called (``pip install "graphc[dask]"``). docs/distributed.md.
 """
 
+from graphc.distributed.mapping import map_batches
 from graphc.distributed.split import BatchSplit, BatchSplitError, split_batch
 
-__all__ = ["BatchSplit", "BatchSplitError", "split_batch"]
+__all__ = ["BatchSplit", "BatchSplitError", "map_batches", "split_batch"]

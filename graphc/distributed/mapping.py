@@ -1,0 +1,221 @@
+"""`map_batches`: a graph over dask arrays, chunk by chunk along its batch dim, lazily.
+
+The graph is split once (split.py). Each chunk of the batch inputs becomes one task
+running the chunk graph; its mapped outputs become that chunk's blocks of the result
+arrays, and its partials are merged in a tree of tasks (`split_every` at a time) and
+finished by one task running the combine graph. Every graph travels as a `Program`
+(JSON text) that is a single node of the dask graph, like every parameter array, so
+a worker receives each once however many chunks it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from graphc.distributed.deps import require
+from graphc.distributed.split import BatchSplit, split_batch
+from graphc.distributed.worker import Program, merge_partials, run_graph
+from graphc.ir.errors import FeedError, GraphcError
+from graphc.ir.graph import Graph
+from graphc.ir.types import bind_shape, format_shape
+from graphc.runtime.executable import Executable
+from graphc.runtime.feeds import as_feed_array, bind_dims, check_names, collect_feeds
+
+
+def map_batches(
+    fn: Executable | Graph,
+    *arrays: Any,
+    batch_dim: str = "B",
+    chunks: int | None = None,
+    opt_level: int | None = None,
+    backend: str | None = None,
+    split_every: int = 8,
+    **named: Any,
+) -> Any:
+    """Run a compiled graph (or a graph) over dask arrays chunked along `batch_dim`.
+
+    Placeholders carrying `batch_dim` take dask arrays (numpy arrays are chunked by
+    `chunks` rows); the others take arrays sent once to every worker. Outputs that keep
+    the batch dim come back as dask arrays chunked like the inputs; outputs that
+    reduce it (a loss, a mean, the gradient of a batch-summed loss) are combined from
+    per-chunk partials. One output gives one dask array; several, a tuple. Nothing
+    runs until `.compute()`. A graph that cannot be split raises `BatchSplitError`.
+
+    >>> import numpy as np, dask.array as da, graphc as gc
+    >>> from graphc.distributed import map_batches
+    >>> g = gc.Graph("score")
+    >>> with g:
+    ...     x = gc.placeholder("x", shape=("B", 3), dtype="float64")
+    ...     w = gc.placeholder("w", shape=(3,), dtype="float64")
+    ...     _ = gc.output(x @ w, name="y")
+    ...     _ = gc.output(gc.mean(x @ w), name="m")
+    >>> y, m = map_batches(g, da.ones((10, 3), chunks=4), np.arange(3.0))
+    >>> y.compute()[:3], float(m.compute())
+    (array([3., 3., 3.]), 3.0)
+    """
+    da = require("dask.array", "map_batches")
+    graph, level, chosen = _source(fn, opt_level, backend)
+    split = split_batch(graph, batch_dim)
+    feeds = collect_feeds(graph, arrays, named)
+    check_names(graph, feeds)
+    batch, free, bindings = _prepare(split, feeds, chunks, da)
+    job = _Job(split, level, chosen, bindings, split_every)
+    return job.build(batch, free)
+
+
+def _source(
+    fn: Executable | Graph, opt_level: int | None, backend: str | None
+) -> tuple[Graph, int, str]:
+    if isinstance(fn, Executable):
+        return (
+            fn.graph,
+            fn.opt_level if opt_level is None else opt_level,
+            backend or fn.backend.name,
+        )
+    if isinstance(fn, Graph):
+        return fn, 2 if opt_level is None else opt_level, backend or "auto"
+    raise GraphcError(
+        f"map_batches: expected a gc.Graph or the Executable gc.compile returns, got "
+        f"{type(fn).__name__}"
+    )
+
+
+def _prepare(
+    split: BatchSplit, feeds: dict[str, Any], chunks: int | None, da: Any
+) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, int]]:
+    """Batch feeds as dask arrays sharing one chunking of the batch axis (and one chunk
+    along every other axis), free feeds as numpy arrays; the symbolic dims' sizes."""
+    bindings: dict[str, int] = {}
+    batch: dict[str, Any] = {}
+    free: dict[str, np.ndarray] = {}
+    for p in split.graph.inputs:
+        value = feeds[p.name]
+        if p.name in split.batch_inputs:
+            axis = split.batch_inputs[p.name]
+            if not isinstance(value, da.Array):
+                value = np.asarray(value)
+                step = chunks or max(1, value.shape[axis] if value.ndim > axis else 1)
+                value = da.from_array(value, chunks={axis: step})
+            if any(np.isnan(c) for c in value.chunks[axis] if isinstance(c, float)):
+                raise FeedError(
+                    f"placeholder '{p.name}': the dask array's chunk sizes are unknown; "
+                    "call compute_chunk_sizes() first"
+                )
+            batch[p.name] = value
+        else:
+            value = free[p.name] = as_feed_array(p, value)
+        if value.dtype != p.type.dtype:
+            raise FeedError(
+                f"placeholder '{p.name}' expects dtype {p.type.dtype}, got an array of dtype "
+                f"{value.dtype} (cast it with .astype)"
+            )
+        bind_dims(p.name, p.type, tuple(value.shape), bindings)
+    first = next(iter(batch))
+    rows = batch[first].chunks[split.batch_inputs[first]]
+    for name, value in batch.items():
+        own = split.batch_inputs[name]
+        want = {a: -1 for a in range(value.ndim)}
+        want[own] = chunks if chunks else rows
+        batch[name] = value.rechunk(want)
+    return batch, free, bindings
+
+
+class _Job:
+    """The dask graph of one map_batches call, built from delayed calls."""
+
+    def __init__(
+        self,
+        split: BatchSplit,
+        opt_level: int,
+        backend: str,
+        bindings: dict[str, int],
+        split_every: int,
+    ) -> None:
+        if split_every < 2:
+            raise GraphcError(f"map_batches: split_every must be at least 2, got {split_every}")
+        self.dask = require("dask", "map_batches")
+        self.da = require("dask.array", "map_batches")
+        self.split, self.bindings, self.split_every = split, bindings, split_every
+        delayed = self.dask.delayed
+        self.programs = {
+            role: delayed(Program.of(g, opt_level, backend), pure=True, traverse=False)
+            for role, g in (
+                ("chunk", split.chunk),
+                ("merge", split.merge),
+                ("combine", split.combine),
+            )
+        }
+        self.sizes = split.size_values(bindings)
+
+    def build(self, batch: dict[str, Any], free: dict[str, np.ndarray]) -> Any:
+        delayed = self.dask.delayed
+        split = self.split
+        params = {n: delayed(a, pure=True, traverse=False) for n, a in free.items()}
+        blocks = {n: list(x.to_delayed().ravel()) for n, x in batch.items()}
+        first = next(iter(batch))
+        rows = batch[first].chunks[split.batch_inputs[first]]
+        outs = split.chunk.outputs
+        run = delayed(run_graph, pure=True, nout=len(outs))
+        results = []
+        if outs:
+            for i in range(len(rows)):
+                feeds = {**params, **self.sizes, **{n: b[i] for n, b in blocks.items()}}
+                results.append(
+                    run(self.programs["chunk"], *(feeds[p.name] for p in split.chunk.inputs))
+                )
+        mapped = self._mapped(results, rows)
+        combined = self._combined(results, params)
+        values = [mapped.get(o.name, combined.get(o.name)) for o in split.outputs]
+        return values[0] if len(values) == 1 else tuple(values)
+
+    def _mapped(self, results: list[Any], rows: Sequence[int]) -> dict[str, Any]:
+        split, da = self.split, self.da
+        arrays = {}
+        for j, o in enumerate(split.chunk.outputs):
+            plan = next((p for p in split.outputs if p.name == o.name and p.mapped), None)
+            if plan is None:
+                continue
+            pieces = []
+            for i, n in enumerate(rows):
+                shape = bind_shape(o.type.shape, {**self.bindings, split.batch_dim: n})
+                pieces.append(da.from_delayed(results[i][j], shape=shape, dtype=o.type.dtype))
+            arrays[o.name] = da.concatenate(pieces, axis=plan.axis)
+        return arrays
+
+    def _merged(self, results: list[Any]) -> dict[str, Any]:
+        """Every partial merged over all chunks, by a tree of merge tasks."""
+        split = self.split
+        if not split.partials:
+            return {}
+        index = {o.name: j for j, o in enumerate(split.chunk.outputs)}
+        level = [tuple(r[index[p.name]] for p in split.partials) for r in results]
+        merge = self.dask.delayed(merge_partials, pure=True, nout=len(split.partials))
+        while len(level) > 1:
+            level = [
+                merge(self.programs["merge"], *level[k : k + self.split_every])
+                for k in range(0, len(level), self.split_every)
+            ]
+        return dict(zip((p.name for p in split.partials), level[0]))
+
+    def _combined(self, results: list[Any], params: dict[str, Any]) -> dict[str, Any]:
+        split, delayed = self.split, self.dask.delayed
+        if not split.combine.outputs:
+            return {}
+        merged = self._merged(results)
+        feeds = {**params, **self.sizes, **merged}
+        outs = split.combine.outputs
+        run = delayed(run_graph, pure=True, nout=len(outs))
+        final = run(self.programs["combine"], *(feeds[p.name] for p in split.combine.inputs))
+        arrays = {}
+        for j, o in enumerate(outs):
+            shape = bind_shape(o.type.shape, self.bindings)
+            if any(isinstance(d, str) for d in shape):
+                raise GraphcError(
+                    f"map_batches: output '{o.name}' has shape {format_shape(o.type.shape)} "
+                    "with a dim no input binds"
+                )
+            arrays[o.name] = self.da.from_delayed(final[j], shape=shape, dtype=o.type.dtype)
+        return arrays

@@ -7,5 +7,6 @@ import dask when called (``pip install "graphc[dask]"``). docs/distributed.md.
 
 from graphc.distributed.mapping import map_batches
 from graphc.distributed.split import BatchSplit, BatchSplitError, split_batch
+from graphc.distributed.training import DataParallelStep
 
-__all__ = ["BatchSplit", "BatchSplitError", "map_batches", "split_batch"]
+__all__ = ["BatchSplit", "BatchSplitError", "DataParallelStep", "map_batches", "split_batch"]

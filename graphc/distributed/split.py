@@ -403,7 +403,11 @@ def _combine_graph(
     for n in graph.op_nodes:
         if n in needs and n in counts:
             copies[n] = g.add_placeholder(n.name, n.type)
-    sizes = {r: g.add_placeholder(name, r.type) for r, name in mean_counts.items() if r in needs}
+    sizes = {
+        r: g.add_placeholder(name, TensorType((), r.type.dtype))
+        for r, name in mean_counts.items()
+        if r in needs
+    }
     for n in graph.op_nodes:
         if n not in needs or n in counts:
             continue

@@ -1,0 +1,195 @@
+"""map_batches on dask: equal to the single-process executable, lazily, on dask's local
+scheduler and on a LocalCluster of two processes; plans compiled once per worker."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import graphc as gc
+from graphc.distributed import BatchSplitError, map_batches
+from tests.distributed.batch_graphs import batch_feeds, batch_graphs
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+pytest.importorskip("distributed")
+
+
+def _tuple(out: object) -> tuple:
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _dask_feeds(g: gc.Graph, feeds: dict, chunks: int) -> dict:
+    """Batch inputs as dask arrays chunked along the batch; parameters as numpy."""
+    return {
+        p.name: da.from_array(feeds[p.name], chunks=(chunks, *feeds[p.name].shape[1:]))
+        if "B" in p.type.shape
+        else feeds[p.name]
+        for p in g.inputs
+    }
+
+
+def _check(g: gc.Graph, rows: int, chunks: int, **compute: object) -> None:
+    feeds = batch_feeds(g, rows)
+    want = _tuple(gc.compile(g)(**feeds))
+    lazy = _tuple(map_batches(g, **_dask_feeds(g, feeds, chunks)))
+    assert all(isinstance(x, da.Array) for x in lazy)
+    got = dask.compute(*lazy, **compute)
+    for o, a, b in zip(g.outputs, want, got):
+        assert b.shape == a.shape and b.dtype == a.dtype, o.name
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-13, err_msg=f"{o.name}\n{g}")
+
+
+ROWS_AND_CHUNKS = [(23, 5), (23, 23), (6, 1), (23, 40), (0, 4)]  # uneven, one, size 1, empty
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch_graphs(), st.sampled_from(ROWS_AND_CHUNKS))
+def test_random_graphs_on_the_local_scheduler(g: gc.Graph, rows_chunks: tuple) -> None:
+    rows, chunks = rows_chunks
+    if rows == 0 and any(n.op in ("max", "min") for n in g.op_nodes):
+        return  # no extremum of an empty batch, in one process either
+    _check(g, rows, chunks, scheduler="sync")
+
+
+@settings(max_examples=20)
+@given(batch_graphs(gradients=True), st.sampled_from(ROWS_AND_CHUNKS[:3]))
+def test_random_gradients_on_threads(g: gc.Graph, rows_chunks: tuple) -> None:
+    _check(g, *rows_chunks, scheduler="threads")
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(batch_graphs(), st.sampled_from(ROWS_AND_CHUNKS[:4]))
+def test_random_graphs_on_a_local_cluster(client: object, g: gc.Graph, rows_chunks: tuple) -> None:
+    _check(g, *rows_chunks)
+
+
+def _mlp() -> gc.Graph:
+    g = gc.Graph("mlp")
+    with g:
+        x = gc.placeholder("x", shape=("B", 6), dtype="float64")
+        y = gc.placeholder("y", shape=("B",), dtype="int64")
+        w1 = gc.placeholder("w1", shape=(6, 16), dtype="float64")
+        w2 = gc.placeholder("w2", shape=(16, 3), dtype="float64")
+        logits = gc.relu(x @ w1) @ w2
+        gc.output(gc.cross_entropy(logits, y), name="loss")
+        gc.output(gc.softmax(logits, axis=-1), name="probs")
+    return gc.gradients(g, wrt=["w1", "w2"], outputs=["loss"])
+
+
+def _mlp_feeds(rows: int) -> dict:
+    rng = np.random.default_rng(1)
+    return {
+        "x": rng.normal(size=(rows, 6)),
+        "y": rng.integers(0, 3, rows),
+        "w1": rng.normal(size=(6, 16)) / 3,
+        "w2": rng.normal(size=(16, 3)) / 4,
+    }
+
+
+def test_an_executable_over_a_cluster_equals_it_and_compiles_once_per_worker(client) -> None:
+    from graphc.distributed import worker
+
+    client.run(worker.clear_cache)
+    g = _mlp()
+    exe = gc.compile(g, backend="numpy")
+    feeds = _mlp_feeds(1000)
+    want = exe(**feeds)
+    x = da.from_array(feeds["x"], chunks=(90, 6))
+    y = da.from_array(feeds["y"], chunks=90)
+    got = dask.compute(*map_batches(exe, x, y, feeds["w1"], feeds["w2"]))
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(b, a, rtol=1e-10)
+    infos = client.run(worker.cache_info)
+    # 12 chunk tasks, the merges and the combine over two workers: each compiled each
+    # program it ran once, with one plan per chunk shape (90 rows and the last 10)
+    for info in infos.values():
+        assert info["compiles"] == len(info["programs"]) <= 3
+        chunk_plans = [n for key, n in info["programs"].items() if "_chunk-" in key]
+        assert all(n <= 2 for n in chunk_plans)
+    assert sum(len(i["programs"]) for i in infos.values()) >= 3
+
+
+def test_numpy_batch_inputs_are_chunked_and_outputs_stay_lazy() -> None:
+    g = _mlp()
+    feeds = _mlp_feeds(50)
+    out = map_batches(g, **feeds, chunks=7)
+    loss, probs = out[0], out[1]
+    assert probs.chunks[0] == (7,) * 7 + (1,)
+    assert loss.shape == () and probs.shape == (50, 3)
+    np.testing.assert_allclose(
+        loss.compute(scheduler="sync"), gc.compile(g)(**feeds)[0], rtol=1e-12
+    )
+
+
+def test_inputs_chunked_differently_are_aligned() -> None:
+    g = _mlp()
+    feeds = _mlp_feeds(40)
+    x = da.from_array(feeds["x"], chunks=(13, 3))
+    y = da.from_array(feeds["y"], chunks=7)
+    got = dask.compute(*map_batches(g, x, y, feeds["w1"], feeds["w2"]), scheduler="sync")
+    for a, b in zip(gc.compile(g)(**feeds), got):
+        np.testing.assert_allclose(b, a, rtol=1e-10)
+
+
+def test_callers_arrays_are_not_modified() -> None:
+    g = _mlp()
+    feeds = _mlp_feeds(30)
+    copies = {k: v.copy() for k, v in feeds.items()}
+    dask.compute(*map_batches(g, **feeds, chunks=4), scheduler="sync")
+    for k in feeds:
+        np.testing.assert_array_equal(feeds[k], copies[k])
+
+
+def test_an_unsplittable_graph_raises_before_anything_runs() -> None:
+    g = gc.Graph("gram")
+    with g:
+        x = gc.placeholder("x", shape=("B", 3), dtype="float64")
+        gc.output(x @ gc.transpose(x, (1, 0)), name="gram")
+    with pytest.raises(BatchSplitError, match=r"node 'matmul' \(op matmul\)"):
+        map_batches(g, da.ones((8, 3), chunks=4))
+
+
+def test_feed_mistakes_name_the_placeholder() -> None:
+    g = _mlp()
+    feeds = _mlp_feeds(10)
+    with pytest.raises(gc.FeedError, match="placeholder 'x' expects dtype float64"):
+        map_batches(g, **{**feeds, "x": feeds["x"].astype(np.float32)})
+    with pytest.raises(gc.FeedError, match="missing"):
+        map_batches(g, x=feeds["x"])
+    with pytest.raises(gc.FeedError, match="placeholder 'y'.*symbolic dim B is 9"):
+        map_batches(g, **{**feeds, "y": feeds["y"][:9]})
+
+
+def test_graphc_imports_without_dask_and_says_how_to_install_it() -> None:
+    code = (
+        "import sys; sys.modules['dask'] = None; sys.modules['distributed'] = None\n"
+        "import graphc, graphc.distributed as gd\n"
+        "assert 'dask.array' not in sys.modules\n"
+        "g = graphc.Graph('g')\n"
+        "with g:\n"
+        "    x = graphc.placeholder('x', shape=('B',))\n"
+        "    _ = graphc.output(x * 2, name='y')\n"
+        "print(gd.split_batch(g))\n"
+        "try:\n"
+        "    gd.map_batches(g, [1.0])\n"
+        "except graphc.GraphcError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "BatchSplit of 'g'" in out.stdout
+    assert 'pip install "graphc[dask]"' in out.stdout
+    plain = subprocess.run(
+        [sys.executable, "-c", "import sys, graphc; print('dask' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert plain.stdout.strip() == "False"

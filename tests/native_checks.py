@@ -30,7 +30,7 @@ import graphc as gc
 from graphc.ir.graph import OP, Graph, Node
 from graphc.runtime import backend as backends
 from graphc.runtime.backend import available_backends
-from graphc.runtime.native import toolchain
+from graphc.runtime.native import INEXACT, toolchain
 from graphc.runtime.native.cexpr import ULP_BOUND
 from tests.differential import describe_feeds, quiet
 from tests.edge_values import bits_differ
@@ -178,18 +178,19 @@ Close = Callable[[np.ndarray, np.ndarray], str | None]
 
 
 def _inexact(node: Node) -> bool:
-    """Whether native may compute `node` with other bits than numpy: an op of ULP_BOUND,
-    an epilogue activation of one, or a body holding one."""
+    """Whether native may compute `node` with other bits than numpy: an op of INEXACT
+    (ULP_BOUND's and the row kernels' softmax and log_softmax), an epilogue activation of
+    one, or a body holding one."""
     if node.kind != OP:
         return False
-    if node.op in ULP_BOUND or node.attrs.get("activation") in ULP_BOUND:
+    if node.op in INEXACT or node.attrs.get("activation") in ULP_BOUND:
         return True
     bodies = (v for v in node.attrs.values() if isinstance(v, Graph))
     return any(_inexact(n) for body in bodies for n in body.nodes)
 
 
 def exact_outputs(graph: Graph) -> list[bool]:
-    """Per output: True when no ULP_BOUND op is among its ancestors."""
+    """Per output: True when no INEXACT op is among its ancestors."""
     memo: dict[Node, bool] = {}
     for node in graph.nodes:  # topological order
         memo[node] = _inexact(node) or any(memo.get(x, False) for x in node.inputs)

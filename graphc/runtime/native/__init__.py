@@ -27,7 +27,7 @@ from graphc.runtime.backend import (
 )
 from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.fused import transposed_view
-from graphc.runtime.native import calls, toolchain
+from graphc.runtime.native import calls, rows, toolchain
 from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
 from graphc.runtime.native.kernels import (
     BLOCK,
@@ -59,15 +59,15 @@ def _allows_scalar(graph: Graph) -> bool:
     return not any(n.kind == OP and _inexact(n) for n in graph.nodes)
 
 
+# ops whose native results may differ from numpy's, within a stated bound
+INEXACT = frozenset(ULP_BOUND) | frozenset(rows.ROW_BOUND)
+
+
 def _inexact(node: Any) -> bool:
-    if node.op in ULP_BOUND:
+    if node.op in INEXACT:
         return True
     body = node.attrs.get("body") if node.op == "fused" else None
     return body is not None and not _allows_scalar(body)
-
-
-def _state(gen: Generator) -> dict[str, Any]:
-    return gen.state.setdefault(NAME, {"kernels": {}, "calls": 0, "declined": {}})
 
 
 # below this many elements a step of exact ops stays on numpy: its ufunc call costs less
@@ -82,7 +82,7 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
     try:
         kernel, operands = _kernel_for(gen, step)
     except DeclinedError as exc:
-        _state(gen)["declined"][step.index] = str(exc)
+        calls.plan_state(gen)["declined"][step.index] = str(exc)
         return None
     size = gen.plan.values[step.output].type.size or 0
     if size < SMALL and not any(op in ULP_BOUND for op in kernel.ops):
@@ -98,21 +98,18 @@ def _call(
     out: str,
 ) -> list[str]:
     """The lines calling `kernel` on the step's operands into `out`."""
-    state = _state(gen)
-    state["kernels"].setdefault(kernel.name, kernel)
-    state["calls"] += 1
+    calls.record(gen, kernel)
     fn = kernel.name
-    gen.namespace.setdefault(fn, None)  # bound by finish()
     lines = [f"# native kernel {kernel.name}: {' '.join(kernel.ops)}"]
     out_t = gen.plan.values[step.output].type
     n = out_t.size or 0
     args = [str(n)]
     if any(o.mode == TRANSPOSED for o in kernel.operands):
         args += [str(out_t.shape[0]), str(out_t.shape[1])]
-    args.append(_pointer(gen, out, step.output in gen.static, lines))
+    args.append(calls.address(gen, out, step.output in gen.static, lines))
     for (expr, static, shape, _), operand in zip(operands, kernel.operands):
         if operand.mode == SCALAR or static:
-            args.append(_pointer(gen, expr, static, lines))
+            args.append(calls.address(gen, expr, static, lines))
         else:  # made per call: C-contiguous (copied if the caller's is not)
             array = gen.fresh(f"{expr}_c")
             lines.append(f"{array} = {gen.const(_contiguous, 'contiguous')}({expr})")
@@ -126,7 +123,7 @@ def _call(
             # operands are C-contiguous here (transposed views are declined; a caller's
             # array is made contiguous per call)
             desc = gen.const(contiguous_descriptor(tuple(shape), tuple(out_shape)), "strides")
-            args.append(_pointer(gen, desc, True, lines))
+            args.append(calls.address(gen, desc, True, lines))
     lines.append(f"{fn}({', '.join(args)})")
     return lines
 
@@ -157,20 +154,11 @@ def lower_matmul_epilogue(gen: Generator, step: Step, out: str) -> list[str] | N
     try:
         kernel = build_kernel(body, types, out_t, {})
     except DeclinedError as exc:
-        _state(gen)["declined"][step.index] = str(exc)
+        calls.plan_state(gen)["declined"][step.index] = str(exc)
         return None
     matmul = gen.const(get_op("matmul").kernel, "kernel_matmul")
     x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
     return [f"{matmul}({x}, {w}, out={out})", *_call(gen, step, kernel, leaves, out)]
-
-
-def _pointer(gen: Generator, expr: str, static: bool, lines: list[str]) -> str:
-    """The address of array `expr`: computed once per thread when the array is static."""
-    if not static:
-        return calls.per_call(expr, gen.const)
-    name = gen.fresh("ptr")
-    gen.setup_lines.append(f"{name} = {gen.const(calls.static, 'address')}({expr})")
-    return name
 
 
 def _kernel_for(gen: Generator, step: Step) -> tuple[Kernel, list[tuple[str, bool, tuple, bool]]]:
@@ -241,7 +229,7 @@ def finish(gen: Generator) -> None:
         ]
         return
     kernels: dict[str, Kernel] = state["kernels"]
-    source = header() + "\n".join(k.source for k in kernels.values())
+    source = header() + rows.PAIRWISE + "\n".join(k.source for k in kernels.values())
     try:
         built = toolchain.build(source)
     except toolchain.BuildError as exc:
@@ -280,7 +268,7 @@ BACKEND = register_backend(
         unavailable=_unavailable,
         finish=finish,
         allows_scalar=_allows_scalar,
-        inexact=frozenset(ULP_BOUND),
+        inexact=INEXACT,
         fused_ops=frozenset(EMITTERS) | {"cast", "full_like"},
     )
 )
@@ -288,3 +276,7 @@ BACKEND = register_backend(
 for _op in (*EMITTERS, "fused", "cast", "full_like", "pow"):
     register_lowering(_op, lower_step, backend=NAME)
 register_lowering("matmul_epilogue", lower_matmul_epilogue, backend=NAME)
+for _op in ("sum", "mean", "sum_to"):
+    register_lowering(_op, rows.lower_reduction, backend=NAME)
+for _op in ("softmax", "log_softmax"):
+    register_lowering(_op, rows.lower_softmax, backend=NAME)

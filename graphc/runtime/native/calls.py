@@ -41,11 +41,35 @@ def per_call(expr: str, const: Callable[[Any, str], str]) -> str:
     return f"{expr}.ctypes.data"
 
 
-def static(array: np.ndarray) -> Any:
+def static_address(array: np.ndarray) -> Any:
     """The address of an array that outlives the plan's calls, as the call takes it."""
     if FFI is not None:
         return FFI.cast("void *", array.ctypes.data)
     return array.ctypes.data
+
+
+def plan_state(gen: Any) -> dict[str, Any]:
+    """What the native backend records about the plan being generated: its kernels by
+    name, how many steps call them, and why the others stay on numpy."""
+    return gen.state.setdefault("native", {"kernels": {}, "calls": 0, "declined": {}})
+
+
+def record(gen: Any, kernel: Any) -> None:
+    """Note that a step calls `kernel` (compiled and bound by the backend's finish)."""
+    state = plan_state(gen)
+    state["kernels"].setdefault(kernel.name, kernel)
+    state["calls"] += 1
+    gen.namespace.setdefault(kernel.name, None)
+
+
+def address(gen: Any, expr: str, static: bool, lines: list[str]) -> str:
+    """Source for the address of array `expr`: taken once per thread when the array is
+    static (exists before the call), else on every call."""
+    if not static:
+        return per_call(expr, gen.const)
+    name = gen.fresh("ptr")
+    gen.setup_lines.append(f"{name} = {gen.const(static_address, 'address')}({expr})")
+    return name
 
 
 def bind(path: Path, library: ctypes.CDLL, signatures: dict[str, str]) -> dict[str, Any]:

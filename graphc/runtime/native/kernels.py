@@ -84,7 +84,7 @@ def build_kernel(
     """The kernel computing `body` (placeholders then constants are the leaves, in the
     order of `leaf_types`); `leaf_values` holds the known values of constant leaves;
     leaves in `transposed` are transposed views (declined unless one element)."""
-    out_ctype = _ctype(out_type)
+    out_ctype = ctype_of(out_type)
     leaves = body.inputs + [n for n in body.nodes if n.is_constant]
     operands = [_operand(t, out_type, k in transposed) for k, t in enumerate(leaf_types)]
     expr: dict[Node, tuple[str, str]] = {}  # node -> (C variable, C type)
@@ -113,7 +113,7 @@ def build_kernel(
         opdef = get_op(node.op)  # type: ignore[arg-type]
         t = opdef.infer(*(types[x] for x in node.inputs), **node.attrs)
         types[node] = t
-        ct = _ctype(t)
+        ct = ctype_of(t)
         value = _emit(
             node,
             [expr[x] for x in node.inputs],
@@ -270,7 +270,7 @@ def _tiled_main(
     ]
 
 
-def _ctype(t: TensorType) -> str:
+def ctype_of(t: TensorType) -> str:
     ct = CTYPE.get(np.dtype(t.dtype))
     if ct is None:
         raise DeclinedError(f"no native kernels for {t.dtype}")
@@ -278,7 +278,7 @@ def _ctype(t: TensorType) -> str:
 
 
 def _operand(t: TensorType, out: TensorType, transposed: bool) -> Operand:
-    ct = _ctype(t)
+    ct = ctype_of(t)
     if t.size == 1:
         return Operand(SCALAR, ct)
     if transposed:
@@ -326,7 +326,7 @@ def _emit(
     known: list[np.ndarray | None],
 ) -> str:
     op = node.op
-    out_ct = _ctype(out)
+    out_ct = ctype_of(out)
     if op == "cast":
         ((expr, ct),) = args
         return convert(expr, ct, out_ct)
@@ -348,7 +348,7 @@ def _emit(
         base = convert(x, ct, out_ct)
         return f"(({base}) * ({base}))" if e == 2 else f"((({base}) * ({base})) * ({base}))"
     if op in COMPARISONS:
-        common = _ctype(TensorType((), np.promote_types(types[0].dtype, types[1].dtype)))
+        common = ctype_of(TensorType((), np.promote_types(types[0].dtype, types[1].dtype)))
         a, b = (convert(e, c, common) for e, c in args)
         return compare(op, a, b, common)
     if op in LOGICAL:

@@ -1,0 +1,254 @@
+"""Reductions as C kernels: sum, mean and sum_to, softmax and log_softmax.
+
+numpy sums in one of two orders, and these kernels sum in the same ones, so a sum's bits
+are numpy's (measured on every length to 10,000 in tests/runtime/test_native_rows.py):
+
+- over a contiguous run of axes that ends the array (a row of n elements, n being the
+  run's product), numpy's pairwise sum: under 8 elements one after the other, up to 128
+  in eight interleaved partial sums added as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)) and
+  the rest one by one, above that the two halves (the first a multiple of 8) summed
+  apart; the result is 0.0 + that sum (the identity first, so -0.0 sums to +0.0);
+- over a run of axes with axes after it (an (outer, n, inner) view of the array, the
+  run being n), one row after the other: 0.0 + x[0] + x[1] + ... for each of the
+  inner elements, which is how numpy's iterator walks it.
+
+Any other set of axes (not one run, once axes of length 1 are set aside), integer
+dtypes, empty arrays and transposed views are left to numpy. A mean is the sum divided
+by the count as numpy's mean divides it: in float64 (its count is an intp), rounded to
+the result's dtype.
+
+softmax and log_softmax over the last axis follow graphc's numpy kernels step by step
+(max, subtract, exp, the pairwise sum, divide or subtract the log), so they differ from
+numpy only through exp (libmvec) and, for log_softmax, the sum's log (glibc's scalar
+log): `ROW_BOUND` states by how much, and test_native_rows.py measures it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from graphc.ir.types import TensorType
+from graphc.runtime.codegen import Generator
+from graphc.runtime.fused import transposed_view
+from graphc.runtime.native import calls
+from graphc.runtime.native.kernels import CTYPE_NAME, DeclinedError, Kernel, Operand, ctype_of
+from graphc.runtime.plan import Step
+
+# the largest difference from numpy's result, per op: softmax in ulp of the result
+# (exp's 4 ulp on the element and on the sum it is divided by, plus the roundings);
+# log_softmax as an absolute error, in units of the float's epsilon times (1 + |result|)
+# (x - max - log(sum): the subtraction cancels near 0, so a relative bound would not hold)
+ROW_BOUND = {"softmax": 12, "log_softmax": 8}
+
+# elements from which a row kernel runs its rows on the OpenMP pool (sums are a load and
+# an add per element: the same threshold as an elementwise add; softmax is an exp)
+PARALLEL_SUM = 1 << 21
+PARALLEL_SOFTMAX = 1 << 17
+
+PAIRWISE = r"""
+#include <math.h>
+#include <stdlib.h>
+/* numpy's pairwise sum of n elements (numpy/_core/src/umath/loops_utils.h.src) */
+#define GC_PAIRWISE(T, t) \
+static T pw_##t(const T *a, int64_t n) { \
+    if (n < 8) { T res = -0.0; for (int64_t i = 0; i < n; i++) res += a[i]; return res; } \
+    if (n <= 128) { \
+        T r[8]; for (int k = 0; k < 8; k++) r[k] = a[k]; \
+        int64_t i; \
+        for (i = 8; i < n - (n % 8); i += 8) for (int k = 0; k < 8; k++) r[k] += a[i + k]; \
+        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \
+        for (; i < n; i++) res += a[i]; \
+        return res; } \
+    int64_t n2 = n / 2; n2 -= n2 % 8; \
+    return pw_##t(a, n2) + pw_##t(a + n2, n - n2); }
+GC_PAIRWISE(float, f32)
+GC_PAIRWISE(double, f64)
+"""
+
+_ROWSUM = """
+/* sum (count 0) or mean (divided by count) of each of `rows` contiguous rows of n */
+GC_EXPORT void NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t count) {
+    #pragma omp parallel for if (rows * n >= PAR) schedule(static)
+    for (int64_t o = 0; o < rows; o++) {
+        scalar_t s = (scalar_t)0 + pw_t((const scalar_t *)x + o * n, n);
+        if (count) s = (scalar_t)((double)s / (double)count);
+        ((scalar_t *)out)[o] = s;
+    }
+}
+"""
+
+_COLSUM = """
+/* sum (count 0) or mean over the middle axis of an (outer, n, inner) array, row after
+   row, GC_W inner elements at a time */
+GC_EXPORT void NAME(int64_t outer, int64_t n, int64_t inner, char *out, const char *x,
+                    int64_t count) {
+    int64_t blocks = (inner + GC_W - 1) / GC_W;
+    #pragma omp parallel for if (outer * n * inner >= PAR) schedule(static)
+    for (int64_t job = 0; job < outer * blocks; job++) {
+        int64_t o = job / blocks, i = (job % blocks) * GC_W;
+        int64_t m = inner - i < GC_W ? inner - i : GC_W;
+        const char *row = x + (o * n * inner) * sizeof(scalar_t);
+        vec_t acc = sp_t(0);
+        for (int64_t r = 0; r < n; r++) acc = acc + ld_t(row + r * inner * sizeof(scalar_t), i, m);
+        if (count) acc = __builtin_convertvector(
+            __builtin_convertvector(acc, vf64) / sp_f64((double)count), vec_t);
+        st_t(out + o * inner * sizeof(scalar_t), i, m, acc);
+    }
+}
+"""
+
+_SOFTMAX = """
+/* softmax (take_log 0) or log_softmax (take_log 1) of each of `rows` contiguous rows of n, as
+   graphc's numpy kernels compute them: x - max, exp, the pairwise sum, / sum or - log */
+GC_EXPORT void NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t take_log) {
+    #pragma omp parallel if (rows * n >= PAR)
+    {
+        scalar_t *e = take_log ? (scalar_t *)malloc((n + GC_W) * sizeof(scalar_t)) : 0;
+        #pragma omp for schedule(static)
+        for (int64_t o = 0; o < rows; o++) {
+            const scalar_t *a = (const scalar_t *)x + o * n;
+            char *y = out + o * n * sizeof(scalar_t);
+            scalar_t top = a[0];  /* numpy's maximum: a nan wins, equal values give the later */
+            for (int64_t j = 1; j < n; j++)
+                top = (top != top) ? top : (a[j] != a[j] || a[j] >= top) ? a[j] : top;
+            vec_t shift = sp_t(top);
+            for (int64_t j = 0; j < n; j += GC_W) {
+                int64_t m = n - j < GC_W ? n - j : GC_W;
+                vec_t s = ld_t((const char *)a, j, m) - shift;
+                if (take_log) { st_t(y, j, m, s); st_t((char *)e, j, m, exp_t(s)); }
+                else st_t(y, j, m, exp_t(s));
+            }
+            scalar_t sum = (scalar_t)0 + pw_t(take_log ? e : (const scalar_t *)y, n);
+            if (take_log) {
+                vec_t l = sp_t(LOGFN(sum));
+                for (int64_t j = 0; j < n; j += GC_W) {
+                    int64_t m = n - j < GC_W ? n - j : GC_W;
+                    st_t(y, j, m, ld_t(y, j, m) - l);
+                }
+            } else {
+                vec_t d = sp_t(sum);
+                for (int64_t j = 0; j < n; j += GC_W) {
+                    int64_t m = n - j < GC_W ? n - j : GC_W;
+                    st_t(y, j, m, ld_t(y, j, m) / d);
+                }
+            }
+        }
+        free(e);
+    }
+}
+"""
+
+
+def _instance(template: str, kind: str, ct: str, parallel: int) -> Kernel:
+    """The C of a row kernel for one dtype (named by kind and dtype: one copy per library)."""
+    name = f"gc_{kind}_{ct}"
+    text = template.replace("NAME", name).replace("PAR", str(parallel))
+    text = text.replace("LOGFN", "logf" if ct == "f32" else "log")
+    for generic in ("pw", "exp", "ld", "st", "sp"):
+        text = text.replace(f"{generic}_t(", f"{generic}_{ct}(")
+    text = text.replace("vec_t", f"v{ct}").replace("scalar_t", CTYPE_NAME[ct])
+    params = {"rowsum": "ippi", "colsum": "iippi", "softmax": "ippi"}[kind]
+    return Kernel(
+        name, text, [Operand("full", ct)], ["softmax" if kind == "softmax" else "sum"], params
+    )
+
+
+def runs(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(outer, n, inner) when the reduced `axes` of `shape`, axes of length 1 set aside,
+    are one run (n its product, outer and inner the products before and after), else
+    None."""
+    kept = [k for k, d in enumerate(shape) if d != 1]
+    reduced = [k for k in kept if k in axes]
+    if not reduced:
+        return None
+    first, last = kept.index(reduced[0]), kept.index(reduced[-1])
+    if last - first + 1 != len(reduced):
+        return None
+    dims = [shape[k] for k in kept]
+    return (
+        math.prod(dims[:first]),
+        math.prod(dims[first : last + 1]),
+        math.prod(dims[last + 1 :]),
+    )
+
+
+def _reduced_axes(step: Step, x: TensorType) -> tuple[int, ...]:
+    op = step.node.op
+    if op == "sum_to":
+        shape = tuple(step.attrs["shape"])
+        lead = x.rank - len(shape)
+        return tuple(range(lead)) + tuple(
+            lead + i for i, d in enumerate(shape) if d == 1 and x.shape[lead + i] != 1
+        )
+    axis = step.attrs.get("axis")
+    if axis is None:
+        return tuple(range(x.rank))
+    return tuple(sorted(axis)) if isinstance(axis, (tuple, list)) else (int(axis),)
+
+
+def lower_reduction(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """sum, mean and sum_to over one run of axes of a float32/float64 array."""
+    x = gen.plan.values[step.inputs[0]].type
+    y = gen.plan.values[step.output].type
+    try:
+        ct = ctype_of(x)
+    except DeclinedError:
+        return None
+    if ct == "b" or y.dtype != x.dtype or not x.size or transposed_view(gen, step.inputs[0]):
+        return None
+    shape = tuple(int(d) for d in x.shape)  # type: ignore[arg-type]
+    run = runs(shape, _reduced_axes(step, x))
+    if run is None:
+        return None
+    outer, n, inner = run
+    count = n if step.node.op == "mean" else 0
+    if inner == 1:
+        kernel = _instance(_ROWSUM, "rowsum", ct, PARALLEL_SUM)
+        sizes = [outer, n]
+    else:
+        kernel = _instance(_COLSUM, "colsum", ct, PARALLEL_SUM)
+        sizes = [outer, n, inner]
+    return _row_call(gen, step, out, kernel, sizes, count)
+
+
+def lower_softmax(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """softmax and log_softmax over the last axis of a float32/float64 array."""
+    x = gen.plan.values[step.inputs[0]].type
+    y = gen.plan.values[step.output].type
+    if x.rank == 0 or step.attrs.get("axis") != x.rank - 1 or x.dtype != y.dtype:
+        return None
+    try:
+        ct = ctype_of(x)
+    except DeclinedError:
+        return None
+    if ct == "b" or not x.size or transposed_view(gen, step.inputs[0]):
+        return None
+    n = int(x.shape[-1])  # type: ignore[arg-type]
+    kernel = _instance(_SOFTMAX, "softmax", ct, PARALLEL_SOFTMAX)
+    kernel.ops = [step.node.op]
+    return _row_call(gen, step, out, kernel, [x.size // n, n], int(step.node.op == "log_softmax"))
+
+
+def _row_call(
+    gen: Generator, step: Step, out: str, kernel: Kernel, sizes: list[int], flag: int
+) -> list[str]:
+    """The call of a row kernel; a caller's array that is not C-contiguous goes to
+    numpy's kernel instead (numpy would sum it in its own memory order)."""
+    calls.record(gen, kernel)
+    lines = [f"# native kernel {kernel.name}: {step.node.op}"]
+    source = step.inputs[0]
+    static = source in gen.static
+    x = gen.array(source)
+    args = [*map(str, sizes), calls.address(gen, out, step.output in gen.static, lines)]
+    args += [calls.address(gen, x, static, lines), str(flag)]
+    call = f"{kernel.name}({', '.join(args)})"
+    if static:
+        return [*lines, call]
+    fn, fargs, _ = gen.callee(step.node, step.attrs, [x])
+    return [
+        *lines,
+        f"if {x}.flags.c_contiguous:",
+        f"    {call}",
+        "else:",
+        f"    {fn}({', '.join([*fargs, f'out={out}'])})",
+    ]

@@ -565,6 +565,35 @@ _case("contract_rows", "empty_k", _contract_rows, [F(2, 3, 0), F(2, 3, 4)], _row
 _case("contract_rows", "int", _contract_rows, [I(4, 2), I(4, 3)], _rows_ref)
 
 
+def _gemm_ref(alpha: float, beta: float, ta: bool, tb: bool) -> Callable[..., Any]:
+    def ref(a: np.ndarray, b: np.ndarray, *c: np.ndarray) -> np.ndarray:
+        x, y = (a.T if ta else a), (b.T if tb else b)
+        result = alpha * (x.astype(np.float64) @ y)
+        return (result + beta * c[0] if c and beta else result).astype(a.dtype)
+
+    return ref
+
+
+# gemm: every transpose flag with alpha, beta and a broadcast c; no c; 0-size dims
+for _ta, _tb in [(False, False), (True, False), (False, True), (True, True)]:
+    _label = "tn"[not _ta] + "tn"[not _tb]
+    _a, _b = ((4, 3) if _ta else (3, 4)), ((5, 4) if _tb else (4, 5))
+    _case("gemm", _label, lambda a, b, c, ta=_ta, tb=_tb: gc.gemm(a, b, c, 0.5, 2.0, ta, tb),
+          [F(*_a), F(*_b), F(5)], _gemm_ref(0.5, 2.0, _ta, _tb), rtol=1e-5, atol=1e-5)  # fmt: skip
+_case("gemm", "no_c", lambda a, b: gc.gemm(a, b, alpha=-1.5, trans_b=True), [F(3, 4), F(2, 4)],
+      _gemm_ref(-1.5, 1.0, False, True), rtol=1e-5, atol=1e-5)  # fmt: skip
+_case("gemm", "full_c", lambda a, b, c: gc.gemm(a, b, c, -0.01, 1.0, True), [F(6, 3), F(6, 4), F(3, 4)],
+      _gemm_ref(-0.01, 1.0, True, False), rtol=1e-5, atol=1e-5)  # fmt: skip
+_case("gemm", "column_c", lambda a, b, c: gc.gemm(a, b, c), [F(3, 4), F(4, 2), F(3, 1)],
+      _gemm_ref(1.0, 1.0, False, False), rtol=1e-5, atol=1e-5)  # fmt: skip
+_case("gemm", "beta0", lambda a, b, c: gc.gemm(a, b, c, beta=0.0), [F(3, 4), F(4, 2), F(3, 2)],
+      _gemm_ref(1.0, 0.0, False, False), rtol=1e-5, atol=1e-5)  # fmt: skip
+_case("gemm", "empty_k", lambda a, b, c: gc.gemm(a, b, c, 2.0, 0.5), [F(3, 0), F(0, 2), F(2)],
+      _gemm_ref(2.0, 0.5, False, False))  # fmt: skip
+_case("gemm", "empty_m", lambda a, b, c: gc.gemm(a, b, c, trans_a=True), [F(4, 0), F(4, 2), F(2)],
+      _gemm_ref(1.0, 1.0, True, False))  # fmt: skip
+
+
 def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     x64 = x.astype(np.float64)
     e = np.exp(x64 - x64.max(axis=axis, keepdims=True))

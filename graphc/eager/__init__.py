@@ -48,6 +48,7 @@ from graphc.eager.creation import (
 )
 from graphc.eager.functional import (
     add,
+    addmm,
     amax,
     amin,
     argmax,

@@ -17,6 +17,7 @@ from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import nn as N
 from graphc.ops import shape as S
+from graphc.ops.gemm import gemm as _gemm
 
 
 def _t(x: Any) -> Tensor:
@@ -149,6 +150,12 @@ def mm(x: Any, y: Any) -> Any:
 
 def bmm(x: Any, y: Any) -> Any:
     return _t(x).matmul(y)
+
+
+def addmm(input: Any, mat1: Any, mat2: Any, *, beta: float = 1, alpha: float = 1) -> Any:  # noqa: A002
+    """torch.addmm: beta * input + alpha * mat1 @ mat2, one gemm node (input is not read
+    when beta is 0)."""
+    return _gemm(_t(mat1), mat2, input, alpha=alpha, beta=beta)
 
 
 def index_select(x: Any, dim: int, index: Any) -> Any:

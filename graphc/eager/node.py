@@ -42,6 +42,7 @@ TORCH_NAMES = {
     "slice": "SliceBackward0",
     "take": "IndexSelectBackward0",
     "matmul": "MmBackward0",
+    "gemm": "AddmmBackward0",
     "logsumexp": "LogsumexpBackward0",
     "log_softmax": "LogSoftmaxBackward0",
 }

@@ -35,6 +35,10 @@ class OpDef:
     elementwise  output element i depends only on input elements i (broadcast)
     pure         no side effects; safe to fold, deduplicate and remove when unused
     inplace      the kernel may be given an input's buffer as `out`
+    inplace_inputs  the inputs (by position) of a NON-elementwise op whose buffer the
+                 kernel may be given as `out`: it reads each element of such an input
+                 only for the same element of its result, which has the input's type
+                 (gemm's c, accumulated into)
     shape_attrs  attrs holding shapes (or one dim, as scan's length), whose symbolic
                  dims are bound at run time
     permutes     the value is a view of its input with the axes' memory order permuted
@@ -56,6 +60,7 @@ class OpDef:
     elementwise: bool = False
     pure: bool = True
     inplace: bool = False
+    inplace_inputs: tuple[int, ...] = ()
     shape_attrs: tuple[str, ...] = ()
     permutes: bool = False
     cost: CostRule | None = None

@@ -11,6 +11,10 @@ backward from `gc.gradients`) export too.
 - contract_rows (matmul's weight gradient): both operands flattened to rows (Flatten
   at the last axis, symbolic leading dims included), then MatMul of the first one
   transposed.
+- gemm (made by matmul's fast_math SGD fold, or called as gc.gemm): ONNX's own Gemm,
+  whose attributes are graphc's (c optional, broadcast into the product; beta = 0
+  leaves c unread in onnxruntime as in graphc); Gemm's alpha and beta are float32, so a
+  float64 gemm whose alpha or beta float32 does not hold scales by constants instead.
 """
 
 from __future__ import annotations
@@ -134,3 +138,18 @@ def _contract_rows(w: Writer, node: Node, ins: list[str]) -> list[str]:
     if bools:  # any(a and b) over the rows: a count above zero
         return [w.one("Greater", [product, w.const(np.zeros((), np.int32))])]
     return [product]
+
+
+@exporter("gemm")
+def _gemm(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    a = node.attrs
+    flags = {"transA": int(a["trans_a"]), "transB": int(a["trans_b"])}
+    alpha, beta = float(a["alpha"]), float(a["beta"])
+    if node.type.dtype == np.float32 or all(float(np.float32(v)) == v for v in (alpha, beta)):
+        return [w.one("Gemm", ins, alpha=alpha, beta=beta, **flags)]
+    # ONNX's alpha and beta are float32: scale a float64 product by float64 constants
+    y = w.one("Mul", [w.one("Gemm", ins[:2], **flags), w.const(np.asarray(alpha, np.float64))])
+    if len(ins) == 3 and beta != 0.0:
+        c = ins[2] if beta == 1.0 else w.one("Mul", [ins[2], w.const(np.asarray(beta, np.float64))])
+        y = w.one("Add", [y, c])
+    return [y]

@@ -46,6 +46,7 @@ from graphc.ops.elementwise import (
     tanh,
 )
 from graphc.ops.flow import cond, fori_loop, scan, while_loop
+from graphc.ops.gemm import gemm
 from graphc.ops.indexing import (
     gather,
     getitem,

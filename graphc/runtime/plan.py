@@ -22,7 +22,8 @@ Runtime allocation planner):
      (numpy would copy an arena buffer's once, at setup, and keep another's strides);
    - an elementwise op that may run in place, one of whose inputs has the same type,
      dies at step i and is the only live value on an arena buffer: that buffer
-     ("inplace"), never a caller's array, a constant or state;
+     ("inplace"), never a caller's array, a constant or state; so may an op at the
+     inputs it names in `inplace_inputs` (gemm's c), if that input is no other operand;
    - a free arena buffer of the same dtype and enough bytes, smallest first, earliest
      freed among equals ("reused"; `FreeList`: a sorted list of sizes per dtype, O(log n));
    - a new arena buffer ("allocated").
@@ -385,12 +386,16 @@ def _state_is_free(
     read_here = [v for v in live if v.name in {x.name for x in node.inputs}]
     if not read_here:
         return True
-    # reading the old value in the very step that overwrites it is safe only elementwise
+    # reading the old value in the very step that overwrites it is safe only elementwise,
+    # or at an input the op reads element for element (gemm's c)
     opdef = get_op(node.op)  # type: ignore[arg-type]
-    return (
-        opdef.elementwise
-        and opdef.inplace
-        and all(v.kind == "state" and v.type == spec.types[node] for v in read_here)
+    if not all(v.kind == "state" and v.type == spec.types[node] for v in read_here):
+        return False
+    if opdef.elementwise and opdef.inplace:
+        return True
+    names = {v.name for v in read_here}
+    return bool(opdef.inplace_inputs) and all(
+        k in opdef.inplace_inputs for k, x in enumerate(node.inputs) if x.name in names
     )
 
 
@@ -403,12 +408,19 @@ def _inplace_donor(
     spec: Specialized,
 ) -> Node | None:
     """An input whose arena buffer step i may overwrite with its result, if any."""
-    if not (opdef.elementwise and opdef.inplace):
+    elementwise = opdef.elementwise and opdef.inplace
+    if not (elementwise or opdef.inplace_inputs):
         return None
     t = spec.types[node]
-    for x in node.inputs:
+    for k, x in enumerate(node.inputs):
         v = values[x.name]
         buffer = buffer_of[x]
+        # an elementwise op may read its donor at several operands (x * x); another op
+        # only at the inputs it names, and nowhere else (a BLAS output is no operand)
+        if not elementwise and (
+            k not in opdef.inplace_inputs or sum(y is x for y in node.inputs) > 1
+        ):
+            continue
         if (
             v.last_use == i
             and buffer.kind == "allocated"

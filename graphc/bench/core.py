@@ -60,6 +60,8 @@ MODES: tuple[str, ...] = (
     "jax",
     "onnxruntime-1thread",
     "onnxruntime",
+    "dask-1worker",  # graphc.distributed on a LocalCluster (the `scale` workload)
+    "dask-2workers",
 )
 
 

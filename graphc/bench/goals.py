@@ -1,5 +1,5 @@
 """The runtime's performance goals (issue 6; control flow: issue 14; models: issue 15;
-ONNX: issue 16; backends: issue 17), checked against a bench report.
+ONNX: issue 16; backends: issue 17; dask: issue 18), checked against a bench report.
 
 Each goal reads medians from one run, so ratios compare modes measured side by side.
 A goal whose figures are missing (a peer not installed, the native backend unavailable,
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from graphc.bench import cnn, onnx_zoo, resnet_block, transformer, zoo_models
+from graphc.bench import cnn, onnx_zoo, resnet_block, scale, transformer, zoo_models
 from graphc.bench.core import BASELINE, COPYTO, NATIVE, O0, SCAN
 from graphc.bench.report import seconds, size
 from graphc.bench.rnn import FULL_CASE as RNN_CASE
@@ -146,7 +146,7 @@ def evaluate(report: dict[str, Any]) -> list[Goal]:
         else Goal(text, "not measured", None)
     )
     goals += scan_goals(report) + model_goals(report) + onnx_goals(report)
-    return goals + native_goals(report)
+    return goals + native_goals(report) + scale_goals(report)
 
 
 # (text, the mode graphc-O2-scan is compared with, largest ratio scan / that mode)
@@ -367,3 +367,44 @@ def markdown(goals: list[Goal]) -> str:
     lines = ["| goal (issues 6, 14, 15, 16, 17) | measured | verdict |", "|---|---|---|"]
     lines += [f"| {g.text} | {g.measured} | {verdict[g.met]} |" for g in goals]
     return "\n".join(lines) + "\n"
+
+
+CHUNK_OVERHEAD_SECONDS = 5e-3  # issue 18: what a chunk costs besides its rows
+SCALE_THROUGHPUT_RATIO = 1.3  # 2 workers' time over one process's plan, 1e7 rows
+
+
+def scale_goals(report: dict[str, Any]) -> list[Goal]:
+    """Issue 18's goals (graphc.distributed on dask, the `scale` workload): the overhead
+    per chunk (one worker running 64 chunks of 16 rows, less one process's plan over
+    those rows, per chunk); inference over 1e7 rows on 2 workers within 1.3x of one
+    process's plan; the largest worker's memory below half the data, so bounded by the
+    chunks a worker holds, not by its share of the rows."""
+    goals = []
+    text = f"scale: per-chunk overhead < {seconds(CHUNK_OVERHEAD_SECONDS)}"
+    where = ("scale", scale.OVERHEAD_CASE)
+    one, base = _cell(report, *where, scale.ONE), _cell(report, *where, BASELINE)
+    if one and base:
+        per_chunk = (one["median"] - base["median"]) / scale.OVERHEAD_CHUNKS
+        goals.append(Goal(text, seconds(per_chunk), per_chunk < CHUNK_OVERHEAD_SECONDS))
+    else:
+        goals.append(Goal(text, "not measured", None))
+    goals.append(
+        _ratio_goal(
+            report,
+            f"scale: 1e7-row inference on 2 workers within {SCALE_THROUGHPUT_RATIO}x of one process",
+            ("scale", scale.INFERENCE_1E7),
+            BASELINE,
+            lambda r: r <= SCALE_THROUGHPUT_RATIO,
+            ours_mode=scale.TWO,
+        )
+    )
+    text = "scale: largest worker's memory < half the 1e7 rows' bytes"
+    cell = _cell(report, "scale", scale.INFERENCE_1E7, scale.TWO)
+    data = 10**7 * scale.FEATURES * 4
+    if cell and cell["peak_bytes"] is not None:
+        goals.append(
+            Goal(text, f"{size(cell['peak_bytes'])} of {size(data)}", cell["peak_bytes"] < data / 2)
+        )
+    else:
+        goals.append(Goal(text, "not measured", None))
+    return goals

@@ -36,6 +36,7 @@ from graphc.bench import (
     resnet_block,
     rnn,
     rnn_compile,
+    scale,
     tiny,
     trace_compile,
     transformer,
@@ -68,6 +69,8 @@ WORKLOADS: tuple[Workload, ...] = (
     rnn_compile.WORKLOAD,
     onnx_zoo.WORKLOAD,
 )
+# run only when named (`graphc bench --only scale`): they start dask clusters
+ON_REQUEST: tuple[Workload, ...] = (scale.WORKLOAD,)
 Progress = Callable[[int, int, str], None]  # (cells done, cells in all, what runs next)
 
 
@@ -114,7 +117,7 @@ def select(
     """The workloads named in `only` (all when None); an unknown name is a ValueError."""
     if not only:
         return list(workloads)
-    by_name = {w.name: w for w in workloads}
+    by_name = {w.name: w for w in (*workloads, *ON_REQUEST)}
     unknown = [name for name in only if name not in by_name]
     if unknown:
         raise ValueError(f"unknown workload(s) {unknown}; choose from {sorted(by_name)}")

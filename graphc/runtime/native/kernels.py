@@ -159,7 +159,7 @@ def build_kernel(
         "}",
     ]
     tiled = [k for k, o in enumerate(operands) if o.mode == TRANSPOSED]
-    par = f"if (n >= {parallel_min(ops)})"
+    par = f"n >= {parallel_min(ops)}"
     if tiled:
         main = _tiled_main(params, init, block_args, tiled, operands, par)
     else:
@@ -167,9 +167,11 @@ def build_kernel(
             "GC_EXPORT void NAME(" + ", ".join(["int64_t n", *params]) + ") {",
             *init,
             "    int64_t nb = n / GC_W;",
-            f"    #pragma omp parallel for {par} schedule(static)",
-            "    for (int64_t b = 0; b < nb; b++)",
-            "        NAME_block(" + ", ".join(["GC_W * b", "GC_W", *block_args]) + ");",
+            *parallel_for(
+                par,
+                "for (int64_t b = 0; b < nb; b++)",
+                ["    NAME_block(" + ", ".join(["GC_W * b", "GC_W", *block_args]) + ");"],
+            ),
             "    if (n % GC_W)",
             "        NAME_block(" + ", ".join(["GC_W * nb", "n % GC_W", *block_args]) + ");",
             "}",
@@ -248,25 +250,47 @@ def _tiled_main(
         + ", ".join(["int64_t n", "int64_t rows", "int64_t cols", *params])
         + ") {",
         *init,
-        f"    #pragma omp parallel for {par} schedule(static)",
-        "    for (int64_t ti = 0; ti < rows; ti += GC_W) {",
-        *buffers,
-        "        int64_t tr = rows - ti < GC_W ? rows - ti : GC_W;",
-        "        for (int64_t tj = 0; tj < cols; tj += GC_W) {",
-        "            int64_t m = cols - tj < GC_W ? cols - tj : GC_W;",
-        *fills,
-        # a literal lane count for whole blocks, so their loads and stores are vectors
-        "            for (int64_t r = 0; r < tr; r++) {",
-        "                if (m == GC_W)",
-        "                    NAME_block("
-        + ", ".join(["(ti + r) * cols + tj", "GC_W", *args])
-        + ");",
-        "                else",
-        "                    NAME_block(" + ", ".join(["(ti + r) * cols + tj", "m", *args]) + ");",
-        "            }",
-        "        }",
-        "    }",
+        *parallel_for(
+            par,
+            "for (int64_t ti = 0; ti < rows; ti += GC_W) {",
+            [
+                *(line[4:] for line in buffers),
+                "    int64_t tr = rows - ti < GC_W ? rows - ti : GC_W;",
+                "    for (int64_t tj = 0; tj < cols; tj += GC_W) {",
+                "        int64_t m = cols - tj < GC_W ? cols - tj : GC_W;",
+                *(line[4:] for line in fills),
+                # a literal lane count for whole blocks, so their loads and stores are vectors
+                "        for (int64_t r = 0; r < tr; r++) {",
+                "            if (m == GC_W)",
+                "                NAME_block("
+                + ", ".join(["(ti + r) * cols + tj", "GC_W", *args])
+                + ");",
+                "            else",
+                "                NAME_block("
+                + ", ".join(["(ti + r) * cols + tj", "m", *args])
+                + ");",
+                "        }",
+                "    }",
+                "}",
+            ],
+        ),
         "}",
+    ]
+
+
+def parallel_for(condition: str, loop: str, body: list[str]) -> list[str]:
+    """C lines running `loop` (a for statement) over `body` on the OpenMP pool when
+    `condition` holds, else on the calling thread without entering OpenMP at all: an
+    `if` clause still sets up a team of one, which measured 0.5 us a call."""
+    return [
+        f"    if ({condition}) {{",
+        "        #pragma omp parallel for schedule(static)",
+        f"        {loop}",
+        *("        " + line for line in body),
+        "    } else {",
+        f"        {loop}",
+        *("        " + line for line in body),
+        "    }",
     ]
 
 

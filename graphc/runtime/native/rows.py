@@ -67,72 +67,85 @@ GC_PAIRWISE(double, f64)
 
 _ROWSUM = """
 /* sum (count 0) or mean (divided by count) of each of `rows` contiguous rows of n */
+GC_INLINE void NAME_row(int64_t o, int64_t n, char *out, const char *x, int64_t count) {
+    scalar_t s = (scalar_t)0 + pw_t((const scalar_t *)x + o * n, n);
+    if (count) s = (scalar_t)((double)s / (double)count);
+    ((scalar_t *)out)[o] = s;
+}
 GC_EXPORT void NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t count) {
-    #pragma omp parallel for if (rows * n >= PAR) schedule(static)
-    for (int64_t o = 0; o < rows; o++) {
-        scalar_t s = (scalar_t)0 + pw_t((const scalar_t *)x + o * n, n);
-        if (count) s = (scalar_t)((double)s / (double)count);
-        ((scalar_t *)out)[o] = s;
+    if (rows * n >= PAR) {
+        #pragma omp parallel for schedule(static)
+        for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, count);
+    } else {
+        for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, count);
     }
 }
 """
 
 _COLSUM = """
 /* sum (count 0) or mean over the middle axis of an (outer, n, inner) array, row after
-   row, GC_W inner elements at a time */
+   row, GC_W inner elements at a time: job j is block j % blocks of outer index j / blocks */
+GC_INLINE void NAME_job(int64_t job, int64_t blocks, int64_t n, int64_t inner, char *out,
+                        const char *x, int64_t count) {
+    int64_t o = job / blocks, i = (job % blocks) * GC_W;
+    int64_t m = inner - i < GC_W ? inner - i : GC_W;
+    const char *slab = x + (o * n * inner) * sizeof(scalar_t);
+    vec_t acc = sp_t(0);
+    for (int64_t r = 0; r < n; r++) acc = acc + ld_t(slab + r * inner * sizeof(scalar_t), i, m);
+    if (count) acc = __builtin_convertvector(
+        __builtin_convertvector(acc, vf64) / sp_f64((double)count), vec_t);
+    st_t(out + o * inner * sizeof(scalar_t), i, m, acc);
+}
 GC_EXPORT void NAME(int64_t outer, int64_t n, int64_t inner, char *out, const char *x,
                     int64_t count) {
     int64_t blocks = (inner + GC_W - 1) / GC_W;
-    #pragma omp parallel for if (outer * n * inner >= PAR) schedule(static)
-    for (int64_t job = 0; job < outer * blocks; job++) {
-        int64_t o = job / blocks, i = (job % blocks) * GC_W;
-        int64_t m = inner - i < GC_W ? inner - i : GC_W;
-        const char *row = x + (o * n * inner) * sizeof(scalar_t);
-        vec_t acc = sp_t(0);
-        for (int64_t r = 0; r < n; r++) acc = acc + ld_t(row + r * inner * sizeof(scalar_t), i, m);
-        if (count) acc = __builtin_convertvector(
-            __builtin_convertvector(acc, vf64) / sp_f64((double)count), vec_t);
-        st_t(out + o * inner * sizeof(scalar_t), i, m, acc);
+    if (outer * n * inner >= PAR) {
+        #pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < outer * blocks; j++) NAME_job(j, blocks, n, inner, out, x, count);
+    } else {
+        for (int64_t j = 0; j < outer * blocks; j++) NAME_job(j, blocks, n, inner, out, x, count);
     }
 }
 """
 
 _SOFTMAX = """
-/* softmax (take_log 0) or log_softmax (take_log 1) of each of `rows` contiguous rows of n, as
-   graphc's numpy kernels compute them: x - max, exp, the pairwise sum, / sum or - log */
+/* softmax (take_log 0) or log_softmax (take_log 1) of row o of n, as graphc's numpy
+   kernels compute them: x - max, exp, the pairwise sum, / sum or - log; `e` holds the
+   exps of log_softmax (n + GC_W elements) */
+GC_INLINE void NAME_row(int64_t o, int64_t n, char *out, const char *x, int64_t take_log,
+                        scalar_t *e) {
+    const scalar_t *a = (const scalar_t *)x + o * n;
+    char *y = out + o * n * sizeof(scalar_t);
+    scalar_t top = a[0];  /* numpy's maximum: a nan wins, equal values give the later */
+    for (int64_t j = 1; j < n; j++)
+        top = (top != top) ? top : (a[j] != a[j] || a[j] >= top) ? a[j] : top;
+    vec_t shift = sp_t(top);
+    for (int64_t j = 0; j < n; j += GC_W) {
+        int64_t m = n - j < GC_W ? n - j : GC_W;
+        vec_t s = ld_t((const char *)a, j, m) - shift;
+        if (take_log) { st_t(y, j, m, s); st_t((char *)e, j, m, exp_t(s)); }
+        else st_t(y, j, m, exp_t(s));
+    }
+    scalar_t sum = (scalar_t)0 + pw_t(take_log ? e : (const scalar_t *)y, n);
+    vec_t by = sp_t(take_log ? LOGFN(sum) : sum);
+    for (int64_t j = 0; j < n; j += GC_W) {
+        int64_t m = n - j < GC_W ? n - j : GC_W;
+        vec_t v = ld_t(y, j, m);
+        st_t(y, j, m, take_log ? v - by : v / by);
+    }
+}
 GC_EXPORT void NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t take_log) {
-    #pragma omp parallel if (rows * n >= PAR)
-    {
-        scalar_t *e = take_log ? (scalar_t *)malloc((n + GC_W) * sizeof(scalar_t)) : 0;
-        #pragma omp for schedule(static)
-        for (int64_t o = 0; o < rows; o++) {
-            const scalar_t *a = (const scalar_t *)x + o * n;
-            char *y = out + o * n * sizeof(scalar_t);
-            scalar_t top = a[0];  /* numpy's maximum: a nan wins, equal values give the later */
-            for (int64_t j = 1; j < n; j++)
-                top = (top != top) ? top : (a[j] != a[j] || a[j] >= top) ? a[j] : top;
-            vec_t shift = sp_t(top);
-            for (int64_t j = 0; j < n; j += GC_W) {
-                int64_t m = n - j < GC_W ? n - j : GC_W;
-                vec_t s = ld_t((const char *)a, j, m) - shift;
-                if (take_log) { st_t(y, j, m, s); st_t((char *)e, j, m, exp_t(s)); }
-                else st_t(y, j, m, exp_t(s));
-            }
-            scalar_t sum = (scalar_t)0 + pw_t(take_log ? e : (const scalar_t *)y, n);
-            if (take_log) {
-                vec_t l = sp_t(LOGFN(sum));
-                for (int64_t j = 0; j < n; j += GC_W) {
-                    int64_t m = n - j < GC_W ? n - j : GC_W;
-                    st_t(y, j, m, ld_t(y, j, m) - l);
-                }
-            } else {
-                vec_t d = sp_t(sum);
-                for (int64_t j = 0; j < n; j += GC_W) {
-                    int64_t m = n - j < GC_W ? n - j : GC_W;
-                    st_t(y, j, m, ld_t(y, j, m) / d);
-                }
-            }
+    if (rows * n >= PAR) {
+        #pragma omp parallel
+        {
+            scalar_t *e = take_log ? (scalar_t *)malloc((n + GC_W) * sizeof(scalar_t)) : 0;
+            #pragma omp for schedule(static)
+            for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, take_log, e);
+            free(e);
         }
+    } else {
+        scalar_t *e = take_log ? (scalar_t *)malloc((n + GC_W) * sizeof(scalar_t)) : 0;
+        for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, take_log, e);
         free(e);
     }
 }

@@ -158,7 +158,7 @@ class _Job:
         first = next(iter(batch))
         rows = batch[first].chunks[split.batch_inputs[first]]
         outs = split.chunk.outputs
-        run = delayed(run_graph, pure=True, nout=len(outs))
+        run = delayed(run_graph, pure=True)  # one task per chunk, its result a tuple
         results = []
         if outs:
             for i in range(len(rows)):
@@ -191,14 +191,16 @@ class _Job:
         if not split.partials:
             return {}
         index = {o.name: j for j, o in enumerate(split.chunk.outputs)}
-        level = [tuple(r[index[p.name]] for p in split.partials) for r in results]
-        merge = self.dask.delayed(merge_partials, pure=True, nout=len(split.partials))
-        while len(level) > 1:
+        picks: tuple[int, ...] | None = tuple(index[p.name] for p in split.partials)
+        merge = self.dask.delayed(merge_partials, pure=True)
+        level = results
+        while picks is not None or len(level) > 1:  # the chunks' results merged at least once
             level = [
-                merge(self.programs["merge"], *level[k : k + self.split_every])
+                merge(self.programs["merge"], picks, *level[k : k + self.split_every])
                 for k in range(0, len(level), self.split_every)
             ]
-        return dict(zip((p.name for p in split.partials), level[0]))
+            picks = None
+        return {p.name: level[0][k] for k, p in enumerate(split.partials)}
 
     def _combined(self, results: list[Any], params: dict[str, Any]) -> dict[str, Any]:
         split, delayed = self.split, self.dask.delayed

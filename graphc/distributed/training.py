@@ -124,9 +124,12 @@ class DataParallelStep:
             futures.append(self.client.submit(run_graph, self._chunk_program, *args, pure=False))
         results = self.client.gather(futures)
         index = {o.name: j for j, o in enumerate(split.chunk.outputs)}
-        partials = [tuple(r[index[p.name]] for p in split.partials) for r in results]
+        picks = tuple(index[p.name] for p in split.partials)
         merged = dict(
-            zip((p.name for p in split.partials), merge_partials(self.programs["merge"], *partials))
+            zip(
+                (p.name for p in split.partials),
+                merge_partials(self.programs["merge"], picks, *results),
+            )
         )
         feeds = {**self.state, **sizes, **merged}
         missing = [p.name for p in split.combine.inputs if p.name not in feeds]

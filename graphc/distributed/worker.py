@@ -71,9 +71,15 @@ def run_graph(program: Program, *arrays: Any) -> tuple[np.ndarray, ...]:
     return result if isinstance(result, tuple) else (result,)
 
 
-def merge_partials(program: Program, *partials: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+def merge_partials(
+    program: Program, picks: tuple[int, ...] | None, *partials: tuple[np.ndarray, ...]
+) -> tuple[np.ndarray, ...]:
     """Merge several chunks' (or merges') partials: stacked per partial, then the merge
-    graph reduces the stacking axis."""
+    graph reduces the stacking axis. `picks` takes the partials out of whole chunk
+    results (their positions among the chunk graph's outputs), so a chunk's result
+    needs no task per partial; None when `partials` are merges' results already."""
+    if picks is not None:
+        partials = tuple(tuple(result[k] for k in picks) for result in partials)
     if len(partials) == 1:
         return partials[0]
     stacked = [np.stack(group) for group in zip(*partials)]

@@ -106,22 +106,31 @@ def _kernel(
     """The product into `out` (numpy passes the transposed views to BLAS as trans flags),
     scaled by alpha, plus beta * c. Given c's own buffer as `out` (the planner does that
     when c dies here), the product needs a temporary: numpy's matmul cannot accumulate.
-    Either way the bits are those of matmul, then * alpha, then + (c * beta)."""
+    Either way the bits are those of matmul, then * alpha, then + (c * beta); a negative
+    alpha scales by |alpha| and subtracts, which IEEE rounds identically (x + (-y) is
+    x - y), saving a pass in the SGD update w - lr * g."""
     x = a.T if trans_a else a
     y = b.T if trans_b else b
     addend = c[0] if c and beta != 0.0 else None
     if out is None:
         out = np.empty((x.shape[0], y.shape[1]), a.dtype)
+    magnitude = -alpha if alpha < 0 else alpha  # not abs(): alpha = -0.0 keeps its sign
     if addend is not None and np.may_share_memory(out, addend):
         product = np.matmul(x, y)
-        _scale(product, alpha)
+        _scale(product, magnitude)
         _scale(out, beta)  # out is c here: the planner shares only a c of out's type
-        np.add(product, out, out=out)
+        (np.subtract if alpha < 0 else np.add)(out, product, out=out)
         return out
     np.matmul(x, y, out=out)
-    _scale(out, alpha)
-    if addend is not None:
-        np.add(out, addend if beta == 1.0 else np.multiply(addend, beta), out=out)
+    if addend is None:
+        _scale(out, alpha)
+        return out
+    _scale(out, magnitude)
+    scaled = addend if beta == 1.0 else np.multiply(addend, beta)
+    if alpha < 0:
+        np.subtract(scaled, out, out=out)
+    else:
+        np.add(out, scaled, out=out)
     return out
 
 

@@ -46,7 +46,9 @@ Why each rule has its tag:
   may accumulate in another order), and the stable forms: exp(log x) -> x,
   log(exp x) -> x, log(softmax) -> log_softmax, log(sum(exp x)) -> logsumexp,
   x - logsumexp(x) -> log_softmax (they remove overflow and rounding, so they change
-  values exactly where the original was inaccurate).
+  values exactly where the original was inaccurate). The SGD fold w - s*(a@b) ->
+  gemm(a, b, w, alpha=-s, beta=1) (passes/gemm_rules.py): BLAS scales and accumulates
+  into w in its own order, not matmul, scale, subtract.
 
 The driver keeps only replacements of the same type as the node, which is the "same
 shape" condition of rules such as `reshape(x) -> x`, and declines a replacement whose
@@ -59,6 +61,7 @@ import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
 from graphc.passes.fold import FOLD, folding
+from graphc.passes.gemm_rules import fold_update
 from graphc.passes.patterns import (
     MINUS_ONE,
     ONE,
@@ -69,6 +72,7 @@ from graphc.passes.patterns import (
     D,
     X,
     Y,
+    Z,
     ops,
     uniform_value,
 )
@@ -298,6 +302,9 @@ ALGEBRA: list[Rule] = [
     rule(pow(X, ONE), lambda m: m.x),  # x**1 -> x
     rule(pow(X, TWO), lambda m: m.emit("mul", m.x, m.x)),  # x**2 -> x*x (pow's meaning)
     rule(pow(X, THREE), lambda m: m.emit("mul", m.emit("mul", m.x, m.x), m.x)),  # x**3 -> x*x*x (pow's meaning)
+    # -- the SGD fold (passes/gemm_rules.py): one BLAS call accumulating into w
+    rule(sub(Y, matmul(X, Z)), fold_update, exact=False),  # w - op(a)@op(b) -> gemm(a, b, w, alpha=-s, beta=1), transposes and scales of a, b peeled
+    rule(sub(Y, mul(matmul(X, Z), C)), fold_update, exact=False),  # w - (a@b)*c -> gemm(a, b, w, alpha=-c, beta=1)
 ]
 # folding (exact: the op's own kernel) also runs inside simplify, so constants that a
 # rule builds (x*c with x a folded constant) fold in the same walk

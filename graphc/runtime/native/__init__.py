@@ -280,3 +280,4 @@ for _op in ("sum", "mean", "sum_to"):
     register_lowering(_op, rows.lower_reduction, backend=NAME)
 for _op in ("softmax", "log_softmax"):
     register_lowering(_op, rows.lower_softmax, backend=NAME)
+from graphc.runtime.native import blas  # noqa: E402, F401 - registers gemm's BLAS lowering

@@ -1,0 +1,81 @@
+"""The SGD fold: `w - lr * g.T @ x` as one `gemm` accumulating into w (fast_math only).
+
+SGD's update of a weight subtracts a scaled matrix product from it. As graph nodes that
+is a scale (on the small operand, after `(x@y)*c -> (x*c)@y`), a transpose view, a
+matmul into a buffer of the weight's size and a subtraction: two passes over the weight
+besides the product. One BLAS call does all of it, `w := alpha op(a) op(b) + 1 * w`,
+reading and writing w once, with no gradient buffer; the planner lets the gemm write
+into w's own buffer when w dies there (`inplace_inputs`), which is how a train step's
+parameter update goes.
+
+The rules (in simplify's table, tagged value-changing: BLAS scales and accumulates in
+another order than matmul-then-subtract) match `sub(w, matmul(x, z))` and
+`sub(w, mul(matmul(x, z), c))`; `fold_update` peels a matrix transpose and a scale by a
+one-element constant off each operand (each used only there) into the gemm's flags and
+alpha. The matmul must have no other user, or it would be computed twice.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from graphc.ir.graph import Node
+from graphc.passes.rewrite import Match
+
+
+def _scale_of(node: Node) -> tuple[float, Node] | None:
+    """For mul(v, c) with c a one-element float constant and v of the product's type:
+    (c, v); else None."""
+    if node.op != "mul":
+        return None
+    for c, other in (node.inputs, node.inputs[::-1]):
+        if (
+            c.is_constant
+            and c.value.size == 1
+            and np.issubdtype(c.value.dtype, np.floating)
+            and other.type == node.type
+        ):
+            return float(c.value.reshape(())), other
+    return None
+
+
+def _peel(m: Match, node: Node) -> tuple[Node, bool, float]:
+    """`node` as (base, transposed, scale): a matrix transpose and a scale, in either
+    order, each with no user besides this one, peeled off."""
+    transposed, scale = False, 1.0
+    for _ in range(2):
+        if not m.used_once(node):
+            break
+        if not transposed and node.op == "transpose" and tuple(node.attrs["axes"]) == (1, 0):
+            node, transposed = node.inputs[0], True
+            continue
+        found = _scale_of(node) if scale == 1.0 else None
+        if found is None:
+            break
+        scale, node = found
+    return node, transposed, scale
+
+
+def fold_update(m: Match) -> Node | None:
+    """w - s * op(a) @ op(b) -> gemm(a, b, w, alpha=-s, beta=1, trans_a, trans_b)."""
+    w, subtracted = m.node.inputs
+    scale = 1.0
+    product = subtracted
+    if subtracted.op == "mul":  # the scale on the product itself
+        found = _scale_of(subtracted)
+        if found is None or not m.used_once(subtracted):
+            return None
+        scale, product = found
+    if product.op != "matmul" or not m.used_once(product):
+        return None
+    x, z = product.inputs
+    if x.type.rank != 2 or z.type.rank != 2:
+        return None
+    a, trans_a, scale_a = _peel(m, x)
+    b, trans_b, scale_b = _peel(m, z)
+    alpha = -scale * scale_a * scale_b
+    if not math.isfinite(alpha) or alpha == 0.0:
+        return None
+    return m.emit("gemm", a, b, w, alpha=alpha, beta=1.0, trans_a=trans_a, trans_b=trans_b)

@@ -56,7 +56,8 @@ class Generated:
 
     `backend` is the backend that generated it (after any fallback), `step_backends`
     the backend whose lowering emitted each step (by step index), `notes` what the
-    backend reports (kernels built, compile time), `allocate_arena` its allocator."""
+    backend reports (kernels built, compile time), `allocate_arena` its allocator,
+    `bodies` the code of control-flow steps' bodies (by step index, then attribute)."""
 
     source: str
     namespace: dict[str, Any]
@@ -65,6 +66,7 @@ class Generated:
     step_backends: dict[int, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     allocate_arena: Callable[[int], Any] = field(default=page_aligned_arena, repr=False)
+    bodies: dict[int, dict[str, Generated]] = field(default_factory=dict, repr=False)
 
     def instantiate(self, arena_bytes: int, constants: list, states: list) -> Callable[..., Any]:
         """The plan's `run` function on a fresh arena (one per thread)."""
@@ -75,9 +77,14 @@ class Generator:
     """Turns one Plan into source; lowerings call `name`, `const` and `array` on it."""
 
     def __init__(
-        self, plan: Plan, check_numerics: bool = False, backend: Backend | None = None
+        self,
+        plan: Plan,
+        check_numerics: bool = False,
+        backend: Backend | None = None,
+        parent: Generator | None = None,
     ) -> None:
         self.plan = plan
+        self.parent = parent  # the generator of the plan holding this one, for a body
         self.check_numerics = check_numerics
         self.backend = backend if backend is not None else get_backend("numpy")
         self.chain = chain(self.backend)
@@ -90,6 +97,7 @@ class Generator:
         self.namespace["array_copy"] = lambda x: xp.array(x, copy=True)
         self.step_backends: dict[int, str] = {}  # which backend lowered each step
         self.notes: list[str] = []  # what the backend reports for explain()
+        self.bodies: dict[int, dict[str, Generated]] = {}  # control flow's compiled bodies
         self.state: dict[str, Any] = {}  # per-backend working data of this generation
         self._globals: dict[int, str] = {}
         self._taken: set[str] = set(self.namespace) | {
@@ -193,6 +201,7 @@ class Generator:
             self.step_backends,
             self.notes,
             self.backend.allocate_arena,
+            self.bodies,
         )
 
     source_appendix = ""  # text a backend adds after the Python (the native kernels' C)
@@ -457,13 +466,20 @@ def _numerics_check(node: Node) -> Callable[[np.ndarray], None]:
 new_arena = page_aligned_arena
 
 
-def generate(plan: Plan, check_numerics: bool = False, backend: Backend | None = None) -> Generated:
-    """Source and `make` function for `plan` on `backend` (numpy by default). When the
-    backend cannot build this plan (`BackendUnavailableError`: no compiler, a failed build)
-    the plan is generated on its fallback instead, with one warning per reason."""
+def generate(
+    plan: Plan,
+    check_numerics: bool = False,
+    backend: Backend | None = None,
+    parent: Generator | None = None,
+) -> Generated:
+    """Source and `make` function for `plan` on `backend` (numpy by default); `parent` is
+    the generator of the enclosing plan when `plan` is a control-flow body (a backend's
+    `finish` may then leave its build to the enclosing plan's). When the backend cannot
+    build this plan (`BackendUnavailableError`: no compiler, a failed build) the plan is
+    generated on its fallback instead, with one warning per reason."""
     backend = backend if backend is not None else get_backend("numpy")
     try:
-        return Generator(plan, check_numerics, backend).generate()
+        return Generator(plan, check_numerics, backend, parent).generate()
     except BackendUnavailableError as exc:
         if backend.fallback is None:
             raise

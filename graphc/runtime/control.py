@@ -28,7 +28,7 @@ import numpy as np
 from graphc.ir.graph import Graph
 from graphc.ir.types import TensorType
 from graphc.ops.body import bind_body_dims
-from graphc.runtime.backend import Backend, register_lowering
+from graphc.runtime.backend import register_lowering
 from graphc.runtime.codegen import Generated, Generator, generate
 from graphc.runtime.plan import Plan, Step, build_plan
 from graphc.runtime.specialize import specialize
@@ -48,15 +48,15 @@ class CompiledBody:
         return self.generated.instantiate(self.plan.arena_bytes, self.constants, [])
 
 
-def compile_body(
-    body: Graph, types: Sequence[TensorType], check_numerics: bool, backend: Backend
-) -> CompiledBody:
+def compile_body(gen: Generator, body: Graph, types: Sequence[TensorType]) -> CompiledBody:
+    """`body` planned and generated for `types`, inside the plan `gen` is generating."""
     bindings = bind_body_dims(body, types, "body")
     spec = specialize(body, bindings)  # type: ignore[arg-type]
     plan = build_plan(body, spec, given_outputs=True)
     constants = [np.asarray(plan.nodes[name].value, order="C") for name in plan.constants]
     output_types = [spec.types[o] for o in body.outputs]
-    return CompiledBody(plan, generate(plan, check_numerics, backend), constants, output_types)  # type: ignore[arg-type]
+    generated = generate(plan, gen.check_numerics, gen.backend, parent=gen)
+    return CompiledBody(plan, generated, constants, output_types)  # type: ignore[arg-type]
 
 
 class _Scratch:
@@ -192,6 +192,12 @@ def _emit(gen: Generator, step: Step, loop: Any, out: str) -> list[str]:
     return [f"{name}({args}, out={out})"]
 
 
+def _record(gen: Generator, step: Step, **bodies: CompiledBody) -> None:
+    """Keep a step's compiled bodies on the outer plan and code, for explain()."""
+    gen.plan.bodies[step.index] = {attr: body.plan for attr, body in bodies.items()}
+    gen.bodies[step.index] = {attr: body.generated for attr, body in bodies.items()}
+
+
 @register_lowering("scan")
 def lower_scan(gen: Generator, step: Step, out: str) -> list[str]:
     attrs = step.attrs
@@ -200,8 +206,8 @@ def lower_scan(gen: Generator, step: Step, out: str) -> list[str]:
     body_types = (
         types[:nc] + [t.with_shape(t.shape[1:]) for t in types[nc : nc + nx]] + types[nc + nx :]
     )
-    body = compile_body(attrs["body"], body_types, gen.check_numerics, gen.backend)
-    gen.plan.bodies[step.index] = {"body": body.plan}
+    body = compile_body(gen, attrs["body"], body_types)
+    _record(gen, step, body=body)
     result_types = _result_types(gen, step)
 
     def loop() -> ScanLoop:
@@ -213,9 +219,9 @@ def lower_scan(gen: Generator, step: Step, out: str) -> list[str]:
 @register_lowering("cond")
 def lower_cond(gen: Generator, step: Step, out: str) -> list[str]:
     types = _types(gen, step.inputs[1:])
-    then_body = compile_body(step.attrs["then_body"], types, gen.check_numerics, gen.backend)
-    else_body = compile_body(step.attrs["else_body"], types, gen.check_numerics, gen.backend)
-    gen.plan.bodies[step.index] = {"then_body": then_body.plan, "else_body": else_body.plan}
+    then_body = compile_body(gen, step.attrs["then_body"], types)
+    else_body = compile_body(gen, step.attrs["else_body"], types)
+    _record(gen, step, then_body=then_body, else_body=else_body)
     result_types = _result_types(gen, step)
     return _emit(gen, step, lambda: CondBranches(then_body, else_body, result_types), out)
 
@@ -225,12 +231,8 @@ def lower_while(gen: Generator, step: Step, out: str) -> list[str]:
     attrs = step.attrs
     nc, k = attrs["num_carry"], attrs["num_cond_consts"]
     types = _types(gen, step.inputs)
-    cond_body = compile_body(
-        attrs["cond_body"], types[:nc] + types[nc : nc + k], gen.check_numerics, gen.backend
-    )
-    body = compile_body(
-        attrs["body"], types[:nc] + types[nc + k :], gen.check_numerics, gen.backend
-    )
-    gen.plan.bodies[step.index] = {"cond_body": cond_body.plan, "body": body.plan}
+    cond_body = compile_body(gen, attrs["cond_body"], types[:nc] + types[nc : nc + k])
+    body = compile_body(gen, attrs["body"], types[:nc] + types[nc + k :])
+    _record(gen, step, cond_body=cond_body, body=body)
     result_types = _result_types(gen, step)
     return _emit(gen, step, lambda: WhileLoop(cond_body, body, nc, k, result_types), out)

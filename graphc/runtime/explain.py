@@ -62,8 +62,10 @@ def format_plan(plan: Plan, header: str | None = None, generated: Generated | No
         if mixed and not plan.scalar and step.index in generated.step_backends:  # type: ignore[union-attr]
             line += f"  [{generated.step_backends[step.index]}]"
         lines.append(line)
+        codes = generated.bodies.get(step.index, {}) if generated is not None else {}
         for attr, body in plan.bodies.get(step.index, {}).items():  # a loop's or branch's
-            lines.append(f"          {attr}: " + _indented(format_plan(body), "          "))
+            text = format_plan(body, generated=codes.get(attr))
+            lines.append(f"          {attr}: " + _indented(text, "          "))
     for target, value in plan.late_updates.items():
         lines.append(f"  end   copy {value} into state {target}")
     if generated is not None and generated.notes:

@@ -9,7 +9,7 @@ to numpy. Small exact steps are lowered too (`every_size`), else the small array
 the table would never reach a kernel; one test keeps the default size rule. Machinery:
 the loud fallback (no compiler; a failing build), explain's notes and markers,
 source()'s C, the build cache, kernels reused across batch sizes, the bounded plan
-cache, threads, a scan body on native, and an unknown backend's error.
+cache, threads, and an unknown backend's error (control flow: test_native_control.py).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ import graphc as gc
 from graphc.ir.graph import Graph
 from graphc.runtime import backend as backends
 from graphc.runtime import native
-from graphc.runtime.native import toolchain
 from tests.differential import quiet
 from tests.edge_graphs import edge_graphs
 from tests.edge_values import bits_differ, edge_feeds
@@ -386,31 +385,6 @@ def test_threads_share_one_native_executable() -> None:
         t.join()
     assert errors == []
     assert all(bits_differ(x, c) is None for x, c in zip(inputs, copies))
-
-
-@pytest.mark.parametrize("body_op", ["exact", "tanh"])
-def test_scan_body_runs_on_native(monkeypatch: pytest.MonkeyPatch, body_op: str) -> None:
-    """Guards control flow: a scan's body is planned on native (its kernels are built)
-    and gives numpy's bits with exact ops, native's own bits at every level with tanh."""
-    builds: list[str] = []
-    build = toolchain.build
-    monkeypatch.setattr(toolchain, "build", lambda source: builds.append(source) or build(source))
-    g = gc.Graph(f"scan_{body_op}")
-    with g:
-        h0 = gc.placeholder("h", shape=(3,), dtype="float32")
-        xs = gc.placeholder("xs", shape=("T", 3), dtype="float32")
-
-        def body(h: gc.Symbol, x: gc.Symbol) -> tuple[gc.Symbol, gc.Symbol]:
-            h2 = h * 0.5 + x * x - gc.abs(x)
-            return h2, gc.tanh(h2) if body_op == "tanh" else gc.maximum(h2, x)
-
-        h, ys = gc.scan(body, h0, xs)
-        gc.output(h, name="h_final")
-        gc.output(ys, name="ys")
-    rng = np.random.default_rng(10)
-    feeds = {"h": np.ones(3, np.float32), "xs": rng.standard_normal((6, 3)).astype(np.float32)}
-    check_native(g, [feeds], close=normwise(2.0**-16), close_sets=(0,))
-    assert any("gk_" in source for source in builds), "no native kernel was built for the body"
 
 
 def test_values_never_depend_on_the_batch_size(monkeypatch: pytest.MonkeyPatch) -> None:

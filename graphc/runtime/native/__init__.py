@@ -218,35 +218,53 @@ def _plain_transpose(gen: Generator, value: str | None) -> bool:
 
 
 def finish(gen: Generator) -> None:
-    """Compile this plan's kernels in one call and bind them; explain's notes."""
+    """Compile the kernels of this plan and of its control-flow bodies in one compiler
+    call and bind them; explain's notes. A body's plan leaves its kernels to the
+    outermost plan, which builds once for all of them."""
+    if gen.parent is not None:
+        outer = gen.parent
+        while outer.parent is not None:
+            outer = outer.parent
+        calls.plan_state(outer).setdefault("bodies", []).append(gen)
+        return
     state = gen.state.get(NAME)
     if not state:
         return
-    if not state["kernels"]:  # nothing lowered: still say why, for explain()
-        gen.notes.append("native: no step of this plan runs native")
-        gen.notes += [
-            f"  step {i} stays on numpy: {why}" for i, why in sorted(state["declined"].items())
-        ]
+    plans = [gen, *state.get("bodies", [])]
+    kernels: dict[str, Kernel] = {}
+    for plan_gen in plans:
+        kernels.update(calls.plan_state(plan_gen)["kernels"])
+    if not kernels:  # nothing lowered: still say why, for explain()
+        for plan_gen in plans:
+            plan_gen.notes.append("native: no step of this plan runs native")
+            _declined_notes(plan_gen)
         return
-    kernels: dict[str, Kernel] = state["kernels"]
     source = header() + rows.PAIRWISE + "\n".join(k.source for k in kernels.values())
     try:
         built = toolchain.build(source)
     except toolchain.BuildError as exc:
         raise BackendUnavailableError(f"building the native kernels failed: {exc}") from None
-    signatures = {name: kernel.params for name, kernel in kernels.items()}
-    gen.namespace.update(calls.bind(built.path, built.library, signatures))
+    bound = calls.bind(built.path, built.library, {n: k.params for n, k in kernels.items()})
     how = {
         "compiled": f"compiled in {built.seconds:.3f} s",
         "disk": f"loaded from the disk cache in {built.seconds * 1e3:.1f} ms",
         "memory": "already loaded in this process",
     }[built.cached]
-    gen.notes.append(
-        f"native: {len(kernels)} C kernel(s) for {state['calls']} step(s), {how} "
-        f"({built.path.name}, called through {calls.via()})"
-    )
-    for index, why in sorted(state["declined"].items()):
-        gen.notes.append(f"  step {index} stays on numpy: {why}")
+    for plan_gen in plans:
+        own = calls.plan_state(plan_gen)
+        plan_gen.namespace.update({name: bound[name] for name in own["kernels"]})
+        if not own["kernels"]:
+            plan_gen.notes.append("native: no step of this plan runs native")
+            _declined_notes(plan_gen)
+            continue
+        if plan_gen is gen:
+            bodies = f" (with {len(plans) - 1} control-flow bodies)" if len(plans) > 1 else ""
+            note = f"{len(kernels)} C kernel(s) for {own['calls']} step(s){bodies}, {how}"
+        else:
+            count = f"{len(own['kernels'])} C kernel(s) for {own['calls']} step(s)"
+            note = f"{count}, in the enclosing plan's library"
+        plan_gen.notes.append(f"native: {note} ({built.path.name}, called through {calls.via()})")
+        _declined_notes(plan_gen)
     c_text = "\n".join("# " + line if line else "#" for line in source.split("\n"))
     gen.source_appendix = (
         "\n# ---- native kernels (C), compiled with "
@@ -254,6 +272,11 @@ def finish(gen: Generator) -> None:
         + c_text
         + "\n"
     )
+
+
+def _declined_notes(gen: Generator) -> None:
+    declined = calls.plan_state(gen)["declined"]
+    gen.notes += [f"  step {i} stays on numpy: {why}" for i, why in sorted(declined.items())]
 
 
 def _contiguous(array: np.ndarray) -> np.ndarray:

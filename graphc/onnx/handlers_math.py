@@ -136,6 +136,8 @@ def _matmul(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 
 @handler("Gemm", since=7)
 def _gemm(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    # spelled out, not graphc's gemm op: matmul + add is what fuse_matmul_epilogue turns
+    # into one node with the layer's activation (a Linear layer's Gemm, then Relu)
     a, b = inputs[0], inputs[1]
     if attrs.get("transA", 0):
         a = transpose(a, (1, 0))

@@ -161,3 +161,36 @@ def test_mlp_step_with_the_fold_on_native_matches_numpy() -> None:
     for name in want:
         scale = float(np.max(np.abs(want[name])))
         assert float(np.max(np.abs(got[name] - want[name]))) <= 1e-5 * scale, name
+
+
+def test_in_place_of_a_dying_c_and_inside_a_loop_body() -> None:
+    g = gc.Graph("g")
+    with g:
+        a = gc.placeholder("a", (40, 30))
+        b = gc.placeholder("b", (30, 20))
+        v = gc.placeholder("v", (40, 20))
+        c = gc.exp(v)  # an arena value that dies at the gemm: its buffer becomes the result
+        gc.output(-gc.gemm(a, b, c, alpha=-0.25, beta=0.5), name="y")
+    rng = np.random.default_rng(5)
+    feeds = [rng.standard_normal(s).astype(np.float32) for s in ((40, 30), (30, 20), (40, 20))]
+    exe = gc.compile(g, opt_level=0, backend="native")
+    line = next(x for x in exe.explain(*feeds).splitlines() if "= gemm(" in x)
+    assert "in place of exp" in line and "[native]" in line, line
+    want = -KERNEL(feeds[0], feeds[1], np.exp(feeds[2]), alpha=-0.25, beta=0.5)
+    got = exe(*feeds)
+    assert within_gemm_bound(
+        -got, -want, feeds[0], feeds[1], np.exp(feeds[2]), -0.25, 0.5, False, False
+    )
+
+    def body(carry, x):
+        new = gc.gemm(x, x, carry, alpha=0.5, trans_a=True)
+        return new, gc.sum(new)
+
+    xs = rng.standard_normal((3, 6, 4)).astype(np.float64)
+    loop = gc.trace(lambda c0, seq: gc.scan(body, c0, seq), np.zeros((4, 4)), xs)
+    carry = np.zeros((4, 4))
+    for x in xs:
+        carry = KERNEL(x, x, carry, alpha=0.5, trans_a=True)
+    np.testing.assert_allclose(
+        gc.compile(loop, backend="native")(np.zeros((4, 4)), xs)[0], carry, rtol=1e-12
+    )

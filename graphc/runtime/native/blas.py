@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.registry import get_op
 from graphc.runtime.backend import Backend, get_backend, register_lowering
 
 try:
@@ -149,86 +148,111 @@ def _load() -> Blas | str:
         a, b = rng.standard_normal((3, 4)).astype(dtype), rng.standard_normal((5, 4)).astype(dtype)
         c = rng.standard_normal((3, 5)).astype(dtype)
         want = -0.5 * a @ b.T + 2.0 * c
-        GemmCall(blas, np.dtype(dtype), 3, 5, 4, -0.5, 2.0, False, True, True)(a, b, c, c)
+        GemmCall(blas, np.dtype(dtype), (a.shape, b.shape), 3, 5, 4, -0.5, 2.0, False, True)(
+            a, b, c
+        )
         if not np.allclose(c, want, rtol=1e-5, atol=1e-5):
             return f"{found[0].name}'s {found[1][0]} failed its check"
     return blas
 
 
-def _address(array: np.ndarray) -> int:
+def address(array: np.ndarray) -> int:
+    """An array's data address (taken once per thread for the plan's own buffers)."""
     return array.__array_interface__["data"][0]
 
 
-def _rows(array: np.ndarray, trans: bool) -> tuple[np.ndarray, int, int]:
-    """`array` as BLAS reads it: C-contiguous rows, its transpose flag, its leading dim.
-    A Fortran-ordered array (a transposed view) is its transpose's rows, flag flipped;
-    any other layout is copied (a caller's array is never written)."""
+def _rows(array: np.ndarray, trans: bool) -> tuple[int, int, int]:
+    """A caller's `array` as BLAS reads it: the address of C-contiguous rows, its
+    transpose flag, its leading dim. A Fortran-ordered array (a transposed view) is its
+    transpose's rows, flag flipped; any other layout is copied (never written)."""
     if not array.flags.c_contiguous:
         if array.T.flags.c_contiguous:
             array, trans = array.T, not trans
         else:
             array = np.ascontiguousarray(array)
-    return array, TRANS if trans else NO_TRANS, max(1, array.shape[1])
+    return address(array), TRANS if trans else NO_TRANS, max(1, array.shape[1])
 
 
 class GemmCall:
-    """One planned gemm: `call(a, b, c, out)` with the sizes and flags fixed at planning."""
+    """One planned gemm, `call(a, b, out)`: out := alpha op(a) op(b) + beta out, with the
+    sizes and flags fixed at planning. Each argument is an address (the plan's own
+    C-contiguous buffers, taken at setup) or an array (a caller's, of any layout)."""
 
     def __init__(
-        self, blas: Blas, dtype: np.dtype, m: int, n: int, k: int, alpha: float,
-        beta: float, trans_a: bool, trans_b: bool, has_c: bool,
+        self, blas: Blas, dtype: np.dtype, shapes: tuple[tuple[int, int], ...], m: int,
+        n: int, k: int, alpha: float, beta: float, trans_a: bool, trans_b: bool,
     ) -> None:  # fmt: skip
         self.fn = blas.functions[dtype]
         self.sizes = (m, n, k)
-        self.alpha = alpha
-        self.given_beta = beta
-        self.beta = beta if has_c else 0.0  # beta = 0: BLAS does not read out
-        self.flags = (trans_a, trans_b)
+        self.alpha, self.beta = alpha, beta
+        self.trans = (trans_a, trans_b)
+        self.codes = tuple(TRANS if t else NO_TRANS for t in self.trans)
+        self.leading = tuple(max(1, shape[1]) for shape in shapes)
 
-    def __call__(self, a: np.ndarray, b: np.ndarray, c: Any, out: np.ndarray) -> np.ndarray:
-        if not out.flags.c_contiguous:  # planned buffers are; anything else: numpy's kernel
-            args = (a, b) if c is None else (a, b, c)
-            return get_op("gemm").kernel(*args, out=out, alpha=self.alpha, beta=self.given_beta,
-                                         trans_a=self.flags[0], trans_b=self.flags[1])  # fmt: skip
-        a, ta, lda = _rows(a, self.flags[0])
-        b, tb, ldb = _rows(b, self.flags[1])
-        if self.beta != 0.0 and not (_address(c) == _address(out) and c.shape == out.shape):
-            np.copyto(out, c)  # broadcast; BLAS then scales it by beta and accumulates
+    def __call__(self, a: Any, b: Any, out: Any) -> None:
+        (ta, tb), (lda, ldb) = self.codes, self.leading
+        if type(a) is not int:
+            a, ta, lda = _rows(a, self.trans[0])
+        if type(b) is not int:
+            b, tb, ldb = _rows(b, self.trans[1])
         m, n, k = self.sizes
-        self.fn(ROW_MAJOR, ta, tb, m, n, k, self.alpha, _address(a), lda, _address(b), ldb,
-                self.beta, _address(out), n)  # fmt: skip
-        return out
+        if type(out) is int:
+            self.fn(ROW_MAJOR, ta, tb, m, n, k, self.alpha, a, lda, b, ldb, self.beta, out, n)
+        elif out.flags.c_contiguous:  # a fresh output buffer
+            self.fn(ROW_MAJOR, ta, tb, m, n, k, self.alpha, a, lda, b, ldb, self.beta, address(out), n)  # fmt: skip
+        else:  # a buffer given by a loop, say: through contiguous rows and back
+            rows = np.ascontiguousarray(out)
+            self.fn(ROW_MAJOR, ta, tb, m, n, k, self.alpha, a, lda, b, ldb, self.beta, address(rows), n)  # fmt: skip
+            np.copyto(out, rows)
+
+
+def _argument(gen: Any, name: str, expr: str) -> str:
+    """An address taken at setup for the plan's own buffers (C-contiguous by the
+    planner's layout rule), else the array, examined per call."""
+    if name not in gen.static or gen.plan.values[name].kind not in OWN_KINDS:
+        return expr
+    pointer = gen.fresh("ptr")
+    gen.setup_lines.append(f"{pointer} = {gen.const(address, 'address')}({expr})")
+    return pointer
+
+
+OWN_KINDS = ("allocated", "reused", "inplace", "state")
 
 
 def lower_gemm(gen: Any, step: Any, out: str) -> list[str] | None:
     """One BLAS call for a gemm step, or None (numpy's kernel runs it): no BLAS found,
     alpha = 0 (BLAS would skip the product, and with it a nan or inf of a or b), an
-    empty dim, or sizes beyond the library's integers."""
+    empty dim, or sizes beyond the library's integers. c is copied into the output
+    first (broadcast), unless the planner gave the gemm c's own buffer."""
     blas = library()
     if isinstance(blas, str):
         return None
     attrs = step.attrs
-    out_t = gen.plan.values[step.output].type
-    a_t = gen.plan.values[step.inputs[0]].type
-    m, n = out_t.shape
-    k = a_t.shape[0] if attrs["trans_a"] else a_t.shape[1]
+    values = gen.plan.values
+    out_value = values[step.output]
+    shapes = tuple(tuple(values[x].type.shape) for x in step.inputs[:2])
+    m, n = out_value.type.shape
+    k = shapes[0][0] if attrs["trans_a"] else shapes[0][1]
     limit = 2**31 - 1 if blas.bits == 32 else 2**63 - 1
-    sizes = (m, n, k, *a_t.shape, *gen.plan.values[step.inputs[1]].type.shape)
-    if attrs["alpha"] == 0.0 or min(m, n, k) == 0 or max(sizes) > limit:
+    if attrs["alpha"] == 0.0 or min(m, n, k) == 0 or max(m, n, k, *shapes[0], *shapes[1]) > limit:
         return None
-    has_c = len(step.inputs) == 3
+    reads_c = len(step.inputs) == 3 and attrs["beta"] != 0.0
+    in_place = reads_c and out_value.base == step.inputs[2]
     call = GemmCall(
-        blas, out_t.dtype, m, n, k, attrs["alpha"], attrs["beta"], attrs["trans_a"],
-        attrs["trans_b"], has_c,
+        blas, out_value.type.dtype, shapes, m, n, k, attrs["alpha"],
+        attrs["beta"] if reads_c else 0.0, attrs["trans_a"], attrs["trans_b"],
     )  # fmt: skip
-    symbol = blas.symbols[out_t.dtype == np.float64]
+    symbol = blas.symbols[out_value.type.dtype == np.float64]
     if not gen.state.setdefault("blas", set()):
-        gen.notes.append(f"native: gemm through {blas.path.name} (numpy's OpenBLAS, {blas.via})")
+        gen.notes.append(f"blas: gemm through {blas.path.name} (numpy's OpenBLAS, {blas.via})")
     gen.state["blas"].add(symbol)
-    fn = gen.const(call, f"gemm_{symbol}")
-    a, b = gen.array(step.inputs[0]), gen.array(step.inputs[1])
-    c = gen.array(step.inputs[2]) if has_c else "None"
-    return [f"{fn}({a}, {b}, {c}, {out})"]
+    lines = []
+    if reads_c and not in_place:  # BLAS accumulates into out: c goes there first
+        c = gen.array(step.inputs[2])
+        lines.append(f"{gen.const(np.copyto, 'copyto')}({out}, {c})")
+    a, b = (_argument(gen, x, gen.array(x)) for x in step.inputs[:2])
+    target = _argument(gen, step.output, out)
+    return [*lines, f"{gen.const(call, f'gemm_{symbol}')}({a}, {b}, {target})"]
 
 
 def register(backend: str = "native") -> None:

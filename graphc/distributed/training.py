@@ -114,12 +114,17 @@ class DataParallelStep:
         params = dict(
             zip(wanted, self.client.scatter([self.state[n] for n in wanted], broadcast=True))
         )
+        parts = {
+            name: np.array_split(array, pieces, axis=split.batch_inputs[name])
+            for name, array in data.items()
+        }
         futures = []
         for part in range(pieces):
-            feeds = {**params, **sizes}
-            for name, array in data.items():
-                axis = split.batch_inputs[name]
-                feeds[name] = np.array_split(array, pieces, axis=axis)[part]
+            feeds = {
+                **params,
+                **sizes,
+                **{name: split_rows[part] for name, split_rows in parts.items()},
+            }
             args = [feeds[n] for n in chunk_inputs]
             futures.append(self.client.submit(run_graph, self._chunk_program, *args, pure=False))
         results = self.client.gather(futures)

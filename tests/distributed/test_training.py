@@ -96,3 +96,39 @@ def test_dropout_masks_along_the_batch_are_refused(client) -> None:
 def test_only_a_train_step_is_accepted(client) -> None:
     with pytest.raises(gc.GraphcError, match="expected the TrainStep"):
         DataParallelStep(gc.Graph("g"), client)
+
+
+def test_parameters_go_to_the_workers_once_per_step(client, monkeypatch) -> None:
+    """Guards "broadcast once per step, not re-pickled per chunk": each step scatters the
+    parameters in one broadcast call, and each chunk task gets futures for them and
+    only its own rows as arrays."""
+    distributed = pytest.importorskip("distributed")
+    xs, ys = _batches()
+    model = _model()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    step = gc.compile_train_step(model, nn.CrossEntropyLoss(), opt, (xs[0], ys[0]))
+    parallel = DataParallelStep(step, client, chunks=4)
+    scatters, submits = [], []
+    real_scatter, real_submit = client.scatter, client.submit
+
+    def scatter(data, **kwargs):
+        scatters.append((len(data), kwargs.get("broadcast")))
+        return real_scatter(data, **kwargs)
+
+    def submit(fn, *args, **kwargs):
+        submits.append(args)
+        return real_submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(client, "scatter", scatter)
+    monkeypatch.setattr(client, "submit", submit)
+    for i in range(3):
+        parallel.step(xs[i], ys[i])
+    parameters = len(parallel.state)
+    assert scatters == [(parameters, True)] * 3
+    assert len(submits) == 3 * 4
+    rows = -(-xs.shape[1] // 4)
+    for args in submits:
+        futures = [a for a in args if isinstance(a, distributed.Future)]
+        arrays = [a for a in args if isinstance(a, np.ndarray) and a.ndim]
+        assert len(futures) == parameters + 1  # the parameters and the chunk program
+        assert all(a.shape[0] <= rows for a in arrays), [a.shape for a in arrays]

@@ -47,7 +47,7 @@ from graphc.passes.fold import fold_constants
 from graphc.passes.fuse import fuse_elementwise
 from graphc.passes.recognize import recognize_layer_norm, recognize_softmax
 from graphc.passes.report import OptimizationReport, PassLog
-from graphc.passes.simplify import simplify, simplify_fast_math
+from graphc.passes.simplify import simplify, simplify_fast_math, simplify_fast_math_unfolded
 
 Pass = Callable[..., Graph]  # pass(graph, log=None) -> graph
 
@@ -98,14 +98,18 @@ def run_pass(graph: Graph, pass_: Pass, report: OptimizationReport, verify: bool
     return result
 
 
-def with_fast_math(passes: Sequence[Pass], fast_math: bool) -> tuple[Pass, ...]:
-    """`passes`, with `simplify` allowed its value-changing rules when `fast_math`, and
-    `fold_batch_norm` and `recognize_layer_norm` (value-changing too) right after it."""
+def with_fast_math(
+    passes: Sequence[Pass], fast_math: bool, fold_updates: bool = True
+) -> tuple[Pass, ...]:
+    """`passes`, with `simplify` allowed its value-changing rules when `fast_math` (the
+    SGD fold among them unless `fold_updates` is false), and `fold_batch_norm` and
+    `recognize_layer_norm` (value-changing too) right after it."""
     if not fast_math:
         return tuple(passes)
     result: list[Pass] = []
+    chosen = simplify_fast_math if fold_updates else simplify_fast_math_unfolded
     for p in passes:
-        fast = [simplify_fast_math, fold_batch_norm, recognize_layer_norm]
+        fast = [chosen, fold_batch_norm, recognize_layer_norm]
         result += fast if p is simplify else [p]
     return tuple(result)
 
@@ -137,6 +141,7 @@ KEEPING: tuple[Pass, ...] = (
     fold_constants,
     simplify,
     simplify_fast_math,
+    simplify_fast_math_unfolded,
     recognize_softmax,
     fuse_conv_epilogue,
     fuse_elementwise,
@@ -163,10 +168,23 @@ def keeping(
     return tuple(bound(p) if p in KEEPING else p for p in passes)
 
 
-def _bodies_at(level: int, fast_math: bool, keep: frozenset[str], lowered: frozenset[str]) -> Pass:
+def _bodies_at(
+    level: int,
+    fast_math: bool,
+    keep: frozenset[str],
+    lowered: frozenset[str],
+    fold_updates: bool,
+) -> Pass:
     def optimize_bodies(graph: Graph, log: PassLog | None = None) -> Graph:
         def run(body: Graph) -> Graph:
-            return optimize(body, level, fast_math=fast_math, keep=keep, lowered=lowered)  # type: ignore[return-value]
+            return optimize(  # type: ignore[return-value]
+                body,
+                level,
+                fast_math=fast_math,
+                keep=keep,
+                lowered=lowered,
+                fold_updates=fold_updates,
+            )
 
         return control.optimize_bodies(graph, run, log)
 
@@ -181,6 +199,7 @@ def optimize(
     fast_math: bool = False,
     keep: frozenset[str] = frozenset(),
     lowered: frozenset[str] = frozenset(),
+    fold_updates: bool = True,
 ) -> Graph | tuple[Graph, OptimizationReport]:
     """The optimized copy of `graph` at `level` (0, 1 or 2); the input is not changed.
     Every level gives O0's results bit for bit; `fast_math=True` also allows rewrites
@@ -189,7 +208,9 @@ def optimize(
     (softmax, conv epilogues): a backend whose kernels for them give other bits than
     numpy's (the native backend's exp, tanh...) passes them, so that every level still
     computes them with its kernels, as O0 does; fusion puts them only into groups of
-    ops in `lowered`, which that backend's fused kernels compute too.
+    ops in `lowered`, which that backend's fused kernels compute too. `fold_updates=False`
+    leaves the SGD fold out of fast_math (a backend without a gemm of its own gains
+    nothing by it: see passes/gemm_rules.py).
 
     With `explain=True` returns `(graph, report)`; `print(report)` lists every pass
     run with its node counts, time and notes (rules fired, groups fused, candidates
@@ -212,10 +233,11 @@ def optimize(
     keep = frozenset(keep)
     lowered = frozenset(lowered)
     repeated, once = (
-        keeping(with_fast_math(passes, fast_math), keep, lowered) for passes in LEVELS[level]
+        keeping(with_fast_math(passes, fast_math, fold_updates), keep, lowered)
+        for passes in LEVELS[level]
     )
     if level > 0:  # the same level inside every cond, scan and while_loop body, first
-        once = (_bodies_at(level, fast_math, keep, lowered), *once)
+        once = (_bodies_at(level, fast_math, keep, lowered, fold_updates), *once)
     report = OptimizationReport(level=level, fast_math=bool(fast_math))
     result, report = run_passes(graph, repeated, once, report, verify)
     return (result, report) if explain else result

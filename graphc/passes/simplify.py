@@ -310,6 +310,10 @@ ALGEBRA: list[Rule] = [
 # rule builds (x*c with x a folded constant) fold in the same walk
 EXACT: list[Rule] = [*(r for r in ALGEBRA if r.exact), FOLD]
 FAST_MATH: list[Rule] = [*ALGEBRA, FOLD]
+# without the SGD fold: for a backend that computes gemm as numpy's matmul and then the
+# scale and the sum (the numpy backend), where the fold saves no pass and moves a scale
+# from the small operand onto the product, one pass more
+FAST_MATH_UNFOLDED: list[Rule] = [r for r in FAST_MATH if r.replace is not fold_update]
 # fmt: on
 
 
@@ -318,10 +322,12 @@ def simplify(
     log: PassLog | None = None,
     fast_math: bool = False,
     keep: frozenset[str] = frozenset(),
+    fold_updates: bool = True,
 ) -> Graph:
     """`graph` with the exact algebra rules applied until none applies; with `fast_math`,
     the value-changing ones too (see the module docstring; `ALGEBRA` is the table).
-    Constants fold as in `fold_constants`, ops in `keep` never.
+    Constants fold as in `fold_constants`, ops in `keep` never. `fold_updates=False`
+    leaves out the SGD fold (for backends without a gemm of their own).
 
     >>> import graphc as gc
     >>> g = gc.parse('''
@@ -336,7 +342,7 @@ def simplify(
       output %y = %mul
     }
     """
-    rules = FAST_MATH if fast_math else EXACT
+    rules = (FAST_MATH if fold_updates else FAST_MATH_UNFOLDED) if fast_math else EXACT
     if keep:
         rules = [folding(keep) if r is FOLD else r for r in rules]
     return rewrite(graph, rules, log)
@@ -347,3 +353,11 @@ def simplify_fast_math(
 ) -> Graph:
     """`simplify` with the value-changing rules too (what `fast_math=True` runs)."""
     return simplify(graph, log, fast_math=True, keep=keep)
+
+
+def simplify_fast_math_unfolded(
+    graph: Graph, log: PassLog | None = None, keep: frozenset[str] = frozenset()
+) -> Graph:
+    """`simplify_fast_math` without the SGD fold (what a backend with no gemm of its own
+    runs: see FAST_MATH_UNFOLDED)."""
+    return simplify(graph, log, fast_math=True, keep=keep, fold_updates=False)

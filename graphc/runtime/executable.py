@@ -41,7 +41,7 @@ from graphc.runtime import control as _control  # noqa: F401 - registers cond/sc
 from graphc.runtime import fused as _fused  # noqa: F401 - registers the fused lowerings
 from graphc.runtime import native as _native  # noqa: F401 - registers the native backend
 from graphc.runtime import scalar as scalar_plans
-from graphc.runtime.backend import Backend, resolve
+from graphc.runtime.backend import Backend, chain, resolve
 from graphc.runtime.codegen import Generated, generate
 from graphc.runtime.feeds import as_feed_array, bind_dims
 from graphc.runtime.plan import Plan, build_plan
@@ -63,8 +63,16 @@ def optimize(
         return graph
     keep = backend.inexact if backend is not None else frozenset()
     lowered = backend.fused_ops if backend is not None else frozenset()
+    # the SGD fold pays where a backend computes gemm as one accumulating call
+    fold = backend is None or any("gemm" in b.lowerings for b in chain(backend))
     result, report = run_pipeline(
-        graph, opt_level, explain=True, fast_math=fast_math, keep=keep, lowered=lowered
+        graph,
+        opt_level,
+        explain=True,
+        fast_math=fast_math,
+        keep=keep,
+        lowered=lowered,
+        fold_updates=fold,
     )
     if fired is not None:
         fired.update(report.value_changing)  # type: ignore[union-attr]

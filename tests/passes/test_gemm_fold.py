@@ -15,6 +15,7 @@ import graphc as gc
 from graphc import nn, optim
 from graphc.bench import mlp
 from graphc.passes.simplify import simplify_fast_math
+from tests.native_checks import needs_native
 from tests.passes.passcheck import check_pass
 
 
@@ -104,7 +105,7 @@ def test_a_transpose_used_elsewhere_stays_and_is_read_through() -> None:
     assert "gemm(%t, %x, %w, alpha=-1.0, beta=1.0, trans_a=False" in str(out)
 
 
-def _steps(fast_math: bool, backend: str = "numpy") -> tuple[gc.TrainStep, np.ndarray, np.ndarray]:
+def _steps(fast_math: bool, backend: str = "native") -> tuple[gc.TrainStep, np.ndarray, np.ndarray]:
     model = mlp.model()
     rng = np.random.default_rng(0)
     x = rng.standard_normal((16, 784)).astype(np.float32)
@@ -116,6 +117,7 @@ def _steps(fast_math: bool, backend: str = "numpy") -> tuple[gc.TrainStep, np.nd
     return step, x, y
 
 
+@needs_native
 def test_train_step_with_the_fold_stays_close_to_the_exact_one() -> None:
     fast, x, y = _steps(True)
     exact, _, _ = _steps(False)
@@ -128,10 +130,23 @@ def test_train_step_with_the_fold_stays_close_to_the_exact_one() -> None:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-6, err_msg=name)
 
 
+@needs_native
 def test_the_weight_is_updated_in_its_own_buffer() -> None:
     fast, x, y = _steps(True)
     lines = [line for line in fast.explain(x, y).splitlines() if "= gemm(" in line]
     assert len(lines) == 3 and all("written into state" in line for line in lines), lines
+
+
+def test_the_numpy_backend_does_not_fold() -> None:
+    """Guards fold_updates: numpy's gemm is a matmul, a scale and a sum, so the fold
+    would only move the scale from the small operand onto the product (one pass more);
+    on the numpy backend fast_math keeps the unfolded update, and gc.optimize (no
+    backend) still shows the fold."""
+    fast, x, y = _steps(True, backend="numpy")
+    assert not any(n.op == "gemm" for n in fast.executable.optimized.op_nodes)
+    assert "matmul" in {n.op for n in fast.executable.optimized.op_nodes}
+    folded = gc.optimize(fast.graph, level=2, fast_math=True)
+    assert sum(n.op == "gemm" for n in folded.op_nodes) == 3  # type: ignore[union-attr]
 
 
 def _planned(text: str) -> str:

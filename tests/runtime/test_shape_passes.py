@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import graphc as gc
 from graphc import nn, optim
+from tests.native_checks import needs_native
 from tests.passes.passcheck import assert_bits_equal
 from tests.strategies import random_feeds, random_graphs
 
@@ -51,15 +52,59 @@ def test_opt_level_0_plans_the_graph_as_declared() -> None:
     assert "count" in {s.node.op for s in exe.plan().steps}
 
 
-def test_sgd_step_folds_each_weight_update_into_one_gemm_writing_the_weight() -> None:
-    """fast_math's SGD fold: w - lr * g.T @ x is one gemm(g, x, w, alpha=-lr, beta=1,
-    trans_a) on the (batch, features) gradient, written straight into the weight."""
+def test_sgd_step_scales_the_batch_operand_and_subtracts_straight_into_the_weights() -> None:
+    """On the numpy backend (no gemm of its own, so no SGD fold) fast_math scales the
+    small batch operand and subtracts the product straight into the weights."""
     model = nn.Sequential(nn.Linear(20, 16, generator=0), nn.ReLU(), nn.Linear(16, 3, generator=1))
     rng = np.random.default_rng(1)
     x = rng.standard_normal((4, 20)).astype(np.float32)
     y = rng.integers(0, 3, 4)
     train = gc.compile_train_step(
         model, nn.CrossEntropyLoss(), optim.SGD(model.parameters(), 0.1), (x, y), fast_math=True
+    )
+    train.step(x, y)
+    plan = train.executable.plan(x, y)
+    weights = {name for name in plan.state if name.endswith("weight")}
+    writers = {
+        plan.values[s.output].base: s.node.op
+        for s in plan.steps
+        if plan.values[s.output].kind == "state"
+    }
+    assert {writers[w] for w in weights} == {"sub"}, plan
+    # each weight's gradient matmul reads lr * (batch, features) gradient, transposed
+    producer = {s.output: s for s in plan.steps}
+    checked = 0
+    for step in plan.steps:
+        if step.node.op == "sub" and plan.values[step.output].base in weights:
+            matmul = producer[step.inputs[1]]
+            transpose = producer[matmul.inputs[0]]
+            scale = producer[transpose.inputs[0]]
+            assert (matmul.node.op, transpose.node.op, scale.node.op) == (
+                "matmul",
+                "transpose",
+                "mul",
+            ), plan
+            assert plan.values[scale.output].type.shape[0] == 4, plan
+            checked += 1
+    assert checked == len(weights) == 2
+
+
+@needs_native
+def test_sgd_step_folds_each_weight_update_into_one_gemm_writing_the_weight() -> None:
+    """fast_math's SGD fold on a backend with a gemm of its own (native): w - lr * g.T @ x
+    is one gemm(g, x, w, alpha=-lr, beta=1, trans_a) on the (batch, features) gradient,
+    written straight into the weight."""
+    model = nn.Sequential(nn.Linear(20, 16, generator=0), nn.ReLU(), nn.Linear(16, 3, generator=1))
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 20)).astype(np.float32)
+    y = rng.integers(0, 3, 4)
+    train = gc.compile_train_step(
+        model,
+        nn.CrossEntropyLoss(),
+        optim.SGD(model.parameters(), 0.1),
+        (x, y),
+        fast_math=True,
+        backend="native",
     )
     train.step(x, y)
     plan = train.executable.plan(x, y)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.runtime.backend import Backend, get_backend, register_lowering
+from graphc.runtime.backend import register_lowering
 
 try:
     import cffi
@@ -255,11 +255,4 @@ def lower_gemm(gen: Any, step: Any, out: str) -> list[str] | None:
     return [*lines, f"{gen.const(call, f'gemm_{symbol}')}({a}, {b}, {target})"]
 
 
-def register(backend: str = "native") -> None:
-    """Lower gemm on `backend` with this BLAS, and declare it inexact there (see above)."""
-    target: Backend = get_backend(backend)
-    target.inexact = target.inexact | {"gemm"}
-    register_lowering("gemm", lower_gemm, backend=backend)
-
-
-register()
+register_lowering("gemm", lower_gemm, backend="native")  # inexact there (see above)

@@ -157,7 +157,8 @@ def keeping(
         return tuple(passes)
 
     def bound(p: Pass) -> Pass:
-        extra = {"lowered": lowered} if p is fuse_elementwise else {}
+        told = (fuse_elementwise, simplify, simplify_fast_math, simplify_fast_math_unfolded)
+        extra = {"lowered": lowered} if p in told else {}
 
         def run(graph: Graph, log: PassLog | None = None) -> Graph:
             return p(graph, log, keep=keep, **extra)

@@ -323,11 +323,16 @@ def simplify(
     fast_math: bool = False,
     keep: frozenset[str] = frozenset(),
     fold_updates: bool = True,
+    lowered: frozenset[str] = frozenset(),
 ) -> Graph:
     """`graph` with the exact algebra rules applied until none applies; with `fast_math`,
     the value-changing ones too (see the module docstring; `ALGEBRA` is the table).
     Constants fold as in `fold_constants`, ops in `keep` never. `fold_updates=False`
-    leaves out the SGD fold (for backends without a gemm of their own).
+    leaves out the SGD fold (for backends without a gemm of their own). With
+    "transpose" in `lowered` (a backend whose fused kernels read a transposed operand
+    tile by tile, as native's do) a scale is not moved before a transpose: it stays
+    beside the elementwise op reading the transpose and fuses with it, where moving it
+    would cost a pass of its own.
 
     >>> import graphc as gc
     >>> g = gc.parse('''
@@ -343,21 +348,29 @@ def simplify(
     }
     """
     rules = (FAST_MATH if fold_updates else FAST_MATH_UNFOLDED) if fast_math else EXACT
+    if "transpose" in lowered:
+        rules = [r for r in rules if r.replace is not scale_before_transpose]
     if keep:
         rules = [folding(keep) if r is FOLD else r for r in rules]
     return rewrite(graph, rules, log)
 
 
 def simplify_fast_math(
-    graph: Graph, log: PassLog | None = None, keep: frozenset[str] = frozenset()
+    graph: Graph,
+    log: PassLog | None = None,
+    keep: frozenset[str] = frozenset(),
+    lowered: frozenset[str] = frozenset(),
 ) -> Graph:
     """`simplify` with the value-changing rules too (what `fast_math=True` runs)."""
-    return simplify(graph, log, fast_math=True, keep=keep)
+    return simplify(graph, log, fast_math=True, keep=keep, lowered=lowered)
 
 
 def simplify_fast_math_unfolded(
-    graph: Graph, log: PassLog | None = None, keep: frozenset[str] = frozenset()
+    graph: Graph,
+    log: PassLog | None = None,
+    keep: frozenset[str] = frozenset(),
+    lowered: frozenset[str] = frozenset(),
 ) -> Graph:
     """`simplify_fast_math` without the SGD fold (what a backend with no gemm of its own
     runs: see FAST_MATH_UNFOLDED)."""
-    return simplify(graph, log, fast_math=True, keep=keep, fold_updates=False)
+    return simplify(graph, log, fast_math=True, keep=keep, fold_updates=False, lowered=lowered)

@@ -67,7 +67,9 @@ class Backend:
     # numpy kernel, so every level computes them as O0 does (passes/pipeline.optimize)
     inexact: frozenset[str] = frozenset()
     # the ops its fused kernels compute (on float and bool values): fusion puts an
-    # inexact op only into groups of these, so numpy's fused kernel never runs it
+    # inexact op only into groups of these, so numpy's fused kernel never runs it;
+    # "transpose" here says they read a transposed operand themselves, so simplify
+    # leaves a scale beside the op reading a transpose (to fuse) instead of before it
     fused_ops: frozenset[str] = frozenset()
 
 

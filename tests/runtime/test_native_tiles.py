@@ -66,3 +66,30 @@ def test_bool_transposed_operand_gives_numpy_bits() -> None:
     want = gc.compile(g, backend="numpy")(a, b)
     for level in (0, 2):
         assert bits_differ(gc.compile(g, backend="native", opt_level=level)(a, b), want) is None
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_scale_of_the_transposed_gradient_fuses_into_the_update(dtype: str) -> None:
+    """Guards simplify's `lowered` (native reads transposes itself): w - transpose(g) * c
+    keeps its scale beside the subtraction, one tiled kernel over the weight, where on
+    numpy the scale moves before the transpose (a pass of its own in g's layout); both
+    give numpy's O0 bits."""
+    g = gc.Graph("sgd")
+    with g:
+        w = gc.placeholder("w", shape=(256, 784), dtype=dtype)
+        grad = gc.placeholder("g", shape=(784, 256), dtype=dtype)
+        lr = gc.constant(np.asarray(0.01, dtype))
+        gc.output(w - gc.transpose(grad, (1, 0)) * lr, name="w_new")
+    rng = np.random.default_rng(3)
+    w, grad = (
+        edge_array(rng, (256, 784), np.dtype(dtype)),
+        edge_array(rng, (784, 256), np.dtype(dtype)),
+    )
+    with np.errstate(all="ignore"):
+        want = gc.compile(g, backend="numpy", opt_level=0)(w, grad)
+        numpy_steps = gc.compile(g, backend="numpy").plan(w, grad).steps
+        native = gc.compile(g, backend="native")
+        assert bits_differ(native(w, grad), want) is None
+    ops = [s.node.op for s in native.plan(w, grad).steps if s.node.op != "transpose"]
+    assert ops == ["fused"], ops
+    assert [s.node.op for s in numpy_steps if s.node.op != "transpose"] == ["mul", "sub"]

@@ -294,7 +294,8 @@ BACKEND = register_backend(
         finish=finish,
         allows_scalar=_allows_scalar,
         inexact=INEXACT,
-        fused_ops=frozenset(EMITTERS) | {"cast", "full_like"},
+        # and "transpose": a kernel reads a transposed matrix tile by tile (kernels.py)
+        fused_ops=frozenset(EMITTERS) | {"cast", "full_like", "transpose"},
     )
 )
 

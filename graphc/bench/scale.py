@@ -93,7 +93,10 @@ def scoring_graph() -> gc.Graph:
         b1 = gc.placeholder("b1", shape=(HIDDEN,))
         w2 = gc.placeholder("w2", shape=(HIDDEN, CLASSES))
         logits = gc.relu(x @ w1 + b1) @ w2
-        gc.output(gc.mean(gc.softmax(logits, axis=-1), axis=0), name="mean_probs")
+        # the mean in float64: float32 summed row after row over 1e7 rows drifts by
+        # 5e-3 (one process's plan), where chunks summed apart do not
+        probs = gc.cast(gc.softmax(logits, axis=-1), "float64")
+        gc.output(gc.mean(probs, axis=0), name="mean_probs")
         counts = gc.sum(gc.one_hot(gc.argmax(logits, axis=-1), CLASSES), axis=0)
         gc.output(counts, name="class_counts")
     return g

@@ -44,7 +44,7 @@ def bench(args: argparse.Namespace) -> int:
     print(benchmarks.markdown(report))
     goals = benchmarks.goals.evaluate(report)
     report["goals"] = [vars(goal) for goal in goals]
-    print("## Goals (issues 6, 14, 15, 16 and 17)\n")
+    print("## Goals (issues 6 and 14 to 18)\n")
     print(benchmarks.goals.markdown(goals))
     if args.json:
         with open(args.json, "w") as f:

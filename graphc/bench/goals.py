@@ -58,7 +58,7 @@ def _ratio_goal(
 
 
 def evaluate(report: dict[str, Any]) -> list[Goal]:
-    """Every goal of issues 6, 14, 15, 16 and 17 against `report`."""
+    """Every goal of issues 6 and 14 to 18 against `report`."""
     goals = []
     tiny = _cell(report, "tiny", "(1,)", BASELINE)
     goals.append(

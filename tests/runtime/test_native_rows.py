@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.runtime.native.rows import ROW_BOUND, runs
+from graphc.runtime.native.rows import PAIRWISE_MAX, ROW_BOUND, runs
 from tests.edge_values import bits_differ
 from tests.native_checks import needs_native, random_bits, runs_native, ulp_distance
 
@@ -266,3 +266,15 @@ def test_the_cross_entropy_head_runs_native_and_trains_alike() -> None:
     for a, c in zip(want, got):
         np.testing.assert_allclose(c, a, rtol=1e-5, atol=1e-7)
     assert runs_native(exe, *feeds) >= 3
+
+
+def test_rows_longer_than_numpys_buffer_stay_on_numpy() -> None:
+    """Guards PAIRWISE_MAX: numpy before 2.3 sums a row longer than its buffer (8192) in
+    pieces, so only rows up to that length are summed pairwise here (the oldest numpy
+    in CI's matrix caught a 12,297-element sum 2 ulp off)."""
+    for n, native_steps in ((PAIRWISE_MAX, 2), (PAIRWISE_MAX + 1, 0)):
+        g = _reductions((n,), "float32", [("sum", {}), ("softmax", {"axis": -1})])
+        x = _values((n,), "float32", np.random.default_rng(9))
+        want, got, exe = _both(g, x)
+        assert not bits_differ(want[0], got[0])
+        assert runs_native(exe, x) == native_steps, exe.explain(x)

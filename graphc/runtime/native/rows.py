@@ -1,21 +1,25 @@
 """Reductions as C kernels: sum, mean and sum_to, softmax and log_softmax.
 
 numpy sums in one of two orders, and these kernels sum in the same ones, so a sum's bits
-are numpy's (measured on every length to 10,000 in tests/runtime/test_native_rows.py):
+are numpy's (tests/runtime/test_native_rows.py, on every length to 600 and longer ones):
 
 - over a contiguous run of axes that ends the array (a row of n elements, n being the
-  run's product), numpy's pairwise sum: under 8 elements one after the other, up to 128
-  in eight interleaved partial sums added as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)) and
-  the rest one by one, above that the two halves (the first a multiple of 8) summed
-  apart; the result is 0.0 + that sum (the identity first, so -0.0 sums to +0.0);
+  run's product, at most `PAIRWISE_MAX`), numpy's pairwise sum: under 8 elements one
+  after the other, up to 128 in eight interleaved partial sums added as
+  ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)) and the rest one by one, above that the two
+  halves (the first a multiple of 8) summed apart; the result is 0.0 + that sum (the
+  identity first, so -0.0 sums to +0.0);
 - over a run of axes with axes after it (an (outer, n, inner) view of the array, the
   run being n), one row after the other: 0.0 + x[0] + x[1] + ... for each of the
   inner elements, which is how numpy's iterator walks it.
 
 Any other set of axes (not one run, once axes of length 1 are set aside), integer
-dtypes, empty arrays and transposed views are left to numpy. A mean is the sum divided
-by the count as numpy's mean divides it: in float64 (its count is an intp), rounded to
-the result's dtype.
+dtypes, empty arrays, transposed views and rows longer than `PAIRWISE_MAX` are left to
+numpy: numpy before 2.3 feeds a reduction to its pairwise loop in pieces of its buffer
+size (8192 elements) and adds the pieces' sums in turn, so a longer row's bits depend
+on numpy's version (found by CI's oldest numpy, 2.0). A mean is the sum divided by the
+count as numpy's mean divides it: in float64 (its count is an intp), rounded to the
+result's dtype.
 
 softmax and log_softmax over the last axis follow graphc's numpy kernels step by step
 (max, subtract, exp, the pairwise sum, divide or subtract the log), so they differ from
@@ -39,6 +43,10 @@ from graphc.runtime.plan import Step
 # log_softmax as an absolute error, in units of the float's epsilon times (1 + |result|)
 # (x - max - log(sum): the subtraction cancels near 0, so a relative bound would not hold)
 ROW_BOUND = {"softmax": 12, "log_softmax": 8}
+
+# the longest row summed pairwise here: numpy's default buffer size (np.getbufsize()),
+# the piece in which numpy < 2.3 hands a long reduction to its pairwise loop
+PAIRWISE_MAX = 8192
 
 # elements from which a row kernel runs its rows on the OpenMP pool (sums are a load and
 # an add per element: the same threshold as an elementwise add; softmax is an exp)
@@ -215,6 +223,8 @@ def lower_reduction(gen: Generator, step: Step, out: str) -> list[str] | None:
         return None
     outer, n, inner = run
     count = n if step.node.op == "mean" else 0
+    if inner == 1 and n > PAIRWISE_MAX:
+        return None
     if inner == 1:
         kernel = _instance(_ROWSUM, "rowsum", ct, PARALLEL_SUM)
         sizes = [outer, n]
@@ -237,6 +247,8 @@ def lower_softmax(gen: Generator, step: Step, out: str) -> list[str] | None:
     if ct == "b" or not x.size or transposed_view(gen, step.inputs[0]):
         return None
     n = int(x.shape[-1])  # type: ignore[arg-type]
+    if n > PAIRWISE_MAX:  # its row sum would be numpy's version's, see PAIRWISE_MAX
+        return None
     kernel = _instance(_SOFTMAX, "softmax", ct, PARALLEL_SOFTMAX)
     kernel.ops = [step.node.op]
     return _row_call(gen, step, out, kernel, [x.size // n, n], int(step.node.op == "log_softmax"))

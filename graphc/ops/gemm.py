@@ -6,11 +6,13 @@ torch.addmm: a nan in c does not reach the result); alpha's product is always co
 in IEEE arithmetic (alpha = 0 times an inf is nan). float32 and float64, one dtype for
 all operands.
 
-Made by `fold_sgd_update` (graphc/passes/gemm_rules.py, fast_math only): the SGD step
-`w - lr * g.T @ x` as one gemm accumulating into w's buffer (beta = 1), which the
-planner may give the gemm as its output when w dies there (`inplace_inputs`). The
-native backend lowers it to one cblas_sgemm/dgemm call (graphc/runtime/native/blas.py);
-this numpy kernel is the reference.
+Made by `fold_update` (graphc/passes/gemm_rules.py; fast_math, on a backend with a
+gemm of its own): the SGD step `w - lr * g.T @ x` as one gemm accumulating into w's
+buffer (beta = 1), which the planner may give the gemm as its output when w dies there
+(`inplace_inputs`). The native backend lowers it to one cblas_sgemm/dgemm call
+(graphc/runtime/native/blas.py); this numpy kernel is the reference. ONNX's Gemm
+exports from it; the importer spells Gemm out as matmul and add, which the epilogue
+fusion picks up.
 """
 
 from __future__ import annotations

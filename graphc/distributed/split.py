@@ -47,6 +47,7 @@ from graphc.ir.graph import OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType, TupleType, bind_shape
 from graphc.ir.verify import verify
+from graphc.ops.dispatch import prepare
 
 
 class BatchSplitError(GraphcError, ValueError):
@@ -110,10 +111,6 @@ class BatchSplit:
     def size_values(self, bindings: Mapping[str, int]) -> dict[str, np.ndarray]:
         """Every size input's value for the whole batch's dims."""
         return {s.name: s.value(bindings) for s in self.sizes}
-
-    @property
-    def chunk_outputs(self) -> list[str]:
-        return [o.name for o in self.chunk.outputs]
 
     def __repr__(self) -> str:
         return (
@@ -317,13 +314,9 @@ def _needed(targets: Iterable[Node], stop: set[Node]) -> set[Node]:
 
 
 def _add(g: Graph, op: str, inputs: list[Node], name: str, **attrs: Any) -> Node:
-    """An op node with canonical attrs and the type its rule infers."""
-    opdef = get_op(op)
-    attrs = {**opdef.attrs, **attrs}
-    types = [x.type for x in inputs]
-    if opdef.canonicalize is not None:
-        attrs = opdef.canonicalize(*types, **attrs)
-    return g.add_op(op, inputs, attrs, opdef.infer(*types, **attrs), name=name)
+    """An op node named `name`, with canonical attrs and the type its rule infers."""
+    full, out_type = prepare(get_op(op), [x.type for x in inputs], attrs)
+    return g.add_op(op, inputs, full, out_type, name=name)
 
 
 def _placeholders_first(g: Graph, graph: Graph, needs: set[Node], copies: dict) -> None:

@@ -110,14 +110,9 @@ def _aligned(node: Node, axes: Sequence[int | None]) -> int:
     return landed.pop()
 
 
-@rule("where", "fused")
+@rule("where", "fused", "broadcast_to")
 def elementwise(node: Node, axes: Sequence[int | None]) -> Outcome:
-    # out[i] depends on the operands' elements i: row i on row i
-    return Mapped(_aligned(node, axes))
-
-
-@rule("broadcast_to")
-def broadcast(node: Node, axes: Sequence[int | None]) -> Outcome:
+    # out[i] depends on the operands' elements i (broadcast): row i on row i
     return Mapped(_aligned(node, axes))
 
 

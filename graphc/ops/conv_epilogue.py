@@ -112,7 +112,8 @@ def _scratch(out: TensorType, *inputs: TensorType, activation: Any, **attrs: Any
     if not all(isinstance(d, int) for d in (*x.shape, *w.shape, *out.shape)):
         return 0
     copies = _COPYING.get(activation, 0)
-    conv = (x.shape, w.shape, out.shape, x.dtype, w.dtype, attrs["padding"], attrs["groups"])
+    conv = (x.shape, w.shape, out.shape, x.dtype, w.dtype, attrs["stride"], attrs["padding"],
+            attrs["groups"])  # fmt: skip
     return conv2d_scratch(*conv, epilogue_copies=copies)
 
 

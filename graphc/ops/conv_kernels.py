@@ -1,22 +1,33 @@
 """numpy kernels of conv2d and conv_transpose2d (the op blocks are in conv_ops.py).
 
-conv2d is im2col plus matmul: the padded input's windows, one strided view, are copied
-into a buffer with one `copyto` and multiplied by the (group, O/groups, C/groups*kH*kW)
-weight matrix with one matmul call. The buffer puts the longer contiguous run innermost:
-(image, C, kH, kW, Ho, Wo) for a forward convolution, whose matmul (one BLAS call per
-image and group) writes straight into the output; (image, Ho, Wo, C, kH, kW) for a weight
-gradient (a large kernel, the output gradient, over a few output positions, the weight's
-taps), whose matmul takes every window of a chunk at once (one BLAS call per group),
-then a transposed copy into the output. Images go a few at a time so the buffer stays
-small (`SCRATCH_BYTES`): measured, that beats one buffer for the whole batch (fewer page
-faults, warm caches).
+conv2d is im2col plus matmul: the input's windows are copied into a buffer with one
+`copyto` and multiplied by the (group, O/groups, C/groups*kH*kW) weight matrix with one
+matmul call. Images go a few at a time so the buffer stays small (`SCRATCH_BYTES`):
+measured, that beats one buffer for the whole batch (fewer page faults, warm caches).
+Three layouts of the buffer, by the convolution's shape:
+
+- stride 1 (`_wide`, most convolutions): each chunk of images is padded into a small
+  buffer with one spare row, and the output is computed over the padded width Wp
+  instead of Wo. Then a kernel tap's windows over a channel are one contiguous run of
+  Ho*Wp elements of the padded image, so the buffer (image, C, kH, kW, Ho*Wp) is
+  filled by long copies instead of runs of Wo (measured on (32, 64, 28, 28) with a
+  3x3 kernel: 1.0 ms against 2.8 ms), and the products run from a warm buffer.
+  The products at the Wp - Wo extra columns read past the row's end (into the next row
+  or the spare one) and are dropped when the chunk is copied into the output.
+- other strides, (image, C, kH, kW, Ho, Wo) (`_windows_last`): per image and group one
+  matmul writes the output.
+- a weight gradient (a large kernel, the output gradient, over a few output positions,
+  the weight's taps), (image, Ho, Wo, C, kH, kW) (`_taps_last`): one matmul takes
+  every window of a chunk at once (one BLAS call per group), then a transposed copy
+  into the output.
 
 conv_transpose2d is the adjoint: one batched matmul by the transposed weight gives every
 kernel tap's contribution (col2im), and each tap is added into its strided window of the
 output in turn.
 
-Depthwise convolutions (one input and one output channel per group) skip the matmul, whose matrices would be 1 x kH*kW: the output accumulates one
-multiply-add per kernel tap over the whole batch.
+Depthwise convolutions (one input and one output channel per group) skip the matmul,
+whose matrices would be 1 x kH*kW: the output accumulates one multiply-add per kernel
+tap over the whole batch.
 
 An `epilogue` (conv2d_epilogue's bias and activation) runs in place on each chunk of
 images as soon as the chunk is final, while it is still in cache; elementwise work on
@@ -41,6 +52,9 @@ from numpy.lib.stride_tricks import as_strided
 from graphc.ops.windows import kernel_taps, transposed_out, window_out
 
 SCRATCH_BYTES = 1 << 22  # the im2col buffer of one batch chunk (at least one image)
+# `_wide`'s buffers of one chunk get twice the budget: 2 images of (64, 28, 28) with a
+# 3x3 kernel, measured 0.5 ms faster a convolution of 32 than one at a time
+WIDE = 2
 
 Epilogue = Callable[[np.ndarray], None]  # runs in place on a final (images, O, Ho, Wo) chunk
 
@@ -69,6 +83,7 @@ def conv2d_scratch(
     out: tuple,
     x_dtype: np.dtype,
     w_dtype: np.dtype,
+    stride: tuple,
     padding: tuple,
     groups: int,
     epilogue_copies: int = 0,
@@ -88,10 +103,14 @@ def conv2d_scratch(
         return total
     if per_group == 1 and out_ch == groups:  # _depthwise
         return total + (1 + epilogue_copies) * math.prod(out) * item
+    total += math.prod(w) * item
+    if _is_wide(stride, (kh, kw), (ho, wo)):
+        padded, cols, products = _wide_sizes(x, w, out, padding)
+        chunk = _chunk(n, (padded + cols + products) * item, WIDE * SCRATCH_BYTES)
+        return total + chunk * (padded + cols + products + epilogue_copies * out_ch * ho * wo) * item
     top, left, bottom, right = padding
     if any(padding):
         total += n * channels * (height + top + bottom) * (width + left + right) * item
-    total += math.prod(w) * item
     per_image = channels * kh * kw * ho * wo * item
     if kh * kw <= ho * wo:  # _windows_last
         chunk = _chunk(n, per_image)
@@ -100,6 +119,23 @@ def conv2d_scratch(
         chunk = _chunk(n, per_image, 4 * SCRATCH_BYTES)
         total += chunk * per_image + chunk * out_ch * ho * wo * item
     return total + epilogue_copies * chunk * out_ch * ho * wo * item
+
+
+def _is_wide(stride: tuple, kernel: tuple, out: tuple) -> bool:
+    """Whether `_wide` computes this convolution: stride 1, and not a weight gradient's
+    shape (a kernel larger than the output), which `_taps_last` does faster."""
+    return tuple(stride) == (1, 1) and math.prod(kernel) <= math.prod(out)
+
+
+def _wide_sizes(x: tuple, w: tuple, out: tuple, padding: tuple) -> tuple[int, int, int]:
+    """Elements per image of `_wide`'s padded copy, window buffer and products."""
+    _, channels, height, width = x
+    out_ch, _, kh, kw = w
+    top, left, bottom, right = padding
+    padded_width = width + left + right
+    length = out[2] * padded_width
+    padded = channels * (height + top + bottom + 1) * padded_width  # one spare row
+    return padded, channels * kh * kw * length, out_ch * length
 
 
 def conv2d_kernel(
@@ -154,6 +190,9 @@ def _im2col(
     groups: int,
     epilogue: Epilogue,
 ) -> None:
+    if _is_wide(stride, w.shape[2:], out.shape[2:]):
+        _wide(x, w, out, padding, dilation, groups, epilogue)
+        return
     n, channels, height, width = x.shape
     kh, kw = w.shape[2:]
     top, left, bottom, right = padding
@@ -174,6 +213,47 @@ def _im2col(
     else:
         chunk = _chunk(n, per_image, 4 * SCRATCH_BYTES)
         _taps_last(padded, w, out, (sn,) + rows + (sc,) + cols, chunk, groups, epilogue)
+
+
+def _wide(
+    x: np.ndarray,
+    w: np.ndarray,
+    out: np.ndarray,
+    padding: tuple,
+    dilation: tuple,
+    groups: int,
+    epilogue: Epilogue,
+) -> None:
+    """Stride 1: windows over the padded width, one contiguous run per channel and tap;
+    the buffer is (image, C, kH, kW, Ho*Wp), one matmul per image and group (one per
+    chunk would be faster, but OpenBLAS's sums then depend on how many images share the
+    call, so an image's bits would depend on its batch)."""
+    n, channels, height, width = x.shape
+    out_ch, per_group, kh, kw = w.shape
+    ho, wo = out.shape[2:]
+    per_out, depth = out_ch // groups, per_group * kh * kw
+    weights = w.reshape(groups, per_out, depth)
+    top, left, bottom, right = padding
+    padded_width = width + left + right
+    length = ho * padded_width
+    sizes = _wide_sizes(x.shape, w.shape, out.shape, padding)
+    chunk = _chunk(n, sum(sizes) * x.itemsize, WIDE * SCRATCH_BYTES)
+    padded = np.zeros((chunk, channels, height + top + bottom + 1, padded_width), x.dtype)
+    scratch = np.empty(chunk * sizes[1], x.dtype)
+    products = np.empty(chunk * sizes[2], x.dtype)
+    sn, sc, sh, sw = padded.strides
+    steps = (sn, sc, sh * dilation[0], sw * dilation[1], sw)
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        padded[:m, :, top : top + height, left : left + width] = x[start : start + m]
+        shape = (m, channels, kh, kw, length)
+        cols = scratch[: m * sizes[1]].reshape(shape)
+        np.copyto(cols, as_strided(padded, shape, steps, writeable=False))
+        part = products[: m * sizes[2]].reshape(m, groups, per_out, length)
+        np.matmul(weights, cols.reshape(m, groups, depth, length), out=part)
+        wide = part.reshape(m, out_ch, ho, padded_width)
+        np.copyto(out[start : start + m], wide[..., :wo])
+        epilogue(out[start : start + m])
 
 
 def _windows_last(

@@ -211,11 +211,18 @@ def _conv2d_cost(out: TensorType, x: TensorType, w: TensorType, **attrs: Any) ->
 
 
 def _conv2d_scratch(
-    out: TensorType, x: TensorType, w: TensorType, padding: tuple, groups: int, **attrs: Any
+    out: TensorType,
+    x: TensorType,
+    w: TensorType,
+    stride: tuple,
+    padding: tuple,
+    groups: int,
+    **attrs: Any,
 ) -> int:
     if not all(isinstance(d, int) for d in (*x.shape, *w.shape, *out.shape)):
         return 0  # planned types are concrete; a symbolic one has no byte count yet
-    return conv2d_scratch(x.shape, w.shape, out.shape, x.dtype, w.dtype, padding, groups)
+    conv = (x.shape, w.shape, out.shape, x.dtype, w.dtype, stride, padding, groups)
+    return conv2d_scratch(*conv)
 
 
 conv2d = defop(

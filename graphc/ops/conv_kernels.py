@@ -107,7 +107,9 @@ def conv2d_scratch(
     if _is_wide(stride, (kh, kw), (ho, wo)):
         padded, cols, products = _wide_sizes(x, w, out, padding)
         chunk = _chunk(n, (padded + cols + products) * item, WIDE * SCRATCH_BYTES)
-        return total + chunk * (padded + cols + products + epilogue_copies * out_ch * ho * wo) * item
+        return (
+            total + chunk * (padded + cols + products + epilogue_copies * out_ch * ho * wo) * item
+        )
     top, left, bottom, right = padding
     if any(padding):
         total += n * channels * (height + top + bottom) * (width + left + right) * item

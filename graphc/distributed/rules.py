@@ -194,7 +194,9 @@ def layer_norm(node: Node, axes: Sequence[int | None]) -> Outcome:
     mapped = {a for a in axes if a is not None}
     if len(mapped) != 1 or axes[0] is None:
         raise UnsplittableError("its weights carry the batch")
-    return _along(node, axes, "normalizes over rows")
+    if axes[0] >= node.attrs["axis"] % _rank(node, 0):  # it normalizes over axis and after
+        raise UnsplittableError("it normalizes over rows along the batch axis")
+    return Mapped(axes[0])
 
 
 @rule("tril", "triu")
@@ -395,6 +397,18 @@ def convolution(node: Node, axes: Sequence[int | None]) -> Outcome:
     # NCHW: images are independent along N; channels and pixels are mixed
     if axes[0] != 0 or axes[1] is not None:
         raise UnsplittableError("the batch is not the images' axis N, or the kernel carries it")
+    return Mapped(0)
+
+
+@rule("conv2d_epilogue", "conv2d_fused")
+def convolution_then(node: Node, axes: Sequence[int | None]) -> Outcome:
+    # the convolution's images, then elementwise work whose other inputs are the same for
+    # every image or have one row per image (a bias, a batch norm's statistics, a residual)
+    if axes[0] not in (None, 0) or axes[1] is not None:
+        raise UnsplittableError("the batch is not the images' axis N, or the kernel carries it")
+    for i, axis in enumerate(axes[2:], start=2):
+        if axis is not None and (axis != 0 or _rank(node, i) != 4):
+            raise UnsplittableError(f"its input {i} carries the batch on another axis than N")
     return Mapped(0)
 
 

@@ -54,6 +54,14 @@ def _conv2d_epilogue(w: Writer, node: Node, ins: list[str]) -> list[str]:
     return [activation_form(w, y, a["activation"], dtype)]
 
 
+@exporter("conv2d_fused")
+def _conv2d_fused(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    """Its decomposition: Conv, then the body's ops on its result and the other inputs."""
+    y = _conv2d(w, node, ins[:2])[0]
+    body = node.attrs["body"]
+    return w.write(body, dict(zip(body.inputs, [y, *ins[2:]])))
+
+
 @exporter("conv_transpose2d")
 def _conv_transpose2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
     a = node.attrs

@@ -84,7 +84,7 @@ def _kernel(
     add = get_op("add").kernel
     act = None if activation is None else get_op(activation).kernel
 
-    def finish(chunk: np.ndarray) -> None:
+    def finish(chunk: np.ndarray, images: slice) -> None:
         if bias:
             add(chunk, bias_array[0], out=chunk)
         if act is not None:

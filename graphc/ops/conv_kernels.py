@@ -29,8 +29,8 @@ Depthwise convolutions (one input and one output channel per group) skip the mat
 whose matrices would be 1 x kH*kW: the output accumulates one multiply-add per kernel
 tap over the whole batch.
 
-An `epilogue` (conv2d_epilogue's bias and activation) runs in place on each chunk of
-images as soon as the chunk is final, while it is still in cache; elementwise work on
+An `epilogue` (conv2d_epilogue's bias and activation, or its elementwise body) runs in
+place on each chunk of images as soon as the chunk is final, while it is still in cache; elementwise work on
 a chunk gives the same bits as on the whole array.
 
 `conv2d_scratch` and `conv_transpose2d_scratch` say how many bytes of working memory
@@ -56,7 +56,8 @@ SCRATCH_BYTES = 1 << 22  # the im2col buffer of one batch chunk (at least one im
 # 3x3 kernel, measured 0.5 ms faster a convolution of 32 than one at a time
 WIDE = 2
 
-Epilogue = Callable[[np.ndarray], None]  # runs in place on a final (images, O, Ho, Wo) chunk
+# runs in place on a final (images, O, Ho, Wo) chunk, given which images it holds
+Epilogue = Callable[[np.ndarray, slice], None]
 
 
 def _result(out: np.ndarray | None, shape: tuple, dtype: np.dtype) -> np.ndarray:
@@ -161,13 +162,13 @@ def conv2d_kernel(
     if result.size and per_group == 1 and out_ch == groups:
         _depthwise(x, w, result, stride, padding, dilation)
         if epilogue is not None:
-            epilogue(result)
+            epilogue(result, slice(None))
     elif result.size:
         _im2col(x, w, result, stride, padding, dilation, groups, epilogue or _nothing)
     return _deliver(result, out)
 
 
-def _nothing(chunk: np.ndarray) -> None:
+def _nothing(chunk: np.ndarray, images: slice) -> None:
     pass
 
 
@@ -255,7 +256,7 @@ def _wide(
         np.matmul(weights, cols.reshape(m, groups, depth, length), out=part)
         wide = part.reshape(m, out_ch, ho, padded_width)
         np.copyto(out[start : start + m], wide[..., :wo])
-        epilogue(out[start : start + m])
+        epilogue(out[start : start + m], slice(start, start + m))
 
 
 def _windows_last(
@@ -281,7 +282,7 @@ def _windows_last(
         cols = scratch[: m * channels * kh * kw * length].reshape(shape)
         np.copyto(cols, as_strided(padded[start:], shape, steps, writeable=False))
         np.matmul(weights, cols.reshape(m, groups, depth, length), out=result[start : start + m])
-        epilogue(out[start : start + m])
+        epilogue(out[start : start + m], slice(start, start + m))
 
 
 def _taps_last(
@@ -314,7 +315,7 @@ def _taps_last(
             result[start : start + m],
             part.reshape(groups, per_out, m, length).transpose(2, 0, 1, 3),
         )
-        epilogue(out[start : start + m])
+        epilogue(out[start : start + m], slice(start, start + m))
 
 
 def conv_transpose2d_scratch(

@@ -42,7 +42,7 @@ def _fused_infer(*types: TensorType, body: Graph) -> TensorType:
     return body_types(body, types)[check_body(body, len(types))]  # type: ignore[return-value]
 
 
-def _fused_kernel(*arrays: np.ndarray, out: np.ndarray | None = None, body: Graph) -> np.ndarray:
+def fused_kernel(*arrays: np.ndarray, out: np.ndarray | None = None, body: Graph) -> np.ndarray:
     root = check_body(body, len(arrays))
     bindings = dims_of(body, arrays)
     values: dict[Node, np.ndarray] = dict(zip(body.inputs, arrays))
@@ -54,6 +54,63 @@ def _fused_kernel(*arrays: np.ndarray, out: np.ndarray | None = None, body: Grap
     if out is not None or root.kind == PLACEHOLDER or root.is_constant:
         return into(out, result)  # never hand out an input or a constant's array
     return np.asarray(result)
+
+
+class BodySlots:
+    """Where each op of an elementwise body writes when it runs chunk after chunk into
+    preallocated buffers (`run_body`): the root into the caller's `out`, every other op
+    into a slot, a buffer of one chunk that the next op of its dtype reuses once its
+    value is dead (an op whose kernel may run in place can take one of its own
+    operands' slots). `count` is how many slots, the scratch a caller must count."""
+
+    def __init__(self, body: Graph) -> None:
+        self.root = check_body(body, len(body.inputs))
+        ops = body.op_nodes
+        last_use = {x: i for i, node in enumerate(ops) for x in node.inputs}
+        self.slot: dict[Node, int] = {}
+        self.dtypes: list[np.dtype] = []
+        free: list[int] = []
+        for i, node in enumerate(ops):
+            if node.is_constant:
+                continue
+            dying = [self.slot[x] for x in node.inputs if x in self.slot and last_use[x] == i]
+            if get_op(node.op).inplace:
+                free += dying
+            if node is not self.root:
+                dtype = np.dtype(node.type.dtype)
+                fits = [k for k in free if self.dtypes[k] == dtype]
+                if fits:
+                    free.remove(fits[0])
+                    self.slot[node] = fits[0]
+                else:
+                    self.slot[node] = len(self.dtypes)
+                    self.dtypes.append(dtype)
+            if not get_op(node.op).inplace:
+                free += dying
+
+    @property
+    def count(self) -> int:
+        return len(self.dtypes)
+
+
+def run_body(
+    body: Graph, slots: BodySlots, buffers: list[np.ndarray], arrays: Sequence[Any], out: np.ndarray
+) -> None:
+    """Compute the elementwise `body` on `arrays` (one chunk) into `out`, each op writing
+    into its slot's buffer (`buffers`, at least out's size each, reshaped here)."""
+    values: dict[Node, Any] = dict(zip(body.inputs, arrays))
+    views = [b[: out.size].reshape(out.shape) for b in buffers]
+    bindings = dims_of(body, arrays)
+    for node in body.nodes:
+        if node.kind != OP:
+            continue
+        ins = [values[x] for x in node.inputs]
+        kernel, attrs = get_op(node.op).kernel, bound_attrs(node, bindings)
+        if node.is_constant:
+            values[node] = kernel(*ins, **attrs)
+        else:
+            target = out if node is slots.root else views[slots.slot[node]]
+            values[node] = kernel(*ins, out=target, **attrs)
 
 
 def composite_vjp(
@@ -130,7 +187,7 @@ fused = defop(
     "fused",
     inputs=VARIADIC,
     infer=_fused_infer,
-    kernel=_fused_kernel,
+    kernel=fused_kernel,
     attrs={"body": REQUIRED},
     vjp=_fused_vjp,
     elementwise=True,

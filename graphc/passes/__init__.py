@@ -4,7 +4,7 @@ from graphc.passes import control_ad as _control_ad  # noqa: F401 - control flow
 from graphc.passes.attention import fuse_attention
 from graphc.passes.autodiff import gradients, split_backward
 from graphc.passes.batchnorm import fold_batch_norm
-from graphc.passes.conv_epilogue import fuse_conv_epilogue
+from graphc.passes.conv_epilogue import fuse_conv_body, fuse_conv_epilogue
 from graphc.passes.cse import eliminate_common_subexpressions
 from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.epilogue import fuse_matmul_epilogue

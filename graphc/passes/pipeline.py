@@ -11,7 +11,7 @@
         body (and so in theirs).
     O2  the cleanups and the bodies, then recognize_softmax (spelled-out softmax as
         the op), fuse_attention, fuse_matmul_epilogue, fuse_conv_epilogue,
-        fuse_elementwise and a last DCE
+        fuse_elementwise, fuse_conv_body and a last DCE
 
 Every level computes what O0 computes, bit for bit: `simplify` runs only its exact
 rules. `fast_math=True` swaps in `simplify_fast_math`, which may also run the
@@ -39,7 +39,7 @@ from graphc.passes import control
 from graphc.passes.attention import fuse_attention
 from graphc.passes.batchnorm import fold_batch_norm
 from graphc.passes.control import simplify_control_flow
-from graphc.passes.conv_epilogue import fuse_conv_epilogue
+from graphc.passes.conv_epilogue import fuse_conv_body, fuse_conv_epilogue
 from graphc.passes.cse import MERGED_OPS, eliminate_common_subexpressions
 from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.epilogue import fuse_matmul_epilogue
@@ -65,6 +65,7 @@ FUSION: tuple[Pass, ...] = (
     fuse_matmul_epilogue,
     fuse_conv_epilogue,
     fuse_elementwise,
+    fuse_conv_body,
     eliminate_dead_code,
 )
 MAX_CLEANUP_ROUNDS = 3
@@ -145,6 +146,7 @@ KEEPING: tuple[Pass, ...] = (
     recognize_softmax,
     fuse_conv_epilogue,
     fuse_elementwise,
+    fuse_conv_body,
 )
 
 

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 import graphc as gc
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
 from graphc.ops.dispatch import bind
 from tests.op_cases import BUILDER_CASES, FLOAT, Arg, F, I, _case
 
@@ -131,6 +133,44 @@ for _label, (_xs, _ws, _bs, _act, _attrs) in CONV2D_EPILOGUE.items():
           lambda *v, a=_fixed: bind("conv2d_epilogue", *v, **a),
           [F(*_xs), F(*_ws)] + ([F(*_bs)] if _bs else []),
           lambda x, w, *b, a=_attrs, f=_ACTS[_act]: f(conv2d_ref(x, w, **a) + sum(b)),
+          **CONV_TOL)  # fmt: skip
+
+
+# conv2d + an elementwise body (made by gc.passes.fuse_conv_body): a batch norm in eval
+# mode with a residual and a ReLU, and a body whose inputs broadcast every way allowed
+def _conv_body(conv: Any, *others: Any) -> gc.Graph:
+    """relu((c - o0) * o1 + o2 + ...) over the convolution c, typed like the operands."""
+    body = gc.Graph("body")
+    with body:
+        c = gc.placeholder("c", shape=conv.shape, dtype=conv.dtype)
+        ps = [gc.placeholder(f"o{k}", shape=o.shape, dtype=o.dtype) for k, o in enumerate(others)]
+        value = (c - ps[0]) * ps[1]
+        for p in ps[2:]:
+            value = value + p
+        gc.output(gc.relu(value), name="out")
+    return body
+
+
+def _conv_fused(x: Any, w: Any, *others: Any, a: dict) -> Any:
+    types = [TensorType(v.shape, v.dtype) for v in (x, w)]
+    op = get_op("conv2d")
+    try:
+        conv = op.infer(*types, **op.canonicalize(*types, **{**op.attrs, **a}))
+    except gc.ShapeError as exc:  # no body can be typed: the op would refuse the same way
+        raise gc.ShapeError(f"conv2d_fused: {exc}") from None
+    return bind("conv2d_fused", x, w, *others, body=_conv_body(conv, *others), **a)
+
+
+CONV2D_FUSED = {
+    "bn_residual": ((2, 3, 5, 5), (4, 3, 3, 3), [(4, 1, 1), (4, 1, 1), (2, 4, 5, 5)], {"padding": 1}),
+    "stride_groups": ((3, 4, 6, 5), (6, 2, 3, 2), [(1, 6, 1, 1), (1,), (1, 1, 2, 2)], {"groups": 2, "stride": 2}),
+    "dilation_rows": ((2, 2, 7, 6), (3, 2, 2, 3), [(3, 1, 1), (2, 3, 5, 2), (2, 1, 1, 1)], {"dilation": 2}),
+    "depthwise": ((2, 3, 4, 4), (3, 1, 3, 3), [(3, 1, 1), (3, 1, 1)], {"groups": 3, "padding": 1}),
+}  # fmt: skip
+for _label, (_xs, _ws, _os, _attrs) in CONV2D_FUSED.items():
+    _case("conv2d_fused", _label, lambda x, w, *o, a=_attrs: _conv_fused(x, w, *o, a=a),
+          [F(*_xs), F(*_ws)] + [F(*o) for o in _os],
+          lambda x, w, o0, o1, *rest, a=_attrs: np.maximum((conv2d_ref(x, w, **a) - o0) * o1 + sum(rest), 0),
           **CONV_TOL)  # fmt: skip
 
 CONV_TRANSPOSE2D = {

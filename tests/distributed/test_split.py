@@ -228,6 +228,14 @@ UNSPLITTABLE = {
         "node 's' (op softmax)",
         "normalizes over rows",
     ),
+    "a layer norm over dims that include the batch": (
+        """graph g(%x: f64[4,B], %w: f64[], %b: f64[]) {
+  %n: f64[4,B] = layer_norm(%x, %w, %b, axis=0, eps=1e-05)
+  output %y = %n
+}""",
+        "node 'n' (op layer_norm)",
+        "normalizes over rows",
+    ),
     "a cumulative sum down the batch": (
         """graph g(%x: f64[B,3]) {
   %s: f64[B,3] = cumsum(%x, axis=0)
@@ -321,6 +329,41 @@ def test_matmul_keeps_the_batch_where_numpy_puts_it(x: tuple, w: tuple, out_axis
         gc.output(a @ b, name="y")
     [plan] = split_batch(g).outputs
     assert plan.mapped and plan.axis == out_axis
+
+
+@pytest.mark.parametrize("level", [0, 2])
+def test_a_conv_block_splits_by_images_before_and_after_fusion(level: int) -> None:
+    """conv2d -> batch norm (eval) -> + x -> relu, as written (level 0) and as the O2
+    pipeline fuses it (conv2d_epilogue and conv2d_fused nodes): mapped on N, exactly."""
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", ("B", 3, 6, 6), "float64")
+        w = gc.placeholder("w", (3, 3, 3, 3), "float64")
+        b = gc.placeholder("b", (3,), "float64")
+        s = gc.placeholder("s", (3, 1, 1), "float64")
+        h = gc.relu(gc.conv2d(x, w, b, padding=1))
+        gc.output(gc.relu(gc.conv2d(h, w, padding=1) * s + x), name="y")
+    graph = gc.optimize(g, level=level)
+    ops = {n.op for n in graph.op_nodes}
+    assert ({"conv2d_epilogue", "conv2d_fused"} <= ops) == (level == 2)
+    split = split_batch(graph)
+    assert split.outputs[0].mapped and split.outputs[0].axis == 0
+    rng = np.random.default_rng(0)
+    feeds = {p.name: rng.standard_normal(tuple(5 if d == "B" else d for d in p.type.shape))
+             for p in graph.inputs}  # fmt: skip
+    np.testing.assert_array_equal(run_split(split, feeds, [2, 3])[0], gc.compile(graph)(**feeds))
+
+
+def test_a_fused_conv_input_with_the_batch_elsewhere_is_refused() -> None:
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", (2, 3, 4, "B"), "float64")
+        w = gc.placeholder("w", (3, 3, 1, 1), "float64")
+        gc.output(gc.relu(gc.conv2d(x, w) * x), name="y")
+    graph = gc.optimize(g, level=2)
+    assert "conv2d_fused" in {n.op for n in graph.op_nodes}
+    with pytest.raises(BatchSplitError, match="conv2d_fused"):
+        split_batch(graph)
 
 
 # -- chunked runs equal the whole graph ----------------------------------------------------

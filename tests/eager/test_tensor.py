@@ -130,10 +130,12 @@ def test_pytorch_math_spellings_are_on_the_tape() -> None:
 def test_every_registry_op_is_a_tensor_method_and_an_eager_function() -> None:
     from graphc.ir.registry import all_ops
 
-    # made by passes (constant, count, fused, matmul_epilogue, conv2d_epilogue), by tracing
-    # a custom gradient (custom_vjp: autograd.Function.apply and gc.custom_vjp) or by the
-    # control flow functions (result reads a scan's or cond's results), not called by users
+    # made by passes (constant, count, fused, matmul_epilogue, conv2d_epilogue, conv2d_fused),
+    # by tracing a custom gradient (custom_vjp: autograd.Function.apply and gc.custom_vjp) or
+    # by the control flow functions (result reads a scan's or cond's results), not called by
+    # users
     internal = {"constant", "count", "fused", "matmul_epilogue", "conv2d_epilogue", "custom_vjp"}
+    internal.add("conv2d_fused")
     internal.add("result")
     internal.add("contract_rows")  # made by matmul's gradient rule
     internal.add("attention")  # made by fuse_attention

@@ -119,6 +119,31 @@ def test_conv2d_epilogue_rule_counts_the_activation(activation: Any, groups: int
     assert rule <= measured + w.nbytes + slack(np.float32)
 
 
+def _affine_residual_relu(conv: tuple, others: list[np.ndarray], compare: bool) -> gc.Graph:
+    """relu((c - m) * s + r) (a batch norm and a residual), or with a comparison whose
+    bool value needs a slot of its own: where(c > m, c * s, r)."""
+    body = gc.Graph("body")
+    with body:
+        c = gc.placeholder("c", conv, "float32")
+        m, s, r = (gc.placeholder(f"o{k}", o.shape, "float32") for k, o in enumerate(others))
+        value = gc.where(c > m, c * s, r) if compare else gc.relu((c - m) * s + r)
+        gc.output(value, name="out")
+    return body
+
+
+@pytest.mark.parametrize("compare", [False, True])
+@pytest.mark.parametrize("geometry", [{"padding": 1}, {"stride": 2}, {"groups": 6, "padding": 1}])
+def test_conv2d_fused_rule_counts_the_body_slots(geometry: dict, compare: bool) -> None:
+    x = normal(8, 6, 16, 16)
+    w = normal(6, 1 if "groups" in geometry else 6, 3, 3)
+    out = gc.conv2d(np.zeros(x.shape, x.dtype), w, **geometry).shape
+    others = [normal(6, 1, 1), normal(6, 1, 1), normal(*out)]
+    body = _affine_residual_relu(out, others, compare)
+    rule, measured = rule_and_measured("conv2d_fused", [x, w, *others], body=body, **geometry)
+    assert measured <= rule + slack(np.float32)
+    assert rule <= measured + w.nbytes + slack(np.float32)
+
+
 POOLS = [((8, 6, 28, 28), 2, 2), ((8, 6, 28, 28), 3, 1), ((4, 3, 17, 17), 3, 2)]
 
 

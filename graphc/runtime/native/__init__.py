@@ -27,7 +27,7 @@ from graphc.runtime.backend import (
 )
 from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.fused import transposed_view
-from graphc.runtime.native import calls, rows, toolchain
+from graphc.runtime.native import calls, conv, rows, toolchain
 from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
 from graphc.runtime.native.kernels import (
     BLOCK,
@@ -307,3 +307,14 @@ for _op in ("sum", "mean", "sum_to"):
 for _op in ("softmax", "log_softmax"):
     register_lowering(_op, rows.lower_softmax, backend=NAME)
 from graphc.runtime.native import blas  # noqa: E402, F401 - registers gemm's BLAS lowering
+
+
+def lower_conv2d_fused(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """The convolution on numpy and its body as a C kernel per chunk of images (conv.py),
+    unless the output is smaller than `SMALL`."""
+    if (gen.plan.values[step.output].type.size or 0) < SMALL:
+        return None
+    return conv.lower_conv2d_fused(gen, step, out)
+
+
+register_lowering("conv2d_fused", lower_conv2d_fused, backend=NAME)

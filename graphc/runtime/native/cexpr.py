@@ -101,9 +101,14 @@ typedef int64_t vi64 __attribute__((vector_size(2 * GC_VB)));
 #define GC_EXPORT __attribute__((visibility("default")))
 #define GC_INLINE static inline __attribute__((always_inline))
 
-GC_INLINE vf32 sp_f32(float s) { vf32 v; for (int k = 0; k < GC_W; k++) v[k] = s; return v; }
-GC_INLINE vf64 sp_f64(double s) { vf64 v; for (int k = 0; k < GC_W; k++) v[k] = s; return v; }
-GC_INLINE vb sp_b(int s) { vb v; for (int k = 0; k < GC_W; k++) v[k] = s ? -1 : 0; return v; }
+/* splats: a scalar operand of integer vector arithmetic is broadcast, and adding it to
+   zeros is exact, so this is one broadcast of the scalar's bits (gcc 11 compiled a loop
+   over the lanes into a masked broadcast per lane, sixteen for one splat) */
+GC_INLINE vf32 sp_f32(float s) {
+    int32_t b; memcpy(&b, &s, 4); vi32 v = {0}; return (vf32)(v + b); }
+GC_INLINE vf64 sp_f64(double s) {
+    int64_t b; memcpy(&b, &s, 8); vi64 v = {0}; return (vf64)(v + b); }
+GC_INLINE vb sp_b(int s) { vb v = {0}; return v + (s ? -1 : 0); }
 
 /* loads and stores of m <= GC_W lanes at element i; lanes past m are zero */
 GC_INLINE vf32 ld_f32(const char *p, int64_t i, int64_t m) {
@@ -156,19 +161,29 @@ GC_INLINE vb gd_b(const char *p, const int64_t *d, int nd, int64_t i, int64_t m)
     vb v = {0}; for (int k = 0; k < m; k++) v[k] = p[off_nd(i + k, d, nd)] ? -1 : 0;
     return v; }
 
-/* BLOCK: element (idx / z) % y: one division per block of lanes; a contiguous load when
-   z == 1 and the block does not wrap, a splat when the block stays in one z-run */
+/* BLOCK: element (idx / z) % y. The kernel finds a block's place in the runs once for
+   all the BLOCK operands of one shape (r = i % z, qy = (i / z) % y: bk_at, two integer
+   divisions), then each loads with bk: a contiguous load when z == 1 and the block does
+   not wrap, a splat when the block stays in one z-run, else lane by lane. That last path
+   is a function of its own: inlined, its unrolled loop took the registers of every
+   operand, and the spills, with two divisions per operand, made a kernel with four
+   (C, 1, 1) operands 5x slower than with four full-size ones */
+GC_INLINE void bk_at(int64_t z, int64_t y, int64_t i, int64_t *r, int64_t *qy) {
+    int64_t q = i / z; *r = i - q * z; *qy = q % y; }
 #define GC_BLOCK(t, T, one) \
-    GC_INLINE v##t bk_##t(const char *p, int64_t z, int64_t y, int64_t i, int64_t m) { \
-        int64_t q = i / z, r = i - q * z, qy = q % y; \
-        if (z == 1) { if (qy + m <= y) return ld_##t(p, qy, m); } \
-        else if (r + m <= z) return sp_##t(one(((const T *)p)[qy])); \
+    static __attribute__((noinline)) v##t bk_lanes_##t(const char *p, int64_t z, int64_t y, \
+                                                      int64_t r, int64_t qy, int64_t m) { \
         v##t v = {0}; \
         for (int k = 0; k < m; k++) { /* step through the runs: no division per lane */ \
             v[k] = one(((const T *)p)[qy]); \
             if (++r == z) { r = 0; if (++qy == y) qy = 0; } \
         } \
-        return v; }
+        return v; } \
+    GC_INLINE v##t bk_##t(const char *p, int64_t z, int64_t y, int64_t r, int64_t qy, \
+                          int64_t m) { \
+        if (z == 1) { if (qy + m <= y) return ld_##t(p, qy, m); } \
+        else if (r + m <= z) return sp_##t(one(((const T *)p)[qy])); \
+        return bk_lanes_##t(p, z, y, r, qy, m); }
 #define GC_SAME(x) (x)
 #define GC_TRUE(x) ((x) ? -1 : 0)
 GC_BLOCK(f32, float, GC_SAME)

@@ -6,8 +6,9 @@ SCALAR (one element: loaded once, in every lane), BLOCK (its dims are a run of t
 output's, repeated over the dims before and after the run: a bias (N,) over (B, N), a
 (B, 1) sum, a per-channel (C, 1, 1) over (N, C, H, W): element (idx / inner) % size),
 or STRIDED (any other broadcast: each lane's element found from a descriptor of shape
-and strides). BLOCK takes one division per block of lanes (then a contiguous load or a
-splat when the block does not wrap), STRIDED a few per lane. Sizes and
+and strides). BLOCK takes two divisions per block of lanes for all operands of one
+shape (then a contiguous load or a splat when the block does not wrap), STRIDED a few
+per lane. Sizes and
 strides are arguments, never part of the C source, so a plan at another batch size
 reuses the compiled kernel.
 
@@ -89,6 +90,7 @@ def build_kernel(
     operands = [_operand(t, out_type, k in transposed) for k, t in enumerate(leaf_types)]
     expr: dict[Node, tuple[str, str]] = {}  # node -> (C variable, C type)
     loads, scalars = [], []
+    placed: dict[tuple, int] = {}  # a BLOCK shape -> the operand whose z, y place it
     for k, (node, operand) in enumerate(zip(leaves, operands)):
         ct = operand.ctype
         if operand.mode == SCALAR:
@@ -98,7 +100,10 @@ def build_kernel(
             loads.append(f"    v{ct} x{k} = ld_{ct}(a{k}, i, m);")
             expr[node] = (f"x{k}", ct)
         elif operand.mode == BLOCK:
-            loads.append(f"    v{ct} x{k} = bk_{ct}(a{k}, z{k}, y{k}, i, m);")
+            j = placed.setdefault(tuple(leaf_types[k].shape), k)
+            if j == k:
+                loads.append(f"    int64_t r{k}, w{k}; bk_at(z{k}, y{k}, i, &r{k}, &w{k});")
+            loads.append(f"    v{ct} x{k} = bk_{ct}(a{k}, z{j}, y{j}, r{j}, w{j}, m);")
             expr[node] = (f"x{k}", ct)
         elif operand.mode == TRANSPOSED:  # a{k} is the row of this block in its tile
             loads.append(f"    v{ct} x{k} = ld_{ct}(a{k}, 0, m);")

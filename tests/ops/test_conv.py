@@ -22,6 +22,7 @@ import graphc as gc
 import graphc.eager as ge
 from graphc.nn import functional as F
 from graphc.ops import conv_kernels
+from tests.cases.conv import conv2d_ref
 from tests.conftest import needs_torch, torch
 
 RNG = np.random.default_rng(0)
@@ -306,6 +307,20 @@ def test_conv2d_kernel_chunks_give_the_same_values(
     monkeypatch.setattr(conv_kernels, "SCRATCH_BYTES", 1)
     got = gc.conv_transpose2d(ct, w, **{k: v for k, v in attrs.items() if k != "padding"})
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("pieces", [1, 2, 7])
+def test_a_weight_gradient_summed_in_pieces_matches_the_reference(
+    monkeypatch: pytest.MonkeyPatch, pieces: int
+) -> None:
+    """A kernel larger than the output (a weight gradient's shape) contracts at most
+    DEPTH_PIECE terms per matmul and adds the pieces: any piece size gives the sum."""
+    x = RNG.standard_normal((3, 5, 12, 12))  # (images, channels, H, W)
+    w = RNG.standard_normal((4, 5, 10, 10))  # depth 500
+    monkeypatch.setattr(conv_kernels, "DEPTH_PIECE", -(-500 // pieces))
+    assert len(conv_kernels._pieces(500)) == pieces
+    got = conv_kernels.conv2d_kernel(x, w, padding=(1, 0, 1, 2))
+    np.testing.assert_allclose(got, conv2d_ref(x, w, padding=(1, 0, 1, 2)), rtol=1e-12, atol=1e-11)
 
 
 def test_kernels_accept_strided_inputs_and_out_buffers() -> None:

@@ -392,7 +392,7 @@ def conv_transpose2d_kernel(
     return _deliver(result, out)
 
 
-def _col2im(x: np.ndarray, w: np.ndarray, out: np.ndarray, taps: list, groups: int) -> None:
+def _col2im(x: np.ndarray, w: np.ndarray, out: np.ndarray, taps: tuple, groups: int) -> None:
     n, in_ch, height, width = x.shape
     _, per_group, kh, kw = w.shape
     per_in, depth, area = in_ch // groups, per_group * kh * kw, height * width

@@ -35,7 +35,7 @@ def _canon(op: str) -> Any:
     return lambda *types, **attrs: pool_attrs(op, **attrs)
 
 
-def _taps(x_shape: tuple, pooled: tuple, attrs: dict) -> list:
+def _taps(x_shape: tuple, pooled: tuple, attrs: dict) -> tuple:
     return kernel_taps(
         pooled, x_shape[-2:], attrs["kernel_size"], attrs["stride"], attrs["dilation"],
         attrs["padding"][:2],

@@ -102,7 +102,7 @@ def window_divisor(hw: tuple, pooled: tuple, dtype: np.dtype, attrs: dict) -> An
     return np.multiply.outer(rows, cols).astype(dtype)
 
 
-def _avg_taps(hw: tuple, pooled: tuple, attrs: dict) -> list:
+def _avg_taps(hw: tuple, pooled: tuple, attrs: dict) -> tuple:
     return kernel_taps(
         pooled, hw, attrs["kernel_size"], attrs["stride"], (1, 1), attrs["padding"][:2]
     )

@@ -71,6 +71,7 @@ MISTAKES: list[tuple[str, Callable[[], Any], type, tuple[str, ...]]] = [
     ("getitem two arrays", lambda: gc.getitem(X, (np.array([0]), np.array([1]))), gc.GraphcError, ("getitem", "one integer-array")),
     ("take float", lambda: gc.take(X, np.array([0.5])), gc.DTypeError, ("take", "integers", "float64")),
     ("take range", lambda: gc.take(X, np.array([0, 5])), gc.IndexRangeError, ("take", "5", "size 3")),
+    ("take 0-d range", lambda: gc.take(X, np.array(-4)), gc.IndexRangeError, ("take", "-4", "size 3")),
     ("take axis", lambda: gc.take(X, np.array([0]), axis=2), gc.ShapeError, ("take", "axis 2")),
     ("unslice window", lambda: gc.unslice(np.ones((2, 3)), shape=(5,), index="1:3"), gc.ShapeError, ("unslice", "(2, 3)", "(2,)")),
     ("scatter_add shape", lambda: gc.scatter_add(np.ones((2, 3)), np.array([0, 1]), shape=(5,)), gc.ShapeError, ("scatter_add", "(2,)", "(2, 3)")),

@@ -81,6 +81,20 @@ def edge_feeds(
     return feeds
 
 
+def sprinkled_feeds(graph: gc.Graph, seed: int, share: float = 0.125) -> dict[str, np.ndarray]:
+    """Normal values for the (concrete) placeholders of a float `graph`, `share` of them
+    an edge value (nan, inf, -0.0, subnormals, the largest finite): mostly finite, so
+    that sums over many terms (a convolution's) stay informative."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for p in graph.inputs:
+        a = rng.standard_normal(p.type.shape).astype(p.type.dtype)
+        mask = rng.random(a.shape) < share
+        a[mask] = rng.choice(float_specials(p.type.dtype), int(mask.sum()))
+        feeds[p.name] = a
+    return feeds
+
+
 def bits_differ(got: np.ndarray, want: np.ndarray) -> str | None:
     """Why `got` is not `want` bit for bit (any NaN equals any NaN), or None."""
     if not isinstance(got, np.ndarray):

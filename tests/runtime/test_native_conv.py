@@ -5,14 +5,13 @@ one element, constants in the body), in any chunking."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import graphc as gc
 from graphc.ir.graph import Graph
 from graphc.ops import conv_kernels
 from graphc.ops.conv_ops import conv2d
-from tests.edge_values import float_specials
+from tests.edge_values import sprinkled_feeds
 from tests.native_checks import check_native, every_size, needs_native  # noqa: F401 - a fixture
 
 pytestmark = needs_native
@@ -42,18 +41,6 @@ def _graph(kind: str, dtype: str) -> Graph:
     return g
 
 
-def _feeds(g: Graph, seed: int) -> dict[str, np.ndarray]:
-    """Normal values, one in eight an edge value (nan, inf, -0.0, subnormals, huge)."""
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for p in g.inputs:
-        a = rng.standard_normal(p.type.shape).astype(p.type.dtype)
-        mask = rng.random(a.shape) < 0.125
-        a[mask] = rng.choice(float_specials(p.type.dtype), int(mask.sum()))
-        feeds[p.name] = a
-    return feeds
-
-
 @pytest.mark.usefixtures("every_size")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("kind", list(OTHERS))
@@ -67,7 +54,7 @@ def test_the_body_runs_in_c_with_numpys_bits(
     assert len(fused) == 1 and "[native]" in fused[0], exe.explain()
     if chunk == "one image":
         monkeypatch.setattr(conv_kernels, "SCRATCH_BYTES", 1)
-    check_native(g, [_feeds(g, 0), _feeds(g, 1)], levels=(0, 2))
+    check_native(g, [sprinkled_feeds(g, 0), sprinkled_feeds(g, 1)], levels=(0, 2))
 
 
 def test_large_outputs_only_by_default() -> None:

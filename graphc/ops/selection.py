@@ -67,7 +67,14 @@ def _where_kernel(c: np.ndarray, x: Any, y: Any, out: np.ndarray | None = None) 
     # where(c, x, 0) into a float buffer is x's bits and-ed with a mask that is all ones
     # where c holds: exact (nan, inf and -0.0 kept or cleared bit for bit) and ~1.7x as
     # fast as np.where, which has no fast loop for a scalar branch. A relu's gradient.
-    if out is not None and out.dtype.kind == "f" and np.asarray(c).dtype == np.bool_:
+    # Without out= (eager), the result is made here: np.where's own array is fresh, and
+    # copying it again cost an eager LeNet step four passes over its activations
+    if out is None:
+        dtype = np.result_type(x, y)
+        if dtype.kind != "f" or not (_zero_bits(x) or _zero_bits(y)):
+            return np.asarray(np.where(c, x, y))
+        out = np.empty(np.broadcast_shapes(np.shape(c), np.shape(x), np.shape(y)), dtype)
+    if out.dtype.kind == "f" and np.asarray(c).dtype == np.bool_:
         if _zero_bits(y) and isinstance(x, np.ndarray) and x.dtype == out.dtype:
             kept, mask = x, np.negative(c, dtype=f"u{out.itemsize}")  # True -> all ones
         elif _zero_bits(x) and isinstance(y, np.ndarray) and y.dtype == out.dtype:

@@ -201,6 +201,11 @@ def test_where_into_a_float_buffer_keeps_every_bit_of_np_where(
     np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
     if not in_place:
         np.testing.assert_array_equal(arr.view(f"u{arr.itemsize}"), before.view(f"u{arr.itemsize}"))
+        # and without out= (eager): np.where's own dtype and bits, in a fresh array
+        fresh, natural = get_op("where").kernel(c, x, y), np.where(c, x, y)
+        assert fresh.dtype == natural.dtype and not np.shares_memory(fresh, arr)
+        unsigned = f"u{fresh.itemsize}"
+        np.testing.assert_array_equal(fresh.view(unsigned), natural.view(unsigned))
 
 
 def test_where_with_a_minus_zero_or_nonzero_branch_is_np_where() -> None:

@@ -29,9 +29,9 @@ Depthwise convolutions (one input and one output channel per group) skip the mat
 whose matrices would be 1 x kH*kW: the output accumulates one multiply-add per kernel
 tap over the whole batch.
 
-An `epilogue` (conv2d_epilogue's bias and activation, or its elementwise body) runs in
-place on each chunk of images as soon as the chunk is final, while it is still in cache; elementwise work on
-a chunk gives the same bits as on the whole array.
+An `epilogue` (conv2d_epilogue's bias and activation, conv2d_fused's elementwise body)
+runs in place on each chunk of images as soon as the chunk is final, while it is still
+in cache; elementwise work on a chunk gives the same bits as on the whole array.
 
 `conv2d_scratch` and `conv_transpose2d_scratch` say how many bytes of working memory
 (buffers, padded and converted copies) a call allocates besides its result, mirroring

@@ -13,6 +13,7 @@ import graphc as gc
 from graphc import nn
 from graphc.ops import conv_kernels
 from graphc.ops.conv_ops import conv2d
+from graphc.ops.dispatch import bind
 from graphc.ops.fused import BodySlots
 from graphc.passes.report import PassLog
 from tests.edge_values import assert_bits_equal, sprinkled_feeds
@@ -242,3 +243,18 @@ def test_exports_to_onnx_as_conv_and_the_body() -> None:
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     (got,) = session.run(None, feeds)
     np.testing.assert_allclose(got, gc.compile(g)(**feeds), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("returns", ["c", "o"])
+def test_a_body_that_computes_nothing_returns_its_placeholder(returns: str) -> None:
+    """A hand-written body may return the convolution or another input as it is."""
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((5, 2, 4, 4)), rng.standard_normal((3, 2, 3, 3))
+    other = rng.standard_normal((5, 3, 2, 2))
+    body = gc.Graph("body")
+    with body:
+        c = gc.placeholder("c", (5, 3, 2, 2), "float64")
+        o = gc.placeholder("o", (5, 3, 2, 2), "float64")
+        gc.output(c if returns == "c" else o, name="out")
+    want = gc.conv2d(x, w) if returns == "c" else other
+    np.testing.assert_array_equal(bind("conv2d_fused", x, w, other, body=body), want)

@@ -3,7 +3,7 @@ same bits), then its elementwise body as one C kernel on each chunk of images, i
 of numpy's one pass per op over the chunk.
 
 The kernel is built once from the step's full types, like a fused step's. Its sizes are
-arguments, so the closure `chunk_epilogue` makes calls it per chunk with the chunk's
+arguments, so the closure that `chunk_epilogue` makes calls it per chunk with the chunk's
 element count, the chunk as both output and first operand (the body's convolution), the
 other operands cut to the chunk's images (made C-contiguous if they are not), and the
 block or stride arguments of the chunk's shape. The body holds only exact ops (the
@@ -56,7 +56,7 @@ def lower_conv2d_fused(gen: Generator, step: Step, out: str) -> list[str] | None
     try:
         kernel = build_kernel(body, types, out_t, known)
         if kernel.operands[0].mode != FULL or any(o.mode == TRANSPOSED for o in kernel.operands):
-            raise DeclinedError("an operand of the body is a transposed view")
+            raise DeclinedError("an operand of the body is a transposed view, cut per chunk")
     except DeclinedError as exc:
         calls.plan_state(gen)["declined"][step.index] = str(exc)
         return None

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import collections
 import sys
+from pathlib import Path
 
-import graphc as gc
-from tests.onnx.node_cases import load_cases, main_op, op_types
-from tests.onnx.test_node_cases import run_case
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests package, run as a script
+
+import graphc as gc  # noqa: E402
+from tests.onnx.node_cases import load_cases, main_op, op_types  # noqa: E402
+from tests.onnx.test_node_cases import run_case  # noqa: E402
 
 
 def main() -> None:

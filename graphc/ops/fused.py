@@ -57,40 +57,48 @@ def _fused_kernel(*arrays: np.ndarray, out: np.ndarray | None = None, body: Grap
 
 
 class BodySlots:
-    """Where each op of an elementwise body writes when it runs chunk after chunk into
-    preallocated buffers (`run_body`): the root into the caller's `out`, every other op
-    into a slot, a buffer of one chunk that the next op of its dtype reuses once its
-    value is dead (an op whose kernel may run in place can take one of its own
-    operands' slots). `count` is how many slots, the scratch a caller must count."""
+    """Where each op of an elementwise body writes when it runs chunk after chunk: the
+    root into the caller's `out`, every other op into a slot, a buffer of one chunk that
+    the next op of its type reuses once its value is dead (an op whose kernel may run in
+    place can take one of its own operands' slots). `types` holds each slot's type in
+    the body; the kernel of conv2d_fused (`run_body`) and the runtime's chunked fused
+    steps (runtime/fused.py) both place a body's values this way."""
 
     def __init__(self, body: Graph) -> None:
         self.root = check_body(body, len(body.inputs))
         ops = body.op_nodes
         last_use = {x: i for i, node in enumerate(ops) for x in node.inputs}
         self.slot: dict[Node, int] = {}
-        self.dtypes: list[np.dtype] = []
+        self.types: list[TensorType] = []
         free: list[int] = []
         for i, node in enumerate(ops):
             if node.is_constant:
                 continue
-            dying = [self.slot[x] for x in node.inputs if x in self.slot and last_use[x] == i]
+            dying = [
+                self.slot[x]
+                for x in dict.fromkeys(node.inputs)
+                if x in self.slot and last_use[x] == i
+            ]
             if get_op(node.op).inplace:
                 free += dying
             if node is not self.root:
-                dtype = np.dtype(node.type.dtype)
-                fits = [k for k in free if self.dtypes[k] == dtype]
+                fits = [k for k in free if self.types[k] == node.type]
                 if fits:
                     free.remove(fits[0])
                     self.slot[node] = fits[0]
                 else:
-                    self.slot[node] = len(self.dtypes)
-                    self.dtypes.append(dtype)
+                    self.slot[node] = len(self.types)
+                    self.types.append(node.type)
             if not get_op(node.op).inplace:
                 free += dying
 
     @property
+    def dtypes(self) -> list[np.dtype]:
+        return [np.dtype(t.dtype) for t in self.types]
+
+    @property
     def count(self) -> int:
-        return len(self.dtypes)
+        return len(self.types)
 
 
 def run_body(

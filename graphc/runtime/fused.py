@@ -5,9 +5,10 @@ so every intermediate lives in a small scratch buffer that stays in cache (PERF-
 chunks beat whole-array passes once arrays leave the cache). Operands are sliced
 along the flattened output when each is either full-size or a single element, else
 along the output's leading axis (operands that broadcast along it are passed whole).
-Inside a chunk the body is planned like a small plan: a scratch buffer is reused in
-place by an elementwise member whose input dies there, else taken from a pool of
-dead scratch of the same type. Scratch belongs to one thread's instantiation.
+Inside a chunk the body is planned like a small plan (`BodySlots`, shared with
+conv2d_fused's kernel): a scratch buffer is reused in place by an elementwise member
+whose input dies there, else taken from the dead scratch of the same type. Scratch
+belongs to one thread's instantiation.
 
 Invariant: the result chunk [lo, hi) is written only by the body's last member,
 after every read of the operands' chunk [lo, hi), so the output may share memory
@@ -21,6 +22,7 @@ import numpy as np
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
+from graphc.ops.fused import BodySlots
 from graphc.runtime.backend import register_lowering
 from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.plan import Step
@@ -133,65 +135,55 @@ def _chunk(
     out: str,
     hint: str,
 ) -> list[str]:
-    """The body's members on one chunk, intermediates in scratch, the root into `out`."""
-    root = body.outputs[0].inputs[0]
+    """The body's members on one chunk, intermediates in scratch, the root into `out`.
+    Which member writes where is the body's `BodySlots`; each slot takes a scratch of
+    its chunk type that no step running before it still holds."""
+    slots = BodySlots(body)
     members = [n for n in body.nodes if n.kind == OP and not n.is_constant]
-    last: dict[Node, int] = {}
-    for i, node in enumerate(members):
-        for x in node.inputs:
-            last[x] = i
-    owner: dict[Node, str] = {}  # body value -> the scratch it occupies
-    pool: dict[tuple, list[str]] = {}  # dead scratch of this chunk
+    named: dict[int, str] = {}  # slot -> its scratch in this chunk
     # fused steps run one after another: scratch is shared by all of a plan's chunks
     shared = gen.scratch
     used: list[tuple] = []
     lines = []
-    for i, node in enumerate(members):
+    for node in members:
         opdef = get_op(node.op)  # type: ignore[arg-type]
         t = opdef.infer(*(types[x] for x in node.inputs), **node.attrs)
         types[node] = t
-        if node is root:
+        if node is slots.root:
             target = out
+        elif slots.slot[node] in named:
+            target = named[slots.slot[node]]
         else:
-            donor = next(
-                (
-                    x
-                    for x in node.inputs
-                    if x in owner and last.get(x) == i and types[x] == t and opdef.inplace
-                ),
-                None,
-            )
-            if donor is not None:
-                target = owner.pop(donor)
-            elif pool.get((t.shape, t.dtype)):
-                target = pool[(t.shape, t.dtype)].pop()
-            elif shared.get((t.shape, t.dtype)):
-                target = shared[(t.shape, t.dtype)].pop()
-                used.append((t.shape, t.dtype, target))
-            elif (larger := _larger(shared, t)) is not None:
-                # a tail chunk: a view of a full chunk's scratch, which is warm in cache
-                key, big = larger
-                shared[key].remove(big)
-                used.append((*key, big))
-                target = gen.fresh("scratch_view")
-                size = t.size or 0
-                gen.setup_lines.append(
-                    f"{target} = {big}.reshape(-1)[:{size}].reshape({t.shape!r})"
-                )
-            else:
-                target = gen.fresh("scratch")
-                dtype = gen.literal(t.dtype, "dtype")
-                gen.setup_lines.append(f"{target} = empty({t.shape!r}, {dtype})")
-                used.append((t.shape, t.dtype, target))
-            owner[node] = target
+            target = named[slots.slot[node]] = _scratch(gen, shared, used, t)
         lines.append(_member_call(gen, node, [env[x] for x in node.inputs], target))
         env[node] = target
-        for x in set(node.inputs):
-            if last.get(x) == i and x in owner:
-                pool.setdefault((types[x].shape, types[x].dtype), []).append(owner.pop(x))
     for shape, dtype, name in used:
         shared.setdefault((shape, dtype), []).append(name)
     return lines
+
+
+def _scratch(
+    gen: Generator, shared: dict[tuple, list[str]], used: list[tuple], t: TensorType
+) -> str:
+    """A scratch buffer of type `t` for one slot: a free one of the plan's, a view of a
+    larger free one (a tail chunk: warm in cache), or a new one; recorded in `used`."""
+    if shared.get((t.shape, t.dtype)):
+        target = shared[(t.shape, t.dtype)].pop()
+        used.append((t.shape, t.dtype, target))
+        return target
+    larger = _larger(shared, t)
+    if larger is not None:
+        key, big = larger
+        shared[key].remove(big)
+        used.append((*key, big))
+        target = gen.fresh("scratch_view")
+        gen.setup_lines.append(f"{target} = {big}.reshape(-1)[:{t.size or 0}].reshape({t.shape!r})")
+        return target
+    target = gen.fresh("scratch")
+    dtype = gen.literal(t.dtype, "dtype")
+    gen.setup_lines.append(f"{target} = empty({t.shape!r}, {dtype})")
+    used.append((t.shape, t.dtype, target))
+    return target
 
 
 def _larger(shared: dict[tuple, list[str]], t: TensorType) -> tuple[tuple, str] | None:

@@ -14,7 +14,7 @@ from graphc import nn
 from graphc.ops import conv_kernels
 from graphc.ops.conv_ops import conv2d
 from graphc.ops.dispatch import bind
-from graphc.ops.fused import BodySlots
+from graphc.ops.fused import BodySlots, run_body
 from graphc.passes.report import PassLog
 from tests.edge_values import assert_bits_equal, sprinkled_feeds
 from tests.passes.passcheck import check_pass
@@ -258,3 +258,21 @@ def test_a_body_that_computes_nothing_returns_its_placeholder(returns: str) -> N
         gc.output(c if returns == "c" else o, name="out")
     want = gc.conv2d(x, w) if returns == "c" else other
     np.testing.assert_array_equal(bind("conv2d_fused", x, w, other, body=body), want)
+
+
+def test_slots_never_give_a_live_value_s_buffer_away() -> None:
+    """b = a * a frees a's slot once, not twice: c must not share b's slot while b lives."""
+    body = gc.Graph("body")
+    with body:
+        x = gc.placeholder("x", (4, 6), "float64")
+        a = gc.exp(x)
+        b = a * a
+        c = gc.sin(x)
+        gc.output(b + c, name="out")
+    slots = BodySlots(body)
+    ops = {n.op: n for n in body.op_nodes}
+    assert slots.slot[ops["mul"]] != slots.slot[ops["sin"]]
+    xs = np.random.default_rng(0).standard_normal((4, 6))
+    out = np.empty_like(xs)
+    run_body(body, slots, [np.empty(xs.size) for _ in slots.types], [xs], out)
+    np.testing.assert_array_equal(out, np.exp(xs) * np.exp(xs) + np.sin(xs))

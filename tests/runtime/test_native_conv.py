@@ -1,7 +1,8 @@
-"""conv2d_fused on the native backend: numpy's convolution, then the body as one C kernel
-per chunk of images, with numpy's bits on hostile values for every kind of operand the
-kernel takes (per channel, one row per image, broadcast blocks, strided broadcasts,
-one element, constants in the body), in any chunking."""
+"""conv2d_fused's body on the native backend: one C kernel per chunk of images, for every
+kind of operand the kernel takes (per channel, one row per image, broadcast blocks,
+strided broadcasts, one element, constants in the body), in any chunking: numpy's bits
+after numpy's float64 convolution, the same bits at every level after the direct
+float32 one (tests/runtime/test_native_direct_conv.py holds that one to its bound)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import graphc as gc
 from graphc.ir.graph import Graph
 from graphc.ops import conv_kernels
 from graphc.ops.conv_ops import conv2d
+from graphc.runtime.native import direct_conv
 from tests.edge_values import sprinkled_feeds
 from tests.native_checks import check_native, every_size, needs_native  # noqa: F401 - a fixture
 
@@ -54,12 +56,19 @@ def test_the_body_runs_in_c_with_numpys_bits(
     assert len(fused) == 1 and "[native]" in fused[0], exe.explain()
     if chunk == "one image":
         monkeypatch.setattr(conv_kernels, "SCRATCH_BYTES", 1)
+        monkeypatch.setattr(direct_conv, "CHUNK_BYTES", 1)
     check_native(g, [sprinkled_feeds(g, 0), sprinkled_feeds(g, 1)], levels=(0, 2))
 
 
-def test_large_outputs_only_by_default() -> None:
-    """Without every_size, a body on fewer than native.SMALL elements stays on numpy."""
-    g = _graph("per channel", "float32")
-    steps = gc.compile(g, backend="native").explain().splitlines()
-    line = next(x for x in steps if "conv2d_fused(" in x)
-    assert "[numpy]" in line
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_small_outputs_keep_the_body_on_numpy(dtype: str) -> None:
+    """Without every_size, a body on fewer than native.SMALL elements stays on numpy: a
+    float64 step is numpy's altogether, a float32 one has the direct convolution only
+    (its one C kernel)."""
+    g = _graph("per channel", dtype)
+    text = gc.compile(g, backend="native").explain()
+    line = next(x for x in text.splitlines() if "conv2d_fused(" in x)
+    if dtype == "float64":
+        assert "[numpy]" in line, text
+    else:
+        assert "[native]" in line and "native: 1 C kernel(s) for 1 step(s)" in text, text

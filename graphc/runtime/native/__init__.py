@@ -27,7 +27,7 @@ from graphc.runtime.backend import (
 )
 from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.fused import transposed_view
-from graphc.runtime.native import calls, conv, rows, toolchain
+from graphc.runtime.native import calls, conv, pool, rows, toolchain
 from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
 from graphc.runtime.native.kernels import (
     BLOCK,
@@ -40,6 +40,7 @@ from graphc.runtime.native.kernels import (
     block_of,
     build_kernel,
     contiguous_descriptor,
+    epilogue_body,
 )
 from graphc.runtime.plan import Step
 
@@ -61,8 +62,10 @@ def _allows_scalar(graph: Graph) -> bool:
 
 # ops whose native results may differ from numpy's: libmvec's functions (ULP_BOUND), the
 # row kernels' softmax and log_softmax (rows.ROW_BOUND), gemm (BLAS accumulates into c
-# block by block: blas.py)
-INEXACT = frozenset(ULP_BOUND) | frozenset(rows.ROW_BOUND) | {"gemm"}
+# block by block: blas.py), the convolutions (the direct kernel sums in its own order:
+# direct_conv.py)
+CONVOLUTIONS = frozenset({"conv2d", "conv2d_epilogue", "conv2d_fused"})
+INEXACT = frozenset(ULP_BOUND) | frozenset(rows.ROW_BOUND) | {"gemm"} | CONVOLUTIONS
 
 
 def _inexact(node: Any) -> bool:
@@ -137,22 +140,16 @@ def lower_matmul_epilogue(gen: Generator, step: Step, out: str) -> list[str] | N
     if not attrs.get("bias") and attrs.get("activation") is None:
         return None
     out_t = gen.plan.values[step.output].type
-    body = Graph("epilogue")
-    value = body.add_placeholder("y", out_t)
     leaves = [(out, step.output in gen.static, out_t.shape, False)]
     types = [out_t]
+    bias_t = None
     if attrs.get("bias"):
         bias_t = gen.plan.values[step.inputs[2]].type
-        b = body.add_placeholder("b", bias_t)
-        value = body.add_op("add", (value, b), {}, get_op("add").infer(out_t, bias_t))
         leaves.append(
             (gen.array(step.inputs[2]), step.inputs[2] in gen.static, bias_t.shape, False)
         )
         types.append(bias_t)
-    activation = attrs.get("activation")
-    if activation is not None:
-        value = body.add_op(activation, (value,), {}, get_op(activation).infer(value.type))
-    body.add_output(value, name="result")
+    body = epilogue_body(out_t, bias_t, attrs.get("activation"))
     try:
         kernel = build_kernel(body, types, out_t, {})
     except DeclinedError as exc:
@@ -309,12 +306,12 @@ for _op in ("softmax", "log_softmax"):
 from graphc.runtime.native import blas  # noqa: E402, F401 - registers gemm's BLAS lowering
 
 
-def lower_conv2d_fused(gen: Generator, step: Step, out: str) -> list[str] | None:
-    """The convolution on numpy and its body as a C kernel per chunk of images (conv.py),
-    unless the output is smaller than `SMALL`."""
-    if (gen.plan.values[step.output].type.size or 0) < SMALL:
-        return None
-    return conv.lower_conv2d_fused(gen, step, out)
+def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """conv2d, conv2d_epilogue and conv2d_fused: the direct C convolution where it
+    applies, the epilogue or body as a C kernel per chunk of images (conv.py)."""
+    return conv.lower_conv(gen, step, out, SMALL)
 
 
-register_lowering("conv2d_fused", lower_conv2d_fused, backend=NAME)
+for _op in CONVOLUTIONS:
+    register_lowering(_op, lower_conv, backend=NAME)
+register_lowering("max_pool2d", pool.lower_max_pool2d, backend=NAME)

@@ -41,6 +41,11 @@ def per_call(expr: str, const: Callable[[Any, str], str]) -> str:
     return f"{expr}.ctypes.data"
 
 
+def address_now(array: np.ndarray) -> Any:
+    """The address of a C-contiguous array as the call takes it, for a call made now."""
+    return FFI.from_buffer(array) if FFI is not None else array.ctypes.data
+
+
 def static_address(array: np.ndarray) -> Any:
     """The address of an array that outlives the plan's calls, as the call takes it."""
     if FFI is not None:

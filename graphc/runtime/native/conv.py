@@ -1,49 +1,143 @@
-"""conv2d_fused on the native backend: numpy's convolution (the same BLAS calls, so the
-same bits), then its elementwise body as one C kernel on each chunk of images, instead
-of numpy's one pass per op over the chunk.
+"""conv2d, conv2d_epilogue and conv2d_fused on the native backend.
 
-The kernel is built once from the step's full types, like a fused step's. Its sizes are
-arguments, so the closure that `chunk_epilogue` makes calls it per chunk with the chunk's
-element count, the chunk as both output and first operand (the body's convolution), the
-other operands cut to the chunk's images (made C-contiguous if they are not), and the
-block or stride arguments of the chunk's shape. The body holds only exact ops (the
-pipeline leaves groups with an inexact op unfused for this backend), so the C loop gives
-numpy's bits.
+Two parts, each taken where it applies:
+
+- the convolution: the direct C kernel (direct_conv.py) for stride-1 float32
+  convolutions whose kernel is no larger than their output, numpy's im2col and BLAS
+  otherwise (`direct_reason` says why not). The choice depends on the channels, image
+  and kernel sizes only, never on the batch, so an image's bits never depend on its
+  batch; and conv2d, conv2d_epilogue and conv2d_fused make the same choice for one
+  geometry, so the levels agree bit for bit (the three are in the backend's `inexact`);
+- the epilogue (conv2d_epilogue's bias and activation) or body (conv2d_fused's
+  elementwise ops): one C kernel run on each chunk of images as it is final, when the
+  output has at least `SMALL` elements, else numpy's ops on the chunk. Exact either way
+  (a group with an inexact op is never made a body for this backend).
+
+The body's kernel is built once from the step's full types, like a fused step's. Its
+sizes are arguments, so the closure that `chunk_epilogue` makes calls it per chunk with
+the chunk's element count, the chunk as both output and first operand (the
+convolution), the other operands cut to the chunk's images (made C-contiguous if they
+are not), and the block or stride arguments of the chunk's shape.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from graphc.ir.graph import Graph
+from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.ops.conv_kernels import conv2d_kernel
 from graphc.runtime.codegen import Generator
-from graphc.runtime.native import calls
+from graphc.runtime.native import calls, direct_conv
 from graphc.runtime.native.kernels import (
     BLOCK,
     FULL,
     STRIDED,
     TRANSPOSED,
     DeclinedError,
+    Kernel,
     block_of,
     build_kernel,
     contiguous_descriptor,
+    epilogue_body,
 )
 from graphc.runtime.plan import Step
 
 CONV_ATTRS = ("stride", "padding", "dilation", "groups")
+DIRECT = Kernel(
+    name=direct_conv.NAME,
+    source=direct_conv.source(),
+    operands=[],
+    ops=["conv2d"],
+    params=direct_conv.PARAMS,
+)
 
 
-def lower_conv2d_fused(gen: Generator, step: Step, out: str) -> list[str] | None:
-    """numpy's conv2d into the output with the body's C kernel as its epilogue, or None
-    (numpy runs the whole step) when the body has no C form."""
+def direct_reason(x: TensorType, w: TensorType, out: TensorType, attrs: dict) -> str | None:
+    """None when the direct C kernel computes this convolution, else why it does not."""
+    if x.dtype != np.float32 or w.dtype != np.float32:
+        return "the direct convolution is float32 only"
+    if tuple(attrs["stride"]) != (1, 1):
+        return "the direct convolution takes stride 1"
+    if not all(isinstance(d, int) for d in (*x.shape[1:], *w.shape, *out.shape[1:])):
+        return "the direct convolution needs static channels and image sizes"
+    out_ch, per_group, kh, kw = w.shape
+    if per_group == 1 and out_ch == attrs["groups"]:
+        return "depthwise: numpy's per-tap kernel"
+    if kh * kw > math.prod(out.shape[2:]):  # type: ignore[arg-type]
+        return "a kernel larger than its output (a weight gradient): numpy's im2col"
+    return None
+
+
+def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | None:
+    """The step as the direct convolution and/or its epilogue or body as a C kernel per
+    chunk of images (the body only when the output has at least `small` elements), or
+    None (numpy runs the whole step) when neither applies."""
     plan = gen.plan
+    node = step.node
     out_t = plan.values[step.output].type
-    body = step.attrs["body"]
-    others = list(step.inputs[2:])
+    x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
+    reason = direct_reason(x_t, w_t, out_t, step.attrs)
+    direct = None if reason else _runner(gen)
+    body, others = _body(gen, step)
+    epilogue = None
+    if body is not None and (out_t.size or 0) >= small:
+        try:
+            epilogue = _body_epilogue(gen, body, others, out_t)
+        except DeclinedError as exc:
+            reason = f"{reason}; the body: {exc}"
+    if direct is None and epilogue is None:
+        calls.plan_state(gen)["declined"][step.index] = str(reason)
+        return None
+    x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
+    if epilogue is not None:  # the convolution with the C body
+        conv = gen.const(conv2d_kernel, "kernel_conv2d")
+        geometry = gen.const({k: step.attrs[k] for k in CONV_ATTRS}, "geometry")
+        return [f"{conv}({x}, {w}, out={out}, epilogue={epilogue}, direct={direct}, **{geometry})"]
+    kernel = gen.const(get_op(node.op).kernel, f"kernel_{node.op}")  # type: ignore[arg-type]
+    inputs = ", ".join(gen.array(v) for v in step.inputs)
+    attrs = gen.const(dict(step.attrs), "attrs")
+    return [
+        f"# the direct convolution ({DIRECT.name}), numpy's epilogue",
+        f"{kernel}({inputs}, out={out}, direct={direct}, **{attrs})",
+    ]
+
+
+def _runner(gen: Generator) -> str:
+    """The name of this plan's direct-convolution hook (made once per thread)."""
+    state = calls.plan_state(gen)
+    if "direct" not in state:
+        calls.record(gen, DIRECT)
+        name = gen.fresh("direct_conv")
+        gen.setup_lines.append(f"{name} = {gen.const(direct_conv.runner, 'runner')}({DIRECT.name})")
+        state["direct"] = name
+    else:
+        state["calls"] += 1
+    return state["direct"]
+
+
+def _body(gen: Generator, step: Step) -> tuple[Graph | None, list[str]]:
+    """The step's elementwise work after the convolution, as a body whose placeholder 0
+    is the convolution, and the values its other placeholders read."""
+    op, attrs = step.node.op, step.attrs
+    if op == "conv2d_fused":
+        return attrs["body"], list(step.inputs[2:])
+    if op == "conv2d_epilogue" and (attrs.get("bias") or attrs.get("activation")):
+        out_t = gen.plan.values[step.output].type
+        bias = step.inputs[2] if attrs.get("bias") else None
+        bias_t = gen.plan.values[bias].type if bias is not None else None
+        return epilogue_body(out_t, bias_t, attrs.get("activation")), [bias] if bias else []
+    return None, []
+
+
+def _body_epilogue(gen: Generator, body: Graph, others: list[str], out_t: TensorType) -> str:
+    """Source making the epilogue that runs `body`'s C kernel on each chunk of images."""
+    plan = gen.plan
     types = [out_t, *(plan.values[x].type for x in others)]
     known = {
         k + 1: np.asarray(plan.nodes[x].value) for k, x in enumerate(others) if x in plan.constants
@@ -52,43 +146,33 @@ def lower_conv2d_fused(gen: Generator, step: Step, out: str) -> list[str] | None
     for c in (n for n in body.nodes if n.is_constant):
         array = np.ascontiguousarray(c.value)
         types.append(TensorType.of(array))
-        arrays.append(gen.const(array, f"{step.output}_c"))
-    try:
-        kernel = build_kernel(body, types, out_t, known)
-        if kernel.operands[0].mode != FULL or any(o.mode == TRANSPOSED for o in kernel.operands):
-            raise DeclinedError("an operand of the body is a transposed view, cut per chunk")
-    except DeclinedError as exc:
-        calls.plan_state(gen)["declined"][step.index] = str(exc)
-        return None
+        arrays.append(gen.const(array, "body_c"))
+    kernel = build_kernel(body, types, out_t, known)
+    if kernel.operands[0].mode != FULL or any(o.mode == TRANSPOSED for o in kernel.operands):
+        raise DeclinedError("an operand of the body is a transposed view, cut per chunk")
     calls.record(gen, kernel)
     modes = gen.const(tuple(o.mode for o in kernel.operands[1:]), "modes")
     make = gen.const(chunk_epilogue, "chunk_epilogue")
-    conv = gen.const(conv2d_kernel, "kernel_conv2d")
-    geometry = gen.const({k: step.attrs[k] for k in CONV_ATTRS}, "geometry")
-    x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
     operands = f"({', '.join(arrays)},)" if arrays else "()"
-    epilogue = f"{make}({kernel.name}, {modes}, {operands})"
-    return [
-        f"# native kernel {kernel.name} on each chunk of images: {' '.join(kernel.ops)}",
-        f"{conv}({x}, {w}, out={out}, epilogue={epilogue}, **{geometry})",
-    ]
+    return f"{make}({kernel.name}, {modes}, {operands})"
 
 
 def chunk_epilogue(
     kernel: Callable[..., None], modes: Sequence[str], operands: Sequence[np.ndarray]
 ) -> Callable[[np.ndarray, slice], None]:
     """conv2d_kernel's epilogue calling `kernel` on a chunk of images in place."""
-    address = calls.static_address
+    now, address = calls.address_now, calls.static_address
 
     def run(chunk: np.ndarray, images: slice) -> None:
-        args: list[Any] = [chunk.size, address(chunk), address(chunk)]
+        at = now(chunk)
+        args: list[Any] = [chunk.size, at, at]
         alive = []  # the arrays whose addresses the call takes
         for mode, array in zip(modes, operands):
             if array.ndim == 4 and array.shape[0] != 1:
                 array = array[images]
             array = np.ascontiguousarray(array)
             alive.append(array)
-            args.append(address(array))
+            args.append(now(array))
             if mode == BLOCK:
                 args += block_of(array.shape, chunk.shape)  # type: ignore[arg-type]
             elif mode == STRIDED:

@@ -1,0 +1,209 @@
+"""The native backend's direct float32 convolution (graphc/runtime/native/direct_conv.py).
+
+Against numpy's im2col and BLAS: within the componentwise bound of a sum of K products,
+2 (K + 2) eps sum |w| |x| (plus the underflow of K products), over geometries that reach
+every path of the kernel (partial vectors, rows of several vectors, output-channel
+tiles of 1 to 4, groups, dilation, asymmetric padding, more than 512 taps, one row, one
+column); nan and inf where numpy has them. Its own bits: the same for an image whatever
+its batch, the chunking and the threads, and at every optimization level with an
+epilogue or a body after it. Geometries it does not take run numpy's kernel, with
+numpy's bits and the reason in explain().
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.ir.graph import Graph
+from graphc.ops.conv_kernels import conv2d_kernel
+from graphc.ops.conv_ops import conv2d
+from graphc.runtime.native import direct_conv
+from tests.edge_values import bits_differ, sprinkled_feeds
+from tests.native_checks import check_native, needs_native
+
+pytestmark = needs_native
+
+EPS = float(np.finfo(np.float32).eps)
+TINY = float(np.finfo(np.float32).smallest_subnormal)
+
+# (N, C, H, W), (O, C/groups, kH, kW), padding (top, left, bottom, right), dilation, groups
+GEOMETRIES = {
+    "lenet first": ((2, 1, 28, 28), (6, 1, 5, 5), (2, 2, 2, 2), (1, 1), 1),
+    "lenet second": ((3, 6, 14, 14), (16, 6, 5, 5), (0, 0, 0, 0), (1, 1), 1),
+    "resnet": ((2, 16, 14, 14), (16, 16, 3, 3), (1, 1, 1, 1), (1, 1), 1),
+    "wide rows, asymmetric": ((2, 3, 9, 70), (5, 3, 3, 3), (1, 0, 2, 1), (1, 1), 1),
+    "groups and dilation": ((2, 6, 11, 7), (9, 2, 3, 2), (0, 1, 1, 0), (2, 3), 3),
+    "630 taps": ((1, 70, 5, 5), (3, 70, 3, 3), (1, 1, 1, 1), (1, 1), 1),
+    "one row": ((2, 3, 1, 40), (4, 3, 1, 3), (0, 0, 0, 0), (1, 1), 1),
+    "one column": ((2, 3, 17, 1), (4, 3, 3, 1), (1, 0, 1, 0), (1, 1), 1),
+    "1x1": ((2, 4, 6, 6), (7, 4, 1, 1), (0, 0, 0, 0), (1, 1), 1),
+    "padding only": ((1, 2, 2, 3), (1, 2, 3, 3), (2, 2, 2, 2), (1, 1), 1),
+}
+
+
+def _conv_graph(x_shape: tuple, w_shape: tuple, attrs: dict, dtype: str = "float32") -> Graph:
+    g = gc.Graph("conv")
+    with g:
+        x = gc.placeholder("x", x_shape, dtype)
+        w = gc.placeholder("w", w_shape, dtype)
+        gc.output(conv2d(x, w, **attrs), name="y")
+    return g
+
+
+def _attrs(padding: tuple, dilation: tuple, groups: int) -> dict:
+    return {"padding": padding, "dilation": dilation, "groups": groups}
+
+
+def _values(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """Normal values scaled by 10**k, k uniform in [-12, 12]: sums over terms of very
+    different sizes, products far from overflow."""
+    scale = 10.0 ** rng.uniform(-12, 12, shape)
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _assert_within_bound(got: np.ndarray, want: np.ndarray, x: np.ndarray, w: np.ndarray,
+                         attrs: dict) -> None:  # fmt: skip
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(np.isnan(got), np.isnan(want)), "nan in other places"
+    assert np.array_equal(np.isinf(got), np.isinf(want)), "inf in other places"
+    assert np.array_equal(got[np.isinf(got)], want[np.isinf(want)])
+    finite = np.isfinite(want)
+    taps = w.shape[1] * w.shape[2] * w.shape[3]
+    magnitude = conv2d_kernel(
+        np.nan_to_num(np.abs(x.astype(np.float64)), posinf=0.0),
+        np.nan_to_num(np.abs(w.astype(np.float64)), posinf=0.0),
+        **attrs,
+    )
+    bound = 2 * (taps + 2) * EPS * magnitude + 2 * taps * TINY
+    err = np.abs(got.astype(np.float64) - want)
+    bad = finite & (err > bound)
+    assert not bad.any(), f"{int(bad.sum())} outputs beyond the bound, e.g. {err[bad][:3]}"
+
+
+@pytest.mark.parametrize("name", list(GEOMETRIES))
+def test_direct_conv_within_the_bound_of_numpys(name: str) -> None:
+    x_shape, w_shape, padding, dilation, groups = GEOMETRIES[name]
+    attrs = _attrs(padding, dilation, groups)
+    exe = gc.compile(_conv_graph(x_shape, w_shape, attrs), backend="native")
+    assert "[native]" in exe.explain(), exe.explain()
+    rng = np.random.default_rng(len(name))
+    for _ in range(3):
+        x, w = _values(rng, x_shape), _values(rng, w_shape)
+        want = conv2d_kernel(x, w, **attrs)
+        _assert_within_bound(exe(x, w), want, x, w, attrs)
+
+
+@pytest.mark.parametrize("name", ["lenet first", "groups and dilation", "630 taps"])
+def test_nan_inf_and_signed_zeros_where_numpy_has_them(name: str) -> None:
+    x_shape, w_shape, padding, dilation, groups = GEOMETRIES[name]
+    attrs = _attrs(padding, dilation, groups)
+    g = _conv_graph(x_shape, w_shape, attrs)
+    exe = gc.compile(g, backend="native")
+    for seed in range(4):
+        feeds = sprinkled_feeds(g, seed, share=0.02)
+        x, w = feeds["x"], feeds["w"]
+        x[np.abs(x) > 1e30] = 1.0  # the largest finite values would overflow the sums
+        w[np.abs(w) > 1e30] = -1.0
+        _assert_within_bound(exe(x, w), conv2d_kernel(x, w, **attrs), x, w, attrs)
+
+
+@pytest.mark.parametrize("name", ["lenet first", "resnet", "groups and dilation"])
+def test_an_images_bits_do_not_depend_on_batch_chunks_or_threads(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, w_shape, padding, dilation, groups = GEOMETRIES[name]
+    x_shape = (5, *GEOMETRIES[name][0][1:])
+    attrs = _attrs(padding, dilation, groups)
+    exe = gc.compile(_conv_graph(("B", *x_shape[1:]), w_shape, attrs), backend="native")
+    rng = np.random.default_rng(7)
+    x, w = _values(rng, x_shape), _values(rng, w_shape)
+    whole = exe(x, w)
+    for k in range(x.shape[0]):
+        assert bits_differ(exe(x[k : k + 1], w), whole[k : k + 1]) is None, f"image {k} alone"
+    for chunk, parallel in ((1, 0), (1, 10**12), (10**9, 0), (10**9, 10**12)):
+        monkeypatch.setattr(direct_conv, "CHUNK_BYTES", chunk)
+        monkeypatch.setattr(direct_conv, "PARALLEL_WORK", parallel)
+        why = bits_differ(exe(x, w), whole)
+        assert why is None, f"chunk {chunk} bytes, parallel from {parallel}: {why}"
+
+
+def _block_graph(bias_kind: str) -> Graph:
+    """conv + bias + relu (conv2d_epilogue at O2), or conv, batch norm in eval mode, a
+    residual add and relu (conv2d_fused)."""
+    g = gc.Graph("block")
+    with g:
+        x = gc.placeholder("x", (3, 8, 12, 12), "float32")
+        w = gc.placeholder("w", (8, 8, 3, 3), "float32")
+        b = gc.placeholder("b", (8, 1, 1), "float32")
+        y = conv2d(x, w, padding=1)
+        if bias_kind == "bias":
+            gc.output(gc.relu(y + b), name="y")
+        else:
+            gc.output(gc.relu(y * b + b + x), name="y")
+    return g
+
+
+@pytest.mark.parametrize("kind", ["bias", "norm and residual"])
+@pytest.mark.parametrize("every_size", [False, True])
+def test_levels_agree_with_an_epilogue_or_a_body(
+    kind: str, every_size: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """O0 (conv2d, then the elementwise ops) and O2 (conv2d_epilogue or conv2d_fused)
+    give the same bits on native, with the epilogue on numpy or in C; feeds are never
+    written; the results stay close to numpy's."""
+    import graphc.runtime.native as native
+
+    if every_size:
+        monkeypatch.setattr(native, "SMALL", 0)
+    g = _block_graph(kind)
+    o2 = gc.compile(g, backend="native").explain()
+    fused = "conv2d_epilogue(" if kind == "bias" else "conv2d_fused("
+    assert fused in o2 and "[numpy]" not in o2, o2
+
+    def close(a: np.ndarray, b: np.ndarray) -> str | None:
+        ok = np.allclose(a, b, rtol=1e-5, atol=1e-5, equal_nan=True)
+        return None if ok else f"max diff {np.nanmax(np.abs(a - b))}"
+
+    feeds = [sprinkled_feeds(g, 1, share=0.0), sprinkled_feeds(g, 2)]
+    check_native(g, feeds, levels=(0, 1, 2), close=close, close_sets=(0,))
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "attrs", "dtype", "why"),
+    [
+        ((2, 3, 9, 9), (4, 3, 3, 3), {"stride": 2}, "float32", "stride 1"),
+        ((2, 3, 9, 9), (4, 3, 3, 3), {}, "float64", "float32 only"),
+        ((2, 4, 9, 9), (4, 1, 3, 3), {"groups": 4}, "float32", "depthwise"),
+        ((2, 3, 4, 4), (5, 3, 3, 4), {}, "float32", "larger than its output"),
+    ],
+)
+def test_other_geometries_run_numpys_kernel(
+    x_shape: tuple, w_shape: tuple, attrs: dict, dtype: str, why: str
+) -> None:
+    g = _conv_graph(x_shape, w_shape, attrs, dtype)
+    exe = gc.compile(g, backend="native")
+    text = exe.explain()
+    assert "[numpy]" in text and why in text, text
+    feeds = sprinkled_feeds(g, 3)
+    with np.errstate(all="ignore"):  # the largest finite values overflow the sums
+        want = gc.compile(g, backend="numpy")(**feeds)
+        assert bits_differ(exe(**feeds), want) is None
+
+
+def test_empty_batch_strided_views_and_callers_arrays() -> None:
+    g = _conv_graph(("B", 3, 10, 10), (4, 3, 3, 3), {"padding": 1})
+    exe = gc.compile(g, backend="native")
+    rng = np.random.default_rng(0)
+    w = _values(rng, (4, 3, 3, 3))
+    empty = exe(np.zeros((0, 3, 10, 10), np.float32), w)
+    assert empty.shape == (0, 4, 10, 10) and empty.dtype == np.float32
+    big = _values(rng, (4, 3, 20, 10))
+    x = big[::2, :, ::2]  # a strided view, not C-contiguous
+    before = big.copy()
+    got = exe(x, w)
+    assert bits_differ(big, before) is None, "the caller's array was written"
+    assert bits_differ(got, exe(np.ascontiguousarray(x), w)) is None
+    _assert_within_bound(got, conv2d_kernel(x, w, padding=(1, 1, 1, 1)), x, w,
+                         {"padding": (1, 1, 1, 1)})  # fmt: skip

@@ -130,22 +130,23 @@ def test_an_images_bits_do_not_depend_on_batch_chunks_or_threads(
 
 
 def _block_graph(bias_kind: str) -> Graph:
-    """conv + bias + relu (conv2d_epilogue at O2), or conv, batch norm in eval mode, a
-    residual add and relu (conv2d_fused)."""
+    """conv + bias + relu (conv2d_epilogue at O2: the direct kernel adds a bias of one
+    value per channel or one for all and applies relu in registers), or conv, batch norm
+    in eval mode, a residual add and relu (conv2d_fused)."""
     g = gc.Graph("block")
     with g:
         x = gc.placeholder("x", (3, 8, 12, 12), "float32")
         w = gc.placeholder("w", (8, 8, 3, 3), "float32")
-        b = gc.placeholder("b", (8, 1, 1), "float32")
+        b = gc.placeholder("b", (1,) if bias_kind == "one bias" else (8, 1, 1), "float32")
         y = conv2d(x, w, padding=1)
-        if bias_kind == "bias":
+        if bias_kind in ("bias", "one bias"):
             gc.output(gc.relu(y + b), name="y")
         else:
             gc.output(gc.relu(y * b + b + x), name="y")
     return g
 
 
-@pytest.mark.parametrize("kind", ["bias", "norm and residual"])
+@pytest.mark.parametrize("kind", ["bias", "one bias", "norm and residual"])
 @pytest.mark.parametrize("every_size", [False, True])
 def test_levels_agree_with_an_epilogue_or_a_body(
     kind: str, every_size: bool, monkeypatch: pytest.MonkeyPatch
@@ -159,7 +160,7 @@ def test_levels_agree_with_an_epilogue_or_a_body(
         monkeypatch.setattr(native, "SMALL", 0)
     g = _block_graph(kind)
     o2 = gc.compile(g, backend="native").explain()
-    fused = "conv2d_epilogue(" if kind == "bias" else "conv2d_fused("
+    fused = "conv2d_fused(" if kind == "norm and residual" else "conv2d_epilogue("
     assert fused in o2 and "[numpy]" not in o2, o2
 
     def close(a: np.ndarray, b: np.ndarray) -> str | None:

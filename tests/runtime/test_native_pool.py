@@ -1,6 +1,7 @@
 """max_pool2d in C on the native backend (graphc/runtime/native/pool.py): numpy's bits for
-every geometry (kernel, stride 1, 2 and 3, asymmetric padding, dilation, ceil_mode's
-partial windows, windows wholly in the padding), on hostile values (nan, inf, -0.0
+every geometry (2x2 of stride 2, float32's vector path, with rows of partial and of
+several vectors; any kernel, stride 1, 2 and 3, asymmetric padding, dilation,
+ceil_mode's partial windows, windows wholly in the padding), on hostile values (nan, inf, -0.0
 against +0.0, subnormals), float32 and float64, on one thread and on the pool, for a
 caller's strided array; integer inputs stay on numpy."""
 
@@ -29,6 +30,7 @@ GEOMETRIES = {
     ),
     "dilation": ((1, 3, 9, 12), {"kernel_size": 2, "stride": (1, 2), "dilation": (2, 3)}),
     "long rows": ((1, 2, 4, 70), {"kernel_size": (1, 2)}),
+    "2x2, long rows": ((2, 2, 5, 70), {"kernel_size": 2}),
     "padding only windows": ((1, 1, 2, 2), {"kernel_size": 3, "stride": 1, "padding": 2}),
 }
 
@@ -60,7 +62,7 @@ def test_numpys_bits(name: str, dtype: str) -> None:
     check_native(g, feeds, levels=(0, 2))
 
 
-@pytest.mark.parametrize("name", ["2x2", "ceil mode", "dilation"])
+@pytest.mark.parametrize("name", ["2x2", "2x2, long rows", "ceil mode", "dilation"])
 def test_on_the_pool_and_on_a_strided_array(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     shape, attrs = GEOMETRIES[name]
     g = _graph(shape, attrs, "float32")

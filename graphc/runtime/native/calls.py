@@ -41,6 +41,10 @@ def per_call(expr: str, const: Callable[[Any, str], str]) -> str:
     return f"{expr}.ctypes.data"
 
 
+# a null pointer argument, as the call takes it
+NULL: Any = FFI.NULL if FFI is not None else None
+
+
 def address_now(array: np.ndarray) -> Any:
     """The address of a C-contiguous array as the call takes it, for a call made now."""
     return FFI.from_buffer(array) if FFI is not None else array.ctypes.data

@@ -84,6 +84,8 @@ def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | 
     x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
     reason = direct_reason(x_t, w_t, out_t, step.attrs)
     direct = None if reason else _runner(gen)
+    if direct is not None and _in_registers(gen, step):
+        return _direct_with_bias(gen, step, out, direct)
     body, others = _body(gen, step)
     epilogue = None
     if body is not None and (out_t.size or 0) >= small:
@@ -105,6 +107,28 @@ def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | 
     return [
         f"# the direct convolution ({DIRECT.name}), numpy's epilogue",
         f"{kernel}({inputs}, out={out}, direct={direct}, **{attrs})",
+    ]
+
+
+def _in_registers(gen: Generator, step: Step) -> bool:
+    """Whether the direct kernel applies the step's epilogue itself: conv2d_epilogue
+    with a float32 bias (or none) and relu (or none)."""
+    if step.node.op != "conv2d_epilogue" or step.attrs.get("activation") not in (None, "relu"):
+        return False
+    return not step.attrs.get("bias") or gen.plan.values[step.inputs[2]].type.dtype == np.float32
+
+
+def _direct_with_bias(gen: Generator, step: Step, out: str, direct: str) -> list[str]:
+    """One call of the direct kernel adding the bias and applying relu to each tile in
+    registers (the same operations as numpy's add and maximum, so the same bits)."""
+    x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
+    a = step.attrs
+    bias = gen.array(step.inputs[2]) if a.get("bias") else "None"
+    relu = a.get("activation") == "relu"
+    geometry = f"{a['padding']!r}, {a['dilation']!r}, {a['groups']!r}"
+    return [
+        f"# the direct convolution ({DIRECT.name}), bias and relu in registers",
+        f"{direct}({x}, {w}, {out}, {geometry}, bias={bias}, relu={relu})",
     ]
 
 

@@ -34,8 +34,9 @@ from graphc.runtime.native import calls
 
 NAME = "gc_direct_conv2d_f32"
 # the C function's parameters after the image count: x, w, out, scratch; then C, H, W,
-# O, groups, kH, kW, top, left, bottom, right, dilation (rows, cols), PARALLEL_WORK
-PARAMS = "pppp" + "i" * 14
+# O, groups, kH, kW, top, left, bottom, right, dilation (rows, cols), PARALLEL_WORK; a
+# bias per output channel (or NULL) and whether relu follows, applied in registers
+PARAMS = "pppp" + "i" * 14 + "pi"
 # elements of slack after the last padded image: a tile's last vector may read past it
 SLACK = 64
 # padded images and outputs of one call: measured on LeNet's and the ResNet block's
@@ -67,7 +68,8 @@ GC_INLINE void dc_put(float *p, vf32 v, int64_t n) {
    dst[k], lanes[k] lanes of it */
 GC_INLINE void dc_tile(const float *x, const float *w, const int64_t *offs, int64_t K,
                        const int64_t *src, float *y, int64_t plane_out, const int64_t *dst,
-                       const int64_t *lanes, const int ob, const int pb) {
+                       const int64_t *lanes, const float *bias, int64_t relu, const int ob,
+                       const int pb) {
     vf32 acc[DC_OB][DC_PB];
     for (int o = 0; o < DC_OB; o++)
         for (int k = 0; k < DC_PB; k++) acc[o][k] = sp_f32(0.0f);
@@ -80,17 +82,24 @@ GC_INLINE void dc_tile(const float *x, const float *w, const int64_t *offs, int6
             for (int k = 0; k < pb; k++) acc[o][k] = fma_f32(s, v[k], acc[o][k]);
         }
     }
-    for (int o = 0; o < ob; o++)
+    for (int o = 0; o < ob; o++) {
+        if (bias) {
+            vf32 b = sp_f32(bias[o]);
+            for (int k = 0; k < pb; k++) acc[o][k] = acc[o][k] + b;
+        }
+        if (relu)
+            for (int k = 0; k < pb; k++) acc[o][k] = max_f32(acc[o][k], sp_f32(0));
         for (int k = 0; k < pb; k++) dc_put(y + o * plane_out + dst[k], acc[o][k], lanes[k]);
+    }
 }
 
 /* the tile with (ob, pb) as constants, so each case is unrolled and kept in registers */
 static void dc_tile_any(const float *x, const float *w, const int64_t *offs, int64_t K,
                         const int64_t *src, float *y, int64_t plane_out, const int64_t *dst,
-                        const int64_t *lanes, int ob, int pb) {
+                        const int64_t *lanes, const float *bias, int64_t relu, int ob, int pb) {
     switch ((ob - 1) * DC_PB + (pb - 1)) {
 #define DC_CASE(o, p) case (o - 1) * DC_PB + (p - 1): \
-        dc_tile(x, w, offs, K, src, y, plane_out, dst, lanes, o, p); break;
+        dc_tile(x, w, offs, K, src, y, plane_out, dst, lanes, bias, relu, o, p); break;
     DC_CASE(1, 1) DC_CASE(1, 2) DC_CASE(1, 3) DC_CASE(1, 4)
     DC_CASE(2, 1) DC_CASE(2, 2) DC_CASE(2, 3) DC_CASE(2, 4)
     DC_CASE(3, 1) DC_CASE(3, 2) DC_CASE(3, 3) DC_CASE(3, 4)
@@ -115,7 +124,8 @@ static void dc_pad(const float *x, float *pad, int64_t H, int64_t W, int64_t top
    vectors of GC_W columns (the last one of a row partial), DC_PB vectors a tile */
 static void dc_task(int64_t task, int64_t ntiles_o, const float *pad, const float *w, float *y,
                     const int64_t *offs, int64_t C, int64_t O, int64_t groups, int64_t K,
-                    int64_t plane, int64_t Wp, int64_t Ho, int64_t Wo) {
+                    int64_t plane, int64_t Wp, int64_t Ho, int64_t Wo, const float *bias,
+                    int64_t relu) {
     int64_t Og = O / groups, Cg = C / groups;
     int64_t image = task / (groups * ntiles_o), rest = task % (groups * ntiles_o);
     int64_t g = rest / ntiles_o, o0 = g * Og + (rest % ntiles_o) * DC_OB;
@@ -132,14 +142,15 @@ static void dc_task(int64_t task, int64_t ntiles_o, const float *pad, const floa
             dst[k] = r * Wo + c;
             lanes[k] = Wo - c < GC_W ? Wo - c : GC_W;
         }
-        dc_tile_any(x, w + o0 * K, offs, K, src, out, Ho * Wo, dst, lanes, ob, pb);
+        dc_tile_any(x, w + o0 * K, offs, K, src, out, Ho * Wo, dst, lanes,
+                    bias ? bias + o0 : bias, relu, ob, pb);
     }
 }
 
 GC_EXPORT void gc_direct_conv2d_f32(int64_t m, const float *x, const float *w, float *y,
         float *pad, int64_t C, int64_t H, int64_t W, int64_t O, int64_t groups, int64_t kh,
         int64_t kw, int64_t top, int64_t left, int64_t bottom, int64_t right, int64_t dh,
-        int64_t dw, int64_t parallel_work) {
+        int64_t dw, int64_t parallel_work, const float *bias, int64_t relu) {
     int64_t Hp = H + top + bottom, Wp = W + left + right;
     int64_t Ho = Hp - (kh - 1) * dh, Wo = Wp - (kw - 1) * dw, plane = (Hp + 1) * Wp;
     int64_t Cg = C / groups, Og = O / groups, K = Cg * kh * kw;
@@ -159,13 +170,15 @@ GC_EXPORT void gc_direct_conv2d_f32(int64_t m, const float *x, const float *w, f
                 dc_pad(x + r * H * W, pad + r * plane, H, W, top, left, right, Wp, plane);
             #pragma omp for schedule(static)
             for (int64_t task = 0; task < tasks; task++)
-                dc_task(task, ntiles_o, pad, w, y, offs, C, O, groups, K, plane, Wp, Ho, Wo);
+                dc_task(task, ntiles_o, pad, w, y, offs, C, O, groups, K, plane, Wp, Ho, Wo,
+                        bias, relu);
         }
     } else {
         for (int64_t r = 0; r < m * C; r++)
             dc_pad(x + r * H * W, pad + r * plane, H, W, top, left, right, Wp, plane);
         for (int64_t task = 0; task < tasks; task++)
-            dc_task(task, ntiles_o, pad, w, y, offs, C, O, groups, K, plane, Wp, Ho, Wo);
+            dc_task(task, ntiles_o, pad, w, y, offs, C, O, groups, K, plane, Wp, Ho, Wo, bias,
+                    relu);
     }
     if (offs != offs_stack) free(offs);
 }
@@ -179,7 +192,9 @@ def source() -> str:
 
 def runner(fn: Callable[..., None]) -> Callable[..., None]:
     """conv2d_kernel's `direct` hook calling the C function `fn` on chunks of images:
-    (x, w, out, padding, dilation, groups, epilogue), float32, out C-contiguous."""
+    (x, w, out, padding, dilation, groups, epilogue), float32, out C-contiguous; with
+    `bias` (one float32 per output channel) and `relu`, the kernel adds the bias and
+    applies relu to each tile in registers, before `epilogue` runs."""
     now = calls.address_now
 
     def run(
@@ -189,7 +204,9 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
         padding: tuple,
         dilation: tuple,
         groups: int,
-        epilogue: Callable[[np.ndarray, slice], None],
+        epilogue: Callable[[np.ndarray, slice], None] | None = None,
+        bias: np.ndarray | None = None,
+        relu: bool = False,
     ) -> None:
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
@@ -197,6 +214,8 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
             w = np.ascontiguousarray(w)
         n, channels, height, width = x.shape
         out_ch, _, kh, kw = w.shape
+        if n == 0:
+            return
         top, left, bottom, right = padding
         plane = (height + top + bottom + 1) * (width + left + right)
         per_image = (channels * plane + out_ch * out.shape[2] * out.shape[3]) * 4
@@ -204,15 +223,23 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
         pad = np.empty(chunk * channels * plane + SLACK, np.float32)
         sizes = (channels, height, width, out_ch, groups, kh, kw, *padding, *dilation,
                  PARALLEL_WORK)  # fmt: skip
+        after = (calls.NULL if bias is None else now(per_channel(bias, out_ch)), int(relu))
         w_at, pad_at = now(w), now(pad)
-        if chunk >= n:
-            fn(n, now(x), w_at, now(out), pad_at, *sizes)
-            epilogue(out, slice(0, n))
-            return
         for start in range(0, n, chunk):
             images = slice(start, min(n, start + chunk))
-            part = out[images]
-            fn(part.shape[0], now(x[images]), w_at, now(part), pad_at, *sizes)
-            epilogue(part, images)
+            part = out[images] if chunk < n else out
+            fn(part.shape[0], now(x[images] if chunk < n else x), w_at, now(part), pad_at,
+               *sizes, *after)  # fmt: skip
+            if epilogue is not None:
+                epilogue(part, images)
 
     return run
+
+
+def per_channel(bias: np.ndarray, channels: int) -> np.ndarray:
+    """A conv2d_epilogue's float32 bias (one value per channel, or one for all, in any
+    shape of ones and that count) as a C-contiguous (channels,) array."""
+    flat = bias.reshape(-1)
+    if flat.size == channels and flat.dtype == np.float32 and flat.flags.c_contiguous:
+        return flat
+    return np.ascontiguousarray(np.broadcast_to(flat, (channels,)))

@@ -4,7 +4,9 @@ numpy's kernel (ops/maxpool.py) makes one `maximum` call per kernel tap over the
 batch, each on strided views: about 8 us for a LeNet image's 2x2 pool, most of it
 per-call costs, and 120 us for a batch of 64 of LeNet's first layer. Here each output
 row takes each tap in turn over the run of columns where it meets the input, a loop
-gcc vectorizes for strides 1 and 2 (written out for those two).
+gcc vectorizes for strides 1 and 2 (written out for those two); 2x2 windows of stride 2
+wholly inside the input (LeNet's, most CNNs') take all four taps in one loop over the
+outputs.
 
 Bits: numpy's. Each output starts at -inf (the padding never wins) and meets the taps in
 the same row-major order as numpy's kernel, each through numpy's `maximum` (a nan in
@@ -31,6 +33,10 @@ PARALLEL_WORK = 1 << 22
 
 SOURCE = r"""
 /* ---- max_pool2d (graphc/runtime/native/pool.py) ---- */
+#include <math.h>
+#define MP_ARGS int64_t planes, const T *x, T *o, int64_t H, int64_t W, int64_t Ho, \
+    int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t top, int64_t left, \
+    int64_t dh, int64_t dw, int64_t parallel
 #define MP_KERNEL(t, T) \
 GC_INLINE T mp_max_##t(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); } \
 static void mp_run_##t(T *o, const T *x, int64_t n, int64_t s) { \
@@ -54,9 +60,7 @@ static void mp_plane_##t(const T *x, T *o, int64_t H, int64_t W, int64_t Ho, int
                     mp_run_##t(o + r * Wo + lo, x + h * W + lo * sw - shift, hi - lo, sw); \
             } \
         } } \
-GC_EXPORT void gc_max_pool2d_##t(int64_t planes, const T *x, T *o, int64_t H, int64_t W, \
-        int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t top, \
-        int64_t left, int64_t dh, int64_t dw, int64_t parallel) { \
+static void mp_pool_##t(MP_ARGS) { \
     if (parallel) { \
         _Pragma("omp parallel for schedule(static)") \
         for (int64_t p = 0; p < planes; p++) \
@@ -67,15 +71,89 @@ GC_EXPORT void gc_max_pool2d_##t(int64_t planes, const T *x, T *o, int64_t H, in
             mp_plane_##t(x + p * H * W, o + p * Ho * Wo, H, W, Ho, Wo, kh, kw, sh, sw, top, \
                          left, dh, dw); \
     } }
-#include <math.h>
 """
 
-# one kernel per dtype, each with the macro (an identical redefinition is valid C)
+F64 = r"""
+#define T double
+MP_KERNEL(f64, double)
+GC_EXPORT void gc_max_pool2d_f64(MP_ARGS) {
+    mp_pool_f64(planes, x, o, H, W, Ho, Wo, kh, kw, sh, sw, top, left, dh, dw, parallel);
+}
+#undef T
+"""
+
+# float32 2x2 windows of stride 2 wholly inside the input: each row of outputs from a
+# pair of input rows, GC_W outputs at a time, the even and odd columns of 2 GC_W inputs
+# split by shuffles, numpy's maximum (max_f32) as vector code, loads and stores of a
+# row's last partial vector masked: branch-free, where a scalar loop mispredicted the
+# comparisons of random data and memcpy'd tails cost a call each (140 us for LeNet's
+# first pool over a batch of 64). The first tap is the running maximum of -inf and
+# it, so it starts the chain.
+F32 = r"""
+#if GC_W == 16
+#define MP_EVEN {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30}
+#define MP_ODD {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31}
+#else
+#define MP_EVEN {0, 2, 4, 6, 8, 10, 12, 14}
+#define MP_ODD {1, 3, 5, 7, 9, 11, 13, 15}
+#endif
+GC_INLINE vf32 mp_load(const float *p, int64_t m) {
+#ifdef __AVX512F__
+    return (vf32)_mm512_maskz_loadu_ps((__mmask16)((1u << m) - 1), p);
+#else
+    vi32 lane;
+    for (int k = 0; k < GC_W; k++) lane[k] = k;
+    return (vf32)_mm256_maskload_ps(p, (__m256i)(lane < (int32_t)m));
+#endif
+}
+GC_INLINE void mp_store(float *p, vf32 v, int64_t m) {
+#ifdef __AVX512F__
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << m) - 1), (gc_ps)v);
+#else
+    vi32 lane;
+    for (int k = 0; k < GC_W; k++) lane[k] = k;
+    _mm256_maskstore_ps(p, (__m256i)(lane < (int32_t)m), (gc_ps)v);
+#endif
+}
+static void mp_rows22(const float *x, float *o, int64_t rows, int64_t H, int64_t W,
+                      int64_t Ho, int64_t Wo) {
+    const vi32 even = MP_EVEN, odd = MP_ODD;
+    for (int64_t q = 0; q < rows; q++) {
+        const float *x0 = x + (q / Ho) * H * W + 2 * (q % Ho) * W, *x1 = x0 + W;
+        float *out = o + q * Wo;
+        for (int64_t k = 0; k < Wo; k += GC_W) {
+            int64_t m = Wo - k < GC_W ? Wo - k : GC_W, n0 = 2 * m < GC_W ? 2 * m : GC_W;
+            vf32 a0 = mp_load(x0 + 2 * k, n0), a1 = mp_load(x0 + 2 * k + GC_W, 2 * m - n0);
+            vf32 b0 = mp_load(x1 + 2 * k, n0), b1 = mp_load(x1 + 2 * k + GC_W, 2 * m - n0);
+            vf32 v = max_f32(__builtin_shuffle(a0, a1, even), __builtin_shuffle(a0, a1, odd));
+            v = max_f32(v, __builtin_shuffle(b0, b1, even));
+            mp_store(out + k, max_f32(v, __builtin_shuffle(b0, b1, odd)), m);
+        }
+    }
+}
+#define T float
+MP_KERNEL(f32, float)
+GC_EXPORT void gc_max_pool2d_f32(MP_ARGS) {
+    if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && top == 0 && left == 0 && dh == 1
+            && dw == 1 && 2 * Ho <= H && 2 * Wo <= W) {
+        if (parallel) {
+            #pragma omp parallel for schedule(static)
+            for (int64_t p = 0; p < planes; p++)
+                mp_rows22(x + p * H * W, o + p * Ho * Wo, Ho, H, W, Ho, Wo);
+        } else {
+            mp_rows22(x, o, planes * Ho, H, W, Ho, Wo);
+        }
+        return;
+    }
+    mp_pool_f32(planes, x, o, H, W, Ho, Wo, kh, kw, sh, sw, top, left, dh, dw, parallel);
+}
+#undef T
+"""
+
+# one kernel per dtype, each with the macros (an identical redefinition is valid C)
 KERNELS = {
-    np.dtype(dtype): Kernel(
-        f"gc_max_pool2d_{t}", f"{SOURCE}MP_KERNEL({t}, {ctype})\n", [], ["max_pool2d"], PARAMS
-    )
-    for dtype, t, ctype in ((np.float32, "f32", "float"), (np.float64, "f64", "double"))
+    np.dtype(np.float32): Kernel("gc_max_pool2d_f32", SOURCE + F32, [], ["max_pool2d"], PARAMS),
+    np.dtype(np.float64): Kernel("gc_max_pool2d_f64", SOURCE + F64, [], ["max_pool2d"], PARAMS),
 }
 
 

@@ -124,6 +124,24 @@ GC_INLINE void st_f64(char *p, int64_t i, int64_t m, vf64 v) { memcpy(p + 8 * i,
 GC_INLINE void st_b(char *p, int64_t i, int64_t m, vb v) {
     uint8_t t[GC_W]; for (int k = 0; k < GC_W; k++) t[k] = (uint8_t)(v[k] & 1);
     memcpy(p + i, t, m); }
+/* m <= GC_W float32 lanes by masked loads and stores: no library call for a variable m
+   (memcpy's is one), never touching memory past the m lanes; loaded lanes past m are 0 */
+GC_INLINE vf32 ldm_f32(const float *p, int64_t m) {
+#ifdef __AVX512F__
+    return (vf32)_mm512_maskz_loadu_ps((__mmask16)((1u << m) - 1), p);
+#else
+    vi32 lane; for (int k = 0; k < GC_W; k++) lane[k] = k;
+    return (vf32)_mm256_maskload_ps(p, (__m256i)(lane < (int32_t)m));
+#endif
+}
+GC_INLINE void stm_f32(float *p, vf32 v, int64_t m) {
+#ifdef __AVX512F__
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << m) - 1), (gc_ps)v);
+#else
+    vi32 lane; for (int k = 0; k < GC_W; k++) lane[k] = k;
+    _mm256_maskstore_ps(p, (__m256i)(lane < (int32_t)m), (gc_ps)v);
+#endif
+}
 
 /* dst[r][c] = src[c][r] for an 8 x 8 block of floats (rows ld and ldd apart): the usual
    unpack, shuffle and lane-swap sequence, 24 instructions for 64 elements */

@@ -31,6 +31,7 @@ import numpy as np
 from graphc.ir.graph import Graph
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
+from graphc.ops.conv_epilogue import per_channel
 from graphc.ops.conv_kernels import conv2d_kernel
 from graphc.runtime.codegen import Generator
 from graphc.runtime.native import calls, direct_conv
@@ -84,8 +85,15 @@ def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | 
     x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
     reason = direct_reason(x_t, w_t, out_t, step.attrs)
     direct = None if reason else _runner(gen)
-    if direct is not None and _in_registers(gen, step):
-        return _direct_with_bias(gen, step, out, direct)
+    program = _program(gen, step) if direct is not None else None
+    if program is not None:
+        x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
+        a = step.attrs
+        geometry = f"{a['padding']!r}, {a['dilation']!r}, {a['groups']!r}"
+        return [
+            f"# the direct convolution ({DIRECT.name}), its epilogue in registers",
+            f"{direct}({x}, {w}, {out}, {geometry}, program={program})",
+        ]
     body, others = _body(gen, step)
     epilogue = None
     if body is not None and (out_t.size or 0) >= small:
@@ -110,26 +118,43 @@ def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | 
     ]
 
 
-def _in_registers(gen: Generator, step: Step) -> bool:
-    """Whether the direct kernel applies the step's epilogue itself: conv2d_epilogue
-    with a float32 bias (or none) and relu (or none)."""
-    if step.node.op != "conv2d_epilogue" or step.attrs.get("activation") not in (None, "relu"):
-        return False
-    return not step.attrs.get("bias") or gen.plan.values[step.inputs[2]].type.dtype == np.float32
-
-
-def _direct_with_bias(gen: Generator, step: Step, out: str, direct: str) -> list[str]:
-    """One call of the direct kernel adding the bias and applying relu to each tile in
-    registers (the same operations as numpy's add and maximum, so the same bits)."""
-    x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
-    a = step.attrs
-    bias = gen.array(step.inputs[2]) if a.get("bias") else "None"
-    relu = a.get("activation") == "relu"
-    geometry = f"{a['padding']!r}, {a['dilation']!r}, {a['groups']!r}"
-    return [
-        f"# the direct convolution ({DIRECT.name}), bias and relu in registers",
-        f"{direct}({x}, {w}, {out}, {geometry}, bias={bias}, relu={relu})",
-    ]
+def _program(gen: Generator, step: Step) -> str | None:
+    """Source of the direct kernel's epilogue program for the step (None for a plain
+    conv2d: an empty one), or None when its elementwise work is not a chain of float32
+    ops in direct_conv.CODES on operands of one value per channel or of the output's
+    shape (then a chunk epilogue runs it)."""
+    body, others = _body(gen, step)
+    if body is None:
+        return "None" if step.node.op == "conv2d" else None
+    links = direct_conv.chain(body)
+    if links is None:
+        return None
+    out_t = gen.plan.values[step.output].type
+    codes, operands = [], []
+    leaves = {p: others[k - 1] for k, p in enumerate(body.inputs) if k}
+    for op, leaf, swap in links:
+        kind = 0
+        if leaf is not None:
+            value = leaves.get(leaf)
+            t = leaf.type if value is None else gen.plan.values[value].type
+            if t.dtype != np.float32:
+                return None
+            if t.size == 1:
+                kind = direct_conv.SCALAR
+            elif t.shape == out_t.shape:
+                kind = direct_conv.FULL
+            elif per_channel(t, out_t):
+                kind = direct_conv.CHANNEL
+            else:
+                return None
+            operands.append(
+                gen.array(value)
+                if value is not None
+                else gen.const(np.ascontiguousarray(leaf.value), "body_c")
+            )
+        codes.append(direct_conv.CODES[op] | kind << 4 | int(swap) << 6)
+    codes_name = gen.const(np.array(codes, np.int64), "codes")
+    return f"({codes_name}, ({''.join(f'{a}, ' for a in operands)}))"
 
 
 def _runner(gen: Generator) -> str:

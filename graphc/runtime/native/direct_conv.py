@@ -30,13 +30,15 @@ from collections.abc import Callable
 
 import numpy as np
 
+from graphc.ir.graph import OP, Graph, Node
 from graphc.runtime.native import calls
 
 NAME = "gc_direct_conv2d_f32"
 # the C function's parameters after the image count: x, w, out, scratch; then C, H, W,
-# O, groups, kH, kW, top, left, bottom, right, dilation (rows, cols), PARALLEL_WORK; a
-# bias per output channel (or NULL) and whether relu follows, applied in registers
-PARAMS = "pppp" + "i" * 14 + "pi"
+# O, groups, kH, kW, top, left, bottom, right, dilation (rows, cols), PARALLEL_WORK; the
+# chunk's first image; the epilogue program's length, codes and MAX_OPERANDS operands
+MAX_OPERANDS = 6  # DC_OPS in the C
+PARAMS = "pppp" + "i" * 16 + "p" * (1 + MAX_OPERANDS)
 # elements of slack after the last padded image: a tile's last vector may read past it
 SLACK = 64
 # padded images and outputs of one call: measured on LeNet's and the ResNet block's
@@ -51,25 +53,12 @@ SOURCE = r"""
 /* ---- direct convolution (graphc/runtime/native/direct_conv.py) ---- */
 #define DC_OB 4
 #define DC_PB 4
-/* n <= GC_W lanes of v to p */
-GC_INLINE void dc_put(float *p, vf32 v, int64_t n) {
-    if (n == GC_W) { memcpy(p, &v, GC_VB); return; }
-#ifdef __AVX512F__
-    _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), (gc_ps)v);
-#else
-    vi32 lane;
-    for (int k = 0; k < GC_W; k++) lane[k] = k;
-    _mm256_maskstore_ps(p, (__m256i)(lane < (int32_t)n), (gc_ps)v);
-#endif
-}
+#define DC_OPS 6
 
-/* ob output channels (weights w, outputs y, Ho*Wo apart) by pb vectors of positions: the
-   vector k reads the padded channel at src[k] (plus each tap's offset) and is stored at
-   dst[k], lanes[k] lanes of it */
+/* the accumulators of ob output channels by pb vectors of positions into tmp: the
+   vector k reads the padded channel at src[k] plus each tap's offset */
 GC_INLINE void dc_tile(const float *x, const float *w, const int64_t *offs, int64_t K,
-                       const int64_t *src, float *y, int64_t plane_out, const int64_t *dst,
-                       const int64_t *lanes, const float *bias, int64_t relu, const int ob,
-                       const int pb) {
+                       const int64_t *src, float *tmp, const int ob, const int pb) {
     vf32 acc[DC_OB][DC_PB];
     for (int o = 0; o < DC_OB; o++)
         for (int k = 0; k < DC_PB; k++) acc[o][k] = sp_f32(0.0f);
@@ -82,30 +71,62 @@ GC_INLINE void dc_tile(const float *x, const float *w, const int64_t *offs, int6
             for (int k = 0; k < pb; k++) acc[o][k] = fma_f32(s, v[k], acc[o][k]);
         }
     }
-    for (int o = 0; o < ob; o++) {
-        if (bias) {
-            vf32 b = sp_f32(bias[o]);
-            for (int k = 0; k < pb; k++) acc[o][k] = acc[o][k] + b;
-        }
-        if (relu)
-            for (int k = 0; k < pb; k++) acc[o][k] = max_f32(acc[o][k], sp_f32(0));
-        for (int k = 0; k < pb; k++) dc_put(y + o * plane_out + dst[k], acc[o][k], lanes[k]);
-    }
+    for (int o = 0; o < ob; o++)
+        for (int k = 0; k < pb; k++) memcpy(tmp + (o * DC_PB + k) * GC_W, &acc[o][k], GC_VB);
 }
 
 /* the tile with (ob, pb) as constants, so each case is unrolled and kept in registers */
 static void dc_tile_any(const float *x, const float *w, const int64_t *offs, int64_t K,
-                        const int64_t *src, float *y, int64_t plane_out, const int64_t *dst,
-                        const int64_t *lanes, const float *bias, int64_t relu, int ob, int pb) {
+                        const int64_t *src, float *tmp, int ob, int pb) {
     switch ((ob - 1) * DC_PB + (pb - 1)) {
-#define DC_CASE(o, p) case (o - 1) * DC_PB + (p - 1): \
-        dc_tile(x, w, offs, K, src, y, plane_out, dst, lanes, bias, relu, o, p); break;
+#define DC_CASE(o, p) case (o - 1) * DC_PB + (p - 1): dc_tile(x, w, offs, K, src, tmp, o, p); break;
     DC_CASE(1, 1) DC_CASE(1, 2) DC_CASE(1, 3) DC_CASE(1, 4)
     DC_CASE(2, 1) DC_CASE(2, 2) DC_CASE(2, 3) DC_CASE(2, 4)
     DC_CASE(3, 1) DC_CASE(3, 2) DC_CASE(3, 3) DC_CASE(3, 4)
     DC_CASE(4, 1) DC_CASE(4, 2) DC_CASE(4, 3) DC_CASE(4, 4)
 #undef DC_CASE
     }
+}
+
+/* The epilogue program: step s is codes[s] = op | kind << 4 | swap << 6 with operand
+   ops[s]; op 0-5 are add, sub, mul, div, maximum, minimum of (value, operand), or of
+   (operand, value) when swap, 6 is relu; the operand has one value per output channel
+   (kind 1), the output's shape (2, `at` elements in for this tile), or one value (3).
+   The same IEEE operations as numpy's ufuncs (max_f32 is numpy's maximum), in the same
+   order, so the same bits. Applied to the tile in tmp, one step at a time, then stored. */
+static void dc_finish(float *tmp, float *y, int64_t plane_out, const int64_t *dst,
+                      const int64_t *lanes, int ob, int pb, int64_t o0, int64_t at,
+                      int64_t steps, const int64_t *codes, const float *const *ops) {
+    for (int64_t s = 0; s < steps; s++) {
+        int64_t code = codes[s], op = code & 15, kind = (code >> 4) & 3, swap = (code >> 6) & 1;
+        const float *p = ops[s];
+        for (int o = 0; o < ob; o++)
+            for (int k = 0; k < pb; k++) {
+                float *t = tmp + (o * DC_PB + k) * GC_W;
+                vf32 v, u = sp_f32(0.0f);
+                memcpy(&v, t, GC_VB);
+                if (kind == 1) u = sp_f32(p[o0 + o]);
+                else if (kind == 2) u = ldm_f32(p + at + o * plane_out + dst[k], lanes[k]);
+                else if (kind == 3) u = sp_f32(p[0]);
+                vf32 a = swap ? u : v, b = swap ? v : u;
+                switch (op) {
+                    case 0: v = a + b; break;
+                    case 1: v = a - b; break;
+                    case 2: v = a * b; break;
+                    case 3: v = a / b; break;
+                    case 4: v = max_f32(a, b); break;
+                    case 5: v = min_f32(a, b); break;
+                    default: v = max_f32(v, sp_f32(0.0f)); break;
+                }
+                memcpy(t, &v, GC_VB);
+            }
+    }
+    for (int o = 0; o < ob; o++)
+        for (int k = 0; k < pb; k++) {
+            vf32 v;
+            memcpy(&v, tmp + (o * DC_PB + k) * GC_W, GC_VB);
+            stm_f32(y + o * plane_out + dst[k], v, lanes[k]);
+        }
 }
 
 static void dc_pad(const float *x, float *pad, int64_t H, int64_t W, int64_t top,
@@ -120,37 +141,45 @@ static void dc_pad(const float *x, float *pad, int64_t H, int64_t W, int64_t top
     memset(pad + (top + H) * Wp, 0, sizeof(float) * (plane - (top + H) * Wp));
 }
 
+typedef struct {
+    const float *pad, *w; float *y; const int64_t *offs;
+    int64_t C, O, groups, K, plane, Wp, Ho, Wo, ntiles_o, first, steps;
+    const int64_t *codes; const float *ops[DC_OPS];
+} dc_conv;
+
 /* one task: ob <= DC_OB output channels of one image and group, every output row in
    vectors of GC_W columns (the last one of a row partial), DC_PB vectors a tile */
-static void dc_task(int64_t task, int64_t ntiles_o, const float *pad, const float *w, float *y,
-                    const int64_t *offs, int64_t C, int64_t O, int64_t groups, int64_t K,
-                    int64_t plane, int64_t Wp, int64_t Ho, int64_t Wo, const float *bias,
-                    int64_t relu) {
-    int64_t Og = O / groups, Cg = C / groups;
-    int64_t image = task / (groups * ntiles_o), rest = task % (groups * ntiles_o);
-    int64_t g = rest / ntiles_o, o0 = g * Og + (rest % ntiles_o) * DC_OB;
+static void dc_task(const dc_conv *c, int64_t task) {
+    int64_t Og = c->O / c->groups, Cg = c->C / c->groups, per = c->groups * c->ntiles_o;
+    int64_t image = task / per, g = (task % per) / c->ntiles_o;
+    int64_t o0 = g * Og + (task % c->ntiles_o) * DC_OB;
     int ob = (int)(g * Og + Og - o0 < DC_OB ? g * Og + Og - o0 : DC_OB);
-    const float *x = pad + (image * C + g * Cg) * plane;
-    float *out = y + (image * O + o0) * Ho * Wo;
-    int64_t per_row = (Wo + GC_W - 1) / GC_W, count = Ho * per_row;
+    const float *x = c->pad + (image * c->C + g * Cg) * c->plane;
+    int64_t plane_out = c->Ho * c->Wo, at = (image * c->O + o0) * plane_out;
+    int64_t at_ops = ((c->first + image) * c->O + o0) * plane_out;
+    int64_t per_row = (c->Wo + GC_W - 1) / GC_W, count = c->Ho * per_row;
+    float tmp[DC_OB * DC_PB * GC_W];
     for (int64_t v0 = 0; v0 < count; v0 += DC_PB) {
         int pb = (int)(count - v0 < DC_PB ? count - v0 : DC_PB);
         int64_t src[DC_PB], dst[DC_PB], lanes[DC_PB];
         for (int k = 0; k < pb; k++) {
-            int64_t r = (v0 + k) / per_row, c = ((v0 + k) % per_row) * GC_W;
-            src[k] = r * Wp + c;
-            dst[k] = r * Wo + c;
-            lanes[k] = Wo - c < GC_W ? Wo - c : GC_W;
+            int64_t r = (v0 + k) / per_row, col = ((v0 + k) % per_row) * GC_W;
+            src[k] = r * c->Wp + col;
+            dst[k] = r * c->Wo + col;
+            lanes[k] = c->Wo - col < GC_W ? c->Wo - col : GC_W;
         }
-        dc_tile_any(x, w + o0 * K, offs, K, src, out, Ho * Wo, dst, lanes,
-                    bias ? bias + o0 : bias, relu, ob, pb);
+        dc_tile_any(x, c->w + o0 * c->K, c->offs, c->K, src, tmp, ob, pb);
+        dc_finish(tmp, c->y + at, plane_out, dst, lanes, ob, pb, o0, at_ops, c->steps,
+                  c->codes, c->ops);
     }
 }
 
 GC_EXPORT void gc_direct_conv2d_f32(int64_t m, const float *x, const float *w, float *y,
         float *pad, int64_t C, int64_t H, int64_t W, int64_t O, int64_t groups, int64_t kh,
         int64_t kw, int64_t top, int64_t left, int64_t bottom, int64_t right, int64_t dh,
-        int64_t dw, int64_t parallel_work, const float *bias, int64_t relu) {
+        int64_t dw, int64_t parallel_work, int64_t first, int64_t steps, const int64_t *codes,
+        const float *op0, const float *op1, const float *op2, const float *op3,
+        const float *op4, const float *op5) {
     int64_t Hp = H + top + bottom, Wp = W + left + right;
     int64_t Ho = Hp - (kh - 1) * dh, Wo = Wp - (kw - 1) * dw, plane = (Hp + 1) * Wp;
     int64_t Cg = C / groups, Og = O / groups, K = Cg * kh * kw;
@@ -161,6 +190,8 @@ GC_EXPORT void gc_direct_conv2d_f32(int64_t m, const float *x, const float *w, f
         for (int64_t i = 0; i < kh; i++)
             for (int64_t j = 0; j < kw; j++) offs[t++] = c * plane + i * dh * Wp + j * dw;
     memset(pad + m * C * plane, 0, sizeof(float) * SLACK_ELEMENTS);
+    dc_conv conv = {pad, w, y, offs, C, O, groups, K, plane, Wp, Ho, Wo, ntiles_o, first, steps,
+                    codes, {op0, op1, op2, op3, op4, op5}};
     int64_t work = m * O * Ho * ((Wo + GC_W - 1) / GC_W) * K;
     if (work >= parallel_work && tasks > 1) {
         #pragma omp parallel
@@ -169,16 +200,12 @@ GC_EXPORT void gc_direct_conv2d_f32(int64_t m, const float *x, const float *w, f
             for (int64_t r = 0; r < m * C; r++)
                 dc_pad(x + r * H * W, pad + r * plane, H, W, top, left, right, Wp, plane);
             #pragma omp for schedule(static)
-            for (int64_t task = 0; task < tasks; task++)
-                dc_task(task, ntiles_o, pad, w, y, offs, C, O, groups, K, plane, Wp, Ho, Wo,
-                        bias, relu);
+            for (int64_t task = 0; task < tasks; task++) dc_task(&conv, task);
         }
     } else {
         for (int64_t r = 0; r < m * C; r++)
             dc_pad(x + r * H * W, pad + r * plane, H, W, top, left, right, Wp, plane);
-        for (int64_t task = 0; task < tasks; task++)
-            dc_task(task, ntiles_o, pad, w, y, offs, C, O, groups, K, plane, Wp, Ho, Wo, bias,
-                    relu);
+        for (int64_t task = 0; task < tasks; task++) dc_task(&conv, task);
     }
     if (offs != offs_stack) free(offs);
 }
@@ -190,12 +217,47 @@ def source() -> str:
     return f"#include <stdlib.h>\n#define SLACK_ELEMENTS {SLACK}\n" + SOURCE
 
 
+# the epilogue program's op codes (`dc_finish` in the C), and operand kinds
+CODES = {"add": 0, "sub": 1, "mul": 2, "div": 3, "maximum": 4, "minimum": 5, "relu": 6}
+CHANNEL, FULL, SCALAR = 1, 2, 3
+
+
+def chain(body: Graph) -> list[tuple[str, Node | None, bool]] | None:
+    """A body (placeholder 0: the convolution) as the chain the C epilogue runs: per op,
+    its name, its other operand (a placeholder or constant of the body) and whether that
+    operand comes first; None unless every op is in `CODES` and takes the previous
+    result once (relu), or it and one other leaf (the binary ops), with at most
+    `MAX_OPERANDS` operands."""
+    current = body.inputs[0]
+    links: list[tuple[str, Node | None, bool]] = []
+    leaves = set(body.inputs[1:]) | {n for n in body.nodes if n.is_constant}
+    for node in body.nodes:
+        if node.kind != OP or node.is_constant:
+            continue
+        ins = list(node.inputs)
+        if node.op == "relu" and ins == [current]:
+            links.append(("relu", None, False))
+        elif node.op in CODES and node.op != "relu" and len(ins) == 2 and ins.count(current) == 1:
+            other = ins[1] if ins[0] is current else ins[0]
+            if other not in leaves:
+                return None
+            links.append((node.op, other, ins[1] is current))
+        else:
+            return None
+        current = node
+    if body.outputs[0].inputs[0] is not current or len(links) > MAX_OPERANDS:
+        return None
+    return links
+
+
 def runner(fn: Callable[..., None]) -> Callable[..., None]:
     """conv2d_kernel's `direct` hook calling the C function `fn` on chunks of images:
-    (x, w, out, padding, dilation, groups, epilogue), float32, out C-contiguous; with
-    `bias` (one float32 per output channel) and `relu`, the kernel adds the bias and
-    applies relu to each tile in registers, before `epilogue` runs."""
+    (x, w, out, padding, dilation, groups, epilogue), float32, out C-contiguous. With
+    `program` (the codes as an int64 array and the operands, None for relu: see `chain`
+    and `dc_finish`), the kernel applies those elementwise ops to each tile in
+    registers before storing it."""
     now = calls.address_now
+    null = calls.NULL
 
     def run(
         x: np.ndarray,
@@ -205,8 +267,7 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
         dilation: tuple,
         groups: int,
         epilogue: Callable[[np.ndarray, slice], None] | None = None,
-        bias: np.ndarray | None = None,
-        relu: bool = False,
+        program: tuple | None = None,
     ) -> None:
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
@@ -223,23 +284,24 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
         pad = np.empty(chunk * channels * plane + SLACK, np.float32)
         sizes = (channels, height, width, out_ch, groups, kh, kw, *padding, *dilation,
                  PARALLEL_WORK)  # fmt: skip
-        after = (calls.NULL if bias is None else now(per_channel(bias, out_ch)), int(relu))
+        if program is None:
+            steps = (0, null, *(null,) * MAX_OPERANDS)
+        else:
+            codes, operands = program
+            at = [null if a is None else now(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+                  for a in operands]  # fmt: skip
+            steps = (len(codes), now(codes), *at, *(null,) * (MAX_OPERANDS - len(at)))
         w_at, pad_at = now(w), now(pad)
+        if chunk >= n:
+            fn(n, now(x), w_at, now(out), pad_at, *sizes, 0, *steps)
+            if epilogue is not None:
+                epilogue(out, slice(0, n))
+            return
         for start in range(0, n, chunk):
             images = slice(start, min(n, start + chunk))
-            part = out[images] if chunk < n else out
-            fn(part.shape[0], now(x[images] if chunk < n else x), w_at, now(part), pad_at,
-               *sizes, *after)  # fmt: skip
+            part = out[images]
+            fn(part.shape[0], now(x[images]), w_at, now(part), pad_at, *sizes, start, *steps)
             if epilogue is not None:
                 epilogue(part, images)
 
     return run
-
-
-def per_channel(bias: np.ndarray, channels: int) -> np.ndarray:
-    """A conv2d_epilogue's float32 bias (one value per channel, or one for all, in any
-    shape of ones and that count) as a C-contiguous (channels,) array."""
-    flat = bias.reshape(-1)
-    if flat.size == channels and flat.dtype == np.float32 and flat.flags.c_contiguous:
-        return flat
-    return np.ascontiguousarray(np.broadcast_to(flat, (channels,)))

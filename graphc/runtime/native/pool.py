@@ -97,24 +97,6 @@ F32 = r"""
 #define MP_EVEN {0, 2, 4, 6, 8, 10, 12, 14}
 #define MP_ODD {1, 3, 5, 7, 9, 11, 13, 15}
 #endif
-GC_INLINE vf32 mp_load(const float *p, int64_t m) {
-#ifdef __AVX512F__
-    return (vf32)_mm512_maskz_loadu_ps((__mmask16)((1u << m) - 1), p);
-#else
-    vi32 lane;
-    for (int k = 0; k < GC_W; k++) lane[k] = k;
-    return (vf32)_mm256_maskload_ps(p, (__m256i)(lane < (int32_t)m));
-#endif
-}
-GC_INLINE void mp_store(float *p, vf32 v, int64_t m) {
-#ifdef __AVX512F__
-    _mm512_mask_storeu_ps(p, (__mmask16)((1u << m) - 1), (gc_ps)v);
-#else
-    vi32 lane;
-    for (int k = 0; k < GC_W; k++) lane[k] = k;
-    _mm256_maskstore_ps(p, (__m256i)(lane < (int32_t)m), (gc_ps)v);
-#endif
-}
 static void mp_rows22(const float *x, float *o, int64_t rows, int64_t H, int64_t W,
                       int64_t Ho, int64_t Wo) {
     const vi32 even = MP_EVEN, odd = MP_ODD;
@@ -123,11 +105,11 @@ static void mp_rows22(const float *x, float *o, int64_t rows, int64_t H, int64_t
         float *out = o + q * Wo;
         for (int64_t k = 0; k < Wo; k += GC_W) {
             int64_t m = Wo - k < GC_W ? Wo - k : GC_W, n0 = 2 * m < GC_W ? 2 * m : GC_W;
-            vf32 a0 = mp_load(x0 + 2 * k, n0), a1 = mp_load(x0 + 2 * k + GC_W, 2 * m - n0);
-            vf32 b0 = mp_load(x1 + 2 * k, n0), b1 = mp_load(x1 + 2 * k + GC_W, 2 * m - n0);
+            vf32 a0 = ldm_f32(x0 + 2 * k, n0), a1 = ldm_f32(x0 + 2 * k + GC_W, 2 * m - n0);
+            vf32 b0 = ldm_f32(x1 + 2 * k, n0), b1 = ldm_f32(x1 + 2 * k + GC_W, 2 * m - n0);
             vf32 v = max_f32(__builtin_shuffle(a0, a1, even), __builtin_shuffle(a0, a1, odd));
             v = max_f32(v, __builtin_shuffle(b0, b1, even));
-            mp_store(out + k, max_f32(v, __builtin_shuffle(b0, b1, odd)), m);
+            stm_f32(out + k, max_f32(v, __builtin_shuffle(b0, b1, odd)), m);
         }
     }
 }

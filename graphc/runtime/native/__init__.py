@@ -27,7 +27,7 @@ from graphc.runtime.backend import (
 )
 from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.fused import transposed_view
-from graphc.runtime.native import calls, conv, pool, rows, toolchain
+from graphc.runtime.native import calls, conv, norm, pool, rows, toolchain
 from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
 from graphc.runtime.native.kernels import (
     BLOCK,
@@ -63,9 +63,11 @@ def _allows_scalar(graph: Graph) -> bool:
 # ops whose native results may differ from numpy's: libmvec's functions (ULP_BOUND), the
 # row kernels' softmax and log_softmax (rows.ROW_BOUND), gemm (BLAS accumulates into c
 # block by block: blas.py), the convolutions (the direct kernel sums in its own order:
-# direct_conv.py)
+# direct_conv.py), the layer norms (a variance summed in lanes where numpy calls sdot:
+# norm.py)
 CONVOLUTIONS = frozenset({"conv2d", "conv2d_epilogue", "conv2d_fused"})
-INEXACT = frozenset(ULP_BOUND) | frozenset(rows.ROW_BOUND) | {"gemm"} | CONVOLUTIONS
+LAYER_NORMS = frozenset({"layer_norm", "layer_norm_grad"})
+INEXACT = frozenset(ULP_BOUND) | frozenset(rows.ROW_BOUND) | {"gemm"} | CONVOLUTIONS | LAYER_NORMS
 
 
 def _inexact(node: Any) -> bool:
@@ -315,3 +317,5 @@ def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
 for _op in CONVOLUTIONS:
     register_lowering(_op, lower_conv, backend=NAME)
 register_lowering("max_pool2d", pool.lower_max_pool2d, backend=NAME)
+for _op in LAYER_NORMS:
+    register_lowering(_op, norm.lower_layer_norm, backend=NAME)

@@ -35,10 +35,11 @@ from graphc.runtime.native import calls
 
 NAME = "gc_direct_conv2d_f32"
 # the C function's parameters after the image count: x, w, out, scratch; then C, H, W,
-# O, groups, kH, kW, top, left, bottom, right, dilation (rows, cols), PARALLEL_WORK; the
-# chunk's first image; the epilogue program's length, codes and MAX_OPERANDS operands
+# O, groups, kH, kW, top, left, bottom, right, dilation (rows, cols), PARALLEL_WORK;
+# images per chunk, the first image's index; the epilogue program's length, codes and
+# MAX_OPERANDS operands
 MAX_OPERANDS = 6  # DC_OPS in the C
-PARAMS = "pppp" + "i" * 16 + "p" * (1 + MAX_OPERANDS)
+PARAMS = "pppp" + "i" * 17 + "p" * (1 + MAX_OPERANDS)
 # elements of slack after the last padded image: a tile's last vector may read past it
 SLACK = 64
 # padded images and outputs of one call: measured on LeNet's and the ResNet block's
@@ -142,7 +143,7 @@ static void dc_pad(const float *x, float *pad, int64_t H, int64_t W, int64_t top
 }
 
 typedef struct {
-    const float *pad, *w; float *y; const int64_t *offs;
+    float *pad; const float *w; float *y; const int64_t *offs;
     int64_t C, O, groups, K, plane, Wp, Ho, Wo, ntiles_o, first, steps;
     const int64_t *codes; const float *ops[DC_OPS];
 } dc_conv;
@@ -174,38 +175,53 @@ static void dc_task(const dc_conv *c, int64_t task) {
     }
 }
 
+/* the images `chunk` at a time: each thread of a team takes its share of each loop (or
+   the calling thread all of them, outside a parallel region) */
+static void dc_chunks(const dc_conv *conv, const float *x, int64_t m, int64_t chunk, int64_t H,
+                      int64_t W, int64_t top, int64_t left, int64_t right) {
+    dc_conv c = *conv;  /* this thread's: the chunk's output and first image */
+    int64_t per = c.groups * c.ntiles_o;
+    for (int64_t s0 = 0; s0 < m; s0 += chunk) {
+        int64_t mm = m - s0 < chunk ? m - s0 : chunk;
+        c.y = conv->y + s0 * c.O * c.Ho * c.Wo;
+        c.first = conv->first + s0;
+        #pragma omp for schedule(static)
+        for (int64_t r = 0; r < mm * c.C; r++)
+            dc_pad(x + (s0 * c.C + r) * H * W, c.pad + r * c.plane, H, W, top, left,
+                   right, c.Wp, c.plane);
+        #pragma omp for schedule(static)
+        for (int64_t task = 0; task < mm * per; task++) dc_task(&c, task);
+    }
+}
+
+/* m images, `chunk` at a time through the padded buffer (which holds `chunk` images),
+   all chunks in one OpenMP region when the work pays for waking the pool (waking it
+   once per chunk cost about 50 us each); `first`: the index of image 0 in the
+   program's full operands */
 GC_EXPORT void gc_direct_conv2d_f32(int64_t m, const float *x, const float *w, float *y,
         float *pad, int64_t C, int64_t H, int64_t W, int64_t O, int64_t groups, int64_t kh,
         int64_t kw, int64_t top, int64_t left, int64_t bottom, int64_t right, int64_t dh,
-        int64_t dw, int64_t parallel_work, int64_t first, int64_t steps, const int64_t *codes,
-        const float *op0, const float *op1, const float *op2, const float *op3,
-        const float *op4, const float *op5) {
+        int64_t dw, int64_t parallel_work, int64_t chunk, int64_t first, int64_t steps,
+        const int64_t *codes, const float *op0, const float *op1, const float *op2,
+        const float *op3, const float *op4, const float *op5) {
     int64_t Hp = H + top + bottom, Wp = W + left + right;
     int64_t Ho = Hp - (kh - 1) * dh, Wo = Wp - (kw - 1) * dw, plane = (Hp + 1) * Wp;
     int64_t Cg = C / groups, Og = O / groups, K = Cg * kh * kw;
-    int64_t ntiles_o = (Og + DC_OB - 1) / DC_OB, tasks = m * groups * ntiles_o;
+    int64_t ntiles_o = (Og + DC_OB - 1) / DC_OB;
     int64_t offs_stack[512];
     int64_t *offs = K <= 512 ? offs_stack : (int64_t *)malloc(sizeof(int64_t) * K);
     for (int64_t c = 0, t = 0; c < Cg; c++)
         for (int64_t i = 0; i < kh; i++)
             for (int64_t j = 0; j < kw; j++) offs[t++] = c * plane + i * dh * Wp + j * dw;
-    memset(pad + m * C * plane, 0, sizeof(float) * SLACK_ELEMENTS);
+    memset(pad + chunk * C * plane, 0, sizeof(float) * SLACK_ELEMENTS);
     dc_conv conv = {pad, w, y, offs, C, O, groups, K, plane, Wp, Ho, Wo, ntiles_o, first, steps,
                     codes, {op0, op1, op2, op3, op4, op5}};
     int64_t work = m * O * Ho * ((Wo + GC_W - 1) / GC_W) * K;
-    if (work >= parallel_work && tasks > 1) {
+    if (work >= parallel_work && m * groups * ntiles_o > 1) {
         #pragma omp parallel
-        {
-            #pragma omp for schedule(static)
-            for (int64_t r = 0; r < m * C; r++)
-                dc_pad(x + r * H * W, pad + r * plane, H, W, top, left, right, Wp, plane);
-            #pragma omp for schedule(static)
-            for (int64_t task = 0; task < tasks; task++) dc_task(&conv, task);
-        }
+        dc_chunks(&conv, x, m, chunk, H, W, top, left, right);
     } else {
-        for (int64_t r = 0; r < m * C; r++)
-            dc_pad(x + r * H * W, pad + r * plane, H, W, top, left, right, Wp, plane);
-        for (int64_t task = 0; task < tasks; task++) dc_task(&conv, task);
+        dc_chunks(&conv, x, m, chunk, H, W, top, left, right);  /* the loops run serially */
     }
     if (offs != offs_stack) free(offs);
 }
@@ -292,16 +308,16 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
                   for a in operands]  # fmt: skip
             steps = (len(codes), now(codes), *at, *(null,) * (MAX_OPERANDS - len(at)))
         w_at, pad_at = now(w), now(pad)
-        if chunk >= n:
-            fn(n, now(x), w_at, now(out), pad_at, *sizes, 0, *steps)
+        if epilogue is None or chunk >= n:  # the C goes through the chunks
+            fn(n, now(x), w_at, now(out), pad_at, *sizes, chunk, 0, *steps)
             if epilogue is not None:
                 epilogue(out, slice(0, n))
             return
-        for start in range(0, n, chunk):
+        for start in range(0, n, chunk):  # the epilogue after each chunk, on a warm output
             images = slice(start, min(n, start + chunk))
             part = out[images]
-            fn(part.shape[0], now(x[images]), w_at, now(part), pad_at, *sizes, start, *steps)
-            if epilogue is not None:
-                epilogue(part, images)
+            m = part.shape[0]
+            fn(m, now(x[images]), w_at, now(part), pad_at, *sizes, m, start, *steps)
+            epilogue(part, images)
 
     return run

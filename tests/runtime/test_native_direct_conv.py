@@ -138,6 +138,7 @@ BODIES = {
     "norm, residual, relu": (lambda y, x, b, s: gc.relu((y - b) * b * s + b + x), True),
     "operand first, min, max, div": (
         lambda y, x, b, s: gc.maximum(gc.minimum(b - y, x), s) / (s + 2.0) - x, True),
+    "relu between": (lambda y, x, b, s: gc.relu(y * b - s) * s + x, True),
     "seven operands": (lambda y, x, b, s: y * x + b + x + b + x + b + x, False),
     "not a chain": (lambda y, x, b, s: gc.relu(y * y + b), False),
 }  # fmt: skip

@@ -84,16 +84,23 @@ def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | 
     out_t = plan.values[step.output].type
     x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
     reason = direct_reason(x_t, w_t, out_t, step.attrs)
-    direct = None if reason else _runner(gen)
-    program = _program(gen, step) if direct is not None else None
-    if program is not None:
-        x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
+    program = _program(gen, step) if reason is None else None
+    if program is not None:  # one call per step, its sizes and buffer made per thread
+        codes, operands = program
         a = step.attrs
+        name = gen.fresh("conv_step")
+        make = gen.const(direct_conv.prepared, "prepared")
+        shapes = f"{tuple(x_t.shape)!r}, {tuple(w_t.shape)!r}, {tuple(out_t.shape)!r}"
         geometry = f"{a['padding']!r}, {a['dilation']!r}, {a['groups']!r}"
+        gen.setup_lines.append(
+            f"{name} = {make}({_direct_kernel(gen)}, {shapes}, {geometry}, {codes})"
+        )
+        x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
         return [
             f"# the direct convolution ({DIRECT.name}), its epilogue in registers",
-            f"{direct}({x}, {w}, {out}, {geometry}, program={program})",
+            f"{name}({x}, {w}, {out}{''.join(f', {e}' for e in operands)})",
         ]
+    direct = None if reason else _runner(gen)
     body, others = _body(gen, step)
     epilogue = None
     if body is not None and (out_t.size or 0) >= small:
@@ -118,14 +125,21 @@ def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | 
     ]
 
 
-def _program(gen: Generator, step: Step) -> str | None:
-    """Source of the direct kernel's epilogue program for the step (None for a plain
-    conv2d: an empty one), or None when its elementwise work is not a chain of float32
-    ops in direct_conv.CODES on operands of one value per channel or of the output's
-    shape (then a chunk epilogue runs it)."""
+def _program(gen: Generator, step: Step) -> tuple[str, list[str]] | None:
+    """The direct kernel's epilogue program for the step: the name of its codes and the
+    source of each step's operand ("None" for relu); empty for a plain conv2d; None when
+    the elementwise work is not a chain of float32 ops in direct_conv.CODES on operands
+    of one value, one value per channel or the output's shape (a chunk epilogue then
+    runs it), or a shape is symbolic."""
+    plan = gen.plan
+    types = [plan.values[v].type for v in (*step.inputs[:2], step.output)]
+    if not all(isinstance(d, int) for t in types for d in t.shape):
+        return None
     body, others = _body(gen, step)
     if body is None:
-        return "None" if step.node.op == "conv2d" else None
+        if step.node.op != "conv2d":
+            return None
+        return gen.const(np.zeros(0, np.int64), "codes"), []
     links = direct_conv.chain(body)
     if links is None:
         return None
@@ -152,21 +166,30 @@ def _program(gen: Generator, step: Step) -> str | None:
                 if value is not None
                 else gen.const(np.ascontiguousarray(leaf.value), "body_c")
             )
+        else:
+            operands.append("None")  # relu: the step takes no operand
         codes.append(direct_conv.CODES[op] | kind << 4 | int(swap) << 6)
-    codes_name = gen.const(np.array(codes, np.int64), "codes")
-    return f"({codes_name}, ({''.join(f'{a}, ' for a in operands)}))"
+    return gen.const(np.array(codes, np.int64), "codes"), operands
+
+
+def _direct_kernel(gen: Generator) -> str:
+    """The direct kernel's name, noting that one more step calls it."""
+    if DIRECT.name in calls.plan_state(gen)["kernels"]:
+        calls.plan_state(gen)["calls"] += 1
+    else:
+        calls.record(gen, DIRECT)
+    return DIRECT.name
 
 
 def _runner(gen: Generator) -> str:
-    """The name of this plan's direct-convolution hook (made once per thread)."""
+    """The name of this plan's conv2d_kernel hook for the direct kernel (made once per
+    thread), for a step whose body runs per chunk."""
     state = calls.plan_state(gen)
+    kernel = _direct_kernel(gen)
     if "direct" not in state:
-        calls.record(gen, DIRECT)
         name = gen.fresh("direct_conv")
-        gen.setup_lines.append(f"{name} = {gen.const(direct_conv.runner, 'runner')}({DIRECT.name})")
+        gen.setup_lines.append(f"{name} = {gen.const(direct_conv.runner, 'runner')}({kernel})")
         state["direct"] = name
-    else:
-        state["calls"] += 1
     return state["direct"]
 
 

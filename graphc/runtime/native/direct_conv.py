@@ -290,14 +290,55 @@ def chain(body: Graph) -> list[tuple[str, Node | None, bool]] | None:
     return links
 
 
+def prepared(
+    fn: Callable[..., None],
+    x_shape: tuple,
+    w_shape: tuple,
+    out_shape: tuple,
+    padding: tuple,
+    dilation: tuple,
+    groups: int,
+    codes: np.ndarray,
+) -> Callable[..., None]:
+    """A plan step's direct convolution with its epilogue program (see `chain` and
+    `dc_finish`), its shapes known: the C function's sizes, the chunking and the padded
+    buffer made once (a plan's setup runs per thread), so that a call `(x, w, out,
+    *operands)` (one operand per program step, None for relu) passes only addresses."""
+    now, null = calls.address_now, calls.NULL
+    n, channels, height, width = x_shape
+    out_ch, _, kh, kw = w_shape
+    top, left, bottom, right = padding
+    plane = (height + top + bottom + 1) * (width + left + right)
+    per_image = (channels * plane + out_ch * out_shape[2] * out_shape[3]) * 4
+    chunk = max(1, min(n, CHUNK_BYTES // per_image))
+    pad = np.empty(chunk * channels * plane + SLACK, np.float32)
+    fixed = (now(pad), channels, height, width, out_ch, groups, kh, kw, *padding, *dilation,
+             PARALLEL_WORK, chunk, 0, len(codes), now(codes) if len(codes) else null)  # fmt: skip
+    unused = (null,) * (MAX_OPERANDS - len(codes))
+
+    def call(x: np.ndarray, w: np.ndarray, out: np.ndarray, *operands: np.ndarray | None) -> None:
+        if n == 0:
+            return
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        if not w.flags.c_contiguous:
+            w = np.ascontiguousarray(w)
+        ops = [
+            null if a is None else now(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+            for a in operands
+        ]
+        fn(n, now(x), now(w), now(out), *fixed, *ops, *unused)
+
+    call.buffer = pad  # type: ignore[attr-defined]  # alive as long as the call
+    return call
+
+
 def runner(fn: Callable[..., None]) -> Callable[..., None]:
     """conv2d_kernel's `direct` hook calling the C function `fn` on chunks of images:
-    (x, w, out, padding, dilation, groups, epilogue), float32, out C-contiguous. With
-    `program` (the codes as an int64 array and the operands, None for relu: see `chain`
-    and `dc_finish`), the kernel applies those elementwise ops to each tile in
-    registers before storing it."""
+    (x, w, out, padding, dilation, groups, epilogue), float32, out C-contiguous; the
+    epilogue (a body with no C chain: conv.py) runs after each chunk, on a warm output."""
     now = calls.address_now
-    null = calls.NULL
+    no_program = (0, calls.NULL, *(calls.NULL,) * MAX_OPERANDS)
 
     def run(
         x: np.ndarray,
@@ -306,8 +347,7 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
         padding: tuple,
         dilation: tuple,
         groups: int,
-        epilogue: Callable[[np.ndarray, slice], None] | None = None,
-        program: tuple | None = None,
+        epilogue: Callable[[np.ndarray, slice], None],
     ) -> None:
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
@@ -315,8 +355,6 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
             w = np.ascontiguousarray(w)
         n, channels, height, width = x.shape
         out_ch, _, kh, kw = w.shape
-        if n == 0:
-            return
         top, left, bottom, right = padding
         plane = (height + top + bottom + 1) * (width + left + right)
         per_image = (channels * plane + out_ch * out.shape[2] * out.shape[3]) * 4
@@ -324,24 +362,12 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
         pad = np.empty(chunk * channels * plane + SLACK, np.float32)
         sizes = (channels, height, width, out_ch, groups, kh, kw, *padding, *dilation,
                  PARALLEL_WORK)  # fmt: skip
-        if program is None:
-            steps = (0, null, *(null,) * MAX_OPERANDS)
-        else:
-            codes, operands = program
-            at = [null if a is None else now(a if a.flags.c_contiguous else np.ascontiguousarray(a))
-                  for a in operands]  # fmt: skip
-            steps = (len(codes), now(codes), *at, *(null,) * (MAX_OPERANDS - len(at)))
         w_at, pad_at = now(w), now(pad)
-        if epilogue is None or chunk >= n:  # the C goes through the chunks
-            fn(n, now(x), w_at, now(out), pad_at, *sizes, chunk, 0, *steps)
-            if epilogue is not None:
-                epilogue(out, slice(0, n))
-            return
-        for start in range(0, n, chunk):  # the epilogue after each chunk, on a warm output
+        for start in range(0, n, chunk):
             images = slice(start, min(n, start + chunk))
             part = out[images]
             m = part.shape[0]
-            fn(m, now(x[images]), w_at, now(part), pad_at, *sizes, m, start, *steps)
+            fn(m, now(x[images]), w_at, now(part), pad_at, *sizes, m, start, *no_program)
             epilogue(part, images)
 
     return run

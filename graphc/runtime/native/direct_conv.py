@@ -307,11 +307,7 @@ def prepared(
     now, null = calls.address_now, calls.NULL
     n, channels, height, width = x_shape
     out_ch, _, kh, kw = w_shape
-    top, left, bottom, right = padding
-    plane = (height + top + bottom + 1) * (width + left + right)
-    per_image = (channels * plane + out_ch * out_shape[2] * out_shape[3]) * 4
-    chunk = max(1, min(n, CHUNK_BYTES // per_image))
-    pad = np.empty(chunk * channels * plane + SLACK, np.float32)
+    chunk, pad = _chunks(x_shape, w_shape, out_shape, padding)
     fixed = (now(pad), channels, height, width, out_ch, groups, kh, kw, *padding, *dilation,
              PARALLEL_WORK, chunk, 0, len(codes), now(codes) if len(codes) else null)  # fmt: skip
     unused = (null,) * (MAX_OPERANDS - len(codes))
@@ -331,6 +327,17 @@ def prepared(
 
     call.buffer = pad  # type: ignore[attr-defined]  # alive as long as the call
     return call
+
+
+def _chunks(x: tuple, w: tuple, out: tuple, padding: tuple) -> tuple[int, np.ndarray]:
+    """Images per chunk (padded input and output of a chunk within `CHUNK_BYTES`, at
+    least one image) and the padded buffer of one chunk, with its slack."""
+    n, channels, height, width = x
+    top, left, bottom, right = padding
+    plane = (height + top + bottom + 1) * (width + left + right)
+    per_image = (channels * plane + w[0] * out[2] * out[3]) * 4
+    chunk = max(1, min(n, CHUNK_BYTES // per_image))
+    return chunk, np.empty(chunk * channels * plane + SLACK, np.float32)
 
 
 def runner(fn: Callable[..., None]) -> Callable[..., None]:
@@ -355,11 +362,7 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
             w = np.ascontiguousarray(w)
         n, channels, height, width = x.shape
         out_ch, _, kh, kw = w.shape
-        top, left, bottom, right = padding
-        plane = (height + top + bottom + 1) * (width + left + right)
-        per_image = (channels * plane + out_ch * out.shape[2] * out.shape[3]) * 4
-        chunk = max(1, min(n, CHUNK_BYTES // per_image))
-        pad = np.empty(chunk * channels * plane + SLACK, np.float32)
+        chunk, pad = _chunks(x.shape, w.shape, out.shape, padding)
         sizes = (channels, height, width, out_ch, groups, kh, kw, *padding, *dilation,
                  PARALLEL_WORK)  # fmt: skip
         w_at, pad_at = now(w), now(pad)

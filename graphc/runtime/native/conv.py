@@ -90,8 +90,9 @@ def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | 
         a = step.attrs
         name = gen.fresh("conv_step")
         make = gen.const(direct_conv.prepared, "prepared")
-        shapes = f"{tuple(x_t.shape)!r}, {tuple(w_t.shape)!r}, {tuple(out_t.shape)!r}"
-        geometry = f"{a['padding']!r}, {a['dilation']!r}, {a['groups']!r}"
+        ints = lambda values: tuple(int(v) for v in values)  # noqa: E731 - literals
+        shapes = f"{ints(x_t.shape)}, {ints(w_t.shape)}, {ints(out_t.shape)}"
+        geometry = f"{ints(a['padding'])}, {ints(a['dilation'])}, {int(a['groups'])}"
         gen.setup_lines.append(
             f"{name} = {make}({_direct_kernel(gen)}, {shapes}, {geometry}, {codes})"
         )

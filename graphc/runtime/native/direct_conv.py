@@ -3,8 +3,8 @@
 numpy's conv2d (ops/conv_kernels.py) copies every window into an im2col buffer and
 multiplies it by the weights with one BLAS call per image. For the small channel counts
 of LeNet-style layers the copy and the skinny products cost more than the arithmetic
-(LeNet's first layer, 6 output channels from 1: 255 us for a batch of 64, 25 times
-the multiply-adds' time), and a batch of one pays numpy's per-call costs many times.
+(LeNet's first layer, 6 output channels from 1, over a batch of 64: 255 us there, 115
+us here on one thread), and a batch of one pays numpy's per-call costs many times.
 
 Here each image is padded once into a scratch buffer with one spare row, so that output
 (r, c) of channel o sums w[o, ci, i, j] * padded[ci, (r + i*dh) * Wp + c + j*dw] over the
@@ -45,9 +45,8 @@ MAX_OPERANDS = 6  # DC_OPS in the C
 PARAMS = "pppp" + "i" * 17 + "p" * (1 + MAX_OPERANDS)
 # elements of slack after the last padded image: a tile's last vector may read past it
 SLACK = 64
-# padded images and outputs of one call: measured on LeNet's and the ResNet block's
-# layers, a chunk that fits in L2 beside its weights (1 MB here) lets the epilogue run
-# on a warm output
+# padded images and outputs of one chunk: about the L2 of a core here (1 MB), so that an
+# epilogue run per chunk finds the output warm (chosen so, not tuned)
 CHUNK_BYTES = 1 << 20
 # below this many vector multiply-adds a call runs on the calling thread: waking the
 # OpenMP pool cost about 55 us here (LeNet's first layer over 64 images, 400,000 of

@@ -2,11 +2,12 @@
 
 numpy's kernel (ops/maxpool.py) makes one `maximum` call per kernel tap over the whole
 batch, each on strided views: about 8 us for a LeNet image's 2x2 pool, most of it
-per-call costs, and 120 us for a batch of 64 of LeNet's first layer. Here each output
-row takes each tap in turn over the run of columns where it meets the input, a loop
-gcc vectorizes for strides 1 and 2 (written out for those two); 2x2 windows of stride 2
-wholly inside the input (LeNet's, most CNNs') take all four taps in one loop over the
-outputs.
+per-call costs, and 120 us for a batch of 64 of LeNet's first layer. float32 2x2
+windows of stride 2 wholly inside the input (LeNet's, most CNNs') are vector code
+(`F32` below: 36 us for that batch). Any other geometry is a scalar loop: each output
+row takes each tap in turn over the run of columns where it meets the input; its
+comparisons are branches, slower than numpy on random data at large sizes (640 us
+for that batch when it ran there) but without numpy's per-call costs on small ones.
 
 Bits: numpy's. Each output starts at -inf (the padding never wins) and meets the taps in
 the same row-major order as numpy's kernel, each through numpy's `maximum` (a nan in

@@ -28,6 +28,7 @@ import numpy as np
 
 from graphc.ir.graph import Node
 from graphc.ir.registry import get_op
+from graphc.ops.indexing import parse_index
 from graphc.runtime.backend import (
     Backend,
     BackendUnavailableError,
@@ -277,6 +278,8 @@ class Generator:
             return base
         if node.op == "reshape":
             return f"{base}.reshape({tuple(value.type.shape)!r})"
+        if node.op == "slice":  # a window that is C-contiguous (plan.contiguous_window)
+            return f"{base}[{self.const(parse_index(node.attrs['index']), 'window')}]"
         return f"{base}.transpose({tuple(node.attrs['axes'])!r})"
 
     def _step(self, step: Step) -> list[str]:

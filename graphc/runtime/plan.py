@@ -20,6 +20,9 @@ Runtime allocation planner):
      written straight into that buffer ("state");
    - a reshape: a view of its input ("view"), unless the input is a transposed view
      (numpy would copy an arena buffer's once, at setup, and keep another's strides);
+   - a slice of an arena buffer whose window is itself C-contiguous (rows of a
+     matrix, a block of a row of a (1, n) array): a view ("view"), which keeps the
+     layout every value has; any other slice is a copy;
    - an elementwise op that may run in place, one of whose inputs has the same type,
      dies at step i and is the only live value on an arena buffer: that buffer
      ("inplace"), never a caller's array, a constant or state; so may an op at the
@@ -47,6 +50,7 @@ that step, and a view shares its base's buffer (which stays live while either is
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import dataclass, field
@@ -57,6 +61,7 @@ import numpy as np
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType, TupleType
+from graphc.ops.indexing import parse_index
 from graphc.runtime.recycle import worth_recycling
 from graphc.runtime.specialize import Specialized
 
@@ -293,7 +298,16 @@ def build_plan(
         elif target is not None and _state_is_free(target, node, i, buffer_of, values, spec):
             place(node, "state", buffer_of[target], i, base=target)
             direct_updates[target.name] = node.name
-        elif node.op == "reshape" and target is None and base not in strided:
+        elif (
+            target is None
+            and base not in strided
+            and (
+                node.op == "reshape"
+                or node.op == "slice"
+                and buffer_of[base].kind == "allocated"
+                and contiguous_window(spec.types[base].shape, spec.attrs[node]["index"])
+            )
+        ):
             place(node, "view", buffer_of[base], i, base=base)
         else:
             donor = (
@@ -430,6 +444,20 @@ def _inplace_donor(
         ):
             return x
     return None
+
+
+def contiguous_window(shape: tuple, index: str) -> bool:
+    """Whether `slice`'s window x[index] of a C-contiguous x of `shape` is itself
+    C-contiguous and not empty (so a view of it has the layout a copy would have)."""
+    if not all(isinstance(d, int) for d in shape):
+        return False
+    strides = tuple(math.prod(shape[k + 1 :]) for k in range(len(shape)))
+    fake = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape, strides)
+    try:
+        window = fake[parse_index(index)]
+    except IndexError:
+        return False
+    return isinstance(window, np.ndarray) and window.size > 0 and window.flags.c_contiguous
 
 
 class FreeList:

@@ -125,6 +125,54 @@ def test_views_share_their_base_and_keep_it_alive() -> None:
     np.testing.assert_allclose(exe(xv), gc.run(g, {"x": xv})[0], rtol=1e-6)
 
 
+# a slice of an arena value whose window is C-contiguous is a view: (index, base shape)
+CONTIGUOUS_WINDOWS = [("1:3", (4, 6)), (":, 2:5", (1, 6)), ("2", (4, 6)), ("0:1, 2:4", (3, 6))]
+STRIDED_WINDOWS = [(":, 2:5", (4, 6)), ("::2", (4, 6)), ("1:3, :, 0:1", (4, 3, 2))]
+
+
+@pytest.mark.parametrize(("index", "shape"), CONTIGUOUS_WINDOWS + STRIDED_WINDOWS)
+def test_contiguous_slices_of_arena_values_are_views(index: str, shape: tuple) -> None:
+    """The view keeps the layout a copy would have (C-contiguous) and its base alive: a
+    value made after the base dies must not take the base's buffer while the view is
+    read, and an op must not overwrite the base in place while the view is live."""
+    g = gc.Graph("window")
+    with g:
+        x = gc.placeholder("x", shape=shape)
+        a = gc.exp(x)
+        s = gc.slice_(a, index)
+        b = gc.sin(x)  # a is dead here (only s reads its memory now)
+        c = gc.slice_(b, index) + 1.0  # b dies here: its buffer is free, a's is not
+        gc.output(s * c, name="y")
+    exe = gc.compile(g, opt_level=0)
+    plan = exe.plan()
+    view = (index, shape) in CONTIGUOUS_WINDOWS
+    assert (plan.values["slice"].kind == "view") == view, plan
+    if view:
+        assert plan.values["sin"].buffer != plan.values["exp"].buffer
+    assert_no_live_overlap(plan)
+    xv = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    got = exe(xv)
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got, gc.run(g, {"x": xv})[0])
+
+
+def test_slices_of_inputs_and_returned_slices_are_copies() -> None:
+    g = gc.Graph("copies")
+    with g:
+        x = gc.placeholder("x", shape=(4, 6))
+        a = gc.exp(x)
+        gc.output(gc.slice_(x, "1:3") * 2.0, name="y")  # the caller's array: any layout
+        gc.output(gc.slice_(a, "1:3"), name="z")  # returned: a fresh array
+    plan = gc.compile(g, opt_level=0).plan()
+    assert plan.values["slice"].kind != "view" and plan.values["slice_1"].kind == "output"
+    exe = gc.compile(g, opt_level=0)
+    big = np.random.default_rng(3).standard_normal((4, 12)).astype(np.float32)
+    y, z = exe(big[:, ::2])
+    want = gc.run(g, {"x": big[:, ::2]})
+    np.testing.assert_array_equal(y, want[0])
+    np.testing.assert_array_equal(z, want[1])
+
+
 @settings(max_examples=80)
 @given(random_graphs(min_ops=10, max_ops=30), st.sampled_from([0, 2]))
 def test_random_plans_never_overlap_live_values(g: gc.Graph, opt_level: int) -> None:

@@ -14,6 +14,8 @@ the same ops run on the same values, only fewer of them, or outside the loop.
   carries and ys leave the body, and so do xs and consts it no longer reads.
 - while_loop: the same, rooted at the read results and at what the condition reads
   (a carry that decides when to stop is live).
+- scan: rows a body takes at its step counter (a for loop's `x[i]`) become xs, sliced
+  by the loop instead of copied by a take (passes/scan_rows.py).
 - scan and while_loop bodies: loop-invariant code motion. A body op whose inputs are
   all consts, constants or such ops computes the same value at every step; the
   outermost of them (those a varying op or an output reads) are computed once in the
@@ -32,6 +34,7 @@ from graphc.ir.registry import attr_dims, bound_attrs, get_op
 from graphc.ops.body import bind_body_dims
 from graphc.passes.builder import GraphBuilder, live_nodes
 from graphc.passes.report import PassLog
+from graphc.passes.scan_rows import rows_as_xs
 
 BODY_ATTRS = {
     "cond": ("then_body", "else_body"),
@@ -170,6 +173,9 @@ def _scan(
 ) -> dict[int, Node] | None:
     a = node.attrs
     body, nc, nx = a["body"], a["num_carry"], a["num_xs"]
+    rows = rows_as_xs(node, body, inputs, nc, nx)
+    if rows is not None:
+        body, inputs, nx = rows
     hoisted = _hoist(builder, node, body, inputs, first_const=nc + nx)
     if hoisted is not None:
         body, inputs = hoisted
@@ -178,7 +184,8 @@ def _scan(
     ys = sorted(k for k in read if k >= nc)
     kept_inputs = carries + sorted(i for i in needed if i >= nc)
     if (
-        hoisted is None
+        rows is None
+        and hoisted is None
         and len(carries) == nc
         and len(ys) == len(body.outputs) - nc
         and len(kept_inputs) == len(inputs)

@@ -115,12 +115,10 @@ def _call(
         args += [str(out_t.shape[0]), str(out_t.shape[1])]
     args.append(calls.address(gen, out, step.output in gen.static, lines))
     for (expr, static, shape, _), operand in zip(operands, kernel.operands):
-        if operand.mode == SCALAR or static:
+        if operand.mode == SCALAR:
             args.append(calls.address(gen, expr, static, lines))
         else:  # made per call: C-contiguous (copied if the caller's is not)
-            array = gen.fresh(f"{expr}_c")
-            lines.append(f"{array} = {gen.const(_contiguous, 'contiguous')}({expr})")
-            args.append(calls.per_call(array, gen.const))
+            args.append(calls.operand(gen, expr, static, lines))
         if operand.mode == BLOCK:
             out_shape = gen.plan.values[step.output].type.shape
             inner, size = block_of(tuple(shape), tuple(out_shape))  # type: ignore[misc]
@@ -278,10 +276,6 @@ def finish(gen: Generator) -> None:
 def _declined_notes(gen: Generator) -> None:
     declined = calls.plan_state(gen)["declined"]
     gen.notes += [f"  step {i} stays on numpy: {why}" for i, why in sorted(declined.items())]
-
-
-def _contiguous(array: np.ndarray) -> np.ndarray:
-    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
 
 BACKEND = register_backend(

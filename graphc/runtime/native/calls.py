@@ -34,6 +34,21 @@ def via() -> str:
     return "cffi" if FFI is not None else "ctypes"
 
 
+def contiguous(array: np.ndarray) -> np.ndarray:
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+
+
+def operand(gen: Any, expr: str, static: bool, lines: list[str]) -> str:
+    """Source for the address of an operand array `expr` read by a kernel: taken once per
+    thread when it is static; else on every call, after a copy to C order when the
+    array is not (a caller's input may be strided)."""
+    if static:
+        return address(gen, expr, True, lines)
+    array = gen.fresh(f"{expr}_c")
+    lines.append(f"{array} = {gen.const(contiguous, 'contiguous')}({expr})")
+    return per_call(array, gen.const)
+
+
 def per_call(expr: str, const: Callable[[Any, str], str]) -> str:
     """Source for the address of array `expr`, evaluated on every call."""
     if FFI is not None:

@@ -85,22 +85,8 @@ def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | 
     x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
     reason = direct_reason(x_t, w_t, out_t, step.attrs)
     program = _program(gen, step) if reason is None else None
-    if program is not None:  # one call per step, its sizes and buffer made per thread
-        codes, operands = program
-        a = step.attrs
-        name = gen.fresh("conv_step")
-        make = gen.const(direct_conv.prepared, "prepared")
-        ints = lambda values: tuple(int(v) for v in values)  # noqa: E731 - literals
-        shapes = f"{ints(x_t.shape)}, {ints(w_t.shape)}, {ints(out_t.shape)}"
-        geometry = f"{ints(a['padding'])}, {ints(a['dilation'])}, {int(a['groups'])}"
-        gen.setup_lines.append(
-            f"{name} = {make}({_direct_kernel(gen)}, {shapes}, {geometry}, {codes})"
-        )
-        x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
-        return [
-            f"# the direct convolution ({DIRECT.name}), its epilogue in registers",
-            f"{name}({x}, {w}, {out}{''.join(f', {e}' for e in operands)})",
-        ]
+    if program is not None:  # one call per step, its arguments made per thread
+        return _direct_step(gen, step, out, *program)
     direct = None if reason else _runner(gen)
     body, others = _body(gen, step)
     epilogue = None
@@ -126,9 +112,40 @@ def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | 
     ]
 
 
-def _program(gen: Generator, step: Step) -> tuple[str, list[str]] | None:
-    """The direct kernel's epilogue program for the step: the name of its codes and the
-    source of each step's operand ("None" for relu); empty for a plain conv2d; None when
+def _direct_step(gen: Generator, step: Step, out: str, codes: str, operands: list) -> list[str]:
+    """The call of the direct kernel with the step's epilogue program: addresses of
+    static arrays taken once per thread, of the others per call."""
+    a, plan = step.attrs, gen.plan
+    x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
+    out_t = plan.values[step.output].type
+    name = gen.fresh("conv_step")
+    ints = lambda values: tuple(int(v) for v in values)  # noqa: E731 - literals
+    shapes = f"{ints(x_t.shape)}, {ints(w_t.shape)}, {ints(out_t.shape)}"
+    geometry = f"{ints(a['padding'])}, {ints(a['dilation'])}, {int(a['groups'])}"
+    make = gen.const(direct_conv.prepared, "prepared")
+    gen.setup_lines.append(
+        f"{name}, {name}_nulls, {name}_pad = {make}({shapes}, {geometry}, {codes})"
+    )
+    lines = [f"# the direct convolution ({DIRECT.name}), its epilogue in registers"]
+    fn = _direct_kernel(gen)
+    if not x_t.shape[0]:
+        return lines + ["# (no images)"]
+    static = lambda v: v in gen.static  # noqa: E731
+    x, w = (calls.operand(gen, gen.array(v), static(v), lines) for v in step.inputs[:2])
+    args = [str(x_t.shape[0]), x, w, calls.address(gen, out, static(step.output), lines)]
+    args.append(f"*{name}")
+    for operand in operands:
+        if operand is None:  # relu: the step takes no operand
+            args.append(gen.const(calls.NULL, "null"))
+        else:
+            args.append(calls.operand(gen, operand[0], operand[1], lines))
+    lines.append(f"{fn}({', '.join(args)}, *{name}_nulls)")
+    return lines
+
+
+def _program(gen: Generator, step: Step) -> tuple[str, list] | None:
+    """The direct kernel's epilogue program for the step: the name of its codes and, per
+    step, its operand's source and whether it is static (None for relu); empty for a plain conv2d; None when
     the elementwise work is not a chain of float32 ops in direct_conv.CODES on operands
     of one value, one value per channel or the output's shape (a chunk epilogue then
     runs it), or a shape is symbolic."""
@@ -162,13 +179,12 @@ def _program(gen: Generator, step: Step) -> tuple[str, list[str]] | None:
                 kind = direct_conv.CHANNEL
             else:
                 return None
-            operands.append(
-                gen.array(value)
-                if value is not None
-                else gen.const(np.ascontiguousarray(leaf.value), "body_c")
-            )
+            if value is None:  # a constant of the body
+                operands.append((gen.const(np.ascontiguousarray(leaf.value), "body_c"), True))
+            else:
+                operands.append((gen.array(value), value in gen.static))
         else:
-            operands.append("None")  # relu: the step takes no operand
+            operands.append(None)  # relu: the step takes no operand
         codes.append(direct_conv.CODES[op] | kind << 4 | int(swap) << 6)
     return gen.const(np.array(codes, np.int64), "codes"), operands
 

@@ -290,7 +290,6 @@ def chain(body: Graph) -> list[tuple[str, Node | None, bool]] | None:
 
 
 def prepared(
-    fn: Callable[..., None],
     x_shape: tuple,
     w_shape: tuple,
     out_shape: tuple,
@@ -298,34 +297,20 @@ def prepared(
     dilation: tuple,
     groups: int,
     codes: np.ndarray,
-) -> Callable[..., None]:
+) -> tuple[tuple, tuple, np.ndarray]:
     """A plan step's direct convolution with its epilogue program (see `chain` and
-    `dc_finish`), its shapes known: the C function's sizes, the chunking and the padded
-    buffer made once (a plan's setup runs per thread), so that a call `(x, w, out,
-    *operands)` (one operand per program step, None for relu) passes only addresses."""
+    `dc_finish`), its shapes known: the C function's arguments after the four addresses
+    (n, x, w, out), its null operands after the program's, and the padded buffer they
+    point into, made once (a plan's setup runs per thread), so that a call passes only
+    addresses: ``fn(n, x, w, out, *arguments, *operands, *nulls)``."""
     now, null = calls.address_now, calls.NULL
-    n, channels, height, width = x_shape
+    channels, height, width = x_shape[1:]
     out_ch, _, kh, kw = w_shape
     chunk, pad = _chunks(x_shape, w_shape, out_shape, padding)
-    fixed = (now(pad), channels, height, width, out_ch, groups, kh, kw, *padding, *dilation,
-             PARALLEL_WORK, chunk, 0, len(codes), now(codes) if len(codes) else null)  # fmt: skip
-    unused = (null,) * (MAX_OPERANDS - len(codes))
-
-    def call(x: np.ndarray, w: np.ndarray, out: np.ndarray, *operands: np.ndarray | None) -> None:
-        if n == 0:
-            return
-        if not x.flags.c_contiguous:
-            x = np.ascontiguousarray(x)
-        if not w.flags.c_contiguous:
-            w = np.ascontiguousarray(w)
-        ops = [
-            null if a is None else now(a if a.flags.c_contiguous else np.ascontiguousarray(a))
-            for a in operands
-        ]
-        fn(n, now(x), now(w), now(out), *fixed, *ops, *unused)
-
-    call.buffer = pad  # type: ignore[attr-defined]  # alive as long as the call
-    return call
+    arguments = (now(pad), channels, height, width, out_ch, groups, kh, kw, *padding,
+                 *dilation, PARALLEL_WORK, chunk, 0, len(codes),
+                 now(codes) if len(codes) else null)  # fmt: skip
+    return arguments, (null,) * (MAX_OPERANDS - len(codes)), pad
 
 
 def _chunks(x: tuple, w: tuple, out: tuple, padding: tuple) -> tuple[int, np.ndarray]:

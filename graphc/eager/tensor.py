@@ -121,6 +121,14 @@ class Tensor(
         return "cpu"
 
     @property
+    def made_by(self) -> str | None:
+        """The registry op whose recorded backward this tensor's gradient goes through
+        (None for a leaf or a tensor made outside the tape): what a graph value's
+        `made_by` says, so that a vjp rule choosing by it chooses alike in both engines."""
+        opdef = getattr(self.grad_fn, "opdef", None)
+        return None if opdef is None else opdef.name
+
+    @property
     def requires_grad(self) -> bool:
         return self._requires_grad
 

@@ -29,6 +29,13 @@ def _matmul_infer(a: TensorType, b: TensorType) -> TensorType:
     return TensorType(shape, ufunc_dtype(np.matmul, "matmul", a.dtype, b.dtype))
 
 
+def _is_transposed_matrix(x: Any) -> bool:
+    """Whether `x` is a 2-d transpose of another value (a Linear layer's ``x @ w.T``):
+    a graph value made by transpose, or an eager tensor whose recorded backward is
+    transpose's. Both engines see the same thing, so they choose the same formula."""
+    return len(x.shape) == 2 and getattr(x, "made_by", None) == "transpose"
+
+
 def _matmul_vjp(ct: Any, out: Any, a: Any, b: Any, needs: tuple) -> tuple:
     # d(AB) = dA B + A dB, so ct_A = ct B^T and ct_B = A^T ct (then undo batch broadcasting)
     a2 = S.expand_dims(a, 0) if len(a.shape) == 1 else a
@@ -44,7 +51,18 @@ def _matmul_vjp(ct: Any, out: Any, a: Any, b: Any, needs: tuple) -> tuple:
     if needs[0]:
         ga = E.unbroadcast(matmul(ct2, S.swapaxes(b2, -1, -2)), a2)
         ga = S.reshape(ga, a.shape) if len(a.shape) == 1 else ga
-    if needs[1] and len(b.shape) == 2 and len(a.shape) > 2:
+    if (
+        needs[1]
+        and len(a.shape) >= 2
+        and a.dtype == b.dtype == ct.dtype
+        and _is_transposed_matrix(b)
+    ):
+        # b = w^T: b's gradient as the transpose of w's, computed in w's layout (as
+        # torch's linear computes grad_weight = grad_out^T input), so that the two
+        # transposes cancel in w's gradient and w's update reads it in order
+        gw = matmul(S.swapaxes(ct, 0, 1), a) if len(a.shape) == 2 else contract_rows(ct, a)
+        gb = S.swapaxes(gw, 0, 1)
+    elif needs[1] and len(b.shape) == 2 and len(a.shape) > 2:
         # a batch of activations times one weight: the weight's gradient is one GEMM
         # over every row of the batch (as torch's linear), not a GEMM per batch entry
         # and a sum of their (k, n) products

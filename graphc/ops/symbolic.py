@@ -94,6 +94,11 @@ class Symbol(OperatorMixin):
     def name(self) -> str:
         return self.node.name
 
+    @property
+    def made_by(self) -> str | None:
+        """The op that computes this value (None for a placeholder)."""
+        return self.node.op
+
     def __repr__(self) -> str:
         return f"<graph value {self.node.name}: {self.node.type} in graph '{self.graph.name}'>"
 

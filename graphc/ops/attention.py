@@ -26,8 +26,9 @@ bit; a (Lq, Lk) matrix bigger than the budget is one block on its own.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -138,6 +139,12 @@ def _along(x: Any, batch: tuple[int, ...]) -> Any:
     return np.broadcast_to(x, batch + np.shape(x)[-2:])
 
 
+@functools.cache
+def _kernels() -> tuple:
+    """The kernels of matmul, mul, where, add and softmax (looked up once)."""
+    return tuple(get_op(op).kernel for op in ("matmul", "mul", "where", "add", "softmax"))
+
+
 def _kernel(
     q: np.ndarray,
     kt: np.ndarray,
@@ -147,17 +154,20 @@ def _kernel(
     scale: bool = False,
     mask: tuple = (),
     dropout: bool = False,
+    softmax_rows: Callable[[np.ndarray], Any] | None = None,
 ) -> np.ndarray:
-    matmul, mul = get_op("matmul").kernel, get_op("mul").kernel
-    where, add = get_op("where").kernel, get_op("add").kernel
-    softmax = get_op("softmax").kernel
+    """The node's numpy kernel; a backend may pass `softmax_rows`, which computes the
+    softmax of every row of a C-contiguous block of scores in place (the native
+    backend's row kernel: then this node's bits are those of its unfused ops there)."""
+    matmul, mul, where, add, softmax = _kernels()
     rows, cols = q.shape[-2], kt.shape[-1]
     batch = np.broadcast_shapes(q.shape[:-2], kt.shape[:-2])
     scores_dtype = np.result_type(q.dtype, kt.dtype)
     if out is None:
         shape = batch + (rows, v.shape[-1])
         out = np.empty(shape, np.result_type(scores_dtype, v.dtype))
-    q, kt, v = (np.broadcast_to(x, batch + x.shape[-2:]) for x in (q, kt, v))
+    q, kt, v = (x if x.shape[:-2] == batch else np.broadcast_to(x, batch + x.shape[-2:])
+                for x in (q, kt, v))  # fmt: skip
     extra = [_along(x, batch) for x in operands]
     scratch: np.ndarray | None = None  # one block of scores, reused block after block
     for index in blocks(batch, rows * cols * scores_dtype.itemsize):
@@ -178,7 +188,10 @@ def _kernel(
             else:
                 add(s, _block(extra[arg], index), out=s)
             arg += MASK_OPERANDS[step]
-        softmax(s, out=s, axis=-1)
+        if softmax_rows is None:
+            softmax(s, out=s, axis=-1)
+        else:
+            softmax_rows(s)
         if dropout:
             mul(s, _block(extra[arg], index), out=s)
             where(_block(extra[arg + 1], index), s, _block(extra[arg + 2], index), out=s)

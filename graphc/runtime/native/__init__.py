@@ -63,11 +63,17 @@ def _allows_scalar(graph: Graph) -> bool:
 # ops whose native results may differ from numpy's: libmvec's functions (ULP_BOUND), the
 # row kernels' softmax and log_softmax (rows.ROW_BOUND), gemm (BLAS accumulates into c
 # block by block: blas.py), the convolutions (the direct kernel sums in its own order:
-# direct_conv.py), the layer norms (a variance summed in lanes where numpy calls sdot:
+# direct_conv.py), attention (its softmax is the row kernel's), the layer norms (a variance summed in lanes where numpy calls sdot:
 # norm.py)
 CONVOLUTIONS = frozenset({"conv2d", "conv2d_epilogue", "conv2d_fused"})
 LAYER_NORMS = frozenset({"layer_norm", "layer_norm_grad"})
-INEXACT = frozenset(ULP_BOUND) | frozenset(rows.ROW_BOUND) | {"gemm"} | CONVOLUTIONS | LAYER_NORMS
+INEXACT = (
+    frozenset(ULP_BOUND)
+    | frozenset(rows.ROW_BOUND)
+    | {"gemm", "attention"}
+    | CONVOLUTIONS
+    | LAYER_NORMS
+)
 
 
 def _inexact(node: Any) -> bool:
@@ -299,6 +305,7 @@ for _op in ("sum", "mean", "sum_to"):
     register_lowering(_op, rows.lower_reduction, backend=NAME)
 for _op in ("softmax", "log_softmax"):
     register_lowering(_op, rows.lower_softmax, backend=NAME)
+register_lowering("attention", rows.lower_attention, backend=NAME)
 from graphc.runtime.native import blas  # noqa: E402, F401 - registers gemm's BLAS lowering
 
 

@@ -30,7 +30,12 @@ log): `ROW_BOUND` states by how much, and test_native_rows.py measures it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
+import numpy as np
+
+from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.runtime.codegen import Generator
 from graphc.runtime.fused import transposed_view
@@ -252,6 +257,46 @@ def lower_softmax(gen: Generator, step: Step, out: str) -> list[str] | None:
     kernel = _instance(_SOFTMAX, "softmax", ct, PARALLEL_SOFTMAX)
     kernel.ops = [step.node.op]
     return _row_call(gen, step, out, kernel, [x.size // n, n], int(step.node.op == "log_softmax"))
+
+
+def softmax_rows(fn: Any, n: int) -> Callable[[np.ndarray], None]:
+    """The attention kernel's `softmax_rows` hook: the row kernel `fn` on a C-contiguous
+    block of scores, rows of `n`, in place."""
+    now = calls.address_now
+
+    def rows(s: np.ndarray) -> None:
+        address = now(s)
+        fn(s.size // n, n, address, address, 0)
+
+    return rows
+
+
+def lower_attention(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """The attention node as numpy's kernel with this backend's softmax row kernel, so
+    that it computes what its unfused ops compute here (softmax runs natively at every
+    level: the levels agree) and its softmax is one C call per block."""
+    q_t, kt_t = (gen.plan.values[v].type for v in step.inputs[:2])
+    scores = TensorType((), np.result_type(q_t.dtype, kt_t.dtype))
+    try:
+        ct = ctype_of(scores)
+    except DeclinedError:
+        return None
+    n = kt_t.shape[-1]
+    if ct == "b" or not isinstance(n, int) or n > PAIRWISE_MAX:
+        return None
+    kernel = _instance(_SOFTMAX, "softmax", ct, PARALLEL_SOFTMAX)
+    calls.record(gen, kernel)
+    hook = gen.fresh("softmax_rows")
+    gen.setup_lines.append(
+        f"{hook} = {gen.const(softmax_rows, 'softmax_rows')}({kernel.name}, {n})"
+    )
+    fn = gen.const(get_op("attention").kernel, "kernel_attention")
+    inputs = ", ".join(gen.array(v) for v in step.inputs)
+    attrs = gen.const(dict(step.attrs), "attrs")
+    return [
+        f"# attention: numpy's kernel, the softmax of its scores by {kernel.name}",
+        f"{fn}({inputs}, out={out}, softmax_rows={hook}, **{attrs})",
+    ]
 
 
 def _row_call(

@@ -144,10 +144,10 @@ BODIES = {
 }  # fmt: skip
 
 
-def _block_graph(body: str) -> Graph:
+def _block_graph(body: str, batch: int = 3) -> Graph:
     g = gc.Graph("block")
     with g:
-        x = gc.placeholder("x", (3, 8, 12, 12), "float32")
+        x = gc.placeholder("x", (batch, 8, 12, 12), "float32")
         w = gc.placeholder("w", (8, 8, 3, 3), "float32")
         b = gc.placeholder("b", (8, 1, 1), "float32")
         s = gc.placeholder("s", (1,), "float32")
@@ -180,6 +180,27 @@ def test_levels_agree_with_an_epilogue_or_a_body(
 
     feeds = [sprinkled_feeds(g, 1, share=0.0), sprinkled_feeds(g, 2)]
     check_native(g, feeds, levels=(0, 1, 2), close=close, close_sets=(0,))
+
+
+@pytest.mark.parametrize("body", [name for name, (_, kept) in BODIES.items() if kept])
+def test_threads_splitting_the_images_read_each_images_operands(
+    body: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over 8 images (two or more per thread: dc_images splits the batch, each thread
+    through its own part of the padded buffer) the program's per-image operand (the
+    residual x) is read at each image's place: the bits of the serial kernel and of
+    each image alone."""
+    g = _block_graph(body, batch=8)
+    feeds = sprinkled_feeds(g, 3, share=0.0)
+    runs = []
+    for parallel in (0, 10**12):  # read when a plan's steps are set up
+        monkeypatch.setattr(direct_conv, "PARALLEL_WORK", parallel)
+        runs.append(gc.compile(g, backend="native")(**feeds))
+    assert bits_differ(runs[0], runs[1]) is None
+    one = gc.compile(_block_graph(body, batch=1), backend="native")
+    for k in range(8):
+        alone = one(**{n: a[k : k + 1] if n == "x" else a for n, a in feeds.items()})
+        assert bits_differ(alone, runs[0][k : k + 1]) is None, f"image {k}"
 
 
 @pytest.mark.parametrize(

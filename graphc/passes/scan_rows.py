@@ -11,8 +11,9 @@ Exact: at step s the counter holds s, and ``take(x, s, axis=0)`` is ``x[s]``, th
 the loop gives the body. The counter itself is unchanged, so its other readers and its
 final result see the same values (simplify_control_flow drops it when nothing reads it
 any longer). Only forward scans, only an `x` of exactly `length` rows, and only a
-counter whose dtype holds ``length - 1`` (int64, for a symbolic length): then every index the take would have read is
-in range, and no error the take would have raised is lost.
+counter whose dtype holds ``length - 1`` (an int64 one, for a symbolic length): then
+every index the take would have read is in range, and no error it would have raised is
+lost.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ def _counters(body: Graph, inputs: Sequence[Node], nc: int, length: object) -> s
         if not _is_int_scalar(init, 0):
             continue
         top = np.iinfo(np.dtype(carry.type.dtype)).max
-        if length - 1 > top if isinstance(length, int) else top < 2**63 - 1:
-            continue  # a symbolic length: only an int64 counter holds any step's index
+        last = length - 1 if isinstance(length, int) else 2**63 - 1  # symbolic: any
+        if last > top:
+            continue
         step = body.outputs[k].inputs[0]
         if step.kind != OP or step.op != "add" or carry not in step.inputs:
             continue

@@ -103,3 +103,15 @@ def test_dropout_inside_the_node_keeps_the_levels_together() -> None:
          (("q", (2, 3, 6, 5)), ("kt", (2, 3, 5, 7)), ("v", (2, 3, 7, 4)))}
     ]  # fmt: skip
     check_native(g, feeds, close=normwise(64 * float(np.finfo(np.float32).eps)), close_sets=(0,))
+
+
+@pytest.mark.parametrize("rows, keys", [(0, 5), (4, 0), (0, 0), (1, 5), (4, 1)])
+def test_empty_and_single_row_or_key_axes(rows: int, keys: int) -> None:
+    rng = np.random.default_rng(6)
+    q, k = rng.standard_normal((2, 3, rows, 4)), rng.standard_normal((2, 3, keys, 4))
+    v = rng.standard_normal((2, 3, keys, 6))
+    feeds = {"q": q, "k": k, "v": v}
+    feeds32 = {n: a.astype(np.float32) for n, a in feeds.items()}
+    graph = gc.trace(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), *feeds32.values())
+    with np.errstate(all="ignore"):
+        check_native(graph, [feeds32], close=normwise(1e-5), close_sets=(0,))

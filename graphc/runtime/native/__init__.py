@@ -63,8 +63,8 @@ def _allows_scalar(graph: Graph) -> bool:
 # ops whose native results may differ from numpy's: libmvec's functions (ULP_BOUND), the
 # row kernels' softmax and log_softmax (rows.ROW_BOUND), gemm (BLAS accumulates into c
 # block by block: blas.py), the convolutions (the direct kernel sums in its own order:
-# direct_conv.py), attention (its softmax is the row kernel's), the layer norms (a variance summed in lanes where numpy calls sdot:
-# norm.py)
+# direct_conv.py), attention (its softmax is the row kernel's), the layer norms (a
+# variance summed in lanes where numpy calls sdot: norm.py)
 CONVOLUTIONS = frozenset({"conv2d", "conv2d_epilogue", "conv2d_fused"})
 LAYER_NORMS = frozenset({"layer_norm", "layer_norm_grad"})
 INEXACT = (

@@ -145,10 +145,10 @@ def _direct_step(gen: Generator, step: Step, out: str, codes: str, operands: lis
 
 def _program(gen: Generator, step: Step) -> tuple[str, list] | None:
     """The direct kernel's epilogue program for the step: the name of its codes and, per
-    step, its operand's source and whether it is static (None for relu); empty for a plain conv2d; None when
-    the elementwise work is not a chain of float32 ops in direct_conv.CODES on operands
-    of one value, one value per channel or the output's shape (a chunk epilogue then
-    runs it), or a shape is symbolic."""
+    program step, its operand's source and whether it is static (None for relu); empty
+    for a plain conv2d; None when the elementwise work is not a chain of float32 ops in
+    direct_conv.CODES on operands of one value, one value per channel or the output's
+    shape (a chunk epilogue then runs it), or a shape is symbolic."""
     plan = gen.plan
     types = [plan.values[v].type for v in (*step.inputs[:2], step.output)]
     if not all(isinstance(d, int) for t in types for d in t.shape):

@@ -282,8 +282,8 @@ def lower_attention(gen: Generator, step: Step, out: str) -> list[str] | None:
     except DeclinedError:
         return None
     n = kt_t.shape[-1]
-    if ct == "b" or not isinstance(n, int) or n > PAIRWISE_MAX:
-        return None
+    if ct == "b" or not isinstance(n, int) or not 0 < n <= PAIRWISE_MAX:
+        return None  # as lower_softmax: no keys (nothing to compute), or a long row
     kernel = _instance(_SOFTMAX, "softmax", ct, PARALLEL_SOFTMAX)
     calls.record(gen, kernel)
     hook = gen.fresh("softmax_rows")

@@ -192,6 +192,19 @@ static void dc_task(const dc_conv *c, int64_t task) {
     }
 }
 
+/* c's output and first image for the images from s0 on */
+GC_INLINE void dc_at(dc_conv *c, const dc_conv *conv, int64_t s0) {
+    c->y = conv->y + s0 * c->O * c->Ho * c->Wo;
+    c->first = conv->first + s0;
+}
+
+/* plane r (image and channel) of the images from s0 on, padded into c's buffer */
+GC_INLINE void dc_pad_plane(const dc_conv *c, const float *x, int64_t s0, int64_t r, int64_t H,
+                            int64_t W, int64_t top, int64_t left, int64_t right) {
+    dc_pad(x + (s0 * c->C + r) * H * W, c->pad + r * c->plane, H, W, top, left, right, c->Wp,
+           c->plane);
+}
+
 /* the images `chunk` at a time: each thread of a team takes its share of each loop (or
    the calling thread all of them, outside a parallel region) */
 static void dc_chunks(const dc_conv *conv, const float *x, int64_t m, int64_t chunk, int64_t H,
@@ -200,12 +213,9 @@ static void dc_chunks(const dc_conv *conv, const float *x, int64_t m, int64_t ch
     int64_t per = c.groups * c.ntiles_o;
     for (int64_t s0 = 0; s0 < m; s0 += chunk) {
         int64_t mm = m - s0 < chunk ? m - s0 : chunk;
-        c.y = conv->y + s0 * c.O * c.Ho * c.Wo;
-        c.first = conv->first + s0;
+        dc_at(&c, conv, s0);
         #pragma omp for schedule(static)
-        for (int64_t r = 0; r < mm * c.C; r++)
-            dc_pad(x + (s0 * c.C + r) * H * W, c.pad + r * c.plane, H, W, top, left,
-                   right, c.Wp, c.plane);
+        for (int64_t r = 0; r < mm * c.C; r++) dc_pad_plane(&c, x, s0, r, H, W, top, left, right);
         #pragma omp for schedule(static)
         for (int64_t task = 0; task < mm * per; task++) dc_task(&c, task);
     }
@@ -230,11 +240,8 @@ static void dc_images(const dc_conv *conv, const float *x, int64_t m, int64_t sl
     memset(c.pad + slots * c.C * c.plane, 0, sizeof(float) * SLACK_ELEMENTS);
     for (int64_t s0 = lo; s0 < hi; s0 += slots) {
         int64_t mm = hi - s0 < slots ? hi - s0 : slots;
-        c.y = conv->y + s0 * c.O * c.Ho * c.Wo;
-        c.first = conv->first + s0;
-        for (int64_t r = 0; r < mm * c.C; r++)
-            dc_pad(x + (s0 * c.C + r) * H * W, c.pad + r * c.plane, H, W, top, left,
-                   right, c.Wp, c.plane);
+        dc_at(&c, conv, s0);
+        for (int64_t r = 0; r < mm * c.C; r++) dc_pad_plane(&c, x, s0, r, H, W, top, left, right);
         for (int64_t task = 0; task < mm * per; task++) dc_task(&c, task);
     }
 }

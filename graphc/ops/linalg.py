@@ -86,9 +86,11 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     call for dot and matmul there (the same bits, a @ a.T's syrk included:
     tests/ops/test_matmul_kernel.py), and dot's costs 0.35 us less, a third of a one-row
     product's time. Strided operands stay matmul's: it may run its own loop on them
-    where dot copies them for BLAS."""
+    where dot copies them for BLAS; and so does a 1 x 1 product, which dot computes as a
+    scalar multiply (0 * -1 is -0.0 there, +0.0 from matmul's sum)."""
     if (
-        a.dtype == b.dtype == out.dtype
+        out.size > 1
+        and a.dtype == b.dtype == out.dtype
         and a.dtype in BLAS_DTYPES
         and out.flags.c_contiguous
         and _dense(a)

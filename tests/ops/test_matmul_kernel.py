@@ -15,6 +15,7 @@ from tests.edge_values import bits_differ
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # nan and inf products
 
 SHAPES = [(1, 400, 120), (1, 84, 10), (3, 1, 5), (7, 130, 1), (32, 128, 513), (0, 4, 3), (2, 0, 3)]
+SHAPES += [(1, 1, 1), (1, 1, 3), (3, 1, 1), (1, 300, 1), (2, 2, 2)]  # dot's scalar and vector cases
 
 
 def _operands(m: int, k: int, n: int, dtype: str, b_transposed: bool, seed: int) -> tuple:
@@ -58,6 +59,15 @@ def test_the_kernel_gives_np_matmuls_bits(shape: tuple, dtype: str, b_transposed
     assert bits_differ(linalg._matmul_kernel(a, a.T, out=np.empty_like(square)), square) is None
 
 
+@pytest.mark.parametrize("shape", [(m, k, n) for m in (1, 2) for k in (1, 2, 5) for n in (1, 2)])
+def test_signed_zero_products_keep_np_matmuls_sign(shape: tuple) -> None:
+    m, k, n = shape
+    for dtype in (np.float32, np.float64):
+        a, b = np.zeros((m, k), dtype), np.full((k, n), -1.0, dtype)  # every product -0.0
+        out = np.empty((m, n), dtype)
+        assert bits_differ(linalg._matmul_kernel(a, b, out=out), np.matmul(a, b)) is None
+
+
 def test_two_dimensional_blas_products_go_through_np_dot_and_the_rest_do_not() -> None:
     a, b = _operands(4, 8, 3, "float32", False, 1)
     calls = []
@@ -76,6 +86,7 @@ def test_two_dimensional_blas_products_go_through_np_dot_and_the_rest_do_not() -
         linalg._matmul_kernel(a, b, out=np.empty((3, 4), np.float32).T)  # strided out
         linalg._matmul_kernel(a[:, ::2], b[::2], out=np.empty((4, 3), np.float32))  # strided
         linalg._matmul_kernel(a, np.asfortranarray(b), out=np.empty((4, 3), np.float32))
+        linalg._matmul_kernel(a[:1, :1], b[:1, :1], out=np.empty((1, 1), np.float32))  # 1 x 1
     assert calls == [np.float32, np.float32]
 
 

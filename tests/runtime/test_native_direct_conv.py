@@ -240,3 +240,28 @@ def test_empty_batch_strided_views_and_callers_arrays() -> None:
     assert bits_differ(got, exe(np.ascontiguousarray(x), w)) is None
     _assert_within_bound(got, conv2d_kernel(x, w, padding=(1, 1, 1, 1)), x, w,
                          {"padding": (1, 1, 1, 1)})  # fmt: skip
+
+
+def test_a_weight_that_is_a_transposed_view_is_read_in_its_order() -> None:
+    """A weight given as the transpose of a constant is, unfolded (O0), a strided view
+    that exists before the call; the direct kernel reads C-ordered weights, so it takes
+    a C-ordered copy per call: the bits of the same weight given C-ordered."""
+    rng = np.random.default_rng(8)
+    stored = rng.standard_normal((3, 4, 3, 3)).astype(np.float32)  # (C, O, kh, kw)
+    feeds = {"x": rng.standard_normal((2, 3, 9, 9)).astype(np.float32)}
+    results = []
+    for transposed in (True, False):
+        g = gc.Graph("weight")
+        with g:
+            x = gc.placeholder("x", (2, 3, 9, 9), "float32")
+            if transposed:
+                w = gc.transpose(gc.constant(stored), axes=(1, 0, 2, 3))
+            else:
+                w = gc.constant(np.ascontiguousarray(stored.transpose(1, 0, 2, 3)))
+            gc.output(gc.relu(conv2d(x, w, padding=1) + 0.5), name="y")
+        for level in (0, 2):
+            exe = gc.compile(g, opt_level=level, backend="native")
+            assert "gc_direct_conv2d_f32(" in exe.source(**feeds)
+            results.append(exe(**feeds))
+    for got in results[:3]:
+        assert bits_differ(got, results[3]) is None

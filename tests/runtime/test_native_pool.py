@@ -84,3 +84,23 @@ def test_integers_stay_on_numpy_and_empty_batches() -> None:
     g = _graph(("B", 3, 6, 6), {"kernel_size": 2}, "float32")
     y = gc.compile(g, backend="native")(np.zeros((0, 3, 6, 6), np.float32))
     assert y.shape == (0, 3, 3, 3) and y.dtype == np.float32
+
+
+@pytest.mark.parametrize("layout", ["reshaped", "transposed"])
+def test_a_view_made_before_the_call_is_read_in_its_order(layout: str) -> None:
+    """The pooled value is a view of an arena value: a reshape (C-ordered: its address
+    is taken once) or a transpose (copied to C order per call); numpy's bits either way."""
+    g = gc.Graph(layout)
+    with g:
+        x = gc.placeholder("x", (2, 6, 64), "float32")
+        h = gc.reshape(x * 2.0, (2, 6, 8, 8))
+        if layout == "transposed":
+            h = gc.transpose(h, (0, 1, 3, 2))
+        gc.output(gc.max_pool2d(h, 2), name="y")
+    exe = gc.compile(g, opt_level=0, backend="native")
+    x = np.random.default_rng(9).standard_normal((2, 6, 64)).astype(np.float32)
+    assert "gc_max_pool2d_f32(" in exe.source(x)
+    for _ in range(2):  # the second call reads the same buffers again
+        got, want = exe(x), gc.compile(g, opt_level=0, backend="numpy")(x)
+        assert bits_differ(got, want) is None
+        x = x[:, ::-1].copy()

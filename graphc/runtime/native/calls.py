@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from graphc.runtime.fused import transposed_view
+
 try:
     import cffi
 
@@ -36,6 +38,19 @@ def via() -> str:
 
 def contiguous(array: np.ndarray) -> np.ndarray:
     return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+
+
+def in_order(gen: Any, value: str) -> bool:
+    """Whether plan value `value`'s array exists before a call and is C-ordered, so that
+    its address can be taken once per thread: a static value but a transposed view
+    (every other static array is C-contiguous: docs/trust.md)."""
+    return value in gen.static and not transposed_view(gen, value)
+
+
+def value_address(gen: Any, value: str, lines: list[str], expr: str | None = None) -> str:
+    """Source for the address of plan value `value`'s array (`expr` when given) that a
+    kernel reads or writes: once per thread when it is `in_order`, else per call."""
+    return operand(gen, gen.array(value) if expr is None else expr, in_order(gen, value), lines)
 
 
 def operand(gen: Any, expr: str, static: bool, lines: list[str]) -> str:

@@ -34,7 +34,6 @@ from graphc.ir.types import TensorType
 from graphc.ops.conv_epilogue import per_channel
 from graphc.ops.conv_kernels import conv2d_kernel
 from graphc.runtime.codegen import Generator
-from graphc.runtime.fused import transposed_view
 from graphc.runtime.native import calls, direct_conv
 from graphc.runtime.native.kernels import (
     BLOCK,
@@ -131,7 +130,7 @@ def _direct_step(gen: Generator, step: Step, out: str, codes: str, operands: lis
     fn = _direct_kernel(gen)
     if not x_t.shape[0]:
         return lines + ["# (no images)"]
-    x, w = (calls.operand(gen, gen.array(v), _in_order(gen, v), lines) for v in step.inputs[:2])
+    x, w = (calls.value_address(gen, v, lines) for v in step.inputs[:2])
     args = [str(x_t.shape[0]), x, w, calls.address(gen, out, step.output in gen.static, lines)]
     args.append(f"*{name}")
     for operand in operands:
@@ -141,14 +140,6 @@ def _direct_step(gen: Generator, step: Step, out: str, codes: str, operands: lis
             args.append(calls.operand(gen, operand[0], operand[1], lines))
     lines.append(f"{fn}({', '.join(args)}, *{name}_nulls)")
     return lines
-
-
-def _in_order(gen: Generator, value: str) -> bool:
-    """Whether `value`'s array exists before the call and is C-contiguous, so that its
-    address can be taken once per thread: a static value but a transposed view (every
-    other static array is C-ordered: docs/trust.md). The others are copied to C order
-    per call where they are not already."""
-    return value in gen.static and not transposed_view(gen, value)
 
 
 def _program(gen: Generator, step: Step) -> tuple[str, list] | None:
@@ -190,7 +181,7 @@ def _program(gen: Generator, step: Step) -> tuple[str, list] | None:
             if value is None:  # a constant of the body
                 operands.append((gen.const(np.ascontiguousarray(leaf.value), "body_c"), True))
             else:
-                operands.append((gen.array(value), _in_order(gen, value)))
+                operands.append((gen.array(value), calls.in_order(gen, value)))
         else:
             operands.append(None)  # relu: the step takes no operand
         codes.append(direct_conv.CODES[op] | kind << 4 | int(swap) << 6)

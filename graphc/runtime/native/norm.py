@@ -163,18 +163,18 @@ def lower_layer_norm(gen: Generator, step: Step, out: str) -> list[str] | None:
         return _declined(gen, step, "float32 values of static, non-empty shapes")
     rows, n = rows_n
     lines: list[str] = []
-    args = [str(rows), str(n), _address(gen, step.output, lines, out)]
-    args.append(_address(gen, step.inputs[0], lines))
+    args = [str(rows), str(n), calls.value_address(gen, step.output, lines, out)]
+    args.append(calls.value_address(gen, step.inputs[0], lines))
     if step.node.op == "layer_norm_grad":
         kernel = LAYER_NORM_GRAD
-        args.append(_address(gen, step.inputs[1], lines))
+        args.append(calls.value_address(gen, step.inputs[1], lines))
     else:
         kernel = LAYER_NORM
         modes = []
         for value, t, identity in zip(step.inputs[1:], types[1:3], (1.0, 0.0)):
             if t.size not in (1, n):
                 return _declined(gen, step, "a weight or bias of one value or one per element")
-            args.append(_address(gen, value, lines))
+            args.append(calls.value_address(gen, value, lines))
             if value in plan.constants:
                 modes.append(str(affine_mode(np.asarray(plan.nodes[value].value), identity)))
             else:
@@ -196,17 +196,6 @@ def _rows(types: list[TensorType], axis: int) -> tuple[int, int] | None:
     if not all(isinstance(d, int) for d in shape) or not math.prod(shape):  # type: ignore[arg-type]
         return None
     return math.prod(shape[:axis]), math.prod(shape[axis:])  # type: ignore[arg-type]
-
-
-def _address(gen: Generator, value: str, lines: list[str], expr: str | None = None) -> str:
-    """Source for the address of `value`'s array (`expr` when given): taken once when
-    it is a buffer the plan owns, else per call of an array made C-contiguous."""
-    expr = expr if expr is not None else gen.array(value)
-    if value in gen.static and gen.plan.values[value].kind != "view":
-        return calls.address(gen, expr, True, lines)
-    contiguous = gen.fresh(f"{expr}_c")
-    lines.append(f"{contiguous} = {gen.const(np.ascontiguousarray, 'ascontiguousarray')}({expr})")
-    return calls.per_call(contiguous, gen.const)
 
 
 def _declined(gen: Generator, step: Step, needs: str) -> None:

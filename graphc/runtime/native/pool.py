@@ -159,13 +159,7 @@ def lower_max_pool2d(gen: Generator, step: Step, out: str) -> list[str] | None:
     taps = a["kernel_size"][0] * a["kernel_size"][1]
     parallel = int(n * c * ho * wo * taps >= PARALLEL_WORK)
     lines: list[str] = []
-    x = gen.array(step.inputs[0])
-    static = step.inputs[0] in gen.static and gen.plan.values[step.inputs[0]].kind != "view"
-    if not static:  # a caller's array or a view: made C-contiguous (if it is not) per call
-        contiguous = gen.fresh(f"{x}_c")
-        lines.append(f"{contiguous} = {gen.const(np.ascontiguousarray, 'ascontiguousarray')}({x})")
-        x = contiguous
-    x_at = calls.address(gen, x, static, lines)
+    x_at = calls.value_address(gen, step.inputs[0], lines)
     out_at = calls.address(gen, out, step.output in gen.static, lines)
     sizes = [h, w, ho, wo, *a["kernel_size"], *a["stride"], *a["padding"][:2], *a["dilation"]]
     args = ", ".join(str(v) for v in [n * c, x_at, out_at, *sizes, parallel])

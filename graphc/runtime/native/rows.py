@@ -245,18 +245,28 @@ def lower_softmax(gen: Generator, step: Step, out: str) -> list[str] | None:
     y = gen.plan.values[step.output].type
     if x.rank == 0 or step.attrs.get("axis") != x.rank - 1 or x.dtype != y.dtype:
         return None
-    try:
-        ct = ctype_of(x)
-    except DeclinedError:
-        return None
-    if ct == "b" or not x.size or transposed_view(gen, step.inputs[0]):
+    if not x.size or transposed_view(gen, step.inputs[0]):
         return None
     n = int(x.shape[-1])  # type: ignore[arg-type]
-    if n > PAIRWISE_MAX:  # its row sum would be numpy's version's, see PAIRWISE_MAX
+    kernel = _softmax_kernel(x.dtype, n)
+    if kernel is None:
         return None
-    kernel = _instance(_SOFTMAX, "softmax", ct, PARALLEL_SOFTMAX)
     kernel.ops = [step.node.op]
     return _row_call(gen, step, out, kernel, [x.size // n, n], int(step.node.op == "log_softmax"))
+
+
+def _softmax_kernel(dtype: np.dtype, n: Any) -> Kernel | None:
+    """The row kernel of softmax over rows of `n` elements of `dtype`, or None where
+    numpy's runs: not a float, or a row longer than PAIRWISE_MAX (its sum would be
+    numpy's version's). One rule for a softmax step and an attention node's softmax, so
+    that the levels agree."""
+    try:
+        ct = ctype_of(TensorType((), dtype))
+    except DeclinedError:
+        return None
+    if ct == "b" or not isinstance(n, int) or not 0 < n <= PAIRWISE_MAX:
+        return None
+    return _instance(_SOFTMAX, "softmax", ct, PARALLEL_SOFTMAX)
 
 
 def softmax_rows(fn: Any, n: int) -> Callable[[np.ndarray], None]:
@@ -276,15 +286,10 @@ def lower_attention(gen: Generator, step: Step, out: str) -> list[str] | None:
     that it computes what its unfused ops compute here (softmax runs natively at every
     level: the levels agree) and its softmax is one C call per block."""
     q_t, kt_t = (gen.plan.values[v].type for v in step.inputs[:2])
-    scores = TensorType((), np.result_type(q_t.dtype, kt_t.dtype))
-    try:
-        ct = ctype_of(scores)
-    except DeclinedError:
-        return None
     n = kt_t.shape[-1]
-    if ct == "b" or not isinstance(n, int) or not 0 < n <= PAIRWISE_MAX:
-        return None  # as lower_softmax: no keys (nothing to compute), or a long row
-    kernel = _instance(_SOFTMAX, "softmax", ct, PARALLEL_SOFTMAX)
+    kernel = _softmax_kernel(np.result_type(q_t.dtype, kt_t.dtype), n)
+    if kernel is None:  # as for a softmax step: numpy's softmax
+        return None
     calls.record(gen, kernel)
     hook = gen.fresh("softmax_rows")
     gen.setup_lines.append(

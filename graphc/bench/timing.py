@@ -12,9 +12,9 @@ takes the repeats of all modes of one case in a few rounds (a block of repeats o
 each mode per round) rather than mode after mode, so a burst of load slows every
 mode a little instead of one mode a lot. Each block starts with untimed warm-up
 calls, for `warmup_seconds`: switching libraries leaves caches cold and the last
-library's threads spinning (OpenBLAS's worker, numpy's and so graphc's, busy-waits
-about 0.1 s after its last call on this machine; on 2 cores that takes half the
-machine from the next mode), and a training loop never sees that switch. The warm-up
+library's threads spinning (OpenBLAS's own worker busy-waits about 0.1 s after its
+last call on this machine, graphc's OpenMP workers about 0.5 ms; on 2 cores that takes
+half the machine from the next mode), and a training loop never sees that switch. The warm-up
 calls are busy ones: idling instead lets this virtual machine's cores go cold, and
 the calls after an idle pause measured up to twice as slow.
 

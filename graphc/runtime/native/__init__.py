@@ -27,7 +27,7 @@ from graphc.runtime.backend import (
 )
 from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.fused import transposed_view
-from graphc.runtime.native import calls, conv, norm, pool, rows, toolchain
+from graphc.runtime.native import calls, conv, norm, pool, rows, threads, toolchain
 from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
 from graphc.runtime.native.kernels import (
     BLOCK,
@@ -270,6 +270,7 @@ def finish(gen: Generator) -> None:
             note = f"{count}, in the enclosing plan's library"
         plan_gen.notes.append(f"native: {note} ({built.path.name}, called through {calls.via()})")
         _declined_notes(plan_gen)
+    gen.notes.append(f"native: {threads.install()}")  # numpy's BLAS on the kernels' threads
     c_text = "\n".join("# " + line if line else "#" for line in source.split("\n"))
     gen.source_appendix = (
         "\n# ---- native kernels (C), compiled with "

@@ -124,10 +124,10 @@ def _probe(setting: str) -> Toolchain | str:
     except (OSError, subprocess.SubprocessError) as exc:
         return f"the C compiler {compiler} does not run: {exc}"
     chain = Toolchain(compiler, FLAGS, version)
-    # idle OpenMP workers sleep instead of spinning: spinning ones slow numpy's OpenBLAS
-    # threads (and ours theirs) by 50x when the two pools alternate (PERF-NOTES); libgomp
-    # reads this when our first library loads it
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # how idle OpenMP workers wait: libgomp reads it when our first library loads it
+    from graphc.runtime.native import threads  # threads builds with this module
+
+    threads.openmp_environment()
     try:
         path = cache_dir() / f"graphc_{source_hash(chain, PROBE)}.so"
         lib = ctypes.CDLL(str(path)) if path.exists() else _build(chain, PROBE, path)

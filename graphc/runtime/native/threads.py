@@ -1,0 +1,203 @@
+"""One thread pool: numpy's OpenBLAS runs its parallel jobs on graphc's OpenMP threads.
+
+A native plan calls OpenBLAS (numpy's `matmul`, the `gemm` lowering of blas.py) between
+its own OpenMP kernels. Left alone, OpenBLAS keeps a pthreads pool of its own, whose
+worker busy-waits for about 0.1 s after each product; an OpenMP kernel run meanwhile
+shares a core with it, and on a two-core machine the two pools take turns (LeNet at
+batch 64: 0.52 ms, against 0.31 ms with one pool; docs/backends.md, "One thread pool").
+
+OpenBLAS (0.3.28 and later) lets a program hand it a threading backend: a callback given
+an array of jobs, which must run them all, concurrently, before it returns (the jobs of
+one product wait on one another's packed panels, so they cannot run one after another).
+`install` builds the callback below with the native toolchain and registers it with the
+OpenBLAS that numpy runs, once per process, when the first native plan is built. From
+then on every threaded BLAS call in the process, numpy's own included, runs its jobs on
+the OpenMP team the native kernels use. The partition of a product into jobs is still
+OpenBLAS's, so the results are its bits, unchanged; `install` checks that on a threaded
+product before it keeps the callback.
+
+Where a team of the jobs' size cannot be had (called inside an active OpenMP region, or
+under OMP_THREAD_LIMIT), the jobs run on threads of their own, made for the call. A
+forked child gets OpenBLAS's own pool back (libgomp's pool does not survive a fork).
+`GRAPHC_BLAS_POOL=openblas` leaves OpenBLAS's threading as it is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+import numpy as np
+
+from graphc.runtime.native import toolchain
+
+SOURCE = r"""
+#include <stddef.h>
+#include <pthread.h>
+#include <omp.h>
+
+typedef void (*graphc_dojob)(int thread, void *job, int extra);
+typedef void (*graphc_setter)(void *callback);
+
+struct graphc_job { graphc_dojob dojob; char *job; int index, extra; };
+
+static void *graphc_job_thread(void *arg) {
+    struct graphc_job *job = arg;
+    job->dojob(job->index, job->job, job->extra);
+    return NULL;
+}
+
+/* every job on a thread of its own, job 0 on the caller's */
+static void graphc_jobs_on_threads(graphc_dojob dojob, int n, char *jobs, size_t size, int extra) {
+    pthread_t ids[n];
+    struct graphc_job args[n];
+    int made[n];
+    for (int i = 1; i < n; i++) {
+        args[i] = (struct graphc_job){dojob, jobs + (size_t)i * size, i, extra};
+        made[i] = pthread_create(&ids[i], NULL, graphc_job_thread, &args[i]) == 0;
+    }
+    dojob(0, jobs, extra);
+    for (int i = 1; i < n; i++) {
+        if (made[i]) pthread_join(ids[i], NULL);
+        else dojob(i, jobs + (size_t)i * size, extra);  /* no thread to be had */
+    }
+}
+
+/* OpenBLAS's threads callback: run jobs 0..n-1, concurrently, and return when all are
+   done (sync is always honoured) */
+void graphc_blas_jobs(int sync, graphc_dojob dojob, int n, size_t size, void *jobs, int extra) {
+    (void)sync;
+    if (n <= 1) {
+        if (n == 1) dojob(0, jobs, extra);
+        return;
+    }
+    int formed = 0;
+    if (!omp_in_parallel()) {
+        #pragma omp parallel num_threads(n)
+        if (omp_get_num_threads() == n) {
+            int i = omp_get_thread_num();
+            if (i == 0) formed = 1;
+            dojob(i, (char *)jobs + (size_t)i * size, extra);
+        }
+    }
+    if (!formed) graphc_jobs_on_threads(dojob, n, (char *)jobs, size, extra);
+}
+
+static graphc_setter graphc_blas_setter;
+
+static void graphc_blas_child(void) {
+    if (graphc_blas_setter) graphc_blas_setter(NULL);
+}
+
+/* register the callback with OpenBLAS's setter, and take it back in a forked child */
+void graphc_blas_install(void *setter) {
+    static int registered;
+    graphc_blas_setter = (graphc_setter)setter;
+    if (!registered) registered = pthread_atfork(NULL, NULL, graphc_blas_child) == 0;
+    graphc_blas_setter((void *)graphc_blas_jobs);
+}
+"""
+
+# OpenBLAS's setter, spelled as the library spells its gemm (blas.SPELLINGS)
+SETTERS = {
+    "scipy_cblas_sgemm64_": "scipy_openblas_set_threads_callback_function64_",
+    "cblas_sgemm64_": "openblas_set_threads_callback_function64_",
+    "scipy_cblas_sgemm": "scipy_openblas_set_threads_callback_function",
+    "cblas_sgemm": "openblas_set_threads_callback_function",
+}
+
+# libgomp's idle workers spin this many rounds (about 0.5 ms here) before they sleep, so
+# that the next kernel or product of a plan finds them awake (a sleeping worker takes
+# tens of microseconds to wake); measured: docs/backends.md, "One thread pool"
+SPIN_COUNT = "10000"
+
+_lock = threading.Lock()
+_state: dict[str, str] = {}
+
+
+def openmp_environment() -> None:
+    """Set how idle OpenMP workers wait, before libgomp loads (it reads the environment
+    once), unless the user has: spinning briefly when OpenBLAS will run on the same pool,
+    sleeping when it keeps its own, whose worker busy-waits too (two pools spinning on
+    two cores slowed each other 50x: PERF-NOTES)."""
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        return
+    if isinstance(_setter(), str):
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    else:
+        os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+
+
+def _setter() -> tuple[ctypes._CFuncPtr, str] | str:
+    """OpenBLAS's threads-callback setter and its library's name, or why there is none."""
+    from graphc.runtime.native import blas  # registers a lowering: imported after the backend
+
+    if os.environ.get("GRAPHC_BLAS_POOL", "graphc") == "openblas":
+        return "GRAPHC_BLAS_POOL=openblas"
+    found = blas.library()
+    if isinstance(found, str):
+        return found
+    setter = getattr(ctypes.CDLL(str(found.path)), SETTERS[found.symbols[0]], None)
+    if setter is None:
+        return f"{found.path.name} has no threads callback"
+    setter.argtypes = [ctypes.c_void_p]
+    setter.restype = None
+    return setter, found.path.name
+
+
+def install() -> str:
+    """Run numpy's OpenBLAS threads on graphc's OpenMP pool (once per process). Returns
+    what happened, for explain(): "one pool: ..." or why OpenBLAS keeps its own."""
+    with _lock:
+        if "note" not in _state:
+            _state["note"] = _install()
+        return _state["note"]
+
+
+def _install() -> str:
+    found = _setter()
+    if isinstance(found, str):
+        return f"OpenBLAS keeps its own threads: {found}"
+    setter, name = found
+    try:
+        support = toolchain.build(SOURCE).library
+    except toolchain.BuildError as exc:
+        return f"OpenBLAS keeps its own threads: its callback did not build: {exc}"
+    support.graphc_blas_install.argtypes = [ctypes.c_void_p]
+    support.graphc_blas_install(ctypes.cast(setter, ctypes.c_void_p))
+    if not _product_holds():  # pragma: no cover - a callback that lost a job
+        setter(None)
+        return "OpenBLAS keeps its own threads: a product on graphc's pool came out wrong"
+    return f"one pool: {name} runs its threads on graphc's OpenMP pool"
+
+
+def _product_holds() -> bool:
+    """One product OpenBLAS splits into jobs (it threads m n k above 2**18), against a
+    float64 reference within the GEMM bound: a job not run leaves its block wrong. (No
+    product before installing: that would wake OpenBLAS's own worker, which then spins
+    beside the pool for 0.1 s and can leave the OS's placement of the threads bad for
+    a second or more; that a product's bits are OpenBLAS's own is a test.)"""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((96, 160)).astype(np.float32)
+    b = rng.standard_normal((160, 128)).astype(np.float32)
+    got = np.full((96, 128), np.nan, np.float32)
+    np.matmul(a, b, out=got)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    bound = 2 * (160 + 2) * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(b))
+    return bool(np.all(np.abs(got - want) <= bound))
+
+
+def installed() -> int | None:
+    """The address of the threads callback OpenBLAS holds (None: its own pool), for
+    the tests: OpenBLAS exports it as `openblas_threads_callback_`."""
+    from graphc.runtime.native import blas
+
+    found = blas.library()
+    if isinstance(found, str):
+        return None
+    library = ctypes.CDLL(str(found.path))
+    try:
+        return ctypes.c_void_p.in_dll(library, "openblas_threads_callback_").value
+    except ValueError:
+        return None

@@ -27,11 +27,12 @@ from graphc.runtime.backend import (
 )
 from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.fused import transposed_view
-from graphc.runtime.native import calls, conv, norm, pool, rows, threads, toolchain
+from graphc.runtime.native import calls, conv, norm, pool, rows, slices, threads, toolchain
 from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
 from graphc.runtime.native.kernels import (
     BLOCK,
     FULL,
+    PITCHED,
     SCALAR,
     STRIDED,
     TRANSPOSED,
@@ -92,15 +93,39 @@ SMALL = 4096
 
 def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
     """One C kernel call for an elementwise step or fused group, or None (numpy runs it)."""
+    reads_blocks = any(x in slices.pitched(gen) for x in step.inputs)
     try:
         kernel, operands = _kernel_for(gen, step)
     except DeclinedError as exc:
+        if reads_blocks:  # its slices were not copied: numpy cannot run it (not expected)
+            raise BackendUnavailableError(
+                f"step {step.index} read slices in place: {exc}"
+            ) from None
         calls.plan_state(gen)["declined"][step.index] = str(exc)
         return None
-    size = gen.plan.values[step.output].type.size or 0
-    if size < SMALL and not any(op in ULP_BOUND for op in kernel.ops):
+    if not reads_blocks and not _worth_it(gen, step, kernel):
         return None  # not counted as declined: numpy is simply the better choice here
     return _call(gen, step, kernel, operands, out)
+
+
+def _worth_it(gen: Generator, step: Step, kernel: Kernel) -> bool:
+    size = gen.plan.values[step.output].type.size or 0
+    return size >= SMALL or any(op in ULP_BOUND for op in kernel.ops)
+
+
+STEP_OPS = frozenset({*EMITTERS, "fused", "cast", "full_like", "pow"})  # lower_step's
+
+
+def _reads_in_place(gen: Generator, reader: Step) -> bool:
+    """Will `reader` run as one kernel here (the rule lower_step applies), so that it
+    can read a slice's block in place?"""
+    if reader.node.op not in STEP_OPS:
+        return False
+    try:
+        kernel, _ = _kernel_for(gen, reader)
+    except DeclinedError:
+        return False
+    return _worth_it(gen, reader, kernel)
 
 
 def _call(
@@ -120,7 +145,11 @@ def _call(
     if any(o.mode == TRANSPOSED for o in kernel.operands):
         args += [str(out_t.shape[0]), str(out_t.shape[1])]
     args.append(calls.address(gen, out, step.output in gen.static, lines))
-    for (expr, static, shape, _), operand in zip(operands, kernel.operands):
+    for k, ((expr, static, shape, _), operand) in enumerate(zip(operands, kernel.operands)):
+        if operand.mode == PITCHED:  # the wide array's address, and the block's place
+            _, offset, width, pitch = slices.pitched(gen)[step.inputs[k]]
+            args += [calls.operand(gen, expr, static, lines), str(offset), str(width), str(pitch)]
+            continue
         if operand.mode == SCALAR:
             args.append(calls.address(gen, expr, static, lines))
         else:  # made per call: C-contiguous (copied if the caller's is not)
@@ -180,9 +209,16 @@ def _kernel_for(gen: Generator, step: Step) -> tuple[Kernel, list[tuple[str, boo
     else:
         body = _single(node, step.attrs, [plan.values[x].type for x in step.inputs])
     operands, types, known = [], [], {}
+    blocks = slices.pitched(gen)
     for k, x in enumerate(step.inputs):
         value = plan.values[x]
-        operands.append((gen.array(x), x in gen.static, value.type.shape, transposed_view(gen, x)))
+        if x in blocks:  # a slice not copied: its column block of the wide array
+            source = blocks[x][0]
+            operands.append((gen.array(source), source in gen.static, value.type.shape, False))
+        else:
+            operands.append(
+                (gen.array(x), x in gen.static, value.type.shape, transposed_view(gen, x))
+            )
         types.append(value.type)
         if x in plan.constants:
             known[k] = np.asarray(plan.nodes[x].value)
@@ -197,7 +233,8 @@ def _kernel_for(gen: Generator, step: Step) -> tuple[Kernel, list[tuple[str, boo
         if not (static and _plain_transpose(gen, step.inputs[k] if k < len(step.inputs) else None)):
             raise DeclinedError("an operand is a transposed view not of a contiguous matrix")
         transposed.add(k)
-    return build_kernel(body, types, out_t, known, transposed), operands
+    pitched = {k for k, x in enumerate(step.inputs) if x in blocks}
+    return build_kernel(body, types, out_t, known, transposed, pitched), operands
 
 
 def _single(node: Any, attrs: dict[str, Any], types: list[TensorType]) -> Graph:
@@ -302,6 +339,14 @@ BACKEND = register_backend(
 for _op in (*EMITTERS, "fused", "cast", "full_like", "pow"):
     register_lowering(_op, lower_step, backend=NAME)
 register_lowering("matmul_epilogue", lower_matmul_epilogue, backend=NAME)
+
+
+def lower_slice(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """No copy for a column block that only kernels here read (slices.py)."""
+    return slices.lower_slice(gen, step, out, _reads_in_place)
+
+
+register_lowering("slice", lower_slice, backend=NAME)
 for _op in ("sum", "mean", "sum_to"):
     register_lowering(_op, rows.lower_reduction, backend=NAME)
 for _op in ("softmax", "log_softmax"):

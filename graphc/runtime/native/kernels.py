@@ -30,6 +30,13 @@ million elements, where two threads measured slower (a 784 x 256 scale: 16 us al
 thread took 66-72 us with two, numpy's chunked plan 65). The last block loads its lanes into zero-padded vectors,
 so every element is computed by the same code (see cexpr.py).
 
+An operand that is a column block of a wider C-contiguous array (a gate of an LSTM's
+(B, 4H) pre-activation, which the planner would copy out by a slice step) may be
+PITCHED: the kernel reads the wide array in place, element i of the block at
+o + (i / w) * p + i % w (offset, width, pitch in elements, all arguments). The width
+is a multiple of 16, so every block of lanes lies in one row and loads as a vector.
+The native backend decides which slices to read so (`__init__.py`, `lower_slice`).
+
 A step is declined (None: numpy's lowering runs it) when an op has no emitter here, a
 value is not float32, float64 or bool, or pow's exponent is not a constant 2 or 3.
 """
@@ -49,6 +56,7 @@ from graphc.ops.elementwise import PRODUCT_EXPONENTS
 from graphc.runtime.native.cexpr import CTYPE, EMITTERS, compare, convert, splat
 
 FULL, SCALAR, BLOCK, STRIDED, TRANSPOSED = "full", "scalar", "block", "strided", "transposed"
+PITCHED = "pitched"
 CTYPE_NAME = {"f32": "float", "f64": "double", "b": "uint8_t"}
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
@@ -96,13 +104,19 @@ def build_kernel(
     out_type: TensorType,
     leaf_values: dict[int, np.ndarray],
     transposed: set[int] = frozenset(),  # type: ignore[assignment]
+    pitched: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> Kernel:
     """The kernel computing `body` (placeholders then constants are the leaves, in the
     order of `leaf_types`); `leaf_values` holds the known values of constant leaves;
-    leaves in `transposed` are transposed views (declined unless one element)."""
+    leaves in `transposed` are transposed views (declined unless one element); leaves in
+    `pitched` are read as column blocks of a wider array (PITCHED)."""
     out_ctype = ctype_of(out_type)
     leaves = body.inputs + [n for n in body.nodes if n.is_constant]
     operands = [_operand(t, out_type, k in transposed) for k, t in enumerate(leaf_types)]
+    for k in pitched:
+        if operands[k].mode != FULL:
+            raise DeclinedError("a column block read in place must have the output's shape")
+        operands[k] = Operand(PITCHED, operands[k].ctype)
     expr: dict[Node, tuple[str, str]] = {}  # node -> (C variable, C type)
     loads, scalars = [], []
     placed: dict[tuple, int] = {}  # a BLOCK shape -> the operand whose z, y place it
@@ -119,6 +133,9 @@ def build_kernel(
             if j == k:
                 loads.append(f"    int64_t r{k}, w{k}; bk_at(z{k}, y{k}, i, &r{k}, &w{k});")
             loads.append(f"    v{ct} x{k} = bk_{ct}(a{k}, z{j}, y{j}, r{j}, w{j}, m);")
+            expr[node] = (f"x{k}", ct)
+        elif operand.mode == PITCHED:  # whole blocks lie in one row: w{k} % GC_W == 0
+            loads.append(f"    v{ct} x{k} = ld_{ct}(a{k}, o{k} + (i / w{k}) * p{k} + i % w{k}, m);")
             expr[node] = (f"x{k}", ct)
         elif operand.mode == TRANSPOSED:  # a{k} is the row of this block in its tile
             loads.append(f"    v{ct} x{k} = ld_{ct}(a{k}, 0, m);")
@@ -159,6 +176,9 @@ def build_kernel(
         elif operand.mode == BLOCK:
             params += [f"int64_t z{k}", f"int64_t y{k}"]
             args += [f"z{k}", f"y{k}"]
+        elif operand.mode == PITCHED:
+            params += [f"int64_t o{k}", f"int64_t w{k}", f"int64_t p{k}"]
+            args += [f"o{k}", f"w{k}", f"p{k}"]
     block_params = ["int64_t i", "int64_t m", *params, *scalars]
     block_args = [*args, *(s.split()[1] for s in scalars)]
     init = []

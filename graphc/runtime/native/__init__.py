@@ -27,7 +27,17 @@ from graphc.runtime.backend import (
 )
 from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.fused import transposed_view
-from graphc.runtime.native import calls, conv, norm, pool, rows, slices, threads, toolchain
+from graphc.runtime.native import (
+    attention,
+    calls,
+    conv,
+    norm,
+    pool,
+    rows,
+    slices,
+    threads,
+    toolchain,
+)
 from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
 from graphc.runtime.native.kernels import (
     BLOCK,
@@ -351,7 +361,7 @@ for _op in ("sum", "mean", "sum_to"):
     register_lowering(_op, rows.lower_reduction, backend=NAME)
 for _op in ("softmax", "log_softmax"):
     register_lowering(_op, rows.lower_softmax, backend=NAME)
-register_lowering("attention", rows.lower_attention, backend=NAME)
+register_lowering("attention", attention.lower, backend=NAME)
 from graphc.runtime.native import blas  # noqa: E402, F401 - registers gemm's BLAS lowering
 
 

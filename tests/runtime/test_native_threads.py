@@ -175,6 +175,7 @@ def _child(queue) -> None:
     queue.put((threads.installed(), float(product[0, 0])))
 
 
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # JAX's, when other tests loaded it
 def test_a_forked_child_gets_openblas_own_threads_back() -> None:
     _pool_installed()
     context = multiprocessing.get_context("fork")

@@ -76,6 +76,9 @@ static T pw_##t(const T *a, int64_t n) { \
     return pw_##t(a, n2) + pw_##t(a + n2, n - n2); }
 GC_PAIRWISE(float, f32)
 GC_PAIRWISE(double, f64)
+/* a > b as the lane mask sel takes */
+GC_INLINE vb gt_f32(vf32 a, vf32 b) { return (vb)(a > b); }
+GC_INLINE vb gt_f64(vf64 a, vf64 b) { return __builtin_convertvector(a > b, vb); }
 """
 
 _ROWSUM = """
@@ -124,27 +127,48 @@ GC_EXPORT void NAME(int64_t outer, int64_t n, int64_t inner, char *out, const ch
 _SOFTMAX = """
 /* softmax (take_log 0) or log_softmax (take_log 1) of row o of n, as graphc's numpy
    kernels compute them: x - max, exp, the pairwise sum, / sum or - log; `e` holds the
-   exps of log_softmax (n + GC_W elements) */
+   exps of log_softmax (n + GC_W elements). The max is numpy's maximum (a nan wins),
+   taken lane by lane over whole vectors, then across the lanes and the tail: the same
+   value as numpy's reduction, but for which zero a tie of -0.0 and 0.0 gives, which
+   changes no result (x - 0.0 and x - -0.0 differ only for x = -0.0, and exp gives 1 for
+   both). Whole vectors load and store as vectors; only the tail takes m lanes */
+GC_INLINE scalar_t NAME_max(scalar_t top, scalar_t a) {
+    return (top != top) ? top : (a != a || a >= top) ? a : top; }
 GC_INLINE void NAME_row(int64_t o, int64_t n, char *out, const char *x, int64_t take_log,
                         scalar_t *e) {
     const scalar_t *a = (const scalar_t *)x + o * n;
     char *y = out + o * n * sizeof(scalar_t);
-    scalar_t top = a[0];  /* numpy's maximum: a nan wins, equal values give the later */
-    for (int64_t j = 1; j < n; j++)
-        top = (top != top) ? top : (a[j] != a[j] || a[j] >= top) ? a[j] : top;
+    int64_t whole = n - n % GC_W, j;
+    scalar_t top = a[0];
+    if (whole) {
+        vec_t t = ld_t((const char *)a, 0, GC_W);
+        for (j = GC_W; j < whole; j += GC_W) {
+            vec_t b = ld_t((const char *)a, j, GC_W);
+            t = sel_t(nan_t(t), t, sel_t(nan_t(b) | gt_t(b, t), b, t));
+        }
+        for (int k = 0; k < GC_W; k++) top = NAME_max(top, t[k]);
+    }
+    for (j = whole; j < n; j++) top = NAME_max(top, a[j]);
     vec_t shift = sp_t(top);
-    for (int64_t j = 0; j < n; j += GC_W) {
-        int64_t m = n - j < GC_W ? n - j : GC_W;
-        vec_t s = ld_t((const char *)a, j, m) - shift;
-        if (take_log) { st_t(y, j, m, s); st_t((char *)e, j, m, exp_t(s)); }
-        else st_t(y, j, m, exp_t(s));
+    for (j = 0; j < whole; j += GC_W) {
+        vec_t s = ld_t((const char *)a, j, GC_W) - shift;
+        if (take_log) { st_t(y, j, GC_W, s); st_t((char *)e, j, GC_W, exp_t(s)); }
+        else st_t(y, j, GC_W, exp_t(s));
+    }
+    if (j < n) {
+        vec_t s = ld_t((const char *)a, j, n - j) - shift;
+        if (take_log) { st_t(y, j, n - j, s); st_t((char *)e, j, n - j, exp_t(s)); }
+        else st_t(y, j, n - j, exp_t(s));
     }
     scalar_t sum = (scalar_t)0 + pw_t(take_log ? e : (const scalar_t *)y, n);
     vec_t by = sp_t(take_log ? LOGFN(sum) : sum);
-    for (int64_t j = 0; j < n; j += GC_W) {
-        int64_t m = n - j < GC_W ? n - j : GC_W;
-        vec_t v = ld_t(y, j, m);
-        st_t(y, j, m, take_log ? v - by : v / by);
+    for (j = 0; j < whole; j += GC_W) {
+        vec_t v = ld_t(y, j, GC_W);
+        st_t(y, j, GC_W, take_log ? v - by : v / by);
+    }
+    if (j < n) {
+        vec_t v = ld_t(y, j, n - j);
+        st_t(y, j, n - j, take_log ? v - by : v / by);
     }
 }
 GC_EXPORT void NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t take_log) {
@@ -170,7 +194,7 @@ def _instance(template: str, kind: str, ct: str, parallel: int) -> Kernel:
     name = f"gc_{kind}_{ct}"
     text = template.replace("NAME", name).replace("PAR", str(parallel))
     text = text.replace("LOGFN", "logf" if ct == "f32" else "log")
-    for generic in ("pw", "exp", "ld", "st", "sp"):
+    for generic in ("pw", "exp", "ld", "st", "sp", "sel", "nan", "gt"):
         text = text.replace(f"{generic}_t(", f"{generic}_{ct}(")
     text = text.replace("vec_t", f"v{ct}").replace("scalar_t", CTYPE_NAME[ct])
     params = {"rowsum": "ippi", "colsum": "iippi", "softmax": "ippi"}[kind]

@@ -58,6 +58,12 @@ def _row(case: str, mode: str, cell: dict[str, Any]) -> str:
     )
 
 
+def _openmp(settings: dict[str, str | None]) -> str:
+    """How the OpenMP runtimes of graphc and the peers wait when idle, in words."""
+    given = [f"{k}={v}" for k, v in settings.items() if v is not None]
+    return f"OpenMP runtimes loaded with {', '.join(given) or 'their default wait policy'}"
+
+
 def markdown(report: dict[str, Any]) -> str:
     """Every workload's table, with the machine and run settings on top."""
     info = report["machine"]
@@ -67,6 +73,7 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"Python {info['python']}, numpy {info['numpy']}, {info['cpus']} CPUs, {peers}; "
         f"graphc backends here: {', '.join(info.get('backends') or ['numpy'])}; "
+        f"{_openmp(info.get('openmp') or {})}; "
         f"load average {info['load_average']:.1f} at start, "
         f"{report.get('load_average_end', 0):.1f} at end; {report.get('seconds', 0):.0f} s. Median (min .. max) per call after warm-up; "
         f"x O2 = median / {BASELINE} median; agrees = max abs diff / max abs of the "

@@ -280,5 +280,10 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "load_average": os.getloadavg()[0],  # other processes sharing the cores
         "backends": available_backends(),  # graphc's backends that run here, preferred first
+        # how idle OpenMP workers wait, as the peers' OpenMP runtimes (torch's libgomp)
+        # read it when versions() loads them: the native backend's probe above sets it
+        # (native/threads.py), and torch's LeNet step took 1.7x longer with the
+        # PASSIVE setting graphc made before 2026-11-28 (docs/bench-results.md)
+        "openmp": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")},
         **peers.versions(),
     }

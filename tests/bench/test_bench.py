@@ -196,6 +196,26 @@ def test_runner_marks_disagreement_errors_and_missing_peers() -> None:
     assert "**NO** (5.0e-01)" in text
 
 
+@pytest.mark.parametrize(
+    "openmp,said",
+    [
+        ({"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "10000"}, "loaded with GOMP_SPINCOUNT=10000"),
+        (
+            {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": None},
+            "loaded with OMP_WAIT_POLICY=PASSIVE",
+        ),
+        ({}, "loaded with their default wait policy"),
+    ],
+)
+def test_the_header_says_how_openmp_runtimes_wait(openmp: dict, said: str) -> None:
+    """The peers' OpenMP runtimes (torch's) read the wait policy graphc's native backend
+    sets, and it changed torch's LeNet step by 1.7x: the report says which it was."""
+    machine = {**_machine(), "openmp": openmp}
+    text = bench.markdown({"machine": machine, "quick": True, "workloads": {}})
+    assert f"OpenMP runtimes {said};" in text.splitlines()[2]
+    assert "openmp" in bench.run(only=["tiny"], quick=True)["machine"]
+
+
 def _floor(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
     return Prepared(lambda: inputs["x"] * 7.0, checked=False)
 

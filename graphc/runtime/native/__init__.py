@@ -123,7 +123,7 @@ def _worth_it(gen: Generator, step: Step, kernel: Kernel) -> bool:
     return size >= SMALL or any(op in ULP_BOUND for op in kernel.ops)
 
 
-STEP_OPS = frozenset({*EMITTERS, "fused", "cast", "full_like", "pow"})  # lower_step's
+STEP_OPS = frozenset({*EMITTERS, "fused", "cast", "full_like", "pow"})  # lowered by lower_step
 
 
 def _reads_in_place(gen: Generator, reader: Step) -> bool:
@@ -346,7 +346,7 @@ BACKEND = register_backend(
     )
 )
 
-for _op in (*EMITTERS, "fused", "cast", "full_like", "pow"):
+for _op in STEP_OPS:
     register_lowering(_op, lower_step, backend=NAME)
 register_lowering("matmul_epilogue", lower_matmul_epilogue, backend=NAME)
 

@@ -6,7 +6,8 @@ worker busy-waits for about 0.1 s after each product; an OpenMP kernel run meanw
 shares a core with it, and on a two-core machine the two pools take turns (LeNet at
 batch 64: 0.52 ms, against 0.31 ms with one pool; docs/backends.md, "One thread pool").
 
-OpenBLAS (0.3.28 and later) lets a program hand it a threading backend: a callback given
+OpenBLAS (0.3.28 and later; numpy 2.0's wheels bundle 0.3.27, which keeps its own pool
+and graphc's workers sleeping as before) lets a program hand it a threading backend: a callback given
 an array of jobs, which must run them all, concurrently, before it returns (the jobs of
 one product wait on one another's packed panels, so they cannot run one after another).
 `install` builds the callback below with the native toolchain and registers it with the
@@ -64,10 +65,15 @@ static void graphc_jobs_on_threads(graphc_dojob dojob, int n, char *jobs, size_t
     }
 }
 
+static long graphc_blas_count;  /* calls OpenBLAS made (graphc_blas_calls, for the tests) */
+
+long graphc_blas_calls(void) { return __atomic_load_n(&graphc_blas_count, __ATOMIC_RELAXED); }
+
 /* OpenBLAS's threads callback: run jobs 0..n-1, concurrently, and return when all are
    done (sync is always honoured) */
 void graphc_blas_jobs(int sync, graphc_dojob dojob, int n, size_t size, void *jobs, int extra) {
     (void)sync;
+    __atomic_add_fetch(&graphc_blas_count, 1, __ATOMIC_RELAXED);
     if (n <= 1) {
         if (n == 1) dojob(0, jobs, extra);
         return;
@@ -188,16 +194,9 @@ def _product_holds() -> bool:
     return bool(np.all(np.abs(got - want) <= bound))
 
 
-def installed() -> int | None:
-    """The address of the threads callback OpenBLAS holds (None: its own pool), for
-    the tests: OpenBLAS exports it as `openblas_threads_callback_`."""
-    from graphc.runtime.native import blas
-
-    found = blas.library()
-    if isinstance(found, str):
-        return None
-    library = ctypes.CDLL(str(found.path))
-    try:
-        return ctypes.c_void_p.in_dll(library, "openblas_threads_callback_").value
-    except ValueError:
-        return None
+def calls() -> int:
+    """How many times OpenBLAS has handed jobs to graphc's callback in this process (for
+    the tests: OpenBLAS exports no getter of its callback)."""
+    library = toolchain.build(SOURCE).library
+    library.graphc_blas_calls.restype = ctypes.c_long
+    return int(library.graphc_blas_calls())

@@ -6,16 +6,18 @@ worker busy-waits for about 0.1 s after each product; an OpenMP kernel run meanw
 shares a core with it, and on a two-core machine the two pools take turns (LeNet at
 batch 64: 0.52 ms, against 0.31 ms with one pool; docs/backends.md, "One thread pool").
 
-OpenBLAS (0.3.28 and later; numpy 2.0's wheels bundle 0.3.27, which keeps its own pool
-and graphc's workers sleeping as before) lets a program hand it a threading backend: a callback given
-an array of jobs, which must run them all, concurrently, before it returns (the jobs of
-one product wait on one another's packed panels, so they cannot run one after another).
-`install` builds the callback below with the native toolchain and registers it with the
-OpenBLAS that numpy runs, once per process, when the first native plan is built. From
-then on every threaded BLAS call in the process, numpy's own included, runs its jobs on
-the OpenMP team the native kernels use. The partition of a product into jobs is still
-OpenBLAS's, so the results are its bits, unchanged; `install` checks that on a threaded
-product before it keeps the callback.
+OpenBLAS (0.3.28 and later) lets a program hand it a threading backend: a callback
+given an array of jobs, which must run them all, concurrently, before it returns (the
+jobs of one product wait on one another's packed panels, so they cannot run one after
+another). `install` builds the callback below with the native toolchain and registers
+it with the OpenBLAS that numpy runs, once per process, when the first native plan is
+built. From then on every threaded BLAS call in the process, numpy's own included, runs
+its jobs on the OpenMP team the native kernels use. The partition of a product into
+jobs is still OpenBLAS's, so the results are its bits, unchanged (the tests compare
+them with OpenBLAS's own pool's); `install` checks one threaded product against a
+float64 reference before it keeps the callback. numpy 2.0's wheels bundle OpenBLAS
+0.3.27, which has no such hook: there OpenBLAS keeps its pool, and graphc's workers
+sleep when idle, as before.
 
 Where a team of the jobs' size cannot be had (called inside an active OpenMP region, or
 under OMP_THREAD_LIMIT), the jobs run on threads of their own, made for the call. A

@@ -233,15 +233,16 @@ def lower(gen: Any, step: Any, out: str) -> list[str] | None:
     scale = gen.array(step.inputs[3]) if attrs.get("scale") else "None"
     prep = gen.const(prepare, "prepare_attention")
     if step.output in gen.static:
-        target = out
-    else:  # made per call, C-contiguous
+        target, check = out, ""
+    else:  # made per call, C-contiguous (the planner's layout rule; checked all the same)
         out_t = gen.plan.values[step.output].type
         target = f"{gen.const(like, 'like')}({tuple(out_t.shape)!r}, {gen.const(dtype, 'dtype')})"
+        check = f" and {out}.flags.c_contiguous"
     gen.setup_lines.append(
         f"{runner} = {prep}({kernel.name}, {gemm[0]}, {', '.join(arrays)}, {scale}, {target})"
     )
     return [
-        f"if {runner} is not None:  # {kernel.name}: numpy's BLAS calls, the row kernel's softmax",
+        f"if {runner} is not None{check}:  # {kernel.name}: numpy's BLAS calls, the row kernel's softmax",
         f"    {runner}({out})",
         "else:",
         *("    " + line for line in fallback),

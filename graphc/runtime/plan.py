@@ -446,18 +446,29 @@ def _inplace_donor(
     return None
 
 
+def window(shape: tuple, index: str) -> np.ndarray | None:
+    """`slice`'s window x[index] of a C-contiguous x of `shape`, as a view of no memory
+    whose strides and offset count elements (its data address, less that of
+    `WINDOW_BASE`, is the offset); None for a symbolic shape or an index out of range."""
+    if not all(isinstance(d, int) for d in shape):
+        return None
+    strides = tuple(math.prod(shape[k + 1 :]) for k in range(len(shape)))
+    fake = np.lib.stride_tricks.as_strided(WINDOW_BASE, shape, strides)
+    try:
+        found = fake[parse_index(index)]
+    except IndexError:
+        return None
+    return found if isinstance(found, np.ndarray) else None
+
+
+WINDOW_BASE = np.zeros(1, np.uint8)  # the memory `window` pretends to view (one byte an element)
+
+
 def contiguous_window(shape: tuple, index: str) -> bool:
     """Whether `slice`'s window x[index] of a C-contiguous x of `shape` is itself
     C-contiguous and not empty (so a view of it has the layout a copy would have)."""
-    if not all(isinstance(d, int) for d in shape):
-        return False
-    strides = tuple(math.prod(shape[k + 1 :]) for k in range(len(shape)))
-    fake = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape, strides)
-    try:
-        window = fake[parse_index(index)]
-    except IndexError:
-        return False
-    return isinstance(window, np.ndarray) and window.size > 0 and window.flags.c_contiguous
+    found = window(shape, index)
+    return found is not None and found.size > 0 and found.flags.c_contiguous
 
 
 class FreeList:

@@ -204,8 +204,7 @@ def gemm_address(dtype: np.dtype) -> tuple[int, int] | None:
     found = blas.library()
     if isinstance(found, str):
         return None
-    symbol = found.symbols[dtype == np.float64]
-    function = getattr(ctypes.CDLL(str(found.path)), symbol)
+    function = blas.symbol(found, found.symbols[dtype == np.float64])
     return ctypes.cast(function, ctypes.c_void_p).value, found.bits
 
 

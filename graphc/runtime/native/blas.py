@@ -123,6 +123,13 @@ def _bind(path: Path, spelling: tuple[str, str, int]) -> Blas:
     return Blas(path, (single, double), bits, functions, "ctypes")
 
 
+def symbol(blas: Blas, name: str) -> Any | None:
+    """A ctypes function of the bound library by name, or None where it has none: for
+    what the generated code does not call through `Blas.functions` (the threads
+    callback's setter, threads.py; gemm's address for a C kernel, attention.py)."""
+    return getattr(ctypes.CDLL(str(blas.path)), name, None)
+
+
 _cache: dict[str, Blas | str] = {}
 
 

@@ -34,10 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ops.indexing import parse_index
 from graphc.runtime.fused import transposed_view
 from graphc.runtime.native import calls
 from graphc.runtime.native.cexpr import CTYPE
+from graphc.runtime.plan import WINDOW_BASE
+from graphc.runtime.plan import window as plan_window
 
 LANES = 16  # the widest vector of lanes (AVX-512): a width that is a multiple of it
 KINDS = ("allocated", "reused")
@@ -52,16 +53,8 @@ def column_block(gen: Any, step: Any) -> tuple[str, int, int, int] | None:
         return None
     if transposed_view(gen, source):
         return None
-    shape = plan.values[source].type.shape
-    if not all(isinstance(d, int) for d in shape) or len(shape) < 2:
-        return None
-    strides = tuple(int(np.prod(shape[k + 1 :])) for k in range(len(shape)))
-    fake = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape, strides)
-    try:
-        window = fake[parse_index(step.attrs["index"])]
-    except IndexError:
-        return None
-    if not isinstance(window, np.ndarray) or window.shape != tuple(value.type.shape):
+    window = plan_window(plan.values[source].type.shape, step.attrs["index"])
+    if window is None or window.shape != tuple(value.type.shape):
         return None
     if window.ndim < 2 or window.size == 0 or window.strides[-1] != 1:
         return None
@@ -71,7 +64,7 @@ def column_block(gen: Any, step: Any) -> tuple[str, int, int, int] | None:
     rows = window.strides[:-1]  # the leading axes must walk the rows in order
     if any(rows[k] != rows[k + 1] * window.shape[k + 1] for k in range(len(rows) - 1)):
         return None
-    offset = window.__array_interface__["data"][0] - fake.__array_interface__["data"][0]
+    offset = window.__array_interface__["data"][0] - WINDOW_BASE.__array_interface__["data"][0]
     return source, offset, width, pitch
 
 

@@ -146,7 +146,7 @@ def _setter() -> tuple[ctypes._CFuncPtr, str] | str:
     found = blas.library()
     if isinstance(found, str):
         return found
-    setter = getattr(ctypes.CDLL(str(found.path)), SETTERS[found.symbols[0]], None)
+    setter = blas.symbol(found, SETTERS[found.symbols[0]])
     if setter is None:
         return f"{found.path.name} has no threads callback"
     setter.argtypes = [ctypes.c_void_p]

@@ -77,12 +77,14 @@ def _allows_scalar(graph: Graph) -> bool:
 # direct_conv.py), attention (its softmax is the row kernel's), the layer norms (a
 # variance summed in lanes where numpy calls sdot: norm.py)
 CONVOLUTIONS = frozenset({"conv2d", "conv2d_epilogue", "conv2d_fused"})
+# (and conv_transpose2d of stride 1, the direct kernel on a flipped weight: conv.py)
 LAYER_NORMS = frozenset({"layer_norm", "layer_norm_grad"})
 INEXACT = (
     frozenset(ULP_BOUND)
     | frozenset(rows.ROW_BOUND)
     | {"gemm", "attention"}
     | CONVOLUTIONS
+    | {"conv_transpose2d"}
     | LAYER_NORMS
 )
 
@@ -373,6 +375,8 @@ def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
 
 for _op in CONVOLUTIONS:
     register_lowering(_op, lower_conv, backend=NAME)
+register_lowering("conv_transpose2d", conv.lower_conv_transpose, backend=NAME)
 register_lowering("max_pool2d", pool.lower_max_pool2d, backend=NAME)
+register_lowering("max_pool2d_backward", pool.lower_max_pool2d_backward, backend=NAME)
 for _op in LAYER_NORMS:
     register_lowering(_op, norm.lower_layer_norm, backend=NAME)

@@ -116,21 +116,44 @@ def _direct_step(gen: Generator, step: Step, out: str, codes: str, operands: lis
     """The call of the direct kernel with the step's epilogue program: addresses of
     static arrays taken once per thread, of the others per call."""
     a, plan = step.attrs, gen.plan
-    x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
+    w_t = plan.values[step.inputs[1]].type
+    geometry = (a["padding"], a["dilation"], a["groups"])
+    lines = [f"# the direct convolution ({DIRECT.name}), its epilogue in registers"]
+    weight = lambda lines: calls.value_address(gen, step.inputs[1], lines)  # noqa: E731
+    return _call_direct(gen, step, out, w_t.shape, geometry, codes, operands, lines, weight)
+
+
+def _call_direct(
+    gen: Generator,
+    step: Step,
+    out: str,
+    w_shape: tuple,
+    geometry: tuple,
+    codes: str,
+    operands: list,
+    lines: list[str],
+    weight: Callable[[list[str]], str],
+) -> list[str]:
+    """`lines` and the direct kernel's call on the step's input 0 and the weight of
+    `w_shape` whose address `weight` gives (after the input's), with `geometry`
+    (padding, dilation, groups) and the epilogue program `codes` on `operands`."""
+    plan = gen.plan
+    x_t = plan.values[step.inputs[0]].type
     out_t = plan.values[step.output].type
     name = gen.fresh("conv_step")
     ints = lambda values: tuple(int(v) for v in values)  # noqa: E731 - literals
-    shapes = f"{ints(x_t.shape)}, {ints(w_t.shape)}, {ints(out_t.shape)}"
-    geometry = f"{ints(a['padding'])}, {ints(a['dilation'])}, {int(a['groups'])}"
+    shapes = f"{ints(x_t.shape)}, {ints(w_shape)}, {ints(out_t.shape)}"
+    padding, dilation, groups = geometry
+    geometry_source = f"{ints(padding)}, {ints(dilation)}, {int(groups)}"
     make = gen.const(direct_conv.prepared, "prepared")
     gen.setup_lines.append(
-        f"{name}, {name}_nulls, {name}_pad = {make}({shapes}, {geometry}, {codes})"
+        f"{name}, {name}_nulls, {name}_pad = {make}({shapes}, {geometry_source}, {codes})"
     )
-    lines = [f"# the direct convolution ({DIRECT.name}), its epilogue in registers"]
     fn = _direct_kernel(gen)
     if not x_t.shape[0]:
         return lines + ["# (no images)"]
-    x, w = (calls.value_address(gen, v, lines) for v in step.inputs[:2])
+    x = calls.value_address(gen, step.inputs[0], lines)
+    w = weight(lines)
     args = [str(x_t.shape[0]), x, w, calls.address(gen, out, step.output in gen.static, lines)]
     args.append(f"*{name}")
     for operand in operands:
@@ -139,6 +162,82 @@ def _direct_step(gen: Generator, step: Step, out: str, codes: str, operands: lis
         else:
             args.append(calls.operand(gen, operand[0], operand[1], lines))
     lines.append(f"{fn}({', '.join(args)}, *{name}_nulls)")
+    return lines
+
+
+def transposed_as_conv(
+    x: TensorType, w: TensorType, out: TensorType, attrs: dict
+) -> tuple[tuple, tuple] | str:
+    """A conv_transpose2d of stride 1 as the direct kernel's conv2d of the same input:
+    (the shape of its weight, w's channels swapped and taps reversed, and its padding:
+    the dilated kernel's extent less the transpose's own), or why not."""
+    if tuple(attrs["stride"]) != (1, 1):
+        return "a transposed convolution of stride 1 only"
+    if attrs["groups"] != 1:
+        return "a transposed convolution of one group only"
+    if not all(isinstance(d, int) and d > 0 for d in (*x.shape, *w.shape, *out.shape)):
+        return "a transposed convolution of static, non-empty shapes only"
+    in_ch, out_ch, kh, kw = w.shape
+    (dh, dw), (top, left, bottom, right) = attrs["dilation"], attrs["padding"]
+    extra_h, extra_w = attrs["output_padding"]
+    padding = (
+        dh * (kh - 1) - top,
+        dw * (kw - 1) - left,
+        dh * (kh - 1) - bottom + extra_h,
+        dw * (kw - 1) - right + extra_w,
+    )
+    if min(padding) < 0:
+        return "padding past the dilated kernel"
+    flipped_t = TensorType((out_ch, in_ch, kh, kw), w.dtype)
+    conv_attrs = {"stride": (1, 1), "dilation": attrs["dilation"], "groups": 1}
+    reason = direct_reason(x, flipped_t, out, conv_attrs)
+    return reason if reason is not None else (flipped_t.shape, padding)
+
+
+def flipped(w: np.ndarray, out: np.ndarray) -> bool:
+    """Write into `out` the conv2d weight (O, C, kH, kW) equal to conv_transpose2d's w
+    (C, O, kH, kW): its channels swapped and its taps reversed. Whether it is finite:
+    the convolution multiplies the weight by the padding's zeros too, where the
+    transpose's scatter never does, so an inf or nan in it would make nan where numpy's
+    kernel gives inf or a number."""
+    np.copyto(out, w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1])
+    return bool(np.isfinite(out).all())
+
+
+def lower_conv_transpose(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """A stride-1 conv_transpose2d (a convolution's input gradient) as the direct kernel's
+    convolution of the flipped weight, flipped once when it is a constant, else on
+    every call into a buffer of the thread's; numpy's kernel on a call whose weight is
+    not finite (see `flipped`). None (numpy's im2col) where that does not apply. Its
+    sums run in the direct kernel's order: inexact, like conv2d's."""
+    plan = gen.plan
+    x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
+    found = transposed_as_conv(x_t, w_t, plan.values[step.output].type, step.attrs)
+    if isinstance(found, str):
+        calls.plan_state(gen)["declined"][step.index] = found
+        return None
+    w_shape, padding = found
+    flip = gen.const(flipped, "flipped")
+    source = gen.array(step.inputs[1])
+    name = gen.fresh("flipped_w")
+    zeros = gen.const(np.zeros, "zeros")
+    gen.setup_lines.append(
+        f"{name} = {zeros}({tuple(w_shape)}, dtype={gen.const(np.float32, 'f32')})"
+    )
+    lines = [f"# conv_transpose2d as the direct convolution ({DIRECT.name}) of the flipped weight"]
+    if step.inputs[1] in plan.constants:
+        gen.setup_lines.append(f"{name}_finite = {flip}({source}, {name})")
+    else:
+        lines.append(f"{name}_finite = {flip}({source}, {name})")
+    weight = lambda lines: calls.address(gen, name, True, lines)  # noqa: E731
+    codes = gen.const(np.zeros(0, np.int64), "codes")
+    geometry = (padding, step.attrs["dilation"], 1)
+    lines = _call_direct(gen, step, out, w_shape, geometry, codes, [], lines, weight)
+    kernel = gen.const(get_op("conv_transpose2d").kernel, "kernel_conv_transpose2d")
+    inputs = ", ".join(gen.array(v) for v in step.inputs)
+    attrs = gen.const(dict(step.attrs), "attrs")
+    numpy_call = f"{kernel}({inputs}, out={out}, **{attrs})"
+    lines[-1] = f"{lines[-1]} if {name}_finite else {numpy_call}"
     return lines
 
 

@@ -320,3 +320,20 @@ def failing_compiler(tmp_path: Path, message: str) -> str:
     )
     script.chmod(0o755)
     return str(script)
+
+
+def assert_within_sum_bound(
+    got: np.ndarray, want: np.ndarray, magnitude: np.ndarray, terms: int
+) -> None:
+    """`got` within the componentwise bound of a sum of `terms` float32 products of
+    `want` (numpy's): 2 (terms + 2) eps `magnitude` (the sums of |products|, float64)
+    plus the underflow of the products; nan and inf where numpy has them."""
+    eps, tiny = float(np.finfo(np.float32).eps), float(np.finfo(np.float32).smallest_subnormal)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(np.isnan(got), np.isnan(want)), "nan in other places"
+    assert np.array_equal(np.isinf(got), np.isinf(want)), "inf in other places"
+    assert np.array_equal(got[np.isinf(got)], want[np.isinf(want)])
+    bound = 2 * (terms + 2) * eps * magnitude + 2 * terms * tiny
+    err = np.abs(got.astype(np.float64) - want)
+    bad = np.isfinite(want) & (err > bound)
+    assert not bad.any(), f"{int(bad.sum())} outputs beyond the bound, e.g. {err[bad][:3]}"

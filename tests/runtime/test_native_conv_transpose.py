@@ -21,12 +21,9 @@ from graphc.ir.graph import Graph
 from graphc.ops.conv import conv2d, conv_transpose2d
 from graphc.ops.conv_kernels import conv_transpose2d_kernel
 from tests.edge_values import bits_differ, sprinkled_feeds
-from tests.native_checks import needs_native
+from tests.native_checks import assert_within_sum_bound, needs_native
 
 pytestmark = needs_native
-
-EPS = float(np.finfo(np.float32).eps)
-TINY = float(np.finfo(np.float32).smallest_subnormal)
 
 # (N, C, H, W), (C, O, kH, kW), attrs
 GEOMETRIES = {
@@ -57,20 +54,12 @@ def _values(rng: np.random.Generator, shape: tuple) -> np.ndarray:
 def _assert_within_bound(
     got: np.ndarray, want: np.ndarray, x: np.ndarray, w: np.ndarray, attrs: dict
 ) -> None:
-    assert got.dtype == want.dtype and got.shape == want.shape
-    assert np.array_equal(np.isnan(got), np.isnan(want)), "nan in other places"
-    assert np.array_equal(np.isinf(got), np.isinf(want)), "inf in other places"
-    assert np.array_equal(got[np.isinf(got)], want[np.isinf(want)])
-    terms = w.shape[0] * w.shape[2] * w.shape[3]
     magnitude = conv_transpose2d_kernel(
         np.nan_to_num(np.abs(x.astype(np.float64)), posinf=0.0),
         np.nan_to_num(np.abs(w.astype(np.float64)), posinf=0.0),
         **attrs,
     )
-    bound = 2 * (terms + 2) * EPS * magnitude + 2 * terms * TINY
-    err = np.abs(got.astype(np.float64) - want)
-    bad = np.isfinite(want) & (err > bound)
-    assert not bad.any(), f"{int(bad.sum())} outputs beyond the bound, e.g. {err[bad][:3]}"
+    assert_within_sum_bound(got, want, magnitude, w.shape[0] * w.shape[2] * w.shape[3])
 
 
 @pytest.mark.parametrize("name", list(GEOMETRIES))

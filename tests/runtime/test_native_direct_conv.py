@@ -209,7 +209,7 @@ def test_threads_splitting_the_images_read_each_images_operands(
         ((2, 3, 9, 9), (4, 3, 3, 3), {"stride": 2}, "float32", "stride 1"),
         ((2, 3, 9, 9), (4, 3, 3, 3), {}, "float64", "float32 only"),
         ((2, 4, 9, 9), (4, 1, 3, 3), {"groups": 4}, "float32", "depthwise"),
-        ((2, 3, 4, 4), (5, 3, 3, 4), {}, "float32", "larger than its output"),
+        ((2, 3, 12, 12), (5, 3, 5, 5), {"dilation": 2}, "float32", "larger than its output"),
     ],
 )
 def test_other_geometries_run_numpys_kernel(

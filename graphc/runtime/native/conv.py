@@ -3,15 +3,20 @@
 Two parts, each taken where it applies:
 
 - the convolution: the direct C kernel (direct_conv.py) for stride-1 float32
-  convolutions whose kernel is no larger than their output, numpy's im2col and BLAS
-  otherwise (`direct_reason` says why not). The choice depends on the channels, image
-  and kernel sizes only, never on the batch, so an image's bits never depend on its
-  batch; and conv2d, conv2d_epilogue and conv2d_fused make the same choice for one
-  geometry, so the levels agree bit for bit (the three are in the backend's `inexact`);
+  convolutions whose kernel is no larger than their output; for a plain conv2d whose
+  kernel is larger (a weight gradient), the wide kernel (wide_conv.py) where it applies;
+  numpy's im2col and BLAS otherwise (`direct_reason` and `wide_conv.wide_reason` say
+  why not). The choice depends on the channels, image and kernel sizes only, never on
+  the batch, so an image's bits never depend on its batch; and conv2d, conv2d_epilogue
+  and conv2d_fused make the same choice for one geometry, so the levels agree bit for
+  bit (the three are in the backend's `inexact`);
 - the epilogue (conv2d_epilogue's bias and activation) or body (conv2d_fused's
   elementwise ops): one C kernel run on each chunk of images as it is final, when the
   output has at least `SMALL` elements, else numpy's ops on the chunk. Exact either way
   (a group with an inexact op is never made a body for this backend).
+
+conv_transpose2d of stride 1 (a convolution's input gradient) is the direct kernel's
+convolution of the flipped weight (`lower_conv_transpose`).
 
 The body's kernel is built once from the step's full types, like a fused step's. Its
 sizes are arguments, so the closure that `chunk_epilogue` makes calls it per chunk with
@@ -34,7 +39,7 @@ from graphc.ir.types import TensorType
 from graphc.ops.conv_epilogue import per_channel
 from graphc.ops.conv_kernels import conv2d_kernel
 from graphc.runtime.codegen import Generator
-from graphc.runtime.native import calls, direct_conv
+from graphc.runtime.native import calls, direct_conv, wide_conv
 from graphc.runtime.native.kernels import (
     BLOCK,
     FULL,
@@ -71,8 +76,11 @@ def direct_reason(x: TensorType, w: TensorType, out: TensorType, attrs: dict) ->
     if per_group == 1 and out_ch == attrs["groups"]:
         return "depthwise: numpy's per-tap kernel"
     if kh * kw > math.prod(out.shape[2:]):  # type: ignore[arg-type]
-        return "a kernel larger than its output (a weight gradient): numpy's im2col"
+        return LARGER_KERNEL
     return None
+
+
+LARGER_KERNEL = "a kernel larger than its output (a weight gradient)"
 
 
 def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | None:
@@ -84,10 +92,18 @@ def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | 
     out_t = plan.values[step.output].type
     x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
     reason = direct_reason(x_t, w_t, out_t, step.attrs)
+    wide = None
+    if reason == LARGER_KERNEL:
+        why = wide_conv.wide_reason(x_t, w_t, out_t, step.attrs)
+        if why is None:
+            wide = _wide_runner(gen)
+        else:
+            reason = f"{reason}: {why}"
     program = _program(gen, step) if reason is None else None
     if program is not None:  # one call per step, its arguments made per thread
         return _direct_step(gen, step, out, *program)
-    direct = None if reason else _runner(gen)
+    direct = wide or (None if reason else _runner(gen))
+    name = wide_conv.NAME if wide else DIRECT.name
     body, others = _body(gen, step)
     epilogue = None
     if body is not None and (out_t.size or 0) >= small:
@@ -107,7 +123,7 @@ def lower_conv(gen: Generator, step: Step, out: str, small: int) -> list[str] | 
     inputs = ", ".join(gen.array(v) for v in step.inputs)
     attrs = gen.const(dict(step.attrs), "attrs")
     return [
-        f"# the direct convolution ({DIRECT.name}), numpy's epilogue",
+        f"# the convolution in C ({name}), numpy's epilogue",
         f"{kernel}({inputs}, out={out}, direct={direct}, **{attrs})",
     ]
 
@@ -306,6 +322,19 @@ def _runner(gen: Generator) -> str:
         gen.setup_lines.append(f"{name} = {gen.const(direct_conv.runner, 'runner')}({kernel})")
         state["direct"] = name
     return state["direct"]
+
+
+def _wide_runner(gen: Generator) -> str:
+    """The name of this plan's conv2d_kernel hook for the wide kernel (made once per
+    thread)."""
+    state = calls.plan_state(gen)
+    calls.record(gen, wide_conv.KERNEL)
+    if "wide" not in state:
+        name = gen.fresh("wide_conv")
+        make = gen.const(wide_conv.runner, "wide_runner")
+        gen.setup_lines.append(f"{name} = {make}({wide_conv.NAME})")
+        state["wide"] = name
+    return state["wide"]
 
 
 def _body(gen: Generator, step: Step) -> tuple[Graph | None, list[str]]:

@@ -8,6 +8,8 @@ float64; on the calling thread and on the pool. Other dtypes stay on numpy.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -109,3 +111,29 @@ def test_mixed_dtypes_stay_on_numpy() -> None:
     x = rng.integers(-3, 4, (2, 3, 6, 6)).astype(np.int32)
     ct = rng.standard_normal((2, 3, 3, 3)).astype(np.float32)
     assert bits_differ(exe(x, ct), gc.compile(g, backend="numpy")(x, ct)) is None
+
+
+def test_both_dtypes_in_one_plan_build_once() -> None:
+    """float32 and float64 gradients in one graph: each dtype's functions are in the
+    library once (a definition twice would fail the build and fall back to numpy)."""
+    g = gc.Graph("both")
+    with g:
+        outs = []
+        for dtype in ("float32", "float64"):
+            x = gc.placeholder(f"x_{dtype}", (2, 3, 8, 8), dtype)
+            pooled = max_pool2d(x, kernel_size=(2, 2))
+            ct = gc.placeholder(f"ct_{dtype}", (2, 3, 4, 4), dtype)
+            outs.append(max_pool2d_backward(ct, x, pooled, kernel_size=(2, 2)))
+        gc.output(outs[0], name="g32")
+        gc.output(outs[1], name="g64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to numpy warns
+        exe = gc.compile(g, backend="native")
+        feeds = _feeds(g, 0, "float32")
+        feeds = {k: v.astype(k.split("_")[1]) for k, v in feeds.items()}
+        got = exe(**feeds)
+    assert exe.explain().count("max_pool2d_backward(") == 2
+    assert "[numpy]" not in exe.explain()
+    want = gc.compile(g, backend="numpy")(**feeds)
+    for a, b in zip(got, want):
+        assert bits_differ(a, b) is None

@@ -208,6 +208,35 @@ GC_EXPORT void gc_max_pool2d_backward_##t(MPB_ARGS) { \
                       win, H, W, Ho, Wo, kh, kw, sh, sw, top, left, dh, dw); \
         free(win); \
     } }
+/* the 2x2, stride-2 pass, one window at a time (float64) */
+#define MPB_ROWS22(t, T) \
+static void mpb_rows22_##t(const T *ct, const T *x, const T *p, T *g, int64_t rows, \
+        int64_t H, int64_t W, int64_t Ho, int64_t Wo) { \
+    for (int64_t q = 0; q < rows; q++) { \
+        int64_t at = (q / Ho) * H * W + 2 * (q % Ho) * W; \
+        const T *x0 = x + at, *x1 = x0 + W, *pq = p + q * Wo, *cq = ct + q * Wo; \
+        T *g0 = g + at, *g1 = g0 + W; \
+        for (int64_t k = 0; k < Wo; k++) { \
+            T v = pq[k], one = (T)0 + cq[k], a = x0[2 * k], b = x0[2 * k + 1]; \
+            T c = x1[2 * k], d = x1[2 * k + 1]; \
+            int pn = v != v; \
+            int ha = (a == v) | (pn & (a != a)); \
+            int hb = !ha & ((b == v) | (pn & (b != b))); \
+            int hc = !ha & !hb & ((c == v) | (pn & (c != c))); \
+            int hd = !ha & !hb & !hc & ((d == v) | (pn & (d != d))); \
+            g0[2 * k] = ha ? one : (T)0; g0[2 * k + 1] = hb ? one : (T)0; \
+            g1[2 * k] = hc ? one : (T)0; g1[2 * k + 1] = hd ? one : (T)0; \
+        } \
+        if (W > 2 * Wo) /* an odd last column: no window */ \
+            for (int64_t k = 2 * Wo; k < W; k++) { g0[k] = (T)0; g1[k] = (T)0; } \
+        if (q % Ho == Ho - 1) /* rows past the last window's */ \
+            for (int64_t k = 2 * W; k < (H - 2 * (Ho - 1)) * W; k++) g0[k] = (T)0; \
+    } }
+"""
+
+# float32: the vector pass; float64: the scalar one (each dtype its own functions, so
+# that a plan with both compiles them once)
+BACKWARD_F32 = r"""
 #if GC_W == 16
 #define MPB_EVEN {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30}
 #define MPB_ODD {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31}
@@ -257,33 +286,12 @@ static void mpb_rows22_v(const float *ct, const float *x, const float *p, float 
             for (int64_t k = 2 * W; k < (H - 2 * (Ho - 1)) * W; k++) g0[k] = 0.0f;
     }
 }
-/* the 2x2, stride-2 pass, one window at a time (float64) */
-#define MPB_ROWS22(t, T) \
-static void mpb_rows22_##t(const T *ct, const T *x, const T *p, T *g, int64_t rows, \
-        int64_t H, int64_t W, int64_t Ho, int64_t Wo) { \
-    for (int64_t q = 0; q < rows; q++) { \
-        int64_t at = (q / Ho) * H * W + 2 * (q % Ho) * W; \
-        const T *x0 = x + at, *x1 = x0 + W, *pq = p + q * Wo, *cq = ct + q * Wo; \
-        T *g0 = g + at, *g1 = g0 + W; \
-        for (int64_t k = 0; k < Wo; k++) { \
-            T v = pq[k], one = (T)0 + cq[k], a = x0[2 * k], b = x0[2 * k + 1]; \
-            T c = x1[2 * k], d = x1[2 * k + 1]; \
-            int pn = v != v; \
-            int ha = (a == v) | (pn & (a != a)); \
-            int hb = !ha & ((b == v) | (pn & (b != b))); \
-            int hc = !ha & !hb & ((c == v) | (pn & (c != c))); \
-            int hd = !ha & !hb & !hc & ((d == v) | (pn & (d != d))); \
-            g0[2 * k] = ha ? one : (T)0; g0[2 * k + 1] = hb ? one : (T)0; \
-            g1[2 * k] = hc ? one : (T)0; g1[2 * k + 1] = hd ? one : (T)0; \
-        } \
-        if (W > 2 * Wo) /* an odd last column: no window */ \
-            for (int64_t k = 2 * Wo; k < W; k++) { g0[k] = (T)0; g1[k] = (T)0; } \
-        if (q % Ho == Ho - 1) /* rows past the last window's */ \
-            for (int64_t k = 2 * W; k < (H - 2 * (Ho - 1)) * W; k++) g0[k] = (T)0; \
-    } }
 #define T float
 MPB_KERNEL(f32, float, mpb_rows22_v)
 #undef T
+"""
+
+BACKWARD_F64 = r"""
 #define T double
 MPB_ROWS22(f64, double)
 MPB_KERNEL(f64, double, mpb_rows22_f64)
@@ -291,9 +299,9 @@ MPB_KERNEL(f64, double, mpb_rows22_f64)
 """
 BACKWARD_KERNELS = {
     np.dtype(dtype): Kernel(
-        f"gc_max_pool2d_backward_{t}", BACKWARD, [], ["max_pool2d_backward"], BACKWARD_PARAMS
+        f"gc_max_pool2d_backward_{t}", BACKWARD + part, [], ["max_pool2d_backward"], BACKWARD_PARAMS
     )
-    for dtype, t in ((np.float32, "f32"), (np.float64, "f64"))
+    for dtype, t, part in ((np.float32, "f32", BACKWARD_F32), (np.float64, "f64", BACKWARD_F64))
 }
 
 

@@ -9,7 +9,8 @@ and the copy is most of its time: 0.56 ms of a LeNet training step's 0.6 for tha
 
 Here output (b, o, i, j) sums w[o, c, r, s] * x[b, c, i + r, j + s] over c, r and s,
 the last as vectors of GC_W lanes: a tile of `WG_OT` output channels by `WG_JT` output
-columns of one output row keeps its accumulators in registers while the kernel's rows
+columns of one output row (one compiled case per column count: a case per channel count
+too made the kernel take 1.3 s to build) keeps its accumulators in registers while the kernel's rows
 go by (per row: `WG_JT` loads of the input row at the tile's columns, `WG_OT` loads of
 the kernel's row, their products as fused multiply-adds). Each accumulator's lanes are
 then summed in lane order, and the sums of the vectors of s in their order. The input
@@ -55,13 +56,18 @@ typedef struct {
     int64_t C, Hp, Wp, O, R, S, KH, KW;
 } wg_conv;
 
-/* ot output channels from o0 by jt output columns from j0 of output row i of image b */
-GC_INLINE void wg_tile(const wg_conv *c, int64_t b, int64_t o0, int64_t i, int64_t j0,
-                       const int ot, const int jt) {
+/* WG_OT output channels from o0 by jt output columns from j0 of output row i of image b;
+   of the channels past the last (o0 + o >= O), the last one's sums are computed again
+   and not stored, so only the column count varies between the cases below */
+GC_INLINE void wg_tile(const wg_conv *c, int64_t b, int64_t o0, int ot, int64_t i,
+                       int64_t j0, const int jt) {
     float sums[WG_OT][WG_JT];
     for (int o = 0; o < WG_OT; o++)
         for (int j = 0; j < WG_JT; j++) sums[o][j] = 0.0f;
     const float *xb = c->x + b * c->C * c->Hp * c->Wp;
+    const float *wo[WG_OT];
+    for (int o = 0; o < WG_OT; o++)
+        wo[o] = c->w + (o0 + (o < ot ? o : ot - 1)) * c->C * c->R * c->S;
     for (int64_t s0 = 0; s0 < c->S; s0 += GC_W) {
         int64_t m = c->S - s0 < GC_W ? c->S - s0 : GC_W;
         vf32 acc[WG_OT][WG_JT];
@@ -70,15 +76,15 @@ GC_INLINE void wg_tile(const wg_conv *c, int64_t b, int64_t o0, int64_t i, int64
         for (int64_t ch = 0; ch < c->C; ch++)
             for (int64_t r = 0; r < c->R; r++) {
                 const float *xr = xb + (ch * c->Hp + i + r) * c->Wp + j0 + s0;
-                const float *wr = c->w + ((o0 * c->C + ch) * c->R + r) * c->S + s0;
+                int64_t at = (ch * c->R + r) * c->S + s0;
                 vf32 xv[WG_JT];
                 for (int j = 0; j < jt; j++) xv[j] = ldm_f32(xr + j, m);
-                for (int o = 0; o < ot; o++) {
-                    vf32 wv = ldm_f32(wr + o * c->C * c->R * c->S, m);
+                for (int o = 0; o < WG_OT; o++) {
+                    vf32 wv = ldm_f32(wo[o] + at, m);
                     for (int j = 0; j < jt; j++) acc[o][j] = fma_f32(wv, xv[j], acc[o][j]);
                 }
             }
-        for (int o = 0; o < ot; o++)
+        for (int o = 0; o < WG_OT; o++)
             for (int j = 0; j < jt; j++) {
                 float t = 0.0f;
                 for (int k = 0; k < GC_W; k++) t += acc[o][j][k];
@@ -90,19 +96,14 @@ GC_INLINE void wg_tile(const wg_conv *c, int64_t b, int64_t o0, int64_t i, int64
         for (int j = 0; j < jt; j++) y[o * c->KH * c->KW + j] = sums[o][j];
 }
 
-/* the tile with (ot, jt) as constants, so each case is unrolled and kept in registers */
-static void wg_tile_any(const wg_conv *c, int64_t b, int64_t o0, int64_t i, int64_t j0,
-                        int ot, int jt) {
-    switch ((ot - 1) * WG_JT + (jt - 1)) {
-#define WG_CASE(o, j) case (o - 1) * WG_JT + (j - 1): wg_tile(c, b, o0, i, j0, o, j); break;
-#ifdef __AVX512F__
-    WG_CASE(1, 1) WG_CASE(1, 2) WG_CASE(1, 3) WG_CASE(1, 4) WG_CASE(1, 5) WG_CASE(1, 6)
-    WG_CASE(2, 1) WG_CASE(2, 2) WG_CASE(2, 3) WG_CASE(2, 4) WG_CASE(2, 5) WG_CASE(2, 6)
-    WG_CASE(3, 1) WG_CASE(3, 2) WG_CASE(3, 3) WG_CASE(3, 4) WG_CASE(3, 5) WG_CASE(3, 6)
-    WG_CASE(4, 1) WG_CASE(4, 2) WG_CASE(4, 3) WG_CASE(4, 4) WG_CASE(4, 5) WG_CASE(4, 6)
-#else
-    WG_CASE(1, 1) WG_CASE(1, 2) WG_CASE(1, 3) WG_CASE(1, 4) WG_CASE(1, 5)
-    WG_CASE(2, 1) WG_CASE(2, 2) WG_CASE(2, 3) WG_CASE(2, 4) WG_CASE(2, 5)
+/* the tile with jt as a constant, so each case is unrolled and kept in registers */
+static void wg_tile_any(const wg_conv *c, int64_t b, int64_t o0, int ot, int64_t i,
+                        int64_t j0, int jt) {
+    switch (jt) {
+#define WG_CASE(j) case j: wg_tile(c, b, o0, ot, i, j0, j); break;
+    WG_CASE(1) WG_CASE(2) WG_CASE(3) WG_CASE(4) WG_CASE(5)
+#if WG_JT > 5
+    WG_CASE(6)
 #endif
 #undef WG_CASE
     }
@@ -121,7 +122,7 @@ GC_EXPORT void gc_wide_conv2d_f32(int64_t B, const float *x, const float *w, flo
         int64_t o0 = ot_at * WG_OT, j0 = jt_at * WG_JT;
         int ot = (int)(O - o0 < WG_OT ? O - o0 : WG_OT);
         int jt = (int)(KW - j0 < WG_JT ? KW - j0 : WG_JT);
-        wg_tile_any(&c, b, o0, i, j0, ot, jt);
+        wg_tile_any(&c, b, o0, ot, i, j0, jt);
     }
 }
 """

@@ -175,6 +175,21 @@ GC_INLINE void dc_copy(float *d, const float *s, int64_t n) {
 static void dc_pad(const float *x, float *pad, int64_t H, int64_t W, int64_t top,
                    int64_t left, int64_t right, int64_t Wp, int64_t plane) {
     dc_zero(pad, top * Wp);
+#ifdef __AVX512F__
+    if (Wp <= GC_W) {  /* a padded row in one vector: the row loaded, moved right by
+                          `left` lanes with zeros around it, stored once */
+        vi32 lane;
+        for (int k = 0; k < GC_W; k++) lane[k] = k;
+        __m512i at = (__m512i)(lane - (int32_t)left);
+        __mmask16 keep = (__mmask16)(((1u << W) - 1) << left);
+        for (int64_t h = 0; h < H; h++) {
+            vf32 row = ldm_f32(x + h * W, W);
+            stm_f32(pad + (top + h) * Wp, (vf32)_mm512_maskz_permutexvar_ps(keep, at, (gc_ps)row), Wp);
+        }
+        dc_zero(pad + (top + H) * Wp, plane - (top + H) * Wp);
+        return;
+    }
+#endif
     for (int64_t h = 0; h < H; h++) {
         float *row = pad + (top + h) * Wp;
         dc_zero(row, left);

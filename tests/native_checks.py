@@ -22,6 +22,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,7 +34,7 @@ from graphc.runtime.backend import available_backends
 from graphc.runtime.native import INEXACT, toolchain
 from graphc.runtime.native.cexpr import ULP_BOUND
 from tests.differential import describe_feeds, quiet
-from tests.edge_values import bits_differ
+from tests.edge_values import bits_differ, sprinkled_feeds
 
 HAVE_NATIVE = "native" in available_backends()
 
@@ -337,3 +338,44 @@ def assert_within_sum_bound(
     err = np.abs(got.astype(np.float64) - want)
     bad = np.isfinite(want) & (err > bound)
     assert not bad.any(), f"{int(bad.sum())} outputs beyond the bound, e.g. {err[bad][:3]}"
+
+
+def scaled_values(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """float32 normal values scaled by 10**k, k uniform in [-12, 12]: sums over terms of
+    very different sizes, products far from overflow."""
+    scale = 10.0 ** rng.uniform(-12, 12, shape)
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def two_input_graph(
+    op: Callable[..., Any], x_shape: tuple, w_shape: tuple, attrs: dict, dtype: str = "float32"
+) -> Graph:
+    """A graph of y = op(x, w, **attrs), x and w placeholders (a convolution's input and
+    weight)."""
+    g = gc.Graph(op.__name__)
+    with g:
+        x = gc.placeholder("x", x_shape, dtype)
+        w = gc.placeholder("w", w_shape, dtype)
+        gc.output(op(x, w, **attrs), name="y")
+    return g
+
+
+def sum_feeds(graph: Graph, seed: int, share: float) -> tuple[np.ndarray, np.ndarray]:
+    """x and w of a two-input graph from `sprinkled_feeds` (nan, inf, -0.0, subnormals),
+    their largest finite values replaced by +-1: they would overflow the sums."""
+    feeds = sprinkled_feeds(graph, seed, share=share)
+    x, w = feeds["x"], feeds["w"]
+    x[np.abs(x) > 1e30] = 1.0
+    w[np.abs(w) > 1e30] = -1.0
+    return x, w
+
+
+def assert_numpys_kernel_runs(graph: Graph, why: str, *feeds: np.ndarray) -> None:
+    """The native plan leaves the graph's step to numpy for the reason `why` (explain
+    says so), and gives numpy's bits on `feeds`."""
+    exe = gc.compile(graph, backend="native")
+    text = exe.explain(*feeds)
+    assert "[numpy]" in text and why in text, text
+    with np.errstate(all="ignore"):
+        want = gc.compile(graph, backend="numpy")(*feeds)
+        assert bits_differ(exe(*feeds), want) is None

@@ -17,11 +17,17 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.ir.graph import Graph
 from graphc.ops.conv import conv2d, conv_transpose2d
 from graphc.ops.conv_kernels import conv_transpose2d_kernel
-from tests.edge_values import bits_differ, sprinkled_feeds
-from tests.native_checks import assert_within_sum_bound, needs_native
+from tests.edge_values import bits_differ
+from tests.native_checks import (
+    assert_numpys_kernel_runs,
+    assert_within_sum_bound,
+    needs_native,
+    scaled_values,
+    sum_feeds,
+    two_input_graph,
+)
 
 pytestmark = needs_native
 
@@ -34,21 +40,6 @@ GEOMETRIES = {
     "1x1": ((2, 5, 4, 6), (5, 3, 1, 1), {}),
     "wide rows": ((1, 4, 3, 40), (4, 5, 3, 3), {"padding": (1, 1, 1, 1)}),
 }  # fmt: skip
-
-
-def _graph(x_shape: tuple, w_shape: tuple, attrs: dict, dtype: str = "float32") -> Graph:
-    g = gc.Graph("conv_t")
-    with g:
-        x = gc.placeholder("x", x_shape, dtype)
-        w = gc.placeholder("w", w_shape, dtype)
-        gc.output(conv_transpose2d(x, w, **attrs), name="y")
-    return g
-
-
-def _values(rng: np.random.Generator, shape: tuple) -> np.ndarray:
-    """Normal values scaled by 10**k, k uniform in [-12, 12]."""
-    scale = 10.0 ** rng.uniform(-12, 12, shape)
-    return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
 def _assert_within_bound(
@@ -65,13 +56,13 @@ def _assert_within_bound(
 @pytest.mark.parametrize("name", list(GEOMETRIES))
 def test_within_the_bound_of_numpys_kernel_at_every_level(name: str) -> None:
     x_shape, w_shape, attrs = GEOMETRIES[name]
-    g = _graph(x_shape, w_shape, attrs)
+    g = two_input_graph(conv_transpose2d, x_shape, w_shape, attrs)
     levels = [gc.compile(g, opt_level=k, backend="native") for k in (0, 1, 2)]
     assert "conv_transpose2d(" in levels[2].explain() and "[native]" in levels[2].explain()
     assert "flipped weight" in levels[2].source()
     rng = np.random.default_rng(len(name))
     for _ in range(3):  # new weights each call: flipped on every call
-        x, w = _values(rng, x_shape), _values(rng, w_shape)
+        x, w = scaled_values(rng, x_shape), scaled_values(rng, w_shape)
         kept = x.copy(), w.copy()
         got = levels[2](x, w)
         _assert_within_bound(got, conv_transpose2d_kernel(x, w, **attrs), x, w, attrs)
@@ -83,22 +74,21 @@ def test_within_the_bound_of_numpys_kernel_at_every_level(name: str) -> None:
 @pytest.mark.parametrize("name", ["lenet first's, one channel", "output_padding"])
 def test_nan_inf_and_signed_zeros_where_numpy_has_them(name: str) -> None:
     x_shape, w_shape, attrs = GEOMETRIES[name]
-    g = _graph(x_shape, w_shape, attrs)
+    g = two_input_graph(conv_transpose2d, x_shape, w_shape, attrs)
     exe = gc.compile(g, backend="native")
     for seed in range(4):
-        feeds = sprinkled_feeds(g, seed, share=0.02)
-        x, w = feeds["x"], feeds["w"]
-        x[np.abs(x) > 1e30] = 1.0  # the largest finite values would overflow the sums
-        w[np.abs(w) > 1e30] = -1.0
+        x, w = sum_feeds(g, seed, share=0.02)
         want = conv_transpose2d_kernel(x, w, **attrs)
         _assert_within_bound(exe(x, w), want, x, w, attrs)
 
 
 def test_an_images_bits_do_not_depend_on_its_batch() -> None:
     x_shape, w_shape, attrs = GEOMETRIES["lenet second's input gradient"]
-    exe = gc.compile(_graph(("B", *x_shape[1:]), w_shape, attrs), backend="native")
+    exe = gc.compile(
+        two_input_graph(conv_transpose2d, ("B", *x_shape[1:]), w_shape, attrs), backend="native"
+    )
     rng = np.random.default_rng(11)
-    x, w = _values(rng, x_shape), _values(rng, w_shape)
+    x, w = scaled_values(rng, x_shape), scaled_values(rng, w_shape)
     whole = exe(x, w)
     assert "[native]" in exe.explain(x, w)
     for k in range(x.shape[0]):
@@ -108,7 +98,7 @@ def test_an_images_bits_do_not_depend_on_its_batch() -> None:
 def test_a_constant_weight_is_flipped_once_and_a_state_weight_every_step() -> None:
     x_shape, w_shape, attrs = GEOMETRIES["asymmetric, dilated"]
     rng = np.random.default_rng(3)
-    w = _values(rng, w_shape)
+    w = scaled_values(rng, w_shape)
     g = gc.Graph("constant")
     with g:
         x = gc.placeholder("x", x_shape, "float32")
@@ -118,7 +108,7 @@ def test_a_constant_weight_is_flipped_once_and_a_state_weight_every_step() -> No
     assert "[native]" in exe.explain() and "flipped weight" in source
     run_body = source[source.index("def run(") :]
     assert "flipped(" not in run_body.split("# ---- native")[0], "a constant flipped per call"
-    x = _values(rng, x_shape)
+    x = scaled_values(rng, x_shape)
     _assert_within_bound(exe(x), conv_transpose2d_kernel(x, w, **attrs), x, w, attrs)
 
 
@@ -157,29 +147,26 @@ def test_the_input_gradient_of_a_training_step() -> None:
 def test_other_geometries_run_numpys_kernel(
     x_shape: tuple, w_shape: tuple, attrs: dict, dtype: str, why: str
 ) -> None:
-    g = _graph(x_shape, w_shape, attrs, dtype)
-    exe = gc.compile(g, backend="native")
+    g = two_input_graph(conv_transpose2d, x_shape, w_shape, attrs, dtype)
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype)
-    text = exe.explain(x, w)
-    assert "[numpy]" in text and why in text, text
-    assert bits_differ(exe(x, w), gc.compile(g, backend="numpy")(x, w)) is None
+    assert_numpys_kernel_runs(g, why, x, w)
 
 
 def test_a_weight_with_inf_or_nan_runs_numpys_kernel() -> None:
     """The convolution would multiply the padding's zeros by the weight (0 * inf is nan),
     which the transpose's scatter never does: such a call runs numpy's kernel, its bits."""
     x_shape, w_shape, attrs = GEOMETRIES["lenet first's, one channel"]
-    g = _graph(x_shape, w_shape, attrs)
+    g = two_input_graph(conv_transpose2d, x_shape, w_shape, attrs)
     exe = gc.compile(g, backend="native")
     rng = np.random.default_rng(2)
-    x = _values(rng, x_shape)
+    x = scaled_values(rng, x_shape)
     x[0, 0, 0, :3] = [np.inf, -np.inf, np.nan]
     for bad in (np.inf, -np.inf, np.nan):
-        w = _values(rng, w_shape)
+        w = scaled_values(rng, w_shape)
         w[1, 0, 4, 4] = bad
         with np.errstate(all="ignore"):
             want = conv_transpose2d_kernel(x, w, **attrs)
             assert bits_differ(exe(x, w), want) is None, bad
-    w = _values(rng, w_shape)  # finite again: the direct kernel, nan and inf from x
+    w = scaled_values(rng, w_shape)  # finite again: the direct kernel, nan and inf from x
     _assert_within_bound(exe(x, w), conv_transpose2d_kernel(x, w, **attrs), x, w, attrs)

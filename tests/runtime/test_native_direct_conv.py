@@ -21,12 +21,16 @@ from graphc.ops.conv_kernels import conv2d_kernel
 from graphc.ops.conv_ops import conv2d
 from graphc.runtime.native import direct_conv
 from tests.edge_values import bits_differ, sprinkled_feeds
-from tests.native_checks import check_native, needs_native
+from tests.native_checks import (
+    assert_within_sum_bound,
+    check_native,
+    needs_native,
+    scaled_values,
+    sum_feeds,
+    two_input_graph,
+)
 
 pytestmark = needs_native
-
-EPS = float(np.finfo(np.float32).eps)
-TINY = float(np.finfo(np.float32).smallest_subnormal)
 
 # (N, C, H, W), (O, C/groups, kH, kW), padding (top, left, bottom, right), dilation, groups
 GEOMETRIES = {
@@ -43,54 +47,29 @@ GEOMETRIES = {
 }
 
 
-def _conv_graph(x_shape: tuple, w_shape: tuple, attrs: dict, dtype: str = "float32") -> Graph:
-    g = gc.Graph("conv")
-    with g:
-        x = gc.placeholder("x", x_shape, dtype)
-        w = gc.placeholder("w", w_shape, dtype)
-        gc.output(conv2d(x, w, **attrs), name="y")
-    return g
-
-
 def _attrs(padding: tuple, dilation: tuple, groups: int) -> dict:
     return {"padding": padding, "dilation": dilation, "groups": groups}
 
 
-def _values(rng: np.random.Generator, shape: tuple) -> np.ndarray:
-    """Normal values scaled by 10**k, k uniform in [-12, 12]: sums over terms of very
-    different sizes, products far from overflow."""
-    scale = 10.0 ** rng.uniform(-12, 12, shape)
-    return (rng.standard_normal(shape) * scale).astype(np.float32)
-
-
 def _assert_within_bound(got: np.ndarray, want: np.ndarray, x: np.ndarray, w: np.ndarray,
                          attrs: dict) -> None:  # fmt: skip
-    assert got.dtype == want.dtype and got.shape == want.shape
-    assert np.array_equal(np.isnan(got), np.isnan(want)), "nan in other places"
-    assert np.array_equal(np.isinf(got), np.isinf(want)), "inf in other places"
-    assert np.array_equal(got[np.isinf(got)], want[np.isinf(want)])
-    finite = np.isfinite(want)
-    taps = w.shape[1] * w.shape[2] * w.shape[3]
     magnitude = conv2d_kernel(
         np.nan_to_num(np.abs(x.astype(np.float64)), posinf=0.0),
         np.nan_to_num(np.abs(w.astype(np.float64)), posinf=0.0),
         **attrs,
     )
-    bound = 2 * (taps + 2) * EPS * magnitude + 2 * taps * TINY
-    err = np.abs(got.astype(np.float64) - want)
-    bad = finite & (err > bound)
-    assert not bad.any(), f"{int(bad.sum())} outputs beyond the bound, e.g. {err[bad][:3]}"
+    assert_within_sum_bound(got, want, magnitude, w.shape[1] * w.shape[2] * w.shape[3])
 
 
 @pytest.mark.parametrize("name", list(GEOMETRIES))
 def test_direct_conv_within_the_bound_of_numpys(name: str) -> None:
     x_shape, w_shape, padding, dilation, groups = GEOMETRIES[name]
     attrs = _attrs(padding, dilation, groups)
-    exe = gc.compile(_conv_graph(x_shape, w_shape, attrs), backend="native")
+    exe = gc.compile(two_input_graph(conv2d, x_shape, w_shape, attrs), backend="native")
     assert "[native]" in exe.explain(), exe.explain()
     rng = np.random.default_rng(len(name))
     for _ in range(3):
-        x, w = _values(rng, x_shape), _values(rng, w_shape)
+        x, w = scaled_values(rng, x_shape), scaled_values(rng, w_shape)
         want = conv2d_kernel(x, w, **attrs)
         _assert_within_bound(exe(x, w), want, x, w, attrs)
 
@@ -99,13 +78,10 @@ def test_direct_conv_within_the_bound_of_numpys(name: str) -> None:
 def test_nan_inf_and_signed_zeros_where_numpy_has_them(name: str) -> None:
     x_shape, w_shape, padding, dilation, groups = GEOMETRIES[name]
     attrs = _attrs(padding, dilation, groups)
-    g = _conv_graph(x_shape, w_shape, attrs)
+    g = two_input_graph(conv2d, x_shape, w_shape, attrs)
     exe = gc.compile(g, backend="native")
     for seed in range(4):
-        feeds = sprinkled_feeds(g, seed, share=0.02)
-        x, w = feeds["x"], feeds["w"]
-        x[np.abs(x) > 1e30] = 1.0  # the largest finite values would overflow the sums
-        w[np.abs(w) > 1e30] = -1.0
+        x, w = sum_feeds(g, seed, share=0.02)
         _assert_within_bound(exe(x, w), conv2d_kernel(x, w, **attrs), x, w, attrs)
 
 
@@ -116,9 +92,9 @@ def test_an_images_bits_do_not_depend_on_batch_chunks_or_threads(
     _, w_shape, padding, dilation, groups = GEOMETRIES[name]
     x_shape = (5, *GEOMETRIES[name][0][1:])
     attrs = _attrs(padding, dilation, groups)
-    exe = gc.compile(_conv_graph(("B", *x_shape[1:]), w_shape, attrs), backend="native")
+    exe = gc.compile(two_input_graph(conv2d, ("B", *x_shape[1:]), w_shape, attrs), backend="native")
     rng = np.random.default_rng(7)
-    x, w = _values(rng, x_shape), _values(rng, w_shape)
+    x, w = scaled_values(rng, x_shape), scaled_values(rng, w_shape)
     whole = exe(x, w)
     for k in range(x.shape[0]):
         assert bits_differ(exe(x[k : k + 1], w), whole[k : k + 1]) is None, f"image {k} alone"
@@ -215,7 +191,7 @@ def test_threads_splitting_the_images_read_each_images_operands(
 def test_other_geometries_run_numpys_kernel(
     x_shape: tuple, w_shape: tuple, attrs: dict, dtype: str, why: str
 ) -> None:
-    g = _conv_graph(x_shape, w_shape, attrs, dtype)
+    g = two_input_graph(conv2d, x_shape, w_shape, attrs, dtype)
     exe = gc.compile(g, backend="native")
     text = exe.explain()
     assert "[numpy]" in text and why in text, text
@@ -226,13 +202,13 @@ def test_other_geometries_run_numpys_kernel(
 
 
 def test_empty_batch_strided_views_and_callers_arrays() -> None:
-    g = _conv_graph(("B", 3, 10, 10), (4, 3, 3, 3), {"padding": 1})
+    g = two_input_graph(conv2d, ("B", 3, 10, 10), (4, 3, 3, 3), {"padding": 1})
     exe = gc.compile(g, backend="native")
     rng = np.random.default_rng(0)
-    w = _values(rng, (4, 3, 3, 3))
+    w = scaled_values(rng, (4, 3, 3, 3))
     empty = exe(np.zeros((0, 3, 10, 10), np.float32), w)
     assert empty.shape == (0, 4, 10, 10) and empty.dtype == np.float32
-    big = _values(rng, (4, 3, 20, 10))
+    big = scaled_values(rng, (4, 3, 20, 10))
     x = big[::2, :, ::2]  # a strided view, not C-contiguous
     before = big.copy()
     got = exe(x, w)

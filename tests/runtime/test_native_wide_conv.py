@@ -15,12 +15,19 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.ir.graph import Graph
 from graphc.ops.conv import conv2d
 from graphc.ops.conv_kernels import conv2d_kernel
 from graphc.runtime.native import wide_conv
 from tests.edge_values import bits_differ, sprinkled_feeds
-from tests.native_checks import assert_within_sum_bound, check_native, needs_native
+from tests.native_checks import (
+    assert_numpys_kernel_runs,
+    assert_within_sum_bound,
+    check_native,
+    needs_native,
+    scaled_values,
+    sum_feeds,
+    two_input_graph,
+)
 
 pytestmark = needs_native
 
@@ -32,21 +39,6 @@ GEOMETRIES = {
     "wide output rows, asymmetric": ((2, 3, 9, 45), (3, 3, 6, 36), (1, 0, 0, 2)),
     "one kernel column": ((2, 3, 12, 1), (5, 3, 10, 1), (0, 0, 0, 0)),
 }
-
-
-def _graph(x_shape: tuple, w_shape: tuple, attrs: dict, dtype: str = "float32") -> Graph:
-    g = gc.Graph("wide")
-    with g:
-        x = gc.placeholder("x", x_shape, dtype)
-        w = gc.placeholder("w", w_shape, dtype)
-        gc.output(conv2d(x, w, **attrs), name="y")
-    return g
-
-
-def _values(rng: np.random.Generator, shape: tuple) -> np.ndarray:
-    """Normal values scaled by 10**k, k uniform in [-12, 12]."""
-    scale = 10.0 ** rng.uniform(-12, 12, shape)
-    return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
 def _check(got: np.ndarray, x: np.ndarray, w: np.ndarray, attrs: dict) -> None:
@@ -64,12 +56,12 @@ def _check(got: np.ndarray, x: np.ndarray, w: np.ndarray, attrs: dict) -> None:
 def test_within_the_bound_of_numpys_kernel_at_every_level(name: str) -> None:
     x_shape, w_shape, padding = GEOMETRIES[name]
     attrs = {"padding": padding}
-    g = _graph(x_shape, w_shape, attrs)
+    g = two_input_graph(conv2d, x_shape, w_shape, attrs)
     levels = [gc.compile(g, opt_level=k, backend="native") for k in (0, 1, 2)]
     assert "[native]" in levels[2].explain() and wide_conv.NAME in levels[2].source()
     rng = np.random.default_rng(len(name))
     for _ in range(2):
-        x, w = _values(rng, x_shape), _values(rng, w_shape)
+        x, w = scaled_values(rng, x_shape), scaled_values(rng, w_shape)
         kept = x.copy(), w.copy()
         got = levels[2](x, w)
         _check(got, x, w, attrs)
@@ -82,13 +74,10 @@ def test_within_the_bound_of_numpys_kernel_at_every_level(name: str) -> None:
 def test_nan_and_inf_where_numpy_has_them(name: str) -> None:
     x_shape, w_shape, padding = GEOMETRIES[name]
     attrs = {"padding": padding}
-    g = _graph(x_shape, w_shape, attrs)
+    g = two_input_graph(conv2d, x_shape, w_shape, attrs)
     exe = gc.compile(g, backend="native")
     for seed in range(3):
-        feeds = sprinkled_feeds(g, seed, share=0.001)
-        x, w = feeds["x"], feeds["w"]
-        x[np.abs(x) > 1e30] = 1.0  # the largest finite values would overflow the sums
-        w[np.abs(w) > 1e30] = -1.0
+        x, w = sum_feeds(g, seed, share=0.001)
         with np.errstate(invalid="ignore"):
             got = exe(x, w)
         _check(got, x, w, attrs)
@@ -96,9 +85,9 @@ def test_nan_and_inf_where_numpy_has_them(name: str) -> None:
 
 def test_the_same_bits_on_one_thread_or_two(monkeypatch: pytest.MonkeyPatch) -> None:
     x_shape, w_shape, padding = GEOMETRIES["3x3, padded"]
-    g = _graph(x_shape, w_shape, {"padding": padding})
+    g = two_input_graph(conv2d, x_shape, w_shape, {"padding": padding})
     rng = np.random.default_rng(4)
-    x, w = _values(rng, x_shape), _values(rng, w_shape)
+    x, w = scaled_values(rng, x_shape), scaled_values(rng, w_shape)
     runs = []
     for parallel in (0, 10**15):  # read when the plan is built
         monkeypatch.setattr(wide_conv, "PARALLEL_WORK", parallel)
@@ -145,13 +134,10 @@ def test_a_training_steps_weight_gradient() -> None:
 def test_other_weight_gradients_run_numpys_kernel(
     x_shape: tuple, w_shape: tuple, attrs: dict, dtype: str, why: str
 ) -> None:
-    g = _graph(x_shape, w_shape, attrs, dtype)
-    exe = gc.compile(g, backend="native")
-    text = exe.explain()
-    assert "[numpy]" in text and why in text, text
+    g = two_input_graph(conv2d, x_shape, w_shape, attrs, dtype)
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype)
-    assert bits_differ(exe(x, w), gc.compile(g, backend="numpy")(x, w)) is None
+    assert_numpys_kernel_runs(g, why, x, w)
 
 
 @pytest.mark.parametrize("every_size", [False, True])

@@ -147,8 +147,9 @@ KERNELS = {
     np.dtype(np.float64): Kernel("gc_max_pool2d_f64", SOURCE + F64, [], ["max_pool2d"], PARAMS),
 }
 
-# max_pool2d_backward: planes, then ct, x, pooled, grad, then the sizes as above
-BACKWARD_PARAMS = "pppp" + "i" * 13
+# max_pool2d_backward: planes, then ct, x, pooled, grad, the winners' buffer (an int32
+# per window, the plan's), then the sizes as above
+BACKWARD_PARAMS = "ppppp" + "i" * 13
 
 # Each window's cotangent goes to its winner, the first tap (row-major) whose input
 # equals the pooled value (nan equal to nan), as numpy's kernel (ops/maxpool.py) finds
@@ -160,8 +161,8 @@ BACKWARD_PARAMS = "pppp" + "i" * 13
 # input once: one pass, branch-free, 0.0f + ct at the winner and +0.0 elsewhere.
 BACKWARD = r"""
 /* ---- max_pool2d_backward (graphc/runtime/native/pool.py) ---- */
-#include <stdlib.h>
-#define MPB_ARGS int64_t planes, const T *ct, const T *x, const T *pooled, T *g, int64_t H, \
+#define MPB_ARGS int64_t planes, const T *ct, const T *x, const T *pooled, T *g, \
+    int32_t *wins, int64_t H, \
     int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, \
     int64_t top, int64_t left, int64_t dh, int64_t dw, int64_t parallel
 #define MPB_KERNEL(t, T, ROWS22) \
@@ -203,10 +204,8 @@ GC_EXPORT void gc_max_pool2d_backward_##t(MPB_ARGS) { \
     } \
     _Pragma("omp parallel for schedule(static) if (parallel)") \
     for (int64_t n = 0; n < planes; n++) { \
-        int32_t *win = malloc((Ho * Wo > 0 ? Ho * Wo : 1) * sizeof(int32_t)); \
         mpb_plane_##t(ct + n * Ho * Wo, x + n * H * W, pooled + n * Ho * Wo, g + n * H * W, \
-                      win, H, W, Ho, Wo, kh, kw, sh, sw, top, left, dh, dw); \
-        free(win); \
+                      wins + n * Ho * Wo, H, W, Ho, Wo, kh, kw, sh, sw, top, left, dh, dw); \
     } }
 /* the 2x2, stride-2 pass, one window at a time (float64) */
 #define MPB_ROWS22(t, T) \
@@ -353,6 +352,14 @@ def lower_max_pool2d_backward(gen: Generator, step: Step, out: str) -> list[str]
     lines: list[str] = []
     ct_at, x_at, pooled_at = (calls.value_address(gen, v, lines) for v in step.inputs)
     out_at = calls.address(gen, out, step.output in gen.static, lines)
+    geometry = (a["kernel_size"], a["stride"], tuple(a["padding"][:2]), a["dilation"])
+    one_pass = geometry == ((2, 2), (2, 2), (0, 0), (1, 1)) and 2 * ho <= h and 2 * wo <= w
+    count = 1 if one_pass else max(1, n * c * ho * wo)  # the general path's winners
+    wins = gen.fresh("winners")  # made once per thread
+    empty = gen.const(np.empty, "empty")
+    gen.setup_lines.append(f"{wins} = {empty}({count}, {gen.const(np.int32, 'i32')})")
+    wins_at = calls.address(gen, wins, True, lines)
     sizes = [h, w, ho, wo, *a["kernel_size"], *a["stride"], *a["padding"][:2], *a["dilation"]]
-    args = ", ".join(str(v) for v in [n * c, ct_at, x_at, pooled_at, out_at, *sizes, parallel])
+    args = [n * c, ct_at, x_at, pooled_at, out_at, wins_at, *sizes, parallel]
+    args = ", ".join(str(v) for v in args)
     return [*lines, f"{kernel.name}({args})"]

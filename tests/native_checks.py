@@ -379,3 +379,23 @@ def assert_numpys_kernel_runs(graph: Graph, why: str, *feeds: np.ndarray) -> Non
     with np.errstate(all="ignore"):
         want = gc.compile(graph, backend="numpy")(*feeds)
         assert bits_differ(exe(*feeds), want) is None
+
+
+def assert_kernel_within_bound(
+    kernel: Callable[..., np.ndarray],
+    got: np.ndarray,
+    want: np.ndarray,
+    x: np.ndarray,
+    w: np.ndarray,
+    attrs: dict,
+    terms: int,
+) -> None:
+    """`assert_within_sum_bound` for a sum of `terms` products computed by numpy's
+    `kernel(x, w, **attrs)` (`want`), its magnitude `kernel` of |x| and |w| in float64
+    (inf and nan as 0)."""
+    magnitude = kernel(
+        np.nan_to_num(np.abs(x.astype(np.float64)), posinf=0.0),
+        np.nan_to_num(np.abs(w.astype(np.float64)), posinf=0.0),
+        **attrs,
+    )
+    assert_within_sum_bound(got, want, magnitude, terms)

@@ -22,7 +22,7 @@ from graphc.ops.conv_ops import conv2d
 from graphc.runtime.native import direct_conv
 from tests.edge_values import bits_differ, sprinkled_feeds
 from tests.native_checks import (
-    assert_within_sum_bound,
+    assert_kernel_within_bound,
     check_native,
     needs_native,
     scaled_values,
@@ -53,12 +53,8 @@ def _attrs(padding: tuple, dilation: tuple, groups: int) -> dict:
 
 def _assert_within_bound(got: np.ndarray, want: np.ndarray, x: np.ndarray, w: np.ndarray,
                          attrs: dict) -> None:  # fmt: skip
-    magnitude = conv2d_kernel(
-        np.nan_to_num(np.abs(x.astype(np.float64)), posinf=0.0),
-        np.nan_to_num(np.abs(w.astype(np.float64)), posinf=0.0),
-        **attrs,
-    )
-    assert_within_sum_bound(got, want, magnitude, w.shape[1] * w.shape[2] * w.shape[3])
+    terms = w.shape[1] * w.shape[2] * w.shape[3]
+    assert_kernel_within_bound(conv2d_kernel, got, want, x, w, attrs, terms)
 
 
 @pytest.mark.parametrize("name", list(GEOMETRIES))

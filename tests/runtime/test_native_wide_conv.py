@@ -20,6 +20,7 @@ from graphc.ops.conv_kernels import conv2d_kernel
 from graphc.runtime.native import wide_conv
 from tests.edge_values import bits_differ, sprinkled_feeds
 from tests.native_checks import (
+    assert_kernel_within_bound,
     assert_numpys_kernel_runs,
     assert_within_sum_bound,
     check_native,
@@ -44,12 +45,8 @@ GEOMETRIES = {
 def _check(got: np.ndarray, x: np.ndarray, w: np.ndarray, attrs: dict) -> None:
     with np.errstate(invalid="ignore"):
         want = conv2d_kernel(x, w, **attrs)
-    magnitude = conv2d_kernel(
-        np.nan_to_num(np.abs(x.astype(np.float64)), posinf=0.0),
-        np.nan_to_num(np.abs(w.astype(np.float64)), posinf=0.0),
-        **attrs,
-    )
-    assert_within_sum_bound(got, want, magnitude, w.shape[1] * w.shape[2] * w.shape[3])
+    terms = w.shape[1] * w.shape[2] * w.shape[3]
+    assert_kernel_within_bound(conv2d_kernel, got, want, x, w, attrs, terms)
 
 
 @pytest.mark.parametrize("name", list(GEOMETRIES))

@@ -304,6 +304,18 @@ BACKWARD_KERNELS = {
 }
 
 
+def _taps(attrs: dict) -> int:
+    return attrs["kernel_size"][0] * attrs["kernel_size"][1]
+
+
+def _sizes(x_shape: tuple, pooled_shape: tuple, attrs: dict) -> list[int]:
+    """The C functions' geometry after their addresses: H, W, Ho, Wo, kH, kW, stride,
+    top, left, dilation (PARAMS)."""
+    a = attrs
+    return [*x_shape[2:], *pooled_shape[2:], *a["kernel_size"], *a["stride"],
+            *a["padding"][:2], *a["dilation"]]  # fmt: skip
+
+
 def lower_max_pool2d(gen: Generator, step: Step, out: str) -> list[str] | None:
     """One call of the C pooling over every plane, or None (numpy's kernel) for an
     integer input or a symbolic shape."""
@@ -315,15 +327,13 @@ def lower_max_pool2d(gen: Generator, step: Step, out: str) -> list[str] | None:
         calls.plan_state(gen)["declined"][step.index] = f"max_pool2d in C: not for {why}"
         return None
     calls.record(gen, kernel)
-    a = step.attrs
     n, c, h, w = x_t.shape
     ho, wo = out_t.shape[2:]
-    taps = a["kernel_size"][0] * a["kernel_size"][1]
-    parallel = int(n * c * ho * wo * taps >= PARALLEL_WORK)
+    parallel = int(n * c * ho * wo * _taps(step.attrs) >= PARALLEL_WORK)
     lines: list[str] = []
     x_at = calls.value_address(gen, step.inputs[0], lines)
     out_at = calls.address(gen, out, step.output in gen.static, lines)
-    sizes = [h, w, ho, wo, *a["kernel_size"], *a["stride"], *a["padding"][:2], *a["dilation"]]
+    sizes = _sizes(x_t.shape, out_t.shape, step.attrs)
     args = ", ".join(str(v) for v in [n * c, x_at, out_at, *sizes, parallel])
     return [*lines, f"{kernel.name}({args})"]
 
@@ -347,8 +357,7 @@ def lower_max_pool2d_backward(gen: Generator, step: Step, out: str) -> list[str]
     a = step.attrs
     n, c, h, w = x_t.shape
     ho, wo = ct_t.shape[2:]
-    taps = a["kernel_size"][0] * a["kernel_size"][1]
-    parallel = int(n * c * max(ho * wo * taps, h * w) >= PARALLEL_WORK)
+    parallel = int(n * c * max(ho * wo * _taps(a), h * w) >= PARALLEL_WORK)
     lines: list[str] = []
     ct_at, x_at, pooled_at = (calls.value_address(gen, v, lines) for v in step.inputs)
     out_at = calls.address(gen, out, step.output in gen.static, lines)
@@ -359,7 +368,7 @@ def lower_max_pool2d_backward(gen: Generator, step: Step, out: str) -> list[str]
     empty = gen.const(np.empty, "empty")
     gen.setup_lines.append(f"{wins} = {empty}({count}, {gen.const(np.int32, 'i32')})")
     wins_at = calls.address(gen, wins, True, lines)
-    sizes = [h, w, ho, wo, *a["kernel_size"], *a["stride"], *a["padding"][:2], *a["dilation"]]
+    sizes = _sizes(x_t.shape, ct_t.shape, a)
     args = [n * c, ct_at, x_at, pooled_at, out_at, wins_at, *sizes, parallel]
     args = ", ".join(str(v) for v in args)
     return [*lines, f"{kernel.name}({args})"]

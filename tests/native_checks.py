@@ -33,6 +33,7 @@ from graphc.runtime import backend as backends
 from graphc.runtime.backend import available_backends
 from graphc.runtime.native import INEXACT, toolchain
 from graphc.runtime.native.cexpr import ULP_BOUND
+from graphc.runtime.native.matmul import PRODUCTS, inexact_product
 from tests.differential import describe_feeds, quiet
 from tests.edge_values import bits_differ, sprinkled_feeds
 
@@ -181,10 +182,12 @@ Close = Callable[[np.ndarray, np.ndarray], str | None]
 def _inexact(node: Node) -> bool:
     """Whether native may compute `node` with other bits than numpy: an op the backend
     declares inexact (INEXACT: ULP_BOUND's and the row kernels' softmax and log_softmax;
-    gemm, whose BLAS call accumulates in its own order), an epilogue activation of one,
-    or a body holding one."""
+    gemm, whose BLAS call accumulates in its own order; the products matmul.py computes),
+    an epilogue activation of one, or a body holding one."""
     if node.kind != OP:
         return False
+    if node.op in PRODUCTS:  # only the products native's own matmul computes
+        return inexact_product(node) or node.attrs.get("activation") in ULP_BOUND
     if node.op in INEXACT or node.attrs.get("activation") in ULP_BOUND:
         return True
     bodies = (v for v in node.attrs.values() if isinstance(v, Graph))

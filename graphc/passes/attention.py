@@ -105,8 +105,9 @@ def _chain(start: Node, users: dict[Node, list[Node]]) -> Chain | None:
     return members, [q, kt, v, *operands], attrs
 
 
-def find_attention(graph: Graph) -> dict[Node, Chain]:
-    """Last node of each chain -> (members, the fused node's inputs, its attrs)."""
+def find_attention(graph: Graph, keep: frozenset[str] = frozenset()) -> dict[Node, Chain]:
+    """Last node of each chain -> (members, the fused node's inputs, its attrs). With
+    matmul in `keep`, chains whose kt or v is one matrix (rank 2) are left alone."""
     users = graph.users()
     chains: dict[Node, Chain] = {}
     for node in graph.nodes:
@@ -114,12 +115,23 @@ def find_attention(graph: Graph) -> dict[Node, Chain]:
         # first one found keeps it
         if node.kind == OP and node.op == "matmul" and node not in chains:
             chain = _chain(node, users)
-            if chain is not None:
+            if chain is not None and not ("matmul" in keep and _by_a_matrix(chain)):
                 chains[chain[0][-1]] = chain
     return chains
 
 
-def fuse_attention(graph: Graph, log: PassLog | None = None) -> Graph:
+def _by_a_matrix(chain: Chain) -> bool:
+    """Whether a product of the chain multiplies by one matrix (kt or v of rank 2): the
+    products a backend that keeps matmul may compute with its own bits (the native
+    backend's, by a matrix derived from constants: runtime/native/matmul.py), which
+    the attention node's kernel would not reproduce."""
+    _, (_, kt, v, *_), _ = chain
+    return kt.type.rank == 2 or v.type.rank == 2
+
+
+def fuse_attention(
+    graph: Graph, log: PassLog | None = None, keep: frozenset[str] = frozenset()
+) -> Graph:
     """`graph` with each softmax(mask(q @ kt * scale)) @ v chain as one `attention` node.
 
     >>> import numpy as np, graphc as gc
@@ -128,8 +140,11 @@ def fuse_attention(graph: Graph, log: PassLog | None = None) -> Graph:
     >>> g = gc.trace(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), q, q, q)
     >>> [n.op for n in gc.passes.fuse_attention(g).op_nodes]
     ['transpose', 'constant', 'attention']
+
+    Ops in `keep` are a backend's own (see `optimize(keep=...)`): with matmul among
+    them, a chain is fused only where both products are batched (`_by_a_matrix`).
     """
-    chains = find_attention(graph)
+    chains = find_attention(graph, keep)
     inner = {m for members, _, _ in chains.values() for m in members[:-1]}
     builder = GraphBuilder(graph)
     new: dict[Node, Node] = {}

@@ -19,7 +19,11 @@ the same ops run on the same values, only fewer of them, or outside the loop.
 - scan and while_loop bodies: loop-invariant code motion. A body op whose inputs are
   all consts, constants or such ops computes the same value at every step; the
   outermost of them (those a varying op or an output reads) are computed once in the
-  outer graph and passed in as new consts.
+  outer graph and passed in as new consts. Ops on constants alone stay in the body:
+  folding computes them once where it can, and what it leaves (a transpose, a view
+  in another memory order; an op a backend keeps) stays visibly derived from
+  constants, which the native backend's matmul needs to pack a weight once
+  (runtime/native/matmul.py) at every level alike.
 
 Linear in the nodes of the graph and its bodies, times the rounds of the liveness
 fixed point (at most the number of carries).
@@ -237,6 +241,7 @@ def _hoist(
     """Move `body`'s loop-invariant ops out (see the module docstring): the new body,
     with a const placeholder per hoisted value after its own, and its new inputs."""
     invariant = set(body.inputs[first_const:])
+    constant: set[Node] = set()  # computed from constants alone: they stay
     moved: list[Node] = []
     for n in body.nodes:
         if n.kind == OP and (
@@ -244,7 +249,9 @@ def _hoist(
             or (get_op(n.op).pure and n.inputs and all(x in invariant for x in n.inputs))
         ):
             invariant.add(n)
-            if not n.is_constant:
+            if n.is_constant or all(x in constant for x in n.inputs):
+                constant.add(n)
+            else:
                 moved.append(n)
     if not moved:
         return None
@@ -267,8 +274,8 @@ def _hoist(
         if (
             n.kind == OP
             and n not in copies
-            and not (n in invariant and not n.is_constant)
-            or n.kind == OUTPUT
+            and (n not in invariant or n in constant)
+            or (n.kind == OUTPUT)
         ):
             new.append_copy(n, copies)
     return new, inputs + [env[n] for n in frontier]

@@ -140,6 +140,7 @@ def run_passes(
 # fuse it: given `keep`, they leave the ops in it alone (see `optimize`)
 KEEPING: tuple[Pass, ...] = (
     fold_constants,
+    fuse_attention,
     simplify,
     simplify_fast_math,
     simplify_fast_math_unfolded,

@@ -144,6 +144,19 @@ def test_key_and_value_shared_by_the_batch() -> None:
     o0_and_o2(graph, {"q": q, "k": k, "v": v})
 
 
+def test_a_backend_keeping_matmul_fuses_only_batched_products() -> None:
+    """With matmul in `keep` (the native backend computes products by a constant matrix
+    with its own bits), a chain whose k or v is one matrix stays unfused, so its
+    products run as at O0; batched k and v still fuse."""
+    q = normal(2, 3, 6, 5)
+    shared = gc.trace(sdpa(), q, normal(7, 5), normal(7, 4))
+    batched = gc.trace(sdpa(), q, normal(2, 3, 7, 5), normal(2, 3, 7, 4))
+    keep = frozenset({"matmul"})
+    assert "attention" in ops(gc.passes.fuse_attention(shared))
+    assert "attention" not in ops(gc.passes.fuse_attention(shared, keep=keep))
+    assert "attention" in ops(gc.passes.fuse_attention(batched, keep=keep))
+
+
 def test_symbolic_batch_fuses_and_runs_at_any_batch() -> None:
     spec = gc.TensorSpec(("B", 4, 16, 8))
     graph = gc.trace(sdpa(is_causal=True), spec, spec, spec)

@@ -26,11 +26,13 @@ from graphc.runtime.backend import (
     register_lowering,
 )
 from graphc.runtime.codegen import Generator, shown
+from graphc.runtime.fused import lower_matmul_epilogue as numpy_epilogue
 from graphc.runtime.fused import transposed_view
 from graphc.runtime.native import (
     attention,
     calls,
     conv,
+    matmul,
     norm,
     pool,
     rows,
@@ -75,7 +77,8 @@ def _allows_scalar(graph: Graph) -> bool:
 # row kernels' softmax and log_softmax (rows.ROW_BOUND), gemm (BLAS accumulates into c
 # block by block: blas.py), the convolutions (the direct kernel sums in its own order:
 # direct_conv.py), attention (its softmax is the row kernel's), the layer norms (a
-# variance summed in lanes where numpy calls sdot: norm.py)
+# variance summed in lanes where numpy calls sdot: norm.py), and float32 products by a
+# matrix derived from constants (matmul.py: a chain of fused multiply-adds)
 CONVOLUTIONS = frozenset({"conv2d", "conv2d_epilogue", "conv2d_fused"})
 # (and conv_transpose2d of stride 1, the direct kernel on a flipped weight: conv.py)
 LAYER_NORMS = frozenset({"layer_norm", "layer_norm_grad"})
@@ -86,10 +89,13 @@ INEXACT = (
     | CONVOLUTIONS
     | {"conv_transpose2d"}
     | LAYER_NORMS
+    | matmul.PRODUCTS
 )
 
 
 def _inexact(node: Any) -> bool:
+    if node.op in matmul.PRODUCTS:  # only those matmul.py computes
+        return matmul.inexact_product(node)
     if node.op in INEXACT:
         return True
     body = node.attrs.get("body") if node.op == "fused" else None
@@ -180,31 +186,64 @@ def _call(
     return lines
 
 
+def lower_matmul(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """A product by a matrix derived from constants in C (matmul.py), else numpy's."""
+    return matmul.lower(gen, step, out, None, False)
+
+
 def lower_matmul_epilogue(gen: Generator, step: Step, out: str) -> list[str] | None:
-    """numpy's matmul into the output (the same BLAS call, the same bits), then the bias
-    add and the activation in one C pass over it instead of numpy's two."""
+    """Where matmul.py computes the product: in C, with a per-column bias and a relu on
+    its tiles, and what remains (another bias, another activation) as a C pass after.
+    Else numpy's matmul into the output (the same BLAS call, the same bits), then the
+    bias add and the activation in one C pass over it instead of numpy's two."""
     attrs = step.attrs
-    if not attrs.get("bias") and attrs.get("activation") is None:
-        return None
     out_t = gen.plan.values[step.output].type
+    bias = step.inputs[2] if attrs.get("bias") else None
+    activation = attrs.get("activation")
+    if matmul.reason(step.node) is None:
+        fits = bias is None or matmul.per_column(gen.plan.values[bias].type, out_t)
+        if fits and activation in (None, "relu"):
+            return matmul.lower(gen, step, out, bias, activation == "relu")
+        rest_bias = None if fits else bias
+        after = _epilogue(gen, step, out, out_t, rest_bias, activation)
+        if after is None:  # numpy's ufuncs in place, as the numpy backend runs them
+            product = matmul.lower(gen, step, out, None, False)
+            return [*product, *numpy_epilogue(gen, step, out)[1:]]  # type: ignore[misc]
+        return [*matmul.lower(gen, step, out, bias if fits else None, False), *after]  # type: ignore[misc]
+    if bias is None and activation is None:
+        return None
+    after = _epilogue(gen, step, out, out_t, bias, activation)
+    if after is None:
+        return None
+    product = gen.const(get_op("matmul").kernel, "kernel_matmul")
+    x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
+    return [f"{product}({x}, {w}, out={out})", *after]
+
+
+def _epilogue(
+    gen: Generator,
+    step: Step,
+    out: str,
+    out_t: TensorType,
+    bias: str | None,
+    activation: str | None,
+) -> list[str] | None:
+    """One C pass over the product in `out`, in place: plan value `bias` added (unless
+    None), then the activation (unless None); None, the reason recorded, when the
+    kernel cannot be built."""
     leaves = [(out, step.output in gen.static, out_t.shape, False)]
     types = [out_t]
     bias_t = None
-    if attrs.get("bias"):
-        bias_t = gen.plan.values[step.inputs[2]].type
-        leaves.append(
-            (gen.array(step.inputs[2]), step.inputs[2] in gen.static, bias_t.shape, False)
-        )
+    if bias is not None:
+        bias_t = gen.plan.values[bias].type
+        leaves.append((gen.array(bias), bias in gen.static, bias_t.shape, False))
         types.append(bias_t)
-    body = epilogue_body(out_t, bias_t, attrs.get("activation"))
     try:
-        kernel = build_kernel(body, types, out_t, {})
+        kernel = build_kernel(epilogue_body(out_t, bias_t, activation), types, out_t, {})
     except DeclinedError as exc:
         calls.plan_state(gen)["declined"][step.index] = str(exc)
         return None
-    matmul = gen.const(get_op("matmul").kernel, "kernel_matmul")
-    x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
-    return [f"{matmul}({x}, {w}, out={out})", *_call(gen, step, kernel, leaves, out)]
+    return _call(gen, step, kernel, leaves, out)
 
 
 def _kernel_for(gen: Generator, step: Step) -> tuple[Kernel, list[tuple[str, bool, tuple, bool]]]:
@@ -293,7 +332,9 @@ def finish(gen: Generator) -> None:
             plan_gen.notes.append("native: no step of this plan runs native")
             _declined_notes(plan_gen)
         return
-    source = header() + rows.PAIRWISE + "\n".join(k.source for k in kernels.values())
+    # kernels of one file (matmul.py's product and packing) share its source: once
+    texts = dict.fromkeys(k.source for k in kernels.values())
+    source = header() + rows.PAIRWISE + "\n".join(texts)
     try:
         built = toolchain.build(source)
     except toolchain.BuildError as exc:
@@ -350,6 +391,7 @@ BACKEND = register_backend(
 
 for _op in STEP_OPS:
     register_lowering(_op, lower_step, backend=NAME)
+register_lowering("matmul", lower_matmul, backend=NAME)
 register_lowering("matmul_epilogue", lower_matmul_epilogue, backend=NAME)
 
 

@@ -131,7 +131,7 @@ def product_graph(
 
 # rows that reach every tile case (12, 8, 4, 2, 1 rows with 16 lanes; 6, 4, 2, 1 with
 # 8), columns that fill panels or leave a part (one vector, two, a partial one), K of 0
-SHAPES = [(1, 5, 1), (13, 7, 17), (30, 3, 33), (11, 0, 9), (7, 12, 69), (25, 1, 32)]
+SHAPES = [(1, 5, 1), (13, 7, 17), (30, 3, 33), (11, 0, 9), (7, 12, 69), (25, 1, 32), (20, 6, 40)]
 
 
 @pytest.mark.skipif(not _has_fma(), reason="the claim is of fused multiply-adds")

@@ -70,15 +70,16 @@ typedef struct {
     int64_t K, N, rows1, s0, s1, sk, relu;
 } mm_args;
 
-/* rows r0 .. r0 + mr - 1 times panel p into c, then the bias and the relu */
-GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr) {
+/* rows r0 .. r0 + mr - 1 times panel p into c, then the bias and the relu; `unit`: the
+   rows' elements are adjacent (sk = 1) */
+GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr, const int unit) {
     const float *row[MM_MR];
     for (int r = 0; r < mr; r++)
         row[r] = m->a + ((r0 + r) / m->rows1) * m->s0 + ((r0 + r) % m->rows1) * m->s1;
     const float *b = m->packed + p * m->K * MM_NR;
     vf32 lo[MM_MR], hi[MM_MR];
     for (int r = 0; r < mr; r++) { lo[r] = sp_f32(0.0f); hi[r] = sp_f32(0.0f); }
-    const int64_t sk = m->sk;
+    const int64_t sk = unit ? 1 : m->sk;
     for (int64_t k = 0; k < m->K; k++) {
         vf32 b0, b1;
         memcpy(&b0, b + k * MM_NR, GC_VB);
@@ -90,30 +91,45 @@ GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr) {
         }
     }
     int64_t j0 = p * MM_NR, cols = m->N - j0 < MM_NR ? m->N - j0 : MM_NR;
-    int64_t n0 = cols < GC_W ? cols : GC_W, n1 = cols - n0;
     vf32 bias0 = sp_f32(0.0f), bias1 = sp_f32(0.0f);
-    if (m->bias) { bias0 = ldm_f32(m->bias + j0, n0); bias1 = ldm_f32(m->bias + j0 + GC_W, n1); }
+    if (m->bias) {
+        bias0 = ldm_f32(m->bias + j0, cols < GC_W ? cols : GC_W);
+        bias1 = ldm_f32(m->bias + j0 + GC_W, cols > GC_W ? cols - GC_W : 0);
+    }
     for (int r = 0; r < mr; r++) {
-        float *y = m->c + (r0 + r) * m->N + j0;
-        vf32 v0 = lo[r], v1 = hi[r];
-        if (m->bias) { v0 = v0 + bias0; v1 = v1 + bias1; }
-        if (m->relu) { v0 = max_f32(v0, sp_f32(0)); v1 = max_f32(v1, sp_f32(0)); }
-        stm_f32(y, v0, n0);
-        if (n1 > 0) stm_f32(y + GC_W, v1, n1);
+        if (m->bias) { lo[r] = lo[r] + bias0; hi[r] = hi[r] + bias1; }
+        if (m->relu) { lo[r] = max_f32(lo[r], sp_f32(0)); hi[r] = max_f32(hi[r], sp_f32(0)); }
+    }
+    float *y = m->c + r0 * m->N + j0;
+    if (cols == MM_NR) {  /* a whole panel: plain stores */
+        for (int r = 0; r < mr; r++) {
+            memcpy(y + r * m->N, &lo[r], GC_VB);
+            memcpy(y + r * m->N + GC_W, &hi[r], GC_VB);
+        }
+    } else {
+        int64_t n0 = cols < GC_W ? cols : GC_W, n1 = cols - n0;
+        for (int r = 0; r < mr; r++) {
+            stm_f32(y + r * m->N, lo[r], n0);
+            if (n1 > 0) stm_f32(y + r * m->N + GC_W, hi[r], n1);
+        }
     }
 }
 
 /* rows r0 .. r1 - 1 of panel p: whole tiles, then the rest by tiles of 8, 4, 2 and 1
    rows (each case unrolled, its accumulators in registers) */
-static void mm_rows(const mm_args *m, int64_t r0, int64_t r1, int64_t p) {
+GC_INLINE void mm_rows_of(const mm_args *m, int64_t r0, int64_t r1, int64_t p, const int unit) {
     int64_t r = r0;
-    for (; r + MM_MR <= r1; r += MM_MR) mm_tile(m, r, p, MM_MR);
+    for (; r + MM_MR <= r1; r += MM_MR) mm_tile(m, r, p, MM_MR, unit);
 #if MM_MR > 8
-    for (; r + 8 <= r1; r += 8) mm_tile(m, r, p, 8);
+    for (; r + 8 <= r1; r += 8) mm_tile(m, r, p, 8, unit);
 #endif
-    for (; r + 4 <= r1; r += 4) mm_tile(m, r, p, 4);
-    for (; r + 2 <= r1; r += 2) mm_tile(m, r, p, 2);
-    for (; r < r1; r++) mm_tile(m, r, p, 1);
+    for (; r + 4 <= r1; r += 4) mm_tile(m, r, p, 4, unit);
+    for (; r + 2 <= r1; r += 2) mm_tile(m, r, p, 2, unit);
+    for (; r < r1; r++) mm_tile(m, r, p, 1, unit);
+}
+static void mm_rows(const mm_args *m, int64_t r0, int64_t r1, int64_t p) {
+    if (m->sk == 1) mm_rows_of(m, r0, r1, p, 1);
+    else mm_rows_of(m, r0, r1, p, 0);
 }
 
 /* c (M x N, C order) = a (M x K: row r at a + (r / rows1) s0 + (r % rows1) s1, its

@@ -70,24 +70,24 @@ typedef struct {
     int64_t K, N, rows1, s0, s1, sk, relu;
 } mm_args;
 
-/* rows r0 .. r0 + mr - 1 times panel p into c, then the bias and the relu; `unit`: the
-   rows' elements are adjacent (sk = 1) */
-GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr, const int unit) {
+/* rows r0 .. r0 + mr - 1 times panel p into c, then the bias and the relu; `two`: the
+   panel has columns past its first vector (a product of 10 columns computes one) */
+GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr, const int two) {
     const float *row[MM_MR];
     for (int r = 0; r < mr; r++)
         row[r] = m->a + ((r0 + r) / m->rows1) * m->s0 + ((r0 + r) % m->rows1) * m->s1;
     const float *b = m->packed + p * m->K * MM_NR;
     vf32 lo[MM_MR], hi[MM_MR];
     for (int r = 0; r < mr; r++) { lo[r] = sp_f32(0.0f); hi[r] = sp_f32(0.0f); }
-    const int64_t sk = unit ? 1 : m->sk;
+    const int64_t sk = m->sk;
     for (int64_t k = 0; k < m->K; k++) {
-        vf32 b0, b1;
+        vf32 b0, b1 = sp_f32(0.0f);
         memcpy(&b0, b + k * MM_NR, GC_VB);
-        memcpy(&b1, b + k * MM_NR + GC_W, GC_VB);
+        if (two) memcpy(&b1, b + k * MM_NR + GC_W, GC_VB);
         for (int r = 0; r < mr; r++) {
             vf32 s = sp_f32(row[r][k * sk]);
             lo[r] = fma_f32(s, b0, lo[r]);
-            hi[r] = fma_f32(s, b1, hi[r]);
+            if (two) hi[r] = fma_f32(s, b1, hi[r]);
         }
     }
     int64_t j0 = p * MM_NR, cols = m->N - j0 < MM_NR ? m->N - j0 : MM_NR;
@@ -116,19 +116,24 @@ GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr, co
 }
 
 /* rows r0 .. r1 - 1 of panel p: whole tiles, then the rest by tiles of 8, 4, 2 and 1
-   rows (each case unrolled, its accumulators in registers) */
-GC_INLINE void mm_rows_of(const mm_args *m, int64_t r0, int64_t r1, int64_t p, const int unit) {
-    int64_t r = r0;
-    for (; r + MM_MR <= r1; r += MM_MR) mm_tile(m, r, p, MM_MR, unit);
+   rows (each case unrolled, its accumulators in registers); a rest of 4 to 7 rows
+   after a whole tile goes as 8 + 8 + ... instead of 12 + 4 + ...: a tile of 4 rows has
+   too few accumulators to keep the multiply-add pipes busy */
+GC_INLINE void mm_rows_of(const mm_args *m, int64_t r0, int64_t r1, int64_t p, const int two) {
+    int64_t full = (r1 - r0) / MM_MR, rest = (r1 - r0) % MM_MR, r = r0;
 #if MM_MR > 8
-    for (; r + 8 <= r1; r += 8) mm_tile(m, r, p, 8, unit);
+    if (full > 0 && rest >= 4 && rest < 8) full--;
 #endif
-    for (; r + 4 <= r1; r += 4) mm_tile(m, r, p, 4, unit);
-    for (; r + 2 <= r1; r += 2) mm_tile(m, r, p, 2, unit);
-    for (; r < r1; r++) mm_tile(m, r, p, 1, unit);
+    for (int64_t t = 0; t < full; t++, r += MM_MR) mm_tile(m, r, p, MM_MR, two);
+#if MM_MR > 8
+    for (; r + 8 <= r1; r += 8) mm_tile(m, r, p, 8, two);
+#endif
+    for (; r + 4 <= r1; r += 4) mm_tile(m, r, p, 4, two);
+    for (; r + 2 <= r1; r += 2) mm_tile(m, r, p, 2, two);
+    for (; r < r1; r++) mm_tile(m, r, p, 1, two);
 }
 static void mm_rows(const mm_args *m, int64_t r0, int64_t r1, int64_t p) {
-    if (m->sk == 1) mm_rows_of(m, r0, r1, p, 1);
+    if (m->N - p * MM_NR > GC_W) mm_rows_of(m, r0, r1, p, 1);
     else mm_rows_of(m, r0, r1, p, 0);
 }
 

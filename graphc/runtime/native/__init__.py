@@ -200,7 +200,7 @@ def lower_matmul_epilogue(gen: Generator, step: Step, out: str) -> list[str] | N
     out_t = gen.plan.values[step.output].type
     bias = step.inputs[2] if attrs.get("bias") else None
     activation = attrs.get("activation")
-    if matmul.reason(step.node) is None:
+    if matmul.plan_reason(gen, step) is None:
         fits = bias is None or matmul.per_column(gen.plan.values[bias].type, out_t)
         if fits and activation in (None, "relu"):
             return matmul.lower(gen, step, out, bias, activation == "relu")

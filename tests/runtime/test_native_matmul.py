@@ -335,3 +335,16 @@ def test_constant_derived_follows_every_input() -> None:
     assert matmul.constant_derived(nodes[from_constants.name])
     assert not matmul.constant_derived(nodes[mixed.name])
     assert not matmul.constant_derived(nodes["p"])
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(0, 5, 7), (3, 5, 0), (0, 0, 0), (4, 0, 33)])
+def test_empty_products(m: int, k: int, n: int) -> None:
+    """No rows, no columns, or no terms (zeros, +0.0): numpy's shapes and values."""
+    w = np.arange(k * n, dtype=F32).reshape(k, n)
+    x = np.ones((m, k), F32)
+    bias = np.linspace(-1, 1, n, dtype=F32)
+    exe = gc.compile(product_graph(w, (m, k), bias, relu=True), backend="native")
+    got = exe(x)
+    want = np.maximum(x @ w + bias, F32(0.0))
+    assert bits_differ(got, want) is None, bits_differ(got, want)
+    assert matmul.PRODUCT.name in exe.source(x)

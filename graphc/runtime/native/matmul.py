@@ -1,4 +1,4 @@
-"""A float32 matmul in C for products by a constant matrix: weights packed once, at compile.
+"""A float32 matmul in C for products by a constant matrix: the weight packed once.
 
 A model's linear layers multiply activations by constant weights (an imported ONNX model's
 initializers, a traced model's parameters). numpy's BLAS call copies ("packs") panels of
@@ -6,9 +6,9 @@ the weight on every call before its kernel runs, and at a batch of 64 rows that 
 OpenBLAS's small-matrix paths cost as much as the arithmetic: an LSTM's recurrent
 product, 64 x 128 by 128 x 512, took 30-38 us there and 24 here.
 
-Here the right operand is packed when the plan is built, into panels of `MM_NR` columns
-(two vectors) stored k by k, zero past the last column, so a kernel reads each panel
-front to back. A tile of `MM_MR` rows by one panel keeps its 2 MM_MR accumulators in
+Here the right operand is packed once, by the plan's setup, into panels of `MM_NR`
+columns (two vectors) stored k by k, zero past the last column, so a kernel reads each
+panel front to back. A tile of `MM_MR` rows by one panel keeps its 2 MM_MR accumulators in
 registers while k goes by (per k: two vector loads of the panel, a broadcast of each
 row's a[r, k], their products as fused multiply-adds). The left operand is read in place
 through up to two row strides and an element stride (a batch-first sequence seen time
@@ -21,16 +21,17 @@ pay for waking it.
 Which products: float32 operands whose right one is a matrix (rank 2) derived from
 constants alone (a constant, its transpose, or ops on constants: that property is the
 same at every optimization level, since folding and loop-invariant motion never turn a
-computed value into a constant's view or back, see passes/control.py). A constant, or a transpose of one, is packed at compile time; anything else
-derived from constants (an O0 plan computing w * 2, say) is packed on every call by
-`gc_matmul_pack_f32`. Every other product stays numpy's (training graphs multiply by
+computed value into a constant's view or back, see passes/control.py). A constant, or a
+transpose of one, is packed at setup; anything else derived from constants (an O0 plan
+computing w * 2, say) is packed on every call by `gc_matmul_pack_f32`. Every other product stays numpy's (training graphs multiply by
 state, which changes between calls).
 
 Bits: every output is a fused multiply-add chain over k in order, from +0.0, whatever the
 batch, the tile, the chunking or the threads; that is not the order of numpy's BLAS
-call, so these products are declared inexact on native (`inexact_product`), and
-tests/runtime/test_native_matmul.py holds them within the componentwise bound of a sum
-of K products, 2 (K + 2) eps sum |a| |b|, of numpy's.
+call, so these products are declared inexact on native (`inexact_product`).
+tests/runtime/test_native_matmul.py checks the chain bit for bit (computed with exact
+rationals) and holds the results within the componentwise bound of a sum of K
+products, 2 (K + 2) eps sum |a| |b|, of numpy's.
 """
 
 from __future__ import annotations

@@ -339,7 +339,10 @@ def finish(gen: Generator) -> None:
         built = toolchain.build(source)
     except toolchain.BuildError as exc:
         raise BackendUnavailableError(f"building the native kernels failed: {exc}") from None
-    bound = calls.bind(built.path, built.library, {n: k.params for n, k in kernels.items()})
+    statuses = frozenset(n for n, k in kernels.items() if k.status)
+    bound = calls.bind(
+        built.path, built.library, {n: k.params for n, k in kernels.items()}, statuses
+    )
     how = {
         "compiled": f"compiled in {built.seconds:.3f} s",
         "disk": f"loaded from the disk cache in {built.seconds * 1e3:.1f} ms",

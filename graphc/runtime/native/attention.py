@@ -67,25 +67,34 @@ GC_INLINE void NAME_item(int64_t item, const int64_t *d, char *out, const char *
     SOFTMAX(m, p, (char *)s, (const char *)s, 0);
     gemm(101, NO_TRANS, (int)f[4], m, pv, p, 1, s, p, vi, f[5], 0, oi, f[6]);
 }
-GC_EXPORT void NAME(int64_t items, const int64_t *d, char *out, const char *q, const char *k,
-                    const char *v, const char *scale, const char *gemm, int64_t parallel) {
-    int64_t m = d[1], p = d[3];
+/* returns 1 when a thread could not allocate its block of scores (its items are
+   skipped: the caller raises), else 0 */
+GC_EXPORT int64_t NAME(int64_t items, const int64_t *d, char *out, const char *q,
+                       const char *k, const char *v, const char *scale, const char *gemm,
+                       int64_t parallel) {
+    int64_t m = d[1], p = d[3], failed = 0;
     NAME_gemm fn = (NAME_gemm)gemm;
     if (parallel) {
         #pragma omp parallel
         {
             scalar_t *s = (scalar_t *)malloc(m * p * sizeof(scalar_t));
+            if (!s) {
+                #pragma omp atomic write
+                failed = 1;
+            }
             #pragma omp for schedule(static)
             for (int64_t i = 0; i < items; i++)
-                NAME_item(i, d, out, q, k, v, (const scalar_t *)scale, fn, s);
+                if (s) NAME_item(i, d, out, q, k, v, (const scalar_t *)scale, fn, s);
             free(s);
         }
     } else {
         scalar_t *s = (scalar_t *)malloc(m * p * sizeof(scalar_t));
+        if (!s) return 1;
         for (int64_t i = 0; i < items; i++)
             NAME_item(i, d, out, q, k, v, (const scalar_t *)scale, fn, s);
         free(s);
     }
+    return failed;
 }
 """
 
@@ -101,7 +110,7 @@ def attention_kernel(ct: str, gemm_bits: int, softmax: Kernel) -> Kernel:
         .replace("scalar_t", CTYPE_NAME[ct])
         .replace("NO_TRANS", str(NO_TRANS))
     )
-    return Kernel(name, text, [Operand("full", ct)], ["attention"], "pppppppi")
+    return Kernel(name, text, [Operand("full", ct)], ["attention"], "pppppppi", True)
 
 
 def _blasable(s1: int, s2: int, d2: int, size: int) -> bool:
@@ -176,7 +185,8 @@ def prepare(
     now = calls.address_now
 
     def run(out: np.ndarray) -> None:
-        fn(items, *head, now(out), *tail)
+        if fn(items, *head, now(out), *tail):
+            calls.scratch_failed("attention")
 
     run.keep = (d, q, kt, v, scale)  # type: ignore[attr-defined] - what the addresses point into
     return run

@@ -111,10 +111,16 @@ def address(gen: Any, expr: str, static: bool, lines: list[str]) -> str:
     return name
 
 
-def bind(path: Path, library: ctypes.CDLL, signatures: dict[str, str]) -> dict[str, Any]:
+def bind(
+    path: Path,
+    library: ctypes.CDLL,
+    signatures: dict[str, str],
+    statuses: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     """The kernels of a loaded library, callable with the arguments the generated code
     passes; `signatures` maps each kernel to its parameters after the count: 'p' an
-    address, 'i' an int64."""
+    address, 'i' an int64. The kernels in `statuses` return an int64 (Kernel.status),
+    the others nothing."""
     if FFI is None:
         functions = {}
         for name, kinds in signatures.items():
@@ -122,7 +128,7 @@ def bind(path: Path, library: ctypes.CDLL, signatures: dict[str, str]) -> dict[s
             fn.argtypes = [ctypes.c_int64] + [
                 ctypes.c_void_p if k == "p" else ctypes.c_int64 for k in kinds
             ]
-            fn.restype = None
+            fn.restype = ctypes.c_int64 if name in statuses else None
             functions[name] = fn
         return functions
     with _lock:
@@ -130,7 +136,8 @@ def bind(path: Path, library: ctypes.CDLL, signatures: dict[str, str]) -> dict[s
         if new:
             FFI.cdef(
                 "\n".join(
-                    f"void {name}(int64_t{''.join(', void *' if k == 'p' else ', int64_t' for k in signatures[name])});"
+                    f"{'int64_t' if name in statuses else 'void'} {name}(int64_t"
+                    f"{''.join(', void *' if k == 'p' else ', int64_t' for k in signatures[name])});"
                     for name in new
                 )
             )
@@ -140,3 +147,15 @@ def bind(path: Path, library: ctypes.CDLL, signatures: dict[str, str]) -> dict[s
             _libraries[key] = FFI.dlopen(key)
         lib = _libraries[key]
     return {name: getattr(lib, name) for name in signatures}
+
+
+def scratch_failed(op: str) -> None:
+    """Raise for a kernel of `op` that could not allocate its scratch memory (a nonzero
+    status: Kernel.status); its output is incomplete."""
+    raise MemoryError(f"graphc native kernel for {op}: could not allocate its scratch memory")
+
+
+def checked(gen: Any, call: str, op: str) -> list[str]:
+    """Source lines that make the call `call` of a status kernel and raise MemoryError,
+    naming `op`, when it reports a failed allocation."""
+    return [f"if {call}:", f"    {gen.const(scratch_failed, 'scratch_failed')}({op!r})"]

@@ -302,8 +302,13 @@ GC_EXPORT void gc_direct_conv2d_f32(int64_t m, const float *x, const float *w, f
     int64_t Ho = Hp - (kh - 1) * dh, Wo = Wp - (kw - 1) * dw, plane = (Hp + 1) * Wp;
     int64_t Cg = C / groups, Og = O / groups, K = Cg * kh * kw;
     int64_t ntiles_o = (Og + DC_OB - 1) / DC_OB;
-    int64_t offs_stack[512];
-    int64_t *offs = K <= 512 ? offs_stack : (int64_t *)malloc(sizeof(int64_t) * K);
+    /* the taps' offsets: on the stack, or past every thread's slack in the padded
+       buffer (`_chunks` makes room for them; no allocation that could fail here) */
+    int64_t offs_stack[512], *offs = offs_stack;
+    if (K > 512) {
+        float *tail = pad + chunk * C * plane + SLACK_ELEMENTS * DC_MAX_THREADS;
+        offs = (int64_t *)(tail + ((uintptr_t)tail % sizeof(int64_t) ? 1 : 0));
+    }
     for (int64_t c = 0, t = 0; c < Cg; c++)
         for (int64_t i = 0; i < kh; i++)
             for (int64_t j = 0; j < kw; j++) offs[t++] = c * plane + i * dh * Wp + j * dw;
@@ -325,7 +330,6 @@ GC_EXPORT void gc_direct_conv2d_f32(int64_t m, const float *x, const float *w, f
     } else {
         dc_chunks(&conv, x, m, chunk, H, W, top, left, right);  /* the loops run serially */
     }
-    if (offs != offs_stack) free(offs);
 }
 """
 
@@ -403,13 +407,17 @@ def prepared(
 
 def _chunks(x: tuple, w: tuple, out: tuple, padding: tuple) -> tuple[int, np.ndarray]:
     """Images per chunk (padded input and output of a chunk within `CHUNK_BYTES`, at
-    least one image) and the padded buffer of one chunk, with its slack."""
+    least one image) and the padded buffer of one chunk, with its slack, then room for
+    the taps' int64 offsets when there are more than the C keeps on its stack (512)."""
     n, channels, height, width = x
     top, left, bottom, right = padding
     plane = (height + top + bottom + 1) * (width + left + right)
     per_image = (channels * plane + w[0] * out[2] * out[3]) * 4
     chunk = max(1, min(n, CHUNK_BYTES // per_image))
-    return chunk, np.empty(chunk * channels * plane + SLACK * MAX_THREADS, np.float32)
+    taps = w[1] * w[2] * w[3]
+    offsets = 2 * taps + 1 if taps > 512 else 0  # floats: int64s, and one to align them
+    size = chunk * channels * plane + SLACK * MAX_THREADS + offsets
+    return chunk, np.empty(size, np.float32)
 
 
 def runner(fn: Callable[..., None]) -> Callable[..., None]:

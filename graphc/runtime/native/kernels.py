@@ -89,6 +89,9 @@ class Kernel:
     operands: list[Operand]
     ops: list[str] = field(default_factory=list)
     params: str = ""  # after the count: 'p' an address, 'i' an int64, in order
+    # returns an int64, nonzero when it could not allocate its scratch memory (the call
+    # is then checked: calls.checked); else returns nothing
+    status: bool = False
 
 
 def epilogue_body(out: TensorType, bias: TensorType | None, activation: str | None) -> Graph:

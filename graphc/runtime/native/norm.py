@@ -118,30 +118,39 @@ static void ln_grad_row(const float *x, const float *g, float *y, float *c, int6
         stm_f32(y + j, (ldm_f32(g + j, k) * rs + sh) - ldm_f32(c + j, k) * sl, k);
     }
 }
-GC_EXPORT void gc_layer_norm_grad_f32(int64_t rows, int64_t n, float *y, const float *x,
-                                      const float *g, int64_t eps_bits, int64_t parallel) {
+/* returns 1 when a thread could not allocate its centered row (its rows are skipped:
+   the caller raises), else 0 */
+GC_EXPORT int64_t gc_layer_norm_grad_f32(int64_t rows, int64_t n, float *y, const float *x,
+                                         const float *g, int64_t eps_bits, int64_t parallel) {
     float eps = ln_eps(eps_bits);
+    int64_t failed = 0;
     if (parallel) {
         #pragma omp parallel
         {
             float *c = (float *)malloc(sizeof(float) * (n + GC_W));
+            if (!c) {
+                #pragma omp atomic write
+                failed = 1;
+            }
             #pragma omp for schedule(static)
             for (int64_t r = 0; r < rows; r++)
-                ln_grad_row(x + r * n, g + r * n, y + r * n, c, n, eps);
+                if (c) ln_grad_row(x + r * n, g + r * n, y + r * n, c, n, eps);
             free(c);
         }
     } else {
         float *c = (float *)malloc(sizeof(float) * (n + GC_W));
+        if (!c) return 1;
         for (int64_t r = 0; r < rows; r++)
             ln_grad_row(x + r * n, g + r * n, y + r * n, c, n, eps);
         free(c);
     }
+    return failed;
 }
 """
 
 LAYER_NORM = Kernel("gc_layer_norm_f32", SHARED + FORWARD, [], ["layer_norm"], "ipppp" + "i" * 4)
 LAYER_NORM_GRAD = Kernel(
-    "gc_layer_norm_grad_f32", SHARED + GRADIENT, [], ["layer_norm_grad"], "ippp" + "ii"
+    "gc_layer_norm_grad_f32", SHARED + GRADIENT, [], ["layer_norm_grad"], "ippp" + "ii", True
 )
 
 
@@ -187,7 +196,8 @@ def lower_layer_norm(gen: Generator, step: Step, out: str) -> list[str] | None:
     eps = int(np.float32(step.attrs["eps"]).view(np.int32))
     args += [str(eps), str(int(rows * n >= PARALLEL_WORK))]
     calls.record(gen, kernel)
-    return [*lines, f"{kernel.name}({', '.join(args)})"]
+    call = f"{kernel.name}({', '.join(args)})"
+    return [*lines, *(calls.checked(gen, call, step.node.op) if kernel.status else [call])]
 
 
 def _rows(types: list[TensorType], axis: int) -> tuple[int, int] | None:

@@ -171,20 +171,30 @@ GC_INLINE void NAME_row(int64_t o, int64_t n, char *out, const char *x, int64_t 
         st_t(y, j, n - j, take_log ? v - by : v / by);
     }
 }
-GC_EXPORT void NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t take_log) {
+/* returns 1 when log_softmax could not allocate a thread's exps (its rows are skipped:
+   the caller raises), else 0; softmax allocates nothing */
+GC_EXPORT int64_t NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t take_log) {
+    int64_t failed = 0;
     if (rows * n >= PAR) {
         #pragma omp parallel
         {
             scalar_t *e = take_log ? (scalar_t *)malloc((n + GC_W) * sizeof(scalar_t)) : 0;
+            if (take_log && !e) {
+                #pragma omp atomic write
+                failed = 1;
+            }
             #pragma omp for schedule(static)
-            for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, take_log, e);
+            for (int64_t o = 0; o < rows; o++)
+                if (e || !take_log) NAME_row(o, n, out, x, take_log, e);
             free(e);
         }
     } else {
         scalar_t *e = take_log ? (scalar_t *)malloc((n + GC_W) * sizeof(scalar_t)) : 0;
+        if (take_log && !e) return 1;
         for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, take_log, e);
         free(e);
     }
+    return failed;
 }
 """
 
@@ -198,9 +208,8 @@ def _instance(template: str, kind: str, ct: str, parallel: int) -> Kernel:
         text = text.replace(f"{generic}_t(", f"{generic}_{ct}(")
     text = text.replace("vec_t", f"v{ct}").replace("scalar_t", CTYPE_NAME[ct])
     params = {"rowsum": "ippi", "colsum": "iippi", "softmax": "ippi"}[kind]
-    return Kernel(
-        name, text, [Operand("full", ct)], ["softmax" if kind == "softmax" else "sum"], params
-    )
+    ops = ["softmax" if kind == "softmax" else "sum"]
+    return Kernel(name, text, [Operand("full", ct)], ops, params, kind == "softmax")
 
 
 def runs(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, int, int] | None:
@@ -341,13 +350,14 @@ def _row_call(
     args = [*map(str, sizes), calls.address(gen, out, step.output in gen.static, lines)]
     args += [calls.address(gen, x, static, lines), str(flag)]
     call = f"{kernel.name}({', '.join(args)})"
+    made = calls.checked(gen, call, step.node.op) if kernel.status else [call]
     if static:
-        return [*lines, call]
+        return [*lines, *made]
     fn, fargs, _ = gen.callee(step.node, step.attrs, [x])
     return [
         *lines,
         f"if {x}.flags.c_contiguous:",
-        f"    {call}",
+        *(f"    {line}" for line in made),
         "else:",
         f"    {fn}({', '.join([*fargs, f'out={out}'])})",
     ]

@@ -96,13 +96,26 @@ def lower_fused(gen: Generator, step: Step, out: str) -> list[str]:
 
 
 def transposed_view(gen: Generator, value: str) -> bool:
-    """Is `value` a view through a transpose (strided, so reshape(-1) would copy)?"""
+    """Is `value` a view through a transpose that changes the memory order (strided, so
+    reshape(-1) would copy)? One that keeps the dims longer than 1 in their order (a
+    0-d or identity transpose, which O1 removes, or one moving only dims of length 1)
+    leaves the elements in C order: the native kernels read it as they read its base,
+    at every level alike."""
     v = gen.plan.values[value]
     while v.kind == "view" and v.base is not None:
-        if gen.plan.nodes[v.name].op == "transpose":
+        node = gen.plan.nodes[v.name]
+        if node.op == "transpose" and _reorders(node):
             return True
         v = gen.plan.values[v.base]
     return False
+
+
+def _reorders(transpose: Node) -> bool:
+    """Whether a transpose node moves a dim longer than 1 past another (a symbolic dim
+    counts as longer than 1)."""
+    shape = transpose.inputs[0].type.shape
+    kept = [a for a in transpose.attrs["axes"] if shape[a] != 1]
+    return kept != sorted(kept)
 
 
 def _sliced_chunk(

@@ -21,9 +21,9 @@ the same ops run on the same values, only fewer of them, or outside the loop.
   outermost of them (those a varying op or an output reads) are computed once in the
   outer graph and passed in as new consts. Ops on constants alone stay in the body:
   folding computes them once where it can, and what it leaves (a transpose, a view
-  in another memory order; an op a backend keeps) stays visibly derived from
-  constants, which the native backend's matmul needs to pack a weight once
-  (runtime/native/matmul.py) at every level alike.
+  in another memory order; an op a backend keeps) stays visibly a constant's, so the
+  native backend's matmul packs such a weight once, at setup, instead of on every
+  step (runtime/native/matmul.py).
 
 Linear in the nodes of the graph and its bodies, times the rounds of the liveness
 fixed point (at most the number of carries).

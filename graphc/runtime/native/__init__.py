@@ -78,7 +78,7 @@ def _allows_scalar(graph: Graph) -> bool:
 # block by block: blas.py), the convolutions (the direct kernel sums in its own order:
 # direct_conv.py), attention (its softmax is the row kernel's), the layer norms (a
 # variance summed in lanes where numpy calls sdot: norm.py), and float32 products by a
-# matrix derived from constants (matmul.py: a chain of fused multiply-adds)
+# matrix (matmul.py: a chain of fused multiply-adds)
 CONVOLUTIONS = frozenset({"conv2d", "conv2d_epilogue", "conv2d_fused"})
 # (and conv_transpose2d of stride 1, the direct kernel on a flipped weight: conv.py)
 LAYER_NORMS = frozenset({"layer_norm", "layer_norm_grad"})
@@ -187,7 +187,7 @@ def _call(
 
 
 def lower_matmul(gen: Generator, step: Step, out: str) -> list[str] | None:
-    """A product by a matrix derived from constants in C (matmul.py), else numpy's."""
+    """A float32 product by a matrix in C (matmul.py), else numpy's."""
     return matmul.lower(gen, step, out, None, False)
 
 
@@ -200,7 +200,7 @@ def lower_matmul_epilogue(gen: Generator, step: Step, out: str) -> list[str] | N
     out_t = gen.plan.values[step.output].type
     bias = step.inputs[2] if attrs.get("bias") else None
     activation = attrs.get("activation")
-    if matmul.plan_reason(gen, step) is None:
+    if matmul.reason(step.node) is None:
         fits = bias is None or matmul.per_column(gen.plan.values[bias].type, out_t)
         if fits and activation in (None, "relu"):
             return matmul.lower(gen, step, out, bias, activation == "relu")

@@ -1,48 +1,50 @@
-"""A float32 matmul in C for products by a constant matrix: the weight packed once.
+"""A float32 matmul in C: a product by a matrix, its weight packed into panels.
 
-A model's linear layers multiply activations by constant weights (an imported ONNX model's
-initializers, a traced model's parameters). numpy's BLAS call copies ("packs") panels of
-the weight on every call before its kernel runs, and at a batch of 64 rows that copy and
-OpenBLAS's small-matrix paths cost as much as the arithmetic: an LSTM's recurrent
-product, 64 x 128 by 128 x 512, took 30-38 us there and 24 here.
+numpy's BLAS call copies ("packs") panels of both operands on every call before its
+kernel runs. At a batch of 64 rows that copy and OpenBLAS's small-matrix paths cost as
+much as the arithmetic (an LSTM's recurrent product, 64 x 128 by 128 x 512: 30-38 us
+there, 24 here), and at 512 rows its two threads still spend a tenth of their time
+packing and waiting (an MLP's training step: docs/backends.md, "Products").
 
-Here the right operand is packed once, by the plan's setup, into panels of `MM_NR`
-columns (two vectors) stored k by k, zero past the last column, so a kernel reads each
-panel front to back. A tile of `MM_MR` rows by one panel keeps its 2 MM_MR accumulators in
-registers while k goes by (per k: two vector loads of the panel, a broadcast of each
-row's a[r, k], their products as fused multiply-adds). The left operand is read in place
-through up to two row strides and an element stride (a batch-first sequence seen time
-first, a transposed activation), so no copy is made of it. The bias of a
-matmul_epilogue (one value per column) and a relu are applied to the tile before it is
-stored; its other activations run as the elementwise kernel after, as before. Tiles go
-to the OpenMP pool by panel, then by chunk of rows, when the product is big enough to
-pay for waking it.
+Here only the right operand is in panels of `MM_NR` columns (two vectors) stored k by k,
+zero past the last column, so a kernel reads each panel front to back. A tile of `MM_MR`
+rows by one panel keeps its 2 MM_MR accumulators in registers while k goes by (per k:
+two vector loads of the panel, a broadcast of each row's a[r, k], their products as
+fused multiply-adds). The left operand is read in place through up to two row strides
+and an element stride (a batch-first sequence seen time first, a transposed
+activation), so no copy is made of it. The bias of a matmul_epilogue (one value per
+column) and a relu are applied to the tile before it is stored; its other activations
+run as the elementwise kernel after, as before. Tiles go to the OpenMP pool by panel,
+then by chunk of rows, when the product is big enough to pay for waking it.
 
-Which products: float32 operands whose right one is a matrix (rank 2) derived from
-constants alone (a constant, its transpose, or ops on constants: that property is the
-same at every optimization level, since folding and loop-invariant motion never turn a
-computed value into a constant's view or back, see passes/control.py). A constant, or a
-transpose of one, is packed at setup; anything else derived from constants (an O0 plan
-computing w * 2, say) is packed on every call by `gc_matmul_pack_f32`. Every other product stays numpy's (training graphs multiply by
-state, which changes between calls).
+Which products: float32 operands whose right one is a matrix (rank 2). Where the panels
+come from:
+- a constant, or a transpose of one (an imported model's initializers, a traced
+  model's parameters, an LSTM's recurrent weight in a scan body): packed once per
+  thread, by the plan's setup (`gc_matmul_pack_f32`);
+- any other matrix (a training step's weights, which change every call; an activation
+  in a weight gradient; a caller's array in any layout): the product's own call packs
+  it, the same threads first packing the panels and then running the tiles, into a
+  buffer the plan's products share; a panel of whole rows in order (C order) is read
+  where it lies instead when the output has few rows (up to MM_IN_PLACE), where the
+  packing would cost more than the strided reads. A transposed matrix (a torch-layout
+  weight seen as W.T) packs by 8 x 8 blocks transposed in registers.
 
 Bits: every output is a fused multiply-add chain over k in order, from +0.0, whatever the
-batch, the tile, the chunking or the threads; that is not the order of numpy's BLAS
-call, so these products are declared inexact on native (`inexact_product`).
-tests/runtime/test_native_matmul.py checks the chain bit for bit (computed with exact
-rationals) and holds the results within the componentwise bound of a sum of K
-products, 2 (K + 2) eps sum |a| |b|, of numpy's.
+batch, the tile, the chunking, the threads, or where the panel was read from; that is
+not the order of numpy's BLAS call, so these products are declared inexact on native
+(`inexact_product`). tests/runtime/test_native_matmul.py checks the chain bit for bit
+(computed with exact rationals) and holds the results within the componentwise bound of
+a sum of K products, 2 (K + 2) eps sum |a| |b|, of numpy's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from graphc.ir.graph import OP, Node
-from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.runtime.codegen import Generator
 from graphc.runtime.native import calls
@@ -56,7 +58,7 @@ PARALLEL_WORK = 1 << 20
 ALIGN = 64  # bytes: a packed panel's rows are whole vectors
 
 SOURCE = r"""
-/* ---- packed float32 matmul (graphc/runtime/native/matmul.py) ---- */
+/* ---- float32 matmul by a matrix (graphc/runtime/native/matmul.py) ---- */
 #ifdef __AVX512F__
 #define MM_MR 12
 #else
@@ -66,26 +68,40 @@ SOURCE = r"""
 /* rows of one task: a panel's chunk of rows (the panel stays in the core's cache while
    its chunks go by) */
 #define MM_CHUNK (8 * MM_MR)
+#ifndef MM_IN_PLACE
+#define MM_IN_PLACE 96
+#endif
 
 typedef struct {
-    const float *a, *packed, *bias; float *c;
-    int64_t K, N, rows1, s0, s1, sk, relu;
+    const float *a, *b, *bias; float *c, *packed;
+    int64_t M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready;
 } mm_args;
+
+/* whether panel p is read where b lies: its columns are adjacent and whole (no packed
+   copy), else it is read from `packed` */
+GC_INLINE int mm_in_place(const mm_args *m, int64_t p) {
+    return !m->ready && m->bj == 1 && (p + 1) * MM_NR <= m->N && m->M <= MM_IN_PLACE;
+}
 
 /* rows r0 .. r0 + mr - 1 times panel p into c, then the bias and the relu; `two`: the
    panel has columns past its first vector (a product of 10 columns computes one) */
 GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr, const int two) {
-    const float *row[MM_MR];
-    for (int r = 0; r < mr; r++)
-        row[r] = m->a + ((r0 + r) / m->rows1) * m->s0 + ((r0 + r) % m->rows1) * m->s1;
-    const float *b = m->packed + p * m->K * MM_NR;
+    const int in_place = mm_in_place(m, p);
+    const float *b = in_place ? m->b + p * MM_NR : m->packed + p * m->K * MM_NR;
+    const int64_t ldb = in_place ? m->bk : MM_NR;
     vf32 lo[MM_MR], hi[MM_MR];
     for (int r = 0; r < mr; r++) { lo[r] = sp_f32(0.0f); hi[r] = sp_f32(0.0f); }
+    const float *row[MM_MR];
+    if (m->rows1 == 1)  /* one row stride: no division */
+        for (int r = 0; r < mr; r++) row[r] = m->a + (r0 + r) * m->s0;
+    else
+        for (int r = 0; r < mr; r++)
+            row[r] = m->a + ((r0 + r) / m->rows1) * m->s0 + ((r0 + r) % m->rows1) * m->s1;
     const int64_t sk = m->sk;
     for (int64_t k = 0; k < m->K; k++) {
         vf32 b0, b1 = sp_f32(0.0f);
-        memcpy(&b0, b + k * MM_NR, GC_VB);
-        if (two) memcpy(&b1, b + k * MM_NR + GC_W, GC_VB);
+        memcpy(&b0, b + k * ldb, GC_VB);
+        if (two) memcpy(&b1, b + k * ldb + GC_W, GC_VB);
         for (int r = 0; r < mr; r++) {
             vf32 s = sp_f32(row[r][k * sk]);
             lo[r] = fma_f32(s, b0, lo[r]);
@@ -139,41 +155,64 @@ static void mm_rows(const mm_args *m, int64_t r0, int64_t r1, int64_t p) {
     else mm_rows_of(m, r0, r1, p, 0);
 }
 
-/* c (M x N, C order) = a (M x K: row r at a + (r / rows1) s0 + (r % rows1) s1, its
-   elements sk apart) times the packed matrix, plus bias[j] when bias is not null, then
-   max(., 0) when relu */
-GC_EXPORT void gc_matmul_f32(int64_t M, const float *a, const float *packed, float *c,
-                             const float *bias, int64_t K, int64_t N, int64_t rows1,
-                             int64_t s0, int64_t s1, int64_t sk, int64_t relu,
-                             int64_t parallel) {
-    mm_args m = {a, packed, bias, c, K, N, rows1, s0, s1, sk, relu};
-    int64_t panels = (N + MM_NR - 1) / MM_NR, chunks = (M + MM_CHUNK - 1) / MM_CHUNK;
-    #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t task = 0; task < panels * chunks; task++) {
-        int64_t p = task / chunks, r0 = (task % chunks) * MM_CHUNK;
-        mm_rows(&m, r0, r0 + MM_CHUNK < M ? r0 + MM_CHUNK : M, p);
+/* panel p of b (K x N, element (k, j) at b + k bk + j bj) into `packed`: its MM_NR
+   columns k by k, zero past column N. Adjacent columns copy row by row; adjacent rows
+   (a transposed matrix) go by 8 x 8 blocks transposed in registers; anything else
+   element by element */
+static void mm_pack_panel(const float *b, float *packed, int64_t K, int64_t N, int64_t bk,
+                          int64_t bj, int64_t p) {
+    int64_t j0 = p * MM_NR, cols = N - j0 < MM_NR ? N - j0 : MM_NR, k = 0;
+    float *d = packed + p * K * MM_NR;
+    const float *s = b + j0 * bj;
+    if (bj == 1 && cols == MM_NR) {  /* two vectors a row (memcpy of a fixed size) */
+        for (; k < K; k++) memcpy(d + k * MM_NR, s + k * bk, MM_NR * sizeof(float));
+        return;
     }
+    if (bk == 1 && cols == MM_NR)
+        for (; k + 8 <= K; k += 8)
+            for (int64_t j = 0; j < MM_NR; j += 8) tr8_f32(s + j * bj + k, bj, d + k * MM_NR + j, MM_NR);
+    for (; k < K; k++)
+        for (int64_t j = 0; j < MM_NR; j++) d[k * MM_NR + j] = j < cols ? s[k * bk + j * bj] : 0.0f;
 }
 
-/* b (K x N, element (k, j) at b + k sk + j sj) into panels of MM_NR columns, k by k,
-   zero past column N */
-GC_EXPORT void gc_matmul_pack_f32(int64_t K, const float *b, float *packed, int64_t N,
-                                  int64_t sk, int64_t sj, int64_t parallel) {
-    int64_t panels = (N + MM_NR - 1) / MM_NR;
-    #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t p = 0; p < panels; p++) {
-        int64_t j0 = p * MM_NR, cols = N - j0 < MM_NR ? N - j0 : MM_NR;
-        float *d = packed + p * K * MM_NR;
-        for (int64_t k = 0; k < K; k++) {
-            const float *s = b + k * sk + j0 * sj;
-            for (int64_t j = 0; j < MM_NR; j++) d[k * MM_NR + j] = j < cols ? s[j * sj] : 0.0f;
+/* c (M x N, C order) = a (M x K: row r at a + (r / rows1) s0 + (r % rows1) s1, its
+   elements sk apart) times b (K x N: element (k, j) at b + k bk + j bj, or, when
+   `ready`, already in `packed` as gc_matmul_pack_f32 leaves it), plus bias[j] when bias
+   is not null, then max(., 0) when relu. Without `ready`, the panels the tiles cannot
+   read in place are packed first, by the same team, into `packed` (room for every
+   panel) */
+GC_EXPORT void gc_matmul_f32(int64_t M, const float *a, const float *b, float *packed,
+                             float *c, const float *bias, int64_t K, int64_t N,
+                             int64_t rows1, int64_t s0, int64_t s1, int64_t sk, int64_t bk,
+                             int64_t bj, int64_t ready, int64_t relu, int64_t parallel) {
+    mm_args m = {a, b, bias, c, packed, M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready};
+    int64_t panels = (N + MM_NR - 1) / MM_NR, chunks = (M + MM_CHUNK - 1) / MM_CHUNK;
+    #pragma omp parallel if (parallel)
+    {
+        if (!ready && M > 0) {
+            #pragma omp for schedule(static)
+            for (int64_t p = 0; p < panels; p++)
+                if (!mm_in_place(&m, p)) mm_pack_panel(b, packed, K, N, bk, bj, p);
+        }
+        #pragma omp for schedule(static)
+        for (int64_t task = 0; task < panels * chunks; task++) {
+            int64_t p = task / chunks, r0 = (task % chunks) * MM_CHUNK;
+            mm_rows(&m, r0, r0 + MM_CHUNK < M ? r0 + MM_CHUNK : M, p);
         }
     }
 }
+
+/* every panel of b (as above) into `packed`: a constant matrix, once per plan */
+GC_EXPORT void gc_matmul_pack_f32(int64_t K, const float *b, float *packed, int64_t N,
+                                  int64_t bk, int64_t bj, int64_t parallel) {
+    int64_t panels = (N + MM_NR - 1) / MM_NR;
+    #pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t p = 0; p < panels; p++) mm_pack_panel(b, packed, K, N, bk, bj, p);
+}
 """
 
-# after M: a, packed, c, bias; K, N, rows1, s0, s1, sk, relu, parallel
-PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "pppp" + "i" * 8)
+# after M: a, b, packed, c, bias; K, N, rows1, s0, s1, sk, bk, bj, ready, relu, parallel
+PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "ppppp" + "i" * 11)
 # after K: b, packed; N, sk, sj, parallel
 PACK = Kernel("gc_matmul_pack_f32", SOURCE, [], ["matmul"], "pp" + "iiii")
 
@@ -191,65 +230,16 @@ def packed_size(k: int, n: int) -> int:
     return -(-n // 32) * 32 * k
 
 
-def constant_derived(node: Node) -> bool:
-    """Whether `node`'s value is computed from constants alone (no placeholder, state or
-    impure op among its ancestors): the same value at every call. A walk over its
-    ancestors; `derived_from_constants` answers for a whole graph at once."""
-    return node in derived_from_constants(ancestors(node))
-
-
-def ancestors(node: Node) -> list[Node]:
-    """`node` and the nodes it reads, directly or not, inputs before readers."""
-    order: list[Node] = []
-    seen: set[Node] = set()
-    stack: list[tuple[Node, bool]] = [(node, False)]
-    while stack:
-        n, done = stack.pop()
-        if done:
-            order.append(n)
-        elif n not in seen:
-            seen.add(n)
-            stack.append((n, True))
-            stack.extend((x, False) for x in n.inputs if x not in seen)
-    return order
-
-
-def derived_from_constants(nodes: Iterable[Node]) -> set[Node]:
-    """The nodes among `nodes` (inputs before readers) whose values are computed from
-    constants alone; one pass."""
-    derived: set[Node] = set()
-    for n in nodes:
-        if n.kind == OP and (
-            n.is_constant
-            or (get_op(n.op).pure and n.inputs and all(x in derived for x in n.inputs))
-        ):
-            derived.add(n)
-    return derived
-
-
-def reason(node: Node, derived: set[Node] | None = None) -> str | None:
+def reason(node: Node) -> str | None:
     """None when this kernel computes the product `node` (matmul or matmul_epilogue) on
-    native, else why not; `derived`: the graph's `derived_from_constants`, when known."""
+    native, else why not."""
     a, b = node.inputs[0].type, node.inputs[1].type
     out: TensorType = node.type
     if not a.dtype == b.dtype == out.dtype == np.float32:
         return "float32 only"
     if b.rank != 2:
         return "a matrix (rank 2) on the right only"
-    weight = node.inputs[1]
-    if not (weight in derived if derived is not None else constant_derived(weight)):
-        return "a right operand derived from constants only (it is packed once)"
     return None
-
-
-def plan_reason(gen: Generator, step: Step) -> str | None:
-    """`reason` for a step of the plan `gen` generates (its graph's values derived from
-    constants found once per plan, not once per product: an unrolled RNN's 600
-    products each walked the whole graph, 1.7 s of a 3.2 s compile)."""
-    state = calls.plan_state(gen)
-    if "derived" not in state:
-        state["derived"] = derived_from_constants(gen.plan.nodes.values())
-    return reason(step.node, state["derived"])
 
 
 def inexact_product(node: Node) -> bool:
@@ -299,22 +289,48 @@ def _view_of_constant(gen: Generator, value: str) -> np.ndarray | None:
     return None
 
 
-def _packed(gen: Generator, step: Step, k: int, n: int, lines: list[str]) -> str:
-    """Source for the packed right operand's address: a buffer of the thread's, which
-    the packing kernel fills once (at setup) for a constant or a transpose of one, else
-    on every call."""
+def _right(gen: Generator, step: Step, k: int, n: int, lines: list[str]) -> tuple[str, str, int]:
+    """Source for the right operand: (its rows_layout's name, the packed buffer's address,
+    1 when that buffer already holds every panel). A constant, or a transpose of one, is
+    packed once per thread, at setup; any other matrix is read in place where its
+    columns are adjacent and packed by the product's own call where not, into a buffer
+    the plan's products share."""
     b = step.inputs[1]
     once = _view_of_constant(gen, b) is not None
+    src = _layout(gen, b, gen.setup_lines if once else lines, once)
+    if not once:
+        return src, _work_buffer(gen), 0
     buffer = gen.fresh("packed")
     gen.setup_lines.append(f"{buffer} = {gen.const(aligned, 'aligned')}({packed_size(k, n)})")
     at = calls.address(gen, buffer, True, lines)
-    where = gen.setup_lines if once else lines
-    src = _layout(gen, b, where, once)
     calls.record(gen, PACK)
     parallel = int(k * n >= PARALLEL_WORK // 16)
     # a matrix's rows_layout: (address, 1, s0 = its row stride, 0, sk = its column stride)
-    where.append(f"{PACK.name}({k}, {src}[0], {at}, {n}, {src}[2], {src}[4], {parallel})")
-    return at
+    pack = f"{PACK.name}({k}, {src}[0], {at}, {n}, {src}[2], {src}[4], {parallel})"
+    gen.setup_lines.append(pack)
+    return src, at, 1
+
+
+def _work_buffer(gen: Generator) -> str:
+    """The address of the buffer in which this plan's products pack the panels they cannot
+    read in place: one per thread, room for the largest right operand that is not a
+    constant's."""
+    state = calls.plan_state(gen)
+    if "matmul_work" not in state:
+        size = 1
+        for step in gen.plan.steps:
+            node, weight = step.node, step.inputs[1]
+            if (
+                node.op in PRODUCTS
+                and reason(node) is None
+                and _view_of_constant(gen, weight) is None
+            ):
+                k, n = gen.plan.values[weight].type.shape
+                size = max(size, packed_size(k, n))  # type: ignore[arg-type]
+        buffer = gen.fresh("matmul_work")
+        gen.setup_lines.append(f"{buffer} = {gen.const(aligned, 'aligned')}({size})")
+        state["matmul_work"] = calls.address(gen, buffer, True, [])
+    return state["matmul_work"]
 
 
 def _layout(gen: Generator, value: str, lines: list[str], once: bool = False) -> str:
@@ -330,7 +346,7 @@ def lower(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) ->
     """The product of `step` (its inputs a and b first) into `out` as one C call, with the
     plan value `bias` (one value per column, or None) added and a relu applied when
     asked; or None (numpy's kernel) where `reason` says so."""
-    why = plan_reason(gen, step)
+    why = reason(step.node)
     if why is not None:
         calls.plan_state(gen)["declined"][step.index] = f"matmul in C: {why}"
         return None
@@ -340,16 +356,15 @@ def lower(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) ->
     assert isinstance(k, int) and isinstance(n, int) and isinstance(out_t.size, int)
     m = out_t.size // n if n else 0
     lines: list[str] = []
-    packed = _packed(gen, step, k, n, lines)
+    b, packed, ready = _right(gen, step, k, n, lines)
     a = _layout(gen, step.inputs[0], lines)
     c = calls.address(gen, out, step.output in gen.static, lines)
-    bias_at = calls.value_address(gen, bias, lines) if bias is not None else "None"
-    if bias is None and calls.FFI is not None:
-        bias_at = gen.const(calls.NULL, "null")
+    null = gen.const(calls.NULL, "null") if calls.FFI is not None else "None"
+    bias_at = calls.value_address(gen, bias, lines) if bias is not None else null
     calls.record(gen, PRODUCT)
     parallel = int(m * n * k >= PARALLEL_WORK)
-    args = [m, f"{a}[0]", packed, c, bias_at, k, n, f"{a}[1]", f"{a}[2]", f"{a}[3]",
-            f"{a}[4]", int(relu), parallel]  # fmt: skip
+    args = [m, f"{a}[0]", f"{b}[0]", packed, c, bias_at, k, n, f"{a}[1]", f"{a}[2]",
+            f"{a}[3]", f"{a}[4]", f"{b}[2]", f"{b}[4]", ready, int(relu), parallel]  # fmt: skip
     return [*lines, f"{PRODUCT.name}({', '.join(str(x) for x in args)})"]
 
 

@@ -319,13 +319,10 @@ def _work_buffer(gen: Generator) -> str:
     if "matmul_work" not in state:
         size = 1
         for step in gen.plan.steps:
-            node, weight = step.node, step.inputs[1]
-            if (
-                node.op in PRODUCTS
-                and reason(node) is None
-                and _view_of_constant(gen, weight) is None
-            ):
-                k, n = gen.plan.values[weight].type.shape
+            if step.node.op not in PRODUCTS or reason(step.node) is not None:
+                continue
+            if _view_of_constant(gen, step.inputs[1]) is None:
+                k, n = gen.plan.values[step.inputs[1]].type.shape
                 size = max(size, packed_size(k, n))  # type: ignore[arg-type]
         buffer = gen.fresh("matmul_work")
         gen.setup_lines.append(f"{buffer} = {gen.const(aligned, 'aligned')}({size})")

@@ -31,6 +31,11 @@ _lock = threading.Lock()
 _declared: set[str] = set()
 _libraries: dict[str, Any] = {}
 
+# the pool's clock (cexpr.PRELUDE's gc_pool_clock), shared by every kernel library of
+# the process: when a parallel region last ended, and for how long idle workers spin
+# after one (threads.openmp_environment sets it), both in ns
+POOL_CLOCK = np.zeros(2, np.int64)
+
 
 def via() -> str:
     return "cffi" if FFI is not None else "ctypes"
@@ -123,6 +128,7 @@ def bind(
     the others nothing."""
     if FFI is None:
         functions = {}
+        library.gc_bind_pool_clock(ctypes.c_void_p(POOL_CLOCK.ctypes.data))
         for name, kinds in signatures.items():
             fn = getattr(library, name)
             fn.argtypes = [ctypes.c_int64] + [
@@ -142,9 +148,13 @@ def bind(
                 )
             )
             _declared.update(new)
+        if "gc_bind_pool_clock" not in _declared:
+            FFI.cdef("void gc_bind_pool_clock(int64_t *);")
+            _declared.add("gc_bind_pool_clock")
         key = str(path)
         if key not in _libraries:
             _libraries[key] = FFI.dlopen(key)
+            _libraries[key].gc_bind_pool_clock(FFI.cast("int64_t *", POOL_CLOCK.ctypes.data))
         lib = _libraries[key]
     return {name: getattr(lib, name) for name in signatures}
 

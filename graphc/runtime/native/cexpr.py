@@ -78,6 +78,7 @@ ULP_BOUND = {
 PRELUDE = r"""
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <immintrin.h>
 #ifndef __AVX2__
 #error "graphc's native kernels need AVX2"
@@ -112,6 +113,23 @@ typedef int32_t vi32 __attribute__((vector_size(GC_VB)));
 typedef int64_t vi64 __attribute__((vector_size(2 * GC_VB)));
 #define GC_EXPORT __attribute__((visibility("default")))
 #define GC_INLINE static inline __attribute__((always_inline))
+
+/* the pool's clock, one for the process (calls.POOL_CLOCK, bound into each library as
+   it loads): [0] when a parallel region last ended, [1] for how long idle workers spin
+   after one, in ns of CLOCK_MONOTONIC (0: they sleep at once). A region while they
+   spin costs about a microsecond; waking a sleeping worker, tens to hundreds. So a
+   kernel of middling size goes parallel only while the pool is warm (its threads'
+   results are the same bits either way) */
+static int64_t *gc_pool_clock;
+GC_EXPORT void gc_bind_pool_clock(int64_t *clock) { gc_pool_clock = clock; }
+GC_INLINE int64_t gc_now_ns(void) {
+    struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec; }
+GC_INLINE int gc_pool_warm(void) {
+    return gc_pool_clock && gc_now_ns() - __atomic_load_n(gc_pool_clock, __ATOMIC_RELAXED)
+                                < __atomic_load_n(gc_pool_clock + 1, __ATOMIC_RELAXED); }
+GC_INLINE void gc_pool_used(void) {
+    if (gc_pool_clock) __atomic_store_n(gc_pool_clock, gc_now_ns(), __ATOMIC_RELAXED); }
 
 /* splats: a scalar operand of integer vector arithmetic is broadcast, and adding it to
    zeros is exact, so this is one broadcast of the scalar's bits (gcc 11 compiled a loop

@@ -27,8 +27,11 @@ kernel's work to pay for waking the pool (10-20 us with idle threads asleep): at
 by its cost (`COST`): a single multiply stays on the calling thread below about a
 million elements, where two threads measured slower (a 784 x 256 scale: 16 us alone,
 24 us in parallel), a GELU chain goes parallel from about 120,000 (at 1e5 elements one
-thread took 66-72 us with two, numpy's chunked plan 65). The last block loads its lanes into zero-padded vectors,
-so every element is computed by the same code (see cexpr.py).
+thread took 66-72 us with two, numpy's chunked plan 65). While the pool is warm (a
+region ended moments ago and its workers still spin: calls.POOL_CLOCK) a region costs a
+microsecond or two, and kernels go parallel from `WARM_WORK` / (work per element)
+elements. The last block loads its lanes into zero-padded vectors, so every element is
+computed by the same code (see cexpr.py), on one thread or two.
 
 Whole blocks go eight at a time (`INTERLEAVE`, fewer for long groups): each statement of
 the block is written for all eight before the next, so the out-of-order core finds
@@ -212,7 +215,7 @@ def build_kernel(
         "}",
     ]
     tiled = [k for k, o in enumerate(operands) if o.mode == TRANSPOSED]
-    par = f"n >= {parallel_min(ops)}"
+    par = f"n >= {parallel_min(ops)} || (n >= {warm_min(ops)} && gc_pool_warm())"
     if tiled:
         main = _tiled_main(params, init, block_args, tiled, operands, par)
     else:
@@ -317,6 +320,9 @@ COST = {
 }
 PARALLEL_WORK = 1 << 22  # elements x work per element from which two threads pay off
 PARALLEL_MIN = 1 << 15
+# the same while the pool is warm (its workers still spin after a region: calls.POOL_CLOCK):
+# a multiply-subtract of 2**17 elements took 17.8 us on one thread, 8.6 on two
+WARM_WORK = 1 << 18
 
 
 def work(ops: list[str]) -> int:
@@ -327,6 +333,12 @@ def work(ops: list[str]) -> int:
 def parallel_min(ops: list[str]) -> int:
     """The fewest output elements for which a kernel of `ops` runs in parallel."""
     return max(PARALLEL_MIN, PARALLEL_WORK // work(ops))
+
+
+def warm_min(ops: list[str]) -> int:
+    """The fewest output elements for which a kernel of `ops` runs in parallel while
+    the pool is warm."""
+    return max(PARALLEL_MIN, WARM_WORK // work(ops))
 
 
 def _tiled_main(
@@ -405,6 +417,7 @@ def parallel_for(condition: str, loop: str, body: list[str]) -> list[str]:
         "        #pragma omp parallel for schedule(static)",
         f"        {loop}",
         *("        " + line for line in body),
+        "        gc_pool_used();",
         "    } else {",
         f"        {loop}",
         *("        " + line for line in body),

@@ -55,6 +55,9 @@ PRODUCTS = frozenset({"matmul", "matmul_epilogue"})
 # multiply-adds of one product from which its tiles run on the OpenMP pool: waking it
 # costs 5-50 us here, and 2**20 of them take about 9 us on one core
 PARALLEL_WORK = 1 << 20
+# the same while the pool is warm (its workers still spin: calls.POOL_CLOCK), where a
+# region costs a microsecond or two
+WARM_WORK = 1 << 19
 ALIGN = 64  # bytes: a packed panel's rows are whole vectors
 
 SOURCE = r"""
@@ -180,25 +183,34 @@ static void mm_pack_panel(const float *b, float *packed, int64_t K, int64_t N, i
    `ready`, already in `packed` as gc_matmul_pack_f32 leaves it), plus bias[j] when bias
    is not null, then max(., 0) when relu. Without `ready`, the panels the tiles cannot
    read in place are packed first, by the same team, into `packed` (room for every
-   panel) */
+   panel). On the pool when `parallel` is 1, or 2 and the pool is warm */
+/* this thread's share of the product: the panels to pack, then the tiles (the loops
+   are a team's when called in a parallel region, all of them on one thread otherwise) */
+static void mm_share(const mm_args *m) {
+    int64_t panels = (m->N + MM_NR - 1) / MM_NR, chunks = (m->M + MM_CHUNK - 1) / MM_CHUNK;
+    if (!m->ready && m->M > 0) {
+        #pragma omp for schedule(static)
+        for (int64_t p = 0; p < panels; p++)
+            if (!mm_in_place(m, p)) mm_pack_panel(m->b, m->packed, m->K, m->N, m->bk, m->bj, p);
+    }
+    #pragma omp for schedule(static)
+    for (int64_t task = 0; task < panels * chunks; task++) {
+        int64_t p = task / chunks, r0 = (task % chunks) * MM_CHUNK;
+        mm_rows(m, r0, r0 + MM_CHUNK < m->M ? r0 + MM_CHUNK : m->M, p);
+    }
+}
+
 GC_EXPORT void gc_matmul_f32(int64_t M, const float *a, const float *b, float *packed,
                              float *c, const float *bias, int64_t K, int64_t N,
                              int64_t rows1, int64_t s0, int64_t s1, int64_t sk, int64_t bk,
                              int64_t bj, int64_t ready, int64_t relu, int64_t parallel) {
     mm_args m = {a, b, bias, c, packed, M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready};
-    int64_t panels = (N + MM_NR - 1) / MM_NR, chunks = (M + MM_CHUNK - 1) / MM_CHUNK;
-    #pragma omp parallel if (parallel)
-    {
-        if (!ready && M > 0) {
-            #pragma omp for schedule(static)
-            for (int64_t p = 0; p < panels; p++)
-                if (!mm_in_place(&m, p)) mm_pack_panel(b, packed, K, N, bk, bj, p);
-        }
-        #pragma omp for schedule(static)
-        for (int64_t task = 0; task < panels * chunks; task++) {
-            int64_t p = task / chunks, r0 = (task % chunks) * MM_CHUNK;
-            mm_rows(&m, r0, r0 + MM_CHUNK < M ? r0 + MM_CHUNK : M, p);
-        }
+    if (parallel == 1 || (parallel == 2 && gc_pool_warm())) {
+        #pragma omp parallel
+        mm_share(&m);
+        gc_pool_used();
+    } else {
+        mm_share(&m);
     }
 }
 
@@ -359,7 +371,7 @@ def lower(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) ->
     null = gen.const(calls.NULL, "null") if calls.FFI is not None else "None"
     bias_at = calls.value_address(gen, bias, lines) if bias is not None else null
     calls.record(gen, PRODUCT)
-    parallel = int(m * n * k >= PARALLEL_WORK)
+    parallel = 1 if m * n * k >= PARALLEL_WORK else 2 if m * n * k >= WARM_WORK else 0
     args = [m, f"{a}[0]", f"{b}[0]", packed, c, bias_at, k, n, f"{a}[1]", f"{a}[2]",
             f"{a}[3]", f"{a}[4]", f"{b}[2]", f"{b}[4]", ready, int(relu), parallel]  # fmt: skip
     return [*lines, f"{PRODUCT.name}({', '.join(str(x) for x in args)})"]

@@ -57,6 +57,10 @@ PAIRWISE_MAX = 8192
 # an add per element: the same threshold as an elementwise add; softmax is an exp)
 PARALLEL_SUM = 1 << 21
 PARALLEL_SOFTMAX = 1 << 17
+# the same while the pool is warm (its workers still spin: calls.POOL_CLOCK); a softmax
+# row costs more than its exps (a log_softmax of 512 rows of 10: 30-45 us on one thread)
+WARM_SUM = 1 << 16
+WARM_SOFTMAX = 1 << 12
 
 PAIRWISE = r"""
 #include <math.h>
@@ -89,9 +93,10 @@ GC_INLINE void NAME_row(int64_t o, int64_t n, char *out, const char *x, int64_t 
     ((scalar_t *)out)[o] = s;
 }
 GC_EXPORT void NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t count) {
-    if (rows * n >= PAR) {
+    if (rows * n >= PAR || (rows * n >= WARM && gc_pool_warm())) {
         #pragma omp parallel for schedule(static)
         for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, count);
+        gc_pool_used();
     } else {
         for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, count);
     }
@@ -115,9 +120,10 @@ GC_INLINE void NAME_job(int64_t job, int64_t blocks, int64_t n, int64_t inner, c
 GC_EXPORT void NAME(int64_t outer, int64_t n, int64_t inner, char *out, const char *x,
                     int64_t count) {
     int64_t blocks = (inner + GC_W - 1) / GC_W;
-    if (outer * n * inner >= PAR) {
+    if (outer * n * inner >= PAR || (outer * n * inner >= WARM && gc_pool_warm())) {
         #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < outer * blocks; j++) NAME_job(j, blocks, n, inner, out, x, count);
+        gc_pool_used();
     } else {
         for (int64_t j = 0; j < outer * blocks; j++) NAME_job(j, blocks, n, inner, out, x, count);
     }
@@ -175,7 +181,7 @@ GC_INLINE void NAME_row(int64_t o, int64_t n, char *out, const char *x, int64_t 
    the caller raises), else 0; softmax allocates nothing */
 GC_EXPORT int64_t NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t take_log) {
     int64_t failed = 0;
-    if (rows * n >= PAR) {
+    if (rows * n >= PAR || (rows * n >= WARM && gc_pool_warm())) {
         #pragma omp parallel
         {
             scalar_t *e = take_log ? (scalar_t *)malloc((n + GC_W) * sizeof(scalar_t)) : 0;
@@ -188,6 +194,7 @@ GC_EXPORT int64_t NAME(int64_t rows, int64_t n, char *out, const char *x, int64_
                 if (e || !take_log) NAME_row(o, n, out, x, take_log, e);
             free(e);
         }
+        gc_pool_used();
     } else {
         scalar_t *e = take_log ? (scalar_t *)malloc((n + GC_W) * sizeof(scalar_t)) : 0;
         if (take_log && !e) return 1;
@@ -199,10 +206,11 @@ GC_EXPORT int64_t NAME(int64_t rows, int64_t n, char *out, const char *x, int64_
 """
 
 
-def _instance(template: str, kind: str, ct: str, parallel: int) -> Kernel:
+def _instance(template: str, kind: str, ct: str, parallel: int, warm: int) -> Kernel:
     """The C of a row kernel for one dtype (named by kind and dtype: one copy per library)."""
     name = f"gc_{kind}_{ct}"
     text = template.replace("NAME", name).replace("PAR", str(parallel))
+    text = text.replace("WARM", str(warm))
     text = text.replace("LOGFN", "logf" if ct == "f32" else "log")
     for generic in ("pw", "exp", "ld", "st", "sp", "sel", "nan", "gt"):
         text = text.replace(f"{generic}_t(", f"{generic}_{ct}(")
@@ -264,10 +272,10 @@ def lower_reduction(gen: Generator, step: Step, out: str) -> list[str] | None:
     if inner == 1 and n > PAIRWISE_MAX:
         return None
     if inner == 1:
-        kernel = _instance(_ROWSUM, "rowsum", ct, PARALLEL_SUM)
+        kernel = _instance(_ROWSUM, "rowsum", ct, PARALLEL_SUM, WARM_SUM)
         sizes = [outer, n]
     else:
-        kernel = _instance(_COLSUM, "colsum", ct, PARALLEL_SUM)
+        kernel = _instance(_COLSUM, "colsum", ct, PARALLEL_SUM, WARM_SUM)
         sizes = [outer, n, inner]
     return _row_call(gen, step, out, kernel, sizes, count)
 
@@ -299,7 +307,7 @@ def _softmax_kernel(dtype: np.dtype, n: Any) -> Kernel | None:
         return None
     if ct == "b" or not isinstance(n, int) or not 0 < n <= PAIRWISE_MAX:
         return None
-    return _instance(_SOFTMAX, "softmax", ct, PARALLEL_SOFTMAX)
+    return _instance(_SOFTMAX, "softmax", ct, PARALLEL_SOFTMAX, WARM_SOFTMAX)
 
 
 def softmax_rows(fn: Any, n: int) -> Callable[[np.ndarray], None]:

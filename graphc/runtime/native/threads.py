@@ -34,9 +34,12 @@ import threading
 import numpy as np
 
 from graphc.runtime.native import toolchain
+from graphc.runtime.native.calls import POOL_CLOCK
 
 SOURCE = r"""
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 #include <pthread.h>
 #include <omp.h>
 
@@ -69,6 +72,10 @@ static void graphc_jobs_on_threads(graphc_dojob dojob, int n, char *jobs, size_t
 
 static long graphc_blas_count;  /* calls OpenBLAS made (graphc_blas_calls, for the tests) */
 
+/* the pool's clock (cexpr.PRELUDE's gc_pool_clock): a product's jobs on the pool warm it */
+static int64_t *graphc_pool_clock;
+void graphc_bind_pool_clock(int64_t *clock) { graphc_pool_clock = clock; }
+
 long graphc_blas_calls(void) { return __atomic_load_n(&graphc_blas_count, __ATOMIC_RELAXED); }
 
 /* OpenBLAS's threads callback: run jobs 0..n-1, concurrently, and return when all are
@@ -90,6 +97,12 @@ void graphc_blas_jobs(int sync, graphc_dojob dojob, int n, size_t size, void *jo
         }
     }
     if (!formed) graphc_jobs_on_threads(dojob, n, (char *)jobs, size, extra);
+    else if (graphc_pool_clock) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        __atomic_store_n(graphc_pool_clock, (int64_t)t.tv_sec * 1000000000 + t.tv_nsec,
+                         __ATOMIC_RELAXED);
+    }
 }
 
 static graphc_setter graphc_blas_setter;
@@ -119,8 +132,16 @@ SETTERS = {
 # that the next kernel or product of a plan finds them awake (a sleeping worker takes
 # tens of microseconds to wake); measured: docs/backends.md, "One thread pool"
 SPIN_COUNT = "10000"
+# for how long after a parallel region the kernels count on the workers still spinning
+# (calls.POOL_CLOCK), in ns: well inside SPIN_COUNT's rounds (measured on 2026-11-28: a
+# 32,768-element kernel on two threads took 3 us when called up to 0.2 ms after the
+# last region, 20-25 us from 0.3 ms on)
+WARM_NS = 100_000
+# the same under OMP_WAIT_POLICY=active, where libgomp spins for minutes
+ACTIVE_NS = 1_000_000_000
 
 _lock = threading.Lock()
+_environment_lock = threading.Lock()  # toolchain's probe may run under _lock
 _state: dict[str, str] = {}
 
 
@@ -128,13 +149,25 @@ def openmp_environment() -> None:
     """Set how idle OpenMP workers wait, before libgomp loads (it reads the environment
     once), unless the user has: spinning briefly when OpenBLAS will run on the same pool,
     sleeping when it keeps its own, whose worker busy-waits too (two pools spinning on
-    two cores slowed each other 50x: PERF-NOTES)."""
-    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
-        return
-    if isinstance(_setter(), str):
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    else:
-        os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+    two cores slowed each other 50x: PERF-NOTES). Records for how long the workers spin
+    (calls.POOL_CLOCK), for the kernels that go parallel only while they do."""
+    with _environment_lock:
+        if "waiting" in _state:
+            return
+        policy = os.environ.get("OMP_WAIT_POLICY", "").lower()
+        if policy or "GOMP_SPINCOUNT" in os.environ:  # the user's: spinning for how long
+            # is known only for an active policy with libgomp's own count
+            _state["waiting"] = "the user's"
+            active = policy == "active" and "GOMP_SPINCOUNT" not in os.environ
+            POOL_CLOCK[1] = ACTIVE_NS if active else 0
+        elif isinstance(_setter(), str):
+            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+            _state["waiting"] = "passive"
+            POOL_CLOCK[1] = 0
+        else:
+            os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+            _state["waiting"] = "spinning"
+            POOL_CLOCK[1] = WARM_NS
 
 
 def _setter() -> tuple[ctypes._CFuncPtr, str] | str:
@@ -172,6 +205,7 @@ def _install() -> str:
         support = toolchain.build(SOURCE).library
     except toolchain.BuildError as exc:
         return f"OpenBLAS keeps its own threads: its callback did not build: {exc}"
+    support.graphc_bind_pool_clock(ctypes.c_void_p(POOL_CLOCK.ctypes.data))
     support.graphc_blas_install.argtypes = [ctypes.c_void_p]
     support.graphc_blas_install(ctypes.cast(setter, ctypes.c_void_p))
     if not _product_holds():  # pragma: no cover - a callback that lost a job

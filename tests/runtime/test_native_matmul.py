@@ -368,7 +368,8 @@ def test_other_products_stay_numpys_with_the_reason(case: str, why: str) -> None
 
 @pytest.mark.parametrize(("m", "k", "n"), [(0, 5, 7), (3, 5, 0), (0, 0, 0), (4, 0, 33)])
 def test_empty_products(m: int, k: int, n: int) -> None:
-    """No rows, no columns, or no terms (zeros, +0.0): numpy's shapes and values."""
+    """No rows, no columns, or no terms (zeros, +0.0): numpy's shapes and values, for a
+    constant weight and a fed one."""
     w = np.arange(k * n, dtype=F32).reshape(k, n)
     x = np.ones((m, k), F32)
     bias = np.linspace(-1, 1, n, dtype=F32)
@@ -377,3 +378,7 @@ def test_empty_products(m: int, k: int, n: int) -> None:
     want = np.maximum(x @ w + bias, F32(0.0))
     assert bits_differ(got, want) is None, bits_differ(got, want)
     assert matmul.PRODUCT.name in exe.source(x)
+    fed = gc.compile(gc.trace(lambda x, w: gc.matmul(x, w), x, w), backend="native")
+    for layout in (w, np.asfortranarray(w)):  # a fed weight, in place or packed
+        assert bits_differ(fed(x, layout), x @ w) is None
+    assert matmul.PRODUCT.name in fed.source(x, w)

@@ -80,8 +80,8 @@ typedef struct {
     int64_t M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready;
 } mm_args;
 
-/* whether panel p is read where b lies: its columns are adjacent and whole (no packed
-   copy), else it is read from `packed` */
+/* whether panel p is read where b lies (no packed copy): its columns adjacent and whole,
+   and few rows of output to read it for; else it is read from `packed` */
 GC_INLINE int mm_in_place(const mm_args *m, int64_t p) {
     return !m->ready && m->bj == 1 && (p + 1) * MM_NR <= m->N && m->M <= MM_IN_PLACE;
 }
@@ -178,12 +178,6 @@ static void mm_pack_panel(const float *b, float *packed, int64_t K, int64_t N, i
         for (int64_t j = 0; j < MM_NR; j++) d[k * MM_NR + j] = j < cols ? s[k * bk + j * bj] : 0.0f;
 }
 
-/* c (M x N, C order) = a (M x K: row r at a + (r / rows1) s0 + (r % rows1) s1, its
-   elements sk apart) times b (K x N: element (k, j) at b + k bk + j bj, or, when
-   `ready`, already in `packed` as gc_matmul_pack_f32 leaves it), plus bias[j] when bias
-   is not null, then max(., 0) when relu. Without `ready`, the panels the tiles cannot
-   read in place are packed first, by the same team, into `packed` (room for every
-   panel). On the pool when `parallel` is 1, or 2 and the pool is warm */
 /* this thread's share of the product: the panels to pack, then the tiles (the loops
    are a team's when called in a parallel region, all of them on one thread otherwise) */
 static void mm_share(const mm_args *m) {
@@ -200,6 +194,12 @@ static void mm_share(const mm_args *m) {
     }
 }
 
+/* c (M x N, C order) = a (M x K: row r at a + (r / rows1) s0 + (r % rows1) s1, its
+   elements sk apart) times b (K x N: element (k, j) at b + k bk + j bj, or, when
+   `ready`, already in `packed` as gc_matmul_pack_f32 leaves it), plus bias[j] when bias
+   is not null, then max(., 0) when relu. Without `ready`, the panels the tiles cannot
+   read in place are packed first, by the same team, into `packed` (room for every
+   panel). On the pool when `parallel` is 1, or 2 and the pool is warm */
 GC_EXPORT void gc_matmul_f32(int64_t M, const float *a, const float *b, float *packed,
                              float *c, const float *bias, int64_t K, int64_t N,
                              int64_t rows1, int64_t s0, int64_t s1, int64_t sk, int64_t bk,
@@ -225,7 +225,7 @@ GC_EXPORT void gc_matmul_pack_f32(int64_t K, const float *b, float *packed, int6
 
 # after M: a, b, packed, c, bias; K, N, rows1, s0, s1, sk, bk, bj, ready, relu, parallel
 PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "ppppp" + "i" * 11)
-# after K: b, packed; N, sk, sj, parallel
+# after K: b, packed; N, bk, bj, parallel
 PACK = Kernel("gc_matmul_pack_f32", SOURCE, [], ["matmul"], "pp" + "iiii")
 
 

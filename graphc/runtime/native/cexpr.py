@@ -130,6 +130,9 @@ GC_INLINE int gc_pool_warm(void) {
                                 < __atomic_load_n(gc_pool_clock + 1, __ATOMIC_RELAXED); }
 GC_INLINE void gc_pool_used(void) {
     if (gc_pool_clock) __atomic_store_n(gc_pool_clock, gc_now_ns(), __ATOMIC_RELAXED); }
+/* whether work of size n runs on the pool: from `cold` always, from `warm` while it is warm */
+GC_INLINE int gc_parallel(int64_t n, int64_t cold, int64_t warm) {
+    return n >= cold || (n >= warm && gc_pool_warm()); }
 
 /* splats: a scalar operand of integer vector arithmetic is broadcast, and adding it to
    zeros is exact, so this is one broadcast of the scalar's bits (gcc 11 compiled a loop

@@ -215,7 +215,7 @@ def build_kernel(
         "}",
     ]
     tiled = [k for k, o in enumerate(operands) if o.mode == TRANSPOSED]
-    par = f"n >= {parallel_min(ops)} || (n >= {warm_min(ops)} && gc_pool_warm())"
+    par = f"gc_parallel(n, {parallel_min(ops)}, {warm_min(ops)})"
     if tiled:
         main = _tiled_main(params, init, block_args, tiled, operands, par)
     else:

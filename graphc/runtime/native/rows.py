@@ -93,7 +93,7 @@ GC_INLINE void NAME_row(int64_t o, int64_t n, char *out, const char *x, int64_t 
     ((scalar_t *)out)[o] = s;
 }
 GC_EXPORT void NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t count) {
-    if (rows * n >= PAR || (rows * n >= WARM && gc_pool_warm())) {
+    if (gc_parallel(rows * n, PAR, WARM)) {
         #pragma omp parallel for schedule(static)
         for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, count);
         gc_pool_used();
@@ -120,7 +120,7 @@ GC_INLINE void NAME_job(int64_t job, int64_t blocks, int64_t n, int64_t inner, c
 GC_EXPORT void NAME(int64_t outer, int64_t n, int64_t inner, char *out, const char *x,
                     int64_t count) {
     int64_t blocks = (inner + GC_W - 1) / GC_W;
-    if (outer * n * inner >= PAR || (outer * n * inner >= WARM && gc_pool_warm())) {
+    if (gc_parallel(outer * n * inner, PAR, WARM)) {
         #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < outer * blocks; j++) NAME_job(j, blocks, n, inner, out, x, count);
         gc_pool_used();
@@ -181,7 +181,7 @@ GC_INLINE void NAME_row(int64_t o, int64_t n, char *out, const char *x, int64_t 
    the caller raises), else 0; softmax allocates nothing */
 GC_EXPORT int64_t NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t take_log) {
     int64_t failed = 0;
-    if (rows * n >= PAR || (rows * n >= WARM && gc_pool_warm())) {
+    if (gc_parallel(rows * n, PAR, WARM)) {
         #pragma omp parallel
         {
             scalar_t *e = take_log ? (scalar_t *)malloc((n + GC_W) * sizeof(scalar_t)) : 0;

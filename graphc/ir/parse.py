@@ -12,7 +12,6 @@ and every error names the line.
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import math
 import re
@@ -195,7 +194,7 @@ class _Reader:
         if token.kind == "b64":
             try:
                 return Base64Array(base64.b64decode(token.text[4:-1], validate=True))
-            except binascii.Error:
+            except ValueError:  # binascii.Error, or a character outside ASCII
                 raise self.error('malformed base64 in b64"..."') from None
         if token.kind == "ident" and token.text in _NAMED_LITERALS:
             return _NAMED_LITERALS[token.text]

@@ -138,6 +138,7 @@ CONSTANT_CASES = {
     "bool constant": ("%c: bool[1] = constant(value=[1])", "does not fit dtype bool"),
     "b64 length": ('%c: f32[2] = constant(value=b64"AAAAAA==")', "4 bytes"),
     "b64 malformed": ('%c: f32[1] = constant(value=b64"!!!")', "malformed base64"),
+    "b64 not ascii": ('%c: f32[1] = constant(value=b64"AAAA\u00e9A==")', "malformed base64"),
     "b64 outside constant": ('%c: f32[3] = full_like(%x, value=b64"AAAAAA==")', "only allowed"),
     "symbolic constant": ("%c: f32[B] = constant(value=[1.0])", "concrete type"),
 }

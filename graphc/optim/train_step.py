@@ -85,6 +85,7 @@ class TrainStep:
         opt_level: int = 2,
         fast_math: bool = False,
         backend: str = "auto",
+        wait: bool | None = None,
     ) -> None:
         if len(example_batch) != 2:
             raise GraphcError(
@@ -110,7 +111,12 @@ class TrainStep:
         self.key = np.int64(creation.generator().integers(-(2**63), 2**63 - 1))
         self.graph, updates = self._build_step_graph()
         self.executable: Executable = compile(
-            self.graph, opt_level=opt_level, updates=updates, fast_math=fast_math, backend=backend
+            self.graph,
+            opt_level=opt_level,
+            updates=updates,
+            fast_math=fast_math,
+            backend=backend,
+            wait=wait,
         )
         self.load_from_model()
 
@@ -190,6 +196,10 @@ class TrainStep:
 
     __call__ = step
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the step's plans run on their final tier (see `Executable.wait`)."""
+        return self.executable.wait(timeout)
+
     def load_from_model(self) -> None:
         """Copy the model's parameters and the optimizer's state into the executable."""
         values = {
@@ -254,11 +264,13 @@ def compile_train_step(
     opt_level: int = 2,
     fast_math: bool = False,
     backend: str = "auto",
+    wait: bool | None = None,
 ) -> TrainStep:
     """Compile forward, symbolic backward and `optimizer`'s update into one executable.
     `fast_math=True` lets the compiler change values (e.g. scale the batch operand of
     the weight gradient by the learning rate; see `gc.compile`); `backend` picks who
-    runs the plan, as in `gc.compile`.
+    runs the plan, and `wait` whether a step waits for its compiled kernels, as in
+    `gc.compile`.
 
     Parameters and optimizer state stay in the executable's buffers, updated in place
     by each `step(x, y)`; `sync_to_model()` copies them back into the model. The batch
@@ -275,4 +287,4 @@ def compile_train_step(
     True
     >>> train.sync_to_model()
     """
-    return TrainStep(model, loss_fn, optimizer, example_batch, opt_level, fast_math, backend)
+    return TrainStep(model, loss_fn, optimizer, example_batch, opt_level, fast_math, backend, wait)

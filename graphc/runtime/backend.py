@@ -49,7 +49,12 @@ class Backend:
     `unavailable()` says why the backend cannot run here (None when it can);
     `priority` orders the available backends for ``backend="auto"`` (highest wins);
     `finish(gen)` runs after every step is lowered (None: nothing to do) and may
-    raise `BackendUnavailableError` to have the plan generated again on the fallback."""
+    raise `BackendUnavailableError` to have the plan generated again on the fallback,
+    or, when the generator may not run a build tool (`gen.compile_kernels` False),
+    `KernelsNotBuiltError` to say that the plan needs a build first.
+    `quick_unavailable()` is `unavailable()` without starting anything (no compiler
+    run): what ``backend="auto"`` asks, so that choosing a backend costs nothing; and
+    `ready()` says whether plans can be finished now without such a tool's probe."""
 
     name: str
     array_module: Any = np
@@ -57,6 +62,8 @@ class Backend:
     fallback: str | None = "numpy"
     priority: int = 0
     unavailable: Callable[[], str | None] = lambda: None
+    quick_unavailable: Callable[[], str | None] = lambda: None
+    ready: Callable[[], bool] = lambda: True
     finish: Callable[[Generator], None] | None = None
     lowerings: dict[str, Lowering] = field(default_factory=dict)
     # may a one-element graph run as a scalar plan (numpy scalars) on this backend? Not
@@ -75,6 +82,11 @@ class Backend:
 
 class BackendUnavailableError(GraphcError):
     """A backend cannot compile this plan here (no compiler, a failed build)."""
+
+
+class KernelsNotBuiltError(GraphcError):
+    """A plan's kernels are not built yet, and the generator was told not to build them
+    (the executable then runs the plan on numpy while they build in the background)."""
 
 
 BACKENDS: dict[str, Backend] = {}
@@ -120,22 +132,26 @@ def chain(backend: Backend) -> list[Backend]:
     return out
 
 
-def available_backends() -> list[str]:
-    """The backends that can run here, preferred first."""
-    ready = [b for b in BACKENDS.values() if b.unavailable() is None]
+def available_backends(quick: bool = False) -> list[str]:
+    """The backends that can run here, preferred first. With `quick`, those that may:
+    what each can tell without starting a build tool (a compiler found, say, but not
+    yet probed)."""
+    ready = [
+        b for b in BACKENDS.values() if (b.quick_unavailable if quick else b.unavailable)() is None
+    ]
     return [b.name for b in sorted(ready, key=lambda b: -b.priority)]
 
 
 def resolve(name: str | None) -> Backend:
     """The backend for `compile(backend=name)`: a registered name, or "auto"/None for
-    the preferred available one (the GRAPHC_BACKEND environment variable, when set,
-    names the default instead). A named backend that cannot run here gives way to its
-    fallback, with one warning saying why."""
+    the preferred one that may run here, asked without starting a compiler (the
+    GRAPHC_BACKEND environment variable, when set, names the default instead). A named
+    backend that cannot run here gives way to its fallback, with one warning saying why."""
     if name is None or name == "auto":
         env = os.environ.get("GRAPHC_BACKEND", "").strip()
         if env and env != "auto":
             return resolve(env)
-        return get_backend(available_backends()[0])
+        return get_backend(available_backends(quick=True)[0])
     backend = get_backend(name)
     why = backend.unavailable()
     if why is None:

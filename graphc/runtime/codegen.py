@@ -32,6 +32,7 @@ from graphc.ops.indexing import parse_index
 from graphc.runtime.backend import (
     Backend,
     BackendUnavailableError,
+    KernelsNotBuiltError,
     chain,
     get_backend,
     page_aligned_arena,
@@ -83,9 +84,12 @@ class Generator:
         check_numerics: bool = False,
         backend: Backend | None = None,
         parent: Generator | None = None,
+        compile_kernels: bool = True,
     ) -> None:
         self.plan = plan
         self.parent = parent  # the generator of the plan holding this one, for a body
+        # may the backend's finish run its build tool (else: KernelsNotBuiltError)?
+        self.compile_kernels = compile_kernels
         self.check_numerics = check_numerics
         self.backend = backend if backend is not None else get_backend("numpy")
         self.chain = chain(self.backend)
@@ -474,15 +478,20 @@ def generate(
     check_numerics: bool = False,
     backend: Backend | None = None,
     parent: Generator | None = None,
+    compile_kernels: bool = True,
 ) -> Generated:
     """Source and `make` function for `plan` on `backend` (numpy by default); `parent` is
     the generator of the enclosing plan when `plan` is a control-flow body (a backend's
     `finish` may then leave its build to the enclosing plan's). When the backend cannot
     build this plan (`BackendUnavailableError`: no compiler, a failed build) the plan is
-    generated on its fallback instead, with one warning per reason."""
+    generated on its fallback instead, with one warning per reason. With
+    `compile_kernels` False a backend that would have to build kernels first raises
+    `KernelsNotBuiltError` instead (runtime/tiers.py)."""
     backend = backend if backend is not None else get_backend("numpy")
     try:
-        return Generator(plan, check_numerics, backend, parent).generate()
+        return Generator(plan, check_numerics, backend, parent, compile_kernels).generate()
+    except KernelsNotBuiltError:
+        raise
     except BackendUnavailableError as exc:
         if backend.fallback is None:
             raise

@@ -11,6 +11,9 @@ ready `run` functions; only a miss takes the slow path, which checks the feeds
 
 Backends (runtime/backend.py): the plan is backend-neutral; `backend` picks who lowers
 its steps to code ("numpy", "native", or "auto": the preferred one available here).
+A backend that compiles code never keeps a call waiting unless asked to (`wait`): a
+plan whose kernels are not built yet runs on numpy while they build in the background,
+and is swapped to them when they are ready (runtime/tiers.py).
 
 Plans are kept per signature in a bounded LRU cache (`plan_cache_size`, as jax.jit's
 cache of traced shapes), and each thread keeps at most as many instantiated plans.
@@ -27,6 +30,7 @@ import builtins
 import contextlib
 import gc
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -41,8 +45,15 @@ from graphc.runtime import control as _control  # noqa: F401 - registers cond/sc
 from graphc.runtime import fused as _fused  # noqa: F401 - registers the fused lowerings
 from graphc.runtime import native as _native  # noqa: F401 - registers the native backend
 from graphc.runtime import scalar as scalar_plans
-from graphc.runtime.backend import Backend, chain, resolve
-from graphc.runtime.codegen import Generated, generate
+from graphc.runtime import tiers
+from graphc.runtime.backend import (
+    Backend,
+    KernelsNotBuiltError,
+    chain,
+    resolve,
+    warn_once,
+)
+from graphc.runtime.codegen import Generated, Generator, generate
 from graphc.runtime.feeds import as_feed_array, bind_dims
 from graphc.runtime.plan import Plan, build_plan
 from graphc.runtime.specialize import bound_graph, specialize
@@ -93,11 +104,13 @@ def collector_paused() -> Iterator[None]:
 
 
 class Compiled:
-    """One signature's plan and generated code, shared by the threads that run it."""
+    """One signature's plan and generated code, shared by the threads that run it; `job`
+    builds its fast tier in the background (None: `generated` is final)."""
 
-    def __init__(self, plan: Plan, generated: Generated) -> None:
+    def __init__(self, plan: Plan, generated: Generated, job: tiers.Job | None = None) -> None:
         self.plan = plan
         self.generated = generated
+        self.job = job
         self.constants = [np.asarray(plan.nodes[name].value, order="C") for name in plan.constants]
 
     def instantiate(self, states: list[np.ndarray]) -> Any:
@@ -137,9 +150,12 @@ class Executable:
         value_changing: set[str] | None = None,
         backend: Backend | None = None,
         plan_cache_size: int = 32,
+        wait: bool = True,
     ) -> None:
         self.graph = graph
         self.backend = backend if backend is not None else resolve("numpy")
+        # may a call wait for the backend's build (else it runs numpy's tier meanwhile)?
+        self.waits_for_build = wait
         if not isinstance(plan_cache_size, int) or plan_cache_size < 1:
             raise GraphcError(
                 f"compile: plan_cache_size must be an int >= 1, got {plan_cache_size!r}"
@@ -251,15 +267,21 @@ class Executable:
         except AttributeError:
             runs = self._local.runs = {}
         run = runs.get(key)
+        job = None
         if run is None:
             compiled = self._compile_signature(key)
             if len(runs) >= self.plan_cache_size:  # bounded too: drop this thread's oldest
                 del runs[next(iter(runs))]
             run = runs[key] = compiled.instantiate(states)
-        if self._call_lock is not None:
-            with self._call_lock:
-                return run(*arrays)
-        return run(*arrays)
+            job = compiled.job
+        try:
+            if self._call_lock is not None:
+                with self._call_lock:
+                    return run(*arrays)
+            return run(*arrays)
+        finally:
+            if job is not None:  # the fast tier builds once this first call is over
+                job.start()
 
     # -- specialization -----------------------------------------------------------
 
@@ -298,10 +320,9 @@ class Executable:
             )
             plan = build_plan(graph, spec, key, self.updates, scalar)
             if scalar:
-                generated = scalar_plans.generate(plan, self.check_numerics)
+                compiled = Compiled(plan, scalar_plans.generate(plan, self.check_numerics))
             else:
-                generated = generate(plan, self.check_numerics, self.backend)
-            compiled = Compiled(plan, generated)
+                compiled = self._generate(plan)
             if cache:
                 self._compiled[key] = compiled
                 if len(self._compiled) > self.plan_cache_size:
@@ -309,6 +330,85 @@ class Executable:
                 self._last = compiled
                 self.plans_built += 1
             return compiled
+
+    def _generate(self, plan: Plan) -> Compiled:
+        """The plan's code on this executable's backend; or, where that needs a build and
+        this executable does not wait for one, on numpy, with a job building the rest."""
+        if self.waits_for_build or self.backend.finish is None:
+            return Compiled(plan, generate(plan, self.check_numerics, self.backend))
+        numpy_tier = chain(self.backend)[-1]
+        if self.backend.ready():  # probed: maybe every kernel is built already
+            if self.backend.unavailable() is not None:  # the probe failed: numpy for good
+                return Compiled(plan, generate(plan, self.check_numerics, numpy_tier))
+            try:
+                generated = generate(plan, self.check_numerics, self.backend, compile_kernels=False)
+                return Compiled(plan, generated)
+            except KernelsNotBuiltError:
+                pass
+        compiled = Compiled(plan, generate(plan, self.check_numerics, numpy_tier))
+        compiled.job = tiers.Job(lambda: self._fast_tier(plan), lambda job: self._swap(compiled))
+        return compiled
+
+    def _fast_tier(self, plan: Plan) -> Generated:
+        """The plan on this executable's backend, kernels built (on the builder thread)."""
+        why = self.backend.unavailable()  # probes the compiler, the first time
+        if why is not None:
+            raise tiers.UnavailableError(why)
+        with collector_paused():
+            return Generator(plan, self.check_numerics, self.backend).generate()
+
+    def _swap(self, compiled: Compiled) -> None:
+        """Put a finished job's code in (on the builder thread): every thread's next call
+        instantiates it, on the same state buffers; a call under way finishes on the
+        code it started with. A failed build keeps the numpy tier, with one warning."""
+        job = compiled.job
+        assert job is not None
+        if job.result is None:
+            if not job.silent:
+                warn_once(
+                    f"graphc: backend '{self.backend.name}' could not build its kernels "
+                    f"({job.error}); plans keep running on numpy"
+                )
+            return
+        with self._lock:
+            compiled.generated = job.result
+            self._local = threading.local()
+            self._entry = self._make_entry()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until every plan built so far runs on its final tier: the backend's
+        compiled kernels, or numpy where they could not be built. True when all are
+        there, False when `timeout` (seconds) ran out first.
+
+        >>> import numpy as np, graphc as gc
+        >>> g = gc.Graph("half")
+        >>> with g:
+        ...     x = gc.placeholder("x", shape=(4,))
+        ...     _ = gc.output(gc.tanh(x) * 0.5, name="y")
+        >>> exe = gc.compile(g)
+        >>> exe.wait()
+        True
+        """
+        with self._lock:
+            jobs = [c.job for c in self._compiled.values() if c.job is not None]
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        for job in jobs:
+            left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            if not job.wait(left):
+                return False
+        return True
+
+    @property
+    def tier(self) -> str:
+        """Which code the plan built last runs: "numpy" or the backend's name, with
+        "building" while its kernels build ("numpy (building native)")."""
+        compiled = self._last
+        if compiled is None:
+            return "none yet"
+        job = compiled.job
+        if job is not None and not job.finished.is_set():
+            return f"numpy (building {self.backend.name})"
+        return compiled.generated.backend if not compiled.plan.scalar else "numpy (scalar)"
 
     def _graph_for(self, bindings: dict[str, int]) -> Graph:
         """The graph to plan: `optimized`, or, once symbolic dims are bound, the declared
@@ -402,6 +502,8 @@ class Executable:
 
         compiled = self._compiled_for(args, feeds)
         header = rules_header(self.opt_level, self.fast_math, self.value_changing)
+        if compiled.job is not None:
+            header += "\n" + compiled.job.describe()
         return format_plan(compiled.plan, header, compiled.generated)
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
@@ -437,6 +539,7 @@ def compile(
     fast_math: bool = False,
     backend: str = "auto",
     plan_cache_size: int = 32,
+    wait: bool | None = None,
 ) -> Executable:
     """Optimize `graph` once and return an Executable that plans per input signature.
 
@@ -446,6 +549,10 @@ def compile(
     kernels for elementwise work, built with the system C compiler: docs/backends.md),
     or "auto", the preferred one available (GRAPHC_BACKEND overrides that default).
     At most `plan_cache_size` signatures' plans are kept (least recently used dropped).
+    A compiling backend never keeps a call waiting for its compiler unless `wait` is
+    True (the default for an explicit ``backend="native"``; False for "auto"): until a
+    plan's kernels are built in the background, it runs on numpy, and `exe.wait()`
+    blocks until they are in (docs/backends.md, "Tiers").
 
     >>> import numpy as np, graphc as gc
     >>> g = gc.Graph("square")
@@ -457,6 +564,8 @@ def compile(
     """
     expect_graph(graph, "compile")
     chosen = resolve(backend)  # an unknown or unusable backend fails before any work
+    if wait is None:  # a backend named by the caller is waited for; the default is not
+        wait = backend not in (None, "auto")
     verify(graph)  # graphs edited through the low-level API too: a named error, not a crash
     if opt_level not in (0, 1, 2):
         raise GraphcError(f"compile: opt_level must be 0, 1 or 2, got {opt_level!r}")
@@ -473,4 +582,5 @@ def compile(
         fired,
         chosen,
         plan_cache_size,
+        bool(wait),
     )

@@ -311,8 +311,9 @@ def test_failing_build_warns_once_when_the_compiler_names_its_file(
 
 
 NOTE = re.compile(
-    r"native: \d+ C kernel\(s\) for \d+ step\(s\), (compiled in [\d.]+ s|loaded from the disk "
-    r"cache in [\d.]+ ms|already loaded in this process) \(graphc_[0-9a-f]+\.so[^)]*\)"
+    r"native: \d+ C kernel\(s\) for \d+ step\(s\), \d+ librar(y|ies): "
+    r"((, )?\d+ (compiled in [\d.]+ s|loaded from the disk cache in [\d.]+ ms|already loaded "
+    r"in this process))+ \(called through (cffi|ctypes)\)"
 )
 
 

@@ -5,7 +5,8 @@ in cexpr.py); every other step falls back to numpy's lowering. When a plan's ste
 all lowered, `finish` compiles all of its kernels in one compiler call (toolchain.py:
 cached on disk by a hash of source and flags, so a warm cache only loads a library),
 binds them into the generated code's namespace, and appends their C to the source that
-`exe.source()` shows. Without a working compiler, or when a build fails, the plan is
+`exe.source()` shows. A plan built while its kernels are missing runs on numpy first
+(runtime/tiers.py builds them in the background). Without a working compiler, or when a build fails, the plan is
 generated on numpy instead, with one warning (codegen.generate).
 """
 
@@ -22,8 +23,10 @@ from graphc.ir.types import TensorType
 from graphc.runtime.backend import (
     Backend,
     BackendUnavailableError,
+    KernelsNotBuiltError,
     register_backend,
     register_lowering,
+    warn_once,
 )
 from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.fused import lower_matmul_epilogue as numpy_epilogue
@@ -60,11 +63,31 @@ from graphc.runtime.plan import Step
 NAME = "native"
 
 
-def _unavailable() -> str | None:
+def _unsupported_platform() -> str | None:
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         return f"native kernels are built for x86-64 Linux, this is {platform.system()} {platform.machine()}"
-    found = toolchain.toolchain()
+    return None
+
+
+def _unavailable() -> str | None:
+    found = _unsupported_platform() or toolchain.toolchain()
     return found if isinstance(found, str) else None
+
+
+def _quick_unavailable() -> str | None:
+    """What `_unavailable` would say, where that is known without running the compiler:
+    the platform, a compiler on the PATH, a usable cache directory (a misconfigured one
+    is said once, as a warning: the user asked for it), or the probe when it has run."""
+    if toolchain.probed():
+        return _unavailable()
+    why = _unsupported_platform()
+    if why is None and not toolchain.compiler_found():
+        why = "no C compiler on the PATH"
+    if why is None:
+        why = toolchain.cache_dir_problem()
+        if why is not None:
+            warn_once(f"graphc: the native backend is off: {why}; plans run on numpy")
+    return why
 
 
 def _allows_scalar(graph: Graph) -> bool:
@@ -122,7 +145,10 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
         calls.plan_state(gen)["declined"][step.index] = str(exc)
         return None
     if not reads_blocks and not _worth_it(gen, step, kernel):
-        return None  # not counted as declined: numpy is simply the better choice here
+        # not counted as declined: numpy is simply the better choice at this size. The
+        # kernel is built all the same, so that a plan at a larger batch finds it
+        calls.plan_state(gen)["spares"][kernel.name] = kernel
+        return None
     return _call(gen, step, kernel, operands, out)
 
 
@@ -311,9 +337,11 @@ def _plain_transpose(gen: Generator, value: str | None) -> bool:
 
 
 def finish(gen: Generator) -> None:
-    """Compile the kernels of this plan and of its control-flow bodies in one compiler
-    call and bind them; explain's notes. A body's plan leaves its kernels to the
-    outermost plan, which builds once for all of them."""
+    """Build the kernels of this plan and of its control-flow bodies (one request: each
+    distinct source a library of its own, cached by its text: toolchain.py) and bind
+    them; explain's notes. A body's plan leaves its kernels to the outermost plan, which
+    builds them all. Without `gen.compile_kernels`, raises KernelsNotBuiltError where a
+    library is neither loaded nor on disk."""
     if gen.parent is not None:
         outer = gen.parent
         while outer.parent is not None:
@@ -325,29 +353,34 @@ def finish(gen: Generator) -> None:
         return
     plans = [gen, *state.get("bodies", [])]
     kernels: dict[str, Kernel] = {}
+    spares: dict[str, Kernel] = {}  # kernels of steps numpy runs at this size
     for plan_gen in plans:
         kernels.update(calls.plan_state(plan_gen)["kernels"])
+        spares.update(calls.plan_state(plan_gen)["spares"])
     if not kernels:  # nothing lowered: still say why, for explain()
         for plan_gen in plans:
             plan_gen.notes.append("native: no step of this plan runs native")
             _declined_notes(plan_gen)
+        if spares and gen.compile_kernels:  # for the plans at larger sizes
+            _build_spares(spares)
         return
-    # kernels of one file (matmul.py's product and packing) share its source: once
-    texts = dict.fromkeys(k.source for k in kernels.values())
-    source = header() + rows.PAIRWISE + "\n".join(texts)
+    # kernels of one file (matmul.py's product and packing) share its source: one unit
+    units = list(dict.fromkeys(k.source for k in kernels.values()))
+    prelude = header() + rows.PAIRWISE
     try:
-        built = toolchain.build(source)
+        built = toolchain.build_units(units, prelude, compile=gen.compile_kernels)
+    except toolchain.NotBuiltError as exc:
+        raise KernelsNotBuiltError(f"native: {exc}") from None
     except toolchain.BuildError as exc:
         raise BackendUnavailableError(f"building the native kernels failed: {exc}") from None
     statuses = frozenset(n for n, k in kernels.items() if k.status)
-    bound = calls.bind(
-        built.path, built.library, {n: k.params for n, k in kernels.items()}, statuses
-    )
-    how = {
-        "compiled": f"compiled in {built.seconds:.3f} s",
-        "disk": f"loaded from the disk cache in {built.seconds * 1e3:.1f} ms",
-        "memory": "already loaded in this process",
-    }[built.cached]
+    bound: dict[str, Any] = {}
+    for unit, library in built.items():
+        names = {n: k.params for n, k in kernels.items() if k.source == unit}
+        bound.update(calls.bind(library.path, library.library, names, statuses & set(names)))
+    how = _how_built(list(built.values()))
+    if spares and gen.compile_kernels:
+        _build_spares(spares)
     for plan_gen in plans:
         own = calls.plan_state(plan_gen)
         plan_gen.namespace.update({name: bound[name] for name in own["kernels"]})
@@ -360,17 +393,46 @@ def finish(gen: Generator) -> None:
             note = f"{len(kernels)} C kernel(s) for {own['calls']} step(s){bodies}, {how}"
         else:
             count = f"{len(own['kernels'])} C kernel(s) for {own['calls']} step(s)"
-            note = f"{count}, in the enclosing plan's library"
-        plan_gen.notes.append(f"native: {note} ({built.path.name}, called through {calls.via()})")
+            note = f"{count}, in the enclosing plan's libraries"
+        plan_gen.notes.append(f"native: {note} (called through {calls.via()})")
         _declined_notes(plan_gen)
-    gen.notes.append(f"native: {threads.install()}")  # numpy's BLAS on the kernels' threads
-    c_text = "\n".join("# " + line if line else "#" for line in source.split("\n"))
+    # numpy's BLAS on the kernels' threads (its callback is built like a unit)
+    gen.notes.append(f"native: {threads.install(compile=gen.compile_kernels)}")
+    text = prelude + "\n".join(units)
+    c_text = "\n".join("# " + line if line else "#" for line in text.split("\n"))
     gen.source_appendix = (
         "\n# ---- native kernels (C), compiled with "
         f"{shown(toolchain.toolchain().compiler)} {' '.join(toolchain.FLAGS)} ----\n"  # type: ignore[union-attr]
         + c_text
         + "\n"
     )
+
+
+def _build_spares(spares: dict[str, Kernel]) -> None:
+    """Build (not bind) the kernels of steps that numpy runs at this plan's size, so that
+    the plan of a larger batch finds them built; a failure there is that plan's to report."""
+    units = list(dict.fromkeys(k.source for k in spares.values()))
+    try:
+        toolchain.build_units(units, header() + rows.PAIRWISE)
+    except toolchain.BuildError:
+        pass
+
+
+def _how_built(built: list[toolchain.Built]) -> str:
+    """What the plan's libraries took: "2 libraries: 1 compiled in 0.41 s, 1 loaded
+    from the disk cache in 0.3 ms"."""
+    parts = []
+    compiled = [b for b in built if b.cached == "compiled"]
+    if compiled:
+        parts.append(f"{len(compiled)} compiled in {sum(b.seconds for b in compiled):.3f} s")
+    disk = [b for b in built if b.cached == "disk"]
+    if disk:
+        seconds = sum(b.seconds for b in disk)
+        parts.append(f"{len(disk)} loaded from the disk cache in {seconds * 1e3:.1f} ms")
+    memory = [b for b in built if b.cached == "memory"]
+    if memory:
+        parts.append(f"{len(memory)} already loaded in this process")
+    return f"{len(built)} {'library' if len(built) == 1 else 'libraries'}: {', '.join(parts)}"
 
 
 def _declined_notes(gen: Generator) -> None:
@@ -384,6 +446,8 @@ BACKEND = register_backend(
         fallback="numpy",
         priority=10,
         unavailable=_unavailable,
+        quick_unavailable=_quick_unavailable,
+        ready=toolchain.probed,
         finish=finish,
         allows_scalar=_allows_scalar,
         inexact=INEXACT,

@@ -101,9 +101,10 @@ GC_EXPORT int64_t NAME(int64_t items, const int64_t *d, char *out, const char *q
 
 def attention_kernel(ct: str, gemm_bits: int, softmax: Kernel) -> Kernel:
     """The C of the attention call for dtype `ct` on a cblas of `gemm_bits` integers,
-    calling the row kernel `softmax` (of the same library)."""
+    calling the row kernel `softmax`, whose C it carries: each source is a library of
+    its own (toolchain.py), so one may not call into another's."""
     name = f"gc_attention_{ct}_{gemm_bits}"
-    text = (
+    text = softmax.source + (
         _TEMPLATE.replace("NAME", name)
         .replace("SOFTMAX", softmax.name)
         .replace("GEMM_INT", "int64_t" if gemm_bits == 64 else "int")

@@ -21,7 +21,8 @@ sleep when idle, as before.
 
 Where a team of the jobs' size cannot be had (called inside an active OpenMP region, or
 under OMP_THREAD_LIMIT), the jobs run on threads of their own, made for the call. A
-forked child gets OpenBLAS's own pool back (libgomp's pool does not survive a fork).
+forked child gets OpenBLAS's own pool back, and runs graphc's kernels on one thread
+(libgomp's pool does not survive a fork: `_one_thread_in_child`).
 `GRAPHC_BLAS_POOL=openblas` leaves OpenBLAS's threading as it is.
 """
 
@@ -187,22 +188,27 @@ def _setter() -> tuple[ctypes._CFuncPtr, str] | str:
     return setter, found.path.name
 
 
-def install() -> str:
+def install(compile: bool = True) -> str:
     """Run numpy's OpenBLAS threads on graphc's OpenMP pool (once per process). Returns
-    what happened, for explain(): "one pool: ..." or why OpenBLAS keeps its own."""
+    what happened, for explain(): "one pool: ..." or why OpenBLAS keeps its own. With
+    `compile` False and the callback not built yet, nothing is installed (a later call
+    with `compile` does it)."""
     with _lock:
         if "note" not in _state:
-            _state["note"] = _install()
+            try:
+                _state["note"] = _install(compile)
+            except toolchain.NotBuiltError:
+                return "OpenBLAS keeps its own threads until graphc's callback is built"
         return _state["note"]
 
 
-def _install() -> str:
+def _install(compile: bool) -> str:
     found = _setter()
     if isinstance(found, str):
         return f"OpenBLAS keeps its own threads: {found}"
     setter, name = found
     try:
-        support = toolchain.build(SOURCE).library
+        support = toolchain.build(SOURCE, compile=compile).library
     except toolchain.BuildError as exc:
         return f"OpenBLAS keeps its own threads: its callback did not build: {exc}"
     support.graphc_bind_pool_clock(ctypes.c_void_p(POOL_CLOCK.ctypes.data))
@@ -228,6 +234,23 @@ def _product_holds() -> bool:
     want = a.astype(np.float64) @ b.astype(np.float64)
     bound = 2 * (160 + 2) * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(b))
     return bool(np.all(np.abs(got - want) <= bound))
+
+
+def _one_thread_in_child() -> None:
+    """GNU OpenMP is not fork-safe: a forked child inherits the parent's pool but not its
+    threads, and its first parallel region waits for them forever. So a child runs every
+    region on one thread: a team of one never touches the pool (the kernels' bits do not
+    depend on their threads). Threads the child starts later make pools of their own."""
+    try:
+        gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:  # not loaded: the child's first region makes a pool of its own
+        return
+    gomp.omp_set_num_threads(ctypes.c_int(1))
+    _state["forked"] = "yes"
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_one_thread_in_child)
 
 
 def calls() -> int:

@@ -126,16 +126,23 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "graphc" / "native"
 
 
+_usable_dirs: set[Path] = set()  # cache directories found usable (checked once)
+
+
 def cache_dir_problem() -> str | None:
     """Why the cache directory cannot hold libraries (None when it can): it is made if
-    missing, and must be a directory this process can write."""
+    missing, and must be a directory this process can write. A directory found usable
+    is not checked again (one that stops being usable fails its next build instead)."""
     where = cache_dir()
+    if where in _usable_dirs:
+        return None
     try:
         where.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=where, prefix=".graphc-probe-"):
-            pass
     except OSError as exc:
         return f"the cache directory {where} is not usable ({exc.strerror or exc})"
+    if not os.access(where, os.W_OK | os.X_OK):
+        return f"the cache directory {where} is not usable (this process may not write it)"
+    _usable_dirs.add(where)
     return None
 
 
@@ -167,9 +174,15 @@ def _find_compiler(setting: str) -> str | None:
     return None
 
 
+_found: dict[tuple[str, str], bool] = {}  # (compiler setting, PATH) -> compiler_found
+
+
 def compiler_found() -> bool:
     """Is there a compiler to probe? (No process is started: for choosing a default.)"""
-    return _find_compiler(_compiler_setting()) is not None
+    key = (_compiler_setting(), os.environ.get("PATH", ""))
+    if key not in _found:
+        _found[key] = _find_compiler(key[0]) is not None
+    return _found[key]
 
 
 def probed() -> bool:
@@ -189,10 +202,12 @@ def toolchain() -> Toolchain | str:
 
 def reset(loaded: bool = False) -> None:
     """Forget the probe (tests change GRAPHC_CC); with `loaded`, also which libraries this
-    process has loaded, so the next plans look in the (possibly new) cache directory, as
-    a fresh process would (the libraries themselves stay mapped)."""
+    process has loaded, so that what follows finds the toolchain and the (possibly new)
+    cache directory as a fresh process would (the libraries themselves stay mapped)."""
     with _lock:
         _probed.clear()
+        _found.clear()
+        _usable_dirs.clear()
         if loaded:
             _loaded.clear()
             _prelude_ready.clear()

@@ -268,11 +268,13 @@ def test_the_cross_entropy_head_runs_native_and_trains_alike() -> None:
     assert runs_native(exe, *feeds) >= 3
 
 
-def test_rows_longer_than_numpys_buffer_stay_on_numpy() -> None:
-    """Guards PAIRWISE_MAX: numpy before 2.3 sums a row longer than its buffer (8192) in
-    pieces, so only rows up to that length are summed pairwise here (the oldest numpy
-    in CI's matrix caught a 12,297-element sum 2 ulp off)."""
-    for n, native_steps in ((PAIRWISE_MAX, 2), (PAIRWISE_MAX + 1, 0)):
+def test_rows_longer_than_numpys_buffer_sum_as_the_numpy_at_hand() -> None:
+    """Guards the piece argument: numpy before 2.3 sums a row longer than its buffer
+    (8192) in pieces, added in turn (the oldest numpy in CI's matrix caught a
+    12,297-element sum 2 ulp off a whole pairwise sum), so the kernel sums any length as
+    the numpy at hand does; a softmax's row stays on numpy past PAIRWISE_MAX."""
+    cases = ((PAIRWISE_MAX, 2), (PAIRWISE_MAX + 1, 1), (3 * PAIRWISE_MAX + 5, 1), (100_003, 1))
+    for n, native_steps in cases:
         g = _reductions((n,), "float32", [("sum", {}), ("softmax", {"axis": -1})])
         x = _values((n,), "float32", np.random.default_rng(9))
         want, got, exe = _both(g, x)

@@ -12,6 +12,7 @@ generated on numpy instead, with one warning (codegen.generate).
 
 from __future__ import annotations
 
+import contextlib
 import platform
 from typing import Any
 
@@ -161,15 +162,15 @@ STEP_OPS = frozenset({*EMITTERS, "fused", "cast", "full_like", "pow"})  # lowere
 
 
 def _reads_in_place(gen: Generator, reader: Step) -> bool:
-    """Will `reader` run as one kernel here (the rule lower_step applies), so that it
-    can read a slice's block in place?"""
+    """Will `reader` run as one kernel here, so that it can read a slice's block in place?
+    (lower_step runs a reader of such a block natively at every size.)"""
     if reader.node.op not in STEP_OPS:
         return False
     try:
-        kernel, _ = _kernel_for(gen, reader)
+        _kernel_for(gen, reader)
     except DeclinedError:
         return False
-    return _worth_it(gen, reader, kernel)
+    return True  # at any size: so the reader's kernel (PITCHED) is one at every batch
 
 
 def _call(
@@ -412,10 +413,8 @@ def _build_spares(spares: dict[str, Kernel]) -> None:
     """Build (not bind) the kernels of steps that numpy runs at this plan's size, so that
     the plan of a larger batch finds them built; a failure there is that plan's to report."""
     units = list(dict.fromkeys(k.source for k in spares.values()))
-    try:
+    with contextlib.suppress(toolchain.BuildError):
         toolchain.build_units(units, header() + rows.PAIRWISE)
-    except toolchain.BuildError:
-        pass
 
 
 def _how_built(built: list[toolchain.Built]) -> str:
@@ -475,15 +474,8 @@ for _op in ("softmax", "log_softmax"):
 register_lowering("attention", attention.lower, backend=NAME)
 from graphc.runtime.native import blas  # noqa: E402, F401 - registers gemm's BLAS lowering
 
-
-def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
-    """conv2d, conv2d_epilogue and conv2d_fused: the direct C convolution where it
-    applies, the epilogue or body as a C kernel per chunk of images (conv.py)."""
-    return conv.lower_conv(gen, step, out, SMALL)
-
-
-for _op in CONVOLUTIONS:
-    register_lowering(_op, lower_conv, backend=NAME)
+for _op in CONVOLUTIONS:  # the direct C convolution, its epilogue or body in C (conv.py)
+    register_lowering(_op, conv.lower_conv, backend=NAME)
 register_lowering("conv_transpose2d", conv.lower_conv_transpose, backend=NAME)
 register_lowering("max_pool2d", pool.lower_max_pool2d, backend=NAME)
 register_lowering("max_pool2d_backward", pool.lower_max_pool2d_backward, backend=NAME)

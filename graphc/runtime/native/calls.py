@@ -96,9 +96,7 @@ def plan_state(gen: Any) -> dict[str, Any]:
     """What the native backend records about the plan being generated: its kernels by
     name, how many steps call them, why the others stay on numpy, and the kernels of
     steps numpy runs because they are small here ("spares", built for larger sizes)."""
-    return gen.state.setdefault(
-        "native", {"kernels": {}, "calls": 0, "declined": {}, "spares": {}}
-    )
+    return gen.state.setdefault("native", {"kernels": {}, "calls": 0, "declined": {}, "spares": {}})
 
 
 def record(gen: Any, kernel: Any) -> None:

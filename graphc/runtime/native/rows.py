@@ -4,22 +4,26 @@ numpy sums in one of two orders, and these kernels sum in the same ones, so a su
 are numpy's (tests/runtime/test_native_rows.py, on every length to 600 and longer ones):
 
 - over a contiguous run of axes that ends the array (a row of n elements, n being the
-  run's product, at most `PAIRWISE_MAX`), numpy's pairwise sum: under 8 elements one
-  after the other, up to 128 in eight interleaved partial sums added as
-  ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)) and the rest one by one, above that the two
-  halves (the first a multiple of 8) summed apart; the result is 0.0 + that sum (the
-  identity first, so -0.0 sums to +0.0);
+  run's product), numpy's pairwise sum: under 8 elements one after the other, up to
+  128 in eight interleaved partial sums added as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7))
+  and the rest one by one, above that the two halves (the first a multiple of 8)
+  summed apart; the result is 0.0 + that sum (the identity first, so -0.0 sums to
+  +0.0). numpy before 2.3 feeds a reduction to that loop in pieces of its buffer size
+  (`np.getbufsize()`, 8192 elements) and adds the pieces' sums in turn, 0.0 + s0 + s1
+  + ..., so a row longer than that has other bits there (found by CI's oldest numpy,
+  2.0); the kernel takes the piece as an argument (`piece`: 0, the whole row, on numpy
+  2.3 and later), so one compiled kernel sums a row of any length as the numpy at
+  hand does;
 - over a run of axes with axes after it (an (outer, n, inner) view of the array, the
   run being n), one row after the other: 0.0 + x[0] + x[1] + ... for each of the
   inner elements, which is how numpy's iterator walks it.
 
-Any other set of axes (not one run, once axes of length 1 are set aside), integer
-dtypes, empty arrays, transposed views and rows longer than `PAIRWISE_MAX` are left to
-numpy: numpy before 2.3 feeds a reduction to its pairwise loop in pieces of its buffer
-size (8192 elements) and adds the pieces' sums in turn, so a longer row's bits depend
-on numpy's version (found by CI's oldest numpy, 2.0). A mean is the sum divided by the
-count as numpy's mean divides it: in float64 (its count is an intp), rounded to the
-result's dtype.
+Axes of length 1 are set aside when looking for the run; a reduction over axes of
+length 1 only (a batch of one) is 0.0 + x, which numpy gives too, and takes the kernel
+the same reduction takes over a longer axis, so that a batch of one needs no other
+kernel. Any other set of axes (not one run), integer dtypes, empty arrays and transposed
+views are left to numpy. A mean is the sum divided by the count as numpy's mean divides
+it: in float64 (its count is an intp), rounded to the result's dtype.
 
 softmax and log_softmax over the last axis follow graphc's numpy kernels step by step
 (max, subtract, exp, the pairwise sum, divide or subtract the log), so they differ from
@@ -30,7 +34,7 @@ log): `ROW_BOUND` states by how much, and test_native_rows.py measures it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,9 +53,12 @@ from graphc.runtime.plan import Step
 # (x - max - log(sum): the subtraction cancels near 0, so a relative bound would not hold)
 ROW_BOUND = {"softmax": 12, "log_softmax": 8}
 
-# the longest row summed pairwise here: numpy's default buffer size (np.getbufsize()),
-# the piece in which numpy < 2.3 hands a long reduction to its pairwise loop
+# the longest softmax row done here: numpy's default buffer size (np.getbufsize()), the
+# piece in which numpy < 2.3 hands a long reduction to its pairwise loop (a softmax's row
+# is its last axis, rarely a batch's; a sum's rows take the piece as an argument)
 PAIRWISE_MAX = 8192
+# numpy from 2.3 sums a contiguous row pairwise whole, before 2.3 in pieces of its buffer
+WHOLE_ROWS = np.lib.NumpyVersion(np.__version__) >= "2.3.0"
 
 # elements from which a row kernel runs its rows on the OpenMP pool (sums are a load and
 # an add per element: the same threshold as an elementwise add; softmax is an exp)
@@ -86,14 +93,32 @@ GC_INLINE vb gt_f64(vf64 a, vf64 b) { return __builtin_convertvector(a > b, vb);
 """
 
 _ROWSUM = """
-/* sum (count 0) or mean (divided by count) of each of `rows` contiguous rows of n */
+/* sum (count 0) or mean (divided by count) of each of `rows` contiguous rows of n: 0.0
+   plus the row's pairwise sum, or (a row longer than `piece`, numpy < 2.3) plus the
+   pairwise sums of its pieces of `piece` elements in turn, as numpy's buffered
+   reduction adds them */
 GC_INLINE void NAME_row(int64_t o, int64_t n, char *out, const char *x, int64_t count) {
     scalar_t s = (scalar_t)0 + pw_t((const scalar_t *)x + o * n, n);
     if (count) s = (scalar_t)((double)s / (double)count);
     ((scalar_t *)out)[o] = s;
 }
-GC_EXPORT void NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t count) {
-    if (gc_parallel(rows * n, PAR, WARM)) {
+static void NAME_pieces(int64_t o, int64_t n, char *out, const char *x, int64_t count,
+                        int64_t piece) {
+    const scalar_t *a = (const scalar_t *)x + o * n;
+    scalar_t s = (scalar_t)0;
+    for (int64_t i = 0; i < n; i += piece) s = s + pw_t(a + i, n - i < piece ? n - i : piece);
+    if (count) s = (scalar_t)((double)s / (double)count);
+    ((scalar_t *)out)[o] = s;
+}
+/* the choice is made once per call: a test per row cost 10% on 512 rows of 10 */
+GC_EXPORT void NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t count,
+                    int64_t piece) {
+    int par = gc_parallel(rows * n, PAR, WARM);
+    if (piece > 0 && piece < n) {
+        #pragma omp parallel for schedule(static) if (par)
+        for (int64_t o = 0; o < rows; o++) NAME_pieces(o, n, out, x, count, piece);
+        if (par) gc_pool_used();
+    } else if (par) {
         #pragma omp parallel for schedule(static)
         for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, count);
         gc_pool_used();
@@ -215,7 +240,7 @@ def _instance(template: str, kind: str, ct: str, parallel: int, warm: int) -> Ke
     for generic in ("pw", "exp", "ld", "st", "sp", "sel", "nan", "gt"):
         text = text.replace(f"{generic}_t(", f"{generic}_{ct}(")
     text = text.replace("vec_t", f"v{ct}").replace("scalar_t", CTYPE_NAME[ct])
-    params = {"rowsum": "ippi", "colsum": "iippi", "softmax": "ippi"}[kind]
+    params = {"rowsum": "ippii", "colsum": "iippi", "softmax": "ippi"}[kind]
     ops = ["softmax" if kind == "softmax" else "sum"]
     return Kernel(name, text, [Operand("full", ct)], ops, params, kind == "softmax")
 
@@ -223,11 +248,15 @@ def _instance(template: str, kind: str, ct: str, parallel: int, warm: int) -> Ke
 def runs(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, int, int] | None:
     """(outer, n, inner) when the reduced `axes` of `shape`, axes of length 1 set aside,
     are one run (n its product, outer and inner the products before and after), else
-    None."""
+    None. Reduced axes all of length 1 are a run of one at the first of them: what the
+    same reduction over a batch of more than one finds, when the batch is that axis."""
     kept = [k for k, d in enumerate(shape) if d != 1]
     reduced = [k for k in kept if k in axes]
     if not reduced:
-        return None
+        if not axes:
+            return None
+        first = min(axes)
+        return math.prod(shape[:first]), 1, math.prod(shape[first + 1 :])
     first, last = kept.index(reduced[0]), kept.index(reduced[-1])
     if last - first + 1 != len(reduced):
         return None
@@ -269,15 +298,13 @@ def lower_reduction(gen: Generator, step: Step, out: str) -> list[str] | None:
         return None
     outer, n, inner = run
     count = n if step.node.op == "mean" else 0
-    if inner == 1 and n > PAIRWISE_MAX:
-        return None
     if inner == 1:
         kernel = _instance(_ROWSUM, "rowsum", ct, PARALLEL_SUM, WARM_SUM)
-        sizes = [outer, n]
-    else:
-        kernel = _instance(_COLSUM, "colsum", ct, PARALLEL_SUM, WARM_SUM)
-        sizes = [outer, n, inner]
-    return _row_call(gen, step, out, kernel, sizes, count)
+        # numpy < 2.3's piece is its buffer size at the call (np.setbufsize may change it)
+        piece = "0" if WHOLE_ROWS else f"{gen.const(np.getbufsize, 'getbufsize')}()"
+        return _row_call(gen, step, out, kernel, [outer, n], count, [piece])
+    kernel = _instance(_COLSUM, "colsum", ct, PARALLEL_SUM, WARM_SUM)
+    return _row_call(gen, step, out, kernel, [outer, n, inner], count)
 
 
 def lower_softmax(gen: Generator, step: Step, out: str) -> list[str] | None:
@@ -346,17 +373,24 @@ def lower_attention(gen: Generator, step: Step, out: str) -> list[str] | None:
 
 
 def _row_call(
-    gen: Generator, step: Step, out: str, kernel: Kernel, sizes: list[int], flag: int
+    gen: Generator,
+    step: Step,
+    out: str,
+    kernel: Kernel,
+    sizes: list[int],
+    flag: int,
+    extra: Sequence[str] = (),
 ) -> list[str]:
-    """The call of a row kernel; a caller's array that is not C-contiguous goes to
-    numpy's kernel instead (numpy would sum it in its own memory order)."""
+    """The call of a row kernel (`extra`: the source of its arguments after the flag); a
+    caller's array that is not C-contiguous goes to numpy's kernel instead (numpy would
+    sum it in its own memory order)."""
     calls.record(gen, kernel)
     lines = [f"# native kernel {kernel.name}: {step.node.op}"]
     source = step.inputs[0]
     static = source in gen.static
     x = gen.array(source)
     args = [*map(str, sizes), calls.address(gen, out, step.output in gen.static, lines)]
-    args += [calls.address(gen, x, static, lines), str(flag)]
+    args += [calls.address(gen, x, static, lines), str(flag), *extra]
     call = f"{kernel.name}({', '.join(args)})"
     made = calls.checked(gen, call, step.node.op) if kernel.status else [call]
     if static:

@@ -36,6 +36,7 @@ from graphc.bench.core import (
     Workload,
     as_arrays,
 )
+from graphc.bench.first_result import classifier_args, jax_first_call
 from graphc.bench.modes import Classifier, not_applicable
 
 CLASSES = 10
@@ -217,4 +218,9 @@ WORKLOAD = Workload(
         "jax": _jax,
     },
     reference="torch",
+    first_result=GRAPHC.first_results(
+        jax_first_call(
+            lambda jax, params: jax_train_step(jax), classifier_args(initial_parameters, NAMES)
+        )
+    ),
 )

@@ -7,6 +7,11 @@ that call's return value into arrays (checked against the other modes once), and
 bytes the mode keeps allocated between calls (a compiled plan's arena, preallocated
 scratch), which count toward its peak memory.
 
+A workload may also declare cold starts (`Workload.first_result`): per mode, a function
+that prepares what a user already has (a model, input arrays) and returns a call going
+from nothing to the first result (trace, compile, first call), timed on a cold cache by
+`graphc.bench.first_result`.
+
 Builders raise `UnavailableError` when a peer library is not importable (or graphc's
 native backend cannot run here) and
 `NotApplicableError` when the mode does not exist for the workload (numpy has no
@@ -26,11 +31,14 @@ import numpy as np
 # their plans run on (`gc.compile(backend=...)`): "(numpy)" is the reference executor,
 # "(native)" lowers elementwise steps and fused groups to C kernels (numpy runs the rest),
 # and is "unavailable", with the reason, where it cannot run (never numpy under its
-# name). "graphc-O2 (numpy)" is the one every ratio is taken against. graphc's static
-# levels are exact (bit-identical to O0); the "-fast_math" modes also allow the
-# value-changing rewrites, and run only where they change the plan. "graphc-O2-scan" is
-# a loop compiled as one gc.scan node, in the workloads that have a loop (there
-# "graphc-O2" is the loop unrolled). "numpy-copyto" copies the input into a preallocated
+# name). "graphc-O2 (default)" is what a user gets without naming a backend
+# (`backend="auto"`): numpy at once while the native kernels build in the background
+# (issue 30); like every static mode it is timed after `wait()`, on its final tier, and
+# its cold start is the "first result" column. "graphc-O2 (numpy)" is the one every
+# ratio is taken against. graphc's static levels are exact (bit-identical to O0); the
+# "-fast_math" modes also allow the value-changing rewrites, and run only where they
+# change the plan. "graphc-O2-scan" is a loop compiled as one gc.scan node, in the
+# workloads that have a loop (there "graphc-O2" is the loop unrolled). "numpy-copyto" copies the input into a preallocated
 # output (`np.copyto`): the memory-traffic floor of an elementwise pass, in the GELU
 # workload (not GELU: its results are not checked). "torch-compile" is PyTorch under
 # `torch.compile` (inductor), in the model workloads. "onnxruntime-1thread" and
@@ -41,6 +49,7 @@ BASELINE = "graphc-O2 (numpy)"
 FAST_MATH = "graphc-O2-fast_math (numpy)"
 NATIVE = "graphc-O2 (native)"
 FAST_MATH_NATIVE = "graphc-O2-fast_math (native)"
+DEFAULT = "graphc-O2 (default)"
 SCAN = "graphc-O2-scan (numpy)"
 COPYTO = "numpy-copyto"
 TORCH_COMPILE = "torch-compile"
@@ -51,6 +60,7 @@ MODES: tuple[str, ...] = (
     FAST_MATH,
     NATIVE,
     FAST_MATH_NATIVE,
+    DEFAULT,
     SCAN,
     "numpy",
     "numpy-chunked",
@@ -63,6 +73,13 @@ MODES: tuple[str, ...] = (
     "dask-1worker",  # graphc.distributed on a LocalCluster (the `scale` workload)
     "dask-2workers",
 )
+
+
+# the modes whose time to first result is measured, where a workload declares them
+FIRST_RESULT_MODES: tuple[str, ...] = (BASELINE, DEFAULT, "jax")
+# how long a background build may take before the bench gives up on it; the compiler's
+# own limit is 300 s per kernel library (runtime/native/toolchain.py)
+BUILD_TIMEOUT = 900.0
 
 
 class UnavailableError(Exception):
@@ -83,6 +100,21 @@ class Prepared:
     note: str = ""
     single_shot: bool = False  # each call is expensive (compile time): fewer repeats
     checked: bool = True  # False: computes something else on purpose (a floor), not compared
+    built: Any = None  # graphc's Executable or TrainStep: waited for before timing
+
+
+@dataclass
+class FirstCall:
+    """What a cold start made: its first result and what may still be building (graphc's
+    Executable or TrainStep, whose `wait()` ends the background build; None for peers)."""
+
+    value: Any
+    built: Any = None
+
+
+Start = Callable[[], FirstCall]  # from nothing to the first result
+# (case params, case inputs) -> a cold start, prepared outside timing
+StartBuilder = Callable[[dict[str, Any], dict[str, Any]], Start]
 
 
 @dataclass
@@ -109,6 +141,18 @@ class Workload:
     builders: dict[str, Callable[[dict[str, Any], dict[str, Any]], Prepared]]
     tolerance: float = 1e-4  # max |a - b| / max |reference| for results to agree
     reference: str = "numpy"  # the mode other modes are checked against
+    first_result: dict[str, StartBuilder] = field(default_factory=dict)  # cold starts by mode
+
+
+def finish_build(built: Any) -> bool | None:
+    """Wait until `built` (graphc's Executable or TrainStep) runs on its final tier: its
+    native kernels swapped in, or numpy after a failed build. True when it does, False
+    when BUILD_TIMEOUT ran out first, None when it has nothing to wait for (no `wait()`:
+    a peer, or a runtime that builds before the first result)."""
+    wait = getattr(built, "wait", None)
+    if wait is None:
+        return None
+    return bool(wait(timeout=BUILD_TIMEOUT))
 
 
 def as_arrays(value: Any) -> list[np.ndarray]:

@@ -28,6 +28,7 @@ import graphc as gc
 import graphc.eager as ge
 from graphc.bench import peers
 from graphc.bench.core import Case, Prepared, Workload
+from graphc.bench.first_result import graph_starts, jax_jitted
 from graphc.bench.modes import graph_modes, jax_jit, plain
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -153,4 +154,5 @@ WORKLOAD = Workload(
         torch=_torch,
         jax=jax_jit(jax_gelu),
     ),
+    first_result=graph_starts(_graph, jax=jax_jitted(jax_gelu)),
 )

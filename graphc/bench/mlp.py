@@ -21,6 +21,7 @@ import numpy as np
 from graphc import nn
 from graphc.bench import peers
 from graphc.bench.core import Case, Prepared, Workload, as_arrays
+from graphc.bench.first_result import classifier_args, jax_first_call
 from graphc.bench.modes import Classifier, not_applicable
 
 SIZES = (784, 256, 256, 10)
@@ -172,4 +173,9 @@ WORKLOAD = Workload(
         "torch": _torch,
         "jax": _jax,
     },
+    first_result=GRAPHC.first_results(
+        jax_first_call(
+            lambda jax, params: jax_train_step(jax), classifier_args(initial_parameters, NAMES)
+        )
+    ),
 )

@@ -10,7 +10,12 @@ Each static mode names its backend (`gc.compile(backend=...)`; core.MODES). A na
 mode checks that the backend can run here first (`UnavailableError` with its reason
 otherwise: gc.compile would quietly run numpy instead), then that the plan it built
 really runs on it (a plan whose native build failed falls back to numpy: an error), and
-notes how many of the plan's steps the backend runs.
+notes how many of the plan's steps the backend runs. The default mode (`backend="auto"`)
+runs wherever graphc does: its note says which backend its plan ended on.
+
+Every static mode is timed on its final tier: with issue 30's runtime a plan may start on
+numpy while its native kernels build in the background, so a builder waits for the
+build (`core.finish_build`) after planning, and the runner again after the first call.
 """
 
 from __future__ import annotations
@@ -24,18 +29,22 @@ from typing import Any
 import numpy as np
 
 import graphc as gc
-from graphc.bench import peers
+from graphc.bench import first_result, peers
 from graphc.bench.core import (
     BASELINE,
+    BUILD_TIMEOUT,
     COPYTO,
+    DEFAULT,
     FAST_MATH,
     FAST_MATH_NATIVE,
     NATIVE,
     O0,
     NotApplicableError,
     Prepared,
+    StartBuilder,
     UnavailableError,
     as_arrays,
+    finish_build,
 )
 from graphc.ir.errors import GraphcError
 from graphc.runtime.backend import available_backends, get_backend
@@ -43,14 +52,16 @@ from graphc.runtime.backend import available_backends, get_backend
 Builder = Callable[[dict[str, Any], dict[str, Any]], Prepared]
 # the exact O2 mode of each backend (what its fast_math mode is compared with)
 EXACT_O2 = {"numpy": BASELINE, "native": NATIVE}
+AUTO = "auto"  # the backend a user gets without naming one
 
 
 def require_backend(backend: str) -> None:
     """`UnavailableError`, with the backend's own reason, when `backend` cannot run here.
 
     Asked for a backend that cannot run, `gc.compile` falls back to numpy with a warning;
-    a bench mode must not time numpy under another backend's name, so it checks first."""
-    if backend in available_backends():
+    a bench mode must not time numpy under another backend's name, so it checks first.
+    The default ("auto") runs everywhere: it is whatever graphc picks here."""
+    if backend == AUTO or backend in available_backends():
         return
     try:
         why = get_backend(backend).unavailable() or "not available"
@@ -67,6 +78,11 @@ _STEP_TAG = re.compile(r"  \[(\w+)\]$")  # explain's step lines end with their b
 _BODY = re.compile(r"\s+\w+: plan for graph ")  # a body's plan, inside a step
 
 
+def _backend_of(explained: list[str]) -> str | None:
+    """The backend named by `explain`'s "backend: " line."""
+    return next((x.split(": ", 1)[1] for x in explained if x.startswith("backend: ")), None)
+
+
 def backend_note(exe: gc.Executable, args: tuple[Any, ...], backend: str, caught: str = "") -> str:
     """Check that `exe`'s plan for `args` runs on `backend` (read from `exe.explain`) and
     say how much of it does: "" for numpy, e.g. "native 15/40 steps, 8 C kernels".
@@ -77,7 +93,7 @@ def backend_note(exe: gc.Executable, args: tuple[Any, ...], backend: str, caught
     lines = exe.explain(*args).splitlines()
     if any(line.startswith("scalar plan") for line in lines):
         return "scalar plan (numpy scalars)"
-    ran = next((line.split(": ", 1)[1] for line in lines if line.startswith("backend: ")), None)
+    ran = _backend_of(lines)
     if ran != backend:
         why = f": {caught}" if caught else ""
         raise BackendMismatchError(f"asked for the {backend} backend, the plan ran on {ran}{why}")
@@ -91,6 +107,23 @@ def backend_note(exe: gc.Executable, args: tuple[Any, ...], backend: str, caught
     # steps without their backends, so the count is of the top-level steps only
     steps = "top-level steps" if any(_BODY.match(line) for line in lines) else "steps"
     return f"{backend} {tags.count(backend)}/{len(tags)} {steps}{built}"
+
+
+def settle(built: Any) -> None:
+    """Wait until `built` (an Executable or TrainStep) runs on its final tier, so that a
+    steady-state mode is timed on the code it ends with, not on numpy while it builds."""
+    if finish_build(built) is False:
+        raise TimeoutError(f"the background build did not finish in {BUILD_TIMEOUT:.0f} s")
+
+
+def mode_note(exe: gc.Executable, args: tuple[Any, ...], backend: str, caught: str = "") -> str:
+    """`backend_note`; for the default backend, of the backend its plan ended on ("on
+    numpy" where that is numpy: "auto" rightly ends there without a compiler, or after a
+    failed build)."""
+    if backend != AUTO:
+        return backend_note(exe, args, backend, caught)
+    ran = _backend_of(exe.explain(*args).splitlines()) or "numpy"
+    return backend_note(exe, args, ran, caught) or f"on {ran}"
 
 
 @contextlib.contextmanager
@@ -122,7 +155,8 @@ def compile_static(
         if state:
             exe.set_state(**{n: np.array(v, copy=True) for n, v in state.items()})
         plan = exe.plan(*args)
-    ran = backend_note(exe, args, backend, "; ".join(caught))
+        settle(exe)
+    ran = mode_note(exe, args, backend, "; ".join(caught))
     arena = plan.arena_bytes
     note = f"arena {arena} B" + (
         f", recycled outputs {plan.recycled_bytes} B" if plan.recycled_bytes else ""
@@ -134,7 +168,8 @@ def compile_static(
         return exe(*args)
 
     # large outputs the caller drops stay with the executable for reuse: count them as kept
-    return exe, Prepared(call, resident_bytes=arena + plan.recycled_bytes, note=note)
+    kept = arena + plan.recycled_bytes
+    return exe, Prepared(call, resident_bytes=kept, note=note, built=exe)
 
 
 def fast_math_same(backend: str = "numpy") -> str:
@@ -152,13 +187,15 @@ StaticFactory = Callable[[int, bool, str], Builder]  # (opt_level, fast_math, ba
 
 def static_modes(make: StaticFactory) -> dict[str, Builder]:
     """graphc's static modes of a workload from one factory: O0, O2 and O2 fast_math on
-    the numpy backend, and O2 and O2 fast_math on the native backend."""
+    the numpy backend, O2 and O2 fast_math on the native backend, and O2 on the default
+    one."""
     return {
         O0: make(0, False, "numpy"),
         BASELINE: make(2, False, "numpy"),
         FAST_MATH: make(2, True, "numpy"),
         NATIVE: make(2, False, "native"),
         FAST_MATH_NATIVE: make(2, True, "native"),
+        DEFAULT: make(2, False, AUTO),
     }
 
 
@@ -208,11 +245,13 @@ def compile_train_step(
 
 
 def train_step_note(train: Any, args: tuple[np.ndarray, ...], backend: str) -> tuple[Any, str]:
-    """The step's plan for `args` (built here, outside timing), checked to run on
-    `backend`; and the note saying what the backend runs ("" on numpy)."""
+    """The step's plan for `args` (built here, outside timing, and its background build
+    waited for), checked to run on `backend`; and the note saying what the backend runs
+    ("" on numpy)."""
     with fallback_warnings() as caught:
         plan = train.executable.plan(*args)
-    return plan, backend_note(train.executable, args, backend, "; ".join(caught))
+        settle(train)
+    return plan, mode_note(train.executable, args, backend, "; ".join(caught))
 
 
 class Classifier:
@@ -257,13 +296,30 @@ class Classifier:
                 values = train.parameters()  # by the model's (dotted) names
                 return [loss, *(values[n] for n in self.names)]
 
-            return Prepared(lambda: train.step(x, y), arrays, arena, note=note)
+            return Prepared(lambda: train.step(x, y), arrays, arena, note=note, built=train)
 
         return build
 
     def static_modes(self) -> dict[str, Builder]:
         """The compiled step's modes (`static_modes`)."""
         return static_modes(self.static)
+
+    def model_and_optimizer(self, params: dict[str, Any]) -> tuple[Any, Any]:
+        """A fresh model and its SGD optimizer."""
+        from graphc import optim
+
+        model = self.make_model()
+        return model, optim.SGD(model.parameters(), lr=self.lr)
+
+    def first_results(self, jax: StartBuilder) -> dict[str, StartBuilder]:
+        """The cold starts of the compiled step on the numpy and default backends
+        (`first_result.train_step`), and `jax`'s."""
+        from graphc import nn
+
+        def start(backend: str) -> StartBuilder:
+            return first_result.train_step(self.model_and_optimizer, nn.CrossEntropyLoss, backend)
+
+        return {BASELINE: start("numpy"), DEFAULT: start(AUTO), "jax": jax}
 
     def eager(self, params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
         import graphc.eager as ge

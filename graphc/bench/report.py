@@ -5,6 +5,12 @@ on the numpy backend (`core.BASELINE`) in the same run (above 1: slower than it;
 native modes' "x O2" is their speed-up or slow-down against the numpy backend). Peak memory is
 tracemalloc's peak over one call plus the buffers the mode keeps between calls; n/a
 where the library allocates outside Python's view (torch, jax).
+
+Workloads with cold starts (graphc.bench.first_result) have two more columns: "first
+result, cold", the median time from nothing to the first result (trace + compile +
+first call on an empty kernel cache) with its number of cold runs, and "background
+build", the median time from that first result until `wait()` returned (the default
+backend's native kernels building behind it).
 """
 
 from __future__ import annotations
@@ -46,15 +52,38 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _row(case: str, mode: str, cell: dict[str, Any]) -> str:
+def _first_result(cell: dict[str, Any]) -> tuple[str, str, str]:
+    """The first-result columns of a row (first result, background build) and a note."""
+    first = cell.get("first_result")
+    if first is None:
+        return "", "", ""
+    if first["status"] != "ok":
+        said = cell["status"] == first["status"] and cell["reason"] == first["reason"]
+        return (first["status"] if said else f"{first['status']}: {first['reason']}"), "", ""
+    runs = first["repeats"]
+    spread = f"{seconds(first['min'])} .. {seconds(first['max'])}, " if runs > 1 else ""
+    shown = f"{seconds(first['median'])} ({spread}{runs} cold)"
+    if first["agrees"] is False:
+        shown += f" **NO** ({first['rel_error']:.1e})"
+    return shown, seconds(first["build"]), first["note"]
+
+
+def _row(case: str, mode: str, cell: dict[str, Any], first_columns: bool = False) -> str:
+    first, build, first_note = _first_result(cell)
+    more = f" {_escape(first)} | {build} |" if first_columns else ""
     if cell["status"] != "ok":
-        return f"| {case} | {mode} | {cell['status']}: {_escape(cell['reason'])} | | | | | | |"
+        blank = "" if not first_note else f" first result: {_escape(first_note)}"
+        return (
+            f"| {case} | {mode} | {cell['status']}: {_escape(cell['reason'])} | | |{more}"
+            f" | | |{blank} |"
+        )
     ratio = "-" if cell["ratio"] is None else f"{cell['ratio']:.2f}"
     spread = f"{seconds(cell['min'])} .. {seconds(cell['max'])}"
     runs = f"{cell['repeats']}x{cell['number']}"
+    note = "; ".join(x for x in (cell["note"], first_note and f"first result: {first_note}") if x)
     return (
-        f"| {case} | {mode} | {seconds(cell['median'])} | {spread} | {ratio} | "
-        f"{size(cell['peak_bytes'])} | {_agreement(cell)} | {runs} | {_escape(cell['note'])} |"
+        f"| {case} | {mode} | {seconds(cell['median'])} | {spread} | {ratio} |{more} "
+        f"{size(cell['peak_bytes'])} | {_agreement(cell)} | {runs} | {_escape(note)} |"
     )
 
 
@@ -62,6 +91,12 @@ def _openmp(settings: dict[str, str | None]) -> str:
     """How the OpenMP runtimes of graphc and the peers wait when idle, in words."""
     given = [f"{k}={v}" for k, v in settings.items() if v is not None]
     return f"OpenMP runtimes loaded with {', '.join(given) or 'their default wait policy'}"
+
+
+def _default(info: dict[str, Any]) -> str:
+    """Which backend `gc.compile` picks by default here (the default mode's), when known."""
+    chosen = info.get("default_backend")
+    return f" (default: {chosen})" if chosen else ""
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -72,25 +107,30 @@ def markdown(report: dict[str, Any]) -> str:
         f"# graphc bench{' --quick' if report['quick'] else ''}",
         "",
         f"Python {info['python']}, numpy {info['numpy']}, {info['cpus']} CPUs, {peers}; "
-        f"graphc backends here: {', '.join(info.get('backends') or ['numpy'])}; "
+        f"graphc backends here: {', '.join(info.get('backends') or ['numpy'])}"
+        f"{_default(info)}; "
         f"{_openmp(info.get('openmp') or {})}; "
         f"load average {info['load_average']:.1f} at start, "
         f"{report.get('load_average_end', 0):.1f} at end; {report.get('seconds', 0):.0f} s. Median (min .. max) per call after warm-up; "
         f"x O2 = median / {BASELINE} median; agrees = max abs diff / max abs of the "
-        "reference mode's result.",
+        "reference mode's result. First result, cold = trace + compile + first call on an "
+        "empty kernel cache (median of the cold runs); background build = from that first "
+        "result until wait() returned.",
     ]
     for name, workload in report["workloads"].items():
+        first = bool(workload.get("first_result_modes"))
         lines += [
             "",
             f"## {name}: {workload['description']}",
             "",
-            f"| case | mode | median / {workload['unit']} | min .. max | x O2 | peak mem | "
-            "agrees | repeats | note |",
-            "|---|---|---:|---|---:|---:|---|---|---|",
+            f"| case | mode | median / {workload['unit']} | min .. max | x O2 | "
+            + ("first result, cold | background build | " if first else "")
+            + "peak mem | agrees | repeats | note |",
+            "|---|---|---:|---|---:|" + ("---:|---:|" if first else "") + "---:|---|---|---|",
         ]
         modes = workload.get("modes", MODES)  # undeclared modes have nothing to show
         for case, cells in workload["cases"].items():
-            lines += [_row(case, mode, cells[mode]) for mode in modes]
+            lines += [_row(case, mode, cells[mode], first) for mode in modes]
     return "\n".join(lines) + "\n"
 
 

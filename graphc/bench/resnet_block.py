@@ -29,6 +29,7 @@ import graphc.eager as ge
 from graphc import nn
 from graphc.bench import peers, torch_compile
 from graphc.bench.core import TORCH_COMPILE, Case, Prepared, Workload
+from graphc.bench.first_result import graph_starts, jax_first_call
 from graphc.bench.modes import graph_modes, not_applicable, plain
 
 FULL = {"batch": 32, "channels": 64, "size": 28}
@@ -182,6 +183,13 @@ def _jax(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
     return plain(lambda: jax.block_until_ready(forward(weights, x)), None)
 
 
+def _jax_block_args(jax: Any, params: dict[str, Any], inputs: dict[str, Any]) -> tuple[Any, ...]:
+    """(weights, x) for the jitted block's first call, as numpy arrays (inference: a
+    user's weights and images)."""
+    state = initial_state(params["channels"])
+    return {k: v for k, v in state.items() if "num_batches" not in k}, inputs["x"]
+
+
 WORKLOAD = Workload(
     name="resnet_block",
     description=(
@@ -205,4 +213,7 @@ WORKLOAD = Workload(
         TORCH_COMPILE: _torch(compiled=True),
     },
     reference="torch",
+    first_result=graph_starts(
+        _graph, jax=jax_first_call(lambda jax, params: jax_block(jax), _jax_block_args)
+    ),
 )

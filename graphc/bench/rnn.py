@@ -32,6 +32,7 @@ import graphc as gc
 import graphc.eager as ge
 from graphc.bench import peers
 from graphc.bench.core import SCAN, Case, NotApplicableError, Prepared, Workload
+from graphc.bench.first_result import graph_starts, jax_first_call
 from graphc.bench.modes import (
     compile_static,
     fast_math_same,
@@ -245,6 +246,12 @@ def _jax(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
     return Prepared(call, resident_bytes=None, note="jit(value_and_grad) of lax.scan")
 
 
+def _jax_numpy_args(jax: Any, params: dict[str, Any], inputs: dict[str, Any]) -> tuple[Any, ...]:
+    """(weights, xs, h0) for the jitted loss's first call, as numpy arrays."""
+    xs, h0, *weights = inputs["args"]
+    return tuple(weights), xs, h0
+
+
 WORKLOAD = Workload(
     name="rnn",
     description=(
@@ -267,4 +274,9 @@ WORKLOAD = Workload(
         "torch": _torch,
         "jax": _jax,
     },
+    # the unrolled loop, as graphc-O2: traced and differentiated in the cold start
+    first_result=graph_starts(
+        lambda inputs: joint_graph(rnn_loop, inputs["args"]),
+        jax=jax_first_call(lambda jax, params: jax_value_and_grad(jax), _jax_numpy_args),
+    ),
 )

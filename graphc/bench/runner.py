@@ -10,6 +10,12 @@ says so with `Prepared.checked` and is not compared). Then all the modes of the 
 over graphc O2's (numpy backend) median in the same run. A mode whose library is missing, that does
 not apply, or that fails is reported as such; the others still run. Nothing here
 prints: progress goes to a callback.
+
+graphc's static modes are timed on their final tier: after the first call the runner
+waits for any background build of native kernels (`core.finish_build`). After the
+timing, a workload that declares cold starts has its time to first result measured
+(`first_result.measure`: numpy backend, default backend, jax.jit), into each mode's
+`Cell.first_result`.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import numpy as np
 from graphc.bench import (
     cnn,
     compile_chain,
+    first_result,
     gelu,
     mlp,
     onnx_zoo,
@@ -44,16 +51,20 @@ from graphc.bench import (
 )
 from graphc.bench.core import (
     BASELINE,
+    BUILD_TIMEOUT,
+    FIRST_RESULT_MODES,
     MODES,
     Case,
     NotApplicableError,
     Prepared,
     UnavailableError,
     Workload,
+    finish_build,
     relative_error,
 )
+from graphc.bench.first_result import Rounds
 from graphc.bench.timing import Schedule, interleave, peak_bytes, schedule
-from graphc.runtime.backend import available_backends
+from graphc.runtime.backend import available_backends, resolve
 
 WORKLOADS: tuple[Workload, ...] = (
     tiny.WORKLOAD,
@@ -91,6 +102,7 @@ class Cell:
     ratio: float | None = None  # median / the BASELINE mode's (graphc-O2 (numpy)) median
     note: str = ""
     seconds: float = 0.0  # wall time spent on this cell: building, checking, timing
+    first_result: dict[str, Any] | None = None  # first_result.FirstResult, where measured
 
 
 @dataclass
@@ -103,12 +115,31 @@ class Settings:
     max_repeats: int
     rounds: int  # blocks of repeats per mode, interleaved across the modes of a case
     warmup: float  # seconds of untimed calls before each block (timing.py says why)
+    first: Rounds  # cold measurements of the time to first result, per mode of a case
 
     @classmethod
     def make(cls, quick: bool) -> Settings:
-        if quick:
-            return cls(True, budget=0.05, min_repeats=3, max_repeats=10, rounds=1, warmup=0.02)
-        return cls(False, budget=2.0, min_repeats=6, max_repeats=60, rounds=5, warmup=0.15)
+        if quick:  # cold starts: one round at least (a background build takes seconds)
+            first = Rounds(least=1, most=3, budget=2.0)
+            return cls(
+                quick=True,
+                budget=0.05,
+                min_repeats=3,
+                max_repeats=10,
+                rounds=1,
+                warmup=0.02,
+                first=first,
+            )
+        first = Rounds(least=3, most=7, budget=20.0)
+        return cls(
+            quick=False,
+            budget=2.0,
+            min_repeats=6,
+            max_repeats=60,
+            rounds=5,
+            warmup=0.15,
+            first=first,
+        )
 
 
 def select(
@@ -146,7 +177,9 @@ def run(
             "description": workload.description,
             "unit": workload.unit,
             "reference": workload.reference,
-            "modes": [m for m in MODES if m in workload.builders],  # the rows of its table
+            # the rows of its table, and those with a time to first result
+            "modes": [m for m in MODES if m in workload.builders or m in workload.first_result],
+            "first_result_modes": [m for m in FIRST_RESULT_MODES if m in workload.first_result],
             "cases": {},
         }
         for case in _cases(workload, quick):
@@ -226,6 +259,14 @@ def _run_case(
     for mode in ready:
         cells[mode].seconds += shared
     _add_ratios(cells)
+    if workload.first_result:
+        start = time.perf_counter()
+        step = functools.partial(tick, len(order) - 1)
+        firsts = first_result.measure(workload, case, inputs, settings.first, settings.quick, step)
+        shared = (time.perf_counter() - start) / max(1, len(firsts))
+        for mode, result in firsts.items():
+            cells[mode].first_result = asdict(result)
+            cells[mode].seconds += shared
     return cells
 
 
@@ -252,6 +293,10 @@ def _prepare(
         result = prepared.call()
         first = time.perf_counter() - start
         arrays = [np.array(a, copy=True) for a in prepared.arrays(result)]
+        # time the final tier: a plan may build its kernels in the background from here
+        if finish_build(prepared.built) is False:
+            why = f"its background build did not finish in {BUILD_TIMEOUT:.0f} s"
+            return Cell("error", why), None, None, 0.0
     except Exception as exc:
         return Cell("error", _describe(exc)), None, None, 0.0
     return Cell("ok", note=prepared.note), arrays, prepared, first
@@ -280,6 +325,7 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "load_average": os.getloadavg()[0],  # other processes sharing the cores
         "backends": available_backends(),  # graphc's backends that run here, preferred first
+        "default_backend": resolve("auto").name,  # gc.compile's, GRAPHC_BACKEND heeded
         # how idle OpenMP workers wait, as the peers' OpenMP runtimes (torch's libgomp)
         # read it when versions() loads them: the native backend's probe above sets it
         # (native/threads.py), and torch's LeNet step took 1.7x longer with the

@@ -30,8 +30,10 @@ import numpy as np
 import graphc as gc
 import graphc.eager as ge
 from graphc import nn, optim
-from graphc.bench import peers, torch_compile
+from graphc.bench import first_result, peers, torch_compile
 from graphc.bench.core import (
+    BASELINE,
+    DEFAULT,
     TORCH_COMPILE,
     Case,
     NotApplicableError,
@@ -40,6 +42,7 @@ from graphc.bench.core import (
     as_arrays,
 )
 from graphc.bench.modes import (
+    AUTO,
     compile_train_step,
     fast_math_same,
     not_applicable,
@@ -257,6 +260,29 @@ def _jax(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
     return Prepared(call, arrays, None, note="hand-written layer, parameters donated")
 
 
+def _jax_step_args(jax: Any, params: dict[str, Any], inputs: dict[str, Any]) -> tuple[Any, ...]:
+    """(weights, x) for the jitted step's first call: the weights as jax arrays (a jax
+    user's parameters; donated), x as a numpy array."""
+    import jax.numpy as jnp
+
+    return {k: jnp.asarray(v) for k, v in initial_parameters(params).items()}, inputs["args"][0]
+
+
+def _model_and_optimizer(params: dict[str, Any]) -> tuple[Any, Any]:
+    module = layer(params)
+    return module, optim.SGD(module.parameters(), lr=LR)
+
+
+def _first_results() -> dict[str, Any]:
+    def start(backend: str) -> Any:
+        return first_result.train_step(_model_and_optimizer, lambda: mean_square, backend)
+
+    jax = first_result.jax_first_call(
+        lambda jax, params: jax_train_step(jax, params["nhead"]), _jax_step_args
+    )
+    return {BASELINE: start("numpy"), DEFAULT: start(AUTO), "jax": jax}
+
+
 WORKLOAD = Workload(
     name="transformer",
     description=(
@@ -278,4 +304,5 @@ WORKLOAD = Workload(
         "jax": _jax,
     },
     reference="torch",
+    first_result=_first_results(),
 )

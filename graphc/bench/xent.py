@@ -13,6 +13,7 @@ import graphc as gc
 import graphc.eager as ge
 from graphc.bench import peers
 from graphc.bench.core import Case, Prepared, Workload
+from graphc.bench.first_result import graph_starts, jax_jitted
 from graphc.bench.modes import graph_modes, jax_jit, plain
 
 
@@ -94,4 +95,5 @@ WORKLOAD = Workload(
     ],
     make_inputs=_inputs,
     builders=graph_modes(_graph, eager=_eager, numpy=_numpy, torch=_torch, jax=jax_jit(_jax_fn)),
+    first_result=graph_starts(_graph, jax=jax_jitted(_jax_fn)),
 )

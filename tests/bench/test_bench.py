@@ -19,6 +19,7 @@ from graphc.bench import goals, timing
 from graphc.bench.core import (
     BASELINE,
     COPYTO,
+    DEFAULT,
     FAST_MATH_NATIVE,
     MODES,
     NATIVE,
@@ -123,7 +124,26 @@ def test_quick_compile_keeps_the_5000_op_chain(quick_report: dict[str, Any]) -> 
     cases = quick_report["workloads"]["compile"]["cases"]
     assert cases["K=5000"][BASELINE]["status"] == "ok"
     assert cases["K=5000"]["numpy"]["status"] == "n/a"
-    assert "numpy backend" in cases["K=5000"][NATIVE]["reason"]  # compile time: numpy's
+    reason = cases["K=5000"][NATIVE]["reason"]  # compile time: numpy's; native builds: cold
+    assert "numpy backend" in reason and "trace-compile's first result" in reason
+
+
+def test_quick_reports_the_time_to_first_result(quick_report: dict[str, Any]) -> None:
+    for name in goals.FIRST_RESULT_WORKLOADS:
+        entry = quick_report["workloads"][name]
+        assert entry["first_result_modes"] == [BASELINE, DEFAULT, "jax"], name
+        for case, cells in entry["cases"].items():
+            for mode in (BASELINE, DEFAULT):
+                first = cells[mode]["first_result"]
+                assert first["status"] == "ok", (name, case, mode, first["reason"])
+                assert first["min"] <= first["median"] <= first["max"]
+                assert first["repeats"] >= 1 and first["agrees"] is True, (name, case, mode)
+            assert cells["jax"]["first_result"]["status"] in ("ok", "unavailable", "skipped")
+            assert cells[NATIVE]["first_result"] is None  # measured for three modes only
+    texts = [g["text"] for g in quick_report["goals"]]
+    within = "first result, default backend within 1.1x of the numpy backend's (cold), every case"
+    assert f"GELU: {within}" in texts and f"K-op chain: {within}" in texts
+    assert any(t.startswith("5000-op chain: full native build") for t in texts)
 
 
 def test_only_filters_workloads() -> None:

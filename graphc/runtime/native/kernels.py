@@ -40,6 +40,15 @@ The elements' operations are the same, so are the bits. Kernels that may call a 
 (libmvec, a BLOCK operand's lane-by-lane path) go a block at a time: the callee may
 clobber every vector register, and eight blocks' live values would be spilled.
 
+A kernel of more than `SEGMENT_OPS` ops (too long to interleave) computes a block of
+lanes by calls to segment functions of at most SEGMENT_OPS ops each, kept out of line:
+gcc's time on one function grows faster than the function (a chain of 1,000 ops took
+17-21 s to build unsegmented, one of 5,000 did not build in 300 s). The block loads the
+array operands and passes their values as vector arguments (a scalar operand as its
+address: the segment splats it); values made in one segment and read in a later one
+come back through pointers. Identical segments (a repeated chain's) are one function.
+Each op is the same C on the same operands, so the bits are the same.
+
 An operand that is a column block of a wider C-contiguous array (a gate of an LSTM's
 (B, 4H) pre-activation, which the planner would copy out by a slice step) may be
 PITCHED: the kernel reads the wide array in place, element i of the block at
@@ -55,6 +64,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -126,6 +136,13 @@ def build_kernel(
     out_ctype = ctype_of(out_type)
     leaves = body.inputs + [n for n in body.nodes if n.is_constant]
     operands = [_operand(t, out_type, k in transposed) for k, t in enumerate(leaf_types)]
+    for k, leaf in enumerate(leaves):
+        # a known constant whose elements are all one value (a (B, 1) fill of -1/B that
+        # folding materialized at a small batch) is that value: SCALAR, so the kernel's
+        # text does not depend on whether the batch was small enough to fold
+        value = _known(leaf, leaves, leaf_values)
+        if k not in transposed and k not in pitched and _uniform(value):
+            operands[k] = Operand(SCALAR, operands[k].ctype)
     for k in pitched:
         if operands[k].mode != FULL:
             raise DeclinedError("a column block read in place must have the output's shape")
@@ -182,6 +199,28 @@ def build_kernel(
     root_expr, root_ct = expr[root]
     if root_ct != out_ctype:
         raise DeclinedError(f"the group's result is {root_ct}, its buffer {out_ctype}")
+    # a long kernel's block calls segment functions; a kernel that interleaves blocks is
+    # short enough already (INTERLEAVE_WORK bounds its copies) and keeps its C
+    segmented = len(members) > SEGMENT_OPS and interleave(ops) == 1 and root in members
+    if segmented:
+
+        def statement(node: Node, args: list[tuple[str, str]]) -> str:
+            return _emit(
+                node,
+                args,
+                [types[x] for x in node.inputs],
+                types[node],
+                [_known(x, leaves, leaf_values) for x in node.inputs],
+            )
+
+        # the segments splat their SCALAR operands from the addresses: a long group's
+        # constants passed down as vectors through the entry and the block made those the
+        # slowest functions of the source to build (167 constants: 0.65 s of 1.5 s)
+        pointers = {
+            node: f"a{k}" for k, (node, o) in enumerate(zip(leaves, operands)) if o.mode == SCALAR
+        }
+        segments, lines = _segments(members, expr, root, statement, pointers)
+        scalars = []  # the entry splats none
     params = ["char *out"]
     args = ["out"]
     for k, operand in enumerate(operands):
@@ -198,22 +237,20 @@ def build_kernel(
             args += [f"o{k}", f"w{k}", f"p{k}"]
     block_params = ["int64_t i", "int64_t m", *params, *scalars]
     block_args = [*args, *(s.split()[1] for s in scalars)]
-    init = []
-    for k, operand in enumerate(operands):
-        if operand.mode == SCALAR:
-            ct = operand.ctype
-            load = {
-                "f32": "*(const float *)",
-                "f64": "*(const double *)",
-                "b": "0 != *(const uint8_t *)",
-            }
-            init.append(f"    v{ct} s{k} = sp_{ct}({load[ct]}a{k});")
-    body_lines = [*loads, *lines, f"    st_{out_ctype}(out, i`, m, {root_expr});"]
-    block = [
-        "GC_INLINE void NAME_block(" + ", ".join(block_params) + ") {",
-        *(line.replace("`", "") for line in body_lines),
-        "}",
+    init = [
+        f"    v{o.ctype} s{k} = {_splat_from(o.ctype, f'a{k}')};"
+        for k, o in enumerate(operands)
+        if o.mode == SCALAR and not segmented
     ]
+    body_lines = [*loads, *lines, f"    st_{out_ctype}(out, i`, m, {root_expr});"]
+    if segmented:
+        block = [*segments, *_segmented_block(block_params, block_args, body_lines)]
+    else:
+        block = [
+            "GC_INLINE void NAME_block(" + ", ".join(block_params) + ") {",
+            *(line.replace("`", "") for line in body_lines),
+            "}",
+        ]
     tiled = [k for k, o in enumerate(operands) if o.mode == TRANSPOSED]
     par = f"gc_parallel(n, {parallel_min(ops)}, {warm_min(ops)})"
     if tiled:
@@ -234,6 +271,113 @@ def build_kernel(
         "i" if p.startswith("int64_t") else "p" for p in params
     )
     return Kernel(name, text.replace("NAME", name) + "\n", operands, ops, kinds)
+
+
+# gcc's time on one C function grows faster than the function's length (a fused chain of
+# 1,000 ops as one function, not inlined: 4.5 s at -O3; of 5,000 ops, not built in 300
+# s), so the block of a longer kernel is a sequence of calls to segment functions of at
+# most SEGMENT_OPS ops each, and its build time grows with the number of ops, not faster.
+# Measured (the compiler's CPU time, min of 3): a random DAG of 1,000 float32 and float64
+# ops with comparisons and where, 6.1-7.6 s with segments of 12 to 100 ops, 8.7-10 s with
+# 160 or 200; a random float32 chain of 1,000 ops, 0.8-1.2 s with segments of 25 to 400
+# ops, 8 s as one function. Kernels that interleave (under 160 ops) are never segmented.
+SEGMENT_OPS = 100
+
+
+def _segments(
+    members: list[Node],
+    expr: dict[Node, tuple[str, str]],
+    root: Node,
+    statement: Callable[[Node, list[tuple[str, str]]], str],
+    pointers: dict[Node, str],
+) -> tuple[list[str], list[str]]:
+    """The segment functions of a long kernel, each distinct text once, and the lines of
+    its block that call them in order. `members` are the kernel's ops in topological
+    order, `expr` the C names and types of its leaves and members, `statement` a node's
+    C expression from its operands' names and types, `pointers` the address of each
+    SCALAR leaf.
+
+    A segment is SEGMENT_OPS consecutive members. Its operands from outside come in as
+    arguments, in the order of their first use: a leaf the block loaded, or a value of an
+    earlier segment, as a vector; a SCALAR leaf as its address (splat in the segment as
+    the kernel's entry splats it). The values that later segments or the store read go
+    out through pointers, in the order they are made. Its temporaries are numbered from
+    0, so its text does not depend on where it stands, and it is named by that text's
+    hash: the segments of a repeated chain are one function. Each op is the same C on
+    the same operands as in the unsegmented block, and a value passed to a function or
+    through memory keeps its bits, so the results are the same bits."""
+    groups = [members[k : k + SEGMENT_OPS] for k in range(0, len(members), SEGMENT_OPS)]
+    made_in = {node: g for g, group in enumerate(groups) for node in group}
+    read_later = {root}  # values a later segment or the store reads
+    for g, group in enumerate(groups):
+        read_later.update(x for node in group for x in node.inputs if made_in.get(x, g) < g)
+    functions: dict[str, list[str]] = {}  # by name: each distinct segment once
+    calls = []
+    for g, group in enumerate(groups):
+        live_in = list(dict.fromkeys(x for n in group for x in n.inputs if made_in.get(x) != g))
+        live_out = [node for node in group if node in read_later]
+        params, lines = [], []
+        local: dict[Node, tuple[str, str]] = {}  # node -> (C name in the segment, C type)
+        for k, x in enumerate(live_in):
+            ct = expr[x][1]
+            if x in pointers:
+                params.append(f"const char *p{k}")
+                lines.append(f"    v{ct} u{k} = {_splat_from(ct, f'p{k}')};")
+                local[x] = (f"u{k}", ct)
+            else:
+                params.append(f"v{ct} p{k}")
+                local[x] = (f"p{k}", ct)
+        params += [f"v{expr[node][1]} *q{k}" for k, node in enumerate(live_out)]
+        for j, node in enumerate(group):
+            ct = expr[node][1]
+            lines.append(f"    v{ct} t{j} = {statement(node, [local[x] for x in node.inputs])};")
+            local[node] = (f"t{j}", ct)
+        lines += [f"    *q{k} = {local[node][0]};" for k, node in enumerate(live_out)]
+        signature = "(" + ", ".join(params) + ") {"
+        digest = hashlib.sha256("\n".join([signature, *lines]).encode()).hexdigest()[:16]
+        name = f"NAME_s{digest}"
+        functions.setdefault(name, [f"{NOINLINE} {name}{signature}", *lines, "}"])
+        # the block names a member's value as the unsegmented block would, t{j}
+        outs = [expr[node][0].replace("`", "") for node in live_out]
+        args = [pointers.get(x) or expr[x][0].replace("`", "") for x in live_in]
+        calls += [f"    v{expr[node][1]} {v};" for node, v in zip(live_out, outs)]
+        calls.append(f"    {name}(" + ", ".join([*args, *(f"&{v}" for v in outs)]) + ");")
+    return [line for text in functions.values() for line in text], calls
+
+
+def _segmented_block(
+    block_params: list[str], block_args: list[str], body_lines: list[str]
+) -> list[str]:
+    """NAME_block of a segmented kernel. NAME_calls, its loads, segment calls and store,
+    is inlined twice: for a whole block, with a literal lane count so that the loads and
+    stores are vectors, and for the partial last one. NAME_block itself is not inlined:
+    the kernel's entry calls it in three places (four when tiled), and with three copies
+    of the calls the entry of a random DAG of 1,000 ops (its segments pass 30 to 50
+    values each) took 0.75 s to build, 0.15 s with one."""
+    whole = ", ".join(["i", "GC_W", *block_args])
+    partial = ", ".join(["i", "m", *block_args])
+    return [
+        "GC_INLINE void NAME_calls(" + ", ".join(block_params) + ") {",
+        *(line.replace("`", "") for line in body_lines),
+        "}",
+        f"{NOINLINE} NAME_block(" + ", ".join(block_params) + ") {",
+        "    if (m == GC_W)",
+        f"        NAME_calls({whole});",
+        "    else",
+        f"        NAME_calls({partial});",
+        "}",
+    ]
+
+
+def _splat_from(ct: str, pointer: str) -> str:
+    """The C of a vector holding, in every lane, the element of C type `ct` at `pointer`."""
+    load = {"f32": "*(const float *)", "f64": "*(const double *)", "b": "0 != *(const uint8_t *)"}
+    return f"sp_{ct}({load[ct]}{pointer})"
+
+
+# a function a long kernel keeps out of line, so that no function of it grows with the
+# kernel's length
+NOINLINE = "static __attribute__((noinline)) void"
 
 
 # whole blocks of lanes computed together, statement by statement: a long dependent chain
@@ -462,6 +606,14 @@ def block_of(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> tuple[int, i
         return None
     # math.prod: a chunk epilogue asks on every call (np.prod took 1.5 us a call)
     return int(math.prod(out_shape[last + 1 :])), int(math.prod(padded[first : last + 1]))
+
+
+def _uniform(value: np.ndarray | None) -> bool:
+    """Is `value` a non-empty array whose elements all have the same bits?"""
+    if value is None or value.size == 0:
+        return False
+    bits = np.ascontiguousarray(value).view(np.uint8).reshape(value.size, -1)
+    return bool((bits == bits[0]).all())
 
 
 def _known(x: Node, leaves: list[Node], values: dict[int, np.ndarray]) -> np.ndarray | None:

@@ -111,9 +111,16 @@ def _submit(job: Job) -> None:
             _thread[0].start()
 
 
+# how long the builder lets a job's first call return before it takes up the job: its
+# Python (generating the plan on the compiling backend) would otherwise take the
+# interpreter from that call for a switch interval (5 ms) the moment it is started
+START_DELAY = 0.01
+
+
 def _work() -> None:
     while True:
         job = _jobs.get()
+        time.sleep(START_DELAY)
         try:
             job.run()
         finally:

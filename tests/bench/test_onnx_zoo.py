@@ -17,6 +17,7 @@ from graphc import bench  # noqa: E402
 from graphc.bench import goals, onnx_zoo, zoo_models  # noqa: E402
 from graphc.bench.core import (  # noqa: E402
     BASELINE,
+    DEFAULT,
     FAST_MATH,
     FAST_MATH_NATIVE,
     MODES,
@@ -28,7 +29,7 @@ from graphc.bench.core import (  # noqa: E402
 )
 from graphc.runtime.backend import available_backends  # noqa: E402
 
-GRAPHC = (O0, BASELINE, *((NATIVE,) if "native" in available_backends() else ()))
+GRAPHC = (O0, BASELINE, DEFAULT, *((NATIVE,) if "native" in available_backends() else ()))
 ORT_MODES = (onnx_zoo.ORT_ONE_THREAD, onnx_zoo.ORT)
 
 
@@ -39,7 +40,15 @@ def quick_report() -> dict[str, Any]:
 
 def test_quick_run_agrees_with_onnxruntime(quick_report: dict[str, Any]) -> None:
     entry = quick_report["workloads"]["onnx"]
-    assert entry["modes"] == [O0, BASELINE, FAST_MATH, NATIVE, FAST_MATH_NATIVE, *ORT_MODES]
+    assert entry["modes"] == [
+        O0,
+        BASELINE,
+        FAST_MATH,
+        NATIVE,
+        FAST_MATH_NATIVE,
+        DEFAULT,
+        *ORT_MODES,
+    ]
     assert entry["reference"] == onnx_zoo.ORT_ONE_THREAD
     labels = [onnx_zoo.case_label(m, 1) for m in zoo_models.ZOO]
     assert list(entry["cases"]) == [*labels, onnx_zoo.IMPORT_CASE]
@@ -158,4 +167,4 @@ def test_onnx_goals_read_the_workload_cells() -> None:
     assert len(onnx_texts) == 2 * len(zoo_models.ZOO) + 1  # issue 16's
     native = "ONNX zoo: native O2 no slower than numpy O2 (<= 1.1x, noise), every case"
     assert found[native].met is None  # issue 17's: no native figures here
-    assert goals.markdown(goals.evaluate(report)).startswith("| goal (issues 6, 14, 15, 16, 17) |")
+    assert goals.markdown(goals.evaluate(report)).startswith("| goal (issues 6, 14 to 18, 30) |")

@@ -465,14 +465,7 @@ def scale_goals(report: dict[str, Any]) -> list[Goal]:
 FIRST_RESULT_NOISE = 1.1  # the default backend's first result / the numpy backend's
 # the workloads with cold starts (graphc.bench.first_result), and their goals' names
 FIRST_RESULT_WORKLOADS = {
-    "tiny": "tiny",
-    "gelu": "GELU",
-    "xent": "cross-entropy",
-    "mlp": "MLP step",
-    "rnn": "RNN (unrolled)",
-    "cnn": "CNN step",
-    "transformer": "transformer step",
-    "resnet_block": "ResNet block",
+    **{name: goal for name, goal in NATIVE_WORKLOADS.items() if name != "onnx"},
     "trace-compile": "K-op chain",
 }
 FIRST_RESULT_VS_JAX = ("gelu", "mlp", "rnn")  # first result below jax.jit's first call

@@ -2,12 +2,12 @@
 
 Each step the backend accepts becomes one C function (kernels.py, with the C of each op
 in cexpr.py); every other step falls back to numpy's lowering. When a plan's steps are
-all lowered, `finish` compiles all of its kernels in one compiler call (toolchain.py:
-cached on disk by a hash of source and flags, so a warm cache only loads a library),
+all lowered, `finish` builds its kernels, each distinct source a library of its own
+(toolchain.py: cached on disk by a hash of its text, so a warm cache only loads them),
 binds them into the generated code's namespace, and appends their C to the source that
 `exe.source()` shows. A plan built while its kernels are missing runs on numpy first
-(runtime/tiers.py builds them in the background). Without a working compiler, or when a build fails, the plan is
-generated on numpy instead, with one warning (codegen.generate).
+(runtime/tiers.py builds them in the background). Without a working compiler, or when a
+build fails, the plan is generated on numpy instead, with one warning (codegen.generate).
 """
 
 from __future__ import annotations

@@ -187,13 +187,15 @@ BUILD = (
 
 def test_damaged_libraries_are_built_again(tmp_path: Path) -> None:
     """Guards damaged caches: with every cached library (the probe's, the kernel's, the
-    OpenBLAS callback's) and the precompiled prelude overwritten with garbage, a new
+    OpenBLAS callback's where there is one) and the precompiled prelude overwritten with garbage, a new
     process builds them again, runs native, and gives no warning."""
     cache = tmp_path / "cache"
     first = _run_fresh_process(cache, BUILD)
     assert "backend native" in first, first
     libraries = sorted(cache.glob("graphc_*.so"))
-    assert len(libraries) >= 3, libraries  # probe, callback, kernel
+    # the probe and the kernel (and OpenBLAS's threads callback, where its OpenBLAS has
+    # the hook: not numpy 2.0's)
+    assert len(libraries) >= 2, libraries
     for path in [*libraries, *cache.glob("*.gch")]:
         path.write_bytes(b"not a library\n" * 10)
     again = _run_fresh_process(cache, BUILD)

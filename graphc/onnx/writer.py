@@ -228,10 +228,11 @@ def export_model(
     from onnx import helper
 
     from graphc.onnx import exporters as _  # noqa: F401 - registers the exporters
+    from graphc.onnx import exporters_arrays as _arrays  # noqa: F401
     from graphc.onnx import exporters_attention as _attention  # noqa: F401
     from graphc.onnx import exporters_control as _control  # noqa: F401
     from graphc.onnx import exporters_grad as _grad  # noqa: F401
-    from graphc.onnx import exporters_more as _more  # noqa: F401
+    from graphc.onnx import exporters_math as _math  # noqa: F401
     from graphc.onnx import exporters_nn as _nn  # noqa: F401
 
     verify(graph)

@@ -1,9 +1,7 @@
-"""ONNX handlers: activations, elementwise math (Erf, Mod, rounding) and array ops
-(CumSum, Trilu, GatherElements, ScatterElements, TopK, Pad), with graphc's ops."""
+"""ONNX handlers: array ops (CumSum, Trilu, GatherElements, ScatterElements, TopK, Pad,
+Split), with graphc's ops."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
@@ -15,87 +13,6 @@ from graphc.ops import elementwise as E
 from graphc.ops import selection as S
 from graphc.ops.indexing import getitem
 from graphc.ops.shape import reshape
-
-# -- activations and elementwise math ---------------------------------------------------
-
-
-def _simple(name: str, **fixed: Any) -> Any:
-    return lambda ctx, inputs, attrs: [getattr(gc(), name)(inputs[0], **fixed)]
-
-
-for _type, _name in {
-    "Erf": "erf", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Softsign": "softsign",
-}.items():  # fmt: skip
-    handler(_type)(_simple(_name))
-
-
-@handler("LeakyRelu")
-def _leaky_relu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    return [gc().leaky_relu(inputs[0], float(np.float32(attrs.get("alpha", 0.01))))]
-
-
-@handler("Elu")
-def _elu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    return [gc().elu(inputs[0], alpha=float(attrs.get("alpha", 1.0)))]
-
-
-@handler("Selu")
-def _selu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    alpha = float(attrs.get("alpha", 1.67326319217681884765625))
-    gamma = float(attrs.get("gamma", 1.05070102214813232421875))
-    return [gc().elu(inputs[0], alpha=alpha, scale=gamma)]
-
-
-@handler("Celu", since=12)
-def _celu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    return [gc().celu(inputs[0], alpha=float(attrs.get("alpha", 1.0)))]
-
-
-@handler("HardSigmoid")
-def _hard_sigmoid(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    x = inputs[0]
-    alpha, beta = attrs.get("alpha", 0.2), attrs.get("beta", 0.5)
-    dtype = np.dtype(x.dtype)
-    line = E.add(E.mul(x, np.asarray(alpha, dtype)), np.asarray(beta, dtype))
-    return [S.clip(line, 0.0, 1.0)]
-
-
-@handler("HardSwish", since=14)
-def _hard_swish(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    return [E.mul(inputs[0], gc().hardsigmoid(inputs[0]))]
-
-
-@handler("Softplus")
-def _softplus(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    # ONNX: log(exp(x) + 1) everywhere; graphc's threshold (x itself past 20) is within
-    # rounding of it there, and keeps exp from overflowing
-    return [gc().softplus(inputs[0])]
-
-
-@handler("PRelu")
-def _prelu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    x, slope = inputs
-    return [S.where(S.lt(x, 0), E.mul(x, slope), x)]
-
-
-@handler("Mish", since=18)
-def _mish(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    x = inputs[0]
-    return [E.mul(x, E.tanh(gc().softplus(x)))]
-
-
-@handler("Gelu", since=20)
-def _gelu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    approximate = attrs.get("approximate", "none")
-    return [gc().gelu(inputs[0]) if approximate == "tanh" else gc().gelu_exact(inputs[0])]
-
-
-@handler("Mod", since=10)
-def _mod(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    x, y = inputs
-    # fmod=1: the sign of x (C's fmod); 0: the sign of y (Python's %, floats since opset 23)
-    return [gc().fmod(x, y) if attrs.get("fmod", 0) else gc().remainder(x, y)]
-
 
 # -- arrays -----------------------------------------------------------------------------
 

@@ -122,24 +122,10 @@ class Settings:
         if quick:  # cold starts: one round at least (a background build takes seconds)
             first = Rounds(least=1, most=3, budget=2.0)
             return cls(
-                quick=True,
-                budget=0.05,
-                min_repeats=3,
-                max_repeats=10,
-                rounds=1,
-                warmup=0.02,
-                first=first,
+                True, 0.05, min_repeats=3, max_repeats=10, rounds=1, warmup=0.02, first=first
             )
         first = Rounds(least=3, most=7, budget=20.0)
-        return cls(
-            quick=False,
-            budget=2.0,
-            min_repeats=6,
-            max_repeats=60,
-            rounds=5,
-            warmup=0.15,
-            first=first,
-        )
+        return cls(False, 2.0, min_repeats=6, max_repeats=60, rounds=5, warmup=0.15, first=first)
 
 
 def select(

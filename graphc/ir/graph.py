@@ -23,6 +23,12 @@ from graphc.ir.types import TensorType
 PLACEHOLDER, OP, OUTPUT = "placeholder", "op", "output"
 KINDS = (PLACEHOLDER, OP, OUTPUT)
 
+# graphs within graphs (a cond in a cond's branch, ...), the outermost counted: deeper
+# nesting is refused when it is built, and by the loaders (graphc.ir.parse, serialize),
+# so whatever graphc builds it can save and load back, and the passes' recursion over
+# bodies stays far from Python's stack limit
+MAX_NESTING = 64
+
 
 class Node:
     """One value of a graph: its producer (kind, op, inputs, attrs) and its type.
@@ -98,6 +104,7 @@ class Graph:
         self._by_name: dict[str, Node] = {}
         self._counters: dict[str, itertools.count] = {}
         self.id = next(Graph._ids)
+        self.nesting = 1  # this graph and its deepest chain of bodies (MAX_NESTING)
 
     # -- building -------------------------------------------------------------
 
@@ -125,6 +132,15 @@ class Graph:
                     f"{node.describe()} uses {x.describe()}, which belongs to another graph "
                     f"than '{self.name}'"
                 )
+        nesting = 1 + max(
+            (v.nesting for v in node.attrs.values() if isinstance(v, Graph)), default=0
+        )
+        if nesting > MAX_NESTING:
+            raise VerifyError(
+                f"{node.describe()} would nest graphs {nesting} deep (bodies within bodies); "
+                f"graphc builds and loads at most {MAX_NESTING}"
+            )
+        self.nesting = max(self.nesting, nesting)
         node.graph = self
         self.nodes.append(node)
         self._by_name[node.name] = node
@@ -147,6 +163,8 @@ class Graph:
         for node in self.nodes[mark:]:
             del self._by_name[node.name]
         del self.nodes[mark:]
+        bodies = (v for n in self.nodes for v in n.attrs.values() if isinstance(v, Graph))
+        self.nesting = 1 + max((b.nesting for b in bodies), default=0)
 
     def append_copy(self, node: Node, copies: dict[Node, Node]) -> Node:
         """Append a copy of another graph's `node` (same name, op, attrs, type, meta), its

@@ -21,7 +21,7 @@ from typing import Any
 
 from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
 from graphc.ir.errors import GraphcError, ParseError
-from graphc.ir.graph import OUTPUT, Graph, Node
+from graphc.ir.graph import MAX_NESTING, OUTPUT, Graph, Node
 from graphc.ir.literals import Base64Array, array_from_literal, as_text, short
 from graphc.ir.types import DTYPES, TensorType, TupleType
 from graphc.ir.verify import node_problem, op_problem
@@ -73,7 +73,8 @@ class _Reader:
             at = match.end()
         self.last_line = max(line - 1, 1) if text.endswith("\n") else line
         self.at = 0
-        self.depth = 0  # of nested tuples, lists and graphs, against MAX_DEPTH
+        self.depth = 0  # of nested tuples and lists within an attribute, against MAX_DEPTH
+        self.nesting = 0  # of graphs, against MAX_NESTING
 
     def error(self, message: str, line: int | None = None) -> ParseError:
         return ParseError(f"line {self.peek().line if line is None else line}: {message}")
@@ -178,10 +179,10 @@ class _Reader:
         return value
 
     def nested(self) -> None:
-        """Enter one level of nesting; deeper than MAX_DEPTH is an error, not a stack overflow."""
+        """Enter a tuple or list; deeper than MAX_DEPTH is an error, not a stack overflow."""
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise self.error(f"tuples, lists and graphs nested more than {MAX_DEPTH} deep")
+            raise self.error(f"tuples and lists nested more than {MAX_DEPTH} deep")
 
     def literal(self) -> Any:
         if self.peek().kind == "ident" and self.peek().text == "graph":
@@ -223,7 +224,10 @@ class _Reader:
     def graph(self) -> Graph:
         """``graph NAME(%placeholders...) {`` statements ``}`` (leaves what follows '}')."""
         self.expect("graph", "'graph NAME(...) {'")
-        self.nested()
+        self.nesting += 1
+        if self.nesting > MAX_NESTING:
+            raise self.error(f"graphs nested more than {MAX_NESTING} deep")
+        outer_depth, self.depth = self.depth, 0
         token = self.next()
         if token.kind == "ident" and "." not in token.text:
             graph = Graph(token.text)
@@ -250,7 +254,8 @@ class _Reader:
             else:
                 self._op(graph)
             self.end_statement()
-        self.depth -= 1
+        self.nesting -= 1
+        self.depth = outer_depth
         return graph
 
     def _fresh(self, graph: Graph, name: str) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 
 from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
 from graphc.ir.errors import GraphcError, ParseError
-from graphc.ir.graph import KINDS, OP, PLACEHOLDER, Graph, Node
+from graphc.ir.graph import KINDS, MAX_NESTING, OP, PLACEHOLDER, Graph, Node
 from graphc.ir.literals import as_text, short
 from graphc.ir.types import DTYPES, MAX_RANK, TensorType, TupleType, dtype_name
 from graphc.ir.verify import node_problem
@@ -78,11 +78,12 @@ def _dtype_name(dtype: np.dtype) -> str:
         raise _UnencodableError(f"dtype {dtype} is not one graphc supports") from None
 
 
-def decode_value(data: Any, field: str, depth: int = 0) -> Any:
+def decode_value(data: Any, field: str, depth: int = 0, nesting: int = 1) -> Any:
     """The inverse of `encode_value`; `field` names where `data` sits, for errors.
 
-    `depth` counts the lists, tuples and graphs around `data`: past MAX_DEPTH it is an
-    error (the JSON parser itself allows nesting as deep as the stack goes).
+    `depth` counts the lists and tuples around `data` within its attribute, `nesting` the
+    graphs around it: past MAX_DEPTH or MAX_NESTING it is an error (the JSON parser itself
+    allows nesting as deep as the stack goes).
     """
     if data is None or isinstance(data, (bool, str)):
         return data
@@ -98,15 +99,17 @@ def decode_value(data: Any, field: str, depth: int = 0) -> Any:
             )
         return data
     if depth >= MAX_DEPTH:
-        raise ParseError(f"{field}: lists, tuples and graphs nested more than {MAX_DEPTH} deep")
+        raise ParseError(f"{field}: lists and tuples nested more than {MAX_DEPTH} deep")
     if isinstance(data, list):
-        return [decode_value(v, f"{field}[{i}]", depth + 1) for i, v in enumerate(data)]
+        return [decode_value(v, f"{field}[{i}]", depth + 1, nesting) for i, v in enumerate(data)]
     if not isinstance(data, dict):
         raise ParseError(f"{field}: unexpected JSON value {short(repr(data))}")
     keys = set(data)
     if keys == {"tuple"} and isinstance(data["tuple"], list):
         items = data["tuple"]
-        return tuple(decode_value(v, f"{field}.tuple[{i}]", depth + 1) for i, v in enumerate(items))
+        return tuple(
+            decode_value(v, f"{field}.tuple[{i}]", depth + 1, nesting) for i, v in enumerate(items)
+        )
     if keys == {"float"} and data["float"] in ("nan", "inf", "-inf"):
         return float(data["float"])
     if keys == {"dtype"}:
@@ -114,7 +117,7 @@ def decode_value(data: Any, field: str, depth: int = 0) -> Any:
     if keys == {"dtype", "shape", "base64"}:
         return _array(data, field)
     if keys == {"graph"}:
-        return graph_from_document(data["graph"], f"{field}.graph.", depth + 1)
+        return graph_from_document(data["graph"], f"{field}.graph.", nesting + 1)
     raise ParseError(f"{field}: unknown tagged value with keys {short(repr(sorted(keys)))}")
 
 
@@ -233,8 +236,11 @@ def _json_int(text: str) -> int | _HugeInt:
     return _HugeInt(text) if len(text.lstrip("-")) > 19 else int(text)
 
 
-def graph_from_document(document: Any, prefix: str = "", depth: int = 0) -> Graph:
-    """The inverse of `graph_document`; `prefix` is where a nested document sits."""
+def graph_from_document(document: Any, prefix: str = "", nesting: int = 1) -> Graph:
+    """The inverse of `graph_document`; `prefix` is where a nested document sits and
+    `nesting` how many graphs hold it, itself included."""
+    if nesting > MAX_NESTING:
+        raise ParseError(f"{prefix}: graphs nested more than {MAX_NESTING} deep")
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ParseError(f'{prefix}format: expected a JSON object with "format": "graphc"')
     version = document.get("version")
@@ -248,11 +254,11 @@ def graph_from_document(document: Any, prefix: str = "", depth: int = 0) -> Grap
         raise ParseError(f"{prefix}nodes: expected a list of nodes")
     graph = Graph(name)
     for i, entry in enumerate(nodes):
-        _load_node(graph, entry, f"{prefix}nodes[{i}]", depth)
+        _load_node(graph, entry, f"{prefix}nodes[{i}]", nesting)
     return graph
 
 
-def _load_node(graph: Graph, entry: Any, field: str, depth: int) -> None:
+def _load_node(graph: Graph, entry: Any, field: str, nesting: int) -> None:
     if not isinstance(entry, dict):
         raise ParseError(f"{field}: expected an object, got {short(repr(entry))}")
     known = {"name", "kind", "op", "inputs", "attrs", "type", "meta"}
@@ -289,11 +295,13 @@ def _load_node(graph: Graph, entry: Any, field: str, depth: int) -> None:
     attrs_data = entry.get("attrs", {})
     if not isinstance(attrs_data, dict):
         raise ParseError(f"{field}.attrs: expected an object, got {short(repr(attrs_data))}")
-    attrs = {key: decode_value(v, f"{field}.attrs.{key}", depth) for key, v in attrs_data.items()}
+    attrs = {
+        key: decode_value(v, f"{field}.attrs.{key}", 0, nesting) for key, v in attrs_data.items()
+    }
     meta_data = entry.get("meta", {})
     if not isinstance(meta_data, dict):
         raise ParseError(f"{field}.meta: expected an object, got {short(repr(meta_data))}")
-    meta = {key: decode_value(v, f"{field}.meta.{key}", depth) for key, v in meta_data.items()}
+    meta = {key: decode_value(v, f"{field}.meta.{key}", 0, nesting) for key, v in meta_data.items()}
     node = Node(
         name, kind, op, tuple(inputs), attrs, _type(entry.get("type"), f"{field}.type"), meta
     )

@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import graphc as gc
+from graphc.ir.graph import MAX_NESTING
 from tests.control_programs import PROGRAMS
 from tests.edge_values import bits_differ
 
@@ -220,6 +222,29 @@ def test_bodies_nested_deeper_than_the_limit_are_refused_by_name() -> None:
         gc.parse(nested_scans(70))
     with pytest.raises(gc.ParseError, match="nested more than 64 deep"):
         gc.from_json(_deep_json(70))
+
+
+def nested_conds(levels: int) -> gc.Graph:
+    """A traced function whose conds nest `levels` deep (the outermost graph adds one)."""
+
+    def level(x: Any, k: int) -> Any:
+        if k == 0:
+            return (x * x).sum()
+        return gc.cond(x.sum() > 0, lambda x: level(x, k - 1), lambda x: (x - 1.0).sum(), x)
+
+    return gc.trace(lambda x: level(x, levels), gc.TensorSpec((3,), "float64"))
+
+
+def test_what_tracing_builds_the_loaders_read_back_and_deeper_is_refused_when_built() -> None:
+    deepest = nested_conds(MAX_NESTING - 1)
+    assert deepest.nesting == MAX_NESTING
+    text = str(deepest)
+    assert str(gc.parse(text)) == text
+    assert str(gc.from_json(gc.to_json(deepest))) == text
+    x = np.array([1.0, -2.0, 3.0])
+    assert gc.compile(gc.parse(text))(x) == gc.run(deepest, {"x": x})[0] == 14.0
+    with pytest.raises(gc.VerifyError, match=f"nest graphs {MAX_NESTING + 1} deep"):
+        nested_conds(MAX_NESTING)
 
 
 def _deep_json(depth: int) -> str:

@@ -132,15 +132,16 @@ class Graph:
                     f"{node.describe()} uses {x.describe()}, which belongs to another graph "
                     f"than '{self.name}'"
                 )
-        nesting = 1 + max(
-            (v.nesting for v in node.attrs.values() if isinstance(v, Graph)), default=0
-        )
-        if nesting > MAX_NESTING:
+        deepest = self.nesting - 1  # of the bodies in this graph, this node's included
+        for value in node.attrs.values():
+            if isinstance(value, Graph) and value.nesting > deepest:
+                deepest = value.nesting
+        if deepest >= MAX_NESTING:
             raise VerifyError(
-                f"{node.describe()} would nest graphs {nesting} deep (bodies within bodies); "
-                f"graphc builds and loads at most {MAX_NESTING}"
+                f"{node.describe()} would nest graphs {deepest + 1} deep (bodies within "
+                f"bodies); graphc builds and loads at most {MAX_NESTING}"
             )
-        self.nesting = max(self.nesting, nesting)
+        self.nesting = deepest + 1
         node.graph = self
         self.nodes.append(node)
         self._by_name[node.name] = node

@@ -96,7 +96,8 @@ class NotBuiltError(Exception):
 class Toolchain:
     compiler: str
     flags: tuple[str, ...]
-    version: str
+    version: str  # the first line of `compiler --version`
+    gcc: bool = False  # GNU C (often installed as plain `cc`): precompiles the prelude
 
 
 _lock = threading.Lock()  # the tables below (the probe runs under it)
@@ -225,7 +226,9 @@ def _probe(setting: str) -> Toolchain | str:
         done = run_compiler([compiler, "--version"], 30.0, count=False)
     except BuildError as exc:
         return f"the C compiler {compiler} does not run: {exc}"
-    chain = Toolchain(compiler, FLAGS, done.stdout.split("\n")[0])
+    said = done.stdout.lower()
+    gcc = "free software foundation" in said and "clang" not in said
+    chain = Toolchain(compiler, FLAGS, done.stdout.split("\n")[0], gcc)
     # how idle OpenMP workers wait: libgomp reads it when our first library loads it
     from graphc.runtime.native import threads  # threads builds with this module
 
@@ -429,7 +432,7 @@ def _prelude_include(chain: Toolchain, prelude: str) -> str:
         try:
             if not header.exists():
                 _write_atomically(header, prelude)
-            if not precompiled.exists() and "gcc" in chain.version.lower() + chain.compiler:
+            if not precompiled.exists() and chain.gcc:
                 _precompile(chain, header, precompiled)
         except (OSError, BuildError):
             return ""

@@ -249,8 +249,9 @@ def test_numpy_semantics_kept_where_onnx_ops_differ(dtype: str) -> None:
     _compare(got, want, "onnxruntime")
     assert got[0].tolist() == [1, 1] and got[1] == 1  # the first nan; the first of tied 2s
     assert np.isnan(got[2]).all() and not got[4].any()
-    if dtype == "float64":  # onnxruntime's own float64 Sigmoid would give 0 here
-        assert got[3][1, 0] == want[3][1, 0] > 0
+    if dtype == "float64":  # onnxruntime's own float64 Sigmoid would give 0 here; its exp
+        # is within an ulp or two of numpy's (1.32's differs from 1.2x's in the last bit)
+        assert want[3][1, 0] > 0 and abs(got[3][1, 0] / want[3][1, 0] - 1) < 4 * 2.0**-52
 
 
 def _round_trip(graph: gc.Graph, feeds: dict) -> tuple[list[np.ndarray], list[np.ndarray]]:

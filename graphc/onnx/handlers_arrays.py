@@ -3,6 +3,8 @@ Split), with graphc's ops."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from graphc.ir.types import is_symbol
@@ -70,6 +72,7 @@ def _scatter_elements(ctx: Context, inputs: list[Value], attrs: dict) -> list[Va
     if any(is_symbol(d) for d in count):
         raise ctx.error("ScatterElements with a symbolic number of updates is not supported")
     n = int(np.prod(count, dtype=np.int64))
+    ctx.check_size(math.prod(count), "ScatterElements' numbering of its updates")
     numbers = np.arange(1, n + 1, dtype=np.int64).reshape(count)
     source = g.scatter_add_along_axis(numbers, indices, tuple(data.shape), axis=axis)
     padded = g.concat([np.zeros((1,), np.dtype(updates.dtype)), reshape(updates, (n,))], axis=0)
@@ -86,6 +89,7 @@ def _scatter_elements_combine(
     if any(is_symbol(d) for d in (*shape, *count)):
         raise ctx.error(f"ScatterElements with reduction '{reduction}' over symbolic dims")
     strides = [int(np.prod(shape[k + 1 :], dtype=np.int64)) for k in range(len(shape))]
+    ctx.check_size(math.prod(count), "ScatterElements' update positions")
     base = np.zeros(count, np.int64)  # the flat position of each update, but along axis
     for k, n in enumerate(count):
         if k != axis:

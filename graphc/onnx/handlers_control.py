@@ -23,7 +23,15 @@ import numpy as np
 
 from graphc.ir.graph import active_graph
 from graphc.ir.types import is_symbol
-from graphc.onnx.importer import Context, OnnxError, Value, handler, known, needs_known
+from graphc.onnx.importer import (
+    Context,
+    OnnxError,
+    Value,
+    handler,
+    known,
+    needs_known,
+    tensor_value,
+)
 from graphc.onnx.reader import read_body
 from graphc.ops import elementwise as E
 from graphc.ops import selection as S
@@ -50,7 +58,7 @@ def _if(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     return list(out)
 
 
-def _passes_condition_through(body: Any) -> bool:
+def _passes_condition_through(ctx: Context, body: Any) -> bool:
     """Whether the Loop body's condition output is its condition input (maybe through
     Identity nodes) or a constant true: a loop that only its trip count ends."""
     made = {o: n for n in body.node for o in n.output}
@@ -69,9 +77,8 @@ def _passes_condition_through(body: Any) -> bool:
             and len(node.attribute) == 1
             and node.attribute[0].name == "value"
         ):
-            from onnx import numpy_helper
-
-            value = numpy_helper.to_array(node.attribute[0].t)
+            where = f"the Constant '{node.name}' in body '{body.name}' of {ctx.where()}"
+            value = tensor_value(node.attribute[0].t, where, ctx.base_dir)
             return value.size == 1 and bool(value.reshape(()))
         return False
 
@@ -95,7 +102,7 @@ def _loop(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
             raise ctx.error("a Loop that runs no iteration and has scan outputs is not supported")
         return list(carries)
     runs_to_count = first is None or known(first)
-    if isinstance(trips, int) and runs_to_count and _passes_condition_through(body):
+    if isinstance(trips, int) and runs_to_count and _passes_condition_through(ctx, body):
         graph = active_graph() or ctx.graph
         mark = len(graph.nodes)
         try:
@@ -111,7 +118,7 @@ def _loop(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
             # what the abandoned scan recorded (its lifted initial counter) is dead
             graph.discard_since(mark)
             return _loop_unrolled(ctx, body, trips, carries, n_scan)
-    if n_scan and trips is not None and _passes_condition_through(body):
+    if n_scan and trips is not None and _passes_condition_through(ctx, body):
         # a for loop, but its count or first condition is fed: the caller may fix them
         if not isinstance(trips, int):
             raise needs_known(ctx, trips, "the trip count of a Loop with scan outputs")

@@ -3,6 +3,8 @@ shares) and ReduceProd."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from graphc.ir.types import is_symbol
@@ -24,6 +26,7 @@ def _one_hot(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     if not known(depth):
         raise needs_known(ctx, depth, "OneHot's depth")
     depth = int(np.asarray(depth).reshape(-1)[0])
+    ctx.check_size(depth, "OneHot's depth")
     rank = len(indices.shape) + 1
     axis = attrs.get("axis", -1) % rank
     shape = [1] * rank
@@ -83,6 +86,8 @@ def _scatter_nd(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     if any(is_symbol(d) for d in count):
         raise ctx.error("ScatterND (reduction 'none') with a symbolic number of updates")
     n = int(np.prod(count, dtype=np.int64))
+    ctx.check_size(math.prod(count), "ScatterND's numbering of its updates")
+    ctx.check_size(math.prod(rest), "ScatterND's row of zeros")
     numbers = np.arange(1, n + 1, dtype=np.int64).reshape(tuple(count))
     source = scatter_add(numbers, flat, shape=(size,), axis=0)
     flat_rows = reshape(rows, (n, *rest))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -217,6 +218,7 @@ def reduction_handler(fn: Any, as_input_from: int) -> Any:
                     if keep or k not in reduced
                 )
                 value = identity_of(np.dtype(x.dtype), _EMPTY[fn])
+                ctx.check_size(math.prod(shape), "the reduction's result")
                 return [np.full(shape, value, x.dtype)]
             y = fn(x, axis=axes, keepdims=keep)
             # ONNX keeps the element type (an int32 sum wraps in int32, an int mean is an

@@ -74,6 +74,7 @@ def _flat_indices(
     batch, channels, height, width = x.shape
     if any(is_symbol(d) for d in (channels, height, width)):
         raise ctx.error("MaxPool's Indices over symbolic channel or spatial dims")
+    ctx.check_size(channels * height * width, "MaxPool's table of positions")
     plane = np.arange(height * width, dtype=np.float64).reshape(height, width)
     if column_major:
         plane = np.arange(height * width, dtype=np.float64).reshape(width, height).T

@@ -105,6 +105,7 @@ def _recurrent(op: str, states: int) -> Any:
         for d, way in enumerate(directions):
             w_d, r_d = getitem(w, d), getitem(r, d)
             if b is None:
+                ctx.check_size(gates * hidden, f"{op}'s zero bias")
                 wb = rb = np.zeros((gates * hidden,), dtype)
             else:
                 wb = _gates(getitem(b, d), 0, gates * hidden)

@@ -6,6 +6,7 @@ object arrays), so the shape computations exporters write fold at import.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -276,11 +277,15 @@ def _expand(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 def _constant_of_shape(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     shape = ints(ctx, inputs[0], "ConstantOfShape's shape")
     fill = attrs.get("value", np.zeros(1, np.float32)).reshape(-1)
+    if fill.size != 1:
+        raise ctx.error(f"ConstantOfShape's value holds {fill.size} elements, expected 1")
     value = np.full((), fill[0], fill.dtype)
     if any(is_symbol(d) for d in shape):  # a size known at run time: the fill broadcast
         with ctx.recording():
             return [broadcast_to(value, tuple(shape))]
-    return [np.full(tuple(shape), value, value.dtype)]
+    # a node past ctx.room() elements (run_node's fold_limit), else an array
+    filled = broadcast_to(value, tuple(shape))
+    return [np.array(filled) if known(filled) else filled]
 
 
 @handler("Range", since=11)
@@ -292,6 +297,10 @@ def _range(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     if any(v.size != 1 for v in (start, limit, delta)):
         raise ctx.error("Range's start, limit and delta must be scalars")
     dtype = np.result_type(start, limit, delta)
+    first, last, step = (v.reshape(()).item() for v in (start, limit, delta))
+    if step == 0 or not all(math.isfinite(v) for v in (first, last, step)):
+        raise ctx.error(f"Range({first}, {last}, {step}) has no finite length")
+    ctx.check_size(max(0, math.ceil((last - first) / step)), "Range's result")
     return [np.arange(*(v.reshape(()) for v in (start, limit, delta)), dtype=dtype)]
 
 

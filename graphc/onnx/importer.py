@@ -17,12 +17,21 @@ op functions. The handlers see three kinds of value:
 
 Every problem is an `OnnxError` naming the node (its name, or its op type and index),
 the op type, the opset and what is supported. Nothing is approximated silently.
+
+A model may be hostile (docs/onnx.md, "Untrusted models"): reading one never runs code,
+opens no file but its own and the external data inside its folder (`tensor_value`),
+refuses opsets and IR versions newer than those the handlers were checked against, and
+computes at import at most `FOLD_LIMIT` elements of values: past that, ops on known
+values stay in the graph (`fold_limit`) and run when the graph runs.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 import re
+import stat
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -33,6 +42,7 @@ import numpy as np
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph, active_graph
 from graphc.ir.types import DTYPES, TensorType
+from graphc.ops.dispatch import fold_limit
 from graphc.ops.symbolic import Symbol, add_constant
 
 Value = Any  # Symbol | np.ndarray (known) | Dims (np.ndarray of object)
@@ -50,6 +60,16 @@ class OnnxError(GraphcError, NotImplementedError):
     needs: str | None = None
     needs_counter: bool = False
 
+
+# the newest default-domain opset and IR version read: those of onnx 1.23, whose backend
+# node cases the handlers pass (tests/onnx/test_node_cases.py); a newer one may change
+# an op's meaning, so it is refused rather than read as the newest known
+MAX_OPSET, MAX_IR_VERSION = 28, 14
+
+# elements of values computed at import, in all (the model's own tensors aside): 512 MiB
+# of float64. Past it an op on known values becomes a node, run when the graph runs;
+# values of at most FOLD_SMALL elements (shapes, axes, scalars) are always computed.
+FOLD_LIMIT, FOLD_SMALL = 1 << 26, 1 << 10
 
 # op type -> [(since opset, handler)], newest first
 HANDLERS: dict[str, list[tuple[int, Handler]]] = {}
@@ -114,6 +134,8 @@ class Context:
     scope: str = ""
     names: dict[str, Value] = field(default_factory=dict)  # the values read so far, by name
     top: Graph | None = None  # the model's graph (ctx.graph is a body's while one is read)
+    base_dir: str | None = None  # the folder external data is read from (None: read none)
+    folded: int = 0  # elements of values computed so far
 
     def __post_init__(self) -> None:
         self.top = self.top or self.graph
@@ -123,6 +145,19 @@ class Context:
         label = f"node '{node.name}'" if node is not None and node.name else f"node {self.index}"
         op = node.op_type if node is not None else "?"
         return f"{label} ({op}, opset {self.opset}){self.scope}"
+
+    def room(self) -> int:
+        """How many elements a value computed at import may still hold."""
+        return max(FOLD_LIMIT - self.folded, FOLD_SMALL)
+
+    def check_size(self, size: int, what: str) -> None:
+        """Refuse to compute `what` of `size` elements at import past `room()`."""
+        room = self.room()
+        if size > room:
+            raise self.error(
+                f"{what} would hold {size} elements, more than the {room} graphc may still "
+                f"compute while importing the model (FOLD_LIMIT: {FOLD_LIMIT} in all)"
+            )
 
     def recording(self) -> Any:
         """A context in which ops record nodes even on known inputs (for ops whose
@@ -139,6 +174,12 @@ class Context:
         if is_dims(value):
             raise self.error("a shape with symbolic dims is used as data; graphc cannot compute it")
         return add_constant(self.graph, np.asarray(value))
+
+
+def node_label(node: Any, index: int) -> str:
+    """How errors name a node: "node 'name' (Op)", or "node 3 (Op)" when it has no name."""
+    label = f"node '{node.name}'" if node.name else f"node {index}"
+    return f"{label} ({node.op_type})"
 
 
 def is_dims(value: Value) -> bool:
@@ -212,6 +253,13 @@ def symbol_name(dim_param: str, used: dict[str, str]) -> str:
     return name
 
 
+def text(value: Any, what: str) -> str:
+    """A string field of the model: protobuf gives bytes when it is not UTF-8."""
+    if not isinstance(value, str):
+        raise OnnxError(f"{what} {value!r} is not UTF-8 text")
+    return value
+
+
 def value_type(info: Any, used: dict[str, str], where: str) -> TensorType:
     tensor = info.type.tensor_type
     if not info.type.HasField("tensor_type"):
@@ -222,53 +270,203 @@ def value_type(info: Any, used: dict[str, str], where: str) -> TensorType:
         if d.HasField("dim_value"):
             dims.append(int(d.dim_value))
         else:
-            dims.append(symbol_name(d.dim_param or f"{info.name}_{k}", used))
-    return TensorType(dims, numpy_dtype(tensor.elem_type, where))
+            name = text(d.dim_param, f"{where}: the name of dim {k}")
+            dims.append(symbol_name(name or f"{info.name}_{k}", used))
+    try:
+        return TensorType(dims, numpy_dtype(tensor.elem_type, where))
+    except OnnxError:
+        raise
+    except GraphcError as exc:  # a negative dim, a size no array can hold
+        raise OnnxError(f"{where}: {exc}") from None
 
 
 def load(model: Any) -> Any:
-    """A ModelProto from a ModelProto, a path (with external data beside it) or bytes."""
+    """A ModelProto from a ModelProto, a path or bytes. Only the model's own file is read
+    here: external data is read by `tensor_value`, from inside the model's folder."""
     import onnx
+    from google.protobuf.message import Error as ProtobufError
 
-    if isinstance(model, (str, os.PathLike)):
-        return onnx.load(os.fspath(model), load_external_data=True)
-    if isinstance(model, bytes):
-        return onnx.load_from_string(model)
-    if not isinstance(model, onnx.ModelProto):
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if not isinstance(model, (str, os.PathLike, bytes)):
         raise OnnxError(
-            f"import_model: expected an onnx.ModelProto or a path, got {type(model).__name__}"
+            f"import_model: expected an onnx.ModelProto, a path or bytes, "
+            f"got {type(model).__name__}"
         )
-    return model
+    try:
+        if isinstance(model, bytes):
+            return onnx.load_from_string(model)
+        return onnx.load(os.fspath(model), format="protobuf", load_external_data=False)
+    except ProtobufError as exc:
+        raise OnnxError(f"import_model: the model is not a valid ONNX protobuf ({exc})") from None
+
+
+def model_folder(model: Any, base_dir: str | os.PathLike | None) -> str | None:
+    """The folder external data is read from: `base_dir` if given, else a model file's
+    own folder; None (no file is read) for a model given as bytes or a ModelProto."""
+    if base_dir is not None:
+        return os.fspath(base_dir)
+    if isinstance(model, (str, os.PathLike)):
+        return os.path.dirname(os.path.abspath(os.fspath(model)))
+    return None
 
 
 def opset_of(model: Any) -> int:
-    """The default domain's opset (a node of another domain is refused when it is read)."""
+    """The default domain's opset (a node of another domain is refused when it is read);
+    an OnnxError for an opset or IR version newer than graphc reads."""
+    if model.ir_version > MAX_IR_VERSION:
+        raise OnnxError(
+            f"the model's IR version {model.ir_version} is newer than graphc reads "
+            f"(IR versions up to {MAX_IR_VERSION})"
+        )
     versions = {o.domain: o.version for o in model.opset_import}
-    return versions.get("", versions.get("ai.onnx", 1))
+    version = versions.get("", versions.get("ai.onnx", 1))
+    if not 1 <= version <= MAX_OPSET:
+        raise OnnxError(
+            f"the model imports opset {version} of the default domain; graphc reads opsets "
+            f"1 to {MAX_OPSET}"
+        )
+    return version
 
 
 def attributes(node: Any, ctx: Context) -> dict[str, Any]:
     import onnx
 
-    result = {}
+    result: dict[str, Any] = {}
     for a in node.attribute:
         if a.type == onnx.AttributeProto.GRAPH:
             result[a.name] = a.g
         elif a.type == onnx.AttributeProto.TENSOR:
-            result[a.name] = tensor_value(a.t, ctx.where())
+            where = f"{ctx.where()}, attribute '{a.name}'"
+            result[a.name] = tensor_value(a.t, where, ctx.base_dir)
         else:
-            result[a.name] = onnx.helper.get_attribute_value(a)
-        if isinstance(result[a.name], bytes):
-            result[a.name] = result[a.name].decode()
+            try:
+                value = onnx.helper.get_attribute_value(a)
+            except ValueError:
+                raise ctx.error(f"attribute '{a.name}' has no value of a known type") from None
+            try:  # STRING and STRINGS attributes as text
+                if isinstance(value, bytes):
+                    value = value.decode()
+                elif isinstance(value, list) and value and isinstance(value[0], bytes):
+                    value = [v.decode() for v in value]
+            except UnicodeDecodeError:
+                raise ctx.error(f"attribute '{a.name}' is not UTF-8 text") from None
+            result[a.name] = value
     return result
 
 
-def tensor_value(tensor: Any, where: str) -> np.ndarray:
-    from onnx import numpy_helper
+# element type -> the TensorProto field holding its values, and their stored dtype
+_STORED = {
+    1: ("float_data", "<f4"), 11: ("double_data", "<f8"), 6: ("int32_data", "<i4"),
+    7: ("int64_data", "<i8"), 9: ("int32_data", "u1"),
+}  # fmt: skip
+_EXTERNAL = 1  # TensorProto.EXTERNAL: the values are in a file beside the model
 
+
+def tensor_value(tensor: Any, where: str, base_dir: str | None = None) -> np.ndarray:
+    """A TensorProto's value, decoded here rather than by onnx's numpy_helper (which
+    reads external data relative to the current directory). External data is read only
+    from inside `base_dir`; `where` names the tensor in errors."""
     dtype = numpy_dtype(tensor.data_type, where)
-    array = numpy_helper.to_array(tensor)
-    return np.array(array, dtype=dtype, copy=True)
+    shape = tuple(tensor.dims)
+    if any(d < 0 for d in shape):
+        raise OnnxError(f"{where}: dims {list(shape)} has a negative dim")
+    if tensor.HasField("segment"):
+        raise OnnxError(f"{where}: a segment of a tensor is not supported")
+    field_name, stored = _STORED[tensor.data_type]
+    stored, count = np.dtype(stored), math.prod(shape)
+    if tensor.data_location == _EXTERNAL:
+        flat = _read_external(tensor, where, base_dir, stored, count)
+    elif raw := tensor.raw_data:  # (read once: each read copies the bytes)
+        if len(raw) != count * stored.itemsize:
+            raise OnnxError(
+                f"{where}: holds {len(raw)} bytes of data; its dims {list(shape)} need "
+                f"{count * stored.itemsize}"
+            )
+        flat = np.frombuffer(raw, stored)
+    else:
+        values = getattr(tensor, field_name)
+        if len(values) != count:
+            raise OnnxError(
+                f"{where}: holds {len(values)} values; its dims {list(shape)} need {count}"
+            )
+        flat = np.array(values, np.int64 if dtype.kind == "b" else stored)
+    return flat.astype(dtype).reshape(shape)
+
+
+def _read_external(
+    tensor: Any, where: str, base_dir: str | None, stored: np.dtype, count: int
+) -> np.ndarray:
+    """The `count` values of `tensor` from its external file, read with numpy after
+    checking the file lies inside `base_dir` and holds them."""
+    keys = {entry.key: entry.value for entry in tensor.external_data}
+    location = text(keys.get("location", ""), f"{where}: external data location")
+    nbytes = count * stored.itemsize
+    if base_dir is None:
+        raise OnnxError(
+            f"{where}: its data is in the external file '{location}', and a model given as "
+            "bytes or a ModelProto has no folder to read it from: pass base_dir= (the "
+            "folder of the model's files)"
+        )
+    path = _inside(base_dir, location, where)
+    try:
+        offset, length = int(keys.get("offset", 0)), int(keys.get("length", nbytes))
+    except ValueError:
+        raise OnnxError(f"{where}: external data offset or length is not an integer") from None
+    if offset < 0 or length != nbytes:
+        raise OnnxError(
+            f"{where}: external data of {length} bytes at offset {offset}; its dims "
+            f"{list(tensor.dims)} need {nbytes} bytes"
+        )
+    try:  # no symlink swapped in since _inside; a FIFO would block a plain open
+        fd = os.open(
+            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        )
+    except OSError as exc:
+        raise OnnxError(
+            f"{where}: cannot open its external file '{location}': {exc.strerror}"
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OnnxError(f"{where}: its external file '{location}' is not a regular file")
+        if offset + nbytes > info.st_size:
+            raise OnnxError(
+                f"{where}: its external file '{location}' holds {info.st_size} bytes; the "
+                f"tensor needs {nbytes} from offset {offset}"
+            )
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            flat = np.fromfile(file, stored, count, offset=offset)
+    finally:
+        os.close(fd)
+    if flat.size != count:  # the file changed while it was read
+        raise OnnxError(f"{where}: its external file '{location}' ended early")
+    return flat
+
+
+def _inside(base_dir: str, location: str, where: str) -> str:
+    """The path of external file `location`, which must lie inside `base_dir`: a relative
+    path without '..', and no symlink in it may lead out of the folder."""
+    parts = location.replace("\\", "/").split("/")
+    if (
+        not location
+        or "\0" in location
+        or os.path.isabs(location)
+        or parts[0] == ""
+        or ".." in parts
+    ):
+        raise OnnxError(
+            f"{where}: external data location '{location}' is not a relative path inside "
+            "the model's folder"
+        )
+    root = os.path.realpath(base_dir)
+    path = os.path.realpath(os.path.join(root, location))
+    if os.path.commonpath([root, path]) != root:
+        raise OnnxError(
+            f"{where}: external data location '{location}' leads out of the model's folder "
+            "(through a symlink)"
+        )
+    return path
 
 
 def _plain(value: Value) -> Value:
@@ -277,24 +475,111 @@ def _plain(value: Value) -> Value:
     return value
 
 
-def run_node(ctx: Context, node: Any, inputs: list[Value], attrs: dict[str, Any]) -> list[Value]:
-    entries = HANDLERS.get(node.op_type)
-    if entries is None:
-        raise ctx.error(
-            f"op type {node.op_type} is not supported; see graphc.onnx.supported_op_types()"
-        )
+@dataclass(frozen=True)
+class _Signature:
+    """What `check_node` reads of an op's schema (onnx.defs), kept per op and opset."""
+
+    counts: dict[str, tuple[int, int]]  # "input"/"output" -> (fewest, most)
+    required: dict[str, tuple[tuple[str, bool], ...]]  # per formal parameter: name, not optional
+    attributes: dict[str, int]  # name -> AttributeProto type
+    needed: tuple[str, ...]  # the required attributes
+
+
+@functools.cache
+def _signature(op_type: str, opset: int) -> _Signature | None:
+    from onnx import defs
+
+    try:
+        schema = defs.get_schema(op_type, opset, "")
+    except defs.SchemaError:
+        return None
+    single = defs.OpSchema.FormalParameterOption.Single
+    return _Signature(
+        counts={
+            "input": (schema.min_input, schema.max_input),
+            "output": (schema.min_output, schema.max_output),
+        },
+        required={
+            "input": tuple((p.name, p.option == single) for p in schema.inputs),
+            "output": tuple((p.name, p.option == single) for p in schema.outputs),
+        },
+        attributes={name: int(a.type) for name, a in schema.attributes.items()},
+        needed=tuple(name for name, a in schema.attributes.items() if a.required),
+    )
+
+
+def check_node(ctx: Context, node: Any) -> None:
+    """What onnx.checker and onnxruntime check of a node before running it: an op type
+    graphc reads, and by the op's schema in the model's opset, its number of inputs and
+    outputs, a name for each one that is not optional, and its attributes: known, each
+    given once and of its type, the required ones present."""
+    op = node.op_type
+    if op not in HANDLERS:
+        raise ctx.error(f"op type {op} is not supported; see graphc.onnx.supported_op_types()")
     if node.domain not in ("", "ai.onnx"):
         raise ctx.error(f"domain '{node.domain}' is not supported")
+    signature = _signature(op, ctx.opset)
+    if signature is None:
+        raise ctx.error(f"{op} is no op of opset {ctx.opset}")
+    for kind, names in (("input", node.input), ("output", node.output)):
+        low, high = signature.counts[kind]
+        if not low <= len(names) <= high:
+            takes = f"{low} or more" if high >= 2**31 - 1 else f"{low} to {high}"
+            raise ctx.error(f"{op} takes {takes} {kind}s, the node has {len(names)}")
+        formal = signature.required[kind]
+        for k, name in enumerate(names):
+            param, required = formal[min(k, len(formal) - 1)]
+            if required and not name:
+                raise ctx.error(f"{kind} {k} ({param}) is not optional, but has no name")
+    given: set[str] = set()
+    for a in node.attribute:
+        expected = signature.attributes.get(a.name)
+        if expected is None:
+            raise ctx.error(f"{op} has no attribute '{a.name}'")
+        if a.name in given:
+            raise ctx.error(f"attribute '{a.name}' is given twice")
+        if a.type != expected:
+            from onnx import AttributeProto
+
+            names = {code: name for name, code in AttributeProto.AttributeType.items()}
+            raise ctx.error(
+                f"attribute '{a.name}' is of type {names.get(a.type, a.type)}, "
+                f"expected {names[expected]}"
+            )
+        given.add(a.name)
+    for name in signature.needed:
+        if name not in given:
+            raise ctx.error(f"{op} needs the attribute '{name}'")
+
+
+# what a handler raises on values no check of its foresaw (an axis out of range, an
+# optional input missing that it needs, a constant sized by a huge declared shape that
+# no check_size caught): still an OnnxError naming the node
+_UNFORESEEN = (
+    ArithmeticError, AttributeError, IndexError, KeyError, MemoryError, TypeError, ValueError
+)  # fmt: skip
+
+
+def run_node(ctx: Context, node: Any, inputs: list[Value], attrs: dict[str, Any]) -> list[Value]:
+    """The values of `node`'s outputs, by its op type's handler for the model's opset
+    (`check_node` has checked the node)."""
+    entries = HANDLERS[node.op_type]
     # dims with no symbol left among them (a slice of a symbolic shape) are plain ints
     inputs = [_plain(v) for v in inputs]
     for since, fn in entries:
         if since <= ctx.opset:
-            try:
-                outputs = list(fn(ctx, inputs, attrs))
+            try:  # an op on known values past ctx.room() is recorded, not computed
+                with fold_limit(ctx.room(), ctx.graph):
+                    outputs = list(fn(ctx, inputs, attrs))
             except OnnxError:
                 raise
             except GraphcError as exc:
                 raise ctx.error(str(exc)) from None
+            except _UNFORESEEN as exc:  # the cause is kept for a report
+                raise ctx.error(f"cannot be read: {type(exc).__name__}: {exc}") from exc
+            ctx.folded += sum(
+                v.size for v in outputs if known(v) and not any(v is x for x in inputs)
+            )
             return [_plain(v) for v in outputs]
     raise ctx.error(f"{node.op_type} is supported from opset {entries[-1][0]} on")
 

@@ -1,8 +1,10 @@
-"""`import_model`: read an ONNX model's graph node by node (see importer.py)."""
+"""`import_model`: read an ONNX model's graph node by node (see importer.py), after
+checking its names are in single static assignment form (`check_names`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Sequence, Set
 from typing import Any
 
 import numpy as np
@@ -14,10 +16,14 @@ from graphc.onnx.importer import (
     OnnxError,
     Value,
     attributes,
+    check_node,
     load,
+    model_folder,
+    node_label,
     opset_of,
     run_node,
     tensor_value,
+    text,
     value_type,
 )
 from graphc.ops.symbolic import Symbol
@@ -28,6 +34,7 @@ def import_model(
     as_placeholders: bool = False,
     name: str | None = None,
     fixed: dict[str, Any] | None = None,
+    base_dir: str | os.PathLike | None = None,
 ) -> Graph:
     """An ONNX model (a ModelProto, a path or bytes) as a graphc Graph.
 
@@ -37,7 +44,8 @@ def import_model(
     Outputs keep their names and order. `fixed` gives values for graph inputs that the
     graph's shapes depend on (a Reshape's shape, a Slice's starts fed as inputs): they
     become constants, as a static graph needs (an OnnxError names such an input,
-    with `.needs`).
+    with `.needs`). External data is read from the model file's folder, or `base_dir`;
+    a model given as bytes or a ModelProto reads no file unless `base_dir` is given.
 
     >>> import onnx
     >>> from onnx import helper, TensorProto
@@ -53,8 +61,10 @@ def import_model(
     }
     """
     proto = load(model)
-    graph = Graph(name or proto.graph.name or "onnx_model")
-    ctx = Context(graph, opset_of(proto))
+    opset = opset_of(proto)
+    check_names(proto.graph)
+    graph = Graph(name or text(proto.graph.name, "the graph's name") or "onnx_model")
+    ctx = Context(graph, opset, base_dir=model_folder(model, base_dir))
     read_graph(ctx, proto.graph, as_placeholders, dict(fixed or {}))
     return graph
 
@@ -78,7 +88,7 @@ def read_graph(
             continue
         env[info.name] = Symbol(graph.add_placeholder(info.name, t))
     for t in proto.initializer:
-        value = tensor_value(t, f"initializer '{t.name}'")
+        value = tensor_value(t, f"initializer '{t.name}'", ctx.base_dir)
         if as_placeholders and value.dtype.kind == "f":
             env[t.name] = Symbol(graph.add_placeholder(t.name, TensorType.of(value)))
         else:
@@ -95,6 +105,7 @@ def _read_nodes(ctx: Context, proto: Any, env: dict[str, Value]) -> list[Value]:
     """Read `proto`'s nodes into `env`; the values of its outputs."""
     for index, node in enumerate(proto.node):
         ctx.node, ctx.index, ctx.names = node, index, env
+        check_node(ctx, node)
         inputs = []
         for name in node.input:
             if name and name not in env:
@@ -122,10 +133,11 @@ def read_body(ctx: Context, proto: Any, args: Sequence[Value]) -> list[Value]:
         )
     saved = (ctx.graph, ctx.node, ctx.index, ctx.scope, ctx.names)
     env = dict(ctx.names)
-    env.update((t.name, tensor_value(t, f"initializer '{t.name}'")) for t in proto.initializer)
+    scope = f" in body '{proto.name}' of {ctx.where()}"
+    for t in proto.initializer:
+        env[t.name] = tensor_value(t, f"initializer '{t.name}'{scope}", ctx.base_dir)
     env.update((info.name, value) for info, value in zip(proto.input, args))
-    ctx.graph = active_graph() or ctx.graph
-    ctx.scope = f" in body '{proto.name}' of {ctx.where()}"
+    ctx.graph, ctx.scope = active_graph() or ctx.graph, scope
     try:
         return _read_nodes(ctx, proto, env)
     finally:
@@ -143,7 +155,62 @@ def _free(graph: Graph, name: str) -> None:
     graph.rename(node, graph.fresh_name(f"{name}_value"))
 
 
-def initializers(model: Any) -> dict[str, np.ndarray]:
-    """The model's initializers by name, as arrays (feeds for as_placeholders=True)."""
+def initializers(model: Any, base_dir: str | os.PathLike | None = None) -> dict[str, np.ndarray]:
+    """The model's initializers by name, as arrays (feeds for as_placeholders=True);
+    external data is read as by `import_model`."""
     proto = load(model)
-    return {t.name: tensor_value(t, f"initializer '{t.name}'") for t in proto.graph.initializer}
+    folder = model_folder(model, base_dir)
+    return {
+        t.name: tensor_value(t, f"initializer '{t.name}'", folder) for t in proto.graph.initializer
+    }
+
+
+def check_names(proto: Any, outer: Set[str] = frozenset(), scope: str = "") -> None:
+    """The checks onnx.checker and onnxruntime make of a graph's names before running it,
+    so that graphc reads no model they refuse: single static assignment (each value is
+    defined once in its graph: by a graph input, an initializer or one node output; an
+    initializer may also be listed as an input), no node output naming a value of an
+    enclosing graph, every node input and graph output defined before it is used (a body
+    sees the values its node sees). Bodies are checked whether or not the import reads
+    them (an If on a known condition reads one branch)."""
+    defined: dict[str, str] = {}  # value name -> what defines it
+
+    def define(name: str, what: str, enclosing_too: bool) -> None:
+        text(name, f"{what}{scope}: the value name")
+        first = defined.get(name)
+        if first is None and enclosing_too and name in outer:
+            first = "a value of an enclosing graph"
+        if first is not None:
+            raise OnnxError(f"value '{name}'{scope} is defined twice: by {first} and by {what}")
+        defined[name] = what
+
+    if proto.sparse_initializer:
+        name = proto.sparse_initializer[0].values.name
+        raise OnnxError(f"initializer '{name}'{scope} is sparse; graphc reads dense ones only")
+    for info in proto.input:
+        define(info.name, f"graph input '{info.name}'", False)
+    listed = {info.name for info in proto.input}
+    for t in proto.initializer:
+        if t.name in listed:  # an initializer also listed as an input (IR < 4), once
+            listed.discard(t.name)
+            continue
+        define(t.name, f"initializer '{t.name}'", False)
+    for index, node in enumerate(proto.node):
+        label = node_label(node, index) + scope
+        for name in node.input:
+            if name and name not in defined and name not in outer:
+                raise OnnxError(
+                    f"{label}: input '{name}' is not defined before the node (by a graph "
+                    "input, an initializer or an earlier node)"
+                )
+        bodies = [a.g for a in node.attribute if a.HasField("g")]
+        bodies += [g for a in node.attribute for g in a.graphs]
+        for body in bodies:
+            check_names(body, outer | defined.keys(), f" in body '{body.name}' of {label}")
+        for name in node.output:
+            if name:
+                define(name, label, True)
+    for info in proto.output:
+        text(info.name, f"graph output{scope}: the name")
+        if info.name not in defined and info.name not in outer:
+            raise OnnxError(f"graph output '{info.name}'{scope} is computed by no node")

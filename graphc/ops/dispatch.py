@@ -13,14 +13,17 @@ Python scalars are "weak", as in numpy 2 and JAX: `x * 2` keeps the dtype of `x`
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError
+from graphc.ir.graph import Graph
 from graphc.ir.registry import REQUIRED, OpDef, get_op
-from graphc.ir.types import TensorType, as_dtype
+from graphc.ir.types import TensorType, TupleType, as_dtype
 
 
 class Backend(Protocol):
@@ -179,10 +182,44 @@ class NumpyBackend:
         return array
 
     def apply(self, opdef: OpDef, inputs: list[Any], attrs: dict[str, Any]) -> Any:
-        attrs, _ = prepare(opdef, [TensorType.of(x) for x in inputs], attrs)
+        given = attrs
+        attrs, out_type = prepare(opdef, [TensorType.of(x) for x in inputs], attrs)
+        if _FOLDING.graph is not None and _elements(out_type) > _FOLDING.limit:
+            with _FOLDING.graph:  # too big to compute now: a node, run when the graph runs
+                return bind(opdef.name, *inputs, **given)
         result = opdef.kernel(*inputs, **attrs)
         # a node with several results (scan, cond) gives a tuple of arrays
         return result if isinstance(result, tuple) else np.asarray(result)
 
 
 NUMPY = NumpyBackend()
+
+
+class _Folding(threading.local):
+    """Set by `fold_limit` in this thread: the largest result computed on plain arrays,
+    and the graph that records the ops whose result would be larger."""
+
+    limit: int = 0
+    graph: Graph | None = None
+
+
+_FOLDING = _Folding()
+
+
+@contextmanager
+def fold_limit(limit: int, graph: Graph) -> Iterator[None]:
+    """While open, an op on plain arrays whose result would hold more than `limit`
+    elements records a node in `graph` (its inputs constants) instead of computing it:
+    an importer folding a model's known values never materializes a huge one (a
+    ConstantOfShape of 2**50 elements, a broadcast of two long vectors)."""
+    saved = (_FOLDING.limit, _FOLDING.graph)
+    _FOLDING.limit, _FOLDING.graph = limit, graph
+    try:
+        yield
+    finally:
+        _FOLDING.limit, _FOLDING.graph = saved
+
+
+def _elements(out_type: Any) -> int:
+    types = out_type.items if isinstance(out_type, TupleType) else (out_type,)
+    return sum(t.size or 0 for t in types)

@@ -209,10 +209,13 @@ def test_damaged_libraries_are_built_again(tmp_path: Path) -> None:
     assert "runs 0" in third, third
 
 
-def test_gcc_is_recognized_under_any_name_and_precompiles_the_prelude(tmp_path: Path) -> None:
+def test_gcc_is_recognized_under_any_name_and_precompiles_the_prelude(
+    fresh: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Guards the precompiled prelude: GNU C installed as `cc` (Debian's, this machine's)
-    still counts as gcc, so a build leaves the prelude's `.gch` beside it; the prelude's
-    headers take most of a small kernel's compile time without it (0.45 s of 0.58 s)."""
+    still counts as gcc; a build of fewer than PRECOMPILE_AFTER units leaves no `.gch`
+    (precompiling costs about two units), a larger one leaves it beside its units, and
+    what the units compiled with it compute is unchanged."""
     chain = toolchain.toolchain()
     if isinstance(chain, str):
         pytest.skip(chain)
@@ -220,10 +223,21 @@ def test_gcc_is_recognized_under_any_name_and_precompiles_the_prelude(tmp_path: 
     assert chain.gcc == ("Free Software Foundation" in said and "clang" not in said.lower())
     if not chain.gcc:
         pytest.skip(f"{chain.compiler} is not GNU C: no precompiled prelude")
-    cache = tmp_path / "cache"
-    assert "backend native" in _run_fresh_process(cache, BUILD)
-    prelude = sorted(p.name.rsplit(".", 1)[-1] for p in cache.glob("graphc_prelude_*"))
-    assert prelude == ["gch", "h"], prelude
+    x = np.linspace(-2, 2, 8192, dtype=np.float32)
+    want = gc.compile(_graph(), backend="numpy")(x)
+    monkeypatch.setattr(toolchain, "PRECOMPILE_AFTER", 2)
+    y = gc.compile(_graph(), backend="native")(x)
+    assert sorted(p.suffix for p in fresh.glob("graphc_prelude_*")) == [".h"]
+    monkeypatch.setattr(toolchain, "PRECOMPILE_AFTER", 1)
+    toolchain.reset(loaded=True)
+    for path in fresh.glob("graphc_*.so"):
+        path.unlink()
+    again = gc.compile(_graph(), backend="native")
+    z = again(x)
+    assert again.tier == "native"
+    assert sorted(p.suffix for p in fresh.glob("graphc_prelude_*")) == [".gch", ".h"]
+    np.testing.assert_array_equal(y, z)
+    assert np.abs(z - want).max() < 1e-5
 
 
 def test_an_unusable_cache_directory_falls_back_with_one_warning(

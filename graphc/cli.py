@@ -44,7 +44,7 @@ def bench(args: argparse.Namespace) -> int:
     print(benchmarks.markdown(report))
     goals = benchmarks.goals.evaluate(report)
     report["goals"] = [vars(goal) for goal in goals]
-    print("## Goals (issues 6, 14 to 18 and 30)\n")
+    print("## Goals (issues 6, 14 to 18, 30 and 31)\n")
     print(benchmarks.goals.markdown(goals))
     if args.json:
         with open(args.json, "w") as f:

@@ -1,5 +1,5 @@
 """The runtime's performance goals (issue 6; control flow: issue 14; models: issue 15;
-ONNX: issue 16; backends: issue 17; dask: issue 18; time to first result: issue 30),
+ONNX: issue 16; backends: issue 17; dask: issues 18 and 31; time to first result: issue 30),
 checked against a bench report.
 
 Each goal reads medians from one run, so ratios compare modes measured side by side.
@@ -64,7 +64,7 @@ def _ratio_goal(
 
 
 def evaluate(report: dict[str, Any]) -> list[Goal]:
-    """Every goal of issues 6 and 14 to 18 against `report`."""
+    """Every goal of issues 6, 14 to 18, 30 and 31 against `report`."""
     goals = []
     tiny = _cell(report, "tiny", "(1,)", BASELINE)
     goals.append(
@@ -416,7 +416,7 @@ def every_case_goal(
 def markdown(goals: list[Goal]) -> str:
     """The goals as a markdown table."""
     verdict = {True: "met", False: "**missed**", None: "not measured"}
-    lines = ["| goal (issues 6, 14 to 18, 30) | measured | verdict |", "|---|---|---|"]
+    lines = ["| goal (issues 6, 14 to 18, 30, 31) | measured | verdict |", "|---|---|---|"]
     lines += [f"| {g.text} | {g.measured} | {verdict[g.met]} |" for g in goals]
     return "\n".join(lines) + "\n"
 
@@ -459,6 +459,52 @@ def scale_goals(report: dict[str, Any]) -> list[Goal]:
         )
     else:
         goals.append(Goal(text, "not measured", None))
+    goals.append(out_of_core_goal(report))
+    return goals + training_goals(report)
+
+
+def out_of_core_goal(report: dict[str, Any]) -> Goal:
+    """Issue 31's map_batches goal: 1 GiB through two workers of 200 MB with
+    ``chunks="auto"`` finishes (a stalled run is given up after scale.OUT_OF_CORE_SECONDS
+    and reported as an error: missed)."""
+    text = f"scale: {scale.OUT_OF_CORE} (chunks='auto') finishes"
+    cell = report["workloads"].get("scale", {}).get("cases", {}).get(scale.OUT_OF_CORE, {})
+    cell = cell.get(scale.TWO)
+    if cell is None or cell["status"] not in ("ok", "error"):
+        return Goal(text, "not measured", None)
+    if cell["status"] == "error":
+        return Goal(text, cell["reason"], False)
+    return Goal(text, f"{seconds(cell['median'])}; {cell['note']}", True)
+
+
+STEP_OVERHEAD_SECONDS = 5e-3  # issue 31: a DataParallelStep step on 1 worker, beyond its work
+TRAINING_THROUGHPUT = 0.9  # issue 31: 2 one-thread workers' steps/s over one 2-thread process's
+
+
+def training_goals(report: dict[str, Any]) -> list[Goal]:
+    """Issue 31's goals (DataParallelStep, the `scale` workload): a step on one worker
+    costs under 5 ms more than one process's step, on a batch whose work is negligible
+    (B=64); two workers of one thread each train the 256-512-10 MLP at B=4096 with at
+    least 0.9x the throughput of one process (whose BLAS has both cores)."""
+    text = f"scale: per-step overhead of DataParallelStep < {seconds(STEP_OVERHEAD_SECONDS)}"
+    where = ("scale", scale.STEP_OVERHEAD_CASE)
+    one, base = _cell(report, *where, scale.ONE), _cell(report, *where, BASELINE)
+    if one and base:
+        overhead = one["median"] - base["median"]
+        goals = [Goal(text, seconds(overhead), overhead < STEP_OVERHEAD_SECONDS)]
+    else:
+        goals = [Goal(text, "not measured", None)]
+    goals.append(
+        _ratio_goal(
+            report,
+            f"scale: training 256-512-10 B=4096 on 2 workers >= {TRAINING_THROUGHPUT}x one "
+            f"process's throughput (time ratio <= {1 / TRAINING_THROUGHPUT:.2f}x)",
+            ("scale", scale.STEP_LARGE_CASE),
+            BASELINE,
+            lambda r: r <= 1 / TRAINING_THROUGHPUT,  # time ratio: 2 workers' over one process's
+            ours_mode=scale.TWO,
+        )
+    )
     return goals
 
 

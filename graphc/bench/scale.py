@@ -7,9 +7,14 @@ Cases (float32 MLPs):
   the graph's outputs are the mean class probabilities and the rows per predicted
   class, so only partials travel back. The single-process plan reads the memmap
   whole; each dask task reads its chunk. Throughput = rows / median seconds;
-- a training step on one batch (`DataParallelStep` against `TrainStep`): the
-  parameters broadcast, the chunks' gradient partials gathered and the optimizer run
-  on the client;
+- a training step on one batch (`DataParallelStep` against `TrainStep`), with the
+  parameters and optimizer state kept in a replica per worker, the gradient partials
+  exchanged between the workers and only the loss coming back (issue 31): the 32-128-10
+  MLP at B=8192, the same MLP at B=64 (its work is negligible: the time is what a step
+  costs besides it) and a 256-512-10 MLP at B=4096 (enough work for two workers of one
+  thread each to be set against one process with two). These run on clusters of their
+  own (`training_client`: a direct_to_workers client, workers with glibc's allocator
+  defaults);
 - per-chunk overhead: 64 chunks of 16 rows, whose work is negligible, so the median
   over 64 is what a chunk costs besides its rows (tasks, transfers, the plan call).
   This case runs on clusters whose scheduler does not queue root tasks
@@ -18,6 +23,15 @@ Cases (float32 MLPs):
   round trip before the next, about 8 ms a chunk here, which is the right trade for
   chunks of 10^5 rows (a worker never holds more than a few) and the wrong one for
   tiny chunks; measured on 1 worker, 64 chunks took 723 ms with queuing, 204 ms without.
+
+- out of core (issue 31): 1 GiB of rows through 2 workers limited to 200 MB each, with
+  ``chunks="auto"``: graphc sizes the chunks to the workers' memory limits. The file is
+  read in blocks of 65,536 rows by one task group (a `map_blocks`), so dask queues the
+  reads and a worker never reads far ahead of its chunks. One call (it takes tens of
+  seconds), given up as stalled after OUT_OF_CORE_SECONDS; its note has the rows per
+  chunk and the largest worker's process memory seen during the call; it checks that
+  the class counts add up to every row. One process and one worker are not run (one
+  process would hold every row's hidden layer, 4 GiB).
 
 The dask modes start their clusters once per process (threads_per_worker=1), and time
 `client.compute` of the lazy outputs end to end. Their peak memory is the largest
@@ -29,7 +43,9 @@ starts clusters and writes a file of N rows).
 from __future__ import annotations
 
 import atexit
+import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +60,22 @@ WORKERS = {ONE: 1, TWO: 2}
 FEATURES, HIDDEN, CLASSES = 32, 128, 10
 OVERHEAD_CHUNKS, OVERHEAD_ROWS = 64, 16
 INFERENCE_1E7 = "inference 1e7 rows"
+STEP_OVERHEAD_CASE = "step B=64"  # issue 31: what a DataParallelStep step costs besides its work
+STEP_LARGE_CASE = "step 256-512-10 B=4096"  # issue 31: two workers against one process
+LARGE_MLP = (256, 512, 10)
 OVERHEAD_CASE = f"overhead {OVERHEAD_CHUNKS} chunks x {OVERHEAD_ROWS} rows"
+OUT_OF_CORE = "out of core 1 GiB, 200 MB workers"  # issue 31: chunks="auto"
+OUT_OF_CORE_LIMIT = "200MB"  # per worker
+OUT_OF_CORE_SECONDS = 600.0  # a call not finished by then has stalled
 
-_clusters: dict[tuple[int, bool], tuple[Any, Any]] = {}
+_clusters: dict[tuple[int, bool, str | None], tuple[Any, Any]] = {}
 
 
-def client(workers: int, queuing: bool = True) -> Any:
+def client(workers: int, queuing: bool = True, memory_limit: str | None = None) -> Any:
     """A Client of a LocalCluster of `workers` processes, started once per process;
-    `queuing=False` starts its scheduler with root-task queuing off."""
-    key = (workers, queuing)
+    `queuing=False` starts its scheduler with root-task queuing off; `memory_limit` per
+    worker (dask's default when None)."""
+    key = (workers, queuing, memory_limit)
     if key not in _clusters:
         try:
             import dask
@@ -63,16 +86,55 @@ def client(workers: int, queuing: bool = True) -> Any:
             ) from None
         settings = {} if queuing else {"distributed.scheduler.worker-saturation": float("inf")}
         with dask.config.set(settings):
+            limit = {} if memory_limit is None else {"memory_limit": memory_limit}
             cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                **limit,
             )
         _clusters[key] = cluster, Client(cluster, set_as_default=False)
         atexit.register(_close, key)
     return _clusters[key][1]
 
 
-def _close(key: tuple[int, bool]) -> None:
+def _close(key: tuple[int, bool, str | None]) -> None:
     cluster, c = _clusters.pop(key, (None, None))
+    if c is not None:
+        c.close()
+        cluster.close()
+
+
+_training_clusters: dict[int, tuple[Any, Any]] = {}
+TRAINING_NOTE = "workers without MALLOC_TRIM_THRESHOLD_; client direct_to_workers"
+
+
+def training_client(workers: int) -> Any:
+    """The training cases' Client: direct_to_workers (the replicas' actor calls go
+    straight to the workers, not through the scheduler), of a LocalCluster whose workers
+    keep glibc's allocator defaults. dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in
+    its workers, which hands every freed buffer of 64 KiB or more back to the OS, so a
+    step's buffers are faulted in again every step (256-512-10 MLP, one thread: a
+    half-batch chunk 17.4 -> 19.9 ms, the update 0.5 -> 2.2 ms); one process keeps them.
+    Started once per process, as `client`."""
+    if workers not in _training_clusters:
+        import dask
+        from dask.distributed import Client, LocalCluster
+
+        unset = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+        with dask.config.set(unset):
+            cluster = LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+            )
+        c = Client(cluster, set_as_default=False, direct_to_workers=True)
+        _training_clusters[workers] = cluster, c
+        atexit.register(_close_training, workers)
+    return _training_clusters[workers][1]
+
+
+def _close_training(workers: int) -> None:
+    cluster, c = _training_clusters.pop(workers, (None, None))
     if c is not None:
         c.close()
         cluster.close()
@@ -115,13 +177,21 @@ def read_rows(path: str, start: int, stop: int) -> np.ndarray:
     return np.array(np.load(path, mmap_mode="r")[start:stop])
 
 
+def read_block(template: np.ndarray, path: str, block_info: dict | None = None) -> np.ndarray:
+    """The rows of the file where `template`'s block lies (a map_blocks function)."""
+    (start, stop), _ = block_info[None]["array-location"]
+    return read_rows(path, start, stop)
+
+
 def _inputs(params: dict[str, Any]) -> dict[str, Any]:
     rows, chunk = params["rows"], params["chunk"]
     if params["kind"] == "step":
         rng = np.random.default_rng(0)
-        x = rng.standard_normal((rows, FEATURES), dtype=np.float32)
-        return {"x": x, "y": rng.integers(0, CLASSES, rows)}
+        features, hidden, classes = params.get("mlp", (FEATURES, HIDDEN, CLASSES))
+        x = rng.standard_normal((rows, features), dtype=np.float32)
+        return {"x": x, "y": rng.integers(0, classes, rows), "mlp": (features, hidden, classes)}
     path = Path(tempfile.mkdtemp(prefix="graphc_scale_")) / "rows.npy"
+    atexit.register(shutil.rmtree, path.parent, True)  # up to a few GB each
     data = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(rows, FEATURES))
     step = max(chunk, 1 << 18)
     for start in range(0, rows, step):
@@ -145,13 +215,19 @@ def _single(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
 
 def _dask(mode: str) -> Any:
     def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
-        c = client(WORKERS[mode], queuing=params.get("queuing", True))
+        limit = params.get("memory_limit")
+        c = client(WORKERS[mode], queuing=params.get("queuing", True), memory_limit=limit)
+        if limit is not None:
+            return _out_of_core(c, params, inputs)
         if params["kind"] == "step":
             from graphc.distributed import DataParallelStep
 
+            c = training_client(WORKERS[mode])
             parallel = DataParallelStep(_train_step(inputs), c, chunks=WORKERS[mode])
             return Prepared(
-                lambda: parallel.step(inputs["x"], inputs["y"]), resident_bytes=worker_bytes(c)
+                lambda: parallel.step(inputs["x"], inputs["y"]),
+                resident_bytes=worker_bytes(c),
+                note=TRAINING_NOTE,
             )
         import dask
         import dask.array as da
@@ -184,9 +260,53 @@ def _dask(mode: str) -> Any:
     return build
 
 
+def _out_of_core(c: Any, params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+    """map_batches with chunks="auto" over the file on memory-limited workers: one call."""
+    import dask.array as da
+
+    from graphc.distributed import map_batches
+
+    rows, block = params["rows"], params["chunk"]
+    template = da.zeros((rows, FEATURES), chunks=(block, FEATURES), dtype=np.float32)
+    x = template.map_blocks(read_block, inputs["path"], dtype=np.float32)
+    with c.as_current():  # chunks="auto" reads this client's workers' memory limits
+        lazy = map_batches(
+            scoring_graph(), x, **inputs["weights"], backend="numpy", chunks=params["chunks"]
+        )
+    graph = lazy[0].__dask_graph__()
+    tasks = sum(isinstance(k, tuple) and str(k[0]).startswith("mlp_scoring_chunk-") for k in graph)
+    limit = max(w["memory_limit"] for w in c.scheduler_info()["workers"].values())
+
+    def call() -> Any:
+        futures = c.compute(list(lazy))
+        start, peak = time.perf_counter(), 0
+        while not all(f.done() for f in futures):  # a paused worker would wait forever
+            workers = c.scheduler_info()["workers"].values()
+            peak = max([peak] + [w["metrics"]["memory"] for w in workers])
+            if time.perf_counter() - start > OUT_OF_CORE_SECONDS:
+                c.cancel(futures)
+                raise TimeoutError(f"not finished in {OUT_OF_CORE_SECONDS:.0f} s: stalled")
+            time.sleep(0.25)
+        mean_probs, counts = c.gather(futures)
+        if int(counts.sum()) != rows:
+            raise ValueError(f"the class counts add up to {int(counts.sum())} rows, not {rows}")
+        # the runner reads the note after this first call: the memory seen during it
+        prepared.note = (
+            f"chunks='auto': {tasks} chunks ({rows / tasks:,.0f} rows on average); largest "
+            f"worker's process memory seen during the call {peak / 2**20:.0f} MiB of "
+            f"{limit / 2**20:.0f} MiB"
+        )
+        return mean_probs, counts
+
+    # one call, timed once (single_shot); no second call for the client's memory
+    prepared = Prepared(call, resident_bytes=None, single_shot=True)
+    return prepared
+
+
 def _train_step(inputs: dict[str, Any]) -> Any:
+    features, hidden, classes = inputs["mlp"]
     model = nn.Sequential(
-        nn.Linear(FEATURES, HIDDEN, generator=1), nn.ReLU(), nn.Linear(HIDDEN, CLASSES, generator=2)
+        nn.Linear(features, hidden, generator=1), nn.ReLU(), nn.Linear(hidden, classes, generator=2)
     )
     opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     x, y = inputs["x"], inputs["y"]
@@ -203,6 +323,23 @@ WORKLOAD = Workload(
         Case("inference 1e6 rows", {"kind": "infer", "rows": 10**6, "chunk": 250_000}),
         Case(INFERENCE_1E7, {"kind": "infer", "rows": 10**7, "chunk": 250_000}, quick=False),
         Case("step B=8192", {"kind": "step", "rows": 8192, "chunk": 4096}),
+        Case(STEP_OVERHEAD_CASE, {"kind": "step", "rows": 64, "chunk": 32}),
+        Case(
+            OUT_OF_CORE,
+            {
+                "kind": "infer",
+                "rows": 2**23,  # x 32 float32 = 1 GiB
+                "chunk": 2**16,  # rows per read
+                "chunks": "auto",
+                "memory_limit": OUT_OF_CORE_LIMIT,
+            },
+            quick=False,
+            skip_modes={
+                BASELINE: "one process would hold every row's hidden layer (4 GiB)",
+                ONE: "the goal reads two workers",
+            },
+        ),
+        Case(STEP_LARGE_CASE, {"kind": "step", "rows": 4096, "chunk": 2048, "mlp": LARGE_MLP}),
         Case(
             OVERHEAD_CASE,
             {

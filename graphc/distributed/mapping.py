@@ -6,6 +6,11 @@ arrays, and its partials are merged in a tree of tasks (`split_every` at a time)
 finished by one task running the combine graph. Every graph travels as a `Program`
 (JSON text) that is a single node of the dask graph, like every parameter array, so
 a worker receives each once however many chunks it runs.
+
+A chunk task's key is ``("<graph>_chunk-<token>", index)``, and it checks its blocks and
+results against the shapes declared here (worker.run_chunk). Before building anything,
+the chunks are sized against the workers' memory limits (memory.py): ``chunks="auto"``
+picks the rows, and a chunk too large for a worker gets a MemoryLimitWarning.
 """
 
 from __future__ import annotations
@@ -16,8 +21,15 @@ from typing import Any
 import numpy as np
 
 from graphc.distributed.deps import require
+from graphc.distributed.memory import (
+    ChunkMemory,
+    auto_rows,
+    cluster_memory,
+    local_memory,
+    warn_chunk,
+)
 from graphc.distributed.split import BatchSplit, split_batch
-from graphc.distributed.worker import Program, merge_partials, run_graph
+from graphc.distributed.worker import ChunkSpec, Program, merge_partials, run_chunk, run_graph
 from graphc.ir.errors import FeedError, GraphcError
 from graphc.ir.graph import Graph
 from graphc.ir.types import bind_shape, format_shape
@@ -29,7 +41,7 @@ def map_batches(
     fn: Executable | Graph,
     *arrays: Any,
     batch_dim: str = "B",
-    chunks: int | None = None,
+    chunks: int | str | None = None,
     opt_level: int | None = None,
     backend: str | None = None,
     split_every: int = 8,
@@ -37,12 +49,16 @@ def map_batches(
 ) -> Any:
     """Run a compiled graph (or a graph) over dask arrays chunked along `batch_dim`.
 
-    Placeholders carrying `batch_dim` take dask arrays (numpy arrays are chunked by
-    `chunks` rows); the others take arrays sent once to every worker. Outputs that keep
-    the batch dim come back as dask arrays chunked like the inputs; outputs that
-    reduce it (a loss, a mean, the gradient of a batch-summed loss) are combined from
-    per-chunk partials. One output gives one dask array; several, a tuple. Nothing
-    runs until `.compute()`. A graph that cannot be split raises `BatchSplitError`.
+    Placeholders carrying `batch_dim` take dask arrays (or numpy arrays); the others take
+    arrays sent once to every worker. `chunks` rows per chunk (None: the first batch
+    input's chunking; "auto": as many rows as fit the workers' memory limits, see
+    docs/distributed.md, "Memory limits"). Outputs that keep the batch dim come back as
+    dask arrays chunked like the inputs; outputs that reduce it (a loss, a mean, the
+    gradient of a batch-summed loss) are combined from per-chunk partials. One output
+    gives one dask array; several, a tuple. Nothing runs until `.compute()`. A graph
+    that cannot be split raises `BatchSplitError`; a chunk larger than a worker has
+    room for, a `MemoryLimitWarning`; an error in a chunk's task, a `ChunkError`
+    naming the chunk.
 
     >>> import numpy as np, dask.array as da, graphc as gc
     >>> from graphc.distributed import map_batches
@@ -57,13 +73,24 @@ def map_batches(
     (array([3., 3., 3.]), 3.0)
     """
     da = require("dask.array", "map_batches")
+    _check_chunks(chunks)
     graph, level, chosen = _source(fn, opt_level, backend)
     split = split_batch(graph, batch_dim)
     feeds = collect_feeds(graph, arrays, named)
     check_names(graph, feeds)
-    batch, free, bindings = _prepare(split, feeds, chunks, da)
+    batch, free, bindings = _prepare(split, feeds, da)
+    batch = _chunked(split, batch, free, bindings, level, chunks)
     job = _Job(split, level, chosen, bindings, split_every)
     return job.build(batch, free)
+
+
+def _check_chunks(chunks: Any) -> None:
+    if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
+        return
+    if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
+        raise GraphcError(
+            f"map_batches: chunks must be a number of rows >= 1, 'auto' or None, got {chunks!r}"
+        )
 
 
 def _source(
@@ -84,10 +111,10 @@ def _source(
 
 
 def _prepare(
-    split: BatchSplit, feeds: dict[str, Any], chunks: int | None, da: Any
+    split: BatchSplit, feeds: dict[str, Any], da: Any
 ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, int]]:
-    """Batch feeds as dask arrays sharing one chunking of the batch axis (and one chunk
-    along every other axis), free feeds as numpy arrays; the symbolic dims' sizes."""
+    """Batch feeds as dask arrays (a numpy array as one chunk), free feeds as numpy
+    arrays, each checked against its placeholder; the symbolic dims' sizes."""
     bindings: dict[str, int] = {}
     batch: dict[str, Any] = {}
     free: dict[str, np.ndarray] = {}
@@ -97,9 +124,9 @@ def _prepare(
             axis = split.batch_inputs[p.name]
             if not isinstance(value, da.Array):
                 value = np.asarray(value)
-                step = chunks or max(1, value.shape[axis] if value.ndim > axis else 1)
-                value = da.from_array(value, chunks={axis: step})
-            if any(np.isnan(c) for c in value.chunks[axis] if isinstance(c, float)):
+                value = da.from_array(value, chunks={axis: -1} if value.ndim > axis else -1)
+            known = value.chunks[axis] if value.ndim > axis else ()
+            if any(np.isnan(c) for c in known if isinstance(c, float)):
                 raise FeedError(
                     f"placeholder '{p.name}': the dask array's chunk sizes are unknown; "
                     "call compute_chunk_sizes() first"
@@ -113,14 +140,52 @@ def _prepare(
                 f"{value.dtype} (cast it with .astype)"
             )
         bind_dims(p.name, p.type, tuple(value.shape), bindings)
+    return batch, free, bindings
+
+
+def _chunked(
+    split: BatchSplit,
+    batch: dict[str, Any],
+    free: dict[str, np.ndarray],
+    bindings: dict[str, int],
+    opt_level: int,
+    chunks: int | str | None,
+) -> dict[str, Any]:
+    """The batch feeds rechunked to `chunks` rows (None, a number or "auto"), sized
+    against the current client's workers' memory: one MemoryLimitWarning when a chunk
+    does not fit (memory.py)."""
+    auto = isinstance(chunks, str)  # "auto", the only string _check_chunks lets through
+    rows = None if auto else chunks
+    workers = cluster_memory()
+    if not workers and not auto:
+        return _aligned(split, batch, rows)
+    memory = ChunkMemory(split, opt_level, bindings, free, batch)
+    if auto:
+        rows = auto_rows(memory, workers or [local_memory()], bindings[split.batch_dim])
+    aligned = _aligned(split, batch, rows)
+    if workers:
+        first = next(iter(aligned))
+        largest = max(aligned[first].chunks[split.batch_inputs[first]], default=0)
+        warn_chunk(memory, largest, workers, stacklevel=4)  # at map_batches' caller
+    return aligned
+
+
+def _aligned(split: BatchSplit, batch: dict[str, Any], chunks: int | None) -> dict[str, Any]:
+    """The batch feeds sharing one chunking of the batch axis, `chunks` rows each (None:
+    the first one's), and one chunk along every other axis."""
     first = next(iter(batch))
     rows = batch[first].chunks[split.batch_inputs[first]]
+    aligned = {}
     for name, value in batch.items():
-        own = split.batch_inputs[name]
         want = {a: -1 for a in range(value.ndim)}
-        want[own] = chunks if chunks else rows
-        batch[name] = value.rechunk(want)
-    return batch, free, bindings
+        want[split.batch_inputs[name]] = chunks if chunks else rows
+        aligned[name] = value.rechunk(want)
+    return aligned
+
+
+def _block_shape(x: Any, axis: int, rows: int) -> tuple[int, ...]:
+    """The shape dask declares for a block of `rows` rows of `x`, chunked along `axis` only."""
+    return tuple(rows if a == axis else int(c[0]) for a, c in enumerate(x.chunks))
 
 
 class _Job:
@@ -157,19 +222,44 @@ class _Job:
         blocks = {n: list(x.to_delayed().ravel()) for n, x in batch.items()}
         first = next(iter(batch))
         rows = batch[first].chunks[split.batch_inputs[first]]
-        outs = split.chunk.outputs
-        run = delayed(run_graph, pure=True)  # one task per chunk, its result a tuple
         results = []
-        if outs:
-            for i in range(len(rows)):
+        if split.chunk.outputs:
+            program = self.programs["chunk"]
+            token = self.dask.base.tokenize(program, params, blocks)
+            name = f"{split.chunk.name}-{token}"
+            run = delayed(run_chunk, pure=True)  # one task per chunk, its result a tuple
+            for i, spec in enumerate(self._chunk_specs(batch, rows)):
                 feeds = {**params, **self.sizes, **{n: b[i] for n, b in blocks.items()}}
-                results.append(
-                    run(self.programs["chunk"], *(feeds[p.name] for p in split.chunk.inputs))
-                )
+                args = [feeds[p.name] for p in split.chunk.inputs]
+                results.append(run(program, spec, *args, dask_key_name=(name, i)))
         mapped = self._mapped(results, rows)
         combined = self._combined(results, params)
         values = [mapped.get(o.name, combined.get(o.name)) for o in split.outputs]
         return values[0] if len(values) == 1 else tuple(values)
+
+    def _chunk_specs(self, batch: dict[str, Any], rows: Sequence[int]) -> list[ChunkSpec]:
+        """What each chunk task checks: its blocks' shapes as dask declares them, and its
+        results' shapes from the chunk graph's types at the chunk's rows."""
+        split = self.split
+        positions = {p.name: k for k, p in enumerate(split.chunk.inputs)}
+        specs = []
+        start = 0
+        for i, n in enumerate(rows):
+            blocks = tuple(
+                (positions[name], name, _block_shape(x, split.batch_inputs[name], n), x.dtype)
+                for name, x in batch.items()
+                if name in positions
+            )
+            dims = {**self.bindings, split.batch_dim: n}
+            results = tuple(
+                (o.name, tuple(bind_shape(o.type.shape, dims)), o.type.dtype)
+                for o in split.chunk.outputs
+            )
+            specs.append(
+                ChunkSpec(split.graph.name, i, start, start + n, sum(rows), blocks, results)
+            )
+            start += n
+        return specs
 
     def _mapped(self, results: list[Any], rows: Sequence[int]) -> dict[str, Any]:
         split, da = self.split, self.da

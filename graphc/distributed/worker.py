@@ -6,10 +6,17 @@ hash of both) computed once by the client. Tasks receive the Program as a depend
 and keeps the Executable in a module-level cache under that key, so later tasks with
 the same key, on any chunk, reuse it and its per-shape plans. Nothing here imports
 dask and no code travels: loading the JSON never runs code.
+
+A chunk task of `map_batches` runs through `run_chunk`, which checks the blocks it gets
+against the shapes dask declared for them (a block with more rows than declared would
+otherwise be summed into a partial and divided by the declared count) and its results
+against the shapes the graph gives the chunk, and turns any error into a `ChunkError`
+naming the chunk's index and rows while keeping the original error's class and message.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections import OrderedDict
@@ -18,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.ir.errors import FeedError, GraphcError, ShapeError
 from graphc.ir.graph import Graph
 from graphc.ir.serialize import from_json, to_json
 from graphc.runtime.executable import Executable, compile
@@ -69,6 +77,110 @@ def run_graph(program: Program, *arrays: Any) -> tuple[np.ndarray, ...]:
     """Run the program on arrays in its placeholders' order; every output, as a tuple."""
     result = executable(program)(*arrays)
     return result if isinstance(result, tuple) else (result,)
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    """One chunk task of map_batches: which rows of the batch it runs, the shape and dtype
+    dask declared for each of its blocks, and the shape and dtype of each result."""
+
+    graph: str  # the name of the graph map_batches runs, for messages
+    index: int
+    start: int
+    stop: int
+    total: int  # rows in the whole batch
+    blocks: tuple[tuple[int, str, tuple[int, ...], np.dtype], ...]  # (position, name, shape, dtype)
+    results: tuple[tuple[str, tuple[int, ...], np.dtype], ...]  # (output, shape, dtype)
+
+    def describe(self) -> str:
+        return f"chunk {self.index} (rows {self.start}:{self.stop} of {self.total})"
+
+
+def run_chunk(program: Program, chunk: ChunkSpec, *arrays: Any) -> tuple[np.ndarray, ...]:
+    """`run_graph` for one chunk, its blocks and results checked against `chunk`; any
+    error raised comes out as a ChunkError naming the chunk (see `chunk_error`)."""
+    try:
+        for position, name, shape, dtype in chunk.blocks:
+            got = arrays[position]
+            got_shape, got_dtype = np.shape(got), np.asarray(got).dtype
+            if got_shape != shape or got_dtype != dtype:
+                raise FeedError(
+                    f"placeholder '{name}' got a block of shape {got_shape} and dtype "
+                    f"{got_dtype} where dask declared shape {shape} and dtype {dtype} (the "
+                    "dask array's chunks do not describe its blocks: a from_delayed or "
+                    "map_blocks with a wrong shape or dtype?)"
+                )
+        results = run_graph(program, *arrays)
+        for (name, shape, dtype), got in zip(chunk.results, results, strict=True):
+            got_shape, got_dtype = np.shape(got), np.asarray(got).dtype
+            if got_shape != shape or got_dtype != dtype:
+                raise ShapeError(
+                    f"output '{name}' came out with shape {got_shape} and dtype {got_dtype}, "
+                    f"expected shape {shape} and dtype {dtype} for the chunk's rows"
+                )
+        return results
+    except Exception as exc:
+        raise chunk_error(exc, chunk) from exc
+
+
+class ChunkError(GraphcError, RuntimeError):
+    """A chunk task of map_batches failed. The message names the chunk's index and rows,
+    then the original error's class and message; `index`, `rows` and `cause` (the
+    original's class) say the same as attributes. Raised as an instance of a subclass
+    that also derives from the original's class where Python allows it, so
+    ``except FeedError`` (or ``IndexError``, ...) still catches a chunk's error."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        index: int,
+        rows: tuple[int, int],
+        cause: type[BaseException],
+        node: str | None = None,
+    ) -> None:
+        super().__init__(message, node=node)
+        self.index, self.rows, self.cause = index, rows, cause
+
+    def __str__(self) -> str:  # a KeyError cause would quote the message
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple:  # the class may be made on the fly: rebuild it by its cause
+        return _rebuild, (self.cause, self.args[0], self.index, self.rows, self.node)
+
+
+def chunk_error(exc: BaseException, chunk: ChunkSpec) -> ChunkError:
+    """`exc`, raised running `chunk`, as a ChunkError that names the chunk."""
+    message = (
+        f"{chunk.describe()} of map_batches over graph '{chunk.graph}': {type(exc).__name__}: {exc}"
+    )
+    node = exc.node if isinstance(exc, GraphcError) else None
+    return _rebuild(type(exc), message, chunk.index, (chunk.start, chunk.stop), node)
+
+
+def _rebuild(
+    cause: type[BaseException],
+    message: str,
+    index: int,
+    rows: tuple[int, int],
+    node: str | None,
+) -> ChunkError:
+    try:
+        return _error_class(cause)(message, index=index, rows=rows, cause=cause, node=node)
+    except TypeError:  # the cause's own __init__ wants other arguments
+        return ChunkError(message, index=index, rows=rows, cause=cause, node=node)
+
+
+@functools.cache
+def _error_class(cause: type[BaseException]) -> type[ChunkError]:
+    """ChunkError and `cause` in one class (as Ray's task errors derive from their cause's
+    class), made once per cause; ChunkError alone where the two cannot be combined."""
+    if issubclass(cause, ChunkError) or not issubclass(cause, Exception):
+        return ChunkError
+    try:
+        return type(f"ChunkError({cause.__name__})", (ChunkError, cause), {})
+    except TypeError:  # instance layouts that cannot be combined (two C-level bases)
+        return ChunkError
 
 
 def merge_partials(

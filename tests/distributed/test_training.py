@@ -1,6 +1,10 @@
-"""Data-parallel training on a LocalCluster equals single-process training (float64)."""
+"""Data-parallel training on a LocalCluster equals single-process training (float64), with
+the parameters and optimizer state kept in a replica per worker."""
 
 from __future__ import annotations
+
+import time
+import warnings
 
 import numpy as np
 import pytest
@@ -8,8 +12,10 @@ import pytest
 import graphc as gc
 from graphc import nn, optim
 from graphc.distributed import BatchSplitError, DataParallelStep
+from graphc.distributed.replica import ReplicaError
+from graphc.distributed.training import StepTimeoutError
 
-pytest.importorskip("distributed")
+distributed = pytest.importorskip("distributed")
 
 STEPS = 20
 
@@ -28,6 +34,14 @@ def _batches() -> tuple[np.ndarray, np.ndarray]:
     return xs, np.argmax(xs @ rng.normal(size=(6, 3)), axis=-1)  # labels a model can learn
 
 
+def _step(make_optimizer=lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9)) -> gc.TrainStep:
+    xs, ys = _batches()
+    model = _model()
+    return gc.compile_train_step(
+        model, nn.CrossEntropyLoss(), make_optimizer(model.parameters()), (xs[0], ys[0])
+    )
+
+
 @pytest.mark.parametrize(
     "make_optimizer",
     [
@@ -38,39 +52,57 @@ def _batches() -> tuple[np.ndarray, np.ndarray]:
 )
 def test_twenty_steps_equal_single_process_training(client, make_optimizer) -> None:
     xs, ys = _batches()
-    runs = {}
-    for how in ("single", "parallel"):
-        model = _model()
-        step = gc.compile_train_step(
-            model, nn.CrossEntropyLoss(), make_optimizer(model.parameters()), (xs[0], ys[0])
-        )
-        if how == "parallel":
-            step = DataParallelStep(step, client, chunks=3)
-        losses = [float(step.step(xs[i], ys[i])) for i in range(STEPS)]
-        runs[how] = (losses, step.parameters())
-    (want, want_params), (got, got_params) = runs["single"], runs["parallel"]
+    single = _step(make_optimizer)
+    want = [float(single.step(xs[i], ys[i])) for i in range(STEPS)]
+    with DataParallelStep(_step(make_optimizer), client, chunks=3) as parallel:
+        got = [float(parallel.step(xs[i], ys[i])) for i in range(STEPS)]
+        got_params = parallel.parameters()
+        states = parallel.states()
     np.testing.assert_allclose(got, want, rtol=1e-10)
     assert want[-1] < want[0]
+    want_params = single.parameters()
     assert sorted(got_params) == sorted(want_params)
     for name in want_params:
         np.testing.assert_allclose(got_params[name], want_params[name], rtol=1e-10, atol=1e-14)
+    # every replica holds the same bits, optimizer state included, and that state is the
+    # single process's (momentum buffers, Adam's moments and step count)
+    assert len(states) == 2
+    first, second = states.values()
+    want_state = single.executable.state
+    assert sorted(first) == sorted(want_state) == sorted(second)
+    for name in want_state:
+        assert first[name].tobytes() == second[name].tobytes(), name
+        np.testing.assert_allclose(first[name], want_state[name], rtol=1e-9, atol=1e-14)
 
 
 def test_sync_to_model_writes_the_trained_parameters_back(client) -> None:
     xs, ys = _batches()
-    model = _model()
+    step = _step()
+    model = step.model
     before = model[0].weight.detach().numpy().copy()
-    step = gc.compile_train_step(
-        model, nn.CrossEntropyLoss(), optim.SGD(model.parameters(), lr=0.1), (xs[0], ys[0])
-    )
-    parallel = DataParallelStep(step, client)
-    assert parallel.chunks is None  # one chunk per worker
-    for i in range(3):
-        parallel.step(xs[i], ys[i])
-    parallel.sync_to_model()
-    after = model[0].weight.detach().numpy()
-    assert not np.allclose(after, before)
-    np.testing.assert_array_equal(after, parallel.parameters()["0.weight"])
+    with DataParallelStep(step, client) as parallel:
+        assert parallel.chunks == 2  # one chunk per worker at the start
+        for i in range(3):
+            parallel.step(xs[i], ys[i])
+        parallel.sync_to_model()
+        after = model[0].weight.detach().numpy()
+        assert not np.allclose(after, before)
+        np.testing.assert_array_equal(after, parallel.parameters()["0.weight"])
+        assert parallel.applied == 3
+
+
+def test_a_batch_smaller_than_the_chunks(client) -> None:
+    """A batch of fewer rows than chunks gives some replicas no rows: they still take
+    the others' partials and apply the same update."""
+    xs, ys = _batches()
+    single = _step()
+    with DataParallelStep(_step(), client, chunks=4) as parallel:
+        for x, y in ((xs[0], ys[0]), (xs[1][:1], ys[1][:1]), (xs[2][:3], ys[2][:3])):
+            np.testing.assert_allclose(parallel.step(x, y), single.step(x, y), rtol=1e-10)
+        first, second = parallel.states().values()
+    for name, value in single.executable.state.items():
+        assert first[name].tobytes() == second[name].tobytes()
+        np.testing.assert_allclose(first[name], value, rtol=1e-10, atol=1e-14)
 
 
 def test_batch_norm_training_statistics_are_refused(client) -> None:
@@ -93,42 +125,134 @@ def test_dropout_masks_along_the_batch_are_refused(client) -> None:
         DataParallelStep(step, client)
 
 
+def test_bad_chunks_and_batches_are_refused_before_anything_is_sent(client) -> None:
+    xs, ys = _batches()
+    with pytest.raises(gc.GraphcError, match="chunks must be at least 1, got 0"):
+        DataParallelStep(_step(), client, chunks=0)
+    with DataParallelStep(_step(), client) as parallel:
+        with pytest.raises(gc.FeedError, match="'y'"):
+            parallel.step(xs[0], ys[0][:-1])  # one label short
+        with pytest.raises(gc.FeedError, match="'x'"):
+            parallel.step(xs[0].astype(np.float32), ys[0])
+        assert parallel.applied == 0
+        parallel.step(xs[0], ys[0])  # and nothing was left half done
+        assert parallel.applied == 1
+
+
 def test_only_a_train_step_is_accepted(client) -> None:
     with pytest.raises(gc.GraphcError, match="expected the TrainStep"):
         DataParallelStep(gc.Graph("g"), client)
 
 
-def test_parameters_go_to_the_workers_once_per_step(client, monkeypatch) -> None:
-    """Guards "broadcast once per step, not re-pickled per chunk": each step scatters the
-    parameters in one broadcast call, and each chunk task gets futures for them and
-    only its own rows as arrays."""
-    distributed = pytest.importorskip("distributed")
+def test_only_rows_go_out_and_only_the_loss_comes_back(client, monkeypatch) -> None:
+    """Guards "the state lives on the workers": a step sends each replica its chunks'
+    rows (and the batch's sizes, scalars), never a parameter; no task, scatter or gather
+    goes through the scheduler; each replica answers with the 0-d loss only."""
     xs, ys = _batches()
-    model = _model()
-    opt = optim.SGD(model.parameters(), lr=0.1)
-    step = gc.compile_train_step(model, nn.CrossEntropyLoss(), opt, (xs[0], ys[0]))
-    parallel = DataParallelStep(step, client, chunks=4)
-    scatters, submits = [], []
-    real_scatter, real_submit = client.scatter, client.submit
+    with DataParallelStep(_step(), client, chunks=4) as parallel:
+        sent, answers = [], []
+        real_call = parallel._call
 
-    def scatter(data, **kwargs):
-        scatters.append((len(data), kwargs.get("broadcast")))
-        return real_scatter(data, **kwargs)
+        class Recorded:
+            def __init__(self, call):
+                self.call = call
 
-    def submit(fn, *args, **kwargs):
-        submits.append(args)
-        return real_submit(fn, *args, **kwargs)
+            def result(self, timeout=None):
+                value = self.call.result(timeout=timeout)
+                answers.append(value)
+                return value
 
-    monkeypatch.setattr(client, "scatter", scatter)
-    monkeypatch.setattr(client, "submit", submit)
-    for i in range(3):
-        parallel.step(xs[i], ys[i])
-    parameters = len(parallel.state)
-    assert scatters == [(parameters, True)] * 3
-    assert len(submits) == 3 * 4
+            def done(self):
+                return self.call.done()
+
+        def call(address, method, *args):
+            sent.append((method, args))
+            return Recorded(real_call(address, method, *args))
+
+        def through_the_scheduler(*args, **kwargs):
+            raise AssertionError("a step went through the scheduler")
+
+        monkeypatch.setattr(parallel, "_call", call)
+        for name in ("submit", "map", "scatter", "gather", "compute"):
+            monkeypatch.setattr(client, name, through_the_scheduler)
+        for i in range(3):
+            parallel.step(xs[i], ys[i])
+        monkeypatch.undo()
+    assert [method for method, _ in sent] == ["step"] * 6  # a call per replica per step
     rows = -(-xs.shape[1] // 4)
-    for args in submits:
-        futures = [a for a in args if isinstance(a, distributed.Future)]
-        arrays = [a for a in args if isinstance(a, np.ndarray) and a.ndim]
-        assert len(futures) == parameters + 1  # the parameters and the chunk program
-        assert all(a.shape[0] <= rows for a in arrays), [a.shape for a in arrays]
+    for _, (request,) in sent:
+        assert all(np.ndim(v) == 0 for v in request.sizes.values())
+        assert len(request.rows) == 2 and len(request.peers) == 1  # 4 chunks, 2 replicas
+        for arrays in request.rows.values():
+            assert sorted(arrays) == ["x", "y"]
+            assert all(a.shape[0] <= rows for a in arrays.values())
+    assert len(answers) == 6
+    for loss, fingerprint in answers:  # the loss, and a float to compare the replicas' states
+        assert isinstance(loss, np.ndarray) and loss.ndim == 0
+        assert isinstance(fingerprint, float)
+
+
+def test_a_step_past_its_timeout_raises_and_the_next_call_settles(client) -> None:
+    """No wait blocks forever: a step that does not finish within `timeout` raises
+    StepTimeoutError naming the replicas it waited for. The replicas may have applied
+    it meanwhile: the next call fences them and carries on from the state they agree on
+    (with a warning when that includes the step that raised)."""
+    xs, ys = _batches()
+    single = _step()
+    with DataParallelStep(_step(), client) as parallel:
+        parallel.step(xs[0], ys[0])
+        single.step(xs[0], ys[0])
+        parallel.timeout = 1e-4
+        with pytest.raises(StepTimeoutError, match="did not finish within 0.0001 s"):
+            parallel.step(xs[1], ys[1])
+        parallel.timeout = 60.0
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            parallel.step(xs[2], ys[2])
+        if parallel.applied == 3:  # the step that timed out had been applied
+            assert any("had been applied" in str(w.message) for w in caught)
+            single.step(xs[1], ys[1])
+        else:
+            assert parallel.applied == 2
+        single.step(xs[2], ys[2])
+        got = parallel.parameters()
+        first, second = parallel.states().values()
+    for name, value in single.parameters().items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-10)
+    for name in first:
+        assert first[name].tobytes() == second[name].tobytes()
+
+
+def test_replicas_that_disagree_are_reported(client) -> None:
+    """The replicas report their loss and a fingerprint of their new state each step: a
+    replica whose state differs (here: given another run's parameters) is an error. Its
+    loss alone would not show it: every replica's loss comes from the same partials."""
+    xs, ys = _batches()
+    faster = _step(lambda ps: optim.SGD(ps, lr=0.5, momentum=0.9))
+    with DataParallelStep(_step(), client) as parallel, DataParallelStep(faster, client) as other:
+        parallel.step(xs[0], ys[0])
+        other.step(xs[0], ys[0])
+        address = list(parallel._replicas)[1]
+        parallel._replicas[address].copy_from(
+            other._replicas[address], parallel.epoch, 30.0
+        ).result(timeout=30)
+        with pytest.raises(ReplicaError, match="states after step 2 differ"):
+            parallel.step(xs[1], ys[1])
+
+
+def test_close_drops_the_replicas(client) -> None:
+    """close() releases every replica's actor, so the workers forget it and its state."""
+    parallel = DataParallelStep(_step(), client)
+    keys = [f.key for f in parallel._actors.values()]
+    assert all(client.who_has(keys).values())
+    parallel.close()
+    assert "0 replica(s)" in repr(parallel)
+    deadline = time.monotonic() + 10
+    while any(client.who_has(keys).values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(client.who_has(keys).values())
+    xs, ys = _batches()
+    with pytest.raises(gc.GraphcError, match="closed"):
+        parallel.step(xs[0], ys[0])
+    with pytest.raises(gc.GraphcError, match="closed"):
+        parallel.parameters()

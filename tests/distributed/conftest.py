@@ -7,18 +7,11 @@ from typing import Any
 
 import pytest
 
+from tests.distributed.clusters import local_cluster
+
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    distributed = pytest.importorskip("distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            memory_limit="1GiB",
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
+    pytest.importorskip("distributed")
+    with local_cluster() as client:
         yield client

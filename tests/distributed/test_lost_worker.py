@@ -19,6 +19,7 @@ from graphc import nn, optim
 from graphc.distributed import DataParallelStep
 from graphc.distributed.replica import StepRequest
 from graphc.distributed.training import WorkerLostError
+from tests.distributed.clusters import local_cluster
 
 distributed = pytest.importorskip("distributed")
 
@@ -30,16 +31,7 @@ def client() -> Iterator[Any]:
     """Its own cluster of two worker processes: these tests kill them (their nannies
     start new ones). Its client is not the default one, as in the benchmark: the
     replicas' handles must use the client they were given."""
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            memory_limit="1GiB",
-        ) as cluster,
-        distributed.Client(cluster, set_as_default=False) as client,
-    ):
+    with local_cluster(set_as_default=False) as client:
         yield client
 
 

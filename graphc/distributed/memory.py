@@ -25,6 +25,7 @@ worker's threads, each running one chunk at a time. From it:
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import warnings
@@ -123,7 +124,7 @@ def cluster_memory() -> list[WorkerMemory] | None:
         return None
     try:
         reported = client.scheduler_info()["workers"]
-    except (OSError, TimeoutError):  # a client losing its scheduler: no limits to read
+    except (OSError, TimeoutError, asyncio.TimeoutError):  # a client losing its scheduler
         return None
     workers = [
         WorkerMemory(

@@ -181,7 +181,7 @@ class Replica:
                 f"{self.name}: step {applied + 1} of epoch {epoch} was fenced while it waited "
                 "for its peers' partials"
             ) from None
-        except TimeoutError:
+        except asyncio.TimeoutError:  # (not the builtin TimeoutError before Python 3.11)
             raise PeerLostError(
                 f"{self.name}: no partials from its peers within {timeout} s for step {applied + 1}"
             ) from None
@@ -203,7 +203,7 @@ class Replica:
         slot = self._slot((epoch, applied))
         try:
             return Partials(await asyncio.wait_for(asyncio.shield(slot), timeout))
-        except TimeoutError:
+        except asyncio.TimeoutError:  # (not the builtin TimeoutError before Python 3.11)
             raise PeerLostError(
                 f"{self.name}: its own partials of step {applied + 1} were not ready within "
                 f"{timeout} s"
@@ -323,7 +323,7 @@ class Replica:
         enter `epoch`; returns the updates the copied state has applied."""
         try:
             snapshot = await asyncio.wait_for(source.snapshot(), timeout)
-        except TimeoutError:
+        except asyncio.TimeoutError:  # (not the builtin TimeoutError before Python 3.11)
             raise PeerLostError(
                 f"{self.name}: no snapshot from {source!r} within {timeout} s"
             ) from None

@@ -38,6 +38,7 @@ from graphc.distributed.split import BatchSplit
 from graphc.ir.errors import GraphcError
 from graphc.ir.types import bind_shape
 from graphc.runtime.executable import compile
+from graphc.runtime.explain import size_text
 
 # a dask worker process that runs graphc, before its first chunk: 82 MiB measured after
 # importing graphc (python, numpy, dask, distributed, graphc), and OpenBLAS's work
@@ -49,14 +50,6 @@ _PROBES = (1024, 2048)  # rows of the two plans that give the line
 
 class MemoryLimitWarning(UserWarning):
     """A chunk of map_batches needs more memory than a worker has room for."""
-
-
-def _size(nbytes: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(nbytes) < 1024 or unit == "GiB":
-            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
-        nbytes /= 1024
-    raise AssertionError
 
 
 @dataclass(frozen=True)
@@ -74,14 +67,14 @@ class ChunkBytes:
         return self.plan + self.inputs + self.outputs
 
     def describe(self) -> str:
-        inputs = f"input blocks {_size(self.inputs)}"
+        inputs = f"input blocks {size_text(self.inputs)}"
         if self.cut_from is not None:
             inputs = (
-                f"the batch inputs' own blocks of {self.cut_from:,} rows, {_size(self.inputs)}, "
+                f"the batch inputs' own blocks of {self.cut_from:,} rows, {size_text(self.inputs)}, "
                 f"which a worker holds whole while it cuts chunks of {self.rows:,} rows from them"
             )
-        parts = f"plan {_size(self.plan)}, {inputs}, outputs {_size(self.outputs)}"
-        return f"{_size(self.total)} ({parts})"
+        parts = f"plan {size_text(self.plan)}, {inputs}, outputs {size_text(self.outputs)}"
+        return f"{size_text(self.total)} ({parts})"
 
 
 @dataclass(frozen=True)
@@ -101,10 +94,10 @@ class WorkerMemory:
 
     def describe(self, shared: int) -> str:
         return (
-            f"worker {self.name} has a memory limit of {_size(self.limit)} and "
+            f"worker {self.name} has a memory limit of {size_text(self.limit)} and "
             f"{self.threads} thread(s); it stops running tasks at {self.pause:.0%} of it "
-            f"({_size(self.limit * self.pause)}), and its process ({_size(self.reserved)}) "
-            f"and the parameters ({_size(shared)}) leave {_size(max(0, self.room(shared)))} "
+            f"({size_text(self.limit * self.pause)}), and its process ({size_text(self.reserved)}) "
+            f"and the parameters ({size_text(shared)}) leave {size_text(max(0, self.room(shared)))} "
             "per thread for chunks"
         )
 

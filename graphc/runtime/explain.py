@@ -11,11 +11,12 @@ if TYPE_CHECKING:
     from graphc.runtime.plan import Plan
 
 
-def _size(nbytes: int) -> str:
-    for unit in ("B", "KiB", "MiB"):
-        if nbytes < 1024 or unit == "MiB":
-            return f"{nbytes} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
-        nbytes /= 1024  # type: ignore[assignment]
+def size_text(nbytes: float) -> str:
+    """Bytes as people read them: "512 B", "1.5 KiB", "3.2 MiB", "1.1 GiB"."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(nbytes) < 1024 or unit == "GiB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
     raise AssertionError
 
 
@@ -57,7 +58,7 @@ def format_plan(plan: Plan, header: str | None = None, generated: Generated | No
         if step.frees:
             line += f"  frees {', '.join(f'b{b}' for b in step.frees)}"
         if step.scratch:
-            line += f"  scratch {_size(step.scratch)}"
+            line += f"  scratch {size_text(step.scratch)}"
         mixed = generated is not None and generated.backend != "numpy"  # else all are numpy
         if mixed and not plan.scalar and step.index in generated.step_backends:  # type: ignore[union-attr]
             line += f"  [{generated.step_backends[step.index]}]"
@@ -88,16 +89,16 @@ def format_plan(plan: Plan, header: str | None = None, generated: Generated | No
     reused = [v for v in plan.values.values() if v.kind == "reused"]
     lines.append("")
     lines.append(f"in place: {len(inplace)} step(s); reused buffers: {len(reused)} step(s)")
-    lines.append(f"arena (allocated once per thread): {_size(plan.arena_bytes)}")
+    lines.append(f"arena (allocated once per thread): {size_text(plan.arena_bytes)}")
     peak, scratch = _peak(plan)
-    lines.append(f"peak bytes of intermediates: {_size(peak)}")
+    lines.append(f"peak bytes of intermediates: {size_text(peak)}")
     if scratch:
-        lines.append(f"  of which kernels' scratch (step {scratch[0]}): {_size(scratch[1])}")
-    lines.append(f"sum of all intermediates: {_size(plan.intermediate_bytes)}")
-    lines.append(f"outputs allocated per call: {_size(plan.output_bytes)}")
+        lines.append(f"  of which kernels' scratch (step {scratch[0]}): {size_text(scratch[1])}")
+    lines.append(f"sum of all intermediates: {size_text(plan.intermediate_bytes)}")
+    lines.append(f"outputs allocated per call: {size_text(plan.output_bytes)}")
     if plan.recycled_bytes:
         lines.append(
-            f"  of which recycled once the caller drops them: {_size(plan.recycled_bytes)}"
+            f"  of which recycled once the caller drops them: {size_text(plan.recycled_bytes)}"
         )
     return "\n".join(lines)
 

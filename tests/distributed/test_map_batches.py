@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import graphc as gc
 from graphc.distributed import BatchSplitError, map_batches
+from tests.budget import draws
 from tests.distributed.batch_graphs import batch_feeds, batch_graphs
 
 dask = pytest.importorskip("dask")
@@ -48,7 +49,7 @@ def _check(g: gc.Graph, rows: int, chunks: int, **compute: object) -> None:
 ROWS_AND_CHUNKS = [(23, 5), (23, 23), (6, 1), (23, 40), (0, 4)]  # uneven, one, size 1, empty
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=draws(40), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batch_graphs(), st.sampled_from(ROWS_AND_CHUNKS))
 def test_random_graphs_on_the_local_scheduler(g: gc.Graph, rows_chunks: tuple) -> None:
     rows, chunks = rows_chunks
@@ -57,14 +58,16 @@ def test_random_graphs_on_the_local_scheduler(g: gc.Graph, rows_chunks: tuple) -
     _check(g, rows, chunks, scheduler="sync")
 
 
-@settings(max_examples=20)
+@settings(max_examples=draws(20))
 @given(batch_graphs(gradients=True), st.sampled_from(ROWS_AND_CHUNKS[:3]))
 def test_random_gradients_on_threads(g: gc.Graph, rows_chunks: tuple) -> None:
     _check(g, *rows_chunks, scheduler="threads")
 
 
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=draws(8),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(batch_graphs(), st.sampled_from(ROWS_AND_CHUNKS[:4]))
 def test_random_graphs_on_a_local_cluster(client: object, g: gc.Graph, rows_chunks: tuple) -> None:

@@ -12,6 +12,7 @@ import graphc as gc
 from graphc.distributed import BatchSplitError, split_batch
 from graphc.distributed.split import BatchSplit
 from graphc.ops.reduce import count
+from tests.budget import draws
 from tests.distributed.batch_graphs import batch_feeds, batch_graphs
 from tests.strategies import random_graphs
 
@@ -371,7 +372,7 @@ def test_a_fused_conv_input_with_the_batch_elsewhere_is_refused() -> None:
 CHUNKINGS = [[3, 3, 1], [7], [1] * 7, [2, 5]]
 
 
-@settings(max_examples=60)
+@settings(max_examples=draws(60))
 @given(batch_graphs(), st.sampled_from(CHUNKINGS))
 def test_random_batch_graphs_split_and_rejoin_exactly(g: gc.Graph, rows: list[int]) -> None:
     feeds = batch_feeds(g, sum(rows))
@@ -381,7 +382,7 @@ def test_random_batch_graphs_split_and_rejoin_exactly(g: gc.Graph, rows: list[in
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-13, err_msg=str(g))
 
 
-@settings(max_examples=30)
+@settings(max_examples=draws(30))
 @given(batch_graphs(gradients=True), st.sampled_from(CHUNKINGS))
 def test_random_gradients_of_a_mean_loss_split_exactly(g: gc.Graph, rows: list[int]) -> None:
     feeds = batch_feeds(g, sum(rows))
@@ -391,7 +392,7 @@ def test_random_gradients_of_a_mean_loss_split_exactly(g: gc.Graph, rows: list[i
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-13, err_msg=str(g))
 
 
-@settings(max_examples=150)
+@settings(max_examples=draws(150))
 @given(random_graphs(min_ops=4, max_ops=12, symbolic=True), st.sampled_from(CHUNKINGS))
 def test_any_random_graph_is_split_exactly_or_refused(g: gc.Graph, rows: list[int]) -> None:
     """The suite's random graphs (many ops without a rule): never a wrong answer."""

@@ -16,9 +16,12 @@ import graphc.eager as ge
 from graphc.eager.autograd import gradcheck, gradgradcheck
 from graphc.ir.errors import AutodiffError
 from graphc.ir.registry import all_ops
+from tests.budget import sample
 from tests.op_cases import BUILDER_CASES, OpCase, all_cases
 
-GRAD_CASES = [c for c in all_cases() + BUILDER_CASES if c.has_grad and c.float_dtype == "float64"]
+GRAD_CASES = sample(
+    c for c in all_cases() + BUILDER_CASES if c.has_grad and c.float_dtype == "float64"
+)
 SECOND_ORDER = [c for c in GRAD_CASES if c.smooth]
 
 

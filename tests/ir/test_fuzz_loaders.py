@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+from tests.budget import draws
 from tests.op_cases import all_cases, build_graph
 from tests.strategies import random_graphs
 
@@ -293,19 +294,19 @@ def load_json(text: str | bytes) -> None:
     check_loaded(g)
 
 
-@settings(max_examples=400)
+@settings(max_examples=draws(400))
 @given(mutated_text())
 def test_mutated_op_case_texts(text: str) -> None:
     load_text(text)
 
 
-@settings(max_examples=60)
+@settings(max_examples=draws(60))
 @given(st.data(), random_graphs(min_ops=3, max_ops=10, symbolic=True))
 def test_mutated_random_graph_texts(data: Any, g: gc.Graph) -> None:
     load_text(data.draw(mutated_text(str(g))))
 
 
-@settings(max_examples=150)
+@settings(max_examples=draws(150))
 @given(mutated_text(), st.binary(max_size=4), st.integers(0, 10**6))
 def test_mutated_bytes(text: str, junk: bytes, at: int) -> None:
     raw = text.encode("utf-8", "surrogatepass")
@@ -379,7 +380,7 @@ def mutated_document(draw: Any) -> str:
     return text
 
 
-@settings(max_examples=400)
+@settings(max_examples=draws(400))
 @given(mutated_document())
 def test_mutated_json_documents(text: str) -> None:
     load_json(text)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+from tests.budget import draws
 
 HOSTILE = [
     "a\nb",
@@ -103,7 +104,7 @@ def test_hostile_names_inside_a_fused_body() -> None:
     assert_round_trips(fused)
 
 
-@settings(max_examples=100)
+@settings(max_examples=draws(100))
 @given(st.text(min_size=0, max_size=12), st.text(min_size=1, max_size=12))
 def test_any_names_round_trip(graph_name: str, value_name: str) -> None:
     assert_round_trips(named(graph_name, value_name))

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 import graphc as gc
 from graphc.ir.graph import Graph
 from graphc.ir.types import TensorType
+from tests.budget import draws
 from tests.strategies import random_feeds, random_graphs
 
 
@@ -94,7 +95,7 @@ def test_save_and_load(tmp_path: Path) -> None:
     assert_same_graph(g, gc.load(path))
 
 
-@settings(max_examples=20)
+@settings(max_examples=draws(20))
 @given(random_graphs())
 def test_random_graphs_round_trip(g: gc.Graph) -> None:
     g2 = gc.from_json(gc.to_json(g))

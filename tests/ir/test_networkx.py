@@ -9,6 +9,7 @@ from hypothesis import given, settings
 
 import graphc as gc
 from graphc.ir.types import TensorType
+from tests.budget import draws
 from tests.strategies import random_feeds, random_graphs
 
 
@@ -98,7 +99,7 @@ def test_bad_node_data_is_named() -> None:
         gc.from_networkx(d)
 
 
-@settings(max_examples=15)
+@settings(max_examples=draws(15))
 @given(random_graphs(min_ops=5, max_ops=20))
 def test_random_graphs_round_trip(g: gc.Graph) -> None:
     g2 = gc.from_networkx(gc.to_networkx(g))

@@ -6,10 +6,11 @@ import numpy as np
 from hypothesis import given, settings
 
 import graphc as gc
+from tests.budget import draws
 from tests.strategies import random_feeds, random_graphs
 
 
-@settings(max_examples=20)
+@settings(max_examples=draws(20))
 @given(random_graphs(min_ops=15, max_ops=30))
 def test_sizes_inputs_outputs_and_finite_results(g: gc.Graph) -> None:
     ops = [n for n in g.op_nodes if not n.is_constant]
@@ -23,7 +24,7 @@ def test_sizes_inputs_outputs_and_finite_results(g: gc.Graph) -> None:
         assert result.dtype == np.float64 and np.isfinite(result).all(), str(g)
 
 
-@settings(max_examples=20)
+@settings(max_examples=draws(20))
 @given(random_graphs(min_ops=5, max_ops=15, dtype="float32", symbolic=True))
 def test_symbolic_float32_graphs_run_at_several_sizes(g: gc.Graph) -> None:
     gc.verify(g)
@@ -35,7 +36,7 @@ def test_symbolic_float32_graphs_run_at_several_sizes(g: gc.Graph) -> None:
             assert result.dtype == np.float32 and np.isfinite(result).all(), str(g)
 
 
-@settings(max_examples=15)
+@settings(max_examples=draws(15))
 @given(random_graphs(min_ops=5, max_ops=15, symbolic=True))
 def test_symbolic_graphs_round_trip_through_text(g: gc.Graph) -> None:
     g2 = gc.parse(str(g))

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 
 import graphc as gc
+from tests.budget import draws
 from tests.strategies import random_feeds, random_graphs
 
 
@@ -112,7 +113,7 @@ def test_calling_a_parsed_graph_works_like_the_original() -> None:
     np.testing.assert_array_equal(gc.parse(str(g))(x, w), g(x, w))
 
 
-@settings(max_examples=25)
+@settings(max_examples=draws(25))
 @given(random_graphs())
 def test_random_graphs_round_trip(g: gc.Graph) -> None:
     text = str(g)
@@ -123,7 +124,7 @@ def test_random_graphs_round_trip(g: gc.Graph) -> None:
         np.testing.assert_array_equal(a, b, err_msg=text)
 
 
-@settings(max_examples=10)
+@settings(max_examples=draws(10))
 @given(random_graphs(min_ops=5, max_ops=10, dtype="float32"))
 def test_random_float32_graphs_round_trip(g: gc.Graph) -> None:
     g2 = gc.parse(str(g))

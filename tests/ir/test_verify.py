@@ -11,6 +11,7 @@ from hypothesis import given, settings
 import graphc as gc
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.types import TensorType
+from tests.budget import draws
 from tests.strategies import random_graphs
 
 F3 = TensorType((3,), "float32")
@@ -39,7 +40,7 @@ def test_valid_graphs_pass() -> None:
     assert gc.verify(g) is None
 
 
-@settings(max_examples=15)
+@settings(max_examples=draws(15))
 @given(random_graphs(min_ops=5, max_ops=20))
 def test_random_graphs_verify(g: gc.Graph) -> None:
     assert gc.verify(g) is None, str(g)

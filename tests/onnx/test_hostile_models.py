@@ -22,6 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.budget import draws
+
 onnx = pytest.importorskip("onnx")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -661,7 +663,7 @@ def _fuzz_models(folder: Path, examples: int) -> None:
 def test_mutated_models_raise_graphc_errors_only_and_open_nothing_outside(
     tmp_path: Path,
 ) -> None:
-    _fuzz_models(tmp_path, 100)
+    _fuzz_models(tmp_path, draws(100))
 
 
 @pytest.mark.slow

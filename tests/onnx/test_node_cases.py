@@ -17,6 +17,7 @@ onnx = pytest.importorskip("onnx")
 import graphc as gc  # noqa: E402
 from graphc.onnx import OnnxError  # noqa: E402
 from graphc.onnx.importer import SUPPORTED_TYPES  # noqa: E402
+from tests.budget import sample  # noqa: E402
 from tests.onnx.node_cases import load_cases, op_types  # noqa: E402
 
 SUPPORTED = set(gc.onnx.supported_op_types())
@@ -70,6 +71,10 @@ def run_case(case: object) -> str:
     return "passed"
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "case",
+    sample(CASES, key=lambda c: tuple(op_types(c.model.graph)), ident=lambda c: c.name),
+    ids=lambda c: c.name,
+)
 def test_node_case(case: object) -> None:
     run_case(case)

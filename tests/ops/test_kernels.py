@@ -9,10 +9,11 @@ from graphc.ir.graph import OP, PLACEHOLDER, Node
 from graphc.ir.registry import all_ops, get_op
 from graphc.ir.types import TensorType, TupleType
 from graphc.ops.dispatch import prepare
+from tests.budget import sample
 from tests.op_cases import OpCase, all_cases, build_graph, ops_without_cases
 from tests.ops.op_grads import forward_values
 
-CASES = all_cases()
+CASES = sample(all_cases())
 
 
 def test_every_registered_op_has_a_case() -> None:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.budget import sample
 from tests.op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
 from tests.ops.op_grads import backward_graph, forward_values, numeric_vjp, pullback
 
-GRAD_CASES = [c for c in all_cases() + BUILDER_CASES if c.has_grad and c.float_dtype == "float64"]
+GRAD_CASES = sample(
+    c for c in all_cases() + BUILDER_CASES if c.has_grad and c.float_dtype == "float64"
+)
 SECOND_ORDER = [c for c in GRAD_CASES if c.smooth]
 
 

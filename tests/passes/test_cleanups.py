@@ -10,6 +10,7 @@ from graphc.passes import fold
 from graphc.passes.report import PassLog
 from graphc.passes.rewrite import Rewriter
 from graphc.passes.simplify import ALGEBRA, EXACT, simplify_fast_math
+from tests.budget import draws
 from tests.passes.passcheck import check_pass
 from tests.strategies import random_graphs
 
@@ -162,7 +163,7 @@ def test_new_names_never_collide_with_later_names() -> None:
     assert len({n.name for n in result.nodes}) == len(result.nodes)
 
 
-@settings(max_examples=60, derandomize=True)
+@settings(max_examples=draws(60), derandomize=True)
 @given(random_graphs(min_ops=15, max_ops=25, symbolic=True))
 def test_one_walk_reaches_the_fixed_point(graph: gc.Graph) -> None:
     """After simplify, a second walk of the same rules fires nothing (default and

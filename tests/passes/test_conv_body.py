@@ -16,6 +16,7 @@ from graphc.ops.conv_ops import conv2d
 from graphc.ops.dispatch import bind
 from graphc.ops.fused import BodySlots, run_body
 from graphc.passes.report import PassLog
+from tests.budget import draws
 from tests.edge_values import assert_bits_equal, sprinkled_feeds
 from tests.passes.passcheck import check_pass
 
@@ -162,7 +163,7 @@ def test_bits_hold_when_each_image_is_its_own_chunk(monkeypatch: pytest.MonkeyPa
         assert_bits_equal([gc.compile(g, opt_level=2)(**feeds)], want, "one image per chunk")
 
 
-@settings(max_examples=60, derandomize=True, deadline=None)
+@settings(max_examples=draws(60), derandomize=True, deadline=None)
 @given(
     st.integers(0, 3), st.sampled_from([1, 2]), st.integers(2, 6), st.integers(2, 6),
     st.sampled_from([1, 2]), st.sampled_from([0, 1, (1, 0, 0, 2)]),

@@ -12,6 +12,7 @@ import graphc as gc
 from graphc.ops import conv_kernels
 from graphc.ops.conv_ops import conv2d
 from graphc.passes.report import PassLog
+from tests.budget import draws
 from tests.edge_values import assert_bits_equal, float_specials
 from tests.passes.passcheck import check_pass
 
@@ -217,7 +218,7 @@ def test_type_rule_refuses_a_bias_that_is_not_per_channel() -> None:
         gc.parse(text)
 
 
-@settings(max_examples=80, derandomize=True, deadline=None)
+@settings(max_examples=draws(80), derandomize=True, deadline=None)
 @given(
     st.integers(0, 3), st.sampled_from([1, 2, 3]), st.integers(1, 3), st.integers(1, 7),
     st.integers(1, 7), st.integers(1, 3), st.integers(1, 3), st.sampled_from([1, 2, (2, 1)]),

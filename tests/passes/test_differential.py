@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+from tests.budget import draws
 from tests.differential import describe_feeds, dropped_error, quiet
 from tests.edge_graphs import edge_graphs
 from tests.edge_values import bits_differ, edge_feeds
@@ -55,7 +56,7 @@ def check_optimized(graph: gc.Graph, feed_sets: Sequence[Mapping[str, np.ndarray
                 assert why is None, f"output {k}: {why}\n{message}"
 
 
-@settings(max_examples=150, derandomize=True)
+@settings(max_examples=draws(150), derandomize=True)
 @given(
     random_graphs(min_ops=15, max_ops=30, dtype="float64", symbolic=True),
     st.integers(0, 2**16),
@@ -64,14 +65,14 @@ def test_levels_agree(graph: gc.Graph, seed: int) -> None:
     check_optimized(graph, [random_feeds(graph, seed=seed), edge_feeds(graph, seed=seed, dims=1)])
 
 
-@settings(max_examples=150, derandomize=True)
+@settings(max_examples=draws(150), derandomize=True)
 @given(edge_graphs(min_ops=3, max_ops=12), st.integers(0, 2**16))
 def test_levels_agree_on_hostile_graphs(graph: gc.Graph, seed: int) -> None:
     check_optimized(graph, [edge_feeds(graph, seed=seed, dims=d) for d in (0, 2)])
 
 
 @pytest.mark.slow
-@settings(max_examples=1000)
+@settings(max_examples=draws(1000))
 @given(edge_graphs(min_ops=3, max_ops=16), st.integers(0, 2**16))
 def test_levels_agree_on_hostile_graphs_slow(graph: gc.Graph, seed: int) -> None:
     check_optimized(graph, [edge_feeds(graph, seed=seed, dims=d) for d in (0, 1, 3)])

@@ -34,6 +34,7 @@ import graphc as gc
 import graphc.eager as ge
 from graphc.ir.errors import ShapeError
 from graphc.ir.types import broadcast_shapes
+from tests.budget import draws
 from tests.control_programs import PROGRAMS
 from tests.control_programs import Program as NamedProgram
 from tests.differential import check_levels, check_round_trip, describe_feeds, quiet
@@ -302,14 +303,14 @@ def check_program(program: Program, seed: int) -> None:
                     )
 
 
-@settings(max_examples=300, derandomize=True)
+@settings(max_examples=draws(300), derandomize=True)
 @given(programs(), st.integers(0, 2**16))
 def test_levels_reference_and_eager_agree(program: Program, seed: int) -> None:
     check_program(program, seed)
 
 
 @pytest.mark.slow
-@settings(max_examples=2000)
+@settings(max_examples=draws(2000))
 @given(programs(max_depth=3), st.integers(0, 2**16))
 def test_levels_reference_and_eager_agree_slow(program: Program, seed: int) -> None:
     check_program(program, seed)
@@ -341,14 +342,14 @@ def check_gradients(program: Program, seed: int) -> None:
         )
 
 
-@settings(max_examples=100, derandomize=True)
+@settings(max_examples=draws(100), derandomize=True)
 @given(programs(dtype="float64"), st.integers(0, 2**16))
 def test_gradients_agree_across_levels_and_with_eager(program: Program, seed: int) -> None:
     check_gradients(program, seed)
 
 
 @pytest.mark.slow
-@settings(max_examples=500)
+@settings(max_examples=draws(500))
 @given(programs(dtype="float64", max_depth=3), st.integers(0, 2**16))
 def test_gradients_agree_across_levels_and_with_eager_slow(program: Program, seed: int) -> None:
     check_gradients(program, seed)

@@ -14,12 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+from tests.budget import draws, sample
 from tests.differential import check_levels
 from tests.edge_values import edge_feeds
 from tests.op_cases import all_cases, build_graph, case_feeds
 from tests.strategies import random_feeds, random_graphs
 
-CASES = all_cases()
+CASES = sample(all_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -29,13 +30,13 @@ def test_every_op_matches_reference(case: object) -> None:
     check_levels(g, [tame, hostile])
 
 
-@settings(max_examples=150)
+@settings(max_examples=draws(150))
 @given(random_graphs(), st.integers(0, 2**16))
 def test_random_graphs_match_reference(g: gc.Graph, seed: int) -> None:
     check_levels(g, [random_feeds(g, seed=seed), edge_feeds(g, seed=seed)])
 
 
-@settings(max_examples=60)
+@settings(max_examples=draws(60))
 @given(random_graphs(min_ops=5, max_ops=15, dtype="float32", symbolic=True), st.integers(0, 2**16))
 def test_random_float32_graphs_match_reference(g: gc.Graph, seed: int) -> None:
     check_levels(g, [edge_feeds(g, seed=seed, dims=0), random_feeds(g, seed=seed, dims=1)])

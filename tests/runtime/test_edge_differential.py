@@ -5,7 +5,8 @@ and symbolic shapes; untamed exp/log/sqrt/div/pow; hostile names), the feeds fro
 tests/edge_values.py (nan, +-inf, -0.0, subnormals, extremes, integer min/max). Each
 executable is called on two feed sets; a graph with the symbolic dim "B" is fed at two
 batch sizes, one of them 0 or 1. Results must match bit for bit (tests/differential.py).
-The default run draws 300 graphs; the `slow` job (python -m pytest -m slow) 2,000 more.
+The full run (python -m pytest --full) draws 300 graphs and 2,000 more in the slow test;
+the quick run a tenth of each (tests/budget.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+from tests.budget import draws
 from tests.differential import check_levels, check_round_trip
 from tests.edge_graphs import edge_graphs
 from tests.edge_values import edge_feeds
@@ -30,7 +32,7 @@ def _feed_sets(graph: gc.Graph, seed: int, sizes: tuple[int, int]) -> list[dict]
 BATCHES = st.tuples(st.sampled_from([0, 1]), st.sampled_from([1, 2, 3, 5]))
 
 
-@settings(max_examples=300, derandomize=True)
+@settings(max_examples=draws(300), derandomize=True)
 @given(edge_graphs(), st.integers(0, 2**16), BATCHES)
 def test_edge_graphs_agree(graph: gc.Graph, seed: int, sizes: tuple[int, int]) -> None:
     feeds = _feed_sets(graph, seed, sizes)
@@ -39,7 +41,7 @@ def test_edge_graphs_agree(graph: gc.Graph, seed: int, sizes: tuple[int, int]) -
 
 
 @pytest.mark.slow
-@settings(max_examples=2000)
+@settings(max_examples=draws(2000))
 @given(edge_graphs(max_ops=12), st.integers(0, 2**16), BATCHES)
 def test_edge_graphs_agree_slow(graph: gc.Graph, seed: int, sizes: tuple[int, int]) -> None:
     feeds = _feed_sets(graph, seed, sizes)
@@ -47,7 +49,7 @@ def test_edge_graphs_agree_slow(graph: gc.Graph, seed: int, sizes: tuple[int, in
     check_round_trip(graph, feeds)
 
 
-@settings(max_examples=25, derandomize=True)
+@settings(max_examples=draws(25), derandomize=True)
 @given(edge_graphs(min_ops=3, max_ops=10, symbolic=True), st.integers(0, 2**16))
 def test_edge_graphs_agree_past_a_chunk(graph: gc.Graph, seed: int) -> None:
     # fused elementwise groups run in chunks of 65,536 elements (graphc/runtime/fused.py):
@@ -67,7 +69,7 @@ def _gradient_graph(graph: gc.Graph) -> gc.Graph | None:
     return gc.gradients(graph, wrt=wrt, outputs=outputs, seeds=True)
 
 
-@settings(max_examples=60, derandomize=True)
+@settings(max_examples=draws(60), derandomize=True)
 @given(edge_graphs(min_ops=2, max_ops=8, float_input=True), st.integers(0, 2**16), BATCHES)
 def test_edge_gradient_graphs_agree(graph: gc.Graph, seed: int, sizes: tuple[int, int]) -> None:
     # backward graphs bring sum_to, unslice, scatter_add and the VJP rules of every op
@@ -81,7 +83,7 @@ def test_edge_gradient_graphs_agree(graph: gc.Graph, seed: int, sizes: tuple[int
 
 
 @pytest.mark.slow
-@settings(max_examples=500)
+@settings(max_examples=draws(500))
 @given(edge_graphs(min_ops=2, max_ops=12, float_input=True), st.integers(0, 2**16), BATCHES)
 def test_edge_gradient_graphs_agree_slow(
     graph: gc.Graph, seed: int, sizes: tuple[int, int]

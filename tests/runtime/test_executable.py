@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+from tests.budget import draws
 from tests.strategies import random_feeds, random_graphs
 
 
@@ -154,7 +155,7 @@ def _snapshot(g: gc.Graph) -> list[np.ndarray]:
     return [n.value.copy() for n in g.nodes if n.is_constant]
 
 
-@settings(max_examples=60)
+@settings(max_examples=draws(60))
 @given(random_graphs(min_ops=5, max_ops=20), st.sampled_from([0, 2]))
 def test_callers_arrays_constants_and_earlier_results_are_never_written(
     g: gc.Graph, opt_level: int

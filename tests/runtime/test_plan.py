@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import graphc as gc
 from graphc.runtime.explain import peak_bytes
 from graphc.runtime.plan import Plan, Value
+from tests.budget import draws
 from tests.strategies import random_graphs
 
 N = 256 * 256 * 4  # bytes of one f32[256,256]
@@ -173,7 +174,7 @@ def test_slices_of_inputs_and_returned_slices_are_copies() -> None:
     np.testing.assert_array_equal(z, want[1])
 
 
-@settings(max_examples=80)
+@settings(max_examples=draws(80))
 @given(random_graphs(min_ops=10, max_ops=30), st.sampled_from([0, 2]))
 def test_random_plans_never_overlap_live_values(g: gc.Graph, opt_level: int) -> None:
     plan = gc.compile(g, opt_level=opt_level).plan()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import graphc as gc
 from graphc.ir.errors import NumericsError
 from graphc.runtime.scalar import IDENTITY_OPS, SUM_OPS
+from tests.budget import draws
 from tests.runtime.test_executable import in_threads
 
 ONE_ELEMENT_SHAPES = ((), (1,), (1, 1))
@@ -251,7 +252,7 @@ def one_element_graphs(draw: Any) -> gc.Graph:
     return g
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=draws(200), deadline=None)
 @given(one_element_graphs(), st.integers(0, 2**16))
 def test_random_one_element_graphs_match_the_reference_bit_for_bit(g: gc.Graph, seed: int) -> None:
     feeds = feeds_for(g, seed)

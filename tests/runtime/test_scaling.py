@@ -18,6 +18,7 @@ from graphc.ir.graph import Graph
 from graphc.ir.types import TensorType
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Buffer, FreeList
+from tests.budget import draws
 
 BIG = 200  # graphs at least this long count as "the graph", not a fused body
 SCANS = {
@@ -39,7 +40,7 @@ def naive_take(free: list[Buffer], t: TensorType) -> Buffer | None:
     return best
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=draws(200), deadline=None)
 @given(
     st.lists(
         st.tuples(st.booleans(), st.sampled_from(["float32", "float64"]), st.integers(1, 6)),

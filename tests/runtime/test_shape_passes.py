@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import graphc as gc
 from graphc import nn, optim
+from tests.budget import draws
 from tests.native_checks import needs_native
 from tests.passes.passcheck import assert_bits_equal
 from tests.strategies import random_feeds, random_graphs
@@ -122,7 +123,7 @@ def test_sgd_step_folds_each_weight_update_into_one_gemm_writing_the_weight() ->
 
 
 @settings(
-    max_examples=150,
+    max_examples=draws(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

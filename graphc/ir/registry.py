@@ -48,6 +48,11 @@ class OpDef:
     scratch      bytes of working memory the kernel allocates for itself besides its
                  result (im2col buffers, padded copies), given concrete types and an
                  `out=` buffer; the planner counts them in the step's live bytes
+    props        algebraic and structural properties the passes and translators ask
+                 about, from the vocabulary `PROPS` (commutative, non_negative, ...);
+                 `has(prop)` asks, so no op-name set lives outside this record
+    rules        rules other layers register for this op, by kind (`register_rule`):
+                 a native C emitter, ONNX export, the batch split, ...
     """
 
     name: str
@@ -66,6 +71,21 @@ class OpDef:
     cost: CostRule | None = None
     scratch: ScratchRule | None = None
     doc: str = ""
+    props: frozenset[str] = frozenset()
+    rules: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.props) - set(PROPS)
+        if unknown:
+            raise ValueError(
+                f"op '{self.name}': unknown props {sorted(unknown)}; known: {sorted(PROPS)}"
+            )
+
+    def has(self, prop: str) -> bool:
+        """Whether the op has property `prop` (one of `PROPS`)."""
+        if prop not in PROPS:
+            raise ValueError(f"unknown op property '{prop}'; known: {sorted(PROPS)}")
+        return prop in self.props
 
     def flops(self, out: TensorType, *inputs: TensorType, **attrs: Any) -> int:
         if self.cost is not None:
@@ -80,6 +100,43 @@ class OpDef:
 
 
 REQUIRED = object()  # marks an attribute without a default
+
+# The properties an op may declare (`OpDef.props`), each with the promise it makes.
+# Passes, runtimes and translators ask `get_op(name).has(prop)` or `ops_with(prop)`;
+# tests/ir/test_op_contract.py checks each promise on the ops that declare it.
+PROPS: dict[str, str] = {
+    "commutative": "f(a, b) == f(b, a) bit for bit (for one nan payload)",
+    "comparison": "a bool result, comparing its two operands after promoting both to "
+    "their common dtype",
+    "non_negative": "every result is >= 0 or nan (save an integer's wrap-around: abs of "
+    "int32's minimum is itself, as in numpy)",
+    "activation": "elementwise of one tensor, no attrs, a float input's type kept, the "
+    "kernel safe with out= its input: an epilogue may end with it",
+    "allocates_one_temporary": "its kernel allocates one temporary the size of its input, "
+    "even when given out=",
+    "one_element_identity": "on one element, the result is the input's value bit for bit",
+    "one_element_sum": "on one element v, the result is v + 0 (-0.0 becomes +0.0), as "
+    "numpy's sum of one element; one to the input's own shape may be v itself",
+    "reads_only_type": "the result depends on its inputs' shapes and dtypes, never on their values",
+}
+
+
+def register_rule(op: str, kind: str, rule: Any) -> Any:
+    """Attach a rule of `kind` to registered op `op` (its translators' and transforms'
+    rules live with the op, not in tables of their own); returns `rule`."""
+    opdef = get_op(op)
+    if kind in opdef.rules:
+        raise ValueError(f"op '{op}' already has a '{kind}' rule")
+    opdef.rules[kind] = rule
+    return rule
+
+
+def ops_with(prop: str) -> frozenset[str]:
+    """The names of the registered ops that declare `prop`."""
+    if prop not in PROPS:
+        raise ValueError(f"unknown op property '{prop}'; known: {sorted(PROPS)}")
+    return frozenset(name for name, opdef in _REGISTRY.items() if prop in opdef.props)
+
 
 _REGISTRY: dict[str, OpDef] = {}
 

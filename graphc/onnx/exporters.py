@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import Node
+from graphc.ir.registry import get_op
 from graphc.ir.types import is_symbol
 from graphc.onnx.importer import OnnxError, onnx_elem_type
 from graphc.onnx.writer import Writer, exporter
@@ -24,7 +25,6 @@ _BINARY = {
     "ge": "GreaterOrEqual", "where": "Where", "matmul": "MatMul",
 }  # fmt: skip
 
-_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 _BOOL_FORMS = {"add": "Or", "mul": "And", "maximum": "Or", "minimum": "And"}
 
 
@@ -32,8 +32,9 @@ def computed(w: Writer, node: Node, ins: list[str], first: int = 0) -> list[str]
     """Inputs cast to the dtype the op computes in: ONNX ops take one element type
     where numpy promotes (int64 + float32, exp of an int)."""
     types = [x.type.dtype for x in node.inputs[first:]]
-    target = np.result_type(*types) if node.op in _COMPARISONS else node.type.dtype
-    if node.op in _COMPARISONS and target == np.bool_:
+    comparison = get_op(node.op).has("comparison")
+    target = np.result_type(*types) if comparison else node.type.dtype
+    if comparison and target == np.bool_:
         target = np.dtype(np.int32)  # ONNX orders numbers, not bools
     return ins[:first] + [w.cast(n, t, target) for n, t in zip(ins[first:], types)]
 
@@ -384,9 +385,6 @@ def _custom(w: Writer, node: Node, ins: list[str]) -> list[str]:
     return w.write(body, dict(zip(body.inputs, ins)))
 
 
-_ACTIVATIONS = {"relu": "Relu", "tanh": "Tanh"}
-
-
 def activation_form(w: Writer, y: str, activation: Any, dtype: Any) -> str:
     """An epilogue's activation (None, relu, tanh, sigmoid or gelu) of y, in dtype."""
     if activation is None:
@@ -395,7 +393,7 @@ def activation_form(w: Writer, y: str, activation: Any, dtype: Any) -> str:
         return _gelu_form(w, y, dtype)
     if activation == "sigmoid":
         return _logistic(w, y, dtype)
-    return w.one(_ACTIVATIONS[activation], [y])
+    return w.one(_UNARY[activation], [y])  # relu, tanh: one ONNX op each
 
 
 @exporter("matmul_epilogue")

@@ -38,6 +38,7 @@ def defop(
     cost: Callable[..., int] | None = None,
     scratch: Callable[..., int] | None = None,
     doc: str = "",
+    props: Sequence[str] = (),
 ) -> Callable[..., Any]:
     """Register op `name` and return the function users call (`gc.<name>`).
 
@@ -65,6 +66,7 @@ def defop(
             cost=cost,
             scratch=scratch,
             doc=doc,
+            props=frozenset(props),
         )
     )
 

@@ -48,7 +48,9 @@ from graphc.ops.selection import (  # noqa: F401 - re-exported: E.cast, E.where,
 )
 
 
-def _binary(name: str, ufunc: np.ufunc, vjp: Any, doc: str, inplace: bool = True) -> Any:
+def _binary(
+    name: str, ufunc: np.ufunc, vjp: Any, doc: str, inplace: bool = True, props: tuple = ()
+) -> Any:
     return defop(
         name,
         inputs=("x", "y"),
@@ -59,10 +61,11 @@ def _binary(name: str, ufunc: np.ufunc, vjp: Any, doc: str, inplace: bool = True
         inplace=inplace,
         cost=elementwise_cost,
         doc=doc,
+        props=props,
     )
 
 
-def unary_op(name: str, ufunc: np.ufunc, vjp: Any, doc: str) -> Any:
+def unary_op(name: str, ufunc: np.ufunc, vjp: Any, doc: str, props: tuple = ()) -> Any:
     """An elementwise op that is numpy's `ufunc` of one input, in place where it may be."""
     return defop(
         name,
@@ -73,6 +76,7 @@ def unary_op(name: str, ufunc: np.ufunc, vjp: Any, doc: str) -> Any:
         inplace=True,
         cost=elementwise_cost,
         doc=doc,
+        props=props,
     )
 
 
@@ -106,6 +110,7 @@ add = _binary(
     np.add,
     lambda ct, out, x, y, needs: (unbroadcast(ct, x), unbroadcast(ct, y)),
     "x + y, elementwise with broadcasting. gc.add(np.ones(2), 1.0) -> array([2., 2.])",
+    props=("commutative",),
 )
 
 # d(x-y) = dx - dy
@@ -128,6 +133,7 @@ mul = _binary(
         unbroadcast(ct * x, y) if needs[1] else None,
     ),
     "x * y, elementwise with broadcasting. gc.mul(np.ones(2), 3.0) -> array([3., 3.])",
+    props=("commutative",),
 )
 
 # d(x/y) = dx / y - (x/y) dy / y
@@ -203,16 +209,34 @@ neg = unary_op("neg", np.negative, lambda ct, out, x, needs: (neg(ct),), "-x, el
 # -- unary math -----------------------------------------------------------------
 
 # d exp(x) = exp(x) dx
-exp = unary_op("exp", np.exp, lambda ct, out, x, needs: (ct * out,), "e ** x, elementwise.")
+exp = unary_op(
+    "exp",
+    np.exp,
+    lambda ct, out, x, needs: (ct * out,),
+    "e ** x, elementwise.",
+    props=("non_negative",),
+)
 
 # d log(x) = dx / x
 log = unary_op("log", np.log, lambda ct, out, x, needs: (ct / x,), "Natural logarithm.")
 
 # d sqrt(x) = dx / (2 sqrt(x))
-sqrt = unary_op("sqrt", np.sqrt, lambda ct, out, x, needs: (ct * 0.5 / out,), "Square root.")
+sqrt = unary_op(
+    "sqrt",
+    np.sqrt,
+    lambda ct, out, x, needs: (ct * 0.5 / out,),
+    "Square root.",
+    props=("non_negative",),
+)
 
 # d|x| = sign(x) dx
-abs = unary_op("abs", np.absolute, lambda ct, out, x, needs: (ct * sign(x),), "Absolute value.")
+abs = unary_op(
+    "abs",
+    np.absolute,
+    lambda ct, out, x, needs: (ct * sign(x),),
+    "Absolute value.",
+    props=("non_negative",),
+)
 
 
 def _zero_vjp(ct: Any, out: Any, x: Any, needs: tuple) -> tuple:
@@ -230,7 +254,11 @@ cos = unary_op("cos", np.cos, lambda ct, out, x, needs: (neg(ct) * sin(x),), "Co
 
 # d tanh(x) = (1 - tanh(x)^2) dx
 tanh = unary_op(
-    "tanh", np.tanh, lambda ct, out, x, needs: (ct * (1 - out * out),), "Hyperbolic tangent."
+    "tanh",
+    np.tanh,
+    lambda ct, out, x, needs: (ct * (1 - out * out),),
+    "Hyperbolic tangent.",
+    props=("activation",),
 )
 
 
@@ -258,6 +286,7 @@ sigmoid = defop(
     inplace=True,
     cost=lambda out, x: 4 * (out.size or 0),
     doc="Logistic sigmoid 1 / (1 + exp(-x)).",
+    props=("non_negative", "activation", "allocates_one_temporary"),
 )
 
 
@@ -277,6 +306,7 @@ relu = defop(
     inplace=True,
     cost=elementwise_cost,
     doc="max(x, 0), elementwise.",
+    props=("non_negative", "activation"),
 )
 
 _GELU_C = math.sqrt(2.0 / math.pi)
@@ -323,6 +353,7 @@ gelu = defop(
     inplace=True,
     cost=lambda out, x: 8 * (out.size or 0),
     doc="GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).",
+    props=("activation", "allocates_one_temporary"),
 )
 
 # -- binary min/max ---------------------------------------------------------------
@@ -344,13 +375,13 @@ maximum = _binary(
     np.maximum,
     _extremum_vjp(lambda a, b: gt(a, b)),
     "Elementwise larger of x and y.",
-)
+)  # not commutative: on a tie it returns x, so maximum(0.0, -0.0) is -0.0, the other way 0.0
 minimum = _binary(
     "minimum",
     np.minimum,
     _extremum_vjp(lambda a, b: lt(a, b)),
     "Elementwise smaller of x and y.",
-)
+)  # not commutative: on a tie it returns x (the sign of a zero follows the order)
 
 # -- derived (builders over the primitives above) ---------------------------------
 

@@ -12,19 +12,19 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import GraphcError, ShapeError
-from graphc.ir.registry import get_op
+from graphc.ir.registry import get_op, ops_with
 from graphc.ir.types import TensorType
 from graphc.ops.defop import VARIADIC, defop
 from graphc.ops.fused import composite_vjp
 
-ACTIVATIONS = ("relu", "gelu", "tanh", "sigmoid")
-
 
 def check_epilogue(op: str, types: tuple[TensorType, ...], bias: Any, activation: Any) -> None:
-    """The checks every epilogue op makes of its activation and input count."""
-    if activation not in (None, *ACTIVATIONS):
+    """The checks every epilogue op makes of its activation (an op with the property
+    "activation") and input count."""
+    activations = tuple(sorted(ops_with("activation")))
+    if activation not in (None, *activations):
         raise GraphcError(
-            f"{op}: activation must be None or one of {ACTIVATIONS}, got {activation!r}"
+            f"{op}: activation must be None or one of {activations}, got {activation!r}"
         )
     if len(types) != 2 + bool(bias):
         raise GraphcError(

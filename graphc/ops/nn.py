@@ -80,6 +80,7 @@ softmax = defop(
     vjp=lambda ct, out, x, needs, axis: (out * (ct - R.sum(ct * out, axis=axis, keepdims=True)),),
     cost=lambda out, x, axis: 5 * (out.size or 0),
     doc="exp(x) / sum(exp(x)) along axis, computed stably. gc.softmax(logits, axis=-1)",
+    props=("non_negative",),
 )
 
 # d log_softmax: ct_x = ct - softmax(x) * sum(ct)
@@ -132,6 +133,7 @@ one_hot = defop(
     canonicalize=_one_hot_canon,
     vjp=lambda ct, out, labels, needs, num_classes, dtype: (None,),
     doc="1 at each label's position along a new last axis. gc.one_hot(y, num_classes=10)",
+    props=("non_negative",),
 )
 
 

@@ -125,6 +125,7 @@ sum = defop(
     ),
     cost=_reduce_cost,
     doc="Sum over axis (all by default). gc.sum(x, axis=1, keepdims=True)",
+    props=("one_element_sum",),
 )
 
 
@@ -246,6 +247,7 @@ _count = defop(
     canonicalize=_count_canon,
     shape_attrs=("shape",),
     doc="The number of elements of an array of `shape` along axis (all by default).",
+    props=("non_negative",),
 )
 
 
@@ -284,6 +286,7 @@ mean = defop(
     vjp=_mean_vjp,
     cost=_reduce_cost,
     doc="Mean over axis (all by default). gc.mean(x, axis=0)",
+    props=("one_element_sum",),
 )
 
 
@@ -314,6 +317,7 @@ max = defop(
     vjp=_extremum_vjp,
     cost=_reduce_cost,
     doc="Largest element over axis. gc.max(x, axis=-1)",
+    props=("one_element_identity",),
 )
 min = defop(
     "min",
@@ -324,6 +328,7 @@ min = defop(
     vjp=_extremum_vjp,
     cost=_reduce_cost,
     doc="Smallest element over axis. gc.min(x, axis=-1)",
+    props=("one_element_identity",),
 )
 
 

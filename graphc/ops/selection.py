@@ -29,7 +29,7 @@ def unbroadcast(ct: Any, x: Any) -> Any:
 # -- comparisons (boolean results, no gradient) -----------------------------------
 
 
-def _compare(name: str, ufunc: np.ufunc, doc: str) -> Any:
+def _compare(name: str, ufunc: np.ufunc, doc: str, props: tuple = ()) -> Any:
     return defop(
         name,
         inputs=("x", "y"),
@@ -38,11 +38,12 @@ def _compare(name: str, ufunc: np.ufunc, doc: str) -> Any:
         elementwise=True,
         cost=elementwise_cost,
         doc=doc,
+        props=("comparison", *props),
     )
 
 
-eq = _compare("eq", np.equal, "x == y, elementwise (bool).")
-ne = _compare("ne", np.not_equal, "x != y, elementwise (bool).")
+eq = _compare("eq", np.equal, "x == y, elementwise (bool).", props=("commutative",))
+ne = _compare("ne", np.not_equal, "x != y, elementwise (bool).", props=("commutative",))
 lt = _compare("lt", np.less, "x < y, elementwise (bool).")
 le = _compare("le", np.less_equal, "x <= y, elementwise (bool).")
 gt = _compare("gt", np.greater, "x > y, elementwise (bool).")
@@ -201,6 +202,7 @@ full_like = defop(
     vjp=lambda ct, out, x, needs, value: (None,),
     elementwise=True,
     doc="An array like x filled with value. gc.full_like(x, 0) is zeros_like.",
+    props=("reads_only_type",),
 )
 
 

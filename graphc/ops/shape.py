@@ -85,6 +85,7 @@ reshape = defop(
     vjp=lambda ct, out, x, needs, shape: (reshape(ct, x.shape),),
     shape_attrs=("shape",),
     doc="x with a new shape of the same size; one dim may be -1. gc.reshape(x, (2, -1))",
+    props=("one_element_identity",),
 )
 
 # -- transpose ---------------------------------------------------------------------
@@ -109,6 +110,7 @@ transpose = defop(
     permutes=True,
     vjp=lambda ct, out, x, needs, axes: (transpose(ct, tuple(np.argsort(axes).tolist())),),
     doc="Permute the axes of x (reverse them by default). gc.transpose(x, (0, 2, 1))",
+    props=("one_element_identity",),
 )
 
 
@@ -162,6 +164,7 @@ broadcast_to = defop(
     vjp=lambda ct, out, x, needs, shape: (sum_to(ct, x.shape),),
     shape_attrs=("shape",),
     doc="x repeated along broadcast dims to shape (numpy rules). gc.broadcast_to(x, (4, 3))",
+    props=("one_element_identity",),
 )
 
 
@@ -198,6 +201,7 @@ sum_to = defop(
     shape_attrs=("shape",),
     cost=lambda out, x, shape: x.size or 0,
     doc="Sum x down to shape, the adjoint of broadcast_to. gc.sum_to(ones((4, 3)), (3,))",
+    props=("one_element_sum",),
 )
 
 

@@ -28,9 +28,6 @@ from graphc.passes.report import PassLog
 MERGED_OPS = "merged a repeated op"
 MERGED_CONSTANTS = "merged an equal constant"
 
-# ops where swapping the two inputs gives exactly the same result, NaNs included
-COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum", "eq", "ne"})
-
 
 def attr_key(value: Any) -> Any:
     """A hashable stand-in for an attribute value, equal exactly when the values are."""
@@ -52,7 +49,7 @@ def attr_key(value: Any) -> Any:
 
 def node_key(node: Node, inputs: tuple[Node, ...]) -> tuple:
     ids = tuple(id(x) for x in inputs)
-    if node.op in COMMUTATIVE:
+    if get_op(node.op).has("commutative"):  # f(x, y) and f(y, x) are one value
         ids = tuple(sorted(ids))
     attrs = tuple(sorted((k, attr_key(v)) for k, v in node.attrs.items()))
     return (node.op, node.type, ids, attrs)

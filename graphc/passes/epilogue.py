@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from graphc.ir.graph import OP, Graph, Node
-from graphc.ops.epilogue import ACTIVATIONS
+from graphc.ir.registry import get_op
 from graphc.passes.builder import GraphBuilder, replacement_meta, sole_user
 from graphc.passes.report import PassLog
 
@@ -53,7 +53,7 @@ def find_chains(
                 user = sole_user(user, users)
         if (
             user is not None
-            and user.op in ACTIVATIONS
+            and get_op(user.op).has("activation")
             and user.op not in keep
             and user.type == last.type
         ):

@@ -29,9 +29,6 @@ from graphc.passes.rewrite import Match, rewrite, rule
 FOLD_LIMIT = 1 << 16  # elements
 SMALL = 16  # results this small always fold (they print inline)
 
-# ops that read only the shape and dtype of their input, never its values
-TYPE_ONLY = frozenset({"full_like"})
-
 
 class Foldable(Pattern):
     """Any pure op (not a constant) whose value is known before the graph runs, and
@@ -45,11 +42,11 @@ class Foldable(Pattern):
             return False  # (a node with several results stays: its results fold one by one)
         if node.op in self.keep:
             return False
-        if node.op in TYPE_ONLY:
+        opdef = get_op(node.op)
+        if opdef.has("reads_only_type"):  # full_like: the inputs' types are enough
             known = all(x.type.is_concrete for x in node.inputs)
         else:
             known = all(x.is_constant for x in node.inputs)
-        opdef = get_op(node.op)
         if not known or not opdef.pure or opdef.permutes:
             return False
         if any(isinstance(d, str) for key in opdef.shape_attrs for d in attr_dims(node.attrs[key])):

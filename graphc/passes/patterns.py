@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import OP, Node
-from graphc.passes.cse import COMMUTATIVE
+from graphc.ir.registry import get_op
 
 Bindings = dict[str, Any]
 
@@ -117,7 +117,7 @@ class Op(Pattern):
         if node.kind != OP or node.op != self.op or len(node.inputs) != len(self.args):
             return False
         orders = [node.inputs]
-        if self.op in COMMUTATIVE and len(node.inputs) == 2:
+        if len(node.inputs) == 2 and get_op(self.op).has("commutative"):
             orders.append(node.inputs[::-1])
         for inputs in orders:
             trial = dict(bound)

@@ -60,6 +60,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.registry import get_op
 from graphc.passes.fold import FOLD, folding
 from graphc.passes.gemm_rules import fold_update
 from graphc.passes.patterns import (
@@ -85,9 +86,6 @@ add, sub, mul, div, neg, pow, exp, log, cast = ops(
 reshape, transpose, broadcast_to, sum_to = ops("reshape", "transpose", "broadcast_to", "sum_to")
 softmax, log_softmax, sum, logsumexp = ops("softmax", "log_softmax", "sum", "logsumexp")
 matmul = ops("matmul")[0]
-
-# ops whose result is >= 0 or nan for every input
-NON_NEGATIVE = frozenset({"exp", "sqrt", "abs", "relu", "sigmoid", "softmax", "one_hot", "count"})
 
 
 def is_integer(name: str) -> object:
@@ -140,7 +138,9 @@ def negated_y_widens_exactly(m: Match) -> bool:
 def non_negative(node: Node) -> bool:
     if node.kind != OP:
         return False
-    if node.op in NON_NEGATIVE or (node.op == "mul" and node.inputs[0] is node.inputs[1]):
+    if get_op(node.op).has("non_negative"):
+        return True
+    if node.op == "mul" and node.inputs[0] is node.inputs[1]:  # x * x
         return True
     if node.is_constant:
         return bool(np.all(np.isnan(node.value) | (node.value >= 0)))

@@ -10,9 +10,10 @@ steps as scalar expressions:
 - ``+ - * /`` and unary ``-`` as Python operators on the numpy scalars;
 - any other ufunc op by calling the ufunc on the scalars (the same inner loop as
   on a one-element array, so the same result);
-- reshape, transpose, broadcast_to, max and min of one element as the value itself
-  (`IDENTITY_OPS`), and the adding reductions as ``v + 0.0`` (`SUM_OPS`: numpy's sum
-  of [-0.0] is +0.0); the tests check each against the op's own kernel.
+- ops with the property "one_element_identity" (reshape, transpose, broadcast_to,
+  max, min) as the value itself, and those with "one_element_sum" (the adding
+  reductions) as ``v + 0.0`` (numpy's sum of [-0.0] is +0.0); the tests check each
+  against the op's own kernel.
 
 Inputs are read once (``x[0]``), and each returned value gets a fresh array of its
 declared shape and dtype. There is no arena, so threads share nothing. A plan with
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
-from graphc.ir.registry import get_op
+from graphc.ir.registry import get_op, ops_with
 from graphc.ir.types import TensorType
 from graphc.ops.fused import body_types
 from graphc.runtime.codegen import Generated, Generator, step_text
@@ -44,11 +45,10 @@ DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 BINARY = {np.add: "+", np.subtract: "-", np.multiply: "*", np.divide: "/"}
 UNARY = {np.negative: "-"}
 
-# ops whose one-element result is their one-element input's value, unchanged
-IDENTITY_OPS = frozenset({"reshape", "transpose", "broadcast_to", "max", "min"})
-# reductions that add: numpy's sum of one element v is v + 0 (so -0.0 becomes +0.0);
-# sum_to returns its input itself when there is nothing to reduce
-SUM_OPS = frozenset({"sum", "mean", "sum_to"})
+# The op contract's answers, named for tests/runtime/test_scalar.py, which checks each of
+# these ops against its kernel; the steps below ask the op itself.
+IDENTITY_OPS = ops_with("one_element_identity")
+SUM_OPS = ops_with("one_element_sum")
 
 
 def _ufunc(node: Node, attrs: dict[str, Any]) -> np.ufunc | None:
@@ -66,7 +66,8 @@ def _supported(node: Node, types: dict[Node, TensorType], attrs: dict[str, Any])
     """Can op `node` (typed by `types`, called with `attrs`) run on numpy scalars?"""
     if not _scalar_type(types[node]):
         return False
-    if node.op in IDENTITY_OPS or node.op in SUM_OPS:
+    opdef = get_op(node.op)
+    if opdef.has("one_element_identity") or opdef.has("one_element_sum"):
         return types[node.inputs[0]].dtype == types[node].dtype
     if node.op == "fused":  # its body's ops, inlined
         body = attrs["body"]
@@ -134,12 +135,16 @@ class ScalarGenerator(Generator):
     ) -> str:
         """Append the lines computing op `node` on scalars `args` of `types`; the name of
         its result."""
-        if node.op in IDENTITY_OPS or (node.op == "sum_to" and attrs["shape"] == types[0].shape):
+        opdef = get_op(node.op)
+        # (sum_to returns its input itself when there is nothing to reduce)
+        if opdef.has("one_element_identity") or (
+            node.op == "sum_to" and attrs["shape"] == types[0].shape
+        ):
             return args[0]
         if node.op == "fused":
             return self._inline(node, args, types, attrs["body"], lines)
         ufunc = _ufunc(node, attrs)
-        if node.op in SUM_OPS:
+        if opdef.has("one_element_sum"):
             expr = f"{args[0]} + 0.0"
         elif ufunc in BINARY:
             expr = f"{args[0]} {BINARY[ufunc]} {args[1]}"

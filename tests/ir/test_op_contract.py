@@ -1,0 +1,383 @@
+"""The op contract: every fact of an op lives in its `OpDef`.
+
+Checks that the property vocabulary (`PROPS`) is declared and asked for, that unknown
+properties are refused, that each property keeps its promise on the ops declaring it
+(with real data, special values included), that every op lacking a rule of some kind
+is listed here with a reason, and that the op-name side sets the contract replaced
+are gone.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.ir.errors import DTypeError
+from graphc.ir.registry import PROPS, REQUIRED, OpDef, all_ops, get_op, ops_with
+from graphc.ir.types import TensorType
+from graphc.ops.defop import defop
+from tests.op_cases import cases_for
+
+SOURCE = Path(gc.__file__).parent
+RNG = np.random.default_rng(32)
+
+FLOATS = (np.float32, np.float64)
+INTS = (np.int32, np.int64)  # graphc's dtypes
+
+
+def _specials(dtype: Any) -> np.ndarray:
+    """Values that break careless promises: zeros of both signs, extremes, inf, nan."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.array([False, True])
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return np.array([0, 1, 2, info.max, info.max - 1, info.min, info.min + 1], dtype)
+    info = np.finfo(dtype)
+    return np.array(
+        [0.0, -0.0, 1.0, -1.0, 0.5, info.tiny, -info.tiny, info.smallest_subnormal,
+         info.max, -info.max, np.inf, -np.inf, np.nan, 1e4, -1e4, 88.0, -88.0, 710.0],
+        dtype,
+    )  # fmt: skip
+
+
+def _values(dtype: Any, n: int = 200) -> np.ndarray:
+    """Special values, then random ones of several magnitudes."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.concatenate([_specials(dtype), RNG.random(n) < 0.5])
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        drawn = RNG.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        return np.concatenate([_specials(dtype), drawn])
+    drawn = RNG.standard_normal(n) * 10.0 ** RNG.integers(-3, 4, n)
+    return np.concatenate([_specials(dtype), drawn.astype(dtype)])
+
+
+def _pairs(dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of special values, and random pairs."""
+    specials = _specials(dtype)
+    a, b = np.meshgrid(specials, specials)
+    drawn = _values(dtype)
+    return np.concatenate([a.ravel(), drawn]), np.concatenate([b.ravel(), RNG.permutation(drawn)])
+
+
+def _defaults(opdef: OpDef) -> dict[str, Any] | None:
+    """The op's attrs at their defaults, or None if one is required."""
+    if any(v is REQUIRED for v in opdef.attrs.values()):
+        return None
+    return dict(opdef.attrs)
+
+
+def _accepts(opdef: OpDef, *dtypes: Any) -> bool:
+    """Whether the op's type rule takes inputs of these dtypes (one element each)."""
+    try:
+        opdef.infer(*(TensorType((1,), np.dtype(d)) for d in dtypes), **(_defaults(opdef) or {}))
+    except DTypeError:
+        return False
+    return True
+
+
+# -- the vocabulary -------------------------------------------------------------------
+
+
+def test_every_property_has_a_promise_and_a_declaring_op() -> None:
+    for prop, promise in PROPS.items():
+        assert re.fullmatch(r"[a-z_]+", prop), prop
+        assert promise.strip(), f"property '{prop}' promises nothing"
+        assert ops_with(prop), f"no op declares '{prop}': declare it or drop it from PROPS"
+
+
+def test_every_property_is_asked_for_in_graphc() -> None:
+    """A property nobody asks about is a promise nobody keeps: some module of graphc
+    asks `has("prop")` or `ops_with("prop")`."""
+    text = "\n".join(p.read_text() for p in SOURCE.rglob("*.py"))
+    for prop in PROPS:
+        asked = f'has("{prop}")' in text or f'ops_with("{prop}")' in text
+        assert asked, f"nothing in graphc/ asks an op for '{prop}'"
+
+
+def test_unknown_properties_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown props"):
+        OpDef(
+            "bogus_op",
+            1,
+            infer=lambda x: x,
+            kernel=lambda x, out=None: x,
+            props=frozenset({"shiny"}),
+        )
+    with pytest.raises(ValueError, match="unknown props"):
+        defop("bogus_op", infer=lambda x: x, kernel=lambda x, out=None: x, props=("shiny",))
+    assert "bogus_op" not in all_ops()  # refused before it was registered
+    with pytest.raises(ValueError, match="unknown op property"):
+        get_op("add").has("shiny")
+    with pytest.raises(ValueError, match="unknown op property"):
+        ops_with("shiny")
+
+
+# -- each promise, on the ops that declare it -----------------------------------------
+
+
+def _bits(array: np.ndarray) -> bytes:
+    return np.ascontiguousarray(array).tobytes()
+
+
+def _words(array: np.ndarray) -> np.ndarray:
+    """A 1-D array's elements as unsigned integers of their bits."""
+    return np.ascontiguousarray(array).view(f"u{array.dtype.itemsize}")
+
+
+def _commutative_cases() -> list[Any]:
+    return [
+        pytest.param(op, dtype, id=f"{op}-{np.dtype(dtype)}")
+        for op in sorted(ops_with("commutative"))
+        for dtype in (*FLOATS, *INTS, np.bool_)
+    ]
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_an_order_sensitive_tie_keeps_both_orders_through_the_passes(op: str) -> None:
+    """numpy's maximum and minimum return x on a tie, so maximum(0.0, -0.0) is -0.0 and
+    maximum(-0.0, 0.0) is 0.0: they are not declared commutative, and CSE keeps both."""
+    assert not get_op(op).has("commutative")
+    g = gc.Graph("ties")
+    with g:
+        a = gc.placeholder("a", shape=(2,), dtype="float64")
+        b = gc.placeholder("b", shape=(2,), dtype="float64")
+        fn = getattr(gc, op)
+        gc.output(fn(a, b), name="ab")
+        gc.output(fn(b, a), name="ba")
+    feeds = {"a": np.array([0.0, -0.0]), "b": np.array([-0.0, 0.0])}
+    want = gc.run(g, feeds)
+    for level in (0, 1, 2):
+        got = gc.compile(g, opt_level=level)(**feeds)
+        for w, x in zip(want, got):
+            assert _words(w).tolist() == _words(x).tolist(), (op, level, w, x)
+    assert _words(want[0]).tolist() != _words(want[1]).tolist()  # the case bites
+
+
+@pytest.mark.parametrize(("op", "dtype"), _commutative_cases())
+def test_commutative_ops_give_the_same_bits_either_way(op: str, dtype: Any) -> None:
+    opdef = get_op(op)
+    if not _accepts(opdef, dtype, dtype):
+        pytest.skip(f"{op} takes no {np.dtype(dtype)}")
+    a, b = _pairs(dtype)
+    with np.errstate(all="ignore"):
+        one, other = opdef.kernel(a, b), opdef.kernel(b, a)
+    assert one.dtype == other.dtype
+    differ = np.flatnonzero(_words(one) != _words(other))
+    assert not differ.size, f"{op}({a[differ][:3]}, {b[differ][:3]}) differs when swapped"
+
+
+def _non_negative(result: np.ndarray) -> bool:
+    result = np.asarray(result)
+    if np.issubdtype(result.dtype, np.inexact):
+        return bool(np.all(np.isnan(result) | (result >= 0)))
+    return bool(np.all(result >= 0))
+
+
+@pytest.mark.parametrize("op", sorted(ops_with("non_negative")))
+def test_non_negative_ops_give_no_negative_result(op: str) -> None:
+    opdef = get_op(op)
+    for case in cases_for(op):
+        for seed in range(4):
+            result = case.build(*case.inputs(seed))
+            assert _non_negative(result), f"{case.id} seed {seed}: {result}"
+    attrs = _defaults(opdef)
+    if opdef.arity != 1 or attrs is None:
+        return  # (the cases above are its data)
+    for dtype in (*FLOATS, *INTS):
+        if not _accepts(opdef, dtype):
+            continue
+        x = _values(dtype)
+        if np.issubdtype(dtype, np.signedinteger):
+            x = x[x != np.iinfo(dtype).min]  # abs(int32 min) wraps, as PROPS says
+        with np.errstate(all="ignore"):
+            result = opdef.kernel(x.reshape(1, -1), **attrs)
+        assert _non_negative(result), f"{op} on {np.dtype(dtype)}: {result}"
+
+
+@pytest.mark.parametrize("op", sorted(ops_with("activation")))
+def test_activations_keep_the_type_and_run_in_place(op: str) -> None:
+    opdef = get_op(op)
+    assert opdef.elementwise and opdef.arity == 1 and not opdef.attrs and opdef.inplace
+    for dtype in FLOATS:
+        x = _values(dtype)
+        assert opdef.infer(TensorType(x.shape, x.dtype)) == TensorType(x.shape, x.dtype)
+        with np.errstate(all="ignore"):
+            fresh = opdef.kernel(x)
+            in_place = x.copy()
+            opdef.kernel(in_place, out=in_place)
+        assert _bits(fresh) == _bits(in_place), f"{op} in place differs on {np.dtype(dtype)}"
+
+
+def _traced_peak(call: Callable[[], Any]) -> int:
+    """The most bytes `call` holds at once beyond what it started with (after a warm-up)."""
+    call()
+    tracemalloc.start()
+    try:
+        base, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        call()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak - base
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", sorted(ops_with("allocates_one_temporary")))
+def test_one_temporary_is_what_the_kernel_allocates(op: str, dtype: Any) -> None:
+    kernel = get_op(op).kernel
+    x = RNG.standard_normal(1 << 16).astype(dtype)
+    out = np.empty_like(x)
+    peak = _traced_peak(lambda: kernel(x, out=out))
+    assert x.nbytes <= peak <= x.nbytes + 32768, f"{op} on {np.dtype(dtype)}: {peak} bytes"
+
+
+@pytest.mark.parametrize("op", sorted(ops_with("reads_only_type")))
+def test_type_only_ops_ignore_their_inputs_values(op: str) -> None:
+    opdef = get_op(op)
+    attrs = _defaults(opdef)
+    assert attrs is not None, f"{op}: give this test the attrs it needs"
+    for dtype in (*FLOATS, *INTS, np.bool_):
+        one, other = _values(dtype), RNG.permutation(_values(dtype))
+        inputs = [one] * (opdef.arity or 1)
+        others = [other] * (opdef.arity or 1)
+        assert _bits(opdef.kernel(*inputs, **attrs)) == _bits(opdef.kernel(*others, **attrs))
+
+
+_MIXED = [
+    (np.int64, np.float32), (np.int32, np.float64), (np.bool_, np.int32),
+    (np.int32, np.int64), (np.float32, np.float64), (np.int64, np.int64), (np.bool_, np.bool_),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtypes", _MIXED, ids=lambda d: f"{np.dtype(d[0])}-{np.dtype(d[1])}")
+@pytest.mark.parametrize("op", sorted(ops_with("comparison")))
+def test_comparisons_compare_in_the_common_dtype(op: str, dtypes: tuple) -> None:
+    opdef = get_op(op)
+    a, b = _values(dtypes[0]), RNG.permutation(_values(dtypes[1]))
+    n = min(len(a), len(b))
+    a, b = a[:n], b[:n]
+    assert opdef.infer(TensorType(a.shape, a.dtype), TensorType(b.shape, b.dtype)).dtype == bool
+    common = np.result_type(a.dtype, b.dtype)
+    with np.errstate(all="ignore"):
+        want = opdef.kernel(a.astype(common), b.astype(common))
+        got = opdef.kernel(a, b)
+    assert got.dtype == np.bool_ and _bits(got) == _bits(want)
+
+
+# properties whose promise another test checks, with real data on every declaring op
+CHECKED_ELSEWHERE = {
+    # its table of one-element cases must name exactly the ops declaring these
+    "one_element_identity": "tests/runtime/test_scalar.py",
+    "one_element_sum": "tests/runtime/test_scalar.py",
+}
+
+
+def test_every_promise_is_checked() -> None:
+    here = Path(__file__).read_text()
+    for prop in PROPS:
+        if prop in CHECKED_ELSEWHERE:
+            assert (SOURCE.parent / CHECKED_ELSEWHERE[prop]).exists()
+        else:
+            assert f'ops_with("{prop}")' in here, f"no test here checks '{prop}'"
+
+
+# -- rules every op should have, and the ops allowed to lack them ---------------------
+
+# ops without a gradient rule (vjp), by reason; a new op lacking one fails the test
+# below until someone decides whether it needs one
+WITHOUT_VJP = {
+    "integer or bool results, flat wherever defined": {
+        "argmax", "argmin", "argsort",
+        "eq", "ne", "lt", "le", "gt", "ge",
+        "logical_and", "logical_or", "logical_xor", "logical_not",
+    },
+    "no tensor inputs to differentiate": {"arange", "constant", "count"},
+    "inputs are integer random keys": {"fold_in", "random_normal", "random_uniform"},
+}  # fmt: skip
+
+# for each kind of rule in `OpDef.rules`, the ops allowed to lack one, by reason
+WITHOUT_RULE: dict[str, dict[str, set[str]]] = {}
+
+
+def _lacking(allowed: dict[str, set[str]], has: Callable[[OpDef], bool]) -> tuple[set, set]:
+    """(ops lacking the rule but not allowed to, allowed ops that have it after all)."""
+    listed = set().union(*allowed.values()) if allowed else set()
+    lacking = {name for name, opdef in all_ops().items() if not has(opdef)}
+    return lacking - listed, listed - lacking
+
+
+def test_every_op_has_a_gradient_or_a_reason() -> None:
+    unlisted, stale = _lacking(WITHOUT_VJP, lambda opdef: opdef.vjp is not None)
+    assert not unlisted, (
+        f"ops without a vjp: give them one or list them in WITHOUT_VJP: {sorted(unlisted)}"
+    )
+    assert not stale, f"listed in WITHOUT_VJP but have a vjp (or are gone): {sorted(stale)}"
+
+
+def test_every_op_has_each_kind_of_rule_or_a_reason() -> None:
+    kinds = {kind for opdef in all_ops().values() for kind in opdef.rules}
+    for kind in sorted(kinds):
+        assert kind in WITHOUT_RULE, f"new rule kind '{kind}': list the ops that may lack it"
+        unlisted, stale = _lacking(WITHOUT_RULE[kind], lambda opdef, kind=kind: kind in opdef.rules)
+        assert not unlisted, f"ops without a '{kind}' rule: {sorted(unlisted)}"
+        assert not stale, f"listed as lacking a '{kind}' rule but have one: {sorted(stale)}"
+
+
+# -- the side sets the contract replaced ----------------------------------------------
+
+# the op-name sets the properties replaced, by the module that kept them (scalar.py
+# still names the contract's answers, IDENTITY_OPS and SUM_OPS, for its tests)
+REPLACED = {
+    "passes/cse.py": ("COMMUTATIVE",),
+    "passes/patterns.py": ("COMMUTATIVE",),
+    "passes/simplify.py": ("NON_NEGATIVE",),
+    "ops/epilogue.py": ("ACTIVATIONS",),
+    "passes/epilogue.py": ("ACTIVATIONS",),
+    "ops/conv_epilogue.py": ("_COPYING",),
+    "onnx/exporters.py": ("_COMPARISONS", "_ACTIVATIONS"),
+    "passes/fold.py": ("TYPE_ONLY",),
+    "runtime/scalar.py": (),
+}
+# op-name tables left in those modules: ONNX export mappings (op -> ONNX op type), which
+# move into `OpDef.rules` with the translators
+TRANSLATOR_TABLES = {"onnx/exporters.py": {"_UNARY", "_BINARY", "_BOOL_FORMS"}}
+
+
+def _literal_op_tables(path: Path) -> set[str]:
+    """Module-level names bound to a literal set, tuple, list or dict of op names."""
+    ops = set(all_ops())
+    found = set()
+    for stmt in ast.parse(path.read_text()).body:
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+            continue
+        value = stmt.value
+        if isinstance(value, ast.Call) and getattr(value.func, "id", "") in ("frozenset", "set"):
+            value = value.args[0] if value.args else value
+        items = value.keys if isinstance(value, ast.Dict) else getattr(value, "elts", [])
+        if any(isinstance(e, ast.Constant) and e.value in ops for e in items):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            found.update(t.id for t in targets if isinstance(t, ast.Name))
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(REPLACED))
+def test_no_side_set_of_op_names_is_left(module: str) -> None:
+    path = SOURCE / module
+    tables = _literal_op_tables(path)
+    assert tables <= TRANSLATOR_TABLES.get(module, set()), f"{module}: op-name sets {tables}"
+    for name in REPLACED[module]:
+        assert not re.search(rf"\b{name}\b", path.read_text()), f"{module} has {name}"
+
+

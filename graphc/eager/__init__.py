@@ -85,9 +85,9 @@ from graphc.eager.functional import (
     var,
 )
 from graphc.eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from graphc.eager.methods import MinMax
 from graphc.eager.node import AccumulateGrad, HookHandle, Node
 from graphc.eager.tensor import Tensor
+from graphc.ops.methods import MinMax
 
 del Symbol, bind, register_backend, register_lifter  # noqa: F821 - not eager API
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from graphc.eager.methods import sizes
 from graphc.eager.tensor import Tensor, as_array, make
 from graphc.ir.errors import DTypeError
 from graphc.ir.types import as_dtype
+from graphc.ops.methods import sizes
 
 _generator = np.random.default_rng()
 _initial_seed: int | None = None

@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphc.eager.creation import as_tensor
-from graphc.eager.methods import scaled
 from graphc.eager.tensor import Tensor
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import nn as N
 from graphc.ops import shape as S
 from graphc.ops.gemm import gemm as _gemm
+from graphc.ops.methods import scaled
 
 
 def _t(x: Any) -> Tensor:

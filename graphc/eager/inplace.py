@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from graphc.eager.grad_mode import STATE
-from graphc.eager.methods import scaled
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, IndexRangeError, ShapeError
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import shape as S
+from graphc.ops.methods import scaled
 
 
 def check_inplace(x: Any, op: str) -> None:

@@ -17,16 +17,13 @@ from typing import Any
 import numpy as np
 
 from graphc.eager import printing
-from graphc.eager.array_methods import ArrayMethods
-from graphc.eager.conversion import ConversionMethods
 from graphc.eager.errors import TensorTypeError
 from graphc.eager.inplace import InPlaceMethods
-from graphc.eager.math_methods import MathMethods
-from graphc.eager.methods import TorchMethods
+from graphc.eager.methods import EagerMethods
 from graphc.ir.errors import AutodiffError, DTypeError, ShapeError
 from graphc.ir.graph import rich_display
 from graphc.ir.types import as_dtype
-from graphc.ops.operators import OperatorMixin
+from graphc.ops.methods import ValueMethods
 
 _new = object.__new__
 
@@ -58,9 +55,7 @@ def as_array(data: Any, dtype: Any = None) -> np.ndarray:
     return array
 
 
-class Tensor(
-    TorchMethods, MathMethods, ArrayMethods, ConversionMethods, InPlaceMethods, OperatorMixin
-):
+class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
     """An n-dimensional array that can record how it was computed, PyTorch style.
 
     >>> from graphc.eager import tensor

@@ -25,7 +25,7 @@ from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.registry import OpDef
 from graphc.ir.types import Shape, TensorType
 from graphc.ops import dispatch
-from graphc.ops.operators import OperatorMixin
+from graphc.ops.methods import ValueMethods
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,7 +65,7 @@ def user_location() -> str | None:
     return None
 
 
-class Symbol(OperatorMixin):
+class Symbol(ValueMethods):
     """A value in a graph being declared or traced (the result of an op on graph values)."""
 
     __slots__ = ("node",)

@@ -31,7 +31,7 @@ MODULES = [
     "graphc.ops.sequences",
     "graphc.ops.padding",
     "graphc.ops.einsum",
-    "graphc.eager.array_methods",
+    "graphc.ops.methods",
     "graphc.nn.functional.arrays",
 ]
 

@@ -1,0 +1,579 @@
+"""The methods of graph values and eager tensors: one table for both kinds.
+
+`Symbol` (symbolic.py) and the eager `Tensor` both inherit `ValueMethods`. Every method
+here applies graphc's op functions, which dispatch on the kind of value (dispatch.py):
+the same `x.erf()` records an `erf` node on a graph value and computes on an eager
+tensor, so eager code traces unchanged (as JAX gives tracers and arrays one method table).
+
+Spellings are PyTorch's: `dim=` and `keepdim=`, `x.transpose(0, 1)` swapping two dims,
+`x.max(dim)` giving (values, indices), an unbiased `var()`. numpy's spellings work
+beside them where the two do not clash, with numpy's meaning: `axis=`, `keepdims=`,
+`ddof=` (`x.max(axis=0)` gives the values alone, `x.var(axis=0)` divides by n).
+
+Methods spelled as their op function with the value first (`x.exp()` is `exp(x)`,
+`x.lt(y)` is `lt(x, y)`), and reductions taking only dims (`x.sum(dim=1)`), are
+generated from the tables `UNARY`, `BINARY` and `REDUCE`, one line each; the others
+are written out below, grouped as the ops are.
+
+>>> import numpy as np, graphc as gc
+>>> g = gc.trace(lambda x: x.erf().clamp(0.0, 0.5).sum(dim=1), gc.TensorSpec((2, 3)))
+>>> [n.op for n in g.nodes if n.kind == "op"]
+['erf', 'clip', 'sum']
+>>> import graphc.eager as ge
+>>> ge.tensor([[0.5, 2.0, -1.0]]).erf().clamp(0.0, 0.5).sum(dim=1)
+tensor([1.])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
+from graphc.ir.types import as_dtype, format_shape, is_symbol, normalize_axis
+from graphc.ops import (
+    activation,
+    along_axis,
+    arrays,
+    elementwise,
+    indexing,
+    linalg,
+    nn,
+    padding,
+    reduce,
+    sequences,
+    sorting,
+)
+from graphc.ops import shape as shape_ops
+from graphc.ops.operators import OperatorMixin
+
+# x.name() is op(x)
+UNARY: dict[str, Callable[..., Any]] = {
+    "exp": elementwise.exp,
+    "log": elementwise.log,
+    "sqrt": elementwise.sqrt,
+    "square": elementwise.square,
+    "abs": elementwise.abs,
+    "neg": elementwise.neg,
+    "negative": elementwise.neg,
+    "sign": elementwise.sign,
+    "sin": elementwise.sin,
+    "cos": elementwise.cos,
+    "tanh": elementwise.tanh,
+    "sigmoid": elementwise.sigmoid,
+    "relu": elementwise.relu,
+    "gelu": elementwise.gelu,  # the tanh form; gelu_exact is torch's default F.gelu
+    "gelu_exact": activation.gelu_exact,
+    "erf": activation.erf,
+    "log1p": activation.log1p,
+    "expm1": activation.expm1,
+    "reciprocal": activation.reciprocal,
+    "rsqrt": activation.rsqrt,
+    "floor": activation.floor,
+    "ceil": activation.ceil,
+    "trunc": activation.trunc,
+    "fix": activation.trunc,
+    "logical_not": activation.logical_not,
+}
+
+# x.name(other) is op(x, other)
+BINARY: dict[str, Callable[..., Any]] = {
+    "mul": elementwise.mul,
+    "multiply": elementwise.mul,
+    "div": elementwise.div,
+    "divide": elementwise.div,
+    "true_divide": elementwise.div,
+    "pow": elementwise.pow,
+    "maximum": elementwise.maximum,
+    "minimum": elementwise.minimum,
+    "remainder": activation.remainder,  # the sign of other (Python's %)
+    "fmod": activation.fmod,  # the sign of x (C's fmod)
+    "logical_and": activation.logical_and,
+    "logical_or": activation.logical_or,
+    "logical_xor": activation.logical_xor,
+    "eq": elementwise.eq,
+    "ne": elementwise.ne,
+    "lt": elementwise.lt,
+    "le": elementwise.le,
+    "gt": elementwise.gt,
+    "ge": elementwise.ge,
+    "matmul": linalg.matmul,
+    "bmm": linalg.matmul,
+    "mv": linalg.matmul,
+    "dot": linalg.matmul,
+}
+
+# x.name(dim=None, keepdim=False) is op(x, axis=dim, keepdims=keepdim); numpy's axis=
+# and keepdims= work too
+REDUCE: dict[str, Callable[..., Any]] = {
+    "sum": reduce.sum,
+    "mean": reduce.mean,
+    "prod": reduce.prod,
+    "amax": reduce.max,
+    "amin": reduce.min,
+    "argmax": reduce.argmax,
+    "argmin": reduce.argmin,
+    "logsumexp": reduce.logsumexp,
+}
+
+
+class MinMax(NamedTuple):
+    """What `max(dim)` / `min(dim)` return, as in PyTorch."""
+
+    values: Any
+    indices: Any
+
+
+def sizes(shape: Sequence[Any]) -> tuple:
+    """`f(2, 3)` and `f((2, 3))` (or a list) both mean the shape (2, 3)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def scaled(other: Any, alpha: Any) -> Any:
+    """`alpha * other`, for PyTorch's `add(x, y, alpha=...)` / `sub`."""
+    return other if alpha == 1 else elementwise.mul(other, alpha)
+
+
+def pick_axis(dim: Any, axis: Any) -> Any:
+    if dim is not None and axis is not None:
+        raise GraphcError("give either dim (PyTorch) or axis (numpy), not both")
+    return axis if dim is None else dim
+
+
+def pick_keep(keepdim: bool | None, keepdims: bool | None) -> bool:
+    return bool(keepdims if keepdim is None else keepdim)
+
+
+def pick_ddof(
+    unbiased: bool | None, correction: int | None, ddof: int | None, numpy_spelled: bool
+) -> int:
+    """PyTorch divides by n - 1 unless told otherwise, numpy by n: a call spelled with
+    numpy's names (axis=, keepdims=) gets numpy's default."""
+    if correction is not None:
+        return correction
+    if ddof is not None:
+        return ddof
+    if unbiased is not None:
+        return 1 if unbiased else 0
+    return 0 if numpy_spelled else 1
+
+
+def extremum(x: Any, reduce_op: Any, dim: Any, keepdim: bool, axis: Any, keepdims: Any) -> Any:
+    """torch.max / torch.min: all elements, (values, indices) along dim, or numpy style."""
+    if dim is None and axis is None:
+        return reduce_op(x)
+    if axis is not None:
+        return reduce_op(x, axis=axis, keepdims=bool(keepdims))
+    find = reduce.argmax if reduce_op is reduce.max else reduce.argmin
+    indices = find(x, axis=dim, keepdims=keepdim)
+    return MinMax(reduce_op(x, axis=dim, keepdims=keepdim), indices)
+
+
+class ValueMethods(OperatorMixin):
+    """The methods every value kind has (mixed into `Symbol` and the eager `Tensor`);
+    the generated ones are listed in `UNARY`, `BINARY` and `REDUCE`."""
+
+    shape: tuple
+    dtype: np.dtype
+
+    # -- sizes (no op: the shape answers) ------------------------------------------------
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    ndimension = dim
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self) -> int:
+        if any(is_symbol(d) for d in self.shape):
+            raise ShapeError(
+                f"numel: shape {format_shape(self.shape)} has symbolic dims, so its number "
+                "of elements is known only when the graph runs"
+            )
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    nelement = numel
+
+    # -- shape ---------------------------------------------------------------------------
+
+    def reshape(self, *shape: Any) -> Any:
+        return shape_ops.reshape(self, sizes(shape))
+
+    def view(self, *shape: Any) -> Any:
+        """reshape; an eager tensor also checks that its memory allows a view."""
+        return shape_ops.reshape(self, sizes(shape))
+
+    def view_as(self, other: Any) -> Any:
+        return shape_ops.reshape(self, other.shape)
+
+    reshape_as = view_as
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        return arrays.flatten(self, start_dim, end_dim)
+
+    def expand(self, *shape: Any) -> Any:
+        return shape_ops.expand(self, sizes(shape))
+
+    def expand_as(self, other: Any) -> Any:
+        return shape_ops.broadcast_to(self, other.shape)
+
+    def broadcast_to(self, shape: Any) -> Any:
+        return shape_ops.broadcast_to(self, shape)
+
+    def sum_to(self, shape: Any) -> Any:
+        """Sum down to `shape`, undoing broadcasting."""
+        return shape_ops.sum_to(self, shape)
+
+    def repeat(self, *repeats: Any) -> Any:
+        """Tile the value `repeats` times along each dim (PyTorch's repeat)."""
+        reps = sizes(repeats)
+        shape = (1,) * (len(reps) - len(self.shape)) + tuple(self.shape)
+        spread = [d for pair in zip((1,) * len(shape), shape) for d in pair]
+        tiled = [d for pair in zip(reps, shape) for d in pair]
+        x = shape_ops.broadcast_to(shape_ops.reshape(self, tuple(spread)), tuple(tiled))
+        return shape_ops.reshape(x, tuple(r * d for r, d in zip(reps, shape)))
+
+    def tile(self, *dims: Any) -> Any:
+        """Repeat the value dims[i] times along each dim i (numpy's tile)."""
+        return arrays.tile(self, sizes(dims))
+
+    def squeeze(self, dim: Any = None) -> Any:
+        """Drop dims of size 1 (all, or those of `dim` that are 1: torch keeps the others)."""
+        if dim is not None:
+            dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+            if not self.shape:  # 0-d: dim 0 or -1 is allowed, nothing to drop
+                bad = [d for d in dims if d not in (0, -1)]
+                if bad:
+                    raise IndexRangeError(f"squeeze: dim {bad[0]} is out of range for a 0-d tensor")
+                return shape_ops.reshape(self, ())
+            rank = len(self.shape)
+            dim = tuple(d for d in dims if self.shape[normalize_axis(d, rank, "squeeze")] == 1)
+            if not dim:
+                return shape_ops.reshape(self, self.shape)  # a view, as torch
+        return shape_ops.squeeze(self, dim)
+
+    def unsqueeze(self, dim: int) -> Any:
+        return shape_ops.expand_dims(self, dim)
+
+    def permute(self, *dims: Any) -> Any:
+        return shape_ops.transpose(self, sizes(dims))
+
+    def transpose(self, *dims: Any) -> Any:
+        """transpose(d0, d1) swaps two dims (PyTorch); a full permutation also works."""
+        if len(dims) == 2 and all(isinstance(d, (int, np.integer)) for d in dims):
+            return shape_ops.swapaxes(self, int(dims[0]), int(dims[1]))
+        return shape_ops.transpose(self, sizes(dims) or None)
+
+    swapaxes = swapdims = transpose
+
+    def t(self) -> Any:
+        if len(self.shape) > 2:
+            raise ShapeError(f"t() expects a tensor with <= 2 dims, got {len(self.shape)}")
+        return shape_ops.transpose(self)
+
+    def concat(self, others: Any, axis: int = 0) -> Any:
+        return shape_ops.concat([self, *others], axis=axis)
+
+    # -- pieces, copies and order ----------------------------------------------------------
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple:
+        """Pieces of `split_size` along dim (the last may be smaller), or of the sizes in
+        a list, as torch.split."""
+        return arrays.split(self, split_size, axis=dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        """`chunks` pieces of equal size along dim (the last may be smaller)."""
+        return arrays.chunk(self, chunks, axis=dim)
+
+    def flip(self, *dims: Any) -> Any:
+        """Reverse the order of elements along the given dims (a copy, as torch)."""
+        return arrays.flip(self, sizes(dims))
+
+    def fliplr(self) -> Any:
+        return arrays.flip(self, (1,))
+
+    def flipud(self) -> Any:
+        return arrays.flip(self, (0,))
+
+    def tril(self, diagonal: int = 0) -> Any:
+        return arrays.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0) -> Any:
+        return arrays.triu(self, diagonal)
+
+    def unpad(self, pad_width: Any, mode: str = "constant") -> Any:
+        """The adjoint of pad (graphc's): interior plus padded values added back."""
+        return padding.unpad(self, pad_width, mode)
+
+    def cumsum(self, dim: int | None = None, dtype: Any = None, *, axis: int | None = None) -> Any:
+        """Running sums along dim (ints and bools in int64); `dtype` casts first."""
+        x = self if dtype is None else elementwise.cast(self, dtype)
+        return sequences.cumsum(x, axis=pick_axis(dim, axis))
+
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+        """(values, indices) sorted along dim; always stable (ties keep their order)."""
+        return sorting.sort(self, dim, descending)
+
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+        return sorting.argsort(self, dim, descending)
+
+    def topk(
+        self,
+        k: int,
+        dim: int = -1,
+        largest: bool = True,
+        sorted: bool = True,  # noqa: A002 - torch's name
+    ) -> Any:
+        """(values, indices) of the k largest (smallest) along dim; ties in index order."""
+        return sorting.topk(self, k, dim, largest)
+
+    # -- indexing --------------------------------------------------------------------------
+
+    def narrow(self, dim: int, start: int, length: int) -> Any:
+        """`length` entries of dim `dim` from `start`, as in torch."""
+        dim = normalize_axis(dim, len(self.shape), "narrow")
+        start = int(start) + (self.shape[dim] if start < 0 else 0)
+        if not 0 <= start <= start + length <= self.shape[dim]:
+            raise IndexRangeError(
+                f"narrow: start {start} + length {length} exceeds dim {dim} of size "
+                f"{self.shape[dim]}"
+            )
+        return indexing.slice_(self, index=(slice(None),) * dim + (slice(start, start + length),))
+
+    def select(self, dim: int, index: int) -> Any:
+        """Entry `index` of dim `dim` (that dim removed), as in torch."""
+        dim = normalize_axis(dim, len(self.shape), "select")
+        if not -self.shape[dim] <= index < self.shape[dim]:
+            raise IndexRangeError(
+                f"select: index {index} is out of range for dim {dim} of size {self.shape[dim]}"
+            )
+        return indexing.slice_(self, index=(slice(None),) * dim + (int(index),))
+
+    def slice(self, index: Any) -> Any:
+        return indexing.slice_(self, index=index)
+
+    def unslice(self, shape: Any, index: Any) -> Any:
+        return indexing.unslice(self, shape=shape, index=index)
+
+    def take(self, indices: Any, axis: int = 0) -> Any:
+        return indexing.take(self, indices, axis=axis)
+
+    def index_select(self, dim: int, index: Any) -> Any:
+        return indexing.take(self, index, axis=dim)
+
+    def scatter_add(self, indices: Any, shape: Any, axis: int = 0) -> Any:
+        return indexing.scatter_add(self, indices, shape=shape, axis=axis)
+
+    def gather(self, dim: int, index: Any) -> Any:
+        """torch.gather: out[i][j] = self[i][index[i][j]] for dim 1 (take_along_axis);
+        graphc's own `gc.gather` is numpy's take."""
+        return along_axis.take_along_axis(self, index, axis=dim)
+
+    def take_along_dim(self, indices: Any, dim: int | None = None) -> Any:
+        return along_axis.take_along_axis(self, indices, axis=dim)
+
+    def take_along_axis(self, indices: Any, axis: int | None = None) -> Any:
+        return along_axis.take_along_axis(self, indices, axis=axis)
+
+    def scatter_add_along_axis(self, indices: Any, shape: Any, axis: int = 0) -> Any:
+        """Zeros of shape with this value's entries added at indices along axis."""
+        return along_axis.scatter_add_along_axis(self, indices, shape, axis)
+
+    def one_hot(self, num_classes: int, dtype: Any = "float32") -> Any:
+        return nn.one_hot(self, num_classes=num_classes, dtype=dtype)
+
+    # -- reductions (and REDUCE) -------------------------------------------------------------
+
+    def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: bool = False) -> Any:  # fmt: skip
+        """The largest element; (values, indices) along dim; maximum with a value."""
+        if dim is not None and not isinstance(dim, (int, np.integer)):
+            return elementwise.maximum(self, dim)
+        return extremum(self, reduce.max, dim, keepdim, axis, keepdims)
+
+    def min(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: bool = False) -> Any:  # fmt: skip
+        """The smallest element; (values, indices) along dim; minimum with a value."""
+        if dim is not None and not isinstance(dim, (int, np.integer)):
+            return elementwise.minimum(self, dim)
+        return extremum(self, reduce.min, dim, keepdim, axis, keepdims)
+
+    def var(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool | None = None, *,
+            correction: int | None = None, axis: Any = None, keepdims: bool | None = None,
+            ddof: int | None = None) -> Any:  # fmt: skip
+        """Unbiased (divided by n - 1) unless unbiased=False, correction= or ddof= say
+        otherwise, or numpy's axis=/keepdims= spell the call."""
+        numpy_spelled = axis is not None or keepdims is not None
+        return reduce.var(
+            self,
+            axis=pick_axis(dim, axis),
+            keepdims=pick_keep(keepdim, keepdims),
+            ddof=pick_ddof(unbiased, correction, ddof, numpy_spelled),
+        )
+
+    def std(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool | None = None, *,
+            correction: int | None = None, axis: Any = None, keepdims: bool | None = None,
+            ddof: int | None = None) -> Any:  # fmt: skip
+        """The square root of `var` (same arguments)."""
+        variance = self.var(
+            dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims, ddof=ddof
+        )
+        return elementwise.sqrt(variance)
+
+    def all(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+            keepdims: bool | None = None) -> Any:  # fmt: skip
+        """True where every element (along dim) is nonzero."""
+        as_bool = elementwise.cast(self, np.bool_)
+        return reduce.min(as_bool, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
+
+    def any(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+            keepdims: bool | None = None) -> Any:  # fmt: skip
+        """True where some element (along dim) is nonzero."""
+        as_bool = elementwise.cast(self, np.bool_)
+        return reduce.max(as_bool, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
+
+    def norm(self) -> Any:
+        """The 2-norm of all elements."""
+        return elementwise.sqrt(reduce.sum(self * self))
+
+    def softmax(self, dim: int | None = None, *, axis: int | None = None) -> Any:
+        """Along dim (the last by default)."""
+        chosen = pick_axis(dim, axis)
+        return nn.softmax(self, axis=-1 if chosen is None else chosen)
+
+    def log_softmax(self, dim: int | None = None, *, axis: int | None = None) -> Any:
+        chosen = pick_axis(dim, axis)
+        return nn.log_softmax(self, axis=-1 if chosen is None else chosen)
+
+    # -- arithmetic with PyTorch's extra arguments -------------------------------------------
+
+    def add(self, other: Any, alpha: Any = 1) -> Any:
+        return elementwise.add(self, scaled(other, alpha))
+
+    def sub(self, other: Any, alpha: Any = 1) -> Any:
+        return elementwise.sub(self, scaled(other, alpha))
+
+    subtract = sub
+
+    def round(self, decimals: int = 0) -> Any:
+        """Halves to even, as torch.round."""
+        return activation.round(self, decimals=decimals)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - torch's names
+        """Bounds may be scalars or values (tensors, graph values)."""
+        return activation.clamp(self, min, max)
+
+    def clip(self, a_min: Any = None, a_max: Any = None, *, min: Any = None,  # noqa: A002
+             max: Any = None) -> Any:  # fmt: skip
+        return activation.clip(self, a_min, a_max, min=min, max=max)
+
+    def clamp_min(self, min: Any) -> Any:  # noqa: A002
+        return activation.clamp(self, min, None)
+
+    def clamp_max(self, max: Any) -> Any:  # noqa: A002
+        return activation.clamp(self, None, max)
+
+    def where(self, condition: Any, other: Any) -> Any:
+        """self where condition holds, other elsewhere (torch's argument order)."""
+        return elementwise.where(condition, self, other)
+
+    def masked_fill(self, mask: Any, value: Any) -> Any:
+        return elementwise.where(mask, value, self)
+
+    def mm(self, other: Any) -> Any:
+        if len(self.shape) != 2 or len(other.shape) != 2:
+            raise ShapeError(f"mm: expects two matrices, got shapes {self.shape}, {other.shape}")
+        return linalg.matmul(self, other)
+
+    # -- dtypes and copies -------------------------------------------------------------------
+
+    def to(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        """`to(dtype)`; devices other than "cpu" do not exist here and are ignored."""
+        for arg in args:
+            if not (isinstance(arg, str) and arg.startswith("cpu")):
+                dtype = arg
+        if dtype is None or as_dtype(dtype) == self.dtype:
+            return self
+        return elementwise.cast(self, dtype)
+
+    def astype(self, dtype: Any) -> Any:
+        return elementwise.cast(self, dtype)
+
+    cast = astype
+
+    def clone(self) -> Any:
+        """A copy that stays differentiable (gradients flow back to self)."""
+        return elementwise.cast(self, self.dtype)
+
+    def full_like(self, value: Any) -> Any:
+        """A value like this one filled with `value`."""
+        return elementwise.full_like(self, value)
+
+    def cpu(self) -> Any:
+        return self
+
+    def contiguous(self) -> Any:
+        """Self: a graph value has no memory layout (an eager tensor may copy)."""
+        return self
+
+    # last: in the class body these names would hide the builtins float, int and bool
+    def float(self) -> Any:
+        return self.to(np.float32)
+
+    def double(self) -> Any:
+        return self.to(np.float64)
+
+    def long(self) -> Any:
+        return self.to(np.int64)
+
+    def int(self) -> Any:
+        return self.to(np.int32)
+
+    def bool(self) -> Any:
+        return self.to(np.bool_)
+
+
+def _generated(name: str, op: Callable[..., Any], arity: int) -> Callable[..., Any]:
+    if arity == 1:
+
+        def method(self: Any) -> Any:
+            return op(self)
+
+    else:
+
+        def method(self: Any, other: Any) -> Any:
+            return op(self, other)
+
+    call = "x" if arity == 1 else "x, other"
+    return _named(method, name, f"`{op.__name__}({call})`, by the op function gc.{op.__name__}.")
+
+
+def _generated_reduction(name: str, op: Callable[..., Any]) -> Callable[..., Any]:
+    def method(self: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+               keepdims: bool | None = None) -> Any:  # fmt: skip
+        return op(self, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
+
+    doc = f"`{op.__name__}(x, axis=dim, keepdims=keepdim)`, by the op function gc.{op.__name__}."
+    return _named(method, name, doc)
+
+
+def _named(method: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
+    method.__name__ = name
+    method.__qualname__ = f"ValueMethods.{name}"
+    method.__doc__ = doc
+    return method
+
+
+for _name, _op in UNARY.items():
+    setattr(ValueMethods, _name, _generated(_name, _op, 1))
+for _name, _op in BINARY.items():
+    setattr(ValueMethods, _name, _generated(_name, _op, 2))
+for _name, _op in REDUCE.items():
+    setattr(ValueMethods, _name, _generated_reduction(_name, _op))
+del _name, _op

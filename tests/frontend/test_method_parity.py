@@ -1,0 +1,248 @@
+"""Traced values and eager tensors have one method table (graphc/ops/methods.py).
+
+Every public method of the eager Tensor is either eager-only, for a reason written
+below, or has a case here; each case is traced and run eagerly on the same inputs, and
+both must apply the same ops, in the same order, and give the same bits. A new eager
+method that applies an op fails `test_every_eager_method_is_shared_or_eager_only` until
+it has a case, and its case fails until traced values have it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import graphc as gc
+import graphc.eager as ge
+from graphc.eager import backend
+from graphc.eager.tensor import Tensor
+from graphc.ops.symbolic import Symbol
+
+# What only an eager tensor can do. In-place methods (a name ending in "_") are
+# eager-only too: graph values are immutable, and refuse them with a TracingError.
+EAGER_ONLY = {
+    "backward": "runs the autograd tape",
+    "grad": "the gradient the tape accumulated",
+    "grad_fn": "the tape entry that made the tensor",
+    "requires_grad": "a flag of the tape",
+    "is_leaf": "a question about the tape",
+    "retains_grad": "a flag of the tape",
+    "retain_grad": "a request to the tape",
+    "register_hook": "a hook on the tape",
+    "detach": "cuts the tensor from the tape",
+    "data": "the tensor's memory outside the tape",
+    "device": "where the memory is",
+    "tolist": "reads the values",
+    "item": "reads the values (a traced value raises a TracingError saying so)",
+    "numpy": "reads the values (a traced value raises a TracingError saying so)",
+    "equal": "reads the values: a Python bool",
+    "is_contiguous": "reads the memory layout",
+    "type": "on a graph value `.type` is its TensorType",
+    "new_tensor": "makes a tensor from data, applies no op to self",
+    "new_zeros": "makes a tensor from data, applies no op to self",
+    "new_ones": "makes a tensor from data, applies no op to self",
+}
+
+# Questions answered without an op (by the shape, or by who made the value): the same
+# answers for both kinds.
+QUERIES = ["dim", "ndimension", "size", "numel", "nelement", "ndim", "shape", "dtype", "made_by"]
+
+_rng = np.random.default_rng(0)
+F = (_rng.random((2, 3)) + 0.25).astype(np.float32)  # positive: log, sqrt, pow are defined
+G = (_rng.random((2, 3)) + 0.25).astype(np.float32)
+SQUARE = _rng.standard_normal((3, 3)).astype(np.float32)
+CUBE = _rng.standard_normal((2, 3, 4)).astype(np.float32)
+ROW = _rng.standard_normal((1, 3)).astype(np.float32)
+VECTOR = _rng.standard_normal(3).astype(np.float32)
+MASK = F > 0.75
+IDS = np.array([2, 0, 2])  # along a dim of size 3
+ROW_IDS = np.array([[2, 0], [1, 1]])
+LABELS = np.array([3, 0, 1])
+
+UNARY = [
+    "exp", "log", "sqrt", "square", "abs", "neg", "negative", "sign", "sin", "cos", "tanh",
+    "sigmoid", "relu", "gelu", "gelu_exact", "erf", "log1p", "expm1", "reciprocal", "rsqrt",
+    "floor", "ceil", "trunc", "fix", "logical_not", "norm", "t", "fliplr", "flipud", "clone",
+    "float", "double", "long", "int", "bool", "cpu", "contiguous", "sum", "mean", "prod",
+    "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "all", "any",
+    "logsumexp", "softmax", "log_softmax", "flatten", "squeeze", "round", "argsort", "sort",
+]  # fmt: skip
+BINARY = [
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow",
+    "maximum", "minimum", "remainder", "fmod", "logical_and", "logical_or", "logical_xor",
+    "eq", "ne", "lt", "le", "gt", "ge", "view_as", "reshape_as", "expand_as",
+]  # fmt: skip
+
+Case = tuple[Callable[..., Any], tuple[np.ndarray, ...]]
+
+
+def _method(name: str, *args: Any, **kwargs: Any) -> Callable[..., Any]:
+    return lambda x: getattr(x, name)(*args, **kwargs)
+
+
+CASES: dict[str, Case] = {
+    **{name: (_method(name), (F,)) for name in UNARY},
+    **{name: (lambda x, y, name=name: getattr(x, name)(y), (F, G)) for name in BINARY},
+    # products
+    "matmul": (lambda x, y: x.matmul(y), (F, G.T.copy())),
+    "mm": (lambda x, y: x.mm(y), (F, G.T.copy())),
+    "bmm": (lambda x, y: x.bmm(y), (CUBE[:, :, :3].copy(), CUBE[:, :3, :2].copy())),
+    "mv": (lambda x, y: x.mv(y), (F, VECTOR)),
+    "dot": (lambda x, y: x.dot(y), (VECTOR, VECTOR * 2)),
+    # PyTorch's extra arguments
+    "sum/dim": (lambda x: x.sum(dim=1, keepdim=True), (F,)),
+    "mean/axis": (lambda x: x.mean(axis=0), (F,)),
+    "max/dim": (lambda x: x.max(1), (F,)),
+    "max/axis": (lambda x: x.max(axis=1), (F,)),
+    "min/other": (lambda x, y: x.min(y), (F, G)),
+    "var/dim": (lambda x: x.var(1, keepdim=True), (F,)),
+    "var/axis": (lambda x: x.var(axis=1), (F,)),
+    "std/unbiased": (lambda x: x.std(0, unbiased=False), (F,)),
+    "all/dim": (lambda x: x.all(dim=1), (F,)),
+    "softmax/dim": (lambda x: x.softmax(0), (F,)),
+    "add/alpha": (lambda x, y: x.add(y, alpha=2), (F, G)),
+    "round/decimals": (lambda x: x.round(1), (F,)),
+    "clamp": (lambda x: x.clamp(0.5, 0.75), (F,)),
+    "clamp/tensor": (lambda x, y: x.clamp(y), (F, G)),
+    "clip": (lambda x: x.clip(0.5, 0.75), (F,)),
+    "clamp_min": (lambda x: x.clamp_min(0.5), (F,)),
+    "clamp_max": (lambda x: x.clamp_max(0.5), (F,)),
+    "where": (lambda x, c, y: x.where(c, y), (F, MASK, G)),
+    "masked_fill": (lambda x, c: x.masked_fill(c, 0.5), (F, MASK)),
+    # dtypes
+    "to": (lambda x: x.to(np.float64), (F,)),
+    "astype": (lambda x: x.astype(np.int32), (F,)),
+    "cast": (lambda x: x.cast(np.float64), (F,)),
+    "full_like": (lambda x: x.full_like(2.0), (F,)),
+    # shapes
+    "T": (lambda x: x.T, (F,)),
+    "reshape": (lambda x: x.reshape(3, 2), (F,)),
+    "view": (lambda x: x.view(-1), (F,)),
+    "flatten/start": (lambda x: x.flatten(1), (CUBE,)),
+    "expand": (lambda x: x.expand(2, 3), (ROW,)),
+    "broadcast_to": (lambda x: x.broadcast_to((2, 2, 3)), (F,)),
+    "sum_to": (lambda x: x.sum_to((3,)), (F,)),
+    "repeat": (lambda x: x.repeat(2, 1), (F,)),
+    "tile": (lambda x: x.tile(2), (F,)),
+    "squeeze/dim": (lambda x: x.squeeze(1), (CUBE[:, :1].copy(),)),
+    "unsqueeze": (lambda x: x.unsqueeze(0), (F,)),
+    "permute": (lambda x: x.permute(2, 0, 1), (CUBE,)),
+    "transpose": (lambda x: x.transpose(0, 2), (CUBE,)),
+    "swapaxes": (lambda x: x.swapaxes(0, 1), (F,)),
+    "swapdims": (lambda x: x.swapdims(1, 0), (F,)),
+    "concat": (lambda x, y: x.concat([y], axis=1), (F, G)),
+    "split": (lambda x: x.split(2, dim=1), (F,)),
+    "chunk": (lambda x: x.chunk(2, dim=0), (F,)),
+    "flip": (lambda x: x.flip(0, 1), (F,)),
+    "tril": (lambda x: x.tril(), (SQUARE,)),
+    "triu": (lambda x: x.triu(1), (SQUARE,)),
+    "unpad": (lambda x: x.unpad((1, 1), "edge"), (VECTOR,)),
+    "cumsum": (lambda x: x.cumsum(1), (F,)),
+    "sort/dim": (lambda x: x.sort(dim=0, descending=True), (F,)),
+    "topk": (lambda x: x.topk(2), (F,)),
+    # indexing
+    "narrow": (lambda x: x.narrow(1, 1, 2), (F,)),
+    "select": (lambda x: x.select(1, -1), (F,)),
+    "slice": (lambda x: x.slice((slice(None), slice(0, 2))), (F,)),
+    "unslice": (lambda x: x.unslice((4, 3), (slice(1, 3),)), (F,)),
+    "take": (lambda x, i: x.take(i, axis=1), (F, IDS)),
+    "index_select": (lambda x, i: x.index_select(1, i), (F, IDS)),
+    "scatter_add": (lambda x, i: x.scatter_add(i, (2, 4), axis=1), (F, IDS)),
+    "gather": (lambda x, i: x.gather(1, i), (F, ROW_IDS)),
+    "take_along_dim": (lambda x, i: x.take_along_dim(i, dim=1), (F, ROW_IDS)),
+    "take_along_axis": (lambda x, i: x.take_along_axis(i, axis=1), (F, ROW_IDS)),
+    "scatter_add_along_axis": (
+        lambda x, i: x.scatter_add_along_axis(i, (2, 4), axis=1),
+        (F[:, :2].copy(), ROW_IDS),
+    ),
+    "one_hot": (lambda x: x.one_hot(4), (LABELS,)),
+}
+
+
+def _public(cls: type) -> set[str]:
+    return {name for name in dir(cls) if not name.startswith("_")}
+
+
+def _in_place(name: str) -> bool:
+    return name.endswith("_")
+
+
+def test_every_eager_method_is_shared_or_eager_only() -> None:
+    covered = {case.split("/")[0] for case in CASES} | set(QUERIES) | set(EAGER_ONLY)
+    missing = {n for n in _public(Tensor) - covered if not _in_place(n)}
+    assert not missing, f"eager methods without a parity case or an eager-only reason: {missing}"
+    stale = set(EAGER_ONLY) - _public(Tensor)
+    assert not stale, f"EAGER_ONLY names no eager method: {stale}"
+
+
+def test_traced_values_have_every_shared_method() -> None:
+    shared = {case.split("/")[0] for case in CASES} | set(QUERIES)
+    assert not shared - _public(Symbol), shared - _public(Symbol)
+
+
+def _outputs(value: Any) -> list[np.ndarray]:
+    values = value if isinstance(value, tuple) else (value,)
+    return [v.detach().numpy() for v in values]
+
+
+def _eager_run(fn: Callable[..., Any], inputs: tuple, monkeypatch: Any) -> tuple[list, list]:
+    """fn on eager tensors: its results and the ops it applied, in order."""
+    applied: list[str] = []
+    apply = backend.EAGER.apply
+
+    def recording(opdef: Any, *args: Any) -> Any:
+        applied.append(opdef.name)
+        return apply(opdef, *args)
+
+    monkeypatch.setattr(backend.EAGER, "apply", recording)
+    results = fn(*[ge.tensor(a) for a in inputs])
+    monkeypatch.undo()
+    return _outputs(results), applied
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_traced_method_applies_the_eager_ops_and_gives_the_eager_bits(
+    case: str, monkeypatch: Any
+) -> None:
+    fn, inputs = CASES[case]
+    g = gc.trace(fn, *inputs)
+    recorded = [n.op for n in g.nodes if n.kind == "op" and n.op != "constant"]
+    expected, applied = _eager_run(fn, inputs, monkeypatch)
+    assert recorded == applied
+    got = gc.run(g, {p.name: a for p, a in zip(g.inputs, inputs)})
+    assert len(got) == len(expected)
+    for traced, eager in zip(got, expected):
+        assert traced.dtype == eager.dtype and traced.shape == eager.shape
+        np.testing.assert_array_equal(traced, eager, strict=True)
+
+
+def test_erf_traces() -> None:
+    g = gc.trace(lambda x: x.erf(), gc.TensorSpec((None, 3)))
+    assert [n.op for n in g.nodes if n.kind == "op"] == ["erf"]
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_shape_questions_have_the_same_answers(name: str) -> None:
+    def ask(x: Any) -> Any:
+        answer = getattr(x, name)
+        return tuple(answer) if name == "shape" else answer() if callable(answer) else answer
+
+    traced = []
+    gc.trace(lambda x: traced.append(ask(x)) or x, CUBE)
+    assert traced == [ask(ge.tensor(CUBE))]
+
+
+def test_in_place_methods_are_refused_on_traced_values() -> None:
+    names = sorted(n for n in _public(Tensor) if _in_place(n))
+    assert "add_" in names
+
+    def touch(x: Any) -> Any:
+        for name in names:
+            with pytest.raises(gc.TracingError, match="immutable"):
+                getattr(x, name)
+        return x
+
+    gc.trace(touch, gc.TensorSpec((3,)))

@@ -2,8 +2,18 @@
 
 `import_model(model)` reads a ModelProto or a file into a Graph; `export_model(graph)`
 writes one (see each function). `supported_op_types()` lists the ONNX ops graphc reads.
+Importing this package gives every op with an ONNX form its "onnx" rule
+(`get_op(op).rules["onnx"]`): a `direct.Direct` entry or an exporter function.
 """
 
+from graphc.onnx import direct as _direct  # noqa: F401 - registers handlers and "onnx" rules
+from graphc.onnx import exporters as _exporters  # noqa: F401 - registers "onnx" rules
+from graphc.onnx import exporters_arrays as _exporters_arrays  # noqa: F401 - registers rules
+from graphc.onnx import exporters_attention as _exporters_attention  # noqa: F401 - registers rules
+from graphc.onnx import exporters_control as _exporters_control  # noqa: F401 - registers rules
+from graphc.onnx import exporters_grad as _exporters_grad  # noqa: F401 - registers rules
+from graphc.onnx import exporters_math as _exporters_math  # noqa: F401 - registers rules
+from graphc.onnx import exporters_nn as _exporters_nn  # noqa: F401 - registers rules
 from graphc.onnx import handlers_activation as _handlers_activation  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_arrays as _handlers_arrays  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_control as _handlers_control  # noqa: F401 - registers handlers

@@ -1,4 +1,5 @@
-"""The ONNX form of each graphc op (see writer.py), one function per op or family."""
+"""The ONNX forms of graphc ops that are more than one ONNX op (see writer.py), one
+function per op or family, each its op's "onnx" rule (ops that are one: direct.py)."""
 
 from __future__ import annotations
 
@@ -10,54 +11,10 @@ from graphc.ir.graph import Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import is_symbol
 from graphc.onnx.importer import OnnxError, onnx_elem_type
-from graphc.onnx.writer import Writer, exporter
+from graphc.onnx.writer import Writer, computed, exporter
 from graphc.ops.indexing import _expand_ellipsis, parse_index
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
-
-_UNARY = {
-    "neg": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "tanh": "Tanh",
-    "relu": "Relu", "sin": "Sin", "cos": "Cos", "sign": "Sign",
-}  # fmt: skip
-_BINARY = {
-    "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "maximum": "Max",
-    "minimum": "Min", "eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater",
-    "ge": "GreaterOrEqual", "where": "Where", "matmul": "MatMul",
-}  # fmt: skip
-
-_BOOL_FORMS = {"add": "Or", "mul": "And", "maximum": "Or", "minimum": "And"}
-
-
-def computed(w: Writer, node: Node, ins: list[str], first: int = 0) -> list[str]:
-    """Inputs cast to the dtype the op computes in: ONNX ops take one element type
-    where numpy promotes (int64 + float32, exp of an int)."""
-    types = [x.type.dtype for x in node.inputs[first:]]
-    comparison = get_op(node.op).has("comparison")
-    target = np.result_type(*types) if comparison else node.type.dtype
-    if comparison and target == np.bool_:
-        target = np.dtype(np.int32)  # ONNX orders numbers, not bools
-    return ins[:first] + [w.cast(n, t, target) for n, t in zip(ins[first:], types)]
-
-
-def _elementwise(op_type: str) -> Any:
-    def run(w: Writer, node: Node, ins: list[str]) -> list[str]:
-        if node.type.dtype == np.bool_ and node.op in _BOOL_FORMS:
-            return [w.one(_BOOL_FORMS[node.op], ins)]
-        if node.op == "abs" and node.type.dtype == np.bool_:
-            return [w.one("Identity", ins)]
-        if node.op == "matmul" and node.type.dtype == np.bool_:  # any(a and b): counts > 0
-            a, b = (w.cast(n, np.bool_, np.int32) for n in ins)
-            count = w.one("MatMul", [a, b])
-            return [w.one("Greater", [count, w.const(np.zeros((), np.int32))])]
-        if node.op == "relu" and node.type.dtype.kind in "iu":
-            return [w.one("Max", [ins[0], w.const(np.zeros((), node.type.dtype))])]
-        return [w.one(op_type, computed(w, node, ins, 1 if node.op == "where" else 0))]
-
-    return run
-
-
-for _op, _type in {**_UNARY, **_BINARY}.items():
-    exporter(_op)(_elementwise(_type))
 
 
 @exporter("ne")
@@ -393,7 +350,7 @@ def activation_form(w: Writer, y: str, activation: Any, dtype: Any) -> str:
         return _gelu_form(w, y, dtype)
     if activation == "sigmoid":
         return _logistic(w, y, dtype)
-    return w.one(_UNARY[activation], [y])  # relu, tanh: one ONNX op each
+    return w.one(get_op(activation).rules["onnx"].op_type, [y])  # relu, tanh: one op each
 
 
 @exporter("matmul_epilogue")
@@ -402,15 +359,6 @@ def _epilogue(w: Writer, node: Node, ins: list[str]) -> list[str]:
     if node.attrs["bias"]:
         y = w.one("Add", [y, ins[2]])
     return [activation_form(w, y, node.attrs["activation"], node.type.dtype)]
-
-
-def _unsupported(op: str) -> Any:
-    def run(w: Writer, node: Node, ins: list[str]) -> list[str]:
-        raise OnnxError(
-            f"export_model: {node.describe()}: {op} has no exact ONNX form in graphc yet"
-        )
-
-    return run
 
 
 @exporter("scatter_add")
@@ -452,7 +400,3 @@ def _zeros(w: Writer, shape: str, dtype: Any) -> str:
 
     value = numpy_helper.from_array(np.zeros((1,), dtype))
     return w.one("ConstantOfShape", [shape], value=value)
-
-
-for _op in ("random_uniform", "random_normal", "fold_in"):
-    exporter(_op)(_unsupported(_op))

@@ -23,9 +23,8 @@ import numpy as np
 
 from graphc.ir.graph import Node
 from graphc.ir.types import is_symbol
-from graphc.onnx.exporters import computed
 from graphc.onnx.importer import OnnxError
-from graphc.onnx.writer import Writer, exporter
+from graphc.onnx.writer import Writer, computed, exporter
 from graphc.ops.pool import window_divisor
 
 

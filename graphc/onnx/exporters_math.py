@@ -1,9 +1,10 @@
-"""ONNX forms of graphc's elementwise math and activations beyond the core set: rounding,
-remainders, log1p and expm1 (Kahan's accurate forms), logical ops, and the activations.
+"""ONNX forms of graphc's elementwise math and activations that are more than one ONNX op
+(those that are one, erf or floor, are in direct.py's table): rounding, remainders,
+log1p and expm1 (Kahan's accurate forms), logical ops, and the activations.
 
-Where ONNX has the op with numpy's meaning it is used (Erf); otherwise the form mirrors
-graphc's kernel step by step (trunc, softplus, hardsigmoid), so results agree within
-rounding, and bit for bit where the steps are the same IEEE operations.
+Where ONNX has the op with numpy's meaning it is used (Round, Clip); otherwise the form
+mirrors graphc's kernel step by step (trunc, softplus, hardsigmoid), so results agree
+within rounding, and bit for bit where the steps are the same IEEE operations.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import Node
-from graphc.onnx.exporters import _logistic, computed
-from graphc.onnx.writer import Writer, exporter
+from graphc.onnx.exporters import _logistic
+from graphc.onnx.writer import Writer, computed, exporter
 
 
 def _c(w: Writer, value: Any, dtype: Any) -> str:
@@ -27,22 +28,6 @@ def _x(w: Writer, node: Node, ins: list[str]) -> str:
 
 
 # -- elementwise math -------------------------------------------------------------------
-
-for _op, _type in {"erf": "Erf", "reciprocal": "Reciprocal"}.items():
-    exporter(_op)(lambda w, node, ins, t=_type: [w.one(t, [_x(w, node, ins)])])
-
-
-def _rounding(op_type: str) -> Any:
-    def run(w: Writer, node: Node, ins: list[str]) -> list[str]:
-        if node.type.dtype.kind in "iu":  # integers are already whole
-            return [w.one("Identity", ins)]
-        return [w.one(op_type, ins)]
-
-    return run
-
-
-exporter("floor")(_rounding("Floor"))
-exporter("ceil")(_rounding("Ceil"))
 
 
 @exporter("trunc")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from graphc.ir.graph import Node
-from graphc.onnx.exporters import activation_form, computed
+from graphc.onnx.exporters import activation_form
 from graphc.onnx.importer import OnnxError
-from graphc.onnx.writer import Writer, exporter
+from graphc.onnx.writer import Writer, computed, exporter
 from graphc.ops.pool import window_divisor
 
 

@@ -1,9 +1,7 @@
-"""ONNX handlers: activations (LeakyRelu, Elu, Selu, Celu, HardSigmoid, HardSwish, Softplus,
-PRelu, Mish, Gelu) and Mod, with graphc's ops."""
+"""ONNX handlers: activations (Softsign, LeakyRelu, Elu, Selu, Celu, HardSigmoid, HardSwish,
+Softplus, PRelu, Mish, Gelu) and Mod, with graphc's ops."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
@@ -15,14 +13,9 @@ from graphc.ops import selection as S
 # -- activations and elementwise math ---------------------------------------------------
 
 
-def _simple(name: str, **fixed: Any) -> Any:
-    return lambda ctx, inputs, attrs: [getattr(gc(), name)(inputs[0], **fixed)]
-
-
-for _type, _name in {
-    "Erf": "erf", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Softsign": "softsign",
-}.items():  # fmt: skip
-    handler(_type)(_simple(_name))
+@handler("Softsign")
+def _softsign(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    return [gc().softsign(inputs[0])]  # a builder: x / (1 + |x|)
 
 
 @handler("LeakyRelu")

@@ -1,4 +1,6 @@
-"""ONNX handlers: elementwise math, comparisons, matmul, reductions, softmax."""
+"""ONNX handlers: elementwise math read as more than one graphc op, or with a twist (Div
+of integers truncates, Max takes any number of inputs), Gemm, Clip, reductions, softmax.
+The op types that are one graphc op (Add, Exp, ...) are read by direct.py's table."""
 
 from __future__ import annotations
 
@@ -15,34 +17,6 @@ from graphc.ops import reduce as R
 from graphc.ops import selection as S
 from graphc.ops.indexing import getitem
 from graphc.ops.shape import reshape, transpose
-
-_BINARY = {
-    "Add": E.add, "Sub": E.sub, "Mul": E.mul,
-    "Equal": S.eq, "Less": S.lt, "LessOrEqual": S.le, "Greater": S.gt, "GreaterOrEqual": S.ge,
-}  # fmt: skip
-_UNARY = {
-    "Neg": E.neg, "Abs": E.abs, "Exp": E.exp, "Log": E.log, "Sqrt": E.sqrt, "Tanh": E.tanh,
-    "Sigmoid": E.sigmoid, "Relu": E.relu, "Sin": E.sin, "Cos": E.cos, "Sign": E.sign,
-}  # fmt: skip
-
-
-def _binary(fn: Any) -> Any:
-    def run(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-        if "broadcast" in attrs or "axis" in attrs:  # opset < 7's legacy broadcasting
-            raise ctx.error("legacy broadcast/axis attributes (opset < 7) are not supported")
-        return [fn(*inputs)]
-
-    return run
-
-
-def _unary(fn: Any) -> Any:
-    return lambda ctx, inputs, attrs: [fn(inputs[0])]
-
-
-for _name, _fn in _BINARY.items():
-    handler(_name)(_binary(_fn))
-for _name, _fn in _UNARY.items():
-    handler(_name)(_unary(_fn))
 
 
 @handler("Div")

@@ -2,7 +2,8 @@
 
 Placeholders become graph inputs (symbolic dims as `dim_param`s), constants
 initializers (Constant nodes inside subgraphs), and each op node one or more ONNX nodes
-by its op's exporter (graphc/onnx/exporters*.py). Ops graphc made (fused groups, matmul
+by its op's "onnx" rule: an entry of the table of ops that are one ONNX op (direct.py)
+or an exporter function (exporters*.py). Ops graphc made (fused groups, matmul
 epilogues) are written as their standard decomposition; cond becomes If, while_loop and
 scan become Loop, their bodies subgraphs that read outer values by name.
 
@@ -20,22 +21,36 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.registry import get_op, register_rule
 from graphc.ir.types import TensorType, is_symbol
 from graphc.ir.verify import verify
 from graphc.onnx.importer import OnnxError, onnx_elem_type
 
 DEFAULT_OPSET = 17
 Exporter = Callable[["Writer", Node, list[str]], list[str]]
-EXPORTERS: dict[str, Exporter] = {}
 
 
 def exporter(*ops: str) -> Callable[[Exporter], Exporter]:
+    """Register the decorated function as the "onnx" rule of `ops`: the code that
+    writes a node of each (ops that are one ONNX op are in direct.py's table)."""
+
     def register(fn: Exporter) -> Exporter:
         for op in ops:
-            EXPORTERS[op] = fn
+            register_rule(op, "onnx", fn)
         return fn
 
     return register
+
+
+def computed(w: Writer, node: Node, ins: list[str], first: int = 0) -> list[str]:
+    """Inputs cast to the dtype the op computes in: ONNX ops take one element type
+    where numpy promotes (int64 + float32, exp of an int)."""
+    types = [x.type.dtype for x in node.inputs[first:]]
+    comparison = get_op(node.op).has("comparison")
+    target = np.result_type(*types) if comparison else node.type.dtype
+    if comparison and target == np.bool_:
+        target = np.dtype(np.int32)  # ONNX orders numbers, not bools
+    return ins[:first] + [w.cast(n, t, target) for n, t in zip(ins[first:], types)]
 
 
 class Writer:
@@ -154,11 +169,12 @@ class Writer:
                 if node in read:  # (a constant nothing reads is not written)
                     self.bind(node, self.const(node.value, "const"))
                 continue
-            if node.op not in EXPORTERS:
+            form = get_op(node.op).rules.get("onnx")  # a Direct or an exporter function
+            if form is None:
                 raise OnnxError(
                     f"export_model: {node.describe()}: op '{node.op}' has no ONNX form in graphc yet"
                 )
-            outs = EXPORTERS[node.op](self, node, ins)
+            outs = form(self, node, ins)
             self.bind(node, outs[0])
             if len(outs) > 1 or node.op in ("cond", "scan", "while_loop"):
                 self.names[node] = outs  # type: ignore[assignment]
@@ -226,14 +242,6 @@ def export_model(
     """
     import onnx
     from onnx import helper
-
-    from graphc.onnx import exporters as _  # noqa: F401 - registers the exporters
-    from graphc.onnx import exporters_arrays as _arrays  # noqa: F401
-    from graphc.onnx import exporters_attention as _attention  # noqa: F401
-    from graphc.onnx import exporters_control as _control  # noqa: F401
-    from graphc.onnx import exporters_grad as _grad  # noqa: F401
-    from graphc.onnx import exporters_math as _math  # noqa: F401
-    from graphc.onnx import exporters_nn as _nn  # noqa: F401
 
     verify(graph)
     opset = DEFAULT_OPSET if opset is None else opset

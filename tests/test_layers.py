@@ -31,10 +31,8 @@ MAY_IMPORT: dict[str, set[str]] = {
 }
 # modules at the top, which may import anything, `import graphc` included
 APPLICATIONS = {"__init__", "cli", "demo", "inspection", "bench", "viz/command.py"}
-# lower modules that import the whole of graphc late, each with its reason
-LATE_WHOLE = {
-    "onnx/handlers_nn.py": "builds convolutions and norms with the public functions",
-}
+# lower modules that import the whole of graphc late, each with its reason (none yet)
+LATE_WHOLE: dict[str, str] = {}
 
 
 def _folder(path: Path) -> str:

@@ -9,12 +9,16 @@ import numpy as np
 
 from graphc.ir.types import is_symbol
 from graphc.onnx.handlers_index import COMBINE, scatter_combine
-from graphc.onnx.handlers_nn import gc
 from graphc.onnx.importer import Context, Value, handler, known, needs_known
 from graphc.ops import elementwise as E
 from graphc.ops import selection as S
-from graphc.ops.indexing import getitem
-from graphc.ops.shape import reshape
+from graphc.ops.along_axis import scatter_add_along_axis, take_along_axis
+from graphc.ops.arrays import flip, tril, triu
+from graphc.ops.indexing import getitem, take
+from graphc.ops.padding import pad
+from graphc.ops.sequences import cumsum
+from graphc.ops.shape import concat, reshape
+from graphc.ops.sorting import sort, topk
 
 # -- arrays -----------------------------------------------------------------------------
 
@@ -25,17 +29,16 @@ def _cumsum(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     if not known(axis):
         raise needs_known(ctx, axis, "CumSum's axis")
     axis = int(np.asarray(axis).reshape(()))
-    g = gc()
     if attrs.get("reverse", 0):
-        x = g.flip(x, axis=(axis,))
-    y = g.cumsum(x, axis=axis)
+        x = flip(x, axis=(axis,))
+    y = cumsum(x, axis=axis)
     if attrs.get("exclusive", 0):  # each position's sum before it: shifted by one
         rank = len(x.shape)
         widths = [(1, 0) if k == axis % rank else (0, 0) for k in range(rank)]
         index = tuple(slice(0, -1) if k == axis % rank else slice(None) for k in range(rank))
-        y = g.pad(y, widths)[index] if x.shape[axis] != 0 else y
+        y = pad(y, widths)[index] if x.shape[axis] != 0 else y
     if attrs.get("reverse", 0):
-        y = g.flip(y, axis=(axis,))
+        y = flip(y, axis=(axis,))
     return [S.cast(y, x.dtype) if y.dtype != x.dtype else y]  # ONNX keeps the type
 
 
@@ -46,12 +49,12 @@ def _trilu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     if not known(k):
         raise needs_known(ctx, k, "Trilu's k")
     k = int(np.asarray(k).reshape(()))
-    return [gc().triu(x, k) if attrs.get("upper", 1) else gc().tril(x, k)]
+    return [triu(x, k) if attrs.get("upper", 1) else tril(x, k)]
 
 
 @handler("GatherElements", since=11)
 def _gather_elements(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    return [gc().take_along_axis(inputs[0], inputs[1], axis=attrs.get("axis", 0))]
+    return [take_along_axis(inputs[0], inputs[1], axis=attrs.get("axis", 0))]
 
 
 @handler("ScatterElements", since=11)
@@ -59,9 +62,8 @@ def _scatter_elements(ctx: Context, inputs: list[Value], attrs: dict) -> list[Va
     data, indices, updates = inputs
     reduction = attrs.get("reduction", "none")
     axis = attrs.get("axis", 0) % len(data.shape)
-    g = gc()
     if reduction == "add":
-        added = g.scatter_add_along_axis(updates, indices, tuple(data.shape), axis=axis)
+        added = scatter_add_along_axis(updates, indices, tuple(data.shape), axis=axis)
         return [E.add(data, added)]
     if reduction in COMBINE:
         return [_scatter_elements_combine(ctx, data, indices, updates, axis, reduction)]
@@ -74,9 +76,9 @@ def _scatter_elements(ctx: Context, inputs: list[Value], attrs: dict) -> list[Va
     n = int(np.prod(count, dtype=np.int64))
     ctx.check_size(math.prod(count), "ScatterElements' numbering of its updates")
     numbers = np.arange(1, n + 1, dtype=np.int64).reshape(count)
-    source = g.scatter_add_along_axis(numbers, indices, tuple(data.shape), axis=axis)
-    padded = g.concat([np.zeros((1,), np.dtype(updates.dtype)), reshape(updates, (n,))], axis=0)
-    moved = g.take(padded, source, axis=0)
+    source = scatter_add_along_axis(numbers, indices, tuple(data.shape), axis=axis)
+    padded = concat([np.zeros((1,), np.dtype(updates.dtype)), reshape(updates, (n,))], axis=0)
+    moved = take(padded, source, axis=0)
     return [S.where(S.gt(source, 0), moved, data)]
 
 
@@ -115,8 +117,8 @@ def _topk(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     if is_symbol(k):  # all of a symbolic dim (graphc's argsort is exported so): a sort
         if k != x.shape[axis]:
             raise ctx.error(f"TopK with the symbolic k {k!r} of another dim than its axis")
-        return list(gc().sort(x, axis=axis, descending=largest))
-    values, indices = gc().topk(
+        return list(sort(x, axis=axis, descending=largest))
+    values, indices = topk(
         x, int(k), axis=axis, largest=largest, sorted=bool(attrs.get("sorted", 1))
     )
     return [values, indices]
@@ -156,8 +158,8 @@ def _pad(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     widths = tuple((max(b, 0), max(e, 0)) for b, e in widths)
     fill = 0 if value is None else np.asarray(value).reshape(()).item()
     if mode == "constant":
-        return [gc().pad(x, widths, "constant", constant_values=fill)]
-    return [gc().pad(x, widths, mode)]
+        return [pad(x, widths, "constant", constant_values=fill)]
+    return [pad(x, widths, mode)]
 
 
 __all__: list[str] = []

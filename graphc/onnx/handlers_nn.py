@@ -9,29 +9,18 @@ with graphc's ops, so known parameters fold at import.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from graphc.ir.types import is_symbol
 from graphc.onnx.importer import Context, Value, handler, known, needs_known
 from graphc.ops import elementwise as E
 from graphc.ops import selection as S
+from graphc.ops.conv import conv2d, conv_transpose2d
 from graphc.ops.indexing import getitem
+from graphc.ops.norm import layer_norm
+from graphc.ops.padding import pad
+from graphc.ops.reduce import mean as reduce_mean
 from graphc.ops.shape import concat, reshape, transpose
-
-_gc: Any = None
-
-
-def gc() -> Any:
-    """graphc's public functions (imported late: graphc/__init__ imports this package)."""
-    global _gc
-    if _gc is None:
-        import graphc
-
-        _gc = graphc
-    return _gc
-
 
 # -- convolutions -----------------------------------------------------------------------
 
@@ -102,7 +91,7 @@ def _conv(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         return [_conv_3d(x, weight, bias, window)]
     if n == 1:
         x, weight = as_2d(x), reshape(weight, (*weight.shape[:2], 1, weight.shape[2]))
-    y = gc().conv2d(
+    y = conv2d(
         x, weight, bias,
         stride=tuple(to_2d_attrs(strides, n, 1)),
         padding=pads_2d(pads, n),
@@ -129,7 +118,7 @@ def _conv_transpose(ctx: Context, inputs: list[Value], attrs: dict) -> list[Valu
         return [_conv_transpose_3d(x, weight, bias, window)]
     if n == 1:
         x, weight = as_2d(x), reshape(weight, (*weight.shape[:2], 1, weight.shape[2]))
-    y = gc().conv_transpose2d(
+    y = conv_transpose2d(
         x, weight, bias,
         stride=tuple(to_2d_attrs(strides, n, 1)),
         padding=pads_2d(pads, n),
@@ -179,14 +168,14 @@ def _conv_3d(x: Value, weight: Value, bias: Value, window: tuple) -> Value:
     depth-padded input) for output depth d."""
     strides, dilations, pads, groups = window
     depth, kernel = x.shape[2], weight.shape[2]
-    padded = gc().pad(x, ((0, 0), (0, 0), (pads[0], pads[3]), (0, 0), (0, 0)))
+    padded = pad(x, ((0, 0), (0, 0), (pads[0], pads[3]), (0, 0), (0, 0)))
     span = (kernel - 1) * dilations[0] + 1
     out = (depth + pads[0] + pads[3] - span) // strides[0] + 1
     total = None
     for k in range(kernel):
         start = k * dilations[0]
         slices = _along_depth(padded, slice(start, start + (out - 1) * strides[0] + 1, strides[0]))
-        y = gc().conv2d(
+        y = conv2d(
             _fold_depth(slices), _depth_tap(weight, k, out),
             stride=tuple(strides[1:]), padding=(pads[1], pads[2], pads[4], pads[5]),
             dilation=tuple(dilations[1:]), groups=groups * out,
@@ -207,7 +196,7 @@ def _conv_transpose_3d(x: Value, weight: Value, bias: Value, window: tuple) -> V
     folded = _fold_depth(x)
     total = None
     for k in range(kernel):
-        y = gc().conv_transpose2d(
+        y = conv_transpose2d(
             folded, _depth_tap(weight, k, depth),
             stride=tuple(strides[1:]), padding=(pads[1], pads[2], pads[4], pads[5]),
             output_padding=tuple(extra[1:]), groups=groups * depth,
@@ -222,7 +211,7 @@ def _conv_transpose_3d(x: Value, weight: Value, bias: Value, window: tuple) -> V
             y = getitem(spread, (slice(None), slice(0, (depth - 1) * stride + 1)))
         start = k * dilations[0]
         widths = ((0, 0), (start, length - start - y.shape[1]), (0, 0), (0, 0), (0, 0))
-        y = gc().pad(y, widths)
+        y = pad(y, widths)
         total = y if total is None else E.add(total, y)
     cropped = getitem(total, (slice(None), slice(pads[0], length - pads[3])))
     return _with_bias(transpose(cropped, (0, 2, 1, 3, 4)), bias)
@@ -270,14 +259,14 @@ def _layer_norm(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     bias = inputs[2] if len(inputs) > 2 else None
     axis = attrs.get("axis", -1) % len(x.shape)
     eps = attrs.get("epsilon", 1e-5)
-    outs = [gc().layer_norm(x, scale, bias, axis=axis, eps=eps)]
+    outs = [layer_norm(x, scale, bias, axis=axis, eps=eps)]
     if any(ctx.node.output[1:]):  # the statistics, as ONNX gives them (kept dims)
         axes = tuple(range(axis, len(x.shape)))
-        mean = gc().mean(x, axis=axes, keepdims=True)
-        centred = E.sub(x, mean)
-        var = gc().mean(E.mul(centred, centred), axis=axes, keepdims=True)
+        average = reduce_mean(x, axis=axes, keepdims=True)
+        centred = E.sub(x, average)
+        var = reduce_mean(E.mul(centred, centred), axis=axes, keepdims=True)
         inv = E.div(np.ones((), np.dtype(x.dtype)), E.sqrt(E.add(var, np.asarray(eps, x.dtype))))
-        outs += [mean, inv]
+        outs += [average, inv]
     return outs
 
 
@@ -310,9 +299,9 @@ def _batch_norm_training(
     rank = len(x.shape)
     dtype = np.dtype(x.dtype)
     axes = (0, *range(2, rank))
-    batch_mean = gc().mean(x, axis=axes)
+    batch_mean = reduce_mean(x, axis=axes)
     centred = E.sub(x, _per_channel(batch_mean, rank))
-    batch_var = gc().mean(E.mul(centred, centred), axis=axes)
+    batch_var = reduce_mean(E.mul(centred, centred), axis=axes)
     factor = E.div(scale, E.sqrt(E.add(batch_var, eps)))
     y = E.add(E.mul(centred, _per_channel(factor, rank)), _per_channel(bias, rank))
     momentum = float(attrs.get("momentum", 0.9))
@@ -326,7 +315,7 @@ def _batch_norm_training(
 def _instance_norm(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x, scale, bias = inputs
     rank = len(x.shape)
-    normed = gc().layer_norm(x, None, None, axis=2, eps=attrs.get("epsilon", 1e-5))
+    normed = layer_norm(x, None, None, axis=2, eps=attrs.get("epsilon", 1e-5))
     return [E.add(E.mul(normed, _per_channel(scale, rank)), _per_channel(bias, rank))]
 
 

@@ -19,10 +19,17 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.types import is_symbol
-from graphc.onnx.handlers_nn import as_2d, from_2d, gc, pads_2d, to_2d_attrs, window_pads
+from graphc.onnx.handlers_nn import as_2d, from_2d, pads_2d, to_2d_attrs, window_pads
 from graphc.onnx.importer import Context, Value, handler
 from graphc.ops import elementwise as E
 from graphc.ops.indexing import getitem
+from graphc.ops.maxpool import max_pool2d, max_pool2d_select
+from graphc.ops.padding import pad
+from graphc.ops.pool import avg_pool2d
+from graphc.ops.reduce import max as max_
+from graphc.ops.reduce import mean
+from graphc.ops.selection import cast, zeros_like
+from graphc.ops.sequences import arange
 
 
 def _pool_window(ctx: Context, x: Value, attrs: dict, op: str) -> tuple:
@@ -55,7 +62,7 @@ def _max_pool(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         "dilation": tuple(to_2d_attrs(dilations, n, 1)),
         "ceil_mode": ceil_mode,
     }
-    y = gc().max_pool2d(x2, **window_2d)
+    y = max_pool2d(x2, **window_2d)
     outs = [from_2d(y) if n == 1 else y]
     if want_indices:
         column_major = bool(attrs.get("storage_order", 0))
@@ -70,7 +77,6 @@ def _flat_indices(
     read at the maxima (max_pool2d_select) from a table of positions, in float64 (exact
     below 2**53 elements). With storage_order=1 the position within a plane is column
     major (h + w * H); the channel and image offsets are as in row-major order."""
-    g = gc()
     batch, channels, height, width = x.shape
     if any(is_symbol(d) for d in (channels, height, width)):
         raise ctx.error("MaxPool's Indices over symbolic channel or spatial dims")
@@ -80,10 +86,10 @@ def _flat_indices(
         plane = np.arange(height * width, dtype=np.float64).reshape(width, height).T
     per_channel = np.arange(channels, dtype=np.float64).reshape(channels, 1, 1) * height * width
     with ctx.recording():
-        images = g.arange(batch, dtype="float64").reshape((batch, 1, 1, 1))
-        positions = g.cast(g.zeros_like(x), "float64") + plane + per_channel
+        images = arange(batch, dtype="float64").reshape((batch, 1, 1, 1))
+        positions = cast(zeros_like(x), "float64") + plane + per_channel
         positions = positions + images * float(channels * height * width)
-        found = g.cast(g.max_pool2d_select(positions, x, pooled, **window), "int64")
+        found = cast(max_pool2d_select(positions, x, pooled, **window), "int64")
     return from_2d(found) if n == 1 else found
 
 
@@ -96,7 +102,7 @@ def _average_pool(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]
     if n == 3 or any(d != 1 for d in dilations):
         window = (kernel, strides, dilations, pads, ceil_mode)
         return [_separable(ctx, x, window, "average", count_include_pad)]
-    y = gc().avg_pool2d(
+    y = avg_pool2d(
         as_2d(x) if n == 1 else x,
         tuple(to_2d_attrs(kernel, n, 1)),
         stride=tuple(to_2d_attrs(strides, n, 1)),
@@ -143,7 +149,7 @@ def _pool_axis(
     widths[axis] = (begin, max(needed - size - begin, 0))
     dtype = np.dtype(x.dtype)
     fill = -np.inf if kind == "max" else 0
-    padded = gc().pad(x, tuple(widths), "constant", constant_values=fill)
+    padded = pad(x, tuple(widths), "constant", constant_values=fill)
     result = None
     for j in range(kernel):
         index = [slice(None)] * rank
@@ -164,17 +170,17 @@ def _pool_axis(
     return E.div(result, counts.reshape(shape))
 
 
-def _global(reduce: str) -> Any:
+def _global(reduce: Any) -> Any:
     def run(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         x = inputs[0]
         axes = tuple(range(2, len(x.shape)))
-        return [getattr(gc(), reduce)(x, axis=axes, keepdims=True)]
+        return [reduce(x, axis=axes, keepdims=True)]
 
     return run
 
 
-handler("GlobalAveragePool")(_global("mean"))
-handler("GlobalMaxPool")(_global("max"))
+handler("GlobalAveragePool")(_global(mean))
+handler("GlobalMaxPool")(_global(max_))
 
 
 __all__: list[str] = []

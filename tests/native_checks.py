@@ -32,12 +32,15 @@ from graphc.ir.graph import OP, Graph, Node
 from graphc.runtime import backend as backends
 from graphc.runtime.backend import available_backends
 from graphc.runtime.native import INEXACT, toolchain
-from graphc.runtime.native.cexpr import ULP_BOUND
+from graphc.runtime.native.cexpr import ulp_bounds
 from graphc.runtime.native.matmul import PRODUCTS, inexact_product
 from tests.differential import describe_feeds, quiet
 from tests.edge_values import bits_differ, sprinkled_feeds
 
 HAVE_NATIVE = "native" in available_backends()
+
+# op -> by how many ulp its native values may differ from numpy's (its native rule's bound)
+ULP_BOUND = ulp_bounds()
 
 
 def _why_not_native() -> str:

@@ -378,6 +378,49 @@ def test_no_side_set_of_op_names_is_left(module: str) -> None:
         assert not re.search(rf"\b{name}\b", path.read_text()), f"{module} has {name}"
 
 
+# -- the native backend's C, on each elementwise op -----------------------------------
+
+# elementwise ops without native C (a "native" rule: graphc/runtime/native/cexpr.py's
+# NATIVE_OPS), by reason; a new elementwise op lacking one fails the test below until
+# someone decides. Ops that are not elementwise have no "native" rule: their native
+# lowerings, if any, are in the backend's lowering table (register_lowering)
+WITHOUT_NATIVE = {
+    "a fused group: the backend compiles its body, each op by its own rule": {"fused"},
+    "attrs the C has no form for yet: numpy runs them": {
+        "clip", "elu", "hardtanh", "leaky_relu", "round", "softplus",
+    },
+    "no C yet: numpy runs them": {
+        "erf", "gelu_exact", "hardsigmoid", "silu", "fmod", "remainder",
+    },
+}  # fmt: skip
+WITHOUT_RULE["native"] = {
+    **WITHOUT_NATIVE,
+    "not elementwise: the lowering table or numpy runs them": {
+        name for name, opdef in all_ops().items() if not opdef.elementwise
+    },
+}
+
+
+def test_every_elementwise_op_has_native_c_or_a_reason() -> None:
+    from graphc.runtime.native.cexpr import NATIVE_OPS
+
+    unlisted, stale = _lacking(
+        WITHOUT_NATIVE, lambda opdef: not opdef.elementwise or "native" in opdef.rules
+    )
+    assert not unlisted, (
+        f"elementwise ops without native C: add it (cexpr.NATIVE_OPS) or list them in "
+        f"WITHOUT_NATIVE: {sorted(unlisted)}"
+    )
+    assert not stale, f"listed in WITHOUT_NATIVE but have native C (or are gone): {sorted(stale)}"
+    ops = all_ops()
+    for name, rule in NATIVE_OPS.items():
+        assert name in ops, f"native C for '{name}', which is not an op"
+        assert ops[name].rules.get("native") is rule, f"'{name}': its native C is not on the op"
+    for name, opdef in ops.items():
+        if "native" in opdef.rules:
+            assert opdef.elementwise and name in NATIVE_OPS, f"'{name}': a stray native rule"
+
+
 # -- the ONNX form of each op ---------------------------------------------------------
 
 # ops without an "onnx" rule (a `Direct` entry of graphc/onnx/direct.py or an exporter

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import OP, Graph
-from graphc.ir.registry import get_op
+from graphc.ir.registry import get_op, register_rule
 from graphc.ir.types import TensorType
 from graphc.runtime.backend import (
     Backend,
@@ -44,7 +44,7 @@ from graphc.runtime.native import (
     threads,
     toolchain,
 )
-from graphc.runtime.native.cexpr import EMITTERS, ULP_BOUND, header
+from graphc.runtime.native.cexpr import NATIVE_OPS, header, native_rule
 from graphc.runtime.native.kernels import (
     BLOCK,
     FULL,
@@ -97,17 +97,21 @@ def _allows_scalar(graph: Graph) -> bool:
     return not any(n.kind == OP and _inexact(n) for n in graph.nodes)
 
 
-# ops whose native results may differ from numpy's: libmvec's functions (ULP_BOUND), the
-# row kernels' softmax and log_softmax (rows.ROW_BOUND), gemm (BLAS accumulates into c
-# block by block: blas.py), the convolutions (the direct kernel sums in its own order:
-# direct_conv.py), attention (its softmax is the row kernel's), the layer norms (a
-# variance summed in lanes where numpy calls sdot: norm.py), and float32 products by a
-# matrix (matmul.py: a chain of fused multiply-adds)
+# each elementwise op's native C, registered on the op (cexpr.py: one entry per op)
+for _op, _rule in NATIVE_OPS.items():
+    register_rule(_op, "native", _rule)
+
+# ops whose native results may differ from numpy's: libmvec's functions (an ulp bound in
+# their native rule: cexpr.py), the row kernels' softmax and log_softmax (rows.ROW_BOUND),
+# gemm (BLAS accumulates into c block by block: blas.py), the convolutions (the direct
+# kernel sums in its own order: direct_conv.py), attention (its softmax is the row
+# kernel's), the layer norms (a variance summed in lanes where numpy calls sdot:
+# norm.py), and float32 products by a matrix (matmul.py: a chain of fused multiply-adds)
 CONVOLUTIONS = frozenset({"conv2d", "conv2d_epilogue", "conv2d_fused"})
 # (and conv_transpose2d of stride 1, the direct kernel on a flipped weight: conv.py)
 LAYER_NORMS = frozenset({"layer_norm", "layer_norm_grad"})
 INEXACT = (
-    frozenset(ULP_BOUND)
+    frozenset(op for op, rule in NATIVE_OPS.items() if rule.ulp_bound is not None)
     | frozenset(rows.ROW_BOUND)
     | {"gemm", "attention"}
     | CONVOLUTIONS
@@ -129,7 +133,7 @@ def _inexact(node: Any) -> bool:
 # below this many elements a step of exact ops stays on numpy: its ufunc call costs less
 # than finding the addresses of arrays made per call (measured: a (32, 10) add 2.2 us on
 # numpy, 5.2 us native). Exact ops give numpy's bits either way; a step with an op whose
-# native bits differ (ULP_BOUND) is always native, so its values never depend on size
+# native bits differ (an ulp bound) is always native, so its values never depend on size
 SMALL = 4096
 
 
@@ -155,10 +159,11 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
 
 def _worth_it(gen: Generator, step: Step, kernel: Kernel) -> bool:
     size = gen.plan.values[step.output].type.size or 0
-    return size >= SMALL or any(op in ULP_BOUND for op in kernel.ops)
+    rules = [native_rule(op) for op in kernel.ops]
+    return size >= SMALL or any(rule and rule.ulp_bound is not None for rule in rules)
 
 
-STEP_OPS = frozenset({*EMITTERS, "fused", "cast", "full_like", "pow"})  # lowered by lower_step
+STEP_OPS = frozenset({*NATIVE_OPS, "fused"})  # lowered by lower_step
 
 
 def _reads_in_place(gen: Generator, reader: Step) -> bool:
@@ -451,7 +456,7 @@ BACKEND = register_backend(
         allows_scalar=_allows_scalar,
         inexact=INEXACT,
         # and "transpose": a kernel reads a transposed matrix tile by tile (kernels.py)
-        fused_ops=frozenset(EMITTERS) | {"cast", "full_like", "transpose"},
+        fused_ops=frozenset(op for op, rule in NATIVE_OPS.items() if rule.fuses) | {"transpose"},
     )
 )
 

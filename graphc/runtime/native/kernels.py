@@ -24,10 +24,10 @@ loop for such a subtraction takes 16x its contiguous time (250 us against 15 us 
 Blocks of lanes run in parallel under OpenMP when the output is large enough for the
 kernel's work to pay for waking the pool (10-20 us with idle threads asleep): at least
 `PARALLEL_WORK` / (the kernel's work per element) elements, the work counting each op
-by its cost (`COST`): a single multiply stays on the calling thread below about a
-million elements, where two threads measured slower (a 784 x 256 scale: 16 us alone,
-24 us in parallel), a GELU chain goes parallel from about 120,000 (at 1e5 elements one
-thread took 66-72 us with two, numpy's chunked plan 65). While the pool is warm (a
+by its cost (its native rule's, cexpr.py): a single multiply stays on the calling thread
+below about a million elements, where two threads measured slower (a 784 x 256 scale:
+16 us alone, 24 us in parallel), a GELU chain goes parallel from about 120,000 (at 1e5
+elements one thread took 66-72 us with two, numpy's chunked plan 65). While the pool is warm (a
 region ended moments ago and its workers still spin: calls.POOL_CLOCK) a region costs a
 microsecond or two, and kernels go parallel from `WARM_WORK` / (work per element)
 elements. The last block loads its lanes into zero-padded vectors, so every element is
@@ -72,18 +72,21 @@ import numpy as np
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
-from graphc.ops.elementwise import PRODUCT_EXPONENTS
-from graphc.runtime.native.cexpr import CTYPE, EMITTERS, LIBRARY_CALLS, compare, convert, splat
+from graphc.runtime.native.cexpr import (
+    AS_IS,
+    CONDITION,
+    CTYPE,
+    LOGICAL,
+    RESULT,
+    Call,
+    DeclinedError,
+    convert,
+    native_rule,
+)
 
 FULL, SCALAR, BLOCK, STRIDED, TRANSPOSED = "full", "scalar", "block", "strided", "transposed"
 PITCHED = "pitched"
 CTYPE_NAME = {"f32": "float", "f64": "double", "b": "uint8_t"}
-COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
-LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
-
-
-class DeclinedError(Exception):
-    """This step is not for the native backend (the reason says why, for explain)."""
 
 
 @dataclass
@@ -194,7 +197,7 @@ def build_kernel(
         lines.append(f"    v{ct} t{j}` = {value};")
         expr[node] = (f"t{j}`", ct)
         ops.append(node.op)  # type: ignore[arg-type]
-        calls = calls or (node.op, ct) in LIBRARY_CALLS
+        calls = calls or ct in native_rule(node.op).calls  # type: ignore[union-attr]
     root = body.outputs[0].inputs[0]
     root_expr, root_ct = expr[root]
     if root_ct != out_ctype:
@@ -445,23 +448,8 @@ def _main(
     ]
 
 
-# a kernel's work per element: one for its loads and stores, plus each op's cost, about
-# its time relative to an add (math functions are polynomials of 15-30 operations)
-COST = {
-    "exp": 16,
-    "log": 16,
-    "expm1": 16,
-    "log1p": 16,
-    "tanh": 24,
-    "sin": 20,
-    "cos": 20,
-    "sigmoid": 20,
-    "gelu": 30,
-    "sqrt": 4,
-    "rsqrt": 6,
-    "div": 4,
-    "reciprocal": 4,
-}
+# a kernel's work per element: one for its loads and stores, plus each op's cost (its
+# native rule's: about its time relative to an add)
 PARALLEL_WORK = 1 << 22  # elements x work per element from which two threads pay off
 PARALLEL_MIN = 1 << 15
 # the same while the pool is warm (its workers still spin after a region: calls.POOL_CLOCK):
@@ -470,8 +458,8 @@ WARM_WORK = 1 << 18
 
 
 def work(ops: list[str]) -> int:
-    """A kernel's work per element: its loads and stores, and its ops by COST."""
-    return 1 + sum(COST.get(op, 1) for op in ops)
+    """A kernel's work per element: its loads and stores, and its ops by their cost."""
+    return 1 + sum(native_rule(op).cost for op in ops)  # type: ignore[union-attr]
 
 
 def parallel_min(ops: list[str]) -> int:
@@ -631,44 +619,30 @@ def _emit(
     out: TensorType,
     known: list[np.ndarray | None],
 ) -> str:
+    """The C expression of `node`'s result, by its op's native rule (cexpr.NATIVE_OPS)."""
     op = node.op
     out_ct = ctype_of(out)
-    if op == "cast":
-        ((expr, ct),) = args
-        return convert(expr, ct, out_ct)
-    if op == "full_like":
-        value = node.attrs["value"]
-        if not isinstance(value, (bool, int, float)) or isinstance(value, np.ndarray):
-            raise DeclinedError("full_like of a non-scalar value")
+    opdef = get_op(op)  # type: ignore[arg-type]
+    rule = opdef.rules.get("native")
+    if rule is None:
+        raise DeclinedError(f"no native kernel for '{op}'")
+    ct = out_ct
+    if opdef.has("comparison"):  # in the operands' common type, as the property says
+        ct = ctype_of(TensorType((), np.promote_types(types[0].dtype, types[1].dtype)))
+    elif rule.operands == LOGICAL:
+        ct = "b"
+    elif rule.operands == RESULT:
+        if node.attrs:
+            raise DeclinedError(f"no native kernel for '{op}' with attrs")
         if out_ct == "b":
-            return splat("b", bool(value))
-        return splat(out_ct, float(np.asarray(value).astype(out.dtype)))
-    if op == "pow":
-        exponent = known[1]
-        if exponent is None or exponent.size != 1:
-            raise DeclinedError("pow with an exponent that is not a known constant")
-        e = exponent.reshape(()).item()
-        if isinstance(e, bool) or e not in PRODUCT_EXPONENTS or out_ct == "b":
-            raise DeclinedError(f"pow with exponent {e!r} (only 2 and 3, as products)")
-        (x, ct) = args[0]
-        base = convert(x, ct, out_ct)
-        return f"(({base}) * ({base}))" if e == 2 else f"((({base}) * ({base})) * ({base}))"
-    if op in COMPARISONS:
-        common = ctype_of(TensorType((), np.promote_types(types[0].dtype, types[1].dtype)))
-        a, b = (convert(e, c, common) for e, c in args)
-        return compare(op, a, b, common)
-    if op in LOGICAL:
-        return EMITTERS[op]([convert(e, c, "b") for e, c in args], "b", node.attrs)
-    if op == "where":
-        cond = args[0][0]
-        branches = [convert(e, c, out_ct) for e, c in args[1:]]
-        return EMITTERS["where"]([cond, *branches], out_ct, node.attrs)
-    emit = EMITTERS.get(op)  # type: ignore[arg-type]
-    if emit is None or node.attrs:
-        raise DeclinedError(f"no native kernel for '{op}'" + (" with attrs" if emit else ""))
-    if out_ct == "b":
-        raise DeclinedError(f"'{op}' on bools")
-    return emit([convert(e, c, out_ct) for e, c in args], out_ct, node.attrs)
+            raise DeclinedError(f"'{op}' on bools")
+    if rule.operands == AS_IS:
+        exprs = [e for e, _ in args]
+    elif rule.operands == CONDITION:  # a bool condition, then the branches
+        exprs = [args[0][0], *(convert(e, c, ct) for e, c in args[1:])]
+    else:
+        exprs = [convert(e, c, ct) for e, c in args]
+    return rule.emit(Call(exprs, ct, node.attrs, [c for _, c in args], out, known))
 
 
 def contiguous_descriptor(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> np.ndarray:

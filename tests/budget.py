@@ -50,3 +50,12 @@ def sample(
         if seen[k] <= first or zlib.crc32(ident(item).encode()) % one_in == 0:
             kept.append(item)
     return kept
+
+
+def pairs(firsts: Iterable[Any], seconds: Iterable[Any]) -> list[tuple[Any, Any]]:
+    """Every (first, second) pair, or in the quick run each first once, with the seconds
+    taken in turn (every layout once, the dtypes alternating)."""
+    firsts, seconds = list(firsts), list(seconds)
+    if full():
+        return [(a, b) for a in firsts for b in seconds]
+    return [(a, seconds[k % len(seconds)]) for k, a in enumerate(firsts)]

@@ -254,6 +254,8 @@ _UNARY = {
     "sigmoid": (gc.sigmoid, _sigmoid, "normal", False),
     "relu": (gc.relu, lambda x: np.maximum(x, 0), "away", True),
     "gelu": (gc.gelu, _gelu, "normal", False),
+    "atan": (gc.atan, np.arctan, "normal", False),
+    "sinh": (gc.sinh, np.sinh, "normal", False),
 }
 for _name, (_fn, _ref, _kind, _int_ok) in _UNARY.items():
     _case(_name, "2d", _fn, [F(3, 4, kind=_kind)], _ref)
@@ -271,6 +273,11 @@ _case("sigmoid", "negative", gc.sigmoid,
 _case("gelu", "huge", gc.gelu,
       [Arg((6,), FLOAT, "fixed", value=[3e38, -3e38, 1e30, -1e30, 1e5, -1e5])], _gelu,
       grad=(False,))  # fmt: skip
+# sinh overflows to inf near 89 (float32) and 710 (float64); atan saturates at pi/2
+_case("sinh", "huge", gc.sinh, [Arg((4,), FLOAT, "fixed", value=[-1e3, -50.0, 50.0, 1e3])],
+      np.sinh, grad=(False,))  # fmt: skip
+_case("atan", "huge", gc.atan, [Arg((4,), FLOAT, "fixed", value=[-1e30, -1e8, 1e8, 1e30])],
+      np.arctan)  # fmt: skip
 _case("relu", "int32", gc.relu, [I(2, 3, dtype="int32")], lambda x: np.maximum(x, 0))
 
 # -- where, clip, cast, full_like --------------------------------------------------------------

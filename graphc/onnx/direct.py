@@ -93,6 +93,8 @@ DIRECT = (
     Direct("tanh", "Tanh"),
     Direct("sign", "Sign"),
     Direct("erf", "Erf"),
+    Direct("atan", "Atan", since=7),
+    Direct("sinh", "Sinh", since=9),
     Direct("relu", "Relu", on_int=_max_with_zero),
     Direct("floor", "Floor", on_int="Identity"),
     Direct("ceil", "Ceil", on_int="Identity"),

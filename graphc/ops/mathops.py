@@ -28,6 +28,7 @@ from graphc.ops.selection import full_like, unbroadcast
 from graphc.ops.special import erf_into
 
 __all__ = [
+    "atan",
     "ceil",
     "clamp",
     "clip",
@@ -45,6 +46,7 @@ __all__ = [
     "remainder",
     "round",
     "rsqrt",
+    "sinh",
     "trunc",
 ]
 
@@ -74,6 +76,24 @@ expm1 = E.unary_op(
     np.expm1,
     lambda ct, out, x, needs: (ct * (out + 1),),
     "exp(x) - 1, accurate for small x. gc.expm1(np.array([1e-10])) -> array([1e-10])",
+)
+
+# -- trigonometric and hyperbolic -------------------------------------------------------
+
+# d atan(x) = dx / (1 + x^2)
+atan = E.unary_op(
+    "atan",
+    np.arctan,
+    lambda ct, out, x, needs: (ct / (x * x + 1),),
+    "The inverse tangent, in (-pi/2, pi/2). gc.atan(np.array([1.0])) -> array([0.78539816])",
+)
+
+# d sinh(x) = cosh(x) dx = (exp(x) + exp(-x)) / 2 dx
+sinh = E.unary_op(
+    "sinh",
+    np.sinh,
+    lambda ct, out, x, needs: (ct * ((E.exp(x) + E.exp(E.neg(x))) * 0.5),),
+    "The hyperbolic sine (exp(x) - exp(-x)) / 2. gc.sinh(np.array([1.0])) -> array([1.17520119])",
 )
 
 

@@ -20,6 +20,7 @@ import pytest
 
 import graphc as gc
 from graphc.runtime.native.cexpr import NATIVE_OPS
+from tests.budget import pairs
 from tests.differential import quiet
 from tests.edge_values import bits_differ, edge_array, float_specials
 from tests.native_checks import (
@@ -57,6 +58,9 @@ def _thresholds(op: str, dtype: str) -> list[float]:
         "cos": [np.pi, np.pi / 2, 2 * np.pi, 1e4 * np.pi, 2.0**20, 2.0**24, 2.0**50, 1e22],
         "sigmoid": [big, least, 16.6, 36.7, 745.0, 104.0, 1e-8],
         "gelu": [5.0, 5.25, 5.5, 9.0, 10.0, 27.0, 1e19, 1e154, 2.0**-30],
+        "atan": [2.0**-12, 1e-8, 1e8, 2.0**24, float(info.max), float(info.smallest_subnormal)],
+        # sinh overflows past log(2 max), a little beyond exp's threshold
+        "sinh": [big, big + float(np.log(2)), 2.0**-12, 1e-8, 20.0, 0.88],
     }
     values = common + [float(v) for v in table[op]]
     return values + [-v for v in values]
@@ -140,6 +144,9 @@ RANGES: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "gelu": lambda x, y: (np.minimum(x, 0) <= y) & (y <= np.maximum(x, 0)),
     "log": lambda x, y: (y <= x) | (x < 0),
     "log1p": lambda x, y: (y <= x) | (x < -1),
+    # odd functions keep x's sign; atan stays within pi/2 (rounded in the result's dtype)
+    "atan": lambda x, y: (np.abs(y) <= y.dtype.type(np.pi / 2)) & ((y >= 0) == (x >= 0)),
+    "sinh": lambda x, y: (y >= 0) == (x >= 0),
 }
 
 
@@ -147,7 +154,8 @@ RANGES: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 @pytest.mark.parametrize("op", sorted(ULP_BOUND))
 def test_bounded_op_keeps_its_range(op: str, dtype: str) -> None:
     """Guards the invariants an ulp bound alone does not: |tanh|, |sin|, |cos| <= 1,
-    sigmoid in [0, 1], exp >= 0, expm1 >= -1, gelu between x and 0, log(x) <= x (a
+    sigmoid in [0, 1], exp >= 0, expm1 >= -1, gelu between x and 0, log(x) <= x, |atan|
+    <= pi/2, atan and sinh keep x's sign (a
     tanh of 1.0000001 is one ulp from 1 but flips gelu's sign near x = -5)."""
     g = _unary_graph(op, dtype, getattr(gc, op))
     xs = _samples(op, dtype, seed=5)
@@ -344,8 +352,7 @@ LAYOUTS: dict[str, tuple[list[tuple], Callable]] = {
 }
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize(("layout", "dtype"), pairs(sorted(LAYOUTS), FLOATS))
 def test_exact_ops_on_every_layout(layout: str, dtype: str) -> None:
     """Guards the operand modes (full, scalar, strided) and the per-call contiguous copy:
     every exact op, unary on x0 and binary on (x0, x1), gives numpy's bits whatever the
@@ -367,9 +374,9 @@ def _chain(x: gc.Symbol, y: gc.Symbol) -> gc.Symbol:
     return gc.minimum(gc.relu(t), gc.cast(gc.cast(t, "float32"), t.dtype.name))
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize(
-    "shapes", [((40,), (40,)), ((8, 5), (5,)), ((), (6,)), (("B", 3), ("B", 3))]
+    ("shapes", "dtype"),
+    pairs([((40,), (40,)), ((8, 5), (5,)), ((), (6,)), (("B", 3), ("B", 3))], FLOATS),
 )
 def test_in_place_chains_give_numpy_bits(dtype: str, shapes: tuple) -> None:
     """Guards in-place plans (O0: each step in the buffer its input freed; O1/O2: fused
@@ -396,8 +403,7 @@ VIEWS: dict[str, Callable[[gc.Symbol, gc.Symbol], gc.Symbol]] = {
 }
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("view", sorted(VIEWS))
+@pytest.mark.parametrize(("view", "dtype"), pairs(sorted(VIEWS), FLOATS))
 def test_views_inside_the_graph_give_numpy_bits(view: str, dtype: str) -> None:
     """Guards operands that are views the plan makes (transposes of inputs, intermediates
     and constants; step slices; rows; broadcasts): read through their strides, or

@@ -603,6 +603,8 @@ NATIVE_OPS: dict[str, NativeOp] = {
     "cos": _libmvec("cos", "cosf", "cos", ulp_bound=4, cost=20, unit=True),
     "expm1": _libmvec("expm1", "expm1f", "expm1", ulp_bound=4, cost=16),
     "log1p": _libmvec("log1p", "log1pf", "log1p", ulp_bound=4, cost=16),
+    "atan": _libmvec("atan", "atanf", "atan", ulp_bound=4, cost=20),
+    "sinh": _libmvec("sinh", "sinhf", "sinh", ulp_bound=4, cost=20),
     "sigmoid": NativeOp(_sigmoid, ulp_bound=8, cost=20, calls=("f32", "f64")),
     # gelu's 1 + tanh(...) cancels for x below about -3, so its error is absolute, not in
     # ulp of the result: within tanh's bound carried through x/2, tanh's ulp_bound *

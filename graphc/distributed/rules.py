@@ -1,4 +1,4 @@
-"""How each op carries the batch axis: the rule table of the batch split (split.py).
+"""How each op carries the batch axis: the batch split's per-op rules (split.py).
 
 A rule looks at one op node whose inputs include at least one *mapped* value (a value
 that carries the batch dim on one axis, row i depending only on row i of the batch)
@@ -6,14 +6,16 @@ and says what the node's value is:
 
 - ``Mapped(axis)``: mapped again, the batch on `axis` of the result;
 - ``Reduce(kind)``: the node combines the batch's rows into a value without the batch
-  dim, and ``kind`` says how per-chunk partials of it combine (see `PARTIAL_KINDS`);
+  dim, and ``kind`` says how per-chunk partials of it combine (see `Reduce`);
 - or it raises `UnsplittableError` with the reason (a value that would depend on two rows,
   or on a row's position in the batch).
 
-Rules go by kind of op: elementwise ops broadcast, reductions reduce the axes their
-attrs name, matmul contracts its inner axes, shape ops move the axis where they move
-data. An op without a rule that touches a mapped value is unsplittable: the
-conservative default, since a wrong answer is worse than an error.
+Each rule is registered on the ops it serves, as their "batch_split" rule
+(`OpDef.rules`), when this module is imported; `batch_rule` looks it up. Elementwise ops
+need none: they share the broadcasting rule. Rules go by kind of op: reductions reduce
+the axes their attrs name, matmul contracts its inner axes, shape ops move the axis
+where they move data. An op without a rule that touches a mapped value is unsplittable:
+the conservative default, since a wrong answer is worse than an error.
 
 ``axes`` holds, per input of the node, the batch axis of that input, or None for an
 input that does not depend on the batch.
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphc.ir.graph import Node
-from graphc.ir.registry import get_op
+from graphc.ir.registry import get_op, register_rule
 from graphc.ops.indexing import parse_index
 
 
@@ -40,7 +42,10 @@ class Mapped:
 
 @dataclass(frozen=True)
 class Reduce:
-    """The node reduces the batch away; per-chunk partials combine by `kind`."""
+    """The node reduces the batch away. `kind` is a reduction op (sum, max, min, prod,
+    logsumexp) whose result on a chunk is the chunk's partial and which merges the
+    partials of all chunks, or "mean": a chunk's partial is its sum, the partials are
+    merged by sum and divided by the whole batch's count."""
 
     kind: str
 
@@ -49,46 +54,29 @@ class UnsplittableError(Exception):
     """Raised by a rule with the reason the node cannot be computed chunk by chunk."""
 
 
-# kind -> (the op computing a chunk's partial, the op merging partials along a new axis).
-# A mean's partial is a sum, divided by the whole batch's count once merged.
-PARTIAL_KINDS: dict[str, tuple[str, str]] = {
-    "sum": ("same", "sum"),
-    "mean": ("sum", "sum"),
-    "max": ("same", "max"),
-    "min": ("same", "min"),
-    "prod": ("same", "prod"),
-    "logsumexp": ("same", "logsumexp"),
-}
-
 Outcome = Mapped | Reduce
 Rule = Callable[[Node, Sequence[int | None]], Outcome]
-RULES: dict[str, Rule] = {}
+KIND = "batch_split"  # the rules' kind in `OpDef.rules`
 
 
-def rule(*ops: str) -> Callable[[Rule], Rule]:
+def carries_batch(*ops: str) -> Callable[[Rule], Rule]:
+    """Register the decorated function as the batch-split rule of each op in `ops`."""
+
     def register(fn: Rule) -> Rule:
         for op in ops:
-            RULES[op] = fn
+            register_rule(op, KIND, fn)
         return fn
 
     return register
 
 
 def batch_rule(node: Node) -> Rule | None:
-    """The rule of `node`'s op: its own, or the elementwise one for elementwise ops."""
-    if node.op in RULES:
-        return RULES[node.op]
-    if get_op(node.op).elementwise:
+    """The rule of `node`'s op: its own, or the broadcasting one for elementwise ops."""
+    opdef = get_op(node.op)
+    own = opdef.rules.get(KIND)
+    if own is None and opdef.elementwise:
         return elementwise
-    return None
-
-
-def _only(axes: Sequence[int | None], node: Node) -> int:
-    """The batch axis of the node's single mapped input (others must not be mapped)."""
-    mapped = [a for a in axes if a is not None]
-    if len(mapped) != 1 or axes[0] is None:
-        raise UnsplittableError("more than one operand carries the batch")
-    return mapped[0]
+    return own
 
 
 def _rank(node: Node, index: int) -> int:
@@ -110,13 +98,13 @@ def _aligned(node: Node, axes: Sequence[int | None]) -> int:
     return landed.pop()
 
 
-@rule("where", "fused", "broadcast_to")
+@carries_batch("broadcast_to")  # elementwise ops find it without an entry
 def elementwise(node: Node, axes: Sequence[int | None]) -> Outcome:
     # out[i] depends on the operands' elements i (broadcast): row i on row i
     return Mapped(_aligned(node, axes))
 
 
-@rule("sum_to")
+@carries_batch("sum_to")
 def sum_to(node: Node, axes: Sequence[int | None]) -> Outcome:
     # sum_to sums the leading axes away and those the target shape has as 1
     axis = axes[0]
@@ -144,14 +132,14 @@ def _after_reduction(node: Node, axis: int) -> Mapped:
     return Mapped(axis - sum(1 for a in _reduced_axes(node) if a < axis))
 
 
-@rule("sum", "mean", "max", "min", "prod", "logsumexp")
+@carries_batch("sum", "mean", "max", "min", "prod", "logsumexp")
 def reduction(node: Node, axes: Sequence[int | None]) -> Outcome:
     if axes[0] in _reduced_axes(node):
         return Reduce(node.op)
     return _after_reduction(node, axes[0])
 
 
-@rule("argmax", "argmin")
+@carries_batch("argmax", "argmin")
 def index_reduction(node: Node, axes: Sequence[int | None]) -> Outcome:
     if axes[0] in _reduced_axes(node):
         raise UnsplittableError("it finds a position along the batch axis, which no chunk knows")
@@ -174,22 +162,22 @@ def _as_tuple(value: Any) -> tuple:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
-@rule("softmax", "log_softmax")
+@carries_batch("softmax", "log_softmax")
 def normalizes(node: Node, axes: Sequence[int | None]) -> Outcome:
     return _along(node, axes, "normalizes over rows")
 
 
-@rule("cumsum")
+@carries_batch("cumsum")
 def scans(node: Node, axes: Sequence[int | None]) -> Outcome:
     return _along(node, axes, "accumulates earlier rows")
 
 
-@rule("flip", "argsort")
+@carries_batch("flip", "argsort")
 def reorders(node: Node, axes: Sequence[int | None]) -> Outcome:
     return _along(node, axes, "reorders rows")
 
 
-@rule("layer_norm", "layer_norm_grad")
+@carries_batch("layer_norm", "layer_norm_grad")
 def layer_norm(node: Node, axes: Sequence[int | None]) -> Outcome:
     mapped = {a for a in axes if a is not None}
     if len(mapped) != 1 or axes[0] is None:
@@ -199,14 +187,14 @@ def layer_norm(node: Node, axes: Sequence[int | None]) -> Outcome:
     return Mapped(axes[0])
 
 
-@rule("tril", "triu")
+@carries_batch("tril", "triu")
 def triangle(node: Node, axes: Sequence[int | None]) -> Outcome:
     if axes[0] >= _rank(node, 0) - 2:
         raise UnsplittableError("its triangle spans the batch axis")
     return Mapped(axes[0])
 
 
-@rule("one_hot")
+@carries_batch("one_hot")
 def one_hot(node: Node, axes: Sequence[int | None]) -> Outcome:
     return Mapped(axes[0])  # a class axis is appended last
 
@@ -214,7 +202,7 @@ def one_hot(node: Node, axes: Sequence[int | None]) -> Outcome:
 # -- contractions ---------------------------------------------------------------------
 
 
-@rule("matmul")
+@carries_batch("matmul")
 def matmul(node: Node, axes: Sequence[int | None]) -> Outcome:
     """x @ y with numpy's rules: each operand's last two axes are the matrix (a 1-D
     operand is promoted to one), the leading ones broadcast. The batch on the contracted
@@ -248,7 +236,7 @@ def matmul(node: Node, axes: Sequence[int | None]) -> Outcome:
     return Mapped(landed)
 
 
-@rule("contract_rows")
+@carries_batch("contract_rows")
 def contract_rows(node: Node, axes: Sequence[int | None]) -> Outcome:
     # x (..., k) and y (..., n) -> x^T y (k, n), the leading axes flattened and contracted
     ax, ay = axes
@@ -263,7 +251,7 @@ def contract_rows(node: Node, axes: Sequence[int | None]) -> Outcome:
     raise UnsplittableError("it contracts rows of one operand against fixed rows of the other")
 
 
-@rule("matmul_epilogue")
+@carries_batch("matmul_epilogue")
 def matmul_epilogue(node: Node, axes: Sequence[int | None]) -> Outcome:
     # x @ w (+ bias) (activation): rows of x stay rows of the result
     if axes[0] is None or any(a is not None for a in axes[1:]) or axes[0] >= _rank(node, 0) - 1:
@@ -274,7 +262,7 @@ def matmul_epilogue(node: Node, axes: Sequence[int | None]) -> Outcome:
 # -- shape ops --------------------------------------------------------------------------
 
 
-@rule("transpose")
+@carries_batch("transpose")
 def transpose(node: Node, axes: Sequence[int | None]) -> Outcome:
     return Mapped(tuple(node.attrs["axes"]).index(axes[0]))
 
@@ -284,7 +272,7 @@ def _prefix(dims: Sequence[Any]) -> tuple[int, list[str]]:
     return known, sorted(d for d in dims if isinstance(d, str))
 
 
-@rule("reshape")
+@carries_batch("reshape")
 def reshape(node: Node, axes: Sequence[int | None]) -> Outcome:
     """A reshape keeps rows apart when the batch dim stays a whole axis with the same
     number of elements before it; merging it with another axis (B*3) or splitting it
@@ -326,7 +314,7 @@ def _full(item: Any) -> bool:
     return isinstance(item, slice) and item in (slice(None), slice(None, None, 1))
 
 
-@rule("slice")
+@carries_batch("slice")
 def slice_(node: Node, axes: Sequence[int | None]) -> Outcome:
     for i, o, item in _basic_index(node, _rank(node, 0)):
         if i == axes[0]:
@@ -336,7 +324,7 @@ def slice_(node: Node, axes: Sequence[int | None]) -> Outcome:
     raise UnsplittableError("its index does not reach the batch axis")  # not reached: rank checks
 
 
-@rule("unslice")
+@carries_batch("unslice")
 def unslice(node: Node, axes: Sequence[int | None]) -> Outcome:
     # the adjoint of slice: ct's axis o is written into the result's axis i
     for i, o, item in _basic_index(node, len(node.type.shape)):
@@ -347,7 +335,7 @@ def unslice(node: Node, axes: Sequence[int | None]) -> Outcome:
     raise UnsplittableError("its index does not reach the batch axis")
 
 
-@rule("concat")
+@carries_batch("concat")
 def concat(node: Node, axes: Sequence[int | None]) -> Outcome:
     if any(a is None for a in axes) or len(set(axes)) != 1:
         raise UnsplittableError("its pieces do not all carry the batch on one axis")
@@ -359,7 +347,7 @@ def concat(node: Node, axes: Sequence[int | None]) -> Outcome:
 # -- gathering --------------------------------------------------------------------------
 
 
-@rule("take")
+@carries_batch("take")
 def take(node: Node, axes: Sequence[int | None]) -> Outcome:
     # x.take(indices, axis): the result's axes are x's before axis, indices', x's after
     ax, ai = axes
@@ -373,14 +361,14 @@ def take(node: Node, axes: Sequence[int | None]) -> Outcome:
     return Mapped(axis + ai)
 
 
-@rule("embedding")
+@carries_batch("embedding")
 def embedding(node: Node, axes: Sequence[int | None]) -> Outcome:
     if axes[1] is not None:
         raise UnsplittableError("its table carries the batch")
     return Mapped(axes[0])
 
 
-@rule("take_along_axis")
+@carries_batch("take_along_axis")
 def take_along_axis(node: Node, axes: Sequence[int | None]) -> Outcome:
     if axes[0] == node.attrs["axis"] or axes[1] == node.attrs["axis"]:
         raise UnsplittableError("it gathers along the batch axis")
@@ -392,7 +380,7 @@ def take_along_axis(node: Node, axes: Sequence[int | None]) -> Outcome:
 # -- images -----------------------------------------------------------------------------
 
 
-@rule("conv2d", "conv_transpose2d")
+@carries_batch("conv2d", "conv_transpose2d")
 def convolution(node: Node, axes: Sequence[int | None]) -> Outcome:
     # NCHW: images are independent along N; channels and pixels are mixed
     if axes[0] != 0 or axes[1] is not None:
@@ -400,7 +388,7 @@ def convolution(node: Node, axes: Sequence[int | None]) -> Outcome:
     return Mapped(0)
 
 
-@rule("conv2d_epilogue", "conv2d_fused")
+@carries_batch("conv2d_epilogue", "conv2d_fused")
 def convolution_then(node: Node, axes: Sequence[int | None]) -> Outcome:
     # the convolution's images, then elementwise work whose other inputs are the same for
     # every image or have one row per image (a bias, a batch norm's statistics, a residual)
@@ -412,7 +400,7 @@ def convolution_then(node: Node, axes: Sequence[int | None]) -> Outcome:
     return Mapped(0)
 
 
-@rule("max_pool2d", "avg_pool2d")
+@carries_batch("max_pool2d", "avg_pool2d")
 def pooling(node: Node, axes: Sequence[int | None]) -> Outcome:
     if axes[0] >= _rank(node, 0) - 2:
         raise UnsplittableError("its windows slide along the batch axis")

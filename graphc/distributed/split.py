@@ -8,7 +8,7 @@ respect to the batch dim (a symbolic dim, "B" by default):
   whole batch's dims and fed to every graph that needs them);
 - mapped on axis a: it carries the batch dim on axis a, and row i depends only on row i
   of the batch inputs. A placeholder with the dim is mapped; an op node with a mapped
-  operand asks its op's rule (rules.py) where the axis goes;
+  operand asks its op's "batch_split" rule (rules.py) where the axis goes;
 - reduced: the value of a reduction over the batch (a *root*: sum, mean, max, min,
   prod, logsumexp over the batch axis, or a contraction of it such as x.T @ dy), or of
   any op whose operands are only reduced and free values.
@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.distributed.rules import PARTIAL_KINDS, Mapped, Reduce, UnsplittableError, batch_rule
+from graphc.distributed.rules import Mapped, Reduce, UnsplittableError, batch_rule
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import get_op
@@ -372,7 +372,7 @@ def _merge_graph(graph: Graph, partials: list[Partial], chunk: Graph, names: _Na
         for p in partials
     ]
     for p, x in zip(partials, inputs):
-        op = PARTIAL_KINDS[p.kind][1]
+        op = "sum" if p.kind == "mean" else p.kind  # a mean's partials are sums
         merged = _add(g, op, [x], f"{p.name}_merge", axis=(0,), keepdims=False)
         g.add_output(merged, name=p.name)
     return g

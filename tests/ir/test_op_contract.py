@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import re
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from graphc.ir.registry import PROPS, REQUIRED, OpDef, all_ops, get_op, ops_with
 from graphc.ir.types import TensorType
 from graphc.ops.defop import defop
 from tests.op_cases import cases_for
+from tests.runtime.test_scratch import traced
 
 SOURCE = Path(gc.__file__).parent
 RNG = np.random.default_rng(32)
@@ -219,27 +219,13 @@ def test_activations_keep_the_type_and_run_in_place(op: str) -> None:
         assert _bits(fresh) == _bits(in_place), f"{op} in place differs on {np.dtype(dtype)}"
 
 
-def _traced_peak(call: Callable[[], Any]) -> int:
-    """The most bytes `call` holds at once beyond what it started with (after a warm-up)."""
-    call()
-    tracemalloc.start()
-    try:
-        base, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        call()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak - base
-
-
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("op", sorted(ops_with("allocates_one_temporary")))
 def test_one_temporary_is_what_the_kernel_allocates(op: str, dtype: Any) -> None:
     kernel = get_op(op).kernel
     x = RNG.standard_normal(1 << 16).astype(dtype)
     out = np.empty_like(x)
-    peak = _traced_peak(lambda: kernel(x, out=out))
+    peak = traced(lambda: kernel(x, out=out))
     assert x.nbytes <= peak <= x.nbytes + 32768, f"{op} on {np.dtype(dtype)}: {peak} bytes"
 
 
@@ -452,3 +438,49 @@ def test_every_op_has_an_onnx_form_or_a_reason() -> None:
         readers = [fn for _, fn in HANDLERS.get(entry.op_type, [])]
         assert readers, f"{entry.op_type}, written for '{entry.op}', is not read back"
         assert (entry.read in readers) == entry.reads, f"{entry.op_type}: read by {readers}"
+
+
+# -- the batch split's rule for each op -----------------------------------------------
+
+# ops without a "batch_split" rule (graphc/distributed/rules.py, registered on the ops
+# when graphc.distributed is imported), by reason: elementwise ops are covered
+# generically, by the one broadcasting rule the split falls back to; the split refuses
+# the others wherever a row of the batch reaches them
+WITHOUT_RULE["batch_split"] = {
+    "elementwise: the generic rule": {
+        name for name, opdef in all_ops().items() if opdef.elementwise
+    },
+    "no tensor inputs, so no row reaches them (the split makes count a size input)": {
+        "arange", "constant", "count",
+    },
+    "control flow and its results: the split does not enter bodies": {
+        "cond", "custom_vjp", "result", "scan", "while_loop",
+    },
+    "no rule yet, refused (docs/distributed.md, What is missing)": {
+        "attention", "gemm", "pad", "unpad", "scatter_add", "scatter_add_along_axis",
+        "avg_pool2d_backward", "max_pool2d_backward", "max_pool2d_select",
+        "fold_in", "random_normal", "random_uniform",
+    },
+}  # fmt: skip
+
+
+def test_every_op_has_a_batch_split_rule_or_a_reason() -> None:
+    from graphc.distributed import rules  # registers its rules on the ops
+
+    unlisted, stale = _lacking(WITHOUT_RULE["batch_split"], lambda opdef: rules.KIND in opdef.rules)
+    assert not unlisted, (
+        f"ops the batch split has no rule for: add one (graphc/distributed/rules.py, "
+        f"@carries_batch) or list them in WITHOUT_RULE['batch_split']: {sorted(unlisted)}"
+    )
+    assert not stale, f"listed as lacking a batch-split rule but have one: {sorted(stale)}"
+    # register_rule names an existing op; each rule is a function of rules.py, and no
+    # elementwise op has an entry of its own beside the generic rule
+    for name, opdef in all_ops().items():
+        if rules.KIND in opdef.rules:
+            rule = opdef.rules[rules.KIND]
+            assert callable(rule) and rule.__module__ == rules.__name__, f"'{name}': {rule}"
+            assert not opdef.elementwise, f"'{name}': a rule beside the elementwise one"
+    for module in ("distributed/rules.py", "distributed/split.py"):
+        path = SOURCE / module
+        assert not _literal_op_tables(path), f"{module}: op-name tables"
+        assert not re.search(r"\b(RULES|PARTIAL_KINDS)\b", path.read_text()), module

@@ -19,7 +19,7 @@ from graphc.ops import *  # noqa: F403
 
 # isort: split
 from graphc.eager import autograd
-from graphc.eager import backend as _backend  # noqa: F401 - registers the Tensor backend
+from graphc.eager import value_kind as _value_kind  # noqa: F401 - registers the Tensor kind
 from graphc.eager.autograd import Function
 from graphc.eager.creation import (
     arange,
@@ -84,14 +84,15 @@ from graphc.eager.functional import (
     unsqueeze,
     var,
 )
+from graphc.eager.grad_fn import AccumulateGrad, GradFn, HookHandle
 from graphc.eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from graphc.eager.node import AccumulateGrad, HookHandle, Node
 from graphc.eager.tensor import Tensor
 from graphc.ops.methods import MinMax
 
-del Symbol, bind, register_backend, register_lifter  # noqa: F821 - not eager API
+del Symbol, bind, register_lifter, register_value_kind  # noqa: F821 - not eager API
 
 inference_mode = no_grad
+Node = GradFn  # the name before GradFn (PyTorch's torch.autograd.graph.Node)
 
 # dtypes under PyTorch's names; they are numpy dtypes (x.dtype == graphc.eager.float32)
 float32 = float = _np.dtype(_np.float32)

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from graphc.eager.grad_fn import AccumulateGrad, GradFn, accumulate_into, edge
 from graphc.eager.grad_mode import no_grad, set_grad_enabled
-from graphc.eager.node import AccumulateGrad, Node, accumulate_into, edge
 from graphc.eager.tensor import Tensor, as_array, make
 from graphc.ir.errors import AutodiffError, ShapeError
 from graphc.ops import elementwise as E
 
-Edge = tuple[Node | None, int]
+Edge = tuple[GradFn | None, int]
 
 
 def _tensors(value: Any, what: str) -> list[Tensor]:
@@ -69,8 +69,8 @@ def _per_output(grads: Any, count: int) -> list[Any]:
     return [grads]
 
 
-def _count_dependencies(roots: Sequence[Node]) -> dict[Node, int]:
-    deps: dict[Node, int] = {}
+def _count_dependencies(roots: Sequence[GradFn]) -> dict[GradFn, int]:
+    deps: dict[GradFn, int] = {}
     seen = set(roots)
     stack = list(seen)
     while stack:
@@ -85,7 +85,7 @@ def _count_dependencies(roots: Sequence[Node]) -> dict[Node, int]:
     return deps
 
 
-def _leading_to(roots: Sequence[Node], deps: dict[Node, int], targets: set) -> set:
+def _leading_to(roots: Sequence[GradFn], deps: dict[GradFn, int], targets: set) -> set:
     """The nodes from which a target node can be reached (the ones grad() must run)."""
     remaining = dict(deps)
     ready = [n for n in roots if remaining.get(n, 0) == 0]
@@ -107,7 +107,7 @@ def _leading_to(roots: Sequence[Node], deps: dict[Node, int], targets: set) -> s
     return useful
 
 
-def _run_hooks(node: Node, grads: list[Any]) -> None:
+def _run_hooks(node: GradFn, grads: list[Any]) -> None:
     if isinstance(node, AccumulateGrad):
         leaf_hooks = node.variable._hooks
         tables = {0: leaf_hooks} if leaf_hooks else None
@@ -126,7 +126,7 @@ def _run_hooks(node: Node, grads: list[Any]) -> None:
         grads[nr] = grad
 
 
-def _retain(node: Node, grads: list[Any]) -> None:
+def _retain(node: GradFn, grads: list[Any]) -> None:
     for nr, ref in node._retained.items():  # type: ignore[union-attr]
         tensor = ref()
         if tensor is not None and grads[nr] is not None:
@@ -156,11 +156,11 @@ def _propagate(
 ) -> list[Any]:
     root_nodes = list(dict.fromkeys(node for node, _ in roots if node is not None))
     deps = _count_dependencies(root_nodes)
-    buffers: dict[Node, list] = {}
+    buffers: dict[GradFn, list] = {}
     for (node, nr), seed in zip(roots, seeds):
         _add(buffers, node, nr, seed)
 
-    capture: dict[Node, list[tuple[int, int]]] = {}
+    capture: dict[GradFn, list[tuple[int, int]]] = {}
     useful: set | None = None
     wanted: set | None = None
     if targets is not None:
@@ -198,7 +198,7 @@ def _propagate(
     return captured
 
 
-def _add(buffers: dict[Node, list], node: Node, nr: int, grad: Tensor) -> None:
+def _add(buffers: dict[GradFn, list], node: GradFn, nr: int, grad: Tensor) -> None:
     buffer = buffers.get(node)
     if buffer is None:
         buffer = buffers[node] = [None] * node.num_outputs

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from graphc.eager.grad_fn import FREED_MESSAGE, GradFn, check_grads, edge, needed_edges
 from graphc.eager.grad_mode import STATE, no_grad
-from graphc.eager.node import FREED_MESSAGE, Node, check_grads, edge, needed_edges
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError, TracingError
 from graphc.ir.graph import active_graph
@@ -22,7 +22,7 @@ from graphc.ops.custom import build_body, fit_cotangent, is_tensor_arg, record_c
 from graphc.ops.symbolic import SYMBOLIC, Symbol
 
 
-class FunctionCtx(Node):
+class FunctionCtx(GradFn):
     """The `ctx` of a custom Function: stash for backward, and the outputs' `grad_fn`."""
 
     _forward_cls: Any = None

@@ -1,7 +1,7 @@
 """The eager `Tensor`: a numpy array plus PyTorch's autograd bookkeeping.
 
-Ops on tensors run at once through the op registry's kernels (see backend.py); when
-grad mode is on and an input requires grad, the result also gets a `grad_fn`, a node
+Ops on tensors run at once through the op registry's kernels (see value_kind.py); when
+grad mode is on and an input requires grad, the result also gets a `grad_fn`, a record
 of the autograd tape whose backward calls the op's own VJP rule.
 
 Attributes live in the instance dict with class-level defaults, so making a tensor
@@ -287,7 +287,7 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
         tensor([6., 6.])
         >>> handle.remove()
         """
-        from graphc.eager.node import HookHandle
+        from graphc.eager.grad_fn import HookHandle
 
         if not self._requires_grad:
             raise AutodiffError("cannot register a hook on a tensor that doesn't require grad")

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from graphc.eager.grad_fn import OpBackward
 from graphc.eager.grad_mode import STATE, enable_grad
-from graphc.eager.node import OpBackward
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError, IndexRangeError, ShapeError
 from graphc.ir.registry import OpDef
@@ -110,7 +110,7 @@ def make_view(opdef: OpDef, x: Tensor, attrs: dict, array: np.ndarray) -> ViewTe
 
 def regenerate(view: ViewTensor) -> None:
     """Replay the view's chain on its base, so its history is the base's current one."""
-    from graphc.eager.backend import EAGER
+    from graphc.eager.value_kind import EAGER
 
     t: Tensor = view._base  # type: ignore[assignment]
     with enable_grad():

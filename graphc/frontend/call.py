@@ -6,7 +6,7 @@ from typing import Any
 
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node, set_call_handler
 from graphc.ir.registry import bound_attrs
-from graphc.ops.dispatch import backend_for, bind
+from graphc.ops.dispatch import bind, kind_of
 from graphc.runtime.feeds import check_names, collect_feeds
 from graphc.runtime.reference import run
 
@@ -38,7 +38,7 @@ def inline(graph: Graph, feeds: dict[str, Any]) -> list[Any]:
 
 def call_graph(graph: Graph, args: tuple, kwargs: dict) -> Any:
     feeds = collect_feeds(graph, args, kwargs)
-    if any(backend_for(v) is not None for v in feeds.values()):
+    if any(kind_of(v) is not None for v in feeds.values()):
         results = inline(graph, feeds)
     else:
         results = run(graph, feeds)

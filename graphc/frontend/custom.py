@@ -25,7 +25,7 @@ from graphc.ops.custom import (
     record_custom,
     value_type,
 )
-from graphc.ops.dispatch import backend_for
+from graphc.ops.dispatch import kind_of
 from graphc.ops.symbolic import Symbol
 
 
@@ -68,7 +68,7 @@ class custom_vjp:  # noqa: N801 - JAX's name
 
     def __call__(self, *args: Any) -> Any:
         graph_mode = active_graph() is not None or any(isinstance(a, Symbol) for a in args)
-        plain = not graph_mode and not any(backend_for(a) is not None for a in args)
+        plain = not graph_mode and not any(kind_of(a) is not None for a in args)
         if plain or id(self) in _RUNNING.ids:
             return self.fn(*args)  # plain arrays, or fwd calling the function itself
         if self.fwd is None or self.bwd is None:

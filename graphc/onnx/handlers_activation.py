@@ -7,7 +7,7 @@ import numpy as np
 
 from graphc.onnx.importer import Context, Value, handler
 from graphc.ops import elementwise as E
-from graphc.ops import selection as S
+from graphc.ops import selection
 from graphc.ops.activation import celu, elu, gelu_exact, hardsigmoid, leaky_relu, softplus, softsign
 from graphc.ops.mathops import fmod, remainder
 
@@ -47,7 +47,7 @@ def _hard_sigmoid(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]
     alpha, beta = attrs.get("alpha", 0.2), attrs.get("beta", 0.5)
     dtype = np.dtype(x.dtype)
     line = E.add(E.mul(x, np.asarray(alpha, dtype)), np.asarray(beta, dtype))
-    return [S.clip(line, 0.0, 1.0)]
+    return [selection.clip(line, 0.0, 1.0)]
 
 
 @handler("HardSwish", since=14)
@@ -65,7 +65,7 @@ def _softplus(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 @handler("PRelu")
 def _prelu(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x, slope = inputs
-    return [S.where(S.lt(x, 0), E.mul(x, slope), x)]
+    return [selection.where(selection.lt(x, 0), E.mul(x, slope), x)]
 
 
 @handler("Mish", since=18)

@@ -11,7 +11,7 @@ from graphc.ir.types import is_symbol
 from graphc.onnx.handlers_index import COMBINE, scatter_combine
 from graphc.onnx.importer import Context, Value, handler, known, needs_known
 from graphc.ops import elementwise as E
-from graphc.ops import selection as S
+from graphc.ops import selection
 from graphc.ops.along_axis import scatter_add_along_axis, take_along_axis
 from graphc.ops.arrays import flip, tril, triu
 from graphc.ops.indexing import getitem, take
@@ -39,7 +39,7 @@ def _cumsum(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         y = pad(y, widths)[index] if x.shape[axis] != 0 else y
     if attrs.get("reverse", 0):
         y = flip(y, axis=(axis,))
-    return [S.cast(y, x.dtype) if y.dtype != x.dtype else y]  # ONNX keeps the type
+    return [selection.cast(y, x.dtype) if y.dtype != x.dtype else y]  # ONNX keeps the type
 
 
 @handler("Trilu", since=14)
@@ -79,7 +79,7 @@ def _scatter_elements(ctx: Context, inputs: list[Value], attrs: dict) -> list[Va
     source = scatter_add_along_axis(numbers, indices, tuple(data.shape), axis=axis)
     padded = concat([np.zeros((1,), np.dtype(updates.dtype)), reshape(updates, (n,))], axis=0)
     moved = take(padded, source, axis=0)
-    return [S.where(S.gt(source, 0), moved, data)]
+    return [selection.where(selection.gt(source, 0), moved, data)]
 
 
 def _scatter_elements_combine(
@@ -98,8 +98,10 @@ def _scatter_elements_combine(
             place = [1] * len(count)
             place[k] = n
             base = base + np.arange(n, dtype=np.int64).reshape(place) * strides[k]
-    at = S.cast(indices, np.int64)
-    at = S.where(S.lt(at, 0), E.add(at, np.int64(shape[axis])), at)  # negative: from the end
+    at = selection.cast(indices, np.int64)
+    at = selection.where(
+        selection.lt(at, 0), E.add(at, np.int64(shape[axis])), at
+    )  # negative: from the end
     flat = E.add(base, E.mul(at, np.int64(strides[axis])))
     size, n = int(np.prod(shape, dtype=np.int64)), int(np.prod(count, dtype=np.int64))
     rows = reshape(updates, (n,))

@@ -34,7 +34,7 @@ from graphc.onnx.importer import (
 )
 from graphc.onnx.reader import read_body
 from graphc.ops import elementwise as E
-from graphc.ops import selection as S
+from graphc.ops import selection
 from graphc.ops.flow import cond, scan, while_loop
 from graphc.ops.indexing import getitem
 from graphc.ops.shape import reshape, stack, transpose
@@ -174,7 +174,7 @@ def _loop_as_while(
 
     def test(carry: tuple) -> Any:
         i, ok, *_ = carry
-        return ok if trips is None else E.mul(ok, S.lt(i, trips))  # and, on bools
+        return ok if trips is None else E.mul(ok, selection.lt(i, trips))  # and, on bools
 
     def step(carry: tuple) -> tuple:
         i, ok, *values = carry

@@ -12,7 +12,7 @@ from graphc.onnx.handlers_math import identity_of, reduction_handler
 from graphc.onnx.importer import Context, Value, handler, is_dims, known, needs_known
 from graphc.ops import elementwise as E
 from graphc.ops import reduce as R
-from graphc.ops import selection as S
+from graphc.ops import selection
 from graphc.ops.indexing import getitem, scatter_add, take
 from graphc.ops.reduce import count
 from graphc.ops.shape import concat, reshape
@@ -32,11 +32,11 @@ def _one_hot(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     shape = [1] * rank
     shape[axis] = depth
     classes = np.arange(depth, dtype=np.int64).reshape(shape)
-    idx = indices if np.dtype(indices.dtype).kind in "iu" else S.cast(indices, np.int64)
-    idx = S.where(S.lt(idx, 0), E.add(idx, np.asarray(depth, idx.dtype)), idx)
+    idx = indices if np.dtype(indices.dtype).kind in "iu" else selection.cast(indices, np.int64)
+    idx = selection.where(selection.lt(idx, 0), E.add(idx, np.asarray(depth, idx.dtype)), idx)
     idx = reshape(idx, (*indices.shape[:axis], 1, *indices.shape[axis:]))
     off, on = (getitem(values, k) for k in (0, 1))
-    return [S.where(S.eq(idx, classes), on, off)]
+    return [selection.where(selection.eq(idx, classes), on, off)]
 
 
 @handler("ScatterND", since=11)
@@ -57,7 +57,7 @@ def _scatter_nd(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     if any(is_symbol(d) for d in lead[1:]):
         raise ctx.error("ScatterND into a symbolic dim other than the first is not supported")
     count = indices.shape[:-1]
-    positions = S.cast(indices, np.int64)
+    positions = selection.cast(indices, np.int64)
     flat = None
     for j in range(k):
         # each coordinate checked against its dim, negative ones counted from the end
@@ -93,8 +93,8 @@ def _scatter_nd(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     flat_rows = reshape(rows, (n, *rest))
     padded = concat([np.zeros((1, *rest), updates.dtype), flat_rows], axis=0)
     moved = reshape(take(padded, source, axis=0), tuple(data.shape))
-    hit = reshape(S.gt(source, 0), (*lead, *[1] * len(rest)))
-    return [S.where(hit, moved, data)]
+    hit = reshape(selection.gt(source, 0), (*lead, *[1] * len(rest)))
+    return [selection.where(hit, moved, data)]
 
 
 COMBINE = {"mul": R.prod, "max": R.max, "min": R.min}
@@ -125,19 +125,19 @@ def scatter_combine(ctx: Context, data: Value, at: Value, rows: Value, reduction
     dtype = np.dtype(data.dtype)
     rows_of = np.arange(positions, dtype=np.int64)
     at = take(rows_of, at, axis=0)  # negative indices counted from the end; others raise
-    hit = S.eq(reshape(at, (1, n)), rows_of.reshape(positions, 1))
+    hit = selection.eq(reshape(at, (1, n)), rows_of.reshape(positions, 1))
     hit = reshape(hit, (positions, n, *[1] * len(rest)))
     if reduction == "mul":
         identity = np.ones((), dtype)
     else:
         identity = np.asarray(identity_of(dtype, "low" if reduction == "max" else "high"), dtype)
-    spread = S.where(hit, reshape(rows, (1, n, *rest)), identity)
+    spread = selection.where(hit, reshape(rows, (1, n, *rest)), identity)
     combined = COMBINE[reduction](spread, axis=1)
     if reduction == "mul":
         result = E.mul(data, combined)
     else:
         result = E.maximum(data, combined) if reduction == "max" else E.minimum(data, combined)
-    return S.cast(result, dtype) if np.dtype(result.dtype) != dtype else result
+    return selection.cast(result, dtype) if np.dtype(result.dtype) != dtype else result
 
 
 def _column(positions: Value, j: int, k: int) -> Value:

@@ -14,7 +14,7 @@ from graphc.ops import elementwise as E
 from graphc.ops import linalg as L
 from graphc.ops import nn as N
 from graphc.ops import reduce as R
-from graphc.ops import selection as S
+from graphc.ops import selection
 from graphc.ops.indexing import getitem
 from graphc.ops.shape import reshape, transpose
 
@@ -25,7 +25,7 @@ def _div(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     if np.dtype(a.dtype).kind in "iu":
         # ONNX integer division truncates toward zero: the float64 quotient cast back
         # (exact while |a| < 2**53, which covers every int32)
-        return [S.cast(E.div(a, b), np.result_type(a.dtype, b.dtype))]
+        return [selection.cast(E.div(a, b), np.result_type(a.dtype, b.dtype))]
     return [E.div(a, b)]
 
 
@@ -36,7 +36,7 @@ def _pow(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         return [E.pow(x, e)]
     # ONNX: the result has the base's type (numpy would promote int64 ** float32 to float64)
     common = np.result_type(x.dtype, e.dtype)
-    return [S.cast(E.pow(S.cast(x, common), S.cast(e, common)), x.dtype)]
+    return [selection.cast(E.pow(selection.cast(x, common), selection.cast(e, common)), x.dtype)]
 
 
 @handler("Reciprocal")
@@ -47,7 +47,7 @@ def _reciprocal(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 
 @handler("IsNaN", since=9)
 def _isnan(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    return [S.ne(inputs[0], inputs[0])]
+    return [selection.ne(inputs[0], inputs[0])]
 
 
 @handler("IsInf", since=10)
@@ -55,17 +55,17 @@ def _isinf(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x = inputs[0]
     hits = []
     if attrs.get("detect_positive", 1):
-        hits.append(S.eq(x, np.asarray(np.inf, x.dtype)))
+        hits.append(selection.eq(x, np.asarray(np.inf, x.dtype)))
     if attrs.get("detect_negative", 1):
-        hits.append(S.eq(x, np.asarray(-np.inf, x.dtype)))
+        hits.append(selection.eq(x, np.asarray(-np.inf, x.dtype)))
     if not hits:
-        return [S.lt(x, x)]  # nothing detected: all false (x < x)
+        return [selection.lt(x, x)]  # nothing detected: all false (x < x)
     return [hits[0] if len(hits) == 1 else E.maximum(*hits)]  # or, on bools
 
 
 @handler("Not")
 def _not(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    return [S.eq(inputs[0], False)]
+    return [selection.eq(inputs[0], False)]
 
 
 @handler("And")
@@ -80,7 +80,7 @@ def _or(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 
 @handler("Xor")
 def _xor(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    return [S.ne(*inputs)]
+    return [selection.ne(*inputs)]
 
 
 def _variadic(fn: Any) -> Any:
@@ -136,7 +136,7 @@ def _clip(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     if all(b is None or (known(b) and np.size(b) == 1) for b in (low, high)):
         # known bounds: graphc's clip (numpy's), the op graphc exports as Clip
         bounds = [None if b is None else np.asarray(b).reshape(()).item() for b in (low, high)]
-        return [S.clip(x, *bounds)]
+        return [selection.clip(x, *bounds)]
     if low is not None:
         x = E.maximum(x, low)
     if high is not None:
@@ -197,7 +197,7 @@ def reduction_handler(fn: Any, as_input_from: int) -> Any:
             y = fn(x, axis=axes, keepdims=keep)
             # ONNX keeps the element type (an int32 sum wraps in int32, an int mean is an
             # int); numpy widens: the cast back gives the same bits for sums (mod 2**32)
-            return [S.cast(y, x.dtype) if y.dtype != x.dtype else y]
+            return [selection.cast(y, x.dtype) if y.dtype != x.dtype else y]
 
         return run
 

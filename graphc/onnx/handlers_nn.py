@@ -14,7 +14,7 @@ import numpy as np
 from graphc.ir.types import is_symbol
 from graphc.onnx.importer import Context, Value, handler, known, needs_known
 from graphc.ops import elementwise as E
-from graphc.ops import selection as S
+from graphc.ops import selection
 from graphc.ops.conv import conv2d, conv_transpose2d
 from graphc.ops.indexing import getitem
 from graphc.ops.norm import layer_norm
@@ -206,7 +206,7 @@ def _conv_transpose_3d(x: Value, weight: Value, bias: Value, window: tuple) -> V
         if stride > 1:  # each slice followed by stride - 1 slices of zeros
             n, d, o, h, w = y.shape
             one = reshape(y, (n, d, 1, o, h, w))
-            spread = concat([one] + [S.zeros_like(one)] * (stride - 1), axis=2)
+            spread = concat([one] + [selection.zeros_like(one)] * (stride - 1), axis=2)
             spread = reshape(spread, (n, d * stride, o, h, w))
             y = getitem(spread, (slice(None), slice(0, (depth - 1) * stride + 1)))
         start = k * dilations[0]
@@ -343,7 +343,7 @@ def _dropout(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x = inputs[0]
     outs = [x]
     if len(ctx.node.output) > 1 and ctx.node.output[1]:  # the mask: all kept
-        outs.append(S.ge(S.full_like(x, 0), 0))  # 0 >= 0: true everywhere
+        outs.append(selection.ge(selection.full_like(x, 0), 0))  # 0 >= 0: true everywhere
     return outs
 
 

@@ -1,7 +1,7 @@
 """The op registry and the op functions (`gc.add`, `gc.matmul`, ...).
 
 Every op is defined once, in one block, in the module of its family. Importing this
-package registers them all and the graph-value backend.
+package registers them all and the graph-value kind.
 """
 
 from types import ModuleType as _ModuleType
@@ -17,7 +17,7 @@ from graphc.ops.activation import *
 from graphc.ops.arrays import *
 from graphc.ops.conv import *
 from graphc.ops.custom import custom_vjp_op  # registers custom_vjp (traced Functions)
-from graphc.ops.dispatch import bind, register_backend
+from graphc.ops.dispatch import bind, register_value_kind
 from graphc.ops.elementwise import (
     abs,
     absolute,

@@ -23,7 +23,7 @@ from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.types import TensorType
 from graphc.ops.body import free_symbols
 from graphc.ops.custom import value_type
-from graphc.ops.dispatch import backend_for, is_python_scalar, weak_dtype
+from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
 from graphc.ops.pytree import Tree, flatten, unflatten
 from graphc.ops.symbolic import (
     SYMBOLIC,
@@ -175,7 +175,7 @@ def empty_ys(f: Callable[..., Any], init: Any, xs_leaves: list[Any], xs_tree: Tr
     finally:
         _PROBES.discard(probe.id)
     y_leaves, tree = flatten(ys)
-    kind = next((backend_for(v) for v in init_leaves + xs_leaves if backend_for(v)), None)
+    kind = next((kind_of(v) for v in init_leaves + xs_leaves if kind_of(v)), None)
     empties = []
     for leaf in y_leaves:
         t = value_type(leaf)
@@ -190,7 +190,7 @@ _PROBES: set[int] = set()
 
 
 def _probe_lifter(value: Any, graph: Graph) -> Symbol | None:
-    if graph.id not in _PROBES or backend_for(value) is None or isinstance(value, Symbol):
+    if graph.id not in _PROBES or kind_of(value) is None or isinstance(value, Symbol):
         return None
     return Symbol(graph.add_placeholder(graph.fresh_name("captured"), value_type(value)))
 

@@ -22,7 +22,7 @@ import numpy as np
 from graphc.ir.errors import DTypeError, ShapeError
 from graphc.ir.types import Dim, TensorType, as_dtype, format_shape
 from graphc.ops import indexing as I
-from graphc.ops import selection as L
+from graphc.ops import selection
 from graphc.ops import shape as S
 from graphc.ops.conv_kernels import (
     conv2d_kernel,
@@ -79,7 +79,7 @@ def _flops(size: int | None, per_element: tuple) -> int:
 
 def _like(grad: Any, x: Any) -> Any:
     """A gradient in its input's dtype (the op computed in the promoted one)."""
-    return grad if grad.dtype == x.dtype else L.cast(grad, x.dtype)
+    return grad if grad.dtype == x.dtype else selection.cast(grad, x.dtype)
 
 
 def _no_positions(x: Any, w: Any, needs: tuple) -> tuple | None:
@@ -89,7 +89,10 @@ def _no_positions(x: Any, w: Any, needs: tuple) -> tuple | None:
     an x with padding; PyTorch refuses it)."""
     if 0 not in tuple(x.shape[2:]):
         return None
-    return (L.full_like(x, 0) if needs[0] else None, L.full_like(w, 0) if needs[1] else None)
+    return (
+        selection.full_like(x, 0) if needs[0] else None,
+        selection.full_like(w, 0) if needs[1] else None,
+    )
 
 
 def _crop(v: Any, padding: tuple) -> tuple[Any, tuple]:

@@ -29,7 +29,7 @@ from graphc.ir.registry import REQUIRED, bound_attrs
 from graphc.ir.types import TensorType, is_symbol
 from graphc.ops.body import body_types, evaluate
 from graphc.ops.defop import VARIADIC, defop, into
-from graphc.ops.dispatch import backend_for, bind, dtype_of
+from graphc.ops.dispatch import bind, dtype_of, kind_of
 from graphc.ops.fused import _fused_cost, check_body
 from graphc.ops.symbolic import SYMBOLIC, Symbol, user_location
 
@@ -131,7 +131,7 @@ def value_type(value: Any) -> TensorType:
 
 def is_tensor_arg(value: Any) -> bool:
     """Graph values, eager tensors and arrays are a custom function's tensor inputs."""
-    return isinstance(value, np.ndarray) or backend_for(value) is not None
+    return isinstance(value, np.ndarray) or kind_of(value) is not None
 
 
 def arg_names(fn: Callable[..., Any], slots: Sequence[int], skip: int = 0) -> list[str]:

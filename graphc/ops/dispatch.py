@@ -1,7 +1,7 @@
 """How one op function serves graph values, eager tensors and plain arrays.
 
 `gc.add(x, y)` calls `bind("add", x, y)`. The kinds of value among the arguments
-decide who handles the call: each kind registers a `Backend` with a priority, and
+decide who handles the call: each kind registers a `ValueKind` with a priority, and
 the highest-priority kind present wins. Graph values record a node; eager tensors
 compute (and record a tape entry); plain arrays and Python scalars, when nothing
 else is present, just run the numpy kernel. The winner lifts the other arguments
@@ -26,7 +26,10 @@ from graphc.ir.registry import REQUIRED, OpDef, get_op
 from graphc.ir.types import TensorType, TupleType, as_dtype
 
 
-class Backend(Protocol):
+class ValueKind(Protocol):
+    """A kind of value the op functions accept: how to lift foreign values into it and
+    how to apply an op to values of it."""
+
     priority: int
 
     def lift(self, value: Any, dtype: np.dtype | None, peers: Sequence[Any]) -> Any:
@@ -39,35 +42,37 @@ class Backend(Protocol):
         """Run or record `opdef` on inputs already of this kind."""
 
 
-_BACKENDS: dict[type, Backend] = {}
+_KINDS: dict[type, ValueKind] = {}
 
 
-def _no_context_backend() -> Backend | None:
+def _no_context_kind() -> ValueKind | None:
     return None
 
 
-_CONTEXT_BACKEND: Callable[[], Backend | None] = _no_context_backend
+_CONTEXT_KIND: Callable[[], ValueKind | None] = _no_context_kind
 
 
-def set_context_backend(choose: Callable[[], Backend | None]) -> None:
+def set_context_kind(choose: Callable[[], ValueKind | None]) -> None:
     """Who handles calls while a context is open (a graph being declared or traced).
 
-    The context's backend outranks argument kinds of lower priority, so inside
+    The context's kind outranks argument kinds of lower priority, so inside
     `with graph:` even ops on plain arrays or eager tensors record nodes.
     """
-    global _CONTEXT_BACKEND
-    _CONTEXT_BACKEND = choose
+    global _CONTEXT_KIND
+    _CONTEXT_KIND = choose
 
 
-def register_backend(cls: type, backend: Backend) -> None:
-    _BACKENDS[cls] = backend
+def register_value_kind(cls: type, kind: ValueKind) -> None:
+    """Values of `cls` (and its subclasses) are handled by `kind`."""
+    _KINDS[cls] = kind
 
 
-def backend_for(value: Any) -> Backend | None:
+def kind_of(value: Any) -> ValueKind | None:
+    """The registered kind of `value`; None for plain arrays and Python scalars."""
     for cls in type(value).__mro__:
-        backend = _BACKENDS.get(cls)
-        if backend is not None:
-            return backend
+        kind = _KINDS.get(cls)
+        if kind is not None:
+            return kind
     return None
 
 
@@ -132,29 +137,29 @@ def bind(name: str, *inputs: Any, **attrs: Any) -> Any:
     opdef = get_op(name)
     if opdef.arity is not None and len(inputs) != opdef.arity:
         raise GraphcError(f"op '{name}' takes {opdef.arity} input(s), got {len(inputs)}")
-    backend: Backend | None = None
+    kind: ValueKind | None = None
     scalars = False
     for x in inputs:
-        candidate = backend_for(x)
+        candidate = kind_of(x)
         if candidate is None:
             scalars = scalars or is_python_scalar(x)
-        elif backend is None or candidate.priority > backend.priority:
-            backend = candidate
-    context = _CONTEXT_BACKEND()  # an open graph records every op, whatever its inputs
-    if context is not None and (backend is None or context.priority > backend.priority):
-        backend = context
-    elif backend is None:
-        backend = NUMPY
+        elif kind is None or candidate.priority > kind.priority:
+            kind = candidate
+    context = _CONTEXT_KIND()  # an open graph records every op, whatever its inputs
+    if context is not None and (kind is None or context.priority > kind.priority):
+        kind = context
+    elif kind is None:
+        kind = NUMPY
     if not scalars:  # eager per-op overhead matters: skip weak typing when there is none
-        return backend.apply(opdef, [backend.lift(x, None, inputs) for x in inputs], attrs)
+        return kind.apply(opdef, [kind.lift(x, None, inputs) for x in inputs], attrs)
     flags = [is_python_scalar(x) for x in inputs]
     strong = [dtype_of(x) for x, scalar in zip(inputs, flags) if not scalar]
     try:
         weak = [weak_dtype(x, strong) if scalar else None for x, scalar in zip(inputs, flags)]
-        lifted = [backend.lift(x, dtype, inputs) for x, dtype in zip(inputs, weak)]
+        lifted = [kind.lift(x, dtype, inputs) for x, dtype in zip(inputs, weak)]
     except OverflowError as exc:  # a Python int too big for the other operands' dtype
         raise DTypeError(f"op '{name}': {exc}") from None
-    return backend.apply(opdef, lifted, attrs)
+    return kind.apply(opdef, lifted, attrs)
 
 
 def dtype_of(value: Any) -> np.dtype:
@@ -164,13 +169,13 @@ def dtype_of(value: Any) -> np.dtype:
     return as_dtype(dtype)
 
 
-class NumpyBackend:
+class NumpyKind:
     """Plain numpy arrays: run the kernel at once (used by constant folding too)."""
 
     priority = 0
 
     def lift(self, value: Any, dtype: np.dtype | None, peers: Sequence[Any] = ()) -> np.ndarray:
-        if backend_for(value) is not None:
+        if kind_of(value) is not None:
             raise GraphcError(f"cannot use a {type(value).__name__} as a plain array here")
         if dtype is None and is_python_scalar(value):
             dtype = weak_dtype(value, ())
@@ -192,7 +197,7 @@ class NumpyBackend:
         return result if isinstance(result, tuple) else np.asarray(result)
 
 
-NUMPY = NumpyBackend()
+NUMPY = NumpyKind()
 
 
 class _Folding(threading.local):

@@ -18,7 +18,7 @@ import numpy as np
 from graphc.ir.errors import DTypeError, GraphcError, ShapeError
 from graphc.ir.registry import REQUIRED
 from graphc.ir.types import Dim, TensorType, as_shape, format_shape
-from graphc.ops import linalg as M
+from graphc.ops import linalg as L
 from graphc.ops import reduce as R
 from graphc.ops.defop import defop
 from graphc.ops.maxpool import max_pool2d, max_pool2d_backward, max_pool2d_select
@@ -243,7 +243,7 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
     if height % oh == 0 and width % ow == 0:
         return avg_pool2d(input, (height // oh, width // ow))
     rows, cols = _bins(height, oh), _bins(width, ow)
-    total = M.matmul(M.matmul(rows.astype(dtype), input), cols.T.astype(dtype))
+    total = L.matmul(L.matmul(rows.astype(dtype), input), cols.T.astype(dtype))
     counts = np.multiply.outer(rows.sum(axis=1), cols.sum(axis=1)).astype(dtype)
     return total / counts
 

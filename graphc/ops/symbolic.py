@@ -186,7 +186,7 @@ def add_constant(graph: Graph, value: Any, name: str | None = None) -> Symbol:
     return Symbol(node)
 
 
-class SymbolicBackend:
+class SymbolicKind:
     priority = 100
 
     def _graph(self, peers: Sequence[Any] = ()) -> Graph:
@@ -240,7 +240,7 @@ class SymbolicBackend:
         return Symbol(node)
 
 
-SYMBOLIC = SymbolicBackend()
+SYMBOLIC = SymbolicKind()
 
 
 class _BodyTraces(threading.local):
@@ -301,5 +301,5 @@ def capture(x: Symbol, graph: Graph) -> Symbol | None:
     return Symbol(node)
 
 
-dispatch.register_backend(Symbol, SYMBOLIC)
-dispatch.set_context_backend(lambda: SYMBOLIC if active_graph() is not None else None)
+dispatch.register_value_kind(Symbol, SYMBOLIC)
+dispatch.set_context_kind(lambda: SYMBOLIC if active_graph() is not None else None)

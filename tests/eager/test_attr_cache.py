@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import graphc.eager as ge
-from graphc.eager.backend import EAGER, cache_key
+from graphc.eager.value_kind import EAGER, cache_key
 
 CALLS: list[tuple[str, Callable[[], Any]]] = [
     ("clip int 0", lambda: ge.clip(ge.tensor([0, 1, 2]), 0, 1)),

@@ -17,7 +17,7 @@ import pytest
 
 import graphc as gc
 import graphc.eager as ge
-from graphc.eager import backend
+from graphc.eager import value_kind
 from graphc.eager.tensor import Tensor
 from graphc.ops import methods
 from graphc.ops.symbolic import Symbol
@@ -196,13 +196,13 @@ def _outputs(value: Any) -> list[np.ndarray]:
 def _eager_run(fn: Callable[..., Any], inputs: tuple, monkeypatch: Any) -> tuple[list, list]:
     """fn on eager tensors: its results and the ops it applied, in order."""
     applied: list[str] = []
-    apply = backend.EAGER.apply
+    apply = value_kind.EAGER.apply
 
     def recording(opdef: Any, *args: Any) -> Any:
         applied.append(opdef.name)
         return apply(opdef, *args)
 
-    monkeypatch.setattr(backend.EAGER, "apply", recording)
+    monkeypatch.setattr(value_kind.EAGER, "apply", recording)
     results = fn(*[ge.tensor(a) for a in inputs])
     monkeypatch.undo()
     return _outputs(results), applied

@@ -1,7 +1,7 @@
 """Test helpers: run a case's graph and pull a cotangent back through the ops' VJP rules.
 
 The walk is the textbook reverse sweep, kept minimal: it exists to exercise each op's
-own `vjp` rule, on numpy arrays (the numpy backend runs the rule) or on graph values
+own `vjp` rule, on numpy arrays (the numpy value kind runs the rule) or on graph values
 (the rule records a backward graph, which can then be differentiated again).
 """
 

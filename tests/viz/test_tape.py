@@ -14,7 +14,7 @@ def leaf(value: float) -> object:
 
     if callable(getattr(eager, "tensor", None)):
         return eager.tensor(value, requires_grad=True)
-    import graphc.eager.backend  # noqa: F401 - registers the tensor kind with dispatch
+    import graphc.eager.value_kind  # noqa: F401 - registers the tensor kind with dispatch
     from graphc.eager.tensor import Tensor
 
     return Tensor(np.array(value, np.float32), requires_grad=True)

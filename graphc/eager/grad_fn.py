@@ -1,4 +1,4 @@
-"""Nodes of the autograd tape: a tensor's `grad_fn`.
+"""The records of the autograd tape: a tensor's `grad_fn`.
 
 An `OpBackward` remembers one op application (the op, its canonical attrs, its input
 tensors and its output array) and runs the op's registered VJP rule. `AccumulateGrad`
@@ -63,7 +63,7 @@ class HookHandle:
         self._hooks.pop(self.id, None)
 
 
-def edge(x: Tensor) -> tuple[Node | None, int]:
+def edge(x: Tensor) -> tuple[GradFn | None, int]:
     """Where the gradient of tensor `x` goes: its grad_fn, its leaf accumulator, or nowhere."""
     if x.grad_fn is not None:
         return x.grad_fn, x._output_nr
@@ -82,8 +82,8 @@ def accumulator(leaf: Tensor) -> AccumulateGrad:
     return node
 
 
-class Node:
-    """A step of the backward pass (PyTorch's `torch.autograd.graph.Node`)."""
+class GradFn:
+    """A step of the backward pass, a tensor's `grad_fn` (PyTorch's `torch.autograd.graph.Node`)."""
 
     num_outputs = 1
     next_functions: tuple = ()
@@ -117,7 +117,7 @@ class Node:
         self._retained[index] = ref
 
 
-class AccumulateGrad(Node):
+class AccumulateGrad(GradFn):
     """Adds incoming gradients into a leaf tensor's `.grad`."""
 
     def __init__(self, leaf: Tensor) -> None:
@@ -184,7 +184,7 @@ def freed(name: str, shape: tuple, dtype: np.dtype) -> _StaleTensor:
     return _StaleTensor(shape, dtype, FREED_MESSAGE.format(name=name))
 
 
-class OpBackward(Node):
+class OpBackward(GradFn):
     """The backward of one application of a registry op: calls the op's `vjp` rule."""
 
     __slots__ = (
@@ -284,7 +284,7 @@ def needed_edges(edges: tuple, wanted: Any) -> tuple[bool, ...]:
     return tuple([node is not None and node in wanted for node, _ in edges])
 
 
-def check_grads(node: Node, grads: Any, shapes: list[tuple], needs: tuple) -> tuple:
+def check_grads(node: GradFn, grads: Any, shapes: list[tuple], needs: tuple) -> tuple:
     """Gradients as tensors of the inputs' shapes, or a clear error naming the rule."""
     if not isinstance(grads, (tuple, list)):
         grads = (grads,)

@@ -1,6 +1,6 @@
-"""The dispatch backend for eager tensors: run the kernel now, record the tape if needed.
+"""The value kind of eager tensors: run the kernel now, record the tape if needed.
 
-Every op function in `graphc.ops` reaches `EagerBackend.apply` when a tensor is among
+Every op function in `graphc.ops` reaches `EagerKind.apply` when a tensor is among
 its arguments. The op's own rules canonicalize the attrs and check the types; their
 answer depends only on the inputs' shapes and dtypes and on the attrs, so it is cached
 under that key and a repeated call (the common case in a training loop) skips it.
@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from graphc.eager.grad_fn import OpBackward
 from graphc.eager.grad_mode import STATE
-from graphc.eager.node import OpBackward
 from graphc.eager.tensor import Tensor, make
 from graphc.eager.views import VIEW_KERNELS, make_view
 from graphc.ir.registry import OpDef
@@ -27,7 +27,7 @@ _ndarray = np.ndarray
 _new = object.__new__
 
 
-class EagerBackend:
+class EagerKind:
     """Runs ops on tensors; priority between plain numpy (0) and graph values (100)."""
 
     priority = 50
@@ -121,5 +121,5 @@ def _exact(value: Any) -> Any:
     return kind, value
 
 
-EAGER = EagerBackend()
-dispatch.register_backend(Tensor, EAGER)
+EAGER = EagerKind()
+dispatch.register_value_kind(Tensor, EAGER)

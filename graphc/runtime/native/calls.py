@@ -31,7 +31,7 @@ _lock = threading.Lock()
 _declared: set[str] = set()
 _libraries: dict[str, Any] = {}
 
-# the pool's clock (cexpr.PRELUDE's gc_pool_clock), shared by every kernel library of
+# the pool's clock (gc_pool_clock in csrc/prelude.h), shared by every kernel library of
 # the process: when a parallel region last ended, and for how long idle workers spin
 # after one (threads.openmp_environment sets it), both in ns
 POOL_CLOCK = np.zeros(2, np.int64)

@@ -27,6 +27,7 @@ import numpy as np
 from graphc.ir.types import TensorType
 from graphc.runtime.codegen import Generator
 from graphc.runtime.native import calls
+from graphc.runtime.native.c_sources import c_source
 from graphc.runtime.native.kernels import Kernel
 from graphc.runtime.plan import Step
 
@@ -36,117 +37,11 @@ from graphc.runtime.plan import Step
 PARALLEL_WORK = 1 << 16
 SKIP, ONE, ROW = 0, 1, 2  # an affine operand: skipped, one value, one per row element
 
-SHARED = r"""
-/* ---- layer_norm, layer_norm_grad (graphc/runtime/native/norm.py) ---- */
-#ifndef GC_LAYER_NORM
-#define GC_LAYER_NORM
-GC_INLINE vb ln_lanes(int64_t k) {
-    vi32 lane; for (int i = 0; i < GC_W; i++) lane[i] = i;
-    return (vb)(lane < (int32_t)k);
-}
-/* the lanes of v added in a tree */
-GC_INLINE float ln_hsum(vf32 v) {
-    float t[GC_W]; memcpy(t, &v, GC_VB);
-    for (int w = GC_W / 2; w > 0; w /= 2)
-        for (int i = 0; i < w; i++) t[i] = t[i] + t[i + w];
-    return t[0];
-}
-GC_INLINE float ln_eps(int64_t bits) { int32_t b = (int32_t)bits; float e; memcpy(&e, &b, 4); return e; }
-/* row x of n into c (centered); returns rstd = 1 / sqrt(var + eps) as numpy's kernel:
-   the mean by numpy's pairwise sum over n, the variance by lanes (numpy: sdot) */
-GC_INLINE float ln_center(const float *x, float *c, int64_t n, float eps) {
-    float mean = (0.0f + pw_f32(x, n)) / (float)n;
-    vf32 m = sp_f32(mean), acc = sp_f32(0.0f);
-    for (int64_t j = 0; j < n; j += GC_W) {
-        int64_t k = n - j < GC_W ? n - j : GC_W;
-        vf32 v = ldm_f32(x + j, k) - m;
-        if (k < GC_W) v = sel_f32(ln_lanes(k), v, sp_f32(0.0f));
-        stm_f32(c + j, v, k);
-        acc = acc + v * v;
-    }
-    return 1.0f / sqrtf(ln_hsum(acc) / (float)n + eps);
-}
-GC_INLINE vf32 ln_affine(const float *p, int64_t mode, int64_t j, int64_t k) {
-    return mode == 1 ? sp_f32(p[0]) : ldm_f32(p + j, k);
-}
-#endif
-"""
+SHARED = c_source("layer_norm.h")
 
-FORWARD = r"""
-static void ln_row(const float *x, float *y, const float *w, const float *b, int64_t n,
-                   float eps, int64_t wmode, int64_t bmode) {
-    vf32 rs = sp_f32(ln_center(x, y, n, eps));
-    for (int64_t j = 0; j < n; j += GC_W) {
-        int64_t k = n - j < GC_W ? n - j : GC_W;
-        vf32 v = ldm_f32(y + j, k) * rs;
-        if (wmode) v = v * ln_affine(w, wmode, j, k);
-        if (bmode) v = v + ln_affine(b, bmode, j, k);
-        stm_f32(y + j, v, k);
-    }
-}
-GC_EXPORT void gc_layer_norm_f32(int64_t rows, int64_t n, float *y, const float *x,
-                                 const float *w, const float *b, int64_t wmode, int64_t bmode,
-                                 int64_t eps_bits, int64_t parallel) {
-    float eps = ln_eps(eps_bits);
-    if (parallel) {
-        #pragma omp parallel for schedule(static)
-        for (int64_t r = 0; r < rows; r++)
-            ln_row(x + r * n, y + r * n, w, b, n, eps, wmode, bmode);
-    } else {
-        for (int64_t r = 0; r < rows; r++)
-            ln_row(x + r * n, y + r * n, w, b, n, eps, wmode, bmode);
-    }
-}
-"""
+FORWARD = c_source("layer_norm.c")
 
-GRADIENT = r"""
-/* numpy's gradient: ((g rstd) + shift) - c slope, shift = (sum(g) rstd) / -n,
-   slope = ((g . c) (rstd rstd rstd)) / n */
-static void ln_grad_row(const float *x, const float *g, float *y, float *c, int64_t n,
-                        float eps) {
-    float rstd = ln_center(x, c, n, eps);
-    float shift = ((0.0f + pw_f32(g, n)) * rstd) / -(float)n;
-    vf32 acc = sp_f32(0.0f);
-    for (int64_t j = 0; j < n; j += GC_W) {
-        int64_t k = n - j < GC_W ? n - j : GC_W;
-        acc = acc + ldm_f32(g + j, k) * ldm_f32(c + j, k);
-    }
-    float slope = (ln_hsum(acc) * (rstd * rstd * rstd)) / (float)n;
-    vf32 rs = sp_f32(rstd), sh = sp_f32(shift), sl = sp_f32(slope);
-    for (int64_t j = 0; j < n; j += GC_W) {
-        int64_t k = n - j < GC_W ? n - j : GC_W;
-        stm_f32(y + j, (ldm_f32(g + j, k) * rs + sh) - ldm_f32(c + j, k) * sl, k);
-    }
-}
-/* returns 1 when a thread could not allocate its centered row (its rows are skipped:
-   the caller raises), else 0 */
-GC_EXPORT int64_t gc_layer_norm_grad_f32(int64_t rows, int64_t n, float *y, const float *x,
-                                         const float *g, int64_t eps_bits, int64_t parallel) {
-    float eps = ln_eps(eps_bits);
-    int64_t failed = 0;
-    if (parallel) {
-        #pragma omp parallel
-        {
-            float *c = (float *)malloc(sizeof(float) * (n + GC_W));
-            if (!c) {
-                #pragma omp atomic write
-                failed = 1;
-            }
-            #pragma omp for schedule(static)
-            for (int64_t r = 0; r < rows; r++)
-                if (c) ln_grad_row(x + r * n, g + r * n, y + r * n, c, n, eps);
-            free(c);
-        }
-    } else {
-        float *c = (float *)malloc(sizeof(float) * (n + GC_W));
-        if (!c) return 1;
-        for (int64_t r = 0; r < rows; r++)
-            ln_grad_row(x + r * n, g + r * n, y + r * n, c, n, eps);
-        free(c);
-    }
-    return failed;
-}
-"""
+GRADIENT = c_source("layer_norm_grad.c")
 
 LAYER_NORM = Kernel("gc_layer_norm_f32", SHARED + FORWARD, [], ["layer_norm"], "ipppp" + "i" * 4)
 LAYER_NORM_GRAD = Kernel(

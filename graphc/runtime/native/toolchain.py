@@ -47,6 +47,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from graphc.runtime.native.c_sources import c_source
+
 # -O3 and the host's vector ISA; no -ffast-math and no FMA contraction, so every
 # + - * / rounds once as numpy's does; -fwrapv: integer overflow wraps as numpy's does;
 # -fno-math-errno: sqrt may be an instruction (errno is not part of any result)
@@ -65,22 +67,7 @@ LIBS = ("-lmvec", "-lm")
 DEFAULT_TIMEOUT = 300.0  # seconds for one compiler process (GRAPHC_CC_TIMEOUT)
 PRECOMPILE_AFTER = 5  # units in one build from which precompiling the prelude pays
 
-PROBE = """
-#include <stdint.h>
-#ifndef __AVX2__
-#error "graphc's native kernels need AVX2"
-#endif
-typedef float vf32 __attribute__((vector_size(32)));
-extern vf32 _ZGVdN8v_expf(vf32);
-void graphc_probe(int64_t n, float *out) {
-    #pragma omp parallel for if (n > 1024)
-    for (int64_t i = 0; i < n; i += 8) {
-        vf32 x = {0, 1, 2, 3, 4, 5, 6, 7};
-        vf32 y = _ZGVdN8v_expf(x);
-        for (int k = 0; k < 8 && i + k < n; k++) out[i + k] = y[k];
-    }
-}
-"""
+PROBE = c_source("probe.c")
 
 
 class BuildError(Exception):

@@ -12,6 +12,7 @@ import pytest
 
 from graphc.runtime.native import (
     c_sources,
+    direct_conv,
     matmul,
     norm,
     pool,
@@ -26,6 +27,7 @@ from graphc.runtime.native.cexpr import header
 # with is the header (prelude.h, libmvec's declarations, composites.h) and pairwise.h
 KERNEL_PRELUDE = header() + rows.PAIRWISE
 KERNELS = {
+    "direct_conv": direct_conv.source(),
     "matmul": matmul.SOURCE,
     "layer_norm": norm.LAYER_NORM.source,
     "layer_norm_grad": norm.LAYER_NORM_GRAD.source,

@@ -2,10 +2,12 @@
 
 Only C that no graph changes lives there (the prelude's vector types and helpers, the
 row sums' pairwise helper, the product, layer norm, pool and wide-convolution kernels,
-the BLAS thread callback, the compiler probe), as real .h and .c files that C tooling
-can check (tests/runtime/test_native_csrc.py compiles each the way the backend does).
-What depends on the graph (an elementwise kernel's body, libmvec's declarations of the
-ops in NATIVE_OPS, the templates with names and sizes put in) is made in Python.
+the direct convolution's tile, epilogue and drivers, the BLAS thread callback, the
+compiler probe), as real .h and .c files that C tooling can check
+(tests/runtime/test_native_csrc.py compiles each the way the backend does). What
+depends on the graph (an elementwise kernel's body, libmvec's declarations of the ops
+in NATIVE_OPS) or fills a template (the row kernels' names and types, the direct
+convolution's tile sizes and unrolled cases) is made in Python.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
-from graphc.ir.registry import get_op, ops_with
+from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.ops.fused import body_types
 from graphc.runtime.codegen import Generated, Generator, step_text
@@ -44,11 +44,6 @@ DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 # ufuncs with a Python operator that numpy scalars implement with the same rounding
 BINARY = {np.add: "+", np.subtract: "-", np.multiply: "*", np.divide: "/"}
 UNARY = {np.negative: "-"}
-
-# The op contract's answers, named for tests/runtime/test_scalar.py, which checks each of
-# these ops against its kernel; the steps below ask the op itself.
-IDENTITY_OPS = ops_with("one_element_identity")
-SUM_OPS = ops_with("one_element_sum")
 
 
 def _ufunc(node: Node, attrs: dict[str, Any]) -> np.ufunc | None:

@@ -323,8 +323,7 @@ def test_every_op_has_each_kind_of_rule_or_a_reason() -> None:
 
 # -- the side sets the contract replaced ----------------------------------------------
 
-# the op-name sets the properties replaced, by the module that kept them (scalar.py
-# still names the contract's answers, IDENTITY_OPS and SUM_OPS, for its tests)
+# the op-name sets the properties replaced, by the module that kept them
 REPLACED = {
     "passes/cse.py": ("COMMUTATIVE",),
     "passes/patterns.py": ("COMMUTATIVE",),
@@ -333,8 +332,8 @@ REPLACED = {
     "passes/epilogue.py": ("ACTIVATIONS",),
     "ops/conv_epilogue.py": ("_COPYING",),
     "onnx/exporters.py": ("_COMPARISONS", "_ACTIVATIONS"),
+    "runtime/scalar.py": ("IDENTITY_OPS", "SUM_OPS"),
     "passes/fold.py": ("TYPE_ONLY",),
-    "runtime/scalar.py": (),
 }
 
 

@@ -12,9 +12,12 @@ from hypothesis import strategies as st
 
 import graphc as gc
 from graphc.ir.errors import NumericsError
-from graphc.runtime.scalar import IDENTITY_OPS, SUM_OPS
+from graphc.ir.registry import ops_with
 from tests.budget import draws
 from tests.runtime.test_executable import in_threads
+
+IDENTITY_OPS = ops_with("one_element_identity")  # the value itself on one element
+SUM_OPS = ops_with("one_element_sum")  # v + 0 on one element
 
 ONE_ELEMENT_SHAPES = ((), (1,), (1, 1))
 

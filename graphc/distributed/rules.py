@@ -55,14 +55,14 @@ class UnsplittableError(Exception):
 
 
 Outcome = Mapped | Reduce
-Rule = Callable[[Node, Sequence[int | None]], Outcome]
+SplitRule = Callable[[Node, Sequence[int | None]], Outcome]
 KIND = "batch_split"  # the rules' kind in `OpDef.rules`
 
 
-def carries_batch(*ops: str) -> Callable[[Rule], Rule]:
+def carries_batch(*ops: str) -> Callable[[SplitRule], SplitRule]:
     """Register the decorated function as the batch-split rule of each op in `ops`."""
 
-    def register(fn: Rule) -> Rule:
+    def register(fn: SplitRule) -> SplitRule:
         for op in ops:
             register_rule(op, KIND, fn)
         return fn
@@ -70,7 +70,7 @@ def carries_batch(*ops: str) -> Callable[[Rule], Rule]:
     return register
 
 
-def batch_rule(node: Node) -> Rule | None:
+def batch_rule(node: Node) -> SplitRule | None:
     """The rule of `node`'s op: its own, or the broadcasting one for elementwise ops."""
     opdef = get_op(node.op)
     own = opdef.rules.get(KIND)

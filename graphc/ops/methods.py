@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
+from graphc.ir.errors import IndexRangeError, ShapeError
 from graphc.ir.types import as_dtype, format_shape, is_symbol, normalize_axis
 from graphc.ops import (
     activation,
@@ -48,6 +48,7 @@ from graphc.ops import (
 )
 from graphc.ops import shape as shape_ops
 from graphc.ops.operators import OperatorMixin
+from graphc.ops.spelling import pick_axis
 
 # x.name() is op(x)
 UNARY: dict[str, Callable[..., Any]] = {
@@ -139,12 +140,6 @@ def sizes(shape: Sequence[Any]) -> tuple:
 def scaled(other: Any, alpha: Any) -> Any:
     """`alpha * other`, for PyTorch's `add(x, y, alpha=...)` / `sub`."""
     return other if alpha == 1 else elementwise.mul(other, alpha)
-
-
-def pick_axis(dim: Any, axis: Any) -> Any:
-    if dim is not None and axis is not None:
-        raise GraphcError("give either dim (PyTorch) or axis (numpy), not both")
-    return axis if dim is None else dim
 
 
 def pick_keep(keepdim: bool | None, keepdims: bool | None) -> bool:
@@ -317,7 +312,7 @@ class ValueMethods(OperatorMixin):
     def cumsum(self, dim: int | None = None, dtype: Any = None, *, axis: int | None = None) -> Any:
         """Running sums along dim (ints and bools in int64); `dtype` casts first."""
         x = self if dtype is None else elementwise.cast(self, dtype)
-        return sequences.cumsum(x, axis=pick_axis(dim, axis))
+        return sequences.cumsum(x, axis=pick_axis(axis, dim, "cumsum"))
 
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
         """(values, indices) sorted along dim; always stable (ties keep their order)."""
@@ -415,7 +410,7 @@ class ValueMethods(OperatorMixin):
         numpy_spelled = axis is not None or keepdims is not None
         return reduce.var(
             self,
-            axis=pick_axis(dim, axis),
+            axis=pick_axis(axis, dim, "var"),
             keepdims=pick_keep(keepdim, keepdims),
             ddof=pick_ddof(unbiased, correction, ddof, numpy_spelled),
         )
@@ -433,13 +428,17 @@ class ValueMethods(OperatorMixin):
             keepdims: bool | None = None) -> Any:  # fmt: skip
         """True where every element (along dim) is nonzero."""
         as_bool = elementwise.cast(self, np.bool_)
-        return reduce.min(as_bool, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
+        return reduce.min(
+            as_bool, axis=pick_axis(axis, dim, "all"), keepdims=pick_keep(keepdim, keepdims)
+        )
 
     def any(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
             keepdims: bool | None = None) -> Any:  # fmt: skip
         """True where some element (along dim) is nonzero."""
         as_bool = elementwise.cast(self, np.bool_)
-        return reduce.max(as_bool, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
+        return reduce.max(
+            as_bool, axis=pick_axis(axis, dim, "any"), keepdims=pick_keep(keepdim, keepdims)
+        )
 
     def norm(self) -> Any:
         """The 2-norm of all elements."""
@@ -447,12 +446,10 @@ class ValueMethods(OperatorMixin):
 
     def softmax(self, dim: int | None = None, *, axis: int | None = None) -> Any:
         """Along dim (the last by default)."""
-        chosen = pick_axis(dim, axis)
-        return nn.softmax(self, axis=-1 if chosen is None else chosen)
+        return nn.softmax(self, axis=pick_axis(axis, dim, "softmax", default=-1))
 
     def log_softmax(self, dim: int | None = None, *, axis: int | None = None) -> Any:
-        chosen = pick_axis(dim, axis)
-        return nn.log_softmax(self, axis=-1 if chosen is None else chosen)
+        return nn.log_softmax(self, axis=pick_axis(axis, dim, "log_softmax", default=-1))
 
     # -- arithmetic with PyTorch's extra arguments -------------------------------------------
 
@@ -560,7 +557,7 @@ def _generated(name: str, op: Callable[..., Any], arity: int) -> Callable[..., A
 def _generated_reduction(name: str, op: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
                keepdims: bool | None = None) -> Any:  # fmt: skip
-        return op(self, axis=pick_axis(dim, axis), keepdims=pick_keep(keepdim, keepdims))
+        return op(self, axis=pick_axis(axis, dim, name), keepdims=pick_keep(keepdim, keepdims))
 
     doc = f"`{op.__name__}(x, axis=dim, keepdims=keepdim)`, by the op function gc.{op.__name__}."
     return _named(method, name, doc)

@@ -44,7 +44,7 @@ from graphc.runtime.native import (
     threads,
     toolchain,
 )
-from graphc.runtime.native.cexpr import NATIVE_OPS, header, native_rule
+from graphc.runtime.native.cexpr import NATIVE_OPS, header
 from graphc.runtime.native.kernels import (
     BLOCK,
     FULL,
@@ -159,8 +159,7 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
 
 def _worth_it(gen: Generator, step: Step, kernel: Kernel) -> bool:
     size = gen.plan.values[step.output].type.size or 0
-    rules = [native_rule(op) for op in kernel.ops]
-    return size >= SMALL or any(rule and rule.ulp_bound is not None for rule in rules)
+    return size >= SMALL or any(op in INEXACT for op in kernel.ops)
 
 
 STEP_OPS = frozenset({*NATIVE_OPS, "fused"})  # lowered by lower_step

@@ -30,10 +30,9 @@ import pytest
 import graphc as gc
 from graphc.ir.graph import OP, Graph, Node
 from graphc.runtime import backend as backends
-from graphc.runtime.backend import available_backends
-from graphc.runtime.native import INEXACT, toolchain
+from graphc.runtime.backend import available_backends, get_backend
+from graphc.runtime.native import toolchain
 from graphc.runtime.native.cexpr import ulp_bounds
-from graphc.runtime.native.matmul import PRODUCTS, inexact_product
 from tests.differential import describe_feeds, quiet
 from tests.edge_values import bits_differ, sprinkled_feeds
 
@@ -183,22 +182,23 @@ Close = Callable[[np.ndarray, np.ndarray], str | None]
 
 
 def _inexact(node: Node) -> bool:
-    """Whether native may compute `node` with other bits than numpy: an op the backend
-    declares inexact (INEXACT: ULP_BOUND's and the row kernels' softmax and log_softmax;
-    gemm, whose BLAS call accumulates in its own order; the products matmul.py computes),
-    an epilogue activation of one, or a body holding one."""
+    """Whether native may compute `node` with other bits than numpy: a node its lowering
+    declares inexact (`register_lowering(..., inexact=...)`: libmvec's functions, the row
+    kernels' softmax and log_softmax, gemm's BLAS call, the products matmul.py computes,
+    ...), an epilogue activation of one, or a body holding one."""
     if node.kind != OP:
         return False
-    if node.op in PRODUCTS:  # only the products native's own matmul computes
-        return inexact_product(node) or node.attrs.get("activation") in ULP_BOUND
-    if node.op in INEXACT or node.attrs.get("activation") in ULP_BOUND:
+    declared = get_backend("native").inexact_lowerings.get(node.op)
+    if (declared is not None and declared.covers(node)) or node.attrs.get(
+        "activation"
+    ) in ULP_BOUND:
         return True
     bodies = (v for v in node.attrs.values() if isinstance(v, Graph))
     return any(_inexact(n) for body in bodies for n in body.nodes)
 
 
 def exact_outputs(graph: Graph) -> list[bool]:
-    """Per output: True when no INEXACT op is among its ancestors."""
+    """Per output: True when no inexact node (`_inexact`) is among its ancestors."""
     memo: dict[Node, bool] = {}
     for node in graph.nodes:  # topological order
         memo[node] = _inexact(node) or any(memo.get(x, False) for x in node.inputs)

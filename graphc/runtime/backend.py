@@ -11,6 +11,11 @@ A backend also supplies the array module the generated code allocates with and t
 arena allocator, and may `finish` a generated plan (the native backend compiles all
 its kernels for the plan in one compiler call there, and binds them in).
 
+A lowering whose kernel may give other bits than numpy's says so where it is registered
+(`register_lowering(op, fn, backend=name, inexact="why")`, with its bound where one is
+stated); the backend's `inexact` ops, which the passes keep as O0 computes them, are
+derived from those declarations.
+
 Adding a backend (docs/layout.md has the steps): make a `Backend`, `register_backend`
 it, and `register_lowering(op, backend=name)` its emitters.
 """
@@ -28,6 +33,7 @@ import numpy as np
 from graphc.ir.errors import GraphcError
 
 if TYPE_CHECKING:
+    from graphc.ir.graph import Node
     from graphc.runtime.codegen import Generator
     from graphc.runtime.plan import Step
 
@@ -40,6 +46,25 @@ def page_aligned_arena(nbytes: int) -> np.ndarray:
     raw = np.empty(nbytes + 4096, np.uint8)
     start = (-raw.ctypes.data) % 4096
     return raw[start : start + nbytes]
+
+
+@dataclass(frozen=True)
+class Inexact:
+    """A lowering's declaration that its kernel may give other bits than numpy's kernel.
+
+    `why` says how its results come to differ (its own summation order, libmvec's exp);
+    `bound`, where one is stated, by how much, in ulp of the result unless `why` names
+    another unit; `when`, where only some of the op's steps run on that kernel (the
+    others declined to numpy's), says of a node whether it does (None: every one)."""
+
+    why: str
+    bound: int | None = None
+    when: Callable[[Node], bool] | None = None
+
+    def covers(self, node: Node) -> bool:
+        """Whether this backend may compute `node` (a node of the declared op) with other
+        bits than numpy's."""
+        return self.when is None or self.when(node)
 
 
 @dataclass
@@ -69,15 +94,23 @@ class Backend:
     # may a one-element graph run as a scalar plan (numpy scalars) on this backend? Not
     # where the backend computes some op with other bits than numpy's scalars would
     allows_scalar: Callable[[Any], bool] = lambda graph: True
-    # ops whose kernels here give other bits than numpy's: no pass folds them into a
-    # constant (numpy's kernel would compute it) or absorbs them into a composite op's
-    # numpy kernel, so every level computes them as O0 does (passes/pipeline.optimize)
-    inexact: frozenset[str] = frozenset()
+    # per op, what its lowering here declared about bits other than numpy's (the
+    # register_lowering call's `inexact`): the source of `inexact` below
+    inexact_lowerings: dict[str, Inexact] = field(default_factory=dict)
     # the ops its fused kernels compute (on float and bool values): fusion puts an
     # inexact op only into groups of these, so numpy's fused kernel never runs it;
     # "transpose" here says they read a transposed operand themselves, so simplify
     # leaves a scale beside the op reading a transpose (to fuse) instead of before it
     fused_ops: frozenset[str] = frozenset()
+
+    @property
+    def inexact(self) -> frozenset[str]:
+        """The ops whose kernels here give other bits than numpy's (on some of their steps
+        at least): no pass folds them into a constant (numpy's kernel would compute it) or
+        absorbs them into a composite op's numpy kernel, so every level computes them as
+        O0 does (passes/pipeline.optimize). Each is declared by its lowering's
+        registration (`register_lowering(..., inexact=...)`)."""
+        return frozenset(self.inexact_lowerings)
 
 
 class BackendUnavailableError(GraphcError):
@@ -105,11 +138,33 @@ BACKENDS["numpy"] = Backend(
 )
 
 
-def register_lowering(op: str, fn: Lowering | None = None, *, backend: str = "numpy") -> Any:
-    """Register `fn` as `backend`'s emitter for steps of `op` (usable as a decorator)."""
+def register_lowering(
+    op: str,
+    fn: Lowering | None = None,
+    *,
+    backend: str = "numpy",
+    inexact: str | None = None,
+    bound: int | None = None,
+    inexact_when: Callable[[Node], bool] | None = None,
+) -> Any:
+    """Register `fn` as `backend`'s emitter for steps of `op` (usable as a decorator).
+
+    Where the kernel it emits may give other bits than numpy's kernel, `inexact` says why
+    (the op is then in the backend's `inexact`), `bound` by how much where that is stated
+    (in ulp of the result unless `inexact` names another unit), and `inexact_when` which
+    nodes of the op that kernel computes, where it declines some to numpy (see
+    `Inexact`). A registration replaces the op's earlier one, declaration included."""
+    if inexact is None and (bound is not None or inexact_when is not None):
+        raise GraphcError(f"lowering of '{op}': a bound or inexact_when without inexact=")
+    declared = None if inexact is None else Inexact(inexact, bound, inexact_when)
 
     def decorate(fn: Lowering) -> Lowering:
-        get_backend(backend).lowerings[op] = fn
+        target = get_backend(backend)
+        target.lowerings[op] = fn
+        if declared is None:
+            target.inexact_lowerings.pop(op, None)
+        else:
+            target.inexact_lowerings[op] = declared
         return fn
 
     return decorate(fn) if fn is not None else decorate

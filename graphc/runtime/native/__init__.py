@@ -101,31 +101,14 @@ def _allows_scalar(graph: Graph) -> bool:
 for _op, _rule in NATIVE_OPS.items():
     register_rule(_op, "native", _rule)
 
-# ops whose native results may differ from numpy's: libmvec's functions (an ulp bound in
-# their native rule: cexpr.py), the row kernels' softmax and log_softmax (rows.ROW_BOUND),
-# gemm (BLAS accumulates into c block by block: blas.py), the convolutions (the direct
-# kernel sums in its own order: direct_conv.py), attention (its softmax is the row
-# kernel's), the layer norms (a variance summed in lanes where numpy calls sdot:
-# norm.py), and float32 products by a matrix (matmul.py: a chain of fused multiply-adds)
-CONVOLUTIONS = frozenset({"conv2d", "conv2d_epilogue", "conv2d_fused"})
-# (and conv_transpose2d of stride 1, the direct kernel on a flipped weight: conv.py)
-LAYER_NORMS = frozenset({"layer_norm", "layer_norm_grad"})
-INEXACT = (
-    frozenset(op for op, rule in NATIVE_OPS.items() if rule.ulp_bound is not None)
-    | frozenset(rows.ROW_BOUND)
-    | {"gemm", "attention"}
-    | CONVOLUTIONS
-    | {"conv_transpose2d"}
-    | LAYER_NORMS
-    | matmul.PRODUCTS
-)
-
 
 def _inexact(node: Any) -> bool:
-    if node.op in matmul.PRODUCTS:  # only those matmul.py computes
-        return matmul.inexact_product(node)
-    if node.op in INEXACT:
-        return True
+    """Whether native may compute `node` with other bits than numpy: as its op's lowering
+    declared (a product only where matmul.py's kernel computes it), or a fused group
+    holding such an op."""
+    declared = BACKEND.inexact_lowerings.get(node.op)
+    if declared is not None:
+        return declared.covers(node)
     body = node.attrs.get("body") if node.op == "fused" else None
     return body is not None and not _allows_scalar(body)
 
@@ -159,16 +142,13 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
 
 def _worth_it(gen: Generator, step: Step, kernel: Kernel) -> bool:
     size = gen.plan.values[step.output].type.size or 0
-    return size >= SMALL or any(op in INEXACT for op in kernel.ops)
-
-
-STEP_OPS = frozenset({*NATIVE_OPS, "fused"})  # lowered by lower_step
+    return size >= SMALL or any(op in BACKEND.inexact_lowerings for op in kernel.ops)
 
 
 def _reads_in_place(gen: Generator, reader: Step) -> bool:
     """Will `reader` run as one kernel here, so that it can read a slice's block in place?
     (lower_step runs a reader of such a block natively at every size.)"""
-    if reader.node.op not in STEP_OPS:
+    if BACKEND.lowerings.get(reader.node.op) is not lower_step:
         return False
     try:
         _kernel_for(gen, reader)
@@ -453,16 +433,38 @@ BACKEND = register_backend(
         ready=toolchain.probed,
         finish=finish,
         allows_scalar=_allows_scalar,
-        inexact=INEXACT,
         # and "transpose": a kernel reads a transposed matrix tile by tile (kernels.py)
         fused_ops=frozenset(op for op, rule in NATIVE_OPS.items() if rule.fuses) | {"transpose"},
     )
 )
 
-for _op in STEP_OPS:
-    register_lowering(_op, lower_step, backend=NAME)
-register_lowering("matmul", lower_matmul, backend=NAME)
-register_lowering("matmul_epilogue", lower_matmul_epilogue, backend=NAME)
+# Each registration below that may give other bits than numpy's says so (`inexact`, with
+# its bound where one is stated): the backend's inexact ops are those (backend.py).
+
+# elementwise steps and fused groups: one C kernel (kernels.py). An op's C (cexpr.py)
+# gives numpy's bits unless its native rule has an ulp bound: libmvec's functions,
+# graphc's float32 tanh, and the sigmoid and gelu built on them
+for _op, _rule in NATIVE_OPS.items():
+    _why = None if _rule.ulp_bound is None else "libmvec's function or graphc's own (cexpr.py)"
+    register_lowering(_op, lower_step, backend=NAME, inexact=_why, bound=_rule.ulp_bound)
+register_lowering("fused", lower_step, backend=NAME)  # inexact where its body is: _inexact
+# float32 products by a matrix: a chain of fused multiply-adds over k (matmul.py), not the
+# order of numpy's BLAS call; the products it declines (matmul.reason) are numpy's call
+_FMA_CHAIN = "a chain of fused multiply-adds over k (matmul.py)"
+register_lowering(
+    "matmul",
+    lower_matmul,
+    backend=NAME,
+    inexact=_FMA_CHAIN,
+    inexact_when=matmul.inexact_product,
+)
+register_lowering(
+    "matmul_epilogue",
+    lower_matmul_epilogue,
+    backend=NAME,
+    inexact=_FMA_CHAIN,
+    inexact_when=matmul.inexact_product,
+)
 
 
 def lower_slice(gen: Generator, step: Step, out: str) -> list[str] | None:
@@ -471,17 +473,47 @@ def lower_slice(gen: Generator, step: Step, out: str) -> list[str] | None:
 
 
 register_lowering("slice", lower_slice, backend=NAME)
+# sums in numpy's own orders: numpy's bits (rows.py)
 for _op in ("sum", "mean", "sum_to"):
     register_lowering(_op, rows.lower_reduction, backend=NAME)
-for _op in ("softmax", "log_softmax"):
-    register_lowering(_op, rows.lower_softmax, backend=NAME)
-register_lowering("attention", attention.lower, backend=NAME)
+# softmax follows graphc's numpy kernel step by step but for exp (libmvec's, 4 ulp): on
+# the element and on the sum it is divided by, plus the roundings, 12 ulp of the result
+register_lowering(
+    "softmax", rows.lower_softmax, backend=NAME, inexact="libmvec's exp (rows.py)", bound=12
+)
+# log_softmax: exp, and the sum's log by glibc's scalar log. Its bound is an absolute
+# error in units of the float's epsilon times (1 + |result|): x - max - log(sum) cancels
+# near 0, so a relative bound would not hold
+register_lowering(
+    "log_softmax",
+    rows.lower_softmax,
+    backend=NAME,
+    inexact="libmvec's exp and glibc's log (rows.py); bound in eps (1 + |result|)",
+    bound=8,
+)
+# attention's softmax is the row kernel's
+register_lowering(
+    "attention", attention.lower, backend=NAME, inexact="the row kernel's softmax (rows.py)"
+)
 from graphc.runtime.native import blas  # noqa: E402, F401 - registers gemm's BLAS lowering
 
-for _op in CONVOLUTIONS:  # the direct C convolution, its epilogue or body in C (conv.py)
-    register_lowering(_op, conv.lower_conv, backend=NAME)
-register_lowering("conv_transpose2d", conv.lower_conv_transpose, backend=NAME)
+# the convolutions: the direct C convolution sums in its own order (direct_conv.py), the
+# wide one in its own (wide_conv.py), with the epilogue or body in C (conv.py)
+_CONV_ORDER = "the direct or wide kernel's own summation order (conv.py)"
+register_lowering("conv2d", conv.lower_conv, backend=NAME, inexact=_CONV_ORDER)
+register_lowering("conv2d_epilogue", conv.lower_conv, backend=NAME, inexact=_CONV_ORDER)
+register_lowering("conv2d_fused", conv.lower_conv, backend=NAME, inexact=_CONV_ORDER)
+# stride 1: the direct kernel on the flipped weight (conv.py)
+register_lowering(
+    "conv_transpose2d",
+    conv.lower_conv_transpose,
+    backend=NAME,
+    inexact="the direct kernel on the flipped weight (conv.py)",
+)
+# numpy's bits (pool.py)
 register_lowering("max_pool2d", pool.lower_max_pool2d, backend=NAME)
 register_lowering("max_pool2d_backward", pool.lower_max_pool2d_backward, backend=NAME)
-for _op in LAYER_NORMS:
-    register_lowering(_op, norm.lower_layer_norm, backend=NAME)
+# the variance's sum of squares (and the gradient's dot product) in lanes (norm.py)
+_LANES = "sums in lanes where numpy calls sdot (norm.py)"
+register_lowering("layer_norm", norm.lower_layer_norm, backend=NAME, inexact=_LANES)
+register_lowering("layer_norm_grad", norm.lower_layer_norm, backend=NAME, inexact=_LANES)

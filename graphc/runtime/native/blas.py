@@ -262,4 +262,5 @@ def lower_gemm(gen: Any, step: Any, out: str) -> list[str] | None:
     return [*lines, f"{gen.const(call, f'gemm_{symbol}')}({a}, {b}, {target})"]
 
 
-register_lowering("gemm", lower_gemm, backend="native")  # inexact there (see above)
+# BLAS adds alpha op(a) op(b) into c in its own order (see above)
+register_lowering("gemm", lower_gemm, backend="native", inexact="BLAS's accumulation order")

@@ -33,9 +33,11 @@ come from:
 Bits: every output is a fused multiply-add chain over k in order, from +0.0, whatever the
 batch, the tile, the chunking, the threads, or where the panel was read from; that is
 not the order of numpy's BLAS call, so these products are declared inexact on native
-(`inexact_product`). tests/runtime/test_native_matmul.py checks the chain bit for bit
-(computed with exact rationals) and holds the results within the componentwise bound of
-a sum of K products, 2 (K + 2) eps sum |a| |b|, of numpy's.
+(native/__init__.py registers matmul and matmul_epilogue with `inexact_product`, which
+says which of their nodes this kernel computes). tests/runtime/test_native_matmul.py
+checks the chain bit for bit (computed with exact rationals) and holds the results
+within the componentwise bound of a sum of K products, 2 (K + 2) eps sum |a| |b|, of
+numpy's.
 """
 
 from __future__ import annotations
@@ -46,13 +48,13 @@ import numpy as np
 
 from graphc.ir.graph import OP, Node
 from graphc.ir.types import TensorType
+from graphc.runtime.backend import get_backend
 from graphc.runtime.codegen import Generator
 from graphc.runtime.native import calls
 from graphc.runtime.native.c_sources import c_source
 from graphc.runtime.native.kernels import Kernel
 from graphc.runtime.plan import Step
 
-PRODUCTS = frozenset({"matmul", "matmul_epilogue"})
 # multiply-adds of one product from which its tiles run on the OpenMP pool: waking it
 # costs 5-50 us here, and 2**20 of them take about 9 us on one core
 PARALLEL_WORK = 1 << 20
@@ -95,8 +97,16 @@ def reason(node: Node) -> str | None:
 
 
 def inexact_product(node: Node) -> bool:
-    """Whether native computes `node` with this kernel, so with other bits than numpy."""
-    return node.kind == OP and node.op in PRODUCTS and reason(node) is None
+    """Whether native computes `node`, a node of an op whose native lowering is this
+    kernel's (`product_ops`), with this kernel, so with other bits than numpy."""
+    return node.kind == OP and reason(node) is None
+
+
+def product_ops() -> frozenset[str]:
+    """The ops whose native lowering hands their steps to this kernel (where `reason`
+    allows): those native/__init__.py registers with `inexact_when=inexact_product`."""
+    declared = get_backend("native").inexact_lowerings
+    return frozenset(op for op, d in declared.items() if d.when is inexact_product)
 
 
 def rows_layout(a: np.ndarray) -> tuple[Any, int, int, int, int, np.ndarray]:
@@ -170,8 +180,9 @@ def _work_buffer(gen: Generator) -> str:
     state = calls.plan_state(gen)
     if "matmul_work" not in state:
         size = 1
+        products = product_ops()
         for step in gen.plan.steps:
-            if step.node.op not in PRODUCTS or reason(step.node) is not None:
+            if step.node.op not in products or reason(step.node) is not None:
                 continue
             if _view_of_constant(gen, step.inputs[1]) is None:
                 k, n = gen.plan.values[step.inputs[1]].type.shape

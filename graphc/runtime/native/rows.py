@@ -28,7 +28,8 @@ it: in float64 (its count is an intp), rounded to the result's dtype.
 softmax and log_softmax over the last axis follow graphc's numpy kernels step by step
 (max, subtract, exp, the pairwise sum, divide or subtract the log), so they differ from
 numpy only through exp (libmvec) and, for log_softmax, the sum's log (glibc's scalar
-log): `ROW_BOUND` states by how much, and test_native_rows.py measures it.
+log): their registrations (native/__init__.py) state by how much, and
+test_native_rows.py measures it.
 """
 
 from __future__ import annotations
@@ -47,12 +48,6 @@ from graphc.runtime.native import calls
 from graphc.runtime.native.c_sources import c_source
 from graphc.runtime.native.kernels import CTYPE_NAME, DeclinedError, Kernel, Operand, ctype_of
 from graphc.runtime.plan import Step
-
-# the largest difference from numpy's result, per op: softmax in ulp of the result
-# (exp's 4 ulp on the element and on the sum it is divided by, plus the roundings);
-# log_softmax as an absolute error, in units of the float's epsilon times (1 + |result|)
-# (x - max - log(sum): the subtraction cancels near 0, so a relative bound would not hold)
-ROW_BOUND = {"softmax": 12, "log_softmax": 8}
 
 # the longest softmax row done here: numpy's default buffer size (np.getbufsize()), the
 # piece in which numpy < 2.3 hands a long reduction to its pairwise loop (a softmax's row

@@ -22,7 +22,7 @@ import numpy as np
 from graphc.eager.grad_mode import STATE
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError
-from graphc.ir.registry import OpDef
+from graphc.ir.registry import OpDef, register_rule
 
 FREED_MESSAGE = (
     "{name}: trying to backward through the graph a second time (or to use saved tensors "
@@ -30,22 +30,6 @@ FREED_MESSAGE = (
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
     "through the graph a second time."
 )
-
-# PyTorch's names for the backward of our ops, where they differ from "<Op>Backward0"
-TORCH_NAMES = {
-    "cast": "ToCopyBackward0",
-    "clip": "ClampBackward1",
-    "concat": "CatBackward0",
-    "transpose": "PermuteBackward0",
-    "reshape": "ViewBackward0",
-    "broadcast_to": "ExpandBackward0",
-    "slice": "SliceBackward0",
-    "take": "IndexSelectBackward0",
-    "matmul": "MmBackward0",
-    "gemm": "AddmmBackward0",
-    "logsumexp": "LogsumexpBackward0",
-    "log_softmax": "LogSoftmaxBackward0",
-}
 
 _hook_ids = itertools.count()
 _NO_EDGE = (None, 0)
@@ -229,7 +213,8 @@ class OpBackward(GradFn):
         name = self.opdef.name
         if name in ("sum", "mean") and self.attrs.get("axis") is not None:
             return f"{name.title()}Backward1"  # torch's overload with dim=
-        return TORCH_NAMES.get(name) or "".join(p.title() for p in name.split("_")) + "Backward0"
+        named = self.opdef.rules.get("torch_grad_fn")
+        return named or "".join(p.title() for p in name.split("_")) + "Backward0"
 
     def rebase_output(self, tensor: Tensor) -> None:
         """An in-place op wrote this node's output into `tensor`: track that memory."""
@@ -275,6 +260,19 @@ class OpBackward(GradFn):
                 out.grad_fn = self  # the output as the tape knows it, for higher orders
                 out._requires_grad = True
         return out, unpacked
+
+
+# PyTorch's names for the backward of these ops, where they differ from "<Op>Backward0"
+# (OpBackward.name): each op's "torch_grad_fn" rule
+register_rule("cast", "torch_grad_fn", "ToCopyBackward0")
+register_rule("clip", "torch_grad_fn", "ClampBackward1")
+register_rule("concat", "torch_grad_fn", "CatBackward0")
+register_rule("transpose", "torch_grad_fn", "PermuteBackward0")
+register_rule("reshape", "torch_grad_fn", "ViewBackward0")
+register_rule("broadcast_to", "torch_grad_fn", "ExpandBackward0")
+register_rule("take", "torch_grad_fn", "IndexSelectBackward0")
+register_rule("matmul", "torch_grad_fn", "MmBackward0")
+register_rule("gemm", "torch_grad_fn", "AddmmBackward0")
 
 
 def needed_edges(edges: tuple, wanted: Any) -> tuple[bool, ...]:

@@ -17,7 +17,7 @@ import numpy as np
 from graphc.eager.grad_fn import OpBackward
 from graphc.eager.grad_mode import STATE
 from graphc.eager.tensor import Tensor, make
-from graphc.eager.views import VIEW_KERNELS, make_view
+from graphc.eager.views import make_view
 from graphc.ir.registry import OpDef
 from graphc.ir.types import TensorType
 from graphc.ops import dispatch
@@ -61,7 +61,7 @@ class EagerKind:
             canonical = self._canonical[key]
         except (KeyError, TypeError):  # TypeError: an unhashable attr
             canonical = self._prepare(opdef, arrays, attrs, key)
-        view = VIEW_KERNELS.get(opdef.name)
+        view = opdef.rules.get("eager_view")
         if view is not None:  # slice, transpose, ...: the result shares the input's memory
             array = view(arrays[0], **canonical)
             if array is not None:  # None: a reshape numpy cannot view, so a copy below

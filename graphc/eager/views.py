@@ -2,8 +2,10 @@
 
 The view ops (`slice`, `reshape` when numpy can view, `transpose`, `broadcast_to`)
 still record their op on the tape (SliceBackward0, ViewBackward0, ...), but the
-result's `_data` is a numpy view of the input's array. A view remembers its root base
-and the chain of view ops from it (`_steps`), which serves three purposes:
+result's `_data` is a numpy view of the input's array: each op's view function is its
+"eager_view" rule (`view_of`), which the eager kind asks before running the kernel. A
+view remembers its root base and the chain of view ops from it (`_steps`), which serves
+three purposes:
 
 - an in-place op on a view writes the base's memory (numpy does that), and the base's
   history is rewritten as PyTorch's CopySlices does: the new base is
@@ -18,6 +20,7 @@ and the chain of view ops from it (`_steps`), which serves three purposes:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,7 +29,7 @@ from graphc.eager.grad_fn import OpBackward
 from graphc.eager.grad_mode import STATE, enable_grad
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError, IndexRangeError, ShapeError
-from graphc.ir.registry import OpDef
+from graphc.ir.registry import OpDef, register_rule
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import shape as S
@@ -35,6 +38,21 @@ _new = object.__new__
 _RESHAPE_HAS_COPY = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
 
 
+ViewKernel = Callable[..., np.ndarray | None]  # (input array, **canonical attrs) -> view
+
+
+def view_of(op: str) -> Callable[[ViewKernel], ViewKernel]:
+    """Register the decorated function as op `op`'s "eager_view" rule: the numpy view of
+    the input's array the op gives for its canonical attrs, or None when there is none
+    (the eager kind then runs the op's kernel, a copy)."""
+
+    def register(fn: ViewKernel) -> ViewKernel:
+        return register_rule(op, "eager_view", fn)
+
+    return register
+
+
+@view_of("slice")
 def _slice_view(x: np.ndarray, index: str) -> np.ndarray:
     items = I.parse_index(index)
     if Ellipsis not in items:
@@ -45,6 +63,7 @@ def _slice_view(x: np.ndarray, index: str) -> np.ndarray:
         raise IndexRangeError(f"getitem: {exc} (index [{index}])") from None
 
 
+@view_of("reshape")
 def _reshape_view(x: np.ndarray, shape: tuple) -> np.ndarray | None:
     """A view of x with this shape, or None when numpy would have to copy."""
     if _RESHAPE_HAS_COPY:
@@ -56,13 +75,14 @@ def _reshape_view(x: np.ndarray, shape: tuple) -> np.ndarray | None:
     return result if result.size == 0 or np.may_share_memory(result, x) else None
 
 
-# op name -> (numpy view of the input, or None when there is none) for its canonical attrs
-VIEW_KERNELS: dict[str, Any] = {
-    "slice": _slice_view,
-    "reshape": _reshape_view,
-    "transpose": lambda x, axes: np.transpose(x, axes),
-    "broadcast_to": lambda x, shape: np.broadcast_to(x, shape),
-}
+@view_of("transpose")
+def _transpose_view(x: np.ndarray, axes: tuple | None) -> np.ndarray:
+    return np.transpose(x, axes)
+
+
+@view_of("broadcast_to")
+def _broadcast_view(x: np.ndarray, shape: tuple) -> np.ndarray:
+    return np.broadcast_to(x, shape)
 
 
 class ViewTensor(Tensor):
@@ -184,7 +204,7 @@ def rebase_history(view: ViewTensor, result: Tensor) -> None:
     mask = np.zeros(root._data.shape, np.bool_)
     window = mask
     for opdef, attrs, _ in view._steps:  # type: ignore[attr-defined]
-        window = VIEW_KERNELS[opdef.name](window, **attrs)
+        window = opdef.rules["eager_view"](window, **attrs)
     window[...] = True
     if not mask.all():
         old = make(root._data)  # where's rule reads only the mask, never old's values

@@ -41,6 +41,9 @@ class OpDef:
                  (gemm's c, accumulated into)
     shape_attrs  attrs holding shapes (or one dim, as scan's length), whose symbolic
                  dims are bound at run time
+    bodies       attrs holding body Graphs, in the op's order: cond's branches, a loop's
+                 condition and body, a fused group's members. Passes and pictures ask
+                 it which attrs to look into, never a list of their own
     permutes     the value is a view of its input with the axes' memory order permuted
                  (transpose); every other op's value is C-contiguous. matmul and
                  reductions round by memory order, so runtimes and folding keep this
@@ -67,6 +70,7 @@ class OpDef:
     inplace: bool = False
     inplace_inputs: tuple[int, ...] = ()
     shape_attrs: tuple[str, ...] = ()
+    bodies: tuple[str, ...] = ()
     permutes: bool = False
     cost: CostRule | None = None
     scratch: ScratchRule | None = None
@@ -80,6 +84,9 @@ class OpDef:
             raise ValueError(
                 f"op '{self.name}': unknown props {sorted(unknown)}; known: {sorted(PROPS)}"
             )
+        strays = set(self.bodies) - set(self.attrs)
+        if strays:
+            raise ValueError(f"op '{self.name}': bodies {sorted(strays)} are not among its attrs")
 
     def has(self, prop: str) -> bool:
         """Whether the op has property `prop` (one of `PROPS`)."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op, register_rule
-from graphc.ir.types import TensorType, is_symbol
+from graphc.ir.types import TensorType, TupleType, is_symbol
 from graphc.ir.verify import verify
 from graphc.onnx.importer import OnnxError, onnx_elem_type
 
@@ -176,7 +176,7 @@ class Writer:
                 )
             outs = form(self, node, ins)
             self.bind(node, outs[0])
-            if len(outs) > 1 or node.op in ("cond", "scan", "while_loop"):
+            if len(outs) > 1 or isinstance(node.type, TupleType):  # `result` nodes pick one
                 self.names[node] = outs  # type: ignore[assignment]
         return [self._output(o) for o in graph.outputs]
 

@@ -183,6 +183,7 @@ cond_op = defop(
     kernel=_cond_kernel,
     vjp=_cond_vjp,
     attrs={"then_body": REQUIRED, "else_body": REQUIRED},
+    bodies=("then_body", "else_body"),
     canonicalize=_cond_canon,
     doc="The results of then_body or else_body on the operands, by a bool scalar (gc.cond).",
 )
@@ -350,6 +351,7 @@ scan_op = defop(
     kernel=_scan_kernel,
     vjp=_scan_vjp,
     attrs={"body": REQUIRED, "length": REQUIRED, "reverse": False, "num_carry": 0, "num_xs": 0},
+    bodies=("body",),
     canonicalize=_scan_canon,
     shape_attrs=("length",),
     doc="A loop carrying values through body, stepping along xs, stacking ys (gc.scan).",
@@ -431,6 +433,7 @@ while_loop_op = defop(
     kernel=_while_kernel,
     vjp=_while_vjp,
     attrs={"cond_body": REQUIRED, "body": REQUIRED, "num_carry": 0, "num_cond_consts": 0},
+    bodies=("cond_body", "body"),
     canonicalize=_while_canon,
     doc="Run body on the carries while cond_body holds (gc.while_loop); forward only.",
 )

@@ -121,6 +121,7 @@ conv2d_fused = defop(
         "dilation": (1, 1),
         "groups": 1,
     },  # fmt: skip
+    bodies=("body",),
     canonicalize=_canon,
     vjp=_vjp,
     cost=_cost,

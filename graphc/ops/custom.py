@@ -110,6 +110,7 @@ custom_vjp_op = defop(
     infer=_infer,
     kernel=_kernel,
     attrs={"forward": REQUIRED, "backward": REQUIRED, "function": "custom"},
+    bodies=("forward", "backward"),
     vjp=_vjp,
     canonicalize=_canonicalize,
     cost=_cost,

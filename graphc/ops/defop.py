@@ -34,6 +34,7 @@ def defop(
     inplace: bool = False,
     inplace_inputs: tuple[int, ...] = (),
     shape_attrs: tuple[str, ...] = (),
+    bodies: tuple[str, ...] = (),
     permutes: bool = False,
     cost: Callable[..., int] | None = None,
     scratch: Callable[..., int] | None = None,
@@ -44,7 +45,8 @@ def defop(
 
     `inputs` names the tensor inputs, or is "*" for an op taking a sequence. `scratch`,
     like `cost`, takes the output and input types and the attrs; it gives the bytes the
-    kernel allocates for itself besides its result (see `OpDef`).
+    kernel allocates for itself besides its result (see `OpDef`). `bodies` names the
+    attrs that hold body Graphs.
     """
     attrs = dict(attrs or {})
     variadic = inputs == VARIADIC
@@ -62,6 +64,7 @@ def defop(
             inplace=inplace,
             inplace_inputs=inplace_inputs,
             shape_attrs=shape_attrs,
+            bodies=bodies,
             permutes=permutes,
             cost=cost,
             scratch=scratch,

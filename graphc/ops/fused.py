@@ -199,6 +199,7 @@ fused = defop(
     infer=_fused_infer,
     kernel=_fused_kernel,
     attrs={"body": REQUIRED},
+    bodies=("body",),
     vjp=_fused_vjp,
     elementwise=True,
     # the kernel and the chunked lowering write the result after reading every operand

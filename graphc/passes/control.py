@@ -40,13 +40,6 @@ from graphc.passes.builder import GraphBuilder, live_nodes
 from graphc.passes.report import PassLog
 from graphc.passes.scan_rows import rows_as_xs
 
-BODY_ATTRS = {
-    "cond": ("then_body", "else_body"),
-    "scan": ("body",),
-    "while_loop": ("cond_body", "body"),
-}
-
-
 # -- bodies as graphs ---------------------------------------------------------------
 
 
@@ -323,21 +316,24 @@ def simplify_control_flow(graph: Graph, log: PassLog | None = None) -> Graph:
 def optimize_bodies(
     graph: Graph, optimize: Callable[[Graph], Graph], log: PassLog | None = None
 ) -> Graph:
-    """`graph` with `optimize` run on the body of every cond, scan and while_loop (and,
-    through `optimize`, on theirs)."""
-    if not any(n.kind == OP and n.op in BODY_ATTRS for n in graph.nodes):
+    """`graph` with `optimize` run on every body of its cond, scan and while_loop nodes
+    (and, through `optimize`, on theirs): the attrs their op declares as bodies. Only
+    the control-flow ops this module rewrites: a fused group's body is what fusion
+    made, and the pipeline run in it again would fuse it anew."""
+    if not any(_control(n) for n in graph.nodes):
         return graph
     builder = GraphBuilder(graph)
     new: dict[Node, Node] = {}
     for node in graph.nodes:
         inputs = [new[x] for x in node.inputs]
-        if node.kind == OP and node.op in BODY_ATTRS:
+        if _control(node):
+            keys = get_op(node.op).bodies
             attrs = dict(node.attrs)
-            for key in BODY_ATTRS[node.op]:
+            for key in keys:
                 attrs[key] = optimize(attrs[key])
             if log is not None:
-                before = sum(len(node.attrs[k].nodes) for k in BODY_ATTRS[node.op])
-                after = sum(len(attrs[k].nodes) for k in BODY_ATTRS[node.op])
+                before = sum(len(node.attrs[k].nodes) for k in keys)
+                after = sum(len(attrs[k].nodes) for k in keys)
                 log.note(f"{node.op} '{node.name}': bodies {before} -> {after} nodes")
             new[node] = builder.graph.add_op(
                 node.op, inputs, attrs, node.type, name=node.name, meta=node.meta
@@ -345,3 +341,8 @@ def optimize_bodies(
         else:
             new[node] = builder.copy(node, inputs)
     return builder.graph
+
+
+def _control(node: Node) -> bool:
+    """Whether `node` is a control-flow node: one of the ops REWRITES dispatches."""
+    return node.kind == OP and node.op in REWRITES

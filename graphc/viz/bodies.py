@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphc.ir.graph import Graph, Node
+from graphc.ir.errors import UnknownOpError
+from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.registry import get_op
 
 # (body index, placeholder index): where a body output goes at the next step
 Target = tuple[int, int]
@@ -53,14 +55,16 @@ def is_control(n: Node) -> bool:
 
 def bodies_of(n: Node) -> list[Body]:
     """The node's bodies in drawing order (left to right), or [] for an ordinary node."""
-    if n.op == "cond" and _graphs(n, "then_body", "else_body"):
-        return _cond(n)
-    if n.op == "scan" and _graphs(n, "body"):
-        return [_scan(n)]
-    if n.op == "while_loop" and _graphs(n, "cond_body", "body"):
-        return _while(n)
-    if isinstance(n.attrs.get("body"), Graph):  # fused, and any op of one inline body
-        body = n.attrs["body"]
+    if _holds_bodies(n):
+        if n.op == "cond":
+            return _cond(n)
+        if n.op == "scan":
+            return [_scan(n)]
+        if n.op == "while_loop":
+            return _while(n)
+    keys = get_op(n.op).bodies if _holds_bodies(n) else ()
+    if len(keys) == 1:  # fused groups, and any other op of one body: drawn inline
+        body = n.attrs[keys[0]]
         count = len(body.inputs)
         return [
             Body(
@@ -76,8 +80,16 @@ def bodies_of(n: Node) -> list[Body]:
     return []
 
 
-def _graphs(n: Node, *keys: str) -> bool:
-    return all(isinstance(n.attrs.get(k), Graph) for k in keys)
+def _holds_bodies(n: Node) -> bool:
+    """Whether `n`'s op declares bodies (`OpDef.bodies`) and each of those attrs holds
+    a Graph."""
+    if n.kind != OP:
+        return False
+    try:
+        keys = get_op(n.op).bodies
+    except UnknownOpError:  # a graph not verified yet is drawn all the same
+        return False
+    return bool(keys) and all(isinstance(n.attrs.get(k), Graph) for k in keys)
 
 
 def _cond(n: Node) -> list[Body]:

@@ -1,11 +1,16 @@
 """Shared test settings: `--full` (every generated case and the slow tests; the default
-run is the quick one, tests/budget.py); hypothesis runs without deadlines (the machine
-is noisy); the `needs_dot` mark for tests that render pictures, `needs_torch` for those
-comparing with PyTorch (optional: CI installs it, the oldest/newest matrix does not)."""
+run is the quick one, tests/budget.py) and `--rest` (what the quick run leaves out);
+hypothesis runs without deadlines (the machine is noisy); the `needs_dot` mark for tests
+that render pictures, `needs_torch` for those comparing with PyTorch (optional: CI
+installs it, the oldest/newest matrix does not)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import zlib
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -18,12 +23,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--full",
         action="store_true",
-        help="every generated case, every hypothesis draw and the slow tests (CI runs this)",
+        help="every generated case, every hypothesis draw and the slow tests",
+    )
+    parser.addoption(
+        "--rest",
+        action="store_true",
+        help="what the quick run leaves out: --full without the tests the quick run runs "
+        "alike (those reading the budget, hypothesis draws and `reads_budget` tests, run "
+        "again in full); CI runs it beside the quick run",
+    )
+    parser.addoption(
+        "--shard",
+        default=None,
+        metavar="K/N",
+        help="only the K-th of N disjoint parts of the run (by a hash of each test's id); "
+        "the two legs of .ci/matrix take one half each",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("--full"):
+    if config.getoption("--rest"):  # collected beside this process's own collection
+        config.stash[_QUICK_IDS] = _collect_quick_run(config)
+    if config.getoption("--full") or config.getoption("--rest"):
         # read by tests/budget.py when the test modules build their case tables
         os.environ[FULL_ENV] = "full"
         if config.option.markexpr == "not slow":  # the default from pyproject's addopts
@@ -37,6 +58,88 @@ def pytest_configure(config: pytest.Config) -> None:
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     settings.load_profile("graphc")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    process = config.stash.get(_QUICK_IDS, None)
+    if process is not None and process.poll() is None:  # collection stopped early
+        process.kill()
+        process.communicate()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With `--rest`, leave out the tests the quick run runs exactly as `--full` does;
+    with `--shard K/N`, the tests of the other parts."""
+    keep: Callable[[pytest.Item], bool] | None = None
+    if config.getoption("--rest"):
+        quick = _quick_run_ids(config.stash[_QUICK_IDS])
+        keep = lambda item: item.nodeid not in quick or _does_more_in_full(item)  # noqa: E731
+    shard = config.getoption("--shard")
+    if shard is not None:
+        part, parts = _shard(shard)
+        rest = keep
+        keep = lambda item: (  # noqa: E731
+            zlib.crc32(item.nodeid.encode()) % parts == part and (rest is None or rest(item))
+        )
+    if keep is None:
+        return
+    kept = [item for item in items if keep(item)]
+    if len(kept) < len(items):
+        chosen = set(map(id, kept))
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in chosen])
+        items[:] = kept
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """`--shard K/N` as (K - 1, N): the K-th of N parts, counted from 1."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        k = n = 0
+    if not 1 <= k <= n:
+        raise pytest.UsageError(f"--shard takes K/N with 1 <= K <= N, got {text!r}")
+    return k - 1, n
+
+
+def _does_more_in_full(item: pytest.Item) -> bool:
+    """Whether a test the quick run runs does more under `--full`: hypothesis draws more
+    examples, and a `reads_budget` test asks tests/budget.py in its body or fixtures."""
+    function = getattr(item, "function", None)
+    return bool(getattr(function, "is_hypothesis_test", False)) or (
+        item.get_closest_marker("reads_budget") is not None
+    )
+
+
+_QUICK_IDS = pytest.StashKey[subprocess.Popen]()
+
+
+def _collect_quick_run(config: pytest.Config) -> subprocess.Popen:
+    """A pytest process collecting the quick run for the same paths (the case tables are
+    built when the test modules are imported, so another process has to build them)."""
+    env = {k: v for k, v in os.environ.items() if k != FULL_ENV}
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-o", "addopts="]
+    command += ["-m", "not slow", "-p", "no:cacheprovider", *config.invocation_params.args]
+    command = [arg for arg in command if arg not in ("--rest", "--full")]
+    return subprocess.Popen(
+        command,
+        env=env,
+        cwd=config.invocation_params.dir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _quick_run_ids(process: subprocess.Popen) -> set[str]:
+    """The ids `_collect_quick_run`'s process collected."""
+    out, err = process.communicate()
+    if process.returncode not in (0, 5):  # 5: nothing collected
+        raise pytest.UsageError(
+            f"--rest: collecting the quick run failed ({' '.join(process.args)}):\n"
+            + out[-3000:]
+            + err[-3000:]
+        )
+    return {line.strip() for line in out.splitlines() if "::" in line}
 
 
 # The suite compares compiled results with the reference interpreter and eager mode bit

@@ -56,6 +56,7 @@ def quick_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+@pytest.mark.reads_budget
 def test_quick_json_has_every_workload_and_mode(quick_report: dict[str, Any]) -> None:
     names = {w.name for w in bench.WORKLOADS}
     assert set(quick_report["workloads"]) == set(BENCHED)
@@ -93,6 +94,7 @@ def test_quick_json_has_every_workload_and_mode(quick_report: dict[str, Any]) ->
                     assert "native backend cannot run here" in cell["reason"]
 
 
+@pytest.mark.reads_budget
 def test_quick_cells_are_consistent_and_agree(quick_report: dict[str, Any]) -> None:
     for workload in quick_report["workloads"].values():
         for cells in workload["cases"].values():
@@ -111,6 +113,7 @@ def test_quick_cells_are_consistent_and_agree(quick_report: dict[str, Any]) -> N
                 assert cell["ratio"] == pytest.approx(cell["median"] / cells[BASELINE]["median"])
 
 
+@pytest.mark.reads_budget
 def test_quick_native_modes_say_what_runs_native(quick_report: dict[str, Any]) -> None:
     if not NATIVE_READY:
         pytest.skip("the native backend cannot run here (no working C compiler)")
@@ -122,12 +125,14 @@ def test_quick_native_modes_say_what_runs_native(quick_report: dict[str, Any]) -
     assert quick_report["machine"]["backends"][0] == "native"
 
 
+@pytest.mark.reads_budget
 def test_quick_json_has_the_goals(quick_report: dict[str, Any]) -> None:
     texts = [g["text"] for g in quick_report["goals"]]
     assert "tiny graph <= 4 us per call" in texts
     assert all(g["met"] in (True, False, None) and g["measured"] for g in quick_report["goals"])
 
 
+@pytest.mark.reads_budget
 def test_quick_compile_keeps_the_5000_op_chain(quick_report: dict[str, Any]) -> None:
     cases = quick_report["workloads"]["compile"]["cases"]
     assert cases["K=5000"][BASELINE]["status"] == "ok"
@@ -136,6 +141,7 @@ def test_quick_compile_keeps_the_5000_op_chain(quick_report: dict[str, Any]) -> 
     assert "numpy backend" in reason and "trace-compile's first result" in reason
 
 
+@pytest.mark.reads_budget
 def test_quick_reports_the_time_to_first_result(quick_report: dict[str, Any]) -> None:
     assert set(goals.FIRST_RESULT_WORKLOADS) & set(BENCHED)
     for name in set(goals.FIRST_RESULT_WORKLOADS) & set(BENCHED):
@@ -244,6 +250,7 @@ def test_the_header_says_how_openmp_runtimes_wait(openmp: dict, said: str) -> No
     assert f"OpenMP runtimes {said};" in text.splitlines()[2]
 
 
+@pytest.mark.reads_budget
 def test_a_run_records_the_openmp_wait_policy(quick_report: dict[str, Any]) -> None:
     assert "openmp" in quick_report["machine"]
 

@@ -165,6 +165,7 @@ def test_torch_compile_mode_matches_torch_eager(name: str) -> None:
     assert relative_error(run_mode(name, TORCH_COMPILE), run_mode(name, "torch")) < 1e-5
 
 
+@pytest.mark.reads_budget
 def test_quick_run_reports_the_model_workloads() -> None:
     # every model with --full; the transformer alone in the quick run (each model's steps
     # are checked against torch by the tests above)

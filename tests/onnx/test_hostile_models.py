@@ -660,6 +660,7 @@ def _fuzz_models(folder: Path, examples: int) -> None:
     mutate()
 
 
+@pytest.mark.reads_budget
 def test_mutated_models_raise_graphc_errors_only_and_open_nothing_outside(
     tmp_path: Path,
 ) -> None:

@@ -72,7 +72,7 @@ def test_levels_agree_on_hostile_graphs(graph: gc.Graph, seed: int) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=draws(1000))
+@settings(max_examples=draws(500))
 @given(edge_graphs(min_ops=3, max_ops=16), st.integers(0, 2**16))
 def test_levels_agree_on_hostile_graphs_slow(graph: gc.Graph, seed: int) -> None:
     check_optimized(graph, [edge_feeds(graph, seed=seed, dims=d) for d in (0, 1, 3)])

@@ -310,7 +310,7 @@ def test_levels_reference_and_eager_agree(program: Program, seed: int) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=draws(2000))
+@settings(max_examples=draws(1000))
 @given(programs(max_depth=3), st.integers(0, 2**16))
 def test_levels_reference_and_eager_agree_slow(program: Program, seed: int) -> None:
     check_program(program, seed)
@@ -349,7 +349,7 @@ def test_gradients_agree_across_levels_and_with_eager(program: Program, seed: in
 
 
 @pytest.mark.slow
-@settings(max_examples=draws(500))
+@settings(max_examples=draws(250))
 @given(programs(dtype="float64", max_depth=3), st.integers(0, 2**16))
 def test_gradients_agree_across_levels_and_with_eager_slow(program: Program, seed: int) -> None:
     check_gradients(program, seed)

@@ -41,7 +41,7 @@ def test_edge_graphs_agree(graph: gc.Graph, seed: int, sizes: tuple[int, int]) -
 
 
 @pytest.mark.slow
-@settings(max_examples=draws(2000))
+@settings(max_examples=draws(1000))
 @given(edge_graphs(max_ops=12), st.integers(0, 2**16), BATCHES)
 def test_edge_graphs_agree_slow(graph: gc.Graph, seed: int, sizes: tuple[int, int]) -> None:
     feeds = _feed_sets(graph, seed, sizes)
@@ -83,7 +83,7 @@ def test_edge_gradient_graphs_agree(graph: gc.Graph, seed: int, sizes: tuple[int
 
 
 @pytest.mark.slow
-@settings(max_examples=draws(500))
+@settings(max_examples=draws(250))
 @given(edge_graphs(min_ops=2, max_ops=12, float_input=True), st.integers(0, 2**16), BATCHES)
 def test_edge_gradient_graphs_agree_slow(
     graph: gc.Graph, seed: int, sizes: tuple[int, int]

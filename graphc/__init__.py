@@ -19,6 +19,7 @@ if int(_np.__version__.split(".")[0]) < 2:  # pip keeps the floor; --no-deps ins
     )
 
 # isort: split
+from graphc import backends as _backends  # noqa: F401 - registers numpy and native
 from graphc import frontend as _frontend_call  # noqa: F401
 from graphc import passes, viz
 from graphc.frontend import (

@@ -146,7 +146,7 @@ def _quick_run_ids(process: subprocess.Popen) -> set[str]:
 # for bit, which the numpy backend guarantees; `gc.compile`'s default ("auto") would pick
 # the native backend where a C compiler is found, whose libmvec functions differ from
 # numpy's in the last bits. So the default backend here is numpy, and the native backend
-# is tested against it explicitly (tests/runtime/test_native*.py, every backend present).
+# is tested against it explicitly (tests/backends/test_native*.py, every backend present).
 # GRAPHC_BACKEND=native python -m pytest runs the whole suite on native instead.
 os.environ.setdefault("GRAPHC_BACKEND", "numpy")
 

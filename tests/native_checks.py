@@ -1,4 +1,4 @@
-"""Shared checks for the native backend's tests (tests/runtime/test_native_*.py).
+"""Shared checks for the native backend's tests (tests/backends/test_native_*.py).
 
 `needs_native` skips a test, naming the reason, where the native backend cannot run;
 the `every_size` fixture lowers small exact steps to C too (not only numpy's).
@@ -28,11 +28,11 @@ import numpy as np
 import pytest
 
 import graphc as gc
+from graphc.backends.native import toolchain
+from graphc.backends.native.cexpr import ulp_bounds
 from graphc.ir.graph import OP, Graph, Node
 from graphc.runtime import backend as backends
 from graphc.runtime.backend import available_backends, get_backend
-from graphc.runtime.native import toolchain
-from graphc.runtime.native.cexpr import ulp_bounds
 from tests.differential import describe_feeds, quiet
 from tests.edge_values import bits_differ, sprinkled_feeds
 
@@ -43,7 +43,7 @@ ULP_BOUND = ulp_bounds()
 
 
 def _why_not_native() -> str:
-    from graphc.runtime.native import BACKEND
+    from graphc.backends.native import BACKEND
 
     return f"the native backend cannot run here: {BACKEND.unavailable()}"
 
@@ -99,9 +99,9 @@ def sweep(dtype: str, rng: np.random.Generator, low: int = -12, high: int = 10) 
 @pytest.fixture
 def every_size(monkeypatch: pytest.MonkeyPatch) -> None:
     """Lower steps of every size to C: by default a step of exact ops smaller than
-    `graphc.runtime.native.SMALL` elements stays on numpy (cheaper there), which would
+    `graphc.backends.native.SMALL` elements stays on numpy (cheaper there), which would
     leave the kernels untested on the small arrays of the op table and random graphs."""
-    import graphc.runtime.native as native
+    import graphc.backends.native as native
 
     monkeypatch.setattr(native, "SMALL", 0)
 

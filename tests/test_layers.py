@@ -21,6 +21,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "ops": {"ir"},
     "passes": {"ir", "ops"},
     "runtime": {"ir", "ops", "passes"},
+    "backends": {"ir", "ops", "passes", "runtime"},
     "eager": {"ir", "ops"},
     "frontend": {"ir", "ops", "runtime"},
     "nn": {"ir", "ops", "eager"},

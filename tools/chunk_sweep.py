@@ -1,4 +1,4 @@
-"""How the fused-kernel chunk size (graphc.runtime.fused.CHUNK) affects the GELU chain.
+"""How the fused-kernel chunk size (graphc.backends.numpy.fused.CHUNK) affects the GELU chain.
 
     python tools/chunk_sweep.py [N]      # N elements, default 1e6
 
@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 import graphc as gc
+from graphc.backends.numpy import fused
 from graphc.bench.gelu import gelu
-from graphc.runtime import fused
 
 SIZES = (4096, 16384, 32768, 65536, 131072, 10**9)  # 10**9: one whole-array pass
 

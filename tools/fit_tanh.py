@@ -1,4 +1,4 @@
-"""Fit the float32 tanh of the native backend (graphc/runtime/native/cexpr.py: TANH_P, TANH_Q)
+"""Fit the float32 tanh of the native backend (graphc/backends/native/cexpr.py: TANH_P, TANH_Q)
 and measure its error against the correctly rounded tanh and against numpy's.
 
 tanh(x) ~ x P(x^2) / Q(x^2), P of degree 4 and Q of degree 4 in x^2, Q(0) = 1, on x in
@@ -8,7 +8,7 @@ last error (Lawson) towards a minimax fit. The coefficients are rounded to float
 the fit is evaluated as the kernel evaluates it: float32 Horner with fused multiply-adds
 (emulated here in float64, whose product of two float32 numbers is exact; the double
 rounding may differ from a true fma in rare last-bit cases, which the kernel's own test,
-tests/runtime/test_native_ulp.py, covers), x clamped to [-9, 9], x itself below 1e-4,
+tests/backends/test_native_ulp.py, covers), x clamped to [-9, 9], x itself below 1e-4,
 +-1 from 8.7 on.
 
     python tools/fit_tanh.py      # prints the coefficients (hex) and the measured errors

@@ -78,7 +78,7 @@ MODES: tuple[str, ...] = (
 # the modes whose time to first result is measured, where a workload declares them
 FIRST_RESULT_MODES: tuple[str, ...] = (BASELINE, DEFAULT, "jax")
 # how long a background build may take before the bench gives up on it; the compiler's
-# own limit is 300 s per kernel library (runtime/native/toolchain.py)
+# own limit is 300 s per kernel library (backends/native/toolchain.py)
 BUILD_TIMEOUT = 900.0
 
 

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 import graphc as gc
+from graphc.backends.native import toolchain
 from graphc.bench import peers
 from graphc.bench.core import (
     BASELINE,
@@ -65,7 +66,6 @@ from graphc.bench.core import (
     finish_build,
     relative_error,
 )
-from graphc.runtime.native import toolchain
 
 CACHE_VARIABLE = "GRAPHC_CACHE_DIR"
 

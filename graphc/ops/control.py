@@ -25,7 +25,7 @@ the captured values last, since tracing discovers them last:
 
 The kernels here are the reference semantics: they evaluate the bodies with
 `graphc.ops.body.evaluate` step by step. The compiled runtime plans the bodies once
-and runs them on preallocated buffers (runtime/control.py).
+and runs them on preallocated buffers (backends/numpy/control.py).
 
 Gradients. The VJP rules are written with the op functions, like every other rule,
 but they need the bodies differentiated, and symbolic differentiation is a pass

@@ -163,7 +163,7 @@ def conv2d_kernel(
 ) -> np.ndarray:
     """conv2d into `out`; `epilogue` runs on each chunk of images as it is final. A
     backend may pass `direct`, its own convolution of the same geometry (the native
-    backend's C kernel for stride 1: runtime/native/direct_conv.py), which then computes
+    backend's C kernel for stride 1: backends/native/direct_conv.py), which then computes
     every image instead of im2col and matmul."""
     dtype = np.result_type(x.dtype, w.dtype)
     x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)

@@ -62,7 +62,7 @@ class BodySlots:
     the next op of its type reuses once its value is dead (an op whose kernel may run in
     place can take one of its own operands' slots). `types` holds each slot's type in
     the body; the kernel of conv2d_fused (`run_body`) and the runtime's chunked fused
-    steps (runtime/fused.py) both place a body's values this way."""
+    steps (backends/numpy/fused.py) both place a body's values this way."""
 
     def __init__(self, body: Graph) -> None:
         self.root = check_body(body, len(body.inputs))

@@ -10,7 +10,7 @@ Made by `fold_update` (graphc/passes/gemm_rules.py; fast_math, on a backend with
 gemm of its own): the SGD step `w - lr * g.T @ x` as one gemm accumulating into w's
 buffer (beta = 1), which the planner may give the gemm as its output when w dies there
 (`inplace_inputs`). The native backend lowers it to one cblas_sgemm/dgemm call
-(graphc/runtime/native/blas.py); this numpy kernel is the reference. ONNX's Gemm
+(graphc/backends/native/blas.py); this numpy kernel is the reference. ONNX's Gemm
 exports from it; the importer spells Gemm out as matmul and add, which the epilogue
 fusion picks up.
 """

@@ -123,7 +123,7 @@ def find_attention(graph: Graph, keep: frozenset[str] = frozenset()) -> dict[Nod
 def _by_a_matrix(chain: Chain) -> bool:
     """Whether a product of the chain multiplies by one matrix (kt or v of rank 2): the
     products a backend that keeps matmul may compute with its own bits (the native
-    backend's float32 products by a matrix: runtime/native/matmul.py), which the
+    backend's float32 products by a matrix: backends/native/matmul.py), which the
     attention node's kernel would not reproduce."""
     _, (_, kt, v, *_), _ = chain
     return kt.type.rank == 2 or v.type.rank == 2

@@ -23,7 +23,7 @@ the same ops run on the same values, only fewer of them, or outside the loop.
   folding computes them once where it can, and what it leaves (a transpose, a view
   in another memory order; an op a backend keeps) stays visibly a constant's, so the
   native backend's matmul packs such a weight once, at setup, instead of on every
-  step (runtime/native/matmul.py).
+  step (backends/native/matmul.py).
 
 Linear in the nodes of the graph and its bodies, times the rounds of the liveness
 fixed point (at most the number of carries).

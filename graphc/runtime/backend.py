@@ -1,6 +1,8 @@
 """The executor seam: backends, and the lowering tables that turn plan steps into code.
 
-A `Plan` is backend-neutral data (steps, buffers, lifetimes). A backend says how a
+A `Plan` is backend-neutral data (steps, buffers, lifetimes), and nothing in runtime/
+knows a particular backend: each lives in graphc/backends/ and registers itself here
+(`graphc.backends` is imported with graphc). A backend says how a
 step becomes code: its lowering table maps op names to emitters, and an op it does
 not lower (or a step whose emitter declines by returning None, say for a dtype it
 has no kernel for) falls through to the backend it names as `fallback`, ending at
@@ -130,12 +132,6 @@ def register_backend(backend: Backend) -> Backend:
         raise GraphcError(f"backend '{backend.name}' is registered already")
     BACKENDS[backend.name] = backend
     return backend
-
-
-BACKENDS["numpy"] = Backend(
-    "numpy",
-    fallback=None,
-)
 
 
 def register_lowering(

@@ -41,9 +41,6 @@ from graphc.ir.errors import FeedError, GraphcError
 from graphc.ir.graph import Graph, expect_graph
 from graphc.ir.verify import verify
 from graphc.passes.pipeline import optimize as run_pipeline
-from graphc.runtime import control as _control  # noqa: F401 - registers cond/scan/while_loop
-from graphc.runtime import fused as _fused  # noqa: F401 - registers the fused lowerings
-from graphc.runtime import native as _native  # noqa: F401 - registers the native backend
 from graphc.runtime import scalar as scalar_plans
 from graphc.runtime import tiers
 from graphc.runtime.backend import (

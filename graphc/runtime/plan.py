@@ -143,7 +143,7 @@ class Plan:
     scalar: bool = False  # every value is one element, held as a numpy scalar (scalar.py)
     # given outputs (a body's plan): value -> the output index whose buffer it is in
     given: dict[str, int] | None = None
-    # the plans of the bodies of control-flow steps, by step index (runtime/control.py)
+    # the plans of the bodies of control-flow steps, by step index (backends/numpy/control.py)
     bodies: dict[int, dict[str, Plan]] = field(default_factory=dict)
 
     @property
@@ -198,7 +198,7 @@ def build_plan(
 
     With `scalar` (see runtime/scalar.py) no result needs memory between steps: each
     is a numpy scalar ("scalar"), and only returned values get arrays. With
-    `given_outputs` (a loop or branch body: runtime/control.py) the caller passes one
+    `given_outputs` (a loop or branch body: backends/numpy/control.py) the caller passes one
     buffer per output, and a returned value is computed straight into the buffer of
     the first output returning it ("given"); other outputs are copied at the end."""
     updates = dict(updates or {})

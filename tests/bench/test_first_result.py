@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from graphc import bench
+from graphc.backends.native import toolchain
 from graphc.bench import first_result, gelu, goals, tiny
 from graphc.bench.core import (
     BASELINE,
@@ -29,7 +30,6 @@ from graphc.bench.core import (
 )
 from graphc.bench.first_result import Rounds, cold_cache
 from graphc.runtime.backend import available_backends
-from graphc.runtime.native import toolchain
 
 NATIVE_READY = "native" in available_backends()
 ONE_ROUND = Rounds(least=1, most=1, budget=0.0)

@@ -408,7 +408,7 @@ def test_no_side_set_of_op_names_is_left(module: str) -> None:
 
 # -- the native backend's C, on each elementwise op -----------------------------------
 
-# elementwise ops without native C (a "native" rule: graphc/runtime/native/cexpr.py's
+# elementwise ops without native C (a "native" rule: graphc/backends/native/cexpr.py's
 # NATIVE_OPS), by reason; a new elementwise op lacking one fails the test below until
 # someone decides. Ops that are not elementwise have no "native" rule: their native
 # lowerings, if any, are in the backend's lowering table (register_lowering)
@@ -430,7 +430,7 @@ WITHOUT_RULE["native"] = {
 
 
 def test_every_elementwise_op_has_native_c_or_a_reason() -> None:
-    from graphc.runtime.native.cexpr import NATIVE_OPS
+    from graphc.backends.native.cexpr import NATIVE_OPS
 
     unlisted, stale = _lacking(
         WITHOUT_NATIVE, lambda opdef: not opdef.elementwise or "native" in opdef.rules

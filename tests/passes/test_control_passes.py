@@ -142,7 +142,7 @@ def test_loop_invariant_ops_move_out_of_a_scan_body() -> None:
 def test_ops_on_constants_alone_stay_in_the_body() -> None:
     """A transpose of a constant (a recurrent weight) is invariant too, but stays in the
     body: it costs nothing there, and the body's matmul then sees a weight derived from
-    constants, which the native backend packs once (runtime/native/matmul.py). The op
+    constants, which the native backend packs once (backends/native/matmul.py). The op
     on a const placeholder still moves out."""
     result = simplified("""graph g(%h: f32[2,3], %xs: f32[5,2,3], %u: f32[3]) {
       %s: (f32[2,3],) = scan(%h, %xs, %u, body=graph b(%c: f32[2,3], %x: f32[2,3], %u: f32[3]) {

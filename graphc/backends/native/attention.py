@@ -1,0 +1,259 @@
+"""The attention node in C: numpy's BLAS calls, one item after another on the pool.
+
+The node computes, per item of its batch axes, softmax(q @ kt * scale) @ v. Its numpy
+kernel (ops/attention.py) runs numpy's matmul over blocks of items, with this backend's
+softmax row kernel (rows.lower_attention): a transformer layer at batch 1 spent a
+quarter of its time there, mostly in numpy's per-call costs, and at batch 64 a third,
+on one thread. Here one C call does every item, the items split between the threads:
+for each, the two products are the very cblas calls numpy's matmul makes for that item
+(numpy/_core/src/umath/matmul.c.src: an operand whose rows are contiguous is passed as
+is, one whose columns are as its transpose, with its leading dimension; alpha 1, beta 0;
+the scores into a C-contiguous buffer), the scale is one multiply per element, and the
+softmax is the row kernel itself. So the bits are those of the node's numpy kernel, and
+of the unfused ops at O0, on this backend: tests/backends/test_native_attention.py holds
+O0, O1 and O2 to the same bits.
+
+The C path is taken where numpy's matmul would call BLAS in that form for every item:
+a float32 or float64 node with no mask and no dropout, a scale of the scores' dtype
+given as one element, no broadcast between the batch axes, every matrix dim above 1 (a
+vector takes numpy's gemv or dot), operands whose every matrix has contiguous rows or
+columns, an output whose matrices have contiguous rows, and not the case where numpy
+would call syrk (a matrix times its own transpose). The arrays must exist before the
+call (arena values, constants), so that the layout is checked once per thread at setup;
+elsewhere, and wherever a check fails, the node's numpy kernel runs as before. Products
+that OpenBLAS would split between threads (m n k above 2**18) are made one item after
+another from the calling thread, so that OpenBLAS splits them on the pool as numpy's
+would; smaller ones run an item per thread at a time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from graphc.backends.native import calls, rows
+from graphc.backends.native.kernels import CTYPE_NAME, Kernel, Operand
+
+THREADED = 1 << 18  # OpenBLAS threads a product above m n k of this (interface/gemm.c)
+PARALLEL_WORK = 1 << 16  # items x m n p from which the items are split between threads
+NO_TRANS, TRANS = 111, 112
+
+_TEMPLATE = r"""
+typedef void (*NAME_gemm)(int, int, int, GEMM_INT, GEMM_INT, GEMM_INT, scalar_t, const scalar_t *,
+                          GEMM_INT, const scalar_t *, GEMM_INT, scalar_t, scalar_t *, GEMM_INT);
+/* d: nd, m, n, p, pv, then the batch shape (nd), then per operand (q, kt, v, out) its
+   byte strides along the batch axes (nd each), then per product the flags and leading
+   dims numpy passes: tq, ldq, tk, ldk (scores), tv, ldv, ldo (output) */
+GC_INLINE int64_t NAME_at(int64_t item, const int64_t *shape, const int64_t *strides, int nd) {
+    int64_t off = 0;
+    for (int j = nd - 1; j >= 0; j--) { off += (item % shape[j]) * strides[j]; item /= shape[j]; }
+    return off; }
+GC_INLINE void NAME_item(int64_t item, const int64_t *d, char *out, const char *q, const char *k,
+                         const char *v, const scalar_t *scale, NAME_gemm gemm, scalar_t *s) {
+    int nd = (int)d[0];
+    int64_t m = d[1], n = d[2], p = d[3], pv = d[4];
+    const int64_t *shape = d + 5, *st = d + 5 + nd, *f = d + 5 + 5 * nd;
+    const scalar_t *qi = (const scalar_t *)(q + NAME_at(item, shape, st, nd));
+    const scalar_t *ki = (const scalar_t *)(k + NAME_at(item, shape, st + nd, nd));
+    const scalar_t *vi = (const scalar_t *)(v + NAME_at(item, shape, st + 2 * nd, nd));
+    scalar_t *oi = (scalar_t *)(out + NAME_at(item, shape, st + 3 * nd, nd));
+    gemm(101, (int)f[0], (int)f[2], m, p, n, 1, qi, f[1], ki, f[3], 0, s, p);
+    if (scale) {
+        scalar_t c = scale[0];
+        for (int64_t j = 0; j < m * p; j++) s[j] = s[j] * c;
+    }
+    SOFTMAX(m, p, (char *)s, (const char *)s, 0);
+    gemm(101, NO_TRANS, (int)f[4], m, pv, p, 1, s, p, vi, f[5], 0, oi, f[6]);
+}
+/* returns 1 when a thread could not allocate its block of scores (its items are
+   skipped: the caller raises), else 0 */
+GC_EXPORT int64_t NAME(int64_t items, const int64_t *d, char *out, const char *q,
+                       const char *k, const char *v, const char *scale, const char *gemm,
+                       int64_t parallel) {
+    int64_t m = d[1], p = d[3], failed = 0;
+    NAME_gemm fn = (NAME_gemm)gemm;
+    if (parallel) {
+        #pragma omp parallel
+        {
+            scalar_t *s = (scalar_t *)malloc(m * p * sizeof(scalar_t));
+            if (!s) {
+                #pragma omp atomic write
+                failed = 1;
+            }
+            #pragma omp for schedule(static)
+            for (int64_t i = 0; i < items; i++)
+                if (s) NAME_item(i, d, out, q, k, v, (const scalar_t *)scale, fn, s);
+            free(s);
+        }
+    } else {
+        scalar_t *s = (scalar_t *)malloc(m * p * sizeof(scalar_t));
+        if (!s) return 1;
+        for (int64_t i = 0; i < items; i++)
+            NAME_item(i, d, out, q, k, v, (const scalar_t *)scale, fn, s);
+        free(s);
+    }
+    return failed;
+}
+"""
+
+
+def attention_kernel(ct: str, gemm_bits: int, softmax: Kernel) -> Kernel:
+    """The C of the attention call for dtype `ct` on a cblas of `gemm_bits` integers,
+    calling the row kernel `softmax`, whose C it carries: each source is a library of
+    its own (toolchain.py), so one may not call into another's."""
+    name = f"gc_attention_{ct}_{gemm_bits}"
+    text = softmax.source + (
+        _TEMPLATE.replace("NAME", name)
+        .replace("SOFTMAX", softmax.name)
+        .replace("GEMM_INT", "int64_t" if gemm_bits == 64 else "int")
+        .replace("scalar_t", CTYPE_NAME[ct])
+        .replace("NO_TRANS", str(NO_TRANS))
+    )
+    return Kernel(name, text, [Operand("full", ct)], ["attention"], "pppppppi", True)
+
+
+def _blasable(s1: int, s2: int, d2: int, size: int) -> bool:
+    """numpy's is_blasable2d: rows of unit stride, a row stride whole and >= d2."""
+    return s2 == size and s1 % size == 0 and s1 // size >= d2
+
+
+def _operand(strides: tuple[int, int], d1: int, d2: int, size: int) -> tuple[int, int] | None:
+    """(flag, leading dim) that numpy's matmul passes for a (d1, d2) matrix of these
+    byte strides, or None where it would not call BLAS with it."""
+    if _blasable(strides[0], strides[1], d2, size):
+        return NO_TRANS, strides[0] // size
+    if _blasable(strides[1], strides[0], d1, size):
+        return TRANS, strides[1] // size
+    return None
+
+
+def layout(q: np.ndarray, kt: np.ndarray, v: np.ndarray, out: np.ndarray) -> np.ndarray | None:
+    """The C call's int64 descriptor for these arrays (see the template), or None where
+    numpy's matmul would not make the C path's BLAS calls for them."""
+    size = q.itemsize
+    batch = q.shape[:-2]
+    m, n = q.shape[-2:]
+    p, pv = kt.shape[-1], v.shape[-1]
+    if kt.shape[:-2] != batch or v.shape[:-2] != batch or out.shape[:-2] != batch:
+        return None
+    if min(m, n, p, pv) < 2 or max(m, n, p, pv) >= 2**31:
+        return None
+    found = [
+        _operand(q.strides[-2:], m, n, size),
+        _operand(kt.strides[-2:], n, p, size),
+        _operand(v.strides[-2:], p, pv, size),
+    ]
+    if any(f is None for f in found) or not _blasable(*out.strides[-2:], pv, size):
+        return None
+    (tq, ldq), (tk, ldk), (tv, ldv) = found  # type: ignore[misc]
+    if m == p and q.strides[-2:] == kt.strides[-1:-3:-1] and tq != tk and _meet(q, kt):
+        return None  # an item of q is its kt's transpose in memory: numpy calls syrk
+    strides = [x.strides[:-2] for x in (q, kt, v, out)]
+    return np.array(
+        [len(batch), m, n, p, pv, *batch, *(s for st in strides for s in st)]
+        + [tq, ldq, tk, ldk, tv, ldv, out.strides[-2] // size],
+        np.int64,
+    )
+
+
+def _meet(q: np.ndarray, kt: np.ndarray) -> bool:
+    """Whether some item of q starts where the same item of kt does."""
+    index = np.indices(q.shape[:-2]).reshape(len(q.shape) - 2, -1)
+    start = [x.__array_interface__["data"][0] + np.dot(x.strides[:-2], index) for x in (q, kt)]
+    return bool(np.any(start[0] == start[1]))
+
+
+def prepare(
+    fn: Any, gemm: int, q: np.ndarray, kt: np.ndarray, v: np.ndarray, scale: np.ndarray | None,
+    out: np.ndarray,
+) -> Any:  # fmt: skip
+    """At setup, per thread: a call `run(out)` running the node on these arrays in C,
+    or None (the numpy kernel runs it). `out` is the output's buffer, or an array of its
+    layout when the output is made per call (a returned value: C-contiguous)."""
+    d = layout(q, kt, v, out)
+    if d is None:
+        return None
+    items = math.prod(q.shape[:-2])
+    m, n, p, pv = (int(x) for x in d[1:5])
+    big = max(m * n * p, m * p * pv) > THREADED
+    parallel = int(items > 1 and not big and items * m * p * max(n, pv) >= PARALLEL_WORK)
+    address = calls.static_address
+    head = [address(d)]
+    tail = [address(q), address(kt), address(v)]
+    tail += [address(scale) if scale is not None else calls.NULL, _pointer(gemm), parallel]
+    now = calls.address_now
+
+    def run(out: np.ndarray) -> None:
+        if fn(items, *head, now(out), *tail):
+            calls.scratch_failed("attention")
+
+    run.keep = (d, q, kt, v, scale)  # type: ignore[attr-defined] - what the addresses point into
+    return run
+
+
+def like(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """A C-contiguous array's layout of `shape` without its memory (for `layout`)."""
+    dtype = np.dtype(dtype)
+    strides = tuple(dtype.itemsize * math.prod(shape[k + 1 :]) for k in range(len(shape)))
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, strides)
+
+
+def _pointer(address: int) -> Any:
+    if calls.FFI is not None:
+        return calls.FFI.cast("void *", address)
+    return address
+
+
+def gemm_address(dtype: np.dtype) -> tuple[int, int] | None:
+    """The address of numpy's cblas gemm for `dtype` and its integer bits, or None."""
+    import ctypes
+
+    from graphc.backends.native import blas  # registers a lowering: imported after the backend
+
+    found = blas.library()
+    if isinstance(found, str):
+        return None
+    function = blas.symbol(found, found.symbols[dtype == np.float64])
+    return ctypes.cast(function, ctypes.c_void_p).value, found.bits
+
+
+def lower(gen: Any, step: Any, out: str) -> list[str] | None:
+    """The C call where its conditions can hold (checked again on the arrays at setup),
+    else the numpy kernel with the row kernel's softmax (rows.lower_attention)."""
+    attrs = step.attrs
+    values = [gen.plan.values[x] for x in step.inputs]
+    dtype = np.dtype(values[0].type.dtype)
+    simple = not attrs.get("mask") and not attrs.get("dropout")
+    scale_ok = not attrs.get("scale") or (
+        len(values) == 4 and values[3].type.size == 1 and np.dtype(values[3].type.dtype) == dtype
+    )
+    static = all(x in gen.static for x in step.inputs)
+    same = all(np.dtype(v.type.dtype) == dtype for v in values[:3])
+    gemm = gemm_address(dtype) if dtype in (np.float32, np.float64) else None
+    fallback = rows.lower_attention(gen, step, out)
+    softmax = rows._softmax_kernel(dtype, values[1].type.shape[-1])
+    if not (simple and scale_ok and static and same and gemm and fallback and softmax):
+        return fallback
+    kernel = attention_kernel("f32" if dtype == np.float32 else "f64", gemm[1], softmax)
+    calls.record(gen, kernel)
+    runner = gen.fresh("attention")
+    arrays = [gen.array(x) for x in step.inputs[:3]]
+    scale = gen.array(step.inputs[3]) if attrs.get("scale") else "None"
+    prep = gen.const(prepare, "prepare_attention")
+    if step.output in gen.static:
+        target, check = out, ""
+    else:  # made per call, C-contiguous (the planner's layout rule; checked all the same)
+        out_t = gen.plan.values[step.output].type
+        target = f"{gen.const(like, 'like')}({tuple(out_t.shape)!r}, {gen.const(dtype, 'dtype')})"
+        check = f" and {out}.flags.c_contiguous"
+    gen.setup_lines.append(
+        f"{runner} = {prep}({kernel.name}, {gemm[0]}, {', '.join(arrays)}, {scale}, {target})"
+    )
+    return [
+        f"if {runner} is not None{check}:  # {kernel.name}: numpy's BLAS calls, the row kernel's softmax",
+        f"    {runner}({out})",
+        "else:",
+        *("    " + line for line in fallback),
+    ]

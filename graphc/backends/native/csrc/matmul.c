@@ -1,0 +1,160 @@
+/* ---- float32 matmul by a matrix (graphc/backends/native/matmul.py) ---- */
+#ifdef __AVX512F__
+#define MM_MR 12
+#else
+#define MM_MR 6
+#endif
+#define MM_NR (2 * GC_W)
+/* rows of one task: a panel's chunk of rows (the panel stays in the core's cache while
+   its chunks go by) */
+#define MM_CHUNK (8 * MM_MR)
+#ifndef MM_IN_PLACE
+#define MM_IN_PLACE 96
+#endif
+
+typedef struct {
+    const float *a, *b, *bias; float *c, *packed;
+    int64_t M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready;
+} mm_args;
+
+/* whether panel p is read where b lies (no packed copy): its columns adjacent and whole,
+   and few rows of output to read it for; else it is read from `packed` */
+GC_INLINE int mm_in_place(const mm_args *m, int64_t p) {
+    return !m->ready && m->bj == 1 && (p + 1) * MM_NR <= m->N && m->M <= MM_IN_PLACE;
+}
+
+/* rows r0 .. r0 + mr - 1 times panel p into c, then the bias and the relu; `two`: the
+   panel has columns past its first vector (a product of 10 columns computes one) */
+GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr, const int two) {
+    const int in_place = mm_in_place(m, p);
+    const float *b = in_place ? m->b + p * MM_NR : m->packed + p * m->K * MM_NR;
+    const int64_t ldb = in_place ? m->bk : MM_NR;
+    vf32 lo[MM_MR], hi[MM_MR];
+    for (int r = 0; r < mr; r++) { lo[r] = sp_f32(0.0f); hi[r] = sp_f32(0.0f); }
+    const float *row[MM_MR];
+    if (m->rows1 == 1)  /* one row stride: no division */
+        for (int r = 0; r < mr; r++) row[r] = m->a + (r0 + r) * m->s0;
+    else
+        for (int r = 0; r < mr; r++)
+            row[r] = m->a + ((r0 + r) / m->rows1) * m->s0 + ((r0 + r) % m->rows1) * m->s1;
+    const int64_t sk = m->sk;
+    for (int64_t k = 0; k < m->K; k++) {
+        vf32 b0, b1 = sp_f32(0.0f);
+        memcpy(&b0, b + k * ldb, GC_VB);
+        if (two) memcpy(&b1, b + k * ldb + GC_W, GC_VB);
+        for (int r = 0; r < mr; r++) {
+            vf32 s = sp_f32(row[r][k * sk]);
+            lo[r] = fma_f32(s, b0, lo[r]);
+            if (two) hi[r] = fma_f32(s, b1, hi[r]);
+        }
+    }
+    int64_t j0 = p * MM_NR, cols = m->N - j0 < MM_NR ? m->N - j0 : MM_NR;
+    vf32 bias0 = sp_f32(0.0f), bias1 = sp_f32(0.0f);
+    if (m->bias) {
+        bias0 = ldm_f32(m->bias + j0, cols < GC_W ? cols : GC_W);
+        bias1 = ldm_f32(m->bias + j0 + GC_W, cols > GC_W ? cols - GC_W : 0);
+    }
+    for (int r = 0; r < mr; r++) {
+        if (m->bias) { lo[r] = lo[r] + bias0; hi[r] = hi[r] + bias1; }
+        if (m->relu) { lo[r] = max_f32(lo[r], sp_f32(0)); hi[r] = max_f32(hi[r], sp_f32(0)); }
+    }
+    float *y = m->c + r0 * m->N + j0;
+    if (cols == MM_NR) {  /* a whole panel: plain stores */
+        for (int r = 0; r < mr; r++) {
+            memcpy(y + r * m->N, &lo[r], GC_VB);
+            memcpy(y + r * m->N + GC_W, &hi[r], GC_VB);
+        }
+    } else {
+        int64_t n0 = cols < GC_W ? cols : GC_W, n1 = cols - n0;
+        for (int r = 0; r < mr; r++) {
+            stm_f32(y + r * m->N, lo[r], n0);
+            if (n1 > 0) stm_f32(y + r * m->N + GC_W, hi[r], n1);
+        }
+    }
+}
+
+/* rows r0 .. r1 - 1 of panel p: whole tiles, then the rest by tiles of 8, 4, 2 and 1
+   rows (each case unrolled, its accumulators in registers); a rest of 4 to 7 rows
+   after a whole tile goes as 8 + 8 + ... instead of 12 + 4 + ...: a tile of 4 rows has
+   too few accumulators to keep the multiply-add pipes busy */
+GC_INLINE void mm_rows_of(const mm_args *m, int64_t r0, int64_t r1, int64_t p, const int two) {
+    int64_t full = (r1 - r0) / MM_MR, rest = (r1 - r0) % MM_MR, r = r0;
+#if MM_MR > 8
+    if (full > 0 && rest >= 4 && rest < 8) full--;
+#endif
+    for (int64_t t = 0; t < full; t++, r += MM_MR) mm_tile(m, r, p, MM_MR, two);
+#if MM_MR > 8
+    for (; r + 8 <= r1; r += 8) mm_tile(m, r, p, 8, two);
+#endif
+    for (; r + 4 <= r1; r += 4) mm_tile(m, r, p, 4, two);
+    for (; r + 2 <= r1; r += 2) mm_tile(m, r, p, 2, two);
+    for (; r < r1; r++) mm_tile(m, r, p, 1, two);
+}
+static void mm_rows(const mm_args *m, int64_t r0, int64_t r1, int64_t p) {
+    if (m->N - p * MM_NR > GC_W) mm_rows_of(m, r0, r1, p, 1);
+    else mm_rows_of(m, r0, r1, p, 0);
+}
+
+/* panel p of b (K x N, element (k, j) at b + k bk + j bj) into `packed`: its MM_NR
+   columns k by k, zero past column N. Adjacent columns copy row by row; adjacent rows
+   (a transposed matrix) go by 8 x 8 blocks transposed in registers; anything else
+   element by element */
+static void mm_pack_panel(const float *b, float *packed, int64_t K, int64_t N, int64_t bk,
+                          int64_t bj, int64_t p) {
+    int64_t j0 = p * MM_NR, cols = N - j0 < MM_NR ? N - j0 : MM_NR, k = 0;
+    float *d = packed + p * K * MM_NR;
+    const float *s = b + j0 * bj;
+    if (bj == 1 && cols == MM_NR) {  /* two vectors a row (memcpy of a fixed size) */
+        for (; k < K; k++) memcpy(d + k * MM_NR, s + k * bk, MM_NR * sizeof(float));
+        return;
+    }
+    if (bk == 1 && cols == MM_NR)
+        for (; k + 8 <= K; k += 8)
+            for (int64_t j = 0; j < MM_NR; j += 8) tr8_f32(s + j * bj + k, bj, d + k * MM_NR + j, MM_NR);
+    for (; k < K; k++)
+        for (int64_t j = 0; j < MM_NR; j++) d[k * MM_NR + j] = j < cols ? s[k * bk + j * bj] : 0.0f;
+}
+
+/* this thread's share of the product: the panels to pack, then the tiles (the loops
+   are a team's when called in a parallel region, all of them on one thread otherwise) */
+static void mm_share(const mm_args *m) {
+    int64_t panels = (m->N + MM_NR - 1) / MM_NR, chunks = (m->M + MM_CHUNK - 1) / MM_CHUNK;
+    if (!m->ready && m->M > 0) {
+        #pragma omp for schedule(static)
+        for (int64_t p = 0; p < panels; p++)
+            if (!mm_in_place(m, p)) mm_pack_panel(m->b, m->packed, m->K, m->N, m->bk, m->bj, p);
+    }
+    #pragma omp for schedule(static)
+    for (int64_t task = 0; task < panels * chunks; task++) {
+        int64_t p = task / chunks, r0 = (task % chunks) * MM_CHUNK;
+        mm_rows(m, r0, r0 + MM_CHUNK < m->M ? r0 + MM_CHUNK : m->M, p);
+    }
+}
+
+/* c (M x N, C order) = a (M x K: row r at a + (r / rows1) s0 + (r % rows1) s1, its
+   elements sk apart) times b (K x N: element (k, j) at b + k bk + j bj, or, when
+   `ready`, already in `packed` as gc_matmul_pack_f32 leaves it), plus bias[j] when bias
+   is not null, then max(., 0) when relu. Without `ready`, the panels the tiles cannot
+   read in place are packed first, by the same team, into `packed` (room for every
+   panel). On the pool when `parallel` is 1, or 2 and the pool is warm */
+GC_EXPORT void gc_matmul_f32(int64_t M, const float *a, const float *b, float *packed,
+                             float *c, const float *bias, int64_t K, int64_t N,
+                             int64_t rows1, int64_t s0, int64_t s1, int64_t sk, int64_t bk,
+                             int64_t bj, int64_t ready, int64_t relu, int64_t parallel) {
+    mm_args m = {a, b, bias, c, packed, M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready};
+    if (parallel == 1 || (parallel == 2 && gc_pool_warm())) {
+        #pragma omp parallel
+        mm_share(&m);
+        gc_pool_used();
+    } else {
+        mm_share(&m);
+    }
+}
+
+/* every panel of b (as above) into `packed`: a constant matrix, once per plan */
+GC_EXPORT void gc_matmul_pack_f32(int64_t K, const float *b, float *packed, int64_t N,
+                                  int64_t bk, int64_t bj, int64_t parallel) {
+    int64_t panels = (N + MM_NR - 1) / MM_NR;
+    #pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t p = 0; p < panels; p++) mm_pack_panel(b, packed, K, N, bk, bj, p);
+}

@@ -1,0 +1,241 @@
+"""A float32 matmul in C: a product by a matrix, its weight packed into panels.
+
+numpy's BLAS call copies ("packs") panels of both operands on every call before its
+kernel runs. At a batch of 64 rows that copy and OpenBLAS's small-matrix paths cost as
+much as the arithmetic (an LSTM's recurrent product, 64 x 128 by 128 x 512: 30-38 us
+there, 24 here), and at 512 rows its two threads still spend a tenth of their time
+packing and waiting (an MLP's training step: docs/backends.md, "Products").
+
+Here only the right operand is in panels of `MM_NR` columns (two vectors) stored k by k,
+zero past the last column, so a kernel reads each panel front to back. A tile of `MM_MR`
+rows by one panel keeps its 2 MM_MR accumulators in registers while k goes by (per k:
+two vector loads of the panel, a broadcast of each row's a[r, k], their products as
+fused multiply-adds). The left operand is read in place through up to two row strides
+and an element stride (a batch-first sequence seen time first, a transposed
+activation), so no copy is made of it. The bias of a matmul_epilogue (one value per
+column) and a relu are applied to the tile before it is stored; its other activations
+run as the elementwise kernel after, as before. Tiles go to the OpenMP pool by panel,
+then by chunk of rows, when the product is big enough to pay for waking it.
+
+Which products: float32 operands whose right one is a matrix (rank 2). Where the panels
+come from:
+- a constant, or a transpose of one (an imported model's initializers, a traced
+  model's parameters, an LSTM's recurrent weight in a scan body): packed once per
+  thread, by the plan's setup (`gc_matmul_pack_f32`);
+- any other matrix (a training step's weights, which change every call; an activation
+  in a weight gradient; a caller's array in any layout): the product's own call packs
+  it, the same threads first packing the panels and then running the tiles, into a
+  buffer the plan's products share; a panel of whole rows in order (C order) is read
+  where it lies instead when the output has few rows (up to MM_IN_PLACE), where the
+  packing would cost more than the strided reads. A transposed matrix (a torch-layout
+  weight seen as W.T) packs by 8 x 8 blocks transposed in registers.
+
+Bits: every output is a fused multiply-add chain over k in order, from +0.0, whatever the
+batch, the tile, the chunking, the threads, or where the panel was read from; that is
+not the order of numpy's BLAS call, so these products are declared inexact on native
+(native/__init__.py registers matmul and matmul_epilogue with `inexact_product`, which
+says which of their nodes this kernel computes). tests/backends/test_native_matmul.py
+checks the chain bit for bit (computed with exact rationals) and holds the results
+within the componentwise bound of a sum of K products, 2 (K + 2) eps sum |a| |b|, of
+numpy's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.backends.native import calls
+from graphc.backends.native.c_sources import c_source
+from graphc.backends.native.kernels import Kernel
+from graphc.ir.graph import OP, Node
+from graphc.ir.types import TensorType
+from graphc.runtime.backend import get_backend
+from graphc.runtime.codegen import Generator
+from graphc.runtime.plan import Step
+
+# multiply-adds of one product from which its tiles run on the OpenMP pool: waking it
+# costs 5-50 us here, and 2**20 of them take about 9 us on one core
+PARALLEL_WORK = 1 << 20
+# the same while the pool is warm (its workers still spin: calls.POOL_CLOCK), where a
+# region costs a microsecond or two
+WARM_WORK = 1 << 19
+ALIGN = 64  # bytes: a packed panel's rows are whole vectors
+
+SOURCE = c_source("matmul.c")
+
+# after M: a, b, packed, c, bias; K, N, rows1, s0, s1, sk, bk, bj, ready, relu, parallel
+PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "ppppp" + "i" * 11)
+# after K: b, packed; N, bk, bj, parallel
+PACK = Kernel("gc_matmul_pack_f32", SOURCE, [], ["matmul"], "pp" + "iiii")
+
+
+def aligned(count: int) -> np.ndarray:
+    """A float32 array of `count` elements (at least one) starting on an ALIGN boundary."""
+    spare = ALIGN // 4
+    raw = np.zeros(max(count, 1) + spare, np.float32)
+    start = (-raw.ctypes.data % ALIGN) // 4
+    return raw[start : start + max(count, 1)]
+
+
+def packed_size(k: int, n: int) -> int:
+    """Elements of a packed k x n matrix for panels of 16 or 32 columns (AVX2, AVX-512)."""
+    return -(-n // 32) * 32 * k
+
+
+def reason(node: Node) -> str | None:
+    """None when this kernel computes the product `node` (matmul or matmul_epilogue) on
+    native, else why not."""
+    a, b = node.inputs[0].type, node.inputs[1].type
+    out: TensorType = node.type
+    if not a.dtype == b.dtype == out.dtype == np.float32:
+        return "float32 only"
+    if b.rank != 2:
+        return "a matrix (rank 2) on the right only"
+    return None
+
+
+def inexact_product(node: Node) -> bool:
+    """Whether native computes `node`, a node of an op whose native lowering is this
+    kernel's (`product_ops`), with this kernel, so with other bits than numpy."""
+    return node.kind == OP and reason(node) is None
+
+
+def product_ops() -> frozenset[str]:
+    """The ops whose native lowering hands their steps to this kernel (where `reason`
+    allows): those native/__init__.py registers with `inexact_when=inexact_product`."""
+    declared = get_backend("native").inexact_lowerings
+    return frozenset(op for op, d in declared.items() if d.when is inexact_product)
+
+
+def rows_layout(a: np.ndarray) -> tuple[Any, int, int, int, int, np.ndarray]:
+    """The left operand `a` (float32) as gc_matmul_f32 reads it: (address, rows1, s0,
+    s1, sk, the array read). Its leading dims are merged where their strides allow;
+    more than two left over, or strides that are not whole elements, and a C-ordered
+    copy is read instead (kept alive by the tuple's last entry)."""
+    if a.ndim == 1:
+        return _address(a), 1, 0, 0, a.strides[0] // 4, a
+    dims = [(n, s) for n, s in zip(a.shape[:-1], a.strides[:-1]) if n != 1]
+    merged: list[tuple[int, int]] = []
+    for n, s in reversed(dims):
+        if merged and s == merged[-1][0] * merged[-1][1]:
+            merged[-1] = (merged[-1][0] * n, merged[-1][1])
+        else:
+            merged.append((n, s))
+    if len(merged) > 2 or any(s % 4 for s in a.strides):
+        a = np.ascontiguousarray(a)
+        merged = [(a.size // a.shape[-1], a.strides[-2] if a.ndim > 1 else 0)]
+    sk = a.strides[-1] // 4
+    if not merged:
+        return _address(a), 1, 0, 0, sk, a
+    if len(merged) == 1:
+        return _address(a), 1, merged[0][1] // 4, 0, sk, a
+    (inner, s1), (_, s0) = merged
+    return _address(a), inner, s0 // 4, s1 // 4, sk, a
+
+
+def _address(a: np.ndarray) -> Any:
+    """The address of `a`'s first element (from_buffer needs a contiguous array)."""
+    return calls.address_now(a) if a.flags.c_contiguous else calls.static_address(a)
+
+
+def _view_of_constant(gen: Generator, value: str) -> np.ndarray | None:
+    """The array of plan value `value` when it is a constant or transposes of one."""
+    node = gen.plan.nodes[value]
+    if node.is_constant:
+        return np.asarray(node.value)
+    if node.kind == OP and node.op == "transpose":
+        inner = _view_of_constant(gen, node.inputs[0].name)
+        return None if inner is None else np.transpose(inner, node.attrs["axes"])
+    return None
+
+
+def _right(gen: Generator, step: Step, k: int, n: int, lines: list[str]) -> tuple[str, str, int]:
+    """Source for the right operand: (its rows_layout's name, the packed buffer's address,
+    1 when that buffer already holds every panel). A constant, or a transpose of one, is
+    packed once per thread, at setup; any other matrix is read in place where its
+    columns are adjacent and packed by the product's own call where not, into a buffer
+    the plan's products share."""
+    b = step.inputs[1]
+    once = _view_of_constant(gen, b) is not None
+    src = _layout(gen, b, gen.setup_lines if once else lines, once)
+    if not once:
+        return src, _work_buffer(gen), 0
+    buffer = gen.fresh("packed")
+    gen.setup_lines.append(f"{buffer} = {gen.const(aligned, 'aligned')}({packed_size(k, n)})")
+    at = calls.address(gen, buffer, True, lines)
+    calls.record(gen, PACK)
+    parallel = int(k * n >= PARALLEL_WORK // 16)
+    # a matrix's rows_layout: (address, 1, s0 = its row stride, 0, sk = its column stride)
+    pack = f"{PACK.name}({k}, {src}[0], {at}, {n}, {src}[2], {src}[4], {parallel})"
+    gen.setup_lines.append(pack)
+    return src, at, 1
+
+
+def _work_buffer(gen: Generator) -> str:
+    """The address of the buffer in which this plan's products pack the panels they cannot
+    read in place: one per thread, room for the largest right operand that is not a
+    constant's."""
+    state = calls.plan_state(gen)
+    if "matmul_work" not in state:
+        size = 1
+        products = product_ops()
+        for step in gen.plan.steps:
+            if step.node.op not in products or reason(step.node) is not None:
+                continue
+            if _view_of_constant(gen, step.inputs[1]) is None:
+                k, n = gen.plan.values[step.inputs[1]].type.shape
+                size = max(size, packed_size(k, n))  # type: ignore[arg-type]
+        buffer = gen.fresh("matmul_work")
+        gen.setup_lines.append(f"{buffer} = {gen.const(aligned, 'aligned')}({size})")
+        state["matmul_work"] = calls.address(gen, buffer, True, [])
+    return state["matmul_work"]
+
+
+def _layout(gen: Generator, value: str, lines: list[str], once: bool = False) -> str:
+    """The name of plan value `value`'s rows_layout: made once per thread (at setup) for
+    an array that exists before the call, else on every call (into `lines`)."""
+    name = gen.fresh("layout")
+    line = f"{name} = {gen.const(rows_layout, 'rows_layout')}({gen.array(value)})"
+    (gen.setup_lines if once or value in gen.static else lines).append(line)
+    return name
+
+
+def lower(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) -> list[str] | None:
+    """The product of `step` (its inputs a and b first) into `out` as one C call, with the
+    plan value `bias` (one value per column, or None) added and a relu applied when
+    asked; or None (numpy's kernel) where `reason` says so."""
+    why = reason(step.node)
+    if why is not None:
+        calls.plan_state(gen)["declined"][step.index] = f"matmul in C: {why}"
+        return None
+    out_t = gen.plan.values[step.output].type
+    k, n = gen.plan.values[step.inputs[1]].type.shape
+    # a plan's shapes are bound (its sizes are the call's): ints here at every level
+    assert isinstance(k, int) and isinstance(n, int) and isinstance(out_t.size, int)
+    m = out_t.size // n if n else 0
+    lines: list[str] = []
+    b, packed, ready = _right(gen, step, k, n, lines)
+    a = _layout(gen, step.inputs[0], lines)
+    c = calls.address(gen, out, step.output in gen.static, lines)
+    null = gen.const(calls.NULL, "null") if calls.FFI is not None else "None"
+    bias_at = calls.value_address(gen, bias, lines) if bias is not None else null
+    calls.record(gen, PRODUCT)
+    parallel = 1 if m * n * k >= PARALLEL_WORK else 2 if m * n * k >= WARM_WORK else 0
+    args = [m, f"{a}[0]", f"{b}[0]", packed, c, bias_at, k, n, f"{a}[1]", f"{a}[2]",
+            f"{a}[3]", f"{a}[4]", f"{b}[2]", f"{b}[4]", ready, int(relu), parallel]  # fmt: skip
+    return [*lines, f"{PRODUCT.name}({', '.join(str(x) for x in args)})"]
+
+
+def per_column(bias: TensorType, out: TensorType) -> bool:
+    """Whether a bias of type `bias` adds one value per column of `out` (shape (N,) or
+    ones then N) in out's dtype, so the kernel can add it to its tiles."""
+    n = out.shape[-1]
+    return (
+        bias.dtype == out.dtype
+        and bias.rank >= 1
+        and bias.shape[-1] == n
+        and all(d == 1 for d in bias.shape[:-1])
+        and bias.rank <= out.rank
+    )

@@ -1,0 +1,13 @@
+"""The numpy backend: the one every other falls back to, and the oracle they are tested
+against. A step it has no lowering for calls the op's own kernel with ``out=`` (the
+default of runtime/codegen.py); its lowerings are fused groups and matmul epilogues in
+cache-sized chunks (`fused.py`) and cond, scan and while_loop with bodies planned once
+and run by per-thread loop objects (`control.py`)."""
+
+from graphc.runtime.backend import Backend, register_backend
+
+BACKEND = register_backend(Backend("numpy", fallback=None))
+
+from graphc.backends.numpy import control, fused  # noqa: E402 - their lowerings need BACKEND
+
+__all__ = ["BACKEND", "control", "fused"]

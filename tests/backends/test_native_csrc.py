@@ -1,0 +1,80 @@
+"""The native backend's fixed C in csrc/: found as package data, every file used, and
+each compiling with the toolchain's flags in the place the backend puts it (the prelude
+on its own, each kernel after the kernels' header, the thread callback and the probe on
+their own), checked with `-fsyntax-only` (skipped without a working compiler)."""
+
+from __future__ import annotations
+
+import subprocess
+from importlib import resources
+
+import pytest
+
+from graphc.backends.native import (
+    c_sources,
+    direct_conv,
+    matmul,
+    norm,
+    pool,
+    rows,
+    threads,
+    toolchain,
+    wide_conv,
+)
+from graphc.backends.native.cexpr import header
+
+# the texts the backend compiles, each as one translation unit; what every kernel starts
+# with is the header (prelude.h, libmvec's declarations, composites.h) and pairwise.h
+KERNEL_PRELUDE = header() + rows.PAIRWISE
+KERNELS = {
+    "direct_conv": direct_conv.source(),
+    "matmul": matmul.SOURCE,
+    "layer_norm": norm.LAYER_NORM.source,
+    "layer_norm_grad": norm.LAYER_NORM_GRAD.source,
+    **{f"max_pool_{k.name}": k.source for k in pool.KERNELS.values()},
+    **{f"max_pool_backward_{k.name}": k.source for k in pool.BACKWARD_KERNELS.values()},
+    "wide_conv": wide_conv.SOURCE,
+}
+UNITS = {
+    "prelude.h": c_sources.c_source("prelude.h"),
+    "kernel header": KERNEL_PRELUDE,
+    **{name: KERNEL_PRELUDE + text for name, text in KERNELS.items()},
+    "threads.c": threads.SOURCE,
+    "probe.c": toolchain.PROBE,
+}
+
+
+def test_package_data_found() -> None:
+    folder = resources.files("graphc.backends.native") / "csrc"
+    names = c_sources.c_files()
+    assert "prelude.h" in names
+    for name in names:
+        assert (folder / name).is_file()
+        assert c_sources.c_source(name) == "\n" + (folder / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", c_sources.c_files())
+def test_every_file_used(name: str) -> None:
+    text = c_sources.c_source(name)
+    assert any(text in unit for unit in UNITS.values()), f"csrc/{name} is in no unit"
+
+
+def _compiler() -> toolchain.Toolchain:
+    chain = toolchain.toolchain()
+    if isinstance(chain, str):
+        pytest.skip(f"no working C compiler: {chain}")
+    return chain
+
+
+@pytest.mark.parametrize("unit", list(UNITS))
+def test_compiles(unit: str) -> None:
+    chain = _compiler()
+    flags = [f for f in chain.flags if f != "-shared"]
+    done = subprocess.run(
+        [chain.compiler, *flags, "-fsyntax-only", "-Werror", "-x", "c", "-"],
+        input=UNITS[unit],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,242 @@
+"""One thread pool: numpy's OpenBLAS runs its jobs on graphc's OpenMP threads
+(graphc/backends/native/threads.py).
+
+A native plan installs the callback; products keep OpenBLAS's bits; the callback runs
+every job concurrently, on an OpenMP team or, inside an active OpenMP region, on
+threads of its own (the jobs of one product wait on each other, so running them one
+after another would hang); concurrent callers; a forked child gets OpenBLAS's own pool
+back; GRAPHC_BLAS_POOL=openblas opts out, and then idle OpenMP workers sleep.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.backends.native import blas, threads, toolchain
+from tests.native_checks import needs_native
+
+pytestmark = needs_native
+
+
+def _pool_installed() -> None:
+    """Compile a native plan, which installs the pool; skip where OpenBLAS has no
+    threads callback (numpy 2.0's wheels bundle OpenBLAS 0.3.27)."""
+    g = gc.trace(lambda x: gc.tanh(x) * 2.0, gc.TensorSpec(("B",)))
+    gc.compile(g, backend="native")(np.zeros(4, np.float32))
+    if not threads.install().startswith("one pool"):
+        pytest.skip(f"no pool here: {threads.install()}")
+
+
+def _threaded_product() -> np.ndarray:
+    """A product OpenBLAS splits between threads (m n k above 2**18)."""
+    a = np.arange(96 * 160, dtype=np.float32).reshape(96, 160) % 7
+    return a @ a.T[:, :128]
+
+
+def _setter():
+    found = threads._setter()
+    assert not isinstance(found, str), found
+    return found[0]
+
+
+def test_a_native_plan_installs_the_callback_and_says_so() -> None:
+    _pool_installed()
+    before = threads.calls()
+    _threaded_product()
+    assert threads.calls() > before  # OpenBLAS handed its jobs to graphc's callback
+    g = gc.trace(lambda x: gc.exp(x) + 1.0, gc.TensorSpec(("B",)))
+    text = gc.compile(g, backend="native").explain(np.zeros(3, np.float32))
+    assert "one pool: " in text and blas.library().path.name in text
+
+
+PRODUCTS = [
+    ((64, 784), (784, 256), False, False),
+    ((64, 784), (256, 784), False, True),  # a Linear layer's x @ W.T
+    ((784, 64), (784, 256), True, False),  # a weight gradient's dY.T @ X
+    ((3, 2000), (2000, 300), False, False),  # few rows, long K
+    ((500, 600), (600, 7), False, False),  # few columns
+    ((256, 256), (256, 256), False, False),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sa,sb,ta,tb", PRODUCTS)
+def test_products_on_the_pool_keep_openblas_bits(dtype, sa, sb, ta, tb) -> None:
+    _pool_installed()
+    rng = np.random.default_rng(sa[0] * sb[1])
+    a = rng.standard_normal(sa).astype(dtype)
+    b = rng.standard_normal(sb).astype(dtype)
+    a[0, 0], b[-1, -1] = -0.0, 1e-40 if dtype == np.float32 else 1e-310  # -0.0, subnormal
+    x, y = (a.T if ta else a), (b.T if tb else b)
+    stacked = np.stack([x, x[::-1]])
+    pooled = (x @ y, stacked @ y, np.dot(x, y))
+    setter = _setter()
+    setter(None)  # OpenBLAS's own threads
+    try:
+        before = threads.calls()
+        own = (x @ y, stacked @ y, np.dot(x, y))
+        assert threads.calls() == before
+    finally:
+        toolchain.build(threads.SOURCE).library.graphc_blas_install(
+            ctypes.cast(setter, ctypes.c_void_p)
+        )
+    before = threads.calls()
+    _threaded_product()
+    assert threads.calls() > before
+    for got, want in zip(pooled, own, strict=True):
+        assert got.dtype == want.dtype and np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+JOBS = r"""
+#include <stddef.h>
+#include <time.h>
+#include <omp.h>
+
+typedef void (*dojob_fn)(int, void *, int);
+typedef void (*callback_fn)(int, dojob_fn, int, size_t, void *, int);
+
+static volatile int arrived;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* a job that waits for all n jobs to have started (as OpenBLAS's wait for each other's
+   panels), for at most 5 s; it writes 1 if they all came, -1 if not */
+static void job(int thread, void *data, int n) {
+    (void)thread;
+    __atomic_add_fetch(&arrived, 1, __ATOMIC_SEQ_CST);
+    double start = now();
+    while (__atomic_load_n(&arrived, __ATOMIC_SEQ_CST) < n && now() - start < 5.0) {}
+    ((int *)data)[0] = __atomic_load_n(&arrived, __ATOMIC_SEQ_CST) >= n ? 1 : -1;
+}
+
+/* run n jobs through the callback, from an active OpenMP region when nested; the
+   number of jobs that saw all the others */
+int graphc_test_jobs(void *callback, int n, int nested) {
+    int flags[64][16] = {{0}};  /* one job's data: 64 bytes apart */
+    arrived = 0;
+    if (nested) {
+        #pragma omp parallel num_threads(2)
+        {
+            #pragma omp master
+            ((callback_fn)callback)(1, job, n, sizeof flags[0], flags, n);
+        }
+    } else {
+        ((callback_fn)callback)(1, job, n, sizeof flags[0], flags, n);
+    }
+    int ok = 0;
+    for (int i = 0; i < n; i++) ok += flags[i][0] == 1;
+    return ok;
+}
+"""
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 8])
+@pytest.mark.parametrize("nested", [False, True])
+def test_the_callback_runs_all_jobs_at_once(n, nested) -> None:
+    support = toolchain.build(threads.SOURCE).library
+    runner = toolchain.build(JOBS).library
+    runner.graphc_test_jobs.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    callback = ctypes.cast(support.graphc_blas_jobs, ctypes.c_void_p)
+    assert runner.graphc_test_jobs(callback, n, int(nested)) == n
+
+
+def test_products_from_several_python_threads_at_once() -> None:
+    _pool_installed()
+    rng = np.random.default_rng(1)
+    pairs = [
+        (
+            rng.standard_normal((96, 300)).astype(np.float32),
+            rng.standard_normal((300, 200)).astype(np.float32),
+        )
+        for _ in range(4)
+    ]
+    want = [a @ b for a, b in pairs]
+    got: dict[int, list[np.ndarray]] = {}
+
+    def work(i: int) -> None:
+        got[i] = [pairs[i][0] @ pairs[i][1] for _ in range(30)]
+
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=60)
+    assert not any(w.is_alive() for w in workers)
+    for i in range(4):
+        assert all(np.array_equal(r, want[i]) for r in got[i])
+
+
+def _child(queue) -> None:
+    before = threads.calls()
+    a = np.ones((128, 300), np.float32)
+    product = a @ a.T  # on OpenBLAS's own threads again
+    queue.put((threads.calls() - before, float(product[0, 0])))
+
+
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # JAX's, when other tests loaded it
+@pytest.mark.filterwarnings("ignore:This process:DeprecationWarning")  # CPython 3.12+: threads
+def test_a_forked_child_gets_openblas_own_threads_back() -> None:
+    _pool_installed()
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert queue.get(timeout=5) == (0, 300.0)  # the child's products left the callback alone
+    before = threads.calls()
+    _threaded_product()
+    assert threads.calls() > before  # the parent keeps its pool
+
+
+PROBE = textwrap.dedent(
+    """
+    import os, numpy as np, graphc as gc
+    from graphc.backends.native import threads
+    g = gc.trace(lambda x: gc.tanh(x), gc.TensorSpec(("B",)))
+    exe = gc.compile(g, backend="native")
+    exe(np.zeros(3, np.float32))
+    print(threads.install().startswith("one pool"), os.environ.get("OMP_WAIT_POLICY"),
+          os.environ.get("GOMP_SPINCOUNT"), "keeps its own" in exe.explain(np.zeros(3, np.float32)))
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "env,with_callback,without",
+    [
+        ({}, f"True None {threads.SPIN_COUNT} False", "False PASSIVE None True"),
+        ({"GRAPHC_BLAS_POOL": "openblas"}, "False PASSIVE None True", "False PASSIVE None True"),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, "True ACTIVE None False", "False ACTIVE None True"),
+        ({"GOMP_SPINCOUNT": "7"}, "True None 7 False", "False None 7 True"),  # the user's choice
+    ],
+)
+def test_the_pool_in_a_fresh_process(env, with_callback, without) -> None:
+    """Where OpenBLAS has a threads callback: one pool, workers that spin briefly; where it
+    has none (numpy 2.0's OpenBLAS 0.3.27): its own pool, and workers that sleep."""
+    callback = not isinstance(threads._setter(), str)
+    drop = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "GRAPHC_BLAS_POOL")
+    base = {k: v for k, v in os.environ.items() if k not in drop}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (with_callback if callback else without)

@@ -1,0 +1,108 @@
+"""Generated code for fused nodes (chunked, with scratch) and matmul epilogues."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.backends.numpy import fused
+from graphc.ops.dispatch import bind
+
+
+def body_of(*types: tuple[tuple, str], build: object) -> gc.Graph:
+    body = gc.Graph("body")
+    with body:
+        ps = [gc.placeholder(f"p{i}", shape=s, dtype=d) for i, (s, d) in enumerate(types)]
+        gc.output(build(*ps), name="out")  # type: ignore[operator]
+    return body
+
+
+def fused_graph(shapes: list[tuple], build: object, dtype: str = "float32") -> gc.Graph:
+    g = gc.Graph("f")
+    body = body_of(*[(s, dtype) for s in shapes], build=build)
+    with g:
+        xs = [gc.placeholder(f"x{i}", shape=s, dtype=dtype) for i, s in enumerate(shapes)]
+        y = bind("fused", *xs, body=body)
+        gc.output(y, name="y")
+        gc.output(bind("fused", y, *xs[1:], body=body) * 2.0, name="z")  # y read again
+    return g
+
+
+def gelu_like(x: object, *rest: object) -> object:
+    inner = x * (1.0 + 0.044715 * x * x)
+    for r in rest:
+        inner = inner + r
+    return 0.5 * x * (1.0 + gc.tanh(0.79788456 * inner))
+
+
+CASES = [
+    ([(1000,)], "flat, one operand"),
+    ([(1000,), ()], "flat with a scalar"),
+    ([(40, 25), (1, 1)], "flat, rank 2, size-1 operand"),
+    ([(40, 25), (25,)], "rows, broadcast bias"),
+    ([(7, 300), (7, 1)], "rows, column operand"),
+    ([(3, 50, 7), (50, 7)], "rows, rank 3"),
+]
+
+
+@pytest.mark.parametrize("chunk", [16, 100, 10**6])
+@pytest.mark.parametrize(("shapes", "label"), CASES, ids=[c[1] for c in CASES])
+def test_fused_matches_reference(
+    shapes: list[tuple], label: str, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fused, "CHUNK", chunk)
+    g = fused_graph(shapes, gelu_like)
+    rng = np.random.default_rng(0)
+    feeds = {f"x{i}": rng.standard_normal(s).astype(np.float32) for i, s in enumerate(shapes)}
+    exe = gc.compile(g, opt_level=0)
+    want = gc.run(g, feeds)
+    for _ in range(2):
+        got = exe(**feeds)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=exe.source())
+    if chunk == 16:
+        assert "for lo in range" in exe.source()
+
+
+def test_fused_with_constants_and_mixed_dtypes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fused, "CHUNK", 64)
+    body = gc.Graph("body")
+    with body:
+        i = gc.placeholder("i", shape=(500,), dtype="int64")
+        x = gc.placeholder("x", shape=(500,), dtype="float64")
+        c = gc.constant(np.linspace(0, 1, 500), name="ramp")
+        gc.output(gc.where(i > 0, gc.cast(i, "float64") * x, c), name="out")
+    g = gc.Graph("mixed")
+    with g:
+        iv = gc.placeholder("i", shape=(500,), dtype="int64")
+        xv = gc.placeholder("x", shape=(500,), dtype="float64")
+        gc.output(bind("fused", iv, xv, body=body), name="y")
+    rng = np.random.default_rng(3)
+    feeds = {"i": rng.integers(-3, 4, 500), "x": rng.standard_normal(500)}
+    np.testing.assert_array_equal(gc.compile(g, opt_level=0)(**feeds), gc.run(g, feeds)[0])
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "tanh", "sigmoid", "gelu"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_matmul_epilogue_matches_reference(activation: str | None, bias: bool) -> None:
+    g = gc.Graph("epi")
+    with g:
+        x = gc.placeholder("x", shape=("B", 6))
+        w = gc.placeholder("w", shape=(6, 4))
+        args = [x, w] + ([gc.placeholder("b", shape=(4,))] if bias else [])
+        h = bind("matmul_epilogue", *args, bias=bias, activation=activation)
+        gc.output(h, name="h")
+        gc.output(
+            bind("matmul_epilogue", *([h, gc.transpose(w)] + args[2:3] * 0), activation=activation),
+            name="h2",
+        )
+    rng = np.random.default_rng(1)
+    feeds = {"x": rng.standard_normal((5, 6)), "w": rng.standard_normal((6, 4))}
+    if bias:
+        feeds["b"] = rng.standard_normal(4)
+    feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
+    exe = gc.compile(g, opt_level=0)
+    for got, want in zip(exe(**feeds), gc.run(g, feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert "kernel_matmul(" in exe.source() and "kernel_matmul_epilogue" not in exe.source()

@@ -7,7 +7,8 @@ adaptive and global average pooling) on images viewed from any value (`nchw`: em
 batches and a symbolic batch "B" included); layer_norm, group_norm and batch_norm; pad
 in every mode and spelling; cumsum, flip, tril, triu and arange (of a symbolic dim
 too); argsort, sort and topk; take_along_axis and embedding; einsum contractions,
-outer products, transposes and sums; the elementwise math of mathops.py and
+outer products, transposes and sums; log1p, expm1, rsqrt, reciprocal and erf
+(elementwise.py), rounding (rounding.py), logical_not, and the activations of
 activation.py with varied attrs; remainder, fmod, logical ops, and clamp with tensor
 bounds. Weights, scales and bounds come from the pool where one fits (`operand`), so
 the gradient graphs differentiate them too. As everywhere in edge_graphs.py, an op

@@ -9,7 +9,7 @@ from graphc.onnx.importer import Context, Value, handler
 from graphc.ops import elementwise as E
 from graphc.ops import selection
 from graphc.ops.activation import celu, elu, gelu_exact, hardsigmoid, leaky_relu, softplus, softsign
-from graphc.ops.mathops import fmod, remainder
+from graphc.ops.rounding import fmod, remainder
 
 # -- activations and elementwise math ---------------------------------------------------
 

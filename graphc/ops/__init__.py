@@ -18,34 +18,7 @@ from graphc.ops.arrays import *
 from graphc.ops.conv import *
 from graphc.ops.custom import custom_vjp_op  # registers custom_vjp (traced Functions)
 from graphc.ops.dispatch import bind, register_value_kind
-from graphc.ops.elementwise import (
-    abs,
-    absolute,
-    add,
-    cos,
-    div,
-    divide,
-    exp,
-    gelu,
-    log,
-    maximum,
-    minimum,
-    mul,
-    multiply,
-    neg,
-    negative,
-    pow,
-    power,
-    relu,
-    sigmoid,
-    sign,
-    sin,
-    sqrt,
-    square,
-    sub,
-    subtract,
-    tanh,
-)
+from graphc.ops.elementwise import *
 from graphc.ops.flow import cond, fori_loop, scan, while_loop
 from graphc.ops.gemm import gemm
 from graphc.ops.indexing import (
@@ -58,12 +31,14 @@ from graphc.ops.indexing import (
     unslice,
 )
 from graphc.ops.linalg import matmul
+from graphc.ops.logical import *
 from graphc.ops.nn import cross_entropy, log_softmax, mse_loss, one_hot, softmax
 from graphc.ops.norm import *
 from graphc.ops.pool import *
 from graphc.ops.random import *
 from graphc.ops.reduce import argmax, argmin, logsumexp, max, mean, min, prod, sum, var
-from graphc.ops.selection import (  # clamp and clip: activation's, which take tensor bounds
+from graphc.ops.rounding import *
+from graphc.ops.selection import (  # clamp and clip: rounding's, which take tensor bounds
     cast,
     eq,
     equal,

@@ -1,7 +1,6 @@
 """Activations of real models: softplus, leaky_relu, elu (selu, celu), silu, hardsigmoid,
-hardtanh (relu6), softsign, and gelu's exact form; the elementwise math they lean on
-(log1p, expm1, reciprocal, rsqrt, erf, rounding, remainders, logical ops, clamp) is in
-mathops.py and exported from here too.
+hardtanh (relu6), softsign, and gelu's exact form; erf and the float type rule they lean
+on are in elementwise.py.
 
 Each op computes what PyTorch's CPU kernel computes, with the formula and the gradient
 at kinks PyTorch uses (leaky_relu's slope at 0 is the negative one, hardtanh passes no
@@ -20,16 +19,12 @@ import numpy as np
 from graphc.ir.errors import GraphcError
 from graphc.ir.registry import get_op
 from graphc.ops import elementwise as E
-from graphc.ops import mathops
 from graphc.ops.defop import defop
-from graphc.ops.elementwise import float_kernel
-from graphc.ops.mathops import *  # noqa: F403 - re-exported: graphc.ops star-imports this module
-from graphc.ops.mathops import erf, float_type
+from graphc.ops.elementwise import erf, float_kernel, float_type
 from graphc.ops.selection import gt, lt, where
 from graphc.ops.special import gelu_exact_into
 
 __all__ = [
-    *mathops.__all__,
     "celu",
     "elu",
     "gelu_exact",

@@ -1,10 +1,13 @@
-"""Elementwise ops: arithmetic, unary math, activations, binary min/max.
+"""Elementwise ops: arithmetic, unary math, activations, binary min/max, and the unary
+float functions of real models (log1p, expm1, atan, sinh, reciprocal, rsqrt, erf).
 
 Comparisons, where, clip, cast and full_like are in selection.py (re-exported here).
 
 One block per op: type rule, kernel, gradient rule (`vjp`), flags. Gradient rules are
 written with graphc ops, so they build graph nodes, record eager tapes, or compute on
 arrays alike. `vjp(ct, out, *inputs, needs)` returns one cotangent (or None) per input.
+Ops that only exist for floats compute ints in float64 (numpy's rule for tanh), and
+refuse bools, as `log` does.
 """
 
 from __future__ import annotations
@@ -46,6 +49,45 @@ from graphc.ops.selection import (  # noqa: F401 - re-exported: E.cast, E.where,
     where,
     zeros_like,
 )
+from graphc.ops.special import erf_into
+
+# this family's ops, which graphc.ops star-imports (the selection.py names above are only
+# re-exported, as E.cast, E.where, ...)
+__all__ = [
+    "abs",
+    "absolute",
+    "add",
+    "atan",
+    "cos",
+    "div",
+    "divide",
+    "erf",
+    "exp",
+    "expm1",
+    "gelu",
+    "log",
+    "log1p",
+    "maximum",
+    "minimum",
+    "mul",
+    "multiply",
+    "neg",
+    "negative",
+    "pow",
+    "power",
+    "reciprocal",
+    "relu",
+    "rsqrt",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
+    "sqrt",
+    "square",
+    "sub",
+    "subtract",
+    "tanh",
+]
 
 
 def _binary(
@@ -100,6 +142,15 @@ def float_kernel(body: Any, op: str) -> Any:
     kernel.__name__ = op
     kernel.__module__ = body.__module__  # the family whose op it is, where `body` is written
     return kernel
+
+
+def float_type(op: str) -> Any:
+    """The type rule of an op defined on floats: ints give float64, bools are refused."""
+
+    def infer(x: TensorType, **attrs: Any) -> TensorType:
+        return x.with_dtype(ufunc_dtype(np.tanh, op, x.dtype))
+
+    return infer
 
 
 # -- arithmetic -----------------------------------------------------------------
@@ -382,6 +433,101 @@ minimum = _binary(
     _extremum_vjp(lambda a, b: lt(a, b)),
     "Elementwise smaller of x and y.",
 )  # not commutative: on a tie it returns x (the sign of a zero follows the order)
+
+# -- logarithms and exponentials near 0 -------------------------------------------
+
+# d log1p(x) = dx / (1 + x)
+log1p = unary_op(
+    "log1p",
+    np.log1p,
+    lambda ct, out, x, needs: (ct / (x + 1),),
+    "log(1 + x), accurate for small x. gc.log1p(np.array([1e-10])) -> array([1e-10])",
+)
+
+# d expm1(x) = exp(x) dx = (out + 1) dx
+expm1 = unary_op(
+    "expm1",
+    np.expm1,
+    lambda ct, out, x, needs: (ct * (out + 1),),
+    "exp(x) - 1, accurate for small x. gc.expm1(np.array([1e-10])) -> array([1e-10])",
+)
+
+# -- trigonometric and hyperbolic -------------------------------------------------
+
+# d atan(x) = dx / (1 + x^2)
+atan = unary_op(
+    "atan",
+    np.arctan,
+    lambda ct, out, x, needs: (ct / (x * x + 1),),
+    "The inverse tangent, in (-pi/2, pi/2). gc.atan(np.array([1.0])) -> array([0.78539816])",
+)
+
+# d sinh(x) = cosh(x) dx = (exp(x) + exp(-x)) / 2 dx
+sinh = unary_op(
+    "sinh",
+    np.sinh,
+    lambda ct, out, x, needs: (ct * ((exp(x) + exp(neg(x))) * 0.5),),
+    "The hyperbolic sine (exp(x) - exp(-x)) / 2. gc.sinh(np.array([1.0])) -> array([1.17520119])",
+)
+
+# -- reciprocals ------------------------------------------------------------------
+
+
+def _reciprocal_infer(x: TensorType) -> TensorType:
+    # 1/x as true division: ints and bools give float64, as gc.div does
+    return x.with_dtype(ufunc_dtype(np.true_divide, "reciprocal", x.dtype, x.dtype))
+
+
+# d (1/x) = -dx / x^2 = -out^2 dx
+reciprocal = defop(
+    "reciprocal",
+    infer=_reciprocal_infer,
+    kernel=lambda x, out=None: np.divide(1, x, out=out),
+    vjp=lambda ct, out, x, needs: (neg(ct) * (out * out),),
+    elementwise=True,
+    inplace=True,
+    cost=elementwise_cost,
+    doc="1 / x, elementwise (ints give floats). gc.reciprocal(np.array([4.0])) -> array([0.25])",
+)
+
+
+def _rsqrt_kernel(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    # 1 / sqrt(x), two roundings, as PyTorch computes it on the CPU
+    if out is None:  # an array even when 0-d (numpy would give a scalar)
+        out = np.empty(x.shape, ufunc_dtype(np.sqrt, "rsqrt", x.dtype))
+    np.sqrt(x, out=out)
+    return np.divide(1, out, out=out)
+
+
+# d x^(-1/2) = -1/2 x^(-3/2) dx = -1/2 out^3 dx
+rsqrt = defop(
+    "rsqrt",
+    infer=ufunc_infer(np.sqrt, "rsqrt"),
+    kernel=_rsqrt_kernel,
+    vjp=lambda ct, out, x, needs: (ct * (out * out * out) * -0.5,),
+    elementwise=True,
+    inplace=True,
+    cost=lambda out, x: 2 * (out.size or 0),
+    doc="1 / sqrt(x), elementwise. gc.rsqrt(np.array([4.0])) -> array([0.5])",
+)
+
+# -- the error function -----------------------------------------------------------
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+# d erf(x) = 2/sqrt(pi) exp(-x^2) dx
+erf = defop(
+    "erf",
+    infer=float_type("erf"),
+    kernel=float_kernel(erf_into, "erf"),
+    vjp=lambda ct, out, x, needs: (ct * (exp(neg(x * x)) * _TWO_OVER_SQRT_PI),),
+    elementwise=True,
+    inplace=True,
+    cost=lambda out, x: 30 * (out.size or 0),
+    doc="The error function 2/sqrt(pi) * integral of exp(-t^2) from 0 to x, within 1.5 ulp "
+    "in float64 and correctly rounded in float32 (graphc/ops/special.py). "
+    "gc.erf(np.array([0.5])) -> array([0.52049988])",
+)
 
 # -- derived (builders over the primitives above) ---------------------------------
 

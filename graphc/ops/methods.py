@@ -40,9 +40,11 @@ from graphc.ops import (
     elementwise,
     indexing,
     linalg,
+    logical,
     nn,
     padding,
     reduce,
+    rounding,
     sequences,
     sorting,
 )
@@ -67,19 +69,19 @@ UNARY: dict[str, Callable[..., Any]] = {
     "relu": elementwise.relu,
     "gelu": elementwise.gelu,  # the tanh form; gelu_exact is torch's default F.gelu
     "gelu_exact": activation.gelu_exact,
-    "erf": activation.erf,
-    "log1p": activation.log1p,
-    "expm1": activation.expm1,
-    "atan": activation.atan,
-    "arctan": activation.atan,
-    "sinh": activation.sinh,
-    "reciprocal": activation.reciprocal,
-    "rsqrt": activation.rsqrt,
-    "floor": activation.floor,
-    "ceil": activation.ceil,
-    "trunc": activation.trunc,
-    "fix": activation.trunc,
-    "logical_not": activation.logical_not,
+    "erf": elementwise.erf,
+    "log1p": elementwise.log1p,
+    "expm1": elementwise.expm1,
+    "atan": elementwise.atan,
+    "arctan": elementwise.atan,
+    "sinh": elementwise.sinh,
+    "reciprocal": elementwise.reciprocal,
+    "rsqrt": elementwise.rsqrt,
+    "floor": rounding.floor,
+    "ceil": rounding.ceil,
+    "trunc": rounding.trunc,
+    "fix": rounding.trunc,
+    "logical_not": logical.logical_not,
 }
 
 # x.name(other) is op(x, other)
@@ -92,11 +94,11 @@ BINARY: dict[str, Callable[..., Any]] = {
     "pow": elementwise.pow,
     "maximum": elementwise.maximum,
     "minimum": elementwise.minimum,
-    "remainder": activation.remainder,  # the sign of other (Python's %)
-    "fmod": activation.fmod,  # the sign of x (C's fmod)
-    "logical_and": activation.logical_and,
-    "logical_or": activation.logical_or,
-    "logical_xor": activation.logical_xor,
+    "remainder": rounding.remainder,  # the sign of other (Python's %)
+    "fmod": rounding.fmod,  # the sign of x (C's fmod)
+    "logical_and": logical.logical_and,
+    "logical_or": logical.logical_or,
+    "logical_xor": logical.logical_xor,
     "eq": elementwise.eq,
     "ne": elementwise.ne,
     "lt": elementwise.lt,
@@ -463,21 +465,21 @@ class ValueMethods(OperatorMixin):
 
     def round(self, decimals: int = 0) -> Any:
         """Halves to even, as torch.round."""
-        return activation.round(self, decimals=decimals)
+        return rounding.round(self, decimals=decimals)
 
     def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - torch's names
         """Bounds may be scalars or values (tensors, graph values)."""
-        return activation.clamp(self, min, max)
+        return rounding.clamp(self, min, max)
 
     def clip(self, a_min: Any = None, a_max: Any = None, *, min: Any = None,  # noqa: A002
              max: Any = None) -> Any:  # fmt: skip
-        return activation.clip(self, a_min, a_max, min=min, max=max)
+        return rounding.clip(self, a_min, a_max, min=min, max=max)
 
     def clamp_min(self, min: Any) -> Any:  # noqa: A002
-        return activation.clamp(self, min, None)
+        return rounding.clamp(self, min, None)
 
     def clamp_max(self, max: Any) -> Any:  # noqa: A002
-        return activation.clamp(self, None, max)
+        return rounding.clamp(self, None, max)
 
     def where(self, condition: Any, other: Any) -> Any:
         """self where condition holds, other elsewhere (torch's argument order)."""

@@ -29,7 +29,7 @@ from graphc.ops import elementwise as E
 from graphc.ops import reduce as R
 from graphc.ops import shape as S
 from graphc.ops.defop import defop, ufunc_dtype
-from graphc.ops.mathops import rsqrt
+from graphc.ops.elementwise import rsqrt
 from graphc.ops.selection import unbroadcast
 
 __all__ = ["batch_norm", "group_norm", "layer_norm", "layer_norm_grad", "std"]

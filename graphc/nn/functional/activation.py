@@ -130,7 +130,7 @@ def mish(input: Any, inplace: bool = False) -> Any:  # noqa: A002
 def logsigmoid(input: Any) -> Any:  # noqa: A002
     """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), without overflow (PyTorch's formula,
     so logsigmoid(inf) is +0.0 as there)."""
-    return E.minimum(input, 0) - A.log1p(E.exp(E.neg(E.abs(input))))
+    return E.minimum(input, 0) - E.log1p(E.exp(E.neg(E.abs(input))))
 
 
 def _softmax_dim(rank: int) -> int:

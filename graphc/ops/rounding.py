@@ -1,13 +1,13 @@
-"""Elementwise math of real models: log1p, expm1, reciprocal, rsqrt, erf, rounding,
-remainder and fmod, logical ops, and clamp with tensor bounds.
+"""Rounding and its kin: floor, ceil, trunc and round; the remainders remainder and
+fmod, x minus y times a rounded quotient; and clamp (clip), which moves a value to the
+nearest point of a range, with scalar or tensor bounds.
 
-One block per op, as in elementwise.py. Ops that only exist for floats compute ints
-in float64 (numpy's rule for tanh), and refuse bools, as `log` does.
+One block per op, as in elementwise.py. Rounding is flat almost everywhere, so its
+gradient is zero; a remainder's is that of x - y q(x/y) with the quotient q held flat.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -15,143 +15,21 @@ import numpy as np
 from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.types import TensorType
 from graphc.ops import elementwise as E
-from graphc.ops.defop import (
-    defop,
-    elementwise_cost,
-    into,
-    ufunc_dtype,
-    ufunc_infer,
-    ufunc_kernel,
-)
+from graphc.ops.defop import defop, elementwise_cost, into, ufunc_infer
 from graphc.ops.dispatch import is_python_scalar
 from graphc.ops.selection import full_like, unbroadcast
-from graphc.ops.special import erf_into
 
 __all__ = [
-    "atan",
     "ceil",
     "clamp",
     "clip",
-    "erf",
-    "expm1",
     "floor",
     "fmod",
-    "log1p",
-    "logical_and",
-    "logical_not",
-    "logical_or",
-    "logical_xor",
     "mod",
-    "reciprocal",
     "remainder",
     "round",
-    "rsqrt",
-    "sinh",
     "trunc",
 ]
-
-
-def float_type(op: str) -> Any:
-    """The type rule of an op defined on floats: ints give float64, bools are refused."""
-
-    def infer(x: TensorType, **attrs: Any) -> TensorType:
-        return x.with_dtype(ufunc_dtype(np.tanh, op, x.dtype))
-
-    return infer
-
-
-# -- logarithms and exponentials near 0 -------------------------------------------------
-
-# d log1p(x) = dx / (1 + x)
-log1p = E.unary_op(
-    "log1p",
-    np.log1p,
-    lambda ct, out, x, needs: (ct / (x + 1),),
-    "log(1 + x), accurate for small x. gc.log1p(np.array([1e-10])) -> array([1e-10])",
-)
-
-# d expm1(x) = exp(x) dx = (out + 1) dx
-expm1 = E.unary_op(
-    "expm1",
-    np.expm1,
-    lambda ct, out, x, needs: (ct * (out + 1),),
-    "exp(x) - 1, accurate for small x. gc.expm1(np.array([1e-10])) -> array([1e-10])",
-)
-
-# -- trigonometric and hyperbolic -------------------------------------------------------
-
-# d atan(x) = dx / (1 + x^2)
-atan = E.unary_op(
-    "atan",
-    np.arctan,
-    lambda ct, out, x, needs: (ct / (x * x + 1),),
-    "The inverse tangent, in (-pi/2, pi/2). gc.atan(np.array([1.0])) -> array([0.78539816])",
-)
-
-# d sinh(x) = cosh(x) dx = (exp(x) + exp(-x)) / 2 dx
-sinh = E.unary_op(
-    "sinh",
-    np.sinh,
-    lambda ct, out, x, needs: (ct * ((E.exp(x) + E.exp(E.neg(x))) * 0.5),),
-    "The hyperbolic sine (exp(x) - exp(-x)) / 2. gc.sinh(np.array([1.0])) -> array([1.17520119])",
-)
-
-
-def _reciprocal_infer(x: TensorType) -> TensorType:
-    # 1/x as true division: ints and bools give float64, as gc.div does
-    return x.with_dtype(ufunc_dtype(np.true_divide, "reciprocal", x.dtype, x.dtype))
-
-
-# d (1/x) = -dx / x^2 = -out^2 dx
-reciprocal = defop(
-    "reciprocal",
-    infer=_reciprocal_infer,
-    kernel=lambda x, out=None: np.divide(1, x, out=out),
-    vjp=lambda ct, out, x, needs: (E.neg(ct) * (out * out),),
-    elementwise=True,
-    inplace=True,
-    cost=elementwise_cost,
-    doc="1 / x, elementwise (ints give floats). gc.reciprocal(np.array([4.0])) -> array([0.25])",
-)
-
-
-def _rsqrt_kernel(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    # 1 / sqrt(x), two roundings, as PyTorch computes it on the CPU
-    if out is None:  # an array even when 0-d (numpy would give a scalar)
-        out = np.empty(x.shape, ufunc_dtype(np.sqrt, "rsqrt", x.dtype))
-    np.sqrt(x, out=out)
-    return np.divide(1, out, out=out)
-
-
-# d x^(-1/2) = -1/2 x^(-3/2) dx = -1/2 out^3 dx
-rsqrt = defop(
-    "rsqrt",
-    infer=ufunc_infer(np.sqrt, "rsqrt"),
-    kernel=_rsqrt_kernel,
-    vjp=lambda ct, out, x, needs: (ct * (out * out * out) * -0.5,),
-    elementwise=True,
-    inplace=True,
-    cost=lambda out, x: 2 * (out.size or 0),
-    doc="1 / sqrt(x), elementwise. gc.rsqrt(np.array([4.0])) -> array([0.5])",
-)
-
-# -- the error function ---------------------------------------------------------------------
-
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-# d erf(x) = 2/sqrt(pi) exp(-x^2) dx
-erf = defop(
-    "erf",
-    infer=float_type("erf"),
-    kernel=E.float_kernel(erf_into, "erf"),
-    vjp=lambda ct, out, x, needs: (ct * (E.exp(E.neg(x * x)) * _TWO_OVER_SQRT_PI),),
-    elementwise=True,
-    inplace=True,
-    cost=lambda out, x: 30 * (out.size or 0),
-    doc="The error function 2/sqrt(pi) * integral of exp(-t^2) from 0 to x, within 1.5 ulp "
-    "in float64 and correctly rounded in float32 (graphc/ops/special.py). "
-    "gc.erf(np.array([0.5])) -> array([0.52049988])",
-)
 
 # -- rounding (flat almost everywhere: gradient zero) ----------------------------------------
 
@@ -278,26 +156,6 @@ fmod = _remainder_op(
     "gc.fmod(np.array([-5, 5]), 3) -> array([-2, 2])",
 )
 mod = remainder  # numpy.mod is numpy.remainder
-
-# -- logical ops (bool results, no gradient) ---------------------------------------------
-
-
-def _logical(name: str, ufunc: np.ufunc, doc: str) -> Any:
-    return defop(
-        name,
-        inputs=("x", "y") if ufunc.nin == 2 else ("x",),
-        infer=ufunc_infer(ufunc, name),
-        kernel=ufunc_kernel(ufunc),
-        elementwise=True,
-        cost=elementwise_cost,
-        doc=doc,
-    )
-
-
-logical_and = _logical("logical_and", np.logical_and, "x and y, elementwise, nonzero as true.")
-logical_or = _logical("logical_or", np.logical_or, "x or y, elementwise, nonzero as true.")
-logical_xor = _logical("logical_xor", np.logical_xor, "x xor y, elementwise, nonzero as true.")
-logical_not = _logical("logical_not", np.logical_not, "not x, elementwise (x == 0).")
 
 # -- clamp with scalar or tensor bounds ---------------------------------------------------
 

@@ -406,6 +406,86 @@ def test_no_side_set_of_op_names_is_left(module: str) -> None:
         assert not re.search(rf"\b{name}\b", path.read_text()), f"{module} has {name}"
 
 
+# every literal table of two or more op names in graphc/ (besides `__all__`), by where
+# it is (a module and the name it is bound to, or the function comparing against it),
+# with why it is not a fact the op contract should hold
+OP_NAME_TABLES = {
+    "the method table: each op's method spellings, part of the contract (docs/layout.md)": {
+        ("ops/methods.py", "UNARY"), ("ops/methods.py", "BINARY"), ("ops/methods.py", "REDUCE"),
+    },
+    "the native backend's elementwise C per op, registered as each op's 'native' rule": {
+        ("backends/native/cexpr.py", "NATIVE_OPS"),
+    },
+    "the direct convolution's C opcodes for its epilogue program (the kernel's encoding)": {
+        ("backends/native/direct_conv.py", "CODES"),
+    },
+    "a pass's rewrite function per control-flow op, each about that op's semantics": {
+        ("passes/control.py", "REWRITES"),
+    },
+    "the arithmetic chain batch-norm folding matches (a pattern, as simplify's rules are)": {
+        ("passes/batchnorm.py", "AFFINE"), ("passes/batchnorm.py", "SCALES"),
+        ("passes/batchnorm.py", "in _next"), ("passes/batchnorm.py", "in find_chains"),
+    },
+    "the attention op's mask steps: values of its `mask` attr": {
+        ("ops/attention.py", "MASK_OPERANDS"),
+    },
+    "PyTorch's argument values (nonlinearity=, activation=), which name functions": {
+        ("nn/recurrent.py", "in __init__"), ("nn/transformer.py", "_ACTIVATIONS"),
+    },
+    "the roles a picture styles its nodes by, three named as the ops drawn in them": {
+        ("viz/style.py", "ROLES"), ("viz/style.py", "LEGEND_TEXT"),
+    },
+    "ONNX's reduction attribute values (ScatterND, ScatterElements)": {
+        ("onnx/handlers_index.py", "COMBINE"),
+    },
+    "PyTorch's grad_fn name for an overload taking dim= (sum, mean)": {
+        ("eager/grad_fn.py", "in name"),
+    },
+}  # fmt: skip
+
+
+def _op_name_tables() -> set[tuple[str, str]]:
+    """(module, where) of every literal collection of two or more op names in graphc/."""
+    ops = set(all_ops())
+
+    def names(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Call) and node.args:  # frozenset({...}), set(...)
+            node = node.args[0]
+        items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
+        return [e.value for e in items if isinstance(e, ast.Constant) and e.value in ops]
+
+    found = set()
+    for path in sorted(SOURCE.rglob("*.py")):
+        module = str(path.relative_to(SOURCE))
+        tree = ast.parse(path.read_text())
+        scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Module))]
+        for scope in scopes:
+            where = "" if isinstance(scope, ast.Module) else f"in {scope.name}"
+            body = scope.body
+            for node in (n for stmt in body for n in ast.walk(stmt)):
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    label = ",".join(t.id for t in targets if isinstance(t, ast.Name))
+                    if label != "__all__" and len(names(node.value)) >= 2:
+                        found.add((module, label or where))
+                elif (
+                    isinstance(node, ast.Compare)
+                    and where
+                    and any(len(names(c)) >= 2 for c in node.comparators)
+                ):
+                    found.add((module, where))
+    return found
+
+
+def test_no_op_name_table_outside_the_contract() -> None:
+    """What `grep` would find: literal tables of op names, each listed with its reason
+    in OP_NAME_TABLES (a new one fails until it moves onto the ops or is listed)."""
+    allowed = set().union(*OP_NAME_TABLES.values())
+    found = _op_name_tables()
+    assert found - allowed == set(), "op-name tables to move onto the ops (or list)"
+    assert allowed - found == set(), "listed in OP_NAME_TABLES but gone: unlist them"
+
+
 # -- the native backend's C, on each elementwise op -----------------------------------
 
 # elementwise ops without native C (a "native" rule: graphc/backends/native/cexpr.py's

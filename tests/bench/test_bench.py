@@ -38,28 +38,47 @@ from tests.budget import full
 
 NATIVE_READY = "native" in available_backends()
 
-# `graphc bench --quick` of every workload with --full; of the small ones otherwise (the
-# models and the RNN have quick runs of their own: test_models.py, test_rnn.py,
-# test_onnx_zoo.py)
-BENCHED = (
-    [w.name for w in bench.WORKLOADS]
-    if full()
-    else ["tiny", "gelu", "xent", "mlp", "compile", "trace-compile"]
-)
+# `graphc bench --quick` of the small workloads in every run, and with --full of the
+# others too, as a second report (the models and the RNN also have quick runs of their
+# own: test_models.py, test_rnn.py, test_onnx_zoo.py)
+SMALL = ("tiny", "gelu", "xent", "mlp", "compile", "trace-compile")
+PARTS = {
+    "small": SMALL,
+    "others": tuple(w.name for w in bench.WORKLOADS if w.name not in SMALL),
+}
+_REPORTS: dict[str, dict[str, Any]] = {}
+
+
+def _report(part: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`graphc bench --quick` of one part's workloads, run once per session."""
+    if part not in _REPORTS:
+        path = tmp_path_factory.mktemp("bench") / f"{part}.json"
+        only = [arg for name in PARTS[part] for arg in ("--only", name)]
+        assert main(["bench", "--quick", *only, "--json", str(path)]) == 0
+        _REPORTS[part] = json.loads(path.read_text())
+    return _REPORTS[part]
 
 
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    path = tmp_path_factory.mktemp("bench") / "quick.json"
-    only = [arg for name in BENCHED for arg in ("--only", name)]
-    assert main(["bench", "--quick", *only, "--json", str(path)]) == 0
-    return json.loads(path.read_text())
+    """The small workloads' report, which the tests of particular workloads read."""
+    return _report("small", tmp_path_factory)
 
 
-@pytest.mark.reads_budget
-def test_quick_json_has_every_workload_and_mode(quick_report: dict[str, Any]) -> None:
+@pytest.fixture(scope="module", params=list(PARTS) if full() else ["small"])
+def part_report(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, dict[str, Any]]:
+    """Each part's report: every workload's with --full (and --rest), the small ones'
+    otherwise."""
+    return request.param, _report(request.param, tmp_path_factory)
+
+
+def test_quick_json_has_every_workload_and_mode(part_report: tuple[str, dict[str, Any]]) -> None:
+    part, report = part_report
     names = {w.name for w in bench.WORKLOADS}
-    assert set(quick_report["workloads"]) == set(BENCHED)
+    assert set(report["workloads"]) == set(PARTS[part])
+    assert set(PARTS["small"]) | set(PARTS["others"]) == names
     assert names == {
         "tiny",
         "gelu",
@@ -75,7 +94,7 @@ def test_quick_json_has_every_workload_and_mode(quick_report: dict[str, Any]) ->
         "rnn-compile",
     }
     statuses = {"ok", "unavailable", "n/a", "skipped", "error"}
-    for name, workload in quick_report["workloads"].items():
+    for name, workload in report["workloads"].items():
         assert workload["cases"], name
         for case, cells in workload["cases"].items():
             assert list(cells) == list(MODES), (name, case)
@@ -94,9 +113,8 @@ def test_quick_json_has_every_workload_and_mode(quick_report: dict[str, Any]) ->
                     assert "native backend cannot run here" in cell["reason"]
 
 
-@pytest.mark.reads_budget
-def test_quick_cells_are_consistent_and_agree(quick_report: dict[str, Any]) -> None:
-    for workload in quick_report["workloads"].values():
+def test_quick_cells_are_consistent_and_agree(part_report: tuple[str, dict[str, Any]]) -> None:
+    for workload in part_report[1]["workloads"].values():
         for cells in workload["cases"].values():
             if cells[BASELINE]["status"] != "ok":  # the onnx group without onnx
                 assert cells[BASELINE]["status"] == "unavailable"
@@ -113,7 +131,6 @@ def test_quick_cells_are_consistent_and_agree(quick_report: dict[str, Any]) -> N
                 assert cell["ratio"] == pytest.approx(cell["median"] / cells[BASELINE]["median"])
 
 
-@pytest.mark.reads_budget
 def test_quick_native_modes_say_what_runs_native(quick_report: dict[str, Any]) -> None:
     if not NATIVE_READY:
         pytest.skip("the native backend cannot run here (no working C compiler)")
@@ -125,14 +142,12 @@ def test_quick_native_modes_say_what_runs_native(quick_report: dict[str, Any]) -
     assert quick_report["machine"]["backends"][0] == "native"
 
 
-@pytest.mark.reads_budget
 def test_quick_json_has_the_goals(quick_report: dict[str, Any]) -> None:
     texts = [g["text"] for g in quick_report["goals"]]
     assert "tiny graph <= 4 us per call" in texts
     assert all(g["met"] in (True, False, None) and g["measured"] for g in quick_report["goals"])
 
 
-@pytest.mark.reads_budget
 def test_quick_compile_keeps_the_5000_op_chain(quick_report: dict[str, Any]) -> None:
     cases = quick_report["workloads"]["compile"]["cases"]
     assert cases["K=5000"][BASELINE]["status"] == "ok"
@@ -141,11 +156,12 @@ def test_quick_compile_keeps_the_5000_op_chain(quick_report: dict[str, Any]) -> 
     assert "numpy backend" in reason and "trace-compile's first result" in reason
 
 
-@pytest.mark.reads_budget
-def test_quick_reports_the_time_to_first_result(quick_report: dict[str, Any]) -> None:
-    assert set(goals.FIRST_RESULT_WORKLOADS) & set(BENCHED)
-    for name in set(goals.FIRST_RESULT_WORKLOADS) & set(BENCHED):
-        entry = quick_report["workloads"][name]
+def test_quick_reports_the_time_to_first_result(part_report: tuple[str, dict[str, Any]]) -> None:
+    part, report = part_report
+    measured = set(goals.FIRST_RESULT_WORKLOADS) & set(PARTS[part])
+    assert measured or part != "small"
+    for name in measured:
+        entry = report["workloads"][name]
         assert entry["first_result_modes"] == [BASELINE, DEFAULT, "jax"], name
         for case, cells in entry["cases"].items():
             for mode in (BASELINE, DEFAULT):
@@ -155,10 +171,13 @@ def test_quick_reports_the_time_to_first_result(quick_report: dict[str, Any]) ->
                 assert first["repeats"] >= 1 and first["agrees"] is True, (name, case, mode)
             assert cells["jax"]["first_result"]["status"] in ("ok", "unavailable", "skipped")
             assert cells[NATIVE]["first_result"] is None  # measured for three modes only
-    texts = [g["text"] for g in quick_report["goals"]]
-    within = "first result, default backend within 1.1x of the numpy backend's (cold), every case"
-    assert f"GELU: {within}" in texts and f"K-op chain: {within}" in texts
-    assert any(t.startswith("5000-op chain: full native build") for t in texts)
+    if part == "small":
+        texts = [g["text"] for g in report["goals"]]
+        within = (
+            "first result, default backend within 1.1x of the numpy backend's (cold), every case"
+        )
+        assert f"GELU: {within}" in texts and f"K-op chain: {within}" in texts
+        assert any(t.startswith("5000-op chain: full native build") for t in texts)
 
 
 def test_only_filters_workloads() -> None:
@@ -250,7 +269,6 @@ def test_the_header_says_how_openmp_runtimes_wait(openmp: dict, said: str) -> No
     assert f"OpenMP runtimes {said};" in text.splitlines()[2]
 
 
-@pytest.mark.reads_budget
 def test_a_run_records_the_openmp_wait_policy(quick_report: dict[str, Any]) -> None:
     assert "openmp" in quick_report["machine"]
 

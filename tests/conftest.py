@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import zlib
-from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -70,23 +69,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With `--rest`, leave out the tests the quick run runs exactly as `--full` does;
     with `--shard K/N`, the tests of the other parts."""
-    keep: Callable[[pytest.Item], bool] | None = None
-    if config.getoption("--rest"):
-        quick = _quick_run_ids(config.stash[_QUICK_IDS])
-        keep = lambda item: item.nodeid not in quick or _does_more_in_full(item)  # noqa: E731
-    shard = config.getoption("--shard")
-    if shard is not None:
-        part, parts = _shard(shard)
-        rest = keep
-        keep = lambda item: (  # noqa: E731
-            zlib.crc32(item.nodeid.encode()) % parts == part and (rest is None or rest(item))
-        )
-    if keep is None:
+    rest, shard = config.getoption("--rest"), config.getoption("--shard")
+    if not rest and shard is None:
         return
-    kept = [item for item in items if keep(item)]
-    if len(kept) < len(items):
-        chosen = set(map(id, kept))
-        config.hook.pytest_deselected(items=[item for item in items if id(item) not in chosen])
+    quick = _quick_run_ids(config.stash[_QUICK_IDS]) if rest else set()
+    part, parts = _shard(shard) if shard is not None else (0, 1)
+    kept, left = [], []
+    for item in items:
+        in_part = zlib.crc32(item.nodeid.encode()) % parts == part
+        done = item.nodeid in quick and not _does_more_in_full(item)
+        (kept if in_part and not done else left).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
         items[:] = kept
 
 

@@ -49,15 +49,18 @@ def _control_flops(node: Node, bindings: Mapping[str, int]) -> int:
     """A control-flow node's FLOPs from its bodies: the costlier branch of a cond, the
     body times the length of a scan, one iteration of a while_loop (its trip count is
     known only at run time); a `result` node reads a value and costs nothing."""
-    per_body = [graph_statistics(node.attrs[k], bindings).flops for k in get_op(node.op).bodies]
+
+    def per_body() -> list[int]:  # only for the ops below: other tuple nodes cost nothing
+        return [graph_statistics(node.attrs[k], bindings).flops for k in get_op(node.op).bodies]
+
     if node.op == "cond":
-        return max(per_body)
+        return max(per_body())
     if node.op == "scan":
         length = node.attrs["length"]
         steps = bindings.get(length, 1) if isinstance(length, str) else length
-        return steps * sum(per_body)
+        return steps * sum(per_body())
     if node.op == "while_loop":
-        return sum(per_body)
+        return sum(per_body())
     return 0
 
 

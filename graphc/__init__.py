@@ -60,7 +60,7 @@ from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level
 from graphc.ops import Symbol
 from graphc.passes.autodiff import gradients, split_backward
 from graphc.passes.pipeline import optimize
-from graphc.runtime.executable import Executable, compile
+from graphc.runtime.executable import Executable, compile, fuse
 from graphc.runtime.reference import run
 
 # isort: split

@@ -89,6 +89,10 @@ def demo(out: str | None = None) -> int:
     print(optimized)
     print()
     print(report)
+    fused = gc.fuse(optimized, backend="numpy")
+    print("\nthe numpy backend's fusion step (gc.fuse; gc.compile runs it before planning):")
+    steps = [n.op for n in fused.op_nodes if not n.is_constant]
+    print(f"{len(steps)} steps: {', '.join(steps)} (a fused node runs as one kernel)")
 
     _section("3. Compiled to a plan on preallocated buffers")
     exe = gc.compile(joint, opt_level=2)

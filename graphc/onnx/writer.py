@@ -238,7 +238,7 @@ def export_model(
     >>> g = gc.trace(lambda x: gc.tanh(x) * 2.0, gc.TensorSpec(("N", 3)))
     >>> model = gc.onnx.export_model(g)
     >>> [n.op_type for n in model.graph.node]
-    ['Tanh', 'Mul']
+    ['Tanh', 'Mul', 'Identity']
     """
     import onnx
     from onnx import helper

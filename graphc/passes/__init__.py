@@ -10,7 +10,8 @@ from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.epilogue import fuse_matmul_epilogue
 from graphc.passes.fold import fold_constants
 from graphc.passes.fuse import fuse_elementwise
+from graphc.passes.gemm_rules import fold_sgd_updates
 from graphc.passes.pipeline import LEVELS, optimize
 from graphc.passes.recognize import recognize_layer_norm, recognize_softmax
 from graphc.passes.report import OptimizationReport
-from graphc.passes.simplify import simplify
+from graphc.passes.simplify import scale_before_transposes, simplify, simplify_fast_math

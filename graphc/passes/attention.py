@@ -141,7 +141,7 @@ def fuse_attention(
     >>> [n.op for n in gc.passes.fuse_attention(g).op_nodes]
     ['transpose', 'constant', 'attention']
 
-    Ops in `keep` are a backend's own (see `optimize(keep=...)`): with matmul among
+    Ops in `keep` are a backend's own (a backend's inexact ops: backends/native/fusion.py): with matmul among
     them, a chain is fused only where both products are batched (`_by_a_matrix`).
     """
     chains = find_attention(graph, keep)

@@ -45,7 +45,7 @@ def fuse_conv_epilogue(
     >>> [n.op for n in gc.passes.fuse_conv_epilogue(g).op_nodes]
     ['reshape', 'conv2d_epilogue']
 
-    An activation in `keep` is left out of the chain (see `optimize(keep=...)`).
+    An activation in `keep` is left out of the chain (a backend's inexact ops: backends/native/fusion.py).
     """
     chains = find_chains(graph, "conv2d", _per_channel_bias, keep)
     return fuse_chains(graph, chains, "conv2d_epilogue", log)
@@ -57,13 +57,11 @@ def fuse_conv_body(
     """`graph` with each conv2d -> fused pair as one `conv2d_fused` node.
 
     >>> import graphc as gc
-    >>> g = gc.parse('''
-    ... graph g(%x: f32[2,3,6,6], %w: f32[4,3,3,3], %s: f32[4,1,1]) {
-    ...   %c: f32[2,4,4,4] = conv2d(%x, %w)
-    ...   %m: f32[2,4,4,4] = mul(%c, %s)
-    ...   %r: f32[2,4,4,4] = relu(%m)
-    ...   output %y = %r
-    ... }''')
+    >>> g = gc.Graph("g")
+    >>> with g:
+    ...     x = gc.placeholder("x", (2, 3, 6, 6))
+    ...     w, s = gc.placeholder("w", (4, 3, 3, 3)), gc.placeholder("s", (4, 1, 1))
+    ...     _ = gc.output(gc.relu(gc.conv2d(x, w) * s), name="y")
     >>> fused = gc.passes.fuse_elementwise(g)
     >>> [(n.op, len(n.inputs)) for n in gc.passes.fuse_conv_body(fused).op_nodes]
     [('conv2d_fused', 3)]

@@ -37,7 +37,7 @@ def find_chains(
 ) -> dict[Node, Chain]:
     """Last node of each chain -> (producer, bias add, bias value, activation).
     `bias_fits(add, bias)` may refuse a bias the fused kernel cannot take; activations
-    in `keep` stay nodes of their own (see `optimize(keep=...)`)."""
+    in `keep` stay nodes of their own (a backend's inexact ops: backends/native/fusion.py)."""
     users = graph.users()
     claimed: set[Node] = set()
     chains = {}

@@ -15,8 +15,6 @@ Runs as the one rule of a rewrite-driver table, so folds cascade bottom-up in on
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
@@ -31,17 +29,11 @@ SMALL = 16  # results this small always fold (they print inline)
 
 
 class Foldable(Pattern):
-    """Any pure op (not a constant) whose value is known before the graph runs, and
-    whose op is not in `keep`."""
-
-    def __init__(self, keep: frozenset[str] = frozenset()) -> None:
-        self.keep = keep
+    """Any pure op (not a constant) whose value is known before the graph runs."""
 
     def match(self, node: Node, bound: dict) -> bool:
         if node.kind != OP or node.is_constant or not isinstance(node.type, TensorType):
             return False  # (a node with several results stays: its results fold one by one)
-        if node.op in self.keep:
-            return False
         opdef = get_op(node.op)
         if opdef.has("reads_only_type"):  # full_like: the inputs' types are enough
             known = all(x.type.is_concrete for x in node.inputs)
@@ -83,30 +75,23 @@ def folded(m: Match) -> Node | None:
 FOLD = rule(Foldable(), folded)
 
 
-def folding(keep: frozenset[str]) -> Any:
-    """The folding rule, leaving the ops in `keep` unfolded."""
-    return rule(Foldable(keep), folded) if keep else FOLD
-
-
-def fold_constants(
-    graph: Graph, log: PassLog | None = None, keep: frozenset[str] = frozenset()
-) -> Graph:
-    """`graph` with every op on constants replaced by its value (up to `FOLD_LIMIT`);
-    ops in `keep` are never folded (see `optimize(keep=...)`).
+def fold_constants(graph: Graph, log: PassLog | None = None) -> Graph:
+    """`graph` with every op on constants replaced by its value (up to `FOLD_LIMIT`),
+    computed by the op's own (numpy) kernel.
 
     >>> import graphc as gc
     >>> g = gc.parse('''
     ... graph g(%x: f32[2]) {
-    ...   %a: f32[] = constant(value=2.0)
-    ...   %b: f32[] = exp(%a)
+    ...   %a: f32[] = constant(value=2.25)
+    ...   %b: f32[] = sqrt(%a)
     ...   %c: f32[2] = mul(%x, %b)
     ...   output %y = %c
     ... }''')
     >>> print(gc.passes.fold_constants(g))
     graph g(%x: f32[2]) {
-      %b: f32[] = constant(value=7.389056205749512)
+      %b: f32[] = constant(value=1.5)
       %c: f32[2] = mul(%x, %b)
       output %y = %c
     }
     """
-    return rewrite(graph, [folding(keep)], log)
+    return rewrite(graph, [FOLD], log)

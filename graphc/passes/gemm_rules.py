@@ -8,8 +8,10 @@ reading and writing w once, with no gradient buffer; the planner lets the gemm w
 into w's own buffer when w dies there (`inplace_inputs`), which is how a train step's
 parameter update goes.
 
-The rules (in simplify's table, tagged value-changing: BLAS scales and accumulates in
-another order than matmul-then-subtract) match `sub(w, matmul(x, z))` and
+`fold_sgd_updates` is the pass; a backend whose gemm is one accumulating call runs it in
+its fusion step under fast_math (the native backend: on numpy's, gemm is a matmul, a
+scale and a sum, and the fold saves nothing). Its rules (tagged value-changing: BLAS
+scales and accumulates in another order than matmul-then-subtract) match `sub(w, matmul(x, z))` and
 `sub(w, mul(matmul(x, z), c))`; `fold_update` peels a matrix transpose and a scale by a
 one-element constant off each operand (each used only there) into the gemm's flags and
 alpha. The matmul must have no other user, or it would be computed twice.
@@ -21,8 +23,10 @@ import math
 
 import numpy as np
 
-from graphc.ir.graph import Node
-from graphc.passes.rewrite import Match
+from graphc.ir.graph import Graph, Node
+from graphc.passes.patterns import C, X, Y, Z, ops
+from graphc.passes.report import PassLog
+from graphc.passes.rewrite import Match, Rule, rewrite, rule
 
 
 def _scale_of(node: Node) -> tuple[float, Node] | None:
@@ -79,3 +83,31 @@ def fold_update(m: Match) -> Node | None:
     if not math.isfinite(alpha) or alpha == 0.0:
         return None
     return m.emit("gemm", a, b, w, alpha=alpha, beta=1.0, trans_a=trans_a, trans_b=trans_b)
+
+
+matmul, mul, sub = ops("matmul", "mul", "sub")
+
+# fmt: off
+SGD_FOLD: list[Rule] = [
+    rule(sub(Y, matmul(X, Z)), fold_update, exact=False),  # w - op(a)@op(b) -> gemm(a, b, w, alpha=-s, beta=1), transposes and scales of a, b peeled
+    rule(sub(Y, mul(matmul(X, Z), C)), fold_update, exact=False),  # w - (a@b)*c -> gemm(a, b, w, alpha=-c, beta=1)
+]
+# fmt: on
+
+
+def fold_sgd_updates(graph: Graph, log: PassLog | None = None) -> Graph:
+    """`graph` with each `w - s * op(a) @ op(b)` as one `gemm` accumulating into w
+    (value-changing: see the module docstring).
+
+    >>> import graphc as gc
+    >>> g = gc.parse('''
+    ... graph g(%w: f32[3,2], %x: f32[4,3], %d: f32[4,2]) {
+    ...   %t: f32[3,4] = transpose(%x, axes=(1, 0))
+    ...   %p: f32[3,2] = matmul(%t, %d)
+    ...   %u: f32[3,2] = sub(%w, %p)
+    ...   output %y = %u
+    ... }''')
+    >>> [n.op for n in gc.passes.fold_sgd_updates(g).op_nodes]
+    ['gemm']
+    """
+    return rewrite(graph, SGD_FOLD, log)

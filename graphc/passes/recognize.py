@@ -289,11 +289,8 @@ LAYER_NORM_RULES: tuple[Rule, ...] = (
 )
 
 
-def recognize_softmax(
-    graph: Graph, log: PassLog | None = None, keep: frozenset[str] = frozenset()
-) -> Graph:
+def recognize_softmax(graph: Graph, log: PassLog | None = None) -> Graph:
     """`graph` with softmax spelled out in primitives replaced by the `softmax` op. Exact.
-    Nothing is recognized when `exp` is in `keep` (see `optimize(keep=...)`).
 
     >>> import graphc as gc
     >>> g = gc.parse('''
@@ -308,8 +305,6 @@ def recognize_softmax(
     >>> [n.op for n in gc.passes.recognize_softmax(g).op_nodes]
     ['softmax']
     """
-    if "exp" in keep:
-        return graph
     return rewrite(graph, SOFTMAX_RULES, log)
 
 

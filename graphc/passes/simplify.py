@@ -31,7 +31,9 @@ Why each rule has its tag:
   T(x)*c -> T(x*c) multiplies the same pairs, but the result is a transpose in x's
   memory order, where the product was C-contiguous: exact when every user is
   elementwise (or an output); before a matmul or a reduction, which round by memory
-  order (runtime/plan.py, LAYOUT), value-changing. x/c -> x*(1/c) is exact when c is
+  order (runtime/plan.py, LAYOUT), value-changing. Where that scale goes is a
+  backend's choice, so these two are not in the table: `scale_before_transposes` runs
+  them, in the numpy backend's fusion step. x/c -> x*(1/c) is exact when c is
   a power of two whose reciprocal is representable (both round x*2^-k once); it does
   not apply where 1/c would overflow (c = 2^-130 in float32).
 - pow(x, 0) -> 1, pow(x, 1) -> x, pow(x, 2) -> x*x, pow(x, 3) -> x*x*x are exact
@@ -47,8 +49,9 @@ Why each rule has its tag:
   log(exp x) -> x, log(softmax) -> log_softmax, log(sum(exp x)) -> logsumexp,
   x - logsumexp(x) -> log_softmax (they remove overflow and rounding, so they change
   values exactly where the original was inaccurate). The SGD fold w - s*(a@b) ->
-  gemm(a, b, w, alpha=-s, beta=1) (passes/gemm_rules.py): BLAS scales and accumulates
-  into w in its own order, not matmul, scale, subtract.
+  gemm(a, b, w, alpha=-s, beta=1) (passes/gemm_rules.py, a pass of its own that a
+  backend with a gemm kernel runs in its fusion step): BLAS scales and accumulates into
+  w in its own order, not matmul, scale, subtract.
 
 The driver keeps only replacements of the same type as the node, which is the "same
 shape" condition of rules such as `reshape(x) -> x`, and declines a replacement whose
@@ -61,8 +64,8 @@ import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
-from graphc.passes.fold import FOLD, folding
-from graphc.passes.gemm_rules import fold_update
+from graphc.passes.fold import FOLD
+from graphc.passes.gemm_rules import SGD_FOLD
 from graphc.passes.patterns import (
     MINUS_ONE,
     ONE,
@@ -73,7 +76,6 @@ from graphc.passes.patterns import (
     D,
     X,
     Y,
-    Z,
     ops,
     uniform_value,
 )
@@ -295,44 +297,35 @@ ALGEBRA: list[Rule] = [
     rule(mul(neg(X), C), lambda m: m.emit("mul", m.x, m.fold("neg", m.c, dtype=m.type.dtype)), when=negation_commutes),  # (-x)*c -> x*(-c), -c in the product's dtype (-INT32_MIN wraps in int32)
     rule(mul(mul(X, C), Y), lambda m: m.emit("mul", m.emit("mul", m.x, m.y), m.c), when=lambda m: not m.y.is_constant, exact=False),  # (x*c)*y -> (x*y)*c: scales move outward
     rule(mul(matmul(X, Y), C), scale_smaller_factor, exact=False),  # (x@y)*c -> (x*c)@y, x the smaller operand, 0 < |c| <= 1
-    rule(mul(transpose(X, axes="a"), C), scale_before_transpose, when=lambda m: m.c.type.rank <= m.x.type.rank and m.users_ignore_layout()),  # T(x)*c -> T(x*c): the scale reads x in its own layout, for users that ignore layout
-    rule(mul(transpose(X, axes="a"), C), scale_before_transpose, when=lambda m: m.c.type.rank <= m.x.type.rank, exact=False),  # T(x)*c -> T(x*c) before matmul or a reduction: they round by layout
     rule(div(X, C), lambda m: m.emit("mul", m.x, m.fold("div", m.constant(m.c.value.dtype.type(1)), m.c)), when=exact_reciprocal),  # x/c -> x*(1/c), c = 2^k, 1/c representable
     rule(pow(X, ZERO), lambda m: m.emit("full_like", m.x, value=1)),  # x**0 -> 1 (numpy: nan**0 and 0**0 are 1 too)
     rule(pow(X, ONE), lambda m: m.x),  # x**1 -> x
     rule(pow(X, TWO), lambda m: m.emit("mul", m.x, m.x)),  # x**2 -> x*x (pow's meaning)
     rule(pow(X, THREE), lambda m: m.emit("mul", m.emit("mul", m.x, m.x), m.x)),  # x**3 -> x*x*x (pow's meaning)
-    # -- the SGD fold (passes/gemm_rules.py): one BLAS call accumulating into w
-    rule(sub(Y, matmul(X, Z)), fold_update, exact=False),  # w - op(a)@op(b) -> gemm(a, b, w, alpha=-s, beta=1), transposes and scales of a, b peeled
-    rule(sub(Y, mul(matmul(X, Z), C)), fold_update, exact=False),  # w - (a@b)*c -> gemm(a, b, w, alpha=-c, beta=1)
 ]
 # folding (exact: the op's own kernel) also runs inside simplify, so constants that a
 # rule builds (x*c with x a folded constant) fold in the same walk
 EXACT: list[Rule] = [*(r for r in ALGEBRA if r.exact), FOLD]
 FAST_MATH: list[Rule] = [*ALGEBRA, FOLD]
-# without the SGD fold: for a backend that computes gemm as numpy's matmul and then the
-# scale and the sum (the numpy backend), where the fold saves no pass and moves a scale
-# from the small operand onto the product, one pass more
-FAST_MATH_UNFOLDED: list[Rule] = [r for r in FAST_MATH if r.replace is not fold_update]
+# a scale moved before a transpose: what a backend whose elementwise kernels read
+# their operands in memory order prefers (the numpy backend's fusion step runs it;
+# the native one's kernels read a transposed operand tile by tile, and keep the
+# scale beside the op reading the transpose, to fuse)
+TRANSPOSE_SCALES: list[Rule] = [
+    rule(mul(transpose(X, axes="a"), C), scale_before_transpose, when=lambda m: m.c.type.rank <= m.x.type.rank and m.users_ignore_layout()),  # T(x)*c -> T(x*c): the scale reads x in its own layout, for users that ignore layout
+    rule(mul(transpose(X, axes="a"), C), scale_before_transpose, when=lambda m: m.c.type.rank <= m.x.type.rank, exact=False),  # T(x)*c -> T(x*c) before matmul or a reduction: they round by layout
+]
+# every rewrite of the algebra: simplify's table, then those a backend's fusion step
+# chooses (the scales above; the SGD fold, passes/gemm_rules.py). docs/trust.md lists
+# them in this order, with their tags
+REWRITES: list[Rule] = [*ALGEBRA, *TRANSPOSE_SCALES, *SGD_FOLD]
 # fmt: on
 
 
-def simplify(
-    graph: Graph,
-    log: PassLog | None = None,
-    fast_math: bool = False,
-    keep: frozenset[str] = frozenset(),
-    fold_updates: bool = True,
-    lowered: frozenset[str] = frozenset(),
-) -> Graph:
+def simplify(graph: Graph, log: PassLog | None = None, fast_math: bool = False) -> Graph:
     """`graph` with the exact algebra rules applied until none applies; with `fast_math`,
     the value-changing ones too (see the module docstring; `ALGEBRA` is the table).
-    Constants fold as in `fold_constants`, ops in `keep` never. `fold_updates=False`
-    leaves out the SGD fold (for backends without a gemm of their own). With
-    "transpose" in `lowered` (a backend whose fused kernels read a transposed operand
-    tile by tile, as native's do) a scale is not moved before a transpose: it stays
-    beside the elementwise op reading the transpose and fuses with it, where moving it
-    would cost a pass of its own.
+    Constants fold as in `fold_constants`.
 
     >>> import graphc as gc
     >>> g = gc.parse('''
@@ -347,30 +340,19 @@ def simplify(
       output %y = %mul
     }
     """
-    rules = (FAST_MATH if fold_updates else FAST_MATH_UNFOLDED) if fast_math else EXACT
-    if "transpose" in lowered:
-        rules = [r for r in rules if r.replace is not scale_before_transpose]
-    if keep:
-        rules = [folding(keep) if r is FOLD else r for r in rules]
-    return rewrite(graph, rules, log)
+    return rewrite(graph, FAST_MATH if fast_math else EXACT, log)
 
 
-def simplify_fast_math(
-    graph: Graph,
-    log: PassLog | None = None,
-    keep: frozenset[str] = frozenset(),
-    lowered: frozenset[str] = frozenset(),
-) -> Graph:
+def simplify_fast_math(graph: Graph, log: PassLog | None = None) -> Graph:
     """`simplify` with the value-changing rules too (what `fast_math=True` runs)."""
-    return simplify(graph, log, fast_math=True, keep=keep, lowered=lowered)
+    return simplify(graph, log, fast_math=True)
 
 
-def simplify_fast_math_unfolded(
-    graph: Graph,
-    log: PassLog | None = None,
-    keep: frozenset[str] = frozenset(),
-    lowered: frozenset[str] = frozenset(),
+def scale_before_transposes(
+    graph: Graph, log: PassLog | None = None, fast_math: bool = False
 ) -> Graph:
-    """`simplify_fast_math` without the SGD fold (what a backend with no gemm of its own
-    runs: see FAST_MATH_UNFOLDED)."""
-    return simplify(graph, log, fast_math=True, keep=keep, fold_updates=False, lowered=lowered)
+    """`graph` with T(x)*c as T(x*c) where that is exact (every user ignores layout),
+    and with `fast_math` before a matmul or a reduction too (`TRANSPOSE_SCALES`): the
+    numpy backend's choice, made in its fusion step (backends/numpy/fusion.py)."""
+    rules = TRANSPOSE_SCALES if fast_math else [r for r in TRANSPOSE_SCALES if r.exact]
+    return rewrite(graph, rules, log)

@@ -13,10 +13,16 @@ A backend also supplies the array module the generated code allocates with and t
 arena allocator, and may `finish` a generated plan (the native backend compiles all
 its kernels for the plan in one compiler call there, and binds them in).
 
+A backend also owns its fusion (`fusion`): the passes that turn the backend-free graph
+of `gc.optimize` into the fused nodes its kernels run (matmul epilogues, fused
+elementwise groups and convolutions, attention, gemm folds). `gc.compile` runs them at O2
+just before planning, so nothing before the plan (gradients, ONNX export, the batch
+split, pictures of a graph) ever meets a fused node; `fuse` below shows the result.
+
 A lowering whose kernel may give other bits than numpy's says so where it is registered
 (`register_lowering(op, fn, backend=name, inexact="why")`, with its bound where one is
-stated); the backend's `inexact` ops, which the passes keep as O0 computes them, are
-derived from those declarations.
+stated); the backend's `inexact` ops are derived from those declarations, and its
+fusion keeps them out of groups numpy's kernels would compute.
 
 Adding a backend (docs/layout.md has the steps): make a `Backend`, `register_backend`
 it, and `register_lowering(op, backend=name)` its emitters.
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +42,7 @@ from graphc.ir.errors import GraphcError
 
 if TYPE_CHECKING:
     from graphc.ir.graph import Node
+    from graphc.passes.pipeline import Pass
     from graphc.runtime.codegen import Generator
     from graphc.runtime.plan import Step
 
@@ -99,19 +106,15 @@ class Backend:
     # per op, what its lowering here declared about bits other than numpy's (the
     # register_lowering call's `inexact`): the source of `inexact` below
     inexact_lowerings: dict[str, Inexact] = field(default_factory=dict)
-    # the ops its fused kernels compute (on float and bool values): fusion puts an
-    # inexact op only into groups of these, so numpy's fused kernel never runs it;
-    # "transpose" here says they read a transposed operand themselves, so simplify
-    # leaves a scale beside the op reading a transpose (to fuse) instead of before it
-    fused_ops: frozenset[str] = frozenset()
+    # its fusion step: fast_math -> the passes run at O2 on gc.optimize's result before
+    # planning (passes/pipeline.run_fusion runs them in bodies too); none by default
+    fusion: Callable[[bool], Sequence[Pass]] = lambda fast_math: ()
 
     @property
     def inexact(self) -> frozenset[str]:
         """The ops whose kernels here give other bits than numpy's (on some of their steps
-        at least): no pass folds them into a constant (numpy's kernel would compute it) or
-        absorbs them into a composite op's numpy kernel, so every level computes them as
-        O0 does (passes/pipeline.optimize). Each is declared by its lowering's
-        registration (`register_lowering(..., inexact=...)`)."""
+        at least), each declared by its lowering's registration
+        (`register_lowering(..., inexact=...)`)."""
         return frozenset(self.inexact_lowerings)
 
 

@@ -41,6 +41,8 @@ from graphc.ir.errors import FeedError, GraphcError
 from graphc.ir.graph import Graph, expect_graph
 from graphc.ir.verify import verify
 from graphc.passes.pipeline import optimize as run_pipeline
+from graphc.passes.pipeline import run_fusion
+from graphc.passes.report import OptimizationReport
 from graphc.runtime import scalar as scalar_plans
 from graphc.runtime import tiers
 from graphc.runtime.backend import (
@@ -63,28 +65,43 @@ def optimize(
     fired: set[str] | None = None,
     backend: Backend | None = None,
 ) -> Graph:
-    """The pass pipeline at `opt_level`; O0 compiles the graph as declared. The
-    value-changing rules that fired (fast_math only) are added to `fired`. The
-    `backend`'s inexact ops are never folded or absorbed into numpy kernels (see
-    passes/pipeline.optimize), so its levels agree bit for bit."""
+    """The graph a plan is made of: the pass pipeline at `opt_level`, then at O2 the
+    `backend`'s fusion step; O0 compiles the graph as declared. The value-changing
+    rules that fired (fast_math only) are added to `fired`."""
     if opt_level <= 0:
         return graph
-    keep = backend.inexact if backend is not None else frozenset()
-    lowered = backend.fused_ops if backend is not None else frozenset()
-    # the SGD fold pays where a backend computes gemm as one accumulating call
-    fold = backend is None or any("gemm" in b.lowerings for b in chain(backend))
-    result, report = run_pipeline(
-        graph,
-        opt_level,
-        explain=True,
-        fast_math=fast_math,
-        keep=keep,
-        lowered=lowered,
-        fold_updates=fold,
-    )
+    result, report = run_pipeline(graph, opt_level, explain=True, fast_math=fast_math)
+    if opt_level >= 2 and backend is not None:
+        result, report = run_fusion(result, backend.fusion(fast_math), report)  # type: ignore[arg-type]
     if fired is not None:
         fired.update(report.value_changing)  # type: ignore[union-attr]
     return result  # type: ignore[return-value]
+
+
+def fuse(
+    graph: Graph, backend: str = "auto", fast_math: bool = False, explain: bool = False
+) -> Graph | tuple[Graph, OptimizationReport]:
+    """`graph` (normally `gc.optimize`'s result) after `backend`'s fusion step: what
+    `gc.compile(..., opt_level=2, backend=backend)` plans. Its fused nodes (`fused`
+    groups, matmul and conv2d epilogues, attention, with fast_math a gemm fold) are the
+    backend's: its plans run them, and nothing else takes them (differentiate, export
+    or split the graph before fusing it). `explain=True` returns `(graph, report)`.
+
+    >>> import graphc as gc
+    >>> g = gc.parse('''
+    ... graph g(%x: f32[3]) {
+    ...   %a: f32[3] = exp(%x)
+    ...   %b: f32[3] = mul(%a, %a)
+    ...   output %y = %b
+    ... }''')
+    >>> [n.op for n in gc.fuse(gc.optimize(g), backend="numpy").op_nodes]
+    ['fused']
+    """
+    expect_graph(graph, "fuse")
+    chosen = resolve(backend)
+    report = OptimizationReport(level=2, fast_math=bool(fast_math))
+    result, report = run_fusion(graph, chosen.fusion(fast_math), report)
+    return (result, report) if explain else result
 
 
 @contextlib.contextmanager

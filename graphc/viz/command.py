@@ -4,7 +4,7 @@ These functions return what they wrote (paths and messages); `cli.py` prints the
 since nothing below the CLI prints.
 
     graphc render MODULE:FUNCTION --spec "B,3:float32" --spec "3,2" -o out.svg
-        [--backward] [--opt-level N] [--passes]
+        [--backward] [--opt-level N [--fuse BACKEND]] [--passes]
 
 MODULE is a dotted module name or a path to a ``.py`` file. A spec is a comma list
 of dims (ints, or names for symbolic dims; empty for a scalar), then optionally
@@ -20,10 +20,13 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph
+
+if TYPE_CHECKING:
+    from graphc.passes.report import OptimizationReport
 
 
 def parse_spec(text: str) -> Any:
@@ -105,12 +108,29 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--opt-level", type=int, default=None, metavar="N", help="optimize first")
     parser.add_argument(
+        "--fuse",
+        metavar="BACKEND",
+        help="with --opt-level: then BACKEND's fusion step (numpy, native, auto), as gc.compile plans",
+    )
+    parser.add_argument(
         "--passes", action="store_true", help="with --opt-level: one picture per pass as well"
     )
 
 
 def _floating_inputs(g: Graph) -> list[str]:
     return [p.name for p in g.inputs if p.type.dtype.kind == "f"]
+
+
+def optimized_graph(graph: Graph, level: int, fuse: str | None) -> tuple[Graph, OptimizationReport]:
+    """`graph` through the pipeline at `level` and, given a backend's name in `fuse`,
+    that backend's fusion step (gc.fuse), with one report of every pass run."""
+    import graphc as gc
+
+    result, report = gc.optimize(graph, level, explain=True)
+    if fuse:
+        result, fusion = gc.fuse(result, backend=fuse, explain=True)
+        report.passes += fusion.passes
+    return result, report
 
 
 def render_command(args: argparse.Namespace) -> list[str]:
@@ -128,13 +148,15 @@ def render_command(args: argparse.Namespace) -> list[str]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", gc.viz.DotMissingWarning)
         report = None
+        if args.fuse and args.opt_level is None:
+            raise GraphcError("--fuse needs --opt-level N")
         if args.opt_level is not None:
-            subject, report = gc.optimize(subject, args.opt_level, explain=True)
+            subject, report = optimized_graph(subject, args.opt_level, args.fuse)
         if args.backward:
             forward, backward = gc.split_backward(g, wrt=wrt)
             if args.opt_level is not None:
-                forward = gc.optimize(forward, args.opt_level)
-                backward = gc.optimize(backward, args.opt_level)
+                forward = optimized_graph(forward, args.opt_level, args.fuse)[0]
+                backward = optimized_graph(backward, args.opt_level, args.fuse)[0]
             written.append(gc.viz.render((forward, backward), out))
         else:
             written.append(gc.viz.render(subject, out))

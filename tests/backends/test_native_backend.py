@@ -182,28 +182,47 @@ def _conv(x: gc.Symbol, fill: float) -> gc.Symbol:
 
 
 # patterns a pass moves between a native kernel (O0) and a numpy kernel (O1/O2); x is
-# f32[64], c holds inputs where native's exp (or tanh) differs from numpy's
-MOVED: dict[str, Callable[[gc.Symbol, np.ndarray], gc.Symbol]] = {
-    "folded_exp": lambda x, c: gc.exp(gc.constant(c)),
-    "folded_tanh": lambda x, c: gc.tanh(gc.constant(c)),
-    "spelled_softmax": lambda x, c: _softmax_spelled(gc.reshape(x, (8, 8)) * 4.0),
-    "conv_tanh": lambda x, c: gc.tanh(_conv(x, 1.0)),
-    "conv_sigmoid": lambda x, c: gc.sigmoid(_conv(x, -0.7)),
-    "conv_gelu": lambda x, c: gc.gelu(_conv(x, 0.3)),
+# f32[64]
+MOVED: dict[str, Callable[[gc.Symbol], gc.Symbol]] = {
+    "spelled_softmax": lambda x: _softmax_spelled(gc.reshape(x, (8, 8)) * 4.0),
+    "conv_tanh": lambda x: gc.tanh(_conv(x, 1.0)),
+    "conv_sigmoid": lambda x: gc.sigmoid(_conv(x, -0.7)),
+    "conv_gelu": lambda x: gc.gelu(_conv(x, 0.3)),
 }
 
 
 @pytest.mark.parametrize("pattern", sorted(MOVED))
 def test_passes_keep_native_bits_across_levels(pattern: str) -> None:
-    """Guards "every level gives the same bits on native" where a pass moves a ULP_BOUND
-    op out of a native kernel: constant folding (O1/O2 fold exp of a constant with
-    numpy's kernel, O0 runs native's), softmax recognition, conv epilogues."""
-    c = _differing("tanh" if "tanh" in pattern else "exp")
+    """Guards "every level gives the same bits on native" where a pass could move a
+    ULP_BOUND op out of a native kernel: softmax recognition, conv epilogues (native's
+    fusion step keeps its inexact ops out of numpy's fused kernels)."""
     g = gc.Graph(pattern)
     with g:
         x = gc.placeholder("x", shape=(64,), dtype="float32")
-        gc.output(MOVED[pattern](x, c) * 1.0 + gc.sum(x * 0.0), name="y")
+        gc.output(MOVED[pattern](x) * 1.0 + gc.sum(x * 0.0), name="y")
     check_native(g, [{"x": np.linspace(-3, 3, 64, dtype=np.float32)}])
+
+
+@pytest.mark.parametrize("op", ["exp", "tanh"])
+def test_a_folded_constant_has_numpys_bits_at_every_backend(op: str) -> None:
+    """Guards what the backend-free passes promise: constant folding computes exp(c)
+    with the op's own (numpy) kernel, so at O1 and O2 native gives numpy's bits for it,
+    and at O0, where native's kernel runs, values within the op's bound of them."""
+    c = _differing(op)
+    assert c.size, f"no float32 input in [-6, 6] where native {op} differs from numpy's"
+    g = gc.Graph(f"folded_{op}")
+    with g:
+        x = gc.placeholder("x", shape=(c.size,), dtype="float32")
+        gc.output(getattr(gc, op)(gc.constant(c)) + x, name="y")
+    zeros = np.zeros(c.size, np.float32)
+    with quiet():
+        want = gc.compile(g, opt_level=0, backend="numpy")(zeros)
+        raw = gc.compile(g, opt_level=0, backend="native")(zeros)
+        levels = [gc.compile(g, opt_level=k, backend="native")(zeros) for k in (1, 2)]
+    for got in levels:
+        assert bits_differ(got, want) is None
+    assert bits_differ(raw, want) is not None  # O0 runs native's kernel
+    assert not bound_failures(op, c, raw, want).any()
 
 
 ACTIVATIONS = {"none": lambda v: v, "relu": gc.relu, "tanh": gc.tanh, "sigmoid": gc.sigmoid}

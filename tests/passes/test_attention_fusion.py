@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import graphc as gc
+from graphc.backends.numpy import fusion as numpy_fusion
 from graphc.nn import functional as F
 from graphc.ops import attention as attention_op
-from graphc.passes import pipeline
 from graphc.runtime.explain import peak_bytes
 from tests.edge_values import assert_bits_equal, float_specials
 from tests.passes.passcheck import check_pass
@@ -34,7 +34,7 @@ def ops(graph: gc.Graph) -> list[str]:
 
 def o0_and_o2(graph: gc.Graph, feeds: dict[str, np.ndarray]) -> None:
     """The graph at O2 has an attention node and gives O0's bits."""
-    optimized = gc.optimize(graph, level=2)
+    optimized = gc.fuse(gc.optimize(graph, level=2), backend="numpy")
     assert "attention" in ops(optimized), optimized
     with np.errstate(all="ignore"):  # the edge feeds overflow on purpose
         want = gc.compile(graph, opt_level=0)(**feeds)
@@ -129,7 +129,7 @@ def test_traced_attention_fuses_and_keeps_the_bits(name: str, shape: tuple[int, 
         k = normal(*shape)
         v = normal(*shape[:-1], 4)
     graph = gc.trace(sdpa(**options), q, k, v)
-    optimized = gc.optimize(graph, level=2)
+    optimized = gc.fuse(gc.optimize(graph, level=2), backend="numpy")
     assert ops(optimized) == ["transpose", "attention"], optimized
     node = next(n for n in optimized.op_nodes if n.op == "attention")
     assert attrs.items() <= node.attrs.items()
@@ -160,7 +160,7 @@ def test_a_backend_keeping_matmul_fuses_only_batched_products() -> None:
 def test_symbolic_batch_fuses_and_runs_at_any_batch() -> None:
     spec = gc.TensorSpec(("B", 4, 16, 8))
     graph = gc.trace(sdpa(is_causal=True), spec, spec, spec)
-    optimized = gc.optimize(graph, level=2)
+    optimized = gc.fuse(gc.optimize(graph, level=2), backend="numpy")
     (node,) = [n for n in optimized.op_nodes if n.op == "attention"]
     assert isinstance(node.type.shape[0], str)
     for batch in (1, 3, 0):
@@ -171,7 +171,7 @@ def test_symbolic_batch_fuses_and_runs_at_any_batch() -> None:
 def test_dropout_fuses_and_keeps_the_bits() -> None:
     q, k, v = (normal(2, 3, 6, 5) for _ in range(3))
     graph = gc.trace(sdpa(dropout_p=0.25, is_causal=True), q, k, v)
-    optimized = gc.optimize(graph, level=2)
+    optimized = gc.fuse(gc.optimize(graph, level=2), backend="numpy")
     (node,) = [n for n in optimized.op_nodes if n.op == "attention"]
     assert node.attrs == {"scale": True, "mask": ("where",), "dropout": True}
     for key in (0, 7):
@@ -186,7 +186,7 @@ def test_attention_fed_by_attention_fuses_both() -> None:
         return F.scaled_dot_product_attention(h, x, x)
 
     graph = gc.trace(twice, x)
-    assert ops(gc.optimize(graph, level=2)).count("attention") == 2
+    assert ops(gc.fuse(gc.optimize(graph, level=2), backend="numpy")).count("attention") == 2
     o0_and_o2(graph, {"x": x})
 
 
@@ -207,16 +207,20 @@ def test_multihead_attention_and_an_encoder_layer_fuse() -> None:
 
     x = normal(2, 6, 16)
     graph = gc.trace(masked, x)
-    (node,) = [n for n in gc.optimize(graph, level=2).op_nodes if n.op == "attention"]
+    (node,) = [
+        n
+        for n in gc.fuse(gc.optimize(graph, level=2), backend="numpy").op_nodes
+        if n.op == "attention"
+    ]
     assert node.attrs["mask"] == ("where_not", "where_not")
     o0_and_o2(graph, {"x": x, **gc.lifted_feeds(graph)})
     returned = gc.trace(lambda x: masked(x, need_weights=True), x)
-    assert "attention" not in ops(gc.optimize(returned, level=2))
+    assert "attention" not in ops(gc.fuse(gc.optimize(returned, level=2), backend="numpy"))
 
     layer = gc.nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
     layer.eval()
     encoder = gc.trace(lambda x: layer(x, src_mask=causal), x)
-    assert "attention" in ops(gc.optimize(encoder, level=2))
+    assert "attention" in ops(gc.fuse(gc.optimize(encoder, level=2), backend="numpy"))
     o0_and_o2(encoder, {"x": x, **gc.lifted_feeds(encoder)})
 
 
@@ -266,7 +270,7 @@ def test_training_graphs_do_not_fuse() -> None:
     q, k, v = (normal(2, 6, 4) for _ in range(3))
     graph = gc.trace(lambda q, k, v: gc.sum(sdpa(is_causal=True)(q, k, v)), q, k, v)
     joint = gc.gradients(graph, wrt=["q", "k", "v"])
-    assert "attention" not in ops(gc.optimize(joint, level=2))
+    assert "attention" not in ops(gc.fuse(gc.optimize(joint, level=2), backend="numpy"))
     feeds = {"q": q, "k": k, "v": v}
     want = gc.compile(joint, opt_level=0)(**feeds)
     assert_bits_equal(gc.compile(joint, opt_level=2)(**feeds), list(want), "gradients")
@@ -345,10 +349,9 @@ def test_empty_and_single_row_or_key_axes(rows: int, cols: int) -> None:
 
 
 def without_attention_fusion(monkeypatch: pytest.MonkeyPatch) -> None:
-    """O2 as it would be without fuse_attention."""
-    repeated, once = pipeline.LEVELS[2]
-    once = tuple(p for p in once if p is not gc.passes.fuse_attention)
-    monkeypatch.setitem(pipeline.LEVELS, 2, (repeated, once))
+    """O2 as it would be without fuse_attention (in the numpy backend's fusion step)."""
+    passes = tuple(p for p in numpy_fusion.FUSION if p is not gc.passes.fuse_attention)
+    monkeypatch.setattr(numpy_fusion, "FUSION", passes)
 
 
 @pytest.mark.parametrize("mask", ["none", "causal"])
@@ -405,7 +408,7 @@ def test_exported_as_its_members(mask: str) -> None:
         "bool": {"attn_mask": np.tril(np.ones((6, 6), np.bool_))},
         "float": {"attn_mask": normal(6, 6)},
     }[mask]
-    fused = gc.optimize(gc.trace(sdpa(**options), q, k, v), level=2)
+    fused = gc.fuse(gc.optimize(gc.trace(sdpa(**options), q, k, v)), backend="numpy")
     assert "attention" in ops(fused)
     model = gc.onnx.export_model(fused)
     kinds = [n.op_type for n in model.graph.node]

@@ -146,7 +146,9 @@ def _hostile(g: gc.Graph, seed: int) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("n", [0, 1, 5])
 def test_the_fused_block_gives_the_unfused_bits(n: int, geometry: dict, dtype: str) -> None:
     g = _block(n, dtype, geometry)
-    assert "conv2d_fused" in [m.op for m in gc.optimize(g, level=2).op_nodes]
+    assert "conv2d_fused" in [
+        m.op for m in gc.fuse(gc.optimize(g, level=2), backend="numpy").op_nodes
+    ]
     o0, o2 = gc.compile(g, opt_level=0), gc.compile(g, opt_level=2)
     for seed in range(2):
         feeds = _hostile(g, seed)
@@ -188,7 +190,7 @@ def test_random_bodies_keep_the_bits(
             gc.output(getattr(gc, unary)(getattr(gc, binary)(c, o) * c), name="y")
     except gc.ShapeError:
         return  # the window does not fit the input
-    ops = [m.op for m in gc.optimize(g, level=2).op_nodes]
+    ops = [m.op for m in gc.fuse(gc.optimize(g, level=2), backend="numpy").op_nodes]
     assert "conv2d_fused" in ops and "conv2d" not in ops
     feeds = _hostile(g, seed) if n else {p.name: np.ones(p.type.shape, dtype) for p in g.inputs}
     with np.errstate(all="ignore"):
@@ -200,7 +202,7 @@ def test_random_bodies_keep_the_bits(
 
 
 def test_slots_reuse_dead_values_and_count_what_the_kernel_keeps() -> None:
-    body = gc.optimize(_block(2, "float32", {}), level=2)
+    body = gc.fuse(gc.optimize(_block(2, "float32", {}), level=2), backend="numpy")
     fused = next(m for m in body.op_nodes if m.op == "conv2d_fused")
     slots = BodySlots(fused.attrs["body"])
     members = [m for m in fused.attrs["body"].op_nodes if not m.is_constant]
@@ -214,7 +216,7 @@ def test_a_traced_block_differentiates_through_the_fused_node() -> None:
     block = nn.Sequential(nn.Conv2d(3, 3, 3, padding=1, bias=False), nn.BatchNorm2d(3))
     block.eval()
     g = gc.trace(lambda x: gc.relu(block(x) + x), gc.TensorSpec((2, 3, 5, 5), "float64"))
-    optimized = gc.optimize(g, level=2)
+    optimized = gc.fuse(gc.optimize(g, level=2), backend="numpy")
     assert "conv2d_fused" in [m.op for m in optimized.op_nodes]
     specs = [gc.TensorSpec(p.type.shape, p.type.dtype) for p in g.inputs]
 
@@ -234,7 +236,7 @@ def test_a_traced_block_differentiates_through_the_fused_node() -> None:
 def test_exports_to_onnx_as_conv_and_the_body() -> None:
     onnx = pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
-    g = gc.optimize(_block(3, "float32", {}), level=2)
+    g = gc.fuse(gc.optimize(_block(3, "float32", {}), level=2), backend="numpy")
     assert "conv2d_fused" in [m.op for m in g.op_nodes]
     model = gc.onnx.export_model(g)
     onnx.checker.check_model(model, full_check=True)

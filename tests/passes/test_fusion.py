@@ -93,7 +93,7 @@ def test_fused_nodes_keep_member_locations() -> None:
         a = gc.exp(x)
         b = gc.sin(a)
         gc.output(b, name="y")
-    result = gc.optimize(g, level=2)
+    result = gc.fuse(gc.optimize(g, level=2), backend="numpy")
     (node,) = result.op_nodes
     assert node.op == "fused"
     assert [m[2] for m in node.meta["members"]] == [a.node.loc, b.node.loc]
@@ -177,7 +177,7 @@ def test_epilogue_leaves_shared_or_widening_chains() -> None:
 
 def test_epilogue_then_elementwise_at_o2_keeps_numbers() -> None:
     g = gc.parse(EPILOGUE_BEFORE.replace("ACT", "gelu"))
-    result, report = gc.optimize(g, level=2, explain=True)
+    result, report = gc.fuse(gc.optimize(g, level=2), backend="numpy", explain=True)
     assert [n.op for n in result.op_nodes] == ["matmul_epilogue"]
     assert "matmul -> add -> gelu" in str(report)
     same_numbers(g, result)

@@ -1,6 +1,7 @@
 """The SGD fold (graphc/passes/gemm_rules.py): w - s * op(a) @ op(b) -> one gemm into w.
 
-Text in, text out with fast_math (and nothing without it); where it must not fire; the
+Text in, text out (a pass of the native backend's fusion step with fast_math, and of
+nothing else); where it must not fire; the
 train step of the benchmark's MLP with fast_math against the exact one over several
 steps; and the planner letting the gemm write into its c's buffer (state updated in
 place, an arena value dying there) but never into an operand it also reads as a or b.
@@ -14,6 +15,7 @@ import pytest
 import graphc as gc
 from graphc import nn, optim
 from graphc.bench import mlp
+from graphc.passes.gemm_rules import fold_sgd_updates
 from graphc.passes.simplify import simplify_fast_math
 from tests.native_checks import needs_native
 from tests.passes.passcheck import check_pass
@@ -41,10 +43,10 @@ def test_the_update_becomes_one_gemm_with_fast_math_only() -> None:
         "trans_a=True, trans_b=False)",
         "output %y = %gemm",
     )
-    check_pass(simplify_fast_math, SGD, folded)
+    check_pass(fold_sgd_updates, SGD, folded)
     check_pass(gc.passes.simplify, SGD, SGD)
-    assert "gemm" not in str(gc.optimize(gc.parse(SGD), level=2))
-    assert "gemm" in str(gc.optimize(gc.parse(SGD), level=2, fast_math=True))
+    check_pass(simplify_fast_math, SGD, SGD)  # backend-free: never folds
+    assert "gemm" not in str(gc.optimize(gc.parse(SGD), level=2, fast_math=True))
 
 
 def test_scale_before_the_transpose_and_on_the_other_operand() -> None:
@@ -62,7 +64,7 @@ def test_scale_before_the_transpose_and_on_the_other_operand() -> None:
         "%gemm: f64[4,5] = gemm(%g, %x, %w, alpha=-0.5, beta=1.0, trans_a=False, trans_b=True)",
         "output %y = %gemm",
     )
-    check_pass(simplify_fast_math, before, after)
+    check_pass(fold_sgd_updates, before, after)
 
 
 @pytest.mark.parametrize(
@@ -89,7 +91,7 @@ def test_scale_before_the_transpose_and_on_the_other_operand() -> None:
     ],
 )  # fmt: skip
 def test_where_it_does_not_fire(why: str, text: str) -> None:
-    check_pass(simplify_fast_math, text, text)
+    check_pass(fold_sgd_updates, text, text)
 
 
 def test_a_transpose_used_elsewhere_stays_and_is_read_through() -> None:
@@ -101,7 +103,7 @@ def test_a_transpose_used_elsewhere_stays_and_is_read_through() -> None:
         "output %y = %u",
         "output %z = %t",
     )
-    out = simplify_fast_math(gc.parse(text))
+    out = fold_sgd_updates(gc.parse(text))
     assert "gemm(%t, %x, %w, alpha=-1.0, beta=1.0, trans_a=False" in str(out)
 
 
@@ -137,16 +139,21 @@ def test_the_weight_is_updated_in_its_own_buffer() -> None:
     assert len(lines) == 3 and all("written into state" in line for line in lines), lines
 
 
-def test_the_numpy_backend_does_not_fold() -> None:
-    """Guards fold_updates: numpy's gemm is a matmul, a scale and a sum, so the fold
-    would only move the scale from the small operand onto the product (one pass more);
-    on the numpy backend fast_math keeps the unfolded update, and gc.optimize (no
-    backend) still shows the fold."""
+def test_only_the_native_backend_folds() -> None:
+    """numpy's gemm is a matmul, a scale and a sum, so the fold would only move the scale
+    from the small operand onto the product (one pass more): numpy's fusion step keeps
+    the unfolded update; native's folds (with fast_math only)."""
     fast, x, y = _steps(True, backend="numpy")
     assert not any(n.op == "gemm" for n in fast.executable.optimized.op_nodes)
     assert "matmul" in {n.op for n in fast.executable.optimized.op_nodes}
-    folded = gc.optimize(fast.graph, level=2, fast_math=True)
-    assert sum(n.op == "gemm" for n in folded.op_nodes) == 3  # type: ignore[union-attr]
+    optimized = gc.optimize(fast.graph, level=2, fast_math=True)
+    assert not any(n.op == "gemm" for n in optimized.op_nodes)  # type: ignore[union-attr]
+    numpy_fused = gc.fuse(optimized, backend="numpy", fast_math=True)
+    assert not any(n.op == "gemm" for n in numpy_fused.op_nodes)  # type: ignore[union-attr]
+    if gc.backends.native.BACKEND.quick_unavailable() is None:
+        for fast_math, folds in ((True, 3), (False, 0)):
+            fused = gc.fuse(optimized, backend="native", fast_math=fast_math)
+            assert sum(n.op == "gemm" for n in fused.op_nodes) == folds  # type: ignore[union-attr]
 
 
 def _planned(text: str) -> str:

@@ -167,8 +167,8 @@ def test_a_scale_does_not_move_past_a_transpose_before_a_layout_reader(user: str
 
 def test_a_scale_moves_past_a_transpose_before_elementwise_users() -> None:
     g = parsed(SCALED.format(user="%e: f64[64,5] = exp(%s)\n  output %o = %e\n  output %p = %s"))
-    optimized = str(gc.optimize(g, level=1))
-    assert "mul(%x, %c)" in optimized, optimized
+    fused = str(gc.fuse(gc.optimize(g, level=2), backend="numpy"))  # numpy's choice
+    assert "mul(%x, %c)" in fused, fused
     check_levels(g, feeds_for(g))
 
 

@@ -9,7 +9,7 @@ import pytest
 import graphc as gc
 from graphc.cli import main
 from graphc.viz import style
-from graphc.viz.command import parse_spec
+from graphc.viz.command import optimized_graph, parse_spec
 from graphc.viz.report import diff_graph
 from tests.viz.dotsource import parse_dot
 
@@ -43,7 +43,7 @@ def test_diff_marks_removed_and_added_nodes_by_name_and_structure() -> None:
 
 
 def test_report_sheet_has_a_cluster_per_changing_pass_with_grey_and_green_nodes() -> None:
-    _, report = gc.optimize(mlp_joint(), 2, explain=True)
+    _, report = optimized_graph(mlp_joint(), 2, fuse="numpy")  # the passes, then fusion
     dot = parse_dot(gc.viz.to_dot(report).source)
     passes = [c for c in dot.clusters if c.startswith("cluster_pass")]
     assert passes
@@ -87,6 +87,7 @@ def test_render_command_writes_forward_backward_and_pass_pictures(tmp_path: Path
     assert {"x", "w", "add", "add_1", "mul", "out"} <= set(dot.nodes)
     back = tmp_path / "b.dot"
     argv = ["render", f"{EXAMPLE}:f", *specs, "-o", str(back), "--backward", "--opt-level", "2"]
+    argv += ["--fuse", "numpy"]
     assert main([*argv, "--passes"]) == 0
     dot = parse_dot(back.read_text())
     assert {"cluster_forward/", "cluster_backward/"} <= set(dot.clusters)
@@ -101,6 +102,10 @@ def test_render_command_reports_user_mistakes(capsys) -> None:  # type: ignore[n
     assert main(["render", f"{EXAMPLE}:missing", "-o", "x.svg"]) == 2
     assert "has no function 'missing'" in capsys.readouterr().err
     assert main(["render", f"{EXAMPLE}:f", "--spec", ":float32", "-o", "x.svg"]) == 2
+    capsys.readouterr()
+    specs = ["--spec", ":float32", "--spec", ":float32"]
+    assert main(["render", f"{EXAMPLE}:f", *specs, "--fuse", "numpy", "-o", "x.svg"]) == 2
+    assert "--fuse needs --opt-level N" in capsys.readouterr().err
 
 
 def test_demo_renders_forward_and_backward_pictures(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -22,6 +22,7 @@ from graphc.backends.native import (
     attention,
     calls,
     conv,
+    fusion,
     matmul,
     norm,
     pool,
@@ -433,8 +434,7 @@ BACKEND = register_backend(
         ready=toolchain.probed,
         finish=finish,
         allows_scalar=_allows_scalar,
-        # and "transpose": a kernel reads a transposed matrix tile by tile (kernels.py)
-        fused_ops=frozenset(op for op, rule in NATIVE_OPS.items() if rule.fuses) | {"transpose"},
+        fusion=lambda fast_math: fusion.passes(BACKEND.inexact, fast_math),
     )
 )
 

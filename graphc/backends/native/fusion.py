@@ -1,0 +1,44 @@
+"""The native backend's fusion step (runtime/backend.py, `Backend.fusion`): numpy's
+passes (backends/numpy/fusion.py), told which ops this backend computes with other bits
+than numpy's kernels (its inexact lowerings), and with fast_math the SGD fold.
+
+- An inexact op (libmvec's exp, graphc's float32 tanh, its own products' summation
+  orders) goes into a fused group only where every member is one of `FUSED_OPS` on
+  float or bool values, so that this backend's C kernel computes the group and numpy's
+  fused kernel never does; nor into an attention chain, a conv2d epilogue or a group
+  after a convolution that numpy's kernels would run. So every level computes those ops
+  with this backend's kernels, as O0 does.
+- A scale stays beside an op reading a transposed operand (a kernel reads a transposed
+  matrix tile by tile: kernels.py), to fuse with it, instead of moving before the
+  transpose as numpy's step moves it.
+- With fast_math, `w - s * a @ b` becomes one gemm accumulating into w (blas.py).
+"""
+
+from __future__ import annotations
+
+from graphc.backends.native.cexpr import NATIVE_OPS
+from graphc.passes.attention import fuse_attention
+from graphc.passes.conv_epilogue import fuse_conv_body, fuse_conv_epilogue
+from graphc.passes.dce import eliminate_dead_code
+from graphc.passes.epilogue import fuse_matmul_epilogue
+from graphc.passes.fuse import fuse_elementwise
+from graphc.passes.gemm_rules import fold_sgd_updates
+from graphc.passes.pipeline import Pass, with_options
+
+# the ops its fused kernels compute (on float and bool values), and "transpose": a
+# kernel reads a transposed operand itself
+FUSED_OPS = frozenset(op for op, rule in NATIVE_OPS.items() if rule.fuses) | {"transpose"}
+
+
+def passes(inexact: frozenset[str], fast_math: bool) -> tuple[Pass, ...]:
+    """The fusion step of a backend whose `inexact` ops its own kernels compute."""
+    fold = (fold_sgd_updates,) if fast_math else ()
+    return (
+        *fold,
+        with_options(fuse_attention, keep=inexact),
+        fuse_matmul_epilogue,
+        with_options(fuse_conv_epilogue, keep=inexact),
+        with_options(fuse_elementwise, keep=inexact, lowered=FUSED_OPS),
+        with_options(fuse_conv_body, keep=inexact),
+        eliminate_dead_code,
+    )

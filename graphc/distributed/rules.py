@@ -251,14 +251,6 @@ def contract_rows(node: Node, axes: Sequence[int | None]) -> Outcome:
     raise UnsplittableError("it contracts rows of one operand against fixed rows of the other")
 
 
-@carries_batch("matmul_epilogue")
-def matmul_epilogue(node: Node, axes: Sequence[int | None]) -> Outcome:
-    # x @ w (+ bias) (activation): rows of x stay rows of the result
-    if axes[0] is None or any(a is not None for a in axes[1:]) or axes[0] >= _rank(node, 0) - 1:
-        raise UnsplittableError("its weight or bias carries the batch, or x's batch is contracted")
-    return Mapped(axes[0] + len(node.type.shape) - _rank(node, 0))
-
-
 # -- shape ops --------------------------------------------------------------------------
 
 
@@ -385,18 +377,6 @@ def convolution(node: Node, axes: Sequence[int | None]) -> Outcome:
     # NCHW: images are independent along N; channels and pixels are mixed
     if axes[0] != 0 or axes[1] is not None:
         raise UnsplittableError("the batch is not the images' axis N, or the kernel carries it")
-    return Mapped(0)
-
-
-@carries_batch("conv2d_epilogue", "conv2d_fused")
-def convolution_then(node: Node, axes: Sequence[int | None]) -> Outcome:
-    # the convolution's images, then elementwise work whose other inputs are the same for
-    # every image or have one row per image (a bias, a batch norm's statistics, a residual)
-    if axes[0] not in (None, 0) or axes[1] is not None:
-        raise UnsplittableError("the batch is not the images' axis N, or the kernel carries it")
-    for i, axis in enumerate(axes[2:], start=2):
-        if axis is not None and (axis != 0 or _rank(node, i) != 4):
-            raise UnsplittableError(f"its input {i} carries the batch on another axis than N")
     return Mapped(0)
 
 

@@ -153,6 +153,12 @@ def _placeholder_role(n: Node, batch_dim: str) -> Role:
 
 
 def _op_role(n: Node, inputs: list[Role], roots: dict[Node, str], batch_dim: str) -> Any:
+    if get_op(n.op).has("fusion"):
+        raise _refuse(
+            n,
+            "it is a backend's fused node (made by its fusion step: gc.fuse, gc.compile); "
+            "split the graph before fusion (the declared one, or gc.optimize's)",
+        )
     mapped = [r for r in inputs if isinstance(r, Mapped)]
     if REDUCED in inputs and mapped:
         source = next(x for x, r in zip(n.inputs, inputs) if r == REDUCED)

@@ -125,6 +125,9 @@ PROPS: dict[str, str] = {
     "one_element_sum": "on one element v, the result is v + 0 (-0.0 becomes +0.0), as "
     "numpy's sum of one element; one to the input's own shape may be v itself",
     "reads_only_type": "the result depends on its inputs' shapes and dtypes, never on their values",
+    "fusion": "made only by a backend's fusion step (gc.fuse; gc.compile at O2), after every "
+    "transformation: no gradient, ONNX or batch-split rule, and nothing before the plan "
+    "meets it",
 }
 
 

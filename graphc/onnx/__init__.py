@@ -9,7 +9,6 @@ Importing this package gives every op with an ONNX form its "onnx" rule
 from graphc.onnx import direct as _direct  # noqa: F401 - registers handlers and "onnx" rules
 from graphc.onnx import exporters as _exporters  # noqa: F401 - registers "onnx" rules
 from graphc.onnx import exporters_arrays as _exporters_arrays  # noqa: F401 - registers rules
-from graphc.onnx import exporters_attention as _exporters_attention  # noqa: F401 - registers rules
 from graphc.onnx import exporters_control as _exporters_control  # noqa: F401 - registers rules
 from graphc.onnx import exporters_grad as _exporters_grad  # noqa: F401 - registers rules
 from graphc.onnx import exporters_math as _exporters_math  # noqa: F401 - registers rules

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import Node
-from graphc.ir.registry import get_op
 from graphc.ir.types import is_symbol
 from graphc.onnx.importer import OnnxError, onnx_elem_type
 from graphc.onnx.writer import Writer, computed, exporter
@@ -330,35 +329,10 @@ def _sliced(w: Writer, value: str, index: str, rank: int) -> str:
 # -- what graphc made: written as their decomposition ----------------------------------
 
 
-@exporter("fused")
-def _fused(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    body = node.attrs["body"]
-    return w.write(body, dict(zip(body.inputs, ins)))
-
-
 @exporter("custom_vjp")
 def _custom(w: Writer, node: Node, ins: list[str]) -> list[str]:
     body = node.attrs["forward"]
     return w.write(body, dict(zip(body.inputs, ins)))
-
-
-def activation_form(w: Writer, y: str, activation: Any, dtype: Any) -> str:
-    """An epilogue's activation (None, relu, tanh, sigmoid or gelu) of y, in dtype."""
-    if activation is None:
-        return y
-    if activation == "gelu":
-        return _gelu_form(w, y, dtype)
-    if activation == "sigmoid":
-        return _logistic(w, y, dtype)
-    return w.one(get_op(activation).rules["onnx"].op_type, [y])  # relu, tanh: one op each
-
-
-@exporter("matmul_epilogue")
-def _epilogue(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    y = w.one("MatMul", ins[:2])
-    if node.attrs["bias"]:
-        y = w.one("Add", [y, ins[2]])
-    return [activation_form(w, y, node.attrs["activation"], node.type.dtype)]
 
 
 @exporter("scatter_add")

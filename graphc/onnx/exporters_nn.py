@@ -1,5 +1,4 @@
-"""ONNX forms of graphc's layer ops: convolutions (and the fused conv2d_epilogue, as
-Conv, Add and its activation), pooling, layer norm.
+"""ONNX forms of graphc's layer ops: convolutions, pooling, layer norm.
 
 Their attrs map one to one onto ONNX's (padding (top, left, bottom, right) is ONNX's
 pads order), except avg_pool2d's divisor_override, written as a sum pool divided by
@@ -12,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from graphc.ir.graph import Node
-from graphc.onnx.exporters import activation_form
 from graphc.onnx.importer import OnnxError
 from graphc.onnx.writer import Writer, computed, exporter
 from graphc.ops.pool import window_divisor
@@ -42,24 +40,6 @@ def _conv2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
             group=int(a["groups"]),
         )
     ]
-
-
-@exporter("conv2d_epilogue")
-def _conv2d_epilogue(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    """Its decomposition: Conv, Add of the bias, then the activation."""
-    a, dtype = node.attrs, node.type.dtype
-    y = _conv2d(w, node, ins[:2])[0]  # computed() casts the inputs to the node's dtype
-    if a["bias"]:
-        y = w.one("Add", [y, w.cast(ins[2], node.inputs[2].type.dtype, dtype)])
-    return [activation_form(w, y, a["activation"], dtype)]
-
-
-@exporter("conv2d_fused")
-def _conv2d_fused(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    """Its decomposition: Conv, then the body's ops on its result and the other inputs."""
-    y = _conv2d(w, node, ins[:2])[0]
-    body = node.attrs["body"]
-    return w.write(body, dict(zip(body.inputs, [y, *ins[2:]])))
 
 
 @exporter("conv_transpose2d")

@@ -3,9 +3,10 @@
 Placeholders become graph inputs (symbolic dims as `dim_param`s), constants
 initializers (Constant nodes inside subgraphs), and each op node one or more ONNX nodes
 by its op's "onnx" rule: an entry of the table of ops that are one ONNX op (direct.py)
-or an exporter function (exporters*.py). Ops graphc made (fused groups, matmul
-epilogues) are written as their standard decomposition; cond becomes If, while_loop and
-scan become Loop, their bodies subgraphs that read outer values by name.
+or an exporter function (exporters*.py). Ops graphc's gradient rules make are written as
+their standard decomposition; a backend's fused nodes are refused (export the graph
+before fusion); cond becomes If, while_loop and scan become Loop, their bodies subgraphs
+that read outer values by name.
 
 Symbolic dims inside shape arguments (a Reshape to (B, 12)) are computed in the model:
 `Shape` of an input that has the dim, `Gather` of its axis, `Concat` with the known
@@ -170,6 +171,12 @@ class Writer:
                     self.bind(node, self.const(node.value, "const"))
                 continue
             form = get_op(node.op).rules.get("onnx")  # a Direct or an exporter function
+            if form is None and get_op(node.op).has("fusion"):
+                raise OnnxError(
+                    f"export_model: {node.describe()}: op '{node.op}' is a backend's fused "
+                    "node (made by its fusion step: gc.fuse, gc.compile); export the graph "
+                    "before fusion (the declared one, or gc.optimize's)"
+                )
             if form is None:
                 raise OnnxError(
                     f"export_model: {node.describe()}: op '{node.op}' has no ONNX form in graphc yet"

@@ -37,7 +37,6 @@ from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.ops.defop import VARIADIC, defop
-from graphc.ops.fused import composite_vjp
 
 # mask steps and their operands: where(mask, s, fill), where(mask, fill, s), add(s, mask)
 MASK_OPERANDS = {"where": 2, "where_not": 2, "add": 1}
@@ -66,7 +65,8 @@ def _canon(*types: TensorType, scale: Any, mask: Any, dropout: Any) -> dict:
 
 
 def steps(scale: bool, mask: tuple, dropout: bool) -> list[tuple[str, tuple[int, ...], dict]]:
-    """The member ops, as `composite_vjp` steps over the node's inputs."""
+    """The member ops as (op, indices of its operands among the node's inputs and the
+    earlier members' results, attrs): what the type rule checks the node by."""
     result: list[tuple[str, tuple[int, ...], dict]] = [("matmul", (0, 1), {})]
     n_inputs = operand_count(scale, mask, dropout)
     last, arg = n_inputs, 3  # index of the latest value; of the next operand input
@@ -203,11 +203,6 @@ def _block(x: Any, index: tuple) -> Any:
     return x[index] if np.ndim(x) > 2 else x
 
 
-def _vjp(ct: Any, out: Any, *inputs: Any, needs: tuple, scale: bool, mask: Any,
-         dropout: bool) -> tuple:  # fmt: skip
-    return composite_vjp(steps(scale, mask, dropout), ct, inputs, needs)
-
-
 def _cost(out: TensorType, *inputs: TensorType, scale: bool, mask: Any, dropout: bool) -> int:
     q, kt, v = inputs[:3]
     scores = get_op("matmul").infer(q, kt)
@@ -246,9 +241,9 @@ attention = defop(
     kernel=_kernel,
     attrs={"scale": False, "mask": (), "dropout": False},
     canonicalize=_canon,
-    vjp=_vjp,
     cost=_cost,
     scratch=_scratch,
+    props=("fusion",),
     doc="softmax(mask(q @ kt * scale)) @ v as one node, in blocks of the batch axes; made "
     "by gc.passes.fuse_attention.",
 )

@@ -25,8 +25,7 @@ from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType, format_shape
 from graphc.ops.conv_kernels import conv2d_kernel, conv2d_scratch
 from graphc.ops.defop import VARIADIC, defop
-from graphc.ops.epilogue import check_epilogue, epilogue_cost, steps
-from graphc.ops.fused import composite_vjp
+from graphc.ops.epilogue import check_epilogue, epilogue_cost
 
 CONV_ATTRS = ("stride", "padding", "dilation", "groups")
 
@@ -93,11 +92,6 @@ def _kernel(
     return conv2d_kernel(x, w, out=out, epilogue=finish, **conv)
 
 
-def _vjp(ct: Any, out: Any, *inputs: Any, needs: tuple, bias: bool, activation: Any,
-         **conv: Any) -> tuple:  # fmt: skip
-    return composite_vjp(steps(bias, activation, "conv2d", conv), ct, inputs, needs)
-
-
 def _cost(out: TensorType, *inputs: TensorType, bias: bool, activation: Any, **conv: Any) -> int:
     return epilogue_cost("conv2d", out, inputs, bias, activation, **conv)
 
@@ -128,9 +122,9 @@ conv2d_epilogue = defop(
         "activation": None,
     },
     canonicalize=_canon,
-    vjp=_vjp,
     cost=_cost,
     scratch=_scratch,
+    props=("fusion",),
     doc="act(conv2d(x, w) + b) with a per-channel bias b, as one node; made by "
     "gc.passes.fuse_conv_epilogue.",
 )

@@ -28,7 +28,7 @@ from graphc.ir.types import TensorType
 from graphc.ops.body import body_types
 from graphc.ops.conv_kernels import conv2d_kernel, conv2d_scratch
 from graphc.ops.defop import VARIADIC, defop
-from graphc.ops.fused import BodySlots, check_body, composite_vjp, run_body
+from graphc.ops.fused import BodySlots, check_body, run_body
 
 OP = "conv2d_fused"
 
@@ -89,12 +89,6 @@ def _kernel(
     return conv2d_kernel(x, w, out=out, epilogue=finish, **conv)
 
 
-def _vjp(ct: Any, out: Any, *inputs: Any, needs: tuple, body: Any, **conv: Any) -> tuple:
-    count = len(inputs)  # conv2d's result follows the inputs among composite_vjp's values
-    steps = [("conv2d", (0, 1), conv), ("fused", (count, *range(2, count)), {"body": body})]
-    return composite_vjp(steps, ct, inputs, needs)
-
-
 def _cost(out: TensorType, *inputs: TensorType, body: Any, **conv: Any) -> int:
     total = get_op("conv2d").flops(out, inputs[0], inputs[1], **conv)
     return total + get_op("fused").flops(out, out, *inputs[2:], body=body)
@@ -123,9 +117,9 @@ conv2d_fused = defop(
     },  # fmt: skip
     bodies=("body",),
     canonicalize=_canon,
-    vjp=_vjp,
     cost=_cost,
     scratch=_scratch,
+    props=("fusion",),
     doc="An elementwise body on conv2d(x, w) and more inputs, as one node; made by "
     "gc.passes.fuse_conv_body.",
 )

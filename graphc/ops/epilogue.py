@@ -15,7 +15,6 @@ from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.registry import get_op, ops_with
 from graphc.ir.types import TensorType
 from graphc.ops.defop import VARIADIC, defop
-from graphc.ops.fused import composite_vjp
 
 
 def check_epilogue(op: str, types: tuple[TensorType, ...], bias: Any, activation: Any) -> None:
@@ -70,21 +69,6 @@ def _kernel(
     return out
 
 
-def steps(
-    bias: bool, activation: Any, producer: str = "matmul", attrs: dict | None = None
-) -> list[tuple[str, tuple[int, ...], dict]]:
-    """The member ops, as `composite_vjp` steps over (x, w[, b]): the producer (matmul,
-    or conv2d with its `attrs`), the bias add and the activation."""
-    result: list[tuple[str, tuple[int, ...], dict]] = [(producer, (0, 1), attrs or {})]
-    last = 2 + bool(bias)  # index of the product among inputs + results
-    if bias:
-        result.append(("add", (last, 2), {}))
-        last += 1
-    if activation is not None:
-        result.append((activation, (last,), {}))
-    return result
-
-
 def epilogue_cost(
     producer: str, out: TensorType, inputs: tuple[TensorType, ...], bias: bool, activation: Any,
     **attrs: Any,
@@ -95,10 +79,6 @@ def epilogue_cost(
     if activation is not None:
         total += get_op(activation).flops(out, out)
     return total
-
-
-def _vjp(ct: Any, out: Any, *inputs: Any, needs: tuple, bias: bool, activation: Any) -> tuple:
-    return composite_vjp(steps(bias, activation), ct, inputs, needs)
 
 
 def _cost(out: TensorType, *inputs: TensorType, bias: bool, activation: Any) -> int:
@@ -112,7 +92,7 @@ matmul_epilogue = defop(
     kernel=_kernel,
     attrs={"bias": False, "activation": None},
     canonicalize=_canon,
-    vjp=_vjp,
     cost=_cost,
+    props=("fusion",),
     doc="act(x @ w + b) as one node; made by gc.passes.fuse_matmul_epilogue.",
 )

@@ -21,7 +21,6 @@ from graphc.ir.registry import REQUIRED, bound_attrs, get_op
 from graphc.ir.types import TensorType
 from graphc.ops.body import body_types, dims_of
 from graphc.ops.defop import VARIADIC, defop, into
-from graphc.ops.dispatch import bind
 
 
 def check_body(body: Any, arity: int, op: str = "fused") -> Node:
@@ -123,67 +122,6 @@ def run_body(
         np.copyto(out, values[slots.root])
 
 
-def composite_vjp(
-    steps: Sequence[tuple[str, tuple[int, ...], dict[str, Any]]],
-    ct: Any,
-    inputs: Sequence[Any],
-    needs: Sequence[bool],
-) -> tuple:
-    """The VJP of a chain of ops, by the members' own VJP rules.
-
-    `steps` are (op, indices of its operands among inputs + earlier results, attrs);
-    the last step's result is the composite's output. The forward values are
-    recomputed with the op functions, so this works on graph values, tensors and
-    arrays alike.
-    """
-    values: list[Any] = list(inputs)
-    for op, operands, attrs in steps:
-        values.append(bind(op, *(values[i] for i in operands), **attrs))
-    # which values depend on an input that needs a gradient
-    wanted = [bool(n) for n in needs]
-    for _op, operands, _attrs in steps:
-        wanted.append(any(wanted[i] for i in operands))
-    cts: dict[int, Any] = {len(values) - 1: ct}
-    for k in range(len(steps) - 1, -1, -1):
-        index = len(inputs) + k
-        if index not in cts:
-            continue
-        op, operands, attrs = steps[k]
-        opdef = get_op(op)
-        member_needs = tuple(wanted[i] for i in operands)
-        if opdef.vjp is None or not any(member_needs):
-            continue
-        grads = opdef.vjp(
-            cts.pop(index),
-            values[index],
-            *(values[i] for i in operands),
-            needs=member_needs,
-            **attrs,
-        )
-        for i, g in zip(operands, grads):
-            if g is not None and wanted[i]:
-                cts[i] = g if i not in cts else bind("add", cts[i], g)
-    return tuple(cts.get(i) if need else None for i, need in enumerate(needs))
-
-
-def body_steps(body: Graph) -> list[tuple[str, tuple[int, ...], dict[str, Any]]]:
-    """The body as `composite_vjp` steps (constants become zero-input steps)."""
-    index: dict[Node, int] = {p: i for i, p in enumerate(body.inputs)}
-    steps = []
-    for node in body.nodes:
-        if node.kind == OP:
-            index[node] = len(index)
-            steps.append((node.op, tuple(index[x] for x in node.inputs), node.attrs))
-    root = check_body(body, len(body.inputs))
-    if root.kind != OP or index[root] != len(index) - 1:
-        raise GraphcError(f"fused: the body '{body.name}' must end with its output's value")
-    return steps  # type: ignore[return-value]
-
-
-def _fused_vjp(ct: Any, out: Any, *inputs: Any, needs: tuple, body: Graph) -> tuple:
-    return composite_vjp(body_steps(body), ct, inputs, needs)
-
-
 def _fused_cost(out: TensorType, *inputs: TensorType, body: Graph) -> int:
     types = body_types(body, inputs)
     return sum(
@@ -200,10 +138,10 @@ fused = defop(
     kernel=_fused_kernel,
     attrs={"body": REQUIRED},
     bodies=("body",),
-    vjp=_fused_vjp,
     elementwise=True,
     # the kernel and the chunked lowering write the result after reading every operand
     inplace=True,
     cost=_fused_cost,
+    props=("fusion",),
     doc="A group of elementwise ops run as one node; made by gc.passes.fuse_elementwise.",
 )

@@ -313,6 +313,12 @@ def _apply_vjp(
 ) -> None:
     opdef = get_op(n.op)  # type: ignore[arg-type]
     needs = tuple(x in varying for x in n.inputs)
+    if opdef.vjp is None and opdef.has("fusion"):
+        raise AutodiffError(
+            f"{n.describe()} is a backend's fused node (made by its fusion step: gc.fuse, "
+            "gc.compile); differentiate the graph before fusion (the declared one, or "
+            "gc.optimize's)"
+        )
     if opdef.vjp is None:
         raise AutodiffError(
             f"{n.describe()} has no gradient rule, but a gradient must flow through it"

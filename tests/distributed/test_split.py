@@ -333,9 +333,10 @@ def test_matmul_keeps_the_batch_where_numpy_puts_it(x: tuple, w: tuple, out_axis
 
 
 @pytest.mark.parametrize("level", [0, 2])
-def test_a_conv_block_splits_by_images_before_and_after_fusion(level: int) -> None:
-    """conv2d -> batch norm (eval) -> + x -> relu, as written (level 0) and as the O2
-    pipeline fuses it (conv2d_epilogue and conv2d_fused nodes): mapped on N, exactly."""
+def test_a_conv_block_splits_by_images_and_its_chunks_fuse(level: int) -> None:
+    """conv2d -> batch norm (eval) -> + x -> relu, as written and as gc.optimize leaves
+    it: mapped on N, exactly; the chunk graph fuses (conv2d_epilogue, conv2d_fused) when a
+    worker plans it, and the fused graph itself is refused, naming its fused node."""
     g = gc.Graph("g")
     with g:
         x = gc.placeholder("x", ("B", 3, 6, 6), "float64")
@@ -344,10 +345,12 @@ def test_a_conv_block_splits_by_images_before_and_after_fusion(level: int) -> No
         s = gc.placeholder("s", (3, 1, 1), "float64")
         h = gc.relu(gc.conv2d(x, w, b, padding=1))
         gc.output(gc.relu(gc.conv2d(h, w, padding=1) * s + x), name="y")
-    graph = gc.fuse(gc.optimize(g, level=level), backend="numpy") if level else g
-    ops = {n.op for n in graph.op_nodes}
-    assert ({"conv2d_epilogue", "conv2d_fused"} <= ops) == (level == 2)
+    graph = gc.optimize(g, level=level)
     split = split_batch(graph)
+    fused_chunk = {n.op for n in gc.fuse(split.chunk, backend="numpy").op_nodes}
+    assert {"conv2d_epilogue", "conv2d_fused"} <= fused_chunk
+    with pytest.raises(BatchSplitError, match="'relu'.*fused node.*split the graph before"):
+        split_batch(gc.fuse(graph, backend="numpy"))
     assert split.outputs[0].mapped and split.outputs[0].axis == 0
     rng = np.random.default_rng(0)
     feeds = {p.name: rng.standard_normal(tuple(5 if d == "B" else d for d in p.type.shape))

@@ -279,6 +279,77 @@ def test_every_promise_is_checked() -> None:
             assert f'ops_with("{prop}")' in here, f"no test here checks '{prop}'"
 
 
+# -- fused nodes: a backend's, made after every transformation ----------------------
+
+
+def _fusion_examples() -> list[gc.Graph]:
+    """Graphs whose fusion makes each kind of fused node: an elementwise chain, a layer
+    (matmul, bias, relu), a convolution with bias and relu then a residual add, an
+    attention chain."""
+    rng = np.random.default_rng(0)
+    chain = gc.trace(lambda x: gc.tanh(gc.exp(x) * 2.0 + x), gc.TensorSpec(("B", 5)))
+    w1 = rng.standard_normal((5, 4)).astype(np.float32)
+    layer = gc.trace(lambda x, b: gc.relu(x @ w1 + b), gc.TensorSpec(("B", 5)), gc.TensorSpec((4,)))
+    k = rng.standard_normal((3, 3, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(3).astype(np.float32)
+
+    def block(x: Any) -> Any:
+        h = gc.relu(gc.conv2d(x, k, bias, padding=1))
+        return gc.relu(gc.conv2d(h, k, padding=1) * 0.5 + x)
+
+    conv = gc.trace(block, gc.TensorSpec((2, 3, 6, 6)))
+
+    def sdpa(q: Any, kk: Any, v: Any) -> Any:
+        scores = q @ gc.transpose(kk, (0, 2, 1)) * 0.5
+        return gc.softmax(scores, axis=-1) @ v
+
+    spec = gc.TensorSpec((2, 4, 8))
+    return [chain, layer, conv, gc.trace(sdpa, spec, spec, spec)]
+
+
+def test_fused_nodes_are_made_only_by_a_backends_fusion_step() -> None:
+    """Guards the "fusion" promise: gc.optimize at every level (fast_math too) never
+    makes one of these ops, a backend's fusion step makes every one of them from these
+    graphs, and they carry no gradient, ONNX or batch-split rule; the translators refuse
+    a graph holding one, naming the node and saying to translate before fusion."""
+    from graphc.distributed import rules
+    from graphc.distributed.split import BatchSplitError, split_batch
+
+    fusion = ops_with("fusion")
+    made: set[str] = set()
+    for graph in _fusion_examples():
+        for level in (0, 1, 2):
+            for fast_math in (False, True):
+                optimized = gc.optimize(graph, level, fast_math=fast_math)
+                assert not {n.op for n in _op_nodes(optimized)} & fusion, (level, fast_math)
+        fused = gc.fuse(gc.optimize(graph), backend="numpy")
+        new = {n.op for n in _op_nodes(fused)} - {n.op for n in _op_nodes(graph)}
+        assert new <= fusion, new - fusion  # what fusion makes is declared so
+        made |= new
+        if not new:
+            continue
+        names = "|".join(re.escape(n.name) for n in fused.op_nodes if n.op in fusion)
+        said = f"'({names})'.*fused node.*before fusion"  # names the node, says what to do
+        with pytest.raises(gc.GraphcError, match=said):
+            gc.gradients(fused, wrt=[fused.inputs[0].name], seeds=True)
+        if importable("onnx"):
+            with pytest.raises(gc.GraphcError, match=said):
+                gc.onnx.export_model(fused)
+        if "B" in fused.inputs[0].type.shape:
+            with pytest.raises(BatchSplitError, match=said):
+                split_batch(fused)
+    assert made == fusion, fusion - made  # every declared op is a fusion's product
+    for name in fusion:
+        opdef = get_op(name)
+        assert opdef.vjp is None and "onnx" not in opdef.rules and rules.KIND not in opdef.rules
+
+
+def importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 # -- rules every op should have, and the ops allowed to lack them ---------------------
 
 # ops without a gradient rule (vjp), by reason; a new op lacking one fails the test
@@ -291,6 +362,7 @@ WITHOUT_VJP = {
     },
     "no tensor inputs to differentiate": {"arange", "constant", "count"},
     "inputs are integer random keys": {"fold_in", "random_normal", "random_uniform"},
+    "a backend's fused nodes, made after every transformation": ops_with("fusion"),
 }  # fmt: skip
 
 # for each kind of rule in `OpDef.rules`, the ops allowed to lack one, by reason
@@ -538,6 +610,7 @@ WITHOUT_RULE["onnx"] = {
         "fold_in", "random_normal", "random_uniform",
     },
     "written by the writer itself, as an initializer or a Constant node": {"constant"},
+    "a backend's fused nodes: the writer refuses them (export before fusion)": ops_with("fusion"),
 }  # fmt: skip
 
 
@@ -578,8 +651,9 @@ WITHOUT_RULE["batch_split"] = {
     "control flow and its results: the split does not enter bodies": {
         "cond", "custom_vjp", "result", "scan", "while_loop",
     },
+    "a backend's fused nodes: the split refuses them (split before fusion)": ops_with("fusion"),
     "no rule yet, refused (docs/distributed.md, What is missing)": {
-        "attention", "gemm", "pad", "unpad", "scatter_add", "scatter_add_along_axis",
+        "gemm", "pad", "unpad", "scatter_add", "scatter_add_along_axis",
         "avg_pool2d_backward", "max_pool2d_backward", "max_pool2d_select",
         "fold_in", "random_normal", "random_uniform",
     },

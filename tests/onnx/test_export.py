@@ -21,13 +21,14 @@ from hypothesis import strategies as st
 onnx = pytest.importorskip("onnx")
 
 import graphc as gc  # noqa: E402
+from graphc.ir.registry import ops_with  # noqa: E402
 from graphc.onnx import OnnxError  # noqa: E402
 from tests.budget import draws, sample  # noqa: E402
 from tests.edge_graphs import edge_graphs  # noqa: E402
 from tests.edge_values import assert_bits_equal, edge_feeds  # noqa: E402
 from tests.op_cases import BUILDER_CASES, all_cases, build_graph  # noqa: E402
 
-NO_ONNX_FORM = {"random_uniform", "random_normal", "fold_in"}
+NO_ONNX_FORM = {"random_uniform", "random_normal", "fold_in"} | ops_with("fusion")
 REFUSALS = ("MaxPool has no int64 form",)
 TOLERANCE = {np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-10, 1e-15)}
 

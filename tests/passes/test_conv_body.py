@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import graphc as gc
 from graphc import nn
+from graphc.ir.registry import ops_with
 from graphc.ops import conv_kernels
 from graphc.ops.conv_ops import conv2d
 from graphc.ops.dispatch import bind
@@ -211,41 +212,23 @@ def test_slots_reuse_dead_values_and_count_what_the_kernel_keeps() -> None:
     assert slots.root not in slots.slot
 
 
-def test_a_traced_block_differentiates_through_the_fused_node() -> None:
+def test_a_traced_blocks_gradient_fuses_when_planned() -> None:
+    """Differentiated first (a fused node has no gradient rule: fusion comes after every
+    transformation), the block's gradient graph fuses when planned at O2, and gives O0's
+    bits."""
     rng = np.random.default_rng(0)
     block = nn.Sequential(nn.Conv2d(3, 3, 3, padding=1, bias=False), nn.BatchNorm2d(3))
     block.eval()
-    g = gc.trace(lambda x: gc.relu(block(x) + x), gc.TensorSpec((2, 3, 5, 5), "float64"))
-    optimized = gc.fuse(gc.optimize(g, level=2), backend="numpy")
-    assert "conv2d_fused" in [m.op for m in optimized.op_nodes]
-    specs = [gc.TensorSpec(p.type.shape, p.type.dtype) for p in g.inputs]
-
-    def grads_of(graph: gc.Graph) -> gc.Graph:
-        loss = gc.trace(lambda *a: gc.sum(graph(*a) ** 2), *specs)
-        return gc.gradients(loss, wrt=[p.name for p in loss.inputs])
-
-    fused, reference = grads_of(optimized), grads_of(g)
-    assert "conv2d_fused" in [m.op for m in fused.op_nodes]
-    values = [rng.uniform(0.5, 1.5, s.shape).astype(s.dtype) for s in specs]
-    feeds = dict(zip([p.name for p in fused.inputs], values))
-    for got, want in zip(gc.run(fused, feeds), gc.run(reference, feeds)):
-        tol = 1e-12 if got.dtype == np.float64 else 1e-5
-        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
-
-
-def test_exports_to_onnx_as_conv_and_the_body() -> None:
-    onnx = pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
-    g = gc.fuse(gc.optimize(_block(3, "float32", {}), level=2), backend="numpy")
-    assert "conv2d_fused" in [m.op for m in g.op_nodes]
-    model = gc.onnx.export_model(g)
-    onnx.checker.check_model(model, full_check=True)
-    assert [n.op_type for n in model.graph.node].count("Conv") == 1
-    rng = np.random.default_rng(0)
-    feeds = {p.name: rng.uniform(0.5, 1.5, p.type.shape).astype("float32") for p in g.inputs}
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    (got,) = session.run(None, feeds)
-    np.testing.assert_allclose(got, gc.compile(g)(**feeds), rtol=1e-4, atol=1e-4)
+    g = gc.trace(
+        lambda x: gc.sum(gc.relu(block(x) + x) ** 2), gc.TensorSpec((2, 3, 5, 5), "float64")
+    )
+    grads = gc.gradients(g, wrt=[p.name for p in g.inputs])
+    feeds = {p.name: rng.uniform(0.5, 1.5, p.type.shape).astype(p.type.dtype) for p in grads.inputs}
+    fused = gc.compile(grads, opt_level=2, backend="numpy")
+    planned = {m.op for m in fused.plan(**feeds).graph.op_nodes}
+    assert planned & ops_with("fusion"), planned  # (the convolution has other readers here)
+    want = gc.compile(grads, opt_level=0, backend="numpy")(**feeds)
+    assert_bits_equal(fused(**feeds), list(want), "O2 against O0")
 
 
 @pytest.mark.parametrize("returns", ["c", "o"])

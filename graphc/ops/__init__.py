@@ -6,13 +6,8 @@ package registers them all and the graph-value kind.
 
 from types import ModuleType as _ModuleType
 
-from graphc.ops import attention as _attention  # noqa: F401 - registers attention
 from graphc.ops import constant as _constant  # noqa: F401 - registers the constant op
 from graphc.ops import control as _control  # noqa: F401 - registers cond, scan, while_loop
-from graphc.ops import conv_epilogue as _conv_epilogue  # noqa: F401 - registers conv2d_epilogue
-from graphc.ops import conv_fused as _conv_fused  # noqa: F401 - registers conv2d_fused
-from graphc.ops import epilogue as _epilogue  # noqa: F401 - registers matmul_epilogue
-from graphc.ops import fused as _fused  # noqa: F401 - registers the fused op
 from graphc.ops.activation import *
 from graphc.ops.arrays import *
 from graphc.ops.conv import *

@@ -186,3 +186,28 @@ def evaluate(
             check_finite(node, value)
         values[node] = value
     return results
+
+
+def check_body(body: Any, arity: int, op: str = "fused") -> Node:
+    """The body's single output value; errors name what is wrong with the body."""
+    if not isinstance(body, Graph):
+        raise GraphcError(f"{op}: attr 'body' must be a Graph, got {type(body).__name__}")
+    outputs = body.outputs
+    if len(outputs) != 1:
+        raise GraphcError(f"{op}: the body '{body.name}' must have one output, has {len(outputs)}")
+    if len(body.inputs) != arity:
+        raise GraphcError(
+            f"{op}: the body '{body.name}' has {len(body.inputs)} placeholders for {arity} inputs"
+        )
+    return outputs[0].inputs[0]
+
+
+def body_cost(out: TensorType, *inputs: TensorType, body: Graph) -> int:
+    """The flops of `body`'s ops on these input types (the cost rule of an op running one
+    body once: a fused group, custom_vjp's forward)."""
+    types = body_types(body, inputs)
+    return sum(
+        get_op(n.op).flops(types[n], *(types[x] for x in n.inputs), **n.attrs)
+        for n in body.nodes
+        if n.kind == OP
+    )

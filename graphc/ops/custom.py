@@ -9,7 +9,7 @@ graphs differentiate it by the user's backward, not by its forward's ops. Attrs:
   intermediates, which DCE and CSE clean up once inlined;
 - `function`: the display name (the Function's class name).
 
-The kernel runs the forward body (as a `fused` node's does), the type rule re-infers
+The kernel runs the forward body (as a fused group's does), the type rule re-infers
 it, and the VJP rule inlines the backward body through the op functions (`bind`), so
 one rule serves symbolic autodiff, split_backward, the eager tape and second
 derivatives. Only single-output functions are supported: nodes have one value.
@@ -27,10 +27,9 @@ from graphc.ir.errors import GraphcError, TracingError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import REQUIRED, bound_attrs
 from graphc.ir.types import TensorType, is_symbol
-from graphc.ops.body import body_types, evaluate
+from graphc.ops.body import body_cost, body_types, check_body, evaluate
 from graphc.ops.defop import VARIADIC, defop, into
 from graphc.ops.dispatch import bind, dtype_of, kind_of
-from graphc.ops.fused import _fused_cost, check_body
 from graphc.ops.symbolic import SYMBOLIC, Symbol, user_location
 
 
@@ -101,7 +100,7 @@ def _vjp(
 def _cost(
     out: TensorType, *inputs: TensorType, forward: Graph, backward: Graph, function: str
 ) -> int:
-    return _fused_cost(out, *inputs, body=forward)
+    return body_cost(out, *inputs, body=forward)
 
 
 custom_vjp_op = defop(

@@ -33,7 +33,7 @@ import numpy as np
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
-from graphc.ops.fused import body_types
+from graphc.ops.body import body_types
 from graphc.runtime.codegen import Generated, Generator, step_text
 from graphc.runtime.plan import Plan
 from graphc.runtime.reference import check_finite

@@ -2,7 +2,7 @@
 
 Nodes whose attrs hold subgraphs are drawn as clusters around their bodies. The
 picture needs, per body, the wiring the op's semantics imply (graphc/ops/control.py,
-graphc/ops/fused.py), and nothing else about the op:
+graphc/backends/numpy/nodes/fused.py), and nothing else about the op:
 
 - which of the node's operands feeds each body placeholder (a cond's operand 0 is
   its predicate and feeds no branch; a while_loop's carries feed both the condition

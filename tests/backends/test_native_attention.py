@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import graphc as gc
+from graphc.backends.numpy.nodes import attention as attention_op
 from graphc.nn import functional as F
-from graphc.ops import attention as attention_op
 from tests.native_checks import check_native, needs_native, normwise
 
 pytestmark = needs_native

@@ -112,7 +112,7 @@ _case("conv2d", "f32_f64", lambda x, w: gc.conv2d(x, w, stride=2),
       [Arg((1, 2, 5, 5), "float32"), Arg((3, 2, 3, 3), "float64")],
       lambda x, w: conv2d_ref(x, w, stride=2), **CONV_TOL)  # fmt: skip
 
-# the fused conv2d + per-channel bias + activation (made by gc.passes.fuse_conv_epilogue)
+# the fused conv2d + per-channel bias + activation (made by numpy_fusion.fuse_conv_epilogue)
 _ACTS = {
     None: lambda v: v,
     "relu": lambda v: np.maximum(v, 0),
@@ -136,7 +136,7 @@ for _label, (_xs, _ws, _bs, _act, _attrs) in CONV2D_EPILOGUE.items():
           **CONV_TOL)  # fmt: skip
 
 
-# conv2d + an elementwise body (made by gc.passes.fuse_conv_body): a batch norm in eval
+# conv2d + an elementwise body (made by numpy_fusion.fuse_conv_body): a batch norm in eval
 # mode with a residual and a ReLU, and a body whose inputs broadcast every way allowed
 def _conv_body(conv: Any, *others: Any) -> gc.Graph:
     """relu((c - o0) * o1 + o2 + ...) over the convolution c, typed like the operands."""

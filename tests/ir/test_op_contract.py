@@ -436,9 +436,9 @@ REPLACED = {
     "passes/cse.py": ("COMMUTATIVE",),
     "passes/patterns.py": ("COMMUTATIVE",),
     "passes/simplify.py": ("NON_NEGATIVE",),
-    "ops/epilogue.py": ("ACTIVATIONS",),
-    "passes/epilogue.py": ("ACTIVATIONS",),
-    "ops/conv_epilogue.py": ("_COPYING",),
+    "backends/numpy/nodes/epilogue.py": ("ACTIVATIONS",),
+    "backends/numpy/fusion/epilogue.py": ("ACTIVATIONS",),
+    "backends/numpy/nodes/conv_epilogue.py": ("_COPYING",),
     "onnx/exporters.py": ("_COMPARISONS", "_ACTIVATIONS"),
     "runtime/scalar.py": ("IDENTITY_OPS", "SUM_OPS"),
     "passes/fold.py": ("TYPE_ONLY",),
@@ -499,7 +499,7 @@ OP_NAME_TABLES = {
         ("passes/batchnorm.py", "in _next"), ("passes/batchnorm.py", "in find_chains"),
     },
     "the attention op's mask steps: values of its `mask` attr": {
-        ("ops/attention.py", "MASK_OPERANDS"),
+        ("backends/numpy/nodes/attention.py", "MASK_OPERANDS"),
     },
     "PyTorch's argument values (nonlinearity=, activation=), which name functions": {
         ("nn/recurrent.py", "in __init__"), ("nn/transformer.py", "_ACTIVATIONS"),

@@ -136,14 +136,17 @@ def test_passes_are_exported() -> None:
         "fold_constants",
         "eliminate_common_subexpressions",
         "eliminate_dead_code",
-        "fuse_elementwise",
-        "fuse_matmul_epilogue",
-        "fuse_conv_epilogue",
         "fold_batch_norm",
+        "fold_sgd_updates",
+        "scale_before_transposes",
         "optimize",
     ):
         assert callable(getattr(gc.passes, name))
     assert gc.optimize is gc.passes.optimize
+    # fusion passes are the backends', beside the nodes they make
+    for name in ("fuse_elementwise", "fuse_matmul_epilogue", "fuse_conv_epilogue"):
+        assert not hasattr(gc.passes, name)
+        assert callable(getattr(gc.backends.numpy.fusion, name))
 
 
 def test_fast_math_is_named_in_the_report_with_the_value_changing_rules_that_fired() -> None:

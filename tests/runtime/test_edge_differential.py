@@ -52,7 +52,7 @@ def test_edge_graphs_agree_slow(graph: gc.Graph, seed: int, sizes: tuple[int, in
 @settings(max_examples=draws(25), derandomize=True)
 @given(edge_graphs(min_ops=3, max_ops=10, symbolic=True), st.integers(0, 2**16))
 def test_edge_graphs_agree_past_a_chunk(graph: gc.Graph, seed: int) -> None:
-    # fused elementwise groups run in chunks of 65,536 elements (graphc/backends/numpy/fused.py):
+    # fused elementwise groups run in chunks of 65,536 elements (graphc/backends/numpy/chunked.py):
     # a batch of 25,000 rows crosses chunk boundaries, with a ragged last chunk. A value
     # with "B" twice in its shape (an outer product) would hold 25,000**2 elements: skip
     if all(n.type.shape.count("B") <= 1 for n in graph.nodes):

@@ -46,8 +46,8 @@ from graphc.backends.native.kernels import (
     contiguous_descriptor,
     epilogue_body,
 )
-from graphc.backends.numpy.fused import lower_matmul_epilogue as numpy_epilogue
-from graphc.backends.numpy.fused import transposed_view
+from graphc.backends.numpy.chunked import lower_matmul_epilogue as numpy_epilogue
+from graphc.backends.numpy.chunked import transposed_view
 from graphc.ir.graph import OP, Graph
 from graphc.ir.registry import get_op, register_rule
 from graphc.ir.types import TensorType

@@ -1,7 +1,7 @@
 """The attention node in C: numpy's BLAS calls, one item after another on the pool.
 
 The node computes, per item of its batch axes, softmax(q @ kt * scale) @ v. Its numpy
-kernel (ops/attention.py) runs numpy's matmul over blocks of items, with this backend's
+kernel (nodes/attention.py) runs numpy's matmul over blocks of items, with this backend's
 softmax row kernel (rows.lower_attention): a transformer layer at batch 1 spent a
 quarter of its time there, mostly in numpy's per-call costs, and at batch 64 a third,
 on one thread. Here one C call does every item, the items split between the threads:

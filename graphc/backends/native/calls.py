@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.backends.numpy.fused import transposed_view
+from graphc.backends.numpy.chunked import transposed_view
 
 try:
     import cffi

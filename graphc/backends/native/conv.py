@@ -50,10 +50,10 @@ from graphc.backends.native.kernels import (
     contiguous_descriptor,
     epilogue_body,
 )
+from graphc.backends.numpy.nodes.conv_epilogue import per_channel
 from graphc.ir.graph import Graph
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
-from graphc.ops.conv_epilogue import per_channel
 from graphc.ops.conv_kernels import conv2d_kernel
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Step

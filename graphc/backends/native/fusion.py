@@ -17,11 +17,11 @@ than numpy's kernels (its inexact lowerings), and with fast_math the SGD fold.
 from __future__ import annotations
 
 from graphc.backends.native.cexpr import NATIVE_OPS
-from graphc.passes.attention import fuse_attention
-from graphc.passes.conv_epilogue import fuse_conv_body, fuse_conv_epilogue
+from graphc.backends.numpy.fusion.attention import fuse_attention
+from graphc.backends.numpy.fusion.conv_epilogue import fuse_conv_body, fuse_conv_epilogue
+from graphc.backends.numpy.fusion.elementwise import fuse_elementwise
+from graphc.backends.numpy.fusion.epilogue import fuse_matmul_epilogue
 from graphc.passes.dce import eliminate_dead_code
-from graphc.passes.epilogue import fuse_matmul_epilogue
-from graphc.passes.fuse import fuse_elementwise
 from graphc.passes.gemm_rules import fold_sgd_updates
 from graphc.passes.pipeline import Pass, with_options
 

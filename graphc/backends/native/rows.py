@@ -43,7 +43,7 @@ import numpy as np
 from graphc.backends.native import calls
 from graphc.backends.native.c_sources import c_source
 from graphc.backends.native.kernels import CTYPE_NAME, DeclinedError, Kernel, Operand, ctype_of
-from graphc.backends.numpy.fused import transposed_view
+from graphc.backends.numpy.chunked import transposed_view
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.runtime.codegen import Generator

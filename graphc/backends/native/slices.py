@@ -36,7 +36,7 @@ import numpy as np
 
 from graphc.backends.native import calls
 from graphc.backends.native.cexpr import CTYPE
-from graphc.backends.numpy.fused import transposed_view
+from graphc.backends.numpy.chunked import transposed_view
 from graphc.runtime.plan import WINDOW_BASE
 from graphc.runtime.plan import window as plan_window
 

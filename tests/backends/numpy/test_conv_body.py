@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 
 import graphc as gc
 from graphc import nn
+from graphc.backends.numpy import fusion as numpy_fusion
+from graphc.backends.numpy.nodes.fused import BodySlots, run_body
 from graphc.ir.registry import ops_with
 from graphc.ops import conv_kernels
 from graphc.ops.conv_ops import conv2d
 from graphc.ops.dispatch import bind
-from graphc.ops.fused import BodySlots, run_body
 from graphc.passes.report import PassLog
 from tests.budget import draws
 from tests.edge_values import assert_bits_equal, sprinkled_feeds
@@ -43,7 +44,7 @@ def test_conv_and_its_fused_reader_become_one_node_with_the_conv_first() -> None
       })
       output %out = %f
     }"""  # fmt: skip
-    result = check_pass(gc.passes.fuse_conv_body, BEFORE, after)
+    result = check_pass(numpy_fusion.fuse_conv_body, BEFORE, after)
     assert str(gc.parse(str(result))) == str(result)  # the text round-trips
     again = gc.from_json(gc.to_json(result))
     assert str(again) == str(result)
@@ -51,7 +52,7 @@ def test_conv_and_its_fused_reader_become_one_node_with_the_conv_first() -> None
 
 def test_a_convolution_read_elsewhere_stays() -> None:
     graph = gc.parse(BEFORE.replace("  output %out = %f", "  output %out = %f\n  output %c2 = %c"))
-    assert [n.op for n in gc.passes.fuse_conv_body(graph).op_nodes] == ["conv2d", "fused"]
+    assert [n.op for n in numpy_fusion.fuse_conv_body(graph).op_nodes] == ["conv2d", "fused"]
 
 
 def _conv_then(other: tuple) -> gc.Graph:
@@ -62,7 +63,7 @@ def _conv_then(other: tuple) -> gc.Graph:
         w = gc.placeholder("w", (3, 2, 3, 3))
         r = gc.placeholder("r", other)
         gc.output(gc.relu(conv2d(x, w, padding=1) + r), name="y")
-    fused = gc.passes.fuse_elementwise(g)
+    fused = numpy_fusion.fuse_elementwise(g)
     assert [n.op for n in fused.op_nodes] == ["conv2d", "fused"]
     return fused
 
@@ -75,16 +76,16 @@ def _conv_then(other: tuple) -> gc.Graph:
 def test_inputs_that_cannot_be_cut_into_images_stop_the_fusion(other: tuple, fuses: bool) -> None:
     """Inputs the same for every image or with one row per image can follow the chunks;
     a rank-5 one (the result broadcasts past the convolution's type) cannot."""
-    result = gc.passes.fuse_conv_body(_conv_then(other))
+    result = numpy_fusion.fuse_conv_body(_conv_then(other))
     assert ("conv2d_fused" in [n.op for n in result.op_nodes]) == fuses
 
 
 def test_a_body_with_a_kept_op_is_left_alone() -> None:
     graph = gc.parse(BEFORE)
-    kept = gc.passes.fuse_conv_body(graph, keep=frozenset({"relu"}))
+    kept = numpy_fusion.fuse_conv_body(graph, keep=frozenset({"relu"}))
     assert [n.op for n in kept.op_nodes] == ["conv2d", "fused"]
     log = PassLog("fuse_conv_body")
-    gc.passes.fuse_conv_body(graph, log=log)
+    numpy_fusion.fuse_conv_body(graph, log=log)
     assert any("conv2d_fused" in note or "<- conv2d -> fused" in note for note in log.notes)
 
 

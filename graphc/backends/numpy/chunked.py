@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphc.backends.numpy.nodes.fused import BodySlots
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
-from graphc.ops.fused import BodySlots
 from graphc.runtime.backend import register_lowering
 from graphc.runtime.codegen import Generator, shown
 from graphc.runtime.plan import Step

@@ -1,6 +1,6 @@
 """`matmul_epilogue`: x @ w, plus a bias, then an activation, as one node.
 
-Made by `fuse_matmul_epilogue` (graphc.passes.epilogue). The kernel is the member
+Made by `fuse_matmul_epilogue` (graphc.backends.numpy.fusion.epilogue). The kernel is the member
 ops' own kernels: the matmul writes into the output buffer, then the bias add and
 the activation run in place on it, so no intermediate array is allocated.
 """
@@ -94,5 +94,5 @@ matmul_epilogue = defop(
     canonicalize=_canon,
     cost=_cost,
     props=("fusion",),
-    doc="act(x @ w + b) as one node; made by gc.passes.fuse_matmul_epilogue.",
+    doc="act(x @ w + b) as one node; made by gc.backends.numpy.fusion.fuse_matmul_epilogue.",
 )

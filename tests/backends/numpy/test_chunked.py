@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.backends.numpy import fused
+from graphc.backends.numpy import chunked
 from graphc.ops.dispatch import bind
 
 
@@ -51,7 +51,7 @@ CASES = [
 def test_fused_matches_reference(
     shapes: list[tuple], label: str, chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fused, "CHUNK", chunk)
+    monkeypatch.setattr(chunked, "CHUNK", chunk)
     g = fused_graph(shapes, gelu_like)
     rng = np.random.default_rng(0)
     feeds = {f"x{i}": rng.standard_normal(s).astype(np.float32) for i, s in enumerate(shapes)}
@@ -66,7 +66,7 @@ def test_fused_matches_reference(
 
 
 def test_fused_with_constants_and_mixed_dtypes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fused, "CHUNK", 64)
+    monkeypatch.setattr(chunked, "CHUNK", 64)
     body = gc.Graph("body")
     with body:
         i = gc.placeholder("i", shape=(500,), dtype="int64")

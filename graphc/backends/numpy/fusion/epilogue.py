@@ -9,7 +9,7 @@ was: every input of the chain is defined before that point, so the order stays
 topological. Linear in nodes plus edges.
 
 `find_chains` and `fuse_chains` take the producing op and the fused op as parameters:
-`fuse_conv_epilogue` (passes/conv_epilogue.py) runs the same walks for conv2d.
+`fuse_conv_epilogue` (fusion/conv_epilogue.py) runs the same walks for conv2d.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def fuse_matmul_epilogue(graph: Graph, log: PassLog | None = None) -> Graph:
     ...   %r: f32[4,2] = relu(%a)
     ...   output %y = %r
     ... }''')
-    >>> [n.op for n in gc.passes.fuse_matmul_epilogue(g).op_nodes]
+    >>> [n.op for n in gc.backends.numpy.fusion.fuse_matmul_epilogue(g).op_nodes]
     ['matmul_epilogue']
     """
     return fuse_chains(graph, find_chains(graph), "matmul_epilogue", log)

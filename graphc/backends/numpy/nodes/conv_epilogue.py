@@ -1,6 +1,6 @@
 """`conv2d_epilogue`: conv2d, plus a per-channel bias, then an activation, as one node.
 
-Made by `fuse_conv_epilogue` (graphc.passes.conv_epilogue) from `conv2d -> add(bias)
+Made by `fuse_conv_epilogue` (graphc.backends.numpy.fusion.conv_epilogue) from `conv2d -> add(bias)
 -> activation`, the form `gc.conv2d(x, w, b)` and `nn.Conv2d` build. The kernel is the
 member ops' own kernels: the convolution writes into the output buffer and, as each
 chunk of images is final (still in cache), the bias add and the activation run on it
@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from graphc.backends.numpy.nodes.epilogue import check_epilogue, epilogue_cost
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType, format_shape
 from graphc.ops.conv_kernels import conv2d_kernel, conv2d_scratch
 from graphc.ops.defop import VARIADIC, defop
-from graphc.ops.epilogue import check_epilogue, epilogue_cost
 
 CONV_ATTRS = ("stride", "padding", "dilation", "groups")
 
@@ -126,5 +126,5 @@ conv2d_epilogue = defop(
     scratch=_scratch,
     props=("fusion",),
     doc="act(conv2d(x, w) + b) with a per-channel bias b, as one node; made by "
-    "gc.passes.fuse_conv_epilogue.",
+    "gc.backends.numpy.fusion.fuse_conv_epilogue.",
 )

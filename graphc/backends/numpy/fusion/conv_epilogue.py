@@ -2,8 +2,8 @@
 in two passes.
 
 `fuse_conv_epilogue`, before elementwise fusion: act(conv2d(x, w) + b) becomes one
-`conv2d_epilogue` node (ops/conv_epilogue.py). The same walks as the matmul epilogue
-(passes/epilogue.py): chains conv2d -> add (the bias) -> activation in which each link
+`conv2d_epilogue` node (nodes/conv_epilogue.py). The same walks as the matmul epilogue
+(fusion/epilogue.py): chains conv2d -> add (the bias) -> activation in which each link
 is the only user of the previous one; either step may be missing, not both. The bias
 must vary along the channels only ((C, 1, 1), as `gc.conv2d(x, w, b)` and `nn.Conv2d`
 add it, or one element) and keep the convolution's type, so the fused kernel can add
@@ -12,7 +12,7 @@ the same values, so it gives their results bit for bit. Linear in nodes plus edg
 
 `fuse_conv_body`, after elementwise fusion: a `fused` node that is the only reader of
 a plain conv2d's result and keeps its type (a batch norm in eval mode, a residual add,
-a ReLU) becomes one `conv2d_fused` node (ops/conv_fused.py) whose body is the group's,
+a ReLU) becomes one `conv2d_fused` node (nodes/conv_fused.py) whose body is the group's,
 the convolution its first placeholder, when each other input of the group is the same
 for every image or has one row per image. Exact for the same reason, given that the
 body holds no op in `keep` (a backend's inexact ops, which its own fused kernel would
@@ -22,11 +22,11 @@ once.
 
 from __future__ import annotations
 
+from graphc.backends.numpy.fusion.epilogue import find_chains, fuse_chains
+from graphc.backends.numpy.nodes.conv_epilogue import per_channel
+from graphc.backends.numpy.nodes.conv_fused import per_image
 from graphc.ir.graph import OP, PLACEHOLDER, Graph, Node
-from graphc.ops.conv_epilogue import per_channel
-from graphc.ops.conv_fused import per_image
 from graphc.passes.builder import GraphBuilder, replacement_meta, sole_user
-from graphc.passes.epilogue import find_chains, fuse_chains
 from graphc.passes.report import PassLog
 
 
@@ -42,7 +42,7 @@ def fuse_conv_epilogue(
     >>> import numpy as np, graphc as gc
     >>> x, w, b = np.ones((1, 2, 4, 4)), np.ones((3, 2, 3, 3)), np.ones(3)
     >>> g = gc.trace(lambda x, w, b: gc.relu(gc.conv2d(x, w, b)), x, w, b)
-    >>> [n.op for n in gc.passes.fuse_conv_epilogue(g).op_nodes]
+    >>> [n.op for n in gc.backends.numpy.fusion.fuse_conv_epilogue(g).op_nodes]
     ['reshape', 'conv2d_epilogue']
 
     An activation in `keep` is left out of the chain (a backend's inexact ops: backends/native/fusion.py).
@@ -62,8 +62,8 @@ def fuse_conv_body(
     ...     x = gc.placeholder("x", (2, 3, 6, 6))
     ...     w, s = gc.placeholder("w", (4, 3, 3, 3)), gc.placeholder("s", (4, 1, 1))
     ...     _ = gc.output(gc.relu(gc.conv2d(x, w) * s), name="y")
-    >>> fused = gc.passes.fuse_elementwise(g)
-    >>> [(n.op, len(n.inputs)) for n in gc.passes.fuse_conv_body(fused).op_nodes]
+    >>> fused = gc.backends.numpy.fusion.fuse_elementwise(g)
+    >>> [(n.op, len(n.inputs)) for n in gc.backends.numpy.fusion.fuse_conv_body(fused).op_nodes]
     [('conv2d_fused', 3)]
     """
     users = graph.users()

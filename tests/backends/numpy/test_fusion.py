@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
+from graphc.backends.numpy import fusion as numpy_fusion
 from graphc.passes.report import PassLog
 from tests.passes.passcheck import check_pass, same_numbers
 
@@ -29,7 +30,7 @@ def test_a_chain_with_broadcast_inputs_becomes_one_node() -> None:
       })
       output %y = %fused
     }"""
-    result = check_pass(gc.passes.fuse_elementwise, before, after)
+    result = check_pass(numpy_fusion.fuse_elementwise, before, after)
     assert str(gc.parse(str(result))) == str(result)
     assert str(gc.from_json(gc.to_json(result))) == str(result)
 
@@ -45,7 +46,7 @@ def test_an_intermediate_used_outside_ends_its_group() -> None:
       output %z = %r
     }"""
     log = PassLog("fuse_elementwise")
-    result = gc.passes.fuse_elementwise(gc.parse(before), log=log)
+    result = numpy_fusion.fuse_elementwise(gc.parse(before), log=log)
     gc.verify(result)
     fused = [n for n in result.op_nodes if n.op == "fused"]
     members = sorted(tuple(m[0] for m in n.meta["members"]) for n in fused)
@@ -64,7 +65,7 @@ def test_a_graph_output_ends_its_group_and_shapes_must_match() -> None:
       output %z = %e
     }"""
     log = PassLog("fuse_elementwise")
-    result = gc.passes.fuse_elementwise(gc.parse(before), log=log)
+    result = numpy_fusion.fuse_elementwise(gc.parse(before), log=log)
     fused = [n for n in result.op_nodes if n.op == "fused"]
     assert [tuple(m[0] for m in n.meta["members"]) for n in fused] == [("s", "a")]
     notes = "\n".join(log.notes)
@@ -80,7 +81,7 @@ def test_a_shared_input_inside_the_group_is_fine() -> None:
       %b: f64[5] = sub(%a, %t)
       output %y = %b
     }"""
-    result = gc.passes.fuse_elementwise(gc.parse(before))
+    result = numpy_fusion.fuse_elementwise(gc.parse(before))
     assert [n.op for n in result.op_nodes] == ["fused"]
     assert [m[0] for m in result.op_nodes[0].meta["members"]] == ["t", "a", "b"]
     same_numbers(gc.parse(before), result)
@@ -108,7 +109,7 @@ def test_fused_op_rejects_mismatched_inputs() -> None:
       %s: f64[3] = sin(%e)
       output %y = %s
     }""")
-    body = gc.passes.fuse_elementwise(g).op_nodes[0].attrs["body"]
+    body = numpy_fusion.fuse_elementwise(g).op_nodes[0].attrs["body"]
     with pytest.raises(gc.ShapeError, match="placeholder 'x'"):
         gc.ops.bind("fused", np.ones(4), body=body)
     with pytest.raises(gc.DTypeError, match="placeholder 'x'"):
@@ -129,7 +130,7 @@ def test_matmul_bias_activation(act: str) -> None:
       %r: f64[B,2] = matmul_epilogue(%x, %w, %b, bias=True, activation="{act}")
       output %y = %r
     }}"""
-    check_pass(gc.passes.fuse_matmul_epilogue, EPILOGUE_BEFORE.replace("ACT", act), after)
+    check_pass(numpy_fusion.fuse_matmul_epilogue, EPILOGUE_BEFORE.replace("ACT", act), after)
 
 
 def test_epilogue_without_bias_or_activation() -> None:
@@ -139,7 +140,7 @@ def test_epilogue_without_bias_or_activation() -> None:
       output %y = %r
     }"""
     check_pass(
-        gc.passes.fuse_matmul_epilogue,
+        numpy_fusion.fuse_matmul_epilogue,
         no_bias,
         """graph g(%x: f64[4,3], %w: f64[3,2]) {
           %r: f64[4,2] = matmul_epilogue(%x, %w, bias=False, activation="sigmoid")
@@ -152,7 +153,7 @@ def test_epilogue_without_bias_or_activation() -> None:
       output %y = %a
     }"""
     check_pass(
-        gc.passes.fuse_matmul_epilogue,
+        numpy_fusion.fuse_matmul_epilogue,
         bias_only,
         """graph g(%x: f64[4,3], %w: f64[3,2], %b: f64[2]) {
           %a: f64[4,2] = matmul_epilogue(%x, %w, %b, bias=True, activation=None)
@@ -172,7 +173,7 @@ def test_epilogue_leaves_shared_or_widening_chains() -> None:
       output %z = %r
       output %v = %s
     }"""
-    check_pass(gc.passes.fuse_matmul_epilogue, text, text)
+    check_pass(numpy_fusion.fuse_matmul_epilogue, text, text)
 
 
 def test_epilogue_then_elementwise_at_o2_keeps_numbers() -> None:

@@ -7,7 +7,7 @@ where(mask, s, fill), where(mask, fill, s) or add(s, mask) on either side — so
 over the last axis, optionally dropout's mul(w, c) then where(keep, w, 0), and a
 matmul with the weights on the left. Every link must be the only user of the one
 before (an output is a user too) and keep the scores' type, so no intermediate is
-needed elsewhere and the node computes exactly its members (ops/attention.py); the
+needed elsewhere and the node computes exactly its members (nodes/attention.py); the
 last matmul must not widen the batch axes. A second forward walk emits the graph,
 placing the fused node where the last matmul was: every input of the chain is defined
 before that point (no operand can depend on a member, whose only user is the next
@@ -42,7 +42,7 @@ def _other(node: Node, value: Node) -> Node | None:
 
 
 def _mask_step(node: Node, scores: Node) -> tuple[str, list[Node]] | None:
-    """The mask step `node` makes of `scores` (see ops/attention.py), and its operands."""
+    """The mask step `node` makes of `scores` (see nodes/attention.py), and its operands."""
     if node.op == "where":
         cond, x, y = node.inputs
         if x is scores and cond is not scores and y is not scores:
@@ -138,7 +138,7 @@ def fuse_attention(
     >>> from graphc.nn import functional as F
     >>> q = np.ones((2, 4, 8), np.float32)
     >>> g = gc.trace(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), q, q, q)
-    >>> [n.op for n in gc.passes.fuse_attention(g).op_nodes]
+    >>> [n.op for n in gc.backends.numpy.fusion.fuse_attention(g).op_nodes]
     ['transpose', 'constant', 'attention']
 
     Ops in `keep` are a backend's own (a backend's inexact ops: backends/native/fusion.py): with matmul among

@@ -1,6 +1,6 @@
 """`conv2d_fused`: conv2d, then an elementwise body on its result, as one node.
 
-Made by `fuse_conv_body` (graphc.passes.conv_epilogue) from `conv2d -> fused`, as in a
+Made by `fuse_conv_body` (graphc.backends.numpy.fusion.conv_epilogue) from `conv2d -> fused`, as in a
 batch norm in eval mode, a residual add and a ReLU after a convolution. The attr `body`
 is the fused node's body with the convolution as its first placeholder; the node's
 inputs are x, w, then the body's other inputs. Each of those must be the same for
@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from graphc.backends.numpy.nodes.fused import BodySlots, run_body
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.registry import REQUIRED, get_op
 from graphc.ir.types import TensorType
-from graphc.ops.body import body_types
+from graphc.ops.body import body_types, check_body
 from graphc.ops.conv_kernels import conv2d_kernel, conv2d_scratch
 from graphc.ops.defop import VARIADIC, defop
-from graphc.ops.fused import BodySlots, check_body, run_body
 
 OP = "conv2d_fused"
 
@@ -121,5 +121,5 @@ conv2d_fused = defop(
     scratch=_scratch,
     props=("fusion",),
     doc="An elementwise body on conv2d(x, w) and more inputs, as one node; made by "
-    "gc.passes.fuse_conv_body.",
+    "gc.backends.numpy.fusion.fuse_conv_body.",
 )

@@ -1,6 +1,6 @@
 """The `fused` op: one node that computes a whole subgraph of elementwise ops.
 
-`fuse_elementwise` (graphc.passes.fuse) makes these. The attr `body` is a Graph
+`fuse_elementwise` (graphc.backends.numpy.fusion.elementwise) makes these. The attr `body` is a Graph
 whose placeholders correspond 1:1, in order, to the node's inputs and which has
 exactly one output. The type rule re-infers the body on the actual input types
 (binding the body's symbolic dims to them), the reference kernel runs the body's
@@ -15,26 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError
 from graphc.ir.graph import OP, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import REQUIRED, bound_attrs, get_op
 from graphc.ir.types import TensorType
-from graphc.ops.body import body_types, dims_of
+from graphc.ops.body import body_cost, body_types, check_body, dims_of
 from graphc.ops.defop import VARIADIC, defop, into
-
-
-def check_body(body: Any, arity: int, op: str = "fused") -> Node:
-    """The body's single output value; errors name what is wrong with the body."""
-    if not isinstance(body, Graph):
-        raise GraphcError(f"{op}: attr 'body' must be a Graph, got {type(body).__name__}")
-    outputs = body.outputs
-    if len(outputs) != 1:
-        raise GraphcError(f"{op}: the body '{body.name}' must have one output, has {len(outputs)}")
-    if len(body.inputs) != arity:
-        raise GraphcError(
-            f"{op}: the body '{body.name}' has {len(body.inputs)} placeholders for {arity} inputs"
-        )
-    return outputs[0].inputs[0]
 
 
 def _fused_infer(*types: TensorType, body: Graph) -> TensorType:
@@ -61,7 +46,7 @@ class BodySlots:
     the next op of its type reuses once its value is dead (an op whose kernel may run in
     place can take one of its own operands' slots). `types` holds each slot's type in
     the body; the kernel of conv2d_fused (`run_body`) and the runtime's chunked fused
-    steps (backends/numpy/fused.py) both place a body's values this way."""
+    steps (backends/numpy/chunked.py) both place a body's values this way."""
 
     def __init__(self, body: Graph) -> None:
         self.root = check_body(body, len(body.inputs))
@@ -122,15 +107,6 @@ def run_body(
         np.copyto(out, values[slots.root])
 
 
-def _fused_cost(out: TensorType, *inputs: TensorType, body: Graph) -> int:
-    types = body_types(body, inputs)
-    return sum(
-        get_op(n.op).flops(types[n], *(types[x] for x in n.inputs), **n.attrs)
-        for n in body.nodes
-        if n.kind == OP
-    )
-
-
 fused = defop(
     "fused",
     inputs=VARIADIC,
@@ -141,7 +117,7 @@ fused = defop(
     elementwise=True,
     # the kernel and the chunked lowering write the result after reading every operand
     inplace=True,
-    cost=_fused_cost,
+    cost=body_cost,
     props=("fusion",),
-    doc="A group of elementwise ops run as one node; made by gc.passes.fuse_elementwise.",
+    doc="A group of elementwise ops run as one node; made by gc.backends.numpy.fusion.fuse_elementwise.",
 )

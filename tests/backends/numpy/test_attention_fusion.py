@@ -11,8 +11,8 @@ import pytest
 
 import graphc as gc
 from graphc.backends.numpy import fusion as numpy_fusion
+from graphc.backends.numpy.nodes import attention as attention_op
 from graphc.nn import functional as F
-from graphc.ops import attention as attention_op
 from graphc.runtime.explain import peak_bytes
 from tests.edge_values import assert_bits_equal, float_specials
 from tests.passes.passcheck import check_pass
@@ -47,7 +47,7 @@ def o0_and_o2(graph: gc.Graph, feeds: dict[str, np.ndarray]) -> None:
 
 def test_scaled_softmax_product_becomes_one_node() -> None:
     result = check_pass(
-        gc.passes.fuse_attention,
+        numpy_fusion.fuse_attention,
         """graph g(%q: f64[B,4,3], %k: f64[B,5,3], %v: f64[B,5,2]) {
           %kt: f64[B,3,5] = transpose(%k, axes=(0, 2, 1))
           %s: f64[B,4,5] = matmul(%q, %kt)
@@ -72,7 +72,7 @@ def test_scaled_softmax_product_becomes_one_node() -> None:
 
 def test_masks_and_dropout_become_operands() -> None:
     check_pass(
-        gc.passes.fuse_attention,
+        numpy_fusion.fuse_attention,
         """graph g(%q: f32[2,3,4,8], %kt: f32[2,3,8,6], %v: f32[2,3,6,8], %b: f32[4,6], %keep: bool[2,3,4,6]) {
           %s: f32[2,3,4,6] = matmul(%q, %kt)
           %a: f32[2,3,4,6] = add(%b, %s)
@@ -92,7 +92,7 @@ def test_masks_and_dropout_become_operands() -> None:
         }""",
     )  # fmt: skip
     check_pass(
-        gc.passes.fuse_attention,
+        numpy_fusion.fuse_attention,
         """graph g(%q: f32[4,8], %kt: f32[8,6], %v: f32[6,8], %m: bool[4,6]) {
           %s: f32[4,6] = matmul(%q, %kt)
           %f: f32[] = constant(value=-inf)
@@ -152,9 +152,9 @@ def test_a_backend_keeping_matmul_fuses_only_batched_products() -> None:
     shared = gc.trace(sdpa(), q, normal(7, 5), normal(7, 4))
     batched = gc.trace(sdpa(), q, normal(2, 3, 7, 5), normal(2, 3, 7, 4))
     keep = frozenset({"matmul"})
-    assert "attention" in ops(gc.passes.fuse_attention(shared))
-    assert "attention" not in ops(gc.passes.fuse_attention(shared, keep=keep))
-    assert "attention" in ops(gc.passes.fuse_attention(batched, keep=keep))
+    assert "attention" in ops(numpy_fusion.fuse_attention(shared))
+    assert "attention" not in ops(numpy_fusion.fuse_attention(shared, keep=keep))
+    assert "attention" in ops(numpy_fusion.fuse_attention(batched, keep=keep))
 
 
 def test_symbolic_batch_fuses_and_runs_at_any_batch() -> None:
@@ -247,7 +247,7 @@ LEFT_ALONE = {
 def test_intermediates_read_elsewhere_are_not_fused(name: str) -> None:
     axis, extra = LEFT_ALONE[name]
     text = CHAIN.replace("AXIS", axis).replace("EXTRA", extra)
-    check_pass(gc.passes.fuse_attention, text, text)
+    check_pass(numpy_fusion.fuse_attention, text, text)
 
 
 def test_weights_on_the_right_or_a_widening_value_are_not_fused() -> None:
@@ -255,14 +255,14 @@ def test_weights_on_the_right_or_a_widening_value_are_not_fused() -> None:
     right = right.replace("%v: f32[2,6,8]", "%v: f32[2,8,4]").replace(
         "%o: f32[2,4,8] = matmul(%w, %v)", "%o: f32[2,8,6] = matmul(%v, %w)"
     )
-    check_pass(gc.passes.fuse_attention, right, right)
+    check_pass(numpy_fusion.fuse_attention, right, right)
     wide = """graph g(%q: f32[4,8], %kt: f32[8,6], %v: f32[3,6,8]) {
       %s: f32[4,6] = matmul(%q, %kt)
       %w: f32[4,6] = softmax(%s, axis=1)
       %o: f32[3,4,8] = matmul(%w, %v)
       output %y = %o
     }"""
-    check_pass(gc.passes.fuse_attention, wide, wide)
+    check_pass(numpy_fusion.fuse_attention, wide, wide)
 
 
 def test_training_graphs_do_not_fuse() -> None:
@@ -338,7 +338,7 @@ def test_empty_and_single_row_or_key_axes(rows: int, cols: int) -> None:
 
 def without_attention_fusion(monkeypatch: pytest.MonkeyPatch) -> None:
     """O2 as it would be without fuse_attention (in the numpy backend's fusion step)."""
-    passes = tuple(p for p in numpy_fusion.FUSION if p is not gc.passes.fuse_attention)
+    passes = tuple(p for p in numpy_fusion.FUSION if p is not numpy_fusion.fuse_attention)
     monkeypatch.setattr(numpy_fusion, "FUSION", passes)
 
 

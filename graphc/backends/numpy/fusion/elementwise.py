@@ -168,7 +168,7 @@ def fuse_elementwise(
     ...   %t: f32[3] = tanh(%a)
     ...   output %out = %t
     ... }''')
-    >>> [n.op for n in gc.passes.fuse_elementwise(g).op_nodes]
+    >>> [n.op for n in gc.backends.numpy.fusion.fuse_elementwise(g).op_nodes]
     ['fused']
     """
     groups = find_groups(graph, log, keep, lowered)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+from graphc.backends.numpy import fusion as numpy_fusion
 from graphc.ops import conv_kernels
 from graphc.ops.conv_ops import conv2d
 from graphc.passes.report import PassLog
@@ -32,7 +33,7 @@ def test_conv_bias_activation_becomes_one_node(act: str) -> None:
       %y: f64[B,3,5,5] = conv2d_epilogue(%x, %w, %r, stride=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), groups=1, bias=True, activation="{act}")
       output %out = %y
     }}"""  # fmt: skip
-    result = check_pass(gc.passes.fuse_conv_epilogue, BEFORE.replace("ACT", act), after)
+    result = check_pass(numpy_fusion.fuse_conv_epilogue, BEFORE.replace("ACT", act), after)
     assert str(gc.parse(str(result))) == str(result)
     assert str(gc.from_json(gc.to_json(result))) == str(result)
     node = result.node("y")
@@ -41,7 +42,7 @@ def test_conv_bias_activation_becomes_one_node(act: str) -> None:
 
 def test_bias_alone_activation_alone_and_the_bias_on_the_left() -> None:
     check_pass(
-        gc.passes.fuse_conv_epilogue,
+        numpy_fusion.fuse_conv_epilogue,
         """graph g(%x: f32[1,2,4,4], %w: f32[3,2,3,3]) {
           %c: f32[1,3,2,2] = conv2d(%x, %w, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1)
           %s: f32[1,3,2,2] = sigmoid(%c)
@@ -53,7 +54,7 @@ def test_bias_alone_activation_alone_and_the_bias_on_the_left() -> None:
         }""",
     )  # fmt: skip
     check_pass(
-        gc.passes.fuse_conv_epilogue,
+        numpy_fusion.fuse_conv_epilogue,
         """graph g(%x: f32[1,2,4,4], %w: f32[3,2,3,3], %b: f32[3,1,1]) {
           %c: f32[1,3,2,2] = conv2d(%x, %w, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1)
           %a: f32[1,3,2,2] = add(%b, %c)
@@ -91,7 +92,7 @@ def test_chains_the_kernel_cannot_take_are_left_alone(name: str) -> None:
       output %y = %a
       {shared}
     }}"""  # fmt: skip
-    check_pass(gc.passes.fuse_conv_epilogue, text, text)
+    check_pass(numpy_fusion.fuse_conv_epilogue, text, text)
 
 
 def test_other_activations_and_transposed_convolutions_stay() -> None:
@@ -101,7 +102,7 @@ def test_other_activations_and_transposed_convolutions_stay() -> None:
       %r: f32[1,3,6,6] = relu(%a)
       output %y = %r
     }"""  # fmt: skip
-    check_pass(gc.passes.fuse_conv_epilogue, text, text)
+    check_pass(numpy_fusion.fuse_conv_epilogue, text, text)
     log = PassLog("fuse_conv_epilogue")
     g = gc.parse("""graph g(%x: f32[1,2,4,4], %w: f32[3,2,3,3], %b: f32[3,1,1]) {
       %c: f32[1,3,2,2] = conv2d(%x, %w, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1)
@@ -109,7 +110,7 @@ def test_other_activations_and_transposed_convolutions_stay() -> None:
       %e: f32[1,3,2,2] = silu(%a)
       output %y = %e
     }""")  # fmt: skip
-    result = gc.passes.fuse_conv_epilogue(g, log=log)
+    result = numpy_fusion.fuse_conv_epilogue(g, log=log)
     assert [n.op for n in result.op_nodes] == ["conv2d_epilogue", "silu"]
     assert log.notes == ["'a' <- conv2d -> add"]
 

@@ -1,6 +1,6 @@
 """`attention`: softmax(mask(q @ kt * scale)) @ v as one node, block by block.
 
-Made by `fuse_attention` (graphc.passes.attention) from the chain that
+Made by `fuse_attention` (graphc.backends.numpy.fusion.attention) from the chain that
 `F.scaled_dot_product_attention` and `nn.MultiheadAttention` trace to: matmul(q, kt), a
 scale (mul), mask steps, softmax over the last axis, dropout's mul(w, c) and
 where(keep, w, 0), and matmul(w, v). The scale and the dropout are optional (attrs
@@ -245,5 +245,5 @@ attention = defop(
     scratch=_scratch,
     props=("fusion",),
     doc="softmax(mask(q @ kt * scale)) @ v as one node, in blocks of the batch axes; made "
-    "by gc.passes.fuse_attention.",
+    "by gc.backends.numpy.fusion.fuse_attention.",
 )

@@ -1,0 +1,14 @@
+"""The numpy backend's fused nodes: ops only its fusion step makes (backends/numpy/fusion/),
+each declaring the "fusion" property, so they carry no gradient, ONNX or batch-split
+rule. The native backend's fusion step makes the same nodes and lowers most of them in C.
+
+`fused` (fused.py: a group of elementwise ops, run chunk by chunk into reused buffers),
+`matmul_epilogue` (epilogue.py: bias and activation after a product), `conv2d_epilogue`
+(conv_epilogue.py) and `conv2d_fused` (conv_fused.py: a convolution and the elementwise
+group after it, per chunk of images), `attention` (attention.py: the scores-to-output
+chain, a block of whole matrices at a time). Importing this package registers them.
+"""
+
+from graphc.backends.numpy.nodes import attention, conv_epilogue, conv_fused, epilogue, fused
+
+__all__ = ["attention", "conv_epilogue", "conv_fused", "epilogue", "fused"]

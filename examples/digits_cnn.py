@@ -53,7 +53,8 @@ def accuracy(model: nn.Module, x: np.ndarray, y: np.ndarray) -> float:
 
 def render_pictures(model: nn.Module, example: np.ndarray, folder: Path) -> list[Path]:
     """The traced forward graph, its joint gradient graph, and that graph optimized at
-    O2 (conv epilogues and fused elementwise groups drawn as clusters), as SVG."""
+    O2 and fused by the numpy backend, as gc.compile plans it (conv epilogues and fused
+    elementwise groups drawn as clusters), as SVG."""
     if not gc.viz.have_dot():
         print("pictures: skipped (graphviz's `dot` is not installed: apt-get install graphviz)")
         return []
@@ -66,7 +67,7 @@ def render_pictures(model: nn.Module, example: np.ndarray, folder: Path) -> list
     pictures = {
         "cnn_forward": forward,
         "cnn_gradients": joint,
-        "cnn_gradients_O2": gc.optimize(joint, 2),
+        "cnn_gradients_O2": gc.fuse(gc.optimize(joint, 2), backend="numpy"),
     }
     written = [gc.viz.render(g, folder / f"{name}.svg") for name, g in pictures.items()]
     print(f"pictures ({len(weights)} weights):", ", ".join(str(p) for p in written))

@@ -10,7 +10,7 @@
         optimize_bodies runs the level's pipeline in every cond, scan and while_loop
         body (and so in theirs).
     O2  the cleanups and the bodies, then recognize_softmax (spelled-out softmax as
-        the op) and a last DCE
+        the op)
 
 Every pass here is backend-free: its result is an ordinary graph of public ops, which
 gradients, ONNX export, the batch split and pictures take as they take the declared
@@ -64,7 +64,8 @@ CLEANUPS: tuple[Pass, ...] = (
     eliminate_common_subexpressions,
     eliminate_dead_code,
 )
-RECOGNITIONS: tuple[Pass, ...] = (recognize_softmax, eliminate_dead_code)
+# (a rewrite pass drops the nodes it leaves unused itself: no DCE after it)
+RECOGNITIONS: tuple[Pass, ...] = (recognize_softmax,)
 MAX_CLEANUP_ROUNDS = 3
 
 # level -> (passes repeated to a fixed point of the node count, passes run once after)

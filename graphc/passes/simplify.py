@@ -354,5 +354,7 @@ def scale_before_transposes(
     """`graph` with T(x)*c as T(x*c) where that is exact (every user ignores layout),
     and with `fast_math` before a matmul or a reduction too (`TRANSPOSE_SCALES`): the
     numpy backend's choice, made in its fusion step (backends/numpy/fusion.py)."""
+    if not any(n.op == "transpose" for n in graph.op_nodes):
+        return graph  # (every rule reads one: no walk; a plan's compile pays for it)
     rules = TRANSPOSE_SCALES if fast_math else [r for r in TRANSPOSE_SCALES if r.exact]
     return rewrite(graph, rules, log)

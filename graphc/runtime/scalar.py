@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
-from graphc.ir.registry import get_op
+from graphc.ir.registry import OpDef, get_op
 from graphc.ir.types import TensorType
 from graphc.ops.body import body_types
 from graphc.runtime.codegen import Generated, Generator, step_text
@@ -57,6 +57,11 @@ def _scalar_type(t: TensorType) -> bool:
     return isinstance(t, TensorType) and t.size == 1 and t.dtype in DTYPES
 
 
+def _runs_its_body(opdef: OpDef) -> bool:
+    """An elementwise op whose one body is all it computes (a backend's fused group)."""
+    return opdef.elementwise and opdef.bodies == ("body",)
+
+
 def _supported(node: Node, types: dict[Node, TensorType], attrs: dict[str, Any]) -> bool:
     """Can op `node` (typed by `types`, called with `attrs`) run on numpy scalars?"""
     if not _scalar_type(types[node]):
@@ -64,7 +69,7 @@ def _supported(node: Node, types: dict[Node, TensorType], attrs: dict[str, Any])
     opdef = get_op(node.op)
     if opdef.has("one_element_identity") or opdef.has("one_element_sum"):
         return types[node.inputs[0]].dtype == types[node].dtype
-    if node.op == "fused":  # its body's ops, inlined
+    if _runs_its_body(opdef):  # its body's ops, inlined
         body = attrs["body"]
         inner = body_types(body, [types[x] for x in node.inputs])
         return all(
@@ -136,7 +141,7 @@ class ScalarGenerator(Generator):
             node.op == "sum_to" and attrs["shape"] == types[0].shape
         ):
             return args[0]
-        if node.op == "fused":
+        if _runs_its_body(opdef):
             return self._inline(node, args, types, attrs["body"], lines)
         ufunc = _ufunc(node, attrs)
         if opdef.has("one_element_sum"):

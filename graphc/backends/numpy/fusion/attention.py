@@ -145,6 +145,8 @@ def fuse_attention(
     them, a chain is fused only where both products are batched (`_by_a_matrix`).
     """
     chains = find_attention(graph, keep)
+    if not chains:
+        return graph  # (nothing to fuse: no copy)
     inner = {m for members, _, _ in chains.values() for m in members[:-1]}
     builder = GraphBuilder(graph)
     new: dict[Node, Node] = {}

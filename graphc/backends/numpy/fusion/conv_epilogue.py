@@ -72,6 +72,8 @@ def fuse_conv_body(
         found = _conv_input(node, users, keep) if node.op == "fused" else None
         if found is not None:
             merged[node] = found
+    if not merged:
+        return graph  # (nothing to fuse: no copy)
     convs = {conv for conv, _ in merged.values()}
     builder = GraphBuilder(graph)
     new: dict[Node, Node] = {}

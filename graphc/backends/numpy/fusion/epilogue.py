@@ -72,6 +72,8 @@ def fuse_chains(
 ) -> Graph:
     """`graph` with each chain replaced by one `fused_op` node on the producer's inputs
     (and the bias), with the producer's attrs plus `bias` and `activation`."""
+    if not chains:
+        return graph  # (nothing to fuse: no copy, as a compile runs this on every graph)
     inner = {n for chain in chains.values() for n in chain[:2] if n is not None}
     builder = GraphBuilder(graph)
     new: dict[Node, Node] = {}

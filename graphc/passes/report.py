@@ -59,6 +59,7 @@ class OptimizationReport:
     level: int
     passes: list[PassLog] = field(default_factory=list)
     fast_math: bool = False  # value-changing rewrites were allowed
+    title: str = ""  # what ran, when not the pipeline at `level` (a backend's fusion step)
 
     @property
     def value_changing(self) -> list[str]:
@@ -83,8 +84,9 @@ class OptimizationReport:
 
     def __str__(self) -> str:
         rules = "fast_math: value-changing rules allowed" if self.fast_math else "exact rules only"
+        title = self.title or f"optimization at O{self.level}"
         header = (
-            f"optimization at O{self.level} ({rules}): {self.nodes_before} -> "
+            f"{title} ({rules}): {self.nodes_before} -> "
             f"{self.nodes_after} nodes in {self.seconds * 1e3:.1f} ms"
         )
         if not self.passes:

@@ -99,7 +99,8 @@ def fuse(
     """
     expect_graph(graph, "fuse")
     chosen = resolve(backend)
-    report = OptimizationReport(level=2, fast_math=bool(fast_math))
+    title = f"the {chosen.name} backend's fusion step"
+    report = OptimizationReport(level=2, fast_math=bool(fast_math), title=title)
     result, report = run_fusion(graph, chosen.fusion(fast_math), report)
     return (result, report) if explain else result
 

@@ -70,6 +70,7 @@ def test_report_lists_passes_with_counts_and_times() -> None:
     names = [p.name for p in fusion.passes]
     assert "fuse_elementwise" in names and "fuse_matmul_epilogue" in names
     assert "fused 'fused'" in str(fusion) and fusion.nodes_after == len(fused.nodes)
+    assert str(fusion).startswith("the numpy backend's fusion step (exact rules only): ")
 
 
 def test_cleanups_repeat_when_cse_exposes_algebra() -> None:

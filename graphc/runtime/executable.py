@@ -83,9 +83,10 @@ def fuse(
 ) -> Graph | tuple[Graph, OptimizationReport]:
     """`graph` (normally `gc.optimize`'s result) after `backend`'s fusion step: what
     `gc.compile(..., opt_level=2, backend=backend)` plans. Its fused nodes (`fused`
-    groups, matmul and conv2d epilogues, attention, with fast_math a gemm fold) are the
-    backend's: its plans run them, and nothing else takes them (differentiate, export
-    or split the graph before fusing it). `explain=True` returns `(graph, report)`.
+    groups, matmul and conv2d epilogues, `conv2d_fused`, attention) are the backend's:
+    its plans run them, and nothing else takes them (differentiate, export or split the
+    graph before fusing it). With fast_math the native step also folds SGD updates into
+    gemm. `explain=True` returns `(graph, report)`.
 
     >>> import graphc as gc
     >>> g = gc.parse('''

@@ -71,6 +71,10 @@ def test_report_lists_passes_with_counts_and_times() -> None:
     assert "fuse_elementwise" in names and "fuse_matmul_epilogue" in names
     assert "fused 'fused'" in str(fusion) and fusion.nodes_after == len(fused.nodes)
     assert str(fusion).startswith("the numpy backend's fusion step (exact rules only): ")
+    with pytest.raises(gc.GraphcError, match="backend"):
+        gc.fuse(result, backend="no_such_backend")
+    with pytest.raises(gc.GraphcError, match="fuse"):
+        gc.fuse("not a graph")  # type: ignore[arg-type]
 
 
 def test_cleanups_repeat_when_cse_exposes_algebra() -> None:

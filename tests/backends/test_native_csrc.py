@@ -11,6 +11,7 @@ from importlib import resources
 import pytest
 
 from graphc.backends.native import (
+    attention,
     c_sources,
     direct_conv,
     matmul,
@@ -34,6 +35,20 @@ KERNELS = {
     **{f"max_pool_{k.name}": k.source for k in pool.KERNELS.values()},
     **{f"max_pool_backward_{k.name}": k.source for k in pool.BACKWARD_KERNELS.values()},
     "wide_conv": wide_conv.SOURCE,
+    # the templates, instantiated as the backend does, for each dtype; attention's text
+    # carries its softmax kernel's first (two instances in one source)
+    **{
+        f"{kind}_{ct}": rows.row_kernel(kind, ct, 1 << 20, 1 << 16).source
+        for kind in rows.TEMPLATES
+        for ct in ("f32", "f64")
+    },
+    **{
+        f"attention_{ct}_{bits}": attention.attention_kernel(
+            ct, bits, rows.row_kernel("softmax", ct, 1 << 17, 1 << 12)
+        ).source
+        for ct in ("f32", "f64")
+        for bits in (32, 64)
+    },
 }
 UNITS = {
     "prelude.h": c_sources.c_source("prelude.h"),

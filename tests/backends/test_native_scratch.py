@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.backends.native import attention, norm, rows
+from graphc.backends.native import attention, c_sources, norm, rows
 from tests.backends.test_native_attention_c import _graph as attention_graph
 from tests.native_checks import needs_native
 
@@ -67,11 +67,16 @@ def _break(monkeypatch: pytest.MonkeyPatch, case: str, parallel: bool) -> None:
         )
         monkeypatch.setattr(norm, "PARALLEL_WORK", work)
     elif case == "log_softmax":
-        monkeypatch.setattr(rows, "_SOFTMAX", failing_malloc(rows._SOFTMAX))
+        monkeypatch.setattr(rows, "instance", _failing_instance)
         monkeypatch.setattr(rows, "PARALLEL_SOFTMAX", work)
     else:
-        monkeypatch.setattr(attention, "_TEMPLATE", failing_malloc(attention._TEMPLATE))
+        monkeypatch.setattr(attention, "instance", _failing_instance)
         monkeypatch.setattr(attention, "PARALLEL_WORK", work)
+
+
+def _failing_instance(name: str, defines: dict[str, str]) -> str:
+    """A csrc template's instance whose mallocs fail (c_sources.instance's stand-in)."""
+    return failing_malloc(c_sources.instance(name, defines))
 
 
 def _case(case: str) -> tuple[gc.Graph, dict[str, Any]]:

@@ -488,6 +488,9 @@ OP_NAME_TABLES = {
     "the native backend's elementwise C per op, registered as each op's 'native' rule": {
         ("backends/native/cexpr.py", "NATIVE_OPS"),
     },
+    "C helper names of the prelude a row-kernel template calls (exp_t, gt_t), not ops": {
+        ("backends/native/rows.py", "HELPERS"),
+    },
     "the direct convolution's C opcodes for its epilogue program (the kernel's encoding)": {
         ("backends/native/direct_conv.py", "CODES"),
     },

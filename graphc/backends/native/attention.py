@@ -34,69 +34,12 @@ from typing import Any
 import numpy as np
 
 from graphc.backends.native import calls, rows
+from graphc.backends.native.c_sources import instance
 from graphc.backends.native.kernels import CTYPE_NAME, Kernel, Operand
 
 THREADED = 1 << 18  # OpenBLAS threads a product above m n k of this (interface/gemm.c)
 PARALLEL_WORK = 1 << 16  # items x m n p from which the items are split between threads
 NO_TRANS, TRANS = 111, 112
-
-_TEMPLATE = r"""
-typedef void (*NAME_gemm)(int, int, int, GEMM_INT, GEMM_INT, GEMM_INT, scalar_t, const scalar_t *,
-                          GEMM_INT, const scalar_t *, GEMM_INT, scalar_t, scalar_t *, GEMM_INT);
-/* d: nd, m, n, p, pv, then the batch shape (nd), then per operand (q, kt, v, out) its
-   byte strides along the batch axes (nd each), then per product the flags and leading
-   dims numpy passes: tq, ldq, tk, ldk (scores), tv, ldv, ldo (output) */
-GC_INLINE int64_t NAME_at(int64_t item, const int64_t *shape, const int64_t *strides, int nd) {
-    int64_t off = 0;
-    for (int j = nd - 1; j >= 0; j--) { off += (item % shape[j]) * strides[j]; item /= shape[j]; }
-    return off; }
-GC_INLINE void NAME_item(int64_t item, const int64_t *d, char *out, const char *q, const char *k,
-                         const char *v, const scalar_t *scale, NAME_gemm gemm, scalar_t *s) {
-    int nd = (int)d[0];
-    int64_t m = d[1], n = d[2], p = d[3], pv = d[4];
-    const int64_t *shape = d + 5, *st = d + 5 + nd, *f = d + 5 + 5 * nd;
-    const scalar_t *qi = (const scalar_t *)(q + NAME_at(item, shape, st, nd));
-    const scalar_t *ki = (const scalar_t *)(k + NAME_at(item, shape, st + nd, nd));
-    const scalar_t *vi = (const scalar_t *)(v + NAME_at(item, shape, st + 2 * nd, nd));
-    scalar_t *oi = (scalar_t *)(out + NAME_at(item, shape, st + 3 * nd, nd));
-    gemm(101, (int)f[0], (int)f[2], m, p, n, 1, qi, f[1], ki, f[3], 0, s, p);
-    if (scale) {
-        scalar_t c = scale[0];
-        for (int64_t j = 0; j < m * p; j++) s[j] = s[j] * c;
-    }
-    SOFTMAX(m, p, (char *)s, (const char *)s, 0);
-    gemm(101, NO_TRANS, (int)f[4], m, pv, p, 1, s, p, vi, f[5], 0, oi, f[6]);
-}
-/* returns 1 when a thread could not allocate its block of scores (its items are
-   skipped: the caller raises), else 0 */
-GC_EXPORT int64_t NAME(int64_t items, const int64_t *d, char *out, const char *q,
-                       const char *k, const char *v, const char *scale, const char *gemm,
-                       int64_t parallel) {
-    int64_t m = d[1], p = d[3], failed = 0;
-    NAME_gemm fn = (NAME_gemm)gemm;
-    if (parallel) {
-        #pragma omp parallel
-        {
-            scalar_t *s = (scalar_t *)malloc(m * p * sizeof(scalar_t));
-            if (!s) {
-                #pragma omp atomic write
-                failed = 1;
-            }
-            #pragma omp for schedule(static)
-            for (int64_t i = 0; i < items; i++)
-                if (s) NAME_item(i, d, out, q, k, v, (const scalar_t *)scale, fn, s);
-            free(s);
-        }
-    } else {
-        scalar_t *s = (scalar_t *)malloc(m * p * sizeof(scalar_t));
-        if (!s) return 1;
-        for (int64_t i = 0; i < items; i++)
-            NAME_item(i, d, out, q, k, v, (const scalar_t *)scale, fn, s);
-        free(s);
-    }
-    return failed;
-}
-"""
 
 
 def attention_kernel(ct: str, gemm_bits: int, softmax: Kernel) -> Kernel:
@@ -104,13 +47,14 @@ def attention_kernel(ct: str, gemm_bits: int, softmax: Kernel) -> Kernel:
     calling the row kernel `softmax`, whose C it carries: each source is a library of
     its own (toolchain.py), so one may not call into another's."""
     name = f"gc_attention_{ct}_{gemm_bits}"
-    text = softmax.source + (
-        _TEMPLATE.replace("NAME", name)
-        .replace("SOFTMAX", softmax.name)
-        .replace("GEMM_INT", "int64_t" if gemm_bits == 64 else "int")
-        .replace("scalar_t", CTYPE_NAME[ct])
-        .replace("NO_TRANS", str(NO_TRANS))
-    )
+    defines = {
+        "GC_NAME": name,
+        "GC_SOFTMAX": softmax.name,
+        "GC_GEMM_INT": "int64_t" if gemm_bits == 64 else "int",
+        "scalar_t": CTYPE_NAME[ct],
+        "GC_NO_TRANS": str(NO_TRANS),
+    }
+    text = softmax.source + instance("attention.c", defines)
     return Kernel(name, text, [Operand("full", ct)], ["attention"], "pppppppi", True)
 
 

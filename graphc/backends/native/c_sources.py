@@ -1,18 +1,21 @@
 """The fixed C of the native backend: the files of csrc/, read once from the package.
 
 Only C that no graph changes lives there (the prelude's vector types and helpers, the
-row sums' pairwise helper, the product, layer norm, pool and wide-convolution kernels,
-the direct convolution's tile, epilogue and drivers, the BLAS thread callback, the
-compiler probe), as real .h and .c files that C tooling can check
-(tests/backends/test_native_csrc.py compiles each the way the backend does). What
-depends on the graph (an elementwise kernel's body, libmvec's declarations of the ops
-in NATIVE_OPS) or fills a template (the row kernels' names and types, the direct
-convolution's tile sizes and unrolled cases) is made in Python.
+row sums' pairwise helper, the row kernels (sums over rows and columns, softmax), the
+attention call, the product, layer norm, pool and wide-convolution kernels, the direct
+convolution's tile, epilogue and drivers, the BLAS thread callback, the compiler probe),
+as real .h and .c files that C tooling can check (tests/backends/test_native_csrc.py
+compiles each the way the backend does). A file written for several dtypes is a
+template of macros (`instance` defines them: its kernel's name, types and thresholds).
+What depends on the graph (an elementwise kernel's body, libmvec's declarations of the
+ops in NATIVE_OPS, the direct convolution's tile sizes and unrolled cases) is made in
+Python.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from importlib import resources
 
 PACKAGE = "graphc.backends.native"
@@ -34,3 +37,16 @@ def c_source(name: str) -> str:
     True
     """
     return "\n" + (resources.files(PACKAGE) / FOLDER / name).read_text(encoding="utf-8")
+
+
+def instance(name: str, defines: Mapping[str, str]) -> str:
+    """The template csrc/`name` for one kernel: `defines` (its name, types, thresholds)
+    as #define lines before its text and #undef lines after, so that several instances
+    may share one source (attention's carries its softmax row kernel's).
+
+    >>> "#undef GC_NAME" in instance("row_sum.c", {"GC_NAME": "gc_rowsum_f32"})
+    True
+    """
+    head = "".join(f"#define {key} {value}\n" for key, value in defines.items())
+    tail = "".join(f"#undef {key}\n" for key in defines)
+    return "\n" + head + c_source(name).lstrip("\n") + tail

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from graphc.backends.native import calls
-from graphc.backends.native.c_sources import c_source
+from graphc.backends.native.c_sources import c_source, instance
 from graphc.backends.native.kernels import CTYPE_NAME, DeclinedError, Kernel, Operand, ctype_of
 from graphc.backends.numpy.chunked import transposed_view
 from graphc.ir.registry import get_op
@@ -67,154 +67,25 @@ WARM_SOFTMAX = 1 << 12
 
 PAIRWISE = c_source("pairwise.h")
 
-_ROWSUM = """
-/* sum (count 0) or mean (divided by count) of each of `rows` contiguous rows of n: 0.0
-   plus the row's pairwise sum, or (a row longer than `piece`, numpy < 2.3) plus the
-   pairwise sums of its pieces of `piece` elements in turn, as numpy's buffered
-   reduction adds them */
-GC_INLINE void NAME_row(int64_t o, int64_t n, char *out, const char *x, int64_t count) {
-    scalar_t s = (scalar_t)0 + pw_t((const scalar_t *)x + o * n, n);
-    if (count) s = (scalar_t)((double)s / (double)count);
-    ((scalar_t *)out)[o] = s;
-}
-static void NAME_pieces(int64_t o, int64_t n, char *out, const char *x, int64_t count,
-                        int64_t piece) {
-    const scalar_t *a = (const scalar_t *)x + o * n;
-    scalar_t s = (scalar_t)0;
-    for (int64_t i = 0; i < n; i += piece) s = s + pw_t(a + i, n - i < piece ? n - i : piece);
-    if (count) s = (scalar_t)((double)s / (double)count);
-    ((scalar_t *)out)[o] = s;
-}
-/* the choice is made once per call: a test per row cost 10% on 512 rows of 10 */
-GC_EXPORT void NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t count,
-                    int64_t piece) {
-    int par = gc_parallel(rows * n, PAR, WARM);
-    if (piece > 0 && piece < n) {
-        #pragma omp parallel for schedule(static) if (par)
-        for (int64_t o = 0; o < rows; o++) NAME_pieces(o, n, out, x, count, piece);
-        if (par) gc_pool_used();
-    } else if (par) {
-        #pragma omp parallel for schedule(static)
-        for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, count);
-        gc_pool_used();
-    } else {
-        for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, count);
-    }
-}
-"""
-
-_COLSUM = """
-/* sum (count 0) or mean over the middle axis of an (outer, n, inner) array, row after
-   row, GC_W inner elements at a time: job j is block j % blocks of outer index j / blocks */
-GC_INLINE void NAME_job(int64_t job, int64_t blocks, int64_t n, int64_t inner, char *out,
-                        const char *x, int64_t count) {
-    int64_t o = job / blocks, i = (job % blocks) * GC_W;
-    int64_t m = inner - i < GC_W ? inner - i : GC_W;
-    const char *slab = x + (o * n * inner) * sizeof(scalar_t);
-    vec_t acc = sp_t(0);
-    for (int64_t r = 0; r < n; r++) acc = acc + ld_t(slab + r * inner * sizeof(scalar_t), i, m);
-    if (count) acc = __builtin_convertvector(
-        __builtin_convertvector(acc, vf64) / sp_f64((double)count), vec_t);
-    st_t(out + o * inner * sizeof(scalar_t), i, m, acc);
-}
-GC_EXPORT void NAME(int64_t outer, int64_t n, int64_t inner, char *out, const char *x,
-                    int64_t count) {
-    int64_t blocks = (inner + GC_W - 1) / GC_W;
-    if (gc_parallel(outer * n * inner, PAR, WARM)) {
-        #pragma omp parallel for schedule(static)
-        for (int64_t j = 0; j < outer * blocks; j++) NAME_job(j, blocks, n, inner, out, x, count);
-        gc_pool_used();
-    } else {
-        for (int64_t j = 0; j < outer * blocks; j++) NAME_job(j, blocks, n, inner, out, x, count);
-    }
-}
-"""
-
-_SOFTMAX = """
-/* softmax (take_log 0) or log_softmax (take_log 1) of row o of n, as graphc's numpy
-   kernels compute them: x - max, exp, the pairwise sum, / sum or - log; `e` holds the
-   exps of log_softmax (n + GC_W elements). The max is numpy's maximum (a nan wins),
-   taken lane by lane over whole vectors, then across the lanes and the tail: the same
-   value as numpy's reduction, but for which zero a tie of -0.0 and 0.0 gives, which
-   changes no result (x - 0.0 and x - -0.0 differ only for x = -0.0, and exp gives 1 for
-   both). Whole vectors load and store as vectors; only the tail takes m lanes */
-GC_INLINE scalar_t NAME_max(scalar_t top, scalar_t a) {
-    return (top != top) ? top : (a != a || a >= top) ? a : top; }
-GC_INLINE void NAME_row(int64_t o, int64_t n, char *out, const char *x, int64_t take_log,
-                        scalar_t *e) {
-    const scalar_t *a = (const scalar_t *)x + o * n;
-    char *y = out + o * n * sizeof(scalar_t);
-    int64_t whole = n - n % GC_W, j;
-    scalar_t top = a[0];
-    if (whole) {
-        vec_t t = ld_t((const char *)a, 0, GC_W);
-        for (j = GC_W; j < whole; j += GC_W) {
-            vec_t b = ld_t((const char *)a, j, GC_W);
-            t = sel_t(nan_t(t), t, sel_t(nan_t(b) | gt_t(b, t), b, t));
-        }
-        for (int k = 0; k < GC_W; k++) top = NAME_max(top, t[k]);
-    }
-    for (j = whole; j < n; j++) top = NAME_max(top, a[j]);
-    vec_t shift = sp_t(top);
-    for (j = 0; j < whole; j += GC_W) {
-        vec_t s = ld_t((const char *)a, j, GC_W) - shift;
-        if (take_log) { st_t(y, j, GC_W, s); st_t((char *)e, j, GC_W, exp_t(s)); }
-        else st_t(y, j, GC_W, exp_t(s));
-    }
-    if (j < n) {
-        vec_t s = ld_t((const char *)a, j, n - j) - shift;
-        if (take_log) { st_t(y, j, n - j, s); st_t((char *)e, j, n - j, exp_t(s)); }
-        else st_t(y, j, n - j, exp_t(s));
-    }
-    scalar_t sum = (scalar_t)0 + pw_t(take_log ? e : (const scalar_t *)y, n);
-    vec_t by = sp_t(take_log ? LOGFN(sum) : sum);
-    for (j = 0; j < whole; j += GC_W) {
-        vec_t v = ld_t(y, j, GC_W);
-        st_t(y, j, GC_W, take_log ? v - by : v / by);
-    }
-    if (j < n) {
-        vec_t v = ld_t(y, j, n - j);
-        st_t(y, j, n - j, take_log ? v - by : v / by);
-    }
-}
-/* returns 1 when log_softmax could not allocate a thread's exps (its rows are skipped:
-   the caller raises), else 0; softmax allocates nothing */
-GC_EXPORT int64_t NAME(int64_t rows, int64_t n, char *out, const char *x, int64_t take_log) {
-    int64_t failed = 0;
-    if (gc_parallel(rows * n, PAR, WARM)) {
-        #pragma omp parallel
-        {
-            scalar_t *e = take_log ? (scalar_t *)malloc((n + GC_W) * sizeof(scalar_t)) : 0;
-            if (take_log && !e) {
-                #pragma omp atomic write
-                failed = 1;
-            }
-            #pragma omp for schedule(static)
-            for (int64_t o = 0; o < rows; o++)
-                if (e || !take_log) NAME_row(o, n, out, x, take_log, e);
-            free(e);
-        }
-        gc_pool_used();
-    } else {
-        scalar_t *e = take_log ? (scalar_t *)malloc((n + GC_W) * sizeof(scalar_t)) : 0;
-        if (take_log && !e) return 1;
-        for (int64_t o = 0; o < rows; o++) NAME_row(o, n, out, x, take_log, e);
-        free(e);
-    }
-    return failed;
-}
-"""
+# each kind's template in csrc/ (c_sources.instance fills it per dtype)
+TEMPLATES = {"rowsum": "row_sum.c", "colsum": "col_sum.c", "softmax": "softmax_rows.c"}
+# the prelude's helpers a template calls by a generic name (pw_t: pw_f32 or pw_f64, ...)
+HELPERS = ("pw", "exp", "ld", "st", "sp", "sel", "nan", "gt")
 
 
-def _instance(template: str, kind: str, ct: str, parallel: int, warm: int) -> Kernel:
+def row_kernel(kind: str, ct: str, parallel: int, warm: int) -> Kernel:
     """The C of a row kernel for one dtype (named by kind and dtype: one copy per library)."""
     name = f"gc_{kind}_{ct}"
-    text = template.replace("NAME", name).replace("PAR", str(parallel))
-    text = text.replace("WARM", str(warm))
-    text = text.replace("LOGFN", "logf" if ct == "f32" else "log")
-    for generic in ("pw", "exp", "ld", "st", "sp", "sel", "nan", "gt"):
-        text = text.replace(f"{generic}_t(", f"{generic}_{ct}(")
-    text = text.replace("vec_t", f"v{ct}").replace("scalar_t", CTYPE_NAME[ct])
+    defines = {
+        "GC_NAME": name,
+        "scalar_t": CTYPE_NAME[ct],
+        "vec_t": f"v{ct}",
+        **{f"{helper}_t": f"{helper}_{ct}" for helper in HELPERS},
+        "GC_PAR": str(parallel),
+        "GC_WARM": str(warm),
+        "GC_LOG": "logf" if ct == "f32" else "log",
+    }
+    text = instance(TEMPLATES[kind], defines)
     params = {"rowsum": "ippii", "colsum": "iippi", "softmax": "ippi"}[kind]
     ops = ["softmax" if kind == "softmax" else "sum"]
     return Kernel(name, text, [Operand("full", ct)], ops, params, kind == "softmax")
@@ -274,11 +145,11 @@ def lower_reduction(gen: Generator, step: Step, out: str) -> list[str] | None:
     outer, n, inner = run
     count = n if step.node.op == "mean" else 0
     if inner == 1:
-        kernel = _instance(_ROWSUM, "rowsum", ct, PARALLEL_SUM, WARM_SUM)
+        kernel = row_kernel("rowsum", ct, PARALLEL_SUM, WARM_SUM)
         # numpy < 2.3's piece is its buffer size at the call (np.setbufsize may change it)
         piece = "0" if WHOLE_ROWS else f"{gen.const(np.getbufsize, 'getbufsize')}()"
         return _row_call(gen, step, out, kernel, [outer, n], count, [piece])
-    kernel = _instance(_COLSUM, "colsum", ct, PARALLEL_SUM, WARM_SUM)
+    kernel = row_kernel("colsum", ct, PARALLEL_SUM, WARM_SUM)
     return _row_call(gen, step, out, kernel, [outer, n, inner], count)
 
 
@@ -309,7 +180,7 @@ def _softmax_kernel(dtype: np.dtype, n: Any) -> Kernel | None:
         return None
     if ct == "b" or not isinstance(n, int) or not 0 < n <= PAIRWISE_MAX:
         return None
-    return _instance(_SOFTMAX, "softmax", ct, PARALLEL_SOFTMAX, WARM_SOFTMAX)
+    return row_kernel("softmax", ct, PARALLEL_SOFTMAX, WARM_SOFTMAX)
 
 
 def softmax_rows(fn: Any, n: int) -> Callable[[np.ndarray], None]:

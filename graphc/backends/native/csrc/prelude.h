@@ -35,6 +35,10 @@ typedef int32_t vi32 __attribute__((vector_size(GC_VB)));
 typedef int64_t vi64 __attribute__((vector_size(2 * GC_VB)));
 #define GC_EXPORT __attribute__((visibility("default")))
 #define GC_INLINE static inline __attribute__((always_inline))
+/* a template file's helper of kernel GC_NAME (c_sources.instance defines it): GC_FN(_row) */
+#define GC_CAT_(a, b) a##b
+#define GC_CAT(a, b) GC_CAT_(a, b)
+#define GC_FN(suffix) GC_CAT(GC_NAME, suffix)
 
 /* the pool's clock, one for the process (calls.POOL_CLOCK, bound into each library as
    it loads): [0] when a parallel region last ended, [1] for how long idle workers spin

@@ -8,8 +8,8 @@ as real .h and .c files that C tooling can check (tests/backends/test_native_csr
 compiles each the way the backend does). A file written for several dtypes is a
 template of macros (`instance` defines them: its kernel's name, types and thresholds).
 What depends on the graph (an elementwise kernel's body, libmvec's declarations of the
-ops in NATIVE_OPS, the direct convolution's tile sizes and unrolled cases) is made in
-Python.
+ops in NATIVE_OPS) is made in Python, and constants Python measures or tunes (the direct
+convolution's tile sizes, threading thresholds) reach the C as #defines.
 """
 
 from __future__ import annotations

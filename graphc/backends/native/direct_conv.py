@@ -62,53 +62,19 @@ PARALLEL_WORK = 400_000
 # against 563 us; 6 x 4 and 6 x 3 in between
 TILES = {"512": (8, 3), "256": (3, 3)}
 
-# the tile sizes and the unrolled cases of each ISA (@...@, put in by `source`) around the
-# fixed C: the tile (csrc/direct_conv_tile.h), then the epilogue and the chunked drivers
-# (csrc/direct_conv.c)
-SOURCE = (
-    r"""
-/* ---- direct convolution (graphc/backends/native/direct_conv.py) ---- */
-#ifdef __AVX512F__
-#define DC_OB @OB512@
-#define DC_PB @PB512@
-#else
-#define DC_OB @OB256@
-#define DC_PB @PB256@
-#endif
-#define DC_OPS 6
-"""
-    + c_source("direct_conv_tile.h")
-    + r"""
-/* the tile with (ob, pb) as constants, so each case is unrolled and kept in registers */
-static void dc_tile_any(const float *x, const float *w, const int64_t *offs, int64_t K,
-                        const int64_t *src, float *tmp, int ob, int pb) {
-    switch ((ob - 1) * DC_PB + (pb - 1)) {
-#define DC_CASE(o, p) case (o - 1) * DC_PB + (p - 1): dc_tile(x, w, offs, K, src, tmp, o, p); break;
-#ifdef __AVX512F__
-@CASES512@
-#else
-@CASES256@
-#endif
-#undef DC_CASE
-    }
-}
-"""
-    + c_source("direct_conv.c")
-)
-
 
 def source() -> str:
-    """The kernel's C (after the native header), with this module's constants."""
-    text = SOURCE
-    for isa, (ob, pb) in TILES.items():
-        cases = "\n".join(
-            "    " + " ".join(f"DC_CASE({o}, {p})" for p in range(1, pb + 1))
-            for o in range(1, ob + 1)
-        )
-        text = text.replace(f"@OB{isa}@", str(ob)).replace(f"@PB{isa}@", str(pb))
-        text = text.replace(f"@CASES{isa}@", cases)
+    """The kernel's C (after the native header): this module's constants as #defines
+    (the tiles of each ISA among them), then csrc/'s fixed C: the tile size
+    (direct_conv_tiles.h), the tile (direct_conv_tile.h), its unrolled cases
+    (direct_conv_any.h), the epilogue and the chunked drivers (direct_conv.c)."""
     head = "#include <stdlib.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n"
-    return head + f"#define SLACK_ELEMENTS {SLACK}\n#define DC_MAX_THREADS {MAX_THREADS}\n" + text
+    constants = {"SLACK_ELEMENTS": SLACK, "DC_MAX_THREADS": MAX_THREADS}
+    for isa, (ob, pb) in TILES.items():
+        constants |= {f"DC_OB{isa}": ob, f"DC_PB{isa}": pb}
+    head += "".join(f"#define {name} {value}\n" for name, value in constants.items())
+    parts = ("direct_conv_tiles.h", "direct_conv_tile.h", "direct_conv_any.h", "direct_conv.c")
+    return head + "".join(c_source(name) for name in parts)
 
 
 # the epilogue program's op codes (`dc_finish` in the C), and operand kinds

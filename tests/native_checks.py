@@ -31,6 +31,7 @@ import graphc as gc
 from graphc.backends.native import toolchain
 from graphc.backends.native.cexpr import ulp_bounds
 from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.registry import get_op
 from graphc.runtime import backend as backends
 from graphc.runtime.backend import available_backends, get_backend
 from tests.differential import describe_feeds, quiet
@@ -206,15 +207,20 @@ def exact_outputs(graph: Graph) -> list[bool]:
 
 
 def folded_outputs(graph: Graph) -> list[bool]:
-    """Per output: True when an inexact node among its ancestors reads constants only.
-    Constant folding (a backend-free pass) computes that node with numpy's kernel at
-    O1 and O2, where native's runs it at O0: there native's levels differ within the
-    op's bound, not bit for bit."""
-    memo: dict[Node, tuple[bool, bool]] = {}  # node -> (reads constants only, folded below)
+    """Per output: True when an inexact node among its ancestors is known before the
+    graph runs (it reads constants only, or nothing: `arange`; or only its inputs' types:
+    `full_like`). Constant folding (a backend-free pass) computes that node with numpy's
+    kernel at O1 and O2, where native's runs it at O0: there native's levels differ
+    within the op's bound, not bit for bit."""
+    memo: dict[Node, tuple[bool, bool]] = {}  # node -> (known before running, folded below)
     for node in graph.nodes:
-        constant = node.is_constant or (
-            node.kind == OP and bool(node.inputs) and all(memo[x][0] for x in node.inputs)
-        )
+        constant = node.is_constant
+        if node.kind == OP and not constant:
+            opdef = get_op(node.op)
+            constant = opdef.pure and (
+                all(memo[x][0] for x in node.inputs)
+                or (opdef.has("reads_only_type") and all(x.type.is_concrete for x in node.inputs))
+            )
         folded = (constant and _inexact(node)) or any(memo[x][1] for x in node.inputs)
         memo[node] = (constant, folded)
     return [memo[o.inputs[0]][1] for o in graph.outputs]

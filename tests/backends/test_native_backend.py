@@ -45,6 +45,7 @@ from tests.native_checks import (
     describe_failures,
     every_size,  # noqa: F401 - a fixture
     failing_compiler,
+    folded_outputs,
     graphc_warnings,
     needs_native,
     normwise,
@@ -223,6 +224,21 @@ def test_a_folded_constant_has_numpys_bits_at_every_backend(op: str) -> None:
         assert bits_differ(got, want) is None
     assert bits_differ(raw, want) is not None  # O0 runs native's kernel
     assert not bound_failures(op, c, raw, want).any()
+
+
+def test_an_op_with_no_inputs_folds_like_a_constant() -> None:
+    """Found by the hostile-graph test: softmax(arange(6)) reads no placeholder, so
+    folding computes it with numpy's kernel at O1 and O2 and native's levels differ
+    within its bound there; `folded_outputs` must say so (a zero-input op is known
+    before the graph runs), and `check_native` then holds."""
+    g = gc.Graph("arange_softmax")
+    with g:
+        x = gc.placeholder("x", shape=(), dtype="float32")
+        gc.output(gc.softmax(gc.arange(0.0, 3.0, 0.5, dtype="float32"), axis=0), name="s")
+        gc.output(gc.full_like(x, 0.0), name="z")
+        gc.output(gc.exp(x), name="e")
+    assert folded_outputs(g) == [True, False, False]
+    check_native(g, [{"x": np.array(0.5, np.float32)}])
 
 
 ACTIVATIONS = {"none": lambda v: v, "relu": gc.relu, "tanh": gc.tanh, "sigmoid": gc.sigmoid}

@@ -64,8 +64,6 @@ WIDE = 2
 
 # runs in place on a final (images, O, Ho, Wo) chunk, given which images it holds
 Epilogue = Callable[[np.ndarray, slice], None]
-# a backend's convolution: (x, w, out, padding, dilation, groups, epilogue)
-Direct = Callable[[np.ndarray, np.ndarray, np.ndarray, tuple, tuple, int, Epilogue], None]
 
 
 def _result(out: np.ndarray | None, shape: tuple, dtype: np.dtype) -> np.ndarray:
@@ -159,12 +157,9 @@ def conv2d_kernel(
     dilation: tuple = (1, 1),
     groups: int = 1,
     epilogue: Epilogue | None = None,
-    direct: Direct | None = None,
 ) -> np.ndarray:
-    """conv2d into `out`; `epilogue` runs on each chunk of images as it is final. A
-    backend may pass `direct`, its own convolution of the same geometry (the native
-    backend's C kernel for stride 1: backends/native/direct_conv.py), which then computes
-    every image instead of im2col and matmul."""
+    """conv2d into `out`; `epilogue` runs on each chunk of images as it is final (a
+    fused node's elementwise work, while the chunk is in cache)."""
     dtype = np.result_type(x.dtype, w.dtype)
     x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)
     n, _, height, width = x.shape
@@ -173,9 +168,7 @@ def conv2d_kernel(
     ho = window_out(height, kh, stride[0], top, bottom, dilation[0], "conv2d")
     wo = window_out(width, kw, stride[1], left, right, dilation[1], "conv2d")
     result = _result(out, (n, out_ch, ho, wo), dtype)
-    if result.size and direct is not None:
-        direct(x, w, result, padding, dilation, groups, epilogue or _nothing)
-    elif result.size and per_group == 1 and out_ch == groups:
+    if result.size and per_group == 1 and out_ch == groups:
         _depthwise(x, w, result, stride, padding, dilation)
         if epilogue is not None:
             epilogue(result, slice(None))

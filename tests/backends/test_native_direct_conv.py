@@ -16,7 +16,11 @@ import numpy as np
 import pytest
 
 import graphc as gc
+from graphc.backends.native import conv as native_conv
 from graphc.backends.native import direct_conv
+from graphc.backends.native.kernels import DeclinedError
+from graphc.backends.numpy.nodes import conv_epilogue as numpy_conv_epilogue
+from graphc.backends.numpy.nodes import conv_fused as numpy_conv_fused
 from graphc.ir.graph import Graph
 from graphc.ops.conv_kernels import conv2d_kernel
 from graphc.ops.conv_ops import conv2d
@@ -152,6 +156,41 @@ def test_levels_agree_with_an_epilogue_or_a_body(
 
     feeds = [sprinkled_feeds(g, 1, share=0.0), sprinkled_feeds(g, 2)]
     check_native(g, feeds, levels=(0, 1, 2), close=close, close_sets=(0,))
+
+
+@pytest.mark.parametrize("body", [*BODIES, "clip"])
+def test_numpys_epilogue_after_the_c_convolution(
+    body: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where neither the direct kernel's program nor a C body takes the step's
+    elementwise work (a clip has no C chain; the others are forced by declining both),
+    the C convolution runs and then the numpy node's own `chunk_epilogue` on each chunk:
+    the same bits as the C body (both exact), feeds never written, and numpy's
+    convolution never runs."""
+    bodies = BODIES | {"clip": (lambda y, x, b, s: gc.clip(y + x, -1.0, 1.0) * s, False)}
+    monkeypatch.setitem(BODIES, body, bodies[body])
+    g = _block_graph(body)
+    feeds = sprinkled_feeds(g, 4, share=0.0)
+    want = gc.compile(g, opt_level=0, backend="native")(**feeds)  # conv2d, then the ops
+
+    def declined(*args: object) -> None:
+        raise DeclinedError("declined by the test")
+
+    if body != "clip":
+        monkeypatch.setattr(native_conv, "_program", lambda gen, step: None)
+        monkeypatch.setattr(native_conv, "_body_epilogue", declined)
+
+    def im2col(*args: object, **kwargs: object) -> None:
+        raise AssertionError("numpy's convolution ran")
+
+    for module in (native_conv, numpy_conv_epilogue, numpy_conv_fused):
+        monkeypatch.setattr(module, "conv2d_kernel", im2col)
+    exe = gc.compile(g, backend="native")
+    assert "numpy's epilogue per chunk" in exe.source(), exe.source()
+    before = {k: v.copy() for k, v in feeds.items()}
+    assert bits_differ(exe(**feeds), want) is None
+    for k, v in feeds.items():
+        assert bits_differ(v, before[k]) is None, f"feed {k} written"
 
 
 @pytest.mark.parametrize("body", [name for name, (_, kept) in BODIES.items() if kept])

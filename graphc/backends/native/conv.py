@@ -50,6 +50,7 @@ from graphc.backends.native.kernels import (
     contiguous_descriptor,
     epilogue_body,
 )
+from graphc.backends.numpy.nodes import conv_epilogue, conv_fused
 from graphc.backends.numpy.nodes.conv_epilogue import per_channel
 from graphc.ir.graph import Graph
 from graphc.ir.registry import get_op
@@ -92,7 +93,6 @@ def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
     chunk of images, or None (numpy runs the whole step) when neither applies. The
     body's kernel runs at every size (the module's docstring says why)."""
     plan = gen.plan
-    node = step.node
     out_t = plan.values[step.output].type
     x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
     reason = direct_reason(x_t, w_t, out_t, step.attrs)
@@ -119,17 +119,33 @@ def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
         calls.plan_state(gen)["declined"][step.index] = str(reason)
         return None
     x, w = gen.array(step.inputs[0]), gen.array(step.inputs[1])
-    if epilogue is not None:  # the convolution with the C body
+    if direct is None:  # numpy's convolution with the C body
         conv = gen.const(conv2d_kernel, "kernel_conv2d")
         geometry = gen.const({k: step.attrs[k] for k in CONV_ATTRS}, "geometry")
-        return [f"{conv}({x}, {w}, out={out}, epilogue={epilogue}, direct={direct}, **{geometry})"]
-    kernel = gen.const(get_op(node.op).kernel, f"kernel_{node.op}")  # type: ignore[arg-type]
-    inputs = ", ".join(gen.array(v) for v in step.inputs)
+        return [f"{conv}({x}, {w}, out={out}, epilogue={epilogue}, **{geometry})"]
+    lines = [f"# the convolution in C ({name}), the C body per chunk"]
+    if epilogue is None:
+        lines = [f"# the convolution in C ({name}), numpy's epilogue per chunk"]
+        epilogue = _numpy_epilogue(gen, step)
+    a, ints = step.attrs, lambda values: tuple(int(v) for v in values)  # literals
+    geometry = f"{ints(a['padding'])}, {ints(a['dilation'])}, {int(a['groups'])}"
+    return lines + [f"{direct}({x}, {w}, {out}, {geometry}, {epilogue})"]
+
+
+def _numpy_epilogue(gen: Generator, step: Step) -> str:
+    """Source making the step's work after the convolution with numpy's ops, per chunk
+    of images: the numpy node's own `chunk_epilogue` (nothing for a plain conv2d)."""
+    op = step.node.op
+    if op == "conv2d":
+        return gen.const(_nothing, "no_epilogue")
+    make = conv_fused.chunk_epilogue if op == "conv2d_fused" else conv_epilogue.chunk_epilogue
+    others = "".join(f"{gen.array(v)}, " for v in step.inputs[2:])
     attrs = gen.const(dict(step.attrs), "attrs")
-    return [
-        f"# the convolution in C ({name}), numpy's epilogue",
-        f"{kernel}({inputs}, out={out}, direct={direct}, **{attrs})",
-    ]
+    return f"{gen.const(make, 'chunk_epilogue')}({others}**{attrs})"
+
+
+def _nothing(chunk: np.ndarray, images: slice) -> None:
+    pass
 
 
 def _direct_step(gen: Generator, step: Step, out: str, codes: str, operands: list) -> list[str]:
@@ -317,8 +333,8 @@ def _direct_kernel(gen: Generator) -> str:
 
 
 def _runner(gen: Generator) -> str:
-    """The name of this plan's conv2d_kernel hook for the direct kernel (made once per
-    thread), for a step whose body runs per chunk."""
+    """The name of this plan's runner of the direct kernel (made once per thread), for
+    a step whose body runs per chunk."""
     state = calls.plan_state(gen)
     kernel = _direct_kernel(gen)
     if "direct" not in state:
@@ -329,8 +345,7 @@ def _runner(gen: Generator) -> str:
 
 
 def _wide_runner(gen: Generator) -> str:
-    """The name of this plan's conv2d_kernel hook for the wide kernel (made once per
-    thread)."""
+    """The name of this plan's runner of the wide kernel (made once per thread)."""
     state = calls.plan_state(gen)
     calls.record(gen, wide_conv.KERNEL)
     if "wide" not in state:

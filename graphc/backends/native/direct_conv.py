@@ -150,9 +150,9 @@ def _chunks(x: tuple, w: tuple, out: tuple, padding: tuple) -> tuple[int, np.nda
 
 
 def runner(fn: Callable[..., None]) -> Callable[..., None]:
-    """conv2d_kernel's `direct` hook calling the C function `fn` on chunks of images:
-    (x, w, out, padding, dilation, groups, epilogue), float32, out C-contiguous; the
-    epilogue (a body with no C chain: conv.py) runs after each chunk, on a warm output."""
+    """The convolution `run(x, w, out, padding, dilation, groups, epilogue)` (float32,
+    stride 1) calling the C function `fn` on chunks of images; the epilogue (a body
+    with no C chain, or numpy's: conv.py) runs after each chunk, on a warm output."""
     now = calls.address_now
     no_program = (0, calls.NULL, *(calls.NULL,) * MAX_OPERANDS)
 
@@ -165,10 +165,10 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
         groups: int,
         epilogue: Callable[[np.ndarray, slice], None],
     ) -> None:
-        if not x.flags.c_contiguous:
-            x = np.ascontiguousarray(x)
-        if not w.flags.c_contiguous:
-            w = np.ascontiguousarray(w)
+        if not out.size:
+            return
+        target = out if out.flags.c_contiguous else np.empty(out.shape, np.float32)
+        x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
         n, channels, height, width = x.shape
         out_ch, _, kh, kw = w.shape
         chunk, pad = _chunks(x.shape, w.shape, out.shape, padding)
@@ -177,9 +177,11 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
         w_at, pad_at = now(w), now(pad)
         for start in range(0, n, chunk):
             images = slice(start, min(n, start + chunk))
-            part = out[images]
+            part = target[images]
             m = part.shape[0]
             fn(m, now(x[images]), w_at, now(part), pad_at, *sizes, m, start, *no_program)
             epilogue(part, images)
+        if target is not out:
+            np.copyto(out, target)
 
     return run

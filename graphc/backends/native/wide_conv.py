@@ -14,10 +14,10 @@ too made the kernel take 1.3 s to build) keeps its accumulators in registers whi
 go by (per row: `WG_JT` loads of the input row at the tile's columns, `WG_OT` loads of
 the kernel's row, their products as fused multiply-adds). Each accumulator's lanes are
 then summed in lane order, and the sums of the vectors of s in their order. The input
-is padded into a buffer of the hook's (its border zeroed once); stride 1, dilation 1,
-one group (a strided convolution's weight gradient is dilated: numpy's kernel). It runs
-as conv2d_kernel's `direct` hook, so conv2d, conv2d_epilogue and conv2d_fused of one
-geometry all take it, and the levels agree bit for bit.
+is padded into a buffer of the runner's (its border zeroed once); stride 1, dilation 1,
+one group (a strided convolution's weight gradient is dilated: numpy's kernel). conv2d,
+conv2d_epilogue and conv2d_fused of one geometry all take it (conv.py runs their
+epilogues after it), so the levels agree bit for bit.
 
 Bits: every output sums its terms in one order, whatever the threads; not numpy's
 BLAS order, so conv2d is inexact on native (as for the direct kernel), and
@@ -62,10 +62,10 @@ def wide_reason(x: TensorType, w: TensorType, out: TensorType, attrs: dict) -> s
 
 
 def runner(fn: Callable[..., None]) -> Callable[..., None]:
-    """conv2d_kernel's `direct` hook calling the C function `fn` (made once per thread by a
-    plan's setup): (x, w, out, padding, dilation, groups, epilogue), float32, out
-    C-contiguous, stride and dilation 1, one group. The input is copied into a padded
-    buffer of the hook's (its border zeroed once per shape) when there is padding; the
+    """The convolution `run(x, w, out, padding, dilation, groups, epilogue)` calling the C
+    function `fn` (made once per thread by a plan's setup): float32, non-empty, stride
+    and dilation 1, one group (`wide_reason`). The input is copied into a padded
+    buffer of the runner's (its border zeroed once per shape) when there is padding; the
     epilogue (conv2d_epilogue's or conv2d_fused's elementwise work) runs after."""
     now = calls.address_now
     padded: dict[tuple, np.ndarray] = {}
@@ -89,14 +89,16 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
             buffer = padded[shape]
             np.copyto(buffer[:, :, top : top + height, left : left + width], x)
             x = buffer
-        elif not x.flags.c_contiguous:
+        else:
             x = np.ascontiguousarray(x)
-        if not w.flags.c_contiguous:
-            w = np.ascontiguousarray(w)
+        w = np.ascontiguousarray(w)
+        target = out if out.flags.c_contiguous else np.empty(out.shape, np.float32)
         kh, kw = out.shape[2:]
         parallel = int(out.size * channels * rows * cols >= PARALLEL_WORK)
         sizes = (channels, *shape[2:], out_ch, rows, cols, kh, kw, parallel)
-        fn(batch, now(x), now(w), now(out), *sizes)
-        epilogue(out, slice(None))
+        fn(batch, now(x), now(w), now(target), *sizes)
+        epilogue(target, slice(None))
+        if target is not out:
+            np.copyto(out, target)
 
     return run

@@ -24,7 +24,7 @@ from graphc.backends.numpy.nodes.epilogue import check_epilogue, epilogue_cost
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType, format_shape
-from graphc.ops.conv_kernels import conv2d_kernel, conv2d_scratch
+from graphc.ops.conv_kernels import Epilogue, conv2d_kernel, conv2d_scratch
 from graphc.ops.defop import VARIADIC, defop
 
 CONV_ATTRS = ("stride", "padding", "dilation", "groups")
@@ -71,15 +71,10 @@ def _infer(*types: TensorType, bias: bool, activation: Any, **conv: Any) -> Tens
     return result
 
 
-def _kernel(
-    x: np.ndarray,
-    w: np.ndarray,
-    *bias_array: np.ndarray,
-    out: np.ndarray | None = None,
-    bias: bool = False,
-    activation: Any = None,
-    **conv: Any,
-) -> np.ndarray:
+def chunk_epilogue(*bias_array: np.ndarray, bias: bool, activation: Any, **conv: Any) -> Epilogue:
+    """The node's work after the convolution, run in place on each chunk of images as
+    the convolution finishes it (numpy's im2col here, a backend's own convolution of the
+    same geometry elsewhere): the bias add, then the activation."""
     add = get_op("add").kernel
     act = None if activation is None else get_op(activation).kernel
 
@@ -89,6 +84,19 @@ def _kernel(
         if act is not None:
             act(chunk, out=chunk)
 
+    return finish
+
+
+def _kernel(
+    x: np.ndarray,
+    w: np.ndarray,
+    *bias_array: np.ndarray,
+    out: np.ndarray | None = None,
+    bias: bool = False,
+    activation: Any = None,
+    **conv: Any,
+) -> np.ndarray:
+    finish = chunk_epilogue(*bias_array, bias=bias, activation=activation)
     return conv2d_kernel(x, w, out=out, epilogue=finish, **conv)
 
 

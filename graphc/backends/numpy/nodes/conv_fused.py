@@ -27,7 +27,7 @@ from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.registry import REQUIRED, get_op
 from graphc.ir.types import TensorType
 from graphc.ops.body import body_types, check_body
-from graphc.ops.conv_kernels import conv2d_kernel, conv2d_scratch
+from graphc.ops.conv_kernels import Epilogue, conv2d_kernel, conv2d_scratch
 from graphc.ops.defop import VARIADIC, defop
 
 OP = "conv2d_fused"
@@ -73,10 +73,10 @@ def _infer(*types: TensorType, body: Any, **conv: Any) -> TensorType:
     return root
 
 
-def _kernel(
-    x: np.ndarray, w: np.ndarray, *others: np.ndarray, out: np.ndarray | None = None,
-    body: Any, **conv: Any,
-) -> np.ndarray:  # fmt: skip
+def chunk_epilogue(*others: np.ndarray, body: Any, **conv: Any) -> Epilogue:
+    """The node's work after the convolution, run in place on each chunk of images as
+    the convolution finishes it (numpy's im2col here, a backend's own convolution of the
+    same geometry elsewhere): the body, on the chunk and the matching rows of `others`."""
     slots = BodySlots(body)
     buffers: list[np.ndarray] = []
 
@@ -86,7 +86,14 @@ def _kernel(
         parts = [a[images] if a.ndim == 4 and a.shape[0] != 1 else a for a in others]
         run_body(body, slots, buffers, [chunk, *parts], chunk)
 
-    return conv2d_kernel(x, w, out=out, epilogue=finish, **conv)
+    return finish
+
+
+def _kernel(
+    x: np.ndarray, w: np.ndarray, *others: np.ndarray, out: np.ndarray | None = None,
+    body: Any, **conv: Any,
+) -> np.ndarray:  # fmt: skip
+    return conv2d_kernel(x, w, out=out, epilogue=chunk_epilogue(*others, body=body), **conv)
 
 
 def _cost(out: TensorType, *inputs: TensorType, body: Any, **conv: Any) -> int:

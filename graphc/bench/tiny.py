@@ -4,7 +4,7 @@ Shape (1,), float32. Every mode returns (y, dy/dx, dy/dw) with y summed to a sca
 (the gradient of a one-element output), so this measures per-call overhead.
 
 graphc's plan runs a graph whose every value has one element on numpy scalars
-(runtime/scalar.py), so the hand-written numpy baseline does too: an expert holding
+(backends/numpy/scalar.py), so the hand-written numpy baseline does too: an expert holding
 one number per variable writes `np.float32` scalars, not 1-element arrays (each op on
 an array is a ufunc call with broadcasting and an output allocation; on scalars it is
 scalar arithmetic). graphc's call still takes and returns (1,) arrays.

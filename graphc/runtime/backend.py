@@ -76,6 +76,19 @@ class Inexact:
         return self.when is None or self.when(node)
 
 
+@dataclass(frozen=True)
+class ScalarPlans:
+    """A backend's way of running a plan whose every value is one element with no
+    buffers at all (numpy's: on numpy scalars, backends/numpy/scalar.py).
+    `supports(graph, spec)` says whether this specialized graph may run so;
+    `generate(plan, check_numerics)` gives its `Generated`; `name` is what
+    `exe.tier` says of it."""
+
+    supports: Callable[[Any, Any], bool]
+    generate: Callable[[Any, bool], Any]
+    name: str
+
+
 @dataclass
 class Backend:
     """How plans run on one kind of executor.
@@ -100,9 +113,9 @@ class Backend:
     ready: Callable[[], bool] = lambda: True
     finish: Callable[[Generator], None] | None = None
     lowerings: dict[str, Lowering] = field(default_factory=dict)
-    # may a one-element graph run as a scalar plan (numpy scalars) on this backend? Not
-    # where the backend computes some op with other bits than numpy's scalars would
-    allows_scalar: Callable[[Any], bool] = lambda graph: True
+    # how a plan whose every value is one element runs without buffers (None: as any
+    # other plan)
+    scalar_plans: ScalarPlans | None = None
     # per op, what its lowering here declared about bits other than numpy's (the
     # register_lowering call's `inexact`): the source of `inexact` below
     inexact_lowerings: dict[str, Inexact] = field(default_factory=dict)

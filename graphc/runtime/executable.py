@@ -43,7 +43,6 @@ from graphc.ir.verify import verify
 from graphc.passes.pipeline import optimize as run_pipeline
 from graphc.passes.pipeline import run_fusion
 from graphc.passes.report import OptimizationReport
-from graphc.runtime import scalar as scalar_plans
 from graphc.runtime import tiers
 from graphc.runtime.backend import (
     Backend,
@@ -329,14 +328,11 @@ class Executable:
             bindings = self._bindings(key, example)
             graph = self._graph_for(bindings)
             spec = specialize(graph, bindings)
-            scalar = (
-                not self.updates
-                and scalar_plans.supports(graph, spec)
-                and self.backend.allows_scalar(graph)
-            )
+            scalars = self.backend.scalar_plans
+            scalar = not self.updates and scalars is not None and scalars.supports(graph, spec)
             plan = build_plan(graph, spec, key, self.updates, scalar)
             if scalar:
-                compiled = Compiled(plan, scalar_plans.generate(plan, self.check_numerics))
+                compiled = Compiled(plan, scalars.generate(plan, self.check_numerics))  # type: ignore[union-attr]
             else:
                 compiled = self._generate(plan)
             if cache:
@@ -424,7 +420,8 @@ class Executable:
         job = compiled.job
         if job is not None and not job.finished.is_set():
             return f"numpy (building {self.backend.name})"
-        return compiled.generated.backend if not compiled.plan.scalar else "numpy (scalar)"
+        scalars = self.backend.scalar_plans
+        return scalars.name if compiled.plan.scalar and scalars else compiled.generated.backend
 
     def _graph_for(self, bindings: dict[str, int]) -> Graph:
         """The graph to plan: `optimized`, or, once symbolic dims are bound, the declared

@@ -196,7 +196,7 @@ def build_plan(
 ) -> Plan:
     """Plan `graph` (typed by `spec`); `updates` maps state placeholder -> output name.
 
-    With `scalar` (see runtime/scalar.py) no result needs memory between steps: each
+    With `scalar` (see backends/numpy/scalar.py) no result needs memory between steps: each
     is a numpy scalar ("scalar"), and only returned values get arrays. With
     `given_outputs` (a loop or branch body: backends/numpy/control.py) the caller passes one
     buffer per output, and a returned value is computed straight into the buffer of

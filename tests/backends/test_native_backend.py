@@ -172,6 +172,24 @@ def _differing(op: str) -> np.ndarray:
     return xs[got != want][:64]
 
 
+def test_one_element_plans_run_on_numpy_scalars_only_where_native_keeps_numpys_bits() -> None:
+    """The native backend's scalar plans are numpy's, for graphs of ops whose native
+    bits are numpy's; a graph with an op whose native bits differ (exp) runs its native
+    kernel at one element too, so a value never depends on the batch size."""
+    c = _differing("exp")
+    assert c.size
+    for op, scalar in (("exp", False), ("negative", True)):
+        g = gc.Graph(f"one_{op}")
+        with g:
+            x = gc.placeholder("x", shape=("B",), dtype="float32")
+            gc.output(getattr(gc, op)(x) * 2.0 + 1.0, name="y")
+        exe = gc.compile(g, backend="native")
+        batch = exe(c)
+        for k in range(min(4, c.size)):
+            assert bits_differ(exe(c[k : k + 1]), batch[k : k + 1]) is None, f"{op} at {c[k]}"
+            assert (exe.tier == "numpy (scalar)") == scalar, (op, exe.tier)
+
+
 def _softmax_spelled(x: gc.Symbol) -> gc.Symbol:
     e = gc.exp(x - gc.max(x, axis=-1, keepdims=True))
     return e / gc.sum(e, axis=-1, keepdims=True)

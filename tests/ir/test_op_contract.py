@@ -265,8 +265,8 @@ def test_comparisons_compare_in_the_common_dtype(op: str, dtypes: tuple) -> None
 # properties whose promise another test checks, with real data on every declaring op
 CHECKED_ELSEWHERE = {
     # its table of one-element cases must name exactly the ops declaring these
-    "one_element_identity": "tests/runtime/test_scalar.py",
-    "one_element_sum": "tests/runtime/test_scalar.py",
+    "one_element_identity": "tests/backends/numpy/test_scalar.py",
+    "one_element_sum": "tests/backends/numpy/test_scalar.py",
 }
 
 
@@ -440,7 +440,7 @@ REPLACED = {
     "backends/numpy/fusion/epilogue.py": ("ACTIVATIONS",),
     "backends/numpy/nodes/conv_epilogue.py": ("_COPYING",),
     "onnx/exporters.py": ("_COMPARISONS", "_ACTIVATIONS"),
-    "runtime/scalar.py": ("IDENTITY_OPS", "SUM_OPS"),
+    "backends/numpy/scalar.py": ("IDENTITY_OPS", "SUM_OPS"),
     "passes/fold.py": ("TYPE_ONLY",),
     "passes/control.py": ("BODY_ATTRS",),
     "eager/grad_fn.py": ("TORCH_NAMES",),

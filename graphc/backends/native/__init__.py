@@ -46,6 +46,7 @@ from graphc.backends.native.kernels import (
     contiguous_descriptor,
     epilogue_body,
 )
+from graphc.backends.numpy import scalar as numpy_scalar
 from graphc.backends.numpy.chunked import lower_matmul_epilogue as numpy_epilogue
 from graphc.backends.numpy.chunked import transposed_view
 from graphc.ir.graph import OP, Graph
@@ -55,6 +56,7 @@ from graphc.runtime.backend import (
     Backend,
     BackendUnavailableError,
     KernelsNotBuiltError,
+    ScalarPlans,
     register_backend,
     register_lowering,
     warn_once,
@@ -96,6 +98,11 @@ def _allows_scalar(graph: Graph) -> bool:
     """A one-element graph may run on numpy scalars unless it holds an op whose native
     bits differ from numpy's: its values would then depend on the batch size."""
     return not any(n.kind == OP and _inexact(n) for n in graph.nodes)
+
+
+def _scalar_supports(graph: Graph, spec: Any) -> bool:
+    """numpy's scalar plans, for the graphs `_allows_scalar` lets run on them."""
+    return _allows_scalar(graph) and numpy_scalar.supports(graph, spec)
 
 
 # each elementwise op's native C, registered on the op (cexpr.py: one entry per op)
@@ -433,7 +440,7 @@ BACKEND = register_backend(
         quick_unavailable=_quick_unavailable,
         ready=toolchain.probed,
         finish=finish,
-        allows_scalar=_allows_scalar,
+        scalar_plans=ScalarPlans(_scalar_supports, numpy_scalar.generate, "numpy (scalar)"),
         fusion=lambda fast_math: fusion.passes(BACKEND.inexact, fast_math),
     )
 )

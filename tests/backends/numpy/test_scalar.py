@@ -1,4 +1,4 @@
-"""Scalar plans (runtime/scalar.py): graphs whose every value is one element."""
+"""Scalar plans (backends/numpy/scalar.py): graphs whose every value is one element."""
 
 from __future__ import annotations
 

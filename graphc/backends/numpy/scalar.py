@@ -34,6 +34,7 @@ from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import OpDef, get_op
 from graphc.ir.types import TensorType
 from graphc.ops.body import body_types
+from graphc.runtime.backend import ScalarPlans
 from graphc.runtime.codegen import Generated, Generator, step_text
 from graphc.runtime.plan import Plan
 from graphc.runtime.reference import check_finite
@@ -208,3 +209,6 @@ def _scalar_check(node: Node) -> Callable[[Any], None]:
 def generate(plan: Plan, check_numerics: bool = False) -> Generated:
     """Source and `make` function for a scalar `plan`."""
     return ScalarGenerator(plan, check_numerics).generate()
+
+
+PLANS = ScalarPlans(supports, generate, "numpy (scalar)")

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from graphc.ir.errors import UnknownOpError
 from graphc.ir.types import TensorType, bind_shape
 
@@ -87,6 +89,8 @@ class OpDef:
         strays = set(self.bodies) - set(self.attrs)
         if strays:
             raise ValueError(f"op '{self.name}': bodies {sorted(strays)} are not among its attrs")
+        if not isinstance(self.infer, MemoizedRule):
+            object.__setattr__(self, "infer", MemoizedRule(self.infer))
 
     def has(self, prop: str) -> bool:
         """Whether the op has property `prop` (one of `PROPS`)."""
@@ -107,6 +111,70 @@ class OpDef:
 
 
 REQUIRED = object()  # marks an attribute without a default
+
+
+class MemoizedRule:
+    """An op's type rule, remembering its results by input types and attrs.
+
+    A type rule is a pure function of them, and a compile asks it the same question
+    several times per node (tracing, verifying, fusing, generating code: 20,000 calls
+    for a 5,000-op chain, most of its types one and the same). Only attrs of plain
+    values are keys: scalars (their Python type included, so 1, 1.0 and True differ),
+    strings, dtypes and tuples of them; a body graph or an array is asked every time.
+    A rule that raises is asked again next time. At most `SIZE` answers are kept per op.
+    """
+
+    SIZE = 4096
+    __slots__ = ("rule", "answers", "__wrapped__")
+
+    def __init__(self, rule: TypeRule) -> None:
+        self.rule = self.__wrapped__ = rule
+        self.answers: dict[tuple, Any] = {}
+
+    def __call__(self, *types: Any, **attrs: Any) -> Any:
+        plain = attrs_key(attrs)
+        if plain is None:
+            return self.rule(*types, **attrs)
+        key = (types, plain)
+        try:
+            answer = self.answers.get(key)
+        except TypeError:  # an unhashable input: not a type
+            return self.rule(*types, **attrs)
+        if answer is None:
+            answer = self.rule(*types, **attrs)
+            if len(self.answers) >= self.SIZE:
+                self.answers.clear()
+            self.answers[key] = answer
+        return answer
+
+
+def attrs_key(attrs: Mapping[str, Any]) -> tuple | None:
+    """A hashable key for `attrs` when every value is plain (scalars with their Python
+    type, so 1, 1.0 and True differ; strings; dtypes; tuples of them), else None."""
+    try:
+        return tuple((k, _plain(v)) for k, v in attrs.items())
+    except _NotPlainError:
+        return None
+
+
+class _NotPlainError(Exception):
+    pass
+
+
+_PLAIN = (int, float, str, bool, type(None), complex)
+
+
+def _plain(value: Any) -> Any:
+    """`value` with its type, when it is a plain value a key may hold."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return kind, value
+    if kind is tuple:
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, np.dtype):
+        return np.dtype, value
+    raise _NotPlainError
+
 
 # The properties an op may declare (`OpDef.props`), each with the promise it makes.
 # Passes, runtimes and translators ask `get_op(name).has(prop)` or `ops_with(prop)`;

@@ -121,6 +121,13 @@ class TensorType:
             )
         object.__setattr__(self, "shape", dims)
         object.__setattr__(self, "dtype", dt)
+        object.__setattr__(self, "_hash", hash((dims, dt)))
+
+    def __hash__(self) -> int:  # computed once: types are dict keys in every pass
+        return self._hash  # type: ignore[attr-defined, no-any-return]
+
+    def __reduce__(self) -> tuple:  # rebuilt, not copied: a str's hash is per process
+        return TensorType, (self.shape, self.dtype)
 
     @property
     def rank(self) -> int:

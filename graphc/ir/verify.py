@@ -19,7 +19,7 @@ import numpy as np
 from graphc.ir.attrs import attr_problem, same_attr, show_attr
 from graphc.ir.errors import CycleError, GraphcError, UnknownOpError, VerifyError
 from graphc.ir.graph import KINDS, OUTPUT, PLACEHOLDER, Graph, Node
-from graphc.ir.registry import OpDef, get_op
+from graphc.ir.registry import OpDef, attrs_key, get_op
 from graphc.ir.types import TensorType, TupleType
 
 
@@ -42,40 +42,45 @@ def _verify(graph: Graph, enclosing: tuple[Graph, ...]) -> None:
     defined: set[str] = set()
     position = {id(n): i for i, n in enumerate(graph.nodes)}
     for node in graph.nodes:
-        where = node.describe()
         if node.graph is not graph:
             owner = "no graph" if node.graph is None else f"graph '{node.graph.name}'"
-            raise VerifyError(f"{where} is listed in graph '{graph.name}' but belongs to {owner}")
+            raise VerifyError(
+                f"{node.describe()} is listed in graph '{graph.name}' but belongs to {owner}"
+            )
         if node.name in defined:
-            raise VerifyError(f"{where}: the name '{node.name}' is used twice in '{graph.name}'")
+            raise VerifyError(
+                f"{node.describe()}: the name '{node.name}' is used twice in '{graph.name}'"
+            )
         if graph._by_name.get(node.name) is not node:
-            raise VerifyError(f"{where} is not the node graph '{graph.name}' knows by that name")
+            raise VerifyError(
+                f"{node.describe()} is not the node graph '{graph.name}' knows by that name"
+            )
         for i, x in enumerate(node.inputs):
             if id(x) not in position or graph.nodes[position[id(x)]] is not x:
                 raise VerifyError(
-                    f"{where}: input {i} ({x.describe()}) is not a node of graph '{graph.name}'"
+                    f"{node.describe()}: input {i} ({x.describe()}) is not a node of graph '{graph.name}'"
                 )
             if x.name not in defined:
                 cycle = find_cycle(node)
                 if cycle:
                     raise CycleError(f"graph '{graph.name}' has a cycle: {' -> '.join(cycle)}")
                 raise VerifyError(
-                    f"{where}: input {i} ({x.describe()}) is used before it is defined"
+                    f"{node.describe()}: input {i} ({x.describe()}) is used before it is defined"
                 )
         for key, value in node.attrs.items():
             if isinstance(value, Graph):  # a body (fused, cond, scan...): before the type rule
                 if value is graph or value in enclosing:
                     raise VerifyError(
-                        f"{where}, attr '{key}': graph '{value.name}' holds itself as a body "
+                        f"{node.describe()}, attr '{key}': graph '{value.name}' holds itself as a body "
                         "(bodies nest, they cannot contain the graph around them)"
                     )
                 try:
                     _verify(value, (*enclosing, graph))
                 except VerifyError as exc:
-                    raise type(exc)(f"{where}, attr '{key}': {exc}") from None
+                    raise type(exc)(f"{node.describe()}, attr '{key}': {exc}") from None
         problem = node_problem(node)
         if problem:
-            raise VerifyError(f"{where}: {problem}")
+            raise VerifyError(f"{node.describe()}: {problem}")
         defined.add(node.name)
     if len(graph._by_name) != len(graph.nodes):
         raise VerifyError(
@@ -122,9 +127,9 @@ def op_problem(
         return f"unknown op {op!r}"
     if opdef.arity is not None and len(inputs) != opdef.arity:
         return f"op '{op}' takes {opdef.arity} input(s), got {len(inputs)}"
-    missing = [key for key in opdef.attrs if key not in attrs]
-    unknown = [key for key in attrs if key not in opdef.attrs]
-    if missing or unknown:
+    if attrs.keys() != opdef.attrs.keys():
+        missing = [key for key in opdef.attrs if key not in attrs]
+        unknown = [key for key in attrs if key not in opdef.attrs]
         return f"op '{op}' expects attrs ({', '.join(opdef.attrs)}); missing {missing}, unknown {unknown}"
     if op == "constant" and not isinstance(attrs["value"], np.ndarray):
         return f"a constant's value must be an array, got {type(attrs['value']).__name__}"
@@ -139,6 +144,33 @@ def op_problem(
                 f"input {i} ('{x.name}') has several results {t}; read one with "
                 f"result(%{x.name}, index=k)"
             )
+    plain = attrs_key(attrs)
+    key = None if plain is None else (op, tuple(types), plain, declared)
+    try:
+        if key is not None and key in _WELL_TYPED:
+            return None
+    except TypeError:  # something unhashable where a type belongs: the rule will say
+        key = None
+    problem = _type_problem(opdef, types, attrs, declared)
+    if problem is None and key is not None:
+        if len(_WELL_TYPED) >= WELL_TYPED_SIZE:
+            _WELL_TYPED.clear()
+        _WELL_TYPED.add(key)
+    return problem
+
+
+# op applications whose attrs are canonical and whose type rule gives the declared type,
+# by (op, input types, plain attrs, declared type): a graph repeats a few of them, and a
+# compile verifies every node of the graph it is given
+_WELL_TYPED: set[tuple] = set()
+WELL_TYPED_SIZE = 4096
+
+
+def _type_problem(
+    opdef: OpDef, types: list[TensorType], attrs: dict, declared: TensorType | TupleType
+) -> str | None:
+    """The attrs are canonical and the type rule gives the declared type, or what is wrong."""
+    op = opdef.name
     if opdef.canonicalize is not None:
         problem = _canonical_problem(opdef, types, attrs)
         if problem:

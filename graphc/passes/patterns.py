@@ -108,26 +108,32 @@ class Op(Pattern):
         self.op = op
         self.args = args
         self.attrs = attrs
+        self._swaps: bool | None = None  # matches with its two inputs swapped too
 
     @property
     def root_op(self) -> str:
         return self.op
 
     def match(self, node: Node, bound: Bindings) -> bool:
-        if node.kind != OP or node.op != self.op or len(node.inputs) != len(self.args):
+        # (every rule of a rewrite is tried on every node of its op: kept lean)
+        inputs = node.inputs
+        if node.op != self.op or node.kind != OP or len(inputs) != len(self.args):
             return False
-        orders = [node.inputs]
-        if len(node.inputs) == 2 and get_op(self.op).has("commutative"):
-            orders.append(node.inputs[::-1])
-        for inputs in orders:
-            trial = dict(bound)
-            if all(p.match(x, trial) for p, x in zip(self.args, inputs)):
-                for key, name in self.attrs.items():
-                    trial[name] = node.attrs[key]
-                bound.clear()
-                bound.update(trial)
-                return True
-        return False
+        if self._swaps is None:  # asked once the ops are registered
+            self._swaps = len(self.args) == 2 and get_op(self.op).has("commutative")
+        if self._trial(node, inputs, bound):
+            return True
+        return self._swaps and self._trial(node, inputs[::-1], bound)
+
+    def _trial(self, node: Node, inputs: tuple[Node, ...], bound: Bindings) -> bool:
+        trial = dict(bound)
+        for p, x in zip(self.args, inputs):
+            if not p.match(x, trial):
+                return False
+        for key, name in self.attrs.items():
+            trial[name] = node.attrs[key]
+        bound.update(trial)  # (trial holds what bound held)
+        return True
 
     def __str__(self) -> str:
         parts = [str(a) for a in self.args] + [f"{k}={v}" for k, v in self.attrs.items()]

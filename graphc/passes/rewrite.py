@@ -212,6 +212,28 @@ class Rewriter:
             return result
         return self.builder.append(candidate)
 
+    def fires(self) -> bool:
+        """Whether some rule matches some node of the old graph as it stands: when none
+        does, the walk would copy the graph node for node (candidates are the old nodes
+        on copies of their inputs, and nothing new is made for a rule to match later),
+        so `rewrite` returns the graph itself instead. A rule whose replacement would
+        decline still counts (the walk then finds out)."""
+        old = self.builder.old
+        self.uses = Counter(x for node in old.nodes for x in node.inputs)
+        try:
+            for node in old.nodes:
+                rules = self.by_op.get(node.op, self.any_op) if node.kind == OP else ()
+                self._current = (node, node)
+                for r in rules:
+                    bound: Bindings = {}
+                    if r.pattern.match(node, bound) and (
+                        r.when is None or r.when(Match(self, node, bound, 0))
+                    ):
+                        return True
+            return False
+        finally:
+            self.uses, self._current = Counter(), None
+
     def walk(self) -> Graph:
         new: dict[Node, Node] = {}
         old_uses = Counter(x for node in self.builder.old.nodes for x in node.inputs)
@@ -230,6 +252,8 @@ class Rewriter:
 def rewrite(graph: Graph, rules: Sequence[Rule], log: PassLog | None = None) -> Graph:
     """`graph` with `rules` applied until none applies, without the nodes left unused."""
     rewriter = Rewriter(graph, rules, log)
+    if not rewriter.fires():
+        return graph
     result = rewriter.walk()
     if log is not None:
         for r, n in Counter(rewriter.fired).items():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -107,3 +109,24 @@ def test_normalize_axes() -> None:
         normalize_axes(3, 3)
     with pytest.raises(ShapeError, match="repeated"):
         normalize_axes((0, -3), 3)
+
+
+def test_a_type_unpickled_in_another_process_hashes_there_as_its_equals() -> None:
+    """A type keeps its hash (computed once: types are keys everywhere), but a symbol's
+    hash, like every str's, is per process: a pickled type (dask ships graphs to its
+    workers) must be rebuilt there, not carry the hash of the process that made it."""
+    import pickle
+    import subprocess
+    import sys
+
+    data = pickle.dumps(TensorType(("B", 3), "float32")).hex()
+    check = (
+        "import pickle, sys; from graphc.ir.types import TensorType as T; "
+        "a = pickle.loads(bytes.fromhex(sys.argv[1])); b = T(('B', 3), 'float32'); "
+        "print(a == b, hash(a) == hash(b), {b: 'found'}.get(a))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "random"}
+    run = subprocess.run(
+        [sys.executable, "-c", check, data], capture_output=True, text=True, env=env
+    )
+    assert run.stdout.split() == ["True", "True", "found"], run.stderr

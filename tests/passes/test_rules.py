@@ -382,3 +382,28 @@ def test_simplify_symbolic_shapes() -> None:
     assert str(result) == str(gc.parse(graph("%x: f64[B,4]", "output %y = %x")))
     x = np.arange(8.0).reshape(2, 4)
     np.testing.assert_array_equal(gc.run(result, {"x": x})[0], x)
+
+
+def test_the_driver_returns_the_graph_itself_only_when_a_walk_would_copy_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`rewrite` skips its walk when no rule matches any node as it stands
+    (`Rewriter.fires`): on every case above, with and without fast_math, the result
+    prints as the walk's does, and is the graph itself only when no rule fired."""
+    from graphc.passes.rewrite import Rewriter
+
+    texts = [c[1] for c in CASES] + [c[1] for c in UNCHANGED]
+    skipped = 0
+    for fast_math in (False, True):
+        for text in texts:
+            g = gc.parse(text)
+            log = PassLog("simplify")
+            shortcut = every_rule(g, log=log, fast_math=fast_math)
+            with monkeypatch.context() as m:
+                m.setattr(Rewriter, "fires", lambda self: True)
+                walked = every_rule(gc.parse(text), fast_math=fast_math)
+            assert str(shortcut) == str(walked), text
+            if shortcut is g:
+                assert not log.counts, text
+                skipped += 1
+    assert skipped >= len(UNCHANGED), f"walks skipped: {skipped}"

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.backends.numpy.nodes.epilogue import check_epilogue, epilogue_cost
+from graphc.backends.numpy.nodes.epilogue import bias_and_activation, check_epilogue, epilogue_cost
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType, format_shape
@@ -75,16 +75,8 @@ def chunk_epilogue(*bias_array: np.ndarray, bias: bool, activation: Any, **conv:
     """The node's work after the convolution, run in place on each chunk of images as
     the convolution finishes it (numpy's im2col here, a backend's own convolution of the
     same geometry elsewhere): the bias add, then the activation."""
-    add = get_op("add").kernel
-    act = None if activation is None else get_op(activation).kernel
-
-    def finish(chunk: np.ndarray, images: slice) -> None:
-        if bias:
-            add(chunk, bias_array[0], out=chunk)
-        if act is not None:
-            act(chunk, out=chunk)
-
-    return finish
+    finish = bias_and_activation(bias_array, bias, activation)
+    return lambda chunk, images: finish(chunk)
 
 
 def _kernel(

@@ -7,6 +7,7 @@ the activation run in place on it, so no intermediate array is allocated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -62,11 +63,25 @@ def _kernel(
     out = get_op("matmul").kernel(x, w, out=out)
     if not isinstance(out, np.ndarray):  # 1-D @ 1-D gives a numpy scalar: make it an array
         out = np.array(out)
-    if bias:
-        get_op("add").kernel(out, bias_array[0], out=out)
-    if activation is not None:
-        get_op(activation).kernel(out, out=out)
+    bias_and_activation(bias_array, bias, activation)(out)
     return out
+
+
+def bias_and_activation(
+    bias_array: tuple[np.ndarray, ...], bias: bool, activation: Any
+) -> Callable[[np.ndarray], None]:
+    """An epilogue's work in place on its product (or a chunk of it): the bias add (the
+    first of `bias_array`), then the activation, each by its op's own kernel."""
+    add = get_op("add").kernel
+    act = None if activation is None else get_op(activation).kernel
+
+    def finish(value: np.ndarray) -> None:
+        if bias:
+            add(value, bias_array[0], out=value)
+        if act is not None:
+            act(value, out=value)
+
+    return finish
 
 
 def epilogue_cost(

@@ -98,6 +98,16 @@ def sweep(dtype: str, rng: np.random.Generator, low: int = -12, high: int = 10) 
 
 
 @pytest.fixture
+def direct_kernel_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The direct convolution wherever it applies, whatever this processor's vectors
+    (`direct_conv.worth_running` keeps it off 256-bit machines past one input channel
+    per group): the tests of the kernel itself run it on every machine."""
+    from graphc.backends.native import direct_conv
+
+    monkeypatch.setattr(direct_conv, "WIDE_REGISTERS", True)
+
+
+@pytest.fixture
 def every_size(monkeypatch: pytest.MonkeyPatch) -> None:
     """Lower steps of every size to C: by default a step of exact ops smaller than
     `graphc.backends.native.SMALL` elements stays on numpy (cheaper there), which would

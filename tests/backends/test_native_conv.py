@@ -14,9 +14,15 @@ from graphc.ir.graph import Graph
 from graphc.ops import conv_kernels
 from graphc.ops.conv_ops import conv2d
 from tests.edge_values import sprinkled_feeds
-from tests.native_checks import check_native, every_size, needs_native  # noqa: F401 - a fixture
+from tests.native_checks import (  # noqa: F401 - a fixture
+    check_native,
+    direct_kernel_everywhere,  # noqa: F401 - a fixture
+    every_size,
+    needs_native,
+)
 
-pytestmark = needs_native
+# the kernel's own tests: it runs wherever it applies, on any processor
+pytestmark = [needs_native, pytest.mark.usefixtures("direct_kernel_everywhere")]
 
 N, C, H, W = 3, 4, 9, 8
 

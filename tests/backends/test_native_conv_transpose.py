@@ -23,13 +23,15 @@ from tests.edge_values import bits_differ
 from tests.native_checks import (
     assert_kernel_within_bound,
     assert_numpys_kernel_runs,
+    direct_kernel_everywhere,  # noqa: F401 - a fixture
     needs_native,
     scaled_values,
     sum_feeds,
     two_input_graph,
 )
 
-pytestmark = needs_native
+# the kernel's own tests: it runs wherever it applies, on any processor
+pytestmark = [needs_native, pytest.mark.usefixtures("direct_kernel_everywhere")]
 
 # (N, C, H, W), (C, O, kH, kW), attrs
 GEOMETRIES = {

@@ -28,13 +28,15 @@ from tests.edge_values import bits_differ, sprinkled_feeds
 from tests.native_checks import (
     assert_kernel_within_bound,
     check_native,
+    direct_kernel_everywhere,  # noqa: F401 - a fixture
     needs_native,
     scaled_values,
     sum_feeds,
     two_input_graph,
 )
 
-pytestmark = needs_native
+# the kernel's own tests: it runs wherever it applies, on any processor
+pytestmark = [needs_native, pytest.mark.usefixtures("direct_kernel_everywhere")]
 
 # (N, C, H, W), (O, C/groups, kH, kW), padding (top, left, bottom, right), dilation, groups
 GEOMETRIES = {
@@ -276,3 +278,29 @@ def test_a_weight_that_is_a_transposed_view_is_read_in_its_order() -> None:
             results.append(exe(**feeds))
     for got in results[:3]:
         assert bits_differ(got, results[3]) is None
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_on_256_bit_vectors_the_kernel_runs_only_for_one_input_channel_per_group(
+    wide: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the 3 x 3 tile of 256-bit vectors lost to numpy's im2col and BLAS (every
+    geometry measured but one input channel per group: direct_conv.WIDE_REGISTERS), the
+    plan runs numpy's convolution and explain says why; a one-channel input (LeNet's
+    first layer) still runs the kernel. With AVX-512's registers it runs everywhere."""
+    monkeypatch.setattr(direct_conv, "WIDE_REGISTERS", wide)
+    for x_shape, w_shape, kernel_runs in (
+        ((2, 16, 12, 12), (16, 16, 3, 3), wide),
+        ((2, 1, 12, 12), (6, 1, 5, 5), True),
+    ):
+        g = two_input_graph(conv2d, x_shape, w_shape, {"padding": 1})
+        exe = gc.compile(g, backend="native")
+        text = exe.explain()
+        assert ("[numpy]" not in text) == kernel_runs, text
+        assert ("numpy's im2col and BLAS measured faster" in text) == (not kernel_runs), text
+        feeds = sprinkled_feeds(g, 1, share=0.0)
+        got, want = exe(**feeds), gc.compile(g, backend="numpy")(**feeds)
+        if kernel_runs:
+            _assert_within_bound(got, want, feeds["x"], feeds["w"], {"padding": (1, 1, 1, 1)})
+        else:
+            assert bits_differ(got, want) is None

@@ -20,9 +20,13 @@ import pytest
 import graphc as gc
 from graphc.backends.native import attention, c_sources, norm, rows
 from tests.backends.test_native_attention_c import _graph as attention_graph
-from tests.native_checks import needs_native
+from tests.native_checks import (
+    direct_kernel_everywhere,  # noqa: F401 - a fixture
+    needs_native,
+)
 
-pytestmark = needs_native
+# the kernel's own tests: it runs wherever it applies, on any processor
+pytestmark = [needs_native, pytest.mark.usefixtures("direct_kernel_everywhere")]
 
 
 def failing_malloc(source: str) -> str:

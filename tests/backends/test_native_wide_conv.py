@@ -24,13 +24,15 @@ from tests.native_checks import (
     assert_numpys_kernel_runs,
     assert_within_sum_bound,
     check_native,
+    direct_kernel_everywhere,  # noqa: F401 - a fixture
     needs_native,
     scaled_values,
     sum_feeds,
     two_input_graph,
 )
 
-pytestmark = needs_native
+# the kernel's own tests: it runs wherever it applies, on any processor
+pytestmark = [needs_native, pytest.mark.usefixtures("direct_kernel_everywhere")]
 
 # x (B, C, H, W), the kernel (O, C, R, S), padding (top, left, bottom, right)
 GEOMETRIES = {

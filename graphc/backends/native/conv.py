@@ -80,12 +80,18 @@ def direct_reason(x: TensorType, w: TensorType, out: TensorType, attrs: dict) ->
     out_ch, per_group, kh, kw = w.shape
     if per_group == 1 and out_ch == attrs["groups"]:
         return "depthwise: numpy's per-tap kernel"
+    if not direct_conv.worth_running(per_group):
+        return SLOWER_HERE
     if kh * kw > math.prod(out.shape[2:]):  # type: ignore[arg-type]
         return LARGER_KERNEL
     return None
 
 
 LARGER_KERNEL = "a kernel larger than its output (a weight gradient)"
+SLOWER_HERE = (
+    "256-bit vectors: numpy's im2col and BLAS measured faster than the direct convolution "
+    "with more than one input channel per group (direct_conv.WIDE_REGISTERS)"
+)
 
 
 def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from graphc.backends.native import calls
+from graphc.backends.native import calls, toolchain
 from graphc.backends.native.c_sources import c_source
 from graphc.ir.graph import OP, Graph, Node
 
@@ -61,6 +61,21 @@ PARALLEL_WORK = 400_000
 # first layer over 64 images 112 against 123 us, the ResNet block's 3x3 on 2 images 547
 # against 563 us; 6 x 4 and 6 x 3 in between
 TILES = {"512": (8, 3), "256": (3, 3)}
+# Where the kernel is worth running. With AVX-512 (32 registers, the 8 x 3 tile) it beat
+# numpy's im2col and BLAS on LeNet's and the ResNet block's layers (docs/backends.md).
+# With 256-bit vectors (16 registers, the 3 x 3 tile: 9 multiply-adds per 6 loads) it ran
+# at 17-26 GFLOP/s on an AVX2 machine of two cores where OpenBLAS reached about 110, and
+# lost to numpy on every geometry measured (3x3 over 28x28 from 8 to 64 channels 1.5-5.5x
+# slower, LeNet's second layer 2.2x, 3 input channels 1.4x) but one input channel per
+# group: LeNet's first layer over 64 images, 0.90 against 1.04 ms, where numpy's work
+# is mostly the im2col copy
+WIDE_REGISTERS = "avx512f" in toolchain.host_id().split()
+
+
+def worth_running(channels_per_group: int) -> bool:
+    """Whether the kernel is expected to beat numpy's im2col and BLAS on this processor
+    for a convolution with this many input channels per group (`WIDE_REGISTERS`)."""
+    return WIDE_REGISTERS or channels_per_group == 1
 
 
 def source() -> str:

@@ -7,6 +7,7 @@ here, so none of them needs to import `graphc.ops`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,7 +151,8 @@ class MemoizedRule:
 
 def attrs_key(attrs: Mapping[str, Any]) -> tuple | None:
     """A hashable key for `attrs` when every value is plain (scalars with their Python
-    type, so 1, 1.0 and True differ; strings; dtypes; tuples of them), else None."""
+    type, so 1, 1.0 and True differ, and a float's sign, so 0.0 and -0.0 do; strings;
+    dtypes; tuples of them), else None."""
     try:
         return tuple((k, _plain(v)) for k, v in attrs.items())
     except _NotPlainError:
@@ -167,6 +169,8 @@ _PLAIN = (int, float, str, bool, type(None), complex)
 def _plain(value: Any) -> Any:
     """`value` with its type, when it is a plain value a key may hold."""
     kind = type(value)
+    if kind is float:  # -0.0 == 0.0 in Python, but attrs compare bit for bit (verify)
+        return kind, value, math.copysign(1.0, value)
     if kind in _PLAIN:
         return kind, value
     if kind is tuple:

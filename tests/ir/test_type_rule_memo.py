@@ -97,3 +97,14 @@ def test_at_most_size_answers_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     for n in range(1, 30):
         memo(TensorType((n,), "float32"))
         assert len(memo.answers) <= 8
+
+
+def test_a_zeros_sign_keeps_its_own_key() -> None:
+    """0.0 == -0.0 in Python, but attrs compare bit for bit (a verified attr must be
+    its canonical form exactly), so their keys differ; arrays have none."""
+    from graphc.ir.registry import attrs_key
+
+    assert attrs_key({"v": 0.0}) != attrs_key({"v": -0.0})
+    assert attrs_key({"v": (0.0, 1)}) != attrs_key({"v": (-0.0, 1)})
+    assert attrs_key({"v": 1.0}) == attrs_key({"v": 1.0})
+    assert attrs_key({"v": np.zeros(1)}) is None

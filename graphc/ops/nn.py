@@ -12,6 +12,7 @@ from graphc.ir.types import TensorType, as_dtype, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import reduce as R
 from graphc.ops.defop import defop, ufunc_dtype
+from graphc.ops.selection import where
 
 
 def _axis_canon(name: str) -> Any:
@@ -144,10 +145,16 @@ def mse_loss(prediction: Any, target: Any) -> Any:
 
 
 def cross_entropy(logits: Any, labels: Any, axis: int = -1) -> Any:
-    """Mean negative log-likelihood of integer `labels` (or of target probabilities)."""
+    """Mean negative log-likelihood of integer `labels` (or of target probabilities).
+
+    With integer labels each row's term is the log-probability at its label, selected
+    as PyTorch's nll_loss picks it: a class masked with a -inf logit elsewhere in the
+    row leaves the loss finite (a one-hot matrix times the log-probabilities would be
+    nan there: 0 * -inf). Labels outside the classes are an error, as in PyTorch."""
     logp = log_softmax(logits, axis=axis)
     if np.issubdtype(
         labels.dtype if hasattr(labels, "dtype") else np.asarray(labels).dtype, np.integer
     ):
-        labels = one_hot(labels, num_classes=logits.shape[axis], dtype=logp.dtype)
+        at_label = one_hot(labels, num_classes=logits.shape[axis], dtype=np.bool_)
+        return E.neg(R.mean(R.sum(where(at_label, logp, 0.0), axis=axis)))
     return E.neg(R.mean(R.sum(labels * logp, axis=axis)))

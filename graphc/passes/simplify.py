@@ -76,6 +76,7 @@ from graphc.passes.patterns import (
     D,
     X,
     Y,
+    Z,
     ops,
     uniform_value,
 )
@@ -87,7 +88,7 @@ add, sub, mul, div, neg, pow, exp, log, cast = ops(
 )
 reshape, transpose, broadcast_to, sum_to = ops("reshape", "transpose", "broadcast_to", "sum_to")
 softmax, log_softmax, sum, logsumexp = ops("softmax", "log_softmax", "sum", "logsumexp")
-matmul = ops("matmul")[0]
+matmul, where = ops("matmul", "where")
 
 
 def is_integer(name: str) -> object:
@@ -285,6 +286,8 @@ ALGEBRA: list[Rule] = [
     rule(sub(Y, broadcast_to(X)), lambda m: m.emit("sub", m.y, m.x)),  # y-broadcast_to(x) -> y-x
     rule(div(broadcast_to(X), Y), lambda m: m.emit("div", m.x, m.y)),  # broadcast_to(x)/y -> x/y
     rule(div(Y, broadcast_to(X)), lambda m: m.emit("div", m.y, m.x)),  # y/broadcast_to(x) -> y/x
+    rule(where(Z, broadcast_to(X), Y), lambda m: m.emit("where", m.z, m.x, m.y)),  # where(c, broadcast_to(x), y) -> where(c, x, y)
+    rule(where(Z, Y, broadcast_to(X)), lambda m: m.emit("where", m.z, m.y, m.x)),  # where(c, y, broadcast_to(x)) -> where(c, y, x)
     # -- exp and log, and their stable forms (all value-changing)
     rule(exp(log(X)), lambda m: m.x, when=lambda m: non_negative(m.x), exact=False),  # exp(log x) -> x, x >= 0
     rule(log(exp(X)), lambda m: m.x, exact=False),  # log(exp x) -> x

@@ -13,6 +13,7 @@ import graphc as gc
 import graphc.eager as ge
 from graphc import nn
 from graphc.nn import init
+from graphc.runtime.backend import available_backends
 
 RNG = np.random.default_rng(0)
 
@@ -120,6 +121,41 @@ def test_cross_entropy_gradient_matches_finite_differences() -> None:
     logits = ge.tensor(RNG.standard_normal((5, 3)), requires_grad=True)
     labels = ge.tensor(RNG.integers(0, 3, 5))
     assert ge.autograd.gradcheck(lambda z: nn.CrossEntropyLoss()(z, labels), (logits,))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cross_entropy_picks_the_labels_log_probability_past_masked_classes(dtype: str) -> None:
+    """A class masked with a -inf logit (not a row's label) leaves the loss and its
+    gradient finite, as PyTorch's nll_loss picks them; a one-hot matrix times the
+    log-probabilities made them nan (0 * -inf). Eager, traced graph with its gradient
+    on both backends; against PyTorch where it is installed, else against numpy."""
+    logits = RNG.standard_normal((5, 4)).astype(dtype) * 3
+    logits[0, 2] = logits[3, 0] = logits[3, 1] = -np.inf
+    labels = np.array([0, 1, 3, 2, 3])
+    shifted = np.where(np.isinf(logits), -np.inf, logits - logits.max(axis=1, keepdims=True))
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    want = -np.mean(logp[np.arange(5), labels])
+    grad = np.exp(logp)
+    grad[np.arange(5), labels] -= 1
+    grad /= 5
+    tol = {"rtol": 1e-5 if dtype == "float32" else 1e-12, "atol": 1e-7}
+    z = ge.tensor(logits, requires_grad=True)
+    loss = ge.cross_entropy(z, ge.tensor(labels))
+    loss.backward()
+    np.testing.assert_allclose(loss.detach().numpy(), want, **tol)
+    np.testing.assert_allclose(z.grad.numpy(), grad, **tol)
+    g = gc.trace(gc.cross_entropy, gc.TensorSpec(logits.shape, dtype), gc.TensorSpec((5,), "int64"))
+    both = gc.gradients(g, wrt=[g.inputs[0].name])
+    for backend in available_backends():
+        got_loss, got_grad = gc.compile(both, backend=backend)(logits, labels)
+        np.testing.assert_allclose(got_loss, want, **tol)
+        np.testing.assert_allclose(got_grad, grad, **tol)
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(logits, requires_grad=True)
+    expected = torch.nn.functional.cross_entropy(t, torch.tensor(labels))
+    expected.backward()
+    np.testing.assert_allclose(loss.detach().numpy(), expected.detach().numpy(), **tol)
+    np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), **tol)
 
 
 def test_losses_reject_mismatched_inputs() -> None:

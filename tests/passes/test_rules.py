@@ -133,6 +133,14 @@ CASES = [
              f"%a: f64[3,4] = {op}(%x, %b)", "output %y = %a"),
        graph(F + ", %w: f64[4]", f"%{op}: f64[3,4] = {op}(%x, %w)", f"output %y = %{op}"))
       for op in ("sub", "div")],
+    *[(f"where({args})",
+       graph(F + ", %c: bool[3,4], %w: f64[4]", "%b: f64[3,4] = broadcast_to(%w, shape=(3, 4))",
+             f"%a: f64[3,4] = where(%c, {args.replace('broadcast_to(w)', '%b').replace('x', '%x')})",
+             "output %y = %a"),
+       graph(F + ", %c: bool[3,4], %w: f64[4]",
+             f"%where: f64[3,4] = where(%c, {args.replace('broadcast_to(w)', '%w').replace('x', '%x')})",
+             "output %y = %where"))
+      for args in ("broadcast_to(w), x", "x, broadcast_to(w)")],
     ("exp(log x), x >= 0", graph(F, "%a: f64[3,4] = abs(%x)", "%l: f64[3,4] = log(%a)",
                                  "%e: f64[3,4] = exp(%l)", "output %y = %e"),
      graph(F, "%a: f64[3,4] = abs(%x)", "output %y = %a")),

@@ -163,7 +163,7 @@ class _NotPlainError(Exception):
     pass
 
 
-_PLAIN = (int, float, str, bool, type(None), complex)
+_PLAIN = (int, str, bool, type(None), complex)  # (floats: with their sign, below)
 
 
 def _plain(value: Any) -> Any:

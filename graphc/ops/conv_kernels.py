@@ -66,14 +66,15 @@ WIDE = 2
 Epilogue = Callable[[np.ndarray, slice], None]
 
 
-def _result(out: np.ndarray | None, shape: tuple, dtype: np.dtype) -> np.ndarray:
+def contiguous_result(out: np.ndarray | None, shape: tuple, dtype: np.dtype) -> np.ndarray:
     """A C-contiguous array to compute into: `out` itself when it is one."""
     if out is not None and out.flags.c_contiguous and out.dtype == dtype:
         return out
     return np.empty(shape, dtype)
 
 
-def _deliver(result: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+def deliver(result: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """`result` in `out` (copied there unless it is `out`), or `result` itself."""
     if out is None or out is result:
         return result
     np.copyto(out, result, casting="unsafe")
@@ -167,18 +168,18 @@ def conv2d_kernel(
     top, left, bottom, right = padding
     ho = window_out(height, kh, stride[0], top, bottom, dilation[0], "conv2d")
     wo = window_out(width, kw, stride[1], left, right, dilation[1], "conv2d")
-    result = _result(out, (n, out_ch, ho, wo), dtype)
+    result = contiguous_result(out, (n, out_ch, ho, wo), dtype)
     if result.size and per_group == 1 and out_ch == groups:
         _depthwise(x, w, result, stride, padding, dilation)
         if epilogue is not None:
             epilogue(result, slice(None))
     elif result.size:
-        _im2col(x, w, result, stride, padding, dilation, groups, epilogue or _nothing)
-    return _deliver(result, out)
+        _im2col(x, w, result, stride, padding, dilation, groups, epilogue or no_epilogue)
+    return deliver(result, out)
 
 
-def _nothing(chunk: np.ndarray, images: slice) -> None:
-    pass
+def no_epilogue(chunk: np.ndarray, images: slice) -> None:
+    """The epilogue of a convolution with nothing after it."""
 
 
 def _depthwise(
@@ -378,7 +379,7 @@ def conv_transpose2d_kernel(
     op = "conv_transpose2d"
     ho = transposed_out(height, kh, stride[0], top, bottom, dilation[0], output_padding[0], op)
     wo = transposed_out(width, kw, stride[1], left, right, dilation[1], output_padding[1], op)
-    result = _result(out, (n, per_group * groups, ho, wo), dtype)
+    result = contiguous_result(out, (n, per_group * groups, ho, wo), dtype)
     result.fill(0)
     # a tap's small axis is the input's, its big axis the output's
     taps = kernel_taps((height, width), (ho, wo), (kh, kw), stride, dilation, (top, left))
@@ -391,7 +392,7 @@ def conv_transpose2d_kernel(
             target += np.multiply(x[at_x], w[:, 0, i, j, None, None], out=scratch[at_x])
     else:
         _col2im(x, w, result, taps, groups)
-    return _deliver(result, out)
+    return deliver(result, out)
 
 
 def _col2im(x: np.ndarray, w: np.ndarray, out: np.ndarray, taps: tuple, groups: int) -> None:

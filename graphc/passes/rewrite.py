@@ -171,6 +171,8 @@ class Rewriter:
         self.any_op = any_op
         # new node -> uses in the old graph of the old nodes it stands for
         self.uses: Counter[Node] = Counter()
+        # old node -> its uses in the old graph (a node reading one twice counts twice)
+        self.old_uses = Counter(x for node in graph.nodes for x in node.inputs)
         self._users: dict[Node, list[Node]] | None = None  # old node -> its users, lazily
         self._current: tuple[Node, Node] | None = None  # (old node, its candidate) in walk
 
@@ -218,10 +220,9 @@ class Rewriter:
         on copies of their inputs, and nothing new is made for a rule to match later),
         so `rewrite` returns the graph itself instead. A rule whose replacement would
         decline still counts (the walk then finds out)."""
-        old = self.builder.old
-        self.uses = Counter(x for node in old.nodes for x in node.inputs)
+        self.uses = self.old_uses
         try:
-            for node in old.nodes:
+            for node in self.builder.old.nodes:
                 rules = self.by_op.get(node.op, self.any_op) if node.kind == OP else ()
                 self._current = (node, node)
                 for r in rules:
@@ -236,7 +237,6 @@ class Rewriter:
 
     def walk(self) -> Graph:
         new: dict[Node, Node] = {}
-        old_uses = Counter(x for node in self.builder.old.nodes for x in node.inputs)
         for node in self.builder.old.nodes:
             inputs = tuple(new[x] for x in node.inputs)
             if node.kind == OP:
@@ -245,7 +245,7 @@ class Rewriter:
                 new[node] = self.emit(candidate)
             else:
                 new[node] = self.builder.copy(node, inputs)
-            self.uses[new[node]] += old_uses[node]
+            self.uses[new[node]] += self.old_uses[node]
         return self.builder.graph
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import platform
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -56,7 +57,6 @@ from graphc.runtime.backend import (
     Backend,
     BackendUnavailableError,
     KernelsNotBuiltError,
-    ScalarPlans,
     register_backend,
     register_lowering,
     warn_once,
@@ -440,7 +440,7 @@ BACKEND = register_backend(
         quick_unavailable=_quick_unavailable,
         ready=toolchain.probed,
         finish=finish,
-        scalar_plans=ScalarPlans(_scalar_supports, numpy_scalar.generate, "numpy (scalar)"),
+        scalar_plans=replace(numpy_scalar.PLANS, supports=_scalar_supports),
         fusion=lambda fast_math: fusion.passes(BACKEND.inexact, fast_math),
     )
 )

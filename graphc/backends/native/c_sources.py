@@ -39,14 +39,18 @@ def c_source(name: str) -> str:
     return "\n" + (resources.files(PACKAGE) / FOLDER / name).read_text(encoding="utf-8")
 
 
-def instance(name: str, defines: Mapping[str, str]) -> str:
-    """The template csrc/`name` for one kernel: `defines` (its name, types, thresholds)
+def instance(name: str, values: Mapping[str, str]) -> str:
+    """The template csrc/`name` for one kernel: `values` (its name, types, thresholds)
     as #define lines before its text and #undef lines after, so that several instances
     may share one source (attention's carries its softmax row kernel's).
 
     >>> "#undef GC_NAME" in instance("row_sum.c", {"GC_NAME": "gc_rowsum_f32"})
     True
     """
-    head = "".join(f"#define {key} {value}\n" for key, value in defines.items())
-    tail = "".join(f"#undef {key}\n" for key in defines)
-    return "\n" + head + c_source(name).lstrip("\n") + tail
+    tail = "".join(f"#undef {key}\n" for key in values)
+    return "\n" + defines(values) + c_source(name).lstrip("\n") + tail
+
+
+def defines(values: Mapping[str, object]) -> str:
+    """`values` as #define lines: constants Python measures or chooses, for the C."""
+    return "".join(f"#define {key} {value}\n" for key, value in values.items())

@@ -55,7 +55,7 @@ from graphc.backends.numpy.nodes.conv_epilogue import per_channel
 from graphc.ir.graph import Graph
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
-from graphc.ops.conv_kernels import conv2d_kernel
+from graphc.ops.conv_kernels import conv2d_kernel, no_epilogue
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Step
 
@@ -143,15 +143,11 @@ def _numpy_epilogue(gen: Generator, step: Step) -> str:
     of images: the numpy node's own `chunk_epilogue` (nothing for a plain conv2d)."""
     op = step.node.op
     if op == "conv2d":
-        return gen.const(_nothing, "no_epilogue")
+        return gen.const(no_epilogue, "no_epilogue")
     make = conv_fused.chunk_epilogue if op == "conv2d_fused" else conv_epilogue.chunk_epilogue
     others = "".join(f"{gen.array(v)}, " for v in step.inputs[2:])
     attrs = gen.const(dict(step.attrs), "attrs")
     return f"{gen.const(make, 'chunk_epilogue')}({others}**{attrs})"
-
-
-def _nothing(chunk: np.ndarray, images: slice) -> None:
-    pass
 
 
 def _direct_step(gen: Generator, step: Step, out: str, codes: str, operands: list) -> list[str]:

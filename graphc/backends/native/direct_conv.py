@@ -34,15 +34,16 @@ from collections.abc import Callable
 import numpy as np
 
 from graphc.backends.native import calls, toolchain
-from graphc.backends.native.c_sources import c_source
+from graphc.backends.native.c_sources import c_source, defines
 from graphc.ir.graph import OP, Graph, Node
+from graphc.ops.conv_kernels import contiguous_result, deliver
 
 NAME = "gc_direct_conv2d_f32"
 # the C function's parameters after the image count: x, w, out, scratch; then C, H, W,
 # O, groups, kH, kW, top, left, bottom, right, dilation (rows, cols), PARALLEL_WORK;
 # images per chunk, the first image's index; the epilogue program's length, codes and
 # MAX_OPERANDS operands
-MAX_OPERANDS = 6  # DC_OPS in the C
+MAX_OPERANDS = 6  # DC_OPS in the C (defined from this)
 PARAMS = "pppp" + "i" * 17 + "p" * (1 + MAX_OPERANDS)
 # elements of slack after the last padded image: a tile's last vector may read past it;
 # the buffer holds MAX_THREADS of them, one after each thread's share (`dc_images`)
@@ -69,7 +70,7 @@ TILES = {"512": (8, 3), "256": (3, 3)}
 # slower, LeNet's second layer 2.2x, 3 input channels 1.4x) but one input channel per
 # group: LeNet's first layer over 64 images, 0.90 against 1.04 ms, where numpy's work
 # is mostly the im2col copy
-WIDE_REGISTERS = "avx512f" in toolchain.host_id().split()
+WIDE_REGISTERS = "avx512f" in toolchain.HOST.split()
 
 
 def worth_running(channels_per_group: int) -> bool:
@@ -84,10 +85,10 @@ def source() -> str:
     (direct_conv_tiles.h), the tile (direct_conv_tile.h), its unrolled cases
     (direct_conv_any.h), the epilogue and the chunked drivers (direct_conv.c)."""
     head = "#include <stdlib.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n"
-    constants = {"SLACK_ELEMENTS": SLACK, "DC_MAX_THREADS": MAX_THREADS}
+    constants = {"SLACK_ELEMENTS": SLACK, "DC_MAX_THREADS": MAX_THREADS, "DC_OPS": MAX_OPERANDS}
     for isa, (ob, pb) in TILES.items():
         constants |= {f"DC_OB{isa}": ob, f"DC_PB{isa}": pb}
-    head += "".join(f"#define {name} {value}\n" for name, value in constants.items())
+    head += defines(constants)
     parts = ("direct_conv_tiles.h", "direct_conv_tile.h", "direct_conv_any.h", "direct_conv.c")
     return head + "".join(c_source(name) for name in parts)
 
@@ -182,8 +183,11 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
     ) -> None:
         if not out.size:
             return
-        target = out if out.flags.c_contiguous else np.empty(out.shape, np.float32)
-        x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
+        target = contiguous_result(out, out.shape, out.dtype)
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        if not w.flags.c_contiguous:
+            w = np.ascontiguousarray(w)
         n, channels, height, width = x.shape
         out_ch, _, kh, kw = w.shape
         chunk, pad = _chunks(x.shape, w.shape, out.shape, padding)
@@ -196,7 +200,6 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
             m = part.shape[0]
             fn(m, now(x[images]), w_at, now(part), pad_at, *sizes, m, start, *no_program)
             epilogue(part, images)
-        if target is not out:
-            np.copyto(out, target)
+        deliver(target, out)
 
     return run

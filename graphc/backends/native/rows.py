@@ -67,8 +67,13 @@ WARM_SOFTMAX = 1 << 12
 
 PAIRWISE = c_source("pairwise.h")
 
-# each kind's template in csrc/ (c_sources.instance fills it per dtype)
-TEMPLATES = {"rowsum": "row_sum.c", "colsum": "col_sum.c", "softmax": "softmax_rows.c"}
+# each kind's template in csrc/ (c_sources.instance fills it per dtype) and its C
+# function's parameters after the count (calls.py's letters)
+TEMPLATES = {
+    "rowsum": ("row_sum.c", "ippii"),
+    "colsum": ("col_sum.c", "iippi"),
+    "softmax": ("softmax_rows.c", "ippi"),
+}
 # the prelude's helpers a template calls by a generic name (pw_t: pw_f32 or pw_f64, ...)
 HELPERS = ("pw", "exp", "ld", "st", "sp", "sel", "nan", "gt")
 
@@ -85,8 +90,8 @@ def row_kernel(kind: str, ct: str, parallel: int, warm: int) -> Kernel:
         "GC_WARM": str(warm),
         "GC_LOG": "logf" if ct == "f32" else "log",
     }
-    text = instance(TEMPLATES[kind], defines)
-    params = {"rowsum": "ippii", "colsum": "iippi", "softmax": "ippi"}[kind]
+    template, params = TEMPLATES[kind]
+    text = instance(template, defines)
     ops = ["softmax" if kind == "softmax" else "sum"]
     return Kernel(name, text, [Operand("full", ct)], ops, params, kind == "softmax")
 

@@ -258,11 +258,11 @@ def host_id() -> str:
     return "\n".join(wanted)
 
 
-_HOST = host_id()
+HOST = host_id()  # (direct_conv.py reads its vector width here too)
 
 
 def source_hash(chain: Toolchain, source: str) -> str:
-    text = "\0".join([chain.compiler, chain.version, *chain.flags, *LIBS, _HOST, source])
+    text = "\0".join([chain.compiler, chain.version, *chain.flags, *LIBS, HOST, source])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

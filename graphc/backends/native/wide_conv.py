@@ -35,6 +35,7 @@ from graphc.backends.native import calls
 from graphc.backends.native.c_sources import c_source
 from graphc.backends.native.kernels import Kernel
 from graphc.ir.types import TensorType
+from graphc.ops.conv_kernels import contiguous_result, deliver
 
 NAME = "gc_wide_conv2d_f32"
 # after the output count B: x, w, out; then C, Hp, Wp, O, R, S, KH, KW, parallel
@@ -89,16 +90,16 @@ def runner(fn: Callable[..., None]) -> Callable[..., None]:
             buffer = padded[shape]
             np.copyto(buffer[:, :, top : top + height, left : left + width], x)
             x = buffer
-        else:
+        elif not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
-        w = np.ascontiguousarray(w)
-        target = out if out.flags.c_contiguous else np.empty(out.shape, np.float32)
+        if not w.flags.c_contiguous:
+            w = np.ascontiguousarray(w)
+        target = contiguous_result(out, out.shape, out.dtype)
         kh, kw = out.shape[2:]
         parallel = int(out.size * channels * rows * cols >= PARALLEL_WORK)
         sizes = (channels, *shape[2:], out_ch, rows, cols, kh, kw, parallel)
         fn(batch, now(x), now(w), now(target), *sizes)
         epilogue(target, slice(None))
-        if target is not out:
-            np.copyto(out, target)
+        deliver(target, out)
 
     return run

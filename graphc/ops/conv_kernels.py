@@ -64,6 +64,9 @@ WIDE = 2
 
 # runs in place on a final (images, O, Ho, Wo) chunk, given which images it holds
 Epilogue = Callable[[np.ndarray, slice], None]
+# the rule kind of a node fusing work after a convolution: (*its other inputs, **attrs)
+# -> the Epilogue doing that work
+CHUNK_EPILOGUE = "chunk_epilogue"
 
 
 def contiguous_result(out: np.ndarray | None, shape: tuple, dtype: np.dtype) -> np.ndarray:

@@ -685,6 +685,18 @@ def test_every_op_has_a_batch_split_rule_or_a_reason() -> None:
         assert not re.search(r"\b(RULES|PARTIAL_KINDS)\b", path.read_text()), module
 
 
+# -- a fused convolution's work after each chunk of images ----------------------------
+
+# the nodes that fuse work after a convolution say what it is, for a backend's own
+# convolution (native's) to run after each chunk of images
+CHUNK_EPILOGUES = {"conv2d_epilogue", "conv2d_fused"}
+WITHOUT_RULE["chunk_epilogue"] = {
+    "they fuse no work after a convolution": {
+        name for name in all_ops() if name not in CHUNK_EPILOGUES
+    },
+}
+
+
 # -- the eager kind's rules: views, and PyTorch's names for the backward --------------
 
 # the ops whose eager result is a numpy view of their input (graphc/eager/views.py)

@@ -50,12 +50,11 @@ from graphc.backends.native.kernels import (
     contiguous_descriptor,
     epilogue_body,
 )
-from graphc.backends.numpy.nodes import conv_epilogue, conv_fused
 from graphc.backends.numpy.nodes.conv_epilogue import per_channel
 from graphc.ir.graph import Graph
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
-from graphc.ops.conv_kernels import conv2d_kernel, no_epilogue
+from graphc.ops.conv_kernels import CHUNK_EPILOGUE, conv2d_kernel, no_epilogue
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Step
 
@@ -140,11 +139,10 @@ def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
 
 def _numpy_epilogue(gen: Generator, step: Step) -> str:
     """Source making the step's work after the convolution with numpy's ops, per chunk
-    of images: the numpy node's own `chunk_epilogue` (nothing for a plain conv2d)."""
-    op = step.node.op
-    if op == "conv2d":
+    of images: the node's own "chunk_epilogue" rule (nothing for a plain conv2d)."""
+    make = get_op(step.node.op).rules.get(CHUNK_EPILOGUE)  # type: ignore[arg-type]
+    if make is None:  # a plain conv2d
         return gen.const(no_epilogue, "no_epilogue")
-    make = conv_fused.chunk_epilogue if op == "conv2d_fused" else conv_epilogue.chunk_epilogue
     others = "".join(f"{gen.array(v)}, " for v in step.inputs[2:])
     attrs = gen.const(dict(step.attrs), "attrs")
     return f"{gen.const(make, 'chunk_epilogue')}({others}**{attrs})"

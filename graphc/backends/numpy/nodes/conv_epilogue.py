@@ -22,9 +22,9 @@ import numpy as np
 
 from graphc.backends.numpy.nodes.epilogue import bias_and_activation, check_epilogue, epilogue_cost
 from graphc.ir.errors import GraphcError, ShapeError
-from graphc.ir.registry import get_op
+from graphc.ir.registry import get_op, register_rule
 from graphc.ir.types import TensorType, format_shape
-from graphc.ops.conv_kernels import Epilogue, conv2d_kernel, conv2d_scratch
+from graphc.ops.conv_kernels import CHUNK_EPILOGUE, Epilogue, conv2d_kernel, conv2d_scratch
 from graphc.ops.defop import VARIADIC, defop
 
 CONV_ATTRS = ("stride", "padding", "dilation", "groups")
@@ -128,3 +128,6 @@ conv2d_epilogue = defop(
     doc="act(conv2d(x, w) + b) with a per-channel bias b, as one node; made by "
     "gc.backends.numpy.fusion.fuse_conv_epilogue.",
 )
+# what a backend's own convolution of the same geometry runs after each chunk of images
+# (the native backend's: backends/native/conv.py)
+register_rule("conv2d_epilogue", CHUNK_EPILOGUE, chunk_epilogue)

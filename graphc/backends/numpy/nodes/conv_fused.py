@@ -24,10 +24,10 @@ import numpy as np
 
 from graphc.backends.numpy.nodes.fused import BodySlots, run_body
 from graphc.ir.errors import GraphcError, ShapeError
-from graphc.ir.registry import REQUIRED, get_op
+from graphc.ir.registry import REQUIRED, get_op, register_rule
 from graphc.ir.types import TensorType
 from graphc.ops.body import body_types, check_body
-from graphc.ops.conv_kernels import Epilogue, conv2d_kernel, conv2d_scratch
+from graphc.ops.conv_kernels import CHUNK_EPILOGUE, Epilogue, conv2d_kernel, conv2d_scratch
 from graphc.ops.defop import VARIADIC, defop
 
 OP = "conv2d_fused"
@@ -130,3 +130,6 @@ conv2d_fused = defop(
     doc="An elementwise body on conv2d(x, w) and more inputs, as one node; made by "
     "gc.backends.numpy.fusion.fuse_conv_body.",
 )
+# what a backend's own convolution of the same geometry runs after each chunk of images
+# (the native backend's: backends/native/conv.py)
+register_rule("conv2d_fused", CHUNK_EPILOGUE, chunk_epilogue)

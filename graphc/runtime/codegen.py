@@ -59,7 +59,8 @@ class Generated:
     `backend` is the backend that generated it (after any fallback), `step_backends`
     the backend whose lowering emitted each step (by step index), `notes` what the
     backend reports (kernels built, compile time), `allocate_arena` its allocator,
-    `bodies` the code of control-flow steps' bodies (by step index, then attribute)."""
+    `bodies` the code of control-flow steps' bodies (by step index, then attribute),
+    `state` what each backend recorded while generating it (`Generator.state`)."""
 
     source: str
     namespace: dict[str, Any]
@@ -69,6 +70,7 @@ class Generated:
     notes: list[str] = field(default_factory=list)
     allocate_arena: Callable[[int], Any] = field(default=page_aligned_arena, repr=False)
     bodies: dict[int, dict[str, Generated]] = field(default_factory=dict, repr=False)
+    state: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def instantiate(self, arena_bytes: int, constants: list, states: list) -> Callable[..., Any]:
         """The plan's `run` function on a fresh arena (one per thread)."""
@@ -207,6 +209,7 @@ class Generator:
             self.notes,
             self.backend.allocate_arena,
             self.bodies,
+            self.state,
         )
 
     source_appendix = ""  # text a backend adds after the Python (the native kernels' C)

@@ -14,6 +14,7 @@ from graphc.backends.native import (
     attention,
     c_sources,
     direct_conv,
+    loops,
     matmul,
     norm,
     pool,
@@ -22,11 +23,11 @@ from graphc.backends.native import (
     toolchain,
     wide_conv,
 )
-from graphc.backends.native.cexpr import header
 
 # the texts the backend compiles, each as one translation unit; what every kernel starts
-# with is the header (prelude.h, libmvec's declarations, composites.h) and pairwise.h
-KERNEL_PRELUDE = header() + rows.PAIRWISE
+# with is rows.prelude(): the header (prelude.h, libmvec's declarations, composites.h)
+# and pairwise.h
+KERNEL_PRELUDE = rows.prelude()
 KERNELS = {
     "direct_conv": direct_conv.source(),
     "matmul": matmul.SOURCE,
@@ -35,6 +36,7 @@ KERNELS = {
     **{f"max_pool_{k.name}": k.source for k in pool.KERNELS.values()},
     **{f"max_pool_backward_{k.name}": k.source for k in pool.BACKWARD_KERNELS.values()},
     "wide_conv": wide_conv.SOURCE,
+    "loop": loops.SOURCE,
     # the templates, instantiated as the backend does, for each dtype; attention's text
     # carries its softmax kernel's first (two instances in one source)
     **{

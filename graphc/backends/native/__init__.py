@@ -24,6 +24,7 @@ from graphc.backends.native import (
     calls,
     conv,
     fusion,
+    loops,
     matmul,
     norm,
     pool,
@@ -32,7 +33,7 @@ from graphc.backends.native import (
     threads,
     toolchain,
 )
-from graphc.backends.native.cexpr import NATIVE_OPS, header
+from graphc.backends.native.cexpr import NATIVE_OPS
 from graphc.backends.native.kernels import (
     BLOCK,
     FULL,
@@ -140,7 +141,7 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
             ) from None
         calls.plan_state(gen)["declined"][step.index] = str(exc)
         return None
-    if not reads_blocks and not _worth_it(gen, step, kernel):
+    if not reads_blocks and not _worth_it(gen, step, kernel) and not loops.every_step_native(gen):
         # not counted as declined: numpy is simply the better choice at this size. The
         # kernel is built all the same, so that a plan at a larger batch finds it
         calls.plan_state(gen)["spares"][kernel.name] = kernel
@@ -359,7 +360,9 @@ def finish(gen: Generator) -> None:
         return
     # kernels of one file (matmul.py's product and packing) share its source: one unit
     units = list(dict.fromkeys(k.source for k in kernels.values()))
-    prelude = header() + rows.PAIRWISE
+    if loops.has_loops(gen):  # the runner of loops whose steps run in C (loops.py)
+        units.append(loops.SOURCE)
+    prelude = rows.prelude()
     try:
         built = toolchain.build_units(units, prelude, compile=gen.compile_kernels)
     except toolchain.NotBuiltError as exc:
@@ -389,6 +392,7 @@ def finish(gen: Generator) -> None:
             note = f"{count}, in the enclosing plan's libraries"
         plan_gen.notes.append(f"native: {note} (called through {calls.via()})")
         _declined_notes(plan_gen)
+    loops.check_loops(gen)
     # numpy's BLAS on the kernels' threads (its callback is built like a unit)
     gen.notes.append(f"native: {threads.install(compile=gen.compile_kernels)}")
     text = prelude + "\n".join(units)
@@ -406,7 +410,7 @@ def _build_spares(spares: dict[str, Kernel]) -> None:
     the plan of a larger batch finds them built; a failure there is that plan's to report."""
     units = list(dict.fromkeys(k.source for k in spares.values()))
     with contextlib.suppress(toolchain.BuildError):
-        toolchain.build_units(units, header() + rows.PAIRWISE)
+        toolchain.build_units(units, rows.prelude())
 
 
 def _how_built(built: list[toolchain.Built]) -> str:
@@ -480,6 +484,10 @@ def lower_slice(gen: Generator, step: Step, out: str) -> list[str] | None:
 
 
 register_lowering("slice", lower_slice, backend=NAME)
+# a loop whose body's steps all run here: one C call walking the steps (loops.py), the
+# body's own kernels in the same order, so the bits of its steps
+register_lowering("scan", loops.lower_scan, backend=NAME)
+register_lowering("while_loop", loops.lower_while, backend=NAME)
 # sums in numpy's own orders: numpy's bits (rows.py)
 for _op in ("sum", "mean", "sum_to"):
     register_lowering(_op, rows.lower_reduction, backend=NAME)

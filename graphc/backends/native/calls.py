@@ -92,6 +92,23 @@ def static_address(array: np.ndarray) -> Any:
     return array.ctypes.data
 
 
+def function_address(fn: Any) -> int:
+    """The address of a bound kernel (a function `bind` returned), as an int."""
+    if FFI is not None:
+        return int(FFI.cast("intptr_t", fn))
+    return ctypes.cast(fn, ctypes.c_void_p).value or 0
+
+
+def word(pointer: Any) -> int:
+    """An address argument as the generated code passes it (cffi's pointer or buffer,
+    ctypes' int, None or cffi's NULL for none), as an int."""
+    if pointer is None:
+        return 0
+    if FFI is not None and isinstance(pointer, FFI.CData):
+        return int(FFI.cast("intptr_t", pointer))
+    return int(pointer)
+
+
 def plan_state(gen: Any) -> dict[str, Any]:
     """What the native backend records about the plan being generated: its kernels by
     name, how many steps call them, why the others stay on numpy, and the kernels of

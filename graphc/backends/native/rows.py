@@ -42,6 +42,7 @@ import numpy as np
 
 from graphc.backends.native import calls
 from graphc.backends.native.c_sources import c_source, instance
+from graphc.backends.native.cexpr import header
 from graphc.backends.native.kernels import CTYPE_NAME, DeclinedError, Kernel, Operand, ctype_of
 from graphc.backends.numpy.chunked import transposed_view
 from graphc.ir.registry import get_op
@@ -66,6 +67,13 @@ WARM_SUM = 1 << 16
 WARM_SOFTMAX = 1 << 12
 
 PAIRWISE = c_source("pairwise.h")
+
+
+def prelude() -> str:
+    """The C every unit of the backend is compiled after: the header, then the pairwise
+    sum the row kernels share."""
+    return header() + PAIRWISE
+
 
 # each kind's template in csrc/ (c_sources.instance fills it per dtype) and its C
 # function's parameters after the count (calls.py's letters)

@@ -59,7 +59,7 @@ def compile_body(gen: Generator, body: Graph, types: Sequence[TensorType]) -> Co
     return CompiledBody(plan, generated, constants, output_types)  # type: ignore[arg-type]
 
 
-class _Scratch:
+class Scratch:
     """Buffers for the results nobody reads, made on first use and kept."""
 
     def __init__(self, types: Sequence[TensorType]) -> None:
@@ -95,7 +95,7 @@ class ScanLoop:
         self.num_carry, self.num_xs = num_carry, num_xs
         carries = result_types[:num_carry]
         self.buffers = tuple([np.empty(t.shape, t.dtype) for t in carries] for _ in range(2))  # type: ignore[arg-type]
-        self.scratch = _Scratch(result_types)
+        self.scratch = Scratch(result_types)
 
     def __call__(self, *arrays: np.ndarray, out: Sequence[np.ndarray | None]) -> tuple:
         nc, nx = self.num_carry, self.num_xs
@@ -126,7 +126,7 @@ class CondBranches:
         self, then_body: CompiledBody, else_body: CompiledBody, result_types: list[TensorType]
     ) -> None:
         self.then_run, self.else_run = then_body.instance(), else_body.instance()
-        self.scratch = _Scratch(result_types)
+        self.scratch = Scratch(result_types)
 
     def __call__(
         self, pred: np.ndarray, *operands: np.ndarray, out: Sequence[np.ndarray | None]
@@ -151,7 +151,7 @@ class WhileLoop:
         self.num_carry, self.num_cond_consts = num_carry, num_cond_consts
         self.flag = np.empty((), np.bool_)
         self.buffers = tuple([np.empty(t.shape, t.dtype) for t in result_types] for _ in range(2))  # type: ignore[arg-type]
-        self.scratch = _Scratch(result_types)
+        self.scratch = Scratch(result_types)
 
     def __call__(self, *arrays: np.ndarray, out: Sequence[np.ndarray | None]) -> tuple:
         nc, k = self.num_carry, self.num_cond_consts
@@ -174,16 +174,25 @@ class WhileLoop:
 # -- lowerings ----------------------------------------------------------------------
 
 
-def _types(gen: Generator, names: Sequence[str]) -> list[TensorType]:
+def input_types(gen: Generator, names: Sequence[str]) -> list[TensorType]:
     return [gen.plan.values[x].type for x in names]
 
 
-def _result_types(gen: Generator, step: Step) -> list[TensorType]:
+def result_types_of(gen: Generator, step: Step) -> list[TensorType]:
     """The step's result types at this plan's sizes (symbolic dims bound)."""
     return list(step.node.type.bind(gen.plan.bindings).items)  # type: ignore[union-attr]
 
 
-def _emit(gen: Generator, step: Step, loop: Any, out: str) -> list[str]:
+def scan_body_types(gen: Generator, step: Step) -> list[TensorType]:
+    """The types a scan step's body is planned for: its carries, a row of each xs, its
+    constants."""
+    nc, nx = step.attrs["num_carry"], step.attrs["num_xs"]
+    types = input_types(gen, step.inputs)
+    rows = [t.with_shape(t.shape[1:]) for t in types[nc : nc + nx]]
+    return types[:nc] + rows + types[nc + nx :]
+
+
+def emit_loop(gen: Generator, step: Step, loop: Any, out: str) -> list[str]:
     """Make `loop` per thread (in the setup) and call it with the step's arrays."""
     factory = gen.const(loop, f"{step.output}_factory")
     name = gen.fresh(f"{step.output}_loop")
@@ -192,7 +201,7 @@ def _emit(gen: Generator, step: Step, loop: Any, out: str) -> list[str]:
     return [f"{name}({args}, out={out})"]
 
 
-def _record(gen: Generator, step: Step, **bodies: CompiledBody) -> None:
+def record_bodies(gen: Generator, step: Step, **bodies: CompiledBody) -> None:
     """Keep a step's compiled bodies on the outer plan and code, for explain()."""
     gen.plan.bodies[step.index] = {attr: body.plan for attr, body in bodies.items()}
     gen.bodies[step.index] = {attr: body.generated for attr, body in bodies.items()}
@@ -202,37 +211,33 @@ def _record(gen: Generator, step: Step, **bodies: CompiledBody) -> None:
 def lower_scan(gen: Generator, step: Step, out: str) -> list[str]:
     attrs = step.attrs
     nc, nx = attrs["num_carry"], attrs["num_xs"]
-    types = _types(gen, step.inputs)
-    body_types = (
-        types[:nc] + [t.with_shape(t.shape[1:]) for t in types[nc : nc + nx]] + types[nc + nx :]
-    )
-    body = compile_body(gen, attrs["body"], body_types)
-    _record(gen, step, body=body)
-    result_types = _result_types(gen, step)
+    body = compile_body(gen, attrs["body"], scan_body_types(gen, step))
+    record_bodies(gen, step, body=body)
+    result_types = result_types_of(gen, step)
 
     def loop() -> ScanLoop:
         return ScanLoop(body, attrs["length"], attrs["reverse"], nc, nx, result_types)
 
-    return _emit(gen, step, loop, out)
+    return emit_loop(gen, step, loop, out)
 
 
 @register_lowering("cond")
 def lower_cond(gen: Generator, step: Step, out: str) -> list[str]:
-    types = _types(gen, step.inputs[1:])
+    types = input_types(gen, step.inputs[1:])
     then_body = compile_body(gen, step.attrs["then_body"], types)
     else_body = compile_body(gen, step.attrs["else_body"], types)
-    _record(gen, step, then_body=then_body, else_body=else_body)
-    result_types = _result_types(gen, step)
-    return _emit(gen, step, lambda: CondBranches(then_body, else_body, result_types), out)
+    record_bodies(gen, step, then_body=then_body, else_body=else_body)
+    result_types = result_types_of(gen, step)
+    return emit_loop(gen, step, lambda: CondBranches(then_body, else_body, result_types), out)
 
 
 @register_lowering("while_loop")
 def lower_while(gen: Generator, step: Step, out: str) -> list[str]:
     attrs = step.attrs
     nc, k = attrs["num_carry"], attrs["num_cond_consts"]
-    types = _types(gen, step.inputs)
+    types = input_types(gen, step.inputs)
     cond_body = compile_body(gen, attrs["cond_body"], types[:nc] + types[nc : nc + k])
     body = compile_body(gen, attrs["body"], types[:nc] + types[nc + k :])
-    _record(gen, step, cond_body=cond_body, body=body)
-    result_types = _result_types(gen, step)
-    return _emit(gen, step, lambda: WhileLoop(cond_body, body, nc, k, result_types), out)
+    record_bodies(gen, step, cond_body=cond_body, body=body)
+    result_types = result_types_of(gen, step)
+    return emit_loop(gen, step, lambda: WhileLoop(cond_body, body, nc, k, result_types), out)

@@ -1,0 +1,518 @@
+"""Loops in C: a scan or while_loop whose body runs natively is one call (csrc/loop.c).
+
+numpy's lowering of a loop (backends/numpy/control.py) runs the body's plan from Python
+once per step: for a small body that is most of the loop's time (an RNN step at batch
+1, about 30 us forward and backward). Here the steps run in C:
+
+- **Lowering.** The body is planned as numpy's lowering plans it, with one difference:
+  every step native can run is lowered to its kernel whatever its size (at a small size
+  numpy's ufunc is the cheaper call from Python, native/__init__.py's SMALL, but not from
+  C). A body with a step native declines keeps numpy's loop; explain says which step.
+- **Recording.** Per thread, the body's plan is set up on an arena of its own (as for
+  numpy's loop) and run once on scratch arrays with each kernel replaced by a recorder:
+  the calls it makes, in order, with their arguments, become a tape. An address that
+  points into one of the body's parameters (a carry, an xs row, a constant, an output)
+  is kept as a relocation (slot, offset); any other address must point into an array the
+  thread's plan owns (its arena, constants, packed weights), which the tape keeps alive.
+  Any other call (a numpy ufunc, a kernel called through a Python hook, an address of
+  an array made during the call) would be missing from the tape: the recording refuses
+  it, and numpy's loop runs that body (explain says why). A `copyto` between two
+  C-ordered arrays of one type is recorded as a copy.
+- **Running.** One C call per loop (`gc_scan_run`, `gc_while_run`) walks the steps,
+  points the relocated arguments at the step's arrays and makes the tape's calls.
+
+Bits: the calls are those the body's plan makes on native, on the same arrays in the
+same order; only the interpreter between them is gone. So a loop computes on native
+what its body computes there: numpy's bits wherever the body's ops are exact on native.
+
+A while loop that never ends cannot be interrupted with Ctrl-C while it runs in C, as in
+jax.jit; its Python loop on numpy can be.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from graphc.backends.native import calls, matmul, rows, toolchain
+from graphc.backends.native.c_sources import c_source
+from graphc.backends.native.kernels import Kernel
+from graphc.backends.numpy import control
+from graphc.backends.numpy.control import CompiledBody, ScanLoop, Scratch, WhileLoop
+from graphc.ir.types import TensorType
+from graphc.runtime.backend import warn_once
+from graphc.runtime.codegen import Generator
+from graphc.runtime.plan import Step
+
+SOURCE = c_source("loop.c")
+MAX_WORDS = 24  # a call's arguments the runner passes at most (GC_TAPE_MAX_ARGS)
+# after the step count: tape, args, slots, bases, rows, buf0, buf1; reverse, nc, nx, nk, ny
+SCAN = Kernel("gc_scan_run", SOURCE, [], ["scan"], "p" * 7 + "i" * 5, status=True)
+# after nc: the condition's tape, args, slots; the body's; init, buf0, buf1, results,
+# nbytes, flag; nk
+WHILE = Kernel("gc_while_run", SOURCE, [], ["while_loop"], "p" * 12 + "i", status=True)
+
+
+# False: every loop runs numpy's way, its body's plan called from Python per step (for a
+# comparison: the two give the same bits)
+IN_C = True
+
+
+class NotRecordedError(Exception):
+    """A body whose calls cannot be replayed from C (the message says why)."""
+
+
+# -- lowering -------------------------------------------------------------------------
+
+
+def every_step_native(gen: Generator) -> bool:
+    """Is `gen` planning a body that is to run in C (so every step it can lower is a
+    kernel, whatever its size)?"""
+    return gen.parent is not None and calls.plan_state(gen.parent).get("taping", 0) > 0
+
+
+def _compile(gen: Generator, graph: Any, types: list[TensorType]) -> CompiledBody:
+    state = calls.plan_state(gen)
+    state["taping"] = state.get("taping", 0) + 1
+    try:
+        return control.compile_body(gen, graph, types)
+    finally:
+        state["taping"] -= 1
+
+
+def _marks(gen: Generator) -> dict[str, int]:
+    """How many bodies and loops the outermost plan has noted so far (for `_forget`)."""
+    state = calls.plan_state(_outermost(gen))
+    return {key: len(state.get(key, [])) for key in ("bodies", "loops")}
+
+
+def _forget(gen: Generator, marks: dict[str, int]) -> None:
+    """Drop the bodies (and their loops) noted since `marks`: planned for C, they are
+    planned again by numpy's lowering, whose plans alone are to be built."""
+    state = calls.plan_state(_outermost(gen))
+    for key, count in marks.items():
+        del state.setdefault(key, [])[count:]
+
+
+def _python_step(body: CompiledBody) -> str | None:
+    """Why `body` cannot be a tape, seen from its plan: a step numpy runs. None if none."""
+    backends = body.generated.step_backends
+    for step in body.plan.steps:
+        if body.plan.values[step.written[0]].kind == "view":
+            continue
+        if backends.get(step.index) != "native":
+            return f"step {step.index} ({step.node.op}) runs on numpy"
+    return None
+
+
+def _outermost(gen: Generator) -> Generator:
+    while gen.parent is not None:
+        gen = gen.parent
+    return gen
+
+
+@dataclass
+class Loop:
+    """A loop step lowered here: its bodies, and whether their calls record (`check`,
+    once the kernels are bound: None when they do, else why not)."""
+
+    kind: str
+    index: int
+    bodies: dict[str, CompiledBody]
+    make_c: Callable[[], Any]
+    make_python: Callable[[], Any]
+    notes: list[str]
+    verdict: str | None = "its kernels were not built"
+
+    def check(self) -> None:
+        """Record the bodies once (as a thread would) and say in explain's notes how the
+        loop runs."""
+        if not IN_C:
+            self.verdict = "loops.IN_C is False"
+            return
+        try:
+            made = self.make_c()
+        except NotRecordedError as exc:
+            self.verdict = str(exc)
+            self.notes.append(
+                f"native: the {self.kind} of step {self.index} runs from Python: {exc}"
+            )
+            return
+        self.verdict = None
+        sizes = ", ".join(f"{attr} {int(tape.words[0])}" for attr, tape in made.tapes.items())
+        self.notes.append(
+            f"native: the {self.kind} of step {self.index} runs in C (calls a step: {sizes})"
+        )
+
+    def __call__(self) -> Any:
+        """This thread's loop: in C where `check` found the bodies record, else numpy's."""
+        if self.verdict is None:
+            try:
+                return self.make_c()
+            except NotRecordedError as exc:  # pragma: no cover - check recorded the same
+                warn_once(f"graphc: a native loop runs from Python: {exc}")
+        return self.make_python()
+
+
+def _register(gen: Generator, step: Step, loop: Loop, out: str) -> list[str]:
+    calls.plan_state(_outermost(gen)).setdefault("loops", []).append(loop)
+    control.record_bodies(gen, step, **loop.bodies)
+    return control.emit_loop(gen, step, loop, out)
+
+
+def lower_scan(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """A scan whose body runs natively as one C call; else None (numpy's loop)."""
+    attrs = step.attrs
+    nc, nx = attrs["num_carry"], attrs["num_xs"]
+    types = control.scan_body_types(gen, step)
+    marks = _marks(gen)
+    body = _compile(gen, attrs["body"], types)
+    why = _python_step(body)
+    if why is not None:
+        _forget(gen, marks)
+        gen.notes.append(f"native: the scan of step {step.index} runs from Python: {why}")
+        return None
+    results = control.result_types_of(gen, step)
+    length, reverse = attrs["length"], attrs["reverse"]
+
+    def make_c() -> ScanInC:
+        return ScanInC(body, types, length, reverse, nc, nx, results)
+
+    def make_python() -> ScanLoop:
+        return ScanLoop(body, length, reverse, nc, nx, results)
+
+    loop = Loop("scan", step.index, {"body": body}, make_c, make_python, gen.notes)
+    return _register(gen, step, loop, out)
+
+
+def lower_while(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """A while_loop whose condition and body run natively as one C call; else None."""
+    attrs = step.attrs
+    nc, k = attrs["num_carry"], attrs["num_cond_consts"]
+    types = control.input_types(gen, step.inputs)
+    cond_types, body_types = types[: nc + k], types[:nc] + types[nc + k :]
+    marks = _marks(gen)
+    cond_body = _compile(gen, attrs["cond_body"], cond_types)
+    body = _compile(gen, attrs["body"], body_types)
+    why = _python_step(cond_body) or _python_step(body)
+    if why is not None:
+        _forget(gen, marks)
+        gen.notes.append(f"native: the while_loop of step {step.index} runs from Python: {why}")
+        return None
+    results = control.result_types_of(gen, step)
+
+    def make_c() -> WhileInC:
+        return WhileInC(cond_body, body, cond_types, body_types, nc, k, results)
+
+    def make_python() -> WhileLoop:
+        return WhileLoop(cond_body, body, nc, k, results)
+
+    bodies = {"cond_body": cond_body, "body": body}
+    loop = Loop("while_loop", step.index, bodies, make_c, make_python, gen.notes)
+    return _register(gen, step, loop, out)
+
+
+def check_loops(gen: Generator) -> None:
+    """After the kernels of `gen` (an outermost plan) are bound: record each loop's
+    bodies once, to say how it runs (Loop.check)."""
+    for loop in calls.plan_state(gen).get("loops", []):
+        loop.check()
+
+
+def has_loops(gen: Generator) -> bool:
+    return bool(calls.plan_state(gen).get("loops"))
+
+
+# -- recording ------------------------------------------------------------------------
+
+
+@dataclass
+class Tape:
+    """A body's calls as the runner reads them (csrc/loop.c): `words` the tape, `args`
+    the arguments (relocated ones rewritten per step: one per thread), `ops` each call's
+    op (for an error), `keep` the namespace whose arrays fixed addresses point into."""
+
+    words: np.ndarray
+    args: np.ndarray
+    ops: list[str]
+    keep: dict[str, Any]
+
+
+class _RefusedError(Exception):
+    pass
+
+
+def _pure_helpers() -> list[Any]:
+    """The functions a body's code may call from Python while being recorded: they only
+    look at arrays (addresses, layouts, copies of what is not C-ordered) or settings."""
+    helpers = [
+        calls.contiguous,
+        calls.static_address,
+        calls.address_now,
+        matmul.rows_layout,
+        np.getbufsize,
+    ]
+    if calls.FFI is not None:
+        helpers.append(calls.FFI.from_buffer)
+    return helpers
+
+
+def _function(value: Any) -> bool:
+    """Whether the body's code could call `value` (cffi's pointers are callable objects)."""
+    if calls.FFI is not None and isinstance(value, calls.FFI.CData):
+        return calls.FFI.typeof(value).kind == "function"
+    return callable(value)
+
+
+def _owned(value: Any, found: list[tuple[int, int]], depth: int = 0) -> None:
+    """The memory ranges of the arrays `value` holds (lists and tuples looked into)."""
+    if isinstance(value, np.ndarray):
+        base = value
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        start = base.__array_interface__["data"][0]
+        found.append((start, start + base.nbytes))
+    elif isinstance(value, (list, tuple)) and depth < 3:
+        for item in value:
+            _owned(item, found, depth + 1)
+
+
+def record(
+    run: Callable[..., Any], kernels: dict[str, Kernel], slots: Sequence[np.ndarray]
+) -> Tape:
+    """The tape of the calls `run` (a body's run function, on its own arena) makes when
+    called on `slots` (one C-ordered array per parameter, its outputs last). `run`'s
+    namespace is spent: its kernels are replaced by recorders."""
+    own = run.__globals__
+    addresses = {name: calls.function_address(own[name]) for name in kernels}
+    fixed: list[tuple[int, int]] = []
+    for name, value in own.items():
+        if not name.startswith("__"):
+            _owned(value, fixed)
+    recorded: list[tuple[Kernel | None, tuple]] = []
+
+    def recorder(kernel: Kernel) -> Callable[..., int]:
+        def call(*args: Any) -> int:
+            recorded.append((kernel, args))
+            return 0  # a status kernel's success
+
+        return call
+
+    def copy(dst: Any, src: Any, **options: Any) -> None:
+        same = isinstance(dst, np.ndarray) and isinstance(src, np.ndarray) and not options
+        if not (same and dst.dtype == src.dtype and dst.shape == src.shape):
+            raise _RefusedError("a copy that converts or broadcasts")
+        if not (dst.flags.c_contiguous and src.flags.c_contiguous):
+            raise _RefusedError("a copy of an array that is not C-ordered")
+        recorded.append((None, (calls.address_now(dst), calls.address_now(src), dst.nbytes)))
+
+    def refuse(name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            raise _RefusedError(f"it calls {name} from Python")
+
+        return call
+
+    pure = _pure_helpers()
+    for name, value in list(own.items()):
+        if name in kernels:
+            own[name] = recorder(kernels[name])
+        elif value is np.copyto:
+            own[name] = copy
+        elif name.startswith("__") or name == "run" or not _function(value):
+            continue
+        elif not any(value is h or value == h for h in pure):
+            own[name] = refuse(name)
+    try:
+        run(*slots)
+    except _RefusedError as exc:
+        raise NotRecordedError(str(exc)) from None
+    return _tape(recorded, addresses, slots, fixed, own)
+
+
+def _tape(
+    recorded: list[tuple[Kernel | None, tuple]],
+    addresses: dict[str, int],
+    slots: Sequence[np.ndarray],
+    fixed: list[tuple[int, int]],
+    own: dict[str, Any],
+) -> Tape:
+    spans = []
+    for k, array in enumerate(slots):
+        start = array.__array_interface__["data"][0]
+        spans.append((start, start + array.nbytes, k))
+    entries: list[int] = []
+    relocations: list[int] = []
+    args: list[int] = []
+    ops: list[str] = []
+    for kernel, raw in recorded:
+        kinds = "ppi" if kernel is None else "i" + kernel.params
+        what = "a copy" if kernel is None else f"kernel {kernel.name}"
+        if len(raw) != len(kinds) or len(raw) > MAX_WORDS:
+            raise NotRecordedError(f"{what} takes {len(raw)} arguments")
+        first = len(args)
+        fn = 0 if kernel is None else addresses[kernel.name]
+        status = int(kernel is not None and kernel.status)
+        entries += [fn, status, first, len(raw)]
+        ops.append("copy" if kernel is None else " ".join(kernel.ops))
+        for pos, (kind, value) in enumerate(zip(kinds, raw)):
+            if kind == "i":
+                args.append(int(value))
+                continue
+            address = calls.word(value)
+            slot = next(((k, address - lo) for lo, hi, k in spans if lo <= address <= hi), None)
+            if slot is not None:
+                relocations += [first + pos, slot[0], slot[1]]
+                args.append(0)
+            elif address == 0 or any(lo <= address <= hi for lo, hi in fixed):
+                args.append(address)
+            else:
+                raise NotRecordedError(f"{what} reads an array made during the call")
+    words = np.array([len(recorded), len(relocations) // 3, *entries, *relocations], np.int64)
+    return Tape(words, np.array(args + [0], np.int64), ops, own)
+
+
+# -- running --------------------------------------------------------------------------
+
+_runners: dict[str, Any] = {}
+_runners_lock = threading.Lock()
+
+
+def runner(kernel: Kernel) -> Any:
+    """The bound loop runner `kernel` (SCAN or WHILE), from the library finish built."""
+    with _runners_lock:
+        if kernel.name not in _runners:
+            built = toolchain.build_units([SOURCE], rows.prelude(), compile=False)[SOURCE]
+            names = {k.name: k.params for k in (SCAN, WHILE)}
+            _runners.update(calls.bind(built.path, built.library, names, frozenset(names)))
+        return _runners[kernel.name]
+
+
+def _words(values: Sequence[int]) -> np.ndarray:
+    return np.array([*values, 0], np.int64)  # never empty: its address is always valid
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def _c_ordered(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    return [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
+
+
+def _scratch(types: Sequence[TensorType]) -> list[np.ndarray]:
+    return [np.empty(t.shape, t.dtype) for t in types]  # type: ignore[arg-type]
+
+
+def _kernels(body: CompiledBody) -> dict[str, Kernel]:
+    return body.generated.state.get("native", {}).get("kernels", {})
+
+
+def _write_back(results: list[np.ndarray], targets: list[np.ndarray]) -> None:
+    for result, target in zip(results, targets):
+        if result is not target:
+            np.copyto(result, target)
+
+
+class ScanInC:
+    """One thread's scan, run by gc_scan_run on its body's tape."""
+
+    def __init__(
+        self,
+        body: CompiledBody,
+        types: list[TensorType],
+        length: int,
+        reverse: bool,
+        num_carry: int,
+        num_xs: int,
+        result_types: list[TensorType],
+    ) -> None:
+        outputs = body.output_types
+        self.tape = record(body.instance(), _kernels(body), _scratch([*types, *outputs]))
+        self.tapes = {"body": self.tape}
+        self.length, self.num_carry = length, num_carry
+        nc, nx = num_carry, num_xs
+        nk, ny = len(types) - nc - nx, len(outputs) - nc
+        self.buffers = [_scratch(result_types[:nc]) for _ in range(2)]
+        self.bufs = [_words([_address(a) for a in bufs]) for bufs in self.buffers]
+        rows = [0] * nc + [t.nbytes for t in types[nc : nc + nx]] + [0] * (nk + nc)
+        rows += [t.nbytes for t in outputs[nc:]]
+        self.rows = _words(rows)  # type: ignore[arg-type]
+        self.bases = np.zeros(len(rows) + 1, np.int64)
+        self.slots = np.zeros(len(rows) + 1, np.int64)
+        self.scratch = Scratch(result_types)
+        at = calls.static_address
+        arrays = (self.tape.words, self.tape.args, self.slots, self.bases, self.rows, *self.bufs)
+        self.call = (length, *map(at, arrays), int(reverse), nc, nx, nk, ny)
+        self.run = runner(SCAN)
+
+    def __call__(self, *arrays: np.ndarray, out: Sequence[np.ndarray | None]) -> tuple:
+        results = self.scratch.fill(out)
+        if self.length == 0:
+            for final, init in zip(results, arrays[: self.num_carry]):
+                np.copyto(final, init)
+            return tuple(results)
+        inputs = _c_ordered(arrays)
+        targets = _c_ordered(results)
+        self.bases[:-1] = [_address(a) for a in (*inputs, *targets)]
+        failed = self.run(*self.call)
+        if failed:
+            calls.scratch_failed(self.tape.ops[failed - 1])
+        _write_back(results, targets)
+        return tuple(results)
+
+
+class WhileInC:
+    """One thread's while_loop, run by gc_while_run on its condition's and body's tapes."""
+
+    def __init__(
+        self,
+        cond_body: CompiledBody,
+        body: CompiledBody,
+        cond_types: list[TensorType],
+        body_types: list[TensorType],
+        num_carry: int,
+        num_cond_consts: int,
+        result_types: list[TensorType],
+    ) -> None:
+        nc, k = num_carry, num_cond_consts
+        self.flag = np.zeros((), np.bool_)
+        cond_slots = [*_scratch(cond_types), self.flag]
+        self.cond = record(cond_body.instance(), _kernels(cond_body), cond_slots)
+        body_slots = _scratch([*body_types, *body.output_types])
+        self.body = record(body.instance(), _kernels(body), body_slots)
+        self.tapes = {"cond_body": self.cond, "body": self.body}
+        self.num_carry, self.num_cond_consts = nc, k
+        self.buffers = [_scratch(result_types) for _ in range(2)]
+        self.bufs = [_words([_address(a) for a in bufs]) for bufs in self.buffers]
+        self.cond_slots = np.zeros(nc + k + 2, np.int64)
+        self.cond_slots[nc + k] = _address(self.flag)
+        self.body_slots = np.zeros(len(body_types) + nc + 1, np.int64)
+        self.ends = np.zeros(2 * nc + 1, np.int64)  # the initial carries, then the results
+        self.nbytes = _words([t.nbytes for t in result_types])  # type: ignore[misc]
+        self.scratch = Scratch(result_types)
+        at = calls.static_address
+        cond = (self.cond.words, self.cond.args, self.cond_slots)
+        loop = (self.body.words, self.body.args, self.body_slots)
+        init, results = self.ends[:nc], self.ends[nc:]
+        arrays = (*cond, *loop, init, *self.bufs, results, self.nbytes, self.flag)
+        self.call = (nc, *map(at, arrays), len(body_types) - nc)
+        self.run = runner(WHILE)
+
+    def __call__(self, *arrays: np.ndarray, out: Sequence[np.ndarray | None]) -> tuple:
+        nc, k = self.num_carry, self.num_cond_consts
+        results = self.scratch.fill(out)
+        inputs = _c_ordered(arrays)
+        targets = _c_ordered(results)
+        self.ends[:-1] = [_address(a) for a in (*inputs[:nc], *targets)]
+        self.cond_slots[nc : nc + k] = [_address(a) for a in inputs[nc : nc + k]]
+        self.body_slots[nc : nc + len(inputs) - nc - k] = [_address(a) for a in inputs[nc + k :]]
+        failed = self.run(*self.call)
+        if failed:
+            tape = self.cond if failed < 0 else self.body
+            calls.scratch_failed(tape.ops[abs(failed) - 1])
+        _write_back(results, targets)
+        return tuple(results)

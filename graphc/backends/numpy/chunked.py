@@ -213,11 +213,18 @@ def _larger(shared: dict[tuple, list[str]], t: TensorType) -> tuple[tuple, str] 
     return key, name
 
 
+# ufuncs that numpy 2.x warns about when given their output positionally (it is to
+# become an error): numpy's own deprecation, for maximum and minimum only
+_OUT_BY_KEYWORD = frozenset({"maximum", "minimum"})
+
+
 def _member_call(gen: Generator, node: Node, args: list[str], out: str) -> str:
     """One member's call: a plain ufunc takes `out` as its last argument (a long body's
-    lines compile a quarter faster than with `out=`), any other kernel as `out=`."""
+    lines compile a quarter faster than with `out=`), but for those numpy deprecates it
+    for (_OUT_BY_KEYWORD), and any other kernel as `out=`."""
     fn, args, plain = gen.callee(node, node.attrs, args)
-    return f"{fn}({', '.join(args + [out if plain else f'out={out}'])})"
+    positional = plain and node.op not in _OUT_BY_KEYWORD
+    return f"{fn}({', '.join(args + [out if positional else f'out={out}'])})"
 
 
 def _all_elementwise(body: Graph) -> bool:

@@ -130,3 +130,19 @@ def test_a_long_group_reads_in_the_source_and_calls_its_ufuncs_with_out_last() -
     for _ in range(20):
         want = np.tanh(want) * 1.5
     np.testing.assert_array_equal(exe(x), want)
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning")
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_and_minimum_in_a_group_take_their_output_by_keyword(op: str) -> None:
+    """numpy 2.x deprecates an output passed positionally to maximum and minimum (it is
+    to become an error): their calls in a fused group name it `out=`, without a warning
+    (the test fails on any DeprecationWarning)."""
+    g = gc.Graph("extrema")
+    with g:
+        x = gc.placeholder("x", shape=(5,), dtype="float64")
+        gc.output(getattr(gc, op)(x * 2.0, x) + 1.0, name="y")
+    x = np.linspace(-2, 2, 5)
+    exe = gc.compile(g, backend="numpy")
+    np.testing.assert_array_equal(exe(x), getattr(np, op)(x * 2.0, x) + 1.0)
+    assert f"np_{op}(" in exe.source(x) and ", out=" in exe.source(x)

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import graphc as gc
 from graphc.backends.native import loops
+from graphc.backends.numpy.control import CompiledBody
 from tests.backends.test_native_scratch import _failing_instance
 from tests.backends.test_native_tiers import _wait_for_child
 from tests.budget import draws
@@ -339,3 +340,66 @@ def test_a_forked_child_runs_the_loop() -> None:
         finally:
             os._exit(code)
     assert _wait_for_child(pid, 60) == 0
+
+
+def test_the_rnn_gradient_in_place_packed_once_and_read_where_it_lies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The backward scan's carries (the state's cotangent, the weight's accumulator) run in
+    place; the forward's carry does not (its ys save the old state). Each scan packs
+    its weight once per call, before its steps (the tape's prologue), and the backward
+    scan's weight, a transposed view, is read where it lies: a tape recorded for that
+    layout, not a copy per call."""
+    tapes: list[tuple[loops.Tape, list[bool]]] = []
+    real = loops.record
+
+    def spy(run: Any, kernels: Any, slots: Any, constants: range) -> loops.Tape:
+        tape = real(run, kernels, slots, constants)
+        tapes.append((tape, [s.flags.c_contiguous for s in slots]))
+        return tape
+
+    monkeypatch.setattr(loops, "record", spy)
+    program = PROGRAMS["rnn"]
+    g = program.graph("float32")
+    joint = gc.gradients(g, wrt=[p.name for p in g.inputs])
+    feeds = dict(zip([p.name for p in g.inputs], program.inputs(0, "float32")))
+    exe = gc.compile(joint, backend="native", wait=True)
+    exe(**feeds)
+    assert _in_place(exe, feeds) == {"scan_body_fwd": [False], "scan_body_bwd": [True, True]}
+    assert all(int(tape.prologue[0][0]) == 1 for tape, _ in tapes)
+    assert any(not all(contiguous) for _, contiguous in tapes), "no strided constant's tape"
+
+
+def _in_place(exe: gc.Executable, feeds: Feeds) -> dict[str, list[bool]]:
+    """Per scan body (by name), which carries run in place (loops.in_place_carries)."""
+    compiled = exe._compiled_for((), feeds)  # noqa: SLF001 - the bodies' plans and code
+    found = {}
+    for index, bodies in compiled.generated.bodies.items():
+        plan = compiled.plan.bodies[index]["body"]
+        body = CompiledBody(plan, bodies["body"], [], [])
+        nc = compiled.plan.steps[index].attrs["num_carry"]
+        found[plan.graph.name] = loops.in_place_carries(body, nc)
+    return found
+
+
+@pytest.mark.parametrize(("ys", "in_place"), [("old", False), ("new", True), ("none", True)])
+def test_a_carry_read_after_its_new_value_is_written_is_not_in_place(
+    ys: str, in_place: bool
+) -> None:
+    """A body returning its old carry as ys reads it (the copy into the ys, last) after
+    the step writing the new carry: that carry keeps two buffers. Returning the new one,
+    or nothing, it runs in place. Results as from Python either way."""
+
+    def step(c: Any, x: Any) -> Any:
+        new = gc.tanh(c * 0.5 + x)
+        return new, {"old": c, "new": new, "none": None}[ys]
+
+    def fn(h: Any, xs: Any) -> Any:
+        last, saved = gc.scan(step, h, xs)
+        return last if saved is None else (last, saved)
+
+    g = gc.trace(fn, gc.TensorSpec((3,)), gc.TensorSpec((4, 3)))
+    feeds = {"h": np.linspace(-1, 1, 3, dtype=np.float32), "xs": np.ones((4, 3), np.float32)}
+    assert check_in_c(g, [feeds], levels=(0, 2)) == 2
+    exe = gc.compile(g, backend="native", wait=True)
+    assert list(_in_place(exe, feeds).values()) == [[in_place]]

@@ -132,18 +132,34 @@ def product_graph(
 
 
 # rows that reach every tile case (12, 8, 4, 2, 1 rows with 16 lanes; 6, 4, 2, 1 with
-# 8), columns that fill panels or leave a part (one vector, two, a partial one), K of 0
-SHAPES = [(1, 5, 1), (13, 7, 17), (30, 3, 33), (11, 0, 9), (7, 12, 69), (25, 1, 32), (20, 6, 40)]
+# 8), columns that fill panels or leave a part (one vector, two, a partial one), K of 0;
+# one row by groups of four whole panels and a rest (mm_row4), K of 1 (mm_outer: rows
+# of whole vectors and a tail, one row)
+SHAPES = [
+    (1, 5, 1),
+    (13, 7, 17),
+    (30, 3, 33),
+    (11, 0, 9),
+    (7, 12, 69),
+    (25, 1, 32),
+    (20, 6, 40),
+    (1, 9, 140),
+    (9, 1, 37),
+    (1, 1, 70),
+]
 
 
 @pytest.mark.skipif(not _has_fma(), reason="the claim is of fused multiply-adds")
-@pytest.mark.parametrize("epilogue", ["none", "bias", "bias_relu"])
+@pytest.mark.parametrize("epilogue", ["none", "bias", "bias_relu", "matrix", "matrix_relu"])
 @pytest.mark.parametrize(("m", "k", "n"), SHAPES)
 def test_every_output_is_the_fma_chain_bit_for_bit(m: int, k: int, n: int, epilogue: str) -> None:
+    """The chain, then a bias per column or a matrix of the output's shape (a gradient's
+    accumulator: matmul.bias_rows) added on the tiles, then the relu."""
     rng = np.random.default_rng(m * 1000 + k * 10 + n)
     x, w = hostile(rng, (m, k)), hostile(rng, (k, n))
-    bias = hostile(rng, (n,)) if epilogue != "none" else None
-    relu = epilogue == "bias_relu"
+    shape = (m, n) if epilogue.startswith("matrix") else (n,)
+    bias = hostile(rng, shape) if epilogue != "none" else None
+    relu = epilogue.endswith("relu")
     want = chain(x, w, bias, relu)
     for level in (0, 2):
         exe = gc.compile(product_graph(w, (m, k), bias, relu), opt_level=level, backend="native")
@@ -189,7 +205,7 @@ def _fed_weight(rng: np.random.Generator, k: int, n: int, layout: str) -> np.nda
 @pytest.mark.skipif(not _has_fma(), reason="the claim is of fused multiply-adds")
 @pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("layout", ["rows", "transposed", "strided", "graph_transpose"])
-@pytest.mark.parametrize(("m", "k", "n"), [(13, 19, 40), (98, 9, 33), (7, 17, 8)])
+@pytest.mark.parametrize(("m", "k", "n"), [(13, 19, 40), (98, 9, 33), (7, 17, 8), (1, 19, 140)])
 def test_a_fed_weight_gives_the_same_chain_in_every_layout(
     m: int, k: int, n: int, layout: str, parallel: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -146,6 +146,11 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
         # kernel is built all the same, so that a plan at a larger batch finds it
         calls.plan_state(gen)["spares"][kernel.name] = kernel
         return None
+    # a full operand is read lane by lane with the output it has the shape of
+    full = {
+        k for k, operand in enumerate(kernel.operands[: len(step.inputs)]) if operand.mode == FULL
+    }
+    calls.alias_safe(gen, step, full)
     return _call(gen, step, kernel, operands, out)
 
 
@@ -212,8 +217,9 @@ def lower_matmul(gen: Generator, step: Step, out: str) -> list[str] | None:
 
 
 def lower_matmul_epilogue(gen: Generator, step: Step, out: str) -> list[str] | None:
-    """Where matmul.py computes the product: in C, with a per-column bias and a relu on
-    its tiles, and what remains (another bias, another activation) as a C pass after.
+    """Where matmul.py computes the product: in C, with a bias (per column, or a matrix of
+    the product's shape) and a relu on its tiles, and what remains (another bias,
+    another activation) as a C pass after.
     Else numpy's matmul into the output (the same BLAS call, the same bits), then the
     bias add and the activation in one C pass over it instead of numpy's two."""
     attrs = step.attrs
@@ -221,14 +227,21 @@ def lower_matmul_epilogue(gen: Generator, step: Step, out: str) -> list[str] | N
     bias = step.inputs[2] if attrs.get("bias") else None
     activation = attrs.get("activation")
     if matmul.reason(step.node) is None:
-        fits = bias is None or matmul.per_column(gen.plan.values[bias].type, out_t)
+        fits = bias is None or (
+            matmul.bias_rows(gen.plan.values[bias].type, out_t) is not None
+            and not transposed_view(gen, bias)
+        )
+        # a matrix bias added by the tiles: each reads its own elements of it
+        in_tiles = fits and bias is not None and matmul.bias_rows(gen.plan.values[bias].type, out_t)
         if fits and activation in (None, "relu"):
+            calls.alias_safe(gen, step, {2} if in_tiles else set())
             return matmul.lower(gen, step, out, bias, activation == "relu")
         rest_bias = None if fits else bias
         after = _epilogue(gen, step, out, out_t, rest_bias, activation)
         if after is None:  # numpy's ufuncs in place, as the numpy backend runs them
             product = matmul.lower(gen, step, out, None, False)
             return [*product, *numpy_epilogue(gen, step, out)[1:]]  # type: ignore[misc]
+        calls.alias_safe(gen, step, {2} if in_tiles else set())
         return [*matmul.lower(gen, step, out, bias if fits else None, False), *after]  # type: ignore[misc]
     if bias is None and activation is None:
         return None

@@ -108,6 +108,11 @@ class Kernel:
     # returns an int64, nonzero when it could not allocate its scratch memory (the call
     # is then checked: calls.checked); else returns nothing
     status: bool = False
+    # a kernel whose call reads only its other arguments' memory and writes only the
+    # buffer of this argument (counted after the count), a buffer of its own that no other
+    # call writes: a weight's packing. A loop in C makes such a call once, before its
+    # steps, when what it reads is the same at every step (loops.py)
+    writes_only: int | None = None
 
 
 def epilogue_body(out: TensorType, bias: TensorType | None, activation: str | None) -> Graph:

@@ -50,11 +50,12 @@ from graphc.runtime.plan import Step
 
 SOURCE = c_source("loop.c")
 MAX_WORDS = 24  # a call's arguments the runner passes at most (GC_TAPE_MAX_ARGS)
-# after the step count: tape, args, slots, bases, rows, buf0, buf1; reverse, nc, nx, nk, ny
-SCAN = Kernel("gc_scan_run", SOURCE, [], ["scan"], "p" * 7 + "i" * 5, status=True)
+# after the step count: tape, args, slots, bases, rows, buf0, buf1, the prologue's tape
+# and args; reverse, nc, nx, nk, ny
+SCAN = Kernel("gc_scan_run", SOURCE, [], ["scan"], "p" * 9 + "i" * 5, status=True)
 # after nc: the condition's tape, args, slots; the body's; init, buf0, buf1, results,
-# nbytes, flag; nk
-WHILE = Kernel("gc_while_run", SOURCE, [], ["while_loop"], "p" * 12 + "i", status=True)
+# nbytes, flag; the condition's prologue's tape and args, the body's; nk
+WHILE = Kernel("gc_while_run", SOURCE, [], ["while_loop"], "p" * 16 + "i", status=True)
 
 
 # False: every loop runs numpy's way, its body's plan called from Python per step (for a
@@ -72,16 +73,18 @@ class NotRecordedError(Exception):
 def every_step_native(gen: Generator) -> bool:
     """Is `gen` planning a body that is to run in C (so every step it can lower is a
     kernel, whatever its size)?"""
-    return gen.parent is not None and calls.plan_state(gen.parent).get("taping", 0) > 0
+    return calls.loop_constants(gen) is not None
 
 
-def _compile(gen: Generator, graph: Any, types: list[TensorType]) -> CompiledBody:
-    state = calls.plan_state(gen)
-    state["taping"] = state.get("taping", 0) + 1
+def _compile(gen: Generator, graph: Any, types: list[TensorType], constants: range) -> CompiledBody:
+    """`graph` planned as a body to run in C; the inputs at positions `constants` are the
+    same at every step (calls.loop_constants)."""
+    bodies = calls.plan_state(gen).setdefault("taping", [])
+    bodies.append(frozenset(constants))
     try:
         return control.compile_body(gen, graph, types)
     finally:
-        state["taping"] -= 1
+        bodies.pop()
 
 
 def _marks(gen: Generator) -> dict[str, int]:
@@ -170,7 +173,7 @@ def lower_scan(gen: Generator, step: Step, out: str) -> list[str] | None:
     nc, nx = attrs["num_carry"], attrs["num_xs"]
     types = control.scan_body_types(gen, step)
     marks = _marks(gen)
-    body = _compile(gen, attrs["body"], types)
+    body = _compile(gen, attrs["body"], types, range(nc + nx, len(types)))
     why = _python_step(body)
     if why is not None:
         _forget(gen, marks)
@@ -196,8 +199,8 @@ def lower_while(gen: Generator, step: Step, out: str) -> list[str] | None:
     types = control.input_types(gen, step.inputs)
     cond_types, body_types = types[: nc + k], types[:nc] + types[nc + k :]
     marks = _marks(gen)
-    cond_body = _compile(gen, attrs["cond_body"], cond_types)
-    body = _compile(gen, attrs["body"], body_types)
+    cond_body = _compile(gen, attrs["cond_body"], cond_types, range(nc, len(cond_types)))
+    body = _compile(gen, attrs["body"], body_types, range(nc, len(body_types)))
     why = _python_step(cond_body) or _python_step(body)
     if why is not None:
         _forget(gen, marks)
@@ -234,12 +237,15 @@ def has_loops(gen: Generator) -> bool:
 class Tape:
     """A body's calls as the runner reads them (csrc/loop.c): `words` the tape, `args`
     the arguments (relocated ones rewritten per step: one per thread), `ops` each call's
-    op (for an error), `keep` the namespace whose arrays fixed addresses point into."""
+    op (for an error), `keep` the namespace whose arrays fixed addresses point into;
+    `prologue` the calls made once before the steps (a constant weight's packing), as
+    words and arguments."""
 
     words: np.ndarray
     args: np.ndarray
     ops: list[str]
     keep: dict[str, Any]
+    prologue: tuple[np.ndarray, np.ndarray]
 
 
 class _RefusedError(Exception):
@@ -282,11 +288,15 @@ def _owned(value: Any, found: list[tuple[int, int]], depth: int = 0) -> None:
 
 
 def record(
-    run: Callable[..., Any], kernels: dict[str, Kernel], slots: Sequence[np.ndarray]
+    run: Callable[..., Any],
+    kernels: dict[str, Kernel],
+    slots: Sequence[np.ndarray],
+    constants: range,
 ) -> Tape:
     """The tape of the calls `run` (a body's run function, on its own arena) makes when
-    called on `slots` (one C-ordered array per parameter, its outputs last). `run`'s
-    namespace is spent: its kernels are replaced by recorders."""
+    called on `slots` (one C-ordered array per parameter, its outputs last; those at
+    `constants` the same at every step). `run`'s namespace is spent: its kernels are
+    replaced by recorders."""
     own = run.__globals__
     addresses = {name: calls.function_address(own[name]) for name in kernels}
     fixed: list[tuple[int, int]] = []
@@ -330,49 +340,79 @@ def record(
         run(*slots)
     except _RefusedError as exc:
         raise NotRecordedError(str(exc)) from None
-    return _tape(recorded, addresses, slots, fixed, own)
-
-
-def _tape(
-    recorded: list[tuple[Kernel | None, tuple]],
-    addresses: dict[str, int],
-    slots: Sequence[np.ndarray],
-    fixed: list[tuple[int, int]],
-    own: dict[str, Any],
-) -> Tape:
     spans = []
     for k, array in enumerate(slots):
         start = array.__array_interface__["data"][0]
-        spans.append((start, start + array.nbytes, k))
-    entries: list[int] = []
-    relocations: list[int] = []
-    args: list[int] = []
-    ops: list[str] = []
+        spans.append((start, start + _extent(array), k))
+    steps, prologue = _Words(), _Words()
     for kernel, raw in recorded:
-        kinds = "ppi" if kernel is None else "i" + kernel.params
+        words = [
+            _word(kernel, pos, kind, value, spans, fixed) for pos, kind, value in _args(kernel, raw)
+        ]
+        once = kernel is not None and kernel.writes_only is not None and not kernel.status
+        if once and all(slot is None or slot in constants for _, slot, _ in words):
+            prologue.add(kernel, addresses, words)
+        else:
+            steps.add(kernel, addresses, words)
+    return Tape(*steps.arrays(), steps.ops, own, prologue.arrays())
+
+
+def _args(kernel: Kernel | None, raw: tuple) -> list[tuple[int, str, Any]]:
+    """A recorded call's arguments: (position, 'p' an address or 'i' an int64, value)."""
+    kinds = "ppi" if kernel is None else "i" + kernel.params
+    if len(raw) != len(kinds) or len(raw) > MAX_WORDS:
         what = "a copy" if kernel is None else f"kernel {kernel.name}"
-        if len(raw) != len(kinds) or len(raw) > MAX_WORDS:
-            raise NotRecordedError(f"{what} takes {len(raw)} arguments")
-        first = len(args)
+        raise NotRecordedError(f"{what} takes {len(raw)} arguments")
+    return [(pos, kind, value) for pos, (kind, value) in enumerate(zip(kinds, raw))]
+
+
+def _word(
+    kernel: Kernel | None,
+    pos: int,
+    kind: str,
+    value: Any,
+    spans: list[tuple[int, int, int]],
+    fixed: list[tuple[int, int]],
+) -> tuple[int, int | None, int]:
+    """An argument as (its value, the slot it points into or None, the offset there)."""
+    if kind == "i":
+        return int(value), None, 0
+    address = calls.word(value)
+    for lo, hi, k in spans:
+        if lo <= address <= hi:
+            return 0, k, address - lo
+    if address == 0 or any(lo <= address <= hi for lo, hi in fixed):
+        return address, None, 0
+    what = "a copy" if kernel is None else f"kernel {kernel.name}"
+    raise NotRecordedError(f"{what} reads an array made during the call (argument {pos})")
+
+
+class _Words:
+    """Calls being laid out as a tape (loop.c's format)."""
+
+    def __init__(self) -> None:
+        self.entries: list[int] = []
+        self.relocations: list[int] = []
+        self.args: list[int] = []
+        self.ops: list[str] = []
+
+    def add(self, kernel: Kernel | None, addresses: dict[str, int], words: list) -> None:
+        first = len(self.args)
         fn = 0 if kernel is None else addresses[kernel.name]
-        status = int(kernel is not None and kernel.status)
-        entries += [fn, status, first, len(raw)]
-        ops.append("copy" if kernel is None else " ".join(kernel.ops))
-        for pos, (kind, value) in enumerate(zip(kinds, raw)):
-            if kind == "i":
-                args.append(int(value))
-                continue
-            address = calls.word(value)
-            slot = next(((k, address - lo) for lo, hi, k in spans if lo <= address <= hi), None)
+        self.entries += [fn, int(kernel is not None and kernel.status), first, len(words)]
+        self.ops.append("copy" if kernel is None else " ".join(kernel.ops))
+        for pos, (value, slot, offset) in enumerate(words):
             if slot is not None:
-                relocations += [first + pos, slot[0], slot[1]]
-                args.append(0)
-            elif address == 0 or any(lo <= address <= hi for lo, hi in fixed):
-                args.append(address)
-            else:
-                raise NotRecordedError(f"{what} reads an array made during the call")
-    words = np.array([len(recorded), len(relocations) // 3, *entries, *relocations], np.int64)
-    return Tape(words, np.array(args + [0], np.int64), ops, own)
+                self.relocations += [first + pos, slot, offset]
+            self.args.append(value)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        count = len(self.entries) // 4
+        header = [count, len(self.relocations) // 3]
+        return (
+            np.array([*header, *self.entries, *self.relocations], np.int64),
+            np.array([*self.args, 0], np.int64),
+        )
 
 
 # -- running --------------------------------------------------------------------------
@@ -399,12 +439,68 @@ def _address(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
 
 
+class _Addresses:
+    """The addresses of the arrays a loop is called with, each taken once while the same
+    array comes again (an enclosing plan's own buffers are the same arrays at every
+    call). A remembered array is kept alive, so no other array can take its id."""
+
+    def __init__(self) -> None:
+        self.known: dict[int, tuple[np.ndarray, int]] = {}
+
+    def __call__(self, arrays: Sequence[np.ndarray]) -> list[int]:
+        known, found = self.known, []
+        for a in arrays:
+            hit = known.get(id(a))
+            if hit is None or hit[0] is not a:
+                if len(known) > 64:  # a caller's new arrays at every call
+                    known.clear()
+                hit = known[id(a)] = (a, calls.address_int(a))
+            found.append(hit[1])
+        return found
+
+
 def _c_ordered(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     return [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
 
 
 def _scratch(types: Sequence[TensorType]) -> list[np.ndarray]:
     return [np.empty(t.shape, t.dtype) for t in types]  # type: ignore[arg-type]
+
+
+def in_place_carries(body: CompiledBody, num_carry: int) -> list[bool]:
+    """Per carry, whether the body may write its new value over the old one: every read of
+    the old value (its placeholder's buffer, views included) comes before the first write
+    of the new one's output buffer, or in that write itself where the writing kernel
+    reads each element only for the element it writes there (calls.alias_safe). The
+    copies of outputs that are not computed in place (`Generator._into_given`) come
+    last, in order. Such a carry needs no second buffer and no copy between steps: the
+    loop runs it in its result's buffer (the accumulators of a backward scan)."""
+    plan = body.plan
+    safe = body.generated.state.get("native", {}).get("alias_safe", {})
+    given = plan.given or {}
+    buffers = {k: plan.values[name].buffer for name, k in given.items()}
+    found = []
+    for k in range(num_carry):
+        old, new = plan.values[plan.inputs[k]].buffer, buffers.get(k)
+        written, ok = False, True
+        for step in plan.steps:
+            if plan.values[step.written[0]].kind == "view":
+                continue
+            reads = {i for i, x in enumerate(step.inputs) if plan.values[x].buffer == old}
+            writes = any(plan.values[w].buffer == new for w in step.written)
+            if reads and (written or (writes and not reads <= safe.get(step.index, set()))):
+                ok = False
+                break
+            written = written or writes
+        for j, name in enumerate(plan.returns):
+            if not ok or given.get(name) == j:
+                continue
+            source = plan.values[name].buffer
+            if source == old and written and j != k:
+                ok = False
+            written = written or j == k
+        found.append(ok)
+    return found
 
 
 def _kernels(body: CompiledBody) -> dict[str, Kernel]:
@@ -415,6 +511,46 @@ def _write_back(results: list[np.ndarray], targets: list[np.ndarray]) -> None:
     for result, target in zip(results, targets):
         if result is not target:
             np.copyto(result, target)
+
+
+def _plain(strides: tuple[int, ...]) -> bool:
+    """Strides a constant's slot can be laid out with for a recording: all positive."""
+    return all(s > 0 for s in strides)
+
+
+def _strided(t: TensorType, strides: tuple[int, ...]) -> np.ndarray:
+    """A scratch array of type `t` laid out with (positive) `strides`."""
+    shape = tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
+    span = sum((n - 1) * s for n, s in zip(shape, strides)) + np.dtype(t.dtype).itemsize
+    raw = np.empty(max(span, 1), np.uint8)
+    return np.ndarray(shape, t.dtype, buffer=raw, strides=strides)
+
+
+def _extent(a: np.ndarray) -> int:
+    """The bytes from an array's first element to past its last (strides all positive or
+    C order)."""
+    if a.flags.c_contiguous:
+        return a.nbytes
+    return sum((n - 1) * abs(s) for n, s in zip(a.shape, a.strides)) + a.itemsize if a.size else 0
+
+
+def _steps_in_place(
+    bufs: list[np.ndarray],
+    own: list[list[int]],
+    carries: list[int],
+    results: list[tuple[int, int]],
+    inputs: list[tuple[int, int]],
+) -> None:
+    """Point the carries that run in place (in_place_carries) at their result buffers,
+    where every step then reads and writes them; a result buffer that overlaps one of
+    the loop's inputs (a caller's own in-place plan) keeps the loop's own two. Buffers
+    are given as (address, bytes)."""
+    for k in carries:
+        start, size = results[k]
+        if any(start < at + n and at < start + size for at, n in inputs):
+            bufs[0][k], bufs[1][k] = own[0][k], own[1][k]
+        else:
+            bufs[0][k] = bufs[1][k] = start
 
 
 class ScanInC:
@@ -431,23 +567,57 @@ class ScanInC:
         result_types: list[TensorType],
     ) -> None:
         outputs = body.output_types
-        self.tape = record(body.instance(), _kernels(body), _scratch([*types, *outputs]))
-        self.tapes = {"body": self.tape}
-        self.length, self.num_carry = length, num_carry
         nc, nx = num_carry, num_xs
         nk, ny = len(types) - nc - nx, len(outputs) - nc
+        self.body, self.types = body, [*types, *outputs]
+        self.constants = range(nc + nx, nc + nx + nk)
+        self.tape = self._record({})
+        self.tapes = {"body": self.tape}
+        self.length, self.num_carry = length, num_carry
+        self.counts = (int(reverse), nc, nx, nk, ny)
         self.buffers = [_scratch(result_types[:nc]) for _ in range(2)]
-        self.bufs = [_words([_address(a) for a in bufs]) for bufs in self.buffers]
+        self.own = [[_address(a) for a in bufs] for bufs in self.buffers]
+        self.bufs = [_words(own) for own in self.own]
+        self.in_place = [k for k, ok in enumerate(in_place_carries(body, nc)) if ok]
         rows = [0] * nc + [t.nbytes for t in types[nc : nc + nx]] + [0] * (nk + nc)
         rows += [t.nbytes for t in outputs[nc:]]
         self.rows = _words(rows)  # type: ignore[arg-type]
         self.bases = np.zeros(len(rows) + 1, np.int64)
         self.slots = np.zeros(len(rows) + 1, np.int64)
         self.scratch = Scratch(result_types)
-        at = calls.static_address
-        arrays = (self.tape.words, self.tape.args, self.slots, self.bases, self.rows, *self.bufs)
-        self.call = (length, *map(at, arrays), int(reverse), nc, nx, nk, ny)
+        self.addresses = _Addresses()
+        # per layout of the strided constants (their strides by position), the tape
+        # recorded for it and its call; None: they are copied to C order for this one
+        self.layouts: dict[tuple, tuple[Tape, tuple] | None] = {
+            (): (self.tape, self._call(self.tape))
+        }
         self.run = runner(SCAN)
+
+    def _record(self, strides: dict[int, tuple[int, ...]]) -> Tape:
+        """The body's tape for constants laid out with `strides` (by slot), others C-ordered."""
+        slots = _scratch(self.types)
+        for k, each in strides.items():
+            slots[k] = _strided(self.types[k], each)
+        return record(self.body.instance(), _kernels(self.body), slots, self.constants)
+
+    def _call(self, tape: Tape) -> tuple:
+        at = calls.static_address
+        arrays = (tape.words, tape.args, self.slots, self.bases, self.rows, *self.bufs)
+        return (self.length, *map(at, (*arrays, *tape.prologue)), *self.counts)
+
+    def _layout(self, arrays: Sequence[np.ndarray]) -> tuple[Tape, tuple] | None:
+        """The tape and call for constants laid out as `arrays`' are (a constant that is a
+        transposed view is read where it lies: no copy at every call); None where they are
+        to be copied to C order."""
+        strides = {k: arrays[k].strides for k in self.constants if not arrays[k].flags.c_contiguous}
+        key = tuple(sorted(strides.items()))
+        if key not in self.layouts:
+            try:
+                tape = self._record(strides) if all(_plain(s) for s in strides.values()) else None
+            except NotRecordedError:
+                tape = None
+            self.layouts[key] = None if tape is None else (tape, self._call(tape))
+        return self.layouts[key]
 
     def __call__(self, *arrays: np.ndarray, out: Sequence[np.ndarray | None]) -> tuple:
         results = self.scratch.fill(out)
@@ -455,12 +625,24 @@ class ScanInC:
             for final, init in zip(results, arrays[: self.num_carry]):
                 np.copyto(final, init)
             return tuple(results)
-        inputs = _c_ordered(arrays)
+        layout = self._layout(arrays)
+        if layout is None:
+            tape, call = self.layouts[()]  # type: ignore[misc]
+            inputs = _c_ordered(arrays)
+        else:
+            tape, call = layout
+            keep = self.constants
+            inputs = [a if k in keep else _c_ordered([a])[0] for k, a in enumerate(arrays)]
         targets = _c_ordered(results)
-        self.bases[:-1] = [_address(a) for a in (*inputs, *targets)]
-        failed = self.run(*self.call)
+        addresses = self.addresses((*inputs, *targets))
+        self.bases[:-1] = addresses
+        if self.in_place:
+            spans = [(at, _extent(a)) for at, a in zip(addresses, (*inputs, *targets))]
+            n = len(inputs)
+            _steps_in_place(self.bufs, self.own, self.in_place, spans[n:], spans[:n])
+        failed = self.run(*call)
         if failed:
-            calls.scratch_failed(self.tape.ops[failed - 1])
+            calls.scratch_failed(tape.ops[failed - 1])
         _write_back(results, targets)
         return tuple(results)
 
@@ -481,24 +663,39 @@ class WhileInC:
         nc, k = num_carry, num_cond_consts
         self.flag = np.zeros((), np.bool_)
         cond_slots = [*_scratch(cond_types), self.flag]
-        self.cond = record(cond_body.instance(), _kernels(cond_body), cond_slots)
+        self.cond = record(
+            cond_body.instance(), _kernels(cond_body), cond_slots, range(nc, len(cond_types))
+        )
         body_slots = _scratch([*body_types, *body.output_types])
-        self.body = record(body.instance(), _kernels(body), body_slots)
+        self.body = record(body.instance(), _kernels(body), body_slots, range(nc, len(body_types)))
         self.tapes = {"cond_body": self.cond, "body": self.body}
         self.num_carry, self.num_cond_consts = nc, k
         self.buffers = [_scratch(result_types) for _ in range(2)]
-        self.bufs = [_words([_address(a) for a in bufs]) for bufs in self.buffers]
+        self.own = [[_address(a) for a in bufs] for bufs in self.buffers]
+        self.bufs = [_words(own) for own in self.own]
+        self.in_place = [k for k, ok in enumerate(in_place_carries(body, nc)) if ok]
         self.cond_slots = np.zeros(nc + k + 2, np.int64)
         self.cond_slots[nc + k] = _address(self.flag)
         self.body_slots = np.zeros(len(body_types) + nc + 1, np.int64)
         self.ends = np.zeros(2 * nc + 1, np.int64)  # the initial carries, then the results
         self.nbytes = _words([t.nbytes for t in result_types])  # type: ignore[misc]
         self.scratch = Scratch(result_types)
+        self.addresses = _Addresses()
         at = calls.static_address
         cond = (self.cond.words, self.cond.args, self.cond_slots)
         loop = (self.body.words, self.body.args, self.body_slots)
         init, results = self.ends[:nc], self.ends[nc:]
-        arrays = (*cond, *loop, init, *self.bufs, results, self.nbytes, self.flag)
+        arrays = (
+            *cond,
+            *loop,
+            init,
+            *self.bufs,
+            results,
+            self.nbytes,
+            self.flag,
+            *self.cond.prologue,
+            *self.body.prologue,
+        )
         self.call = (nc, *map(at, arrays), len(body_types) - nc)
         self.run = runner(WHILE)
 
@@ -507,9 +704,14 @@ class WhileInC:
         results = self.scratch.fill(out)
         inputs = _c_ordered(arrays)
         targets = _c_ordered(results)
-        self.ends[:-1] = [_address(a) for a in (*inputs[:nc], *targets)]
-        self.cond_slots[nc : nc + k] = [_address(a) for a in inputs[nc : nc + k]]
-        self.body_slots[nc : nc + len(inputs) - nc - k] = [_address(a) for a in inputs[nc + k :]]
+        addresses = self.addresses((*inputs, *targets))
+        n = len(inputs)
+        self.ends[:-1] = addresses[:nc] + addresses[n:]
+        self.cond_slots[nc : nc + k] = addresses[nc : nc + k]
+        self.body_slots[nc : n - k] = addresses[nc + k : n]
+        if self.in_place:
+            spans = [(at, a.nbytes) for at, a in zip(addresses, (*inputs, *targets))]
+            _steps_in_place(self.bufs, self.own, self.in_place, spans[n:], spans[:n])
         failed = self.run(*self.call)
         if failed:
             tape = self.cond if failed < 0 else self.body

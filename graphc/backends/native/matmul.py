@@ -65,10 +65,11 @@ ALIGN = 64  # bytes: a packed panel's rows are whole vectors
 
 SOURCE = c_source("matmul.c")
 
-# after M: a, b, packed, c, bias; K, N, rows1, s0, s1, sk, bk, bj, ready, relu, parallel
-PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "ppppp" + "i" * 11)
-# after K: b, packed; N, bk, bj, parallel
-PACK = Kernel("gc_matmul_pack_f32", SOURCE, [], ["matmul"], "pp" + "iiii")
+# after M: a, b, packed, c, bias; bias_rows, K, N, rows1, s0, s1, sk, bk, bj, ready, relu,
+# parallel
+PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "ppppp" + "i" * 12)
+# after K: b, packed; N, bk, bj, parallel. It writes only `packed`
+PACK = Kernel("gc_matmul_pack_f32", SOURCE, [], ["matmul"], "pp" + "iiii", writes_only=2)
 
 
 def aligned(count: int) -> np.ndarray:
@@ -151,16 +152,32 @@ def _view_of_constant(gen: Generator, value: str) -> np.ndarray | None:
     return None
 
 
+def _of_loop_constant(gen: Generator, value: str) -> bool:
+    """Whether plan value `value` is one of the constants of a loop whose body runs in C
+    (calls.loop_constants), or transposes of one."""
+    positions = calls.loop_constants(gen)
+    if not positions:
+        return False
+    node = gen.plan.nodes[value]
+    if node.kind == OP and node.op == "transpose":
+        return _of_loop_constant(gen, node.inputs[0].name)
+    return any(gen.plan.inputs[k] == value for k in positions if k < len(gen.plan.inputs))
+
+
 def _right(gen: Generator, step: Step, k: int, n: int, lines: list[str]) -> tuple[str, str, int]:
     """Source for the right operand: (its rows_layout's name, the packed buffer's address,
     1 when that buffer already holds every panel). A constant, or a transpose of one, is
-    packed once per thread, at setup; any other matrix is read in place where its
-    columns are adjacent and packed by the product's own call where not, into a buffer
-    the plan's products share."""
+    packed once per thread, at setup; a loop's constant, in a body that runs in C, by a
+    call of its own before the product, which the loop makes once before its steps
+    (PACK.writes_only: even where the product could read it in place, packed panels
+    measured faster, an RNN's step at batch 1 and 32); any other matrix is read in place
+    where its columns are adjacent and packed by the product's own call where not, into
+    a buffer the plan's products share."""
     b = step.inputs[1]
     once = _view_of_constant(gen, b) is not None
+    hoisted = not once and _of_loop_constant(gen, b)
     src = _layout(gen, b, gen.setup_lines if once else lines, once)
-    if not once:
+    if not (once or hoisted):
         return src, _work_buffer(gen), 0
     buffer = gen.fresh("packed")
     gen.setup_lines.append(f"{buffer} = {gen.const(aligned, 'aligned')}({packed_size(k, n)})")
@@ -169,7 +186,7 @@ def _right(gen: Generator, step: Step, k: int, n: int, lines: list[str]) -> tupl
     parallel = int(k * n >= PARALLEL_WORK // 16)
     # a matrix's rows_layout: (address, 1, s0 = its row stride, 0, sk = its column stride)
     pack = f"{PACK.name}({k}, {src}[0], {at}, {n}, {src}[2], {src}[4], {parallel})"
-    gen.setup_lines.append(pack)
+    (lines if hoisted else gen.setup_lines).append(pack)
     return src, at, 1
 
 
@@ -204,8 +221,8 @@ def _layout(gen: Generator, value: str, lines: list[str], once: bool = False) ->
 
 def lower(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) -> list[str] | None:
     """The product of `step` (its inputs a and b first) into `out` as one C call, with the
-    plan value `bias` (one value per column, or None) added and a relu applied when
-    asked; or None (numpy's kernel) where `reason` says so."""
+    plan value `bias` (where `bias_rows` allows it, or None) added and a relu applied
+    when asked; or None (numpy's kernel) where `reason` says so."""
     why = reason(step.node)
     if why is not None:
         calls.plan_state(gen)["declined"][step.index] = f"matmul in C: {why}"
@@ -221,21 +238,25 @@ def lower(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) ->
     c = calls.address(gen, out, step.output in gen.static, lines)
     null = gen.const(calls.NULL, "null") if calls.FFI is not None else "None"
     bias_at = calls.value_address(gen, bias, lines) if bias is not None else null
+    rows = 0 if bias is None else bias_rows(gen.plan.values[bias].type, out_t)
     calls.record(gen, PRODUCT)
     parallel = 1 if m * n * k >= PARALLEL_WORK else 2 if m * n * k >= WARM_WORK else 0
-    args = [m, f"{a}[0]", f"{b}[0]", packed, c, bias_at, k, n, f"{a}[1]", f"{a}[2]",
+    args = [m, f"{a}[0]", f"{b}[0]", packed, c, bias_at, rows, k, n, f"{a}[1]", f"{a}[2]",
             f"{a}[3]", f"{a}[4]", f"{b}[2]", f"{b}[4]", ready, int(relu), parallel]  # fmt: skip
     return [*lines, f"{PRODUCT.name}({', '.join(str(x) for x in args)})"]
 
 
-def per_column(bias: TensorType, out: TensorType) -> bool:
-    """Whether a bias of type `bias` adds one value per column of `out` (shape (N,) or
-    ones then N) in out's dtype, so the kernel can add it to its tiles."""
+def bias_rows(bias: TensorType, out: TensorType) -> int | None:
+    """How the kernel adds a bias of type `bias` (in out's dtype) to its tiles of a product
+    of type `out`: 0 for one value per column (shape (N,) or ones then N), N for a matrix
+    of out's own shape (an accumulator: a weight gradient summed over a scan's steps);
+    None where it cannot. The kernel adds it to the finished product, one rounding, as
+    the elementwise add after it would."""
+    if bias.dtype != out.dtype or bias.rank < 1 or bias.rank > out.rank:
+        return None
     n = out.shape[-1]
-    return (
-        bias.dtype == out.dtype
-        and bias.rank >= 1
-        and bias.shape[-1] == n
-        and all(d == 1 for d in bias.shape[:-1])
-        and bias.rank <= out.rank
-    )
+    if bias.shape[-1] == n and all(d == 1 for d in bias.shape[:-1]):
+        return 0
+    if bias.shape == out.shape:
+        return n  # type: ignore[return-value]
+    return None

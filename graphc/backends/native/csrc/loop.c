@@ -108,16 +108,19 @@ static int64_t gc_tape_run(const int64_t *tape, int64_t *args, const int64_t *sl
 
 /* A scan of `length` steps (reversed: t from length - 1 down). `bases` holds, in slot
    order, the initial carries, the stacked xs, the constants, the final carries and
-   the stacked ys; `rows` each slot's bytes per step (xs and ys; 0 elsewhere). Step s
-   reads the carries step s - 1 wrote (the initial ones at s = 0) and writes its
-   carries into buf0 (s even) or buf1 (s odd), the last step into the final ones, so a
-   step never writes what it reads. Returns what gc_tape_run returned, at the failing
-   step. */
+   the stacked ys; `rows` each slot's bytes per step (xs and ys; 0 elsewhere). The
+   prologue's calls (which read only constants) are made first, once. Step s reads the
+   carries step s - 1 wrote (the initial ones at s = 0) and writes its carries into
+   buf0 (s even) or buf1 (s odd), the last step into the final ones, so a step never
+   writes what it reads (a carry run in place has buf0 and buf1 at its final buffer).
+   Returns what gc_tape_run returned, at the failing step. */
 GC_EXPORT int64_t gc_scan_run(int64_t length, const int64_t *tape, int64_t *args,
                               int64_t *slots, const int64_t *bases, const int64_t *rows,
-                              const int64_t *buf0, const int64_t *buf1, int64_t reverse,
+                              const int64_t *buf0, const int64_t *buf1,
+                              const int64_t *pro_tape, int64_t *pro_args, int64_t reverse,
                               int64_t nc, int64_t nx, int64_t nk, int64_t ny) {
     const int64_t outs = nc + nx + nk, total = outs + nc + ny;
+    if (length > 0) gc_tape_run(pro_tape, pro_args, bases);
     for (int64_t s = 0; s < length; s++) {
         const int64_t t = reverse ? length - 1 - s : s;
         for (int64_t j = 0; j < total; j++) slots[j] = bases[j] + t * rows[j];
@@ -136,15 +139,20 @@ GC_EXPORT int64_t gc_scan_run(int64_t length, const int64_t *tape, int64_t *args
    body's tape (slots: the carries, its constants, its carries out) writes the next
    carries into buf0 and buf1 in turn. The last carries are then copied into `results`
    (nbytes each). `cond_slots` and `body_slots` arrive with their constants (and the
-   flag) filled in. Returns 0, 1 + a failing call's index in the body's tape, or minus
-   (1 + its index) in the condition's. */
+   flag) filled in; the prologues' calls (which read only constants) are made first,
+   once. Returns 0, 1 + a failing call's index in the body's tape, or minus (1 + its
+   index) in the condition's. */
 GC_EXPORT int64_t gc_while_run(int64_t nc, const int64_t *cond_tape, int64_t *cond_args,
                                int64_t *cond_slots, const int64_t *body_tape,
                                int64_t *body_args, int64_t *body_slots, const int64_t *init,
                                const int64_t *buf0, const int64_t *buf1,
                                const int64_t *results, const int64_t *nbytes,
-                               const uint8_t *flag, int64_t nk) {
+                               const uint8_t *flag, const int64_t *cond_pro_tape,
+                               int64_t *cond_pro_args, const int64_t *body_pro_tape,
+                               int64_t *body_pro_args, int64_t nk) {
     const int64_t *current = init;
+    gc_tape_run(cond_pro_tape, cond_pro_args, cond_slots);
+    gc_tape_run(body_pro_tape, body_pro_args, body_slots);
     for (int64_t s = 0;; s++) {
         for (int64_t k = 0; k < nc; k++) cond_slots[k] = current[k];
         int64_t failed = gc_tape_run(cond_tape, cond_args, cond_slots);

@@ -14,7 +14,7 @@
 
 typedef struct {
     const float *a, *b, *bias; float *c, *packed;
-    int64_t M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready;
+    int64_t M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready, bias_rows;
 } mm_args;
 
 /* whether panel p is read where b lies (no packed copy): its columns adjacent and whole,
@@ -23,8 +23,32 @@ GC_INLINE int mm_in_place(const mm_args *m, int64_t p) {
     return !m->ready && m->bj == 1 && (p + 1) * MM_NR <= m->N && m->M <= MM_IN_PLACE;
 }
 
-/* rows r0 .. r0 + mr - 1 times panel p into c, then the bias and the relu; `two`: the
-   panel has columns past its first vector (a product of 10 columns computes one) */
+/* n <= GC_W lanes: a plain load or store for a whole vector, a masked one for fewer (AMD's
+   masked moves cost several times a plain one) */
+GC_INLINE vf32 mm_load(const float *p, int64_t n) {
+    if (n == GC_W) { vf32 v; memcpy(&v, p, GC_VB); return v; }
+    return ldm_f32(p, n);
+}
+GC_INLINE void mm_store(float *p, vf32 v, int64_t n) {
+    if (n == GC_W) memcpy(p, &v, GC_VB);
+    else if (n > 0) stm_f32(p, v, n);
+}
+
+/* the bias of row r from column j0 (per column: the same row for every r) and the relu,
+   on the products v0 (columns j0 ..) and v1 (j0 + GC_W ..), of which n0 and n1 count */
+GC_INLINE void mm_finish(const mm_args *m, int64_t r, int64_t j0, int64_t n0, int64_t n1,
+                         vf32 *v0, vf32 *v1) {
+    if (m->bias) {
+        const float *bias = m->bias + r * m->bias_rows + j0;
+        *v0 = *v0 + mm_load(bias, n0);
+        *v1 = *v1 + mm_load(bias + GC_W, n1);
+    }
+    if (m->relu) { *v0 = max_f32(*v0, sp_f32(0)); *v1 = max_f32(*v1, sp_f32(0)); }
+}
+
+/* rows r0 .. r0 + mr - 1 times panel p into c, then the bias (one row for all, or row r
+   of a matrix bias_rows apart) and the relu; `two`: the panel has columns past its first
+   vector (a product of 10 columns computes one) */
 GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr, const int two) {
     const int in_place = mm_in_place(m, p);
     const float *b = in_place ? m->b + p * MM_NR : m->packed + p * m->K * MM_NR;
@@ -49,15 +73,8 @@ GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr, co
         }
     }
     int64_t j0 = p * MM_NR, cols = m->N - j0 < MM_NR ? m->N - j0 : MM_NR;
-    vf32 bias0 = sp_f32(0.0f), bias1 = sp_f32(0.0f);
-    if (m->bias) {
-        bias0 = ldm_f32(m->bias + j0, cols < GC_W ? cols : GC_W);
-        bias1 = ldm_f32(m->bias + j0 + GC_W, cols > GC_W ? cols - GC_W : 0);
-    }
-    for (int r = 0; r < mr; r++) {
-        if (m->bias) { lo[r] = lo[r] + bias0; hi[r] = hi[r] + bias1; }
-        if (m->relu) { lo[r] = max_f32(lo[r], sp_f32(0)); hi[r] = max_f32(hi[r], sp_f32(0)); }
-    }
+    const int64_t n0 = cols < GC_W ? cols : GC_W, n1 = cols - n0;
+    for (int r = 0; r < mr; r++) mm_finish(m, r0 + r, j0, n0, n1, &lo[r], &hi[r]);
     float *y = m->c + r0 * m->N + j0;
     if (cols == MM_NR) {  /* a whole panel: plain stores */
         for (int r = 0; r < mr; r++) {
@@ -65,7 +82,6 @@ GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr, co
             memcpy(y + r * m->N + GC_W, &hi[r], GC_VB);
         }
     } else {
-        int64_t n0 = cols < GC_W ? cols : GC_W, n1 = cols - n0;
         for (int r = 0; r < mr; r++) {
             stm_f32(y + r * m->N, lo[r], n0);
             if (n1 > 0) stm_f32(y + r * m->N + GC_W, hi[r], n1);
@@ -95,6 +111,69 @@ static void mm_rows(const mm_args *m, int64_t r0, int64_t r1, int64_t p) {
     else mm_rows_of(m, r0, r1, p, 0);
 }
 
+/* M = 1 (a step of a recurrence at batch 1): the row times four whole panels at once,
+   eight chains in flight, where a tile of one row keeps two and waits a multiply-add's
+   latency between its steps. Each chain is the tile's: over k in order from +0.0 */
+static void mm_row4(const mm_args *m, int64_t p0) {
+    const int in_place = mm_in_place(m, p0);  /* the same for every whole panel */
+    const int64_t ldb = in_place ? m->bk : MM_NR;
+    const float *b[4];
+    for (int q = 0; q < 4; q++)
+        b[q] = in_place ? m->b + (p0 + q) * MM_NR : m->packed + (p0 + q) * m->K * MM_NR;
+    vf32 acc[8];
+    for (int v = 0; v < 8; v++) acc[v] = sp_f32(0.0f);
+    for (int64_t k = 0; k < m->K; k++) {
+        vf32 s = sp_f32(m->a[k * m->sk]);
+        for (int q = 0; q < 4; q++) {
+            vf32 b0, b1;
+            memcpy(&b0, b[q] + k * ldb, GC_VB);
+            memcpy(&b1, b[q] + k * ldb + GC_W, GC_VB);
+            acc[2 * q] = fma_f32(s, b0, acc[2 * q]);
+            acc[2 * q + 1] = fma_f32(s, b1, acc[2 * q + 1]);
+        }
+    }
+    for (int q = 0; q < 4; q++) {
+        int64_t j0 = (p0 + q) * MM_NR;
+        mm_finish(m, 0, j0, GC_W, GC_W, &acc[2 * q], &acc[2 * q + 1]);
+        memcpy(m->c + j0, &acc[2 * q], GC_VB);
+        memcpy(m->c + j0 + GC_W, &acc[2 * q + 1], GC_VB);
+    }
+}
+
+/* K = 1 (an outer product: one example's term of a weight gradient), rows r0 .. r1 - 1:
+   a[r] times b's one row, read where it lies (or from `packed`, one row too), each
+   product a chain of one multiply-add from +0.0 as a tile computes it, then the bias
+   and the relu; no packing, no tile bookkeeping. The arguments are read into locals
+   first: a store through y may alias anything (memcpy), so fields of `m` would be
+   read again after every store */
+static void mm_outer(const mm_args *m, int64_t r0, int64_t r1) {
+    const float *brow = m->ready ? m->packed : m->b, *bias = m->bias, *a = m->a;
+    float *c = m->c;
+    const int64_t N = m->N, rows1 = m->rows1, s0 = m->s0, s1 = m->s1, bias_rows = m->bias_rows;
+    const int relu = m->relu != 0;
+    const int64_t whole = N / GC_W * GC_W, tail = N - whole;
+    const vf32 zero = sp_f32(0.0f);
+    for (int64_t r = r0; r < r1; r++) {
+        const vf32 s = sp_f32(a[(r / rows1) * s0 + (r % rows1) * s1]);
+        float *y = c + r * N;
+        const float *add = bias ? bias + r * bias_rows : 0;
+        for (int64_t j = 0; j < whole; j += GC_W) {
+            vf32 v;
+            memcpy(&v, brow + j, GC_VB);
+            v = fma_f32(s, v, zero);
+            if (add) { vf32 t; memcpy(&t, add + j, GC_VB); v = v + t; }
+            if (relu) v = max_f32(v, zero);
+            memcpy(y + j, &v, GC_VB);
+        }
+        if (tail) {
+            vf32 v = fma_f32(s, ldm_f32(brow + whole, tail), zero);
+            if (add) v = v + ldm_f32(add + whole, tail);
+            if (relu) v = max_f32(v, zero);
+            stm_f32(y + whole, v, tail);
+        }
+    }
+}
+
 /* panel p of b (K x N, element (k, j) at b + k bk + j bj) into `packed`: its MM_NR
    columns k by k, zero past column N. Adjacent columns copy row by row; adjacent rows
    (a transposed matrix) go by 8 x 8 blocks transposed in registers; anything else
@@ -119,13 +198,26 @@ static void mm_pack_panel(const float *b, float *packed, int64_t K, int64_t N, i
    are a team's when called in a parallel region, all of them on one thread otherwise) */
 static void mm_share(const mm_args *m) {
     int64_t panels = (m->N + MM_NR - 1) / MM_NR, chunks = (m->M + MM_CHUNK - 1) / MM_CHUNK;
+    if (m->K == 1 && (m->ready || m->bj == 1)) {
+        #pragma omp for schedule(static)
+        for (int64_t c = 0; c < chunks; c++)
+            mm_outer(m, c * MM_CHUNK, (c + 1) * MM_CHUNK < m->M ? (c + 1) * MM_CHUNK : m->M);
+        return;
+    }
     if (!m->ready && m->M > 0) {
         #pragma omp for schedule(static)
         for (int64_t p = 0; p < panels; p++)
             if (!mm_in_place(m, p)) mm_pack_panel(m->b, m->packed, m->K, m->N, m->bk, m->bj, p);
     }
+    int64_t first = 0;  /* the first panel the tiles compute */
+    if (m->M == 1) {
+        int64_t groups = m->N / MM_NR / 4;
+        #pragma omp for schedule(static)
+        for (int64_t g = 0; g < groups; g++) mm_row4(m, 4 * g);
+        first = 4 * groups;
+    }
     #pragma omp for schedule(static)
-    for (int64_t task = 0; task < panels * chunks; task++) {
+    for (int64_t task = first * chunks; task < panels * chunks; task++) {
         int64_t p = task / chunks, r0 = (task % chunks) * MM_CHUNK;
         mm_rows(m, r0, r0 + MM_CHUNK < m->M ? r0 + MM_CHUNK : m->M, p);
     }
@@ -134,14 +226,17 @@ static void mm_share(const mm_args *m) {
 /* c (M x N, C order) = a (M x K: row r at a + (r / rows1) s0 + (r % rows1) s1, its
    elements sk apart) times b (K x N: element (k, j) at b + k bk + j bj, or, when
    `ready`, already in `packed` as gc_matmul_pack_f32 leaves it), plus bias[j] when bias
-   is not null, then max(., 0) when relu. Without `ready`, the panels the tiles cannot
+   is not null (bias[r bias_rows + j] when bias_rows is not 0: a matrix added, such as
+   a gradient's accumulator), then max(., 0) when relu. Without `ready`, the panels the tiles cannot
    read in place are packed first, by the same team, into `packed` (room for every
    panel). On the pool when `parallel` is 1, or 2 and the pool is warm */
 GC_EXPORT void gc_matmul_f32(int64_t M, const float *a, const float *b, float *packed,
-                             float *c, const float *bias, int64_t K, int64_t N,
+                             float *c, const float *bias, int64_t bias_rows, int64_t K,
+                             int64_t N,
                              int64_t rows1, int64_t s0, int64_t s1, int64_t sk, int64_t bk,
                              int64_t bj, int64_t ready, int64_t relu, int64_t parallel) {
-    mm_args m = {a, b, bias, c, packed, M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready};
+    mm_args m = {a, b, bias, c, packed, M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready,
+                 bias_rows};
     if (parallel == 1 || (parallel == 2 && gc_pool_warm())) {
         #pragma omp parallel
         mm_share(&m);

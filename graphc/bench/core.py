@@ -51,6 +51,7 @@ NATIVE = "graphc-O2 (native)"
 FAST_MATH_NATIVE = "graphc-O2-fast_math (native)"
 DEFAULT = "graphc-O2 (default)"
 SCAN = "graphc-O2-scan (numpy)"
+SCAN_DEFAULT = "graphc-O2-scan (default)"
 COPYTO = "numpy-copyto"
 TORCH_COMPILE = "torch-compile"
 MODES: tuple[str, ...] = (
@@ -62,6 +63,7 @@ MODES: tuple[str, ...] = (
     FAST_MATH_NATIVE,
     DEFAULT,
     SCAN,
+    SCAN_DEFAULT,
     "numpy",
     "numpy-chunked",
     COPYTO,

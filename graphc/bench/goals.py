@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from graphc.bench import cnn, onnx_zoo, resnet_block, scale, transformer, zoo_models
-from graphc.bench.core import BASELINE, COPYTO, DEFAULT, NATIVE, O0, SCAN
+from graphc.bench.core import BASELINE, COPYTO, DEFAULT, NATIVE, O0, SCAN, SCAN_DEFAULT
 from graphc.bench.report import seconds, size
 from graphc.bench.rnn import FULL_CASE as RNN_CASE
+from graphc.bench.rnn import ONE_CASE as RNN_ONE_CASE
 
 
 @dataclass
@@ -151,7 +152,7 @@ def evaluate(report: dict[str, Any]) -> list[Goal]:
         if cell
         else Goal(text, "not measured", None)
     )
-    goals += scan_goals(report) + model_goals(report) + onnx_goals(report)
+    goals += scan_goals(report) + loop_goals(report) + model_goals(report) + onnx_goals(report)
     return goals + native_goals(report) + scale_goals(report) + first_result_goals(report)
 
 
@@ -182,6 +183,25 @@ def scan_goals(report: dict[str, Any]) -> list[Goal]:
         )
     )
     return goals
+
+
+LOOP_MARGIN = 1.1  # "ahead of": faster by this much, to hold on another machine of this kind
+
+
+def loop_goals(report: dict[str, Any]) -> list[Goal]:
+    """Issue 33's goals for loops in C: the RNN's scan on the default backend ahead of
+    jax.jit(lax.scan), at batch 1 and 32, with margin."""
+    return [
+        _ratio_goal(
+            report,
+            f"RNN {case}: scan (default) >= {LOOP_MARGIN}x faster than jax.jit(lax.scan)",
+            ("rnn", case),
+            "jax",
+            lambda r: r <= 1 / LOOP_MARGIN,
+            ours_mode=SCAN_DEFAULT,
+        )
+        for case in (RNN_ONE_CASE, RNN_CASE)
+    ]
 
 
 class ModelGoal(NamedTuple):

@@ -7,8 +7,9 @@ static modes compile two graphs of one program (`rnn_loop`, `rnn_scan`):
 - graphc-O0, graphc-O2 (and fast_math), on the numpy backend, and graphc-O2 (and
   fast_math) on the native one: `gc.trace` of the Python `for` loop, unrolled into one
   copy of the step per time step, differentiated by `gc.gradients`;
-- graphc-O2-scan (numpy backend): the same step as the body of one `gc.scan` node; its
-  gradient is a forward scan that saves per-step residuals and a reverse scan over them.
+- graphc-O2-scan, on the numpy and the default backend: the same step as the body of one
+  `gc.scan` node; its gradient is a forward scan that saves per-step residuals and a
+  reverse scan over them. On native each scan is one C call (backends/native/loops.py).
 
 graphc eager runs the `for` loop on eager tensors (a tape of T steps, then
 `autograd.grad`). The peers run the same computation their idiomatic way: PyTorch
@@ -31,9 +32,10 @@ import numpy as np
 import graphc as gc
 import graphc.eager as ge
 from graphc.bench import peers
-from graphc.bench.core import SCAN, Case, NotApplicableError, Prepared, Workload
+from graphc.bench.core import SCAN, SCAN_DEFAULT, Case, NotApplicableError, Prepared, Workload
 from graphc.bench.first_result import graph_starts, jax_first_call
 from graphc.bench.modes import (
+    AUTO,
     compile_static,
     fast_math_same,
     plain,
@@ -44,8 +46,14 @@ from graphc.bench.modes import (
 
 WEIGHTS = ("w_ih", "w_hh", "b")
 FULL = {"steps": 50, "batch": 32, "inputs": 64, "hidden": 128}
+ONE = {**FULL, "batch": 1}  # a recurrence at batch 1: per-step overhead, not arithmetic
 QUICK = {"steps": 10, "batch": 8, "inputs": 16, "hidden": 32}
-FULL_CASE, QUICK_CASE = "T=50 B=32 I=64 H=128", "T=10 B=8 I=16 H=32"  # goals name FULL_CASE
+# goals name FULL_CASE and ONE_CASE
+FULL_CASE, ONE_CASE, QUICK_CASE = (
+    "T=50 B=32 I=64 H=128",
+    "T=50 B=1 I=64 H=128",
+    "T=10 B=8 I=16 H=32",
+)
 
 
 def cell(w_ih: Any, w_hh: Any, b: Any) -> Callable[[Any, Any], Any]:
@@ -261,6 +269,7 @@ WORKLOAD = Workload(
     unit="call",
     cases=[
         Case(QUICK_CASE, QUICK, full=False),
+        Case(ONE_CASE, ONE, quick=False),
         Case(FULL_CASE, FULL, quick=False),
     ],
     make_inputs=make_inputs,
@@ -270,6 +279,7 @@ WORKLOAD = Workload(
             lambda level, fast_math, backend: static("unrolled", level, fast_math, backend)
         ),
         SCAN: static("scan", 2),
+        SCAN_DEFAULT: static("scan", 2, backend=AUTO),
         "numpy": _numpy,
         "torch": _torch,
         "jax": _jax,

@@ -21,6 +21,7 @@ from graphc.bench.core import (
     NATIVE,
     O0,
     SCAN,
+    SCAN_DEFAULT,
     NotApplicableError,
     relative_error,
 )
@@ -54,7 +55,7 @@ def run_mode(workload: Any, mode: str, params: dict[str, Any]) -> list[np.ndarra
 
 
 NATIVE_HERE = [NATIVE] if "native" in available_backends() else []
-GRAPHC_MODES = ["graphc-eager", O0, BASELINE, *NATIVE_HERE, SCAN, "numpy"]
+GRAPHC_MODES = ["graphc-eager", O0, BASELINE, *NATIVE_HERE, SCAN, SCAN_DEFAULT, "numpy"]
 
 
 @pytest.mark.parametrize("mode", GRAPHC_MODES)
@@ -111,8 +112,10 @@ def test_numpy_baseline_hoists_the_products_out_of_the_loops() -> None:
 def test_rnn_cases_quick_and_full() -> None:
     quick = [c for c in rnn.WORKLOAD.cases if c.quick]
     full = [c for c in rnn.WORKLOAD.cases if c.full]
-    assert [c.params for c in full] == [{"steps": 50, "batch": 32, "inputs": 64, "hidden": 128}]
-    assert full[0].label == rnn.FULL_CASE
+    assert [c.params for c in full] == [
+        {"steps": 50, "batch": batch, "inputs": 64, "hidden": 128} for batch in (1, 32)
+    ]
+    assert [c.label for c in full] == [rnn.ONE_CASE, rnn.FULL_CASE]
     assert quick and all(c.params["steps"] < 50 for c in quick)
     compile_cases = {c.label: c for c in rnn_compile.WORKLOAD.cases}
     assert compile_cases["T=1000"].params == {"steps": 1000} and not compile_cases["T=1000"].quick
@@ -188,3 +191,20 @@ def test_scan_goals_read_the_rnn_cells() -> None:
     assert found["RNN T=50: scan within 1.5x of jax.jit(lax.scan)"].met is None
     assert found["RNN compile T=1000: scan >= 20x faster than unrolled"].met is False  # 10x
     assert "1.20x" in found["RNN T=50: scan within 1.3x of the unrolled O2 plan"].measured
+
+
+def test_the_loop_goals_compare_the_default_scan_with_jax_at_batch_1_and_32() -> None:
+    """Issue 33's goals: a ratio of at most 1/1.1 passes, a larger one fails, for each
+    batch, read from a report shaped as the bench writes it."""
+
+    def report(ratio: float) -> dict[str, Any]:
+        cells = {
+            SCAN_DEFAULT: {"median": ratio * 1e-3, "status": "ok"},
+            "jax": {"median": 1e-3, "status": "ok"},
+        }
+        cases = {label: cells for label in (rnn.ONE_CASE, rnn.FULL_CASE)}
+        return {"workloads": {"rnn": {"cases": cases}}}
+
+    for ratio, met in ((0.89, True), (0.95, False)):
+        found = goals.loop_goals(report(ratio))
+        assert len(found) == 2 and all(g.met is met for g in found), found

@@ -213,9 +213,9 @@ def _larger(shared: dict[tuple, list[str]], t: TensorType) -> tuple[tuple, str] 
     return key, name
 
 
-# ufuncs that numpy 2.x warns about when given their output positionally (it is to
-# become an error): numpy's own deprecation, for maximum and minimum only
-_OUT_BY_KEYWORD = frozenset({"maximum", "minimum"})
+# the ufuncs numpy 2.x warns about when given their output positionally (it is to become
+# an error): numpy's own deprecation, of these two only
+_OUT_BY_KEYWORD = (np.maximum, np.minimum)
 
 
 def _member_call(gen: Generator, node: Node, args: list[str], out: str) -> str:
@@ -223,7 +223,7 @@ def _member_call(gen: Generator, node: Node, args: list[str], out: str) -> str:
     lines compile a quarter faster than with `out=`), but for those numpy deprecates it
     for (_OUT_BY_KEYWORD), and any other kernel as `out=`."""
     fn, args, plain = gen.callee(node, node.attrs, args)
-    positional = plain and node.op not in _OUT_BY_KEYWORD
+    positional = plain and gen.namespace[fn] not in _OUT_BY_KEYWORD
     return f"{fn}({', '.join(args + [out if positional else f'out={out}'])})"
 
 

@@ -19,70 +19,135 @@
    prototypes also assume; the return register of a kernel returning nothing is read
    only for kernels with a status. */
 
-#define GC_TAPE_MAX_ARGS 24
+#define GC_TAPE_MAX_ARGS 40
 
-typedef int64_t w_;
+/* GC_Tn: n words as parameter types; GC_An: the first n words of `a` as arguments */
+#define GC_T1 int64_t
+#define GC_A1 a[0]
+#define GC_T2 GC_T1, int64_t
+#define GC_A2 GC_A1, a[1]
+#define GC_T3 GC_T2, int64_t
+#define GC_A3 GC_A2, a[2]
+#define GC_T4 GC_T3, int64_t
+#define GC_A4 GC_A3, a[3]
+#define GC_T5 GC_T4, int64_t
+#define GC_A5 GC_A4, a[4]
+#define GC_T6 GC_T5, int64_t
+#define GC_A6 GC_A5, a[5]
+#define GC_T7 GC_T6, int64_t
+#define GC_A7 GC_A6, a[6]
+#define GC_T8 GC_T7, int64_t
+#define GC_A8 GC_A7, a[7]
+#define GC_T9 GC_T8, int64_t
+#define GC_A9 GC_A8, a[8]
+#define GC_T10 GC_T9, int64_t
+#define GC_A10 GC_A9, a[9]
+#define GC_T11 GC_T10, int64_t
+#define GC_A11 GC_A10, a[10]
+#define GC_T12 GC_T11, int64_t
+#define GC_A12 GC_A11, a[11]
+#define GC_T13 GC_T12, int64_t
+#define GC_A13 GC_A12, a[12]
+#define GC_T14 GC_T13, int64_t
+#define GC_A14 GC_A13, a[13]
+#define GC_T15 GC_T14, int64_t
+#define GC_A15 GC_A14, a[14]
+#define GC_T16 GC_T15, int64_t
+#define GC_A16 GC_A15, a[15]
+#define GC_T17 GC_T16, int64_t
+#define GC_A17 GC_A16, a[16]
+#define GC_T18 GC_T17, int64_t
+#define GC_A18 GC_A17, a[17]
+#define GC_T19 GC_T18, int64_t
+#define GC_A19 GC_A18, a[18]
+#define GC_T20 GC_T19, int64_t
+#define GC_A20 GC_A19, a[19]
+#define GC_T21 GC_T20, int64_t
+#define GC_A21 GC_A20, a[20]
+#define GC_T22 GC_T21, int64_t
+#define GC_A22 GC_A21, a[21]
+#define GC_T23 GC_T22, int64_t
+#define GC_A23 GC_A22, a[22]
+#define GC_T24 GC_T23, int64_t
+#define GC_A24 GC_A23, a[23]
+#define GC_T25 GC_T24, int64_t
+#define GC_A25 GC_A24, a[24]
+#define GC_T26 GC_T25, int64_t
+#define GC_A26 GC_A25, a[25]
+#define GC_T27 GC_T26, int64_t
+#define GC_A27 GC_A26, a[26]
+#define GC_T28 GC_T27, int64_t
+#define GC_A28 GC_A27, a[27]
+#define GC_T29 GC_T28, int64_t
+#define GC_A29 GC_A28, a[28]
+#define GC_T30 GC_T29, int64_t
+#define GC_A30 GC_A29, a[29]
+#define GC_T31 GC_T30, int64_t
+#define GC_A31 GC_A30, a[30]
+#define GC_T32 GC_T31, int64_t
+#define GC_A32 GC_A31, a[31]
+#define GC_T33 GC_T32, int64_t
+#define GC_A33 GC_A32, a[32]
+#define GC_T34 GC_T33, int64_t
+#define GC_A34 GC_A33, a[33]
+#define GC_T35 GC_T34, int64_t
+#define GC_A35 GC_A34, a[34]
+#define GC_T36 GC_T35, int64_t
+#define GC_A36 GC_A35, a[35]
+#define GC_T37 GC_T36, int64_t
+#define GC_A37 GC_A36, a[36]
+#define GC_T38 GC_T37, int64_t
+#define GC_A38 GC_A37, a[37]
+#define GC_T39 GC_T38, int64_t
+#define GC_A39 GC_A38, a[38]
+#define GC_T40 GC_T39, int64_t
+#define GC_A40 GC_A39, a[39]
+#define GC_CALL(n) \
+    case n: return ((int64_t (*)(GC_T##n))fn)(GC_A##n);
 
-static int64_t gc_tape_call(int64_t fn, int64_t argc, const int64_t *a) {
-    const void *f = (const void *)fn;
+static int64_t gc_tape_call(int64_t address, int64_t argc, const int64_t *a) {
+    const void *fn = (const void *)address;
     switch (argc) {
-#define GC_T(...) return ((int64_t (*)(__VA_ARGS__))f)
-    case 1: GC_T(w_)(a[0]);
-    case 2: GC_T(w_, w_)(a[0], a[1]);
-    case 3: GC_T(w_, w_, w_)(a[0], a[1], a[2]);
-    case 4: GC_T(w_, w_, w_, w_)(a[0], a[1], a[2], a[3]);
-    case 5: GC_T(w_, w_, w_, w_, w_)(a[0], a[1], a[2], a[3], a[4]);
-    case 6: GC_T(w_, w_, w_, w_, w_, w_)(a[0], a[1], a[2], a[3], a[4], a[5]);
-    case 7: GC_T(w_, w_, w_, w_, w_, w_, w_)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
-    case 8: GC_T(w_, w_, w_, w_, w_, w_, w_, w_)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
-    case 9: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_)(a[0], a[1], a[2], a[3], a[4], a[5], a[6],
-                                                     a[7], a[8]);
-    case 10: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_)(a[0], a[1], a[2], a[3], a[4], a[5],
-                                                          a[6], a[7], a[8], a[9]);
-    case 11: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_)(a[0], a[1], a[2], a[3], a[4],
-                                                              a[5], a[6], a[7], a[8], a[9],
-                                                              a[10]);
-    case 12: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
-    case 13: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12]);
-    case 14: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12],
-        a[13]);
-    case 15: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12],
-        a[13], a[14]);
-    case 16: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12],
-        a[13], a[14], a[15]);
-    case 17: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12],
-        a[13], a[14], a[15], a[16]);
-    case 18: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12],
-        a[13], a[14], a[15], a[16], a[17]);
-    case 19: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12],
-        a[13], a[14], a[15], a[16], a[17], a[18]);
-    case 20: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_,
-                  w_)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11],
-                      a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19]);
-    case 21: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_,
-                  w_, w_)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10],
-                          a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20]);
-    case 22: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_,
-                  w_, w_, w_)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10],
-                              a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19],
-                              a[20], a[21]);
-    case 23: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_,
-                  w_, w_, w_, w_)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-                                  a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17],
-                                  a[18], a[19], a[20], a[21], a[22]);
-    case 24: GC_T(w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_, w_,
-                  w_, w_, w_, w_, w_)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
-                                      a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16],
-                                      a[17], a[18], a[19], a[20], a[21], a[22], a[23]);
-#undef GC_T
+    GC_CALL(1)
+    GC_CALL(2)
+    GC_CALL(3)
+    GC_CALL(4)
+    GC_CALL(5)
+    GC_CALL(6)
+    GC_CALL(7)
+    GC_CALL(8)
+    GC_CALL(9)
+    GC_CALL(10)
+    GC_CALL(11)
+    GC_CALL(12)
+    GC_CALL(13)
+    GC_CALL(14)
+    GC_CALL(15)
+    GC_CALL(16)
+    GC_CALL(17)
+    GC_CALL(18)
+    GC_CALL(19)
+    GC_CALL(20)
+    GC_CALL(21)
+    GC_CALL(22)
+    GC_CALL(23)
+    GC_CALL(24)
+    GC_CALL(25)
+    GC_CALL(26)
+    GC_CALL(27)
+    GC_CALL(28)
+    GC_CALL(29)
+    GC_CALL(30)
+    GC_CALL(31)
+    GC_CALL(32)
+    GC_CALL(33)
+    GC_CALL(34)
+    GC_CALL(35)
+    GC_CALL(36)
+    GC_CALL(37)
+    GC_CALL(38)
+    GC_CALL(39)
+    GC_CALL(40)
     }
     return 0; /* loops.py records no call of more than GC_TAPE_MAX_ARGS words */
 }

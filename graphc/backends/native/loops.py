@@ -105,11 +105,16 @@ def _python_step(body: CompiledBody) -> str | None:
     """Why `body` cannot be a tape, seen from its plan: a step numpy runs. None if none."""
     backends = body.generated.step_backends
     for step in body.plan.steps:
-        if body.plan.values[step.written[0]].kind == "view":
+        if _is_view(body.plan, step):
             continue
         if backends.get(step.index) != "native":
             return f"step {step.index} ({step.node.op}) runs on numpy"
     return None
+
+
+def _is_view(plan: Any, step: Step) -> bool:
+    """A step that only names memory (a view): no call of its own."""
+    return step.results is None and plan.values[step.output].kind == "view"
 
 
 def _outermost(gen: Generator) -> Generator:
@@ -484,7 +489,7 @@ def in_place_carries(body: CompiledBody, num_carry: int) -> list[bool]:
         old, new = plan.values[plan.inputs[k]].buffer, buffers.get(k)
         written, ok = False, True
         for step in plan.steps:
-            if plan.values[step.written[0]].kind == "view":
+            if _is_view(plan, step):
                 continue
             reads = {i for i, x in enumerate(step.inputs) if plan.values[x].buffer == old}
             writes = any(plan.values[w].buffer == new for w in step.written)

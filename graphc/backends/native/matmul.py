@@ -13,8 +13,13 @@ two vector loads of the panel, a broadcast of each row's a[r, k], their products
 fused multiply-adds). The left operand is read in place through up to two row strides
 and an element stride (a batch-first sequence seen time first, a transposed
 activation), so no copy is made of it. The bias of a matmul_epilogue (one value per
-column) and a relu are applied to the tile before it is stored; its other activations
-run as the elementwise kernel after, as before. Tiles go to the OpenMP pool by panel,
+column, or a matrix of the output's shape: a gradient's accumulator in a backward
+scan) and a relu are applied to the tile before it is stored; its other activations
+run as the elementwise kernel after, as before. Two shapes of a recurrent step get
+paths of their own: one row (batch 1) goes by four panels at once, eight chains in
+flight where a tile of one row keeps two and waits out each multiply-add's latency;
+K = 1 (one example's term of a weight gradient) goes row by row over the right
+operand's one row, with no packing and no tiles. Tiles go to the OpenMP pool by panel,
 then by chunk of rows, when the product is big enough to pay for waking it.
 
 Which products: float32 operands whose right one is a matrix (rank 2). Where the panels
@@ -115,6 +120,8 @@ def rows_layout(a: np.ndarray) -> tuple[Any, int, int, int, int, np.ndarray]:
     s1, sk, the array read). Its leading dims are merged where their strides allow;
     more than two left over, or strides that are not whole elements, and a C-ordered
     copy is read instead (kept alive by the tuple's last entry)."""
+    if a.flags.c_contiguous and a.ndim:  # most calls: rows of the last dim, one stride
+        return calls.address_now(a), 1, a.shape[-1] if a.ndim > 1 else 0, 0, 1, a
     if a.ndim == 1:
         return _address(a), 1, 0, 0, a.strides[0] // 4, a
     dims = [(n, s) for n, s in zip(a.shape[:-1], a.strides[:-1]) if n != 1]

@@ -166,9 +166,27 @@ class Loop:
         return self.make_python()
 
 
-def _register(gen: Generator, step: Step, loop: Loop, out: str) -> list[str]:
+def _lower(
+    gen: Generator,
+    step: Step,
+    out: str,
+    marks: dict[str, int],
+    bodies: dict[str, CompiledBody],
+    make_c: Callable[[], Any],
+    make_python: Callable[[], Any],
+) -> list[str] | None:
+    """The loop step's lines: its loop made per thread (in C where its bodies record,
+    else numpy's), or None (numpy's lowering plans it again) when a body has a step
+    numpy runs."""
+    kind = step.node.op
+    why = next(filter(None, (_python_step(body) for body in bodies.values())), None)
+    if why is not None:
+        _forget(gen, marks)
+        gen.notes.append(f"native: the {kind} of step {step.index} runs from Python: {why}")
+        return None
+    loop = Loop(kind, step.index, bodies, make_c, make_python, gen.notes)
     calls.plan_state(_outermost(gen)).setdefault("loops", []).append(loop)
-    control.record_bodies(gen, step, **loop.bodies)
+    control.record_bodies(gen, step, **bodies)
     return control.emit_loop(gen, step, loop, out)
 
 
@@ -177,24 +195,17 @@ def lower_scan(gen: Generator, step: Step, out: str) -> list[str] | None:
     attrs = step.attrs
     nc, nx = attrs["num_carry"], attrs["num_xs"]
     types = control.scan_body_types(gen, step)
+    results = control.result_types_of(gen, step)
     marks = _marks(gen)
     body = _compile(gen, attrs["body"], types, range(nc + nx, len(types)))
-    why = _python_step(body)
-    if why is not None:
-        _forget(gen, marks)
-        gen.notes.append(f"native: the scan of step {step.index} runs from Python: {why}")
-        return None
-    results = control.result_types_of(gen, step)
-    length, reverse = attrs["length"], attrs["reverse"]
 
     def make_c() -> ScanInC:
-        return ScanInC(body, types, length, reverse, nc, nx, results)
+        return ScanInC(body, types, attrs, results)
 
     def make_python() -> ScanLoop:
-        return ScanLoop(body, length, reverse, nc, nx, results)
+        return ScanLoop(body, attrs, results)
 
-    loop = Loop("scan", step.index, {"body": body}, make_c, make_python, gen.notes)
-    return _register(gen, step, loop, out)
+    return _lower(gen, step, out, marks, {"body": body}, make_c, make_python)
 
 
 def lower_while(gen: Generator, step: Step, out: str) -> list[str] | None:
@@ -203,15 +214,10 @@ def lower_while(gen: Generator, step: Step, out: str) -> list[str] | None:
     nc, k = attrs["num_carry"], attrs["num_cond_consts"]
     types = control.input_types(gen, step.inputs)
     cond_types, body_types = types[: nc + k], types[:nc] + types[nc + k :]
+    results = control.result_types_of(gen, step)
     marks = _marks(gen)
     cond_body = _compile(gen, attrs["cond_body"], cond_types, range(nc, len(cond_types)))
     body = _compile(gen, attrs["body"], body_types, range(nc, len(body_types)))
-    why = _python_step(cond_body) or _python_step(body)
-    if why is not None:
-        _forget(gen, marks)
-        gen.notes.append(f"native: the while_loop of step {step.index} runs from Python: {why}")
-        return None
-    results = control.result_types_of(gen, step)
 
     def make_c() -> WhileInC:
         return WhileInC(cond_body, body, cond_types, body_types, nc, k, results)
@@ -220,8 +226,7 @@ def lower_while(gen: Generator, step: Step, out: str) -> list[str] | None:
         return WhileLoop(cond_body, body, nc, k, results)
 
     bodies = {"cond_body": cond_body, "body": body}
-    loop = Loop("while_loop", step.index, bodies, make_c, make_python, gen.notes)
-    return _register(gen, step, loop, out)
+    return _lower(gen, step, out, marks, bodies, make_c, make_python)
 
 
 def check_loops(gen: Generator) -> None:
@@ -565,20 +570,20 @@ class ScanInC:
         self,
         body: CompiledBody,
         types: list[TensorType],
-        length: int,
-        reverse: bool,
-        num_carry: int,
-        num_xs: int,
+        attrs: dict[str, Any],
         result_types: list[TensorType],
     ) -> None:
+        """`types` are the body's inputs' (carries, a row of each xs, constants), `attrs`
+        the scan node's."""
         outputs = body.output_types
-        nc, nx = num_carry, num_xs
+        nc, nx = attrs["num_carry"], attrs["num_xs"]
+        length, reverse = attrs["length"], attrs["reverse"]
         nk, ny = len(types) - nc - nx, len(outputs) - nc
         self.body, self.types = body, [*types, *outputs]
         self.constants = range(nc + nx, nc + nx + nk)
         self.tape = self._record({})
         self.tapes = {"body": self.tape}
-        self.length, self.num_carry = length, num_carry
+        self.length, self.num_carry = length, nc
         self.counts = (int(reverse), nc, nx, nk, ny)
         self.buffers = [_scratch(result_types[:nc]) for _ in range(2)]
         self.own = [[_address(a) for a in bufs] for bufs in self.buffers]

@@ -79,21 +79,16 @@ class Scratch:
 
 
 class ScanLoop:
-    """One thread's compiled scan (see the module docstring)."""
+    """One thread's compiled scan (see the module docstring); `attrs` are the scan node's
+    (its length, direction and numbers of carries and xs)."""
 
     def __init__(
-        self,
-        body: CompiledBody,
-        length: int,
-        reverse: bool,
-        num_carry: int,
-        num_xs: int,
-        result_types: list[TensorType],
+        self, body: CompiledBody, attrs: dict[str, Any], result_types: list[TensorType]
     ) -> None:
         self.run = body.instance()
-        self.length, self.reverse = length, reverse
-        self.num_carry, self.num_xs = num_carry, num_xs
-        carries = result_types[:num_carry]
+        self.length, self.reverse = attrs["length"], attrs["reverse"]
+        self.num_carry, self.num_xs = attrs["num_carry"], attrs["num_xs"]
+        carries = result_types[: self.num_carry]
         self.buffers = tuple([np.empty(t.shape, t.dtype) for t in carries] for _ in range(2))  # type: ignore[arg-type]
         self.scratch = Scratch(result_types)
 
@@ -210,13 +205,12 @@ def record_bodies(gen: Generator, step: Step, **bodies: CompiledBody) -> None:
 @register_lowering("scan")
 def lower_scan(gen: Generator, step: Step, out: str) -> list[str]:
     attrs = step.attrs
-    nc, nx = attrs["num_carry"], attrs["num_xs"]
     body = compile_body(gen, attrs["body"], scan_body_types(gen, step))
     record_bodies(gen, step, body=body)
     result_types = result_types_of(gen, step)
 
     def loop() -> ScanLoop:
-        return ScanLoop(body, attrs["length"], attrs["reverse"], nc, nx, result_types)
+        return ScanLoop(body, attrs, result_types)
 
     return emit_loop(gen, step, loop, out)
 

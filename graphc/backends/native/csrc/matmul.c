@@ -154,7 +154,9 @@ static void mm_outer(const mm_args *m, int64_t r0, int64_t r1) {
     const int64_t whole = N / GC_W * GC_W, tail = N - whole;
     const vf32 zero = sp_f32(0.0f);
     for (int64_t r = r0; r < r1; r++) {
-        const vf32 s = sp_f32(a[(r / rows1) * s0 + (r % rows1) * s1]);
+        /* one row stride (the usual case): no division per row */
+        const int64_t at = rows1 == 1 ? r * s0 : (r / rows1) * s0 + (r % rows1) * s1;
+        const vf32 s = sp_f32(a[at]);
         float *y = c + r * N;
         const float *add = bias ? bias + r * bias_rows : 0;
         for (int64_t j = 0; j < whole; j += GC_W) {

@@ -371,6 +371,28 @@ def not_applicable(reason: str) -> Builder:
     return build
 
 
+def onnxruntime_of(
+    graph_of: Callable[[dict[str, Any]], gc.Graph], threads: int | None = None
+) -> Builder:
+    """onnxruntime running the case's graph (`graph_of`), exported to ONNX by graphc: a
+    gradient is then ordinary ONNX operators, as onnxruntime has no autodiff of its own
+    for inference; every graph optimization, `threads` threads or its default ones."""
+
+    def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
+        ort = peers.onnxruntime_module()
+        peers.onnx_module()
+        graph = graph_of(inputs)
+        model = gc.onnx.export_model(graph).SerializeToString()
+        options = peers.session_options(ort, threads)
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        feeds = {p.name: a for p, a in zip(graph.inputs, inputs["args"])}
+        threading = f"{threads} thread" if threads else "default threads"
+        note = f"graphc's graph as ONNX; onnxruntime {ort.__version__}, ORT_ENABLE_ALL, {threading}"
+        return Prepared(lambda: session.run(None, feeds), as_arrays, None, note=note)
+
+    return build
+
+
 def graph_modes(
     graph_of: Callable[[dict[str, Any]], gc.Graph],
     *,

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -44,10 +43,10 @@ from graphc.bench.core import (
     Case,
     NotApplicableError,
     Prepared,
-    UnavailableError,
     Workload,
 )
 from graphc.bench.modes import Builder, static_mode, static_modes
+from graphc.bench.peers import onnx_module, onnxruntime_module, session_options
 
 ORT_ONE_THREAD, ORT = "onnxruntime-1thread", "onnxruntime"
 BATCHES = (1, 64)
@@ -59,24 +58,6 @@ CHECK_BATCH = 4  # the import case runs what it imported on this batch
 def case_label(model: str, batch: int) -> str:
     """The report's label of a zoo model at a batch (what the goals read)."""
     return f"{model} b{batch}"
-
-
-def onnx_module() -> ModuleType:
-    """The `onnx` module, or `UnavailableError`."""
-    try:
-        import onnx as module
-    except ImportError as exc:
-        raise UnavailableError("onnx is not installed (pip install onnx)") from exc
-    return module
-
-
-def onnxruntime_module() -> ModuleType:
-    """The `onnxruntime` module, or `UnavailableError`."""
-    try:
-        import onnxruntime as module
-    except ImportError as exc:
-        raise UnavailableError("onnxruntime is not installed (pip install onnxruntime)") from exc
-    return module
 
 
 @functools.lru_cache(maxsize=1)
@@ -144,18 +125,6 @@ def _timed_import(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
         note=note,
         single_shot=True,
     )
-
-
-def session_options(ort: ModuleType, threads: int | None) -> Any:
-    """onnxruntime's options: every graph optimization; `threads` intra- and inter-op
-    threads, or onnxruntime's defaults when None."""
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if threads is not None:
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = threads
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    return options
 
 
 def _onnxruntime(threads: int | None) -> Builder:

@@ -15,7 +15,9 @@ graphc eager runs the `for` loop on eager tensors (a tape of T steps, then
 `autograd.grad`). The peers run the same computation their idiomatic way: PyTorch
 eager a Python loop with `torch.autograd.grad` (the tutorials' picture; not
 `nn.RNN`, whose whole loop is one C++ op), `jax.jit` of `value_and_grad` of a
-`lax.scan` (nothing is donated: every input lives on to the next call).
+`lax.scan` (nothing is donated: every input lives on to the next call); onnxruntime
+the scan graph as graphc exports it to ONNX (its two scans as ONNX Scan nodes: onnxruntime
+has no autodiff for inference), on one thread and on its default threads.
 The hand-written numpy is what an expert writes: the input projections of all steps
 as one matrix product before the loop, the weight gradients as two products over all
 steps after the reverse loop (the loop keeps only the recurrent products), buffers
@@ -38,6 +40,7 @@ from graphc.bench.modes import (
     AUTO,
     compile_static,
     fast_math_same,
+    onnxruntime_of,
     plain,
     require_backend,
     same_plan,
@@ -283,6 +286,9 @@ WORKLOAD = Workload(
         "numpy": _numpy,
         "torch": _torch,
         "jax": _jax,
+        # the scan graph (forward and backward scans as ONNX Scan): as exported by graphc
+        "onnxruntime-1thread": onnxruntime_of(lambda inputs: graph_of("scan", inputs), 1),
+        "onnxruntime": onnxruntime_of(lambda inputs: graph_of("scan", inputs)),
     },
     # the unrolled loop, as graphc-O2: traced and differentiated in the cold start
     first_result=graph_starts(

@@ -14,7 +14,7 @@ import graphc.eager as ge
 from graphc.bench import peers
 from graphc.bench.core import Case, Prepared, Workload
 from graphc.bench.first_result import graph_starts, jax_jitted
-from graphc.bench.modes import graph_modes, jax_jit, plain
+from graphc.bench.modes import graph_modes, jax_jit, onnxruntime_of, plain
 
 
 def _inputs(params: dict[str, Any]) -> dict[str, Any]:
@@ -94,6 +94,10 @@ WORKLOAD = Workload(
         Case("4096x1000", {"n": 4096, "c": 1000}, quick=False),
     ],
     make_inputs=_inputs,
-    builders=graph_modes(_graph, eager=_eager, numpy=_numpy, torch=_torch, jax=jax_jit(_jax_fn)),
+    builders={
+        **graph_modes(_graph, eager=_eager, numpy=_numpy, torch=_torch, jax=jax_jit(_jax_fn)),
+        "onnxruntime-1thread": onnxruntime_of(_graph, threads=1),
+        "onnxruntime": onnxruntime_of(_graph),
+    },
     first_result=graph_starts(_graph, jax=jax_jitted(_jax_fn)),
 )

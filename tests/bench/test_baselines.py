@@ -215,3 +215,16 @@ def test_torch_gelu_is_torch_fused_op() -> None:
     assert isinstance(got, torch.Tensor)
     np.testing.assert_allclose(got.numpy(), gelu.numpy_gelu(x), atol=2e-6)
     assert "approximate" in inspect.getsource(gelu._torch)
+
+
+@pytest.mark.parametrize("mode", ["onnxruntime-1thread", "onnxruntime"])
+def test_xent_onnxruntime_runs_graphcs_exported_joint_graph(mode: str) -> None:
+    """The onnxruntime peer of the cross-entropy head: graphc's loss-and-gradient graph
+    exported to ONNX gives the hand-written numpy's loss and gradient."""
+    pytest.importorskip("onnxruntime")
+    prepared, inputs = _build(xent.WORKLOAD, mode, {"n": 64, "c": 10})
+    want = xent.numpy_cross_entropy(*inputs["args"])
+    got = prepared.arrays(prepared.call())
+    assert "ONNX" in prepared.note and len(got) == 2
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -14,7 +14,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from graphc import bench  # noqa: E402
-from graphc.bench import goals, onnx_zoo, zoo_models  # noqa: E402
+from graphc.bench import goals, onnx_zoo, peers, zoo_models  # noqa: E402
 from graphc.bench.core import (  # noqa: E402
     BASELINE,
     DEFAULT,
@@ -105,9 +105,9 @@ def test_if_loop_model_exports_if_and_loop() -> None:
 
 
 def test_session_options() -> None:
-    one = onnx_zoo.session_options(ort, 1)
+    one = peers.session_options(ort, 1)
     assert one.intra_op_num_threads == one.inter_op_num_threads == 1
-    default = onnx_zoo.session_options(ort, None)
+    default = peers.session_options(ort, None)
     assert default.intra_op_num_threads == 0  # onnxruntime's own choice
     for options in (one, default):
         assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -208,3 +208,13 @@ def test_the_loop_goals_compare_the_default_scan_with_jax_at_batch_1_and_32() ->
     for ratio, met in ((0.89, True), (0.95, False)):
         found = goals.loop_goals(report(ratio))
         assert len(found) == 2 and all(g.met is met for g in found), found
+
+
+@pytest.mark.parametrize("mode", ["onnxruntime-1thread", "onnxruntime"])
+def test_rnn_onnxruntime_runs_graphcs_exported_scan_graph(mode: str) -> None:
+    """The onnxruntime peer: the scan graph (forward and backward scans) exported to
+    ONNX computes the loss and the three gradients."""
+    pytest.importorskip("onnxruntime")
+    want = bptt64(rnn.make_inputs(SMALL)["args"])
+    got = run_mode(rnn.WORKLOAD, mode, SMALL)
+    assert relative_error(got, want) < 1e-5

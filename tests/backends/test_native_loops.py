@@ -403,3 +403,25 @@ def test_a_carry_read_after_its_new_value_is_written_is_not_in_place(
     assert check_in_c(g, [feeds], levels=(0, 2)) == 2
     exe = gc.compile(g, backend="native", wait=True)
     assert list(_in_place(exe, feeds).values()) == [[in_place]]
+
+
+def test_a_long_chain_on_a_carry_in_place() -> None:
+    """A body of 150 elementwise ops on its carry: one kernel in segments of at most
+    100 ops (kernels.SEGMENT_OPS), each loading the carry by the block; run in place,
+    its results are those of the loop from Python (two buffers) bit for bit."""
+
+    def step(c: Any, x: Any) -> Any:
+        for k in range(50):
+            c = gc.tanh(c * 0.9 + x) - 0.01 * k
+        return c, None
+
+    def fn(h: Any, xs: Any) -> Any:
+        return gc.scan(step, h, xs)[0]
+
+    g = gc.trace(fn, gc.TensorSpec((4, 33)), gc.TensorSpec((3, 4, 33)))
+    rng = np.random.default_rng(3)
+    feeds = {"h": rng.standard_normal((4, 33)), "xs": rng.standard_normal((3, 4, 33))}
+    feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
+    assert check_in_c(g, [feeds], levels=(2,)) == 1
+    exe = gc.compile(g, backend="native", wait=True)
+    assert list(_in_place(exe, feeds).values()) == [[True]]

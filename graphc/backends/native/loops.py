@@ -49,7 +49,7 @@ from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Step
 
 SOURCE = c_source("loop.c")
-MAX_WORDS = 40  # a call's arguments the runner passes at most (GC_TAPE_MAX_ARGS)
+MAX_WORDS = 128  # a call's arguments the runner passes at most (GC_TAPE_MAX_ARGS)
 # after the step count: tape, args, slots, bases, rows, buf0, buf1, the prologue's tape
 # and args; reverse, nc, nx, nk, ny
 SCAN = Kernel("gc_scan_run", SOURCE, [], ["scan"], "p" * 9 + "i" * 5, status=True)

@@ -7,6 +7,7 @@ JAX is pinned to the CPU and to float32 so that it computes what the other modes
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 from typing import Any
@@ -14,41 +15,33 @@ from typing import Any
 from graphc.bench.core import UnavailableError
 
 
+def _imported(name: str, install: str) -> ModuleType:
+    """The module `name`, or `UnavailableError` saying how to install it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise UnavailableError(f"{name} is not installed ({install})") from exc
+
+
 def torch() -> ModuleType:
     """The `torch` module, or `UnavailableError`."""
-    try:
-        import torch as module
-    except ImportError as exc:
-        raise UnavailableError("torch is not installed (pip install torch)") from exc
-    return module
+    return _imported("torch", "pip install torch==2.13.0")
 
 
 def jax() -> ModuleType:
     """The `jax` module (CPU), or `UnavailableError`."""
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    try:
-        import jax as module
-    except ImportError as exc:
-        raise UnavailableError("jax is not installed (pip install jax jaxlib)") from exc
-    return module
+    return _imported("jax", "pip install jax jaxlib")
 
 
 def onnx_module() -> ModuleType:
     """The `onnx` module, or `UnavailableError`."""
-    try:
-        import onnx as module
-    except ImportError as exc:
-        raise UnavailableError("onnx is not installed (pip install onnx)") from exc
-    return module
+    return _imported("onnx", "pip install onnx")
 
 
 def onnxruntime_module() -> ModuleType:
     """The `onnxruntime` module, or `UnavailableError`."""
-    try:
-        import onnxruntime as module
-    except ImportError as exc:
-        raise UnavailableError("onnxruntime is not installed (pip install onnxruntime)") from exc
-    return module
+    return _imported("onnxruntime", "pip install onnxruntime")
 
 
 def session_options(ort: ModuleType, threads: int | None) -> Any:

@@ -379,15 +379,14 @@ def onnxruntime_of(
     for inference; every graph optimization, `threads` threads or its default ones."""
 
     def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
-        ort = peers.onnxruntime_module()
+        peers.onnxruntime_module()
         peers.onnx_module()
         graph = graph_of(inputs)
         model = gc.onnx.export_model(graph).SerializeToString()
-        options = peers.session_options(ort, threads)
-        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        make, note = peers.onnxruntime_session(model, threads)
+        session = make()
         feeds = {p.name: a for p, a in zip(graph.inputs, inputs["args"])}
-        threading = f"{threads} thread" if threads else "default threads"
-        note = f"graphc's graph as ONNX; onnxruntime {ort.__version__}, ORT_ENABLE_ALL, {threading}"
+        note = f"graphc's graph as ONNX; {note}"
         return Prepared(lambda: session.run(None, feeds), as_arrays, None, note=note)
 
     return build

@@ -46,7 +46,7 @@ from graphc.bench.core import (
     Workload,
 )
 from graphc.bench.modes import Builder, static_mode, static_modes
-from graphc.bench.peers import onnx_module, onnxruntime_module, session_options
+from graphc.bench.peers import onnx_module, onnxruntime_module, onnxruntime_session
 
 ORT_ONE_THREAD, ORT = "onnxruntime-1thread", "onnxruntime"
 BATCHES = (1, 64)
@@ -129,16 +129,10 @@ def _timed_import(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
 
 def _onnxruntime(threads: int | None) -> Builder:
     def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
-        ort = onnxruntime_module()
+        onnxruntime_module()
         data, name = model_bytes(params, inputs)
         feeds = {name: inputs["args"][0]}
-        options = session_options(ort, threads)
-        threading = f"{threads} thread" if threads else "default threads"
-        note = f"onnxruntime {ort.__version__}, ORT_ENABLE_ALL, {threading}"
-
-        def session() -> Any:
-            return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-
+        session, note = onnxruntime_session(data, threads)
         if params["model"] == CHAIN:
             return Prepared(
                 session,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -54,6 +55,16 @@ def session_options(ort: ModuleType, threads: int | None) -> Any:
         options.inter_op_num_threads = threads
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     return options
+
+
+def onnxruntime_session(model: bytes, threads: int | None) -> tuple[Callable[[], Any], str]:
+    """A maker of onnxruntime sessions of `model` on the CPU, with `session_options`, and
+    the note naming them."""
+    ort = onnxruntime_module()
+    options = session_options(ort, threads)
+    threading = f"{threads} thread" if threads else "default threads"
+    note = f"onnxruntime {ort.__version__}, ORT_ENABLE_ALL, {threading}"
+    return lambda: ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]), note
 
 
 def versions() -> dict[str, str | None]:

@@ -290,7 +290,7 @@ def _owned(value: Any, found: list[tuple[int, int]], depth: int = 0) -> None:
         base = value
         while isinstance(base.base, np.ndarray):
             base = base.base
-        start = base.__array_interface__["data"][0]
+        start = calls.address_int(base)
         found.append((start, start + base.nbytes))
     elif isinstance(value, (list, tuple)) and depth < 3:
         for item in value:
@@ -352,7 +352,7 @@ def record(
         raise NotRecordedError(str(exc)) from None
     spans = []
     for k, array in enumerate(slots):
-        start = array.__array_interface__["data"][0]
+        start = calls.address_int(array)
         spans.append((start, start + _extent(array), k))
     steps, prologue = _Words(), _Words()
     for kernel, raw in recorded:
@@ -445,10 +445,6 @@ def _words(values: Sequence[int]) -> np.ndarray:
     return np.array([*values, 0], np.int64)  # never empty: its address is always valid
 
 
-def _address(array: np.ndarray) -> int:
-    return array.__array_interface__["data"][0]
-
-
 class _Addresses:
     """The addresses of the arrays a loop is called with, each taken once while the same
     array comes again (an enclosing plan's own buffers are the same arrays at every
@@ -467,10 +463,6 @@ class _Addresses:
                 hit = known[id(a)] = (a, calls.address_int(a))
             found.append(hit[1])
         return found
-
-
-def _c_ordered(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    return [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
 
 
 def _scratch(types: Sequence[TensorType]) -> list[np.ndarray]:
@@ -544,23 +536,34 @@ def _extent(a: np.ndarray) -> int:
     return sum((n - 1) * abs(s) for n, s in zip(a.shape, a.strides)) + a.itemsize if a.size else 0
 
 
-def _steps_in_place(
-    bufs: list[np.ndarray],
-    own: list[list[int]],
-    carries: list[int],
-    results: list[tuple[int, int]],
-    inputs: list[tuple[int, int]],
-) -> None:
-    """Point the carries that run in place (in_place_carries) at their result buffers,
-    where every step then reads and writes them; a result buffer that overlaps one of
-    the loop's inputs (a caller's own in-place plan) keeps the loop's own two. Buffers
-    are given as (address, bytes)."""
-    for k in carries:
-        start, size = results[k]
-        if any(start < at + n and at < start + size for at, n in inputs):
-            bufs[0][k], bufs[1][k] = own[0][k], own[1][k]
-        else:
-            bufs[0][k] = bufs[1][k] = start
+class _Carries:
+    """A loop's carry buffers: two sets, for even and odd steps (their addresses as the
+    runner's words), except for the carries that run in place (in_place_carries), which
+    `point` sends to their result buffers at each call."""
+
+    def __init__(self, body: CompiledBody, types: Sequence[TensorType]) -> None:
+        self.buffers = [_scratch(types) for _ in range(2)]
+        self.own = [[calls.address_int(a) for a in bufs] for bufs in self.buffers]
+        self.words = [_words(own) for own in self.own]
+        self.in_place = [j for j, ok in enumerate(in_place_carries(body, len(types))) if ok]
+
+    def point(
+        self, inputs: Sequence[np.ndarray], results: Sequence[np.ndarray], addresses: list[int]
+    ) -> None:
+        """Point the carries run in place at their result buffers (`addresses`: the
+        inputs' then the results'), where every step then reads and writes them; a
+        result buffer that overlaps one of the loop's inputs (a caller's own in-place
+        plan) keeps the loop's own two."""
+        if not self.in_place:
+            return
+        n = len(inputs)
+        spans = [(at, _extent(a)) for at, a in zip(addresses[:n], inputs)]
+        for j in self.in_place:
+            start, size = addresses[n + j], _extent(results[j])
+            if any(start < at + length and at < start + size for at, length in spans):
+                self.words[0][j], self.words[1][j] = self.own[0][j], self.own[1][j]
+            else:
+                self.words[0][j] = self.words[1][j] = start
 
 
 class ScanInC:
@@ -582,13 +585,9 @@ class ScanInC:
         self.body, self.types = body, [*types, *outputs]
         self.constants = range(nc + nx, nc + nx + nk)
         self.tape = self._record({})
-        self.tapes = {"body": self.tape}
         self.length, self.num_carry = length, nc
         self.counts = (int(reverse), nc, nx, nk, ny)
-        self.buffers = [_scratch(result_types[:nc]) for _ in range(2)]
-        self.own = [[_address(a) for a in bufs] for bufs in self.buffers]
-        self.bufs = [_words(own) for own in self.own]
-        self.in_place = [k for k, ok in enumerate(in_place_carries(body, nc)) if ok]
+        self.carries = _Carries(body, result_types[:nc])
         rows = [0] * nc + [t.nbytes for t in types[nc : nc + nx]] + [0] * (nk + nc)
         rows += [t.nbytes for t in outputs[nc:]]
         self.rows = _words(rows)  # type: ignore[arg-type]
@@ -603,6 +602,10 @@ class ScanInC:
         }
         self.run = runner(SCAN)
 
+    @property
+    def tapes(self) -> dict[str, Tape]:
+        return {"body": self.tape}
+
     def _record(self, strides: dict[int, tuple[int, ...]]) -> Tape:
         """The body's tape for constants laid out with `strides` (by slot), others C-ordered."""
         slots = _scratch(self.types)
@@ -612,7 +615,7 @@ class ScanInC:
 
     def _call(self, tape: Tape) -> tuple:
         at = calls.static_address
-        arrays = (tape.words, tape.args, self.slots, self.bases, self.rows, *self.bufs)
+        arrays = (tape.words, tape.args, self.slots, self.bases, self.rows, *self.carries.words)
         return (self.length, *map(at, (*arrays, *tape.prologue)), *self.counts)
 
     def _layout(self, arrays: Sequence[np.ndarray]) -> tuple[Tape, tuple] | None:
@@ -638,18 +641,15 @@ class ScanInC:
         layout = self._layout(arrays)
         if layout is None:
             tape, call = self.layouts[()]  # type: ignore[misc]
-            inputs = _c_ordered(arrays)
+            inputs = [calls.contiguous(a) for a in arrays]
         else:
             tape, call = layout
             keep = self.constants
-            inputs = [a if k in keep else _c_ordered([a])[0] for k, a in enumerate(arrays)]
-        targets = _c_ordered(results)
+            inputs = [a if k in keep else calls.contiguous(a) for k, a in enumerate(arrays)]
+        targets = [calls.contiguous(a) for a in results]
         addresses = self.addresses((*inputs, *targets))
         self.bases[:-1] = addresses
-        if self.in_place:
-            spans = [(at, _extent(a)) for at, a in zip(addresses, (*inputs, *targets))]
-            n = len(inputs)
-            _steps_in_place(self.bufs, self.own, self.in_place, spans[n:], spans[:n])
+        self.carries.point(inputs, targets, addresses)
         failed = self.run(*call)
         if failed:
             calls.scratch_failed(tape.ops[failed - 1])
@@ -678,14 +678,10 @@ class WhileInC:
         )
         body_slots = _scratch([*body_types, *body.output_types])
         self.body = record(body.instance(), _kernels(body), body_slots, range(nc, len(body_types)))
-        self.tapes = {"cond_body": self.cond, "body": self.body}
         self.num_carry, self.num_cond_consts = nc, k
-        self.buffers = [_scratch(result_types) for _ in range(2)]
-        self.own = [[_address(a) for a in bufs] for bufs in self.buffers]
-        self.bufs = [_words(own) for own in self.own]
-        self.in_place = [k for k, ok in enumerate(in_place_carries(body, nc)) if ok]
+        self.carries = _Carries(body, result_types)
         self.cond_slots = np.zeros(nc + k + 2, np.int64)
-        self.cond_slots[nc + k] = _address(self.flag)
+        self.cond_slots[nc + k] = calls.address_int(self.flag)
         self.body_slots = np.zeros(len(body_types) + nc + 1, np.int64)
         self.ends = np.zeros(2 * nc + 1, np.int64)  # the initial carries, then the results
         self.nbytes = _words([t.nbytes for t in result_types])  # type: ignore[misc]
@@ -699,7 +695,7 @@ class WhileInC:
             *cond,
             *loop,
             init,
-            *self.bufs,
+            *self.carries.words,
             results,
             self.nbytes,
             self.flag,
@@ -709,19 +705,21 @@ class WhileInC:
         self.call = (nc, *map(at, arrays), len(body_types) - nc)
         self.run = runner(WHILE)
 
+    @property
+    def tapes(self) -> dict[str, Tape]:
+        return {"cond_body": self.cond, "body": self.body}
+
     def __call__(self, *arrays: np.ndarray, out: Sequence[np.ndarray | None]) -> tuple:
         nc, k = self.num_carry, self.num_cond_consts
         results = self.scratch.fill(out)
-        inputs = _c_ordered(arrays)
-        targets = _c_ordered(results)
+        inputs = [calls.contiguous(a) for a in arrays]
+        targets = [calls.contiguous(a) for a in results]
         addresses = self.addresses((*inputs, *targets))
         n = len(inputs)
         self.ends[:-1] = addresses[:nc] + addresses[n:]
         self.cond_slots[nc : nc + k] = addresses[nc : nc + k]
         self.body_slots[nc : n - k] = addresses[nc + k : n]
-        if self.in_place:
-            spans = [(at, a.nbytes) for at, a in zip(addresses, (*inputs, *targets))]
-            _steps_in_place(self.bufs, self.own, self.in_place, spans[n:], spans[:n])
+        self.carries.point(inputs, targets, addresses)
         failed = self.run(*self.call)
         if failed:
             tape = self.cond if failed < 0 else self.body

@@ -101,11 +101,13 @@ class _Trace:
         known = self.lifted.get(id(tensor))
         if known is not None:
             return known[1]
-        name = self.names.get(id(tensor))
+        name = self.names.get(id(tensor)) or value_name(tensor)
         if name is None or name in self.graph:
             name = self.graph.fresh_name(name or "param")
         node = self.graph.add_placeholder(
-            name, TensorType(tensor.shape, tensor.dtype), meta={"loc": user_location()}
+            name,
+            TensorType(tensor.shape, tensor.dtype),
+            meta={"loc": user_location(), "lifted": True},  # feed errors name lifted_feeds
         )
         symbol = Symbol(node)
         self.lifted[id(tensor)] = (tensor, symbol)

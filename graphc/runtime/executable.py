@@ -52,7 +52,7 @@ from graphc.runtime.backend import (
     warn_once,
 )
 from graphc.runtime.codegen import Generated, Generator, generate
-from graphc.runtime.feeds import as_feed_array, bind_dims
+from graphc.runtime.feeds import as_feed_array, bind_dims, name_error
 from graphc.runtime.plan import Plan, build_plan
 from graphc.runtime.specialize import bound_graph, specialize
 
@@ -217,6 +217,7 @@ class Executable:
                 f"got {len(args)} positional"
             )
         given = dict(zip(names, args))
+        unknown = []
         for name, value in feeds.items():
             if name in self._state and examples is not None:
                 p = next(p for p in self._state_nodes if p.name == name)
@@ -227,17 +228,12 @@ class Executable:
             elif name in given:
                 raise FeedError(f"placeholder '{name}' was fed twice (by position and by name)")
             elif name not in names:
-                raise FeedError(
-                    f"graph '{self.graph.name}' has no placeholder '{name}'; its placeholders "
-                    f"are {[p.name for p in self.optimized.inputs]}"
-                )
+                unknown.append(name)
             else:
                 given[name] = value
-        missing = [n for n in names if n not in given]
-        if missing:
-            raise FeedError(
-                f"graph '{self.graph.name}' is missing feed(s) for placeholder(s) {missing}"
-            )
+        error = name_error(self.graph, self._data, [*given, *unknown])
+        if error is not None:  # the interpreter's error, word for word (runtime/feeds.py)
+            raise error
         return tuple(given[n] for n in names)
 
     def _make_entry(self) -> Any:

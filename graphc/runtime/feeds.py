@@ -1,8 +1,26 @@
-"""Checking what a caller feeds a graph, and binding its symbolic dims."""
+"""Checking what a caller feeds a graph, and binding its symbolic dims.
+
+Every engine (the interpreter `gc.run`, a called Graph, compiled executables and the
+functions `gc.jit` compiles) checks feeds here, so a mistake gets the same error from
+each. The dtype rule, stated once (`as_feed_array`):
+
+- a value with a dtype of its own (a numpy array or scalar, an eager tensor) must have
+  the placeholder's dtype; graphc never casts an array behind the caller's back;
+- a Python value (a number, or a nested list of numbers) has none: numpy reads it as
+  bool, int64 or float64, and it takes the placeholder's dtype when that is of the same
+  kind or a wider one (bool < int < float: `[1, 2]` feeds a float32 placeholder) and
+  every value fits (no float read into an int placeholder, no overflow); numbers are
+  weak here as they are in `x * 2.0`. Anything else is refused as an array of the
+  wrong dtype would be, with the cast that fixes it.
+
+Names are checked as one set (`check_names`): a feed naming no placeholder and a
+placeholder left unfed are reported together, with a "did you mean" for a misspelling.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,36 +46,96 @@ def collect_feeds(graph: Graph, args: Sequence[Any], kwargs: Mapping[str, Any]) 
     return feeds
 
 
+_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2}  # bool < int < float
+
+
 def as_feed_array(placeholder: Node, value: Any) -> np.ndarray:
-    """The array fed to `placeholder`; lists and scalars take its dtype, arrays must match."""
-    expected = placeholder.type
-    if isinstance(value, np.ndarray) or hasattr(value, "__array__"):
-        array = np.asarray(value)
-        if array.dtype != expected.dtype:
-            raise FeedError(
-                f"placeholder '{placeholder.name}' expects dtype {expected.dtype}, "
-                f"got an array of dtype {array.dtype} (cast it with .astype)"
-            )
-        return array
+    """The array fed to `placeholder`, by the module's one dtype rule: an array must have
+    its dtype; a Python number or list takes it when that loses nothing."""
+    expected = placeholder.type.dtype
+    typed = isinstance(value, np.ndarray) or hasattr(value, "__array__")
     try:
-        return np.asarray(value, dtype=expected.dtype)
-    except (TypeError, ValueError) as exc:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged lists, objects numpy cannot read
         raise FeedError(
-            f"placeholder '{placeholder.name}' expects {expected}, got {type(value).__name__}"
-        ) from exc
+            f"placeholder '{placeholder.name}' expects {placeholder.type}, got a "
+            f"{type(value).__name__} numpy cannot read as an array ({exc})"
+        ) from None
+    if array.dtype == expected:
+        return array
+    fix = f"np.asarray(value, dtype=np.{expected})" if not typed else f".astype(np.{expected})"
+    if typed:
+        raise FeedError(
+            f"placeholder '{placeholder.name}' expects dtype {expected}, got an array of "
+            f"dtype {array.dtype}; cast it with {fix}"
+        )
+    problem = _python_value_problem(array, expected)
+    if problem is not None:
+        raise FeedError(
+            f"placeholder '{placeholder.name}' expects dtype {expected}, got a "
+            f"{type(value).__name__} that numpy reads as {array.dtype}: {problem}; convert "
+            f"it explicitly if that is what you mean ({fix})"
+        )
+    return array.astype(expected)
+
+
+def _python_value_problem(array: np.ndarray, expected: np.dtype) -> str | None:
+    """Why a Python value, read by numpy as `array`, cannot take dtype `expected`."""
+    have, want = _KIND_ORDER.get(array.dtype.kind), _KIND_ORDER.get(expected.kind)
+    if have is None:
+        return "those are not numbers of a dtype graphc feeds"
+    if want is None or have > want:
+        return f"{array.dtype} values do not convert to {expected} without loss"
+    with np.errstate(over="ignore", invalid="ignore"):
+        converted = array.astype(expected)
+    if expected.kind == "f":
+        lost = np.isfinite(array) & ~np.isfinite(converted)
+    else:
+        lost = converted.astype(array.dtype) != array
+    if np.any(lost):
+        return f"{array[lost].flat[0].item()!r} does not fit dtype {expected}"
+    return None
 
 
 def check_names(graph: Graph, feeds: Mapping[str, Any]) -> None:
     """Every placeholder is fed, and nothing else is."""
-    names = [p.name for p in graph.inputs]
-    missing = [n for n in names if n not in feeds]
+    error = name_error(graph, graph.inputs, feeds)
+    if error is not None:
+        raise error
+
+
+def name_error(graph: Graph, expected: Sequence[Node], fed: Iterable[str]) -> FeedError | None:
+    """The error for feeds named `fed` that do not match the placeholders `expected`: the
+    names no placeholder has and the placeholders left unfed, together, with a "did you
+    mean" for a likely misspelling and a word on placeholders that tracing lifted from
+    captured eager tensors; None when they match."""
+    names = [p.name for p in expected]
+    fed = list(fed)
+    missing = [n for n in names if n not in fed]
+    unknown = [n for n in fed if n not in names]
+    if not missing and not unknown:
+        return None
+    problems = []
+    if unknown:
+        problems.append(f"has no placeholder(s) {unknown}")
     if missing:
-        raise FeedError(f"graph '{graph.name}' is missing feed(s) for placeholder(s) {missing}")
-    extra = sorted(set(feeds) - set(names))
-    if extra:
-        raise FeedError(
-            f"graph '{graph.name}' has no placeholder(s) {extra}; its placeholders are {names}"
+        problems.append(f"is missing feed(s) for placeholder(s) {missing}")
+    message = f"graph '{graph.name}' " + " and ".join(problems)
+    message += f"; its placeholders are {[p.name for p in graph.inputs]}"
+    for name in unknown:
+        close = difflib.get_close_matches(name, missing or names, n=1)
+        if close:
+            message += f". Did you mean '{close[0]}' for '{name}'?"
+    lifted = [p.name for p in expected if p.name in missing and p.meta.get("lifted")]
+    if lifted:
+        message += (
+            f". {lifted} {'was' if len(lifted) == 1 else 'were'} lifted by gc.trace from "
+            "eager tensor(s) the traced function captured (or read as module parameters), not "
+            "from its arguments: feed "
+            "their current values with gc.lifted_feeds(graph), as in "
+            "graph(*inputs, **gc.lifted_feeds(graph)), or pass the tensors in as inputs"
         )
+    return FeedError(message)
 
 
 def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> tuple[list[np.ndarray], dict[str, int]]:

@@ -1,0 +1,126 @@
+"""The mistakes of a first hour with graphc (issue 34): each is a graphc error that names
+the value, says what was expected and suggests the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import graphc as gc
+import graphc.eager as ge
+
+ENGINES: dict[str, Callable[[gc.Graph, dict[str, Any]], Any]] = {
+    "run": lambda g, feeds: gc.run(g, feeds)[0],  # every graph here has one output
+    "call": lambda g, feeds: g(**feeds),
+    "compiled": lambda g, feeds: gc.compile(g, backend="numpy")(**feeds),
+}
+
+
+def weighted() -> gc.Graph:
+    g = gc.Graph("weighted")
+    with g:
+        x = gc.placeholder("x", shape=(3,))
+        w = gc.placeholder("w", shape=(3,))
+        gc.output(gc.sum(x * w), name="loss")
+    return g
+
+
+# -- feeds: names -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_misspelled_feed_is_named_with_the_missing_one_and_a_guess(engine: str) -> None:
+    ones = np.ones(3, np.float32)
+    with pytest.raises(gc.FeedError) as info:
+        ENGINES[engine](weighted(), {"x": ones, "ww": ones})
+    message = str(info.value)
+    assert "has no placeholder(s) ['ww']" in message
+    assert "missing feed(s) for placeholder(s) ['w']" in message
+    assert "Did you mean 'w' for 'ww'?" in message
+
+
+def test_every_engine_words_a_name_mistake_alike() -> None:
+    ones = np.ones(3, np.float32)
+    messages = set()
+    for engine in ENGINES.values():
+        with pytest.raises(gc.FeedError) as info:
+            engine(weighted(), {"x": ones, "ww": ones})
+        messages.add(str(info.value))
+    assert len(messages) == 1, messages
+
+
+def test_a_feed_far_from_every_name_gets_no_guess() -> None:
+    ones = np.ones(3, np.float32)
+    with pytest.raises(gc.FeedError) as info:
+        gc.run(weighted(), {"x": ones, "w": ones, "learning_rate": ones})
+    assert "has no placeholder(s) ['learning_rate']" in str(info.value)
+    assert "missing" not in str(info.value) and "Did you mean" not in str(info.value)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_captured_tensor_left_unfed_points_to_lifted_feeds(engine: str) -> None:
+    w = ge.ones(3, requires_grad=True)
+    g = gc.trace(lambda x: x * w, gc.TensorSpec((3,)))
+    with pytest.raises(gc.FeedError) as info:
+        ENGINES[engine](g, {"x": np.ones(3, np.float32)})
+    message = str(info.value)
+    assert "['param'] was lifted by gc.trace from eager tensor(s)" in message
+    assert "gc.lifted_feeds(graph)" in message
+    # and the fix it names works
+    fixed = ENGINES[engine](g, {"x": np.full(3, 2, np.float32), **gc.lifted_feeds(g)})
+    np.testing.assert_array_equal(fixed, np.full(3, 2, np.float32))
+
+
+def test_an_unfed_placeholder_of_ones_own_is_not_called_lifted() -> None:
+    with pytest.raises(gc.FeedError) as info:
+        gc.run(weighted(), {"x": np.ones(3, np.float32)})
+    assert "lifted" not in str(info.value)
+
+
+# -- feeds: dtypes --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_array_of_another_dtype_is_refused_with_its_cast(engine: str) -> None:
+    with pytest.raises(gc.FeedError, match=r"'w' expects dtype float32, got an array of dtype "):
+        ENGINES[engine](weighted(), {"x": np.ones(3, np.float32), "w": np.ones(3)})
+    with pytest.raises(gc.FeedError, match=r"cast it with \.astype\(np\.float32\)"):
+        ENGINES[engine](weighted(), {"x": np.ones(3, np.float32), "w": np.ones(3, np.int64)})
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_python_numbers_take_the_placeholder_dtype_when_nothing_is_lost(engine: str) -> None:
+    got = ENGINES[engine](weighted(), {"x": [1.5, 2, 3], "w": [True, 1, 1]})
+    assert got.dtype == np.float32 and got == np.float32(6.5)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    "dtype, value, problem",
+    [
+        ("int64", [1.5, 2.0], "float64 values do not convert to int64 without loss"),
+        ("bool", [0, 1], "int64 values do not convert to bool without loss"),
+        ("float32", [1e40, 0.0], "1e+40 does not fit dtype float32"),
+        ("int32", [2**40, 1], "1099511627776 does not fit dtype int32"),
+        ("float32", ["a", "b"], "not numbers of a dtype graphc feeds"),
+    ],
+)
+def test_python_values_that_would_lose_something_are_refused(
+    engine: str, dtype: str, value: list, problem: str
+) -> None:
+    g = gc.Graph("one")
+    with g:
+        gc.output(gc.placeholder("v", shape=(2,), dtype=dtype) == 0, name="zero")
+    with pytest.raises(gc.FeedError) as info:
+        ENGINES[engine](g, {"v": value})
+    message = str(info.value)
+    assert f"placeholder 'v' expects dtype {dtype}, got a list" in message
+    assert problem in message and f"np.asarray(value, dtype=np.{dtype})" in message
+
+
+def test_a_ragged_list_is_a_feed_error() -> None:
+    with pytest.raises(gc.FeedError, match="'x' expects f32\\[3\\], got a list numpy cannot read"):
+        gc.run(weighted(), {"x": [1.0, [2.0, 3.0]], "w": np.ones(3, np.float32)})

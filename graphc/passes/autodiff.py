@@ -29,6 +29,7 @@ pictures point at the user's line of the forward computation.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,9 +57,19 @@ class Joint:
 
 
 def _check_wrt(g: Graph, wrt: Sequence[str]) -> list[Node]:
+    given = wrt
     if isinstance(wrt, str):
         wrt = [wrt]
     names = [p.name for p in g.inputs]
+    # a collection of names (a graph value iterates too: it is refused below as itself)
+    wrt = list(wrt) if isinstance(wrt, (Sequence, AbstractSet)) else [wrt]
+    if not all(isinstance(n, str) for n in wrt):
+        floating = [p.name for p in g.inputs if np.issubdtype(p.type.dtype, np.floating)]
+        raise AutodiffError(
+            f"gradients: wrt takes the names of placeholders to differentiate by (a str or a "
+            f"list of str, e.g. wrt={floating[:2] or names[:1]}), got {given!r}; graph "
+            f"'{g.name}' has placeholders {names}"
+        )
     result = []
     for name in wrt:
         if name not in names:

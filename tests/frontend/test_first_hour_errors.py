@@ -124,3 +124,23 @@ def test_python_values_that_would_lose_something_are_refused(
 def test_a_ragged_list_is_a_feed_error() -> None:
     with pytest.raises(gc.FeedError, match="'x' expects f32\\[3\\], got a list numpy cannot read"):
         gc.run(weighted(), {"x": [1.0, [2.0, 3.0]], "w": np.ones(3, np.float32)})
+
+
+# -- gradients --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wrt", [None, 3, np.ones(2)])
+def test_gradients_says_what_wrt_takes(wrt: Any) -> None:
+    g = gc.trace(lambda x, w: gc.sum(x * w), gc.TensorSpec((3,)), gc.TensorSpec((3,)))
+    with pytest.raises(gc.AutodiffError) as info:
+        gc.gradients(g, wrt=wrt)
+    message = str(info.value)
+    assert "wrt takes the names of placeholders" in message and "wrt=['x', 'w']" in message
+    assert f"got {wrt!r}" in message and "graph 'lambda' has placeholders ['x', 'w']" in message
+
+
+def test_gradients_takes_a_placeholder_value_by_name_only() -> None:
+    g = gc.trace(lambda x, w: gc.sum(x * w), gc.TensorSpec((3,)), gc.TensorSpec((3,)))
+    with pytest.raises(gc.AutodiffError, match="wrt takes the names of placeholders"):
+        gc.gradients(g, wrt=[g.inputs[0]])
+    assert [o.name for o in gc.gradients(g, wrt={"w": None}.keys()).outputs] == ["out", "grad_w"]

@@ -1,4 +1,4 @@
-"""The `graphc` command: demo | render | bench | inspect."""
+"""The `graphc` command: demo | render | view | bench | inspect."""
 
 from __future__ import annotations
 
@@ -26,6 +26,34 @@ def render(args: argparse.Namespace) -> int:
         print(f"graphc render: {exc}", file=sys.stderr)
         return 2
     print("\n".join(lines))
+    return 0
+
+
+def view(args: argparse.Namespace) -> int:
+    """Trace MODULE:FUNCTION (or read a graph or ONNX model) and write its viewer page:
+    the forward graph, with --backward the joint one, with --opt-level N pass by pass."""
+    from graphc.viz.command import load_target, optimized_graph
+
+    try:
+        g = load_target(args.target, args.spec)
+        views: dict[str, object] = {"forward": g}
+        if args.backward:
+            wrt = args.wrt or [p.name for p in g.inputs if p.type.dtype.kind == "f"]
+            if not wrt:
+                raise gc.GraphcError(
+                    f"--backward: '{g.name}' has no floating-point input; name one with --wrt"
+                )
+            views["forward + backward"] = gc.gradients(g, wrt=wrt, seeds=True)
+        if args.fuse and args.opt_level is None:
+            raise gc.GraphcError("--fuse needs --opt-level N")
+        if args.opt_level is not None:
+            last = list(views.values())[-1]
+            views[f"O{args.opt_level}"] = optimized_graph(last, args.opt_level, args.fuse)[1]  # type: ignore[arg-type]
+        path = gc.viz.view(views, args.output, title=g.name)
+    except gc.GraphcError as exc:
+        print(f"graphc view: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {path} (open it in a browser: it fetches nothing)")
     return 0
 
 
@@ -91,6 +119,26 @@ def inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_view_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target", metavar="MODULE:FUNCTION | GRAPH.json | MODEL.onnx", help="as for render"
+    )
+    parser.add_argument(
+        "--spec", action="append", default=[], metavar="DIMS[:DTYPE]", help="as for render"
+    )
+    parser.add_argument(
+        "-o", "--output", help="the page to write (default: <temp>/graphc-view/NAME.html)"
+    )
+    parser.add_argument("--backward", action="store_true", help="a view of the joint graph too")
+    parser.add_argument(
+        "--wrt", action="append", metavar="INPUT", help="with --backward; repeatable"
+    )
+    parser.add_argument("--opt-level", type=int, metavar="N", help="views pass by pass at level N")
+    parser.add_argument(
+        "--fuse", metavar="BACKEND", help="with --opt-level: that backend's fusion too"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="graphc", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -102,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     render_parser = commands.add_parser("render", help="trace a function and draw its graph")
     add_render_arguments(render_parser)
     render_parser.set_defaults(run=render)
+    view_parser = commands.add_parser("view", help="write a page to explore a graph of any size")
+    _add_view_arguments(view_parser)
+    view_parser.set_defaults(run=view)
     bench_parser = commands.add_parser("bench", help="benchmark eager, static and peer modes")
     bench_parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
     bench_parser.add_argument("--only", action="append", metavar="WORKLOAD", help="repeatable")

@@ -28,6 +28,7 @@ from graphc.frontend import (
     jit,
     lifted_feeds,
     lifted_tensors,
+    named,
     output,
     placeholder,
     trace,
@@ -53,6 +54,7 @@ from graphc.ir.errors import (
 from graphc.ir.graph import Graph, Node
 from graphc.ir.nx import from_networkx, to_networkx
 from graphc.ir.parse import parse
+from graphc.ir.scope import name_scope
 from graphc.ir.serialize import from_json, load, save, to_json
 from graphc.ir.types import TensorType
 from graphc.ir.verify import verify

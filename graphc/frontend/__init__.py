@@ -3,6 +3,7 @@
 from graphc.frontend.custom import custom_vjp
 from graphc.frontend.declare import constant, output, placeholder
 from graphc.frontend.jit import jit
+from graphc.frontend.names import named
 from graphc.frontend.trace import TensorSpec, lifted_feeds, lifted_tensors, trace
 
 __all__ = [
@@ -14,5 +15,6 @@ __all__ = [
     "jit",
     "lifted_feeds",
     "lifted_tensors",
+    "named",
     "trace",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.frontend.names import make_room
 from graphc.ir.errors import GraphcError, GraphMismatchError
 from graphc.ir.graph import Graph, active_graph
 from graphc.ir.types import TensorType, as_shape
@@ -31,6 +32,7 @@ def _declaring(what: str) -> Graph:
 def placeholder(name: str, shape: Iterable[Any] = (), dtype: Any = "float32") -> Symbol:
     """An input of the graph being declared; str dims such as "B" are symbolic."""
     graph = _declaring(f"placeholder '{name}'")
+    make_room(graph, name)
     if name in graph:
         raise GraphcError(f"graph '{graph.name}' already has a node named '{name}'")
     shape = as_shape(shape, f"placeholder '{name}'")
@@ -41,6 +43,8 @@ def placeholder(name: str, shape: Iterable[Any] = (), dtype: Any = "float32") ->
 def constant(value: Any, name: str | None = None, dtype: Any = None) -> Symbol:
     """A fixed array in the graph being declared (copied: later changes do not leak in)."""
     graph = _declaring("constant")
+    if name is not None:
+        make_room(graph, name)
     if name is not None and name in graph:
         raise GraphcError(f"graph '{graph.name}' already has a node named '{name}'")
     array = np.asarray(value, dtype=dtype)
@@ -59,6 +63,8 @@ def output(value: Any, name: str | None = None) -> Symbol:
             f"output: value '{value.node.name}' belongs to graph '{value.graph.name}', "
             f"not to graph '{graph.name}' being declared"
         )
+    if name is not None:
+        make_room(graph, name)
     if name is not None and name in graph:
         raise GraphcError(f"graph '{graph.name}' already has a node named '{name}'")
     graph.add_output(value.node, name, meta={"loc": user_location()})

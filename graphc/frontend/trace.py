@@ -8,7 +8,8 @@ traces without change.
 
 Eager tensors met while tracing (a model's parameters, captured by closure or
 passed in `params=`) become placeholders too, appended after `fn`'s own inputs and
-named after their attribute where one is known (`param`, `param_1` otherwise). The
+named after their attribute where one is known (`params=`' keys, or an nn module's
+dotted path, "encoder.0.weight"; `param`, `param_1` otherwise). The
 same tensor met twice is the same placeholder. `lifted_tensors(graph)` gives those
 placeholders' tensors by name, and `lifted_feeds(graph)` their current values, so a
 caller (`gc.jit`, nn) feeds them as `graph(*arrays, **lifted_feeds(graph))`.
@@ -30,8 +31,10 @@ from typing import Any
 import numpy as np
 
 from graphc.frontend.declare import output
+from graphc.frontend.names import make_room, naming_values
 from graphc.ir.errors import GraphcError, TracingError
 from graphc.ir.graph import PLACEHOLDER, Graph, Node
+from graphc.ir.scope import value_name
 from graphc.ir.types import TensorType, as_dtype, format_shape
 from graphc.ops import dispatch
 from graphc.ops.symbolic import SYMBOLIC, Symbol, register_lifter, user_location
@@ -221,7 +224,7 @@ def _named_parameters(fn: Any, params: Mapping[str, Any] | None) -> dict[int, st
     """id(tensor) -> name, from `params` or from a module's `named_parameters()`."""
     if params is None:
         params = module_parameters(fn)
-    return {id(t): name.replace(".", "_") for name, t in params.items()}
+    return {id(t): name for name, t in params.items()}
 
 
 def _output_items(result: Any) -> list[tuple[str | None, Any]]:
@@ -279,16 +282,17 @@ def trace(
             args.append(Symbol(node))
         _TRACING.traces.append(state)
         try:
-            result = fn(*args)
-            items = _output_items(result)
-            for position, (out_name, value) in enumerate(items):
-                if isinstance(value, (tuple, list, Mapping)):
-                    # else lifting it as a constant asks a graph value for its data
-                    raise TracingError(
-                        f"trace: output {out_name or position} is a {type(value).__name__}; "
-                        "outputs do not nest: return a flat tuple or a dict of values"
-                    )
-                _mark_output(graph, value, out_name)
+            with naming_values(sys._getframe()):
+                result = fn(*args)
+                items = _output_items(result)
+                for position, (out_name, value) in enumerate(items):
+                    if isinstance(value, (tuple, list, Mapping)):
+                        # else lifting it as a constant asks a graph value for its data
+                        raise TracingError(
+                            f"trace: output {out_name or position} is a {type(value).__name__}; "
+                            "outputs do not nest: return a flat tuple or a dict of values"
+                        )
+                    _mark_output(graph, value, out_name)
         finally:
             _TRACING.traces.remove(state)
     if not graph.outputs:
@@ -302,6 +306,8 @@ def _mark_output(graph: Graph, value: Any, out_name: str | None) -> None:
     if value is None:
         raise TracingError(f"trace: {graph.name} returned None as an output")
     symbol = value if isinstance(value, Symbol) else SYMBOLIC.lift(value, None, ())
+    if out_name is not None:
+        make_room(graph, out_name)
     if out_name is not None and out_name in graph:
         clash = graph.node(out_name)
         raise TracingError(

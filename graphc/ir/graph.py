@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from graphc.ir.errors import GraphcError, GraphMismatchError, VerifyError
+from graphc.ir.scope import stamp
 from graphc.ir.types import TensorType
 
 PLACEHOLDER, OP, OUTPUT = "placeholder", "op", "output"
@@ -145,6 +146,9 @@ class Graph:
         node.graph = self
         self.nodes.append(node)
         self._by_name[node.name] = node
+        stamp(node)
+        if _OBSERVER is not None:
+            _OBSERVER.appended(node)
         return node
 
     def rename(self, node: Node, name: str) -> None:
@@ -247,10 +251,16 @@ class Graph:
 
     def __enter__(self) -> Graph:
         _declaring().append(self)
+        if _OBSERVER is not None:
+            _OBSERVER.entered(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _declaring().remove(self)
+        try:
+            if _OBSERVER is not None:
+                _OBSERVER.exited(self)
+        finally:
+            _declaring().remove(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """On arrays: run the graph. On graph values: inline it into their graph."""
@@ -284,6 +294,9 @@ def _declaring() -> list[Graph]:
 # that the IR must not import.
 _CALL_HANDLER: Callable[[Graph, tuple, dict], Any] | None = None
 _MIME_HANDLER: Callable[[Any], dict[str, str]] | None = None
+# told of graphs entered and left with `with graph:` and of every node appended, in the
+# thread doing it (the frontend names values after the user's variables this way)
+_OBSERVER: Any = None
 
 
 def active_graph() -> Graph | None:
@@ -307,6 +320,13 @@ def expect_graph(obj: Any, what: str) -> Graph:
 def set_call_handler(handler: Callable[[Graph, tuple, dict], Any]) -> None:
     global _CALL_HANDLER
     _CALL_HANDLER = handler
+
+
+def set_observer(observer: Any) -> None:
+    """Install the object whose `entered(graph)`, `exited(graph)` and `appended(node)` are
+    called as graphs are declared and built."""
+    global _OBSERVER
+    _OBSERVER = observer
 
 
 def set_mime_handler(handler: Callable[[Any], dict[str, str]]) -> None:

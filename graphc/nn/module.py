@@ -8,8 +8,9 @@ them as attributes (as in PyTorch); submodules register the same way, so
 
 `forward` is written with graphc op functions and operators, so the same code runs
 eagerly on tensors and records nodes on graph values: `gc.trace(model, spec)`
-lifts the parameters to placeholders named after `named_parameters()` (dots
-become underscores).
+lifts the parameters to placeholders named after `named_parameters()`
+(``"encoder.0.weight"``), and the nodes a submodule's forward records carry its
+attribute path as their scope (``meta["scope"] == "encoder/0"``).
 
 Buffers a forward changes (batch norm's running statistics) change through
 `update_buffer`: eagerly the tensor is written in place, as in PyTorch; while tracing,
@@ -31,6 +32,8 @@ import numpy as np
 from graphc.eager import Tensor, from_numpy, no_grad
 from graphc.eager.autograd import zero_grads
 from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ir.graph import active_graph
+from graphc.ir.scope import SEPARATOR, known_values, path_scope
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
 
@@ -43,6 +46,41 @@ class _Recorders(threading.local):
 
 
 _RECORDERS = _Recorders()
+
+
+class _Trees(threading.local):
+    """While recording: the module trees being called, outermost first, each as
+    id(module) -> its attribute path ("encoder.0.linear"; "" for the tree's root)."""
+
+    def __init__(self) -> None:
+        self.paths: list[dict[int, str]] = []
+
+
+_TREES = _Trees()
+
+
+@contextmanager
+def _module_scope(module: Module) -> Iterator[None]:
+    """Record the module's nodes under its attribute path as their scope
+    ("encoder/0/linear"). The outermost module called is the root of the paths, and
+    its parameters' and buffers' dotted names are known to tracing, which names their
+    placeholders so."""
+    for paths in reversed(_TREES.paths):
+        path = paths.get(id(module))
+        if path is not None:
+            with path_scope(path.replace(".", SEPARATOR)):
+                yield
+            return
+    paths = {id(m): name for name, m in module.named_modules()}
+    values: dict[int, str] = {}
+    for name, tensor in module._state_items():
+        values.setdefault(id(tensor), name)  # a shared tensor: its first key, as torch
+    _TREES.paths.append(paths)
+    try:
+        with known_values(values):
+            yield
+    finally:
+        _TREES.paths.pop()
 
 
 @contextmanager
@@ -298,7 +336,10 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        if active_graph() is None:  # eagerly: no nodes to put in a scope
+            return self.forward(*args, **kwargs)
+        with _module_scope(self):
+            return self.forward(*args, **kwargs)
 
     def extra_repr(self) -> str:
         return ""

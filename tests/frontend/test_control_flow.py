@@ -273,7 +273,7 @@ def test_a_module_whose_parameters_a_scan_body_reads_traces_and_differentiates()
     ge.manual_seed(0)
     model = ScanRNN()
     g = gc.trace(model, gc.TensorSpec((2, 4)), gc.TensorSpec((5, 2, 3)))
-    params = ["i2h_weight", "i2h_bias", "h2h_weight", "h2h_bias"]
+    params = ["i2h.weight", "i2h.bias", "h2h.weight", "h2h.bias"]
     assert [p.name for p in g.inputs] == ["h", "xs", *params]
     h = np.zeros((2, 4), np.float32)
     xs = np.random.default_rng(0).standard_normal((5, 2, 3)).astype(np.float32)

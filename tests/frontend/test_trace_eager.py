@@ -25,10 +25,13 @@ def test_params_name_the_placeholders() -> None:
     assert [p.name for p in g.inputs] == ["x", "weight", "bias"]
 
 
-def test_dotted_parameter_names_become_valid_node_names() -> None:
+def test_dotted_parameter_names_are_kept_as_node_names() -> None:
     w = ge.ones(3)
     g = gc.trace(lambda x: x * w, gc.TensorSpec((3,)), params={"layer.weight": w})
-    assert [p.name for p in g.inputs] == ["x", "layer_weight"]
+    assert [p.name for p in g.inputs] == ["x", "layer.weight"]
+    assert gc.parse(str(g)).inputs[1].name == "layer.weight"  # the text form keeps it
+    x = np.ones(3, np.float32)
+    np.testing.assert_array_equal(gc.compile(g)(x, **gc.lifted_feeds(g)), x)
 
 
 def test_the_same_tensor_met_twice_is_one_placeholder() -> None:

@@ -150,12 +150,12 @@ def test_a_module_traces_with_placeholders_named_after_its_parameters() -> None:
     names = [p.name for p in g.inputs]
     assert names == [
         "x",
-        "first_scale",
-        "first_shift",
-        "second_scale",
-        "second_shift",
-        "head_weight",
-        "head_bias",
+        "first.scale",
+        "first.shift",
+        "second.scale",
+        "second.shift",
+        "head.weight",
+        "head.bias",
     ]
     x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
     want = net(ge.from_numpy(x)).detach().numpy()

@@ -167,8 +167,8 @@ def test_frozen_parameters_are_constants_and_stay_unchanged() -> None:
     head = model[2]
     opt = optim.SGD(head.parameters(), lr=0.5)  # only the last layer trains
     step = gc.compile_train_step(model, nn.CrossEntropyLoss(), opt, (x, y))
-    assert sorted(step.trained) == ["2_bias", "2_weight"]
-    assert [p.name for p in step.graph.inputs] == ["x", "y", "2_weight", "2_bias"]
+    assert sorted(step.trained) == ["2.bias", "2.weight"]
+    assert [p.name for p in step.graph.inputs] == ["x", "y", "2.weight", "2.bias"]
     first = model[0].weight.detach().numpy().copy()
     for _ in range(3):
         step(x, y)
@@ -213,7 +213,7 @@ def test_explain_and_repr_describe_the_step() -> None:
     step = gc.compile_train_step(
         model, nn.CrossEntropyLoss(), optim.SGD(model.parameters()), (x, y)
     )
-    assert "2_weight" in step.explain(x, y)
+    assert "2.weight" in step.explain(x, y)
     assert repr(step).startswith("<TrainStep: 4 trained parameter(s), SGD")
 
 

@@ -1,0 +1,266 @@
+"""The program's names: graph values named after the Python variables that hold them.
+
+While user code declares a graph (`with g:` written outside graphc) or a function is
+traced (`gc.trace`, `gc.jit`, nn modules, and the bodies of `gc.scan`, `gc.cond`, ...
+traced inside), an op node named after its op (`matmul_2`, `const`) is renamed after
+the first local variable of the user's code found holding it, the way a debugger reads
+a frame's locals: `i2h = x @ w_ih` makes a node named `i2h`.
+
+How, and why so: no trace function is installed. `sys.settrace` would run a Python
+call for every call made while tracing (tracing three times slower) and would have to
+share the slot with a debugger's or coverage's trace function. Instead the IR tells
+this module of each node appended (ir/graph.py's observer); the session notes the
+user's frames on the stack then (between the op call and the session's start) and
+keeps their frame objects, which keep their locals after the function returns. A value
+is looked up in those frames' locals when a later node first uses it (by then every
+assignment before the use has happened), and at the session's end for what is left;
+reading at every node instead made tracing half as slow again. A value is looked for
+first in the frame that made it, so it takes the name it had there (`next_h` inside
+the step, not `h` in the loop calling it, nor the next step's parameter `h`), then in
+the others: returned helpers first, then the frames on the stack innermost first.
+
+Rules: a node is renamed at most once, and only from its generated name (placeholders,
+`gc.constant(..., name=)`, outputs and `gc.named` are the user's already); variables
+starting with "_" are skipped (`_ = gc.output(...)`); a name already taken gets a
+suffix as generated names do (`h`, `h_1`, ... for the steps of an unrolled loop); a
+name the user gives explicitly later (an output's or placeholder's name, `gc.named`)
+wins, and the value named after a variable moves aside to a suffixed name. Sessions
+are per thread: each thread names values from its own frames.
+
+>>> import graphc as gc
+>>> def step(x, w):
+...     i2h = x @ w
+...     return gc.tanh(i2h)
+>>> [n.name for n in gc.trace(step, gc.TensorSpec((2, 3)), gc.TensorSpec((3, 3))).op_nodes]
+['i2h', 'tanh']
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+import sysconfig
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import TypeVar
+
+from graphc.ir import graph as graph_module
+from graphc.ir.errors import GraphcError
+from graphc.ir.graph import OP, Graph, Node
+from graphc.ops.symbolic import Symbol
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# frames of these are not the user's program (numpy's Python functions, contextlib, ...)
+_LIBRARY_DIRS = tuple(
+    os.path.abspath(d) + os.sep
+    for d in {_PACKAGE_DIR, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
+)
+_GENERATED = re.compile(r"(?P<base>.+?)(_\d+)?")
+
+Value = TypeVar("Value")
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_users(filename: str) -> bool:
+    if filename.startswith("<"):  # <stdin>, <string>, <doctest ...>, <ipython-input-...>
+        return not filename.startswith("<frozen")
+    path = os.path.abspath(filename)
+    if path.startswith(_LIBRARY_DIRS):
+        return False
+    return f"{os.sep}numpy{os.sep}" not in path
+
+
+def _generated_name(node: Node) -> bool:
+    """Was `node` named by graphc after its op (`add`, `add_3`, `const_2`)?"""
+    match = _GENERATED.fullmatch(node.name)
+    base = match.group("base") if match else None
+    return base == node.op or (node.op == "constant" and base == "const")
+
+
+class _Session:
+    """One naming session: values waiting for a name, and the user's frames seen."""
+
+    def __init__(self, stop: FrameType | None, root: FrameType | None) -> None:
+        self.stop = stop  # the first frame not read (trace()'s own), if any
+        self.root = root  # the last frame read (the one with `with g:`), if any
+        # id(node) -> (node named after its op, id of the user's frame that made it)
+        self.pending: dict[int, tuple[Node, int]] = {}
+        self.frames: dict[int, FrameType] = {}  # the user's frames met, in that order
+        self.depth = 1
+
+
+class _Naming(threading.local):
+    def __init__(self) -> None:
+        self.session: _Session | None = None
+        self.entries: list[bool] = []  # per `with graph:` open: did it begin a session?
+
+
+_STATE = _Naming()
+# per graph, the names given after variables (they move aside for explicit ones)
+_GIVEN: weakref.WeakKeyDictionary[Graph, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _user_frames(session: _Session) -> list[FrameType]:
+    """The user's frames on this thread's stack inside the session, innermost first."""
+    frames = []
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame is not session.stop:
+        if _is_users(frame.f_code.co_filename):
+            frames.append(frame)
+        if frame is session.root:
+            break
+        frame = frame.f_back
+    return frames
+
+
+def _rename(node: Node, variable: str) -> None:
+    graph = node.graph
+    if graph is None or graph._by_name.get(node.name) is not node:
+        return  # no longer in its graph (a builder abandoned it)
+    name = graph.fresh_name(variable)
+    graph.rename(node, name)
+    _GIVEN.setdefault(graph, set()).add(name)
+
+
+def _read(frame: FrameType, pending: dict[int, tuple[Node, int]], made_here: bool) -> None:
+    """Name the pending values that `frame`'s local variables hold (with `made_here`,
+    only those made in this frame)."""
+    for variable, value in list(frame.f_locals.items()):
+        if isinstance(value, Symbol) and not variable.startswith("_"):
+            entry = pending.get(id(value.node))
+            if entry is not None and (not made_here or entry[1] == id(frame)):
+                del pending[id(value.node)]
+                _rename(entry[0], variable)
+
+
+def _settle(session: _Session, live: list[FrameType]) -> None:
+    """Read the frames of returned helpers (then forget them) and the live ones, each
+    value by the frame that made it first, then by any."""
+    on_stack = {id(f) for f in live}
+    finished = [session.frames.pop(k) for k in list(session.frames) if k not in on_stack]
+    _read_all([*finished, *live], session.pending)
+
+
+def _read_all(frames: list[FrameType], pending: dict[int, tuple[Node, int]]) -> None:
+    for made_here in (True, False):
+        for frame in frames:
+            if not pending:
+                return
+            _read(frame, pending, made_here)
+
+
+class _Observer:
+    """What ir/graph.py tells: graphs entered and left, nodes appended (this thread's)."""
+
+    def entered(self, graph: Graph) -> None:
+        caller = sys._getframe(2)  # the frame running `with graph:`
+        begins = _is_users(caller.f_code.co_filename)
+        _STATE.entries.append(begins)
+        if begins:
+            _begin(stop=None, root=caller)
+
+    def exited(self, graph: Graph) -> None:
+        if _STATE.entries and _STATE.entries.pop():
+            _end()
+
+    def appended(self, node: Node) -> None:
+        session = _STATE.session
+        if session is None:
+            return
+        live = _user_frames(session)
+        for frame in live:
+            session.frames.setdefault(id(frame), frame)
+        pending = session.pending
+        if any(id(x) in pending for x in node.inputs):
+            _settle(session, live)
+            for x in node.inputs:  # used now: had it been assigned, it was read above
+                pending.pop(id(x), None)
+        if node.kind == OP and _generated_name(node):
+            session.pending[id(node)] = (node, id(live[0]) if live else 0)
+
+
+def _begin(stop: FrameType | None, root: FrameType | None) -> None:
+    if _STATE.session is not None:
+        _STATE.session.depth += 1
+    else:
+        _STATE.session = _Session(stop, root)
+
+
+def _end() -> None:
+    session = _STATE.session
+    if session is None:
+        return
+    session.depth -= 1
+    if session.depth > 0:
+        return
+    try:
+        frames = [f for f in session.frames.values() if f is not session.root]
+        if session.root is not None:
+            frames.append(session.root)
+        _read_all(frames, session.pending)
+    finally:
+        _STATE.session = None
+
+
+@contextmanager
+def naming_values(stop: FrameType | None) -> Iterator[None]:
+    """Name values after the user's variables while the body runs (`trace` calls this
+    with its own frame as `stop`: frames from there out are not the traced program)."""
+    _begin(stop=stop, root=None)
+    try:
+        yield
+    finally:
+        _end()
+
+
+def make_room(graph: Graph, name: str) -> None:
+    """If `name` is held by a value named after a variable, move that value aside so the
+    caller can give `name` explicitly."""
+    given = _GIVEN.get(graph)
+    if not given or name not in given or name not in graph:
+        return
+    given.discard(name)
+    node = graph.node(name)
+    moved = graph.fresh_name(name)
+    graph.rename(node, moved)
+    given.add(moved)
+
+
+def named(value: Value, name: str) -> Value:
+    """Give a graph value `name` (where a variable cannot: a value in a list, a loop);
+    returns `value`. Eager tensors and arrays are returned unchanged.
+
+    >>> import graphc as gc
+    >>> g = gc.trace(lambda x: gc.named(x * 2, "doubled"), gc.TensorSpec((3,)))
+    >>> g.op_nodes[-1].name
+    'doubled'
+    """
+    if not isinstance(name, str) or not name:
+        raise GraphcError(f"gc.named: expected a non-empty str as the name, got {name!r}")
+    if not isinstance(value, Symbol):
+        return value
+    node, graph = value.node, value.graph
+    session = _STATE.session
+    if session is not None:
+        session.pending.pop(id(node), None)
+    if node.name == name:
+        return value
+    make_room(graph, name)
+    if name in graph:
+        raise GraphcError(
+            f"gc.named: graph '{graph.name}' already has {graph.node(name).describe()}; "
+            f"choose another name for {node.describe()}"
+        )
+    given = _GIVEN.get(graph)
+    if given is not None:
+        given.discard(node.name)
+    graph.rename(node, name)
+    return value
+
+
+graph_module.set_observer(_Observer())

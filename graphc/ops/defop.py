@@ -16,6 +16,7 @@ from graphc.ir.errors import DTypeError
 from graphc.ir.registry import REQUIRED, OpDef, register
 from graphc.ir.types import TensorType, as_dtype, broadcast_shapes
 from graphc.ops.dispatch import bind
+from graphc.ops.spelling import TORCH_KEYWORDS, numpy_keywords, with_torch_parameters
 
 VARIADIC = "*"
 
@@ -73,9 +74,14 @@ def defop(
         )
     )
 
+    # PyTorch's dim=/keepdim= name numpy's axis/keepdims attrs (ops/spelling.py)
+    aliases = [t for t, n in TORCH_KEYWORDS.items() if n in attrs and t not in attrs]
+
     if variadic:
 
         def op(values: Sequence[Any], **kwargs: Any) -> Any:
+            if aliases:
+                kwargs = numpy_keywords(name, attrs, kwargs)
             return bind(name, *values, **kwargs)
 
         params = [inspect.Parameter("values", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
@@ -84,8 +90,13 @@ def defop(
         def op(*args: Any, **kwargs: Any) -> Any:
             if len(args) > len(inputs):  # attrs may be given positionally, numpy style
                 extra = args[len(inputs) :]
-                kwargs.update(zip(list(attrs)[: len(extra)], extra))
+                given = list(attrs)[: len(extra)]
+                if aliases and any(t in kwargs for t in aliases):
+                    kwargs = numpy_keywords(name, attrs, kwargs, given)
+                kwargs.update(zip(given, extra))
                 args = args[: len(inputs)]
+            elif aliases and any(t in kwargs for t in aliases):
+                kwargs = numpy_keywords(name, attrs, kwargs)
             return bind(name, *args, **kwargs)
 
         params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in inputs]
@@ -99,8 +110,7 @@ def defop(
     ]
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc
-    op.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    return op
+    return with_torch_parameters(op, inspect.Signature(params), aliases)
 
 
 # -- ufuncs -------------------------------------------------------------------

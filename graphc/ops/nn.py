@@ -13,6 +13,7 @@ from graphc.ops import elementwise as E
 from graphc.ops import reduce as R
 from graphc.ops.defop import defop, ufunc_dtype
 from graphc.ops.selection import where
+from graphc.ops.spelling import torch_keywords
 
 
 def _axis_canon(name: str) -> Any:
@@ -144,6 +145,7 @@ def mse_loss(prediction: Any, target: Any) -> Any:
     return R.mean(diff * diff)
 
 
+@torch_keywords
 def cross_entropy(logits: Any, labels: Any, axis: int = -1) -> Any:
     """Mean negative log-likelihood of integer `labels` (or of target probabilities).
 

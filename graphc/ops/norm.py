@@ -31,6 +31,7 @@ from graphc.ops import shape as S
 from graphc.ops.defop import defop, ufunc_dtype
 from graphc.ops.elementwise import rsqrt
 from graphc.ops.selection import unbroadcast
+from graphc.ops.spelling import torch_keywords
 
 __all__ = ["batch_norm", "group_norm", "layer_norm", "layer_norm_grad", "std"]
 
@@ -349,6 +350,7 @@ def batch_norm(x: Any, running_mean: Any = None, running_var: Any = None, weight
 # -- std ----------------------------------------------------------------------------------
 
 
+@torch_keywords
 def std(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, *,
         correction: int | None = None) -> Any:  # fmt: skip
     """Standard deviation over axis: sqrt(var(x, axis, keepdims, ddof)). `correction` is

@@ -13,6 +13,7 @@ from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import shape as S
 from graphc.ops.defop import defop, into, ufunc_dtype
+from graphc.ops.spelling import torch_keywords
 
 
 def scalar_axis(axis: Any, name: str) -> None:
@@ -417,6 +418,7 @@ logsumexp = defop(
 )
 
 
+@torch_keywords
 def var(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, *,
         correction: int | None = None) -> Any:  # fmt: skip
     """Variance over axis (numpy's ddof: 0 by default; PyTorch's unbiased is ddof=1;

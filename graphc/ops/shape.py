@@ -23,6 +23,7 @@ from graphc.ir.types import (
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops.defop import VARIADIC, defop, into
+from graphc.ops.spelling import torch_keywords
 
 # -- reshape ---------------------------------------------------------------------
 
@@ -218,6 +219,7 @@ def expand(x: Any, *shape: Any) -> Any:
     return broadcast_to(x, full)
 
 
+@torch_keywords
 def expand_dims(x: Any, axis: int) -> Any:
     """Insert a dim of size 1 at `axis` (numpy's name; PyTorch's unsqueeze)."""
     shape = list(x.shape)
@@ -228,6 +230,7 @@ def expand_dims(x: Any, axis: int) -> Any:
 unsqueeze = expand_dims
 
 
+@torch_keywords
 def squeeze(x: Any, axis: Any = None) -> Any:
     """Remove dims of size 1 (all of them, or those in `axis`)."""
     rank = len(x.shape)
@@ -315,6 +318,7 @@ concat = defop(
 concatenate = cat = concat
 
 
+@torch_keywords
 def stack(values: Sequence[Any], axis: int = 0) -> Any:
     """Join arrays along a new axis: concat of expand_dims."""
     if not values:

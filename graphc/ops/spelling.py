@@ -2,19 +2,28 @@
 
 graphc's op functions take numpy's names; `graphc.eager` re-exports them as its
 torch-style functions, so the array ops also accept PyTorch's keyword (`dim=`,
-`dims=`, `diagonal=`) where torch's spelling differs.
+`dims=`, `diagonal=`) where torch's spelling differs. Every op function whose attrs
+are numpy's `axis`/`keepdims` (the reductions, softmax, concat, take, ...) takes
+`dim=`/`keepdim=` as their aliases through `numpy_keywords` (called by defop's op
+functions), and a plain function does through `@torch_keywords`; giving both
+spellings of one argument is an error.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
 
 from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
 from graphc.ir.types import Dim, format_shape, is_symbol, normalize_axis
-from graphc.ops import shape as S
+
+# PyTorch's keyword -> numpy's, where they name the same argument
+TORCH_KEYWORDS = {"dim": "axis", "keepdim": "keepdims"}
 
 
 def pick_axis(
@@ -23,9 +32,58 @@ def pick_axis(
     """`axis` (numpy's spelling) or `dim` (PyTorch's), not both; `default` when neither
     is given. `names` are the two spellings, for the error."""
     if axis is not None and dim is not None:
-        raise GraphcError(f"{op}: give either {names[1]} (PyTorch) or {names[0]} (numpy), not both")
+        raise GraphcError(
+            f"{op}: give either {names[1]}= (PyTorch's spelling) or {names[0]}= (numpy's), not both"
+        )
     chosen = axis if dim is None else dim
     return default if chosen is None else chosen
+
+
+def numpy_keywords(
+    op: str, takes: Collection[str], kwargs: dict[str, Any], positional: Collection[str] = ()
+) -> dict[str, Any]:
+    """`kwargs` with PyTorch's keywords (dim=, keepdim=) renamed to numpy's, for a
+    function taking the parameters `takes` (those in `positional` were given by
+    position); an error naming `op` when both spellings of one argument are given."""
+    for torch_name, numpy_name in TORCH_KEYWORDS.items():
+        if torch_name not in kwargs or numpy_name not in takes or torch_name in takes:
+            continue
+        if numpy_name in kwargs or numpy_name in positional:
+            raise GraphcError(
+                f"{op}: give either {torch_name}= (PyTorch's spelling) or {numpy_name}= "
+                f"(numpy's), not both"
+            )
+        kwargs[numpy_name] = kwargs.pop(torch_name)
+    return kwargs
+
+
+def torch_keywords(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, whose parameters have numpy's names (axis, keepdims), also taking PyTorch's
+    (dim=, keepdim=) as keywords: `gc.var(x, dim=0)`."""
+    signature = inspect.signature(fn)
+    takes = list(signature.parameters)
+    aliases = [t for t, n in TORCH_KEYWORDS.items() if n in takes and t not in takes]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if any(t in kwargs for t in aliases):
+            kwargs = numpy_keywords(fn.__name__, takes, kwargs, takes[: len(args)])
+        return fn(*args, **kwargs)
+
+    return with_torch_parameters(wrapper, signature, aliases)
+
+
+def with_torch_parameters(
+    fn: Callable[..., Any], signature: inspect.Signature, aliases: Collection[str]
+) -> Callable[..., Any]:
+    """`fn` with `signature` plus keyword-only parameters `aliases` (for help())."""
+    params = list(signature.parameters.values())
+    rest = [p for p in params if p.kind == inspect.Parameter.VAR_KEYWORD]
+    extra = [inspect.Parameter(t, inspect.Parameter.KEYWORD_ONLY, default=None) for t in aliases]
+    fn.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*(p for p in params if p not in rest), *extra, *rest]
+    )
+    return fn
 
 
 def shape_of(x: Any) -> tuple:
@@ -75,5 +133,7 @@ def merged_dim(dims: tuple, op: str) -> Dim:
 
 def flattened(x: Any, op: str) -> Any:
     """x as one dim (numpy's axis=None), or a ShapeError naming `op`."""
+    from graphc.ops.shape import reshape  # here: shape's op functions use numpy_keywords
+
     shape = shape_of(x)
-    return x if len(shape) == 1 else S.reshape(x, (merged_dim(shape, op),))
+    return x if len(shape) == 1 else reshape(x, (merged_dim(shape, op),))

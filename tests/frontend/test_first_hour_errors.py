@@ -144,3 +144,58 @@ def test_gradients_takes_a_placeholder_value_by_name_only() -> None:
     with pytest.raises(gc.AutodiffError, match="wrt takes the names of placeholders"):
         gc.gradients(g, wrt=[g.inputs[0]])
     assert [o.name for o in gc.gradients(g, wrt={"w": None}.keys()).outputs] == ["out", "grad_w"]
+
+
+# -- dim= beside axis= ----------------------------------------------------------------------
+
+X = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+SAME_AS_AXIS = {  # op function -> its other arguments
+    "sum": {},
+    "mean": {},
+    "prod": {},
+    "max": {},
+    "min": {},
+    "argmax": {},
+    "argmin": {},
+    "logsumexp": {},
+    "var": {},
+    "std": {},
+    "softmax": {},
+    "log_softmax": {},
+    "cumsum": {},
+    "squeeze": {},
+    "expand_dims": {},
+    "unsqueeze": {},
+}
+
+
+@pytest.mark.parametrize("name", SAME_AS_AXIS)
+@pytest.mark.parametrize("side", ["numpy", "graph", "eager"])
+def test_dim_is_axis_on_every_side(name: str, side: str) -> None:
+    fn = getattr(gc, name)
+    x = X[None] if name == "squeeze" else X
+    want = fn(x, axis=0)
+
+    def run(**kwargs: Any) -> Any:
+        if side == "numpy":
+            return fn(x, **kwargs)
+        if side == "eager":
+            return fn(ge.tensor(x), **kwargs).numpy()
+        return gc.trace(lambda v: fn(v, **kwargs), x)(x)
+
+    np.testing.assert_array_equal(run(dim=0), want)
+    op = "expand_dims" if name == "unsqueeze" else name  # one function, two names
+    with pytest.raises(gc.GraphcError, match=f"{op}: give either dim= .* or axis= .*, not both"):
+        run(dim=0, axis=0)
+
+
+def test_keepdim_is_keepdims_and_joins_take_dim_too() -> None:
+    np.testing.assert_array_equal(gc.sum(X, dim=1, keepdim=True), gc.sum(X, 1, True))
+    np.testing.assert_array_equal(gc.concat([X, X], dim=1), np.concatenate([X, X], axis=1))
+    np.testing.assert_array_equal(gc.stack([X, X], dim=2), np.stack([X, X], axis=2))
+    labels = np.array([0, 2])
+    assert gc.cross_entropy(X, labels, dim=-1) == gc.cross_entropy(X, labels, axis=-1)
+    with pytest.raises(gc.GraphcError, match="sum: give either dim= .* not both"):
+        gc.sum(X, 0, dim=1)  # axis by position, dim by name
+    with pytest.raises(gc.GraphcError, match="sum: give either keepdim= .* or keepdims="):
+        gc.sum(X, keepdims=True, keepdim=True)

@@ -143,7 +143,7 @@ class Context:
     def where(self) -> str:
         node = self.node
         label = f"node '{node.name}'" if node is not None and node.name else f"node {self.index}"
-        op = node.op_type if node is not None else "?"
+        op = op_name(node) if node is not None else "?"
         return f"{label} ({op}, opset {self.opset}){self.scope}"
 
     def room(self) -> int:
@@ -179,7 +179,18 @@ class Context:
 def node_label(node: Any, index: int) -> str:
     """How errors name a node: "node 'name' (Op)", or "node 3 (Op)" when it has no name."""
     label = f"node '{node.name}'" if node.name else f"node {index}"
-    return f"{label} ({node.op_type})"
+    return f"{label} ({op_name(node)})"
+
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def op_name(node: Any) -> str:
+    """A node's op as errors name it: `Relu`, or `com.microsoft::FusedGemm` for an op of
+    another domain than ONNX's default one (whose ops have other meanings)."""
+    if node.domain in DEFAULT_DOMAINS:
+        return str(node.op_type)
+    return f"{node.domain}::{node.op_type}"
 
 
 def is_dims(value: Value) -> bool:
@@ -514,10 +525,15 @@ def check_node(ctx: Context, node: Any) -> None:
     outputs, a name for each one that is not optional, and its attributes: known, each
     given once and of its type, the required ones present."""
     op = node.op_type
+    if node.domain not in DEFAULT_DOMAINS:
+        raise ctx.error(
+            f"op {op_name(node)} is not supported: graphc reads the ops of ONNX's default "
+            f"domain (ai.onnx), not those of domain '{node.domain}'; export the model "
+            "without custom ops (e.g. torch.onnx.export without custom_opsets, no "
+            "onnxruntime-optimized model) or replace the node by default-domain ops"
+        )
     if op not in HANDLERS:
         raise ctx.error(f"op type {op} is not supported; see graphc.onnx.supported_op_types()")
-    if node.domain not in ("", "ai.onnx"):
-        raise ctx.error(f"domain '{node.domain}' is not supported")
     signature = _signature(op, ctx.opset)
     if signature is None:
         raise ctx.error(f"{op} is no op of opset {ctx.opset}")

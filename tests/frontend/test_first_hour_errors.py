@@ -199,3 +199,24 @@ def test_keepdim_is_keepdims_and_joins_take_dim_too() -> None:
         gc.sum(X, 0, dim=1)  # axis by position, dim by name
     with pytest.raises(gc.GraphcError, match="sum: give either keepdim= .* or keepdims="):
         gc.sum(X, keepdims=True, keepdim=True)
+
+
+# -- ONNX -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("domain, op", [("com.microsoft", "FusedGemm"), ("com.example", "Relu")])
+def test_an_op_of_a_custom_onnx_domain_is_named_with_its_domain(domain: str, op: str) -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    node = helper.make_node(op, ["x"], ["y"], name="fused", domain=domain)
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("x", "y")]
+    graph = helper.make_graph([node], "g", info[:1], info[1:])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid(domain, 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    assert onnx.checker.check_model(model) is None  # well-formed: only the domain is foreign
+    with pytest.raises(gc.onnx.OnnxError) as error:
+        gc.onnx.import_model(model)
+    message = str(error.value)
+    assert message.startswith(f"node 'fused' ({domain}::{op}, opset 17): op {domain}::{op} ")
+    assert f"not those of domain '{domain}'" in message and "default-domain ops" in message

@@ -64,7 +64,7 @@ def output(value: Any, name: str | None = None) -> Symbol:
             f"not to graph '{graph.name}' being declared"
         )
     if name is not None:
-        make_room(graph, name)
+        make_room(graph, name, value.node)
     if name is not None and name in graph:
         raise GraphcError(f"graph '{graph.name}' already has a node named '{name}'")
     graph.add_output(value.node, name, meta={"loc": user_location()})

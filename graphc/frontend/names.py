@@ -24,7 +24,9 @@ Rules: a node is renamed at most once, and only from its generated name (placeho
 starting with "_" are skipped (`_ = gc.output(...)`); a name already taken gets a
 suffix as generated names do (`h`, `h_1`, ... for the steps of an unrolled loop); a
 name the user gives explicitly later (an output's or placeholder's name, `gc.named`)
-wins, and the value named after a variable moves aside to a suffixed name. Sessions
+wins, and the value named after a variable moves aside to a suffixed name (but a
+value whose output node already has the variable's name keeps its generated name:
+the output carries it). Sessions
 are per thread: each thread names values from its own frames.
 
 >>> import graphc as gc
@@ -122,6 +124,8 @@ def _rename(node: Node, variable: str) -> None:
     graph = node.graph
     if graph is None or graph._by_name.get(node.name) is not node:
         return  # no longer in its graph (a builder abandoned it)
+    if variable in graph and graph.node(variable).inputs == (node,):
+        return  # `y = ...; gc.output(y, name="y")`: the output carries the name
     name = graph.fresh_name(variable)
     graph.rename(node, name)
     _GIVEN.setdefault(graph, set()).add(name)
@@ -218,14 +222,18 @@ def naming_values(stop: FrameType | None) -> Iterator[None]:
         _end()
 
 
-def make_room(graph: Graph, name: str) -> None:
+def make_room(graph: Graph, name: str, value: Node | None = None) -> None:
     """If `name` is held by a value named after a variable, move that value aside so the
-    caller can give `name` explicitly."""
+    caller can give `name` explicitly; an output named `name` for that very `value`
+    gives the value back its generated name (`y = ...; gc.output(y, name="y")`)."""
     given = _GIVEN.get(graph)
     if not given or name not in given or name not in graph:
         return
     given.discard(name)
     node = graph.node(name)
+    if node is value:
+        graph.rename(node, graph.fresh_name(str(node.op)))
+        return
     moved = graph.fresh_name(name)
     graph.rename(node, moved)
     given.add(moved)

@@ -307,7 +307,7 @@ def _mark_output(graph: Graph, value: Any, out_name: str | None) -> None:
         raise TracingError(f"trace: {graph.name} returned None as an output")
     symbol = value if isinstance(value, Symbol) else SYMBOLIC.lift(value, None, ())
     if out_name is not None:
-        make_room(graph, out_name)
+        make_room(graph, out_name, symbol.node)
     if out_name is not None and out_name in graph:
         clash = graph.node(out_name)
         raise TracingError(

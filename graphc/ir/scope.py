@@ -14,8 +14,8 @@ calling it). Scopes are per thread, like the graphs being declared.
 ...     with gc.name_scope("encoder"):
 ...         y = gc.tanh(x)
 ...     _ = gc.output(y * 2)
->>> [n.meta.get("scope") for n in g.op_nodes]
-['encoder', None]
+>>> [(n.name, n.meta.get("scope")) for n in g.op_nodes]
+[('y', 'encoder'), ('const', None), ('mul', None)]
 """
 
 from __future__ import annotations

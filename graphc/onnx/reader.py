@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.graph import Graph, active_graph
+from graphc.ir.graph import Graph, Node, active_graph
+from graphc.ir.scope import path_scope
 from graphc.ir.types import TensorType
 from graphc.onnx.importer import (
     Context,
@@ -103,6 +104,7 @@ def read_graph(
 
 def _read_nodes(ctx: Context, proto: Any, env: dict[str, Value]) -> list[Value]:
     """Read `proto`'s nodes into `env`; the values of its outputs."""
+    results = {info.name for info in proto.output}  # their names go to output nodes
     for index, node in enumerate(proto.node):
         ctx.node, ctx.index, ctx.names = node, index, env
         check_node(ctx, node)
@@ -111,7 +113,11 @@ def _read_nodes(ctx: Context, proto: Any, env: dict[str, Value]) -> list[Value]:
             if name and name not in env:
                 raise ctx.error(f"input '{name}' is not defined before the node")
             inputs.append(env[name] if name else None)
-        outputs = run_node(ctx, node, inputs, attributes(node, ctx))
+        recorded_into = active_graph() or ctx.graph
+        mark = len(recorded_into.nodes)
+        with path_scope(_scope_of(node.name)):
+            outputs = run_node(ctx, node, inputs, attributes(node, ctx))
+        _keep_names(recorded_into.nodes[mark:], node, inputs, outputs, results)
         for name, value in zip(node.output, outputs):
             if name:
                 env[name] = value
@@ -142,6 +148,59 @@ def read_body(ctx: Context, proto: Any, args: Sequence[Value]) -> list[Value]:
         return _read_nodes(ctx, proto, env)
     finally:
         ctx.graph, ctx.node, ctx.index, ctx.scope, ctx.names = saved
+
+
+def _scope_of(node_name: str) -> str | None:
+    """The scope of a node named as exporters name them ("/encoder/layers.0/MatMul" is
+    in "encoder/layers.0"), or None."""
+    parts = [p for p in node_name.split("/") if p]
+    return "/".join(parts[:-1]) if node_name.startswith("/") and len(parts) > 1 else None
+
+
+def _keep_names(
+    made: list[Node], node: Any, inputs: list[Value], outputs: list[Value], results: Set[str]
+) -> None:
+    """Name the nodes a handler `made` as the model names them: a constant made from a
+    known input after that input (an initializer: "0.weight", not "const_2"), an op
+    node giving one of the node's outputs after that output (unless a graph output,
+    in `results`, has that name: the output node takes it). Generated names only (a
+    name taken gets a suffix, as always)."""
+    new = {id(n) for n in made}
+    for name, value in zip(node.output, outputs):
+        if name and name not in results and isinstance(value, Symbol) and id(value.node) in new:
+            _rename_generated(value.node, name)
+    constants = [n for n in made if n.is_constant]
+    known = [(name, v) for name, v in zip(node.input, inputs) if name and _array(v)]
+    unclaimed = []
+    for n in constants:
+        same = next((name for name, v in known if _same_array(v, n.value)), None)
+        if same is None:
+            unclaimed.append(n)
+        else:
+            _rename_generated(n, same)
+    for n in unclaimed:  # made from one input (Gemm's transposed weight): its name too
+        sized = [name for name, v in known if v.size == n.value.size and v.size > 1]
+        if len(sized) == 1:
+            _rename_generated(n, sized[0])
+
+
+def _array(value: Value) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype != object
+
+
+def _same_array(value: Value, array: np.ndarray) -> bool:
+    return (
+        value.shape == array.shape and value.dtype == array.dtype and np.array_equal(value, array)
+    )
+
+
+def _rename_generated(node: Node, name: str) -> None:
+    graph = node.graph
+    generated = node.name == node.op or node.name.startswith(f"{node.op}_")
+    if node.is_constant:
+        generated = node.name == "const" or node.name.startswith("const_")
+    if graph is not None and generated:
+        graph.rename(node, graph.fresh_name(name))
 
 
 def _free(graph: Graph, name: str) -> None:

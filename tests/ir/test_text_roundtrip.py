@@ -48,8 +48,8 @@ graph affine(%x: f32[B,3], %w: f32[3,2]) {
   %b: f32[2] = constant(value=[0.5, -1.25])
   %matmul: f32[B,2] = matmul(%x, %w)
   %add: f32[B,2] = add(%matmul, %b)
-  %relu: f32[B,2] = relu(%add)
-  %mul: f32[B,2] = mul(%relu, %relu)
+  %y: f32[B,2] = relu(%add)
+  %mul: f32[B,2] = mul(%y, %y)
   %mean: f32[] = mean(%mul, axis=None, keepdims=False)
   output %loss = %mean
 }"""

@@ -82,11 +82,12 @@ def test_scan_is_a_cluster_holding_its_body_with_the_carry_drawn_back() -> None:
     assert back["style"] == "dashed" and back["constraint"] == "false"
     assert back["label"] == "carry 0" and back["color"] == style.CONTROL_COLOR
     # result nodes are small nodes fed by the body outputs that give them
-    assert dot.nodes["result"]["shape"] == style.ROLES["result"]["shape"]
-    assert "carry 0" in dot.label("result")
-    assert edge(dot, "scan/body/out0", "result")
+    # (the first is named after the variable `last` holding it)
+    assert dot.nodes["last"]["shape"] == style.ROLES["result"]["shape"]
+    assert "carry 0" in dot.label("last")
+    assert edge(dot, "scan/body/out0", "last")
     assert edge(dot, "scan/body/out1", "result_1")["label"] == "stacked"
-    assert edge(dot, "result", "sum")["label"] == "f32[2,3]"
+    assert edge(dot, "last", "sum")["label"] == "f32[2,3]"
     assert {"legend/control", "legend/result", "legend/body_output"} <= set(dot.nodes)
 
 
@@ -103,7 +104,7 @@ def test_cond_draws_its_branches_side_by_side_with_the_predicate_at_its_head() -
     for branch in ("true", "false"):  # every operand enters both branches
         assert edge(dot, "x", f"cond/{branch}/x0")
         assert edge(dot, "y", f"cond/{branch}/x1")
-        assert edge(dot, f"cond/{branch}/out0", "result")
+        assert edge(dot, f"cond/{branch}/out0", "chosen")  # the variable holding it
     assert dot.cluster_of["cond/true/mul"] == "cluster_cond/true/"
     assert dot.cluster_of["cond/false/exp"] == "cluster_cond/false/"
 
@@ -142,7 +143,7 @@ def test_cond_in_scan_in_cond_nests_as_clusters() -> None:
     assert edge(dot, "cond/true/w", "cond/true/scan/body/w")
     assert edge(dot, "cond/true/scan/body/w", "cond/true/scan/body/cond/true/w")
     # each level's results leave its own cluster
-    assert edge(dot, "cond/true/scan/body/cond/true/out0", "cond/true/scan/body/result")
+    assert edge(dot, "cond/true/scan/body/cond/true/out0", "cond/true/scan/body/inner")
     assert edge(dot, "cond/true/scan/body/out0", "cond/true/scan/body/carry0")
 
 

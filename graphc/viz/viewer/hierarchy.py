@@ -15,12 +15,14 @@ built in one walk over the graph (bodies included), then tidied group by group:
    with one period (`collapse.periodic_stretch`: an unrolled loop traced step by step,
    whose steps follow one another in topological order) becomes a "repeat" group of
    "step" groups; the parts before and after it are searched the same way.
-3. **Blocks.** A group still holding more than `MAX_CHILDREN` children has them put,
-   in order, into blocks of `MAX_CHILDREN`, block within block until the level is
-   small: the fallback when a graph has neither names nor structure.
+3. **Blocks.** A group still holding more than `MAX_CHILDREN` children has its runs
+   of plain nodes put into blocks, then, if still too many, all its children in order
+   into blocks of `BLOCK`, block within block until the level is small: the fallback
+   when a graph has neither names nor structure.
 
 `initial_open` picks the groups expanded when the page opens: breadth first, while
-the visible items stay within `INITIAL_BUDGET`, never a step or a block.
+the visible items stay within `INITIAL_BUDGET`, a step or a block only when it holds
+nodes alone.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from graphc.viz.bodies import bodies_of, has_bodies, head_details, is_control
 from graphc.viz.collapse import periodic_stretch, summarize
 from graphc.viz.painter import backward_nodes
 
-MAX_CHILDREN = 20  # the most children a group shows when expanded
+MAX_CHILDREN = 40  # the most children a group shows when expanded
+BLOCK = 20  # the children of a block made because a group had too many
 MIN_RUN = 12  # the fewest children a repeated stretch must cover to become a group
-INITIAL_BUDGET = 40  # the most items visible when the page opens
+INITIAL_BUDGET = 60  # the most items visible when the page opens
 # groups the page may open by itself: steps and blocks of a long run stay closed, since
 # opened they draw a long column of look-alikes
 OPEN_BY_ITSELF = ("graph", "backward", "scope", "control", "fused", "body", "repeat")
@@ -224,7 +227,7 @@ def _runs(items: list[Group | int], nodes: list[Node]) -> list[Group | int]:
 
 def _blocks(items: list[Group | int], nodes: list[Node]) -> list[Group | int]:
     """`items`, when more than MAX_CHILDREN: first each run of plain nodes between
-    groups as a block, then blocks of MAX_CHILDREN, nested until one level holds them."""
+    groups as a block, then blocks of BLOCK, nested until one level holds them."""
     if len(items) > MAX_CHILDREN and any(isinstance(item, Group) for item in items):
         grouped: list[Group | int] = []
         for item in items:
@@ -244,8 +247,8 @@ def _blocks(items: list[Group | int], nodes: list[Node]) -> list[Group | int]:
 
 
 def _nest(items: list[Group | int]) -> list[Group | int]:
-    """Blocks of MAX_CHILDREN consecutive items, block within block, until one level
-    holds at most MAX_CHILDREN; a block's own too many children likewise."""
+    """Blocks of BLOCK consecutive items, block within block, until one level holds
+    at most MAX_CHILDREN; a block's own too many children likewise."""
     for item in items:
         if isinstance(item, Group) and item.kind == "block" and len(item.items) > MAX_CHILDREN:
             item.items = _nest(item.items)
@@ -255,8 +258,8 @@ def _nest(items: list[Group | int]) -> list[Group | int]:
     while len(items) > MAX_CHILDREN:
         blocks: list[Group | int] = []
         merged: list[tuple[str, int, int]] = []
-        for first in range(0, len(items), MAX_CHILDREN):
-            chunk, parts = items[first : first + MAX_CHILDREN], spans[first : first + MAX_CHILDREN]
+        for first in range(0, len(items), BLOCK):
+            chunk, parts = items[first : first + BLOCK], spans[first : first + BLOCK]
             if len(chunk) == 1:
                 blocks.append(chunk[0])
                 merged.append(parts[0])
@@ -291,15 +294,21 @@ def visible_items(h: Hierarchy, expanded: set[int]) -> int:
 
 def initial_open(h: Hierarchy, budget: int = INITIAL_BUDGET) -> list[int]:
     """The groups open when the page opens: breadth first from the root, each opened
-    while the boxes drawn stay within `budget` (steps and blocks stay closed)."""
+    while the boxes drawn stay within `budget`; steps and blocks then only when they
+    hold nodes alone (a small graph opens whole, a long run stays one column of boxes)."""
     opened = [h.root.id]
     visible = len(h.root.items)
-    queue = [g for g in h.root.items if isinstance(g, Group)]
-    while queue:
-        group = queue.pop(0)
-        if group.kind not in OPEN_BY_ITSELF or visible + len(group.items) > budget:
-            continue
-        opened.append(group.id)
-        visible += len(group.items)
-        queue += [g for g in group.items if isinstance(g, Group)]
+    for by_itself in (True, False):
+        queue = [g for g in h.root.items if isinstance(g, Group)]
+        while queue:
+            group = queue.pop(0)
+            inner = [g for g in group.items if isinstance(g, Group)]
+            if group.id not in opened:
+                fits = visible + len(group.items) <= budget
+                if not fits or (group.kind not in OPEN_BY_ITSELF and (by_itself or inner)):
+                    continue
+                opened.append(group.id)
+                visible += len(group.items)
+            if group.id in opened:
+                queue += inner
     return opened

@@ -299,3 +299,33 @@ def test_an_error_names_the_value_by_its_variable() -> None:
     with gc.Graph("second"), pytest.raises(gc.GraphMismatchError, match="value 'scaled'"):
         y = gc.placeholder("y", (2,))
         gc.output(scaled + y)
+
+
+def test_onnx_import_keeps_initializer_and_value_names() -> None:
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "0.weight")
+    bias = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "0.bias")
+    scale = numpy_helper.from_array(rng.standard_normal((4, 4)).astype(np.float32), "1.weight")
+    nodes = [
+        helper.make_node("Gemm", ["x", "0.weight", "0.bias"], ["hidden"], "/0/Gemm", transB=1),
+        helper.make_node("Relu", ["hidden"], ["act"], "/relu/Relu"),
+        helper.make_node("MatMul", ["act", "1.weight"], ["y"], "/1/MatMul"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])
+    graph = helper.make_graph(nodes, "mlp", [x], [y], [weight, bias, scale])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    g = gc.onnx.import_model(model)
+    names = {n.name for n in g.nodes}
+    assert {"0.weight", "0.bias", "1.weight", "hidden", "act"} <= names
+    assert not any(name.startswith("const") for name in names)
+    assert g.node("0.weight").is_constant and g.node("hidden").meta["scope"] == "0"
+    assert g.outputs[0].name == "y"  # the output node keeps the model's output name
+    assert str(gc.parse(str(g))) == str(g)
+    feed = rng.standard_normal((2, 3)).astype(np.float32)
+    arrays = [numpy_helper.to_array(t) for t in (weight, bias, scale)]
+    want = np.maximum(feed @ arrays[0].T + arrays[1], 0) @ arrays[2]
+    np.testing.assert_allclose(g(feed), want, rtol=1e-5)

@@ -60,7 +60,8 @@ class Generated:
     the backend whose lowering emitted each step (by step index), `notes` what the
     backend reports (kernels built, compile time), `allocate_arena` its allocator,
     `bodies` the code of control-flow steps' bodies (by step index, then attribute),
-    `state` what each backend recorded while generating it (`Generator.state`)."""
+    `state` what each backend recorded while generating it (`Generator.state`),
+    `c_source` the C its backend compiled for it ("" when none: `exe.source("c")`)."""
 
     source: str
     namespace: dict[str, Any]
@@ -71,6 +72,7 @@ class Generated:
     allocate_arena: Callable[[int], Any] = field(default=page_aligned_arena, repr=False)
     bodies: dict[int, dict[str, Generated]] = field(default_factory=dict, repr=False)
     state: dict[str, Any] = field(default_factory=dict, repr=False)
+    c_source: str = field(default="", repr=False)
 
     def instantiate(self, arena_bytes: int, constants: list, states: list) -> Callable[..., Any]:
         """The plan's `run` function on a fresh arena (one per thread)."""
@@ -185,7 +187,6 @@ class Generator:
         for backend in self.chain:
             if backend.finish is not None:
                 backend.finish(self)  # may bind compiled kernels into the namespace
-        source += self.source_appendix
         # two code objects: CPython compiles one module holding both markedly slower
         where = f"<graphc plan {plan.graph.name}>"
         setup_code = compile("\n".join(setup_lines) + "\n", where, "exec")
@@ -210,9 +211,10 @@ class Generator:
             self.backend.allocate_arena,
             self.bodies,
             self.state,
+            self.c_source,
         )
 
-    source_appendix = ""  # text a backend adds after the Python (the native kernels' C)
+    c_source = ""  # the C a backend's finish compiled for the plan (native: its kernels)
 
     def lower(self, step: Step, out: str) -> list[str] | None:
         """The first lowering along the backend chain that accepts `step`, or None

@@ -502,8 +502,39 @@ class Executable:
         return self._compiled_for(args, feeds).plan
 
     def source(self, *args: Any, **feeds: Any) -> str:
-        """The generated Python source of the plan (see `plan`)."""
-        return self._compiled_for(args, feeds).generated.source
+        """The code of the plan (see `plan`; example feeds may follow): the generated
+        Python that runs it, or, given "c" first, the C its backend compiled for it (the
+        native backend's kernels; a GraphcError says why when there is none).
+
+        >>> import numpy as np, graphc as gc
+        >>> exe = gc.compile(gc.trace(lambda x: x * 2, np.ones(3, np.float32)), backend="numpy")
+        >>> exe.source().splitlines()[2]
+        'def run(x):'
+        """
+        language = "python"
+        if args and isinstance(args[0], str):  # no feed is a str
+            language, args = args[0], args[1:]
+        if language not in ("python", "c"):
+            raise GraphcError(f'source: the language is "python" or "c", got {language!r}')
+        compiled = self._compiled_for(args, feeds)
+        if language == "python":
+            return compiled.generated.source
+        if not compiled.generated.c_source:
+            raise GraphcError(self._no_c_source(compiled))
+        return compiled.generated.c_source
+
+    def _no_c_source(self, compiled: Compiled) -> str:
+        """Why the plan of `compiled` has no C."""
+        about = f"graph '{self.graph.name}' has no C source"
+        if compiled.job is not None and not compiled.job.finished.is_set():
+            return f"{about} yet: its kernels are building (exe.wait(), then ask again)"
+        if self.backend.name == "numpy":
+            return (
+                f"{about}: its backend, numpy, runs the generated Python (exe.source()); "
+                'gc.compile(graph, backend="native") compiles C kernels'
+            )
+        why = "; ".join(compiled.generated.notes) or "no step of its plan runs in C"
+        return f"{about}: on backend {self.backend.name}, {why} (exe.explain() says more)"
 
     def explain(self, *args: Any, **feeds: Any) -> str:
         """Steps, buffer table with lifetimes, in-place decisions and memory of the plan."""

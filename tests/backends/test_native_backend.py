@@ -387,8 +387,9 @@ def test_explain_and_source_show_the_native_work() -> None:
     assert steps["mul"].endswith("[native]") and steps["max"].endswith("[numpy]"), text
     assert NOTE.search(text), text
     assert re.search(r"step \d+ stays on numpy: .*int32", text), text
-    source = exe.source(**feeds)
-    assert "GC_EXPORT void gk_" in source and "# ---- native kernels (C), compiled with" in source
+    source = exe.source("c", **feeds)
+    assert "GC_EXPORT void gk_" in source and source.startswith("/* native kernels, compiled with")
+    assert "GC_EXPORT" not in exe.source(**feeds)  # the Python alone
 
 
 def test_kernels_compiled_then_reused_from_memory_and_disk(

@@ -105,7 +105,7 @@ def test_bodies_are_built_with_the_enclosing_plan(
     assert "control-flow bodies)" in text, text
     body_lines = [line for line in text.splitlines() if line.startswith("               ")]
     assert any(line.endswith("[native]") for line in body_lines), text
-    assert "tanh_f32" in exe.source(x)  # the bodies' C is shown with the outer plan's
+    assert "tanh_f32" in exe.source("c", x)  # the bodies' C is shown with the outer plan's
 
 
 def test_bodies_fall_back_with_the_enclosing_plan(

@@ -75,7 +75,7 @@ def test_interleaved_kernels_give_the_bits_of_one_block_at_a_time(
 
 
 def kernel_source(graph: gc.Graph) -> str:
-    return gc.compile(graph, opt_level=2, backend="native").source()
+    return gc.compile(graph, opt_level=2, backend="native").source("c")
 
 
 def test_which_kernels_interleave() -> None:

@@ -52,7 +52,7 @@ def run(graph: gc.Graph, feeds: list[np.ndarray], segment_ops: int) -> tuple[np.
         with np.errstate(all="ignore"):
             out = exe(*feeds)
         assert runs_native(exe, *feeds) >= 1
-        return out, exe.source(*feeds)
+        return out, exe.source("c", *feeds)
 
 
 def numpy_result(graph: gc.Graph, feeds: list[np.ndarray]) -> np.ndarray:
@@ -149,9 +149,9 @@ def test_a_long_chain_at_the_default_threshold_is_a_handful_of_functions() -> No
     feeds = [hostile((n,), "float32", 7), hostile((n,), "float32", 8)]
     exe = gc.compile(g, opt_level=2, backend="native")
     got = exe(*feeds)
-    defined, called = segments(exe.source(*feeds))
+    defined, called = segments(exe.source("c", *feeds))
     assert len(called) == 11 and len(defined) <= 4, (len(called), len(defined))
-    assert "_blocks(" not in exe.source(*feeds)
+    assert "_blocks(" not in exe.source("c", *feeds)
     assert bits_differ(got, numpy_result(g, feeds)) is None
 
 
@@ -159,7 +159,7 @@ def test_a_kernel_that_interleaves_is_not_segmented(monkeypatch: pytest.MonkeyPa
     """Short kernels keep their C: one that interleaves blocks is short by INTERLEAVE_WORK."""
     monkeypatch.setattr(kernels, "SEGMENT_OPS", 2)
     g = two_inputs(4096, "float32", lambda x, y: (x * y + 1.0) * x - y * 0.5)
-    source = gc.compile(g, opt_level=2, backend="native").source()
+    source = gc.compile(g, opt_level=2, backend="native").source("c")
     assert "_blocks(" in source and segments(source) == ([], [])
 
 

@@ -4,8 +4,8 @@ Each step the backend accepts becomes one C function (kernels.py, with the C of 
 in cexpr.py); every other step falls back to numpy's lowering. When a plan's steps are
 all lowered, `finish` builds its kernels, each distinct source a library of its own
 (toolchain.py: cached on disk by a hash of its text, so a warm cache only loads them),
-binds them into the generated code's namespace, and appends their C to the source that
-`exe.source()` shows. A plan built while its kernels are missing runs on numpy first
+binds them into the generated code's namespace, and keeps their C for
+`exe.source("c")`. A plan built while its kernels are missing runs on numpy first
 (runtime/tiers.py builds them in the background). Without a working compiler, or when a
 build fails, the plan is generated on numpy instead, with one warning (codegen.generate).
 """
@@ -408,14 +408,9 @@ def finish(gen: Generator) -> None:
     loops.check_loops(gen)
     # numpy's BLAS on the kernels' threads (its callback is built like a unit)
     gen.notes.append(f"native: {threads.install(compile=gen.compile_kernels)}")
-    text = prelude + "\n".join(units)
-    c_text = "\n".join("# " + line if line else "#" for line in text.split("\n"))
-    gen.source_appendix = (
-        "\n# ---- native kernels (C), compiled with "
-        f"{shown(toolchain.toolchain().compiler)} {' '.join(toolchain.FLAGS)} ----\n"  # type: ignore[union-attr]
-        + c_text
-        + "\n"
-    )
+    compiler = f"{shown(toolchain.toolchain().compiler)} {' '.join(toolchain.FLAGS)}"  # type: ignore[union-attr]
+    gen.c_source = f"/* native kernels, compiled with {compiler} */\n{prelude}" + "\n".join(units)
+    gen.c_source += "\n"
 
 
 def _build_spares(spares: dict[str, Kernel]) -> None:

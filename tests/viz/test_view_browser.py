@@ -27,24 +27,30 @@ FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--window-size=1400,900",
 ]
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    webdriver = pytest.importorskip("selenium.webdriver", reason=f"needs selenium: {INSTALL}")
-    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.skip(f"needs Chromium and chromedriver: {INSTALL}")
+def chromium(profile: Path, width: int = 1400, height: int = 900) -> Any:
+    """A headless Chromium under selenium, with a fresh profile in `profile`."""
+    from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in [*FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"]:
+    for flag in [*FLAGS, f"--window-size={width},{height}", f"--user-data-dir={profile}"]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    pytest.importorskip("selenium.webdriver", reason=f"needs selenium: {INSTALL}")
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        pytest.skip(f"needs Chromium and chromedriver: {INSTALL}")
+    driver = chromium(tmp_path_factory.mktemp("chromium"))
     yield driver
     driver.quit()
 
@@ -156,3 +162,34 @@ def test_screenshot_shows_a_drawing(browser: Any, rnn_page: Path) -> None:
     # the canvas itself holds drawn boxes, not only the toolbar and the panel
     boxes = browser.find_elements("css selector", "#items g.item")
     assert len(boxes) == visible(browser) - len(browser.find_elements("css selector", "#boxes g"))
+
+
+def screenshot(page: Path, png: Path, view: int = 0, find: str = "") -> str:
+    """Open `page` in headless Chromium, show view `view`, search `find`, save `png`;
+    returns what the page says it drew and when it was ready."""
+    import tempfile
+
+    from selenium.webdriver.support.ui import Select
+
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        driver = chromium(Path(profile), 1600, 1000)
+        try:
+            open_page(driver, page)
+            ready = driver.find_element("tag name", "body").get_attribute("data-ready")
+            if view:
+                Select(driver.find_element("id", "view-select")).select_by_index(view)
+            if find:
+                search(driver, find)
+            driver.save_screenshot(str(png))
+            status = driver.find_element("id", "status").text
+        finally:
+            driver.quit()
+    return f"{png}: {status}; first drawing {ready} ms after navigation"
+
+
+if __name__ == "__main__":  # python -m tests.viz.test_view_browser PAGE PNG [VIEW [SEARCH]]
+    import sys
+
+    page, png, *rest = sys.argv[1:]
+    view = int(rest[0]) if rest else 0
+    print(screenshot(Path(page).resolve(), Path(png), view, rest[1] if len(rest) > 1 else ""))

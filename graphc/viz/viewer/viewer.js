@@ -92,13 +92,15 @@
 
   // ---- labels and sizes --------------------------------------------------------------
 
+  // A node's two lines: its name when the program gave one (i2h, encoder.0.weight), else
+  // its op; then what is left of op, name and type.
   function nodeText(i) {
     const n = V.data.nodes[i];
     if (n.k === "placeholder" || n.k === "output") {
       return [n.n, (n.s ? n.s + " · " : "") + n.t];
     }
     const named = n.n !== n.o && !new RegExp("^" + escapeRegExp(n.o) + "(_\\d+)?$").test(n.n);
-    return [n.o, (named ? n.n + " · " : "") + n.t];
+    return named ? [n.n, `${n.o} · ${n.t}`] : [n.o, n.t];
   }
 
   function groupText(item) {
@@ -128,27 +130,48 @@
       if (isGroup(c) && V.open.has(c)) {
         const inner = layoutGroup(c);
         const [title] = groupText(c);
-        const w = Math.max(inner.w + 2 * PAD, textWidth(title) + 60);
+        const w = Math.max(inner.w + 2 * PAD, Math.min(textWidth(title), 280) + 100);
         boxes.set(c, { w, h: inner.h + HEAD + PAD, inner, open: true });
       } else {
         boxes.set(c, boxSize(c));
       }
     }
+    // the lifted edges without those closing a cycle (a depth-first walk's back edges:
+    // groups can read each other both ways), in the graph's order
     const preds = new Map(kids.map((c) => [c, []]));
     const succs = new Map(kids.map((c) => [c, []]));
-    for (const [a, b] of V.lifted.get(item) || []) {
-      if (V.order[a] < V.order[b]) { preds.get(b).push(a); succs.get(a).push(b); }
-    }
-    // layers: one below everything earlier it reads (later ones are back edges)
-    const sorted = kids.slice().sort((a, b) => V.order[a] - V.order[b]);
+    const out = new Map(kids.map((c) => [c, []]));
+    for (const [a, b] of V.lifted.get(item) || []) out.get(a).push(b);
+    const byOrder = (a, b) => V.order[a] - V.order[b];
+    const state = new Map(), finished = [];
+    const walk = (c) => {
+      state.set(c, 1);
+      for (const d of out.get(c).sort(byOrder)) {
+        if (state.get(d) === 1) continue; // a back edge
+        preds.get(d).push(c);
+        succs.get(c).push(d);
+        if (!state.has(d)) walk(d);
+      }
+      state.set(c, 2);
+      finished.push(c);
+    };
+    kids.slice().sort(byOrder).forEach((c) => { if (!state.has(c)) walk(c); });
+    const sorted = finished.reverse(); // a topological order of what is left
+    // layers: one below everything it reads; then what reads nothing (a weight, a
+    // constant) moves down to just above its first reader
     const layer = new Map();
-    const rows = [];
     for (const c of sorted) {
       let r = 0;
       for (const p of preds.get(c)) r = Math.max(r, layer.get(p) + 1);
       layer.set(c, r);
-      (rows[r] = rows[r] || []).push(c);
     }
+    for (const c of sorted.slice().reverse()) {
+      if (preds.get(c).length || !succs.get(c).length) continue;
+      layer.set(c, Math.max(layer.get(c), Math.min(...succs.get(c).map((d) => layer.get(d))) - 1));
+    }
+    const rows = [];
+    for (const c of sorted.slice().sort(byOrder)) (rows[layer.get(c)] = rows[layer.get(c)] || []).push(c);
+    for (let r = rows.length - 1; r >= 0; r--) if (!rows[r]) rows.splice(r, 1);
     // order within layers: a few sweeps by the mean position of neighbours
     const place = new Map();
     const number = (row) => row.forEach((c, k) => place.set(c, (k + 0.5) / row.length));
@@ -284,7 +307,7 @@
     g.setAttribute("data-name", title);
     svg("rect", { class: "frame body", width: b.w, height: b.h, rx: 8 }, g);
     const t = svg("text", { class: "title", x: 10, y: 18 }, g);
-    t.textContent = "⊟ " + clip(title, b.w - 120);
+    t.textContent = "⊟ " + clip(title, b.w - 96);
     const d = svg("text", { class: "detail", x: b.w - 8, y: 18, "text-anchor": "end" }, g);
     d.textContent = clip(detail.split(" · ")[1], 110);
     svg("title", {}, g).textContent = `${title}\n${detail}\nclick the title to close`;
@@ -452,10 +475,15 @@
     const q = query.trim().toLowerCase();
     V.matches = new Set();
     if (!q) { list.hidden = true; render(); return []; }
-    const found = [];
+    // the exact name first, then names starting with the query, then the rest
+    const found = [], starts = [], exact = [];
     V.data.nodes.forEach((n, i) => {
-      if (n.n.toLowerCase().includes(q) || n.o.toLowerCase() === q) found.push(i);
+      const name = n.n.toLowerCase();
+      if (name === q) exact.push(i);
+      else if (name.startsWith(q)) starts.push(i);
+      else if (name.includes(q) || n.o.toLowerCase() === q) found.push(i);
     });
+    found.unshift(...exact, ...starts);
     const counter = document.createElement("li");
     counter.className = "count";
     counter.textContent = found.length
@@ -632,6 +660,7 @@
     showDetails(-1);
     const hint = document.createElement("p");
     hint.className = "hint";
+    document.body.dataset.ready = performance.now().toFixed(0);
     hint.textContent = "Click a node for its type, source line and attributes; click a group (⊞) to open it, its title to close it; drag to pan, scroll to zoom, / to search.";
     el("details").appendChild(hint);
   }

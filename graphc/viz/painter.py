@@ -190,14 +190,14 @@ class GraphPainter:
                 return style.html_label(n.name, style.type_label(n.type))
             plain = re.fullmatch(r"const(ant)?(_\d+)?", n.name)
             return style.html_label(shown, "" if plain else n.name)
-        details = []
-        if not re.fullmatch(rf"{re.escape(str(n.op))}(_\d+)?", n.name):
-            details.append(n.name)
+        # a name of the program's (a variable's, a module's) is the title, its op below
+        named = not re.fullmatch(rf"{re.escape(str(n.op))}(_\d+)?", n.name)
+        details = [str(n.op)] if named else []
         details.append(format_attrs(n))
         target = grad_of_name(n)
         if target is not None:
             details.append(f"∂ of {target}")
-        return style.html_label(str(n.op), *details)
+        return style.html_label(n.name if named else str(n.op), *details)
 
     def _control_details(self, n: Node) -> list[str]:
         details = [head_details(n)]

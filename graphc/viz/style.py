@@ -10,7 +10,6 @@ from __future__ import annotations
 import html
 import os
 from collections.abc import Iterable
-from typing import Any
 
 import graphviz
 
@@ -213,34 +212,45 @@ def new_digraph(name: str, rankdir: str = "TB", **graph_attr: str) -> graphviz.D
 
 
 def add_legend(dot: graphviz.Digraph, roles: Iterable[str], edges: Iterable[str] = ()) -> None:
-    """A boxed key: rows of the node roles and edge kinds that appear in the picture."""
+    """A compact key at the bottom: one small table node, two entries a row, of the node
+    roles (a swatch of their fill and border) and edge kinds (a sample line in their
+    colour) that appear in the picture. One node, so the key never widens the layout
+    more than its own few centimetres (a cluster of sample nodes took a third of it)."""
     roles = [r for r in LEGEND_TEXT if r in set(roles)]
     edges = list(dict.fromkeys(edges))
     if not roles and not edges:
         return
-    with dot.subgraph(name="cluster_legend") as key:
-        key.attr(label="legend", fontname=FONT, fontsize="10", style="rounded", color="#999999")
-        # each row is a list of (first id, last id) of its entries, left to right
-        rows: list[list[tuple[str, str]]] = []
-        for start in range(0, len(roles), 4):
-            with key.subgraph() as row:
-                row.attr(rank="same")
-                entries = []
-                for role in roles[start : start + 4]:
-                    node_id = f"legend/{role}"
-                    row.node(node_id, LEGEND_TEXT[role], **node_attrs(role, fontsize="9"))
-                    entries.append((node_id, node_id))
-                rows.append(entries)
-        for start in range(0, len(edges), 2):
-            with key.subgraph() as row:
-                row.attr(rank="same")
-                rows.append([_legend_edge(row, kind) for kind in edges[start : start + 2]])
-        # invisible edges keep each row in order and the rows stacked
-        for entries in rows:
-            for (_, left), (right, _) in zip(entries, entries[1:]):
-                key.edge(left, right, style="invis")
-        for upper, lower in zip(rows, rows[1:]):
-            key.edge(upper[0][0], lower[0][0], style="invis")
+    cells = [_role_cell(role) for role in roles] + [_edge_cell(kind) for kind in edges]
+    rows = ["".join(cells[i : i + LEGEND_COLUMNS]) for i in range(0, len(cells), LEGEND_COLUMNS)]
+    table = (
+        '<table border="0" cellborder="0" cellspacing="2" cellpadding="1">'
+        f'<tr><td colspan="{2 * LEGEND_COLUMNS}" align="left"><b>legend</b></td></tr>'
+        + "".join(f"<tr>{row}</tr>" for row in rows)
+        + "</table>"
+    )
+    with dot.subgraph(name="legend") as key:
+        key.attr(rank="sink")
+        key.node(LEGEND_ID, f"<{table}>", shape="plaintext", fontname=FONT, fontsize="8")
+
+
+LEGEND_ID = "legend/key"
+LEGEND_COLUMNS = 2
+
+
+def _role_cell(role: str) -> str:
+    attrs = ROLES[role]
+    fill = attrs.get("fillcolor", "#ffffff") if "filled" in attrs.get("style", "") else "#ffffff"
+    border = attrs.get("color", "#555555")
+    swatch = f'<td bgcolor="{fill}" color="{border}" border="1" width="14" height="9"></td>'
+    return f'{swatch}<td align="left">{html.escape(LEGEND_TEXT[role])}</td>'
+
+
+def _edge_cell(kind: str) -> str:
+    attrs = EDGES.get(kind, {})
+    color = attrs.get("color", "#000000")[:7]  # without a translucency suffix
+    line = "╌╌▷" if attrs.get("style") == "dashed" else "──▶"
+    sample = f'<td><font color="{color}">{line}</font></td>'
+    return f'{sample}<td align="left">{html.escape(EDGE_TEXT.get(kind, kind))}</td>'
 
 
 EDGE_TEXT = {
@@ -251,16 +261,3 @@ EDGE_TEXT = {
     "loop": "to the next step",
     "removed": "edge of a removed node",
 }
-
-
-def _legend_edge(row: Any, kind: str) -> tuple[str, str]:
-    """Two points joined by a sample edge; returns their ids."""
-    a, b = f"legend/{kind}/from", f"legend/{kind}/to"
-    point = {"shape": "point", "width": "0.06"}
-    row.node(a, "", **point)
-    row.node(b, "", **point)
-    attrs = {k: v for k, v in EDGES.get(kind, {}).items() if k != "constraint"}
-    row.edge(
-        a, b, label=EDGE_TEXT.get(kind, kind), fontname=FONT, fontsize="9", minlen="3", **attrs
-    )
-    return a, b

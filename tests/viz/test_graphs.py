@@ -65,11 +65,23 @@ def test_tooltips_name_the_users_source_line() -> None:
 
 def test_legend_lists_the_roles_in_the_picture() -> None:
     dot = picture(tutorial_graph())
-    assert "cluster_legend" in dot.clusters
-    legend = {i for i, c in dot.cluster_of.items() if c == "cluster_legend"}
-    assert {"legend/placeholder", "legend/constant", "legend/op", "legend/output"} <= legend
-    assert "legend/backward" not in legend  # nothing backward in a forward graph
-    assert "cluster_legend" not in picture(tutorial_graph(), legend=False).clusters
+    key = dot.label(style.LEGEND_ID)
+    for role in ("placeholder", "constant", "op", "output"):
+        assert f">{style.LEGEND_TEXT[role]}<" in key
+    assert style.LEGEND_TEXT["backward"] not in key  # nothing backward in a forward graph
+    assert style.LEGEND_ID not in picture(tutorial_graph(), legend=False).nodes
+
+
+def test_the_legend_is_one_compact_table_two_entries_a_row() -> None:
+    dot = picture(gc.gradients(tutorial_graph(), wrt=["w"], seeds=True))
+    legend = [i for i in dot.nodes if i.startswith("legend/")]
+    assert legend == [style.LEGEND_ID]  # one node: no cluster of sample nodes and edges
+    key = dot.label(style.LEGEND_ID)
+    rows = key.count("<tr>") - 1  # the title's row aside
+    entries = key.count('align="left">') - 1
+    assert entries >= 6 and rows == (entries + 1) // 2
+    assert f">{style.EDGE_TEXT['grad_of']}<" in key  # edge kinds are listed too
+    assert dot.nodes[style.LEGEND_ID]["shape"] == "plaintext"
 
 
 def test_joint_graph_colours_backward_nodes_and_links_them_to_forward_nodes() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import graphc as gc
 from graphc.ir.graph import Graph
 from graphc.ir.types import TensorType
+from graphc.viz import style
 from graphc.viz.collapse import summarize
 from tests.viz.dotsource import parse_dot
 
@@ -108,4 +109,4 @@ def test_fused_nodes_are_clusters_showing_their_members() -> None:
     assert dot.edges_between("w", "fused_tanh/mul")
     assert dot.edges_between("fused_tanh/add", "exp")
     assert dot.edges_between("fused_tanh/tanh", "fused_tanh/mul")
-    assert "legend/fused" in dot.nodes
+    assert f">{style.LEGEND_TEXT['fused']}<" in dot.label(style.LEGEND_ID)

@@ -76,7 +76,7 @@ def as_dim(dim: object) -> Dim:
             raise ShapeError(f"a dim must be at most 2**63 - 1, got {dim}")
         return int(dim)
     if isinstance(dim, str) and _SYMBOL.fullmatch(dim):
-        return dim
+        return str(dim)  # a str subclass (a dim read from a graph value's shape) as plain str
     raise ShapeError(f"a dim must be an int or a symbol name, got {dim!r}")
 
 

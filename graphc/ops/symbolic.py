@@ -46,6 +46,12 @@ _WHERE_HINT = _STATIC_HINT + (
     "Express the choice inside the graph with gc.where(condition, if_true, if_false) or "
     "gc.cond, or run the code eagerly."
 )
+_DIM_HINT = (
+    "Loop in the graph instead: gc.scan(f, init, xs) steps along the first axis of xs (a "
+    "`for t in range(T)` reading x[t] is a scan over x), gc.fori_loop(lower, upper, "
+    "body_fn, init) repeats a body; or trace with a concrete size (an example array, or a "
+    "gc.TensorSpec with a number where the dim is None)."
+)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -63,6 +69,102 @@ def user_location() -> str | None:
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return None
+
+
+class SymbolicDim(str):
+    """A symbolic dim read from a graph value's `.shape`: the str of its symbol (it
+    compares, hashes, formats and pickles as that str), which refuses to be a number:
+    `range(1, x.shape[0])` on a symbolic dim is a TracingError naming the dim and the
+    value and suggesting gc.scan / gc.fori_loop, not a bare TypeError."""
+
+    value: str  # what the error says it is the dim of: "axis 0 of graph value 'x' (f32[T,3])"
+
+    def __new__(cls, symbol: str, value: str) -> SymbolicDim:
+        dim = super().__new__(cls, symbol)
+        dim.value = value
+        return dim
+
+    def __reduce__(self) -> tuple:  # a copy or a pickle is the plain str
+        return str, (str(self),)
+
+    def _no_size(self, what: str, hint: str = _DIM_HINT) -> TracingError:
+        loc = user_location()
+        where = f" at {loc}" if loc else ""
+        return TracingError(
+            f"dim {str(self)!r} ({self.value}){where} is symbolic: its size is known only "
+            f"when the graph runs, so it cannot be {what}. " + hint
+        )
+
+    def __index__(self) -> int:
+        raise self._no_size("used as an int (by range(), as an index or a size)")
+
+    def __int__(self) -> int:
+        raise self._no_size("converted by int()")
+
+    def __float__(self) -> float:
+        raise self._no_size("converted by float()")
+
+    def _arithmetic(self, other: Any) -> Any:
+        if isinstance(other, str):  # text (a name built from the symbol) stays text
+            return NotImplemented
+        raise self._no_size(
+            "computed with",
+            "A dim is an int or one symbol, never an expression such as B*3: give reshape -1 "
+            "for the dim it should infer, or a concrete size when tracing.",
+        )
+
+    def __add__(self, other: Any) -> Any:
+        if isinstance(other, str):
+            return str(self) + other
+        return self._arithmetic(other)
+
+    def __radd__(self, other: Any) -> Any:
+        return self._arithmetic(other)
+
+    __sub__ = __rsub__ = __truediv__ = __rtruediv__ = _arithmetic
+    __floordiv__ = __rfloordiv__ = __pow__ = __rpow__ = _arithmetic
+    __mul__ = __rmul__ = _arithmetic  # str's would repeat the text: "T" * 2 == "TT"
+
+
+# numpy computes `array + value` with its ufunc, which hands it to __array_ufunc__: these
+# ufuncs are Python's operators, answered as the operator (reflected when the graph value
+# is the right operand), as they were when numpy deferred to __radd__ by __array_priority__
+_OPERATOR_UFUNCS = {
+    np.add: ("__add__", "__radd__"),
+    np.subtract: ("__sub__", "__rsub__"),
+    np.multiply: ("__mul__", "__rmul__"),
+    np.divide: ("__truediv__", "__rtruediv__"),
+    np.power: ("__pow__", "__rpow__"),
+    np.remainder: ("__mod__", "__rmod__"),
+    np.matmul: ("__matmul__", "__rmatmul__"),
+    np.less: ("__lt__", "__gt__"),
+    np.less_equal: ("__le__", "__ge__"),
+    np.greater: ("__gt__", "__lt__"),
+    np.greater_equal: ("__ge__", "__le__"),
+    np.equal: ("__eq__", "__eq__"),
+    np.not_equal: ("__ne__", "__ne__"),
+}
+# numpy's names whose graphc op is spelled otherwise (most are spelled alike: gc.exp)
+_NUMPY_NAMES = {"dot": "matmul", "arctan": "atan", "amax": "max", "amin": "min"}
+
+
+def graphc_counterpart(numpy_name: str) -> str | None:
+    """The name of graphc's op function for numpy's function `numpy_name`, if any."""
+    from graphc import ops  # the package of op functions, complete once anything runs
+
+    for name in (numpy_name, _NUMPY_NAMES.get(numpy_name)):
+        if name in ops.__all__ and callable(getattr(ops, name)):
+            return name
+    return None
+
+
+def _plain_dims(value: Any) -> Any:
+    """`value` with every SymbolicDim in it a plain str, as nodes hold dims."""
+    if isinstance(value, SymbolicDim):
+        return str(value)
+    if type(value) in (tuple, list):
+        return type(value)(_plain_dims(v) for v in value)
+    return value
 
 
 class Symbol(ValueMethods):
@@ -84,7 +186,15 @@ class Symbol(ValueMethods):
 
     @property
     def shape(self) -> Shape:
-        return self.node.type.shape
+        shape = self.node.type.shape
+        if all(isinstance(d, int) for d in shape):
+            return shape
+        return tuple(
+            SymbolicDim(d, f"axis {axis} of graph value '{self.node.name}' ({self.node.type})")
+            if isinstance(d, str)
+            else d
+            for axis, d in enumerate(shape)
+        )
 
     @property
     def dtype(self) -> np.dtype:
@@ -142,6 +252,36 @@ class Symbol(ValueMethods):
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise self._no_data("conversion to a numpy array")
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        names = _OPERATOR_UFUNCS.get(ufunc)
+        if names is not None and method == "__call__" and len(inputs) == 2 and not kwargs:
+            x, y = inputs
+            return getattr(x, names[0])(y) if isinstance(x, Symbol) else getattr(y, names[1])(x)
+        call = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+        raise self._numpy_call(f"numpy.{call}", ufunc.__name__)
+
+    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+        if func is np.shape or func is np.ndim:  # they read no data
+            shape = args[0].shape if isinstance(args[0], Symbol) else np.shape(args[0])
+            return tuple(shape) if func is np.shape else len(shape)
+        raise self._numpy_call(f"numpy.{func.__name__}", func.__name__)
+
+    def _numpy_call(self, call: str, numpy_name: str) -> TracingError:
+        name = graphc_counterpart(numpy_name)
+        if name is not None:
+            which = "of the same name" if name == numpy_name else f"for numpy.{numpy_name}"
+            hint = (
+                f"Use gc.{name}, graphc's op {which}: it records a node on graph values (and "
+                "computes on arrays and eager tensors alike)."
+            )
+        else:
+            hint = (
+                f"graphc has no op named {numpy_name}: write it with graphc's ops (gc.*), "
+                "which record nodes, or run the code eagerly."
+            )
+        why = "numpy computes on data, which a graph value has none of until the graph runs. "
+        return self._no_data(call, why + hint)
 
     def _immutable(self, what: str) -> TracingError:
         loc = user_location()
@@ -233,6 +373,7 @@ class SymbolicKind:
                     f"op '{opdef.name}': input '{x.node.name}' belongs to graph "
                     f"'{x.graph.name}', the other inputs to graph '{graph.name}'"
                 )
+        attrs = {key: _plain_dims(value) for key, value in attrs.items()}
         attrs, out_type = dispatch.prepare(opdef, [x.type for x in inputs], attrs)
         node = graph.add_op(
             opdef.name, [x.node for x in inputs], attrs, out_type, meta={"loc": user_location()}

@@ -3,6 +3,7 @@ the value, says what was expected and suggests the fix."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 import graphc as gc
 import graphc.eager as ge
+from tests.native_checks import needs_native
 
 ENGINES: dict[str, Callable[[gc.Graph, dict[str, Any]], Any]] = {
     "run": lambda g, feeds: gc.run(g, feeds)[0],  # every graph here has one output
@@ -220,3 +222,155 @@ def test_an_op_of_a_custom_onnx_domain_is_named_with_its_domain(domain: str, op:
     message = str(error.value)
     assert message.startswith(f"node 'fused' ({domain}::{op}, opset 17): op {domain}::{op} ")
     assert f"not those of domain '{domain}'" in message and "default-domain ops" in message
+
+
+# -- a range over a symbolic dim ----------------------------------------------------------
+
+
+def running_sum(x: Any) -> Any:
+    h = x[0]
+    for t in range(1, x.shape[0]):
+        h = h + x[t]
+    return h
+
+
+def test_a_range_over_a_symbolic_dim_names_the_dim_and_suggests_loops() -> None:
+    with pytest.raises(gc.TracingError) as info:
+        gc.trace(running_sum, gc.TensorSpec((None, 3)))
+    message = str(info.value)
+    assert message.startswith("dim 'x_0' (axis 0 of graph value 'x' (f32[x_0,3])) at ")
+    assert "test_first_hour_errors.py" in message and "is symbolic" in message
+    assert "used as an int (by range()" in message
+    assert "gc.scan(f, init, xs)" in message and "gc.fori_loop(lower, upper" in message
+    # a concrete size, as the message says, unrolls the loop
+    g = gc.trace(running_sum, gc.TensorSpec((4, 3)))
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(g(x), x.sum(axis=0))
+
+
+@pytest.mark.parametrize(
+    "use, what",
+    [
+        (lambda d: int(d), "converted by int()"),
+        (lambda d: float(d), "converted by float()"),
+        (lambda d: [0, 1][d], "used as an int"),
+        (lambda d: np.zeros((d, 3)), "used as an int"),
+        (lambda d: d * 3, "computed with"),
+        (lambda d: 2 + d, "computed with"),
+        (lambda d: d - 1, "computed with"),
+    ],
+)
+def test_a_symbolic_dim_refuses_every_use_as_a_number(use: Callable, what: str) -> None:
+    def fn(x: Any) -> Any:
+        use(x.shape[0])
+        return x
+
+    with pytest.raises(gc.TracingError, match=f"dim 'B' .* is symbolic.* cannot be {what}"):
+        gc.trace(fn, gc.TensorSpec(("B", 3)))
+
+
+def test_a_symbolic_dim_still_compares_prints_and_shapes_as_its_symbol() -> None:
+    seen = {}
+
+    def fn(x: Any) -> Any:
+        d = x.shape[0]
+        seen.update(eq=d == "B", text=f"{d}", hashed={d: 1}["B"], shape=str(x.shape))
+        y = gc.reshape(x, (d, 3, 1))[:, :, 0]
+        return y + gc.broadcast_to(gc.sum(x, axis=0), x.shape)
+
+    g = gc.trace(fn, gc.TensorSpec(("B", 3)))
+    assert seen == {"eq": True, "text": "B", "hashed": 1, "shape": "('B', 3)"}
+    # nodes hold plain str dims: the text form round-trips and verify passes
+    assert all(type(d) is str for n in g.nodes for d in n.type.shape if not isinstance(d, int))
+    assert str(gc.parse(str(g))) == str(g)
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(gc.compile(g)(x), x + 2)
+
+
+# -- numpy on graph values --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, numpy_name, op",
+    [
+        (lambda v: np.exp(v), "exp", "gc.exp, graphc's op of the same name"),
+        (lambda v: np.tanh(v), "tanh", "gc.tanh, graphc's op of the same name"),
+        (lambda v: np.sum(v, axis=0), "sum", "gc.sum, graphc's op of the same name"),
+        (lambda v: np.concatenate([v, v]), "concatenate", "gc.concatenate, graphc's op"),
+        (lambda v: np.dot(v, v), "dot", "gc.matmul, graphc's op for numpy.dot"),
+        (lambda v: np.arctan(v), "arctan", "gc.atan, graphc's op for numpy.arctan"),
+    ],
+)
+def test_numpy_on_a_graph_value_advises_graphcs_op(
+    call: Callable, numpy_name: str, op: str
+) -> None:
+    with pytest.raises(gc.TracingError) as info:
+        gc.trace(call, gc.TensorSpec((3,)))
+    message = str(info.value)
+    assert message.startswith(f"numpy.{numpy_name} of graph value 'v' (f32[3]) at ")
+    assert f"Use {op}" in message and "gc.where" not in message
+    assert getattr(gc, op.split(",")[0][3:]) is not None  # the advice names a real function
+
+
+def test_numpy_without_a_graphc_op_says_so() -> None:
+    with pytest.raises(gc.TracingError, match="numpy.median of graph value 'v'.*graphc has no op"):
+        gc.trace(lambda v: np.median(v), gc.TensorSpec((3,)))
+
+
+def test_bool_conversion_keeps_its_control_flow_advice() -> None:
+    def fn(v: Any) -> Any:
+        return v if v > 0 else -v
+
+    with pytest.raises(gc.TracingError, match=r"bool\(\).*gc\.cond.*gc\.where"):
+        gc.trace(fn, gc.TensorSpec(()))
+
+
+def test_numpy_arrays_on_the_left_of_operators_still_record_nodes() -> None:
+    a = np.array([1.0, 2.0, 4.0], np.float32)
+    ops = {
+        "add": lambda v: a + v,
+        "sub": lambda v: a - v,
+        "mul": lambda v: np.float32(2) * v,
+        "div": lambda v: a / v,
+        "pow": lambda v: a**v,
+        "remainder": lambda v: a % v,
+        "gt": lambda v: a < v,  # v > a
+        "eq": lambda v: a == v,
+        "matmul": lambda v: a @ v,
+    }
+    x = np.array([2.0, 2.0, 2.0], np.float32)
+    for op, fn in ops.items():
+        g = gc.trace(fn, gc.TensorSpec((3,)))
+        assert [n.op for n in g.op_nodes if n.op != "constant"] == [op]
+        np.testing.assert_array_equal(g(x), fn(x))
+    assert np.shape(gc.trace(lambda v: v + np.ndim(v) + len(np.shape(v)), x)(x)) == (3,)
+
+
+# -- exe.source() and exe.source("c") -----------------------------------------------------
+
+
+def three_ops() -> gc.Graph:
+    return gc.trace(lambda x: gc.tanh(x) * 2.0 + 1.0, np.ones(8, np.float32))
+
+
+def test_source_is_the_python_and_numpy_has_no_c() -> None:
+    exe = gc.compile(three_ops(), backend="numpy")
+    python = exe.source()
+    assert "def run(x):" in python and "#include" not in python
+    assert exe.source(np.ones(8, np.float32)) == python  # example feeds still follow
+    with pytest.raises(gc.GraphcError, match="has no C source: its backend, numpy, runs the"):
+        exe.source("c")
+    with pytest.raises(gc.GraphcError, match='the language is "python" or "c", got \'C\\+\\+\''):
+        exe.source("C++")
+
+
+@needs_native
+def test_source_c_is_the_native_kernels_and_source_the_python_alone() -> None:
+    exe = gc.compile(three_ops(), backend="native")
+    python, c = exe.source(), exe.source("c")
+    assert python == exe.source("python") and "def run(x):" in python
+    assert "#include" not in python and "GC_EXPORT" not in python
+    assert c.startswith("/* native kernels, compiled with ") and "GC_EXPORT void gk_" in c
+    assert len(python.splitlines()) < 20 < len(c.splitlines())
+    kernel = re.search(r"\b(gk_\w+)\(", python)  # the Python calls what the C defines
+    assert kernel is not None and f"void {kernel.group(1)}(" in c

@@ -132,6 +132,34 @@ def test_scan_body_is_a_group_wired_to_its_operands(tmp_path: Path) -> None:
     assert all(view["nodes"][i]["p"] == control for i in result["i"])
 
 
+def pick(p, x, y):  # type: ignore[no-untyped-def]
+    chosen = gc.cond(gc.sum(p) > 0, lambda a, b: a * b, lambda a, b: a - gc.exp(b), x, y)
+    return gc.sum(chosen)
+
+
+def test_cond_is_a_group_of_its_two_branches() -> None:
+    g = gc.trace(pick, F((3,)), F((3,)), F((3,)))
+    h = hierarchy.build(g)
+    (cond,) = [x for x in h.groups if x.kind == "control"]
+    assert h.nodes[cond.head].op == "cond"
+    branches = [x for x in cond.items if isinstance(x, hierarchy.Group)]
+    assert [(b.label, b.kind) for b in branches] == [("true", "body"), ("false", "body")]
+    ops = [sorted(str(h.nodes[i].op) for i in b.items if h.nodes[i].op) for b in branches]
+    assert ops == [["mul"], ["exp", "sub"]]
+    # each branch's inputs read x and y (operands 1 and 2; operand 0 is the predicate)
+    x0 = [i for b in branches for i in b.items if h.part[i] == "operand 0"]
+    assert [h.nodes[h.inputs[i][0]].name for i in x0] == ["x", "x"]
+
+
+def test_fused_bodies_stand_for_their_operands_and_value() -> None:
+    g = gc.trace(lambda x: gc.sum(gc.tanh(x) * 2.0 + 1.0), F((4,)))
+    fused = gc.fuse(g, backend="numpy")
+    h = hierarchy.build(fused)
+    (group,) = [x for x in h.groups if x.kind == "fused"]
+    parts = sorted(h.part[i] for i in group.items if isinstance(i, int) and h.part[i])
+    assert parts == ["operand 0", "value"]
+
+
 class Net(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -241,7 +269,8 @@ HOSTILE = [
 ]
 
 
-def test_hostile_names_stay_data(tmp_path: Path) -> None:
+def hostile_graph() -> Graph:
+    """A graph whose every name and source line would be markup or code, were it not data."""
     g = Graph("</script>{{title}}")
     t = TensorType((2,), "float32")
     x = g.add_placeholder(HOSTILE[0], t, meta={"loc": "<img src=x onerror=alert(1)>:1"})
@@ -249,6 +278,11 @@ def test_hostile_names_stay_data(tmp_path: Path) -> None:
     z = g.add_op("exp", [y], {}, t, name=HOSTILE[2])
     w = g.add_op("neg", [z], {}, t, name=HOSTILE[3])
     g.add_output(w, HOSTILE[4])
+    return g
+
+
+def test_hostile_names_stay_data(tmp_path: Path) -> None:
+    g = hostile_graph()
     path = gc.viz.view(g, tmp_path / "hostile.html")
     text = path.read_text(encoding="utf-8")
     assert text.count("</script>") == 2 and "alert('x')</script>" not in text

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import graphc as gc
-from tests.viz.test_view import page_data, unrolled
+from tests.viz.test_view import HOSTILE, hostile_graph, page_data, unrolled
 
 INSTALL = "apt-get install -y chromium chromium-driver && pip install selenium"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -146,6 +146,24 @@ def test_open_expand_search_click_and_switch_views(browser: Any, rnn_page: Path)
 
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert severe == []
+
+
+def test_hostile_names_are_shown_as_text_and_run_nothing(browser: Any, tmp_path: Path) -> None:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    page = gc.viz.view(hostile_graph(), tmp_path / "hostile.html")
+    open_page(browser, page)
+    assert visible(browser) == len(HOSTILE)  # the page ran: every node drawn
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018 (no injected script ran)
+    drawn = [e.get_attribute("data-name") for e in browser.find_elements("css selector", "g.item")]
+    assert sorted(drawn) == sorted(HOSTILE)
+    assert browser.find_elements("css selector", "#canvas img, #details img") == []
+    items = browser.find_elements("css selector", "g.item")
+    next(e for e in items if e.get_attribute("data-name") == HOSTILE[0]).click()
+    name, facts = details(browser)
+    assert name == HOSTILE[0] and facts["source"] == "<img src=x onerror=alert(1)>:1"
+    assert browser.title == "</script>{{title}} · graphc view"
 
 
 def test_screenshot_shows_a_drawing(browser: Any, rnn_page: Path) -> None:

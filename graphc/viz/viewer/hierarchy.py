@@ -121,9 +121,12 @@ class _Builder:
         backward: set[Node],
         feeds: list[int] | None,
         parts: dict[Node, str] | None = None,
+        in_backward: bool = False,
     ) -> dict[Node, int]:
         """Place `graph`'s nodes under `top`; `feeds` gives, per placeholder, the node
-        that feeds it (a body's operands). Returns the ids given to the nodes."""
+        that feeds it (a body's operands), `parts` what a body's inputs and outputs
+        stand for, `in_backward` whether the graph is a body of a backward node.
+        Returns the ids given to the nodes."""
         ids: dict[Node, int] = {}
         sources: dict[tuple[Node, int], list[int]] = {}  # a control node's results
         placeholders = {p: k for k, p in enumerate(graph.inputs)}
@@ -134,7 +137,7 @@ class _Builder:
             for name in str(n.meta.get("scope") or "").split("/"):
                 if name:
                     container = self.child(container, name, "scope")
-            nid = self.add_node(n, n in backward, (parts or {}).get(n, ""))
+            nid = self.add_node(n, in_backward or n in backward, (parts or {}).get(n, ""))
             ids[n] = nid
             if n.kind == PLACEHOLDER and feeds is not None:
                 self.h.inputs[nid] = [feeds[placeholders[n]]]
@@ -154,10 +157,18 @@ class _Builder:
                 target = group if len(bodies) == 1 else Group(body.title, "body")
                 if target is not group:
                     group.items.append(target)
-                body_parts = dict(zip(body.graph.inputs, body.inputs))
-                body_parts.update(zip(body.graph.outputs, body.outputs))
+                # a fused body's inputs and outputs stand for its operands and its value
+                body_parts = {
+                    p: part or f"operand {body.feeds[k]}"
+                    for k, (p, part) in enumerate(zip(body.graph.inputs, body.inputs))
+                }
+                body_parts.update(
+                    (out, part or "value") for out, part in zip(body.graph.outputs, body.outputs)
+                )
                 operands = [ids[n.inputs[k]] for k in body.feeds]
-                inner = self.add_graph(body.graph, target, set(), operands, body_parts)
+                inner = self.add_graph(
+                    body.graph, target, set(), operands, body_parts, self.h.backward[nid]
+                )
                 for out, result in zip(body.graph.outputs, body.results):
                     if result is not None and is_control(n):
                         sources.setdefault((n, result), []).append(inner[out])

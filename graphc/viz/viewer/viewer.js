@@ -157,8 +157,8 @@
     };
     kids.slice().sort(byOrder).forEach((c) => { if (!state.has(c)) walk(c); });
     const sorted = finished.reverse(); // a topological order of what is left
-    // layers: one below everything it reads; then what reads nothing (a weight, a
-    // constant) moves down to just above its first reader
+    // layers: one below everything it reads; then what reads nothing but is no input
+    // (a constant, a weight read from ONNX) moves down to just above its first reader
     const layer = new Map();
     for (const c of sorted) {
       let r = 0;
@@ -166,7 +166,8 @@
       layer.set(c, r);
     }
     for (const c of sorted.slice().reverse()) {
-      if (preds.get(c).length || !succs.get(c).length) continue;
+      const input = !isGroup(c) && V.data.nodes[c].k === "placeholder"; // inputs stay on top
+      if (input || preds.get(c).length || !succs.get(c).length) continue;
       layer.set(c, Math.max(layer.get(c), Math.min(...succs.get(c).map((d) => layer.get(d))) - 1));
     }
     const rows = [];
@@ -202,7 +203,7 @@
         const box = boxes.get(c);
         const left = wanted[k] === null ? x : Math.max(x, wanted[k] - box.w / 2);
         box.x = left;
-        box.y = y + (rowH - box.h) / 2;
+        box.y = y; // top-aligned: a tall open group beside a node leaves it near its inputs
         centre.set(c, left + box.w / 2);
         x = left + box.w + GAP_X;
       });

@@ -16,9 +16,17 @@ found in one walk over the topological order:
   `for` over `h = tanh(x[t] @ w + h @ u)` traced step by step. Its longest periodic
   stretch, in whole periods, becomes ``… (matmul → add → tanh) × 19 …``, and the
   ops that only feed it (each step's slice) hide with it.
+- *Unrolled steps* that are no chain (a backward pass through an unrolled loop: each
+  step's gradient ops in turn, several values passing between steps): the longest
+  stretch of the remaining ops, in topological order, whose op sequence repeats with a
+  period, becomes ``… (mul → sub → matmul) × 9 …`` with the count of steps and the
+  names at its ends; its first step stays visible (`_collapse_steps`).
 - *Repeats* are ops of the same structure: the same op and attributes applied to
   inputs of the same structure (see `_repeats`). More than `max_repeat` of them
   become one node labelled ``op × N``.
+
+When a picture would still be too big to read (the size guard, painter.py), each
+name scope's ops become one node first (`scopes=True`).
 
 Constants read only by collapsed nodes are folded into the same summary. Nothing
 here changes a graph; the result only tells the drawer which node stands for which.
@@ -30,7 +38,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.viz.bodies import has_bodies
 from graphc.viz.style import dot_id
 
@@ -42,6 +50,7 @@ class Group:
     id: str
     label: str
     members: list[Node]
+    kind: str = "chain"  # "chain", "steps" (unrolled steps), "repeat" or "scope"
 
 
 @dataclass
@@ -156,11 +165,18 @@ def summarize(ops: Sequence[str]) -> str:
 
 
 def plan_collapse(
-    graph: Graph, max_chain: int | None = 12, max_repeat: int | None = 6, prefix: str = ""
+    graph: Graph,
+    max_chain: int | None = 12,
+    max_repeat: int | None = 6,
+    prefix: str = "",
+    scopes: bool = False,
 ) -> Collapse:
-    """Decide which nodes of `graph` to hide behind summary nodes (None disables a rule)."""
+    """Decide which nodes of `graph` to hide behind summary nodes (None disables a rule;
+    `scopes`: each name scope's ops first become one node, as the size guard asks)."""
     users = graph.users()
     plan = Collapse()
+    if scopes:
+        _collapse_scopes(graph, plan, prefix)
     if max_chain is not None:
         limit = max(max_chain, 2)
         for chain in _chains(graph, users, side_inputs=True):
@@ -174,11 +190,15 @@ def plan_collapse(
             for run in _unowned_runs(chain, plan):
                 if len(run) > limit:
                     _add_chain_group(plan, run[1:-1], prefix)
+        _collapse_steps(graph, plan, limit, prefix)
     if max_repeat is not None:
         for members in _repeats(graph, plan):
             if len(members) > max(max_repeat, 1):
                 label = f"{members[0].op} × {len(members)}"
-                plan.add(Group(dot_id(f"{prefix}repeated/{members[0].name}"), label, members))
+                plan.add(
+                    Group(dot_id(f"{prefix}repeated/{members[0].name}"), label, members, "repeat")
+                )
+    _absorb_inputs_and_outputs(graph, users, plan)
     # constants that feed nothing but hidden nodes disappear with them
     for n in graph.nodes:
         if n.is_constant and users[n] and all(u in plan.owner for u in users[n]):
@@ -188,6 +208,75 @@ def plan_collapse(
                 group.members.append(n)
                 plan.owner[n] = group
     return plan
+
+
+SCOPE_DEPTH = 2  # a scope group stands for "encoder/0", whatever lies deeper inside
+
+
+def _collapse_scopes(graph: Graph, plan: Collapse, prefix: str) -> None:
+    """The ops of each name scope (cut at `SCOPE_DEPTH` levels) as one summary node."""
+    members: dict[str, list[Node]] = {}
+    for n in graph.nodes:
+        scope = n.meta.get("scope")
+        if scope and (_is_chain_op(n) or n.is_constant):
+            key = "/".join(str(scope).split("/")[:SCOPE_DEPTH])
+            members.setdefault(key, []).append(n)
+    for scope, nodes in members.items():
+        ops = [str(n.op) for n in nodes if not n.is_constant]
+        if len(ops) > 1:
+            label = f"{scope}\\n{summarize(ops)}"
+            plan.add(Group(dot_id(f"{prefix}scope/{scope}"), label, nodes, "scope"))
+
+
+MAX_STEP_GROUPS = 8  # periodic stretches collapsed per graph (a forward's, a backward's, ...)
+
+
+def _collapse_steps(graph: Graph, plan: Collapse, limit: int, prefix: str) -> None:
+    """Unrolled steps that are no chain: the ops left visible, in topological order,
+    whose op sequence repeats (a backward pass through an unrolled loop emits each
+    step's gradient ops in turn, several values flowing between steps). The longest
+    periodic stretch longer than `limit` becomes one summary node, its first step left
+    visible to show what a step is; then the next longest, and so on."""
+    for _ in range(MAX_STEP_GROUPS):
+        ops = [n for n in graph.nodes if _is_chain_op(n) and n not in plan.owner]
+        stretch = periodic_stretch([str(n.op) for n in ops])
+        if stretch is None or stretch[1] - stretch[0] - stretch[2] <= limit:
+            return
+        start, stop, period = stretch
+        members = ops[start + period : stop]
+        label = f"… {summarize([str(n.op) for n in members])} …"
+        names = f"{members[0].name} … {members[-1].name}"  # the program's names, if any
+        plan.add(
+            Group(
+                dot_id(f"{prefix}steps/{members[0].name}"), f"{label}\\n{names}", members, "steps"
+            )
+        )
+
+
+def _absorb_inputs_and_outputs(graph: Graph, users: dict[Node, list[Node]], plan: Collapse) -> None:
+    """Inputs read by one summary of a chain or of unrolled steps alone (a backward
+    graph's values saved at each step) hide in it, and so do outputs of such a summary
+    when it gives several (a forward graph's values saved at each step for the
+    backward); a single output stays, and so does an input of repeated ops."""
+    outputs: dict[int, list[Node]] = {}
+    for n in graph.nodes:
+        if n.kind == PLACEHOLDER and users[n]:
+            groups = {id(plan.owner.get(u)): plan.owner.get(u) for u in users[n]}
+            group = next(iter(groups.values())) if len(groups) == 1 else None
+            if _absorbing(group):
+                group.members.append(n)
+                plan.owner[n] = group
+        elif n.kind == OUTPUT and _absorbing(plan.owner.get(n.inputs[0])):
+            outputs.setdefault(id(plan.owner[n.inputs[0]]), []).append(n)
+    for found in outputs.values():
+        if len(found) >= MIN_PERIODS:
+            group = plan.owner[found[0].inputs[0]]
+            group.members.extend(found)
+            plan.owner.update((n, group) for n in found)
+
+
+def _absorbing(group: Group | None) -> bool:
+    return group is not None and group.kind in ("chain", "steps")
 
 
 def _add_chain_group(plan: Collapse, members: list[Node], prefix: str) -> None:

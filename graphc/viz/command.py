@@ -4,7 +4,7 @@ These functions return what they wrote (paths and messages); `cli.py` prints the
 since nothing below the CLI prints.
 
     graphc render MODULE:FUNCTION --spec "B,3:float32" --spec "3,2" -o out.svg
-        [--backward] [--opt-level N [--fuse BACKEND]] [--passes]
+        [--backward [--wrt NAME[,NAME]]] [--opt-level N [--fuse BACKEND]] [--passes]
 
 MODULE is a dotted module name or a path to a ``.py`` file. A spec is a comma list
 of dims (ints, or names for symbolic dims; empty for a scalar), then optionally
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph
+from graphc.viz.painter import VIEW_HINT
 
 if TYPE_CHECKING:
     from graphc.passes.report import OptimizationReport
@@ -106,6 +107,13 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backward", action="store_true", help="draw the forward and backward graphs, linked"
     )
+    parser.add_argument(
+        "--wrt",
+        action="append",
+        default=[],
+        metavar="NAME[,NAME]",
+        help="with --backward: only the gradients of these inputs (all floating ones by default)",
+    )
     parser.add_argument("--opt-level", type=int, default=None, metavar="N", help="optimize first")
     parser.add_argument(
         "--fuse",
@@ -119,6 +127,23 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _floating_inputs(g: Graph) -> list[str]:
     return [p.name for p in g.inputs if p.type.dtype.kind == "f"]
+
+
+def gradient_inputs(g: Graph, wrt: list[str]) -> list[str]:
+    """The inputs `--wrt a,b --wrt c` names (each checked), or every floating-point input
+    when none is named: the gradients a backward picture draws."""
+    floating = _floating_inputs(g)
+    names = [name.strip() for item in wrt for name in item.split(",") if name.strip()]
+    for name in names:
+        if name not in floating:
+            kind = "floating-point input" if name in g else "input"
+            raise GraphcError(
+                f"--wrt {name}: '{g.name}' has no {kind} named '{name}'; its floating-point "
+                f"inputs are {', '.join(floating) or 'none'}"
+            )
+    if not names and not floating:
+        raise GraphcError(f"--backward: function '{g.name}' has no floating-point input")
+    return list(dict.fromkeys(names)) or floating
 
 
 def optimized_graph(graph: Graph, level: int, fuse: str | None) -> tuple[Graph, OptimizationReport]:
@@ -139,9 +164,9 @@ def render_command(args: argparse.Namespace) -> list[str]:
 
     g = load_target(args.target, args.spec)
     out = Path(args.output)
-    wrt = _floating_inputs(g)
-    if args.backward and not wrt:
-        raise GraphcError(f"--backward: function '{g.name}' has no floating-point input")
+    if args.wrt and not args.backward:
+        raise GraphcError("--wrt says which gradients --backward draws: add --backward")
+    wrt = gradient_inputs(g, args.wrt) if args.backward else []
     subject: Graph = gc.gradients(g, wrt=wrt, seeds=True) if args.backward else g
     lines: list[str] = []
     written: list[Path] = []
@@ -157,9 +182,12 @@ def render_command(args: argparse.Namespace) -> list[str]:
             if args.opt_level is not None:
                 forward = optimized_graph(forward, args.opt_level, args.fuse)[0]
                 backward = optimized_graph(backward, args.opt_level, args.fuse)[0]
-            written.append(gc.viz.render((forward, backward), out))
+            picture = gc.viz.to_dot((forward, backward))
         else:
-            written.append(gc.viz.render(subject, out))
+            picture = gc.viz.to_dot(subject)
+        written.append(gc.viz.render(picture, out))
+        if VIEW_HINT in picture.source:  # the size guard collapsed it
+            lines.append(view_hint(args))
         if args.passes:
             if report is None:
                 raise GraphcError("--passes needs --opt-level N")
@@ -172,6 +200,18 @@ def render_command(args: argparse.Namespace) -> list[str]:
         {str(w.message) for w in caught if issubclass(w.category, gc.viz.DotMissingWarning)}
     )
     return lines
+
+
+def view_hint(args: argparse.Namespace) -> str:
+    """What to run to see every node of a graph too big for a readable picture."""
+    command = ["graphc view", args.target, *(f"--spec {spec!r}" for spec in args.spec)]
+    if args.backward:
+        command.append("--backward")
+        command += [f"--wrt {name}" for item in args.wrt for name in item.split(",") if name]
+    return (
+        "hint: the graph is too big for a readable picture, so it was drawn collapsed; "
+        f"every node, searchable, in a page: {' '.join(command)}"
+    )
 
 
 def demo_pictures(graph: Graph, wrt: list[str], folder: str | Path) -> list[Path]:

@@ -15,7 +15,7 @@ import graphviz
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph, Node
 from graphc.viz import style
-from graphc.viz.painter import GraphPainter, Options, backward_nodes
+from graphc.viz.painter import GraphPainter, Options, backward_nodes, guarded
 
 
 def make_options(**options: Any) -> Options:
@@ -45,6 +45,9 @@ def graph_to_dot(graph: Graph, options: Options) -> graphviz.Digraph:
     """A forward or joint graph: backward nodes coloured and linked to their forward node."""
     dot = style.new_digraph(graph.name, options.rankdir)
     painter = GraphPainter(graph, options)
+    harder = guarded([painter], options)  # too big to read: collapsed harder
+    if harder is not None:
+        options, painter = harder, GraphPainter(graph, harder)
     painter.paint(dot)
     if backward_nodes(graph):
         painter.paint_grad_links(dot)
@@ -59,6 +62,11 @@ def pair_to_dot(forward: Graph, backward: Graph, options: Options) -> graphviz.D
     saved_outputs = {s.name: "saved_output" for s in sources.values() if s is not None}
     fwd = GraphPainter(forward, options, prefix="forward/", role_overrides=saved_outputs)
     bwd = GraphPainter(backward, options, prefix="backward/", backward=True)
+    harder = guarded([fwd, bwd], options)  # too big to read: collapsed harder
+    if harder is not None:
+        options = harder
+        fwd = GraphPainter(forward, options, prefix="forward/", role_overrides=saved_outputs)
+        bwd = GraphPainter(backward, options, prefix="backward/", backward=True)
     for painter, title, color in (
         (fwd, f"forward: {forward.name}", "#2e86c1"),
         (bwd, f"backward: {backward.name}", style.BACKWARD_COLOR),
@@ -67,9 +75,14 @@ def pair_to_dot(forward: Graph, backward: Graph, options: Options) -> graphviz.D
             cluster.attr(label=title, color=color, style="rounded", fontname=style.FONT)
             painter.paint(cluster)
     # each saved input of the backward graph is fed by the forward value of that name
+    # (once per pair of drawn nodes: collapsed steps save many values each)
+    drawn: set[tuple[str, str]] = set()
     for p, source in sources.items():
         if source is not None and bwd.role(p) == "saved":
-            dot.edge(fwd.node_id(source), bwd.node_id(p), **style.edge_attrs("saved"))
+            pair = (fwd.node_id(source), bwd.node_id(p))
+            if pair not in drawn:
+                drawn.add(pair)
+                dot.edge(*pair, **style.edge_attrs("saved"))
             bwd.edge_kinds.add("saved")
     bwd.paint_grad_links(dot, forward=fwd)
     finish(dot, [fwd, bwd], options)
@@ -87,8 +100,10 @@ def _forward_source(forward: Graph, saved: Node) -> Node | None:
 def to_dot(obj: Any, **options: Any) -> graphviz.Digraph:
     """A graphviz picture of a graph, a (forward, backward) pair, a report or an eager tensor.
 
-    Options: edge_labels, legend, max_chain, max_repeat, grad_links, rankdir, title, and
-    for eager tensors names={"w": w, ...} to label leaf tensors.
+    Options: edge_labels, legend, max_chain, max_repeat, grad_links, rankdir, title,
+    max_nodes (the size guard: a bigger picture is collapsed harder, a node per name
+    scope, with a hint to `graphc view`; None turns it off), and for eager tensors
+    names={"w": w, ...} to label leaf tensors.
 
     >>> import graphc as gc
     >>> g = gc.Graph("double")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import graphviz
@@ -43,6 +43,30 @@ class Options:
     rankdir: str = "TB"
     title: str | None = None
     names: Mapping[str, Any] | None = None  # eager tapes: leaf tensors by name
+    # the size guard: a picture of more nodes than this (after collapsing) is drawn
+    # collapsed harder, name scopes as single nodes, with a hint to `graphc view`
+    max_nodes: int | None = 300
+    group_scopes: bool = False  # one node per name scope (what the size guard sets)
+
+
+VIEW_HINT = "drawn collapsed to stay readable: `graphc view` (gc.viz.view) shows every node"
+
+
+def guarded(painters: list[GraphPainter], options: Options) -> Options | None:
+    """The options for a harder-collapsed picture when `painters` would draw more than
+    `options.max_nodes` nodes in all, else None."""
+    drawn = sum(p.drawn_nodes() for p in painters)
+    if options.max_nodes is None or options.group_scopes or drawn <= options.max_nodes:
+        return None
+    total = sum(len(p.graph.nodes) for p in painters)
+    hint = f"{total} nodes, {VIEW_HINT}"
+    return replace(
+        options,
+        max_chain=min(options.max_chain or 4, 4),
+        max_repeat=min(options.max_repeat or 2, 2),
+        group_scopes=True,
+        title=f"{options.title}\\n{hint}" if options.title else hint,
+    )
 
 
 def grad_of_name(n: Node) -> str | None:
@@ -107,7 +131,7 @@ class GraphPainter:
         self.all_backward = bool(backward)
         self.backward = set(graph.nodes) if backward else backward_nodes(graph)
         self.collapse: Collapse = plan_collapse(
-            graph, options.max_chain, options.max_repeat, prefix=prefix
+            graph, options.max_chain, options.max_repeat, prefix=prefix, scopes=options.group_scopes
         )
         self.roles: set[str] = set()
         self.edge_kinds: set[str] = set()
@@ -124,6 +148,11 @@ class GraphPainter:
         # (node, result index) -> (id, edge label) of the body outputs that give the result
         self.result_sources: dict[tuple[Node, int], list[tuple[str, str | None]]] = {}
         self.alias = _duplicate_results(graph)  # autodiff may read one result twice
+
+    def drawn_nodes(self) -> int:
+        """How many nodes this painter draws at its own level (summaries counted once)."""
+        hidden = set(self.collapse.owner) | set(self.alias)
+        return sum(1 for n in self.graph.nodes if n not in hidden) + len(self.collapse.groups)
 
     # -- ids and roles ----------------------------------------------------------
 

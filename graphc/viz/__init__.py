@@ -1,4 +1,5 @@
-"""Pictures of graphs: forward, backward, fused, control flow, pass by pass, eager tapes.
+"""Pictures of graphs: forward, backward, fused, control flow, pass by pass, eager tapes;
+and `view`, an HTML page to explore a graph of any size.
 
 >>> import graphc as gc
 >>> g = gc.Graph("double")
@@ -6,7 +7,7 @@
 ...     _ = gc.output(gc.placeholder("x", shape=(3,)) * 2, name="y")
 >>> dot = gc.viz.to_dot(g)          # a graphviz.Digraph; dot.source is its DOT text
 >>> path = gc.viz.render(g, "double.svg")  # doctest: +SKIP
->>> page = gc.viz.view(g, "double.html")   # doctest: +SKIP  (an interactive page)
+>>> page = gc.viz.view(g, "double.html")  # doctest: +SKIP
 """
 
 from graphc.ir.graph import set_mime_handler

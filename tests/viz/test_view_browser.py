@@ -59,7 +59,8 @@ def open_page(browser: Any, path: Path) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(path.as_uri())
-    WebDriverWait(browser, 30).until(lambda d: visible(d) > 0)
+    body = browser.find_element("tag name", "body")
+    WebDriverWait(browser, 30).until(lambda d: body.get_attribute("data-ready"))
 
 
 def visible(browser: Any) -> int:

@@ -28,7 +28,7 @@ def view(obj: Any, path: str | Path | None = None, title: str | None = None) -> 
     ``<temp>/graphc-view/<title>.html``. Open it in any browser; it fetches nothing.
 
     >>> import graphc as gc
-    >>> g = gc.trace(lambda x: gc.tanh(x) * 2, gc.TensorSpec((3,)))
+    >>> g = gc.trace(lambda x: gc.sum(gc.tanh(x) * 2), gc.TensorSpec((3,)))
     >>> joint = gc.gradients(g, wrt=[g.inputs[0].name])
     >>> path = gc.viz.view({"forward": g, "forward + backward": joint})  # doctest: +SKIP
     """

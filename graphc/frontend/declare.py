@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.frontend.names import make_room
+from graphc.frontend.names import make_room, output_name
 from graphc.ir.errors import GraphcError, GraphMismatchError
 from graphc.ir.graph import Graph, active_graph
 from graphc.ir.types import TensorType, as_shape
@@ -63,9 +63,10 @@ def output(value: Any, name: str | None = None) -> Symbol:
             f"output: value '{value.node.name}' belongs to graph '{value.graph.name}', "
             f"not to graph '{graph.name}' being declared"
         )
-    if name is not None:
-        make_room(graph, name, value.node)
-    if name is not None and name in graph:
+    if name is None:
+        name = output_name(graph, value.node)
+    make_room(graph, name, value.node)
+    if name in graph:
         raise GraphcError(f"graph '{graph.name}' already has a node named '{name}'")
     graph.add_output(value.node, name, meta={"loc": user_location()})
     return value

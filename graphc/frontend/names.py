@@ -239,6 +239,19 @@ def make_room(graph: Graph, name: str, value: Node | None = None) -> None:
     given.add(moved)
 
 
+def output_name(graph: Graph, value: Node) -> str:
+    """The name an output of `value` gets when none is asked: `out`, `out_1`, ... as
+    before values were named, so a graph's interface does not depend on the names of
+    its variables (a value named `out` after a variable moves aside)."""
+    given = _GIVEN.get(graph, set())
+    candidate, count = "out", 0
+    while candidate in graph and candidate not in given:
+        count += 1
+        candidate = f"out_{count}"
+    make_room(graph, candidate, value)
+    return candidate
+
+
 def named(value: Value, name: str) -> Value:
     """Give a graph value `name` (where a variable cannot: a value in a list, a loop);
     returns `value`. Eager tensors and arrays are returned unchanged.

@@ -149,6 +149,31 @@ def test_open_expand_search_click_and_switch_views(browser: Any, rnn_page: Path)
     assert severe == []
 
 
+def test_wheel_zooms_and_drag_pans(browser: Any, rnn_page: Path) -> None:
+    import re
+
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
+
+    open_page(browser, rnn_page)
+    viewport = browser.find_element("id", "viewport")
+
+    def camera() -> list[float]:  # translate x, y and scale
+        return [float(v) for v in re.findall(r"-?[\d.]+", viewport.get_attribute("transform"))]
+
+    x, y, k = camera()
+    canvas = browser.find_element("id", "canvas")
+    origin = ScrollOrigin.from_element(canvas, -canvas.rect["width"] // 2 + 20, 0)
+    ActionChains(browser).scroll_from_origin(origin, 0, -300).perform()
+    assert camera()[2] > k  # scrolling up zooms in
+    x, y, k = camera()
+    corner = (-canvas.rect["width"] // 2 + 10, canvas.rect["height"] // 2 - 60)  # empty
+    ActionChains(browser).move_to_element_with_offset(
+        canvas, *corner
+    ).click_and_hold().move_by_offset(120, -80).release().perform()
+    assert camera() == pytest.approx([x + 120, y - 80, k])
+
+
 def test_hostile_names_are_shown_as_text_and_run_nothing(browser: Any, tmp_path: Path) -> None:
     from selenium.common.exceptions import NoAlertPresentException
 

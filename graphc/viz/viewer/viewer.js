@@ -662,7 +662,7 @@
     const hint = document.createElement("p");
     hint.className = "hint";
     document.body.dataset.ready = performance.now().toFixed(0);
-    hint.textContent = "Click a node for its type, source line and attributes; click a group (⊞) to open it, its title to close it; drag to pan, scroll to zoom, / to search.";
+    hint.textContent = "Click a node for its type, source line and attributes; click a group (⊞) to open it, its title to close it; drag to pan, scroll to zoom, / to search, f to fit, Esc to clear.";
     el("details").appendChild(hint);
   }
 
@@ -702,6 +702,7 @@
       if (e.target === input) return;
       if (e.key === "/") { e.preventDefault(); input.focus(); }
       if (e.key === "f") fit();
+      if (e.key === "Escape") { V.selected = -1; V.matches = new Set(); render(); showDetails(-1); }
     });
     installPanZoom();
     show(0);

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import sys
 import sysconfig
 import threading
@@ -62,7 +61,6 @@ _LIBRARY_DIRS = tuple(
     os.path.abspath(d) + os.sep
     for d in {_PACKAGE_DIR, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
 )
-_GENERATED = re.compile(r"(?P<base>.+?)(_\d+)?")
 
 Value = TypeVar("Value")
 
@@ -79,9 +77,11 @@ def _is_users(filename: str) -> bool:
 
 def _generated_name(node: Node) -> bool:
     """Was `node` named by graphc after its op (`add`, `add_3`, `const_2`)?"""
-    match = _GENERATED.fullmatch(node.name)
-    base = match.group("base") if match else None
-    return base == node.op or (node.op == "constant" and base == "const")
+    base = "const" if node.op == "constant" else str(node.op)
+    name = node.name
+    if name == base:
+        return True
+    return name.startswith(base) and name[len(base)] == "_" and name[len(base) + 1 :].isdigit()
 
 
 class _Session:
@@ -131,31 +131,33 @@ def _rename(node: Node, variable: str) -> None:
     _GIVEN.setdefault(graph, set()).add(name)
 
 
-def _read(frame: FrameType, pending: dict[int, tuple[Node, int]], made_here: bool) -> None:
-    """Name the pending values that `frame`'s local variables hold (with `made_here`,
-    only those made in this frame)."""
-    for variable, value in list(frame.f_locals.items()):
-        if isinstance(value, Symbol) and not variable.startswith("_"):
-            entry = pending.get(id(value.node))
-            if entry is not None and (not made_here or entry[1] == id(frame)):
-                del pending[id(value.node)]
-                _rename(entry[0], variable)
-
-
 def _settle(session: _Session, live: list[FrameType]) -> None:
-    """Read the frames of returned helpers (then forget them) and the live ones, each
-    value by the frame that made it first, then by any."""
+    """Read the frames of returned helpers (then forget them) and the live ones."""
     on_stack = {id(f) for f in live}
     finished = [session.frames.pop(k) for k in list(session.frames) if k not in on_stack]
     _read_all([*finished, *live], session.pending)
 
 
 def _read_all(frames: list[FrameType], pending: dict[int, tuple[Node, int]]) -> None:
-    for made_here in (True, False):
-        for frame in frames:
-            if not pending:
-                return
-            _read(frame, pending, made_here)
+    """Name the pending values that the frames' local variables hold: each after a
+    variable of the frame that made it if one holds it, else after the first found (in
+    the order of `frames`, then of the variables)."""
+    chosen: dict[int, tuple[bool, str]] = {}  # id(node) -> (made in that frame, variable)
+    for frame in frames:
+        if not pending:
+            return
+        for variable, value in frame.f_locals.items():
+            if not isinstance(value, Symbol) or variable.startswith("_"):
+                continue
+            entry = pending.get(id(value.node))
+            if entry is None:
+                continue
+            made_here = entry[1] == id(frame)
+            earlier = chosen.get(id(value.node))
+            if earlier is None or (made_here and not earlier[0]):
+                chosen[id(value.node)] = (made_here, variable)
+    for key, (_, variable) in chosen.items():
+        _rename(pending.pop(key)[0], variable)
 
 
 class _Observer:

@@ -6,7 +6,8 @@ Eagerly, running the expression records a tape (AddBackward0, MulBackward0, ...)
 splits it into a forward graph that saves what the backward graph needs. All of them
 are rendered with `gc.viz.render`, and the gradients are printed side by side.
 
-    python examples/comp_graph.py --out comp_graph_pictures
+    python examples/comp_graph.py                # pictures in out/comp_graph/
+    python examples/comp_graph.py --out DIR      # or in DIR
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ import numpy as np
 
 import graphc as gc
 import graphc.eager as ge
+
+# every file an example writes goes under --out; by default out/<example>/ at the
+# repository's root, a folder git ignores
+OUT = Path(__file__).resolve().parents[1] / "out" / "comp_graph"
 
 
 def eager(x0: float, w0: float) -> tuple[Any, dict[str, float]]:
@@ -70,7 +75,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--x", type=float, default=2.0, help="value of x (default 2)")
     parser.add_argument("--w", type=float, default=1.0, help="value of w (default 1)")
-    parser.add_argument("--out", type=Path, default=Path("comp_graph_pictures"))
+    parser.add_argument("--out", type=Path, default=OUT, help="for pictures (out/comp_graph/)")
     parser.add_argument("--format", choices=["svg", "png", "pdf", "dot"], default="svg")
     parser.add_argument("--no-render", action="store_true", help="only print the numbers")
     args = parser.parse_args(argv)

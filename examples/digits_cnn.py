@@ -9,7 +9,7 @@ when graphviz's `dot` is installed.
 
 Needs scikit-learn for the data: pip install scikit-learn
 
-    python examples/digits_cnn.py --epochs 15 --out digits_cnn_out
+    python examples/digits_cnn.py --epochs 15     # pictures in out/digits_cnn/
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ from digits_mlp import eager_step, load_digits_or_exit, split, train  # noqa: E4
 import graphc as gc  # noqa: E402
 import graphc.eager as ge  # noqa: E402
 from graphc import nn, optim  # noqa: E402
+
+# every file an example writes goes under --out; by default out/<example>/ at the
+# repository's root, a folder git ignores
+OUT = Path(__file__).resolve().parents[1] / "out" / "digits_cnn"
 
 
 def build(seed: int, lr: float) -> tuple[nn.Module, optim.Optimizer]:
@@ -80,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("digits_cnn_out"), help="for pictures")
+    parser.add_argument("--out", type=Path, default=OUT, help="for pictures (out/digits_cnn/)")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--no-render", action="store_true")
     args = parser.parse_args(argv)

@@ -4,12 +4,13 @@ Both runs start from the same seed (the same split, initial weights and minibatc
 order) and use Adam in float64; they end with the same parameters and the same
 test accuracy. The eager run is the PyTorch-style loop; the static run is
 `gc.compile_train_step`, whose parameters and Adam state live in the executable's
-buffers and are updated in place. A progress bar shows the training (tqdm or rich
-when installed) and the loss curves go to a plot (matplotlib, optional).
+buffers and are updated in place. The training shows a progress bar on a terminal
+(tqdm, when installed; elsewhere a plain line every 10 %) and the loss curves go to a
+plot under --out (matplotlib, optional).
 
 Needs scikit-learn for the data: pip install scikit-learn
 
-    python examples/digits_mlp.py --epochs 10 --out digits_out
+    python examples/digits_mlp.py --epochs 10     # the plot in out/digits_mlp/
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ import numpy as np
 import graphc as gc
 import graphc.eager as ge
 from graphc import nn, optim
+
+# every file an example writes goes under --out; by default out/<example>/ at the
+# repository's root, a folder git ignores
+OUT = Path(__file__).resolve().parents[1] / "out" / "digits_mlp"
 
 
 def load_digits_or_exit() -> tuple[np.ndarray, np.ndarray]:
@@ -68,8 +73,10 @@ def build(hidden: int, seed: int, lr: float) -> tuple[nn.Module, optim.Optimizer
 
 
 def progress(total: int, description: str, enabled: bool) -> Any:
-    """A progress bar with `update(n)`, `set_postfix_str(text)` and `close()`."""
-    if enabled:
+    """A progress bar with `update(n)`, `set_postfix_str(text)` and `close()`: tqdm's
+    when stderr is a terminal (redrawn in place there, in a log it would be one long
+    line), plain lines otherwise."""
+    if enabled and sys.stderr.isatty():
         try:
             from tqdm import tqdm
 
@@ -80,7 +87,7 @@ def progress(total: int, description: str, enabled: bool) -> Any:
 
 
 class PlainProgress:
-    """Without tqdm: a line every 10 % (or nothing when disabled)."""
+    """Without tqdm or a terminal: a line every 10 % (or nothing when disabled)."""
 
     def __init__(self, total: int, description: str, enabled: bool) -> None:
         self.total, self.description, self.enabled = total, description, enabled
@@ -166,7 +173,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("digits_out"), help="for the plot")
+    parser.add_argument("--out", type=Path, default=OUT, help="for the plot (out/digits_mlp/)")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)

@@ -6,7 +6,7 @@ is the PyTorch-style loop (zero_grad, forward, backward, step); the static run
 compiles forward, backward and update into one graph with `gc.compile_train_step`.
 Both print their parameters, which agree to rounding.
 
-    python examples/linear_regression.py --steps 300
+    python examples/linear_regression.py --steps 300   # losses in out/linear_regression/
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import argparse
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,10 @@ import numpy as np
 import graphc as gc
 import graphc.eager as ge
 from graphc import nn, optim
+
+# every file an example writes goes under --out; by default out/<example>/ at the
+# repository's root, a folder git ignores
+OUT = Path(__file__).resolve().parents[1] / "out" / "linear_regression"
 
 
 def make_data(n: int, noise: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -86,6 +91,14 @@ def parameters(model: nn.Module) -> dict[str, float]:
     return {name: float(p.detach().numpy().ravel()[0]) for name, p in model.named_parameters()}
 
 
+def write_losses(results: dict[str, Any], path: Path) -> Path:
+    """Both modes' loss at every step, as CSV columns `eager,static`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    curves = np.column_stack([results[mode]["losses"] for mode in ("eager", "static")])
+    np.savetxt(path, curves, delimiter=",", header="eager,static", comments="")
+    return path
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=200)
@@ -95,6 +108,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--momentum", type=float, default=0.5)
     parser.add_argument("--noise", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--out", type=Path, default=OUT, help="for losses.csv (out/linear_regression/)"
+    )
     args = parser.parse_args(argv)
 
     x, y = make_data(args.samples, args.noise, args.seed)
@@ -124,6 +140,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     difference = max(abs(a[k] - b[k]) / max(abs(a[k]), 1e-30) for k in a)
     print(f"largest relative difference between the modes: {difference:.2e}")
     results["max_rel_diff"] = difference
+    results["losses_csv"] = write_losses(results, args.out / "losses.csv")
+    print(f"losses per step, both modes: {results['losses_csv']}")
     return results
 
 

@@ -7,16 +7,19 @@ LocalCluster whose workers each get `--memory-limit` bytes, less than the file. 
 graph's outputs that keep the batch (each row's predicted class) are written to disk
 chunk by chunk; those that reduce it (the mean class probabilities, the largest
 logit, how many rows each class got, the log-sum-exp of the scores) are combined from
-per-chunk partials by graphc's batch split. A progress bar follows the tasks.
+per-chunk partials by graphc's batch split. On a terminal, a progress bar follows
+the tasks.
 
     python examples/out_of_core.py --rows 4000000 --memory-limit 300MiB
+
+The file (512 MiB at 4,000,000 rows) and the classes go under --out, by default
+out/out_of_core/ at the repository's root, a folder git ignores.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,9 @@ import numpy as np
 import graphc as gc
 
 FEATURES, HIDDEN, CLASSES = 32, 128, 10
+# every file an example writes goes under --out; by default out/<example>/ at the
+# repository's root, a folder git ignores
+OUT = Path(__file__).resolve().parents[1] / "out" / "out_of_core"
 
 
 def write_rows(path: Path, rows: int, chunk: int, seed: int) -> np.memmap:
@@ -102,16 +108,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--chunk", type=int, default=100_000, help="rows per task")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="300MiB", help="per worker")
-    parser.add_argument("--dir", type=Path, default=None, help="where the files go")
+    parser.add_argument("--out", type=Path, default=OUT, help="for the files (out/out_of_core/)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:
-        from dask.distributed import Client, LocalCluster, progress
+        from dask.distributed import Client, LocalCluster, progress, wait
     except ImportError:
         sys.exit('this example needs dask: pip install "graphc[dask]"')
     from graphc.distributed import map_batches
 
-    folder = args.dir or Path(tempfile.mkdtemp(prefix="graphc_out_of_core_"))
+    folder = args.out
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "rows.npy"
     write_rows(path, args.rows, args.chunk, args.seed)
@@ -140,8 +146,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ).sum()
         start = time.perf_counter()
         futures = client.compute([written, *summaries])
-        progress(futures)
-        print()
+        if sys.stdout.isatty():  # redrawn in place there; in a log, one long line
+            progress(futures)
+            print()
+        else:
+            wait(futures)
         rows, mean_probs, max_logit, counts, lse = client.gather(futures)
         seconds = time.perf_counter() - start
     print(

@@ -5,7 +5,7 @@ Token and position embeddings, two encoder layers (nn.TransformerEncoderLayer, d
 start from the same seed and take the same minibatches; they end with the same
 parameters and accuracy. Adam in float64.
 
-    python examples/reverse_transformer.py --steps 400
+    python examples/reverse_transformer.py --steps 400   # losses in out/reverse_transformer/
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,10 @@ import graphc.eager as ge
 from graphc import nn, optim
 from graphc.nn import functional as F
 from graphc.nn import init
+
+# every file an example writes goes under --out; by default out/<example>/ at the
+# repository's root, a folder git ignores
+OUT = Path(__file__).resolve().parents[1] / "out" / "reverse_transformer"
 
 
 class Reverser(nn.Module):
@@ -63,6 +68,14 @@ def accuracy(model: nn.Module, digits: np.ndarray) -> tuple[float, float]:
     return float(right.mean()), float(right.all(axis=1).mean())
 
 
+def write_losses(results: dict[str, Any], path: Path) -> Path:
+    """Both modes' loss at every step, as CSV columns `eager,static`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    curves = np.column_stack([results[mode]["losses"] for mode in ("eager", "static")])
+    np.savetxt(path, curves, delimiter=",", header="eager,static", comments="")
+    return path
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--length", type=int, default=6)
@@ -70,6 +83,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--out", type=Path, default=OUT, help="for losses.csv (out/reverse_transformer/)"
+    )
     args = parser.parse_args(argv)
 
     data = batches(args.length, args.batch_size, args.steps, args.seed)
@@ -117,6 +133,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     difference = max(float(np.max(np.abs(a[k] - b[k])) / np.max(np.abs(a[k]))) for k in a)
     print(f"largest difference between the modes' parameters: {difference:.2e} (of each max)")
     results["max_rel_diff"] = difference
+    results["losses_csv"] = write_losses(results, args.out / "losses.csv")
+    print(f"losses per step, both modes: {results['losses_csv']}")
     return results
 
 

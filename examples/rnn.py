@@ -18,7 +18,7 @@ script prints
 the graphs' sizes and compile times (`gc.compile` at O2), and draws them when
 graphviz's `dot` is installed.
 
-    python examples/rnn.py --steps 50 --out rnn_pictures
+    python examples/rnn.py --steps 50             # pictures in out/rnn/
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ import graphc.eager as ge
 
 WEIGHTS = ("w_ih", "w_hh", "b")
 RTOL = 1e-5  # float32: the three ways sum the same terms in different orders
+# every file an example writes goes under --out; by default out/<example>/ at the
+# repository's root, a folder git ignores
+OUT = Path(__file__).resolve().parents[1] / "out" / "rnn"
 
 
 def cell(w_ih: Any, w_hh: Any, b: Any) -> Callable[[Any, Any], Any]:
@@ -228,7 +231,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--inputs", type=int, default=64, help="input features")
     parser.add_argument("--hidden", type=int, default=128, help="hidden units")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("rnn_pictures"))
+    parser.add_argument("--out", type=Path, default=OUT, help="for pictures (out/rnn/)")
     parser.add_argument("--draw-steps", type=int, default=3, help="sequence length drawn")
     parser.add_argument("--no-render", action="store_true", help="only print")
     args = parser.parse_args(argv)

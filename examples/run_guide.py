@@ -1,10 +1,12 @@
 """Run docs/guide.md's code: every ```python block, in order, in one namespace.
 
-    python examples/run_guide.py                   # regenerate docs/img/guide-*.svg
-    python examples/run_guide.py --update-outputs  # also rewrite the checked output blocks
+    python examples/run_guide.py                   # check the outputs; pictures in out/run_guide/
+    python examples/run_guide.py --update-docs     # rewrite docs/img/guide-*.svg and the outputs
+    python examples/run_guide.py --update-outputs  # rewrite only the checked output blocks
 
-The blocks run in a scratch folder, so the pictures they write land there; the
-pictures named ``guide-*.svg`` are then copied into docs/img. A ```text block that
+The blocks run in the --out folder (by default out/run_guide/ at the repository's root,
+a folder git ignores), so the files they write land there; only --update-docs copies
+the pictures named ``guide-*.svg`` into docs/img. A ```text block that
 follows a python block (nothing but blank lines and an optional marker comment
 between them) is that block's printed output. Markers:
 
@@ -27,7 +29,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "guide.md"
 PICTURES = ROOT / "docs" / "img"
+# every file an example writes goes under --out; by default out/<example>/ at the
+# repository's root, a folder git ignores
+OUT = ROOT / "out" / "run_guide"
 
 FENCE = re.compile(r"^```(\w*)\s*$")
 MARKER = re.compile(r"^<!-- output: (not checked|times masked) -->$")
@@ -155,14 +159,24 @@ def update_outputs(guide: Path, results: list[tuple[Block, str | None]]) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--update-outputs", action="store_true")
+    parser.add_argument(
+        "--out", type=Path, default=OUT, help="where the blocks run (out/run_guide/)"
+    )
+    parser.add_argument(
+        "--update-docs", action="store_true", help="rewrite docs/img/guide-*.svg and the outputs"
+    )
+    parser.add_argument("--update-outputs", action="store_true", help="rewrite only the outputs")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        results = run(GUIDE, Path(tmp))
-        for picture in sorted(Path(tmp).glob("guide-*.svg")):
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = run(GUIDE, args.out)
+    pictures = sorted(args.out.glob("guide-*.svg"))
+    if args.update_docs:
+        for picture in pictures:
             shutil.copyfile(picture, PICTURES / picture.name)
             print("wrote", (PICTURES / picture.name).relative_to(ROOT))
-    if args.update_outputs:
+    else:
+        print(f"{len(pictures)} guide-*.svg picture(s) in {args.out} (--update-docs: docs/img)")
+    if args.update_docs or args.update_outputs:
         print(f"updated {update_outputs(GUIDE, results)} output block(s) in docs/guide.md")
         return
     for block, printed in results:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,11 +19,24 @@ from tests.budget import full
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+def script_env() -> dict[str, str]:
+    """The environment to run an example as a script in: this checkout's graphc first,
+    whether or not it is the one installed."""
+    paths = [str(EXAMPLES.parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def load(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # dataclasses (run_guide's) look their module up there while it runs; then it goes,
+    # so that dask pickles the example's functions by value for its workers
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
     return module
 
 
@@ -47,8 +62,9 @@ def test_comp_graph_without_dot_writes_dot_sources(tmp_path: Path, monkeypatch) 
     assert result["files"][0].read_text().startswith("digraph")
 
 
-def test_linear_regression_modes_reach_the_same_parameters(capsys) -> None:
-    result = load("linear_regression").main(["--samples", "60", "--steps", "80"])
+def test_linear_regression_modes_reach_the_same_parameters(tmp_path: Path, capsys) -> None:
+    argv = ["--samples", "60", "--steps", "80", "--out", str(tmp_path)]
+    result = load("linear_regression").main(argv)
     eager, static = result["eager"]["params"], result["static"]["params"]
     assert sorted(eager) == ["bias", "weight"]
     for name in eager:
@@ -57,6 +73,12 @@ def test_linear_regression_modes_reach_the_same_parameters(capsys) -> None:
     assert eager["weight"] == pytest.approx(2.0, abs=0.2)  # it learned y = 2x + 3
     assert eager["bias"] == pytest.approx(3.0, abs=0.2)
     assert "largest relative difference" in capsys.readouterr().out
+    # both loss curves, one row per step, under --out
+    assert result["losses_csv"] == tmp_path / "losses.csv"
+    curves = np.loadtxt(result["losses_csv"], delimiter=",", skiprows=1)
+    assert curves.shape == (80, 2)
+    np.testing.assert_allclose(curves[:, 0], result["eager"]["losses"], rtol=1e-12)
+    np.testing.assert_allclose(curves[:, 1], result["static"]["losses"], rtol=1e-12)
 
 
 def test_digits_mlp_reaches_95_percent_in_both_modes_with_the_same_parameters(
@@ -101,13 +123,31 @@ def test_digits_cnn_reaches_97_percent_in_both_modes_with_the_same_parameters(
 
 
 @pytest.mark.reads_budget
-def test_reverse_transformer_learns_in_both_modes_to_the_same_parameters() -> None:
+def test_reverse_transformer_learns_in_both_modes_to_the_same_parameters(tmp_path: Path) -> None:
     # 150 steps in the quick run (every string reversed when measured), 250 with --full
-    result = load("reverse_transformer").main(["--steps", "250" if full() else "150"])
+    steps = 250 if full() else 150
+    result = load("reverse_transformer").main(["--steps", str(steps), "--out", str(tmp_path)])
     for mode in ("eager", "static"):
         assert result[mode]["string_accuracy"] >= 0.95
     assert result["max_rel_diff"] < 1e-8
     assert result["static"]["losses"] == pytest.approx(result["eager"]["losses"], rel=1e-9)
+    assert np.loadtxt(tmp_path / "losses.csv", delimiter=",", skiprows=1).shape == (steps, 2)
+
+
+def test_digits_progress_bar_is_drawn_only_on_a_terminal(monkeypatch) -> None:
+    pytest.importorskip("tqdm")
+    example = load("digits_mlp")
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    bar = example.progress(10, "eager", enabled=True)
+    assert type(bar).__module__.startswith("tqdm")
+    bar.close()
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # a log or a pipe: plain lines
+    assert isinstance(example.progress(10, "eager", enabled=True), example.PlainProgress)
 
 
 def test_digits_mlp_without_sklearn_says_how_to_install_it(monkeypatch, capsys) -> None:
@@ -122,14 +162,58 @@ def test_digits_mlp_without_sklearn_says_how_to_install_it(monkeypatch, capsys) 
 def test_examples_run_as_scripts(tmp_path: Path) -> None:
     for argv in (
         ["comp_graph.py", "--no-render"],
-        ["linear_regression.py", "--samples", "20", "--steps", "5"],
+        ["linear_regression.py", "--samples", "20", "--steps", "5", "--out", str(tmp_path)],
     ):
         done = subprocess.run(
             [sys.executable, str(EXAMPLES / argv[0]), *argv[1:]],
             capture_output=True,
             text=True,
             cwd=tmp_path,
+            env=script_env(),
             timeout=120,
         )
         assert done.returncode == 0, done.stderr
         assert "static" in done.stdout
+
+
+def test_tutorial_graph_writes_the_docs_pictures_only_with_update_docs(
+    tmp_path: Path, monkeypatch
+) -> None:
+    example = load("tutorial_graph")
+    docs = tmp_path / "docs_img"
+    monkeypatch.setattr(example, "PICTURES", docs)
+    assert example.main(["--out", str(tmp_path / "out")]) == tmp_path / "out"
+    assert not docs.exists()
+    assert example.main(["--out", str(tmp_path / "out"), "--update-docs"]) == docs
+    suffix = ".svg" if gc.viz.have_dot() else ".dot"
+    names = {p.name for p in docs.iterdir()}
+    assert names == {f"tutorial-forward{suffix}", f"tutorial-backward{suffix}"}
+
+
+GUIDE = """# a guide
+
+```python
+open("guide-one.svg", "w").write("<svg/>")
+print("new output")
+```
+
+```text
+old output
+```
+"""
+
+
+def test_run_guide_rewrites_docs_only_with_update_docs(tmp_path: Path, monkeypatch) -> None:
+    example = load("run_guide")
+    guide, docs, out = tmp_path / "guide.md", tmp_path / "docs_img", tmp_path / "out"
+    guide.write_text(GUIDE)
+    docs.mkdir()
+    monkeypatch.setattr(example, "GUIDE", guide)
+    monkeypatch.setattr(example, "PICTURES", docs)
+    monkeypatch.setattr(example, "ROOT", tmp_path)
+    example.main(["--out", str(out)])
+    assert (out / "guide-one.svg").read_text() == "<svg/>"  # the blocks ran in --out
+    assert guide.read_text() == GUIDE and not any(docs.iterdir())
+    example.main(["--out", str(out), "--update-docs"])
+    assert (docs / "guide-one.svg").read_text() == "<svg/>"
+    assert "new output" in guide.read_text() and "old output" not in guide.read_text()

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from tests.examples.test_examples import EXAMPLES, load
+from tests.examples.test_examples import EXAMPLES, load, script_env
 
 SIZES = ["--batch", "3", "--inputs", "4", "--hidden", "5"]
 WAYS = ("eager", "unrolled", "scan")
@@ -124,6 +124,7 @@ def test_runs_as_a_script(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env=script_env(),
         timeout=120,
     )
     assert done.returncode == 0, done.stderr

@@ -175,7 +175,7 @@ def test_an_nn_model_in_eval_mode_bound_to_its_state() -> None:
     model.eval()
     own = {**dict(model.named_parameters()), **dict(model.named_buffers())}
     g = gc.trace(model, gc.TensorSpec(("B", 2, 4, 4)), params=own)
-    arrays = [state[p.name.replace("_", ".", 1)] for p in g.inputs[1:]]
+    arrays = [state[p.name] for p in g.inputs[1:]]  # named by their state_dict keys
     bound = gc.trace(lambda x: g(x, *arrays), gc.TensorSpec(("B", 2, 4, 4)))
     folded = gc.fuse(gc.optimize(bound, level=2, fast_math=True), backend="numpy", fast_math=True)
     ops = [n.op for n in folded.op_nodes if n.op != "constant"]

@@ -91,14 +91,14 @@ def elementwise_chain() -> gc.Graph:
 def test_elementwise_chain_runs_in_place() -> None:
     exe = gc.compile(elementwise_chain(), opt_level=0)
     plan = exe.plan()
-    kinds = {s.output: plan.values[s.output].kind for s in plan.steps}
-    assert kinds["exp"] == "allocated" and kinds["sin"] == "allocated"
-    assert kinds["tanh"] == "inplace" and kinds["mul"] == "inplace" and kinds["add"] == "inplace"
+    kinds = {s.output: plan.values[s.output].kind for s in plan.steps}  # by variable names
+    assert kinds["a"] == "allocated" and kinds["d"] == "allocated"
+    assert kinds["b"] == "inplace" and kinds["c"] == "inplace" and kinds["e"] == "inplace"
     assert peak_bytes(plan) == 2 * 4000
     assert plan.intermediate_bytes == 5 * 4000
     assert_no_live_overlap(plan)
     text = exe.explain()
-    for words in ("in place of exp", "frees", "peak bytes", "sum of all intermediates"):
+    for words in ("in place of a", "frees", "peak bytes", "sum of all intermediates"):
         assert words in text
 
 
@@ -119,8 +119,8 @@ def test_views_share_their_base_and_keep_it_alive() -> None:
         gc.output(t * b, name="y")
     exe = gc.compile(g, opt_level=0)
     plan = exe.plan()
-    assert plan.values["reshape"].kind == "view" and plan.values["transpose"].kind == "view"
-    assert plan.values["sin"].buffer != plan.values["exp"].buffer
+    assert plan.values["r"].kind == "view" and plan.values["t"].kind == "view"
+    assert plan.values["b"].buffer != plan.values["a"].buffer
     assert_no_live_overlap(plan)
     xv = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
     np.testing.assert_allclose(exe(xv), gc.run(g, {"x": xv})[0], rtol=1e-6)
@@ -147,9 +147,9 @@ def test_contiguous_slices_of_arena_values_are_views(index: str, shape: tuple) -
     exe = gc.compile(g, opt_level=0)
     plan = exe.plan()
     view = (index, shape) in CONTIGUOUS_WINDOWS
-    assert (plan.values["slice"].kind == "view") == view, plan
+    assert (plan.values["s"].kind == "view") == view, plan
     if view:
-        assert plan.values["sin"].buffer != plan.values["exp"].buffer
+        assert plan.values["b"].buffer != plan.values["a"].buffer
     assert_no_live_overlap(plan)
     xv = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
     got = exe(xv)
@@ -207,7 +207,7 @@ def test_reshape_of_a_transposed_buffer_is_computed_not_viewed() -> None:
         r = gc.reshape(t, (12,))  # numpy would copy here: a precomputed view would go stale
         gc.output(gc.tanh(r), name="y")
     exe = gc.compile(g, opt_level=0)
-    assert exe.plan().values["reshape"].kind != "view"
+    assert exe.plan().values["r"].kind != "view"
     for seed in range(2):
         xv = np.random.default_rng(seed).standard_normal((3, 4)).astype(np.float32)
         np.testing.assert_allclose(exe(xv), gc.run(g, {"x": xv})[0], rtol=1e-6)

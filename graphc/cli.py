@@ -73,7 +73,7 @@ def bench(args: argparse.Namespace) -> int:
     goals = benchmarks.goals.evaluate(report)
     report["goals"] = [vars(goal) for goal in goals]
     print("## Goals (issues 6, 14 to 18, 30 and 31)\n")
-    print(benchmarks.goals.markdown(goals))
+    print(benchmarks.goals.markdown(goals, quick=args.quick))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
@@ -88,7 +88,10 @@ def bench(args: argparse.Namespace) -> int:
 
 
 def _progress_bar() -> Callable[[int, int, str], None] | None:
-    """A progress callback drawing a tqdm bar on stderr, or None without tqdm."""
+    """A progress callback drawing a tqdm bar on stderr, or None without tqdm or when
+    stderr is no terminal (in a log, a bar redrawn in place is one long line)."""
+    if not sys.stderr.isatty():
+        return None
     try:
         from tqdm import tqdm
     except ImportError:

@@ -30,6 +30,8 @@ import numpy as np
 from graphc import nn
 from graphc.bench import peers, torch_compile
 from graphc.bench.core import (
+    QUICK_SKIP_DEFAULT_COLD,
+    QUICK_SKIP_JAX,
     TORCH_COMPILE,
     Case,
     Prepared,
@@ -205,7 +207,13 @@ WORKLOAD = Workload(
     ),
     unit="step",
     cases=[
-        Case(QUICK_CASE, {"batch": 8}, full=False, quick_skip_modes=torch_compile.QUICK_SKIP),
+        Case(
+            QUICK_CASE,
+            {"batch": 8},
+            full=False,
+            quick_skip_modes={**torch_compile.QUICK_SKIP, **QUICK_SKIP_JAX},
+            quick_skip_cold=QUICK_SKIP_DEFAULT_COLD,
+        ),
         Case(FULL_CASE, {"batch": 64}, quick=False),
     ],
     make_inputs=make_inputs,

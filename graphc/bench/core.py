@@ -79,6 +79,16 @@ MODES: tuple[str, ...] = (
 
 # the modes whose time to first result is measured, where a workload declares them
 FIRST_RESULT_MODES: tuple[str, ...] = (BASELINE, DEFAULT, "jax")
+# What --quick leaves to the full run, said in each row it skips. Its cases are small
+# (a goal reads few of them), and on a 2-core machine a peer's compile or a cold native
+# build costs seconds for figures no goal reads: jax.jit's cold starts (0.1-3 s a case)
+# everywhere, jax.jit in the model cases, and the default backend's cold start (its
+# native build from an empty cache, 1.5-7 s) where the workload is a model or an RNN.
+QUICK_SKIP_COLD = {"jax": "jax.jit's cold start takes seconds: measured in the full run"}
+QUICK_SKIP_JAX = {"jax": "jax.jit compiles for seconds and no goal reads this case: full run"}
+QUICK_SKIP_DEFAULT_COLD = {
+    DEFAULT: "its native build from an empty cache takes seconds: measured in the full run"
+}
 # how long a background build may take before the bench gives up on it; the compiler's
 # own limit is 300 s per kernel library (backends/native/toolchain.py)
 BUILD_TIMEOUT = 900.0
@@ -129,6 +139,8 @@ class Case:
     full: bool = True  # part of the full run
     skip_modes: dict[str, str] = field(default_factory=dict)  # mode -> reason
     quick_skip_modes: dict[str, str] = field(default_factory=dict)  # skipped with --quick
+    # cold starts (time to first result) skipped with --quick, beyond QUICK_SKIP_COLD
+    quick_skip_cold: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -56,6 +56,7 @@ from graphc.bench.core import (
     BUILD_TIMEOUT,
     DEFAULT,
     FIRST_RESULT_MODES,
+    QUICK_SKIP_COLD,
     Case,
     FirstCall,
     NotApplicableError,
@@ -159,7 +160,11 @@ def cold_start(prepare: StartBuilder, params: dict[str, Any], inputs: dict[str, 
 
 
 def _skipped(case: Case, mode: str, quick: bool) -> str:
-    return case.skip_modes.get(mode) or (quick and case.quick_skip_modes.get(mode)) or ""
+    """Why `mode`'s cold start is not measured in `case` ("" when it is)."""
+    if not quick:
+        return case.skip_modes.get(mode, "")
+    cold = {**QUICK_SKIP_COLD, **case.quick_skip_cold}  # --quick's, then the case's own
+    return case.skip_modes.get(mode) or case.quick_skip_modes.get(mode) or cold.get(mode, "")
 
 
 def measure(

@@ -433,12 +433,44 @@ def every_case_goal(
     return Goal(text, measured, over == 0)
 
 
-def markdown(goals: list[Goal]) -> str:
-    """The goals as a markdown table."""
+def markdown(goals: list[Goal], quick: bool = False) -> str:
+    """The goals as a markdown table, and how to read its verdicts (`reading`)."""
     verdict = {True: "met", False: "**missed**", None: "not measured"}
     lines = ["| goal (issues 6, 14 to 18, 30, 31) | measured | verdict |", "|---|---|---|"]
     lines += [f"| {g.text} | {g.measured} | {verdict[g.met]} |" for g in goals]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + reading(quick) + "\n"
+
+
+# the machine the goals were set for and judged on (docs/bench-results.md)
+GOALS_MACHINE = (
+    "the project machine of docs/bench-results.md (2 vCPUs, an AMD EPYC with AVX-512 "
+    "since 2026-11-27; numpy 2.4.6 with OpenBLAS, torch 2.13.0, jax 0.10.2), judged by "
+    "full runs (`graphc bench`) at a low load average"
+)
+
+
+def reading(quick: bool) -> str:
+    """What a verdict says: the goals' machine, the margin a ratio needs to be more than
+    noise, and, after --quick, that its rows are indicative."""
+    text = (
+        f"How to read the verdicts: each goal bounds a time or a ratio of this run's "
+        f'medians, and was set for {GOALS_MACHINE}. "met" or "**missed**": whether the '
+        f'bound held in this run; "not measured": this run lacks a side of it (a peer not '
+        f"installed, a case left to the full run). There a median moves by up to {NOISE}x "
+        f'from run to run (the "no slower" lines allow that much, the "ahead of" lines '
+        f"ask for it as a margin), so a miss by less than {NOISE}x is noise, and a goal "
+        f"held with less than a {NOISE}x margin may miss in the next run. A larger miss at "
+        f"a low load on a machine like that one is worth a look; on another CPU, BLAS or "
+        f"peer version, or under load (the header's load average), ratios move further: "
+        f"docs/bench-results.md gives each full run's verdicts and why lines missed."
+    )
+    if quick:
+        text += (
+            " This was `--quick`: small cases, a short block of timed calls per mode and "
+            "one cold start each, so its rows are indicative only; most goals read the full "
+            "run's cases and are not measured here."
+        )
+    return text
 
 
 CHUNK_OVERHEAD_SECONDS = 5e-3  # issue 18: what a chunk costs besides its rows

@@ -99,6 +99,13 @@ def _default(info: dict[str, Any]) -> str:
     return f" (default: {chosen})" if chosen else ""
 
 
+# what the header adds after --quick
+QUICK_NOTE = (
+    " --quick: small cases, one short block of timed calls per mode and one cold start "
+    "each, so the figures are indicative; what it leaves to the full run says so in its row."
+)
+
+
 def markdown(report: dict[str, Any]) -> str:
     """Every workload's table, with the machine and run settings on top."""
     info = report["machine"]
@@ -115,7 +122,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"x O2 = median / {BASELINE} median; agrees = max abs diff / max abs of the "
         "reference mode's result. First result, cold = trace + compile + first call on an "
         "empty kernel cache (median of the cold runs); background build = from that first "
-        "result until wait() returned.",
+        "result until wait() returned." + (QUICK_NOTE if report["quick"] else ""),
     ]
     for name, workload in report["workloads"].items():
         first = bool(workload.get("first_result_modes"))

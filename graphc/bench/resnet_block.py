@@ -28,7 +28,14 @@ import graphc as gc
 import graphc.eager as ge
 from graphc import nn
 from graphc.bench import peers, torch_compile
-from graphc.bench.core import TORCH_COMPILE, Case, Prepared, Workload
+from graphc.bench.core import (
+    QUICK_SKIP_DEFAULT_COLD,
+    QUICK_SKIP_JAX,
+    TORCH_COMPILE,
+    Case,
+    Prepared,
+    Workload,
+)
 from graphc.bench.first_result import graph_starts, jax_first_call
 from graphc.bench.modes import graph_modes, not_applicable, plain
 
@@ -198,7 +205,13 @@ WORKLOAD = Workload(
     ),
     unit="call",
     cases=[
-        Case(QUICK_CASE, QUICK, full=False, quick_skip_modes=torch_compile.QUICK_SKIP),
+        Case(
+            QUICK_CASE,
+            QUICK,
+            full=False,
+            quick_skip_modes={**torch_compile.QUICK_SKIP, **QUICK_SKIP_JAX},
+            quick_skip_cold=QUICK_SKIP_DEFAULT_COLD,
+        ),
         Case(FULL_CASE, FULL, quick=False),
     ],
     make_inputs=make_inputs,

@@ -34,7 +34,16 @@ import numpy as np
 import graphc as gc
 import graphc.eager as ge
 from graphc.bench import peers
-from graphc.bench.core import SCAN, SCAN_DEFAULT, Case, NotApplicableError, Prepared, Workload
+from graphc.bench.core import (
+    QUICK_SKIP_DEFAULT_COLD,
+    QUICK_SKIP_JAX,
+    SCAN,
+    SCAN_DEFAULT,
+    Case,
+    NotApplicableError,
+    Prepared,
+    Workload,
+)
 from graphc.bench.first_result import graph_starts, jax_first_call
 from graphc.bench.modes import (
     AUTO,
@@ -271,7 +280,13 @@ WORKLOAD = Workload(
     ),
     unit="call",
     cases=[
-        Case(QUICK_CASE, QUICK, full=False),
+        Case(
+            QUICK_CASE,
+            QUICK,
+            full=False,
+            quick_skip_modes=QUICK_SKIP_JAX,
+            quick_skip_cold=QUICK_SKIP_DEFAULT_COLD,
+        ),
         Case(ONE_CASE, ONE, quick=False),
         Case(FULL_CASE, FULL, quick=False),
     ],

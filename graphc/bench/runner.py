@@ -119,8 +119,8 @@ class Settings:
 
     @classmethod
     def make(cls, quick: bool) -> Settings:
-        if quick:  # cold starts: one round at least (a background build takes seconds)
-            first = Rounds(least=1, most=3, budget=2.0)
+        if quick:  # cold starts: one round (each waits for its background build)
+            first = Rounds(least=1, most=1, budget=0.0)
             return cls(
                 True, 0.05, min_repeats=3, max_repeats=10, rounds=1, warmup=0.02, first=first
             )

@@ -34,6 +34,8 @@ from graphc.bench import first_result, peers, torch_compile
 from graphc.bench.core import (
     BASELINE,
     DEFAULT,
+    QUICK_SKIP_DEFAULT_COLD,
+    QUICK_SKIP_JAX,
     TORCH_COMPILE,
     Case,
     NotApplicableError,
@@ -291,7 +293,13 @@ WORKLOAD = Workload(
     ),
     unit="step",
     cases=[
-        Case(QUICK_CASE, QUICK, full=False, quick_skip_modes=torch_compile.QUICK_SKIP),
+        Case(
+            QUICK_CASE,
+            QUICK,
+            full=False,
+            quick_skip_modes={**torch_compile.QUICK_SKIP, **QUICK_SKIP_JAX},
+            quick_skip_cold=QUICK_SKIP_DEFAULT_COLD,
+        ),
         Case(FULL_CASE, FULL, quick=False),
     ],
     make_inputs=make_inputs,

@@ -21,6 +21,8 @@ from graphc.bench.core import (
     BASELINE,
     DEFAULT,
     MODES,
+    QUICK_SKIP_COLD,
+    QUICK_SKIP_DEFAULT_COLD,
     Case,
     FirstCall,
     NotApplicableError,
@@ -174,6 +176,22 @@ def test_measure_reports_what_did_not_run(user_cache: Path) -> None:
     assert found["jax"].status == "skipped" and found["jax"].reason == "slow"
     assert found[DEFAULT].agrees is False and found[DEFAULT].rel_error == pytest.approx(1.0)
     assert found[BASELINE].agrees is True
+
+
+def test_quick_leaves_the_slow_cold_starts_to_the_full_run(user_cache: Path) -> None:
+    log: list[tuple[str, Any]] = []
+    starts = {m: starter(log, m) for m in (BASELINE, DEFAULT)}
+    workload = toy({**starts, "jax": starter(log, "jax", built=False)})
+    full = first_result.measure(workload, Case("s", {}), {}, ONE_ROUND)
+    assert all(found.status == "ok" for found in full.values())
+    quick = first_result.measure(workload, Case("s", {}), {}, ONE_ROUND, quick=True)
+    assert quick["jax"].status == "skipped" and quick["jax"].reason == QUICK_SKIP_COLD["jax"]
+    assert quick[BASELINE].status == quick[DEFAULT].status == "ok"
+    case = Case("s", {}, quick_skip_cold=QUICK_SKIP_DEFAULT_COLD)  # a model's quick case
+    quick = first_result.measure(workload, case, {}, ONE_ROUND, quick=True)
+    assert quick[DEFAULT].status == "skipped" and "full run" in quick[DEFAULT].reason
+    assert quick[BASELINE].status == "ok"  # the numpy backend's cold start builds nothing
+    assert first_result.measure(workload, case, {}, ONE_ROUND)[DEFAULT].status == "ok"
 
 
 def test_runner_reports_first_results_in_cells_table_and_goals(user_cache: Path) -> None:

@@ -18,6 +18,7 @@ from graphc import bench
 from graphc.bench import cnn, goals, resnet_block, transformer
 from graphc.bench.core import (
     BASELINE,
+    DEFAULT,
     MODES,
     NATIVE,
     O0,
@@ -153,6 +154,10 @@ def test_cases_quick_and_full() -> None:
         assert [c.label for c in full[name]] == [module.FULL_CASE]  # what the goals read
         (quick,) = [c for c in module.WORKLOAD.cases if c.quick]
         assert not quick.full and TORCH_COMPILE in quick.quick_skip_modes
+        # no goal reads the quick case: jax.jit's compile and the default backend's cold
+        # native build are left to the full run, which reads these figures
+        assert "jax" in quick.quick_skip_modes and DEFAULT in quick.quick_skip_cold
+        assert not any(c.quick_skip_cold or c.quick_skip_modes for c in full[name])
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit, inside torch

@@ -16,6 +16,7 @@ from graphc import bench
 from graphc.bench import goals, rnn, rnn_compile
 from graphc.bench.core import (
     BASELINE,
+    DEFAULT,
     FAST_MATH,
     MODES,
     NATIVE,
@@ -117,6 +118,8 @@ def test_rnn_cases_quick_and_full() -> None:
     ]
     assert [c.label for c in full] == [rnn.ONE_CASE, rnn.FULL_CASE]
     assert quick and all(c.params["steps"] < 50 for c in quick)
+    # the goals read the full cases: --quick leaves jax.jit and the cold native build to them
+    assert all("jax" in c.quick_skip_modes and DEFAULT in c.quick_skip_cold for c in quick)
     compile_cases = {c.label: c for c in rnn_compile.WORKLOAD.cases}
     assert compile_cases["T=1000"].params == {"steps": 1000} and not compile_cases["T=1000"].quick
 

@@ -52,7 +52,7 @@ from typing import TypeVar
 
 from graphc.ir import graph as graph_module
 from graphc.ir.errors import GraphcError
-from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.graph import OP, OUTPUT, Graph, Node
 from graphc.ops.symbolic import Symbol
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -122,9 +122,10 @@ def _user_frames(session: _Session) -> list[FrameType]:
 
 def _rename(node: Node, variable: str) -> None:
     graph = node.graph
-    if graph is None or graph._by_name.get(node.name) is not node:
+    if graph is None or node.name not in graph or graph.node(node.name) is not node:
         return  # no longer in its graph (a builder abandoned it)
-    if variable in graph and graph.node(variable).inputs == (node,):
+    holder = graph.node(variable) if variable in graph else None
+    if holder is not None and holder.kind == OUTPUT and holder.inputs == (node,):
         return  # `y = ...; gc.output(y, name="y")`: the output carries the name
     name = graph.fresh_name(variable)
     graph.rename(node, name)

@@ -349,7 +349,8 @@ def test_a_conv_block_splits_by_images_and_its_chunks_fuse(level: int) -> None:
     split = split_batch(graph)
     fused_chunk = {n.op for n in gc.fuse(split.chunk, backend="numpy").op_nodes}
     assert {"conv2d_epilogue", "conv2d_fused"} <= fused_chunk
-    with pytest.raises(BatchSplitError, match="'relu'.*fused node.*split the graph before"):
+    # (the fused node keeps the name of the variable h holding the relu it ends in)
+    with pytest.raises(BatchSplitError, match="'h'.*fused node.*split the graph before"):
         split_batch(gc.fuse(graph, backend="numpy"))
     assert split.outputs[0].mapped and split.outputs[0].axis == 0
     rng = np.random.default_rng(0)

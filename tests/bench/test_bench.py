@@ -370,6 +370,27 @@ def test_goals_read_ratios_from_the_report() -> None:
     assert found["MLP b512: within 1.1x of hand-written numpy"].met is True
     assert found["MLP b512: peak memory <= 0.7x graphc eager"].met is True
     assert "**missed**" in goals.markdown(list(found.values()))
+    missed = found["tiny: >= 3x faster than jax.jit"]  # 2x: the ratio 1/2 against 1/3
+    assert missed.past == pytest.approx(1.5)
+    assert f"| {missed.measured} | **missed** by 1.50x |" in goals.markdown([missed])
+    assert found["tiny: >= 20x faster than torch"].past is None  # not measured
+
+
+def test_a_miss_within_a_medians_noise_says_so() -> None:
+    def cell(median: float) -> dict[str, Any]:
+        return {"status": "ok", "median": median, "peak_bytes": None, "agrees": True}
+
+    cells = {BASELINE: cell(1.05e-3), "numpy": cell(1e-3), "numpy-chunked": cell(1e-3)}
+    found = {g.text: g for g in goals.evaluate({"workloads": {"gelu": {"cases": {"1e6": cells}}}})}
+    near = found["GELU 1e6: within 1.2x of chunked numpy"]  # met: 1.05x
+    far = found["GELU 1e6: >= 3x faster than numpy one-liner"]  # 1.05x against 1/3: 3.15x
+    assert near.met is True and goals.verdict(near) == "met"
+    assert goals.verdict(far) == "**missed** by 3.15x"
+    cells[BASELINE] = cell(1.3e-3)  # 1.3x against 1.2x: 8 % past
+    found = {g.text: g for g in goals.evaluate({"workloads": {"gelu": {"cases": {"1e6": cells}}}})}
+    assert goals.verdict(found["GELU 1e6: within 1.2x of chunked numpy"]) == (
+        "**missed** by 1.08x: noise"
+    )
 
 
 def test_the_goals_say_what_a_miss_means_and_for_which_machine() -> None:

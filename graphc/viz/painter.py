@@ -350,6 +350,8 @@ class GraphPainter:
         One vjp rule often makes several nodes (transpose then matmul); every one of
         them is labelled "∂ of <node>", and one link per rule, from the node that
         finishes it, is enough to find the forward node without a tangle of lines.
+        Summary nodes (collapsed steps, chains, repeats) get no links: their members'
+        links would all join the same few boxes.
         """
         if not self.options.grad_links:
             return
@@ -363,10 +365,11 @@ class GraphPainter:
                 continue  # the control-flow node it reads finishes the rule
             finishing[(self._rule_group(n), target)] = n
         drawn: set[tuple[str, str]] = set()
+        summaries = {g.id for g in self.collapse.groups} | {g.id for g in forward.collapse.groups}
         for (_, target), n in finishing.items():
             pair = (self.node_id(n), forward.node_id(forward.graph.node(target)))
-            if pair in drawn or pair[0] == pair[1]:
-                continue
+            if pair in drawn or pair[0] == pair[1] or summaries.intersection(pair):
+                continue  # a summary's links would say "these steps, those steps": a tangle
             drawn.add(pair)
             dot.edge(*pair, **style.edge_attrs("grad_of"))
             self.edge_kinds.add("grad_of")

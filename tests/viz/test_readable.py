@@ -120,6 +120,16 @@ def test_the_values_saved_at_each_step_hide_in_the_group() -> None:
     assert "forward/saved_next_h" in dot.nodes
 
 
+def test_summaries_get_no_gradient_links_but_drawn_nodes_keep_theirs() -> None:
+    dot = pair_picture(20)
+    links = [(a, b) for a, b, e in dot.edges if e.get("arrowhead") == "empty"]
+    summary = ("steps/", "collapsed/", "repeated/")
+    assert not [pair for pair in links if any(k in end for end in pair for k in summary)]
+    assert ("backward/broadcast_to", "forward/mean") in links  # the rule of mean: both drawn
+    small = pair_picture(2)  # nothing collapsed: every rule linked as before
+    assert len([e for e in small.edges if e[2].get("arrowhead") == "empty"]) > len(links)
+
+
 def test_an_unrolled_picture_does_not_grow_with_the_steps() -> None:
     assert len(drawn(pair_picture(40))) == len(drawn(pair_picture(60)))
     plain = pair_picture(12, max_chain=None)  # no collapsing: every step drawn

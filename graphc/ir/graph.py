@@ -35,8 +35,9 @@ class Node:
     """One value of a graph: its producer (kind, op, inputs, attrs) and its type.
 
     `meta` holds facts that do not change what the node computes: ``loc`` (the
-    user's ``file:line`` that created it), ``grad_of`` (the forward node a backward
-    node differentiates), ``members`` (a fused node's original nodes).
+    user's ``file:line`` that created it), ``scope`` (the name scope it was made in,
+    "encoder/0/linear": ir/scope.py), ``grad_of`` (the forward node a backward node
+    differentiates), ``members`` (a fused node's original nodes).
     """
 
     __slots__ = ("name", "kind", "op", "inputs", "attrs", "type", "meta", "graph")

@@ -66,10 +66,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         process.communicate()
 
 
+# In the quick run, a parametrized test runs at most this many of its cases (its first
+# and a sample chosen by a stable hash of the case's id); `--rest` runs the others.
+QUICK_CASES = 4
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With `--rest`, leave out the tests the quick run runs exactly as `--full` does;
-    with `--shard K/N`, the tests of the other parts."""
+    """In the quick run, at most QUICK_CASES cases of each parametrized test; with
+    `--rest`, leave out the tests the quick run runs exactly as `--full` does; with
+    `--shard K/N`, the tests of the other parts."""
+    config.stash[_FILES] = {item.nodeid.split("::")[0] for item in items}
     rest, shard = config.getoption("--rest"), config.getoption("--shard")
+    if not rest and not config.getoption("--full"):
+        _sample_cases(config, items)
     if not rest and shard is None:
         return
     quick = _quick_run_ids(config.stash[_QUICK_IDS]) if rest else set()
@@ -82,6 +92,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept
+
+
+def _sample_cases(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The quick run's sample: of each parametrized test function, its first case and
+    about QUICK_CASES - 1 others by a stable hash of their ids."""
+    cases: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        if "[" in item.nodeid:
+            cases.setdefault(item.nodeid.split("[")[0], []).append(item)
+    left: set[int] = set()
+    for group in cases.values():
+        if len(group) > QUICK_CASES:
+            ranked = sorted(group[1:], key=lambda item: zlib.crc32(item.nodeid.encode()))
+            left.update(id(item) for item in ranked[QUICK_CASES - 1 :])
+    if left:
+        config.hook.pytest_deselected(items=[item for item in items if id(item) in left])
+        items[:] = [item for item in items if id(item) not in left]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The quick run of the whole suite keeps at least one test of every test file."""
+    config = session.config
+    whole = not config.option.keyword and config.option.markexpr == "not slow"
+    if config.getoption("--rest") or config.getoption("--full") or not whole:
+        return
+    if config.getoption("--shard") is not None:
+        return
+    kept = {item.nodeid.split("::")[0] for item in session.items}
+    missing = sorted(config.stash.get(_FILES, set()) - kept)
+    if missing:
+        raise pytest.UsageError(
+            "the quick run leaves out every test of " + ", ".join(missing) + ": keep one "
+            "(mark fewer of its tests slow)"
+        )
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -105,6 +150,7 @@ def _does_more_in_full(item: pytest.Item) -> bool:
 
 
 _QUICK_IDS = pytest.StashKey[subprocess.Popen]()
+_FILES = pytest.StashKey[set]()  # the test files collected, before any selection
 
 
 def _collect_quick_run(config: pytest.Config) -> subprocess.Popen:

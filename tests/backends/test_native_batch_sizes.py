@@ -187,6 +187,7 @@ def test_the_mlp_training_step_compiles_once(wanted: list[str]) -> None:
     assert_no_compiler_after_the_first_size(_classifier_run(_mlp, (784,)), wanted)
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 def test_the_cnn_training_step_compiles_once(wanted: list[str]) -> None:
     assert_no_compiler_after_the_first_size(_classifier_run(_lenet, (1, 28, 28)), wanted)
 

@@ -75,6 +75,7 @@ def part_report(
     return request.param, _report(request.param, tmp_path_factory)
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 def test_quick_json_has_every_workload_and_mode(part_report: tuple[str, dict[str, Any]]) -> None:
     part, report = part_report
     names = {w.name for w in bench.WORKLOADS}
@@ -186,6 +187,7 @@ def test_quick_reports_the_time_to_first_result(part_report: tuple[str, dict[str
         assert any(t.startswith("5000-op chain: full native build") for t in texts)
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 def test_only_filters_workloads() -> None:
     report = bench.run(only=["tiny"], quick=True)
     assert list(report["workloads"]) == ["tiny"]

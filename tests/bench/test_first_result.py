@@ -126,6 +126,7 @@ def test_cold_cache_is_new_and_empty_each_time_and_restored(
     assert "GRAPHC_CACHE_DIR" not in os.environ
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 def test_measure_waits_for_each_build_inside_its_cold_cache(user_cache: Path) -> None:
     log: list[tuple[str, Any]] = []
     workload = toy(
@@ -159,6 +160,7 @@ def test_measure_waits_for_each_build_inside_its_cold_cache(user_cache: Path) ->
     assert found["jax"].agrees is None  # a peer's result has its own form: not compared
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 def test_measure_reports_what_did_not_run(user_cache: Path) -> None:
     log: list[tuple[str, Any]] = []
     workload = toy(
@@ -247,6 +249,7 @@ def users_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GRAPHC_BACKEND", raising=False)
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 @pytest.mark.skipif(not NATIVE_READY, reason="the native backend cannot run here")
 def test_the_default_backend_builds_native_kernels_in_a_cold_cache(users_default: None) -> None:
     case = Case("1e3", {"n": 1000})

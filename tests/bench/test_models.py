@@ -175,6 +175,7 @@ def test_torch_compile_mode_matches_torch_eager(name: str) -> None:
 BENCHED = {"transformer": ["transformer"], "others": [m for m in MODULES if m != "transformer"]}
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 @pytest.mark.parametrize("part", list(BENCHED) if full() else ["transformer"])
 def test_quick_run_reports_the_model_workloads(part: str) -> None:
     benched = BENCHED[part]

@@ -38,6 +38,7 @@ def quick_report() -> dict[str, Any]:
     return bench.run(only=["onnx"], quick=True)
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 def test_quick_run_agrees_with_onnxruntime(quick_report: dict[str, Any]) -> None:
     entry = quick_report["workloads"]["onnx"]
     assert entry["modes"] == [
@@ -67,6 +68,7 @@ def test_quick_run_agrees_with_onnxruntime(quick_report: dict[str, Any]) -> None
     assert "| mlp b1 | onnxruntime-1thread |" in text
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 def test_import_case_times_the_import_and_checks_it(quick_report: dict[str, Any]) -> None:
     cells = quick_report["workloads"]["onnx"]["cases"][onnx_zoo.IMPORT_CASE]
     assert cells[BASELINE]["status"] == "ok" and cells[BASELINE]["agrees"] is True

@@ -151,6 +151,7 @@ def test_rnn_compile_jax_compiles_and_agrees() -> None:
     assert relative_error(got, bptt64(inputs["args"])) < 1e-5
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 def test_quick_run_of_the_rnn_workloads_reports_declared_modes() -> None:
     report = bench.run(only=["rnn", "rnn-compile"], quick=True)
     entry = report["workloads"]["rnn"]

@@ -100,6 +100,7 @@ def test_digits_mlp_reaches_95_percent_in_both_modes_with_the_same_parameters(
         assert result["plot"] is None
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 @pytest.mark.reads_budget
 def test_digits_cnn_reaches_97_percent_in_both_modes_with_the_same_parameters(
     tmp_path: Path,
@@ -122,6 +123,7 @@ def test_digits_cnn_reaches_97_percent_in_both_modes_with_the_same_parameters(
         assert names == []
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 @pytest.mark.reads_budget
 def test_reverse_transformer_learns_in_both_modes_to_the_same_parameters(tmp_path: Path) -> None:
     # 150 steps in the quick run (every string reversed when measured), 250 with --full

@@ -76,6 +76,7 @@ def test_the_default_out_folders_are_ignored_by_git() -> None:
         assert _git("check-ignore", "-q", str(out / "a_file")).returncode == 0, name
 
 
+@pytest.mark.slow  # long: the quick run leaves it to --rest
 @needs_git
 def test_examples_write_only_under_out_and_draw_no_bar_in_a_log(tmp_path: Path) -> None:
     runnable = {

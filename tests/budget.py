@@ -27,7 +27,7 @@ def full() -> bool:
 
 def draws(n: int) -> int:
     """Hypothesis's `max_examples` for a test that takes `n` draws in the full run."""
-    return n if full() else max(3, n // 10)
+    return n if full() else max(3, n // 20)
 
 
 def sample(

@@ -68,7 +68,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 # In the quick run, a parametrized test runs at most this many of its cases (its first
 # and a sample chosen by a stable hash of the case's id); `--rest` runs the others.
-QUICK_CASES = 4
+QUICK_CASES = 2
 
 
 @pytest.hookimpl(tryfirst=True)

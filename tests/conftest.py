@@ -129,6 +129,19 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         )
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """After the quick run, what it left out and how to run it."""
+    config = terminalreporter.config
+    if config.getoption("--rest") or config.getoption("--full"):
+        return
+    left = len(terminalreporter.stats.get("deselected", []))
+    if left:
+        terminalreporter.write_line(
+            f"quick run: {left} tests left out (generated cases past the sample, slow tests); "
+            "`python -m pytest --rest` runs them, `python -m pytest --full` runs everything"
+        )
+
+
 def _shard(text: str) -> tuple[int, int]:
     """`--shard K/N` as (K - 1, N): the K-th of N parts, counted from 1."""
     try:

@@ -175,7 +175,8 @@ def test_in_place_of_a_dying_c_and_inside_a_loop_body() -> None:
     feeds = [rng.standard_normal(s).astype(np.float32) for s in ((40, 30), (30, 20), (40, 20))]
     exe = gc.compile(g, opt_level=0, backend="native")
     line = next(x for x in exe.explain(*feeds).splitlines() if "= gemm(" in x)
-    assert "in place of c " in line and "[native]" in line, line  # c: exp(v), named after its variable
+    # c: exp(v), the node named after its variable
+    assert "in place of c " in line and "[native]" in line, line
     want = -KERNEL(feeds[0], feeds[1], np.exp(feeds[2]), alpha=-0.25, beta=0.5)
     got = exe(*feeds)
     assert within_gemm_bound(

@@ -153,6 +153,8 @@ def read_body(ctx: Context, proto: Any, args: Sequence[Value]) -> list[Value]:
 def _scope_of(node_name: str) -> str | None:
     """The scope of a node named as exporters name them ("/encoder/layers.0/MatMul" is
     in "encoder/layers.0"), or None."""
+    if not isinstance(node_name, str):  # a name that is no UTF-8 text reads as bytes
+        return None
     parts = [p for p in node_name.split("/") if p]
     return "/".join(parts[:-1]) if node_name.startswith("/") and len(parts) > 1 else None
 

@@ -14,7 +14,8 @@ from tests.strategies import random_feeds, random_graphs
 @given(random_graphs(min_ops=15, max_ops=30))
 def test_sizes_inputs_outputs_and_finite_results(g: gc.Graph) -> None:
     ops = [n for n in g.op_nodes if not n.is_constant]
-    assert 15 <= len(ops) <= 30 + 3, str(g)  # a builder may add up to 3 ops in one step
+    # the last step may overshoot: einsum spelled out adds 7 ops (reshapes, sums, a product)
+    assert 15 <= len(ops) <= 30 + 10, str(g)
     assert 1 <= len(g.inputs) <= 3 and 1 <= len(g.outputs) <= 3, str(g)
     assert len({o.inputs[0].name for o in g.outputs}) == len(g.outputs), str(g)
     gc.verify(g)

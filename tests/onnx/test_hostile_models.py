@@ -672,3 +672,19 @@ def test_mutated_models_raise_graphc_errors_only_and_open_nothing_outside_long(
     tmp_path: Path,
 ) -> None:
     _fuzz_models(tmp_path, 3000)
+
+
+def test_a_node_name_that_is_no_utf8_text_imports() -> None:
+    """protobuf gives a string field that is no UTF-8 as bytes: such a node name is no
+    scope path, and the model still imports (found by the mutation fuzzer)."""
+    node = helper.make_node("Relu", ["x"], ["y"], name="n_Relu")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    data = helper.make_model(graph).SerializeToString().replace(b"n_Relu", b"\x80_Relu")
+    g = gc.onnx.import_model(data)
+    x = np.array([-1.0, 2.0], np.float32)
+    np.testing.assert_array_equal(gc.run(g, {"x": x})[0], np.maximum(x, 0))

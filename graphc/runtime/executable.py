@@ -231,9 +231,11 @@ class Executable:
                 unknown.append(name)
             else:
                 given[name] = value
-        error = name_error(self.graph, self._data, [*given, *unknown])
-        if error is not None:  # the interpreter's error, word for word (runtime/feeds.py)
-            raise error
+        # every call passes here: the message is built only when a name is wrong
+        if unknown or len(given) < len(names):
+            error = name_error(self.graph, self._data, [*given, *unknown])
+            if error is not None:  # the interpreter's error, word for word (runtime/feeds.py)
+                raise error
         return tuple(given[n] for n in names)
 
     def _make_entry(self) -> Any:

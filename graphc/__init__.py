@@ -60,6 +60,7 @@ from graphc.ir.types import TensorType
 from graphc.ir.verify import verify
 from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level API
 from graphc.ops import Symbol
+from graphc.ops.methods import unbind
 from graphc.passes.autodiff import gradients, split_backward
 from graphc.passes.pipeline import optimize
 from graphc.runtime.executable import Executable, compile, fuse

@@ -85,13 +85,18 @@ from graphc.eager.functional import (
     var,
 )
 from graphc.eager.grad_fn import AccumulateGrad, GradFn, HookHandle
-from graphc.eager.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from graphc.eager.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from graphc.eager.tensor import Tensor
-from graphc.ops.methods import MinMax
+from graphc.ops.methods import MinMax, unbind
 
 del Symbol, bind, register_lifter, register_value_kind  # noqa: F821 - not eager API
 
-inference_mode = no_grad
 Node = GradFn  # the name before GradFn (PyTorch's torch.autograd.graph.Node)
 
 # dtypes under PyTorch's names; they are numpy dtypes (x.dtype == graphc.eager.float32)

@@ -130,7 +130,7 @@ def _retain(node: GradFn, grads: list[Any]) -> None:
     for nr, ref in node._retained.items():  # type: ignore[union-attr]
         tensor = ref()
         if tensor is not None and grads[nr] is not None:
-            accumulate_into(tensor, grads[nr])
+            accumulate_into(tensor, grads[nr], in_place=False)
 
 
 def run_backward(
@@ -243,9 +243,10 @@ def backward(
         create_graph=create_graph,
         targets=[edge(x) for x in wanted],
     )
-    for x, grad in zip(wanted, got):
-        if grad is not None:
-            accumulate_into(x, grad)
+    with set_grad_enabled(create_graph):  # accumulate as the engine's AccumulateGrad would
+        for x, grad in zip(wanted, got):
+            if grad is not None:
+                accumulate_into(x, grad)
 
 
 def grad(

@@ -41,14 +41,14 @@ class FunctionCtx(GradFn):
 
     def save_for_backward(self, *tensors: Any) -> None:
         """Keep tensors for backward; read them back from `ctx.saved_tensors`."""
-        self._saved = [(t, t._version[0] if isinstance(t, Tensor) else 0) for t in tensors]
+        self._saved = [(t, t._counter[0] if isinstance(t, Tensor) else 0) for t in tensors]
 
     @property
     def saved_tensors(self) -> tuple:
         if self._saved is None:
             raise AutodiffError(FREED_MESSAGE.format(name=self.name()))
         for i, (t, version) in enumerate(self._saved):
-            counter = t.counter if isinstance(t, _SavedOutput) else getattr(t, "_version", None)
+            counter = t.counter if isinstance(t, _SavedOutput) else getattr(t, "_counter", None)
             if counter is not None and counter[0] != version:
                 raise AutodiffError(
                     f"{self.name()}: saved tensor {i} was modified by an in-place operation "
@@ -61,7 +61,7 @@ class FunctionCtx(GradFn):
         if not isinstance(saved, _SavedOutput):
             return saved
         t = make(saved.array)
-        t._version = saved.counter
+        t._counter = saved.counter
         if STATE.enabled:
             t.grad_fn = self
             t._output_nr = saved.index
@@ -169,7 +169,7 @@ def _attach(ctx: FunctionCtx, index: int, out: Any, args: tuple) -> Any:
         return out
     if out._requires_grad or any(out is a for a in args):
         alias = make(out._data)
-        alias._version = out._version
+        alias._counter = out._counter
         out = alias
     out.grad_fn = ctx
     out._output_nr = index
@@ -185,7 +185,7 @@ class _SavedOutput:
 
     def __init__(self, tensor: Tensor, index: int) -> None:
         self.array = tensor._data
-        self.counter = tensor._version
+        self.counter = tensor._counter
         self.index = index
 
 

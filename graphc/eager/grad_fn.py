@@ -23,6 +23,7 @@ from graphc.eager.grad_mode import STATE
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError
 from graphc.ir.registry import OpDef, register_rule
+from graphc.ops import elementwise as E
 
 FREED_MESSAGE = (
     "{name}: trying to backward through the graph a second time (or to use saved tensors "
@@ -112,19 +113,27 @@ class AccumulateGrad(GradFn):
         return ()
 
 
-def accumulate_into(tensor: Tensor, grad: Tensor) -> None:
-    """Add `grad` into `tensor.grad` (PyTorch's accumulation rules)."""
-    if grad.grad_fn is not None:  # create_graph: .grad keeps its own history
-        tensor.grad = grad if tensor.grad is None else tensor.grad + grad
-    elif tensor.grad is None:
-        # a private copy: `grad` may be another tensor's gradient or the caller's seed
-        tensor.grad = make(np.array(grad._data, dtype=tensor._data.dtype))
-    elif tensor.grad.grad_fn is not None:
-        tensor.grad = tensor.grad + grad
+def accumulate_into(tensor: Tensor, grad: Tensor, in_place: bool = True) -> None:
+    """Add `grad` into `tensor.grad`, by PyTorch's rules (its AccumulateGrad).
+
+    In grad mode (a backward with create_graph) `.grad` becomes a new tensor with history,
+    a copy of `grad` or the old `.grad` plus `grad`, so a reference to the old `.grad`
+    keeps its values and the new one can be differentiated. Otherwise the first gradient
+    is a private copy (`grad` may be another tensor's gradient or the caller's seed) and
+    later ones are added into it in place, unless `in_place=False` (a non-leaf's retained
+    gradient, which torch replaces as well).
+    """
+    old = tensor.grad
+    if old is None:
+        if STATE.enabled:
+            tensor.grad = E.cast(grad, tensor._data.dtype)  # a copy on the tape (clone)
+        else:
+            tensor.grad = make(np.array(grad._data, dtype=tensor._data.dtype))
+    elif STATE.enabled or not in_place:
+        tensor.grad = old + grad
     else:
-        old = tensor.grad._data
-        np.add(old, grad._data, out=old, casting="same_kind")
-        tensor.grad._version[0] += 1
+        np.add(old._data, grad._data, out=old._data, casting="same_kind")
+        old._counter[0] += 1
 
 
 class _StaleTensor(Tensor):
@@ -199,7 +208,7 @@ class OpBackward(GradFn):
                 edges.append((accumulator(x), 0))
             else:
                 edges.append(_NO_EDGE)
-            versions.append(x._version[0])
+            versions.append(x._counter[0])
         self.next_functions = tuple(edges)
         self._inputs = inputs
         self._versions = versions
@@ -219,8 +228,8 @@ class OpBackward(GradFn):
     def rebase_output(self, tensor: Tensor) -> None:
         """An in-place op wrote this node's output into `tensor`: track that memory."""
         self._out = tensor._data
-        self._out_counter = tensor._version
-        self._out_version = tensor._version[0]
+        self._out_counter = tensor._counter
+        self._out_version = tensor._counter[0]
 
     def release(self) -> None:
         """Free the saved values, keeping shapes and dtypes: a second backward through a
@@ -249,13 +258,13 @@ class OpBackward(GradFn):
         """The saved output and inputs, stale ones replaced by shells that raise on use."""
         unpacked = list(inputs)
         for i, (x, saved) in enumerate(zip(inputs, self._versions)):
-            if x._version[0] != saved:
-                unpacked[i] = stale(self.name(), f"input {i}", x._data, saved, x._version[0])
+            if x._counter[0] != saved:
+                unpacked[i] = stale(self.name(), f"input {i}", x._data, saved, x._counter[0])
         if counter[0] != self._out_version:
             out: Tensor = stale(self.name(), "the output", self._out, self._out_version, counter[0])
         else:
             out = make(self._out)
-            out._version = counter
+            out._counter = counter
             if STATE.enabled:  # create_graph: the backward is itself recorded
                 out.grad_fn = self  # the output as the tape knows it, for higher orders
                 out._requires_grad = True

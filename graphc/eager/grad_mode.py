@@ -1,14 +1,17 @@
 """Grad mode: whether ops on tensors record the autograd tape.
 
-As in PyTorch the switch is per thread, and `no_grad`, `enable_grad` and
-`set_grad_enabled` work both as context managers and as decorators.
+As in PyTorch the switch is per thread, and `no_grad`, `enable_grad`,
+`set_grad_enabled` and `inference_mode` work both as context managers and as
+decorators; a decorated generator function runs its body in the mode on each resume
+and gives the caller back its own mode at each yield.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,17 +50,49 @@ class _GradModeSwitch:
 
     def __call__(self, fn: F) -> F:
         mode = self.mode
+        if inspect.isgeneratorfunction(fn):
+            # calling fn only makes the generator: the mode must hold while its body runs
+            @functools.wraps(fn)
+            def generator(*args: Any, **kwargs: Any) -> Any:
+                return (yield from _generator_in_mode(fn(*args, **kwargs), mode))
+
+            return generator  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            previous = STATE.enabled
-            STATE.enabled = mode
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                STATE.enabled = previous
+            return _in_mode(mode, fn, *args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
+
+
+def _in_mode(mode: bool, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)` with grad mode set to `mode`, restored after."""
+    previous = STATE.enabled
+    STATE.enabled = mode
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        STATE.enabled = previous
+
+
+def _generator_in_mode(gen: Generator, mode: bool) -> Generator:
+    """Drive `gen`, each resume of its body in grad mode `mode` and the caller's mode
+    restored at each yield (what torch does for a decorated generator function): what
+    the caller sends or throws in is passed on, and gen's return value is returned."""
+    try:
+        response = _in_mode(mode, gen.send, None)
+        while True:
+            try:
+                request = yield response
+            except GeneratorExit:
+                _in_mode(mode, gen.close)
+                raise
+            except BaseException as exc:  # thrown in by the caller: gen may handle it
+                response = _in_mode(mode, gen.throw, exc)
+            else:
+                response = _in_mode(mode, gen.send, request)
+    except StopIteration as stop:
+        return stop.value
 
 
 class no_grad(_GradModeSwitch):  # noqa: N801 - PyTorch's name
@@ -115,3 +150,24 @@ class set_grad_enabled(_GradModeSwitch):  # noqa: N801 - PyTorch's name
     def __call__(self, fn: F) -> F:
         STATE.enabled = self._before  # as a decorator it only applies inside calls of fn
         return super().__call__(fn)
+
+
+class inference_mode(_GradModeSwitch):  # noqa: N801 - PyTorch's name
+    """PyTorch's inference mode, which here is grad mode off (`inference_mode(False)`:
+    on, as in torch); a context manager or decorator (`@inference_mode` too).
+
+    >>> with inference_mode():
+    ...     is_grad_enabled()
+    False
+    """
+
+    def __new__(cls, mode: Any = True) -> Any:
+        self = super().__new__(cls)
+        if callable(mode):  # used as a bare decorator: @inference_mode
+            self.__init__()
+            return self(mode)
+        return self
+
+    def __init__(self, mode: Any = True) -> None:
+        super().__init__()
+        self.mode = not mode

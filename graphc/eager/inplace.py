@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from graphc.eager.grad_mode import STATE
-from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, IndexRangeError, ShapeError
+from graphc.ir.errors import AutodiffError, DTypeError, IndexRangeError, ShapeError
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import shape as S
@@ -55,7 +55,7 @@ def write_result(x: Any, result: Any, op: str) -> Any:
 
         raise_untracked(op)  # before writing, as torch
     np.copyto(data, result._data, casting="same_kind")
-    x._version[0] += 1
+    x._counter[0] += 1
     if result.grad_fn is not None and x._base is not None:
         from graphc.eager.views import rebase_history
 
@@ -172,15 +172,13 @@ def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
             raise IndexRangeError(f"{op}: {exc}") from None
         except ValueError as exc:  # numpy's broadcast failure
             raise ShapeError(f"{op}: {exc}") from None
-        x._version[0] += 1
+        x._counter[0] += 1
         return x
-    if not basic_index(index):
-        raise GraphcError(
-            "x[index] = value with an array index is not differentiable here; "
-            "build the result with gc.where instead"
-        )
     from graphc.eager.tensor import make
 
+    if not basic_index(index):
+        mask, placed = _scattered(x, index, value, op)
+        return write_result(x, E.where(make(mask), placed, x), op)
     mask = np.zeros(x.shape, np.bool_)
     try:
         mask[index] = True
@@ -192,6 +190,34 @@ def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
         index=I.format_index(index),
     )
     return write_result(x, E.where(make(mask), placed, x), op)
+
+
+def _scattered(x: Any, index: Any, value: Any, op: str) -> tuple[np.ndarray, Any]:
+    """For `x[index] = value` with an integer-array or boolean index (torch's index_put_
+    without accumulate): the mask of the positions written, and a value of x's shape
+    holding there what is written, as ops on the tape (a take of value's entries).
+
+    A position written more than once keeps its last write (numpy's order, and torch's
+    on the CPU), and the gradient is that of what was computed: the overwritten entries of
+    value get none (torch gives them the gradient of the position they lost)."""
+    positions = np.arange(x._data.size).reshape(x.shape)
+    try:
+        written = positions[index]  # the flat position each element of value goes to
+    except IndexError as exc:
+        raise IndexRangeError(f"{op}: {exc}") from None
+    flat = written.reshape(-1)
+    mask = np.zeros(x._data.size, np.bool_)
+    mask[flat] = True
+    source = np.zeros(x._data.size, np.int64)  # which element of value lands at each position
+    if flat.size:
+        # np.unique of the reversed positions finds each position's last write
+        kept, first_from_end = np.unique(flat[::-1], return_index=True)
+        source[kept] = flat.size - 1 - first_from_end
+    spread = S.broadcast_to(E.cast(value, x.dtype), written.shape)  # the shape check
+    if not flat.size:  # nothing written: no entry of value lands in x
+        return mask.reshape(x.shape), x
+    placed = S.reshape(I.take(S.reshape(spread, (-1,)), source), x.shape)
+    return mask.reshape(x.shape), placed
 
 
 def _plain_index(index: Any) -> Any:

@@ -32,7 +32,7 @@ def make(array: np.ndarray) -> Tensor:
     """A tensor over `array` (no copy, no checks): the fast path of every op."""
     t = _new(Tensor)
     t._data = array
-    t._version = [0]
+    t._counter = [0]
     return t
 
 
@@ -76,19 +76,20 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
     _retains_grad = False
     _base: Tensor | None = None  # for views (views.py): the tensor whose memory they share
     _steps: tuple = ()  # for views: the view ops that lead from _base to them
+    _counter: list[int]  # [version]: one list shared by a base, its views and aliases
 
     def __init__(self, data: Any = (), requires_grad: bool = False) -> None:
         if isinstance(data, Tensor) and data._data.dtype == np.float32:
             # torch.Tensor(t) of the default dtype is an alias: same memory and counter
             self._data = data._data
-            self._version = data._version
+            self._counter = data._counter
         elif isinstance(data, np.ndarray) and data.dtype == np.float32:
             self._data = data  # torch.Tensor(array) of the default dtype shares its memory
-            self._version = [0]
+            self._counter = [0]
         else:
             kind = None if isinstance(data, (np.ndarray, Tensor)) else np.float32
             self._data = as_array(data, kind)
-            self._version = [0]
+            self._counter = [0]
         if requires_grad:
             self.requires_grad = True
 
@@ -152,8 +153,13 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
         return self._retains_grad
 
     @property
-    def _version_number(self) -> int:
-        return self._version[0]
+    def _version(self) -> int:
+        """How many in-place writes this tensor's memory has seen, as an int read now: the
+        counter is shared with the tensor's base and views (a write through any of them
+        counts), as torch's `x._version`."""
+        return self._counter[0]
+
+    _version_number = _version
 
     # -- conversion -----------------------------------------------------------------
 
@@ -246,7 +252,7 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
     def detach(self) -> Tensor:
         """A tensor sharing this one's memory (and version counter), outside the tape."""
         t = make(self._data)
-        t._version = self._version
+        t._counter = self._counter
         return t
 
     def detach_(self) -> Tensor:

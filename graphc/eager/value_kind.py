@@ -71,7 +71,7 @@ class EagerKind:
             result = np.asarray(result)
         out = _new(Tensor)
         out._data = result
-        out._version = counter = [0]
+        out._counter = counter = [0]
         if STATE.enabled and opdef.vjp is not None and result.dtype.kind == "f":
             for x in inputs:
                 if x._requires_grad:

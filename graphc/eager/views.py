@@ -12,9 +12,10 @@ three purposes:
   `where(mask, unview(result), old_base)`, so the gradient of the written window goes
   to the in-place op's history and the rest to the base's old history;
 - after the shared version counter moved (an in-place op on the base or on any view of
-  it), a view's `grad_fn` is regenerated lazily from the base's current history by
-  replaying the chain; only views pay for that check (`grad_fn` is a property of
-  `ViewTensor` alone, plain tensors keep a plain attribute);
+  it), a view's `grad_fn` and `requires_grad` are regenerated lazily from the base's
+  current history by replaying the chain (so `v = x[1]; x.add_(r)` makes v require
+  grad through r); only views pay for that check (`grad_fn` and `_requires_grad` are
+  properties of `ViewTensor` alone, plain tensors keep plain attributes);
 - the mask of the window a view covers is the chain replayed on a boolean array.
 """
 
@@ -92,10 +93,12 @@ class ViewTensor(Tensor):
     _fn_version = 0
     _tracks = False  # made while grad mode was on: its history follows the base's
 
+    _wants_grad = False  # what _requires_grad holds once the history is current
+
     @property  # type: ignore[override]
     def grad_fn(self) -> Any:
         if (
-            self._fn_version != self._version[0] and self._tracks and self._base._requires_grad  # type: ignore[union-attr]
+            self._fn_version != self._counter[0] and self._tracks and self._base._requires_grad  # type: ignore[union-attr]
         ):
             regenerate(self)
         return self._grad_fn
@@ -103,14 +106,26 @@ class ViewTensor(Tensor):
     @grad_fn.setter
     def grad_fn(self, fn: Any) -> None:
         self._grad_fn = fn
-        self._fn_version = self._version[0]
+        self._fn_version = self._counter[0]
+
+    @property  # type: ignore[override]
+    def _requires_grad(self) -> bool:
+        """Read after the history is brought up to date: an in-place op on the base with
+        an input that requires grad (`x.add_(r)`) makes its earlier views require grad."""
+        if self._fn_version != self._counter[0]:
+            self.grad_fn  # noqa: B018 - regenerates the history if the base's changed
+        return self._wants_grad
+
+    @_requires_grad.setter
+    def _requires_grad(self, flag: bool) -> None:
+        self._wants_grad = flag
 
 
 def make_view(opdef: OpDef, x: Tensor, attrs: dict, array: np.ndarray) -> ViewTensor:
     """The result of view op `opdef` on `x`: shares x's memory and version counter."""
     out = _new(ViewTensor)
     out._data = array
-    out._version = counter = x._version
+    out._counter = counter = x._counter
     base = x._base
     step = (opdef, attrs, x._data.shape)
     if base is None:
@@ -138,7 +153,7 @@ def regenerate(view: ViewTensor) -> None:
             t = EAGER.apply(opdef, [t], attrs)
     view._grad_fn = t._grad_fn if isinstance(t, ViewTensor) else t.grad_fn
     view._requires_grad = t._requires_grad
-    view._fn_version = view._version[0]
+    view._fn_version = view._counter[0]
 
 
 def check_view_inplace(x: Tensor, op: str) -> None:

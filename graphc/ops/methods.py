@@ -125,6 +125,28 @@ REDUCE: dict[str, Callable[..., Any]] = {
 }
 
 
+def unbind(x: Any, dim: int = 0) -> tuple:
+    """The entries of x along dim, each with that dim removed, as torch.unbind: a tuple of
+    selects (each a `slice` op, a view of an eager tensor), so gradients flow back to x.
+
+    >>> import numpy as np, graphc as gc
+    >>> [a.tolist() for a in gc.unbind(np.arange(6).reshape(2, 3), dim=1)]
+    [[0, 3], [1, 4], [2, 5]]
+    """
+    shape = tuple(x.shape)
+    if not shape:
+        raise IndexRangeError("unbind: a 0-d value has no dim to unbind")
+    dim = normalize_axis(dim, len(shape), "unbind")
+    size = shape[dim]
+    if is_symbol(size):
+        raise ShapeError(
+            f"unbind: dim {dim} of shape {format_shape(shape)} is symbolic, so the number of "
+            "results is known only when the graph runs; gc.scan walks over it instead"
+        )
+    before = (slice(None),) * dim
+    return tuple(indexing.slice_(x, index=(*before, i)) for i in range(size))
+
+
 class MinMax(NamedTuple):
     """What `max(dim)` / `min(dim)` return, as in PyTorch."""
 
@@ -354,6 +376,10 @@ class ValueMethods(OperatorMixin):
                 f"select: index {index} is out of range for dim {dim} of size {self.shape[dim]}"
             )
         return indexing.slice_(self, index=(slice(None),) * dim + (int(index),))
+
+    def unbind(self, dim: int = 0) -> tuple:
+        """The entries along dim, each with that dim removed (see `unbind`)."""
+        return unbind(self, dim)
 
     def slice(self, index: Any) -> Any:
         return indexing.slice_(self, index=index)

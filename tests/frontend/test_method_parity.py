@@ -151,6 +151,7 @@ CASES: dict[str, Case] = {
     # indexing
     "narrow": (lambda x: x.narrow(1, 1, 2), (F,)),
     "select": (lambda x: x.select(1, -1), (F,)),
+    "unbind": (lambda x: x.unbind(1), (F,)),
     "slice": (lambda x: x.slice((slice(None), slice(0, 2))), (F,)),
     "unslice": (lambda x: x.unslice((4, 3), (slice(1, 3),)), (F,)),
     "take": (lambda x, i: x.take(i, axis=1), (F, IDS)),

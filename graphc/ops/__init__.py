@@ -14,7 +14,7 @@ from graphc.ops.conv import *
 from graphc.ops.custom import custom_vjp_op  # registers custom_vjp (traced Functions)
 from graphc.ops.dispatch import bind, register_value_kind
 from graphc.ops.elementwise import *
-from graphc.ops.flow import cond, fori_loop, scan, while_loop
+from graphc.ops.flow import cond, fori_loop, map, scan, switch, while_loop
 from graphc.ops.gemm import gemm
 from graphc.ops.indexing import (
     gather,
@@ -29,7 +29,17 @@ from graphc.ops.linalg import matmul
 from graphc.ops.logical import *
 from graphc.ops.nn import cross_entropy, log_softmax, mse_loss, one_hot, softmax
 from graphc.ops.norm import *
+from graphc.ops.parallel_scan import associative_scan
 from graphc.ops.pool import *
+from graphc.ops.pytree import (
+    register_dataclass,
+    register_pytree_node,
+    tree_flatten,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
 from graphc.ops.random import *
 from graphc.ops.reduce import argmax, argmin, logsumexp, max, mean, min, prod, sum, var
 from graphc.ops.rounding import *

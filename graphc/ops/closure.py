@@ -135,8 +135,14 @@ def _as_body_value(value: Any, body: Graph, op: str, name: str, k: int) -> Symbo
     try:
         return lift(value)
     except GraphcError as exc:
+        hint = ""
+        if not isinstance(value, (str, bytes)) and np.ndim(value) == 0 and not np.isscalar(value):
+            hint = (
+                " (if it is a container of values, register its class with "
+                "gc.register_pytree_node or gc.register_dataclass)"
+            )
         raise TracingError(
-            f"{op}: result {k} of '{name}' is {type(value).__name__}, not a tensor: {exc}"
+            f"{op}: result {k} of '{name}' is {type(value).__name__}, not a tensor: {exc}{hint}"
         ) from None
 
 

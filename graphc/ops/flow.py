@@ -1,14 +1,19 @@
-"""`gc.cond`, `gc.scan`, `gc.while_loop`, `gc.fori_loop`: control flow, JAX's signatures.
+"""`gc.cond`, `gc.switch`, `gc.scan`, `gc.map`, `gc.while_loop`, `gc.fori_loop`: control
+flow with JAX's signatures and keyword names (`lax.cond(pred, true_fun, false_fun,
+*operands)`, `lax.while_loop(cond_fun, body_fun, init_val)`, ...; graphc's earlier
+spellings `true_fn`, `false_fn`, `cond_fn`, `body_fn`, `init` stay as aliases).
 
 On graph values (inside `with g:`, `gc.trace`, `gc.jit`, or another body) each call
 traces its functions into closed bodies and records one node (graphc/ops/control.py):
 values a function reads from outside become captured operands, so the graph stays
-closed and the node self-contained. On eager tensors and plain arrays they run the
-Python control flow they stand for, so one function runs both ways, the eager tape
-recording what actually ran.
+closed and the node self-contained. `switch` is nested `cond` nodes and `map` a `scan`
+without carries, so every pass and translator that knows those knows them. On eager
+tensors and plain arrays they run the Python control flow they stand for, so one
+function runs both ways, the eager tape recording what actually ran.
 
-Operands, carries and outputs may be lists and tuples of values, nested (pytrees as
-far as lists and tuples go); None is an empty subtree.
+Operands, carries, branch results, xs and ys are pytrees (graphc/ops/pytree.py): tuples,
+lists, dicts, namedtuples, None and registered types, flattened in JAX's order; a carry
+or branch result whose structure differs is an error naming where.
 """
 
 from __future__ import annotations
@@ -18,27 +23,75 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError, ShapeError, TracingError
+from graphc.ir.errors import DTypeError, GraphcError, ShapeError, TracingError
 from graphc.ir.graph import Graph, Node
 from graphc.ir.types import TensorType, as_dim, is_symbol
 from graphc.ops.closure import Traced, empty_ys, fn_name, graph_of, lift, trace_body, with_inputs
-from graphc.ops.dispatch import bind
-from graphc.ops.pytree import Tree, flatten, show_tree, unflatten
+from graphc.ops.dispatch import bind, dtype_of, is_python_scalar, kind_of
+from graphc.ops.pytree import Tree, flatten, mismatch, show_tree, unflatten
+from graphc.ops.selection import cast, lt, ne
 from graphc.ops.shape import stack
 from graphc.ops.symbolic import Symbol, enclosing
 from graphc.ops.tuples import results
+
+_MISSING: Any = object()
+
+
+def _argument(op: str, jax_name: str, value: Any, alias: str, alias_value: Any) -> Any:
+    """The argument given under JAX's name or graphc's alias, exactly one of them."""
+    if value is not _MISSING and alias_value is not _MISSING:
+        raise GraphcError(f"{op}: got both {jax_name}= and its alias {alias}=; give one")
+    if value is _MISSING and alias_value is _MISSING:
+        raise GraphcError(f"{op}: missing argument {jax_name}")
+    return value if value is not _MISSING else alias_value
+
+
+def _shape_of(value: Any) -> tuple:
+    if isinstance(value, Symbol):
+        return tuple(value.type.shape)
+    shape = getattr(value, "shape", None)
+    return tuple(np.shape(value) if shape is None else shape)
+
+
+def _scalar_dtype(op: str, what: str, value: Any) -> np.dtype:
+    """The dtype of a predicate or index, checked to be a scalar of numbers."""
+    if value is None:
+        raise DTypeError(
+            f"{op}: the {what} is None; expected a scalar (a graph value, tensor, "
+            "array or Python number)"
+        )
+    if isinstance(value, (str, bytes, dict, list, tuple)) or not (
+        isinstance(value, (Symbol, np.ndarray, np.generic))
+        or is_python_scalar(value)
+        or kind_of(value) is not None
+    ):
+        raise DTypeError(f"{op}: the {what} must be a scalar, got {type(value).__name__}")
+    shape = _shape_of(value)
+    if shape:
+        raise ShapeError(f"{op}: the {what} must be a scalar, got shape {shape}")
+    dtype = value.type.dtype if isinstance(value, Symbol) else dtype_of(value)
+    if dtype.kind not in "biuf":
+        raise DTypeError(f"{op}: the {what} must be a bool or number, got {dtype}")
+    return dtype
+
 
 # -- cond -----------------------------------------------------------------------------
 
 
 def cond(
-    pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], *operands: Any
+    pred: Any,
+    true_fun: Callable[..., Any] = _MISSING,
+    false_fun: Callable[..., Any] = _MISSING,
+    *operands: Any,
+    true_fn: Callable[..., Any] = _MISSING,
+    false_fn: Callable[..., Any] = _MISSING,
 ) -> Any:
-    """`true_fn(*operands)` if `pred` else `false_fn(*operands)`.
+    """`true_fun(*operands)` if `pred` else `false_fun(*operands)` (`lax.cond`).
 
-    On graph values both branches are traced and one `cond` node records them (each
-    must return the same structure of the same types); on eager tensors or arrays the
-    Python `if` runs.
+    `pred` is a scalar: a bool, or a number (nonzero is true, as in JAX). On graph
+    values both branches are traced and one `cond` node records them (each must return
+    the same structure of the same types); on eager tensors, arrays or a Python `pred`
+    the Python `if` runs.
 
     >>> import numpy as np, graphc as gc
     >>> f = gc.trace(lambda x: gc.cond(gc.sum(x) > 0, lambda v: v * 2, lambda v: -v, x),
@@ -46,11 +99,17 @@ def cond(
     >>> f(np.array([1.0, 2.0], np.float32)), f(np.array([-1.0, -2.0], np.float32))
     (array([2., 4.], dtype=float32), array([1., 2.], dtype=float32))
     """
+    true_fun = _argument("cond", "true_fun", true_fun, "true_fn", true_fn)
+    false_fun = _argument("cond", "false_fun", false_fun, "false_fn", false_fn)
+    dtype = _scalar_dtype("cond", "predicate", pred)
     leaves, tree = flatten(operands)
     graph = graph_of([pred, *leaves])
-    if graph is None or isinstance(pred, (bool, np.bool_)):
-        return true_fn(*operands) if bool(pred) else false_fn(*operands)
+    if graph is None or (not isinstance(pred, Symbol) and kind_of(pred) is None):
+        return true_fun(*operands) if bool(pred) else false_fun(*operands)
     pred = lift(pred, graph)
+    if dtype.kind != "b":
+        with graph:
+            pred = ne(pred, 0)
     symbols = [lift(v, graph) for v in leaves]
     inputs = [(f"x{i}", s.type) for i, s in enumerate(symbols)]
 
@@ -58,11 +117,12 @@ def cond(
         name = fn_name(fn, default)
         return trace_body(name, graph, inputs, lambda xs: fn(*unflatten(tree, xs)), "cond")
 
-    taken, other = branch(true_fn, "true_fn"), branch(false_fn, "false_fn")
+    taken, other = branch(true_fun, "true_fn"), branch(false_fun, "false_fn")
     if taken.tree != other.tree:
         raise TracingError(
             f"cond: the branches return different structures: {show_tree(taken.tree)} "
-            f"from '{taken.body.name}', {show_tree(other.tree)} from '{other.body.name}'"
+            f"from '{taken.body.name}', {show_tree(other.tree)} from '{other.body.name}' "
+            f"(they differ at {mismatch(taken.tree, other.tree, 'result')})"
         )
     captured = list(dict.fromkeys([*taken.captures, *other.captures]))
     bodies = []
@@ -84,7 +144,61 @@ def cond(
     return unflatten(taken.tree, results(node))
 
 
-# -- scan -----------------------------------------------------------------------------
+# -- switch ---------------------------------------------------------------------------
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+    """`branches[index](*operands)`, the index clamped to [0, len(branches) - 1]
+    (`lax.switch`); `index` an integer scalar.
+
+    On graph values it is a balanced tree of `cond` nodes on `index < k` (so the clamp
+    needs no op and every translator of cond serves it); every branch is traced and
+    must return the same structure of the same types. A Python or numpy index, or
+    eager tensors, call the one branch.
+
+    >>> import numpy as np, graphc as gc
+    >>> branches = [lambda v: v + 1, lambda v: v * 10, lambda v: -v]
+    >>> f = gc.trace(lambda i, x: gc.switch(i, branches, x),
+    ...              gc.TensorSpec((), "int32"), gc.TensorSpec((2,)))
+    >>> x = np.array([1.0, 2.0], np.float32)
+    >>> f(np.int32(1), x), f(np.int32(7), x), f(np.int32(-3), x)
+    (array([10., 20.], dtype=float32), array([-1., -2.], dtype=float32), array([2., 3.], dtype=float32))
+    """
+    branches = list(branches) if isinstance(branches, (list, tuple)) else branches
+    if not isinstance(branches, list) or not branches:
+        raise GraphcError(
+            f"switch: branches must be a non-empty list or tuple of functions, got {branches!r}"
+        )
+    for k, fn in enumerate(branches):
+        if not callable(fn):
+            raise GraphcError(f"switch: branches[{k}] is {type(fn).__name__}, not a function")
+    dtype = _scalar_dtype("switch", "index", index)
+    if dtype.kind not in "iu":
+        raise DTypeError(f"switch: the index must be an integer scalar, got {dtype}")
+    leaves, _ = flatten(operands)
+    graph = graph_of([index, *leaves])
+    if graph is None or (not isinstance(index, Symbol) and kind_of(index) is None):
+        return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
+    index = lift(index, graph)
+
+    def between(lo: int, hi: int) -> Callable[..., Any]:
+        """The branches lo..hi-1 as one function: a cond on index < middle."""
+        if hi - lo == 1:
+            return branches[lo]
+
+        def pick(*args: Any) -> Any:
+            middle = (lo + hi) // 2
+            return cond(lt(index, middle), between(lo, middle), between(middle, hi), *args)
+
+        pick.__name__ = f"branches_{lo}_to_{hi - 1}"
+        return pick
+
+    if len(branches) == 1:  # traced alone, like JAX's switch of one branch
+        return branches[0](*operands)
+    return between(0, len(branches))(*operands)
+
+
+# -- scan and map ---------------------------------------------------------------------
 
 
 def scan(
@@ -93,6 +207,7 @@ def scan(
     xs: Any = None,
     length: int | str | None = None,
     reverse: bool = False,
+    unroll: int | bool = 1,
 ) -> tuple[Any, Any]:
     """Loop `carry, y = f(carry, x)` over the slices `x` of `xs` along their first axis;
     returns the final carry and the ys stacked along a new first axis (`lax.scan`).
@@ -100,6 +215,9 @@ def scan(
     With `reverse=True` the steps run from the last slice to the first (ys[t] still
     belongs to xs[t]). Without xs, `length` gives the number of steps. On graph values
     the body is traced once and one `scan` node records it, whatever the length.
+    `unroll` (a positive int, or a bool) is accepted for JAX's sake and changes
+    nothing, results included: graphc's compiled loop calls a body planned once per
+    step, so there is no per-iteration dispatch for unrolling to save.
 
     >>> import numpy as np, graphc as gc
     >>> def cumsum(xs):
@@ -107,6 +225,10 @@ def scan(
     >>> gc.trace(cumsum, gc.TensorSpec((4,)))(np.arange(4, dtype=np.float32))
     array([0., 1., 3., 6.], dtype=float32)
     """
+    if not isinstance(unroll, (bool, np.bool_)) and not (
+        isinstance(unroll, (int, np.integer)) and unroll >= 1
+    ):
+        raise GraphcError(f"scan: unroll must be a positive int or a bool, got {unroll!r}")
     init_leaves, init_tree = flatten(init)
     xs_leaves, xs_tree = flatten(xs)
     graph = graph_of([*init_leaves, *xs_leaves])
@@ -124,21 +246,12 @@ def scan(
     def body_fn(values: list[Symbol]) -> Any:
         carry = unflatten(init_tree, values[: len(carries)])
         x = unflatten(xs_tree, values[len(carries) :])
-        out = f(carry, x)
-        if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise TracingError(
-                f"scan: '{name}' must return a pair (carry, y), got {type(out).__name__}"
-            )
-        new_leaves, new_tree = flatten(out[0])
-        if new_tree != init_tree:
-            raise TracingError(
-                f"scan: '{name}' returns a carry of structure {show_tree(new_tree)}, but the "
-                f"initial carry has structure {show_tree(init_tree)}"
-            )
+        out = _pair(f(carry, x), name)
+        _check_carry("scan", name, init_tree, flatten(out[0])[1])
         return out
 
     traced = trace_body(name, graph, inputs, body_fn, "scan")
-    ys_tree = traced.tree[1][1]  # the tree of the pair (carry, y)
+    ys_tree = traced.tree.children[1]  # the tree of the pair (carry, y)
     node = bind(
         "scan",
         *carries,
@@ -152,6 +265,23 @@ def scan(
     )
     values = results(node)
     return unflatten(init_tree, values[: len(carries)]), unflatten(ys_tree, values[len(carries) :])
+
+
+def _pair(out: Any, name: str) -> tuple[Any, Any]:
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TracingError(
+            f"scan: '{name}' must return a pair (carry, y), got {type(out).__name__}"
+        )
+    return out[0], out[1]
+
+
+def _check_carry(op: str, name: str, init_tree: Tree, new_tree: Tree) -> None:
+    if new_tree != init_tree:
+        raise TracingError(
+            f"{op}: '{name}' returns a carry of structure {show_tree(new_tree)}, but the "
+            f"initial carry has structure {show_tree(init_tree)} (they differ at "
+            f"{mismatch(init_tree, new_tree, 'carry')}, initial vs returned)"
+        )
 
 
 def _scan_length(shapes: Sequence[tuple], length: int | str | None) -> int | str:
@@ -197,9 +327,12 @@ def _scan_python(
         raise GraphcError(f"scan: a symbolic length ({length!r}) needs graph values")
     steps = _scan_length([np.shape(x) for x in xs_leaves], length)
     order = range(steps - 1, -1, -1) if reverse else range(steps)  # type: ignore[arg-type]
+    init_tree = flatten(init)[1]
+    name = fn_name(f, "scan_body")
     carry, ys = init, [None] * steps  # type: ignore[list-item]
     for t in order:
-        carry, ys[t] = f(carry, unflatten(xs_tree, [x[t] for x in xs_leaves]))
+        carry, ys[t] = _pair(f(carry, unflatten(xs_tree, [x[t] for x in xs_leaves])), name)
+        _check_carry("scan", name, init_tree, flatten(carry)[1])
     if steps == 0:
         return carry, empty_ys(f, init, xs_leaves, xs_tree)
     y_leaves = [flatten(y)[0] for y in ys]
@@ -208,11 +341,42 @@ def _scan_python(
     return carry, unflatten(tree, stacked)
 
 
+def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001
+    """`f` applied to each slice of `xs` along its first axis, the results stacked
+    (`lax.map`): a `scan` without carries. `batch_size` is accepted for JAX's sake and
+    changes nothing (JAX vmaps f over batches; graphc runs it one slice per step).
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.map(lambda row: gc.sum(row * row), np.arange(6.0).reshape(3, 2))
+    array([ 1., 13., 41.])
+    """
+    if batch_size is not None and not (
+        isinstance(batch_size, (int, np.integer))
+        and not isinstance(batch_size, bool)
+        and batch_size >= 1
+    ):
+        raise GraphcError(f"map: batch_size must be a positive int, got {batch_size!r}")
+
+    def step(carry: None, x: Any) -> tuple[None, Any]:
+        return None, f(x)
+
+    step.__name__ = fn_name(f, "map_body")
+    return scan(step, None, xs)[1]
+
+
 # -- while_loop and fori_loop ---------------------------------------------------------
 
 
-def while_loop(cond_fn: Callable[[Any], Any], body_fn: Callable[[Any], Any], init: Any) -> Any:
-    """`while cond_fn(carry): carry = body_fn(carry)`; returns the final carry.
+def while_loop(
+    cond_fun: Callable[[Any], Any] = _MISSING,
+    body_fun: Callable[[Any], Any] = _MISSING,
+    init_val: Any = _MISSING,
+    *,
+    cond_fn: Callable[[Any], Any] = _MISSING,
+    body_fn: Callable[[Any], Any] = _MISSING,
+    init: Any = _MISSING,
+) -> Any:
+    """`while cond_fun(val): val = body_fun(val)`; returns the final val (`lax.while_loop`).
 
     On graph values both functions are traced into one `while_loop` node, whose trip
     count is decided at run time; it is forward only (differentiate a loop of known
@@ -224,34 +388,29 @@ def while_loop(cond_fn: Callable[[Any], Any], body_fn: Callable[[Any], Any], ini
     >>> f(np.array([1.0, 2.0], np.float32))
     array([ 64., 128.], dtype=float32)
     """
-    leaves, tree = flatten(init)
+    cond_fun = _argument("while_loop", "cond_fun", cond_fun, "cond_fn", cond_fn)
+    body_fun = _argument("while_loop", "body_fun", body_fun, "body_fn", body_fn)
+    init_val = _argument("while_loop", "init_val", init_val, "init", init)
+    leaves, tree = flatten(init_val)
     graph = graph_of(leaves)
+    name = fn_name(body_fun, "body_fn")
     if graph is None:
-        carry = init
-        while bool(cond_fn(carry)):
-            carry = body_fn(carry)
-        return carry
+        val = init_val
+        while bool(cond_fun(val)):
+            val = body_fun(val)
+            _check_carry("while_loop", name, tree, flatten(val)[1])
+        return val
     carries = [lift(v, graph) for v in leaves]
     inputs = [(f"carry{i}", c.type) for i, c in enumerate(carries)]
     test = trace_body(
-        fn_name(cond_fn, "cond_fn"),
+        fn_name(cond_fun, "cond_fn"),
         graph,
         inputs,
-        lambda xs: [cond_fn(unflatten(tree, xs))],
+        lambda xs: [cond_fun(unflatten(tree, xs))],
         "while_loop",
     )
-    step = trace_body(
-        fn_name(body_fn, "body_fn"),
-        graph,
-        inputs,
-        lambda xs: body_fn(unflatten(tree, xs)),
-        "while_loop",
-    )
-    if step.tree != tree:
-        raise TracingError(
-            f"while_loop: '{step.body.name}' returns a carry of structure "
-            f"{show_tree(step.tree)}, but the initial carry has structure {show_tree(tree)}"
-        )
+    step = trace_body(name, graph, inputs, lambda xs: body_fun(unflatten(tree, xs)), "while_loop")
+    _check_carry("while_loop", step.body.name, tree, step.tree)
     node = bind(
         "while_loop",
         *carries,
@@ -265,14 +424,25 @@ def while_loop(cond_fn: Callable[[Any], Any], body_fn: Callable[[Any], Any], ini
     return unflatten(tree, results(node))
 
 
-def fori_loop(lower: Any, upper: Any, body_fn: Callable[[Any, Any], Any], init: Any) -> Any:
-    """`for i in range(lower, upper): val = body_fn(i, val)`; returns val (`lax.fori_loop`).
+def fori_loop(
+    lower: Any,
+    upper: Any,
+    body_fun: Callable[[Any, Any], Any] = _MISSING,
+    init_val: Any = _MISSING,
+    *,
+    body_fn: Callable[[Any, Any], Any] = _MISSING,
+    init: Any = _MISSING,
+) -> Any:
+    """`for i in range(lower, upper): val = body_fun(i, val)`; returns val (`lax.fori_loop`).
 
-    With Python int bounds on graph values it is a `scan` of upper - lower steps (the
-    counter an int64 carry), so it can be differentiated; with graph-value bounds it is
-    a `while_loop`. On graph values `i` is an int64 value, and numpy's promotion makes
-    int64 with float32 float64 (JAX's would keep float32): cast it before mixing it into
-    a float32 carry. On eager tensors and arrays `i` is a Python int.
+    The counter `i` has the bounds' dtype: int32 bounds give an int32 counter, Python
+    ints (weak, as in JAX) take the other bound's dtype, int64 when both are Python
+    ints. With int bounds on graph values the loop is a `scan` of upper - lower steps
+    (the counter a carry), so it can be differentiated; with graph-value bounds it is a
+    `while_loop`. On graph values numpy's promotion makes an int64 counter with float32
+    float64 (JAX's would keep float32): cast it before mixing it into a float32 carry.
+    On eager tensors and arrays `i` is a Python int (of the bounds' numpy type when
+    they have one).
 
     >>> import numpy as np, graphc as gc
     >>> body = lambda i, v: v * 2 + gc.cast(i, "float32")
@@ -280,29 +450,45 @@ def fori_loop(lower: Any, upper: Any, body_fn: Callable[[Any, Any], Any], init: 
     >>> f(np.float32(1.0))
     array(12., dtype=float32)
     """
-    leaves, _ = flatten(init)
+    body_fun = _argument("fori_loop", "body_fun", body_fun, "body_fn", body_fn)
+    init_val = _argument("fori_loop", "init_val", init_val, "init", init)
+    counter = _counter_dtype(lower, upper)
+    leaves, _ = flatten(init_val)
     graph = graph_of([lower, upper, *leaves])
-    static = all(
-        isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in (lower, upper)
-    )
+    static = not any(isinstance(b, Symbol) or kind_of(b) is not None for b in (lower, upper))
     if graph is None:
-        val = init
+        both_python = all(is_python_scalar(b) for b in (lower, upper))
+        val = init_val
         for i in range(int(lower), int(upper)):
-            val = body_fn(i, val)
+            val = body_fun(i if both_python else counter.type(i), val)
         return val
     if static:
-        start = np.int64(lower)
+        start = np.asarray(int(lower), counter)
 
         def step(carry: Any, _: Any) -> tuple[Any, None]:
             i, val = carry
-            return (i + 1, body_fn(i, val)), None
+            return (i + 1, body_fun(i, val)), None
 
-        (_, val), _ = scan(step, (start, init), length=max(int(upper) - int(lower), 0))
+        step.__name__ = fn_name(body_fun, "body_fn")
+        (_, val), _ = scan(step, (start, init_val), length=max(int(upper) - int(lower), 0))
         return val
-    low, high = lift(lower, graph), lift(upper, graph)
+    with graph:
+        low, high = (cast(lift(b, graph), counter) for b in (lower, upper))
     _, _, val = while_loop(
         lambda c: c[0] < c[1],
-        lambda c: (c[0] + 1, c[1], body_fn(c[0], c[2])),
-        (low, high, init),
+        lambda c: (c[0] + 1, c[1], body_fun(c[0], c[2])),
+        (low, high, init_val),
     )
     return val
+
+
+def _counter_dtype(lower: Any, upper: Any) -> np.dtype:
+    """The bounds' dtype: a Python int is weak (it takes the other bound's dtype)."""
+    strong = []
+    for what, bound in (("lower", lower), ("upper", upper)):
+        dtype = _scalar_dtype("fori_loop", what, bound)
+        if dtype.kind not in "iu":
+            raise DTypeError(f"fori_loop: {what} must be an integer, got {dtype}")
+        if not is_python_scalar(bound):
+            strong.append(dtype)
+    return np.result_type(*strong) if strong else np.dtype(np.int64)

@@ -1,0 +1,190 @@
+"""Pytrees (graphc/ops/pytree.py): JAX's flattening order and containers, registered
+types and dataclasses, tree_map, and the mismatch messages the control-flow errors use.
+Compared with jax.tree_util where jax is installed."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any, NamedTuple
+
+import pytest
+
+import graphc as gc
+from graphc.ops.pytree import LEAF, mismatch, num_leaves, show_tree
+
+
+class Point(NamedTuple):
+    x: Any
+    y: Any
+
+
+def nested() -> Any:
+    return {
+        "b": [1, (2, None)],
+        "a": Point(3, {"z": 4, "k": 5}),
+        "c": collections.OrderedDict([("q", 6), ("p", 7)]),
+        "d": None,
+        "e": (),
+    }
+
+
+def test_jax_order_dicts_sorted_ordered_dicts_in_insertion_order() -> None:
+    leaves, tree = gc.tree_flatten(nested())
+    assert leaves == [3, 5, 4, 1, 2, 6, 7]
+    rebuilt = gc.tree_unflatten(tree, leaves)
+    assert rebuilt == nested()
+    assert type(rebuilt["a"]) is Point and type(rebuilt["c"]) is collections.OrderedDict
+    assert list(rebuilt["c"]) == ["q", "p"]
+    assert show_tree(tree) == (
+        "{'a': Point(x=x, y={'k': x, 'z': x}), 'b': [x, (x, None)], "
+        "'c': OrderedDict({'q': x, 'p': x}), 'd': None, 'e': ()}"
+    )
+
+
+def test_same_leaves_as_jax() -> None:
+    jax = pytest.importorskip("jax")
+    for value in (nested(), [None, (1,)], Point([1, 2], None), 7, None, {"x": {}}):
+        assert gc.tree_leaves(value) == jax.tree_util.tree_leaves(value), value
+        assert num_leaves(gc.tree_structure(value)) == len(gc.tree_leaves(value))
+
+
+def test_a_namedtuple_is_rebuilt_from_its_fields_not_a_generator() -> None:
+    leaves, tree = gc.tree_flatten(Point(1.0, Point(2.0, 3.0)))
+    assert gc.tree_unflatten(tree, ["a", "b", "c"]) == Point("a", Point("b", "c"))
+
+
+def test_defaultdict_keeps_its_factory() -> None:
+    d = collections.defaultdict(list, {"b": 1, "a": 2})
+    leaves, tree = gc.tree_flatten(d)
+    assert leaves == [2, 1]
+    out = gc.tree_unflatten(tree, [20, 10])
+    assert isinstance(out, collections.defaultdict) and out.default_factory is list
+    assert out == {"a": 20, "b": 10}
+
+
+def test_unregistered_classes_and_container_subclasses_are_leaves_as_in_jax() -> None:
+    class MyList(list):
+        pass
+
+    @dataclasses.dataclass
+    class Plain:
+        v: Any
+
+    for value in (MyList([1, 2]), Plain(1), "text", 3.5):
+        leaves, tree = gc.tree_flatten(value)
+        assert leaves == [value] and tree == LEAF
+
+
+def test_registered_class_flattens_with_aux_data_in_the_structure() -> None:
+    class Box:
+        def __init__(self, items: list, label: str) -> None:
+            self.items, self.label = items, label
+
+    gc.register_pytree_node(
+        Box, lambda b: (b.items, b.label), lambda label, items: Box(list(items), label)
+    )
+    leaves, tree = gc.tree_flatten(Box([1, (2, 3)], "L"))
+    assert leaves == [1, 2, 3]
+    out = gc.tree_unflatten(tree, [4, 5, 6])
+    assert isinstance(out, Box) and out.items == [4, (5, 6)] and out.label == "L"
+    assert gc.tree_structure(Box([1, (2, 3)], "M")) != tree
+    assert "aux data 'L' vs 'M'" in mismatch(tree, gc.tree_structure(Box([1, (2, 3)], "M")))
+    with pytest.raises(gc.GraphcError, match="Box is already a pytree container"):
+        gc.register_pytree_node(Box, lambda b: ([], None), lambda a, c: Box([], ""))
+    with pytest.raises(gc.GraphcError, match="tuple is already"):
+        gc.register_pytree_node(tuple, lambda b: ([], None), lambda a, c: ())
+
+
+def test_registered_class_matches_jax() -> None:
+    jax = pytest.importorskip("jax")
+
+    class Pair:
+        def __init__(self, a: Any, b: Any) -> None:
+            self.a, self.b = a, b
+
+    flat = (lambda p: ((p.b, p.a), "aux"), lambda aux, ch: Pair(ch[1], ch[0]))
+    gc.register_pytree_node(Pair, *flat)
+    jax.tree_util.register_pytree_node(Pair, *flat)
+    value = {"p": Pair([1, 2], {"u": 3, "t": 4}), "o": 0}
+    assert gc.tree_leaves(value) == jax.tree_util.tree_leaves(value) == [0, 4, 3, 1, 2]
+    doubled = gc.tree_map(lambda v: v * 2, value)
+    assert doubled["p"].a == [2, 4] and doubled["p"].b == {"u": 6, "t": 8}
+
+
+def test_register_dataclass_infers_fields_and_static_metadata() -> None:
+    @gc.register_dataclass
+    @dataclasses.dataclass
+    class State:
+        pos: Any
+        vel: Any
+        steps: int = dataclasses.field(default=1, metadata={"static": True})
+
+    leaves, tree = gc.tree_flatten(State(pos=1.0, vel=(2.0, 3.0), steps=4))
+    assert leaves == [1.0, 2.0, 3.0]
+    assert gc.tree_unflatten(tree, [7, 8, 9]) == State(pos=7, vel=(8, 9), steps=4)
+    assert gc.tree_structure(State(1.0, (2.0, 3.0), steps=5)) != tree  # meta is structure
+
+
+def test_register_dataclass_with_explicit_fields_and_drop_fields_matches_jax() -> None:
+    jax = pytest.importorskip("jax")
+
+    @dataclasses.dataclass
+    class Params:
+        w: Any
+        b: Any
+        name: str
+
+    gc.register_dataclass(Params, data_fields=["b", "w"], meta_fields=["name"])
+    value = Params(w=[1, 2], b=3, name="layer")
+    jax.tree_util.register_dataclass(Params, data_fields=["b", "w"], meta_fields=["name"])
+    assert gc.tree_leaves(value) == jax.tree_util.tree_leaves(value) == [3, 1, 2]
+
+    @dataclasses.dataclass
+    class Dropped:
+        keep: Any
+        cache: Any = None
+
+    gc.register_dataclass(Dropped, drop_fields=["cache"])
+    assert gc.tree_leaves(Dropped(keep=1, cache=2)) == [1]
+    assert gc.tree_unflatten(gc.tree_structure(Dropped(1, 2)), [5]) == Dropped(5, None)
+
+
+def test_register_dataclass_mistakes() -> None:
+    class NotData:
+        pass
+
+    with pytest.raises(gc.GraphcError, match="NotData is not a dataclass"):
+        gc.register_dataclass(NotData)
+    with pytest.raises(gc.GraphcError, match="give both data_fields= and meta_fields="):
+        gc.register_dataclass(NotData, data_fields=["a"])
+
+
+def test_tree_map_over_several_trees_and_is_leaf() -> None:
+    a = {"x": (1, 2), "y": [3]}
+    b = {"x": (10, 20), "y": [30]}
+    assert gc.tree_map(lambda u, v: u + v, a, b) == {"x": (11, 22), "y": [33]}
+    pairs = gc.tree_map(lambda t: sum(t), [(1, 2), (3, 4)], is_leaf=lambda v: isinstance(v, tuple))
+    assert pairs == [3, 7]
+    with pytest.raises(gc.GraphcError, match=r"tree 1 differs from the first at \['y'\]: "):
+        gc.tree_map(lambda u, v: u + v, a, {"x": (1, 2), "y": [3, 4]})
+
+
+def test_mismatch_names_the_first_difference_by_path() -> None:
+    def where(a: Any, b: Any) -> str | None:
+        return mismatch(gc.tree_structure(a), gc.tree_structure(b), "carry")
+
+    assert where({"a": 1, "b": 2}, {"a": 1}) == "carry: dict keys ['a', 'b'] vs ['a']"
+    assert where((1, [2, 3]), (1, [2])) == "carry[1]: list of 2 vs list of 1"
+    assert where(Point(1, (2,)), Point(1, 2)) == "carry.y: tuple of 1 vs a leaf"
+    assert where({"k": [1, None]}, {"k": [1, 2]}) == "carry['k'][1]: None vs a leaf"
+    assert where((1,), [1]) == "carry: tuple of 1 vs list of 1"
+    assert where((1, {"a": 2}), (1, {"a": 2})) is None
+
+
+def test_unflatten_with_the_wrong_number_of_leaves_and_unsortable_keys() -> None:
+    tree = gc.tree_structure((1, [2]))
+    with pytest.raises(gc.GraphcError, match=r"structure \(x, \[x\]\) has 2 leaves, got 3"):
+        gc.tree_unflatten(tree, [1, 2, 3])
+    with pytest.raises(gc.GraphcError, match="keys of a dict must be sortable"):
+        gc.tree_flatten({1: "a", "b": 2})

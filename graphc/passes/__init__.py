@@ -11,3 +11,4 @@ from graphc.passes.pipeline import LEVELS, optimize
 from graphc.passes.recognize import recognize_layer_norm, recognize_softmax
 from graphc.passes.report import OptimizationReport
 from graphc.passes.simplify import scale_before_transposes, simplify, simplify_fast_math
+from graphc.passes.vmap import vmap_graph

@@ -685,6 +685,41 @@ def test_every_op_has_a_batch_split_rule_or_a_reason() -> None:
         assert not re.search(r"\b(RULES|PARTIAL_KINDS)\b", path.read_text()), module
 
 
+# -- the vmap rule of each op ----------------------------------------------------------
+
+# ops without a "vmap" rule (graphc/ops/batching.py), by reason: elementwise ops share
+# the one broadcasting rule; vmap refuses the others, naming the node, wherever a
+# batched value reaches them (an op none reaches is copied unchanged)
+WITHOUT_RULE["vmap"] = {
+    "elementwise: the generic rule": {
+        name for name, opdef in all_ops().items() if opdef.elementwise
+    },
+    "no tensor inputs, so never batched: copied unchanged": {"arange", "constant", "count"},
+    "random draws from a batched key would need a stream per example: refused": {
+        "fold_in", "random_normal", "random_uniform",
+    },
+    "a user's backward: batching it is not done yet, refused": {"custom_vjp"},
+    "a backend's fused nodes: vmap refuses them (vmap before fusion)": ops_with("fusion"),
+}  # fmt: skip
+
+
+def test_every_op_has_a_vmap_rule_or_a_reason() -> None:
+    from graphc.ops import batching
+
+    unlisted, stale = _lacking(WITHOUT_RULE["vmap"], lambda opdef: batching.KIND in opdef.rules)
+    assert not unlisted, (
+        f"ops vmap has no rule for: add one (graphc/ops/batching.py, @batches) or list "
+        f"them in WITHOUT_RULE['vmap']: {sorted(unlisted)}"
+    )
+    assert not stale, f"listed as lacking a vmap rule but have one: {sorted(stale)}"
+    for name, opdef in all_ops().items():
+        if batching.KIND in opdef.rules:
+            rule = opdef.rules[batching.KIND]
+            assert callable(rule) and rule.__module__ == batching.__name__, f"'{name}': {rule}"
+            assert not opdef.elementwise, f"'{name}': a rule beside the elementwise one"
+    assert not _literal_op_tables(SOURCE / "ops/batching.py"), "ops/batching.py: op-name tables"
+
+
 # -- a fused convolution's work after each chunk of images ----------------------------
 
 # the nodes that fuse work after a convolution say what it is, for a backend's own

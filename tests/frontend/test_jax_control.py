@@ -529,3 +529,38 @@ def test_associative_scan_mistakes_are_named() -> None:
         gc.associative_scan(first, (np.ones(3), np.ones(3)))
     with pytest.raises(gc.GraphcError, match="elems has no arrays"):
         gc.associative_scan(gc.add, ())
+
+
+def test_switch_and_map_inside_a_scan_on_symbolic_dims(jax: Any) -> None:
+    # the index a slice of xs each step: the switch's conds are traced inside the body
+    def program(np_like: Any, lax: Any) -> Callable[..., Any]:
+        def fn(x: Any, codes: Any, rows: Any) -> Any:
+            def step(c: Any, inp: tuple) -> tuple:
+                code, row = inp
+                branches = [lambda v: v * row, lambda v: v + row, lambda v: np_like.tanh(v)]
+                return lax.switch(code, branches, c), np_like.sum(c)
+
+            final, sums = lax.scan(step, x, (codes, rows))
+            squares = lax.map(lambda r: r * r, rows)
+            return final + np_like.sum(squares, axis=0), sums
+
+        return fn
+
+    specs = [gc.TensorSpec(("B",), F64), gc.TensorSpec(("T",), "int64")]
+    g = gc.trace(program(gc, gc), *specs, gc.TensorSpec(("T", "B"), F64))
+    for steps, width in ((5, 3), (1, 2), (0, 4)):
+        x = rng(steps).normal(size=width)
+        codes = rng(steps + 1).integers(-1, 4, size=steps)
+        rows = rng(steps + 2).normal(size=(steps, width))
+        got = g(x, codes, rows)
+        want = program(jax.numpy, jax.lax)(x, codes, rows)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_allclose(a, np.asarray(b), rtol=1e-12, err_msg=f"{steps}x{width}")
+        three_ways(program(gc, gc), [x, codes, rows])
+
+
+def test_associative_scan_of_no_elements_and_one() -> None:
+    for length in (0, 1):
+        elems = np.ones((length, 2, 2))
+        got = three_ways(lambda e: gc.associative_scan(gc.matmul, e), [elems])
+        assert bits_differ(got, elems) is None

@@ -35,6 +35,15 @@ from graphc.frontend import (
 )
 from graphc.frontend import call as _call  # noqa: F401 - makes Graph callable
 from graphc.frontend.custom import custom_vjp
+from graphc.frontend.transforms import (
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    value_and_grad,
+)
 from graphc.ir import errors
 from graphc.ir.errors import (
     AutodiffError,
@@ -62,6 +71,7 @@ from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level
 from graphc.ops import Symbol
 from graphc.ops.methods import unbind
 from graphc.passes.autodiff import gradients, split_backward
+from graphc.passes.forward import tangents
 from graphc.passes.pipeline import optimize
 from graphc.runtime.executable import Executable, compile, fuse
 from graphc.runtime.reference import run

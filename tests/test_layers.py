@@ -23,7 +23,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "runtime": {"ir", "ops", "passes"},
     "backends": {"ir", "ops", "passes", "runtime"},
     "eager": {"ir", "ops"},
-    "frontend": {"ir", "ops", "runtime"},
+    "frontend": {"ir", "ops", "passes", "runtime"},
     "nn": {"ir", "ops", "eager"},
     "optim": {"ir", "ops", "passes", "runtime", "frontend", "eager", "nn"},
     "onnx": {"ir", "ops"},

@@ -5,6 +5,15 @@ from graphc.frontend.declare import constant, output, placeholder
 from graphc.frontend.jit import jit
 from graphc.frontend.names import named
 from graphc.frontend.trace import TensorSpec, lifted_feeds, lifted_tensors, trace
+from graphc.frontend.transforms import (
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    value_and_grad,
+)
 
 __all__ = [
     "constant",
@@ -17,4 +26,11 @@ __all__ = [
     "lifted_tensors",
     "named",
     "trace",
+    "grad",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "linearize",
+    "value_and_grad",
 ]

@@ -1,0 +1,610 @@
+"""JAX's function transformations on graphs: grad, value_and_grad, jvp, linearize,
+jacfwd, jacrev, hessian.
+
+Each one stages the function: it traces `f` into a closed sub-graph typed like the
+arguments (symbolic dims kept; values `f` reads from an enclosing graph are captured
+as extra placeholders), transforms that graph (`gc.gradients` for reverse mode,
+`gc.tangents` for forward mode), and replays the result into the graph being built
+(`inline`). So on graph values (inside `gc.trace`, `gc.jit`, a `cond` branch or a
+`scan` / `while_loop` body) a transformation records ordinary ops, and the
+transformations nest: `grad(grad(f))` differentiates a graph that already holds
+gradient ops.
+
+On numpy arrays and Python scalars a transformed function traces that staging once
+per signature into a graph, compiles it (`gc.jit`'s cache: shapes, dtypes, the values
+of static arguments) and returns numpy arrays. Python scalars among the arguments a
+transformation differentiates are inputs of their weak dtype (a float is float32);
+elsewhere they are static, as in `gc.jit`. On eager tensors the same compiled graph
+runs on their values and the results are new tensors with no autograd history (the
+eager tape's own `backward(create_graph=True)` differentiates eager programs).
+
+Jacobians are one graph whatever their size: `jacfwd` scans over the basis of its
+input (one Jacobian-vector product per step), `jacrev` over the basis of its output
+(one vector-Jacobian product per step); their inputs (resp. outputs) need concrete
+shapes. Arguments and results are pytrees (graphc/ops/pytree.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from graphc.frontend.call import inline
+from graphc.frontend.jit import Jitted
+from graphc.frontend.trace import parameter_names
+from graphc.ir.errors import AutodiffError, GraphcError, ShapeError
+from graphc.ir.graph import Graph, Node, active_graph
+from graphc.ir.types import TensorType, format_shape
+from graphc.ops import shape as S
+from graphc.ops.closure import fn_name, graph_of, lift, trace_body
+from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
+from graphc.ops.flow import scan
+from graphc.ops.pytree import Tree, flatten, unflatten
+from graphc.ops.symbolic import Symbol
+from graphc.passes.autodiff import differentiate
+from graphc.passes.dce import eliminate_dead_code
+from graphc.passes.forward import forward_joint
+
+Argnums = int | Sequence[int]
+
+# -- staging a function into a sub-graph ---------------------------------------------------
+
+
+@dataclass
+class _Staged:
+    """`f` traced into a closed body: the body, the values to feed it, its result tree."""
+
+    body: Graph
+    feeds: dict[str, Any]  # body placeholder -> value of the enclosing graph
+    traced: list[str]  # the placeholders of the traced argument leaves, in leaf order
+    leaf_args: list[int]  # the argument position of each traced leaf
+    out_tree: Tree
+    parent: Graph
+
+    def run(self, graph: Graph, extra: dict[str, Any] | None = None, first: int = 0) -> list[Any]:
+        """`graph` (the body, transformed) replayed into the enclosing graph, from its
+        output `first` on (the nodes only earlier outputs need are not replayed)."""
+        feeds = {**self.feeds, **(extra or {})}
+        if first:
+            graph = _outputs_from(graph, first)
+        if active_graph() is None:
+            with self.parent:
+                return inline(graph, feeds)
+        return inline(graph, feeds)
+
+
+def _outputs_from(graph: Graph, first: int) -> Graph:
+    """`graph` without its first `first` outputs and the nodes only they need."""
+    dropped = set(graph.outputs[:first])
+    kept = Graph(graph.name)
+    copies: dict[Node, Node] = {}
+    for n in graph.nodes:
+        if n not in dropped:
+            kept.append_copy(n, copies)
+    return eliminate_dead_code(kept)
+
+
+def _is_float(t: TensorType) -> bool:
+    return bool(np.issubdtype(t.dtype, np.floating))
+
+
+def _stage(f: Callable[..., Any], args: tuple, positions: Sequence[int], what: str) -> _Staged:
+    """Trace `f(*args)` into a body whose placeholders are the leaves of the arguments
+    at `positions` (typed like them); other arguments are passed as they are."""
+    leaves_by_arg = {i: flatten(args[i]) for i in positions}
+    all_leaves = [leaf for i in positions for leaf in leaves_by_arg[i][0]]
+    others = [leaf for i, a in enumerate(args) if i not in leaves_by_arg for leaf in flatten(a)[0]]
+    parent = graph_of([*all_leaves, *others])
+    assert parent is not None, "staging needs an enclosing graph"
+    symbols = [lift(v, parent) for v in all_leaves]
+    arg_names = parameter_names(f, len(args))
+    inputs, leaf_args = [], []
+    for i in positions:
+        count = len(leaves_by_arg[i][0])
+        for k in range(count):
+            name = arg_names[i] if count == 1 else f"{arg_names[i]}_{k}"
+            inputs.append((name, symbols[len(inputs)].type))
+            leaf_args.append(i)
+    out_trees: list[Tree] = []
+
+    def call(values: list[Symbol]) -> list[Any]:
+        new_args = list(args)
+        start = 0
+        for i in positions:
+            count = len(leaves_by_arg[i][0])
+            new_args[i] = unflatten(leaves_by_arg[i][1], values[start : start + count])
+            start += count
+        out_leaves, out_tree = flatten(f(*new_args))
+        out_trees.append(out_tree)
+        return out_leaves
+
+    traced = trace_body(fn_name(f, what), parent, inputs, call, what)
+    body = traced.body
+    placeholders = [p.name for p in body.inputs[: len(inputs)]]
+    feeds: dict[str, Any] = dict(zip(placeholders, symbols))
+    feeds.update({inner.name: Symbol(outer) for outer, inner in traced.captures.items()})
+    return _Staged(body, feeds, placeholders, leaf_args, out_trees[0], parent)
+
+
+def _argnums(argnums: Argnums, args: tuple, what: str) -> tuple[int, ...]:
+    many = not isinstance(argnums, int)
+    nums = tuple(argnums) if many else (argnums,)  # type: ignore[arg-type]
+    if not nums or not all(isinstance(n, int) for n in nums):
+        raise GraphcError(
+            f"{what}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}"
+        )
+    result = []
+    for n in nums:
+        if not -len(args) <= n < len(args):
+            raise GraphcError(
+                f"{what}: argnums {n} is out of range: the function was called with "
+                f"{len(args)} positional argument(s)"
+            )
+        result.append(n % len(args))
+    if len(set(result)) != len(result):
+        raise GraphcError(f"{what}: argnums names an argument twice: {argnums!r}")
+    return tuple(result)
+
+
+def _check_float_leaves(
+    staged: _Staged, f: Callable[..., Any], what: str, names: list[str]
+) -> None:
+    """Every differentiated leaf is floating point; else an error naming its argument."""
+    arg_names = parameter_names(f, max(staged.leaf_args, default=0) + 1)
+    for name, position in zip(staged.traced, staged.leaf_args):
+        if name not in names:
+            continue
+        t = staged.body.node(name).type
+        if not _is_float(t):
+            leaf = "" if name == arg_names[position] else f" (its leaf '{name}')"
+            raise AutodiffError(
+                f"{what}: argument {position} ('{arg_names[position]}'){leaf} has dtype "
+                f"{t.dtype}; only floating point inputs can be differentiated (pass floats, "
+                "e.g. x.astype('float32'), or leave it out of argnums)"
+            )
+
+
+def _by_arg(staged: _Staged, nums: tuple[int, ...], args: tuple, values: list[Any]) -> Any:
+    """`values`, one per traced leaf, regrouped into the structures of the arguments
+    at `nums` (one argument: its structure; a tuple of argnums: a tuple of them)."""
+    grouped = []
+    start = 0
+    for i in nums:
+        leaves, tree = flatten(args[i])
+        grouped.append(unflatten(tree, values[start : start + len(leaves)]))
+        start += len(leaves)
+    return grouped
+
+
+# -- running on arrays ---------------------------------------------------------------------
+
+
+class _OnArrays:
+    """Run a transformation given on graph values on arrays: staged into a graph by
+    gc.jit (one trace and compile per signature), or on eager tensors' values."""
+
+    def __init__(self, on_values: Callable[..., Any], name: str, dynamic: Callable[[int], bool]):
+        self.on_values = on_values
+        self.name = name
+        self.dynamic = dynamic  # whether the argument at a position is always an input
+        self._cache: list[tuple[Tree, tuple, Jitted, list[Tree]]] = []
+
+    def __call__(self, *args: Any) -> Any:
+        leaves, tree = flatten(args)
+        if graph_of(leaves) is not None:
+            return self.on_values(*args)
+        eager = next((kind_of(v) for v in leaves if kind_of(v) is not None), None)
+        positions = [i for i, a in enumerate(args) for _ in flatten(a)[0]]
+        arrays, inputs, statics = [], [], []
+        for k, (leaf, position) in enumerate(zip(leaves, positions)):
+            if is_python_scalar(leaf) and not self.dynamic(position):
+                statics.append((k, type(leaf).__name__, leaf))
+            elif is_python_scalar(leaf):
+                arrays.append(np.asarray(leaf, weak_dtype(leaf, ())))
+                inputs.append(k)
+            elif isinstance(leaf, np.ndarray) or np.isscalar(leaf) or kind_of(leaf) is not None:
+                arrays.append(_as_array(leaf))
+                inputs.append(k)
+            else:
+                statics.append((k, type(leaf).__name__, leaf))
+        jitted, out_trees = self._jitted(tree, tuple(statics), inputs, len(leaves))
+        results = tuple(np.asarray(r) for r in jitted(*arrays))  # a scalar plan's too
+        out_tree = out_trees[-1]
+        if eager is not None:
+            results = tuple(eager.lift(r, None, ()) for r in results)
+        return unflatten(out_tree, list(results))
+
+    def _jitted(
+        self, tree: Tree, statics: tuple, inputs: list[int], count: int
+    ) -> tuple[Jitted, list[Tree]]:
+        key = tuple((k, kind, _exact(value)) for k, kind, value in statics)
+        for known_tree, known_key, jitted, out_trees in self._cache:
+            if known_tree == tree and known_key == key:
+                return jitted, out_trees
+        out_trees: list[Tree] = []
+        static_at = {k: value for k, _, value in statics}
+
+        def flat(*values: Any) -> tuple:
+            it = iter(values)
+            leaves = [static_at[k] if k in static_at else next(it) for k in range(count)]
+            out_leaves, out_tree = flatten(self.on_values(*unflatten(tree, leaves)))
+            if not out_leaves:
+                raise GraphcError(f"{self.name}: the result holds no arrays")
+            out_trees.append(out_tree)
+            return tuple(out_leaves)
+
+        flat.__name__ = self.name
+        jitted = Jitted(flat)
+        self._cache.append((tree, key, jitted, out_trees))
+        return jitted, out_trees
+
+
+def _exact(value: Any) -> Any:
+    return value.hex() if isinstance(value, float) else value
+
+
+def _as_array(value: Any) -> np.ndarray:
+    if kind_of(value) is not None and hasattr(value, "detach"):
+        return np.asarray(value.detach().numpy())
+    return np.asarray(value)
+
+
+# -- grad and value_and_grad -----------------------------------------------------------------
+
+
+def _value_and_grad_values(
+    f: Callable[..., Any],
+    argnums: Argnums,
+    has_aux: bool,
+    args: tuple,
+    what: str,
+    need_value: bool = True,
+) -> tuple[Any, Any]:
+    nums = _argnums(argnums, args, what)
+    staged = _stage(f, args, nums, what)
+    outputs = staged.body.outputs
+    if has_aux:
+        n_out = _aux_split(staged, what)
+    else:
+        n_out = len(outputs)
+    if n_out != 1:
+        raise AutodiffError(
+            f"{what}: '{fn_name(f, 'f')}' must return one scalar, got {n_out} values"
+            + (" (with has_aux=True, return a pair (scalar, aux))" if not has_aux else "")
+        )
+    out = outputs[0]
+    if out.type.shape != () or not _is_float(out.type):
+        raise AutodiffError(
+            f"{what}: '{fn_name(f, 'f')}' must return a floating point scalar (shape ()), "
+            f"got {out.type}; differentiate a scalar such as its sum, or use gc.jacrev "
+            "or gc.jvp for a non-scalar result"
+        )
+    _check_float_leaves(staged, f, what, staged.traced)
+    joint = differentiate(staged.body, staged.traced, [out.name])
+    if need_value:
+        results = staged.run(joint.graph)
+        values = unflatten(staged.out_tree, results[: len(outputs)])
+        results = results[len(outputs) :]
+    else:
+        results, values = staged.run(joint.graph, first=len(outputs)), None
+    grads = _by_arg(staged, nums, args, results)
+    return values, (grads[0] if isinstance(argnums, int) else tuple(grads))
+
+
+def _aux_split(staged: _Staged, what: str) -> int:
+    """The number of leaves before aux when `f` returns the pair (value, aux)."""
+    tree = staged.out_tree
+    probe = unflatten(tree, list(range(len(staged.body.outputs))))
+    if not isinstance(probe, (tuple, list)) or len(probe) != 2:
+        raise AutodiffError(
+            f"{what}: with has_aux=True the function must return a pair (value, aux)"
+        )
+    return len(flatten(probe[0])[0])
+
+
+def value_and_grad(
+    f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False
+) -> Callable[..., Any]:
+    """`f` and its gradient at once: a function returning `(f(*args), grads)`
+    (`((value, aux), grads)` with `has_aux=True`), as `jax.value_and_grad`.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.value_and_grad(lambda x: gc.sum(x * x))(np.array([1.0, 2.0]))
+    (array(5.), array([2., 4.]))
+    """
+
+    def on_values(*args: Any) -> Any:
+        return _value_and_grad_values(f, argnums, has_aux, args, "value_and_grad")
+
+    return _wrap(on_values, f, "value_and_grad", argnums)
+
+
+def grad(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """The gradient of scalar-valued `f` with respect to the arguments at `argnums`
+    (`jax.grad`): each argument may be an array, a graph value or a pytree of them;
+    the gradient has its structure. With `has_aux=True`, `f` returns `(value, aux)`
+    and the function returns `(grads, aux)`. Works on arrays, eager tensors and graph
+    values (inside `gc.trace`, `gc.jit` and control-flow bodies), and nests.
+
+    >>> import numpy as np, graphc as gc
+    >>> df = gc.grad(lambda x: gc.sum(gc.sin(x)))
+    >>> df(np.array([0.0, np.pi]))
+    array([ 1., -1.])
+    >>> gc.grad(gc.grad(lambda x: x * x * x))(2.0)
+    array(12., dtype=float32)
+    """
+
+    def on_values(*args: Any) -> Any:
+        values, grads = _value_and_grad_values(f, argnums, has_aux, args, "grad", has_aux)
+        return (grads, values[1]) if has_aux else grads
+
+    return _wrap(on_values, f, "grad", argnums)
+
+
+def _wrap(
+    on_values: Callable[..., Any], f: Callable[..., Any], what: str, argnums: Argnums | None
+) -> Callable[..., Any]:
+    nums = None if argnums is None else ({argnums} if isinstance(argnums, int) else set(argnums))
+    runner = _OnArrays(on_values, f"{what}_{fn_name(f, 'f')}", lambda i: nums is None or i in nums)
+
+    def transformed(*args: Any) -> Any:
+        return runner(*args)
+
+    transformed.__name__ = f"{what}_{fn_name(f, 'f')}"
+    transformed.__doc__ = f"{what} of {fn_name(f, 'f')}"
+    return transformed
+
+
+# -- forward mode: jvp and linearize --------------------------------------------------------
+
+
+def _jvp_values(f: Callable[..., Any], primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    staged = _stage(f, primals, range(len(primals)), "jvp")
+    tangent_leaves, _ = flatten(tuple(tangents))
+    floats = []
+    extra: dict[str, Any] = {}
+    for name, tangent in zip(staged.traced, tangent_leaves):
+        t = staged.body.node(name).type
+        if not _is_float(t):
+            continue  # an integer input has no tangent (JAX's float0)
+        value = lift(tangent, staged.parent) if not is_python_scalar(tangent) else None
+        if value is None:
+            value = lift(np.asarray(tangent, t.dtype), staged.parent)
+        if value.type.shape != t.shape or value.type.dtype != t.dtype:
+            raise ShapeError(
+                f"jvp: the tangent for '{name}' is {value.type}; it must have its primal's "
+                f"shape and dtype, {t}"
+            )
+        floats.append(name)
+        extra[name] = value
+    outputs = staged.body.outputs
+    float_outputs = [o.name for o in outputs if _is_float(o.type)]
+    if not floats or not float_outputs:
+        results = staged.run(staged.body)
+        zeros = [_zeros_like(r) for r in results]
+        return unflatten(staged.out_tree, results), unflatten(staged.out_tree, zeros)
+    fj = forward_joint(staged.body, floats, float_outputs)
+    feeds = {tan: extra[x] for tan, x in zip(fj.tangent_inputs, floats)}
+    results = staged.run(fj.graph, feeds)
+    primal_out = results[: len(outputs)]
+    tangent_of = dict(zip(fj.differentiated, results[len(outputs) :]))
+    tangent_out = [
+        tangent_of[o.name] if o.name in tangent_of else _zeros_like(r)
+        for o, r in zip(outputs, primal_out)
+    ]
+    return unflatten(staged.out_tree, primal_out), unflatten(staged.out_tree, tangent_out)
+
+
+def _zero(value: Symbol) -> Symbol:
+    return lift(np.zeros((), value.dtype), value.graph)
+
+
+def _zeros_like(value: Symbol) -> Symbol:
+    return S.broadcast_to(_zero(value), value.shape)
+
+
+def _jvp_checked(primals: Any, tangents: Any) -> tuple[tuple, tuple]:
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise GraphcError(
+            "jvp: primals and tangents must be tuples (or lists) of the function's "
+            f"arguments, got {type(primals).__name__} and {type(tangents).__name__}"
+        )
+    p_leaves, p_tree = flatten(tuple(primals))
+    t_leaves, t_tree = flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise GraphcError(
+            f"jvp: tangents must have the structure of primals: {len(p_leaves)} leaves in "
+            f"primals, {len(t_leaves)} in tangents ({p_tree!r} vs {t_tree!r})"
+        )
+    return tuple(primals), tuple(tangents)
+
+
+_JVP_RUNNERS: weakref.WeakKeyDictionary[Any, _OnArrays] = weakref.WeakKeyDictionary()
+
+
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """`(f(*primals), J·tangents)`, the Jacobian-vector product (`jax.jvp`), in forward
+    mode: a graph transformation derived from the VJP by transposition, exact
+    (`gc.tangents`). Integer inputs take no tangent; integer outputs get zeros.
+
+    >>> import numpy as np, graphc as gc
+    >>> x = np.array([0.0, 1.0])
+    >>> y, ty = gc.jvp(lambda x: gc.sin(x) * 2.0, (x,), (np.ones(2),))
+    >>> np.allclose(ty, 2.0 * np.cos(x))
+    True
+    """
+    primals, tangents = _jvp_checked(primals, tangents)
+    runner = _runner_for(f)
+    return runner(primals, tangents)
+
+
+def _runner_for(f: Callable[..., Any]) -> _OnArrays:
+    def on_values(primals: tuple, tangents: tuple) -> Any:
+        return _jvp_values(f, tuple(primals), tuple(tangents))
+
+    try:
+        runner = _JVP_RUNNERS.get(f)
+    except TypeError:  # an unhashable callable: no cache
+        runner = None
+    if runner is None:
+        runner = _OnArrays(on_values, f"jvp_{fn_name(f, 'f')}", lambda i: True)
+        with contextlib.suppress(TypeError):  # an unhashable callable is not cached
+            _JVP_RUNNERS[f] = runner
+    return runner
+
+
+def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+    """`(f(*primals), f_jvp)` where `f_jvp(*tangents)` is the Jacobian-vector product at
+    `primals` (`jax.linearize`). graphc's `f_jvp` runs the forward-mode graph with the
+    primals fixed (the primal part is recomputed per call, or merged by CSE when
+    traced), rather than storing the linearization's residuals as JAX does.
+
+    >>> import numpy as np, graphc as gc
+    >>> y, f_jvp = gc.linearize(lambda x: x * x, np.array([3.0]))
+    >>> y, f_jvp(np.array([1.0]))
+    (array([9.]), array([6.]))
+    """
+    primal_out, _ = jvp(f, primals, primals)
+
+    def f_jvp(*tangents: Any) -> Any:
+        return jvp(f, primals, tangents)[1]
+
+    return primal_out, f_jvp
+
+
+# -- Jacobians and the Hessian --------------------------------------------------------------
+
+
+def _basis(t: TensorType, what: str, name: str, graph: Graph) -> Symbol:
+    if not t.is_concrete:
+        raise ShapeError(
+            f"{what}: '{name}' has the symbolic shape {format_shape(t.shape)}; a Jacobian "
+            "scans over the basis of a concrete shape"
+        )
+    size = int(np.prod(t.shape, dtype=np.int64))
+    return lift(np.eye(size, dtype=t.dtype).reshape(size, *t.shape), graph)
+
+
+def _columns_last(ys: Symbol, out_shape: tuple, in_shape: tuple) -> Symbol:
+    """ys of shape (n, *out_shape), one row per basis vector of an input of `in_shape`,
+    as the Jacobian block (*out_shape, *in_shape)."""
+    rank = len(out_shape)
+    moved = S.transpose(ys, axes=(*range(1, rank + 1), 0)) if rank else ys
+    return S.reshape(moved, (*out_shape, *in_shape))
+
+
+def _rows_first(ys: Symbol, out_shape: tuple, in_shape: tuple) -> Symbol:
+    """ys of shape (m, *in_shape), one row per basis vector of an output, as the
+    Jacobian block (*out_shape, *in_shape)."""
+    return S.reshape(ys, (*out_shape, *in_shape))
+
+
+def _jac_values(
+    f: Callable[..., Any], argnums: Argnums, args: tuple, what: str, forward: bool
+) -> Any:
+    nums = _argnums(argnums, args, what)
+    staged = _stage(f, args, nums, what)
+    _check_float_leaves(staged, f, what, staged.traced)
+    body, graph = staged.body, staged.parent
+    inputs = [body.node(name) for name in staged.traced]
+    outputs = body.outputs
+    float_outputs = [o for o in outputs if _is_float(o.type)]
+    blocks: dict[tuple[str, str], Any] = {}  # (output, input) -> Jacobian block
+    if float_outputs and forward:
+        fj = forward_joint(body, staged.traced, [o.name for o in float_outputs])
+        for k, x in enumerate(inputs):
+            tan = fj.tangent_inputs[k]
+
+            def step(carry: Any, e: Any, k: int = k, tan: str = tan) -> tuple[Any, Any]:
+                feeds = {
+                    t: e if j == k else _zeros_like(staged.feeds[inputs[j].name])
+                    for j, t in enumerate(fj.tangent_inputs)
+                }
+                return carry, tuple(staged.run(fj.graph, feeds, first=len(outputs)))
+
+            _, ys = scan(step, (), _basis(x.type, what, x.name, graph))
+            for o, y in zip(float_outputs, ys):
+                blocks[(o.name, x.name)] = _columns_last(y, o.type.shape, x.type.shape)
+    elif float_outputs:
+        joint = differentiate(body, staged.traced, [o.name for o in float_outputs], seeds=True)
+        for k, o in enumerate(float_outputs):
+
+            def step(carry: Any, e: Any, k: int = k) -> tuple[Any, Any]:
+                feeds = {
+                    seed: e if j == k else _zeros_like_type(float_outputs[j].type, graph)
+                    for j, seed in enumerate(joint.seeds)
+                }
+                return carry, tuple(staged.run(joint.graph, feeds, first=len(outputs)))
+
+            _, ys = scan(step, (), _basis(o.type, what, o.name, graph))
+            for x, y in zip(inputs, ys):
+                blocks[(o.name, x.name)] = _rows_first(y, o.type.shape, x.type.shape)
+    per_output = []
+    for o in outputs:
+        row = [
+            blocks.get((o.name, x.name))
+            if (o.name, x.name) in blocks
+            else _zeros_of((*o.type.shape, *x.type.shape), x.type.dtype, graph)
+            for x in inputs
+        ]
+        grouped = _by_arg(staged, nums, args, row)
+        per_output.append(grouped[0] if isinstance(argnums, int) else tuple(grouped))
+    return unflatten(staged.out_tree, per_output)
+
+
+def _zeros_like_type(t: TensorType, graph: Graph) -> Symbol:
+    return _zeros_of(t.shape, t.dtype, graph)
+
+
+def _zeros_of(shape: tuple, dtype: np.dtype, graph: Graph) -> Symbol:
+    zero = lift(np.zeros((), dtype), graph)
+    return S.broadcast_to(zero, shape) if shape else zero
+
+
+def jacfwd(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
+    """The Jacobian of `f` by forward mode (`jax.jacfwd`): one Jacobian-vector product
+    per basis vector of the inputs, all in one graph (a `scan` over the basis). For an
+    output of shape O and an input of shape I the block has shape O + I.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.jacfwd(lambda x: x * x)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+
+    def on_values(*args: Any) -> Any:
+        return _jac_values(f, argnums, args, "jacfwd", forward=True)
+
+    return _wrap(on_values, f, "jacfwd", argnums)
+
+
+def jacrev(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
+    """The Jacobian of `f` by reverse mode (`jax.jacrev`): one vector-Jacobian product
+    per basis vector of the outputs, all in one graph (a `scan` over the basis).
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.jacrev(lambda x: gc.sum(x) * x)(np.array([1.0, 2.0]))
+    array([[4., 1.],
+           [2., 5.]])
+    """
+
+    def on_values(*args: Any) -> Any:
+        return _jac_values(f, argnums, args, "jacrev", forward=False)
+
+    return _wrap(on_values, f, "jacrev", argnums)
+
+
+def hessian(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
+    """The Hessian of scalar-valued `f`: `jacfwd(jacrev(f))`, as `jax.hessian`.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.hessian(lambda x: gc.sum(x ** 3))(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    return jacfwd(jacrev(f, argnums), argnums)

@@ -1,0 +1,387 @@
+"""gc.grad, value_and_grad, jvp, linearize, jacfwd, jacrev, hessian: on arrays, eager
+tensors and graph values (inside trace, jit, scan and cond bodies), nested, against
+finite differences in float64, against jax and torch.func where installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import graphc as gc
+from graphc.ops.pytree import flatten
+from tests.budget import draws
+from tests.strategies import random_feeds, random_graphs
+
+needs_dicts = pytest.mark.skipif(
+    flatten({"a": 1})[0] != [1], reason="dicts are no pytrees yet (graphc/ops/pytree.py)"
+)
+RNG = np.random.default_rng(0)
+X = RNG.uniform(-1, 1, (4, 3))
+W = RNG.uniform(-1, 1, (3, 2))
+
+
+def loss(w, x):
+    return gc.sum(gc.tanh(x @ w) ** 2)
+
+
+def vector(x):
+    return gc.sin(x) * gc.sum(x * x)
+
+
+def _fd_grad(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """Central differences of scalar f (on numpy arrays) at x."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
+def _fd_jac(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    cols = []
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps))
+    y_shape = np.shape(cols[0])
+    return np.stack(cols, axis=-1).reshape(*y_shape, *x.shape)
+
+
+def _np_loss(w, x):
+    return np.sum(np.tanh(x @ w) ** 2)
+
+
+def _np_vector(x):
+    return np.sin(x) * np.sum(x * x)
+
+
+# -- on arrays ----------------------------------------------------------------------------
+
+
+def test_grad_against_finite_differences() -> None:
+    np.testing.assert_allclose(
+        gc.grad(loss)(W, X), _fd_grad(lambda w: _np_loss(w, X), W), rtol=1e-6
+    )
+    gw, gx = gc.grad(loss, argnums=(0, 1))(W, X)
+    np.testing.assert_allclose(gx, _fd_grad(lambda x: _np_loss(W, x), X), rtol=1e-6)
+    np.testing.assert_allclose(gw, gc.grad(loss)(W, X))
+
+
+def test_value_and_grad_and_aux() -> None:
+    value, gw = gc.value_and_grad(loss)(W, X)
+    np.testing.assert_allclose(value, _np_loss(W, X))
+
+    def with_aux(w, x):
+        return loss(w, x), [x @ w, (gc.sum(x),)]
+
+    (value, aux), gw_aux = gc.value_and_grad(with_aux, has_aux=True)(W, X)
+    np.testing.assert_allclose(aux[0], X @ W)
+    np.testing.assert_allclose(gw_aux, gw)
+    grads, aux = gc.grad(with_aux, has_aux=True)(W, X)
+    np.testing.assert_allclose(grads, gw)
+    np.testing.assert_allclose(aux[1][0], X.sum())
+
+
+def test_python_scalars_are_weakly_typed_inputs_when_differentiated() -> None:
+    d = gc.grad(lambda x, n: x**n)(2.0, 3)  # x an input (float32), n static
+    assert d.dtype == np.float32 and d == 12.0
+    assert gc.grad(gc.grad(lambda x: x * x * x))(2.0) == 12.0
+
+
+def test_pytree_arguments() -> None:
+    params = (W, [np.ones(2), (np.zeros(2),)])
+
+    def f(p, x):
+        return gc.sum(gc.tanh(x @ p[0] + p[1][0] * p[1][1][0]))
+
+    grads = gc.grad(f)(params, X)
+    assert isinstance(grads, tuple) and isinstance(grads[1], list)
+    assert isinstance(grads[1][1], tuple)
+    np.testing.assert_allclose(grads[1][0], np.zeros(2))  # times zeros
+    np.testing.assert_allclose(grads[0], _fd_grad(lambda w: np.sum(np.tanh(X @ w)), W), rtol=1e-6)
+
+
+@needs_dicts
+def test_dict_arguments_and_results() -> None:
+    params = {"w": W, "b": [np.ones(2)]}
+
+    def f(p, x):
+        out = gc.sum(gc.tanh(x @ p["w"] + p["b"][0]))
+        return out, {"h": x @ p["w"]}
+
+    grads, aux = gc.grad(f, has_aux=True)(params, X)
+    assert set(grads) == {"w", "b"} and isinstance(grads["b"], list)
+    np.testing.assert_allclose(aux["h"], X @ W)
+    fd = _fd_grad(lambda b: np.sum(np.tanh(X @ W + b)), np.ones(2))
+    np.testing.assert_allclose(grads["b"][0], fd, rtol=1e-6)
+    j = gc.jacrev(lambda p: {"y": p["w"] * 2.0})(params)
+    assert j["y"]["w"].shape == (3, 2, 3, 2) and j["y"]["b"][0].shape == (3, 2, 2)
+
+
+def test_jvp_and_linearize_against_finite_differences() -> None:
+    x, t = RNG.uniform(-1, 1, 5), RNG.uniform(-1, 1, 5)
+    y, ty = gc.jvp(vector, (x,), (t,))
+    np.testing.assert_allclose(y, _np_vector(x))
+    eps = 1e-6
+    np.testing.assert_allclose(
+        ty, (_np_vector(x + eps * t) - _np_vector(x - eps * t)) / (2 * eps), rtol=1e-6
+    )
+    y2, f_jvp = gc.linearize(vector, x)
+    np.testing.assert_allclose(y2, y)
+    np.testing.assert_allclose(f_jvp(t), ty)
+    np.testing.assert_allclose(f_jvp(2 * t), 2 * ty)
+
+
+def test_jvp_with_integer_inputs_and_outputs() -> None:
+    def f(x, k):
+        return x * k, gc.argmax(x)
+
+    x, k = np.array([1.0, 3.0]), np.array([2, 5])
+    (y, i), (ty, ti) = gc.jvp(f, (x, k), (np.ones(2), k))
+    np.testing.assert_allclose(ty, [2.0, 5.0])
+    assert i == 1 and ti == 0
+
+
+def test_jacobians_and_hessian_against_finite_differences() -> None:
+    x = RNG.uniform(-1, 1, (2, 3))
+    expected = _fd_jac(_np_vector, x)
+    np.testing.assert_allclose(gc.jacfwd(vector)(x), expected, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(gc.jacrev(vector)(x), expected, rtol=1e-6, atol=1e-9)
+    h = gc.hessian(lambda x: gc.sum(vector(x)))(x)
+    assert h.shape == (2, 3, 2, 3)
+    fd = _fd_jac(lambda v: _fd_grad(lambda u: np.sum(_np_vector(u)), v, 1e-5), x, 1e-5)
+    np.testing.assert_allclose(h, fd, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(h.reshape(6, 6), h.reshape(6, 6).T, rtol=1e-12)
+
+
+def test_jacobians_of_several_arguments_and_results() -> None:
+    def f(w, x):
+        return x @ w, [gc.sum(w)]
+
+    for jac in (gc.jacfwd, gc.jacrev):
+        h, (s,) = jac(f, argnums=(0, 1))(W, X)
+        assert h[0].shape == (4, 2, 3, 2) and h[1].shape == (4, 2, 4, 3)
+        assert s[0].shape == (3, 2) and s[1].shape == (4, 3)
+        np.testing.assert_allclose(h[1], _fd_jac(lambda x: x @ W, X), atol=1e-8)
+        np.testing.assert_allclose(s[0], np.ones((3, 2)))
+        np.testing.assert_allclose(s[1], np.zeros((4, 3)))
+
+
+@pytest.mark.parametrize("jac", [gc.jacfwd, gc.jacrev], ids=["jacfwd", "jacrev"])
+def test_jacobians_at_edges(jac) -> None:
+    assert jac(lambda x: x * x)(np.float64(3.0)) == 6.0  # 0-d
+    assert jac(lambda x: x * 2.0)(np.zeros((0, 2))).shape == (0, 2, 0, 2)  # empty
+    assert jac(lambda x: gc.sum(x))(np.zeros((0,))).shape == (0,)
+
+
+def test_nested_transformations() -> None:
+    x = RNG.uniform(-1, 1, 3)
+    # jvp of grad: a Hessian-vector product
+    t = np.array([1.0, 0.0, -1.0])
+    _, hvp = gc.jvp(gc.grad(lambda v: gc.sum(vector(v))), (x,), (t,))
+    h = gc.hessian(lambda v: gc.sum(vector(v)))(x)
+    np.testing.assert_allclose(hvp, h @ t, rtol=1e-10)
+    # grad of jvp, grad of grad of a scalar
+    d = gc.grad(lambda v: gc.sum(gc.jvp(vector, (v,), (t,))[1]))(x)
+    np.testing.assert_allclose(d, t @ h, rtol=1e-10)
+    third = gc.grad(gc.grad(gc.grad(lambda s: s**4)))(np.float64(2.0))
+    assert third == 48.0
+
+
+def test_on_eager_tensors_the_results_are_new_tensors() -> None:
+    ge = pytest.importorskip("graphc.eager")
+    w = ge.tensor(W, requires_grad=True)
+    gw = gc.grad(loss)(w, X)
+    assert isinstance(gw, ge.Tensor) and not gw.requires_grad
+    np.testing.assert_allclose(gw.numpy(), gc.grad(loss)(W, X))
+    # the eager tape agrees
+    ge_loss = (ge.tanh(ge.tensor(X) @ w) ** 2).sum()
+    ge_loss.backward()
+    np.testing.assert_allclose(w.grad.numpy(), gw.numpy(), rtol=1e-12)
+
+
+def test_a_signature_is_traced_once() -> None:
+    traces = []
+
+    def counted(w, x):
+        traces.append(w)
+        return loss(w, x)
+
+    df = gc.grad(counted)
+    first = df(W, X)
+    np.testing.assert_allclose(df(W + 1.0, X), gc.grad(loss)(W + 1.0, X))
+    assert len(traces) == 1
+    np.testing.assert_allclose(df(W, X), first)
+    df(W[:2], X[:, :2])  # another shape: another trace
+    assert len(traces) == 2
+
+
+# -- on graph values ------------------------------------------------------------------------
+
+
+def test_inside_trace_records_ordinary_ops() -> None:
+    g = gc.trace(
+        lambda w, x: gc.grad(loss)(w, x) * 2.0,
+        gc.TensorSpec((3, 2), "float64"),
+        gc.TensorSpec((None, 3), "float64"),  # a symbolic dim stays symbolic
+    )
+    assert str(g.outputs[0].type) == "f64[3,2]"
+    assert {n.op for n in g.op_nodes} <= set(gc.ops.__all__) | {"constant", "sum_to"}
+    assert not any(n.op in ("cond", "scan") for n in g.op_nodes)
+    np.testing.assert_allclose(g(W, X), 2 * gc.grad(loss)(W, X))
+    gc.verify(g)
+    # and the traced gradient graph can be differentiated again
+    gg = gc.gradients(gc.trace(lambda w, x: gc.sum(gc.grad(loss)(w, x)), W, X), wrt=["w"])
+    fd = _fd_grad(lambda w: np.sum(gc.grad(loss)(w, X)), W)
+    np.testing.assert_allclose(gg(W, X)[1], fd, rtol=1e-5)
+
+
+def test_inside_jit() -> None:
+    f = gc.jit(lambda w, x: gc.grad(loss, argnums=1)(w, x))
+    np.testing.assert_allclose(f(W, X), gc.grad(loss, argnums=1)(W, X))
+    jv = gc.jit(lambda x, t: gc.jvp(vector, (x,), (t,))[1])
+    x, t = RNG.uniform(-1, 1, 3), RNG.uniform(-1, 1, 3)
+    np.testing.assert_allclose(jv(x, t), gc.jvp(vector, (x,), (t,))[1])
+
+
+def test_grad_in_a_scan_body() -> None:
+    def sgd(w, xs):
+        def step(w, x):
+            g = gc.grad(loss)(w, x[None, :])
+            return w - 0.1 * g, loss(w, x[None, :])
+
+        return gc.scan(step, w, xs)
+
+    g = gc.trace(sgd, gc.TensorSpec((3, 2), "float64"), gc.TensorSpec((4, 3), "float64"))
+    w_final, losses = g(W, X)
+    w = W.copy()
+    for k in range(4):
+        np.testing.assert_allclose(losses[k], _np_loss(w, X[k : k + 1]))
+        w = w - 0.1 * gc.grad(loss)(w, X[k : k + 1])
+    np.testing.assert_allclose(w_final, w, rtol=1e-12)
+    # and the whole loop differentiates (a second derivative through the scan)
+    total = gc.grad(lambda w: gc.sum(sgd(w, X)[1]))(W)
+    fd = _fd_grad(lambda w: np.sum(g(w, X)[1]), W)
+    np.testing.assert_allclose(total, fd, rtol=1e-5)
+
+
+def test_grad_in_cond_branches() -> None:
+    def f(w, x):
+        return gc.cond(gc.sum(x) > 0, lambda a: gc.grad(loss)(a, x), lambda a: -a, w)
+
+    g = gc.trace(f, gc.TensorSpec((3, 2), "float64"), gc.TensorSpec((4, 3), "float64"))
+    np.testing.assert_allclose(g(W, np.abs(X)), gc.grad(loss)(W, np.abs(X)))
+    np.testing.assert_allclose(g(W, -np.abs(X)), -W)
+
+
+def test_a_captured_outer_value_is_differentiated_by_an_outer_grad() -> None:
+    # d/dy of (d/dx x*x*y at x) = 2x, through the inner grad's capture of y
+    def outer(y, x):
+        return gc.grad(lambda v: v * v * y)(x)
+
+    assert gc.grad(outer)(np.float64(3.0), np.float64(5.0)) == 10.0
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+def test_grad_of_a_non_scalar_names_the_shape() -> None:
+    with pytest.raises(gc.AutodiffError, match=r"must return a floating point scalar.*f64\[3\]"):
+        gc.grad(lambda x: x * 2.0)(np.ones(3))
+
+
+def test_grad_of_an_integer_input_names_the_argument() -> None:
+    with pytest.raises(gc.AutodiffError, match=r"argument 1 \('k'\).*int64"):
+        gc.grad(lambda x, k: gc.sum(x * k), argnums=1)(np.ones(2), np.array([1, 2]))
+
+
+def test_argnums_out_of_range() -> None:
+    with pytest.raises(gc.GraphcError, match="argnums 2 is out of range.*2 positional"):
+        gc.grad(loss, argnums=2)(W, X)
+    with pytest.raises(gc.GraphcError, match="argnums 3 is out of range"):
+        gc.jacfwd(loss, argnums=(0, 3))(W, X)
+
+
+def test_jvp_refuses_mismatched_tangents() -> None:
+    with pytest.raises(gc.ShapeError, match="tangent for 'x'.*f64\\[3\\]"):
+        gc.jvp(vector, (np.ones(3),), (np.ones(2),))
+    with pytest.raises(gc.GraphcError, match="structure of primals"):
+        gc.jvp(vector, (np.ones(3),), (np.ones(3), np.ones(3)))
+
+
+def test_has_aux_needs_a_pair() -> None:
+    with pytest.raises(gc.AutodiffError, match="pair"):
+        gc.grad(lambda x: gc.sum(x), has_aux=True)(np.ones(2))
+
+
+def test_a_jacobian_of_a_symbolic_shape_is_refused() -> None:
+    with pytest.raises(gc.ShapeError, match="'x'.*symbolic shape"):
+        gc.trace(lambda x: gc.jacfwd(vector)(x), gc.TensorSpec((None,), "float64"))
+
+
+# -- against jax and torch.func --------------------------------------------------------------
+
+
+def test_against_jax() -> None:
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+
+    def j_vector(x):
+        return jnp.sin(x) * jnp.sum(x * x)
+
+    x, t = RNG.uniform(-1, 1, 4), RNG.uniform(-1, 1, 4)
+    np.testing.assert_allclose(
+        gc.grad(lambda v: gc.sum(vector(v)))(x), jax.grad(lambda v: jnp.sum(j_vector(v)))(x)
+    )
+    y, ty = gc.jvp(vector, (x,), (t,))
+    jy, jty = jax.jvp(j_vector, (x,), (t,))
+    np.testing.assert_allclose(y, jy)
+    np.testing.assert_allclose(ty, jty, rtol=1e-12)
+    np.testing.assert_allclose(gc.jacfwd(vector)(x), jax.jacfwd(j_vector)(x), rtol=1e-12)
+    np.testing.assert_allclose(gc.jacrev(vector)(x), jax.jacrev(j_vector)(x), rtol=1e-12)
+    np.testing.assert_allclose(
+        gc.hessian(lambda v: gc.sum(vector(v)))(x),
+        jax.hessian(lambda v: jnp.sum(j_vector(v)))(x),
+        rtol=1e-10,
+    )
+
+
+def test_against_torch_func() -> None:
+    torch = pytest.importorskip("torch")
+    from torch import func
+
+    def t_vector(x):
+        return torch.sin(x) * torch.sum(x * x)
+
+    x, t = RNG.uniform(-1, 1, 4), RNG.uniform(-1, 1, 4)
+    tx, tt = torch.tensor(x), torch.tensor(t)
+    np.testing.assert_allclose(gc.jvp(vector, (x,), (t,))[1], func.jvp(t_vector, (tx,), (tt,))[1])
+    np.testing.assert_allclose(gc.jacrev(vector)(x), func.jacrev(t_vector)(tx), rtol=1e-12)
+    np.testing.assert_allclose(
+        gc.hessian(lambda v: gc.sum(vector(v)))(x),
+        func.hessian(lambda v: torch.sum(t_vector(v)))(tx),
+        rtol=1e-10,
+    )
+
+
+# -- jvp against jacrev on random graphs ------------------------------------------------------
+
+
+@settings(max_examples=draws(40), deadline=None, derandomize=True)
+@given(random_graphs(min_ops=3, max_ops=10), st.integers(0, 2**16))
+def test_jvp_against_jacrev_on_random_graphs(g: gc.Graph, seed: int) -> None:
+    feeds = list(random_feeds(g, seed).values())
+    rng = np.random.default_rng(seed + 1)
+    tangents = [rng.uniform(-1, 1, np.shape(v)) for v in feeds]
+    argnums = tuple(range(len(feeds)))
+    _, jt = gc.jvp(g, tuple(feeds), tuple(tangents))
+    jacobians = gc.jacrev(g, argnums=argnums)(*feeds)
+    jt = jt if isinstance(jt, tuple) else (jt,)
+    jacobians = jacobians if len(g.outputs) > 1 else (jacobians,)
+    for out_jt, per_input in zip(jt, jacobians):
+        expected = sum(np.tensordot(j, t, axes=np.ndim(t)) for j, t in zip(per_input, tangents))
+        np.testing.assert_allclose(out_jt, expected, rtol=1e-9, atol=1e-9, err_msg=str(g))

@@ -1,0 +1,163 @@
+"""gc.tangents: the forward-mode graph, derived from the VJP by transposition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import graphc as gc
+from graphc.passes.forward import forward_joint
+from tests.budget import draws
+from tests.strategies import random_feeds, random_graphs
+
+
+def _fd(g: gc.Graph, feeds: dict, tangents: dict, eps: float = 1e-6) -> list[np.ndarray]:
+    """Central differences of g's outputs along the tangents."""
+    plus = {k: v + eps * tangents.get(k, 0) for k, v in feeds.items()}
+    minus = {k: v - eps * tangents.get(k, 0) for k, v in feeds.items()}
+    hi, lo = g(**plus), g(**minus)
+    hi, lo = (hi, lo) if isinstance(hi, tuple) else ((hi,), (lo,))
+    return [(a - b) / (2 * eps) for a, b in zip(hi, lo)]
+
+
+def test_text_of_a_small_example() -> None:
+    g = gc.parse("""
+graph f(%x: f64[3], %w: f64[3]) {
+  %m: f64[3] = mul(%x, %w)
+  %s: f64[3] = sin(%m)
+  output %y = %s
+}""")
+    assert str(gc.tangents(g, wrt=["x", "w"])) == (
+        "graph f_jvp(%x: f64[3], %w: f64[3], %tan_x: f64[3], %tan_w: f64[3]) {\n"
+        "  %m: f64[3] = mul(%x, %w)\n"
+        "  %s: f64[3] = sin(%m)\n"
+        "  %cos: f64[3] = cos(%m)\n"
+        "  %mul_3: f64[3] = mul(%tan_w, %x)\n"
+        "  %mul_4: f64[3] = mul(%tan_x, %w)\n"
+        "  %add: f64[3] = add(%mul_3, %mul_4)\n"
+        "  %mul_5: f64[3] = mul(%add, %cos)\n"
+        "  output %y = %s\n"
+        "  output %tan_y = %mul_5\n"
+        "}"
+    )
+
+
+def test_tangents_match_finite_differences_and_compile() -> None:
+    g = gc.trace(
+        lambda x, w: gc.tanh(x @ w).sum(axis=1),
+        gc.TensorSpec((None, 3), "float64"),
+        gc.TensorSpec((3, 2), "float64"),
+    )
+    tg = gc.tangents(g, wrt=["x", "w"])
+    gc.verify(tg)
+    assert str(tg.inputs[0].type) == "f64[x_0,3]"  # the symbolic dim is kept
+    rng = np.random.default_rng(0)
+    x, w, tx, tw = (rng.standard_normal(s) for s in ((4, 3), (3, 2), (4, 3), (3, 2)))
+    y, ty = tg(x, w, tx, tw)
+    np.testing.assert_allclose(y, g(x, w))
+    np.testing.assert_allclose(ty, _fd(g, {"x": x, "w": w}, {"x": tx, "w": tw})[0], rtol=1e-6)
+    np.testing.assert_allclose(gc.compile(tg, opt_level=2)(x, w, tx, tw)[1], ty, rtol=1e-12)
+
+
+def test_only_the_named_inputs_get_tangents() -> None:
+    g = gc.trace(lambda x, w: x * w, gc.TensorSpec((2,), "float64"), gc.TensorSpec((2,), "float64"))
+    tg = gc.tangents(g, wrt="w")
+    assert [p.name for p in tg.inputs] == ["x", "w", "tan_w"]
+    x, w = np.array([2.0, 3.0]), np.array([5.0, 7.0])
+    np.testing.assert_allclose(tg(x, w, np.ones(2))[1], x)
+
+
+def test_an_output_that_does_not_vary_gets_zero_tangent() -> None:
+    g = gc.trace(lambda x, w: (x * 2.0, w + 1.0), gc.TensorSpec((2,), "float64"), np.ones(3))
+    tg = gc.tangents(g, wrt=["x"])
+    outs = tg(np.ones(2), np.ones(3), np.ones(2))
+    np.testing.assert_array_equal(outs[2], [2.0, 2.0])
+    np.testing.assert_array_equal(outs[3], np.zeros(3))
+
+
+def test_identity_and_integer_outputs() -> None:
+    g = gc.trace(lambda x: (x, gc.argmax(x)), gc.TensorSpec((3,), "float64"))
+    fj = forward_joint(g, ["x"])
+    assert fj.differentiated == ["out"]  # the integer output has no tangent
+    _, _, t = fj.graph(np.arange(3.0), np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(t, [1.0, 2.0, 3.0])
+
+
+def test_through_scan_and_cond() -> None:
+    def f(x, w):
+        def step(c, xi):
+            c = gc.tanh(c * w + xi)
+            return c, c * c
+
+        c, ys = gc.scan(step, x[0], x)
+        return gc.cond(gc.sum(c) > 0, lambda a: a * 2.0, lambda a: gc.exp(a), ys)
+
+    g = gc.trace(f, gc.TensorSpec((5, 3), "float64"), gc.TensorSpec((3,), "float64"))
+    tg = gc.tangents(g, wrt=["x", "w"])
+    gc.verify(tg)
+    rng = np.random.default_rng(1)
+    for sign in (1.0, -1.0):  # each branch
+        x, w = sign * rng.uniform(0.1, 1, (5, 3)), rng.uniform(-1, 1, 3)
+        tx, tw = rng.standard_normal((5, 3)), rng.standard_normal(3)
+        ty = tg(x, w, tx, tw)[1]
+        np.testing.assert_allclose(ty, _fd(g, {"x": x, "w": w}, {"x": tx, "w": tw})[0], rtol=1e-6)
+
+
+def test_differentiable_again() -> None:
+    g = gc.trace(lambda x: gc.sum(gc.sin(x) * x), gc.TensorSpec((3,), "float64"))
+    tg = gc.tangents(g, wrt=["x"])
+    second = gc.gradients(tg, wrt=["x"], outputs=["tan_out"])  # d/dx (J t) = H t
+    x, t = np.array([0.1, 0.5, 1.0]), np.array([1.0, -2.0, 0.5])
+    hessian_diag = 2 * np.cos(x) - x * np.sin(x)
+    np.testing.assert_allclose(second(x, t)[2], hessian_diag * t, rtol=1e-12)
+
+
+def test_printable_parsable_and_the_meta_names_forward_nodes() -> None:
+    g = gc.trace(lambda x: gc.exp(x) * x, gc.TensorSpec((2,), "float64"))
+    tg = gc.tangents(g, wrt=["x"])
+    assert str(gc.parse(str(tg))) == str(tg)
+    forward = {n.name for n in g.nodes}
+    marked = [n.meta["grad_of"] for n in tg.nodes if "grad_of" in n.meta]
+    assert marked and set(marked) <= forward
+
+
+@pytest.mark.parametrize(
+    "wrt, outputs, message",
+    [
+        (["nope"], None, "wrt 'nope' is not a placeholder"),
+        (["i"], None, "wrt placeholder 'i' has dtype int64"),
+        ([], None, "non-empty list"),
+        (["x", "x"], None, "names a placeholder twice"),
+        (["x"], ["nope"], "has no output 'nope'"),
+        (["x"], ["k"], "output 'k' has dtype int64"),
+    ],
+)
+def test_errors_name_the_argument(wrt: list, outputs: list | None, message: str) -> None:
+    g = gc.trace(
+        lambda x, i: {"y": x * 2.0, "k": i + 1},
+        gc.TensorSpec((2,), "float64"),
+        gc.TensorSpec((2,), "int64"),
+    )
+    with pytest.raises(gc.AutodiffError, match=message):
+        gc.tangents(g, wrt=wrt, outputs=outputs)
+
+
+@settings(max_examples=draws(60), deadline=None, derandomize=True)
+@given(random_graphs(min_ops=3, max_ops=12, symbolic=True), st.integers(0, 2**16))
+def test_jvp_against_the_vjp_on_random_graphs(g: gc.Graph, seed: int) -> None:
+    """<u, J t> from the forward-mode graph equals <J^T u, t> from gradients."""
+    wrt = [p.name for p in g.inputs]
+    tg = gc.tangents(g, wrt=wrt)
+    vjp = gc.gradients(g, wrt=wrt, seeds=True)
+    feeds = random_feeds(g, seed)
+    rng = np.random.default_rng(seed + 1)
+    tans = {p.name: rng.uniform(-1, 1, feeds[p.name].shape) for p in g.inputs}
+    outs = tg(*feeds.values(), *tans.values())
+    n = len(g.outputs)
+    ct = [rng.uniform(-1, 1, np.shape(v)) for v in outs[:n]]
+    grads = vjp(*feeds.values(), *ct)[n:]
+    forward = sum(np.sum(u * jt) for u, jt in zip(ct, outs[n:]))
+    backward = sum(np.sum(gx * t) for gx, t in zip(grads, tans.values()))
+    assert np.isclose(forward, backward, rtol=1e-9, atol=1e-9), str(g)

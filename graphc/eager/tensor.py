@@ -220,8 +220,13 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
 
     def __repr__(self) -> str:
         suffixes = printing.default_suffixes(self._data)
-        if self.grad_fn is not None:
-            suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
+        try:
+            grad_fn = self.grad_fn
+        except AutodiffError:  # a view whose history cannot be told (views.py), as torch
+            suffixes.append("grad_fn=<Invalid>")
+            return printing.format_tensor(self._data, suffixes)
+        if grad_fn is not None:
+            suffixes.append(f"grad_fn=<{grad_fn.name()}>")
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
         return printing.format_tensor(self._data, suffixes)

@@ -17,6 +17,10 @@ three purposes:
   grad through r); only views pay for that check (`grad_fn` and `_requires_grad` are
   properties of `ViewTensor` alone, plain tensors keep plain attributes);
 - the mask of the window a view covers is the chain replayed on a boolean array.
+
+A view made under no_grad has no history to replay: once the counter moved while its
+base requires grad, reading its `grad_fn` (or using it in an op in grad mode) raises,
+as torch does, rather than silently cutting the gradient.
 """
 
 from __future__ import annotations
@@ -86,6 +90,14 @@ def _broadcast_view(x: np.ndarray, shape: tuple) -> np.ndarray:
     return np.broadcast_to(x, shape)
 
 
+NO_GRAD_VIEW_REBASED = (
+    "a view was created in no_grad mode and its base or another view of its base has "
+    "been modified in place since, while the base requires grad: whether the view "
+    "should see that history is ambiguous, so (as in torch) it is forbidden; create the "
+    "view and do the in-place op both inside no_grad (untracked) or both outside (tracked)"
+)
+
+
 class ViewTensor(Tensor):
     """A tensor whose memory is a window of its base's (see the module docstring)."""
 
@@ -97,9 +109,9 @@ class ViewTensor(Tensor):
 
     @property  # type: ignore[override]
     def grad_fn(self) -> Any:
-        if (
-            self._fn_version != self._counter[0] and self._tracks and self._base._requires_grad  # type: ignore[union-attr]
-        ):
+        if self._fn_version != self._counter[0] and self._base._requires_grad:  # type: ignore[union-attr]
+            if not self._tracks:
+                raise AutodiffError(NO_GRAD_VIEW_REBASED)
             regenerate(self)
         return self._grad_fn
 
@@ -113,6 +125,8 @@ class ViewTensor(Tensor):
         """Read after the history is brought up to date: an in-place op on the base with
         an input that requires grad (`x.add_(r)`) makes its earlier views require grad."""
         if self._fn_version != self._counter[0]:
+            if not self._tracks and self._base._requires_grad:  # type: ignore[union-attr]
+                return True  # as torch says; its grad_fn raises NO_GRAD_VIEW_REBASED
             self.grad_fn  # noqa: B018 - regenerates the history if the base's changed
         return self._wants_grad
 

@@ -564,3 +564,33 @@ def test_associative_scan_of_no_elements_and_one() -> None:
         elems = np.ones((length, 2, 2))
         got = three_ways(lambda e: gc.associative_scan(gc.matmul, e), [elems])
         assert bits_differ(got, elems) is None
+
+
+def test_while_loop_of_a_dict_carry_and_an_int32_fori_loop_match_jax(jax: Any) -> None:
+    def program(np_like: Any, lax: Any) -> Callable[..., Any]:
+        def fn(x: Any) -> Any:
+            def body(d: dict) -> dict:
+                return {"n": d["n"] + 1, "v": d["v"] * 1.5 + 0.25}
+
+            done = lax.while_loop(
+                lambda d: np_like.sum(d["v"]) < 30.0, body, {"v": x, "n": np.int32(0)}
+            )
+            lo, hi = np.int32(2), np.int32(6)
+            scaled = lax.fori_loop(lo, hi, lambda i, v: v * 0.5 + v * v * 0.1, done["v"])
+            return scaled, done["n"]
+
+        return fn
+
+    x = np.array([0.5, 1.0, 0.25])
+    got = three_ways(program(gc, gc), [x])
+    want = program(jax.numpy, jax.lax)(x)
+    np.testing.assert_allclose(got[0], np.asarray(want[0]), rtol=1e-12)
+    assert got[1].dtype == np.int32 and int(got[1]) == int(want[1])
+
+
+def test_gradient_through_a_fori_loop_with_int32_bounds() -> None:
+    def fn(v: Any) -> Any:
+        body = lambda i, c: c * gc.cast(i, F64) * 0.3 + gc.sin(c)  # noqa: E731
+        return gc.sum(gc.fori_loop(np.int32(1), np.int32(4), body, v))
+
+    check_gradients(fn, [rng(5).normal(size=3)])

@@ -44,6 +44,7 @@ from graphc.frontend.transforms import (
     linearize,
     value_and_grad,
 )
+from graphc.frontend.vmap import vmap
 from graphc.ir import errors
 from graphc.ir.errors import (
     AutodiffError,
@@ -69,6 +70,7 @@ from graphc.ir.types import TensorType
 from graphc.ir.verify import verify
 from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level API
 from graphc.ops import Symbol
+from graphc.ops.batching import VmapError
 from graphc.ops.methods import unbind
 from graphc.passes.autodiff import gradients, split_backward
 from graphc.passes.forward import tangents

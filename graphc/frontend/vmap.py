@@ -1,0 +1,234 @@
+"""`gc.vmap`: a function written for one example, run on a batch of them (JAX's vmap).
+
+`vmap(f, in_axes, out_axes)(*args)` traces `f` once on one example's types (each
+argument with its batch axis removed), batches the traced graph with
+`graphc.passes.vmap_graph`, and then
+
+- on arrays (numpy, Python scalars) runs the batched graph;
+- on graph values (inside gc.trace, gc.jit, a loop or branch body) or eager tensors
+  inlines it (graphc/frontend/call.py), so the batched computation becomes part of
+  the graph being built and composes with the other transformations: gradients of a
+  vmapped function, and vmap of a gradient (per-example gradients).
+
+Values `f` reads from outside (a graph value of the enclosing trace) are captured as
+unbatched inputs. `in_axes` is an int, None, or a structure matching the arguments'
+(a tuple with an entry per argument, each an int, None or the argument's own
+structure); `out_axes` likewise for the results.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from graphc.frontend.call import inline
+from graphc.frontend.trace import TensorSpec, lifted_feeds, trace
+from graphc.ir.graph import Graph
+from graphc.ir.types import TensorType
+from graphc.ops.batching import VmapError
+from graphc.ops.closure import fn_name, graph_of, trace_body
+from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
+from graphc.ops.pytree import flatten, unflatten
+from graphc.ops.symbolic import Symbol
+from graphc.passes.vmap import vmap_graph
+
+
+def _leaf_axes(axes: Any, value: Any, where: str) -> list[Any]:
+    """One axis per leaf of `value`, from `axes`, a prefix of its structure (JAX's rule:
+    an int or None stands for every leaf beneath it)."""
+    if axes is None or isinstance(axes, int) and not isinstance(axes, bool):
+        return [axes] * len(flatten(value)[0])
+    if isinstance(axes, Mapping) and isinstance(value, Mapping):
+        if set(axes) != set(value):
+            raise VmapError(
+                f"vmap: {where}: in_axes has keys {sorted(axes)} but the argument has "
+                f"keys {sorted(value)}"
+            )
+        out: list[Any] = []
+        for key in _flatten_order(value):
+            out += _leaf_axes(axes[key], value[key], f"{where}[{key!r}]")
+        return out
+    if isinstance(axes, (tuple, list)) and isinstance(value, (tuple, list)):
+        if len(axes) != len(value):
+            raise VmapError(
+                f"vmap: {where}: in_axes has {len(axes)} entries but the argument has {len(value)}"
+            )
+        out = []
+        for k, (a, v) in enumerate(zip(axes, value)):
+            out += _leaf_axes(a, v, f"{where}[{k}]")
+        return out
+    raise VmapError(
+        f"vmap: {where}: in_axes entry {axes!r} does not match the argument's structure "
+        f"({type(value).__name__}); give an int, None or the same structure"
+    )
+
+
+def _flatten_order(value: Mapping) -> list[Any]:
+    """A dict's keys in the order flatten visits them."""
+    probe = {key: key for key in value}
+    leaves, _ = flatten(probe)
+    return leaves
+
+
+def _shape(value: Any) -> tuple:
+    if is_python_scalar(value):
+        return ()
+    return tuple(getattr(value, "shape", np.shape(value)))
+
+
+def _dtype(value: Any) -> Any:
+    if is_python_scalar(value):
+        return weak_dtype(value, ())
+    dtype = getattr(value, "dtype", None)
+    return dtype if dtype is not None else np.asarray(value).dtype
+
+
+def _batch_size(leaves: list[Any], axes: list[Any], names: list[str], axis_size: Any) -> Any:
+    """The common size of the batched axes (checked), or `axis_size`."""
+    size, first = axis_size, None
+    for leaf, axis, name in zip(leaves, axes, names):
+        if axis is None:
+            continue
+        shape = _shape(leaf)
+        if not -len(shape) <= axis < len(shape):
+            raise VmapError(
+                f"vmap: in_axes {axis} is out of range for argument {name} of shape "
+                f"{shape} (rank {len(shape)})"
+            )
+        dim = shape[axis]
+        if size is None:
+            size, first = dim, name
+        elif dim != size:
+            raise VmapError(
+                f"vmap: inconsistent batch sizes: argument {name} has {dim} along its "
+                f"in_axes {axis}, but {first or 'axis_size'} gives {size}"
+            )
+    if size is None:
+        raise VmapError("vmap: in_axes batches no argument; batch at least one, or give axis_size")
+    return size
+
+
+def _per_example(leaf: Any, axis: Any) -> TensorType:
+    shape = _shape(leaf)
+    if axis is not None:
+        axis %= len(shape)
+        shape = shape[:axis] + shape[axis + 1 :]
+    return TensorType(tuple(str(d) if isinstance(d, str) else int(d) for d in shape), _dtype(leaf))
+
+
+def _arg_names(leaves: list[Any], tree: Any) -> list[str]:
+    """'args[0]', 'args[1][0]', ... for each leaf, for error messages."""
+    labels = _labels(unflatten(tree, list(range(len(leaves)))), "args")
+    return [labels[k] for k in range(len(leaves))]
+
+
+def _labels(value: Any, prefix: str) -> dict[int, str]:
+    if isinstance(value, int):
+        return {value: prefix}
+    found: dict[int, str] = {}
+    items = value.items() if isinstance(value, Mapping) else enumerate(value or ())
+    for key, item in items:
+        found.update(_labels(item, f"{prefix}[{key!r}]"))
+    return found
+
+
+def vmap(
+    f: Callable[..., Any],
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    axis_size: int | None = None,
+) -> Callable[..., Any]:
+    """`f` mapped over a batch axis of its arguments (JAX's `jax.vmap`).
+
+    >>> import numpy as np, graphc as gc
+    >>> def dot(x, w):
+    ...     return gc.sum(x * w)
+    >>> xs, w = np.ones((4, 3), np.float32), np.arange(3, dtype=np.float32)
+    >>> gc.vmap(dot, in_axes=(0, None))(xs, w)
+    array([3., 3., 3., 3.], dtype=float32)
+    """
+    if not callable(f):
+        raise VmapError(f"vmap: expected a function to batch, got {type(f).__name__}")
+
+    @functools.wraps(f)
+    def batched(*args: Any) -> Any:
+        leaves, tree = flatten(args)
+        axes_tuple = in_axes if isinstance(in_axes, (tuple, list)) else None
+        if axes_tuple is not None and len(axes_tuple) != len(args):
+            raise VmapError(
+                f"vmap: in_axes has {len(axes_tuple)} entries for {len(args)} arguments of "
+                f"{fn_name(f, 'f')}; give one per argument (or one int/None for all)"
+            )
+        axes = _leaf_axes(tuple(in_axes) if axes_tuple is not None else in_axes, args, "args")
+        names = _arg_names(leaves, tree)
+        size = _batch_size(leaves, axes, names, axis_size)
+        types = [_per_example(leaf, axis) for leaf, axis in zip(leaves, axes)]
+        out_tree: list[Any] = [None]
+
+        def flat(symbols: list[Any]) -> tuple:
+            result = f(*unflatten(tree, symbols))
+            out_leaves, out_tree[0] = flatten(result)
+            return tuple(out_leaves)
+
+        outer = graph_of(leaves) if any(kind_of(v) is not None for v in leaves) else None
+        if outer is not None:
+            traced = trace_body(fn_name(f, "vmapped"), outer, list(zip(names, types)), flat, "vmap")
+            body, captured = traced.body, [_symbol(node) for node in traced.captures]
+            feeds_extra = captured
+        else:
+            body = _trace_arrays(f, flat, types, names)
+            feeds_extra = list(lifted_feeds(body).values())
+        out_leaf_axes = _out_axes(out_axes, out_tree[0], len(body.outputs))
+        in_all = [_normal(a, len(t.shape)) for a, t in zip(axes, types)]
+        in_all += [None] * (len(body.inputs) - len(types))
+        vmapped = vmap_graph(body, in_all, out_leaf_axes, axis_size=size)
+        feeds = dict(zip([p.name for p in vmapped.inputs], [*leaves, *feeds_extra]))
+        if any(kind_of(v) is not None for v in feeds.values()):
+            results = inline(vmapped, feeds)
+        else:
+            results = list(_as_tuple(vmapped(**feeds)))
+        return unflatten(out_tree[0], results)
+
+    return batched
+
+
+def _normal(axis: Any, rank: int) -> Any:
+    """An in_axes entry (of the batched argument, rank `rank` + 1) as non-negative."""
+    return None if axis is None else axis % (rank + 1)
+
+
+def _as_tuple(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _symbol(node: Any) -> Any:
+    return Symbol(node)
+
+
+def _trace_arrays(
+    f: Callable[..., Any],
+    flat: Callable[[list[Any]], tuple],
+    types: list[TensorType],
+    names: list[str],
+) -> Graph:
+    specs = [TensorSpec(t.shape, t.dtype) for t in types]
+
+    def positional(*symbols: Any) -> tuple:
+        return flat(list(symbols))
+
+    positional.__name__ = fn_name(f, "vmapped")
+    return trace(positional, *specs)
+
+
+def _out_axes(out_axes: Any, tree: Any, count: int) -> list[Any]:
+    """One out axis per output leaf, from `out_axes`, a prefix of the results' structure."""
+    if out_axes is None or isinstance(out_axes, int) and not isinstance(out_axes, bool):
+        return [out_axes] * count
+    structure = unflatten(tree, [0] * count)
+    return _leaf_axes(out_axes, structure, "results")
+
+
+__all__ = ["vmap"]

@@ -11,6 +11,11 @@ registered with `register_pytree_node` (a flatten function giving
 and a subclass of list, tuple or dict that is not a namedtuple (JAX's rule: a type is a
 container only if it, exactly, is registered).
 
+The functions are top-level with jax.tree_util's names (`gc.tree_flatten`,
+`gc.tree_unflatten`, `gc.tree_map`, `gc.tree_leaves`, `gc.tree_structure`,
+`gc.register_pytree_node`, `gc.register_dataclass`), as graphc's control-flow functions
+are `gc.cond` where JAX has `lax.cond`.
+
 The structure (`TreeDef`) compares equal when two trees have the same containers, keys
 and aux data; `mismatch` says where two structures first differ, for the errors of the
 control-flow functions (a carry that changes structure).

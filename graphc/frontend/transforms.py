@@ -37,7 +37,7 @@ import numpy as np
 from graphc.frontend.call import inline
 from graphc.frontend.jit import Jitted
 from graphc.frontend.trace import parameter_names
-from graphc.ir.errors import AutodiffError, GraphcError, ShapeError
+from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.types import TensorType, format_shape
 from graphc.ops import shape as S
@@ -151,14 +151,10 @@ def _argnums(argnums: Argnums, args: tuple, what: str) -> tuple[int, ...]:
     return tuple(result)
 
 
-def _check_float_leaves(
-    staged: _Staged, f: Callable[..., Any], what: str, names: list[str]
-) -> None:
+def _check_float_leaves(staged: _Staged, f: Callable[..., Any], what: str) -> None:
     """Every differentiated leaf is floating point; else an error naming its argument."""
     arg_names = parameter_names(f, max(staged.leaf_args, default=0) + 1)
     for name, position in zip(staged.traced, staged.leaf_args):
-        if name not in names:
-            continue
         t = staged.body.node(name).type
         if not _is_float(t):
             leaf = "" if name == arg_names[position] else f" (its leaf '{name}')"
@@ -192,7 +188,9 @@ class _OnArrays:
         self.on_values = on_values
         self.name = name
         self.dynamic = dynamic  # whether the argument at a position is always an input
-        self._cache: list[tuple[Tree, tuple, Jitted, list[Tree]]] = []
+        # per argument structure and static values: the jitted function, and the
+        # structure of its result per signature it was traced for
+        self._cache: list[tuple[Tree, tuple, Jitted, dict[tuple, Tree], list[Tree]]] = []
 
     def __call__(self, *args: Any) -> Any:
         leaves, tree = flatten(args)
@@ -200,33 +198,37 @@ class _OnArrays:
             return self.on_values(*args)
         eager = next((kind_of(v) for v in leaves if kind_of(v) is not None), None)
         positions = [i for i, a in enumerate(args) for _ in flatten(a)[0]]
-        arrays, inputs, statics = [], [], []
+        arrays, statics = [], []
         for k, (leaf, position) in enumerate(zip(leaves, positions)):
             if is_python_scalar(leaf) and not self.dynamic(position):
                 statics.append((k, type(leaf).__name__, leaf))
             elif is_python_scalar(leaf):
                 arrays.append(np.asarray(leaf, weak_dtype(leaf, ())))
-                inputs.append(k)
-            elif isinstance(leaf, np.ndarray) or np.isscalar(leaf) or kind_of(leaf) is not None:
+            elif isinstance(leaf, (np.ndarray, np.generic)) or kind_of(leaf) is not None:
                 arrays.append(_as_array(leaf))
-                inputs.append(k)
-            else:
+            else:  # a string, a callable: static, as a Python scalar
                 statics.append((k, type(leaf).__name__, leaf))
-        jitted, out_trees = self._jitted(tree, tuple(statics), inputs, len(leaves))
+        jitted, out_trees, traced = self._jitted(tree, tuple(statics), len(leaves))
+        signature = jitted.signature(arrays)
         results = tuple(np.asarray(r) for r in jitted(*arrays))  # a scalar plan's too
-        out_tree = out_trees[-1]
+        if signature not in out_trees:  # this call traced it
+            out_trees[signature] = traced.pop()
+        out_tree = out_trees[signature]
         if eager is not None:
             results = tuple(eager.lift(r, None, ()) for r in results)
         return unflatten(out_tree, list(results))
 
     def _jitted(
-        self, tree: Tree, statics: tuple, inputs: list[int], count: int
-    ) -> tuple[Jitted, list[Tree]]:
+        self, tree: Tree, statics: tuple, count: int
+    ) -> tuple[Jitted, dict[tuple, Tree], list[Tree]]:
+        """The jitted function for this structure and these static values, the result
+        structures it has given by signature, and the list its next trace adds to."""
         key = tuple((k, kind, _exact(value)) for k, kind, value in statics)
-        for known_tree, known_key, jitted, out_trees in self._cache:
+        for known_tree, known_key, jitted, out_trees, traced in self._cache:
             if known_tree == tree and known_key == key:
-                return jitted, out_trees
-        out_trees: list[Tree] = []
+                return jitted, out_trees, traced
+        out_trees: dict[tuple, Tree] = {}
+        traced: list[Tree] = []
         static_at = {k: value for k, _, value in statics}
 
         def flat(*values: Any) -> tuple:
@@ -235,13 +237,13 @@ class _OnArrays:
             out_leaves, out_tree = flatten(self.on_values(*unflatten(tree, leaves)))
             if not out_leaves:
                 raise GraphcError(f"{self.name}: the result holds no arrays")
-            out_trees.append(out_tree)
+            traced.append(out_tree)
             return tuple(out_leaves)
 
         flat.__name__ = self.name
         jitted = Jitted(flat)
-        self._cache.append((tree, key, jitted, out_trees))
-        return jitted, out_trees
+        self._cache.append((tree, key, jitted, out_trees, traced))
+        return jitted, out_trees, traced
 
 
 def _exact(value: Any) -> Any:
@@ -284,7 +286,7 @@ def _value_and_grad_values(
             f"got {out.type}; differentiate a scalar such as its sum, or use gc.jacrev "
             "or gc.jvp for a non-scalar result"
         )
-    _check_float_leaves(staged, f, what, staged.traced)
+    _check_float_leaves(staged, f, what)
     joint = differentiate(staged.body, staged.traced, [out.name])
     if need_value:
         results = staged.run(joint.graph)
@@ -376,7 +378,8 @@ def _jvp_values(f: Callable[..., Any], primals: tuple, tangents: tuple) -> tuple
         if value is None:
             value = lift(np.asarray(tangent, t.dtype), staged.parent)
         if value.type.shape != t.shape or value.type.dtype != t.dtype:
-            raise ShapeError(
+            error = ShapeError if value.type.shape != t.shape else DTypeError
+            raise error(
                 f"jvp: the tangent for '{name}' is {value.type}; it must have its primal's "
                 f"shape and dtype, {t}"
             )
@@ -509,7 +512,7 @@ def _jac_values(
 ) -> Any:
     nums = _argnums(argnums, args, what)
     staged = _stage(f, args, nums, what)
-    _check_float_leaves(staged, f, what, staged.traced)
+    _check_float_leaves(staged, f, what)
     body, graph = staged.body, staged.parent
     inputs = [body.node(name) for name in staged.traced]
     outputs = body.outputs

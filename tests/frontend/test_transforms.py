@@ -219,6 +219,23 @@ def test_a_signature_is_traced_once() -> None:
     assert len(traces) == 2
 
 
+def test_static_arguments_and_a_result_structure_per_signature() -> None:
+    def f(x, mode):
+        return gc.sum(x * x) if mode == "square" else gc.sum(x)
+
+    df = gc.grad(f)
+    np.testing.assert_array_equal(df(np.ones(2), "square"), [2.0, 2.0])
+    np.testing.assert_array_equal(df(np.ones(2), "plain"), [1.0, 1.0])
+
+    def g(x):  # aux has one entry per row: its structure follows the shape
+        return gc.sum(x), [x[i] for i in range(x.shape[0])]
+
+    vg = gc.value_and_grad(g, has_aux=True)
+    assert len(vg(np.ones(1))[0][1]) == 1
+    assert len(vg(np.ones(2))[0][1]) == 2
+    assert len(vg(np.ones(1))[0][1]) == 1
+
+
 # -- on graph values ------------------------------------------------------------------------
 
 

@@ -236,6 +236,29 @@ def test_static_arguments_and_a_result_structure_per_signature() -> None:
     assert len(vg(np.ones(1))[0][1]) == 1
 
 
+def test_edges_zero_d_empty_nan_and_inf() -> None:
+    assert gc.grad(lambda x: x * x)(np.float64(3.0)) == 6.0
+    assert gc.grad(lambda x: gc.sum(x * x))(np.zeros((0, 3))).shape == (0, 3)
+    y, ty = gc.jvp(lambda x: x * 2.0, (np.zeros((0,)),), (np.zeros((0,)),))
+    assert y.shape == ty.shape == (0,)
+    x = np.array([0.0, np.inf, np.nan, 4.0])
+    with np.errstate(divide="ignore"):
+        g = gc.grad(lambda v: gc.sum(gc.sqrt(v)))(x)
+        _, t = gc.jvp(gc.sqrt, (x,), (np.ones(4),))
+    np.testing.assert_array_equal(g, [np.inf, 0.0, np.nan, 0.25])
+    np.testing.assert_array_equal(t, g)  # as torch.func.jvp(torch.sqrt, ...) gives
+
+
+def test_jvp_on_eager_tensors_and_a_closed_over_parameter() -> None:
+    ge = pytest.importorskip("graphc.eager")
+    y, ty = gc.jvp(lambda x: x * x, (ge.tensor([1.0, 2.0]),), (ge.tensor([1.0, 1.0]),))
+    assert isinstance(ty, ge.Tensor)
+    np.testing.assert_array_equal(ty.numpy(), [2.0, 4.0])
+    w = ge.tensor(W, requires_grad=True)  # read by closure: a lifted placeholder
+    gx = gc.grad(lambda x: loss(w, x))(X)
+    np.testing.assert_allclose(gx, gc.grad(loss, argnums=1)(W, X))
+
+
 # -- on graph values ------------------------------------------------------------------------
 
 
@@ -292,6 +315,21 @@ def test_grad_in_cond_branches() -> None:
     g = gc.trace(f, gc.TensorSpec((3, 2), "float64"), gc.TensorSpec((4, 3), "float64"))
     np.testing.assert_allclose(g(W, np.abs(X)), gc.grad(loss)(W, np.abs(X)))
     np.testing.assert_allclose(g(W, -np.abs(X)), -W)
+
+
+def test_grad_in_a_while_loop_body_and_forward_mode_inside_trace() -> None:
+    def climb(x):
+        step = gc.grad(lambda v: gc.sum(v * v))
+        return gc.while_loop(lambda c: gc.sum(c) < 10.0, lambda c: c + step(c), x)
+
+    g = gc.trace(climb, gc.TensorSpec((2,), "float64"))
+    np.testing.assert_array_equal(g(np.ones(2)), [9.0, 9.0])  # 1 -> 3 -> 9
+    jac = gc.trace(lambda x: gc.jacfwd(lambda v: v * gc.sum(v))(x), gc.TensorSpec((2,), "float64"))
+    np.testing.assert_array_equal(jac(np.array([1.0, 2.0])), [[4.0, 1.0], [2.0, 5.0]])
+    tangent = gc.trace(
+        lambda x: gc.jvp(gc.sin, (x,), (gc.ones_like(x),))[1], gc.TensorSpec((None,), "float64")
+    )
+    np.testing.assert_allclose(tangent(np.array([0.0, 1.0])), np.cos([0.0, 1.0]))
 
 
 def test_a_captured_outer_value_is_differentiated_by_an_outer_grad() -> None:

@@ -155,8 +155,22 @@ class InPlaceMethods:
         return _assign(self, ..., source, "copy_")
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        """`x[index] = value`, in place (differentiable for basic indices)."""
+        """`x[index] = value`, in place; differentiable for every index numpy takes."""
         _assign(self, index, value, "__setitem__")
+
+    def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        """`x[indices] = values` (indices: a tuple of index tensors), or with
+        `accumulate=True` `x[indices] += values` where a repeated position adds up every
+        value sent to it, as torch's index_put_.
+
+        >>> from graphc.eager import tensor
+        >>> tensor([0.0, 0.0]).index_put_((tensor([1, 1]),), tensor(2.0), accumulate=True)
+        tensor([0., 4.])
+        """
+        index = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
+        if not accumulate:
+            return _assign(self, index, values, "index_put_")
+        return _accumulate(self, index, values, "index_put_")
 
 
 def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
@@ -218,6 +232,30 @@ def _scattered(x: Any, index: Any, value: Any, op: str) -> tuple[np.ndarray, Any
         return mask.reshape(x.shape), x
     placed = S.reshape(I.take(S.reshape(spread, (-1,)), source), x.shape)
     return mask.reshape(x.shape), placed
+
+
+def _accumulate(x: Any, index: Any, value: Any, op: str) -> Any:
+    """`x[index] += value`, every write to a repeated position added (np.add.at); on the
+    tape x plus a scatter_add of value's entries, whose gradient is a take."""
+    check_inplace(x, op)
+    index = _plain_index(index)
+    positions = np.arange(x._data.size).reshape(x.shape)
+    try:
+        written = positions[index]
+    except IndexError as exc:
+        raise IndexRangeError(f"{op}: {exc}") from None
+    value_grad = getattr(value, "_requires_grad", False)
+    if not (STATE.enabled and (x._requires_grad or value_grad)):
+        try:
+            spread = np.broadcast_to(np.asarray(getattr(value, "_data", value)), written.shape)
+        except ValueError as exc:
+            raise ShapeError(f"{op}: {exc}") from None
+        np.add.at(x._data.reshape(-1), written.reshape(-1), spread.reshape(-1))
+        x._counter[0] += 1
+        return x
+    spread = S.reshape(S.broadcast_to(E.cast(value, x.dtype), written.shape), (-1,))
+    added = I.scatter_add(spread, written.reshape(-1), shape=(x._data.size,))
+    return write_result(x, E.add(x, S.reshape(added, x.shape)), op)
 
 
 def _plain_index(index: Any) -> Any:

@@ -36,6 +36,38 @@ def check_basic_index(index: Any, rank: int) -> None:
         raise IndexRangeError(f"getitem: too many indices ({used}) for a tensor of rank {rank}")
 
 
+def _beyond_getitem(index: Any) -> bool:
+    """Whether numpy's advanced indexing is needed beyond what the `getitem` op function
+    takes (one integer array with plain ':' slices, as graph values have it): several
+    arrays, arrays beside ints, None, ... or partial slices, boolean arrays in a tuple."""
+    items = index if isinstance(index, tuple) else (index,)
+    arrays = [
+        item
+        for item in items
+        if not (item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer)))
+    ]
+    if not arrays:
+        return False
+    if len(arrays) > 1 or np.asarray(getattr(arrays[0], "_data", arrays[0])).dtype == np.bool_:
+        return True  # a list of bools too: a mask, as in torch
+    return any(
+        item is not arrays[0] and not (isinstance(item, slice) and item == slice(None))
+        for item in items
+    )
+
+
+def _gather(x: Any, index: Any) -> Any:
+    """`x[index]` for any index numpy takes, as a `take` from x's entries in order, so its
+    gradient (a scatter_add) adds up the entries read more than once."""
+    items = index if isinstance(index, tuple) else (index,)
+    plain = tuple(getattr(item, "_data", item) for item in items)
+    try:
+        positions = np.arange(int(np.prod(x.shape))).reshape(x.shape)[plain]
+    except IndexError as exc:
+        raise IndexRangeError(f"getitem: {exc}") from None
+    return I.take(S.reshape(x, (-1,)), positions)
+
+
 class EagerMethods:
     """Mixed into `Tensor`, before the shared `ValueMethods`."""
 
@@ -84,6 +116,8 @@ class EagerMethods:
                 f"a boolean mask of shape {tuple(mask.shape)} does not fit shape {self.shape}"
             )
         check_basic_index(index, len(self.shape))
+        if _beyond_getitem(index):
+            return _gather(self, index)
         return I.getitem(self, index)
 
     def equal(self, other: Any) -> bool:

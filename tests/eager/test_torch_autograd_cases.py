@@ -554,3 +554,95 @@ def test_random_array_index_assignments_match_torch(seed: int) -> None:
     torch = _torch()
     for ours, theirs in zip(_random_put(ge, seed), _random_put(torch, seed)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=0)
+
+
+def _index_puts(lib: Any) -> list[Any]:
+    """index_put_ with and without accumulate, repeated positions included."""
+    seen = []
+    weights = lib.arange(1.0, 7.0).reshape(3, 2)
+    for indices, accumulate in [
+        ((lib.tensor([0, 2, 0]),), True),
+        ((lib.tensor([0, 2, 0]), lib.tensor([1, 1, 1])), True),
+        ((lib.tensor([2, 0]),), False),
+        ((lib.tensor([True, False, True]),), True),
+    ]:
+        x = lib.tensor(np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(3, 2))
+        x.requires_grad_(True)
+        shape = tuple(lib.zeros(3, 2)[indices].shape)
+        values = lib.tensor(np.arange(np.prod(shape), dtype=np.float32).reshape(shape) + 1)
+        values.requires_grad_(True)
+        c = x * 1
+        c.index_put_(indices, values * 2, accumulate=accumulate)
+        (c * weights).sum().backward()
+        plain = lib.zeros(3, 2)
+        plain.index_put_(indices, values.detach(), accumulate=accumulate)
+        seen.append((_values(c), _values(x.grad), _values(values.grad), plain.tolist()))
+    return seen
+
+
+def test_index_put_adds_up_repeated_positions_with_accumulate() -> None:
+    first = _index_puts(ge)[0]
+    # rows 0, 2, 0 of 2 * values = [[2, 4], [6, 8], [10, 12]] added into x
+    np.testing.assert_allclose(first[0], [[-1.0 + 12, -0.6 + 16], [-0.2, 0.2], [0.6 + 6, 9.0]])
+    assert first[1] == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+    assert first[2] == [[2.0, 4.0], [10.0, 12.0], [2.0, 4.0]]  # each write its own gradient
+    assert first[3] == [[6.0, 8.0], [0.0, 0.0], [3.0, 4.0]]
+
+    def put(x: Any, values: Any) -> Any:
+        c = x * 1
+        return c.index_put_((ge.tensor([1, 0, 1, 1]),), values * values, accumulate=True)
+
+    x = ge.tensor(np.linspace(-1.0, 1.0, 3), requires_grad=True)
+    values = ge.tensor(np.linspace(0.5, 2.0, 4), requires_grad=True)
+    assert gradcheck(put, (x, values)) and gradgradcheck(put, (x, values))
+
+
+def test_index_put_matches_torch() -> None:
+    torch = _torch()
+    for ours, theirs in zip(_index_puts(ge), _index_puts(torch)):
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_index_put_errors_name_it() -> None:
+    x = ge.zeros(3)
+    with pytest.raises(IndexRangeError, match="index_put_"):
+        x.index_put_((ge.tensor([3]),), ge.tensor(1.0), accumulate=True)
+    with pytest.raises(ShapeError, match="index_put_"):
+        x.index_put_((ge.tensor([0, 1]),), ge.ones(3), accumulate=True)
+    with pytest.raises(AutodiffError, match="index_put_: a leaf tensor that requires grad"):
+        ge.zeros(3, requires_grad=True).index_put_((ge.tensor([0]),), ge.tensor(1.0))
+
+
+def _random_read(lib: Any, seed: int) -> list[Any]:
+    """x[index] for a random advanced index (repeats allowed), and its gradient."""
+    rng = np.random.default_rng(1000 + seed)
+    shape = tuple(int(d) for d in rng.integers(1, 4, size=int(rng.integers(1, 4))))
+    index = _random_index(rng, shape)
+    if rng.random() < 0.5:  # repeat the first array's entries: reads add up in the gradient
+        first = next(k for k, item in enumerate(index) if isinstance(item, np.ndarray))
+        if index[first].dtype != np.bool_:
+            index = tuple(np.concatenate([i, i]) if isinstance(i, np.ndarray) else i for i in index)
+    masks = any(getattr(i, "dtype", None) == np.bool_ for i in index)
+    if rng.random() < 0.5 and not masks and len(index) < len(shape):
+        index = (*index, int(rng.integers(-shape[-1], shape[-1])))  # beside an int
+    x = lib.tensor(rng.standard_normal(shape), requires_grad=True)
+    y = x[tuple(lib.tensor(i) if isinstance(i, np.ndarray) else i for i in index)]
+    weights = lib.tensor(rng.standard_normal(tuple(y.shape)))
+    (y * weights).sum().backward()
+    return [y.detach().numpy(), x.grad.numpy()]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_advanced_reads_match_torch(seed: int) -> None:
+    torch = _torch()
+    for ours, theirs in zip(_random_read(ge, seed), _random_read(torch, seed)):
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=0)
+
+
+def test_an_advanced_read_past_getitem_refuses_out_of_range() -> None:
+    x = ge.zeros(2, 3)
+    with pytest.raises(IndexRangeError, match="getitem"):
+        x[[0, 2], [0, 0]]
+    assert x[[True, False]].shape == (1, 3)  # a list of bools is a mask, as in torch

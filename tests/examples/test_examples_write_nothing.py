@@ -32,6 +32,7 @@ RUNS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "linear_regression": (["--samples", "20", "--steps", "5"], ()),
     "digits_mlp": (["--epochs", "1"], ("sklearn",)),
     "digits_cnn": (["--epochs", "1"], ("sklearn",)),
+    "per_example_grads": (["--batch", "8", "--hidden", "8"], ("sklearn",)),
     "rnn": (["--steps", "3", "--batch", "2", "--inputs", "3", "--hidden", "4"], ()),
     "reverse_transformer": (["--steps", "2", "--batch-size", "8"], ()),
     "out_of_core": (["--rows", "2000", "--chunk", "1000", "--workers", "1"], ("distributed",)),

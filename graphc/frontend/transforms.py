@@ -27,6 +27,7 @@ shapes. Arguments and results are pytrees (graphc/ops/pytree.py).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ import numpy as np
 
 from graphc.frontend.call import inline
 from graphc.frontend.jit import Jitted
-from graphc.frontend.trace import parameter_names
+from graphc.frontend.trace import lifted_feeds, parameter_names, trace
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.types import TensorType, format_shape
@@ -48,7 +49,9 @@ from graphc.ops.pytree import Tree, flatten, unflatten
 from graphc.ops.symbolic import Symbol
 from graphc.passes.autodiff import differentiate
 from graphc.passes.dce import eliminate_dead_code
-from graphc.passes.forward import forward_joint
+from graphc.passes.forward import forward_joint, split_tangents
+from graphc.runtime.executable import Executable
+from graphc.runtime.executable import compile as compile_graph
 
 Argnums = int | Sequence[int]
 
@@ -102,14 +105,9 @@ def _stage(f: Callable[..., Any], args: tuple, positions: Sequence[int], what: s
     parent = graph_of([*all_leaves, *others])
     assert parent is not None, "staging needs an enclosing graph"
     symbols = [lift(v, parent) for v in all_leaves]
-    arg_names = parameter_names(f, len(args))
-    inputs, leaf_args = [], []
-    for i in positions:
-        count = len(leaves_by_arg[i][0])
-        for k in range(count):
-            name = arg_names[i] if count == 1 else f"{arg_names[i]}_{k}"
-            inputs.append((name, symbols[len(inputs)].type))
-            leaf_args.append(i)
+    names = _leaf_names(f, args, positions)
+    inputs = [(name, symbol.type) for name, symbol in zip(names, symbols)]
+    leaf_args = [i for i in positions for _ in leaves_by_arg[i][0]]
     out_trees: list[Tree] = []
 
     def call(values: list[Symbol]) -> list[Any]:
@@ -129,6 +127,17 @@ def _stage(f: Callable[..., Any], args: tuple, positions: Sequence[int], what: s
     feeds: dict[str, Any] = dict(zip(placeholders, symbols))
     feeds.update({inner.name: Symbol(outer) for outer, inner in traced.captures.items()})
     return _Staged(body, feeds, placeholders, leaf_args, out_trees[0], parent)
+
+
+def _leaf_names(f: Callable[..., Any], args: tuple, positions: Sequence[int]) -> list[str]:
+    """A placeholder name per leaf of the arguments at `positions`: the parameter's
+    name, with the leaf's index when the argument has several leaves."""
+    arg_names = parameter_names(f, len(args))
+    names = []
+    for i in positions:
+        count = len(flatten(args[i])[0])
+        names += [arg_names[i] if count == 1 else f"{arg_names[i]}_{k}" for k in range(count)]
+    return names
 
 
 def _argnums(argnums: Argnums, args: tuple, what: str) -> tuple[int, ...]:
@@ -463,21 +472,100 @@ def _runner_for(f: Callable[..., Any]) -> _OnArrays:
 
 def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """`(f(*primals), f_jvp)` where `f_jvp(*tangents)` is the Jacobian-vector product at
-    `primals` (`jax.linearize`). graphc's `f_jvp` runs the forward-mode graph with the
-    primals fixed (the primal part is recomputed per call, or merged by CSE when
-    traced), rather than storing the linearization's residuals as JAX does.
+    `primals` (`jax.linearize`). On arrays (and eager tensors) the forward-mode graph is
+    cut in two (`split_tangents`): its primal part runs once here and keeps the
+    residuals, and `f_jvp` runs only the linear part on them. On graph values `f_jvp`
+    replays the forward-mode graph with the primals fixed (CSE merges the primal part
+    with the one recorded for the output).
 
     >>> import numpy as np, graphc as gc
     >>> y, f_jvp = gc.linearize(lambda x: x * x, np.array([3.0]))
     >>> y, f_jvp(np.array([1.0]))
     (array([9.]), array([6.]))
     """
-    primal_out, _ = jvp(f, primals, primals)
+    leaves, tree = flatten(primals)
+    if graph_of(leaves) is not None:
+        primal_out, _ = jvp(f, primals, primals)
+        return primal_out, lambda *tangents: jvp(f, primals, tangents)[1]
+    return _linearize_arrays(f, primals)
+
+
+def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[..., Any]]:
+    """`f` linearized at arrays: the primal graph's outputs and residuals, computed once,
+    and the compiled linear graph that `f_jvp` runs on them."""
+    leaves, tree = flatten(primals)
+    eager = next((kind_of(v) for v in leaves if kind_of(v) is not None), None)
+    arrays = [
+        np.asarray(v, weak_dtype(v, ())) if is_python_scalar(v) else _as_array(v) for v in leaves
+    ]
+    out_trees: list[Tree] = []
+
+    def flat(*values: Any) -> tuple:
+        out_leaves, out_tree = flatten(f(*unflatten(tree, list(values))))
+        out_trees.append(out_tree)
+        return tuple(out_leaves)
+
+    flat.__name__ = fn_name(f, "f")
+    flat.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY)
+            for name in _leaf_names(f, primals, range(len(primals)))
+        ]
+    )  # placeholders named after f's parameters
+    g = trace(flat, *arrays)
+    lifted = lifted_feeds(g)
+    extra = [lifted[p.name] for p in g.inputs[len(arrays) :]]
+    floats = [p.name for p in g.inputs[: len(arrays)] if _is_float(p.type)]
+    float_outputs = [o.name for o in g.outputs if _is_float(o.type)]
+    n = len(g.outputs)
+    run_linear: Executable | None = None
+    residuals: tuple = ()
+    tangent_names: dict[str, int] = {}  # a differentiated output -> its tangent's index
+    if floats and float_outputs:
+        primal, linear, fj = split_tangents(g, floats, float_outputs)
+        results = _as_tuple(compile_graph(primal)(*arrays, *extra))
+        residuals, run_linear = results[n:], compile_graph(linear)
+        tangent_names = {name: k for k, name in enumerate(fj.differentiated)}
+    else:  # nothing to differentiate: every tangent is zeros
+        results = _as_tuple(g(*arrays, *extra))
+    outs = results[:n]
+    by_leaf = dict(zip([p.name for p in g.inputs], arrays))
 
     def f_jvp(*tangents: Any) -> Any:
-        return jvp(f, primals, tangents)[1]
+        t_leaves, t_tree = flatten(tangents)
+        if t_tree != tree:
+            raise GraphcError(
+                f"linearize: f_jvp takes tangents of the primals' structure, {len(leaves)} "
+                f"arrays ({tree!r}), got {len(t_leaves)} ({t_tree!r})"
+            )
+        feeds = []
+        for p, t in zip(g.inputs, t_leaves):
+            if p.name not in floats:
+                continue
+            t = np.asarray(t.detach().numpy()) if kind_of(t) is not None else np.asarray(t)
+            if t.shape != by_leaf[p.name].shape or t.dtype != p.type.dtype:
+                raise (ShapeError if t.shape != by_leaf[p.name].shape else DTypeError)(
+                    f"linearize: the tangent for '{p.name}' is {t.dtype}{list(t.shape)}; "
+                    f"it must have its primal's shape and dtype, {p.type}"
+                )
+            feeds.append(t)
+        tans = _as_tuple(run_linear(*residuals, *feeds)) if run_linear is not None else ()
+        values = [
+            tans[tangent_names[o.name]] if o.name in tangent_names else np.zeros_like(v)
+            for o, v in zip(g.outputs, outs)
+        ]
+        if eager is not None:
+            values = [eager.lift(v, None, ()) for v in values]
+        return unflatten(out_trees[0], values)
 
-    return primal_out, f_jvp
+    primal_out = [eager.lift(v, None, ()) for v in outs] if eager is not None else outs
+    return unflatten(out_trees[0], list(primal_out)), f_jvp
+
+
+def _as_tuple(results: Any) -> tuple:
+    """An executable's results as a tuple of arrays (one output comes alone)."""
+    items = results if isinstance(results, tuple) else (results,)
+    return tuple(np.asarray(r) for r in items)
 
 
 # -- Jacobians and the Hessian --------------------------------------------------------------

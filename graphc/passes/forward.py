@@ -233,3 +233,59 @@ def tangents(
     True
     """
     return forward_joint(g, wrt, outputs).graph
+
+
+def split_tangents(
+    g: Graph, wrt: Sequence[str] | str, outputs: Sequence[str] | str | None = None
+) -> tuple[Graph, Graph, ForwardJoint]:
+    """The forward-mode graph cut in two, as `jax.linearize` does: a primal graph giving
+    `g`'s outputs, then ``saved_<name>`` for each residual (a value of the primal part
+    that a tangent node reads); and a linear graph from those residuals (placeholders
+    named after them, in the same order) and the ``tan_<input>`` placeholders to the
+    tangent outputs. The primal graph runs once; the linear one per tangent.
+
+    >>> import numpy as np, graphc as gc
+    >>> from graphc.passes.forward import split_tangents
+    >>> g = gc.trace(lambda x: gc.exp(x) * 2.0, gc.TensorSpec((2,), "float64"))
+    >>> primal, linear, _ = split_tangents(g, wrt=["x"])
+    >>> [o.name for o in primal.outputs], [p.name for p in linear.inputs]
+    (['out', 'saved_exp'], ['exp', 'tan_x'])
+    """
+    fj = forward_joint(g, wrt, outputs)
+    graph = fj.graph
+    varying: set[Node] = {graph.node(name) for name in fj.tangent_inputs}
+    for n in graph.nodes:
+        if n.kind != PLACEHOLDER and any(x in varying for x in n.inputs):
+            varying.add(n)
+    tangent_values = [graph.node(name).inputs[0] for name in fj.tangent_outputs]
+    read = [x for n in graph.nodes if n in varying and n.kind != OUTPUT for x in n.inputs]
+    read += tangent_values
+    saved = [
+        n
+        for n in graph.nodes
+        if n not in varying and not n.is_constant and n in set(read) and n.kind != OUTPUT
+    ]
+
+    primal = Graph(f"{g.name}_primal")
+    copies: dict[Node, Node] = {}
+    for n in graph.nodes:
+        if n.kind != OUTPUT and n not in varying:
+            primal.append_copy(n, copies)
+    for o in g.outputs:
+        primal.add_output(copies[graph.node(o.name).inputs[0]], o.name, meta=o.meta)
+    for n in saved:
+        primal.add_output(copies[n], primal.fresh_name(f"saved_{n.name}"), meta=dict(n.meta))
+
+    linear = Graph(f"{g.name}_linear")
+    lcopies: dict[Node, Node] = {}
+    for n in saved:
+        lcopies[n] = linear.add_placeholder(n.name, n.type, meta=dict(n.meta))
+    for name in fj.tangent_inputs:
+        linear.append_copy(graph.node(name), lcopies)
+    constants = {x for x in read if x.is_constant}
+    for n in graph.nodes:
+        if n.kind != OUTPUT and n not in lcopies and (n in constants or n in varying):
+            linear.append_copy(n, lcopies)
+    for name, value in zip(fj.tangent_outputs, tangent_values):
+        linear.add_output(lcopies[value], name, meta=graph.node(name).meta)
+    return eliminate_dead_code(primal), linear, fj

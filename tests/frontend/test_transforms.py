@@ -135,6 +135,27 @@ def test_jvp_and_linearize_against_finite_differences() -> None:
     np.testing.assert_allclose(f_jvp(2 * t), 2 * ty)
 
 
+def test_linearize_runs_the_primal_part_once() -> None:
+    traces = []
+
+    def f(x, k):
+        traces.append(x)
+        return gc.exp(x) * k, gc.argmax(x)
+
+    x, k = np.array([0.0, 1.0]), np.array([2, 3])
+    (y, i), f_jvp = gc.linearize(f, x, k)
+    np.testing.assert_allclose(y, np.exp(x) * k)
+    for t in (np.array([1.0, 1.0]), np.array([2.0, -1.0])):
+        ty, ti = f_jvp(t, k)
+        np.testing.assert_allclose(ty, np.exp(x) * k * t)
+        assert ti == 0
+    assert len(traces) == 1  # f_jvp runs the compiled linear graph on the residuals
+    with pytest.raises(gc.ShapeError, match="tangent for 'x'.*f64\\[2\\]"):
+        f_jvp(np.ones(3), k)
+    with pytest.raises(gc.GraphcError, match="primals' structure"):
+        f_jvp(np.ones(2))
+
+
 def test_jvp_with_integer_inputs_and_outputs() -> None:
     def f(x, k):
         return x * k, gc.argmax(x)

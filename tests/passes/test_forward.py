@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
-from graphc.passes.forward import forward_joint
+from graphc.passes.forward import forward_joint, split_tangents
 from tests.budget import draws
 from tests.strategies import random_feeds, random_graphs
 
@@ -161,3 +161,45 @@ def test_jvp_against_the_vjp_on_random_graphs(g: gc.Graph, seed: int) -> None:
     forward = sum(np.sum(u * jt) for u, jt in zip(ct, outs[n:]))
     backward = sum(np.sum(gx * t) for gx, t in zip(grads, tans.values()))
     assert np.isclose(forward, backward, rtol=1e-9, atol=1e-9), str(g)
+
+
+def test_split_tangents_into_a_primal_and_a_linear_graph() -> None:
+    g = gc.trace(lambda x: gc.exp(x) * 2.0, gc.TensorSpec((2,), "float64"))
+    primal, linear, _ = split_tangents(g, wrt=["x"])
+    assert str(primal) == (
+        "graph lambda_primal(%x: f64[2]) {\n"
+        "  %exp: f64[2] = exp(%x)\n"
+        "  %const: f64[] = constant(value=2.0)\n"
+        "  %mul: f64[2] = mul(%exp, %const)\n"
+        "  output %out = %mul\n"
+        "  output %saved_exp = %exp\n"
+        "}"
+    )
+    assert str(linear) == (
+        "graph lambda_linear(%exp: f64[2], %tan_x: f64[2]) {\n"
+        "  %const: f64[] = constant(value=2.0)\n"
+        "  %mul_3: f64[2] = mul(%tan_x, %exp)\n"
+        "  %mul_4: f64[2] = mul(%mul_3, %const)\n"
+        "  output %tan_out = %mul_4\n"
+        "}"
+    )
+
+
+def test_split_tangents_through_scan_and_cond_agrees_with_tangents() -> None:
+    def f(x, w):
+        def step(c, xi):
+            c = gc.tanh(c * w + xi)
+            return c, c * c
+
+        c, ys = gc.scan(step, x[0], x)
+        return gc.cond(gc.sum(c) > 0, lambda a: a * 2.0, gc.exp, ys), gc.argmax(c)
+
+    g = gc.trace(f, gc.TensorSpec((5, 3), "float64"), gc.TensorSpec((3,), "float64"))
+    primal, linear, fj = split_tangents(g, wrt=["x", "w"])
+    gc.verify(primal)
+    gc.verify(linear)
+    rng = np.random.default_rng(2)
+    x, w, tx, tw = (rng.uniform(-1, 1, s) for s in ((5, 3), (3,), (5, 3), (3,)))
+    results = primal(x, w)
+    assert [p.name for p in linear.inputs][-2:] == ["tan_x", "tan_w"]
+    np.testing.assert_array_equal(linear(*results[2:], tx, tw), fj.graph(x, w, tx, tw)[2])

@@ -250,7 +250,10 @@ def _accumulate(x: Any, index: Any, value: Any, op: str) -> Any:
             spread = np.broadcast_to(np.asarray(getattr(value, "_data", value)), written.shape)
         except ValueError as exc:
             raise ShapeError(f"{op}: {exc}") from None
-        np.add.at(x._data.reshape(-1), written.reshape(-1), spread.reshape(-1))
+        if not np.can_cast(spread.dtype, x.dtype, casting="same_kind"):
+            raise DTypeError(f"{op}: values of dtype {spread.dtype} can't be added to {x.dtype}")
+        # by coordinates, not into a reshape of x's memory: that may be a copy (a view)
+        np.add.at(x._data, np.unravel_index(written.reshape(-1), x.shape), spread.reshape(-1))
         x._counter[0] += 1
         return x
     spread = S.reshape(S.broadcast_to(E.cast(value, x.dtype), written.shape), (-1,))

@@ -105,7 +105,8 @@ class EagerMethods:
         return bool(self._data.flags.c_contiguous)
 
     def __getitem__(self, index: Any) -> Any:
-        """numpy/PyTorch indexing; eagerly a boolean mask is fine too (x[x > 0])."""
+        """numpy/PyTorch indexing; eagerly a boolean mask (x[x > 0]) and every other
+        advanced index (x[[0, 2], [1, 1]]) are fine too, all differentiable."""
         mask = getattr(index, "_data", index)
         if getattr(mask, "dtype", None) == np.bool_:
             if tuple(mask.shape) == tuple(self.shape):

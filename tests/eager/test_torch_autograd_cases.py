@@ -17,7 +17,7 @@ import pytest
 import graphc as gc
 import graphc.eager as ge
 from graphc.eager.autograd import gradcheck, gradgradcheck
-from graphc.ir.errors import AutodiffError, IndexRangeError, ShapeError
+from graphc.ir.errors import AutodiffError, DTypeError, IndexRangeError, ShapeError
 
 
 def _torch() -> Any:
@@ -612,6 +612,31 @@ def test_index_put_errors_name_it() -> None:
         x.index_put_((ge.tensor([0, 1]),), ge.ones(3), accumulate=True)
     with pytest.raises(AutodiffError, match="index_put_: a leaf tensor that requires grad"):
         ge.zeros(3, requires_grad=True).index_put_((ge.tensor([0]),), ge.tensor(1.0))
+    with pytest.raises(DTypeError, match="index_put_: values of dtype float32"):
+        ge.zeros(2, dtype=ge.int64).index_put_((ge.tensor([0]),), ge.tensor(1.5), accumulate=True)
+
+
+def _index_put_through_a_view(lib: Any) -> list[Any]:
+    base = lib.zeros(2, 3)
+    base.t().index_put_((lib.tensor([0, 0, 2]),), lib.tensor([1.0, 2.0]), accumulate=True)
+    r = lib.tensor([1.0, 2.0], requires_grad=True)
+    tracked = lib.zeros(2, 3)
+    tracked.t().index_put_((lib.tensor([2, 2]),), r * r, accumulate=True)
+    (tracked * lib.arange(6.0).reshape(2, 3)).sum().backward()
+    return [base.tolist(), tracked.tolist(), _values(r.grad)]
+
+
+def test_index_put_through_a_transposed_view_writes_its_base() -> None:
+    assert _index_put_through_a_view(ge) == [
+        [[2.0, 0.0, 1.0], [4.0, 0.0, 2.0]],
+        [[0.0, 0.0, 2.0], [0.0, 0.0, 8.0]],
+        [2 * 2 * 1.0 * 2, 2 * 2 * 2.0 * 5],  # c[:, 2] = 2 r^2, weighted by 2 and 5
+    ]
+
+
+def test_index_put_through_a_view_matches_torch() -> None:
+    torch = _torch()
+    assert _index_put_through_a_view(ge) == _index_put_through_a_view(torch)
 
 
 def _random_read(lib: Any, seed: int) -> list[Any]:

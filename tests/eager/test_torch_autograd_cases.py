@@ -7,7 +7,6 @@ torch, and the two must agree; otherwise graphc's own rule (finite differences) 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Generator
 from typing import Any
 
@@ -19,11 +18,12 @@ import graphc.eager as ge
 from graphc.eager.autograd import gradcheck, gradgradcheck
 from graphc.ir.errors import AutodiffError, DTypeError, IndexRangeError, ShapeError
 
+# torch warns that backward(create_graph=True) makes a reference cycle: the cases want it
+pytestmark = pytest.mark.filterwarnings("ignore:Using backward.. with create_graph:UserWarning")
+
 
 def _torch() -> Any:
-    torch = pytest.importorskip("torch")
-    warnings.filterwarnings("ignore", "Using backward.. with create_graph", UserWarning)
-    return torch
+    return pytest.importorskip("torch")
 
 
 def _values(t: Any) -> list:

@@ -167,7 +167,16 @@ def elementwise(node: Node, args: list[Batched], size: Dim) -> Batched:
 @batches("sum", "mean", "max", "min", "prod", "logsumexp")
 def reduction(node: Node, args: list[Batched], size: Dim) -> Batched:
     (x, _), rank = args[0], _rank(node, 0)
+    if rank == 0:
+        return _on_columns(node, [x], axis=1, keepdims=False), True
     return bind(node.op, x, **_attrs(node, axis=_shifted(node.attrs["axis"], rank))), True
+
+
+def _on_columns(node: Node, values: list[Any], **attrs: Any) -> Any:
+    """The op on 0-d examples: each a row of one element, (B, 1), then back to (B,)."""
+    columns = [bind("reshape", v, shape=(_shape(v)[0], 1)) for v in values]
+    result = bind(node.op, *columns, **_attrs(node, **attrs))
+    return bind("reshape", result, shape=(_shape(result)[0],))
 
 
 @batches("argmax", "argmin")
@@ -177,6 +186,8 @@ def index_reduction(node: Node, args: list[Batched], size: Dim) -> Batched:
     if axis is not None:
         return bind(node.op, x, axis=axis + 1, keepdims=keepdims), True
     # the index into the flattened example: flatten each example, then find along it
+    if rank > 1:
+        _known(node, _shape(x)[1:], "flattens each example")
     flat = bind("reshape", x, shape=(_shape(x)[0], -1))
     found = bind(node.op, flat, axis=1, keepdims=False)
     return ones_after_batch(found, rank) if keepdims else found, True
@@ -185,6 +196,8 @@ def index_reduction(node: Node, args: list[Batched], size: Dim) -> Batched:
 @batches("softmax", "log_softmax", "cumsum", "argsort", "flip", "layer_norm_grad")
 def along_axes(node: Node, args: list[Batched], size: Dim) -> Batched:
     values = [batched(v, flag, size) for v, flag in args]  # layer_norm_grad's g, x alike
+    if _rank(node, 0) == 0:  # an op along the one axis a 0-d example does not have
+        return _on_columns(node, values, axis=(1,) if node.op == "flip" else 1), True
     axis = _shifted(node.attrs["axis"], _rank(node, 0))
     return bind(node.op, *values, **_attrs(node, axis=axis)), True
 
@@ -236,14 +249,12 @@ def broadcast_to(node: Node, args: list[Batched], size: Dim) -> Batched:
 
 @batches("sum_to")
 def sum_to(node: Node, args: list[Batched], size: Dim) -> Batched:
-    # sum_to sums the leading axes an example has beyond the target's: sum them first,
-    # so that the batch axis lines up with no axis of the target
+    # sum_to sums the leading axes an example has beyond the target's: the batch axis
+    # goes after them, where it lines up with the batch put first in the target
     x = args[0][0]
     target = tuple(node.attrs["shape"])
     lead = _rank(node, 0) - len(target)
-    if lead > 0:
-        x = bind("sum", x, axis=tuple(range(1, lead + 1)))
-    return bind("sum_to", x, shape=(_shape(x)[0], *target)), True
+    return bind("sum_to", move_axis(x, 0, max(lead, 0)), shape=(_shape(x)[0], *target)), True
 
 
 def _with_batch(index: str) -> str:
@@ -313,15 +324,18 @@ def take(node: Node, args: list[Batched], size: Dim) -> Batched:
 @batches("take_along_axis")
 def take_along_axis(node: Node, args: list[Batched], size: Dim) -> Batched:
     (x, bx), (i, bi) = args
-    return bind(
-        "take_along_axis", batched(x, bx, size), batched(i, bi, size), axis=node.attrs["axis"] + 1
-    ), True
+    x, i = batched(x, bx, size), batched(i, bi, size)
+    if _rank(node, 0) == 0:
+        return _on_columns(node, [x, i], axis=1), True
+    return bind("take_along_axis", x, i, axis=node.attrs["axis"] + 1), True
 
 
 @batches("scatter_add_along_axis")
 def scatter_add_along_axis(node: Node, args: list[Batched], size: Dim) -> Batched:
     (ct, bc), (i, bi) = args
     ct, i = batched(ct, bc, size), batched(i, bi, size)
+    if _rank(node, 0) == 0:
+        return _on_columns(node, [ct, i], axis=1, shape=(_shape(ct)[0], 1)), True
     shape = (_shape(ct)[0], *node.attrs["shape"])
     return bind("scatter_add_along_axis", ct, i, shape=shape, axis=node.attrs["axis"] + 1), True
 
@@ -342,12 +356,15 @@ def scatter_add(node: Node, args: list[Batched], size: Dim) -> Batched:
 @batches("embedding")
 def embedding(node: Node, args: list[Batched], size: Dim) -> Batched:
     (i, bi), (w, bw) = args
-    if bw:
+    if not bw:
+        return bind("embedding", i, w, **node.attrs), True
+    if node.attrs["padding_idx"] is not None:  # its gradient skips that row: take's does not
         raise VmapError(
-            f"vmap: {node.describe()} has a weight that differs per example; give vmap an "
-            "unbatched table (in_axes=None), or gather with gc.take"
+            f"vmap: {node.describe()} has a weight that differs per example and a "
+            "padding_idx; give vmap an unbatched table (in_axes=None)"
         )
-    return bind("embedding", i, w, **node.attrs), True
+    _known(node, (*_shape(w), *_shape(i)), "gathers a different row for each example")
+    return _gather_per_example(w, batched(i, bi, size), 0, _rank(node, 0)), True
 
 
 # -- contractions ------------------------------------------------------------------------

@@ -22,6 +22,8 @@ import graphc as gc
 from graphc.ops.batching import VmapError
 from graphc.passes.vmap import vmap_graph
 from tests.budget import draws
+from tests.edge_graphs import edge_graphs
+from tests.edge_values import edge_feeds
 from tests.strategies import random_feeds, random_graphs
 
 RNG = np.random.default_rng(35)
@@ -375,14 +377,7 @@ def test_random_graphs_agree_with_the_loop(g: gc.Graph, seed: int, data: st.Data
         axes[0] = 0
     size = data.draw(st.sampled_from([1, 3]))
     per = [random_feeds(g, seed + i) for i in range(size)]
-    for p, axis in zip(g.inputs, axes):
-        if axis is None:
-            for feeds in per:
-                feeds[p.name] = per[0][p.name]
-    args = [
-        per[0][p.name] if axis is None else np.stack([f[p.name] for f in per], axis=axis)
-        for p, axis in zip(g.inputs, axes)
-    ]
+    args = _stacked(g, per, axes)
     batched = vmap_graph(g, axes, axis_size=size)
     gc.verify(batched)
     with np.errstate(all="ignore"):
@@ -413,6 +408,60 @@ def test_random_graphs_with_symbolic_dims_and_batch(g: gc.Graph, seed: int) -> N
     for k, x in enumerate(got):
         want = np.stack([np.asarray(r[k]) for r in runs])
         np.testing.assert_allclose(x, want, rtol=1e-4, atol=1e-5, err_msg=f"{g}\n{batched}")
+
+
+def _stacked(g: gc.Graph, per: list[dict], axes: list) -> list[np.ndarray]:
+    """One batched argument per placeholder: the examples' feeds stacked on its axis (an
+    unbatched placeholder is the same in every example's feeds, the first one's)."""
+    for p, axis in zip(g.inputs, axes):
+        if axis is None:
+            for feeds in per:
+                feeds[p.name] = per[0][p.name]
+    return [
+        per[0][p.name] if axis is None else np.stack([f[p.name] for f in per], axis=axis)
+        for p, axis in zip(g.inputs, axes)
+    ]
+
+
+@settings(
+    max_examples=draws(400),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(edge_graphs(), st.integers(0, 2**16), st.data())
+def test_edge_graphs_agree_with_the_loop(g: gc.Graph, seed: int, data: st.DataObject) -> None:
+    """Graphs of every dtype, 0-d and empty shapes, symbolic dims and untamed values (nan
+    and inf results): the batched graph gives each example's bits (close for floats:
+    reductions over a batch may sum in another order), or vmap refuses by name a node
+    that needs known sizes."""
+    axes = [data.draw(st.sampled_from([0, -1, None])) for _ in g.inputs]
+    if all(a is None for a in axes):
+        axes[0] = 0
+    size = data.draw(st.sampled_from([1, 2, 3]))
+    known = data.draw(st.booleans())
+    per = [edge_feeds(g, seed + i) for i in range(size)]
+    args = _stacked(g, per, axes)
+    try:
+        with np.errstate(all="ignore"):
+            runs = [gc.run(g, feeds) for feeds in per]
+    except gc.GraphcError:  # an example the graph refuses (an index out of range)
+        return
+    try:
+        batched = vmap_graph(g, axes, axis_size=size if known else None)
+    except VmapError as exc:
+        assert "symbolic" in str(exc) or "padding_idx" in str(exc), exc
+        return
+    gc.verify(batched)
+    with np.errstate(all="ignore"):
+        got = _run(batched, args)
+    for k, x in enumerate(got):
+        want = np.stack([np.asarray(r[k]) for r in runs])
+        assert (x.shape, x.dtype) == (want.shape, want.dtype), f"{g}\n{batched}"
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(x, want, rtol=1e-5, atol=1e-6, err_msg=f"{g}\n{batched}")
+        else:
+            np.testing.assert_array_equal(x, want, err_msg=f"{g}\n{batched}")
 
 
 # -- refusals ----------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
 from graphc.ops.pytree import flatten, unflatten
 from graphc.ops.symbolic import Symbol
 from graphc.passes.vmap import vmap_graph
+from graphc.runtime.executable import compile as compile_graph
 
 
 def _leaf_axes(axes: Any, value: Any, where: str) -> list[Any]:
@@ -174,6 +175,11 @@ def vmap(
             return tuple(out_leaves)
 
         outer = graph_of(leaves) if any(kind_of(v) is not None for v in leaves) else None
+        key = _signature(tree, types, axes, size) if outer is None else None
+        if key is not None and key in compiled:  # arrays of a signature met before
+            body, executable, out_tree[0] = compiled[key]
+            results = _as_tuple(executable(*leaves, *lifted_feeds(body).values()))
+            return unflatten(out_tree[0], list(results))
         if outer is not None:
             traced = trace_body(fn_name(f, "vmapped"), outer, list(zip(names, types)), flat, "vmap")
             body, captured = traced.body, [_symbol(node) for node in traced.captures]
@@ -188,11 +194,27 @@ def vmap(
         feeds = dict(zip([p.name for p in vmapped.inputs], [*leaves, *feeds_extra]))
         if any(kind_of(v) is not None for v in feeds.values()):
             results = inline(vmapped, feeds)
+        elif key is not None:
+            executable = compile_graph(vmapped)
+            compiled[key] = (body, executable, out_tree[0])
+            results = list(_as_tuple(executable(*feeds.values())))
         else:
             results = list(_as_tuple(vmapped(**feeds)))
         return unflatten(out_tree[0], results)
 
+    # on arrays: one trace, batching and compile per signature (as gc.jit)
+    compiled: dict[tuple, tuple[Graph, Any, Any]] = {}
     return batched
+
+
+def _signature(tree: Any, types: list[TensorType], axes: list[Any], size: Any) -> tuple | None:
+    """The cache key of a call on arrays, or None when its structure is unhashable."""
+    key = (tree, tuple(types), tuple(axes), size)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _normal(axis: Any, rank: int) -> Any:

@@ -380,7 +380,11 @@ def batched_matmul(a: Any, ra: int, ba: bool, b: Any, rb: int, bb: bool) -> Any:
         if rb == 1:  # a column (B, k, 1)
             b = bind("reshape", b, shape=(*_shape(b), 1))
         pa, pb = max(ra, 2), max(rb, 2)
-        product = bind("matmul", ones_after_batch(a, pb - pa), ones_after_batch(b, pa - pb))
+        a, b = ones_after_batch(a, pb - pa), ones_after_batch(b, pa - pb)
+        if _shape(a)[-1] == 1:  # one term per element: an outer product, one multiply
+            product = bind("mul", a, b)
+        else:
+            product = bind("matmul", a, b)
         if ra == 1 or rb == 1:  # drop the axes numpy drops for a 1-D operand
             shape = _shape(product)
             keep = (
@@ -392,12 +396,26 @@ def batched_matmul(a: Any, ra: int, ba: bool, b: Any, rb: int, bb: bool) -> Any:
         if ra == 1:  # the batch becomes a's matrix rows
             product = bind("matmul", a, b)  # (..., B, m) or (B,)
             return product if rb <= 2 else move_axis(product, -2, 0)
+        if rb == 2:  # the examples' rows as the rows of one matrix: one product
+            return _rows_times(a, b)
         return bind("matmul", ones_after_batch(a, rb - ra), b)
     # a the same for every example
     if rb == 1:  # b's examples become the columns of a matrix (k, B)
         product = bind("matmul", a, bind("transpose", b, axes=(1, 0)))
         return move_axis(product, -1, 0)
     return bind("matmul", a, ones_after_batch(b, ra - rb))
+
+
+def _rows_times(a: Any, b: Any) -> Any:
+    """a (B, ..., n, k) @ b (k, m) as one (B*...*n, k) @ (k, m) product where the merged
+    size can be written down (known, or the batch alone); else a stack of products."""
+    shape = _shape(a)
+    rows = shape[1:-1]
+    if all(d == 1 for d in rows) or not any(is_symbol(d) for d in shape[:-1]):
+        merged = bind("reshape", a, shape=(-1, shape[-1]))
+        product = bind("matmul", merged, b)
+        return bind("reshape", product, shape=(*shape[:-1], _shape(b)[-1]))
+    return bind("matmul", a, b)
 
 
 @batches("matmul")

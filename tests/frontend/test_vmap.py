@@ -216,3 +216,32 @@ def test_errors_name_the_argument() -> None:
 def test_an_op_without_a_rule_is_refused_by_name() -> None:
     with pytest.raises(gc.VmapError, match=r"\(op random_normal\) has no batching rule"):
         gc.vmap(lambda key: gc.random_normal(key, (2,)))(np.arange(3))
+
+
+def test_on_arrays_a_signature_is_traced_once() -> None:
+    traces = []
+
+    def f(v: Any) -> Any:
+        traces.append(1)
+        return v * 2.0
+
+    batched = gc.vmap(f)
+    for _ in range(3):
+        np.testing.assert_array_equal(batched(np.ones((4, 3))), np.full((4, 3), 2.0))
+    assert len(traces) == 1
+    batched(np.ones((5, 3)))  # another batch size: another signature
+    batched(np.ones((4, 3), np.float32))
+    assert len(traces) == 3
+
+
+def test_matmul_of_rows_by_a_shared_matrix_is_one_product() -> None:
+    g = gc.trace(lambda x, w: x @ w, np.ones(3), np.ones((3, 2)))
+    batched = gc.passes.vmap_graph(g, in_axes=(0, None), axis_size=5)
+    assert [n.op for n in batched.op_nodes] == ["matmul"], str(batched)
+    outer = gc.trace(
+        lambda a, b: gc.reshape(a, (3, 1)) @ gc.reshape(b, (1, 2)), np.ones(3), np.ones(2)
+    )
+    batched = gc.passes.vmap_graph(outer, axis_size=5)
+    assert "matmul" not in [n.op for n in batched.op_nodes], str(batched)  # one multiply
+    a, b = _normal(5, 3), _normal(5, 2)
+    np.testing.assert_array_equal(batched(a, b), a[:, :, None] * b[:, None, :])

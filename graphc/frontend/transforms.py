@@ -27,6 +27,7 @@ shapes. Arguments and results are pytrees (graphc/ops/pytree.py).
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import weakref
 from collections.abc import Callable, Sequence
@@ -193,10 +194,13 @@ class _OnArrays:
     """Run a transformation given on graph values on arrays: staged into a graph by
     gc.jit (one trace and compile per signature), or on eager tensors' values."""
 
-    def __init__(self, on_values: Callable[..., Any], name: str, dynamic: Callable[[int], bool]):
+    def __init__(
+        self, on_values: Callable[..., Any], name: str, dynamic: Callable[[int, int], bool]
+    ) -> None:
         self.on_values = on_values
         self.name = name
-        self.dynamic = dynamic  # whether the argument at a position is always an input
+        # whether the argument at a position (of how many) is an input even as a Python scalar
+        self.dynamic = dynamic
         # per argument structure and static values: the jitted function, and the
         # structure of its result per signature it was traced for
         self._cache: list[tuple[Tree, tuple, Jitted, dict[tuple, Tree], list[Tree]]] = []
@@ -209,7 +213,7 @@ class _OnArrays:
         positions = [i for i, a in enumerate(args) for _ in flatten(a)[0]]
         arrays, statics = [], []
         for k, (leaf, position) in enumerate(zip(leaves, positions)):
-            if is_python_scalar(leaf) and not self.dynamic(position):
+            if is_python_scalar(leaf) and not self.dynamic(position, len(args)):
                 statics.append((k, type(leaf).__name__, leaf))
             elif is_python_scalar(leaf):
                 arrays.append(np.asarray(leaf, weak_dtype(leaf, ())))
@@ -329,8 +333,8 @@ def value_and_grad(
     (array(5.), array([2., 4.]))
     """
 
-    def on_values(*args: Any) -> Any:
-        return _value_and_grad_values(f, argnums, has_aux, args, "value_and_grad")
+    def on_values(*args: Any, **kwargs: Any) -> Any:
+        return _value_and_grad_values(_bound(f, kwargs), argnums, has_aux, args, "value_and_grad")
 
     return _wrap(on_values, f, "value_and_grad", argnums)
 
@@ -350,21 +354,41 @@ def grad(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -> 
     array(12., dtype=float32)
     """
 
-    def on_values(*args: Any) -> Any:
-        values, grads = _value_and_grad_values(f, argnums, has_aux, args, "grad", has_aux)
+    def on_values(*args: Any, **kwargs: Any) -> Any:
+        values, grads = _value_and_grad_values(
+            _bound(f, kwargs), argnums, has_aux, args, "grad", has_aux
+        )
         return (grads, values[1]) if has_aux else grads
 
     return _wrap(on_values, f, "grad", argnums)
 
 
-def _wrap(
-    on_values: Callable[..., Any], f: Callable[..., Any], what: str, argnums: Argnums | None
-) -> Callable[..., Any]:
-    nums = None if argnums is None else ({argnums} if isinstance(argnums, int) else set(argnums))
-    runner = _OnArrays(on_values, f"{what}_{fn_name(f, 'f')}", lambda i: nums is None or i in nums)
+def _bound(f: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
+    """`f` with its keyword arguments given (its name and signature kept)."""
+    if not kwargs:
+        return f
+    return functools.update_wrapper(functools.partial(f, **kwargs), f)
 
-    def transformed(*args: Any) -> Any:
-        return runner(*args)
+
+def _wrap(
+    on_values: Callable[..., Any], f: Callable[..., Any], what: str, argnums: Argnums
+) -> Callable[..., Any]:
+    """`on_values(*args, **kwargs)` (on graph values) as a function of arrays, eager
+    tensors or graph values. Keyword arguments pass through to `f`, never differentiated:
+    on arrays they are one more argument (a dict), its arrays inputs, its scalars static."""
+    nums = set(argnums) if isinstance(argnums, (tuple, list)) else {argnums}
+
+    def dynamic(position: int, count: int) -> bool:
+        positional = count - 1  # the last argument holds the keywords
+        return position < positional and (position in nums or position - positional in nums)
+
+    def on_all(*args: Any) -> Any:
+        return on_values(*args[:-1], **args[-1])
+
+    runner = _OnArrays(on_all, f"{what}_{fn_name(f, 'f')}", dynamic)
+
+    def transformed(*args: Any, **kwargs: Any) -> Any:
+        return runner(*args, kwargs)
 
     transformed.__name__ = f"{what}_{fn_name(f, 'f')}"
     transformed.__doc__ = f"{what} of {fn_name(f, 'f')}"
@@ -464,7 +488,7 @@ def _runner_for(f: Callable[..., Any]) -> _OnArrays:
     except TypeError:  # an unhashable callable: no cache
         runner = None
     if runner is None:
-        runner = _OnArrays(on_values, f"jvp_{fn_name(f, 'f')}", lambda i: True)
+        runner = _OnArrays(on_values, f"jvp_{fn_name(f, 'f')}", lambda position, count: True)
         with contextlib.suppress(TypeError):  # an unhashable callable is not cached
             _JVP_RUNNERS[f] = runner
     return runner
@@ -668,8 +692,8 @@ def jacfwd(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
            [0., 4.]])
     """
 
-    def on_values(*args: Any) -> Any:
-        return _jac_values(f, argnums, args, "jacfwd", forward=True)
+    def on_values(*args: Any, **kwargs: Any) -> Any:
+        return _jac_values(_bound(f, kwargs), argnums, args, "jacfwd", forward=True)
 
     return _wrap(on_values, f, "jacfwd", argnums)
 
@@ -684,8 +708,8 @@ def jacrev(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
            [2., 5.]])
     """
 
-    def on_values(*args: Any) -> Any:
-        return _jac_values(f, argnums, args, "jacrev", forward=False)
+    def on_values(*args: Any, **kwargs: Any) -> Any:
+        return _jac_values(_bound(f, kwargs), argnums, args, "jacrev", forward=False)
 
     return _wrap(on_values, f, "jacrev", argnums)
 

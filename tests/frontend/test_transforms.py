@@ -240,6 +240,22 @@ def test_a_signature_is_traced_once() -> None:
     assert len(traces) == 2
 
 
+def test_keyword_arguments_pass_through_and_negative_argnums() -> None:
+    def f(x, y, scale=1.0, mask=None):
+        return gc.sum(x * y * scale * (1.0 if mask is None else mask))
+
+    x, y = np.ones(2), np.arange(2.0)
+    df = gc.grad(f)
+    np.testing.assert_array_equal(df(x, y, scale=3.0), [0.0, 3.0])
+    np.testing.assert_array_equal(df(x, y, scale=2.0), [0.0, 2.0])  # a static: retraced
+    np.testing.assert_array_equal(df(x, y, scale=2.0, mask=np.array([0.0, 1.0])), [0.0, 2.0])
+    np.testing.assert_array_equal(df(x, y, scale=2.0, mask=np.array([1.0, 0.0])), [0.0, 0.0])
+    np.testing.assert_array_equal(gc.grad(f, argnums=-1)(x, y, scale=2.0), [2.0, 2.0])
+    assert gc.grad(lambda a, b: a * b, argnums=-1)(2.0, 5.0) == 2.0  # b: a weak float input
+    j = gc.jacrev(f, argnums=(0, 1))(x, y, scale=3.0)
+    np.testing.assert_array_equal(j[1], [3.0, 3.0])
+
+
 def test_static_arguments_and_a_result_structure_per_signature() -> None:
     def f(x, mode):
         return gc.sum(x * x) if mode == "square" else gc.sum(x)

@@ -4,7 +4,9 @@
 argument with its batch axis removed), batches the traced graph with
 `graphc.passes.vmap_graph`, and then
 
-- on arrays (numpy, Python scalars) runs the batched graph;
+- on arrays (numpy, Python scalars) compiles and runs the batched graph, once per
+  signature (the arguments' structure, shapes and dtypes, as gc.jit: arrays `f`
+  closes over are constants of that trace);
 - on graph values (inside gc.trace, gc.jit, a loop or branch body) or eager tensors
   inlines it (graphc/frontend/call.py), so the batched computation becomes part of
   the graph being built and composes with the other transformations: gradients of a

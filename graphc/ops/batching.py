@@ -21,6 +21,8 @@ here the batch is an axis every rule may move: it is put first, so that
 - matmul reshapes a 1-D operand so that the batch never meets the contracted axis;
 - convolutions and pooling merge the batch into the images' axis N (a batched weight
   becomes a grouped convolution); both need known sizes;
+- custom_vjp batches its forward and its backward bodies (the user's backward, run per
+  example);
 - control flow batches its bodies (through the pass, `set_body_batching`): a cond with
   a batched predicate computes both branches and selects per example (gc.where); a
   while_loop with a batched predicate runs while any example's holds, and an example
@@ -583,6 +585,29 @@ def cond(node: Node, args: list[Batched], size: Dim) -> Batched:
     else_new, _ = batch_body(else_body, flags, size, force)
     value = bind("cond", pred, *(v for v, _ in operands), then_body=then_new, else_body=else_new)
     return _results(value), tuple(force)
+
+
+@batches("custom_vjp")
+def custom_vjp(node: Node, args: list[Batched], size: Dim) -> Batched:
+    """The forward body batched; the backward body batched on the forward's batched
+    output and cotangent, its cotangent of an unbatched input summed over the batch
+    (every example's contribution to the one shared value)."""
+    flags = [flag for _, flag in args]
+    forward, _ = batch_body(node.attrs["forward"], flags, size, [True])
+    old = node.attrs["backward"]
+
+    def backward_body(cts: list[Batched]) -> list[Any]:
+        grads = _hook("walk")(old, cts, size)
+        return [
+            v if flag and was else bind("sum", batched(v, was, size), axis=0)
+            for (v, was), flag in zip(grads, flags)
+        ]
+
+    types = [p.type for p in old.inputs]
+    names = [p.name for p in old.inputs]
+    backward = _hook("new_body")(old.name, types, [*flags, True, True], size, backward_body, names)
+    values = [v for v, _ in args]
+    return bind("custom_vjp", *values, **_attrs(node, forward=forward, backward=backward)), True
 
 
 def _results(value: Any) -> tuple:

@@ -698,7 +698,6 @@ WITHOUT_RULE["vmap"] = {
     "random draws from a batched key would need a stream per example: refused": {
         "fold_in", "random_normal", "random_uniform",
     },
-    "a user's backward: batching it is not done yet, refused": {"custom_vjp"},
     "a backend's fused nodes: vmap refuses them (vmap before fusion)": ops_with("fusion"),
 }  # fmt: skip
 

@@ -585,3 +585,32 @@ def test_vmap_of_the_gradient_of_a_scan_and_a_cond() -> None:
     xs, h = _normal(4, 5, 3), _normal(3)
     grads = gc.gradients(_graph(f, xs[0], h), wrt=["h"])
     check(lambda a, b: tuple(grads(a, b)), [xs, h], (0, None))
+
+
+@gc.custom_vjp
+def _sin_clipped(x: Any) -> Any:
+    return gc.sin(x)
+
+
+_sin_clipped.defvjp(
+    lambda x: (gc.sin(x), x), lambda res, ct: (gc.clip(ct * gc.cos(res), -0.5, 0.5),)
+)
+
+
+def test_a_custom_vjp_keeps_its_backward_per_example() -> None:
+    """The batched node's backward is the user's, per example; an unbatched input's
+    cotangent sums every example's (here w's: each example's clipped gradient)."""
+
+    def f(x: Any, w: Any) -> Any:
+        return gc.sum(_sin_clipped(x * w) * 5.0)
+
+    x, w = _normal(4, 3), _normal(3)
+    check(f, [x, w], (0, None))
+    per_example = _graph(f, x[0], w)
+    grads = gc.gradients(vmap_graph(per_example, in_axes=(0, None)), wrt=["x", "w"], seeds=True)
+    _, dx, dw = _run(grads, [x, w, np.ones(4)])
+    one = gc.gradients(per_example, wrt=["x", "w"])
+    loop = [_run(one, [xi, w])[1:] for xi in x]
+    np.testing.assert_allclose(dx, np.stack([g[0] for g in loop]), rtol=1e-12)
+    np.testing.assert_allclose(dw, sum(g[1] for g in loop), rtol=1e-12)
+    assert np.abs(dx).max() <= 0.5 * np.abs(w).max() + 1e-12  # clipped, then times w

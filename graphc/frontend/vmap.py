@@ -122,9 +122,9 @@ def _per_example(leaf: Any, axis: Any) -> TensorType:
     return TensorType(tuple(str(d) if isinstance(d, str) else int(d) for d in shape), _dtype(leaf))
 
 
-def _arg_names(leaves: list[Any], tree: Any) -> list[str]:
-    """'args[0]', 'args[1][0]', ... for each leaf, for error messages."""
-    labels = _labels(unflatten(tree, list(range(len(leaves)))), "args")
+def _arg_names(leaves: list[Any], tree: Any, prefix: str) -> list[str]:
+    """'args[0]', 'args[1][0]', "kwargs['k']", ... for each leaf, for error messages."""
+    labels = _labels(unflatten(tree, list(range(len(leaves)))), prefix)
     return [labels[k] for k in range(len(leaves))]
 
 
@@ -132,7 +132,13 @@ def _labels(value: Any, prefix: str) -> dict[int, str]:
     if isinstance(value, int):
         return {value: prefix}
     found: dict[int, str] = {}
-    items = value.items() if isinstance(value, Mapping) else enumerate(value or ())
+    if isinstance(value, Mapping):
+        items: Any = value.items()
+    elif isinstance(value, (tuple, list)):
+        items = enumerate(value)
+    else:  # a registered type: its leaves in flattening order
+        items = ((f"leaf {k}", leaf) for k, leaf in enumerate(flatten(value)[0]))
+        return {leaf: f"{prefix}<{key}>" for key, leaf in items}
     for key, item in items:
         found.update(_labels(item, f"{prefix}[{key!r}]"))
     return found
@@ -157,8 +163,9 @@ def vmap(
         raise VmapError(f"vmap: expected a function to batch, got {type(f).__name__}")
 
     @functools.wraps(f)
-    def batched(*args: Any) -> Any:
+    def batched(*args: Any, **kwargs: Any) -> Any:
         leaves, tree = flatten(args)
+        keyword_leaves, keyword_tree = flatten(kwargs)  # batched on axis 0, as in JAX
         axes_tuple = in_axes if isinstance(in_axes, (tuple, list)) else None
         if axes_tuple is not None and len(axes_tuple) != len(args):
             raise VmapError(
@@ -166,13 +173,18 @@ def vmap(
                 f"{fn_name(f, 'f')}; give one per argument (or one int/None for all)"
             )
         axes = _leaf_axes(tuple(in_axes) if axes_tuple is not None else in_axes, args, "args")
-        names = _arg_names(leaves, tree)
+        names = _arg_names(leaves, tree, "args")
+        names += _arg_names(keyword_leaves, keyword_tree, "kwargs")
+        axes += [0] * len(keyword_leaves)
+        count, leaves = len(leaves), leaves + keyword_leaves
+        tree = (tree, keyword_tree)
         size = _batch_size(leaves, axes, names, axis_size)
         types = [_per_example(leaf, axis) for leaf, axis in zip(leaves, axes)]
         out_tree: list[Any] = [None]
 
         def flat(symbols: list[Any]) -> tuple:
-            result = f(*unflatten(tree, symbols))
+            positional = unflatten(tree[0], symbols[:count])
+            result = f(*positional, **unflatten(tree[1], symbols[count:]))
             out_leaves, out_tree[0] = flatten(result)
             return tuple(out_leaves)
 

@@ -245,3 +245,39 @@ def test_matmul_of_rows_by_a_shared_matrix_is_one_product() -> None:
     assert "matmul" not in [n.op for n in batched.op_nodes], str(batched)  # one multiply
     a, b = _normal(5, 3), _normal(5, 2)
     np.testing.assert_array_equal(batched(a, b), a[:, :, None] * b[:, None, :])
+
+
+def test_keyword_arguments_are_batched_on_axis_0_as_in_jax(jax: Any) -> None:
+    def f(lib: Any) -> Callable:
+        return lambda x, *, scale: lib.sum(x * scale)
+
+    x, scale = _normal(4, 3), _normal(4, 3)
+    got = gc.vmap(f(gc), in_axes=(None,))(x[0], scale=scale)
+    want = jax.vmap(f(jax.numpy), in_axes=(None,))(x[0], scale=scale)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-14)
+    with pytest.raises(gc.VmapError, match=r"argument kwargs\['scale'\] has 5"):
+        gc.vmap(f(gc))(x, scale=_normal(5, 3))
+
+
+def test_axis_size_batches_functions_of_shared_arguments(jax: Any) -> None:
+    w = _normal(3)
+    got = gc.vmap(lambda v: v * 2.0, in_axes=None, axis_size=4)(w)
+    want = jax.vmap(lambda v: v * 2.0, in_axes=None, axis_size=4)(w)
+    np.testing.assert_array_equal(got, np.asarray(want))
+
+
+def test_a_namedtuple_argument_and_result() -> None:
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "a b")
+    p = Pair(_normal(4, 3), _normal(3))
+    got = gc.vmap(lambda q: Pair(q.a * q.b, q.b), in_axes=(Pair(0, None),))(p)
+    assert isinstance(got, Pair)
+    np.testing.assert_array_equal(got.a, p.a * p.b)
+    np.testing.assert_array_equal(got.b, np.broadcast_to(p.b, (4, 3)))
+
+
+def test_gradients_flow_through_vmap_on_eager_tensors() -> None:
+    x = ge.tensor(_normal(4, 3), requires_grad=True)
+    gc.sum(gc.vmap(lambda v: gc.sum(gc.sin(v)))(x)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(x.detach().numpy()), rtol=1e-12)

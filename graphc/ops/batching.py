@@ -31,8 +31,9 @@ here the batch is an axis every rule may move: it is put first, so that
 An op without a rule here (see WITHOUT_RULE["vmap"] in tests/ir/test_op_contract.py)
 is refused by the pass with a `VmapError` naming the node, never computed wrongly;
 a backend's fused nodes never reach vmap (it runs before fusion) and are refused by
-name. Random ops with a batched key are refused: each example would need its own
-stream; with an unbatched key every example draws the same numbers (as in JAX).
+name. Random ops with a batched key draw each example's numbers from its own key (a
+scan over the examples); with an unbatched key every example draws the same numbers
+(as in JAX).
 """
 
 from __future__ import annotations
@@ -505,6 +506,40 @@ def convolution(node: Node, args: list[Batched], size: Dim) -> Batched:
     y = bind(node.op, x, w, **_attrs(node, groups=groups))  # (N, B*O, Ho, Wo)
     y = bind("reshape", y, shape=(n, size, _shape(y)[1] // size, *_shape(y)[2:]))
     return move_axis(y, 1, 0), True
+
+
+# -- random draws: one stream per example ------------------------------------------------
+
+
+@batches("random_uniform", "random_normal", "fold_in")
+def per_example_draws(node: Node, args: list[Batched], size: Dim) -> Batched:
+    """A key that differs per example draws each example's numbers from its own key:
+    a scan over the examples, the node itself its body, so every example's bits are
+    those it draws alone (a batched draw would number its counters across examples)."""
+    batched_args = [v for v, flag in args if flag]
+    shared = [v for v, flag in args if not flag]
+    types = [x.type for x, (_, flag) in zip(node.inputs, args) if flag]
+    types += [x.type for x, (_, flag) in zip(node.inputs, args) if not flag]
+    order = [k for k, (_, flag) in enumerate(args) if flag]
+    order += [k for k, (_, flag) in enumerate(args) if not flag]
+
+    def body(values: list[Batched]) -> list[Any]:
+        inputs = [None] * len(values)
+        for k, (value, _) in zip(order, values):
+            inputs[k] = value
+        return [bind(node.op, *inputs, **node.attrs)]
+
+    graph = _hook("new_body")(node.op, types, [False] * len(types), size, body)
+    value = bind(
+        "scan",
+        *batched_args,
+        *shared,
+        body=graph,
+        length=size,
+        num_carry=0,
+        num_xs=len(batched_args),
+    )
+    return bind("result", value, index=0), True
 
 
 # -- nodes with several results, and control flow -------------------------------------------

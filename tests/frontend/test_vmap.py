@@ -213,9 +213,16 @@ def test_errors_name_the_argument() -> None:
         gc.vmap(lambda a: a * 2, out_axes=None)(x)
 
 
-def test_an_op_without_a_rule_is_refused_by_name() -> None:
-    with pytest.raises(gc.VmapError, match=r"\(op random_normal\) has no batching rule"):
-        gc.vmap(lambda key: gc.random_normal(key, (2,)))(np.arange(3))
+def test_random_draws_with_a_key_per_example_and_a_shared_key() -> None:
+    def f(key: Any, x: Any) -> Any:
+        return x + gc.random_uniform(key, (3,), dtype="float64")
+
+    keys, x = np.arange(4), _normal(4, 3)
+    got = gc.vmap(f)(keys, x)
+    want = np.stack([gc.trace(f, np.asarray(k), xi)(np.asarray(k), xi) for k, xi in zip(keys, x)])
+    np.testing.assert_array_equal(got, want)
+    shared = gc.vmap(f, in_axes=(None, 0))(np.array(7), np.zeros((4, 3)))
+    np.testing.assert_array_equal(shared, np.broadcast_to(shared[0], (4, 3)))
 
 
 def test_on_arrays_a_signature_is_traced_once() -> None:

@@ -695,9 +695,6 @@ WITHOUT_RULE["vmap"] = {
         name for name, opdef in all_ops().items() if opdef.elementwise
     },
     "no tensor inputs, so never batched: copied unchanged": {"arange", "constant", "count"},
-    "random draws from a batched key would need a stream per example: refused": {
-        "fold_in", "random_normal", "random_uniform",
-    },
     "a backend's fused nodes: vmap refuses them (vmap before fusion)": ops_with("fusion"),
 }  # fmt: skip
 

@@ -467,12 +467,15 @@ def test_edge_graphs_agree_with_the_loop(g: gc.Graph, seed: int, data: st.DataOb
 # -- refusals ----------------------------------------------------------------------------
 
 
-def test_a_random_op_on_a_batched_key_is_refused_by_name() -> None:
-    g = gc.trace(lambda key: gc.random_uniform(key, (3,)), np.array(0))
-    with pytest.raises(
-        VmapError, match=r"node 'random_uniform.*' \(op random_uniform\).*no batching rule"
-    ):
-        vmap_graph(g)
+def test_a_batched_key_draws_each_examples_own_numbers() -> None:
+    def f(key: Any) -> Any:
+        return gc.random_normal(gc.fold_in(key, 3), (2, 3), dtype="float64")
+
+    check(f, [np.arange(5)], (0,), exact=True)
+    batched = vmap_graph(_graph(f, np.array(0)))  # a symbolic number of streams
+    np.testing.assert_array_equal(
+        _run(batched, [np.arange(5)])[0], _loop(_graph(f, np.array(0)), [np.arange(5)], (0,))[0]
+    )
 
 
 def test_a_random_op_on_a_shared_key_draws_the_same_numbers_for_each_example() -> None:

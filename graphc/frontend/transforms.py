@@ -1,11 +1,11 @@
 """JAX's function transformations on graphs: grad, value_and_grad, jvp, linearize,
 jacfwd, jacrev, hessian.
 
-Each one stages the function: it traces `f` into a closed sub-graph typed like the
-arguments (symbolic dims kept; values `f` reads from an enclosing graph are captured
-as extra placeholders), transforms that graph (`gc.gradients` for reverse mode,
-`gc.tangents` for forward mode), and replays the result into the graph being built
-(`inline`). So on graph values (inside `gc.trace`, `gc.jit`, a `cond` branch or a
+Each one stages the function (graphc/frontend/staging.py): it traces `f` into a
+closed sub-graph typed like the arguments (symbolic dims kept; values `f` reads from
+an enclosing graph are captured as extra placeholders), transforms that graph
+(`gc.gradients` for reverse mode, `gc.tangents` for forward mode), and replays the
+result into the graph being built (`inline`). So on graph values (inside `gc.trace`, `gc.jit`, a `cond` branch or a
 `scan` / `while_loop` body) a transformation records ordinary ops, and the
 transformations nest: `grad(grad(f))` differentiates a graph that already holds
 gradient ops.
@@ -31,114 +31,31 @@ import functools
 import inspect
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from graphc.frontend.call import inline
-from graphc.frontend.jit import Jitted
+from graphc.frontend.staging import OnArrays, Staged, as_array, as_tuple, leaf_names, stage
 from graphc.frontend.trace import lifted_feeds, parameter_names, trace
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
-from graphc.ir.graph import Graph, Node, active_graph
+from graphc.ir.graph import Graph
 from graphc.ir.types import TensorType, format_shape
 from graphc.ops import shape as S
-from graphc.ops.closure import fn_name, graph_of, lift, trace_body
+from graphc.ops.closure import fn_name, graph_of, lift
 from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
 from graphc.ops.flow import scan
 from graphc.ops.pytree import Tree, flatten, unflatten
 from graphc.ops.symbolic import Symbol
 from graphc.passes.autodiff import differentiate
-from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.forward import forward_joint, split_tangents
 from graphc.runtime.executable import Executable
 from graphc.runtime.executable import compile as compile_graph
 
 Argnums = int | Sequence[int]
 
-# -- staging a function into a sub-graph ---------------------------------------------------
-
-
-@dataclass
-class _Staged:
-    """`f` traced into a closed body: the body, the values to feed it, its result tree."""
-
-    body: Graph
-    feeds: dict[str, Any]  # body placeholder -> value of the enclosing graph
-    traced: list[str]  # the placeholders of the traced argument leaves, in leaf order
-    leaf_args: list[int]  # the argument position of each traced leaf
-    out_tree: Tree
-    parent: Graph
-
-    def run(self, graph: Graph, extra: dict[str, Any] | None = None, first: int = 0) -> list[Any]:
-        """`graph` (the body, transformed) replayed into the enclosing graph, from its
-        output `first` on (the nodes only earlier outputs need are not replayed)."""
-        feeds = {**self.feeds, **(extra or {})}
-        if first:
-            graph = _outputs_from(graph, first)
-        if active_graph() is None:
-            with self.parent:
-                return inline(graph, feeds)
-        return inline(graph, feeds)
-
-
-def _outputs_from(graph: Graph, first: int) -> Graph:
-    """`graph` without its first `first` outputs and the nodes only they need."""
-    dropped = set(graph.outputs[:first])
-    kept = Graph(graph.name)
-    copies: dict[Node, Node] = {}
-    for n in graph.nodes:
-        if n not in dropped:
-            kept.append_copy(n, copies)
-    return eliminate_dead_code(kept)
-
 
 def _is_float(t: TensorType) -> bool:
     return bool(np.issubdtype(t.dtype, np.floating))
-
-
-def _stage(f: Callable[..., Any], args: tuple, positions: Sequence[int], what: str) -> _Staged:
-    """Trace `f(*args)` into a body whose placeholders are the leaves of the arguments
-    at `positions` (typed like them); other arguments are passed as they are."""
-    leaves_by_arg = {i: flatten(args[i]) for i in positions}
-    all_leaves = [leaf for i in positions for leaf in leaves_by_arg[i][0]]
-    others = [leaf for i, a in enumerate(args) if i not in leaves_by_arg for leaf in flatten(a)[0]]
-    parent = graph_of([*all_leaves, *others])
-    assert parent is not None, "staging needs an enclosing graph"
-    symbols = [lift(v, parent) for v in all_leaves]
-    names = _leaf_names(f, args, positions)
-    inputs = [(name, symbol.type) for name, symbol in zip(names, symbols)]
-    leaf_args = [i for i in positions for _ in leaves_by_arg[i][0]]
-    out_trees: list[Tree] = []
-
-    def call(values: list[Symbol]) -> list[Any]:
-        new_args = list(args)
-        start = 0
-        for i in positions:
-            count = len(leaves_by_arg[i][0])
-            new_args[i] = unflatten(leaves_by_arg[i][1], values[start : start + count])
-            start += count
-        out_leaves, out_tree = flatten(f(*new_args))
-        out_trees.append(out_tree)
-        return out_leaves
-
-    traced = trace_body(fn_name(f, what), parent, inputs, call, what)
-    body = traced.body
-    placeholders = [p.name for p in body.inputs[: len(inputs)]]
-    feeds: dict[str, Any] = dict(zip(placeholders, symbols))
-    feeds.update({inner.name: Symbol(outer) for outer, inner in traced.captures.items()})
-    return _Staged(body, feeds, placeholders, leaf_args, out_trees[0], parent)
-
-
-def _leaf_names(f: Callable[..., Any], args: tuple, positions: Sequence[int]) -> list[str]:
-    """A placeholder name per leaf of the arguments at `positions`: the parameter's
-    name, with the leaf's index when the argument has several leaves."""
-    arg_names = parameter_names(f, len(args))
-    names = []
-    for i in positions:
-        count = len(flatten(args[i])[0])
-        names += [arg_names[i] if count == 1 else f"{arg_names[i]}_{k}" for k in range(count)]
-    return names
 
 
 def _argnums(argnums: Argnums, args: tuple, what: str) -> tuple[int, ...]:
@@ -161,7 +78,7 @@ def _argnums(argnums: Argnums, args: tuple, what: str) -> tuple[int, ...]:
     return tuple(result)
 
 
-def _check_float_leaves(staged: _Staged, f: Callable[..., Any], what: str) -> None:
+def _check_float_leaves(staged: Staged, f: Callable[..., Any], what: str) -> None:
     """Every differentiated leaf is floating point; else an error naming its argument."""
     arg_names = parameter_names(f, max(staged.leaf_args, default=0) + 1)
     for name, position in zip(staged.traced, staged.leaf_args):
@@ -175,7 +92,7 @@ def _check_float_leaves(staged: _Staged, f: Callable[..., Any], what: str) -> No
             )
 
 
-def _by_arg(staged: _Staged, nums: tuple[int, ...], args: tuple, values: list[Any]) -> Any:
+def _by_arg(staged: Staged, nums: tuple[int, ...], args: tuple, values: list[Any]) -> Any:
     """`values`, one per traced leaf, regrouped into the structures of the arguments
     at `nums` (one argument: its structure; a tuple of argnums: a tuple of them)."""
     grouped = []
@@ -185,88 +102,6 @@ def _by_arg(staged: _Staged, nums: tuple[int, ...], args: tuple, values: list[An
         grouped.append(unflatten(tree, values[start : start + len(leaves)]))
         start += len(leaves)
     return grouped
-
-
-# -- running on arrays ---------------------------------------------------------------------
-
-
-class _OnArrays:
-    """Run a transformation given on graph values on arrays: staged into a graph by
-    gc.jit (one trace and compile per signature), or on eager tensors' values."""
-
-    def __init__(
-        self, on_values: Callable[..., Any], name: str, dynamic: Callable[[int, int], bool]
-    ) -> None:
-        self.on_values = on_values
-        self.name = name
-        # whether the argument at a position (of how many) is an input even as a Python scalar
-        self.dynamic = dynamic
-        # per argument structure and static values: the jitted function, and the
-        # structure of its result per signature it was traced for
-        self._cache: list[tuple[Tree, tuple, Jitted, dict[tuple, Tree], list[Tree]]] = []
-
-    def __call__(self, *args: Any) -> Any:
-        leaves, tree = flatten(args)
-        if graph_of(leaves) is not None:
-            return self.on_values(*args)
-        eager = next((kind_of(v) for v in leaves if kind_of(v) is not None), None)
-        positions = [i for i, a in enumerate(args) for _ in flatten(a)[0]]
-        arrays, statics = [], []
-        for k, (leaf, position) in enumerate(zip(leaves, positions)):
-            if is_python_scalar(leaf) and not self.dynamic(position, len(args)):
-                statics.append((k, type(leaf).__name__, leaf))
-            elif is_python_scalar(leaf):
-                arrays.append(np.asarray(leaf, weak_dtype(leaf, ())))
-            elif isinstance(leaf, (np.ndarray, np.generic)) or kind_of(leaf) is not None:
-                arrays.append(_as_array(leaf))
-            else:  # a string, a callable: static, as a Python scalar
-                statics.append((k, type(leaf).__name__, leaf))
-        jitted, out_trees, traced = self._jitted(tree, tuple(statics), len(leaves))
-        signature = jitted.signature(arrays)
-        results = tuple(np.asarray(r) for r in jitted(*arrays))  # a scalar plan's too
-        if signature not in out_trees:  # this call traced it
-            out_trees[signature] = traced.pop()
-        out_tree = out_trees[signature]
-        if eager is not None:
-            results = tuple(eager.lift(r, None, ()) for r in results)
-        return unflatten(out_tree, list(results))
-
-    def _jitted(
-        self, tree: Tree, statics: tuple, count: int
-    ) -> tuple[Jitted, dict[tuple, Tree], list[Tree]]:
-        """The jitted function for this structure and these static values, the result
-        structures it has given by signature, and the list its next trace adds to."""
-        key = tuple((k, kind, _exact(value)) for k, kind, value in statics)
-        for known_tree, known_key, jitted, out_trees, traced in self._cache:
-            if known_tree == tree and known_key == key:
-                return jitted, out_trees, traced
-        out_trees: dict[tuple, Tree] = {}
-        traced: list[Tree] = []
-        static_at = {k: value for k, _, value in statics}
-
-        def flat(*values: Any) -> tuple:
-            it = iter(values)
-            leaves = [static_at[k] if k in static_at else next(it) for k in range(count)]
-            out_leaves, out_tree = flatten(self.on_values(*unflatten(tree, leaves)))
-            if not out_leaves:
-                raise GraphcError(f"{self.name}: the result holds no arrays")
-            traced.append(out_tree)
-            return tuple(out_leaves)
-
-        flat.__name__ = self.name
-        jitted = Jitted(flat)
-        self._cache.append((tree, key, jitted, out_trees, traced))
-        return jitted, out_trees, traced
-
-
-def _exact(value: Any) -> Any:
-    return value.hex() if isinstance(value, float) else value
-
-
-def _as_array(value: Any) -> np.ndarray:
-    if kind_of(value) is not None and hasattr(value, "detach"):
-        return np.asarray(value.detach().numpy())
-    return np.asarray(value)
 
 
 # -- grad and value_and_grad -----------------------------------------------------------------
@@ -281,7 +116,7 @@ def _value_and_grad_values(
     need_value: bool = True,
 ) -> tuple[Any, Any]:
     nums = _argnums(argnums, args, what)
-    staged = _stage(f, args, nums, what)
+    staged = stage(f, args, nums, what)
     outputs = staged.body.outputs
     if has_aux:
         n_out = _aux_split(staged, what)
@@ -311,7 +146,7 @@ def _value_and_grad_values(
     return values, (grads[0] if isinstance(argnums, int) else tuple(grads))
 
 
-def _aux_split(staged: _Staged, what: str) -> int:
+def _aux_split(staged: Staged, what: str) -> int:
     """The number of leaves before aux when `f` returns the pair (value, aux)."""
     tree = staged.out_tree
     probe = unflatten(tree, list(range(len(staged.body.outputs))))
@@ -385,7 +220,7 @@ def _wrap(
     def on_all(*args: Any) -> Any:
         return on_values(*args[:-1], **args[-1])
 
-    runner = _OnArrays(on_all, f"{what}_{fn_name(f, 'f')}", dynamic)
+    runner = OnArrays(on_all, f"{what}_{fn_name(f, 'f')}", dynamic)
 
     def transformed(*args: Any, **kwargs: Any) -> Any:
         return runner(*args, kwargs)
@@ -399,7 +234,7 @@ def _wrap(
 
 
 def _jvp_values(f: Callable[..., Any], primals: tuple, tangents: tuple) -> tuple[Any, Any]:
-    staged = _stage(f, primals, range(len(primals)), "jvp")
+    staged = stage(f, primals, range(len(primals)), "jvp")
     tangent_leaves, _ = flatten(tuple(tangents))
     floats = []
     extra: dict[str, Any] = {}
@@ -460,7 +295,7 @@ def _jvp_checked(primals: Any, tangents: Any) -> tuple[tuple, tuple]:
     return tuple(primals), tuple(tangents)
 
 
-_JVP_RUNNERS: weakref.WeakKeyDictionary[Any, _OnArrays] = weakref.WeakKeyDictionary()
+_JVP_RUNNERS: weakref.WeakKeyDictionary[Any, OnArrays] = weakref.WeakKeyDictionary()
 
 
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
@@ -479,7 +314,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) 
     return runner(primals, tangents)
 
 
-def _runner_for(f: Callable[..., Any]) -> _OnArrays:
+def _runner_for(f: Callable[..., Any]) -> OnArrays:
     def on_values(primals: tuple, tangents: tuple) -> Any:
         return _jvp_values(f, tuple(primals), tuple(tangents))
 
@@ -488,7 +323,7 @@ def _runner_for(f: Callable[..., Any]) -> _OnArrays:
     except TypeError:  # an unhashable callable: no cache
         runner = None
     if runner is None:
-        runner = _OnArrays(on_values, f"jvp_{fn_name(f, 'f')}", lambda position, count: True)
+        runner = OnArrays(on_values, f"jvp_{fn_name(f, 'f')}", lambda position, count: True)
         with contextlib.suppress(TypeError):  # an unhashable callable is not cached
             _JVP_RUNNERS[f] = runner
     return runner
@@ -520,7 +355,7 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Calla
     leaves, tree = flatten(primals)
     eager = next((kind_of(v) for v in leaves if kind_of(v) is not None), None)
     arrays = [
-        np.asarray(v, weak_dtype(v, ())) if is_python_scalar(v) else _as_array(v) for v in leaves
+        np.asarray(v, weak_dtype(v, ())) if is_python_scalar(v) else as_array(v) for v in leaves
     ]
     out_trees: list[Tree] = []
 
@@ -533,7 +368,7 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Calla
     flat.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [
             inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY)
-            for name in _leaf_names(f, primals, range(len(primals)))
+            for name in leaf_names(f, primals, range(len(primals)))
         ]
     )  # placeholders named after f's parameters
     g = trace(flat, *arrays)
@@ -547,11 +382,11 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Calla
     tangent_names: dict[str, int] = {}  # a differentiated output -> its tangent's index
     if floats and float_outputs:
         primal, linear, fj = split_tangents(g, floats, float_outputs)
-        results = _as_tuple(compile_graph(primal)(*arrays, *extra))
+        results = as_tuple(compile_graph(primal)(*arrays, *extra))
         residuals, run_linear = results[n:], compile_graph(linear)
         tangent_names = {name: k for k, name in enumerate(fj.differentiated)}
     else:  # nothing to differentiate: every tangent is zeros
-        results = _as_tuple(g(*arrays, *extra))
+        results = as_tuple(g(*arrays, *extra))
     outs = results[:n]
     by_leaf = dict(zip([p.name for p in g.inputs], arrays))
 
@@ -573,7 +408,7 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Calla
                     f"it must have its primal's shape and dtype, {p.type}"
                 )
             feeds.append(t)
-        tans = _as_tuple(run_linear(*residuals, *feeds)) if run_linear is not None else ()
+        tans = as_tuple(run_linear(*residuals, *feeds)) if run_linear is not None else ()
         values = [
             tans[tangent_names[o.name]] if o.name in tangent_names else np.zeros_like(v)
             for o, v in zip(g.outputs, outs)
@@ -584,12 +419,6 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Calla
 
     primal_out = [eager.lift(v, None, ()) for v in outs] if eager is not None else outs
     return unflatten(out_trees[0], list(primal_out)), f_jvp
-
-
-def _as_tuple(results: Any) -> tuple:
-    """An executable's results as a tuple of arrays (one output comes alone)."""
-    items = results if isinstance(results, tuple) else (results,)
-    return tuple(np.asarray(r) for r in items)
 
 
 # -- Jacobians and the Hessian --------------------------------------------------------------
@@ -623,7 +452,7 @@ def _jac_values(
     f: Callable[..., Any], argnums: Argnums, args: tuple, what: str, forward: bool
 ) -> Any:
     nums = _argnums(argnums, args, what)
-    staged = _stage(f, args, nums, what)
+    staged = stage(f, args, nums, what)
     _check_float_leaves(staged, f, what)
     body, graph = staged.body, staged.parent
     inputs = [body.node(name) for name in staged.traced]

@@ -419,27 +419,35 @@ def test_a_jacobian_of_a_symbolic_shape_is_refused() -> None:
 
 def test_against_jax() -> None:
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
 
     def j_vector(x):
         return jnp.sin(x) * jnp.sum(x * x)
 
+    def j_scalar(x):
+        return jnp.sum(j_vector(x))
+
+    def scalar(x):
+        return gc.sum(vector(x))
+
     x, t = RNG.uniform(-1, 1, 4), RNG.uniform(-1, 1, 4)
-    np.testing.assert_allclose(
-        gc.grad(lambda v: gc.sum(vector(v)))(x), jax.grad(lambda v: jnp.sum(j_vector(v)))(x)
-    )
-    y, ty = gc.jvp(vector, (x,), (t,))
-    jy, jty = jax.jvp(j_vector, (x,), (t,))
-    np.testing.assert_allclose(y, jy)
-    np.testing.assert_allclose(ty, jty, rtol=1e-12)
-    np.testing.assert_allclose(gc.jacfwd(vector)(x), jax.jacfwd(j_vector)(x), rtol=1e-12)
-    np.testing.assert_allclose(gc.jacrev(vector)(x), jax.jacrev(j_vector)(x), rtol=1e-12)
-    np.testing.assert_allclose(
-        gc.hessian(lambda v: gc.sum(vector(v)))(x),
-        jax.hessian(lambda v: jnp.sum(j_vector(v)))(x),
-        rtol=1e-10,
-    )
+    with jax.enable_x64(True):  # float64 here only: other tests keep jax's defaults
+        np.testing.assert_allclose(gc.grad(scalar)(x), jax.grad(j_scalar)(x), rtol=1e-12)
+        value, g = gc.value_and_grad(scalar)(x)
+        j_value, j_g = jax.value_and_grad(j_scalar)(x)
+        np.testing.assert_allclose((value, *g), (j_value, *j_g), rtol=1e-12)
+        y, ty = gc.jvp(vector, (x,), (t,))
+        jy, jty = jax.jvp(j_vector, (x,), (t,))
+        np.testing.assert_allclose(y, jy)
+        np.testing.assert_allclose(ty, jty, rtol=1e-12)
+        _, hvp = gc.jvp(gc.grad(scalar), (x,), (t,))
+        np.testing.assert_allclose(hvp, jax.jvp(jax.grad(j_scalar), (x,), (t,))[1], rtol=1e-10)
+        np.testing.assert_allclose(gc.jacfwd(vector)(x), jax.jacfwd(j_vector)(x), rtol=1e-12)
+        np.testing.assert_allclose(gc.jacrev(vector)(x), jax.jacrev(j_vector)(x), rtol=1e-12)
+        np.testing.assert_allclose(gc.hessian(scalar)(x), jax.hessian(j_scalar)(x), rtol=1e-10)
+        _, f_jvp = gc.linearize(vector, x)
+        _, j_f_jvp = jax.linearize(j_vector, x)
+        np.testing.assert_allclose(f_jvp(t), j_f_jvp(t), rtol=1e-12)
 
 
 def test_against_torch_func() -> None:

@@ -26,7 +26,6 @@ shapes. Arguments and results are pytrees (graphc/ops/pytree.py).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import weakref
@@ -315,18 +314,22 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) 
 
 
 def _runner_for(f: Callable[..., Any]) -> OnArrays:
-    def on_values(primals: tuple, tangents: tuple) -> Any:
-        return _jvp_values(f, tuple(primals), tuple(tangents))
-
+    """The runner of `jvp(f, ...)` on arrays, kept while `f` lives (its compiled graphs
+    serve later calls); it refers to `f` weakly, else the cache would keep `f` alive."""
     try:
         runner = _JVP_RUNNERS.get(f)
-    except TypeError:  # an unhashable callable: no cache
-        runner = None
+    except TypeError:  # not weakly referable, or unhashable: a runner for this call only
+        return _jvp_runner(lambda: f, fn_name(f, "f"))
     if runner is None:
-        runner = OnArrays(on_values, f"jvp_{fn_name(f, 'f')}", lambda position, count: True)
-        with contextlib.suppress(TypeError):  # an unhashable callable is not cached
-            _JVP_RUNNERS[f] = runner
+        runner = _JVP_RUNNERS[f] = _jvp_runner(weakref.ref(f), fn_name(f, "f"))
     return runner
+
+
+def _jvp_runner(function: Callable[[], Any], name: str) -> OnArrays:
+    def on_values(primals: tuple, tangents: tuple) -> Any:
+        return _jvp_values(function(), tuple(primals), tuple(tangents))
+
+    return OnArrays(on_values, f"jvp_{name}", lambda position, count: True)
 
 
 def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:

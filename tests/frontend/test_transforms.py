@@ -256,6 +256,23 @@ def test_keyword_arguments_pass_through_and_negative_argnums() -> None:
     np.testing.assert_array_equal(j[1], [3.0, 3.0])
 
 
+def test_jvp_keeps_its_compiled_graphs_only_while_the_function_lives() -> None:
+    import gc as garbage
+
+    from graphc.frontend import transforms
+
+    def f(x):
+        return x * 2.0
+
+    gc.jvp(f, (np.ones(2),), (np.ones(2),))
+    assert f in transforms._JVP_RUNNERS
+    before = len(transforms._JVP_RUNNERS)
+    for _ in range(3):  # a new function per call: nothing stays behind
+        gc.jvp(lambda x: x * 3.0, (np.ones(2),), (np.ones(2),))
+    garbage.collect()
+    assert len(transforms._JVP_RUNNERS) == before
+
+
 def test_static_arguments_and_a_result_structure_per_signature() -> None:
     def f(x, mode):
         return gc.sum(x * x) if mode == "square" else gc.sum(x)

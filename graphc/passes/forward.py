@@ -17,6 +17,11 @@ Algorithm (the transposition trick of JAX's "linearize and transpose", run backw
    cleanups (simplify's exact rules, CSE, dead code elimination: `x.T.T` -> `x`) leave
    the forward nodes and the tangent nodes.
 
+Step 2 is exact because every op's `vjp` rule is linear in its cotangent. A user's
+backward (`gc.custom_vjp`, an eager `Function`) need not be (gradient clipping is not),
+so a node with one on the differentiated path is refused by name, as `jax.jvp`
+refuses a custom_vjp function.
+
 Cost: building it differentiates twice (the graph, then its linear backward part).
 Running it computes the forward values once plus one pass of linear ops, each the
 transpose of one of the VJP's ops: about the work of a forward and backward pass,
@@ -37,7 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphc.ir.errors import AutodiffError
-from graphc.ir.graph import OUTPUT, PLACEHOLDER, Graph, Node, expect_graph
+from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node, expect_graph
+from graphc.ir.registry import get_op
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
 from graphc.ops.symbolic import Symbol, add_constant
@@ -112,6 +118,7 @@ def forward_joint(
     expect_graph(g, "tangents")
     wrt_names = _check_wrt(g, wrt)
     chosen = _check_outputs(g, outputs)
+    _refuse_user_backwards(g, wrt_names, chosen)
     vjp = differentiate(g, wrt_names, chosen, seeds=True)  # grads J^T u, linear in u
     try:
         twice = differentiate(vjp.graph, vjp.seeds, vjp.grads, seeds=True)
@@ -120,6 +127,47 @@ def forward_joint(
             f"tangents: forward mode transposes the VJP of graph '{g.name}', and that failed: {exc}"
         ) from None
     return _assemble(g, vjp, wrt_names, chosen, twice)
+
+
+def _refuse_user_backwards(g: Graph, wrt: list[str], outputs: list[str]) -> None:
+    """Transposing is exact for a VJP linear in its cotangent, which every op's rule is;
+    a user's backward (gc.custom_vjp, a Function) need not be (gradient clipping is
+    not), so forward mode through one is refused, as JAX refuses jvp of a custom_vjp."""
+    needed: set[Node] = set()
+    stack = [g.node(name) for name in outputs]
+    while stack:
+        n = stack.pop()
+        if n not in needed:
+            needed.add(n)
+            stack.extend(n.inputs)
+    varying = {g.node(name) for name in wrt}
+    for n in g.nodes:
+        if n.kind != OP or not any(x in varying for x in n.inputs):
+            continue
+        varying.add(n)
+        user = _user_backward(n) if n in needed else None
+        if user is not None:
+            where = "" if user is n else f" (in a body of {n.describe()})"
+            raise AutodiffError(
+                f"tangents: {user.describe()}{where} has a user-defined backward "
+                f"('{user.attrs.get('function', 'custom')}'); forward mode transposes the "
+                "VJP, which is exact only for one linear in its cotangent, so it is refused "
+                "(as jax.jvp refuses a custom_vjp function); differentiate it in reverse "
+                "mode (gc.grad, gc.jacrev)"
+            )
+
+
+def _user_backward(n: Node) -> Node | None:
+    """`n`, or a node in its bodies, whose gradient is a user's backward body."""
+    opdef = get_op(n.op)  # type: ignore[arg-type]
+    if "backward" in opdef.bodies:
+        return n
+    for key in opdef.bodies:
+        for inner in n.attrs[key].nodes:
+            found = _user_backward(inner) if inner.kind == OP else None
+            if found is not None:
+                return found
+    return None
 
 
 def _assemble(

@@ -126,6 +126,33 @@ def test_printable_parsable_and_the_meta_names_forward_nodes() -> None:
     assert marked and set(marked) <= forward
 
 
+def _clipped_gradient() -> object:
+    @gc.custom_vjp
+    def clip_gradient(x):
+        return x * 1.0
+
+    clip_gradient.defvjp(lambda x: (x * 1.0, ()), lambda res, ct: (gc.clip(ct, -0.5, 0.5),))
+    return clip_gradient
+
+
+def test_a_user_defined_backward_is_refused_where_it_is_differentiated() -> None:
+    clip_gradient = _clipped_gradient()
+    spec = gc.TensorSpec((2,), "float64")
+    g = gc.trace(lambda x: clip_gradient(x) * 3.0, spec)
+    with pytest.raises(gc.AutodiffError, match="'custom_vjp'.*user-defined backward.*clip"):
+        gc.tangents(g, wrt=["x"])
+
+    def loop(x):
+        return gc.scan(lambda c, xi: (c + clip_gradient(xi), c), np.float64(0), x)[0]
+
+    with pytest.raises(gc.AutodiffError, match=r"in a body of node 'scan'"):
+        gc.tangents(gc.trace(loop, spec), wrt=["x"])
+    # off the differentiated path it is no obstacle
+    g = gc.trace(lambda x, y: (clip_gradient(y), x * 2.0), spec, spec)
+    tg = gc.tangents(g, wrt=["x", "y"], outputs=["out_1"])
+    np.testing.assert_array_equal(tg(np.ones(2), np.ones(2), np.ones(2), np.ones(2))[2], [2.0, 2.0])
+
+
 @pytest.mark.parametrize(
     "wrt, outputs, message",
     [

@@ -289,3 +289,40 @@ def test_gradients_flow_through_vmap_on_eager_tensors() -> None:
     x = ge.tensor(_normal(4, 3), requires_grad=True)
     gc.sum(gc.vmap(lambda v: gc.sum(gc.sin(v)))(x)).backward()
     np.testing.assert_allclose(x.grad.numpy(), np.cos(x.detach().numpy()), rtol=1e-12)
+
+
+def test_vmap_inside_a_cond_branch_reads_the_branch_operands() -> None:
+    def f(x: Any, w: Any) -> Any:
+        return gc.cond(
+            gc.sum(w) > 0,
+            lambda a, b: gc.vmap(lambda row: gc.sum(row * b))(a),
+            lambda a, b: gc.sum(a, axis=1),
+            x,
+            w,
+        )
+
+    x, w = _normal(4, 3), np.full(3, 0.5)
+    np.testing.assert_allclose(gc.jit(f)(x, w), (x * w).sum(1), rtol=1e-14)
+    np.testing.assert_allclose(gc.jit(f)(x, -w), x.sum(1), rtol=1e-14)
+
+
+def test_switch_map_and_associative_scan_agree_with_jax(jax: Any) -> None:
+    lax, jnp = jax.lax, jax.numpy
+    x, index = _normal(4, 5), np.array([0, 1, 2, 1])
+
+    def switch(flow: Any, lib: Any) -> Callable:
+        return lambda i, v: flow.switch(i, [lambda a: a * 2, lambda a: lib.sin(a), lambda a: -a], v)
+
+    def mapped(flow: Any) -> Callable:
+        return lambda v: flow.map(lambda r: r * 2 + 1, v)
+
+    def prefix(flow: Any, add: Any) -> Callable:
+        return lambda v: flow.associative_scan(add, v)
+
+    pairs = [
+        (gc.vmap(switch(gc, gc))(index, x), jax.vmap(switch(lax, jnp))(index, x)),
+        (gc.vmap(mapped(gc))(x), jax.vmap(mapped(lax))(x)),
+        (gc.vmap(prefix(gc, gc.add))(x), jax.vmap(prefix(lax, jnp.add))(x)),
+    ]
+    for got, want in pairs:
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-14, atol=1e-15)

@@ -119,7 +119,13 @@ def forward_joint(
     wrt_names = _check_wrt(g, wrt)
     chosen = _check_outputs(g, outputs)
     _refuse_user_backwards(g, wrt_names, chosen)
-    vjp = differentiate(g, wrt_names, chosen, seeds=True)  # grads J^T u, linear in u
+    try:
+        vjp = differentiate(g, wrt_names, chosen, seeds=True)  # grads J^T u, linear in u
+    except AutodiffError as exc:  # (a while_loop: graphc's forward mode has no rule of its own)
+        raise AutodiffError(
+            f"tangents: forward mode is derived from the VJP of graph '{g.name}', which "
+            f"cannot be built: {exc}"
+        ) from None
     try:
         twice = differentiate(vjp.graph, vjp.seeds, vjp.grads, seeds=True)
     except AutodiffError as exc:

@@ -153,6 +153,15 @@ def test_a_user_defined_backward_is_refused_where_it_is_differentiated() -> None
     np.testing.assert_array_equal(tg(np.ones(2), np.ones(2), np.ones(2), np.ones(2))[2], [2.0, 2.0])
 
 
+def test_a_while_loop_is_refused_saying_forward_mode_comes_from_the_vjp() -> None:
+    def halve(x):
+        return gc.while_loop(lambda v: gc.sum(v * v) > 1.0, lambda v: v / 2, x)
+
+    g = gc.trace(halve, gc.TensorSpec((2,), "float64"))
+    with pytest.raises(gc.AutodiffError, match="derived from the VJP.*while_loop"):
+        gc.tangents(g, wrt=["x"])
+
+
 @pytest.mark.parametrize(
     "wrt, outputs, message",
     [

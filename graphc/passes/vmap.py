@@ -257,6 +257,8 @@ def vmap_graph(
             axis = _axis(axis, rank, f"out_axes for output '{o.name}'")
             finals.append(move_axis(batched(value, flag, size), 0, axis))
     for o, value in zip(outputs, finals):
+        if o.name in result:  # a node the rules made took an output's name: it moves
+            result.rename(result.node(o.name), result.fresh_name(f"{o.name}_value"))
         result.add_output(value.node, o.name, meta=o.meta)
     return result
 

@@ -617,3 +617,28 @@ def test_a_custom_vjp_keeps_its_backward_per_example() -> None:
     np.testing.assert_allclose(dx, np.stack([g[0] for g in loop]), rtol=1e-12)
     np.testing.assert_allclose(dw, sum(g[1] for g in loop), rtol=1e-12)
     assert np.abs(dx).max() <= 0.5 * np.abs(w).max() + 1e-12  # clipped, then times w
+
+
+def test_the_batched_graph_prints_parses_and_compiles_to_the_same_values() -> None:
+    def f(x: Any, h: Any) -> Any:
+        return _rnn(x, h), _branches(h, h)
+
+    g = _graph(f, _normal(5, 3), _normal(3))
+    batched = vmap_graph(g, in_axes=(None, 0))
+    assert str(gc.parse(str(batched))) == str(batched)
+    xs, h = _normal(5, 3), _normal(4, 3)
+    want = _run(batched, [xs, h])
+    for level in (0, 2):
+        got = gc.compile(batched, opt_level=level)(xs, h)
+        for x, w in zip(got, want):
+            np.testing.assert_allclose(x, w, rtol=1e-12)
+
+
+def test_an_output_named_like_a_node_the_rules_make_keeps_its_name() -> None:
+    with gc.Graph("named") as g:
+        x = gc.placeholder("x", shape=(3,), dtype="float64")
+        gc.output(gc.reshape(x, (3, 1)), name="transpose")
+    batched = vmap_graph(g, in_axes=1, out_axes=1, axis_size=2)  # transposes in and out
+    assert [o.name for o in batched.outputs] == ["transpose"], str(batched)
+    x = _normal(3, 2)
+    np.testing.assert_array_equal(_run(batched, [x])[0], x[:, :, None])

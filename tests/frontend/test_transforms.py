@@ -210,6 +210,23 @@ def test_nested_transformations() -> None:
     np.testing.assert_allclose(d, t @ h, rtol=1e-10)
     third = gc.grad(gc.grad(gc.grad(lambda s: s**4)))(np.float64(2.0))
     assert third == 48.0
+    # a third derivative through hessian's nested scans: d/dx sum(H) of sum(x sin x)
+    d3 = gc.grad(lambda v: gc.sum(gc.hessian(lambda u: gc.sum(gc.sin(u) * u))(v)))(x)
+    np.testing.assert_allclose(d3, -3 * np.sin(x) - x * np.cos(x), rtol=1e-10)
+    np.testing.assert_allclose(gc.jit(gc.hessian(lambda v: gc.sum(vector(v))))(x), h)
+
+
+def test_a_jacobian_in_a_scan_body() -> None:
+    def body(c, xi):
+        return c + gc.sum(gc.jacrev(lambda v: gc.sin(v) * xi)(c), axis=1), gc.sum(c)
+
+    spec = (gc.TensorSpec((2,), "float64"), gc.TensorSpec((3, 2), "float64"))
+    g = gc.trace(lambda c0, xs: gc.scan(body, c0, xs), *spec)
+    c = np.array([0.3, 0.7])
+    expected = c.copy()
+    for _ in range(3):
+        expected = expected + np.cos(expected)
+    np.testing.assert_allclose(g(c, np.ones((3, 2)))[0], expected, rtol=1e-12)
 
 
 def test_on_eager_tensors_the_results_are_new_tensors() -> None:

@@ -311,6 +311,26 @@ def _gather_per_example(x: Any, indices: Any, axis: int, index_rank: int) -> Any
     return taken
 
 
+def _scatter_per_example(node: Node, ct: Any, indices: Any, size: Dim) -> Any:
+    """scatter_add(ct[i], indices[i], shape, axis) for every example i, both batched:
+    the adjoint of `_gather_per_example`, a scatter_add_along_axis into (B, pre, n,
+    ids[1:], post) (each example's rows, the indices' range checked as the example's),
+    then the sum over the indices' other axes."""
+    axis, shape = node.attrs["axis"], tuple(node.attrs["shape"])
+    _known(node, (size, *shape, *_shape(indices)), "scatters at indices that differ per example")
+    pre, n, post = shape[:axis], shape[axis], shape[axis + 1 :]
+    ids = _shape(indices)[1:] or (1,)
+    full = (size, *pre, *ids, *post)
+    ct = bind("reshape", ct, shape=full)
+    lined = (size, *(1,) * len(pre), *ids, *(1,) * len(post))
+    indices = bind("broadcast_to", bind("reshape", indices, shape=lined), shape=full)
+    target = (size, *pre, n, *ids[1:], *post)
+    added = bind("scatter_add_along_axis", ct, indices, shape=target, axis=axis + 1)
+    if len(ids) > 1:
+        added = bind("sum", added, axis=tuple(range(axis + 2, axis + 1 + len(ids))))
+    return added
+
+
 @batches("take")
 def take(node: Node, args: list[Batched], size: Dim) -> Batched:
     # x.take(indices, axis): x's axes before axis, then indices' axes, then x's after
@@ -348,10 +368,7 @@ def scatter_add(node: Node, args: list[Batched], size: Dim) -> Batched:
     # the adjoint of take: ct's rows added into a zero array at the indices
     (ct, bc), (i, bi) = args
     if bi:
-        raise VmapError(
-            f"vmap: {node.describe()} scatters at indices that differ per example; "
-            "graphc has no batching rule for that (gather with take_along_axis instead)"
-        )
+        return _scatter_per_example(node, batched(ct, bc, size), i, size), True
     shape = (_shape(ct)[0], *node.attrs["shape"])
     return bind("scatter_add", ct, i, shape=shape, axis=node.attrs["axis"] + 1), True
 
@@ -472,19 +489,12 @@ def _split_batch(value: Any, size: int) -> Any:
     return bind("reshape", value, shape=(size, shape[0] // size, *shape[1:]))
 
 
-@batches("max_pool2d", "avg_pool2d", "max_pool2d_backward", "max_pool2d_select")
+@batches(
+    "max_pool2d", "avg_pool2d", "max_pool2d_backward", "max_pool2d_select", "avg_pool2d_backward"
+)
 def pooling(node: Node, args: list[Batched], size: Dim) -> Batched:
     values = [_merge_batch(node, batched(v, flag, size)) for v, flag in args]
     return _split_batch(bind(node.op, *values, **node.attrs), size), True
-
-
-@batches("avg_pool2d_backward")
-def avg_pool_backward(node: Node, args: list[Batched], size: Dim) -> Batched:
-    ct = _merge_batch(node, args[0][0])
-    n, *rest = node.attrs["input_size"]
-    _known(node, (n,), "merges the batch into its images' axis N")
-    attrs = _attrs(node, input_size=(size * n, *rest))
-    return _split_batch(bind(node.op, ct, **attrs), size), True
 
 
 @batches("conv2d", "conv_transpose2d")

@@ -642,3 +642,57 @@ def test_an_output_named_like_a_node_the_rules_make_keeps_its_name() -> None:
     assert [o.name for o in batched.outputs] == ["transpose"], str(batched)
     x = _normal(3, 2)
     np.testing.assert_array_equal(_run(batched, [x])[0], x[:, :, None])
+
+
+# the ops gradient graphs are made of (unslice, scatters, unpad, pooling and layer norm
+# backwards, transposed convolutions), reached by per-example gradients
+GRADIENTS = [
+    pytest.param(lambda x: gc.sum(x[1:, ::2] ** 2), [_normal(4, 3, 5)], (0,), id="unslice"),
+    pytest.param(
+        lambda w, i: gc.sum(gc.take(w, i, axis=0) ** 2), [_normal(3, 2), _indices(3, 4, 5)],
+        (None, 0), id="scatter_add",
+    ),
+    pytest.param(
+        lambda w, i: gc.sum(gc.take(w, i, axis=1) ** 2), [_normal(2, 3), _indices(3, 4)],
+        (None, 0), id="scatter_add-0d-index",
+    ),
+    pytest.param(
+        lambda w, i: gc.sum(gc.embedding(i, w) ** 2), [_normal(5, 2), _indices(5, 4, 3)],
+        (None, 0), id="embedding",
+    ),
+    pytest.param(
+        lambda x, i: gc.sum(gc.take_along_axis(x, i, axis=0) ** 2),
+        [_normal(4, 3, 2), _indices(3, 4, 3, 2)], (0, 0), id="scatter_add_along_axis",
+    ),
+    pytest.param(lambda x: gc.sum(gc.pad(x, ((1, 0), (0, 2))) ** 2), [_normal(4, 3, 2)], (0,),
+                 id="unpad"),
+    pytest.param(lambda x: gc.sum(gc.max_pool2d(x, 2) ** 2), [_normal(4, 2, 3, 6, 6)], (0,),
+                 id="max_pool2d"),
+    pytest.param(lambda x: gc.sum(gc.avg_pool2d(x, 2) ** 2), [_normal(4, 2, 3, 6, 6)], (0,),
+                 id="avg_pool2d"),
+    pytest.param(
+        lambda x, w: gc.sum(gc.layer_norm(x, w, None) ** 3), [_normal(4, 3, 5), _normal(5)],
+        (0, None), id="layer_norm",
+    ),
+    pytest.param(_conv, [_normal(4, 2, 3, 5, 5), _normal(4, 3, 3, 3)], (0, None), id="conv"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("fn", "args", "axes"), GRADIENTS)
+def test_per_example_gradients_through_every_backward_op(
+    fn: Callable[..., Any], args: list, axes: tuple
+) -> None:
+    examples = [a if ax is None else a[0] for a, ax in zip(args, axes)]
+    g = _graph(lambda *xs: gc.sum(fn(*xs)), *examples)
+    wrt = [p.name for p in g.inputs if p.type.dtype.kind == "f"]
+    grads = gc.gradients(g, wrt=wrt)
+    check(lambda *xs: tuple(grads(*xs)), args, axes)
+
+
+def test_contract_rows_agrees_with_the_loop() -> None:
+    def f(x: Any, y: Any) -> Any:
+        return gc.bind("contract_rows", x, y)
+
+    check(f, [_normal(4, 5, 3), _normal(4, 5, 2)], (0, 0))
+    check(f, [_normal(4, 2, 5, 3), _normal(2, 5, 2)], (0, None))
+    check(f, [_normal(5, 3), _normal(4, 5, 2)], (None, 0))

@@ -20,7 +20,9 @@ here the batch is an axis every rule may move: it is put first, so that
 - shape ops prepend the batch to the shapes and indices their attrs hold;
 - matmul reshapes a 1-D operand so that the batch never meets the contracted axis;
 - convolutions and pooling merge the batch into the images' axis N (a batched weight
-  becomes a grouped convolution); both need known sizes;
+  becomes a grouped convolution); where that merge has no name (a symbolic batch
+  times N), they loop over the examples (a scan, `loop_over_examples`), as do random
+  draws from per-example keys;
 - custom_vjp batches its forward and its backward bodies (the user's backward, run per
   example);
 - control flow batches its bodies (through the pass, `set_body_batching`): a cond with
@@ -141,13 +143,10 @@ def _attrs(node: Node, **changed: Any) -> dict[str, Any]:
     return {**node.attrs, **changed}
 
 
-def _known(node: Node, dims: Sequence[Dim], why: str) -> None:
-    unknown = [d for d in dims if is_symbol(d)]
-    if unknown:
-        raise VmapError(
-            f"vmap: {node.describe()} {why}, which needs known sizes, but {unknown} "
-            "is symbolic (give vmap_graph an int axis_size, or trace with known shapes)"
-        )
+def _known(*dims: Dim) -> bool:
+    """Whether every dim is a number: reshapes that merge the batch with another axis
+    need it (a symbolic product has no name); else a rule loops over the examples."""
+    return not any(is_symbol(d) for d in dims)
 
 
 # -- elementwise ops -------------------------------------------------------------------
@@ -189,8 +188,8 @@ def index_reduction(node: Node, args: list[Batched], size: Dim) -> Batched:
     if axis is not None:
         return bind(node.op, x, axis=axis + 1, keepdims=keepdims), True
     # the index into the flattened example: flatten each example, then find along it
-    if rank > 1:
-        _known(node, _shape(x)[1:], "flattens each example")
+    if rank > 1 and not _known(*_shape(x)[1:]):
+        return loop_over_examples(node, args, size), True
     flat = bind("reshape", x, shape=(_shape(x)[0], -1))
     found = bind(node.op, flat, axis=1, keepdims=False)
     return ones_after_batch(found, rank) if keepdims else found, True
@@ -317,7 +316,6 @@ def _scatter_per_example(node: Node, ct: Any, indices: Any, size: Dim) -> Any:
     ids[1:], post) (each example's rows, the indices' range checked as the example's),
     then the sum over the indices' other axes."""
     axis, shape = node.attrs["axis"], tuple(node.attrs["shape"])
-    _known(node, (size, *shape, *_shape(indices)), "scatters at indices that differ per example")
     pre, n, post = shape[:axis], shape[axis], shape[axis + 1 :]
     ids = _shape(indices)[1:] or (1,)
     full = (size, *pre, *ids, *post)
@@ -340,7 +338,8 @@ def take(node: Node, args: list[Batched], size: Dim) -> Batched:
         return bind("take", x, i, axis=axis + 1), True
     if bi and not bx:  # the batch lands at `axis`, the first of indices' axes
         return move_axis(bind("take", x, i, axis=axis), axis, 0), True
-    _known(node, (*_shape(x), *_shape(i)), "gathers a different row for each example")
+    if not _known(*_shape(x), *_shape(i)):
+        return loop_over_examples(node, args, size), True
     return _gather_per_example(x, i, axis, _rank(node, 1)), True
 
 
@@ -367,6 +366,8 @@ def scatter_add_along_axis(node: Node, args: list[Batched], size: Dim) -> Batche
 def scatter_add(node: Node, args: list[Batched], size: Dim) -> Batched:
     # the adjoint of take: ct's rows added into a zero array at the indices
     (ct, bc), (i, bi) = args
+    if bi and not _known(size, *node.attrs["shape"], *_shape(i)):
+        return loop_over_examples(node, args, size), True
     if bi:
         return _scatter_per_example(node, batched(ct, bc, size), i, size), True
     shape = (_shape(ct)[0], *node.attrs["shape"])
@@ -383,7 +384,8 @@ def embedding(node: Node, args: list[Batched], size: Dim) -> Batched:
             f"vmap: {node.describe()} has a weight that differs per example and a "
             "padding_idx; give vmap an unbatched table (in_axes=None)"
         )
-    _known(node, (*_shape(w), *_shape(i)), "gathers a different row for each example")
+    if not _known(*_shape(w), *_shape(i)):
+        return loop_over_examples(node, args, size), True
     return _gather_per_example(w, batched(i, bi, size), 0, _rank(node, 0)), True
 
 
@@ -477,10 +479,9 @@ def gemm(node: Node, args: list[Batched], size: Dim) -> Batched:
 # -- images: merge the batch into N --------------------------------------------------------
 
 
-def _merge_batch(node: Node, value: Any) -> Any:
+def _merge_batch(value: Any) -> Any:
     """(B, N, ...) as (B*N, ...): the batch joins the images' axis."""
     shape = _shape(value)
-    _known(node, shape[:2], "merges the batch into its images' axis N")
     return bind("reshape", value, shape=(shape[0] * shape[1], *shape[2:]))
 
 
@@ -493,7 +494,9 @@ def _split_batch(value: Any, size: int) -> Any:
     "max_pool2d", "avg_pool2d", "max_pool2d_backward", "max_pool2d_select", "avg_pool2d_backward"
 )
 def pooling(node: Node, args: list[Batched], size: Dim) -> Batched:
-    values = [_merge_batch(node, batched(v, flag, size)) for v, flag in args]
+    if not _known(size, *(x.type.shape[0] for x in node.inputs)):
+        return loop_over_examples(node, args, size), True
+    values = [_merge_batch(batched(v, flag, size)) for v, flag in args]
     return _split_batch(bind(node.op, *values, **node.attrs), size), True
 
 
@@ -502,10 +505,12 @@ def convolution(node: Node, args: list[Batched], size: Dim) -> Batched:
     """An unbatched weight: the batch joins the images' axis N. A batched weight: one
     convolution of `size` times as many groups, each example's channels a block."""
     (x, bx), (w, bw) = args
+    images, weight = node.inputs[0].type.shape, node.inputs[1].type.shape
+    if not _known(size, images[0]) or bw and not _known(*images, *weight):
+        return loop_over_examples(node, args, size), True
     if not bw:
-        return _split_batch(bind(node.op, _merge_batch(node, x), w, **node.attrs), size), True
+        return _split_batch(bind(node.op, _merge_batch(x), w, **node.attrs), size), True
     x = batched(x, bx, size)
-    _known(node, (*_shape(x), *_shape(w)), "convolves each example with its own weight")
     n, c = _shape(x)[1:3]
     # images (N, B*C, H, W), example b's channels the b-th block
     x = bind("reshape", move_axis(x, 0, 1), shape=(n, size * c, *_shape(x)[3:]))
@@ -521,18 +526,24 @@ def convolution(node: Node, args: list[Batched], size: Dim) -> Batched:
 
 @batches("random_uniform", "random_normal", "fold_in")
 def per_example_draws(node: Node, args: list[Batched], size: Dim) -> Batched:
-    """A key that differs per example draws each example's numbers from its own key:
-    a scan over the examples, the node itself its body, so every example's bits are
-    those it draws alone (a batched draw would number its counters across examples)."""
+    """A key that differs per example draws each example's numbers from its own key,
+    the bits it draws alone (a batched draw would number its counters across examples)."""
+    return loop_over_examples(node, args, size), True
+
+
+def loop_over_examples(node: Node, args: list[Batched], size: Dim) -> Any:
+    """The node run example by example: a scan over the batched operands (its xs), the
+    unbatched ones its consts, the node itself its body; the ys are the batched value.
+    Exact, and slower than a batched op: for what has no batched form (random draws
+    per key) or none nameable (a merge of a symbolic batch with another axis)."""
     batched_args = [v for v, flag in args if flag]
     shared = [v for v, flag in args if not flag]
-    types = [x.type for x, (_, flag) in zip(node.inputs, args) if flag]
-    types += [x.type for x, (_, flag) in zip(node.inputs, args) if not flag]
     order = [k for k, (_, flag) in enumerate(args) if flag]
     order += [k for k, (_, flag) in enumerate(args) if not flag]
+    types = [node.inputs[k].type for k in order]
 
     def body(values: list[Batched]) -> list[Any]:
-        inputs = [None] * len(values)
+        inputs: list[Any] = [None] * len(values)
         for k, (value, _) in zip(order, values):
             inputs[k] = value
         return [bind(node.op, *inputs, **node.attrs)]
@@ -547,7 +558,7 @@ def per_example_draws(node: Node, args: list[Batched], size: Dim) -> Batched:
         num_carry=0,
         num_xs=len(batched_args),
     )
-    return bind("result", value, index=0), True
+    return bind("result", value, index=0)
 
 
 # -- nodes with several results, and control flow -------------------------------------------

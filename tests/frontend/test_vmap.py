@@ -326,3 +326,20 @@ def test_switch_map_and_associative_scan_agree_with_jax(jax: Any) -> None:
     ]
     for got, want in pairs:
         np.testing.assert_allclose(got, np.asarray(want), rtol=1e-14, atol=1e-15)
+
+
+def test_vmap_in_a_trace_batches_on_the_traced_symbolic_dim() -> None:
+    def f(xs: Any, w: Any) -> Any:
+        return gc.vmap(lambda x: gc.sum(gc.tanh(x @ w)))(xs)
+
+    g = gc.trace(f, gc.TensorSpec((None, 3), "float64"), gc.TensorSpec((3, 2), "float64"))
+    assert str(g) == (
+        "graph f(%xs: f64[xs_0,3], %w: f64[3,2]) {\n"
+        "  %matmul: f64[xs_0,2] = matmul(%xs, %w)\n"
+        "  %tanh: f64[xs_0,2] = tanh(%matmul)\n"
+        "  %sum: f64[xs_0] = sum(%tanh, axis=(1,), keepdims=False)\n"
+        "  output %out = %sum\n"
+        "}"
+    )
+    x, w = _normal(5, 3), _normal(3, 2)
+    np.testing.assert_allclose(g(x, w), np.tanh(x @ w).sum(1), rtol=1e-14)

@@ -188,7 +188,7 @@ def vmap(
             out_leaves, out_tree[0] = flatten(result)
             return tuple(out_leaves)
 
-        outer = graph_of(leaves) if any(kind_of(v) is not None for v in leaves) else None
+        outer = graph_of(leaves)  # the graph being built (arrays inside a trace too)
         key = _signature(tree, types, axes, size) if outer is None else None
         if key is not None and key in compiled:  # arrays of a signature met before
             body, executable, out_tree[0] = compiled[key]

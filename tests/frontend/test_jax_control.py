@@ -12,7 +12,7 @@ float64, through gc.gradients on the traced graph.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,10 +26,11 @@ F64 = "float64"
 
 
 @pytest.fixture
-def jax() -> Any:
+def jax() -> Iterator[Any]:
+    """jax with float64 inside each test only (a global setting outlived the tests)."""
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
+    with jax.enable_x64(True):
+        yield jax
 
 
 def rng(seed: int = 0) -> np.random.Generator:

@@ -7,7 +7,7 @@ with values captured from the enclosing trace, and on eager tensors.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -23,11 +23,12 @@ def _normal(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape)
 
 
-@pytest.fixture(scope="module")
-def jax() -> Any:
+@pytest.fixture
+def jax() -> Iterator[Any]:
+    """jax with float64 inside each test only (a global setting outlived the tests)."""
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
+    with jax.enable_x64(True):
+        yield jax
 
 
 # -- against jax.vmap -----------------------------------------------------------------
@@ -343,3 +344,15 @@ def test_vmap_in_a_trace_batches_on_the_traced_symbolic_dim() -> None:
     )
     x, w = _normal(5, 3), _normal(3, 2)
     np.testing.assert_allclose(g(x, w), np.tanh(x @ w).sum(1), rtol=1e-14)
+
+
+def test_vmap_on_arrays_inside_a_transformation_reads_the_traced_values() -> None:
+    """gc.vmap called on plain arrays while a graph is being built (inside gc.grad),
+    its function reading a traced value: it records into that graph (it declared a graph
+    of its own and refused the outer value)."""
+    w0 = np.array([0.5, -1.0, 2.0])
+    xs = np.arange(12.0).reshape(4, 3)
+    per_example = lambda w, x: gc.sum(gc.tanh(w * x))  # noqa: E731
+    got = gc.grad(lambda w: gc.sum(gc.vmap(lambda x: per_example(w, x))(xs)))(w0)
+    want = sum((1 - np.tanh(w0 * x) ** 2) * x for x in xs)
+    np.testing.assert_allclose(got, want, rtol=1e-12)

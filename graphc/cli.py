@@ -72,7 +72,7 @@ def bench(args: argparse.Namespace) -> int:
     print(benchmarks.markdown(report))
     goals = benchmarks.goals.evaluate(report)
     report["goals"] = [vars(goal) for goal in goals]
-    print("## Goals (issues 6, 14 to 18, 30 and 31)\n")
+    print("## Goals (issues 6, 14 to 18, 30, 31 and 35)\n")
     print(benchmarks.goals.markdown(goals, quick=args.quick))
     if args.json:
         with open(args.json, "w") as f:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from graphc.bench import cnn, onnx_zoo, resnet_block, scale, transformer, zoo_models
+from graphc.bench import cnn, onnx_zoo, per_example, resnet_block, scale, transformer, zoo_models
 from graphc.bench.core import BASELINE, COPYTO, DEFAULT, NATIVE, O0, SCAN, SCAN_DEFAULT
 from graphc.bench.report import seconds, size
 from graphc.bench.rnn import FULL_CASE as RNN_CASE
@@ -76,7 +76,7 @@ def _bounded(text: str, measured: str, ratio: float, most: float, strict: bool) 
 
 
 def evaluate(report: dict[str, Any]) -> list[Goal]:
-    """Every goal of issues 6, 14 to 18, 30 and 31 against `report`."""
+    """Every goal of issues 6, 14 to 18, 30, 31 and 35 against `report`."""
     goals = []
     tiny = _cell(report, "tiny", "(1,)", BASELINE)
     goals.append(
@@ -156,7 +156,8 @@ def evaluate(report: dict[str, Any]) -> list[Goal]:
         else Goal(text, "not measured", None)
     )
     goals += scan_goals(report) + loop_goals(report) + model_goals(report) + onnx_goals(report)
-    return goals + native_goals(report) + scale_goals(report) + first_result_goals(report)
+    goals += native_goals(report) + scale_goals(report) + first_result_goals(report)
+    return goals + per_example_goals(report)
 
 
 # (text, the mode graphc-O2-scan is compared with, largest ratio scan / that mode)
@@ -442,7 +443,7 @@ def every_case_goal(
 
 def markdown(goals: list[Goal], quick: bool = False) -> str:
     """The goals as a markdown table, and how to read its verdicts (`reading`)."""
-    lines = ["| goal (issues 6, 14 to 18, 30, 31) | measured | verdict |", "|---|---|---|"]
+    lines = ["| goal (issues 6, 14 to 18, 30, 31, 35) | measured | verdict |", "|---|---|---|"]
     lines += [f"| {g.text} | {g.measured} | {verdict(g)} |" for g in goals]
     return "\n".join(lines) + "\n\n" + reading(quick) + "\n"
 
@@ -645,4 +646,39 @@ def first_result_goals(report: dict[str, Any]) -> list[Goal]:
         goals.append(Goal(text, built, None))
     else:
         goals.append(Goal(text, "not measured", None))
+    return goals
+
+
+PER_EXAMPLE_OVER_BATCHED = 1.3  # vmap(grad)'s time / the batch mean's gradient's at most this
+
+
+def per_example_goals(report: dict[str, Any]) -> list[Goal]:
+    """Issue 35's goals on the default backend: per-example gradients of the digits MLP
+    (batch 256) by vmap(grad) within 1.3x of the batch mean's gradient, and ahead of
+    jax.jit(jax.vmap(jax.grad(...))) with LOOP_MARGIN."""
+    text = (
+        f"per-example gradients b256: vmap(grad) (default) within {PER_EXAMPLE_OVER_BATCHED}x "
+        "of the batch mean's gradient (default)"
+    )
+    ours, batched = (
+        _cell(report, "per-example", case, DEFAULT)
+        for case in (per_example.PER_EXAMPLE, per_example.BATCHED)
+    )
+    if ours is None or batched is None:
+        goals = [Goal(text, "not measured", None)]
+    else:
+        ratio = ours["median"] / batched["median"]
+        measured = f"{seconds(ours['median'])} vs {seconds(batched['median'])}: {ratio:.2f}x"
+        goals = [_bounded(text, measured, ratio, PER_EXAMPLE_OVER_BATCHED, strict=False)]
+    goals.append(
+        _ratio_goal(
+            report,
+            f"per-example gradients b256: vmap(grad) (default) >= {LOOP_MARGIN}x faster than "
+            "jax.jit(jax.vmap(jax.grad))",
+            ("per-example", per_example.PER_EXAMPLE),
+            "jax",
+            1 / LOOP_MARGIN,
+            ours_mode=DEFAULT,
+        )
+    )
     return goals

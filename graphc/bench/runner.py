@@ -40,6 +40,7 @@ from graphc.bench import (
     mlp,
     onnx_zoo,
     peers,
+    per_example,
     resnet_block,
     rnn,
     rnn_compile,
@@ -79,6 +80,7 @@ WORKLOADS: tuple[Workload, ...] = (
     trace_compile.WORKLOAD,
     rnn_compile.WORKLOAD,
     onnx_zoo.WORKLOAD,
+    per_example.WORKLOAD,
 )
 # run only when named (`graphc bench --only scale`): they start dask clusters
 ON_REQUEST: tuple[Workload, ...] = (scale.WORKLOAD,)

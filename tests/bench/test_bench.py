@@ -92,6 +92,7 @@ def test_quick_json_has_every_workload_and_mode(part_report: tuple[str, dict[str
         "transformer",
         "resnet_block",
         "onnx",
+        "per-example",
         "compile",
         "trace-compile",
         "rnn-compile",

@@ -170,5 +170,5 @@ def test_onnx_goals_read_the_workload_cells() -> None:
     native = "ONNX zoo: native O2 no slower than numpy O2 (<= 1.1x, noise), every case"
     assert found[native].met is None  # issue 17's: no native figures here
     assert goals.markdown(goals.evaluate(report)).startswith(
-        "| goal (issues 6, 14 to 18, 30, 31) |"
+        "| goal (issues 6, 14 to 18, 30, 31, 35) |"
     )

@@ -70,6 +70,7 @@ from graphc.ir.types import TensorType
 from graphc.ir.verify import verify
 from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level API
 from graphc.ops import Symbol
+from graphc.ops import pytree as tree_util  # jax.tree_util's functions, also top-level
 from graphc.ops.batching import VmapError
 from graphc.ops.methods import unbind
 from graphc.passes.autodiff import gradients, split_backward

@@ -188,3 +188,12 @@ def test_unflatten_with_the_wrong_number_of_leaves_and_unsortable_keys() -> None
         gc.tree_unflatten(tree, [1, 2, 3])
     with pytest.raises(gc.GraphcError, match="keys of a dict must be sortable"):
         gc.tree_flatten({1: "a", "b": 2})
+
+
+def test_tree_util_namespace_holds_the_top_level_functions() -> None:
+    """`gc.tree_util` spells jax.tree_util's module path (code ported from JAX) and holds
+    the same functions as the top-level names."""
+    for name in ("tree_flatten", "tree_unflatten", "tree_map", "tree_leaves", "tree_structure"):
+        assert getattr(gc.tree_util, name) is getattr(gc, name), name
+    assert gc.tree_util.register_pytree_node is gc.register_pytree_node
+    assert gc.tree_util.tree_map(lambda v: v + 1, {"b": 1, "a": [2]}) == {"a": [3], "b": 2}

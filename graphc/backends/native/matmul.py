@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.backends.native import calls
+from graphc.backends.native import calls, outer
 from graphc.backends.native.c_sources import c_source
 from graphc.backends.native.kernels import Kernel
 from graphc.ir.graph import OP, Node
@@ -229,7 +229,12 @@ def _layout(gen: Generator, value: str, lines: list[str], once: bool = False) ->
 def lower(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) -> list[str] | None:
     """The product of `step` (its inputs a and b first) into `out` as one C call, with the
     plan value `bias` (where `bias_rows` allows it, or None) added and a relu applied
-    when asked; or None (numpy's kernel) where `reason` says so."""
+    when asked; or None (numpy's kernel) where `reason` says so. A stack of outer
+    products (one contracted term) is outer.py's kernel, numpy's bits."""
+    if step.node.op == "matmul":  # (an epilogue's product has its bias and activation)
+        stacked = outer.lower(gen, step, out)
+        if stacked is not None:
+            return stacked
     why = reason(step.node)
     if why is not None:
         calls.plan_state(gen)["declined"][step.index] = f"matmul in C: {why}"

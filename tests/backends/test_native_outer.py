@@ -1,0 +1,86 @@
+"""Stacked outer products (a matmul of (..., M, 1) by (..., 1, N), as vmap batches
+per-example weight gradients) in C: numpy's bits on special values, in float32 and
+float64, for every rank, operands that are views, and calls large enough to run on the
+OpenMP pool; and what stays on numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.backends.native import outer
+from tests.edge_values import bits_differ, float_specials
+from tests.native_checks import needs_native, runs_native
+
+pytestmark = needs_native
+
+
+def _operands(dtype: str, lead: tuple[int, ...], m: int, n: int, seed: int) -> tuple:
+    """Columns (lead, m, 1) and rows (lead, 1, n) drawn from the special values and
+    random numbers: every pair of signed zeros, infinities, nan and subnormals meets."""
+    rng = np.random.default_rng(seed)
+    pool = np.concatenate([float_specials(np.dtype(dtype)), rng.standard_normal(64)])
+    pool = pool.astype(dtype)
+    return rng.choice(pool, (*lead, m, 1)), rng.choice(pool, (*lead, 1, n))
+
+
+def _graph(a: np.ndarray, b: np.ndarray) -> gc.Graph:
+    g = gc.Graph("outer")
+    with g:
+        x = gc.placeholder("a", shape=a.shape, dtype=a.dtype)
+        y = gc.placeholder("b", shape=b.shape, dtype=b.dtype)
+        gc.output(gc.matmul(x, y), name="out")
+    return g
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    ("lead", "m", "n"),
+    [((), 7, 5), ((3,), 1, 1), ((256,), 64, 10), ((2, 3), 9, 17), ((0,), 4, 4), ((5,), 0, 3)],
+)
+def test_stacked_outer_products_give_numpys_bits(
+    dtype: str, lead: tuple[int, ...], m: int, n: int
+) -> None:
+    a, b = _operands(dtype, lead, m, n, seed=m * 31 + n)
+    with np.errstate(all="ignore"):
+        want = np.matmul(a, b)
+        exe = gc.compile(_graph(a, b), backend="native")
+        got = exe(a, b)
+    assert bits_differ(got, want) is None
+    if lead and a.size and b.size:  # a stack is this kernel's (a matrix, matmul.py's)
+        assert outer.KERNELS[np.dtype(dtype)].name in exe.source()
+
+
+def test_views_and_a_call_on_the_pool_give_numpys_bits() -> None:
+    """Operands made inside the graph by reshapes and transposes of rows (vmap's form),
+    and a result of 2**21 entries, large enough to run on the OpenMP pool."""
+    rng = np.random.default_rng(5)
+    rows, cols = rng.standard_normal((512, 64)), rng.standard_normal((512, 64))
+    rows, cols = rows.astype(np.float32), cols.astype(np.float32)
+    rows[::7, ::3] = -0.0
+    g = gc.Graph("per_example")
+    with g:
+        x = gc.placeholder("x", shape=rows.shape, dtype="float32")
+        d = gc.placeholder("d", shape=cols.shape, dtype="float32")
+        column = gc.transpose(gc.reshape(x, (512, 1, 64)), (0, 2, 1))
+        gc.output(gc.matmul(column, gc.reshape(d, (512, 1, 64))), name="grads")
+    assert outer.PARALLEL_WORK <= 512 * 64 * 64
+    exe = gc.compile(g, backend="native")
+    got = exe(rows, cols)
+    want = np.matmul(rows[:, :, None], cols[:, None, :])
+    assert bits_differ(got, want) is None
+    assert runs_native(exe, rows, cols) >= 1
+
+
+def test_what_stays_on_numpy() -> None:
+    """Broadcast leading dims, symbolic shapes and integers are numpy's matmul."""
+    a = np.ones((3, 4, 1), np.float32)
+    b = np.ones((1, 1, 5), np.float32)  # leading dims broadcast: not this kernel's
+    exe = gc.compile(_graph(a, b), backend="native")
+    np.testing.assert_array_equal(exe(a, b), np.matmul(a, b))
+    assert "[native]" not in exe.explain(a, b)
+    ints = np.arange(12, dtype=np.int64).reshape(3, 4, 1)
+    exe = gc.compile(_graph(ints, ints.reshape(3, 1, 4)), backend="native")
+    np.testing.assert_array_equal(exe(ints, ints.reshape(3, 1, 4)), ints @ ints.reshape(3, 1, 4))
+    assert "[native]" not in exe.explain(ints, ints.reshape(3, 1, 4))

@@ -96,16 +96,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _sample_cases(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The quick run's sample: of each parametrized test function, its first case and
-    about QUICK_CASES - 1 others by a stable hash of their ids."""
+    about QUICK_CASES - 1 others by a stable hash of their ids (`quick_cases(n)`, a
+    mark on a test whose every case builds many kernels, asks for n in all)."""
     cases: dict[str, list[pytest.Item]] = {}
     for item in items:
         if "[" in item.nodeid:
             cases.setdefault(item.nodeid.split("[")[0], []).append(item)
     left: set[int] = set()
     for group in cases.values():
-        if len(group) > QUICK_CASES:
+        marker = group[0].get_closest_marker("quick_cases")  # a heavy test asks for fewer
+        limit = marker.args[0] if marker is not None else QUICK_CASES
+        if len(group) > limit:
             ranked = sorted(group[1:], key=lambda item: zlib.crc32(item.nodeid.encode()))
-            left.update(id(item) for item in ranked[QUICK_CASES - 1 :])
+            left.update(id(item) for item in ranked[limit - 1 :])
     if left:
         config.hook.pytest_deselected(items=[item for item in items if id(item) in left])
         items[:] = [item for item in items if id(item) not in left]

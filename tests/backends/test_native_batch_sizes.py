@@ -183,6 +183,7 @@ def _classifier_run(make: Callable[[], nn.Module], image: tuple[int, ...]) -> Ru
     return run
 
 
+@pytest.mark.slow  # builds a training step's kernels; the quick run keeps the two others
 def test_the_mlp_training_step_compiles_once(wanted: list[str]) -> None:
     assert_no_compiler_after_the_first_size(_classifier_run(_mlp, (784,)), wanted)
 

@@ -180,6 +180,7 @@ def test_measure_reports_what_did_not_run(user_cache: Path) -> None:
     assert found[BASELINE].agrees is True
 
 
+@pytest.mark.slow  # four cold starts in fresh processes
 def test_quick_leaves_the_slow_cold_starts_to_the_full_run(user_cache: Path) -> None:
     log: list[tuple[str, Any]] = []
     starts = {m: starter(log, m) for m in (BASELINE, DEFAULT)}

@@ -125,3 +125,35 @@ def test_two_shards_split_the_quick_run() -> None:
     first, second = _collect("--shard", "1/2"), _collect("--shard", "2/2")
     assert first and second and not first & second
     assert first | second == _collect()
+
+
+def test_the_quick_sample_takes_two_cases_or_what_a_quick_cases_mark_asks() -> None:
+    """_sample_cases keeps each parametrized test's first case and, by hash, one more,
+    or n in all for a test marked quick_cases(n); unparametrized tests stay."""
+    from tests.conftest import QUICK_CASES, _sample_cases
+
+    class Item:
+        def __init__(self, nodeid: str, limit: int | None) -> None:
+            self.nodeid = nodeid
+            self.mark = None if limit is None else pytest.mark.quick_cases(limit).mark
+
+        def get_closest_marker(self, name: str) -> object:
+            return self.mark if name == "quick_cases" else None
+
+    class Config:
+        class hook:  # noqa: N801 - pytest's hook relay, as the sample calls it
+            deselected: list = []
+
+            @staticmethod
+            def pytest_deselected(items: list) -> None:
+                Config.hook.deselected += items
+
+    items = [Item(f"t.py::plain[{k}]", None) for k in range(5)]
+    items += [Item(f"t.py::heavy[{k}]", 1) for k in range(5)]
+    items += [Item("t.py::single", None)]
+    _sample_cases(Config, items)  # type: ignore[arg-type]
+    kept = [item.nodeid for item in items]
+    assert sum(n.startswith("t.py::plain[") for n in kept) == QUICK_CASES == 2
+    assert "t.py::plain[0]" in kept and "t.py::single" in kept
+    assert [n for n in kept if n.startswith("t.py::heavy[")] == ["t.py::heavy[0]"]
+    assert len(Config.hook.deselected) == 3 + 4

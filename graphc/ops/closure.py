@@ -13,7 +13,7 @@ array path of a scan of no steps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from graphc.ops.symbolic import (
     tracing_body,
     user_location,
 )
+from graphc.ops.weak import as_dtype_of, is_weak, weak_scalar
 
 
 def fn_name(fn: Callable[..., Any], default: str) -> str:
@@ -72,12 +73,17 @@ def lift(value: Any, graph: Graph | None = None) -> Symbol:
 
 
 class Traced:
-    """A function traced into a body: its graph, its output structure and captures."""
+    """A function traced into a body: its graph, its output structure and captures, and
+    which of its results are weak (graphc/ops/weak.py): result index -> the Python
+    scalar it was or stands for, for the caller to settle their dtypes."""
 
-    def __init__(self, body: Graph, tree: Tree, captures: dict[Node, Node]) -> None:
+    def __init__(
+        self, body: Graph, tree: Tree, captures: dict[Node, Node], weak: dict[int, Any]
+    ) -> None:
         self.body = body
         self.tree = tree
         self.captures = captures  # outer node -> body placeholder
+        self.weak = weak
 
 
 def trace_body(
@@ -86,8 +92,14 @@ def trace_body(
     inputs: Sequence[tuple[str, TensorType]],
     fn: Callable[[list[Symbol]], Any],
     op: str,
+    result_dtypes: Mapping[int, np.dtype] | None = None,
 ) -> Traced:
+    """`fn` traced on placeholders of types `inputs` into a body graph named `name`.
+
+    A weak result (a Python scalar, or a weak graph value) takes the dtype
+    `result_dtypes` gives for its index, if any; else it keeps its own."""
     body = Graph(name)
+    weak_results: dict[int, Any] = {}
     with tracing_body(body, parent) as captures:
         symbols = [
             Symbol(body.add_placeholder(body.fresh_name(n), t, meta={"loc": user_location()}))
@@ -98,10 +110,14 @@ def trace_body(
         for k, leaf in enumerate(leaves):
             if leaf is None:
                 continue
+            if is_weak(leaf):
+                weak_results[k] = weak_scalar(leaf)
+                if result_dtypes is not None and k in result_dtypes:
+                    leaf = as_dtype_of(leaf, result_dtypes[k], f"{op}: result {k} of '{name}'")
             symbol = _as_body_value(leaf, body, op, name, k)
             body.add_output(symbol.node, body.fresh_name(f"out{k}"))
         _close_dims(body, parent, op)
-    return Traced(body, tree, captures)
+    return Traced(body, tree, captures, weak_results)
 
 
 def _close_dims(body: Graph, parent: Graph, op: str) -> None:

@@ -24,15 +24,16 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, ShapeError, TracingError
-from graphc.ir.graph import Graph, Node
+from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.types import TensorType, as_dim, is_symbol
 from graphc.ops.closure import Traced, empty_ys, fn_name, graph_of, lift, trace_body, with_inputs
-from graphc.ops.dispatch import bind, dtype_of, is_python_scalar, kind_of
-from graphc.ops.pytree import Tree, flatten, mismatch, show_tree, unflatten
+from graphc.ops.dispatch import bind, dtype_of, is_python_scalar, kind_of, weak_dtype
+from graphc.ops.pytree import Tree, flatten, leaf_paths, mismatch, show_tree, unflatten
 from graphc.ops.selection import cast, lt, ne
 from graphc.ops.shape import stack
 from graphc.ops.symbolic import Symbol, enclosing
 from graphc.ops.tuples import results
+from graphc.ops.weak import as_dtype_of, is_weak, join_weak, weak, weak_scalar
 
 _MISSING: Any = object()
 
@@ -90,8 +91,9 @@ def cond(
 
     `pred` is a scalar: a bool, or a number (nonzero is true, as in JAX). On graph
     values both branches are traced and one `cond` node records them (each must return
-    the same structure of the same types); on eager tensors, arrays or a Python `pred`
-    the Python `if` runs.
+    the same structure of the same types, except that a Python scalar result takes the
+    dtype of the other branch's result there, where JAX would refuse it); on eager
+    tensors, arrays or a Python `pred` the Python `if` runs.
 
     >>> import numpy as np, graphc as gc
     >>> f = gc.trace(lambda x: gc.cond(gc.sum(x) > 0, lambda v: v * 2, lambda v: -v, x),
@@ -113,9 +115,9 @@ def cond(
     symbols = [lift(v, graph) for v in leaves]
     inputs = [(f"x{i}", s.type) for i, s in enumerate(symbols)]
 
-    def branch(fn: Callable[..., Any], default: str) -> Traced:
+    def branch(fn: Callable[..., Any], default: str, dtypes: dict | None = None) -> Traced:
         name = fn_name(fn, default)
-        return trace_body(name, graph, inputs, lambda xs: fn(*unflatten(tree, xs)), "cond")
+        return trace_body(name, graph, inputs, lambda xs: fn(*unflatten(tree, xs)), "cond", dtypes)
 
     taken, other = branch(true_fun, "true_fn"), branch(false_fun, "false_fn")
     if taken.tree != other.tree:
@@ -124,6 +126,12 @@ def cond(
             f"from '{taken.body.name}', {show_tree(other.tree)} from '{other.body.name}' "
             f"(they differ at {mismatch(taken.tree, other.tree, 'result')})"
         )
+    settled = _join_branches("cond", [taken, other], leaf_paths(taken.tree, "result"))
+    if _retrace(taken, settled):
+        taken = branch(true_fun, "true_fn", settled)
+    if _retrace(other, settled):
+        other = branch(false_fun, "false_fn", settled)
+    weak_results = set(taken.weak) & set(other.weak)  # weak in every branch: still weak
     captured = list(dict.fromkeys([*taken.captures, *other.captures]))
     bodies = []
     for traced in (taken, other):
@@ -141,7 +149,45 @@ def cond(
         then_body=bodies[0],
         else_body=bodies[1],
     )
-    return unflatten(taken.tree, results(node))
+    values = [weak(v) if k in weak_results else v for k, v in enumerate(results(node))]
+    return unflatten(taken.tree, values)
+
+
+def _join_branches(op: str, traced: Sequence[Traced], paths: list[str]) -> dict[int, np.dtype]:
+    """The dtype each weak branch result takes (graphc/ops/weak.py): that of the other
+    branches' strongly typed result there, or, weak in every branch, the default dtype
+    of the highest Python kind among them. Results whose types differ otherwise are left
+    to the op's type rule, which names them."""
+    settled: dict[int, np.dtype] = {}
+    for k, path in enumerate(paths):
+        types = [t.body.outputs[k].type for t in traced]
+        if not any(k in t.weak for t in traced) or len({ty.shape for ty in types}) != 1:
+            continue
+        fixed = {ty.dtype for t, ty in zip(traced, types) if k not in t.weak}
+        if len(fixed) > 1:
+            continue
+        if not fixed:
+            settled[k] = join_weak([t.weak[k] for t in traced])
+            continue
+        target = next(iter(fixed))
+        for t in traced:
+            if k in t.weak and weak_dtype(t.weak[k], [target]) != target:
+                scalar = t.weak[k]
+                raise DTypeError(
+                    f"{op}: {path} is a weakly typed {type(scalar).__name__} (a Python "
+                    f"scalar) in '{t.body.name}' and {target} in the other branches; a Python "
+                    f"{type(scalar).__name__} meeting {target} gives "
+                    f"{weak_dtype(scalar, [target])}, not {target}: return a value of one "
+                    f"dtype from every branch (np.{target}(...), or gc.cast)"
+                )
+        settled[k] = target
+    return settled
+
+
+def _retrace(traced: Traced, settled: dict[int, np.dtype]) -> bool:
+    """Whether a weak result of `traced` must be traced again to take its settled dtype."""
+    outputs = traced.body.outputs
+    return any(k in settled and outputs[k].type.dtype != settled[k] for k in traced.weak)
 
 
 # -- switch ---------------------------------------------------------------------------
@@ -212,8 +258,10 @@ def scan(
     """Loop `carry, y = f(carry, x)` over the slices `x` of `xs` along their first axis;
     returns the final carry and the ys stacked along a new first axis (`lax.scan`).
 
-    With `reverse=True` the steps run from the last slice to the first (ys[t] still
-    belongs to xs[t]). Without xs, `length` gives the number of steps. On graph values
+    A Python scalar in `init` is weakly typed, as in JAX (graphc/ops/weak.py): it takes
+    the dtype the body gives it (`scan(f, 0, float32_xs)` with `carry + x` has a float32
+    carry; the body is traced again on that dtype). With `reverse=True` the steps run
+    from the last slice to the first (ys[t] still belongs to xs[t]). Without xs, `length` gives the number of steps. On graph values
     the body is traced once and one `scan` node records it, whatever the length.
     `unroll` (a positive int, or a bool) is accepted for JAX's sake and changes
     nothing, results included: graphc's compiled loop calls a body planned once per
@@ -229,6 +277,20 @@ def scan(
         isinstance(unroll, (int, np.integer)) and unroll >= 1
     ):
         raise GraphcError(f"scan: unroll must be a positive int or a bool, got {unroll!r}")
+    return _scan(f, init, xs, length, reverse, None, "scan")
+
+
+def _scan(
+    f: Callable[[Any, Any], tuple[Any, Any]],
+    init: Any,
+    xs: Any,
+    length: int | str | None,
+    reverse: bool,
+    paths: list[str] | None,
+    op: str,
+) -> tuple[Any, Any]:
+    """`scan`, its carry errors saying `op` and naming the carries' leaves by `paths`
+    (else from `init`: `init[0]`)."""
     init_leaves, init_tree = flatten(init)
     xs_leaves, xs_tree = flatten(xs)
     graph = graph_of([*init_leaves, *xs_leaves])
@@ -240,17 +302,28 @@ def scan(
     if is_symbol(steps) and not xs_symbols:
         _check_bound(graph, steps)  # type: ignore[arg-type]
     name = fn_name(f, "scan_body")
-    inputs = [(f"carry{i}", c.type) for i, c in enumerate(carries)]
-    inputs += [(f"x{i}", x.type.with_shape(x.shape[1:])) for i, x in enumerate(xs_symbols)]
+    xs_inputs = [(f"x{i}", x.type.with_shape(x.shape[1:])) for i, x in enumerate(xs_symbols)]
 
-    def body_fn(values: list[Symbol]) -> Any:
-        carry = unflatten(init_tree, values[: len(carries)])
-        x = unflatten(xs_tree, values[len(carries) :])
-        out = _pair(f(carry, x), name)
-        _check_carry("scan", name, init_tree, flatten(out[0])[1])
-        return out
+    def trace(carries: list[Symbol], weak_carries: list[bool]) -> Traced:
+        inputs = [(f"carry{i}", c.type) for i, c in enumerate(carries)] + xs_inputs
 
-    traced = trace_body(name, graph, inputs, body_fn, "scan")
+        def body_fn(values: list[Symbol]) -> Any:
+            carry = unflatten(init_tree, _weakened(values[: len(carries)], weak_carries))
+            x = unflatten(xs_tree, values[len(carries) :])
+            out = _pair(f(carry, x), name)
+            _check_carry("scan", name, init_tree, flatten(out[0])[1])
+            return out
+
+        return trace_body(name, graph, inputs, body_fn, "scan")
+
+    paths = paths if paths is not None else leaf_paths(init_tree, "init")
+    weak_carries = [is_weak(v) for v in init_leaves]
+    traced = trace(carries, weak_carries)
+    settled = _settle_carries(op, traced, init_leaves, carries, weak_carries, paths, graph)
+    if settled is not None:
+        carries, weak_carries = settled
+        traced = trace(carries, weak_carries)
+    _check_carry_types(op, traced, carries, paths)
     ys_tree = traced.tree.children[1]  # the tree of the pair (carry, y)
     node = bind(
         "scan",
@@ -264,7 +337,78 @@ def scan(
         num_xs=len(xs_symbols),
     )
     values = results(node)
+    # a carry weak in and out stays weak, and so does a y that is weak
+    flags = [
+        k in traced.weak and (k >= len(carries) or weak_carries[k]) for k in range(len(values))
+    ]
+    values = _weakened(values, flags)
     return unflatten(init_tree, values[: len(carries)]), unflatten(ys_tree, values[len(carries) :])
+
+
+def _weakened(values: Sequence[Symbol], flags: Sequence[bool]) -> list[Symbol]:
+    """`values`, those whose flag is set marked weak (graphc/ops/weak.py)."""
+    return [weak(v) if flag else v for v, flag in zip(values, flags, strict=True)]
+
+
+def _settle_carries(
+    op: str,
+    traced: Traced,
+    init_leaves: Sequence[Any],
+    carries: list[Symbol],
+    weak_carries: list[bool],
+    paths: list[str],
+    graph: Graph,
+) -> tuple[list[Symbol], list[bool]] | None:
+    """The carries again, if a weak one (a Python scalar's) must take the dtype the body
+    returns for it, as JAX promotes a weakly typed carry: `scan(f, 0, float32_xs)` with
+    `carry + x` is a float32 carry. A promoted carry is strongly typed from then on; the
+    body is to be traced again with them. None when nothing changes."""
+    outputs = traced.body.outputs
+    new_carries, new_weak, changed = list(carries), list(weak_carries), False
+    for k, (carry, is_weak_carry) in enumerate(zip(carries, weak_carries)):
+        given = outputs[k].type
+        if not is_weak_carry or given == carry.type or given.shape != carry.type.shape:
+            continue  # unchanged, or a mistake _check_carry_types names
+        scalar = weak_scalar(init_leaves[k])
+        if weak_dtype(scalar, [given.dtype]) != given.dtype:
+            raise DTypeError(
+                f"{op}: the carry {paths[k]} starts as a Python {type(scalar).__name__} "
+                f"({carry.dtype}) but '{traced.body.name}' returns it as {given.dtype}, which "
+                f"a Python {type(scalar).__name__} does not take (it would make "
+                f"{weak_dtype(scalar, [given.dtype])}): start it at the dtype it keeps, e.g. "
+                f"np.{given.dtype}(...), or cast it in the body"
+            )
+        where = f"{op}: the carry {paths[k]}"
+        if active_graph() is None:
+            with graph:
+                new_carries[k] = as_dtype_of(init_leaves[k], given.dtype, where)
+        else:
+            new_carries[k] = as_dtype_of(init_leaves[k], given.dtype, where)
+        new_weak[k], changed = False, True
+    return (new_carries, new_weak) if changed else None
+
+
+def _check_carry_types(
+    op: str, traced: Traced, carries: Sequence[Symbol], paths: list[str]
+) -> None:
+    """Each carry leaves the body with the type it entered it; else an error naming the
+    carry and both types."""
+    outputs = traced.body.outputs
+    for k, (carry, path) in enumerate(zip(carries, paths)):
+        given = outputs[k].type
+        if given == carry.type:
+            continue
+        hint = ""
+        if given.dtype != carry.dtype and given.dtype.kind == carry.dtype.kind == "f":
+            hint = (
+                " (graphc promotes arrays as numpy does: an int32 or int64 array meeting a "
+                "float32 gives float64, where JAX's lattice keeps float32)"
+            )
+        raise ShapeError(
+            f"{op}: the carry {path} enters the body '{traced.body.name}' as {carry.type} but "
+            f"leaves it as {given}; each carry must keep its type: cast it in the body "
+            f"(gc.cast(..., '{carry.dtype}')) or start it at the type the body gives{hint}"
+        )
 
 
 def _pair(out: Any, name: str) -> tuple[Any, Any]:
@@ -380,7 +524,8 @@ def while_loop(
 
     On graph values both functions are traced into one `while_loop` node, whose trip
     count is decided at run time; it is forward only (differentiate a loop of known
-    length with gc.fori_loop or gc.scan), as in JAX.
+    length with gc.fori_loop or gc.scan), as in JAX. A Python scalar in `init_val` is
+    weakly typed: it takes the dtype the body gives it, as in `scan`.
 
     >>> import numpy as np, graphc as gc
     >>> f = gc.trace(lambda x: gc.while_loop(lambda v: gc.sum(v) < 100, lambda v: v * 2, x),
@@ -391,6 +536,18 @@ def while_loop(
     cond_fun = _argument("while_loop", "cond_fun", cond_fun, "cond_fn", cond_fn)
     body_fun = _argument("while_loop", "body_fun", body_fun, "body_fn", body_fn)
     init_val = _argument("while_loop", "init_val", init_val, "init", init)
+    return _while_loop(cond_fun, body_fun, init_val, None, "while_loop")
+
+
+def _while_loop(
+    cond_fun: Callable[[Any], Any],
+    body_fun: Callable[[Any], Any],
+    init_val: Any,
+    paths: list[str] | None,
+    op: str,
+) -> Any:
+    """`while_loop`, its carry errors saying `op` and naming the carries' leaves by
+    `paths` (else from `init_val`: `init_val[0]`)."""
     leaves, tree = flatten(init_val)
     graph = graph_of(leaves)
     name = fn_name(body_fun, "body_fn")
@@ -401,16 +558,32 @@ def while_loop(
             _check_carry("while_loop", name, tree, flatten(val)[1])
         return val
     carries = [lift(v, graph) for v in leaves]
-    inputs = [(f"carry{i}", c.type) for i, c in enumerate(carries)]
-    test = trace_body(
-        fn_name(cond_fun, "cond_fn"),
-        graph,
-        inputs,
-        lambda xs: [cond_fun(unflatten(tree, xs))],
-        "while_loop",
-    )
-    step = trace_body(name, graph, inputs, lambda xs: body_fun(unflatten(tree, xs)), "while_loop")
-    _check_carry("while_loop", step.body.name, tree, step.tree)
+    paths = paths if paths is not None else leaf_paths(tree, "init_val")
+
+    def trace(carries: list[Symbol], weak_carries: list[bool]) -> tuple[Traced, Traced]:
+        inputs = [(f"carry{i}", c.type) for i, c in enumerate(carries)]
+
+        def carry(xs: list[Symbol]) -> Any:
+            return unflatten(tree, _weakened(xs, weak_carries))
+
+        test = trace_body(
+            fn_name(cond_fun, "cond_fn"),
+            graph,
+            inputs,
+            lambda xs: [cond_fun(carry(xs))],
+            "while_loop",
+        )
+        step = trace_body(name, graph, inputs, lambda xs: body_fun(carry(xs)), "while_loop")
+        _check_carry("while_loop", step.body.name, tree, step.tree)
+        return test, step
+
+    weak_carries = [is_weak(v) for v in leaves]
+    test, step = trace(carries, weak_carries)
+    settled = _settle_carries(op, step, leaves, carries, weak_carries, paths, graph)
+    if settled is not None:
+        carries, weak_carries = settled
+        test, step = trace(carries, weak_carries)
+    _check_carry_types(op, step, carries, paths)
     node = bind(
         "while_loop",
         *carries,
@@ -421,7 +594,8 @@ def while_loop(
         num_carry=len(carries),
         num_cond_consts=len(test.captures),
     )
-    return unflatten(tree, results(node))
+    flags = [w and k in step.weak for k, w in enumerate(weak_carries)]
+    return unflatten(tree, _weakened(results(node), flags))
 
 
 def fori_loop(
@@ -439,16 +613,22 @@ def fori_loop(
     ints (weak, as in JAX) take the other bound's dtype, int64 when both are Python
     ints. With int bounds on graph values the loop is a `scan` of upper - lower steps
     (the counter a carry), so it can be differentiated; with graph-value bounds it is a
-    `while_loop`. On graph values numpy's promotion makes an int64 counter with float32
-    float64 (JAX's would keep float32): cast it before mixing it into a float32 carry.
-    On eager tensors and arrays `i` is a Python int (of the bounds' numpy type when
-    they have one).
+    `while_loop`. With Python bounds the counter is weakly typed, as in JAX
+    (graphc/ops/weak.py): `v + i` keeps the dtype of a float32 `v`. A counter of typed
+    bounds (np.int32, graph values) is an ordinary int array, which promotes by numpy's
+    rules (float32 with int32 is float64, where JAX's lattice keeps float32): cast it
+    before mixing it into a float32 carry, else the carry's change of dtype is an error
+    naming it. On eager tensors and arrays `i` is a Python int (of the bounds' numpy
+    type when they have one). A Python scalar `init_val` (leaf) is weak too, as in
+    `while_loop` and `scan`: it takes the dtype the body gives it.
 
     >>> import numpy as np, graphc as gc
-    >>> body = lambda i, v: v * 2 + gc.cast(i, "float32")
-    >>> f = gc.trace(lambda x: gc.fori_loop(0, 3, body, x), gc.TensorSpec(()))
+    >>> f = gc.trace(lambda x: gc.fori_loop(0, 3, lambda i, v: v * 2 + i, x), gc.TensorSpec(()))
     >>> f(np.float32(1.0))
     array(12., dtype=float32)
+    >>> gc.trace(lambda x: gc.fori_loop(0, 3, lambda i, v: v + x, 0), gc.TensorSpec(()))(
+    ...     np.float32(0.5))
+    array(1.5, dtype=float32)
     """
     body_fun = _argument("fori_loop", "body_fun", body_fun, "body_fn", body_fn)
     init_val = _argument("fori_loop", "init_val", init_val, "init", init)
@@ -462,22 +642,29 @@ def fori_loop(
         for i in range(int(lower), int(upper)):
             val = body_fun(i if both_python else counter.type(i), val)
         return val
+    paths = leaf_paths(flatten(init_val)[1], "init_val")
     if static:
         start = np.asarray(int(lower), counter)
+        # Python bounds make a weakly typed counter, as in JAX: `val + i` keeps val's dtype
+        weak_counter = all(is_python_scalar(b) for b in (lower, upper))
 
         def step(carry: Any, _: Any) -> tuple[Any, None]:
             i, val = carry
-            return (i + 1, body_fun(i, val)), None
+            return (i + 1, body_fun(weak(i) if weak_counter else i, val)), None
 
         step.__name__ = fn_name(body_fun, "body_fn")
-        (_, val), _ = scan(step, (start, init_val), length=max(int(upper) - int(lower), 0))
+        steps = max(int(upper) - int(lower), 0)
+        labels = ["counter", *paths]
+        (_, val), _ = _scan(step, (start, init_val), None, steps, False, labels, "fori_loop")
         return val
     with graph:
         low, high = (cast(lift(b, graph), counter) for b in (lower, upper))
-    _, _, val = while_loop(
+    _, _, val = _while_loop(
         lambda c: c[0] < c[1],
         lambda c: (c[0] + 1, c[1], body_fun(c[0], c[2])),
         (low, high, init_val),
+        ["counter", "upper", *paths],
+        "fori_loop",
     )
     return val
 

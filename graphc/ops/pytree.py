@@ -326,6 +326,23 @@ def _step(tree: TreeDef, k: int) -> str:
     return f"[{k}]"
 
 
+def leaf_paths(tree: Tree, root: str) -> list[str]:
+    """The path of each leaf of `tree`, in flattening order, as the errors name them:
+    `leaf_paths(structure of (x, {"a": y}), "carry")` is `["carry[0]", "carry[1]['a']"]`.
+
+    >>> leaf_paths(tree_structure((1, {"a": 2}, [None, 3])), "carry")
+    ['carry[0]', "carry[1]['a']", 'carry[2][1]']
+    """
+    if tree is None:
+        return []
+    if tree == LEAF:
+        return [root]
+    paths: list[str] = []
+    for k, child in enumerate(tree.children):
+        paths += leaf_paths(child, root + _step(tree, k))
+    return paths
+
+
 def mismatch(a: Tree, b: Tree, path: str = "") -> str | None:
     """Where structures `a` and `b` first differ, as `path: what a has vs what b has`
     (`['a']: dict keys ['a', 'b'] vs ['a']`); None when they are equal."""

@@ -9,7 +9,8 @@ where JAX gives float32. A `WeakSymbol` is that placeholder still marked weak, a
 JAX tracer of a weakly typed aval is:
 
 - in an elementwise op with strongly typed operands it is cast to the dtype the Python
-  scalar of its kind would take there (`weak_dtype`): `carry + x` is float32;
+  scalar of its kind would take there (`weak_dtype`): `carry + x` is float32 (a weak
+  bool stays bool: numpy promotes a bool array as it does a Python bool);
 - in an elementwise op whose operands are all weak (weak values and Python scalars)
   they meet at the default dtype of the highest Python kind among them (bool < int <
   float < complex): a weak int times 2.5 is float32, as in JAX; the result is weak
@@ -112,13 +113,22 @@ class WeakKind:
         fixed = [dtype_of(x) for x in inputs if not is_weak(x)]
         if fixed:
             plain = [
-                as_dtype_of(x, weak_dtype(weak_scalar(x), fixed), where) if is_weak(x) else x
+                as_dtype_of(x, weak_dtype(weak_scalar(x), fixed), where)
+                if is_weak(x) and not _is_bool_value(x)
+                else strong(x)
                 for x in inputs
             ]
             return SYMBOLIC.apply(opdef, plain, attrs)
         meet = join_weak(inputs)
         result = SYMBOLIC.apply(opdef, [as_dtype_of(x, meet, where) for x in inputs], attrs)
         return weak(result) if result.dtype == meet else result
+
+
+def _is_bool_value(value: Any) -> bool:
+    """A weak bool graph value, which stays bool: numpy promotes a bool array exactly as
+    it does a Python bool (it takes the other operands' dtype), and an op may need it
+    as a bool (where's condition)."""
+    return isinstance(value, WeakSymbol) and value.dtype == np.bool_
 
 
 WEAK = WeakKind()

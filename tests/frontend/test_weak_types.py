@@ -123,6 +123,21 @@ def test_a_carry_that_stays_weak_stays_weak_after_the_loop(jax32: Any) -> None:
     agree(f(xs, h), jax_out)
 
 
+def test_weak_bool_carry_stays_a_bool_condition(jax32: Any) -> None:
+    xs = np.array([0.5, 2.0, -1.0, 3.0], np.float32)
+
+    def step(c: Any, x: Any) -> tuple[Any, Any]:
+        return gc.logical_or(c, x > 1), gc.where(c, x, -x)
+
+    ours = gc.jit(lambda xs: gc.scan(step, False, xs))(xs)
+    assert ours[0].dtype == np.bool_ and ours[1].dtype == F32
+    jnp = jax32.numpy
+    agree(
+        ours,
+        jax32.lax.scan(lambda c, x: (jnp.logical_or(c, x > 1), jnp.where(c, x, -x)), False, xs),
+    )
+
+
 def test_weak_carry_as_an_index_is_an_ordinary_int(jax32: Any) -> None:
     xs = xs_f32(4)
 
@@ -176,6 +191,16 @@ def test_fori_loop_python_init_and_python_counter(jax32: Any) -> None:
         ours = gc.jit(lambda x, body=body, init=init: gc.fori_loop(0, 4, body, init))(x)
         assert ours.dtype == F32
         agree(ours, jax32.lax.fori_loop(0, 4, body, init))
+
+
+def test_fori_loop_weak_counter_on_arrays_and_tensors_as_traced() -> None:
+    body = lambda i, c: c * 0.5 + i  # noqa: E731
+    x = np.float32(1.5)
+    traced = gc.jit(lambda x: gc.fori_loop(0, 4, body, x))(x)
+    on_array = gc.fori_loop(0, 4, body, x)
+    eager = gc.fori_loop(0, 4, body, ge.tensor(x)).numpy()
+    for other in (on_array, eager):
+        assert np.asarray(other).dtype == F32 and np.asarray(other) == traced
 
 
 def test_fori_loop_graph_bounds_counter_is_strong() -> None:

@@ -79,6 +79,23 @@ def test_scan_python_bool_init_is_weak_as_in_numpy(jax32: Any) -> None:
     np.testing.assert_allclose(ys, 1 + np.cumsum(xs), rtol=1e-6)
 
 
+@pytest.mark.parametrize("init", [0, 0.0, True])
+@pytest.mark.parametrize("dtype", ["bool", "int32", "int64", "float32", "float64"])
+def test_weak_carry_dtype_is_numpys_weak_rule(init: Any, dtype: str, jax64: Any) -> None:
+    # the carry takes what numpy 2 gives the Python scalar meeting xs (NEP 50); jax
+    # with 64-bit types agrees wherever it accepts the program (a bool is strong in JAX)
+    xs = (np.arange(3) % 2).astype(dtype)
+    f = gc.jit(lambda xs: gc.scan(lambda c, x: (c + x, c), init, xs))
+    carry, ys = f(xs)
+    assert carry.dtype == ys.dtype == np.result_type(xs.dtype, init)
+    try:
+        theirs = jax64.lax.scan(lambda c, x: (c + x, c), init, xs)
+    except TypeError:
+        assert isinstance(init, bool) and dtype != "bool"
+        return
+    agree((carry, ys), theirs)
+
+
 def test_scan_weak_init_on_arrays_and_tensors_agrees_with_the_graph() -> None:
     xs = xs_f32()
     traced = gc.jit(lambda xs: gc.scan(cumulative, 0, xs))(xs)

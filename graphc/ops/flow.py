@@ -261,8 +261,9 @@ def scan(
     A Python scalar in `init` is weakly typed, as in JAX (graphc/ops/weak.py): it takes
     the dtype the body gives it (`scan(f, 0, float32_xs)` with `carry + x` has a float32
     carry; the body is traced again on that dtype). With `reverse=True` the steps run
-    from the last slice to the first (ys[t] still belongs to xs[t]). Without xs, `length` gives the number of steps. On graph values
-    the body is traced once and one `scan` node records it, whatever the length.
+    from the last slice to the first (ys[t] still belongs to xs[t]). Without xs,
+    `length` gives the number of steps. On graph values the body is traced once (twice
+    when a weak carry changes dtype) and one `scan` node records it, whatever the length.
     `unroll` (a positive int, or a bool) is accepted for JAX's sake and changes
     nothing, results included: graphc's compiled loop calls a body planned once per
     step, so there is no per-iteration dispatch for unrolling to save.

@@ -105,6 +105,13 @@ float64 = double = _np.dtype(_np.float64)
 int32 = int = _np.dtype(_np.int32)
 int64 = long = _np.dtype(_np.int64)
 bool = _np.dtype(_np.bool_)
+float16 = half = _np.dtype(_np.float16)
+int8 = _np.dtype(_np.int8)
+int16 = short = _np.dtype(_np.int16)
+uint8 = _np.dtype(_np.uint8)
+uint16 = _np.dtype(_np.uint16)
+uint32 = _np.dtype(_np.uint32)
+uint64 = _np.dtype(_np.uint64)
 
 
 def device(name: str = "cpu") -> str:

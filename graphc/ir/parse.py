@@ -41,7 +41,7 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _INT = re.compile(r"-?\d+")
-_INT_DIGITS = 19  # int64 has 19 digits: longer ints are refused before int() reads them
+UINT64_MAX = 2**64 - 1
 
 
 @dataclass(frozen=True)
@@ -162,17 +162,21 @@ class _Reader:
         except GraphcError as exc:
             raise self.error(f"bad type: {exc}") from None
 
-    def integer(self, token: Token) -> int:
-        """An int token that fits int64 (a longer one is never converted: no huge ints)."""
+    def integer(self, token: Token, largest: int = INT64_MAX) -> int:
+        """An int token that fits int64, or up to `largest` (a longer one is never
+        converted: no huge ints)."""
         digits = token.text.lstrip("-").lstrip("0")
-        value = int(token.text) if len(digits) <= _INT_DIGITS else None
-        if value is None or not INT64_MIN <= value <= INT64_MAX:
-            raise self.error(f"the integer {short(token.text)} does not fit int64", token.line)
+        value = int(token.text) if len(digits) <= len(str(largest)) else None
+        if value is None or not INT64_MIN <= value <= largest:
+            fits = "int64" if largest == INT64_MAX else "int64 or uint64"
+            raise self.error(f"the integer {short(token.text)} does not fit {fits}", token.line)
         return value
 
     def number(self, token: Token) -> int | float:
         if _INT.fullmatch(token.text):
-            return self.integer(token)
+            # a literal may be a uint64 constant's element; an int attr above int64 is
+            # refused by verify, as from any other source
+            return self.integer(token, UINT64_MAX)
         value = float(token.text)
         if math.isinf(value):  # the printer writes inf; a finite literal must stay finite
             raise self.error(f"the number {short(token.text)} is too large for a float", token.line)

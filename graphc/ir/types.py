@@ -27,6 +27,15 @@ DTYPES: dict[str, np.dtype] = {
     "i32": np.dtype(np.int32),
     "i64": np.dtype(np.int64),
     "bool": np.dtype(np.bool_),
+    # the small ones: storage, and numpy's own kernels (float16 has numpy loops for
+    # every ufunc; an op whose numpy kernel has none computes in float32 and casts back)
+    "f16": np.dtype(np.float16),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "u8": np.dtype(np.uint8),
+    "u16": np.dtype(np.uint16),
+    "u32": np.dtype(np.uint32),
+    "u64": np.dtype(np.uint64),
 }
 _SHORT_NAME = {dt: name for name, dt in DTYPES.items()}
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # used with fullmatch: "B\n" is no symbol

@@ -94,11 +94,16 @@ def supported_op_types() -> list[str]:
 
 # -- dtypes -----------------------------------------------------------------------------
 
-_ONNX_DTYPES = {1: "float32", 11: "float64", 6: "int32", 7: "int64", 9: "bool"}
+_ONNX_DTYPES = {
+    1: "float32", 11: "float64", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
+    3: "int8", 5: "int16", 2: "uint8", 4: "uint16", 12: "uint32", 13: "uint64",
+}  # fmt: skip
 _NAMES = {
     1: "FLOAT", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32", 7: "INT64",
     8: "STRING", 9: "BOOL", 10: "FLOAT16", 11: "DOUBLE", 12: "UINT32", 13: "UINT64",
-    14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16",
+    14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16", 17: "FLOAT8E4M3FN",
+    18: "FLOAT8E4M3FNUZ", 19: "FLOAT8E5M2", 20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4",
+    23: "FLOAT4E2M1", 24: "FLOAT8E8M0", 25: "UINT2", 26: "INT2",
 }  # fmt: skip
 
 
@@ -110,7 +115,10 @@ def numpy_dtype(elem_type: int, where: str) -> np.dtype:
     raise OnnxError(f"{where}: element type {name} is not supported; {SUPPORTED_TYPES}")
 
 
-SUPPORTED_TYPES = "graphc supports tensors of FLOAT, DOUBLE, INT32, INT64 and BOOL"
+SUPPORTED_TYPES = (
+    "graphc supports tensors of FLOAT, DOUBLE, FLOAT16, INT8, INT16, INT32, INT64, UINT8, "
+    "UINT16, UINT32, UINT64 and BOOL"
+)
 
 
 def onnx_elem_type(dtype: np.dtype) -> int:
@@ -369,8 +377,12 @@ def attributes(node: Any, ctx: Context) -> dict[str, Any]:
 # element type -> the TensorProto field holding its values, and their stored dtype
 _STORED = {
     1: ("float_data", "<f4"), 11: ("double_data", "<f8"), 6: ("int32_data", "<i4"),
-    7: ("int64_data", "<i8"), 9: ("int32_data", "u1"),
+    7: ("int64_data", "<i8"), 9: ("int32_data", "u1"), 3: ("int32_data", "i1"),
+    5: ("int32_data", "<i2"), 2: ("int32_data", "u1"), 4: ("int32_data", "<u2"),
+    12: ("uint64_data", "<u4"), 13: ("uint64_data", "<u8"), 10: ("int32_data", "<f2"),
 }  # fmt: skip
+# element types whose int32_data holds each value's bits (raw_data holds the values)
+_BITS_IN_INT32 = {10: "<u2"}
 _EXTERNAL = 1  # TensorProto.EXTERNAL: the values are in a file beside the model
 
 
@@ -401,7 +413,11 @@ def tensor_value(tensor: Any, where: str, base_dir: str | None = None) -> np.nda
             raise OnnxError(
                 f"{where}: holds {len(values)} values; its dims {list(shape)} need {count}"
             )
-        flat = np.array(values, np.int64 if dtype.kind == "b" else stored)
+        if tensor.data_type in _BITS_IN_INT32:
+            flat = np.array(values, np.int64).astype(_BITS_IN_INT32[tensor.data_type])
+            flat = flat.view(stored)
+        else:
+            flat = np.array(values, np.int64 if dtype.kind == "b" else stored)
     return flat.astype(dtype).reshape(shape)
 
 

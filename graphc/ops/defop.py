@@ -123,11 +123,19 @@ def ufunc_dtype(ufunc: np.ufunc, op: str, *dtypes: np.dtype) -> np.dtype:
     except TypeError as exc:  # numpy's 'no loop' error is a TypeError
         shown = ", ".join(str(d) for d in dtypes)
         raise DTypeError(f"{op}: numpy has no '{ufunc.__name__}' for dtypes ({shown})") from exc
+    result = resolved[-1]
+    shown = ", ".join(str(d) for d in dtypes)
+    if result == np.float16 and np.bool_ in dtypes and np.float16 not in dtypes:
+        # numpy computes log(bool) in float16, torch in float32: a float function of
+        # bools has no answer both agree on, so the user chooses the float dtype
+        raise DTypeError(
+            f"{op}: on dtypes ({shown}) numpy gives float16 (torch float32): cast the "
+            "bools to a float dtype first"
+        )
     try:
-        return as_dtype(resolved[-1])
-    except DTypeError as exc:  # e.g. numpy computes log(bool) in float16
-        shown = ", ".join(str(d) for d in dtypes)
-        raise DTypeError(f"{op}: on dtypes ({shown}) numpy gives {resolved[-1]}: {exc}") from None
+        return as_dtype(result)
+    except DTypeError as exc:
+        raise DTypeError(f"{op}: on dtypes ({shown}) numpy gives {result}: {exc}") from None
 
 
 def ufunc_infer(ufunc: np.ufunc, op: str) -> Callable[..., TensorType]:

@@ -56,7 +56,7 @@ def _routing_scratch(out: TensorType, *inputs: TensorType, **attrs: Any) -> int:
 
 def _max_pool2d_infer(x: TensorType, **attrs: Any) -> TensorType:
     expect_rank(x, 4, "the input (N, C, H, W)", "max_pool2d")
-    if x.dtype.kind not in "fi":
+    if x.dtype.kind not in "fiu":
         raise DTypeError(f"max_pool2d: needs a float or integer input, got {x.dtype}")
     return x.with_shape(x.shape[:2] + pooled_hw(x.shape, "max_pool2d", **attrs))
 
@@ -101,7 +101,7 @@ def _routes(x: np.ndarray, pooled: np.ndarray, attrs: dict) -> Iterator[tuple]:
         yield at_out, at_x, hit
 
 
-_BITS = {4: np.uint32, 8: np.uint64}
+_BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}  # unsigned views of the floats
 
 
 def _kept(values: np.ndarray, hit: np.ndarray) -> np.ndarray:

@@ -566,6 +566,18 @@ class ValueMethods(OperatorMixin):
     def bool(self) -> Any:
         return self.to(np.bool_)
 
+    def half(self) -> Any:
+        return self.to(np.float16)
+
+    def short(self) -> Any:
+        return self.to(np.int16)
+
+    def char(self) -> Any:
+        return self.to(np.int8)
+
+    def byte(self) -> Any:
+        return self.to(np.uint8)
+
 
 def _generated(name: str, op: Callable[..., Any], arity: int) -> Callable[..., Any]:
     if arity == 1:

@@ -271,7 +271,8 @@ def _mean_kernel(
     # the same two calls, with the same intp count, so results agree bit for bit
     count = math.prod(_reduced_dims(x.shape, axis))
     if x.dtype.char not in "fd" or count == 0:  # other dtypes sum wider; empty warns
-        return np.asarray(np.mean(x, axis=axis, keepdims=keepdims, out=out))
+        # without out=: given a float16 out, numpy would sum in float16, not in float32
+        return into(out, np.mean(x, axis=axis, keepdims=keepdims))
     if out is None:
         out = np.empty(reduced_shape(x.shape, axis, keepdims), x.dtype)
     np.add.reduce(x, axis=axis, keepdims=keepdims, out=out)

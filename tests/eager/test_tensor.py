@@ -24,7 +24,7 @@ def test_default_dtypes_follow_pytorch() -> None:
     np.testing.assert_array_equal(ge.eye(2).numpy(), np.eye(2))
     assert ge.zeros_like(ge.ones(2, dtype=ge.int64)).dtype == ge.int64
     with pytest.raises(DTypeError):
-        ge.tensor(np.zeros(2, np.float16))
+        ge.tensor(np.zeros(2, np.complex64))
 
 
 def test_from_numpy_shares_memory_and_tensor_copies() -> None:

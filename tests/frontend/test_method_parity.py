@@ -70,7 +70,8 @@ UNARY = [
     "exp", "log", "sqrt", "square", "abs", "neg", "negative", "sign", "sin", "cos", "tanh",
     "sigmoid", "relu", "gelu", "gelu_exact", "erf", "log1p", "expm1", "reciprocal", "rsqrt",
     "floor", "ceil", "trunc", "fix", "logical_not", "norm", "t", "fliplr", "flipud", "clone",
-    "float", "double", "long", "int", "bool", "cpu", "contiguous", "sum", "mean", "prod",
+    "float", "double", "long", "int", "bool", "half", "short", "char", "byte", "cpu",
+    "contiguous", "sum", "mean", "prod",
     "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "all", "any",
     "logsumexp", "softmax", "log_softmax", "flatten", "squeeze", "round", "argsort", "sort",
 ]  # fmt: skip

@@ -438,7 +438,7 @@ def _tensor(**fields: Any) -> Any:
         (_tensor(dims=[2], raw_data=b"\0" * 4), "holds 4 bytes of data; its dims [2] need 8"),
         (_tensor(dims=[2], float_data=[1, 2, 3]), "holds 3 values; its dims [2] need 2"),
         (_tensor(dims=[-2], float_data=[1, 2]), "dims [-2] has a negative dim"),
-        (_tensor(dims=[2], raw_data=b"ab", data_type=TensorProto.UINT8), "element type UINT8 is not"),
+        (_tensor(dims=[2], raw_data=b"ab", data_type=TensorProto.COMPLEX64), "element type COMPLEX64 is not"),
     ],
 )  # fmt: skip
 def test_initializers_that_do_not_hold_their_dims(tensor: Any, message: str) -> None:
@@ -458,6 +458,10 @@ def test_initializers_are_decoded_as_numpy_helper_does() -> None:
         rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal(4),
         np.array([[1, -2], [3, 2**40]]), np.array([5, -6], np.int32),
         np.array([True, False, True]), np.zeros((0, 3), np.float32), np.float64(2.5),
+        np.array([-128, 127], np.int8), np.array([-3, 2**15 - 1], np.int16),
+        np.array([0, 255], np.uint8), np.array([7, 2**16 - 1], np.uint16),
+        np.array([1, 2**32 - 1], np.uint32), np.array([2**64 - 1, 0], np.uint64),
+        np.array([0.1, -65504.0, np.inf, 6e-8], np.float16),
     ]  # fmt: skip
     for array in arrays:
         for raw in (True, False):

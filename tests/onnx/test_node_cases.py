@@ -3,8 +3,9 @@
 A case is run when every op type in its model is one graphc imports: imported, run by
 the reference interpreter and compiled at O2, each output compared with the case's
 expected output at the case's tolerances. The only failures allowed are the named error
-for an element type graphc does not have (float16, uint8, bfloat16, ...) and the few
-forms in REFUSED, each refused by name for its stated reason.
+for an element type graphc does not have (the float8 and int4 kinds, string, and
+bfloat16 without ml_dtypes) and the few forms in REFUSED, each refused by name for its
+stated reason.
 """
 
 from __future__ import annotations

@@ -61,8 +61,17 @@ def as_dtype(dtype: object) -> np.dtype:
         raise DTypeError(f"not a dtype: {dtype!r}") from None
     if dt not in _SHORT_NAME:
         supported = ", ".join(str(d) for d in DTYPES.values())
-        raise DTypeError(f"dtype {dt} is not supported; expected one of {supported}")
+        why = f" ({BFLOAT16_REFUSAL})" if dt.name == "bfloat16" else ""
+        raise DTypeError(f"dtype {dt} is not supported{why}; expected one of {supported}")
     return dt
+
+
+# ml_dtypes' bfloat16 computes in numpy, but as a dtype of kind 'V': graphc's layers
+# tell floats by numpy's kind 'f' (what is differentiable, which kernels apply)
+BFLOAT16_REFUSAL = (
+    "graphc has no bfloat16: ml_dtypes' bfloat16 is a numpy dtype of kind 'V', not a float "
+    "to numpy's type checks; cast to float32 (or float16) first"
+)
 
 
 def dtype_name(dtype: np.dtype) -> str:

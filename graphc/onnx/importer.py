@@ -41,7 +41,7 @@ import numpy as np
 
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph, active_graph
-from graphc.ir.types import DTYPES, TensorType
+from graphc.ir.types import BFLOAT16_REFUSAL, DTYPES, TensorType
 from graphc.ops.dispatch import fold_limit
 from graphc.ops.symbolic import Symbol, add_constant
 
@@ -112,7 +112,8 @@ def numpy_dtype(elem_type: int, where: str) -> np.dtype:
     if elem_type in _ONNX_DTYPES:
         return np.dtype(_ONNX_DTYPES[elem_type])
     name = _NAMES.get(elem_type, f"element type {elem_type}")
-    raise OnnxError(f"{where}: element type {name} is not supported; {SUPPORTED_TYPES}")
+    why = f" ({BFLOAT16_REFUSAL})" if name == "BFLOAT16" else ""
+    raise OnnxError(f"{where}: element type {name} is not supported{why}; {SUPPORTED_TYPES}")
 
 
 SUPPORTED_TYPES = (

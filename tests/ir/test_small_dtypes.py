@@ -457,6 +457,19 @@ def test_native_keeps_small_dtype_steps_on_numpy_with_numpys_bits() -> None:
         assert "stays on numpy: no native kernels for float16" in explained
 
 
+def test_native_pooling_names_why_float16_stays_on_numpy() -> None:
+    g = gc.Graph("pool")
+    with g:
+        x = gc.placeholder("x", shape=(1, 2, 4, 4), dtype="float16")
+        gc.output(gc.max_pool2d(x, 2), name="y")
+    x = np.random.default_rng(4).standard_normal((1, 2, 4, 4)).astype(np.float16)
+    native = gc.compile(g, backend="native", wait=True)
+    np.testing.assert_array_equal(native(x), gc.max_pool2d(x, 2))
+    explained = native.explain(x)
+    if "native:" in explained:
+        assert "max_pool2d in C: not for float16 values" in explained
+
+
 # -- ONNX ---------------------------------------------------------------------------------
 
 

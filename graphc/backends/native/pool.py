@@ -101,12 +101,13 @@ def _sizes(x_shape: tuple, pooled_shape: tuple, attrs: dict) -> list[int]:
 
 def lower_max_pool2d(gen: Generator, step: Step, out: str) -> list[str] | None:
     """One call of the C pooling over every plane, or None (numpy's kernel) for an
-    integer input or a symbolic shape."""
+    input neither float32 nor float64 or a symbolic shape."""
     x_t = gen.plan.values[step.inputs[0]].type
     out_t = gen.plan.values[step.output].type
     kernel = KERNELS.get(x_t.dtype)
     if kernel is None or not all(isinstance(d, int) for d in (*x_t.shape, *out_t.shape)):
-        why = "integer values" if kernel is None else "a symbolic shape"
+        values = "integer" if x_t.dtype.kind in "iu" else str(x_t.dtype)  # float16
+        why = f"{values} values" if kernel is None else "a symbolic shape"
         calls.plan_state(gen)["declined"][step.index] = f"max_pool2d in C: not for {why}"
         return None
     calls.record(gen, kernel)

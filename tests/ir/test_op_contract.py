@@ -285,7 +285,7 @@ def test_every_promise_is_checked() -> None:
 def _fusion_examples() -> list[gc.Graph]:
     """Graphs whose fusion makes each kind of fused node: an elementwise chain, a layer
     (matmul, bias, relu), a convolution with bias and relu then a residual add, an
-    attention chain."""
+    attention chain, a cross-entropy loss (its picked log-probabilities)."""
     rng = np.random.default_rng(0)
     chain = gc.trace(lambda x: gc.tanh(gc.exp(x) * 2.0 + x), gc.TensorSpec(("B", 5)))
     w1 = rng.standard_normal((5, 4)).astype(np.float32)
@@ -304,7 +304,8 @@ def _fusion_examples() -> list[gc.Graph]:
         return gc.softmax(scores, axis=-1) @ v
 
     spec = gc.TensorSpec((2, 4, 8))
-    return [chain, layer, conv, gc.trace(sdpa, spec, spec, spec)]
+    xent = gc.trace(gc.cross_entropy, gc.TensorSpec(("B", 5)), gc.TensorSpec(("B",), "int64"))
+    return [chain, layer, conv, gc.trace(sdpa, spec, spec, spec), xent]
 
 
 def test_fused_nodes_are_made_only_by_a_backends_fusion_step() -> None:

@@ -27,6 +27,7 @@ from graphc.backends.native import (
     loops,
     matmul,
     norm,
+    one_hot,
     pool,
     rows,
     slices,
@@ -536,6 +537,8 @@ register_lowering(
 # numpy's bits (pool.py)
 register_lowering("max_pool2d", pool.lower_max_pool2d, backend=NAME)
 register_lowering("max_pool2d_backward", pool.lower_max_pool2d_backward, backend=NAME)
+# numpy's bits: the rows zeroed, a one at each label (one_hot.py)
+register_lowering("one_hot", one_hot.lower_one_hot, backend=NAME)
 # the variance's sum of squares (and the gradient's dot product) in lanes (norm.py)
 _LANES = "sums in lanes where numpy calls sdot (norm.py)"
 register_lowering("layer_norm", norm.lower_layer_norm, backend=NAME, inexact=_LANES)

@@ -21,6 +21,7 @@ from graphc.backends.numpy.fusion.attention import fuse_attention
 from graphc.backends.numpy.fusion.conv_epilogue import fuse_conv_body, fuse_conv_epilogue
 from graphc.backends.numpy.fusion.elementwise import fuse_elementwise
 from graphc.backends.numpy.fusion.epilogue import fuse_matmul_epilogue
+from graphc.backends.numpy.fusion.one_hot_pick import fuse_one_hot_pick
 from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.gemm_rules import fold_sgd_updates
 from graphc.passes.pipeline import Pass, with_options
@@ -38,6 +39,7 @@ def passes(inexact: frozenset[str], fast_math: bool) -> tuple[Pass, ...]:
         with_options(fuse_attention, keep=inexact),
         fuse_matmul_epilogue,
         with_options(fuse_conv_epilogue, keep=inexact),
+        fuse_one_hot_pick,
         with_options(fuse_elementwise, keep=inexact, lowered=FUSED_OPS),
         with_options(fuse_conv_body, keep=inexact),
         eliminate_dead_code,

@@ -3,7 +3,7 @@ backend-free graph of `gc.optimize`, just before planning (runtime/backend.py,
 `Backend.fusion`), each in the file of the fused node it makes (nodes/): `elementwise.py`
 (fuse_elementwise), `epilogue.py` (fuse_matmul_epilogue, and the chain walks the
 convolution's share), `conv_epilogue.py` (fuse_conv_epilogue, fuse_conv_body),
-`attention.py` (fuse_attention).
+`attention.py` (fuse_attention), `one_hot_pick.py` (fuse_one_hot_pick).
 
 A scale is moved before a transpose (numpy's elementwise loops read their operands
 fastest in memory order); then the attention chain, matmul and conv2d epilogues,
@@ -19,6 +19,7 @@ from graphc.backends.numpy.fusion.attention import fuse_attention
 from graphc.backends.numpy.fusion.conv_epilogue import fuse_conv_body, fuse_conv_epilogue
 from graphc.backends.numpy.fusion.elementwise import fuse_elementwise
 from graphc.backends.numpy.fusion.epilogue import fuse_matmul_epilogue
+from graphc.backends.numpy.fusion.one_hot_pick import fuse_one_hot_pick
 from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.pipeline import Pass, with_options
 from graphc.passes.simplify import scale_before_transposes
@@ -27,6 +28,7 @@ FUSION: tuple[Pass, ...] = (
     fuse_attention,
     fuse_matmul_epilogue,
     fuse_conv_epilogue,
+    fuse_one_hot_pick,
     fuse_elementwise,
     fuse_conv_body,
     eliminate_dead_code,
@@ -45,5 +47,6 @@ __all__ = [
     "fuse_conv_epilogue",
     "fuse_elementwise",
     "fuse_matmul_epilogue",
+    "fuse_one_hot_pick",
     "fusion",
 ]

@@ -1,0 +1,89 @@
+"""`one_hot_pick`: sum(where(one_hot(labels), x, zero), axis=-1), the entry of x at each label.
+
+Made by `fuse_one_hot_pick` (graphc.backends.numpy.fusion.one_hot_pick) from the chain
+that `gc.cross_entropy` traces to (its picked log-probability) and that its gradient
+makes again (the seed picked from a broadcast row). Inputs: x (broadcastable to
+labels.shape + (num_classes,)), the integer labels, and the scalar constant `zero`
+(+0.0 or -0.0) the where fills with. Attrs: num_classes, keepdims (of the sum).
+
+Why it is exact: one_hot refuses a label outside the classes, so every row of the
+where holds x's entry v at its label and `zero` everywhere else. Adding signed zeros
+and one v, in any order and from any starting value a reduction uses (numpy 2's sum
+starts from +0.0: the sum of -0.0s is +0.0), gives v when v is not a zero (a nan stays
+the same nan), and a zero that is -0.0 only when every term is. So the sum of a row
+is the sum of the pair (v, zero) when there are two classes or more, and of v alone
+when there is one. The kernel gathers v, pairs it with zero and sums the pairs with
+sum's own kernel: the unfused chain's bits, without the (..., C) rows of the where.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
+from graphc.ir.registry import get_op
+from graphc.ir.types import TensorType
+from graphc.ops.defop import defop
+
+
+def _infer(
+    x: TensorType, labels: TensorType, zero: TensorType, num_classes: int, keepdims: bool
+) -> TensorType:
+    try:
+        hot = get_op("one_hot").infer(labels, num_classes=num_classes, dtype=np.dtype(bool))
+        picked = get_op("where").infer(hot, x, zero)
+    except GraphcError as exc:
+        raise type(exc)(f"one_hot_pick: labels {labels}, x {x}, zero {zero}: {exc}") from None
+    if picked.shape != hot.shape or picked.dtype != x.dtype or x.dtype.kind != "f":
+        raise ShapeError(
+            f"one_hot_pick: x {x} and zero {zero} must be floats of one dtype that broadcast "
+            f"to the one-hot rows {hot}"
+        )
+    if zero.size != 1:
+        raise ShapeError(f"one_hot_pick: zero must be one element, got {zero}")
+    return get_op("sum").infer(picked, axis=(hot.rank - 1,), keepdims=keepdims)
+
+
+def _kernel(
+    x: np.ndarray,
+    labels: np.ndarray,
+    zero: np.ndarray,
+    out: np.ndarray | None = None,
+    num_classes: int = 0,
+    keepdims: bool = False,
+) -> np.ndarray:
+    # one_hot's own refusal, so the fused chain fails where the unfused one would
+    if labels.size and not (labels.min() >= 0 and labels.max() < num_classes):
+        bad = labels[(labels < 0) | (labels >= num_classes)].flat[0]
+        raise IndexRangeError(f"one_hot: label {bad} is out of range for {num_classes} classes")
+    rows = np.broadcast_to(x, labels.shape + (num_classes,))
+    # each row's two distinct entries, the picked one first, summed by sum's own kernel
+    pair = np.empty(labels.shape + (min(num_classes, 2),), x.dtype)
+    pair[..., :1] = np.take_along_axis(rows, labels[..., None].astype(np.intp), axis=-1)
+    if num_classes > 1:
+        pair[..., 1] = np.reshape(zero, ())
+    if out is None:
+        out = np.empty(labels.shape + (1,) * keepdims, x.dtype)
+    get_op("sum").kernel(pair, out=out, axis=(pair.ndim - 1,), keepdims=keepdims)
+    return out
+
+
+def _cost(
+    out: TensorType, x: TensorType, labels: TensorType, zero: TensorType, **attrs: Any
+) -> int:
+    return 2 * (out.size or 0)
+
+
+one_hot_pick = defop(
+    "one_hot_pick",
+    inputs=("x", "labels", "zero"),
+    infer=_infer,
+    kernel=_kernel,
+    attrs={"num_classes": 1, "keepdims": False},
+    cost=_cost,
+    props=("fusion",),
+    doc="sum(where(one_hot(labels), x, zero), axis=-1): x's entry at each label, without the "
+    "one-hot rows; made by gc.backends.numpy.fusion.fuse_one_hot_pick.",
+)

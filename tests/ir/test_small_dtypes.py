@@ -170,14 +170,13 @@ class Retyped:
         arrays = []
         for arg in self.case.args:
             if arg.kind == "fixed":
-                value = np.array(arg.value)
-                if value.dtype.kind != "f":
+                if arg.dtype != FLOAT:  # indices and the like keep their dtype
                     arrays.append(np.array(arg.value, arg.dtype))
                     continue
                 if dt.kind != "f":
                     return None
                 with np.errstate(over="ignore"):
-                    value = value.astype(dt)
+                    value = np.array(arg.value, np.float64).astype(dt)
                 if not np.all(np.isfinite(value)):
                     return None
                 arrays.append(value)
@@ -292,6 +291,56 @@ def test_float16_edge_values_give_the_kernels_bits_on_every_engine(item: Retyped
             ("native", gc.compile(g, opt_level=2, backend="native", wait=True)(**feeds)),
         ):
             assert bits_differ(got, want) is None, (how, bits_differ(got, want))
+
+
+def float16_cases_of_other_ops() -> list[Retyped]:
+    """Every case with float inputs of an op that is not elementwise, in float16."""
+    return [
+        Retyped(c, "float16")
+        for c in all_cases()
+        if not get_op(c.op).elementwise
+        and not get_op(c.op).has("fusion")
+        and c.float_dtype == "float64"
+        and any(a.dtype == FLOAT for a in c.args)
+    ]
+
+
+@pytest.mark.parametrize(
+    "item", sample(float16_cases_of_other_ops(), key=lambda r: r.case.op), ids=lambda r: r.id
+)
+def test_float16_case_of_every_other_op(item: Retyped) -> None:
+    """Reductions, matmul, convolutions, pooling, norms, indexing, control flow...
+    in float16: numpy's answer within float16's precision, the type rule's dtype, and
+    the same bits from every engine."""
+    xs = item.inputs()
+    if xs is None or any(x.dtype == np.float16 and not np.all(np.isfinite(x)) for x in xs):
+        pytest.skip(f"{item.id}: the case's values do not fit float16")
+    if item.case.op == "gemm":  # one BLAS call: the SGD fold makes it for float32/64 only
+        with pytest.raises(gc.DTypeError, match="gemm: operands must all be float32 or"):
+            item.case.build(*xs)
+        return
+    with np.errstate(all="ignore"):
+        got = np.asarray(item.case.build(*xs))
+        want = item.case.reference(*xs)
+    tolerance = 2e-2 if item.case.op in ("var", "std", "logsumexp") else 4e-3
+    np.testing.assert_allclose(
+        got.astype(np.float64), np.asarray(want).astype(np.float64), tolerance, tolerance,
+        equal_nan=True,
+    )  # fmt: skip
+    g = gc.Graph("retyped")
+    with g:
+        ps = [gc.placeholder(f"x{i}", shape=x.shape, dtype=x.dtype) for i, x in enumerate(xs)]
+        gc.output(item.case.build(*ps), name="out")
+    assert g.outputs[0].type.dtype == got.dtype
+    feeds = {f"x{i}": x for i, x in enumerate(xs)}
+    with np.errstate(all="ignore"):
+        for how, value in (
+            ("reference", gc.run(g, feeds)[0]),
+            ("O2", gc.compile(g, opt_level=2)(**feeds)),
+            ("native", gc.compile(g, opt_level=2, backend="native", wait=True)(**feeds)),
+        ):
+            assert value.dtype == got.dtype, how
+            np.testing.assert_array_equal(value, got, err_msg=how)
 
 
 def test_every_elementwise_op_meets_every_small_dtype() -> None:

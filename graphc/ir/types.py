@@ -4,6 +4,12 @@ A symbolic dim such as ``"B"`` stands for a size known only when the graph runs.
 Broadcasting follows numpy, extended to symbols: ``B`` against ``1`` gives ``B``,
 ``B`` against ``B`` gives ``B``; ``B`` against ``3`` or against another symbol ``C``
 is an error, because the graph would then be valid only for some bindings.
+
+The dtypes are `DTYPES`: float16/32/64, int8/16/32/64, uint8/16/32/64 and bool, under
+short names (f32, u8, ...). Type rules are numpy 2's (NEP 50: a Python scalar takes the
+array's dtype). Kernels are numpy's: its float16 loops compute in float32 and round each
+result; graphc's own loops that would round a float16 sum at every term (convolutions)
+compute in float32 and round once. bfloat16 is refused by name (`BFLOAT16_REFUSAL`).
 """
 
 from __future__ import annotations

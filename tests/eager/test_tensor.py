@@ -128,17 +128,14 @@ def test_pytorch_math_spellings_are_on_the_tape() -> None:
 
 
 def test_every_registry_op_is_a_tensor_method_and_an_eager_function() -> None:
-    from graphc.ir.registry import all_ops
+    from graphc.ir.registry import all_ops, ops_with
 
-    # made by passes (constant, count, fused, matmul_epilogue, conv2d_epilogue, conv2d_fused),
-    # by tracing a custom gradient (custom_vjp: autograd.Function.apply and gc.custom_vjp) or
-    # by the control flow functions (result reads a scan's or cond's results), not called by
-    # users
-    internal = {"constant", "count", "fused", "matmul_epilogue", "conv2d_epilogue", "custom_vjp"}
-    internal.add("conv2d_fused")
-    internal.add("result")
+    # made by passes (constant, count, and a backend's fused nodes: fused, the epilogues,
+    # attention, ...), by tracing a custom gradient (custom_vjp: autograd.Function.apply
+    # and gc.custom_vjp) or by the control flow functions (result reads a scan's or cond's
+    # results), not called by users
+    internal = {"constant", "count", "custom_vjp", "result"} | set(ops_with("fusion"))
     internal.add("contract_rows")  # made by matmul's gradient rule
-    internal.add("attention")  # made by fuse_attention
     control = {"cond", "scan", "while_loop"}  # functions of functions, not Tensor methods
     public = set(all_ops()) - internal
     # ops that are torch.nn.functional functions (conv2d, layer_norm, ...) need no method

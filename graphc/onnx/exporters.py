@@ -211,10 +211,11 @@ def _full_like(w: Writer, node: Node, ins: list[str]) -> list[str]:
 @exporter("clip")
 def _clip(w: Writer, node: Node, ins: list[str]) -> list[str]:
     dtype = node.type.dtype
-    bounds = [
-        "" if node.attrs[k] is None else w.const(np.asarray(node.attrs[k], dtype))
-        for k in ("a_min", "a_max")
-    ]
+    limits = [node.attrs["a_min"], node.attrs["a_max"]]
+    if dtype.kind in "iu":  # a bound past the dtype's range limits nothing: its edge
+        info = np.iinfo(dtype)
+        limits = [None if b is None else min(max(b, int(info.min)), int(info.max)) for b in limits]
+    bounds = ["" if b is None else w.const(np.asarray(b, dtype)) for b in limits]
     x = w.cast(ins[0], node.inputs[0].type.dtype, dtype)
     if dtype == np.bool_:  # ONNX's Clip has no bool form: on bools max is or, min is and
         for op_type, bound in zip(("Or", "And"), bounds):

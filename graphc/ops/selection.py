@@ -134,6 +134,15 @@ def _clip_canon(x: TensorType, a_min: Any, a_max: Any) -> dict:
 
 def _clip_infer(x: TensorType, a_min: Any, a_max: Any) -> TensorType:
     bounds = [b for b in (a_min, a_max) if b is not None]
+    if x.dtype.kind in "iu":
+        # as numpy 2: an int bound past the dtype's range is kept when it limits
+        # nothing (clip(uint8_x, -1, 2)), and an error when it would limit everything
+        info = np.iinfo(x.dtype)
+        if (type(a_min) is int and a_min > info.max) or (type(a_max) is int and a_max < info.min):
+            raise DTypeError(
+                f"clip: the bounds ({a_min}, {a_max}) are past every {x.dtype} value "
+                f"({info.min}..{info.max})"
+            )
     return x.with_dtype(np.result_type(x.dtype, *bounds))
 
 

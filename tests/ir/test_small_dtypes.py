@@ -615,3 +615,26 @@ def test_bfloat16_is_refused_by_name() -> None:
 
     with pytest.raises(gc.onnx.OnnxError, match="BFLOAT16 is not supported \\(graphc has no"):
         numpy_dtype(16, "x")
+
+
+def test_clip_bounds_past_the_dtypes_range() -> None:
+    """numpy 2 keeps an int bound past the range when it limits nothing, and refuses one
+    that would limit everything: graphc too, by name; ONNX gets the range's edge."""
+    x = np.array([0, 1, 5, 255], np.uint8)
+    np.testing.assert_array_equal(gc.clip(x, -1, 2), np.clip(x, -1, 2))
+    np.testing.assert_array_equal(gc.clip(x, -1, 300), np.clip(x, -1, 300))
+    for bounds in [(300, 400), (-5, -1), (None, -3)]:
+        with pytest.raises(OverflowError):
+            np.clip(x, *bounds)
+        with pytest.raises(gc.DTypeError, match="clip: the bounds .* past every uint8 value"):
+            gc.clip(x, *bounds)
+    pytest.importorskip("onnx")
+    g = gc.Graph("clip")
+    with g:
+        p = gc.placeholder("x", shape=(4,), dtype="uint8")
+        gc.output(gc.clip(p, -1, 2), name="low")
+        gc.output(gc.clip(p, 1, 300), name="high")
+    again = gc.onnx.import_model(gc.onnx.export_model(g))
+    for got, want in zip(gc.run(again, {"x": x}), gc.run(g, {"x": x})):
+        assert got.dtype == np.uint8
+        np.testing.assert_array_equal(got, want)

@@ -244,3 +244,21 @@ def test_the_head_agrees_with_torch() -> None:
     (want_grad,) = torch.autograd.grad(want, [t])
     np.testing.assert_allclose(loss, want.item(), rtol=1e-12)
     np.testing.assert_allclose(grad, want_grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("x_shape", [(6, 5), (6, 1), (1, 5), (5,), (), (2, 6, 5), (2, 1, 5)])
+@pytest.mark.parametrize("labels_dtype", ["int64", "int8", "uint64"])
+def test_a_broadcast_x_is_read_through_its_own_axes(x_shape: tuple, labels_dtype: str) -> None:
+    labels_shape = (2, 6) if len(x_shape) == 3 else (6,)
+
+    def pick(x: Any, y: Any) -> Any:
+        hot = gc.one_hot(y, num_classes=5, dtype=bool)
+        return gc.sum(gc.where(hot, x, gc.constant(np.float64(0.0))), axis=-1, keepdims=True)
+
+    graph = gc.trace(
+        pick, gc.TensorSpec(x_shape, "float64"), gc.TensorSpec(labels_shape, labels_dtype)
+    )
+    specials = float_specials(np.dtype("float64"))
+    x = RNG.choice(specials, size=x_shape)
+    y = RNG.integers(0, 5, labels_shape).astype(labels_dtype)
+    o0_and_o2(graph, {"x": x, "y": y})

@@ -1,19 +1,20 @@
 """One-hot pick fusion: sum(where(one_hot(labels), x, 0), axis=-1) becomes one `one_hot_pick`.
 
 Algorithm: one walk over the nodes finds each sum over the last axis whose input is a
-where of a one_hot's rows (its condition), an x of the where's
-own float dtype and a one-element constant +0.0 or -0.0 (its fill); the sum must keep
-that dtype. A second walk emits the graph with the fused node in the sum's place (its
-inputs, one_hot's labels among them, are all defined before the where was, so the order
-stays topological), and without the where unless another node reads it. The one_hot
-node stays while anything else reads it. nodes/one_hot_pick.py says why the node's result is the chain's bits.
+where of a one_hot's rows (its condition), an x of the where's own float dtype and a
+one-element constant zero of any dtype (its fill: +0.0 or -0.0 in x's); the sum must
+keep that dtype. A second walk emits the graph with the fused node in the sum's place
+(its inputs, one_hot's labels among them, are all defined before the where was, so the
+order stays topological), and without the where unless another node reads it. The
+one_hot node stays while anything else reads it. nodes/one_hot_pick.py says why the
+node's result is the chain's bits. Linear in nodes plus edges.
 
 This is the cross-entropy head: the loss picks each row's log-probability this way, and
 its gradient picks the seed from a broadcast row the same way (as the keepdims sum the
 log_softmax VJP reads). Without the sum as a second reader, the gradient's where (the
-seed rows, which the VJP's sub reads too) then fuses into the elementwise group that reads it (fuse_elementwise runs after this pass),
-so the head's (N, C) arrays are the log-probabilities, the one-hot mask and the gradient.
-Linear in nodes plus edges.
+seed rows, which the VJP's sub reads too) fuses into the elementwise group after it
+(fuse_elementwise runs after this pass), so the head's (N, C) arrays are the
+log-probabilities, the one-hot mask and the gradient.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _pick(total: Node, users: dict[Node, list[Node]]) -> tuple[list[Node], int] 
     if (tuple(range(hot.type.rank)) if axis is None else tuple(axis)) != (hot.type.rank - 1,):
         return None
     dtype = where.type.dtype
-    if dtype.kind != "f" or not (x.type.dtype == zero.type.dtype == total.type.dtype == dtype):
+    if dtype.kind != "f" or not (x.type.dtype == total.type.dtype == dtype):
         return None
     if not _is_zero_constant(zero) or x is hot:
         return None

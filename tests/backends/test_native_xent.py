@@ -79,7 +79,7 @@ def test_a_small_one_hot_stays_on_numpys_comparison() -> None:
 
 @pytest.mark.parametrize("bad", [-1, 7])
 def test_a_label_outside_the_classes_is_one_hots_error(bad: int) -> None:
-    graph = head(1000, 7)
+    graph = head("N", 7)
     given = feeds(1000, 7, "float32", 0)
     given["labels"][500] = bad
     for level in (0, 2):

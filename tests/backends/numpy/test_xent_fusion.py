@@ -12,6 +12,7 @@ import pytest
 
 import graphc as gc
 from graphc.backends.numpy import fusion as numpy_fusion
+from graphc.backends.numpy.fusion.one_hot_pick import PICK_FROM
 from tests.edge_values import assert_bits_equal, float_specials
 
 RNG = np.random.default_rng(0)
@@ -84,20 +85,20 @@ def test_the_losss_pick_becomes_one_node_and_its_where_goes() -> None:
 
 def test_a_where_read_elsewhere_stays_beside_the_pick() -> None:
     check_pass(
-        """graph g(%c: f64[3,1], %y: i32[3]) {
-          %h: bool[3,4] = one_hot(%y, num_classes=4, dtype=bool)
+        """graph g(%c: f64[N,1], %y: i32[N]) {
+          %h: bool[N,4] = one_hot(%y, num_classes=4, dtype=bool)
           %z: f64[] = constant(value=-0.0)
-          %w: f64[3,4] = where(%h, %c, %z)
-          %s: f64[3,1] = sum(%w, axis=(1,), keepdims=True)
-          %d: f64[3,4] = sub(%w, %s)
+          %w: f64[N,4] = where(%h, %c, %z)
+          %s: f64[N,1] = sum(%w, axis=(1,), keepdims=True)
+          %d: f64[N,4] = sub(%w, %s)
           output %out = %d
         }""",
-        """graph g(%c: f64[3,1], %y: i32[3]) {
-          %h: bool[3,4] = one_hot(%y, num_classes=4, dtype=bool)
+        """graph g(%c: f64[N,1], %y: i32[N]) {
+          %h: bool[N,4] = one_hot(%y, num_classes=4, dtype=bool)
           %z: f64[] = constant(value=-0.0)
-          %w: f64[3,4] = where(%h, %c, %z)
-          %s: f64[3,1] = one_hot_pick(%c, %y, %z, num_classes=4, keepdims=True)
-          %d: f64[3,4] = sub(%w, %s)
+          %w: f64[N,4] = where(%h, %c, %z)
+          %s: f64[N,1] = one_hot_pick(%c, %y, %z, num_classes=4, keepdims=True)
+          %d: f64[N,4] = sub(%w, %s)
           output %out = %d
         }""",
     )  # fmt: skip
@@ -105,19 +106,19 @@ def test_a_where_read_elsewhere_stays_beside_the_pick() -> None:
 
 UNFUSED = {
     "a fill other than zero": (
-        "%z: f32[] = constant(value=1.0)\n %w: f32[3,4] = where(%h, %x, %z)",
+        "%z: f32[] = constant(value=1.0)\n %w: f32[N,4] = where(%h, %x, %z)",
         "sum(%w, axis=(1,), keepdims=False)",
     ),
     "a fill that is not a constant": (
-        "%z: f32[] = neg(%q)\n %w: f32[3,4] = where(%h, %x, %z)",
+        "%z: f32[] = neg(%q)\n %w: f32[N,4] = where(%h, %x, %z)",
         "sum(%w, axis=(1,), keepdims=False)",
     ),
     "the fill and x swapped": (
-        "%z: f32[] = constant(value=0.0)\n %w: f32[3,4] = where(%h, %z, %x)",
+        "%z: f32[] = constant(value=0.0)\n %w: f32[N,4] = where(%h, %z, %x)",
         "sum(%w, axis=(1,), keepdims=False)",
     ),
     "a sum over the batch axis": (
-        "%z: f32[] = constant(value=0.0)\n %w: f32[3,4] = where(%h, %x, %z)",
+        "%z: f32[] = constant(value=0.0)\n %w: f32[N,4] = where(%h, %x, %z)",
         "sum(%w, axis=(0,), keepdims=False)",
     ),
 }
@@ -126,9 +127,9 @@ UNFUSED = {
 @pytest.mark.parametrize("why", sorted(UNFUSED))
 def test_chains_it_cannot_prove_exact_stay(why: str) -> None:
     where, total = UNFUSED[why]
-    out = "f32[4]" if "axis=(0,)" in total else "f32[3]"
-    text = f"""graph g(%x: f32[3,4], %y: i64[3], %q: f32[]) {{
-      %h: bool[3,4] = one_hot(%y, num_classes=4, dtype=bool)
+    out = "f32[4]" if "axis=(0,)" in total else "f32[N]"
+    text = f"""graph g(%x: f32[N,4], %y: i64[N], %q: f32[]) {{
+      %h: bool[N,4] = one_hot(%y, num_classes=4, dtype=bool)
       {where}
       %s: {out} = {total}
       output %out = %s
@@ -140,8 +141,8 @@ def test_chains_it_cannot_prove_exact_stay(why: str) -> None:
 def test_an_integer_x_is_left_alone() -> None:
     graph = gc.trace(
         lambda x, y: gc.sum(gc.where(gc.one_hot(y, num_classes=4, dtype=bool), x, 0), axis=-1),
-        gc.TensorSpec((3, 4), "int32"),
-        gc.TensorSpec((3,), "int64"),
+        gc.TensorSpec(("N", 4), "int32"),
+        gc.TensorSpec(("N",), "int64"),
     )
     assert "one_hot_pick" not in ops(numpy_fusion.fuse_one_hot_pick(gc.optimize(graph)))
 
@@ -178,16 +179,20 @@ def test_an_empty_batch_and_a_0d_label() -> None:
     graph = pick_graph(4, "float32", 0.0)
     o0_and_o2(graph, {"x": np.ones((0, 4), np.float32), "y": np.zeros(0, np.int64)})
     one = gc.trace(
-        lambda x, y: gc.sum(gc.where(gc.one_hot(y, num_classes=3, dtype=bool), x, 0.0), axis=-1),
-        gc.TensorSpec((3,)),
+        lambda x, y: gc.sum(
+            gc.where(gc.one_hot(y, num_classes=PICK_FROM, dtype=bool), x, 0.0), axis=-1
+        ),
+        gc.TensorSpec((PICK_FROM,)),
         gc.TensorSpec((), "int64"),
     )
-    o0_and_o2(one, {"x": np.array([1.0, -0.0, 2.0], np.float32), "y": np.array(1)})
+    x = np.linspace(-1.0, 1.0, PICK_FROM).astype(np.float32)
+    x[1] = -0.0
+    o0_and_o2(one, {"x": x, "y": np.array(1)})
 
 
 @pytest.mark.parametrize("bad", [-1, 4])
 def test_a_label_outside_the_classes_is_one_hots_error_at_every_level(bad: int) -> None:
-    graph = gc.trace(gc.cross_entropy, gc.TensorSpec((3, 4)), gc.TensorSpec((3,), "int64"))
+    graph = gc.trace(gc.cross_entropy, gc.TensorSpec(("N", 4)), gc.TensorSpec(("N",), "int64"))
     x, y = np.zeros((3, 4), np.float32), np.array([0, bad, 1])
     for level in (0, 2):
         with pytest.raises(gc.IndexRangeError, match=f"one_hot: label {bad} is out of range"):
@@ -222,7 +227,7 @@ def test_the_fused_gradient_group_reads_the_one_hot_rows_not_a_summed_copy() -> 
 def test_the_gradient_matches_finite_differences_in_float64() -> None:
     rng = np.random.default_rng(3)
     logits, labels = rng.standard_normal((6, 5)), rng.integers(0, 5, 6)
-    exe = gc.compile(head(6, 5, "float64"), opt_level=2)
+    exe = gc.compile(head("N", 5, "float64"), opt_level=2)
     loss, grad = exe(logits, labels)
     eps = 1e-6
     numeric = np.zeros_like(logits)
@@ -238,7 +243,7 @@ def test_the_head_agrees_with_torch() -> None:
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(4)
     logits, labels = rng.standard_normal((16, 7)), rng.integers(0, 7, 16)
-    loss, grad = gc.compile(head(16, 7, "float64"), opt_level=2)(logits, labels)
+    loss, grad = gc.compile(head("N", 7, "float64"), opt_level=2)(logits, labels)
     t = torch.tensor(logits, requires_grad=True)
     want = torch.nn.functional.cross_entropy(t, torch.from_numpy(labels))
     (want_grad,) = torch.autograd.grad(want, [t])
@@ -246,10 +251,10 @@ def test_the_head_agrees_with_torch() -> None:
     np.testing.assert_allclose(grad, want_grad.numpy(), rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.parametrize("x_shape", [(6, 5), (6, 1), (1, 5), (5,), (), (2, 6, 5), (2, 1, 5)])
+@pytest.mark.parametrize("x_shape", [("N", 5), ("N", 1), (1, 5), (5,), (), (2, "N", 5), (2, 1, 5)])
 @pytest.mark.parametrize("labels_dtype", ["int64", "int8", "uint64"])
 def test_a_broadcast_x_is_read_through_its_own_axes(x_shape: tuple, labels_dtype: str) -> None:
-    labels_shape = (2, 6) if len(x_shape) == 3 else (6,)
+    labels_shape = (2, "N") if len(x_shape) == 3 else ("N",)
 
     def pick(x: Any, y: Any) -> Any:
         hot = gc.one_hot(y, num_classes=5, dtype=bool)
@@ -259,6 +264,20 @@ def test_a_broadcast_x_is_read_through_its_own_axes(x_shape: tuple, labels_dtype
         pick, gc.TensorSpec(x_shape, "float64"), gc.TensorSpec(labels_shape, labels_dtype)
     )
     specials = float_specials(np.dtype("float64"))
-    x = RNG.choice(specials, size=x_shape)
-    y = RNG.integers(0, 5, labels_shape).astype(labels_dtype)
+
+    def concrete(shape: tuple) -> tuple:
+        return tuple(6 if d == "N" else d for d in shape)
+
+    x = RNG.choice(specials, size=concrete(x_shape))
+    y = RNG.integers(0, 5, concrete(labels_shape)).astype(labels_dtype)
     o0_and_o2(graph, {"x": x, "y": y})
+
+
+def test_small_static_rows_stay_unfused() -> None:
+    """Below PICK_FROM elements the where and sum steps cost less than the node's call."""
+    assert PICK_FROM > 64 * 10
+    small = gc.fuse(gc.optimize(head(64, 10), level=2), backend="numpy")
+    assert "one_hot_pick" not in ops(small)
+    assert ops(small).count("one_hot_pick") == 0 and "sum" in ops(small)
+    large = gc.fuse(gc.optimize(head(64, 1000), level=2), backend="numpy")
+    assert ops(large).count("one_hot_pick") == 2

@@ -405,10 +405,14 @@ def _check_carry_types(
                 " (graphc promotes arrays as numpy does: an int32 or int64 array meeting a "
                 "float32 gives float64, where JAX's lattice keeps float32)"
             )
+        if given.dtype != carry.dtype:
+            fix = f"cast it in the body (gc.cast(..., '{carry.dtype}'))"
+        else:  # the same dtype: its shape changed
+            fix = "give it back in its shape (a reshape or broadcast_to in the body)"
         raise ShapeError(
             f"{op}: the carry {path} enters the body '{traced.body.name}' as {carry.type} but "
-            f"leaves it as {given}; each carry must keep its type: cast it in the body "
-            f"(gc.cast(..., '{carry.dtype}')) or start it at the type the body gives{hint}"
+            f"leaves it as {given}; each carry must keep its type: {fix} or start it at the "
+            f"type the body gives{hint}"
         )
 
 

@@ -82,13 +82,15 @@ CASES: dict[str, tuple[Callable[..., object], list, type, str]] = {
         lambda x: gc.scan(lambda c, v: (gc.sum(c), v), x, length=2),
         [V3],
         gc.ShapeError,
-        "carry 0 enters the body 'scan_body' as f64[3] but leaves it as f64[]",
+        "the carry init enters the body 'scan_body' as f64[3] but leaves it as f64[]; each "
+        "carry must keep its type: give it back in its shape",
     ),
     "a carry changing dtype": (
         lambda x: gc.scan(lambda c, v: (gc.cast(c, "float32"), v), x, length=2),
         [V3],
         gc.ShapeError,
-        "as f64[3] but leaves it as f32[3]",
+        "as f64[3] but leaves it as f32[3]; each carry must keep its type: cast it in the "
+        "body (gc.cast(..., 'float64'))",
     ),
     "a body not returning a pair": (
         lambda x: gc.scan(lambda c, v: c * 2.0, x, length=2),

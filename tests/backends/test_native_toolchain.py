@@ -107,6 +107,7 @@ def test_a_timed_out_build_leaves_no_compiler_behind(
     assert toolchain.live_compilers() == 0
 
 
+@pytest.mark.slow  # a build interrupted in a child process: the quick run keeps the timed-out one
 def test_an_interrupted_build_leaves_no_compiler_behind(
     fresh: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -186,6 +187,7 @@ BUILD = (
 )
 
 
+@pytest.mark.slow  # builds a library, damages it, builds it again
 def test_damaged_libraries_are_built_again(tmp_path: Path) -> None:
     """Guards damaged caches: with every cached library (the probe's, the kernel's, the
     OpenBLAS callback's where there is one) and the precompiled prelude overwritten with garbage, a new

@@ -136,6 +136,7 @@ def test_a_worker_killed_between_steps(two_workers, reference) -> None:
         _assert_same_bits(parallel, losses, reference)
 
 
+@pytest.mark.slow  # a cluster of its own; the quick run keeps a kill between steps
 def test_a_worker_killed_while_its_step_is_in_flight(two_workers, reference, monkeypatch) -> None:
     client = two_workers
     xs, ys = _batches()
@@ -166,6 +167,7 @@ class LostAnswer:
         return False
 
 
+@pytest.mark.slow  # a cluster of its own
 def test_a_step_a_survivor_applied_is_not_run_again(two_workers, reference, monkeypatch) -> None:
     """The victim dies after both replicas applied the step but before its answer came
     back: the survivor's fence reports the update applied, so the driver returns its
@@ -216,6 +218,7 @@ def test_a_replica_behind_the_others_is_brought_forward(two_workers, reference) 
         _assert_same_bits(parallel, losses, reference)
 
 
+@pytest.mark.slow  # a cluster of its own
 def test_a_restarted_worker_gets_a_copy_of_a_survivors_replica(two_workers, reference) -> None:
     client = two_workers
     xs, ys = _batches()

@@ -146,6 +146,7 @@ class _Block(torch.nn.Module if torch is not None else object):  # type: ignore[
         return x + self.ff(self.norm2(x))
 
 
+@pytest.mark.slow  # torch.export of a transformer layer; the quick run keeps the CNN's and the RNN's
 def test_transformer_block(exporter: str) -> None:
     torch.manual_seed(2)
     x = np.random.default_rng(2).normal(size=(2, 6, 16)).astype(np.float32)
@@ -153,6 +154,7 @@ def test_transformer_block(exporter: str) -> None:
     assert "layer_norm" in {n.op for n in graph.op_nodes}
 
 
+@pytest.mark.slow  # torch.export of another model
 def test_embedding_bag_of_words(exporter: str) -> None:
     torch.manual_seed(3)
 

@@ -42,8 +42,9 @@ NATIVE_READY = "native" in available_backends()
 # `graphc bench --quick` of the small workloads in every run, and with --full of the
 # others too, as a second report (the models and the RNN also have quick runs of their
 # own: test_models.py, test_rnn.py, test_onnx_zoo.py; tiny runs alone in the quick run's
-# test_missing_peers_are_marked_unavailable; xent is in the second report)
-SMALL = ("gelu", "mlp", "compile", "trace-compile")
+# test_missing_peers_are_marked_unavailable; xent and mlp are in the second report, and
+# mlp's native note in a slow test of its own)
+SMALL = ("gelu", "compile", "trace-compile")
 PARTS = {
     "small": SMALL,
     "others": tuple(w.name for w in bench.WORKLOADS if w.name not in SMALL),
@@ -141,9 +142,16 @@ def test_quick_native_modes_say_what_runs_native(quick_report: dict[str, Any]) -
     gelu_cells = quick_report["workloads"]["gelu"]["cases"]["1e5"]
     assert gelu_cells[NATIVE]["note"].startswith("native 1/1 steps")  # the fused chain
     assert gelu_cells[COPYTO]["status"] == "ok" and "np.copyto" in gelu_cells[COPYTO]["note"]
-    mlp_note = quick_report["workloads"]["mlp"]["cases"]["batch 32"][NATIVE]["note"]
-    assert mlp_note.startswith("native ") and "C kernels" in mlp_note
     assert quick_report["machine"]["backends"][0] == "native"
+
+
+@pytest.mark.slow  # the MLP step's modes, jax's and torch's included: seconds
+def test_quick_native_mlp_step_says_what_runs_native() -> None:
+    if not NATIVE_READY:
+        pytest.skip("the native backend cannot run here (no working C compiler)")
+    report = bench.run(only=["mlp"], quick=True)
+    mlp_note = report["workloads"]["mlp"]["cases"]["batch 32"][NATIVE]["note"]
+    assert mlp_note.startswith("native ") and "C kernels" in mlp_note
 
 
 def test_quick_json_has_the_goals(quick_report: dict[str, Any]) -> None:

@@ -94,6 +94,7 @@ def _feed_sets(graph: Graph, seed: int, sizes: tuple[int, int]) -> list[Feeds]:
     return [edge_feeds(graph, seed), edge_feeds(graph, seed + 1)]
 
 
+@pytest.mark.slow  # every draw builds its kernels; the quick run keeps the tame graphs
 @settings(max_examples=draws(150), derandomize=True)
 @given(edge_graphs(), st.integers(0, 2**16), BATCHES)
 def test_hostile_graphs_on_native(graph: Graph, seed: int, sizes: tuple[int, int]) -> None:

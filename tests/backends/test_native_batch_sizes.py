@@ -204,6 +204,7 @@ def _rnn(xs: Any, h0: Any, w_ih: Any, w_hh: Any, b: Any) -> Any:
     return gc.mean(h * h)
 
 
+@pytest.mark.slow  # a scan's kernels and its gradient's; the quick run keeps the elementwise graph
 def test_a_scan_and_its_gradient_compile_once(wanted: list[str]) -> None:
     specs = [
         gc.TensorSpec((STEPS, "B", INPUTS), np.float32),

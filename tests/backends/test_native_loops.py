@@ -101,6 +101,7 @@ def test_random_gradients_in_c(program: Program, seed: int) -> None:
     check_in_c(joint, [program.feeds(joint, seed)])
 
 
+@pytest.mark.quick_cases(1)  # each program builds its bodies in C
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_named_programs_in_c(name: str) -> None:
     program = PROGRAMS[name]
@@ -171,6 +172,7 @@ def _shape(j: int, shapes: list[tuple], instrs: list[tuple]) -> tuple:
     return _shape(instr[2], shapes, instrs)
 
 
+@pytest.mark.slow  # the quick run keeps the random scan programs and gradients
 @settings(max_examples=draws(30), derandomize=True, deadline=None)
 @given(while_programs(), st.integers(0, 2**16))
 def test_random_while_loops_in_c(program: Any, seed: int) -> None:

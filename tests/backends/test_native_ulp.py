@@ -308,6 +308,7 @@ def test_exact_binary_ops_give_numpy_bits_on_all_special_pairs(dtypes: tuple[str
     assert _check_exact(g, [x, y]) >= len(BINARY)
 
 
+@pytest.mark.slow  # dozens of bool kernels; the quick run keeps the float tables
 def test_bool_ops_give_numpy_bits() -> None:
     """Guards logical ops, comparisons (False < True), where and casts on bools."""
     a = np.array([False, False, True, True] * 5 + [True, False, True])

@@ -136,6 +136,7 @@ def test_an_interrupted_build_leaves_no_compiler_behind(
     assert toolchain.live_compilers() == 0
 
 
+@pytest.mark.slow  # a child interpreter building, then exiting; the quick run keeps the timed-out build
 def test_compilers_are_killed_at_interpreter_exit(tmp_path: Path) -> None:
     """Guards interpreter exit: a process that ends while its background build runs
     takes the compiler's process group with it."""

@@ -235,6 +235,7 @@ def test_runner_waits_for_the_build_before_timing() -> None:
     assert events[:3] == ["call", "wait", "call"]  # the first (checked) call, then the wait
 
 
+@pytest.mark.slow  # cold starts in child interpreters; the quick run keeps the runner and report tests
 def test_graphc_cold_starts_of_a_scalar_graph() -> None:
     """tiny's graph runs on numpy scalars on every backend: nothing to build, both agree."""
     inputs = tiny.WORKLOAD.make_inputs({})

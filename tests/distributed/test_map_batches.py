@@ -171,6 +171,7 @@ def test_feed_mistakes_name_the_placeholder() -> None:
         map_batches(g, **{**feeds, "y": feeds["y"][:9]})
 
 
+@pytest.mark.slow  # a child interpreter importing graphc
 def test_graphc_imports_without_dask_and_says_how_to_install_it() -> None:
     code = (
         "import sys; sys.modules['dask'] = None; sys.modules['distributed'] = None\n"

@@ -21,6 +21,7 @@ import pytest
 import graphc as gc
 import graphc.eager as ge
 from tests.edge_values import bits_differ
+from tests.finite_differences import numeric_grad
 
 F64 = "float64"
 
@@ -56,19 +57,6 @@ def three_ways(fn: Callable[..., Any], xs: Sequence[np.ndarray]) -> Any:
         else:
             assert bits_differ(np.asarray(other), static) is None
     return static
-
-
-def numeric_grad(f: Callable[..., Any], xs: Sequence[np.ndarray], i: int) -> np.ndarray:
-    eps = 1e-6
-    grad = np.zeros(xs[i].shape)
-    for position in np.ndindex(*xs[i].shape):
-        sides = []
-        for step in (eps, -eps):
-            moved = [np.array(x, copy=True) for x in xs]
-            moved[i][position] += step
-            sides.append(float(np.asarray(f(*moved))))
-        grad[position] = (sides[0] - sides[1]) / (2 * eps)
-    return grad
 
 
 def check_gradients(fn: Callable[..., Any], xs: Sequence[np.ndarray]) -> None:

@@ -7,6 +7,7 @@ import pytest
 
 import graphc as gc
 from graphc.ir.graph import OP
+from tests.finite_differences import numeric_grad
 
 F64 = "float64"
 
@@ -22,19 +23,6 @@ def tutorial_declared() -> gc.Graph:
 
 def tutorial_traced() -> gc.Graph:
     return gc.trace(lambda x, w: (x + w) * (w + 1), gc.TensorSpec((), F64), gc.TensorSpec((), F64))
-
-
-def numeric_grad(f, xs: list[np.ndarray], i: int, eps: float = 1e-6) -> np.ndarray:
-    """d f / d xs[i] of a scalar function, by central differences."""
-    grad = np.zeros(xs[i].shape)
-    for position in np.ndindex(*xs[i].shape):
-        sides = []
-        for step in (eps, -eps):
-            moved = [x.copy() for x in xs]
-            moved[i][position] += step
-            sides.append(float(f(*moved)))
-        grad[position] = (sides[0] - sides[1]) / (2 * eps)
-    return grad
 
 
 @pytest.mark.parametrize("build", [tutorial_declared, tutorial_traced], ids=["declared", "traced"])

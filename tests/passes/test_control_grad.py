@@ -11,7 +11,7 @@ gradient and with eager double backward (create_graph=True).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -20,21 +20,9 @@ import graphc as gc
 import graphc.eager as ge
 from tests.control_programs import DIFFERENTIABLE, PROGRAMS, Program
 from tests.edge_values import bits_differ
+from tests.finite_differences import numeric_grad
 
 SEEDS = (0, 1, 2)  # between them, every cond takes both branches
-
-
-def numeric_grad(f: Callable[..., object], xs: Sequence[np.ndarray], i: int, eps: float = 1e-6):
-    """d f / d xs[i] of a scalar function, by central differences."""
-    grad = np.zeros(xs[i].shape)
-    for position in np.ndindex(*xs[i].shape):
-        sides = []
-        for step in (eps, -eps):
-            moved = [np.array(x, copy=True) for x in xs]
-            moved[i][position] += step
-            sides.append(float(np.asarray(f(*moved))))
-        grad[position] = (sides[0] - sides[1]) / (2 * eps)
-    return grad
 
 
 def eager_grads(program: Program, xs: Sequence[np.ndarray]) -> list[np.ndarray]:

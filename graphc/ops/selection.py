@@ -108,6 +108,12 @@ where = defop(
 def _clip_kernel(
     x: np.ndarray, out: np.ndarray | None = None, a_min: Any = None, a_max: Any = None
 ) -> np.ndarray:
+    if x.dtype.kind in "iu":  # a Python int bound past the range limits nothing here
+        info = np.iinfo(x.dtype)  # (the type rule refused one limiting everything); numpy
+        if type(a_min) is int and a_min < info.min:  # 2.0 raises OverflowError on it,
+            a_min = None  # 2.1 and later skip it: the same result on every numpy
+        if type(a_max) is int and a_max > info.max:
+            a_max = None
     if a_min is None and a_max is None:
         return into(out, x)
     return np.clip(x, a_min, a_max, out=out)

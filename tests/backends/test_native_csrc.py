@@ -17,6 +17,7 @@ from graphc.backends.native import (
     loops,
     matmul,
     norm,
+    outer,
     pool,
     rows,
     threads,
@@ -31,6 +32,7 @@ KERNEL_PRELUDE = rows.prelude()
 KERNELS = {
     "direct_conv": direct_conv.source(),
     "matmul": matmul.SOURCE,
+    "outer": outer.SOURCE,
     "layer_norm": norm.LAYER_NORM.source,
     "layer_norm_grad": norm.LAYER_NORM_GRAD.source,
     **{f"max_pool_{k.name}": k.source for k in pool.KERNELS.values()},

@@ -56,7 +56,9 @@ class Joint:
     outputs: list[str]  # the forward graph's outputs, repeated first
 
 
-def _check_wrt(g: Graph, wrt: Sequence[str]) -> list[Node]:
+def check_wrt(g: Graph, wrt: Sequence[str] | str, who: str = "gradients") -> list[Node]:
+    """The placeholders `wrt` names, each floating point and named once; `who` (the
+    transformation asking: gradients, tangents) begins the errors."""
     given = wrt
     if isinstance(wrt, str):
         wrt = [wrt]
@@ -66,7 +68,7 @@ def _check_wrt(g: Graph, wrt: Sequence[str]) -> list[Node]:
     if not all(isinstance(n, str) for n in wrt):
         floating = [p.name for p in g.inputs if np.issubdtype(p.type.dtype, np.floating)]
         raise AutodiffError(
-            f"gradients: wrt takes the names of placeholders to differentiate by (a str or a "
+            f"{who}: wrt takes the names of placeholders to differentiate by (a str or a "
             f"list of str, e.g. wrt={floating[:2] or names[:1]}), got {given!r}; graph "
             f"'{g.name}' has placeholders {names}"
         )
@@ -74,22 +76,26 @@ def _check_wrt(g: Graph, wrt: Sequence[str]) -> list[Node]:
     for name in wrt:
         if name not in names:
             raise AutodiffError(
-                f"gradients: wrt '{name}' is not a placeholder of graph '{g.name}'; "
+                f"{who}: wrt '{name}' is not a placeholder of graph '{g.name}'; "
                 f"its placeholders are {names}"
             )
         p = g.node(name)
         if not np.issubdtype(p.type.dtype, np.floating):
             raise AutodiffError(
-                f"gradients: wrt placeholder '{name}' has dtype {p.type.dtype}; only floating "
-                "point inputs have gradients"
+                f"{who}: wrt placeholder '{name}' has dtype {p.type.dtype}; only floating "
+                f"point inputs have {who}"
             )
         result.append(p)
     if len(set(wrt)) != len(wrt):
-        raise AutodiffError(f"gradients: wrt names a placeholder twice: {list(wrt)}")
+        raise AutodiffError(f"{who}: wrt names a placeholder twice: {list(wrt)}")
     return result
 
 
-def _pick_outputs(g: Graph, outputs: Sequence[str] | None, seeds: bool) -> list[Node]:
+def pick_outputs(
+    g: Graph, outputs: Sequence[str] | str | None, seeds: bool, who: str = "gradients"
+) -> list[Node]:
+    """The outputs `outputs` names (every floating point one when None); without `seeds`
+    each must hold one element. `who` begins the errors."""
     all_outputs = g.outputs
     if outputs is None:
         chosen = [o for o in all_outputs if np.issubdtype(o.type.dtype, np.floating)]
@@ -99,18 +105,18 @@ def _pick_outputs(g: Graph, outputs: Sequence[str] | None, seeds: bool) -> list[
         for name in [outputs] if isinstance(outputs, str) else outputs:
             if name not in by_name:
                 raise AutodiffError(
-                    f"gradients: graph '{g.name}' has no output '{name}'; "
+                    f"{who}: graph '{g.name}' has no output '{name}'; "
                     f"its outputs are {list(by_name)}"
                 )
             o = by_name[name]
             if not np.issubdtype(o.type.dtype, np.floating):
                 raise AutodiffError(
-                    f"gradients: output '{name}' has dtype {o.type.dtype}; only floating "
+                    f"{who}: output '{name}' has dtype {o.type.dtype}; only floating "
                     "point outputs can be differentiated"
                 )
             chosen.append(o)
     if not chosen:
-        raise AutodiffError(f"gradients: graph '{g.name}' has no floating point output")
+        raise AutodiffError(f"{who}: graph '{g.name}' has no floating point output")
     if not seeds:
         for o in chosen:
             if any(d != 1 for d in o.type.shape):  # one element, as PyTorch's backward()
@@ -211,8 +217,8 @@ def differentiate(
 ) -> Joint:
     """The joint graph of `g` and its gradients, with the bookkeeping split_backward needs."""
     expect_graph(g, "gradients")
-    wrt_nodes = _check_wrt(g, wrt)
-    chosen = _pick_outputs(g, outputs, seeds)
+    wrt_nodes = check_wrt(g, wrt)
+    chosen = pick_outputs(g, outputs, seeds)
     varying = _varying(g, wrt_nodes)
 
     scratch = Graph(f"{g.name}_grad")

@@ -47,7 +47,7 @@ from graphc.ir.registry import get_op
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
 from graphc.ops.symbolic import Symbol, add_constant
-from graphc.passes.autodiff import Joint, differentiate
+from graphc.passes.autodiff import Joint, check_wrt, differentiate, pick_outputs
 from graphc.passes.cse import eliminate_common_subexpressions
 from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.simplify import simplify
@@ -64,60 +64,18 @@ class ForwardJoint:
     differentiated: list[str]  # the outputs of g that have a tangent output
 
 
-def _check_wrt(g: Graph, wrt: Sequence[str] | str) -> list[str]:
-    names = [wrt] if isinstance(wrt, str) else list(wrt)
-    inputs = {p.name: p for p in g.inputs}
-    if not names or not all(isinstance(n, str) for n in names):
-        raise AutodiffError(
-            f"tangents: wrt takes the names of placeholders of graph '{g.name}' to give "
-            f"tangents for (a str or a non-empty list of str), got {wrt!r}; its "
-            f"placeholders are {list(inputs)}"
-        )
-    for name in names:
-        if name not in inputs:
-            raise AutodiffError(
-                f"tangents: wrt '{name}' is not a placeholder of graph '{g.name}'; its "
-                f"placeholders are {list(inputs)}"
-            )
-        if not np.issubdtype(inputs[name].type.dtype, np.floating):
-            raise AutodiffError(
-                f"tangents: wrt placeholder '{name}' has dtype {inputs[name].type.dtype}; "
-                "only floating point inputs have tangents"
-            )
-    if len(set(names)) != len(names):
-        raise AutodiffError(f"tangents: wrt names a placeholder twice: {names}")
-    return names
-
-
-def _check_outputs(g: Graph, outputs: Sequence[str] | str | None) -> list[str]:
-    by_name = {o.name: o for o in g.outputs}
-    if outputs is None:
-        chosen = [o.name for o in g.outputs if np.issubdtype(o.type.dtype, np.floating)]
-    else:
-        chosen = [outputs] if isinstance(outputs, str) else list(outputs)
-        for name in chosen:
-            if name not in by_name:
-                raise AutodiffError(
-                    f"tangents: graph '{g.name}' has no output '{name}'; its outputs are "
-                    f"{list(by_name)}"
-                )
-            if not np.issubdtype(by_name[name].type.dtype, np.floating):
-                raise AutodiffError(
-                    f"tangents: output '{name}' has dtype {by_name[name].type.dtype}; only "
-                    "floating point outputs have tangents"
-                )
-    if not chosen:
-        raise AutodiffError(f"tangents: graph '{g.name}' has no floating point output")
-    return chosen
-
-
 def forward_joint(
     g: Graph, wrt: Sequence[str] | str, outputs: Sequence[str] | str | None = None
 ) -> ForwardJoint:
     """The forward-mode graph of `g` with the names `gc.jvp` and `gc.jacfwd` need."""
     expect_graph(g, "tangents")
-    wrt_names = _check_wrt(g, wrt)
-    chosen = _check_outputs(g, outputs)
+    if isinstance(wrt, (list, tuple)) and not wrt:
+        raise AutodiffError(
+            f"tangents: wrt takes a str or a non-empty list of the names of placeholders of "
+            f"graph '{g.name}'; its placeholders are {[p.name for p in g.inputs]}"
+        )
+    wrt_names = [p.name for p in check_wrt(g, wrt, "tangents")]
+    chosen = [o.name for o in pick_outputs(g, outputs, seeds=True, who="tangents")]
     _refuse_user_backwards(g, wrt_names, chosen)
     try:
         vjp = differentiate(g, wrt_names, chosen, seeds=True)  # grads J^T u, linear in u

@@ -27,12 +27,13 @@ from typing import Any
 import numpy as np
 
 from graphc.frontend.call import inline
+from graphc.frontend.staging import as_tuple
 from graphc.frontend.trace import TensorSpec, lifted_feeds, trace
 from graphc.ir.graph import Graph
 from graphc.ir.types import TensorType
 from graphc.ops.batching import VmapError
 from graphc.ops.closure import fn_name, graph_of, trace_body
-from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
+from graphc.ops.dispatch import dtype_of, is_python_scalar, kind_of, weak_dtype
 from graphc.ops.pytree import flatten, unflatten
 from graphc.ops.symbolic import Symbol
 from graphc.passes.vmap import vmap_graph
@@ -83,10 +84,7 @@ def _shape(value: Any) -> tuple:
 
 
 def _dtype(value: Any) -> Any:
-    if is_python_scalar(value):
-        return weak_dtype(value, ())
-    dtype = getattr(value, "dtype", None)
-    return dtype if dtype is not None else np.asarray(value).dtype
+    return weak_dtype(value, ()) if is_python_scalar(value) else dtype_of(value)
 
 
 def _batch_size(leaves: list[Any], axes: list[Any], names: list[str], axis_size: Any) -> Any:
@@ -192,11 +190,11 @@ def vmap(
         key = _signature(tree, types, axes, size) if outer is None else None
         if key is not None and key in compiled:  # arrays of a signature met before
             body, executable, out_tree[0] = compiled[key]
-            results = _as_tuple(executable(*leaves, *lifted_feeds(body).values()))
+            results = as_tuple(executable(*leaves, *lifted_feeds(body).values()))
             return unflatten(out_tree[0], list(results))
         if outer is not None:
             traced = trace_body(fn_name(f, "vmapped"), outer, list(zip(names, types)), flat, "vmap")
-            body, captured = traced.body, [_symbol(node) for node in traced.captures]
+            body, captured = traced.body, [Symbol(node) for node in traced.captures]
             feeds_extra = captured
         else:
             body = _trace_arrays(f, flat, types, names)
@@ -211,9 +209,9 @@ def vmap(
         elif key is not None:
             executable = compile_graph(vmapped)
             compiled[key] = (body, executable, out_tree[0])
-            results = list(_as_tuple(executable(*feeds.values())))
+            results = list(as_tuple(executable(*feeds.values())))
         else:
-            results = list(_as_tuple(vmapped(**feeds)))
+            results = list(as_tuple(vmapped(**feeds)))
         return unflatten(out_tree[0], results)
 
     # on arrays: one trace, batching and compile per signature (as gc.jit)
@@ -234,14 +232,6 @@ def _signature(tree: Any, types: list[TensorType], axes: list[Any], size: Any) -
 def _normal(axis: Any, rank: int) -> Any:
     """An in_axes entry (of the batched argument, rank `rank` + 1) as non-negative."""
     return None if axis is None else axis % (rank + 1)
-
-
-def _as_tuple(value: Any) -> tuple:
-    return value if isinstance(value, tuple) else (value,)
-
-
-def _symbol(node: Any) -> Any:
-    return Symbol(node)
 
 
 def _trace_arrays(

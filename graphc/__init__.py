@@ -25,25 +25,23 @@ from graphc import passes, viz
 from graphc.frontend import (
     TensorSpec,
     constant,
-    jit,
-    lifted_feeds,
-    lifted_tensors,
-    named,
-    output,
-    placeholder,
-    trace,
-)
-from graphc.frontend import call as _call  # noqa: F401 - makes Graph callable
-from graphc.frontend.custom import custom_vjp
-from graphc.frontend.transforms import (
+    custom_vjp,
     grad,
     hessian,
     jacfwd,
     jacrev,
+    jit,
     jvp,
+    lifted_feeds,
+    lifted_tensors,
     linearize,
+    named,
+    output,
+    placeholder,
+    trace,
     value_and_grad,
 )
+from graphc.frontend import call as _call  # noqa: F401 - makes Graph callable
 from graphc.frontend.vmap import vmap
 from graphc.ir import errors
 from graphc.ir.errors import (

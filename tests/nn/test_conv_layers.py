@@ -129,8 +129,11 @@ def test_lenet_with_torch_parameters_gives_torch_outputs_and_gradients() -> None
 
 @pytest.mark.parametrize("opt_level", [0, 2])
 def test_lenet_trains_statically_exactly_as_eagerly(opt_level: int) -> None:
-    x = RNG.standard_normal((24, 1, 28, 28)).astype(np.float32)
-    y = RNG.integers(0, 10, 24)
+    # Its own generator: with the module's, the data (and whether five steps lower the
+    # loss) depended on which tests ran before in the shard.
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((24, 1, 28, 28)).astype(np.float32)
+    y = rng.integers(0, 10, 24)
     eager_model, static_model = lenet(), lenet()
     loss_fn = nn.CrossEntropyLoss()
     eager_opt = optim.SGD(eager_model.parameters(), lr=0.05, momentum=0.9)
@@ -146,7 +149,7 @@ def test_lenet_trains_statically_exactly_as_eagerly(opt_level: int) -> None:
         eager_losses.append(loss.item())
         static_losses.append(float(step.step(xb, yb)))
     np.testing.assert_allclose(static_losses, eager_losses, rtol=1e-5)
-    assert static_losses[-1] < static_losses[0]
+    assert static_losses[3] < static_losses[0] and static_losses[4] < static_losses[1]  # seen again
     step.sync_to_model()
     eager_params = dict(eager_model.named_parameters())
     for key, p in static_model.named_parameters():

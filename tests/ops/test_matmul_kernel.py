@@ -90,7 +90,7 @@ def test_two_dimensional_blas_products_go_through_np_dot_and_the_rest_do_not() -
     assert calls == [np.float32, np.float32]
 
 
-@pytest.mark.parametrize("m, k, n", itertools.product((1, 5), (3, 64), (1, 33)))
+@pytest.mark.parametrize("m, k, n", list(itertools.product((1, 5), (3, 64), (1, 33))))
 def test_a_strided_out_or_operand_still_gives_np_matmuls_bits(m: int, k: int, n: int) -> None:
     a, b = _operands(m, k, n, "float32", False, 2)
     out, want = np.empty((n, m), np.float32).T, np.empty((n, m), np.float32).T

@@ -242,6 +242,47 @@ def test_a_fed_weight_gives_the_same_chain_in_every_layout(
     assert bits_differ(w.base if w.base is not None else w, kept[1]) is None
 
 
+@pytest.mark.skipif(not _has_fma(), reason="the claim is of fused multiply-adds")
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("layout", ["transposed", "batch_transposed"])
+@pytest.mark.parametrize(
+    ("m", "k", "n"), [(13, 19, 40), (16, 4, 50), (98, 9, 70), (121, 17, 33), (2, 5, 65), (7, 3, 34)]
+)
+def test_a_left_operand_read_across_its_rows_is_packed_and_gives_the_chain(
+    m: int, k: int, n: int, layout: str, parallel: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A left operand that is the plan's transpose moving its last axis (a weight
+    gradient's G^T; a batch of matrices seen transposed) is packed by the call, tile by
+    tile (mm_pack_rows: whole tiles, the 8, 4, 2 and 1 rows after them, chunks of rows on
+    the pool), where it has more than one panel to be read for; every output is still the
+    chain, and the caller's array is left as it was."""
+    if parallel:
+        monkeypatch.setattr(matmul, "PARALLEL_WORK", 0)
+    rng = np.random.default_rng(m * 100 + k + n)
+    w = hostile(rng, (k, n))
+    g = Graph("packed_rows")
+    with g:
+        if layout == "transposed":  # x fed as (k, m), used as its transpose
+            given = hostile(rng, (k, m))
+            rows = np.ascontiguousarray(given.T)
+            left = gc.transpose(gc.placeholder("x", (k, m), "float32"))
+        else:  # x fed as (2, k, m), used as (2, m, k): rows of two matrices
+            given = hostile(rng, (2, k, m))
+            rows = np.ascontiguousarray(np.transpose(given, (0, 2, 1))).reshape(2 * m, k)
+            left = gc.transpose(gc.placeholder("x", (2, k, m), "float32"), (0, 2, 1))
+        gc.output(gc.matmul(left, gc.placeholder("w", (k, n), "float32")), name="y")
+    kept = given.copy()
+    want = chain(rows, w, None, False).reshape(-1, m, n) if layout != "transposed" else None
+    want = chain(rows, w, None, False) if want is None else want
+    exe = gc.compile(g, backend="native")
+    with np.errstate(all="ignore"):
+        got = exe(given, w)
+    assert bits_differ(got.reshape(want.shape), want) is None, bits_differ(got, want)
+    call = next(s for s in exe.source(given, w).splitlines() if "gc_matmul_f32(" in s)
+    assert "matmul_rows" in exe.source(given, w) and "null" not in call.split(",")[6]
+    assert bits_differ(given, kept) is None
+
+
 def _bound(got: np.ndarray, x: np.ndarray, w: np.ndarray) -> None:
     with np.errstate(all="ignore"):
         want = np.matmul(x, w)

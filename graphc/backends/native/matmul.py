@@ -70,9 +70,9 @@ ALIGN = 64  # bytes: a packed panel's rows are whole vectors
 
 SOURCE = c_source("matmul.c")
 
-# after M: a, b, packed, c, bias; bias_rows, K, N, rows1, s0, s1, sk, bk, bj, ready, relu,
-# parallel
-PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "ppppp" + "i" * 12)
+# after M: a, b, packed, c, bias, apack; bias_rows, K, N, rows1, s0, s1, sk, bk, bj, ready,
+# relu, parallel
+PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "pppppp" + "i" * 12)
 # after K: b, packed; N, bk, bj, parallel. It writes only `packed`
 PACK = Kernel("gc_matmul_pack_f32", SOURCE, [], ["matmul"], "pp" + "iiii", writes_only=2)
 
@@ -217,6 +217,32 @@ def _work_buffer(gen: Generator) -> str:
     return state["matmul_work"]
 
 
+def _strided_left(gen: Generator, step: Step) -> bool:
+    """Whether the left operand of `step` is a transpose that moves its last axis (a
+    weight gradient's G^T: its elements along k are not adjacent)."""
+    node = gen.plan.nodes[step.inputs[0]]
+    axes = node.attrs.get("axes") if node.kind == OP and node.op == "transpose" else None
+    return axes is not None and len(axes) > 1 and axes[-1] != len(axes) - 1
+
+
+def _rows_buffer(gen: Generator) -> str:
+    """The address of the buffer into which this plan's products pack a left operand
+    read across its rows (`_strided_left`; the kernel's mm_pack_rows): one per thread,
+    room for the largest such operand."""
+    state = calls.plan_state(gen)
+    if "matmul_rows" not in state:
+        size = 1
+        products = product_ops()
+        for step in gen.plan.steps:
+            if step.node.op in products and reason(step.node) is None and _strided_left(gen, step):
+                a = gen.plan.values[step.inputs[0]].type
+                size = max(size, a.size)  # type: ignore[arg-type]  (bound: ints)
+        buffer = gen.fresh("matmul_rows")
+        gen.setup_lines.append(f"{buffer} = {gen.const(aligned, 'aligned')}({size})")
+        state["matmul_rows"] = calls.address(gen, buffer, True, [])
+    return state["matmul_rows"]
+
+
 def _layout(gen: Generator, value: str, lines: list[str], once: bool = False) -> str:
     """The name of plan value `value`'s rows_layout: made once per thread (at setup) for
     an array that exists before the call, else on every call (into `lines`)."""
@@ -251,10 +277,11 @@ def lower(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) ->
     null = gen.const(calls.NULL, "null") if calls.FFI is not None else "None"
     bias_at = calls.value_address(gen, bias, lines) if bias is not None else null
     rows = 0 if bias is None else bias_rows(gen.plan.values[bias].type, out_t)
+    apack = _rows_buffer(gen) if _strided_left(gen, step) and n > 16 else null
     calls.record(gen, PRODUCT)
     parallel = 1 if m * n * k >= PARALLEL_WORK else 2 if m * n * k >= WARM_WORK else 0
-    args = [m, f"{a}[0]", f"{b}[0]", packed, c, bias_at, rows, k, n, f"{a}[1]", f"{a}[2]",
-            f"{a}[3]", f"{a}[4]", f"{b}[2]", f"{b}[4]", ready, int(relu), parallel]  # fmt: skip
+    args = [m, f"{a}[0]", f"{b}[0]", packed, c, bias_at, apack, rows, k, n, f"{a}[1]",
+            f"{a}[2]", f"{a}[3]", f"{a}[4]", f"{b}[2]", f"{b}[4]", ready, int(relu), parallel]  # fmt: skip
     return [*lines, f"{PRODUCT.name}({', '.join(str(x) for x in args)})"]
 
 

@@ -13,9 +13,32 @@
 #endif
 
 typedef struct {
-    const float *a, *b, *bias; float *c, *packed;
+    const float *a, *b, *bias; float *c, *packed, *apack;
     int64_t M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready, bias_rows;
 } mm_args;
+
+/* the height of the tile at row r of a chunk r0 .. r1: whole tiles of MM_MR rows, then
+   tiles of 8, 4, 2 and 1 (each case unrolled, its accumulators in registers); a rest of
+   4 to 7 rows after a whole tile goes as 8 + 8 + ... instead of 12 + 4 + ...: a tile of 4
+   rows has too few accumulators to keep the multiply-add pipes busy */
+GC_INLINE int mm_height(int64_t r0, int64_t r1, int64_t r) {
+    int64_t full = (r1 - r0) / MM_MR;
+#if MM_MR > 8
+    int64_t rest = (r1 - r0) % MM_MR;
+    if (full > 0 && rest >= 4 && rest < 8) full--;
+#endif
+    if (r < r0 + full * MM_MR) return MM_MR;
+#if MM_MR > 8
+    if (r1 - r >= 8) return 8;
+#endif
+    return r1 - r >= 4 ? 4 : r1 - r >= 2 ? 2 : 1;
+}
+
+/* where row r of a starts (its elements sk apart) */
+GC_INLINE const float *mm_row(const mm_args *m, int64_t r) {
+    if (m->rows1 == 1) return m->a + r * m->s0;  /* one row stride: no division */
+    return m->a + (r / m->rows1) * m->s0 + (r % m->rows1) * m->s1;
+}
 
 /* whether panel p is read where b lies (no packed copy): its columns adjacent and whole,
    and few rows of output to read it for; else it is read from `packed` */
@@ -56,12 +79,13 @@ GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr, co
     vf32 lo[MM_MR], hi[MM_MR];
     for (int r = 0; r < mr; r++) { lo[r] = sp_f32(0.0f); hi[r] = sp_f32(0.0f); }
     const float *row[MM_MR];
-    if (m->rows1 == 1)  /* one row stride: no division */
-        for (int r = 0; r < mr; r++) row[r] = m->a + (r0 + r) * m->s0;
-    else
-        for (int r = 0; r < mr; r++)
-            row[r] = m->a + ((r0 + r) / m->rows1) * m->s0 + ((r0 + r) % m->rows1) * m->s1;
-    const int64_t sk = m->sk;
+    int64_t sk = m->sk;
+    if (m->apack) {  /* the tile's rows packed by mm_pack_rows: mr values a k, one stream */
+        for (int r = 0; r < mr; r++) row[r] = m->apack + r0 * m->K + r;
+        sk = mr;
+    } else {
+        for (int r = 0; r < mr; r++) row[r] = mm_row(m, r0 + r);
+    }
     for (int64_t k = 0; k < m->K; k++) {
         vf32 b0, b1 = sp_f32(0.0f);
         memcpy(&b0, b + k * ldb, GC_VB);
@@ -89,23 +113,54 @@ GC_INLINE void mm_tile(const mm_args *m, int64_t r0, int64_t p, const int mr, co
     }
 }
 
-/* rows r0 .. r1 - 1 of panel p: whole tiles, then the rest by tiles of 8, 4, 2 and 1
-   rows (each case unrolled, its accumulators in registers); a rest of 4 to 7 rows
-   after a whole tile goes as 8 + 8 + ... instead of 12 + 4 + ...: a tile of 4 rows has
-   too few accumulators to keep the multiply-add pipes busy */
+/* rows r0 .. r1 - 1 of panel p, tile by tile as mm_height goes (each height a call of
+   its own, so that its loops unroll) */
 GC_INLINE void mm_rows_of(const mm_args *m, int64_t r0, int64_t r1, int64_t p, const int two) {
-    int64_t full = (r1 - r0) / MM_MR, rest = (r1 - r0) % MM_MR, r = r0;
+    for (int64_t r = r0; r < r1;) {
+        const int mr = mm_height(r0, r1, r);
+        if (mr == MM_MR) mm_tile(m, r, p, MM_MR, two);
 #if MM_MR > 8
-    if (full > 0 && rest >= 4 && rest < 8) full--;
+        else if (mr == 8) mm_tile(m, r, p, 8, two);
 #endif
-    for (int64_t t = 0; t < full; t++, r += MM_MR) mm_tile(m, r, p, MM_MR, two);
-#if MM_MR > 8
-    for (; r + 8 <= r1; r += 8) mm_tile(m, r, p, 8, two);
-#endif
-    for (; r + 4 <= r1; r += 4) mm_tile(m, r, p, 4, two);
-    for (; r + 2 <= r1; r += 2) mm_tile(m, r, p, 2, two);
-    for (; r < r1; r++) mm_tile(m, r, p, 1, two);
+        else if (mr == 4) mm_tile(m, r, p, 4, two);
+        else if (mr == 2) mm_tile(m, r, p, 2, two);
+        else mm_tile(m, r, p, 1, two);
+        r += mr;
+    }
 }
+
+/* rows r0 .. r1 - 1 of a (a chunk) into apack, tile by tile as mm_height goes: the tile
+   of mr rows at row r as K groups of its mr values, k by k, at apack + r K. A left
+   operand whose elements are not adjacent (a transposed activation: a weight gradient's
+   G^T X) is read so once, instead of one cache line per k by every panel's tiles */
+static void mm_pack_rows(const mm_args *m, int64_t r0, int64_t r1) {
+    const int64_t K = m->K, sk = m->sk;
+    int64_t at[MM_CHUNK];
+    int height[MM_CHUNK], tiles = 0;
+    for (int64_t r = r0; r < r1; r += height[tiles++]) {
+        at[tiles] = r;
+        height[tiles] = mm_height(r0, r1, r);
+    }
+    if (m->rows1 == 1 && m->s0 == 1) {  /* a transposed matrix: read k by k, in order */
+        for (int64_t k = 0; k < K; k++) {
+            const float *src = m->a + k * sk;
+            for (int t = 0; t < tiles; t++) {
+                float *d = m->apack + at[t] * K + k * height[t];
+                if (height[t] == MM_MR) memcpy(d, src + at[t], MM_MR * sizeof(float));
+                else memcpy(d, src + at[t], height[t] * sizeof(float));
+            }
+        }
+        return;
+    }
+    for (int t = 0; t < tiles; t++) {
+        float *d = m->apack + at[t] * K;
+        for (int i = 0; i < height[t]; i++) {
+            const float *row = mm_row(m, at[t] + i);
+            for (int64_t k = 0; k < K; k++) d[k * height[t] + i] = row[k * sk];
+        }
+    }
+}
+
 static void mm_rows(const mm_args *m, int64_t r0, int64_t r1, int64_t p) {
     if (m->N - p * MM_NR > GC_W) mm_rows_of(m, r0, r1, p, 1);
     else mm_rows_of(m, r0, r1, p, 0);
@@ -211,6 +266,11 @@ static void mm_share(const mm_args *m) {
         for (int64_t p = 0; p < panels; p++)
             if (!mm_in_place(m, p)) mm_pack_panel(m->b, m->packed, m->K, m->N, m->bk, m->bj, p);
     }
+    if (m->apack) {
+        #pragma omp for schedule(static)
+        for (int64_t c = 0; c < chunks; c++)
+            mm_pack_rows(m, c * MM_CHUNK, (c + 1) * MM_CHUNK < m->M ? (c + 1) * MM_CHUNK : m->M);
+    }
     int64_t first = 0;  /* the first panel the tiles compute */
     if (m->M == 1) {
         int64_t groups = m->N / MM_NR / 4;
@@ -231,14 +291,18 @@ static void mm_share(const mm_args *m) {
    is not null (bias[r bias_rows + j] when bias_rows is not 0: a matrix added, such as
    a gradient's accumulator), then max(., 0) when relu. Without `ready`, the panels the tiles cannot
    read in place are packed first, by the same team, into `packed` (room for every
-   panel). On the pool when `parallel` is 1, or 2 and the pool is warm */
+   panel). When `apack` is not null (room for M x K values) and a's elements are not
+   adjacent (sk != 1), the rows of a are packed there first too, for the tiles of
+   every panel to read (mm_pack_rows); one panel reads them where they lie. On the pool
+   when `parallel` is 1, or 2 and the pool is warm */
 GC_EXPORT void gc_matmul_f32(int64_t M, const float *a, const float *b, float *packed,
-                             float *c, const float *bias, int64_t bias_rows, int64_t K,
-                             int64_t N,
+                             float *c, const float *bias, float *apack, int64_t bias_rows,
+                             int64_t K, int64_t N,
                              int64_t rows1, int64_t s0, int64_t s1, int64_t sk, int64_t bk,
                              int64_t bj, int64_t ready, int64_t relu, int64_t parallel) {
-    mm_args m = {a, b, bias, c, packed, M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready,
-                 bias_rows};
+    const int pack_rows = apack && sk != 1 && M > 1 && K > 1 && N > MM_NR;
+    mm_args m = {a, b, bias, c, packed, pack_rows ? apack : 0, M, K, N, rows1, s0, s1, sk,
+                 bk, bj, relu, ready, bias_rows};
     if (parallel == 1 || (parallel == 2 && gc_pool_warm())) {
         #pragma omp parallel
         mm_share(&m);

@@ -69,20 +69,6 @@ GC_INLINE vf64 sp_f64(double s) {
     int64_t b; memcpy(&b, &s, 8); vi64 v = {0}; return (vf64)(v + b); }
 GC_INLINE vb sp_b(int s) { vb v = {0}; return v + (s ? -1 : 0); }
 
-/* loads and stores of m <= GC_W lanes at element i; lanes past m are zero */
-GC_INLINE vf32 ld_f32(const char *p, int64_t i, int64_t m) {
-    vf32 v = {0}; memcpy(&v, p + 4 * i, 4 * m); return v; }
-GC_INLINE vf64 ld_f64(const char *p, int64_t i, int64_t m) {
-    vf64 v = {0}; memcpy(&v, p + 8 * i, 8 * m); return v; }
-GC_INLINE vb ld_b(const char *p, int64_t i, int64_t m) {
-    uint8_t t[GC_W] = {0}; memcpy(t, p + i, m); vb v;
-    for (int k = 0; k < GC_W; k++) v[k] = t[k] ? -1 : 0;
-    return v; }
-GC_INLINE void st_f32(char *p, int64_t i, int64_t m, vf32 v) { memcpy(p + 4 * i, &v, 4 * m); }
-GC_INLINE void st_f64(char *p, int64_t i, int64_t m, vf64 v) { memcpy(p + 8 * i, &v, 8 * m); }
-GC_INLINE void st_b(char *p, int64_t i, int64_t m, vb v) {
-    uint8_t t[GC_W]; for (int k = 0; k < GC_W; k++) t[k] = (uint8_t)(v[k] & 1);
-    memcpy(p + i, t, m); }
 /* m <= GC_W float32 lanes by masked loads and stores: no library call for a variable m
    (memcpy's is one), never touching memory past the m lanes; loaded lanes past m are 0 */
 GC_INLINE vf32 ldm_f32(const float *p, int64_t m) {
@@ -101,6 +87,24 @@ GC_INLINE void stm_f32(float *p, vf32 v, int64_t m) {
     _mm256_maskstore_ps(p, (__m256i)(lane < (int32_t)m), (gc_ps)v);
 #endif
 }
+
+/* loads and stores of m <= GC_W lanes at element i; lanes past m are zero */
+GC_INLINE vf32 ld_f32(const char *p, int64_t i, int64_t m) {
+    if (m == GC_W) { vf32 v; memcpy(&v, p + 4 * i, GC_VB); return v; }
+    return ldm_f32((const float *)(p + 4 * i), m); }  /* no library call for a part */
+GC_INLINE vf64 ld_f64(const char *p, int64_t i, int64_t m) {
+    vf64 v = {0}; memcpy(&v, p + 8 * i, 8 * m); return v; }
+GC_INLINE vb ld_b(const char *p, int64_t i, int64_t m) {
+    uint8_t t[GC_W] = {0}; memcpy(t, p + i, m); vb v;
+    for (int k = 0; k < GC_W; k++) v[k] = t[k] ? -1 : 0;
+    return v; }
+GC_INLINE void st_f32(char *p, int64_t i, int64_t m, vf32 v) {
+    if (m == GC_W) memcpy(p + 4 * i, &v, GC_VB);
+    else stm_f32((float *)(p + 4 * i), v, m); }
+GC_INLINE void st_f64(char *p, int64_t i, int64_t m, vf64 v) { memcpy(p + 8 * i, &v, 8 * m); }
+GC_INLINE void st_b(char *p, int64_t i, int64_t m, vb v) {
+    uint8_t t[GC_W]; for (int k = 0; k < GC_W; k++) t[k] = (uint8_t)(v[k] & 1);
+    memcpy(p + i, t, m); }
 
 /* dst[r][c] = src[c][r] for an 8 x 8 block of floats (rows ld and ldd apart): the usual
    unpack, shuffle and lane-swap sequence, 24 instructions for 64 elements */

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 import graphc as gc
+from graphc.ir.types import is_float
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -38,7 +39,7 @@ def view(args: argparse.Namespace) -> int:
         g = load_target(args.target, args.spec)
         views: dict[str, object] = {"forward": g}
         if args.backward:
-            wrt = args.wrt or [p.name for p in g.inputs if p.type.dtype.kind == "f"]
+            wrt = args.wrt or [p.name for p in g.inputs if is_float(p.type.dtype)]
             if not wrt:
                 raise gc.GraphcError(
                     f"--backward: '{g.name}' has no floating-point input; name one with --wrt"

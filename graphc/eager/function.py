@@ -17,6 +17,7 @@ from graphc.eager.grad_mode import STATE, no_grad
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError, TracingError
 from graphc.ir.graph import active_graph
+from graphc.ir.types import is_float
 from graphc.ops.custom import arg_names as arg_names_of
 from graphc.ops.custom import build_body, fit_cotangent, is_tensor_arg, record_custom, replay
 from graphc.ops.symbolic import SYMBOLIC, Symbol
@@ -163,7 +164,7 @@ class Function(metaclass=_FunctionMeta):
 
 def _attach(ctx: FunctionCtx, index: int, out: Any, args: tuple) -> Any:
     """Make `out` an output of `ctx` on the tape (through an alias if it is an input)."""
-    if not isinstance(out, Tensor) or out._data.dtype.kind != "f":
+    if not isinstance(out, Tensor) or not is_float(out._data.dtype):
         return out
     if id(out) in ctx._non_differentiable:
         return out
@@ -219,7 +220,7 @@ def _apply_in_graph(cls: type[Function], args: tuple, kwargs: dict) -> Symbol:
     types = [x.type for x in inputs]
     ctx = cls._backward_cls()
     ctx.needs_input_grad = tuple(
-        i in slots and types[slots.index(i)].dtype.kind == "f" for i in range(len(args))
+        i in slots and is_float(types[slots.index(i)].dtype) for i in range(len(args))
     )
 
     def forward(placeholders: list[Symbol]) -> list[Any]:

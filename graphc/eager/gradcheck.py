@@ -15,11 +15,12 @@ import numpy as np
 
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError
+from graphc.ir.types import is_float
 
 
 def _outputs(value: Any) -> list[Tensor]:
     items = list(value) if isinstance(value, (tuple, list)) else [value]
-    return [t for t in items if isinstance(t, Tensor) and t._data.dtype.kind == "f"]
+    return [t for t in items if isinstance(t, Tensor) and is_float(t._data.dtype)]
 
 
 def _numerical(fn: Callable, inputs: tuple, x: Tensor, eps: float) -> list[np.ndarray]:

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from graphc.ir.types import is_float
+
 PRECISION = 4
 LINEWIDTH = 80
 THRESHOLD = 1000
@@ -24,7 +26,7 @@ class _Formatter:
     """Chooses one format (int-like, fixed or scientific) and width for all elements."""
 
     def __init__(self, values: np.ndarray) -> None:
-        self.floating = values.dtype.kind == "f"
+        self.floating = is_float(values.dtype)
         self.int_mode = True
         self.sci_mode = False
         self.width = 1

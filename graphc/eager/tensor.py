@@ -22,7 +22,7 @@ from graphc.eager.inplace import InPlaceMethods
 from graphc.eager.methods import EagerMethods
 from graphc.ir.errors import AutodiffError, DTypeError, ShapeError
 from graphc.ir.graph import rich_display
-from graphc.ir.types import as_dtype
+from graphc.ir.types import as_dtype, is_float
 from graphc.ops.methods import ValueMethods
 
 _new = object.__new__
@@ -137,7 +137,7 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
                 "you can only change requires_grad flags of leaf tensors; "
                 "use .detach() to get a non-leaf tensor's values without grad"
             )
-        if flag and self._data.dtype.kind != "f":
+        if flag and not is_float(self._data.dtype):
             raise DTypeError(
                 f"only tensors of floating point dtype can require gradients, got {self.dtype}"
             )

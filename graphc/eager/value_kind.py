@@ -19,7 +19,7 @@ from graphc.eager.grad_mode import STATE
 from graphc.eager.tensor import Tensor, make
 from graphc.eager.views import make_view
 from graphc.ir.registry import OpDef
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, is_float
 from graphc.ops import dispatch
 
 _CACHE_LIMIT = 4096
@@ -72,7 +72,7 @@ class EagerKind:
         out = _new(Tensor)
         out._data = result
         out._counter = counter = [0]
-        if STATE.enabled and opdef.vjp is not None and result.dtype.kind == "f":
+        if STATE.enabled and opdef.vjp is not None and is_float(result.dtype):
             for x in inputs:
                 if x._requires_grad:
                     out.grad_fn = OpBackward(opdef, canonical, inputs, result, counter)

@@ -35,6 +35,7 @@ from graphc.eager.grad_mode import STATE, enable_grad
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError, IndexRangeError, ShapeError
 from graphc.ir.registry import OpDef, register_rule
+from graphc.ir.types import is_float
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import shape as S
@@ -150,7 +151,7 @@ def make_view(opdef: OpDef, x: Tensor, attrs: dict, array: np.ndarray) -> ViewTe
         out._steps = (*x._steps, step)  # type: ignore[attr-defined]
     if STATE.enabled:
         out._tracks = True
-        if x._requires_grad and opdef.vjp is not None and array.dtype.kind == "f":
+        if x._requires_grad and opdef.vjp is not None and is_float(array.dtype):
             out._grad_fn = OpBackward(opdef, attrs, [x], array, counter)
             out._requires_grad = True
     out._fn_version = counter[0]

@@ -38,7 +38,7 @@ from graphc.frontend.staging import OnArrays, Staged, as_array, as_tuple, leaf_n
 from graphc.frontend.trace import lifted_feeds, parameter_names, trace
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import Graph
-from graphc.ir.types import TensorType, format_shape
+from graphc.ir.types import TensorType, format_shape, is_float
 from graphc.ops import shape as S
 from graphc.ops.closure import fn_name, graph_of, lift
 from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
@@ -54,7 +54,7 @@ Argnums = int | Sequence[int]
 
 
 def _is_float(t: TensorType) -> bool:
-    return bool(np.issubdtype(t.dtype, np.floating))
+    return is_float(t.dtype)
 
 
 def _argnums(argnums: Argnums, args: tuple, what: str) -> tuple[int, ...]:

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
-from graphc.ir.errors import GraphcError, ParseError
+from graphc.ir.errors import DTypeError, GraphcError, ParseError
 from graphc.ir.graph import MAX_NESTING, OUTPUT, Graph, Node
 from graphc.ir.literals import Base64Array, array_from_literal, as_text, short
-from graphc.ir.types import DTYPES, TensorType, TupleType
+from graphc.ir.types import DTYPES, TensorType, TupleType, known_dtype
 from graphc.ir.verify import node_problem, op_problem
 
 _TOKEN = re.compile(
@@ -143,7 +143,11 @@ class _Reader:
 
     def type(self) -> TensorType:
         dtype = self.expect_kind("ident", "a type such as f32[B,3]").text
-        if dtype not in DTYPES:
+        try:
+            known = known_dtype(dtype)
+        except DTypeError as exc:  # bf16 without ml_dtypes
+            raise self.error(f"dtype {dtype!r}: {exc}") from None
+        if known is None:
             raise self.error(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
         self.expect("[", "'[' opening the shape")
         dims: list[int | str] = []
@@ -203,6 +207,11 @@ class _Reader:
                 raise self.error('malformed base64 in b64"..."') from None
         if token.kind == "ident" and token.text in _NAMED_LITERALS:
             return _NAMED_LITERALS[token.text]
+        if token.kind == "ident" and token.text == "bf16":  # a dtype attr, as f32 above
+            try:
+                return known_dtype(token.text)
+            except DTypeError as exc:
+                raise self.error(str(exc)) from None
         if token.text == "-" and self.accept("inf"):
             return float("-inf")
         if token.kind == "punct" and token.text in "([":

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
-from graphc.ir.errors import GraphcError, ParseError
+from graphc.ir.errors import DTypeError, GraphcError, ParseError
 from graphc.ir.graph import KINDS, MAX_NESTING, OP, PLACEHOLDER, Graph, Node
 from graphc.ir.literals import as_text, short
-from graphc.ir.types import DTYPES, MAX_RANK, TensorType, TupleType, dtype_name
+from graphc.ir.types import DTYPES, MAX_RANK, TensorType, TupleType, dtype_name, known_dtype
 from graphc.ir.verify import node_problem
 
 FORMAT = "graphc"
@@ -122,11 +122,15 @@ def decode_value(data: Any, field: str, depth: int = 0, nesting: int = 1) -> Any
 
 
 def _dtype(name: Any, field: str) -> np.dtype:
-    if not isinstance(name, str) or name not in DTYPES:
+    try:
+        known = known_dtype(name) if isinstance(name, str) else None
+    except DTypeError as exc:  # bf16 without ml_dtypes
+        raise ParseError(f"{field}: {exc}") from None
+    if known is None:
         raise ParseError(
             f"{field}: unknown dtype {short(repr(name))}; expected one of {', '.join(DTYPES)}"
         )
-    return DTYPES[name]
+    return known
 
 
 def _shape(data: Any, field: str) -> tuple:

@@ -6,18 +6,31 @@ Broadcasting follows numpy, extended to symbols: ``B`` against ``1`` gives ``B``
 is an error, because the graph would then be valid only for some bindings.
 
 The dtypes are `DTYPES`: float16/32/64, int8/16/32/64, uint8/16/32/64 and bool, under
-short names (f32, u8, ...). Type rules are numpy 2's (NEP 50: a Python scalar takes the
-array's dtype). Kernels are numpy's: its float16 loops compute in float32 and round each
-result; graphc's own loops that would round a float16 sum at every term (convolutions)
-compute in float32 and round once. bfloat16 is refused by name (`BFLOAT16_REFUSAL`).
+short names (f32, u8, ...), and bfloat16 (bf16) where the ml_dtypes package is installed
+(it comes with onnx and with jax; graphc does not depend on it). Type rules are numpy
+2's (NEP 50: a Python scalar takes the array's dtype). Kernels are numpy's: its float16
+loops compute in float32 and round each result; graphc's own loops that would round a
+float16 sum at every term (convolutions) compute in float32 and round once.
+
+bfloat16 is ml_dtypes' numpy dtype, of kind 'V' to numpy: `is_float` is the one test
+of "a floating dtype" graphc's layers ask. Every op computes a bfloat16 operand in
+float32 and rounds its bfloat16 result once (ops/defop.py). Its type rules are numpy's
+with ml_dtypes: bfloat16 with float32 or float16 gives float32, with float64 float64,
+with bool, int8 and uint8 bfloat16, with wider ints float64 (as float16 does).
+ml_dtypes is imported only when a bfloat16 is met or asked for (it takes about half a
+second to import here); without it, asking for bfloat16 is a `DTypeError` saying to
+install it.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +57,8 @@ DTYPES: dict[str, np.dtype] = {
     "u64": np.dtype(np.uint64),
 }
 _SHORT_NAME = {dt: name for name, dt in DTYPES.items()}
+# bfloat16 joins both tables when first asked for (`bfloat16`), or at once if another
+# library imported ml_dtypes already (that costs nothing more)
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # used with fullmatch: "B\n" is no symbol
 
 # numpy indexes with intp: no array has more bytes than this, and a larger dim or
@@ -56,6 +71,8 @@ def as_dtype(dtype: object) -> np.dtype:
     """Normalize anything numpy understands as a dtype (or a short name like 'f32')."""
     if isinstance(dtype, str) and dtype in DTYPES:
         return DTYPES[dtype]
+    if isinstance(dtype, str) and dtype in BFLOAT16_NAMES:
+        return bfloat16()
     if isinstance(dtype, np.dtype) and dtype in _SHORT_NAME:  # the common case, first
         return dtype
     # lists, dicts and tuples would make numpy build structured dtypes (or fail oddly)
@@ -66,18 +83,66 @@ def as_dtype(dtype: object) -> np.dtype:
     except (TypeError, ValueError):
         raise DTypeError(f"not a dtype: {dtype!r}") from None
     if dt not in _SHORT_NAME:
+        if dt.name == "bfloat16":  # ml_dtypes' (or an impostor's): registered once, or refused
+            bf16 = bfloat16()
+            if dt == bf16:
+                return bf16
         supported = ", ".join(str(d) for d in DTYPES.values())
-        why = f" ({BFLOAT16_REFUSAL})" if dt.name == "bfloat16" else ""
-        raise DTypeError(f"dtype {dt} is not supported{why}; expected one of {supported}")
+        raise DTypeError(f"dtype {dt} is not supported; expected one of {supported}")
     return dt
 
 
-# ml_dtypes' bfloat16 computes in numpy, but as a dtype of kind 'V': graphc's layers
-# tell floats by numpy's kind 'f' (what is differentiable, which kernels apply)
-BFLOAT16_REFUSAL = (
-    "graphc has no bfloat16: ml_dtypes' bfloat16 is a numpy dtype of kind 'V', not a float "
-    "to numpy's type checks; cast to float32 (or float16) first"
+BFLOAT16_MISSING = (
+    "bfloat16 needs the ml_dtypes package: pip install ml_dtypes (or graphc's onnx extra, "
+    "pip install 'graphc[onnx]')"
 )
+BFLOAT16_NAMES = ("bf16", "bfloat16")
+
+
+def bfloat16() -> np.dtype:
+    """ml_dtypes' bfloat16, imported and added to `DTYPES` (as "bf16") on first use.
+
+    A `DTypeError` saying to install ml_dtypes where it is missing."""
+    if "bf16" in DTYPES:
+        return DTYPES["bf16"]
+    try:
+        ml_dtypes = importlib.import_module("ml_dtypes")
+    except ImportError:
+        raise DTypeError(BFLOAT16_MISSING) from None
+    dt = np.dtype(ml_dtypes.bfloat16)
+    _SHORT_NAME[dt] = "bf16"
+    DTYPES["bf16"] = dt
+    return dt
+
+
+def known_dtype(name: str) -> np.dtype | None:
+    """The dtype of a short name from the text form or JSON ('f32', 'bf16', ...), or None."""
+    if name == "bf16":
+        return bfloat16()
+    return DTYPES.get(name)
+
+
+def is_float(dtype: np.dtype) -> bool:
+    """Is `dtype` a floating dtype (float16/32/64 or bfloat16)? The one test of it: numpy
+    calls bfloat16 kind 'V', so `dtype.kind == "f"` and `np.floating` miss it.
+
+    >>> is_float(np.dtype("float16")), is_float(np.dtype("int8"))
+    (True, False)
+    """
+    kind = dtype.kind
+    return kind == "f" or (kind == "V" and dtype.name == "bfloat16")
+
+
+def finfo(dtype: np.dtype) -> Any:
+    """`np.finfo` of a floating dtype, bfloat16's from ml_dtypes (numpy has none)."""
+    if is_bfloat16(dtype):
+        return importlib.import_module("ml_dtypes").finfo(dtype)
+    return np.finfo(dtype)
+
+
+def is_bfloat16(dtype: object) -> bool:
+    """Is `dtype` (a dtype, or None) bfloat16? Without importing ml_dtypes."""
+    return isinstance(dtype, np.dtype) and dtype.kind == "V" and dtype.name == "bfloat16"
 
 
 def dtype_name(dtype: np.dtype) -> str:
@@ -303,3 +368,7 @@ def normalize_axes(axis: object, rank: int, op: str = "op") -> tuple[int, ...] |
     if len(axes) != len(items):
         raise ShapeError(f"{op}: repeated axis in {axis!r}")
     return tuple(axes)
+
+
+if "ml_dtypes" in sys.modules:  # imported by jax or onnx before graphc: bfloat16 is free
+    bfloat16()

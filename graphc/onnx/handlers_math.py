@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.ir.types import is_float
 from graphc.onnx.importer import Context, Value, handler, ints, known
 from graphc.ops import elementwise as E
 from graphc.ops import linalg as L
@@ -169,7 +170,7 @@ _EMPTY = {R.max: "low", R.min: "high", R.logsumexp: "low"}  # ONNX: the identity
 def identity_of(dtype: np.dtype, end: str) -> Any:
     if dtype == np.bool_:
         return end == "high"
-    if dtype.kind == "f":
+    if is_float(dtype):
         return -np.inf if end == "low" else np.inf
     info = np.iinfo(dtype)
     return info.min if end == "low" else info.max

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError
+from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.graph import Graph, active_graph
-from graphc.ir.types import BFLOAT16_REFUSAL, DTYPES, TensorType
+from graphc.ir.types import TensorType, bfloat16, is_bfloat16
 from graphc.ops.dispatch import fold_limit
 from graphc.ops.symbolic import Symbol, add_constant
 
@@ -107,22 +107,31 @@ _NAMES = {
 }  # fmt: skip
 
 
+_BFLOAT16 = 16  # TensorProto.BFLOAT16: ml_dtypes' bfloat16, imported when one is met
+
+
 def numpy_dtype(elem_type: int, where: str) -> np.dtype:
     """graphc's dtype for an ONNX element type, or an OnnxError naming both."""
     if elem_type in _ONNX_DTYPES:
         return np.dtype(_ONNX_DTYPES[elem_type])
+    if elem_type == _BFLOAT16:
+        try:
+            return bfloat16()
+        except DTypeError as exc:  # ml_dtypes is missing
+            raise OnnxError(f"{where}: element type BFLOAT16: {exc}") from None
     name = _NAMES.get(elem_type, f"element type {elem_type}")
-    why = f" ({BFLOAT16_REFUSAL})" if name == "BFLOAT16" else ""
-    raise OnnxError(f"{where}: element type {name} is not supported{why}; {SUPPORTED_TYPES}")
+    raise OnnxError(f"{where}: element type {name} is not supported; {SUPPORTED_TYPES}")
 
 
 SUPPORTED_TYPES = (
-    "graphc supports tensors of FLOAT, DOUBLE, FLOAT16, INT8, INT16, INT32, INT64, UINT8, "
-    "UINT16, UINT32, UINT64 and BOOL"
+    "graphc supports tensors of FLOAT, DOUBLE, FLOAT16, BFLOAT16 (with ml_dtypes), INT8, "
+    "INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64 and BOOL"
 )
 
 
 def onnx_elem_type(dtype: np.dtype) -> int:
+    if is_bfloat16(dtype):
+        return _BFLOAT16
     for code, name in _ONNX_DTYPES.items():
         if np.dtype(name) == dtype:
             return code
@@ -381,9 +390,11 @@ _STORED = {
     7: ("int64_data", "<i8"), 9: ("int32_data", "u1"), 3: ("int32_data", "i1"),
     5: ("int32_data", "<i2"), 2: ("int32_data", "u1"), 4: ("int32_data", "<u2"),
     12: ("uint64_data", "<u4"), 13: ("uint64_data", "<u8"), 10: ("int32_data", "<f2"),
+    _BFLOAT16: ("int32_data", "<u2"),
 }  # fmt: skip
-# element types whose int32_data holds each value's bits (raw_data holds the values)
-_BITS_IN_INT32 = {10: "<u2"}
+# element types whose int32_data holds each value's bits (raw_data holds the values;
+# bfloat16's are read as their bits, which numpy cannot name without ml_dtypes)
+_BITS_IN_INT32 = {10: "<u2", _BFLOAT16: "<u2"}
 _EXTERNAL = 1  # TensorProto.EXTERNAL: the values are in a file beside the model
 
 
@@ -419,6 +430,8 @@ def tensor_value(tensor: Any, where: str, base_dir: str | None = None) -> np.nda
             flat = flat.view(stored)
         else:
             flat = np.array(values, np.int64 if dtype.kind == "b" else stored)
+    if tensor.data_type == _BFLOAT16:
+        return flat.view(dtype).reshape(shape)  # the bits, not their values as integers
     return flat.astype(dtype).reshape(shape)
 
 
@@ -615,6 +628,3 @@ def run_node(ctx: Context, node: Any, inputs: list[Value], attrs: dict[str, Any]
             )
             return [_plain(v) for v in outputs]
     raise ctx.error(f"{node.op_type} is supported from opset {entries[-1][0]} on")
-
-
-DTYPE_NAMES = {v: k for k, v in DTYPES.items()}

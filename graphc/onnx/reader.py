@@ -11,7 +11,7 @@ import numpy as np
 
 from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.scope import path_scope
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, is_float
 from graphc.onnx.importer import (
     Context,
     OnnxError,
@@ -90,7 +90,7 @@ def read_graph(
         env[info.name] = Symbol(graph.add_placeholder(info.name, t))
     for t in proto.initializer:
         value = tensor_value(t, f"initializer '{t.name}'", ctx.base_dir)
-        if as_placeholders and value.dtype.kind == "f":
+        if as_placeholders and is_float(value.dtype):
             env[t.name] = Symbol(graph.add_placeholder(t.name, TensorType.of(value)))
         else:
             env[t.name] = value

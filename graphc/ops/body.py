@@ -21,7 +21,7 @@ import numpy as np
 from graphc.ir.errors import DTypeError, GraphcError, NumericsError, ShapeError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import attr_dims, bound_attrs, get_op
-from graphc.ir.types import Dim, TensorType, TupleType, format_shape, is_symbol
+from graphc.ir.types import Dim, TensorType, TupleType, format_shape, is_float, is_symbol
 
 
 def bind_body_dims(
@@ -119,7 +119,7 @@ def dims_of(graph: Graph, arrays: Sequence[np.ndarray]) -> dict[str, int]:
 def check_finite(node: Node, value: Any) -> None:
     """A NumericsError naming `node` when a float value holds nan or inf."""
     for array in value if isinstance(value, tuple) else (value,):
-        if np.issubdtype(array.dtype, np.floating) and not np.all(np.isfinite(array)):
+        if is_float(array.dtype) and not np.all(np.isfinite(array)):
             kind = "NaN" if np.isnan(array).any() else "inf"
             where = f" (created at {node.loc})" if node.loc else ""
             raise NumericsError(f"{node.describe()} produced {kind}{where}", node=node.name)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import DTypeError, ShapeError
-from graphc.ir.types import Dim, TensorType, as_dtype, format_shape
+from graphc.ir.types import Dim, TensorType, as_dtype, format_shape, is_float
 from graphc.ops import indexing as I
 from graphc.ops import selection
 from graphc.ops import shape as S
@@ -46,7 +46,7 @@ __all__: list[str] = []  # users call the builders of conv.py
 
 def _float_dtype(op: str, x: TensorType, w: TensorType) -> np.dtype:
     dtype = as_dtype(np.result_type(x.dtype, w.dtype))
-    if dtype.kind != "f":
+    if not is_float(dtype):
         raise DTypeError(f"{op}: needs a floating input or weight, got {x.dtype} and {w.dtype}")
     return dtype
 

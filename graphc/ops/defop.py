@@ -2,10 +2,18 @@
 
 Also the pieces most op blocks share: type rules and kernels for numpy ufuncs,
 and the gradient helpers that undo broadcasting.
+
+bfloat16 (ml_dtypes') is computed here, once for every op: a kernel that is a numpy
+ufunc runs ml_dtypes' bfloat16 loop (each element computed in float32, rounded);
+every other kernel given a bfloat16 operand computes on float32 copies and rounds
+each bfloat16 result of its type rule once (`in_float32`): numpy's matmul on bfloat16
+gives float32, its sums would round at every term, some functions have no loop. Ops
+holding bodies are left alone: their bodies' ops round as they would unfused.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,7 +22,7 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError
 from graphc.ir.registry import REQUIRED, OpDef, register
-from graphc.ir.types import TensorType, as_dtype, broadcast_shapes
+from graphc.ir.types import DTYPES, TensorType, TupleType, as_dtype, broadcast_shapes, is_bfloat16
 from graphc.ops.dispatch import bind
 from graphc.ops.spelling import TORCH_KEYWORDS, numpy_keywords, with_torch_parameters
 
@@ -51,12 +59,15 @@ def defop(
     """
     attrs = dict(attrs or {})
     variadic = inputs == VARIADIC
+    arity = None if variadic else len(inputs)
     register(
         OpDef(
             name=name,
-            arity=None if variadic else len(inputs),
+            arity=arity,
             infer=infer,
-            kernel=kernel,
+            kernel=kernel
+            if bodies or hasattr(kernel, "ufunc")
+            else in_float32(kernel, infer, arity),
             attrs=attrs,
             vjp=vjp,
             canonicalize=canonicalize,
@@ -113,6 +124,48 @@ def defop(
     return with_torch_parameters(op, inspect.Signature(params), aliases)
 
 
+# -- bfloat16 -----------------------------------------------------------------
+
+
+def in_float32(
+    kernel: Callable[..., Any], infer: Callable[..., Any], arity: int | None
+) -> Callable[..., Any]:
+    """`kernel`, which on bfloat16 operands computes on float32 copies of them and
+    rounds each result its type rule (`infer`) gives as bfloat16 once, into `out` when
+    given (by keyword, or after the `arity` operands). Other dtypes call `kernel`
+    itself (one dict lookup more until bfloat16 is first used)."""
+
+    @functools.wraps(kernel)
+    def run(*arrays: Any, out: Any = None, **attrs: Any) -> Any:
+        if "bf16" not in DTYPES or not any(is_bfloat16(getattr(a, "dtype", None)) for a in arrays):
+            return (
+                kernel(*arrays, out=out, **attrs) if out is not None else kernel(*arrays, **attrs)
+            )
+        if arity is not None and len(arrays) > arity:  # out given positionally
+            arrays, out = arrays[:arity], arrays[arity]
+        wide = [a.astype(np.float32) if is_bfloat16(a.dtype) else a for a in arrays]
+        result = kernel(*wide, **attrs)
+        if out is None:
+            out_type = infer(*(TensorType.of(np.asarray(a)) for a in arrays), **attrs)
+            dtypes = out_type.items if isinstance(out_type, TupleType) else (out_type,)
+            if isinstance(result, tuple):
+                return tuple(_rounded(r, t.dtype) for r, t in zip(result, dtypes))
+            return _rounded(result, dtypes[0].dtype)
+        if isinstance(result, tuple):
+            for o, r in zip(out, result):
+                np.copyto(o, r, casting="unsafe")
+            return out
+        np.copyto(out, result, casting="unsafe")
+        return out
+
+    return run
+
+
+def _rounded(result: Any, dtype: np.dtype) -> Any:
+    result = np.asarray(result)
+    return result.astype(dtype) if result.dtype != dtype else result
+
+
 # -- ufuncs -------------------------------------------------------------------
 
 
@@ -124,6 +177,10 @@ def ufunc_dtype(ufunc: np.ufunc, op: str, *dtypes: np.dtype) -> np.dtype:
         shown = ", ".join(str(d) for d in dtypes)
         raise DTypeError(f"{op}: numpy has no '{ufunc.__name__}' for dtypes ({shown})") from exc
     result = resolved[-1]
+    if result == np.float32 and any(map(is_bfloat16, dtypes)):
+        # ml_dtypes has no bfloat16 loop (matmul): the kernel rounds to bfloat16 where
+        # the operands promote to it (`in_float32`)
+        result = np.result_type(*dtypes)
     shown = ", ".join(str(d) for d in dtypes)
     if result == np.float16 and np.bool_ in dtypes and np.float16 not in dtypes:
         # numpy computes log(bool) in float16, torch in float32: a float function of

@@ -25,7 +25,7 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, ShapeError, TracingError
 from graphc.ir.graph import Graph, Node, active_graph
-from graphc.ir.types import TensorType, as_dim, is_symbol
+from graphc.ir.types import TensorType, as_dim, is_float, is_symbol
 from graphc.ops.closure import Traced, empty_ys, fn_name, graph_of, lift, trace_body, with_inputs
 from graphc.ops.dispatch import bind, dtype_of, is_python_scalar, kind_of, weak_dtype
 from graphc.ops.pytree import Tree, flatten, leaf_paths, mismatch, show_tree, unflatten
@@ -71,7 +71,7 @@ def _scalar_dtype(op: str, what: str, value: Any) -> np.dtype:
     if shape:
         raise ShapeError(f"{op}: the {what} must be a scalar, got shape {shape}")
     dtype = value.type.dtype if isinstance(value, Symbol) else dtype_of(value)
-    if dtype.kind not in "biuf":
+    if dtype.kind not in "biu" and not is_float(dtype):
         raise DTypeError(f"{op}: the {what} must be a bool or number, got {dtype}")
     return dtype
 
@@ -400,7 +400,7 @@ def _check_carry_types(
         if given == carry.type:
             continue
         hint = ""
-        if given.dtype != carry.dtype and given.dtype.kind == carry.dtype.kind == "f":
+        if given.dtype != carry.dtype and is_float(given.dtype) and is_float(carry.dtype):
             hint = (
                 " (graphc promotes arrays as numpy does: an int32 or int64 array meeting a "
                 "float32 gives float64, where JAX's lattice keeps float32)"

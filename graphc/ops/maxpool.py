@@ -18,7 +18,7 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, ShapeError
 from graphc.ir.registry import REQUIRED
-from graphc.ir.types import TensorType, format_shape
+from graphc.ir.types import TensorType, format_shape, is_float
 from graphc.ops.defop import defop
 from graphc.ops.windows import expect_rank, kernel_taps, pool_attrs, pooled_hw
 
@@ -56,7 +56,7 @@ def _routing_scratch(out: TensorType, *inputs: TensorType, **attrs: Any) -> int:
 
 def _max_pool2d_infer(x: TensorType, **attrs: Any) -> TensorType:
     expect_rank(x, 4, "the input (N, C, H, W)", "max_pool2d")
-    if x.dtype.kind not in "fiu":
+    if x.dtype.kind not in "iu" and not is_float(x.dtype):
         raise DTypeError(f"max_pool2d: needs a float or integer input, got {x.dtype}")
     return x.with_shape(x.shape[:2] + pooled_hw(x.shape, "max_pool2d", **attrs))
 
@@ -65,7 +65,7 @@ def _max_pool2d_kernel(x: np.ndarray, out: np.ndarray | None = None, **attrs: An
     pooled = pooled_hw(x.shape, "max_pool2d", **attrs)
     result = np.empty(x.shape[:2] + pooled, x.dtype) if out is None else out
     # the padding: never a window's maximum
-    result.fill(-np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min)
+    result.fill(-np.inf if is_float(x.dtype) else np.iinfo(x.dtype).min)
     for _, _, at_out, at_x in _taps(x.shape, pooled, attrs):
         np.maximum(result[at_out], x[at_x], out=result[at_out])  # nan wins, as in PyTorch
     return result
@@ -89,7 +89,7 @@ def _routes(x: np.ndarray, pooled: np.ndarray, attrs: dict) -> Iterator[tuple]:
     """(window index, input index, hit) per kernel tap: hit marks the windows whose
     maximum is at this tap (the first position equal to it; nan counts as equal to nan)."""
     todo = np.ones(pooled.shape, bool)
-    nans = np.isnan(pooled) if pooled.dtype.kind == "f" else None
+    nans = np.isnan(pooled) if is_float(pooled.dtype) else None
     if nans is not None and not nans.any():
         nans = None
     for _, _, at_out, at_x in _taps(x.shape, pooled.shape[-2:], attrs):
@@ -122,7 +122,7 @@ def _check_routed(
     want = TensorType(x.shape[:2] + pooled_hw(x.shape, op, **attrs), x.dtype)
     if pooled != want:
         raise ShapeError(f"{op}: pooled must be max_pool2d of the input, {want}, got {pooled}")
-    if value.dtype.kind != "f":
+    if not is_float(value.dtype):
         raise DTypeError(f"{op}: the routed value must be floating, got {value.dtype}")
 
 

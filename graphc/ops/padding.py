@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, ShapeError
-from graphc.ir.types import Shape, TensorType, format_shape, is_symbol
+from graphc.ir.types import Shape, TensorType, format_shape, is_float, is_symbol
 from graphc.ops.defop import defop, into
 from graphc.ops.spelling import count
 
@@ -113,7 +113,7 @@ def _value(value: Any, dtype: np.dtype) -> Any:
         value = value.item()
     if not isinstance(value, (bool, int, float)):
         raise GraphcError(f"pad: constant_values must be a real scalar, got {value!r}")
-    if dtype.kind == "f":
+    if is_float(dtype):
         return np.asarray(value, dtype).item()  # rounded once, to x's precision
     if not (np.isfinite(value) and float(value).is_integer()):
         raise DTypeError(f"pad: constant_values {value!r} is not a whole number for {dtype}")

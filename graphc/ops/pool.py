@@ -17,7 +17,7 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, ShapeError
 from graphc.ir.registry import REQUIRED
-from graphc.ir.types import Dim, TensorType, as_shape, format_shape
+from graphc.ir.types import Dim, TensorType, as_shape, format_shape, is_float
 from graphc.ops import linalg as L
 from graphc.ops import reduce as R
 from graphc.ops.defop import defop
@@ -110,7 +110,7 @@ def _avg_taps(hw: tuple, pooled: tuple, attrs: dict) -> tuple:
 
 def _avg_pool2d_infer(x: TensorType, **attrs: Any) -> TensorType:
     expect_rank(x, 4, "the input (N, C, H, W)", "avg_pool2d")
-    if x.dtype.kind != "f":
+    if not is_float(x.dtype):
         raise DTypeError(f"avg_pool2d: needs a floating input, got {x.dtype}")
     return x.with_shape(x.shape[:2] + _avg_geometry(x.shape[2:], "avg_pool2d", **attrs))
 
@@ -168,7 +168,7 @@ def _avg_backward_infer(ct: TensorType, input_size: tuple, **attrs: Any) -> Tens
     expect_rank(ct, 4, "the cotangent (N, C, Ho, Wo)", op)
     if len(input_size) != 2:
         raise ShapeError(f"{op}: input_size is the input's (H, W), got {input_size!r}")
-    if ct.dtype.kind != "f":
+    if not is_float(ct.dtype):
         raise DTypeError(f"{op}: needs a floating cotangent, got {ct.dtype}")
     pooled = _avg_geometry(input_size, op, **attrs)
     if ct.shape[2:] != pooled:
@@ -266,6 +266,6 @@ def _float_input(x: Any, op: str) -> np.dtype:
             f"{op}: the input must have rank 4 (N, C, H, W), got shape {tuple(x.shape)}"
         )
     dtype = np.dtype(x.dtype)
-    if dtype.kind != "f":
+    if not is_float(dtype):
         raise DTypeError(f"{op}: needs a floating input, got {dtype}")
     return dtype

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import DTypeError, ShapeError
-from graphc.ir.types import TensorType, as_dtype, as_shape
+from graphc.ir.types import TensorType, as_dtype, as_shape, is_float
 from graphc.ops.defop import defop, into
 
 __all__ = ["fold_in", "random_normal", "random_uniform"]
@@ -62,7 +62,7 @@ def _check_key(key: TensorType, op: str) -> None:
 
 def _creation_canon(key: TensorType, shape: Any, dtype: Any) -> dict:
     dt = as_dtype(dtype)
-    if dt.kind != "f":
+    if not is_float(dt):
         raise DTypeError(f"random: dtype must be a float, got {dt}")
     return {"shape": as_shape(shape, "random"), "dtype": dt}
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError
-from graphc.ir.types import TensorType, as_dtype, broadcast_shapes
+from graphc.ir.types import TensorType, as_dtype, broadcast_shapes, is_float
 from graphc.ops.defop import defop, elementwise_cost, into, ufunc_infer, ufunc_kernel
 from graphc.ops.dispatch import bind
 
@@ -72,10 +72,10 @@ def _where_kernel(c: np.ndarray, x: Any, y: Any, out: np.ndarray | None = None) 
     # copying it again cost an eager LeNet step four passes over its activations
     if out is None:
         dtype = np.result_type(x, y)
-        if dtype.kind != "f" or not (_zero_bits(x) or _zero_bits(y)):
+        if not is_float(dtype) or not (_zero_bits(x) or _zero_bits(y)):
             return np.asarray(np.where(c, x, y))
         out = np.empty(np.broadcast_shapes(np.shape(c), np.shape(x), np.shape(y)), dtype)
-    if out.dtype.kind == "f" and np.asarray(c).dtype == np.bool_:
+    if is_float(out.dtype) and np.asarray(c).dtype == np.bool_:
         if _zero_bits(y) and isinstance(x, np.ndarray) and x.dtype == out.dtype:
             kept, mask = x, np.negative(c, dtype=f"u{out.itemsize}")  # True -> all ones
         elif _zero_bits(x) and isinstance(y, np.ndarray) and y.dtype == out.dtype:
@@ -179,7 +179,7 @@ def _cast_kernel(x: np.ndarray, out: np.ndarray | None = None, dtype: Any = None
 
 def _cast_vjp(ct: Any, out: Any, x: Any, needs: tuple, dtype: Any) -> tuple:
     # a cast is the identity on values: the gradient is cast back
-    return (cast(ct, x.dtype) if np.issubdtype(x.dtype, np.floating) else None,)
+    return (cast(ct, x.dtype) if is_float(x.dtype) else None,)
 
 
 cast = defop(

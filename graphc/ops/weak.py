@@ -30,6 +30,7 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError
 from graphc.ir.registry import OpDef
+from graphc.ir.types import is_float
 from graphc.ops import dispatch
 from graphc.ops.dispatch import bind, dtype_of, is_python_scalar, weak_dtype
 from graphc.ops.symbolic import SYMBOLIC, Symbol
@@ -47,7 +48,7 @@ class WeakSymbol(Symbol):
     @property
     def scalar(self) -> Any:
         """A Python scalar of this value's kind (what `weak_dtype` is asked about)."""
-        return _SCALAR_OF_KIND[self.dtype.kind]
+        return _SCALAR_OF_KIND["f" if is_float(self.dtype) else self.dtype.kind]
 
 
 def weak(value: Symbol) -> WeakSymbol:

@@ -38,7 +38,7 @@ import numpy as np
 from graphc.ir.errors import AutodiffError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node, expect_graph
 from graphc.ir.registry import attr_dims, get_op
-from graphc.ir.types import TensorType, TupleType, format_shape
+from graphc.ir.types import TensorType, TupleType, format_shape, is_float
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
 from graphc.ops.symbolic import SYMBOLIC, Symbol, add_constant
@@ -66,7 +66,7 @@ def check_wrt(g: Graph, wrt: Sequence[str] | str, who: str = "gradients") -> lis
     # a collection of names (a graph value iterates too: it is refused below as itself)
     wrt = list(wrt) if isinstance(wrt, (Sequence, AbstractSet)) else [wrt]
     if not all(isinstance(n, str) for n in wrt):
-        floating = [p.name for p in g.inputs if np.issubdtype(p.type.dtype, np.floating)]
+        floating = [p.name for p in g.inputs if is_float(p.type.dtype)]
         raise AutodiffError(
             f"{who}: wrt takes the names of placeholders to differentiate by (a str or a "
             f"list of str, e.g. wrt={floating[:2] or names[:1]}), got {given!r}; graph "
@@ -80,7 +80,7 @@ def check_wrt(g: Graph, wrt: Sequence[str] | str, who: str = "gradients") -> lis
                 f"its placeholders are {names}"
             )
         p = g.node(name)
-        if not np.issubdtype(p.type.dtype, np.floating):
+        if not is_float(p.type.dtype):
             raise AutodiffError(
                 f"{who}: wrt placeholder '{name}' has dtype {p.type.dtype}; only floating "
                 f"point inputs have {who}"
@@ -98,7 +98,7 @@ def pick_outputs(
     each must hold one element. `who` begins the errors."""
     all_outputs = g.outputs
     if outputs is None:
-        chosen = [o for o in all_outputs if np.issubdtype(o.type.dtype, np.floating)]
+        chosen = [o for o in all_outputs if is_float(o.type.dtype)]
     else:
         by_name = {o.name: o for o in all_outputs}
         chosen = []
@@ -109,7 +109,7 @@ def pick_outputs(
                     f"its outputs are {list(by_name)}"
                 )
             o = by_name[name]
-            if not np.issubdtype(o.type.dtype, np.floating):
+            if not is_float(o.type.dtype):
                 raise AutodiffError(
                     f"{who}: output '{name}' has dtype {o.type.dtype}; only floating "
                     "point outputs can be differentiated"
@@ -130,7 +130,7 @@ def pick_outputs(
 
 def _has_float(t: TensorType | TupleType) -> bool:
     items = t.items if isinstance(t, TupleType) else (t,)
-    return any(np.issubdtype(item.dtype, np.floating) for item in items)
+    return any(is_float(item.dtype) for item in items)
 
 
 def _varying(g: Graph, wrt: list[Node]) -> set[Node]:

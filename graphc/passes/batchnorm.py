@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.types import is_float
 from graphc.passes.builder import GraphBuilder, replacement_meta
 from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.report import PassLog
@@ -85,7 +86,7 @@ def _weight(node: Node) -> tuple[Node, bool] | None:
         w = node.inputs[1]
         return (w, False) if w.is_constant else None
     w = node.inputs[1]
-    if node.type.rank < 1 or w.type.rank != 2 or node.type.dtype.kind != "f":
+    if node.type.rank < 1 or w.type.rank != 2 or not is_float(node.type.dtype):
         return None
     if w.is_constant:
         return w, False

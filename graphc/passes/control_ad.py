@@ -28,10 +28,8 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from graphc.ir.graph import Graph, Node
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, is_float
 from graphc.ops import control
 from graphc.ops.custom import inline_body
 from graphc.ops.symbolic import Symbol
@@ -39,7 +37,7 @@ from graphc.passes.autodiff import differentiate, split_backward
 
 
 def _is_float(t: TensorType) -> bool:
-    return bool(np.issubdtype(t.dtype, np.floating))
+    return is_float(t.dtype)
 
 
 # -- cond -----------------------------------------------------------------------------

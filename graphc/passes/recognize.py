@@ -36,6 +36,7 @@ from collections.abc import Callable
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
+from graphc.ir.types import is_float
 from graphc.passes.patterns import Bindings, Pattern, uniform_value
 from graphc.passes.report import PassLog
 from graphc.passes.rewrite import Match, Rule, rewrite, rule
@@ -101,7 +102,7 @@ def _kept(node: Node, op: str) -> bool:
 
 def _float(x: Node, *nodes: Node) -> bool:
     """x is floating and every node has its exact type (no broadcast, no promotion)."""
-    return x.type.dtype.kind == "f" and all(n.type == x.type for n in nodes)
+    return is_float(x.type.dtype) and all(n.type == x.type for n in nodes)
 
 
 def _closed(m: Match) -> bool:
@@ -166,7 +167,7 @@ def _norm_axis(x: Node, axes: tuple[int, ...] | None) -> int | None:
 def _eps(add: Node) -> tuple[Node, float] | None:
     """(v, eps) for add(v, eps) with eps a one-element constant >= 0 keeping v's type."""
     for v, c in (add.inputs, add.inputs[::-1]):
-        floating = c.is_constant and np.asarray(c.value).dtype.kind == "f"
+        floating = c.is_constant and is_float(np.asarray(c.value).dtype)
         if floating and c.value.size == 1 and add.type == v.type:
             # the shortest decimal that rounds to the constant again: 1e-05, not the
             # float32 1e-05's 9.999999747378752e-06 (the kernel rounds it back)

@@ -42,7 +42,7 @@ import numpy as np
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import OP, OUTPUT, Graph, Node
 from graphc.ir.registry import get_op
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, is_float
 from graphc.ops.dispatch import prepare
 from graphc.passes.builder import GraphBuilder, detached, replacement_meta
 from graphc.passes.dce import eliminate_dead_code
@@ -152,7 +152,7 @@ class RewriteLoopError(GraphcError):
 
 
 def _finite(values: Sequence[np.ndarray]) -> bool:
-    return all(v.dtype.kind not in "fc" or bool(np.isfinite(v).all()) for v in values)
+    return all(not is_float(v.dtype) or bool(np.isfinite(v).all()) for v in values)
 
 
 class Rewriter:

@@ -64,6 +64,8 @@ import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
+from graphc.ir.types import finfo
+from graphc.ir.types import is_float as is_float_dtype
 from graphc.passes.fold import FOLD
 from graphc.passes.gemm_rules import SGD_FOLD
 from graphc.passes.patterns import (
@@ -93,13 +95,13 @@ matmul, where = ops("matmul", "where")
 
 def is_integer(name: str) -> object:
     """Condition: the bound node has an integer or bool dtype."""
-    return lambda m: not np.issubdtype(getattr(m, name).type.dtype, np.inexact)
+    return lambda m: not is_float_dtype(getattr(m, name).type.dtype)
 
 
 def integer_result(m: Match) -> bool:
     """Condition: the candidate's dtype is integer or bool (int x * 0.0 is a float, and
     -3 * 0.0 is -0.0: not zeros)."""
-    return not np.issubdtype(m.type.dtype, np.inexact)
+    return not is_float_dtype(m.type.dtype)
 
 
 def _other(m: Match) -> Node:
@@ -112,7 +114,7 @@ def zero_of_sign(negative: bool) -> object:
     """Condition for x+0, x-0, 0-x: an integer result, or a float zero of this sign."""
 
     def when(m: Match) -> bool:
-        if not np.issubdtype(m.type.dtype, np.inexact):
+        if not is_float_dtype(m.type.dtype):
             return True
         zero = _other(m)
         if zero.op == "full_like":
@@ -124,18 +126,18 @@ def zero_of_sign(negative: bool) -> object:
 
 def is_float(name: str) -> object:
     """Condition: the bound node has a floating dtype."""
-    return lambda m: np.issubdtype(getattr(m, name).type.dtype, np.floating)
+    return lambda m: is_float_dtype(getattr(m, name).type.dtype)
 
 
 def negation_commutes(m: Match) -> bool:
     """(-x)*c == x*(-c): floats, or integers whose product stays in x's dtype."""
-    return np.issubdtype(m.x.type.dtype, np.floating) or m.x.type.dtype == m.type.dtype
+    return is_float_dtype(m.x.type.dtype) or m.x.type.dtype == m.type.dtype
 
 
 def negated_y_widens_exactly(m: Match) -> bool:
     """x+(-y) == x-y: -y in y's dtype is the negation in the result's (floats; integers
     of the result's dtype, whose wrap-around agrees; an int32 -INT32_MIN wraps in int32)."""
-    return np.issubdtype(m.y.type.dtype, np.floating) or m.y.type.dtype == m.type.dtype
+    return is_float_dtype(m.y.type.dtype) or m.y.type.dtype == m.type.dtype
 
 
 def non_negative(node: Node) -> bool:
@@ -193,7 +195,7 @@ def stable_log_softmax(m: Match) -> Node | None:
 
 def float_value(node: Node) -> float | None:
     """The value of a one-element constant of floating dtype, else None."""
-    if not np.issubdtype(node.type.dtype, np.floating):
+    if not is_float_dtype(node.type.dtype):
         return None
     return float(node.value.reshape(()))
 
@@ -241,7 +243,7 @@ def scales_fold(op: str) -> object:
         if scale is None:
             return None
         nonzero = float(m.c.value.reshape(())) != 0 and float(m.d.value.reshape(())) != 0
-        if nonzero and abs(float(scale.value.reshape(()))) < np.finfo(m.type.dtype).tiny:
+        if nonzero and abs(float(scale.value.reshape(()))) < finfo(m.type.dtype).tiny:
             return None
         return m.emit("mul", m.x, scale)
 

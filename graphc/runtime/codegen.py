@@ -28,6 +28,7 @@ import numpy as np
 
 from graphc.ir.graph import Node
 from graphc.ir.registry import get_op
+from graphc.ir.types import is_bfloat16, is_float
 from graphc.ops.indexing import parse_index
 from graphc.runtime.backend import (
     Backend,
@@ -316,7 +317,7 @@ class Generator:
             lines += lowered
         else:
             lines += self._call(step, value, out)
-        if self.check_numerics and value.type.dtype.kind == "f":
+        if self.check_numerics and is_float(value.type.dtype):
             check = self.const(_numerics_check(node), f"check_{node.name}")
             lines.append(f"{check}({out})")
         return lines
@@ -350,7 +351,7 @@ class Generator:
                 self._bind(twin, self.expr[self.plan.values[twin].base])  # type: ignore[index]
         if self.check_numerics:
             for name in step.written:
-                if self.plan.values[name].type.dtype.kind == "f":
+                if is_float(self.plan.values[name].type.dtype):
                     check = self.const(_numerics_check(self.plan.nodes[name]), f"check_{name}")
                     lines.append(f"{check}({self.expr[name]})")
         return lines
@@ -367,7 +368,11 @@ class Generator:
         keywords = [f"{k}={self.literal(v, f'{node.name}_{k}')}" for k, v in attrs.items()]
         if ufunc is not None and not attrs:
             return self.const(ufunc, f"np_{ufunc.__name__}"), args, True
-        if reduce is not None and set(attrs) <= {"axis", "keepdims"}:
+        if (
+            reduce is not None
+            and set(attrs) <= {"axis", "keepdims"}
+            and not is_bfloat16(node.inputs[0].type.dtype)  # its ufunc would sum in bfloat16
+        ):
             fn = self.const(reduce.reduce, f"np_{reduce.__name__}_reduce")
             return fn, args + keywords, False
         return self.const(kernel, f"kernel_{node.op}"), args + keywords, False

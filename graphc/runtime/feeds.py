@@ -27,7 +27,7 @@ import numpy as np
 
 from graphc.ir.errors import FeedError
 from graphc.ir.graph import Graph, Node
-from graphc.ir.types import TensorType, format_shape
+from graphc.ir.types import TensorType, format_shape, is_float
 
 
 def collect_feeds(graph: Graph, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,6 +47,10 @@ def collect_feeds(graph: Graph, args: Sequence[Any], kwargs: Mapping[str, Any]) 
 
 
 _KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2}  # bool < int < float
+
+
+def _kind(dtype: np.dtype) -> str:
+    return "f" if is_float(dtype) else dtype.kind  # bfloat16 is kind 'V' to numpy
 
 
 def as_feed_array(placeholder: Node, value: Any) -> np.ndarray:
@@ -81,14 +85,14 @@ def as_feed_array(placeholder: Node, value: Any) -> np.ndarray:
 
 def _python_value_problem(array: np.ndarray, expected: np.dtype) -> str | None:
     """Why a Python value, read by numpy as `array`, cannot take dtype `expected`."""
-    have, want = _KIND_ORDER.get(array.dtype.kind), _KIND_ORDER.get(expected.kind)
+    have, want = _KIND_ORDER.get(array.dtype.kind), _KIND_ORDER.get(_kind(expected))
     if have is None:
         return "those are not numbers of a dtype graphc feeds"
     if want is None or have > want:
         return f"{array.dtype} values do not convert to {expected} without loss"
     with np.errstate(over="ignore", invalid="ignore"):
         converted = array.astype(expected)
-    if expected.kind == "f":
+    if is_float(expected):
         lost = np.isfinite(array) & ~np.isfinite(converted)
     else:
         lost = converted.astype(array.dtype) != array

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph
+from graphc.ir.types import is_float
 from graphc.viz.painter import VIEW_HINT
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _floating_inputs(g: Graph) -> list[str]:
-    return [p.name for p in g.inputs if p.type.dtype.kind == "f"]
+    return [p.name for p in g.inputs if is_float(p.type.dtype)]
 
 
 def gradient_inputs(g: Graph, wrt: list[str]) -> list[str]:

@@ -141,7 +141,7 @@ MALFORMED = {
     "bad kind": (edit("nodes.1.kind", "input"), "nodes[1].kind"),
     "duplicate name": (edit("nodes.2.name", "x"), "nodes[2].name: the name 'x' is used twice"),
     "missing name": (edit("nodes.0.name", DELETE), "nodes[0].name"),
-    "bad dtype": (edit("nodes.0.type.dtype", "bf16"), "nodes[0].type.dtype: unknown dtype 'bf16'"),
+    "bad dtype": (edit("nodes.0.type.dtype", "c64"), "nodes[0].type.dtype: unknown dtype 'c64'"),
     "bad shape": (edit("nodes.0.type.shape", [3.5]), "nodes[0].type.shape"),
     "bad dim": (edit("nodes.0.type.shape", [-1]), "nodes[0].type.shape"),
     "wrong type": (edit("nodes.1.type.shape", [4]), "nodes[1] ('exp'): declared type f32[4]"),

@@ -604,19 +604,6 @@ def test_onnx_element_types_graphc_lacks_are_named() -> None:
             numpy_dtype(code, "x")
 
 
-def test_bfloat16_is_refused_by_name() -> None:
-    ml_dtypes = pytest.importorskip("ml_dtypes")
-    with pytest.raises(gc.DTypeError, match="graphc has no bfloat16.*kind 'V'"):
-        gc.TensorType((2,), ml_dtypes.bfloat16)
-    with pytest.raises(gc.DTypeError, match="tensor\\(\\): dtype bfloat16 .*cast to float32"):
-        ge.tensor(np.zeros(2, ml_dtypes.bfloat16))
-    pytest.importorskip("onnx")
-    from graphc.onnx.importer import numpy_dtype
-
-    with pytest.raises(gc.onnx.OnnxError, match="BFLOAT16 is not supported \\(graphc has no"):
-        numpy_dtype(16, "x")
-
-
 def test_clip_bounds_past_the_dtypes_range() -> None:
     """numpy 2.1 and later keep an int bound past the range when it limits nothing (2.0
     raised OverflowError) and refuse one that would limit everything: graphc does the

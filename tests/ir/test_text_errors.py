@@ -50,9 +50,9 @@ CASES = {
     ),
     "duplicate output name": (broken(4, "  output %x = %sum"), 4, "'x' is defined twice"),
     "unknown dtype": (
-        broken(1, "graph g(%x: bf16[B,3], %w: f32[3,2]) {"),
+        broken(1, "graph g(%x: c64[B,3], %w: f32[3,2]) {"),
         1,
-        "unknown dtype 'bf16'",
+        "unknown dtype 'c64'",
     ),
     "bad dim": (broken(1, "graph g(%x: f32[B,3.5], %w: f32[3,2]) {"), 1, "expected a dim"),
     "negative dim": (broken(1, "graph g(%x: f32[B,-3], %w: f32[3,2]) {"), 1, "bad type"),

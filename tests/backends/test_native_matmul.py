@@ -254,8 +254,9 @@ def test_a_left_operand_read_across_its_rows_is_packed_and_gives_the_chain(
     """A left operand that is the plan's transpose moving its last axis (a weight
     gradient's G^T; a batch of matrices seen transposed) is packed by the call, tile by
     tile (mm_pack_rows: whole tiles, the 8, 4, 2 and 1 rows after them, chunks of rows on
-    the pool), where it has more than one panel to be read for; every output is still the
-    chain, and the caller's array is left as it was."""
+    the pool); every output is still the chain, and the caller's array is left as it
+    was. It is packed from PACK_ROWS_FROM elements (set to 0 here, after a first compile
+    that reads it in place at these sizes, as by default)."""
     if parallel:
         monkeypatch.setattr(matmul, "PARALLEL_WORK", 0)
     rng = np.random.default_rng(m * 100 + k + n)
@@ -272,14 +273,16 @@ def test_a_left_operand_read_across_its_rows_is_packed_and_gives_the_chain(
             left = gc.transpose(gc.placeholder("x", (2, k, m), "float32"), (0, 2, 1))
         gc.output(gc.matmul(left, gc.placeholder("w", (k, n), "float32")), name="y")
     kept = given.copy()
-    want = chain(rows, w, None, False).reshape(-1, m, n) if layout != "transposed" else None
-    want = chain(rows, w, None, False) if want is None else want
-    exe = gc.compile(g, backend="native")
-    with np.errstate(all="ignore"):
-        got = exe(given, w)
-    assert bits_differ(got.reshape(want.shape), want) is None, bits_differ(got, want)
-    call = next(s for s in exe.source(given, w).splitlines() if "gc_matmul_f32(" in s)
-    assert "matmul_rows" in exe.source(given, w) and "null" not in call.split(",")[6]
+    want = chain(rows, w, None, False).reshape(-1, n)
+    for packed in (False, True):
+        if packed:
+            monkeypatch.setattr(matmul, "PACK_ROWS_FROM", 0)
+        exe = gc.compile(g, backend="native")
+        with np.errstate(all="ignore"):
+            got = exe(given, w)
+        assert bits_differ(got.reshape(want.shape), want) is None, bits_differ(got, want)
+        call = next(s for s in exe.source(given, w).splitlines() if "gc_matmul_f32(" in s)
+        assert ("null" not in call.split(",")[6]) is packed, call
     assert bits_differ(given, kept) is None
 
 

@@ -217,12 +217,27 @@ def _work_buffer(gen: Generator) -> str:
     return state["matmul_work"]
 
 
+# a left operand read across its rows is packed by the call (mm_pack_rows) from this many
+# elements (1 MiB of float32: more than a core's cache keeps while the panels go by), or when its
+# product has this many columns (panels that read it again): measured, with A transposed,
+# 512 x 784 x 256 0.81x the time of the strided reads, 784 x 512 x 256 0.86x,
+# 256 x 512 x 784 0.96x, but 256 x 512 x 256 1.06x (8 panels, A in cache: the pass
+# costs more than it saves)
+PACK_ROWS_FROM = 1 << 18
+PACK_ROWS_COLUMNS = 512
+
+
 def _strided_left(gen: Generator, step: Step) -> bool:
     """Whether the left operand of `step` is a transpose that moves its last axis (a
-    weight gradient's G^T: its elements along k are not adjacent)."""
+    weight gradient's G^T: its elements along k are not adjacent) and large enough, or
+    read by enough panels, to be packed (PACK_ROWS_FROM, PACK_ROWS_COLUMNS)."""
     node = gen.plan.nodes[step.inputs[0]]
     axes = node.attrs.get("axes") if node.kind == OP and node.op == "transpose" else None
-    return axes is not None and len(axes) > 1 and axes[-1] != len(axes) - 1
+    if axes is None or len(axes) < 2 or axes[-1] == len(axes) - 1:
+        return False
+    a = gen.plan.values[step.inputs[0]].type
+    n = gen.plan.values[step.inputs[1]].type.shape[1]
+    return a.size >= PACK_ROWS_FROM or n >= PACK_ROWS_COLUMNS  # type: ignore[operator]
 
 
 def _rows_buffer(gen: Generator) -> str:
@@ -277,7 +292,7 @@ def lower(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) ->
     null = gen.const(calls.NULL, "null") if calls.FFI is not None else "None"
     bias_at = calls.value_address(gen, bias, lines) if bias is not None else null
     rows = 0 if bias is None else bias_rows(gen.plan.values[bias].type, out_t)
-    apack = _rows_buffer(gen) if _strided_left(gen, step) and n > 16 else null
+    apack = _rows_buffer(gen) if _strided_left(gen, step) else null
     calls.record(gen, PRODUCT)
     parallel = 1 if m * n * k >= PARALLEL_WORK else 2 if m * n * k >= WARM_WORK else 0
     args = [m, f"{a}[0]", f"{b}[0]", packed, c, bias_at, apack, rows, k, n, f"{a}[1]",

@@ -8,6 +8,8 @@
 /* rows of one task: a panel's chunk of rows (the panel stays in the core's cache while
    its chunks go by) */
 #define MM_CHUNK (8 * MM_MR)
+/* values of k a block of mm_pack_rows copies at a time */
+#define MM_KB 32
 #ifndef MM_IN_PLACE
 #define MM_IN_PLACE 96
 #endif
@@ -141,13 +143,20 @@ static void mm_pack_rows(const mm_args *m, int64_t r0, int64_t r1) {
         at[tiles] = r;
         height[tiles] = mm_height(r0, r1, r);
     }
-    if (m->rows1 == 1 && m->s0 == 1) {  /* a transposed matrix: read k by k, in order */
-        for (int64_t k = 0; k < K; k++) {
-            const float *src = m->a + k * sk;
+    if (m->rows1 == 1 && m->s0 == 1) {  /* a transposed matrix: the mr values adjacent */
+        /* by blocks of MM_KB values of k: the block's rows of a stay in the core's first
+           cache while each tile's part is written, one stream at a time */
+        for (int64_t k0 = 0; k0 < K; k0 += MM_KB) {
+            const int64_t k1 = k0 + MM_KB < K ? k0 + MM_KB : K;
             for (int t = 0; t < tiles; t++) {
-                float *d = m->apack + at[t] * K + k * height[t];
-                if (height[t] == MM_MR) memcpy(d, src + at[t], MM_MR * sizeof(float));
-                else memcpy(d, src + at[t], height[t] * sizeof(float));
+                float *d = m->apack + at[t] * K;
+                const float *src = m->a + at[t];
+                if (height[t] == MM_MR)
+                    for (int64_t k = k0; k < k1; k++)
+                        memcpy(d + k * MM_MR, src + k * sk, MM_MR * sizeof(float));
+                else
+                    for (int64_t k = k0; k < k1; k++)
+                        memcpy(d + k * height[t], src + k * sk, height[t] * sizeof(float));
             }
         }
         return;
@@ -291,16 +300,16 @@ static void mm_share(const mm_args *m) {
    is not null (bias[r bias_rows + j] when bias_rows is not 0: a matrix added, such as
    a gradient's accumulator), then max(., 0) when relu. Without `ready`, the panels the tiles cannot
    read in place are packed first, by the same team, into `packed` (room for every
-   panel). When `apack` is not null (room for M x K values) and a's elements are not
-   adjacent (sk != 1), the rows of a are packed there first too, for the tiles of
-   every panel to read (mm_pack_rows); one panel reads them where they lie. On the pool
+   panel). When `apack` is not null (room for M x K values; matmul.py passes it for a
+   large left operand) and a's elements are not adjacent (sk != 1), the rows of a are
+   packed there first too, for the tiles of every panel to read (mm_pack_rows). On the pool
    when `parallel` is 1, or 2 and the pool is warm */
 GC_EXPORT void gc_matmul_f32(int64_t M, const float *a, const float *b, float *packed,
                              float *c, const float *bias, float *apack, int64_t bias_rows,
                              int64_t K, int64_t N,
                              int64_t rows1, int64_t s0, int64_t s1, int64_t sk, int64_t bk,
                              int64_t bj, int64_t ready, int64_t relu, int64_t parallel) {
-    const int pack_rows = apack && sk != 1 && M > 1 && K > 1 && N > MM_NR;
+    const int pack_rows = apack && sk != 1 && M > 1 && K > 1;
     mm_args m = {a, b, bias, c, packed, pack_rows ? apack : 0, M, K, N, rows1, s0, s1, sk,
                  bk, bj, relu, ready, bias_rows};
     if (parallel == 1 || (parallel == 2 && gc_pool_warm())) {

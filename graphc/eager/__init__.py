@@ -114,6 +114,15 @@ uint32 = _np.dtype(_np.uint32)
 uint64 = _np.dtype(_np.uint64)
 
 
+def __getattr__(name: str) -> _np.dtype:
+    """`bfloat16`, ml_dtypes' (imported only now: it takes half a second)."""
+    if name == "bfloat16":
+        from graphc.ir.types import bfloat16
+
+        return bfloat16()
+    raise AttributeError(f"module 'graphc.eager' has no attribute {name!r}")
+
+
 def device(name: str = "cpu") -> str:
     """Devices are names only: everything runs on the CPU through numpy."""
     return name

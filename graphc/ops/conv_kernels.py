@@ -37,10 +37,10 @@ in cache; elementwise work on a chunk gives the same bits as on the whole array.
 (buffers, padded and converted copies) a call allocates besides its result, mirroring
 the allocations below, so the planner can count them; change both together.
 
-float16 convolutions compute in float32 (`_in_float32`), rounded once to float16: a loop
+float16 and bfloat16 convolutions compute in float32 (`_in_float32`), rounded once: a loop
 of taps in float16 would round at every tap (numpy's float16 matmul sums in float32 too,
 as PyTorch's and onnxruntime's float16 convolutions do); the epilogue then runs on the
-float16 result, as the ops it fuses would.
+float16 (bfloat16) result, as the ops it fuses would.
 
 Every loop runs over kernel taps or batch chunks whose sizes depend only on shapes, and
 every output element sums its terms in one fixed order, so results are deterministic.
@@ -55,6 +55,7 @@ from functools import partial
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from graphc.ir.types import is_bfloat16
 from graphc.ops.windows import kernel_taps, transposed_out, window_out
 
 SCRATCH_BYTES = 1 << 22  # the im2col buffer of one batch chunk (at least one image)
@@ -111,7 +112,7 @@ def conv2d_scratch(
     output gradient); `epilogue_copies` is how many temporaries of one chunk of output
     the epilogue makes (an activation's)."""
     dtype = np.result_type(x_dtype, w_dtype)
-    if dtype == np.float16:  # _in_float32: wide copies of both operands and the result
+    if _narrow(dtype):  # _in_float32: wide copies of both operands and the result
         wide = np.dtype(np.float32)
         inner = conv2d_scratch(x, w, out, wide, wide, stride, padding, groups)
         copies = math.prod(x) + math.prod(w) + math.prod(out)
@@ -176,7 +177,7 @@ def conv2d_kernel(
     """conv2d into `out`; `epilogue` runs on each chunk of images as it is final (a
     fused node's elementwise work, while the chunk is in cache)."""
     dtype = np.result_type(x.dtype, w.dtype)
-    if dtype == np.float16:
+    if _narrow(dtype):
         conv = partial(conv2d_kernel, stride=stride, padding=padding, dilation=dilation)
         result = _in_float32(partial(conv, groups=groups), x, w, out)
         if epilogue is not None and result.size:
@@ -201,12 +202,17 @@ def conv2d_kernel(
 def _in_float32(
     kernel: Callable[..., np.ndarray], x: np.ndarray, w: np.ndarray, out: np.ndarray | None
 ) -> np.ndarray:
-    """`kernel` of float16 operands computed in float32, rounded once into float16."""
+    """`kernel` of float16 (bfloat16) operands computed in float32, rounded once."""
     wide = kernel(x.astype(np.float32), w.astype(np.float32))
     if out is None:
-        return wide.astype(np.float16)
+        return wide.astype(np.result_type(x.dtype, w.dtype))
     np.copyto(out, wide, casting="unsafe")
     return out
+
+
+def _narrow(dtype: np.dtype) -> bool:
+    """A 16-bit float, which convolutions compute in float32 (`_in_float32`)."""
+    return dtype == np.float16 or is_bfloat16(dtype)
 
 
 def no_epilogue(chunk: np.ndarray, images: slice) -> None:
@@ -380,7 +386,7 @@ def conv_transpose2d_scratch(
     """The bytes `conv_transpose2d_kernel` allocates besides an `out=` of the result's
     dtype (the weight counts once more, for the copy its reshape makes of a view)."""
     dtype = np.result_type(x_dtype, w_dtype)
-    if dtype == np.float16:  # _in_float32: wide copies of both operands and the result
+    if _narrow(dtype):  # _in_float32: wide copies of both operands and the result
         wide = np.dtype(np.float32)
         inner = conv_transpose2d_scratch(x, w, out, wide, wide, groups)
         return inner + (math.prod(x) + math.prod(w) + math.prod(out)) * wide.itemsize
@@ -407,7 +413,7 @@ def conv_transpose2d_kernel(
     groups: int = 1,
 ) -> np.ndarray:
     dtype = np.result_type(x.dtype, w.dtype)
-    if dtype == np.float16:
+    if _narrow(dtype):
         geometry = {"stride": stride, "padding": padding, "dilation": dilation}
         transposed = partial(conv_transpose2d_kernel, output_padding=output_padding, **geometry)
         return _in_float32(partial(transposed, groups=groups), x, w, out)

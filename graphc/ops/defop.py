@@ -8,7 +8,8 @@ ufunc runs ml_dtypes' bfloat16 loop (each element computed in float32, rounded);
 every other kernel given a bfloat16 operand computes on float32 copies and rounds
 each bfloat16 result of its type rule once (`in_float32`): numpy's matmul on bfloat16
 gives float32, its sums would round at every term, some functions have no loop. Ops
-holding bodies are left alone: their bodies' ops round as they would unfused.
+holding bodies and a backend's fused nodes are left alone: the ops they are made of
+round as they would unfused (a convolution's own kernel rounds before its epilogue).
 """
 
 from __future__ import annotations
@@ -60,14 +61,16 @@ def defop(
     attrs = dict(attrs or {})
     variadic = inputs == VARIADIC
     arity = None if variadic else len(inputs)
+    # bfloat16's rounding: a ufunc has ml_dtypes' loop; the ops of bodies and of a
+    # backend's fused nodes round by their own kernels (a convolution's before its epilogue)
+    rounds_itself = bool(bodies) or "fusion" in props or hasattr(kernel, "ufunc")
+    rounds_itself = rounds_itself or getattr(kernel, "rounds_bfloat16", False)
     register(
         OpDef(
             name=name,
             arity=arity,
             infer=infer,
-            kernel=kernel
-            if bodies or hasattr(kernel, "ufunc")
-            else in_float32(kernel, infer, arity),
+            kernel=kernel if rounds_itself else in_float32(kernel, infer, arity),
             attrs=attrs,
             vjp=vjp,
             canonicalize=canonicalize,
@@ -125,6 +128,13 @@ def defop(
 
 
 # -- bfloat16 -----------------------------------------------------------------
+
+
+def rounds_bfloat16(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a kernel that computes bfloat16 by itself as its op means it (pow's x*x*x,
+    each product rounded in the result dtype): `defop` leaves it out of `in_float32`."""
+    kernel.rounds_bfloat16 = True  # type: ignore[attr-defined]
+    return kernel
 
 
 def in_float32(

@@ -569,6 +569,9 @@ class ValueMethods(OperatorMixin):
     def half(self) -> Any:
         return self.to(np.float16)
 
+    def bfloat16(self) -> Any:
+        return self.to("bf16")  # needs ml_dtypes (a named DTypeError without it)
+
     def short(self) -> Any:
         return self.to(np.int16)
 

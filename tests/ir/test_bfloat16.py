@@ -512,3 +512,18 @@ def test_onnx_bf16_initializer_in_int32_data() -> None:
     )
     same_bits(tensor_value(as_bits, "t"), values)
     same_bits(tensor_value(raw, "t"), values)
+
+
+def test_onnxruntime_rounds_a_bf16_cast_as_graphc() -> None:
+    """onnxruntime's CPU kernels have Cast for bfloat16 (not Mul): a float32 value cast
+    to bfloat16 and back gives graphc's bits there."""
+    ort = pytest.importorskip("onnxruntime")
+    g = gc.Graph("cast_bf16")
+    with g:
+        x = gc.placeholder("x", shape=("B", 3), dtype="float32")
+        gc.output(gc.cast(gc.cast(x, "bf16"), "float32"), name="z")
+    session = ort.InferenceSession(gc.onnx.export_model(g).SerializeToString())
+    x = np.random.default_rng(5).standard_normal((500, 3)).astype(np.float32)
+    x[:3] = [[np.inf, -0.0, np.nan], [3.0e38, 1e-40, -1e-45], [1 + 2**-8, 1 + 3 * 2**-8, -1.5]]
+    [theirs] = session.run(None, {"x": x})
+    np.testing.assert_array_equal(theirs, gc.run(g, {"x": x})[0])

@@ -27,7 +27,7 @@ import numpy as np
 
 from graphc.ir.errors import FeedError
 from graphc.ir.graph import Graph, Node
-from graphc.ir.types import TensorType, format_shape, is_float
+from graphc.ir.types import TensorType, format_shape, is_bfloat16, is_float
 
 
 def collect_feeds(graph: Graph, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,7 +67,12 @@ def as_feed_array(placeholder: Node, value: Any) -> np.ndarray:
         ) from None
     if array.dtype == expected:
         return array
-    fix = f"np.asarray(value, dtype=np.{expected})" if not typed else f".astype(np.{expected})"
+    module = "ml_dtypes" if is_bfloat16(expected) else "np"
+    fix = (
+        f"np.asarray(value, dtype={module}.{expected})"
+        if not typed
+        else f".astype({module}.{expected})"
+    )
     if typed:
         raise FeedError(
             f"placeholder '{placeholder.name}' expects dtype {expected}, got an array of "

@@ -159,6 +159,18 @@ def test_literals_that_do_not_fit_bf16_are_refused() -> None:
         gc.parse("graph t() {\n  %c: bf16[] = constant(value=1e39)\n  output %o = %c\n}")
 
 
+def test_feeds_of_a_bf16_placeholder() -> None:
+    g = gc.Graph("feed")
+    with g:
+        x = gc.placeholder("x", shape=(2,), dtype="bf16")
+        gc.output(x * 2.0, name="y")
+    same_bits(g(x=[1.5, 2]), np.array([3, 4], BF16))  # a Python list takes the dtype
+    with pytest.raises(gc.FeedError, match="1e\\+39 does not fit dtype bfloat16"):
+        g(x=[1e39, 2])
+    with pytest.raises(gc.FeedError, match="cast it with .astype\\(ml_dtypes.bfloat16\\)"):
+        g(x=np.ones(2, np.float32))
+
+
 # -- type rules ----------------------------------------------------------------------------
 
 # bfloat16 meeting each dtype: numpy's result_type with ml_dtypes (and jax's, for floats)

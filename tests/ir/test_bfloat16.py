@@ -68,6 +68,7 @@ def test_bf16_is_a_dtype_by_every_name() -> None:
     assert ge.bfloat16 == BF16
 
 
+@pytest.mark.slow  # a child interpreter importing graphc: about a second
 def test_importing_graphc_does_not_import_ml_dtypes() -> None:
     """ml_dtypes takes about half a second to import: graphc imports it when a bfloat16
     is met, and at once only when another library imported it already."""
@@ -201,6 +202,15 @@ def test_promotion(other: str) -> None:
     x = np.ones(2, BF16)  # NEP 50: Python scalars take the array's dtype
     assert gc.add(x, 1).dtype == gc.mul(x, 0.5).dtype == BF16
     assert rule_dtype(gc.tanh, "bf16") == rule_dtype(gc.sigmoid, "bf16") == BF16
+
+
+def test_float_promotion_is_jaxs() -> None:
+    """With the floats, bool, int8 and uint8 graphc's bfloat16 promotes as jax's (wider
+    ints: numpy's float64, where jax keeps bfloat16)."""
+    jnp = pytest.importorskip("jax.numpy")
+    for other in ("f16", "f32", "f64", "bool", "i8", "u8"):
+        want = np.dtype(jnp.promote_types(jnp.bfloat16, types.as_dtype(other)))
+        assert rule_dtype(gc.add, "bf16", other) == want, other
 
 
 # -- every elementwise op case, in bfloat16 ------------------------------------------------

@@ -9,6 +9,7 @@ it has a case, and its case fails until traced values have it too.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +47,10 @@ EAGER_ONLY = {
     "new_zeros": "makes a tensor from data, applies no op to self",
     "new_ones": "makes a tensor from data, applies no op to self",
 }
+# bfloat16() casts to ml_dtypes' bfloat16: a case where ml_dtypes is installed
+HAS_BFLOAT16 = importlib.util.find_spec("ml_dtypes") is not None
+if not HAS_BFLOAT16:
+    EAGER_ONLY["bfloat16"] = "needs ml_dtypes, not installed here (a DTypeError says so)"
 
 # Questions answered without an op (by the shape, or by who made the value): the same
 # answers for both kinds.
@@ -71,7 +76,7 @@ UNARY = [
     "sigmoid", "relu", "gelu", "gelu_exact", "erf", "log1p", "expm1", "reciprocal", "rsqrt",
     "floor", "ceil", "trunc", "fix", "logical_not", "norm", "t", "fliplr", "flipud", "clone",
     "float", "double", "long", "int", "bool", "half", "short", "char", "byte", "cpu",
-    "contiguous", "sum", "mean", "prod",
+    "contiguous", "sum", "mean", "prod", *(["bfloat16"] if HAS_BFLOAT16 else []),
     "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "all", "any",
     "logsumexp", "softmax", "log_softmax", "flatten", "squeeze", "round", "argsort", "sort",
 ]  # fmt: skip

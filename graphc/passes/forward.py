@@ -28,6 +28,17 @@ transpose of one of the VJP's ops: about the work of a forward and backward pass
 with no cotangent input. Forward mode pays off for few inputs and many outputs
 (a Jacobian by columns, `gc.jacfwd`).
 
+One op has no VJP to transpose: `while_loop`, whose trip count is known only when it
+runs. A graph with one on the differentiated path is taken node by node instead
+(`_node_by_node`): each other op's tangent is the transposition above applied to a graph
+of that one node, inlined; a while_loop's tangent is another while_loop carrying the
+tangents of its floating point carries beside them, its body the forward-mode graph of
+the body (so loops nest) and its predicate the old one, which reads the primal carries
+only (`_while_tangents`, what jax.jvp does with lax.while_loop). A while_loop inside
+another op's body (a scan's, a cond's) is still refused by name: that op's tangent comes
+from its VJP. `split_tangents` (linearize) refuses such a graph, whose loop computes
+primal and tangent carries together.
+
 Invariant: the result's placeholders are `g`'s, then one ``tan_<name>`` per `wrt`
 name, of that input's type; its outputs are `g`'s, then one ``tan_<name>`` per
 differentiated output, of that output's type. A tangent node's ``meta["grad_of"]``
@@ -38,15 +49,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from graphc.ir.errors import AutodiffError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node, expect_graph
 from graphc.ir.registry import get_op
+from graphc.ir.types import TupleType, is_float
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
+from graphc.ops.custom import inline_body
+from graphc.ops.dispatch import bind
 from graphc.ops.symbolic import Symbol, add_constant
+from graphc.ops.tuples import results
 from graphc.passes.autodiff import Joint, check_wrt, differentiate, pick_outputs
 from graphc.passes.cse import eliminate_common_subexpressions
 from graphc.passes.dce import eliminate_dead_code
@@ -77,6 +93,8 @@ def forward_joint(
     wrt_names = [p.name for p in check_wrt(g, wrt, "tangents")]
     chosen = [o.name for o in pick_outputs(g, outputs, seeds=True, who="tangents")]
     _refuse_user_backwards(g, wrt_names, chosen)
+    if any(n.op == "while_loop" for n in _on_path(g, wrt_names, chosen)):
+        return _node_by_node(g, wrt_names, chosen)
     try:
         vjp = differentiate(g, wrt_names, chosen, seeds=True)  # grads J^T u, linear in u
     except AutodiffError as exc:  # (a while_loop: graphc's forward mode has no rule of its own)
@@ -91,6 +109,173 @@ def forward_joint(
             f"tangents: forward mode transposes the VJP of graph '{g.name}', and that failed: {exc}"
         ) from None
     return _assemble(g, vjp, wrt_names, chosen, twice)
+
+
+def _on_path(g: Graph, wrt: list[str], outputs: list[str]) -> list[Node]:
+    """The op nodes of `g` that read a `wrt` input (through others) and that an output
+    in `outputs` needs."""
+    needed: set[Node] = set()
+    stack = [g.node(name) for name in outputs]
+    while stack:
+        n = stack.pop()
+        if n not in needed:
+            needed.add(n)
+            stack.extend(n.inputs)
+    varying = {g.node(name) for name in wrt}
+    path = []
+    for n in g.nodes:
+        if n.kind == OP and any(x in varying for x in n.inputs):
+            varying.add(n)
+            if n in needed:
+                path.append(n)
+    return path
+
+
+def _node_by_node(g: Graph, wrt: list[str], chosen: list[str]) -> ForwardJoint:
+    """The forward-mode graph of `g` built one node at a time (see the module docstring):
+    `g` replayed into a new graph, each node reading a tangent followed by its tangent.
+    A node of several results has a list of values and of tangents (None: no tangent)."""
+    result = Graph(f"{g.name}_jvp")
+    value: dict[Node, Any] = {}
+    tangent: dict[Node, Any] = {}
+    with result:
+        for p in g.inputs:
+            value[p] = Symbol(result.add_placeholder(p.name, p.type, meta=p.meta))
+        tangent_inputs = []
+        for x in wrt:
+            meta = {"tangent_of": x, "loc": g.node(x).meta.get("loc")}
+            name = _fresh_in(g, result, f"tan_{x}")
+            tangent[g.node(x)] = Symbol(result.add_placeholder(name, g.node(x).type, meta=meta))
+            tangent_inputs.append(name)
+        for n in g.nodes:
+            if n.kind in (PLACEHOLDER, OUTPUT):
+                continue
+            if n.is_constant:
+                value[n] = add_constant(result, n.value)
+            elif n.op == "result" and isinstance(value[n.inputs[0]], list):
+                k = n.attrs["index"]
+                value[n] = value[n.inputs[0]][k]
+                if n.inputs[0] in tangent and tangent[n.inputs[0]][k] is not None:
+                    tangent[n] = tangent[n.inputs[0]][k]
+            elif not any(x in tangent for x in n.inputs):
+                value[n] = bind(n.op, *(value[x] for x in n.inputs), **n.attrs)
+            else:
+                rule = _while_tangents if n.op == "while_loop" else _op_tangents
+                value[n], tangents = rule(n, value, tangent)
+                if tangents is not None:
+                    tangent[n] = tangents
+        for o in g.outputs:
+            result.add_output(value[o.inputs[0]].node, o.name, meta=o.meta)
+        tangent_outputs = []
+        for name in chosen:
+            x = g.node(name).inputs[0]
+            t = tangent.get(x)
+            t = E.zeros_like(value[x]) if t is None else t
+            meta = {"tangent_of": name, "loc": g.node(name).meta.get("loc")}
+            out = result.add_output(t.node, _fresh_in(g, result, f"tan_{name}"), meta=meta)
+            tangent_outputs.append(out.name)
+    graph = eliminate_dead_code(eliminate_common_subexpressions(simplify(result)))
+    return ForwardJoint(graph, tangent_inputs, tangent_outputs, [o.name for o in g.outputs], chosen)
+
+
+def _fresh_in(g: Graph, result: Graph, base: str) -> str:
+    """A name free in both `g` and `result`."""
+    name, k = base, 0
+    while name in g or name in result:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def _op_tangents(n: Node, value: dict[Node, Any], tangent: dict[Node, Any]) -> tuple[Any, Any]:
+    """The value and tangent of op node `n` (lists for several results): the forward-mode
+    graph of a graph holding `n` alone, by transposition, inlined."""
+    inputs = list(dict.fromkeys(n.inputs))  # each once
+    one = Graph(f"{n.op}_node")
+    slots = {x: one.add_placeholder(f"x{k}", x.type) for k, x in enumerate(inputs)}
+    node = one.append_copy(n, slots)
+    with one:
+        items = results(Symbol(node)) if isinstance(n.type, TupleType) else [Symbol(node)]
+        for k, item in enumerate(items):
+            one.add_output(item.node, f"y{k}")
+    floats = [o.name for o in one.outputs if is_float(o.type.dtype)]
+    varying = [x for x in inputs if x in tangent]
+    if not floats:  # (an integer or bool result: no tangent)
+        values = inline_body(one, [value[x] for x in inputs])
+        return (values if isinstance(n.type, TupleType) else values[0]), None
+    fj = forward_joint(one, [slots[x].name for x in varying], floats)
+    values = inline_body(fj.graph, [value[x] for x in inputs] + [tangent[x] for x in varying])
+    primal, tangents = values[: len(items)], dict(zip(fj.differentiated, values[len(items) :]))
+    per_item = [tangents.get(o.name) for o in one.outputs]
+    return (primal, per_item) if isinstance(n.type, TupleType) else (primal[0], per_item[0])
+
+
+def _while_tangents(n: Node, value: dict[Node, Any], tangent: dict[Node, Any]) -> tuple[Any, Any]:
+    """A while_loop's results and their tangents: one while_loop whose carries are the
+    old ones, then a tangent per floating point carry (zeros where the initial value
+    has none); its body is the forward-mode graph of the old body with respect to those
+    carries and to the body's constants that have a tangent (passed as constants); its
+    predicate reads the primal carries."""
+    count, cond_count = n.attrs["num_carry"], n.attrs["num_cond_consts"]
+    carries = n.inputs[:count]
+    cond_consts, consts = n.inputs[count : count + cond_count], n.inputs[count + cond_count :]
+    body, cond = n.attrs["body"], n.attrs["cond_body"]
+    floats = [i for i, c in enumerate(carries) if is_float(c.type.dtype)]
+    moving = [j for j, c in enumerate(consts) if c in tangent]
+    wrt = [body.inputs[i].name for i in floats] + [body.inputs[count + j].name for j in moving]
+    fj = forward_joint(body, wrt, [body.outputs[i].name for i in floats])
+    # the new body reads its placeholders as carries, their tangents, constants, theirs
+    ins = fj.graph.inputs
+    order = ins[:count] + ins[len(body.inputs) : len(body.inputs) + len(floats)]
+    order += ins[count : len(body.inputs)] + ins[len(body.inputs) + len(floats) :]
+    new_body = _with_inputs(fj.graph, order)
+    extra = [(f"tan_carry{i}", carries[i].type) for i in floats]
+    new_cond = _with_inputs(cond, cond.inputs[:count], extra, cond.inputs[count:])
+    starts = [tangent.get(carries[i]) for i in floats]
+    starts = [E.zeros_like(value[carries[i]]) if t is None else t for i, t in zip(floats, starts)]
+    loop = bind(
+        "while_loop",
+        *(value[c] for c in carries),
+        *starts,
+        *(value[c] for c in cond_consts),
+        *(value[c] for c in consts),
+        *(tangent[consts[j]] for j in moving),
+        cond_body=new_cond,
+        body=new_body,
+        num_carry=count + len(floats),
+        num_cond_consts=cond_count,
+    )
+    items = results(loop)
+    tangents: list[Any] = [None] * count
+    for k, i in enumerate(floats):
+        tangents[i] = items[count + k]
+    return items[:count], tangents
+
+
+def _with_inputs(
+    g: Graph,
+    first: list[Node],
+    extra: Sequence[tuple[str, Any]] = (),
+    rest: Sequence[Node] = (),
+) -> Graph:
+    """A copy of `g` whose placeholders are `first`, then new unread ones (`extra`:
+    name and type), then `rest` (g's placeholders, in the order wanted)."""
+    copy = Graph(g.name)
+    copies: dict[Node, Node] = {}
+    for p in first:
+        copy.append_copy(p, copies)
+    for name, type_ in extra:
+        base, k = name, 0
+        while name in g:
+            k += 1
+            name = f"{base}_{k}"
+        copy.add_placeholder(name, type_)
+    for p in rest:
+        copy.append_copy(p, copies)
+    for node in g.nodes:
+        if node.kind != PLACEHOLDER:
+            copy.append_copy(node, copies)
+    return copy
 
 
 def _refuse_user_backwards(g: Graph, wrt: list[str], outputs: list[str]) -> None:
@@ -269,6 +454,13 @@ def split_tangents(
     for n in graph.nodes:
         if n.kind != PLACEHOLDER and any(x in varying for x in n.inputs):
             varying.add(n)
+            if n.op == "while_loop":
+                raise AutodiffError(
+                    f"linearize: graph '{g.name}' has a while_loop on the differentiated "
+                    f"path ({n.describe()}); its tangent loop computes the primal carries "
+                    "beside the tangents, so it has no primal part to run once: use "
+                    "gc.jvp, which runs both"
+                )
     tangent_values = [graph.node(name).inputs[0] for name in fj.tangent_outputs]
     read = [x for n in graph.nodes if n in varying and n.kind != OUTPUT for x in n.inputs]
     read += tangent_values

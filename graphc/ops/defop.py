@@ -168,7 +168,20 @@ def in_float32(
         np.copyto(out, result, casting="unsafe")
         return out
 
+    run.widens_bfloat16 = True  # type: ignore[attr-defined]
     return run
+
+
+def float32_copy_bytes(kernel: Callable[..., Any], out: Any, inputs: Sequence[Any]) -> int:
+    """The bytes `in_float32` allocates for a step of these (concrete) types: float32
+    copies of its bfloat16 operands and its float32 result (0 for other kernels)."""
+    if not getattr(kernel, "widens_bfloat16", False):
+        return 0
+    narrow = [t for t in inputs if isinstance(t, TensorType) and is_bfloat16(t.dtype)]
+    if not narrow:
+        return 0
+    results = out.items if isinstance(out, TupleType) else (out,)
+    return 4 * sum(t.size or 0 for t in (*narrow, *results))
 
 
 def _rounded(result: Any, dtype: np.dtype) -> Any:

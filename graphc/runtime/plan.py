@@ -61,6 +61,7 @@ import numpy as np
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType, TupleType
+from graphc.ops.defop import float32_copy_bytes
 from graphc.ops.indexing import parse_index
 from graphc.runtime.recycle import worth_recycling
 from graphc.runtime.specialize import Specialized
@@ -370,7 +371,9 @@ def build_plan(
 def _scratch(opdef: Any, node: Node, spec: Specialized) -> int:
     """The working memory step `node`'s kernel allocates, by its op's scratch rule."""
     t = spec.types[node]
-    if opdef.scratch is None or isinstance(t, TupleType):
+    if opdef.scratch is None:  # a bfloat16 step computed in float32 holds float32 copies
+        return float32_copy_bytes(opdef.kernel, t, [spec.types[x] for x in node.inputs])
+    if isinstance(t, TupleType):
         return 0
     return opdef.scratch_bytes(t, *(spec.types[x] for x in node.inputs), **spec.attrs[node])
 

@@ -385,6 +385,36 @@ def test_sum_and_matmul_compute_in_float32_and_round_once() -> None:
             same_bits(a, b, str(how))
 
 
+def test_plans_count_the_float32_copies_as_scratch() -> None:
+    """A bfloat16 step computed in float32 holds float32 copies of its bfloat16 operands
+    and its float32 result: the planner counts them as the step's scratch, and that is
+    what the kernel allocates (tracemalloc)."""
+    from graphc.ops.defop import float32_copy_bytes
+    from tests.runtime.test_scratch import slack, traced
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((64, 1000)).astype(BF16)
+    w = rng.standard_normal((1000, 32)).astype(BF16)
+    for op, arrays, attrs in [
+        ("sum", [x], {"axis": (1,), "keepdims": False}),
+        ("matmul", [x, w], {}),
+    ]:
+        opdef = get_op(op)
+        types_in = [gc.TensorType(a.shape, a.dtype) for a in arrays]
+        out_type = opdef.infer(*types_in, **attrs)
+        out = np.empty(out_type.shape, out_type.dtype)
+        rule = float32_copy_bytes(opdef.kernel, out_type, types_in)
+        measured = traced(lambda: opdef.kernel(*arrays, out=out, **attrs))  # noqa: B023
+        assert rule > 0 and measured <= rule + slack(np.float32), op
+        assert rule <= measured + slack(np.float32), op
+    assert float32_copy_bytes(get_op("sum").kernel, out_type, [gc.TensorType((4,), "f32")]) == 0
+    g = gc.Graph("s")
+    with g:
+        p = gc.placeholder("x", shape=("B", 1000), dtype="bf16")
+        gc.output(gc.sum(gc.exp(p), axis=1), name="s")
+    assert "scratch 250.2 KiB" in gc.compile(g).explain(x=x)  # 4 * (64 * 1000 + 64) bytes
+
+
 # -- gradients -----------------------------------------------------------------------------
 
 

@@ -115,13 +115,26 @@ def _avg_pool2d_infer(x: TensorType, **attrs: Any) -> TensorType:
     return x.with_shape(x.shape[:2] + _avg_geometry(x.shape[2:], "avg_pool2d", **attrs))
 
 
+def _sums_dtype(dtype: np.dtype) -> np.dtype:
+    """What a window's sum accumulates in: float32 for float16 and bfloat16 (PyTorch's
+    opmath type: a sum of half floats rounded at every term drifts), the dtype itself
+    otherwise."""
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
 def _avg_pool2d_kernel(x: np.ndarray, out: np.ndarray | None = None, **attrs: Any) -> np.ndarray:
     pooled = _avg_geometry(x.shape[2:], "avg_pool2d", **attrs)
-    total = np.empty(x.shape[:2] + pooled, x.dtype) if out is None else out
+    wide = _sums_dtype(x.dtype)
+    out = np.empty(x.shape[:2] + pooled, x.dtype) if out is None else out
+    total = out if wide == x.dtype else np.empty(out.shape, wide)
+    x = x.astype(wide, copy=False)  # (widened once: mixed adds would cast window by window)
     total.fill(0)
     for _, _, at_out, at_x in _avg_taps(x.shape[2:], pooled, attrs):  # row-major, as PyTorch sums
         total[at_out] += x[at_x]
-    return np.divide(total, window_divisor(x.shape[2:], pooled, x.dtype, attrs), out=total)
+    np.divide(total, window_divisor(x.shape[2:], pooled, wide, attrs), out=total)
+    if total is not out:
+        np.copyto(out, total, casting="unsafe")  # one rounding, after the division
+    return out
 
 
 def avg_pool2d(
@@ -148,11 +161,21 @@ def avg_pool2d(
     )
 
 
+def _avg_pool2d_scratch(out: TensorType, x: TensorType, **attrs: Any) -> int:
+    # the (Ho, Wo) divisors; for half floats also the input widened and the float32 sums
+    wide = _sums_dtype(x.dtype).itemsize
+    divisors = (TensorType(out.shape[2:], x.dtype).size or 0) * wide
+    if wide == x.dtype.itemsize:
+        return divisors
+    return divisors + ((out.size or 0) + (x.size or 0)) * wide
+
+
 # the sums are linear: the gradient spreads each window's cotangent / divisor over it
 _avg_pool2d = defop(
     "avg_pool2d",
     infer=_avg_pool2d_infer,
     kernel=_avg_pool2d_kernel,
+    scratch=_avg_pool2d_scratch,
     attrs=_AVG_ATTRS,
     canonicalize=_avg_canon("avg_pool2d"),
     vjp=lambda ct, out, x, needs, **attrs: (
@@ -182,6 +205,8 @@ def _avg_backward_infer(ct: TensorType, input_size: tuple, **attrs: Any) -> Tens
 def _avg_backward_kernel(
     ct: np.ndarray, out: np.ndarray | None = None, input_size: tuple = (), **attrs: Any
 ) -> np.ndarray:
+    # in the cotangent's dtype, half floats too: PyTorch's CPU kernel adds a half
+    # gradient's overlapping shares in half as well (its forward sums in float32)
     share = np.divide(ct, window_divisor(input_size, ct.shape[2:], ct.dtype, attrs))
     grad = np.empty(ct.shape[:2] + tuple(input_size), ct.dtype) if out is None else out
     grad.fill(0)

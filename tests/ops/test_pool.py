@@ -99,6 +99,34 @@ def test_avg_pool2d_matches_torch(case: tuple, dtype: str) -> None:
 
 
 @needs_torch
+@pytest.mark.parametrize("case", AVG_POOL, ids=[str(c).replace(" ", "") for c in AVG_POOL])
+def test_half_float_avg_pool2d_sums_in_float32_as_torch(case: tuple) -> None:
+    """float16 windows of large values: the sum in float32, one rounding after the
+    division, PyTorch's CPU bits exactly (summed in float16, a 3x3 window of values near
+    100 drifts by several ulps). The gradient adds overlapping shares in float16, as
+    PyTorch's does (in another order): both within the bound of such sums of the exact
+    float64 gradient."""
+    shape, *args = case
+    x = (RNG.standard_normal(shape) * 100).astype(np.float16)
+    want = torch.nn.functional.avg_pool2d(torch.tensor(x), *args).numpy()
+    got = F.avg_pool2d(x, *args)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    tx = torch.tensor(x, requires_grad=True)
+    ct = (RNG.standard_normal(want.shape) * 10).astype(np.float16)
+    torch.nn.functional.avg_pool2d(tx, *args).backward(torch.tensor(ct))
+    ex = ge.tensor(x, requires_grad=True)
+    F.avg_pool2d(ex, *args).backward(ge.tensor(ct))
+    exact, size = torch.tensor(x.astype(np.float64), requires_grad=True), ct.astype(np.float64)
+    torch.nn.functional.avg_pool2d(exact, *args).backward(torch.tensor(size))
+    bound = torch.tensor(x.astype(np.float64), requires_grad=True)
+    torch.nn.functional.avg_pool2d(bound, *args).backward(torch.tensor(np.abs(size)))
+    slack = 10 * 2.0**-11 * bound.grad.numpy() + 2.0**-24  # <= 9 roundings a share, each
+    for grad in (ex.grad.numpy(), tx.grad.numpy()):
+        assert np.all(np.abs(grad.astype(np.float64) - exact.grad.numpy()) <= slack)
+
+
+@needs_torch
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize(
     ("shape", "size"), ADAPTIVE, ids=[str(c).replace(" ", "") for c in ADAPTIVE]

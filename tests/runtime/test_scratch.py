@@ -178,6 +178,21 @@ def test_avg_pool_gradient_rule_covers_the_kernel(shape: tuple, kernel: int, str
     assert rule <= measured + slack(np.float32)
 
 
+@pytest.mark.parametrize("shape, kernel, stride", POOLS)
+def test_a_half_float_avg_pool_declares_its_float32_sums(
+    shape: tuple, kernel: int, stride: int
+) -> None:
+    """float16 windows are summed in float32 (an output-sized temporary, in the rule);
+    float32 ones in place (only the divisors)."""
+    window = {"kernel_size": kernel, "stride": stride, "padding": 1}
+    for dtype in (np.float16, np.float32):
+        rule, measured = rule_and_measured("avg_pool2d", [normal(*shape, dtype=dtype)], **window)
+        assert measured <= rule + slack(np.float32)  # (float32 buffers: the sums' casts)
+        assert rule <= measured + slack(np.float32)
+        pooled = gc.avg_pool2d(normal(*shape), kernel, stride, padding=1)
+        assert (rule >= pooled.size * 4) is (dtype == np.float16)
+
+
 def test_the_ops_with_scratch_rules() -> None:
     """The convolution and pooling kernels with big temporaries have rules (and cases
     above); ops without a rule have no scratch."""
@@ -189,8 +204,9 @@ def test_the_ops_with_scratch_rules() -> None:
         "max_pool2d_backward",
         "max_pool2d_select",
         "avg_pool2d_backward",
+        "avg_pool2d",  # float16's float32 sums
     }
-    assert "max_pool2d" not in with_rules and "avg_pool2d" not in with_rules
+    assert "max_pool2d" not in with_rules
     assert (
         get_op("add").scratch_bytes(TensorType((4,), np.float32), TensorType((4,), np.float32)) == 0
     )

@@ -478,7 +478,8 @@ def _scan_python(
     order = range(steps - 1, -1, -1) if reverse else range(steps)  # type: ignore[arg-type]
     init_tree = flatten(init)[1]
     name = fn_name(f, "scan_body")
-    carry, ys = init, [None] * steps  # type: ignore[list-item]
+    carry = _settled_init(f, init, xs_leaves, xs_tree, order, name)
+    ys: list[Any] = [None] * steps  # type: ignore[list-item]
     for t in order:
         carry, ys[t] = _pair(f(carry, unflatten(xs_tree, [x[t] for x in xs_leaves])), name)
         _check_carry("scan", name, init_tree, flatten(carry)[1])
@@ -486,8 +487,42 @@ def _scan_python(
         return carry, empty_ys(f, init, xs_leaves, xs_tree)
     y_leaves = [flatten(y)[0] for y in ys]
     tree = flatten(ys[0])[1]
-    stacked = [stack([leaves[k] for leaves in y_leaves], axis=0) for k in range(len(y_leaves[0]))]
+    stacked = [
+        stack([_as_leaf(leaves[k]) for leaves in y_leaves], axis=0) for k in range(len(y_leaves[0]))
+    ]
     return carry, unflatten(tree, stacked)
+
+
+def _as_leaf(value: Any) -> Any:
+    """A y to stack: a Python scalar as numpy's array of it (its default dtype)."""
+    return np.asarray(value) if isinstance(value, (bool, int, float)) else value
+
+
+def _settled_init(
+    f: Callable[[Any, Any], tuple[Any, Any]],
+    init: Any,
+    xs_leaves: list[Any],
+    xs_tree: Tree,
+    order: range,
+    name: str,
+) -> Any:
+    """`init` with each Python scalar leaf (weakly typed, as in JAX) in the dtype of the
+    carry the first step returns in its place, so that every step's carry, and so its
+    ys, has one dtype (`scan(f, 0, float32_xs)` carries float32, as jax's does; stacked
+    as they came, a Python 0 beside float32 values gave float64 or failed)."""
+    leaves, tree = flatten(init)
+    if not len(order) or not any(isinstance(v, (bool, int, float)) for v in leaves):
+        return init
+    first = f(init, unflatten(xs_tree, [x[order[0]] for x in xs_leaves]))
+    out, _ = _pair(first, name)
+    _check_carry("scan", name, tree, flatten(out)[1])
+    settled = [
+        np.asarray(v, dtype=np.result_type(o))[()]
+        if isinstance(v, (bool, int, float)) and hasattr(o, "dtype")
+        else v
+        for v, o in zip(leaves, flatten(out)[0])
+    ]
+    return unflatten(tree, settled)
 
 
 def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001

@@ -105,6 +105,29 @@ def test_scan_weak_init_on_arrays_and_tensors_agrees_with_the_graph() -> None:
         agree(traced, other)
 
 
+def test_scan_ys_holding_the_python_scalar_init_on_arrays_and_tensors(jax32: Any) -> None:
+    """ys that are the carry before the step: the first is the init itself, which takes
+    the carry's dtype before it is stacked (a Python 0 beside float32 values failed)."""
+    xs = xs_f32()
+
+    def before(c: Any, x: Any) -> tuple:
+        return c + x, c
+
+    traced = gc.jit(lambda xs: gc.scan(before, 0, xs))(xs)
+    on_arrays = gc.scan(before, 0, xs)
+    eager = gc.scan(before, 0, ge.tensor(xs))
+    assert on_arrays[1].dtype == eager[1].dtype == F32
+    for other in (on_arrays, (eager[0].numpy(), eager[1].numpy())):
+        agree(traced, other)
+    agree(on_arrays, jax32.lax.scan(before, 0, xs))
+    # leaf by leaf: the int meets int32 xs; the float meets only Python scalars (numpy's
+    # float64 when stacked, graphc's default for a Python float)
+    pair = gc.scan(lambda c, x: ((c[0] + x, c[1] * 2), c), (0, 0.5), np.ones(3, np.int32))
+    (count, _), (counts, halves) = pair
+    assert count.dtype == counts.dtype == np.int32 and halves.dtype == np.float64
+    np.testing.assert_array_equal(halves, [0.5, 1.0, 2.0])
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float64", "int8", "int32", "uint8", "int64"])
 def test_scan_python_int_init_takes_any_xs_dtype(dtype: str, jax64: Any) -> None:
     if np.dtype(dtype) not in DTYPES.values():

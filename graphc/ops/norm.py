@@ -235,6 +235,14 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = -1,
     >>> gc.layer_norm(np.array([[1.0, 3.0]]), eps=0.0)
     array([[-1.,  1.]])
     """
+    if isinstance(weight, (tuple, list)) and all(
+        isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in weight
+    ):  # torch's F.layer_norm(x, normalized_shape) spelling: here it would scale by ints
+        raise GraphcError(
+            f"layer_norm: the second argument is the weight, got the ints {tuple(weight)}: "
+            "PyTorch's layer_norm(x, normalized_shape) is graphc.nn.functional.layer_norm; "
+            "gc.layer_norm normalizes the dims from `axis` on"
+        )
     return _layer_norm(x, 1.0 if weight is None else weight, 0.0 if bias is None else bias,
                        axis=axis, eps=eps)  # fmt: skip
 

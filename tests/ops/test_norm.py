@@ -195,3 +195,18 @@ def test_a_normalized_block_and_its_gradients_give_the_references_bits_at_every_
     constant_rows = dict(feeds, x=np.repeat(np.array([[1.0], [np.inf]], dtype), [5, 1], axis=0)
                          * np.ones((1, 8), dtype))  # fmt: skip
     check_levels(gg, [feeds, constant_rows])
+
+
+def test_torchs_normalized_shape_given_to_gc_layer_norm_is_a_named_error() -> None:
+    """gc.layer_norm's second argument is the weight; torch's F.layer_norm(x, (4,)) passed
+    there scaled every value by 4 (a float64 result) before; graphc's torch spelling is
+    named in the error and gives the normalized values."""
+    x = RNG.normal(size=(2, 4)).astype(np.float32)
+    for shape in [(4,), [4]]:
+        with pytest.raises(gc.GraphcError, match=r"layer_norm: .* weight, got the ints \(4,\)"):
+            gc.layer_norm(x, shape)
+    torch_spelling = F.layer_norm(x, (4,))
+    assert torch_spelling.dtype == np.float32
+    np.testing.assert_array_equal(torch_spelling, gc.layer_norm(x))
+    weighted = gc.layer_norm(x, np.full(4, 2.0, np.float32))
+    np.testing.assert_array_equal(weighted, gc.layer_norm(x) * np.float32(2.0))

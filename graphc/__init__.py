@@ -78,6 +78,10 @@ from graphc.runtime.executable import Executable, compile, fuse
 from graphc.runtime.reference import run
 
 # isort: split
+# gc.map is the frontend's (its batch_size= needs vmap), over ops' map of one slice a step
+from graphc.frontend.batched_map import map  # noqa: A004
+
+# isort: split
 # nn and optim sit on top of everything above (they use eager, trace, autodiff, runtime)
 from graphc import nn, onnx, optim
 from graphc.optim.train_step import TrainStep, compile_train_step

@@ -525,21 +525,15 @@ def _settled_init(
     return unflatten(tree, settled)
 
 
-def map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001
+def map(f: Callable[[Any], Any], xs: Any) -> Any:  # noqa: A001
     """`f` applied to each slice of `xs` along its first axis, the results stacked
-    (`lax.map`): a `scan` without carries. `batch_size` is accepted for JAX's sake and
-    changes nothing (JAX vmaps f over batches; graphc runs it one slice per step).
+    (`lax.map`): a `scan` without carries, one slice per step. `gc.map` adds JAX's
+    `batch_size=` above this layer (graphc/frontend/batched_map.py: it needs vmap).
 
     >>> import numpy as np, graphc as gc
     >>> gc.map(lambda row: gc.sum(row * row), np.arange(6.0).reshape(3, 2))
     array([ 1., 13., 41.])
     """
-    if batch_size is not None and not (
-        isinstance(batch_size, (int, np.integer))
-        and not isinstance(batch_size, bool)
-        and batch_size >= 1
-    ):
-        raise GraphcError(f"map: batch_size must be a positive int, got {batch_size!r}")
 
     def step(carry: None, x: Any) -> tuple[None, Any]:
         return None, f(x)

@@ -282,19 +282,8 @@ def _refuse_user_backwards(g: Graph, wrt: list[str], outputs: list[str]) -> None
     """Transposing is exact for a VJP linear in its cotangent, which every op's rule is;
     a user's backward (gc.custom_vjp, a Function) need not be (gradient clipping is
     not), so forward mode through one is refused, as JAX refuses jvp of a custom_vjp."""
-    needed: set[Node] = set()
-    stack = [g.node(name) for name in outputs]
-    while stack:
-        n = stack.pop()
-        if n not in needed:
-            needed.add(n)
-            stack.extend(n.inputs)
-    varying = {g.node(name) for name in wrt}
-    for n in g.nodes:
-        if n.kind != OP or not any(x in varying for x in n.inputs):
-            continue
-        varying.add(n)
-        user = _user_backward(n) if n in needed else None
+    for n in _on_path(g, wrt, outputs):
+        user = _user_backward(n)
         if user is not None:
             where = "" if user is n else f" (in a body of {n.describe()})"
             raise AutodiffError(

@@ -18,10 +18,13 @@ elsewhere they are static, as in `gc.jit`. On eager tensors the same compiled gr
 runs on their values and the results are new tensors with no autograd history (the
 eager tape's own `backward(create_graph=True)` differentiates eager programs).
 
-Jacobians are one graph whatever their size: `jacfwd` scans over the basis of its
-input (one Jacobian-vector product per step), `jacrev` over the basis of its output
-(one vector-Jacobian product per step); their inputs (resp. outputs) need concrete
-shapes. Arguments and results are pytrees (graphc/ops/pytree.py).
+Jacobians are one graph whatever their size: `jacfwd` vmaps the forward-mode graph over
+the basis of each input (every Jacobian-vector product in one batched pass, as JAX's
+jacfwd), `jacrev` the reverse-mode graph over the basis of each output; where vmap
+refuses the graph (an op without a batching rule) they scan over the basis instead,
+one product per step, and the name scope of their nodes (`jacfwd_by_vmap`,
+`jacfwd_by_scan`, ...) says which. Their inputs (resp. outputs) need concrete shapes.
+Arguments and results are pytrees (graphc/ops/pytree.py).
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ from graphc.frontend.staging import OnArrays, Staged, as_array, as_tuple, leaf_n
 from graphc.frontend.trace import lifted_feeds, parameter_names, trace
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import Graph
+from graphc.ir.scope import name_scope
 from graphc.ir.types import TensorType, format_shape, is_float
 from graphc.ops import shape as S
+from graphc.ops.batching import VmapError
 from graphc.ops.closure import fn_name, graph_of, lift
 from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
 from graphc.ops.flow import scan
@@ -47,6 +52,7 @@ from graphc.ops.pytree import Tree, flatten, unflatten
 from graphc.ops.symbolic import Symbol
 from graphc.passes.autodiff import differentiate
 from graphc.passes.forward import forward_joint, split_tangents
+from graphc.passes.vmap import vmap_graph
 from graphc.runtime.executable import Executable
 from graphc.runtime.executable import compile as compile_graph
 
@@ -451,6 +457,39 @@ def _rows_first(ys: Symbol, out_shape: tuple, in_shape: tuple) -> Symbol:
     return S.reshape(ys, (*out_shape, *in_shape))
 
 
+# whether Jacobians batch their products with vmap where it can (tests turn it off to
+# compare with the scan of one product per basis vector)
+BATCH_PRODUCTS = True
+
+
+def _products(
+    staged: Staged, joint: Graph, vector: str, basis: Symbol, zeros: dict[str, Any], what: str
+) -> list[Any]:
+    """The products (JVPs or VJPs) of `joint` (the staged body's forward- or reverse-mode
+    graph, its primal outputs first) for every row of `basis` fed to its placeholder
+    `vector`, the other vectors fed `zeros`: one batched pass, `joint` vmapped over the
+    basis, as JAX's jacfwd / jacrev do, where vmap batches every node; else (an op
+    without a batching rule) a `scan` computing one product per row. The nodes made go
+    under the name scope `<what>_by_vmap` or `<what>_by_scan`, which says which."""
+    first = len(staged.body.outputs)
+    size = basis.type.shape[0]
+    batched = None
+    if BATCH_PRODUCTS and size:
+        in_axes = [0 if p.name == vector else None for p in joint.inputs]
+        try:
+            batched = vmap_graph(joint, in_axes, 0, axis_size=size)
+        except VmapError:
+            batched = None
+    with name_scope(f"{what}_by_{'scan' if batched is None else 'vmap'}"):
+        if batched is not None:
+            return staged.run(batched, {**zeros, vector: basis}, first=first)
+
+        def step(carry: Any, e: Any) -> tuple[Any, Any]:
+            return carry, tuple(staged.run(joint, {**zeros, vector: e}, first=first))
+
+        return list(scan(step, (), basis)[1])
+
+
 def _jac_values(
     f: Callable[..., Any], argnums: Argnums, args: tuple, what: str, forward: bool
 ) -> Any:
@@ -465,30 +504,25 @@ def _jac_values(
     if float_outputs and forward:
         fj = forward_joint(body, staged.traced, [o.name for o in float_outputs])
         for k, x in enumerate(inputs):
-            tan = fj.tangent_inputs[k]
-
-            def step(carry: Any, e: Any, k: int = k, tan: str = tan) -> tuple[Any, Any]:
-                feeds = {
-                    t: e if j == k else _zeros_like(staged.feeds[inputs[j].name])
-                    for j, t in enumerate(fj.tangent_inputs)
-                }
-                return carry, tuple(staged.run(fj.graph, feeds, first=len(outputs)))
-
-            _, ys = scan(step, (), _basis(x.type, what, x.name, graph))
+            zeros = {
+                t: _zeros_like(staged.feeds[inputs[j].name])
+                for j, t in enumerate(fj.tangent_inputs)
+                if j != k
+            }
+            basis = _basis(x.type, what, x.name, graph)
+            ys = _products(staged, fj.graph, fj.tangent_inputs[k], basis, zeros, what)
             for o, y in zip(float_outputs, ys):
                 blocks[(o.name, x.name)] = _columns_last(y, o.type.shape, x.type.shape)
     elif float_outputs:
         joint = differentiate(body, staged.traced, [o.name for o in float_outputs], seeds=True)
         for k, o in enumerate(float_outputs):
-
-            def step(carry: Any, e: Any, k: int = k) -> tuple[Any, Any]:
-                feeds = {
-                    seed: e if j == k else _zeros_like_type(float_outputs[j].type, graph)
-                    for j, seed in enumerate(joint.seeds)
-                }
-                return carry, tuple(staged.run(joint.graph, feeds, first=len(outputs)))
-
-            _, ys = scan(step, (), _basis(o.type, what, o.name, graph))
+            zeros = {
+                seed: _zeros_like_type(float_outputs[j].type, graph)
+                for j, seed in enumerate(joint.seeds)
+                if j != k
+            }
+            basis = _basis(o.type, what, o.name, graph)
+            ys = _products(staged, joint.graph, joint.seeds[k], basis, zeros, what)
             for x, y in zip(inputs, ys):
                 blocks[(o.name, x.name)] = _rows_first(y, o.type.shape, x.type.shape)
     per_output = []
@@ -515,8 +549,9 @@ def _zeros_of(shape: tuple, dtype: np.dtype, graph: Graph) -> Symbol:
 
 def jacfwd(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
     """The Jacobian of `f` by forward mode (`jax.jacfwd`): one Jacobian-vector product
-    per basis vector of the inputs, all in one graph (a `scan` over the basis). For an
-    output of shape O and an input of shape I the block has shape O + I.
+    per basis vector of the inputs, all in one graph (vmapped over the basis, or a
+    `scan` over it where vmap cannot batch `f`). For an output of shape O and an input
+    of shape I the block has shape O + I.
 
     >>> import numpy as np, graphc as gc
     >>> gc.jacfwd(lambda x: x * x)(np.array([1.0, 2.0]))
@@ -532,7 +567,8 @@ def jacfwd(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
 
 def jacrev(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
     """The Jacobian of `f` by reverse mode (`jax.jacrev`): one vector-Jacobian product
-    per basis vector of the outputs, all in one graph (a `scan` over the basis).
+    per basis vector of the outputs, all in one graph (vmapped over the basis, or a
+    `scan` over it where vmap cannot batch `f`).
 
     >>> import numpy as np, graphc as gc
     >>> gc.jacrev(lambda x: gc.sum(x) * x)(np.array([1.0, 2.0]))

@@ -1,7 +1,8 @@
 """Hypothesis strategy for random graphs that go where tame ones do not.
 
 `edge_graphs()` declares graphs through the public API with float32, float64, int32,
-int64 and bool placeholders, 0-d and empty (a 0-size dim) shapes, a symbolic batch
+int64 and bool placeholders (and, one time in eight, float16, bfloat16 where ml_dtypes is
+installed, int8, int16 or uint8-uint64: tests/edge_draws.py's `draw_dtype`), 0-d and empty (a 0-size dim) shapes, a symbolic batch
 dim "B" (sliced with ``x[0:2]``, ``x[:, 1:3]``, concatenated), and ops without
 taming: exp, log, sqrt, div and pow see whatever comes (nan and inf are allowed
 results), plus comparisons, where, casts between every pair of dtypes, reductions
@@ -27,7 +28,18 @@ from hypothesis import strategies as st
 import graphc as gc
 from graphc.ir.errors import GraphcError
 from graphc.ops.symbolic import Symbol
-from tests.edge_draws import DTYPES, FLOATS, Draw, broadcasts, draw_axis, pick, scalar
+from tests.edge_draws import (
+    FLOATS,
+    SMALL_ALLOWED,
+    SMALL_FLOATS,
+    Draw,
+    broadcasts,
+    draw_axis,
+    draw_dtype,
+    floating,
+    pick,
+    scalar,
+)
 from tests.edge_layers import LAYER_BUILDERS
 from tests.edge_values import edge_array
 
@@ -76,7 +88,7 @@ REDUCE = ("sum", "mean", "max", "min", "argmax", "argmin", "logsumexp", "var")
 
 def _unary(draw: Draw, pool: list[Symbol]) -> Symbol:
     x = pick(draw, pool)
-    names = (UNARY_FLOAT if x.dtype.kind == "f" else ()) + UNARY_ANY
+    names = (UNARY_FLOAT if floating(x) else ()) + UNARY_ANY
     return getattr(gc, draw(st.sampled_from(names)))(x)
 
 
@@ -103,12 +115,12 @@ def _compare_where(draw: Draw, pool: list[Symbol]) -> Symbol:
 
 
 def _cast(draw: Draw, pool: list[Symbol]) -> Symbol:
-    return gc.cast(pick(draw, pool), draw(st.sampled_from(DTYPES)))
+    return gc.cast(pick(draw, pool), draw_dtype(draw))
 
 
 def _pow(draw: Draw, pool: list[Symbol]) -> Symbol:
     x = pick(draw, pool)
-    exponents = [0, 1, 2, 3] if x.dtype.kind in "iub" else [-2, -1, 0, 1, 2, 3, 0.5, 2.0, 3.0]
+    exponents = [-2, -1, 0, 1, 2, 3, 0.5, 2.0, 3.0] if floating(x) else [0, 1, 2, 3]
     exponent = draw(st.sampled_from(exponents))
     if draw(st.booleans()):
         exponent = gc.constant(
@@ -119,7 +131,7 @@ def _pow(draw: Draw, pool: list[Symbol]) -> Symbol:
 
 def _clip(draw: Draw, pool: list[Symbol]) -> Symbol:
     x = pick(draw, pool)
-    if x.dtype.kind == "f":
+    if floating(x):
         bounds = [None, -1.0, 0.0, -0.0, 1.0, 1e30]
     else:
         bounds = [None, -3, 0, 2, 100]
@@ -277,9 +289,9 @@ def _concat(draw: Draw, pool: list[Symbol]) -> Symbol | None:
 def _constant(draw: Draw, pool: list[Symbol]) -> Symbol:
     """A hostile constant array: ops on it are folded at O1 and O2, by the op's kernel."""
     shape = draw(st.sampled_from([s for s in SHAPES if all(isinstance(d, int) for d in s)]))
-    dtype = draw(st.sampled_from(DTYPES))
+    dtype = draw_dtype(draw)
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    return gc.constant(edge_array(rng, shape, np.dtype(dtype)))
+    return gc.constant(edge_array(rng, shape, dtype))
 
 
 def _misc(draw: Draw, pool: list[Symbol]) -> Symbol | None:
@@ -289,7 +301,7 @@ def _misc(draw: Draw, pool: list[Symbol]) -> Symbol | None:
         st.sampled_from(["full_like", "stack", "one_hot", "sum_to", "var", "swapaxes", "mse"])
     )
     if choice == "full_like":
-        value = scalar(draw, np.dtype(draw(st.sampled_from(DTYPES))))
+        value = scalar(draw, draw_dtype(draw))
         value = value if not isinstance(value, Symbol) else draw(st.sampled_from([-1, 0, 1.5]))
         return gc.full_like(x, value)
     if choice == "stack":
@@ -298,7 +310,7 @@ def _misc(draw: Draw, pool: list[Symbol]) -> Symbol | None:
         return gc.stack(pieces, axis=draw(st.integers(-x.type.rank - 1, x.type.rank)))
     if choice == "one_hot":
         labels = x if x.dtype.kind in "iu" else gc.cast(x, "int64")
-        return gc.one_hot(labels, draw(st.sampled_from([0, 1, 3])), draw(st.sampled_from(DTYPES)))
+        return gc.one_hot(labels, draw(st.sampled_from([0, 1, 3])), draw_dtype(draw))
     if choice == "sum_to":
         shape = tuple(1 if draw(st.booleans()) else d for d in x.shape)
         return gc.sum_to(x, shape[draw(st.integers(0, len(shape))) :])
@@ -350,21 +362,33 @@ def edge_graphs(
     max_ops: int = 8,
     symbolic: bool | None = None,
     float_input: bool = False,
+    small_dtypes: bool = True,
 ) -> gc.Graph:
     """A valid graph of `min_ops`..`max_ops` drawn ops over 1-3 placeholders of any dtype,
     every op reaching an output; with `symbolic` (drawn when None) some use the dim "B";
-    with `float_input` the first placeholder is floating (gradient graphs need one)."""
+    with `float_input` the first placeholder is floating (gradient graphs need one);
+    without `small_dtypes` only float32/64, int32/64 and bool are drawn."""
+    token = SMALL_ALLOWED.set(small_dtypes)
+    try:
+        return _edge_graph(draw, min_ops, max_ops, symbolic, float_input)
+    finally:
+        SMALL_ALLOWED.reset(token)
+
+
+def _edge_graph(
+    draw: Draw, min_ops: int, max_ops: int, symbolic: bool | None, float_input: bool
+) -> gc.Graph:
     if symbolic is None:
         symbolic = draw(st.booleans())
     shapes = SHAPES + SYMBOLIC_SHAPES * 2 if symbolic else SHAPES
     if not symbolic and draw(st.integers(0, 3)) == 0:
         shapes = ONE_ELEMENT  # every value one element: plans on numpy scalars (scalar.py)
     count = draw(st.integers(1, 3))
-    specs = [(draw(st.sampled_from(shapes)), draw(st.sampled_from(DTYPES))) for _ in range(count)]
+    specs = [(draw(st.sampled_from(shapes)), draw_dtype(draw)) for _ in range(count)]
     if symbolic and not any("B" in shape for shape, _ in specs):
         specs[0] = (draw(st.sampled_from(SYMBOLIC_SHAPES)), specs[0][1])
-    if float_input and specs[0][1] not in FLOATS:
-        specs[0] = (specs[0][0], draw(st.sampled_from(FLOATS)))
+    if float_input and specs[0][1] not in FLOATS + SMALL_FLOATS:
+        specs[0] = (specs[0][0], draw_dtype(draw, floats=True))
     graph = gc.Graph("edge")
     with graph:
         pool = [

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 import graphc as gc
 from graphc.ops.symbolic import Symbol
 from tests.edge_draws import (
-    DTYPES,
-    FLOATS,
     Draw,
     draw_axis,
+    draw_dtype,
+    floating,
     nchw,
     operand,
     partner,
@@ -39,9 +39,9 @@ from tests.edge_draws import (
 
 def _float_dtype(draw: Draw, x: Symbol) -> str:
     """A floating dtype for a weight: x's own (mostly) or the other one."""
-    if x.dtype.kind == "f" and draw(st.integers(0, 2)) > 0:
+    if floating(x) and draw(st.integers(0, 2)) > 0:
         return str(x.dtype)
-    return draw(st.sampled_from(FLOATS))
+    return draw_dtype(draw, floats=True)
 
 
 def _pair(value: int | tuple[int, int]) -> tuple[int, int]:
@@ -334,7 +334,7 @@ def _math_binary(draw: Draw, pool: list[Symbol]) -> Symbol:
             return gc.clip(x, a_min=low, a_max=high)
         return gc.clamp(x, low, high)
     if draw(st.integers(0, 3)) == 0:
-        y = scalar(draw, draw(st.sampled_from([x.dtype, *DTYPES])))
+        y = scalar(draw, x.dtype if draw(st.booleans()) else draw_dtype(draw))
     else:
         y = partner(draw, pool, x)
     if draw(st.booleans()):

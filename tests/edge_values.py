@@ -2,8 +2,10 @@
 
 `edge_feeds` fills each placeholder with a mix of the values that break numerical code:
 for floats 0, -0.0, +-1, nan, +-inf, the largest finite, the smallest normal and
-subnormal, and magnitudes from 1e-40 to 1e38 (float32) or 1e-300 to 1e300 (float64);
-for integers 0, +-1, the type's min and max and their neighbours; bools at random.
+subnormal, and magnitudes across the type's range (1e-38 to 1e38 for float32 and
+bfloat16, 1e-300 to 1e300 for float64, 1e-8 to 6e4 for float16: 65504 and the subnormal
+6e-8 among the specials); for integers 0, +-1, the type's min and max and their
+neighbours (int8 -128 and 127, uint64 2**64 - 1); bools at random.
 Symbolic dims take the size given for them (0 and 1 included).
 
 `assert_bits_equal` holds two results to the same dtype, shape and bits, except that
@@ -18,6 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 import graphc as gc
+from graphc.ir.types import as_dtype, finfo, is_float
 
 # unsigned views of the same width, to compare bits
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -25,13 +28,14 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 def float_specials(dtype: np.dtype) -> np.ndarray:
     """The float values every kernel must survive, in `dtype`."""
-    info = np.finfo(dtype)
+    info = finfo(dtype)
     tiny = info.smallest_normal
     sub = info.smallest_subnormal
     values = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -3.0, np.nan, -np.nan, np.inf, -np.inf]
     values += [info.max, -info.max, tiny, -tiny, sub, -sub, tiny / 2, 4 * sub]
     values += [np.sqrt(info.max), 1 / np.sqrt(info.max), 88.0, 89.0, 710.0, -745.0, 1e-7]
-    return np.array(values, dtype=np.float64).astype(dtype)
+    with np.errstate(over="ignore"):  # 710.0 is inf in float16
+        return np.array(values, dtype=np.float64).astype(dtype)
 
 
 def int_specials(dtype: np.dtype) -> np.ndarray:
@@ -44,19 +48,22 @@ def int_specials(dtype: np.dtype) -> np.ndarray:
 
 def edge_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """An array of `shape` and `dtype`: specials, tame values and wild magnitudes mixed."""
-    dtype = np.dtype(dtype)
+    dtype = as_dtype(dtype)
     size = int(np.prod(shape, dtype=np.int64))
     if dtype == np.bool_:
         return np.asarray(rng.random(shape) < 0.5)
     if np.issubdtype(dtype, np.integer):
         pool = int_specials(dtype)
-        tame = rng.integers(-5, 6, size).astype(dtype)
+        low = -5 if np.iinfo(dtype).min < 0 else 0  # tame unsigned values do not wrap
+        tame = rng.integers(low, 6, size).astype(dtype)
         picks = pool[rng.integers(0, len(pool), size)]
     else:
         pool = float_specials(dtype)
         tame = rng.uniform(-2, 2, size).astype(dtype)
-        top = 300 if dtype == np.float64 else 38
-        wild = rng.standard_normal(size) * 10.0 ** rng.uniform(-top, top, size)
+        # 1e-300..1e300 float64, 1e-38..1e38 float32 and bfloat16, 1e-8..1e4 float16
+        top = min(300, int(np.log10(float(finfo(dtype).max))))
+        bottom = 8 if dtype.itemsize == 2 and top < 38 else top  # float16's subnormals: 6e-8
+        wild = rng.standard_normal(size) * 10.0 ** rng.uniform(-bottom, top, size)
         with np.errstate(over="ignore"):
             wild = wild.astype(dtype)
         picks = np.where(rng.random(size) < 0.5, pool[rng.integers(0, len(pool), size)], wild)
@@ -101,7 +108,7 @@ def bits_differ(got: np.ndarray, want: np.ndarray) -> str | None:
         return f"got a {type(got).__name__}, not an ndarray"
     if got.dtype != want.dtype or got.shape != want.shape:
         return f"type {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}"
-    if got.dtype.kind == "f":
+    if is_float(got.dtype):
         both_nan = np.isnan(got) & np.isnan(want)
         uint = _UINT[got.dtype.itemsize]
         same = got.view(uint) == want.view(uint)  # same itemsize: a view of any layout

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import graphc as gc
 from graphc.ir.errors import ShapeError
-from graphc.ir.types import broadcast_shapes
+from graphc.ir.types import as_dtype, broadcast_shapes
 from tests.edge_layers import einsum_equation
 
 # Input shapes are drawn from this menu so that many pairs broadcast.
@@ -293,12 +293,13 @@ def random_graphs(
     draw: Draw,
     min_ops: int = 15,
     max_ops: int = 30,
-    dtype: str = "float64",
+    dtype: str | np.dtype = "float64",
     symbolic: bool = False,
 ) -> gc.Graph:
     """A valid graph of `min_ops`..`max_ops` non-constant ops over 1-3 placeholders x0.. and
     1-3 outputs out0..; with `symbolic`, some inputs have a symbolic batch dim "B"."""
     graph = gc.Graph("random")
+    dtype = as_dtype(dtype)  # "bfloat16" is a numpy name only once ml_dtypes is imported
     target = draw(st.integers(min_ops, max_ops))
     shapes = SHAPES + SYMBOLIC_SHAPES if symbolic else SHAPES
     with graph:
@@ -320,7 +321,8 @@ def random_graphs(
 
 
 def random_feeds(graph: gc.Graph, seed: int = 0, dims: int = 3) -> dict[str, np.ndarray]:
-    """Arrays for the placeholders of `graph`, uniform in [-1, 1] (symbolic dims -> `dims`)."""
+    """Arrays for the placeholders of `graph`, uniform in [-1, 1] (symbolic dims -> `dims`);
+    integers in -4..4 (0..4 unsigned), bools at random."""
     rng = np.random.default_rng(seed)
     feeds = {}
     for p in graph.inputs:
@@ -328,7 +330,8 @@ def random_feeds(graph: gc.Graph, seed: int = 0, dims: int = 3) -> dict[str, np.
         if p.type.dtype == np.bool_:
             feeds[p.name] = rng.random(shape) < 0.5
         elif np.issubdtype(p.type.dtype, np.integer):
-            feeds[p.name] = rng.integers(-4, 5, shape).astype(p.type.dtype)
+            low = -4 if np.iinfo(p.type.dtype).min < 0 else 0  # unsigned ones do not wrap
+            feeds[p.name] = rng.integers(low, 5, shape).astype(p.type.dtype)
         else:
             feeds[p.name] = rng.uniform(-1, 1, shape).astype(p.type.dtype)
     return feeds

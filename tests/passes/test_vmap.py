@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+from graphc.ir.types import is_float
 from graphc.ops.batching import VmapError
 from graphc.passes.vmap import vmap_graph
 from tests.budget import draws
@@ -454,7 +455,7 @@ def test_edge_graphs_agree_with_the_loop(g: gc.Graph, seed: int, data: st.DataOb
     for k, x in enumerate(got):
         want = np.stack([np.asarray(r[k]) for r in runs])
         assert (x.shape, x.dtype) == (want.shape, want.dtype), f"{g}\n{batched}"
-        if want.dtype.kind == "f":
+        if is_float(want.dtype):
             np.testing.assert_allclose(x, want, rtol=1e-5, atol=1e-6, err_msg=f"{g}\n{batched}")
         else:
             np.testing.assert_array_equal(x, want, err_msg=f"{g}\n{batched}")
@@ -687,7 +688,7 @@ def test_per_example_gradients_through_every_backward_op(
 ) -> None:
     examples = [a if ax is None else a[0] for a, ax in zip(args, axes)]
     g = _graph(lambda *xs: gc.sum(fn(*xs)), *examples)
-    wrt = [p.name for p in g.inputs if p.type.dtype.kind == "f"]
+    wrt = [p.name for p in g.inputs if is_float(p.type.dtype)]
     grads = gc.gradients(g, wrt=wrt)
     check(lambda *xs: tuple(grads(*xs)), args, axes)
 

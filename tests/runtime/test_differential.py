@@ -9,6 +9,8 @@ own file, test_edge_differential.py.
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -40,3 +42,17 @@ def test_random_graphs_match_reference(g: gc.Graph, seed: int) -> None:
 @given(random_graphs(min_ops=5, max_ops=15, dtype="float32", symbolic=True), st.integers(0, 2**16))
 def test_random_float32_graphs_match_reference(g: gc.Graph, seed: int) -> None:
     check_levels(g, [edge_feeds(g, seed=seed, dims=0), random_feeds(g, seed=seed, dims=1)])
+
+
+# the small floats: numpy's float16 loops and graphc's float32-then-round kernels
+# (bfloat16 every op), at every level and on the native backend's numpy fallback
+SMALL_FLOATS = ["float16"] + (["bfloat16"] if importlib.util.find_spec("ml_dtypes") else [])
+
+
+@pytest.mark.parametrize("dtype", SMALL_FLOATS)
+@settings(max_examples=draws(40), derandomize=True)
+@given(data=st.data())
+def test_random_small_float_graphs_match_reference(dtype: str, data: st.DataObject) -> None:
+    g = data.draw(random_graphs(min_ops=5, max_ops=15, dtype=dtype, symbolic=True))
+    seed = data.draw(st.integers(0, 2**16))
+    check_levels(g, [random_feeds(g, seed=seed, dims=2), edge_feeds(g, seed=seed, dims=1)])

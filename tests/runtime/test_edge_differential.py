@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+from graphc.ir.types import is_float
 from tests.budget import draws
 from tests.differential import check_levels, check_round_trip
 from tests.edge_graphs import edge_graphs
@@ -62,8 +63,8 @@ def test_edge_graphs_agree_past_a_chunk(graph: gc.Graph, seed: int) -> None:
 def _gradient_graph(graph: gc.Graph) -> gc.Graph | None:
     """The joint forward + backward graph of `graph`'s float outputs with respect to its
     float placeholders (a seed placeholder per output), or None when there are none."""
-    wrt = [p.name for p in graph.inputs if p.type.dtype.kind == "f"]
-    outputs = [o.name for o in graph.outputs if o.type.dtype.kind == "f"]
+    wrt = [p.name for p in graph.inputs if is_float(p.type.dtype)]
+    outputs = [o.name for o in graph.outputs if is_float(o.type.dtype)]
     if not wrt or not outputs:
         return None
     return gc.gradients(graph, wrt=wrt, outputs=outputs, seeds=True)

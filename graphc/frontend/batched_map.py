@@ -9,7 +9,7 @@ one slice of xs per step. With `batch_size=k` it is JAX's batched map, built fro
    its stacked results are reshaped back to `((n // k) * k, ...)`;
 2. the remaining `n % k` slices, if any, go through one more `vmap(f)` call, whose
    results are concatenated after the scan's;
-3. when k >= n there is no scan at all: `vmap(f)(xs)`.
+3. when k >= n there is no scan at all: `vmap(f)(xs)` (JAX scans once when k == n).
 
 It lives here, above ops/, because vmap is a frontend transformation (it traces `f`
 and batches the graph with graphc.passes), which ops/ may not import. It works
@@ -118,9 +118,9 @@ def _batched_map(
     length: int,
     size: int,
 ) -> Any:
-    count, rest = divmod(length, size)
-    if count == 0:  # one batch holds every slice
+    if size >= length:  # one batch holds every slice
         return batched(unflatten(tree, leaves))
+    count, rest = divmod(length, size)
     whole = count * size
     heads = [leaf if whole == length else leaf[:whole] for leaf in leaves]
     chunks = [_reshape(x, (count, size, *_shape(x)[1:])) for x in heads]
@@ -133,12 +133,7 @@ def _batched_map(
     y_leaves, y_tree = flatten(ys)
     y_leaves = [_reshape(y, (whole, *_shape(y)[2:])) for y in y_leaves]
     if rest:
-        tails, tail_tree = flatten(batched(unflatten(tree, [leaf[whole:] for leaf in leaves])))
-        if tail_tree != y_tree:
-            raise GraphcError(
-                f"map: {fn_name(f, 'f')} gave results of another structure for the last "
-                f"{rest} slices than for the batches of {size}"
-            )
+        tails, _ = flatten(batched(unflatten(tree, [leaf[whole:] for leaf in leaves])))
         y_leaves = [bind("concat", y, t, axis=0) for y, t in zip(y_leaves, tails)]
     return unflatten(y_tree, y_leaves)
 

@@ -97,8 +97,9 @@ def test_the_graph_holds_a_scan_of_the_vmapped_body_and_the_remainder() -> None:
     assert "length=2" in text
     assert 'slice(%x, index="8:")' in text  # the 2 left over, vmapped once
     assert "concat(" in text
-    whole = str(gc.trace(lambda x: gc.map(gc.sin, x, batch_size=16), gc.TensorSpec((10, 3))))
-    assert "scan" not in whole and "sin(%x)" in whole  # one batch of every slice: vmap(f)(xs)
+    for size in (10, 16):  # one batch of every slice: vmap(f)(xs)
+        whole = gc.trace(lambda x, k=size: gc.map(gc.sin, x, batch_size=k), gc.TensorSpec((10, 3)))
+        assert "scan" not in str(whole) and "sin(%x)" in str(whole)
 
 
 @pytest.mark.parametrize("size", [None, 1])
@@ -167,6 +168,10 @@ def test_a_symbolic_length_cannot_be_batched() -> None:
 def test_leaves_of_different_lengths_are_a_named_error() -> None:
     with pytest.raises(gc.ShapeError, match=r"different leading axes: \[10, 4\]"):
         gc.map(lambda t: t[0], (rows(), rows(shape=(4, 3))), batch_size=3)
+    with pytest.raises(gc.GraphcError, match="xs has no arrays to map over"):
+        gc.map(lambda t: t, {}, batch_size=3)
+    with pytest.raises(gc.ShapeError, match="every leaf of xs must have a leading axis"):
+        gc.map(lambda t: t, (rows(), 2.0), batch_size=3)
 
 
 def test_batched_map_inside_jit_runs_once_per_signature() -> None:

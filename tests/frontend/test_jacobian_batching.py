@@ -148,3 +148,31 @@ def test_against_jax(jac: str) -> None:
         np.testing.assert_allclose(
             getattr(gc, jac)(mlp)(xs), getattr(jax, jac)(j_mlp)(xs), rtol=1e-12, atol=1e-14
         )
+
+
+def loops(x: Any) -> Any:
+    y = gc.fori_loop(0, 3, lambda i, c: gc.sin(c) * x, x)
+    z = gc.cond(gc.sum(x) > 0, lambda a: a * 2.0, lambda a: a * a, y)
+    return gc.scan(lambda c, r: (c + r, c * r), 0.0, z)[1]
+
+
+def until_large(x: Any) -> Any:
+    return gc.while_loop(lambda v: gc.sum(v * v) < 50.0, lambda v: v * 1.5 + gc.sin(v), x)
+
+
+@pytest.mark.parametrize(
+    ("jac", "f"),
+    [(gc.jacfwd, loops), (gc.jacrev, loops), (gc.jacfwd, until_large)],
+    ids=["jacfwd-loops", "jacrev-loops", "jacfwd-while_loop"],
+)
+def test_control_flow_batches_and_agrees_with_the_scan(
+    jac: Any, f: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    x = np.array([0.3, -0.2, 0.5])
+    g = gc.trace(jac(f), gc.TensorSpec((3,), "float64"))
+    assert scopes(g) == {f"{jac.__name__}_by_vmap"}
+    batched = jac(f)(x)
+    scan_path(monkeypatch)
+    np.testing.assert_allclose(batched, jac(f)(x), rtol=1e-12, atol=1e-14)
+    fd = fd_jacobian(lambda v: np.asarray(f(v)), x)
+    np.testing.assert_allclose(batched, fd, rtol=1e-6, atol=1e-8)

@@ -92,11 +92,15 @@ def weak_dtype(scalar: Any, strong: Sequence[np.dtype]) -> np.dtype:
     Alone, a Python float is float32 (graphc's default float), an int int64.
     """
     if strong:
-        # numpy 2 (NEP 50) promotion depends on the scalar's type only, not its value
+        # numpy 2 (NEP 50) promotion depends on the scalar's type only, not its value.
+        # The strong dtypes are promoted first, then with the scalar: the same answer for
+        # numpy's dtypes, but numpy promotes ml_dtypes' bfloat16 with a bool or int8 and a
+        # Python scalar all at once to float64 (where(cond, 0, bf16_x) was float64)
         key = (type(scalar), *strong)
         dtype = _WEAK_DTYPES.get(key)
         if dtype is None:
-            dtype = _WEAK_DTYPES[key] = as_dtype(np.result_type(*strong, scalar))
+            common = np.result_type(*strong)
+            dtype = _WEAK_DTYPES[key] = as_dtype(np.result_type(common, scalar))
         return dtype
     if isinstance(scalar, bool):
         return np.dtype(np.bool_)

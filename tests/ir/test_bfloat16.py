@@ -204,6 +204,31 @@ def test_promotion(other: str) -> None:
     assert rule_dtype(gc.tanh, "bf16") == rule_dtype(gc.sigmoid, "bf16") == BF16
 
 
+@pytest.mark.parametrize("other", ["bool", "i8", "u8", "i16", "u16"])
+def test_python_scalars_take_the_promoted_dtype_of_several_operands(other: str) -> None:
+    """A Python scalar beside bf16 and another strong dtype takes their promoted dtype
+    with it (numpy promoting all three at once gives float64: where(cond, 0, bf16 ct),
+    clip's gradient, was float64 and refused by autodiff)."""
+    want = np.result_type(np.result_type(BF16, types.as_dtype(other)), 1.0)
+    g = gc.Graph("weak")
+    with g:
+        x = gc.placeholder("x", (2,), "bf16")
+        y = gc.placeholder("y", (2,), other)
+        c = gc.placeholder("c", (2,), "bool")
+        assert gc.where(c, 0, x).dtype == gc.where(c, x, 0.5).dtype == BF16
+        assert gc.where(y > 0, x, 1.0).dtype == BF16
+        assert gc.add(gc.where(c, x, y), 1.0).dtype == want
+    g = gc.Graph("clipped")
+    with g:
+        x = gc.placeholder("x", (2,), "bf16")
+        gc.output(gc.sum(gc.clip(x, -1.0, 1e30)), name="out")
+    joint = gc.gradients(g, wrt=["x"])
+    grad = gc.run(joint, {"x": np.array([-2.0, 0.5], BF16)})[1]
+    same_bits(grad, np.array([0.0, 1.0], BF16))
+    eager = gc.where(np.array([True, False]), 0, np.array([1.0, 2.0], BF16))
+    same_bits(eager, np.array([0.0, 2.0], BF16))
+
+
 def test_float_promotion_is_jaxs() -> None:
     """With the floats, bool, int8 and uint8 graphc's bfloat16 promotes as jax's (wider
     ints: numpy's float64, where jax keeps bfloat16)."""

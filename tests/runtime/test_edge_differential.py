@@ -1,6 +1,7 @@
 """Random graphs over hostile values, dtypes, shapes and names: O0 = O1 = O2 = reference.
 
-The graphs come from tests/edge_graphs.py (float32/64, int32/64 and bool; 0-d, empty
+The graphs come from tests/edge_graphs.py (float32/64, int32/64 and bool, and one time
+in eight float16, bfloat16, int8, int16 or uint8-uint64; 0-d, empty
 and symbolic shapes; untamed exp/log/sqrt/div/pow; hostile names), the feeds from
 tests/edge_values.py (nan, +-inf, -0.0, subnormals, extremes, integer min/max). Each
 executable is called on two feed sets; a graph with the symbolic dim "B" is fed at two

@@ -21,7 +21,7 @@ import numpy as np
 
 from graphc.ir.graph import Node
 from graphc.ir.registry import register_rule
-from graphc.onnx.importer import Context, Value, handler
+from graphc.onnx.importer import Context, OnnxError, Value, handler
 from graphc.onnx.writer import Exporter, Writer, computed
 from graphc.ops.dispatch import bind
 
@@ -74,6 +74,31 @@ def _max_with_zero(w: Writer, node: Node, ins: list[str]) -> list[str]:
     return [w.one("Max", [ins[0], w.const(np.zeros((), node.type.dtype))])]
 
 
+def _negate_int(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    """neg of integers: ONNX's Neg takes signed ones only; an unsigned one is 0 - x,
+    which wraps as numpy's negative does."""
+    if node.type.dtype.kind == "i":
+        return [w.one("Neg", ins)]
+    return [w.one("Sub", [w.const(np.zeros((), node.type.dtype)), ins[0]])]
+
+
+def _only(op_type: str, dtypes: tuple) -> Exporter:
+    """An integer form of op_type that ONNX defines for `dtypes` only; any other dtype is
+    refused by name (a model ONNX's checker and onnxruntime would refuse)."""
+
+    def write(w: Writer, node: Node, ins: list[str]) -> list[str]:
+        dtype = node.type.dtype
+        if dtype not in dtypes:
+            known = ", ".join(str(np.dtype(d)) for d in dtypes)
+            raise OnnxError(
+                f"export_model: {node.describe()}: ONNX's {op_type} has no {dtype} form "
+                f"(its integer forms: {known}); cast to one of them (or to float) first"
+            )
+        return [w.one(op_type, computed(w, node, ins))]
+
+    return write
+
+
 def _any_product(w: Writer, node: Node, ins: list[str]) -> list[str]:
     """matmul of bools, any(a and b): the count of true products, > 0."""
     a, b = (w.cast(n, np.bool_, np.int32) for n in ins)
@@ -83,7 +108,7 @@ def _any_product(w: Writer, node: Node, ins: list[str]) -> list[str]:
 
 DIRECT = (
     # one input
-    Direct("neg", "Neg"),
+    Direct("neg", "Neg", on_int=_negate_int),
     Direct("abs", "Abs", on_bool="Identity"),
     Direct("exp", "Exp"),
     Direct("log", "Log"),
@@ -106,7 +131,8 @@ DIRECT = (
     Direct("sub", "Sub"),
     Direct("mul", "Mul", on_bool="And"),
     Direct("div", "Div", reads=False),  # Div of integers truncates; graphc's divides
-    Direct("pow", "Pow", reads=False),  # Pow keeps the base's type; numpy promotes
+    Direct("pow", "Pow", reads=False, on_int=_only("Pow", (np.int32, np.int64))),  # keeps
+    # the base's type (numpy promotes)
     Direct("maximum", "Max", on_bool="Or", reads=False),  # Max and Min take any number
     Direct("minimum", "Min", on_bool="And", reads=False),
     Direct("eq", "Equal"),
@@ -114,7 +140,12 @@ DIRECT = (
     Direct("le", "LessOrEqual"),
     Direct("gt", "Greater"),
     Direct("ge", "GreaterOrEqual"),
-    Direct("matmul", "MatMul", on_bool=_any_product),
+    Direct(
+        "matmul",
+        "MatMul",
+        on_bool=_any_product,
+        on_int=_only("MatMul", (np.int32, np.int64, np.uint32, np.uint64)),
+    ),
     Direct("where", "Where", since=9, cast_from=1),
 )
 

@@ -61,10 +61,10 @@ def _conv_transpose2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
 @exporter("max_pool2d")
 def _max_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
     a, dtype = node.attrs, node.type.dtype
-    if dtype == np.int64:
+    if dtype in (np.int64, np.uint64):
         raise OnnxError(
-            f"export_model: {node.describe()}: ONNX's MaxPool has no int64 form, and int64 "
-            "values past 2**53 would round through float64; cast to float first"
+            f"export_model: {node.describe()}: ONNX's MaxPool has no {dtype} form, and "
+            f"{dtype} values past 2**53 would round through float64; cast to float first"
         )
     x = w.cast(ins[0], dtype, np.float64) if dtype.kind in "iub" else ins[0]  # exact for int32
     pooled = w.one(

@@ -30,7 +30,13 @@ from tests.edge_values import assert_bits_equal, edge_feeds  # noqa: E402
 from tests.op_cases import BUILDER_CASES, all_cases, build_graph  # noqa: E402
 
 NO_ONNX_FORM = {"random_uniform", "random_normal", "fold_in"} | ops_with("fusion")
-REFUSALS = ("MaxPool has no int64 form",)
+# ONNX ops without a form for a dtype, refused by name (the integer forms ONNX defines)
+REFUSALS = (
+    "MaxPool has no int64 form",
+    "MaxPool has no uint64 form",
+    "Pow has no",
+    "MatMul has no",
+)
 TOLERANCE = {np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-10, 1e-15)}
 
 
@@ -185,16 +191,16 @@ def test_op_cases_round_trip() -> None:
 
 
 # without the small dtypes (float16, bfloat16, int8, int16, uint8-uint64): the exporter
-# still writes ONNX ops that have no form for some of them (Neg of unsigned ints, Pow of
-# int16 and unsigned ints, MatMul of int8 and uint8: invalid models), and its MaxPool of
-# uint64 goes through float64, so values past 2**53 come back wrong
+# still writes some ONNX ops that have no form for some of them (IsInf of float16, at
+# the default opset: an invalid model); Neg of unsigned ints, and Pow, MatMul and
+# MaxPool of dtypes ONNX lacks, are handled (test_small_integer_forms_are_written_or_refused)
 @settings(max_examples=draws(150), derandomize=True, deadline=None)
 @given(edge_graphs(small_dtypes=False), st.integers(0, 2**16))
 def test_edge_graphs_round_trip(graph: gc.Graph, seed: int) -> None:
     """import(export(g)) computes what g does on hostile values, bit for bit (within
     rounding for decomposed ops), and names, hostile ones too, survive as ONNX strings."""
     model = _export(graph)
-    if model is None:  # int64 max pooling, refused by name (REFUSALS)
+    if model is None:  # an op with no ONNX form for its dtype, refused by name (REFUSALS)
         return
     feeds = edge_feeds(graph, seed)
     try:
@@ -349,3 +355,31 @@ def test_a_reduction_over_no_axis_exports_as_the_elements(reduction: str) -> Non
         assert_bits_equal(_ort_run(g, {"x": x}), want, "onnxruntime")
         got, _ = _round_trip(g, {"x": x})
     assert_bits_equal(got, want, "round trip")
+
+
+def test_small_integer_forms_are_written_or_refused() -> None:
+    """neg of unsigned ints is 0 - x (ONNX's Neg takes signed ones), wrapping as numpy's;
+    Pow, MatMul and MaxPool of an integer dtype ONNX defines no form for are refused by
+    name, where the exporter wrote invalid models (and MaxPool of uint64 went through
+    float64: 2**64 - 2 came back as 0)."""
+    ort = pytest.importorskip("onnxruntime")
+    u = np.array([0, 1, 200, 255], np.uint8)
+    model = _export(gc.trace(lambda x: -x, u))
+    assert model is not None
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(session.run(None, {"x": u})[0], np.negative(u))
+    refused = [
+        (lambda x: x**2, (np.array([3, 4], np.int8),), "Pow has no int8 form"),
+        (lambda a, b: a @ b, (np.ones((2, 2), np.uint8),) * 2, "MatMul has no uint8 form"),
+        (
+            lambda x: gc.max_pool2d(x, 2),
+            (np.full((1, 1, 2, 2), 2**64 - 2, np.uint64),),
+            "MaxPool has no uint64 form",
+        ),
+    ]
+    for f, args, message in refused:
+        with pytest.raises(OnnxError, match=message):
+            gc.onnx.export_model(gc.trace(f, *args))
+    for dtype in (np.int32, np.uint32):  # forms ONNX has: written, and checked
+        a = np.arange(4, dtype=dtype).reshape(2, 2)
+        assert _export(gc.trace(lambda x, y: x @ y, a, a)) is not None

@@ -200,6 +200,14 @@ def _full_like_canon(x: TensorType, value: Any) -> dict:
     if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise GraphcError(f"full_like: value must be a real scalar, got {value!r}")
     value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        # a graph keeps integer attributes as int64 (ir/attrs.py); numpy itself refuses
+        # such an int for every dtype but uint64
+        raise GraphcError(
+            f"full_like: value {value} does not fit int64, which a graph keeps integer "
+            "attributes in; for uint64's largest values cast from int64 (gc.cast(gc."
+            "full_like(x_int64, -1), 'uint64') is 2**64 - 1)"
+        )
     if isinstance(value, int) and np.issubdtype(x.dtype, np.integer):
         info = np.iinfo(x.dtype)
         if not info.min <= value <= info.max:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
+import graphc.eager as ge
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import all_ops
 from graphc.ir.types import TensorType, TupleType
@@ -195,3 +196,25 @@ def test_a_graph_name_that_is_not_a_string_fails_verify() -> None:
     g.add_output(g.add_placeholder("x", TensorType((2,))), "y")
     with pytest.raises(gc.VerifyError, match="a graph's name must be a string"):
         gc.verify(g)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int64", "uint64"])
+def test_full_like_refuses_an_int_a_graph_attribute_cannot_hold(dtype: str) -> None:
+    """An int past int64 (uint64's 2**64 - 1) cannot be a graph attribute: refused when
+    the node is built, on arrays, tensors and graph values alike (it used to build a
+    graph that compiling, saving and verifying refused, and numpy's kernel raised a raw
+    OverflowError on float16); the largest int64 and the cast spelling still work."""
+    x = np.zeros(2, dtype)
+    spec = gc.TensorSpec((2,), dtype)
+    for call in (
+        lambda: gc.full_like(x, 2**64 - 1),
+        lambda: gc.full_like(ge.tensor(x), 2**64 - 1),
+        lambda: gc.trace(lambda v: gc.full_like(v, 2**64 - 1), spec),
+        lambda: gc.full_like(x, -(2**63) - 1),
+    ):
+        with pytest.raises(gc.GraphcError, match=r"full_like: value -?\d+ does not fit int64"):
+            call()
+    g = gc.trace(lambda v: gc.full_like(v, 2**63 - 1), spec)
+    np.testing.assert_array_equal(gc.compile(g)(x), np.full_like(x, 2**63 - 1))
+    wrapped = gc.cast(gc.full_like(np.zeros(2, np.int64), -1), "uint64")
+    np.testing.assert_array_equal(wrapped, np.full(2, 2**64 - 1, np.uint64))

@@ -147,7 +147,8 @@ def in_float32(
 
     @functools.wraps(kernel)
     def run(*arrays: Any, out: Any = None, **attrs: Any) -> Any:
-        if "bf16" not in DTYPES or not any(is_bfloat16(getattr(a, "dtype", None)) for a in arrays):
+        bf16 = DTYPES.get("bf16")
+        if bf16 is None or not _holds(bf16, arrays):
             return (
                 kernel(*arrays, out=out, **attrs) if out is not None else kernel(*arrays, **attrs)
             )
@@ -170,6 +171,16 @@ def in_float32(
 
     run.widens_bfloat16 = True  # type: ignore[attr-defined]
     return run
+
+
+def _holds(dtype: np.dtype, arrays: tuple) -> bool:
+    """Whether any of `arrays` has `dtype` (a loop: the kernels' hot path; numpy keeps
+    one bfloat16 descriptor, so identity decides but for a byte-swapped one)."""
+    for a in arrays:
+        dt = getattr(a, "dtype", None)
+        if dt is dtype or (dt is not None and dt.kind == "V" and dt == dtype):
+            return True
+    return False
 
 
 def float32_copy_bytes(kernel: Callable[..., Any], out: Any, inputs: Sequence[Any]) -> int:

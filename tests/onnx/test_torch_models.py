@@ -85,6 +85,7 @@ def _check(
     return graph
 
 
+@pytest.mark.slow  # (seconds of the quick run: --rest runs it)
 def test_cnn(exporter: str) -> None:
     torch.manual_seed(0)
     model = torch.nn.Sequential(

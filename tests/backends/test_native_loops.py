@@ -85,7 +85,6 @@ def _program_feeds(program: Program, graph: gc.Graph, seed: int) -> list[Feeds]:
     return [program.feeds(graph, seed), edge_feeds(graph, seed=seed, dims=2)]
 
 
-@pytest.mark.slow  # (seconds of the quick run: --rest runs it)
 @settings(max_examples=draws(40), derandomize=True, deadline=None)
 @given(programs(), st.integers(0, 2**16))
 def test_random_programs_in_c(program: Program, seed: int) -> None:
@@ -93,7 +92,6 @@ def test_random_programs_in_c(program: Program, seed: int) -> None:
     check_in_c(g, _program_feeds(program, g, seed))
 
 
-@pytest.mark.slow  # (seconds of the quick run: --rest runs it)
 @settings(max_examples=draws(15), derandomize=True, deadline=None)
 @given(programs(dtype="float64"), st.integers(0, 2**16))
 def test_random_gradients_in_c(program: Program, seed: int) -> None:

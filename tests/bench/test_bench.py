@@ -498,7 +498,6 @@ def test_plot_without_matplotlib_says_how_to_install(
         bench.plot({"workloads": {}}, str(tmp_path / "x.png"))
 
 
-@pytest.mark.slow  # (seconds of the quick run: --rest runs it)
 def test_missing_peers_are_marked_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
     monkeypatch.setitem(sys.modules, "jax", None)

@@ -127,7 +127,6 @@ def test_a_jacobian_on_eager_tensors_and_in_a_scan_body(jac: Any) -> None:
         np.testing.assert_allclose(got[i], jac(mlp)(x[i]), rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.slow  # (seconds of the quick run: --rest runs it)
 @pytest.mark.parametrize("jac", NAMES)
 def test_against_jax(jac: str) -> None:
     jax = pytest.importorskip("jax")

@@ -451,7 +451,6 @@ def test_a_jacobian_of_a_symbolic_shape_is_refused() -> None:
 # -- against jax and torch.func --------------------------------------------------------------
 
 
-@pytest.mark.slow  # (seconds of the quick run: --rest runs it)
 def test_against_jax() -> None:
     jax = pytest.importorskip("jax")
     jnp = jax.numpy

@@ -85,7 +85,6 @@ def _check(
     return graph
 
 
-@pytest.mark.slow  # (seconds of the quick run: --rest runs it)
 def test_cnn(exporter: str) -> None:
     torch.manual_seed(0)
     model = torch.nn.Sequential(
@@ -104,7 +103,6 @@ def test_cnn(exporter: str) -> None:
     assert {"conv2d", "max_pool2d", "avg_pool2d"} <= ops
 
 
-@pytest.mark.slow  # (seconds of the quick run: --rest runs it)
 @pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"] if full() else ["RNN"])
 def test_recurrent(kind: str, exporter: str) -> None:
     torch.manual_seed(1)

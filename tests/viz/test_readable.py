@@ -197,7 +197,6 @@ BIG_MODULE = textwrap.dedent(
 )
 
 
-@pytest.mark.slow  # (seconds of the quick run: --rest runs it)
 @pytest.mark.parametrize("dot_installed", [True, False], ids=["dot", "no dot"])
 def test_render_prints_the_view_command_for_a_big_graph(
     tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch, dot_installed: bool

@@ -247,7 +247,6 @@ def big_graph(nodes: int, seed: int = 0) -> Graph:
     return g
 
 
-@pytest.mark.slow  # (seconds of the quick run: --rest runs it)
 def test_a_50000_node_graph_opens_with_a_few_boxes(tmp_path: Path) -> None:
     view = page_data(gc.viz.view(big_graph(50_000), tmp_path / "big.html"))["views"][0]
     assert len(view["nodes"]) == 50_000

@@ -59,6 +59,7 @@ from graphc.ir.registry import get_op
 from graphc.ir.types import TupleType, is_float
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
+from graphc.ops.closure import with_inputs
 from graphc.ops.custom import inline_body
 from graphc.ops.dispatch import bind
 from graphc.ops.symbolic import Symbol, add_constant
@@ -228,9 +229,13 @@ def _while_tangents(n: Node, value: dict[Node, Any], tangent: dict[Node, Any]) -
     ins = fj.graph.inputs
     order = ins[:count] + ins[len(body.inputs) : len(body.inputs) + len(floats)]
     order += ins[count : len(body.inputs)] + ins[len(body.inputs) + len(floats) :]
-    new_body = _with_inputs(fj.graph, order)
-    extra = [(f"tan_carry{i}", carries[i].type) for i in floats]
-    new_cond = _with_inputs(cond, cond.inputs[:count], extra, cond.inputs[count:])
+    new_body = with_inputs(fj.graph, [(None, p, p.type) for p in order])
+    new_cond = with_inputs(
+        cond,
+        [(None, p, p.type) for p in cond.inputs[:count]]
+        + [(f"tan_carry{i}", None, carries[i].type) for i in floats]
+        + [(None, p, p.type) for p in cond.inputs[count:]],
+    )
     starts = [tangent.get(carries[i]) for i in floats]
     starts = [E.zeros_like(value[carries[i]]) if t is None else t for i, t in zip(floats, starts)]
     loop = bind(
@@ -250,32 +255,6 @@ def _while_tangents(n: Node, value: dict[Node, Any], tangent: dict[Node, Any]) -
     for k, i in enumerate(floats):
         tangents[i] = items[count + k]
     return items[:count], tangents
-
-
-def _with_inputs(
-    g: Graph,
-    first: list[Node],
-    extra: Sequence[tuple[str, Any]] = (),
-    rest: Sequence[Node] = (),
-) -> Graph:
-    """A copy of `g` whose placeholders are `first`, then new unread ones (`extra`:
-    name and type), then `rest` (g's placeholders, in the order wanted)."""
-    copy = Graph(g.name)
-    copies: dict[Node, Node] = {}
-    for p in first:
-        copy.append_copy(p, copies)
-    for name, type_ in extra:
-        base, k = name, 0
-        while name in g:
-            k += 1
-            name = f"{base}_{k}"
-        copy.add_placeholder(name, type_)
-    for p in rest:
-        copy.append_copy(p, copies)
-    for node in g.nodes:
-        if node.kind != PLACEHOLDER:
-            copy.append_copy(node, copies)
-    return copy
 
 
 def _refuse_user_backwards(g: Graph, wrt: list[str], outputs: list[str]) -> None:

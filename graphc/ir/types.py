@@ -148,6 +148,15 @@ def is_bfloat16(dtype: object) -> bool:
     return isinstance(dtype, np.dtype) and dtype.kind == "V" and dtype.name == "bfloat16"
 
 
+def is_half(dtype: np.dtype) -> bool:
+    """A 16-bit float (float16, bfloat16): what convolutions and pooling sum in float32.
+
+    >>> is_half(np.dtype("float16")), is_half(np.dtype("float32"))
+    (True, False)
+    """
+    return dtype == np.float16 or is_bfloat16(dtype)
+
+
 def dtype_name(dtype: np.dtype) -> str:
     """The short text name of a supported dtype ('f32', 'i64', ...)."""
     return _SHORT_NAME[dtype]

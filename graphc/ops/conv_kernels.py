@@ -55,7 +55,7 @@ from functools import partial
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from graphc.ir.types import is_bfloat16
+from graphc.ir.types import is_half
 from graphc.ops.windows import kernel_taps, transposed_out, window_out
 
 SCRATCH_BYTES = 1 << 22  # the im2col buffer of one batch chunk (at least one image)
@@ -112,7 +112,7 @@ def conv2d_scratch(
     output gradient); `epilogue_copies` is how many temporaries of one chunk of output
     the epilogue makes (an activation's)."""
     dtype = np.result_type(x_dtype, w_dtype)
-    if _narrow(dtype):  # _in_float32: wide copies of both operands and the result
+    if is_half(dtype):  # _in_float32: wide copies of both operands and the result
         wide = np.dtype(np.float32)
         inner = conv2d_scratch(x, w, out, wide, wide, stride, padding, groups)
         copies = math.prod(x) + math.prod(w) + math.prod(out)
@@ -177,7 +177,7 @@ def conv2d_kernel(
     """conv2d into `out`; `epilogue` runs on each chunk of images as it is final (a
     fused node's elementwise work, while the chunk is in cache)."""
     dtype = np.result_type(x.dtype, w.dtype)
-    if _narrow(dtype):
+    if is_half(dtype):
         conv = partial(conv2d_kernel, stride=stride, padding=padding, dilation=dilation)
         result = _in_float32(partial(conv, groups=groups), x, w, out)
         if epilogue is not None and result.size:
@@ -208,11 +208,6 @@ def _in_float32(
         return wide.astype(np.result_type(x.dtype, w.dtype))
     np.copyto(out, wide, casting="unsafe")
     return out
-
-
-def _narrow(dtype: np.dtype) -> bool:
-    """A 16-bit float, which convolutions compute in float32 (`_in_float32`)."""
-    return dtype == np.float16 or is_bfloat16(dtype)
 
 
 def no_epilogue(chunk: np.ndarray, images: slice) -> None:
@@ -386,7 +381,7 @@ def conv_transpose2d_scratch(
     """The bytes `conv_transpose2d_kernel` allocates besides an `out=` of the result's
     dtype (the weight counts once more, for the copy its reshape makes of a view)."""
     dtype = np.result_type(x_dtype, w_dtype)
-    if _narrow(dtype):  # _in_float32: wide copies of both operands and the result
+    if is_half(dtype):  # _in_float32: wide copies of both operands and the result
         wide = np.dtype(np.float32)
         inner = conv_transpose2d_scratch(x, w, out, wide, wide, groups)
         return inner + (math.prod(x) + math.prod(w) + math.prod(out)) * wide.itemsize
@@ -413,7 +408,7 @@ def conv_transpose2d_kernel(
     groups: int = 1,
 ) -> np.ndarray:
     dtype = np.result_type(x.dtype, w.dtype)
-    if _narrow(dtype):
+    if is_half(dtype):
         geometry = {"stride": stride, "padding": padding, "dilation": dilation}
         transposed = partial(conv_transpose2d_kernel, output_padding=output_padding, **geometry)
         return _in_float32(partial(transposed, groups=groups), x, w, out)

@@ -17,7 +17,7 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, ShapeError
 from graphc.ir.registry import REQUIRED
-from graphc.ir.types import Dim, TensorType, as_shape, format_shape, is_float
+from graphc.ir.types import Dim, TensorType, as_shape, format_shape, is_float, is_half
 from graphc.ops import linalg as L
 from graphc.ops import reduce as R
 from graphc.ops.defop import defop
@@ -119,7 +119,7 @@ def _sums_dtype(dtype: np.dtype) -> np.dtype:
     """What a window's sum accumulates in: float32 for float16 and bfloat16 (PyTorch's
     opmath type: a sum of half floats rounded at every term drifts), the dtype itself
     otherwise."""
-    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+    return np.dtype(np.float32) if is_half(dtype) else dtype
 
 
 def _avg_pool2d_kernel(x: np.ndarray, out: np.ndarray | None = None, **attrs: Any) -> np.ndarray:

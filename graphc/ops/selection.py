@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.ir.attrs import INT64_MAX, INT64_MIN
 from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.types import TensorType, as_dtype, broadcast_shapes, is_float
 from graphc.ops.defop import defop, elementwise_cost, into, ufunc_infer, ufunc_kernel
@@ -200,7 +201,7 @@ def _full_like_canon(x: TensorType, value: Any) -> dict:
     if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise GraphcError(f"full_like: value must be a real scalar, got {value!r}")
     value = value.item() if isinstance(value, np.generic) else value
-    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
         # a graph keeps integer attributes as int64 (ir/attrs.py); numpy itself refuses
         # such an int for every dtype but uint64
         raise GraphcError(

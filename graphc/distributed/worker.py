@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ import numpy as np
 from graphc.ir.errors import FeedError, GraphcError, ShapeError
 from graphc.ir.graph import Graph
 from graphc.ir.serialize import from_json, to_json
+from graphc.runtime import forks
 from graphc.runtime.executable import Executable, compile
 
 CACHE_SIZE = 16  # programs per worker process; each keeps its own per-shape plans
@@ -53,7 +53,7 @@ class Program:
 
 
 _cache: OrderedDict[str, Executable] = OrderedDict()
-_lock = threading.Lock()
+_lock = forks.lock()
 _compiles = 0
 
 

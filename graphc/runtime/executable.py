@@ -43,7 +43,7 @@ from graphc.ir.verify import verify
 from graphc.passes.pipeline import optimize as run_pipeline
 from graphc.passes.pipeline import run_fusion
 from graphc.passes.report import OptimizationReport
-from graphc.runtime import tiers
+from graphc.runtime import forks, tiers
 from graphc.runtime.backend import (
     Backend,
     KernelsNotBuiltError,
@@ -189,8 +189,8 @@ class Executable:
         self._state_nodes = [p for p in placeholders if p.name in self.updates]
         self._state: dict[str, np.ndarray | None] = {p.name: None for p in self._state_nodes}
         self._compiled: OrderedDict[tuple, Compiled] = OrderedDict()  # LRU, newest last
-        self._lock = threading.Lock()
-        self._call_lock = threading.Lock() if self.updates else None
+        self._lock = forks.lock()
+        self._call_lock = forks.lock() if self.updates else None
         self._local = threading.local()
         self.plans_built = 0
         self._last: Compiled | None = None

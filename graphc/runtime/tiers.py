@@ -17,7 +17,8 @@ warning; a backend that turns out to be unavailable here (the compiler's probe f
 leaves it there without one, as "auto" chooses numpy silently where no compiler works.
 
 A forked child has no builder thread: jobs not finished at the fork are queued again in
-the child, on a thread of its own.
+the child, on a thread of its own (the locks the parent's threads held are released:
+forks.py).
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from __future__ import annotations
 import _thread
 import os
 import queue
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+from graphc.runtime import forks
 
 
 class Job:
@@ -44,7 +46,7 @@ class Job:
         self.result: Any = None  # the generated code of the fast tier
         self.error: str | None = None  # why there is none (a failed build)
         self.silent = False  # the backend is not available here: no warning was due
-        self.finished = threading.Event()
+        self.finished = forks.event()
         self._queued = False
 
     def start(self) -> None:
@@ -94,7 +96,7 @@ class UnavailableError(Exception):
     """The compiling backend cannot run here: the job ends without a warning."""
 
 
-_lock = threading.Lock()
+_lock = forks.lock()
 _jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
 _pending: list[Job] = []
 _builder = [False]  # has this process started the builder thread?
@@ -139,8 +141,7 @@ def pending() -> int:
 
 
 def _after_fork_in_child() -> None:
-    global _lock, _jobs
-    _lock = threading.Lock()
+    global _jobs
     _jobs = queue.SimpleQueue()
     _builder[0] = False
     unfinished = [job for job in _pending if not job.finished.is_set()]

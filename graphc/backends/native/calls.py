@@ -11,7 +11,6 @@ also a little cheaper, 0.23 us against 0.30). cffi is an optional extra
 from __future__ import annotations
 
 import ctypes
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from graphc.backends.numpy.chunked import transposed_view
+from graphc.runtime import forks
 
 try:
     import cffi
@@ -27,7 +27,7 @@ try:
 except ImportError:  # pragma: no cover - exercised where cffi is missing
     FFI = None
 
-_lock = threading.Lock()
+_lock = forks.lock()
 _declared: set[str] = set()
 _libraries: dict[str, Any] = {}
 

@@ -31,7 +31,6 @@ jax.jit; its Python loop on numpy can be.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +43,7 @@ from graphc.backends.native.kernels import Kernel
 from graphc.backends.numpy import control
 from graphc.backends.numpy.control import CompiledBody, ScanLoop, Scratch, WhileLoop
 from graphc.ir.types import TensorType
+from graphc.runtime import forks
 from graphc.runtime.backend import warn_once
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Step
@@ -428,7 +428,7 @@ class _Words:
 # -- running --------------------------------------------------------------------------
 
 _runners: dict[str, Any] = {}
-_runners_lock = threading.Lock()
+_runners_lock = forks.lock()
 
 
 def runner(kernel: Kernel) -> Any:

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 
 import numpy as np
 
 from graphc.backends.native import toolchain
 from graphc.backends.native.c_sources import c_source
 from graphc.backends.native.calls import POOL_CLOCK
+from graphc.runtime import forks
 
 SOURCE = c_source("threads.c")
 
@@ -60,8 +60,8 @@ WARM_NS = 100_000
 # the same under OMP_WAIT_POLICY=active, where libgomp spins for minutes
 ACTIVE_NS = 1_000_000_000
 
-_lock = threading.Lock()
-_environment_lock = threading.Lock()  # toolchain's probe may run under _lock
+_lock = forks.lock()
+_environment_lock = forks.lock()  # toolchain's probe may run under _lock
 _state: dict[str, str] = {}
 
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graphc.backends.native.c_sources import c_source
+from graphc.runtime import forks
 
 # -O3 and the host's vector ISA; no -ffast-math and no FMA contraction, so every
 # + - * / rounds once as numpy's does; -fwrapv: integer overflow wraps as numpy's does;
@@ -91,8 +92,8 @@ class Toolchain:
     gcc: bool = False  # GNU C (often installed as plain `cc`): precompiles the prelude
 
 
-_lock = threading.Lock()  # the tables below (the probe runs under it)
-_live_lock = threading.Lock()  # _live: compilers run under _lock too (the probe's)
+_lock = forks.lock()  # the tables below (the probe runs under it)
+_live_lock = forks.lock()  # _live: compilers run under _lock too (the probe's)
 _probed: dict[str, Toolchain | str] = {}  # compiler setting -> toolchain, or why not
 # unit hash -> library loaded in this process, and the file it was loaded from
 _loaded: dict[str, tuple[ctypes.CDLL, Path]] = {}
@@ -391,7 +392,7 @@ def _compile_unit(
         loaded = _loaded.get(key)
         other = _building.get(key)
         if loaded is None and other is None:
-            _building[key] = threading.Event()
+            _building[key] = forks.event()
     if loaded is not None:
         return Built(loaded[0], 0.0, "memory", loaded[1])
     if other is not None:  # the same unit, wanted by another plan: wait for that build
@@ -589,10 +590,8 @@ def _kill_at_exit() -> None:
 
 def _after_fork_in_child() -> None:
     """A forked child holds none of the parent's builds: locks taken by the parent's
-    threads at the fork are made anew, and the builds they were waiting for are gone."""
-    global _lock, _live_lock
-    _lock = threading.Lock()
-    _live_lock = threading.Lock()
+    threads at the fork are released (runtime/forks.py), and the builds they were
+    waiting for are gone."""
     _live.clear()
     for event in _building.values():
         event.set()  # whoever waits in the child builds the unit itself

@@ -522,8 +522,12 @@ register_lowering(
 from graphc.backends.native import blas  # noqa: E402, F401 - registers gemm's BLAS lowering
 
 # the convolutions: the direct C convolution sums in its own order (direct_conv.py), the
-# wide one in its own (wide_conv.py), with the epilogue or body in C (conv.py)
-_CONV_ORDER = "the direct or wide kernel's own summation order (conv.py)"
+# wide one in its own (wide_conv.py), Winograd's F(2x2, 3x3) through its transforms
+# (winograd.py, with its bound), with the epilogue or body in C (conv.py)
+_CONV_ORDER = (
+    "the direct or wide kernel's own summation order, or Winograd's transforms within "
+    "2.02 (C + 7) eps sum_c |w[o, c]|_1 |x[c, window]|_1 (conv.py, winograd.py)"
+)
 register_lowering("conv2d", conv.lower_conv, backend=NAME, inexact=_CONV_ORDER)
 register_lowering("conv2d_epilogue", conv.lower_conv, backend=NAME, inexact=_CONV_ORDER)
 register_lowering("conv2d_fused", conv.lower_conv, backend=NAME, inexact=_CONV_ORDER)

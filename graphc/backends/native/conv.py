@@ -3,10 +3,13 @@
 Two parts, each taken where it applies:
 
 - the convolution: the direct C kernel (direct_conv.py) for stride-1 float32
-  convolutions whose kernel is no larger than their output; for a plain conv2d whose
-  kernel is larger (a weight gradient), the wide kernel (wide_conv.py) where it applies;
-  numpy's im2col and BLAS otherwise (`direct_reason` and `wide_conv.wide_reason` say
-  why not). The choice depends on the channels, image and kernel sizes only, never on
+  convolutions whose kernel is no larger than their output; where that kernel is not
+  worth running (256-bit vectors, more than one input channel per group), Winograd's
+  F(2x2, 3x3) (winograd.py) for the 3x3 ones of dilation 1 and one group, with the
+  same epilogue program on its output rows; for a plain conv2d whose kernel is larger
+  (a weight gradient), the wide kernel (wide_conv.py) where it applies; numpy's im2col
+  and BLAS otherwise (`direct_reason`, `winograd.reason` and `wide_conv.wide_reason`
+  say why not). The choice depends on the channels, image and kernel sizes only, never on
   the batch, so an image's bits never depend on its batch; and conv2d, conv2d_epilogue
   and conv2d_fused make the same choice for one geometry, so the levels agree bit for
   bit (the three are in the backend's `inexact`);
@@ -37,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.backends.native import calls, direct_conv, wide_conv
+from graphc.backends.native import calls, direct_conv, wide_conv, winograd
 from graphc.backends.native.kernels import (
     BLOCK,
     FULL,
@@ -101,6 +104,11 @@ def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
     out_t = plan.values[step.output].type
     x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
     reason = direct_reason(x_t, w_t, out_t, step.attrs)
+    # Winograd where the direct kernel is not worth running here: the same for every level
+    why_not = winograd.reason(x_t, w_t, out_t, step.attrs) if reason == SLOWER_HERE else None
+    wino = reason == SLOWER_HERE and why_not is None
+    if why_not is not None:
+        reason = f"{reason}; Winograd's F(2x2, 3x3): {why_not}"
     wide = None
     if reason == LARGER_KERNEL:
         why = wide_conv.wide_reason(x_t, w_t, out_t, step.attrs)
@@ -108,11 +116,13 @@ def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
             wide = _wide_runner(gen)
         else:
             reason = f"{reason}: {why}"
-    program = _program(gen, step) if reason is None else None
+    program = _program(gen, step) if reason is None or wino else None
+    if program is not None and wino:
+        return _winograd_step(gen, step, out, *program)
     if program is not None:  # one call per step, its arguments made per thread
         return _direct_step(gen, step, out, *program)
-    direct = wide or (None if reason else _runner(gen))
-    name = wide_conv.NAME if wide else DIRECT.name
+    direct = wide or (_winograd_runner(gen) if wino else None if reason else _runner(gen))
+    name = wide_conv.NAME if wide else winograd.NAME if wino else DIRECT.name
     body, others = _body(gen, step)
     epilogue = None
     if body is not None:
@@ -342,6 +352,53 @@ def _runner(gen: Generator) -> str:
         gen.setup_lines.append(f"{name} = {gen.const(direct_conv.runner, 'runner')}({kernel})")
         state["direct"] = name
     return state["direct"]
+
+
+def _winograd_kernels(gen: Generator) -> None:
+    """Note that one more step calls the Winograd kernel (its program kernel, for the
+    images it computes again, comes with it: one step, one call counted)."""
+    state = calls.plan_state(gen)
+    if winograd.NAME in state["kernels"]:
+        state["calls"] += 1
+    else:
+        calls.record(gen, winograd.KERNEL)
+        state["kernels"][winograd.PROGRAM_NAME] = winograd.PROGRAM
+        gen.namespace.setdefault(winograd.PROGRAM_NAME, None)
+
+
+def _winograd_step(gen: Generator, step: Step, out: str, codes: str, operands: list) -> list[str]:
+    """The step as one Winograd convolution with its epilogue program (`_program`), made
+    once per thread (winograd.Convolution: its weight transformed once when constant)."""
+    plan = gen.plan
+    x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
+    _winograd_kernels(gen)
+    name = gen.fresh("winograd")
+    make = gen.const(winograd.Convolution, "winograd")
+    ints = lambda values: tuple(int(v) for v in values)  # noqa: E731 - literals
+    shapes = f"{(0, *ints(x_t.shape[1:]))}, {ints(w_t.shape)}, {ints(step.attrs['padding'])}"
+    constant = step.inputs[1] in plan.constants
+    gen.setup_lines.append(
+        f"{name} = {make}({winograd.NAME}, {winograd.PROGRAM_NAME}, {shapes}, {codes}, {constant})"
+    )
+    args = [gen.array(step.inputs[0]), gen.array(step.inputs[1]), out]
+    args += ["None" if operand is None else operand[0] for operand in operands]
+    lines = [
+        f"# the Winograd convolution ({winograd.NAME})" + (", its epilogue in C" * bool(operands))
+    ]
+    return [*lines, f"{name}({', '.join(args)})"]
+
+
+def _winograd_runner(gen: Generator) -> str:
+    """The name of this plan's runner of the Winograd kernel (made once per thread), for
+    a step whose body runs per chunk."""
+    state = calls.plan_state(gen)
+    _winograd_kernels(gen)
+    if "winograd" not in state:
+        name = gen.fresh("winograd_conv")
+        make = gen.const(winograd.runner, "winograd_runner")
+        gen.setup_lines.append(f"{name} = {make}({winograd.NAME}, {winograd.PROGRAM_NAME})")
+        state["winograd"] = name
+    return state["winograd"]
 
 
 def _wide_runner(gen: Generator) -> str:

@@ -1,0 +1,254 @@
+"""Winograd F(2x2, 3x3): the native backend's float32 3x3 convolutions on 256-bit vectors.
+
+Where the direct kernel is not worth running (256-bit vectors and more than one input
+channel: direct_conv.worth_running) a convolution was numpy's im2col and one BLAS
+product, 36 multiply-adds per 2x2 outputs and input channel at the ~110 GFLOP/s
+OpenBLAS reaches on the two cores here: the ResNet block's two (32, 64, 28, 28) 3x3
+convolutions, 2 x 1.85 GFLOP, could not beat torch.compile that way. F(2x2, 3x3) makes
+each 2x2 block of outputs from a 4x4 tile of the input (tiles overlap by 2) with 16
+multiply-adds per input channel: for each of the 16 points xi of the transform,
+M[xi] = U[xi] V[xi], U = G g G^T the transformed weights (O x C), V = B^T d B the
+transformed tiles (C x tiles), then y = A^T m A; 2.25x fewer multiply-adds.
+
+The C (csrc/winograd.c, after matmul.c in one unit) takes one image's band of tile rows
+(at most `BAND_TILES` tiles) a task, on the OpenMP pool from `PARALLEL_WORK`, each
+thread through its own scratch (`layout`): each input row split into its even and odd
+columns (a tile's four columns are then four contiguous loads), B^T d B of 8 tiles at a
+time into V, the 16 products by matmul.c's register tiles reading V's panels where they
+lie (6 x 16 tiles, fused multiply-adds), A^T m A of 8 tiles at a time into the output,
+two rows of a channel at a time, which are then checked for values that are not finite
+and run through the epilogue program in place (the chain of direct_conv.chain, with
+its codes: conv2d_epilogue's bias and relu, conv2d_fused's batch norm, residual and
+relu) while they are in the first cache. The 16 planes of V and of M are a cache line
+more than their rows apart: 64 rows of 208 floats are 13 x 4 KB, and the transforms'
+16 streams at one place then shared one set of the first cache (one thread, the
+(32, 64, 28, 28) convolution: 20.2 -> 15.7 ms). With fewer images than threads, the
+bands are made smaller so that every thread has one.
+
+Measured (2026-12-03, the 2-core AVX2 EPYC, medians of 15 interleaved rounds against
+numpy's conv2d, 2 threads): (32, 64, 28, 28) -> 64 channels 8.0 ms against 19.0
+(one thread: 15.7 against 36.1, of which the products 62 %, about 85 GFLOP/s, and the
+transforms 26 %); (64, 32, 14, 14) 2.1 against 6.0 ms; (8, 64, 56, 56) 7.9 against 22.7;
+(8, 128, 14, 14) 3.0 against 6.3; (2, 16, 12, 12) 69 against 104 us; (1, 32, 14, 14)
+121 against 137 us. The ResNet block (graphc/bench/resnet_block.py) on native: 17.8 ms
+against 59 ms without this kernel (the same process, interleaved; docs/backends.md).
+
+Bits: each output is computed in one order whatever the batch, the bands or the
+threads: U in double from the float32 weight, rounded once; V by two roundings; the
+products of each xi a fused multiply-add chain over the input channels in order from
++0.0 (matmul.c's tile); A^T m A by four roundings; the program numpy's operations in
+numpy's order. Not numpy's order, so conv2d, conv2d_epilogue and conv2d_fused are
+inexact on native, and the levels agree bit for bit (they make one choice per
+geometry: conv.py). The bound: the computed y of each output is within
+
+    2.02 (C + 7) eps sum_c |w[o, c]|_1 |x[c, window]|_1
+
+of the exact convolution (C + 7 roundings on the way, each of at most eps / 2 relative
+to the same computation on absolute values, and gamma_n <= 1.01 n eps / 2 while
+n eps / 2 <= 0.01; that computation on absolute values, |A^T| (|G| |g| |G^T| *
+|B^T| |d| |B|) |A|, weights each |w_k| |x_l| of the output's own 3x3 window by at most 4
+and no input outside it). tests/backends/test_native_winograd.py holds it against
+float64 convolutions, and against numpy's conv2d with numpy's own share added.
+
+Values that are not finite: B^T d B of a lone inf holds inf and -inf, which A^T m A
+adds (nan where the direct sums give inf), and the transforms of large finite values
+may overflow. So an image whose convolution has a value that is not finite (the C's
+flag) is computed again by numpy's kernel, then the program: nan and inf where numpy
+has them, and an image's bits never depend on the others in its batch.
+
+A fed weight is transformed on every call (it may change between calls; the caller's
+array is never written), a constant one once per thread. Not taken: AVX-512 machines,
+where the direct kernel beat numpy's im2col and this kernel is unmeasured (`reason`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from graphc.backends.native import calls, direct_conv, matmul
+from graphc.backends.native.c_sources import c_source, defines
+from graphc.backends.native.kernels import Kernel
+from graphc.ir.types import TensorType
+from graphc.ops.conv_kernels import contiguous_result, conv2d_kernel, deliver
+
+NAME = "gc_winograd_f32"
+PROGRAM_NAME = "gc_winograd_program_f32"
+MAX_OPERANDS = direct_conv.MAX_OPERANDS  # the epilogue program's (WG_OPS in the C)
+# after the image count: x, w, u, y, scratch, flags; C, H, W, O, top, left, bottom,
+# right, rows, ldv, rowlen, per_thread, slots, transform, PARALLEL_WORK, WARM_WORK,
+# first, steps; the program's codes and MAX_OPERANDS operands
+PARAMS = "p" * 6 + "i" * 18 + "p" * (1 + MAX_OPERANDS)
+# after the image count: y; O, plane, first, steps; codes and operands
+PROGRAM_PARAMS = "p" + "i" * 4 + "p" * (1 + MAX_OPERANDS)
+LANES = 8  # GC_W of 256-bit vectors, where this kernel runs (`reason`)
+PANEL = 16  # MM_NR: a product's panel of columns (tiles), two vectors
+# tiles of one task (a band of tile rows of one image) at most: its V and M, 16 (C + O)
+# floats a tile, stay in a core's caches (measured, (8, 64, 56, 56), 784 tiles an image:
+# bands of 112 to 256 tiles 7.4-7.7 ms, 392 8.3 ms, whole images 12.0 ms; at 28x28 bands
+# of 98 to 256 tiles were within noise)
+BAND_TILES = 256
+# multiply-adds (counted as the direct convolution's) from which a call runs on the pool,
+# and from which it does while the pool is warm (calls.POOL_CLOCK). Measured here (one
+# image of 14x14 or 28x28, medians of 41 rounds): calls back to back, two threads won
+# from 16 channels (35 against 45 us; 64 channels at 28x28, 569 against 780); after
+# 2 ms idle, waking the sleeping worker cost this VM 1.1-1.5 ms (16 channels: 1223
+# against 66 us; 64 at 28x28, 28.9 million, 2481 against 1036)
+PARALLEL_WORK = 1 << 26
+WARM_WORK = 1 << 19
+MAX_SLOTS = 16  # threads' scratch areas at most
+
+SOURCE = (
+    "#include <stdlib.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n"
+    + defines({"MM_IN_PLACE": "INT64_MAX", "WG_OPS": MAX_OPERANDS})
+    + matmul.SOURCE
+    + c_source("winograd.c")
+)
+KERNEL = Kernel(NAME, SOURCE, [], ["conv2d"], PARAMS)
+PROGRAM = Kernel(PROGRAM_NAME, SOURCE, [], ["conv2d"], PROGRAM_PARAMS)
+
+
+WIDE_ONLY = "measured on 256-bit vectors only (with AVX-512 the direct kernel runs)"
+
+
+def reason(x: TensorType, w: TensorType, out: TensorType, attrs: dict) -> str | None:
+    """None when this kernel computes the convolution, else why it does not."""
+    if x.dtype != np.float32 or w.dtype != np.float32:
+        return "float32 only"
+    if direct_conv.WIDE_REGISTERS:
+        return WIDE_ONLY
+    if tuple(w.shape[2:]) != (3, 3):
+        return "3x3 kernels only"
+    if tuple(attrs["stride"]) != (1, 1) or tuple(attrs["dilation"]) != (1, 1):
+        return "stride 1 and dilation 1 only"
+    if attrs["groups"] != 1:
+        return "one group only"
+    if not all(isinstance(d, int) for d in (*x.shape[1:], *w.shape, *out.shape[1:])):
+        return "static channels and image sizes only"
+    if min(out.shape[2:]) < 1:  # type: ignore[type-var]
+        return "an empty output"
+    return None
+
+
+def layout(x_shape: tuple, w_shape: tuple, padding: tuple) -> tuple[int, int, int, int]:
+    """(tile rows a band, ldv: a transformed row's floats, rowlen: a split row's, the
+    floats of one thread's scratch) for images of `x_shape` (N, C, H, W)."""
+    _, channels, height, width = x_shape
+    out_ch = w_shape[0]
+    top, left, bottom, right = padding
+    ho, wo = height + top + bottom - 2, width + left + right - 2
+    th, tw = (ho + 1) // 2, (wo + 1) // 2
+    rows = max(1, min(th, BAND_TILES // tw))
+    ldv = -(-(rows * tw + LANES) // PANEL) * PANEL
+    rowlen = -(-tw // LANES) * LANES + LANES
+    split = 2 * (2 * rows + 2) * rowlen
+    per_thread = split + 16 * ((channels + out_ch) * ldv + 2 * PANEL) + PANEL
+    return rows, ldv, rowlen, -(-per_thread // PANEL) * PANEL
+
+
+def slots() -> int:
+    """Threads whose scratch a plan's step holds (the kernel runs on at most as many)."""
+    return max(1, min(MAX_SLOTS, len(os.sched_getaffinity(0))))
+
+
+class Convolution:
+    """One plan step's Winograd convolution, made once per thread by the plan's setup:
+    its transformed weight (made once for a constant weight, else on every call), the
+    threads' scratch, its epilogue program (`codes`, empty for none); called
+    ``conv(x, w, out, *operands)`` with the program's operands (None for relu's)."""
+
+    def __init__(
+        self,
+        fn: Callable[..., None],
+        program: Callable[..., None],
+        x_shape: tuple,
+        w_shape: tuple,
+        padding: tuple,
+        codes: np.ndarray,
+        constant_weight: bool,
+    ) -> None:
+        self.fn, self.program = fn, program
+        self.padding = tuple(int(p) for p in padding)
+        self.codes = codes
+        rows, ldv, rowlen, per_thread = layout(x_shape, w_shape, self.padding)
+        self.slots = slots()
+        self.scratch = matmul.aligned(per_thread * self.slots)
+        out_ch, channels = w_shape[:2]
+        self.u = matmul.aligned(16 * out_ch * channels)
+        self.transformed = False
+        self.constant_weight = constant_weight
+        self.flags = np.zeros(1, np.int64)
+        self.sizes = (channels, *x_shape[2:], out_ch, *self.padding, rows, ldv, rowlen,
+                      per_thread, self.slots)  # fmt: skip
+
+    def __call__(
+        self,
+        x: np.ndarray,
+        w: np.ndarray,
+        out: np.ndarray,
+        *operands: Any,
+        epilogue: Callable[[np.ndarray, slice], None] | None = None,
+    ) -> None:
+        now, null = calls.address_now, calls.NULL
+        n = x.shape[0]
+        if not n:
+            return
+        x, w = calls.contiguous(x), calls.contiguous(w)
+        target = contiguous_result(out, out.shape, out.dtype)
+        if self.flags.size < n:
+            self.flags = np.zeros(n, np.int64)
+        transform = int(not (self.constant_weight and self.transformed))
+        arrays = [calls.contiguous(a) if a is not None else None for a in operands]
+        program = [now(a) if a is not None else null for a in arrays]
+        program += [null] * (MAX_OPERANDS - len(program))
+        codes = now(self.codes) if len(self.codes) else null
+        steps = len(self.codes)
+        self.fn(n, now(x), now(w), now(self.u), now(target), now(self.scratch),
+                now(self.flags), *self.sizes, transform, PARALLEL_WORK, WARM_WORK, 0, steps, codes,
+                *program)  # fmt: skip
+        self.transformed = True
+        for k in np.flatnonzero(self.flags[:n]):
+            self._again(x, w, target, int(k), steps, codes, program)
+        if epilogue is not None:
+            epilogue(target, slice(0, n))
+        deliver(target, out)
+
+    def _again(self, x: np.ndarray, w: np.ndarray, y: np.ndarray, k: int, steps: int,
+               codes: Any, program: list) -> None:  # fmt: skip
+        """Image k by numpy's kernel, then the program: its Winograd convolution had a
+        value that is not finite (an inf or nan fed, or a transform's overflow), whose
+        arithmetic would make nan where the direct sums give inf."""
+        image = y[k : k + 1]
+        conv2d_kernel(x[k : k + 1], w, out=image, stride=(1, 1), padding=self.padding,
+                      dilation=(1, 1), groups=1)  # fmt: skip
+        if steps:
+            plane = y.shape[2] * y.shape[3]
+            self.program(1, calls.address_now(image), y.shape[1], plane, k, steps, codes,
+                         *program)  # fmt: skip
+
+
+def runner(fn: Callable[..., None], program: Callable[..., None]) -> Callable[..., None]:
+    """The convolution `run(x, w, out, padding, dilation, groups, epilogue)` with no
+    program, its epilogue (a body with no C chain, or numpy's: conv.py) run after, on
+    the whole batch: the shape of direct_conv.runner."""
+    made: dict[tuple, Convolution] = {}
+    empty = np.zeros(0, np.int64)
+
+    def run(
+        x: np.ndarray,
+        w: np.ndarray,
+        out: np.ndarray,
+        padding: tuple,
+        dilation: tuple,
+        groups: int,
+        epilogue: Callable[[np.ndarray, slice], None],
+    ) -> None:
+        key = (x.shape[1:], w.shape, tuple(padding))
+        if key not in made:
+            made[key] = Convolution(fn, program, x.shape, w.shape, padding, empty, False)
+        made[key](x, w, out, epilogue=epilogue)
+
+    return run

@@ -1,0 +1,319 @@
+"""The native backend's Winograd F(2x2, 3x3) convolution (graphc/backends/native/winograd.py).
+
+Its stated bound, |y - exact| <= 2.02 (C + 7) eps sum_c |w[o, c]|_1 |x[c] window|_1
+(module docstring), against float64 convolutions and, with numpy's own share added,
+against numpy's conv2d, on geometries that reach every path: odd sizes (tiles that
+overhang the output), 1x1 images, padding 0, 1 and asymmetric, batch 1 and several,
+channels 2 to 64, bands of several tile rows. Values that are not finite: numpy's
+kernel for the image, so nan and inf where numpy has them. Its own bits: the same for
+an image whatever its batch, bands and threads; conv2d, conv2d_epilogue and
+conv2d_fused agree bit for bit; a weight that changes between calls is transformed
+again, a constant one once; callers' arrays are never written.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.backends.native import conv as native_conv
+from graphc.backends.native import direct_conv, winograd
+from graphc.backends.native.kernels import DeclinedError
+from graphc.ir.graph import Graph
+from graphc.ir.types import TensorType
+from graphc.ops.conv_kernels import conv2d_kernel
+from graphc.ops.conv_ops import conv2d
+from tests.edge_values import bits_differ, sprinkled_feeds
+from tests.native_checks import (
+    check_native,
+    needs_native,
+    scaled_values,
+    sum_feeds,
+    two_input_graph,
+)
+
+pytestmark = [needs_native]
+
+EPS = float(np.finfo(np.float32).eps)
+TINY = float(np.finfo(np.float32).smallest_subnormal)
+
+# (N, C, H, W), O, padding (top, left, bottom, right)
+GEOMETRIES = {
+    "resnet, batch 2": ((2, 64, 28, 28), 64, (1, 1, 1, 1)),
+    "odd sizes": ((3, 5, 7, 9), 6, (1, 1, 1, 1)),
+    "no padding, odd": ((2, 4, 9, 6), 3, (0, 0, 0, 0)),
+    "asymmetric": ((2, 3, 8, 11), 5, (1, 0, 2, 1)),
+    "1x1 image": ((3, 7, 1, 1), 4, (1, 1, 1, 1)),
+    "one row": ((2, 6, 1, 20), 2, (1, 1, 1, 1)),
+    "one output channel": ((1, 16, 10, 10), 1, (1, 1, 1, 1)),
+    "two channels, wide": ((2, 2, 5, 37), 9, (1, 1, 1, 1)),
+    "batch 1, many bands": ((1, 8, 64, 12), 8, (1, 1, 1, 1)),
+}
+
+
+def _attrs(padding: tuple) -> dict:
+    return {"padding": padding}
+
+
+def _magnitude(x: np.ndarray, w: np.ndarray, padding: tuple) -> np.ndarray:
+    """sum_c |w[o, c]|_1 |x[c]|_1 over each output's window (float64; inf and nan as 0):
+    what the kernel's rounding errors are proportional to."""
+    ax = np.nan_to_num(np.abs(x.astype(np.float64)), posinf=0.0)
+    norms = np.nan_to_num(np.abs(w.astype(np.float64)), posinf=0.0).sum(axis=(2, 3))
+    ones = np.broadcast_to(norms[:, :, None, None], w.shape).copy()
+    return conv2d_kernel(ax, ones, padding=padding)
+
+
+def _bound(x: np.ndarray, w: np.ndarray, padding: tuple) -> np.ndarray:
+    """The kernel's bound against the exact convolution (the module docstring's)."""
+    channels = w.shape[1]
+    return 2.02 * (channels + 7) * EPS * _magnitude(x, w, padding) + 32 * (channels + 7) * TINY
+
+
+def assert_within_bound(got: np.ndarray, x: np.ndarray, w: np.ndarray, padding: tuple) -> None:
+    """`got` within the bound of the float64 convolution, and within that plus numpy's
+    own share ((K + 2) eps sum |w| |x|, K = 9 C) of numpy's float32 conv2d; nan and inf
+    where numpy has them."""
+    want = conv2d_kernel(x, w, padding=padding)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(np.isnan(got), np.isnan(want)), "nan in other places"
+    assert np.array_equal(np.isinf(got), np.isinf(want)), "inf in other places"
+    assert np.array_equal(got[np.isinf(got)], want[np.isinf(want)])
+    exact = conv2d_kernel(x.astype(np.float64), w.astype(np.float64), padding=padding)
+    bound = _bound(x, w, padding)
+    terms = 9 * w.shape[1]
+    magnitude = conv2d_kernel(
+        np.nan_to_num(np.abs(x.astype(np.float64)), posinf=0.0),
+        np.nan_to_num(np.abs(w.astype(np.float64)), posinf=0.0),
+        padding=padding,
+    )
+    numpy_share = (terms + 2) * EPS * magnitude + 2 * terms * TINY
+    finite = np.isfinite(want)
+    err = np.abs(got.astype(np.float64) - exact)
+    bad = finite & np.isfinite(exact) & (err > bound)
+    assert not bad.any(), f"{int(bad.sum())} beyond the bound of the exact result: {err[bad][:3]}"
+    err = np.abs(got.astype(np.float64) - want)
+    bad = finite & (err > bound + numpy_share)
+    assert not bad.any(), f"{int(bad.sum())} beyond the bound of numpy's: {err[bad][:3]}"
+
+
+def _exe(x_shape: tuple, out_ch: int, padding: tuple) -> gc.Executable:
+    w_shape = (out_ch, x_shape[1], 3, 3)
+    return gc.compile(two_input_graph(conv2d, x_shape, w_shape, _attrs(padding)), backend="native")
+
+
+@pytest.mark.parametrize("name", list(GEOMETRIES))
+def test_winograd_within_its_bound(name: str) -> None:
+    x_shape, out_ch, padding = GEOMETRIES[name]
+    exe = _exe(x_shape, out_ch, padding)
+    assert f"{winograd.NAME}" in exe.source(), exe.source()
+    rng = np.random.default_rng(len(name))
+    for _ in range(2):
+        x = scaled_values(rng, x_shape)
+        w = scaled_values(rng, (out_ch, x_shape[1], 3, 3))
+        assert_within_bound(exe(x, w), x, w, padding)
+
+
+def test_the_bound_is_not_loose_by_orders_of_magnitude() -> None:
+    """The errors of normal values reach past a ten-thousandth of the bound: it is the
+    kernel's, not a blanket tolerance."""
+    x_shape, out_ch, padding = GEOMETRIES["resnet, batch 2"]
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((out_ch, x_shape[1], 3, 3)).astype(np.float32)
+    got = _exe(x_shape, out_ch, padding)(x, w)
+    exact = conv2d_kernel(x.astype(np.float64), w.astype(np.float64), padding=padding)
+    ratio = np.max(np.abs(got - exact) / _bound(x, w, padding))
+    assert 1e-4 < ratio < 1.0, ratio
+
+
+@pytest.mark.parametrize("name", ["odd sizes", "resnet, batch 2", "1x1 image"])
+def test_nan_and_inf_where_numpy_has_them(name: str) -> None:
+    """Edge values (nan, inf, -0.0, subnormals) in the input with a finite weight, in
+    both, and an inf in the weight only: Winograd's sums of transformed values would
+    make nan of a lone inf (inf - inf), numpy's kernel computes those images."""
+    x_shape, out_ch, padding = GEOMETRIES[name]
+    w_shape = (out_ch, x_shape[1], 3, 3)
+    g = two_input_graph(conv2d, x_shape, w_shape, _attrs(padding))
+    exe = gc.compile(g, backend="native")
+    rng = np.random.default_rng(11)
+    for seed in range(3):
+        x, w = sum_feeds(g, seed, share=0.004)
+        finite_w = rng.standard_normal(w_shape).astype(np.float32)
+        one_inf = finite_w.copy()
+        one_inf[0, 0, 1, 1] = np.inf
+        finite_x = rng.standard_normal(x_shape).astype(np.float32)
+        for xs, ws in ((x, finite_w), (x, w), (finite_x, one_inf)):
+            with np.errstate(all="ignore"):
+                assert_within_bound(exe(xs, ws), xs, ws, padding)
+
+
+def test_an_inf_in_one_image_leaves_the_others_to_winograd() -> None:
+    """Only the image whose convolution is not finite goes to numpy's kernel: the others
+    keep the bits they have alone; an overflow inside the transforms of finite values
+    (2e38 + 2e38) goes there too."""
+    x_shape, out_ch, padding = (4, 8, 10, 10), 8, (1, 1, 1, 1)
+    exe = _exe(("B", *x_shape[1:]), out_ch, padding)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((out_ch, 8, 3, 3)).astype(np.float32)
+    x[1, 3, 4, 4] = np.inf
+    x[2, :, 2:4, 2:4] = 2e38
+    for weight in (w, w * np.float32(1e-3)):  # the image's sums overflow, or not
+        with np.errstate(all="ignore"):  # numpy's kernel overflows on image 2
+            got = exe(x, weight)
+            assert_within_bound(got, x, weight, padding)
+        for k in (0, 3):
+            alone = exe(x[k : k + 1], weight)
+            assert bits_differ(alone, got[k : k + 1]) is None, f"image {k}"
+        for k in (1, 2):
+            with np.errstate(all="ignore"):
+                numpy_image = conv2d_kernel(x[k : k + 1], weight, padding=padding)
+            assert bits_differ(got[k : k + 1], numpy_image) is None, f"image {k}"
+    assert np.isfinite(got[2]).all()  # (w * 1e-3: numpy's sums are finite there)
+
+
+def test_an_images_bits_do_not_depend_on_batch_bands_or_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    g = two_input_graph(conv2d, ("B", 16, 14, 10), (12, 16, 3, 3), _attrs((1, 1, 1, 1)))
+    rng = np.random.default_rng(7)
+    x, w = scaled_values(rng, (5, 16, 14, 10)), scaled_values(rng, (12, 16, 3, 3))
+    whole = gc.compile(g, backend="native")(x, w)
+    for band, parallel in ((1, 0), (1, 10**12), (10**6, 0), (10**6, 10**12), (7, 0)):
+        monkeypatch.setattr(winograd, "BAND_TILES", band)
+        monkeypatch.setattr(winograd, "PARALLEL_WORK", parallel)
+        monkeypatch.setattr(winograd, "WARM_WORK", parallel)
+        exe = gc.compile(g, backend="native")  # bands are chosen when a step is set up
+        why = bits_differ(exe(x, w), whole)
+        assert why is None, f"bands of {band} tiles, parallel from {parallel}: {why}"
+        for k in range(x.shape[0]):
+            assert bits_differ(exe(x[k : k + 1], w), whole[k : k + 1]) is None, f"image {k}"
+
+
+def test_a_weight_is_transformed_again_when_it_changes_and_feeds_are_not_written() -> None:
+    """A fed weight is transformed on every call (it may change between calls); a
+    constant one once per thread, with the same bits; the caller's arrays (x, w, and a
+    strided view of x) keep theirs."""
+    x_shape, w_shape = (2, 6, 9, 9), (5, 6, 3, 3)
+    exe = gc.compile(two_input_graph(conv2d, x_shape, w_shape, _attrs((1, 1, 1, 1))),
+                     backend="native")  # fmt: skip
+    rng = np.random.default_rng(9)
+    big = scaled_values(rng, (2, 6, 18, 9))
+    x = big[:, :, ::2]
+    results = []
+    for _ in range(2):
+        w = scaled_values(rng, w_shape)
+        before = big.copy(), w.copy()
+        got = exe(x, w)
+        assert bits_differ(big, before[0]) is None and bits_differ(w, before[1]) is None
+        assert_within_bound(got, np.ascontiguousarray(x), w, (1, 1, 1, 1))
+        g = gc.Graph("constant weight")
+        with g:
+            xp = gc.placeholder("x", x_shape, "float32")
+            gc.output(conv2d(xp, gc.constant(w), padding=1), name="y")
+        constant = gc.compile(g, backend="native")
+        assert winograd.NAME in constant.source()
+        for _ in range(2):
+            assert bits_differ(constant(x), got) is None
+        results.append(got)
+    assert bits_differ(results[0], results[1]) is not None
+
+
+# the elementwise work after a convolution y, on the input x (a residual), a per-channel
+# b, one value s; whether it is a program the Winograd kernel runs on its output rows
+BODIES = {
+    "plain": (lambda y, x, b, s: y, False),
+    "bias, relu": (lambda y, x, b, s: gc.relu(y + b), True),
+    "batch norm, residual, relu": (lambda y, x, b, s: gc.relu((y - b) * b * s + b + x), True),
+    "operand first, min, max, div": (
+        lambda y, x, b, s: gc.maximum(gc.minimum(b - y, x), s) / (s + 2.0) - x, True),
+    "not a chain": (lambda y, x, b, s: gc.relu(y * y + b), False),
+    "clip": (lambda y, x, b, s: gc.clip(y + x, -1.0, 1.0) * s, False),
+}  # fmt: skip
+
+
+def _block_graph(body: str, batch: int = 3) -> Graph:
+    g = gc.Graph("block")
+    with g:
+        x = gc.placeholder("x", (batch, 8, 11, 13), "float32")
+        w = gc.placeholder("w", (8, 8, 3, 3), "float32")
+        b = gc.placeholder("b", (8, 1, 1), "float32")
+        s = gc.placeholder("s", (1,), "float32")
+        gc.output(BODIES[body][0](conv2d(x, w, padding=1), x, b, s), name="y")
+    return g
+
+
+@pytest.mark.parametrize("body", list(BODIES))
+def test_levels_agree_with_an_epilogue_or_a_body(body: str) -> None:
+    """O0 (conv2d, then the elementwise ops) and O1/O2 (conv2d_epilogue or conv2d_fused)
+    give the same bits, the body run on the output rows by the kernel's program or per
+    chunk after it, also on feeds with nan and inf (numpy's kernel for those images);
+    feeds are never written; the results stay close to numpy's."""
+    g = _block_graph(body)
+    o2 = gc.compile(g, backend="native")
+    source = o2.source()
+    assert winograd.NAME in source, source
+    assert ("its epilogue in C" in source) == BODIES[body][1], source
+
+    def close(a: np.ndarray, b: np.ndarray) -> str | None:
+        ok = np.allclose(a, b, rtol=1e-5, atol=1e-5, equal_nan=True)
+        return None if ok else f"max diff {np.nanmax(np.abs(a - b))}"
+
+    feeds = [sprinkled_feeds(g, 1, share=0.0), sprinkled_feeds(g, 2, share=0.01)]
+    check_native(g, feeds, levels=(0, 1, 2), close=close, close_sets=(0,))
+
+
+def test_numpys_epilogue_after_the_winograd_convolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where neither the program nor a C body takes the step's elementwise work (both
+    declined here), the Winograd convolution runs and then the numpy node's own
+    chunk epilogue: the same bits as the program."""
+    g = _block_graph("batch norm, residual, relu")
+    feeds = sprinkled_feeds(g, 4, share=0.0)
+    want = gc.compile(g, backend="native")(**feeds)
+
+    def declined(*args: object) -> None:
+        raise DeclinedError("declined by the test")
+
+    monkeypatch.setattr(native_conv, "_program", lambda gen, step: None)
+    monkeypatch.setattr(native_conv, "_body_epilogue", declined)
+    exe = gc.compile(g, backend="native")
+    source = exe.source()
+    assert "numpy's epilogue per chunk" in source and winograd.NAME in source, source
+    assert bits_differ(exe(**feeds), want) is None
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "attrs"),
+    [
+        ((2, 4, 9, 9), (4, 4, 3, 3), {"stride": 2}),
+        ((2, 4, 9, 9), (4, 4, 3, 3), {"dilation": 2}),
+        ((2, 4, 9, 9), (4, 2, 3, 3), {"groups": 2}),
+        ((2, 4, 9, 9), (4, 4, 5, 5), {}),
+        ((2, 1, 9, 9), (4, 1, 3, 3), {}),  # one input channel: the direct kernel
+    ],
+)
+def test_other_geometries_do_not_take_it(x_shape: tuple, w_shape: tuple, attrs: dict) -> None:
+    exe = gc.compile(two_input_graph(conv2d, x_shape, w_shape, attrs), backend="native")
+    assert winograd.NAME not in exe.source(), exe.source()
+
+
+def test_with_wide_registers_the_direct_kernel_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the direct kernel is worth running (AVX-512: direct_conv.WIDE_REGISTERS),
+    it keeps the 3x3 convolutions: this kernel was measured on 256-bit vectors only."""
+    monkeypatch.setattr(direct_conv, "WIDE_REGISTERS", True)
+    exe = _exe((2, 8, 9, 9), 8, (1, 1, 1, 1))
+    source = exe.source()
+    assert winograd.NAME not in source and direct_conv.NAME in source, source
+
+
+def test_reasons() -> None:
+    f32 = lambda *shape: TensorType(shape, np.float32)  # noqa: E731
+    attrs = {"stride": (1, 1), "dilation": (1, 1), "groups": 1}
+    x, w, out = f32(1, 4, 8, 8), f32(4, 4, 3, 3), f32(1, 4, 8, 8)
+    assert winograd.reason(x, w, out, attrs) in (None, winograd.WIDE_ONLY)
+    assert winograd.reason(x, f32(4, 4, 3, 2), out, attrs) is not None
+    assert winograd.reason(x, w, out, {**attrs, "stride": (2, 2)}) is not None
+    wide = TensorType((1, 4, 8, 8), np.float64)
+    assert winograd.reason(wide, w, out, attrs) == "float32 only"

@@ -181,13 +181,14 @@ def test_an_images_bits_do_not_depend_on_batch_bands_or_threads(
     rng = np.random.default_rng(7)
     x, w = scaled_values(rng, (5, 16, 14, 10)), scaled_values(rng, (12, 16, 3, 3))
     whole = gc.compile(g, backend="native")(x, w)
-    for band, parallel in ((1, 0), (1, 10**12), (10**6, 0), (10**6, 10**12), (7, 0)):
-        monkeypatch.setattr(winograd, "BAND_TILES", band)
+    tile = 64 * (16 + 12)  # bytes of a tile's transformed values
+    for band, parallel in ((1, 0), (1, 10**12), (10**9, 0), (10**9, 10**12), (7 * tile, 0)):
+        monkeypatch.setattr(winograd, "BAND_BYTES", band)
         monkeypatch.setattr(winograd, "PARALLEL_WORK", parallel)
         monkeypatch.setattr(winograd, "WARM_WORK", parallel)
         exe = gc.compile(g, backend="native")  # bands are chosen when a step is set up
         why = bits_differ(exe(x, w), whole)
-        assert why is None, f"bands of {band} tiles, parallel from {parallel}: {why}"
+        assert why is None, f"bands of {band} bytes, parallel from {parallel}: {why}"
         for k in range(x.shape[0]):
             assert bits_differ(exe(x[k : k + 1], w), whole[k : k + 1]) is None, f"image {k}"
 

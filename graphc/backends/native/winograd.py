@@ -11,7 +11,7 @@ M[xi] = U[xi] V[xi], U = G g G^T the transformed weights (O x C), V = B^T d B th
 transformed tiles (C x tiles), then y = A^T m A; 2.25x fewer multiply-adds.
 
 The C (csrc/winograd.c, after matmul.c in one unit) takes one image's band of tile rows
-(at most `BAND_TILES` tiles) a task, on the OpenMP pool from `PARALLEL_WORK`, each
+(at most `BAND_BYTES` of transformed values) a task, on the OpenMP pool from `PARALLEL_WORK`, each
 thread through its own scratch (`layout`): each input row split into its even and odd
 columns (a tile's four columns are then four contiguous loads), B^T d B of 8 tiles at a
 time into V, the 16 products by matmul.c's register tiles reading V's panels where they
@@ -86,11 +86,12 @@ PARAMS = "p" * 6 + "i" * 18 + "p" * (1 + MAX_OPERANDS)
 PROGRAM_PARAMS = "p" + "i" * 4 + "p" * (1 + MAX_OPERANDS)
 LANES = 8  # GC_W of 256-bit vectors, where this kernel runs (`reason`)
 PANEL = 16  # MM_NR: a product's panel of columns (tiles), two vectors
-# tiles of one task (a band of tile rows of one image) at most: its V and M, 16 (C + O)
-# floats a tile, stay in a core's caches (measured, (8, 64, 56, 56), 784 tiles an image:
-# bands of 112 to 256 tiles 7.4-7.7 ms, 392 8.3 ms, whole images 12.0 ms; at 28x28 bands
-# of 98 to 256 tiles were within noise)
-BAND_TILES = 256
+# bytes of a task's transformed input and products (a band of tile rows of one image:
+# V and M, 16 (C + O) floats a tile) at most, so that they stay in a core's caches
+# (measured, (8, 64, 56, 56), 784 tiles an image: bands of 112 to 256 tiles, up to 2 MB,
+# 7.4-7.7 ms, 392 tiles 8.3 ms, whole images 12.0 ms; at 28x28 with 64 and with 128
+# channels, bands of 98 to 256 tiles were within noise); at least one tile row
+BAND_BYTES = 1 << 21
 # multiply-adds (counted as the direct convolution's) from which a call runs on the pool,
 # and from which it does while the pool is warm (calls.POOL_CLOCK). Measured here (one
 # image of 14x14 or 28x28, medians of 41 rounds): calls back to back, two threads won
@@ -141,7 +142,7 @@ def layout(x_shape: tuple, w_shape: tuple, padding: tuple) -> tuple[int, int, in
     top, left, bottom, right = padding
     ho, wo = height + top + bottom - 2, width + left + right - 2
     th, tw = (ho + 1) // 2, (wo + 1) // 2
-    rows = max(1, min(th, BAND_TILES // tw))
+    rows = max(1, min(th, BAND_BYTES // (64 * (channels + out_ch) * tw)))
     ldv = -(-(rows * tw + LANES) // PANEL) * PANEL
     rowlen = -(-tw // LANES) * LANES + LANES
     split = 2 * (2 * rows + 2) * rowlen

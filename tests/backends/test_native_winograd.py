@@ -318,3 +318,22 @@ def test_reasons() -> None:
     assert winograd.reason(x, w, out, {**attrs, "stride": (2, 2)}) is not None
     wide = TensorType((1, 4, 8, 8), np.float64)
     assert winograd.reason(wide, w, out, attrs) == "float32 only"
+
+
+def test_the_steps_of_a_plan_share_one_scratch() -> None:
+    """Two Winograd steps of different sizes in one plan run through one scratch (room
+    for the larger), with the bits of each step compiled alone."""
+    g = gc.Graph("two")
+    with g:
+        x = gc.placeholder("x", (2, 8, 12, 12), "float32")
+        w1 = gc.placeholder("w1", (16, 8, 3, 3), "float32")
+        w2 = gc.placeholder("w2", (4, 16, 3, 3), "float32")
+        gc.output(conv2d(conv2d(x, w1, padding=1), w2), name="y")
+    exe = gc.compile(g, backend="native")
+    source = exe.source()
+    assert source.count("winograd_scratch = ") == 1 and source.count(winograd.NAME + ",") == 2
+    rng = np.random.default_rng(12)
+    feeds = {p.name: rng.standard_normal(p.type.shape).astype(np.float32) for p in g.inputs}
+    first = _exe((2, 8, 12, 12), 16, (1, 1, 1, 1))(feeds["x"], feeds["w1"])
+    second = _exe((2, 16, 12, 12), 4, (0, 0, 0, 0))(first, feeds["w2"])
+    assert bits_differ(exe(**feeds), second) is None

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.backends.native import calls, direct_conv, wide_conv, winograd
+from graphc.backends.native import calls, direct_conv, matmul, wide_conv, winograd
 from graphc.backends.native.kernels import (
     BLOCK,
     FULL,
@@ -105,7 +105,7 @@ def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
     x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
     reason = direct_reason(x_t, w_t, out_t, step.attrs)
     # Winograd where the direct kernel is not worth running here: the same for every level
-    why_not = winograd.reason(x_t, w_t, out_t, step.attrs) if reason == SLOWER_HERE else None
+    why_not = _winograd_reason(x_t, w_t, out_t, step.attrs, reason)
     wino = reason == SLOWER_HERE and why_not is None
     if why_not is not None:
         reason = f"{reason}; Winograd's F(2x2, 3x3): {why_not}"
@@ -354,6 +354,42 @@ def _runner(gen: Generator) -> str:
     return state["direct"]
 
 
+def _winograd_reason(
+    x: TensorType, w: TensorType, out: TensorType, attrs: dict, direct: str | None
+) -> str | None:
+    """None when the Winograd kernel computes a convolution whose `direct_reason` is
+    `direct`: where the direct kernel is not worth running here and winograd.reason
+    allows; else why not (None too where the direct kernel runs)."""
+    if direct != SLOWER_HERE:
+        return None
+    return winograd.reason(x, w, out, attrs)
+
+
+def _winograd_scratch(gen: Generator) -> str:
+    """The name of the scratch this plan's Winograd steps share (made once per thread:
+    the steps of a thread run one after another), room for the largest of them."""
+    state = calls.plan_state(gen)
+    if "winograd_scratch" not in state:
+        plan, size = gen.plan, 1
+        for step in plan.steps:
+            if step.node.op not in ("conv2d", "conv2d_epilogue", "conv2d_fused"):
+                continue
+            x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
+            out_t = plan.values[step.output].type
+            direct = direct_reason(x_t, w_t, out_t, step.attrs)
+            if (
+                direct == SLOWER_HERE
+                and _winograd_reason(x_t, w_t, out_t, step.attrs, direct) is None
+            ):
+                shape = (0, *x_t.shape[1:])
+                size = max(size, winograd.scratch_size(shape, w_t.shape, step.attrs["padding"]))
+        name = gen.fresh("winograd_scratch")
+        make = gen.const(matmul.aligned, "aligned")
+        gen.setup_lines.append(f"{name} = {make}({size})")
+        state["winograd_scratch"] = name
+    return state["winograd_scratch"]
+
+
 def _winograd_kernels(gen: Generator) -> None:
     """Note that one more step calls the Winograd kernel (its program kernel, for the
     images it computes again, comes with it: one step, one call counted)."""
@@ -377,9 +413,9 @@ def _winograd_step(gen: Generator, step: Step, out: str, codes: str, operands: l
     ints = lambda values: tuple(int(v) for v in values)  # noqa: E731 - literals
     shapes = f"{(0, *ints(x_t.shape[1:]))}, {ints(w_t.shape)}, {ints(step.attrs['padding'])}"
     constant = step.inputs[1] in plan.constants
-    gen.setup_lines.append(
-        f"{name} = {make}({winograd.NAME}, {winograd.PROGRAM_NAME}, {shapes}, {codes}, {constant})"
-    )
+    scratch = _winograd_scratch(gen)
+    kernels = f"{winograd.NAME}, {winograd.PROGRAM_NAME}"
+    gen.setup_lines.append(f"{name} = {make}({kernels}, {shapes}, {codes}, {constant}, {scratch})")
     args = [gen.array(step.inputs[0]), gen.array(step.inputs[1]), out]
     args += ["None" if operand is None else operand[0] for operand in operands]
     lines = [
@@ -396,7 +432,9 @@ def _winograd_runner(gen: Generator) -> str:
     if "winograd" not in state:
         name = gen.fresh("winograd_conv")
         make = gen.const(winograd.runner, "winograd_runner")
-        gen.setup_lines.append(f"{name} = {make}({winograd.NAME}, {winograd.PROGRAM_NAME})")
+        scratch = _winograd_scratch(gen)
+        kernels = f"{winograd.NAME}, {winograd.PROGRAM_NAME}"
+        gen.setup_lines.append(f"{name} = {make}({kernels}, {scratch})")
         state["winograd"] = name
     return state["winograd"]
 

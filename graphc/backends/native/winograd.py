@@ -150,6 +150,11 @@ def layout(x_shape: tuple, w_shape: tuple, padding: tuple) -> tuple[int, int, in
     return rows, ldv, rowlen, -(-per_thread // PANEL) * PANEL
 
 
+def scratch_size(x_shape: tuple, w_shape: tuple, padding: tuple) -> int:
+    """Floats of the scratch a convolution of these shapes needs: `slots` threads'."""
+    return layout(x_shape, w_shape, padding)[3] * slots()
+
+
 def slots() -> int:
     """Threads whose scratch a plan's step holds (the kernel runs on at most as many)."""
     return max(1, min(MAX_SLOTS, len(os.sched_getaffinity(0))))
@@ -157,8 +162,9 @@ def slots() -> int:
 
 class Convolution:
     """One plan step's Winograd convolution, made once per thread by the plan's setup:
-    its transformed weight (made once for a constant weight, else on every call), the
-    threads' scratch, its epilogue program (`codes`, empty for none); called
+    its transformed weight (made once for a constant weight, else on every call), its
+    epilogue program (`codes`, empty for none), the threads' scratch (`scratch`, at
+    least `scratch_size` floats, shared by the plan's steps; None: its own); called
     ``conv(x, w, out, *operands)`` with the program's operands (None for relu's)."""
 
     def __init__(
@@ -170,13 +176,17 @@ class Convolution:
         padding: tuple,
         codes: np.ndarray,
         constant_weight: bool,
+        scratch: np.ndarray | None = None,
     ) -> None:
         self.fn, self.program = fn, program
         self.padding = tuple(int(p) for p in padding)
         self.codes = codes
         rows, ldv, rowlen, per_thread = layout(x_shape, w_shape, self.padding)
         self.slots = slots()
-        self.scratch = matmul.aligned(per_thread * self.slots)
+        if scratch is None:
+            scratch = matmul.aligned(per_thread * self.slots)
+        assert scratch.size >= per_thread * self.slots, "a scratch too small for the step"
+        self.scratch = scratch
         out_ch, channels = w_shape[:2]
         self.u = matmul.aligned(16 * out_ch * channels)
         self.transformed = False
@@ -208,8 +218,8 @@ class Convolution:
         codes = now(self.codes) if len(self.codes) else null
         steps = len(self.codes)
         self.fn(n, now(x), now(w), now(self.u), now(target), now(self.scratch),
-                now(self.flags), *self.sizes, transform, PARALLEL_WORK, WARM_WORK, 0, steps, codes,
-                *program)  # fmt: skip
+                now(self.flags), *self.sizes, transform, PARALLEL_WORK, WARM_WORK, 0, steps,
+                codes, *program)  # fmt: skip
         self.transformed = True
         for k in np.flatnonzero(self.flags[:n]):
             self._again(x, w, target, int(k), steps, codes, program)
@@ -231,7 +241,9 @@ class Convolution:
                          *program)  # fmt: skip
 
 
-def runner(fn: Callable[..., None], program: Callable[..., None]) -> Callable[..., None]:
+def runner(
+    fn: Callable[..., None], program: Callable[..., None], scratch: np.ndarray | None = None
+) -> Callable[..., None]:
     """The convolution `run(x, w, out, padding, dilation, groups, epilogue)` with no
     program, its epilogue (a body with no C chain, or numpy's: conv.py) run after, on
     the whole batch: the shape of direct_conv.runner."""
@@ -249,7 +261,7 @@ def runner(fn: Callable[..., None], program: Callable[..., None]) -> Callable[..
     ) -> None:
         key = (x.shape[1:], w.shape, tuple(padding))
         if key not in made:
-            made[key] = Convolution(fn, program, x.shape, w.shape, padding, empty, False)
+            made[key] = Convolution(fn, program, x.shape, w.shape, padding, empty, False, scratch)
         made[key](x, w, out, epilogue=epilogue)
 
     return run

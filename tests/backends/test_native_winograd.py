@@ -337,3 +337,28 @@ def test_the_steps_of_a_plan_share_one_scratch() -> None:
     first = _exe((2, 8, 12, 12), 16, (1, 1, 1, 1))(feeds["x"], feeds["w1"])
     second = _exe((2, 16, 12, 12), 4, (0, 0, 0, 0))(first, feeds["w2"])
     assert bits_differ(exe(**feeds), second) is None
+
+
+def test_eight_threads_calling_one_executable() -> None:
+    """Each thread's setup makes its own Convolution and scratch: eight threads calling
+    one plan at once get the bits of one call."""
+    import threading
+
+    g = two_input_graph(conv2d, (4, 32, 28, 28), (32, 32, 3, 3), _attrs((1, 1, 1, 1)))
+    exe = gc.compile(g, backend="native")
+    feeds = sprinkled_feeds(g, 6, share=0.0)
+    want = exe(**feeds)
+    differ: list[str] = []
+
+    def calls() -> None:
+        for _ in range(10):
+            why = bits_differ(exe(**feeds), want)
+            if why is not None:
+                differ.append(why)
+
+    threads = [threading.Thread(target=calls) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not differ, differ[:2]

@@ -30,8 +30,10 @@ numpy's conv2d, 2 threads): (32, 64, 28, 28) -> 64 channels 8.0 ms against 19.0
 (one thread: 15.7 against 36.1, of which the products 62 %, about 85 GFLOP/s, and the
 transforms 26 %); (64, 32, 14, 14) 2.1 against 6.0 ms; (8, 64, 56, 56) 7.9 against 22.7;
 (8, 128, 14, 14) 3.0 against 6.3; (2, 16, 12, 12) 69 against 104 us; (1, 32, 14, 14)
-121 against 137 us. The ResNet block (graphc/bench/resnet_block.py) on native: 17.8 ms
-against 59 ms without this kernel (the same process, interleaved; docs/backends.md).
+121 against 137 us. The ResNet block (graphc/bench/resnet_block.py) on native, compiled
+with and without this kernel in one process, interleaved: 2.4-2.7x faster at batch 32
+(16.7 against 40.2 ms in the quietest run), 1.6x at batch 1; `graphc bench`: 16.6 ms,
+torch.compile 22.8 ms (docs/backends.md).
 
 Bits: each output is computed in one order whatever the batch, the bands or the
 threads: U in double from the float32 weight, rounded once; V by two roundings; the

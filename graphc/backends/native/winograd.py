@@ -11,7 +11,10 @@ M[xi] = U[xi] V[xi], U = G g G^T the transformed weights (O x C), V = B^T d B th
 transformed tiles (C x tiles), then y = A^T m A; 2.25x fewer multiply-adds.
 
 The C (csrc/winograd.c, after matmul.c in one unit) takes one image's band of tile rows
-(at most `BAND_BYTES` of transformed values) a task, on the OpenMP pool from `PARALLEL_WORK`, each
+(at most `BAND_BYTES` of transformed values; several whole images where they fit,
+their tiles side by side in one product, whose columns are padded to whole panels
+once: 14x14 images, 49 tiles each, (64, 32, 14, 14) 1.60 -> 1.48 ms, (8, 128, 14, 14)
+2.44 -> 2.19, 28x28 within noise) a task, on the OpenMP pool from `PARALLEL_WORK`, each
 thread through its own scratch (`layout`): each input row split into its even and odd
 columns (a tile's four columns are then four contiguous loads), B^T d B of 8 tiles at a
 time into V, the 16 products by matmul.c's register tiles reading V's panels where they
@@ -81,9 +84,9 @@ NAME = "gc_winograd_f32"
 PROGRAM_NAME = "gc_winograd_program_f32"
 MAX_OPERANDS = direct_conv.MAX_OPERANDS  # the epilogue program's (WG_OPS in the C)
 # after the image count: x, w, u, y, scratch, flags; C, H, W, O, top, left, bottom,
-# right, rows, ldv, rowlen, per_thread, slots, transform, PARALLEL_WORK, WARM_WORK,
-# first, steps; the program's codes and MAX_OPERANDS operands
-PARAMS = "p" * 6 + "i" * 18 + "p" * (1 + MAX_OPERANDS)
+# right, rows, group, ldv, rowlen, per_thread, slots, transform, PARALLEL_WORK,
+# WARM_WORK, first, steps; the program's codes and MAX_OPERANDS operands
+PARAMS = "p" * 6 + "i" * 19 + "p" * (1 + MAX_OPERANDS)
 # after the image count: y; O, plane, first, steps; codes and operands
 PROGRAM_PARAMS = "p" + "i" * 4 + "p" * (1 + MAX_OPERANDS)
 LANES = 8  # GC_W of 256-bit vectors, where this kernel runs (`reason`)
@@ -136,25 +139,27 @@ def reason(x: TensorType, w: TensorType, out: TensorType, attrs: dict) -> str | 
     return None
 
 
-def layout(x_shape: tuple, w_shape: tuple, padding: tuple) -> tuple[int, int, int, int]:
-    """(tile rows a band, ldv: a transformed row's floats, rowlen: a split row's, the
-    floats of one thread's scratch) for images of `x_shape` (N, C, H, W)."""
+def layout(x_shape: tuple, w_shape: tuple, padding: tuple) -> tuple[int, int, int, int, int]:
+    """(tile rows a band, images a task at most (several where an image is one band),
+    ldv: a transformed row's floats, rowlen: a split row's, the floats of one thread's
+    scratch) for images of `x_shape` (N, C, H, W)."""
     _, channels, height, width = x_shape
     out_ch = w_shape[0]
     top, left, bottom, right = padding
     ho, wo = height + top + bottom - 2, width + left + right - 2
     th, tw = (ho + 1) // 2, (wo + 1) // 2
     rows = max(1, min(th, BAND_BYTES // (64 * (channels + out_ch) * tw)))
-    ldv = -(-(rows * tw + LANES) // PANEL) * PANEL
+    group = max(1, BAND_BYTES // (64 * (channels + out_ch) * th * tw)) if rows == th else 1
+    ldv = -(-(group * rows * tw + LANES) // PANEL) * PANEL
     rowlen = -(-tw // LANES) * LANES + LANES
     split = 2 * (2 * rows + 2) * rowlen
     per_thread = split + 16 * ((channels + out_ch) * ldv + 2 * PANEL) + PANEL
-    return rows, ldv, rowlen, -(-per_thread // PANEL) * PANEL
+    return rows, group, ldv, rowlen, -(-per_thread // PANEL) * PANEL
 
 
 def scratch_size(x_shape: tuple, w_shape: tuple, padding: tuple) -> int:
     """Floats of the scratch a convolution of these shapes needs: `slots` threads'."""
-    return layout(x_shape, w_shape, padding)[3] * slots()
+    return layout(x_shape, w_shape, padding)[4] * slots()
 
 
 def slots() -> int:
@@ -183,7 +188,7 @@ class Convolution:
         self.fn, self.program = fn, program
         self.padding = tuple(int(p) for p in padding)
         self.codes = codes
-        rows, ldv, rowlen, per_thread = layout(x_shape, w_shape, self.padding)
+        rows, group, ldv, rowlen, per_thread = layout(x_shape, w_shape, self.padding)
         self.slots = slots()
         if scratch is None:
             scratch = matmul.aligned(per_thread * self.slots)
@@ -194,7 +199,7 @@ class Convolution:
         self.transformed = False
         self.constant_weight = constant_weight
         self.flags = np.zeros(1, np.int64)
-        self.sizes = (channels, *x_shape[2:], out_ch, *self.padding, rows, ldv, rowlen,
+        self.sizes = (channels, *x_shape[2:], out_ch, *self.padding, rows, group, ldv, rowlen,
                       per_thread, self.slots)  # fmt: skip
 
     def __call__(

@@ -212,30 +212,37 @@ static void wg_output(const wg_conv *c, int64_t image, int64_t o, int64_t i0, in
     if (!finite) __atomic_store_n(&c->flags[image], 1, __ATOMIC_RELAXED);
 }
 
-/* one task: band `band` of image `image`, through this thread's scratch */
-static void wg_task(const wg_conv *c, float *scratch, int64_t image, int64_t band) {
+/* one task: band `band` of `count` images from `image` (several images only where each
+   is one band: their tiles side by side in one product, the product's columns padded
+   to whole panels once rather than per image), through this thread's scratch */
+static void wg_task(const wg_conv *c, float *scratch, int64_t image, int64_t count,
+                    int64_t band) {
     int64_t i0 = band * c->rows, nb = c->th - i0 < c->rows ? c->th - i0 : c->rows;
-    int64_t tiles = nb * c->tw, N = (tiles + MM_NR - 1) / MM_NR * MM_NR;
+    int64_t tiles = nb * c->tw, N = (count * tiles + MM_NR - 1) / MM_NR * MM_NR;
     float *split = scratch, *V = split + 2 * (2 * c->rows + 2) * c->rowlen;
     float *M = V + 16 * wg_plane(c->C, c->ldv);
-    const float *x = c->x + image * c->C * c->H * c->W;
     for (int64_t ch = 0; ch < c->C; ch++)
-        wg_input(c, x + ch * c->H * c->W, ch, i0, nb, split, V);
+        for (int64_t k = 0; k < count; k++) {  /* in order: a row's spill is overwritten */
+            const float *x = c->x + ((image + k) * c->C + ch) * c->H * c->W;
+            wg_input(c, x, ch, i0, nb, split, V + k * tiles);
+        }
     int64_t panels = N / MM_NR;
     for (int xi = 0; xi < 16; xi++) {
         mm_args m = {.a = c->u + xi * c->O * c->C, .b = V + xi * wg_plane(c->C, c->ldv),
-                     .c = M + xi * wg_plane(c->O, c->ldv), .M = c->O, .K = c->C, .N = N, .rows1 = 1,
-                     .s0 = c->C, .sk = 1, .bk = c->ldv, .bj = 1};
+                     .c = M + xi * wg_plane(c->O, c->ldv), .M = c->O, .K = c->C, .N = N,
+                     .rows1 = 1, .s0 = c->C, .sk = 1, .bk = c->ldv, .bj = 1};
         for (int64_t p = 0; p < panels; p++)
             for (int64_t r0 = 0; r0 < c->O; r0 += MM_CHUNK)
                 mm_rows(&m, r0, r0 + MM_CHUNK < c->O ? r0 + MM_CHUNK : c->O, p);
     }
-    for (int64_t o = 0; o < c->O; o++) wg_output(c, image, o, i0, nb, M, N);
+    for (int64_t k = 0; k < count; k++)
+        for (int64_t o = 0; o < c->O; o++) wg_output(c, image + k, o, i0, nb, M + k * tiles, N);
 }
 
 /* m images (x: N, C, H, W; y: N, O, Ho, Wo) convolved with the 3 x 3 kernels whose
    transforms are in u (made from w first when `transform`), padding (top, left,
-   bottom, right), each band of `rows` tile rows a task on the OpenMP pool from
+   bottom, right), each band of `rows` tile rows (or up to `group` whole images, as
+   many tasks for every thread) a task on the OpenMP pool from
    `parallel_work` multiply-adds (counted as a direct convolution's), or `warm_work`
    while the pool is warm, in the scratch of up to `slots` threads (per_thread floats each);
    flags[k] is 1 after the call if image k's convolution has a value that is not
@@ -243,11 +250,11 @@ static void wg_task(const wg_conv *c, float *scratch, int64_t image, int64_t ban
    the program's full operands */
 GC_EXPORT void gc_winograd_f32(int64_t m, const float *x, const float *w, float *u, float *y,
         float *scratch, int64_t *flags, int64_t C, int64_t H, int64_t W, int64_t O,
-        int64_t top, int64_t left, int64_t bottom, int64_t right, int64_t rows, int64_t ldv,
-        int64_t rowlen, int64_t per_thread, int64_t slots, int64_t transform,
-        int64_t parallel_work, int64_t warm_work, int64_t first, int64_t steps, const int64_t *codes,
-        const float *op0, const float *op1, const float *op2, const float *op3,
-        const float *op4, const float *op5) {
+        int64_t top, int64_t left, int64_t bottom, int64_t right, int64_t rows, int64_t group,
+        int64_t ldv, int64_t rowlen, int64_t per_thread, int64_t slots, int64_t transform,
+        int64_t parallel_work, int64_t warm_work, int64_t first, int64_t steps,
+        const int64_t *codes, const float *op0, const float *op1, const float *op2,
+        const float *op3, const float *op4, const float *op5) {
     int64_t Ho = H + top + bottom - 2, Wo = W + left + right - 2;
     int64_t th = (Ho + 1) / 2, tw = (Wo + 1) / 2, work = m * O * C * Ho * Wo * 9;
     int threads = 1;
@@ -257,15 +264,20 @@ GC_EXPORT void gc_winograd_f32(int64_t m, const float *x, const float *w, float 
     if (threads > slots) threads = (int)slots;
     int parallel = threads > 1 && gc_parallel(work, parallel_work, warm_work);
     int64_t bands = (th + rows - 1) / rows;
-    if (parallel && m * bands < threads) {  /* fewer images than threads: smaller bands */
-        int64_t per_image = (threads + m - 1) / m;
-        rows = (th + per_image - 1) / per_image;
-        bands = (th + rows - 1) / rows;
+    if (bands > 1) group = 1;
+    if (parallel) {  /* as many tasks for every thread, of at most `group` images */
+        int64_t each = (m + threads * group - 1) / (threads * group);
+        group = (m + threads * each - 1) / (threads * each);
+        if (m * bands < threads) {  /* fewer images than threads: smaller bands */
+            int64_t per_image = (threads + m - 1) / m;
+            rows = (th + per_image - 1) / per_image;
+            bands = (th + rows - 1) / rows;
+        }
     }
     wg_conv c = {x, u, y, C, H, W, O, top, left, Ho, Wo, th, tw, rows, bands, ldv, rowlen,
                  per_thread, first, steps, codes, {op0, op1, op2, op3, op4, op5}, flags};
     if (m > 0) memset(flags, 0, sizeof(int64_t) * m);
-    int64_t tasks = m * bands;
+    int64_t tasks = (m + group - 1) / group * bands;
     #pragma omp parallel num_threads(threads) if (parallel)
     {
         int t = 0;
@@ -278,7 +290,11 @@ GC_EXPORT void gc_winograd_f32(int64_t m, const float *x, const float *w, float 
         }
         #pragma omp for schedule(static)
         for (int64_t task = 0; task < tasks; task++)
-            wg_task(&c, scratch + t * per_thread, task / bands, task % bands);
+        {
+            int64_t first_image = task / bands * group;
+            int64_t count = m - first_image < group ? m - first_image : group;
+            wg_task(&c, scratch + t * per_thread, first_image, count, task % bands);
+        }
     }
     if (parallel) gc_pool_used();
 }

@@ -274,6 +274,10 @@ GC_EXPORT void gc_winograd_f32(int64_t m, const float *x, const float *w, float 
             bands = (th + rows - 1) / rows;
         }
     }
+    /* rows of V and M as long as this call's tasks need (the scratch has room for the
+       longest): a batch of one in a layout for ten images spread its planes 10x wider */
+    int64_t need = (group * rows * tw + GC_W + MM_NR - 1) / MM_NR * MM_NR;
+    if (need < ldv) ldv = need;
     wg_conv c = {x, u, y, C, H, W, O, top, left, Ho, Wo, th, tw, rows, bands, ldv, rowlen,
                  per_thread, first, steps, codes, {op0, op1, op2, op3, op4, op5}, flags};
     if (m > 0) memset(flags, 0, sizeof(int64_t) * m);

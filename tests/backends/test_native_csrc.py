@@ -23,6 +23,7 @@ from graphc.backends.native import (
     threads,
     toolchain,
     wide_conv,
+    winograd,
 )
 
 # the texts the backend compiles, each as one translation unit; what every kernel starts
@@ -38,6 +39,7 @@ KERNELS = {
     **{f"max_pool_{k.name}": k.source for k in pool.KERNELS.values()},
     **{f"max_pool_backward_{k.name}": k.source for k in pool.BACKWARD_KERNELS.values()},
     "wide_conv": wide_conv.SOURCE,
+    "winograd": winograd.SOURCE,
     "loop": loops.SOURCE,
     # the templates, instantiated as the backend does, for each dtype; attention's text
     # carries its softmax kernel's first (two instances in one source)

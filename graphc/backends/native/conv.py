@@ -105,7 +105,7 @@ def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
     x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
     reason = direct_reason(x_t, w_t, out_t, step.attrs)
     # Winograd where the direct kernel is not worth running here: the same for every level
-    why_not = _winograd_reason(x_t, w_t, out_t, step.attrs, reason)
+    why_not = winograd.reason(x_t, w_t, out_t, step.attrs) if reason == SLOWER_HERE else None
     wino = reason == SLOWER_HERE and why_not is None
     if why_not is not None:
         reason = f"{reason}; Winograd's F(2x2, 3x3): {why_not}"
@@ -354,17 +354,6 @@ def _runner(gen: Generator) -> str:
     return state["direct"]
 
 
-def _winograd_reason(
-    x: TensorType, w: TensorType, out: TensorType, attrs: dict, direct: str | None
-) -> str | None:
-    """None when the Winograd kernel computes a convolution whose `direct_reason` is
-    `direct`: where the direct kernel is not worth running here and winograd.reason
-    allows; else why not (None too where the direct kernel runs)."""
-    if direct != SLOWER_HERE:
-        return None
-    return winograd.reason(x, w, out, attrs)
-
-
 def _winograd_scratch(gen: Generator) -> str:
     """The name of the scratch this plan's Winograd steps share (made once per thread:
     the steps of a thread run one after another), room for the largest of them."""
@@ -376,10 +365,9 @@ def _winograd_scratch(gen: Generator) -> str:
                 continue
             x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
             out_t = plan.values[step.output].type
-            direct = direct_reason(x_t, w_t, out_t, step.attrs)
             if (
-                direct == SLOWER_HERE
-                and _winograd_reason(x_t, w_t, out_t, step.attrs, direct) is None
+                direct_reason(x_t, w_t, out_t, step.attrs) == SLOWER_HERE
+                and winograd.reason(x_t, w_t, out_t, step.attrs) is None
             ):
                 shape = (0, *x_t.shape[1:])
                 size = max(size, winograd.scratch_size(shape, w_t.shape, step.attrs["padding"]))

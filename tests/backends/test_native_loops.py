@@ -13,7 +13,6 @@ is one C call replaying its body's kernel calls.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -27,11 +26,11 @@ import graphc as gc
 from graphc.backends.native import loops
 from graphc.backends.numpy.control import CompiledBody
 from tests.backends.test_native_scratch import _failing_instance
-from tests.backends.test_native_tiers import _wait_for_child
 from tests.budget import draws
 from tests.control_programs import PROGRAMS
 from tests.differential import quiet
 from tests.edge_values import bits_differ, edge_feeds
+from tests.forking import child_status
 from tests.native_checks import check_native, needs_native, normwise
 from tests.runtime.test_control_differential import (
     BINARY,
@@ -334,14 +333,7 @@ def test_a_forked_child_runs_the_loop() -> None:
     want = exe(*args)
     assert int(POOL_CLOCK[0]) > before, "no kernel ran on the pool"
     assert "runs in C" in exe.explain(*args)
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports by its exit status
-        code = 3
-        try:
-            code = 0 if np.array_equal(exe(*args), want) else 4
-        finally:
-            os._exit(code)
-    assert _wait_for_child(pid, 60) == 0
+    assert child_status(lambda: np.array_equal(exe(*args), want), 60) == 0
 
 
 def test_the_rnn_gradient_in_place_packed_once_and_read_where_it_lies(

@@ -6,7 +6,6 @@ tanh for some inputs: so each result says which tier computed it."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import warnings
@@ -20,6 +19,7 @@ import graphc as gc
 from graphc.backends.native import toolchain
 from graphc.runtime import backend as backends
 from graphc.runtime import tiers
+from tests.forking import child_status
 from tests.native_checks import failing_compiler, graphc_warnings, needs_native
 
 pytestmark = needs_native
@@ -206,15 +206,7 @@ def test_fork_during_a_background_build(cold: Path) -> None:
     exe = gc.compile(g)
     exe(x)  # starts the build
     _, fast = _tier_results(_graph("reference"), x)
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports by its exit status
-        code = 3
-        try:
-            ok = exe.wait(timeout=60) and np.array_equal(exe(x), fast)
-            code = 0 if ok else 4
-        finally:
-            os._exit(code)
-    status = _wait_for_child(pid, 90)
+    status = child_status(lambda: exe.wait(timeout=60) and np.array_equal(exe(x), fast), 90)
     assert status == 0, f"the child exited with {status}"
     assert exe.wait(timeout=120)
 
@@ -235,25 +227,5 @@ def test_fork_after_parallel_native_work(cold: Path) -> None:
     before = int(POOL_CLOCK[0])
     want = exe(x)
     assert int(POOL_CLOCK[0]) > before, "the kernel did not run on the pool"
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports by its exit status
-        code = 3
-        try:
-            code = 0 if np.array_equal(exe(x), want) else 4
-        finally:
-            os._exit(code)
-    status = _wait_for_child(pid, 60)
+    status = child_status(lambda: np.array_equal(exe(x), want), 60)
     assert status == 0, f"the child exited with {status}"
-
-
-def _wait_for_child(pid: int, seconds: float) -> int | str:
-    """The child's exit status, or "hung" (after killing it) when it takes longer."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.02)
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    return "hung"

@@ -7,39 +7,17 @@ import importlib
 import os
 import pkgutil
 import threading
-import time
-from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 import graphc as gc
 from graphc.runtime import forks
+from tests.forking import child_status
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()), _thread.RLock)
-
-
-def _child_status(child: Callable[[], bool], seconds: float = 15) -> int | str:
-    """Fork; the child runs `child()` (True: exit 0) and its exit status comes back, or
-    "hung" after `seconds`."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports by its exit status
-        code = 3
-        try:
-            code = 0 if child() else 4
-        finally:
-            os._exit(code)
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.01)
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    return "hung"
 
 
 def _held_by_a_thread(lock: threading.Lock) -> tuple[threading.Event, threading.Thread]:
@@ -63,8 +41,8 @@ def test_a_lock_held_by_another_thread_is_free_in_the_child() -> None:
     release, thread = _held_by_a_thread(ours)
     release_plain, thread_plain = _held_by_a_thread(plain)
     try:
-        assert _child_status(lambda: ours.acquire(timeout=5)) == 0
-        assert _child_status(lambda: not plain.acquire(timeout=0.2)) == 0
+        assert child_status(lambda: ours.acquire(timeout=5), 15) == 0
+        assert child_status(lambda: not plain.acquire(timeout=0.2), 15) == 0
         assert ours.locked()
     finally:
         release.set()
@@ -84,7 +62,7 @@ def test_an_event_keeps_its_flag_in_the_child() -> None:
         open_.set()
         return flags == (True, False) and open_.wait(1)
 
-    assert _child_status(child) == 0
+    assert child_status(child, 15) == 0
 
 
 def _graphc_modules() -> list[str]:
@@ -133,7 +111,7 @@ def test_an_executable_called_in_the_child_while_its_lock_was_held() -> None:
     release, thread = _held_by_a_thread(exe._lock)
     try:
         x = np.arange(5, dtype=np.float32)
-        assert _child_status(lambda: np.array_equal(exe(x), x * 3)) == 0
+        assert child_status(lambda: np.array_equal(exe(x), x * 3), 15) == 0
     finally:
         release.set()
         thread.join()

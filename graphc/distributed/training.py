@@ -306,11 +306,18 @@ class DataParallelStep:
             except _LostError:
                 self._drop(address)
         fenced: dict[str, tuple[int, Any]] = {}
+        slow: dict[str, StepTimeoutError] = {}
         for address, call in calls.items():
             try:
                 fenced.update(self._wait({address: call}, f"fencing epoch {self.epoch}"))
-            except (_LostError, StepTimeoutError):  # unreachable: never used again
+            except _LostError:  # unreachable: never used again
                 self._drop(address)
+            except StepTimeoutError as exc:
+                slow[address] = exc
+        if not fenced and slow:  # slow, not lost: keep them; the next call fences again
+            raise next(iter(slow.values()))
+        for address in slow:  # a fresh copy of an answering replica replaces each below
+            self._drop(address)
         if not fenced:
             raise WorkerLostError(
                 f"DataParallelStep: every worker holding a replica was lost; the state after "

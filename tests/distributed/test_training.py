@@ -223,6 +223,27 @@ def test_a_step_past_its_timeout_raises_and_the_next_call_settles(client) -> Non
         assert first[name].tobytes() == second[name].tobytes()
 
 
+def test_replicas_too_slow_to_fence_are_slow_not_lost(client) -> None:
+    """After a timed-out step the next call fences the replicas first. A fence that does
+    not finish within `timeout` is a StepTimeoutError like the step's, and the replicas
+    are kept: it used to drop every one of them and report the state lost."""
+    xs, ys = _batches()
+    with DataParallelStep(_step(), client) as parallel:
+        parallel.step(xs[0], ys[0])
+        parallel.timeout = 1e-4
+        for _ in range(3):
+            with pytest.raises(StepTimeoutError, match="did not finish within 0.0001 s"):
+                parallel.step(xs[1], ys[1])
+        parallel.timeout = 60.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an update applied before its step timed out
+            parallel.step(xs[2], ys[2])
+        assert 2 <= parallel.applied <= 5
+        first, second = parallel.states().values()
+    for name in first:
+        assert first[name].tobytes() == second[name].tobytes()
+
+
 def test_replicas_that_disagree_are_reported(client) -> None:
     """The replicas report their loss and a fingerprint of their new state each step: a
     replica whose state differs (here: given another run's parameters) is an error. Its

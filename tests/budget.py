@@ -1,8 +1,8 @@
 """How much of the generated tests a run takes.
 
 `python -m pytest` is the quick run: every test file, but a sample of the generated
-cases and a twentieth of the hypothesis draws (and tests/conftest.py keeps two cases of
-each parametrized test). `python -m pytest --full` (what CI
+cases and a twentieth of the hypothesis draws (and tests/conftest.py keeps the first case
+of each parametrized test). `python -m pytest --full` (what CI
 runs) takes every case, every draw and the tests marked slow. The sample is the same
 in every quick run (chosen by a stable hash of the case's id), and it always keeps the
 first cases of each op, so no op goes untested.

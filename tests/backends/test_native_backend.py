@@ -148,7 +148,6 @@ TAME_RTOL = {"float32": 2.0**-16, "float64": 2.0**-45}
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.reads_budget
-@pytest.mark.quick_cases(1)  # random graphs, each its kernels; --rest runs float64
 def test_tame_graphs_on_native_stay_close(dtype: str) -> None:
     """Guards the size of native's differences on realistic graphs: with ULP_BOUND ops
     on tame values the outputs stay normwise close to numpy's (and exact ones exact)."""

@@ -100,7 +100,6 @@ def test_random_gradients_in_c(program: Program, seed: int) -> None:
     check_in_c(joint, [program.feeds(joint, seed)])
 
 
-@pytest.mark.quick_cases(1)  # each program builds its bodies in C
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_named_programs_in_c(name: str) -> None:
     program = PROGRAMS[name]

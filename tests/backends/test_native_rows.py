@@ -51,7 +51,6 @@ def _reductions(shape: tuple, dtype: str, specs: list[tuple[str, dict]]) -> gc.G
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.quick_cases(1)  # a kernel per length; --rest runs the other dtype
 def test_row_sums_give_numpy_bits_on_every_length(dtype: str) -> None:
     """Pairwise summation: every branch (under 8, up to 128 with the rest, the recursive
     halves) at each length to 600 and at a few long ones, as sum and mean over the last

@@ -284,7 +284,6 @@ def _values(dtype: str, rng: np.random.Generator) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.quick_cases(1)  # each case builds dozens of kernels; --rest runs the others
 def test_exact_unary_ops_give_numpy_bits(dtype: str) -> None:
     """Guards the bit-exact emitters (sign, rounding, sqrt, reciprocal, casts, where,
     full_like, pow 2/3 as products) on specials and random bit patterns."""
@@ -296,7 +295,6 @@ def test_exact_unary_ops_give_numpy_bits(dtype: str) -> None:
 @pytest.mark.parametrize(
     "dtypes", [("float32", "float32"), ("float64", "float64"), ("float32", "float64")]
 )
-@pytest.mark.quick_cases(1)  # each case builds dozens of kernels; --rest runs the others
 def test_exact_binary_ops_give_numpy_bits_on_all_special_pairs(dtypes: tuple[str, str]) -> None:
     """Guards arithmetic, min/max (numpy's nan and -0.0 rules), comparisons, logical ops
     and where on every pair of special values and on random pairs (mixed dtypes promote)."""
@@ -356,7 +354,6 @@ LAYOUTS: dict[str, tuple[list[tuple], Callable]] = {
 
 
 @pytest.mark.parametrize(("layout", "dtype"), pairs(sorted(LAYOUTS), FLOATS))
-@pytest.mark.quick_cases(1)  # each case builds dozens of kernels; --rest runs the others
 def test_exact_ops_on_every_layout(layout: str, dtype: str) -> None:
     """Guards the operand modes (full, scalar, strided) and the per-call contiguous copy:
     every exact op, unary on x0 and binary on (x0, x1), gives numpy's bits whatever the

@@ -87,7 +87,6 @@ def test_graphc_modes_step_alike_and_keep_stepping(name: str) -> None:
     assert float(third[0]) < float(first[0])  # the steps train: the loss goes down
 
 
-@pytest.mark.quick_cases(1)  # each case builds a model's training step
 @pytest.mark.usefixtures("unit_learning_rate")
 @pytest.mark.parametrize("mode", [*GRAPHC, "jax"])
 @pytest.mark.parametrize("name", TRAINING)

@@ -450,7 +450,6 @@ def sequential(
     return np.stack(out) if out else elems
 
 
-@pytest.mark.quick_cases(1)  # each case jits a jax program
 @pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 7, 8, 13])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_associative_scan_of_matrix_products_matches_a_loop_and_jax(

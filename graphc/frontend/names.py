@@ -110,14 +110,24 @@ _GIVEN: weakref.WeakKeyDictionary[Graph, set[str]] = weakref.WeakKeyDictionary()
 def _user_frames(session: _Session) -> list[FrameType]:
     """The user's frames on this thread's stack inside the session, innermost first."""
     frames = []
+    stop, root, users = session.stop, session.root, _USERS
     frame: FrameType | None = sys._getframe(2)
-    while frame is not None and frame is not session.stop:
-        if _is_users(frame.f_code.co_filename):
+    while frame is not None and frame is not stop:
+        filename = frame.f_code.co_filename
+        mine = users.get(filename)
+        if mine is None:
+            mine = users[filename] = _is_users(filename)
+        if mine:
             frames.append(frame)
-        if frame is session.root:
+        if frame is root:
             break
         frame = frame.f_back
     return frames
+
+
+# _is_users by file name, read first (a dict lookup, where the cache is a call: this
+# runs for every frame of the stack at every node traced)
+_USERS: dict[str, bool] = {}
 
 
 def _rename(node: Node, variable: str) -> None:
@@ -129,13 +139,20 @@ def _rename(node: Node, variable: str) -> None:
         return  # `y = ...; gc.output(y, name="y")`: the output carries the name
     name = graph.fresh_name(variable)
     graph.rename(node, name)
-    _GIVEN.setdefault(graph, set()).add(name)
+    given = _GIVEN.get(graph)  # not setdefault: its weak reference is made anew each call
+    if given is None:
+        given = _GIVEN[graph] = set()
+    given.add(name)
 
 
 def _settle(session: _Session, live: list[FrameType]) -> None:
     """Read the frames of returned helpers (then forget them) and the live ones."""
+    frames = session.frames
+    if len(frames) == len(live):  # every frame met is on the stack (live ones are met)
+        _read_all(live, session.pending)
+        return
     on_stack = {id(f) for f in live}
-    finished = [session.frames.pop(k) for k in list(session.frames) if k not in on_stack]
+    finished = [frames.pop(k) for k in list(frames) if k not in on_stack]
     _read_all([*finished, *live], session.pending)
 
 
@@ -180,15 +197,18 @@ class _Observer:
         if session is None:
             return
         live = _user_frames(session)
+        frames = session.frames
         for frame in live:
-            session.frames.setdefault(id(frame), frame)
+            frames.setdefault(id(frame), frame)
         pending = session.pending
-        if any(id(x) in pending for x in node.inputs):
-            _settle(session, live)
-            for x in node.inputs:  # used now: had it been assigned, it was read above
-                pending.pop(id(x), None)
+        for x in node.inputs:
+            if id(x) in pending:
+                _settle(session, live)
+                for y in node.inputs:  # used now: had it been assigned, it was read above
+                    pending.pop(id(y), None)
+                break
         if node.kind == OP and _generated_name(node):
-            session.pending[id(node)] = (node, id(live[0]) if live else 0)
+            pending[id(node)] = (node, id(live[0]) if live else 0)
 
 
 def _begin(stop: FrameType | None, root: FrameType | None) -> None:

@@ -48,11 +48,13 @@ def attr_key(value: Any) -> Any:
 
 
 def node_key(node: Node, inputs: tuple[Node, ...]) -> tuple:
-    ids = tuple(id(x) for x in inputs)
-    if get_op(node.op).has("commutative"):  # f(x, y) and f(y, x) are one value
+    ids = tuple(map(id, inputs))
+    if "commutative" in get_op(node.op).props:  # f(x, y) and f(y, x) are one value
         ids = tuple(sorted(ids))
-    attrs = tuple(sorted((k, attr_key(v)) for k, v in node.attrs.items()))
-    return (node.op, node.type, ids, attrs)
+    attrs = node.attrs
+    if attrs:
+        return (node.op, node.type, ids, tuple(sorted((k, attr_key(attrs[k])) for k in attrs)))
+    return (node.op, node.type, ids, ())
 
 
 def eliminate_common_subexpressions(graph: Graph, log: PassLog | None = None) -> Graph:

@@ -10,6 +10,10 @@ pytest-xdist's workers) can meet one held.
 Every lock made here is made anew in the child, as the standard library does for its own
 (logging's handlers, concurrent.futures): the data a lock guarded is the parent's as of
 the fork, and each module's own fork handler puts right what a half-done update left.
+Those handlers take these locks, so this module's handler must run first: the child's
+handlers run in the order they were registered, and every module that registers one
+(tiers, toolchain, threads) imports this module, whose handler is registered at its
+import, before it registers its own.
 """
 
 from __future__ import annotations

@@ -495,9 +495,6 @@ OP_NAME_TABLES = {
     "the direct convolution's C opcodes for its epilogue program (the kernel's encoding)": {
         ("backends/native/direct_conv.py", "CODES"),
     },
-    "the convolution levels a plan's shared Winograd scratch is sized over": {
-        ("backends/native/conv.py", "in _winograd_scratch"),
-    },
     "a pass's rewrite function per control-flow op, each about that op's semantics": {
         ("passes/control.py", "REWRITES"),
     },

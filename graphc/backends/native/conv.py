@@ -361,7 +361,7 @@ def _winograd_scratch(gen: Generator) -> str:
     if "winograd_scratch" not in state:
         plan, size = gen.plan, 1
         for step in plan.steps:
-            if step.node.op not in ("conv2d", "conv2d_epilogue", "conv2d_fused"):
+            if gen.backend.lowerings.get(step.node.op) is not lower_conv:
                 continue
             x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
             out_t = plan.values[step.output].type

@@ -116,6 +116,8 @@ def _user_frames(session: _Session) -> list[FrameType]:
         filename = frame.f_code.co_filename
         mine = users.get(filename)
         if mine is None:
+            if len(users) >= 4096:  # bounded, as the cache behind it (a notebook's cells)
+                users.clear()
             mine = users[filename] = _is_users(filename)
         if mine:
             frames.append(frame)

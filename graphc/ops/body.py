@@ -64,6 +64,19 @@ def body_types(
             f"{op}: the body '{body.name}' has {len(body.inputs)} placeholders for "
             f"{len(types)} {what}s"
         )
+    if all(t == p.type for t, p in zip(types, body.inputs)):
+        # on its own placeholders' types a body's values have the types it holds: every
+        # graph keeps each node's type equal to its op's rule (verify checks it, bodies
+        # included); inferring a 5,000-op fused body again took 11 ms of a compile
+        return {node: node.type for node in body.nodes}
+    return inferred_types(body, types, op, what)
+
+
+def inferred_types(
+    body: Graph, types: Sequence[TensorType], op: str = "fused", what: str = "input"
+) -> dict[Node, TensorType | TupleType]:
+    """`body_types` by running every node's type rule (what it returns on the body's
+    own types without running them)."""
     bindings = bind_body_dims(body, types, op, what)
     result: dict[Node, TensorType | TupleType] = dict(zip(body.inputs, types))
     for node in body.nodes:

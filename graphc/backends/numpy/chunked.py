@@ -158,9 +158,14 @@ def _chunk(
     shared = gen.scratch
     used: list[tuple] = []
     lines = []
+    # a chunk of the whole output on the body's own types: its values have the body's
+    own = all(t == node.type for node, t in types.items())
     for node in members:
-        opdef = get_op(node.op)  # type: ignore[arg-type]
-        t = opdef.infer(*(types[x] for x in node.inputs), **node.attrs)
+        if own:
+            t = node.type
+        else:
+            opdef = get_op(node.op)  # type: ignore[arg-type]
+            t = opdef.infer(*(types[x] for x in node.inputs), **node.attrs)
         types[node] = t
         if node is slots.root:
             target = out

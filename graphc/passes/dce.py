@@ -16,7 +16,9 @@ from graphc.passes.report import PassLog
 
 
 def eliminate_dead_code(graph: Graph, log: PassLog | None = None) -> Graph:
-    """A copy of `graph` without the nodes no output needs.
+    """A copy of `graph` without the nodes no output needs; `graph` itself when every
+    node is needed (as `rewrite` returns a graph no rule changes: passes never edit
+    their input, so nothing can tell the two apart but the cost of the copy).
 
     >>> import graphc as gc
     >>> g = gc.parse('''
@@ -28,6 +30,8 @@ def eliminate_dead_code(graph: Graph, log: PassLog | None = None) -> Graph:
     2
     """
     live = live_nodes(graph)
+    if len(live) == len(graph.nodes):
+        return graph
     builder = GraphBuilder(graph)
     new: dict[Node, Node] = {}
     for node in graph.nodes:

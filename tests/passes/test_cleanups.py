@@ -140,6 +140,19 @@ def test_dce_keeps_placeholders_and_outputs() -> None:
     check_pass(gc.passes.eliminate_dead_code, before, after)
 
 
+def test_dce_returns_a_graph_with_nothing_dead_as_it_is() -> None:
+    """Nothing to remove: the graph itself (no copy, as rewrite does); something to
+    remove: a new graph, the input unchanged."""
+    whole = gc.parse("graph g(%x: f64[3]) {\n  %a: f64[3] = exp(%x)\n  output %y = %a\n}")
+    assert gc.passes.eliminate_dead_code(whole) is whole
+    dead = gc.parse(
+        "graph g(%x: f64[3]) {\n  %a: f64[3] = exp(%x)\n  %b: f64[3] = sin(%x)\n  output %y = %a\n}"
+    )
+    text = str(dead)
+    result = gc.passes.eliminate_dead_code(dead)
+    assert result is not dead and str(dead) == text and len(result.nodes) == 3
+
+
 def test_new_names_never_collide_with_later_names() -> None:
     # the replacement for x*x*2*3 is called 'mul...' while the old graph has 'mul_1' later
     before = """graph g(%x: f64[3]) {

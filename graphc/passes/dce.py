@@ -17,8 +17,8 @@ from graphc.passes.report import PassLog
 
 def eliminate_dead_code(graph: Graph, log: PassLog | None = None) -> Graph:
     """A copy of `graph` without the nodes no output needs; `graph` itself when every
-    node is needed (as `rewrite` returns a graph no rule changes: passes never edit
-    their input, so nothing can tell the two apart but the cost of the copy).
+    node is needed, as `rewrite` returns a graph no rule changes (passes never edit a
+    graph, so a result that is the input is safe to share).
 
     >>> import graphc as gc
     >>> g = gc.parse('''

@@ -158,7 +158,8 @@ def _chunk(
     shared = gen.scratch
     used: list[tuple] = []
     lines = []
-    # a chunk of the whole output on the body's own types: its values have the body's
+    # on the body's own types (a chunk that is the whole output) each member has the
+    # type the body holds for it: no rule to run again
     own = all(t == node.type for node, t in types.items())
     for node in members:
         if own:

@@ -39,7 +39,6 @@ are per thread: each thread names values from its own frames.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import sysconfig
@@ -65,8 +64,21 @@ _LIBRARY_DIRS = tuple(
 Value = TypeVar("Value")
 
 
-@functools.lru_cache(maxsize=4096)
+# whether a file is the user's, by its name: read for every frame of the stack at every
+# node traced (a dict lookup inline there, as a call costs more than the lookup)
+_USERS: dict[str, bool] = {}
+
+
 def _is_users(filename: str) -> bool:
+    mine = _USERS.get(filename)
+    if mine is None:
+        if len(_USERS) >= 4096:  # bounded (a notebook's cells are files of their own)
+            _USERS.clear()
+        mine = _USERS[filename] = _users_file(filename)
+    return mine
+
+
+def _users_file(filename: str) -> bool:
     if filename.startswith("<"):  # <stdin>, <string>, <doctest ...>, <ipython-input-...>
         return not filename.startswith("<frozen")
     path = os.path.abspath(filename)
@@ -116,20 +128,13 @@ def _user_frames(session: _Session) -> list[FrameType]:
         filename = frame.f_code.co_filename
         mine = users.get(filename)
         if mine is None:
-            if len(users) >= 4096:  # bounded, as the cache behind it (a notebook's cells)
-                users.clear()
-            mine = users[filename] = _is_users(filename)
+            mine = _is_users(filename)
         if mine:
             frames.append(frame)
         if frame is root:
             break
         frame = frame.f_back
     return frames
-
-
-# _is_users by file name, read first (a dict lookup, where the cache is a call: this
-# runs for every frame of the stack at every node traced)
-_USERS: dict[str, bool] = {}
 
 
 def _rename(node: Node, variable: str) -> None:

@@ -96,6 +96,21 @@ SLOWER_HERE = (
 )
 
 
+def _kernel_choice(
+    x: TensorType, w: TensorType, out: TensorType, attrs: dict
+) -> tuple[str | None, bool]:
+    """Why the direct kernel does not run (None: it does), with Winograd's own reason
+    where it was asked; and whether Winograd runs: where the direct kernel is not worth
+    running here and Winograd applies (the same for every level)."""
+    reason = direct_reason(x, w, out, attrs)
+    if reason != SLOWER_HERE:
+        return reason, False
+    why_not = winograd.reason(x, w, out, attrs)
+    if why_not is None:
+        return reason, True
+    return f"{reason}; Winograd's F(2x2, 3x3): {why_not}", False
+
+
 def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
     """The step as the direct convolution and/or its epilogue or body as a C kernel per
     chunk of images, or None (numpy runs the whole step) when neither applies. The
@@ -103,12 +118,7 @@ def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:
     plan = gen.plan
     out_t = plan.values[step.output].type
     x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
-    reason = direct_reason(x_t, w_t, out_t, step.attrs)
-    # Winograd where the direct kernel is not worth running here: the same for every level
-    why_not = winograd.reason(x_t, w_t, out_t, step.attrs) if reason == SLOWER_HERE else None
-    wino = reason == SLOWER_HERE and why_not is None
-    if why_not is not None:
-        reason = f"{reason}; Winograd's F(2x2, 3x3): {why_not}"
+    reason, wino = _kernel_choice(x_t, w_t, out_t, step.attrs)
     wide = None
     if reason == LARGER_KERNEL:
         why = wide_conv.wide_reason(x_t, w_t, out_t, step.attrs)
@@ -365,10 +375,7 @@ def _winograd_scratch(gen: Generator) -> str:
                 continue
             x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
             out_t = plan.values[step.output].type
-            if (
-                direct_reason(x_t, w_t, out_t, step.attrs) == SLOWER_HERE
-                and winograd.reason(x_t, w_t, out_t, step.attrs) is None
-            ):
+            if _kernel_choice(x_t, w_t, out_t, step.attrs)[1]:
                 shape = (0, *x_t.shape[1:])
                 size = max(size, winograd.scratch_size(shape, w_t.shape, step.attrs["padding"]))
         name = gen.fresh("winograd_scratch")

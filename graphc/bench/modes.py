@@ -89,10 +89,12 @@ def backend_note(exe: gc.Executable, args: tuple[Any, ...], backend: str, caught
 
     A plan that fell back to numpy raises `BackendMismatchError` (`caught`: the fallback
     warning, when one was seen). A scalar plan (every value one element, run on numpy
-    scalars) is the backend's own choice for such graphs, and is said so."""
+    scalars) is the backend's own choice for such graphs, and is said so, as is a plan
+    its backend runs as one C call (an entry in C: backends/native/entry.py)."""
     lines = exe.explain(*args).splitlines()
+    in_c = "; run as one C call" if any(x.startswith("entry: one C call") for x in lines) else ""
     if any(line.startswith("scalar plan") for line in lines):
-        return "scalar plan (numpy scalars)"
+        return "run as one C call" if in_c else "scalar plan (numpy scalars)"
     ran = _backend_of(lines)
     if ran != backend:
         why = f": {caught}" if caught else ""
@@ -106,7 +108,7 @@ def backend_note(exe: gc.Executable, args: tuple[Any, ...], backend: str, caught
     # a loop's or branch's body is planned (and lowered) on its own; explain shows its
     # steps without their backends, so the count is of the top-level steps only
     steps = "top-level steps" if any(_BODY.match(line) for line in lines) else "steps"
-    return f"{backend} {tags.count(backend)}/{len(tags)} {steps}{built}"
+    return f"{backend} {tags.count(backend)}/{len(tags)} {steps}{built}{in_c}"
 
 
 def settle(built: Any) -> None:

@@ -89,6 +89,20 @@ class ScalarPlans:
     name: str
 
 
+@dataclass(frozen=True)
+class Entries:
+    """A backend's way of running a whole small plan as one call of its own, without the
+    generated Python (native's: its kernels' calls replayed from C, native/entry.py).
+    `refuses(plan)` says why a signature's plan gets none (None: try); `build(backend,
+    plan, spec)` makes one, on the builder thread of runtime/tiers.py (it may run a build
+    tool), or raises; what it returns has `bind(fallback)`, the callable entry (the
+    executable's positional feeds in, its results out; any call it does not take goes to
+    `fallback` unchanged), and `describe()`, a line for explain."""
+
+    refuses: Callable[[Any], str | None]
+    build: Callable[[Backend, Any, Any], Any]
+
+
 @dataclass
 class Backend:
     """How plans run on one kind of executor.
@@ -116,6 +130,8 @@ class Backend:
     # how a plan whose every value is one element runs without buffers (None: as any
     # other plan)
     scalar_plans: ScalarPlans | None = None
+    # how a small plan runs as one call, without the generated Python (None: it does not)
+    entries: Entries | None = None
     # per op, what its lowering here declared about bits other than numpy's (the
     # register_lowering call's `inexact`): the source of `inexact` below
     inexact_lowerings: dict[str, Inexact] = field(default_factory=dict)

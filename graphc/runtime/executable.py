@@ -46,6 +46,7 @@ from graphc.passes.report import OptimizationReport
 from graphc.runtime import forks, tiers
 from graphc.runtime.backend import (
     Backend,
+    BackendUnavailableError,
     KernelsNotBuiltError,
     chain,
     resolve,
@@ -120,13 +121,19 @@ def collector_paused() -> Iterator[None]:
 
 class Compiled:
     """One signature's plan and generated code, shared by the threads that run it; `job`
-    builds its fast tier in the background (None: `generated` is final)."""
+    builds its fast tier in the background (None: `generated` is final). Once the final
+    tier is in, `entry_job` may build the backend's entry for it (Backend.entries:
+    the plan as one call), `entry` once built; `entry_note` says why there is none."""
 
     def __init__(self, plan: Plan, generated: Generated, job: tiers.Job | None = None) -> None:
         self.plan = plan
         self.generated = generated
         self.job = job
         self.constants = [np.asarray(plan.nodes[name].value, order="C") for name in plan.constants]
+        self.spec: Any = None  # the specialized graph's types (the entry plans with them)
+        self.entry_job: tiers.Job | None = None
+        self.entry: Any = None
+        self.entry_note: str | None = None
 
     def instantiate(self, states: list[np.ndarray]) -> Any:
         return self.generated.instantiate(self.plan.arena_bytes, self.constants, states)
@@ -194,6 +201,7 @@ class Executable:
         self._local = threading.local()
         self.plans_built = 0
         self._last: Compiled | None = None
+        self._in_c: Any = None  # the backend's entry of the signature built last (Compiled.entry)
         self._entry = self._make_entry()
         if all(p.type.is_concrete for p in placeholders):
             self._compile_signature(signature([(p.type.shape, p.type.dtype) for p in self._data]))
@@ -239,6 +247,19 @@ class Executable:
         return tuple(given[n] for n in names)
 
     def _make_entry(self) -> Any:
+        """The callable every call goes through: the Python entry below, behind the
+        backend's entry for one signature where one is built (it hands every other call
+        to the Python one)."""
+        python = self._python_entry()
+        if self._in_c is not None:
+            try:
+                return self._in_c.bind(python)
+            except Exception as exc:  # noqa: BLE001 - the Python entry runs everything
+                warn_once(f"graphc: an entry in C could not be made ({exc}); calls run in Python")
+                self._in_c = None
+        return python
+
+    def _python_entry(self) -> Any:
         params = [f"a{k}" for k in range(len(self._data))]
         # only an exact ndarray is trusted: any other object with `shape` and `dtype`
         # attributes (an eager tensor, a subclass, a duck) takes the checked slow path
@@ -295,6 +316,8 @@ class Executable:
         finally:
             if job is not None:  # the fast tier builds once this first call is over
                 job.start()
+                if compiled.entry_job is not None:
+                    compiled.entry_job.start()
 
     # -- specialization -----------------------------------------------------------
 
@@ -333,6 +356,9 @@ class Executable:
                 compiled = Compiled(plan, scalars.generate(plan, self.check_numerics))  # type: ignore[union-attr]
             else:
                 compiled = self._generate(plan)
+            compiled.spec = spec
+            if cache and compiled.job is None:
+                self._plan_entry(compiled)
             if cache:
                 self._compiled[key] = compiled
                 if len(self._compiled) > self.plan_cache_size:
@@ -384,6 +410,45 @@ class Executable:
             compiled.generated = job.result
             self._local = threading.local()
             self._entry = self._make_entry()
+            self._plan_entry(compiled)
+        if compiled.entry_job is not None:
+            compiled.entry_job.start()
+
+    def _plan_entry(self, compiled: Compiled) -> None:
+        """Give `compiled` (on its final tier) a job building the backend's entry, where
+        the backend has entries and this plan may get one; else say why not."""
+        entries = self.backend.entries
+        if entries is None:
+            return
+        plan = compiled.plan
+        if self.check_numerics:
+            why = "check_numerics runs the generated Python"
+        elif not plan.scalar and compiled.generated.backend != self.backend.name:
+            why = f"the plan runs on {compiled.generated.backend}"
+        else:
+            why = entries.refuses(plan)
+        if why is not None:
+            compiled.entry_note = f"entry: Python ({why})"
+            return
+        backend = self.backend
+
+        def build() -> Any:
+            try:
+                return entries.build(backend, plan, compiled.spec)
+            except BackendUnavailableError as exc:
+                raise tiers.UnavailableError(str(exc)) from None
+
+        compiled.entry_job = tiers.Job(build, lambda job: self._install_entry(compiled, job))
+
+    def _install_entry(self, compiled: Compiled, job: tiers.Job) -> None:
+        """A finished entry job (on the builder thread): the entry takes this signature's
+        calls from now on (the one built last has it; the others run in Python)."""
+        if job.result is None:
+            compiled.entry_note = f"entry: Python (no entry in C: {job.error})"
+            return
+        with self._lock:
+            compiled.entry = self._in_c = job.result
+            self._entry = self._make_entry()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until every plan built so far runs on its final tier: the backend's
@@ -399,13 +464,14 @@ class Executable:
         >>> exe.wait()
         True
         """
-        with self._lock:
-            jobs = [c.job for c in self._compiled.values() if c.job is not None]
         deadline = None if timeout is None else time.perf_counter() + timeout
-        for job in jobs:
-            left = None if deadline is None else max(0.0, deadline - time.perf_counter())
-            if not job.wait(left):
-                return False
+        for attribute in ("job", "entry_job"):  # an entry job is made once its tier is in
+            with self._lock:
+                jobs = [getattr(c, attribute) for c in self._compiled.values()]
+            for job in jobs:
+                left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+                if job is not None and not job.wait(left):
+                    return False
         return True
 
     @property
@@ -546,6 +612,12 @@ class Executable:
         header = rules_header(self.opt_level, self.fast_math, self.value_changing)
         if compiled.job is not None:
             header += "\n" + compiled.job.describe()
+        if compiled.entry is not None:
+            header += "\n" + compiled.entry.describe()
+        elif compiled.entry_note is not None:
+            header += "\n" + compiled.entry_note
+        elif compiled.entry_job is not None:
+            header += "\nentry: Python, while its entry in C is built (or waits for the first call)"
         return format_plan(compiled.plan, header, compiled.generated)
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:

@@ -132,6 +132,8 @@ def _work() -> None:
             with _lock:
                 if job in _pending:
                     _pending.remove(job)
+            # the job's callback holds its executable: not kept alive while idle here
+            del job
 
 
 def pending() -> int:

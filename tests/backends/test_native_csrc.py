@@ -1,7 +1,8 @@
 """The native backend's fixed C in csrc/: found as package data, every file used, and
 each compiling with the toolchain's flags in the place the backend puts it (the prelude
 on its own, each kernel after the kernels' header, the thread callback and the probe on
-their own), checked with `-fsyntax-only` (skipped without a working compiler)."""
+their own, the entry module with the interpreter's and numpy's headers), checked with
+`-fsyntax-only` (skipped without a working compiler)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from graphc.backends.native import (
     attention,
     c_sources,
     direct_conv,
+    entry,
     loops,
     matmul,
     norm,
@@ -62,6 +64,7 @@ UNITS = {
     **{name: KERNEL_PRELUDE + text for name, text in KERNELS.items()},
     "threads.c": threads.SOURCE,
     "probe.c": toolchain.PROBE,
+    "entry.c": entry.SOURCE,  # a CPython extension: with the interpreter's and numpy's headers
 }
 
 
@@ -91,8 +94,14 @@ def _compiler() -> toolchain.Toolchain:
 def test_compiles(unit: str) -> None:
     chain = _compiler()
     flags = [f for f in chain.flags if f != "-shared"]
+    includes: list[str] = []
+    if unit == "entry.c":
+        found, why = entry.headers()
+        if why is not None:
+            pytest.skip(why)
+        includes = [f"-I{where}" for where in found]
     done = subprocess.run(
-        [chain.compiler, *flags, "-fsyntax-only", "-Werror", "-x", "c", "-"],
+        [chain.compiler, *flags, *includes, "-fsyntax-only", "-Werror", "-x", "c", "-"],
         input=UNITS[unit],
         capture_output=True,
         text=True,

@@ -23,6 +23,7 @@ from graphc.backends.native import (
     attention,
     calls,
     conv,
+    entry,
     fusion,
     loops,
     matmul,
@@ -454,6 +455,7 @@ BACKEND = register_backend(
         ready=toolchain.probed,
         finish=finish,
         scalar_plans=replace(numpy_scalar.PLANS, supports=_scalar_supports),
+        entries=entry.ENTRIES,
         fusion=lambda fast_math: fusion.passes(BACKEND.inexact, fast_math),
     )
 )

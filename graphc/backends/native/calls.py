@@ -126,9 +126,10 @@ def plan_state(gen: Any) -> dict[str, Any]:
 
 def loop_constants(gen: Any) -> frozenset[int] | None:
     """When `gen` plans a loop's body that is to run in C (loops.py): the positions of its
-    inputs that are the same at every step (the loop's constants); else None."""
-    if gen.parent is None:
-        return None
+    inputs that are the same at every step (the loop's constants); none for a whole plan
+    run as one C call (entry.py); else None."""
+    if gen.parent is None:  # a whole plan run as a tape (entry.py) has no constants
+        return frozenset() if plan_state(gen).get("whole") else None
     bodies = plan_state(gen.parent).get("taping")
     return bodies[-1] if bodies else None
 

@@ -476,9 +476,42 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(f.name, path)
 
 
+def build_extension(source: str, includes: Sequence[str], tag: str, compile: bool = True) -> Path:
+    """The file of the CPython extension module built from `source` with `includes` on
+    the include path (the interpreter's and numpy's headers): from the disk cache, or
+    the compiler. `tag` names what the module is built against (their versions), so
+    another interpreter or numpy gets its own file. With `compile` False, raises
+    NotBuiltError instead of running the compiler; BuildError as `build_units`."""
+    chain = toolchain()
+    if isinstance(chain, str):
+        raise BuildError(chain)
+    key = source_hash(chain, "\0".join([tag, *includes, source]))
+    path = cache_dir() / f"graphc_{key}.so"
+    if not path.exists():
+        if not compile:
+            raise NotBuiltError("the entry module is not built")
+        _compile_file(chain, source, path, includes=includes)
+    return path
+
+
 def _compile(
     chain: Toolchain, source: str, path: Path, mine: set[subprocess.Popen] | None = None
 ) -> ctypes.CDLL:
+    _compile_file(chain, source, path, mine)
+    try:
+        return ctypes.CDLL(str(path))
+    except OSError as exc:
+        raise BuildError(f"the library {path.name} did not load: {exc}") from None
+
+
+def _compile_file(
+    chain: Toolchain,
+    source: str,
+    path: Path,
+    mine: set[subprocess.Popen] | None = None,
+    includes: Sequence[str] = (),
+) -> None:
+    """Compile `source` into the library file `path`."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = tempfile.TemporaryDirectory(dir=path.parent)
@@ -492,6 +525,7 @@ def _compile(
             chain.compiler,
             *chain.flags,
             f"-I{path.parent}",
+            *(f"-I{where}" for where in includes),
             str(c_file),
             "-o",
             str(target),
@@ -508,10 +542,6 @@ def _compile(
                 message[-4000:] or f"{chain.compiler} exited {done.returncode}"
             )
         os.replace(target, path)  # atomic: a concurrent process sees all of it or nothing
-    try:
-        return ctypes.CDLL(str(path))
-    except OSError as exc:
-        raise BuildError(f"the library {path.name} did not load: {exc}") from None
 
 
 def run_compiler(

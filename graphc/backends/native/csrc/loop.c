@@ -436,6 +436,12 @@ static int64_t gc_tape_run(const int64_t *tape, int64_t *args, const int64_t *sl
     return 0;
 }
 
+/* One run of a tape outside any loop: a whole plan recorded as one (native/entry.py),
+   its slots the plan's inputs then its outputs. Returns what gc_tape_run returns. */
+GC_EXPORT int64_t gc_tape_once(const int64_t *tape, int64_t *args, const int64_t *slots) {
+    return gc_tape_run(tape, args, slots);
+}
+
 /* A scan of `length` steps (reversed: t from length - 1 down). `bases` holds, in slot
    order, the initial carries, the stacked xs, the constants, the final carries and
    the stacked ys; `rows` each slot's bytes per step (xs and ys; 0 elsewhere). The

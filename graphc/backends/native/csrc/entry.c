@@ -1,0 +1,195 @@
+/* An executable's entry in C: a small plan's whole run as one call (native/entry.py).
+
+   A CPython extension module, `_graphc_entry`, built once per interpreter and numpy
+   (not per graph). Its one type, Entry, is called with an executable's positional
+   data feeds. When every feed is an exact numpy array of the dtype, shape and layout
+   (C-ordered, aligned, native byte order) the entry was made for, it allocates the
+   outputs, points the tape's slots at the feeds and the outputs, and replays the tape:
+   the kernel calls one run of the plan's native code makes, recorded once
+   (loops.py, csrc/loop.c's gc_tape_once). Any other call goes to `fallback`, the
+   executable's Python entry, unchanged: it checks, converts or raises as before.
+
+   The tape's buffers (its arguments and slots, the plan's arena) are one set per
+   entry, used with the GIL held from the slots' filling to the tape's end, so calls
+   from several threads take turns; no Python code runs in between (the outputs are
+   allocated before any slot is written, as an allocation may run the collector).
+   Only plans whose work is small are made entries (entry.py's limits): a large one
+   gains nothing from a C entry and would hold the GIL through its kernels. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int64_t (*gc_tape_fn)(const int64_t *tape, int64_t *args, const int64_t *slots);
+
+#define GC_ENTRY_MAX_ARRAYS 256
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fallback; /* the executable's Python entry: every other call */
+    PyObject *failed;   /* called with a failing call's index in the tape: raises */
+    PyObject *keep;     /* owns the memory the addresses below point into */
+    gc_tape_fn run;
+    const int64_t *tape;
+    int64_t *args;
+    int64_t *slots;   /* the feeds' then the outputs' data addresses */
+    const int64_t *specs; /* per feed, then per output: typenum, ndim, the dims */
+    Py_ssize_t nin, nout;
+    int returns; /* 0: None, 1: the one output, 2: a tuple of the outputs */
+} Entry;
+
+static int entry_traverse(Entry *self, visitproc visit, void *arg) {
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->failed);
+    Py_VISIT(self->keep);
+    return 0;
+}
+
+static int entry_clear(Entry *self) {
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->failed);
+    Py_CLEAR(self->keep);
+    return 0;
+}
+
+static void entry_dealloc(Entry *self) {
+    PyObject_GC_UnTrack(self);
+    entry_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Whether `o` is an exact ndarray as `spec` describes, laid out as the tape was
+   recorded for (C order, aligned, native byte order). */
+static int matches(PyObject *o, const int64_t *spec) {
+    if (!PyArray_CheckExact(o)) return 0;
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_TYPE(a) != spec[0] || PyArray_NDIM(a) != spec[1]) return 0;
+    if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) || !PyArray_ISNOTSWAPPED(a))
+        return 0;
+    const npy_intp *dims = PyArray_DIMS(a);
+    for (int64_t k = 0; k < spec[1]; k++)
+        if (dims[k] != spec[2 + k]) return 0;
+    return 1;
+}
+
+static PyObject *entry_call(PyObject *callable, PyObject *const *argv, size_t nargsf,
+                            PyObject *kwnames) {
+    Entry *self = (Entry *)callable;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || n != self->nin) goto other;
+    const int64_t *spec = self->specs;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!matches(argv[i], spec)) goto other;
+        spec += 2 + spec[1];
+    }
+    PyObject *outs[GC_ENTRY_MAX_ARRAYS];
+    for (Py_ssize_t j = 0; j < self->nout; j++) {
+        outs[j] = PyArray_SimpleNew((int)spec[1], (npy_intp *)(spec + 2), (int)spec[0]);
+        if (outs[j] == NULL) {
+            for (Py_ssize_t k = 0; k < j; k++) Py_DECREF(outs[k]);
+            return NULL;
+        }
+        spec += 2 + spec[1];
+    }
+    /* no Python code runs from here to the tape's end */
+    for (Py_ssize_t i = 0; i < n; i++)
+        self->slots[i] = (int64_t)PyArray_DATA((PyArrayObject *)argv[i]);
+    for (Py_ssize_t j = 0; j < self->nout; j++)
+        self->slots[n + j] = (int64_t)PyArray_DATA((PyArrayObject *)outs[j]);
+    int64_t failed = self->run(self->tape, self->args, self->slots);
+    if (failed) {
+        for (Py_ssize_t j = 0; j < self->nout; j++) Py_DECREF(outs[j]);
+        PyObject *raised = PyObject_CallFunction(self->failed, "L", (long long)(failed - 1));
+        Py_XDECREF(raised);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_MemoryError, "graphc: a native kernel failed");
+        return NULL;
+    }
+    if (self->returns == 0) {
+        for (Py_ssize_t j = 0; j < self->nout; j++) Py_DECREF(outs[j]);
+        Py_RETURN_NONE;
+    }
+    if (self->returns == 1) return outs[0];
+    PyObject *result = PyTuple_New(self->nout);
+    if (result == NULL) {
+        for (Py_ssize_t j = 0; j < self->nout; j++) Py_DECREF(outs[j]);
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j < self->nout; j++) PyTuple_SET_ITEM(result, j, outs[j]);
+    return result;
+other:
+    return PyObject_Vectorcall(self->fallback, argv, nargsf, kwnames);
+}
+
+static PyTypeObject EntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_graphc_entry.Entry",
+    .tp_doc = "An executable's entry in C: one signature's plan run as one call.",
+    .tp_basicsize = sizeof(Entry),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Entry, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_traverse = (traverseproc)entry_traverse,
+    .tp_clear = (inquiry)entry_clear,
+    .tp_dealloc = (destructor)entry_dealloc,
+};
+
+static void *address(PyObject *o) { return PyLong_AsVoidPtr(o); }
+
+/* make(fallback, failed, keep, run, tape, args, slots, specs, nin, nout, returns): the
+   addresses as ints, into memory `keep` holds; `specs` as Entry's. */
+static PyObject *make(PyObject *module, PyObject *argv) {
+    PyObject *fallback, *failed, *keep, *run, *tape, *args, *slots, *specs;
+    Py_ssize_t nin, nout;
+    int returns;
+    if (!PyArg_ParseTuple(argv, "OOOOOOOOnni", &fallback, &failed, &keep, &run, &tape, &args,
+                          &slots, &specs, &nin, &nout, &returns))
+        return NULL;
+    if (nin < 0 || nout < 0 || nin + nout > GC_ENTRY_MAX_ARRAYS || returns < 0 || returns > 2 ||
+        (returns == 1 && nout != 1) || (returns == 0 && nout != 0)) {
+        PyErr_SetString(PyExc_ValueError, "_graphc_entry.make: inconsistent counts");
+        return NULL;
+    }
+    Entry *self = PyObject_GC_New(Entry, &EntryType);
+    if (self == NULL) return NULL;
+    self->vectorcall = entry_call;
+    self->run = (gc_tape_fn)address(run);
+    self->tape = (const int64_t *)address(tape);
+    self->args = (int64_t *)address(args);
+    self->slots = (int64_t *)address(slots);
+    self->specs = (const int64_t *)address(specs);
+    self->nin = nin;
+    self->nout = nout;
+    self->returns = returns;
+    Py_INCREF(fallback);
+    self->fallback = fallback;
+    Py_INCREF(failed);
+    self->failed = failed;
+    Py_INCREF(keep);
+    self->keep = keep;
+    if (PyErr_Occurred()) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+static PyMethodDef methods[] = {
+    {"make", make, METH_VARARGS, "Make an Entry (native/entry.py says how)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_graphc_entry", "graphc's entries in C.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__graphc_entry(void) {
+    import_array();
+    if (PyType_Ready(&EntryType) < 0) return NULL;
+    return PyModule_Create(&module);
+}

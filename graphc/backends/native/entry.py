@@ -1,0 +1,223 @@
+"""A small plan as one C call: the executable's entry in C (csrc/entry.c).
+
+An executable's call on native runs its plan's generated Python: a key lookup, then per
+step a kernel call through cffi, with the addresses of the arrays made per call. For a
+graph of a few small steps that interpreter work is most of the call (the tutorials'
+tiny graph: 2.8 us, of which the arithmetic is nothing). Here a plan whose every step
+runs native is made an entry in C:
+
+- **Planning.** The signature's graph is planned again as a body is (its outputs are
+  buffers the caller gives) with every step it can lower a kernel whatever its size, as
+  a loop's body in C is (loops.py); a step native declines keeps the plan out.
+- **Recording.** Its code is run once on scratch arrays with each kernel replaced by a
+  recorder (loops.record): the calls become a tape whose slots are the feeds, then the
+  outputs. Calls that only pack constants (the prologue) are made once, here.
+- **Calling.** The entry (an extension type, built once per interpreter and numpy)
+  checks that each feed is an exact ndarray of the recorded dtype, shape and layout,
+  allocates the outputs, and replays the tape (csrc/loop.c's gc_tape_once). Anything
+  else goes to the Python entry, which checks, converts or raises as before.
+
+Bits: the tape makes the calls the plan's native code makes, on the same kernels; a
+step that numpy's ufunc would have run at this size (native/__init__.py's SMALL) runs
+its kernel instead, which gives numpy's bits wherever native is exact (docs/trust.md).
+
+Limits: a plan of at most MAX_STEPS steps and MAX_BYTES of arena and outputs (the
+entry holds the GIL through its kernels, and for a larger plan the interpreter's share
+of a call is small anyway), no state, no loops or branches (their Python objects
+cannot be recorded), and Python's C headers installed (python3-dev on Debian). explain
+says which entry a plan has, or why none.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+import importlib.util
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphc.backends.native import calls, loops, rows, toolchain
+from graphc.backends.native.c_sources import c_source
+from graphc.ir.graph import Graph
+from graphc.runtime import forks
+from graphc.runtime.backend import Backend, BackendUnavailableError, Entries, KernelsNotBuiltError
+from graphc.runtime.codegen import Generator
+from graphc.runtime.plan import Plan, Step, build_plan
+
+SOURCE = c_source("entry.c")
+MAX_STEPS = 256
+MAX_BYTES = 1 << 20  # arena and outputs
+MAX_ARRAYS = 256  # feeds and outputs (GC_ENTRY_MAX_ARRAYS)
+
+_lock = forks.lock()
+_module: list[Any] = []  # the loaded extension module, once
+_runner: list[int] = []  # gc_tape_once's address, once
+
+
+def headers() -> tuple[list[str], str | None]:
+    """The include directories the module builds with, or why it cannot be built here."""
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return [], "this interpreter is free-threaded (the entry relies on the GIL)"
+    python = sysconfig.get_paths()["include"]
+    if not (Path(python) / "Python.h").exists():
+        return [], f"Python's C headers are not installed ({python}/Python.h is missing)"
+    return [python, np.get_include()], None
+
+
+def module(compile: bool = True) -> Any:
+    """The extension module, built (or found on disk) and loaded once per process."""
+    with _lock:
+        if _module:
+            return _module[0]
+        includes, why = headers()
+        if why is not None:
+            raise BackendUnavailableError(why)
+        tag = f"{sys.version} numpy {np.__version__}"
+        for attempt in range(2):  # a damaged cached file is built again, once
+            try:
+                path = toolchain.build_extension(SOURCE, includes, tag, compile=compile)
+            except toolchain.NotBuiltError as exc:
+                raise KernelsNotBuiltError(f"native: {exc}") from None
+            except toolchain.BuildError as exc:
+                raise BackendUnavailableError(f"building the entry module failed: {exc}") from None
+            loader = importlib.machinery.ExtensionFileLoader("_graphc_entry", str(path))
+            spec = importlib.util.spec_from_file_location("_graphc_entry", path, loader=loader)
+            try:
+                found = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+                loader.exec_module(found)
+            except ImportError as exc:
+                if attempt == 0:
+                    path.unlink(missing_ok=True)
+                    continue
+                raise BackendUnavailableError(f"the entry module does not load: {exc}") from None
+            _module.append(found)
+            return found
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def runner(compile: bool = True) -> int:
+    """The address of csrc/loop.c's gc_tape_once, from the loops' runner library."""
+    with _lock:
+        if not _runner:
+            try:
+                built = toolchain.build_units([loops.SOURCE], rows.prelude(), compile=compile)
+            except toolchain.NotBuiltError as exc:
+                raise KernelsNotBuiltError(f"native: {exc}") from None
+            except toolchain.BuildError as exc:
+                raise BackendUnavailableError(f"building the tape runner failed: {exc}") from None
+            found = ctypes.cast(built[loops.SOURCE].library.gc_tape_once, ctypes.c_void_p)
+            _runner.append(int(found.value or 0))
+        return _runner[0]
+
+
+def refuses(plan: Plan) -> str | None:
+    """Why `plan` (a signature's plan, as the executable runs it) gets no entry in C;
+    None when one is worth trying (it may still be refused when recorded)."""
+    if plan.state or plan.updates:
+        return "the plan holds state"
+    if any(_has_body(step) for step in plan.steps):
+        return "the plan has loops or branches"
+    if len(plan.steps) > MAX_STEPS:
+        return f"the plan has {len(plan.steps)} steps (an entry in C takes at most {MAX_STEPS})"
+    nbytes = plan.arena_bytes + plan.output_bytes
+    if nbytes > MAX_BYTES:
+        return f"its arena and outputs take {nbytes} bytes (an entry in C takes at most {MAX_BYTES})"
+    if len(plan.inputs) + len(plan.returns) > MAX_ARRAYS:
+        return f"it has more than {MAX_ARRAYS} inputs and outputs"
+    return None
+
+
+def _has_body(step: Step) -> bool:
+    """A control-flow step (a fused group's body is no loop: its kernel is one call)."""
+    return step.node.op != "fused" and any(isinstance(v, Graph) for v in step.attrs.values())
+
+
+def _types(plan: Plan, names: list[str]) -> list[Any]:
+    return [plan.values[name].type for name in names]
+
+
+@dataclass
+class Made:
+    """A signature's entry in C, before it is bound to its executable's Python entry:
+    its tape and the memory the tape points into (`keep`)."""
+
+    tape: loops.Tape
+    slots: np.ndarray
+    specs: np.ndarray
+    keep: tuple
+    nin: int
+    nout: int
+    steps: int
+
+    def bind(self, fallback: Any) -> Any:
+        """The callable entry: this signature in C, every other call `fallback`'s."""
+        at = calls.address_int
+        returns = 0 if self.nout == 0 else 1 if self.nout == 1 else 2
+        return module().make(
+            fallback,
+            self.failed,
+            self.keep,
+            runner(),
+            at(self.tape.words),
+            at(self.tape.args),
+            at(self.slots),
+            at(self.specs),
+            self.nin,
+            self.nout,
+            returns,
+        )
+
+    def failed(self, index: int) -> None:
+        calls.scratch_failed(self.tape.ops[index])
+
+    def describe(self) -> str:
+        return f"entry: one C call ({len(self.tape.ops)} kernel call(s) for {self.steps} step(s))"
+
+
+def build(backend: Backend, plan: Plan, spec: Any) -> Made:
+    """`plan`'s signature planned for C, recorded and made an entry (on the builder
+    thread: it may run the compiler). Raises loops.NotRecordedError when a call cannot
+    be recorded, BackendUnavailableError where the module cannot be built."""
+    module()
+    run_tape = runner()
+    given = build_plan(plan.graph, spec, plan.signature, given_outputs=True)
+    gen = Generator(given, False, backend)
+    calls.plan_state(gen)["whole"] = True
+    generated = gen.generate()
+    if generated.backend != backend.name:  # pragma: no cover - generate raised instead
+        raise BackendUnavailableError("the plan was generated on another backend")
+    constants = [np.asarray(given.nodes[name].value, order="C") for name in given.constants]
+    run = generated.instantiate(given.arena_bytes, constants, [])
+    kernels = generated.state.get("native", {}).get("kernels", {})
+    types = _types(given, given.inputs) + [spec.types[o] for o in plan.graph.outputs]
+    slots = [np.empty(t.shape, t.dtype) for t in types]
+    tape = loops.record(run, kernels, slots, range(0))
+    words = np.zeros(len(types) + 1, np.int64)
+    pro_words, pro_args = tape.prologue
+    if int(pro_words[0]):  # constants packed once (loops.record's prologue)
+        at = calls.address_int
+        failed = _call_runner(run_tape, at(pro_words), at(pro_args), at(words))
+        if failed:
+            calls.scratch_failed("a constant's packing")
+    specs: list[int] = []
+    for t in types:
+        specs += [np.dtype(t.dtype).num, len(t.shape), *(int(d) for d in t.shape)]
+    nin = len(given.inputs)
+    keep = (tape, words, slots, constants, run)
+    steps = len(given.steps)
+    return Made(tape, words, np.array([*specs, 0], np.int64), keep, nin, len(types) - nin, steps)
+
+
+_TAPE_ONCE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def _call_runner(address: int, *words: int) -> int:
+    return int(_TAPE_ONCE(address)(*words))
+
+
+ENTRIES = Entries(refuses=refuses, build=build)

@@ -43,11 +43,10 @@ import numpy as np
 
 from graphc.backends.native import calls, loops, rows, toolchain
 from graphc.backends.native.c_sources import c_source
-from graphc.ir.graph import Graph
 from graphc.runtime import forks
 from graphc.runtime.backend import Backend, BackendUnavailableError, Entries, KernelsNotBuiltError
 from graphc.runtime.codegen import Generator
-from graphc.runtime.plan import Plan, Step, build_plan
+from graphc.runtime.plan import Plan, build_plan
 
 SOURCE = c_source("entry.c")
 MAX_STEPS = 256
@@ -120,21 +119,18 @@ def refuses(plan: Plan) -> str | None:
     None when one is worth trying (it may still be refused when recorded)."""
     if plan.state or plan.updates:
         return "the plan holds state"
-    if any(_has_body(step) for step in plan.steps):
+    if plan.bodies:  # (filled as the plan was generated)
         return "the plan has loops or branches"
     if len(plan.steps) > MAX_STEPS:
         return f"the plan has {len(plan.steps)} steps (an entry in C takes at most {MAX_STEPS})"
     nbytes = plan.arena_bytes + plan.output_bytes
     if nbytes > MAX_BYTES:
-        return f"its arena and outputs take {nbytes} bytes (an entry in C takes at most {MAX_BYTES})"
+        return (
+            f"its arena and outputs take {nbytes} bytes (an entry in C takes at most {MAX_BYTES})"
+        )
     if len(plan.inputs) + len(plan.returns) > MAX_ARRAYS:
         return f"it has more than {MAX_ARRAYS} inputs and outputs"
     return None
-
-
-def _has_body(step: Step) -> bool:
-    """A control-flow step (a fused group's body is no loop: its kernel is one call)."""
-    return step.node.op != "fused" and any(isinstance(v, Graph) for v in step.attrs.values())
 
 
 def _types(plan: Plan, names: list[str]) -> list[Any]:

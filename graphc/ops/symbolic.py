@@ -14,6 +14,7 @@ import functools
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -23,6 +24,7 @@ import numpy as np
 from graphc.ir.errors import GraphcError, GraphMismatchError, TracingError
 from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.registry import OpDef
+from graphc.ir.scope import current_scope
 from graphc.ir.types import Shape, TensorType
 from graphc.ops import dispatch
 from graphc.ops.methods import ValueMethods
@@ -326,6 +328,25 @@ def add_constant(graph: Graph, value: Any, name: str | None = None) -> Symbol:
     return Symbol(node)
 
 
+# per graph, the constants made for the Python and numpy scalars its ops read, by
+# (dtype, bits, name scope): `x * 1.5` a thousand times makes one constant, not a
+# thousand for CSE to merge (a traced chain of 5,000 ops held 2,500 of them)
+_SCALARS: weakref.WeakKeyDictionary[Graph, dict[tuple, Node]] = weakref.WeakKeyDictionary()
+
+
+def _scalar_constant(graph: Graph, array: np.ndarray) -> Symbol:
+    """The graph's constant for the 0-d `array`: one made before for the same value in
+    the same scope if it is still in the graph, else a new one."""
+    key = (array.dtype.str, array.tobytes(), current_scope())
+    known = _SCALARS.setdefault(graph, {})
+    node = known.get(key)
+    if node is not None and node.name in graph and graph.node(node.name) is node:
+        return Symbol(node)
+    symbol = add_constant(graph, array)
+    known[key] = symbol.node
+    return symbol
+
+
 class SymbolicKind:
     priority = 100
 
@@ -353,7 +374,10 @@ class SymbolicKind:
                 continue
             captured = capture(lifted, graph) if lifted.graph is not graph else None
             return lifted if captured is None else captured
-        return add_constant(graph, dispatch.NUMPY.lift(value, dtype))
+        array = dispatch.NUMPY.lift(value, dtype)
+        if np.ndim(array) == 0:
+            return _scalar_constant(graph, array)
+        return add_constant(graph, array)
 
     def apply(self, opdef: OpDef, inputs: list[Symbol], attrs: dict[str, Any]) -> Symbol:
         active = active_graph()

@@ -86,6 +86,42 @@ def test_returning_a_plain_value_outputs_a_constant() -> None:
     assert outs[2].dtype == np.float32 and float(outs[2]) == 2.5
 
 
+def test_a_scalar_read_again_reuses_its_constant() -> None:
+    """One constant per scalar value, dtype and name scope (not one per use, for CSE to
+    merge); values that differ in their bits (0.0 and -0.0, nan payloads) stay apart."""
+
+    def fn(x):
+        y = x * 1.5 + 1.5 - np.float32(1.5)
+        y = y + 0.0 - (-0.0) + float("nan")
+        with gc.name_scope("inner"):
+            y = y * 1.5
+        return y + np.float64(1.5) + np.float32(np.frombuffer(b"\x01\x00\xc0\x7f", np.float32)[0])
+
+    g = gc.trace(fn, gc.TensorSpec((3,)))
+    values = [
+        (n.value.dtype.str, n.value.tobytes(), n.meta.get("scope"))
+        for n in g.nodes
+        if n.is_constant
+    ]
+    assert len(values) == len(set(values)) == 7, values
+    x = np.array([1.0, -2.0, 0.5], np.float32)
+    want = fn(x)
+    np.testing.assert_array_equal(g(x), want)
+
+
+def test_a_reused_constant_dropped_from_its_graph_is_made_again() -> None:
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", shape=(2,))
+        mark = len(g.nodes)
+        _ = x * 3.0
+        g.discard_since(mark)
+        y = x * 3.0
+        gc.output(y, name="y")
+    gc.verify(g)
+    np.testing.assert_array_equal(g(np.ones(2, np.float32)), [3.0, 3.0])
+
+
 def test_output_names_that_clash_with_placeholders_are_refused() -> None:
     with pytest.raises(gc.TracingError, match="'x' is already taken by placeholder 'x'"):
         gc.trace(lambda x: {"x": x * 2}, gc.TensorSpec((3,)))

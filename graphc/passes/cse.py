@@ -8,7 +8,8 @@ since x*y and y*x are the same value bit for bit. A constant's key is its value,
 two equal constants become one. Invariant: two nodes with equal keys compute equal
 values, so a node whose key is in the table is replaced by the earlier node; the
 walk visits inputs first, so chains of duplicates collapse in one walk. Near-linear
-(one hash per node; hashing an attr is proportional to its size).
+(one hash per node; hashing an attr is proportional to its size). A graph with no two
+equal keys is returned as it is, uncopied.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def eliminate_common_subexpressions(graph: Graph, log: PassLog | None = None) ->
       output %y = %c
     }
     """
+    if not _repeats(graph):
+        return graph  # nothing to merge: no copy (a long traced chain, say)
     builder = GraphBuilder(graph)
     new: dict[Node, Node] = {}
     seen: dict[tuple, Node] = {}
@@ -95,3 +98,17 @@ def eliminate_common_subexpressions(graph: Graph, log: PassLog | None = None) ->
         for what, n in merged.items():
             log.count(what, n)
     return builder.graph
+
+
+def _repeats(graph: Graph) -> bool:
+    """Whether two nodes of `graph` have one key (the walk below would merge them).
+    Until the first merge the walk's new inputs are the old ones, so the old nodes'
+    keys are the walk's."""
+    seen: set[tuple] = set()
+    for node in graph.nodes:
+        if node.kind == OP and get_op(node.op).pure:
+            key = node_key(node, node.inputs)
+            if key in seen:
+                return True
+            seen.add(key)
+    return False

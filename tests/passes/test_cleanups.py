@@ -126,6 +126,21 @@ def test_cse_keeps_different_attrs_dtypes_and_signed_zeros_apart() -> None:
     check_pass(gc.passes.eliminate_common_subexpressions, text, text)
 
 
+def test_cse_returns_a_graph_with_nothing_to_merge_as_it_is() -> None:
+    """No copy when no two nodes have one key; the same text as a copying walk gives."""
+    text = """graph g(%x: f64[3]) {
+      %c: f64[] = constant(value=2.0)
+      %a: f64[3] = mul(%x, %c)
+      %b: f64[3] = add(%a, %c)
+      output %y = %b
+    }"""
+    g = gc.parse(text)
+    assert gc.passes.eliminate_common_subexpressions(g) is g
+    merged = gc.parse(text.replace("add(%a, %c)", "mul(%x, %c)"))
+    result = gc.passes.eliminate_common_subexpressions(merged)
+    assert result is not merged and len(result.nodes) == len(merged.nodes) - 1
+
+
 def test_dce_keeps_placeholders_and_outputs() -> None:
     before = """graph g(%x: f64[3], %unused: f64[2]) {
       %a: f64[3] = exp(%x)

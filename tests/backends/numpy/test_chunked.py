@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import graphc as gc
 from graphc.backends.numpy import chunked
 from graphc.ops.dispatch import bind
+from tests.budget import draws
 
 
 def body_of(*types: tuple[tuple, str], build: object) -> gc.Graph:
@@ -130,6 +133,61 @@ def test_a_long_group_reads_in_the_source_and_calls_its_ufuncs_with_out_last() -
     for _ in range(20):
         want = np.tanh(want) * 1.5
     np.testing.assert_array_equal(exe(x), want)
+
+
+def test_a_repeated_block_of_members_runs_as_a_loop() -> None:
+    """A traced chain repeats a few members on one scratch buffer: the block is written
+    once, in a loop, so the source stays short; the values are the unrolled calls'."""
+    g = gc.trace(lambda x: _chain(x, 500), gc.TensorSpec((64,), "float64"))
+    x = np.linspace(-2, 2, 64)
+    exe = gc.compile(g, backend="numpy")
+    source = exe.source(x)
+    assert len(source.splitlines()) < 30, source
+    assert "in range(" in source and source.count("np_tanh(") == 2, source
+    np.testing.assert_array_equal(exe(x), _chain(x, 500, np))
+    short = gc.trace(lambda x: _chain(x, chunked.ROLL_FROM - 1), gc.TensorSpec((64,), "float64"))
+    assert "in range(" not in gc.compile(short, backend="numpy").source(x)
+
+
+def _chain(x: object, n: int, lib: object = gc) -> object:
+    for _ in range(n):
+        x = lib.sin(lib.tanh(x) * 1.5) + 0.25  # type: ignore[attr-defined]
+    return x
+
+
+@settings(max_examples=draws(200), derandomize=True)
+@given(st.lists(st.sampled_from(["a()", "b()", "c()"]), max_size=120), st.integers(0, 40))
+def test_rolling_keeps_every_call_in_order(lines: list[str], copies: int) -> None:
+    """`_rolled` of any line sequence (a repeated block appended, to make loops likely),
+    with its loops expanded, is the sequence itself."""
+    lines = lines + ["a()", "b()", "b()"] * copies
+    rolled = chunked._rolled(_Fresh(), lines)
+    expanded: list[str] = []
+    k = 0
+    while k < len(rolled):
+        line = rolled[k]
+        if line.startswith("for "):
+            repeats = int(line[line.index("range(") + 6 : -2])
+            block = []
+            k += 1
+            while k < len(rolled) and rolled[k].startswith("    "):
+                block.append(rolled[k][4:])
+                k += 1
+            assert repeats >= chunked.ROLL_FROM and 1 <= len(block) <= chunked.MAX_PERIOD
+            expanded += block * repeats
+        else:
+            expanded.append(line)
+            k += 1
+    assert expanded == lines
+
+
+class _Fresh:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def fresh(self, base: str) -> str:
+        self.count += 1
+        return f"{base}_{self.count}"
 
 
 @pytest.mark.filterwarnings("error::DeprecationWarning")

@@ -301,23 +301,22 @@ class Executable:
         except AttributeError:
             runs = self._local.runs = {}
         run = runs.get(key)
-        job = None
+        jobs: tuple[tiers.Job | None, ...] = ()
         if run is None:
             compiled = self._compile_signature(key)
             if len(runs) >= self.plan_cache_size:  # bounded too: drop this thread's oldest
                 del runs[next(iter(runs))]
             run = runs[key] = compiled.instantiate(states)
-            job = compiled.job
+            jobs = (compiled.job, compiled.entry_job)
         try:
             if self._call_lock is not None:
                 with self._call_lock:
                     return run(*arrays)
             return run(*arrays)
         finally:
-            if job is not None:  # the fast tier builds once this first call is over
-                job.start()
-                if compiled.entry_job is not None:
-                    compiled.entry_job.start()
+            for job in jobs:  # the fast tier (or the entry) builds once this call is over
+                if job is not None:
+                    job.start()
 
     # -- specialization -----------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc as collector
 import threading
+import time
 import warnings
 import weakref
 from typing import Any
@@ -86,6 +87,20 @@ def test_the_tiny_graph_runs_as_one_c_call_with_the_python_entrys_bits() -> None
         assert bits_differ(x, before[0]) is None and bits_differ(w, before[1]) is None
     assert [type(a) for a in first] == [np.ndarray] * 3
     assert [a.shape for a in first] == [a.shape for a in got]
+
+
+@needs_entry
+def test_the_entry_comes_after_the_first_call_without_waiting() -> None:
+    """Its build starts when the first call returns (as the fast tier's does): a program
+    that never calls wait() gets it too."""
+    exe = gc.compile(_tiny(), backend="native")
+    x, w = np.array([2.0], np.float32), np.array([1.0], np.float32)
+    want = exe(x, w)
+    deadline = time.monotonic() + 120
+    while IN_C not in exe.explain() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert IN_C in exe.explain()
+    assert all(bits_differ(a, b) is None for a, b in zip(exe(x, w), want))
 
 
 @needs_entry

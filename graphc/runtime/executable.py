@@ -425,7 +425,7 @@ class Executable:
         elif not plan.scalar and compiled.generated.backend != self.backend.name:
             why = f"the plan runs on {compiled.generated.backend}"
         else:
-            why = entries.refuses(plan)
+            why = entries.refuses(self.backend, plan, compiled.generated)
         if why is not None:
             compiled.entry_note = f"entry: Python ({why})"
             return

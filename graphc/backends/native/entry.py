@@ -45,7 +45,7 @@ from graphc.backends.native import calls, loops, rows, toolchain
 from graphc.backends.native.c_sources import c_source
 from graphc.runtime import forks
 from graphc.runtime.backend import Backend, BackendUnavailableError, Entries, KernelsNotBuiltError
-from graphc.runtime.codegen import Generator
+from graphc.runtime.codegen import Generated, Generator
 from graphc.runtime.plan import Plan, build_plan
 
 SOURCE = c_source("entry.c")
@@ -114,9 +114,12 @@ def runner(compile: bool = True) -> int:
         return _runner[0]
 
 
-def refuses(plan: Plan) -> str | None:
-    """Why `plan` (a signature's plan, as the executable runs it) gets no entry in C;
-    None when one is worth trying (it may still be refused when recorded)."""
+def refuses(backend: Backend, plan: Plan, generated: Generated) -> str | None:
+    """Why `plan` (a signature's plan on its final tier, `generated` its code) gets no
+    entry in C; None when one is worth building (the recording may still refuse it).
+    A step its code runs on numpy keeps the plan out unless the reason is its size (a
+    step planned for C then runs its kernel): an op native has no kernel for, or a step
+    it declined, is found here rather than by planning and recording it again."""
     if plan.state or plan.updates:
         return "the plan holds state"
     if plan.bodies:  # (filled as the plan was generated)
@@ -130,6 +133,17 @@ def refuses(plan: Plan) -> str | None:
         )
     if len(plan.inputs) + len(plan.returns) > MAX_ARRAYS:
         return f"it has more than {MAX_ARRAYS} inputs and outputs"
+    if plan.scalar:  # numpy scalars: every step is planned for C afresh
+        return None
+    declined = generated.state.get("native", {}).get("declined", {})
+    for step in plan.steps:
+        if generated.step_backends.get(step.index, backend.name) == backend.name:
+            continue
+        op = step.node.op
+        if op not in backend.lowerings:
+            return f"step {step.index} ({op}) has no native kernel"
+        if step.index in declined:
+            return f"step {step.index} ({op}) stays on numpy: {declined[step.index]}"
     return None
 
 

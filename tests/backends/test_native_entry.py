@@ -290,6 +290,25 @@ def test_plans_refused_say_why() -> None:
 
 
 @needs_entry
+def test_a_step_native_does_not_run_is_refused_from_the_plans_code() -> None:
+    """Found in the plan's generated code, before any planning for C: an op native has
+    no kernel for, a step it declined (int32)."""
+    g = gc.Graph("refused")
+    with g:
+        x = gc.placeholder("x", shape=(4,), dtype="float32")
+        i = gc.placeholder("i", shape=(4,), dtype="int32")
+        gc.output(gc.concat([x, x], axis=0), name="c")
+        gc.output(i + i, name="j")
+    exe = gc.compile(g, backend="native")
+    feeds = (np.ones(4, np.float32), np.arange(4, dtype=np.int32))
+    exe(*feeds)
+    assert exe.wait()
+    line = next(x for x in exe.explain().splitlines() if x.startswith("entry: "))
+    assert "(concat) has no native kernel" in line or "stays on numpy: no native" in line, line
+    assert exe._last is not None and exe._last.entry_job is None  # nothing built
+
+
+@needs_entry
 def test_a_step_that_cannot_be_recorded_keeps_the_python_entry() -> None:
     g = gc.Graph("labels")
     with g:

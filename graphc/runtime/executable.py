@@ -611,8 +611,10 @@ class Executable:
         header = rules_header(self.opt_level, self.fast_math, self.value_changing)
         if compiled.job is not None:
             header += "\n" + compiled.job.describe()
-        if compiled.entry is not None:
+        if compiled.entry is not None and compiled.entry is self._in_c:
             header += "\n" + compiled.entry.describe()
+        elif compiled.entry is not None:
+            header += "\nentry: Python (the entry in C holds the signature built last)"
         elif compiled.entry_note is not None:
             header += "\n" + compiled.entry_note
         elif compiled.entry_job is not None:

@@ -204,6 +204,7 @@ def test_each_signature_keeps_its_results_when_another_has_the_entry() -> None:
         exe(x)
         assert exe.wait()
     assert IN_C in exe.explain(batches[-1])
+    assert "the entry in C holds the signature built last" in exe.explain(batches[0])
     firsts = [exe(x) for x in batches]
     for x, first in zip(batches * 3, firsts * 3):
         assert bits_differ(exe(x), first) is None

@@ -148,4 +148,6 @@ def test_every_layer_case_folds_to_its_kernel_value_and_merges_with_its_twin(
         gc.output(case.build(*ps), name="a")
         gc.output(case.build(*ps), name="b")
     merged = gc.passes.eliminate_common_subexpressions(twins)
-    assert 2 * len(merged.op_nodes) == len(twins.op_nodes), str(merged)
+    # (a Python scalar both builds read is one constant already: tracing reuses it)
+    computed = lambda graph: [n for n in graph.op_nodes if not n.is_constant]  # noqa: E731
+    assert 2 * len(computed(merged)) == len(computed(twins)), str(merged)

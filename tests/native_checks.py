@@ -19,6 +19,7 @@ compiler for one test (`failing_compiler` makes one that cannot build kernels).
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -178,6 +179,28 @@ def describe_failures(
             )
         lines.append(line)
     return "\n".join(lines)
+
+
+def threaded_mismatches(
+    exe: gc.Executable, feed_sets: Sequence[tuple], wants: Sequence[Any], threads: int, calls: int
+) -> list[str]:
+    """`threads` threads each call `exe` `calls` times, going round `feed_sets` (thread t
+    starts at set t); what differs from `wants` (per set, its results), said per call."""
+    errors: list[str] = []
+
+    def work(t: int) -> None:
+        for call in range(calls):
+            k = (t + call) % len(feed_sets)
+            for a, b in zip(exe(*feed_sets[k]), wants[k]):
+                if (why := bits_differ(a, b)) is not None:
+                    errors.append(f"thread {t}, call {call}: {why}")
+
+    started = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    for thread in started:
+        thread.start()
+    for thread in started:
+        thread.join()
+    return errors
 
 
 def runs_native(exe: gc.Executable, *feeds: np.ndarray, **named: np.ndarray) -> int:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import threading
 import uuid
 import warnings
 from collections.abc import Callable
@@ -49,6 +48,7 @@ from tests.native_checks import (
     graphc_warnings,
     needs_native,
     normwise,
+    threaded_mismatches,
 )
 from tests.op_cases import OpCase, all_cases, build_graph, case_feeds
 from tests.strategies import random_feeds, random_graphs
@@ -455,21 +455,8 @@ def test_threads_share_one_native_executable() -> None:
     inputs = [rng.standard_normal((b, 4)).astype(np.float32) for b in (1, 7, 40_000, 300)]
     wants = [_numpy_results(g, x) for x in inputs]
     copies = [x.copy() for x in inputs]
-    errors: list[str] = []
-
-    def work(t: int) -> None:
-        for call in range(50):
-            k = (t + call) % len(inputs)
-            for a, b in zip(exe(inputs[k]), wants[k]):
-                if (why := bits_differ(a, b)) is not None:
-                    errors.append(f"thread {t}, call {call}: {why}")
-
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    feed_sets = [(x,) for x in inputs]
+    assert threaded_mismatches(exe, feed_sets, wants, threads=4, calls=50) == []
     assert all(bits_differ(x, c) is None for x, c in zip(inputs, copies))
 
 

@@ -8,7 +8,6 @@ twice; plans it refuses say why in explain."""
 from __future__ import annotations
 
 import gc as collector
-import threading
 import time
 import warnings
 import weakref
@@ -28,7 +27,7 @@ from tests.differential import describe_feeds, quiet
 from tests.edge_graphs import edge_graphs
 from tests.edge_values import bits_differ, edge_feeds
 from tests.forking import child_status
-from tests.native_checks import exact_outputs, needs_native
+from tests.native_checks import exact_outputs, needs_native, threaded_mismatches
 
 pytestmark = needs_native
 
@@ -256,21 +255,7 @@ def test_threads_share_the_entry() -> None:
     exe(*feeds[0])
     assert exe.wait() and IN_C in exe.explain()
     wants = [reference(*f) for f in feeds]
-    errors: list[str] = []
-
-    def work(t: int) -> None:
-        for call in range(300):
-            k = (t + call) % len(feeds)
-            for a, b in zip(exe(*feeds[k]), wants[k]):
-                if (why := bits_differ(a, b)) is not None:
-                    errors.append(f"thread {t}, call {call}: {why}")
-
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert threaded_mismatches(exe, feeds, wants, threads=8, calls=300) == []
 
 
 @needs_entry

@@ -171,7 +171,7 @@ class Made:
         return module().make(
             fallback,
             self.failed,
-            self.keep,
+            (self.keep, self.specs),
             runner(),
             at(self.tape.words),
             at(self.tape.args),
@@ -218,7 +218,8 @@ def build(backend: Backend, plan: Plan, spec: Any) -> Made:
     for t in types:
         specs += [np.dtype(t.dtype).num, len(t.shape), *(int(d) for d in t.shape)]
     nin = len(given.inputs)
-    keep = (tape, words, slots, constants, run)
+    # what the tape's fixed addresses point into (the scratch slots are relocated: not kept)
+    keep = (tape, words, constants, run)
     steps = len(given.steps)
     return Made(tape, words, np.array([*specs, 0], np.int64), keep, nin, len(types) - nin, steps)
 

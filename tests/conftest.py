@@ -1,6 +1,7 @@
 """Shared test settings: `--full` (every generated case and the slow tests; the default
 run is the quick one, tests/budget.py) and `--rest` (what the quick run leaves out);
-hypothesis runs without deadlines (the machine is noisy); the `needs_dot` mark for tests
+hypothesis runs without deadlines (the machine is noisy); a test's background builds
+end with it; the `needs_dot` mark for tests
 that render pictures, `needs_torch` for those comparing with PyTorch (optional: CI
 installs it, the oldest/newest matrix does not)."""
 
@@ -11,12 +12,23 @@ import os
 import subprocess
 import sys
 import zlib
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 import graphc as gc
+from graphc.runtime import tiers
 from tests.budget import FULL_ENV, draws
+
+
+@pytest.fixture(autouse=True)
+def _background_work_ends_with_its_test() -> Iterator[None]:
+    """A test's background jobs (a plan's fast tier, an entry in C: runtime/tiers.py)
+    end with the test, or they would run during the next one and change what it counts
+    (build requests, compiler runs, kernel setups) or how long it takes."""
+    yield
+    tiers.settle(timeout=600)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -142,6 +142,16 @@ def pending() -> int:
         return len(_pending)
 
 
+def settle(timeout: float) -> bool:
+    """Wait until every job queued or running now is over (True), or `timeout` seconds
+    have passed (False): for tests, so that one test's background work does not run
+    during the next."""
+    deadline = time.monotonic() + timeout
+    with _lock:
+        jobs = list(_pending)
+    return all(job.finished.wait(max(0.0, deadline - time.monotonic())) for job in jobs)
+
+
 def _after_fork_in_child() -> None:
     global _jobs
     _jobs = queue.SimpleQueue()

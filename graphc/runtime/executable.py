@@ -119,6 +119,26 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+# calls of one signature (in one thread) after which its entry in C is built: a plan
+# called a few times, as most in a test suite are, gets none (nor its build's work)
+WARM_CALLS = 16
+
+
+def _warming(run: Any, runs: dict, key: tuple, job: tiers.Job) -> Any:
+    """`run` counting its calls: at the WARM_CALLS-th it starts `job` (the signature's
+    entry in C) and puts `run` itself back in the thread's table."""
+    left = [WARM_CALLS - 1]  # (the thread's first call ran `run` from _slow)
+
+    def warming(*arrays: Any) -> Any:
+        left[0] -= 1
+        if left[0] <= 0:
+            runs[key] = run
+            job.start()
+        return run(*arrays)
+
+    return warming
+
+
 class Compiled:
     """One signature's plan and generated code, shared by the threads that run it; `job`
     builds its fast tier in the background (None: `generated` is final). Once the final
@@ -301,22 +321,23 @@ class Executable:
         except AttributeError:
             runs = self._local.runs = {}
         run = runs.get(key)
-        jobs: tuple[tiers.Job | None, ...] = ()
+        job = None
         if run is None:
             compiled = self._compile_signature(key)
             if len(runs) >= self.plan_cache_size:  # bounded too: drop this thread's oldest
                 del runs[next(iter(runs))]
             run = runs[key] = compiled.instantiate(states)
-            jobs = (compiled.job, compiled.entry_job)
+            job = compiled.job
+            if compiled.entry_job is not None and not compiled.entry_job.queued:
+                runs[key] = _warming(run, runs, key, compiled.entry_job)
         try:
             if self._call_lock is not None:
                 with self._call_lock:
                     return run(*arrays)
             return run(*arrays)
         finally:
-            for job in jobs:  # the fast tier (or the entry) builds once this call is over
-                if job is not None:
-                    job.start()
+            if job is not None:  # the fast tier builds once this first call is over
+                job.start()
 
     # -- specialization -----------------------------------------------------------
 
@@ -410,8 +431,6 @@ class Executable:
             self._local = threading.local()
             self._entry = self._make_entry()
             self._plan_entry(compiled)
-        if compiled.entry_job is not None:
-            compiled.entry_job.start()
 
     def _plan_entry(self, compiled: Compiled) -> None:
         """Give `compiled` (on its final tier) a job building the backend's entry, where
@@ -437,6 +456,7 @@ class Executable:
             except BackendUnavailableError as exc:
                 raise tiers.UnavailableError(str(exc)) from None
 
+        # (started by _warming after WARM_CALLS calls, or by wait())
         compiled.entry_job = tiers.Job(build, lambda job: self._install_entry(compiled, job))
 
     def _install_entry(self, compiled: Compiled, job: tiers.Job) -> None:
@@ -618,7 +638,10 @@ class Executable:
         elif compiled.entry_note is not None:
             header += "\n" + compiled.entry_note
         elif compiled.entry_job is not None:
-            header += "\nentry: Python, while its entry in C is built (or waits for the first call)"
+            header += (
+                f"\nentry: Python, while its entry in C is built (it starts after {WARM_CALLS} "
+                "calls of this signature, or on wait())"
+            )
         return format_plan(compiled.plan, header, compiled.generated)
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:

@@ -54,6 +54,11 @@ class Job:
         if not self._queued:
             _submit(self)
 
+    @property
+    def queued(self) -> bool:
+        """Has the job been handed to the builder (by `start` or `wait`)?"""
+        return self._queued
+
     def wait(self, timeout: float | None = None) -> bool:
         """Start the job if it is not started, and wait until it is over."""
         self.start()

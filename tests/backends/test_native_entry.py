@@ -22,6 +22,7 @@ import graphc as gc
 from graphc.backends.native import entry
 from graphc.ir.graph import Graph
 from graphc.runtime.backend import BackendUnavailableError
+from graphc.runtime.executable import WARM_CALLS
 from tests.budget import draws
 from tests.differential import describe_feeds, quiet
 from tests.edge_graphs import edge_graphs
@@ -89,12 +90,19 @@ def test_the_tiny_graph_runs_as_one_c_call_with_the_python_entrys_bits() -> None
 
 
 @needs_entry
-def test_the_entry_comes_after_the_first_call_without_waiting() -> None:
-    """Its build starts when the first call returns (as the fast tier's does): a program
-    that never calls wait() gets it too."""
+def test_the_entry_comes_after_some_calls_without_waiting() -> None:
+    """Its build starts at the signature's WARM_CALLS-th call: a program that never
+    calls wait() gets it too, and one that calls a plan a few times builds none."""
     exe = gc.compile(_tiny(), backend="native")
     x, w = np.array([2.0], np.float32), np.array([1.0], np.float32)
     want = exe(x, w)
+    for _ in range(WARM_CALLS - 2):
+        exe(x, w)
+    time.sleep(0.2)
+    assert "entry: Python, while its entry in C is built" in exe.explain()
+    assert exe._last is not None and exe._last.entry_job is not None
+    assert not exe._last.entry_job.queued
+    exe(x, w)  # the WARM_CALLS-th
     deadline = time.monotonic() + 120
     while IN_C not in exe.explain() and time.monotonic() < deadline:
         time.sleep(0.02)

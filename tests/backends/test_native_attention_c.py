@@ -7,7 +7,6 @@ arrays), with the same bits either way.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
@@ -51,20 +50,10 @@ def _feeds(shape: tuple, dtype: Any, seed: int, edges: bool = False) -> dict:
 
 
 def _ran_in_c(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """What attention.prepare returned at each setup of a plan the test's calls run
-    (None: the numpy kernel runs); not at the setups on the tiers' builder thread, where
-    an entry in C is planned (backends/native/entry.py: a plan calling attention from
-    Python is refused there, so it never runs)."""
+    """What attention.prepare returned at each setup (None: the numpy kernel runs)."""
     made: list[Any] = []
     prepare = attention.prepare
-
-    def counted(*args: Any) -> Any:
-        run = prepare(*args)
-        if threading.current_thread() is threading.main_thread():
-            made.append(run)
-        return run
-
-    monkeypatch.setattr(attention, "prepare", counted)
+    monkeypatch.setattr(attention, "prepare", lambda *a: made.append(prepare(*a)) or made[-1])
     return made
 
 

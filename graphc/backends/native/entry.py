@@ -44,7 +44,7 @@ import numpy as np
 from graphc.backends.native import calls, loops, rows, toolchain
 from graphc.backends.native.c_sources import c_source
 from graphc.runtime import forks
-from graphc.runtime.backend import Backend, BackendUnavailableError, Entries, KernelsNotBuiltError
+from graphc.runtime.backend import Backend, BackendUnavailableError, Entries
 from graphc.runtime.codegen import Generated, Generator
 from graphc.runtime.plan import Plan, build_plan
 
@@ -68,7 +68,7 @@ def headers() -> tuple[list[str], str | None]:
     return [python, np.get_include()], None
 
 
-def module(compile: bool = True) -> Any:
+def module() -> Any:
     """The extension module, built (or found on disk) and loaded once per process."""
     with _lock:
         if _module:
@@ -79,9 +79,7 @@ def module(compile: bool = True) -> Any:
         tag = f"{sys.version} numpy {np.__version__}"
         for attempt in range(2):  # a damaged cached file is built again, once
             try:
-                path = toolchain.build_extension(SOURCE, includes, tag, compile=compile)
-            except toolchain.NotBuiltError as exc:
-                raise KernelsNotBuiltError(f"native: {exc}") from None
+                path = toolchain.build_extension(SOURCE, includes, tag)
             except toolchain.BuildError as exc:
                 raise BackendUnavailableError(f"building the entry module failed: {exc}") from None
             loader = importlib.machinery.ExtensionFileLoader("_graphc_entry", str(path))
@@ -99,14 +97,12 @@ def module(compile: bool = True) -> Any:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def runner(compile: bool = True) -> int:
+def runner() -> int:
     """The address of csrc/loop.c's gc_tape_once, from the loops' runner library."""
     with _lock:
         if not _runner:
             try:
-                built = toolchain.build_units([loops.SOURCE], rows.prelude(), compile=compile)
-            except toolchain.NotBuiltError as exc:
-                raise KernelsNotBuiltError(f"native: {exc}") from None
+                built = toolchain.build_units([loops.SOURCE], rows.prelude())
             except toolchain.BuildError as exc:
                 raise BackendUnavailableError(f"building the tape runner failed: {exc}") from None
             found = ctypes.cast(built[loops.SOURCE].library.gc_tape_once, ctypes.c_void_p)

@@ -227,7 +227,7 @@ def _probe(setting: str) -> Toolchain | str:
     from graphc.backends.native import threads  # threads builds with this module
 
     threads.openmp_environment()
-    path = cache_dir() / f"graphc_{source_hash(chain, PROBE)}.so"
+    path = library_path(chain, PROBE)
     for attempt in range(2):  # a damaged cached probe is built again, once
         try:
             lib = ctypes.CDLL(str(path)) if path.exists() else _compile(chain, PROBE, path)
@@ -265,6 +265,11 @@ HOST = host_id()  # (direct_conv.py reads its vector width here too)
 def source_hash(chain: Toolchain, source: str) -> str:
     text = "\0".join([chain.compiler, chain.version, *chain.flags, *LIBS, HOST, source])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def library_path(chain: Toolchain, source: str) -> Path:
+    """Where the cache keeps the library `chain` builds from `source`."""
+    return cache_dir() / f"graphc_{source_hash(chain, source)}.so"
 
 
 @dataclass
@@ -476,20 +481,16 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(f.name, path)
 
 
-def build_extension(source: str, includes: Sequence[str], tag: str, compile: bool = True) -> Path:
+def build_extension(source: str, includes: Sequence[str], tag: str) -> Path:
     """The file of the CPython extension module built from `source` with `includes` on
     the include path (the interpreter's and numpy's headers): from the disk cache, or
     the compiler. `tag` names what the module is built against (their versions), so
-    another interpreter or numpy gets its own file. With `compile` False, raises
-    NotBuiltError instead of running the compiler; BuildError as `build_units`."""
+    another interpreter or numpy gets its own file. Raises BuildError as `build_units`."""
     chain = toolchain()
     if isinstance(chain, str):
         raise BuildError(chain)
-    key = source_hash(chain, "\0".join([tag, *includes, source]))
-    path = cache_dir() / f"graphc_{key}.so"
+    path = library_path(chain, "\0".join([tag, *includes, source]))
     if not path.exists():
-        if not compile:
-            raise NotBuiltError("the entry module is not built")
         _compile_file(chain, source, path, includes=includes)
     return path
 

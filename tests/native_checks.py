@@ -101,8 +101,9 @@ def sweep(dtype: str, rng: np.random.Generator, low: int = -12, high: int = 10) 
 @pytest.fixture
 def direct_kernel_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     """The direct convolution wherever it applies, whatever this processor's vectors
-    (`direct_conv.worth_running` keeps it off 256-bit machines past one input channel
-    per group): the tests of the kernel itself run it on every machine."""
+    (on 256-bit machines conv.py runs Winograd's F(2x2, 3x3) first for the 3x3 layers
+    with more than one input channel per group): the tests of the kernel itself run it
+    on every machine."""
     from graphc.backends.native import direct_conv
 
     monkeypatch.setattr(direct_conv, "WIDE_REGISTERS", True)

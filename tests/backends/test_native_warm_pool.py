@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.backends.native import calls, kernels, matmul, rows, threads
+from graphc.backends.native import calls, kernels, matmul, pool, rows, threads
 from tests.edge_values import bits_differ
 from tests.native_checks import needs_native
 
@@ -56,6 +56,16 @@ MIDDLING: list[tuple[str, Callable, tuple[np.ndarray, ...]]] = [
         lambda a, b: a @ b,
         (RNG.standard_normal((32, 64)).astype(F32), RNG.standard_normal((64, 320)).astype(F32)),
     ),
+    (
+        "max_pool2d",
+        lambda a: gc.max_pool2d(a, 2),
+        (RNG.standard_normal((64, 16, 10, 10)).astype(F32),),
+    ),
+    (
+        "max_pool2d_3x3",
+        lambda a: gc.max_pool2d(a, 3, stride=1),
+        (RNG.standard_normal((16, 16, 10, 10)).astype(F32),),
+    ),
 ]
 
 
@@ -67,6 +77,8 @@ def test_the_cases_lie_between_the_thresholds() -> None:
     assert rows.WARM_SUM <= 512 * 256 < rows.PARALLEL_SUM
     assert rows.WARM_SOFTMAX <= 512 * 10 < rows.PARALLEL_SOFTMAX
     assert matmul.WARM_WORK <= 32 * 64 * 320 < matmul.PARALLEL_WORK
+    for work in (64 * 16 * 5 * 5 * 4, 16 * 16 * 8 * 8 * 9):
+        assert pool.WARM_WORK <= work < pool.PARALLEL_WORK
 
 
 @pytest.mark.parametrize(("name", "fn", "inputs"), MIDDLING, ids=[m[0] for m in MIDDLING])
@@ -84,14 +96,24 @@ def test_a_middling_kernel_enters_the_pool_only_while_it_is_warm(
     assert bits_differ(warm, cold) is None, bits_differ(warm, cold)
 
 
-def test_a_parallel_region_stamps_the_clock(clock: np.ndarray) -> None:
+@pytest.mark.parametrize("kind", ["elementwise", "conv2d"])
+def test_a_parallel_region_stamps_the_clock(kind: str, clock: np.ndarray) -> None:
     """A kernel above its cold threshold runs a region whatever the window, and the
-    stamp is a CLOCK_MONOTONIC time in ns."""
-    a = RNG.standard_normal(1 << 22).astype(F32)
-    exe = gc.compile(gc.trace(lambda a: a * 3.0 - 1.0, a), backend="native")
+    stamp is a CLOCK_MONOTONIC time in ns: an elementwise kernel, and the direct
+    convolution (so that LeNet's pool after it finds the pool warm)."""
+    if kind == "elementwise":
+        args = (RNG.standard_normal(1 << 22).astype(F32),)
+        exe = gc.compile(gc.trace(lambda a: a * 3.0 - 1.0, *args), backend="native")
+    else:
+        args = (
+            RNG.standard_normal((64, 1, 28, 28)).astype(F32),
+            RNG.standard_normal((6, 1, 5, 5)).astype(F32),
+        )
+        exe = gc.compile(gc.trace(lambda x, w: gc.conv2d(x, w, padding=2), *args), backend="native")
+        assert "gc_direct_conv2d_f32" in exe.source(*args), exe.source(*args)
     clock[:] = (0, 0)
     before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    exe(a)
+    exe(*args)
     after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     assert before <= clock[0] <= after
 

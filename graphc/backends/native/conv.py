@@ -3,10 +3,10 @@
 Two parts, each taken where it applies:
 
 - the convolution: the direct C kernel (direct_conv.py) for stride-1 float32
-  convolutions whose kernel is no larger than their output; where that kernel is not
-  worth running (256-bit vectors, more than one input channel per group), Winograd's
-  F(2x2, 3x3) (winograd.py) for the 3x3 ones of dilation 1 and one group, with the
-  same epilogue program on its output rows; for a plain conv2d whose kernel is larger
+  convolutions whose kernel is no larger than their output; on 256-bit vectors,
+  Winograd's F(2x2, 3x3) (winograd.py) before it for the 3x3 ones of dilation 1, one
+  group and more than one input channel, with the same epilogue program on its output
+  rows; for a plain conv2d whose kernel is larger
   (a weight gradient), the wide kernel (wide_conv.py) where it applies; numpy's im2col
   and BLAS otherwise (`direct_reason`, `winograd.reason` and `wide_conv.wide_reason`
   say why not). The choice depends on the channels, image and kernel sizes only, never on
@@ -82,33 +82,28 @@ def direct_reason(x: TensorType, w: TensorType, out: TensorType, attrs: dict) ->
     out_ch, per_group, kh, kw = w.shape
     if per_group == 1 and out_ch == attrs["groups"]:
         return "depthwise: numpy's per-tap kernel"
-    if not direct_conv.worth_running(per_group):
-        return SLOWER_HERE
     if kh * kw > math.prod(out.shape[2:]):  # type: ignore[arg-type]
         return LARGER_KERNEL
     return None
 
 
 LARGER_KERNEL = "a kernel larger than its output (a weight gradient)"
-SLOWER_HERE = (
-    "256-bit vectors: numpy's im2col and BLAS measured faster than the direct convolution "
-    "with more than one input channel per group (direct_conv.WIDE_REGISTERS)"
+WINOGRAD_FIRST = (
+    "256-bit vectors: Winograd's F(2x2, 3x3) measured faster than the direct convolution "
+    "on 3x3 layers with more than one input channel per group (direct_conv.WIDE_REGISTERS)"
 )
 
 
 def _kernel_choice(
     x: TensorType, w: TensorType, out: TensorType, attrs: dict
 ) -> tuple[str | None, bool]:
-    """Why the direct kernel does not run (None: it does), with Winograd's own reason
-    where it was asked; and whether Winograd runs: where the direct kernel is not worth
-    running here and Winograd applies (the same for every level)."""
-    reason = direct_reason(x, w, out, attrs)
-    if reason != SLOWER_HERE:
-        return reason, False
-    why_not = winograd.reason(x, w, out, attrs)
-    if why_not is None:
-        return reason, True
-    return f"{reason}; Winograd's F(2x2, 3x3): {why_not}", False
+    """Why the direct kernel does not run (None: it does), and whether Winograd runs:
+    on 256-bit vectors, the 3x3 convolutions it applies to with more than one input
+    channel per group (the same for every level; `direct_conv.WIDE_REGISTERS`)."""
+    wide = direct_conv.WIDE_REGISTERS
+    if not wide and winograd.reason(x, w, out, attrs) is None and w.shape[1] > 1:
+        return WINOGRAD_FIRST, True
+    return direct_reason(x, w, out, attrs), False
 
 
 def lower_conv(gen: Generator, step: Step, out: str) -> list[str] | None:

@@ -60,23 +60,18 @@ PARALLEL_WORK = 400_000
 # OB * PB accumulators, PB loaded vectors and a broadcast weight fit the 32 registers of
 # AVX-512 (16 of AVX2). Measured with 16 lanes (one thread): 8 x 3 against 4 x 4, LeNet's
 # first layer over 64 images 112 against 123 us, the ResNet block's 3x3 on 2 images 547
-# against 563 us; 6 x 4 and 6 x 3 in between
-TILES = {"512": (8, 3), "256": (3, 3)}
-# Where the kernel is worth running. With AVX-512 (32 registers, the 8 x 3 tile) it beat
-# numpy's im2col and BLAS on LeNet's and the ResNet block's layers (docs/backends.md).
-# With 256-bit vectors (16 registers, the 3 x 3 tile: 9 multiply-adds per 6 loads) it ran
-# at 17-26 GFLOP/s on an AVX2 machine of two cores where OpenBLAS reached about 110, and
-# lost to numpy on every geometry measured (3x3 over 28x28 from 8 to 64 channels 1.5-5.5x
-# slower, LeNet's second layer 2.2x, 3 input channels 1.4x) but one input channel per
-# group: LeNet's first layer over 64 images, 0.90 against 1.04 ms, where numpy's work
-# is mostly the im2col copy
+# against 563 us; 6 x 4 and 6 x 3 in between. With 8 lanes (an AVX2 machine of two
+# cores, one thread, LeNet's two layers over 64 images, the kernel called from C): 6 x 2
+# 487 and 698 us, 4 x 3 555 and 681, 3 x 3 567 and 887, 2 x 4 633 and 1,083
+TILES = {"512": (8, 3), "256": (6, 2)}
+# Whether the registers are AVX-512's. Then the direct kernel runs every convolution it
+# applies to (with it, it beat numpy's im2col and BLAS on LeNet's and the ResNet block's
+# layers: docs/backends.md). With 256-bit vectors Winograd's F(2x2, 3x3) runs the 3x3
+# ones with more than one input channel first (conv.py): on an AVX2 machine of two cores
+# the ResNet block's (64, 64, 28, 28) 3x3 took 14.8 ms there, 24.8 ms here (2.25x the
+# multiply-adds); LeNet's layers over 64 images took 215 and 337 us here, 1.28 and 1.10
+# ms on numpy
 WIDE_REGISTERS = "avx512f" in toolchain.HOST.split()
-
-
-def worth_running(channels_per_group: int) -> bool:
-    """Whether the kernel is expected to beat numpy's im2col and BLAS on this processor
-    for a convolution with this many input channels per group (`WIDE_REGISTERS`)."""
-    return WIDE_REGISTERS or channels_per_group == 1
 
 
 def source() -> str:

@@ -35,11 +35,23 @@ from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Step
 
 # planes, then x, out, then H, W, Ho, Wo, kH, kW, stride (rows, cols), top, left,
-# dilation (rows, cols), and whether to run on the OpenMP pool
+# dilation (rows, cols), and whether to run on the OpenMP pool (`_parallel`)
 PARAMS = "pp" + "i" * 13
 # output elements x taps of one call from which the planes run on the OpenMP pool: a
 # pool is a few loads per output, and waking the pool costs 10-50 us here
 PARALLEL_WORK = 1 << 22
+# the same while the pool is warm (its workers still spin after a region, as after the
+# convolution before a pool: calls.POOL_CLOCK). LeNet over 64 images on an AVX2 machine
+# of two cores, interleaved medians: 756 us a call with both pools on one thread, 705
+# with the first on two (2**18), 679 with both (2**16; 2**15 the same)
+WARM_WORK = 1 << 16
+
+
+def _parallel(work: int) -> int:
+    """The kernels' `parallel` argument for this much work (`gc_parallel_flag`): 1 on
+    the pool, 2 there while it is warm, 0 on the calling thread."""
+    return 1 if work >= PARALLEL_WORK else 2 if work >= WARM_WORK else 0
+
 
 SOURCE = c_source("max_pool.h")
 
@@ -113,7 +125,7 @@ def lower_max_pool2d(gen: Generator, step: Step, out: str) -> list[str] | None:
     calls.record(gen, kernel)
     n, c, h, w = x_t.shape
     ho, wo = out_t.shape[2:]
-    parallel = int(n * c * ho * wo * _taps(step.attrs) >= PARALLEL_WORK)
+    parallel = _parallel(n * c * ho * wo * _taps(step.attrs))
     lines: list[str] = []
     x_at = calls.value_address(gen, step.inputs[0], lines)
     out_at = calls.address(gen, out, step.output in gen.static, lines)
@@ -141,7 +153,7 @@ def lower_max_pool2d_backward(gen: Generator, step: Step, out: str) -> list[str]
     a = step.attrs
     n, c, h, w = x_t.shape
     ho, wo = ct_t.shape[2:]
-    parallel = int(n * c * max(ho * wo * _taps(a), h * w) >= PARALLEL_WORK)
+    parallel = _parallel(n * c * max(ho * wo * _taps(a), h * w))
     lines: list[str] = []
     ct_at, x_at, pooled_at = (calls.value_address(gen, v, lines) for v in step.inputs)
     out_at = calls.address(gen, out, step.output in gen.static, lines)

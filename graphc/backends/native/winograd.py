@@ -1,10 +1,10 @@
 """Winograd F(2x2, 3x3): the native backend's float32 3x3 convolutions on 256-bit vectors.
 
-Where the direct kernel is not worth running (256-bit vectors and more than one input
-channel: direct_conv.worth_running) a convolution was numpy's im2col and one BLAS
-product, 36 multiply-adds per 2x2 outputs and input channel at the ~110 GFLOP/s
-OpenBLAS reaches on the two cores here: the ResNet block's two (32, 64, 28, 28) 3x3
-convolutions, 2 x 1.85 GFLOP, could not beat torch.compile that way. F(2x2, 3x3) makes
+On 256-bit vectors (no AVX-512: direct_conv.WIDE_REGISTERS) a 3x3 convolution with more
+than one input channel was numpy's im2col and one BLAS product, 36 multiply-adds per 2x2
+outputs and input channel at the ~110 GFLOP/s OpenBLAS reaches on the two cores here:
+the ResNet block's two (32, 64, 28, 28) 3x3 convolutions, 2 x 1.85 GFLOP, could not beat
+torch.compile that way, nor can the direct kernel, which makes as many. F(2x2, 3x3) makes
 each 2x2 block of outputs from a 4x4 tile of the input (tiles overlap by 2) with 16
 multiply-adds per input channel: for each of the 16 points xi of the transform,
 M[xi] = U[xi] V[xi], U = G g G^T the transformed weights (O x C), V = B^T d B the

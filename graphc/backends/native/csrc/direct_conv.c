@@ -1,67 +1,22 @@
-/* The epilogue program: step s is codes[s] = op | kind << 4 | swap << 6 with operand
-   ops[s]; op 0-5 are add, sub, mul, div, maximum, minimum of (value, operand), or of
-   (operand, value) when swap, 6 is relu; the operand has one value per output channel
-   (kind 1), the output's shape (2, `at` elements in for this tile), or one value (3).
-   The same IEEE operations as numpy's ufuncs (max_f32 is numpy's maximum), in the same
-   order, so the same bits. Applied to the tile in tmp, one step at a time, then stored. */
-static void dc_finish(float *tmp, float *y, int64_t plane_out, const int64_t *dst,
-                      const int64_t *lanes, int ob, int pb, int64_t o0, int64_t at,
-                      int64_t steps, const int64_t *codes, const float *const *ops) {
-    /* each step's operand and op chosen once per tile, not per vector: dispatching
-       per vector was 14% of a ResNet block's time */
-    for (int64_t s = 0; s < steps; s++) {
-        int64_t code = codes[s], op = code & 15, kind = (code >> 4) & 3, swap = (code >> 6) & 1;
-        const float *p = ops[s];
-        vf32 u[DC_OB][DC_PB];
-        if (kind == 2) {
-            for (int o = 0; o < ob; o++)
-                for (int k = 0; k < pb; k++)
-                    u[o][k] = ldm_f32(p + at + o * plane_out + dst[k], lanes[k]);
-        } else {
-            for (int o = 0; o < ob; o++) {
-                vf32 c = sp_f32(kind == 1 ? p[o0 + o] : kind == 3 ? p[0] : 0.0f);
-                for (int k = 0; k < pb; k++) u[o][k] = c;
-            }
-        }
-#define DC_APPLY(expr) \
-        for (int o = 0; o < ob; o++) \
-            for (int k = 0; k < pb; k++) { \
-                float *t = tmp + (o * DC_PB + k) * GC_W; \
-                vf32 v; \
-                memcpy(&v, t, GC_VB); \
-                vf32 a = swap ? u[o][k] : v, b = swap ? v : u[o][k]; \
-                v = expr; \
-                memcpy(t, &v, GC_VB); \
-            }
-        switch (op) {
-            case 0: DC_APPLY(a + b) break;
-            case 1: DC_APPLY(a - b) break;
-            case 2: DC_APPLY(a * b) break;
-            case 3: DC_APPLY(a / b) break;
-            case 4: DC_APPLY(max_f32(a, b)) break;
-            case 5: DC_APPLY(min_f32(a, b)) break;
-            default: DC_APPLY(max_f32(v, sp_f32(0.0f))) break;
-        }
-#undef DC_APPLY
-    }
-    for (int o = 0; o < ob; o++)
-        for (int k = 0; k < pb; k++) {
-            vf32 v;
-            memcpy(&v, tmp + (o * DC_PB + k) * GC_W, GC_VB);
-            stm_f32(y + o * plane_out + dst[k], v, lanes[k]);
-        }
-}
-
-/* n floats zeroed, or copied, by masked vector stores: rows are short (a ResNet block's
-   14 floats), and a memset and a memcpy call per row took 5% of its time */
+/* n floats zeroed, or copied: rows are short (a ResNet block's 14 floats, LeNet's 28),
+   and a memset and a memcpy call per row took 5% of its time. Whole vectors by plain
+   stores, the copy's tail by one more vector overlapping the last (the same values
+   again), what is shorter than a vector one float at a time: a masked store per row
+   (vmaskmovps) was 11% of LeNet's first layer on an AVX2 machine */
 GC_INLINE void dc_zero(float *p, int64_t n) {
-    for (int64_t k = 0; k < n; k += GC_W) stm_f32(p + k, sp_f32(0.0f), n - k < GC_W ? n - k : GC_W);
+    vf32 zero = sp_f32(0.0f);
+    int64_t k = 0;
+    for (; k + GC_W <= n; k += GC_W) memcpy(p + k, &zero, GC_VB);
+    for (; k < n; k++) p[k] = 0.0f;
 }
 GC_INLINE void dc_copy(float *d, const float *s, int64_t n) {
-    for (int64_t k = 0; k < n; k += GC_W) {
-        int64_t m = n - k < GC_W ? n - k : GC_W;
-        stm_f32(d + k, ldm_f32(s + k, m), m);
+    if (n < GC_W) {
+        for (int64_t k = 0; k < n; k++) d[k] = s[k];
+        return;
     }
+    int64_t k = 0;
+    for (; k + GC_W <= n; k += GC_W) memcpy(d + k, s + k, GC_VB);
+    if (k < n) memcpy(d + n - GC_W, s + n - GC_W, GC_VB);
 }
 
 static void dc_pad(const float *x, float *pad, int64_t H, int64_t W, int64_t top,
@@ -108,7 +63,6 @@ static void dc_task(const dc_conv *c, int64_t task) {
     int64_t plane_out = c->Ho * c->Wo, at = (image * c->O + o0) * plane_out;
     int64_t at_ops = ((c->first + image) * c->O + o0) * plane_out;
     int64_t per_row = (c->Wo + GC_W - 1) / GC_W, count = c->Ho * per_row;
-    float tmp[DC_OB * DC_PB * GC_W];
     for (int64_t v0 = 0; v0 < count; v0 += DC_PB) {
         int pb = (int)(count - v0 < DC_PB ? count - v0 : DC_PB);
         int64_t src[DC_PB], dst[DC_PB], lanes[DC_PB];
@@ -118,9 +72,8 @@ static void dc_task(const dc_conv *c, int64_t task) {
             dst[k] = r * c->Wo + col;
             lanes[k] = c->Wo - col < GC_W ? c->Wo - col : GC_W;
         }
-        dc_tile_any(x, c->w + o0 * c->K, c->offs, c->K, src, tmp, ob, pb);
-        dc_finish(tmp, c->y + at, plane_out, dst, lanes, ob, pb, o0, at_ops, c->steps,
-                  c->codes, c->ops);
+        dc_tile_any(x, c->w + o0 * c->K, c->offs, c->K, src, ob, pb, c->y + at,
+                    plane_out, dst, lanes, o0, at_ops, c->steps, c->codes, c->ops);
     }
 }
 
@@ -216,9 +169,11 @@ GC_EXPORT void gc_direct_conv2d_f32(int64_t m, const float *x, const float *w, f
     if (work >= parallel_work && m >= 2 * threads && slots >= 1 && threads <= DC_MAX_THREADS) {
         #pragma omp parallel num_threads(threads)
         dc_images(&conv, x, m, slots, H, W, top, left, right);
+        gc_pool_used();
     } else if (work >= parallel_work && m * groups * ntiles_o > 1) {
         #pragma omp parallel
         dc_chunks(&conv, x, m, chunk, H, W, top, left, right);
+        gc_pool_used();
     } else {
         dc_chunks(&conv, x, m, chunk, H, W, top, left, right);  /* the loops run serially */
     }

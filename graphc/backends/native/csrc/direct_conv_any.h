@@ -1,6 +1,10 @@
-/* the tile with (ob, pb) as constants, so each case is unrolled and kept in registers:
-   one case per ob <= DC_OB and pb <= DC_PB */
-#define DC_CASE(o, p) case (o) * 16 + (p): dc_tile(x, w, offs, K, src, tmp, o, p); break;
+/* the tile and its epilogue with (ob, pb) as constants, so each case is unrolled and
+   kept in registers: one case per ob <= DC_OB and pb <= DC_PB */
+#define DC_CASE(o, p) \
+    case (o) * 16 + (p): \
+        dc_tile(x, w, offs, K, src, o, p, y, plane_out, dst, lanes, o0, at, steps, codes, \
+                ops); \
+        break;
 #define DC_P1(o) DC_CASE(o, 1)
 #if DC_PB >= 2
 #define DC_P2(o) DC_CASE(o, 2)
@@ -19,7 +23,10 @@
 #endif
 #define DC_ROW(o) DC_P1(o) DC_P2(o) DC_P3(o) DC_P4(o)
 static void dc_tile_any(const float *x, const float *w, const int64_t *offs, int64_t K,
-                        const int64_t *src, float *tmp, int ob, int pb) {
+                        const int64_t *src, int ob, int pb, float *y,
+                        int64_t plane_out, const int64_t *dst, const int64_t *lanes,
+                        int64_t o0, int64_t at, int64_t steps, const int64_t *codes,
+                        const float *const *ops) {
     switch (ob * 16 + pb) {
         DC_ROW(1)
 #if DC_OB >= 2

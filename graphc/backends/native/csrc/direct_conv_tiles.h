@@ -9,6 +9,8 @@
 #define DC_OB DC_OB256
 #define DC_PB DC_PB256
 #endif
+/* a loop over a tile's channels or vectors, unrolled */
+#define DC_UNROLL _Pragma("GCC unroll 8")
 #if DC_OB < 1 || DC_OB > 8 || DC_PB < 1 || DC_PB > 4
 #error "the direct convolution's tile is at most 8 output channels by 4 vectors"
 #endif

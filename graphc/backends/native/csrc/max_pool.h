@@ -27,11 +27,12 @@ static void mp_plane_##t(const T *x, T *o, int64_t H, int64_t W, int64_t Ho, int
             } \
         } } \
 static void mp_pool_##t(MP_ARGS) { \
-    if (parallel) { \
+    if (gc_parallel_flag(parallel)) { \
         _Pragma("omp parallel for schedule(static)") \
         for (int64_t p = 0; p < planes; p++) \
             mp_plane_##t(x + p * H * W, o + p * Ho * Wo, H, W, Ho, Wo, kh, kw, sh, sw, top, \
                          left, dh, dw); \
+        gc_pool_used(); \
     } else { \
         for (int64_t p = 0; p < planes; p++) \
             mp_plane_##t(x + p * H * W, o + p * Ho * Wo, H, W, Ho, Wo, kh, kw, sh, sw, top, \

@@ -30,17 +30,18 @@ static void mpb_plane_##t(const T *ct, const T *x, const T *p, T *g, int32_t *wi
 GC_EXPORT void gc_max_pool2d_backward_##t(MPB_ARGS) { \
     if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && top == 0 && left == 0 && dh == 1 \
             && dw == 1 && 2 * Ho <= H && 2 * Wo <= W && Ho > 0) { \
-        if (parallel) { \
+        if (gc_parallel_flag(parallel)) { \
             _Pragma("omp parallel for schedule(static)") \
             for (int64_t n = 0; n < planes; n++) \
                 ROWS22(ct + n * Ho * Wo, x + n * H * W, pooled + n * Ho * Wo, \
                                g + n * H * W, Ho, H, W, Ho, Wo); \
+            gc_pool_used(); \
         } else { \
             ROWS22(ct, x, pooled, g, planes * Ho, H, W, Ho, Wo); \
         } \
         return; \
     } \
-    _Pragma("omp parallel for schedule(static) if (parallel)") \
+    _Pragma("omp parallel for schedule(static) if (gc_parallel_flag(parallel))") \
     for (int64_t n = 0; n < planes; n++) { \
         mpb_plane_##t(ct + n * Ho * Wo, x + n * H * W, pooled + n * Ho * Wo, g + n * H * W, \
                       wins + n * Ho * Wo, H, W, Ho, Wo, kh, kw, sh, sw, top, left, dh, dw); \

@@ -26,10 +26,11 @@ MP_KERNEL(f32, float)
 GC_EXPORT void gc_max_pool2d_f32(MP_ARGS) {
     if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && top == 0 && left == 0 && dh == 1
             && dw == 1 && 2 * Ho <= H && 2 * Wo <= W) {
-        if (parallel) {
+        if (gc_parallel_flag(parallel)) {
             #pragma omp parallel for schedule(static)
             for (int64_t p = 0; p < planes; p++)
                 mp_rows22(x + p * H * W, o + p * Ho * Wo, Ho, H, W, Ho, Wo);
+            gc_pool_used();
         } else {
             mp_rows22(x, o, planes * Ho, H, W, Ho, Wo);
         }

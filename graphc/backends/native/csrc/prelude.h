@@ -59,6 +59,10 @@ GC_INLINE void gc_pool_used(void) {
 /* whether work of size n runs on the pool: from `cold` always, from `warm` while it is warm */
 GC_INLINE int gc_parallel(int64_t n, int64_t cold, int64_t warm) {
     return n >= cold || (n >= warm && gc_pool_warm()); }
+/* a kernel's `parallel` argument, chosen by its Python: 1 on the pool, 2 there while it
+   is warm, 0 on the calling thread */
+GC_INLINE int gc_parallel_flag(int64_t parallel) {
+    return parallel == 1 || (parallel == 2 && gc_pool_warm()); }
 
 /* splats: a scalar operand of integer vector arithmetic is broadcast, and adding it to
    zeros is exact, so this is one broadcast of the scalar's bits (gcc 11 compiled a loop
@@ -70,11 +74,15 @@ GC_INLINE vf64 sp_f64(double s) {
 GC_INLINE vb sp_b(int s) { vb v = {0}; return v + (s ? -1 : 0); }
 
 /* m <= GC_W float32 lanes by masked loads and stores: no library call for a variable m
-   (memcpy's is one), never touching memory past the m lanes; loaded lanes past m are 0 */
+   (memcpy's is one), never touching memory past the m lanes; loaded lanes past m are 0.
+   With AVX2 a whole vector is a plain load or store: vmaskmovps is slow to store on
+   AMD's cores (on a Zen 2, LeNet's first convolution spent most of its time in the
+   masked stores of whole vectors) */
 GC_INLINE vf32 ldm_f32(const float *p, int64_t m) {
 #ifdef __AVX512F__
     return (vf32)_mm512_maskz_loadu_ps((__mmask16)((1u << m) - 1), p);
 #else
+    if (m == GC_W) { vf32 v; memcpy(&v, p, GC_VB); return v; }
     vi32 lane; for (int k = 0; k < GC_W; k++) lane[k] = k;
     return (vf32)_mm256_maskload_ps(p, (__m256i)(lane < (int32_t)m));
 #endif
@@ -83,6 +91,7 @@ GC_INLINE void stm_f32(float *p, vf32 v, int64_t m) {
 #ifdef __AVX512F__
     _mm512_mask_storeu_ps(p, (__mmask16)((1u << m) - 1), (gc_ps)v);
 #else
+    if (m == GC_W) { memcpy(p, &v, GC_VB); return; }
     vi32 lane; for (int k = 0; k < GC_W; k++) lane[k] = k;
     _mm256_maskstore_ps(p, (__m256i)(lane < (int32_t)m), (gc_ps)v);
 #endif

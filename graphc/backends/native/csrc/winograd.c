@@ -145,7 +145,7 @@ GC_INLINE int wg_finite(const float *y, int64_t n) {
     return 1;
 }
 
-/* the epilogue program of dc_finish (direct_conv.c; direct_conv.chain and CODES) on the
+/* the epilogue program of dc_finish (direct_conv_tile.h; direct_conv.chain and CODES) on the
    n outputs of channel o at y, in place, each step along the whole run: their operands
    of the output's shape are read from element `at` of the full operand on */
 static void wg_program(float *y, int64_t n, int64_t o, int64_t at, int64_t steps,

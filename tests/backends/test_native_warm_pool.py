@@ -42,6 +42,11 @@ def clock() -> Iterator[np.ndarray]:
 MIDDLING: list[tuple[str, Callable, tuple[np.ndarray, ...]]] = [
     ("elementwise", lambda a: a * 3.0 - 1.0, (RNG.standard_normal(200_000).astype(F32),)),
     (
+        "costly_elementwise",
+        lambda a: gc.tanh(gc.sigmoid(a)),
+        (RNG.standard_normal(8192).astype(F32),),
+    ),
+    (
         "column_sum",
         lambda a: gc.sum(a, axis=0),
         (RNG.standard_normal((512, 256)).astype(F32),),
@@ -74,6 +79,8 @@ def test_the_cases_lie_between_the_thresholds() -> None:
     n = 200_000
     ops = ["mul", "sub"]
     assert kernels.warm_min(ops) <= n < kernels.parallel_min(ops)
+    costly = ["sigmoid", "tanh"]  # a GRU's gates: a few thousand elements are worth two threads
+    assert kernels.warm_min(costly) <= 8192 < kernels.PARALLEL_MIN <= kernels.parallel_min(costly)
     assert rows.WARM_SUM <= 512 * 256 < rows.PARALLEL_SUM
     assert rows.WARM_SOFTMAX <= 512 * 10 < rows.PARALLEL_SOFTMAX
     assert matmul.WARM_WORK <= 32 * 64 * 320 < matmul.PARALLEL_WORK

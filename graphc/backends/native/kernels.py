@@ -460,6 +460,12 @@ PARALLEL_MIN = 1 << 15
 # the same while the pool is warm (its workers still spin after a region: calls.POOL_CLOCK):
 # a multiply-subtract of 2**17 elements took 17.8 us on one thread, 8.6 on two
 WARM_WORK = 1 << 18
+# the fewest elements for which a warm pool is entered: a kernel of costly ops (a GRU's
+# gates, two sigmoids and a tanh an element) is worth two threads from a few thousand
+# elements while the workers spin (the ONNX GRU at batch 64, 64 x 128 gates a step
+# after each step's product, interleaved medians on an AVX2 machine of two cores:
+# 5.05 -> 3.73 ms a call with 2**12 instead of PARALLEL_MIN; the LSTM 5.86 -> 5.54 ms)
+WARM_MIN = 1 << 12
 
 
 def work(ops: list[str]) -> int:
@@ -475,7 +481,7 @@ def parallel_min(ops: list[str]) -> int:
 def warm_min(ops: list[str]) -> int:
     """The fewest output elements for which a kernel of `ops` runs in parallel while
     the pool is warm."""
-    return max(PARALLEL_MIN, WARM_WORK // work(ops))
+    return max(WARM_MIN, WARM_WORK // work(ops))
 
 
 def _tiled_main(

@@ -484,3 +484,29 @@ def test_unknown_backend_is_an_error_naming_the_backends() -> None:
     """Guards the seam's error: a misspelled backend names the registered ones."""
     with pytest.raises(gc.GraphcError, match=r"unknown backend 'nope'.*'native'.*'numpy'"):
         gc.compile(_graph(), backend="nope")
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "b_shape"),
+    [
+        ((37, 19), (37, 1)),  # a (B, 1) operand: its run index never wraps
+        ((3, 5, 4, 7), (5, 1, 1)),  # per channel over a batch: the run index wraps
+        ((6, 13), (13,)),  # a bias: runs of one element, wrapping every row
+        ((2, 9, 16), (9, 1)),  # runs of 16 that wrap after 9
+    ],
+)
+def test_block_operands_give_numpys_bits(x_shape: tuple, b_shape: tuple) -> None:
+    """A broadcast operand read as BLOCK (kernels.py; prelude's bk_at finds a block's
+    place in the runs, with a second division only where the runs wrap): the kernel's
+    add and multiply against numpy's, bit for bit, edge values included."""
+    g = gc.Graph("block")
+    with g:
+        x = gc.placeholder("x", shape=x_shape, dtype="float32")
+        b = gc.placeholder("b", shape=b_shape, dtype="float32")
+        gc.output(x * b + b, name="out")
+    exe = gc.compile(g, backend="native")
+    assert "gk_" in exe.source(), exe.source()
+    for seed in range(3):
+        feeds = edge_feeds(g, seed)
+        got, want = exe(**feeds), gc.compile(g, backend="numpy")(**feeds)
+        assert bits_differ(got, want) is None, bits_differ(got, want)

@@ -6,9 +6,9 @@ SCALAR (one element: loaded once, in every lane), BLOCK (its dims are a run of t
 output's, repeated over the dims before and after the run: a bias (N,) over (B, N), a
 (B, 1) sum, a per-channel (C, 1, 1) over (N, C, H, W): element (idx / inner) % size),
 or STRIDED (any other broadcast: each lane's element found from a descriptor of shape
-and strides). BLOCK takes two divisions per block of lanes for all operands of one
-shape (then a contiguous load or a splat when the block does not wrap), STRIDED a few
-per lane. Sizes and
+and strides). BLOCK takes one division per block of lanes for all operands of one
+shape, two where its runs wrap (then a contiguous load or a splat when the block does
+not wrap), STRIDED a few per lane. Sizes and
 strides are arguments, never part of the C source, so a plan at another batch size
 reuses the compiled kernel.
 

@@ -292,7 +292,8 @@ def _scan_vjp(
     num_xs: int,
 ) -> tuple:
     arrived = tuple(c is not None for c in ct[num_carry:])  # ys without one count as zero
-    grad = _body_gradient("scan")(body, num_carry, num_xs, needs, arrived)
+    static = isinstance(length, int)  # then per-step products may be stacked (control_ad)
+    grad = _body_gradient("scan")(body, num_carry, num_xs, needs, arrived, static)
     if grad is None:
         return (None,) * len(inputs)
     _, _, const_part = scan_parts(len(inputs), num_carry, num_xs)
@@ -317,15 +318,16 @@ def _scan_vjp(
     ct_carries = [
         ct[i] if ct[i] is not None else _zeros_like(inputs[i]) for i in grad.float_carries
     ]
-    accumulators = [_zeros_like(consts[k]) for k in grad.grad_consts]
+    stacked = {k for k, _, _ in grad.products}
+    accumulated = [k for k in grad.grad_consts if k not in stacked]
+    accumulators = [_zeros_like(consts[k]) for k in accumulated]
     ct_ys = [ct[num_carry + j] for j in grad.float_ys]
+    along = [*ct_ys, *residuals, *(inputs[num_carry + j] for j in grad.saved_xs)]
     backward = bind(
         "scan",
         *ct_carries,
         *accumulators,
-        *ct_ys,
-        *residuals,
-        *(inputs[num_carry + j] for j in grad.saved_xs),
+        *along,
         *(consts[k] for k in grad.saved_consts),
         body=grad.backward,
         length=length,
@@ -337,10 +339,18 @@ def _scan_vjp(
     grads: list[Any] = [None] * len(inputs)
     for value, i in zip(back, grad.float_carries):
         grads[i] = value if needs[i] else None
-    for value, k in zip(back[len(ct_carries) :], grad.grad_consts):
+    for value, k in zip(back[len(ct_carries) :], accumulated):
         grads[const_part.start + k] = value
-    for value, j in zip(back[len(ct_carries) + len(accumulators) :], grad.grad_xs):
+    ys = back[len(ct_carries) + len(accumulators) :]
+    for value, j in zip(ys, grad.grad_xs):
         grads[num_carry + j] = value
+    stacks = {"x": along, "y": ys[len(grad.grad_xs) :]}
+    for k, (kind_p, p), (kind_q, q) in grad.products:  # the steps' p^T q: one product
+        rows_p, rows_q = (
+            bind("reshape", v, shape=(-1, v.shape[-1]))
+            for v in (stacks[kind_p][p], stacks[kind_q][q])
+        )
+        grads[const_part.start + k] = bind("matmul", bind("transpose", rows_p, axes=(1, 0)), rows_q)
     return tuple(grads)
 
 

@@ -363,7 +363,11 @@ class GraphPainter:
                 continue
             if n.op == "result" and grad_of_name(n.inputs[0]) == target:
                 continue  # the control-flow node it reads finishes the rule
-            finishing[(self._rule_group(n), target)] = n
+            key = (self._rule_group(n), target)
+            if key in finishing and is_control(finishing[key]):
+                continue  # a rule's loop or branch is its head (a scan's gradient may
+                # end in a product of its stacks after the backward scan)
+            finishing[key] = n
         drawn: set[tuple[str, str]] = set()
         summaries = {g.id for g in self.collapse.groups} | {g.id for g in forward.collapse.groups}
         for (_, target), n in finishing.items():

@@ -149,6 +149,43 @@ def test_gradients_with_a_symbolic_batch_and_length() -> None:
             assert bits_differ(back[i], got[1 + i]) is None
 
 
+def test_a_weights_step_products_are_stacked_when_the_length_is_static() -> None:
+    """A const whose cotangent at each step is transpose(p) @ q (the recurrent weight)
+    gets no accumulator when the loop's length is static: the backward scan outputs q
+    (and p, unless it steps along p's stack already) and the gradient is one product of
+    the two stacks (control_ad).
+    With a symbolic length it is accumulated as before. Both agree with finite
+    differences, and with each other to rounding."""
+    program = PROGRAMS["batched_rnn"]
+    fixed = gc.trace(
+        program.fn, *(gc.TensorSpec(s, "float64") for s in ((2, 3), (4, 2, 3), (3, 3)))
+    )
+    symbolic = gc.trace(
+        program.fn, *(gc.TensorSpec(s, "float64") for s in ((2, 3), ("T", 2, 3), (3, 3)))
+    )
+    bodies = {}
+    for label, g in (("fixed", fixed), ("symbolic", symbolic)):
+        joint = gc.gradients(g, wrt=names(g))
+        (backward,) = [n for n in scans(joint) if n.attrs["body"].name.endswith("_bwd")]
+        bodies[label] = backward.attrs["body"]
+        xs = program.inputs(2)
+        xs = [xs[0][:2], xs[1][:, :2], xs[2]]
+        got = joint(*xs)
+        for i in range(3):
+            want = numeric_grad(program.fn, xs, i)
+            np.testing.assert_allclose(got[1 + i], want, rtol=1e-6, atol=1e-8, err_msg=label)
+        bodies[label + "_grads"] = got[1:]
+    # p, the previous state, is a residual the backward scan already steps along: only
+    # q, the pre-activation's cotangent, is stacked anew
+    stacked = [o.name for o in bodies["fixed"].outputs if o.name.startswith("step")]
+    assert stacked == ["step"], str(bodies["fixed"])
+    assert not any(p.name.startswith("acc_") for p in bodies["fixed"].inputs), str(bodies["fixed"])
+    assert [p.name for p in bodies["symbolic"].inputs if p.name.startswith("acc_")] == ["acc_w"]
+    assert not any(o.name.startswith("step") for o in bodies["symbolic"].outputs)
+    for a, b in zip(bodies["fixed_grads"], bodies["symbolic_grads"]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
 SECOND_ORDER = ["rnn", "decay", "branches", "fori", "cond_in_scan", "scan_in_scan",
                 "scan_in_cond", "nested", "length_only"]  # fmt: skip
 

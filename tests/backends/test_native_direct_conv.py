@@ -12,6 +12,8 @@ numpy's bits and the reason in explain().
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -307,3 +309,51 @@ def test_on_256_bit_vectors_winograd_runs_the_3x3_layers_first(
             _assert_within_bound(got, want, feeds["x"], feeds["w"], {"padding": (1, 1, 1, 1)})
         else:
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("body", ["none", "bias, relu", "one bias, relu", "norm, residual, relu"])
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "padding", "dilation"),
+    [
+        # flat runs (whole vectors, padded width) a tenth or more shorter than the rows':
+        ((3, 6, 14, 14), (6, 6, 5, 5), 0, 1),  # LeNet's second: 136 floats against 160
+        ((2, 6, 9, 11), (6, 6, 3, 3), 1, 1),  # 120 against 144
+        ((2, 6, 13, 12), (6, 6, 3, 2), 0, 2),  # dilated: 109 -> 112 against 144
+        ((2, 6, 28, 28), (6, 6, 5, 5), 2, 1),  # LeNet's first: no shorter, by rows
+    ],
+)
+def test_the_flat_run_gives_the_bits_of_the_rows(
+    x_shape: tuple,
+    w_shape: tuple,
+    padding: int,
+    dilation: int,
+    body: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`dc_task` computes a channel's outputs as the flat run of its rows at the padded
+    width where that is shorter (the columns past the output dropped), else by rows;
+    the same sums either way, so the same bits, with an epilogue in registers too (one
+    with an operand of the output's shape always goes by rows). Checked against the
+    kernel built with no flat run at all (`direct_conv.FLAT` 0)."""
+    g = gc.Graph("flat")
+    with g:
+        x = gc.placeholder("x", x_shape, "float32")
+        w = gc.placeholder("w", w_shape, "float32")
+        b = gc.placeholder("b", (w_shape[0], 1, 1), "float32")
+        s = gc.placeholder("s", (1,), "float32")
+        y = conv2d(x, w, padding=padding, dilation=dilation)
+        if body != "none":
+            residual = gc.placeholder("r", y.shape, "float32")
+            y = BODIES[body][0](y, residual, b, s)
+        gc.output(y, name="y")
+    feeds = [sprinkled_feeds(g, seed, share=share) for seed, share in ((1, 0.0), (2, 0.125))]
+    flat = gc.compile(g, backend="native", wait=True)
+    assert direct_conv.NAME in flat.source(**feeds[0]), flat.source(**feeds[0])
+    wanted = [flat(**f) for f in feeds]
+    monkeypatch.setattr(direct_conv, "FLAT", 0)
+    rows_kernel = dataclasses.replace(native_conv.DIRECT, source=direct_conv.source())
+    assert rows_kernel.source != native_conv.DIRECT.source
+    monkeypatch.setattr(native_conv, "DIRECT", rows_kernel)
+    rows = gc.compile(g, backend="native", wait=True)
+    for f, want in zip(feeds, wanted):
+        assert bits_differ(rows(**f), want) is None, bits_differ(rows(**f), want)

@@ -56,6 +56,9 @@ CHUNK_BYTES = 1 << 20
 # OpenMP pool cost about 55 us here (LeNet's first layer over 64 images, 400,000 of
 # them, took 115 us on one thread and 116 on two)
 PARALLEL_WORK = 400_000
+# the longest flat run of output rows (floats a channel) a task computes into a buffer on
+# its stack before copying the rows out (`dc_task`): DC_OB of them, 24 KB with AVX2
+FLAT = 1024
 # the register tile, output channels by vectors of output columns, by vector width: its
 # OB * PB accumulators, PB loaded vectors and a broadcast weight fit the 32 registers of
 # AVX-512 (16 of AVX2). Measured with 16 lanes (one thread): 8 x 3 against 4 x 4, LeNet's
@@ -81,6 +84,7 @@ def source() -> str:
     (direct_conv_any.h), the epilogue and the chunked drivers (direct_conv.c)."""
     head = "#include <stdlib.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n"
     constants = {"SLACK_ELEMENTS": SLACK, "DC_MAX_THREADS": MAX_THREADS, "DC_OPS": MAX_OPERANDS}
+    constants["DC_FLAT"] = FLAT
     for isa, (ob, pb) in TILES.items():
         constants |= {f"DC_OB{isa}": ob, f"DC_PB{isa}": pb}
     head += defines(constants)

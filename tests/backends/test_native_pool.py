@@ -31,6 +31,9 @@ GEOMETRIES = {
     "dilation": ((1, 3, 9, 12), {"kernel_size": 2, "stride": (1, 2), "dilation": (2, 3)}),
     "long rows": ((1, 2, 4, 70), {"kernel_size": (1, 2)}),
     "2x2, long rows": ((2, 2, 5, 70), {"kernel_size": 2}),
+    # rows of 14 and of 9 outputs: a whole vector, then one overlapping it
+    "2x2, LeNet's first": ((2, 3, 28, 28), {"kernel_size": 2}),
+    "2x2, an odd column left": ((2, 2, 6, 19), {"kernel_size": 2}),
     "padding only windows": ((1, 1, 2, 2), {"kernel_size": 3, "stride": 1, "padding": 2}),
 }
 

@@ -11,7 +11,11 @@ static void mp_rows22(const float *x, float *o, int64_t rows, int64_t H, int64_t
     for (int64_t q = 0; q < rows; q++) {
         const float *x0 = x + (q / Ho) * H * W + 2 * (q % Ho) * W, *x1 = x0 + W;
         float *out = o + q * Wo;
-        for (int64_t k = 0; k < Wo; k += GC_W) {
+        for (int64_t k0 = 0; k0 < Wo; k0 += GC_W) {
+            /* a row of GC_W outputs or more ends with a whole vector overlapping the
+               one before (the same outputs again): no masked load or store, slow on
+               AMD's AVX2 (LeNet's first pool, 14 outputs a row) */
+            int64_t k = Wo - k0 < GC_W && Wo >= GC_W ? Wo - GC_W : k0;
             int64_t m = Wo - k < GC_W ? Wo - k : GC_W, n0 = 2 * m < GC_W ? 2 * m : GC_W;
             vf32 a0 = ldm_f32(x0 + 2 * k, n0), a1 = ldm_f32(x0 + 2 * k + GC_W, 2 * m - n0);
             vf32 b0 = ldm_f32(x1 + 2 * k, n0), b1 = ldm_f32(x1 + 2 * k + GC_W, 2 * m - n0);

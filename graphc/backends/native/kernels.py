@@ -458,8 +458,12 @@ def _main(
 PARALLEL_WORK = 1 << 22  # elements x work per element from which two threads pay off
 PARALLEL_MIN = 1 << 15
 # the same while the pool is warm (its workers still spin after a region: calls.POOL_CLOCK):
-# a multiply-subtract of 2**17 elements took 17.8 us on one thread, 8.6 on two
-WARM_WORK = 1 << 18
+# a multiply-subtract of 2**17 elements took 17.8 us on one thread, 8.6 on two. 2**16
+# on an AVX2 machine of two cores (interleaved medians, 2026-12-04): the ONNX LSTM at
+# batch 64 5.25 -> 4.49 ms (its 64 x 512 gate sum and 64 x 128 tanh and product a
+# step), the MLP step at batch 32 619 -> 575 us, at 512 4.46 -> 4.42 ms; the GRU, the
+# RNN at batch 32, cross-entropy 512x10, GELU 1e5 and the CNN the same
+WARM_WORK = 1 << 16
 # the fewest elements for which a warm pool is entered: a kernel of costly ops (a GRU's
 # gates, two sigmoids and a tanh an element) is worth two threads from a few thousand
 # elements while the workers spin (the ONNX GRU at batch 64, 64 x 128 gates a step

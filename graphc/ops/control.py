@@ -344,7 +344,7 @@ def _scan_vjp(
     ys = back[len(ct_carries) + len(accumulators) :]
     for value, j in zip(ys, grad.grad_xs):
         grads[num_carry + j] = value
-    stacks = {"x": along, "y": ys[len(grad.grad_xs) :]}
+    stacks = {"x": along, "y": ys}
     for k, (kind_p, p), (kind_q, q) in grad.products:  # the steps' p^T q: one product
         rows_p, rows_q = (
             bind("reshape", v, shape=(-1, v.shape[-1]))

@@ -43,6 +43,7 @@ from graphc.ops import control
 from graphc.ops.custom import inline_body
 from graphc.ops.symbolic import Symbol
 from graphc.passes.autodiff import differentiate, split_backward
+from graphc.passes.dce import eliminate_dead_code
 
 
 def _is_float(t: TensorType) -> bool:
@@ -120,8 +121,8 @@ class ScanGrad:
     saved_consts: tuple[int, ...]
     # (k, p, q) for the grad_consts whose cotangent is the product of two stacks rather
     # than an accumulator (no acc carry for them): p and q each ("x", j), the backward
-    # scan's xs j (ct ys, residuals, saved xs), or ("y", j), its stacked y j after the
-    # ct xs
+    # scan's xs j (ct ys, residuals, saved xs), or ("y", j), its stacked y j (the ct xs,
+    # then the stacked steps')
     products: tuple[tuple[int, tuple[str, int], tuple[str, int]], ...] = ()
 
 
@@ -247,29 +248,34 @@ def _scan_gradient(
                 backward.add_output((accs[k] + g).node, backward.fresh_name("acc"))
         for g in x_grads:
             backward.add_output(g.node, backward.fresh_name("ct_x"))
-        # a stack the backward scan already steps along (a residual, a saved x) is read
-        # as it is; any other value is output as a y, once
+        # a stack the backward scan already steps along (a residual, a saved x) or
+        # stacks already (a ct x) is read as it is; any other value is output as a y, once
         along = [
             *ct_ys,
             *(res[r.name] for r in residuals),
             *(kept[inputs[num_carry + j].name] for j in saved_xs),
         ]
         xs_index = {v.node: j for j, v in enumerate(along)}
-        ys_index: dict[Node, int] = {}
+        carries = len(carry_grads) + len(accs)  # the outputs before the ys
+        ys_index: dict[Node, int] = {}  # the ys so far (the ct xs first) by their node
+        for j, g in enumerate(x_grads):
+            ys_index.setdefault(g.node, j)
 
         def source(v: Node) -> tuple[str, int]:
             if v in xs_index:
                 return ("x", xs_index[v])
             if v not in ys_index:
-                ys_index[v] = len(ys_index)
+                ys_index[v] = len(backward.outputs) - carries  # the y it is about to be
                 backward.add_output(v, backward.fresh_name("step"))
             return ("y", ys_index[v])
 
         products = []
         for k, g in zip(grad_consts, const_grads):
-            if k in stacked:
+            if k in stacked:  # (the same match as above, on the inlined copy)
                 p, q = _step_product(g.node)  # type: ignore[misc]
                 products.append((k, source(p), source(q)))
+    if products:  # the per-step products themselves are no output now: not computed
+        backward = eliminate_dead_code(backward)
     return ScanGrad(
         forward,
         backward,

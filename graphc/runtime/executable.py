@@ -127,11 +127,12 @@ WARM_CALLS = 16
 def _warming(run: Any, runs: dict, key: tuple, job: tiers.Job) -> Any:
     """`run` counting its calls: at the WARM_CALLS-th it starts `job` (the signature's
     entry in C) and puts `run` itself back in the thread's table."""
-    left = [WARM_CALLS - 1]  # (the thread's first call ran `run` from _slow)
+    left = WARM_CALLS - 1  # (the thread's first call ran `run` from _slow)
 
     def warming(*arrays: Any) -> Any:
-        left[0] -= 1
-        if left[0] <= 0:
+        nonlocal left
+        left -= 1
+        if left <= 0:
             runs[key] = run
             job.start()
         return run(*arrays)

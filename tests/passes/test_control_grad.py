@@ -151,9 +151,9 @@ def test_gradients_with_a_symbolic_batch_and_length() -> None:
 
 def test_a_weights_step_products_are_stacked_when_the_length_is_static() -> None:
     """A const whose cotangent at each step is transpose(p) @ q (the recurrent weight)
-    gets no accumulator when the loop's length is static: the backward scan outputs q
-    (and p, unless it steps along p's stack already) and the gradient is one product of
-    the two stacks (control_ad).
+    gets no accumulator when the loop's length is static: the gradient is one product of
+    two stacks, p's and q's, each one the backward scan steps along or outputs already
+    where it can, else a new y (control_ad).
     With a symbolic length it is accumulated as before. Both agree with finite
     differences, and with each other to rounding."""
     program = PROGRAMS["batched_rnn"]
@@ -175,10 +175,13 @@ def test_a_weights_step_products_are_stacked_when_the_length_is_static() -> None
             want = numeric_grad(program.fn, xs, i)
             np.testing.assert_allclose(got[1 + i], want, rtol=1e-6, atol=1e-8, err_msg=label)
         bodies[label + "_grads"] = got[1:]
-    # p, the previous state, is a residual the backward scan already steps along: only
-    # q, the pre-activation's cotangent, is stacked anew
-    stacked = [o.name for o in bodies["fixed"].outputs if o.name.startswith("step")]
-    assert stacked == ["step"], str(bodies["fixed"])
+    # p, the previous state, is a residual the backward scan already steps along, and q,
+    # the pre-activation's cotangent, is also x's, which it stacks already: no new y,
+    # and no per-step product left in the body
+    assert [o.name for o in bodies["fixed"].outputs] == ["ct_carry", "ct_x"], str(bodies["fixed"])
+    assert not any(
+        n.op == "matmul" and n.inputs[0].op == "transpose" for n in bodies["fixed"].op_nodes
+    )
     assert not any(p.name.startswith("acc_") for p in bodies["fixed"].inputs), str(bodies["fixed"])
     assert [p.name for p in bodies["symbolic"].inputs if p.name.startswith("acc_")] == ["acc_w"]
     assert not any(o.name.startswith("step") for o in bodies["symbolic"].outputs)

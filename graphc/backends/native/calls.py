@@ -124,6 +124,12 @@ def plan_state(gen: Any) -> dict[str, Any]:
     return gen.state.setdefault("native", {"kernels": {}, "calls": 0, "declined": {}, "spares": {}})
 
 
+def recorded(generated: Any, key: str) -> dict[str, Any]:
+    """What `plan_state` recorded under `key` for a plan whose code is `generated` (empty
+    when the native backend recorded nothing: a plan generated on numpy)."""
+    return generated.state.get("native", {}).get(key, {})
+
+
 def loop_constants(gen: Any) -> frozenset[int] | None:
     """When `gen` plans a loop's body that is to run in C (loops.py): the positions of its
     inputs that are the same at every step (the loop's constants); none for a whole plan

@@ -80,7 +80,8 @@ WIDE_REGISTERS = "avx512f" in toolchain.HOST.split()
 def source() -> str:
     """The kernel's C (after the native header): this module's constants as #defines
     (the tiles of each ISA among them), then csrc/'s fixed C: the tile size
-    (direct_conv_tiles.h), the tile (direct_conv_tile.h), its unrolled cases
+    (direct_conv_tiles.h), the epilogue program's ops (program_ops.h, shared with
+    winograd.py), the tile (direct_conv_tile.h), its unrolled cases
     (direct_conv_any.h), the epilogue and the chunked drivers (direct_conv.c)."""
     head = "#include <stdlib.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n"
     constants = {"SLACK_ELEMENTS": SLACK, "DC_MAX_THREADS": MAX_THREADS, "DC_OPS": MAX_OPERANDS}
@@ -88,7 +89,8 @@ def source() -> str:
     for isa, (ob, pb) in TILES.items():
         constants |= {f"DC_OB{isa}": ob, f"DC_PB{isa}": pb}
     head += defines(constants)
-    parts = ("direct_conv_tiles.h", "direct_conv_tile.h", "direct_conv_any.h", "direct_conv.c")
+    parts = ("direct_conv_tiles.h", "program_ops.h", "direct_conv_tile.h", "direct_conv_any.h",
+             "direct_conv.c")  # fmt: skip
     return head + "".join(c_source(name) for name in parts)
 
 

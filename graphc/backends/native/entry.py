@@ -131,7 +131,7 @@ def refuses(backend: Backend, plan: Plan, generated: Generated) -> str | None:
         return f"it has more than {MAX_ARRAYS} inputs and outputs"
     if plan.scalar:  # numpy scalars: every step is planned for C afresh
         return None
-    declined = generated.state.get("native", {}).get("declined", {})
+    declined = calls.recorded(generated, "declined")
     for step in plan.steps:
         if generated.step_backends.get(step.index, backend.name) == backend.name:
             continue
@@ -199,7 +199,7 @@ def build(backend: Backend, plan: Plan, spec: Any) -> Made:
         raise BackendUnavailableError("the plan was generated on another backend")
     constants = [np.asarray(given.nodes[name].value, order="C") for name in given.constants]
     run = generated.instantiate(given.arena_bytes, constants, [])
-    kernels = generated.state.get("native", {}).get("kernels", {})
+    kernels = calls.recorded(generated, "kernels")
     types = _types(given, given.inputs) + [spec.types[o] for o in plan.graph.outputs]
     slots = [np.empty(t.shape, t.dtype) for t in types]
     tape = loops.record(run, kernels, slots, range(0))

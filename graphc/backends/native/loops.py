@@ -478,7 +478,7 @@ def in_place_carries(body: CompiledBody, num_carry: int) -> list[bool]:
     last, in order. Such a carry needs no second buffer and no copy between steps: the
     loop runs it in its result's buffer (the accumulators of a backward scan)."""
     plan = body.plan
-    safe = body.generated.state.get("native", {}).get("alias_safe", {})
+    safe = calls.recorded(body.generated, "alias_safe")
     given = plan.given or {}
     buffers = {k: plan.values[name].buffer for name, k in given.items()}
     found = []
@@ -506,7 +506,7 @@ def in_place_carries(body: CompiledBody, num_carry: int) -> list[bool]:
 
 
 def _kernels(body: CompiledBody) -> dict[str, Kernel]:
-    return body.generated.state.get("native", {}).get("kernels", {})
+    return calls.recorded(body.generated, "kernels")
 
 
 def _write_back(results: list[np.ndarray], targets: list[np.ndarray]) -> None:

@@ -111,6 +111,7 @@ SOURCE = (
     "#include <stdlib.h>\n#ifdef _OPENMP\n#include <omp.h>\n#endif\n"
     + defines({"MM_IN_PLACE": "INT64_MAX", "WG_OPS": MAX_OPERANDS})
     + matmul.SOURCE
+    + c_source("program_ops.h")
     + c_source("winograd.c")
 )
 KERNEL = Kernel(NAME, SOURCE, [], ["conv2d"], PARAMS)

@@ -6,11 +6,10 @@
    vectors and the accumulators on the stack (LeNet's layers on AVX2 3.3-5x slower).
 
    The epilogue program: step s is codes[s] = op | kind << 4 | swap << 6 with operand
-   ops[s]; op 0-5 are add, sub, mul, div, maximum, minimum of (value, operand), or of
-   (operand, value) when swap, 6 is relu; the operand has one value per output channel
-   (kind 1), the output's shape (2, `at` elements in for this tile), or one value (3).
-   The same IEEE operations as numpy's ufuncs (max_f32 is numpy's maximum), in the same
-   order, so the same bits. Each step's operand and op are chosen once per tile, not per
+   ops[s]; the op is program_ops.h's, on (value, operand), or (operand, value) when
+   swap; the operand has one value per output channel (kind 1), the output's shape (2,
+   `at` elements in for this tile), or one value (3). numpy's operations in numpy's
+   order, so numpy's bits. Each step's operand and op are chosen once per tile, not per
    vector (dispatching per vector was 14% of a ResNet block's time). */
 GC_INLINE void dc_tile(const float *x, const float *w, const int64_t *offs, int64_t K,
                        const int64_t *src, const int ob, const int pb, float *y,
@@ -44,15 +43,7 @@ GC_INLINE void dc_tile(const float *x, const float *w, const int64_t *offs, int6
                 vf32 v = acc[o][k], a = swap ? u[o][k] : v, b = swap ? v : u[o][k]; \
                 acc[o][k] = expr; \
             }
-        switch (op) {
-            case 0: DC_APPLY(a + b) break;
-            case 1: DC_APPLY(a - b) break;
-            case 2: DC_APPLY(a * b) break;
-            case 3: DC_APPLY(a / b) break;
-            case 4: DC_APPLY(max_f32(a, b)) break;
-            case 5: DC_APPLY(min_f32(a, b)) break;
-            default: DC_APPLY(max_f32(v, sp_f32(0.0f))) break;
-        }
+        GC_PROGRAM_OP(op, DC_APPLY)
 #undef DC_APPLY
     }
     DC_UNROLL for (int o = 0; o < ob; o++)

@@ -145,7 +145,7 @@ GC_INLINE int wg_finite(const float *y, int64_t n) {
     return 1;
 }
 
-/* the epilogue program of dc_finish (direct_conv_tile.h; direct_conv.chain and CODES) on the
+/* the epilogue program of dc_tile (direct_conv_tile.h; direct_conv.chain and CODES) on the
    n outputs of channel o at y, in place, each step along the whole run: their operands
    of the output's shape are read from element `at` of the full operand on */
 static void wg_program(float *y, int64_t n, int64_t o, int64_t at, int64_t steps,
@@ -163,15 +163,7 @@ static void wg_program(float *y, int64_t n, int64_t o, int64_t at, int64_t steps
             v = expr; \
             if (m == GC_W) wg_st(y + k, v); else stm_f32(y + k, v, m); \
         }
-        switch (op) {
-            case 0: WG_APPLY(a + b) break;
-            case 1: WG_APPLY(a - b) break;
-            case 2: WG_APPLY(a * b) break;
-            case 3: WG_APPLY(a / b) break;
-            case 4: WG_APPLY(max_f32(a, b)) break;
-            case 5: WG_APPLY(min_f32(a, b)) break;
-            default: WG_APPLY(max_f32(v, sp_f32(0.0f))) break;
-        }
+        GC_PROGRAM_OP(op, WG_APPLY)
 #undef WG_APPLY
     }
 }

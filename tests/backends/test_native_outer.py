@@ -37,7 +37,19 @@ def _graph(a: np.ndarray, b: np.ndarray) -> gc.Graph:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize(
     ("lead", "m", "n"),
-    [((), 7, 5), ((3,), 1, 1), ((256,), 64, 10), ((2, 3), 9, 17), ((0,), 4, 4), ((5,), 0, 3)],
+    [
+        ((), 7, 5),
+        ((3,), 1, 1),
+        ((256,), 64, 10),
+        ((2, 3), 9, 17),
+        ((0,), 4, 4),
+        ((5,), 0, 3),
+        # rows of whole vectors (8 or 16 lanes), and of whole vectors and an overlapping one
+        ((4,), 3, 8),
+        ((2,), 5, 16),
+        ((3,), 2, 20),
+        ((2,), 3, 33),
+    ],
 )
 def test_stacked_outer_products_give_numpys_bits(
     dtype: str, lead: tuple[int, ...], m: int, n: int

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.backends.native import calls, kernels, matmul, pool, rows, threads
+from graphc.backends.native import calls, kernels, matmul, outer, pool, rows, threads
 from tests.edge_values import bits_differ
 from tests.native_checks import needs_native
 
@@ -71,6 +71,11 @@ MIDDLING: list[tuple[str, Callable, tuple[np.ndarray, ...]]] = [
         lambda a: gc.max_pool2d(a, 3, stride=1),
         (RNG.standard_normal((16, 16, 10, 10)).astype(F32),),
     ),
+    (  # the digits MLP's per-example gradients of its last layer, rows split mid-matrix
+        "stacked_outer",
+        lambda a, b: a @ b,
+        (RNG.standard_normal((255, 63, 1)).astype(F32), RNG.standard_normal((255, 1, 10)).astype(F32)),
+    ),
 ]
 
 
@@ -86,6 +91,7 @@ def test_the_cases_lie_between_the_thresholds() -> None:
     assert matmul.WARM_WORK <= 32 * 64 * 320 < matmul.PARALLEL_WORK
     for work in (64 * 16 * 5 * 5 * 4, 16 * 16 * 8 * 8 * 9):
         assert pool.WARM_WORK <= work < pool.PARALLEL_WORK
+    assert outer.WARM_WORK <= 255 * 63 * 10 < outer.PARALLEL_WORK
 
 
 @pytest.mark.parametrize(("name", "fn", "inputs"), MIDDLING, ids=[m[0] for m in MIDDLING])

@@ -30,7 +30,7 @@ import numpy as np
 
 from graphc.backends.native import calls
 from graphc.backends.native.c_sources import c_source
-from graphc.backends.native.kernels import Kernel
+from graphc.backends.native.kernels import Kernel, parallel_flag
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Step
 
@@ -48,9 +48,8 @@ WARM_WORK = 1 << 16
 
 
 def _parallel(work: int) -> int:
-    """The kernels' `parallel` argument for this much work (`gc_parallel_flag`): 1 on
-    the pool, 2 there while it is warm, 0 on the calling thread."""
-    return 1 if work >= PARALLEL_WORK else 2 if work >= WARM_WORK else 0
+    """The kernels' `parallel` argument for this much work."""
+    return parallel_flag(work, PARALLEL_WORK, WARM_WORK)
 
 
 SOURCE = c_source("max_pool.h")

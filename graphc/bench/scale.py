@@ -33,8 +33,10 @@ Cases (float32 MLPs):
   the class counts add up to every row. One process and one worker are not run (one
   process would hold every row's hidden layer, 4 GiB).
 
-The dask modes start their clusters once per process (threads_per_worker=1), and time
-`client.compute` of the lazy outputs end to end. Their peak memory is the largest
+The dask modes start their clusters (threads_per_worker=1) when a case first needs
+them and keep them for the cases after it that run on the same ones; before a case's
+modes are built, every other cluster is closed (`_retire`: idle clusters cost the
+timed ones CPU on two cores). They time `client.compute` of the lazy outputs end to end. Their peak memory is the largest
 worker's resident set after a call (what "memory per worker" means here), not
 this process's. Run with ``graphc bench --only scale`` (not in the default run: it
 starts clusters and writes a file of N rows).
@@ -43,6 +45,7 @@ starts clusters and writes a file of N rows).
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 import time
@@ -68,14 +71,34 @@ OUT_OF_CORE = "out of core 1 GiB, 200 MB workers"  # issue 31: chunks="auto"
 OUT_OF_CORE_LIMIT = "200MB"  # per worker
 OUT_OF_CORE_SECONDS = 600.0  # a call not finished by then has stalled
 
-_clusters: dict[tuple[int, bool, str | None], tuple[Any, Any]] = {}
+# the running clusters by what they are for: ("infer", workers, queuing, memory_limit)
+# or ("train", workers); (cluster, client)
+_clusters: dict[tuple, tuple[Any, Any]] = {}
+
+
+def _case_clusters(params: dict[str, Any]) -> set[tuple]:
+    """The clusters a case's dask modes run on: one per worker count."""
+    if params["kind"] == "step":
+        return {("train", n) for n in WORKERS.values()}
+    queuing, limit = params.get("queuing", True), params.get("memory_limit")
+    return {("infer", n, queuing, limit) for n in WORKERS.values()}
+
+
+def _retire(keep: set[tuple]) -> None:
+    """Close every cluster but those in `keep`. An idle cluster is not free: its
+    workers' heartbeats and memory monitors, and its scheduler in this process, took
+    about 14 % of a core with four clusters up, and on two cores that lands in the
+    steps being timed (the 256-512-10 step on two workers, its other modes' clusters up
+    and idle: 31 ms, against 24 ms with only its own)."""
+    for key in [k for k in _clusters if k not in keep]:
+        _close(key)
 
 
 def client(workers: int, queuing: bool = True, memory_limit: str | None = None) -> Any:
     """A Client of a LocalCluster of `workers` processes, started once per process;
     `queuing=False` starts its scheduler with root-task queuing off; `memory_limit` per
     worker (dask's default when None)."""
-    key = (workers, queuing, memory_limit)
+    key = ("infer", workers, queuing, memory_limit)
     if key not in _clusters:
         try:
             import dask
@@ -99,15 +122,16 @@ def client(workers: int, queuing: bool = True, memory_limit: str | None = None) 
     return _clusters[key][1]
 
 
-def _close(key: tuple[int, bool, str | None]) -> None:
+def _close(key: tuple) -> None:
     cluster, c = _clusters.pop(key, (None, None))
     if c is not None:
         c.close()
         cluster.close()
 
 
-_training_clusters: dict[int, tuple[Any, Any]] = {}
 TRAINING_NOTE = "workers without MALLOC_TRIM_THRESHOLD_; client direct_to_workers"
+TRIM = "MALLOC_TRIM_THRESHOLD_"
+_USERS_TRIM = os.environ.get(TRIM)  # before any nanny of this process has set it
 
 
 def training_client(workers: int) -> Any:
@@ -117,27 +141,35 @@ def training_client(workers: int) -> Any:
     its workers, which hands every freed buffer of 64 KiB or more back to the OS, so a
     step's buffers are faulted in again every step (256-512-10 MLP, one thread: a
     half-batch chunk 17.4 -> 19.9 ms, the update 0.5 -> 2.2 ms); one process keeps them.
-    Started once per process, as `client`."""
-    if workers not in _training_clusters:
-        import dask
-        from dask.distributed import Client, LocalCluster
-
-        unset = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
-        with dask.config.set(unset):
-            cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-            )
+    Unsetting dask's config is not enough: a nanny puts its variables into this
+    process's own environment before it spawns a worker, and leaves them there, so the
+    workers of every later cluster inherit the threshold (the 256-512-10 step on two
+    workers after the out-of-core case: 28 ms, against 24 ms). So the variable is
+    removed while these workers start, unless the user had set it. Started when first
+    needed, as `client`."""
+    key = ("train", workers)
+    if key not in _clusters:
+        try:
+            import dask
+            from dask.distributed import Client, LocalCluster
+        except ImportError as exc:
+            raise UnavailableError(
+                f'dask is not installed ({exc}): pip install "graphc[dask]"'
+            ) from None
+        unset = {f"distributed.nanny.pre-spawn-environ.{TRIM}": None}
+        inherited = os.environ.pop(TRIM, None) if _USERS_TRIM is None else None
+        try:
+            with dask.config.set(unset):
+                cluster = LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+                )
+        finally:
+            if inherited is not None:
+                os.environ[TRIM] = inherited
         c = Client(cluster, set_as_default=False, direct_to_workers=True)
-        _training_clusters[workers] = cluster, c
-        atexit.register(_close_training, workers)
-    return _training_clusters[workers][1]
-
-
-def _close_training(workers: int) -> None:
-    cluster, c = _training_clusters.pop(workers, (None, None))
-    if c is not None:
-        c.close()
-        cluster.close()
+        _clusters[key] = cluster, c
+        atexit.register(_close, key)
+    return _clusters[key][1]
 
 
 def worker_bytes(c: Any) -> int:
@@ -215,10 +247,7 @@ def _single(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
 
 def _dask(mode: str) -> Any:
     def build(params: dict[str, Any], inputs: dict[str, Any]) -> Prepared:
-        limit = params.get("memory_limit")
-        c = client(WORKERS[mode], queuing=params.get("queuing", True), memory_limit=limit)
-        if limit is not None:
-            return _out_of_core(c, params, inputs)
+        _retire(_case_clusters(params))  # only this case's clusters run while it is timed
         if params["kind"] == "step":
             from graphc.distributed import DataParallelStep
 
@@ -229,6 +258,10 @@ def _dask(mode: str) -> Any:
                 resident_bytes=worker_bytes(c),
                 note=TRAINING_NOTE,
             )
+        limit = params.get("memory_limit")
+        c = client(WORKERS[mode], queuing=params.get("queuing", True), memory_limit=limit)
+        if limit is not None:
+            return _out_of_core(c, params, inputs)
         import dask
         import dask.array as da
 

@@ -49,6 +49,7 @@ from graphc.runtime.backend import (
     BackendUnavailableError,
     KernelsNotBuiltError,
     chain,
+    line_aligned_copy,
     resolve,
     warn_once,
 )
@@ -572,7 +573,7 @@ class Executable:
             if current is not None and current.shape == array.shape:
                 np.copyto(current, array)  # plans hold this buffer: keep it, change its values
                 continue
-            self._state[name] = np.array(array, copy=True, order="C")
+            self._state[name] = line_aligned_copy(array)
             with self._lock:  # a new buffer: plans bound to the old one are stale
                 self._compiled.clear()
                 self._local = threading.local()

@@ -19,7 +19,9 @@ alpha. The matmul must have no other user, or it would be computed twice.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -85,6 +87,31 @@ def fold_update(m: Match) -> Node | None:
     return m.emit("gemm", a, b, w, alpha=alpha, beta=1.0, trans_a=trans_a, trans_b=trans_b)
 
 
+def fold_exact(m: Match, computes: Callable[[Node], bool]) -> Node | None:
+    """w - a @ b * s -> gemm(a, b, w, alpha=-s, beta=1) where gemm's kernel is the same
+    operations on the same product: nothing peeled off a and b (their transposes stay
+    views), s a one-element float constant (the product's type is the scaled one's, so
+    s has the product's dtype or is weak), every type the same, and
+    `computes(gemm)`: the backend computes that gemm's product as it computes the matmul
+    (an accumulating BLAS call would not)."""
+    w, subtracted = m.node.inputs
+    scale, product = -1.0, subtracted
+    if subtracted.op == "mul":
+        found = _scale_of(subtracted)  # (a scale of another dtype would change the type)
+        if found is None or not m.used_once(subtracted):
+            return None
+        scale, product = -found[0], found[1]
+    if product.op != "matmul" or not m.used_once(product):
+        return None
+    a, b = product.inputs
+    if not (a.type.rank == b.type.rank == 2 and w.type == product.type == m.node.type):
+        return None
+    if scale == 0.0 or not math.isfinite(scale) or w in (a, b):
+        return None
+    gemm = m.emit("gemm", a, b, w, alpha=scale, beta=1.0, trans_a=False, trans_b=False)
+    return gemm if computes(gemm) else None
+
+
 matmul, mul, sub = ops("matmul", "mul", "sub")
 
 # fmt: off
@@ -95,9 +122,27 @@ SGD_FOLD: list[Rule] = [
 # fmt: on
 
 
-def fold_sgd_updates(graph: Graph, log: PassLog | None = None) -> Graph:
+def _exact_rules(computes: Callable[[Node], bool]) -> list[Rule]:
+    fold = functools.partial(fold_exact, computes=computes)
+    # fmt: off
+    return [
+        rule(sub(Y, matmul(X, Z)), fold),  # w - a@b -> gemm(a, b, w, alpha=-1, beta=1): gemm's kernel subtracts the same product
+        rule(sub(Y, mul(matmul(X, Z), C)), fold),  # w - (a@b)*c -> gemm(a, b, w, alpha=-c, beta=1): the same product, times c, subtracted
+    ]
+    # fmt: on
+
+
+def fold_sgd_updates(
+    graph: Graph,
+    log: PassLog | None = None,
+    computes: Callable[[Node], bool] | None = None,
+) -> Graph:
     """`graph` with each `w - s * op(a) @ op(b)` as one `gemm` accumulating into w
-    (value-changing: see the module docstring).
+    (value-changing: see the module docstring). Given `computes`, only the exact fold:
+    `w - s * a @ b` with nothing peeled, for the gemms for which `computes` is true
+    (`fold_exact`), the same operations as gemm's numpy kernel makes on the same
+    product, so the same bits wherever the backend computes that gemm's product as it
+    would the matmul's.
 
     >>> import graphc as gc
     >>> g = gc.parse('''
@@ -109,5 +154,7 @@ def fold_sgd_updates(graph: Graph, log: PassLog | None = None) -> Graph:
     ... }''')
     >>> [n.op for n in gc.passes.fold_sgd_updates(g).op_nodes]
     ['gemm']
+    >>> [n.op for n in gc.passes.fold_sgd_updates(g, computes=lambda n: True).op_nodes]
+    ['transpose', 'gemm']
     """
-    return rewrite(graph, SGD_FOLD, log)
+    return rewrite(graph, SGD_FOLD if computes is None else _exact_rules(computes), log)

@@ -1,4 +1,6 @@
-"""gemm on the native backend: one cblas call on numpy's OpenBLAS (graphc/backends/native/blas.py).
+"""gemm on the native backend: one cblas call on numpy's OpenBLAS (graphc/backends/native/blas.py)
+where matmul.py's product does not compute it (float64, transposing flags, a beta other
+than 0 and 1: test_native_sgd_fold.py checks the other gemms bit for bit).
 
 Against numpy's kernel (the reference): bit for bit where BLAS makes numpy's own call
 (alpha = 1, no c); elsewhere within the componentwise bound of a K-term dot product,
@@ -100,8 +102,8 @@ def test_nan_and_inf_and_beta_zero() -> None:
 def test_alpha_zero_and_empty_dims_stay_on_numpy() -> None:
     """BLAS skips the product when alpha is 0 (a nan of a would not reach the result)."""
     for shapes, attrs in [([(3, 2), (2, 4)], {"alpha": 0.0}), ([(3, 0), (0, 4)], {})]:
-        exe = gc.compile(gemm_graph(shapes, "float32", **attrs), backend="native")
-        feeds = [np.full(s, np.nan, np.float32) for s in shapes]
+        exe = gc.compile(gemm_graph(shapes, "float64", **attrs), backend="native")
+        feeds = [np.full(s, np.nan, np.float64) for s in shapes]
         assert "[numpy]" in exe.explain(*feeds)
         with np.errstate(invalid="ignore"):
             np.testing.assert_array_equal(exe(*feeds), KERNEL(*feeds, **attrs))
@@ -112,9 +114,9 @@ def test_without_the_library_numpys_kernel_runs(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(blas, "_cache", {})
     assert isinstance(blas.library(), str)
     rng = np.random.default_rng(3)
-    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((40, 30), (30, 20), (20,)))
+    a, b, c = (rng.standard_normal(s).astype(np.float64) for s in ((40, 30), (30, 20), (20,)))
     exe = gc.compile(
-        gemm_graph([a.shape, b.shape, c.shape], "float32", alpha=-0.1), backend="native"
+        gemm_graph([a.shape, b.shape, c.shape], "float64", alpha=-0.1), backend="native"
     )
     assert "[numpy]" in exe.explain(a, b, c)
     assert np.array_equal(exe(a, b, c), KERNEL(a, b, c, alpha=-0.1))

@@ -521,7 +521,33 @@ register_lowering(
 register_lowering(
     "attention", attention.lower, backend=NAME, inexact="the row kernel's softmax (rows.py)"
 )
-from graphc.backends.native import blas  # noqa: E402, F401 - registers gemm's BLAS lowering
+from graphc.backends.native import blas  # noqa: E402
+
+
+def lower_gemm(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """A float32 gemm without transposing flags whose c the tiles can add (or none):
+    matmul.py's product with alpha and c in its epilogue, the operations of gemm's
+    numpy kernel on that product, so the bits of the product and the elementwise ops it
+    was folded from (gemm_rules.fold_sgd_updates, exact). c may be the output's own
+    buffer (an SGD update written over its weight): each tile reads its elements of c
+    before it writes them. Any other gemm is one BLAS call (blas.py)."""
+    if matmul.gemm_reason(step.node) is None:
+        c = step.inputs[2] if len(step.inputs) == 3 and step.attrs["beta"] != 0.0 else None
+        if c is None or not transposed_view(gen, c):
+            out_t = gen.plan.values[step.output].type
+            if c is not None and matmul.bias_rows(gen.plan.values[c].type, out_t):
+                calls.alias_safe(gen, step, {2})
+            return matmul.lower(gen, step, out, c, False, step.attrs["alpha"])
+    return blas.lower_gemm(gen, step, out)
+
+
+# the product's own accumulation order: graphc's chain (matmul.py) or BLAS's
+register_lowering(
+    "gemm",
+    lower_gemm,
+    backend=NAME,
+    inexact="the product's accumulation order: matmul.py's chain, or BLAS's (blas.py)",
+)
 
 # the convolutions: the direct C convolution sums in its own order (direct_conv.py), the
 # wide one in its own (wide_conv.py), Winograd's F(2x2, 3x3) through its transforms

@@ -1,4 +1,6 @@
-"""gemm on the native backend: one cblas_sgemm / cblas_dgemm call on numpy's own OpenBLAS.
+"""gemm on the native backend, where matmul.py's product does not compute it (float64,
+operands transposed by flags, a beta other than 0 and 1: `lower_gemm` in native's
+__init__.py decides): one cblas_sgemm / cblas_dgemm call on numpy's own OpenBLAS.
 
 numpy's wheels bundle OpenBLAS (`numpy.libs/libscipy_openblas64_*.so`, symbols with a
 `scipy_` prefix and a `64_` suffix: 64-bit integers); numpy's `matmul` calls the same
@@ -30,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from graphc.runtime.backend import register_lowering
 
 try:
     import cffi
@@ -261,6 +262,3 @@ def lower_gemm(gen: Any, step: Any, out: str) -> list[str] | None:
     target = _argument(gen, step.output, out)
     return [*lines, f"{gen.const(call, f'gemm_{symbol}')}({a}, {b}, {target})"]
 
-
-# BLAS adds alpha op(a) op(b) into c in its own order (see above)
-register_lowering("gemm", lower_gemm, backend="native", inexact="BLAS's accumulation order")

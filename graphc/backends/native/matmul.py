@@ -70,9 +70,9 @@ ALIGN = 64  # bytes: a packed panel's rows are whole vectors
 
 SOURCE = c_source("matmul.c")
 
-# after M: a, b, packed, c, bias, apack; bias_rows, K, N, rows1, s0, s1, sk, bk, bj, ready,
-# relu, parallel
-PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "pppppp" + "i" * 12)
+# after M: a, b, packed, c, bias, apack, scale; bias_rows, K, N, rows1, s0, s1, sk, bk, bj,
+# ready, relu, subtract, parallel
+PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "ppppppp" + "i" * 13)
 # after K: b, packed; N, bk, bj, parallel. It writes only `packed`
 PACK = Kernel("gc_matmul_pack_f32", SOURCE, [], ["matmul"], "pp" + "iiii", writes_only=2)
 
@@ -197,6 +197,17 @@ def _right(gen: Generator, step: Step, k: int, n: int, lines: list[str]) -> tupl
     return src, at, 1
 
 
+def _products(gen: Generator) -> list[Step]:
+    """The plan's steps this kernel may compute (their buffers are sized for all of them)."""
+    products = product_ops()
+    return [
+        step
+        for step in gen.plan.steps
+        if (step.node.op in products and reason(step.node) is None)
+        or (step.node.op == "gemm" and gemm_reason(step.node) is None)
+    ]
+
+
 def _work_buffer(gen: Generator) -> str:
     """The address of the buffer in which this plan's products pack the panels they cannot
     read in place: one per thread, room for the largest right operand that is not a
@@ -204,10 +215,7 @@ def _work_buffer(gen: Generator) -> str:
     state = calls.plan_state(gen)
     if "matmul_work" not in state:
         size = 1
-        products = product_ops()
-        for step in gen.plan.steps:
-            if step.node.op not in products or reason(step.node) is not None:
-                continue
+        for step in _products(gen):
             if _view_of_constant(gen, step.inputs[1]) is None:
                 k, n = gen.plan.values[step.inputs[1]].type.shape
                 size = max(size, packed_size(k, n))  # type: ignore[arg-type]
@@ -247,9 +255,8 @@ def _rows_buffer(gen: Generator) -> str:
     state = calls.plan_state(gen)
     if "matmul_rows" not in state:
         size = 1
-        products = product_ops()
-        for step in gen.plan.steps:
-            if step.node.op in products and reason(step.node) is None and _strided_left(gen, step):
+        for step in _products(gen):
+            if _strided_left(gen, step):
                 a = gen.plan.values[step.inputs[0]].type
                 size = max(size, a.size)  # type: ignore[arg-type]  (bound: ints)
         buffer = gen.fresh("matmul_rows")
@@ -267,11 +274,16 @@ def _layout(gen: Generator, value: str, lines: list[str], once: bool = False) ->
     return name
 
 
-def lower(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) -> list[str] | None:
-    """The product of `step` (its inputs a and b first) into `out` as one C call, with the
-    plan value `bias` (where `bias_rows` allows it, or None) added and a relu applied
-    when asked; or None (numpy's kernel) where `reason` says so. A stack of outer
-    products (one contracted term) is outer.py's kernel, numpy's bits."""
+def lower(
+    gen: Generator, step: Step, out: str, bias: str | None, relu: bool, alpha: float = 1.0
+) -> list[str] | None:
+    """The product of `step` (its inputs a and b first) into `out` as one C call, scaled
+    by `alpha` (a gemm's), with the plan value `bias` (where `bias_rows` allows it, or
+    None) added and a relu applied when asked; or None (numpy's kernel) where `reason`
+    says so. A stack of outer products (one contracted term) is outer.py's kernel,
+    numpy's bits. The epilogue's operations are gemm's numpy kernel's (ops/gemm.py): the
+    product times |alpha|, then taken from the bias when alpha is negative, else the
+    product times alpha plus the bias."""
     if step.node.op == "matmul":  # (an epilogue's product has its bias and activation)
         stacked = outer.lower(gen, step, out)
         if stacked is not None:
@@ -293,11 +305,33 @@ def lower(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) ->
     bias_at = calls.value_address(gen, bias, lines) if bias is not None else null
     rows = 0 if bias is None else bias_rows(gen.plan.values[bias].type, out_t)
     apack = _rows_buffer(gen) if _strided_left(gen, step) else null
+    subtract = int(bias is not None and alpha < 0)
+    scale_at = null
+    if alpha != 1.0:
+        factor = np.array([-alpha if subtract else alpha], np.float32)
+        scale_at = calls.address(gen, gen.const(factor, "scale"), True, lines)
     calls.record(gen, PRODUCT)
     parallel = 1 if m * n * k >= PARALLEL_WORK else 2 if m * n * k >= WARM_WORK else 0
-    args = [m, f"{a}[0]", f"{b}[0]", packed, c, bias_at, apack, rows, k, n, f"{a}[1]",
-            f"{a}[2]", f"{a}[3]", f"{a}[4]", f"{b}[2]", f"{b}[4]", ready, int(relu), parallel]  # fmt: skip
+    args = [m, f"{a}[0]", f"{b}[0]", packed, c, bias_at, apack, scale_at, rows, k, n,
+            f"{a}[1]", f"{a}[2]", f"{a}[3]", f"{a}[4]", f"{b}[2]", f"{b}[4]", ready, int(relu),
+            subtract, parallel]  # fmt: skip
     return [*lines, f"{PRODUCT.name}({', '.join(str(x) for x in args)})"]
+
+
+def gemm_reason(node: Node) -> str | None:
+    """None when this kernel computes the gemm `node` (its c, if read, added by the
+    tiles), else why not."""
+    attrs = node.attrs
+    if attrs["trans_a"] or attrs["trans_b"]:
+        return "operands transposed by flags"
+    why = reason(node)
+    if why is not None or len(node.inputs) == 2 or attrs["beta"] == 0.0:
+        return why
+    if attrs["beta"] != 1.0:
+        return "beta other than 0 or 1"
+    if bias_rows(node.inputs[2].type, node.type) is None:
+        return "a c the tiles cannot add (a matrix of the result's shape, or a row)"
+    return None
 
 
 def bias_rows(bias: TensorType, out: TensorType) -> int | None:

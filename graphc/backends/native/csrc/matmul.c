@@ -16,7 +16,8 @@
 
 typedef struct {
     const float *a, *b, *bias; float *c, *packed, *apack;
-    int64_t M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready, bias_rows;
+    int64_t M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready, bias_rows, scaled, subtract;
+    float scale;
 } mm_args;
 
 /* the height of the tile at row r of a chunk r0 .. r1: whole tiles of MM_MR rows, then
@@ -59,16 +60,25 @@ GC_INLINE void mm_store(float *p, vf32 v, int64_t n) {
     else if (n > 0) stm_f32(p, v, n);
 }
 
-/* the bias of row r from column j0 (per column: the same row for every r) and the relu,
+/* the epilogue of one product vector v: times `scale` (when `scaled`), then the bias added,
+   or the product subtracted from it (`subtract`: a gemm's c - |alpha| P), then the
+   relu; each operation rounded once, as the elementwise ops after a product would */
+GC_INLINE vf32 mm_epilogue(const mm_args *m, vf32 v, const float *bias, int64_t n) {
+    if (m->scaled) v = v * sp_f32(m->scale);
+    if (bias) {
+        vf32 t = mm_load(bias, n);
+        v = m->subtract ? t - v : v + t;
+    }
+    return m->relu ? max_f32(v, sp_f32(0)) : v;
+}
+
+/* the epilogue of row r from column j0 (the bias per column: the same row for every r),
    on the products v0 (columns j0 ..) and v1 (j0 + GC_W ..), of which n0 and n1 count */
 GC_INLINE void mm_finish(const mm_args *m, int64_t r, int64_t j0, int64_t n0, int64_t n1,
                          vf32 *v0, vf32 *v1) {
-    if (m->bias) {
-        const float *bias = m->bias + r * m->bias_rows + j0;
-        *v0 = *v0 + mm_load(bias, n0);
-        *v1 = *v1 + mm_load(bias + GC_W, n1);
-    }
-    if (m->relu) { *v0 = max_f32(*v0, sp_f32(0)); *v1 = max_f32(*v1, sp_f32(0)); }
+    const float *bias = m->bias ? m->bias + r * m->bias_rows + j0 : 0;
+    *v0 = mm_epilogue(m, *v0, bias, n0);
+    *v1 = mm_epilogue(m, *v1, bias ? bias + GC_W : 0, n1);
 }
 
 /* rows r0 .. r0 + mr - 1 times panel p into c, then the bias (one row for all, or row r
@@ -207,14 +217,14 @@ static void mm_row4(const mm_args *m, int64_t p0) {
 /* K = 1 (an outer product: one example's term of a weight gradient), rows r0 .. r1 - 1:
    a[r] times b's one row, read where it lies (or from `packed`, one row too), each
    product a chain of one multiply-add from +0.0 as a tile computes it, then the bias
-   and the relu; no packing, no tile bookkeeping. The arguments are read into locals
-   first: a store through y may alias anything (memcpy), so fields of `m` would be
+   and the relu; no packing, no tile bookkeeping. The arguments are read into a local
+   copy first: a store through y may alias anything (memcpy), so fields of `m` would be
    read again after every store */
-static void mm_outer(const mm_args *m, int64_t r0, int64_t r1) {
+static void mm_outer(const mm_args *args, int64_t r0, int64_t r1) {
+    const mm_args local = *args, *m = &local;
     const float *brow = m->ready ? m->packed : m->b, *bias = m->bias, *a = m->a;
     float *c = m->c;
     const int64_t N = m->N, rows1 = m->rows1, s0 = m->s0, s1 = m->s1, bias_rows = m->bias_rows;
-    const int relu = m->relu != 0;
     const int64_t whole = N / GC_W * GC_W, tail = N - whole;
     const vf32 zero = sp_f32(0.0f);
     for (int64_t r = r0; r < r1; r++) {
@@ -226,16 +236,12 @@ static void mm_outer(const mm_args *m, int64_t r0, int64_t r1) {
         for (int64_t j = 0; j < whole; j += GC_W) {
             vf32 v;
             memcpy(&v, brow + j, GC_VB);
-            v = fma_f32(s, v, zero);
-            if (add) { vf32 t; memcpy(&t, add + j, GC_VB); v = v + t; }
-            if (relu) v = max_f32(v, zero);
+            v = mm_epilogue(m, fma_f32(s, v, zero), add ? add + j : 0, GC_W);
             memcpy(y + j, &v, GC_VB);
         }
         if (tail) {
             vf32 v = fma_f32(s, ldm_f32(brow + whole, tail), zero);
-            if (add) v = v + ldm_f32(add + whole, tail);
-            if (relu) v = max_f32(v, zero);
-            stm_f32(y + whole, v, tail);
+            stm_f32(y + whole, mm_epilogue(m, v, add ? add + whole : 0, tail), tail);
         }
     }
 }
@@ -298,20 +304,24 @@ static void mm_share(const mm_args *m) {
    elements sk apart) times b (K x N: element (k, j) at b + k bk + j bj, or, when
    `ready`, already in `packed` as gc_matmul_pack_f32 leaves it), plus bias[j] when bias
    is not null (bias[r bias_rows + j] when bias_rows is not 0: a matrix added, such as
-   a gradient's accumulator), then max(., 0) when relu. Without `ready`, the panels the tiles cannot
+   a gradient's accumulator), then max(., 0) when relu. When `scale` is not null the
+   product is first multiplied by *scale, and with `subtract` taken from the bias
+   instead of added to it (a gemm's c - |alpha| a b: an SGD update written over its
+   weight, which each tile reads only where it writes). Without `ready`, the panels the tiles cannot
    read in place are packed first, by the same team, into `packed` (room for every
    panel). When `apack` is not null (room for M x K values; matmul.py passes it for a
    large left operand) and a's elements are not adjacent (sk != 1), the rows of a are
    packed there first too, for the tiles of every panel to read (mm_pack_rows). On the pool
    when `parallel` is 1, or 2 and the pool is warm */
 GC_EXPORT void gc_matmul_f32(int64_t M, const float *a, const float *b, float *packed,
-                             float *c, const float *bias, float *apack, int64_t bias_rows,
-                             int64_t K, int64_t N,
+                             float *c, const float *bias, float *apack, const float *scale,
+                             int64_t bias_rows, int64_t K, int64_t N,
                              int64_t rows1, int64_t s0, int64_t s1, int64_t sk, int64_t bk,
-                             int64_t bj, int64_t ready, int64_t relu, int64_t parallel) {
+                             int64_t bj, int64_t ready, int64_t relu, int64_t subtract,
+                             int64_t parallel) {
     const int pack_rows = apack && sk != 1 && M > 1 && K > 1;
     mm_args m = {a, b, bias, c, packed, pack_rows ? apack : 0, M, K, N, rows1, s0, s1, sk,
-                 bk, bj, relu, ready, bias_rows};
+                 bk, bj, relu, ready, bias_rows, scale != 0, subtract, scale ? *scale : 1.0f};
     if (parallel == 1 || (parallel == 2 && gc_pool_warm())) {
         #pragma omp parallel
         mm_share(&m);

@@ -94,32 +94,40 @@ def _retire(keep: set[tuple]) -> None:
         _close(key)
 
 
+def _distributed() -> tuple[Any, Any, Any]:
+    """dask, and dask.distributed's Client and LocalCluster (UnavailableError without)."""
+    try:
+        import dask
+        from dask.distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise UnavailableError(
+            f'dask is not installed ({exc}): pip install "graphc[dask]"'
+        ) from None
+    return dask, Client, LocalCluster
+
+
+def _keep(key: tuple, cluster: Any, c: Any) -> Any:
+    """Register a started cluster and its client under `key` (closed at exit)."""
+    _clusters[key] = cluster, c
+    atexit.register(_close, key)
+    return c
+
+
 def client(workers: int, queuing: bool = True, memory_limit: str | None = None) -> Any:
-    """A Client of a LocalCluster of `workers` processes, started once per process;
+    """A Client of a LocalCluster of `workers` processes, started when first needed;
     `queuing=False` starts its scheduler with root-task queuing off; `memory_limit` per
     worker (dask's default when None)."""
     key = ("infer", workers, queuing, memory_limit)
-    if key not in _clusters:
-        try:
-            import dask
-            from dask.distributed import Client, LocalCluster
-        except ImportError as exc:
-            raise UnavailableError(
-                f'dask is not installed ({exc}): pip install "graphc[dask]"'
-            ) from None
-        settings = {} if queuing else {"distributed.scheduler.worker-saturation": float("inf")}
-        with dask.config.set(settings):
-            limit = {} if memory_limit is None else {"memory_limit": memory_limit}
-            cluster = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=":0",
-                **limit,
-            )
-        _clusters[key] = cluster, Client(cluster, set_as_default=False)
-        atexit.register(_close, key)
-    return _clusters[key][1]
+    if key in _clusters:
+        return _clusters[key][1]
+    dask, client_type, cluster_type = _distributed()
+    settings = {} if queuing else {"distributed.scheduler.worker-saturation": float("inf")}
+    limit = {} if memory_limit is None else {"memory_limit": memory_limit}
+    with dask.config.set(settings):
+        cluster = cluster_type(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", **limit
+        )
+    return _keep(key, cluster, client_type(cluster, set_as_default=False))
 
 
 def _close(key: tuple) -> None:
@@ -148,28 +156,20 @@ def training_client(workers: int) -> Any:
     removed while these workers start, unless the user had set it. Started when first
     needed, as `client`."""
     key = ("train", workers)
-    if key not in _clusters:
-        try:
-            import dask
-            from dask.distributed import Client, LocalCluster
-        except ImportError as exc:
-            raise UnavailableError(
-                f'dask is not installed ({exc}): pip install "graphc[dask]"'
-            ) from None
-        unset = {f"distributed.nanny.pre-spawn-environ.{TRIM}": None}
-        inherited = os.environ.pop(TRIM, None) if _USERS_TRIM is None else None
-        try:
-            with dask.config.set(unset):
-                cluster = LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-                )
-        finally:
-            if inherited is not None:
-                os.environ[TRIM] = inherited
-        c = Client(cluster, set_as_default=False, direct_to_workers=True)
-        _clusters[key] = cluster, c
-        atexit.register(_close, key)
-    return _clusters[key][1]
+    if key in _clusters:
+        return _clusters[key][1]
+    dask, client_type, cluster_type = _distributed()
+    unset = {f"distributed.nanny.pre-spawn-environ.{TRIM}": None}
+    inherited = os.environ.pop(TRIM, None) if _USERS_TRIM is None else None
+    try:
+        with dask.config.set(unset):
+            cluster = cluster_type(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+            )
+    finally:
+        if inherited is not None:
+            os.environ[TRIM] = inherited
+    return _keep(key, cluster, client_type(cluster, set_as_default=False, direct_to_workers=True))
 
 
 def worker_bytes(c: Any) -> int:

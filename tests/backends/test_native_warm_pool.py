@@ -74,7 +74,10 @@ MIDDLING: list[tuple[str, Callable, tuple[np.ndarray, ...]]] = [
     (  # the digits MLP's per-example gradients of its last layer, rows split mid-matrix
         "stacked_outer",
         lambda a, b: a @ b,
-        (RNG.standard_normal((255, 63, 1)).astype(F32), RNG.standard_normal((255, 1, 10)).astype(F32)),
+        (
+            RNG.standard_normal((255, 63, 1)).astype(F32),
+            RNG.standard_normal((255, 1, 10)).astype(F32),
+        ),
     ),
 ]
 

@@ -59,8 +59,7 @@ def test_the_exact_fold_peels_nothing_and_asks_the_backend() -> None:
         "%c: f32[] = constant(value=0.01)",
         "%s: f32[3,4] = mul(%g, %c)",
         "%t: f32[4,3] = transpose(%s, axes=(1, 0))",
-        "%gemm: f32[4,5] = gemm(%t, %x, %w, alpha=-1.0, beta=1.0, trans_a=False, "
-        "trans_b=False)",
+        "%gemm: f32[4,5] = gemm(%t, %x, %w, alpha=-1.0, beta=1.0, trans_a=False, trans_b=False)",
         "output %y = %gemm",
     )
     check_pass(with_options(fold_sgd_updates, computes=lambda node: True), SGD, exact)

@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-
 try:
     import cffi
 except ImportError:  # pragma: no cover - exercised where cffi is missing
@@ -261,4 +260,3 @@ def lower_gemm(gen: Any, step: Any, out: str) -> list[str] | None:
     a, b = (_argument(gen, x, gen.array(x)) for x in step.inputs[:2])
     target = _argument(gen, step.output, out)
     return [*lines, f"{gen.const(call, f'gemm_{symbol}')}({a}, {b}, {target})"]
-

@@ -1,4 +1,5 @@
-"""The SGD fold: `w - lr * g.T @ x` as one `gemm` accumulating into w (fast_math only).
+"""The SGD fold: `w - lr * g.T @ x` as one `gemm` accumulating into w (fast_math; and an
+exact form for a backend whose gemm computes the matmul's own product, `fold_exact`).
 
 SGD's update of a weight subtracts a scaled matrix product from it. As graph nodes that
 is a scale (on the small operand, after `(x@y)*c -> (x*c)@y`), a transpose view, a
@@ -106,7 +107,7 @@ def fold_exact(m: Match, computes: Callable[[Node], bool]) -> Node | None:
     a, b = product.inputs
     if not (a.type.rank == b.type.rank == 2 and w.type == product.type == m.node.type):
         return None
-    if scale == 0.0 or not math.isfinite(scale) or w in (a, b):
+    if scale == 0.0 or not math.isfinite(scale):
         return None
     gemm = m.emit("gemm", a, b, w, alpha=scale, beta=1.0, trans_a=False, trans_b=False)
     return gemm if computes(gemm) else None

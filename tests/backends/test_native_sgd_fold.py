@@ -152,3 +152,26 @@ def test_an_exact_train_step_folds_its_updates_with_the_same_bits(
     got, want = folded.parameters(), unfolded.parameters()
     for name in want:
         assert bits_differ(got[name], want[name]) is None, name
+
+
+def test_a_folded_update_in_a_loop_body_in_c(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scan whose carry takes a scaled product's update each step: the body's gemm runs
+    in the loop in C, in place of the carry, with the unfolded body's bits."""
+    rng = np.random.default_rng(4)
+
+    def body(c, xs):
+        a, b = xs
+        new = c - 0.1 * (gc.transpose(a) @ b)
+        return new, gc.sum(new)
+
+    feeds = (hostile(rng, (6, 8)), hostile(rng, (5, 7, 6)), hostile(rng, (5, 7, 8)))
+    g = gc.trace(lambda c0, a, b: gc.scan(body, c0, (a, b)), *feeds)
+    folded = gc.compile(g, backend="native")
+    text = folded.explain(*feeds)
+    assert "= gemm(" in text and "runs in C" in text, text
+    got = folded(*feeds)
+    monkeypatch.setattr(fusion, "_own_product", lambda node: False)
+    unfolded = gc.compile(g, backend="native")
+    assert "= gemm(" not in unfolded.explain(*feeds)
+    for x, y in zip(got, unfolded(*feeds)):
+        assert bits_differ(x, y) is None, bits_differ(x, y)

@@ -65,13 +65,13 @@ def _peel(m: Match, node: Node) -> tuple[Node, bool, float]:
     return node, transposed, scale
 
 
-def fold_update(m: Match) -> Node | None:
-    """w - s * op(a) @ op(b) -> gemm(a, b, w, alpha=-s, beta=1, trans_a, trans_b)."""
-    w, subtracted = m.node.inputs
-    scale = 1.0
-    product = subtracted
+def _scaled_product(m: Match) -> tuple[float, Node] | None:
+    """For the candidate w - s * x @ z (or w - x @ z, s = 1): (s, the matmul), where the
+    scale and the matmul have no other user and x and z are matrices; else None."""
+    subtracted = m.node.inputs[1]
+    scale, product = 1.0, subtracted
     if subtracted.op == "mul":  # the scale on the product itself
-        found = _scale_of(subtracted)
+        found = _scale_of(subtracted)  # (a scale of another dtype would change the type)
         if found is None or not m.used_once(subtracted):
             return None
         scale, product = found
@@ -80,11 +80,22 @@ def fold_update(m: Match) -> Node | None:
     x, z = product.inputs
     if x.type.rank != 2 or z.type.rank != 2:
         return None
+    return scale, product
+
+
+def fold_update(m: Match) -> Node | None:
+    """w - s * op(a) @ op(b) -> gemm(a, b, w, alpha=-s, beta=1, trans_a, trans_b)."""
+    found = _scaled_product(m)
+    if found is None:
+        return None
+    scale, product = found
+    x, z = product.inputs
     a, trans_a, scale_a = _peel(m, x)
     b, trans_b, scale_b = _peel(m, z)
     alpha = -scale * scale_a * scale_b
     if not math.isfinite(alpha) or alpha == 0.0:
         return None
+    w = m.node.inputs[0]
     return m.emit("gemm", a, b, w, alpha=alpha, beta=1.0, trans_a=trans_a, trans_b=trans_b)
 
 
@@ -95,21 +106,15 @@ def fold_exact(m: Match, computes: Callable[[Node], bool]) -> Node | None:
     s has the product's dtype or is weak), every type the same, and
     `computes(gemm)`: the backend computes that gemm's product as it computes the matmul
     (an accumulating BLAS call would not)."""
-    w, subtracted = m.node.inputs
-    scale, product = -1.0, subtracted
-    if subtracted.op == "mul":
-        found = _scale_of(subtracted)  # (a scale of another dtype would change the type)
-        if found is None or not m.used_once(subtracted):
-            return None
-        scale, product = -found[0], found[1]
-    if product.op != "matmul" or not m.used_once(product):
+    found = _scaled_product(m)
+    if found is None:
+        return None
+    scale, product = found
+    w = m.node.inputs[0]
+    if not (w.type == product.type == m.node.type) or scale == 0.0 or not math.isfinite(scale):
         return None
     a, b = product.inputs
-    if not (a.type.rank == b.type.rank == 2 and w.type == product.type == m.node.type):
-        return None
-    if scale == 0.0 or not math.isfinite(scale):
-        return None
-    gemm = m.emit("gemm", a, b, w, alpha=scale, beta=1.0, trans_a=False, trans_b=False)
+    gemm = m.emit("gemm", a, b, w, alpha=-scale, beta=1.0, trans_a=False, trans_b=False)
     return gemm if computes(gemm) else None
 
 

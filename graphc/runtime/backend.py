@@ -50,11 +50,16 @@ if TYPE_CHECKING:
 Lowering = Callable[["Generator", "Step", str], "list[str] | None"]
 
 
+def aligned_bytes(nbytes: int, align: int) -> np.ndarray:
+    """`nbytes` uninitialized bytes (uint8) starting on a multiple of `align`."""
+    raw = np.empty(nbytes + align, np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start : start + nbytes]
+
+
 def page_aligned_arena(nbytes: int) -> np.ndarray:
     """A uint8 arena aligned to a page, so the planner's offsets keep their alignment."""
-    raw = np.empty(nbytes + 4096, np.uint8)
-    start = (-raw.ctypes.data) % 4096
-    return raw[start : start + nbytes]
+    return aligned_bytes(nbytes, 4096)
 
 
 def line_aligned_copy(array: np.ndarray) -> np.ndarray:
@@ -62,9 +67,7 @@ def line_aligned_copy(array: np.ndarray) -> np.ndarray:
     buffers do. An executable keeps its state so: a kernel that writes a state in place
     (a weight's SGD update in a product's epilogue) stores whole vectors within lines,
     where numpy's own allocation (16 bytes) had one store in two straddle two lines."""
-    raw = np.empty(array.nbytes + 64, np.uint8)
-    start = (-raw.ctypes.data) % 64
-    copy = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    copy = aligned_bytes(array.nbytes, 64).view(array.dtype).reshape(array.shape)
     np.copyto(copy, array)
     return copy
 

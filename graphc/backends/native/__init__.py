@@ -229,21 +229,14 @@ def lower_matmul_epilogue(gen: Generator, step: Step, out: str) -> list[str] | N
     bias = step.inputs[2] if attrs.get("bias") else None
     activation = attrs.get("activation")
     if matmul.reason(step.node) is None:
-        fits = bias is None or (
-            matmul.bias_rows(gen.plan.values[bias].type, out_t) is not None
-            and not transposed_view(gen, bias)
-        )
-        # a matrix bias added by the tiles: each reads its own elements of it
-        in_tiles = fits and bias is not None and matmul.bias_rows(gen.plan.values[bias].type, out_t)
+        fits = bias is None or matmul.tiles_add(gen, bias, out_t)
         if fits and activation in (None, "relu"):
-            calls.alias_safe(gen, step, {2} if in_tiles else set())
             return matmul.lower(gen, step, out, bias, activation == "relu")
         rest_bias = None if fits else bias
         after = _epilogue(gen, step, out, out_t, rest_bias, activation)
         if after is None:  # numpy's ufuncs in place, as the numpy backend runs them
             product = matmul.lower(gen, step, out, None, False)
             return [*product, *numpy_epilogue(gen, step, out)[1:]]  # type: ignore[misc]
-        calls.alias_safe(gen, step, {2} if in_tiles else set())
         return [*matmul.lower(gen, step, out, bias if fits else None, False), *after]  # type: ignore[misc]
     if bias is None and activation is None:
         return None
@@ -533,10 +526,7 @@ def lower_gemm(gen: Generator, step: Step, out: str) -> list[str] | None:
     before it writes them. Any other gemm is one BLAS call (blas.py)."""
     if matmul.gemm_reason(step.node) is None:
         c = step.inputs[2] if len(step.inputs) == 3 and step.attrs["beta"] != 0.0 else None
-        if c is None or not transposed_view(gen, c):
-            out_t = gen.plan.values[step.output].type
-            if c is not None and matmul.bias_rows(gen.plan.values[c].type, out_t):
-                calls.alias_safe(gen, step, {2})
+        if c is None or matmul.tiles_add(gen, c, gen.plan.values[step.output].type):
             return matmul.lower(gen, step, out, c, False, step.attrs["alpha"])
     return blas.lower_gemm(gen, step, out)
 

@@ -1,6 +1,6 @@
 """The native backend's fusion step (runtime/backend.py, `Backend.fusion`): numpy's
 passes (backends/numpy/fusion.py), told which ops this backend computes with other bits
-than numpy's kernels (its inexact lowerings), and with fast_math the SGD fold.
+than numpy's kernels (its inexact lowerings), and the SGD fold.
 
 - An inexact op (libmvec's exp, graphc's float32 tanh, its own products' summation
   orders) goes into a fused group only where every member is one of `FUSED_OPS` on

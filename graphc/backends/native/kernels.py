@@ -488,7 +488,7 @@ def warm_min(ops: list[str]) -> int:
     return max(WARM_MIN, WARM_WORK // work(ops))
 
 
-def parallel_flag(work: int, cold: int, warm: int = WARM_WORK) -> int:
+def parallel_flag(work: int, cold: int, warm: int) -> int:
     """The `parallel` argument of a kernel whose C decides by `gc_parallel_flag`, for
     this much work: 1 on the pool (from `cold`), 2 there while it is warm (from `warm`),
     0 on the calling thread."""

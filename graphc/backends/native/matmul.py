@@ -54,9 +54,10 @@ import numpy as np
 from graphc.backends.native import calls, outer
 from graphc.backends.native.c_sources import c_source
 from graphc.backends.native.kernels import Kernel
+from graphc.backends.numpy.chunked import transposed_view
 from graphc.ir.graph import OP, Node
 from graphc.ir.types import TensorType
-from graphc.runtime.backend import get_backend
+from graphc.runtime.backend import aligned_bytes, get_backend
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Step
 
@@ -78,11 +79,10 @@ PACK = Kernel("gc_matmul_pack_f32", SOURCE, [], ["matmul"], "pp" + "iiii", write
 
 
 def aligned(count: int) -> np.ndarray:
-    """A float32 array of `count` elements (at least one) starting on an ALIGN boundary."""
-    spare = ALIGN // 4
-    raw = np.zeros(max(count, 1) + spare, np.float32)
-    start = (-raw.ctypes.data % ALIGN) // 4
-    return raw[start : start + max(count, 1)]
+    """A float32 array of `count` zeros (at least one) starting on an ALIGN boundary."""
+    array = aligned_bytes(4 * max(count, 1), ALIGN).view(np.float32)
+    array.fill(0.0)
+    return array
 
 
 def packed_size(k: int, n: int) -> int:
@@ -278,8 +278,9 @@ def lower(
     gen: Generator, step: Step, out: str, bias: str | None, relu: bool, alpha: float = 1.0
 ) -> list[str] | None:
     """The product of `step` (its inputs a and b first) into `out` as one C call, scaled
-    by `alpha` (a gemm's), with the plan value `bias` (where `bias_rows` allows it, or
-    None) added and a relu applied when asked; or None (numpy's kernel) where `reason`
+    by `alpha` (a gemm's), with the plan value `bias` (where `tiles_add` allows it, or
+    None) added and a relu applied when asked (the output may overwrite a matrix bias:
+    `calls.alias_safe`); or None (numpy's kernel) where `reason`
     says so. A stack of outer products (one contracted term) is outer.py's kernel,
     numpy's bits. The epilogue's operations are gemm's numpy kernel's (ops/gemm.py): the
     product times |alpha|, then taken from the bias when alpha is negative, else the
@@ -305,6 +306,8 @@ def lower(
     bias_at = calls.value_address(gen, bias, lines) if bias is not None else null
     rows = 0 if bias is None else bias_rows(gen.plan.values[bias].type, out_t)
     apack = _rows_buffer(gen) if _strided_left(gen, step) else null
+    if rows:  # a matrix bias: each tile reads its elements just before it writes them
+        calls.alias_safe(gen, step, {step.inputs.index(bias)})  # type: ignore[arg-type]
     subtract = int(bias is not None and alpha < 0)
     scale_at = null
     if alpha != 1.0:
@@ -332,6 +335,12 @@ def gemm_reason(node: Node) -> str | None:
     if bias_rows(node.inputs[2].type, node.type) is None:
         return "a c the tiles cannot add (a matrix of the result's shape, or a row)"
     return None
+
+
+def tiles_add(gen: Generator, bias: str, out: TensorType) -> bool:
+    """Whether the tiles of a product of type `out` can add plan value `bias`: a shape
+    `bias_rows` takes, read in C order (not through a transpose that reorders it)."""
+    return bias_rows(gen.plan.values[bias].type, out) is not None and not transposed_view(gen, bias)
 
 
 def bias_rows(bias: TensorType, out: TensorType) -> int | None:

@@ -17,7 +17,7 @@
 typedef struct {
     const float *a, *b, *bias; float *c, *packed, *apack;
     int64_t M, K, N, rows1, s0, s1, sk, bk, bj, relu, ready, bias_rows, scaled, subtract;
-    float scale;
+    float scale;  /* applied when `scaled`: a zeroed mm_args (winograd.c's) is a plain product */
 } mm_args;
 
 /* the height of the tile at row r of a chunk r0 .. r1: whole tiles of MM_MR rows, then

@@ -36,8 +36,8 @@ Cases (float32 MLPs):
 The dask modes start their clusters (threads_per_worker=1) when a case first needs
 them and keep them for the cases after it that run on the same ones; before a case's
 modes are built, every other cluster is closed (`_retire`: idle clusters cost the
-timed ones CPU on two cores). They time `client.compute` of the lazy outputs end to end. Their peak memory is the largest
-worker's resident set after a call (what "memory per worker" means here), not
+timed ones CPU on two cores). They time `client.compute` of the lazy outputs end to
+end. Their peak memory is the largest worker's resident set after a call (what "memory per worker" means here), not
 this process's. Run with ``graphc bench --only scale`` (not in the default run: it
 starts clusters and writes a file of N rows).
 """
@@ -94,6 +94,9 @@ def _retire(keep: set[tuple]) -> None:
         _close(key)
 
 
+atexit.register(_retire, set())  # every cluster still up closes at exit
+
+
 def _distributed() -> tuple[Any, Any, Any]:
     """dask, and dask.distributed's Client and LocalCluster (UnavailableError without)."""
     try:
@@ -109,7 +112,6 @@ def _distributed() -> tuple[Any, Any, Any]:
 def _keep(key: tuple, cluster: Any, c: Any) -> Any:
     """Register a started cluster and its client under `key` (closed at exit)."""
     _clusters[key] = cluster, c
-    atexit.register(_close, key)
     return c
 
 

@@ -109,14 +109,17 @@ class Entries:
     """A backend's way of running a whole small plan as one call of its own, without the
     generated Python (native's: its kernels' calls replayed from C, native/entry.py).
     `refuses(backend, plan, generated)` says why a signature's plan (on its final tier,
-    `generated` its code) gets none (None: try); `build(backend, plan, spec)` makes one,
-    on the builder thread of runtime/tiers.py (it may run a build tool), or raises; what
-    it returns has `bind(fallback)`, the callable entry (the executable's positional
-    feeds in, its results out; any call it does not take goes to `fallback` unchanged),
-    and `describe()`, a line for explain."""
+    `generated` its code) gets none (None: try); `build(backend, plan, spec, updates,
+    states)` makes one (`updates` and `states` the executable's: its state placeholders'
+    outputs and their buffers, in `plan.state` order), on the builder thread of
+    runtime/tiers.py (it may run a build tool), or raises; what it returns has
+    `bind(fallback, lock)`, the callable entry (the executable's positional feeds in, its
+    results out; any call it does not take goes to `fallback` unchanged; `lock` is the
+    executable's call lock, or None), `states` (the buffers it was made for) and
+    `describe()`, a line for explain."""
 
     refuses: Callable[[Backend, Any, Any], str | None]
-    build: Callable[[Backend, Any, Any], Any]
+    build: Callable[..., Any]
 
 
 @dataclass

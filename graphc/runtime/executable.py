@@ -275,7 +275,7 @@ class Executable:
         python = self._python_entry()
         if self._in_c is not None:
             try:
-                return self._in_c.bind(python)
+                return self._in_c.bind(python, self._call_lock)
             except Exception as exc:  # noqa: BLE001 - the Python entry runs everything
                 warn_once(f"graphc: an entry in C could not be made ({exc}); calls run in Python")
                 self._in_c = None
@@ -445,16 +445,19 @@ class Executable:
             why = "check_numerics runs the generated Python"
         elif not plan.scalar and compiled.generated.backend != self.backend.name:
             why = f"the plan runs on {compiled.generated.backend}"
+        elif any(v is None for v in self._state.values()):  # (set_state plans again)
+            why = "its state has no value yet"
         else:
             why = entries.refuses(self.backend, plan, compiled.generated)
         if why is not None:
             compiled.entry_note = f"entry: Python ({why})"
             return
         backend = self.backend
+        updates, states = self.updates, self._states()
 
         def build() -> Any:
             try:
-                return entries.build(backend, plan, compiled.spec)
+                return entries.build(backend, plan, compiled.spec, updates, states)
             except BackendUnavailableError as exc:
                 raise tiers.UnavailableError(str(exc)) from None
 
@@ -468,6 +471,12 @@ class Executable:
             compiled.entry_note = f"entry: Python (no entry in C: {job.error})"
             return
         with self._lock:
+            held = job.result.states
+            if len(held) != len(self._state) or any(
+                a is not b for a, b in zip(held, self._state.values())
+            ):  # set_state gave a state new buffers meanwhile: the entry points at the old
+                compiled.entry_note = "entry: Python (its state's buffers were replaced)"
+                return
             compiled.entry = self._in_c = job.result
             self._entry = self._make_entry()
 
@@ -577,6 +586,7 @@ class Executable:
             with self._lock:  # a new buffer: plans bound to the old one are stale
                 self._compiled.clear()
                 self._local = threading.local()
+                self._in_c = None  # (its tape points at the old buffer)
                 self._entry = self._make_entry()
 
     @property

@@ -8,6 +8,7 @@ twice; plans it refuses say why in explain."""
 from __future__ import annotations
 
 import gc as collector
+import threading
 import time
 import warnings
 import weakref
@@ -282,26 +283,6 @@ def test_a_forked_child_calls_the_entry() -> None:
 
 @needs_entry
 def test_plans_refused_say_why() -> None:
-    g = gc.Graph("stateful")
-    with g:
-        w = gc.placeholder("w", shape=(3,), dtype="float32")
-        x = gc.placeholder("x", shape=(3,), dtype="float32")
-        gc.output(w + x, name="w_new")
-        gc.output(gc.sum(w * x), name="loss")
-    exe = gc.compile(g, backend="native", updates={"w": "w_new"})
-    exe(np.ones(3, np.float32), w=np.zeros(3, np.float32))
-    assert exe.wait()
-    assert "entry: Python (the plan holds state)" in exe.explain()
-
-    big = gc.Graph("big")
-    with big:
-        x = gc.placeholder("x", shape=(512, 1024), dtype="float32")
-        gc.output(x * 2.0, name="y")
-    exe = gc.compile(big, backend="native")
-    exe(np.ones((512, 1024), np.float32))
-    assert exe.wait()
-    assert "bytes (an entry in C takes at most" in exe.explain()
-
     loop = gc.trace(
         lambda x: gc.fori_loop(0, 3, lambda i, c: c * 2.0, x), gc.TensorSpec((2,), "float32")
     )
@@ -309,6 +290,157 @@ def test_plans_refused_say_why() -> None:
     exe(np.ones(2, np.float32))
     assert exe.wait()
     assert "entry: Python (the plan has loops or branches)" in exe.explain()
+
+
+@needs_entry
+def test_a_large_plan_releases_the_gil_through_its_tape() -> None:
+    """Above entry.NOGIL_BYTES the tape runs without the GIL, under the entry's own lock:
+    threads calling it at once get their own results (a call finding the lock taken runs
+    the Python entry on its thread's arena)."""
+    big = gc.Graph("big")
+    with big:
+        x = gc.placeholder("x", shape=(512, 1024), dtype="float32")
+        gc.output(gc.tanh(x) * 2.0, name="y")
+        gc.output(gc.sum(x, axis=0), name="s")
+    exe = gc.compile(big, backend="native")
+    rng = np.random.default_rng(4)
+    feeds = [(rng.standard_normal((512, 1024)).astype(np.float32),) for _ in range(4)]
+    exe(*feeds[0])
+    assert exe.wait()
+    assert IN_C in exe.explain() and "the GIL released" in exe.explain(), exe.explain()
+    assert "the GIL released" not in gc.compile(_tiny(), backend="native", wait=True).explain(
+        np.ones(1, np.float32), np.ones(1, np.float32)
+    )
+    wants = [exe(*f) for f in feeds]
+    for f, want in zip(feeds, wants):
+        reference = gc.compile(big, backend="native")(*f)  # the Python entry
+        assert all(bits_differ(a, b) is None for a, b in zip(want, reference))
+    assert threaded_mismatches(exe, feeds, wants, threads=4, calls=20) == []
+
+
+def _sgd_step(n_in: int = 6, n_out: int = 3) -> tuple[gc.Graph, dict[str, str]]:
+    """One SGD step of a softmax regression: data x (B, n_in) and labels y (B,); state w
+    and b, updated in place; returns the loss."""
+    g = gc.Graph("sgd")
+    with g:
+        w = gc.placeholder("w", shape=(n_in, n_out), dtype="float32")
+        b = gc.placeholder("b", shape=(n_out,), dtype="float32")
+        x = gc.placeholder("x", shape=("B", n_in), dtype="float32")
+        y = gc.placeholder("y", shape=("B",), dtype="int64")
+        loss, (gw, gb) = gc.value_and_grad(
+            lambda w, b: gc.cross_entropy(x @ w + b, y), argnums=(0, 1)
+        )(w, b)
+        gc.output(loss, name="loss")
+        gc.output(w - 0.5 * gw, name="w_new")
+        gc.output(b - 0.5 * gb, name="b_new")
+    return g, {"w": "w_new", "b": "b_new"}
+
+
+def _sgd_feeds(seed: int, batch: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((batch, 6)).astype(np.float32), rng.integers(0, 3, batch)
+
+
+@needs_entry
+def test_a_plan_holding_state_runs_in_c_with_the_python_entrys_bits() -> None:
+    """Thirty training steps in C leave the weights and losses of thirty steps on the
+    Python entry, bit for bit; set_state into the same buffers reaches the entry, and
+    new buffers (another shape) drop it."""
+    g, updates = _sgd_step()
+    w0 = np.random.default_rng(1).standard_normal((6, 3)).astype(np.float32)
+    b0 = np.zeros(3, np.float32)
+    exes = [gc.compile(g, backend="native", updates=updates) for _ in range(2)]
+    for exe in exes:
+        exe.set_state(w=w0, b=b0)
+        exe(*_sgd_feeds(0))
+    assert exes[0].wait() and IN_C in exes[0].explain(), exes[0].explain()
+    losses: list[list[np.ndarray]] = [[], []]
+    for step in range(30):
+        feeds = _sgd_feeds(step)
+        losses[0].append(exes[0](*feeds))
+        losses[1].append(exes[1]._slow(*feeds))  # the Python entry's run function
+    assert IN_C in exes[0].explain()
+    for a, b in zip(*losses):
+        assert bits_differ(a, b) is None
+    for name in ("w", "b"):
+        assert bits_differ(exes[0].state[name], exes[1].state[name]) is None
+    assert not np.array_equal(exes[0].state["w"], w0)  # (it trained)
+
+    exe = exes[0]
+    exe.set_state(w=w0)  # same shape: copied into the buffer the entry writes
+    fresh = gc.compile(g, backend="numpy", updates=updates)
+    fresh.set_state(w=w0, b=exe.state["b"])
+    feeds = _sgd_feeds(99)
+    np.testing.assert_allclose(exe(*feeds), fresh(*feeds), rtol=1e-5)
+    np.testing.assert_allclose(exe.state["w"], fresh.state["w"], rtol=1e-5, atol=1e-6)
+
+
+@needs_entry
+def test_state_given_new_buffers_drops_the_entry() -> None:
+    g = gc.Graph("counter")
+    with g:
+        c = gc.placeholder("c", shape=("N",), dtype="float64")
+        x = gc.placeholder("x", shape=(2,), dtype="float64")
+        gc.output(c + 1.0, name="c_new")
+        gc.output(gc.sum(c) + gc.sum(x), name="total")
+    exe = gc.compile(g, backend="native", updates={"c": "c_new"})
+    exe.set_state(c=np.zeros(3))
+    x = np.ones(2)
+    exe(x)
+    assert exe.wait() and IN_C in exe.explain()
+    assert exe(x) == 5.0  # c was [1, 1, 1]
+    exe.set_state(c=np.full(4, 10.0))  # another shape: new buffers, plans made again
+    assert exe(x) == 42.0 and exe(x) == 46.0
+    np.testing.assert_array_equal(exe.state["c"], np.full(4, 12.0))
+    assert exe.wait() and IN_C in exe.explain()
+    assert exe(x) == 50.0
+
+
+@needs_entry
+def test_threads_calling_a_plan_holding_state_take_turns() -> None:
+    """Eight threads call a counter: every call sees the count the one before it left
+    (the C entry and the Python entry share the executable's call lock), none twice."""
+    g = gc.Graph("counter")
+    with g:
+        c = gc.placeholder("c", shape=(1,), dtype="float64")
+        x = gc.placeholder("x", shape=(1,), dtype="float64")
+        gc.output(c + x, name="c_new")
+        gc.output(c * 2.0, name="seen")
+    exe = gc.compile(g, backend="native", updates={"c": "c_new"})
+    exe.set_state(c=np.zeros(1))
+    one = np.ones(1)
+    exe(one)
+    assert exe.wait() and IN_C in exe.explain()
+    seen: list[float] = []
+
+    def work() -> None:
+        for _ in range(200):
+            seen.append(float(exe(one)[0]))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(seen) == [2.0 * k for k in range(1, 1601)]
+    assert exe.state["c"][0] == 1601.0
+
+
+@needs_entry
+def test_a_failing_call_in_a_plan_holding_state_gives_its_lock_back() -> None:
+    g, updates = _sgd_step()
+    exe = gc.compile(g, backend="native", updates=updates)
+    exe.set_state(w=np.ones((6, 3), np.float32), b=np.zeros(3, np.float32))
+    x, y = _sgd_feeds(0)
+    exe(x, y)
+    assert exe.wait() and IN_C in exe.explain()
+    before = exe.state
+    with pytest.raises(gc.IndexRangeError, match="one_hot: label 3 is out of range for 3"):
+        exe(x, np.where(np.arange(16) == 9, 3, y))
+    for name, value in before.items():  # the labels are checked before anything is written
+        assert bits_differ(exe.state[name], value) is None
+    assert exe._call_lock is not None and not exe._call_lock.locked()
+    assert np.isfinite(exe(x, y))
 
 
 @needs_entry
@@ -332,17 +464,22 @@ def test_a_step_native_does_not_run_is_refused_from_the_plans_code() -> None:
 
 @needs_entry
 def test_a_step_that_cannot_be_recorded_keeps_the_python_entry() -> None:
-    g = gc.Graph("labels")
+    """A returned state value is copied into a new array made during the call
+    (array_copy), which a tape cannot hold: the recording refuses it and the Python
+    entry keeps the plan."""
+    g = gc.Graph("echo")
     with g:
-        y = gc.placeholder("y", shape=(4,), dtype="int64")
-        gc.output(gc.one_hot(y, 5), name="h")
-    exe = gc.compile(g, backend="native")
-    labels = np.array([0, 4, 2, 1])
-    exe(labels)
+        c = gc.placeholder("c", shape=(2,), dtype="float64")
+        x = gc.placeholder("x", shape=(2,), dtype="float64")
+        gc.output(c + x, name="c_new")
+        gc.output(c * 1.0, name="before")
+    exe = gc.compile(g, backend="native", updates={"c": "c_new"})
+    exe.set_state(c=np.zeros(2))
+    x = np.ones(2)
+    exe(x)
     assert exe.wait()
-    assert "entry: Python (no entry in C:" in exe.explain()
-    with pytest.raises(gc.GraphcError, match="out of range"):
-        exe(np.array([0, 5, 2, 1]))
+    assert "entry: Python (no entry in C: it calls array_copy from Python)" in exe.explain()
+    assert bits_differ(exe(x), np.ones(2)) is None and bits_differ(exe(x), x + x) is None
 
 
 def test_an_unavailable_module_keeps_the_python_entry_silently(

@@ -21,9 +21,17 @@ Bits: the tape makes the calls the plan's native code makes, on the same kernels
 step that numpy's ufunc would have run at this size (native/__init__.py's SMALL) runs
 its kernel instead, which gives numpy's bits wherever native is exact (docs/trust.md).
 
-Limits: a plan of at most MAX_STEPS steps and MAX_BYTES of arena and outputs (the
-entry holds the GIL through its kernels, and for a larger plan the interpreter's share
-of a call is small anyway), no state, no loops or branches (their Python objects
+State: a plan holding state (a training step's weights, updated in place) reads and
+writes the executable's state buffers, which keep their addresses while their shapes
+do (Executable.set_state copies into them): they are slots of the tape filled once,
+when the entry is made, and an entry whose state buffers were replaced is dropped.
+Its calls take the executable's call lock, as the Python entry's do.
+
+The GIL: a plan of fewer than NOGIL_BYTES of arena and outputs runs holding it (taking
+and giving it back would cost more than most of its kernels); a larger one releases it
+through its tape, under a lock of its own, so other Python threads run meanwhile.
+
+Limits: a plan of at most MAX_STEPS steps, no loops or branches (their Python objects
 cannot be recorded), and Python's C headers installed (python3-dev on Debian). explain
 says which entry a plan has, or why none.
 """
@@ -50,7 +58,9 @@ from graphc.runtime.plan import Plan, build_plan
 
 SOURCE = c_source("entry.c")
 MAX_STEPS = 256
-MAX_BYTES = 1 << 20  # arena and outputs
+# arena and outputs from which the tape runs with the GIL released (the digits MLP's
+# per-example gradients at batch 256 write 4.9 MB of outputs in about 150 us)
+NOGIL_BYTES = 1 << 20
 MAX_ARRAYS = 256  # feeds and outputs (GC_ENTRY_MAX_ARRAYS)
 
 _lock = forks.lock()
@@ -116,17 +126,10 @@ def refuses(backend: Backend, plan: Plan, generated: Generated) -> str | None:
     A step its code runs on numpy keeps the plan out unless the reason is its size (a
     step planned for C then runs its kernel): an op native has no kernel for, or a step
     it declined, is found here rather than by planning and recording it again."""
-    if plan.state or plan.updates:
-        return "the plan holds state"
     if plan.bodies:  # (filled as the plan was generated)
         return "the plan has loops or branches"
     if len(plan.steps) > MAX_STEPS:
         return f"the plan has {len(plan.steps)} steps (an entry in C takes at most {MAX_STEPS})"
-    nbytes = plan.arena_bytes + plan.output_bytes
-    if nbytes > MAX_BYTES:
-        return (
-            f"its arena and outputs take {nbytes} bytes (an entry in C takes at most {MAX_BYTES})"
-        )
     if len(plan.inputs) + len(plan.returns) > MAX_ARRAYS:
         return f"it has more than {MAX_ARRAYS} inputs and outputs"
     if plan.scalar:  # numpy scalars: every step is planned for C afresh
@@ -159,11 +162,16 @@ class Made:
     nin: int
     nout: int
     steps: int
+    states: list[np.ndarray]  # the state buffers its slots point at (after the outputs)
+    nogil: bool  # whether its tape runs with the GIL released
 
-    def bind(self, fallback: Any) -> Any:
-        """The callable entry: this signature in C, every other call `fallback`'s."""
+    def bind(self, fallback: Any, lock: Any = None) -> Any:
+        """The callable entry: this signature in C, every other call `fallback`'s.
+        `lock` is the executable's call lock when the plan holds state."""
         at = calls.address_int
         returns = 0 if self.nout == 0 else 1 if self.nout == 1 else 2
+        if lock is None and self.nogil:
+            lock = forks.lock()  # the tape's buffers, while the GIL is not held
         return module().make(
             fallback,
             self.failed,
@@ -176,34 +184,51 @@ class Made:
             self.nin,
             self.nout,
             returns,
+            lock,
+            self.nogil,
         )
 
     def failed(self, index: int) -> None:
-        calls.scratch_failed(self.tape.ops[index])
+        self.tape.failed(index)
 
     def describe(self) -> str:
-        return f"entry: one C call ({len(self.tape.ops)} kernel call(s) for {self.steps} step(s))"
+        gil = ", the GIL released" if self.nogil else ""
+        return (
+            f"entry: one C call ({len(self.tape.ops)} kernel call(s) for {self.steps} step(s){gil})"
+        )
 
 
-def build(backend: Backend, plan: Plan, spec: Any) -> Made:
+def build(
+    backend: Backend,
+    plan: Plan,
+    spec: Any,
+    updates: dict[str, str] | None = None,
+    states: list[np.ndarray] | None = None,
+) -> Made:
     """`plan`'s signature planned for C, recorded and made an entry (on the builder
-    thread: it may run the compiler). Raises loops.NotRecordedError when a call cannot
-    be recorded, BackendUnavailableError where the module cannot be built."""
+    thread: it may run the compiler); `updates` and `states` are the executable's (its
+    state placeholders' outputs, and their buffers in `plan.state` order). Raises
+    loops.NotRecordedError when a call cannot be recorded, BackendUnavailableError where
+    the module cannot be built."""
     module()
     run_tape = runner()
-    given = build_plan(plan.graph, spec, plan.signature, given_outputs=True)
+    updates, states = dict(updates or {}), list(states or [])
+    given = build_plan(plan.graph, spec, plan.signature, updates, given_outputs=True)
     gen = Generator(given, False, backend)
     calls.plan_state(gen)["whole"] = True
     generated = gen.generate()
     if generated.backend != backend.name:  # pragma: no cover - generate raised instead
         raise BackendUnavailableError("the plan was generated on another backend")
     constants = [np.asarray(given.nodes[name].value, order="C") for name in given.constants]
-    run = generated.instantiate(given.arena_bytes, constants, [])
+    run = generated.instantiate(given.arena_bytes, constants, states)
     kernels = calls.recorded(generated, "kernels")
-    types = _types(given, given.inputs) + [spec.types[o] for o in plan.graph.outputs]
+    written = set(updates.values())
+    returned = [o for o in plan.graph.outputs if o.name not in written]
+    types = _types(given, given.inputs) + [spec.types[o] for o in returned]
     slots = [np.empty(t.shape, t.dtype) for t in types]
-    tape = loops.record(run, kernels, slots, range(0))
-    words = np.zeros(len(types) + 1, np.int64)
+    tape = loops.record(run, kernels, slots, range(0), held=states)
+    words = np.zeros(len(types) + len(states) + 1, np.int64)
+    words[len(types) : len(types) + len(states)] = [calls.address_int(a) for a in states]
     pro_words, pro_args = tape.prologue
     if int(pro_words[0]):  # constants packed once (loops.record's prologue)
         at = calls.address_int
@@ -215,9 +240,11 @@ def build(backend: Backend, plan: Plan, spec: Any) -> Made:
         specs += [np.dtype(t.dtype).num, len(t.shape), *(int(d) for d in t.shape)]
     nin = len(given.inputs)
     # what the tape's fixed addresses point into (the scratch slots are relocated: not kept)
-    keep = (tape, words, constants, run)
+    keep = (tape, words, constants, run, states)
     steps = len(given.steps)
-    return Made(tape, words, np.array([*specs, 0], np.int64), keep, nin, len(types) - nin, steps)
+    nogil = given.arena_bytes + sum(int(t.nbytes or 0) for t in types[nin:]) >= NOGIL_BYTES
+    specs_array = np.array([*specs, 0], np.int64)
+    return Made(tape, words, specs_array, keep, nin, len(types) - nin, steps, states, nogil)
 
 
 _TAPE_ONCE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)

@@ -113,6 +113,10 @@ class Kernel:
     # call writes: a weight's packing. A loop in C makes such a call once, before its
     # steps, when what it reads is the same at every step (loops.py)
     writes_only: int | None = None
+    # a status kernel whose nonzero status is the op's own error, not a failed
+    # allocation: called with the failing call's arguments (the count first, addresses as
+    # ints) when a tape's call fails (loops.Tape.failed), it raises that error
+    failure: Callable[[list[int]], None] | None = None
 
 
 def epilogue_body(out: TensorType, bias: TensorType | None, activation: str | None) -> Graph:

@@ -256,6 +256,17 @@ class Tape:
     ops: list[str]
     keep: dict[str, Any]
     prologue: tuple[np.ndarray, np.ndarray]
+    # each call's kernel (None: a copy) and its arguments' place in `args`
+    calls: list[tuple[Kernel | None, int, int]]
+
+    def failed(self, index: int) -> None:
+        """Raise the error of call `index`, whose status the runner found nonzero: its
+        kernel's own (Kernel.failure, from the arguments it was called with: the runner
+        left them in `args`), else a failed allocation."""
+        kernel, first, count = self.calls[index]
+        if kernel is not None and kernel.failure is not None:
+            kernel.failure([int(v) for v in self.args[first : first + count]])
+        calls.scratch_failed(self.ops[index])
 
 
 class _RefusedError(Exception):
@@ -302,11 +313,14 @@ def record(
     kernels: dict[str, Kernel],
     slots: Sequence[np.ndarray],
     constants: range,
+    held: Sequence[np.ndarray] = (),
 ) -> Tape:
     """The tape of the calls `run` (a body's run function, on its own arena) makes when
     called on `slots` (one C-ordered array per parameter, its outputs last; those at
-    `constants` the same at every step). `run`'s namespace is spent: its kernels are
-    replaced by recorders."""
+    `constants` the same at every step). `held` are arrays `run`'s namespace holds whose
+    contents change between calls (an executable's state): slots after `slots`, which
+    the caller fills, so that no call reading them is taken for a constant's packing.
+    `run`'s namespace is spent: its kernels are replaced by recorders."""
     own = run.__globals__
     addresses = {name: calls.function_address(own[name]) for name in kernels}
     fixed: list[tuple[int, int]] = []
@@ -351,7 +365,7 @@ def record(
     except _RefusedError as exc:
         raise NotRecordedError(str(exc)) from None
     spans = []
-    for k, array in enumerate(slots):
+    for k, array in enumerate([*slots, *held]):
         start = calls.address_int(array)
         spans.append((start, start + _extent(array), k))
     steps, prologue = _Words(), _Words()
@@ -364,7 +378,7 @@ def record(
             prologue.add(kernel, addresses, words)
         else:
             steps.add(kernel, addresses, words)
-    return Tape(*steps.arrays(), steps.ops, own, prologue.arrays())
+    return Tape(*steps.arrays(), steps.ops, own, prologue.arrays(), steps.calls)
 
 
 def _args(kernel: Kernel | None, raw: tuple) -> list[tuple[int, str, Any]]:
@@ -405,12 +419,14 @@ class _Words:
         self.relocations: list[int] = []
         self.args: list[int] = []
         self.ops: list[str] = []
+        self.calls: list[tuple[Kernel | None, int, int]] = []
 
     def add(self, kernel: Kernel | None, addresses: dict[str, int], words: list) -> None:
         first = len(self.args)
         fn = 0 if kernel is None else addresses[kernel.name]
         self.entries += [fn, int(kernel is not None and kernel.status), first, len(words)]
         self.ops.append("copy" if kernel is None else " ".join(kernel.ops))
+        self.calls.append((kernel, first, len(words)))
         for pos, (value, slot, offset) in enumerate(words):
             if slot is not None:
                 self.relocations += [first + pos, slot, offset]
@@ -652,7 +668,7 @@ class ScanInC:
         self.carries.point(inputs, targets, addresses)
         failed = self.run(*call)
         if failed:
-            calls.scratch_failed(tape.ops[failed - 1])
+            tape.failed(failed - 1)
         _write_back(results, targets)
         return tuple(results)
 
@@ -723,6 +739,6 @@ class WhileInC:
         failed = self.run(*self.call)
         if failed:
             tape = self.cond if failed < 0 else self.body
-            calls.scratch_failed(tape.ops[abs(failed) - 1])
+            tape.failed(abs(failed) - 1)
         _write_back(results, targets)
         return tuple(results)

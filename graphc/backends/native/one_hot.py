@@ -1,49 +1,81 @@
-"""one_hot on the native backend: the rows zeroed, then a one written at each label.
+"""one_hot on the native backend: the rows zeroed, then a one written at each label
+(csrc/one_hot.c).
 
-numpy's kernel (ops/nn.py) compares every label with every class, `np.equal` over the
-whole (..., C) result: 2.6 ms for cross-entropy's 4096x1000 bool mask here, a third of
-the head's time after its fusion (backends/numpy/fusion/one_hot_pick.py). Zeroing the
-buffer is a memset (0.2 ms) and the ones are one write per label.
+numpy's kernel (ops/nn.py) checks the labels' range with a min and a max, then compares
+every label with every class, `np.equal` over the whole (..., C) result: 2.6 ms for
+cross-entropy's 4096x1000 bool mask here, a third of the head's time after its fusion
+(backends/numpy/fusion/one_hot_pick.py). Zeroing the buffer is a memset (0.2 ms) and
+the ones are one write per label. At a training step's 32x10 the C call is also the
+cheaper one, and it lets a plan whose labels are one-hot encoded run as one C call
+(entry.py).
 
 Bits: numpy's. Every entry is 0 but the one at its row's label, which is 1, in the
 result's dtype (False and True for bool, +0.0 and 1.0 for floats), as the comparison
-cast to that dtype gives; a label outside the classes raises one_hot's own error
-before anything is written.
+cast to that dtype gives. The kernel checks every label before it writes anything; a
+label outside the classes raises one_hot's own error, naming the label, from the
+generated code and from a tape (Kernel.failure) alike.
 """
 
 from __future__ import annotations
 
+import ctypes
+import sys
+
 import numpy as np
 
+from graphc.backends.native import calls
+from graphc.backends.native.c_sources import c_source
+from graphc.backends.native.kernels import Kernel
 from graphc.ir.errors import IndexRangeError
 from graphc.ir.registry import get_op
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Step
 
-# the result's element count from which zeroing and writing the ones is the cheaper call
-# (measured, bool results: 8x3 1.2 us on numpy's kernel against 3.2; 512x10 7.0 against 5.7)
-FILL_FROM = 4096
+# the C kernel's code for a labels dtype: its bytes, negative when unsigned
+CODES = {
+    np.dtype(t): (1 if np.dtype(t).kind == "i" else -1) * np.dtype(t).itemsize
+    for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
+}
+DTYPES = {code: dtype for dtype, code in CODES.items()}
 
 
-def fill_one_hot(labels: np.ndarray, out: np.ndarray, num_classes: int) -> None:
-    """Write one_hot(labels, num_classes) into the C-contiguous `out`."""
-    if labels.size and not (labels.min() >= 0 and labels.max() < num_classes):
-        bad = labels[(labels < 0) | (labels >= num_classes)].flat[0]
-        raise IndexRangeError(f"one_hot: label {bad} is out of range for {num_classes} classes")
-    if not out.flags.c_contiguous:  # (a plan's buffers are: never met there)
-        get_op("one_hot").kernel(labels, out=out, num_classes=num_classes, dtype=out.dtype)
-        return
-    out.fill(0)
-    rows = out.reshape(-1, num_classes)
-    rows[np.arange(rows.shape[0]), labels.reshape(-1)] = 1
+def out_of_range(labels: np.ndarray, num_classes: int) -> None:
+    """Raise one_hot's error for `labels`, of which one is outside the classes (the
+    kernel's nonzero status): numpy's kernel checks them and raises it."""
+    get_op("one_hot").kernel(labels, num_classes=num_classes, dtype=np.bool_)
+    raise IndexRangeError(f"one_hot: a label is out of range for {num_classes} classes")
+
+
+def _failed(args: list[int]) -> None:
+    """Kernel.failure: the failing call's labels read back from its arguments."""
+    n, at, code, _, classes = args[:5]
+    dtype = DTYPES[code]
+    raw = (ctypes.c_char * (n * dtype.itemsize)).from_address(at)
+    out_of_range(np.frombuffer(raw, dtype), classes)
+
+
+KERNEL = Kernel(
+    "gc_one_hot", c_source("one_hot.c"), [], ["one_hot"], "pipiii", status=True, failure=_failed
+)
 
 
 def lower_one_hot(gen: Generator, step: Step, out: str) -> list[str] | None:
-    """One call of `fill_one_hot` on the step's output buffer, or None (numpy's kernel)
-    for a result of fewer than FILL_FROM elements, where numpy's comparison is cheaper."""
-    size = gen.plan.values[step.output].type.size
-    if size is not None and size < FILL_FROM:
+    """One call of the C kernel into the step's output buffer, or None (numpy's kernel)
+    for labels of another dtype, a result whose elements are wider than 8 bytes, an
+    unknown size, or a big-endian machine (the one's bytes are laid out little-endian)."""
+    labels_t = gen.plan.values[step.inputs[0]].type
+    out_t = gen.plan.values[step.output].type
+    code = CODES.get(np.dtype(labels_t.dtype))
+    size = np.dtype(out_t.dtype).itemsize
+    if code is None or size > 8 or labels_t.size is None or sys.byteorder != "little":
         return None
+    one = int.from_bytes(np.ones((), out_t.dtype).tobytes(), "little", signed=True)
+    classes = step.attrs["num_classes"]
+    lines: list[str] = []
+    labels_at = calls.value_address(gen, step.inputs[0], lines)
+    out_at = calls.address(gen, out, step.output in gen.static, lines)
+    calls.record(gen, KERNEL)
+    args = ", ".join(map(str, (labels_t.size, labels_at, code, out_at, classes, one, size)))
+    check = gen.const(out_of_range, "one_hot_out_of_range")
     labels = gen.array(step.inputs[0])
-    fill = gen.const(fill_one_hot, "fill_one_hot")
-    return [f"{fill}({labels}, {out}, {step.attrs['num_classes']})"]
+    return [*lines, f"if {KERNEL.name}({args}):", f"    {check}({labels}, {classes})"]

@@ -10,11 +10,15 @@
    executable's Python entry, unchanged: it checks, converts or raises as before.
 
    The tape's buffers (its arguments and slots, the plan's arena) are one set per
-   entry, used with the GIL held from the slots' filling to the tape's end, so calls
-   from several threads take turns; no Python code runs in between (the outputs are
-   allocated before any slot is written, as an allocation may run the collector).
-   Only plans whose work is small are made entries (entry.py's limits): a large one
-   gains nothing from a C entry and would hold the GIL through its kernels. */
+   entry. A small plan's tape runs with the GIL held from the slots' filling to the
+   tape's end, so calls from several threads take turns; no Python code runs in between
+   (the outputs are allocated before any slot is written, as an allocation may run the
+   collector). An entry given a lock (`acquire` and `release`, a threading.Lock's bound
+   methods) takes it without waiting before it writes a slot and gives it back after
+   the tape (after a failing call's error is raised): a plan holding state shares its
+   executable's lock with the Python entry, and a large plan releases the GIL through
+   its tape (`nogil`), so other threads run meanwhile. A call that finds the lock taken
+   goes to `fallback`, which waits for it (state) or runs on its own thread's arena. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -33,6 +37,9 @@ typedef struct {
     PyObject *fallback; /* the executable's Python entry: every other call */
     PyObject *failed;   /* called with a failing call's index in the tape: raises */
     PyObject *keep;     /* owns the memory the addresses below point into */
+    PyObject *acquire;  /* the lock's acquire and release, or NULL: no lock */
+    PyObject *release;
+    int nogil;          /* release the GIL through the tape (taken under the lock) */
     gc_tape_fn run;
     const int64_t *tape;
     int64_t *args;
@@ -46,6 +53,8 @@ static int entry_traverse(Entry *self, visitproc visit, void *arg) {
     Py_VISIT(self->fallback);
     Py_VISIT(self->failed);
     Py_VISIT(self->keep);
+    Py_VISIT(self->acquire);
+    Py_VISIT(self->release);
     return 0;
 }
 
@@ -53,6 +62,8 @@ static int entry_clear(Entry *self) {
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->failed);
     Py_CLEAR(self->keep);
+    Py_CLEAR(self->acquire);
+    Py_CLEAR(self->release);
     return 0;
 }
 
@@ -76,6 +87,21 @@ static int matches(PyObject *o, const int64_t *spec) {
     return 1;
 }
 
+/* The lock back, if the entry has one; keeps an exception already set (a failing
+   call's). -1 when releasing it raised. */
+static int give_back(Entry *self) {
+    if (self->release == NULL) return 0;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *done = PyObject_CallNoArgs(self->release);
+    Py_XDECREF(done);
+    if (type != NULL) {
+        PyErr_Restore(type, value, traceback);  /* the first error is the one raised */
+        return 0;
+    }
+    return done == NULL ? -1 : 0;
+}
+
 static PyObject *entry_call(PyObject *callable, PyObject *const *argv, size_t nargsf,
                             PyObject *kwnames) {
     Entry *self = (Entry *)callable;
@@ -95,18 +121,40 @@ static PyObject *entry_call(PyObject *callable, PyObject *const *argv, size_t na
         }
         spec += 2 + spec[1];
     }
+    if (self->acquire != NULL) {
+        PyObject *got = PyObject_CallOneArg(self->acquire, Py_False);
+        int taken = got == Py_True;
+        Py_XDECREF(got);
+        if (!taken) {
+            for (Py_ssize_t j = 0; j < self->nout; j++) Py_DECREF(outs[j]);
+            if (got == NULL) return NULL;
+            goto other;
+        }
+    }
     /* no Python code runs from here to the tape's end */
     for (Py_ssize_t i = 0; i < n; i++)
         self->slots[i] = (int64_t)PyArray_DATA((PyArrayObject *)argv[i]);
     for (Py_ssize_t j = 0; j < self->nout; j++)
         self->slots[n + j] = (int64_t)PyArray_DATA((PyArrayObject *)outs[j]);
-    int64_t failed = self->run(self->tape, self->args, self->slots);
+    int64_t failed;
+    if (self->nogil) {
+        Py_BEGIN_ALLOW_THREADS
+        failed = self->run(self->tape, self->args, self->slots);
+        Py_END_ALLOW_THREADS
+    } else {
+        failed = self->run(self->tape, self->args, self->slots);
+    }
     if (failed) {
         for (Py_ssize_t j = 0; j < self->nout; j++) Py_DECREF(outs[j]);
         PyObject *raised = PyObject_CallFunction(self->failed, "L", (long long)(failed - 1));
         Py_XDECREF(raised);
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_MemoryError, "graphc: a native kernel failed");
+        give_back(self);
+        return NULL;
+    }
+    if (give_back(self) < 0) {
+        for (Py_ssize_t j = 0; j < self->nout; j++) Py_DECREF(outs[j]);
         return NULL;
     }
     if (self->returns == 0) {
@@ -140,22 +188,40 @@ static PyTypeObject EntryType = {
 
 static void *address(PyObject *o) { return PyLong_AsVoidPtr(o); }
 
-/* make(fallback, failed, keep, run, tape, args, slots, specs, nin, nout, returns): the
-   addresses as ints, into memory `keep` holds; `specs` as Entry's. */
+/* make(fallback, failed, keep, run, tape, args, slots, specs, nin, nout, returns, lock,
+   nogil): the addresses as ints, into memory `keep` holds; `specs` as Entry's; `lock`
+   a threading.Lock or None (then `nogil` must be 0). */
 static PyObject *make(PyObject *module, PyObject *argv) {
-    PyObject *fallback, *failed, *keep, *run, *tape, *args, *slots, *specs;
+    PyObject *fallback, *failed, *keep, *run, *tape, *args, *slots, *specs, *lock;
     Py_ssize_t nin, nout;
-    int returns;
-    if (!PyArg_ParseTuple(argv, "OOOOOOOOnni", &fallback, &failed, &keep, &run, &tape, &args,
-                          &slots, &specs, &nin, &nout, &returns))
+    int returns, nogil;
+    if (!PyArg_ParseTuple(argv, "OOOOOOOOnniOp", &fallback, &failed, &keep, &run, &tape, &args,
+                          &slots, &specs, &nin, &nout, &returns, &lock, &nogil))
         return NULL;
     if (nin < 0 || nout < 0 || nin + nout > GC_ENTRY_MAX_ARRAYS || returns < 0 || returns > 2 ||
-        (returns == 1 && nout != 1) || (returns == 0 && nout != 0)) {
+        (returns == 1 && nout != 1) || (returns == 0 && nout != 0) ||
+        (nogil && lock == Py_None)) {
         PyErr_SetString(PyExc_ValueError, "_graphc_entry.make: inconsistent counts");
         return NULL;
     }
+    PyObject *acquire = NULL, *release = NULL;
+    if (lock != Py_None) {
+        acquire = PyObject_GetAttrString(lock, "acquire");
+        release = acquire == NULL ? NULL : PyObject_GetAttrString(lock, "release");
+        if (release == NULL) {
+            Py_XDECREF(acquire);
+            return NULL;
+        }
+    }
     Entry *self = PyObject_GC_New(Entry, &EntryType);
-    if (self == NULL) return NULL;
+    if (self == NULL) {
+        Py_XDECREF(acquire);
+        Py_XDECREF(release);
+        return NULL;
+    }
+    self->acquire = acquire;
+    self->release = release;
+    self->nogil = nogil;
     self->vectorcall = entry_call;
     self->run = (gc_tape_fn)address(run);
     self->tape = (const int64_t *)address(tape);

@@ -318,6 +318,27 @@ def test_a_large_plan_releases_the_gil_through_its_tape() -> None:
     assert threaded_mismatches(exe, feeds, wants, threads=4, calls=20) == []
 
 
+@needs_entry
+def test_a_large_plans_entry_bound_again_shares_its_lock() -> None:
+    """An executable binds its entry again when another signature's tier comes in; a
+    call still running the tape must keep every binding out: one lock per entry, and a
+    call finding it taken goes to the fallback."""
+    big = gc.Graph("big")
+    with big:
+        x = gc.placeholder("x", shape=(512, 1024), dtype="float32")
+        gc.output(x + 1.0, name="y")
+    exe = gc.compile(big, backend="native")
+    x = np.zeros((512, 1024), np.float32)
+    exe(x)
+    assert exe.wait() and "the GIL released" in exe.explain()
+    made = exe._in_c
+    first, again = made.bind(lambda *a: "fallback"), made.bind(lambda *a: "fallback")
+    assert bits_differ(first(x), x + 1) is None
+    with made.lock:
+        assert first(x) == "fallback" and again(x) == "fallback"
+    assert bits_differ(again(x), x + 1) is None
+
+
 def _sgd_step(n_in: int = 6, n_out: int = 3) -> tuple[gc.Graph, dict[str, str]]:
     """One SGD step of a softmax regression: data x (B, n_in) and labels y (B,); state w
     and b, updated in place; returns the loss."""

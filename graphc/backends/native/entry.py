@@ -43,7 +43,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import sysconfig
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +164,9 @@ class Made:
     steps: int
     states: list[np.ndarray]  # the state buffers its slots point at (after the outputs)
     nogil: bool  # whether its tape runs with the GIL released
+    # the tape's buffers while the GIL is not held: one lock however often it is bound
+    # (an executable binds its entry again when another signature's tier comes in)
+    lock: Any = field(default_factory=forks.lock)
 
     def bind(self, fallback: Any, lock: Any = None) -> Any:
         """The callable entry: this signature in C, every other call `fallback`'s.
@@ -171,7 +174,7 @@ class Made:
         at = calls.address_int
         returns = 0 if self.nout == 0 else 1 if self.nout == 1 else 2
         if lock is None and self.nogil:
-            lock = forks.lock()  # the tape's buffers, while the GIL is not held
+            lock = self.lock
         return module().make(
             fallback,
             self.failed,

@@ -91,12 +91,24 @@ static int matches(PyObject *o, const int64_t *spec) {
    call's). -1 when releasing it raised. */
 static int give_back(Entry *self) {
     if (self->release == NULL) return 0;
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *raised = PyErr_GetRaisedException();
+    int had = raised != NULL;
+#else
+    PyObject *type, *raised, *traceback;
+    PyErr_Fetch(&type, &raised, &traceback);
+    int had = type != NULL;
+#endif
     PyObject *done = PyObject_CallNoArgs(self->release);
     Py_XDECREF(done);
-    if (type != NULL) {
-        PyErr_Restore(type, value, traceback);  /* the first error is the one raised */
+    if (had) { /* the first error is the one raised */
+#if PY_VERSION_HEX >= 0x030C0000
+        Py_XDECREF(PyErr_GetRaisedException());
+        PyErr_SetRaisedException(raised);
+#else
+        PyErr_Clear();
+        PyErr_Restore(type, raised, traceback);
+#endif
         return 0;
     }
     return done == NULL ? -1 : 0;

@@ -409,8 +409,12 @@ class Generator:
         for name in dict.fromkeys(plan.returns):
             value = plan.values[name]
             if plan.buffers[value.buffer].kind == "state" and value.kind != "output":
-                snapshot = self.fresh(f"returned_{name}")
-                lines.append(f"{snapshot} = array_copy({self.expr[name]})")
+                if plan.given is not None:  # into the caller's buffer (an entry in C)
+                    snapshot = self.out_params[plan.returns.index(name)]
+                    lines.append(f"copyto({snapshot}, {self.expr[name]})")
+                else:
+                    snapshot = self.fresh(f"returned_{name}")
+                    lines.append(f"{snapshot} = array_copy({self.expr[name]})")
                 self._snapshots[name] = snapshot
         return lines
 
@@ -433,8 +437,9 @@ class Generator:
         """A body's end: outputs not computed into their given buffer are copied there."""
         lines = []
         for k, name in enumerate(self.plan.returns):
-            if self.plan.given.get(name) != k:  # type: ignore[union-attr]
-                lines.append(f"copyto({self.out_params[k]}, {self.expr[name]})")
+            source = self._snapshots.get(name, self.expr[name])
+            if self.plan.given.get(name) != k and source != self.out_params[k]:  # type: ignore[union-attr]
+                lines.append(f"copyto({self.out_params[k]}, {source})")
         return lines + ["return None"]
 
     def _return(self) -> str:

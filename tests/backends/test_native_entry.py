@@ -485,22 +485,49 @@ def test_a_step_native_does_not_run_is_refused_from_the_plans_code() -> None:
 
 @needs_entry
 def test_a_step_that_cannot_be_recorded_keeps_the_python_entry() -> None:
-    """A returned state value is copied into a new array made during the call
-    (array_copy), which a tape cannot hold: the recording refuses it and the Python
-    entry keeps the plan."""
+    """Two states swapped: one is read into a new array made during the call before the
+    other overwrites it (array_copy), which a tape cannot hold: the recording refuses it
+    and the Python entry keeps the plan."""
+    g = gc.Graph("swap")
+    with g:
+        a = gc.placeholder("a", shape=(2,), dtype="float64")
+        b = gc.placeholder("b", shape=(2,), dtype="float64")
+        x = gc.placeholder("x", shape=(2,), dtype="float64")
+        gc.output(b * 1.0, name="a_new")
+        gc.output(a * 1.0, name="b_new")
+        gc.output(a + x, name="y")
+    exe = gc.compile(g, backend="native", updates={"a": "a_new", "b": "b_new"})
+    exe.set_state(a=np.zeros(2), b=np.ones(2))
+    x = np.full(2, 5.0)
+    assert bits_differ(exe(x), np.full(2, 5.0)) is None
+    assert exe.wait()
+    assert "entry: Python (no entry in C: it calls array_copy from Python)" in exe.explain()
+    assert bits_differ(exe(x), np.full(2, 6.0)) is None  # a was b's 1
+    assert bits_differ(exe(x), np.full(2, 5.0)) is None  # and 0 again after two swaps
+
+
+@needs_entry
+def test_a_returned_state_value_is_the_one_before_the_update_in_c() -> None:
+    """A state placeholder returned (and once more as w * 1.0) is copied into the
+    caller's output buffers before the update writes the state, in the entry as in
+    Python."""
     g = gc.Graph("echo")
     with g:
         c = gc.placeholder("c", shape=(2,), dtype="float64")
         x = gc.placeholder("x", shape=(2,), dtype="float64")
         gc.output(c + x, name="c_new")
         gc.output(c * 1.0, name="before")
+        gc.output(c, name="again")
     exe = gc.compile(g, backend="native", updates={"c": "c_new"})
     exe.set_state(c=np.zeros(2))
     x = np.ones(2)
     exe(x)
-    assert exe.wait()
-    assert "entry: Python (no entry in C: it calls array_copy from Python)" in exe.explain()
-    assert bits_differ(exe(x), np.ones(2)) is None and bits_differ(exe(x), x + x) is None
+    assert exe.wait() and IN_C in exe.explain(), exe.explain()
+    for k in range(1, 5):
+        before, again = exe(x)
+        assert bits_differ(before, np.full(2, float(k))) is None
+        assert bits_differ(again, before) is None and again is not before
+    assert bits_differ(exe.state["c"], np.full(2, 5.0)) is None
 
 
 def test_an_unavailable_module_keeps_the_python_entry_silently(

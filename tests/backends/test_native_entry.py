@@ -417,18 +417,26 @@ def test_state_given_new_buffers_drops_the_entry() -> None:
     assert exe(x) == 50.0
 
 
+def _counter(n: int, **outputs: Any) -> gc.Executable:
+    """On native: state c of n float64 zeros, updated to c + x each call, returning each
+    of `outputs` (a function of c) by its name."""
+    g = gc.Graph("counter")
+    with g:
+        c = gc.placeholder("c", shape=(n,), dtype="float64")
+        x = gc.placeholder("x", shape=(n,), dtype="float64")
+        gc.output(c + x, name="c_new")
+        for name, make in outputs.items():
+            gc.output(make(c), name=name)
+    exe = gc.compile(g, backend="native", updates={"c": "c_new"})
+    exe.set_state(c=np.zeros(n))
+    return exe
+
+
 @needs_entry
 def test_threads_calling_a_plan_holding_state_take_turns() -> None:
     """Eight threads call a counter: every call sees the count the one before it left
     (the C entry and the Python entry share the executable's call lock), none twice."""
-    g = gc.Graph("counter")
-    with g:
-        c = gc.placeholder("c", shape=(1,), dtype="float64")
-        x = gc.placeholder("x", shape=(1,), dtype="float64")
-        gc.output(c + x, name="c_new")
-        gc.output(c * 2.0, name="seen")
-    exe = gc.compile(g, backend="native", updates={"c": "c_new"})
-    exe.set_state(c=np.zeros(1))
+    exe = _counter(1, seen=lambda c: c * 2.0)
     one = np.ones(1)
     exe(one)
     assert exe.wait() and IN_C in exe.explain()
@@ -511,15 +519,7 @@ def test_a_returned_state_value_is_the_one_before_the_update_in_c() -> None:
     """A state placeholder returned (and once more as w * 1.0) is copied into the
     caller's output buffers before the update writes the state, in the entry as in
     Python."""
-    g = gc.Graph("echo")
-    with g:
-        c = gc.placeholder("c", shape=(2,), dtype="float64")
-        x = gc.placeholder("x", shape=(2,), dtype="float64")
-        gc.output(c + x, name="c_new")
-        gc.output(c * 1.0, name="before")
-        gc.output(c, name="again")
-    exe = gc.compile(g, backend="native", updates={"c": "c_new"})
-    exe.set_state(c=np.zeros(2))
+    exe = _counter(2, before=lambda c: c * 1.0, again=lambda c: c)
     x = np.ones(2)
     exe(x)
     assert exe.wait() and IN_C in exe.explain(), exe.explain()

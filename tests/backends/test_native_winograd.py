@@ -174,23 +174,28 @@ def test_an_inf_in_one_image_leaves_the_others_to_winograd() -> None:
     assert np.isfinite(got[2]).all()  # (w * 1e-3: numpy's sums are finite there)
 
 
+# (bytes of a band, the work from which it runs on the pool); 64 * (16 + 12) bytes are
+# a tile's transformed values
+BANDS = [(1, 0), (1, 10**12), (10**9, 0), (10**9, 10**12), (7 * 64 * (16 + 12), 0)]
+
+
+@pytest.mark.quick_cases(2)  # each case builds its kernels afresh: about 2 s cold
+@pytest.mark.parametrize(("band", "parallel"), BANDS)
 def test_an_images_bits_do_not_depend_on_batch_bands_or_threads(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, band: int, parallel: int
 ) -> None:
     g = two_input_graph(conv2d, ("B", 16, 14, 10), (12, 16, 3, 3), _attrs((1, 1, 1, 1)))
     rng = np.random.default_rng(7)
     x, w = scaled_values(rng, (5, 16, 14, 10)), scaled_values(rng, (12, 16, 3, 3))
     whole = gc.compile(g, backend="native")(x, w)
-    tile = 64 * (16 + 12)  # bytes of a tile's transformed values
-    for band, parallel in ((1, 0), (1, 10**12), (10**9, 0), (10**9, 10**12), (7 * tile, 0)):
-        monkeypatch.setattr(winograd, "BAND_BYTES", band)
-        monkeypatch.setattr(winograd, "PARALLEL_WORK", parallel)
-        monkeypatch.setattr(winograd, "WARM_WORK", parallel)
-        exe = gc.compile(g, backend="native")  # bands are chosen when a step is set up
-        why = bits_differ(exe(x, w), whole)
-        assert why is None, f"bands of {band} bytes, parallel from {parallel}: {why}"
-        for k in range(x.shape[0]):
-            assert bits_differ(exe(x[k : k + 1], w), whole[k : k + 1]) is None, f"image {k}"
+    monkeypatch.setattr(winograd, "BAND_BYTES", band)
+    monkeypatch.setattr(winograd, "PARALLEL_WORK", parallel)
+    monkeypatch.setattr(winograd, "WARM_WORK", parallel)
+    exe = gc.compile(g, backend="native")  # bands are chosen when a step is set up
+    why = bits_differ(exe(x, w), whole)
+    assert why is None, f"bands of {band} bytes, parallel from {parallel}: {why}"
+    for k in range(x.shape[0]):
+        assert bits_differ(exe(x[k : k + 1], w), whole[k : k + 1]) is None, f"image {k}"
 
 
 def test_a_weight_is_transformed_again_when_it_changes_and_feeds_are_not_written() -> None:

@@ -119,7 +119,7 @@ class Entries:
     `describe()`, a line for explain."""
 
     refuses: Callable[[Backend, Any, Any], str | None]
-    build: Callable[..., Any]
+    build: Callable[[Backend, Any, Any, dict[str, str], list[np.ndarray]], Any]
 
 
 @dataclass

@@ -205,8 +205,8 @@ def build(
     backend: Backend,
     plan: Plan,
     spec: Any,
-    updates: dict[str, str] | None = None,
-    states: list[np.ndarray] | None = None,
+    updates: dict[str, str],
+    states: list[np.ndarray],
 ) -> Made:
     """`plan`'s signature planned for C, recorded and made an entry (on the builder
     thread: it may run the compiler); `updates` and `states` are the executable's (its
@@ -215,7 +215,6 @@ def build(
     the module cannot be built."""
     module()
     run_tape = runner()
-    updates, states = dict(updates or {}), list(states or [])
     given = build_plan(plan.graph, spec, plan.signature, updates, given_outputs=True)
     gen = Generator(given, False, backend)
     calls.plan_state(gen)["whole"] = True

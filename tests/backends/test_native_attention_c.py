@@ -125,3 +125,29 @@ def test_layout_refuses_what_numpy_would_not_pass_to_gemm() -> None:
     assert attention.layout(q, kt, v[:, :, :1], out[:, :, :1]) is None  # a vector: gemv
     assert attention.layout(q, kt, v, np.asfortranarray(out)) is None  # out by columns
     assert attention.layout(q[:1], kt, v, out) is None  # broadcast batch
+
+
+def test_a_layer_with_the_c_call_runs_as_one_c_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generated code calls the kernel itself (not a closure), so an entry in C can
+    record it; with the heads merged back (a reshape of a transpose: copies.py), a
+    transformer layer's attention block is one C call, with the bits of another
+    executable's first call (in Python)."""
+    made = _ran_in_c(monkeypatch)
+    g = gc.Graph("attention_block")
+    heads, dim = 4, 8
+    with g:
+        x = gc.placeholder("x", shape=(2, 16, heads * dim), dtype="float32")
+        split = lambda y: gc.transpose(gc.reshape(y, (2, 16, heads, dim)), (0, 2, 1, 3))  # noqa: E731
+        a = F.scaled_dot_product_attention(split(x * 0.5), split(x + 1.0), split(x - 0.5))
+        gc.output(gc.reshape(gc.transpose(a, (0, 2, 1, 3)), (2, 16, heads * dim)) * 2.0, name="y")
+    x = _feeds((2, 16, heads * dim), np.float32, 7)["x"]
+    in_python = gc.compile(g, backend="native")
+    want = in_python(x)
+    exe = gc.compile(g, backend="native", wait=True)
+    for _ in range(20):
+        exe(x)
+    exe.wait()
+    assert "entry: one C call" in exe.explain(x), exe.explain(x).splitlines()[1]
+    assert made and all(run is not None for run in made), "the C path was not taken"
+    for _ in range(3):
+        np.testing.assert_array_equal(exe(x), want)

@@ -14,6 +14,7 @@ import pytest
 from graphc.backends.native import (
     attention,
     c_sources,
+    copies,
     direct_conv,
     entry,
     loops,
@@ -38,6 +39,7 @@ KERNELS = {
     "matmul": matmul.SOURCE,
     "outer": outer.SOURCE,
     "one_hot": one_hot.KERNEL.source,
+    "strided_copy": copies.KERNEL.source,
     "layer_norm": norm.LAYER_NORM.source,
     "layer_norm_grad": norm.LAYER_NORM_GRAD.source,
     **{f"max_pool_{k.name}": k.source for k in pool.KERNELS.values()},

@@ -23,6 +23,7 @@ from graphc.backends.native import (
     attention,
     calls,
     conv,
+    copies,
     entry,
     fusion,
     loops,
@@ -483,11 +484,14 @@ register_lowering(
 
 
 def lower_slice(gen: Generator, step: Step, out: str) -> list[str] | None:
-    """No copy for a column block that only kernels here read (slices.py)."""
-    return slices.lower_slice(gen, step, out, _reads_in_place)
+    """No copy for a column block that only kernels here read (slices.py); any other
+    window of the input copied by one C call (copies.py)."""
+    return slices.lower_slice(gen, step, out, _reads_in_place) or copies.lower(gen, step, out)
 
 
 register_lowering("slice", lower_slice, backend=NAME)
+# a reshape that is not a view (of a transposed view): one C call copying it (copies.py)
+register_lowering("reshape", copies.lower, backend=NAME)
 # a loop whose body's steps all run here: one C call walking the steps (loops.py), the
 # body's own kernels in the same order, so the bits of its steps
 register_lowering("scan", loops.lower_scan, backend=NAME)

@@ -55,7 +55,7 @@ def attention_kernel(ct: str, gemm_bits: int, softmax: Kernel) -> Kernel:
         "GC_NO_TRANS": str(NO_TRANS),
     }
     text = softmax.source + instance("attention.c", defines)
-    return Kernel(name, text, [Operand("full", ct)], ["attention"], "pppppppi", True)
+    return Kernel(name, text, [Operand("full", ct)], ["attention"], "ppppppii", True)
 
 
 def _blasable(s1: int, s2: int, d2: int, size: int) -> bool:
@@ -110,12 +110,14 @@ def _meet(q: np.ndarray, kt: np.ndarray) -> bool:
 
 
 def prepare(
-    fn: Any, gemm: int, q: np.ndarray, kt: np.ndarray, v: np.ndarray, scale: np.ndarray | None,
+    gemm: int, q: np.ndarray, kt: np.ndarray, v: np.ndarray, scale: np.ndarray | None,
     out: np.ndarray,
-) -> Any:  # fmt: skip
-    """At setup, per thread: a call `run(out)` running the node on these arrays in C,
-    or None (the numpy kernel runs it). `out` is the output's buffer, or an array of its
-    layout when the output is made per call (a returned value: C-contiguous)."""
+) -> tuple[tuple, tuple, tuple] | None:  # fmt: skip
+    """At setup, per thread: the C call's arguments before the output's address and
+    after it, and the arrays they point into (kept alive with them); or None (the numpy
+    kernel runs the node). `out` is the output's buffer, or an array of its layout when
+    the output is made per call (a returned value: C-contiguous). The generated code
+    makes the call itself, so that a tape can record it (entry.py)."""
     d = layout(q, kt, v, out)
     if d is None:
         return None
@@ -124,17 +126,10 @@ def prepare(
     big = max(m * n * p, m * p * pv) > THREADED
     parallel = int(items > 1 and not big and items * m * p * max(n, pv) >= PARALLEL_WORK)
     address = calls.static_address
-    head = [address(d)]
-    tail = [address(q), address(kt), address(v)]
-    tail += [address(scale) if scale is not None else calls.NULL, _pointer(gemm), parallel]
-    now = calls.address_now
-
-    def run(out: np.ndarray) -> None:
-        if fn(items, *head, now(out), *tail):
-            calls.scratch_failed("attention")
-
-    run.keep = (d, q, kt, v, scale)  # type: ignore[attr-defined] - what the addresses point into
-    return run
+    head = (items, address(d))
+    tail = (address(q), address(kt), address(v))
+    tail += (address(scale) if scale is not None else calls.NULL, gemm, parallel)
+    return head, tail, (d, q, kt, v, scale)
 
 
 def like(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -142,12 +137,6 @@ def like(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     dtype = np.dtype(dtype)
     strides = tuple(dtype.itemsize * math.prod(shape[k + 1 :]) for k in range(len(shape)))
     return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, strides)
-
-
-def _pointer(address: int) -> Any:
-    if calls.FFI is not None:
-        return calls.FFI.cast("void *", address)
-    return address
 
 
 def gemm_address(dtype: np.dtype) -> tuple[int, int] | None:
@@ -182,7 +171,7 @@ def lower(gen: Any, step: Any, out: str) -> list[str] | None:
         return fallback
     kernel = attention_kernel("f32" if dtype == np.float32 else "f64", gemm[1], softmax)
     calls.record(gen, kernel)
-    runner = gen.fresh("attention")
+    prepared = gen.fresh("attention")
     arrays = [gen.array(x) for x in step.inputs[:3]]
     scale = gen.array(step.inputs[3]) if attrs.get("scale") else "None"
     prep = gen.const(prepare, "prepare_attention")
@@ -193,11 +182,15 @@ def lower(gen: Any, step: Any, out: str) -> list[str] | None:
         target = f"{gen.const(like, 'like')}({tuple(out_t.shape)!r}, {gen.const(dtype, 'dtype')})"
         check = f" and {out}.flags.c_contiguous"
     gen.setup_lines.append(
-        f"{runner} = {prep}({kernel.name}, {gemm[0]}, {', '.join(arrays)}, {scale}, {target})"
+        f"{prepared} = {prep}({gemm[0]}, {', '.join(arrays)}, {scale}, {target})"
     )
+    lines: list[str] = []
+    out_at = calls.address(gen, out, step.output in gen.static, lines)
+    call = f"{kernel.name}(*{prepared}[0], {out_at}, *{prepared}[1])"
     return [
-        f"if {runner} is not None{check}:  # {kernel.name}: numpy's BLAS calls, the row kernel's softmax",
-        f"    {runner}({out})",
+        f"if {prepared} is not None{check}:  # {kernel.name}: numpy's BLAS calls, the row kernel's softmax",
+        *("    " + line for line in lines),
+        *("    " + line for line in calls.checked(gen, call, "attention")),
         "else:",
         *("    " + line for line in fallback),
     ]

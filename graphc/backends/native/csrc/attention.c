@@ -31,10 +31,10 @@ GC_INLINE void GC_FN(_item)(int64_t item, const int64_t *d, char *out, const cha
 /* returns 1 when a thread could not allocate its block of scores (its items are
    skipped: the caller raises), else 0 */
 GC_EXPORT int64_t GC_NAME(int64_t items, const int64_t *d, char *out, const char *q,
-                       const char *k, const char *v, const char *scale, const char *gemm,
+                       const char *k, const char *v, const char *scale, int64_t gemm,
                        int64_t parallel) {
     int64_t m = d[1], p = d[3], failed = 0;
-    GC_FN(_gemm) fn = (GC_FN(_gemm))gemm;
+    GC_FN(_gemm) fn = (GC_FN(_gemm))(intptr_t)gemm; /* numpy's cblas gemm, by its address */
     if (parallel) {
         #pragma omp parallel
         {

@@ -1,0 +1,124 @@
+"""Copies of strided views on the native backend: a `reshape` of a transposed view, and a
+`slice` whose window is not C-contiguous (or that is not a view), as one C call
+(csrc/strided_copy.c).
+
+The planner makes such steps copies: every plan value is C-contiguous (plan.py), so
+`reshape(transpose(a))`, which attention's heads are merged by, and `x[:, ::2]` write a
+buffer of their own. numpy's kernel copies them well, but as a call from Python: a plan
+with one such step could not run as one C call (entry.py), and the ONNX transformer
+layer's head merge kept its whole step in Python. Here the step's source is described at
+generation time: its root (the plan value under its chain of views, C-contiguous by the
+plan's rule), the byte offset of its first element there, and its shape and byte
+strides, merged where dims are adjacent in memory. The C walks the rows with a counter,
+a memcpy per row whose elements are adjacent.
+
+Bits: the source's, byte for byte (a copy), for every dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphc.backends.native import calls
+from graphc.backends.native.c_sources import c_source
+from graphc.backends.native.kernels import Kernel, parallel_flag
+from graphc.ops.indexing import parse_index
+from graphc.runtime.codegen import Generator
+from graphc.runtime.plan import WINDOW_BASE, Step
+
+# after the count (elements): the root, the offset in bytes, the descriptor, out, the
+# element's bytes, and whether to run on the OpenMP pool
+KERNEL = Kernel("gc_strided_copy", c_source("strided_copy.c"), [], ["reshape", "slice"], "pippii")
+# bytes from which a copy runs on the OpenMP pool (a copy is a load and a store per byte;
+# waking the pool costs 10-50 us here), and from which while the pool is warm
+PARALLEL_BYTES = 1 << 22
+WARM_BYTES = 1 << 18
+MAX_DIMS = 32  # csrc/strided_copy.c's GC_COPY_DIMS
+
+
+def source_view(gen: Generator, value: str) -> tuple[str, np.ndarray] | None:
+    """(root, view): the plan value under `value`'s chain of views, and `value` as a view
+    of no memory over it whose strides and offset count elements (plan.window's kind:
+    its data address less WINDOW_BASE's is the offset); None for a symbolic shape."""
+    plan = gen.plan
+    chain = []
+    v = plan.values[value]
+    while v.kind == "view" and v.base is not None:
+        chain.append(plan.nodes[v.name])
+        v = plan.values[v.base]
+    shape = v.type.shape
+    if not all(isinstance(d, int) for d in shape):
+        return None
+    strides = tuple(int(np.prod(shape[k + 1 :])) for k in range(len(shape)))
+    view = np.lib.stride_tricks.as_strided(WINDOW_BASE, shape, strides)
+    for node in reversed(chain):  # the same views codegen makes (Generator._view)
+        if node.op == "result":
+            continue
+        if node.op == "reshape":
+            view = view.reshape(tuple(plan.values[node.name].type.shape))
+        elif node.op == "slice":
+            view = view[parse_index(node.attrs["index"])]
+        else:
+            view = view.transpose(tuple(node.attrs["axes"]))
+        if not _views_window_base(view):  # not a view: never in a plan's chain
+            return None
+    return v.name, view
+
+
+def _views_window_base(array: np.ndarray) -> bool:
+    """Whether `array` is a view of WINDOW_BASE (an index array makes a copy)."""
+    found = array
+    while getattr(found, "base", None) is not None:
+        found = found.base
+    return found is WINDOW_BASE
+
+
+def descriptor(view: np.ndarray) -> np.ndarray:
+    """[nd, shape, strides] (strides in elements) of `view` walked in C order, its dims
+    of length 1 dropped and each dim merged into the next where the two are adjacent in
+    memory; at least one dim."""
+    dims = [(d, s) for d, s in zip(view.shape, view.strides) if d != 1]
+    merged: list[tuple[int, int]] = []
+    for d, s in dims:
+        if merged and merged[-1][1] == s * d:
+            merged[-1] = (merged[-1][0] * d, s)
+        else:
+            merged.append((d, s))
+    if not merged:
+        merged = [(1, 1)]
+    return np.array([len(merged), *(d for d, _ in merged), *(s for _, s in merged)], np.int64)
+
+
+def lower(gen: Generator, step: Step, out: str) -> list[str] | None:
+    """One C call copying the step's source (a reshape's input, or a slice's window of
+    its input) into its output, or None (numpy's kernel) for a symbolic shape, a window
+    that is not a view (an index array), more than MAX_DIMS dims after merging, or an
+    empty output."""
+    found = source_view(gen, step.inputs[0])
+    if found is None:
+        return None
+    root, view = found
+    if step.node.op == "slice":
+        view = view[parse_index(step.attrs["index"])]
+        if not isinstance(view, np.ndarray) or not _views_window_base(view):
+            return None
+    out_t = gen.plan.values[step.output].type
+    if view.size != out_t.size or view.size == 0:
+        return None
+    item = np.dtype(out_t.dtype).itemsize
+    desc = descriptor(view)
+    if desc[0] > MAX_DIMS:
+        return None
+    nd = int(desc[0])
+    desc[1 + nd :] *= item  # strides in bytes
+    offset = (
+        view.__array_interface__["data"][0] - WINDOW_BASE.__array_interface__["data"][0]
+    ) * item
+    lines: list[str] = []
+    root_at = calls.value_address(gen, root, lines)
+    desc_at = calls.address(gen, gen.const(desc, "copy_desc"), True, lines)
+    out_at = calls.address(gen, out, step.output in gen.static, lines)
+    calls.record(gen, KERNEL)
+    parallel = parallel_flag(view.size * item, PARALLEL_BYTES, WARM_BYTES)
+    args = ", ".join(str(a) for a in (view.size, root_at, offset, desc_at, out_at, item, parallel))
+    return [*lines, f"{KERNEL.name}({args})"]

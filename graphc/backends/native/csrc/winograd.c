@@ -169,12 +169,14 @@ static void wg_program(float *y, int64_t n, int64_t o, int64_t at, int64_t steps
 }
 
 /* A^T m A of the band's tiles of channel o (A^T = {1, 1, 1, 0; 0, 1, -1, -1}) into its
-   output rows 2 i0 .. 2 (i0 + nb) - 1, a pair of rows at a time, each pair then checked
-   and run through the program; the image's flag set if a value is not finite */
+   output rows 2 i0 .. 2 (i0 + nb) - 1, a pair of rows at a time; then those rows (one
+   run in memory, still in the first cache) checked and run through the program at once:
+   a pair at a time, the program's dispatch and its partial vectors came with every 28
+   floats of a 14 x 14 image (the ResNet block at batch 64: 17 % of its time). The image's
+   flag is set if a value is not finite */
 static void wg_output(const wg_conv *c, int64_t image, int64_t o, int64_t i0, int64_t nb,
                       const float *M, int64_t ldm) {
     int64_t plane = c->Ho * c->Wo, base = (image * c->O + o) * plane;
-    int finite = 1;
     for (int64_t r = 0; r < nb; r++) {
         int64_t row = 2 * (i0 + r), pair = row + 1 < c->Ho ? 2 : 1;
         float *y = c->y + base + row * c->Wo;
@@ -197,11 +199,12 @@ static void wg_output(const wg_conv *c, int64_t image, int64_t o, int64_t i0, in
                 wg_put(y + c->Wo + 2 * j0, lo, hi, n);
             }
         }
-        finite &= wg_finite(y, pair * c->Wo);
-        int64_t at = ((c->first + image) * c->O + o) * plane + row * c->Wo;
-        wg_program(y, pair * c->Wo, o, at, c->steps, c->codes, c->ops);
     }
-    if (!finite) __atomic_store_n(&c->flags[image], 1, __ATOMIC_RELAXED);
+    int64_t first = 2 * i0, rows = 2 * nb < c->Ho - first ? 2 * nb : c->Ho - first;
+    float *y = c->y + base + first * c->Wo;
+    if (!wg_finite(y, rows * c->Wo)) __atomic_store_n(&c->flags[image], 1, __ATOMIC_RELAXED);
+    int64_t at = ((c->first + image) * c->O + o) * plane + first * c->Wo;
+    wg_program(y, rows * c->Wo, o, at, c->steps, c->codes, c->ops);
 }
 
 /* one task: band `band` of `count` images from `image` (several images only where each

@@ -13,6 +13,8 @@ again, a constant one once; callers' arrays are never written.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -30,6 +32,7 @@ from tests.native_checks import (
     needs_native,
     scaled_values,
     sum_feeds,
+    threaded_mismatches,
     two_input_graph,
 )
 
@@ -367,3 +370,107 @@ def test_eight_threads_calling_one_executable() -> None:
     for t in threads:
         t.join()
     assert not differ, differ[:2]
+
+
+def _entry_block(batch: int, constant_weight: bool) -> tuple[Graph, np.ndarray]:
+    """A ResNet block's two convolutions (conv2d_fused: batch norm and relu, then batch
+    norm, the residual and relu), the weight a constant or fed; and the weight."""
+    w = scaled_values(np.random.default_rng(11), (8, 8, 3, 3))
+    g = gc.Graph(f"entry_block_{constant_weight}")
+    with g:
+        x = gc.placeholder("x", (batch, 8, 11, 13), "float32")
+        weight = gc.constant(w) if constant_weight else gc.placeholder("w", w.shape, "float32")
+        b = gc.constant(np.linspace(0.5, 1.5, 8, dtype=np.float32).reshape(8, 1, 1))
+        h = gc.relu((conv2d(x, weight, padding=1) - b) * b)
+        gc.output(gc.relu((conv2d(h, weight, padding=1) - b) * b + x), name="y")
+    return g, w
+
+
+@pytest.mark.parametrize("constant_weight", [True, False])
+def test_the_step_runs_in_an_entry_in_c_images_computed_again_included(
+    constant_weight: bool,
+) -> None:
+    """The generated code calls the kernel itself, so a plan of Winograd steps is one C
+    call (entry.py). An image whose result is not finite is computed again by numpy's
+    kernel mid-tape (the kernel's status; Kernel.repairs), then the tape goes on: the
+    same bits as the Python entry, which computes it again after its call."""
+    g, w = _entry_block(3, constant_weight)
+    rng = np.random.default_rng(12)
+    x = scaled_values(rng, (3, 8, 11, 13))
+    bad = x.copy()
+    bad[1, 2, 5, 5] = np.inf
+    bad[2, 0, 0, 0] = np.nan
+    args = lambda x: (x,) if constant_weight else (x, w)  # noqa: E731
+    in_python = gc.compile(g, backend="native", wait=True)
+    with np.errstate(all="ignore"):
+        wants = [in_python(*args(v)) for v in (x, bad)]
+        exe = gc.compile(g, backend="native", wait=True)
+        for _ in range(20):
+            exe(*args(x))
+        exe.wait()
+        assert "entry: one C call" in exe.explain(*args(x)), exe.explain(*args(x))
+        assert "entry: Python" in in_python.explain(*args(x))  # 2 calls: not built yet
+        for _ in range(2):
+            for v, want in zip((x, bad, x), (*wants, wants[0]), strict=True):
+                assert bits_differ(exe(*args(v)), want) is None
+    assert not np.isfinite(wants[1][1]).all() and np.isfinite(wants[1][0]).all()
+    assert bits_differ(wants[1][0], wants[0][0]) is None  # image 0 kept Winograd's bits
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's inf - inf, in the threads
+def test_images_computed_again_mid_tape_from_four_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repair runs Python code mid-tape (here it also sleeps, so other threads run
+    meanwhile), so such an entry takes its lock (a call that finds it taken runs the
+    Python entry): every thread's results are its own."""
+    numpy_conv = winograd.conv2d_kernel
+
+    def slow(*args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(0.001)
+        return numpy_conv(*args, **kwargs)
+
+    monkeypatch.setattr(winograd, "conv2d_kernel", slow)
+    g, _ = _entry_block(2, True)
+    rng = np.random.default_rng(13)
+    feeds = [scaled_values(rng, (2, 8, 11, 13)) for _ in range(4)]
+    for k, x in enumerate(feeds):
+        x[k % 2, k, 3, 3] = np.inf
+    reference = gc.compile(g, backend="native", wait=True)
+    with np.errstate(all="ignore"):
+        wants = [reference(x) for x in feeds]
+        exe = gc.compile(g, backend="native", wait=True)
+        for _ in range(20):
+            exe(feeds[0])
+        exe.wait()
+        assert "entry: one C call" in exe.explain(feeds[0])
+        errors = threaded_mismatches(exe, [(x,) for x in feeds], wants, 4, 50)
+    assert errors == [], errors[:3]
+
+
+def test_a_loop_body_keeps_its_winograd_step_in_python() -> None:
+    """A loop's tape cannot go on after a call numpy finished (Kernel.repairs), so a
+    body with a Winograd step runs from Python, and explain says why; its images
+    computed again where a value is not finite, as anywhere else."""
+    rng = np.random.default_rng(14)
+    w = (0.2 * rng.standard_normal((4, 4, 3, 3))).astype(np.float32)
+    g = gc.Graph("scan_conv")
+    with g:
+        h0 = gc.placeholder("h0", (2, 4, 6, 6), "float32")
+        xs = gc.placeholder("xs", (3, 2, 4, 6, 6), "float32")
+
+        def body(h: gc.Symbol, x: gc.Symbol) -> tuple[gc.Symbol, gc.Symbol]:
+            h2 = gc.relu(conv2d(h, gc.constant(w), padding=1) * 0.5 + x)
+            return h2, h2
+
+        gc.output(gc.scan(body, h0, xs)[1], name="ys")
+    h0 = rng.standard_normal((2, 4, 6, 6)).astype(np.float32)
+    xs = rng.standard_normal((3, 2, 4, 6, 6)).astype(np.float32)
+    xs[1, 0, 0, 0, 0] = np.inf  # image 0 from step 1 on
+    exe = gc.compile(g, backend="native", wait=True)
+    with np.errstate(all="ignore"):
+        got = exe(h0, xs)
+        want = gc.compile(g, backend="numpy")(h0, xs)
+    assert "gc_winograd_f32 may have numpy finish its work mid-loop" in exe.explain(h0, xs)
+    for kind in (np.isnan, np.isposinf, np.isneginf):
+        assert np.array_equal(kind(got), kind(want)), kind.__name__
+    assert not np.isfinite(got[1, 0]).all() and np.isfinite(got[:, 1]).all()
+    np.testing.assert_allclose(got[:, 1], want[:, 1], rtol=1e-5, atol=1e-5)

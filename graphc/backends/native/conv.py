@@ -393,25 +393,40 @@ def _winograd_kernels(gen: Generator) -> None:
 
 
 def _winograd_step(gen: Generator, step: Step, out: str, codes: str, operands: list) -> list[str]:
-    """The step as one Winograd convolution with its epilogue program (`_program`), made
-    once per thread (winograd.Convolution: its weight transformed once when constant)."""
+    """The call of the Winograd kernel with the step's epilogue program: addresses of
+    static arrays taken once per thread, of the others per call; the per-thread
+    winograd.Convolution holds the transformed weight (made at setup when the weight is
+    constant), the scratch and the flags, and computes again the images the call
+    flags (its status). The generated code makes the call, so an entry's tape records
+    it (the tape has the convolution compute those images: Kernel.repairs)."""
     plan = gen.plan
     x_t, w_t = (plan.values[v].type for v in step.inputs[:2])
     _winograd_kernels(gen)
-    name = gen.fresh("winograd")
-    make = gen.const(winograd.Convolution, "winograd")
-    ints = lambda values: tuple(int(v) for v in values)  # noqa: E731 - literals
-    shapes = f"{(0, *ints(x_t.shape[1:]))}, {ints(w_t.shape)}, {ints(step.attrs['padding'])}"
-    constant = step.inputs[1] in plan.constants
-    scratch = _winograd_scratch(gen)
-    kernels = f"{winograd.NAME}, {winograd.PROGRAM_NAME}"
-    gen.setup_lines.append(f"{name} = {make}({kernels}, {shapes}, {codes}, {constant}, {scratch})")
-    args = [gen.array(step.inputs[0]), gen.array(step.inputs[1]), out]
-    args += ["None" if operand is None else operand[0] for operand in operands]
     lines = [
         f"# the Winograd convolution ({winograd.NAME})" + (", its epilogue in C" * bool(operands))
     ]
-    return [*lines, f"{name}({', '.join(args)})"]
+    if not x_t.shape[0]:
+        return lines + ["# (no images)"]
+    name = gen.fresh("winograd")
+    make = gen.const(winograd.Convolution, "winograd")
+    ints = lambda values: tuple(int(v) for v in values)  # noqa: E731 - literals
+    shapes = f"{ints(x_t.shape)}, {ints(w_t.shape)}, {ints(step.attrs['padding'])}"
+    weight = gen.array(step.inputs[1]) if step.inputs[1] in plan.constants else "None"
+    kernels = f"{winograd.NAME}, {winograd.PROGRAM_NAME}"
+    gen.setup_lines += [
+        f"{name} = {make}({kernels}, {shapes}, {codes}, {weight}, {_winograd_scratch(gen)})",
+        f"{name}_u, {name}_tail, {name}_keep = {name}.words()",
+    ]
+    x = calls.value_address(gen, step.inputs[0], lines)
+    w = calls.value_address(gen, step.inputs[1], lines)
+    y = calls.address(gen, out, step.output in gen.static, lines)
+    null = gen.const(calls.NULL, "null")
+    program = [null if o is None else calls.operand(gen, o[0], o[1], lines) for o in operands]
+    program += [null] * (winograd.MAX_OPERANDS - len(operands))
+    call = f"{winograd.NAME}({x_t.shape[0]}, {x}, {w}, {name}_u, {y}, *{name}_tail, {', '.join(program)})"
+    arrays = [gen.array(v) for v in step.inputs[:2]] + [out]
+    arrays += ["None" if o is None else o[0] for o in operands]
+    return [*lines, f"if {call}:", f"    {name}.again({', '.join(arrays)})"]
 
 
 def _winograd_runner(gen: Generator) -> str:

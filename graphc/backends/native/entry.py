@@ -173,8 +173,8 @@ class Made:
         `lock` is the executable's call lock when the plan holds state."""
         at = calls.address_int
         returns = 0 if self.nout == 0 else 1 if self.nout == 1 else 2
-        if lock is None and self.nogil:
-            lock = self.lock
+        if lock is None and (self.nogil or self.tape.repairs):
+            lock = self.lock  # a repair (Kernel.repairs) runs Python code mid-tape
         return module().make(
             fallback,
             self.failed,
@@ -228,13 +228,13 @@ def build(
     returned = [o for o in plan.graph.outputs if o.name not in written]
     types = _types(given, given.inputs) + [spec.types[o] for o in returned]
     slots = [np.empty(t.shape, t.dtype) for t in types]
-    tape = loops.record(run, kernels, slots, range(0), held=states)
+    tape = loops.record(run, kernels, slots, range(0), held=states, resumable=True)
     words = np.zeros(len(types) + len(states) + 1, np.int64)
     words[len(types) : len(types) + len(states)] = [calls.address_int(a) for a in states]
     pro_words, pro_args = tape.prologue
     if int(pro_words[0]):  # constants packed once (loops.record's prologue)
         at = calls.address_int
-        failed = _call_runner(run_tape, at(pro_words), at(pro_args), at(words))
+        failed = _call_runner(run_tape, at(pro_words), at(pro_args), at(words), 0)
         if failed:
             calls.scratch_failed("a constant's packing")
     specs: list[int] = []
@@ -249,7 +249,9 @@ def build(
     return Made(tape, words, specs_array, keep, nin, len(types) - nin, steps, states, nogil)
 
 
-_TAPE_ONCE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_TAPE_ONCE = ctypes.CFUNCTYPE(
+    ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64
+)
 
 
 def _call_runner(address: int, *words: int) -> int:

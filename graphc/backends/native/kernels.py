@@ -117,6 +117,9 @@ class Kernel:
     # allocation: called with the failing call's arguments (the count first, addresses as
     # ints) when a tape's call fails (loops.Tape.failed), it raises that error
     failure: Callable[[list[int]], None] | None = None
+    # `failure` finishes the call's work instead (it returns): a tape that can go on
+    # from the next call (an entry's, entry.py) records such a call, a loop's does not
+    repairs: bool = False
 
 
 def epilogue_body(out: TensorType, bias: TensorType | None, activation: str | None) -> Graph:

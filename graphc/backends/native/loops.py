@@ -262,11 +262,19 @@ class Tape:
     def failed(self, index: int) -> None:
         """Raise the error of call `index`, whose status the runner found nonzero: its
         kernel's own (Kernel.failure, from the arguments it was called with: the runner
-        left them in `args`), else a failed allocation."""
+        left them in `args`), else a failed allocation; or return when the kernel's
+        failure finished the call's work (Kernel.repairs: the tape goes on)."""
         kernel, first, count = self.calls[index]
         if kernel is not None and kernel.failure is not None:
             kernel.failure([int(v) for v in self.args[first : first + count]])
+            if kernel.repairs:
+                return
         calls.scratch_failed(self.ops[index])
+
+    @property
+    def repairs(self) -> bool:
+        """Whether a call's failure may run Python code that finishes its work."""
+        return any(kernel is not None and kernel.repairs for kernel, _, _ in self.calls)
 
 
 class _RefusedError(Exception):
@@ -314,12 +322,15 @@ def record(
     slots: Sequence[np.ndarray],
     constants: range,
     held: Sequence[np.ndarray] = (),
+    resumable: bool = False,
 ) -> Tape:
     """The tape of the calls `run` (a body's run function, on its own arena) makes when
     called on `slots` (one C-ordered array per parameter, its outputs last; those at
     `constants` the same at every step). `held` are arrays `run`'s namespace holds whose
     contents change between calls (an executable's state): slots after `slots`, which
     the caller fills, so that no call reading them is taken for a constant's packing.
+    `resumable`: the runner can go on after a call whose failure repaired it (an
+    entry's; Kernel.repairs), else such a call is not recorded (a loop's).
     `run`'s namespace is spent: its kernels are replaced by recorders."""
     own = run.__globals__
     addresses = {name: calls.function_address(own[name]) for name in kernels}
@@ -331,6 +342,8 @@ def record(
 
     def recorder(kernel: Kernel) -> Callable[..., int]:
         def call(*args: Any) -> int:
+            if kernel.repairs and not resumable:
+                raise _RefusedError(f"{kernel.name} may have numpy finish its work mid-loop")
             recorded.append((kernel, args))
             return 0  # a status kernel's success
 

@@ -71,7 +71,10 @@ where the direct kernel beat numpy's im2col and this kernel is unmeasured (`reas
 
 from __future__ import annotations
 
+import ctypes
+import math
 import os
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -117,8 +120,20 @@ SOURCE = (
     + c_source("program_ops.h")
     + c_source("winograd.c")
 )
-KERNEL = Kernel(NAME, SOURCE, [], ["conv2d"], PARAMS)
+
+
+def _repair(args: list[int]) -> None:
+    """Kernel.failure: a tape's call flagged images whose result is not finite; the
+    convolution whose flags it wrote computes them again (Convolution.repair)."""
+    _CONVOLUTIONS[args[FLAGS]].repair(args)
+
+
+FLAGS = 6  # the flags' address among a call's words (after the image count: x, w, u, y, scratch)
+# a nonzero status: some image is computed again by numpy (`_repair`), and a tape goes on
+KERNEL = Kernel(NAME, SOURCE, [], ["conv2d"], PARAMS, status=True, failure=_repair, repairs=True)
 PROGRAM = Kernel(PROGRAM_NAME, SOURCE, [], ["conv2d"], PROGRAM_PARAMS)
+# each live step convolution by the address of its flags (weakly: the plan's thread owns it)
+_CONVOLUTIONS: weakref.WeakValueDictionary[int, Convolution] = weakref.WeakValueDictionary()
 
 
 WIDE_ONLY = "measured on 256-bit vectors only (with AVX-512 the direct kernel runs)"
@@ -173,20 +188,23 @@ def slots() -> int:
 
 class Convolution:
     """One plan step's Winograd convolution, made once per thread by the plan's setup:
-    its transformed weight (made once for a constant weight, else on every call), its
-    epilogue program (`codes`, empty for none), the threads' scratch (`scratch`, at
-    least `scratch_size` floats, shared by the plan's steps; None: its own); called
-    ``conv(x, w, out, *operands)`` with the program's operands (None for relu's)."""
+    its transformed weight (made here from `weight`, a constant's array, else on every
+    call), its epilogue program (`codes`, empty for none), the threads' scratch
+    (`scratch`, at least `scratch_size` floats, shared by the plan's steps; None: its
+    own) and the flags of the images computed again. A plan's step calls the kernel
+    itself, with `words()` (so that an entry's tape records it), and `again` when it
+    returns 1; ``conv(x, w, out, *operands)`` runs the whole call (a chunked step's
+    runner), with the program's operands (None for relu's)."""
 
     def __init__(
         self,
-        fn: Callable[..., None],
+        fn: Callable[..., Any],
         program: Callable[..., None],
         x_shape: tuple,
         w_shape: tuple,
         padding: tuple,
         codes: np.ndarray,
-        constant_weight: bool,
+        weight: np.ndarray | None,
         scratch: np.ndarray | None = None,
     ) -> None:
         self.fn, self.program = fn, program
@@ -199,12 +217,59 @@ class Convolution:
         assert scratch.size >= per_thread * self.slots, "a scratch too small for the step"
         self.scratch = scratch
         out_ch, channels = w_shape[:2]
+        self.shape = (channels, *x_shape[2:])
+        self.w_shape = tuple(w_shape)
         self.u = matmul.aligned(16 * out_ch * channels)
-        self.transformed = False
-        self.constant_weight = constant_weight
-        self.flags = np.zeros(1, np.int64)
+        self.flags = np.zeros(max(1, x_shape[0]), np.int64)
         self.sizes = (channels, *x_shape[2:], out_ch, *self.padding, rows, group, ldv, rowlen,
                       per_thread, self.slots)  # fmt: skip
+        self.transformed = weight is not None
+        if weight is not None:  # a constant weight: transformed once, here (no image)
+            now, null = calls.address_now, calls.NULL
+            w = calls.contiguous(weight)
+            fn(0, null, now(w), now(self.u), null, now(self.scratch), now(self.flags),
+               *self.sizes, 1, PARALLEL_WORK, WARM_WORK, 0, 0, null,
+               *[null] * MAX_OPERANDS)  # fmt: skip
+        _CONVOLUTIONS[calls.address_int(self.flags)] = self
+
+    def words(self) -> tuple[Any, tuple, tuple]:
+        """The kernel's arguments that this object holds: u's address (after the weight's),
+        and the scratch's, the flags', the sizes, whether to transform the weight, the
+        parallel thresholds, the first image (0), the program's length and codes (after
+        the output's); then what must outlive a tape of the call: this object (its
+        `repair`) and the arrays those words point into."""
+        address = calls.static_address
+        codes = address(self.codes) if len(self.codes) else calls.NULL
+        tail = (address(self.scratch), address(self.flags), *self.sizes,
+                int(not self.transformed), PARALLEL_WORK, WARM_WORK, 0, len(self.codes),
+                codes)  # fmt: skip
+        return address(self.u), tail, (self, self.u, self.scratch, self.flags, self.codes)
+
+    def again(self, x: np.ndarray, w: np.ndarray, out: np.ndarray, *operands: Any) -> None:
+        """After a step's call returned 1: each image it flagged computed again."""
+        x, w = calls.contiguous(x), calls.contiguous(w)
+        arrays = [calls.contiguous(a) if a is not None else None for a in operands]
+        program = [calls.address_now(a) if a is not None else calls.NULL for a in arrays]
+        program += [calls.NULL] * (MAX_OPERANDS - len(program))
+        self._flagged(x, w, out, program)
+
+    def repair(self, args: list[int]) -> None:
+        """What `again` does, for a tape's call: its arrays found from its words."""
+        n = args[0]
+        x_at, w_at, y_at = args[1], args[2], args[4]
+        channels, height, width, out_ch, top, left, bottom, right = args[7:15]
+        ho, wo = height + top + bottom - 2, width + left + right - 2
+        x = _floats(x_at, (n, channels, height, width))
+        w = _floats(w_at, self.w_shape)
+        y = _floats(y_at, (n, out_ch, ho, wo))
+        program = [_pointer(a) for a in args[-MAX_OPERANDS:]]
+        self._flagged(x, w, y, program)
+
+    def _flagged(self, x: np.ndarray, w: np.ndarray, y: np.ndarray, program: list) -> None:
+        steps = len(self.codes)
+        codes = calls.address_now(self.codes) if steps else calls.NULL
+        for k in np.flatnonzero(self.flags[: x.shape[0]]):
+            self._again(x, w, y, int(k), steps, codes, program)
 
     def __call__(
         self,
@@ -221,8 +286,10 @@ class Convolution:
         x, w = calls.contiguous(x), calls.contiguous(w)
         target = contiguous_result(out, out.shape, out.dtype)
         if self.flags.size < n:
+            del _CONVOLUTIONS[calls.address_int(self.flags)]
             self.flags = np.zeros(n, np.int64)
-        transform = int(not (self.constant_weight and self.transformed))
+            _CONVOLUTIONS[calls.address_int(self.flags)] = self
+        transform = int(not self.transformed)
         arrays = [calls.contiguous(a) if a is not None else None for a in operands]
         program = [now(a) if a is not None else null for a in arrays]
         program += [null] * (MAX_OPERANDS - len(program))
@@ -231,7 +298,6 @@ class Convolution:
         self.fn(n, now(x), now(w), now(self.u), now(target), now(self.scratch),
                 now(self.flags), *self.sizes, transform, PARALLEL_WORK, WARM_WORK, 0, steps,
                 codes, *program)  # fmt: skip
-        self.transformed = True
         for k in np.flatnonzero(self.flags[:n]):
             self._again(x, w, target, int(k), steps, codes, program)
         if epilogue is not None:
@@ -250,6 +316,20 @@ class Convolution:
             plane = y.shape[2] * y.shape[3]
             self.program(1, calls.address_now(image), y.shape[1], plane, k, steps, codes,
                          *program)  # fmt: skip
+
+
+def _floats(address: int, shape: tuple) -> np.ndarray:
+    """The float32 array of `shape` at `address` (a tape's call's word)."""
+    count = math.prod(shape)
+    raw = (ctypes.c_float * count).from_address(address) if count else b""
+    return np.frombuffer(raw, np.float32, count).reshape(shape)
+
+
+def _pointer(address: int) -> Any:
+    """A tape's address word as the bound kernels take a pointer."""
+    if calls.FFI is not None:
+        return calls.FFI.cast("void *", address)
+    return address
 
 
 def runner(
@@ -272,7 +352,7 @@ def runner(
     ) -> None:
         key = (x.shape[1:], w.shape, tuple(padding))
         if key not in made:
-            made[key] = Convolution(fn, program, x.shape, w.shape, padding, empty, False, scratch)
+            made[key] = Convolution(fn, program, x.shape, w.shape, padding, empty, None, scratch)
         made[key](x, w, out, epilogue=epilogue)
 
     return run

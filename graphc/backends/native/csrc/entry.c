@@ -17,8 +17,10 @@
    methods) takes it without waiting before it writes a slot and gives it back after
    the tape (after a failing call's error is raised): a plan holding state shares its
    executable's lock with the Python entry, and a large plan releases the GIL through
-   its tape (`nogil`), so other threads run meanwhile. A call that finds the lock taken
-   goes to `fallback`, which waits for it (state) or runs on its own thread's arena. */
+   its tape (`nogil`), so other threads run meanwhile; so does a plan whose tape may
+   call `failed` to finish a call's work mid-tape (Kernel.repairs: Python code then runs,
+   and the tape goes on from the next call). A call that finds the lock taken goes to
+   `fallback`, which waits for it (state) or runs on its own thread's arena. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,7 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef int64_t (*gc_tape_fn)(const int64_t *tape, int64_t *args, const int64_t *slots);
+typedef int64_t (*gc_tape_fn)(const int64_t *tape, int64_t *args, const int64_t *slots,
+                              int64_t start);
 
 #define GC_ENTRY_MAX_ARRAYS 256
 
@@ -148,20 +151,25 @@ static PyObject *entry_call(PyObject *callable, PyObject *const *argv, size_t na
         self->slots[i] = (int64_t)PyArray_DATA((PyArrayObject *)argv[i]);
     for (Py_ssize_t j = 0; j < self->nout; j++)
         self->slots[n + j] = (int64_t)PyArray_DATA((PyArrayObject *)outs[j]);
-    int64_t failed;
-    if (self->nogil) {
-        Py_BEGIN_ALLOW_THREADS
-        failed = self->run(self->tape, self->args, self->slots);
-        Py_END_ALLOW_THREADS
-    } else {
-        failed = self->run(self->tape, self->args, self->slots);
-    }
-    if (failed) {
+    int64_t failed, start = 0;
+    for (;;) {
+        if (self->nogil) {
+            Py_BEGIN_ALLOW_THREADS
+            failed = self->run(self->tape, self->args, self->slots, start);
+            Py_END_ALLOW_THREADS
+        } else {
+            failed = self->run(self->tape, self->args, self->slots, start);
+        }
+        if (!failed) break;
+        /* `failed` raises the call's error, or returns when it finished the call's work
+           (Kernel.repairs): the tape then goes on from the next call */
+        PyObject *repaired = PyObject_CallFunction(self->failed, "L", (long long)(failed - 1));
+        if (repaired != NULL) {
+            Py_DECREF(repaired);
+            start = failed;
+            continue;
+        }
         for (Py_ssize_t j = 0; j < self->nout; j++) Py_DECREF(outs[j]);
-        PyObject *raised = PyObject_CallFunction(self->failed, "L", (long long)(failed - 1));
-        Py_XDECREF(raised);
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_MemoryError, "graphc: a native kernel failed");
         give_back(self);
         return NULL;
     }

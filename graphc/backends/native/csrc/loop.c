@@ -417,13 +417,15 @@ static int64_t gc_tape_call(int64_t address, int64_t argc, const int64_t *a) {
     return 0; /* loops.py records no call of more than GC_TAPE_MAX_ARGS words */
 }
 
-/* one run of a body: 0, or 1 + the index of the call whose status reported a failure */
-static int64_t gc_tape_run(const int64_t *tape, int64_t *args, const int64_t *slots) {
+/* a run of a body from call `start` on: 0, or 1 + the index of the call whose status
+   reported a failure */
+static int64_t gc_tape_from(const int64_t *tape, int64_t *args, const int64_t *slots,
+                            int64_t start) {
     const int64_t ncalls = tape[0], nrel = tape[1];
     const int64_t *calls = tape + 2, *rel = calls + 4 * ncalls;
     for (int64_t r = 0; r < nrel; r++)
         args[rel[3 * r]] = slots[rel[3 * r + 1]] + rel[3 * r + 2];
-    for (int64_t c = 0; c < ncalls; c++) {
+    for (int64_t c = start; c < ncalls; c++) {
         const int64_t *k = calls + 4 * c;
         const int64_t *a = args + k[2];
         if (k[0] == 0) {
@@ -436,10 +438,17 @@ static int64_t gc_tape_run(const int64_t *tape, int64_t *args, const int64_t *sl
     return 0;
 }
 
+/* one run of a body */
+static int64_t gc_tape_run(const int64_t *tape, int64_t *args, const int64_t *slots) {
+    return gc_tape_from(tape, args, slots, 0);
+}
+
 /* One run of a tape outside any loop: a whole plan recorded as one (native/entry.py),
-   its slots the plan's inputs then its outputs. Returns what gc_tape_run returns. */
-GC_EXPORT int64_t gc_tape_once(const int64_t *tape, int64_t *args, const int64_t *slots) {
-    return gc_tape_run(tape, args, slots);
+   its slots the plan's inputs then its outputs, from call `start` on (0; the call after
+   one whose failure was repaired: Kernel.repairs). Returns what gc_tape_from returns. */
+GC_EXPORT int64_t gc_tape_once(const int64_t *tape, int64_t *args, const int64_t *slots,
+                               int64_t start) {
+    return gc_tape_from(tape, args, slots, start);
 }
 
 /* A scan of `length` steps (reversed: t from length - 1 down). `bases` holds, in slot

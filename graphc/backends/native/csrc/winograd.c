@@ -241,9 +241,10 @@ static void wg_task(const wg_conv *c, float *scratch, int64_t image, int64_t cou
    `parallel_work` multiply-adds (counted as a direct convolution's), or `warm_work`
    while the pool is warm, in the scratch of up to `slots` threads (per_thread floats each);
    flags[k] is 1 after the call if image k's convolution has a value that is not
-   finite (winograd.py computes those images again); `first`: the index of image 0 in
-   the program's full operands */
-GC_EXPORT void gc_winograd_f32(int64_t m, const float *x, const float *w, float *u, float *y,
+   finite (winograd.py computes those images again), and the call returns 1 when one is
+   (0 otherwise); `first`: the index of image 0 in the program's full operands. With
+   m = 0 it only transforms the weights (when `transform`) */
+GC_EXPORT int64_t gc_winograd_f32(int64_t m, const float *x, const float *w, float *u, float *y,
         float *scratch, int64_t *flags, int64_t C, int64_t H, int64_t W, int64_t O,
         int64_t top, int64_t left, int64_t bottom, int64_t right, int64_t rows, int64_t group,
         int64_t ldv, int64_t rowlen, int64_t per_thread, int64_t slots, int64_t transform,
@@ -296,6 +297,9 @@ GC_EXPORT void gc_winograd_f32(int64_t m, const float *x, const float *w, float 
         }
     }
     if (parallel) gc_pool_used();
+    for (int64_t k = 0; k < m; k++)
+        if (flags[k]) return 1;
+    return 0;
 }
 
 /* the epilogue program on the m images at y (O planes of `plane` outputs each), their

@@ -204,3 +204,27 @@ def test_random_windows_of_transposes_have_numpys_bits(case: tuple) -> None:
     want = x.transpose(perm)[index]
     assert bits_differ(window, np.ascontiguousarray(want)) is None
     assert bits_differ(flat, want.reshape(-1)) is None
+
+
+def test_a_loop_body_runs_its_copies_in_c() -> None:
+    """A slice that is not a view inside a scan body: the body still runs as one C call
+    (its tape records the copy), with numpy's bits."""
+    g = gc.Graph("scan_copy")
+    with g:
+        h0 = gc.placeholder("h0", (4, 6), "float32")
+        xs = gc.placeholder("xs", (3, 4, 6), "float32")
+
+        def body(h: gc.Symbol, x: gc.Symbol) -> tuple[gc.Symbol, gc.Symbol]:
+            a = h * 0.5 + x
+            return a, a[::-1, ::2]
+
+        h, ys = gc.scan(body, h0, xs)
+        gc.output(h, name="h")
+        gc.output(ys, name="ys")
+    h0, xs = values((4, 6), np.float32, 7), values((3, 4, 6), np.float32, 8)
+    exe = gc.compile(g, backend="native", wait=True)
+    text = exe.explain(h0, xs)
+    assert re.search(r"= scan\(.*\n.*\n.*\[native\]", text), text
+    assert re.findall(r"= slice\(.*\[(native|numpy)\]", text) == ["native"]
+    with np.errstate(all="ignore"):
+        check_native(g, [{"h0": h0, "xs": xs}])

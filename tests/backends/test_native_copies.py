@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+from graphc.backends import native
 from graphc.backends.native import copies, toolchain
 from tests.edge_values import bits_differ
 from tests.native_checks import check_native, needs_native
@@ -228,3 +229,32 @@ def test_a_loop_body_runs_its_copies_in_c() -> None:
     assert re.findall(r"= slice\(.*\[(native|numpy)\]", text) == ["native"]
     with np.errstate(all="ignore"):
         check_native(g, [{"h0": h0, "xs": xs}])
+
+
+@pytest.mark.parametrize("arena", [True, False])
+@pytest.mark.parametrize("shape", [(16, 6, 5, 5), (32, 16, 3, 3)])
+def test_an_elementwise_operand_transposed_past_a_matrix_is_copied_first(
+    shape: tuple, arena: bool
+) -> None:
+    """A conv weight's SGD update reads its gradient through a 4-d transpose: the
+    elementwise kernel cannot read that view, so the step copies it into a buffer of
+    its thread's first (two C calls) rather than leaving the step (and the plan's entry
+    in C) to numpy; numpy's bits. The gradient an arena buffer or the caller's array."""
+    g = gc.Graph("sgd_update")
+    with g:
+        w = gc.placeholder("w", shape, "float32")
+        grad = gc.placeholder("g", (shape[1], shape[0], *shape[2:]), "float32")
+        source = grad * 0.5 if arena else grad
+        gc.output(w - 0.125 * gc.transpose(source, (1, 0, 2, 3)), name="w2")
+    w, grad = values(shape, np.float32, 9), values((shape[1], shape[0], *shape[2:]), np.float32, 10)
+    exe = gc.compile(g, backend="native", wait=True)
+    if np.prod(shape) >= native.SMALL:  # below, numpy's ufuncs are the cheaper call from Python
+        assert exe.source(w, grad).count("gc_strided_copy(") == 1, exe.source(w, grad)
+    with np.errstate(all="ignore"):
+        check_native(g, [{"w": w, "g": grad}])
+        want = gc.compile(g, backend="numpy")(w, grad)
+        for _ in range(20):
+            exe(w, grad)
+        exe.wait()
+        assert "entry: one C call" in exe.explain(w, grad), exe.explain(w, grad)
+        assert bits_differ(exe(w, grad), want) is None

@@ -135,8 +135,9 @@ SMALL = 4096
 def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
     """One C kernel call for an elementwise step or fused group, or None (numpy runs it)."""
     reads_blocks = any(x in slices.pitched(gen) for x in step.inputs)
+    copied: list[tuple[str, str]] = []
     try:
-        kernel, operands = _kernel_for(gen, step)
+        kernel, operands = _kernel_for(gen, step, copied)
     except DeclinedError as exc:
         if reads_blocks:  # its slices were not copied: numpy cannot run it (not expected)
             raise BackendUnavailableError(
@@ -154,7 +155,8 @@ def lower_step(gen: Generator, step: Step, out: str) -> list[str] | None:
         k for k, operand in enumerate(kernel.operands[: len(step.inputs)]) if operand.mode == FULL
     }
     calls.alias_safe(gen, step, full)
-    return _call(gen, step, kernel, operands, out)
+    lines = [line for name, value in copied for line in copies.into_buffer(gen, value, name)]
+    return [*lines, *_call(gen, step, kernel, operands, out)]
 
 
 def _worth_it(gen: Generator, step: Step, kernel: Kernel) -> bool:
@@ -275,8 +277,14 @@ def _epilogue(
     return _call(gen, step, kernel, leaves, out)
 
 
-def _kernel_for(gen: Generator, step: Step) -> tuple[Kernel, list[tuple[str, bool, tuple, bool]]]:
-    """The step's kernel, and per operand: expression, static?, shape, transposed view?"""
+def _kernel_for(
+    gen: Generator, step: Step, copied: list[tuple[str, str]] | None = None
+) -> tuple[Kernel, list[tuple[str, bool, tuple, bool]]]:
+    """The step's kernel, and per operand: expression, static?, shape, transposed view?
+    Given `copied`, an operand that is a transposed view other than a matrix's
+    transpose is read from a buffer it is to be copied into first (the caller emits
+    copies.into_buffer for each (buffer, value) added to `copied`); else such an
+    operand declines the step."""
     plan = gen.plan
     out_t = plan.values[step.output].type
     node = step.node
@@ -307,12 +315,18 @@ def _kernel_for(gen: Generator, step: Step) -> tuple[Kernel, list[tuple[str, boo
         operands.append((gen.const(array, f"{step.output}_c"), True, array.shape, False))
         types.append(TensorType.of(array))
     transposed = set()
-    for k, (_, static, _, is_transposed) in enumerate(operands):
+    for k, (_, static, shape, is_transposed) in enumerate(operands):
         if not is_transposed:
             continue
-        if not (static and _plain_transpose(gen, step.inputs[k] if k < len(step.inputs) else None)):
+        value = step.inputs[k] if k < len(step.inputs) else None
+        if static and _plain_transpose(gen, value):
+            transposed.add(k)
+            continue
+        if copied is None or value is None or not copies.copyable(gen, value):
             raise DeclinedError("an operand is a transposed view not of a contiguous matrix")
-        transposed.add(k)
+        name = gen.fresh(f"{value}_copy")
+        copied.append((name, value))
+        operands[k] = (name, True, shape, False)
     pitched = {k for k, x in enumerate(step.inputs) if x in blocks}
     return build_kernel(body, types, out_t, known, transposed, pitched), operands
 

@@ -12,6 +12,13 @@ plan's rule), the byte offset of its first element there, and its shape and byte
 strides, merged where dims are adjacent in memory. The C walks the rows with a counter,
 a memcpy per row whose elements are adjacent.
 
+The same call copies an elementwise step's operand that is a transposed view other than
+a matrix's transpose (which the kernels read in tiles) into a buffer of the thread's,
+which the step's kernel then reads (`into_buffer`): a conv weight's SGD update reads its
+gradient through a 4-d transpose, and that step kept a training step's plan out of the
+entry in C (the bench's LeNet step still stays out: its bias gradient sums over axes
+(0, 2, 3), an order of numpy's that no kernel here reproduces).
+
 Bits: the source's, byte for byte (a copy), for every dtype.
 """
 
@@ -103,9 +110,42 @@ def lower(gen: Generator, step: Step, out: str) -> list[str] | None:
         if not isinstance(view, np.ndarray) or not _views_window_base(view):
             return None
     out_t = gen.plan.values[step.output].type
-    if view.size != out_t.size or view.size == 0:
+    if view.size != out_t.size:
         return None
-    item = np.dtype(out_t.dtype).itemsize
+    lines: list[str] = []
+    out_at = calls.address(gen, out, step.output in gen.static, lines)
+    return _copy(gen, root, view, out_at, np.dtype(out_t.dtype), lines)
+
+
+def copyable(gen: Generator, value: str) -> bool:
+    """Whether `into_buffer` can copy plan value `value` (a strided view)."""
+    found = source_view(gen, value)
+    return found is not None and found[1].size > 0 and descriptor(found[1])[0] <= MAX_DIMS
+
+
+def into_buffer(gen: Generator, value: str, name: str) -> list[str]:
+    """The lines copying the strided view `value` (`copyable`), C-contiguous, into
+    `name`, a buffer of this thread's made at setup, on every call. An elementwise
+    kernel then reads that buffer (native/__init__.py: an operand that is a transposed
+    view, other than a matrix's transpose)."""
+    root, view = source_view(gen, value)  # type: ignore[misc]
+    t = gen.plan.values[value].type
+    empty = gen.const(np.empty, "empty")
+    dtype = gen.literal(np.dtype(t.dtype), "dtype")
+    gen.setup_lines.append(f"{name} = {empty}({tuple(t.shape)!r}, {dtype})")
+    lines: list[str] = []
+    out_at = calls.address(gen, name, True, lines)
+    return _copy(gen, root, view, out_at, np.dtype(t.dtype), lines)  # type: ignore[return-value]
+
+
+def _copy(
+    gen: Generator, root: str, view: np.ndarray, out_at: str, dtype: np.dtype, lines: list[str]
+) -> list[str] | None:
+    """`lines` and the C call copying `view` (source_view's, over plan value `root`) to
+    the address `out_at`; None for an empty view or too many dims after merging."""
+    if view.size == 0:
+        return None
+    item = dtype.itemsize
     desc = descriptor(view)
     if desc[0] > MAX_DIMS:
         return None
@@ -114,10 +154,8 @@ def lower(gen: Generator, step: Step, out: str) -> list[str] | None:
     offset = (
         view.__array_interface__["data"][0] - WINDOW_BASE.__array_interface__["data"][0]
     ) * item
-    lines: list[str] = []
     root_at = calls.value_address(gen, root, lines)
     desc_at = calls.address(gen, gen.const(desc, "copy_desc"), True, lines)
-    out_at = calls.address(gen, out, step.output in gen.static, lines)
     calls.record(gen, KERNEL)
     parallel = parallel_flag(view.size * item, PARALLEL_BYTES, WARM_BYTES)
     args = ", ".join(str(a) for a in (view.size, root_at, offset, desc_at, out_at, item, parallel))

@@ -19,7 +19,9 @@ small buffer in the output's order (rows of the source are contiguous, so each r
 is a cache line), and runs the same block code on each tile row. The elements are
 computed by the same code in another order, so the bits are the same; numpy's strided
 loop for such a subtraction takes 16x its contiguous time (250 us against 15 us for
-256 x 784 float32). Other transposed views are left to numpy.
+256 x 784 float32). Any other transposed view (a conv weight's gradient through a 4-d
+transpose) is copied into a buffer of the thread's by copies.py's C first, and read
+from there (native/__init__.py, `_kernel_for`).
 
 Blocks of lanes run in parallel under OpenMP when the output is large enough for the
 kernel's work to pay for waking the pool (10-20 us with idle threads asleep): at least

@@ -258,3 +258,18 @@ def test_an_elementwise_operand_transposed_past_a_matrix_is_copied_first(
         exe.wait()
         assert "entry: one C call" in exe.explain(w, grad), exe.explain(w, grad)
         assert bits_differ(exe(w, grad), want) is None
+
+
+def test_an_element_taken_by_integers_alone() -> None:
+    """x[1, 2] of an arena value is a 0-d result: numpy's kernel copies it."""
+    g = gc.Graph("element")
+    with g:
+        x = gc.placeholder("x", shape=(3, 4), dtype="float32")
+        gc.output((x * 2.0)[1, 2], name="e")
+        gc.output(gc.transpose(x * 3.0, (1, 0))[2, 1], name="t")
+    x = values((3, 4), np.float32, 11)
+    with np.errstate(all="ignore"):
+        e, t = gc.compile(g, backend="native")(x)
+        assert bits_differ(e, np.asarray((x * np.float32(2.0))[1, 2])) is None
+        assert bits_differ(t, np.asarray((x * np.float32(3.0)).T[2, 1])) is None
+        check_native(g, [{"x": x}])

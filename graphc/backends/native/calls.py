@@ -100,6 +100,13 @@ def static_address(array: np.ndarray) -> Any:
     return array.ctypes.data
 
 
+def pointer(address: int) -> Any:
+    """An address as an int (a tape's word) as the bound kernels take a pointer."""
+    if FFI is not None:
+        return FFI.cast("void *", address)
+    return address
+
+
 def function_address(fn: Any) -> int:
     """The address of a bound kernel (a function `bind` returned), as an int."""
     if FFI is not None:

@@ -62,22 +62,16 @@ def source_view(gen: Generator, value: str) -> tuple[str, np.ndarray] | None:
         if node.op == "result":
             continue
         if node.op == "reshape":
+            # the planner makes a reshape a view of C-ordered values only; of any other,
+            # numpy would copy, reading memory the fake view does not have
+            if not view.flags.c_contiguous:
+                return None
             view = view.reshape(tuple(plan.values[node.name].type.shape))
-        elif node.op == "slice":
+        elif node.op == "slice":  # a C-contiguous window (plan.contiguous_window): a view
             view = view[parse_index(node.attrs["index"])]
         else:
             view = view.transpose(tuple(node.attrs["axes"]))
-        if not _views_window_base(view):  # not a view: never in a plan's chain
-            return None
     return v.name, view
-
-
-def _views_window_base(array: np.ndarray) -> bool:
-    """Whether `array` is a view of WINDOW_BASE (an index array makes a copy)."""
-    found = array
-    while getattr(found, "base", None) is not None:
-        found = found.base
-    return found is WINDOW_BASE
 
 
 def descriptor(view: np.ndarray) -> np.ndarray:
@@ -98,16 +92,16 @@ def descriptor(view: np.ndarray) -> np.ndarray:
 
 def lower(gen: Generator, step: Step, out: str) -> list[str] | None:
     """One C call copying the step's source (a reshape's input, or a slice's window of
-    its input) into its output, or None (numpy's kernel) for a symbolic shape, a window
-    that is not a view (an index array), more than MAX_DIMS dims after merging, or an
+    its input) into its output, or None (numpy's kernel) for a symbolic shape, a slice
+    of one element by integers alone, more than MAX_DIMS dims after merging, or an
     empty output."""
     found = source_view(gen, step.inputs[0])
     if found is None:
         return None
     root, view = found
-    if step.node.op == "slice":
+    if step.node.op == "slice":  # basic indexing (parse_index): a view, or an element
         view = view[parse_index(step.attrs["index"])]
-        if not isinstance(view, np.ndarray) or not _views_window_base(view):
+        if not isinstance(view, np.ndarray):  # one element: numpy's (a copy of a scalar)
             return None
     out_t = gen.plan.values[step.output].type
     if view.size != out_t.size:

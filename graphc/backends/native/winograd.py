@@ -217,7 +217,6 @@ class Convolution:
         assert scratch.size >= per_thread * self.slots, "a scratch too small for the step"
         self.scratch = scratch
         out_ch, channels = w_shape[:2]
-        self.shape = (channels, *x_shape[2:])
         self.w_shape = tuple(w_shape)
         self.u = matmul.aligned(16 * out_ch * channels)
         self.flags = np.zeros(max(1, x_shape[0]), np.int64)
@@ -262,7 +261,7 @@ class Convolution:
         x = _floats(x_at, (n, channels, height, width))
         w = _floats(w_at, self.w_shape)
         y = _floats(y_at, (n, out_ch, ho, wo))
-        program = [_pointer(a) for a in args[-MAX_OPERANDS:]]
+        program = [calls.pointer(a) for a in args[-MAX_OPERANDS:]]
         self._flagged(x, w, y, program)
 
     def _flagged(self, x: np.ndarray, w: np.ndarray, y: np.ndarray, program: list) -> None:
@@ -323,13 +322,6 @@ def _floats(address: int, shape: tuple) -> np.ndarray:
     count = math.prod(shape)
     raw = (ctypes.c_float * count).from_address(address) if count else b""
     return np.frombuffer(raw, np.float32, count).reshape(shape)
-
-
-def _pointer(address: int) -> Any:
-    """A tape's address word as the bound kernels take a pointer."""
-    if calls.FFI is not None:
-        return calls.FFI.cast("void *", address)
-    return address
 
 
 def runner(

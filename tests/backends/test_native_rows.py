@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.backends.native.rows import PAIRWISE_MAX, runs
+from graphc.backends.native import rows
+from graphc.backends.native.rows import PAIRWISE_MAX, WHOLE_ROWS, runs, two_runs
 from graphc.runtime.backend import get_backend
 from tests.edge_values import bits_differ
 from tests.native_checks import needs_native, random_bits, runs_native, ulp_distance
@@ -80,8 +81,10 @@ def test_row_sums_give_numpy_bits_on_every_length(dtype: str) -> None:
         ((2, 3, 4, 5), (1, 2, 3)),  # a trailing run: pairwise over 60
         ((33, 1), 0),  # a trailing 1: numpy sums pairwise, not row by row
         ((1, 1, 70), (0, 1)),  # only axes of length 1: no run to sum over
-        ((6, 1, 5), (0, 2)),  # not one run: numpy's
-        ((4, 5, 6), (0, 2)),  # not one run: numpy's
+        ((6, 1, 5), (0, 2)),  # one run once the axis of length 1 is set aside
+        ((4, 5, 6), (0, 2)),  # two runs around a kept axis (numpy 2.3 on: native)
+        ((8, 16, 10, 10), (0, 2, 3)),  # a conv's bias gradient
+        ((3, 4, 5, 6), (1, 3)),  # a kept axis first: numpy's
     ],
 )
 def test_sums_over_axes_give_numpy_bits(dtype: str, shape: tuple, axis: object) -> None:
@@ -98,7 +101,8 @@ def test_sums_over_axes_give_numpy_bits(dtype: str, shape: tuple, axis: object) 
         for k, (a, b) in enumerate(zip(want, got)):
             assert not bits_differ(a, b), f"{shape} axis={axis} r{k}"
     axes = (axis,) if isinstance(axis, int) else axis
-    expected_native = 3 if runs(shape, axes) is not None else 0
+    around = two_runs(shape, axes) is not None and WHOLE_ROWS
+    expected_native = 3 if runs(shape, axes) is not None or around else 0
     assert runs_native(exe, x) == expected_native
 
 
@@ -138,8 +142,58 @@ def test_sum_to_and_the_bias_gradient_give_numpy_bits(dtype: str) -> None:
         want, got, exe = _both(g, _values((batch, 6, 40), dtype, rng))
         for a, b in zip(want, got):
             assert not bits_differ(a, b)
-    # (6, 1) sums axes 0 and 2, not one run: numpy's
-    assert runs_native(exe, _values((64, 6, 40), dtype, rng)) == 2
+    # (6, 1) sums axes 0 and 2, two runs around the kept one: native from numpy 2.3
+    assert runs_native(exe, _values((64, 6, 40), dtype, rng)) == 2 + WHOLE_ROWS
+
+
+@pytest.mark.skipif(not WHOLE_ROWS, reason="numpy before 2.3 sums these itself")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_two_runs_around_kept_axes_give_numpy_bits(dtype: str) -> None:
+    """A leading and a trailing run reduced around kept axes (an (a, k, b) view): the
+    row kernel's sums of the a k rows, then the run kernel's over them, numpy's bits on
+    random shapes (rows up to 3000, runs of one to three axes) with -0.0, subnormals,
+    nan and inf; sum, mean and keepdims; a batch of one (a single run) alike."""
+    rng = np.random.default_rng(4)
+    for trial in range(40):
+        rank = int(rng.integers(3, 6))
+        shape = tuple(int(d) for d in rng.integers(2, 7, rank))
+        if trial % 4 == 0:
+            shape = (*shape[:-1], int(rng.integers(100, 3000)))
+        first = int(rng.integers(1, rank - 1))
+        last = int(rng.integers(first + 1, rank))
+        axes = (*range(first), *range(last, rank))
+        assert two_runs(shape, axes) is not None
+        specs = [
+            ("sum", {"axis": axes}),
+            ("mean", {"axis": axes}),
+            ("sum", {"axis": axes, "keepdims": True}),
+        ]
+        g = _reductions(shape, dtype, specs)
+        x = _values(shape, dtype, rng)
+        if trial % 5 == 1:
+            x.reshape(-1)[::7] = -0.0
+        if trial % 5 == 2:
+            x.reshape(-1)[3] = np.inf
+            x.reshape(-1)[-2] = np.nan
+        with np.errstate(all="ignore"):
+            want, got, exe = _both(g, x)
+            for k, (a, b) in enumerate(zip(want, got)):
+                assert not bits_differ(a, b), f"{shape} axes={axes} r{k}"
+            assert runs_native(exe, x) == 3, exe.explain(x)
+            one = (1, *shape[1:])  # a batch of one: one run, or two
+            want, got, _ = _both(_reductions(one, dtype, specs), _values(one, dtype, rng))
+            for k, (a, b) in enumerate(zip(want, got)):
+                assert not bits_differ(a, b), f"batch of one, {shape} axes={axes} r{k}"
+
+
+def test_two_runs_before_numpy_2_3_are_numpys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numpy's pieces run across the rows there: the reduction stays numpy's."""
+    monkeypatch.setattr(rows, "WHOLE_ROWS", False)
+    g = _reductions((4, 3, 5), "float32", [("sum", {"axis": (0, 2)})])
+    x = _values((4, 3, 5), "float32", np.random.default_rng(5))
+    want, got, exe = _both(g, x)
+    assert not bits_differ(want[0], got[0])
+    assert runs_native(exe, x) == 0
 
 
 def test_integer_sums_and_transposed_inputs_stay_on_numpy() -> None:

@@ -16,13 +16,20 @@ are numpy's (tests/backends/test_native_rows.py, on every length to 600 and long
   hand does;
 - over a run of axes with axes after it (an (outer, n, inner) view of the array, the
   run being n), one row after the other: 0.0 + x[0] + x[1] + ... for each of the
-  inner elements, which is how numpy's iterator walks it.
+  inner elements, which is how numpy's iterator walks it;
+- over a leading and a trailing run around kept axes (an (a, k, b) view, a and b
+  reduced: a conv's bias gradient, axes (0, 2, 3) of NCHW), numpy 2.3 and later adds
+  the pairwise sums of the rows in turn, 0.0 + p[0] + p[1] + ..., p[i] the sum of row
+  (i, k), each row whole: the row kernel's sums of the a k rows into a buffer of the
+  thread's, then the run kernel's over them (the same bits, held against numpy on 646
+  random shapes of both dtypes, with a, k, b above 1, before this was written). Before
+  2.3 numpy's pieces run across rows there, so that numpy sums such a reduction itself.
 
 Axes of length 1 are set aside when looking for the run; a reduction over axes of
 length 1 only (a batch of one) is 0.0 + x, which numpy gives too, and takes the kernel
 the same reduction takes over a longer axis, so that a batch of one needs no other
-kernel. Any other set of axes (not one run), integer dtypes, empty arrays and transposed
-views are left to numpy. A mean is the sum divided by the count as numpy's mean divides
+kernel. Any other set of axes, integer dtypes, empty arrays and transposed views are
+left to numpy. A mean is the sum divided by the count as numpy's mean divides
 it: in float64 (its count is an intp), rounded to the result's dtype.
 
 softmax and log_softmax over the last axis follow graphc's numpy kernels step by step
@@ -127,6 +134,58 @@ def runs(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, int, int] 
     )
 
 
+def two_runs(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(a, k, b) when the reduced `axes` of `shape`, axes of length 1 set aside, are a
+    leading run (a its product) and a trailing run (b) around the kept axes (k), each of
+    the three at least one axis, else None."""
+    reduced = [k in axes for k, d in enumerate(shape) if d != 1]
+    if not reduced or not reduced[0] or not reduced[-1] or all(reduced):
+        return None
+    first = reduced.index(False)
+    last = len(reduced) - reduced[::-1].index(False)
+    if any(reduced[first:last]):
+        return None
+    dims = [d for d in shape if d != 1]
+    return math.prod(dims[:first]), math.prod(dims[first:last]), math.prod(dims[last:])
+
+
+def _two_runs_call(
+    gen: Generator, step: Step, out: str, ct: str, a: int, k: int, b: int
+) -> list[str]:
+    """The row kernel's sums of the a k rows of b into a buffer of the thread's, then
+    the run kernel's sum of those a rows of k (`two_runs`); a caller's array that is not
+    C-contiguous goes to numpy's kernel (as in `_row_call`)."""
+    rowsum = row_kernel("rowsum", ct, PARALLEL_SUM, WARM_SUM)
+    colsum = row_kernel("colsum", ct, PARALLEL_SUM, WARM_SUM)
+    calls.record(gen, rowsum)
+    calls.record(gen, colsum)
+    count = a * b if step.node.op == "mean" else 0
+    sums = gen.fresh(f"{step.output}_rows")
+    dtype = gen.literal(np.dtype(gen.plan.values[step.output].type.dtype), "dtype")
+    gen.setup_lines.append(f"{sums} = {gen.const(np.empty, 'empty')}(({a * k},), {dtype})")
+    lines = [f"# native kernels {rowsum.name}, {colsum.name}: {step.node.op} over two runs"]
+    source = step.inputs[0]
+    static = source in gen.static
+    x = gen.array(source)
+    sums_at = calls.address(gen, sums, True, lines)
+    x_at = calls.address(gen, x, static, lines)
+    out_at = calls.address(gen, out, step.output in gen.static, lines)
+    made = [
+        f"{rowsum.name}({a * k}, {b}, {sums_at}, {x_at}, 0, 0)",
+        f"{colsum.name}(1, {a}, {k}, {out_at}, {sums_at}, {count})",
+    ]
+    if static:
+        return [*lines, *made]
+    fn, fargs, _ = gen.callee(step.node, step.attrs, [x])
+    return [
+        *lines,
+        f"if {x}.flags.c_contiguous:",
+        *(f"    {line}" for line in made),
+        "else:",
+        f"    {fn}({', '.join([*fargs, f'out={out}'])})",
+    ]
+
+
 def _reduced_axes(step: Step, x: TensorType) -> tuple[int, ...]:
     op = step.node.op
     if op == "sum_to":
@@ -152,9 +211,13 @@ def lower_reduction(gen: Generator, step: Step, out: str) -> list[str] | None:
     if ct == "b" or y.dtype != x.dtype or not x.size or transposed_view(gen, step.inputs[0]):
         return None
     shape = tuple(int(d) for d in x.shape)  # type: ignore[arg-type]
-    run = runs(shape, _reduced_axes(step, x))
+    axes = _reduced_axes(step, x)
+    run = runs(shape, axes)
     if run is None:
-        return None
+        around = two_runs(shape, axes)
+        if around is None or not WHOLE_ROWS:
+            return None
+        return _two_runs_call(gen, step, out, ct, *around)
     outer, n, inner = run
     count = n if step.node.op == "mean" else 0
     if inner == 1:

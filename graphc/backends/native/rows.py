@@ -154,7 +154,7 @@ def _two_runs_call(
 ) -> list[str]:
     """The row kernel's sums of the a k rows of b into a buffer of the thread's, then
     the run kernel's sum of those a rows of k (`two_runs`); a caller's array that is not
-    C-contiguous goes to numpy's kernel (as in `_row_call`)."""
+    C-contiguous goes to numpy's kernel (`_unless_strided`)."""
     rowsum = row_kernel("rowsum", ct, PARALLEL_SUM, WARM_SUM)
     colsum = row_kernel("colsum", ct, PARALLEL_SUM, WARM_SUM)
     calls.record(gen, rowsum)
@@ -174,16 +174,7 @@ def _two_runs_call(
         f"{rowsum.name}({a * k}, {b}, {sums_at}, {x_at}, 0, 0)",
         f"{colsum.name}(1, {a}, {k}, {out_at}, {sums_at}, {count})",
     ]
-    if static:
-        return [*lines, *made]
-    fn, fargs, _ = gen.callee(step.node, step.attrs, [x])
-    return [
-        *lines,
-        f"if {x}.flags.c_contiguous:",
-        *(f"    {line}" for line in made),
-        "else:",
-        f"    {fn}({', '.join([*fargs, f'out={out}'])})",
-    ]
+    return [*lines, *_unless_strided(gen, step, out, made)]
 
 
 def _reduced_axes(step: Step, x: TensorType) -> tuple[int, ...]:
@@ -315,11 +306,19 @@ def _row_call(
     args += [calls.address(gen, x, static, lines), str(flag), *extra]
     call = f"{kernel.name}({', '.join(args)})"
     made = calls.checked(gen, call, step.node.op) if kernel.status else [call]
-    if static:
-        return [*lines, *made]
+    return [*lines, *_unless_strided(gen, step, out, made)]
+
+
+def _unless_strided(gen: Generator, step: Step, out: str, made: list[str]) -> list[str]:
+    """`made` (the kernels' calls), where the step's input is a caller's array only
+    when it is C-contiguous, numpy's kernel otherwise (numpy would sum a strided array
+    in its own memory order)."""
+    source = step.inputs[0]
+    if source in gen.static:
+        return made
+    x = gen.array(source)
     fn, fargs, _ = gen.callee(step.node, step.attrs, [x])
     return [
-        *lines,
         f"if {x}.flags.c_contiguous:",
         *(f"    {line}" for line in made),
         "else:",

@@ -243,17 +243,18 @@ def exact_outputs(graph: Graph) -> list[bool]:
 def folded_outputs(graph: Graph) -> list[bool]:
     """Per output: True when an inexact node among its ancestors is known before the
     graph runs (it reads constants only, or nothing: `arange`; or only its inputs' types:
-    `full_like`). Constant folding (a backend-free pass) computes that node with numpy's
-    kernel at O1 and O2, where native's runs it at O0: there native's levels differ
-    within the op's bound, not bit for bit."""
+    `full_like`, whatever its shape). Constant folding (a backend-free pass) computes
+    that node with numpy's kernel at O1 and O2, and so does a fused kernel's build when
+    the node is in its body and reads a fill (`exp(full_like(x, -1.0))` with x of a
+    symbolic shape: numpy's exp of -1.0 in every lane), where native's runs it at O0:
+    there native's levels differ within the op's bound, not bit for bit."""
     memo: dict[Node, tuple[bool, bool]] = {}  # node -> (known before running, folded below)
     for node in graph.nodes:
         constant = node.is_constant
         if node.kind == OP and not constant:
             opdef = get_op(node.op)
             constant = opdef.pure and (
-                all(memo[x][0] for x in node.inputs)
-                or (opdef.has("reads_only_type") and all(x.type.is_concrete for x in node.inputs))
+                all(memo[x][0] for x in node.inputs) or opdef.has("reads_only_type")
             )
         folded = (constant and _inexact(node)) or any(memo[x][1] for x in node.inputs)
         memo[node] = (constant, folded)

@@ -8,6 +8,8 @@
 /* rows of one task: a panel's chunk of rows (the panel stays in the core's cache while
    its chunks go by) */
 #define MM_CHUNK (8 * MM_MR)
+/* bytes of b up to which a thread's tasks go chunk by chunk of rows (mm_share) */
+#define MM_B_CACHED (256 << 10)
 /* values of k a block of mm_pack_rows copies at a time */
 #define MM_KB 32
 #ifndef MM_IN_PLACE
@@ -293,9 +295,19 @@ static void mm_share(const mm_args *m) {
         for (int64_t g = 0; g < groups; g++) mm_row4(m, 4 * g);
         first = 4 * groups;
     }
+    /* a thread's tasks: its panels, each down every chunk of rows (a panel of b stays in
+       the first cache while a streams past); but when the whole of b fits the second
+       cache, its chunks of rows, each across every panel (a chunk of a stays in the first
+       cache, and a large a is read once, not once per panel: (2048, 128) x (128, 128)
+       422 -> 390 us, (2048, 128) x (128, 512) 1.71 -> 1.56 ms; with b of 784 x 256 the
+       panels' order stayed faster, 156 against 211 us at 64 rows). The tiles and their
+       sums are the same either way: only which thread makes which, in which order */
+    int64_t across = panels - first;
+    int rows_first = m->K * m->N * (int64_t)sizeof(float) <= MM_B_CACHED;
     #pragma omp for schedule(static)
-    for (int64_t task = first * chunks; task < panels * chunks; task++) {
-        int64_t p = task / chunks, r0 = (task % chunks) * MM_CHUNK;
+    for (int64_t task = 0; task < across * chunks; task++) {
+        int64_t p = rows_first ? first + task % across : first + task / chunks;
+        int64_t r0 = (rows_first ? task / across : task % chunks) * MM_CHUNK;
         mm_rows(m, r0, r0 + MM_CHUNK < m->M ? r0 + MM_CHUNK : m->M, p);
     }
 }

@@ -11,6 +11,7 @@ also a little cheaper, 0.23 us against 0.30). cffi is an optional extra
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,15 @@ def static_address(array: np.ndarray) -> Any:
     if FFI is not None:
         return FFI.cast("void *", array.ctypes.data)
     return array.ctypes.data
+
+
+def array_at(address: int, shape: tuple, dtype: Any) -> np.ndarray:
+    """The array of `shape` and `dtype` whose memory starts at `address` (a tape's word:
+    a failing call's argument, read back by its kernel's `failure`)."""
+    dtype = np.dtype(dtype)
+    count = math.prod(shape)
+    raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(address) if count else b""
+    return np.frombuffer(raw, dtype, count).reshape(shape)
 
 
 def pointer(address: int) -> Any:

@@ -18,7 +18,6 @@ generated code and from a tape (Kernel.failure) alike.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 
 import numpy as np
@@ -49,9 +48,7 @@ def out_of_range(labels: np.ndarray, num_classes: int) -> None:
 def _failed(args: list[int]) -> None:
     """Kernel.failure: the failing call's labels read back from its arguments."""
     n, at, code, _, classes = args[:5]
-    dtype = DTYPES[code]
-    raw = (ctypes.c_char * (n * dtype.itemsize)).from_address(at)
-    out_of_range(np.frombuffer(raw, dtype), classes)
+    out_of_range(calls.array_at(at, (n,), DTYPES[code]), classes)
 
 
 KERNEL = Kernel(

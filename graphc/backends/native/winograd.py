@@ -71,8 +71,6 @@ where the direct kernel beat numpy's im2col and this kernel is unmeasured (`reas
 
 from __future__ import annotations
 
-import ctypes
-import math
 import os
 import weakref
 from collections.abc import Callable
@@ -258,9 +256,9 @@ class Convolution:
         x_at, w_at, y_at = args[1], args[2], args[4]
         channels, height, width, out_ch, top, left, bottom, right = args[7:15]
         ho, wo = height + top + bottom - 2, width + left + right - 2
-        x = _floats(x_at, (n, channels, height, width))
-        w = _floats(w_at, self.w_shape)
-        y = _floats(y_at, (n, out_ch, ho, wo))
+        x = calls.array_at(x_at, (n, channels, height, width), np.float32)
+        w = calls.array_at(w_at, self.w_shape, np.float32)
+        y = calls.array_at(y_at, (n, out_ch, ho, wo), np.float32)
         program = [calls.pointer(a) for a in args[-MAX_OPERANDS:]]
         self._flagged(x, w, y, program)
 
@@ -293,12 +291,10 @@ class Convolution:
         program = [now(a) if a is not None else null for a in arrays]
         program += [null] * (MAX_OPERANDS - len(program))
         codes = now(self.codes) if len(self.codes) else null
-        steps = len(self.codes)
         self.fn(n, now(x), now(w), now(self.u), now(target), now(self.scratch),
-                now(self.flags), *self.sizes, transform, PARALLEL_WORK, WARM_WORK, 0, steps,
-                codes, *program)  # fmt: skip
-        for k in np.flatnonzero(self.flags[:n]):
-            self._again(x, w, target, int(k), steps, codes, program)
+                now(self.flags), *self.sizes, transform, PARALLEL_WORK, WARM_WORK, 0,
+                len(self.codes), codes, *program)  # fmt: skip
+        self._flagged(x, w, target, program)
         if epilogue is not None:
             epilogue(target, slice(0, n))
         deliver(target, out)
@@ -315,13 +311,6 @@ class Convolution:
             plane = y.shape[2] * y.shape[3]
             self.program(1, calls.address_now(image), y.shape[1], plane, k, steps, codes,
                          *program)  # fmt: skip
-
-
-def _floats(address: int, shape: tuple) -> np.ndarray:
-    """The float32 array of `shape` at `address` (a tape's call's word)."""
-    count = math.prod(shape)
-    raw = (ctypes.c_float * count).from_address(address) if count else b""
-    return np.frombuffer(raw, np.float32, count).reshape(shape)
 
 
 def runner(

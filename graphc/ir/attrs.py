@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph
 from graphc.ir.types import DTYPES
 
@@ -36,7 +37,7 @@ def attr_problem(value: Any, depth: int = 0) -> str | None:
     if kind is int:
         if INT64_MIN <= value <= INT64_MAX:
             return None
-        return f"the int {value} does not fit int64"
+        return f"the int {value}, which does not fit int64"
     if kind is tuple:
         if depth >= MAX_DEPTH:
             return f"tuples nested more than {MAX_DEPTH} deep"
@@ -54,6 +55,20 @@ def attr_problem(value: Any, depth: int = 0) -> str | None:
     if kind is list:
         return "a list (sequences in attributes are tuples)"
     return f"a value of type {kind.__name__}"
+
+
+def int64_value(value: int, op: str, attr: str, hint: str) -> int:
+    """`value` when a graph can keep it as an integer attribute, else an error naming the op.
+
+    numpy takes uint64's values past int64's range; a graph does not (see the module's
+    doc), so an op that accepts any value of its dtype refuses those, saying `hint`.
+    """
+    if INT64_MIN <= value <= INT64_MAX:
+        return value
+    raise GraphcError(
+        f"{op}: {attr} {value} does not fit int64, which a graph keeps integer attributes "
+        f"in; {hint}"
+    )
 
 
 def same_attr(a: Any, b: Any) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.ir.attrs import int64_value
 from graphc.ir.errors import DTypeError, GraphcError, ShapeError
 from graphc.ir.types import Shape, TensorType, format_shape, is_float, is_symbol
 from graphc.ops.defop import defop, into
@@ -124,7 +125,8 @@ def _value(value: Any, dtype: np.dtype) -> Any:
     info = np.iinfo(dtype)
     if not info.min <= int(value) <= info.max:
         raise DTypeError(f"pad: constant_values {value!r} does not fit {dtype}")
-    return int(value)
+    hint = "pad gc.cast(x, 'int64') with constant_values - 2**64 and cast back to uint64"
+    return int64_value(int(value), "pad", "constant_values", hint)
 
 
 # -- pad ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.attrs import INT64_MAX, INT64_MIN
+from graphc.ir.attrs import INT64_MAX, INT64_MIN, int64_value
 from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.types import TensorType, as_dtype, broadcast_shapes, is_float
 from graphc.ops.defop import defop, elementwise_cost, into, ufunc_infer, ufunc_kernel
@@ -135,7 +135,17 @@ def _clip_canon(x: TensorType, a_min: Any, a_max: Any) -> dict:
         if bound is not None and (np.ndim(bound) != 0 or isinstance(bound, (str, bytes))):
             raise GraphcError(f"clip: {key} must be a scalar or None, got {bound!r}")
         # kept as Python scalars: weak, as in numpy 2 (clip(int_x, 0.5, 1) is float64)
-        bounds[key] = None if bound is None else np.asarray(bound).item()
+        bound = None if bound is None else np.asarray(bound).item()
+        if type(bound) is int and not INT64_MIN <= bound <= INT64_MAX:
+            # past what a graph holds (ir/attrs.py): a float x's kernel would round it to
+            # x's dtype, an int x's ignores a bound beyond its range on the free side
+            if is_float(x.dtype):
+                bound = np.asarray(bound, x.dtype).item()
+            elif x.dtype.kind in "iu" and (
+                bound <= np.iinfo(x.dtype).min if key == "a_min" else bound >= np.iinfo(x.dtype).max
+            ):
+                bound = None
+        bounds[key] = bound
     return bounds
 
 
@@ -201,14 +211,11 @@ def _full_like_canon(x: TensorType, value: Any) -> dict:
     if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise GraphcError(f"full_like: value must be a real scalar, got {value!r}")
     value = value.item() if isinstance(value, np.generic) else value
-    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
-        # a graph keeps integer attributes as int64 (ir/attrs.py); numpy itself refuses
-        # such an int for every dtype but uint64
-        raise GraphcError(
-            f"full_like: value {value} does not fit int64, which a graph keeps integer "
-            "attributes in; for uint64's largest values cast from int64 (gc.cast(gc."
-            "full_like(x_int64, -1), 'uint64') is 2**64 - 1)"
+    if isinstance(value, int):
+        hint = (
+            "for uint64's largest values cast from int64 (gc.cast(gc.full_like(x, -1), 'uint64'))"
         )
+        value = int64_value(value, "full_like", "value", hint)
     if isinstance(value, int) and np.issubdtype(x.dtype, np.integer):
         info = np.iinfo(x.dtype)
         if not info.min <= value <= info.max:

@@ -218,3 +218,67 @@ def test_full_like_refuses_an_int_a_graph_attribute_cannot_hold(dtype: str) -> N
     np.testing.assert_array_equal(gc.compile(g)(x), np.full_like(x, 2**63 - 1))
     wrapped = gc.cast(gc.full_like(np.zeros(2, np.int64), -1), "uint64")
     np.testing.assert_array_equal(wrapped, np.full(2, 2**64 - 1, np.uint64))
+
+
+def test_pad_refuses_an_int_a_graph_attribute_cannot_hold() -> None:
+    """pad's constant_values 2**64 - 1 on uint64 fits the dtype but not a graph's int64
+    attributes: refused when the node is built, by name (it used to build a node that
+    only verify after a pass refused, found by the hostile-graph differential test); the
+    hint's spelling gives numpy's result."""
+    x = np.array([3, 4], np.uint64)
+    spec = gc.TensorSpec((2,), "uint64")
+    for call in (
+        lambda: gc.pad(x, ((1, 0),), constant_values=2**64 - 1),
+        lambda: gc.pad(ge.tensor(x), ((1, 0),), constant_values=2**63),
+        lambda: gc.trace(lambda v: gc.pad(v, ((1, 0),), constant_values=2**64 - 1), spec),
+    ):
+        with pytest.raises(gc.GraphcError, match=r"pad: constant_values \d+ does not fit int64"):
+            call()
+    value = 2**64 - 1
+    spelled = gc.cast(
+        gc.pad(gc.cast(x, "int64"), ((1, 0),), constant_values=value - 2**64), "uint64"
+    )
+    np.testing.assert_array_equal(spelled, np.pad(x, ((1, 0),), constant_values=value))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "a_min", "a_max"),
+    [
+        ("float32", 2**70, None),
+        ("float64", None, -(2**80)),
+        ("float16", 2**70, None),  # rounds to inf, as numpy's kernel rounds it
+        ("uint64", None, 2**64 - 1),  # limits nothing: dropped
+        ("int64", -(2**70), None),
+    ],
+)
+def test_clip_keeps_a_graph_bound_past_int64_as_numpy_reads_it(dtype: str, a_min, a_max) -> None:
+    """A Python int bound past int64 is what numpy's clip reads: rounded to a float x's
+    dtype, or a bound limiting nothing on an int x; a graph keeps it so (it used to fail
+    verify with 'cannot hold the int')."""
+    x = (
+        np.array([1e4, -3, 0, 7], dtype)
+        if dtype != "uint64"
+        else np.array([0, 5, 2**64 - 1], dtype)
+    )
+    with np.errstate(over="ignore"):
+        expected = np.clip(x, a_min, a_max)
+        g = gc.trace(lambda v: gc.clip(v, a_min, a_max), gc.TensorSpec(x.shape, dtype))
+    gc.verify(g)
+    got = gc.compile(g)(x)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_building_a_node_refuses_an_attr_verify_would_refuse() -> None:
+    """An attr that the op's own rule lets through but a graph cannot hold is refused
+    when the node is recorded, naming the op and the attr, not later by verify after
+    some pass: clip's a_min 2**63 limits a uint64 array, and is past int64."""
+    spec = gc.TensorSpec((2,), "uint64")
+    with pytest.raises(
+        gc.GraphcError, match=r"op 'clip': attr 'a_min' cannot hold the int 9223372036854775808"
+    ):
+        gc.trace(lambda v: gc.clip(v, 2**63, None), spec)
+    x = np.array([0, 2**64 - 1], np.uint64)
+    np.testing.assert_array_equal(
+        gc.clip(x, 2**63, None), np.clip(x, 2**63, None)
+    )  # eager: numpy's

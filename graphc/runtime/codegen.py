@@ -281,6 +281,7 @@ class Generator:
         ]
 
     def _view(self, name: str) -> str:
+        # the views plan.fake_view follows over no memory: the two change together
         value = self.plan.values[name]
         node = self.plan.nodes[name]
         base = self.expr[value.base]  # type: ignore[index]

@@ -449,14 +449,22 @@ def _inplace_donor(
     return None
 
 
+def _fake(shape: tuple) -> np.ndarray | None:
+    """A C-contiguous array of `shape` over no memory (WINDOW_BASE, one byte an element,
+    so strides and the offset count elements); None for a symbolic shape."""
+    if not all(isinstance(d, int) for d in shape):
+        return None
+    strides = tuple(math.prod(shape[k + 1 :]) for k in range(len(shape)))
+    return np.lib.stride_tricks.as_strided(WINDOW_BASE, shape, strides)
+
+
 def window(shape: tuple, index: str) -> np.ndarray | None:
     """`slice`'s window x[index] of a C-contiguous x of `shape`, as a view of no memory
     whose strides and offset count elements (its data address, less that of
     `WINDOW_BASE`, is the offset); None for a symbolic shape or an index out of range."""
-    if not all(isinstance(d, int) for d in shape):
+    fake = _fake(shape)
+    if fake is None:
         return None
-    strides = tuple(math.prod(shape[k + 1 :]) for k in range(len(shape)))
-    fake = np.lib.stride_tricks.as_strided(WINDOW_BASE, shape, strides)
     try:
         found = fake[parse_index(index)]
     except IndexError:
@@ -465,6 +473,42 @@ def window(shape: tuple, index: str) -> np.ndarray | None:
 
 
 WINDOW_BASE = np.zeros(1, np.uint8)  # the memory `window` pretends to view (one byte an element)
+
+
+def view_chain(plan: Plan, name: str) -> tuple[str, list[Node]]:
+    """The plan value holding `name`'s memory (`name` itself unless it is a view), and
+    the view nodes leading from that value to `name`, in order."""
+    chain = []
+    v = plan.values[name]
+    while v.kind == "view" and v.base is not None:
+        chain.append(plan.nodes[v.name])
+        v = plan.values[v.base]
+    return v.name, chain[::-1]
+
+
+def fake_view(plan: Plan, name: str) -> tuple[str, np.ndarray] | None:
+    """(root, view): `view_chain`'s root, and `name` as a view of no memory over it
+    (`window`'s kind: strides and the offset count elements); None for a symbolic shape
+    or a chain numpy could not follow without copying. The views are those the
+    generated code makes (runtime/codegen.py, Generator._view)."""
+    root, chain = view_chain(plan, name)
+    view = _fake(plan.values[root].type.shape)
+    if view is None:
+        return None
+    for node in chain:
+        if node.op == "result":  # a second result node for one result: the same array
+            continue
+        if node.op == "reshape":
+            # the planner makes a reshape a view of C-ordered values only; of any other,
+            # numpy would copy, reading memory the fake view does not have
+            if not view.flags.c_contiguous:
+                return None
+            view = view.reshape(tuple(plan.values[node.name].type.shape))
+        elif node.op == "slice":  # a C-contiguous window (contiguous_window): a view
+            view = view[parse_index(node.attrs["index"])]
+        else:
+            view = view.transpose(tuple(node.attrs["axes"]))
+    return root, view
 
 
 def contiguous_window(shape: tuple, index: str) -> bool:

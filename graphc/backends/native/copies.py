@@ -31,7 +31,7 @@ from graphc.backends.native.c_sources import c_source
 from graphc.backends.native.kernels import Kernel, parallel_flag
 from graphc.ops.indexing import parse_index
 from graphc.runtime.codegen import Generator
-from graphc.runtime.plan import WINDOW_BASE, Step
+from graphc.runtime.plan import WINDOW_BASE, Step, fake_view
 
 # after the count (elements): the root, the offset in bytes, the descriptor, out, the
 # element's bytes, and whether to run on the OpenMP pool
@@ -41,37 +41,6 @@ KERNEL = Kernel("gc_strided_copy", c_source("strided_copy.c"), [], ["reshape", "
 PARALLEL_BYTES = 1 << 22
 WARM_BYTES = 1 << 18
 MAX_DIMS = 32  # csrc/strided_copy.c's GC_COPY_DIMS
-
-
-def source_view(gen: Generator, value: str) -> tuple[str, np.ndarray] | None:
-    """(root, view): the plan value under `value`'s chain of views, and `value` as a view
-    of no memory over it whose strides and offset count elements (plan.window's kind:
-    its data address less WINDOW_BASE's is the offset); None for a symbolic shape."""
-    plan = gen.plan
-    chain = []
-    v = plan.values[value]
-    while v.kind == "view" and v.base is not None:
-        chain.append(plan.nodes[v.name])
-        v = plan.values[v.base]
-    shape = v.type.shape
-    if not all(isinstance(d, int) for d in shape):
-        return None
-    strides = tuple(int(np.prod(shape[k + 1 :])) for k in range(len(shape)))
-    view = np.lib.stride_tricks.as_strided(WINDOW_BASE, shape, strides)
-    for node in reversed(chain):  # the same views codegen makes (Generator._view)
-        if node.op == "result":
-            continue
-        if node.op == "reshape":
-            # the planner makes a reshape a view of C-ordered values only; of any other,
-            # numpy would copy, reading memory the fake view does not have
-            if not view.flags.c_contiguous:
-                return None
-            view = view.reshape(tuple(plan.values[node.name].type.shape))
-        elif node.op == "slice":  # a C-contiguous window (plan.contiguous_window): a view
-            view = view[parse_index(node.attrs["index"])]
-        else:
-            view = view.transpose(tuple(node.attrs["axes"]))
-    return v.name, view
 
 
 def descriptor(view: np.ndarray) -> np.ndarray:
@@ -95,7 +64,7 @@ def lower(gen: Generator, step: Step, out: str) -> list[str] | None:
     its input) into its output, or None (numpy's kernel) for a symbolic shape, a slice
     of one element by integers alone, more than MAX_DIMS dims after merging, or an
     empty output."""
-    found = source_view(gen, step.inputs[0])
+    found = fake_view(gen.plan, step.inputs[0])
     if found is None:
         return None
     root, view = found
@@ -113,7 +82,7 @@ def lower(gen: Generator, step: Step, out: str) -> list[str] | None:
 
 def copyable(gen: Generator, value: str) -> bool:
     """Whether `into_buffer` can copy plan value `value` (a strided view)."""
-    found = source_view(gen, value)
+    found = fake_view(gen.plan, value)
     return found is not None and found[1].size > 0 and descriptor(found[1])[0] <= MAX_DIMS
 
 
@@ -122,7 +91,7 @@ def into_buffer(gen: Generator, value: str, name: str) -> list[str]:
     `name`, a buffer of this thread's made at setup, on every call. An elementwise
     kernel then reads that buffer (native/__init__.py: an operand that is a transposed
     view, other than a matrix's transpose)."""
-    root, view = source_view(gen, value)  # type: ignore[misc]
+    root, view = fake_view(gen.plan, value)  # type: ignore[misc]
     t = gen.plan.values[value].type
     empty = gen.const(np.empty, "empty")
     dtype = gen.literal(np.dtype(t.dtype), "dtype")
@@ -135,7 +104,7 @@ def into_buffer(gen: Generator, value: str, name: str) -> list[str]:
 def _copy(
     gen: Generator, root: str, view: np.ndarray, out_at: str, dtype: np.dtype, lines: list[str]
 ) -> list[str] | None:
-    """`lines` and the C call copying `view` (source_view's, over plan value `root`) to
+    """`lines` and the C call copying `view` (fake_view's, over plan value `root`) to
     the address `out_at`; None for an empty view or too many dims after merging."""
     if view.size == 0:
         return None

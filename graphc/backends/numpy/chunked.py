@@ -25,7 +25,7 @@ from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.runtime.backend import register_lowering
 from graphc.runtime.codegen import Generator, shown
-from graphc.runtime.plan import Step
+from graphc.runtime.plan import Step, view_chain
 
 # elements per chunk: measured with the GELU chain on float32 (tools/chunk_sweep.py)
 CHUNK = 65536
@@ -101,13 +101,8 @@ def transposed_view(gen: Generator, value: str) -> bool:
     0-d or identity transpose, which O1 removes, or one moving only dims of length 1)
     leaves the elements in C order: the native kernels read it as they read its base,
     at every level alike."""
-    v = gen.plan.values[value]
-    while v.kind == "view" and v.base is not None:
-        node = gen.plan.nodes[v.name]
-        if node.op == "transpose" and _reorders(node):
-            return True
-        v = gen.plan.values[v.base]
-    return False
+    _, chain = view_chain(gen.plan, value)
+    return any(node.op == "transpose" and _reorders(node) for node in chain)
 
 
 def _reorders(transpose: Node) -> bool:

@@ -58,7 +58,8 @@ class Generated:
     """The executor's source and the namespace it runs in.
 
     `backend` is the backend that generated it (after any fallback), `step_backends`
-    the backend whose lowering emitted each step (by step index), `notes` what the
+    the backend whose lowering emitted each step (by step index), `step_notes` what a
+    lowering says of its step beyond that (a slice read in place: no copy), `notes` what the
     backend reports (kernels built, compile time), `allocate_arena` its allocator,
     `bodies` the code of control-flow steps' bodies (by step index, then attribute),
     `state` what each backend recorded while generating it (`Generator.state`),
@@ -74,6 +75,7 @@ class Generated:
     bodies: dict[int, dict[str, Generated]] = field(default_factory=dict, repr=False)
     state: dict[str, Any] = field(default_factory=dict, repr=False)
     c_source: str = field(default="", repr=False)
+    step_notes: dict[int, str] = field(default_factory=dict)
 
     def instantiate(self, arena_bytes: int, constants: list, states: list) -> Callable[..., Any]:
         """The plan's `run` function on a fresh arena (one per thread)."""
@@ -106,6 +108,7 @@ class Generator:
         }
         self.namespace["array_copy"] = lambda x: xp.array(x, copy=True)
         self.step_backends: dict[int, str] = {}  # which backend lowered each step
+        self.step_notes: dict[int, str] = {}  # a lowering's word on its step, for explain()
         self.notes: list[str] = []  # what the backend reports for explain()
         self.bodies: dict[int, dict[str, Generated]] = {}  # control flow's compiled bodies
         self.state: dict[str, Any] = {}  # per-backend working data of this generation
@@ -213,6 +216,7 @@ class Generator:
             self.bodies,
             self.state,
             self.c_source,
+            step_notes=self.step_notes,
         )
 
     c_source = ""  # the C a backend's finish compiled for the plan (native: its kernels)

@@ -61,7 +61,9 @@ def format_plan(plan: Plan, header: str | None = None, generated: Generated | No
             line += f"  scratch {size_text(step.scratch)}"
         mixed = generated is not None and generated.backend != "numpy"  # else all are numpy
         if mixed and not plan.scalar and step.index in generated.step_backends:  # type: ignore[union-attr]
-            line += f"  [{generated.step_backends[step.index]}]"
+            note = generated.step_notes.get(step.index)  # type: ignore[union-attr]
+            tag = generated.step_backends[step.index]  # type: ignore[union-attr]
+            line += f"  [{tag}: {note}]" if note else f"  [{tag}]"
         lines.append(line)
         codes = generated.bodies.get(step.index, {}) if generated is not None else {}
         for attr, body in plan.bodies.get(step.index, {}).items():  # a loop's or branch's

@@ -93,6 +93,25 @@ def test_gate_slices_are_read_in_place(exact: bool, dtype: str, rank: int) -> No
     check_native(g, [{"x": np.asfortranarray(x), "c": c}, strided], close=close, close_sets=(1,))
 
 
+def test_explain_says_which_step_reads_a_slice_in_place() -> None:
+    """A slice read in place is a step that writes nothing: explain says so and names its
+    reader (the LSTM's gate slices read as four copies before); a copied one says nothing
+    more than its backend."""
+    for width, batch, note in ((32, 160, True), (24, 200, False)):
+        g = gates(width, exact=True)
+        x, c = feeds((batch, 4 * width)), feeds((batch, width), seed=1)
+        text = gc.compile(g, backend="native").explain(x, c)
+        steps = re.findall(r"^\s+(\d+)\s+(\S+) = (\w+)\((.*?)\).*$", text, re.MULTILINE)
+        names = [name for _, name, op, _ in steps if op == "slice"]
+        assert len(names) == 4, text
+        for name in names:
+            line = next(line for line in text.splitlines() if f" {name} = slice(" in line)
+            readers = [i for i, _, _, args in steps if name in args.split(", ")]
+            said = f"[native: no copy, read in place by step {', '.join(readers)}]"
+            assert (said in line) == note and readers, line
+            assert note or line.rstrip().endswith("[native]"), line
+
+
 def test_a_width_not_a_multiple_of_16_is_copied() -> None:
     g = gates(24, exact=True)
     x, c = feeds((200, 96)), feeds((200, 24), seed=1)

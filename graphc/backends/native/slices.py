@@ -99,6 +99,7 @@ def lower_slice(
         return None
     calls.plan_state(gen).setdefault("pitched", {})[step.output] = found
     steps = ", ".join(str(r.index) for r in readers)
+    gen.step_notes[step.index] = f"no copy, read in place by step {steps}"
     return [f"# {step.output}: a column block of {source}, read in place by step {steps}"]
 
 

@@ -1,4 +1,7 @@
 /* ---- float32 matmul by a matrix (graphc/backends/native/matmul.py) ---- */
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #ifdef __AVX512F__
 #define MM_MR 12
 #else

@@ -135,25 +135,33 @@ def _clip_canon(x: TensorType, a_min: Any, a_max: Any) -> dict:
         if bound is not None and (np.ndim(bound) != 0 or isinstance(bound, (str, bytes))):
             raise GraphcError(f"clip: {key} must be a scalar or None, got {bound!r}")
         # kept as Python scalars: weak, as in numpy 2 (clip(int_x, 0.5, 1) is float64)
-        bound = None if bound is None else np.asarray(bound).item()
+        bounds[key] = None if bound is None else np.asarray(bound).item()
+    floats = _float_result(x, *bounds.values())
+    for key, bound in bounds.items():
         if type(bound) is int and not INT64_MIN <= bound <= INT64_MAX:
-            # past what a graph holds (ir/attrs.py): a float x's kernel would round it to
-            # x's dtype, an int x's ignores a bound beyond its range on the free side
-            if is_float(x.dtype):
-                bound = np.asarray(bound, x.dtype).item()
+            # past what a graph holds (ir/attrs.py): numpy's kernel rounds it to a float
+            # result's dtype, and an int x's ignores a bound beyond its range on the side
+            # where it limits nothing
+            if floats:
+                bounds[key] = np.asarray(bound, np.result_type(x.dtype, 0.0)).item()
             elif x.dtype.kind in "iu" and (
                 bound <= np.iinfo(x.dtype).min if key == "a_min" else bound >= np.iinfo(x.dtype).max
             ):
-                bound = None
-        bounds[key] = bound
+                bounds[key] = None
     return bounds
+
+
+def _float_result(x: TensorType, *bounds: Any) -> bool:
+    """Whether clip's result is a float: x's, or float64 for an int x by a float bound."""
+    return is_float(x.dtype) or any(type(b) is float for b in bounds)
 
 
 def _clip_infer(x: TensorType, a_min: Any, a_max: Any) -> TensorType:
     bounds = [b for b in (a_min, a_max) if b is not None]
-    if x.dtype.kind in "iu":
+    if x.dtype.kind in "iu" and not _float_result(x, a_min, a_max):
         # as numpy 2: an int bound past the dtype's range is kept when it limits
         # nothing (clip(uint8_x, -1, 2)), and an error when it would limit everything
+        # (with a float bound the result is float64, and numpy clips to it)
         info = np.iinfo(x.dtype)
         if (type(a_min) is int and a_min > info.max) or (type(a_max) is int and a_max < info.min):
             raise DTypeError(

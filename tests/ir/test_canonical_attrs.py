@@ -249,12 +249,17 @@ def test_pad_refuses_an_int_a_graph_attribute_cannot_hold() -> None:
         ("float16", 2**70, None),  # rounds to inf, as numpy's kernel rounds it
         ("uint64", None, 2**64 - 1),  # limits nothing: dropped
         ("int64", -(2**70), None),
+        # a float bound makes the result float64: an int bound past every int16 value
+        # is then a float64 bound, not the "past every value" error of an int result
+        ("int16", 0.5, -(2**63)),
+        ("int32", 2**70, -1e30),
     ],
 )
 def test_clip_keeps_a_graph_bound_past_int64_as_numpy_reads_it(dtype: str, a_min, a_max) -> None:
-    """A Python int bound past int64 is what numpy's clip reads: rounded to a float x's
-    dtype, or a bound limiting nothing on an int x; a graph keeps it so (it used to fail
-    verify with 'cannot hold the int')."""
+    """A Python int bound past int64 is what numpy's clip reads: rounded to a float
+    result's dtype, or a bound limiting nothing on an int x; a graph keeps it so (it used
+    to fail verify with 'cannot hold the int', and an int x with a float bound refused an
+    int bound past its range though numpy clips in float64)."""
     x = (
         np.array([1e4, -3, 0, 7], dtype)
         if dtype != "uint64"

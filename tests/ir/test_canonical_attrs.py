@@ -266,7 +266,11 @@ def test_clip_keeps_a_graph_bound_past_int64_as_numpy_reads_it(dtype: str, a_min
         else np.array([0, 5, 2**64 - 1], dtype)
     )
     with np.errstate(over="ignore"):
-        expected = np.clip(x, a_min, a_max)
+        try:
+            expected = np.clip(x, a_min, a_max)
+        except OverflowError:  # numpy 2.0 refuses an int bound past x's range, 2.1 skips it
+            assert np.lib.NumpyVersion(np.__version__) < "2.1.0" and a_max is None
+            expected = x.copy()  # a lower bound below every int64: x itself
         g = gc.trace(lambda v: gc.clip(v, a_min, a_max), gc.TensorSpec(x.shape, dtype))
     gc.verify(g)
     got = gc.compile(g)(x)

@@ -16,7 +16,7 @@ from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.types import TensorType
 from graphc.ops import elementwise as E
 from graphc.ops.defop import defop, elementwise_cost, into, ufunc_infer
-from graphc.ops.dispatch import is_python_scalar
+from graphc.ops.dispatch import dtype_of, is_python_scalar
 from graphc.ops.selection import full_like, unbroadcast
 
 __all__ = [
@@ -167,6 +167,18 @@ def _scalar_bound(bound: Any) -> bool:
     return isinstance(bound, np.ndarray) and bound.ndim == 0
 
 
+def _promoted(x: Any, *bounds: Any) -> Any:
+    """x cast to numpy's result dtype when a scalar bound with a dtype of its own (a
+    numpy scalar or 0-d array: typed, where a Python number is weak) promotes it, as
+    np.clip(int16_x, np.float32(0.5)) is float32; `clip` then clips in that dtype."""
+    typed = [np.asarray(b).dtype for b in bounds if b is not None and not is_python_scalar(b)]
+    if not typed:
+        return x
+    dtype = dtype_of(x)
+    target = np.result_type(dtype, *typed)
+    return x if target == dtype else E.cast(x, target)
+
+
 def _pick(name: str, numpy_name: str, torch_value: Any, numpy_value: Any) -> Any:
     if torch_value is not None and numpy_value is not None:
         raise GraphcError(f"clamp: give either {name} or {numpy_name}, not both")
@@ -179,6 +191,8 @@ def clamp(x: Any, min: Any = None, max: Any = None, *, a_min: Any = None,  # noq
     graph values (broadcasting against x), and a nan anywhere gives nan. numpy's names
     a_min and a_max work too.
 
+    A Python number bound is weak, a numpy scalar or 0-d array keeps its dtype, as in
+    numpy 2: by np.float32(0.5) an int16 x is clipped as float32, by 0.5 as float64.
     Scalar bounds record one `clip` node. Tensor bounds are `maximum` and `minimum`:
     where x equals a bound they split the gradient between the two (PyTorch gives it
     all to x).
@@ -189,6 +203,7 @@ def clamp(x: Any, min: Any = None, max: Any = None, *, a_min: Any = None,  # noq
     """
     low, high = _pick("min", "a_min", min, a_min), _pick("max", "a_max", max, a_max)
     scalar_low, scalar_high = _scalar_bound(low), _scalar_bound(high)
+    x = _promoted(x, *(b for b, scalar in ((low, scalar_low), (high, scalar_high)) if scalar))
     if scalar_low and scalar_high:
         return E.clip(x, low, high)
     if low is not None:

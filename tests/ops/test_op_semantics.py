@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+import graphc.eager as ge
 from graphc.ir.registry import get_op
 from tests.budget import draws, sample
 from tests.op_cases import BUILDER_CASES, OpCase, all_cases, build_graph
@@ -262,3 +263,38 @@ def test_updating_a_graph_value_in_place_explains_that_it_is_immutable() -> None
             x[0] = 1.0
         with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
             x.nonsense  # noqa: B018 - other missing attributes stay AttributeErrors
+
+
+@pytest.mark.parametrize(
+    ("dtype", "bound"),
+    [
+        ("int16", np.float32(0.5)),  # numpy: float32, where a Python 0.5 gives float64
+        ("int16", np.int64(2)),
+        ("uint8", np.int8(-1)),  # int16: holds both
+        ("int16", np.array(2, np.int8)),  # no promotion: stays int16
+        ("float32", np.float64(0.1)),  # float64, the bound not rounded to float32
+    ],
+)
+def test_clip_by_a_typed_scalar_promotes_as_numpy(dtype: str, bound: np.generic) -> None:
+    """A numpy scalar or 0-d array bound has a dtype of its own (NEP 50), unlike a Python
+    number: np.clip's result takes it into account. clip by one on arrays, tensors and
+    traced graphs gives np.clip's dtype and bits, and the gradient reaches x (it used to
+    treat the bound as a Python number: int16 stayed int16 by np.float32(0.5))."""
+    x = np.array([-3, 0, 1, 2, 7]).astype(dtype)  # -3 wraps to 253 for uint8
+    for low, high in ((bound, None), (None, bound), (bound, 5)):
+        expected = np.clip(x, low, high)
+        for got in (
+            gc.clip(x, low, high),
+            gc.clip(ge.tensor(x), low, high).numpy(),
+            gc.compile(
+                gc.trace(
+                    lambda v, lo=low, hi=high: gc.clip(v, lo, hi), gc.TensorSpec(x.shape, dtype)
+                )
+            )(x),
+        ):
+            assert got.dtype == expected.dtype, (low, high, got.dtype, expected.dtype)
+            np.testing.assert_array_equal(got, expected)
+    if x.dtype.kind == "f":  # through the cast to float64: the gradient is x's dtype
+        t = ge.tensor(x, requires_grad=True)
+        gc.clip(t, bound, None).sum().backward()
+        np.testing.assert_array_equal(t.grad.numpy(), (x >= bound).astype(x.dtype))

@@ -307,7 +307,7 @@ static void mm_share(const mm_args *m) {
        sums are the same either way: only which thread makes which, in which order.
        Only with at least 4 chunks a thread: the team splits the tasks evenly, and a
        last chunk of fewer rows then weighs little; (64, 128) x (128, 512) went as one
-       thread's 48 rows against the other's 16, 84 us against 55 by panels */
+       thread's 48 rows against the other's 16, 84 us against 54 by panels */
     int64_t across = panels - first, team = 1;
 #ifdef _OPENMP
     team = omp_get_num_threads();

@@ -13,6 +13,7 @@ sense in which `verify` asks a node's attrs to equal their canonical form.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,16 @@ def attr_problem(value: Any, depth: int = 0) -> str | None:
     if kind is list:
         return "a list (sequences in attributes are tuples)"
     return f"a value of type {kind.__name__}"
+
+
+def attrs_problem(attrs: Mapping[str, Any]) -> str | None:
+    """Why a node's `attrs` cannot be its attributes (naming the first attr that cannot
+    be one), or None when they all can: what verify and the recording of a node ask."""
+    for key, value in attrs.items():
+        problem = attr_problem(value)
+        if problem:
+            return f"attr '{key}' cannot hold {problem}"
+    return None
 
 
 def int64_value(value: int, op: str, attr: str, hint: str) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from graphc.ir.attrs import attr_problem, same_attr, show_attr
+from graphc.ir.attrs import attrs_problem, same_attr, show_attr
 from graphc.ir.errors import CycleError, GraphcError, UnknownOpError, VerifyError
 from graphc.ir.graph import KINDS, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import OpDef, attrs_key, get_op
@@ -133,10 +133,9 @@ def op_problem(
         return f"op '{op}' expects attrs ({', '.join(opdef.attrs)}); missing {missing}, unknown {unknown}"
     if op == "constant" and not isinstance(attrs["value"], np.ndarray):
         return f"a constant's value must be an array, got {type(attrs['value']).__name__}"
-    for key, value in attrs.items():
-        problem = attr_problem(value)
-        if problem:
-            return f"attr '{key}' cannot hold {problem}"
+    problem = attrs_problem(attrs)
+    if problem:
+        return problem
     types = [x.type for x in inputs]
     for i, (x, t) in enumerate(zip(inputs, types)):
         if isinstance(t, TupleType) and op != "result":

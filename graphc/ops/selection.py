@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.attrs import INT64_MAX, INT64_MIN, int64_value
+from graphc.ir.attrs import attr_problem, int64_value
 from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.types import TensorType, as_dtype, broadcast_shapes, is_float
 from graphc.ops.defop import defop, elementwise_cost, into, ufunc_infer, ufunc_kernel
@@ -138,7 +138,7 @@ def _clip_canon(x: TensorType, a_min: Any, a_max: Any) -> dict:
         bounds[key] = None if bound is None else np.asarray(bound).item()
     floats = _float_result(x, *bounds.values())
     for key, bound in bounds.items():
-        if type(bound) is int and not INT64_MIN <= bound <= INT64_MAX:
+        if type(bound) is int and attr_problem(bound):
             # past what a graph holds (ir/attrs.py): numpy's kernel rounds it to a float
             # result's dtype, and an int x's ignores a bound beyond its range on the side
             # where it limits nothing

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.attrs import attr_problem
+from graphc.ir.attrs import attrs_problem
 from graphc.ir.errors import GraphcError, GraphMismatchError, TracingError
 from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.registry import OpDef
@@ -400,10 +400,9 @@ class SymbolicKind:
                 )
         attrs = {key: _plain_dims(value) for key, value in attrs.items()}
         attrs, out_type = dispatch.prepare(opdef, [x.type for x in inputs], attrs)
-        for key, value in attrs.items():  # what verify would refuse later, refused here
-            problem = attr_problem(value)
-            if problem:
-                raise GraphcError(f"op '{opdef.name}': attr '{key}' cannot hold {problem}")
+        problem = attrs_problem(attrs)  # what verify would refuse later, refused here
+        if problem:
+            raise GraphcError(f"op '{opdef.name}': {problem}")
         node = graph.add_op(
             opdef.name, [x.node for x in inputs], attrs, out_type, meta={"loc": user_location()}
         )

@@ -6,6 +6,9 @@ tanh for some inputs: so each result says which tier computed it."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -229,3 +232,51 @@ def test_fork_after_parallel_native_work(cold: Path) -> None:
     assert int(POOL_CLOCK[0]) > before, "the kernel did not run on the pool"
     status = child_status(lambda: np.array_equal(exe(x), want), 60)
     assert status == 0, f"the child exited with {status}"
+
+
+# run in a fresh interpreter, so that no builder thread of an earlier test is counted
+_BUILDER_THREADS = """
+import os, sys, time
+import numpy as np
+import graphc as gc
+from graphc.backends.native.calls import POOL_CLOCK
+from graphc.runtime import tiers
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+g = gc.Graph("big")
+with g:
+    x = gc.placeholder("x", shape=(1 << 21,), dtype="float32")
+    gc.output(gc.tanh(x) * 0.5 + x, name="y")
+exe = gc.compile(g, backend="native")
+x = np.linspace(-4, 4, 1 << 21, dtype=np.float32)
+want = exe(x)  # the main thread's pool, which stays
+assert tiers.settle(timeout=120)
+before, clock = threads(), int(POOL_CLOCK[0])
+job = tiers.Job(lambda: exe(x), lambda job: None)
+assert job.wait(timeout=120)
+assert job.error is None, job.error
+assert np.array_equal(job.result, want)
+assert int(POOL_CLOCK[0]) > clock, "the job's kernel did not run on a pool"
+deadline = time.monotonic() + 10
+while threads() != before and time.monotonic() < deadline:
+    time.sleep(0.02)
+print(before, threads())
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_the_builder_keeps_no_openmp_workers_after_its_jobs() -> None:
+    """Guards the steady state after a background build: a job that ran a parallel kernel
+    (as a build does when it packs a constant or probes the compiler) leaves no thread
+    behind. A thread that ran an OpenMP region keeps a pool of workers while it lives,
+    and while libgomp counts more threads than cores it stops idle workers spinning, so
+    every parallel kernel of the process waits for a sleeping worker to wake (an LSTM's
+    steps ran 3x slower for the rest of the process)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _BUILDER_THREADS], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    before, after = map(int, done.stdout.split())
+    assert after == before, f"{after - before} thread(s) outlived the job"

@@ -134,6 +134,8 @@ PROGRAM = Kernel(PROGRAM_NAME, SOURCE, [], ["conv2d"], PROGRAM_PARAMS)
 _CONVOLUTIONS: weakref.WeakValueDictionary[int, Convolution] = weakref.WeakValueDictionary()
 
 
+# also what keeps the kernel off 512-bit vectors, which it cannot run: its scratch is
+# sized for LANES = 8 (forced onto a Zen 4 it overran it, and Python aborted)
 WIDE_ONLY = "measured on 256-bit vectors only (with AVX-512 the direct kernel runs)"
 
 

@@ -55,6 +55,7 @@ from graphc.runtime import forks
 from graphc.runtime.backend import Backend, BackendUnavailableError, Entries
 from graphc.runtime.codegen import Generated, Generator
 from graphc.runtime.plan import Plan, build_plan
+from graphc.runtime.recycle import RECYCLE_BYTES
 
 SOURCE = c_source("entry.c")
 MAX_STEPS = 256
@@ -189,6 +190,7 @@ class Made:
             returns,
             lock,
             self.nogil,
+            RECYCLE_BYTES,
         )
 
     def failed(self, index: int) -> None:

@@ -20,7 +20,14 @@
    its tape (`nogil`), so other threads run meanwhile; so does a plan whose tape may
    call `failed` to finish a call's work mid-tape (Kernel.repairs: Python code then runs,
    and the tape goes on from the next call). A call that finds the lock taken goes to
-   `fallback`, which waits for it (state) or runs on its own thread's arena. */
+   `fallback`, which waits for it (state) or runs on its own thread's arena.
+
+   Outputs of `recycle_bytes` or more are recycled as the Python entry's are
+   (runtime/recycle.py): the entry keeps the array it returned last from each such
+   slot and hands it out again when its own reference is the only one left (the
+   caller, a view and a container each hold one), so a large output is not a fresh
+   mmap whose pages fault in on every call (GELU over 1e7 floats: 365 page faults and
+   about 3 ms a call). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -50,6 +57,8 @@ typedef struct {
     const int64_t *specs; /* per feed, then per output: typenum, ndim, the dims */
     Py_ssize_t nin, nout;
     int returns; /* 0: None, 1: the one output, 2: a tuple of the outputs */
+    Py_ssize_t recycle_bytes;
+    PyObject *last[GC_ENTRY_MAX_ARRAYS]; /* per output: the array kept to recycle, or NULL */
 } Entry;
 
 static int entry_traverse(Entry *self, visitproc visit, void *arg) {
@@ -58,6 +67,7 @@ static int entry_traverse(Entry *self, visitproc visit, void *arg) {
     Py_VISIT(self->keep);
     Py_VISIT(self->acquire);
     Py_VISIT(self->release);
+    for (Py_ssize_t j = 0; j < self->nout; j++) Py_VISIT(self->last[j]);
     return 0;
 }
 
@@ -67,6 +77,7 @@ static int entry_clear(Entry *self) {
     Py_CLEAR(self->keep);
     Py_CLEAR(self->acquire);
     Py_CLEAR(self->release);
+    for (Py_ssize_t j = 0; j < self->nout; j++) Py_CLEAR(self->last[j]);
     return 0;
 }
 
@@ -129,10 +140,20 @@ static PyObject *entry_call(PyObject *callable, PyObject *const *argv, size_t na
     }
     PyObject *outs[GC_ENTRY_MAX_ARRAYS];
     for (Py_ssize_t j = 0; j < self->nout; j++) {
-        outs[j] = PyArray_SimpleNew((int)spec[1], (npy_intp *)(spec + 2), (int)spec[0]);
-        if (outs[j] == NULL) {
-            for (Py_ssize_t k = 0; k < j; k++) Py_DECREF(outs[k]);
-            return NULL;
+        PyObject *kept = self->last[j];
+        if (kept != NULL && Py_REFCNT(kept) == 1) { /* nobody else holds it */
+            Py_INCREF(kept);
+            outs[j] = kept;
+        } else {
+            outs[j] = PyArray_SimpleNew((int)spec[1], (npy_intp *)(spec + 2), (int)spec[0]);
+            if (outs[j] == NULL) {
+                for (Py_ssize_t k = 0; k < j; k++) Py_DECREF(outs[k]);
+                return NULL;
+            }
+            if (PyArray_NBYTES((PyArrayObject *)outs[j]) >= self->recycle_bytes) {
+                Py_INCREF(outs[j]); /* the one it replaces is the caller's now, or freed */
+                Py_XSETREF(self->last[j], outs[j]);
+            }
         }
         spec += 2 + spec[1];
     }
@@ -209,14 +230,15 @@ static PyTypeObject EntryType = {
 static void *address(PyObject *o) { return PyLong_AsVoidPtr(o); }
 
 /* make(fallback, failed, keep, run, tape, args, slots, specs, nin, nout, returns, lock,
-   nogil): the addresses as ints, into memory `keep` holds; `specs` as Entry's; `lock`
-   a threading.Lock or None (then `nogil` must be 0). */
+   nogil, recycle_bytes): the addresses as ints, into memory `keep` holds; `specs` as
+   Entry's; `lock` a threading.Lock or None (then `nogil` must be 0). */
 static PyObject *make(PyObject *module, PyObject *argv) {
     PyObject *fallback, *failed, *keep, *run, *tape, *args, *slots, *specs, *lock;
     Py_ssize_t nin, nout;
+    Py_ssize_t recycle_bytes;
     int returns, nogil;
-    if (!PyArg_ParseTuple(argv, "OOOOOOOOnniOp", &fallback, &failed, &keep, &run, &tape, &args,
-                          &slots, &specs, &nin, &nout, &returns, &lock, &nogil))
+    if (!PyArg_ParseTuple(argv, "OOOOOOOOnniOpn", &fallback, &failed, &keep, &run, &tape, &args,
+                          &slots, &specs, &nin, &nout, &returns, &lock, &nogil, &recycle_bytes))
         return NULL;
     if (nin < 0 || nout < 0 || nin + nout > GC_ENTRY_MAX_ARRAYS || returns < 0 || returns > 2 ||
         (returns == 1 && nout != 1) || (returns == 0 && nout != 0) ||
@@ -251,6 +273,8 @@ static PyObject *make(PyObject *module, PyObject *argv) {
     self->nin = nin;
     self->nout = nout;
     self->returns = returns;
+    self->recycle_bytes = recycle_bytes;
+    for (Py_ssize_t j = 0; j < GC_ENTRY_MAX_ARRAYS; j++) self->last[j] = NULL;
     Py_INCREF(fallback);
     self->fallback = fallback;
     Py_INCREF(failed);

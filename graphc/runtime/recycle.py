@@ -42,9 +42,18 @@ class Recycler:
 
     def __call__(self) -> np.ndarray:
         if self.last is not None and ALONE is not None and self._refs() == ALONE:
-            return self.last
+            last = self.last
+            if intact(last, self.shape, self.dtype):
+                return last
         self.last = last = np.empty(self.shape, self.dtype)
         return last
+
+
+def intact(a: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> bool:
+    """Whether a kept array is still what a call returns: a caller may have set its
+    shape, dtype or flags in place before letting it go (`y.shape = (2, -1)`)."""
+    flags = a.flags
+    return a.shape == shape and a.dtype == dtype and flags.c_contiguous and flags.writeable
 
 
 def calibrate() -> int | None:

@@ -7,8 +7,8 @@ which needs no build, and a `Job` is queued that generates the same plan on the
 compiling backend, kernels and all, on one daemon thread of this module (the compiler
 processes it starts use the other cores: toolchain.py), which ends when no job is left.
 The job is started by the end of the plan's first call, so that its Python work does not
-share the interpreter with that call, or by anyone who waits for it. When it is done the executable swaps the new code
-in (Executable._swap): every thread's next call runs it.
+share the interpreter with that call, or by anyone who waits for it. When it is done the
+executable swaps the new code in (Executable._swap): every thread's next call runs it.
 
 Both tiers run the same plan (the same graph, optimized once for the compiling backend),
 so they agree bit for bit wherever that backend is exact, and within its stated bounds

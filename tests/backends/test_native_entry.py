@@ -252,6 +252,36 @@ def test_a_large_output_is_recycled_once_the_caller_drops_it() -> None:
 
 
 @needs_entry
+@pytest.mark.parametrize("change", ["shape", "dtype", "read-only"])
+def test_a_dropped_output_changed_in_place_is_not_recycled(change: str) -> None:
+    """Guards the entry's recycling against an array its caller changed before letting
+    it go: a new shape, dtype or read-only flag set in place must not reach the next
+    caller, who gets an array of the plan's shape and dtype, writeable, with the
+    Python entry's bits."""
+    n = RECYCLE_BYTES // 4 + 1
+    g = gc.Graph("large")
+    with g:
+        x = gc.placeholder("x", shape=(n + 1,), dtype="float32")
+        gc.output(gc.tanh(x) * 2.0, name="y")
+    exe = gc.compile(g, backend="native")
+    x = np.linspace(-1, 1, n + 1, dtype=np.float32)
+    exe(x)
+    assert exe.wait() and IN_C in exe.explain(x)
+    first = exe(x)
+    if change == "shape":
+        first.shape = (2, -1)
+    elif change == "dtype":
+        first.dtype = np.int32
+    else:
+        first.flags.writeable = False
+    del first
+    collector.collect()
+    again = exe(x + 1)
+    assert again.shape == (n + 1,) and again.dtype == np.float32 and again.flags.writeable
+    assert bits_differ(again, gc.compile(g, backend="native")(x + 1)) is None
+
+
+@needs_entry
 @pytest.mark.parametrize("shape", [(), (0,), (2, 0, 3)])
 def test_zero_d_and_empty_arrays(shape: tuple[int, ...]) -> None:
     g = gc.Graph("edge")

@@ -6,6 +6,7 @@ import gc as garbage
 import threading
 
 import numpy as np
+import pytest
 
 import graphc as gc
 from graphc.runtime.recycle import RECYCLE_BYTES
@@ -40,6 +41,27 @@ def test_a_held_output_is_never_written_again() -> None:
     second = exe(x + 1)
     assert not np.shares_memory(first, second)
     np.testing.assert_array_equal(first, np.ones(N, np.float32))
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype", "read-only"])
+def test_a_dropped_output_changed_in_place_is_not_recycled(change: str) -> None:
+    """A caller may set the returned array's shape, dtype or flags in place before it
+    lets the array go: the next call must still return the plan's shape and dtype,
+    writeable, with its own values."""
+    exe = exe_of(lambda x: gc.tanh(x) * 2 + 1)
+    x = np.linspace(-1, 1, N, dtype=np.float32)
+    first = exe(x)
+    if change == "shape":
+        first.shape = (1, N)
+    elif change == "dtype":
+        first.dtype = np.int32
+    else:
+        first.flags.writeable = False
+    del first
+    garbage.collect()
+    again = exe(x + 1)
+    assert again.shape == (N,) and again.dtype == np.float32 and again.flags.writeable
+    np.testing.assert_allclose(again, np.tanh(x + 1) * 2 + 1, rtol=1e-6)
 
 
 def test_a_view_or_a_container_keeps_the_output_alive() -> None:

@@ -26,8 +26,8 @@
    (runtime/recycle.py): the entry keeps the array it returned last from each such
    slot and hands it out again when its own reference is the only one left (the
    caller, a view and a container each hold one), so a large output is not a fresh
-   mmap whose pages fault in on every call (GELU over 1e7 floats: 365 page faults and
-   about 3 ms a call). */
+   mmap whose pages fault in on every call (GELU over 1e7 floats on a Zen 4: 365 page
+   faults a call, 6.3 ms against 1.9 recycled). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -141,7 +141,10 @@ static PyObject *entry_call(PyObject *callable, PyObject *const *argv, size_t na
     PyObject *outs[GC_ENTRY_MAX_ARRAYS];
     for (Py_ssize_t j = 0; j < self->nout; j++) {
         PyObject *kept = self->last[j];
-        if (kept != NULL && Py_REFCNT(kept) == 1) { /* nobody else holds it */
+        /* nobody else holds it, and it is still what a call returns: a caller may have
+           set its shape, dtype or flags in place before letting it go */
+        if (kept != NULL && Py_REFCNT(kept) == 1 && matches(kept, spec) &&
+            PyArray_ISWRITEABLE((PyArrayObject *)kept)) {
             Py_INCREF(kept);
             outs[j] = kept;
         } else {

@@ -214,6 +214,15 @@ def test_fork_during_a_background_build(cold: Path) -> None:
     assert exe.wait(timeout=120)
 
 
+def parallel_sized() -> tuple[gc.Executable, np.ndarray]:
+    """A native executable whose kernel runs on the OpenMP pool, and its feed."""
+    g = gc.Graph("big")
+    with g:
+        x = gc.placeholder("x", shape=(1 << 21,), dtype="float32")
+        gc.output(gc.tanh(x) * 0.5 + x, name="y")
+    return gc.compile(g, backend="native"), np.linspace(-4, 4, 1 << 21, dtype=np.float32)
+
+
 def test_fork_after_parallel_native_work(cold: Path) -> None:
     """Guards fork safety: after a kernel ran on the OpenMP pool, a forked child runs
     native kernels (a parallel-sized one included) to the right result in bounded time.
@@ -221,12 +230,7 @@ def test_fork_after_parallel_native_work(cold: Path) -> None:
     first parallel region waits forever."""
     from graphc.backends.native.calls import POOL_CLOCK
 
-    g = gc.Graph("big")
-    with g:
-        x = gc.placeholder("x", shape=(1 << 21,), dtype="float32")
-        gc.output(gc.tanh(x) * 0.5 + x, name="y")
-    exe = gc.compile(g, backend="native")
-    x = np.linspace(-4, 4, 1 << 21, dtype=np.float32)
+    exe, x = parallel_sized()
     before = int(POOL_CLOCK[0])
     want = exe(x)
     assert int(POOL_CLOCK[0]) > before, "the kernel did not run on the pool"
@@ -238,19 +242,14 @@ def test_fork_after_parallel_native_work(cold: Path) -> None:
 _BUILDER_THREADS = """
 import os, sys, time
 import numpy as np
-import graphc as gc
 from graphc.backends.native.calls import POOL_CLOCK
 from graphc.runtime import tiers
+from tests.backends.test_native_tiers import parallel_sized
 
 def threads():
     return len(os.listdir("/proc/self/task"))
 
-g = gc.Graph("big")
-with g:
-    x = gc.placeholder("x", shape=(1 << 21,), dtype="float32")
-    gc.output(gc.tanh(x) * 0.5 + x, name="y")
-exe = gc.compile(g, backend="native")
-x = np.linspace(-4, 4, 1 << 21, dtype=np.float32)
+exe, x = parallel_sized()
 want = exe(x)  # the main thread's pool, which stays
 assert tiers.settle(timeout=120)
 before, clock = threads(), int(POOL_CLOCK[0])
@@ -275,7 +274,11 @@ def test_the_builder_keeps_no_openmp_workers_after_its_jobs() -> None:
     every parallel kernel of the process waits for a sleeping worker to wake (an LSTM's
     steps ran 3x slower for the rest of the process)."""
     done = subprocess.run(
-        [sys.executable, "-c", _BUILDER_THREADS], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", _BUILDER_THREADS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).parents[2],  # where `tests` imports from
     )
     assert done.returncode == 0, done.stderr
     before, after = map(int, done.stdout.split())

@@ -106,6 +106,10 @@ QUICK_NOTE = (
 )
 
 
+def _processor(info: dict[str, Any]) -> str:
+    return f" ({info['processor']})" if info.get("processor") else ""
+
+
 def markdown(report: dict[str, Any]) -> str:
     """Every workload's table, with the machine and run settings on top."""
     info = report["machine"]
@@ -113,7 +117,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# graphc bench{' --quick' if report['quick'] else ''}",
         "",
-        f"Python {info['python']}, numpy {info['numpy']}, {info['cpus']} CPUs, {peers}; "
+        f"Python {info['python']}, numpy {info['numpy']}, {info['cpus']} CPUs"
+        f"{_processor(info)}, {peers}; "
         f"graphc backends here: {', '.join(info.get('backends') or ['numpy'])}"
         f"{_default(info)}; "
         f"{_openmp(info.get('openmp') or {})}; "

@@ -28,6 +28,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -304,12 +305,36 @@ def _add_ratios(cells: dict[str, Cell]) -> None:
             cell.ratio = cell.median / base.median
 
 
+def processor(cpuinfo: str | None = None) -> str:
+    """The processor's model, family and widest vector ISA, from /proc/cpuinfo (its
+    `cpuinfo` text): machines of one name differ (an "AMD EPYC" has been a Zen 2 with
+    AVX2 here, a Zen 4 whose AVX-512 runs as 256-bit halves, and by its GELU figures one
+    with full-width AVX-512), and the compute-bound figures with them. platform's name
+    where there is no /proc/cpuinfo."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return platform.processor() or "unknown"
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    flags = fields.get("flags", "").split()
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    name = fields.get("model name") or platform.processor() or "unknown"
+    if "cpu family" in fields and "model" in fields:
+        name += f", family {fields['cpu family']}, model {fields['model']}"
+    return f"{name}, {isa}"
+
+
 def machine() -> dict[str, Any]:
     """What the figures were measured on."""
     return {
         "python": platform.python_version(),
         "numpy": np.__version__,
         "cpus": os.cpu_count(),
+        "processor": processor(),
         "platform": platform.platform(),
         "load_average": os.getloadavg()[0],  # other processes sharing the cores
         "backends": available_backends(),  # graphc's backends that run here, preferred first

@@ -17,6 +17,7 @@ import pytest
 
 from graphc import bench
 from graphc.bench import goals, timing
+from graphc.bench import runner as bench_runner
 from graphc.bench.core import (
     BASELINE,
     COPYTO,
@@ -285,6 +286,32 @@ def test_the_header_says_how_openmp_runtimes_wait(openmp: dict, said: str) -> No
     machine = {**_machine(), "openmp": openmp}
     text = bench.markdown({"machine": machine, "quick": True, "workloads": {}})
     assert f"OpenMP runtimes {said};" in text.splitlines()[2]
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: AMD EPYC
+flags\t\t: fpu sse2 avx2 fma avx512f avx512dq
+processor\t: 1
+cpu family\t: 25
+model name\t: AMD EPYC
+flags\t\t: fpu sse2 avx2 fma avx512f avx512dq
+"""
+
+
+def test_the_header_names_the_processor() -> None:
+    """Machines of one model name differ (an AMD EPYC has been AVX2, half-width and
+    full-width AVX-512 here): the report names the family, model and vector ISA."""
+    assert bench_runner.processor(CPUINFO) == "AMD EPYC, family 25, model 17, AVX-512"
+    avx2 = CPUINFO.replace(" avx512f avx512dq", "")
+    assert bench_runner.processor(avx2).endswith(", AVX2")
+    assert bench_runner.processor("flags\t: fpu sse2\n").endswith(", no AVX2")
+    machine = {**_machine(), "processor": bench_runner.processor(CPUINFO)}
+    text = bench.markdown({"machine": machine, "quick": True, "workloads": {}})
+    assert "2 CPUs (AMD EPYC, family 25, model 17, AVX-512)" in text.splitlines()[2]
+    assert "2 CPUs," in bench.markdown({"machine": _machine(), "quick": True, "workloads": {}})
 
 
 def test_a_run_records_the_openmp_wait_policy(quick_report: dict[str, Any]) -> None:

@@ -28,11 +28,11 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from graphc.backends.native import toolchain
 from graphc.bench import (
     cnn,
     compile_chain,
@@ -311,11 +311,9 @@ def processor(cpuinfo: str | None = None) -> str:
     AVX2 here, a Zen 4 whose AVX-512 runs as 256-bit halves, and by its GELU figures one
     with full-width AVX-512), and the compute-bound figures with them. platform's name
     where there is no /proc/cpuinfo."""
+    cpuinfo = toolchain.cpuinfo() if cpuinfo is None else cpuinfo
     if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return platform.processor() or "unknown"
+        return platform.processor() or "unknown"
     fields: dict[str, str] = {}
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")

@@ -51,7 +51,8 @@ class Recycler:
 
 def intact(a: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> bool:
     """Whether a kept array is still what a call returns: a caller may have set its
-    shape, dtype or flags in place before letting it go (`y.shape = (2, -1)`)."""
+    shape, dtype or flags in place before letting it go (`y.shape = (2, -1)`). The entry
+    in C (native/csrc/entry.c) asks the same of the arrays it keeps."""
     flags = a.flags
     return a.shape == shape and a.dtype == dtype and flags.c_contiguous and flags.writeable
 

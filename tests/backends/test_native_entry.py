@@ -31,6 +31,7 @@ from tests.edge_graphs import edge_graphs
 from tests.edge_values import bits_differ, edge_feeds
 from tests.forking import child_status
 from tests.native_checks import exact_outputs, needs_native, threaded_mismatches
+from tests.runtime.test_recycle import CHANGES, change_in_place
 
 pytestmark = needs_native
 
@@ -252,7 +253,7 @@ def test_a_large_output_is_recycled_once_the_caller_drops_it() -> None:
 
 
 @needs_entry
-@pytest.mark.parametrize("change", ["shape", "dtype", "read-only"])
+@pytest.mark.parametrize("change", CHANGES)
 def test_a_dropped_output_changed_in_place_is_not_recycled(change: str) -> None:
     """Guards the entry's recycling against an array its caller changed before letting
     it go: a new shape, dtype or read-only flag set in place must not reach the next
@@ -268,12 +269,7 @@ def test_a_dropped_output_changed_in_place_is_not_recycled(change: str) -> None:
     exe(x)
     assert exe.wait() and IN_C in exe.explain(x)
     first = exe(x)
-    if change == "shape":
-        first.shape = (2, -1)
-    elif change == "dtype":
-        first.dtype = np.int32
-    else:
-        first.flags.writeable = False
+    change_in_place(first, change)
     del first
     collector.collect()
     again = exe(x + 1)

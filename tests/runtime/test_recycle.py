@@ -43,7 +43,21 @@ def test_a_held_output_is_never_written_again() -> None:
     np.testing.assert_array_equal(first, np.ones(N, np.float32))
 
 
-@pytest.mark.parametrize("change", ["shape", "dtype", "read-only"])
+# what a caller may do to a returned array, in place, before letting it go
+CHANGES = ["shape", "dtype", "read-only"]
+
+
+def change_in_place(a: np.ndarray, change: str) -> None:
+    """Set a's shape, dtype or read-only flag in place (`change`, one of CHANGES)."""
+    if change == "shape":
+        a.shape = (1, -1)
+    elif change == "dtype":
+        a.dtype = np.int32
+    else:
+        a.flags.writeable = False
+
+
+@pytest.mark.parametrize("change", CHANGES)
 def test_a_dropped_output_changed_in_place_is_not_recycled(change: str) -> None:
     """A caller may set the returned array's shape, dtype or flags in place before it
     lets the array go: the next call must still return the plan's shape and dtype,
@@ -51,12 +65,7 @@ def test_a_dropped_output_changed_in_place_is_not_recycled(change: str) -> None:
     exe = exe_of(lambda x: gc.tanh(x) * 2 + 1)
     x = np.linspace(-1, 1, N, dtype=np.float32)
     first = exe(x)
-    if change == "shape":
-        first.shape = (1, N)
-    elif change == "dtype":
-        first.dtype = np.int32
-    else:
-        first.flags.writeable = False
+    change_in_place(first, change)
     del first
     garbage.collect()
     again = exe(x + 1)

@@ -248,14 +248,21 @@ def _probe(setting: str) -> Toolchain | str:
     return "libmvec's expf gave a wrong value in the probe"
 
 
+def cpuinfo() -> str | None:
+    """The text of /proc/cpuinfo, or None where there is none (not Linux)."""
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+
+
 def host_id() -> str:
     """The processor's model and feature flags: -march=native builds for this processor,
     so a cache shared with another machine must not hand it this one's libraries."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().split("\n")
-    except OSError:
+    text = cpuinfo()
+    if text is None:
         return platform.processor()
-    wanted = [line for line in lines if line.startswith(("model name", "flags"))][:2]
+    wanted = [line for line in text.split("\n") if line.startswith(("model name", "flags"))][:2]
     return "\n".join(wanted)
 
 

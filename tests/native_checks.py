@@ -101,12 +101,12 @@ def sweep(dtype: str, rng: np.random.Generator, low: int = -12, high: int = 10) 
 @pytest.fixture
 def direct_kernel_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     """The direct convolution wherever it applies, whatever this processor's vectors
-    (on 256-bit machines conv.py runs Winograd's F(2x2, 3x3) first for the 3x3 layers
-    with more than one input channel per group): the tests of the kernel itself run it
-    on every machine."""
-    from graphc.backends.native import direct_conv
+    (conv.py runs Winograd's F(2x2, 3x3) first for the 3x3 layers that
+    `winograd.preferred` gives it): the tests of the kernel itself run it on every
+    machine and geometry."""
+    from graphc.backends.native import winograd
 
-    monkeypatch.setattr(direct_conv, "WIDE_REGISTERS", True)
+    monkeypatch.setattr(winograd, "preferred", lambda w, out: False)
 
 
 @pytest.fixture

@@ -283,19 +283,22 @@ def test_a_weight_that_is_a_transposed_view_is_read_in_its_order() -> None:
 
 
 @pytest.mark.parametrize("wide", [False, True])
-def test_on_256_bit_vectors_winograd_runs_the_3x3_layers_first(
+def test_winograd_runs_the_3x3_layers_it_is_given_first(
     wide: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On 256-bit vectors (direct_conv.WIDE_REGISTERS false) Winograd's F(2x2, 3x3) runs
-    the 3x3 convolutions it applies to with more than one input channel; the direct
-    kernel runs the others (a 5 x 5 of 16 channels, LeNet's one-channel first layer, a
-    one-channel 3x3). With AVX-512's registers the direct kernel runs them all."""
+    """Winograd's F(2x2, 3x3) runs the 3x3 convolutions that `winograd.preferred` gives
+    it: on 256-bit vectors (direct_conv.WIDE_REGISTERS false) every one it applies to with
+    more than one input channel, on 512-bit ones those of 32 channels 14 wide and more;
+    the direct kernel runs the others (a 5 x 5 of 16 channels, LeNet's one-channel first
+    layer, a one-channel 3x3, and with AVX-512 a 3x3 of 8 channels)."""
+    monkeypatch.undo()  # the module's direct_kernel_everywhere: conv.py's own choice
     monkeypatch.setattr(direct_conv, "WIDE_REGISTERS", wide)
     for x_shape, w_shape, kernel in (
         ((2, 16, 12, 12), (16, 16, 5, 5), direct_conv.NAME),
         ((2, 1, 12, 12), (6, 1, 5, 5), direct_conv.NAME),
         ((2, 1, 12, 12), (6, 1, 3, 3), direct_conv.NAME),
         ((2, 8, 12, 12), (8, 8, 3, 3), direct_conv.NAME if wide else winograd.NAME),
+        ((1, 32, 14, 14), (4, 32, 3, 3), winograd.NAME),
     ):
         g = two_input_graph(conv2d, x_shape, w_shape, {"padding": 1})
         exe = gc.compile(g, backend="native")

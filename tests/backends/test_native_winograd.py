@@ -36,12 +36,18 @@ from tests.native_checks import (
     two_input_graph,
 )
 
-# with AVX-512 the direct kernel runs these convolutions, and this kernel cannot run
-# (its scratch is sized for 8 lanes): test_native_direct_conv checks the choice there
 pytestmark = [
     needs_native,
-    pytest.mark.skipif(direct_conv.WIDE_REGISTERS, reason=winograd.WIDE_ONLY),
 ]
+
+
+@pytest.fixture(autouse=True)
+def winograd_where_it_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This kernel on every geometry that it applies to with more than one input channel,
+    on 512-bit vectors too, where conv.py gives it only the wider layers of more
+    channels (`winograd.preferred`, tested by `test_the_choice_by_vectors_channels_width`)."""
+    monkeypatch.setattr(winograd, "WIDE_MIN_CHANNELS", 2)
+    monkeypatch.setattr(winograd, "WIDE_MIN_WIDTH", 1)
 
 EPS = float(np.finfo(np.float32).eps)
 TINY = float(np.finfo(np.float32).smallest_subnormal)
@@ -313,20 +319,61 @@ def test_other_geometries_do_not_take_it(x_shape: tuple, w_shape: tuple, attrs: 
     assert winograd.NAME not in exe.source(), exe.source()
 
 
-def test_with_wide_registers_the_direct_kernel_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where the direct kernel is worth running (AVX-512: direct_conv.WIDE_REGISTERS),
-    it keeps the 3x3 convolutions: this kernel was measured on 256-bit vectors only."""
-    monkeypatch.setattr(direct_conv, "WIDE_REGISTERS", True)
-    exe = _exe((2, 8, 9, 9), 8, (1, 1, 1, 1))
+@pytest.mark.parametrize("wide", [False, True])
+def test_the_choice_by_vectors_channels_width(wide: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On 256-bit vectors this kernel runs every 3x3 convolution it applies to with more
+    than one input channel; on 512-bit ones only from WIDE_MIN_CHANNELS input channels
+    and an output WIDE_MIN_WIDTH wide, the direct kernel the others (by the geometry: the
+    batch never changes it)."""
+    monkeypatch.undo()  # this module's fixture: the measured minima
+    monkeypatch.setattr(direct_conv, "WIDE_REGISTERS", wide)
+    f32 = lambda *shape: TensorType(shape, np.float32)  # noqa: E731
+    channels, width = winograd.WIDE_MIN_CHANNELS, winograd.WIDE_MIN_WIDTH
+    for c, wo, small in ((2, 5, True), (channels - 1, 2 * width, True),
+                         (channels, width - 1, True), (channels, width, False)):  # fmt: skip
+        for batch in (1, 64):
+            got = winograd.preferred(f32(c, c, 3, 3), f32(batch, c, wo, wo))
+            assert got == (not (wide and small)), (wide, c, wo, batch)
+    assert not winograd.preferred(f32(8, 1, 3, 3), f32(2, 8, 20, 20))
+    exe = _exe((1, channels, width, width), 8, (1, 1, 1, 1))
     source = exe.source()
-    assert winograd.NAME not in source and direct_conv.NAME in source, source
+    assert winograd.NAME in source and direct_conv.NAME not in source, source
+    exe = _exe((1, channels - 1, width, width), 8, (1, 1, 1, 1))
+    kernel = direct_conv.NAME if wide else winograd.NAME
+    assert kernel in exe.source(), exe.source()
+
+
+def test_the_transformed_weight_is_g_g_gt_in_double_rounded_once() -> None:
+    """U = G g G^T of each 3x3 kernel, computed in double and rounded once to float32, bit
+    for bit, whether its input channel falls in a whole vector (the C transforms LANES
+    channels at a time) or after the last one: a fed weight with nan, inf, -0.0,
+    subnormals and extreme magnitudes."""
+    out_ch, channels = 3, 2 * winograd.LANES + 3
+    x_shape, w_shape = (1, channels, 6, 6), (out_ch, channels, 3, 3)
+    exe = _exe(x_shape, out_ch, (1, 1, 1, 1))
+    rng = np.random.default_rng(4)
+    w = sprinkled_feeds(two_input_graph(conv2d, x_shape, w_shape, _attrs((1, 1, 1, 1))),
+                        4, share=0.2)["w"]  # fmt: skip
+    w[0, 1:4, 0, 0] = np.float32(np.finfo(np.float32).max)  # sums that overflow a float
+    with np.errstate(over="ignore", invalid="ignore"):  # numpy's kernel for the image
+        exe(scaled_values(rng, x_shape), w)
+    (made,) = [c for c in list(winograd._CONVOLUTIONS.values()) if c.w_shape == w_shape]
+    g = w.astype(np.float64)  # (O, C, 3, 3); the C's order: row 0, 1, 2, then columns
+    G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+    with np.errstate(invalid="ignore", over="ignore"):
+        t = [G[a, 0] * g[:, :, 0] + G[a, 1] * g[:, :, 1] + G[a, 2] * g[:, :, 2] for a in range(4)]
+        want = np.stack([(t[a][..., 0] * G[b, 0] + t[a][..., 1] * G[b, 1]
+                          + t[a][..., 2] * G[b, 2]).astype(np.float32)
+                         for a in range(4) for b in range(4)])  # fmt: skip
+    got = made.u[: want.size].reshape(want.shape)
+    assert bits_differ(got, want) is None, bits_differ(got, want)
 
 
 def test_reasons() -> None:
     f32 = lambda *shape: TensorType(shape, np.float32)  # noqa: E731
     attrs = {"stride": (1, 1), "dilation": (1, 1), "groups": 1}
     x, w, out = f32(1, 4, 8, 8), f32(4, 4, 3, 3), f32(1, 4, 8, 8)
-    assert winograd.reason(x, w, out, attrs) in (None, winograd.WIDE_ONLY)
+    assert winograd.reason(x, w, out, attrs) is None
     assert winograd.reason(x, f32(4, 4, 3, 2), out, attrs) is not None
     assert winograd.reason(x, w, out, {**attrs, "stride": (2, 2)}) is not None
     wide = TensorType((1, 4, 8, 8), np.float64)

@@ -3,10 +3,11 @@
 Two parts, each taken where it applies:
 
 - the convolution: the direct C kernel (direct_conv.py) for stride-1 float32
-  convolutions whose kernel is no larger than their output; on 256-bit vectors,
-  Winograd's F(2x2, 3x3) (winograd.py) before it for the 3x3 ones of dilation 1, one
-  group and more than one input channel, with the same epilogue program on its output
-  rows; for a plain conv2d whose kernel is larger
+  convolutions whose kernel is no larger than their output; Winograd's F(2x2, 3x3)
+  (winograd.py) before it for the 3x3 ones of dilation 1 and one group that
+  `winograd.preferred` gives it (more than one input channel; with AVX-512, 32 or more
+  and an output 14 wide or more), with the same epilogue program on its output rows;
+  for a plain conv2d whose kernel is larger
   (a weight gradient), the wide kernel (wide_conv.py) where it applies; numpy's im2col
   and BLAS otherwise (`direct_reason`, `winograd.reason` and `wide_conv.wide_reason`
   say why not). The choice depends on the channels, image and kernel sizes only, never on
@@ -89,8 +90,8 @@ def direct_reason(x: TensorType, w: TensorType, out: TensorType, attrs: dict) ->
 
 LARGER_KERNEL = "a kernel larger than its output (a weight gradient)"
 WINOGRAD_FIRST = (
-    "256-bit vectors: Winograd's F(2x2, 3x3) measured faster than the direct convolution "
-    "on 3x3 layers with more than one input channel per group (direct_conv.WIDE_REGISTERS)"
+    "Winograd's F(2x2, 3x3) runs this 3x3 convolution: fewer multiply-adds than the direct "
+    "convolution's (winograd.preferred)"
 )
 
 
@@ -98,10 +99,9 @@ def _kernel_choice(
     x: TensorType, w: TensorType, out: TensorType, attrs: dict
 ) -> tuple[str | None, bool]:
     """Why the direct kernel does not run (None: it does), and whether Winograd runs:
-    on 256-bit vectors, the 3x3 convolutions it applies to with more than one input
-    channel per group (the same for every level; `direct_conv.WIDE_REGISTERS`)."""
-    wide = direct_conv.WIDE_REGISTERS
-    if not wide and winograd.reason(x, w, out, attrs) is None and w.shape[1] > 1:
+    on the 3x3 convolutions it applies to that `winograd.preferred` gives it (by the
+    geometry, the same for every level and batch)."""
+    if winograd.reason(x, w, out, attrs) is None and winograd.preferred(w, out):
         return WINOGRAD_FIRST, True
     return direct_reason(x, w, out, attrs), False
 

@@ -67,13 +67,13 @@ FLAT = 1024
 # cores, one thread, LeNet's two layers over 64 images, the kernel called from C): 6 x 2
 # 487 and 698 us, 4 x 3 555 and 681, 3 x 3 567 and 887, 2 x 4 633 and 1,083
 TILES = {"512": (8, 3), "256": (6, 2)}
-# Whether the registers are AVX-512's. Then the direct kernel runs every convolution it
-# applies to (with it, it beat numpy's im2col and BLAS on LeNet's and the ResNet block's
-# layers: docs/backends.md). With 256-bit vectors Winograd's F(2x2, 3x3) runs the 3x3
-# ones with more than one input channel first (conv.py): on an AVX2 machine of two cores
-# the ResNet block's (64, 64, 28, 28) 3x3 took 14.8 ms there, 24.8 ms here (2.25x the
-# multiply-adds); LeNet's layers over 64 images took 215 and 337 us here, 1.28 and 1.10
-# ms on numpy
+# Whether the registers are AVX-512's (with them, this kernel beat numpy's im2col and
+# BLAS on LeNet's and the ResNet block's layers: docs/backends.md). Winograd's F(2x2,
+# 3x3) runs the 3x3 ones it is given first (winograd.preferred: with 256-bit vectors,
+# every one of more than one input channel, with these registers the wider layers of
+# more channels): on an AVX2 machine of two cores the ResNet block's (64, 64, 28, 28)
+# 3x3 took 14.8 ms there, 24.8 ms here (2.25x the multiply-adds); LeNet's layers over
+# 64 images took 215 and 337 us here, 1.28 and 1.10 ms on numpy
 WIDE_REGISTERS = "avx512f" in toolchain.HOST.split()
 
 

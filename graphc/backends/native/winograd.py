@@ -1,4 +1,4 @@
-"""Winograd F(2x2, 3x3): the native backend's float32 3x3 convolutions on 256-bit vectors.
+"""Winograd F(2x2, 3x3): the native backend's float32 3x3 convolutions.
 
 On 256-bit vectors (no AVX-512: direct_conv.WIDE_REGISTERS) a 3x3 convolution with more
 than one input channel was numpy's im2col and one BLAS product, 36 multiply-adds per 2x2
@@ -65,8 +65,17 @@ flag) is computed again by numpy's kernel, then the program: nan and inf where n
 has them, and an image's bits never depend on the others in its batch.
 
 A fed weight is transformed on every call (it may change between calls; the caller's
-array is never written), a constant one once per thread. Not taken: AVX-512 machines,
-where the direct kernel beat numpy's im2col and this kernel is unmeasured (`reason`).
+array is never written), a constant one once per thread; `LANES` channels at a time
+(one by one, (1, 32, 14, 14) -> 32 took 84 us on a Zen 4, 42 since; a constant weight
+37).
+
+With AVX-512 the kernel runs on 16 lanes (`LANES`: its scratch and panels are sized by
+it), and conv.py gives it the 3x3 layers of 32 input channels or more whose output is
+at least 14 wide (`preferred`; the direct kernel, written for those registers, wins on
+the others). Until 2026-12-04 it ran on 256-bit vectors only, measured there and
+unmeasured with AVX-512; on a Zen 4, which runs a 512-bit multiply-add as two halves,
+the ResNet block took 21.5 ms with the direct kernel, 16.0-17.9 with this one built
+for 256-bit vectors, and 12.6 with it on 16 lanes (torch.compile: 17.7-18.3).
 """
 
 from __future__ import annotations
@@ -93,8 +102,21 @@ MAX_OPERANDS = direct_conv.MAX_OPERANDS  # the epilogue program's (WG_OPS in the
 PARAMS = "p" * 6 + "i" * 19 + "p" * (1 + MAX_OPERANDS)
 # after the image count: y; O, plane, first, steps; codes and operands
 PROGRAM_PARAMS = "p" + "i" * 4 + "p" * (1 + MAX_OPERANDS)
-LANES = 8  # GC_W of 256-bit vectors, where this kernel runs (`reason`)
-PANEL = 16  # MM_NR: a product's panel of columns (tiles), two vectors
+LANES = 16 if direct_conv.WIDE_REGISTERS else 8  # GC_W: floats a vector
+PANEL = 2 * LANES  # MM_NR: a product's panel of columns (tiles), two vectors
+# on 512-bit vectors, the input channels and output width from which this kernel rather
+# than the direct one runs a 3x3 convolution (`preferred`). Measured on a Zen 4 (AVX-512
+# as two 256-bit halves), 2 threads, fed weights, bias and relu after, medians (direct
+# against Winograd): from 32 channels and 14 wide, (32, 64, 28, 28) -> 64: 10.3 against
+# 5.7 ms; (64, 32, 14, 14) -> 32: 1.33 against 1.07 ms; (8, 128, 14, 14): 2.50 against
+# 1.6-1.9; (1, 32, 14, 14): 41 against 43 us (constant weight, one thread: 41 against
+# 37). Below: (4, 16, 14, 14): 43 against 50 us; (16, 64, 7, 7), a tile row 4 of 16
+# lanes: 375 against 573; (32, 3, 32, 32) -> 16: 195 against 663; (4, 8, 32, 32): 57
+# against 68. Still slower in between: work under PARALLEL_WORK runs on one thread,
+# where the direct kernel takes the pool ((32, 32, 14, 14): 653 against 1,025 us;
+# (2, 64, 28, 28): 655 against 726)
+WIDE_MIN_CHANNELS = 32
+WIDE_MIN_WIDTH = 14
 # bytes of a task's transformed input and products (a band of tile rows of one image:
 # V and M, 16 (C + O) floats a tile) at most, so that they stay in a core's caches
 # (measured, (8, 64, 56, 56), 784 tiles an image: bands of 112 to 256 tiles, up to 2 MB,
@@ -134,17 +156,10 @@ PROGRAM = Kernel(PROGRAM_NAME, SOURCE, [], ["conv2d"], PROGRAM_PARAMS)
 _CONVOLUTIONS: weakref.WeakValueDictionary[int, Convolution] = weakref.WeakValueDictionary()
 
 
-# also what keeps the kernel off 512-bit vectors, which it cannot run: its scratch is
-# sized for LANES = 8 (forced onto a Zen 4 it overran it, and Python aborted)
-WIDE_ONLY = "measured on 256-bit vectors only (with AVX-512 the direct kernel runs)"
-
-
 def reason(x: TensorType, w: TensorType, out: TensorType, attrs: dict) -> str | None:
     """None when this kernel computes the convolution, else why it does not."""
     if x.dtype != np.float32 or w.dtype != np.float32:
         return "float32 only"
-    if direct_conv.WIDE_REGISTERS:
-        return WIDE_ONLY
     if tuple(w.shape[2:]) != (3, 3):
         return "3x3 kernels only"
     if tuple(attrs["stride"]) != (1, 1) or tuple(attrs["dilation"]) != (1, 1):
@@ -156,6 +171,17 @@ def reason(x: TensorType, w: TensorType, out: TensorType, attrs: dict) -> str | 
     if min(out.shape[2:]) < 1:  # type: ignore[type-var]
         return "an empty output"
     return None
+
+
+def preferred(w: TensorType, out: TensorType) -> bool:
+    """Whether this kernel rather than the direct one runs a convolution that it applies
+    to (`reason`): one of more than one input channel; on 512-bit vectors, of
+    `WIDE_MIN_CHANNELS` and an output `WIDE_MIN_WIDTH` wide or more. By the geometry only,
+    never the batch, so that an image's bits never depend on its batch (conv.py)."""
+    channels, width = w.shape[1], out.shape[3]
+    if not direct_conv.WIDE_REGISTERS:
+        return channels > 1  # type: ignore[operator]
+    return channels >= WIDE_MIN_CHANNELS and width >= WIDE_MIN_WIDTH  # type: ignore[operator]
 
 
 def layout(x_shape: tuple, w_shape: tuple, padding: tuple) -> tuple[int, int, int, int, int]:

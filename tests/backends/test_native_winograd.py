@@ -380,6 +380,30 @@ def test_reasons() -> None:
     assert winograd.reason(wide, w, out, attrs) == "float32 only"
 
 
+def test_with_avx512_it_takes_the_pool_from_the_direct_kernels_threshold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With AVX-512 this kernel takes over convolutions the direct kernel ran on the pool
+    from direct_conv.PARALLEL_WORK vectors of multiply-adds, and runs them there from as
+    much work; on 256-bit vectors from the 2**26 measured there. (4, 32, 16, 16) -> 32 is
+    9.4 million multiply-adds, between the two: on the pool with AVX-512 only (the pool
+    counted cold: WARM_WORK out of reach)."""
+    from graphc.backends.native.calls import POOL_CLOCK
+
+    if winograd.slots() < 2:
+        pytest.skip("one processor: no pool")
+    monkeypatch.setattr(winograd, "WARM_WORK", 1 << 62)
+    x_shape, out_ch = (4, 32, 16, 16), 32
+    assert direct_conv.PARALLEL_WORK * 16 < 4 * 32 * out_ch * 16 * 16 * 9 < 1 << 26
+    exe = _exe(x_shape, out_ch, (1, 1, 1, 1))
+    assert winograd.NAME in exe.source()
+    rng = np.random.default_rng(5)
+    x, w = scaled_values(rng, x_shape), scaled_values(rng, (out_ch, 32, 3, 3))
+    before = int(POOL_CLOCK[0])
+    exe(x, w)
+    assert (int(POOL_CLOCK[0]) > before) == direct_conv.WIDE_REGISTERS
+
+
 def test_the_steps_of_a_plan_share_one_scratch() -> None:
     """Two Winograd steps of different sizes in one plan run through one scratch (room
     for the larger), with the bits of each step compiled alone."""

@@ -112,9 +112,7 @@ PANEL = 2 * LANES  # MM_NR: a product's panel of columns (tiles), two vectors
 # 1.6-1.9; (1, 32, 14, 14): 41 against 43 us (constant weight, one thread: 41 against
 # 37). Below: (4, 16, 14, 14): 43 against 50 us; (16, 64, 7, 7), a tile row 4 of 16
 # lanes: 375 against 573; (32, 3, 32, 32) -> 16: 195 against 663; (4, 8, 32, 32): 57
-# against 68. Still slower in between: work under PARALLEL_WORK runs on one thread,
-# where the direct kernel takes the pool ((32, 32, 14, 14): 653 against 1,025 us;
-# (2, 64, 28, 28): 655 against 726)
+# against 68
 WIDE_MIN_CHANNELS = 32
 WIDE_MIN_WIDTH = 14
 # bytes of a task's transformed input and products (a band of tile rows of one image:
@@ -128,8 +126,15 @@ BAND_BYTES = 1 << 21
 # image of 14x14 or 28x28, medians of 41 rounds): calls back to back, two threads won
 # from 16 channels (35 against 45 us; 64 channels at 28x28, 569 against 780); after
 # 2 ms idle, waking the sleeping worker cost this VM 1.1-1.5 ms (16 channels: 1223
-# against 66 us; 64 at 28x28, 28.9 million, 2481 against 1036)
-PARALLEL_WORK = 1 << 26
+# against 66 us; 64 at 28x28, 28.9 million, 2481 against 1036). With AVX-512 this kernel
+# takes over convolutions that the direct kernel ran on the pool from its own threshold
+# (direct_conv.PARALLEL_WORK vectors of multiply-adds), and the pool is woken as often
+# as it was: from about that much work, LANES multiply-adds a vector (a Zen 4, fed
+# weights, a convolution called alone, so the pool cold; direct against Winograd on one
+# thread, then with this threshold: (32, 32, 14, 14) -> 32 655 against 1,025 then 520
+# us; (8, 64, 14, 14) 645 against 775 then 425; (2, 64, 28, 28) 645 against 726 then
+# 380-450; (1, 64, 28, 28) 355-375 against 376 then 234)
+PARALLEL_WORK = direct_conv.PARALLEL_WORK * LANES if direct_conv.WIDE_REGISTERS else 1 << 26
 WARM_WORK = 1 << 19
 MAX_SLOTS = 16  # threads' scratch areas at most
 

@@ -106,13 +106,16 @@ LANES = 16 if direct_conv.WIDE_REGISTERS else 8  # GC_W: floats a vector
 PANEL = 2 * LANES  # MM_NR: a product's panel of columns (tiles), two vectors
 # on 512-bit vectors, the input channels and output width from which this kernel rather
 # than the direct one runs a 3x3 convolution (`preferred`). Measured on a Zen 4 (AVX-512
-# as two 256-bit halves), 2 threads, fed weights, bias and relu after, medians (direct
-# against Winograd): from 32 channels and 14 wide, (32, 64, 28, 28) -> 64: 10.3 against
-# 5.7 ms; (64, 32, 14, 14) -> 32: 1.33 against 1.07 ms; (8, 128, 14, 14): 2.50 against
-# 1.6-1.9; (1, 32, 14, 14): 41 against 43 us (constant weight, one thread: 41 against
-# 37). Below: (4, 16, 14, 14): 43 against 50 us; (16, 64, 7, 7), a tile row 4 of 16
-# lanes: 375 against 573; (32, 3, 32, 32) -> 16: 195 against 663; (4, 8, 32, 32): 57
-# against 68
+# as two 256-bit halves), 2 threads, fed weights, bias and relu after, each convolution
+# called alone, medians (direct against Winograd): from 32 channels and 14 wide,
+# (32, 64, 28, 28) -> 64: 10.3 against 5.9 ms; (64, 32, 14, 14) -> 32: 1.31 against
+# 1.10-1.26 ms; (32, 32, 14, 14): 655 against 520 us; (1, 32, 14, 14): 41 against 43
+# (on one thread: the pool's threshold, `PARALLEL_WORK`). Below: 16 channels, (4, 16,
+# 14, 14) 43 against 50 us, (32, 16, 14, 14) 178 against 250; 3 and 8 channels,
+# (32, 3, 32, 32) -> 16 195 against 384-410, (4, 8, 32, 32) 57 against 68. Outputs 7 wide
+# (a tile row fills 4 of 16 lanes) ran faster by Winograd from 64 channels over 8 to 64
+# images ((16, 64, 7, 7) 375 against 297 us) but not over one: (1, 256, 7, 7) 370
+# against 1,033, most of it transforming the fed weight's 65,536 kernels
 WIDE_MIN_CHANNELS = 32
 WIDE_MIN_WIDTH = 14
 # bytes of a task's transformed input and products (a band of tile rows of one image:

@@ -5,37 +5,48 @@
 
    Each row of N is whole vectors, the last one overlapping the one before where N is
    not a multiple of the vector (the same values written twice), one entry at a time
-   only for rows shorter than a vector (float32 ones masked with AVX-512): gcc's loop
-   finished a row of 10 float32 one entry at a time. The rows are walked with their matrix's index counted, not divided:
-   a 64-bit division per row took most of the time of short rows (the digits MLP's
-   (256, 64, 10) gradient on one AVX2 core: 90 us, 30 us without both). The P * M rows
-   split over the OpenMP pool in one range per thread when `gc_parallel_flag` says so */
+   only for rows shorter than a vector (but float32 ones with AVX-512: `outer_short`):
+   gcc's loop finished a row of 10 float32 one entry at a time. The rows are walked
+   with their matrix's index counted, not divided: a 64-bit division per row took most
+   of the time of short rows (the digits MLP's (256, 64, 10) gradient on one AVX2 core:
+   90 us, 30 us without both). The P * M rows split over the OpenMP pool in one range
+   per thread when `gc_parallel_flag` says so */
 #include <omp.h>
 
-/* a float32 row shorter than a vector: with AVX-512, one masked load and store (one entry
-   at a time, the digits MLP's (256, 64, 10) gradient, rows of 10 against 16 lanes, took
-   54 us a call on a Zen 4, 19.5 so; its per-example gradients 104 -> 85 us); AVX2's
-   masked stores are slow on AMD's cores (prelude.h), so there one at a time */
-static inline int outer_short_f32(float x, const float *row, float *o, int64_t N) {
+/* float32 rows shorter than a vector, lo to hi, with AVX-512 (returns 0 otherwise): each
+   row one whole vector of b's row (loaded once a matrix, lanes past N zero) times its
+   entry of a, stored whole where the next row's store writes over the lanes past the
+   row (the range's last row masked, never past it: the next range is another
+   thread's). One entry at a time, the digits MLP's (256, 64, 10) gradient, rows of 10
+   against 16 lanes, took 54 us a call on a Zen 4, a masked store a row 19.5, so 15.8
+   (its per-example gradients: 104 -> 80 us). AVX2's masked stores are slow on AMD's
+   cores (prelude.h): there one entry at a time */
+static inline int outer_short_f32(const float *a, const float *b, float *out, int64_t M,
+                                  int64_t N, int64_t lo, int64_t hi) {
 #ifdef __AVX512F__
-    vf32 r = ldm_f32(row, N);
-    r = sp_f32(0) + sp_f32(x) * r;
-    stm_f32(o, r, N);
+    int64_t p = lo / M, i = lo % M;
+    vf32 zero = sp_f32(0), row = ldm_f32(b + p * N, N);
+    for (int64_t r = lo; r < hi; r++) {
+        vf32 v = zero + sp_f32(a[r]) * row;
+        if (r + 1 < hi) memcpy(out + r * N, &v, GC_VB);
+        else stm_f32(out + r * N, v, N);
+        if (++i == M && r + 1 < hi) { i = 0; p++; row = ldm_f32(b + p * N, N); }
+    }
     return 1;
 #else
-    (void)x; (void)row; (void)o; (void)N;
+    (void)a; (void)b; (void)out; (void)M; (void)N; (void)lo; (void)hi;
     return 0;
 #endif
 }
-static inline int outer_short_f64(double x, const double *row, double *o, int64_t N) {
-    (void)x; (void)row; (void)o; (void)N;
+static inline int outer_short_f64(const double *a, const double *b, double *out, int64_t M,
+                                  int64_t N, int64_t lo, int64_t hi) {
+    (void)a; (void)b; (void)out; (void)M; (void)N; (void)lo; (void)hi;
     return 0;
 }
 
 #define GC_OUTER(t, T) \
 static inline void outer_row_##t(T x, const T *row, T *o, int64_t N) { \
     if (N < GC_W) { \
-        if (outer_short_##t(x, row, o, N)) return; \
         for (int64_t j = 0; j < N; j++) o[j] = (T)0 + x * row[j]; \
         return; } \
     v##t vx = sp_##t(x), zero = sp_##t(0), r; \
@@ -51,6 +62,7 @@ static inline void outer_row_##t(T x, const T *row, T *o, int64_t N) { \
         memcpy(o + j, &r, sizeof r); } } \
 static void outer_rows_##t(const T *a, const T *b, T *out, int64_t M, int64_t N, int64_t lo, \
                            int64_t hi) { \
+    if (N < GC_W && outer_short_##t(a, b, out, M, N, lo, hi)) return; \
     int64_t p = lo / M, i = lo % M; \
     for (int64_t r = lo; r < hi; r++) { \
         outer_row_##t(a[r], b + p * N, out + r * N, N); \

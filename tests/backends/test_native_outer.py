@@ -74,7 +74,7 @@ def test_views_and_a_call_on_the_pool_give_numpys_bits(n: int) -> None:
     examples = 2**21 // (64 * n)
     rows, cols = rng.standard_normal((examples, 64)), rng.standard_normal((examples, n))
     rows, cols = rows.astype(np.float32), cols.astype(np.float32)
-    rows[::7, ::3] = -0.0
+    rows[::7, 1::3] = -0.0  # not in column 0: a thread's first row then has no zero
     g = gc.Graph("per_example")
     with g:
         x = gc.placeholder("x", shape=rows.shape, dtype="float32")
@@ -84,7 +84,7 @@ def test_views_and_a_call_on_the_pool_give_numpys_bits(n: int) -> None:
     assert outer.PARALLEL_WORK <= examples * 64 * n
     exe = gc.compile(g, backend="native")
     want = np.matmul(rows[:, :, None], cols[:, None, :])
-    for _ in range(3):
+    for _ in range(20):  # the threads' order differs from call to call
         assert bits_differ(exe(rows, cols), want) is None
     assert runs_native(exe, rows, cols) >= 1
 

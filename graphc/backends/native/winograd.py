@@ -16,9 +16,10 @@ their tiles side by side in one product, whose columns are padded to whole panel
 once: 14x14 images, 49 tiles each, (64, 32, 14, 14) 1.60 -> 1.48 ms, (8, 128, 14, 14)
 2.44 -> 2.19, 28x28 within noise) a task, on the OpenMP pool from `PARALLEL_WORK`, each
 thread through its own scratch (`layout`): each input row split into its even and odd
-columns (a tile's four columns are then four contiguous loads), B^T d B of 8 tiles at a
-time into V, the 16 products by matmul.c's register tiles reading V's panels where they
-lie (6 x 16 tiles, fused multiply-adds), A^T m A of 8 tiles at a time into the output,
+columns (a tile's four columns are then four contiguous loads), B^T d B of a vector of
+tiles at a time (`LANES`) into V, the 16 products by matmul.c's register tiles reading
+V's panels where they lie (6 x 16 tiles, 12 x 32 with AVX-512, fused multiply-adds),
+A^T m A of a vector of tiles at a time into the output,
 two rows of a channel at a time; then the band's rows of that channel (one run of
 memory) are checked for values that are not finite and run through the epilogue
 program in place (the chain of direct_conv.chain, with its codes: conv2d_epilogue's

@@ -58,6 +58,8 @@ def lower(gen: Generator, step: Step, out: str) -> list[str] | None:
     if not all(isinstance(d, int) for d in (*a_t.shape, *b_t.shape)):
         return None
     stack, m, n = math.prod(a_t.shape[:-2]), a_t.shape[-2], b_t.shape[-1]
+    if stack * m * n == 0:  # an empty result: nothing to compute
+        return None
     lines: list[str] = []
     a_at, b_at = (calls.value_address(gen, v, lines) for v in step.inputs)
     out_at = calls.address(gen, out, step.output in gen.static, lines)

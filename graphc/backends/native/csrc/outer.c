@@ -16,8 +16,8 @@
 /* float32 rows shorter than a vector, lo to hi, with AVX-512 (returns 0 otherwise): each
    row one whole vector of b's row (loaded once a matrix, lanes past N zero) times its
    entry of a, stored whole where the next row's store writes over the lanes past the
-   row (the range's last row masked, never past it: the next range is another
-   thread's). One entry at a time, the digits MLP's (256, 64, 10) gradient, rows of 10
+   row and the vector ends within the range, else masked (never past the range: the
+   next range is another thread's, or past the result; with N of 1, the last 15 rows). One entry at a time, the digits MLP's (256, 64, 10) gradient, rows of 10
    against 16 lanes, took 54 us a call on a Zen 4, a masked store a row 19.5, so 15.8
    (its per-example gradients: 104 -> 80 us). AVX2's masked stores are slow on AMD's
    cores (prelude.h): there one entry at a time */
@@ -28,7 +28,7 @@ static inline int outer_short_f32(const float *a, const float *b, float *out, in
     vf32 zero = sp_f32(0), row = ldm_f32(b + p * N, N);
     for (int64_t r = lo; r < hi; r++) {
         vf32 v = zero + sp_f32(a[r]) * row;
-        if (r + 1 < hi) memcpy(out + r * N, &v, GC_VB);
+        if ((r + 1) * N + (GC_W - N) <= hi * N) memcpy(out + r * N, &v, GC_VB);
         else stm_f32(out + r * N, v, N);
         if (++i == M && r + 1 < hi) { i = 0; p++; row = ldm_f32(b + p * N, N); }
     }
@@ -70,7 +70,7 @@ static void outer_rows_##t(const T *a, const T *b, T *out, int64_t M, int64_t N,
 GC_EXPORT void gc_outer_##t(int64_t P, const T *a, const T *b, T *out, int64_t M, int64_t N, \
                             int64_t parallel) { \
     const int64_t rows = P * M; \
-    if (rows == 0) return; \
+    if (rows == 0 || N == 0) return; /* outer_short stores whole vectors */ \
     if (!gc_parallel_flag(parallel)) { \
         outer_rows_##t(a, b, out, M, N, 0, rows); \
         return; } \

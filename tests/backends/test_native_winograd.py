@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import graphc as gc
+from graphc.backends.native import calls, direct_conv, matmul, rows, toolchain, winograd
 from graphc.backends.native import conv as native_conv
-from graphc.backends.native import direct_conv, winograd
 from graphc.backends.native.kernels import DeclinedError
 from graphc.ir.graph import Graph
 from graphc.ir.types import TensorType
@@ -402,6 +402,41 @@ def test_with_avx512_it_takes_the_pool_from_the_direct_kernels_threshold(
     before = int(POOL_CLOCK[0])
     exe(x, w)
     assert (int(POOL_CLOCK[0]) > before) == direct_conv.WIDE_REGISTERS
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("name", list(GEOMETRIES))
+def test_the_kernel_writes_nothing_past_its_scratch_and_result(
+    name: str, parallel: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The C run through a scratch and into a result that lie inside larger arrays, at
+    this machine's vector width (rows and planes are padded to it, whole vectors stored
+    past a row's end): both keep the values around them, on the calling thread and on
+    the pool, and the result is what the plan computes."""
+    monkeypatch.setattr(winograd, "PARALLEL_WORK", 0 if parallel else 1 << 62)
+    monkeypatch.setattr(winograd, "WARM_WORK", 0 if parallel else 1 << 62)
+    built = toolchain.build_units([winograd.SOURCE], rows.prelude())[winograd.SOURCE]
+    names = {winograd.NAME: winograd.PARAMS, winograd.PROGRAM_NAME: winograd.PROGRAM_PARAMS}
+    kernels = calls.bind(built.path, built.library, names, frozenset({winograd.NAME}))
+    x_shape, out_ch, padding = GEOMETRIES[name]
+    w_shape = (out_ch, x_shape[1], 3, 3)
+    rng = np.random.default_rng(len(name))
+    x, w = scaled_values(rng, x_shape), scaled_values(rng, w_shape)
+    guard = 256  # floats: a multiple of the arrays' alignment
+    size = winograd.scratch_size(x_shape, w_shape, padding)
+    scratch = matmul.aligned(size + 2 * guard)
+    scratch[:] = 7.5
+    made = winograd.Convolution(*kernels.values(), x_shape, w_shape, padding,
+                                np.zeros(0, np.int64), None, scratch[guard : guard + size])  # fmt: skip
+    want = _exe(x_shape, out_ch, padding)(x, w)
+    result = matmul.aligned(want.size + 2 * guard)
+    result[:] = 7.5
+    out = result[guard : guard + want.size].reshape(want.shape)
+    made(x, w, out)
+    assert bits_differ(out, want) is None
+    for around in (scratch[:guard], scratch[guard + size :], result[:guard],
+                   result[guard + want.size :]):  # fmt: skip
+        assert (around == 7.5).all(), "written past the scratch or the result"
 
 
 def test_the_steps_of_a_plan_share_one_scratch() -> None:

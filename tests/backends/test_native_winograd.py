@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.backends.native import calls, direct_conv, matmul, rows, toolchain, winograd
+from graphc.backends.native import calls, direct_conv, matmul, toolchain, winograd
 from graphc.backends.native import conv as native_conv
 from graphc.backends.native.kernels import DeclinedError
+from graphc.backends.native.rows import prelude as kernel_prelude
 from graphc.ir.graph import Graph
 from graphc.ir.types import TensorType
 from graphc.ops.conv_kernels import conv2d_kernel
@@ -48,6 +49,7 @@ def winograd_where_it_applies(monkeypatch: pytest.MonkeyPatch) -> None:
     channels (`winograd.preferred`, tested by `test_the_choice_by_vectors_channels_width`)."""
     monkeypatch.setattr(winograd, "WIDE_MIN_CHANNELS", 2)
     monkeypatch.setattr(winograd, "WIDE_MIN_WIDTH", 1)
+
 
 EPS = float(np.finfo(np.float32).eps)
 TINY = float(np.finfo(np.float32).smallest_subnormal)
@@ -415,7 +417,7 @@ def test_the_kernel_writes_nothing_past_its_scratch_and_result(
     the pool, and the result is what the plan computes."""
     monkeypatch.setattr(winograd, "PARALLEL_WORK", 0 if parallel else 1 << 62)
     monkeypatch.setattr(winograd, "WARM_WORK", 0 if parallel else 1 << 62)
-    built = toolchain.build_units([winograd.SOURCE], rows.prelude())[winograd.SOURCE]
+    built = toolchain.build_units([winograd.SOURCE], kernel_prelude())[winograd.SOURCE]
     names = {winograd.NAME: winograd.PARAMS, winograd.PROGRAM_NAME: winograd.PROGRAM_PARAMS}
     kernels = calls.bind(built.path, built.library, names, frozenset({winograd.NAME}))
     x_shape, out_ch, padding = GEOMETRIES[name]

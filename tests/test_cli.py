@@ -44,11 +44,17 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert demo_command.endswith("graphc demo")
     assert "pytest" in test_command
     # .ci/run runs the command's steps in its order, the last (the quick run) beside
-    # `--rest` and the matrix: each step is the start of one of its lines, in order
+    # `--rest` and the matrix: each step is the start of one of its lines, in order (a
+    # line of its own, so that a failing linter fails CI: inside an `a && b` list it
+    # does not stop a `set -e` script)
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     *setup, tests = test_command.split(" && ")
     assert tests == "python -m pytest"
-    setup_line = " && ".join(setup)
-    assert setup_line in ci_lines
-    after = ci_lines[ci_lines.index(setup_line) + 1 :]
+    at = 0
+    for step in setup:
+        found = [k for k, line in enumerate(ci_lines[at:], at) if line.startswith(step)]
+        assert found, f".ci/run has no line of its own for {step!r} after line {at}"
+        at = found[0] + 1
+        assert " && " not in ci_lines[found[0]], f"{step!r} shares a line: {ci_lines[found[0]]}"
+    after = ci_lines[at:]
     assert any(line.startswith(f"{tests} >") for line in after), "the quick run, as is"

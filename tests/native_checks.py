@@ -33,6 +33,7 @@ from graphc.backends.native import toolchain
 from graphc.backends.native.cexpr import ulp_bounds
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
+from graphc.passes.simplify import simplify
 from graphc.runtime import backend as backends
 from graphc.runtime.backend import available_backends, get_backend
 from tests.differential import describe_feeds, quiet
@@ -243,11 +244,31 @@ def exact_outputs(graph: Graph) -> list[bool]:
 def folded_outputs(graph: Graph) -> list[bool]:
     """Per output: True when an inexact node among its ancestors is known before the
     graph runs (it reads constants only, or nothing: `arange`; or only its inputs' types:
-    `full_like`, whatever its shape). Constant folding (a backend-free pass) computes
-    that node with numpy's kernel at O1 and O2, and so does a fused kernel's build when
-    the node is in its body and reads a fill (`exp(full_like(x, -1.0))` with x of a
-    symbolic shape: numpy's exp of -1.0 in every lane), where native's runs it at O0:
-    there native's levels differ within the op's bound, not bit for bit."""
+    `full_like`, whatever its shape), in the graph or once the simplifier's exact rules
+    have run (x**0 -> full_like(x, 1) makes exp(x**0) known, and the simplifier folds
+    it: fewer inexact ancestors are left). Constant folding (a
+    backend-free pass) computes that node with numpy's kernel at O1 and O2, and so does
+    a fused kernel's build when the node is in its body and reads a fill
+    (`exp(full_like(x, -1.0))` with x of a symbolic shape: numpy's exp of -1.0 in every
+    lane), where native's runs it at O0: there native's levels differ within the op's
+    bound, not bit for bit."""
+    before, after = _inexact_ancestors(graph), _inexact_ancestors(simplify(graph))
+    fewer = [b < a for a, b in zip(before, after, strict=True)]  # outputs in one order
+    return [a or b for a, b in zip(_known_inexact(graph), fewer, strict=True)]
+
+
+def _inexact_ancestors(graph: Graph) -> list[int]:
+    """Per output: how many inexact nodes (`_inexact`) it depends on."""
+    below: dict[Node, set[Node]] = {}
+    for node in graph.nodes:  # topological order
+        below[node] = set().union(*(below[x] for x in node.inputs))
+        if _inexact(node):
+            below[node].add(node)
+    return [len(below[o.inputs[0]]) for o in graph.outputs]
+
+
+def _known_inexact(graph: Graph) -> list[bool]:
+    """Per output: whether an inexact ancestor of it is known before the graph runs."""
     memo: dict[Node, tuple[bool, bool]] = {}  # node -> (known before running, folded below)
     for node in graph.nodes:
         constant = node.is_constant

@@ -245,6 +245,21 @@ def test_a_folded_constant_has_numpys_bits_at_every_backend(op: str) -> None:
     assert not bound_failures(op, c, raw, want).any()
 
 
+def test_an_op_made_known_by_the_simplifier_folds_like_a_constant() -> None:
+    """Found by the hostile-graph test in CI: exp(x ** 0) is exp(full_like(x, 1)) once
+    the simplifier has run, which folding computes with numpy's exp at O1 and O2, where
+    native's exp runs at O0 (e, one ulp apart in float64); `folded_outputs` must say so,
+    and `check_native` then holds."""
+    g = gc.Graph("pow_zero_exp")
+    with g:
+        x = gc.placeholder("x", shape=(), dtype="int8")
+        m = gc.mean(x)
+        gc.output(gc.exp(gc.pow(gc.pow(m, -2.0), 0.0)), name="e")
+        gc.output(gc.exp(m), name="f")
+    assert folded_outputs(g) == [True, False]
+    check_native(g, [{"x": np.array(-128, np.int8)}])
+
+
 def test_an_op_with_no_inputs_folds_like_a_constant() -> None:
     """Found by the hostile-graph test: softmax(arange(6)) reads no placeholder, so
     folding computes it with numpy's kernel at O1 and O2 and native's levels differ

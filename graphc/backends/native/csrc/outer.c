@@ -17,10 +17,12 @@
    row one whole vector of b's row (loaded once a matrix, lanes past N zero) times its
    entry of a, stored whole where the next row's store writes over the lanes past the
    row and the vector ends within the range, else masked (never past the range: the
-   next range is another thread's, or past the result; with N of 1, the last 15 rows). One entry at a time, the digits MLP's (256, 64, 10) gradient, rows of 10
-   against 16 lanes, took 54 us a call on a Zen 4, a masked store a row 19.5, so 15.8
-   (its per-example gradients: 104 -> 80 us). AVX2's masked stores are slow on AMD's
-   cores (prelude.h): there one entry at a time */
+   next range is another thread's, or past the result; with N of 1, the last 15 rows).
+   One entry at a time, the digits MLP's (256, 64, 10) gradient, rows of 10 against 16
+   lanes, took 54 us a call on a Zen 4, a masked store a row 19.5, so 15.8 (its
+   per-example gradients: 104 -> 80 us; whole aligned vectors of 8 rows put together by
+   permutes took it to 11.7 us alone and left those at 80-82: not kept). AVX2's masked
+   stores are slow on AMD's cores (prelude.h): there one entry at a time */
 static inline int outer_short_f32(const float *a, const float *b, float *out, int64_t M,
                                   int64_t N, int64_t lo, int64_t hi) {
 #ifdef __AVX512F__

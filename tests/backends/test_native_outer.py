@@ -5,13 +5,11 @@ OpenMP pool; and what stays on numpy."""
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
 
 import graphc as gc
-from graphc.backends.native import outer, toolchain
+from graphc.backends.native import calls, outer, toolchain
 from graphc.backends.native.rows import prelude as kernel_prelude
 from tests.edge_values import bits_differ, float_specials
 from tests.native_checks import needs_native, runs_native
@@ -102,9 +100,9 @@ def test_the_kernel_writes_its_result_and_nothing_past_it(parallel: int) -> None
     result holds numpy's bits and the entries around it keep theirs (rows shorter than
     a vector are stored as whole vectors with AVX-512: none may reach past the result)."""
     built = toolchain.build_units([outer.SOURCE], kernel_prelude())[outer.SOURCE]
-    fn = built.library.gc_outer_f32
-    fn.argtypes = [ctypes.c_int64, *[ctypes.c_void_p] * 3, *[ctypes.c_int64] * 3]
-    fn.restype = None
+    kernel = outer.KERNELS[np.dtype(np.float32)]
+    fn = calls.bind(built.path, built.library, {kernel.name: kernel.params})[kernel.name]
+    at = calls.address_now
     rng = np.random.default_rng(8)
     guard = 40
     for n in (1, 2, 3, 7, 10, 15, 16, 17, 33):
@@ -113,7 +111,7 @@ def test_the_kernel_writes_its_result_and_nothing_past_it(parallel: int) -> None
             b = rng.standard_normal((stack, 1, n)).astype(np.float32)
             size = stack * m * n
             whole = np.full(size + 2 * guard, np.float32(7.5))
-            fn(stack, a.ctypes.data, b.ctypes.data, whole[guard:].ctypes.data, m, n, parallel)
+            fn(stack, at(a), at(b), at(whole[guard:]), m, n, parallel)
             got = whole[guard : guard + size].reshape(stack, m, n)
             assert bits_differ(got, np.matmul(a, b)) is None, (n, stack, m)
             assert (whole[:guard] == 7.5).all() and (whole[guard + size :] == 7.5).all(), (

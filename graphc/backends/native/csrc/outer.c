@@ -13,7 +13,7 @@
    per thread when `gc_parallel_flag` says so */
 #include <omp.h>
 
-/* float32 rows shorter than a vector, lo to hi, with AVX-512 (returns 0 otherwise): each
+/* float32 rows shorter than a vector, lo to hi, with AVX-512 (OUTER_SHORT_t): each
    row one whole vector of b's row (loaded once a matrix, lanes past N zero) times its
    entry of a, stored whole where the next row's store writes over the lanes past the
    row and the vector ends within the range, else masked (never past the range: the
@@ -23,9 +23,9 @@
    per-example gradients: 104 -> 80 us; whole aligned vectors of 8 rows put together by
    permutes took it to 11.7 us alone and left those at 80-82: not kept). AVX2's masked
    stores are slow on AMD's cores (prelude.h): there one entry at a time */
-static inline int outer_short_f32(const float *a, const float *b, float *out, int64_t M,
-                                  int64_t N, int64_t lo, int64_t hi) {
 #ifdef __AVX512F__
+static void outer_short_f32(const float *a, const float *b, float *out, int64_t M, int64_t N,
+                            int64_t lo, int64_t hi) {
     int64_t p = lo / M, i = lo % M;
     vf32 zero = sp_f32(0), row = ldm_f32(b + p * N, N);
     for (int64_t r = lo; r < hi; r++) {
@@ -34,17 +34,12 @@ static inline int outer_short_f32(const float *a, const float *b, float *out, in
         else stm_f32(out + r * N, v, N);
         if (++i == M && r + 1 < hi) { i = 0; p++; row = ldm_f32(b + p * N, N); }
     }
-    return 1;
+}
+#define OUTER_SHORT_f32(...) (outer_short_f32(__VA_ARGS__), 1)
 #else
-    (void)a; (void)b; (void)out; (void)M; (void)N; (void)lo; (void)hi;
-    return 0;
+#define OUTER_SHORT_f32(...) 0
 #endif
-}
-static inline int outer_short_f64(const double *a, const double *b, double *out, int64_t M,
-                                  int64_t N, int64_t lo, int64_t hi) {
-    (void)a; (void)b; (void)out; (void)M; (void)N; (void)lo; (void)hi;
-    return 0;
-}
+#define OUTER_SHORT_f64(...) 0  /* whether a type's short rows were done so */
 
 #define GC_OUTER(t, T) \
 static inline void outer_row_##t(T x, const T *row, T *o, int64_t N) { \
@@ -64,7 +59,7 @@ static inline void outer_row_##t(T x, const T *row, T *o, int64_t N) { \
         memcpy(o + j, &r, sizeof r); } } \
 static void outer_rows_##t(const T *a, const T *b, T *out, int64_t M, int64_t N, int64_t lo, \
                            int64_t hi) { \
-    if (N < GC_W && outer_short_##t(a, b, out, M, N, lo, hi)) return; \
+    if (N < GC_W && OUTER_SHORT_##t(a, b, out, M, N, lo, hi)) return; \
     int64_t p = lo / M, i = lo % M; \
     for (int64_t r = lo; r < hi; r++) { \
         outer_row_##t(a[r], b + p * N, out + r * N, N); \

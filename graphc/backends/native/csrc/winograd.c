@@ -30,39 +30,31 @@ GC_INLINE void wg_st(float *p, vf32 v) { memcpy(p, &v, GC_VB); }
 
 /* U[xi][o][c] = G g G^T for the 3 x 3 kernel g of (o, c), xi = 4 row + column, computed
    in double and rounded once, G = {1, 0, 0; 1/2, 1/2, 1/2; 1/2, -1/2, 1/2; 0, 0, 1}:
-   GC_W channels at a time in vectors of doubles, the rest one by one. Every product by
-   an entry of G is exact in double, so a fused multiply-add gives the same bits as a
-   product and a sum, and the vectors the scalar code's (a fed weight is transformed on
-   every call: one by one, at 32 x 32 channels this was 47 us of a 14 x 14 image's 84) */
-static const double wg_G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-
+   GC_W channels at a time in vectors of doubles, the last vector partial (its other
+   lanes zero, not stored). Every product by an entry of G is exact in double, so a
+   fused multiply-add gives the same bits as a product and a sum (a fed weight is
+   transformed on every call: one channel at a time, at 32 x 32 channels this was 47 us
+   of a 14 x 14 image's 84) */
 static void wg_weights(const float *w, float *u, int64_t o, int64_t C, int64_t O) {
-    const double (*G)[3] = wg_G;
-    int64_t c = 0;
-    for (; c + GC_W <= C; c += GC_W) {
-        const float *g = w + (o * C + c) * 9;  /* GC_W kernels, 9 floats each */
+    static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    for (int64_t c = 0; c < C; c += GC_W) {
+        const float *g = w + (o * C + c) * 9;  /* m kernels, 9 floats each */
+        int64_t m = C - c < GC_W ? C - c : GC_W;
         vf64 k[9], t[4][3];
+        memset(k, 0, sizeof k);
         for (int i = 0; i < 9; i++)
-            for (int l = 0; l < GC_W; l++) k[i][l] = g[l * 9 + i];
+            for (int64_t l = 0; l < m; l++) k[i][l] = g[l * 9 + i];
         for (int a = 0; a < 4; a++)
             for (int j = 0; j < 3; j++)
                 t[a][j] = G[a][0] * k[j] + G[a][1] * k[3 + j] + G[a][2] * k[6 + j];
         for (int a = 0; a < 4; a++)
-            for (int b = 0; b < 4; b++)
-                wg_st(u + ((a * 4 + b) * O + o) * C + c,
-                      __builtin_convertvector(
-                          t[a][0] * G[b][0] + t[a][1] * G[b][1] + t[a][2] * G[b][2], vf32));
-    }
-    for (; c < C; c++) {
-        const float *g = w + (o * C + c) * 9;
-        double t[4][3];
-        for (int a = 0; a < 4; a++)
-            for (int j = 0; j < 3; j++)
-                t[a][j] = G[a][0] * g[j] + G[a][1] * g[3 + j] + G[a][2] * g[6 + j];
-        for (int a = 0; a < 4; a++)
-            for (int b = 0; b < 4; b++)
-                u[((a * 4 + b) * O + o) * C + c] =
-                    (float)(t[a][0] * G[b][0] + t[a][1] * G[b][1] + t[a][2] * G[b][2]);
+            for (int b = 0; b < 4; b++) {
+                vf32 r = __builtin_convertvector(
+                    t[a][0] * G[b][0] + t[a][1] * G[b][1] + t[a][2] * G[b][2], vf32);
+                float *at = u + ((a * 4 + b) * O + o) * C + c;
+                if (m == GC_W) wg_st(at, r);
+                else stm_f32(at, r, m);
+            }
     }
 }
 

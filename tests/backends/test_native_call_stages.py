@@ -56,10 +56,8 @@ def _case(name: str, rows: int, seed: int) -> tuple[gc.Graph, list[np.ndarray]]:
     fn, specs = CASES[name]
     rng = np.random.default_rng(seed)
     feeds = []
-    for dtype, cols in specs:
-        shape = (cols,) if rows is None or cols is None else (rows, cols)
-        if cols is None:
-            shape = (37,)
+    for dtype, cols in specs:  # cols None: a (37,) operand over the rows
+        shape = (37,) if cols is None else (rows, cols)
         n = int(np.prod(shape))
         if dtype == "bool":
             feeds.append(rng.random(shape) < 0.3)

@@ -113,3 +113,27 @@ def test_long_groups_are_not_copied_eight_times() -> None:
         assert "gk_" in source
         copies = len(set(re.findall(r"\bi_(\d+) = i \+", source)))
         assert copies == (want if want > 1 else 0), (ops, copies)
+
+
+def test_a_long_kernel_that_calls_is_segmented(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that calls libmvec never interleaves, so from SEGMENT_OPS ops it calls
+    segment functions, as a long kernel that does not interleave does: one exp and 120
+    adds (whose work would have let two blocks interleave) was one long function."""
+    n = 4096
+    g = gc.Graph("long_call")
+    with g:
+        x = gc.placeholder("x", shape=(n,), dtype="float32")
+        v = gc.exp(x)
+        for _ in range(120):
+            v = v + x
+        gc.output(v, name="out")
+    assert kernels.interleave(["exp"] + ["add"] * 120) > 1
+    source = kernel_source(g)
+    assert re.search(r"gk_\w+_s[0-9a-f]{16}\(", source), "no segment functions"
+    assert "_blocks(" not in source
+    x = feeds(n, "float32", seed=5)[0]
+    segmented = run(g, x)
+    monkeypatch.setattr(kernels, "SEGMENT_OPS", 1000)  # one function, in stages
+    assert not re.search(r"gk_\w+_s[0-9a-f]{16}\(", kernel_source(g))
+    why = bits_differ(segmented, run(g, x))
+    assert why is None, why

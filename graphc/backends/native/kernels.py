@@ -171,8 +171,9 @@ def build_kernel(
     members = [n for n in body.nodes if n.kind == OP and not n.is_constant]
     root = body.outputs[0].inputs[0]
     calls = any(_calls(node) for node in members)  # does the kernel call libmvec?
-    # a kernel that calls and is not segmented computes its block in stages, each ending
-    # with a call (`_stages`), and loads each leaf in every stage that reads it
+    # a kernel that calls never interleaves, so it is segmented when longer than
+    # SEGMENT_OPS (below); shorter, it computes its block in stages, each ending with a
+    # call (`_stages`), and loads each leaf in every stage that reads it
     stage = _stages(members, root) if calls and len(members) <= SEGMENT_OPS else {}
     placed: dict[tuple, int] = {}  # a BLOCK shape -> the operand whose z, y place it
     for k in range(len(leaves)):
@@ -243,9 +244,15 @@ def build_kernel(
     root_expr, root_ct = expr[root]
     if root_ct != out_ctype:
         raise DeclinedError(f"the group's result is {root_ct}, its buffer {out_ctype}")
+    # kernels that may call a function go a block at a time: every vector register is
+    # the callee's to clobber, and eight blocks' values live across a call are
+    # spilled (libmvec: an LSTM's gates 2.30 -> 2.48 ms; a BLOCK operand's lane by
+    # lane path: a bias add over (64, 32, 128) 31 -> 58 us)
+    inline = all(o.mode in (FULL, SCALAR, PITCHED) for o in operands)
+    together = interleave(ops) if inline and not calls else 1
     # a long kernel's block calls segment functions; a kernel that interleaves blocks is
     # short enough already (INTERLEAVE_WORK bounds its copies) and keeps its C
-    segmented = len(members) > SEGMENT_OPS and interleave(ops) == 1 and root in members
+    segmented = len(members) > SEGMENT_OPS and together == 1 and root in members
     if segmented:
 
         def statement(node: Node, args: list[tuple[str, str]]) -> str:
@@ -304,12 +311,6 @@ def build_kernel(
     if tiled:
         main = _tiled_main(params, init, block_args, tiled, operands, par)
     else:
-        # kernels that may call a function go a block at a time: every vector register is
-        # the callee's to clobber, and eight blocks' values live across a call are
-        # spilled (libmvec: an LSTM's gates 2.30 -> 2.48 ms; a BLOCK operand's lane by
-        # lane path: a bias add over (64, 32, 128) 31 -> 58 us)
-        inline = all(o.mode in (FULL, SCALAR, PITCHED) for o in operands)
-        together = interleave(ops) if inline and not calls else 1
         if together > 1:
             block += _interleaved(block_params, body_lines, together)
         main = _main(params, init, block_args, par, together)

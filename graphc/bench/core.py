@@ -40,8 +40,10 @@ import numpy as np
 # change the plan. "graphc-O2-scan" is a loop compiled as one gc.scan node, in the
 # workloads that have a loop (there "graphc-O2" is the loop unrolled). "numpy-copyto" copies the input into a preallocated
 # output (`np.copyto`): the memory-traffic floor of an elementwise pass, in the GELU
-# workload (not GELU: its results are not checked). "torch-compile" is PyTorch under
-# `torch.compile` (inductor), in the model workloads. "onnxruntime-1thread" and
+# workload (not GELU: its results are not checked). "graphc-O2 batch gradient (default)",
+# in the per-example workload, is the batch mean's gradient timed in the rounds of the
+# per-example case, the denominator of its goal (another result: not checked).
+# "torch-compile" is PyTorch under `torch.compile` (inductor), in the model workloads. "onnxruntime-1thread" and
 # "onnxruntime" (default threads) run ONNX models in the `onnx` workload. A workload's
 # table shows the modes it declares.
 O0 = "graphc-O0 (numpy)"
@@ -53,6 +55,7 @@ DEFAULT = "graphc-O2 (default)"
 SCAN = "graphc-O2-scan (numpy)"
 SCAN_DEFAULT = "graphc-O2-scan (default)"
 COPYTO = "numpy-copyto"
+BATCH_GRADIENT = "graphc-O2 batch gradient (default)"
 TORCH_COMPILE = "torch-compile"
 MODES: tuple[str, ...] = (
     "graphc-eager",
@@ -62,6 +65,7 @@ MODES: tuple[str, ...] = (
     NATIVE,
     FAST_MATH_NATIVE,
     DEFAULT,
+    BATCH_GRADIENT,
     SCAN,
     SCAN_DEFAULT,
     "numpy",

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from graphc.bench import cnn, onnx_zoo, per_example, resnet_block, scale, transformer, zoo_models
 from graphc.bench.core import (
     BASELINE,
+    BATCH_GRADIENT,
     COPYTO,
     DEFAULT,
     NATIVE,
@@ -698,15 +699,16 @@ PER_EXAMPLE_OVER_BATCHED = 1.3  # vmap(grad)'s time / the batch mean's gradient'
 
 def per_example_goals(report: dict[str, Any]) -> list[Goal]:
     """Issue 35's goals on the default backend: per-example gradients of the digits MLP
-    (batch 256) by vmap(grad) within 1.3x of the batch mean's gradient, and ahead of
+    (batch 256) by vmap(grad) within 1.3x of the batch mean's gradient (timed in the same
+    rounds: the per-example case's BATCH_GRADIENT mode), and ahead of
     jax.jit(jax.vmap(jax.grad(...))) with LOOP_MARGIN."""
     text = (
         f"per-example gradients b256: vmap(grad) (default) within {PER_EXAMPLE_OVER_BATCHED}x "
-        "of the batch mean's gradient (default)"
+        "of the batch mean's gradient (default, the same rounds)"
     )
     ours, batched = (
-        _cell(report, "per-example", case, DEFAULT)
-        for case in (per_example.PER_EXAMPLE, per_example.BATCHED)
+        _cell(report, "per-example", per_example.PER_EXAMPLE, mode)
+        for mode in (DEFAULT, BATCH_GRADIENT)
     )
     if ours is None or batched is None:
         goals = [Goal(text, "not measured", None)]

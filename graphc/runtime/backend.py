@@ -62,12 +62,21 @@ def page_aligned_arena(nbytes: int) -> np.ndarray:
     return aligned_bytes(nbytes, 4096)
 
 
+def line_aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialized C-ordered array starting on a cache line (64 bytes), as the
+    arena's buffers do, where numpy's own allocation starts on 16 bytes: a kernel storing
+    whole vectors into it then has none straddle two lines. (Its `base` is the bytes.)"""
+    dtype = np.dtype(dtype)
+    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    return aligned_bytes(nbytes, 64).view(dtype).reshape(shape)
+
+
 def line_aligned_copy(array: np.ndarray) -> np.ndarray:
-    """A C-ordered copy of `array` starting on a cache line (64 bytes), as the arena's
-    buffers do. An executable keeps its state so: a kernel that writes a state in place
-    (a weight's SGD update in a product's epilogue) stores whole vectors within lines,
-    where numpy's own allocation (16 bytes) had one store in two straddle two lines."""
-    copy = aligned_bytes(array.nbytes, 64).view(array.dtype).reshape(array.shape)
+    """A C-ordered copy of `array` on a cache line (`line_aligned_empty`). An executable
+    keeps its state so: a kernel that writes a state in place (a weight's SGD update in a
+    product's epilogue) stores whole vectors within lines, where numpy's own allocation
+    had one store in two straddle two lines."""
+    copy = line_aligned_empty(array.shape, array.dtype)
     np.copyto(copy, array)
     return copy
 

@@ -241,6 +241,8 @@ def test_a_large_output_is_recycled_once_the_caller_drops_it() -> None:
     assert bits_differ(second, want(x + 1)) is None
     held = exe(x)[0]  # `second` is held: a fresh array
     assert not np.shares_memory(held, second)
+    # on a cache line, where numpy's own allocation starts 16 bytes past one
+    assert second.ctypes.data % 64 == 0 and held.ctypes.data % 64 == 0
     assert bits_differ(second, want(x + 1)) is None
     view = exe(x - 1)[0][:10]
     container = [exe(x - 2)[0]]

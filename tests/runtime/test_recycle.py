@@ -34,6 +34,18 @@ def test_a_dropped_output_is_reused_and_correct() -> None:
     np.testing.assert_allclose(second, np.tanh(x + 1) * 2 + 1, rtol=1e-6)
 
 
+def test_a_large_output_starts_on_a_cache_line() -> None:
+    """Kernels store whole vectors into it: from numpy's own start, 16 bytes past a line,
+    every 64-byte store straddled two lines (recycle.py). Each array here is held, so
+    each call makes a fresh one."""
+    exe = gc.compile(gc.trace(lambda x: gc.exp(x) * 2, gc.TensorSpec((N,))), backend="numpy")
+    x = np.zeros(N, np.float32)
+    held = [exe(x) for _ in range(4)]
+    assert [address(a) % 64 for a in held] == [0] * 4
+    for a in held:
+        np.testing.assert_array_equal(a, np.full(N, 2, np.float32))
+
+
 def test_a_held_output_is_never_written_again() -> None:
     exe = exe_of(lambda x: gc.exp(x))  # a plain (unfused) output
     x = np.zeros(N, np.float32)
@@ -77,12 +89,13 @@ def test_a_view_or_a_container_keeps_the_output_alive() -> None:
     exe = exe_of(lambda x: gc.tanh(x) * 2)
     x = np.zeros(N, np.float32)
     view = exe(x)[:10]
-    kept = [exe(x)]
-    later = exe(x + 1)
-    assert not np.shares_memory(view, later)
-    assert not np.shares_memory(kept[0], later)
+    kept = [exe(x + 1)]  # other values: an output written over the view's would show
+    later = exe(x + 2)
+    for other in (view, kept[0]):
+        assert not np.shares_memory(other, later)
+    assert not np.shares_memory(view, kept[0])
     np.testing.assert_array_equal(view, np.zeros(10, np.float32))
-    np.testing.assert_array_equal(kept[0], np.zeros(N, np.float32))
+    np.testing.assert_array_equal(kept[0], np.full(N, np.tanh(np.float32(1)) * 2))
 
 
 def test_threads_recycle_their_own_outputs() -> None:
@@ -122,9 +135,10 @@ def test_calibration_follows_the_interpreters_counts(monkeypatch) -> None:  # ty
     monkeypatch.setattr(recycle.sys, "getrefcount", lambda obj: real(obj))
     wrapped = recycle.calibrate()
     assert wrapped is not None
-    shift = wrapped - (recycle.ALONE - 1)
+    shift = wrapped[0] - (recycle.ALONE[0] - 1)
+    assert wrapped[1] - shift == recycle.ALONE[1] - 1  # the wrapper holds each count's object
     monkeypatch.setattr(recycle.sys, "getrefcount", lambda obj: real(obj) - shift)
-    assert recycle.calibrate() == recycle.ALONE - 1
+    assert recycle.calibrate() == tuple(count - 1 for count in recycle.ALONE)
     monkeypatch.setattr(recycle, "ALONE", recycle.calibrate())
     exe = exe_of(lambda x: gc.tanh(x) * 2)
     x = np.zeros(N, np.float32)

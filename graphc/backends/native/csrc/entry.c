@@ -27,7 +27,9 @@
    slot and hands it out again when its own reference is the only one left (the
    caller, a view and a container each hold one), so a large output is not a fresh
    mmap whose pages fault in on every call (GELU over 1e7 floats on a Zen 4: 365 page
-   faults a call, 6.3 ms against 1.9 recycled). */
+   faults a call, 6.3 ms against 1.9 recycled). Such an output starts on a cache line,
+   its memory a byte array's (its base), and is handed out again only when that byte
+   array has no other holder either: numpy points a view of the output at its base. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -57,7 +59,7 @@ typedef struct {
     const int64_t *specs; /* per feed, then per output: typenum, ndim, the dims */
     Py_ssize_t nin, nout;
     int returns; /* 0: None, 1: the one output, 2: a tuple of the outputs */
-    Py_ssize_t recycle_bytes;
+    char large[GC_ENTRY_MAX_ARRAYS]; /* per output: recycled, on a cache line */
     PyObject *last[GC_ENTRY_MAX_ARRAYS]; /* per output: the array kept to recycle, or NULL */
 } Entry;
 
@@ -101,6 +103,40 @@ static int matches(PyObject *o, const int64_t *spec) {
     return 1;
 }
 
+/* A fresh array as `spec` describes, C-ordered, starting on a cache line (64 bytes):
+   a view into a byte array 64 bytes longer, its base. Kernels store whole vectors into
+   it with none straddling two lines (runtime/recycle.py, as the Python entry's). */
+static PyObject *line_aligned_new(const int64_t *spec) {
+    PyArray_Descr *descr = PyArray_DescrFromType((int)spec[0]);
+    if (descr == NULL) return NULL;
+    npy_intp *dims = (npy_intp *)(spec + 2);
+    npy_intp n = PyArray_MultiplyList(dims, (int)spec[1]) * PyDataType_ELSIZE(descr) + 64;
+    PyObject *bytes = PyArray_SimpleNew(1, &n, NPY_UINT8);
+    if (bytes == NULL) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    char *data = PyArray_DATA((PyArrayObject *)bytes);
+    data += (64 - (uintptr_t)data % 64) % 64;
+    PyObject *out = PyArray_NewFromDescr(&PyArray_Type, descr, (int)spec[1], dims, NULL, data,
+                                         NPY_ARRAY_CARRAY, NULL); /* takes descr */
+    if (out == NULL || PyArray_SetBaseObject((PyArrayObject *)out, bytes) < 0) { /* takes bytes */
+        if (out == NULL) Py_DECREF(bytes);
+        Py_XDECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Whether the kept output `kept` may be handed out again: nothing but the entry holds
+   it or its memory (a view holds the base), and it is still what a call returns: a
+   caller may have set its shape, dtype or flags in place before letting it go. */
+static int free_to_reuse(PyObject *kept, const int64_t *spec) {
+    if (Py_REFCNT(kept) != 1 || !matches(kept, spec)) return 0;
+    PyObject *base = PyArray_BASE((PyArrayObject *)kept);
+    return base != NULL && Py_REFCNT(base) == 1 && PyArray_ISWRITEABLE((PyArrayObject *)kept);
+}
+
 /* The lock back, if the entry has one; keeps an exception already set (a failing
    call's). -1 when releasing it raised. */
 static int give_back(Entry *self) {
@@ -141,19 +177,18 @@ static PyObject *entry_call(PyObject *callable, PyObject *const *argv, size_t na
     PyObject *outs[GC_ENTRY_MAX_ARRAYS];
     for (Py_ssize_t j = 0; j < self->nout; j++) {
         PyObject *kept = self->last[j];
-        /* nobody else holds it, and it is still what a call returns: a caller may have
-           set its shape, dtype or flags in place before letting it go */
-        if (kept != NULL && Py_REFCNT(kept) == 1 && matches(kept, spec) &&
-            PyArray_ISWRITEABLE((PyArrayObject *)kept)) {
+        int large = self->large[j];
+        if (kept != NULL && free_to_reuse(kept, spec)) {
             Py_INCREF(kept);
             outs[j] = kept;
         } else {
-            outs[j] = PyArray_SimpleNew((int)spec[1], (npy_intp *)(spec + 2), (int)spec[0]);
+            outs[j] = large ? line_aligned_new(spec)
+                            : PyArray_SimpleNew((int)spec[1], (npy_intp *)(spec + 2), (int)spec[0]);
             if (outs[j] == NULL) {
                 for (Py_ssize_t k = 0; k < j; k++) Py_DECREF(outs[k]);
                 return NULL;
             }
-            if (PyArray_NBYTES((PyArrayObject *)outs[j]) >= self->recycle_bytes) {
+            if (large) {
                 Py_INCREF(outs[j]); /* the one it replaces is the caller's now, or freed */
                 Py_XSETREF(self->last[j], outs[j]);
             }
@@ -276,8 +311,20 @@ static PyObject *make(PyObject *module, PyObject *argv) {
     self->nin = nin;
     self->nout = nout;
     self->returns = returns;
-    self->recycle_bytes = recycle_bytes;
-    for (Py_ssize_t j = 0; j < GC_ENTRY_MAX_ARRAYS; j++) self->last[j] = NULL;
+    const int64_t *spec = self->specs;
+    for (Py_ssize_t i = 0; i < nin; i++) spec += 2 + spec[1];
+    for (Py_ssize_t j = 0; j < GC_ENTRY_MAX_ARRAYS; j++) {
+        self->last[j] = NULL;
+        self->large[j] = 0;
+        if (j >= nout) continue;
+        PyArray_Descr *descr = PyArray_DescrFromType((int)spec[0]);
+        if (descr != NULL) {
+            npy_intp count = PyArray_MultiplyList((npy_intp *)(spec + 2), (int)spec[1]);
+            self->large[j] = count * PyDataType_ELSIZE(descr) >= recycle_bytes;
+            Py_DECREF(descr);
+        }
+        spec += 2 + spec[1];
+    }
     Py_INCREF(fallback);
     self->fallback = fallback;
     Py_INCREF(failed);

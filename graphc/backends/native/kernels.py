@@ -209,7 +209,8 @@ def build_kernel(
             scalars.append(f"v{ct} s{k}")
             expr[node] = (f"s{k}", ct)
         else:
-            loads += [line for line in load(k, "") if line not in loads]  # bk_at once a shape
+            if not stage:  # (a kernel in stages loads its leaves per stage, below)
+                loads += [line for line in load(k, "") if line not in loads]  # bk_at once a shape
             expr[node] = (f"x{k}`", ct)
     number = {node: k for k, node in enumerate(leaves)}
     types = {node: t for node, t in zip(leaves, leaf_types)}

@@ -29,23 +29,24 @@ import numpy as np
 
 # the modes, in report order. graphc's static modes name their level and the backend
 # their plans run on (`gc.compile(backend=...)`): "(numpy)" is the reference executor,
-# "(native)" lowers elementwise steps and fused groups to C kernels (numpy runs the rest),
-# and is "unavailable", with the reason, where it cannot run (never numpy under its
-# name). "graphc-O2 (default)" is what a user gets without naming a backend
+# "(native)" lowers elementwise steps and fused groups to C kernels (numpy runs the
+# rest), and is "unavailable", with the reason, where it cannot run (never numpy under
+# its name). "graphc-O2 (default)" is what a user gets without naming a backend
 # (`backend="auto"`): numpy at once while the native kernels build in the background
-# (issue 30); like every static mode it is timed after `wait()`, on its final tier, and
-# its cold start is the "first result" column. "graphc-O2 (numpy)" is the one every
-# ratio is taken against. graphc's static levels are exact (bit-identical to O0); the
-# "-fast_math" modes also allow the value-changing rewrites, and run only where they
-# change the plan. "graphc-O2-scan" is a loop compiled as one gc.scan node, in the
-# workloads that have a loop (there "graphc-O2" is the loop unrolled). "numpy-copyto" copies the input into a preallocated
-# output (`np.copyto`): the memory-traffic floor of an elementwise pass, in the GELU
-# workload (not GELU: its results are not checked). "graphc-O2 batch gradient (default)",
-# in the per-example workload, is the batch mean's gradient timed in the rounds of the
-# per-example case, the denominator of its goal (another result: not checked).
-# "torch-compile" is PyTorch under `torch.compile` (inductor), in the model workloads. "onnxruntime-1thread" and
-# "onnxruntime" (default threads) run ONNX models in the `onnx` workload. A workload's
-# table shows the modes it declares.
+# (issue 30); like every static mode it is timed after `wait()`, on its final tier,
+# and its cold start is the "first result" column. "graphc-O2 (numpy)" is the one
+# every ratio is taken against. graphc's static levels are exact (bit-identical to
+# O0); the "-fast_math" modes also allow the value-changing rewrites, and run only
+# where they change the plan. "graphc-O2-scan" is a loop compiled as one gc.scan node,
+# in the workloads that have a loop (there "graphc-O2" is the loop unrolled).
+# "numpy-copyto" copies the input into a preallocated output (`np.copyto`): the
+# memory-traffic floor of an elementwise pass, in the GELU workload (not GELU: its
+# results are not checked). "graphc-O2 batch gradient (default)", in the per-example
+# workload, is the batch mean's gradient timed in the rounds of the per-example case,
+# the denominator of its goal (another result: not checked). "torch-compile" is
+# PyTorch under `torch.compile` (inductor), in the model workloads.
+# "onnxruntime-1thread" and "onnxruntime" (default threads) run ONNX models in the
+# `onnx` workload. A workload's table shows the modes it declares.
 O0 = "graphc-O0 (numpy)"
 BASELINE = "graphc-O2 (numpy)"
 FAST_MATH = "graphc-O2-fast_math (numpy)"

@@ -95,7 +95,8 @@ def test_a_view_or_a_container_keeps_the_output_alive() -> None:
         assert not np.shares_memory(other, later)
     assert not np.shares_memory(view, kept[0])
     np.testing.assert_array_equal(view, np.zeros(10, np.float32))
-    np.testing.assert_array_equal(kept[0], np.full(N, np.tanh(np.float32(1)) * 2))
+    # (either tier's tanh: the native one may have swapped in, within its ulp bound)
+    np.testing.assert_allclose(kept[0], np.full(N, np.tanh(np.float32(1)) * 2), rtol=1e-6)
 
 
 def test_threads_recycle_their_own_outputs() -> None:

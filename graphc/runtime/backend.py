@@ -30,6 +30,7 @@ it, and `register_lowering(op, backend=name)` its emitters.
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -67,7 +68,7 @@ def line_aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     arena's buffers do, where numpy's own allocation starts on 16 bytes: a kernel storing
     whole vectors into it then has none straddle two lines. (Its `base` is the bytes.)"""
     dtype = np.dtype(dtype)
-    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    nbytes = dtype.itemsize * math.prod(shape)
     return aligned_bytes(nbytes, 64).view(dtype).reshape(shape)
 
 

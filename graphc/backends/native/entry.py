@@ -55,7 +55,7 @@ from graphc.runtime import forks
 from graphc.runtime.backend import Backend, BackendUnavailableError, Entries
 from graphc.runtime.codegen import Generated, Generator
 from graphc.runtime.plan import Plan, build_plan
-from graphc.runtime.recycle import RECYCLE_BYTES
+from graphc.runtime.recycle import worth_recycling
 
 SOURCE = c_source("entry.c")
 MAX_STEPS = 256
@@ -165,6 +165,7 @@ class Made:
     steps: int
     states: list[np.ndarray]  # the state buffers its slots point at (after the outputs)
     nogil: bool  # whether its tape runs with the GIL released
+    recycled: bytes  # per output, 1 where it is recycled (runtime/recycle.py's rule)
     # the tape's buffers while the GIL is not held: one lock however often it is bound
     # (an executable binds its entry again when another signature's tier comes in)
     lock: Any = field(default_factory=forks.lock)
@@ -190,7 +191,7 @@ class Made:
             returns,
             lock,
             self.nogil,
-            RECYCLE_BYTES,
+            self.recycled,
         )
 
     def failed(self, index: int) -> None:
@@ -248,7 +249,10 @@ def build(
     steps = len(given.steps)
     nogil = given.arena_bytes + sum(int(t.nbytes or 0) for t in types[nin:]) >= NOGIL_BYTES
     specs_array = np.array([*specs, 0], np.int64)
-    return Made(tape, words, specs_array, keep, nin, len(types) - nin, steps, states, nogil)
+    recycled = bytes(worth_recycling(t.nbytes) for t in types[nin:])
+    return Made(
+        tape, words, specs_array, keep, nin, len(types) - nin, steps, states, nogil, recycled
+    )
 
 
 _TAPE_ONCE = ctypes.CFUNCTYPE(

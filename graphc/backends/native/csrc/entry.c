@@ -22,10 +22,10 @@
    and the tape goes on from the next call). A call that finds the lock taken goes to
    `fallback`, which waits for it (state) or runs on its own thread's arena.
 
-   Outputs of `recycle_bytes` or more are recycled as the Python entry's are
-   (runtime/recycle.py): the entry keeps the array it returned last from each such
-   slot and hands it out again when its own reference is the only one left (the
-   caller, a view and a container each hold one), so a large output is not a fresh
+   The outputs `recycled` marks (runtime/recycle.py's rule, applied by entry.py) are
+   recycled as the Python entry's are: the entry keeps the array it returned last from
+   each such slot and hands it out again when its own reference is the only one left
+   (the caller, a view and a container each hold one), so a large output is not a fresh
    mmap whose pages fault in on every call (GELU over 1e7 floats on a Zen 4: 365 page
    faults a call, 6.3 ms against 1.9 recycled). Such an output starts on a cache line,
    its memory a byte array's (its base), and is handed out again only when that byte
@@ -59,7 +59,7 @@ typedef struct {
     const int64_t *specs; /* per feed, then per output: typenum, ndim, the dims */
     Py_ssize_t nin, nout;
     int returns; /* 0: None, 1: the one output, 2: a tuple of the outputs */
-    char large[GC_ENTRY_MAX_ARRAYS]; /* per output: recycled, on a cache line */
+    char recycled[GC_ENTRY_MAX_ARRAYS]; /* per output: recycled, so on a cache line */
     PyObject *last[GC_ENTRY_MAX_ARRAYS]; /* per output: the array kept to recycle, or NULL */
 } Entry;
 
@@ -177,18 +177,18 @@ static PyObject *entry_call(PyObject *callable, PyObject *const *argv, size_t na
     PyObject *outs[GC_ENTRY_MAX_ARRAYS];
     for (Py_ssize_t j = 0; j < self->nout; j++) {
         PyObject *kept = self->last[j];
-        int large = self->large[j];
+        int recycled = self->recycled[j];
         if (kept != NULL && free_to_reuse(kept, spec)) {
             Py_INCREF(kept);
             outs[j] = kept;
         } else {
-            outs[j] = large ? line_aligned_new(spec)
+            outs[j] = recycled ? line_aligned_new(spec)
                             : PyArray_SimpleNew((int)spec[1], (npy_intp *)(spec + 2), (int)spec[0]);
             if (outs[j] == NULL) {
                 for (Py_ssize_t k = 0; k < j; k++) Py_DECREF(outs[k]);
                 return NULL;
             }
-            if (large) {
+            if (recycled) {
                 Py_INCREF(outs[j]); /* the one it replaces is the caller's now, or freed */
                 Py_XSETREF(self->last[j], outs[j]);
             }
@@ -268,19 +268,21 @@ static PyTypeObject EntryType = {
 static void *address(PyObject *o) { return PyLong_AsVoidPtr(o); }
 
 /* make(fallback, failed, keep, run, tape, args, slots, specs, nin, nout, returns, lock,
-   nogil, recycle_bytes): the addresses as ints, into memory `keep` holds; `specs` as
-   Entry's; `lock` a threading.Lock or None (then `nogil` must be 0). */
+   nogil, recycled): the addresses as ints, into memory `keep` holds; `specs` as
+   Entry's; `lock` a threading.Lock or None (then `nogil` must be 0); `recycled` one
+   byte per output, nonzero where it is recycled. */
 static PyObject *make(PyObject *module, PyObject *argv) {
     PyObject *fallback, *failed, *keep, *run, *tape, *args, *slots, *specs, *lock;
-    Py_ssize_t nin, nout;
-    Py_ssize_t recycle_bytes;
+    Py_ssize_t nin, nout, nrecycled;
+    const char *recycled;
     int returns, nogil;
-    if (!PyArg_ParseTuple(argv, "OOOOOOOOnniOpn", &fallback, &failed, &keep, &run, &tape, &args,
-                          &slots, &specs, &nin, &nout, &returns, &lock, &nogil, &recycle_bytes))
+    if (!PyArg_ParseTuple(argv, "OOOOOOOOnniOpy#", &fallback, &failed, &keep, &run, &tape, &args,
+                          &slots, &specs, &nin, &nout, &returns, &lock, &nogil, &recycled,
+                          &nrecycled))
         return NULL;
     if (nin < 0 || nout < 0 || nin + nout > GC_ENTRY_MAX_ARRAYS || returns < 0 || returns > 2 ||
         (returns == 1 && nout != 1) || (returns == 0 && nout != 0) ||
-        (nogil && lock == Py_None)) {
+        (nogil && lock == Py_None) || nrecycled != nout) {
         PyErr_SetString(PyExc_ValueError, "_graphc_entry.make: inconsistent counts");
         return NULL;
     }
@@ -311,19 +313,9 @@ static PyObject *make(PyObject *module, PyObject *argv) {
     self->nin = nin;
     self->nout = nout;
     self->returns = returns;
-    const int64_t *spec = self->specs;
-    for (Py_ssize_t i = 0; i < nin; i++) spec += 2 + spec[1];
     for (Py_ssize_t j = 0; j < GC_ENTRY_MAX_ARRAYS; j++) {
         self->last[j] = NULL;
-        self->large[j] = 0;
-        if (j >= nout) continue;
-        PyArray_Descr *descr = PyArray_DescrFromType((int)spec[0]);
-        if (descr != NULL) {
-            npy_intp count = PyArray_MultiplyList((npy_intp *)(spec + 2), (int)spec[1]);
-            self->large[j] = count * PyDataType_ELSIZE(descr) >= recycle_bytes;
-            Py_DECREF(descr);
-        }
-        spec += 2 + spec[1];
+        self->recycled[j] = j < nout && recycled[j] != 0;
     }
     Py_INCREF(fallback);
     self->fallback = fallback;

@@ -237,9 +237,7 @@ def build_kernel(
             t,
             [_known(x, leaves, leaf_values) for x in node.inputs],
         )
-        lines.append(f"    v{ct} t{j}` = {value};")
-        if stage:
-            staged[stage[node]][1].append(lines[-1])
+        (staged[stage[node]][1] if stage else lines).append(f"    v{ct} t{j}` = {value};")
         expr[node] = (f"t{j}`", ct)
         ops.append(node.op)  # type: ignore[arg-type]
     root_expr, root_ct = expr[root]

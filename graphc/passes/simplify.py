@@ -24,7 +24,8 @@ Why each rule has its tag:
 - Shape identities (reshape, transpose, broadcast_to, sum_to and cast that change
   nothing, compositions of reshapes, transposes and broadcasts, a broadcast_to that the
   binary op's own broadcasting does anyway) move no value: exact. Summing in two steps
-  (sum_to of sum_to) adds in another order: value-changing.
+  (sum_to of sum_to) adds in another order: value-changing. A where whose condition is
+  a constant all true (all false) is its x (y) where that has the result's type: exact.
 - (-x)*c -> x*(-c) is exact in floats (rounding is symmetric in sign); not for an
   integer x with a float c (-INT_MIN wraps to INT_MIN), where it does not apply; -c is
   made in the product's dtype (an int32 c = INT32_MIN negated in int32 would wrap).
@@ -290,6 +291,8 @@ ALGEBRA: list[Rule] = [
     rule(div(Y, broadcast_to(X)), lambda m: m.emit("div", m.y, m.x)),  # y/broadcast_to(x) -> y/x
     rule(where(Z, broadcast_to(X), Y), lambda m: m.emit("where", m.z, m.x, m.y)),  # where(c, broadcast_to(x), y) -> where(c, x, y)
     rule(where(Z, Y, broadcast_to(X)), lambda m: m.emit("where", m.z, m.y, m.x)),  # where(c, y, broadcast_to(x)) -> where(c, y, x)
+    rule(where(ONE, X, Y), lambda m: m.x),  # where(true, x, y) -> x (x of the result's type)
+    rule(where(ZERO, X, Y), lambda m: m.y),  # where(false, x, y) -> y (y of the result's type)
     # -- exp and log, and their stable forms (all value-changing)
     rule(exp(log(X)), lambda m: m.x, when=lambda m: non_negative(m.x), exact=False),  # exp(log x) -> x, x >= 0
     rule(log(exp(X)), lambda m: m.x, exact=False),  # log(exp x) -> x

@@ -79,6 +79,11 @@ CASES: list[tuple[str, Build]] = [
      lambda x, y, z, t: gc.where(gc.cast(z, "bool"), gc.broadcast_to(x, z.type.shape), z)),
     ("where(z, y, broadcast_to(x))",
      lambda x, y, z, t: gc.where(gc.cast(z, "bool"), z, gc.broadcast_to(x, z.type.shape))),
+    ("where(1, x, y)", lambda x, y, z, t: gc.where(gc.constant(np.True_), x, y)),
+    ("where(0, x, y)", lambda x, y, z, t: gc.where(gc.constant(np.zeros(x.type.shape, bool)), x, y)),
+    ("where(0, x, y)", lambda x, y, z, t: gc.where(gc.constant(np.False_), x, gc.cast(y, "float64"))),  # y wider than x: fires
+    ("declines: where(1, x, y)", lambda x, y, z, t: gc.where(gc.constant(np.True_), gc.cast(x, "int32"), gc.cast(y, "float64"))),  # x narrower than the result
+    ("declines: where(1, x, y)", lambda x, y, z, t: gc.where(gc.constant(np.True_), k(1, t), z)),  # x broadcast to the result's shape
     ("mul(neg(x), c)", lambda x, y, z, t: gc.neg(x) * k(-3, t)),
     ("mul(neg(x), c)", lambda x, y, z, t: gc.neg(x) * gc.constant(np.int32(-(2**31)))),
     ("mul(transpose(x, axes=a), c)",

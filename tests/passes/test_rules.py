@@ -141,6 +141,16 @@ CASES = [
              f"%where: f64[3,4] = where(%c, {args.replace('broadcast_to(w)', '%w').replace('x', '%x')})",
              "output %y = %where"))
       for args in ("broadcast_to(w), x", "x, broadcast_to(w)")],
+    *[(f"where({flag}, x, w)",
+       graph(F + ", %w: f64[3,4]", f"%c: bool[] = constant(value={flag})",
+             "%a: f64[3,4] = where(%c, %x, %w)", "output %y = %a"),
+       graph(F + ", %w: f64[3,4]", f"output %y = %{kept}"))
+      for flag, kept in (("True", "x"), ("False", "w"))],
+    ("where(true, c, x): c not of the result's shape",
+     graph(F, "%c: bool[] = constant(value=True)", ZERO_F, "%a: f64[3,4] = where(%c, %z, %x)",
+           "output %y = %a"),
+     graph(F, "%c: bool[] = constant(value=True)", ZERO_F, "%a: f64[3,4] = where(%c, %z, %x)",
+           "output %y = %a")),
     ("exp(log x), x >= 0", graph(F, "%a: f64[3,4] = abs(%x)", "%l: f64[3,4] = log(%a)",
                                  "%e: f64[3,4] = exp(%l)", "output %y = %e"),
      graph(F, "%a: f64[3,4] = abs(%x)", "output %y = %a")),

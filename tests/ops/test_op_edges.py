@@ -381,3 +381,34 @@ def test_an_int_index_past_a_symbolic_dim_is_a_graphc_error_in_every_mode() -> N
     for level in (0, 2):
         with pytest.raises(gc.ShapeError, match="getitem: index -1 is out of range"):
             gc.compile(g, opt_level=level)(x=empty)
+
+
+# -- pow where d(x^y) has 0 * inf: JAX's and torch's values ----------------------------
+
+# x, y and the gradients torch 2.13 gives: x^0 is flat in x (0^-1 would make y x^(y-1)
+# nan), 0^y is flat in y for y >= 0 (log 0 = -inf), and elsewhere the formula
+POW_X = np.array([0.0, 0.0, 0.0, 1.5, -2.0, 0.0])
+POW_Y = np.array([0.0, 2.0, 0.5, 0.5, 3.0, 1.0])
+POW_DX = np.array([0.0, 0.0, np.inf, 0.5 * 1.5**-0.5, 12.0, 1.0])
+POW_DY = np.array([0.0, 0.0, 0.0, 1.5**0.5 * np.log(1.5), np.nan, 0.0])
+
+
+def test_pow_gradients_at_a_zero_base_or_exponent_in_every_mode() -> None:
+    with np.errstate(all="ignore"):
+        results = every_mode(lambda x, y: x**y, [POW_X, POW_Y], wrt=[0, 1])
+    want = [POW_X**POW_Y, POW_DX, POW_DY]
+    assert_modes_agree(results, want)
+    if torch is not None:
+        tx, ty = (torch.tensor(a, requires_grad=True) for a in (POW_X, POW_Y))
+        (tx**ty).sum().backward()
+        np.testing.assert_allclose(tx.grad.numpy(), POW_DX)
+        np.testing.assert_allclose(ty.grad.numpy(), POW_DY)
+
+
+def test_pow_forward_mode_at_a_zero_base_or_exponent() -> None:
+    ones = np.ones_like(POW_X)
+    with np.errstate(all="ignore"):
+        _, dx = gc.jvp(lambda x: x**POW_Y, (POW_X,), (ones,))
+        _, dy = gc.jvp(lambda y: POW_X**y, (POW_Y,), (ones,))
+    np.testing.assert_allclose(dx, POW_DX)
+    np.testing.assert_allclose(dy, POW_DY)

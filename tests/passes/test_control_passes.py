@@ -110,6 +110,32 @@ def test_a_scan_keeps_the_carries_its_read_results_need_and_drops_the_rest() -> 
     assert [x.name for x in scan.inputs] == ["h", "xs", "k"]
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("level", [0, 2])
+def test_a_scan_left_with_no_operand_still_runs(backend: str, level: int) -> None:
+    """A body that reads neither carry nor row: every operand is dead, and the loop is
+    called with only its outputs (the code once read `scan_loop(, out=...)`)."""
+    xs = np.arange(3, dtype=np.float32)
+    for reverse in (False, True):
+
+        def fn(xs: gc.Symbol, reverse: bool = reverse) -> gc.Symbol:
+            return gc.scan(lambda c, v: (c + v, 1), 0.0, xs, reverse=reverse)[1]
+
+        g = gc.trace(fn, gc.TensorSpec(("B",), "float32"))
+        if level:
+            (scan,) = [n for n in gc.optimize(g).op_nodes if n.op == "scan"]
+            assert scan.inputs == ()
+        exe = gc.compile(g, opt_level=level, backend=backend, wait=True)
+        np.testing.assert_array_equal(exe(xs), [1, 1, 1])
+        assert exe(np.zeros(0, np.float32)).shape == (0,)
+    mapped = gc.trace(
+        lambda xs: gc.map(lambda v: np.float32(2.0), xs), gc.TensorSpec((3,), "float32")
+    )
+    np.testing.assert_array_equal(
+        gc.compile(mapped, opt_level=level, backend=backend)(xs), [2, 2, 2]
+    )
+
+
 def test_a_carry_that_a_live_carry_reads_stays_live() -> None:
     text = SCAN.replace("output %ys = %r3", "output %ys = %r1")  # reads b, so c too
     result = simplified(text)

@@ -192,8 +192,8 @@ def emit_loop(gen: Generator, step: Step, loop: Any, out: str) -> list[str]:
     factory = gen.const(loop, f"{step.output}_factory")
     name = gen.fresh(f"{step.output}_loop")
     gen.setup_lines.append(f"{name} = {factory}()")
-    args = ", ".join(gen.array(x) for x in step.inputs)
-    return [f"{name}({args}, out={out})"]
+    args = [*(gen.array(x) for x in step.inputs), f"out={out}"]  # a scan may have no input
+    return [f"{name}({', '.join(args)})"]
 
 
 def record_bodies(gen: Generator, step: Step, **bodies: CompiledBody) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from graphc.eager.grad_fn import FREED_MESSAGE, GradFn, check_grads, edge, needed_edges
 from graphc.eager.grad_mode import STATE, no_grad
 from graphc.eager.tensor import Tensor, make
+from graphc.eager.views import check_view_inplace, rebase_history
 from graphc.ir.errors import AutodiffError, TracingError
 from graphc.ir.graph import active_graph
 from graphc.ir.types import is_float
@@ -33,6 +34,7 @@ class FunctionCtx(GradFn):
         self.materialize_grads = True
         self._saved: list[tuple[Any, int]] | None = []
         self._non_differentiable: set[int] = set()
+        self._dirty: list[Any] = []
         self._arg_slots: tuple[int, ...] = ()
         self._input_shapes: list[tuple] = []
         self._output_meta: list[Any] = []
@@ -73,7 +75,9 @@ class FunctionCtx(GradFn):
         self._non_differentiable.update(id(t) for t in tensors)
 
     def mark_dirty(self, *tensors: Any) -> None:
-        """Accepted for compatibility; in-place outputs are tracked by version counters."""
+        """Say forward modified these inputs in place (and returns them): their history is
+        rebased onto this node, as an in-place op's is."""
+        self._dirty.extend(tensors)
 
     def set_materialize_grads(self, value: bool) -> None:
         self.materialize_grads = bool(value)
@@ -151,6 +155,8 @@ class Function(metaclass=_FunctionMeta):
             return outputs
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
+        if ctx._dirty:
+            _check_dirty(ctx, outs)
         slots = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         ctx._arg_slots = slots
         ctx.next_functions = tuple(edge(args[i]) for i in slots)
@@ -162,12 +168,48 @@ class Function(metaclass=_FunctionMeta):
         return wrapped[0] if single else tuple(wrapped)
 
 
+def _check_dirty(ctx: FunctionCtx, outs: tuple) -> None:
+    """torch's checks of the inputs forward marked dirty, and their version bump: the
+    write happened under no_grad, yet it is an in-place op on the tape."""
+    for t in ctx._dirty:
+        if not any(t is out for out in outs):
+            raise AutodiffError(
+                f"{ctx.name()}: some elements marked as dirty during the forward method were "
+                "not returned as output; the inputs that are modified in place must all be "
+                "outputs of the Function"
+            )
+        if t._base is None and t._requires_grad and t.grad_fn is None:
+            raise AutodiffError(
+                f"{ctx.name()}: a leaf Variable that requires grad has been used in an in-place "
+                "operation (marked dirty by forward); apply the Function to a copy, or under "
+                "no_grad"
+            )
+        if t._base is not None:
+            check_view_inplace(t, f"{ctx.name()} (an input marked dirty)")
+            if len(outs) > 1:
+                raise AutodiffError(
+                    f"{ctx.name()}: a Function that modifies in place an input that is a view "
+                    "of another tensor may return one tensor only (as in torch); clone() the "
+                    "input first"
+                )
+    for t in {id(t): t for t in ctx._dirty}.values():
+        t._counter[0] += 1
+    if ctx._saved:  # saved before the bump: the values backward reads are the written ones
+        ctx._saved = [
+            (t, t._counter[0] if any(t is d for d in ctx._dirty) else version)
+            for t, version in ctx._saved
+        ]
+
+
 def _attach(ctx: FunctionCtx, index: int, out: Any, args: tuple) -> Any:
-    """Make `out` an output of `ctx` on the tape (through an alias if it is an input)."""
+    """Make `out` an output of `ctx` on the tape (through an alias if it is an input, unless
+    forward marked it dirty: then the input itself is rebased onto `ctx`)."""
     if not isinstance(out, Tensor) or not is_float(out._data.dtype):
         return out
     if id(out) in ctx._non_differentiable:
         return out
+    if any(out is t for t in ctx._dirty):
+        return _rebase_dirty(ctx, index, out)
     if out._requires_grad or any(out is a for a in args):
         alias = make(out._data)
         alias._counter = out._counter
@@ -175,6 +217,23 @@ def _attach(ctx: FunctionCtx, index: int, out: Any, args: tuple) -> Any:
     out.grad_fn = ctx
     out._output_nr = index
     out._requires_grad = True
+    return out
+
+
+def _rebase_dirty(ctx: FunctionCtx, index: int, out: Tensor) -> Tensor:
+    """`out` was written in place by forward: its history is now `ctx` (a view's base gets
+    a CopySlices history, as after any in-place op on a view)."""
+    if out._base is None:
+        out.grad_fn = ctx
+        out._output_nr = index
+        out._requires_grad = True
+        return out
+    written = make(out._data)
+    written._counter = out._counter
+    written.grad_fn = ctx
+    written._output_nr = index
+    written._requires_grad = True
+    rebase_history(out, written)
     return out
 
 

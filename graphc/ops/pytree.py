@@ -188,10 +188,10 @@ def _rule(kind: type) -> tuple[FlattenFn, UnflattenFn] | None:
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], Tree]:
     """The leaves of a pytree, in JAX's order, and the structure to rebuild it;
     `is_leaf(value)` True stops the descent at a value."""
+    if is_leaf is not None and is_leaf(tree):  # asked first: None may be a leaf too
+        return [tree], LEAF
     if tree is None:
         return [], None
-    if is_leaf is not None and is_leaf(tree):
-        return [tree], LEAF
     rule = _rule(type(tree))
     if rule is None:
         return [tree], LEAF

@@ -170,6 +170,17 @@ def test_tree_map_over_several_trees_and_is_leaf() -> None:
         gc.tree_map(lambda u, v: u + v, a, {"x": (1, 2), "y": [3, 4]})
 
 
+def test_is_leaf_is_asked_about_none_too() -> None:
+    is_none = lambda v: v is None  # noqa: E731
+    assert gc.tree_leaves([None, 1], is_leaf=is_none) == [None, 1]
+    assert gc.tree_leaves(None, is_leaf=is_none) == [None]
+    assert gc.tree_map(lambda v: 0 if v is None else v, [None, 1], is_leaf=is_none) == [0, 1]
+    jax = pytest.importorskip("jax")
+    for value in ([None, 1], None, {"a": None, "b": (None, 2)}):
+        want = jax.tree_util.tree_leaves(value, is_leaf=is_none)
+        assert gc.tree_leaves(value, is_leaf=is_none) == want
+
+
 def test_mismatch_names_the_first_difference_by_path() -> None:
     def where(a: Any, b: Any) -> str | None:
         return mismatch(gc.tree_structure(a), gc.tree_structure(b), "carry")

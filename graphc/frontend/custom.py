@@ -56,7 +56,7 @@ class custom_vjp:  # noqa: N801 - JAX's name
         self.fn = fn
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn, updated=())  # not fn's __dict__
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         """fwd(*args) -> (out, residuals); bwd(residuals, ct) -> tuple of cotangents."""

@@ -10,12 +10,19 @@ unless it is named in `params`.
 Python scalars (int, float, bool) are static rather than inputs: traced as placeholders
 they would be strongly typed, so `x * n` on a float32 `x` would give float64 and
 `if flag:` or `axis=n` could not run. Pass a numpy scalar to make a value an input.
+
+Arguments and results may be pytrees (tuples, lists, dicts, namedtuples, None, registered
+types: graphc/ops/pytree.py), as in `jax.jit`: each array leaf is an input, each Python
+scalar leaf static, and the structure is part of the cache key. Called on graph values
+(inside `gc.trace`, `gc.vmap`, `gc.grad`, a loop body or another jitted function), a
+jitted function is inlined: its ops join the graph being built.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -31,8 +38,11 @@ from graphc.frontend.trace import (
     tensor_value,
     trace,
 )
-from graphc.ir.graph import Graph
+from graphc.ir.errors import DTypeError
+from graphc.ir.graph import Graph, active_graph
 from graphc.ops.dispatch import is_python_scalar, weak_dtype
+from graphc.ops.pytree import LEAF, TreeDef, leaf_paths, tree_flatten, tree_unflatten
+from graphc.ops.symbolic import Symbol
 from graphc.runtime.executable import Executable
 from graphc.runtime.executable import compile as compile_graph
 
@@ -50,18 +60,14 @@ class _Entry:
     graph: Graph
     executable: Executable  # fed positionally: the arguments' arrays, then the lifted tensors'
     lifted: list[Any]  # the eager tensors lifted into placeholders, in placeholder order
-    structure: Any  # how to pack outputs: None (one), "tuple", or a list of dict keys
+    structure: Any  # the result's pytree structure: its leaves are the graph's outputs
 
     def pack(self, result: Any) -> Any:
         results = result if len(self.graph.outputs) > 1 else (result,)
-        if self.structure is None:
-            return results[0]
-        if self.structure == "tuple":
-            return tuple(results)
-        return dict(zip(self.structure, results))
+        return tree_unflatten(self.structure, results)
 
 
-def _exact(value: Any) -> Any:
+def static_key(value: Any) -> Any:
     """A static scalar as a cache key that tells values apart exactly: 0.0 and -0.0 are
     two traces (1/x differs), and a NaN equals itself (else every call would retrace)."""
     if isinstance(value, float):
@@ -71,13 +77,45 @@ def _exact(value: Any) -> Any:
     return value
 
 
-def _as_array(value: Any) -> np.ndarray:
+def _as_array(value: Any, where: str) -> np.ndarray:
     tensor_type = eager_tensor_type()
     if tensor_type is not None and isinstance(value, tensor_type):
         return tensor_value(value)
     if is_python_scalar(value):
         return np.asarray(value, dtype=weak_dtype(value, ()))
-    return np.asarray(value)
+    try:
+        array = np.asarray(value)
+    except ValueError:  # a ragged sequence of an unregistered type
+        array = np.empty(0, object)
+    if array.dtype == object:
+        raise DTypeError(
+            f"gc.jit: {where} is not an array (got {type(value).__name__}): arguments are "
+            "arrays, numbers, eager tensors, or pytrees of them (tuples, lists, dicts, "
+            "namedtuples, None, types registered with gc.register_pytree_node)"
+        )
+    return array
+
+
+def _tracing(leaves: list[Any]) -> bool:
+    """Is this call part of a graph being built (graph values among the arguments, or a
+    graph open in this thread)?"""
+    return active_graph() is not None or any(isinstance(leaf, Symbol) for leaf in leaves)
+
+
+def _leaf_names(fn: Callable[..., Any], tree: TreeDef) -> list[str]:
+    """A placeholder name for each leaf of the arguments' structure: the parameter's name
+    for an argument that is one array, else the parameter's name and the leaf's path
+    (`p['w']` is `p_w`), made unique."""
+    tops = parameter_names(fn, len(tree.children))
+    names: list[str] = []
+    for top, child in zip(tops, tree.children):
+        for path in leaf_paths(child, top):
+            base = re.sub(r"\W+", "_", path).strip("_") or "arg"
+            name, k = base, 1
+            while name in names:
+                name, k = f"{base}_{k}", k + 1
+            names.append(name)
+    return names
 
 
 class Jitted:
@@ -89,62 +127,75 @@ class Jitted:
         self._cache: dict[tuple, _Entry] = {}
         self._hits = 0
         self._misses = 0
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        # updated=(): fn's __dict__ (another Jitted's fn and cache) must not become ours
+        functools.update_wrapper(self, fn, updated=())  # type: ignore[arg-type]
 
     def _named_params(self) -> dict[str, Any]:
         return dict(self.params) if self.params is not None else module_parameters(self.fn)
 
-    def signature(self, arrays: list[np.ndarray], statics: tuple = ()) -> tuple:
+    def signature(self, arrays: list[np.ndarray], statics: tuple = (), tree: Any = None) -> tuple:
         params = self._named_params()
         return (
             tuple((a.shape, a.dtype.str) for a in arrays),
             tuple((name, id(t)) for name, t in params.items()),
-            tuple((i, kind, _exact(value)) for i, kind, value in statics),
+            tuple((i, kind, static_key(value)) for i, kind, value in statics),
+            tree,
         )
 
-    @staticmethod
-    def _split(args: tuple) -> tuple[list[np.ndarray], tuple]:
-        """The arrays fed as inputs, and (position, type, value) of each static scalar."""
-        statics = tuple((i, type(a).__name__, a) for i, a in enumerate(args) if is_python_scalar(a))
-        arrays = [_as_array(a) for a in args if not is_python_scalar(a)]
-        return arrays, statics
+    def _split(self, args: tuple) -> tuple[list[np.ndarray], tuple, TreeDef]:
+        """The arrays fed as inputs, (leaf index, type, value) of each static scalar, and
+        the arguments' structure."""
+        leaves, tree = tree_flatten(args)
+        paths = leaf_paths(tree, "args")
+        statics = tuple(
+            (i, type(a).__name__, a) for i, a in enumerate(leaves) if is_python_scalar(a)
+        )
+        arrays = [_as_array(a, path) for a, path in zip(leaves, paths) if not is_python_scalar(a)]
+        return arrays, statics, tree
 
-    def _entry(self, arrays: list[np.ndarray], statics: tuple) -> _Entry:
+    def _entry(self, arrays: list[np.ndarray], statics: tuple, tree: TreeDef) -> _Entry:
         """The cached trace for this signature, traced and compiled on a miss."""
-        key = self.signature(arrays, statics)
-        entry = self._cache.get(key)
+        key = self.signature(arrays, statics, tree)
+        try:
+            entry = self._cache.get(key)
+        except TypeError:  # a registered type's aux data that cannot be hashed
+            raise DTypeError(
+                "gc.jit: the arguments' structure cannot be a cache key (a registered "
+                "pytree type's aux data must be hashable, as in JAX)"
+            ) from None
         if entry is None:
             self._misses += 1
-            entry = self._cache[key] = self._build(arrays, statics)
+            entry = self._cache[key] = self._build(arrays, statics, tree)
         else:
             self._hits += 1
         return entry
 
     def __call__(self, *args: Any) -> Any:
-        arrays, statics = self._split(args)
-        entry = self._entry(arrays, statics)
+        if _tracing(tree_flatten(args)[0]):
+            return self.fn(*args)  # inlined into the graph being built, as jax.jit is
+        arrays, statics, tree = self._split(args)
+        entry = self._entry(arrays, statics, tree)
         lifted = (tensor_value(t) for t in entry.lifted)
         return entry.pack(entry.executable(*arrays, *lifted))
 
-    def _build(self, arrays: list[np.ndarray], statics: tuple = ()) -> _Entry:
+    def _build(self, arrays: list[np.ndarray], statics: tuple, tree: TreeDef) -> _Entry:
         structure: list[Any] = []
         static_at = {i: value for i, _, value in statics}
-        count = len(arrays) + len(static_at)
+        count = len(arrays) + len(static_at)  # leaves
 
         def recording(*values: Any) -> Any:
             inputs = iter(values)
-            args = [static_at[i] if i in static_at else next(inputs) for i in range(count)]
-            result = self.fn(*args)
-            if isinstance(result, Mapping):
-                structure.append(list(result))
-            elif isinstance(result, (tuple, list)):
-                structure.append("tuple")
-            else:
-                structure.append(None)
-            return result
+            leaves = [static_at[i] if i in static_at else next(inputs) for i in range(count)]
+            result = self.fn(*tree_unflatten(tree, leaves))
+            out_leaves, out_tree = tree_flatten(result)
+            structure.append(out_tree)
+            keys = out_tree.aux if isinstance(out_tree, TreeDef) else None
+            if isinstance(result, Mapping) and all(c == LEAF for c in out_tree.children):
+                return dict(zip(keys, out_leaves))  # outputs named by their keys
+            return result if out_tree == LEAF else tuple(out_leaves)
 
-        functools.update_wrapper(recording, self.fn)
-        names = [n for i, n in enumerate(parameter_names(self.fn, count)) if i not in static_at]
+        functools.update_wrapper(recording, self.fn, updated=())
+        names = [n for i, n in enumerate(_leaf_names(self.fn, tree)) if i not in static_at]
         recording.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names]
         )  # placeholders keep the names of the parameters they stand for

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from graphc.frontend.call import inline
-from graphc.frontend.jit import Jitted
+from graphc.frontend.jit import Jitted, static_key
 from graphc.frontend.trace import parameter_names
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph, Node, active_graph
@@ -161,7 +161,7 @@ class OnArrays:
     ) -> tuple[Jitted, dict[tuple, Tree], list[Tree]]:
         """The jitted function for this structure and these static values, the result
         structures it has given by signature, and the list its next trace adds to."""
-        key = tuple((k, kind, _exact(value)) for k, kind, value in statics)
+        key = tuple((k, kind, static_key(value)) for k, kind, value in statics)
         for known_tree, known_key, jitted, out_trees, traced in self._cache:
             if known_tree == tree and known_key == key:
                 return jitted, out_trees, traced
@@ -182,10 +182,6 @@ class OnArrays:
         jitted = Jitted(flat)
         self._cache.append((tree, key, jitted, out_trees, traced))
         return jitted, out_trees, traced
-
-
-def _exact(value: Any) -> Any:
-    return value.hex() if isinstance(value, float) else value
 
 
 def as_array(value: Any) -> np.ndarray:

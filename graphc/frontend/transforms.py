@@ -207,7 +207,7 @@ def _bound(f: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
     """`f` with its keyword arguments given (its name and signature kept)."""
     if not kwargs:
         return f
-    return functools.update_wrapper(functools.partial(f, **kwargs), f)
+    return functools.update_wrapper(functools.partial(f, **kwargs), f, updated=())
 
 
 def _wrap(

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from graphc.frontend.call import inline
+from graphc.frontend.jit import static_key
 from graphc.frontend.staging import as_tuple
 from graphc.frontend.trace import TensorSpec, lifted_feeds, trace
 from graphc.ir.graph import Graph
@@ -160,7 +161,7 @@ def vmap(
     if not callable(f):
         raise VmapError(f"vmap: expected a function to batch, got {type(f).__name__}")
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())  # not f's __dict__: a Jitted's fn and cache stay its own
     def batched(*args: Any, **kwargs: Any) -> Any:
         leaves, tree = flatten(args)
         keyword_leaves, keyword_tree = flatten(kwargs)  # batched on axis 0, as in JAX
@@ -174,20 +175,33 @@ def vmap(
         names = _arg_names(leaves, tree, "args")
         names += _arg_names(keyword_leaves, keyword_tree, "kwargs")
         axes += [0] * len(keyword_leaves)
-        count, leaves = len(leaves), leaves + keyword_leaves
+        count, every_leaf = len(leaves), leaves + keyword_leaves
         tree = (tree, keyword_tree)
-        size = _batch_size(leaves, axes, names, axis_size)
+        size = _batch_size(every_leaf, axes, names, axis_size)
+        # an unbatched Python scalar is passed as it is, weakly typed (as gc.jit's static
+        # scalars): traced as a placeholder it would be an int64 or float32 value
+        static = {
+            k: leaf
+            for k, (leaf, axis) in enumerate(zip(every_leaf, axes))
+            if axis is None and is_python_scalar(leaf)
+        }
+        fed = [k for k in range(len(every_leaf)) if k not in static]
+        leaves = [every_leaf[k] for k in fed]
+        axes, names = [axes[k] for k in fed], [names[k] for k in fed]
         types = [_per_example(leaf, axis) for leaf, axis in zip(leaves, axes)]
         out_tree: list[Any] = [None]
 
         def flat(symbols: list[Any]) -> tuple:
-            positional = unflatten(tree[0], symbols[:count])
-            result = f(*positional, **unflatten(tree[1], symbols[count:]))
+            inputs = iter(symbols)
+            full = [static[k] if k in static else next(inputs) for k in range(len(every_leaf))]
+            positional = unflatten(tree[0], full[:count])
+            result = f(*positional, **unflatten(tree[1], full[count:]))
             out_leaves, out_tree[0] = flatten(result)
             return tuple(out_leaves)
 
         outer = graph_of(leaves)  # the graph being built (arrays inside a trace too)
-        key = _signature(tree, types, axes, size) if outer is None else None
+        statics = tuple((k, type(v).__name__, static_key(v)) for k, v in static.items())
+        key = _signature((tree, statics), types, axes, size) if outer is None else None
         if key is not None and key in compiled:  # arrays of a signature met before
             body, executable, out_tree[0] = compiled[key]
             results = as_tuple(executable(*leaves, *lifted_feeds(body).values()))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
+import pytest
 
 import graphc as gc
 
@@ -91,3 +94,55 @@ def test_static_scalars_are_keyed_exactly() -> None:
     for _ in range(3):
         assert np.isnan(f(x, math.nan)).all()
     assert f.cache_info().misses == 3 and f.cache_info().hits == 2
+
+
+class Pair(NamedTuple):
+    a: Any
+    b: Any
+
+
+def test_pytree_arguments_and_results_as_jax_jit() -> None:
+    calls = []
+
+    def f(d, pair, s):
+        calls.append(1)
+        return {"z": d["x"] * s, "y": (pair.a, [d["w"] + pair.b, None])}
+
+    jf = gc.jit(f)
+    d = {"x": np.ones(2, np.float32), "w": np.arange(2, dtype=np.float32)}
+    pair = Pair(np.float32(3), np.ones(2, np.float32))
+    got = jf(d, pair, 3)
+    want = f(d, pair, 3)
+    assert list(got) == ["y", "z"]  # sorted keys, as jax
+    assert gc.tree_structure(got) == gc.tree_structure(want)
+    for g, w in zip(gc.tree_leaves(got), gc.tree_leaves(want)):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+    assert isinstance(got["y"][1], list) and got["y"][1][1] is None
+    jf({"x": np.zeros(2, np.float32), "w": d["w"]}, pair, 3)  # same structure: reused
+    assert len(calls) == 2 and jf.cache_info().hits == 1
+    jf({"x": d["x"], "w": d["w"], "v": d["w"]}, pair, 3)  # another structure: traced
+    assert jf.cache_info().misses == 2
+    names = [p.name for p in jf.graph_for(d, pair, 3).inputs]
+    assert names == ["d_w", "d_x", "pair_a", "pair_b"]
+
+
+def test_an_argument_that_is_no_array_is_named_in_the_error() -> None:
+    with pytest.raises(gc.DTypeError, match=r"args\[0\]\['k'\] is not an array \(got object\)"):
+        gc.jit(lambda d: d["k"])({"k": object()})
+
+
+def test_a_jitted_function_on_graph_values_is_inlined() -> None:
+    x = np.arange(6.0).reshape(2, 3)
+    g = gc.jit(lambda r: gc.sum(r) * r)
+    want = x.sum(1, keepdims=True) * x
+    np.testing.assert_allclose(gc.vmap(g)(x), want)
+    # jit(vmap(jit)): the outer jit keeps its own function (functools.wraps once copied
+    # the inner Jitted's __dict__, fn and cache, onto the vmapped wrapper and then onto
+    # the outer jit, which ran the inner function on the whole batch)
+    np.testing.assert_allclose(gc.jit(gc.vmap(g))(x), want)
+    np.testing.assert_allclose(gc.jit(gc.jit(lambda v: v * 2))(x), x * 2)
+    np.testing.assert_allclose(gc.grad(lambda v: gc.sum(g(v)))(x), np.full_like(x, 2 * x.sum()))
+    traced = gc.trace(lambda v: g(v) + 1, gc.TensorSpec((2, 3), "float64"))
+    assert "sum" in {n.op for n in traced.op_nodes}  # its ops, in the outer graph
+    assert g.cache_info().misses == 0  # never compiled on its own

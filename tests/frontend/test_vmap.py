@@ -189,6 +189,23 @@ def test_python_scalars_and_int_arguments() -> None:
     assert got.dtype == np.int64
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int8", "int32", "uint8"])
+@pytest.mark.parametrize("scalar", [7, 2.5, True])
+def test_an_unbatched_python_scalar_is_weakly_typed(jax: Any, dtype: str, scalar: Any) -> None:
+    """As jax: the array's dtype where the scalar's kind fits it (a float scalar meets an
+    integer array in the default float; graphc's is numpy's float64 there)."""
+    x = np.arange(6).reshape(2, 3).astype(dtype)
+    got = gc.vmap(lambda a, s: a * s + s, in_axes=(0, None))(x, scalar)
+    want = jax.vmap(lambda a, s: a * s + s, in_axes=(0, None))(x, scalar)
+    if np.issubdtype(x.dtype, np.integer) and isinstance(scalar, float):
+        assert got.dtype == np.float64
+    else:
+        assert got.dtype == want.dtype == x.dtype
+    np.testing.assert_array_equal(got, np.asarray(want).astype(got.dtype))
+    traced = gc.jit(lambda a: gc.vmap(lambda b, s: b * s, in_axes=(0, None))(a, scalar))(x)
+    assert traced.dtype == got.dtype
+
+
 # -- errors -------------------------------------------------------------------------------
 
 

@@ -203,8 +203,11 @@ div = _binary(
 def _pow_vjp(ct: Any, out: Any, x: Any, y: Any, needs: tuple) -> tuple:
     # d(x^y) = y x^(y-1) dx + log(x) x^y dy, with JAX's and torch's values where that
     # formula has 0 * inf: x^0 is flat in x everywhere (0^-1 would make it nan), and
-    # 0^y is flat in y at x = 0 (log 0 = -inf): log(1) stands in for it there
-    gx = unbroadcast(ct * where(eq(y, 0), 0, y * x ** (y - 1)), x) if needs[0] else None
+    # 0^y is flat in y at x = 0 (log 0 = -inf): log(1) stands in for it there. The
+    # masks are on the coefficients, not on ct, so that the rule stays linear in ct with
+    # finite coefficients (forward mode transposes it: 0 * inf would be nan again), and
+    # for a constant y they fold away, leaving (ct * y) * x^(y-1)
+    gx = unbroadcast(ct * y * where(eq(y, 0), 0, x ** (y - 1)), x) if needs[0] else None
     gy = unbroadcast(ct * out * log(where(eq(x, 0), 1, x)), y) if needs[1] else None
     return gx, gy
 

@@ -106,6 +106,8 @@ def weak_dtype(scalar: Any, strong: Sequence[np.dtype]) -> np.dtype:
         return np.dtype(np.bool_)
     if isinstance(scalar, int):
         return np.dtype(np.int64)
+    if isinstance(scalar, complex):  # graphc has no complex dtype: a named error
+        return as_dtype(np.complex64)
     return np.dtype(np.float32)
 
 

@@ -14,7 +14,9 @@ JAX tracer of a weakly typed aval is:
 - in an elementwise op whose operands are all weak (weak values and Python scalars)
   they meet at the default dtype of the highest Python kind among them (bool < int <
   float < complex): a weak int times 2.5 is float32, as in JAX; the result is weak
-  again when it has that dtype (a comparison's bool result is strong);
+  again when it has that dtype (a comparison's bool result is strong). An op that
+  makes a float of weak ints (true division, sqrt) computes in the default float and
+  gives a weak float, as Python's `1 / 2` and JAX do (not numpy's float64);
 - anywhere else (an index, a matmul, a cast) it is an ordinary value of its dtype.
 
 A weak value's dtype is its kind's default (int64, float32, bool, complex64) until a
@@ -122,6 +124,9 @@ class WeakKind:
             return SYMBOLIC.apply(opdef, plain, attrs)
         meet = join_weak(inputs)
         result = SYMBOLIC.apply(opdef, [as_dtype_of(x, meet, where) for x in inputs], attrs)
+        if meet.kind in "biu" and is_float(result.dtype):  # 1 / 2: a weak float
+            meet = weak_dtype(0.0, ())
+            result = SYMBOLIC.apply(opdef, [as_dtype_of(x, meet, where) for x in inputs], attrs)
         return weak(result) if result.dtype == meet else result
 
 

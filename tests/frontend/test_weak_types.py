@@ -214,6 +214,48 @@ def test_a_nested_cond_reading_a_weak_carry_settles_with_it() -> None:
     assert carry.dtype == F32 and carry == 5.0
 
 
+def test_weak_ints_divided_give_a_weak_float_as_in_python_and_jax(jax32: Any) -> None:
+    """numpy's int64 / int64 is float64; weak ints divided are Python's 1 / 2, a weak
+    float: float32 next to float32 values (it was float64, and the fori carry failed)."""
+    xs = xs_f32(3)
+    ys = lambda xs: gc.scan(lambda c, x: (c + 1, x + c / 2), 0, xs)[1]  # noqa: E731
+    agree(
+        gc.jit(ys)(xs),
+        ys_jax := jax32.jit(lambda xs: jax32.lax.scan(lambda c, x: (c + 1, x + c / 2), 0, xs)[1])(
+            xs
+        ),
+    )
+    assert ys_jax.dtype == F32
+    for body in (lambda i, c: c + i / 2, lambda i, c: c + gc.sqrt(i)):
+        ours = gc.jit(lambda x, body=body: gc.fori_loop(0, 3, body, x))(np.float32(0))
+        assert ours.dtype == F32
+    np.testing.assert_allclose(ours, 1 + np.sqrt(2), rtol=1e-6)
+    alone = gc.jit(lambda x: gc.fori_loop(0, 3, lambda i, c: c + i / 2, 0.0) + x)(np.float32(1))
+    assert alone.dtype == F32 and alone == 2.5
+
+
+def test_a_weak_operand_is_weak_inside_the_branches_too() -> None:
+    """A weak carry handed to a cond: `q * 0.5` in one branch stays weak and settles on
+    the other branch's float64 (it was a strong float32 there: a type mismatch)."""
+
+    def step(c: Any, t: Any) -> tuple[Any, Any]:
+        return gc.cond(t > 0, lambda q: q + t, lambda q: q * 0.5, c), c
+
+    carry, ys = gc.jit(lambda xs: gc.scan(step, 1.0, xs))(np.array([1.0, -1.0, 1.0]))
+    assert carry.dtype == ys.dtype == np.float64
+    np.testing.assert_array_equal(ys, [1.0, 2.0, 1.0])
+    assert carry == 2.0
+
+
+def test_a_python_complex_is_the_named_unsupported_dtype() -> None:
+    for f in (
+        lambda x: gc.fori_loop(0, 2, lambda i, c: c * x, 1j),
+        lambda x: gc.cond(x > 0, lambda v: 1j, lambda v: v, x),
+    ):
+        with pytest.raises(gc.GraphcError, match="complex64 is not supported"):
+            gc.jit(f)(np.float32(2))
+
+
 def test_while_loop_python_init_takes_the_body_dtype(jax32: Any) -> None:
     x = np.float32(2.5)
     ours = gc.jit(lambda x: gc.while_loop(lambda c: c < 10, lambda c: c + x, 0))(x)

@@ -104,6 +104,18 @@ def cond(
     true_fun = _argument("cond", "true_fun", true_fun, "true_fn", true_fn)
     false_fun = _argument("cond", "false_fun", false_fun, "false_fn", false_fn)
     dtype = _scalar_dtype("cond", "predicate", pred)
+    return _cond(pred, dtype, true_fun, false_fun, operands, "cond")
+
+
+def _cond(
+    pred: Any,
+    dtype: np.dtype,
+    true_fun: Callable[..., Any],
+    false_fun: Callable[..., Any],
+    operands: tuple,
+    op: str,
+) -> Any:
+    """`cond` for `op` (cond, or switch's tree of conds), which its errors name."""
     leaves, tree = flatten(operands)
     graph = graph_of([pred, *leaves])
     if graph is None or (not isinstance(pred, Symbol) and kind_of(pred) is None):
@@ -114,23 +126,35 @@ def cond(
             pred = ne(pred, 0)
     symbols = [lift(v, graph) for v in leaves]
     inputs = [(f"x{i}", s.type) for i, s in enumerate(symbols)]
+    weak_operands = [is_weak(v) for v in leaves]  # weak inside the branches too, as in JAX
 
     def branch(fn: Callable[..., Any], default: str, dtypes: dict | None = None) -> Traced:
         name = fn_name(fn, default)
-        return trace_body(name, graph, inputs, lambda xs: fn(*unflatten(tree, xs)), "cond", dtypes)
+
+        def body(xs: list[Symbol]) -> Any:
+            return fn(*unflatten(tree, _weakened(xs, weak_operands)))
+
+        return trace_body(name, graph, inputs, body, "cond", dtypes)
 
     taken, other = branch(true_fun, "true_fn"), branch(false_fun, "false_fn")
     if taken.tree != other.tree:
         raise TracingError(
-            f"cond: the branches return different structures: {show_tree(taken.tree)} "
+            f"{op}: the branches return different structures: {show_tree(taken.tree)} "
             f"from '{taken.body.name}', {show_tree(other.tree)} from '{other.body.name}' "
             f"(they differ at {mismatch(taken.tree, other.tree, 'result')})"
         )
-    settled = _join_branches("cond", [taken, other], leaf_paths(taken.tree, "result"))
+    settled = _join_branches(op, [taken, other], leaf_paths(taken.tree, "result"))
     if _retrace(taken, settled):
         taken = branch(true_fun, "true_fn", settled)
     if _retrace(other, settled):
         other = branch(false_fun, "false_fn", settled)
+    types = [[o.type for o in t.body.outputs] for t in (taken, other)]
+    if types[0] != types[1]:  # said here, with the op's and the branches' names
+        shown = ["(" + ", ".join(str(t) for t in ts) + ")" for ts in types]  # (map is gc.map)
+        raise ShapeError(
+            f"{op}: the branches give results of different types: '{taken.body.name}' "
+            f"gives {shown[0]}, '{other.body.name}' gives {shown[1]}"
+        )
     weak_results = set(taken.weak) & set(other.weak)  # weak in every branch: still weak
     captured = list(dict.fromkeys([*taken.captures, *other.captures]))
     bodies = []
@@ -227,14 +251,26 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
         return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
     index = lift(index, graph)
 
+    def named(k: int) -> Callable[..., Any]:
+        """Branch k, named for the errors (a lambda as branch_k)."""
+
+        def branch(*args: Any) -> Any:
+            return branches[k](*args)
+
+        branch.__name__ = fn_name(branches[k], f"branch_{k}")
+        return branch
+
     def between(lo: int, hi: int) -> Callable[..., Any]:
         """The branches lo..hi-1 as one function: a cond on index < middle."""
         if hi - lo == 1:
-            return branches[lo]
+            return named(lo)
 
         def pick(*args: Any) -> Any:
             middle = (lo + hi) // 2
-            return cond(lt(index, middle), between(lo, middle), between(middle, hi), *args)
+            below = lt(index, middle)
+            return _cond(
+                below, below.dtype, between(lo, middle), between(middle, hi), args, "switch"
+            )
 
         pick.__name__ = f"branches_{lo}_to_{hi - 1}"
         return pick

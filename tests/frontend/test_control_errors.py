@@ -280,3 +280,23 @@ def test_scan_on_arrays_checks_lengths_too() -> None:
         gc.scan(lambda c, x: (c + x, c), np.zeros(2), np.ones((3, 2)), length=4)
     with pytest.raises(gc.GraphcError, match="symbolic length"):
         gc.scan(lambda c, x: (c, c), np.zeros(2), length="T")
+
+
+def test_switch_errors_name_switch_and_the_branches() -> None:
+    """switch is a tree of conds; its errors name switch and branch k, not cond's
+    true_fn and false_fn (which the user never wrote)."""
+    x = np.float32(1)
+    ragged = [lambda v: v, lambda v: v, lambda v: (v, v)]
+    with pytest.raises(gc.TracingError, match=r"switch: .* from 'branch_1', .* from 'branch_2'"):
+        gc.jit(lambda i, x: gc.switch(i, ragged, x))(np.int32(0), x)
+
+    def wide(v):
+        return gc.cast(v, "float64")
+
+    typed = [lambda v: v, wide]
+    with pytest.raises(
+        gc.ShapeError, match=r"switch: .*'branch_0' gives \(f32\[\]\), 'wide' gives \(f64\[\]\)"
+    ):
+        gc.jit(lambda i, x: gc.switch(i, typed, x))(np.int32(0), x)
+    with pytest.raises(gc.ShapeError, match=r"cond: .*'true_fn' gives \(f32\[\]\), 'wide' gives"):
+        gc.jit(lambda p, x: gc.cond(p, lambda v: v, wide, x))(np.bool_(True), x)

@@ -59,6 +59,7 @@ from graphc.eager.functional import (
     clip,
     concat,
     concatenate,
+    equal,
     flatten,
     index_select,
     is_tensor,

@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from graphc.eager.grad_fn import FREED_MESSAGE, GradFn, check_grads, edge, needed_edges
+from graphc.eager.grad_fn import (
+    FREED_MESSAGE,
+    GradFn,
+    check_grads,
+    edge,
+    move_retained,
+    needed_edges,
+)
 from graphc.eager.grad_mode import STATE, no_grad
 from graphc.eager.tensor import Tensor, make
 from graphc.eager.views import check_view_inplace, rebase_history
@@ -224,9 +231,11 @@ def _rebase_dirty(ctx: FunctionCtx, index: int, out: Tensor) -> Tensor:
     """`out` was written in place by forward: its history is now `ctx` (a view's base gets
     a CopySlices history, as after any in-place op on a view)."""
     if out._base is None:
+        old, old_nr = out.grad_fn, out._output_nr
         out.grad_fn = ctx
         out._output_nr = index
         out._requires_grad = True
+        move_retained(out, old, old_nr)
         return out
     written = make(out._data)
     written._counter = out._counter

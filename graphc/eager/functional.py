@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphc.eager.creation import as_tensor
+from graphc.eager.grad_fn import spelled
 from graphc.eager.tensor import Tensor
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
@@ -96,7 +97,7 @@ concat = concatenate = cat
 
 def stack(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None) -> Any:
     """torch.stack: join along a new dim."""
-    return S.stack(list(tensors), axis=dim if axis is None else axis)
+    return spelled(S.stack(list(tensors), axis=dim if axis is None else axis), "StackBackward0")
 
 
 def transpose(x: Any, *dims: Any) -> Any:
@@ -165,6 +166,12 @@ def index_select(x: Any, dim: int, index: Any) -> Any:
 
 def numel(x: Any) -> int:
     return _t(x).numel()
+
+
+def equal(x: Any, y: Any) -> bool:
+    """torch.equal: True when x and y have the same shape and the same values (a Python
+    bool; `graphc.eager.eq` is the elementwise comparison)."""
+    return _t(x).equal(_t(y))
 
 
 def is_tensor(x: Any) -> bool:

@@ -24,6 +24,7 @@ from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError
 from graphc.ir.registry import OpDef, register_rule
 from graphc.ops import elementwise as E
+from graphc.ops import indexing as I
 
 FREED_MESSAGE = (
     "{name}: trying to backward through the graph a second time (or to use saved tensors "
@@ -100,6 +101,18 @@ class GradFn:
         if self._retained is None:
             self._retained = {}
         self._retained[index] = ref
+
+
+def move_retained(t: Tensor, old: GradFn | None, old_nr: int) -> None:
+    """An in-place op rebased `t` from output `old_nr` of `old` onto its new grad_fn: a
+    retained `.grad` follows it (torch's is the gradient of the new value), while hooks
+    registered before stay where they were (they see the old value's gradient, as torch)."""
+    if not t._retains_grad or old is None or t.grad_fn is old:
+        return
+    retained = old._retained
+    if retained is not None and old_nr in retained and retained[old_nr]() is t:
+        del retained[old_nr]
+    t.grad_fn.retain_output(t._output_nr, weakref.ref(t))
 
 
 class AccumulateGrad(GradFn):
@@ -191,6 +204,7 @@ class OpBackward(GradFn):
         "_out_version",
         "_output_hooks",
         "_retained",
+        "_name",
     )
 
     def __init__(
@@ -217,12 +231,17 @@ class OpBackward(GradFn):
         self._out_version = counter[0]
         self._output_hooks = None
         self._retained = None
+        self._name = None
 
     def name(self) -> str:
+        if self._name is not None:  # given by the method that made it (see `spelled`)
+            return self._name
         name = self.opdef.name
         if name in ("sum", "mean") and self.attrs.get("axis") is not None:
             return f"{name.title()}Backward1"  # torch's overload with dim=
         named = self.opdef.rules.get("torch_grad_fn")
+        if callable(named):
+            return named(**self.attrs)
         return named or "".join(p.title() for p in name.split("_")) + "Backward0"
 
     def rebase_output(self, tensor: Tensor) -> None:
@@ -282,6 +301,33 @@ register_rule("broadcast_to", "torch_grad_fn", "ExpandBackward0")
 register_rule("take", "torch_grad_fn", "IndexSelectBackward0")
 register_rule("matmul", "torch_grad_fn", "MmBackward0")
 register_rule("gemm", "torch_grad_fn", "AddmmBackward0")
+
+
+def _slice_grad_fn(index: str) -> str:
+    """torch applies an index item by item, skipping plain `:` and `...`; its grad_fn is
+    the last item's: SelectBackward0 for an int, UnsqueezeBackward0 for None."""
+    items = [
+        item
+        for item in I.parse_index(index)
+        if item is not Ellipsis and not (isinstance(item, slice) and item == slice(None))
+    ]
+    if not items or isinstance(items[-1], slice):
+        return "SliceBackward0"
+    return "UnsqueezeBackward0" if items[-1] is None else "SelectBackward0"
+
+
+register_rule("slice", "torch_grad_fn", _slice_grad_fn)
+
+
+def spelled(t: Any, name: str) -> Any:
+    """Give the node that just made `t` torch's name for the method spelled: one op serves
+    several (transpose for t(), permute and transpose(0, 1); reshape for view, squeeze and
+    unsqueeze), and torch names the node after the method. `t` may be a graph value
+    (while tracing) or need no grad: then nothing changes."""
+    node = getattr(t, "grad_fn", None)
+    if isinstance(node, OpBackward):
+        node._name = name
+    return t
 
 
 def needed_edges(edges: tuple, wanted: Any) -> tuple[bool, ...]:

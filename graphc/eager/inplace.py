@@ -61,10 +61,14 @@ def write_result(x: Any, result: Any, op: str) -> Any:
 
         rebase_history(x, result)  # the base's history, as PyTorch's CopySlices
     elif result.grad_fn is not None:
+        from graphc.eager.grad_fn import move_retained  # grad_fn imports Tensor
+
+        old, old_nr = x.grad_fn, x._output_nr
         x.grad_fn = result.grad_fn
         x._output_nr = result._output_nr
         x._requires_grad = True
         result.grad_fn.rebase_output(x)  # results come from registry ops: an OpBackward
+        move_retained(x, old, old_nr)
     return x
 
 
@@ -123,8 +127,8 @@ class InPlaceMethods:
     sigmoid_ = _inplace("sigmoid_", lambda x: E.sigmoid(x), reads_self=False)
     relu_ = _inplace("relu_", lambda x: E.relu(x), reads_self=False)
     clamp_ = clip_ = _inplace("clamp_", lambda x, min=None, max=None: E.clip(x, min, max))
-    masked_fill_ = _inplace(
-        "masked_fill_", lambda x, mask, value: E.where(mask, value, x), reads_self=False
+    masked_fill_ = _inplace(  # the value cast to x's dtype (masked_fill)
+        "masked_fill_", lambda x, mask, value: x.masked_fill(mask, value), reads_self=False
     )
 
     def __iadd__(self, other: Any) -> Any:

@@ -13,10 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
+from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
+from graphc.ir.graph import active_graph
+from graphc.ir.types import is_float, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
+from graphc.ops import logical
+from graphc.ops import reduce as R
 from graphc.ops import shape as S
+from graphc.ops.methods import MinMax, ValueMethods
 from graphc.ops.symbolic import Symbol
 
 
@@ -68,8 +73,52 @@ def _gather(x: Any, index: Any) -> Any:
     return I.take(S.reshape(x, (-1,)), positions)
 
 
+def _spelled(t: Any, name: str) -> Any:
+    from graphc.eager.grad_fn import spelled  # grad_fn imports Tensor
+
+    return spelled(t, name)
+
+
+def _extremum(x: Any, which: str, dim: Any, keepdim: bool, axis: Any, keepdims: bool) -> Any:
+    """torch.max / torch.min on a tensor. Along a dim, the values are the entries at the
+    indices returned, so the whole gradient goes to them (torch's `max(dim)`: one winner
+    per tie), unlike amax, max() and the graph's `max` op, which share it among ties."""
+    method = ValueMethods.max if which == "max" else ValueMethods.min
+    if dim is None and axis is None:
+        return _spelled(method(x), f"{which.title()}Backward1")
+    if axis is not None or not isinstance(dim, (int, np.integer)) or active_graph() is not None:
+        return method(x, dim, keepdim, axis=axis, keepdims=keepdims)
+    if not x.shape:
+        return method(x, dim, keepdim)  # one element: no ties
+    find = R.argmax if which == "max" else R.argmin
+    indices = find(x, axis=dim, keepdims=keepdim)
+    dim = normalize_axis(dim, len(x.shape), which)
+    picked = indices._data if keepdim else np.expand_dims(indices._data, dim)
+    positions = np.take_along_axis(np.arange(x._data.size).reshape(x.shape), picked, axis=dim)
+    if not keepdim:
+        positions = np.squeeze(positions, dim)
+    values = I.take(S.reshape(x, (-1,)), positions)  # its rule reads x's shape only
+    return MinMax(_spelled(values, f"{which.title()}Backward0"), indices)
+
+
+def _check_float(x: Any, op: str) -> None:
+    if not is_float(x.dtype):
+        raise DTypeError(
+            f"{op}(): could not infer output dtype: the input must be of a floating point "
+            f"dtype, got {x.dtype} (cast it first, e.g. x.float().{op}())"
+        )
+
+
+def _filled(value: Any, dtype: np.dtype) -> np.ndarray:
+    """A Python number as a 0-d array of `dtype`: torch's cast of a fill value."""
+    return np.asarray(value).astype(dtype)
+
+
 class EagerMethods:
-    """Mixed into `Tensor`, before the shared `ValueMethods`."""
+    """Mixed into `Tensor`, before the shared `ValueMethods`.
+
+    Some methods below only name the node the shared method made as torch names it
+    (`t()` is TBackward0, `transpose(0, 1)` TransposeBackward0, both a `transpose` op)."""
 
     shape: tuple
     dtype: np.dtype
@@ -98,7 +147,7 @@ class EagerMethods:
         out._data = np.ascontiguousarray(out._data)
         if out.grad_fn is not None:
             out.grad_fn.rebase_output(out)
-        return out
+        return _spelled(out, "CloneBackward0")
 
     def is_contiguous(self) -> bool:
         """True when the memory is in row-major order without gaps (a copy is not needed)."""
@@ -120,6 +169,94 @@ class EagerMethods:
         if _beyond_getitem(index):
             return _gather(self, index)
         return I.getitem(self, index)
+
+    # -- reductions with torch's semantics -----------------------------------------------
+
+    def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: bool = False) -> Any:  # fmt: skip
+        """The largest element; (values, indices) along dim; maximum with a value."""
+        return _extremum(self, "max", dim, keepdim, axis, keepdims)
+
+    def min(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: bool = False) -> Any:  # fmt: skip
+        """The smallest element; (values, indices) along dim; minimum with a value."""
+        return _extremum(self, "min", dim, keepdim, axis, keepdims)
+
+    def amax(self, *args: Any, **kwargs: Any) -> Any:
+        return _spelled(ValueMethods.amax(self, *args, **kwargs), "AmaxBackward0")  # type: ignore[attr-defined]
+
+    def amin(self, *args: Any, **kwargs: Any) -> Any:
+        return _spelled(ValueMethods.amin(self, *args, **kwargs), "AminBackward0")  # type: ignore[attr-defined]
+
+    def mean(self, *args: Any, **kwargs: Any) -> Any:
+        """The mean (over dim); as torch, of floating-point tensors only."""
+        _check_float(self, "mean")
+        return ValueMethods.mean(self, *args, **kwargs)  # type: ignore[attr-defined]
+
+    def var(self, *args: Any, **kwargs: Any) -> Any:
+        """The variance (see ValueMethods.var); as torch, of floating-point tensors only."""
+        _check_float(self, "var")
+        return ValueMethods.var(self, *args, **kwargs)
+
+    def all(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+            keepdims: bool | None = None) -> Any:  # fmt: skip
+        """True where every element (along dim) is nonzero; True for none, as torch."""
+        if active_graph() is not None:
+            return ValueMethods.all(self, dim, keepdim, axis=axis, keepdims=keepdims)
+        # a count, not a min: a min of no elements has no value
+        zeros = ValueMethods.sum(  # type: ignore[attr-defined]
+            logical.logical_not(E.cast(self, np.bool_)), dim, keepdim, axis=axis, keepdims=keepdims
+        )
+        return E.eq(zeros, 0)
+
+    def any(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+            keepdims: bool | None = None) -> Any:  # fmt: skip
+        """True where some element (along dim) is nonzero; False for none, as torch."""
+        if active_graph() is not None:
+            return ValueMethods.any(self, dim, keepdim, axis=axis, keepdims=keepdims)
+        nonzeros = ValueMethods.sum(  # type: ignore[attr-defined]
+            E.cast(self, np.bool_), dim, keepdim, axis=axis, keepdims=keepdims
+        )
+        return E.gt(nonzeros, 0)
+
+    # -- torch's names for the nodes of shared ops -----------------------------------------
+
+    def t(self) -> Any:
+        return _spelled(ValueMethods.t(self), "TBackward0")
+
+    def transpose(self, *dims: Any) -> Any:
+        """transpose(d0, d1) swaps two dims (PyTorch); a full permutation also works."""
+        out = ValueMethods.transpose(self, *dims)
+        swapped = len(dims) == 2 and all(isinstance(d, (int, np.integer)) for d in dims)
+        return _spelled(out, "TransposeBackward0") if swapped else out
+
+    swapaxes = swapdims = transpose
+
+    def unsqueeze(self, dim: int) -> Any:
+        return _spelled(ValueMethods.unsqueeze(self, dim), "UnsqueezeBackward0")
+
+    def squeeze(self, dim: Any = None) -> Any:
+        """Drop dims of size 1 (all, or those of `dim` that are 1: torch keeps the others)."""
+        overload = 0 if dim is None else 2 if isinstance(dim, (tuple, list)) else 1
+        return _spelled(ValueMethods.squeeze(self, dim), f"SqueezeBackward{overload}")
+
+    def clone(self) -> Any:
+        """A copy that stays differentiable (gradients flow back to self)."""
+        return _spelled(ValueMethods.clone(self), "CloneBackward0")
+
+    def masked_fill(self, mask: Any, value: Any) -> Any:
+        """`value` where mask holds, self elsewhere; of self's dtype, as torch (an int
+        tensor filled with 2.5 gets 2). A tensor value must be 0-d; it gets a gradient."""
+        if getattr(value, "shape", ()) != ():
+            raise ShapeError(
+                "masked_fill: only a 0-dimensional value tensor is supported, got one of "
+                f"shape {tuple(value.shape)}"
+            )
+        if isinstance(value, (bool, int, float, np.generic, np.ndarray)):
+            return _spelled(E.where(mask, _filled(value, self.dtype), self), "MaskedFillBackward0")
+        if value.dtype != self.dtype:  # a tensor (or graph value): cast on the tape
+            value = E.cast(value, self.dtype)
+        return _spelled(E.where(mask, value, self), "MaskedFillBackward1")
 
     def equal(self, other: Any) -> bool:
         """Same shape and the same values (PyTorch's torch.equal)."""

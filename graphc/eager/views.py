@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.eager.grad_fn import OpBackward
+from graphc.eager.grad_fn import OpBackward, move_retained
 from graphc.eager.grad_mode import STATE, enable_grad
 from graphc.eager.tensor import Tensor, make
 from graphc.ir.errors import AutodiffError, IndexRangeError, ShapeError
@@ -245,9 +245,11 @@ def rebase_history(view: ViewTensor, result: Tensor) -> None:
     node = placed.grad_fn
     if type(node) is OpBackward:
         node.__class__ = CopySlices  # same slots; only the name differs, as torch shows it
+    old_node, old_nr = root.grad_fn, root._output_nr
     root.grad_fn = node
     root._output_nr = placed._output_nr
     root._requires_grad = True
     node.rebase_output(root)
+    move_retained(root, old_node, old_nr)
     view._requires_grad = True
     view._fn_version = -1  # regenerate its grad_fn from the new base on next use

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import graphc.eager as ge
-from graphc.ir.errors import AutodiffError
+from graphc.ir.errors import AutodiffError, DTypeError
 
 
 def _torch() -> Any:
@@ -123,3 +123,208 @@ def test_mark_dirty_of_a_leaf_under_no_grad_is_fine() -> None:
     with ge.no_grad():
         _single_dirty_function(ge).apply(leaf)
     assert leaf.tolist() == [2.0] and leaf.grad_fn is None
+
+
+# -- max(dim) / min(dim): the whole gradient to the index returned ------------------------------
+
+
+def _extremum_grads(lib: Any) -> dict[str, Any]:
+    seen = {}
+    for name in ("x.max(1)[0]", "x.min(1)[0]", "x.max(1, keepdim=True)[0]", "x.max(dim=0).values",
+                 "x.max()", "x.min()", "x.amax(1)", "x.amax()"):  # fmt: skip
+        x = lib.tensor([[1.0, 3.0, 3.0], [1.0, 1.0, 0.0]], requires_grad=True)
+        y = eval(name, {"x": x})
+        weights = lib.arange(1.0, y.numel() + 1).reshape(y.shape)
+        (y * weights).sum().backward()
+        seen[name] = _values(x.grad)
+    values, indices = lib.tensor([[1.0, 3.0, 3.0]]).max(1)
+    seen["indices"] = indices.tolist()
+    return seen
+
+
+def test_max_along_a_dim_sends_the_gradient_to_its_index() -> None:
+    assert _extremum_grads(ge) == {
+        "x.max(1)[0]": [[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]],
+        "x.min(1)[0]": [[1.0, 0.0, 0.0], [0.0, 0.0, 2.0]],
+        "x.max(1, keepdim=True)[0]": [[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]],
+        "x.max(dim=0).values": [[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]],
+        # without a dim, and amax, share the gradient among ties (torch too)
+        "x.max()": [[0.0, 0.5, 0.5], [0.0, 0.0, 0.0]],
+        "x.min()": [[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]],
+        "x.amax(1)": [[0.0, 0.5, 0.5], [1.0, 1.0, 0.0]],
+        "x.amax()": [[0.0, 0.5, 0.5], [0.0, 0.0, 0.0]],
+        "indices": [1],
+    }
+
+
+def test_max_along_a_dim_matches_torch() -> None:
+    assert _extremum_grads(ge) == _extremum_grads(_torch())
+
+
+def test_max_along_a_dim_of_ints_and_of_one_element() -> None:
+    values, indices = ge.tensor([[4, 9, 9]]).max(1)
+    assert values.tolist() == [9] and values.dtype == ge.int64 and indices.tolist() == [1]
+    values, indices = ge.tensor(2.0, requires_grad=True).max(0)
+    assert values.tolist() == 2.0 and indices.tolist() == 0
+
+
+# -- the module function equal, masked_fill's dtype, empty all/any, mean of ints -----------------
+
+
+def _misc(lib: Any) -> dict[str, Any]:
+    ints = lib.tensor([1, 2, 3])
+    mask = lib.tensor([True, False, True])
+    filled = ints.masked_fill(mask, 2.5)
+    in_place = lib.tensor([1, 2, 3]).masked_fill_(mask, -2.5)
+    value = lib.tensor(3.0, requires_grad=True)
+    floats = lib.tensor([1.0, 2.0, 3.0]).masked_fill(mask, value)
+    floats.sum().backward()
+    empty = lib.zeros(2, 0)
+    return {
+        "equal": lib.equal(lib.tensor([1.0, 2.0]), lib.tensor([1.0, 3.0])),
+        "equal, same": lib.equal(lib.tensor([1.0, 2.0]), lib.tensor([1.0, 2.0])),
+        "filled": (filled.tolist(), str(filled.dtype).split(".")[-1]),
+        "filled in place": in_place.tolist(),
+        "value's grad": value.grad.tolist(),
+        "fill names": (
+            floats.grad_fn.name(),
+            (lib.tensor([1.0]) * value).masked_fill(lib.tensor([True]), 1.0).grad_fn.name(),
+        ),  # fmt: skip
+        "all, any of none": (lib.zeros(0).all().item(), lib.zeros(0).any().item()),
+        "along an empty dim": (empty.all(1).tolist(), empty.any(1).tolist()),
+        "along a full dim": (empty.all(0).tolist(), str(empty.all(0).dtype).split(".")[-1]),
+        "ints": (lib.tensor([[1, 0], [1, 1]]).all(1).tolist(), lib.tensor([0, 2]).any().item()),
+    }
+
+
+def test_equal_masked_fill_and_empty_all_any_as_torch() -> None:
+    assert _misc(ge) == {
+        "equal": False,
+        "equal, same": True,
+        "filled": ([2, 2, 2], "int64"),  # 2.5 cast to the tensor's dtype
+        "filled in place": [-2, 2, -2],
+        "value's grad": 2.0,
+        "fill names": ("MaskedFillBackward1", "MaskedFillBackward0"),
+        "all, any of none": (True, False),
+        "along an empty dim": ([True, True], [False, False]),
+        "along a full dim": ([], "bool"),
+        "ints": ([False, True], True),
+    }
+    assert type(ge.equal(ge.tensor([1.0]), ge.tensor([1.0]))) is bool
+
+
+def test_equal_masked_fill_and_empty_all_any_match_torch() -> None:
+    assert _misc(ge) == _misc(_torch())
+
+
+def test_mean_and_var_of_ints_raise() -> None:
+    for reduction in ("mean", "var", "std"):
+        for x in (ge.tensor([1, 2]), ge.tensor([True, False])):
+            with pytest.raises(DTypeError, match="floating point"):
+                getattr(x, reduction)()
+            with pytest.raises(RuntimeError):  # what torch raises
+                getattr(ge, reduction)(x, 0)
+        assert getattr(ge.tensor([1.0, 3.0]), reduction)().item() > 0
+
+
+# -- grad_fn names -------------------------------------------------------------------------------
+
+GRAD_FN_NAMES = {
+    "x[0]": "SelectBackward0",
+    "x[:, 1]": "SelectBackward0",
+    "x[0:1, 1]": "SelectBackward0",
+    "x[1, :]": "SelectBackward0",
+    "x[..., 0]": "SelectBackward0",
+    "x[0, 1:]": "SliceBackward0",
+    "x[0:1]": "SliceBackward0",
+    "x[:]": "SliceBackward0",
+    "x[None]": "UnsqueezeBackward0",
+    "x[0, None]": "UnsqueezeBackward0",
+    "x.select(1, 0)": "SelectBackward0",
+    "x.narrow(1, 0, 2)": "SliceBackward0",
+    "x[0].t()": "TBackward0",
+    "x.transpose(0, 1)": "TransposeBackward0",
+    "x.swapaxes(0, 1)": "TransposeBackward0",
+    "x.permute(1, 0, 2)": "PermuteBackward0",
+    "lib.transpose(x, 0, 1)": "TransposeBackward0",
+    "lib.t(x[0])": "TBackward0",
+    "x.unsqueeze(-1)": "UnsqueezeBackward0",
+    "lib.unsqueeze(x, 0)": "UnsqueezeBackward0",
+    "x[0:1].squeeze()": "SqueezeBackward0",
+    "x[0:1].squeeze(0)": "SqueezeBackward1",
+    "x.squeeze(1)": "SqueezeBackward1",
+    "x[0:1].squeeze((0,))": "SqueezeBackward2",
+    "lib.squeeze(x[0:1])": "SqueezeBackward0",
+    "lib.stack([x, x], 1)": "StackBackward0",
+    "x.clone()": "CloneBackward0",
+    "x.transpose(0, 1).contiguous()": "CloneBackward0",
+    "x.max()": "MaxBackward1",
+    "x.min()": "MinBackward1",
+    "lib.max(x)": "MaxBackward1",
+    "x.max(1)[0]": "MaxBackward0",
+    "x.min(dim=2, keepdim=True).values": "MinBackward0",
+    "x.amax(1)": "AmaxBackward0",
+    "x.amin()": "AminBackward0",
+    "lib.amax(x, 1)": "AmaxBackward0",
+    "x.masked_fill(x > 0, 1.0)": "MaskedFillBackward0",
+    "x.reshape(24)": "ViewBackward0",
+    "lib.cat([x, x])": "CatBackward0",
+    "x.double()": "ToCopyBackward0",
+}
+
+
+def _grad_fn_names(lib: Any) -> dict[str, str]:
+    x = lib.ones(2, 3, 4, requires_grad=True)
+    return {code: eval(code, {"x": x, "lib": lib}).grad_fn.name() for code in GRAD_FN_NAMES}
+
+
+def test_grad_fn_names_of_methods_sharing_an_op() -> None:
+    assert _grad_fn_names(ge) == GRAD_FN_NAMES
+
+
+def test_grad_fn_names_match_torch() -> None:
+    assert _grad_fn_names(_torch()) == GRAD_FN_NAMES
+
+
+# -- a retained grad follows an in-place op; hooks registered before stay ------------------------
+
+
+def _retained_after_in_place(lib: Any) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+
+    def watch(key: str) -> Any:
+        def hook(g: Any) -> None:
+            seen[key] = _values(g)
+
+        return hook
+
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y.register_hook(watch("hook before"))
+    y.mul_(3)
+    y.register_hook(watch("hook after"))
+    (y * lib.tensor([1.0, 10.0])).sum().backward()
+    seen["grad"], seen["x"] = _values(y.grad), _values(x.grad)
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y[0:1].mul_(3)  # through a view: the base's history becomes CopySlices
+    (y * lib.tensor([1.0, 10.0])).sum().backward()
+    seen["base grad"], seen["base x"] = _values(y.grad), _values(x.grad)
+    return seen
+
+
+def test_retained_grad_is_of_the_value_after_an_in_place_op() -> None:
+    assert _retained_after_in_place(ge) == {
+        "hook before": [3.0, 30.0],  # the gradient of the old value
+        "hook after": [1.0, 10.0],
+        "grad": [1.0, 10.0],  # of the new value
+        "x": [6.0, 60.0],
+        "base grad": [1.0, 10.0],
+        "base x": [6.0, 20.0],
+    }
+
+
+def test_retained_grad_after_an_in_place_op_matches_torch() -> None:
+    assert _retained_after_in_place(ge) == _retained_after_in_place(_torch())

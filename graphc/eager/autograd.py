@@ -176,13 +176,19 @@ def _propagate(
         grads = buffers.pop(node, None)
         results: tuple = ()
         if grads is not None:
+            runs = useful is None or node in useful
+            # torch's engine (evaluate_function): grad() captures what reaches a node that
+            # runs anyway before the node's tensor hooks, and after them at a node that
+            # runs only to be captured (a leaf's, or an input's that nothing else needs)
+            early = node in capture and runs and not accumulate
+            if early:
+                _capture(capture[node], grads, captured)
             _run_hooks(node, grads)
             if accumulate and node._retained:
                 _retain(node, grads)
-            if node in capture:
-                for nr, slot in capture[node]:
-                    captured[slot] = grads[nr]
-            if useful is None or node in useful:
+            if node in capture and not early:
+                _capture(capture[node], grads, captured)
+            if runs:
                 results = node.apply(grads, wanted)
                 if not retain_graph:
                     node.release()
@@ -196,6 +202,11 @@ def _propagate(
             if count == 0:
                 ready.append(nxt)
     return captured
+
+
+def _capture(slots: list[tuple[int, int]], grads: list[Any], captured: list[Any]) -> None:
+    for nr, slot in slots:
+        captured[slot] = grads[nr]
 
 
 def _add(buffers: dict[GradFn, list], node: GradFn, nr: int, grad: Tensor) -> None:

@@ -328,3 +328,45 @@ def test_retained_grad_is_of_the_value_after_an_in_place_op() -> None:
 
 def test_retained_grad_after_an_in_place_op_matches_torch() -> None:
     assert _retained_after_in_place(ge) == _retained_after_in_place(_torch())
+
+
+# -- autograd.grad and tensor hooks of the inputs asked for --------------------------------------
+
+
+def _grads_with_hooks(lib: Any) -> dict[str, Any]:
+    def hooked() -> tuple[Any, Any]:
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 3
+        h.register_hook(lambda g: g * 100)
+        return x, h
+
+    seen = {}
+    x, h = hooked()
+    seen["h and x"] = [_values(g) for g in lib.autograd.grad((h * h).sum(), [h, x])]
+    x, h = hooked()
+    seen["x and h"] = [_values(g) for g in lib.autograd.grad((h * h).sum(), [x, h])]
+    x, h = hooked()
+    seen["h alone"] = _values(lib.autograd.grad((h * h).sum(), h)[0])
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(lambda g: g * 100)
+    seen["a leaf"] = _values(lib.autograd.grad((x * x).sum(), x)[0])
+    x, h = hooked()
+    (h * h).sum().backward(inputs=[h, x])
+    seen["backward(inputs=)"] = [_values(h.grad), _values(x.grad)]
+    return seen
+
+
+def test_grad_captures_a_running_node_before_its_hooks() -> None:
+    assert _grads_with_hooks(ge) == {
+        # h's node runs for x as well: its gradient is taken before h's hook (x's is after)
+        "h and x": [[6.0, 12.0], [1800.0, 3600.0]],
+        "x and h": [[1800.0, 3600.0], [6.0, 12.0]],
+        # a node that runs only to be read gets its hooks first
+        "h alone": [600.0, 1200.0],
+        "a leaf": [200.0, 400.0],
+        "backward(inputs=)": [[600.0, 1200.0], [1800.0, 3600.0]],  # retained: after hooks
+    }
+
+
+def test_grad_and_hooks_match_torch() -> None:
+    assert _grads_with_hooks(ge) == _grads_with_hooks(_torch())

@@ -239,9 +239,9 @@ class OpBackward(GradFn):
         name = self.opdef.name
         if name in ("sum", "mean") and self.attrs.get("axis") is not None:
             return f"{name.title()}Backward1"  # torch's overload with dim=
+        if name == "slice":
+            return _slice_grad_fn(self.attrs["index"])
         named = self.opdef.rules.get("torch_grad_fn")
-        if callable(named):
-            return named(**self.attrs)
         return named or "".join(p.title() for p in name.split("_")) + "Backward0"
 
     def rebase_output(self, tensor: Tensor) -> None:
@@ -314,9 +314,6 @@ def _slice_grad_fn(index: str) -> str:
     if not items or isinstance(items[-1], slice):
         return "SliceBackward0"
     return "UnsqueezeBackward0" if items[-1] is None else "SelectBackward0"
-
-
-register_rule("slice", "torch_grad_fn", _slice_grad_fn)
 
 
 def spelled(t: Any, name: str) -> Any:

@@ -101,8 +101,14 @@ handler("Sum", since=8)(_variadic(E.add))
 
 @handler("Mean", since=8)
 def _mean(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    total = _variadic(E.add)(ctx, inputs, attrs)[0]
-    return [E.div(total, np.asarray(len(inputs), total.dtype))]
+    dtype = np.result_type(*(x.dtype for x in inputs))
+    # a half-precision sum would overflow where the mean does not (3 x 60000): it is
+    # summed in float32, as onnxruntime does, and the mean rounded once back
+    wide = np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+    terms = [x if x.dtype == wide else selection.cast(x, wide) for x in inputs]
+    total = _variadic(E.add)(ctx, terms, attrs)[0]
+    mean = E.div(total, np.asarray(len(inputs), wide))
+    return [mean if wide == dtype else selection.cast(mean, dtype)]
 
 
 @handler("MatMul")

@@ -316,3 +316,27 @@ def test_reduce_prod_of_data_with_zeros_and_its_gradient(axis: int) -> None:
     others = [[np.prod(np.delete(line, k)) for k in range(len(line))] for line in lines]
     others = np.asarray(others, np.float32)  # the product of the others: no division
     np.testing.assert_allclose(dx, others if axis == 1 else others.T, rtol=1e-6)
+
+
+# -- Mean of half-precision inputs ---------------------------------------------------------
+
+
+def test_a_float16_mean_is_summed_in_float32_as_onnxruntime_does() -> None:
+    """3 x 60000 overflows float16 (max 65504); their mean does not."""
+    h = TensorProto.FLOAT16
+    graph = helper.make_graph(
+        [helper.make_node("Mean", ["a", "b", "a"], ["y"])], "m",
+        [helper.make_tensor_value_info("a", h, [3]), helper.make_tensor_value_info("b", h, [3])],
+        [helper.make_tensor_value_info("y", h, [3])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    a = np.array([60000, 1.5, -3], np.float16)
+    b = np.array([60000, 2.25, 7.1], np.float16)
+    want = ((2 * a.astype(np.float32) + b) / 3).astype(np.float16)
+    for got in _run(model, {"a": a, "b": b}):
+        assert got[0].dtype == np.float16
+        np.testing.assert_array_equal(got[0], want)
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(model.SerializeToString())
+    np.testing.assert_array_equal(session.run(None, {"a": a, "b": b})[0], want)

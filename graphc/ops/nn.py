@@ -13,6 +13,7 @@ from graphc.ops import elementwise as E
 from graphc.ops import reduce as R
 from graphc.ops.defop import defop, ufunc_dtype
 from graphc.ops.selection import where
+from graphc.ops.shape import transpose
 from graphc.ops.spelling import torch_keywords
 
 
@@ -158,5 +159,10 @@ def cross_entropy(logits: Any, labels: Any, axis: int = -1) -> Any:
         labels.dtype if hasattr(labels, "dtype") else np.asarray(labels).dtype, np.integer
     ):
         at_label = one_hot(labels, num_classes=logits.shape[axis], dtype=np.bool_)
+        rank = len(logits.shape)
+        classes = normalize_axis(axis, rank, "cross_entropy")
+        if classes != rank - 1:  # one_hot's classes are last: moved to the logits' axis
+            order = [*range(classes), rank - 1, *range(classes, rank - 1)]
+            at_label = transpose(at_label, tuple(order))
         return E.neg(R.mean(R.sum(where(at_label, logp, 0.0), axis=axis)))
     return E.neg(R.mean(R.sum(labels * logp, axis=axis)))

@@ -123,6 +123,31 @@ def test_cross_entropy_gradient_matches_finite_differences() -> None:
     assert ge.autograd.gradcheck(lambda z: nn.CrossEntropyLoss()(z, labels), (logits,))
 
 
+@pytest.mark.parametrize(
+    "shape, axis", [((3, 3), 0), ((2, 5, 3), 1), ((2, 5, 3), -2), ((4, 2, 3, 2), 1)]
+)
+def test_cross_entropy_classes_on_another_axis(shape: tuple, axis: int) -> None:
+    """The labels' one-hot mask goes on the logits' class axis (one_hot puts it last: a
+    square input gave a wrong loss silently, the rest a ShapeError). Against the loss
+    with the classes moved last, and its gradient against softmax minus the one-hot."""
+    logits = RNG.standard_normal(shape)
+    last = np.moveaxis(logits, axis, -1)
+    labels = RNG.integers(0, shape[axis], last.shape[:-1])
+    logp = last - np.log(np.exp(last).sum(-1, keepdims=True))
+    want = -np.mean(np.take_along_axis(logp, labels[..., None], -1))
+    np.testing.assert_allclose(gc.cross_entropy(logits, labels, axis=axis), want, rtol=1e-12)
+    g = gc.trace(lambda z, y: gc.cross_entropy(z, y, axis=axis), logits, labels)
+    loss, grad = gc.compile(gc.gradients(g, wrt=["z"]))(logits, labels)
+    np.testing.assert_allclose(loss, want, rtol=1e-12)
+    probs = np.exp(logp)
+    np.put_along_axis(
+        probs, labels[..., None], np.take_along_axis(probs, labels[..., None], -1) - 1, -1
+    )
+    np.testing.assert_allclose(
+        grad, np.moveaxis(probs / labels.size, -1, axis), rtol=1e-10, atol=1e-15
+    )
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_cross_entropy_picks_the_labels_log_probability_past_masked_classes(dtype: str) -> None:
     """A class masked with a -inf logit (not a row's label) leaves the loss and its

@@ -63,6 +63,16 @@ def _is_float(t: TensorType) -> bool:
     return is_float(t.dtype)
 
 
+def _plain_argnums(argnums: Any) -> Any:
+    """`argnums` with numpy integers as Python ints (JAX takes any integer); anything else
+    is left for `_argnums` to name."""
+    if isinstance(argnums, np.integer):
+        return int(argnums)
+    if isinstance(argnums, (tuple, list)):
+        return tuple(int(n) if isinstance(n, np.integer) else n for n in argnums)
+    return argnums
+
+
 def _argnums(argnums: Argnums, args: tuple, what: str) -> tuple[int, ...]:
     many = not isinstance(argnums, int)
     nums = tuple(argnums) if many else (argnums,)  # type: ignore[arg-type]
@@ -163,7 +173,7 @@ def _aux_split(staged: Staged, what: str) -> int:
 
 
 def value_and_grad(
-    f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False
+    f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
 ) -> Callable[..., Any]:
     """`f` and its gradient at once: a function returning `(f(*args), grads)`
     (`((value, aux), grads)` with `has_aux=True`), as `jax.value_and_grad`.
@@ -173,13 +183,18 @@ def value_and_grad(
     (array(5.), array([2., 4.]))
     """
 
+    argnums = _plain_argnums(argnums)
+    _refuse_holomorphic("value_and_grad", holomorphic)
+
     def on_values(*args: Any, **kwargs: Any) -> Any:
         return _value_and_grad_values(_bound(f, kwargs), argnums, has_aux, args, "value_and_grad")
 
     return _wrap(on_values, f, "value_and_grad", argnums)
 
 
-def grad(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -> Callable[..., Any]:
+def grad(
+    f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable[..., Any]:
     """The gradient of scalar-valued `f` with respect to the arguments at `argnums`
     (`jax.grad`): each argument may be an array, a graph value or a pytree of them;
     the gradient has its structure. With `has_aux=True`, `f` returns `(value, aux)`
@@ -194,6 +209,9 @@ def grad(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -> 
     array(12., dtype=float32)
     """
 
+    argnums = _plain_argnums(argnums)
+    _refuse_holomorphic("grad", holomorphic)
+
     def on_values(*args: Any, **kwargs: Any) -> Any:
         values, grads = _value_and_grad_values(
             _bound(f, kwargs), argnums, has_aux, args, "grad", has_aux
@@ -201,6 +219,16 @@ def grad(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -> 
         return (grads, values[1]) if has_aux else grads
 
     return _wrap(on_values, f, "grad", argnums)
+
+
+def _refuse_holomorphic(what: str, holomorphic: bool) -> None:
+    """JAX's `holomorphic=True` differentiates complex functions; graphc has no complex
+    dtype."""
+    if holomorphic:
+        raise DTypeError(
+            f"{what}: holomorphic=True differentiates complex functions, and graphc has no "
+            "complex dtype"
+        )
 
 
 def _bound(f: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[..., Any]:
@@ -245,8 +273,14 @@ def _jvp_values(f: Callable[..., Any], primals: tuple, tangents: tuple) -> tuple
     extra: dict[str, Any] = {}
     for name, tangent in zip(staged.traced, tangent_leaves):
         t = staged.body.node(name).type
-        if not _is_float(t):
-            continue  # an integer input has no tangent (JAX's float0)
+        if not _is_float(t):  # an integer input has no tangent (JAX's float0)
+            if t.is_concrete and np.shape(tangent) not in ((), t.shape):
+                raise ShapeError(
+                    f"jvp: the tangent for '{name}' has shape {np.shape(tangent)}; its "
+                    f"primal is {t} (an integer input's tangent is ignored, but it must "
+                    "have the primal's shape)"
+                )
+            continue
         value = lift(tangent, staged.parent) if not is_python_scalar(tangent) else None
         if value is None:
             value = lift(np.asarray(tangent, t.dtype), staged.parent)
@@ -410,7 +444,10 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Calla
         for p, t in zip(g.inputs, t_leaves):
             if p.name not in floats:
                 continue
-            t = np.asarray(t.detach().numpy()) if kind_of(t) is not None else np.asarray(t)
+            if kind_of(t) is not None:
+                t = np.asarray(t.detach().numpy())
+            else:  # a Python number takes its primal's dtype, as in jvp
+                t = np.asarray(t, p.type.dtype) if is_python_scalar(t) else np.asarray(t)
             if t.shape != by_leaf[p.name].shape or t.dtype != p.type.dtype:
                 raise (ShapeError if t.shape != by_leaf[p.name].shape else DTypeError)(
                     f"linearize: the tangent for '{p.name}' is {t.dtype}{list(t.shape)}; "
@@ -559,6 +596,8 @@ def jacfwd(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
            [0., 4.]])
     """
 
+    argnums = _plain_argnums(argnums)
+
     def on_values(*args: Any, **kwargs: Any) -> Any:
         return _jac_values(_bound(f, kwargs), argnums, args, "jacfwd", forward=True)
 
@@ -575,6 +614,8 @@ def jacrev(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
     array([[4., 1.],
            [2., 5.]])
     """
+
+    argnums = _plain_argnums(argnums)
 
     def on_values(*args: Any, **kwargs: Any) -> Any:
         return _jac_values(_bound(f, kwargs), argnums, args, "jacrev", forward=False)

@@ -519,3 +519,34 @@ def test_jvp_against_jacrev_on_random_graphs(g: gc.Graph, seed: int) -> None:
     for out_jt, per_input in zip(jt, jacobians):
         expected = sum(np.tensordot(j, t, axes=np.ndim(t)) for j, t in zip(per_input, tangents))
         np.testing.assert_allclose(out_jt, expected, rtol=1e-9, atol=1e-9, err_msg=str(g))
+
+
+def test_numpy_integer_argnums_as_jax() -> None:
+    x, y = np.ones(3), np.arange(3.0)
+    f = lambda a, b: gc.sum(a * b * a)  # noqa: E731
+    np.testing.assert_array_equal(gc.grad(f, argnums=np.int64(1))(x, y), x * x)
+    both = gc.value_and_grad(f, argnums=(np.int32(0), 1))(x, y)[1]
+    np.testing.assert_array_equal(both[0], 2 * x * y)
+    np.testing.assert_array_equal(gc.jacrev(f, argnums=np.int64(0))(x, y), 2 * x * y)
+    assert gc.hessian(f, argnums=(np.int64(0), 1))(x, y)[0][1].shape == (3, 3)
+
+
+def test_holomorphic_is_a_named_refusal() -> None:
+    for transform in (gc.grad, gc.value_and_grad):
+        with pytest.raises(gc.DTypeError, match="holomorphic=True .* no complex dtype"):
+            transform(lambda a: a, holomorphic=True)
+
+
+def test_linearize_takes_python_number_tangents_as_jvp_does() -> None:
+    y, f_jvp = gc.linearize(lambda x: x * x, 3.0)
+    tangent = f_jvp(1.0)
+    assert tangent.dtype == np.float32 and tangent == 6.0
+    assert gc.jvp(lambda x: x * x, (3.0,), (1.0,))[1] == tangent
+
+
+def test_an_integer_primals_tangent_must_have_its_shape() -> None:
+    i, x = np.array([1, 2, 3]), np.ones(3)
+    f = lambda i, x: x * i  # noqa: E731
+    np.testing.assert_array_equal(gc.jvp(f, (i, x), (np.zeros(3), x))[1], i)
+    with pytest.raises(gc.ShapeError, match=r"tangent for 'i' has shape \(7, 7\)"):
+        gc.jvp(f, (i, x), (np.zeros((7, 7)), x))

@@ -170,6 +170,14 @@ class EagerMethods:
             return _gather(self, index)
         return I.getitem(self, index)
 
+    def __rtruediv__(self, other: Any) -> Any:
+        """`2 / x` is `reciprocal(x) * 2`, as in torch: its backward reads the result only,
+        so writing x in place afterwards is no error (div's would read x)."""
+        number = isinstance(other, (int, float)) and not isinstance(other, bool)
+        if number and active_graph() is None:
+            return E.mul(E.reciprocal(self), other)
+        return E.div(other, self)
+
     # -- reductions with torch's semantics -----------------------------------------------
 
     def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,

@@ -370,3 +370,36 @@ def test_grad_captures_a_running_node_before_its_hooks() -> None:
 
 def test_grad_and_hooks_match_torch() -> None:
     assert _grads_with_hooks(ge) == _grads_with_hooks(_torch())
+
+
+# -- no "modified by an inplace operation" error where backward never reads the value -----------
+
+
+def _after_in_place(lib: Any) -> dict[str, Any]:
+    seen = {}
+    for code in ("a.max(0)[0]", "a.min(0)[0]", "2 / a", "1 / a", "a.sort()[0]"):
+        x = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        a = x * 1
+        y = eval(code, {"a": a})
+        a.add_(1)
+        y.sum().backward()
+        seen[code] = [round(v, 6) for v in _values(x.grad)]
+    seen["2 / a, grad_fn"] = (2 / x).grad_fn.name()
+    seen["2 / a, values"] = _values(2 / lib.tensor([0.5, 4.0]))
+    return seen
+
+
+def test_backward_reads_no_value_written_in_place_after_max_dim_or_a_scalar_over_x() -> None:
+    assert _after_in_place(ge) == {
+        "a.max(0)[0]": [0.0, 0.0, 1.0],  # only the indices are needed
+        "a.min(0)[0]": [1.0, 0.0, 0.0],
+        "2 / a": [-8.0, -2.0, -0.5],  # reciprocal(a) * 2: the result is needed, not a
+        "1 / a": [-4.0, -1.0, -0.25],
+        "a.sort()[0]": [1.0, 1.0, 1.0],
+        "2 / a, grad_fn": "MulBackward0",
+        "2 / a, values": [4.0, 0.5],
+    }
+
+
+def test_backward_after_in_place_matches_torch() -> None:
+    assert _after_in_place(ge) == _after_in_place(_torch())

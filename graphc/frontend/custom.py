@@ -26,6 +26,7 @@ from graphc.ops.custom import (
     value_type,
 )
 from graphc.ops.dispatch import kind_of
+from graphc.ops.pytree import flatten, show_tree, unflatten
 from graphc.ops.symbolic import Symbol
 
 
@@ -67,22 +68,23 @@ class custom_vjp:  # noqa: N801 - JAX's name
         return getattr(self.fn, "__name__", "custom_vjp").replace("<lambda>", "lambda")
 
     def __call__(self, *args: Any) -> Any:
-        graph_mode = active_graph() is not None or any(isinstance(a, Symbol) for a in args)
-        plain = not graph_mode and not any(kind_of(a) is not None for a in args)
+        leaves, tree = flatten(args)  # an argument may be a pytree, as in JAX
+        graph_mode = active_graph() is not None or any(isinstance(a, Symbol) for a in leaves)
+        plain = not graph_mode and not any(kind_of(a) is not None for a in leaves)
         if plain or id(self) in _RUNNING.ids:
             return self.fn(*args)  # plain arrays, or fwd calling the function itself
         if self.fwd is None or self.bwd is None:
             raise GraphcError(f"custom_vjp {self._name}: call defvjp(fwd, bwd) before using it")
         fwd, bwd, name = self.fwd, self.bwd, self._name
-        slots = [i for i, a in enumerate(args) if is_tensor_arg(a)]
-        types = [value_type(args[i]) for i in slots]
-        specs = list(zip(arg_names(self.fn, slots), types))
+        slots = [i for i, a in enumerate(leaves) if is_tensor_arg(a)]
+        types = [value_type(leaves[i]) for i in slots]
+        specs = list(zip(_leaf_names(self.fn, args, slots), types))
 
         def call_with(placeholders: list[Symbol]) -> list[Any]:
-            call = list(args)
+            call = list(leaves)
             for i, p in zip(slots, placeholders):
                 call[i] = p
-            return call
+            return list(unflatten(tree, call))
 
         forward = build_body(f"{name}_forward", specs, lambda ps: [self.fn(*call_with(ps))])
         out_type = forward.outputs[0].type
@@ -102,9 +104,42 @@ class custom_vjp:  # noqa: N801 - JAX's name
                     f"custom_vjp {name}: bwd must return a tuple of {len(args)} cotangents "
                     f"(one per argument), got {cts!r}"
                 )
-            return [fit_cotangent(cts[i], x) for i, x in zip(slots, xs)]
+            ct_leaves = _cotangent_leaves(name, cts, args)
+            return [fit_cotangent(ct_leaves[i], x) for i, x in zip(slots, xs)]
 
         ct_names = [f"ct_{n}" for n, _ in specs]
         specs += [("out", out_type), ("ct", out_type)]
         backward_body = build_body(f"{name}_backward", specs, backward, ct_names)
-        return record_custom(name, [args[i] for i in slots], forward, backward_body)
+        return record_custom(name, [leaves[i] for i in slots], forward, backward_body)
+
+
+def _leaf_names(fn: Callable[..., Any], args: tuple, slots: list[int]) -> list[str]:
+    """Body placeholder names for the tensor leaves at `slots`: the parameter's name for
+    an argument that is one tensor, else the name and the leaf's index (p_0, p_1)."""
+    per_arg = [len(flatten(a)[0]) for a in args]
+    names = arg_names(fn, range(len(args)))
+    leaf_names = [
+        name if count == 1 else f"{name}_{k}"
+        for name, count in zip(names, per_arg)
+        for k in range(count)
+    ]
+    return [leaf_names[i] for i in slots]
+
+
+def _cotangent_leaves(name: str, cts: Any, args: tuple) -> list[Any]:
+    """The cotangents bwd returned, one per argument with that argument's structure (or
+    None for zeros throughout), flattened to one per leaf of the arguments."""
+    out: list[Any] = []
+    for k, (ct, arg) in enumerate(zip(cts, args)):
+        leaves, tree = flatten(arg)
+        if ct is None:
+            out += [None] * len(leaves)
+            continue
+        ct_leaves, ct_tree = flatten(ct)
+        if ct_tree != tree:
+            raise AutodiffError(
+                f"custom_vjp {name}: bwd's cotangent {k} has the structure "
+                f"{show_tree(ct_tree)}; argument {k} has {show_tree(tree)}"
+            )
+        out += ct_leaves
+    return out

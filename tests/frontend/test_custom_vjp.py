@@ -143,3 +143,36 @@ def test_errors_name_the_function() -> None:
     short.defvjp(lambda x, y: (x * y, (x, y)), lambda res, ct: (ct * res[1],))
     with pytest.raises(gc.AutodiffError, match="short: bwd must return a tuple of 2"):
         gc.trace(short, gc.TensorSpec((2,)), gc.TensorSpec((2,)))
+
+
+def test_pytree_arguments_as_jax() -> None:
+    """A dict argument: its leaves are the node's inputs, bwd gives a dict cotangent;
+    under grad, jit and on eager tensors (a dict of graph values once failed to trace)."""
+
+    @gc.custom_vjp
+    def h(p):
+        return p["a"] * p["b"]
+
+    h.defvjp(
+        lambda p: (p["a"] * p["b"], p),
+        lambda r, ct: ({"a": ct * r["b"] * 2.0, "b": ct * r["a"]},),  # a's gradient doubled
+    )
+    x, t = np.array([0.5, 1.0, 2.0]), np.array([1.0, -1.0, 0.5])
+    grads = gc.grad(lambda p: gc.sum(h(p)))({"a": x, "b": t})
+    np.testing.assert_array_equal(grads["a"], 2 * t)
+    np.testing.assert_array_equal(grads["b"], x)
+    np.testing.assert_array_equal(gc.jit(h)({"a": x, "b": t}), x * t)
+    a, b = ge.tensor(x, requires_grad=True), ge.tensor(t, requires_grad=True)
+    h({"a": a, "b": b}).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), 2 * t)
+    np.testing.assert_array_equal(b.grad.numpy(), x)
+
+    @gc.custom_vjp
+    def wrong(p):
+        return p["a"]
+
+    wrong.defvjp(lambda p: (p["a"], None), lambda r, ct: ((ct,),))
+    with pytest.raises(
+        gc.AutodiffError, match=r"cotangent 0 has the structure \(x,\); argument 0 has \{'a': x\}"
+    ):
+        gc.grad(lambda p: gc.sum(wrong(p)))({"a": x})

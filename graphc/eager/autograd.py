@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from graphc.eager.errors import TensorTypeError
 from graphc.eager.grad_fn import AccumulateGrad, GradFn, accumulate_into, edge
 from graphc.eager.grad_mode import no_grad, set_grad_enabled
 from graphc.eager.tensor import Tensor, as_array, make
-from graphc.ir.errors import AutodiffError, ShapeError
+from graphc.ir.errors import AutodiffError, DTypeError, ShapeError
 from graphc.ops import elementwise as E
 
 Edge = tuple[GradFn | None, int]
@@ -122,8 +123,28 @@ def _run_hooks(node: GradFn, grads: list[Any]) -> None:
         for hook in list(table.values()):
             replaced = hook(grad)
             if replaced is not None:
-                grad = replaced if isinstance(replaced, Tensor) else make(np.asarray(replaced))
+                _check_hooked(hook, grad, replaced)
+                grad = replaced
         grads[nr] = grad
+
+
+def _check_hooked(hook: Any, grad: Tensor, replaced: Any) -> None:
+    """A hook may change a gradient's values, never its kind, dtype or shape (torch)."""
+    name = getattr(hook, "__name__", repr(hook))
+    if not isinstance(replaced, Tensor):
+        raise TensorTypeError(
+            f"hook '{name}' returned a {type(replaced).__name__}: a hook returns a tensor "
+            "(the new gradient) or None"
+        )
+    if replaced.dtype != grad.dtype:
+        raise DTypeError(
+            f"hook '{name}' has changed the type of value (was {grad.dtype}, got "
+            f"{replaced.dtype}); cast the gradient it returns back"
+        )
+    if replaced.shape != grad.shape:
+        raise ShapeError(
+            f"hook '{name}' has changed the size of value (was {grad.shape}, got {replaced.shape})"
+        )
 
 
 def _retain(node: GradFn, grads: list[Any]) -> None:

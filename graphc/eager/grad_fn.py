@@ -136,14 +136,14 @@ def accumulate_into(tensor: Tensor, grad: Tensor, in_place: bool = True) -> None
     later ones are added into it in place, unless `in_place=False` (a non-leaf's retained
     gradient, which torch replaces as well).
     """
-    old = tensor.grad
+    old = tensor._grad  # written past the `grad` setter's checks: these are the engine's own
     if old is None:
         if STATE.enabled:
-            tensor.grad = E.cast(grad, tensor._data.dtype)  # a copy on the tape (clone)
+            tensor._grad = E.cast(grad, tensor._data.dtype)  # a copy on the tape (clone)
         else:
-            tensor.grad = make(np.array(grad._data, dtype=tensor._data.dtype))
+            tensor._grad = make(np.array(grad._data, dtype=tensor._data.dtype))
     elif STATE.enabled or not in_place:
-        tensor.grad = old + grad
+        tensor._grad = old + grad
     else:
         np.add(old._data, grad._data, out=old._data, casting="same_kind")
         old._counter[0] += 1

@@ -55,6 +55,25 @@ def as_array(data: Any, dtype: Any = None) -> np.ndarray:
     return array
 
 
+def check_grad(t: Tensor, grad: Any) -> None:
+    """What torch checks when `.grad` is assigned: a tensor of t's shape and dtype."""
+    if not isinstance(grad, Tensor):
+        raise TensorTypeError(
+            f"assigned grad expected to be a Tensor or None but got grad of type "
+            f"{type(grad).__name__}"
+        )
+    if grad.shape != t.shape:
+        raise ShapeError(
+            f"attempting to assign a gradient of shape {grad.shape} to a tensor of shape "
+            f"{t.shape}; the gradient and the tensor must have the same shape"
+        )
+    if grad.dtype != t.dtype:
+        raise DTypeError(
+            f"attempting to assign a gradient of dtype {grad.dtype} to a tensor of dtype "
+            f"{t.dtype}; the gradient and the tensor must have the same dtype"
+        )
+
+
 class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
     """An n-dimensional array that can record how it was computed, PyTorch style.
 
@@ -68,7 +87,7 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
 
     # defaults for the instance dict (see the module docstring)
     _requires_grad = False
-    grad: Tensor | None = None
+    _grad: Tensor | None = None
     grad_fn: Any = None
     _output_nr = 0
     _accumulator: Any = None
@@ -142,6 +161,17 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
                 f"only tensors of floating point dtype can require gradients, got {self.dtype}"
             )
         self._requires_grad = bool(flag)
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by backward (leaves, and tensors that retain_grad)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            check_grad(self, value)
+        self._grad = value
 
     @property
     def is_leaf(self) -> bool:

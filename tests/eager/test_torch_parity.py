@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 import graphc.eager as ge
-from graphc.ir.errors import AutodiffError, DTypeError
+from graphc.eager.errors import TensorTypeError
+from graphc.ir.errors import AutodiffError, DTypeError, ShapeError
 
 
 def _torch() -> Any:
@@ -403,3 +404,85 @@ def test_backward_reads_no_value_written_in_place_after_max_dim_or_a_scalar_over
 
 def test_backward_after_in_place_matches_torch() -> None:
     assert _after_in_place(ge) == _after_in_place(_torch())
+
+
+# -- assigning .grad, and hooks returning another kind of gradient --------------------------------
+
+
+def _grad_checks(lib: Any) -> dict[str, Any]:
+    def outcome(action: Any) -> str:
+        try:
+            action()
+        except RuntimeError:  # torch's for size and dtype; ShapeError, DTypeError here
+            return "RuntimeError"
+        except TypeError:  # torch's for a non-tensor, graphc's TensorTypeError
+            return "TypeError"
+        return "ok"
+
+    def assign(value: Any) -> Any:
+        def action() -> None:
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            x.grad = value
+            (x * 2).sum().backward()
+
+        return action
+
+    def hooked(hook: Any, leaf: bool) -> Any:
+        def action() -> None:
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            h = x if leaf else x * 1
+            h.register_hook(hook)
+            (h * 2).sum().backward()
+
+        return action
+
+    seen = {
+        "shape": outcome(assign(lib.zeros(3))),
+        "rank": outcome(assign(lib.zeros(1, 2))),
+        "dtype": outcome(assign(lib.zeros(2, dtype=lib.float64))),
+        "list": outcome(assign([1.0, 2.0])),
+        "fits": outcome(assign(lib.ones(2))),
+        "None": outcome(assign(None)),
+    }
+    for leaf in (True, False):
+        where = "leaf" if leaf else "non-leaf"
+        seen[f"{where}: dtype"] = outcome(hooked(lambda g: g.double(), leaf))
+        seen[f"{where}: shape"] = outcome(hooked(lambda g: g.sum(), leaf))
+        seen[f"{where}: list"] = outcome(hooked(lambda g: [1.0, 2.0], leaf))
+        seen[f"{where}: values"] = outcome(hooked(lambda g: g * 3, leaf))
+    return seen
+
+
+def test_grad_assignment_and_hooks_keep_shape_and_dtype() -> None:
+    x = ge.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(ShapeError, match="shape"):
+        x.grad = ge.zeros(3)
+    with pytest.raises(DTypeError, match="dtype"):
+        x.grad = ge.zeros(2, dtype=ge.float64)
+    with pytest.raises(TensorTypeError):
+        x.grad = [1.0, 2.0]
+    x.register_hook(lambda g: g.double())
+    with pytest.raises(DTypeError, match="changed the type of value"):
+        (x * 2).sum().backward()
+    assert _grad_checks(ge) == {
+        "shape": "RuntimeError",
+        "rank": "RuntimeError",
+        "dtype": "RuntimeError",
+        "list": "TypeError",
+        "fits": "ok",
+        "None": "ok",
+        **{
+            f"{where}: {change}": outcome
+            for where in ("leaf", "non-leaf")
+            for change, outcome in [
+                ("dtype", "RuntimeError"),
+                ("shape", "RuntimeError"),
+                ("list", "TypeError"),
+                ("values", "ok"),
+            ]
+        },
+    }
+
+
+def test_grad_assignment_and_hooks_match_torch() -> None:
+    assert _grad_checks(ge) == _grad_checks(_torch())

@@ -11,13 +11,15 @@ tuple, which the `result` nodes reading them index.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from graphc.ir.errors import GraphcError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node, set_call_handler
 from graphc.ir.registry import bound_attrs
+from graphc.ir.types import TupleType
 from graphc.ops.closure import graph_of
 from graphc.ops.dispatch import bind, kind_of
 from graphc.ops.shape import stack
@@ -55,10 +57,28 @@ def _replay(node: Node, inputs: list[Any], bindings: dict[str, Any]) -> Any:
     attrs = bound_attrs(node, bindings)
     if node.op == "result" and isinstance(inputs[0], tuple):  # several results, computed
         return inputs[0][attrs["index"]]
-    flow = _PYTHON_FLOW.get(node.op)
-    if flow is not None and graph_of(inputs) is None and any(kind_of(v) for v in inputs):
-        return flow(node, inputs, attrs, bindings)
+    eager = graph_of(inputs) is None and any(kind_of(v) is not None for v in inputs)
+    if eager and isinstance(node.type, TupleType):
+        return _python_flow(node, inputs, attrs, bindings)
     return bind(node.op, *inputs, **attrs)
+
+
+def _python_flow(
+    node: Node, inputs: list[Any], attrs: dict[str, Any], bindings: dict[str, Any]
+) -> tuple:
+    """The results of a cond, scan or while_loop node, computed by the Python control
+    flow it stands for. (The eager tape records ops of one result; these three are the
+    ops of several, each with its own loop, so they are spelled out here.)"""
+    if node.op == "cond":
+        return _cond(node, inputs, attrs, bindings)
+    if node.op == "scan":
+        return _scan(node, inputs, attrs, bindings)
+    if node.op == "while_loop":
+        return _while_loop(node, inputs, attrs, bindings)
+    raise GraphcError(
+        f"calling a graph on eager tensors: {node.describe()} has several results and no "
+        "Python form here (graphc/frontend/call.py); call the graph on arrays"
+    )
 
 
 def _run_body(body: Graph, values: Sequence[Any]) -> list[Any]:
@@ -98,13 +118,6 @@ def _while_loop(
     while bool(_run_body(attrs["cond_body"], [*carry, *cond_consts])[0]):
         carry = _run_body(attrs["body"], [*carry, *body_consts])
     return tuple(carry)
-
-
-_PYTHON_FLOW: dict[str, Callable[[Node, list[Any], dict[str, Any], dict[str, Any]], tuple]] = {
-    "cond": _cond,
-    "scan": _scan,
-    "while_loop": _while_loop,
-}
 
 
 def call_graph(graph: Graph, args: tuple, kwargs: dict) -> Any:

@@ -143,6 +143,16 @@ def _attrs(node: Node, **changed: Any) -> dict[str, Any]:
     return {**node.attrs, **changed}
 
 
+def _product(dims: Sequence[Dim]) -> Dim:
+    """The number of elements of a shape of known dims, or its one (symbolic) dim."""
+    if len(dims) == 1:
+        return dims[0]
+    size = 1
+    for d in dims:
+        size *= int(d)
+    return size
+
+
 def _known(*dims: Dim) -> bool:
     """Whether every dim is a number: reshapes that merge the batch with another axis
     need it (a symbolic product has no name); else a rule loops over the examples."""
@@ -190,7 +200,8 @@ def index_reduction(node: Node, args: list[Batched], size: Dim) -> Batched:
     # the index into the flattened example: flatten each example, then find along it
     if rank > 1 and not _known(*_shape(x)[1:]):
         return loop_over_examples(node, args, size), True
-    flat = bind("reshape", x, shape=(_shape(x)[0], -1))
+    # every size written out: a -1 beside a batch of 0 examples has no one value
+    flat = bind("reshape", x, shape=(_shape(x)[0], _product(_shape(x)[1:])))
     found = bind(node.op, flat, axis=1, keepdims=False)
     return ones_after_batch(found, rank) if keepdims else found, True
 
@@ -485,9 +496,9 @@ def _merge_batch(value: Any) -> Any:
     return bind("reshape", value, shape=(shape[0] * shape[1], *shape[2:]))
 
 
-def _split_batch(value: Any, size: int) -> Any:
-    shape = _shape(value)
-    return bind("reshape", value, shape=(size, shape[0] // size, *shape[1:]))
+def _split_batch(value: Any, size: int, count: int) -> Any:
+    """(B*N, ...) as (B, N, ...), N = `count` (given: B may be 0)."""
+    return bind("reshape", value, shape=(size, count, *_shape(value)[1:]))
 
 
 @batches(
@@ -497,7 +508,7 @@ def pooling(node: Node, args: list[Batched], size: Dim) -> Batched:
     if not _known(size, *(x.type.shape[0] for x in node.inputs)):
         return loop_over_examples(node, args, size), True
     values = [_merge_batch(batched(v, flag, size)) for v, flag in args]
-    return _split_batch(bind(node.op, *values, **node.attrs), size), True
+    return _split_batch(bind(node.op, *values, **node.attrs), size, node.type.shape[0]), True
 
 
 @batches("conv2d", "conv_transpose2d")
@@ -506,10 +517,12 @@ def convolution(node: Node, args: list[Batched], size: Dim) -> Batched:
     convolution of `size` times as many groups, each example's channels a block."""
     (x, bx), (w, bw) = args
     images, weight = node.inputs[0].type.shape, node.inputs[1].type.shape
-    if not _known(size, images[0]) or bw and not _known(*images, *weight):
+    # (no examples: groups=0 is no convolution, and the loop of no steps is empty)
+    if not _known(size, images[0]) or bw and (not _known(*images, *weight) or size == 0):
         return loop_over_examples(node, args, size), True
     if not bw:
-        return _split_batch(bind(node.op, _merge_batch(x), w, **node.attrs), size), True
+        y = bind(node.op, _merge_batch(x), w, **node.attrs)
+        return _split_batch(y, size, images[0]), True
     x = batched(x, bx, size)
     n, c = _shape(x)[1:3]
     # images (N, B*C, H, W), example b's channels the b-th block
@@ -517,7 +530,7 @@ def convolution(node: Node, args: list[Batched], size: Dim) -> Batched:
     w = bind("reshape", w, shape=(size * _shape(w)[1], *_shape(w)[2:]))
     groups = node.attrs["groups"] * size
     y = bind(node.op, x, w, **_attrs(node, groups=groups))  # (N, B*O, Ho, Wo)
-    y = bind("reshape", y, shape=(n, size, _shape(y)[1] // size, *_shape(y)[2:]))
+    y = bind("reshape", y, shape=(n, size, node.type.shape[1], *_shape(y)[2:]))
     return move_axis(y, 1, 0), True
 
 
@@ -737,8 +750,9 @@ def _while_any(
     bc_flags = [f for _, f in body_consts]
 
     def any_holds(args: list[Batched]) -> list[Any]:
+        # a count, not a max: any over no examples is False (the loop runs no step)
         ((pred, _),) = walk(old_cond, args, size)
-        return [bind("max", pred)]
+        return [bind("gt", bind("sum", bind("cast", pred, dtype="int64")), 0)]
 
     def step(args: list[Batched]) -> list[Any]:
         carry, cc, bc = args[:nc], args[nc : nc + ncc], args[nc + ncc :]

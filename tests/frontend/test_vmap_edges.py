@@ -116,3 +116,88 @@ def test_a_traced_scan_of_a_symbolic_length_on_eager_tensors() -> None:
         np.testing.assert_array_equal(np.asarray(carry), want_carry)
         assert isinstance(ys, ge.Tensor) and ys.shape == (steps, 2)
         np.testing.assert_array_equal(ys.numpy(), want_ys)
+
+
+# -- a batch of no examples --------------------------------------------------------------------
+
+WEIGHT = np.ones((2, 1, 3, 3))
+
+
+def _empty_cases(lib: Any, flow: Any, conv: Callable, pool: Callable) -> dict[str, Callable]:
+    """Per-example functions, each batched over 0 examples (graphc's or jax's)."""
+    return {
+        "conv2d": lambda x: conv(x, WEIGHT),
+        "max_pool2d": pool,
+        "argmax": lambda x: lib.argmax(x),
+        "argmax-1d": lambda x: lib.argmax(x),
+        "while_loop": lambda x: flow.while_loop(lambda c: lib.sum(c) < 10.0, lambda c: c * 2.0, x),
+        "fori_loop-bounds": lambda n: flow.fori_loop(0, n, lambda i, c: c * 2.0, np.ones(3)),
+    }
+
+
+def _ours() -> dict[str, Callable]:
+    return _empty_cases(gc, gc, gc.conv2d, lambda x: gc.max_pool2d(x, 2))
+
+
+# name: (one example's shape, its dtype, the shape of the batch of 0 examples' result)
+EMPTY = {
+    "conv2d": ((1, 1, 5, 5), "float64", (0, 1, 2, 3, 3)),
+    "max_pool2d": ((1, 1, 4, 4), "float64", (0, 1, 1, 2, 2)),
+    "argmax": ((3, 4), "float64", (0,)),
+    "argmax-1d": ((3,), "float64", (0,)),
+    "while_loop": ((3,), "float64", (0, 3)),
+    "fori_loop-bounds": ((), "int64", (0, 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(EMPTY))
+def test_a_batch_of_no_examples_gives_empty_results(name: str) -> None:
+    shape, dtype, want = EMPTY[name]
+    f = _ours()[name]
+    assert gc.vmap(f)(np.ones((0, *shape), dtype)).shape == want
+    assert gc.vmap(f)(np.ones((2, *shape), dtype)).shape == (2, *want[1:])
+
+
+@pytest.mark.parametrize("name", list(EMPTY))
+def test_a_batch_of_no_examples_agrees_with_jax(jax: Any, name: str) -> None:
+    lax, jnp = jax.lax, jax.numpy
+
+    def conv(x: Any, w: Any) -> Any:
+        return lax.conv_general_dilated(x, w, (1, 1), "VALID")
+
+    def pool(x: Any) -> Any:
+        return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+    shape, dtype, _ = EMPTY[name]
+    xs = np.ones((0, *shape), dtype)
+    want = jax.vmap(_empty_cases(jnp, lax, conv, pool)[name])(xs)
+    got = gc.vmap(_ours()[name])(xs)
+    assert got.shape == want.shape
+
+
+@pytest.mark.parametrize("name", list(EMPTY))
+def test_a_symbolic_batch_dim_runs_with_no_examples(name: str) -> None:
+    shape, dtype, want = EMPTY[name]
+    f = _ours()[name]
+    g = gc.trace(lambda xs: gc.vmap(f)(xs), gc.TensorSpec(("B", *shape), dtype))
+    run = gc.compile(g)
+    for size in (0, 2):
+        xs = np.ones((size, *shape), dtype)
+        got = run(xs)
+        assert got.shape == (size, *want[1:])
+        np.testing.assert_array_equal(got, g(xs))
+
+
+def test_a_batched_weight_convolution_of_no_examples() -> None:
+    images = np.ones((1, 1, 5, 5))
+    got = gc.vmap(lambda w: gc.conv2d(images, w))(np.ones((0, 2, 1, 3, 3)))
+    assert got.shape == (0, 1, 2, 3, 3)
+    got = gc.vmap(lambda w: gc.conv2d(images, w))(np.ones((2, 2, 1, 3, 3)))
+    np.testing.assert_array_equal(got, np.full((2, 1, 2, 3, 3), 9.0))
+
+
+def test_a_batched_while_loop_runs_until_every_example_stops() -> None:
+    """The per-example predicate is counted (any), not maxed: the same values as before."""
+    xs = np.array([[1.0, 1.0, 1.0], [5.0, 5.0, 5.0], [20.0, 0.0, 0.0]])
+    got = gc.vmap(lambda x: gc.while_loop(lambda c: gc.sum(c) < 10.0, lambda c: c * 2.0, x))(xs)
+    np.testing.assert_array_equal(got, [[4.0, 4.0, 4.0], [5.0, 5.0, 5.0], [20.0, 0.0, 0.0]])

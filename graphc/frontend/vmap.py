@@ -14,12 +14,16 @@ argument with its batch axis removed), batches the traced graph with
 
 Values `f` reads from outside (a graph value of the enclosing trace) are captured as
 unbatched inputs. `in_axes` is an int, None, or a structure matching the arguments'
-(a tuple with an entry per argument, each an int, None or the argument's own
-structure); `out_axes` likewise for the results.
+(a tuple with an entry per argument, each an int, None or a prefix of the argument's
+own structure: the same container, a registered class or dataclass with the same aux
+data, or a namedtuple, holding ints, None or deeper prefixes); `out_axes` likewise
+for the results. A function returning no array (None, an empty tuple) gives that
+structure back, as jax.vmap does.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -35,47 +39,78 @@ from graphc.ir.types import TensorType
 from graphc.ops.batching import VmapError
 from graphc.ops.closure import fn_name, graph_of, trace_body
 from graphc.ops.dispatch import dtype_of, is_python_scalar, kind_of, weak_dtype
-from graphc.ops.pytree import flatten, unflatten
+from graphc.ops.pytree import Tree, TreeDef, flatten, leaf_paths, unflatten
 from graphc.ops.symbolic import Symbol
 from graphc.passes.vmap import vmap_graph
 from graphc.runtime.executable import compile as compile_graph
 
 
-def _leaf_axes(axes: Any, value: Any, where: str) -> list[Any]:
-    """One axis per leaf of `value`, from `axes`, a prefix of its structure (JAX's rule:
-    an int or None stands for every leaf beneath it)."""
+def _leaf_axes(axes: Any, value: Any, where: str, what: str = "in_axes") -> list[Any]:
+    """One axis per leaf of `value`, from `axes` (`what`: in_axes or out_axes), a prefix
+    of its structure (JAX's rule: an int or None stands for every leaf beneath it; a
+    container, the same container: its type and aux data, a registered class's or a
+    dataclass's included, with an entry per child). A tuple or list fits any tuple or
+    list (a namedtuple too), and a mapping any mapping with the same keys."""
     if axes is None or isinstance(axes, int) and not isinstance(axes, bool):
         return [axes] * len(flatten(value)[0])
-    if isinstance(axes, Mapping) and isinstance(value, Mapping):
+    subject = "argument" if what == "in_axes" else "function's result"
+    axis_items, axis_tree = _children(axes)
+    items, tree = _children(value)
+    if isinstance(axes, Mapping) and isinstance(value, Mapping) and isinstance(tree, TreeDef):
         if set(axes) != set(value):
             raise VmapError(
-                f"vmap: {where}: in_axes has keys {sorted(axes)} but the argument has "
+                f"vmap: {where}: {what} has keys {sorted(axes)} but the {subject} has "
                 f"keys {sorted(value)}"
             )
         out: list[Any] = []
         for key in _flatten_order(value):
-            out += _leaf_axes(axes[key], value[key], f"{where}[{key!r}]")
+            out += _leaf_axes(axes[key], value[key], f"{where}[{key!r}]", what)
         return out
-    if isinstance(axes, (tuple, list)) and isinstance(value, (tuple, list)):
-        if len(axes) != len(value):
-            raise VmapError(
-                f"vmap: {where}: in_axes has {len(axes)} entries but the argument has {len(value)}"
-            )
-        out = []
-        for k, (a, v) in enumerate(zip(axes, value)):
-            out += _leaf_axes(a, v, f"{where}[{k}]")
-        return out
-    raise VmapError(
-        f"vmap: {where}: in_axes entry {axes!r} does not match the argument's structure "
-        f"({type(value).__name__}); give an int, None or the same structure"
-    )
+    sequences = isinstance(axes, (tuple, list)) and isinstance(value, (tuple, list))
+    if not sequences and not (
+        isinstance(axis_tree, TreeDef) and isinstance(tree, TreeDef) and axis_tree.kind is tree.kind
+    ):
+        raise VmapError(
+            f"vmap: {where}: {what} entry {_show(axes)} does not match the {subject}'s structure "
+            f"({type(value).__name__}); give an int, None or the same structure"
+        )
+    if len(axis_items) != len(items):
+        raise VmapError(
+            f"vmap: {where}: {what} has {len(axis_items)} entries but the {subject} has "
+            f"{len(items)}"
+        )
+    if not sequences and axis_tree.aux != tree.aux:
+        raise VmapError(
+            f"vmap: {where}: {what} entry {_show(axes)} has the aux data {axis_tree.aux!r} but "
+            f"the {subject}'s {type(value).__name__} has {tree.aux!r} (the static fields of "
+            "a registered class belong to its structure: give the same)"
+        )
+    out = []
+    for a, v, path in zip(axis_items, items, leaf_paths(tree, where)):
+        out += _leaf_axes(a, v, path, what)
+    return out
+
+
+def _show(axes: Any) -> str:
+    """An axes entry for an error: its repr, or its type's name if that is object's."""
+    if type(axes).__repr__ is object.__repr__:
+        return f"(a {type(axes).__name__})"
+    return repr(axes)
+
+
+def _children(value: Any) -> tuple[list[Any], Tree]:
+    """A container's children and its structure one level deep (each child a leaf,
+    however deep it goes); a leaf itself and LEAF for what is no container."""
+    return flatten(value, is_leaf=lambda child: child is not value)
 
 
 def _flatten_order(value: Mapping) -> list[Any]:
-    """A dict's keys in the order flatten visits them."""
-    probe = {key: key for key in value}
-    leaves, _ = flatten(probe)
-    return leaves
+    """A mapping's keys in the order flatten visits its values (sorted for a dict, as
+    inserted for an OrderedDict): those of a copy holding each key under itself."""
+    probe = copy.copy(value)
+    for key in list(probe):
+        probe[key] = key  # type: ignore[index]
+    return _children(probe)[0]
 
 
 def _shape(value: Any) -> tuple:
@@ -121,28 +156,6 @@ def _per_example(leaf: Any, axis: Any) -> TensorType:
     return TensorType(tuple(str(d) if isinstance(d, str) else int(d) for d in shape), _dtype(leaf))
 
 
-def _arg_names(leaves: list[Any], tree: Any, prefix: str) -> list[str]:
-    """'args[0]', 'args[1][0]', "kwargs['k']", ... for each leaf, for error messages."""
-    labels = _labels(unflatten(tree, list(range(len(leaves)))), prefix)
-    return [labels[k] for k in range(len(leaves))]
-
-
-def _labels(value: Any, prefix: str) -> dict[int, str]:
-    if isinstance(value, int):
-        return {value: prefix}
-    found: dict[int, str] = {}
-    if isinstance(value, Mapping):
-        items: Any = value.items()
-    elif isinstance(value, (tuple, list)):
-        items = enumerate(value)
-    else:  # a registered type: its leaves in flattening order
-        items = ((f"leaf {k}", leaf) for k, leaf in enumerate(flatten(value)[0]))
-        return {leaf: f"{prefix}<{key}>" for key, leaf in items}
-    for key, item in items:
-        found.update(_labels(item, f"{prefix}[{key!r}]"))
-    return found
-
-
 def vmap(
     f: Callable[..., Any],
     in_axes: Any = 0,
@@ -172,8 +185,7 @@ def vmap(
                 f"{fn_name(f, 'f')}; give one per argument (or one int/None for all)"
             )
         axes = _leaf_axes(tuple(in_axes) if axes_tuple is not None else in_axes, args, "args")
-        names = _arg_names(leaves, tree, "args")
-        names += _arg_names(keyword_leaves, keyword_tree, "kwargs")
+        names = leaf_paths(tree, "args") + leaf_paths(keyword_tree, "kwargs")
         axes += [0] * len(keyword_leaves)
         count, every_leaf = len(leaves), leaves + keyword_leaves
         tree = (tree, keyword_tree)
@@ -197,6 +209,8 @@ def vmap(
             positional = unflatten(tree[0], full[:count])
             result = f(*positional, **unflatten(tree[1], full[count:]))
             out_leaves, out_tree[0] = flatten(result)
+            if not out_leaves:  # None, (), {}: nothing to batch (a graph needs an output)
+                raise _NoResultError
             return tuple(out_leaves)
 
         outer = graph_of(leaves)  # the graph being built (arrays inside a trace too)
@@ -206,13 +220,17 @@ def vmap(
             body, executable, out_tree[0] = compiled[key]
             results = as_tuple(executable(*leaves, *lifted_feeds(body).values()))
             return unflatten(out_tree[0], list(results))
-        if outer is not None:
-            traced = trace_body(fn_name(f, "vmapped"), outer, list(zip(names, types)), flat, "vmap")
-            body, captured = traced.body, [Symbol(node) for node in traced.captures]
-            feeds_extra = captured
-        else:
-            body = _trace_arrays(f, flat, types, names)
-            feeds_extra = list(lifted_feeds(body).values())
+        try:
+            if outer is not None:
+                name = fn_name(f, "vmapped")
+                traced = trace_body(name, outer, list(zip(names, types)), flat, "vmap")
+                body, feeds_extra = traced.body, [Symbol(node) for node in traced.captures]
+            else:
+                body = _trace_arrays(f, flat, types, names)
+                feeds_extra = list(lifted_feeds(body).values())
+        except _NoResultError:  # as jax.vmap: the same structure back, its out_axes checked
+            _out_axes(out_axes, out_tree[0], 0)
+            return unflatten(out_tree[0], [])
         out_leaf_axes = _out_axes(out_axes, out_tree[0], len(body.outputs))
         in_all = [_normal(a, len(t.shape)) for a, t in zip(axes, types)]
         in_all += [None] * (len(body.inputs) - len(types))
@@ -231,6 +249,10 @@ def vmap(
     # on arrays: one trace, batching and compile per signature (as gc.jit)
     compiled: dict[tuple, tuple[Graph, Any, Any]] = {}
     return batched
+
+
+class _NoResultError(Exception):
+    """The function returned no array (None, an empty tuple): there is no graph to batch."""
 
 
 def _signature(tree: Any, types: list[TensorType], axes: list[Any], size: Any) -> tuple | None:
@@ -268,7 +290,7 @@ def _out_axes(out_axes: Any, tree: Any, count: int) -> list[Any]:
     if out_axes is None or isinstance(out_axes, int) and not isinstance(out_axes, bool):
         return [out_axes] * count
     structure = unflatten(tree, [0] * count)
-    return _leaf_axes(out_axes, structure, "results")
+    return _leaf_axes(out_axes, structure, "results", "out_axes")
 
 
 __all__ = ["vmap"]

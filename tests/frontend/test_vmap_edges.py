@@ -6,6 +6,9 @@ in_axes / out_axes prefixes, functions returning None, and a batched cond's bran
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -201,3 +204,115 @@ def test_a_batched_while_loop_runs_until_every_example_stops() -> None:
     xs = np.array([[1.0, 1.0, 1.0], [5.0, 5.0, 5.0], [20.0, 0.0, 0.0]])
     got = gc.vmap(lambda x: gc.while_loop(lambda c: gc.sum(c) < 10.0, lambda c: c * 2.0, x))(xs)
     np.testing.assert_array_equal(got, [[4.0, 4.0, 4.0], [5.0, 5.0, 5.0], [20.0, 0.0, 0.0]])
+
+
+# -- out_axes errors, pytree prefixes, functions returning no arrays ---------------------------
+
+
+def test_a_wrong_out_axes_structure_is_reported_as_out_axes() -> None:
+    x = np.ones((2, 3))
+    with pytest.raises(gc.VmapError) as caught:
+        gc.vmap(lambda a: (a, a), out_axes=(0, 0, 0))(x)
+    message = str(caught.value)
+    assert "out_axes" in message and "results" in message and "in_axes" not in message
+    assert "out_axes has 3 entries but the function's result has 2" in message
+    with pytest.raises(gc.VmapError, match=r"results: out_axes has keys \['a'\]"):
+        gc.vmap(lambda a: {"b": a}, out_axes={"a": 0})(x)
+    with pytest.raises(gc.VmapError, match=r"results\[1\]: out_axes entry \(0,\) does not match"):
+        gc.vmap(lambda a: (a, a), out_axes=(0, (0,)))(x)
+
+
+@dataclasses.dataclass
+class Params:
+    w: Any
+    b: Any
+
+
+@dataclasses.dataclass
+class Tagged:
+    x: Any
+    tag: str = dataclasses.field(default="a", metadata={"static": True})
+
+
+gc.register_dataclass(Params)
+gc.register_dataclass(Tagged)
+
+
+class Box:
+    """A class registered with register_pytree_node, its aux data a label."""
+
+    def __init__(self, value: Any, label: str = "box") -> None:
+        self.value, self.label = value, label
+
+
+gc.register_pytree_node(Box, lambda b: ((b.value,), b.label), lambda label, c: Box(c[0], label))
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def _scale(q: Any, x: Any) -> Params:
+    return Params(q.w * x, q.b + x)
+
+
+def test_a_registered_dataclass_as_in_axes_and_out_axes() -> None:
+    p, x = Params(RNG.standard_normal((4, 3)), RNG.standard_normal(3)), RNG.standard_normal((4, 3))
+    got = gc.vmap(_scale, in_axes=(Params(0, None), 0), out_axes=Params(0, 1))(p, x)
+    assert isinstance(got, Params)
+    np.testing.assert_array_equal(got.w, p.w * x)
+    np.testing.assert_array_equal(got.b, (p.b + x).T)
+
+
+def test_a_registered_dataclass_prefix_agrees_with_jax(jax: Any) -> None:
+    with contextlib.suppress(ValueError):  # registered by an earlier run in this process
+        jax.tree_util.register_dataclass(Params, data_fields=["w", "b"], meta_fields=[])
+    p, x = Params(RNG.standard_normal((4, 3)), RNG.standard_normal(3)), RNG.standard_normal((4, 3))
+    in_axes, out_axes = (Params(0, None), 0), Params(0, 1)
+    got = gc.vmap(_scale, in_axes=in_axes, out_axes=out_axes)(p, x)
+    want = jax.vmap(_scale, in_axes=in_axes, out_axes=out_axes)(p, x)
+    np.testing.assert_allclose(got.w, np.asarray(want.w), rtol=1e-15)
+    np.testing.assert_allclose(got.b, np.asarray(want.b), rtol=1e-15)
+
+
+def test_a_pytree_class_and_a_namedtuple_as_prefixes() -> None:
+    box = Box((np.ones((2, 3)), np.arange(2.0)), "k")
+    got = gc.vmap(lambda b: b.value[0] * b.value[1], in_axes=(Box((1, None), "k"),))(box)
+    np.testing.assert_array_equal(got, np.broadcast_to(np.arange(2.0), (3, 2)))
+    pair = Pair(np.ones((4, 3)), np.arange(3.0))
+    out = gc.vmap(lambda q: Pair(q.a * q.b, q.b), in_axes=(Pair(0, None),), out_axes=Pair(1, None))(
+        pair
+    )
+    assert isinstance(out, Pair)
+    np.testing.assert_array_equal(out.a, (pair.a * pair.b).T)
+    np.testing.assert_array_equal(out.b, pair.b)
+
+
+def test_a_prefix_of_another_type_or_aux_data_is_refused_as_in_jax() -> None:
+    x = np.ones((2, 3))
+    with pytest.raises(gc.VmapError, match=r"args\[0\]: in_axes entry Tagged.* has the aux data"):
+        gc.vmap(lambda t: t.x, in_axes=(Tagged(0, "b"),))(Tagged(x, "a"))
+    with pytest.raises(gc.VmapError, match=r"does not match the argument's structure \(Params\)"):
+        gc.vmap(lambda p: p.w, in_axes=(Tagged(0),))(Params(x, x))
+    with pytest.raises(
+        gc.VmapError, match=r"args\[0\]: in_axes entry \(a Box\) has the aux data 'other'"
+    ):
+        gc.vmap(lambda b: b.value, in_axes=(Box(0, "other"),))(Box(x, "k"))
+    got = gc.vmap(lambda t: t.x, in_axes=(Tagged(1, "a"),))(Tagged(x, "a"))
+    np.testing.assert_array_equal(got, x.T)
+
+
+def test_an_ordered_dict_prefix_follows_its_insertion_order() -> None:
+    """Its leaves flatten in insertion order, not sorted: the axes must pair with them."""
+    value = collections.OrderedDict([("z", np.ones((4, 3))), ("a", np.arange(3.0))])
+    got = gc.vmap(lambda d: d["z"] * d["a"], in_axes=({"z": 0, "a": None},))(value)
+    np.testing.assert_array_equal(got, value["z"] * value["a"])
+
+
+@pytest.mark.parametrize("result", [None, (), {"k": None, "j": ()}])
+def test_a_function_returning_no_arrays_gives_its_result_back(jax: Any, result: Any) -> None:
+    x = np.ones((2, 3))
+    got = gc.vmap(lambda a: result)(x)
+    assert got == result == jax.vmap(lambda a: result)(x)
+    inside = gc.jit(lambda v: (gc.vmap(lambda a: result)(v), v * 2))(x)
+    assert inside[0] == result
+    np.testing.assert_array_equal(inside[1], x * 2)
+    with pytest.raises(gc.VmapError, match="out_axes"):
+        gc.vmap(lambda a: None, out_axes=(0,))(x)

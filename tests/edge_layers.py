@@ -324,7 +324,17 @@ def _bound(draw: Draw, pool: list[Symbol], x: Symbol) -> Symbol | float | None:
 def _math_binary(draw: Draw, pool: list[Symbol]) -> Symbol:
     x = pick(draw, pool)
     name = draw(
-        st.sampled_from(["remainder", "fmod", "logical_and", "logical_or", "logical_xor", "clamp"])
+        st.sampled_from(
+            [
+                "remainder",
+                "fmod",
+                "floor_divide",
+                "logical_and",
+                "logical_or",
+                "logical_xor",
+                "clamp",
+            ]
+        )
     )
     if name == "clamp":  # tensor bounds broadcast against x: maximum and minimum
         low, high = _bound(draw, pool, x), _bound(draw, pool, x)

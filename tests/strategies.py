@@ -101,14 +101,14 @@ def _binary(draw: Draw, pool: list[gc.Symbol], dtype: str) -> gc.Symbol:
     partners = [y for y in pool if _broadcasts(x, y)]
     y = draw(st.sampled_from(partners))
     name = draw(st.sampled_from(["add", "sub", "mul", "div", "maximum", "minimum", "where",
-                                 "remainder", "fmod", "clamp", "logical"]))  # fmt: skip
+                                 "remainder", "fmod", "floor_divide", "clamp", "logical"]))  # fmt: skip
     if name == "mul":
         return x * gc.tanh(y)
     if name == "div":
         return x / (1.0 + gc.abs(y))
     if name == "where":
         return gc.where(x > y, x, y * 0.5)
-    if name in ("remainder", "fmod"):  # divisors 1 + |y| >= 1
+    if name in ("remainder", "fmod", "floor_divide"):  # divisors 1 + |y| >= 1
         return getattr(gc, name)(x, 1.0 + gc.abs(y))
     if name == "clamp":  # tensor bounds: between y and y + 1
         return gc.clamp(x, y, y + 1.0) if draw(st.booleans()) else gc.clip(x, a_max=y)

@@ -75,6 +75,31 @@ def _remainder(w: Writer, node: Node, ins: list[str]) -> list[str]:
     return [w.one("Where", [move, w.one("Add", [r, y]), r])]
 
 
+@exporter("floor_divide")
+def _floor_divide(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    x, y = computed(w, node, ins)
+    dtype = node.type.dtype
+    if dtype.kind in "iu":  # (x - x mod y) / y divides exactly: Div's truncation is floor
+        return [w.one("Div", [w.one("Sub", [x, w.one("Mod", [x, y], fmod=0)]), y])]
+    # numpy's steps (npy_divmod): the quotient of x - fmod(x, y), one less where the
+    # remainder's sign differs from y's, floored and rounded up past a half; x / y
+    # where y is 0, and a signed zero for a zero quotient
+    zero, one = _c(w, 0, dtype), _c(w, 1, dtype)
+    r = w.one("Mod", [x, y], fmod=1)
+    div = w.one("Div", [w.one("Sub", [x, r]), y])
+    differ = w.one("Xor", [w.one("Less", [y, zero]), w.one("Less", [r, zero])])
+    moved = w.one("And", [differ, w.one("Not", [w.one("Equal", [r, zero])])])
+    div = w.one("Where", [moved, w.one("Sub", [div, one]), div])
+    floor = w.one("Floor", [div])
+    past_half = w.one("Greater", [w.one("Sub", [div, floor]), _c(w, 0.5, dtype)])
+    floor = w.one("Where", [past_half, w.one("Add", [floor, one]), floor])
+    quotient = w.one("Div", [x, y])
+    negative = w.one("Less", [w.one("Div", [one, quotient]), zero])  # -0.0 too: 1/-0 = -inf
+    signed_zero = w.one("Where", [negative, _c(w, -0.0, dtype), zero])  # copysign(0, x / y)
+    floor = w.one("Where", [w.one("Equal", [div, zero]), signed_zero, floor])
+    return [w.one("Where", [w.one("Equal", [y, zero]), quotient, floor])]
+
+
 def log1p(w: Writer, x: str, dtype: Any) -> str:
     """log(1 + x) accurate for small x: with u = 1 + x, log(u) * x / (u - 1) (Kahan)."""
     one = _c(w, 1, dtype)

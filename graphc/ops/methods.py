@@ -94,6 +94,7 @@ BINARY: dict[str, Callable[..., Any]] = {
     "pow": elementwise.pow,
     "maximum": elementwise.maximum,
     "minimum": elementwise.minimum,
+    "floor_divide": rounding.floor_divide,  # Python's //
     "remainder": rounding.remainder,  # the sign of other (Python's %)
     "fmod": rounding.fmod,  # the sign of x (C's fmod)
     "logical_and": logical.logical_and,

@@ -51,6 +51,12 @@ class OperatorMixin:
     def __rpow__(self, other: Any) -> Any:
         return E.pow(other, self)
 
+    def __floordiv__(self, other: Any) -> Any:  # Python's //: floor(x / y)
+        return bind("floor_divide", self, other)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return bind("floor_divide", other, self)
+
     def __mod__(self, other: Any) -> Any:  # Python's %: the sign of the divisor
         return bind("remainder", self, other)
 

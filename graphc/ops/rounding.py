@@ -24,6 +24,7 @@ __all__ = [
     "clamp",
     "clip",
     "floor",
+    "floor_divide",
     "fmod",
     "mod",
     "remainder",
@@ -156,6 +157,32 @@ fmod = _remainder_op(
     "gc.fmod(np.array([-5, 5]), 3) -> array([-2, 2])",
 )
 mod = remainder  # numpy.mod is numpy.remainder
+
+
+def _floor_divide_infer(x: TensorType, y: TensorType) -> TensorType:
+    if x.dtype == np.bool_ and y.dtype == np.bool_:  # as PyTorch (numpy gives int8)
+        raise DTypeError("floor_divide: not defined for two bools (cast to a number first)")
+    return ufunc_infer(np.floor_divide, "floor_divide")(x, y)
+
+
+# x // y is flat almost everywhere (its jumps aside): both gradients are zero, as in
+# PyTorch and JAX
+floor_divide = defop(
+    "floor_divide",
+    inputs=("x", "y"),
+    infer=_floor_divide_infer,
+    kernel=_remainder_kernel(np.floor_divide, "floor_divide"),
+    vjp=lambda ct, out, x, y, needs: (
+        unbroadcast(full_like(ct, 0), x) if needs[0] else None,
+        unbroadcast(full_like(ct, 0), y) if needs[1] else None,
+    ),
+    elementwise=True,
+    inplace=True,
+    cost=elementwise_cost,
+    doc="floor(x / y), Python's // (numpy.floor_divide; torch.floor_divide rounds the same "
+    "way since 1.13): its remainder is `remainder`'s. An integer divided by zero is an "
+    "error, as in PyTorch. gc.floor_divide(np.array([-7, 7]), 2) -> array([-4, 3])",
+)
 
 # -- clamp with scalar or tensor bounds ---------------------------------------------------
 

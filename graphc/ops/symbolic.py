@@ -139,6 +139,7 @@ _OPERATOR_UFUNCS = {
     np.divide: ("__truediv__", "__rtruediv__"),
     np.power: ("__pow__", "__rpow__"),
     np.remainder: ("__mod__", "__rmod__"),
+    np.floor_divide: ("__floordiv__", "__rfloordiv__"),
     np.matmul: ("__matmul__", "__rmatmul__"),
     np.less: ("__lt__", "__gt__"),
     np.less_equal: ("__le__", "__ge__"),

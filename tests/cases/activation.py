@@ -118,9 +118,13 @@ _case("round", "decimals", lambda x: gc.round(x, decimals=2), [F(3, 4)],
 _case("round", "decimals_neg", lambda x: gc.round(x, decimals=-1),
       [Arg((4,), FLOAT, "fixed", value=[15.0, 25.0, -35.0, 123.0])], lambda x: np.round(x, -1))  # fmt: skip
 
-# -- remainders: the sign of y (remainder) or of x (fmod) ---------------------------------------
+# -- remainders: the sign of y (remainder) or of x (fmod); floor_divide, remainder's quotient ---
 
-for _name, _fn, _ref in [("remainder", gc.remainder, np.remainder), ("fmod", gc.fmod, np.fmod)]:
+for _name, _fn, _ref in [
+    ("remainder", gc.remainder, np.remainder),
+    ("fmod", gc.fmod, np.fmod),
+    ("floor_divide", gc.floor_divide, np.floor_divide),
+]:
     _case(_name, "same", _fn, [F(3, 4), F(3, 4, kind="away")], _ref)
     _case(_name, "bcast", _fn, [F(3, 1), F(4, kind="away")], _ref)
     _case(_name, "pyscalar", lambda x, f=_fn: f(x, 0.75), [F(2, 3)], lambda x, r=_ref: r(x, 0.75))

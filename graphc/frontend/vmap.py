@@ -19,13 +19,22 @@ own structure: the same container, a registered class or dataclass with the same
 data, or a namedtuple, holding ints, None or deeper prefixes); `out_axes` likewise
 for the results. A function returning no array (None, an empty tuple) gives that
 structure back, as jax.vmap does.
+
+A `gc.cond` whose predicate differs per example runs both branches on every example
+and then takes each example's own result (graphc/ops/batching.py), as jax.vmap does.
+So a branch also runs on the examples that do not take it, and must not fail there:
+`cond(i < 3, lambda j: gc.take(table, j), ...)` fails for i = 5 under vmap (take
+refuses an index out of range, where JAX's clamps), though not example by example;
+clip the index (`gc.take(table, gc.clip(j, 0, 2))`). An error raised while running
+such branches says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -34,9 +43,10 @@ from graphc.frontend.call import inline
 from graphc.frontend.jit import static_key
 from graphc.frontend.staging import as_tuple
 from graphc.frontend.trace import TensorSpec, lifted_feeds, trace
+from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph
 from graphc.ir.types import TensorType
-from graphc.ops.batching import VmapError
+from graphc.ops.batching import BOTH_BRANCHES, VmapError
 from graphc.ops.closure import fn_name, graph_of, trace_body
 from graphc.ops.dispatch import dtype_of, is_python_scalar, kind_of, weak_dtype
 from graphc.ops.pytree import Tree, TreeDef, flatten, leaf_paths, unflatten
@@ -217,8 +227,9 @@ def vmap(
         statics = tuple((k, type(v).__name__, static_key(v)) for k, v in static.items())
         key = _signature((tree, statics), types, axes, size) if outer is None else None
         if key is not None and key in compiled:  # arrays of a signature met before
-            body, executable, out_tree[0] = compiled[key]
-            results = as_tuple(executable(*leaves, *lifted_feeds(body).values()))
+            body, executable, out_tree[0], conds = compiled[key]
+            with _branch_hint(conds):
+                results = as_tuple(executable(*leaves, *lifted_feeds(body).values()))
             return unflatten(out_tree[0], list(results))
         try:
             if outer is not None:
@@ -236,19 +247,52 @@ def vmap(
         in_all += [None] * (len(body.inputs) - len(types))
         vmapped = vmap_graph(body, in_all, out_leaf_axes, axis_size=size)
         feeds = dict(zip([p.name for p in vmapped.inputs], [*leaves, *feeds_extra]))
-        if any(kind_of(v) is not None for v in feeds.values()):
-            results = inline(vmapped, feeds)
-        elif key is not None:
-            executable = compile_graph(vmapped)
-            compiled[key] = (body, executable, out_tree[0])
-            results = list(as_tuple(executable(*feeds.values())))
-        else:
-            results = list(as_tuple(vmapped(**feeds)))
+        conds = _both_branches(vmapped)
+        with _branch_hint(conds):
+            if any(kind_of(v) is not None for v in feeds.values()):
+                results = inline(vmapped, feeds)
+            elif key is not None:
+                executable = compile_graph(vmapped)
+                compiled[key] = (body, executable, out_tree[0], conds)
+                results = list(as_tuple(executable(*feeds.values())))
+            else:
+                results = list(as_tuple(vmapped(**feeds)))
         return unflatten(out_tree[0], results)
 
     # on arrays: one trace, batching and compile per signature (as gc.jit)
-    compiled: dict[tuple, tuple[Graph, Any, Any]] = {}
+    compiled: dict[tuple, tuple[Graph, Any, Any, dict[str, str]]] = {}
     return batched
+
+
+def _both_branches(graph: Graph) -> dict[str, str]:
+    """Node name -> per-example cond name, for the nodes computing the branches of a cond
+    whose predicate is batched (graphc/ops/batching.py's cond rule marks them)."""
+    return {n.name: n.meta[BOTH_BRANCHES] for n in graph.nodes if BOTH_BRANCHES in n.meta}
+
+
+@contextlib.contextmanager
+def _branch_hint(conds: dict[str, str]) -> Iterator[None]:
+    """An error raised while running a batched graph with such branches says that under
+    vmap a branch runs on every example, so it may fail on one that does not take it
+    (certainly, when the runner names a branch's node as the one that failed)."""
+    try:
+        yield
+    except GraphcError as exc:
+        if not conds or isinstance(exc, VmapError):
+            raise
+        names = ", ".join(f"'{c}'" for c in sorted(set(conds.values())))
+        lead = (
+            f"it comes from a branch of cond {conds[exc.node]!r}"
+            if exc.node in conds
+            else f"it may come from a branch of cond {names}"
+        )
+        hint = (
+            f"(vmap: {lead}, whose predicate differs per example: under gc.vmap both "
+            "branches run on every example, as in jax.vmap, and each example then takes "
+            "its own result, so a branch must not fail on the examples that do not take it; "
+            "make its inputs valid for every example, e.g. gc.clip an index into range)"
+        )
+        raise type(exc)(f"{exc} {hint}", node=exc.node) from exc
 
 
 class _NoResultError(Exception):

@@ -28,7 +28,11 @@ here the batch is an axis every rule may move: it is put first, so that
 - control flow batches its bodies (through the pass, `set_body_batching`): a cond with
   a batched predicate computes both branches and selects per example (gc.where); a
   while_loop with a batched predicate runs while any example's holds, and an example
-  whose condition no longer holds keeps its carries (JAX's semantics).
+  whose condition no longer holds keeps its carries (JAX's semantics). So under vmap
+  a branch also runs on the examples that do not take it: one that fails on them (an
+  index out of range, which take refuses rather than clamps as JAX does) fails the
+  whole batch. The nodes computing those branches carry the cond's name in their
+  meta (`BOTH_BRANCHES`), and gc.vmap's errors point there.
 
 An op without a rule here (see WITHOUT_RULE["vmap"] in tests/ir/test_op_contract.py)
 is refused by the pass with a `VmapError` naming the node, never computed wrongly;
@@ -44,13 +48,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from graphc.ir.errors import GraphcError
-from graphc.ir.graph import Graph, Node
+from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.registry import get_op, register_rule
 from graphc.ir.types import Dim, is_symbol
 from graphc.ops.dispatch import bind
 from graphc.ops.indexing import format_index, parse_index
 
 KIND = "vmap"  # the rules' kind in `OpDef.rules`
+# meta key of the nodes computing a cond's branches for every example (its predicate
+# batched): the per-example cond's name, for errors that one of them raises
+BOTH_BRANCHES = "vmap_both_branches"
 Batched = tuple[Any, Any]  # (value, batched?) ; for several results (tuple, tuple of bools)
 VmapRule = Callable[[Node, list[Batched], Dim], Batched]
 
@@ -637,9 +644,12 @@ def cond(node: Node, args: list[Batched], size: Dim) -> Batched:
     then_body, else_body = node.attrs["then_body"], node.attrs["else_body"]
     ranks = [len(t.shape) for t in node.type.items]
     if batched_pred:  # both branches for every example, then each example's own
-        walk = _hook("walk")
+        walk, graph = _hook("walk"), active_graph()
+        start = len(graph.nodes) if graph is not None else 0
         taken = walk(then_body, list(operands), size)
         other = walk(else_body, list(operands), size)
+        for made in graph.nodes[start:] if graph is not None else ():
+            made.meta.setdefault(BOTH_BRANCHES, node.name)
         values = tuple(
             _select(pred, t, o, rank) for (t, _), (o, _), rank in zip(taken, other, ranks)
         )

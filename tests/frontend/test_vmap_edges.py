@@ -316,3 +316,54 @@ def test_a_function_returning_no_arrays_gives_its_result_back(jax: Any, result: 
     np.testing.assert_array_equal(inside[1], x * 2)
     with pytest.raises(gc.VmapError, match="out_axes"):
         gc.vmap(lambda a: None, out_axes=(0,))(x)
+
+
+# -- a cond with a per-example predicate runs both branches ------------------------------------
+
+TABLE = np.array([10.0, 20.0, 30.0])
+
+
+def _lookup(i: Any) -> Any:
+    return gc.cond(i < 3, lambda j: gc.take(TABLE, j, axis=0), lambda j: -1.0, i)
+
+
+def _clipped_lookup(i: Any) -> Any:
+    return gc.cond(i < 3, lambda j: gc.take(TABLE, gc.clip(j, 0, 2), axis=0), lambda j: -1.0, i)
+
+
+@pytest.mark.parametrize("wrap", [np.asarray, ge.tensor])
+def test_an_untaken_branch_that_fails_says_both_branches_run(wrap: Callable) -> None:
+    """take keeps refusing an index out of range; the error explains why the branch ran."""
+    assert [float(gc.jit(_lookup)(np.int64(i))) for i in (0, 2, 5)] == [10.0, 30.0, -1.0]
+    with pytest.raises(gc.IndexRangeError, match="index 5 is out of range") as caught:
+        gc.vmap(_lookup)(wrap(np.array([0, 2, 5])))
+    assert "both branches run on every example" in str(caught.value)
+    assert "cond 'cond'" in str(caught.value)
+
+
+def test_a_failure_outside_a_batched_cond_has_no_branch_hint() -> None:
+    with pytest.raises(gc.IndexRangeError) as caught:
+        gc.vmap(lambda i: gc.take(TABLE, i, axis=0))(np.array([0, 5]))
+    assert "branch" not in str(caught.value)
+
+
+def test_a_guarded_branch_agrees_with_jax(jax: Any) -> None:
+    jnp, lax = jax.numpy, jax.lax
+    index = np.array([0, 2, 5])
+    got = gc.vmap(_clipped_lookup)(index)
+    np.testing.assert_array_equal(got, [10.0, 30.0, -1.0])
+    want = jax.vmap(lambda i: lax.cond(i < 3, lambda j: jnp.take(TABLE, j), lambda j: -1.0, i))(
+        index
+    )
+    np.testing.assert_array_equal(got, np.asarray(want))
+
+
+def test_the_branch_hint_is_certain_when_the_runner_names_the_node() -> None:
+    from graphc.frontend.vmap import _branch_hint
+
+    certain = pytest.raises(gc.IndexRangeError, match="it comes from a branch of cond 'c'")
+    with certain, _branch_hint({"take": "c"}):
+        raise gc.IndexRangeError("take: index 5 is out of range", node="take")
+    maybe = pytest.raises(gc.IndexRangeError, match="it may come from a branch of cond 'c'")
+    with maybe, _branch_hint({"take": "c"}):
+        raise gc.IndexRangeError("take: index 5 is out of range", node="other")

@@ -574,7 +574,7 @@ WITHOUT_NATIVE = {
         "clip", "elu", "hardtanh", "leaky_relu", "round", "softplus",
     },
     "no C yet: numpy runs them": {
-        "erf", "gelu_exact", "hardsigmoid", "silu", "fmod", "remainder",
+        "erf", "gelu_exact", "hardsigmoid", "silu", "fmod", "remainder", "floor_divide",
     },
 }  # fmt: skip
 WITHOUT_RULE["native"] = {

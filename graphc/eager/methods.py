@@ -18,7 +18,6 @@ from graphc.ir.graph import active_graph
 from graphc.ir.types import is_float, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
-from graphc.ops import logical
 from graphc.ops import reduce as R
 from graphc.ops import shape as S
 from graphc.ops.methods import MinMax, ValueMethods
@@ -205,27 +204,6 @@ class EagerMethods:
         """The variance (see ValueMethods.var); as torch, of floating-point tensors only."""
         _check_float(self, "var")
         return ValueMethods.var(self, *args, **kwargs)
-
-    def all(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
-            keepdims: bool | None = None) -> Any:  # fmt: skip
-        """True where every element (along dim) is nonzero; True for none, as torch."""
-        if active_graph() is not None:
-            return ValueMethods.all(self, dim, keepdim, axis=axis, keepdims=keepdims)
-        # a count, not a min: a min of no elements has no value
-        zeros = ValueMethods.sum(  # type: ignore[attr-defined]
-            logical.logical_not(E.cast(self, np.bool_)), dim, keepdim, axis=axis, keepdims=keepdims
-        )
-        return E.eq(zeros, 0)
-
-    def any(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
-            keepdims: bool | None = None) -> Any:  # fmt: skip
-        """True where some element (along dim) is nonzero; False for none, as torch."""
-        if active_graph() is not None:
-            return ValueMethods.any(self, dim, keepdim, axis=axis, keepdims=keepdims)
-        nonzeros = ValueMethods.sum(  # type: ignore[attr-defined]
-            E.cast(self, np.bool_), dim, keepdim, axis=axis, keepdims=keepdims
-        )
-        return E.gt(nonzeros, 0)
 
     # -- torch's names for the nodes of shared ops -----------------------------------------
 

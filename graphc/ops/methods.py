@@ -193,7 +193,14 @@ def extremum(x: Any, reduce_op: Any, dim: Any, keepdim: bool, axis: Any, keepdim
         return reduce_op(x, axis=axis, keepdims=bool(keepdims))
     find = reduce.argmax if reduce_op is reduce.max else reduce.argmin
     indices = find(x, axis=dim, keepdims=keepdim)
-    return MinMax(reduce_op(x, axis=dim, keepdims=keepdim), indices)
+    if not x.shape:  # one element: no ties
+        return MinMax(reduce_op(x, axis=dim, keepdims=keepdim), indices)
+    # the values are the entries at the indices, so the whole gradient goes to them (torch's
+    # max(dim): one winner per tie), where the max op shares it among ties (as JAX)
+    axis = normalize_axis(dim, len(x.shape), "max" if reduce_op is reduce.max else "min")
+    at = indices if keepdim else shape_ops.expand_dims(indices, axis)
+    values = along_axis.take_along_axis(x, at, axis=axis)
+    return MinMax(values if keepdim else shape_ops.squeeze(values, axis), indices)
 
 
 class ValueMethods(OperatorMixin):
@@ -455,19 +462,22 @@ class ValueMethods(OperatorMixin):
 
     def all(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
             keepdims: bool | None = None) -> Any:  # fmt: skip
-        """True where every element (along dim) is nonzero."""
-        as_bool = elementwise.cast(self, np.bool_)
-        return reduce.min(
-            as_bool, axis=pick_axis(axis, dim, "all"), keepdims=pick_keep(keepdim, keepdims)
+        """True where every element (along dim) is nonzero; True for none, as torch and numpy
+        (a count of the zeros, not a min: a min of no elements has no value)."""
+        zeros = logical.logical_not(elementwise.cast(self, np.bool_))
+        count = reduce.sum(
+            zeros, axis=pick_axis(axis, dim, "all"), keepdims=pick_keep(keepdim, keepdims)
         )
+        return elementwise.eq(count, 0)
 
     def any(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
             keepdims: bool | None = None) -> Any:  # fmt: skip
-        """True where some element (along dim) is nonzero."""
-        as_bool = elementwise.cast(self, np.bool_)
-        return reduce.max(
-            as_bool, axis=pick_axis(axis, dim, "any"), keepdims=pick_keep(keepdim, keepdims)
+        """True where some element (along dim) is nonzero; False for none, as torch and numpy."""
+        nonzeros = elementwise.cast(self, np.bool_)
+        count = reduce.sum(
+            nonzeros, axis=pick_axis(axis, dim, "any"), keepdims=pick_keep(keepdim, keepdims)
         )
+        return elementwise.gt(count, 0)
 
     def norm(self) -> Any:
         """The 2-norm of all elements."""

@@ -258,3 +258,41 @@ def test_in_place_methods_are_refused_on_traced_values() -> None:
         return x
 
     gc.trace(touch, gc.TensorSpec((3,)))
+
+
+def test_max_along_a_dim_sends_the_gradient_to_the_index_returned() -> None:
+    """x.max(dim) / x.min(dim) on graph values, as on eager tensors and in torch: the
+    values are the entries at the returned indices, one winner per tie (the max op,
+    max() and amax share a tie's gradient, as JAX)."""
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])
+    want = {"max": [[0, 1, 0], [1, 0, 0]], "min": [[1, 0, 0], [0, 0, 1]]}
+    for which, expected in want.items():
+        for keepdim in (False, True):
+
+            def loss(v, which=which, keepdim=keepdim):
+                values, indices = getattr(v, which)(1, keepdim)
+                return gc.sum(values)
+
+            np.testing.assert_array_equal(gc.grad(loss)(x), expected)
+            t = ge.tensor(x, requires_grad=True)
+            getattr(t, which)(1, keepdim)[0].sum().backward()
+            np.testing.assert_array_equal(t.grad.numpy(), expected)
+    np.testing.assert_array_equal(
+        gc.grad(lambda v: gc.max(v, axis=1).sum())(x), [[0, 0.5, 0.5], [0.5, 0.5, 0]]
+    )
+
+
+def test_all_and_any_of_no_elements_on_graph_values_and_tensors() -> None:
+    """True and False over nothing, as torch and numpy (a min or max of no bools raised)."""
+    x = np.zeros((2, 0))
+    got = gc.jit(lambda v: (v.all(), v.any(), v.all(1), v.any(0)))(x)
+    want = (x.all(), x.any(), x.all(1), x.any(0))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+        assert g.shape == w.shape and g.dtype == np.bool_
+    t = ge.tensor(x)
+    assert bool(t.all()) and not bool(t.any())
+    y = np.array([[1.0, 0.0, -2.0], [3.0, 4.0, np.nan]])
+    got = gc.jit(lambda v: (v.all(1), v.any(0), v.all(keepdim=True, dim=0)))(y)
+    for g, w in zip(got, (y.all(1), y.any(0), y.all(0, keepdims=True))):
+        np.testing.assert_array_equal(g, w)

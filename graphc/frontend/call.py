@@ -14,15 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node, set_call_handler
-from graphc.ir.registry import bound_attrs
+from graphc.ir.registry import bound_attrs, get_op
 from graphc.ir.types import TupleType
 from graphc.ops.closure import graph_of
 from graphc.ops.dispatch import bind, kind_of
-from graphc.ops.shape import stack
 from graphc.runtime.feeds import check_names, collect_feeds
 from graphc.runtime.reference import run
 
@@ -66,58 +63,21 @@ def _replay(node: Node, inputs: list[Any], bindings: dict[str, Any]) -> Any:
 def _python_flow(
     node: Node, inputs: list[Any], attrs: dict[str, Any], bindings: dict[str, Any]
 ) -> tuple:
-    """The results of a cond, scan or while_loop node, computed by the Python control
-    flow it stands for. (The eager tape records ops of one result; these three are the
-    ops of several, each with its own loop, so they are spelled out here.)"""
-    if node.op == "cond":
-        return _cond(node, inputs, attrs, bindings)
-    if node.op == "scan":
-        return _scan(node, inputs, attrs, bindings)
-    if node.op == "while_loop":
-        return _while_loop(node, inputs, attrs, bindings)
-    raise GraphcError(
-        f"calling a graph on eager tensors: {node.describe()} has several results and no "
-        "Python form here (graphc/frontend/call.py); call the graph on arrays"
-    )
+    """The results of a node of several results (cond, scan, while_loop) computed by the
+    Python control flow it stands for: the op's "stepwise" rule (graphc/ops/control.py),
+    its bodies inlined here."""
+    stepwise = get_op(node.op).rules.get("stepwise")
+    if stepwise is None:
+        raise GraphcError(
+            f"calling a graph on eager tensors: {node.describe()} has several results and no "
+            "stepwise rule; call the graph on arrays"
+        )
+    types = list(node.type.bind(bindings).items)
+    return stepwise(attrs, inputs, types, _run_body)
 
 
 def _run_body(body: Graph, values: Sequence[Any]) -> list[Any]:
     return inline(body, dict(zip([p.name for p in body.inputs], values)))
-
-
-def _cond(node: Node, inputs: list[Any], attrs: dict[str, Any], bindings: dict[str, Any]) -> tuple:
-    pred, *operands = inputs
-    taken = attrs["then_body"] if bool(pred) else attrs["else_body"]
-    return tuple(_run_body(taken, operands))
-
-
-def _scan(node: Node, inputs: list[Any], attrs: dict[str, Any], bindings: dict[str, Any]) -> tuple:
-    count, num_xs = attrs["num_carry"], attrs["num_xs"]
-    carry = inputs[:count]
-    xs, consts = inputs[count : count + num_xs], inputs[count + num_xs :]
-    steps = int(attrs["length"])
-    ys: list[list[Any]] = [[] for _ in range(steps)]
-    for t in reversed(range(steps)) if attrs["reverse"] else range(steps):
-        outs = _run_body(attrs["body"], [*carry, *(x[t] for x in xs), *consts])
-        carry, ys[t] = outs[:count], outs[count:]
-    if steps:
-        stacked = [stack([step[k] for step in ys], axis=0) for k in range(len(ys[0]))]
-    else:  # no step ran: empty ys of the node's types, of the inputs' kind
-        kind = next(kind_of(v) for v in inputs if kind_of(v) is not None)
-        types = node.type.bind(bindings).items[count:]
-        stacked = [kind.lift(np.zeros(t.shape, t.dtype), None, ()) for t in types]
-    return (*carry, *stacked)
-
-
-def _while_loop(
-    node: Node, inputs: list[Any], attrs: dict[str, Any], bindings: dict[str, Any]
-) -> tuple:
-    count, num_cond = attrs["num_carry"], attrs["num_cond_consts"]
-    carry = inputs[:count]
-    cond_consts, body_consts = inputs[count : count + num_cond], inputs[count + num_cond :]
-    while bool(_run_body(attrs["cond_body"], [*carry, *cond_consts])[0]):
-        carry = _run_body(attrs["body"], [*carry, *body_consts])
-    return tuple(carry)
 
 
 def call_graph(graph: Graph, args: tuple, kwargs: dict) -> Any:

@@ -23,6 +23,11 @@ the captured values last, since tracing discovers them last:
   scalar, `body` maps (carries, body_consts) to new carries; the node gives the carries
   once the condition is false.
 
+Each also has a "stepwise" rule: the Python control flow it stands for, on values that
+are computed as they go (eager tensors, whose tape then records every step that ran),
+its bodies run by a `run_body(body, values)` the caller gives (graphc/frontend/call.py
+inlines them).
+
 The kernels here are the reference semantics: they evaluate the bodies with
 `graphc.ops.body.evaluate` step by step. The compiled runtime plans the bodies once
 and runs them on preallocated buffers (backends/numpy/control.py).
@@ -49,11 +54,12 @@ import numpy as np
 
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import Graph
-from graphc.ir.registry import REQUIRED
+from graphc.ir.registry import REQUIRED, register_rule
 from graphc.ir.types import Dim, TensorType, TupleType, as_dim, format_shape, is_symbol
+from graphc.ops import shape as S
 from graphc.ops.body import evaluate, output_types
 from graphc.ops.defop import VARIADIC, defop
-from graphc.ops.dispatch import bind
+from graphc.ops.dispatch import bind, kind_of
 from graphc.ops.tuples import results
 
 
@@ -187,6 +193,18 @@ cond_op = defop(
     canonicalize=_cond_canon,
     doc="The results of then_body or else_body on the operands, by a bool scalar (gc.cond).",
 )
+
+
+# the "stepwise" rules' signature: (attrs, inputs, result types, run_body) -> results
+RunBody = Callable[[Graph, Sequence[Any]], list[Any]]
+
+
+def _cond_stepwise(attrs: dict, inputs: list[Any], types: list, run_body: RunBody) -> tuple:
+    pred, *operands = inputs
+    return tuple(run_body(attrs["then_body"] if bool(pred) else attrs["else_body"], operands))
+
+
+register_rule("cond", "stepwise", _cond_stepwise)
 
 
 # -- scan ---------------------------------------------------------------------------
@@ -368,6 +386,26 @@ scan_op = defop(
 )
 
 
+def _scan_stepwise(attrs: dict, inputs: list[Any], types: list, run_body: RunBody) -> tuple:
+    count, num_xs = attrs["num_carry"], attrs["num_xs"]
+    carry = inputs[:count]
+    xs, consts = inputs[count : count + num_xs], inputs[count + num_xs :]
+    steps = int(attrs["length"])
+    ys: list[list[Any]] = [[] for _ in range(steps)]
+    for t in reversed(range(steps)) if attrs["reverse"] else range(steps):
+        outs = run_body(attrs["body"], [*carry, *(x[t] for x in xs), *consts])
+        carry, ys[t] = outs[:count], outs[count:]
+    if steps:
+        stacked = [S.stack([step[k] for step in ys], axis=0) for k in range(len(ys[0]))]
+    else:  # no step ran: empty ys of the node's types, of the inputs' kind
+        kind = next(kind_of(v) for v in inputs if kind_of(v) is not None)
+        stacked = [kind.lift(np.zeros(t.shape, t.dtype), None, ()) for t in types[count:]]
+    return (*carry, *stacked)
+
+
+register_rule("scan", "stepwise", _scan_stepwise)
+
+
 # -- while_loop ---------------------------------------------------------------------
 
 
@@ -447,3 +485,15 @@ while_loop_op = defop(
     canonicalize=_while_canon,
     doc="Run body on the carries while cond_body holds (gc.while_loop); forward only.",
 )
+
+
+def _while_stepwise(attrs: dict, inputs: list[Any], types: list, run_body: RunBody) -> tuple:
+    count, num_cond = attrs["num_carry"], attrs["num_cond_consts"]
+    carry = inputs[:count]
+    cond_consts, body_consts = inputs[count : count + num_cond], inputs[count + num_cond :]
+    while bool(run_body(attrs["cond_body"], [*carry, *cond_consts])[0]):
+        carry = run_body(attrs["body"], [*carry, *body_consts])
+    return tuple(carry)
+
+
+register_rule("while_loop", "stepwise", _while_stepwise)

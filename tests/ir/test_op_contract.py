@@ -577,6 +577,12 @@ WITHOUT_NATIVE = {
         "erf", "gelu_exact", "hardsigmoid", "silu", "fmod", "remainder", "floor_divide",
     },
 }  # fmt: skip
+WITHOUT_RULE["stepwise"] = {
+    "one result: the op function computes it on tensors (stepwise is for the nodes of "
+    "several results, each its own Python loop or branch)": {
+        name for name in all_ops() if name not in ("cond", "scan", "while_loop")
+    },
+}
 WITHOUT_RULE["native"] = {
     **WITHOUT_NATIVE,
     "not elementwise: the lowering table or numpy runs them": {

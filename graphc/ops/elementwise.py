@@ -544,5 +544,13 @@ def square(x: Any) -> Any:
     return mul(x, x)
 
 
+def root_flat_at_zero(s: Any) -> Any:
+    """sqrt(s) for s >= 0 (a sum of squares, a variance), with gradient 0 where s is 0,
+    not ct * inf * 0 = nan: torch's norm and std backward (a norm of zeros, a spread
+    of none). The same values as sqrt, bit for bit."""
+    at_zero = eq(s, 0)
+    return where(at_zero, 0, sqrt(where(at_zero, 1, s)))
+
+
 # numpy's long names for the same ops
 subtract, multiply, divide, negative, power, absolute = sub, mul, div, neg, pow, abs

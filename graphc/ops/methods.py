@@ -458,7 +458,7 @@ class ValueMethods(OperatorMixin):
         variance = self.var(
             dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims, ddof=ddof
         )
-        return elementwise.sqrt(variance)
+        return elementwise.root_flat_at_zero(variance)  # gradient 0 at no spread, as torch
 
     def all(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
             keepdims: bool | None = None) -> Any:  # fmt: skip
@@ -480,8 +480,8 @@ class ValueMethods(OperatorMixin):
         return elementwise.gt(count, 0)
 
     def norm(self) -> Any:
-        """The 2-norm of all elements."""
-        return elementwise.sqrt(reduce.sum(self * self))
+        """The 2-norm of all elements (gradient 0 at a norm of 0, as torch)."""
+        return elementwise.root_flat_at_zero(reduce.sum(self * self))
 
     def softmax(self, dim: int | None = None, *, axis: int | None = None) -> Any:
         """Along dim (the last by default)."""

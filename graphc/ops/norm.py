@@ -362,7 +362,8 @@ def batch_norm(x: Any, running_mean: Any = None, running_var: Any = None, weight
 def std(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, *,
         correction: int | None = None) -> Any:  # fmt: skip
     """Standard deviation over axis: sqrt(var(x, axis, keepdims, ddof)). `correction` is
-    the Array API's (and numpy 2's, PyTorch's) name for ddof.
+    the Array API's (and numpy 2's, PyTorch's) name for ddof. Where there is no spread
+    its gradient is 0, as PyTorch's (JAX's is nan there).
 
     >>> import numpy as np, graphc as gc
     >>> gc.std(np.array([1.0, 3.0]))
@@ -370,4 +371,4 @@ def std(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, *,
     """
     if correction is not None:
         ddof = correction
-    return E.sqrt(R.var(x, axis=axis, keepdims=keepdims, ddof=ddof))
+    return E.root_flat_at_zero(R.var(x, axis=axis, keepdims=keepdims, ddof=ddof))

@@ -383,6 +383,11 @@ def test_an_int_index_past_a_symbolic_dim_is_a_graphc_error_in_every_mode() -> N
             gc.compile(g, opt_level=level)(x=empty)
 
 
+def _method_value(x: Any) -> Any:
+    """x, or an eager tensor of it for an array (whose methods are numpy's, not graphc's)."""
+    return ge.tensor(x) if isinstance(x, np.ndarray) else x
+
+
 # -- pow where d(x^y) has 0 * inf: JAX's and torch's values ----------------------------
 
 # x, y and the gradients torch 2.13 gives: x^0 is flat in x (0^-1 would make y x^(y-1)
@@ -412,3 +417,30 @@ def test_pow_forward_mode_at_a_zero_base_or_exponent() -> None:
         _, dy = gc.jvp(lambda y: POW_X**y, (POW_Y,), (ones,))
     np.testing.assert_allclose(dx, POW_DX)
     np.testing.assert_allclose(dy, POW_DY)
+
+
+@pytest.mark.parametrize(
+    "name, build",
+    [
+        ("norm", lambda x: _method_value(x).norm()),
+        ("std", lambda x: _method_value(x).std()),
+        ("gc.std", lambda x: gc.std(x, axis=1)),
+        ("std of no spread", lambda x: (_method_value(x) - _method_value(x).mean()).std()),
+    ],
+)
+def test_norm_and_std_are_flat_where_they_are_zero(name: str, build: Callable) -> None:
+    """torch's norm and std backward: 0 where the result is 0 (sqrt's ct * inf * 0 was
+    nan), the formula elsewhere; the values are sqrt's."""
+    for x in (np.zeros((2, 3)), np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 0.0]])):
+        results = every_mode(build, [x], wrt=[0])
+        value, grad = results["eager"]
+        assert np.isfinite(grad).all(), (name, grad)
+        assert_modes_agree(results, [value, grad], rtol=1e-12)
+        if torch is not None:
+            tx = torch.tensor(x, requires_grad=True)
+            y = {"norm": lambda t: t.norm(), "std": lambda t: t.std(),
+                 "gc.std": lambda t: t.std(dim=1, correction=0),
+                 "std of no spread": lambda t: (t - t.mean()).std()}[name](tx)  # fmt: skip
+            y.sum().backward()
+            np.testing.assert_allclose(value, y.detach().numpy(), rtol=1e-12)
+            np.testing.assert_allclose(grad, tx.grad.numpy(), rtol=1e-12, atol=1e-15)

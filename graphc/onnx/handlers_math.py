@@ -48,7 +48,7 @@ def _reciprocal(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 
 @handler("IsNaN", since=9)
 def _isnan(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
-    return [selection.ne(inputs[0], inputs[0])]
+    return [selection.isnan(inputs[0])]
 
 
 @handler("IsInf", since=10)

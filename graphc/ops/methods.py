@@ -45,6 +45,7 @@ from graphc.ops import (
     padding,
     reduce,
     rounding,
+    selection,
     sequences,
     sorting,
 )
@@ -77,6 +78,9 @@ UNARY: dict[str, Callable[..., Any]] = {
     "sinh": elementwise.sinh,
     "reciprocal": elementwise.reciprocal,
     "rsqrt": elementwise.rsqrt,
+    "isnan": selection.isnan,
+    "isinf": selection.isinf,
+    "isfinite": selection.isfinite,
     "floor": rounding.floor,
     "ceil": rounding.ceil,
     "trunc": rounding.trunc,

@@ -15,7 +15,8 @@ from graphc.ir.attrs import attr_problem, int64_value
 from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.types import TensorType, as_dtype, broadcast_shapes, is_float
 from graphc.ops.defop import defop, elementwise_cost, into, ufunc_infer, ufunc_kernel
-from graphc.ops.dispatch import bind
+from graphc.ops.dispatch import bind, dtype_of
+from graphc.ops.logical import logical_or
 
 
 def unbroadcast(ct: Any, x: Any) -> Any:
@@ -253,6 +254,30 @@ def zeros_like(x: Any) -> Any:
 def ones_like(x: Any) -> Any:
     """Ones of x's shape and dtype."""
     return full_like(x, 1)
+
+
+# -- nan and inf tests (builders over the comparisons) -------------------------------------
+
+
+def isnan(x: Any) -> Any:
+    """True where x is nan (x != x); False throughout for integers and bools.
+    gc.isnan(np.array([1.0, np.nan])) -> array([False,  True])"""
+    return ne(x, x)
+
+
+def isinf(x: Any) -> Any:
+    """True where x is +inf or -inf. gc.isinf(np.array([np.inf, 1.0])) -> array([ True, False])"""
+    if not is_float(dtype_of(x)):  # no infinity in its dtype
+        return ne(x, x)
+    return logical_or(eq(x, np.inf), eq(x, -np.inf))
+
+
+def isfinite(x: Any) -> Any:
+    """True where x is neither nan nor inf (|x| < inf: nan compares false).
+    gc.isfinite(np.array([1.0, np.inf, np.nan])) -> array([ True, False, False])"""
+    if not is_float(dtype_of(x)):
+        return eq(x, x)
+    return lt(bind("abs", x), np.inf)
 
 
 # numpy's long names for the same ops

@@ -9,6 +9,7 @@ the oracle where it has one.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ import graphc.eager as ge
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.ops.dispatch import prepare
+from graphc.runtime.backend import available_backends
 from tests.budget import sample
 from tests.conftest import needs_torch, torch
 from tests.op_cases import all_cases
@@ -444,3 +446,25 @@ def test_norm_and_std_are_flat_where_they_are_zero(name: str, build: Callable) -
             y.sum().backward()
             np.testing.assert_allclose(value, y.detach().numpy(), rtol=1e-12)
             np.testing.assert_allclose(grad, tx.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", ["isnan", "isinf", "isfinite"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "uint8", "bool"])
+def test_nan_and_inf_tests_agree_with_numpy_in_every_mode(name: str, dtype: str) -> None:
+    """gc.isnan / isinf / isfinite and the tensor methods, as numpy's, in every mode; no
+    numpy warning on nan or inf (comparisons only)."""
+    values = [0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 6e-8, 65504.0, 1e308, 5e-324]
+    with np.errstate(all="ignore"):
+        x = np.array(values).astype(dtype)
+    want = getattr(np, name)(x)
+    fn = getattr(gc, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        results = every_mode(fn, [x])
+        results["method"] = [getattr(ge.tensor(x), name)().numpy()]
+        for backend in available_backends():
+            g = gc.trace(fn, gc.TensorSpec(x.shape, dtype))
+            results[backend] = [gc.compile(g, backend=backend, wait=True)(x)]
+    for mode, (got,) in results.items():
+        assert np.asarray(got).dtype == np.bool_, mode
+        np.testing.assert_array_equal(got, want, err_msg=mode)

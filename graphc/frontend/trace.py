@@ -71,6 +71,18 @@ def as_spec(value: Any, what: str) -> TensorSpec:
         return TensorSpec(value.shape, value.dtype)
     if isinstance(value, (bool, int, float)):
         return TensorSpec((), dispatch.weak_dtype(value, ()))
+    if isinstance(value, (tuple, list)) and all(
+        isinstance(v, (int, str, type(None))) and not isinstance(v, bool) for v in value
+    ):  # (3, 4) or ("B", 3): a shape, or an example of two ints? Said, not guessed
+        example = (
+            ""
+            if any(isinstance(v, str) for v in value)
+            else (f", or np.array({list(value)!r}) for an example array")
+        )
+        raise GraphcError(
+            f"{what}: {value!r} looks like a shape; give gc.TensorSpec({tuple(value)!r}) for an "
+            f"input of that shape{example}"
+        )
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
     if shape is None or dtype is None:
         try:

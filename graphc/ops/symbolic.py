@@ -49,6 +49,18 @@ _WHERE_HINT = _STATIC_HINT + (
     "Express the choice inside the graph with gc.where(condition, if_true, if_false) or "
     "gc.cond, or run the code eagerly."
 )
+_VALUE_HINT = (
+    "A graph value has no data until the graph runs: keep computing with graphc's ops "
+    "(gc.*: math.exp(x) is gc.exp(x), float(gc.sum(x)) stays gc.sum(x)) and return the "
+    "value from the function, which gives it back as an array once the graph has run; "
+    "to fill an array, build it with gc.stack, gc.concatenate or gc.where rather than "
+    "assigning into numpy; or run the code eagerly."
+)
+_INDEX_HINT = (
+    "A graph value has no data until the graph runs, so it cannot be a Python index: "
+    "index with graphc's ops (gc.take(array, index, axis), or x[index] on a graph value), "
+    "or pass a Python int."
+)
 _DIM_HINT = (
     "Loop in the graph instead: gc.scan(f, init, xs) steps along the first axis of xs (a "
     "`for t in range(T)` reading x[t] is a scan over x), gc.fori_loop(lower, upper, "
@@ -240,22 +252,28 @@ class Symbol(ValueMethods):
         raise self._no_data("iteration (a `for` over it)", _LOOP_HINT)
 
     def __index__(self) -> int:
-        raise self._no_data("use as an index")
+        raise self._no_data("use as an index", _INDEX_HINT)
 
     def __float__(self) -> float:
-        raise self._no_data("float()")
+        raise self._no_data("float() (math.* functions call it)", _VALUE_HINT)
 
     def __int__(self) -> int:
-        raise self._no_data("int()")
+        raise self._no_data("int()", _VALUE_HINT)
+
+    def __complex__(self) -> complex:
+        raise self._no_data("complex()", _VALUE_HINT)
 
     def item(self) -> Any:
-        raise self._no_data(".item()")
+        raise self._no_data(".item()", _VALUE_HINT)
 
     def numpy(self) -> Any:
-        raise self._no_data(".numpy()")
+        raise self._no_data(".numpy()", _VALUE_HINT)
+
+    def tolist(self) -> Any:
+        raise self._no_data(".tolist()", _VALUE_HINT)
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._no_data("conversion to a numpy array")
+        raise self._no_data("conversion to a numpy array", _VALUE_HINT)
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         names = _OPERATOR_UFUNCS.get(ufunc)

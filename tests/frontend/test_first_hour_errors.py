@@ -3,6 +3,7 @@ the value, says what was expected and suggests the fix."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -374,3 +375,39 @@ def test_source_c_is_the_native_kernels_and_source_the_python_alone() -> None:
     assert len(python.splitlines()) < 20 < len(c.splitlines())
     kernel = re.search(r"\b(gk_\w+)\(", python)  # the Python calls what the C defines
     assert kernel is not None and f"void {kernel.group(1)}(" in c
+
+
+@pytest.mark.parametrize(
+    "call, what",
+    [
+        (lambda v: float(gc.sum(v)), r"float\(\)"),
+        (lambda v: math.exp(gc.sum(v)), r"float\(\) \(math\.\* functions call it\)"),
+        (lambda v: gc.sum(v).item(), r"\.item\(\)"),
+        (lambda v: v.numpy(), r"\.numpy\(\)"),
+        (lambda v: v.tolist(), r"\.tolist\(\)"),
+        (lambda v: np.asarray(v), "conversion to a numpy array"),
+    ],
+)
+def test_asking_a_graph_value_for_its_data_says_to_keep_to_graphcs_ops(
+    call: Callable, what: str
+) -> None:
+    """Not control-flow advice (gc.cond, gc.where): the value has no data until the graph
+    runs, so compute on with gc.* and return it."""
+    with pytest.raises(gc.TracingError, match=what) as info:
+        gc.trace(call, gc.TensorSpec((3,)))
+    message = str(info.value)
+    assert "keep computing with graphc's ops" in message and "gc.exp" in message
+    assert "gc.cond" not in message
+
+
+def test_using_a_graph_value_as_a_python_index_says_take() -> None:
+    with pytest.raises(gc.TracingError, match=r"use as an index.*gc\.take"):
+        gc.trace(lambda i: [1, 2, 3][i], gc.TensorSpec((), "int64"))
+
+
+@pytest.mark.parametrize("spec", [(3, 4), [3], ("B", 3), ()])
+def test_a_shape_given_where_a_spec_goes_is_refused(spec: Any) -> None:
+    """gc.trace(f, (3, 4)) once traced an example array [3, 4] (an i64[2] input)."""
+    with pytest.raises(gc.GraphcError, match=r"looks like a shape; give gc\.TensorSpec"):
+        gc.trace(lambda x: x * 2, spec)
+    assert str(gc.trace(lambda x: x * 2, [1.5, 2.0]).inputs[0].type) == "f64[2]"  # an example

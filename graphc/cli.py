@@ -7,7 +7,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 import graphc as gc
-from graphc.ir.types import is_float
+
+INSPECT_LEVEL = 2  # `graphc inspect` reports optimization at O2 unless told a level
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -33,20 +34,15 @@ def render(args: argparse.Namespace) -> int:
 def view(args: argparse.Namespace) -> int:
     """Trace MODULE:FUNCTION (or read a graph or ONNX model) and write its viewer page:
     the forward graph, with --backward the joint one, with --opt-level N pass by pass."""
-    from graphc.viz.command import load_target, optimized_graph
+    from graphc.viz.command import check_arguments, gradient_inputs, load_target, optimized_graph
 
     try:
+        check_arguments(args)
         g = load_target(args.target, args.spec)
         views: dict[str, object] = {"forward": g}
         if args.backward:
-            wrt = args.wrt or [p.name for p in g.inputs if is_float(p.type.dtype)]
-            if not wrt:
-                raise gc.GraphcError(
-                    f"--backward: '{g.name}' has no floating-point input; name one with --wrt"
-                )
+            wrt = gradient_inputs(g, args.wrt)
             views["forward + backward"] = gc.gradients(g, wrt=wrt, seeds=True)
-        if args.fuse and args.opt_level is None:
-            raise gc.GraphcError("--fuse needs --opt-level N")
         if args.opt_level is not None:
             last = list(views.values())[-1]
             views[f"O{args.opt_level}"] = optimized_graph(last, args.opt_level, args.fuse)[1]  # type: ignore[arg-type]
@@ -113,8 +109,12 @@ def _progress_bar() -> Callable[[int, int, str], None] | None:
 def inspect(args: argparse.Namespace) -> int:
     """Print a graph (JSON file or traced function), its statistics and optimization report."""
     from graphc.inspection import inspect_command
+    from graphc.viz.command import check_arguments
 
     try:
+        check_arguments(args)  # --fuse needs --opt-level here too, as in render and view
+        if args.opt_level is None:
+            args.opt_level = INSPECT_LEVEL
         lines = inspect_command(args)
     except (gc.GraphcError, OSError) as exc:
         print(f"graphc inspect: {exc}", file=sys.stderr)
@@ -123,39 +123,19 @@ def inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_view_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "target", metavar="MODULE:FUNCTION | GRAPH.json | MODEL.onnx", help="as for render"
-    )
-    parser.add_argument(
-        "--spec", action="append", default=[], metavar="DIMS[:DTYPE]", help="as for render"
-    )
-    parser.add_argument(
-        "-o", "--output", help="the page to write (default: <temp>/graphc-view/NAME.html)"
-    )
-    parser.add_argument("--backward", action="store_true", help="a view of the joint graph too")
-    parser.add_argument(
-        "--wrt", action="append", metavar="INPUT", help="with --backward; repeatable"
-    )
-    parser.add_argument("--opt-level", type=int, metavar="N", help="views pass by pass at level N")
-    parser.add_argument(
-        "--fuse", metavar="BACKEND", help="with --opt-level: that backend's fusion too"
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="graphc", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     demo_parser = commands.add_parser("demo", help="declare, print, run and draw a small graph")
     demo_parser.add_argument("--out", metavar="DIR", help="folder for the pictures (default: temp)")
     demo_parser.set_defaults(run=demo)
-    from graphc.viz.command import add_render_arguments
+    from graphc.viz.command import add_render_arguments, add_view_arguments
 
     render_parser = commands.add_parser("render", help="trace a function and draw its graph")
     add_render_arguments(render_parser)
     render_parser.set_defaults(run=render)
     view_parser = commands.add_parser("view", help="write a page to explore a graph of any size")
-    _add_view_arguments(view_parser)
+    add_view_arguments(view_parser)
     view_parser.set_defaults(run=view)
     bench_parser = commands.add_parser("bench", help="benchmark eager, static and peer modes")
     bench_parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
@@ -167,7 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     inspect_parser = commands.add_parser("inspect", help="a graph's text, statistics, passes")
     add_inspect_arguments(inspect_parser)
-    inspect_parser.set_defaults(run=inspect)
+    # no --opt-level given is told apart from --opt-level 2, to refuse --fuse without it
+    inspect_parser.set_defaults(run=inspect, opt_level=None)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

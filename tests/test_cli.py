@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import graphc as gc
 from graphc.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,3 +59,33 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
         assert " && " not in ci_lines[found[0]], f"{step!r} shares a line: {ci_lines[found[0]]}"
     after = ci_lines[at:]
     assert any(line.startswith(f"{tests} >") for line in after), "the quick run, as is"
+
+
+# -- what a new user tried (the first bug hunt) --------------------------------------------
+
+MODEL = """
+import graphc as gc
+
+def f(x, w):
+    return gc.mean(gc.relu(x @ w) * 1.0)
+"""
+
+
+def test_inspect_refuses_what_render_refuses(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    module = tmp_path / "model.py"
+    module.write_text(MODEL)
+    target = f"{module}:f"
+    specs = ["--spec", "B,3", "--spec", "3,2"]
+    assert main(["inspect", target, *specs, "--fuse", "native"]) == 2
+    assert "--fuse needs --opt-level N" in capsys.readouterr().err
+    assert main(["inspect", target, "--spec", "3,,4", "--spec", "3,2"]) == 2
+    assert "--spec '3,,4': an empty dim" in capsys.readouterr().err
+    saved = tmp_path / "f.json"
+    gc.save(gc.trace(lambda x: gc.tanh(x), gc.TensorSpec(("B", 3))), saved)
+    assert main(["inspect", str(saved), "--spec", "B,3"]) == 2
+    assert f"--spec is for tracing a function; {saved}" in capsys.readouterr().err
+    # and without the mistakes: --opt-level 2 is still the level when none is given
+    assert main(["inspect", target, *specs]) == 0
+    assert "== optimization (O2) ==" in capsys.readouterr().out
+    assert main(["inspect", target, *specs, "--opt-level", "1", "--fuse", "numpy"]) == 0
+    assert "== optimization (O1) ==" in capsys.readouterr().out

@@ -36,11 +36,13 @@ def parse_spec(text: str) -> Any:
     from graphc.frontend import TensorSpec
 
     dims_text, _, dtype = text.partition(":")
-    dims: list[int | str] = []
-    for part in (p.strip() for p in dims_text.split(",")):
-        if not part:
-            continue
-        dims.append(int(part) if part.lstrip("-").isdigit() else part)
+    parts = [part.strip() for part in dims_text.split(",")] if dims_text.strip() else []
+    if "" in parts:  # "3,,4" or "B,3,": a dim left out, not a shape to guess
+        raise GraphcError(
+            f"--spec {text!r}: an empty dim between commas; write the dims as in 'B,3' "
+            "(nothing before ':' for a scalar)"
+        )
+    dims = [int(part) if part.lstrip("-").isdigit() else part for part in parts]
     try:
         return TensorSpec(tuple(dims), dtype.strip() or "float32")
     except GraphcError as exc:
@@ -80,6 +82,10 @@ def load_target(target: str, specs: list[str]) -> Graph:
     `specs`. Loading a file never runs code from it."""
     import graphc as gc
 
+    if specs and target.endswith((".json", ".onnx")):
+        raise GraphcError(
+            f"--spec is for tracing a function; {target} holds its inputs' types: drop --spec"
+        )
     if target.endswith(".json"):
         return gc.load(target)
     if target.endswith(".onnx"):
@@ -89,7 +95,8 @@ def load_target(target: str, specs: list[str]) -> Graph:
     return gc.trace(load_function(target), *[parse_spec(s) for s in specs])
 
 
-def add_render_arguments(parser: argparse.ArgumentParser) -> None:
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """TARGET and --spec, as `graphc render` and `graphc view` take them."""
     parser.add_argument(
         "target",
         metavar="MODULE:FUNCTION | GRAPH.json | MODEL.onnx",
@@ -102,28 +109,65 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIMS[:DTYPE]",
         help='one per argument, e.g. "B,3:float32" (names are symbolic dims), ":int64" a scalar',
     )
+
+
+def add_backward_arguments(parser: argparse.ArgumentParser) -> None:
+    """--backward and --wrt, one parser for both commands (read by `gradient_inputs`)."""
     parser.add_argument(
-        "-o", "--output", required=True, help="picture to write: .svg .png .pdf .dot"
-    )
-    parser.add_argument(
-        "--backward", action="store_true", help="draw the forward and backward graphs, linked"
+        "--backward", action="store_true", help="the backward graph too, beside the forward one"
     )
     parser.add_argument(
         "--wrt",
         action="append",
         default=[],
         metavar="NAME[,NAME]",
-        help="with --backward: only the gradients of these inputs (all floating ones by default)",
+        help="with --backward: only the gradients of these inputs (all floating ones by default); "
+        "repeatable",
     )
-    parser.add_argument("--opt-level", type=int, default=None, metavar="N", help="optimize first")
+
+
+def add_fuse_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fuse",
         metavar="BACKEND",
         help="with --opt-level: then BACKEND's fusion step (numpy, native, auto), as gc.compile plans",
     )
+
+
+def add_render_arguments(parser: argparse.ArgumentParser) -> None:
+    add_target_arguments(parser)
+    parser.add_argument(
+        "-o", "--output", required=True, help="picture to write: .svg .png .pdf .dot"
+    )
+    add_backward_arguments(parser)
+    parser.add_argument("--opt-level", type=int, default=None, metavar="N", help="optimize first")
+    add_fuse_argument(parser)
     parser.add_argument(
         "--passes", action="store_true", help="with --opt-level: one picture per pass as well"
     )
+
+
+def add_view_arguments(parser: argparse.ArgumentParser) -> None:
+    add_target_arguments(parser)
+    parser.add_argument(
+        "-o", "--output", help="the page to write (default: <temp>/graphc-view/NAME.html)"
+    )
+    add_backward_arguments(parser)
+    parser.add_argument(
+        "--opt-level", type=int, default=None, metavar="N", help="views pass by pass at level N"
+    )
+    add_fuse_argument(parser)
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse the options that need another one (render, view and inspect alike), before
+    any work is done: nothing is traced or written for a command line that will fail."""
+    if getattr(args, "wrt", None) and not getattr(args, "backward", False):
+        raise GraphcError("--wrt says which gradients --backward draws: add --backward")
+    if args.fuse and args.opt_level is None:
+        raise GraphcError("--fuse needs --opt-level N")
+    if getattr(args, "passes", False) and args.opt_level is None:
+        raise GraphcError("--passes needs --opt-level N")
 
 
 def _floating_inputs(g: Graph) -> list[str]:
@@ -163,19 +207,17 @@ def render_command(args: argparse.Namespace) -> list[str]:
     """Trace, optionally differentiate and optimize, render; returns lines to print."""
     import graphc as gc
 
+    check_arguments(args)
     g = load_target(args.target, args.spec)
     out = Path(args.output)
-    if args.wrt and not args.backward:
-        raise GraphcError("--wrt says which gradients --backward draws: add --backward")
     wrt = gradient_inputs(g, args.wrt) if args.backward else []
     subject: Graph = gc.gradients(g, wrt=wrt, seeds=True) if args.backward else g
     lines: list[str] = []
     written: list[Path] = []
+    pictures: list[tuple[str, Any]] = []  # per pass, with --passes
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", gc.viz.DotMissingWarning)
         report = None
-        if args.fuse and args.opt_level is None:
-            raise GraphcError("--fuse needs --opt-level N")
         if args.opt_level is not None:
             subject, report = optimized_graph(subject, args.opt_level, args.fuse)
         if args.backward:
@@ -190,13 +232,15 @@ def render_command(args: argparse.Namespace) -> list[str]:
         if VIEW_HINT in picture.source:  # the size guard collapsed it
             lines.append(view_hint(args))
         if args.passes:
-            if report is None:
-                raise GraphcError("--passes needs --opt-level N")
-            for name, dot in gc.viz.pass_pictures(report):
+            assert report is not None  # check_arguments: --passes needs --opt-level
+            pictures += gc.viz.pass_pictures(report)
+            for name, dot in pictures:
                 written.append(
                     gc.viz.render(dot, out.with_name(f"{out.stem}-pass-{name}{out.suffix}"))
                 )
     lines += [f"wrote {path}" for path in written]
+    if args.passes and not pictures:
+        lines.append(f"no pass changed the graph at O{args.opt_level}: no per-pass pictures")
     lines += sorted(
         {str(w.message) for w in caught if issubclass(w.category, gc.viz.DotMissingWarning)}
     )

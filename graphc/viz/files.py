@@ -24,7 +24,7 @@ INSTALL_HINT = (
     "graphviz's `dot` program is not installed, so only the DOT source was written. "
     "Install it (Debian/Ubuntu: `sudo apt-get install graphviz`; macOS: `brew install "
     "graphviz`; conda: `conda install graphviz`) and render again, or run "
-    "`dot -Tsvg {path} -o picture.svg` once it is installed."
+    "`dot -T{format} {path} -o {target}` once it is installed."
 )
 
 
@@ -70,7 +70,8 @@ def render(obj: Any, path: str | Path, **options: Any) -> Path:
             pass  # removed between the check and the call: fall back below
     fallback = path.with_suffix(".dot")
     fallback.write_text(dot.source, encoding="utf-8")
-    warnings.warn(INSTALL_HINT.format(path=fallback), DotMissingWarning, stacklevel=2)
+    hint = INSTALL_HINT.format(format=fmt, path=fallback, target=path)  # the format asked for
+    warnings.warn(hint, DotMissingWarning, stacklevel=2)
     return fallback
 
 

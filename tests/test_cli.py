@@ -89,3 +89,21 @@ def test_inspect_refuses_what_render_refuses(tmp_path, capsys) -> None:  # type:
     assert "== optimization (O2) ==" in capsys.readouterr().out
     assert main(["inspect", target, *specs, "--opt-level", "1", "--fuse", "numpy"]) == 0
     assert "== optimization (O1) ==" in capsys.readouterr().out
+
+
+def test_bench_only_prints_the_goals_of_what_it_ran(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`graphc bench --only tiny` printed a "not measured" row for every goal of the
+    workloads it skipped; a full run keeps every row."""
+    from graphc import bench
+    from graphc.bench.goals import Goal
+
+    goals = [Goal("tiny: ran", "1 us", True), Goal("gelu: skipped", "not measured", None)]
+    monkeypatch.setattr(bench, "run", lambda **_: {"workloads": {}})
+    monkeypatch.setattr(bench, "markdown", lambda report: "# graphc bench\n")
+    monkeypatch.setattr(bench.goals, "evaluate", lambda report: list(goals))
+    assert main(["bench", "--only", "tiny"]) == 0
+    out = capsys.readouterr().out
+    assert "| tiny: ran | 1 us | met |" in out and "gelu: skipped" not in out
+    assert "1 not measured are left out" in out
+    assert main(["bench"]) == 0
+    assert "| gelu: skipped | not measured | not measured |" in capsys.readouterr().out

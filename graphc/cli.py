@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
 import graphc as gc
 
 INSPECT_LEVEL = 2  # `graphc inspect` reports optimization at O2 unless told a level
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool killed by SIGPIPE
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -132,6 +134,7 @@ def inspect(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="graphc", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {gc.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo_parser = commands.add_parser("demo", help="declare, print, run and draw a small graph")
     demo_parser.add_argument("--out", metavar="DIR", help="folder for the pictures (default: temp)")
@@ -157,7 +160,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     # no --opt-level given is told apart from --opt-level 2, to refuse --fuse without it
     inspect_parser.set_defaults(run=inspect, opt_level=None)
     args = parser.parse_args(argv)
-    return int(args.run(args))
+    try:
+        code = int(args.run(args))
+        sys.stdout.flush()  # a reader gone shows here for output still buffered
+    except BrokenPipeError:
+        # the reader (`| head`) stopped reading: stop quietly, as a Unix tool does on
+        # SIGPIPE. Python's docs (signal, "Note on SIGPIPE"): point stdout at devnull so
+        # that the flush at exit does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    return code
 
 
 if __name__ == "__main__":

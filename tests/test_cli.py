@@ -7,8 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import graphc as gc
-from graphc.cli import main
+from graphc.cli import EXIT_BROKEN_PIPE, main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,6 +71,25 @@ import graphc as gc
 def f(x, w):
     return gc.mean(gc.relu(x @ w) * 1.0)
 """
+
+
+def test_version_is_the_package_version(capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"graphc {gc.__version__}"
+
+
+def test_a_reader_gone_ends_the_command_quietly(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`graphc demo | head -1`: no BrokenPipeError traceback, the status a Unix tool
+    killed by SIGPIPE shows (the reader here is gone before the first write)."""
+    command = [sys.executable, "-m", "graphc.cli", "demo", "--out", str(tmp_path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()
+    err = process.stderr.read().decode()
+    assert process.wait() == EXIT_BROKEN_PIPE
+    assert "Traceback" not in err and "BrokenPipeError" not in err
 
 
 def test_inspect_refuses_what_render_refuses(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -217,7 +217,15 @@ class Jitted:
 def jit(fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> Jitted:
     """Compile `fn` on first call for each input signature (shapes, dtypes), then reuse it.
 
-    Python scalar arguments are static: each value gets its own trace (see the module doc).
+    Arguments and results may be pytrees (tuples, lists, dicts, namedtuples, None,
+    registered classes), as in `jax.jit`: each array leaf is an input and the structure
+    is part of the signature. Python scalars (int, float, bool) are static: each value
+    gets its own trace and cache entry (pass a numpy scalar to make it an input).
+    `params` names the eager tensors `fn` reads as parameters (by default a module's
+    `named_parameters()`); eager tensors it closes over are read afresh at every call.
+    Called on graph values (inside `gc.trace`, `gc.vmap`, `gc.grad` or another jitted
+    function), it is inlined into the graph being built. `cache_info()` counts hits
+    and misses. More in the module doc of `graphc.frontend.jit`.
 
     >>> import numpy as np, graphc as gc
     >>> f = gc.jit(lambda x: gc.relu(x) * 2)

@@ -174,12 +174,30 @@ def vmap(
 ) -> Callable[..., Any]:
     """`f` mapped over a batch axis of its arguments (JAX's `jax.vmap`).
 
+    Args:
+        f: the function of one example; its arguments and results may be pytrees.
+        in_axes: the axis each argument is batched along: an int (negative counts
+            from the end) for every array leaf, None for a value shared by every
+            example, or a tuple with one entry per positional argument, each an int,
+            None or a prefix of that argument's structure (the same tuple, list, dict,
+            namedtuple, registered class or dataclass, holding ints, None or deeper
+            prefixes). Keyword arguments are batched along axis 0.
+        out_axes: where each result's batch axis goes, in the same forms as in_axes,
+            for the results' structure; None for a result that is the same for every
+            example (an error if it differs per example).
+        axis_size: the batch size, needed when in_axes batches no argument (the
+            results are then broadcast over it); otherwise it must equal the batched
+            axes' size.
+
     >>> import numpy as np, graphc as gc
     >>> def dot(x, w):
     ...     return gc.sum(x * w)
     >>> xs, w = np.ones((4, 3), np.float32), np.arange(3, dtype=np.float32)
     >>> gc.vmap(dot, in_axes=(0, None))(xs, w)
     array([3., 3., 3., 3.], dtype=float32)
+    >>> gc.vmap(lambda w: w * 2, in_axes=None, axis_size=2)(w)
+    array([[0., 2., 4.],
+           [0., 2., 4.]], dtype=float32)
     """
     if not callable(f):
         raise VmapError(f"vmap: expected a function to batch, got {type(f).__name__}")

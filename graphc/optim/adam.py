@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from graphc.eager import Tensor
 from graphc.ops import cast, sqrt
 from graphc.optim.optimizer import Optimizer, check_range
 
@@ -33,42 +32,44 @@ class Adam(Optimizer):
     tensor([ 0.9000, -1.9000], requires_grad=True)
     """
 
-    state_names = ("step", "exp_avg", "exp_avg_sq")
-    lr: float
-    betas: tuple[float, float]
-    eps: float
-    weight_decay: float
-
     def __init__(
         self,
-        params: Iterable[Tensor],
+        params: Iterable[Any],
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ) -> None:
-        check_range("lr", lr, 0.0)
-        check_range("eps", eps, 0.0)
-        check_range("beta1", betas[0], 0.0, 1.0)
-        check_range("beta2", betas[1], 0.0, 1.0)
-        check_range("weight_decay", weight_decay, 0.0)
         hyper = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
         super().__init__(params, hyper)
 
-    def update(self, param: Any, grad: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        beta1, beta2 = self.betas
+    def check_group(self, group: Mapping[str, Any]) -> None:
+        check_range("lr", group["lr"], 0.0)
+        check_range("eps", group["eps"], 0.0)
+        check_range("beta1", group["betas"][0], 0.0, 1.0)
+        check_range("beta2", group["betas"][1], 0.0, 1.0)
+        check_range("weight_decay", group["weight_decay"], 0.0)
+
+    def state_names_of(self, group: Mapping[str, Any]) -> tuple[str, ...]:
+        return ("step", "exp_avg", "exp_avg_sq")
+
+    def update(
+        self, param: Any, grad: Any, state: dict[str, Any], group: Mapping[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        hp = self.defaults if group is None else group
+        beta1, beta2 = hp["betas"]
         step = state["step"] + 1
         g = grad
-        if self.weight_decay:
-            g = g + self.weight_decay * param
+        if hp["weight_decay"]:
+            g = g + hp["weight_decay"] * param
         m = beta1 * state["exp_avg"] + (1 - beta1) * g
         v = beta2 * state["exp_avg_sq"] + (1 - beta2) * (g * g)
         # torch takes the step as a Python float: the bias corrections are doubles, rounded
         # to the parameter's dtype only where they scale it (in float32, beta2**t computed
         # in float32 drifts from torch by ~1e-6 within a hundred steps)
         t = cast(step, np.float64)
-        step_size = cast(self.lr / (1 - beta1**t), param.dtype)
+        step_size = cast(hp["lr"] / (1 - beta1**t), param.dtype)
         correction = cast(sqrt(1 - beta2**t), param.dtype)
-        denom = sqrt(v) / correction + self.eps
+        denom = sqrt(v) / correction + hp["eps"]
         new_param = param - step_size * (m / denom)
         return new_param, {"step": step, "exp_avg": m, "exp_avg_sq": v}

@@ -1,20 +1,31 @@
 """`Optimizer`: one update rule that serves eager steps and compiled training steps.
 
-A subclass states its update once, in `update(param, grad, state)`, written with
+A subclass states its update once, in `update(param, grad, state, group)`, written with
 graphc ops and operators on whatever kind of value it is given: eager tensors
 (`step()` runs it under `no_grad` and writes the results back in place) or graph
 values (`gc.compile_train_step` records it into the training graph, where the
 runtime writes the results into the parameters' own buffers). So the eager and
 the static step compute the same numbers by construction.
 
-State is per parameter, as in torch: a dict of arrays named by `state_names`, made
-lazily by `init_state` (zeros) on a parameter's first step. Hyperparameters are
-Python floats, weak-typed like numpy scalars, so they keep each parameter's dtype.
+Parameters come in param groups, as in torch: `params` is an iterable of tensors (one
+group) or of dicts ``{"params": [...], "lr": ...}``, each group taking the constructor's
+hyperparameters (`defaults`) for the keys it does not give. `param_groups` is that list
+of dicts; `update` reads the hyperparameters of the parameter's group. Setting
+``opt.lr = 0.5`` sets it in every group (and the defaults).
+
+State is per parameter, as in torch: a dict of arrays named by `state_names_of(group)`,
+made lazily by `init_state` (zeros) on a parameter's first step, and kept in `state`,
+a list in the order of `params` (every group's parameters, group after group).
+Hyperparameters are Python floats, weak-typed like numpy scalars, so they keep each
+parameter's dtype.
+
+A parameter that does not require grad is accepted and skipped while its gradient is
+None (torch's rule), so freezing a layer needs no new optimizer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -30,72 +41,233 @@ def check_range(name: str, value: float, low: float, high: float | None = None) 
         raise GraphcError(f"invalid {name}: {value} (expected {span})")
 
 
+def _as_array(value: Any) -> np.ndarray:
+    return value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
+
+
 class Optimizer:
-    """Base class: holds the parameters, their state, `zero_grad` and eager `step`."""
+    """Base class: holds the param groups, the state, `zero_grad` and eager `step`."""
 
-    state_names: tuple[str, ...] = ()
-
-    def __init__(self, params: Iterable[Tensor], hyperparameters: dict[str, Any]) -> None:
-        self.params = list(params)
-        if not self.params:
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        object.__setattr__(self, "defaults", dict(defaults))
+        self.param_groups: list[dict[str, Any]] = []
+        self.params: list[Tensor] = []  # every group's parameters, in order
+        # state per parameter index: name -> tensor; filled on each parameter's first step
+        self.state: list[dict[str, Tensor]] = []
+        listed = list(params)
+        if not listed:
             raise GraphcError(f"{type(self).__name__} got an empty parameter list")
-        for index, p in enumerate(self.params):
+        groups = listed if all(isinstance(g, Mapping) for g in listed) else [{"params": listed}]
+        for group in groups:
+            self.add_param_group(group)
+
+    # -- hyperparameters and groups ----------------------------------------------------
+
+    def check_group(self, group: Mapping[str, Any]) -> None:
+        """Raise a GraphcError for hyperparameters out of range (subclasses check theirs)."""
+
+    def state_names_of(self, group: Mapping[str, Any]) -> tuple[str, ...]:
+        """The names of a parameter's state under this group's hyperparameters."""
+        return ()
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """The state names under the defaults (a group's own settings may differ)."""
+        return self.state_names_of(self.defaults)
+
+    def add_param_group(self, param_group: Mapping[str, Any]) -> None:
+        """Add a group ``{"params": tensors, hyperparameter: value, ...}``; the keys it
+        does not give take the defaults. A parameter may be in one group only.
+
+        >>> import graphc.eager as ge
+        >>> from graphc import optim
+        >>> opt = optim.SGD([ge.ones(2, requires_grad=True)], lr=0.1)
+        >>> opt.add_param_group({"params": [ge.ones(3, requires_grad=True)], "lr": 0.01})
+        >>> [g["lr"] for g in opt.param_groups]
+        [0.1, 0.01]
+        """
+        if not isinstance(param_group, Mapping) or "params" not in param_group:
+            raise GraphcError(
+                f"{type(self).__name__}: a param group is a dict with a 'params' key, got "
+                f"{type(param_group).__name__}"
+            )
+        group = dict(param_group)
+        params = group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        seen = {id(p) for p in self.params}
+        for index, p in enumerate(params, start=len(self.params)):
             if not isinstance(p, Tensor):
                 raise GraphcError(
                     f"{type(self).__name__}: parameter {index} is a {type(p).__name__}, "
                     "not an eager tensor (pass model.parameters())"
                 )
-            if not p.requires_grad or not p.is_leaf:
+            if not p.is_leaf:
                 raise GraphcError(
                     f"{type(self).__name__}: parameter {index} (shape {tuple(p.shape)}) must "
-                    "be a leaf tensor that requires grad"
+                    "be a leaf tensor (a non-leaf is a result of other tensors: detach it, "
+                    "or optimize the leaves it comes from)"
                 )
-        # attributes `update` reads (opt.lr = ... takes effect at the next step)
-        self._hyperparameters = tuple(hyperparameters)
-        for name, value in hyperparameters.items():
-            setattr(self, name, value)
-        # state per parameter index: name -> tensor; filled on each parameter's first step
-        self.state: list[dict[str, Tensor]] = [{} for _ in self.params]
+            if id(p) in seen:
+                raise GraphcError(
+                    f"{type(self).__name__}: parameter {index} (shape {tuple(p.shape)}) is "
+                    "listed twice (in one group or in two): each parameter may appear once"
+                )
+            seen.add(id(p))
+        for name, value in self.defaults.items():
+            group.setdefault(name, value)
+        group["params"] = params
+        self.check_group(group)
+        self.param_groups.append(group)
+        self.params.extend(params)
+        self.state.extend({} for _ in params)
 
-    def init_state(self, param: Tensor) -> dict[str, np.ndarray]:
+    def group_of(self, index: int) -> dict[str, Any]:
+        """The param group holding parameter `index` (of `params`)."""
+        start = 0
+        for group in self.param_groups:
+            start += len(group["params"])
+            if index < start:
+                return group
+        raise GraphcError(f"{type(self).__name__}: no parameter {index}")
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for names that are not attributes: the hyperparameters
+        defaults = self.__dict__.get("defaults", {})
+        if name not in defaults:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        values = [g[name] for g in self.__dict__.get("param_groups", [])] or [defaults[name]]
+        if any(v != values[0] for v in values):
+            raise GraphcError(
+                f"{type(self).__name__}: {name} differs between the param groups "
+                f"({values}); read opt.param_groups[i][{name!r}]"
+            )
+        return values[0]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.__dict__.get("defaults", {}):  # opt.lr = ...: every group
+            for group in self.param_groups:
+                trial = {**group, name: value}
+                self.check_group(trial)
+            self.defaults[name] = value
+            for group in self.param_groups:
+                group[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    # -- state ---------------------------------------------------------------------------
+
+    def init_state(self, param: Tensor, group: Mapping[str, Any] | None = None) -> dict:
         """A parameter's state before its first step: zeros of its shape, or scalar counters."""
-        return {
-            name: np.zeros(self.state_shape(name, param), param.dtype) for name in self.state_names
-        }
+        names = self.state_names_of(self.defaults if group is None else group)
+        return {name: np.zeros(self.state_shape(name, param), param.dtype) for name in names}
 
     def state_shape(self, name: str, param: Tensor) -> tuple[int, ...]:
         """A state named "step" is a scalar counter; any other has the parameter's shape."""
         return () if name == "step" else tuple(param.shape)
 
-    def update(self, param: Any, grad: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """The new parameter and new state, from values of any kind (tensors or graph values)."""
+    def update(
+        self, param: Any, grad: Any, state: dict[str, Any], group: Mapping[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """The new parameter and new state, from values of any kind (tensors or graph
+        values), with the hyperparameters of `group` (the defaults when None)."""
         raise NotImplementedError
 
     def state_arrays(self, index: int) -> dict[str, np.ndarray]:
         """Parameter `index`'s current state as arrays (initial values before its first step)."""
         if not self.state[index]:
-            return self.init_state(self.params[index])
+            return self.init_state(self.params[index], self.group_of(index))
         return {name: t.numpy() for name, t in self.state[index].items()}
 
     def load_state_arrays(self, index: int, arrays: dict[str, np.ndarray]) -> None:
         self.state[index] = {name: from_numpy(np.array(a)) for name, a in arrays.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        """torch's layout: ``{"state": {index: {name: array}}, "param_groups": [group with
+        "params" as the indices of its parameters]}``, arrays copied.
+
+        >>> import graphc.eager as ge
+        >>> from graphc import optim
+        >>> opt = optim.SGD([ge.ones(2, requires_grad=True)], lr=0.1, momentum=0.9)
+        >>> opt.state_dict()["param_groups"][0]["params"], opt.state_dict()["state"]
+        ([0], {})
+        """
+        state = {
+            index: {name: np.array(t.numpy(), copy=True) for name, t in entry.items()}
+            for index, entry in enumerate(self.state)
+            if entry
+        }
+        groups, start = [], 0
+        for group in self.param_groups:
+            count = len(group["params"])
+            groups.append({**group, "params": list(range(start, start + count))})
+            start += count
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Take the hyperparameters and state of `state_dict` (from `state_dict()`, or
+        torch's with arrays or tensors); its groups must have the sizes of ours."""
+        groups = list(state_dict["param_groups"])
+        sizes = [len(g["params"]) for g in groups]
+        ours = [len(g["params"]) for g in self.param_groups]
+        if sizes != ours:
+            raise GraphcError(
+                f"{type(self).__name__}.load_state_dict: the state has param groups of "
+                f"sizes {sizes}, this optimizer {ours}"
+            )
+        # their parameter ids (indices in ours, or whatever torch's caller gave) -> our index
+        keys = [key for group in groups for key in group["params"]]
+        index_of = {key: index for index, key in enumerate(keys)}
+        for group, loaded in zip(self.param_groups, groups):
+            trial = {**group, **{k: v for k, v in loaded.items() if k in self.defaults}}
+            trial["params"] = group["params"]
+            self.check_group(trial)
+            group.update(trial)
+        self.state = [{} for _ in self.params]
+        for key, entry in state_dict["state"].items():
+            if key not in index_of:
+                raise GraphcError(
+                    f"{type(self).__name__}.load_state_dict: state for parameter {key!r}, "
+                    "which no param group lists"
+                )
+            index = index_of[key]
+            param = self.params[index]
+            arrays = {}
+            for name, value in entry.items():
+                array = _as_array(value)
+                wanted = self.state_shape(name, param)
+                if array.shape != wanted:
+                    raise GraphcError(
+                        f"{type(self).__name__}.load_state_dict: state {name!r} of parameter "
+                        f"{index} has shape {array.shape}, expected {wanted}"
+                    )
+                arrays[name] = np.array(array, dtype=param.dtype)
+            self.load_state_arrays(index, arrays)
+
+    # -- stepping ------------------------------------------------------------------------
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the accumulated gradients (set them to None, or to zeros in place)."""
         zero_grads(self.params, set_to_none)
 
     def step(self) -> None:
-        """Apply one update to every parameter that has a gradient, in place."""
+        """Apply one update to every parameter that has a gradient, in place (a frozen
+        parameter, requires_grad False, has none)."""
         with no_grad():
             for index, p in enumerate(self.params):
                 if p.grad is None:
                     continue
+                group = self.group_of(index)
                 if not self.state[index]:
-                    self.load_state_arrays(index, self.init_state(p))
-                new_param, new_state = self.update(p, p.grad, self.state[index])
+                    self.load_state_arrays(index, self.init_state(p, group))
+                new_param, new_state = self.update(p, p.grad, self.state[index], group)
                 p.copy_(new_param)
                 self.state[index] = new_state
 
     def __repr__(self) -> str:
-        settings = ", ".join(f"{k}={getattr(self, k)}" for k in self._hyperparameters)
-        return f"{type(self).__name__}({settings})"
+        def settings(group: Mapping[str, Any]) -> str:
+            return ", ".join(f"{k}={group[k]}" for k in self.defaults)
+
+        if len(self.param_groups) == 1:
+            return f"{type(self).__name__}({settings(self.param_groups[0])})"
+        groups = "; ".join(f"group {i}: {settings(g)}" for i, g in enumerate(self.param_groups))
+        return f"{type(self).__name__}({groups})"

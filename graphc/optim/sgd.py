@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from graphc.eager import Tensor
 from graphc.ir.errors import GraphcError
 from graphc.ops import where
 from graphc.optim.optimizer import Optimizer, check_range
@@ -30,46 +29,49 @@ class SGD(Optimizer):
     tensor([0.8000, 1.6000], requires_grad=True)
     """
 
-    lr: float
-    momentum: float
-    dampening: float
-    weight_decay: float
-    nesterov: bool
-
     def __init__(
         self,
-        params: Iterable[Tensor],
+        params: Iterable[Any],
         lr: float = 1e-3,
         momentum: float = 0.0,
         dampening: float = 0.0,
         weight_decay: float = 0.0,
         nesterov: bool = False,
     ) -> None:
-        check_range("lr", lr, 0.0)
-        check_range("momentum", momentum, 0.0)
-        check_range("weight_decay", weight_decay, 0.0)
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise GraphcError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
-        if momentum:
-            # with dampening the first step differs from the rest, so it needs a counter
-            self.state_names = ("momentum_buffer", "step") if dampening else ("momentum_buffer",)
         hyper = dict(lr=lr, momentum=momentum, dampening=dampening)
         hyper.update(weight_decay=weight_decay, nesterov=nesterov)
         super().__init__(params, hyper)
 
-    def update(self, param: Any, grad: Any, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    def check_group(self, group: Mapping[str, Any]) -> None:
+        check_range("lr", group["lr"], 0.0)
+        check_range("momentum", group["momentum"], 0.0)
+        check_range("weight_decay", group["weight_decay"], 0.0)
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise GraphcError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
+
+    def state_names_of(self, group: Mapping[str, Any]) -> tuple[str, ...]:
+        if not group["momentum"]:
+            return ()
+        # with dampening the first step differs from the rest, so it needs a counter
+        return ("momentum_buffer", "step") if group["dampening"] else ("momentum_buffer",)
+
+    def update(
+        self, param: Any, grad: Any, state: dict[str, Any], group: Mapping[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        hp = self.defaults if group is None else group
+        momentum, dampening = hp["momentum"], hp["dampening"]
         g = grad
-        if self.weight_decay:
-            g = g + self.weight_decay * param
+        if hp["weight_decay"]:
+            g = g + hp["weight_decay"] * param
         new_state: dict[str, Any] = {}
-        if self.momentum:
+        if momentum:
             buf = state["momentum_buffer"]
-            if self.dampening:
-                later = self.momentum * buf + (1 - self.dampening) * g
+            if dampening:
+                later = momentum * buf + (1 - dampening) * g
                 buf = where(state["step"] > 0, later, g)
                 new_state["step"] = state["step"] + 1
             else:
-                buf = self.momentum * buf + g  # the first step's buffer is zeros: b = g
+                buf = momentum * buf + g  # the first step's buffer is zeros: b = g
             new_state["momentum_buffer"] = buf
-            g = g + self.momentum * buf if self.nesterov else buf
-        return param - self.lr * g, new_state
+            g = g + momentum * buf if hp["nesterov"] else buf
+        return param - hp["lr"] * g, new_state

@@ -154,7 +154,9 @@ def test_bad_settings_and_parameters_are_clear_errors() -> None:
     with pytest.raises(gc.GraphcError, match="empty parameter list"):
         optim.Adam([])
     with pytest.raises(gc.GraphcError, match="parameter 0 .* must be a leaf tensor"):
-        optim.SGD([ge.ones(2)], lr=0.1)
+        optim.SGD([ge.ones(2, requires_grad=True) * 2], lr=0.1)
+    with pytest.raises(gc.GraphcError, match="parameter 1 .* is listed twice"):
+        optim.SGD([w, w], lr=0.1)
     with pytest.raises(gc.GraphcError, match="parameter 0 is a ndarray"):
         optim.SGD([np.ones(2)], lr=0.1)
 

@@ -13,4 +13,4 @@ tensor([-2.7000], requires_grad=True)
 from graphc.optim.adam import Adam
 from graphc.optim.optimizer import Optimizer
 from graphc.optim.sgd import SGD
-from graphc.optim.train_step import TrainStep, compile_train_step
+from graphc.optim.train_step import StaleTrainStepError, TrainStep, compile_train_step

@@ -6,11 +6,13 @@ How the graph is built:
    axis symbolic ("B"); the model's parameters become placeholders named after
    `named_parameters()` (dots become underscores).
 2. Differentiate it with `gc.gradients` with respect to the parameters the
-   optimizer trains: the joint graph outputs the loss, then one gradient each.
+   optimizer trains: those in its param groups that require grad when the step is
+   compiled (a frozen one, requires_grad False, is skipped, as eager `step()` skips a
+   parameter without a gradient). The joint graph outputs the loss, then one gradient each.
 3. Declare the step graph: placeholders x, y, every parameter, and the optimizer
    state of every trained parameter (``<param>_<state name>``); inline the joint
    graph; record the optimizer's own `update` on the parameter, gradient and state
-   values; output the loss and each new value (``<name>_new``).
+   values, with the hyperparameters of the parameter's param group; output the loss and each new value (``<name>_new``).
 4. `gc.compile(..., updates={name: name + "_new"})`: parameters and state become
    the executable's state, held in its own buffers and written in place each call.
 
@@ -21,6 +23,14 @@ back, so after N steps they hold what N eager steps (and PyTorch's) give. Other 
 tensors the optimizer does not train (frozen parameters, buffers no forward updates,
 captured tensors) are baked in as constants with their values at compile time.
 Hyperparameters (lr, betas, ...) are constants too: compile again after changing them.
+Which parameters train is decided at compile time too: a step run after the
+requires_grad of a parameter in the optimizer changed raises `StaleTrainStepError`
+before it computes anything (call `sync_to_model()` and compile again).
+
+Shape checks a layer can only make when the batch size is known (batch norm refuses a
+training batch with one value per channel: its running variance would become nan) are
+recorded while tracing (graphc/nn/shape_checks.py) and run before each step, so a
+refused batch raises the layer's eager error (ShapeError) and changes no state.
 
 Dropout: a traced dropout reads the graph's `rng_key` placeholder (folded with each
 dropout's index, graphc/nn/functional/stochastic.py). The step keeps the key as state
@@ -43,6 +53,7 @@ from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph
 from graphc.nn.functional.stochastic import KEY
 from graphc.nn.module import recording_buffer_updates
+from graphc.nn.shape_checks import ShapeCheck, recording_shape_checks, run_shape_checks
 from graphc.ops import fold_in
 from graphc.optim.optimizer import Optimizer
 from graphc.passes.autodiff import gradients
@@ -50,6 +61,10 @@ from graphc.runtime.executable import Executable, compile
 
 BATCH = "B"
 LOSS = "loss"
+
+
+class StaleTrainStepError(GraphcError, RuntimeError):
+    """A parameter's requires_grad changed after its training step was compiled."""
 
 
 def _as_array(value: Any) -> np.ndarray:
@@ -60,6 +75,11 @@ def _module_buffers(model: Any) -> dict[str, Tensor]:
     """A module's `named_buffers()` as a dict (dotted names); {} for other callables."""
     named = getattr(model, "named_buffers", None)
     return dict(named()) if callable(named) else {}
+
+
+def _batch_size(x: Any) -> int | None:
+    shape = x.shape if hasattr(x, "shape") else np.shape(x)
+    return int(shape[0]) if len(shape) else None
 
 
 def _batch_spec(array: np.ndarray, what: str) -> TensorSpec:
@@ -98,12 +118,21 @@ class TrainStep:
         # placeholder names of the buffers the forward updates, in the loss graph's order
         self.buffer_names = self._buffer_placeholders()
         index_of = {id(p): i for i, p in enumerate(optimizer.params)}
+        # the optimizer's parameters the loss uses -> requires_grad when compiled
+        self.requires_grad = {
+            n: t.requires_grad for n, t in self.lifted.items() if id(t) in index_of
+        }
         # placeholder name -> the optimizer's index of that parameter
-        self.trained = {n: index_of[id(t)] for n, t in self.lifted.items() if id(t) in index_of}
+        self.trained = {
+            n: index_of[id(self.lifted[n])] for n, flag in self.requires_grad.items() if flag
+        }
         if not self.trained:
+            frozen = sorted(self.requires_grad)
             raise GraphcError(
                 "compile_train_step: the loss does not depend on any parameter the optimizer "
-                f"trains (the loss uses {sorted(self.lifted) or 'no eager tensors'})"
+                f"trains (the loss uses {sorted(self.lifted) or 'no eager tensors'}"
+                + (f"; frozen, requires_grad False: {frozen}" if frozen else "")
+                + ")"
             )
         # param placeholder -> {state key: state placeholder}
         self.state_names: dict[str, dict[str, str]] = {}
@@ -125,10 +154,12 @@ class TrainStep:
     def _trace_loss(self, x: np.ndarray, y: np.ndarray) -> Graph:
         model, loss_fn = self.model, self.loss_fn
         self.updated_buffers: list[Tensor] = []
+        self.shape_checks: list[ShapeCheck] = []
 
         def loss(x: Any, y: Any) -> Any:
-            with recording_buffer_updates() as pending:
+            with recording_buffer_updates() as pending, recording_shape_checks() as checks:
                 value = loss_fn(model(x), y)
+            self.shape_checks = checks
             self.updated_buffers = [buffer for buffer, _ in pending.values()]
             news = {f"buffer_{i}": new for i, (_, new) in enumerate(pending.values())}
             return {LOSS: value, **news}
@@ -170,7 +201,10 @@ class TrainStep:
             if self.random:  # the next step's key
                 updates[KEY] = self._output_update(step, fold_in(values[KEY], -1), KEY)
             for name, grad in zip(self.trained, grads):
-                new_param, new_state = self.optimizer.update(values[name], grad, states[name])
+                group = self.optimizer.group_of(self.trained[name])
+                new_param, new_state = self.optimizer.update(
+                    values[name], grad, states[name], group
+                )
                 updates[name] = self._output_update(step, new_param, name)
                 for key, value in new_state.items():
                     target = self.state_names[name][key]
@@ -192,6 +226,16 @@ class TrainStep:
 
     def step(self, x: Any, y: Any) -> np.ndarray:
         """One training step on a batch; returns the loss before the update."""
+        for name, flag in self.requires_grad.items():
+            if self.lifted[name].requires_grad != flag:
+                raise StaleTrainStepError(
+                    f"TrainStep: parameter '{name}' was compiled with requires_grad={flag} "
+                    f"(so it {'trains' if flag else 'stays frozen'}), and requires_grad is now "
+                    f"{not flag}: call sync_to_model() and compile the step again"
+                )
+        size = _batch_size(x)
+        if self.shape_checks and size is not None:  # else the executable's feed error
+            run_shape_checks(self.shape_checks, {BATCH: size})
         return self.executable(x, y)
 
     __call__ = step

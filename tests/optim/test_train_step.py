@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import re
 import tracemalloc
 
 import numpy as np
@@ -12,6 +13,7 @@ import graphc as gc
 import graphc.eager as ge
 from graphc import nn, optim
 from graphc.optim import train_step
+from tests.conftest import needs_torch, torch
 
 OPTIMIZERS = [
     (optim.SGD, dict(lr=0.1)),
@@ -264,3 +266,63 @@ def test_dropout_of_zero_trains_exactly_as_eager() -> None:
     )
     want = eager_train(eager_model, eager_opt, nn.CrossEntropyLoss(), x, y, 40, 4)
     assert [float(train.step(x, y)) for _ in range(4)] == want
+
+
+def _batch_norm_model(layer: nn.Module, features: int) -> nn.Module:
+    return nn.Sequential(nn.Linear(3, features, dtype="float64", generator=0), layer)
+
+
+@pytest.mark.parametrize(
+    ("layer", "shape", "refused"),
+    [
+        (nn.BatchNorm1d(4, dtype="float64"), (4,), "(1, 4)"),
+        (nn.BatchNorm1d(2, dtype="float64"), (2, 1), "(1, 2, 1)"),
+    ],
+    ids=["BatchNorm1d-2d", "BatchNorm1d-3d-length-1"],
+)
+def test_a_batch_of_one_through_batch_norm_is_refused_and_changes_no_state(
+    layer: nn.Module, shape: tuple, refused: str
+) -> None:
+    features = shape[0]
+    rng = np.random.default_rng(0)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = _batch_norm_model(layer, features)
+
+        def forward(self, x):
+            h = self.body[0](x)
+            return self.body[1](h.reshape((h.shape[0], *shape)))
+
+    model = Net()
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    target = (features, *shape[1:])
+    step = gc.compile_train_step(
+        model, nn.MSELoss(), opt, (rng.standard_normal((8, 3)), rng.standard_normal((8, *target)))
+    )
+    step(rng.standard_normal((8, 3)), rng.standard_normal((8, *target)))
+    before = step.executable.state
+    with pytest.raises(
+        gc.ShapeError, match=f"more than 1 value per channel .* {re.escape(refused)}"
+    ):
+        step(rng.standard_normal((1, 3)), rng.standard_normal((1, *target)))
+    after = step.executable.state
+    assert sorted(after) == sorted(before)
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value)
+    assert np.isfinite(step.buffers()["body.1.running_var"]).all()
+    # eagerly the same batch raises the same error
+    with pytest.raises(
+        gc.ShapeError, match=f"more than 1 value per channel .* {re.escape(refused)}"
+    ):
+        model(ge.tensor(rng.standard_normal((1, 3))))
+    step(rng.standard_normal((2, 3)), rng.standard_normal((2, *target)))  # two values: fine
+
+
+@needs_torch
+def test_torch_refuses_a_batch_of_one_through_batch_norm_too() -> None:
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        torch.nn.BatchNorm1d(4)(torch.ones(1, 4))
+    with pytest.raises(ValueError):  # graphc's ShapeError is a ValueError too
+        raise gc.ShapeError("batch_norm")

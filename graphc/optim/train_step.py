@@ -320,6 +320,11 @@ def compile_train_step(
     by each `step(x, y)`; `sync_to_model()` copies them back into the model. The batch
     axis is symbolic, so a smaller last batch works too (with its own plan).
 
+    The step trains the optimizer's parameters that require grad when it is compiled;
+    the others (frozen) are constants. If a parameter's requires_grad changes later,
+    the next step raises `graphc.optim.StaleTrainStepError` and changes nothing: call
+    `sync_to_model()` and compile again.
+
     >>> import numpy as np, graphc as gc
     >>> from graphc import nn, optim
     >>> model = nn.Linear(3, 1, generator=0)

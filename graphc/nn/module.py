@@ -182,9 +182,19 @@ class Module:
                 f"{type(self).__name__}: call super().__init__() before assigning attributes"
             ) from None
 
-    def _unregister(self, name: str) -> None:
+    def _unregister(self, name: str, keep: str | None = None) -> None:
         for registry in _REGISTRIES:
-            self._registry(registry).pop(name, None)
+            if registry != keep:
+                self._registry(registry).pop(name, None)
+
+    def _register(self, registry: str | None, name: str, value: Any) -> None:
+        """File `value` under `name` in `registry` (None: in none). A name assigned again
+        in its own registry keeps its place, so `state_dict` and `named_parameters` keep
+        the registration order, as torch's do."""
+        self._unregister(name, keep=registry)
+        if registry is not None:
+            self._registry(registry)[name] = value
+        object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if isinstance(value, Tensor) and (
@@ -193,12 +203,13 @@ class Module:
             registry = "_parameters" if value.requires_grad else "_buffers"
         elif isinstance(value, Module):
             registry = "_modules"
+        elif value is None and name in self._registry("_parameters"):
+            registry = "_parameters"  # an empty slot (torch's `self.bias = None`): listed nowhere
+        elif value is None and name in self._registry("_buffers"):
+            registry = "_buffers"
         else:
             registry = None
-        self._unregister(name)
-        if registry is not None:
-            self._registry(registry)[name] = value
-        object.__setattr__(self, name, value)
+        self._register(registry, name, value)
 
     def __delattr__(self, name: str) -> None:
         self._unregister(name)
@@ -212,9 +223,7 @@ class Module:
 
     def register_buffer(self, name: str, tensor: Tensor) -> None:
         """Register state that is saved in `state_dict` but not trained (e.g. running stats)."""
-        self._unregister(name)
-        self._registry("_buffers")[name] = tensor
-        object.__setattr__(self, name, tensor)
+        self._register("_buffers", name, tensor)
 
     # -- walking the tree -----------------------------------------------------------
 
@@ -248,7 +257,7 @@ class Module:
         modules = self.named_modules() if recurse else iter([("", self)])
         for prefix, module in modules:
             for name, tensor in module._registry(registry).items():
-                if id(tensor) in seen:
+                if tensor is None or id(tensor) in seen:
                     continue
                 seen.add(id(tensor))
                 yield (f"{prefix}.{name}" if prefix else name), tensor
@@ -272,7 +281,8 @@ class Module:
         a module or tensor reached twice (shared) is listed under each of its keys."""
         for registry in ("_parameters", "_buffers"):
             for name, tensor in self._registry(registry).items():
-                yield prefix + name, tensor
+                if tensor is not None:
+                    yield prefix + name, tensor
         for name, child in self.named_children():
             yield from child._state_items(f"{prefix}{name}.")
 

@@ -7,7 +7,7 @@ nodes on graph values alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from graphc.eager import zeros
@@ -93,21 +93,29 @@ class Sigmoid(Module):
 
 class Sequential(Module):
     """Layers applied in order; their parameters are named "0.weight", "1.bias", ...
+    (or after the keys of a dict of layers, as torch's ``Sequential(OrderedDict(...))``).
+    A slice is a Sequential of those layers under their names, as in torch.
 
     >>> from graphc import nn
     >>> model = nn.Sequential(nn.Linear(4, 8, generator=0), nn.ReLU(), nn.Linear(8, 2))
     >>> [name for name, _ in model.named_parameters()]
     ['0.weight', '0.bias', '2.weight', '2.bias']
+    >>> [name for name, _ in model[1:].named_parameters()]
+    ['2.weight', '2.bias']
     """
 
-    def __init__(self, *layers: Module) -> None:
+    def __init__(self, *layers: Module | Mapping[str, Module]) -> None:
         super().__init__()
-        for index, layer in enumerate(layers):
+        if len(layers) == 1 and isinstance(layers[0], Mapping):
+            named = [(str(name), layer) for name, layer in layers[0].items()]
+        else:
+            named = [(str(index), layer) for index, layer in enumerate(layers)]
+        for name, layer in named:
             if not isinstance(layer, Module):
                 raise GraphcError(
-                    f"Sequential: layer {index} is a {type(layer).__name__}, not an nn.Module"
+                    f"Sequential: layer {name} is a {type(layer).__name__}, not an nn.Module"
                 )
-            setattr(self, str(index), layer)
+            setattr(self, name, layer)
 
     def __len__(self) -> int:
         return len(self._registry("_modules"))
@@ -115,7 +123,9 @@ class Sequential(Module):
     def __iter__(self) -> Iterator[Module]:
         return iter(self._registry("_modules").values())
 
-    def __getitem__(self, index: int) -> Module:
+    def __getitem__(self, index: int | slice) -> Module:
+        if isinstance(index, slice):
+            return Sequential(dict(list(self.named_children())[index]))
         return list(self)[index]
 
     def forward(self, x: Any) -> Any:
@@ -150,7 +160,9 @@ class ModuleList(Module):
     def __iter__(self) -> Iterator[Module]:
         return iter(self._registry("_modules").values())
 
-    def __getitem__(self, index: int) -> Module:
+    def __getitem__(self, index: int | slice) -> Module:
+        if isinstance(index, slice):  # renumbered from 0, as torch's
+            return ModuleList(list(self)[index])
         return list(self)[index]
 
 

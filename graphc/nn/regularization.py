@@ -13,7 +13,8 @@ __all__ = ["Dropout"]
 
 class Dropout(Module):
     """torch.nn.Dropout: zero elements with probability p while training, scale the
-    rest by 1/(1-p); the identity after `eval()`.
+    rest by 1/(1-p); the identity after `eval()`. `inplace=True` is accepted and computes
+    out of place, as the activations do (see graphc.nn.functional.dropout).
 
     >>> import graphc.eager as ge
     >>> from graphc import nn
@@ -32,4 +33,4 @@ class Dropout(Module):
         return dropout(x, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}" + (", inplace=True" if self.inplace else "")

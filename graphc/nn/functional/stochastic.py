@@ -66,6 +66,8 @@ def dropout(
 ) -> Any:
     """Zero each element with probability `p` and scale the rest by 1/(1-p) while
     `training` (torch.nn.functional.dropout); the identity otherwise.
+    `inplace=True` is accepted and computes out of place, as the activations do: the
+    result is a new tensor and the input keeps its values.
 
     >>> import graphc.eager as ge
     >>> from graphc.nn import functional as F
@@ -76,8 +78,6 @@ def dropout(
     """
     if not 0.0 <= p <= 1.0:
         raise GraphcError(f"dropout: p must be between 0 and 1, got {p}")
-    if inplace:
-        raise GraphcError("dropout: inplace=True is not supported; use the returned value")
     if not training or p == 0.0:
         return input
     if key is None:

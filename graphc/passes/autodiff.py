@@ -116,6 +116,11 @@ def pick_outputs(
                 )
             chosen.append(o)
     if not chosen:
+        if not g.outputs:
+            raise AutodiffError(
+                f"{who}: graph '{g.name}' has no outputs: mark the value to differentiate "
+                "with gc.output(value, name=...)"
+            )
         raise AutodiffError(f"{who}: graph '{g.name}' has no floating point output")
     if not seeds:
         for o in chosen:

@@ -411,3 +411,13 @@ def test_a_shape_given_where_a_spec_goes_is_refused(spec: Any) -> None:
     with pytest.raises(gc.GraphcError, match=r"looks like a shape; give gc\.TensorSpec"):
         gc.trace(lambda x: x * 2, spec)
     assert str(gc.trace(lambda x: x * 2, [1.5, 2.0]).inputs[0].type) == "f64[2]"  # an example
+
+
+def test_differentiating_a_graph_without_outputs_names_gc_output() -> None:
+    """Forgetting gc.output: gradients said 'no floating point output'."""
+    g = gc.Graph("forgot")
+    with g:
+        a = gc.placeholder("a", shape=(2,))
+        _ = a * 2
+    with pytest.raises(gc.AutodiffError, match=r"graph 'forgot' has no outputs.*gc\.output"):
+        gc.gradients(g, wrt=["a"])

@@ -6,7 +6,10 @@ Shapes as torch: (L, N, E) for queries (S for keys and values), or (N, L, E) wit
 sequence length needs no product of symbols. Masks follow nn.MultiheadAttention: a
 boolean `attn_mask` or `key_padding_mask` marks with True the positions that may NOT
 be attended (the opposite of F.scaled_dot_product_attention's boolean mask); a float
-mask is added to the scores.
+mask is added to the scores. A query row that the masks together leave no key gives
+nan with `need_weights=True` and 0 attention (the output projection's bias) with
+`need_weights=False`, as torch's (whose weight-free path is its scaled-dot-product
+kernel, with a softmax that gives 0 for a fully masked row); the gradients stay finite.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from graphc.eager import zeros
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.types import as_dtype
 from graphc.nn import init
-from graphc.nn.functional.stochastic import dropout
+from graphc.nn.functional.attention import attend, blocked_keys, fully_masked_rows
 from graphc.nn.layers import Linear
 from graphc.nn.module import Module
-from graphc.ops import matmul, mean, reshape, softmax, swapaxes, transpose, where
+from graphc.ops import matmul, mean, reshape, swapaxes, transpose, where
 
 __all__ = ["MultiheadAttention"]
 
@@ -113,11 +116,11 @@ class MultiheadAttention(Module):
         length, batch = (query.shape[1], query.shape[0]) if first else query.shape[:2]
         q, k, v = (self._project(x, i, first) for i, x in enumerate((query, key, value)))
         scores = matmul(q, swapaxes(k, -2, -1)) * (1.0 / math.sqrt(self.head_dim))
-        scores = self._masked(scores, attn_mask, key_padding_mask, is_causal, batch)
-        weights = softmax(scores, axis=-1)
-        if self.dropout > 0.0:
-            weights = dropout(weights, self.dropout, self.training)
-        out = matmul(weights, v)  # (N, heads, L, head_dim)
+        scores, blocked = self._masked(scores, attn_mask, key_padding_mask, is_causal, batch)
+        # torch's weight-free path zeroes the rows with no key; with the weights, nan
+        dead = fully_masked_rows(*blocked) if blocked and not need_weights else None
+        out, weights = attend(scores, v, dead, self.dropout, self.training)
+        # out: (N, heads, L, head_dim)
         if first:
             out = reshape(transpose(out, (0, 2, 1, 3)), (batch, length, self.embed_dim))
         else:
@@ -145,19 +148,23 @@ class MultiheadAttention(Module):
 
     def _masked(
         self, scores: Any, attn_mask: Any, padding: Any, is_causal: bool, batch: Any
-    ) -> Any:
+    ) -> tuple[Any, list[Any]]:
+        """The masked scores, and each mask's blocked positions (boolean, broadcasting to
+        the scores), for finding the rows no key is left to."""
         length, source = scores.shape[-2], scores.shape[-1]
         if is_causal and attn_mask is None:
             attn_mask = ~np.tril(np.ones((length, source), np.bool_))
+        blocked = []
         if attn_mask is not None:
             if attn_mask.ndim == 3:  # (N * heads, L, S), as torch
                 attn_mask = reshape(attn_mask, (batch, self.num_heads, length, source))
             scores = self._apply(scores, attn_mask)
+            blocked.append(blocked_keys(attn_mask, true_attends=False))
         if padding is not None:
-            scores = self._apply(
-                scores, reshape(padding, (padding.shape[0], 1, 1, padding.shape[1]))
-            )
-        return scores
+            padding = reshape(padding, (padding.shape[0], 1, 1, padding.shape[1]))
+            scores = self._apply(scores, padding)
+            blocked.append(blocked_keys(padding, true_attends=False))
+        return scores, blocked
 
     @staticmethod
     def _apply(scores: Any, mask: Any) -> Any:

@@ -113,3 +113,96 @@ def test_errors_name_what_was_expected() -> None:
         nn.MultiheadAttention(8, 2)(ge.ones(2, 3, 4), ge.ones(2, 3, 4), ge.ones(2, 3, 4))
     with pytest.raises(gc.ShapeError, match="do not fit"):
         F.scaled_dot_product_attention(ge.ones(2, 3), ge.ones(2, 4), ge.ones(2, 3))
+
+
+# key 0 of batch entry 0 is padding and query 0 sees only key 0 (causal): row 0 of
+# entry 0 has no key left; every other row has one
+FULLY_MASKED = {
+    "key_padding_mask": np.array([[True, False, False], [False, False, False]]),
+    "attn_mask": np.triu(np.ones((3, 3), np.bool_), 1),
+}
+FULLY_MASKED_FLOAT = {
+    "key_padding_mask": np.where(FULLY_MASKED["key_padding_mask"], -np.inf, 0.0),
+    "attn_mask": np.where(FULLY_MASKED["attn_mask"], -np.inf, 0.0),
+}
+
+
+def _attention_with_a_fully_masked_row(masks: dict, lib) -> tuple:
+    """MHA (need_weights=False) on masks leaving query 0 of entry 0 no key: the
+    output, and the gradients of the parameters and of x."""
+    ours = nn.MultiheadAttention(4, 2, generator=0, dtype="float64")
+    ours.out_proj.bias = ge.tensor([0.5, -1.0, 2.0, 0.25], requires_grad=True)
+    x = np.random.default_rng(1).standard_normal((3, 2, 4))  # (L, N, E)
+    if lib is ge:
+        module, xt = ours, ge.tensor(x, requires_grad=True)
+    else:
+        module = torch.nn.MultiheadAttention(4, 2, dtype=torch.float64)
+        module.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+        xt = torch.tensor(x, requires_grad=True)
+    given = {n: lib.tensor(m) for n, m in masks.items()}
+    out, weights = module(xt, xt, xt, need_weights=False, **given)
+    assert weights is None
+    (out * out).sum().backward()
+    grads = {n: p.grad.numpy() for n, p in module.named_parameters()}
+    return out.detach().numpy(), grads, xt.grad.numpy()
+
+
+@pytest.mark.parametrize("masks", [FULLY_MASKED, FULLY_MASKED_FLOAT], ids=["bool", "float"])
+def test_a_fully_masked_row_attends_to_nothing_without_weights(masks: dict) -> None:
+    out, grads, x_grad = _attention_with_a_fully_masked_row(masks, ge)
+    np.testing.assert_array_equal(out[0, 0], [0.5, -1.0, 2.0, 0.25])  # out_proj's bias alone
+    assert np.isfinite(out).all()
+    assert all(np.isfinite(g).all() for g in grads.values()) and np.isfinite(x_grad).all()
+    # with the weights asked for, the row is nan (as torch's)
+    attn = nn.MultiheadAttention(4, 2, generator=0, dtype="float64")
+    x = ge.tensor(np.ones((3, 2, 4)))
+    with np.errstate(invalid="ignore"):
+        full, weights = attn(x, x, x, **{n: ge.tensor(m) for n, m in masks.items()})
+    assert np.isnan(full.detach().numpy()[0, 0]).all()
+    assert np.isfinite(full.detach().numpy()[1:]).all()
+
+
+@needs_torch
+@pytest.mark.parametrize("masks", [FULLY_MASKED, FULLY_MASKED_FLOAT], ids=["bool", "float"])
+def test_a_fully_masked_row_matches_torch_with_its_gradients(masks: dict) -> None:
+    out, grads, x_grad = _attention_with_a_fully_masked_row(masks, ge)
+    t_out, t_grads, t_x_grad = _attention_with_a_fully_masked_row(masks, torch)
+    np.testing.assert_allclose(out, t_out, atol=1e-12)
+    for name, want in t_grads.items():
+        np.testing.assert_allclose(grads[name], want, atol=1e-10)
+    np.testing.assert_allclose(x_grad, t_x_grad, atol=1e-10)
+
+
+@needs_torch
+def test_a_transformer_layer_over_padding_under_a_causal_mask_matches_torch() -> None:
+    ours = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, dtype="float64").eval()
+    theirs = torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, dtype=torch.float64).eval()
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    x = np.random.default_rng(2).standard_normal((3, 2, 4))
+    masks = {
+        "src_mask": FULLY_MASKED["attn_mask"],
+        "src_key_padding_mask": FULLY_MASKED["key_padding_mask"],
+    }
+    got = ours(ge.tensor(x), **{n: ge.tensor(m) for n, m in masks.items()}).detach().numpy()
+    want = theirs(torch.tensor(x), **{n: torch.tensor(m) for n, m in masks.items()})
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want.detach().numpy(), atol=1e-12)
+
+
+def test_sdpa_gives_zero_for_a_query_with_no_key() -> None:
+    q = ge.tensor(np.random.default_rng(3).standard_normal((1, 3, 4)), requires_grad=True)
+    attend = np.array([[False, False, False], [True, False, False], [True, True, False]])
+    out = F.scaled_dot_product_attention(q, q, q, attn_mask=ge.tensor(attend))
+    np.testing.assert_array_equal(out.detach().numpy()[0, 0], np.zeros(4))
+    out.sum().backward()
+    assert np.isfinite(q.grad.numpy()).all()
+    compiled = gc.jit(lambda a: F.scaled_dot_product_attention(a, a, a, attn_mask=attend))
+    np.testing.assert_allclose(compiled(q.detach().numpy()), out.detach().numpy(), atol=1e-12)
+    if torch is not None:
+        t_q = torch.tensor(q.detach().numpy(), requires_grad=True)
+        want = torch.nn.functional.scaled_dot_product_attention(
+            t_q, t_q, t_q, attn_mask=torch.tensor(attend)
+        )
+        np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), atol=1e-12)
+        want.sum().backward()
+        np.testing.assert_allclose(q.grad.numpy(), t_q.grad.numpy(), atol=1e-10)

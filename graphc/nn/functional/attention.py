@@ -3,6 +3,12 @@
 softmax(q k^T * scale + mask) v over the last two axes (any leading batch and head
 axes broadcast). A composite of matmul, softmax and where: traced, it is a handful of
 nodes that the passes fuse; eagerly, each runs on the tape.
+
+A query row whose every key is masked attends to nothing: its output is 0, as torch's
+(its "safe softmax", torch >= 2.5), where a plain softmax of a row of -inf gives nan.
+The row's scores are set to 0 before the softmax (one more mask step, so the chain
+still fuses) and its output to 0 after the product with v, so the gradients stay
+finite: no nan reaches a cotangent through softmax's or matmul's VJP.
 """
 
 from __future__ import annotations
@@ -14,9 +20,41 @@ import numpy as np
 
 from graphc.ir.errors import ShapeError
 from graphc.nn.functional.stochastic import dropout
-from graphc.ops import matmul, softmax, swapaxes, where
+from graphc.ops import equal, logical_not, logical_or, matmul, softmax, swapaxes, where
 
 __all__ = ["scaled_dot_product_attention"]
+
+
+def blocked_keys(mask: Any, true_attends: bool) -> Any:
+    """Where a mask lets no attention through: a boolean mask's blocking value (False
+    when True means attend, as here; True for nn.MultiheadAttention's), a float mask's -inf."""
+    if np.dtype(mask.dtype) == np.bool_:
+        return logical_not(mask) if true_attends else mask
+    return equal(mask, -np.inf)
+
+
+def fully_masked_rows(*blocked: Any) -> Any:
+    """True for the query rows (..., L, 1) whose every key (last axis) is blocked by one
+    of the `blocked` boolean masks (they broadcast together)."""
+    combined = blocked[0]
+    for more in blocked[1:]:
+        combined = logical_or(combined, more)
+    return combined.all(axis=-1, keepdims=True)
+
+
+def attend(scores: Any, value: Any, dead: Any, dropout_p: float = 0.0,
+           training: bool = True) -> tuple[Any, Any]:  # fmt: skip
+    """softmax(scores) @ value, and the weights; rows marked `dead` (fully masked, or None
+    for none) give weights of a uniform row and an output of 0 (see the module's text)."""
+    if dead is not None:
+        scores = where(dead, 0.0, scores)
+    weights = softmax(scores, axis=-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training)
+    out = matmul(weights, value)
+    if dead is not None:
+        out = where(dead, 0.0, out)
+    return out, weights
 
 
 def scaled_dot_product_attention(
@@ -30,7 +68,8 @@ def scaled_dot_product_attention(
 ) -> Any:
     """torch.nn.functional.scaled_dot_product_attention: a boolean `attn_mask` marks
     the positions that take part (True: attend), a float one is added to the scores;
-    `is_causal` masks the future (query i sees keys 0..i).
+    `is_causal` masks the future (query i sees keys 0..i). A query row with no key to
+    attend to gives 0, as torch's.
 
     >>> import graphc.eager as ge
     >>> from graphc.nn import functional as F
@@ -52,12 +91,12 @@ def scaled_dot_product_attention(
             raise ShapeError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
         rows, cols = query.shape[-2], key.shape[-2]
         attn_mask = np.tril(np.ones((rows, cols), np.bool_))
+    dead = None
     if attn_mask is not None:
         if np.dtype(attn_mask.dtype) == np.bool_:
             scores = where(attn_mask, scores, -np.inf)
         else:
             scores = scores + attn_mask
-    weights = softmax(scores, axis=-1)
-    if dropout_p > 0.0:
-        weights = dropout(weights, dropout_p)
-    return matmul(weights, value)
+        if not is_causal:  # a causal mask leaves every row its first key
+            dead = fully_masked_rows(blocked_keys(attn_mask, true_attends=True))
+    return attend(scores, value, dead, dropout_p)[0]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -262,6 +263,11 @@ def resolve(name: str | None) -> Backend:
     if name is None or name == "auto":
         env = os.environ.get("GRAPHC_BACKEND", "").strip()
         if env and env != "auto":
+            if env not in BACKENDS:  # the caller never typed this name: say where it is from
+                raise GraphcError(
+                    f"the environment variable GRAPHC_BACKEND={env!r} names no backend; the "
+                    f"backends are {sorted(BACKENDS)} (or 'auto'); unset it for the default"
+                )
             return resolve(env)
         return get_backend(available_backends(quick=True)[0])
     backend = get_backend(name)
@@ -277,8 +283,20 @@ def resolve(name: str | None) -> Backend:
 _WARNED: set[str] = set()
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel of the innermost caller outside graphc (what the warning points at)."""
+    frame, level = sys._getframe(2), 2  # warn_once's caller is level 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def warn_once(message: str) -> None:
-    """A RuntimeWarning, once per distinct message in this process."""
+    """A RuntimeWarning, once per distinct message in this process, attributed to the
+    user's line that led to it."""
     if message not in _WARNED:
         _WARNED.add(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        warnings.warn(message, RuntimeWarning, stacklevel=_user_stacklevel())

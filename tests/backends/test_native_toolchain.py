@@ -297,3 +297,42 @@ def test_a_cache_directory_lost_mid_run_keeps_numpy_with_one_warning(
     said = graphc_warnings(caught)
     assert len(said) == 1 and str(fresh) in said[0], said
     assert exe.tier == "numpy"
+
+
+def test_a_cache_path_that_is_a_file_is_said_to_be_one_at_the_users_line(
+    fresh: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The warning says the path is a file (not "File exists"), and points at the line
+    that compiled, not at graphc's own."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("GRAPHC_CACHE_DIR", str(blocker))
+    monkeypatch.delenv("GRAPHC_BACKEND", raising=False)
+    toolchain.reset(loaded=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.compile(_graph())
+    (warning,) = [w for w in caught if "graphc" in str(w.message)]
+    assert f"{blocker} is a file, not a directory (GRAPHC_CACHE_DIR)" in str(warning.message)
+    assert warning.filename == __file__
+
+
+@pytest.mark.parametrize(
+    "setting, said",
+    [("/nonexistent/gcc", "is not an executable file"), ("no-such-cc", "is not on the PATH")],
+)
+def test_a_compiler_setting_that_names_no_program_is_named(
+    fresh: Path, monkeypatch: pytest.MonkeyPatch, setting: str, said: str
+) -> None:
+    monkeypatch.setenv("GRAPHC_CC", setting)
+    toolchain.reset()
+    why = toolchain.toolchain()
+    assert why == f"no C compiler found (GRAPHC_CC={setting!r} {said})"
+
+
+def test_an_unknown_graphc_backend_variable_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GRAPHC_BACKEND", "nativ")
+    with pytest.raises(gc.GraphcError, match=r"environment variable GRAPHC_BACKEND='nativ'"):
+        gc.compile(_graph())

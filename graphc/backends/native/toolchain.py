@@ -130,6 +130,8 @@ def cache_dir_problem() -> str | None:
     where = cache_dir()
     if where in _usable_dirs:
         return None
+    if where.exists() and not where.is_dir():
+        return f"the cache directory {where} is a file, not a directory (GRAPHC_CACHE_DIR)"
     try:
         where.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -211,8 +213,11 @@ def reset(loaded: bool = False) -> None:
 def _probe(setting: str) -> Toolchain | str:
     compiler = _find_compiler(setting)
     if compiler is None:
-        wanted = setting or "cc, gcc or clang"
-        return f"no C compiler found ({wanted} is not on the PATH)"
+        if not setting:
+            return "no C compiler found (cc, gcc or clang is not on the PATH)"
+        source = "GRAPHC_CC" if os.environ.get("GRAPHC_CC") else "CC"
+        where = "is not an executable file" if os.sep in setting else "is not on the PATH"
+        return f"no C compiler found ({source}={setting!r} {where})"
     problem = cache_dir_problem()
     if problem is not None:
         return problem

@@ -31,6 +31,13 @@ from graphc.ops import matmul, mean, reshape, swapaxes, transpose, where
 __all__ = ["MultiheadAttention"]
 
 
+def _reshaped(value: Any, shape: tuple) -> Any:
+    """An array reshaped as an array (a symbolic batch dim read as -1), else by the op."""
+    if isinstance(value, np.ndarray):
+        return value.reshape(tuple(-1 if isinstance(d, str) else d for d in shape))
+    return reshape(value, shape)
+
+
 class MultiheadAttention(Module):
     """torch.nn.MultiheadAttention (kdim = vdim = embed_dim, no bias_kv / zero_attn).
 
@@ -154,16 +161,20 @@ class MultiheadAttention(Module):
         length, source = scores.shape[-2], scores.shape[-1]
         if is_causal and attn_mask is None:
             attn_mask = ~np.tril(np.ones((length, source), np.bool_))
+        # the blocked keys come from the masks as given: of an array (or an eager tensor),
+        # an array, so that masks leaving every row a key record nothing (fully_masked_rows)
         blocked = []
         if attn_mask is not None:
+            block = blocked_keys(attn_mask, true_attends=False)
             if attn_mask.ndim == 3:  # (N * heads, L, S), as torch
-                attn_mask = reshape(attn_mask, (batch, self.num_heads, length, source))
+                heads = (batch, self.num_heads, length, source)
+                attn_mask, block = reshape(attn_mask, heads), _reshaped(block, heads)
             scores = self._apply(scores, attn_mask)
-            blocked.append(blocked_keys(attn_mask, true_attends=False))
+            blocked.append(block)
         if padding is not None:
-            padding = reshape(padding, (padding.shape[0], 1, 1, padding.shape[1]))
-            scores = self._apply(scores, padding)
-            blocked.append(blocked_keys(padding, true_attends=False))
+            keys = (padding.shape[0], 1, 1, padding.shape[1])
+            blocked.append(_reshaped(blocked_keys(padding, true_attends=False), keys))
+            scores = self._apply(scores, reshape(padding, keys))
         return scores, blocked
 
     @staticmethod

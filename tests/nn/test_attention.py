@@ -189,20 +189,44 @@ def test_a_transformer_layer_over_padding_under_a_causal_mask_matches_torch() ->
     np.testing.assert_allclose(got, want.detach().numpy(), atol=1e-12)
 
 
-def test_sdpa_gives_zero_for_a_query_with_no_key() -> None:
-    q = ge.tensor(np.random.default_rng(3).standard_normal((1, 3, 4)), requires_grad=True)
-    attend = np.array([[False, False, False], [True, False, False], [True, True, False]])
-    out = F.scaled_dot_product_attention(q, q, q, attn_mask=ge.tensor(attend))
-    np.testing.assert_array_equal(out.detach().numpy()[0, 0], np.zeros(4))
-    out.sum().backward()
-    assert np.isfinite(q.grad.numpy()).all()
-    compiled = gc.jit(lambda a: F.scaled_dot_product_attention(a, a, a, attn_mask=attend))
-    np.testing.assert_allclose(compiled(q.detach().numpy()), out.detach().numpy(), atol=1e-12)
-    if torch is not None:
-        t_q = torch.tensor(q.detach().numpy(), requires_grad=True)
-        want = torch.nn.functional.scaled_dot_product_attention(
-            t_q, t_q, t_q, attn_mask=torch.tensor(attend)
-        )
-        np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), atol=1e-12)
-        want.sum().backward()
-        np.testing.assert_allclose(q.grad.numpy(), t_q.grad.numpy(), atol=1e-10)
+@pytest.mark.parametrize("masks_as", ["constants", "inputs"])
+def test_a_fully_masked_row_is_zero_in_a_traced_graph_too(masks_as: str) -> None:
+    attn = nn.MultiheadAttention(4, 2, generator=0, dtype="float64").eval()
+    attn.out_proj.bias = ge.tensor([0.5, -1.0, 2.0, 0.25], requires_grad=True)
+    x = np.random.default_rng(1).standard_normal((3, 2, 4))
+    padding, causal = FULLY_MASKED["key_padding_mask"], FULLY_MASKED["attn_mask"]
+
+    def forward(x, padding=padding, causal=causal):
+        return attn(x, x, x, key_padding_mask=padding, attn_mask=causal, need_weights=False)[0]
+
+    if masks_as == "constants":
+        graph = gc.trace(forward, x)
+        feeds = {"x": x}
+    else:
+        graph = gc.trace(forward, x, padding, causal)
+        feeds = dict(zip([p.name for p in graph.inputs], (x, padding, causal)))
+    feeds.update(gc.lifted_feeds(graph))
+    want = forward(ge.tensor(x)).detach().numpy()
+    np.testing.assert_array_equal(want[0, 0], [0.5, -1.0, 2.0, 0.25])
+    for level in (0, 2):
+        got = gc.compile(graph, opt_level=level)(**feeds)
+        np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_masks_that_leave_every_row_a_key_record_no_extra_step() -> None:
+    attn = nn.MultiheadAttention(4, 2, generator=0, dtype="float64")
+    causal = np.triu(np.ones((3, 3), np.bool_), 1)
+
+    def count_wheres(padding: np.ndarray) -> int:
+        graph = gc.trace(
+            lambda x: attn(x, x, x, key_padding_mask=padding, attn_mask=causal,
+                           need_weights=False)[0],
+            np.ones((3, 2, 4)),
+        )  # fmt: skip
+        return sum(n.op == "where" for n in graph.op_nodes)
+
+    # the padding under the causal mask leaves row 0 of entry 0 no key: two more wheres
+    assert (
+        count_wheres(FULLY_MASKED["key_padding_mask"])
+        == count_wheres(np.zeros((2, 3), np.bool_)) + 2
+    )

@@ -4,11 +4,13 @@ softmax(q k^T * scale + mask) v over the last two axes (any leading batch and he
 axes broadcast). A composite of matmul, softmax and where: traced, it is a handful of
 nodes that the passes fuse; eagerly, each runs on the tape.
 
-A query row whose every key is masked attends to nothing: its output is 0, as torch's
-(its "safe softmax", torch >= 2.5), where a plain softmax of a row of -inf gives nan.
-The row's scores are set to 0 before the softmax (one more mask step, so the chain
-still fuses) and its output to 0 after the product with v, so the gradients stay
-finite: no nan reaches a cotangent through softmax's or matmul's VJP.
+Here a query row whose every key is masked gives nan (softmax of a row of -inf), where
+torch's gives 0 (its "safe softmax", torch >= 2.5). `attend` is the safe variant that
+nn.MultiheadAttention(need_weights=False) uses, as torch's does: the row's scores are
+set to 0 before the softmax (one more mask step, so the chain still fuses) and its
+output to 0 after the product with v, so the gradients stay finite: no nan reaches a
+cotangent through softmax's or matmul's VJP. Masks known when the layer runs (arrays,
+eager tensors) that leave every row a key add no step at all.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.eager import Tensor
 from graphc.ir.errors import ShapeError
 from graphc.nn.functional.stochastic import dropout
 from graphc.ops import equal, logical_not, logical_or, matmul, softmax, swapaxes, where
@@ -25,9 +28,22 @@ from graphc.ops import equal, logical_not, logical_or, matmul, softmax, swapaxes
 __all__ = ["scaled_dot_product_attention"]
 
 
+def _known(value: Any) -> np.ndarray | None:
+    """The array of a value known now (an array or an eager tensor); None for a graph value."""
+    if isinstance(value, Tensor):
+        return value.detach().numpy()
+    return value if isinstance(value, np.ndarray) else None
+
+
 def blocked_keys(mask: Any, true_attends: bool) -> Any:
     """Where a mask lets no attention through: a boolean mask's blocking value (False
-    when True means attend, as here; True for nn.MultiheadAttention's), a float mask's -inf."""
+    when True means attend, as here; True for nn.MultiheadAttention's), a float mask's
+    -inf. An array for a mask known now, else a graph value."""
+    known = _known(mask)
+    if known is not None:
+        if known.dtype == np.bool_:
+            return ~known if true_attends else known
+        return known == -np.inf
     if np.dtype(mask.dtype) == np.bool_:
         return logical_not(mask) if true_attends else mask
     return equal(mask, -np.inf)
@@ -35,7 +51,13 @@ def blocked_keys(mask: Any, true_attends: bool) -> Any:
 
 def fully_masked_rows(*blocked: Any) -> Any:
     """True for the query rows (..., L, 1) whose every key (last axis) is blocked by one
-    of the `blocked` boolean masks (they broadcast together)."""
+    of the `blocked` boolean masks (they broadcast together); None when the masks are
+    known now (arrays, eager tensors) and leave every row a key, so that the common case
+    costs nothing and its traced chain has no extra step."""
+    known = [_known(b) for b in blocked]
+    if all(k is not None for k in known):
+        dead = np.logical_or.reduce(np.broadcast_arrays(*known)).all(axis=-1, keepdims=True)
+        return dead if dead.any() else None
     combined = blocked[0]
     for more in blocked[1:]:
         combined = logical_or(combined, more)
@@ -69,7 +91,7 @@ def scaled_dot_product_attention(
     """torch.nn.functional.scaled_dot_product_attention: a boolean `attn_mask` marks
     the positions that take part (True: attend), a float one is added to the scores;
     `is_causal` masks the future (query i sees keys 0..i). A query row with no key to
-    attend to gives 0, as torch's.
+    attend to gives nan (torch's gives 0; see the module's text).
 
     >>> import graphc.eager as ge
     >>> from graphc.nn import functional as F
@@ -91,12 +113,9 @@ def scaled_dot_product_attention(
             raise ShapeError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
         rows, cols = query.shape[-2], key.shape[-2]
         attn_mask = np.tril(np.ones((rows, cols), np.bool_))
-    dead = None
     if attn_mask is not None:
         if np.dtype(attn_mask.dtype) == np.bool_:
             scores = where(attn_mask, scores, -np.inf)
         else:
             scores = scores + attn_mask
-        if not is_causal:  # a causal mask leaves every row its first key
-            dead = fully_masked_rows(blocked_keys(attn_mask, true_attends=True))
-    return attend(scores, value, dead, dropout_p)[0]
+    return attend(scores, value, None, dropout_p)[0]

@@ -309,7 +309,9 @@ def trace(
             _TRACING.traces.remove(state)
     if not graph.outputs:
         raise TracingError(f"trace: {graph.name} returned nothing to output")
+    graph.finished_by = "trace"  # (the values the function kept belong to this one)
     graph = _placeholders_first(graph)
+    graph.finished_by = "trace"
     _LIFTED[graph] = {sym.name: tensor for tensor, sym in state.lifted.values()}
     return graph
 

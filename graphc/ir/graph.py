@@ -107,6 +107,9 @@ class Graph:
         self._counters: dict[str, itertools.count] = {}
         self.id = next(Graph._ids)
         self.nesting = 1  # this graph and its deepest chain of bodies (MAX_NESTING)
+        # what finished building it ("trace"): an op on its values outside `with graph:` is
+        # then a value leaked from the finished function, refused (ops/symbolic.py)
+        self.finished_by: str | None = None
 
     # -- building -------------------------------------------------------------
 

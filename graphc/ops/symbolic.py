@@ -402,6 +402,15 @@ class SymbolicKind:
     def apply(self, opdef: OpDef, inputs: list[Symbol], attrs: dict[str, Any]) -> Symbol:
         active = active_graph()
         graph = active if active is not None else (inputs[0].graph if inputs else self._graph())
+        if active is None and graph.finished_by is not None:
+            x = inputs[0]
+            raise TracingError(
+                f"op '{opdef.name}' on graph value '{x.node.name}' ({x.node.type}) at "
+                f"{user_location()}: the value belongs to graph '{graph.name}', whose "
+                f"{graph.finished_by} has finished, so it has no data and takes no more ops "
+                "(a value kept from the traced function, as JAX's leaked tracer): return it "
+                "from the function instead, or add to the graph inside `with graph:`"
+            )
         for k, x in enumerate(inputs):
             if x.graph is not graph:
                 inner = capture(x, graph)

@@ -421,3 +421,21 @@ def test_differentiating_a_graph_without_outputs_names_gc_output() -> None:
         _ = a * 2
     with pytest.raises(gc.AutodiffError, match=r"graph 'forgot' has no outputs.*gc\.output"):
         gc.gradients(g, wrt=["a"])
+
+
+def test_a_value_kept_from_a_finished_trace_takes_no_more_ops() -> None:
+    """JAX's leaked tracer: an op on it once appended nodes after the graph's outputs."""
+    saved = {}
+
+    def f(x):
+        saved["v"] = x * 2
+        return x + 1
+
+    g = gc.trace(f, gc.TensorSpec((3,)))
+    before = str(g)
+    with pytest.raises(gc.TracingError, match=r"graph 'f', whose trace has finished.*return it"):
+        saved["v"] + 1
+    assert str(g) == before
+    with g:  # adding to it on purpose is still possible
+        gc.output(saved["v"] + 1, name="extra")
+    np.testing.assert_array_equal(g(np.ones(3, np.float32))[1], [3.0, 3.0, 3.0])

@@ -103,18 +103,27 @@ def _tracing(leaves: list[Any]) -> bool:
 
 
 def _leaf_names(fn: Callable[..., Any], tree: TreeDef) -> list[str]:
-    """A placeholder name for each leaf of the arguments' structure: the parameter's name
-    for an argument that is one array, else the parameter's name and the leaf's path
-    (`p['w']` is `p_w`), made unique."""
-    tops = parameter_names(fn, len(tree.children))
+    """A placeholder name for each leaf of the (args, kwargs) structure: the parameter's
+    name (the keyword's) for an argument that is one array, else that name and the leaf's
+    path (`p['w']` is `p_w`), made unique."""
+    positional, keywords = tree.children
+    tops = parameter_names(fn, len(positional.children))
+    paths = [
+        path for top, child in zip(tops, positional.children) for path in leaf_paths(child, top)
+    ]
+    if keywords is not None:
+        paths += [
+            path
+            for key, child in zip(keywords.aux, keywords.children)
+            for path in leaf_paths(child, str(key))
+        ]
     names: list[str] = []
-    for top, child in zip(tops, tree.children):
-        for path in leaf_paths(child, top):
-            base = re.sub(r"\W+", "_", path).strip("_") or "arg"
-            name, k = base, 1
-            while name in names:
-                name, k = f"{base}_{k}", k + 1
-            names.append(name)
+    for path in paths:
+        base = re.sub(r"\W+", "_", path).strip("_") or "arg"
+        name, k = base, 1
+        while name in names:
+            name, k = f"{base}_{k}", k + 1
+        names.append(name)
     return names
 
 
@@ -142,11 +151,11 @@ class Jitted:
             tree,
         )
 
-    def _split(self, args: tuple) -> tuple[list[np.ndarray], tuple, TreeDef]:
+    def _split(self, args: tuple, kwargs: dict) -> tuple[list[np.ndarray], tuple, TreeDef]:
         """The arrays fed as inputs, (leaf index, type, value) of each static scalar, and
-        the arguments' structure."""
-        leaves, tree = tree_flatten(args)
-        paths = leaf_paths(tree, "args")
+        the structure of (args, kwargs)."""
+        leaves, tree = tree_flatten((args, kwargs))
+        paths = leaf_paths(tree.children[0], "args") + leaf_paths(tree.children[1], "kwargs")
         statics = tuple(
             (i, type(a).__name__, a) for i, a in enumerate(leaves) if is_python_scalar(a)
         )
@@ -170,10 +179,10 @@ class Jitted:
             self._hits += 1
         return entry
 
-    def __call__(self, *args: Any) -> Any:
-        if _tracing(tree_flatten(args)[0]):
-            return self.fn(*args)  # inlined into the graph being built, as jax.jit is
-        arrays, statics, tree = self._split(args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _tracing(tree_flatten((args, kwargs))[0]):
+            return self.fn(*args, **kwargs)  # inlined into the graph being built, as jax.jit is
+        arrays, statics, tree = self._split(args, kwargs)
         entry = self._entry(arrays, statics, tree)
         lifted = (tensor_value(t) for t in entry.lifted)
         return entry.pack(entry.executable(*arrays, *lifted))
@@ -186,7 +195,8 @@ class Jitted:
         def recording(*values: Any) -> Any:
             inputs = iter(values)
             leaves = [static_at[i] if i in static_at else next(inputs) for i in range(count)]
-            result = self.fn(*tree_unflatten(tree, leaves))
+            args, kwargs = tree_unflatten(tree, leaves)
+            result = self.fn(*args, **kwargs)
             out_leaves, out_tree = tree_flatten(result)
             structure.append(out_tree)
             keys = out_tree.aux if isinstance(out_tree, TreeDef) else None
@@ -209,9 +219,9 @@ class Jitted:
     def cache_info(self) -> CacheInfo:
         return CacheInfo(self._hits, self._misses, len(self._cache))
 
-    def graph_for(self, *args: Any) -> Graph:
+    def graph_for(self, *args: Any, **kwargs: Any) -> Graph:
         """The traced graph that a call with these arguments runs (tracing if needed)."""
-        return self._entry(*self._split(args)).graph
+        return self._entry(*self._split(args, kwargs)).graph
 
 
 def jit(fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> Jitted:

@@ -146,3 +146,16 @@ def test_a_jitted_function_on_graph_values_is_inlined() -> None:
     traced = gc.trace(lambda v: g(v) + 1, gc.TensorSpec((2, 3), "float64"))
     assert "sum" in {n.op for n in traced.op_nodes}  # its ops, in the outer graph
     assert g.cache_info().misses == 0  # never compiled on its own
+
+
+def test_keyword_arguments_as_jax_jit() -> None:
+    """Keywords are arguments like the others: arrays inputs (named after the keyword),
+    Python numbers static, part of the signature (a raw TypeError before)."""
+    f = gc.jit(lambda x, n=1, *, scale=None: x * n if scale is None else x * scale)
+    x = np.ones(2, np.float32)
+    np.testing.assert_array_equal(f(x=x, n=3), [3.0, 3.0])
+    np.testing.assert_array_equal(f(x, scale=np.float32(5)), [5.0, 5.0])
+    np.testing.assert_array_equal(f(x), [1.0, 1.0])
+    assert f.cache_info().misses == 3
+    assert [p.name for p in f.graph_for(x, scale=np.float32(5)).inputs] == ["x", "scale"]
+    np.testing.assert_array_equal(gc.jit(lambda a, b: a - b)(b=np.ones(2), a=np.zeros(2)), [-1, -1])

@@ -217,12 +217,15 @@ class Optimizer:
         # their parameter ids (indices in ours, or whatever torch's caller gave) -> our index
         keys = [key for group in groups for key in group["params"]]
         index_of = {key: index for index, key in enumerate(keys)}
+        # everything is checked before anything changes: a refused state_dict leaves no trace
+        trials = []
         for group, loaded in zip(self.param_groups, groups):
             trial = {**group, **{k: v for k, v in loaded.items() if k in self.defaults}}
             trial["params"] = group["params"]
             self.check_group(trial)
-            group.update(trial)
-        self.state = [{} for _ in self.params]
+            trials.append(trial)
+        group_of = [trial for trial in trials for _ in trial["params"]]
+        state: list[dict[str, np.ndarray]] = [{} for _ in self.params]
         for key, entry in state_dict["state"].items():
             if key not in index_of:
                 raise GraphcError(
@@ -231,7 +234,13 @@ class Optimizer:
                 )
             index = index_of[key]
             param = self.params[index]
-            arrays = {}
+            wanted_names = self.state_names_of(group_of[index])
+            missing = [name for name in wanted_names if name not in entry]
+            if missing:
+                raise GraphcError(
+                    f"{type(self).__name__}.load_state_dict: the state of parameter {index} "
+                    f"lacks {missing} (its settings keep {list(wanted_names)})"
+                )
             for name, value in entry.items():
                 array = _as_array(value)
                 wanted = self.state_shape(name, param)
@@ -240,8 +249,13 @@ class Optimizer:
                         f"{type(self).__name__}.load_state_dict: state {name!r} of parameter "
                         f"{index} has shape {array.shape}, expected {wanted}"
                     )
-                arrays[name] = np.array(array, dtype=param.dtype)
-            self.load_state_arrays(index, arrays)
+                state[index][name] = np.array(array, dtype=param.dtype)
+        for group, trial in zip(self.param_groups, trials):
+            group.update(trial)
+        self.state = [{} for _ in self.params]
+        for index, arrays in enumerate(state):
+            if arrays:
+                self.load_state_arrays(index, arrays)
 
     # -- stepping ------------------------------------------------------------------------
 

@@ -168,6 +168,10 @@ def test_state_dict_round_trips_hyperparameters_and_state() -> None:
         np.testing.assert_array_equal(b.state_arrays(0)[key], value)
     saved["state"][0]["step"] += 1  # a copy: the optimizer's state is its own
     assert b.state_arrays(0)["step"] == 2
+    del saved["state"][0]["step"]
+    with pytest.raises(gc.GraphcError, match="state of parameter 0 lacks \\['step'\\]"):
+        b.load_state_dict(saved)
+    assert b.state_arrays(0)["step"] == 2  # the refused state_dict changed nothing
     other = optim.SGD([ge.ones(1, requires_grad=True), ge.ones(1, requires_grad=True)])
     with pytest.raises(gc.GraphcError, match="param groups of sizes \\[1, 1\\], this .* \\[2\\]"):
         other.load_state_dict(saved)

@@ -132,6 +132,7 @@ def _value_and_grad_values(
 ) -> tuple[Any, Any]:
     nums = _argnums(argnums, args, what)
     staged = stage(f, args, nums, what)
+    _check_float_leaves(staged, f, what)  # first: an int input gives an int output too
     outputs = staged.body.outputs
     if has_aux:
         n_out = _aux_split(staged, what)
@@ -149,7 +150,6 @@ def _value_and_grad_values(
             f"got {out.type}; differentiate a scalar such as its sum, or use gc.jacrev "
             "or gc.jvp for a non-scalar result"
         )
-    _check_float_leaves(staged, f, what)
     joint = differentiate(staged.body, staged.traced, [out.name])
     if need_value:
         results = staged.run(joint.graph)

@@ -219,7 +219,10 @@ def from_json(text: str | bytes) -> Graph:
     try:
         document = json.loads(text, parse_int=_json_int)
     except ValueError as exc:
-        raise ParseError(f"not valid JSON: {exc}") from None
+        hint = ""
+        if text.lstrip().startswith("graph "):  # the text form, print(g)'s
+            hint = "; this is a graph in the text form: read it with gc.parse(text)"
+        raise ParseError(f"not valid JSON: {exc}{hint}") from None
     except RecursionError:  # json's own parser recurses once per level of nesting
         raise ParseError("not valid JSON: nested too deeply for the JSON parser") from None
     return graph_from_document(document)

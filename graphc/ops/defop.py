@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError
+from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.registry import REQUIRED, OpDef, register
 from graphc.ir.types import DTYPES, TensorType, TupleType, as_dtype, broadcast_shapes, is_bfloat16
 from graphc.ops.dispatch import bind
@@ -93,7 +93,14 @@ def defop(
 
     if variadic:
 
-        def op(values: Sequence[Any], **kwargs: Any) -> Any:
+        def op(values: Sequence[Any], *more: Any, **kwargs: Any) -> Any:
+            if more:  # attrs positionally, numpy style (concat(xs, 1)), or arrays unlisted
+                if len(more) > len(attrs) or any(hasattr(m, "shape") for m in more):
+                    raise GraphcError(
+                        f"{name}: takes one sequence of arrays, then its attrs "
+                        f"({', '.join(attrs)}): gc.{name}([a, b, ...]), not gc.{name}(a, b)"
+                    )
+                kwargs.update(zip(list(attrs)[: len(more)], more))
             if aliases:
                 kwargs = numpy_keywords(name, attrs, kwargs)
             return bind(name, *values, **kwargs)

@@ -439,3 +439,22 @@ def test_a_value_kept_from_a_finished_trace_takes_no_more_ops() -> None:
     with g:  # adding to it on purpose is still possible
         gc.output(saved["v"] + 1, name="extra")
     np.testing.assert_array_equal(g(np.ones(3, np.float32))[1], [3.0, 3.0, 3.0])
+
+
+def test_small_mistakes_get_graphc_errors_that_say_the_fix(tmp_path: Any) -> None:
+    a = np.ones((2, 2))
+    with pytest.raises(
+        gc.GraphcError, match=r"gc\.concat\(\[a, b, \.\.\.\]\), not gc\.concat\(a, b\)"
+    ):
+        gc.concatenate(a, a)
+    assert gc.concatenate([a, a], 1).shape == (2, 4)  # numpy's positional axis still works
+    for call in (lambda: gc.grad(lambda x: gc.sum(x * 2))(np.ones(3, np.int64)),
+                 lambda: gc.grad(lambda x: x * x)(3)):  # fmt: skip
+        with pytest.raises(
+            gc.AutodiffError, match=r"argument 0 \('x'\) has dtype int64; only floating"
+        ):
+            call()
+    path = tmp_path / "g.txt"
+    path.write_text(str(gc.trace(lambda x: x * 2, gc.TensorSpec((2,)))))
+    with pytest.raises(gc.ParseError, match=r"text form: read it with gc\.parse"):
+        gc.load(path)

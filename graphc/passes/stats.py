@@ -28,12 +28,17 @@ class GraphStats:
     constant_elements: int = 0
     flops: int = 0
     free_dims: tuple[str, ...] = ()
+    input_free_dims: tuple[str, ...] = ()  # unbound dims of the inputs (counted as 1)
 
     def __str__(self) -> str:
         ops = sum(self.ops_by_name.values())
         lines = [f"graph '{self.name}': {self.nodes} nodes, {ops} ops"]
         lines += [f"  {n:>5}  {op}" for op, n in self.ops_by_name.most_common()]
-        lines.append(f"parameters (inputs): {len(self.inputs)}, {self.input_elements:,} elements")
+        unit = self.input_free_dims
+        per_input = f" (per unit of {', '.join(unit)})" if unit else ""
+        lines.append(
+            f"parameters (inputs): {len(self.inputs)}, {self.input_elements:,} elements{per_input}"
+        )
         lines += [f"  %{name}: {t}" for name, t in self.inputs]
         lines.append(f"constants: {self.constant_elements:,} elements")
         per = f" (per unit of {', '.join(self.free_dims)})" if self.free_dims else ""
@@ -93,8 +98,11 @@ def graph_statistics(graph: Graph, bindings: Mapping[str, int] | None = None) ->
         out = _bound(node.type, bindings)
         ins = [_bound(x.type, bindings) for x in node.inputs]
         stats.flops += get_op(node.op).flops(out, *ins, **node.attrs)
+    input_free: set[str] = set()
     for p in graph.inputs:
         stats.inputs.append((p.name, p.type))
         stats.input_elements += _bound(p.type, bindings).size or 0
+        input_free.update(d for d in p.type.symbols if d not in bindings)
     stats.free_dims = tuple(sorted(free))
+    stats.input_free_dims = tuple(sorted(input_free))
     return stats

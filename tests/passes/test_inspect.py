@@ -68,3 +68,15 @@ def test_statistics_of_control_flow_count_their_bodies() -> None:
     )
     # T steps of a body of two scalar ops
     assert [graph_statistics(loop, {"T": t}).flops for t in (1, 5, 9)] == [2, 10, 18]
+
+
+def test_input_elements_are_counted_per_unit_of_a_symbolic_dim() -> None:
+    g = gc.parse(
+        """graph g(%x: f32[B,3], %w: f32[3,2]) {
+  %m: f32[B,2] = matmul(%x, %w)
+  output %y = %m
+}"""
+    )
+    said = str(graph_statistics(g))
+    assert "parameters (inputs): 2, 9 elements (per unit of B)" in said
+    assert "parameters (inputs): 2, 36 elements\n" in str(graph_statistics(g, {"B": 10})) + "\n"

@@ -77,7 +77,10 @@ def static_key(value: Any) -> Any:
     return value
 
 
-def _as_array(value: Any, where: str) -> np.ndarray:
+def _as_array(value: Any, tree: TreeDef, k: int) -> np.ndarray:
+    """Leaf `k` of the call's (args, kwargs) structure `tree` as an array."""
+    if type(value) is np.ndarray:  # the common case, first
+        return value
     tensor_type = eager_tensor_type()
     if tensor_type is not None and isinstance(value, tensor_type):
         return tensor_value(value)
@@ -88,8 +91,9 @@ def _as_array(value: Any, where: str) -> np.ndarray:
     except ValueError:  # a ragged sequence of an unregistered type
         array = np.empty(0, object)
     if array.dtype == object:
+        paths = leaf_paths(tree.children[0], "args") + leaf_paths(tree.children[1], "kwargs")
         raise DTypeError(
-            f"gc.jit: {where} is not an array (got {type(value).__name__}): arguments are "
+            f"gc.jit: {paths[k]} is not an array (got {type(value).__name__}): arguments are "
             "arrays, numbers, eager tensors, or pytrees of them (tuples, lists, dicts, "
             "namedtuples, None, types registered with gc.register_pytree_node)"
         )
@@ -127,6 +131,20 @@ def _leaf_names(fn: Callable[..., Any], tree: TreeDef) -> list[str]:
     return names
 
 
+# the types of a call's arguments that need no pytree walk (numpy's scalar types too)
+_PLAIN = frozenset(
+    [np.ndarray, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64]
+    + [np.uint8, np.uint16, np.uint32, np.uint64, np.bool_]
+)
+_FLAT_TREES: dict[int, TreeDef] = {}
+
+
+def _flat_tree(count: int) -> TreeDef:
+    """The structure of a call of `count` plain arguments, as tree_flatten gives it."""
+    _FLAT_TREES[count] = tree_flatten((tuple(range(count)), {}))[1]
+    return _FLAT_TREES[count]
+
+
 class Jitted:
     """A function that runs as a compiled graph; see `jit`."""
 
@@ -151,16 +169,15 @@ class Jitted:
             tree,
         )
 
-    def _split(self, args: tuple, kwargs: dict) -> tuple[list[np.ndarray], tuple, TreeDef]:
-        """The arrays fed as inputs, (leaf index, type, value) of each static scalar, and
-        the structure of (args, kwargs)."""
-        leaves, tree = tree_flatten((args, kwargs))
-        paths = leaf_paths(tree.children[0], "args") + leaf_paths(tree.children[1], "kwargs")
+    @staticmethod
+    def _split(leaves: list[Any], tree: TreeDef) -> tuple[list[np.ndarray], tuple]:
+        """The arrays fed as inputs, and (leaf index, type, value) of each static scalar,
+        of the leaves of the call's (args, kwargs)."""
         statics = tuple(
             (i, type(a).__name__, a) for i, a in enumerate(leaves) if is_python_scalar(a)
         )
-        arrays = [_as_array(a, path) for a, path in zip(leaves, paths) if not is_python_scalar(a)]
-        return arrays, statics, tree
+        arrays = [_as_array(a, tree, k) for k, a in enumerate(leaves) if not is_python_scalar(a)]
+        return arrays, statics
 
     def _entry(self, arrays: list[np.ndarray], statics: tuple, tree: TreeDef) -> _Entry:
         """The cached trace for this signature, traced and compiled on a miss."""
@@ -180,9 +197,17 @@ class Jitted:
         return entry
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _tracing(tree_flatten((args, kwargs))[0]):
+        if not kwargs and active_graph() is None and all(type(a) in _PLAIN for a in args):
+            # the common call, arrays and numpy scalars only: nothing to flatten or convert
+            tree = _FLAT_TREES.get(len(args)) or _flat_tree(len(args))
+            arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in args]
+            entry = self._entry(arrays, (), tree)
+            lifted = (tensor_value(t) for t in entry.lifted)
+            return entry.pack(entry.executable(*arrays, *lifted))
+        leaves, tree = tree_flatten((args, kwargs))
+        if _tracing(leaves):
             return self.fn(*args, **kwargs)  # inlined into the graph being built, as jax.jit is
-        arrays, statics, tree = self._split(args, kwargs)
+        arrays, statics = self._split(leaves, tree)
         entry = self._entry(arrays, statics, tree)
         lifted = (tensor_value(t) for t in entry.lifted)
         return entry.pack(entry.executable(*arrays, *lifted))
@@ -221,7 +246,8 @@ class Jitted:
 
     def graph_for(self, *args: Any, **kwargs: Any) -> Graph:
         """The traced graph that a call with these arguments runs (tracing if needed)."""
-        return self._entry(*self._split(args, kwargs)).graph
+        leaves, tree = tree_flatten((args, kwargs))
+        return self._entry(*self._split(leaves, tree), tree).graph
 
 
 def jit(fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> Jitted:

@@ -15,30 +15,16 @@ W0 = np.array([[0.5, -1.0], [2.0, 0.25]])
 B0 = np.array([1.0, -0.5])
 
 
-def train_graphc(make, groups_of, steps: int = 4) -> list[np.ndarray]:
-    w, b = ge.tensor(W0, requires_grad=True), ge.tensor(B0, requires_grad=True)
+def train(lib, make, groups_of, steps: int = 4) -> list[np.ndarray]:
+    """Four steps of `make`'s optimizer on w and b, in graphc.eager or torch (`lib`)."""
+    w, b = lib.tensor(W0, requires_grad=True), lib.tensor(B0, requires_grad=True)
     opt = make(groups_of(w, b))
     for t in range(steps):
         opt.zero_grad()
         loss = 0.0
         for p in (w, b):
             target = np.sin(np.arange(p.numel()) + t).reshape(tuple(p.shape))
-            loss = loss + 0.5 * ((p - ge.tensor(target)) ** 2).sum()
-        loss.backward()
-        opt.step()
-    return [w.detach().numpy(), b.detach().numpy()]
-
-
-def train_torch(make, groups_of, steps: int = 4) -> list[np.ndarray]:
-    w = torch.tensor(W0, requires_grad=True)
-    b = torch.tensor(B0, requires_grad=True)
-    opt = make(groups_of(w, b))
-    for t in range(steps):
-        opt.zero_grad()
-        loss = 0.0
-        for p in (w, b):
-            target = np.sin(np.arange(p.numel()) + t).reshape(tuple(p.shape))
-            loss = loss + 0.5 * ((p - torch.tensor(target)) ** 2).sum()
+            loss = loss + 0.5 * ((p - lib.tensor(target)) ** 2).sum()
         loss.backward()
         opt.step()
     return [w.detach().numpy(), b.detach().numpy()]
@@ -72,8 +58,8 @@ def test_param_groups_match_torch(name: str) -> None:
             return two_groups(w, b)
         return [{"params": [w], "betas": (0.8, 0.99)}, {"params": [b], "weight_decay": 0.1}]
 
-    ours = train_graphc(lambda g: getattr(optim, name)(g, **settings), groups)
-    theirs = train_torch(lambda g: getattr(torch.optim, name)(g, **settings), groups)
+    ours = train(ge, lambda g: getattr(optim, name)(g, **settings), groups)
+    theirs = train(torch, lambda g: getattr(torch.optim, name)(g, **settings), groups)
     for got, want in zip(ours, theirs):
         np.testing.assert_allclose(got, want, rtol=1e-12)
 

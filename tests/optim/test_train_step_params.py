@@ -68,16 +68,7 @@ def test_a_frozen_parameter_trains_as_in_torch() -> None:
     theirs[0].weight.requires_grad_(False)
     their_opt = torch.optim.SGD(theirs.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
     step = gc.compile_train_step(static, nn.MSELoss(), static_opt, batch())
-    for t in range(3):
-        x, y = batch(t)
-        their_opt.zero_grad()
-        loss = torch.nn.MSELoss()(theirs(torch.tensor(x)), torch.tensor(y))
-        loss.backward()
-        their_opt.step()
-        np.testing.assert_allclose(float(step(x, y)), loss.item(), rtol=1e-12)
-    step.sync_to_model()
-    for key, value in theirs.state_dict().items():
-        np.testing.assert_allclose(static.state_dict()[key], value.numpy(), rtol=1e-12)
+    _steps_agree_with_torch(step, static, theirs, their_opt, 3, rtol=1e-12)
 
 
 def test_changing_requires_grad_after_compiling_is_a_named_error() -> None:
@@ -155,7 +146,12 @@ def test_param_groups_train_the_compiled_step_as_torch() -> None:
     theirs.load_state_dict({k: torch.tensor(v) for k, v in static.state_dict().items()})
     step = gc.compile_train_step(static, nn.MSELoss(), grouped(static, optim.Adam), batch())
     their_opt = grouped(theirs, torch.optim.Adam)
-    for t in range(4):
+    _steps_agree_with_torch(step, static, theirs, their_opt, 4, rtol=1e-10)
+
+
+def _steps_agree_with_torch(step, static, theirs, their_opt, steps: int, rtol: float) -> None:
+    """`steps` compiled steps against torch's: each loss, then every parameter."""
+    for t in range(steps):
         x, y = batch(t)
         their_opt.zero_grad()
         loss = torch.nn.MSELoss()(theirs(torch.tensor(x)), torch.tensor(y))
@@ -164,4 +160,4 @@ def test_param_groups_train_the_compiled_step_as_torch() -> None:
         np.testing.assert_allclose(float(step(x, y)), loss.item(), rtol=1e-12)
     step.sync_to_model()
     for key, value in theirs.state_dict().items():
-        np.testing.assert_allclose(static.state_dict()[key], value.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(static.state_dict()[key], value.numpy(), rtol=rtol)

@@ -15,10 +15,9 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
 from graphc.ir.graph import active_graph
-from graphc.ir.types import is_float, normalize_axis
+from graphc.ir.types import is_float
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
-from graphc.ops import reduce as R
 from graphc.ops import shape as S
 from graphc.ops.methods import MinMax, ValueMethods
 from graphc.ops.symbolic import Symbol
@@ -79,25 +78,16 @@ def _spelled(t: Any, name: str) -> Any:
 
 
 def _extremum(x: Any, which: str, dim: Any, keepdim: bool, axis: Any, keepdims: bool) -> Any:
-    """torch.max / torch.min on a tensor. Along a dim, the values are the entries at the
-    indices returned, so the whole gradient goes to them (torch's `max(dim)`: one winner
-    per tie), unlike amax, max() and the graph's `max` op, which share it among ties."""
+    """torch.max / torch.min on a tensor: the shared method (along a dim, the values are
+    the entries at the indices returned, so the whole gradient goes to them: torch's
+    max(dim)), its grad_fn named as torch names it."""
     method = ValueMethods.max if which == "max" else ValueMethods.min
     if dim is None and axis is None:
         return _spelled(method(x), f"{which.title()}Backward1")
+    result = method(x, dim, keepdim, axis=axis, keepdims=keepdims)
     if axis is not None or not isinstance(dim, (int, np.integer)) or active_graph() is not None:
-        return method(x, dim, keepdim, axis=axis, keepdims=keepdims)
-    if not x.shape:
-        return method(x, dim, keepdim)  # one element: no ties
-    find = R.argmax if which == "max" else R.argmin
-    indices = find(x, axis=dim, keepdims=keepdim)
-    dim = normalize_axis(dim, len(x.shape), which)
-    picked = indices._data if keepdim else np.expand_dims(indices._data, dim)
-    positions = np.take_along_axis(np.arange(x._data.size).reshape(x.shape), picked, axis=dim)
-    if not keepdim:
-        positions = np.squeeze(positions, dim)
-    values = I.take(S.reshape(x, (-1,)), positions)  # its rule reads x's shape only
-    return MinMax(_spelled(values, f"{which.title()}Backward0"), indices)
+        return result
+    return MinMax(_spelled(result.values, f"{which.title()}Backward0"), result.indices)
 
 
 def _check_float(x: Any, op: str) -> None:

@@ -46,13 +46,14 @@ CASES: dict[str, tuple[Callable[..., object], list, type, str]] = {
         lambda x: gc.cond(positive(x), lambda a: a, gc.sum, x),
         [V3],
         gc.ShapeError,
-        "the true branch 'true_fn' gives (f64[3]), the false branch 'sum' gives (f64[])",
+        "cond: the branches give results of different types: 'true_fn' gives (f64[3]), "
+        "'sum' gives (f64[])",
     ),
     "branches return different dtypes": (
         lambda x: gc.cond(positive(x), lambda a: a, lambda a: gc.cast(a, "float32"), x),
         [V3],
         gc.ShapeError,
-        "gives (f64[3]), the false branch 'false_fn' gives (f32[3])",
+        "gives (f64[3]), 'false_fn' gives (f32[3])",
     ),
     "a non-scalar predicate": (
         lambda x: gc.cond(x > 0, lambda a: a, lambda a: -a, x),

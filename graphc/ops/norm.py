@@ -300,6 +300,17 @@ class BatchStats(NamedTuple):
     var: Any
 
 
+def one_value_per_channel(shape: tuple[int, ...]) -> str | None:
+    """Why batch_norm refuses a training input of this (concrete) shape, None if it does
+    not: one value per channel, whose unbiased variance would divide by zero (PyTorch)."""
+    if math.prod(shape[:1] + tuple(shape[2:])) != 1:
+        return None
+    return (
+        f"batch_norm: expected more than 1 value per channel when training, got input of "
+        f"shape {tuple(shape)}"
+    )
+
+
 def batch_norm(x: Any, running_mean: Any = None, running_var: Any = None, weight: Any = None,
                bias: Any = None, training: bool = False, eps: float = 1e-5,
                stats: bool = True) -> BatchStats:  # fmt: skip
@@ -323,16 +334,10 @@ def batch_norm(x: Any, running_mean: Any = None, running_var: Any = None, weight
     rank = len(shape)
     if training:
         axes = (0, *range(2, rank))
-        count = (
-            math.prod(shape[a] for a in axes)
-            if all(isinstance(shape[a], int) for a in axes)
-            else None
-        )
-        if count == 1:
-            raise ShapeError(
-                f"batch_norm: expected more than 1 value per channel when training, got "
-                f"input of shape {shape}"
-            )
+        if all(isinstance(shape[a], int) for a in axes):  # else checked when it runs
+            problem = one_value_per_channel(shape)
+            if problem is not None:
+                raise ShapeError(problem)
         mean = R.mean(x, axis=axes, keepdims=True)
         centered = x - mean
         var = R.mean(centered * centered, axis=axes, keepdims=True)

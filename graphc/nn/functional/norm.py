@@ -8,7 +8,6 @@ does: in place for tensors, or, while tracing, through `update_buffer`, which le
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,16 +70,6 @@ def _blend(buffer: Any, batch_value: Any, momentum: Any) -> Any:
     return new if new.dtype == buffer.dtype else selection.cast(new, buffer.dtype)
 
 
-def _one_value_per_channel(shape: tuple[int, ...]) -> str | None:
-    """ops.batch_norm's refusal of a training input, for a shape known only at run time."""
-    if math.prod(shape[:1] + shape[2:]) != 1:
-        return None
-    return (
-        f"batch_norm: expected more than 1 value per channel when training, got "
-        f"input of shape {shape}"
-    )
-
-
 def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None,  # noqa: A002
                bias: Any = None, training: bool = False, momentum: Any = 0.1,
                eps: float = 1e-5) -> Any:  # fmt: skip
@@ -116,7 +105,7 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
             training=False, eps=eps,
         ).output  # fmt: skip
     # with a symbolic batch, a batch of one is refused when it comes (nn/shape_checks.py)
-    defer_shape_check(tuple(input.shape), _one_value_per_channel, ShapeError)
+    defer_shape_check(tuple(input.shape), ops_norm.one_value_per_channel, ShapeError)
     # a trace nobody records buffer updates for gets no (dead) nodes for them
     keep = running_mean is not None or running_var is not None
     keep = keep and keeps_updates(input)

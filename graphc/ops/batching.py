@@ -760,9 +760,9 @@ def _while_any(
     bc_flags = [f for _, f in body_consts]
 
     def any_holds(args: list[Batched]) -> list[Any]:
-        # a count, not a max: any over no examples is False (the loop runs no step)
+        # any over no examples is False: the loop runs no step (x.any() counts)
         ((pred, _),) = walk(old_cond, args, size)
-        return [bind("gt", bind("sum", bind("cast", pred, dtype="int64")), 0)]
+        return [pred.any()]
 
     def step(args: list[Batched]) -> list[Any]:
         carry, cc, bc = args[:nc], args[nc : nc + ncc], args[nc + ncc :]

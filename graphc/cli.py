@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 
 import graphc as gc
 
-INSPECT_LEVEL = 2  # `graphc inspect` reports optimization at O2 unless told a level
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool killed by SIGPIPE
 
 
@@ -118,12 +117,8 @@ def _progress_bar() -> Callable[[int, int, str], None] | None:
 def inspect(args: argparse.Namespace) -> int:
     """Print a graph (JSON file or traced function), its statistics and optimization report."""
     from graphc.inspection import inspect_command
-    from graphc.viz.command import check_arguments
 
     try:
-        check_arguments(args)  # --fuse needs --opt-level here too, as in render and view
-        if args.opt_level is None:
-            args.opt_level = INSPECT_LEVEL
         lines = inspect_command(args)
     except (gc.GraphcError, OSError) as exc:
         print(f"graphc inspect: {exc}", file=sys.stderr)
@@ -157,8 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     inspect_parser = commands.add_parser("inspect", help="a graph's text, statistics, passes")
     add_inspect_arguments(inspect_parser)
-    # no --opt-level given is told apart from --opt-level 2, to refuse --fuse without it
-    inspect_parser.set_defaults(run=inspect, opt_level=None)
+    inspect_parser.set_defaults(run=inspect)
     args = parser.parse_args(argv)
     try:
         code = int(args.run(args))

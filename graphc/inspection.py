@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 
 from graphc.passes.stats import graph_statistics
-from graphc.viz.command import load_target, optimized_graph
+from graphc.viz.command import check_arguments, load_target, optimized_graph
+
+LEVEL = 2  # the optimization level reported unless --opt-level says another
 
 
 def add_inspect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +28,8 @@ def add_inspect_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIMS[:DTYPE]",
         help='one per argument of FUNCTION, e.g. "B,3:float32" (names are symbolic dims)',
     )
-    parser.add_argument("--opt-level", type=int, default=2, metavar="N", help="0, 1 or 2")
+    # no default here: "not given" is told apart from 2, so --fuse without it is refused
+    parser.add_argument("--opt-level", type=int, metavar="N", help="0, 1 or 2 (default 2)")
     parser.add_argument(
         "--fuse",
         metavar="BACKEND",
@@ -39,10 +42,12 @@ def add_inspect_arguments(parser: argparse.ArgumentParser) -> None:
 
 def inspect_command(args: argparse.Namespace) -> list[str]:
     """The graph's text, its statistics, and the optimization report at --opt-level."""
+    check_arguments(args)  # --fuse needs --opt-level here too, as in render and view
+    level = LEVEL if args.opt_level is None else args.opt_level
     graph = load_target(args.target, args.spec)
-    optimized, report = optimized_graph(graph, args.opt_level, args.fuse)
+    optimized, report = optimized_graph(graph, level, args.fuse)
     lines = ["== graph ==", str(graph), "", "== statistics ==", str(graph_statistics(graph))]
-    lines += ["", f"== optimization (O{args.opt_level}) ==", str(report)]
+    lines += ["", f"== optimization (O{level}) ==", str(report)]
     lines += ["", "== optimized statistics ==", str(graph_statistics(optimized))]
     if args.optimized:
         lines += ["", "== optimized graph ==", str(optimized)]

@@ -51,6 +51,48 @@ def test_sdpa_values_and_gradients_match_torch(options: dict) -> None:
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-10)
 
 
+def _rows_masked_out(kind: str) -> np.ndarray:
+    """A (2, 1, 5, 6) mask for sdpa leaving query 1 of batch 0 and query 3 of both batches
+    no key: all False (boolean) or all -inf (float, with finite values elsewhere)."""
+    keep = RNG.random((2, 1, 5, 6)) > 0.3
+    keep[:, :, :, 0] = True
+    keep[0, :, 1] = False
+    keep[:, :, 3] = False
+    if kind == "bool":
+        return keep
+    return np.where(keep, RNG.standard_normal(keep.shape), -np.inf)
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_sdpa_fully_masked_query_rows_give_zero_as_torch(kind: str) -> None:
+    mask = _rows_masked_out(kind)
+    q, k, v = (RNG.standard_normal((2, 3, n, 4)) for n in (5, 6, 6))
+    ours = [ge.tensor(a, requires_grad=True) for a in (q, k, v)]
+    theirs = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = F.scaled_dot_product_attention(*ours, attn_mask=ge.tensor(mask))
+    want = torch.nn.functional.scaled_dot_product_attention(*theirs, attn_mask=torch.tensor(mask))
+    assert (want.detach().numpy()[:, :, 3] == 0).all()  # torch 2.13's safe softmax
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), atol=1e-12)
+    (out * out).sum().backward()
+    (want * want).sum().backward()
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-10)
+    # traced: the mask as a constant (known when tracing) and as an input
+    want_array = want.detach().numpy()
+    graphs = {
+        "constant": gc.trace(
+            lambda q, k, v: F.scaled_dot_product_attention(q, k, v, mask), q, k, v
+        ),
+        "input": gc.trace(F.scaled_dot_product_attention, q, k, v, mask),
+    }
+    for how, graph in graphs.items():
+        feeds = dict(zip([p.name for p in graph.inputs], (q, k, v, mask)))
+        for level in (0, 2):
+            got = gc.compile(graph, opt_level=level)(**feeds)
+            np.testing.assert_allclose(got, want_array, atol=1e-12, err_msg=f"{how}, O{level}")
+
+
 MHA_OPTIONS = [
     {},
     {"attn_mask": RNG.random((5, 5)) > 0.7},

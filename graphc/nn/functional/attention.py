@@ -4,13 +4,14 @@ softmax(q k^T * scale + mask) v over the last two axes (any leading batch and he
 axes broadcast). A composite of matmul, softmax and where: traced, it is a handful of
 nodes that the passes fuse; eagerly, each runs on the tape.
 
-Here a query row whose every key is masked gives nan (softmax of a row of -inf), where
-torch's gives 0 (its "safe softmax", torch >= 2.5). `attend` is the safe variant that
-nn.MultiheadAttention(need_weights=False) uses, as torch's does: the row's scores are
-set to 0 before the softmax (one more mask step, so the chain still fuses) and its
-output to 0 after the product with v, so the gradients stay finite: no nan reaches a
-cotangent through softmax's or matmul's VJP. Masks known when the layer runs (arrays,
-eager tensors) that leave every row a key add no step at all.
+A query row whose every key is masked (all False in a boolean mask, all -inf in a float
+one) gives 0, as torch's does (its "safe softmax", torch >= 2.5), where a plain softmax
+of a row of -inf would give nan. `attend` is that safe variant, which
+nn.MultiheadAttention(need_weights=False) uses too: the row's scores are set to 0
+before the softmax (one more mask step, so the chain still fuses) and its output to 0
+after the product with v, so the gradients stay finite (0 for that row, as torch's): no
+nan reaches a cotangent through softmax's or matmul's VJP. Masks known when the layer
+runs (arrays, eager tensors) that leave every row a key add no step at all.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def scaled_dot_product_attention(
     """torch.nn.functional.scaled_dot_product_attention: a boolean `attn_mask` marks
     the positions that take part (True: attend), a float one is added to the scores;
     `is_causal` masks the future (query i sees keys 0..i). A query row with no key to
-    attend to gives nan (torch's gives 0; see the module's text).
+    attend to gives 0, as torch's (see the module's text).
 
     >>> import graphc.eager as ge
     >>> from graphc.nn import functional as F
@@ -113,9 +114,11 @@ def scaled_dot_product_attention(
             raise ShapeError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
         rows, cols = query.shape[-2], key.shape[-2]
         attn_mask = np.tril(np.ones((rows, cols), np.bool_))
+    dead = None
     if attn_mask is not None:
         if np.dtype(attn_mask.dtype) == np.bool_:
             scores = where(attn_mask, scores, -np.inf)
         else:
             scores = scores + attn_mask
-    return attend(scores, value, None, dropout_p)[0]
+        dead = fully_masked_rows(blocked_keys(attn_mask, true_attends=True))
+    return attend(scores, value, dead, dropout_p)[0]

@@ -25,6 +25,10 @@ shape). A replacement whose construction fails (an op's type rule rejects what t
 rule built, e.g. neg of a bool) is declined the same way; nodes it had appended are
 left unused and removed with the rest, and rules that fired inside it go unreported.
 Replacement nodes inherit the replaced node's `loc` and `grad_of`.
+An exact rule's replacement also keeps the candidate's memory layout (runtime/plan.py,
+LAYOUT): a transpose's view may stand for a C-contiguous value (x*1 -> x with x a
+transpose) only when every user ignores layout (`Match.users_ignore_layout`), since a
+matmul or a reduction rounds a permuted operand otherwise; else the driver declines it.
 
 Every rule is tagged `exact` (its result is bit-identical to the original's for every
 input) or not; see graphc/passes/simplify.py for what exact means and which is which.
@@ -151,6 +155,11 @@ class RewriteLoopError(GraphcError):
     """Rules that undo each other (a bug in the table, never declined silently)."""
 
 
+def _permutes(node: Node) -> bool:
+    """Whether `node`'s value is a view in permuted memory order (a transpose's)."""
+    return node.kind == OP and get_op(node.op).permutes
+
+
 def _finite(values: Sequence[np.ndarray]) -> bool:
     return all(not is_float(v.dtype) or bool(np.isfinite(v).all()) for v in values)
 
@@ -206,7 +215,16 @@ class Rewriter:
                 raise
             except GraphcError:  # a type rule refused what the rule built: decline
                 result = None
-            if result is None or result.type != candidate.type:
+            if (
+                result is None
+                or result.type != candidate.type
+                or (
+                    r.exact
+                    and _permutes(result)
+                    and not _permutes(candidate)
+                    and not m.users_ignore_layout()
+                )
+            ):
                 self.declined = True  # nodes the attempt appended are now dead
                 del self.fired[mark:]
                 continue

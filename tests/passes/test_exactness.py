@@ -169,3 +169,34 @@ def test_a_narrow_negation_is_not_the_wide_one(dtype: str) -> None:
     for level in (1, 2):
         for got, expected in zip(gc.compile(g, opt_level=level)(**feeds), want):
             assert_bits_equal(got, expected, f"O{level}")
+
+
+@pytest.mark.parametrize("identity", ["x * 1", "x / 1", "--x", "x ** 1"])
+def test_an_identity_on_a_transpose_keeps_the_layout_a_product_and_a_sum_read(
+    identity: str,
+) -> None:
+    """x*1 -> x with x a transpose would hand matmul and sum a permuted view where O0
+    gives them the product's C-contiguous copy: BLAS and numpy's pairwise sum round
+    by memory order, so the identity stays unless every user ignores layout."""
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal((200, 300)) * 1000).astype(np.float32)
+    b = rng.standard_normal((200, 7)).astype(np.float32)
+    g = gc.Graph("g")
+    with g:
+        x = gc.transpose(gc.placeholder("a", shape=a.shape), (1, 0))
+        one = gc.constant(np.float32(1))
+        m = {"x * 1": x * one, "x / 1": x / one, "--x": gc.neg(gc.neg(x)), "x ** 1": x**one}[
+            identity
+        ]
+        gc.output(gc.sum(m, axis=1), name="s")
+        gc.output(gc.matmul(m, gc.placeholder("b", shape=b.shape)), name="p")
+        gc.output(m + one, name="e")  # an elementwise user: the identity may go for it
+    want = gc.compile(g, opt_level=0)(a, b)
+    for level in (1, 2):
+        for got, expected in zip(gc.compile(g, opt_level=level)(a, b), want):
+            assert_bits_equal(got, expected, f"O{level}\n{gc.optimize(g, level)}")
+    h = gc.Graph("h")
+    with h:
+        x = gc.transpose(gc.placeholder("a", shape=a.shape), (1, 0))
+        gc.output(gc.exp(x * gc.constant(np.float32(1))), name="y")
+    assert "mul" not in [n.op for n in gc.optimize(h, 1).op_nodes]

@@ -8,7 +8,9 @@ How the graph is built:
 2. Differentiate it with `gc.gradients` with respect to the parameters the
    optimizer trains: those in its param groups that require grad when the step is
    compiled (a frozen one, requires_grad False, is skipped, as eager `step()` skips a
-   parameter without a gradient). The joint graph outputs the loss, then one gradient each.
+   parameter without a gradient; so is one the loss reaches only through integer or
+   boolean values, a comparison's or argmax's, whose .grad torch leaves None). The joint
+   graph outputs the loss, then one gradient each.
 3. Declare the step graph: placeholders x, y, every parameter, and the optimizer
    state of every trained parameter (``<param>_<state name>``); inline the joint
    graph; record the optimizer's own `update` on the parameter, gradient and state
@@ -50,7 +52,8 @@ from graphc.eager import Tensor, creation, from_numpy, no_grad
 from graphc.frontend import TensorSpec, constant, output, placeholder, trace
 from graphc.frontend.trace import lifted_tensors, module_parameters
 from graphc.ir.errors import GraphcError
-from graphc.ir.graph import Graph
+from graphc.ir.graph import OP, Graph
+from graphc.ir.types import TupleType, is_float
 from graphc.nn.functional.stochastic import KEY
 from graphc.nn.module import recording_buffer_updates
 from graphc.nn.shape_checks import ShapeCheck, recording_shape_checks, run_shape_checks
@@ -75,6 +78,22 @@ def _module_buffers(model: Any) -> dict[str, Tensor]:
     """A module's `named_buffers()` as a dict (dotted names); {} for other callables."""
     named = getattr(model, "named_buffers", None)
     return dict(named()) if callable(named) else {}
+
+
+def _reaching_the_loss(loss_graph: Graph) -> set[str]:
+    """The placeholders from which a gradient reaches the loss: those with a path to it
+    through floating-point values only (torch's rule for which leaves get a .grad: an
+    integer or boolean value, such as a comparison's or argmax's, carries none)."""
+    carrying = {next(o for o in loss_graph.outputs if o.name == LOSS).inputs[0]}
+    for n in reversed(loss_graph.nodes):
+        if n in carrying and n.kind == OP and _has_float(n.type):
+            carrying.update(n.inputs)
+    return {p.name for p in loss_graph.inputs if p in carrying and _has_float(p.type)}
+
+
+def _has_float(t: Any) -> bool:
+    items = t.items if isinstance(t, TupleType) else (t,)
+    return any(is_float(item.dtype) for item in items)
 
 
 def _batch_size(x: Any) -> int | None:
@@ -122,16 +141,26 @@ class TrainStep:
         self.requires_grad = {
             n: t.requires_grad for n, t in self.lifted.items() if id(t) in index_of
         }
+        # a parameter the loss reads only through values that carry no gradient (a
+        # comparison, argmax, an integer cast) has .grad None in torch, and its step skips
+        # it: no weight decay, momentum or state; so it is not trained here either
+        self.gradless = sorted(
+            set(n for n, flag in self.requires_grad.items() if flag)
+            - _reaching_the_loss(self.loss_graph)
+        )
         # placeholder name -> the optimizer's index of that parameter
         self.trained = {
-            n: index_of[id(self.lifted[n])] for n, flag in self.requires_grad.items() if flag
+            n: index_of[id(self.lifted[n])]
+            for n, flag in self.requires_grad.items()
+            if flag and n not in self.gradless
         }
         if not self.trained:
-            frozen = sorted(self.requires_grad)
+            frozen = sorted(n for n, flag in self.requires_grad.items() if not flag)
             raise GraphcError(
                 "compile_train_step: the loss does not depend on any parameter the optimizer "
                 f"trains (the loss uses {sorted(self.lifted) or 'no eager tensors'}"
                 + (f"; frozen, requires_grad False: {frozen}" if frozen else "")
+                + (f"; reached by no gradient: {self.gradless}" if self.gradless else "")
                 + ")"
             )
         # param placeholder -> {state key: state placeholder}

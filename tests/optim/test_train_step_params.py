@@ -161,3 +161,38 @@ def _steps_agree_with_torch(step, static, theirs, their_opt, steps: int, rtol: f
     step.sync_to_model()
     for key, value in theirs.state_dict().items():
         np.testing.assert_allclose(static.state_dict()[key], value.numpy(), rtol=rtol)
+
+
+def gated(lib, dtype) -> object:
+    """Linear layers whose last one's weight reaches the loss only through a comparison
+    (a boolean: no gradient) and its bias only through argmax (an integer)."""
+
+    class Gated(lib.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = lib.nn.Sequential(lib.nn.Linear(3, 4, dtype=dtype), lib.nn.Tanh())
+            self.gate = lib.nn.Linear(4, 2, dtype=dtype)
+
+        def forward(self, x):
+            h = self.inner(x) * (self.gate.weight.sum() > -100.0)
+            return h[:, :2] + self.gate.bias.argmax()
+
+    return Gated()
+
+
+@needs_torch
+def test_a_parameter_reached_by_no_gradient_is_skipped_as_torch_skips_it() -> None:
+    torch.manual_seed(0)
+    theirs = gated(torch, torch.float64)
+    static = gated(type("graphc", (), {"nn": nn}), "float64")  # the same class on graphc's nn
+    static.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    untouched = {k: v.numpy().copy() for k, v in theirs.state_dict().items() if "gate" in k}
+    static_opt = optim.SGD(static.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
+    their_opt = torch.optim.SGD(theirs.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
+    step = gc.compile_train_step(static, nn.MSELoss(), static_opt, batch())
+    assert sorted(step.trained) == ["inner.0.bias", "inner.0.weight"]
+    _steps_agree_with_torch(step, static, theirs, their_opt, 3, rtol=1e-12)
+    assert theirs.gate.weight.grad is None and theirs.gate.bias.grad is None
+    for key, value in untouched.items():  # no weight decay, no momentum
+        np.testing.assert_array_equal(static.state_dict()[key], value)
+    assert static_opt.state[2] == {} and static_opt.state[3] == {}

@@ -269,10 +269,11 @@ def export_model(
             writer.initializers.append(_initializer(p, fixed[p.name]))
         else:
             inputs.append(value_info(p.name, p.type))
+    # the outputs' names are the model's: no value written before them may take one
+    writer.taken.update(o.name for o in graph.outputs)
     outs = writer.write(graph)
     outputs = []
     for o, value in zip(graph.outputs, outs):
-        writer.taken.add(o.name)
         writer.nodes.append(
             helper.make_node("Identity", [value], [o.name], name=writer.fresh("n_output"))
         )

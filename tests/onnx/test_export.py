@@ -383,3 +383,19 @@ def test_small_integer_forms_are_written_or_refused() -> None:
     for dtype in (np.int32, np.uint32):  # forms ONNX has: written, and checked
         a = np.arange(4, dtype=dtype).reshape(2, 2)
         assert _export(gc.trace(lambda x, y: x @ y, a, a)) is not None
+
+
+def test_output_names_like_the_writers_own_names_stay_single() -> None:
+    """An output named as the writer names its values ('shape', 'identity', 'concat')
+    gave a model defining that name twice (onnx's checker refused it): the outputs'
+    names are taken before any value is written."""
+    g = gc.Graph("names")
+    with g:
+        x = gc.placeholder("x", ("B", 3), "int64")
+        gc.output(gc.reshape(x, (3, "B")), name="shape")
+        gc.output(gc.floor(x) + 1, name="identity")
+        gc.output(gc.abs(x > 2), name="concat")
+    x = np.arange(6).reshape(2, 3)
+    got, want = _round_trip(g, {"x": x})
+    assert_bits_equal(got, want, "round trip")
+    assert_bits_equal(_ort_run(g, {"x": x}), want, "onnxruntime")

@@ -14,7 +14,8 @@ digits, ``_`` and ``.``, is printed as a JSON string (``graph "my net"``, ``%"a 
 Attribute
 values are Python-like literals (None, True, ints, floats, "strings", tuples); dtypes
 are bare short names (f32). A constant's array is a nested list when it is small and
-``b64"..."`` (its raw little-endian bytes) when larger, so the text is exact. A
+``b64"..."`` (its raw little-endian bytes) when larger, or when it holds a NaN other
+than the one ``nan`` reads back as (a sign bit or a payload), so the text is exact. A
 Graph-valued attribute (the body of a ``fused`` node) is a nested block, indented:
 
       %fused: f32[B,3] = fused(%x, %w, body=graph body(%x: f32[B,3], %w: f32[3]) {
@@ -34,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
-from graphc.ir.types import DTYPES, dtype_name
+from graphc.ir.types import DTYPES, dtype_name, is_float
 
 INLINE_LIMIT = 16  # constants with more elements are printed as base64
 
@@ -79,10 +80,23 @@ def format_value(value: Any) -> str:
 
 
 def format_array(array: np.ndarray) -> str:
-    if array.size > INLINE_LIMIT:
+    if array.size > INLINE_LIMIT or _odd_nans(array):
         data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
         return 'b64"' + base64.b64encode(data.tobytes()).decode("ascii") + '"'
     return _format_nested(array)
+
+
+def _odd_nans(array: np.ndarray) -> bool:
+    """Whether `array` holds a NaN whose bits differ from what the literal `nan` reads back
+    as (numpy's quiet NaN of the dtype): -nan, or a payload, which only b64 keeps."""
+    if not is_float(array.dtype):
+        return False
+    nans = array[np.isnan(array)]
+    if nans.size == 0:
+        return False
+    unsigned = np.dtype(f"u{array.dtype.itemsize}")
+    canonical = np.array(np.nan, array.dtype).view(unsigned)
+    return bool(np.any(nans.view(unsigned) != canonical))
 
 
 def _format_nested(array: np.ndarray) -> str:

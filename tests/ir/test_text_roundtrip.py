@@ -101,6 +101,25 @@ def test_float32_constants_round_trip_bit_exact() -> None:
     assert back.tobytes() == values.tobytes()
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_small_constants_keep_a_nans_sign_and_payload(dtype: str) -> None:
+    """The literal nan reads back as numpy's quiet NaN: a small constant holding -nan or
+    a NaN with a payload is printed as b64 instead, so its bits come back; a plain nan
+    stays readable."""
+    unsigned = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    quiet = np.array(np.nan, dtype).view(unsigned)
+    odd = np.array([quiet | 1, quiet | (quiet >> 2)], unsigned)  # payloads
+    values = np.concatenate([np.array([-np.nan, np.nan, -0.0, 1.5], dtype), odd.view(dtype)])
+    g = gc.Graph("nans")
+    with g:
+        gc.output(gc.constant(values, name="c"), name="y")
+        gc.output(gc.constant(np.array([np.nan, 2.0], dtype), name="plain"), name="z")
+    text = str(g)
+    back = gc.parse(text)
+    assert back.node("c").value.tobytes() == values.tobytes()
+    assert "value=[nan, 2.0]" in text and str(back) == text
+
+
 def test_blank_lines_and_comments_are_ignored() -> None:
     text = "# a comment\n\n" + HAND_WRITTEN.replace("\n  %mul", "\n\n  # square\n  %mul") + "\n\n"
     assert str(gc.parse(text)) == HAND_WRITTEN

@@ -45,7 +45,7 @@ from graphc.distributed.rules import Mapped, Reduce, UnsplittableError, batch_ru
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import get_op
-from graphc.ir.types import TensorType, TupleType, bind_shape
+from graphc.ir.types import TensorType, TupleType, bind_shape, is_float
 from graphc.ir.verify import verify
 from graphc.ops.dispatch import prepare
 
@@ -265,7 +265,7 @@ def split_batch(graph: Graph, batch_dim: str = "B") -> BatchSplit:
         if n in counts and (n in chunk_needs or n in combine_needs)
     ]
     sizes += [
-        SizeInput(name, r.inputs[0].type.shape, r.attrs["axis"], r.type.dtype)
+        SizeInput(name, r.inputs[0].type.shape, r.attrs["axis"], mean_dtype(r))
         for r, name in mean_counts.items()
         if r in combine_needs
     ]
@@ -350,7 +350,11 @@ def _chunk_graph(
         if n not in needs or n in counts:
             continue
         if n in partials and partials[n].kind == "mean":
-            copies[n] = _add(g, "sum", [copies[n.inputs[0]]], f"{n.name}_sum", **_axes(n))
+            rows = copies[n.inputs[0]]
+            wide = mean_dtype(n)
+            if wide != n.type.dtype:  # a float16 mean sums in float32, as the op's kernel
+                rows = _add(g, "cast", [rows], f"{n.name}_wide", dtype=wide)
+            copies[n] = _add(g, "sum", [rows], f"{n.name}_sum", **_axes(n))
         else:
             g.append_copy(n, copies)
     for o in mapped_outs:
@@ -358,6 +362,16 @@ def _chunk_graph(
     for r in roots:
         g.add_output(copies[r], name=partials[r].name)
     return g
+
+
+def mean_dtype(root: Node) -> np.dtype:
+    """The dtype a mean over the batch sums its chunks' rows and divides in: its own, but
+    float32 for a 16-bit float (as the mean op's kernel does, like np.mean: a float16 sum
+    of a large batch overflows where the mean does not)."""
+    dtype = root.type.dtype
+    if is_float(dtype) and dtype.itemsize < 4:
+        return np.dtype("float32")
+    return dtype
 
 
 def _axes(n: Node) -> dict[str, Any]:
@@ -403,7 +417,7 @@ def _combine_graph(
         if n in needs and n in counts:
             copies[n] = g.add_placeholder(n.name, n.type)
     sizes = {
-        r: g.add_placeholder(name, TensorType((), r.type.dtype))
+        r: g.add_placeholder(name, TensorType((), mean_dtype(r)))
         for r, name in mean_counts.items()
         if r in needs
     }
@@ -420,10 +434,14 @@ def _combine_graph(
 
 
 def _finish_root(g: Graph, root: Node, merged: Node, count: Node | None) -> Node:
-    """The root's value from its merged partial: itself, or for a mean, sum / count."""
+    """The root's value from its merged partial: itself, or for a mean, sum / count,
+    divided in the count's dtype (`mean_dtype`) and cast to the mean's."""
     if count is None:
         return merged
     total = merged
-    if merged.type.dtype != root.type.dtype:  # an integer mean sums exactly, divides as float
-        total = _add(g, "cast", [merged], f"{root.name}_total", dtype=root.type.dtype)
-    return _add(g, "div", [total, count], root.name)
+    if merged.type.dtype != count.type.dtype:  # an integer mean sums exactly, divides as float
+        total = _add(g, "cast", [merged], f"{root.name}_total", dtype=count.type.dtype)
+    if count.type.dtype == root.type.dtype:
+        return _add(g, "div", [total, count], root.name)
+    wide = _add(g, "div", [total, count], f"{root.name}_wide")
+    return _add(g, "cast", [wide], root.name, dtype=root.type.dtype)

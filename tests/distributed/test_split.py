@@ -170,6 +170,26 @@ graph g(%k: i64[B]) {
     assert got == np.mean(k)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_16_bit_mean_sums_its_chunks_in_float32(dtype: str) -> None:
+    # the mean op sums a float16 batch in float32 (as np.mean and torch do): the chunks'
+    # partial sums must too, or 200 rows of 1000 overflow float16 (65504) to inf
+    split = split_batch(
+        _graph(f"""
+graph g(%x: {"bf16" if dtype == "bfloat16" else "f16"}[B,2]) {{
+  %m: {"bf16" if dtype == "bfloat16" else "f16"}[2] = mean(%x, axis=(0,), keepdims=False)
+  output %mean = %m
+}}""")
+    )
+    x = np.full((200, 2), 1000.0, np.float32).astype(gc.TensorType((), dtype).dtype)
+    x[::7] = -999.5
+    [got] = run_split(split, {"x": x}, [70, 70, 60])
+    torch = pytest.importorskip("torch")
+    want = torch.tensor(x.astype(np.float32)).to(getattr(torch, dtype)).mean(dim=0)
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got.astype(np.float32), want.float().numpy())
+
+
 def test_a_free_output_and_a_count_output_come_from_the_combine_graph() -> None:
     g = gc.Graph("g")
     with g:

@@ -29,6 +29,7 @@ same chunks summed in the same order give the same bits as a run without the fai
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 import uuid
 import warnings
@@ -206,7 +207,8 @@ class DataParallelStep:
         answers = self._wait(calls, f"step {self.applied + 1}")
         loss, mark = next(iter(answers.values()))
         if any(
-            other.tobytes() != loss.tobytes() or state != mark for other, state in answers.values()
+            other.tobytes() != loss.tobytes() or not _same_fingerprint(state, mark)
+            for other, state in answers.values()
         ):
             raise ReplicaError(
                 f"DataParallelStep: the replicas' losses or states after step {self.applied + 1} "
@@ -455,6 +457,13 @@ class DataParallelStep:
             f"<DataParallelStep of {self.train_step!r}, {len(self._replicas)} replica(s), "
             f"{self.chunks} chunk(s), {self.applied} step(s)>"
         )
+
+
+def _same_fingerprint(a: float, b: float) -> bool:
+    """Do two replicas' fingerprints agree? A state holding a nan or both infinities (a
+    diverged run, a nan in the batch) has a nan fingerprint on every replica alike,
+    which `==` would call a drift."""
+    return a == b or (math.isnan(a) and math.isnan(b))
 
 
 def _raise_first_error(calls: dict[str, Any]) -> None:

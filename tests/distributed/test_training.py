@@ -105,6 +105,21 @@ def test_a_batch_smaller_than_the_chunks(client) -> None:
         np.testing.assert_allclose(first[name], value, rtol=1e-10, atol=1e-14)
 
 
+def test_a_nan_in_the_batch_is_a_nan_loss_not_a_drift(client) -> None:
+    """A nan reaches every replica's parameters alike, so their fingerprints are nan: the
+    replicas agree (nan != nan must not read as a drift) and the step's loss is nan, as
+    in one process; the next steps go on from that state the same way."""
+    xs, ys = _batches()
+    x = xs[0].copy()
+    x[5, 2] = np.nan
+    single = _step()
+    with DataParallelStep(_step(), client) as parallel:
+        for batch in ((x, ys[0]), (xs[1], ys[1])):
+            want, got = single.step(*batch), parallel.step(*batch)
+            assert np.isnan(want) and np.isnan(got)
+        assert parallel.applied == 2
+
+
 def test_batch_norm_training_statistics_are_refused(client) -> None:
     xs, ys = _batches()
     model = _model(nn.BatchNorm1d(16, dtype="float64"))

@@ -48,7 +48,7 @@ class Group:
     """Several nodes drawn as one summary node."""
 
     id: str
-    label: str
+    label: tuple[str, ...]  # its lines, as text (the painter escapes them for DOT)
     members: list[Node]
     kind: str = "chain"  # "chain", "steps" (unrolled steps), "repeat" or "scope"
 
@@ -194,7 +194,7 @@ def plan_collapse(
     if max_repeat is not None:
         for members in _repeats(graph, plan):
             if len(members) > max(max_repeat, 1):
-                label = f"{members[0].op} × {len(members)}"
+                label = (f"{members[0].op} × {len(members)}",)
                 plan.add(
                     Group(dot_id(f"{prefix}repeated/{members[0].name}"), label, members, "repeat")
                 )
@@ -224,7 +224,7 @@ def _collapse_scopes(graph: Graph, plan: Collapse, prefix: str) -> None:
     for scope, nodes in members.items():
         ops = [str(n.op) for n in nodes if not n.is_constant]
         if len(ops) > 1:
-            label = f"{scope}\\n{summarize(ops)}"
+            label = (scope, summarize(ops))
             plan.add(Group(dot_id(f"{prefix}scope/{scope}"), label, nodes, "scope"))
 
 
@@ -247,9 +247,7 @@ def _collapse_steps(graph: Graph, plan: Collapse, limit: int, prefix: str) -> No
         label = f"… {summarize([str(n.op) for n in members])} …"
         names = f"{members[0].name} … {members[-1].name}"  # the program's names, if any
         plan.add(
-            Group(
-                dot_id(f"{prefix}steps/{members[0].name}"), f"{label}\\n{names}", members, "steps"
-            )
+            Group(dot_id(f"{prefix}steps/{members[0].name}"), (label, names), members, "steps")
         )
 
 
@@ -280,7 +278,7 @@ def _absorbing(group: Group | None) -> bool:
 
 
 def _add_chain_group(plan: Collapse, members: list[Node], prefix: str) -> None:
-    label = f"… {summarize([n.op for n in members])} …"  # type: ignore[misc]
+    label = (f"… {summarize([n.op for n in members])} …",)  # type: ignore[misc]
     plan.add(Group(dot_id(f"{prefix}collapsed/{members[0].name}"), label, list(members)))
 
 

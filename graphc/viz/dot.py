@@ -33,7 +33,7 @@ def finish(
 ) -> None:
     """Add the title and a legend of what `painters` drew."""
     if title and options.title:
-        dot.attr(label=options.title, labelloc="t", fontsize="14")
+        dot.attr(label=style.plain(*options.title.split("\n")), labelloc="t", fontsize="14")
     if options.legend:
         roles = set().union(*(p.roles for p in painters))
         edges = set().union(*(p.edge_kinds for p in painters))
@@ -72,7 +72,9 @@ def pair_to_dot(forward: Graph, backward: Graph, options: Options) -> graphviz.D
         (bwd, f"backward: {backward.name}", style.BACKWARD_COLOR),
     ):
         with dot.subgraph(name=f"cluster_{painter.prefix}") as cluster:
-            cluster.attr(label=title, color=color, style="rounded", fontname=style.FONT)
+            cluster.attr(
+                label=style.plain(title), color=color, style="rounded", fontname=style.FONT
+            )
             painter.paint(cluster)
     # each saved input of the backward graph is fed by the forward value of that name
     # (once per pair of drawn nodes: collapsed steps save many values each)

@@ -65,7 +65,7 @@ def guarded(painters: list[GraphPainter], options: Options) -> Options | None:
         max_chain=min(options.max_chain or 4, 4),
         max_repeat=min(options.max_repeat or 2, 2),
         group_scopes=True,
-        title=f"{options.title}\\n{hint}" if options.title else hint,
+        title=f"{options.title}\n{hint}" if options.title else hint,  # a line each
     )
 
 
@@ -237,13 +237,16 @@ class GraphPainter:
             details.append(f"∂ of {target}")
         return details
 
-    def tooltip(self, n: Node) -> str:
+    def tooltip_lines(self, n: Node) -> list[str]:
         what = n.op if n.kind == OP else n.kind
         lines = [f"{n.name} = {what}: {style.type_label(n.type)}"]
         loc = style.location(n.loc)
         if loc:
             lines.append(loc)
-        return "\\n".join(lines)  # a DOT escape: graphviz turns it into a line break
+        return lines
+
+    def tooltip(self, n: Node) -> str:
+        return style.tooltip(*self.tooltip_lines(n))
 
     # -- painting ---------------------------------------------------------------
 
@@ -260,8 +263,11 @@ class GraphPainter:
             fill = (
                 {"fillcolor": style.ROLES["backward"]["fillcolor"]} if kinds == {"backward"} else {}
             )
-            tip = "\\n".join(self.tooltip(m) for m in group.members[:20])
-            dot.node(group.id, group.label, **style.node_attrs("collapsed", tooltip=tip, **fill))
+            tip = style.tooltip(
+                *(line for m in group.members[:20] for line in self.tooltip_lines(m))
+            )
+            label = style.plain(*group.label)
+            dot.node(group.id, label, **style.node_attrs("collapsed", tooltip=tip, **fill))
             self.roles.add("collapsed")
         self._paint_edges(dot)
 

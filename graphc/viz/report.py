@@ -78,7 +78,7 @@ def _title(index: int, log: Any) -> str:
     lines = [f"{index}. {log.name}: {log.nodes_before} → {log.nodes_after} nodes"]
     notes = list(log.lines()) if hasattr(log, "lines") else []
     lines += notes[:4] + ([f"… {len(notes) - 4} more notes"] if len(notes) > 4 else [])
-    return "\\l".join(lines) + "\\l"  # DOT escape: left-justified lines
+    return style.plain(*lines, left=True)
 
 
 def changed_passes(report: Any) -> list[tuple[int, Any, Graph, dict[str, str]]]:
@@ -139,6 +139,6 @@ def report_to_dot(report: Any, options: Options) -> graphviz.Digraph:
     )
     if unchanged:
         title += f" (no change: {', '.join(unchanged)})"
-    dot.attr(label=title, labelloc="t", fontsize="14")
+    dot.attr(label=style.plain(*title.split("\n")), labelloc="t", fontsize="14")
     finish(dot, painters, options, title=False)
     return dot

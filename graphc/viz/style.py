@@ -168,15 +168,83 @@ def location(loc: str | None) -> str | None:
     return f"{path if rel.startswith('..') else rel}:{line}"
 
 
+# characters a node id must not hold as they are: graphviz reads ``a:b`` in an edge as
+# node a, port b; a backslash before the closing quote, a quote, or an id that starts
+# with "<" and ends with ">" (an HTML string to the graphviz package) break the DOT
+# text; line breaks make it unreadable. "%" first, so the encoding stays one to one.
+_ID_ESCAPES = {c: f"%{ord(c):02X}" for c in '%:\\"<>'}
+
+
 def dot_id(text: str) -> str:
-    """A node id graphviz will not split: it reads ``a:b`` in an edge as node a, port b."""
-    return text.replace(":", "%3A")
+    """A node or cluster id that graphviz reads back as the one id it names: the
+    characters DOT gives a meaning to, and control characters, percent-encoded.
+
+    graphviz takes an id that starts with "%" for one of its own anonymous ids (a node
+    named ``"a`` would be drawn as another, nameless one), so such an id gets a leading "." (and a name
+    starting with "." has it encoded, so that the encoding stays one to one)."""
+    encoded = "".join(
+        _ID_ESCAPES.get(c) or (f"%{ord(c):02X}" if ord(c) < 32 or c == "\x7f" else c) for c in text
+    )
+    if encoded.startswith("."):
+        encoded = "%2E" + encoded[1:]
+    return "." + encoded if encoded.startswith("%") else encoded
+
+
+LONGEST_NAME = 48  # characters of a user's name a label shows; the tooltip has it all
+LONGEST_DETAIL = 72  # of a detail line (attributes, the forward node a gradient is of)
+
+
+def visible(text: str, limit: int | None = LONGEST_NAME) -> str:
+    """`text` as a label shows it: control characters written as the text IR writes them
+    (a newline in a name is ``\\n``, not a line break), and a very long name cut in the
+    middle, so both its start and its numbered end stay readable."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    if limit is not None and len(text) > limit:
+        head = limit * 2 // 3
+        text = f"{text[:head]}…{text[len(text) - (limit - head - 1) :]}"
+    return text
+
+
+def _entities(text: str) -> str:
+    """graphviz reads HTML entities in plain labels and tooltips too (``&amp;`` is drawn
+    as ``&``), so a name holding one is written with its ``&`` as an entity."""
+    return text.replace("&", "&amp;")
+
+
+# graphviz reads escapes (``\\N`` the node's name, ``\\G`` the graph's, ``\\l`` a line
+# break) in labels, HTML labels included, where ``\\\\`` gives one backslash; a tooltip is
+# unescaped once more before that, so one backslash takes four there.
+LABEL_BACKSLASH = "\\" * 2
+TOOLTIP_BACKSLASH = "\\" * 4
+
+
+def plain(*lines: str, left: bool = False, limit: int | None = None) -> str:
+    """A plain (non-HTML) label of `lines` shown as written: backslashes escaped, the
+    lines joined by DOT line breaks (``\\l`` after each: left-justified), marked as no
+    HTML (so ``<x>`` is text)."""
+    escaped = [_entities(visible(line, limit)).replace("\\", LABEL_BACKSLASH) for line in lines]
+    text = "".join(f"{line}\\l" for line in escaped) if left else "\\n".join(escaped)
+    return graphviz.nohtml(text)
+
+
+def tooltip(*lines: str) -> str:
+    """A tooltip of `lines` (a node's or a cluster's hover text), shown as written."""
+    escaped = [_entities(visible(line, None)).replace("\\", TOOLTIP_BACKSLASH) for line in lines]
+    return graphviz.nohtml("\\n".join(escaped))
 
 
 def html_label(title: str, *details: str) -> str:
     """A graphviz HTML label: a bold title and smaller grey detail lines."""
-    parts = [f"<b>{html.escape(title)}</b>"]
-    parts += [f'<font point-size="9" color="#555555">{html.escape(d)}</font>' for d in details if d]
+
+    def text(line: str, limit: int) -> str:
+        return html.escape(visible(line, limit)).replace("\\", LABEL_BACKSLASH)
+
+    parts = [f"<b>{text(title, LONGEST_NAME)}</b>"]
+    parts += [
+        f'<font point-size="9" color="#555555">{text(d, LONGEST_DETAIL)}</font>'
+        for d in details
+        if d
+    ]
     return "<" + "<br/>".join(parts) + ">"
 
 
@@ -187,8 +255,11 @@ def node_attrs(role: str, **extra: str) -> dict[str, str]:
 
 
 def edge_attrs(kind: str = "data", **extra: str) -> dict[str, str]:
+    """An edge's attributes; its `label` is text (a type's symbolic dims are user names)."""
     attrs = {"fontname": FONT, "fontsize": "9", **EDGES[kind]}
     attrs.update({k: v for k, v in extra.items() if v is not None})
+    if "label" in attrs:
+        attrs["label"] = plain(attrs["label"])
     return attrs
 
 
@@ -198,7 +269,7 @@ def new_digraph(name: str, rankdir: str = "TB", **graph_attr: str) -> graphviz.D
     # many clusters, where the old one fails with "trouble in init_rank" (an unrolled
     # loop's optimized forward/backward pair did)
     return graphviz.Digraph(
-        name,
+        dot_id(name),
         graph_attr={
             "rankdir": rankdir,
             "fontname": FONT,

@@ -111,7 +111,7 @@ def tensor_to_dot(tensor: Any, options: Options) -> graphviz.Digraph:
     painter = TapePainter(options, names)
     painter.paint(dot, tensor)
     if options.title:
-        dot.attr(label=options.title, labelloc="t", fontsize="14")
+        dot.attr(label=style.plain(*options.title.split("\n")), labelloc="t", fontsize="14")
     if options.legend:
         style.add_legend(dot, painter.roles, sorted(painter.edge_kinds))
     return dot

@@ -1,5 +1,6 @@
 """ONNX forms of graphc's elementwise math and activations that are more than one ONNX op
 (those that are one, erf or floor, are in direct.py's table): rounding, remainders,
+the trigonometric and hyperbolic functions (one op type each, and atan2 composed),
 log1p and expm1 (Kahan's accurate forms), logical ops, and the activations.
 
 Where ONNX has the op with numpy's meaning it is used (Round, Clip); otherwise the form
@@ -98,6 +99,54 @@ def _floor_divide(w: Writer, node: Node, ins: list[str]) -> list[str]:
     signed_zero = w.one("Where", [negative, _c(w, -0.0, dtype), zero])  # copysign(0, x / y)
     floor = w.one("Where", [w.one("Equal", [div, zero]), signed_zero, floor])
     return [w.one("Where", [w.one("Equal", [y, zero]), quotient, floor])]
+
+
+def _one_op_type(op_type: str) -> Any:
+    """The form of an op that is ONNX's `op_type` (ints computed in the float dtype).
+    Direct entries in direct.py would serve as well, and read back too; the handlers of
+    these op types are in handlers_math.py."""
+
+    def write(w: Writer, node: Node, ins: list[str]) -> list[str]:
+        return [w.one(op_type, computed(w, node, ins))]
+
+    return write
+
+
+exporter("tan")(_one_op_type("Tan"))
+exporter("asin")(_one_op_type("Asin"))
+exporter("acos")(_one_op_type("Acos"))
+exporter("cosh")(_one_op_type("Cosh"))
+exporter("asinh")(_one_op_type("Asinh"))
+exporter("acosh")(_one_op_type("Acosh"))
+exporter("atanh")(_one_op_type("Atanh"))
+
+
+def _sign_bit(w: Writer, v: str, zero: str) -> str:
+    """Whether v is negative, -0.0 included (1 / -0.0 is -inf); nan gives False."""
+    negative_zero = w.one(
+        "And", [w.one("Equal", [v, zero]), w.one("Less", [w.one("Reciprocal", [v]), zero])]
+    )
+    return w.one("Or", [w.one("Less", [v, zero]), negative_zero])
+
+
+@exporter("atan2")
+def _atan2(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    # ONNX has no Atan2: atan(x / y), moved by pi toward x's side where y's sign bit is
+    # set; where x / y is 0 / 0 or inf / inf (nan though the angle exists) C's values:
+    # both zeros give x (a signed zero) or +-pi, both infinities +-pi/4 or +-3pi/4
+    x, y = computed(w, node, ins)
+    dtype = node.type.dtype
+    zero = _c(w, 0, dtype)
+    x_negative, y_negative = _sign_bit(w, x, zero), _sign_bit(w, y, zero)
+    half_turn = w.one("Where", [x_negative, _c(w, -np.pi, dtype), _c(w, np.pi, dtype)])
+    angle = w.one("Atan", [w.one("Div", [x, y])])
+    angle = w.one("Where", [y_negative, w.one("Add", [angle, half_turn]), angle])
+    zeros = w.one("And", [w.one("Equal", [x, zero]), w.one("Equal", [y, zero])])
+    angle = w.one("Where", [zeros, w.one("Where", [y_negative, half_turn, x]), angle])
+    corner = w.one("Where", [y_negative, _c(w, 0.75 * np.pi, dtype), _c(w, 0.25 * np.pi, dtype)])
+    corner = w.one("Where", [x_negative, w.one("Neg", [corner]), corner])
+    infinities = w.one("And", [w.one("IsInf", [x]), w.one("IsInf", [y])])
+    return [w.one("Where", [infinities, corner, angle])]
 
 
 def log1p(w: Writer, x: str, dtype: Any) -> str:

@@ -46,6 +46,25 @@ def _reciprocal(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     return [E.div(np.ones((), x.dtype), x)]
 
 
+def _unary(op: Any) -> Any:
+    """The handler of an op type that is graphc's `op` of one input."""
+
+    def read(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+        return [op(inputs[0])]
+
+    return read
+
+
+# written by exporters_math.py (atan and sinh are direct.py entries, both ways)
+handler("Tan", since=7)(_unary(E.tan))
+handler("Asin", since=7)(_unary(E.asin))
+handler("Acos", since=7)(_unary(E.acos))
+handler("Cosh", since=9)(_unary(E.cosh))
+handler("Asinh", since=9)(_unary(E.asinh))
+handler("Acosh", since=9)(_unary(E.acosh))
+handler("Atanh", since=9)(_unary(E.atanh))
+
+
 @handler("IsNaN", since=9)
 def _isnan(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     return [selection.isnan(inputs[0])]

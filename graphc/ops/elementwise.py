@@ -1,5 +1,6 @@
 """Elementwise ops: arithmetic, unary math, activations, binary min/max, and the unary
-float functions of real models (log1p, expm1, atan, sinh, reciprocal, rsqrt, erf).
+float functions of real models (log1p, expm1, reciprocal, rsqrt, erf, the trigonometric
+and hyperbolic functions and their inverses, atan2).
 
 Comparisons, where, clip, cast and full_like are in selection.py (re-exported here).
 
@@ -57,9 +58,23 @@ from graphc.ops.special import erf_into
 __all__ = [
     "abs",
     "absolute",
+    "acos",
+    "acosh",
     "add",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "asin",
+    "asinh",
     "atan",
+    "atan2",
+    "atanh",
     "cos",
+    "cosh",
     "div",
     "divide",
     "erf",
@@ -87,6 +102,7 @@ __all__ = [
     "square",
     "sub",
     "subtract",
+    "tan",
     "tanh",
 ]
 
@@ -477,6 +493,107 @@ sinh = unary_op(
     "The hyperbolic sine (exp(x) - exp(-x)) / 2. gc.sinh(np.array([1.0])) -> array([1.17520119])",
 )
 
+# d tan(x) = (1 + tan(x)^2) dx
+tan = unary_op(
+    "tan",
+    np.tan,
+    lambda ct, out, x, needs: (ct * (out * out + 1),),
+    "The tangent. gc.tan(np.array([1.0])) -> array([1.55740772])",
+)
+
+
+def _one_minus_square(x: Any) -> Any:
+    """1 - x^2 as (1 - x)(1 + x): no cancellation near |x| = 1, where asin, acos and
+    atanh have their steep slopes."""
+    return (1 - x) * (x + 1)
+
+
+# d asin(x) = dx / sqrt(1 - x^2): inf at |x| = 1, nan beyond (as torch)
+asin = unary_op(
+    "asin",
+    np.arcsin,
+    lambda ct, out, x, needs: (ct / sqrt(_one_minus_square(x)),),
+    "The inverse sine, in [-pi/2, pi/2]; nan outside [-1, 1]. "
+    "gc.asin(np.array([0.5])) -> array([0.52359878])",
+)
+
+# d acos(x) = -dx / sqrt(1 - x^2)
+acos = unary_op(
+    "acos",
+    np.arccos,
+    lambda ct, out, x, needs: (neg(ct) / sqrt(_one_minus_square(x)),),
+    "The inverse cosine, in [0, pi]; nan outside [-1, 1]. "
+    "gc.acos(np.array([0.5])) -> array([1.04719755])",
+)
+
+
+def _atan2_vjp(ct: Any, out: Any, x: Any, y: Any, needs: tuple) -> tuple:
+    # atan2(x, y) is the angle of the point (y, x): d = (y dx - x dy) / (x^2 + y^2). At
+    # the origin, where it has no derivative, both are 0, as torch gives (not 0 * inf)
+    norm = x * x + y * y
+    origin = eq(norm, 0)
+    inverse = where(origin, 0, reciprocal(where(origin, 1, norm)))
+    gx = unbroadcast(ct * y * inverse, x) if needs[0] else None
+    gy = unbroadcast(neg(ct) * x * inverse, y) if needs[1] else None
+    return gx, gy
+
+
+# the angle of the point (y, x) (torch.atan2(input, other), numpy.arctan2(x1, x2))
+atan2 = _binary(
+    "atan2",
+    np.arctan2,
+    _atan2_vjp,
+    "The angle in (-pi, pi] of the point (y, x) from the positive y axis toward x: the "
+    "inverse tangent of x / y in the quadrant of the signs of both (signed zeros too), "
+    "as torch.atan2(input, other) and numpy.arctan2. "
+    "gc.atan2(np.array([1.0]), np.array([-1.0])) -> array([2.35619449])",
+)
+
+# d cosh(x) = sinh(x) dx
+cosh = unary_op(
+    "cosh",
+    np.cosh,
+    lambda ct, out, x, needs: (ct * sinh(x),),
+    "The hyperbolic cosine (exp(x) + exp(-x)) / 2. gc.cosh(np.array([1.0])) -> array([1.54308063])",
+    props=("non_negative",),
+)
+
+# d asinh(x) = dx / sqrt(x^2 + 1)
+asinh = unary_op(
+    "asinh",
+    np.arcsinh,
+    lambda ct, out, x, needs: (ct / sqrt(x * x + 1),),
+    "The inverse hyperbolic sine log(x + sqrt(x^2 + 1)). "
+    "gc.asinh(np.array([1.0])) -> array([0.88137359])",
+)
+
+
+def _square_minus_one(x: Any) -> Any:
+    """x^2 - 1 as (|x| - 1)(|x| + 1): no cancellation near x = 1, and +0 (not -0) at
+    x = -1, where torch's rsqrt(x^2 - 1) gives +inf."""
+    size = abs(x)
+    return (size - 1) * (size + 1)
+
+
+# d acosh(x) = dx / sqrt(x^2 - 1)
+acosh = unary_op(
+    "acosh",
+    np.arccosh,
+    lambda ct, out, x, needs: (ct / sqrt(_square_minus_one(x)),),
+    "The inverse hyperbolic cosine log(x + sqrt(x^2 - 1)), >= 0; nan below 1. "
+    "gc.acosh(np.array([2.0])) -> array([1.3169579])",
+    props=("non_negative",),
+)
+
+# d atanh(x) = dx / (1 - x^2)
+atanh = unary_op(
+    "atanh",
+    np.arctanh,
+    lambda ct, out, x, needs: (ct / _one_minus_square(x),),
+    "The inverse hyperbolic tangent log((1 + x) / (1 - x)) / 2: +-inf at +-1, nan beyond. "
+    "gc.atanh(np.array([0.5])) -> array([0.54930614])",
+)
+
 # -- reciprocals ------------------------------------------------------------------
 
 
@@ -554,3 +671,5 @@ def root_flat_at_zero(s: Any) -> Any:
 
 # numpy's long names for the same ops
 subtract, multiply, divide, negative, power, absolute = sub, mul, div, neg, pow, abs
+arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
+arcsinh, arccosh, arctanh = asinh, acosh, atanh

@@ -73,9 +73,21 @@ UNARY: dict[str, Callable[..., Any]] = {
     "erf": elementwise.erf,
     "log1p": elementwise.log1p,
     "expm1": elementwise.expm1,
+    "tan": elementwise.tan,
+    "asin": elementwise.asin,
+    "arcsin": elementwise.asin,
+    "acos": elementwise.acos,
+    "arccos": elementwise.acos,
     "atan": elementwise.atan,
     "arctan": elementwise.atan,
     "sinh": elementwise.sinh,
+    "cosh": elementwise.cosh,
+    "asinh": elementwise.asinh,
+    "arcsinh": elementwise.asinh,
+    "acosh": elementwise.acosh,
+    "arccosh": elementwise.acosh,
+    "atanh": elementwise.atanh,
+    "arctanh": elementwise.atanh,
     "reciprocal": elementwise.reciprocal,
     "rsqrt": elementwise.rsqrt,
     "isnan": selection.isnan,
@@ -98,6 +110,8 @@ BINARY: dict[str, Callable[..., Any]] = {
     "pow": elementwise.pow,
     "maximum": elementwise.maximum,
     "minimum": elementwise.minimum,
+    "atan2": elementwise.atan2,  # the angle of (other, self), as torch
+    "arctan2": elementwise.atan2,
     "floor_divide": rounding.floor_divide,  # Python's //
     "remainder": rounding.remainder,  # the sign of other (Python's %)
     "fmod": rounding.fmod,  # the sign of x (C's fmod)

@@ -37,9 +37,12 @@ Why each rule has its tag:
   them, in the numpy backend's fusion step. x/c -> x*(1/c) is exact when c is
   a power of two whose reciprocal is representable (both round x*2^-k once); it does
   not apply where 1/c would overflow (c = 2^-130 in float32).
-- pow(x, 0) -> 1, pow(x, 1) -> x, pow(x, 2) -> x*x, pow(x, 3) -> x*x*x are exact
-  because `pow` with a constant exponent 0..3 is defined as that product (as JAX's
-  integer_pow; see the pow op).
+- pow(x, 0) -> 1 is exact (C's pow(x, 0) is 1, nan included). pow(x, 2) -> x*x and
+  pow(x, 3) -> x*x*x are exact for a one-element exponent, because `pow` with a
+  one-element exponent of 2 or 3 is defined as that product (as JAX's integer_pow; see
+  the pow op), and for integers; an exponent of several elements goes to C's pow, which
+  is not correctly rounded: value-changing. pow(x, 1) -> x is exact for integers only:
+  numpy's float pow (its SIMD loop for float32) may round x**1 to a neighbour of x.
 - Value-changing: folding scales together ((x*c)*d -> x*(c*d), (x*c)/d; one rounding
   instead of two, and a folded c*d may overflow where the original did not: the fold
   is made in the expression's dtype and declines when not finite, or when nonzero
@@ -123,6 +126,13 @@ def zero_of_sign(negative: bool) -> object:
         return zero.is_constant and bool(np.all(np.signbit(zero.value) == negative))
 
     return when
+
+
+def power_is_product(m: Match) -> bool:
+    """pow(x, 2 or 3) is x*x (x*x*x) bit for bit: a one-element exponent, which pow's
+    kernel computes as the product, or an integer result (numpy's integer power
+    multiplies, wrapping as the product does)."""
+    return m.node.inputs[1].type.size == 1 or integer_result(m)
 
 
 def is_float(name: str) -> object:
@@ -307,9 +317,12 @@ ALGEBRA: list[Rule] = [
     rule(mul(matmul(X, Y), C), scale_smaller_factor, exact=False),  # (x@y)*c -> (x*c)@y, x the smaller operand, 0 < |c| <= 1
     rule(div(X, C), lambda m: m.emit("mul", m.x, m.fold("div", m.constant(m.c.value.dtype.type(1)), m.c)), when=exact_reciprocal),  # x/c -> x*(1/c), c = 2^k, 1/c representable
     rule(pow(X, ZERO), lambda m: m.emit("full_like", m.x, value=1)),  # x**0 -> 1 (numpy: nan**0 and 0**0 are 1 too)
-    rule(pow(X, ONE), lambda m: m.x),  # x**1 -> x
-    rule(pow(X, TWO), lambda m: m.emit("mul", m.x, m.x)),  # x**2 -> x*x (pow's meaning)
-    rule(pow(X, THREE), lambda m: m.emit("mul", m.emit("mul", m.x, m.x), m.x)),  # x**3 -> x*x*x (pow's meaning)
+    rule(pow(X, ONE), lambda m: m.x, when=integer_result),  # x**1 -> x (ints)
+    rule(pow(X, ONE), lambda m: m.x, exact=False),  # x**1 -> x: numpy's float pow(x, 1) may round x
+    rule(pow(X, TWO), lambda m: m.emit("mul", m.x, m.x), when=power_is_product),  # x**2 -> x*x (pow's meaning)
+    rule(pow(X, TWO), lambda m: m.emit("mul", m.x, m.x), exact=False),  # x**2 -> x*x: C's pow of an exponent array
+    rule(pow(X, THREE), lambda m: m.emit("mul", m.emit("mul", m.x, m.x), m.x), when=power_is_product),  # x**3 -> x*x*x (pow's meaning)
+    rule(pow(X, THREE), lambda m: m.emit("mul", m.emit("mul", m.x, m.x), m.x), exact=False),  # x**3 -> x*x*x: C's pow
 ]
 # folding (exact: the op's own kernel) also runs inside simplify, so constants that a
 # rule builds (x*c with x a folded constant) fold in the same walk

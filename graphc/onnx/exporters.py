@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import Node
-from graphc.ir.types import is_symbol
+from graphc.ir.types import is_float, is_symbol
 from graphc.onnx.importer import OnnxError, onnx_elem_type
 from graphc.onnx.writer import Writer, computed, exporter
 from graphc.ops.indexing import _expand_ellipsis, parse_index
@@ -77,17 +77,35 @@ def _reduce(op_type: str, axes_input_from: int) -> Any:
             if op_type in ("ReduceSum", "ReduceLogSumExp"):  # numpy adds a zero: -0.0 -> 0.0
                 return [w.one("Add", [x, w.const(np.zeros((), node.type.dtype))])]
             return [w.one("Identity", [x])]
-        flag = node.type.dtype == np.bool_  # max / min of bools: as int32, then back
-        if flag:
-            x = w.cast(x, np.bool_, np.int32)
-        if w.opset >= axes_input_from:
-            inputs = [x] if axes is None else [x, w.ints(axes)]
-            y = w.one(op_type, inputs, keepdims=keep)
-        else:
-            y = w.one(op_type, [x], keepdims=keep, axes=axes)
-        return [w.cast(y, np.int32, np.bool_) if flag else y]
+        dtype = node.type.dtype
+        # ReduceMax / ReduceMin have no bool, int16 or uint16 form: those run as int32
+        # (exactly) and are cast back
+        widened = op_type in _EXTREMA and dtype in (np.bool_, np.int16, np.uint16)
+        if widened:
+            x = w.cast(x, dtype, np.int32)
+        y = _reduce_over(w, op_type, x, axes, keep, axes_input_from)
+        if op_type in _EXTREMA and is_float(dtype):
+            # numpy's max / min is nan where a nan is reduced; onnxruntime's ReduceMax
+            # and ReduceMin skip nans (but a leading one)
+            flags = w.cast(w.one("IsNaN", [x]), np.bool_, np.int32)
+            seen = _reduce_over(w, "ReduceMax", flags, axes, keep, axes_input_from)
+            found = w.one("Greater", [seen, w.const(np.zeros((), np.int32))])
+            y = w.one("Where", [found, w.const(np.asarray(np.nan, dtype)), y])
+        return [w.cast(y, np.int32, dtype) if widened else y]
 
     return run
+
+
+_EXTREMA = ("ReduceMax", "ReduceMin")
+
+
+def _reduce_over(
+    w: Writer, op_type: str, x: str, axes: list[int] | None, keep: int, axes_input_from: int
+) -> str:
+    """op_type over `axes` (all when None), which are an input from `axes_input_from` on."""
+    if w.opset >= axes_input_from:
+        return w.one(op_type, [x] if axes is None else [x, w.ints(axes)], keepdims=keep)
+    return w.one(op_type, [x], keepdims=keep, axes=axes)
 
 
 exporter("sum")(_reduce("ReduceSum", 13))

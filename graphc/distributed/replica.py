@@ -33,13 +33,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from graphc.distributed.split import BatchSplit
-from graphc.distributed.worker import Program, merge_partials, run_graph
+from graphc.distributed.worker import ChunkSpec, Program, chunk_error, merge_partials, run_graph
 from graphc.ir.errors import GraphcError
 
 Rows = dict[int, dict[str, np.ndarray]]  # chunk index -> that chunk's rows of each batch input
@@ -69,6 +69,7 @@ class ReplicaSpec:
     combine_outputs: tuple[str, ...]
     updates: tuple[tuple[str, str], ...]  # (state placeholder, combine output with its new value)
     loss: str  # the combine output returned to the driver
+    graph: str = "train_step"  # the step graph's name, for messages
 
     @classmethod
     def of(
@@ -88,6 +89,7 @@ class ReplicaSpec:
             combine_outputs=tuple(o.name for o in split.combine.outputs),
             updates=tuple(updates.items()),
             loss=split.outputs[0].name,
+            graph=split.graph.name,
         )
 
 
@@ -104,6 +106,8 @@ class StepRequest:
     peers: tuple[Any, ...]  # the other replicas' actor handles
     timeout: float  # seconds to wait for a peer's partials
     chunks: int  # how many chunks the batch was cut into, all replicas' together
+    # every chunk's rows of the batch, (start, stop), for naming a chunk that fails
+    spans: tuple[tuple[int, int], ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -147,15 +151,13 @@ class Replica:
     async def step(self, request: StepRequest) -> tuple[np.ndarray, float]:
         """Make update `request.applied + 1` from the request's chunks and its peers'
         partials; returns the loss and the new state's fingerprint (`fingerprint`)."""
-        epoch, applied, sizes, rows = request.epoch, request.applied, request.sizes, request.rows
+        epoch, applied, sizes = request.epoch, request.applied, request.sizes
         peers, timeout, chunks = request.peers, request.timeout, request.chunks
         self._check(epoch, applied, "step")
         self._forget_before((epoch, applied))
         loop = asyncio.get_running_loop()
         if not peers:  # alone: the chunks and the update in one trip to the replica's thread
-            return await loop.run_in_executor(
-                self._executor, self._step_alone, epoch, applied, sizes, rows, chunks
-            )
+            return await loop.run_in_executor(self._executor, self._step_alone, request)
         slot = self._slot((epoch, applied))
         # ask the peers now: their answers travel while this replica computes its chunks
         fetch = asyncio.ensure_future(
@@ -165,9 +167,7 @@ class Replica:
         self._waiting.add(fetch)
         try:
             try:
-                mine = await loop.run_in_executor(
-                    self._executor, self._chunks, applied, sizes, rows
-                )
+                mine = await loop.run_in_executor(self._executor, self._chunks, request)
             except BaseException as exc:
                 _fail(slot, PeerLostError(f"{self.name} failed its chunks: {exc!r}"))
                 raise
@@ -219,10 +219,10 @@ class Replica:
                 f"{self.name}: fetching {peer!r}'s partials failed: {exc!r}"
             ) from None
 
-    def _chunks(
-        self, applied: int, sizes: dict[str, np.ndarray], rows: Rows
-    ) -> dict[int, tuple[np.ndarray, ...]]:
-        spec = self.spec
+    def _chunks(self, request: StepRequest) -> dict[int, tuple[np.ndarray, ...]]:
+        """The partials of the request's chunks; an error running one comes out as a
+        ChunkError naming the chunk and its rows (worker.chunk_error)."""
+        spec, applied, sizes = self.spec, request.applied, request.sizes
         with self._lock:
             if self.applied != applied:
                 raise ReplicaError(
@@ -231,17 +231,25 @@ class Replica:
                 )
             state = self.state  # never mutated: _apply swaps in a new dict
         out = {}
-        for index, arrays in rows.items():
+        for index, arrays in request.rows.items():
             feeds = {**state, **sizes, **arrays}
-            result = run_graph(spec.chunk, *(feeds[n] for n in spec.chunk_inputs))
+            try:
+                result = run_graph(spec.chunk, *(feeds[n] for n in spec.chunk_inputs))
+            except Exception as exc:
+                raise chunk_error(exc, self._chunk_spec(request, index)) from exc
             out[index] = tuple(result[k] for k in spec.picks)
         return out
 
-    def _step_alone(
-        self, epoch: int, applied: int, sizes: dict[str, np.ndarray], rows: Rows, chunks: int
-    ) -> tuple[np.ndarray, float]:
-        partials = self._chunks(applied, sizes, rows)
-        return self._apply(epoch, applied, sizes, self._ordered(partials, applied, chunks))
+    def _chunk_spec(self, request: StepRequest, index: int) -> ChunkSpec:
+        start, stop = request.spans[index] if request.spans else (0, 0)
+        total = request.spans[-1][1] if request.spans else 0
+        job = f"step {request.applied + 1} of DataParallelStep"
+        return ChunkSpec(self.spec.graph, index, start, stop, total, (), (), job)
+
+    def _step_alone(self, request: StepRequest) -> tuple[np.ndarray, float]:
+        epoch, applied, sizes = request.epoch, request.applied, request.sizes
+        partials = self._chunks(request)
+        return self._apply(epoch, applied, sizes, self._ordered(partials, applied, request.chunks))
 
     def _ordered(self, partials: dict[int, tuple], applied: int, chunks: int) -> list[tuple]:
         """Every chunk's partials in chunk order: the one order every replica sums in."""

@@ -46,6 +46,7 @@ from graphc.runtime.feeds import as_feed_array, bind_dims
 
 POLL_SECONDS = 0.25  # how often a wait checks that the replicas' workers are alive
 SCHEDULER_SECONDS = 30.0  # how long asking the scheduler which workers are alive may take
+GRACE_SECONDS = 5.0  # how long a failed step waits for its other replicas' answers
 RUNNING = ("running", "paused")  # workers' statuses in scheduler_info that take actor calls
 
 
@@ -196,12 +197,17 @@ class DataParallelStep:
     def _run(self, rows: list[dict[str, np.ndarray]], sizes: dict[str, np.ndarray]) -> np.ndarray:
         """One attempt: every replica gets its chunks and the others' handles."""
         replicas = list(self._replicas.items())
+        first = next(iter(self.split.batch_inputs))
+        ends = np.cumsum(
+            [len(np.moveaxis(r[first], self.split.batch_inputs[first], 0)) for r in rows]
+        )
+        spans = tuple(zip([0, *ends[:-1].tolist()], ends.tolist()))
         calls = {}
         for j, (address, _) in enumerate(replicas):
             mine = {i: rows[i] for i in range(j, len(rows), len(replicas))}
             peers = tuple(other for a, other in replicas if a != address)
             request = StepRequest(
-                self.epoch, self.applied, sizes, mine, peers, self.timeout, len(rows)
+                self.epoch, self.applied, sizes, mine, peers, self.timeout, len(rows), spans
             )
             calls[address] = self._call(address, "step", request)
         answers = self._wait(calls, f"step {self.applied + 1}")
@@ -248,9 +254,27 @@ class DataParallelStep:
                     if gone:
                         raise _LostError(f"worker(s) {sorted(gone)} left during {what}") from None
                 except (ReplicaError, OSError) as exc:
-                    _raise_first_error(calls)  # a replica's own failure, not its peers' echo
+                    # a replica's own failure (a chunk's error), not its peers' echo of it
+                    self._finish(calls, deadline)
+                    _raise_first_error(calls)
                     raise _LostError(f"the replica on {address} failed {what}: {exc}") from None
         return results
+
+    def _finish(self, calls: dict[str, Any], deadline: float) -> None:
+        """Wait until every call is done (or `GRACE_SECONDS` passed, or a worker left):
+        when one replica's chunk fails, its peers fail at once for want of its partials,
+        and their errors may arrive before its own."""
+        until = min(deadline, time.monotonic() + GRACE_SECONDS)
+        checked = time.monotonic()
+        while not all(call.done() for call in calls.values()):
+            now = time.monotonic()
+            if now >= until:
+                return
+            if now - checked >= POLL_SECONDS:
+                checked = now
+                if set(self._replicas) - set(self._alive()):
+                    return
+            time.sleep(0.01)
 
     def _alive(self) -> list[str]:
         """The addresses of the cluster's workers that can hold a replica."""
@@ -471,8 +495,8 @@ def _raise_first_error(calls: dict[str, Any]) -> None:
     FeedError, a bug), the one that made the peers fail; return if there is none."""
     for call in calls.values():
         if call.done():
-            try:
-                call.result(timeout=0)
+            try:  # not timeout=0: an actor future's result() then times out done or not
+                call.result(timeout=POLL_SECONDS)
             except (ReplicaError, OSError):
                 continue
             except Exception:

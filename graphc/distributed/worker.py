@@ -91,6 +91,7 @@ class ChunkSpec:
     total: int  # rows in the whole batch
     blocks: tuple[tuple[int, str, tuple[int, ...], np.dtype], ...]  # (position, name, shape, dtype)
     results: tuple[tuple[str, tuple[int, ...], np.dtype], ...]  # (output, shape, dtype)
+    job: str = "map_batches"  # what ran the chunk, for messages ("step 3 of DataParallelStep")
 
     def describe(self) -> str:
         return f"chunk {self.index} (rows {self.start}:{self.stop} of {self.total})"
@@ -124,7 +125,7 @@ def run_chunk(program: Program, chunk: ChunkSpec, *arrays: Any) -> tuple[np.ndar
 
 
 class ChunkError(GraphcError, RuntimeError):
-    """A chunk task of map_batches failed. The message names the chunk's index and rows,
+    """A chunk of map_batches (or of a DataParallelStep's step) failed. The message names the chunk's index and rows,
     then the original error's class and message; `index`, `rows` and `cause` (the
     original's class) say the same as attributes. Raised as an instance of a subclass
     that also derives from the original's class where Python allows it, so
@@ -152,7 +153,7 @@ class ChunkError(GraphcError, RuntimeError):
 def chunk_error(exc: BaseException, chunk: ChunkSpec) -> ChunkError:
     """`exc`, raised running `chunk`, as a ChunkError that names the chunk."""
     message = (
-        f"{chunk.describe()} of map_batches over graph '{chunk.graph}': {type(exc).__name__}: {exc}"
+        f"{chunk.describe()} of {chunk.job} over graph '{chunk.graph}': {type(exc).__name__}: {exc}"
     )
     node = exc.node if isinstance(exc, GraphcError) else None
     return _rebuild(type(exc), message, chunk.index, (chunk.start, chunk.stop), node)

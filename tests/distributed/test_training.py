@@ -11,7 +11,7 @@ import pytest
 
 import graphc as gc
 from graphc import nn, optim
-from graphc.distributed import BatchSplitError, DataParallelStep
+from graphc.distributed import BatchSplitError, ChunkError, DataParallelStep
 from graphc.distributed.replica import ReplicaError
 from graphc.distributed.training import StepTimeoutError
 
@@ -118,6 +118,28 @@ def test_a_nan_in_the_batch_is_a_nan_loss_not_a_drift(client) -> None:
             want, got = single.step(*batch), parallel.step(*batch)
             assert np.isnan(want) and np.isnan(got)
         assert parallel.applied == 2
+
+
+def test_an_error_in_a_chunk_names_the_chunk_and_is_not_retried_as_a_lost_worker(client) -> None:
+    """A label out of range fails one replica's chunk; its peer then fails for want of
+    that chunk's partials, and may answer first. The caller gets the chunk's own error
+    (its class kept, its chunk and rows named) at once, not a WorkerLostError after
+    retrying a step that can never succeed; the next step runs as in one process."""
+    xs, ys = _batches()
+    bad = ys[0].copy()
+    # 3 classes; rows 13:25 are chunk 1 of 3 (np.array_split of 37 rows), dealt to the
+    # second replica: the first one's call, which the driver waits on first, fails as
+    # its peer's echo
+    bad[20] = 7
+    single = _step()
+    with DataParallelStep(_step(), client, chunks=3, retries=1) as parallel:
+        with pytest.raises(gc.IndexRangeError, match="label 7") as caught:
+            parallel.step(xs[0], bad)
+        assert isinstance(caught.value, ChunkError)
+        assert caught.value.index == 1 and caught.value.rows == (13, 25)
+        assert str(caught.value).startswith("chunk 1 (rows 13:25 of 37) of step 1")
+        assert parallel.applied == 0
+        np.testing.assert_allclose(parallel.step(xs[0], ys[0]), single.step(xs[0], ys[0]))
 
 
 def test_batch_norm_training_statistics_are_refused(client) -> None:

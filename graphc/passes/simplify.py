@@ -41,8 +41,11 @@ Why each rule has its tag:
   pow(x, 3) -> x*x*x are exact for a one-element exponent, because `pow` with a
   one-element exponent of 2 or 3 is defined as that product (as JAX's integer_pow; see
   the pow op), and for integers; an exponent of several elements goes to C's pow, which
-  is not correctly rounded: value-changing. pow(x, 1) -> x is exact for integers only:
-  numpy's float pow (its SIMD loop for float32) may round x**1 to a neighbour of x.
+  is not correctly rounded: value-changing. So is pow(x, 1) -> x: numpy's float32 pow
+  of arrays (its SIMD loop) rounds some x**1 to a neighbour of x. A one-element exponent
+  of 1 is counted exact, as it is wherever numpy broadcasts it over several elements of
+  x; where x has one element too, that loop runs (a known gap: pow's kernel should mean
+  x by x**1 as it means x*x by x**2).
 - Value-changing: folding scales together ((x*c)*d -> x*(c*d), (x*c)/d; one rounding
   instead of two, and a folded c*d may overflow where the original did not: the fold
   is made in the expression's dtype and declines when not finite, or when nonzero
@@ -129,9 +132,9 @@ def zero_of_sign(negative: bool) -> object:
 
 
 def power_is_product(m: Match) -> bool:
-    """pow(x, 2 or 3) is x*x (x*x*x) bit for bit: a one-element exponent, which pow's
-    kernel computes as the product, or an integer result (numpy's integer power
-    multiplies, wrapping as the product does)."""
+    """pow(x, 1, 2 or 3) is x, x*x or x*x*x bit for bit: a one-element exponent, which
+    pow's kernel computes as the product (1: see the module docstring), or an integer
+    result (numpy's integer power multiplies, wrapping as the product does)."""
     return m.node.inputs[1].type.size == 1 or integer_result(m)
 
 
@@ -317,8 +320,8 @@ ALGEBRA: list[Rule] = [
     rule(mul(matmul(X, Y), C), scale_smaller_factor, exact=False),  # (x@y)*c -> (x*c)@y, x the smaller operand, 0 < |c| <= 1
     rule(div(X, C), lambda m: m.emit("mul", m.x, m.fold("div", m.constant(m.c.value.dtype.type(1)), m.c)), when=exact_reciprocal),  # x/c -> x*(1/c), c = 2^k, 1/c representable
     rule(pow(X, ZERO), lambda m: m.emit("full_like", m.x, value=1)),  # x**0 -> 1 (numpy: nan**0 and 0**0 are 1 too)
-    rule(pow(X, ONE), lambda m: m.x, when=integer_result),  # x**1 -> x (ints)
-    rule(pow(X, ONE), lambda m: m.x, exact=False),  # x**1 -> x: numpy's float pow(x, 1) may round x
+    rule(pow(X, ONE), lambda m: m.x, when=power_is_product),  # x**1 -> x (one-element exponent, or ints)
+    rule(pow(X, ONE), lambda m: m.x, exact=False),  # x**1 -> x: C's pow of an exponent array
     rule(pow(X, TWO), lambda m: m.emit("mul", m.x, m.x), when=power_is_product),  # x**2 -> x*x (pow's meaning)
     rule(pow(X, TWO), lambda m: m.emit("mul", m.x, m.x), exact=False),  # x**2 -> x*x: C's pow of an exponent array
     rule(pow(X, THREE), lambda m: m.emit("mul", m.emit("mul", m.x, m.x), m.x), when=power_is_product),  # x**3 -> x*x*x (pow's meaning)

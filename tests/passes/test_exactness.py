@@ -206,8 +206,8 @@ def test_an_identity_on_a_transpose_keeps_the_layout_a_product_and_a_sum_read(
 def test_a_power_by_an_exponent_of_several_elements_is_not_a_product(dtype: str) -> None:
     """pow's kernel computes x**2 and x**3 as products only for a one-element exponent;
     an exponent array goes to C's pow, which rounds otherwise, and numpy's float32
-    pow(x, 1) rounds some x to a neighbour (these four on AVX-512 machines). So those
-    rewrites are fast_math's, and the exact levels keep O0's bits."""
+    pow(x, 1) of arrays rounds some x to a neighbour (these four on AVX-512 machines).
+    So those rewrites are fast_math's, and the exact levels keep O0's bits."""
     rng = np.random.default_rng(0)
     odd = np.array([1184377198, 1184378921, 202910480, 228068609], np.uint32).view(np.float32)
     x = np.concatenate([odd, rng.standard_normal(508) * 10]).astype(dtype)

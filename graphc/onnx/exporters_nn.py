@@ -67,12 +67,22 @@ def _max_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
             f"{dtype} values past 2**53 would round through float64; cast to float first"
         )
     x = w.cast(ins[0], dtype, np.float64) if dtype.kind in "iub" else ins[0]  # exact for int32
-    pooled = w.one(
-        "MaxPool", [x], **_window(node), dilations=list(a["dilation"]),
-        ceil_mode=int(bool(a["ceil_mode"])),
-    )  # fmt: skip
-    pooled = _without_late_windows(w, node, pooled)
-    return [w.cast(pooled, np.float64, dtype) if dtype.kind in "iub" else pooled]
+
+    def pool(value: str) -> str:
+        pooled = w.one(
+            "MaxPool", [value], **_window(node), dilations=list(a["dilation"]),
+            ceil_mode=int(bool(a["ceil_mode"])),
+        )  # fmt: skip
+        return _without_late_windows(w, node, pooled)
+
+    pooled = pool(x)
+    if dtype.kind in "iub":
+        return [w.cast(pooled, np.float64, dtype)]
+    # a window holding a nan pools to nan in graphc (and torch); onnxruntime's MaxPool
+    # skips nans: the same pool of the nan flags says where
+    flags = pool(w.cast(w.one("IsNaN", [x]), np.bool_, dtype))
+    found = w.one("Greater", [flags, w.const(np.zeros((), dtype))])
+    return [w.one("Where", [found, w.const(np.asarray(np.nan, dtype)), pooled])]
 
 
 @exporter("avg_pool2d")

@@ -417,3 +417,16 @@ def test_max_and_min_reductions_export_for_every_dtype_and_keep_nans() -> None:
     want = gc.run(g, {"v": x})
     assert_bits_equal(_ort_run(g, {"v": x}), want, "nan")
     assert np.isnan(want[0][1:]).all() and np.isnan(want[1][0]) and np.isnan(want[2])
+
+
+def test_max_pool_of_a_window_holding_a_nan_is_nan() -> None:
+    """graphc's max_pool2d (as torch's) is nan over a window holding a nan; onnxruntime's
+    MaxPool skips nans, so the export says nan where the pooled nan flags are set."""
+    pytest.importorskip("onnxruntime")
+    x = np.arange(32, dtype=np.float64).reshape(1, 2, 4, 4)
+    x[0, 0, 1, 2], x[0, 1, 3, 3], x[0, 1, 0, 0] = np.nan, np.nan, np.inf
+    g = gc.trace(lambda v: (gc.max_pool2d(v, 2), gc.max_pool2d(v, 3, 1, 1)), x)
+    want = gc.run(g, {"v": x})
+    assert np.isnan(want[0]).sum() == 2 and np.isnan(want[1]).sum() == 13
+    assert_bits_equal(_ort_run(g, {"v": x}), want, "onnxruntime")
+    assert_bits_equal(_round_trip(g, {"v": x})[0], want, "round trip")

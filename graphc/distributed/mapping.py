@@ -122,8 +122,8 @@ def _prepare(
         value = feeds[p.name]
         if p.name in split.batch_inputs:
             axis = split.batch_inputs[p.name]
-            if not isinstance(value, da.Array):
-                value = np.asarray(value)
+            if not isinstance(value, da.Array):  # by the executable's rule: a list may
+                value = as_feed_array(p, value)  # take the dtype, an array must have it
                 value = da.from_array(value, chunks={axis: -1} if value.ndim > axis else -1)
             known = value.chunks[axis] if value.ndim > axis else ()
             if any(np.isnan(c) for c in known if isinstance(c, float)):

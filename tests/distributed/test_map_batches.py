@@ -171,6 +171,22 @@ def test_feed_mistakes_name_the_placeholder() -> None:
         map_batches(g, **{**feeds, "y": feeds["y"][:9]})
 
 
+def test_a_python_list_feeds_a_batch_input_as_it_feeds_the_executable() -> None:
+    # the executable takes a list of floats for a float32 placeholder (nothing is lost);
+    # map_batches read it as float64 and refused it
+    g = gc.Graph("f32")
+    with g:
+        x = gc.placeholder("x", shape=("B", 2), dtype="float32")
+        gc.output(gc.sum(x * x, axis=1), name="y")
+    rows = [[1.0, 2.0], [3.0, 4.5], [0.5, -1.0]]
+    got = map_batches(g, rows, chunks=2).compute(scheduler="sync")
+    want = np.sum(np.square(np.asarray(rows, np.float32)), axis=1)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(gc.FeedError, match="placeholder 'x' expects dtype float32"):
+        map_batches(g, np.asarray(rows))  # an array of another dtype is still refused
+
+
 @pytest.mark.slow  # a child interpreter importing graphc
 def test_graphc_imports_without_dask_and_says_how_to_install_it() -> None:
     code = (

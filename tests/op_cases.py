@@ -826,6 +826,7 @@ import tests.cases.conv  # noqa: E402, F401
 import tests.cases.norm  # noqa: E402, F401
 import tests.cases.one_hot_pick  # noqa: E402, F401
 import tests.cases.random  # noqa: E402, F401
+import tests.cases.sequences  # noqa: E402, F401
 import tests.cases.trigonometric  # noqa: E402, F401
 
 # -- access ----------------------------------------------------------------------------------------

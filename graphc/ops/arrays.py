@@ -1,7 +1,7 @@
 """Array manipulation: flatten, split, chunk, tile, flip, tril and triu here; the rest
 of the family in their own modules, re-exported from this one: `padding.py` (pad),
 `along_axis.py` (take_along_axis, embedding), `sorting.py` (argsort, sort, topk),
-`sequences.py` (arange, cumsum) and `einsum.py`.
+`sequences.py` (arange, cumsum, cumprod) and `einsum.py`.
 
 flatten, split, chunk and tile are builders over reshape, slice and broadcast_to;
 flip, tril and triu are ops of their own.
@@ -26,7 +26,7 @@ from graphc.ops.along_axis import (
 from graphc.ops.defop import defop, elementwise_cost, into
 from graphc.ops.einsum import einsum
 from graphc.ops.padding import pad, unpad
-from graphc.ops.sequences import arange, cumsum
+from graphc.ops.sequences import arange, cumprod, cumsum
 from graphc.ops.sorting import ValuesIndices, argsort, sort, topk
 from graphc.ops.spelling import count, integer, merged_dim, one_axis, pick_axis, shape_of
 
@@ -35,6 +35,7 @@ __all__ = [
     "arange",
     "argsort",
     "chunk",
+    "cumprod",
     "cumsum",
     "einsum",
     "embedding",

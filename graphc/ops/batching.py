@@ -213,7 +213,7 @@ def index_reduction(node: Node, args: list[Batched], size: Dim) -> Batched:
     return ones_after_batch(found, rank) if keepdims else found, True
 
 
-@batches("softmax", "log_softmax", "cumsum", "argsort", "flip", "layer_norm_grad")
+@batches("softmax", "log_softmax", "cumsum", "cumprod", "argsort", "flip", "layer_norm_grad")
 def along_axes(node: Node, args: list[Batched], size: Dim) -> Batched:
     values = [batched(v, flag, size) for v, flag in args]  # layer_norm_grad's g, x alike
     if _rank(node, 0) == 0:  # an op along the one axis a 0-d example does not have

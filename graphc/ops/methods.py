@@ -364,6 +364,11 @@ class ValueMethods(OperatorMixin):
         x = self if dtype is None else elementwise.cast(self, dtype)
         return sequences.cumsum(x, axis=pick_axis(axis, dim, "cumsum"))
 
+    def cumprod(self, dim: int | None = None, dtype: Any = None, *, axis: int | None = None) -> Any:
+        """Running products along dim (ints and bools in int64); `dtype` casts first."""
+        x = self if dtype is None else elementwise.cast(self, dtype)
+        return sequences.cumprod(x, axis=pick_axis(axis, dim, "cumprod"))
+
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
         """(values, indices) sorted along dim; always stable (ties keep their order)."""
         return sorting.sort(self, dim, descending)

@@ -1,4 +1,5 @@
-"""Sequences along an axis: `arange` (a creation op: ONNX's Range) and `cumsum`."""
+"""Sequences along an axis: `arange` (a creation op: ONNX's Range), `cumsum` and
+`cumprod`."""
 
 from __future__ import annotations
 
@@ -168,3 +169,67 @@ def cumsum(x: Any, axis: int | None = None, *, dim: int | None = None) -> Any:
     if axis is None:
         x, axis = flattened(x, "cumsum"), 0
     return _cumsum(x, axis=axis)
+
+
+# -- cumprod -----------------------------------------------------------------------------------
+
+
+def _cumprod_canon(x: TensorType, axis: Any) -> dict:
+    return {"axis": one_axis(axis, x.rank, "cumprod")}
+
+
+def _cumprod_kernel(x: np.ndarray, out: np.ndarray | None = None, axis: Any = 0) -> np.ndarray:
+    dtype = _cumsum_dtype(x.dtype)  # numpy's and torch's: the same widening as cumsum's
+    if x.ndim == 0:  # np.cumprod would flatten to shape (1,)
+        return into(out, x.astype(dtype))
+    return np.cumprod(x, axis=axis, dtype=dtype, out=out)
+
+
+def _reverse_cumsum(v: Any, axis: int) -> Any:
+    """sum of v[j] for j >= i, at each i along axis."""
+    flipped = bind("flip", v, axis=(axis,))  # flip is arrays.py's, which imports this module
+    return bind("flip", _cumsum(flipped, axis=axis), axis=(axis,))
+
+
+def _cumprod_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any) -> tuple:
+    # out[j] is the product of x[k] for k <= j, so dx[i] = sum over j >= i of ct[j] times
+    # the product of x[k] for k <= j but i. Torch's formula, which holds at zeros: before
+    # the first zero of x along the axis it is the reverse cumsum of ct * out, over x[i];
+    # at the first zero, the reverse cumsum of ct times the running product with that
+    # zero taken as 1; past it, 0 (every such product holds the first zero)
+    if axis is None:  # a 0-d x: out is x
+        return (ct,)
+    zero = bind("eq", x, 0)
+    zeros_so_far = _cumsum(bind("cast", zero, dtype=np.int64), axis=axis)
+    first = bind("logical_and", zero, bind("eq", zeros_so_far, 1))
+    past_first = bind("gt", zeros_so_far - bind("cast", zero, dtype=np.int64), 0)
+    before = _reverse_cumsum(ct * out, axis) / bind("where", zero, 1, x)
+    at_first = _reverse_cumsum(ct * _cumprod(bind("where", first, 1, x), axis=axis), axis)
+    return (bind("where", first, at_first, bind("where", past_first, 0, before)),)
+
+
+_cumprod = defop(
+    "cumprod",
+    infer=lambda x, axis: x.with_dtype(_cumsum_dtype(x.dtype)),
+    kernel=_cumprod_kernel,
+    attrs={"axis": 0},
+    canonicalize=_cumprod_canon,
+    vjp=_cumprod_vjp,
+    cost=lambda out, x, axis: x.size or 0,
+    doc="Running products along axis (int32 and bool products widen to int64).",
+)
+
+
+def cumprod(x: Any, axis: int | None = None, *, dim: int | None = None) -> Any:
+    """Running products along axis, as np.cumprod and torch.cumprod; without an axis, of
+    the flattened x (numpy). Ints and bools multiply in int64. The gradient is torch's,
+    right where x has zeros.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.cumprod(np.array([[1, 2, 3], [4, 0, 5]]), dim=1).tolist()
+    [[1, 2, 6], [4, 0, 0]]
+    """
+    axis = pick_axis(axis, dim, "cumprod")
+    if axis is None:
+        x, axis = flattened(x, "cumprod"), 0
+    return _cumprod(x, axis=axis)

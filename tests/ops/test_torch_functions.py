@@ -151,3 +151,73 @@ def test_vmap_is_a_loop_and_jvp_matches_finite_differences(name: str) -> None:
     ahead = fn(*(a + eps * t for a, t in zip(args, tangents)))
     behind = fn(*(a - eps * t for a, t in zip(args, tangents)))
     np.testing.assert_allclose(tangent, (ahead - behind) / (2 * eps), rtol=1e-6, atol=1e-8)
+
+
+# -- cumprod ----------------------------------------------------------------------------------------
+
+ROWS_WITH_ZEROS = np.array(
+    [[2.0, 0.0, 3.0, 0.0, 5.0], [0.0, 2.0, 3.0, -1.0, 0.5], [0.0, 0.0, 0.0, 0.0, 0.0],
+     [1.5, -2.0, 0.5, 3.0, 0.7], [2.0, 3.0, -4.0, 0.5, 0.0]]
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cumprod_values_and_gradients_at_zeros_agree_with_torch(dim: int) -> None:
+    """Torch's gradient where the product passes zeros: the first zero's slope is the
+    running product of the others, and every slope past it is 0 (out / x would be nan)."""
+    seed = RNG.standard_normal(ROWS_WITH_ZEROS.shape)
+
+    def fn(x: Any) -> Any:  # weighted, so every position has a cotangent of its own
+        torch_tensor = hasattr(x, "new_tensor") and not isinstance(x, ge.Tensor)
+        return x.cumprod(dim) * (x.new_tensor(seed) if torch_tensor else seed)
+
+    eager, traced = _eager_and_traced(fn, ROWS_WITH_ZEROS)
+    want = _torch_run(fn, ROWS_WITH_ZEROS)
+    _same(eager, want, rtol=1e-14, atol=1e-15)
+    _same(traced, want, rtol=1e-14, atol=1e-15)
+    assert np.isfinite(eager[1]).all()
+
+
+def test_cumprod_dtypes_and_spellings_agree_with_torch() -> None:
+    torch = _torch()
+    for values in ([1, 2, 3, 4], [True, False, True]):
+        got, want = gc.cumprod(ge.tensor(values), dim=0), torch.cumprod(torch.tensor(values), 0)
+        assert got.dtype == np.int64 and got.tolist() == want.tolist()
+    x = RNG.standard_normal((2, 3))
+    np.testing.assert_array_equal(gc.cumprod(x), np.cumprod(x))  # numpy's: flattened
+    np.testing.assert_array_equal(ge.tensor(x).cumprod(1, dtype=ge.float32).numpy(),
+                                  np.cumprod(x.astype(np.float32), 1))  # fmt: skip
+
+
+def test_cumprod_second_derivative_agrees_with_torch() -> None:
+    torch = _torch()
+    x = RNG.uniform(0.5, 1.5, (3, 4))
+    t = torch.tensor(x, requires_grad=True)
+    (g,) = torch.autograd.grad(torch.cumprod(t, 1).pow(2).sum(), t, create_graph=True)
+    (want,) = torch.autograd.grad(g.sin().sum(), t)
+    e = ge.tensor(x, requires_grad=True)
+    (h,) = ge.autograd.grad(ge.cumprod(e, 1).pow(2).sum(), e, create_graph=True)
+    (got,) = ge.autograd.grad(h.sin().sum(), e)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
+def test_cumprod_vmap_is_a_loop() -> None:
+    x = RNG.standard_normal((4, 3, 5))
+    got = gc.vmap(lambda v: gc.cumprod(v, dim=-1))(x)
+    np.testing.assert_array_equal(got, np.cumprod(x, -1))
+    got = gc.vmap(lambda v: gc.cumprod(v, dim=0), in_axes=1)(x)
+    np.testing.assert_array_equal(got, np.stack([np.cumprod(x[:, i], 0) for i in range(3)]))
+
+
+def test_cumprod_onnx_form_needs_a_concrete_length() -> None:
+    pytest.importorskip("onnx")
+    g = gc.trace(lambda x: gc.cumprod(x, dim=1), gc.TensorSpec((2, "T")))
+    with pytest.raises(gc.onnx.OnnxError, match=r"cumprod.*CumProd.*symbolic dim 'T'"):
+        gc.onnx.export_model(g)
+    ort = pytest.importorskip("onnxruntime")
+    g = gc.trace(lambda x: gc.cumprod(x, dim=1), gc.TensorSpec(("B", 7), "float64"))
+    model = gc.onnx.export_model(g)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = RNG.standard_normal((3, 7))
+    (got,) = session.run(None, {g.inputs[0].name: x})
+    np.testing.assert_allclose(got, np.cumprod(x, 1), rtol=1e-14)

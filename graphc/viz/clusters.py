@@ -119,7 +119,10 @@ def _body_roles(painter: GraphPainter, n: Node, body: Body, override: str | None
     roles = {}
     for p, operand in zip(body.graph.inputs, body.feeds):
         x = n.inputs[operand]
-        saved = painter._edge_kind(x, n) == "saved" or painter.role(x) == "saved"
+        saved = painter._edge_kind(x, n) in ("saved", "primal") or painter.role(x) in (
+            "saved",
+            "primal_input",
+        )
         roles[p.name] = "saved" if saved else "seed"
     return roles
 

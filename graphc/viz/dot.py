@@ -37,7 +37,8 @@ def finish(
     if options.legend:
         roles = set().union(*(p.roles for p in painters))
         edges = set().union(*(p.edge_kinds for p in painters))
-        order = ["data", "backward", "saved", "loop", "grad_of", "removed"]
+        order = ["data", "backward", "tangent", "saved", "primal", "loop", "grad_of"]
+        order += ["tangent_of", "removed"]
         style.add_legend(dot, roles, [e for e in order if e in edges])
 
 
@@ -67,9 +68,10 @@ def pair_to_dot(forward: Graph, backward: Graph, options: Options) -> graphviz.D
         options = harder
         fwd = GraphPainter(forward, options, prefix="forward/", role_overrides=saved_outputs)
         bwd = GraphPainter(backward, options, prefix="backward/", backward=True)
+    second = "linear" if bwd.tangents else "backward"  # split_tangents' linear part
     for painter, title, color in (
         (fwd, f"forward: {forward.name}", "#2e86c1"),
-        (bwd, f"backward: {backward.name}", style.BACKWARD_COLOR),
+        (bwd, f"{second}: {backward.name}", style.BACKWARD_COLOR),
     ):
         with dot.subgraph(name=f"cluster_{painter.prefix}") as cluster:
             cluster.attr(

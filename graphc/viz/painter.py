@@ -11,7 +11,10 @@ placeholders its operands feed (or, in a fused body, to the members reading them
 a `result` node is a small node fed by the body outputs that give its value.
 
 Backward nodes are recognised by ``meta["grad_of"]`` (set by autodiff) and by
-depending on a backward node: a forward value never depends on a gradient.
+depending on a backward node: a forward value never depends on a gradient. A
+forward-mode graph (`gc.tangents`, whose tangent inputs and outputs carry
+``meta["tangent_of"]``) is drawn the same way in its own words: tangent inputs, tangent
+ops, primal values they read (nothing is saved), tangent outputs.
 """
 
 from __future__ import annotations
@@ -78,12 +81,29 @@ def grad_of_name(n: Node) -> str | None:
 
 
 def backward_nodes(graph: Graph) -> set[Node]:
-    """Nodes autodiff produced (marked with grad_of, seeds included), or fed by such nodes."""
+    """Nodes autodiff produced (marked with grad_of, seeds included), or fed by such
+    nodes; in a forward-mode graph, its tangent inputs and what they feed."""
     result: set[Node] = set()
     for n in graph.nodes:
-        if grad_of_name(n) is not None or any(x in result for x in n.inputs):
+        derived = grad_of_name(n) is not None or "tangent_of" in n.meta
+        if derived or any(x in result for x in n.inputs):
             result.add(n)
     return result
+
+
+def has_tangents(graph: Graph) -> bool:
+    """Is `graph` a forward-mode graph (or its linear part): has it tangent inputs?"""
+    return any("tangent_of" in p.meta for p in graph.inputs)
+
+
+# what a gradient graph's roles and edge kinds are called in a forward-mode graph
+TANGENT_ROLES = {
+    "backward": "tangent",
+    "backward_output": "tangent_output",
+    "seed": "tangent_input",
+    "saved": "primal_input",
+}
+TANGENT_EDGES = {"backward": "tangent", "saved": "primal", "grad_of": "tangent_of"}
 
 
 def format_constant(value: Any) -> str | None:
@@ -122,6 +142,7 @@ class GraphPainter:
         role_overrides: dict[str, str] | None = None,
         backward: bool | None = None,
         body: Body | None = None,
+        tangents: str | None = None,
     ) -> None:
         self.graph = graph
         self.options = options
@@ -130,6 +151,12 @@ class GraphPainter:
         # backward=True: the whole graph is a backward graph (from split_backward)
         self.all_backward = bool(backward)
         self.backward = set(graph.nodes) if backward else backward_nodes(graph)
+        # a forward-mode graph, "joint" (gc.tangents) or "linear" (its linear part, drawn
+        # beside the primal part that saves its inputs): its derived nodes are tangents
+        # (a body learns it from the painter of the graph around it)
+        self.tangents = tangents
+        if tangents is None and has_tangents(graph):
+            self.tangents = "linear" if backward else "joint"
         self.collapse: Collapse = plan_collapse(
             graph, options.max_chain, options.max_repeat, prefix=prefix, scopes=options.group_scopes
         )
@@ -164,9 +191,25 @@ class GraphPainter:
         return group.id if group is not None else style.dot_id(f"{self.prefix}{n.name}")
 
     def role(self, n: Node) -> str:
+        role = self._role(n)
+        if not self.tangents or (role == "saved" and self.tangents == "linear"):
+            return role  # the linear part's inputs are saved by the primal part
+        return TANGENT_ROLES.get(role, role)
+
+    def kind(self, kind: str) -> str:
+        """An edge kind, in forward-mode words when this is a forward-mode graph."""
+        if not self.tangents or (kind == "saved" and self.tangents == "linear"):
+            return kind
+        return TANGENT_EDGES.get(kind, kind)
+
+    def _role(self, n: Node) -> str:
         if n.name in self.role_overrides:
             return self.role_overrides[n.name]
         if n.kind == PLACEHOLDER:
+            if "tangent_of" in n.meta:
+                return "seed"  # a tangent input (forward mode)
+            if self.tangents == "linear":
+                return "saved"  # the linear part's other inputs: primal values saved
             # autodiff's cotangent inputs say which output they seed (grad_of)
             if grad_of_name(n) is not None:
                 return "seed"
@@ -198,6 +241,7 @@ class GraphPainter:
             role_overrides=role_overrides,
             backward=backward or None,
             body=body,
+            tangents=self.tangents,
         )
 
     def label(self, n: Node) -> str:
@@ -261,7 +305,9 @@ class GraphPainter:
         for group in self.collapse.groups:
             kinds = {self.role(m) for m in group.members if not m.is_constant}
             fill = (
-                {"fillcolor": style.ROLES["backward"]["fillcolor"]} if kinds == {"backward"} else {}
+                {"fillcolor": style.ROLES["backward"]["fillcolor"]}
+                if kinds in ({"backward"}, {"tangent"})
+                else {}
             )
             tip = style.tooltip(
                 *(line for m in group.members[:20] for line in self.tooltip_lines(m))
@@ -346,9 +392,9 @@ class GraphPainter:
     def _edge_kind(self, x: Node, n: Node) -> str:
         if n in self.backward and not self.all_backward:
             if x not in self.backward and n.kind == OP and not x.is_constant:
-                return "saved"
-            return "backward"
-        return "backward" if self.all_backward else "data"
+                return self.kind("saved")
+            return self.kind("backward")
+        return self.kind("backward") if self.all_backward else "data"
 
     def paint_grad_links(self, dot: graphviz.Digraph, forward: GraphPainter | None = None) -> None:
         """Dashed links from backward nodes to the forward node each differentiates.
@@ -381,8 +427,9 @@ class GraphPainter:
             if pair in drawn or pair[0] == pair[1] or summaries.intersection(pair):
                 continue  # a summary's links would say "these steps, those steps": a tangle
             drawn.add(pair)
-            dot.edge(*pair, **style.edge_attrs("grad_of"))
-            self.edge_kinds.add("grad_of")
+            kind = self.kind("grad_of")
+            dot.edge(*pair, **style.edge_attrs(kind))
+            self.edge_kinds.add(kind)
 
     def _rule_group(self, n: Node) -> str:
         """Outputs and seeds stand alone; the ops one rule made share their target."""

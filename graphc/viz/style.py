@@ -102,6 +102,12 @@ ROLES: dict[str, dict[str, str]] = {
     "accumulate": {"shape": "box", "style": "filled", "fillcolor": "#d6eaf8"},
 }
 
+# forward mode (gc.tangents): tangents look as gradients do, their legend in their words
+ROLES["tangent"] = ROLES["backward"]
+ROLES["tangent_output"] = ROLES["backward_output"]
+ROLES["tangent_input"] = ROLES["seed"]
+ROLES["primal_input"] = ROLES["saved"]
+
 # Edge attributes by meaning.
 EDGES: dict[str, dict[str, str]] = {
     "data": {},
@@ -125,6 +131,10 @@ EDGES: dict[str, dict[str, str]] = {
     },
 }
 
+EDGES["tangent"] = EDGES["backward"]
+EDGES["primal"] = EDGES["saved"]
+EDGES["tangent_of"] = EDGES["grad_of"]
+
 LEGEND_TEXT: dict[str, str] = {
     "placeholder": "input (placeholder)",
     "constant": "constant",
@@ -135,6 +145,10 @@ LEGEND_TEXT: dict[str, str] = {
     "seed": "cotangent input",
     "saved_output": "saved for backward",
     "saved": "saved activation (backward input)",
+    "tangent": "tangent op (forward mode)",
+    "tangent_output": "tangent output",
+    "tangent_input": "tangent input",
+    "primal_input": "primal value (body input)",
     "fused": "fused group",
     "collapsed": "collapsed nodes",
     "control": "control flow (bodies in its cluster)",
@@ -329,6 +343,9 @@ EDGE_TEXT = {
     "backward": "gradient flow",
     "saved": "saved value read by backward",
     "grad_of": "gradient of (backward → forward)",
+    "tangent": "tangent flow",
+    "primal": "primal value read by a tangent op",
+    "tangent_of": "tangent of (tangent → primal)",
     "loop": "to the next step",
     "removed": "edge of a removed node",
 }

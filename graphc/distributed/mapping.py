@@ -175,6 +175,8 @@ def _aligned(split: BatchSplit, batch: dict[str, Any], chunks: int | None) -> di
     the first one's), and one chunk along every other axis."""
     first = next(iter(batch))
     rows = batch[first].chunks[split.batch_inputs[first]]
+    # no empty chunks (a filtered array's blocks): a chunk of no rows has no max or min
+    rows = tuple(n for n in rows if n) or rows[:1]
     aligned = {}
     for name, value in batch.items():
         want = {a: -1 for a in range(value.ndim)}

@@ -142,6 +142,27 @@ def test_inputs_chunked_differently_are_aligned() -> None:
         np.testing.assert_allclose(b, a, rtol=1e-10)
 
 
+def test_empty_blocks_of_a_filtered_array_make_no_chunks() -> None:
+    # x[mask] with compute_chunk_sizes() leaves blocks of no rows; a chunk of them would
+    # ask max for the extremum of nothing, where the whole batch has one
+    g = gc.Graph("extrema")
+    with g:
+        x = gc.placeholder("x", shape=("B", 3), dtype="float64")
+        gc.output(gc.max(x, axis=0), name="top")
+        gc.output(gc.min(x), name="bottom")
+        gc.output(x * 2.0, name="twice")
+    values = np.random.default_rng(3).normal(size=(12, 3))
+    x = da.from_array(values, chunks=4)
+    kept = x[x[:, 0] > np.sort(values[:, 0])[-3]]  # the last 2 rows by the first column
+    kept.compute_chunk_sizes()
+    assert 0 in kept.chunks[0]
+    rows = values[values[:, 0] > np.sort(values[:, 0])[-3]]
+    top, bottom, twice = dask.compute(*map_batches(g, kept), scheduler="sync")
+    np.testing.assert_array_equal(top, rows.max(axis=0))
+    assert bottom == rows.min()
+    np.testing.assert_array_equal(twice, rows * 2.0)
+
+
 def test_callers_arrays_are_not_modified() -> None:
     g = _mlp()
     feeds = _mlp_feeds(30)

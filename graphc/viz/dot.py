@@ -52,6 +52,9 @@ def graph_to_dot(graph: Graph, options: Options) -> graphviz.Digraph:
     painter.paint(dot)
     if backward_nodes(graph):
         painter.paint_grad_links(dot)
+    if not graph.nodes:  # say so, rather than hand back a blank picture
+        text = style.plain(f"graph {graph.name}: no nodes yet", "(add placeholders, ops, outputs)")
+        dot.node("empty", text, shape="plaintext", fontname=style.FONT, fontsize="11")
     finish(dot, [painter], options)
     return dot
 

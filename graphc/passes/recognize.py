@@ -21,7 +21,8 @@ Exactness (docs/trust.md), measured by tests/passes/test_recognize.py: softmax's
 makes the very calls the spelled-out form makes (a subtraction of the max, exp, a sum,
 one division), so `recognize_softmax` is EXACT and runs at O2 before fusion. The one
 difference: over an empty axis the spelled-out max raises, softmax gives the empty
-result. layer_norm's kernel computes the variance as a dot product and multiplies by
+result. Not for bfloat16, which the fused kernels compute in float32 and round once
+where every spelled-out op rounds: a bfloat16 softmax (or affine step) stays spelled out. layer_norm's kernel computes the variance as a dot product and multiplies by
 1 / sqrt(var + eps) instead of dividing: other last bits, so `recognize_layer_norm` is
 VALUE-CHANGING and runs only with fast_math (after `simplify_fast_math`), its core rule
 tagged `[fast_math]` in the report; absorbing the affine step is exact (the kernel
@@ -36,7 +37,7 @@ from collections.abc import Callable
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
-from graphc.ir.types import is_float
+from graphc.ir.types import is_bfloat16, is_float
 from graphc.passes.patterns import Bindings, Pattern, uniform_value
 from graphc.passes.report import PassLog
 from graphc.passes.rewrite import Match, Rule, rewrite, rule
@@ -105,6 +106,13 @@ def _float(x: Node, *nodes: Node) -> bool:
     return is_float(x.type.dtype) and all(n.type == x.type for n in nodes)
 
 
+def _rounds_alike(x: Node) -> bool:
+    """Whether a fused op on x's dtype rounds where the spelled-out ops do: not bfloat16,
+    which the fused kernels compute in float32 and round once (ops/defop.py's
+    `in_float32`) where each spelled-out op rounds its own result to bfloat16."""
+    return not is_bfloat16(x.type.dtype)
+
+
 def _closed(m: Match) -> bool:
     """No matched intermediate has a user outside the match."""
     interior = set(m.interior)
@@ -132,7 +140,7 @@ def _find_softmax(div: Node) -> Bindings | None:
     x, peak = d.inputs
     if not (_kept(peak, "max") and _same(peak.inputs[0], x)):
         return None
-    if peak.attrs["axis"] != s.attrs["axis"] or not _float(x, d, e, div):
+    if peak.attrs["axis"] != s.attrs["axis"] or not _float(x, d, e, div) or not _rounds_alike(x):
         return None
     axis = _softmax_axis(x, s.attrs["axis"])
     if axis is None:
@@ -243,6 +251,8 @@ def _find_affine(node: Node, weight: bool) -> Bindings | None:
     would be skipped where the graph added it)."""
     for norm, other in (node.inputs, node.inputs[::-1]):
         if not _is(norm, "layer_norm") or other.type.dtype != norm.type.dtype:
+            continue
+        if not _rounds_alike(norm):  # the exact rules: the fused kernel must round alike
             continue
         _, w, b = norm.inputs
         if b.type.size != 1 or uniform_value(b) != 0:

@@ -390,3 +390,17 @@ def test_layer_norm_lookalikes_that_do_not_fit_are_declined(axes: tuple, eps: ob
         got = gc.compile(g, opt_level=2, fast_math=True)(x)
         want = gc.compile(g, opt_level=0)(x)
     np.testing.assert_array_equal(got, want)
+
+
+def test_bfloat16_softmax_and_affine_steps_stay_spelled_out() -> None:
+    """The fused kernels compute bfloat16 in float32 and round once; the spelled-out ops
+    round each result to bfloat16, so fusing them would change O2's bits."""
+    pytest.importorskip("ml_dtypes")
+    softmax = gc.parse(SOFTMAX.replace("f32", "bf16"))
+    assert "softmax" not in ops_of(gc.optimize(softmax, level=2))
+    affine = gc.parse(AFFINE.replace("f32", "bf16"))
+    assert ops_of(recognize_layer_norm(affine)) == ops_of(affine)
+    x = (np.random.default_rng(5).standard_normal((8, 5)) * 30).astype(softmax.inputs[0].type.dtype)
+    want = gc.compile(softmax, opt_level=0, backend="numpy")(x=x)
+    got = gc.compile(softmax, opt_level=2, backend="numpy")(x=x)
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))

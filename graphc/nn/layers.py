@@ -1,4 +1,4 @@
-"""Layers: `Linear`, the activations, `Sequential`, and the losses.
+"""Layers: `Linear`, the activations, `Sequential` and `ModuleList` (the losses are in loss.py).
 
 Every forward is written with graphc ops, so it runs on eager tensors and records
 nodes on graph values alike.
@@ -15,7 +15,7 @@ from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.types import as_dtype
 from graphc.nn import init
 from graphc.nn.module import Module
-from graphc.ops import cross_entropy, mse_loss, relu, sigmoid, tanh
+from graphc.ops import relu, sigmoid, tanh
 
 
 class Linear(Module):
@@ -164,51 +164,3 @@ class ModuleList(Module):
         if isinstance(index, slice):  # renumbered from 0, as torch's
             return ModuleList(list(self)[index])
         return list(self)[index]
-
-
-def _check_reduction(loss: str, reduction: str) -> None:
-    if reduction != "mean":
-        raise GraphcError(f"{loss}: only reduction='mean' is supported, got '{reduction}'")
-
-
-class MSELoss(Module):
-    """mean((prediction - target) ** 2); prediction and target must have the same shape."""
-
-    def __init__(self, reduction: str = "mean") -> None:
-        super().__init__()
-        _check_reduction("MSELoss", reduction)
-
-    def forward(self, prediction: Any, target: Any) -> Any:
-        if tuple(prediction.shape) != tuple(target.shape):
-            raise ShapeError(
-                f"MSELoss: prediction has shape {tuple(prediction.shape)} but target has "
-                f"{tuple(target.shape)}; they must match (no broadcasting)"
-            )
-        return mse_loss(prediction, target)
-
-
-class CrossEntropyLoss(Module):
-    """Mean negative log-likelihood of integer class labels, from unnormalized logits.
-
-    >>> import graphc.eager as ge
-    >>> from graphc import nn
-    >>> loss = nn.CrossEntropyLoss()(ge.zeros(2, 4), ge.tensor([0, 3]))
-    >>> round(loss.item(), 4)   # log(4): uniform logits
-    1.3863
-    """
-
-    def __init__(self, reduction: str = "mean") -> None:
-        super().__init__()
-        _check_reduction("CrossEntropyLoss", reduction)
-
-    def forward(self, logits: Any, labels: Any) -> Any:
-        if len(logits.shape) != 2 or tuple(labels.shape) != tuple(logits.shape[:1]):
-            raise ShapeError(
-                f"CrossEntropyLoss: expected logits (N, C) and labels (N,), got logits "
-                f"{tuple(logits.shape)} and labels {tuple(labels.shape)}"
-            )
-        if labels.dtype.kind not in "iu":
-            raise GraphcError(
-                f"CrossEntropyLoss: labels must be integer class indices, got dtype {labels.dtype}"
-            )
-        return cross_entropy(logits, labels)

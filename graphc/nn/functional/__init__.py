@@ -2,17 +2,27 @@
 layer_norm, dropout, ...), on eager tensors and graph values alike. An op that is one
 of these functions needs no Tensor method (as in PyTorch)."""
 
-from graphc.nn.functional import activation, arrays, attention, conv, norm, pool, stochastic
+from graphc.nn.functional import (
+    activation,
+    arrays,
+    attention,
+    conv,
+    loss,
+    norm,
+    pool,
+    stochastic,
+)
 from graphc.nn.functional.activation import *
 from graphc.nn.functional.arrays import *
 from graphc.nn.functional.attention import *
 from graphc.nn.functional.conv import *
+from graphc.nn.functional.loss import *
 from graphc.nn.functional.norm import *
 from graphc.nn.functional.pool import *
 from graphc.nn.functional.stochastic import *
 
 __all__ = [
     name
-    for module in (activation, arrays, attention, conv, norm, pool, stochastic)
+    for module in (activation, arrays, attention, conv, loss, norm, pool, stochastic)
     for name in module.__all__
 ]

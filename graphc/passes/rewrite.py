@@ -24,7 +24,10 @@ no condition of their own (it applies exactly when the reshape does not change t
 shape). A replacement whose construction fails (an op's type rule rejects what the
 rule built, e.g. neg of a bool) is declined the same way; nodes it had appended are
 left unused and removed with the rest, and rules that fired inside it go unreported.
-Replacement nodes inherit the replaced node's `loc` and `grad_of`.
+Replacement nodes inherit the replaced node's `loc` and `grad_of`. A replacement is
+None or the candidate itself (both decline), an input of the candidate, or a node built
+with `Match.emit`, `constant` or `fold`; anything else (a node of the graph being
+rewritten) is a `RuleError` naming the rule.
 An exact rule's replacement also keeps the candidate's memory layout (runtime/plan.py,
 LAYOUT): a transpose's view may stand for a C-contiguous value (x*1 -> x with x a
 transpose) only when every user ignores layout (`Match.users_ignore_layout`), since a
@@ -155,6 +158,17 @@ class RewriteLoopError(GraphcError):
     """Rules that undo each other (a bug in the table, never declined silently)."""
 
 
+class RuleError(GraphcError):
+    """A rule's replacement is no node of the graph being built (a node of the graph
+    being rewritten, say): a bug in the rule, named before a later node trips on it."""
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, Node):
+        return f"{value.describe()}, which is not in the graph being built"
+    return f"a value of type {type(value).__name__}, not a node"
+
+
 def _permutes(node: Node) -> bool:
     """Whether `node`'s value is a view in permuted memory order (a transpose's)."""
     return node.kind == OP and get_op(node.op).permutes
@@ -211,10 +225,20 @@ class Rewriter:
             mark = len(self.fired)
             try:
                 result = r.replace(m)
-            except RewriteLoopError:
+            except (RewriteLoopError, RuleError):
                 raise
             except GraphcError:  # a type rule refused what the rule built: decline
                 result = None
+            if result is candidate:  # "leave it as it is": a decline
+                result = None
+            if result is not None and (
+                not isinstance(result, Node) or result.graph is not self.builder.graph
+            ):
+                raise RuleError(
+                    f"rule {r} on {candidate.describe()} returned {_shown(result)}; a "
+                    "replacement is None (decline), an input of the candidate or a node "
+                    "built with m.emit, m.constant or m.fold"
+                )
             if (
                 result is None
                 or result.type != candidate.type

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 
 import graphc as gc
@@ -237,3 +238,25 @@ def test_a_declined_replacement_leaves_no_nodes_and_no_tallies() -> None:
     result = rewrite(g, [rule(neg(X), widened), x_times_one], log)
     assert str(result) == str(g)
     assert not log.counts
+
+
+def test_a_rule_returning_the_candidate_declines_and_a_stray_node_is_named() -> None:
+    """Returning the candidate (m.node) means "leave it"; returning a node of the graph
+    being rewritten, or no node at all, is the rule's bug, named at once (it used to
+    surface as a graph mismatch on a later node)."""
+    from graphc.passes.patterns import X, ops
+    from graphc.passes.rewrite import RuleError, rewrite, rule
+
+    exp, neg = ops("exp", "neg")
+    g = gc.parse("""graph g(%x: f32[3]) {
+      %a: f32[3] = exp(%x)
+      %b: f32[3] = neg(%a)
+      output %y = %b
+    }""")
+    log = PassLog("custom")
+    kept = rewrite(g, [rule(exp(X), lambda m: m.node)], log)
+    gc.verify(kept)
+    assert str(kept) == str(g) and not log.counts
+    for stray in (lambda m: g.node("a"), lambda m: g.node("x"), lambda m: 3):
+        with pytest.raises(RuleError, match=r"rule neg\(x\) on node 'b'"):
+            rewrite(g, [rule(neg(X), stray)])

@@ -822,7 +822,10 @@ def _fori_ref(x: np.ndarray) -> np.ndarray:
 import tests.cases.activation  # noqa: E402, F401
 import tests.cases.arrays  # noqa: E402, F401
 import tests.cases.attention  # noqa: E402, F401
+import tests.cases.closeness  # noqa: E402, F401
 import tests.cases.conv  # noqa: E402, F401
+import tests.cases.matrices  # noqa: E402, F401
+import tests.cases.nan_reductions  # noqa: E402, F401
 import tests.cases.norm  # noqa: E402, F401
 import tests.cases.one_hot_pick  # noqa: E402, F401
 import tests.cases.random  # noqa: E402, F401

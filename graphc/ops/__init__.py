@@ -10,6 +10,7 @@ from graphc.ops import constant as _constant  # noqa: F401 - registers the const
 from graphc.ops import control as _control  # noqa: F401 - registers cond, scan, while_loop
 from graphc.ops.activation import *
 from graphc.ops.arrays import *
+from graphc.ops.closeness import *
 from graphc.ops.conv import *
 from graphc.ops.custom import custom_vjp_op  # registers custom_vjp (traced Functions)
 from graphc.ops.dispatch import bind, register_value_kind
@@ -25,7 +26,7 @@ from graphc.ops.indexing import (
     take,
     unslice,
 )
-from graphc.ops.linalg import matmul
+from graphc.ops.linalg import matmul, outer
 from graphc.ops.logical import *
 from graphc.ops.nn import cross_entropy, log_softmax, mse_loss, one_hot, softmax
 from graphc.ops.norm import *
@@ -41,7 +42,19 @@ from graphc.ops.pytree import (
     tree_unflatten,
 )
 from graphc.ops.random import *
-from graphc.ops.reduce import argmax, argmin, logsumexp, max, mean, min, prod, sum, var
+from graphc.ops.reduce import (
+    argmax,
+    argmin,
+    logsumexp,
+    max,
+    mean,
+    min,
+    nanmean,
+    nansum,
+    prod,
+    sum,
+    var,
+)
 from graphc.ops.rounding import *
 from graphc.ops.selection import (  # clamp and clip: rounding's, which take tensor bounds
     cast,

@@ -1,10 +1,10 @@
-"""Array manipulation: flatten, split, chunk, tile, flip, tril and triu here; the rest
-of the family in their own modules, re-exported from this one: `padding.py` (pad),
+"""Array manipulation: flatten, split, chunk, tile, flip, tril, triu and diagonal here;
+the rest of the family in their own modules, re-exported from this one: `padding.py` (pad),
 `along_axis.py` (take_along_axis, embedding), `sorting.py` (argsort, sort, topk),
 `sequences.py` (arange, cumsum, cumprod) and `einsum.py`.
 
-flatten, split, chunk and tile are builders over reshape, slice and broadcast_to;
-flip, tril and triu are ops of their own.
+flatten, split, chunk, tile and diagonal are builders over reshape, slice and
+broadcast_to; flip, tril and triu are ops of their own.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ __all__ = [
     "chunk",
     "cumprod",
     "cumsum",
+    "diagonal",
     "einsum",
     "embedding",
     "flatten",
@@ -289,3 +290,58 @@ def triu(x: Any, k: int | None = None, *, diagonal: int | None = None) -> Any:
     [[0, 1, 1], [0, 0, 1]]
     """
     return _triu(x, k=pick_axis(k, diagonal, "triu", default=0, names=("k", "diagonal")))
+
+
+# -- diagonal ---------------------------------------------------------------------------------
+
+
+def diagonal(
+    x: Any,
+    offset: int = 0,
+    axis1: int | None = None,
+    axis2: int | None = None,
+    *,
+    dim1: int | None = None,
+    dim2: int | None = None,
+) -> Any:
+    """The entries (i, i + offset) of the matrices in dims axis1 and axis2 (0 and 1 by
+    default), as a last dim after the others, as torch.diagonal (dim1, dim2) and
+    np.diagonal (axis1, axis2). A builder over views: the two dims moved last
+    (transpose), merged (reshape), and every (n+1)-th entry from the first taken (a
+    strided slice), so the gradient is the cotangent scattered back onto the diagonal.
+    The two dims must be concrete (the stride is one of them plus 1).
+
+    >>> import numpy as np, graphc as gc
+    >>> m = np.arange(12).reshape(3, 4)
+    >>> gc.diagonal(m).tolist(), gc.diagonal(m, 1).tolist(), gc.diagonal(m, offset=-2).tolist()
+    ([0, 5, 10], [1, 6, 11], [8])
+    """
+    axis1 = pick_axis(axis1, dim1, "diagonal", default=0, names=("axis1", "dim1"))
+    axis2 = pick_axis(axis2, dim2, "diagonal", default=1, names=("axis2", "dim2"))
+    shape = tuple(shape_of(x))
+    rank = len(shape)
+    if rank < 2:
+        raise ShapeError(f"diagonal: needs at least 2 dims, got shape {format_shape(shape)}")
+    first, second = normalize_axis(axis1, rank, "diagonal"), normalize_axis(axis2, rank, "diagonal")
+    if first == second:
+        raise ShapeError(
+            f"diagonal: axis1 and axis2 are both dim {first} of shape {format_shape(shape)} "
+            "(a diagonal runs along two different dims)"
+        )
+    offset = integer(offset, "diagonal", "offset")
+    rows, cols = shape[first], shape[second]
+    if is_symbol(rows) or is_symbol(cols):
+        raise ShapeError(
+            f"diagonal: dims {first} and {second} of shape {format_shape(shape)} must be "
+            "concrete (the diagonal's stride and length follow from them)"
+        )
+    order = (*(a for a in range(rank) if a not in (first, second)), first, second)
+    if order != tuple(range(rank)):
+        x = S.transpose(x, order)
+    if offset >= 0:  # entry (i, i + offset) is flat position i * (cols + 1) + offset
+        length, start = max(0, min(rows, cols - offset)), offset
+    else:  # entry (i - offset, i) is flat position i * (cols + 1) - offset * cols
+        length, start = max(0, min(rows + offset, cols)), -offset * cols
+    flat = S.reshape(x, (*(shape[a] for a in order[:-2]), rows * cols))
+    stop = start + (length - 1) * (cols + 1) + 1 if length else 0
+    return I.slice_(flat, index=(Ellipsis, slice(0 if not length else start, stop, cols + 1)))

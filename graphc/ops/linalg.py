@@ -1,4 +1,5 @@
-"""matmul, numpy's semantics: 1-D operands are promoted and squeezed, batches broadcast."""
+"""matmul, numpy's semantics: 1-D operands are promoted and squeezed, batches broadcast;
+contract_rows (the weight gradient of rows times a matrix) and outer, a builder."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from graphc.ir.types import TensorType, broadcast_shapes, format_shape
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
 from graphc.ops.defop import defop, ufunc_dtype
+from graphc.ops.spelling import shape_of
 
 
 def _matmul_infer(a: TensorType, b: TensorType) -> TensorType:
@@ -176,3 +178,23 @@ contract_rows = defop(
     "(k, n), the leading dims flattened into the one contracted axis (the weight gradient "
     "of a batch of rows times a matrix, as one GEMM).",
 )
+
+
+# -- outer ---------------------------------------------------------------------------------------
+
+
+def outer(x: Any, y: Any) -> Any:
+    """The outer product x[i] * y[j] of two 1-D values, as torch.outer (also spelled
+    torch.ger) and np.outer: a builder, a column times a row, so its gradients are
+    ct @ y and x @ ct. torch refuses other ranks, and so does graphc (numpy would
+    flatten them).
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.outer(np.array([1, 2]), np.array([3, 4, 5])).tolist()
+    [[3, 4, 5], [6, 8, 10]]
+    """
+    for name, value in (("x", x), ("y", y)):
+        shape = tuple(shape_of(value))
+        if len(shape) != 1:
+            raise ShapeError(f"outer: expects a 1-D {name}, got shape {format_shape(shape)}")
+    return E.mul(S.expand_dims(x, 1), S.expand_dims(y, 0))

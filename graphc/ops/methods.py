@@ -37,6 +37,7 @@ from graphc.ops import (
     activation,
     along_axis,
     arrays,
+    closeness,
     elementwise,
     indexing,
     linalg,
@@ -141,6 +142,8 @@ REDUCE: dict[str, Callable[..., Any]] = {
     "argmax": reduce.argmax,
     "argmin": reduce.argmin,
     "logsumexp": reduce.logsumexp,
+    "nansum": reduce.nansum,
+    "nanmean": reduce.nanmean,
 }
 
 
@@ -349,6 +352,15 @@ class ValueMethods(OperatorMixin):
     def flipud(self) -> Any:
         return arrays.flip(self, (0,))
 
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+        """The entries (i, i + offset) of dims dim1 and dim2, as a last dim (torch's)."""
+        return arrays.diagonal(self, offset, dim1, dim2)
+
+    def outer(self, other: Any) -> Any:
+        return linalg.outer(self, other)
+
+    ger = outer
+
     def tril(self, diagonal: int = 0) -> Any:
         return arrays.tril(self, diagonal)
 
@@ -501,6 +513,15 @@ class ValueMethods(OperatorMixin):
             nonzeros, axis=pick_axis(axis, dim, "any"), keepdims=pick_keep(keepdim, keepdims)
         )
         return elementwise.gt(count, 0)
+
+    def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
+                equal_nan: bool = False) -> Any:  # fmt: skip
+        return closeness.isclose(self, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+    def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
+                 equal_nan: bool = False) -> Any:  # fmt: skip
+        """A Python bool on an eager tensor (torch's); a 0-d bool value on a graph value."""
+        return closeness.allclose(self, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
     def norm(self) -> Any:
         """The 2-norm of all elements (gradient 0 at a norm of 0, as torch)."""

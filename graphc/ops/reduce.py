@@ -1,4 +1,5 @@
-"""Reductions: sum, prod, mean, max, min, argmax, argmin, logsumexp, and var built on them."""
+"""Reductions: sum, prod, mean, max, min, argmax, argmin, logsumexp, and var, nansum and
+nanmean built on them."""
 
 from __future__ import annotations
 
@@ -7,12 +8,23 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
-from graphc.ir.types import Shape, TensorType, as_dtype, as_shape, normalize_axes, normalize_axis
+from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
+from graphc.ir.types import (
+    Shape,
+    TensorType,
+    as_dtype,
+    as_shape,
+    is_float,
+    normalize_axes,
+    normalize_axis,
+)
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import shape as S
 from graphc.ops.defop import defop, into, ufunc_dtype
+from graphc.ops.dispatch import dtype_of
+from graphc.ops.logical import logical_not
+from graphc.ops.selection import isnan
 from graphc.ops.spelling import torch_keywords
 
 
@@ -432,3 +444,49 @@ def var(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, *,
         n = shape_size(x, canonical_axes(axis, len(x.shape), "var"), result.dtype)
         result = result * (n / (n - ddof))
     return result
+
+
+# -- ignoring nan -------------------------------------------------------------------------------
+
+
+def _nan_as_zero(x: Any) -> Any:
+    """x with its nans 0 (the gradient there is then 0, as torch's); other dtypes have none."""
+    if not is_float(dtype_of(x)):
+        return x
+    return E.where(isnan(x), E.zeros_like(x), x)
+
+
+@torch_keywords
+def nansum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Sum over axis (all by default) counting nan as 0, as torch.nansum and np.nansum:
+    the gradient is 1 where x is a number and 0 at its nans. Integers and bools sum as
+    `sum` does (in int64).
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.nansum(np.array([[1.0, np.nan], [3.0, 4.0]]), dim=1).tolist()
+    [1.0, 7.0]
+    """
+    return sum(_nan_as_zero(x), axis=axis, keepdims=keepdims)
+
+
+@torch_keywords
+def nanmean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Mean over axis (all by default) of the elements that are not nan, as torch.nanmean
+    and np.nanmean: nan where all are (or none are there; numpy's 0 / 0 warning). As
+    torch, of floating-point inputs only.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.nanmean(np.array([[1.0, np.nan], [3.0, 4.0]]), dim=1).tolist()
+    [1.0, 3.5]
+    """
+    dtype = dtype_of(x)
+    if not is_float(dtype):
+        raise DTypeError(
+            f"nanmean: expects a floating-point input, got {dtype} (as torch.nanmean; "
+            "cast it first, or use mean)"
+        )
+    numbers = E.cast(logical_not(isnan(x)), dtype)
+    count = sum(numbers, axis=axis, keepdims=keepdims)
+    # nan where no element is a number, as torch; the gradient at nans is 0 (where's),
+    # also in such a group, where torch's mask times ct / 0 gives nan
+    return sum(_nan_as_zero(x), axis=axis, keepdims=keepdims) / count

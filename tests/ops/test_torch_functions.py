@@ -221,3 +221,171 @@ def test_cumprod_onnx_form_needs_a_concrete_length() -> None:
     x = RNG.standard_normal((3, 7))
     (got,) = session.run(None, {g.inputs[0].name: x})
     np.testing.assert_allclose(got, np.cumprod(x, 1), rtol=1e-14)
+
+
+# -- nansum and nanmean -----------------------------------------------------------------------------
+
+WITH_NANS = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, 2.5], [-1.0, 0.5, 4.0]])
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmean"])
+@pytest.mark.parametrize("kwargs", [{}, {"dim": 1}, {"dim": 0, "keepdim": True}, {"dim": (0, 1)}])
+def test_nan_reductions_agree_with_torch(name: str, kwargs: dict) -> None:
+    eager, traced = _eager_and_traced(lambda x: getattr(x, name)(**kwargs), WITH_NANS)
+    want = _torch_run(lambda x: getattr(x, name)(**kwargs), WITH_NANS)
+    _same(eager, want, rtol=1e-15)
+    _same(traced, want, rtol=1e-15)
+    assert (eager[1][np.isnan(WITH_NANS)] == 0).all()
+
+
+def test_nan_reductions_of_other_dtypes_as_torch() -> None:
+    torch = _torch()
+    ints = [[1, 2], [3, 4]]
+    got, want = ge.nansum(ge.tensor(ints), dim=0), torch.nansum(torch.tensor(ints), dim=0)
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
+    assert ge.tensor([True, True]).nansum().item() == torch.tensor([True, True]).nansum().item()
+    with pytest.raises(gc.DTypeError, match="nanmean.*floating-point.*int64"):
+        ge.nanmean(ge.tensor(ints))
+    with pytest.raises(gc.DTypeError, match="nanmean"):
+        gc.trace(gc.nanmean, np.ones(3, np.int32))
+    # a group of nans only: nan, as torch (whose gradient there is nan; graphc's is 0)
+    with np.errstate(invalid="ignore"):
+        got = ge.nanmean(ge.tensor([[np.nan, 1.0], [np.nan, 3.0]]), dim=0)
+    want = torch.nanmean(torch.tensor([[np.nan, 1.0], [np.nan, 3.0]]), dim=0)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# -- outer and diagonal ---------------------------------------------------------------------------
+
+
+def test_outer_agrees_with_torch() -> None:
+    x, y = RNG.standard_normal(3), RNG.standard_normal(4)
+    eager, traced = _eager_and_traced(ge.outer, x, y)
+    want = _torch_run(lambda a, b: a.outer(b), x, y)
+    _same(eager, want, rtol=1e-15)
+    _same(traced, want, rtol=1e-15)
+    torch = _torch()
+    ints = ge.tensor([1, 2]).outer(ge.tensor([3, 4, 5]))
+    assert ints.dtype == np.int64
+    assert ints.tolist() == torch.outer(torch.tensor([1, 2]), torch.tensor([3, 4, 5])).tolist()
+    assert ge.tensor([1.0]).ger(ge.tensor([2.0])).tolist() == [[2.0]]
+    for bad in (np.ones((2, 2)), np.float64(2.0)):
+        with pytest.raises(gc.ShapeError, match="outer: expects a 1-D"):
+            gc.outer(bad, np.ones(2))
+    g = gc.trace(gc.outer, gc.TensorSpec(("N",), "float64"), gc.TensorSpec((2,), "float64"))
+    np.testing.assert_array_equal(
+        g(np.arange(3.0), np.ones(2)), np.outer(np.arange(3.0), np.ones(2))
+    )
+
+
+DIAGONALS = [((3, 4), 0, 0, 1), ((3, 4), 1, 0, 1), ((3, 4), -2, 0, 1), ((3, 4), 5, 0, 1),
+             ((3, 4), -5, 0, 1), ((2, 3, 4), 0, 1, 2), ((2, 3, 4), 1, 2, 0),
+             ((2, 3, 4), -1, -1, 0), ((4, 4), 0, 1, 0), ((0, 3), 0, 0, 1),
+             ((2, 0, 3), 1, 0, 2)]  # fmt: skip
+
+
+@pytest.mark.quick_cases(3)
+@pytest.mark.parametrize(("shape", "offset", "dim1", "dim2"), DIAGONALS)
+def test_diagonal_and_its_scattered_gradient_agree_with_torch(
+    shape: tuple, offset: int, dim1: int, dim2: int
+) -> None:
+    x = RNG.standard_normal(shape)
+    weights = RNG.standard_normal(np.diagonal(x, offset, dim1, dim2).shape)
+
+    def fn(v: Any) -> Any:  # weighted, so each diagonal entry has a cotangent of its own
+        torch_tensor = hasattr(v, "new_tensor") and not isinstance(v, ge.Tensor)
+        return v.diagonal(offset, dim1, dim2) * (v.new_tensor(weights) if torch_tensor else weights)
+
+    eager, traced = _eager_and_traced(fn, x)
+    want = _torch_run(fn, x)
+    _same(eager, want)
+    _same(traced, want)
+
+
+def test_diagonal_spellings_refusals_and_symbolic_dims() -> None:
+    torch = _torch()
+    x = RNG.standard_normal((2, 3, 3))
+    want = torch.diagonal(torch.tensor(x), 1, 1, 2).numpy()
+    for got in (gc.diagonal(x, 1, 1, 2), gc.diagonal(x, offset=1, dim1=1, dim2=2),
+                gc.diagonal(x, 1, axis1=-2, axis2=-1), ge.tensor(x).diagonal(1, 1, 2).numpy()):  # fmt: skip
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(gc.ShapeError, match="diagonal: needs at least 2 dims"):
+        gc.diagonal(np.ones(3))
+    with pytest.raises(gc.ShapeError, match="diagonal: axis1 and axis2 are both dim 1"):
+        gc.diagonal(x, 0, 1, -2)
+    with pytest.raises(gc.IndexRangeError, match="diagonal"):
+        gc.diagonal(x, 0, 0, 3)
+    with pytest.raises(gc.GraphcError, match="diagonal: give either dim1="):
+        gc.diagonal(x, 0, 1, dim1=1)
+    # a symbolic batch dim is carried along; the matrix dims must be concrete
+    g = gc.trace(lambda v: gc.diagonal(v, -1, 1, 2), gc.TensorSpec(("B", 3, 3), "float64"))
+    np.testing.assert_array_equal(g(x), np.diagonal(x, -1, 1, 2))
+    with pytest.raises(gc.ShapeError, match=r"diagonal: dims 0 and 1 of shape \(N, 3\)"):
+        gc.trace(gc.diagonal, gc.TensorSpec(("N", 3)))
+
+
+def test_diagonal_vmap_is_a_loop() -> None:
+    x = RNG.standard_normal((4, 3, 5))
+    got = gc.vmap(lambda m: gc.diagonal(m, 1))(x)
+    np.testing.assert_array_equal(got, np.stack([np.diagonal(m, 1) for m in x]))
+    got = gc.vmap(lambda m: gc.diagonal(m, -1), in_axes=2)(x)
+    np.testing.assert_array_equal(got, np.stack([np.diagonal(x[..., i], -1) for i in range(5)]))
+
+
+# -- isclose and allclose ---------------------------------------------------------------------------
+
+CLOSE_X = [0.0, -0.0, 1.0, 1.0 + 1e-9, 1.0, np.inf, -np.inf, np.inf, np.nan, np.nan, 1e300, 5.0]
+CLOSE_Y = [-0.0, 1e-9, 1.0 + 2e-5, 1.0, 1.1, np.inf, np.inf, 1e308, np.nan, 1.0, np.inf, 5.5]
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"equal_nan": True}, {"rtol": 0.2}, {"atol": 0.6}, {"rtol": 0, "atol": 0}]
+)
+def test_isclose_and_allclose_agree_with_torch(kwargs: dict) -> None:
+    torch = _torch()
+    for dtype in (np.float64, np.float32):
+        x, y = np.array(CLOSE_X, dtype), np.array(CLOSE_Y, dtype)
+        want = torch.isclose(torch.tensor(x), torch.tensor(y), **kwargs).numpy()
+        with np.errstate(all="ignore"):
+            eager = ge.tensor(x).isclose(ge.tensor(y), **kwargs).numpy()
+            traced = gc.trace(lambda a, b: gc.isclose(a, b, **kwargs), x, y)(x, y)
+        np.testing.assert_array_equal(eager, want)
+        np.testing.assert_array_equal(traced, want)
+        for k in range(len(x)):
+            one = torch.allclose(torch.tensor(x[k : k + 3]), torch.tensor(y[k : k + 3]), **kwargs)
+            with np.errstate(all="ignore"):
+                got = ge.allclose(ge.tensor(x[k : k + 3]), ge.tensor(y[k : k + 3]), **kwargs)
+            assert got is one, (k, kwargs)
+
+
+def test_isclose_of_integers_and_bools_agrees_with_torch() -> None:
+    torch = _torch()
+    a, b = np.array([10, 2, -3, 7]), np.array([11, 3, -3, 0])
+    for kwargs in ({}, {"atol": 1.5}, {"rtol": 0.1, "atol": 0}):
+        want = torch.isclose(torch.tensor(a), torch.tensor(b), **kwargs).tolist()
+        assert gc.isclose(ge.tensor(a), ge.tensor(b), **kwargs).tolist() == want
+    p, q = np.array([True, False, True]), np.array([True, True, False])
+    assert gc.isclose(p, q).tolist() == torch.isclose(torch.tensor(p), torch.tensor(q)).tolist()
+
+
+def test_isclose_refusals_name_the_argument() -> None:
+    with pytest.raises(gc.DTypeError, match="isclose: x is int64 and y is float32"):
+        ge.isclose(ge.tensor([1, 2]), ge.tensor([1.0, 2.0]))
+    with pytest.raises(gc.GraphcError, match="isclose: rtol must be >= 0, got -1"):
+        gc.isclose(np.ones(2), np.ones(2), rtol=-1)
+    with pytest.raises(gc.GraphcError, match="isclose: atol must be a number"):
+        gc.isclose(np.ones(2), np.ones(2), atol="big")
+
+
+def test_allclose_gives_a_python_bool_on_tensors_and_a_value_in_graphs() -> None:
+    x = ge.tensor([1.0, 2.0])
+    assert ge.allclose(x, x + 1e-7) is True and x.allclose(x + 1.0) is False
+    assert gc.allclose(np.ones(2), np.ones(2)) is True
+    assert gc.allclose(np.ones((0, 2)), np.ones(2)) is True  # no elements: all close, as torch
+    g = gc.trace(
+        lambda a, b: a.allclose(b),
+        gc.TensorSpec(("B",), "float64"),
+        gc.TensorSpec(("B",), "float64"),
+    )
+    assert g.outputs[0].type == gc.TensorType((), np.bool_)
+    assert g(np.ones(3), np.ones(3)).item() is True and g(np.ones(3), np.zeros(3)).item() is False

@@ -389,3 +389,20 @@ def test_allclose_gives_a_python_bool_on_tensors_and_a_value_in_graphs() -> None
     )
     assert g.outputs[0].type == gc.TensorType((), np.bool_)
     assert g(np.ones(3), np.ones(3)).item() is True and g(np.ones(3), np.zeros(3)).item() is False
+
+
+# -- ONNX: one op type each, read back as the op ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_the_onnx_op_type_is_read_back_as_the_op(name: str) -> None:
+    pytest.importorskip("onnx")
+    g = gc.trace(getattr(gc, name), gc.TensorSpec((5,), "float32"))
+    model = gc.onnx.export_model(g)
+    written = [n.op_type for n in model.graph.node if n.op_type != "Identity"]  # (naming)
+    assert written == [name[0].upper() + name[1:]]
+    back = gc.onnx.import_model(model)
+    assert [n.op for n in back.op_nodes] == [name]
+    x = np.array([0.25, -0.5, 0.75, 1.5, 3.0], np.float32)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(back(x), g(x))

@@ -10,7 +10,9 @@
 tensor([-2.7000], requires_grad=True)
 """
 
-from graphc.optim.adam import Adam
+from graphc.optim.adagrad import Adagrad
+from graphc.optim.adam import Adam, AdamW
 from graphc.optim.optimizer import Optimizer
+from graphc.optim.rmsprop import RMSprop
 from graphc.optim.sgd import SGD
 from graphc.optim.train_step import StaleTrainStepError, TrainStep, compile_train_step

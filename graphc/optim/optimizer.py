@@ -33,12 +33,20 @@ import numpy as np
 from graphc.eager import Tensor, from_numpy, no_grad
 from graphc.eager.autograd import zero_grads
 from graphc.ir.errors import GraphcError
+from graphc.ops import cast
 
 
 def check_range(name: str, value: float, low: float, high: float | None = None) -> None:
     if not (low <= value and (high is None or value < high)):
         span = f"[{low}, {high})" if high is not None else f">= {low}"
         raise GraphcError(f"invalid {name}: {value} (expected {span})")
+
+
+def like(value: Any, param: Any) -> Any:
+    """A hyperparameter in `param`'s dtype: a Python number stays one (weak-typed, as
+    numpy's scalars are), anything else (a compiled step's fed learning rate, a float64
+    graph value) is cast, so that it scales the parameter in the parameter's dtype."""
+    return value if isinstance(value, (int, float)) else cast(value, param.dtype)
 
 
 def _as_array(value: Any) -> np.ndarray:
@@ -54,6 +62,9 @@ class Optimizer:
         self.params: list[Tensor] = []  # every group's parameters, in order
         # state per parameter index: name -> tensor; filled on each parameter's first step
         self.state: list[dict[str, Tensor]] = []
+        # the lr schedulers stepping this optimizer (graphc.optim.lr_scheduler): a compiled
+        # step reads the learning rates of an optimizer with one every step
+        self.lr_schedulers: list[Any] = []
         listed = list(params)
         if not listed:
             raise GraphcError(f"{type(self).__name__} got an empty parameter list")

@@ -7,7 +7,7 @@ from typing import Any
 
 from graphc.ir.errors import GraphcError
 from graphc.ops import where
-from graphc.optim.optimizer import Optimizer, check_range
+from graphc.optim.optimizer import Optimizer, check_range, like
 
 
 class SGD(Optimizer):
@@ -74,4 +74,4 @@ class SGD(Optimizer):
                 buf = momentum * buf + g  # the first step's buffer is zeros: b = g
             new_state["momentum_buffer"] = buf
             g = g + momentum * buf if hp["nesterov"] else buf
-        return param - hp["lr"] * g, new_state
+        return param - like(hp["lr"], param) * g, new_state

@@ -23,6 +23,7 @@ import numpy as np
 
 from graphc.ir.graph import Node
 from graphc.ir.types import is_symbol
+from graphc.onnx.exporters_nn import pool_window
 from graphc.onnx.importer import OnnxError
 from graphc.onnx.writer import Writer, computed, exporter
 from graphc.ops.pool import window_divisor
@@ -35,13 +36,11 @@ def _window(node: Node) -> dict:
     return {"kernel_shape": kernel, "strides": stride, "pads": list(a["padding"])}
 
 
-def _indices(w: Writer, node: Node, x: str) -> str:
-    """The flat positions in x of each window's maximum."""
-    a = node.attrs
-    _, found = w.emit(
-        "MaxPool", [x], 2, **_window(node), dilations=list(a["dilation"]),
-        ceil_mode=int(bool(a["ceil_mode"])),
-    )  # fmt: skip
+def _indices(w: Writer, node: Node, x: str, pooled: tuple) -> str:
+    """The flat positions in x of each window's maximum (`pooled`: the pool's shape);
+    a window graphc drops in ceil_mode as pool_window says (onnxruntime drops it too)."""
+    window, _ = pool_window(node, node.inputs[1].type.shape[2:], pooled[2:])
+    _, found = w.emit("MaxPool", [x], 2, **window, dilations=list(node.attrs["dilation"]))
     return w.one("Reshape", [found, w.ints([-1])])
 
 
@@ -60,7 +59,10 @@ def _max_pool2d_backward(w: Writer, node: Node, ins: list[str]) -> list[str]:
     zero = numpy_helper.from_array(np.zeros((1,), node.type.dtype))
     zeros = w.one("ConstantOfShape", [w.one("Reshape", [size, w.ints([1])])], value=zero)
     flat = w.one(
-        "ScatterElements", [zeros, _indices(w, node, x), _flat(w, ct)], axis=0, reduction="add"
+        "ScatterElements",
+        [zeros, _indices(w, node, x, node.inputs[0].type.shape), _flat(w, ct)],
+        axis=0,
+        reduction="add",
     )
     return [w.one("Reshape", [flat, w.one("Shape", [x])])]
 
@@ -68,7 +70,7 @@ def _max_pool2d_backward(w: Writer, node: Node, ins: list[str]) -> list[str]:
 @exporter("max_pool2d_select")
 def _max_pool2d_select(w: Writer, node: Node, ins: list[str]) -> list[str]:
     v, x, pooled = ins
-    picked = w.one("Gather", [_flat(w, v), _indices(w, node, x)], axis=0)
+    picked = w.one("Gather", [_flat(w, v), _indices(w, node, x, node.inputs[2].type.shape)], axis=0)
     return [w.one("Reshape", [picked, w.one("Shape", [pooled])])]
 
 

@@ -20,11 +20,40 @@ def _pair(value: object) -> list[int]:
     return [int(v) for v in value] if isinstance(value, (tuple, list)) else [int(value)] * 2
 
 
-def _window(node: Node) -> dict:
+def pool_window(node: Node, sizes: tuple, pooled: tuple) -> tuple[dict, list[int]]:
+    """A pool's ONNX attributes (for input sizes `sizes` pooled to `pooled`), and the axes
+    whose result must still be sliced to `pooled` (see `_without_late_windows`).
+
+    In ceil_mode graphc and PyTorch (and ONNX from opset 22) drop a last window that
+    would start in the end padding; ONNX's shape rule before opset 22 keeps it, while
+    onnxruntime drops it. A pool whose declared shape is not the one computed breaks
+    onnxruntime's buffer planning (a later value of the declared size reuses the smaller
+    buffer: "Shape mismatch attempting to re-use buffer"), so where it can, the end pad
+    is cut to end the last kept window: then every rule counts the same windows, over
+    the same elements (a dropped window's pads were read by no kept one past that end)."""
     a = node.attrs
     kernel = _pair(a["kernel_size"])
     stride = kernel if a["stride"] is None else _pair(a["stride"])
-    return {"kernel_shape": kernel, "strides": stride, "pads": list(a["padding"])}
+    dilation, pads = _pair(a.get("dilation", 1)), list(a["padding"])
+    late = []
+    for k in range(2) if a["ceil_mode"] else ():
+        if isinstance(sizes[k], str):  # stride 1 at a symbolic dim: no partial windows
+            continue
+        span = dilation[k] * (kernel[k] - 1) + 1
+        room = sizes[k] + pads[k] + pads[k + 2] - span
+        if -(-room // stride[k]) + 1 <= pooled[k]:
+            continue
+        end = (pooled[k] - 1) * stride[k] - pads[k] + span - sizes[k]
+        if end >= 0:
+            pads[k + 2] = end
+        else:  # a stride past the kernel: the last window ends before the input does
+            late.append(k)
+    attrs = {"kernel_shape": kernel, "strides": stride, "pads": pads}
+    return {**attrs, "ceil_mode": int(bool(a["ceil_mode"]))}, late
+
+
+def _window(node: Node) -> tuple[dict, list[int]]:
+    return pool_window(node, node.inputs[0].type.shape[2:], node.type.shape[2:])
 
 
 @exporter("conv2d")
@@ -68,12 +97,11 @@ def _max_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
         )
     x = w.cast(ins[0], dtype, np.float64) if dtype.kind in "iub" else ins[0]  # exact for int32
 
+    window, late = _window(node)
+
     def pool(value: str) -> str:
-        pooled = w.one(
-            "MaxPool", [value], **_window(node), dilations=list(a["dilation"]),
-            ceil_mode=int(bool(a["ceil_mode"])),
-        )  # fmt: skip
-        return _without_late_windows(w, node, pooled)
+        pooled = w.one("MaxPool", [value], **window, dilations=list(a["dilation"]))
+        return _without_late_windows(w, node, pooled, late)
 
     pooled = pool(x)
     if dtype.kind in "iub":
@@ -87,17 +115,11 @@ def _max_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
 
 @exporter("avg_pool2d")
 def _avg_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    a, window = node.attrs, _window(node)
+    a, (window, late) = node.attrs, _window(node)
     divisor = a["divisor_override"]
     include = int(bool(a["count_include_pad"]) or divisor is not None)
-    pooled = w.one(
-        "AveragePool",
-        computed(w, node, ins),
-        **window,
-        ceil_mode=int(bool(a["ceil_mode"])),
-        count_include_pad=include,
-    )
-    pooled = _without_late_windows(w, node, pooled)
+    pooled = w.one("AveragePool", computed(w, node, ins), **window, count_include_pad=include)
+    pooled = _without_late_windows(w, node, pooled, late)
     if divisor is None:
         return [pooled]
     # a sum over the window (the mean over its positions in the padded input, times
@@ -111,28 +133,13 @@ def _avg_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
     return [w.one("Mul", [pooled, w.const(counts / np.asarray(divisor, dtype))])]
 
 
-def _without_late_windows(w: Writer, node: Node, pooled: str) -> str:
-    """A ceil_mode pool less the last window where it would start in the end padding:
-    graphc and PyTorch (and ONNX from opset 22) drop that window, ONNX's shape rule
-    before opset 22 keeps it. onnxruntime drops it already, so the Slice then is a no-op."""
-    a = node.attrs
-    if not a["ceil_mode"]:
+def _without_late_windows(w: Writer, node: Node, pooled: str, late: list[int]) -> str:
+    """`pooled` less the last window along the `late` axes, where graphc drops a window
+    that ONNX's shape rule before opset 22 keeps (pool_window)."""
+    if not late:
         return pooled
-    sizes, pooled_sizes = node.inputs[0].type.shape[2:], node.type.shape[2:]
-    kernel, stride = _pair(a["kernel_size"]), _pair(a["stride"] or a["kernel_size"])
-    dilation, pads = _pair(a.get("dilation", 1)), a["padding"]
-    longer = []
-    for k in range(2):
-        if isinstance(sizes[k], str):  # stride 1 at a symbolic dim: no partial windows
-            continue
-        span = dilation[k] * (kernel[k] - 1) + 1
-        room = sizes[k] + pads[k] + pads[k + 2] - span
-        if -(-room // stride[k]) + 1 > pooled_sizes[k]:
-            longer.append(k)
-    if not longer:
-        return pooled
-    starts, ends = w.ints([0] * len(longer)), w.ints([pooled_sizes[k] for k in longer])
-    return w.one("Slice", [pooled, starts, ends, w.ints([k + 2 for k in longer])])
+    starts, ends = w.ints([0] * len(late)), w.ints([node.type.shape[2 + k] for k in late])
+    return w.one("Slice", [pooled, starts, ends, w.ints([k + 2 for k in late])])
 
 
 @exporter("layer_norm")

@@ -430,3 +430,27 @@ def test_max_pool_of_a_window_holding_a_nan_is_nan() -> None:
     assert np.isnan(want[0]).sum() == 2 and np.isnan(want[1]).sum() == 13
     assert_bits_equal(_ort_run(g, {"v": x}), want, "onnxruntime")
     assert_bits_equal(_round_trip(g, {"v": x})[0], want, "round trip")
+
+
+def test_ceil_mode_pools_declare_the_shape_onnxruntime_computes() -> None:
+    """A ceil_mode pool dropping a window that starts in the end padding was written
+    with ONNX's shape rule keeping it (then sliced off): onnxruntime, which drops it
+    itself, planned a later value of the declared size into the smaller buffer and
+    failed ("Shape mismatch attempting to re-use buffer"). The end pad is now cut to
+    the last kept window, so the declared and computed shapes agree; gradients too."""
+    pytest.importorskip("onnxruntime")
+    g = gc.Graph("late")
+    with g:
+        x = gc.placeholder("x", (1, 2, 3, 3), "float32")  # pooled (2, 2); ONNX's rule: (3, 3)
+        p = gc.max_pool2d(x, 2, 2, 1, ceil_mode=True)
+        gc.output(p, name="max")
+        gc.output(gc.avg_pool2d(x, 2, 2, 1, ceil_mode=True, count_include_pad=True), name="avg")
+        gc.output(gc.exp(x) + gc.sum(p), name="after")
+        gc.output(gc.sum(gc.max_pool2d(x * x, 3, 2, 1, ceil_mode=True)), name="loss")
+    gg = gc.gradients(g, wrt=["x"], outputs=["loss"])
+    x = np.random.default_rng(0).standard_normal((1, 2, 3, 3)).astype(np.float32)
+    for graph in (g, gg):
+        want = gc.run(graph, {"x": x})
+        assert [a.shape for a in want[:2]] == [(1, 2, 2, 2)] * 2
+        _compare(_ort_run(graph, {"x": x}), want, "onnxruntime")
+        assert "Slice" not in {n.op_type for n in _export(graph).graph.node}

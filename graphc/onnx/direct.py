@@ -21,7 +21,15 @@ import numpy as np
 
 from graphc.ir.graph import Node
 from graphc.ir.registry import register_rule
-from graphc.onnx.importer import Context, OnnxError, Value, handler
+from graphc.onnx.importer import (
+    Context,
+    OnnxError,
+    Value,
+    handler,
+    is_dims,
+    symbolic_hint,
+    symbols_in,
+)
 from graphc.onnx.writer import Exporter, Writer, computed
 from graphc.ops.dispatch import bind
 
@@ -66,6 +74,8 @@ class Direct:
         # refuses them on the other op types
         if "broadcast" in attrs or "axis" in attrs:
             raise ctx.error("legacy broadcast/axis attributes (opset < 7) are not supported")
+        if any(is_dims(v) for v in inputs) and symbols_in(inputs):  # (Mul of batch and heads)
+            raise ctx.error(f"cannot compute a shape by {self.op_type}{symbolic_hint(inputs)}")
         return [bind(self.op, *inputs)]
 
 

@@ -289,7 +289,11 @@ def text(value: Any, what: str) -> str:
     return value
 
 
-def value_type(info: Any, used: dict[str, str], where: str) -> TensorType:
+def value_type(
+    info: Any, used: dict[str, str], where: str, sizes: dict[str, int] | None = None
+) -> TensorType:
+    """The TensorType of a graph input; its dim_params symbolic dims (`used`: dim_param ->
+    symbol), but those `sizes` gives a size (by dim_param or by symbol)."""
     tensor = info.type.tensor_type
     if not info.type.HasField("tensor_type"):
         kind = info.type.WhichOneof("value")
@@ -298,9 +302,11 @@ def value_type(info: Any, used: dict[str, str], where: str) -> TensorType:
     for k, d in enumerate(tensor.shape.dim):
         if d.HasField("dim_value"):
             dims.append(int(d.dim_value))
-        else:
-            name = text(d.dim_param, f"{where}: the name of dim {k}")
-            dims.append(symbol_name(name or f"{info.name}_{k}", used))
+            continue
+        name = text(d.dim_param, f"{where}: the name of dim {k}")
+        symbol = symbol_name(name or f"{info.name}_{k}", used)
+        given = (sizes or {}).get(name, (sizes or {}).get(symbol))
+        dims.append(symbol if given is None else given)
     try:
         return TensorType(dims, numpy_dtype(tensor.elem_type, where))
     except OnnxError:
@@ -606,6 +612,30 @@ _UNFORESEEN = (
 )  # fmt: skip
 
 
+def symbols_in(values: Sequence[Value]) -> list[str]:
+    """The symbolic dims among `values`: in graph values' shapes, and in Dims."""
+    found: list[str] = []
+    for v in values:
+        dims = list(v.reshape(-1)) if is_dims(v) else list(getattr(v, "shape", ()))
+        found += [d for d in dims if isinstance(d, str) and d not in found]
+    return found
+
+
+def symbolic_hint(values: Sequence[Value]) -> str:
+    """What to do when a node cannot be read over symbolic dims: graphc's symbolic dims
+    are names, so a shape of `batch * heads` (torch's attention) has no form; a size
+    given at import (`dims=`) makes it concrete."""
+    symbols = symbols_in(values)
+    if not symbols:
+        return ""
+    example = ", ".join(f"'{d}': ..." for d in symbols)
+    return (
+        f" (over the model's symbolic dim(s) {symbols}: graphc's symbolic dims are names, "
+        "not expressions such as a product of two; import with "
+        f"dims={{{example}}} to give them sizes)"
+    )
+
+
 def run_node(ctx: Context, node: Any, inputs: list[Value], attrs: dict[str, Any]) -> list[Value]:
     """The values of `node`'s outputs, by its op type's handler for the model's opset
     (`check_node` has checked the node)."""
@@ -620,7 +650,7 @@ def run_node(ctx: Context, node: Any, inputs: list[Value], attrs: dict[str, Any]
             except OnnxError:
                 raise
             except GraphcError as exc:
-                raise ctx.error(str(exc)) from None
+                raise ctx.error(f"{exc}{symbolic_hint(inputs)}") from None
             except _UNFORESEEN as exc:  # the cause is kept for a report
                 raise ctx.error(f"cannot be read: {type(exc).__name__}: {exc}") from exc
             ctx.folded += sum(

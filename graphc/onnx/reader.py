@@ -36,6 +36,7 @@ def import_model(
     name: str | None = None,
     fixed: dict[str, Any] | None = None,
     base_dir: str | os.PathLike | None = None,
+    dims: dict[str, int] | None = None,
 ) -> Graph:
     """An ONNX model (a ModelProto, a path or bytes) as a graphc Graph.
 
@@ -45,8 +46,11 @@ def import_model(
     Outputs keep their names and order. `fixed` gives values for graph inputs that the
     graph's shapes depend on (a Reshape's shape, a Slice's starts fed as inputs): they
     become constants, as a static graph needs (an OnnxError names such an input,
-    with `.needs`). External data is read from the model file's folder, or `base_dir`;
-    a model given as bytes or a ModelProto reads no file unless `base_dir` is given.
+    with `.needs`). `dims` gives sizes to the inputs' symbolic dims (by dim_param):
+    graphc's symbolic dims are names, so a model computing a shape such as
+    `batch * heads` (torch's MultiheadAttention) is read at a given batch size.
+    External data is read from the model file's folder, or `base_dir`; a model given
+    as bytes or a ModelProto reads no file unless `base_dir` is given.
 
     >>> import onnx
     >>> from onnx import helper, TensorProto
@@ -66,8 +70,19 @@ def import_model(
     check_names(proto.graph)
     graph = Graph(name or text(proto.graph.name, "the graph's name") or "onnx_model")
     ctx = Context(graph, opset, base_dir=model_folder(model, base_dir))
-    read_graph(ctx, proto.graph, as_placeholders, dict(fixed or {}))
+    read_graph(ctx, proto.graph, as_placeholders, dict(fixed or {}), _sizes(dims))
     return graph
+
+
+def _sizes(dims: dict[str, int] | None) -> dict[str, int]:
+    sizes = {}
+    for name, size in (dims or {}).items():
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+            raise OnnxError(
+                f"import_model: dims['{name}'] is {size!r}; a dim's size is an int >= 0"
+            )
+        sizes[name] = int(size)
+    return sizes
 
 
 def read_graph(
@@ -75,19 +90,27 @@ def read_graph(
     proto: Any,
     as_placeholders: bool,
     fixed: dict[str, Any],
+    sizes: dict[str, int] | None = None,
 ) -> None:
-    """Add the model's graph `proto` to ctx.graph: inputs, initializers, nodes, outputs."""
+    """Add the model's graph `proto` to ctx.graph: inputs, initializers, nodes, outputs;
+    `sizes` gives sizes to symbolic dims of the inputs (by dim_param or symbol)."""
     graph, used = ctx.graph, {}
     env: dict[str, Value] = {}
     initializers = {t.name: t for t in proto.initializer}
     for info in proto.input:
         if info.name in initializers:
             continue  # an initializer also listed as an input (opset < 9 style): a constant
-        t = value_type(info, used, f"graph input '{info.name}'")
+        t = value_type(info, used, f"graph input '{info.name}'", sizes)
         if info.name in fixed:
             env[info.name] = np.asarray(fixed[info.name], t.dtype)
             continue
         env[info.name] = Symbol(graph.add_placeholder(info.name, t))
+    unknown = sorted(set(sizes or {}) - set(used) - set(used.values()))
+    if unknown:
+        raise OnnxError(
+            f"import_model: dims names {unknown}, which no graph input has; the inputs' "
+            f"symbolic dims are {sorted(used)}"
+        )
     for t in proto.initializer:
         value = tensor_value(t, f"initializer '{t.name}'", ctx.base_dir)
         if as_placeholders and is_float(value.dtype):

@@ -1,0 +1,81 @@
+"""Shapes of imported models: symbolic dims (dim_params), the shape computations
+exporters write on them, and the sizes `import_model(dims=...)` gives them; checked
+against onnxruntime on hand-written models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import graphc as gc  # noqa: E402
+from graphc.onnx import OnnxError  # noqa: E402
+
+F = TensorProto.FLOAT
+
+
+def _model(nodes: list, inputs: list, outputs: list, inits: list = ()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "m", inputs, outputs, list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _ints(name: str, values: list[int]) -> object:
+    return numpy_helper.from_array(np.asarray(values, np.int64), name)
+
+
+def _heads_model() -> onnx.ModelProto:
+    """(batch, 4, 6) reshaped to (batch * 2, 4, 3), the shape computed as torch's
+    MultiheadAttention export computes batch * heads: Shape, Gather, Mul, Concat."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Mul", ["batch", "two"], ["rows"]),
+        helper.make_node("Unsqueeze", ["rows", "axes"], ["rows1"]),
+        helper.make_node("Concat", ["rows1", "rest"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    inits = [
+        _ints("zero", 0), _ints("two", 2), _ints("axes", [0]), _ints("rest", [4, 3]),
+    ]  # fmt: skip
+    x = helper.make_tensor_value_info("x", F, ["batch", 4, 6])
+    y = helper.make_tensor_value_info("y", F, [None, 4, 3])
+    return _model(nodes, [x], [y], inits)
+
+
+def test_a_shape_computed_from_a_symbolic_dim_is_read_at_a_given_size() -> None:
+    """graphc's symbolic dims are names, so batch * 2 has no form: the error named a
+    dtype object (the shape's array) instead of the dim, and no import could read the
+    model. It names the dim and `dims=`, which reads the model at that size."""
+    model = _heads_model()
+    with pytest.raises(OnnxError, match=r"Mul.*symbolic dim\(s\) \['batch'\].*dims="):
+        gc.onnx.import_model(model)
+    graph = gc.onnx.import_model(model, dims={"batch": 3})
+    assert graph.inputs[0].type.shape == (3, 4, 6)
+    x = np.random.default_rng(0).standard_normal((3, 4, 6)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(gc.run(graph, {"x": x})[0], want.run(None, {"x": x})[0])
+    with pytest.raises(OnnxError, match=r"\['batc'\].*symbolic dims are \['batch'\]"):
+        gc.onnx.import_model(model, dims={"batc": 3})
+    with pytest.raises(OnnxError, match="int >= 0"):
+        gc.onnx.import_model(model, dims={"batch": -1})
+
+
+def test_a_reshape_inferring_a_product_of_dims_names_them() -> None:
+    """A Reshape whose -1 would be batch * 2 (torch.export's attention) says which
+    symbolic dim and how to give it a size."""
+    nodes = [helper.make_node("Reshape", ["x", "target"], ["y"])]
+    x = helper.make_tensor_value_info("x", F, [5, "batch", 8])
+    y = helper.make_tensor_value_info("y", F, [5, None, 4])
+    model = _model(nodes, [x], [y], [_ints("target", [5, -1, 4])])
+    with pytest.raises(OnnxError, match=r"Reshape.*\['batch'\].*dims=\{'batch': \.\.\.\}"):
+        gc.onnx.import_model(model)
+    graph = gc.onnx.import_model(model, dims={"batch": 2})
+    x = np.arange(80, dtype=np.float32).reshape(5, 2, 8)
+    np.testing.assert_array_equal(gc.run(graph, {"x": x})[0], x.reshape(5, 4, 4))

@@ -40,6 +40,7 @@ from graphc.frontend import (
     placeholder,
     trace,
     value_and_grad,
+    vjp,
 )
 from graphc.frontend import call as _call  # noqa: F401 - makes Graph callable
 from graphc.frontend.vmap import vmap

@@ -13,6 +13,7 @@ from graphc.frontend.transforms import (
     jvp,
     linearize,
     value_and_grad,
+    vjp,
 )
 
 __all__ = [
@@ -32,5 +33,6 @@ __all__ = [
     "jacrev",
     "jvp",
     "linearize",
+    "vjp",
     "value_and_grad",
 ]

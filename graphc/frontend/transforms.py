@@ -1,4 +1,4 @@
-"""JAX's function transformations on graphs: grad, value_and_grad, jvp, linearize,
+"""JAX's function transformations on graphs: grad, value_and_grad, vjp, jvp, linearize,
 jacfwd, jacrev, hessian.
 
 Each one stages the function (graphc/frontend/staging.py): it traces `f` into a
@@ -33,6 +33,7 @@ import functools
 import inspect
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,7 @@ from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
 from graphc.ops.flow import scan
 from graphc.ops.pytree import Tree, flatten, unflatten
 from graphc.ops.symbolic import Symbol
-from graphc.passes.autodiff import differentiate
+from graphc.passes.autodiff import differentiate, split_backward
 from graphc.passes.forward import forward_joint, split_tangents
 from graphc.passes.vmap import vmap_graph
 from graphc.runtime.executable import Executable
@@ -392,9 +393,30 @@ def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., 
     return _linearize_arrays(f, primals)
 
 
-def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[..., Any]]:
-    """`f` linearized at arrays: the primal graph's outputs and residuals, computed once,
-    and the compiled linear graph that `f_jvp` runs on them."""
+@dataclass
+class _Traced:
+    """`f` traced at arrays (for linearize and vjp, which keep residuals between calls)."""
+
+    graph: Graph  # placeholders: the primals' leaves, then the eager tensors it lifted
+    arrays: list[np.ndarray]  # the primals' leaves as arrays (Python scalars weakly typed)
+    extra: list[Any]  # the lifted tensors' values, fed after the arrays
+    tree: Tree  # the primals' structure
+    out_tree: Tree  # the result's structure
+    eager: Any  # the eager tensor kind among the primals (results become tensors), or None
+
+    @property
+    def floats(self) -> list[str]:
+        """The placeholders of the floating point primal leaves (the differentiated ones)."""
+        return [p.name for p in self.graph.inputs[: len(self.arrays)] if _is_float(p.type)]
+
+    def lifted(self, values: Sequence[np.ndarray]) -> list[Any]:
+        """Results as the caller's kind: new eager tensors (no history) or arrays."""
+        if self.eager is None:
+            return list(values)
+        return [self.eager.lift(v, None, ()) for v in values]
+
+
+def _trace_at(f: Callable[..., Any], primals: tuple) -> _Traced:
     leaves, tree = flatten(primals)
     eager = next((kind_of(v) for v in leaves if kind_of(v) is not None), None)
     arrays = [
@@ -417,7 +439,30 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Calla
     g = trace(flat, *arrays)
     lifted = lifted_feeds(g)
     extra = [lifted[p.name] for p in g.inputs[len(arrays) :]]
-    floats = [p.name for p in g.inputs[: len(arrays)] if _is_float(p.type)]
+    return _Traced(g, arrays, extra, tree, out_trees[0], eager)
+
+
+def _as_feed(value: Any, t: TensorType, what: str, role: str, whose: str) -> np.ndarray:
+    """A tangent or cotangent `value` for a value of concrete type `t`, as the array fed
+    for it: an eager tensor's values, a Python number in `t`'s dtype (as in jvp);
+    anything else must have `t`'s shape and dtype already."""
+    if kind_of(value) is not None:
+        value = as_array(value)
+    else:
+        value = np.asarray(value, t.dtype) if is_python_scalar(value) else np.asarray(value)
+    if value.shape != t.shape or value.dtype != t.dtype:
+        raise (ShapeError if value.shape != t.shape else DTypeError)(
+            f"{what}: {role} is {value.dtype}{list(value.shape)}; it must have {whose} "
+            f"shape and dtype, {t}"
+        )
+    return value
+
+
+def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[..., Any]]:
+    """`f` linearized at arrays: the primal graph's outputs and residuals, computed once,
+    and the compiled linear graph that `f_jvp` runs on them."""
+    traced = _trace_at(f, primals)
+    g, arrays, floats = traced.graph, traced.arrays, traced.floats
     float_outputs = [o.name for o in g.outputs if _is_float(o.type)]
     n = len(g.outputs)
     run_linear: Executable | None = None
@@ -425,46 +470,162 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Calla
     tangent_names: dict[str, int] = {}  # a differentiated output -> its tangent's index
     if floats and float_outputs:
         primal, linear, fj = split_tangents(g, floats, float_outputs)
-        results = as_tuple(compile_graph(primal)(*arrays, *extra))
+        results = as_tuple(compile_graph(primal)(*arrays, *traced.extra))
         residuals, run_linear = results[n:], compile_graph(linear)
         tangent_names = {name: k for k, name in enumerate(fj.differentiated)}
     else:  # nothing to differentiate: every tangent is zeros
-        results = as_tuple(g(*arrays, *extra))
+        results = as_tuple(g(*arrays, *traced.extra))
     outs = results[:n]
-    by_leaf = dict(zip([p.name for p in g.inputs], arrays))
 
     def f_jvp(*tangents: Any) -> Any:
         t_leaves, t_tree = flatten(tangents)
-        if t_tree != tree:
+        if t_tree != traced.tree:
             raise GraphcError(
-                f"linearize: f_jvp takes tangents of the primals' structure, {len(leaves)} "
-                f"arrays ({tree!r}), got {len(t_leaves)} ({t_tree!r})"
+                f"linearize: f_jvp takes tangents of the primals' structure, {len(arrays)} "
+                f"arrays ({traced.tree!r}), got {len(t_leaves)} ({t_tree!r})"
             )
-        feeds = []
-        for p, t in zip(g.inputs, t_leaves):
-            if p.name not in floats:
-                continue
-            if kind_of(t) is not None:
-                t = np.asarray(t.detach().numpy())
-            else:  # a Python number takes its primal's dtype, as in jvp
-                t = np.asarray(t, p.type.dtype) if is_python_scalar(t) else np.asarray(t)
-            if t.shape != by_leaf[p.name].shape or t.dtype != p.type.dtype:
-                raise (ShapeError if t.shape != by_leaf[p.name].shape else DTypeError)(
-                    f"linearize: the tangent for '{p.name}' is {t.dtype}{list(t.shape)}; "
-                    f"it must have its primal's shape and dtype, {p.type}"
-                )
-            feeds.append(t)
+        feeds = [
+            _as_feed(t, p.type, "linearize", f"the tangent for '{p.name}'", "its primal's")
+            for p, t in zip(g.inputs, t_leaves)
+            if p.name in floats
+        ]
         tans = as_tuple(run_linear(*residuals, *feeds)) if run_linear is not None else ()
         values = [
             tans[tangent_names[o.name]] if o.name in tangent_names else np.zeros_like(v)
             for o, v in zip(g.outputs, outs)
         ]
-        if eager is not None:
-            values = [eager.lift(v, None, ()) for v in values]
-        return unflatten(out_trees[0], values)
+        return unflatten(traced.out_tree, traced.lifted(values))
 
-    primal_out = [eager.lift(v, None, ()) for v in outs] if eager is not None else outs
-    return unflatten(out_trees[0], list(primal_out)), f_jvp
+    return unflatten(traced.out_tree, traced.lifted(outs)), f_jvp
+
+
+# -- reverse mode as a function: vjp --------------------------------------------------------
+
+
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
+    """`(f(*primals), f_vjp)` where `f_vjp(ct)` is the vector-Jacobian product at
+    `primals` (`jax.vjp`): `ct` has the structure, shapes and dtypes of `f`'s result,
+    and `f_vjp` returns a tuple with one cotangent per primal, each structured like it.
+    With `has_aux=True`, `f` returns `(value, aux)` and vjp returns
+    `(value, f_vjp, aux)`. Integer primals get zeros; integer results take no cotangent
+    (the value passed for one is not read).
+
+    On arrays (and eager tensors) the gradient graph is cut in two (`gc.split_backward`):
+    the forward part runs once here and keeps what the backward reads, and each `f_vjp`
+    call runs only the backward on it. On graph values `f_vjp` records the gradient ops
+    into the graph being built.
+
+    >>> import numpy as np, graphc as gc
+    >>> y, f_vjp = gc.vjp(lambda x: x * x, np.array([3.0, 4.0]))
+    >>> y, f_vjp(np.array([1.0, 0.5]))
+    (array([ 9., 16.]), (array([6., 4.]),))
+    """
+    if not primals:
+        raise GraphcError("vjp: give the primals to differentiate at, as f's arguments")
+    leaves, _ = flatten(primals)
+    if graph_of(leaves) is not None:
+        return _vjp_values(f, primals, has_aux)
+    return _vjp_arrays(f, primals, has_aux)
+
+
+def _vjp_outputs(graph: Graph, out_tree: Tree, has_aux: bool) -> tuple[int, Tree, Tree | None]:
+    """How many leading outputs `f_vjp` differentiates, their structure and aux's."""
+    if not has_aux:
+        return len(graph.outputs), out_tree, None
+    probe = unflatten(out_tree, list(range(len(graph.outputs))))
+    if not isinstance(probe, (tuple, list)) or len(probe) != 2:
+        raise AutodiffError("vjp: with has_aux=True the function must return a pair (value, aux)")
+    value_tree, aux_tree = flatten(probe[0])[1], flatten(probe[1])[1]
+    return len(flatten(probe[0])[0]), value_tree, aux_tree
+
+
+def _cotangent_leaves(cts: Any, tree: Tree, count: int) -> list[Any]:
+    ct_leaves, ct_tree = flatten(cts)
+    if ct_tree != tree:
+        raise GraphcError(
+            f"vjp: f_vjp takes a cotangent of the structure of f's result, {count} array(s) "
+            f"({tree!r}), got {len(ct_leaves)} ({ct_tree!r})"
+        )
+    return ct_leaves
+
+
+def _vjp_values(f: Callable[..., Any], primals: tuple, has_aux: bool) -> tuple[Any, ...]:
+    """vjp on graph values: the forward recorded now, the gradient ops at each f_vjp call
+    (their forward part is the same ops again, which CSE merges)."""
+    staged = stage(f, primals, range(len(primals)), "vjp")
+    outputs = staged.body.outputs
+    n, value_tree, aux_tree = _vjp_outputs(staged.body, staged.out_tree, has_aux)
+    results = staged.run(staged.body)
+    floats = [x for x in staged.traced if _is_float(staged.body.node(x).type)]
+    differentiated = [o.name for o in outputs[:n] if _is_float(o.type)]
+    joint = differentiate(staged.body, floats, differentiated, seeds=True) if floats else None
+
+    def f_vjp(cts: Any) -> tuple:
+        ct_leaves = _cotangent_leaves(cts, value_tree, n)
+        grads: dict[str, Any] = {}
+        if joint is not None and differentiated:
+            by_output = dict(zip([o.name for o in outputs[:n]], ct_leaves))
+            types = {o.name: r.type for o, r in zip(outputs, results)}
+            extra = {}
+            for seed, name in zip(joint.seeds, differentiated):
+                ct, t = by_output[name], types[name]
+                lifted = lift(
+                    np.asarray(ct, t.dtype) if is_python_scalar(ct) else ct, staged.parent
+                )
+                if lifted.type.shape != t.shape or lifted.type.dtype != t.dtype:
+                    raise (ShapeError if lifted.type.shape != t.shape else DTypeError)(
+                        f"vjp: the cotangent for '{name}' is {lifted.type}; it must have its "
+                        f"output's shape and dtype, {t}"
+                    )
+                extra[seed] = lifted
+            grads = dict(zip(floats, staged.run(joint.graph, extra, first=len(outputs))))
+        values = [grads[x] if x in grads else _zeros_like(staged.feeds[x]) for x in staged.traced]
+        return tuple(_by_arg(staged, tuple(range(len(primals))), primals, values))
+
+    value = unflatten(value_tree, results[:n])
+    if has_aux:
+        return value, f_vjp, unflatten(aux_tree, results[n:])
+    return value, f_vjp
+
+
+def _vjp_arrays(f: Callable[..., Any], primals: tuple, has_aux: bool) -> tuple[Any, ...]:
+    """vjp at arrays: the forward graph's outputs and saved values, computed once, and
+    the compiled backward graph that `f_vjp` runs on them."""
+    traced = _trace_at(f, primals)
+    g, arrays, floats = traced.graph, traced.arrays, traced.floats
+    n, value_tree, aux_tree = _vjp_outputs(g, traced.out_tree, has_aux)
+    differentiated = [o for o in g.outputs[:n] if _is_float(o.type)]
+    run_backward: Executable | None = None
+    saved: tuple = ()
+    if floats and differentiated:
+        forward, backward = split_backward(g, floats, [o.name for o in differentiated])
+        results = as_tuple(compile_graph(forward)(*arrays, *traced.extra))
+        saved, run_backward = results[len(g.outputs) :], compile_graph(backward)
+    else:  # nothing to differentiate: every cotangent is zeros
+        results = as_tuple(g(*arrays, *traced.extra))
+    outs = results[: len(g.outputs)]
+
+    def f_vjp(cts: Any) -> tuple:
+        ct_leaves = _cotangent_leaves(cts, value_tree, n)
+        by_output = dict(zip([o.name for o in g.outputs[:n]], ct_leaves))
+        feeds = [
+            _as_feed(
+                by_output[o.name], o.type, "vjp", f"the cotangent for '{o.name}'", "its output's"
+            )
+            for o in differentiated
+        ]
+        grads = as_tuple(run_backward(*saved, *feeds)) if run_backward is not None else ()
+        by_input = dict(zip(floats, grads))
+        values = [
+            by_input[p.name] if p.name in by_input else np.zeros_like(a)
+            for p, a in zip(g.inputs, arrays)
+        ]
+        return tuple(unflatten(traced.tree, traced.lifted(values)))
+
+    value = unflatten(value_tree, traced.lifted(list(outs[:n])))
+    if has_aux:
+        return value, f_vjp, unflatten(aux_tree, traced.lifted(list(outs[n:])))
+    return value, f_vjp
 
 
 # -- Jacobians and the Hessian --------------------------------------------------------------

@@ -4,7 +4,9 @@
     O1  cleanups: fold_constants, simplify, simplify_control_flow,
         eliminate_common_subexpressions, eliminate_dead_code; repeated (at most
         `MAX_CLEANUP_ROUNDS` times) while CSE merged an op node, since that can expose
-        new algebra (x - x). Folding runs first because it exposes algebra
+        new algebra (x - x), or (fast_math) fold_batch_norm folded a chain, whose bias
+        add of zeros where no shift was folded is algebra for simplify (x + 0).
+        Folding runs first because it exposes algebra
         (x * exp(0)); simplify makes its constants itself, and each rewrite pass
         reaches its own fixed point, so other changes need no second round. Then
         optimize_bodies runs the level's pipeline in every cond, scan and while_loop
@@ -66,6 +68,9 @@ CLEANUPS: tuple[Pass, ...] = (
 )
 # (a rewrite pass drops the nodes it leaves unused itself: no DCE after it)
 RECOGNITIONS: tuple[Pass, ...] = (recognize_softmax,)
+# passes after simplify in a round whose every change may leave simplify work (besides
+# CSE's merged ops): another round runs after one changed the graph
+EXPOSES_ALGEBRA: tuple[Pass, ...] = (fold_batch_norm,)
 MAX_CLEANUP_ROUNDS = 3
 
 # level -> (passes repeated to a fixed point of the node count, passes run once after)
@@ -121,9 +126,12 @@ def run_passes(
     verify = verify_passes_default() if verify is None else verify
     for _ in range(MAX_CLEANUP_ROUNDS if repeated else 0):
         first = len(report.passes)
+        exposed = False
         for pass_ in repeated:
+            before = graph
             graph = run_pass(graph, pass_, report, verify)
-        if not any(log.counts.get(MERGED_OPS) for log in report.passes[first:]):
+            exposed = exposed or (pass_ in EXPOSES_ALGEBRA and graph is not before)
+        if not exposed and not any(log.counts.get(MERGED_OPS) for log in report.passes[first:]):
             break
     for pass_ in once:
         graph = run_pass(graph, pass_, report, verify)

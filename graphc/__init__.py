@@ -38,6 +38,7 @@ from graphc.frontend import (
     named,
     output,
     placeholder,
+    stop_gradient,
     trace,
     value_and_grad,
     vjp,

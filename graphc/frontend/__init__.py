@@ -12,6 +12,7 @@ from graphc.frontend.transforms import (
     jacrev,
     jvp,
     linearize,
+    stop_gradient,
     value_and_grad,
     vjp,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "custom_vjp",
     "output",
     "placeholder",
+    "stop_gradient",
     "TensorSpec",
     "jit",
     "lifted_feeds",

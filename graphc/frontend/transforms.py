@@ -1,5 +1,5 @@
 """JAX's function transformations on graphs: grad, value_and_grad, vjp, jvp, linearize,
-jacfwd, jacrev, hessian.
+jacfwd, jacrev, hessian; and stop_gradient.
 
 Each one stages the function (graphc/frontend/staging.py): it traces `f` into a
 closed sub-graph typed like the arguments (symbolic dims kept; values `f` reads from
@@ -49,7 +49,8 @@ from graphc.ops.batching import VmapError
 from graphc.ops.closure import fn_name, graph_of, lift
 from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
 from graphc.ops.flow import scan
-from graphc.ops.pytree import Tree, flatten, unflatten
+from graphc.ops import custom as custom_ops
+from graphc.ops.pytree import Tree, flatten, tree_map, unflatten
 from graphc.ops.symbolic import Symbol
 from graphc.passes.autodiff import differentiate, split_backward
 from graphc.passes.forward import forward_joint, split_tangents
@@ -220,6 +221,27 @@ def grad(
         return (grads, values[1]) if has_aux else grads
 
     return _wrap(on_values, f, "grad", argnums)
+
+
+def stop_gradient(x: Any) -> Any:
+    """`x`, through which no gradient flows (`jax.lax.stop_gradient`; an eager tensor is
+    `detach()`ed, as in PyTorch). `x` may be a pytree. On graph values it records a
+    node whose value is `x` and whose derivative is zero in every mode (reverse,
+    forward, and again under a second derivative); arrays come back as they are.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.grad(lambda x: gc.sum(gc.stop_gradient(x) * x))(np.array([1.0, 2.0]))
+    array([1., 2.])
+    """
+    return tree_map(_stopped, x)
+
+
+def _stopped(value: Any) -> Any:
+    if isinstance(value, Symbol):
+        return custom_ops.stop_gradient(value) if is_float(value.dtype) else value
+    if kind_of(value) is not None and hasattr(value, "detach"):
+        return value.detach()
+    return value
 
 
 def _refuse_holomorphic(what: str, holomorphic: bool) -> None:

@@ -263,7 +263,7 @@ def _refuse_user_backwards(g: Graph, wrt: list[str], outputs: list[str]) -> None
     not), so forward mode through one is refused, as JAX refuses jvp of a custom_vjp."""
     for n in _on_path(g, wrt, outputs):
         user = _user_backward(n)
-        if user is not None:
+        if user is not None and not _zero_backward(user):
             where = "" if user is n else f" (in a body of {n.describe()})"
             raise AutodiffError(
                 f"tangents: {user.describe()}{where} has a user-defined backward "
@@ -272,6 +272,18 @@ def _refuse_user_backwards(g: Graph, wrt: list[str], outputs: list[str]) -> None
                 "(as jax.jvp refuses a custom_vjp function); differentiate it in reverse "
                 "mode (gc.grad, gc.jacrev)"
             )
+
+
+def _zero_backward(n: Node) -> bool:
+    """Is `n`'s user backward zero whatever its cotangent (every gradient it gives a
+    fill of zeros, as gc.stop_gradient's)? Zero is linear, so transposing it is exact."""
+    body = n.attrs["backward"]
+    return all(
+        o.inputs[0].kind == OP
+        and o.inputs[0].op == "full_like"
+        and o.inputs[0].attrs.get("value") == 0
+        for o in body.outputs
+    )
 
 
 def _user_backward(n: Node) -> Node | None:

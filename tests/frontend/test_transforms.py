@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+import graphc.eager as ge
 from graphc.ops.pytree import flatten
 from tests.budget import draws
 from tests.strategies import random_feeds, random_graphs
@@ -550,3 +551,38 @@ def test_an_integer_primals_tangent_must_have_its_shape() -> None:
     np.testing.assert_array_equal(gc.jvp(f, (i, x), (np.zeros(3), x))[1], i)
     with pytest.raises(gc.ShapeError, match=r"tangent for 'i' has shape \(7, 7\)"):
         gc.jvp(f, (i, x), (np.zeros((7, 7)), x))
+
+
+def test_stop_gradient_in_every_mode() -> None:
+    x = np.array([1.0, 2.0, -0.5])
+    f = lambda x: gc.sum(gc.stop_gradient(x) * x)  # noqa: E731
+    np.testing.assert_array_equal(gc.grad(f)(x), x)  # d/dx (c x) with c = x held
+    np.testing.assert_array_equal(gc.hessian(f)(x), np.zeros((3, 3)))
+    # forward mode through it: the tangent is c t, as jax.jvp gives
+    _, t = gc.jvp(lambda x: gc.stop_gradient(x) * x, (x,), (np.ones(3),))
+    np.testing.assert_array_equal(t, x)
+    np.testing.assert_array_equal(gc.vmap(gc.grad(f))(np.stack([x, 2 * x])), [x, 2 * x])
+    # pytrees; integer leaves and Python numbers pass through
+    held = gc.stop_gradient({"a": x, "n": 3})
+    assert held["n"] == 3 and held["a"] is x
+    g = gc.grad(lambda x: gc.sum(gc.stop_gradient(gc.argmax(x)) * x))(x)
+    np.testing.assert_array_equal(g, np.ones(3))
+    # an eager tensor is detached, as in PyTorch
+    t = ge.tensor(x, requires_grad=True)
+    assert not gc.stop_gradient(t).requires_grad
+
+
+def test_stop_gradient_against_jax() -> None:
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        jnp, lax = jax.numpy, jax.lax
+        x = RNG.uniform(-1, 1, 4)
+
+        def ours(x):
+            return gc.sum(gc.sin(x) * gc.stop_gradient(gc.exp(x) * x) + x**2)
+
+        def theirs(x):
+            return jnp.sum(jnp.sin(x) * lax.stop_gradient(jnp.exp(x) * x) + x**2)
+
+        np.testing.assert_allclose(gc.grad(ours)(x), jax.grad(theirs)(x), rtol=1e-12)
+        np.testing.assert_allclose(gc.hessian(ours)(x), jax.hessian(theirs)(x), rtol=1e-12)

@@ -155,6 +155,27 @@ def test_a_user_defined_backward_is_refused_where_it_is_differentiated() -> None
     np.testing.assert_array_equal(tg(np.ones(2), np.ones(2), np.ones(2), np.ones(2))[2], [2.0, 2.0])
 
 
+def test_a_user_backward_of_zeros_is_transposed_others_refused() -> None:
+    """Zero is linear in the cotangent, so a backward giving only fills of zeros (as
+    gc.stop_gradient's) takes forward mode; one that reads the cotangent stays refused."""
+
+    @gc.custom_vjp
+    def held(x):
+        return x * 1.0
+
+    held.defvjp(lambda x: (x * 1.0, ()), lambda res, ct: (gc.zeros_like(ct),))
+    spec = gc.TensorSpec((2,), "float64")
+    tg = gc.tangents(gc.trace(lambda x: held(x) * x, spec), wrt=["x"])
+    x, t = np.array([3.0, -2.0]), np.array([1.0, 0.5])
+    np.testing.assert_array_equal(tg(x, t)[1], x * t)  # held(x) is a constant to d/dx
+    for ct_use in (lambda ct: ct * 0.0, lambda ct: gc.full_like(ct, 1.0)):
+        other = gc.custom_vjp(lambda x: x * 1.0)
+        other.defvjp(lambda x: (x * 1.0, ()), lambda res, ct, use=ct_use: (use(ct),))
+        g = gc.trace(lambda x, f=other: f(x) * x, spec)
+        with pytest.raises(gc.AutodiffError, match="user-defined backward"):
+            gc.tangents(g, wrt=["x"])
+
+
 def _damped(x, a, limit=1.0):
     """A while_loop whose trip count depends on the values: an int counter, a float
     carry, a captured float constant `a` (a body constant with a tangent)."""

@@ -44,12 +44,12 @@ from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import Graph
 from graphc.ir.scope import name_scope
 from graphc.ir.types import TensorType, format_shape, is_float
+from graphc.ops import custom as custom_ops
 from graphc.ops import shape as S
 from graphc.ops.batching import VmapError
 from graphc.ops.closure import fn_name, graph_of, lift
 from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
 from graphc.ops.flow import scan
-from graphc.ops import custom as custom_ops
 from graphc.ops.pytree import Tree, flatten, tree_map, unflatten
 from graphc.ops.symbolic import Symbol
 from graphc.passes.autodiff import differentiate, split_backward

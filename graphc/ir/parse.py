@@ -34,13 +34,13 @@ _TOKEN = re.compile(
   | (?P<b64>b64"[^"\n]*")
   | (?P<string>"(?:[^"\\\n]|\\.)*")
   | (?P<value>%(?:[A-Za-z0-9_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*"))
-  | (?P<number>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)
+  | (?P<number>-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<punct>[()\[\]{},:=-])
     """,
     re.VERBOSE,
 )
-_INT = re.compile(r"-?\d+")
+_INT = re.compile(r"-?[0-9]+")  # ASCII digits: \d (and int()) take those of any script
 UINT64_MAX = 2**64 - 1
 
 

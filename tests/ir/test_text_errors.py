@@ -134,6 +134,11 @@ CASES = {
         "node 'sum': bad attrs for 'sum': sum: an axis must be an int",
     ),
     "empty text": ("", 1, "empty text"),
+    "digits of another script": (
+        broken(1, "graph g(%x: f32[B,\u0663], %w: f32[3,2]) {"),
+        1,
+        "unexpected character '\u0663'",
+    ),
 }
 
 CONSTANT_CASES = {
@@ -145,6 +150,7 @@ CONSTANT_CASES = {
     "b64 not ascii": ('%c: f32[1] = constant(value=b64"AAAA\u00e9A==")', "malformed base64"),
     "b64 outside constant": ('%c: f32[3] = full_like(%x, value=b64"AAAAAA==")', "only allowed"),
     "symbolic constant": ("%c: f32[B] = constant(value=[1.0])", "concrete type"),
+    "full-width digits": ("%c: i64[] = constant(value=\uff11\uff12)", "unexpected character"),
 }
 
 

@@ -306,10 +306,12 @@ def diagonal(
 ) -> Any:
     """The entries (i, i + offset) of the matrices in dims axis1 and axis2 (0 and 1 by
     default), as a last dim after the others, as torch.diagonal (dim1, dim2) and
-    np.diagonal (axis1, axis2). A builder over views: the two dims moved last
-    (transpose), merged (reshape), and every (n+1)-th entry from the first taken (a
-    strided slice), so the gradient is the cotangent scattered back onto the diagonal.
-    The two dims must be concrete (the stride is one of them plus 1).
+    np.diagonal (axis1, axis2). A builder over views: the two dims merged (reshape),
+    every (n+1)-th entry taken (a strided slice), the diagonal moved last (transpose),
+    so the gradient is the cotangent scattered back onto the diagonal. On an eager tensor
+    whose two dims are next to each other (in either order) the result is a view, as
+    torch's is; dims further apart are moved together first, which copies. The two dims
+    must be concrete (the stride is one of them plus 1).
 
     >>> import numpy as np, graphc as gc
     >>> m = np.arange(12).reshape(3, 4)
@@ -329,19 +331,27 @@ def diagonal(
             "(a diagonal runs along two different dims)"
         )
     offset = integer(offset, "diagonal", "offset")
-    rows, cols = shape[first], shape[second]
-    if is_symbol(rows) or is_symbol(cols):
+    if is_symbol(shape[first]) or is_symbol(shape[second]):
         raise ShapeError(
             f"diagonal: dims {first} and {second} of shape {format_shape(shape)} must be "
             "concrete (the diagonal's stride and length follow from them)"
         )
-    order = (*(a for a in range(rank) if a not in (first, second)), first, second)
-    if order != tuple(range(rank)):
+    if first > second:  # entry (i, i + k) of dims (a, b) is entry (j + k', j) of (b, a), k' = -k
+        first, second, offset = second, first, -offset
+    if second != first + 1:  # dims apart: moved next to each other, at the end
+        order = (*(a for a in range(rank) if a not in (first, second)), first, second)
         x = S.transpose(x, order)
-    if offset >= 0:  # entry (i, i + offset) is flat position i * (cols + 1) + offset
+        shape = tuple(shape[a] for a in order)
+        first, second = rank - 2, rank - 1
+    rows, cols = shape[first], shape[second]
+    if offset >= 0:  # entry (i, i + offset) is merged position i * (cols + 1) + offset
         length, start = max(0, min(rows, cols - offset)), offset
-    else:  # entry (i - offset, i) is flat position i * (cols + 1) - offset * cols
+    else:  # entry (i - offset, i) is merged position i * (cols + 1) - offset * cols
         length, start = max(0, min(rows + offset, cols)), -offset * cols
-    flat = S.reshape(x, (*(shape[a] for a in order[:-2]), rows * cols))
-    stop = start + (length - 1) * (cols + 1) + 1 if length else 0
-    return I.slice_(flat, index=(Ellipsis, slice(0 if not length else start, stop, cols + 1)))
+    merged = S.reshape(x, (*shape[:first], rows * cols, *shape[second + 1 :]))
+    taken = slice(start, start + (length - 1) * (cols + 1) + 1, cols + 1) if length else slice(0, 0)
+    result = I.slice_(merged, index=(*(slice(None),) * first, taken))
+    if first == rank - 2:
+        return result
+    last = (*(a for a in range(rank - 1) if a != first), first)  # the diagonal's dim last
+    return S.transpose(result, last)

@@ -324,6 +324,26 @@ def test_diagonal_spellings_refusals_and_symbolic_dims() -> None:
         gc.trace(gc.diagonal, gc.TensorSpec(("N", 3)))
 
 
+@pytest.mark.parametrize(
+    ("shape", "args"),
+    [((3, 3), ()), ((2, 3, 3), (0, 1, 2)), ((3, 3, 2), (1, 1, 0)), ((3, 4, 2), (-1, 1, 0)),
+     ((2, 3, 4), (0, 0, 1))],
+)  # fmt: skip
+def test_diagonal_of_neighbouring_dims_is_a_view_as_in_torch(shape: tuple, args: tuple) -> None:
+    """Written in place, the diagonal writes its tensor (and the tape sees it): torch's
+    view semantics, for two dims next to each other in either order."""
+    torch = _torch()
+    seen = []
+    for lib in (ge, torch):
+        x = lib.ones(*shape, dtype=lib.float64, requires_grad=True)
+        y = x * 1.0
+        y.diagonal(*args).mul_(3.0)
+        (y * y).sum().backward()
+        seen.append((y.detach().numpy().copy(), x.grad.numpy().copy()))
+    for got, want in zip(*seen):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_diagonal_vmap_is_a_loop() -> None:
     x = RNG.standard_normal((4, 3, 5))
     got = gc.vmap(lambda m: gc.diagonal(m, 1))(x)

@@ -426,3 +426,36 @@ def test_the_onnx_op_type_is_read_back_as_the_op(name: str) -> None:
     x = np.array([0.25, -0.5, 0.75, 1.5, 3.0], np.float32)
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(back(x), g(x))
+
+
+# -- the builders under vmap and forward mode ---------------------------------------------------------
+
+BUILDERS = {
+    "nansum": (lambda x: gc.nansum(x, dim=-1), [WITH_NANS]),
+    "nanmean": (lambda x: gc.nanmean(x, dim=0), [WITH_NANS]),
+    "outer": (gc.outer, [RNG.standard_normal((3, 2)), RNG.standard_normal((3, 4))]),
+    "diagonal": (lambda x: gc.diagonal(x, 1, 1, 0), [RNG.standard_normal((3, 4, 5))]),
+    "isclose": (lambda x, y: gc.isclose(x, y, atol=0.5), [RNG.standard_normal((3, 4))] * 2),
+    "allclose": (lambda x, y: gc.allclose(x, y, atol=1.0), [RNG.standard_normal((3, 4)),
+                                                           RNG.standard_normal((3, 4))]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_builders_under_vmap_are_a_loop(name: str) -> None:
+    fn, args = BUILDERS[name]
+    got = gc.vmap(fn)(*args)
+    want = np.stack([np.asarray(fn(*(a[i] for a in args))) for i in range(len(args[0]))])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmean", "outer", "diagonal"])
+def test_builders_jvp_matches_finite_differences(name: str) -> None:
+    fn, batches = BUILDERS[name]
+    args = tuple(a[0] for a in batches)  # one example
+    tangents = tuple(RNG.standard_normal(a.shape) for a in args)
+    _, tangent = gc.jvp(fn, args, tangents)
+    eps = 1e-6
+    ahead = fn(*(a + eps * t for a, t in zip(args, tangents)))
+    behind = fn(*(a - eps * t for a, t in zip(args, tangents)))
+    np.testing.assert_allclose(tangent, (ahead - behind) / (2 * eps), rtol=1e-6, atol=1e-8)

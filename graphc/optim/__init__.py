@@ -10,6 +10,7 @@
 tensor([-2.7000], requires_grad=True)
 """
 
+from graphc.optim import lr_scheduler
 from graphc.optim.adagrad import Adagrad
 from graphc.optim.adam import Adam, AdamW
 from graphc.optim.optimizer import Optimizer

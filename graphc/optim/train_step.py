@@ -24,10 +24,15 @@ traced loss graph outputs their new values after the loss, and the step writes t
 back, so after N steps they hold what N eager steps (and PyTorch's) give. Other lifted
 tensors the optimizer does not train (frozen parameters, buffers no forward updates,
 captured tensors) are baked in as constants with their values at compile time.
-Hyperparameters (lr, betas, ...) are constants too: compile again after changing them.
-Which parameters train is decided at compile time too: a step run after the
-requires_grad of a parameter in the optimizer changed raises `StaleTrainStepError`
-before it computes anything (call `sync_to_model()` and compile again).
+Hyperparameters (betas, momentum, ...) are constants too, and so are the learning rates
+unless the optimizer has an lr scheduler (graphc.optim.lr_scheduler) when the step is
+compiled: then each param group's lr is a float64 placeholder (``lr``, or ``lr_group<i>``
+for several groups) that every step is fed from ``param_groups[i]["lr"]``, so a schedule
+needs no new compile. A step run after a constant hyperparameter changed raises
+`StaleTrainStepError` (compile again). Which parameters train is decided at compile time
+too: a step run after the requires_grad of a parameter in the optimizer changed raises
+`StaleTrainStepError` before it computes anything (call `sync_to_model()` and compile
+again).
 
 Shape checks a layer can only make when the batch size is known (batch norm refuses a
 training batch with one value per channel: its running variance would become nan) are
@@ -67,7 +72,8 @@ LOSS = "loss"
 
 
 class StaleTrainStepError(GraphcError, RuntimeError):
-    """A parameter's requires_grad changed after its training step was compiled."""
+    """A parameter's requires_grad, or a hyperparameter the step holds as a constant,
+    changed after the training step was compiled."""
 
 
 def _as_array(value: Any) -> np.ndarray:
@@ -163,6 +169,11 @@ class TrainStep:
                 + (f"; reached by no gradient: {self.gradless}" if self.gradless else "")
                 + ")"
             )
+        # an optimizer with an lr scheduler: each group's lr is a placeholder the step is
+        # fed from param_groups every call; else the lrs are constants, as the rest are
+        self.fed_lr = bool(optimizer.lr_schedulers)
+        self.lr_names: list[str] = []
+        self.compiled_hyperparameters = self._hyperparameters()
         # param placeholder -> {state key: state placeholder}
         self.state_names: dict[str, dict[str, str]] = {}
         self.random = any(p.name == KEY for p in self.loss_graph.inputs)
@@ -215,6 +226,7 @@ class TrainStep:
         updates: dict[str, str] = {}
         with step:
             x, y = (placeholder(p.name, p.type.shape, p.type.dtype) for p in joint.inputs[:2])
+            lrs = self._lr_placeholders(step) if self.fed_lr else None
             values: dict[str, Any] = {}
             for p in joint.inputs[2:]:
                 if p.name in self.trained or p.name in self.buffer_names or p.name == KEY:
@@ -231,6 +243,9 @@ class TrainStep:
                 updates[KEY] = self._output_update(step, fold_in(values[KEY], -1), KEY)
             for name, grad in zip(self.trained, grads):
                 group = self.optimizer.group_of(self.trained[name])
+                if lrs is not None:
+                    index = next(i for i, g in enumerate(self.optimizer.param_groups) if g is group)
+                    group = {**group, "lr": lrs[index]}
                 new_param, new_state = self.optimizer.update(
                     values[name], grad, states[name], group
                 )
@@ -239,6 +254,45 @@ class TrainStep:
                     target = self.state_names[name][key]
                     updates[target] = self._output_update(step, value, target)
         return step, updates
+
+    def _lr_placeholders(self, step: Graph) -> list[Any]:
+        groups = len(self.optimizer.param_groups)
+        self.lr_names = ["lr"] if groups == 1 else [f"lr_group{i}" for i in range(groups)]
+        self.lr_names = [step.fresh_name(name) for name in self.lr_names]
+        return [placeholder(name, (), np.float64) for name in self.lr_names]
+
+    def _hyperparameters(self) -> list[dict[str, Any]]:
+        """Each param group's settings the step holds as constants (all but a fed lr)."""
+        skip = {"params", "initial_lr"} | ({"lr"} if self.fed_lr else set())
+        return [
+            {k: v for k, v in group.items() if k not in skip}
+            for group in self.optimizer.param_groups
+        ]
+
+    def _check_hyperparameters(self) -> None:
+        current = self._hyperparameters()
+        if current == self.compiled_hyperparameters:
+            return
+        for index, (now, then) in enumerate(zip(current, self.compiled_hyperparameters)):
+            for key in then:
+                if now.get(key) != then[key]:
+                    advice = (
+                        "make the lr scheduler before compiling the step (its step then reads "
+                        "the learning rates), or compile again"
+                        if key == "lr"
+                        else "compile the step again"
+                    )
+                    raise StaleTrainStepError(
+                        f"TrainStep: {key} of param group {index} is {now.get(key)!r}, and the "
+                        f"step was compiled with {key}={then[key]!r} as a constant: {advice}"
+                    )
+        raise StaleTrainStepError(
+            f"TrainStep: the optimizer's param groups changed since the step was compiled "
+            f"({len(self.compiled_hyperparameters)} then, {len(current)} now): compile it again"
+        )
+
+    def _lr_feeds(self) -> list[np.ndarray]:
+        return [np.asarray(g["lr"], np.float64) for g in self.optimizer.param_groups]
 
     @staticmethod
     def _output_update(step: Graph, value: Any, target: str) -> str:
@@ -262,9 +316,12 @@ class TrainStep:
                     f"(so it {'trains' if flag else 'stays frozen'}), and requires_grad is now "
                     f"{not flag}: call sync_to_model() and compile the step again"
                 )
+        self._check_hyperparameters()
         size = _batch_size(x)
         if self.shape_checks and size is not None:  # else the executable's feed error
             run_shape_checks(self.shape_checks, {BATCH: size})
+        if self.fed_lr:
+            return self.executable(x, y, *self._lr_feeds())
         return self.executable(x, y)
 
     __call__ = step
@@ -320,7 +377,7 @@ class TrainStep:
 
     def explain(self, x: Any, y: Any) -> str:
         """The plan of a step on batches shaped like (x, y): steps, buffers, peak bytes."""
-        return self.executable.explain(x, y)
+        return self.executable.explain(x, y, *(self._lr_feeds() if self.fed_lr else ()))
 
     def __repr__(self) -> str:
         return (

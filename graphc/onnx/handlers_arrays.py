@@ -126,6 +126,14 @@ def _topk(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     return [values, indices]
 
 
+@handler("Pad", since=2)
+def _pad_attributes(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    """Pad before opset 11: pads and the constant value as attributes."""
+    pads = np.asarray(attrs["pads"], np.int64)
+    value = np.asarray(attrs.get("value", 0.0), np.dtype(inputs[0].dtype))
+    return _pad(ctx, [inputs[0], pads, value], attrs)
+
+
 @handler("Pad", since=11)
 def _pad(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x, pads = inputs[0], inputs[1]

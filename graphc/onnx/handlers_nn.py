@@ -270,6 +270,18 @@ def _layer_norm(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     return outs
 
 
+@handler("BatchNormalization", since=6)
+def _batch_norm_spatial(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    """Opsets 6 to 8: `spatial` = 0 normalizes each feature (the statistics, scale and
+    bias of shape (C, D1, ...), broadcast over the batch), 1 each channel, as later."""
+    if attrs.get("spatial", 1) or any(ctx.node.output[1:]):
+        return _batch_norm(ctx, inputs, attrs)
+    x, scale, bias, mean, var = inputs
+    eps = np.asarray(attrs.get("epsilon", 1e-5), np.dtype(x.dtype))
+    factor = E.div(scale, E.sqrt(E.add(var, eps)))
+    return [E.add(E.mul(E.sub(x, mean), factor), bias)]
+
+
 @handler("BatchNormalization", since=9)
 def _batch_norm(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x, scale, bias, mean, var = inputs

@@ -43,7 +43,7 @@ def _pool_window(ctx: Context, x: Value, attrs: dict, op: str) -> tuple:
     return n, kernel, strides, dilations, pads
 
 
-@handler("MaxPool", since=8)
+@handler("MaxPool")  # opset 1-7: no Indices, ceil_mode or dilations (their defaults)
 def _max_pool(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x = inputs[0]
     want_indices = len(ctx.node.output) > 1 and bool(ctx.node.output[1])
@@ -93,7 +93,7 @@ def _flat_indices(
     return from_2d(found) if n == 1 else found
 
 
-@handler("AveragePool", since=7)
+@handler("AveragePool")  # opset 1-6: no count_include_pad (its default, 0)
 def _average_pool(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     x = inputs[0]
     n, kernel, strides, dilations, pads = _pool_window(ctx, x, attrs, "AveragePool")

@@ -22,12 +22,16 @@ def _model(nodes: list, inputs: list, outputs: list, inits: list = ()) -> onnx.M
     graph = helper.make_graph(nodes, "m", inputs, outputs, list(inits))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
     return model
 
 
 def _ints(name: str, values: list[int]) -> object:
     return numpy_helper.from_array(np.asarray(values, np.int64), name)
+
+
+def _checked(model: onnx.ModelProto) -> onnx.ModelProto:
+    onnx.checker.check_model(model, full_check=True)
+    return model
 
 
 def _heads_model() -> onnx.ModelProto:
@@ -46,7 +50,7 @@ def _heads_model() -> onnx.ModelProto:
     ]  # fmt: skip
     x = helper.make_tensor_value_info("x", F, ["batch", 4, 6])
     y = helper.make_tensor_value_info("y", F, [None, 4, 3])
-    return _model(nodes, [x], [y], inits)
+    return _checked(_model(nodes, [x], [y], inits))
 
 
 def test_a_shape_computed_from_a_symbolic_dim_is_read_at_a_given_size() -> None:
@@ -73,9 +77,50 @@ def test_a_reshape_inferring_a_product_of_dims_names_them() -> None:
     nodes = [helper.make_node("Reshape", ["x", "target"], ["y"])]
     x = helper.make_tensor_value_info("x", F, [5, "batch", 8])
     y = helper.make_tensor_value_info("y", F, [5, None, 4])
-    model = _model(nodes, [x], [y], [_ints("target", [5, -1, 4])])
+    model = _checked(_model(nodes, [x], [y], [_ints("target", [5, -1, 4])]))
     with pytest.raises(OnnxError, match=r"Reshape.*\['batch'\].*dims=\{'batch': \.\.\.\}"):
         gc.onnx.import_model(model)
     graph = gc.onnx.import_model(model, dims={"batch": 2})
     x = np.arange(80, dtype=np.float32).reshape(5, 2, 8)
     np.testing.assert_array_equal(gc.run(graph, {"x": x})[0], x.reshape(5, 4, 4))
+
+
+def _session_run(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def _opset(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    model.opset_import[0].version = opset
+    model.ir_version = 4 if opset < 8 else 5
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+@pytest.mark.parametrize("spatial", [1, 0])
+def test_older_opsets_pools_batch_norm_and_pad(spatial: int) -> None:
+    """Models of opsets 7 to 10 (the older model zoo's) use MaxPool 1, AveragePool 1,
+    BatchNormalization 7 and Pad 2, whose pads and value are attributes: each was
+    refused ("supported from opset 8 / 9 / 11 on"), with the same meaning as later."""
+    rng = np.random.default_rng(1)
+    stats = (4,) if spatial else (4, 5, 5)
+    params = [rng.uniform(0.5, 2.0, stats).astype(np.float32) for _ in range(4)]
+    inits = [numpy_helper.from_array(p, n) for p, n in zip(params, ("s", "b", "m", "v"))]
+    nodes = [
+        helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["n"]),
+        helper.make_node("Pad", ["n"], ["p"], pads=[0, 0, 1, 2, 0, 0, 0, 1], value=-1.5),
+        helper.make_node("MaxPool", ["p"], ["y"], kernel_shape=[2, 2], strides=[2, 1]),
+        helper.make_node("AveragePool", ["p"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Pad", ["x"], ["r"], pads=[0, 0, 2, 1, 0, 0, 1, 2], mode="reflect"),
+    ]
+    x = helper.make_tensor_value_info("x", F, ["N", 4, 5, 5])
+    shapes = {"y": ["N", 4, 3, 7], "a": ["N", 4, 6, 8], "r": ["N", 4, 8, 8]}
+    outs = [helper.make_tensor_value_info(n, F, shape) for n, shape in shapes.items()]
+    feeds = {"x": rng.standard_normal((2, 4, 5, 5)).astype(np.float32)}
+    for opset in (7, 10) if spatial else (7,):  # (spatial is gone in opset 9)
+        kept = {"spatial": spatial} if opset == 7 else {}
+        nodes[0] = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["n"], **kept)
+        model = _opset(_model(nodes, [x], outs, inits), opset)
+        graph = gc.onnx.import_model(model)
+        for got, want in zip(gc.run(graph, feeds), _session_run(model, feeds)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

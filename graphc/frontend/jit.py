@@ -10,6 +10,9 @@ unless it is named in `params`.
 Python scalars (int, float, bool) are static rather than inputs: traced as placeholders
 they would be strongly typed, so `x * n` on a float32 `x` would give float64 and
 `if flag:` or `axis=n` could not run. Pass a numpy scalar to make a value an input.
+`static_argnums` / `static_argnames` hold other arguments static, as in `jax.jit`: any
+hashable value (a string, a shape tuple, a function), passed to the function as it is
+at trace time; each combination of static values has its own cache (`Statics`).
 
 Arguments and results may be pytrees (tuples, lists, dicts, namedtuples, None, registered
 types: graphc/ops/pytree.py), as in `jax.jit`: each array leaf is an input, each Python
@@ -23,7 +26,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -148,9 +151,18 @@ def _flat_tree(count: int) -> TreeDef:
 class Jitted:
     """A function that runs as a compiled graph; see `jit`."""
 
-    def __init__(self, fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        params: Mapping[str, Any] | None = None,
+        static: Statics | None = None,
+        owner: Any = None,
+    ) -> None:
         self.fn = fn
         self.params = params
+        self._static = static  # the arguments held static (static_argnums/static_argnames)
+        self._by_static: dict[tuple, Jitted] = {}  # their values -> the function of the rest
+        self._owner = fn if owner is None else owner  # whose named_parameters() are params
         self._cache: dict[tuple, _Entry] = {}
         self._hits = 0
         self._misses = 0
@@ -158,7 +170,7 @@ class Jitted:
         functools.update_wrapper(self, fn, updated=())  # type: ignore[arg-type]
 
     def _named_params(self) -> dict[str, Any]:
-        return dict(self.params) if self.params is not None else module_parameters(self.fn)
+        return dict(self.params) if self.params is not None else module_parameters(self._owner)
 
     def signature(self, arrays: list[np.ndarray], statics: tuple = (), tree: Any = None) -> tuple:
         params = self._named_params()
@@ -197,6 +209,11 @@ class Jitted:
         return entry
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._static is not None:
+            if _tracing(tree_flatten((args, kwargs))[0]):
+                return self.fn(*args, **kwargs)  # inlined, the static values as given
+            args, kwargs, rest = self._of_the_rest(args, kwargs)
+            return rest(*args, **kwargs)
         if not kwargs and active_graph() is None and all(type(a) in _PLAIN for a in args):
             # the common call, arrays and numpy scalars only: nothing to flatten or convert
             tree = _FLAT_TREES.get(len(args)) or _flat_tree(len(args))
@@ -241,16 +258,144 @@ class Jitted:
         lifted = [by_name[p.name] for p in graph.inputs[len(arrays) :]]
         return _Entry(graph, compile_graph(graph), lifted, structure[0])
 
+    def _of_the_rest(self, args: tuple, kwargs: dict) -> tuple[tuple, dict, Jitted]:
+        """The call's other arguments, and the jitted function of them that the static
+        ones' values make (one per combination of values, made on first use)."""
+        assert self._static is not None
+        args, kwargs, at, given = self._static.split(args, kwargs)
+        key = tuple((k, type(v).__name__, static_key(v)) for k, v in given.items())
+        try:
+            rest = self._by_static.get(key)
+        except TypeError:
+            raise DTypeError(self._static.unhashable(given)) from None
+        if rest is None:
+            rest = self._by_static[key] = Jitted(
+                self._static.bind(self.fn, at, given), self.params, owner=self._owner
+            )
+        return args, kwargs, rest
+
     def cache_info(self) -> CacheInfo:
-        return CacheInfo(self._hits, self._misses, len(self._cache))
+        """Hits, misses (traces) and entries, over every combination of static values."""
+        parts = [self, *self._by_static.values()]
+        return CacheInfo(
+            sum(j._hits for j in parts),
+            sum(j._misses for j in parts),
+            sum(len(j._cache) for j in parts),
+        )
 
     def graph_for(self, *args: Any, **kwargs: Any) -> Graph:
         """The traced graph that a call with these arguments runs (tracing if needed)."""
+        if self._static is not None:
+            args, kwargs, rest = self._of_the_rest(args, kwargs)
+            return rest.graph_for(*args, **kwargs)
         leaves, tree = tree_flatten((args, kwargs))
         return self._entry(*self._split(leaves, tree), tree).graph
 
 
-def jit(fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> Jitted:
+class Statics:
+    """The arguments of a jitted function held static (`static_argnums`, `static_argnames`),
+    as JAX does: each argument named one way is found the other way too through the
+    function's signature, so it is static whether passed by position or by keyword. A
+    static value is part of the cache key (it must be hashable) and reaches the function
+    as it is: a Python value at trace time, never a graph input."""
+
+    def __init__(self, fn: Callable[..., Any], nums: Any, names: Any) -> None:
+        nums = (nums,) if isinstance(nums, (int, np.integer)) else tuple(nums or ())
+        names = (names,) if isinstance(names, str) else tuple(names or ())
+        if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in nums):
+            raise DTypeError(f"gc.jit: static_argnums must be ints, got {nums!r}")
+        if not all(isinstance(n, str) for n in names):
+            raise DTypeError(f"gc.jit: static_argnames must be strings, got {names!r}")
+        try:
+            parameters = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):  # no signature: the positions and names as given
+            parameters = []
+        positional = [
+            p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        at: set[int] = set()
+        for n in nums:
+            n = int(n)
+            if n < 0:  # from the end of the positional parameters, as JAX
+                if not positional or n < -len(positional):
+                    raise DTypeError(
+                        f"gc.jit: static_argnums {n} counts from the end of the function's "
+                        f"{len(positional)} positional parameter(s)"
+                    )
+                n += len(positional)
+            at.add(n)
+        known = {p.name for p in parameters}
+        if parameters and not any(p.kind == p.VAR_KEYWORD for p in parameters):
+            unknown = sorted(set(names) - known)
+            if unknown:
+                raise DTypeError(
+                    f"gc.jit: static_argnames {unknown} name no parameter of "
+                    f"'{getattr(fn, '__name__', 'fn')}' (its parameters: {sorted(known)})"
+                )
+        self.nums = frozenset(at | {k for k, p in enumerate(positional) if p.name in names})
+        self.names = frozenset(
+            set(names)
+            | {p.name for k, p in enumerate(positional) if k in at and p.kind != p.POSITIONAL_ONLY}
+        )
+        self.parameters = parameters
+        self.positional = positional
+
+    def split(self, args: tuple, kwargs: dict) -> tuple[tuple, dict, list[int], dict]:
+        """(the other positional arguments, the other keywords, the positions taken out,
+        the static values by position or keyword name)."""
+        at = [k for k in range(len(args)) if k in self.nums]
+        given: dict[Any, Any] = {k: args[k] for k in at}
+        given.update({name: kwargs[name] for name in sorted(self.names) if name in kwargs})
+        rest_args = tuple(a for k, a in enumerate(args) if k not in self.nums)
+        rest_kwargs = {name: v for name, v in kwargs.items() if name not in self.names}
+        return rest_args, rest_kwargs, at, given
+
+    def bind(self, fn: Callable[..., Any], at: list[int], given: dict) -> Callable[..., Any]:
+        """`fn` of the other arguments, the static values put back where they were."""
+        positions = {k: given[k] for k in at}
+        keywords = {k: v for k, v in given.items() if isinstance(k, str)}
+
+        def rest(*args: Any, **kwargs: Any) -> Any:
+            full, others = [], iter(args)
+            for k in range(len(args) + len(positions)):
+                full.append(positions[k] if k in positions else next(others))
+            return fn(*full, **kwargs, **keywords)
+
+        functools.update_wrapper(rest, fn, updated=())
+        if self.parameters:  # placeholders keep the names of the other parameters
+            taken = {self.positional[k].name for k in at if k < len(self.positional)}
+            rest.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+                [p for p in self.parameters if p.name not in taken and p.name not in keywords]
+            )
+        return rest
+
+    def unhashable(self, given: dict) -> str:
+        """The error for static values that cannot be a cache key, naming the first."""
+        for k, v in given.items():
+            try:
+                hash(v)
+            except TypeError:
+                if isinstance(k, str):
+                    where = f"keyword argument '{k}'"
+                elif k < len(self.positional):
+                    where = f"argument {k} ('{self.positional[k].name}')"
+                else:
+                    where = f"argument {k}"
+                return (
+                    f"gc.jit: static {where} is a {type(v).__name__}, which cannot be hashed; "
+                    "a static value is part of the cache key (pass a tuple for a list; an "
+                    "array is an input, not static)"
+                )
+        return "gc.jit: a static argument cannot be hashed"
+
+
+def jit(
+    fn: Callable[..., Any],
+    params: Mapping[str, Any] | None = None,
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+) -> Jitted:
     """Compile `fn` on first call for each input signature (shapes, dtypes), then reuse it.
 
     Arguments and results may be pytrees (tuples, lists, dicts, namedtuples, None,
@@ -261,7 +406,9 @@ def jit(fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> Jitt
     `named_parameters()`); eager tensors it closes over are read afresh at every call.
     Called on graph values (inside `gc.trace`, `gc.vmap`, `gc.grad` or another jitted
     function), it is inlined into the graph being built. `cache_info()` counts hits
-    and misses. More in the module doc of `graphc.frontend.jit`.
+    and misses. `static_argnums` / `static_argnames` hold arguments static as in
+    `jax.jit` (any hashable value: a string, a tuple, a callable; each value traces
+    once). More in the module doc of `graphc.frontend.jit`.
 
     >>> import numpy as np, graphc as gc
     >>> f = gc.jit(lambda x: gc.relu(x) * 2)
@@ -270,4 +417,6 @@ def jit(fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> Jitt
     >>> f.cache_info().misses
     1
     """
-    return Jitted(fn, params)
+    if static_argnums == () and static_argnames == ():
+        return Jitted(fn, params)
+    return Jitted(fn, params, Statics(fn, static_argnums, static_argnames))

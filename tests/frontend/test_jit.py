@@ -159,3 +159,61 @@ def test_keyword_arguments_as_jax_jit() -> None:
     assert f.cache_info().misses == 3
     assert [p.name for p in f.graph_for(x, scale=np.float32(5)).inputs] == ["x", "scale"]
     np.testing.assert_array_equal(gc.jit(lambda a, b: a - b)(b=np.ones(2), a=np.zeros(2)), [-1, -1])
+
+
+def test_static_argnums_and_argnames_as_jax_jit() -> None:
+    calls = []
+
+    def reduce(x, mode="sum", axis=0):
+        calls.append((mode, axis))
+        return gc.sum(x, axis=axis) if mode == "sum" else gc.max(x, axis=axis)
+
+    x = np.arange(6.0).reshape(2, 3)
+    by_name = gc.jit(reduce, static_argnames=("mode", "axis"))
+    np.testing.assert_array_equal(by_name(x, mode="max", axis=1), x.max(axis=1))
+    np.testing.assert_array_equal(by_name(x, mode="max", axis=1), x.max(axis=1))
+    # a name is found by position too (the signature says where it is), as in JAX
+    np.testing.assert_array_equal(by_name(x, "sum", 1), x.sum(axis=1))
+    assert calls == [("max", 1), ("sum", 1)]
+    assert by_name.cache_info() == (1, 2, 2)
+    assert [p.name for p in by_name.graph_for(x, mode="sum").inputs] == ["x"]
+
+    # a position is found by name too; any hashable value may be static: a function
+    apply = gc.jit(lambda x, fn, k: fn(x) * k, static_argnums=(1, -1))
+    np.testing.assert_allclose(apply(x, gc.sin, 2), np.sin(x) * 2)
+    np.testing.assert_allclose(apply(x, gc.cos, k=3), np.cos(x) * 3)
+    assert apply.cache_info().misses == 2
+    # inlined on graph values, differentiated through
+    np.testing.assert_allclose(gc.grad(lambda x: gc.sum(apply(x, gc.sin, 2)))(x), 2 * np.cos(x))
+
+
+def test_static_argument_errors_name_the_argument() -> None:
+    f = gc.jit(lambda x, shape: gc.reshape(x, shape), static_argnums=1)
+    np.testing.assert_array_equal(f(np.arange(6.0), (2, 3)), np.arange(6.0).reshape(2, 3))
+    with pytest.raises(gc.DTypeError, match=r"static argument 1 \('shape'\) is a list.*tuple"):
+        f(np.arange(6.0), [2, 3])
+    with pytest.raises(gc.DTypeError, match=r"static_argnames \['nope'\] name no parameter"):
+        gc.jit(lambda x: x, static_argnames="nope")
+    with pytest.raises(gc.DTypeError, match="static_argnums -3 counts from the end"):
+        gc.jit(lambda x, y: x, static_argnums=-3)
+    with pytest.raises(gc.DTypeError, match="static_argnums must be ints"):
+        gc.jit(lambda x, y: x, static_argnums="y")
+
+
+def test_static_arguments_against_jax() -> None:
+    jax = pytest.importorskip("jax")
+    import functools
+
+    def ours(x, n, mode):
+        return x**n if mode == "pow" else x * n
+
+    @functools.partial(jax.jit, static_argnums=(1,), static_argnames="mode")
+    def theirs(x, n, mode):
+        return x**n if mode == "pow" else x * n
+
+    jitted = functools.partial(gc.jit, static_argnums=(1,), static_argnames="mode")(ours)
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    for n, mode in ((2, "pow"), (3, "pow"), (2, "mul")):
+        got, expected = jitted(x, n, mode=mode), np.asarray(theirs(x, n, mode=mode))
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-6)

@@ -54,6 +54,9 @@ def array_from_literal(value: Any, declared: TensorType, error: Any) -> np.ndarr
         expected = declared.size * dtype.itemsize  # type: ignore[operator]
         if len(value.data) != expected:
             raise error(f"b64 data holds {len(value.data)} bytes, {declared} needs {expected}")
+        problem = bool_bytes_problem(value.data, dtype)
+        if problem:
+            raise error(f"b64 data: {problem}")
         array = np.frombuffer(value.data, dtype.newbyteorder("<")).astype(dtype).reshape(shape)
     else:
         _check_scalars(value, dtype, error)
@@ -67,6 +70,18 @@ def array_from_literal(value: Any, declared: TensorType, error: Any) -> np.ndarr
             array = array.reshape(shape)
     array.flags.writeable = False
     return array
+
+
+def bool_bytes_problem(data: bytes, dtype: np.dtype) -> str | None:
+    """Why raw `data` is no bool array (a byte other than 0 and 1, which numpy would
+    keep as a "bool" that compares and hashes unlike True), or None."""
+    if dtype != np.bool_:
+        return None
+    raw = np.frombuffer(data, np.uint8)
+    odd = np.flatnonzero(raw > 1)
+    if odd.size == 0:
+        return None
+    return f"byte {odd[0]} of a bool array is {raw[odd[0]]}; bools are the bytes 0 and 1"
 
 
 def _check_scalars(value: Any, dtype: np.dtype, error: Any) -> None:

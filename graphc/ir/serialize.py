@@ -30,7 +30,7 @@ import numpy as np
 from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
 from graphc.ir.errors import DTypeError, GraphcError, ParseError
 from graphc.ir.graph import KINDS, MAX_NESTING, OP, PLACEHOLDER, Graph, Node
-from graphc.ir.literals import as_text, short
+from graphc.ir.literals import as_text, bool_bytes_problem, short
 from graphc.ir.types import DTYPES, MAX_RANK, TensorType, TupleType, dtype_name, known_dtype
 from graphc.ir.verify import node_problem
 
@@ -163,6 +163,9 @@ def _array(data: dict, field: str) -> np.ndarray:
         raise ParseError(
             f"{field}.base64: {len(raw)} bytes, shape {shape} of {dtype} needs {expected}"
         )
+    problem = bool_bytes_problem(raw, dtype)
+    if problem:
+        raise ParseError(f"{field}.base64: {problem}")
     array = np.frombuffer(raw, dtype.newbyteorder("<")).astype(dtype).reshape(shape)
     array.flags.writeable = False
     return array

@@ -195,6 +195,7 @@ def constant_document(value: dict) -> str:
         ({"dtype": "f32", "shape": [-2], "base64": ""}, "nodes[0].attrs.value.shape"),
         ({"dtype": "f64", "shape": [2], "base64": "A" * 22 + "=="}, "declared type f32[2]"),
         ({"tuple": [1.0, 2.0]}, "a constant's value must be an array"),
+        ({"dtype": "bool", "shape": [2], "base64": "AQI="}, "base64: byte 1 of a bool array is 2"),
     ],
 )
 def test_malformed_constant_arrays_name_the_field(value: dict, expected: str) -> None:

@@ -150,6 +150,7 @@ CONSTANT_CASES = {
     "b64 not ascii": ('%c: f32[1] = constant(value=b64"AAAA\u00e9A==")', "malformed base64"),
     "b64 outside constant": ('%c: f32[3] = full_like(%x, value=b64"AAAAAA==")', "only allowed"),
     "symbolic constant": ("%c: f32[B] = constant(value=[1.0])", "concrete type"),
+    "b64 bool of another byte": ('%c: bool[2] = constant(value=b64"AQI=")', "bytes 0 and 1"),
     "full-width digits": ("%c: i64[] = constant(value=\uff11\uff12)", "unexpected character"),
 }
 

@@ -298,6 +298,11 @@ def value_type(
     if not info.type.HasField("tensor_type"):
         kind = info.type.WhichOneof("value")
         raise OnnxError(f"{where}: type {kind} is not supported; {SUPPORTED_TYPES}")
+    if not tensor.HasField("shape"):  # (an empty shape is a scalar's)
+        raise OnnxError(
+            f"{where}: has no shape in the model (any rank); a graphc graph needs each "
+            "input's rank: give the model's input a shape (dims may be symbolic)"
+        )
     dims: list[Any] = []
     for k, d in enumerate(tensor.shape.dim):
         if d.HasField("dim_value"):

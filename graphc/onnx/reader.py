@@ -121,8 +121,7 @@ def read_graph(
     ctx.node = None
     for info, value in zip(proto.output, results):
         symbol = ctx.symbol(value)
-        _free(graph, info.name)
-        graph.add_output(symbol.node, info.name)
+        graph.add_output(symbol.node, _free(graph, info.name))
 
 
 def _read_nodes(ctx: Context, proto: Any, env: dict[str, Value]) -> list[Value]:
@@ -228,15 +227,18 @@ def _rename_generated(node: Node, name: str) -> None:
         graph.rename(node, graph.fresh_name(name))
 
 
-def _free(graph: Graph, name: str) -> None:
-    """Make `name` free for an output: an op node that holds it takes a fresh name
-    (op nodes get their names from their ops, ONNX outputs theirs from the model)."""
+def _free(graph: Graph, name: str) -> str:
+    """The name an output of ONNX name `name` takes: `name`, which an op node holding it
+    gives up for a fresh one (op nodes get their names from their ops, ONNX outputs theirs
+    from the model), or, for a graph input listed as an output too (the inputs keep
+    their names: they are fed by them), `name`_output."""
     if name not in graph:
-        return
+        return name
     node = graph.node(name)
     if node.kind == "placeholder":
-        return  # an input returned as it is: the output gets the name below
+        return graph.fresh_name(f"{name}_output")
     graph.rename(node, graph.fresh_name(f"{name}_value"))
+    return name
 
 
 def initializers(model: Any, base_dir: str | os.PathLike | None = None) -> dict[str, np.ndarray]:

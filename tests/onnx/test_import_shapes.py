@@ -124,3 +124,22 @@ def test_older_opsets_pools_batch_norm_and_pad(spatial: int) -> None:
         graph = gc.onnx.import_model(model)
         for got, want in zip(gc.run(graph, feeds), _session_run(model, feeds)):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_an_input_returned_as_an_output_and_an_input_of_no_shape() -> None:
+    """A graph input also listed as a graph output (onnx's checker and onnxruntime
+    accept it) raised a VerifyError (two nodes named 'x'): the output is named x_output,
+    in its place. An input with no shape at all (any rank) was read as a scalar, so
+    every feed failed; it is refused by name."""
+    nodes = [helper.make_node("Neg", ["x"], ["y"])]
+    x = helper.make_tensor_value_info("x", F, [3])
+    outs = [helper.make_tensor_value_info("x", F, [3]), helper.make_tensor_value_info("y", F, [3])]
+    model = _checked(_model(nodes, [x], outs))
+    graph = gc.onnx.import_model(model)
+    assert [o.name for o in graph.outputs] == ["x_output", "y"]
+    feeds = {"x": np.array([1.0, -0.0, np.inf], np.float32)}
+    for got, want in zip(gc.run(graph, feeds), _session_run(model, feeds)):
+        np.testing.assert_array_equal(got, want)
+    anything = helper.make_tensor_value_info("x", F, None)
+    with pytest.raises(OnnxError, match="graph input 'x': has no shape"):
+        gc.onnx.import_model(_model(nodes, [anything], outs[1:]))

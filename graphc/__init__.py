@@ -26,6 +26,7 @@ from graphc.frontend import (
     TensorSpec,
     constant,
     custom_vjp,
+    eval_shape,
     grad,
     hessian,
     jacfwd,

@@ -6,6 +6,7 @@ from graphc.frontend.jit import jit
 from graphc.frontend.names import named
 from graphc.frontend.trace import TensorSpec, lifted_feeds, lifted_tensors, trace
 from graphc.frontend.transforms import (
+    eval_shape,
     grad,
     hessian,
     jacfwd,
@@ -19,6 +20,7 @@ from graphc.frontend.transforms import (
 
 __all__ = [
     "constant",
+    "eval_shape",
     "custom_vjp",
     "output",
     "placeholder",

@@ -109,7 +109,7 @@ def _tracing(leaves: list[Any]) -> bool:
     return active_graph() is not None or any(isinstance(leaf, Symbol) for leaf in leaves)
 
 
-def _leaf_names(fn: Callable[..., Any], tree: TreeDef) -> list[str]:
+def call_leaf_names(fn: Callable[..., Any], tree: TreeDef) -> list[str]:
     """A placeholder name for each leaf of the (args, kwargs) structure: the parameter's
     name (the keyword's) for an argument that is one array, else that name and the leaf's
     path (`p['w']` is `p_w`), made unique."""
@@ -247,7 +247,7 @@ class Jitted:
             return result if out_tree == LEAF else tuple(out_leaves)
 
         functools.update_wrapper(recording, self.fn, updated=())
-        names = [n for i, n in enumerate(_leaf_names(self.fn, tree)) if i not in static_at]
+        names = [n for i, n in enumerate(call_leaf_names(self.fn, tree)) if i not in static_at]
         recording.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names]
         )  # placeholders keep the names of the parameters they stand for

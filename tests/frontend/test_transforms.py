@@ -586,3 +586,35 @@ def test_stop_gradient_against_jax() -> None:
 
         np.testing.assert_allclose(gc.grad(ours)(x), jax.grad(theirs)(x), rtol=1e-12)
         np.testing.assert_allclose(gc.hessian(ours)(x), jax.hessian(theirs)(x), rtol=1e-12)
+
+
+def test_eval_shape_traces_without_running() -> None:
+    ran = []
+
+    def f(x, p, scale):
+        ran.append(type(x).__name__)
+        h = gc.tanh(x @ p["w"]) * scale
+        return {"h": h, "best": gc.argmax(h, axis=1)}
+
+    w = np.ones((3, 2), np.float32)
+    shapes = gc.eval_shape(f, gc.TensorSpec((None, 3)), {"w": w}, 2)
+    assert shapes["h"] == gc.TensorSpec(("x_0", 2), "float32")  # a Python 2 stays weak
+    assert shapes["best"] == gc.TensorSpec(("x_0",), "int64")
+    assert ran == ["Symbol"]  # traced once, on graph values, never on data
+    t = ge.tensor(np.ones((4, 3), np.float32))
+    assert gc.eval_shape(lambda x: x.sum(0), x=t) == gc.TensorSpec((3,), "float32")
+    with pytest.raises(gc.ShapeError):
+        gc.eval_shape(lambda x, y: x @ y, np.ones((2, 3)), np.ones((2, 3)))
+
+
+def test_eval_shape_against_jax() -> None:
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    def body(lib):
+        return lambda x, y: (lib.concatenate([x, y], axis=0) * 2, (x * 1.5).sum(axis=1))
+
+    x, y = np.ones((2, 4), np.float32), np.ones((3, 4), np.float32)
+    ours = gc.eval_shape(body(gc), x, y)
+    theirs = jax.eval_shape(body(jnp), x, y)
+    assert [(s.shape, s.dtype) for s in ours] == [(s.shape, s.dtype) for s in theirs]

@@ -1,7 +1,7 @@
 """ONNX forms of graphc's elementwise math and activations that are more than one ONNX op
 (those that are one, erf or floor, are in direct.py's table): rounding, remainders,
 the trigonometric and hyperbolic functions (one op type each, and atan2 composed),
-cumprod (a scan by doubling: ONNX has no CumProd),
+cumprod (a Scan: ONNX has no CumProd),
 log1p and expm1 (Kahan's accurate forms), logical ops, and the activations.
 
 Where ONNX has the op with numpy's meaning it is used (Round, Clip); otherwise the form
@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import Node
-from graphc.ir.types import is_symbol
+from graphc.ir.types import TensorType
 from graphc.onnx.exporters import _logistic
-from graphc.onnx.importer import OnnxError
-from graphc.onnx.writer import Writer, computed, exporter
+from graphc.onnx.writer import Writer, computed, exporter, value_info
 
 
 def _c(w: Writer, value: Any, dtype: Any) -> str:
@@ -155,31 +154,40 @@ def _atan2(w: Writer, node: Node, ins: list[str]) -> list[str]:
 @exporter("cumprod")
 def _cumprod(w: Writer, node: Node, ins: list[str]) -> list[str]:
     # ONNX has no CumProd (and exp of CumSum of logs is neither exact for integers nor
-    # defined at zeros): an inclusive scan by doubling, log2(n) steps, where the step of
-    # shift s multiplies each entry by the one s places back (1 where there is none). The
-    # products are numpy's factors in another order, so they round (and may overflow)
-    # otherwise than numpy's running product: the same within rounding
+    # defined at zeros): a Scan along the axis whose body multiplies the running product
+    # by the next entry, from ones: numpy's products in numpy's order, so the same bits,
+    # along a symbolic axis too (read back, it is a graphc scan doing the same)
+    from onnx import helper, numpy_helper
+
     x = _x(w, node, ins)
-    rank, axis = node.inputs[0].type.rank, node.attrs["axis"]
-    if rank == 0:
+    source, dtype = node.inputs[0].type, node.type.dtype
+    axis = node.attrs["axis"]
+    if source.rank == 0 or source.shape[axis] == 0:
         return [w.one("Identity", [x])]
-    n = node.inputs[0].type.shape[axis]
-    if is_symbol(n):
-        raise OnnxError(
-            f"export_model: {node.describe()}: ONNX has no CumProd, and its form here (a "
-            f"scan by doubling) needs the length of axis {axis}, which is the symbolic dim "
-            f"{n!r}; export with a concrete size for it"
-        )
-    one = _c(w, 1, node.type.dtype)
-    shift = 1
-    while shift < n:
-        kept = w.one("Slice", [x, w.ints([0]), w.ints([n - shift]), w.ints([axis])])
-        pads = [0] * (2 * rank)
-        pads[axis] = shift  # `shift` ones before the kept entries along the axis
-        moved = w.one("Pad", [kept, w.ints(pads), one])
-        x = w.one("Mul", [x, moved])
-        shift *= 2
-    return [w.one("Identity", [x])] if x == ins[0] else [x]
+    others = [k for k in range(source.rank) if k != axis]
+    row = TensorType(tuple(source.shape[k] for k in others), dtype)
+    row_shape = w.one("Gather", [w.one("Shape", [x]), w.ints(others)], axis=0)
+    ones = w.one("ConstantOfShape", [row_shape], value=numpy_helper.from_array(np.ones(1, dtype)))
+    sub = Writer(w.opset, outer=w, prefix=f"{node.name}_")
+    running, entry = sub.fresh("running"), sub.fresh("entry")
+    product = sub.one("Mul", [running, entry])
+    outputs = [sub.one("Identity", [product]), sub.one("Identity", [product])]  # state, output
+    body = helper.make_graph(
+        sub.nodes,
+        sub.fresh("cumprod_body"),
+        [value_info(running, row), value_info(entry, row)],
+        [value_info(name, row) for name in outputs],
+    )
+    _, products = w.emit(
+        "Scan",
+        [ones, x],
+        2,
+        body=body,
+        num_scan_inputs=1,
+        scan_input_axes=[axis],
+        scan_output_axes=[axis],
+    )
+    return [products]
 
 
 def log1p(w: Writer, x: str, dtype: Any) -> str:

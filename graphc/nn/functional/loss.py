@@ -189,12 +189,18 @@ def kl_div(
 _EPSILON = float(np.float32(1e-12))
 
 
-def _bce_pointwise(x: Any, y: Any) -> Any:
-    # torch's kernel: the logs clamped at -100, so a probability of 0 or 1 gives 100, not
-    # inf; the logs never see 0 (a divide warning), where they give -100 anyway
+def _logs(x: Any, floor: float) -> tuple[Any, Any]:
+    """log(x) and log(1 - x), each at least `floor`, computed without a log of 0 (numpy's
+    divide warning): where x is 0 (or 1) the log is `floor` itself."""
     positive, below_one = x > 0, x < 1
-    log_x = where(positive, maximum(log(where(positive, x, 1.0)), -100.0), -100.0)
-    log_rest = where(below_one, maximum(log1p(-where(below_one, x, 0.0)), -100.0), -100.0)
+    log_x = where(positive, log(where(positive, x, 1.0)), floor)
+    log_rest = where(below_one, log1p(-where(below_one, x, 0.0)), floor)
+    return maximum(log_x, floor), maximum(log_rest, floor)
+
+
+def _bce_pointwise(x: Any, y: Any) -> Any:
+    # torch's kernel: the logs clamped at -100, so a probability of 0 or 1 gives 100, not inf
+    log_x, log_rest = _logs(x, -100.0)
     return (y - 1.0) * log_rest - y * log_x
 
 
@@ -203,8 +209,8 @@ def _bce_backward(args: list[Any]) -> list[Any]:
     # torch's gradients: (x - y) / max(x (1 - x), eps) for x; for y the logs' difference,
     # unclamped (as torch's: infinite where x is 0 or 1)
     grad_x = ct * (x - y) / maximum((1.0 - x) * x, _EPSILON)
-    grad_y = ct * (log1p(-x) - log(x))
-    return [grad_x, grad_y]
+    log_x, log_rest = _logs(x, -np.inf)
+    return [grad_x, ct * (log_rest - log_x)]
 
 
 @functools.lru_cache(maxsize=64)

@@ -148,6 +148,7 @@ def assert_close(got: Any, want: Any, what: str) -> None:
 
 @needs_torch
 @pytest.mark.filterwarnings("ignore:reduction. 'mean' divides")  # torch's kl_div advice
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no numpy warning torch does not give
 @pytest.mark.parametrize("name", list(CASES))
 def test_eager_losses_and_gradients_match_torch(name: str) -> None:
     _, x, y, _, wrt_y = CASES[name]

@@ -270,12 +270,15 @@ class TrainStep:
         ]
 
     def _check_hyperparameters(self) -> None:
-        current = self._hyperparameters()
-        if current == self.compiled_hyperparameters:
-            return
-        for index, (now, then) in enumerate(zip(current, self.compiled_hyperparameters)):
-            for key in then:
-                if now.get(key) != then[key]:
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.compiled_hyperparameters):
+            raise StaleTrainStepError(
+                f"TrainStep: the optimizer has {len(groups)} param groups, and the step was "
+                f"compiled with {len(self.compiled_hyperparameters)}: compile it again"
+            )
+        for index, (group, then) in enumerate(zip(groups, self.compiled_hyperparameters)):
+            for key, value in then.items():
+                if group.get(key) != value:
                     advice = (
                         "make the lr scheduler before compiling the step (its step then reads "
                         "the learning rates), or compile again"
@@ -283,13 +286,9 @@ class TrainStep:
                         else "compile the step again"
                     )
                     raise StaleTrainStepError(
-                        f"TrainStep: {key} of param group {index} is {now.get(key)!r}, and the "
-                        f"step was compiled with {key}={then[key]!r} as a constant: {advice}"
+                        f"TrainStep: {key} of param group {index} is {group.get(key)!r}, and "
+                        f"the step was compiled with {key}={value!r} as a constant: {advice}"
                     )
-        raise StaleTrainStepError(
-            f"TrainStep: the optimizer's param groups changed since the step was compiled "
-            f"({len(self.compiled_hyperparameters)} then, {len(current)} now): compile it again"
-        )
 
     def _lr_feeds(self) -> list[np.ndarray]:
         return [np.asarray(g["lr"], np.float64) for g in self.optimizer.param_groups]

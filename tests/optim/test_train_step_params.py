@@ -196,3 +196,38 @@ def test_a_parameter_reached_by_no_gradient_is_skipped_as_torch_skips_it() -> No
     for key, value in untouched.items():  # no weight decay, no momentum
         np.testing.assert_array_equal(static.state_dict()[key], value)
     assert static_opt.state[2] == {} and static_opt.state[3] == {}
+
+
+def behind_stop_gradient(lib, dtype) -> object:
+    """Two linear layers multiplied, the second's output detached (torch) or behind
+    gc.stop_gradient (graphc)."""
+
+    class Behind(lib.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.front = lib.nn.Linear(3, 2, dtype=dtype)
+            self.back = lib.nn.Linear(3, 2, dtype=dtype)
+
+        def forward(self, x):
+            back = self.back(x)
+            return self.front(x) * (back.detach() if lib is torch else gc.stop_gradient(back))
+
+    return Behind()
+
+
+@needs_torch
+def test_a_parameter_behind_stop_gradient_is_skipped_as_torch_skips_a_detached_one() -> None:
+    """gc.stop_gradient is torch's detach: the layer behind it gets no .grad in torch, so
+    no weight decay or momentum either; its zero gradient here must not train it."""
+    torch.manual_seed(0)
+    theirs = behind_stop_gradient(torch, torch.float64)
+    static = behind_stop_gradient(type("graphc", (), {"nn": nn}), "float64")
+    static.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    behind = static.back.weight.detach().numpy().copy()
+    opt = optim.SGD(static.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
+    their_opt = torch.optim.SGD(theirs.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
+    step = gc.compile_train_step(static, nn.MSELoss(), opt, batch(), backend="numpy")
+    assert sorted(step.trained) == ["front.bias", "front.weight"]
+    _steps_agree_with_torch(step, static, theirs, their_opt, 3, rtol=1e-10)
+    assert theirs.back.weight.grad is None
+    np.testing.assert_array_equal(static.back.weight.detach().numpy(), behind)

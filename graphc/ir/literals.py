@@ -9,6 +9,7 @@ inf), and short excerpts of hostile input for error messages.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,11 @@ def as_text(text: Any, what: str = "the graph's text") -> str:
             raise ParseError(
                 f"line {line}: {what} is not UTF-8 (byte {exc.start}: {exc.reason})"
             ) from None
+    if isinstance(text, os.PathLike):  # gc.parse(Path("g.txt")): the contents are wanted
+        raise ParseError(
+            f"expected {what} as a str or bytes, got the path {short(repr(os.fspath(text)))}; "
+            "pass the file's contents (Path(...).read_text()), or gc.load a JSON file"
+        )
     if not isinstance(text, str):
         raise ParseError(f"expected {what} as a str or bytes, got {type(text).__name__}")
     return text

@@ -352,7 +352,15 @@ def parse(text: str | bytes) -> Graph:
     >>> [n.name for n in g.inputs], [n.name for n in g.outputs]
     (['x'], ['y'])
     """
-    reader = _Reader(as_text(text))
+    text = as_text(text)
+    body = text.lstrip()
+    if body.startswith("{"):  # to_json's document, not print(graph)'s text
+        line = text[: len(text) - len(body)].count("\n") + 1
+        raise ParseError(
+            f"line {line}: expected 'graph NAME(...) {{', found '{{'; this looks like a "
+            "graph's JSON form: read it with gc.from_json(text)"
+        )
+    reader = _Reader(text)
     reader.skip_newlines()
     if reader.peek().kind == "end":
         raise reader.error("expected 'graph NAME(...) {', found an empty text")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import graphc as gc
@@ -134,6 +136,7 @@ CASES = {
         "node 'sum': bad attrs for 'sum': sum: an axis must be an int",
     ),
     "empty text": ("", 1, "empty text"),
+    "a JSON document": ('\n{"format": "graphc", "version": 1}', 2, "gc.from_json(text)"),
     "digits of another script": (
         broken(1, "graph g(%x: f32[B,\u0663], %w: f32[3,2]) {"),
         1,
@@ -181,3 +184,12 @@ def test_parse_error_is_a_value_error_and_a_graphc_error() -> None:
         gc.parse("nonsense")
     with pytest.raises(gc.GraphcError):
         gc.parse("nonsense")
+
+
+def test_a_path_is_refused_with_what_to_pass_instead(tmp_path: Path) -> None:
+    path = tmp_path / "g.txt"
+    path.write_text(GOOD)
+    for load in (gc.parse, gc.from_json):
+        with pytest.raises(gc.ParseError, match="read_text"):
+            load(path)  # type: ignore[arg-type]
+    assert str(gc.parse(path.read_text())) == GOOD

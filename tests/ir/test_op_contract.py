@@ -511,6 +511,9 @@ OP_NAME_TABLES = {
     "the roles a picture styles its nodes by, three named as the ops drawn in them": {
         ("viz/style.py", "ROLES"), ("viz/style.py", "LEGEND_TEXT"),
     },
+    "PyTorch's reduction= values of the losses ('mean', 'sum', 'none')": {
+        ("nn/functional/loss.py", "REDUCTIONS"),
+    },
     "ONNX's reduction attribute values (ScatterND, ScatterElements)": {
         ("onnx/handlers_index.py", "COMBINE"),
     },

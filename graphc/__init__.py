@@ -25,6 +25,7 @@ from graphc import passes, viz
 from graphc.frontend import (
     TensorSpec,
     constant,
+    custom_jvp,
     custom_vjp,
     eval_shape,
     grad,

@@ -1,6 +1,6 @@
 """The user-facing ways to make graphs: declaring them, and (later) tracing functions."""
 
-from graphc.frontend.custom import custom_vjp
+from graphc.frontend.custom import custom_jvp, custom_vjp
 from graphc.frontend.declare import constant, output, placeholder
 from graphc.frontend.jit import jit
 from graphc.frontend.names import named
@@ -21,6 +21,7 @@ from graphc.frontend.transforms import (
 __all__ = [
     "constant",
     "eval_shape",
+    "custom_jvp",
     "custom_vjp",
     "output",
     "placeholder",

@@ -1,4 +1,5 @@
-"""`gc.custom_vjp`: a function with a hand-written backward, JAX's spelling.
+"""`gc.custom_vjp` and `gc.custom_jvp`: functions with hand-written derivatives, JAX's
+spelling.
 
 `f = gc.custom_vjp(fn); f.defvjp(fwd, bwd)`, with `fwd(*args) -> (out, residuals)`
 and `bwd(residuals, ct) -> one cotangent per argument`. On graph values (inside
@@ -6,6 +7,12 @@ and `bwd(residuals, ct) -> one cotangent per argument`. On graph values (inside
 node (graphc/ops/custom.py): `fn` traced into its forward body, `fwd` then `bwd`
 traced into its backward body, so gradients follow `bwd` in static graphs and on the
 eager tape alike. On plain arrays it just runs `fn`.
+
+`f = gc.custom_jvp(fn); f.defjvp(jvp)`, with `jvp(primals, tangents) -> (out,
+tangent_out)` linear in the tangents, records the same node: its backward body is the
+transpose of the tangent map (`gc.vjp` of `tangents -> jvp(primals, tangents)[1]`,
+exact because that map is linear), and it is marked linear (`linear=True`), so forward
+mode, which transposes a backward, gets the user's tangent map back exactly.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from typing import Any
 
 from graphc.ir.errors import AutodiffError, GraphcError, TracingError
 from graphc.ir.graph import active_graph
+from graphc.ir.types import is_float
 from graphc.ops.custom import (
     arg_names,
     build_body,
@@ -25,7 +33,7 @@ from graphc.ops.custom import (
     record_custom,
     value_type,
 )
-from graphc.ops.dispatch import kind_of
+from graphc.ops.dispatch import bind, kind_of
 from graphc.ops.pytree import flatten, show_tree, unflatten
 from graphc.ops.symbolic import Symbol
 
@@ -143,3 +151,108 @@ def _cotangent_leaves(name: str, cts: Any, args: tuple) -> list[Any]:
             )
         out += ct_leaves
     return out
+
+
+class custom_jvp:  # noqa: N801 - JAX's name
+    """Wrap `fn` so that its derivative is given by `defjvp(jvp)` (`jax.custom_jvp`):
+    `jvp(primals, tangents) -> (primal_out, tangent_out)`, with `primals` and `tangents`
+    tuples of the arguments, and `tangent_out` linear in `tangents`. Reverse mode
+    (grad, gradients, the eager tape) uses its transpose, forward mode (jvp, tangents)
+    the rule itself; the value is always `fn`'s. Integer arguments take zero tangents.
+
+    >>> import numpy as np, graphc as gc
+    >>> @gc.custom_jvp
+    ... def log1pexp(x):
+    ...     return gc.log(1.0 + gc.exp(x))
+    >>> @log1pexp.defjvp
+    ... def _(primals, tangents):
+    ...     (x,), (t,) = primals, tangents
+    ...     return log1pexp(x), gc.sigmoid(x) * t
+    >>> gc.grad(lambda x: log1pexp(x))(np.float64(1000.0))  # exp(1000) overflows
+    array(1.)
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.jvp: Callable[..., Any] | None = None
+        functools.update_wrapper(self, fn, updated=())  # not fn's __dict__
+
+    def defjvp(self, jvp: Callable[..., Any]) -> Callable[..., Any]:
+        """jvp(primals, tangents) -> (out, tangent_out); returns `jvp` (a decorator)."""
+        self.jvp = jvp
+        return jvp
+
+    @property
+    def _name(self) -> str:
+        return getattr(self.fn, "__name__", "custom_jvp").replace("<lambda>", "lambda")
+
+    def __call__(self, *args: Any) -> Any:
+        leaves, tree = flatten(args)
+        graph_mode = active_graph() is not None or any(isinstance(a, Symbol) for a in leaves)
+        plain = not graph_mode and not any(kind_of(a) is not None for a in leaves)
+        if plain or id(self) in _RUNNING.ids:
+            return self.fn(*args)  # plain arrays, or the rule calling the function itself
+        if self.jvp is None:
+            raise GraphcError(f"custom_jvp {self._name}: call defjvp(jvp) before using it")
+        rule, name = self.jvp, self._name
+        slots = [i for i, a in enumerate(leaves) if is_tensor_arg(a)]
+        specs = list(zip(_leaf_names(self.fn, args, slots), [value_type(leaves[i]) for i in slots]))
+
+        def call_with(values: dict[int, Any], default: Callable[[Any], Any]) -> tuple:
+            return tuple(
+                unflatten(
+                    tree, [values[i] if i in values else default(a) for i, a in enumerate(leaves)]
+                )
+            )
+
+        def keep(a: Any) -> Any:
+            return a
+
+        forward = build_body(
+            f"{name}_forward", specs, lambda ps: [self.fn(*call_with(dict(zip(slots, ps)), keep))]
+        )
+        out_type = forward.outputs[0].type
+
+        def backward(placeholders: list[Symbol]) -> list[Any]:
+            from graphc.frontend.transforms import vjp  # transforms build on this module's layer
+
+            *xs, _out, ct = placeholders
+            primals = call_with(dict(zip(slots, xs)), keep)
+            floats = [k for k, x in enumerate(xs) if is_float(x.dtype)]
+
+            def tangent_map(*ts: Symbol) -> Any:
+                given = {slots[k]: t for k, t in zip(floats, ts)}
+                zeros = {slots[k]: bind("full_like", x, value=0) for k, x in enumerate(xs)}
+                _RUNNING.ids.add(id(self))
+                try:
+                    result = rule(primals, call_with({**zeros, **given}, _zero_tangent))
+                finally:
+                    _RUNNING.ids.discard(id(self))
+                if not isinstance(result, (tuple, list)) or len(result) != 2:
+                    raise TracingError(
+                        f"custom_jvp {name}: jvp must return (primal_out, tangent_out)"
+                    )
+                tangent = result[1]
+                t_type = value_type(tangent)
+                if t_type.shape != out_type.shape:
+                    raise AutodiffError(
+                        f"custom_jvp {name}: jvp's tangent_out is {t_type}; the function's "
+                        f"output is {out_type}"
+                    )
+                return tangent
+
+            cts: dict[int, Any] = {}
+            if floats and is_float(out_type.dtype):
+                _, pull = vjp(tangent_map, *(bind("full_like", xs[k], value=0) for k in floats))
+                cts = dict(zip(floats, pull(ct)))
+            return [fit_cotangent(cts.get(k), x) for k, x in enumerate(xs)]
+
+        ct_names = [f"ct_{n}" for n, _ in specs]
+        specs += [("out", out_type), ("ct", out_type)]
+        backward_body = build_body(f"{name}_backward", specs, backward, ct_names)
+        return record_custom(name, [leaves[i] for i in slots], forward, backward_body, linear=True)
+
+
+def _zero_tangent(value: Any) -> Any:
+    """The tangent of an argument leaf that is no tensor (a Python number): zero."""
+    return 0.0 if isinstance(value, (int, float)) and not isinstance(value, bool) else value

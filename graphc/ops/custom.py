@@ -7,7 +7,10 @@ graphs differentiate it by the user's backward, not by its forward's ops. Attrs:
 - `backward`: a Graph with placeholders (the inputs..., the output, the cotangent)
   and one output per input (that input's cotangent); it may recompute forward
   intermediates, which DCE and CSE clean up once inlined;
-- `function`: the display name (the Function's class name).
+- `function`: the display name (the Function's class name);
+- `linear`: the backward is linear in the cotangent whatever the user wrote (True for
+  `gc.custom_jvp`, whose backward is the transpose of a tangent map), so forward mode,
+  which transposes it, may take it; other user backwards (gradient clipping) need not be.
 
 The kernel runs the forward body (as a fused group's does), the type rule re-infers
 it, and the VJP rule inlines the backward body through the op functions (`bind`), so
@@ -33,7 +36,7 @@ from graphc.ops.dispatch import bind, dtype_of, kind_of
 from graphc.ops.symbolic import SYMBOLIC, Symbol, user_location
 
 
-def _check_attrs(arity: int, forward: Any, backward: Any, function: Any) -> None:
+def _check_attrs(arity: int, forward: Any, backward: Any, function: Any, linear: Any) -> None:
     check_body(forward, arity, op="custom_vjp")
     if not isinstance(backward, Graph):
         raise GraphcError(f"custom_vjp: attr 'backward' must be a Graph, got {type(backward)}")
@@ -47,15 +50,21 @@ def _check_attrs(arity: int, forward: Any, backward: Any, function: Any) -> None
         raise GraphcError(
             f"custom_vjp: attr 'function' must be a str, got {type(function).__name__}"
         )
+    if not isinstance(linear, bool):
+        raise GraphcError(f"custom_vjp: attr 'linear' must be a bool, got {type(linear).__name__}")
 
 
-def _canonicalize(*types: TensorType, forward: Graph, backward: Graph, function: str) -> dict:
-    _check_attrs(len(types), forward, backward, function)
-    return {"forward": forward, "backward": backward, "function": function}
+def _canonicalize(
+    *types: TensorType, forward: Graph, backward: Graph, function: str, linear: bool
+) -> dict:
+    _check_attrs(len(types), forward, backward, function, linear)
+    return {"forward": forward, "backward": backward, "function": function, "linear": linear}
 
 
-def _infer(*types: TensorType, forward: Graph, backward: Graph, function: str) -> TensorType:
-    _check_attrs(len(types), forward, backward, function)
+def _infer(
+    *types: TensorType, forward: Graph, backward: Graph, function: str, linear: bool
+) -> TensorType:
+    _check_attrs(len(types), forward, backward, function, linear)
     return body_types(forward, types)[check_body(forward, len(types), op="custom_vjp")]
 
 
@@ -65,6 +74,7 @@ def _kernel(
     forward: Graph,
     backward: Graph,
     function: str,
+    linear: bool = False,
 ) -> np.ndarray:
     return into(out, evaluate(forward, arrays)[0])
 
@@ -91,14 +101,26 @@ def inline_body(body: Graph, values: Sequence[Any]) -> list[Any]:
 
 
 def _vjp(
-    ct: Any, out: Any, *inputs: Any, needs: tuple, forward: Graph, backward: Graph, function: str
+    ct: Any,
+    out: Any,
+    *inputs: Any,
+    needs: tuple,
+    forward: Graph,
+    backward: Graph,
+    function: str,
+    linear: bool = False,
 ) -> tuple:
     cts = inline_body(backward, [*inputs, out, ct])
     return tuple(c if need else None for c, need in zip(cts, needs))
 
 
 def _cost(
-    out: TensorType, *inputs: TensorType, forward: Graph, backward: Graph, function: str
+    out: TensorType,
+    *inputs: TensorType,
+    forward: Graph,
+    backward: Graph,
+    function: str,
+    linear: bool = False,
 ) -> int:
     return body_cost(out, *inputs, body=forward)
 
@@ -108,7 +130,7 @@ custom_vjp_op = defop(
     inputs=VARIADIC,
     infer=_infer,
     kernel=_kernel,
-    attrs={"forward": REQUIRED, "backward": REQUIRED, "function": "custom"},
+    attrs={"forward": REQUIRED, "backward": REQUIRED, "function": "custom", "linear": False},
     bodies=("forward", "backward"),
     vjp=_vjp,
     canonicalize=_canonicalize,
@@ -216,11 +238,16 @@ def fit_cotangent(ct: Any, like: Symbol) -> Symbol:
     return ct
 
 
-def record_custom(name: str, args: Sequence[Any], forward: Graph, backward: Graph) -> Any:
-    """Apply a custom_vjp node to the tensor `args`, by whichever kind they are."""
+def record_custom(
+    name: str, args: Sequence[Any], forward: Graph, backward: Graph, linear: bool = False
+) -> Any:
+    """Apply a custom_vjp node to the tensor `args`, by whichever kind they are (`linear`:
+    the backward is linear in the cotangent by construction)."""
     if not args:
         raise TracingError(f"{name}: a custom function needs at least one tensor input")
-    return bind("custom_vjp", *args, forward=forward, backward=backward, function=name)
+    return bind(
+        "custom_vjp", *args, forward=forward, backward=backward, function=name, linear=linear
+    )
 
 
 def forward_root(forward: Graph) -> Node:

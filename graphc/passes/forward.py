@@ -260,10 +260,11 @@ def _while_tangents(n: Node, value: dict[Node, Any], tangent: dict[Node, Any]) -
 def _refuse_user_backwards(g: Graph, wrt: list[str], outputs: list[str]) -> None:
     """Transposing is exact for a VJP linear in its cotangent, which every op's rule is;
     a user's backward (gc.custom_vjp, a Function) need not be (gradient clipping is
-    not), so forward mode through one is refused, as JAX refuses jvp of a custom_vjp."""
+    not), so forward mode through one is refused, as JAX refuses jvp of a custom_vjp,
+    unless it is linear by construction (gc.custom_jvp's, marked `linear`) or zero."""
     for n in _on_path(g, wrt, outputs):
         user = _user_backward(n)
-        if user is not None and not _zero_backward(user):
+        if user is not None and not user.attrs.get("linear") and not _zero_backward(user):
             where = "" if user is n else f" (in a body of {n.describe()})"
             raise AutodiffError(
                 f"tangents: {user.describe()}{where} has a user-defined backward "

@@ -139,6 +139,22 @@ custom_vjp_op = defop(
 )
 
 
+def zero_backward(node: Node) -> bool:
+    """Is this custom_vjp node's backward zero whatever its cotangent (every gradient it
+    gives a fill of zeros: gc.stop_gradient's, or a backward returning None for each
+    input)? No gradient flows through such a node."""
+    return (
+        node.kind == OP
+        and node.op == "custom_vjp"
+        and all(
+            o.inputs[0].kind == OP
+            and o.inputs[0].op == "full_like"
+            and o.inputs[0].attrs.get("value") == 0
+            for o in node.attrs["backward"].outputs
+        )
+    )
+
+
 # -- building the bodies ------------------------------------------------------------
 
 

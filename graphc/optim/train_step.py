@@ -63,6 +63,7 @@ from graphc.nn.functional.stochastic import KEY
 from graphc.nn.module import recording_buffer_updates
 from graphc.nn.shape_checks import ShapeCheck, recording_shape_checks, run_shape_checks
 from graphc.ops import fold_in
+from graphc.ops.custom import zero_backward
 from graphc.optim.optimizer import Optimizer
 from graphc.passes.autodiff import gradients
 from graphc.runtime.executable import Executable, compile
@@ -90,18 +91,14 @@ def _reaching_the_loss(loss_graph: Graph) -> set[str]:
     """The placeholders from which a gradient reaches the loss: those with a path to it
     through floating-point values only (torch's rule for which leaves get a .grad: an
     integer or boolean value, such as a comparison's or argmax's, carries none), and not
-    through gc.stop_gradient (torch's detach: a zero gradient there would still be a
-    .grad, and the update's weight decay and momentum would move the parameter)."""
+    through gc.stop_gradient or another custom node whose backward is zero (torch's
+    detach: a zero gradient there would still be a .grad, and the update's weight decay
+    and momentum would move the parameter)."""
     carrying = {next(o for o in loss_graph.outputs if o.name == LOSS).inputs[0]}
     for n in reversed(loss_graph.nodes):
-        if n in carrying and n.kind == OP and _has_float(n.type) and not _detaches(n):
+        if n in carrying and n.kind == OP and _has_float(n.type) and not zero_backward(n):
             carrying.update(n.inputs)
     return {p.name for p in loss_graph.inputs if p in carrying and _has_float(p.type)}
-
-
-def _detaches(n: Any) -> bool:
-    """Whether `n` is gc.stop_gradient's node (ops/custom.py records it under that name)."""
-    return n.op == "custom_vjp" and n.attrs.get("function") == "stop_gradient"
 
 
 def _has_float(t: Any) -> bool:

@@ -60,7 +60,7 @@ from graphc.ir.types import TupleType, is_float
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
 from graphc.ops.closure import with_inputs
-from graphc.ops.custom import inline_body
+from graphc.ops.custom import inline_body, zero_backward
 from graphc.ops.dispatch import bind
 from graphc.ops.symbolic import Symbol, add_constant
 from graphc.ops.tuples import results
@@ -264,7 +264,7 @@ def _refuse_user_backwards(g: Graph, wrt: list[str], outputs: list[str]) -> None
     unless it is linear by construction (gc.custom_jvp's, marked `linear`) or zero."""
     for n in _on_path(g, wrt, outputs):
         user = _user_backward(n)
-        if user is not None and not user.attrs.get("linear") and not _zero_backward(user):
+        if user is not None and not user.attrs.get("linear") and not zero_backward(user):
             where = "" if user is n else f" (in a body of {n.describe()})"
             raise AutodiffError(
                 f"tangents: {user.describe()}{where} has a user-defined backward "
@@ -273,18 +273,6 @@ def _refuse_user_backwards(g: Graph, wrt: list[str], outputs: list[str]) -> None
                 "(as jax.jvp refuses a custom_vjp function); differentiate it in reverse "
                 "mode (gc.grad, gc.jacrev)"
             )
-
-
-def _zero_backward(n: Node) -> bool:
-    """Is `n`'s user backward zero whatever its cotangent (every gradient it gives a
-    fill of zeros, as gc.stop_gradient's)? Zero is linear, so transposing it is exact."""
-    body = n.attrs["backward"]
-    return all(
-        o.inputs[0].kind == OP
-        and o.inputs[0].op == "full_like"
-        and o.inputs[0].attrs.get("value") == 0
-        for o in body.outputs
-    )
 
 
 def _user_backward(n: Node) -> Node | None:

@@ -231,3 +231,28 @@ def test_a_parameter_behind_stop_gradient_is_skipped_as_torch_skips_a_detached_o
     _steps_agree_with_torch(step, static, theirs, their_opt, 3, rtol=1e-10)
     assert theirs.back.weight.grad is None
     np.testing.assert_array_equal(static.back.weight.detach().numpy(), behind)
+
+
+def test_a_custom_function_named_stop_gradient_still_trains_what_is_behind_it() -> None:
+    """Which custom node stops the gradient is read from its backward (a fill of
+    zeros), never from its name, which the user chooses."""
+
+    @gc.custom_vjp
+    def stop_gradient(x):  # the user's own, with a real backward
+        return x * 1.0
+
+    stop_gradient.defvjp(lambda x: (x * 1.0, ()), lambda res, ct: (ct * 2.0,))
+
+    class Through(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.front = nn.Linear(3, 2, dtype="float64")
+            self.back = nn.Linear(3, 2, dtype="float64")
+
+        def forward(self, x):
+            return self.front(x) * stop_gradient(self.back(x))
+
+    model = Through()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    step = gc.compile_train_step(model, nn.MSELoss(), opt, batch(), backend="numpy")
+    assert sorted(step.trained) == ["back.bias", "back.weight", "front.bias", "front.weight"]

@@ -19,10 +19,13 @@ from graphc.ops import nn as N
 from graphc.ops import shape as S
 from graphc.ops.gemm import gemm as _gemm
 from graphc.ops.methods import scaled
+from graphc.ops.symbolic import Symbol
 
 
-def _t(x: Any) -> Tensor:
-    return x if isinstance(x, Tensor) else as_tensor(x)
+def _t(x: Any) -> Any:
+    """x as a value with methods: a tensor, or a graph value while tracing (a model
+    written with these functions traces, as with the op functions)."""
+    return x if isinstance(x, (Tensor, Symbol)) else as_tensor(x)
 
 
 def sum(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
@@ -41,6 +44,17 @@ def prod(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = No
          keepdims: bool | None = None) -> Any:  # fmt: skip
     """torch.prod: prod(x), prod(x, dim=1, keepdim=True); numpy's axis/keepdims also work."""
     return _t(x).prod(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def nansum(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+           keepdims: bool | None = None) -> Any:  # fmt: skip
+    """torch.nansum: the sum over dim (all by default) counting nan as 0."""
+    return _t(x).nansum(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def diagonal(x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    """torch.diagonal: the entries (i, i + offset) of dims dim1 and dim2, as a last dim."""
+    return _t(x).diagonal(offset, dim1, dim2)
 
 
 def max(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
@@ -171,7 +185,7 @@ def numel(x: Any) -> int:
 def equal(x: Any, y: Any) -> bool:
     """torch.equal: True when x and y have the same shape and the same values (a Python
     bool; `graphc.eager.eq` is the elementwise comparison)."""
-    return _t(x).equal(_t(y))
+    return as_tensor(x).equal(as_tensor(y))  # values: a graph value refuses, naming itself
 
 
 def is_tensor(x: Any) -> bool:

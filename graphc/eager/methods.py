@@ -220,6 +220,16 @@ class EagerMethods:
         """A copy that stays differentiable (gradients flow back to self)."""
         return _spelled(ValueMethods.clone(self), "CloneBackward0")
 
+    def nansum(self, *args: Any, **kwargs: Any) -> Any:
+        """The sum counting nan as 0 (a sum of where's: torch's node is NansumBackward0)."""
+        return _spelled(ValueMethods.nansum(self, *args, **kwargs), "NansumBackward0")  # type: ignore[attr-defined]
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+        """The diagonal of dims dim1 and dim2 as a last dim (a strided slice: torch's node
+        is DiagonalBackward0)."""
+        out = ValueMethods.diagonal(self, offset, dim1, dim2)
+        return _spelled(out, "DiagonalBackward0")
+
     def masked_fill(self, mask: Any, value: Any) -> Any:
         """`value` where mask holds, self elsewhere; of self's dtype, as torch (an int
         tensor filled with 2.5 gets 2). A tensor value must be 0-d; it gets a gradient."""

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import Node
-from graphc.ir.types import is_symbol
+from graphc.ir.types import is_bfloat16, is_symbol
 from graphc.onnx.exporters import INT64_MIN
 from graphc.onnx.exporters_math import _c, _x
 from graphc.onnx.importer import OnnxError
@@ -107,8 +107,11 @@ def _argsort(w: Writer, node: Node, ins: list[str]) -> list[str]:
     if rank == 0:
         return [w.const(np.zeros((), np.int64))]
     axis = node.attrs["axis"] % rank
-    if node.inputs[0].type.dtype == np.bool_:
+    dtype = node.inputs[0].type.dtype
+    if dtype == np.bool_:
         x = w.cast(x, np.bool_, np.int32)
+    elif is_bfloat16(dtype) and w.opset < 24:  # TopK has bfloat16 from opset 24: float32
+        x = w.cast(x, dtype, np.float32)  # holds each value, so the order is the same
     size = node.inputs[0].type.shape[axis]
     k = w.shape([size]) if is_symbol(size) else w.ints([size])
     # TopK keeps equal elements in index order, largest or smallest first: a stable sort

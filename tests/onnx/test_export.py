@@ -471,3 +471,14 @@ def test_float64_gelu_keeps_its_accuracy_at_opset_20_and_later() -> None:
         np.testing.assert_allclose(got[0], want[0], rtol=1e-14, atol=1e-15)
     single = gc.trace(gc.gelu, x.astype(np.float32))
     assert "Gelu" in {n.op_type for n in _export(single, 21).graph.node}
+
+
+def test_argsort_of_bfloat16_is_a_valid_model() -> None:
+    """argsort (and sort, take_along_axis of it) of bfloat16 wrote TopK of bfloat16,
+    which ONNX's TopK has only from opset 24 (onnx's checker refused the model): it
+    sorts the values cast to float32, which holds each of them."""
+    bfloat16 = pytest.importorskip("ml_dtypes").bfloat16
+    x = np.array([[3.5, -0.0, np.nan, 0.0], [1e30, -1e30, 2.0, 2.0]], bfloat16)
+    g = gc.trace(lambda v: (gc.argsort(v, axis=1), gc.sort(v, axis=1, descending=True).values), x)
+    got, want = _round_trip(g, {"v": x})
+    assert_bits_equal(got, want, "round trip")

@@ -236,19 +236,51 @@ def _collapse_steps(graph: Graph, plan: Collapse, limit: int, prefix: str) -> No
     whose op sequence repeats (a backward pass through an unrolled loop emits each
     step's gradient ops in turn, several values flowing between steps). The longest
     periodic stretch longer than `limit` becomes one summary node, its first step left
-    visible to show what a step is; then the next longest, and so on."""
+    visible to show what a step is; then the next longest, and so on.
+
+    Steps are a loop only when each reads what the step before it computed: the same
+    ops side by side on their own inputs (the query, key and value projections of an
+    attention layer) are no loop, and stay visible; their stretch is left out of the
+    search that follows."""
+    passed_over: set[Node] = set()
     for _ in range(MAX_STEP_GROUPS):
         ops = [n for n in graph.nodes if _is_chain_op(n) and n not in plan.owner]
-        stretch = periodic_stretch([str(n.op) for n in ops])
+        names = [f"#{k}" if n in passed_over else str(n.op) for k, n in enumerate(ops)]
+        stretch = periodic_stretch(names)
         if stretch is None or stretch[1] - stretch[0] - stretch[2] <= limit:
             return
         start, stop, period = stretch
+        if not _chained(ops[start:stop], period):
+            passed_over.update(ops[start:stop])
+            continue
         members = ops[start + period : stop]
         label = f"… {summarize([str(n.op) for n in members])} …"
         names = f"{members[0].name} … {members[-1].name}"  # the program's names, if any
         plan.add(
             Group(dot_id(f"{prefix}steps/{members[0].name}"), (label, names), members, "steps")
         )
+
+
+def _chained(ops: list[Node], period: int) -> bool:
+    """Does each step of `ops` (`period` ops a step) read a value of the step before it,
+    directly or through nodes that are no step's ops (a `result`, a constant)?"""
+    step_of = {n: k // period for k, n in enumerate(ops)}
+    for k in range(1, len(ops) // period):
+        seen: set[Node] = set()
+        todo = [x for n in ops[k * period : (k + 1) * period] for x in n.inputs]
+        found = False
+        while todo and not found:
+            x = todo.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            if x in step_of:
+                found = step_of[x] == k - 1
+            elif x.kind == OP:
+                todo.extend(x.inputs)
+        if not found:
+            return False
+    return True
 
 
 def _absorb_inputs_and_outputs(graph: Graph, users: dict[Node, list[Node]], plan: Collapse) -> None:

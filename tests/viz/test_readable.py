@@ -230,3 +230,35 @@ def test_the_unrolled_rnn_s_forward_and_backward_fit_a_page(tmp_path: Path) -> N
         float(v) for v in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups()
     )  # type: ignore[union-attr]
     assert width < 3500 and height < 3500  # T=10 was 6,444 x 7,455 px before
+
+
+# -- side by side is no loop ----------------------------------------------------------------
+
+
+def test_the_same_ops_side_by_side_are_no_unrolled_steps() -> None:
+    """Four heads computed alike from their own slice read nothing of one another: the
+    picture shows them all (it used to hide three behind a "× 3" summary of "steps")."""
+    g = gc.Graph("heads")
+    with g:
+        x = gc.placeholder("x", shape=(8, 4))
+        heads = []
+        for k in range(4):
+            head = gc.tanh(gc.exp(x[2 * k : 2 * k + 2]) * 2.0 + 1.0)
+            heads.append(gc.sum(head @ gc.transpose(head, (1, 0)) - 3.0))
+        gc.output(heads[0] + heads[1] + heads[2] + heads[3], name="y")
+    dot = parse_dot(gc.viz.to_dot(g, max_repeat=None).source)
+    assert not [i for i in drawn(dot) if "steps/" in i or "collapsed/" in i]
+    tanhs = [n.name for n in g.nodes if n.op == "tanh"]
+    assert len(tanhs) == 4 and all(name in dot.nodes for name in tanhs)
+
+
+def test_the_transformer_layer_shows_its_query_key_and_value_projections() -> None:
+    from graphc import nn
+
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, generator=0)
+    g = gc.trace(layer, gc.TensorSpec((5, "B", 8)))
+    dot = parse_dot(gc.viz.to_dot(g).source)
+    assert not [i for i in drawn(dot) if "steps/" in i]
+    projections = [n for n in g.nodes if n.op == "slice" and n.inputs[0].kind == "placeholder"]
+    assert len(projections) == 6  # q, k, v: a weight and a bias slice each
+    assert all(n.name in dot.nodes for n in projections)

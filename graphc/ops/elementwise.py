@@ -538,14 +538,15 @@ def _atan2_vjp(ct: Any, out: Any, x: Any, y: Any, needs: tuple) -> tuple:
     return gx, gy
 
 
-# the angle of the point (y, x) (torch.atan2(input, other), numpy.arctan2(x1, x2))
+# the angle of the point (y, x), x the vertical coordinate (torch.atan2(input, other),
+# numpy.arctan2(x1, x2))
 atan2 = _binary(
     "atan2",
     np.arctan2,
     _atan2_vjp,
-    "The angle in (-pi, pi] of the point (y, x) from the positive y axis toward x: the "
-    "inverse tangent of x / y in the quadrant of the signs of both (signed zeros too), "
-    "as torch.atan2(input, other) and numpy.arctan2. "
+    "The angle in [-pi, pi] of the point whose horizontal coordinate is y and vertical "
+    "one x: the inverse tangent of x / y in the quadrant the signs of both give (signed "
+    "zeros and infinities too), as torch.atan2(input, other) and numpy.arctan2(x1, x2). "
     "gc.atan2(np.array([1.0]), np.array([-1.0])) -> array([2.35619449])",
 )
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.graph import Node
-from graphc.ir.types import is_float, is_symbol
+from graphc.ir.types import is_float, is_half, is_symbol
 from graphc.onnx.importer import OnnxError, onnx_elem_type
 from graphc.onnx.writer import Writer, computed, exporter
 from graphc.ops.indexing import _expand_ellipsis, parse_index
@@ -69,17 +69,18 @@ def _axes(w: Writer, node: Node, axis: Any) -> list[int] | None:
 
 
 def _reduce(op_type: str, axes_input_from: int) -> Any:
-    def run(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    def run(w: Writer, node: Node, ins: list[str], dtype: Any = None) -> list[str]:
+        """The reduction, in `dtype` (the node's unless given)."""
+        dtype = node.type.dtype if dtype is None else np.dtype(dtype)
         axes = _axes(w, node, node.attrs.get("axis"))
         keep = int(bool(node.attrs.get("keepdims", False)))
-        x = w.cast(ins[0], node.inputs[0].type.dtype, node.type.dtype)
+        x = w.cast(ins[0], node.inputs[0].type.dtype, dtype)
         if node.inputs[0].type.rank == 0:
             return [w.one("Identity", [x])]
         if axes == []:  # over no axis: each element alone (empty axes mean all in ONNX)
             if op_type in ("ReduceSum", "ReduceLogSumExp"):  # numpy adds a zero: -0.0 -> 0.0
-                return [w.one("Add", [x, w.const(np.zeros((), node.type.dtype))])]
+                return [w.one("Add", [x, w.const(np.zeros((), dtype))])]
             return [w.one("Identity", [x])]
-        dtype = node.type.dtype
         # ReduceMax / ReduceMin have no bool, int16 or uint16 form: those run as int32
         # (exactly) and are cast back
         widened = op_type in _EXTREMA and dtype in (np.bool_, np.int16, np.uint16)
@@ -117,17 +118,19 @@ exporter("prod")(_reduce("ReduceProd", 18))
 @exporter("mean")
 def _mean(w: Writer, node: Node, ins: list[str]) -> list[str]:
     """The sum divided by the count, as numpy computes it (an empty mean is nan, where
-    ReduceMean gives 0)."""
-    total = _reduce("ReduceSum", 13)(w, node, ins)[0]
+    ReduceMean gives 0); a mean of half floats in float32, rounded once, as numpy's
+    (and torch's): a sum rounded to half before the division would round twice."""
+    dtype = node.type.dtype
+    work = np.dtype(np.float32) if is_half(dtype) else dtype
+    total = _reduce("ReduceSum", 13)(w, node, ins, work)[0]
     axis = node.attrs.get("axis")
     shape = node.inputs[0].type.shape
     dims = list(shape) if axis is None else [shape[a] for a in axis]
-    dtype = node.type.dtype
     if any(is_symbol(d) for d in dims):
-        n = w.cast(w.one("ReduceProd", [w.shape(dims)], keepdims=0), np.int64, dtype)
+        n = w.cast(w.one("ReduceProd", [w.shape(dims)], keepdims=0), np.int64, work)
     else:
-        n = w.const(np.asarray(np.prod(dims, dtype=np.int64), dtype))
-    return [w.one("Div", [total, n])]
+        n = w.const(np.asarray(np.prod(dims, dtype=np.int64), work))
+    return [w.cast(w.one("Div", [total, n]), work, dtype)]
 
 
 exporter("max")(_reduce("ReduceMax", 18))

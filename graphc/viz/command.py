@@ -53,7 +53,9 @@ def load_function(target: str) -> Callable[..., Any]:
     """The function named by ``module.path:function`` or ``path/to/file.py:function``."""
     module_name, sep, function_name = target.rpartition(":")
     if not sep or not module_name or not function_name:
-        raise GraphcError(f"expected MODULE:FUNCTION, got {target!r}")
+        raise GraphcError(
+            f"expected MODULE:FUNCTION, a GRAPH.json or a MODEL.onnx file, got {target!r}"
+        )
     if module_name.endswith(".py"):
         path = Path(module_name)
         if not path.exists():
@@ -86,13 +88,22 @@ def load_target(target: str, specs: list[str]) -> Graph:
         raise GraphcError(
             f"--spec is for tracing a function; {target} holds its inputs' types: drop --spec"
         )
+    if target.endswith((".json", ".onnx")) and not Path(target).exists():
+        raise GraphcError(f"no such file: {target}")
     if target.endswith(".json"):
         return gc.load(target)
     if target.endswith(".onnx"):
-        if not Path(target).exists():
-            raise GraphcError(f"no such file: {target}")
         return gc.onnx.import_model(target)
-    return gc.trace(load_function(target), *[parse_spec(s) for s in specs])
+    function = load_function(target)
+    try:
+        return gc.trace(function, *[parse_spec(s) for s in specs])
+    except GraphcError as exc:
+        if specs or "cannot be called" not in str(exc):
+            raise
+        # no --spec at all: say how to give the types, not only that the call failed
+        raise GraphcError(
+            f'{exc}; give one --spec per argument of {target}, e.g. --spec "B,3:float32"'
+        ) from None
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:

@@ -106,3 +106,17 @@ def test_without_dot_the_hint_renders_the_format_asked_for(
         assert written == tmp_path / "pic.dot" and written.exists()
         [warning] = [str(w.message) for w in caught]
         assert f"`dot -T{suffix} {written} -o {asked}`" in warning
+
+
+def test_a_missing_file_or_spec_says_what_to_give(
+    model: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nowhere.json"
+    for command in ("render", "inspect"):
+        out = ["-o", str(tmp_path / "g.dot")] if command == "render" else []
+        assert main([command, str(missing), *out]) == 2
+        assert f"no such file: {missing}" in capsys.readouterr().err
+        assert main([command, model, *out]) == 2  # f(x, w) traced without a --spec
+        assert "give one --spec per argument" in capsys.readouterr().err
+        assert main([command, str(tmp_path / "weights.bin"), *out]) == 2
+        assert "GRAPH.json or a MODEL.onnx" in capsys.readouterr().err

@@ -137,6 +137,8 @@ def batch_roles(graph: Graph, batch_dim: str = "B") -> tuple[dict[Node, Role], d
         role = _op_role(n, [roles[x] for x in n.inputs], roots, batch_dim)
         if isinstance(role, Reduce):
             roots[n], role = role.kind, REDUCED
+        if role == REDUCED and batch_dim in n.type.symbols:
+            raise _spread(n, roots)
         _check_type(n, role, batch_dim)
         roles[n] = role
     return roles, roots
@@ -206,6 +208,26 @@ def _check_type(n: Node, role: Role, batch_dim: str) -> None:
             raise _refuse(n, f"its result {n.type} does not keep the batch dim on one axis")
     elif batch_dim in shape:
         raise _refuse(n, f"its result {n.type} carries the batch dim but no batch rows")
+
+
+def _spread(n: Node, roots: dict[Node, str]) -> BatchSplitError:
+    """The refusal of a node spreading a value of the whole batch over its rows, naming
+    the reduction it comes from (a loss's gradient divided by a batch-dependent count)."""
+    seen, todo = set(), list(n.inputs)
+    while todo:
+        x = todo.pop()
+        if x in roots:
+            return _refuse(
+                n,
+                f"it spreads over the rows a value computed from '{x.name}' ({x.op} over the "
+                "batch); batch statistics feeding back into the rows need the whole batch "
+                "before any row (a gradient of a loss divided by a count that depends on the "
+                "batch, as cross entropy's with weight, ignore_index or label_smoothing)",
+            )
+        if x not in seen:
+            seen.add(x)
+            todo.extend(x.inputs)
+    return _refuse(n, f"its result {n.type} carries the batch dim but no batch rows")
 
 
 def _refuse(n: Node, why: str) -> BatchSplitError:

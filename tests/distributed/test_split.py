@@ -291,6 +291,16 @@ UNSPLITTABLE = {
         "node 'i' (op arange)",
         "position",
     ),
+    "a batch total spread back over the rows": (
+        """graph g(%x: f64[B,3]) {
+  %t: f64[] = sum(%x, axis=None, keepdims=False)
+  %h: f64[] = mul(%t, %t)
+  %b: f64[B] = broadcast_to(%h, shape=("B",))
+  output %y = %b
+}""",
+        "node 'b' (op broadcast_to)",
+        "computed from 't' (sum over the batch)",
+    ),
     "the batch on two axes": (
         """graph g(%x: f64[B,B]) {
   output %y = %x
@@ -313,6 +323,23 @@ def test_unsplittable_graphs_raise_a_named_error(case: str) -> None:
         split_batch(_graph(text))
     assert isinstance(info.value, gc.GraphcError)
     assert where in str(info.value) and why in str(info.value), str(info.value)
+
+
+def test_a_loss_normalized_by_a_batch_count_says_why_it_is_refused() -> None:
+    # label smoothing's term is divided by the number of rows not ignored, a sum over the
+    # batch: its gradient spreads that over the rows. The refusal named only the
+    # broadcast ("carries the batch dim but no batch rows"), not the reduction or why.
+    model = gc.nn.Linear(4, 3, dtype="float64", generator=1)
+    loss = gc.nn.CrossEntropyLoss(label_smoothing=0.1)
+    step = gc.compile_train_step(
+        model,
+        loss,
+        gc.optim.SGD(model.parameters(), lr=0.1),
+        (np.zeros((8, 4)), np.zeros(8, np.int64)),
+    )
+    with pytest.raises(BatchSplitError, match=r"from '\w+' \(sum over the batch\)") as info:
+        split_batch(step.graph)
+    assert "label_smoothing" in str(info.value)
 
 
 def test_an_op_without_a_rule_is_refused_not_guessed() -> None:

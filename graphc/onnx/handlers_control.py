@@ -28,8 +28,10 @@ from graphc.onnx.importer import (
     OnnxError,
     Value,
     handler,
+    is_dims,
     known,
     needs_known,
+    symbolic_hint,
     tensor_value,
 )
 from graphc.onnx.reader import read_body
@@ -95,14 +97,16 @@ def _loop(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
             f"{n_carry} loop-carried values (expected {2 + n_carry} inputs and at least "
             f"{1 + n_carry} outputs)"
         )
-    if trips is not None and known(trips):
+    if trips is not None and is_dims(trips):  # a dim of a shape: the symbol's own size
+        trips = str(np.asarray(trips).reshape(()))  # (graphc's exporter writes a scan so)
+    elif trips is not None and known(trips):
         trips = int(np.asarray(trips).reshape(()))
     if first is not None and known(first) and not bool(np.asarray(first).reshape(())):
         if n_scan:  # no iteration: the scan outputs are empty, of types the body decides
             raise ctx.error("a Loop that runs no iteration and has scan outputs is not supported")
         return list(carries)
     runs_to_count = first is None or known(first)
-    if isinstance(trips, int) and runs_to_count and _passes_condition_through(ctx, body):
+    if isinstance(trips, (int, str)) and runs_to_count and _passes_condition_through(ctx, body):
         graph = active_graph() or ctx.graph
         mark = len(graph.nodes)
         try:
@@ -110,6 +114,11 @@ def _loop(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         except OnnxError as exc:
             if not exc.needs_counter:
                 raise
+            if isinstance(trips, str):
+                raise OnnxError(
+                    f"{exc} (a for loop is unrolled for it when its trip count is known; "
+                    f"this one runs the symbolic dim '{trips}' times{symbolic_hint([np.asarray([trips], object)])})"
+                ) from None
             if trips > UNROLL_LIMIT:
                 raise OnnxError(
                     f"{exc} (a for loop is unrolled for it up to {UNROLL_LIMIT} trips; this "
@@ -118,6 +127,11 @@ def _loop(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
             # what the abandoned scan recorded (its lifted initial counter) is dead
             graph.discard_since(mark)
             return _loop_unrolled(ctx, body, trips, carries, n_scan)
+    if isinstance(trips, str):  # a while loop's bound is data: a symbolic dim is none
+        raise ctx.error(
+            f"a Loop that may stop early runs at most the symbolic dim '{trips}' times, "
+            f"which graphc cannot compute as a value{symbolic_hint([np.asarray([trips], object)])}"
+        )
     if n_scan and trips is not None and _passes_condition_through(ctx, body):
         # a for loop, but its count or first condition is fed: the caller may fix them
         if not isinstance(trips, int):
@@ -132,7 +146,7 @@ def _loop(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
 
 
 def _loop_as_scan(
-    ctx: Context, body: Any, trips: int, carries: list[Value], n_scan: int
+    ctx: Context, body: Any, trips: int | str, carries: list[Value], n_scan: int
 ) -> list[Value]:
     true = np.asarray(True)
 
@@ -142,7 +156,10 @@ def _loop_as_scan(
         new = outs[1 : 1 + len(values)]
         return (E.add(i, np.int64(1)), *new), tuple(outs[1 + len(values) :])
 
-    (_, *final), ys = scan(step, (np.int64(0), *carries), length=max(trips, 0))
+    length, counter = max(trips, 0) if isinstance(trips, int) else trips, np.int64(0)
+    if isinstance(trips, str):  # (a scan of a symbolic length is recorded, never computed)
+        counter = ctx.symbol(counter)
+    (_, *final), ys = scan(step, (counter, *carries), length=length)
     return [*final, *ys]
 
 

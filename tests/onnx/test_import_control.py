@@ -271,3 +271,80 @@ def test_a_for_loop_slicing_at_its_counter_is_unrolled() -> None:
     assert all(users.get(n) for n in graph.op_nodes)  # nothing of the abandoned scan is left
     with pytest.raises(OnnxError, match="loop-carried.*unrolled for it up to 64 trips"):
         gc.onnx.import_model(_slicing_loop(65))  # past the unrolling limit: refused by name
+
+
+def test_a_for_loop_over_a_symbolic_dim_is_a_scan_of_that_length() -> None:
+    """graphc writes a scan over a symbolic dim as a Loop counting Shape(x)[0]: reading
+    it back failed (int() of the symbol, a tracing error about the user's line). A trip
+    count that is a symbolic dim is the scan's length; its rows, outputs and gradient
+    are those of the graph exported, at any length."""
+
+    def running(x: object) -> object:
+        def body(c: object, row: object) -> tuple:
+            c = gc.tanh(c + row)
+            return c, c * 2.0
+
+        return gc.scan(body, gc.constant(np.zeros(3, np.float32)), x)
+
+    graph = gc.trace(running, gc.TensorSpec(("T", 3)))
+    back = gc.onnx.import_model(gc.onnx.export_model(graph))
+    assert back.inputs[0].type.shape == ("T", 3)
+    session = ort.InferenceSession(
+        gc.onnx.export_model(back).SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    for length in (4, 1):
+        x = np.random.default_rng(length).standard_normal((length, 3)).astype(np.float32)
+        want = gc.run(graph, {"x": x})
+        for got in (gc.run(back, {"x": x}), session.run(None, {"x": x})):
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    loss = gc.trace(lambda v: gc.sum(back(v)[1]), gc.TensorSpec(("T", 3)))
+    grads = gc.trace(lambda v: gc.sum(graph(v)[1]), gc.TensorSpec(("T", 3)))
+    x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    np.testing.assert_allclose(
+        gc.run(gc.gradients(loss, wrt=["v"]), {"v": x})[-1],
+        gc.run(gc.gradients(grads, wrt=["v"]), {"v": x})[-1],
+        rtol=1e-6,
+    )
+
+
+def test_a_loop_that_may_stop_early_within_a_symbolic_count_is_named() -> None:
+    """A while loop bounded by a symbolic dim needs the bound as a value, which graphc
+    cannot compute: refused naming the dim and `dims=`, which reads it."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Mul", ["a", "a"], ["a2"]),
+            helper.make_node("ReduceSum", ["a2"], ["s"], keepdims=0),
+            helper.make_node("Less", ["s", "limit"], ["go"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("a", F, [3]),
+        ],
+        [
+            helper.make_tensor_value_info("go", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("a2", F, [3]),
+        ],
+        [numpy_helper.from_array(np.array(100.0, np.float32), "limit")],
+    )
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+        helper.make_node("Loop", ["n", "", "a0"], ["a"], body=body),
+    ]
+    inits = [
+        numpy_helper.from_array(np.int64(0), "zero"),
+        numpy_helper.from_array(np.full(3, 2.0, np.float32), "a0"),
+    ]
+    model = _model(
+        nodes,
+        [helper.make_tensor_value_info("x", F, ["T", 2])],
+        [helper.make_tensor_value_info("a", F, [3])],
+        inits,
+    )
+    with pytest.raises(OnnxError, match=r"stop early.*symbolic dim 'T'.*dims="):
+        gc.onnx.import_model(model)
+    _both(model, {"x": np.zeros((2, 2), np.float32)}, dims={"T": 2})  # 2 -> 4 -> 16
+    _both(model, {"x": np.zeros((5, 2), np.float32)}, dims={"T": 5})  # stops at 256

@@ -29,7 +29,14 @@ from graphc.distributed.memory import (
     warn_chunk,
 )
 from graphc.distributed.split import BatchSplit, split_batch
-from graphc.distributed.worker import ChunkSpec, Program, merge_partials, run_chunk, run_graph
+from graphc.distributed.worker import (
+    ChunkSpec,
+    Program,
+    check_options,
+    merge_partials,
+    run_chunk,
+    run_graph,
+)
 from graphc.ir.errors import FeedError, GraphcError
 from graphc.ir.graph import Graph
 from graphc.ir.types import bind_shape, format_shape
@@ -75,6 +82,7 @@ def map_batches(
     da = require("dask.array", "map_batches")
     _check_chunks(chunks)
     graph, level, chosen = _source(fn, opt_level, backend)
+    check_options(level, chosen)
     split = split_batch(graph, batch_dim)
     feeds = collect_feeds(graph, arrays, named)
     check_names(graph, feeds)

@@ -28,6 +28,7 @@ from graphc.ir.errors import FeedError, GraphcError, ShapeError
 from graphc.ir.graph import Graph
 from graphc.ir.serialize import from_json, to_json
 from graphc.runtime import forks
+from graphc.runtime.backend import get_backend
 from graphc.runtime.executable import Executable, compile
 
 CACHE_SIZE = 16  # programs per worker process; each keeps its own per-shape plans
@@ -44,12 +45,24 @@ class Program:
 
     @classmethod
     def of(cls, graph: Graph, opt_level: int, backend: str) -> Program:
+        check_options(opt_level, backend)
         text = to_json(graph, indent=None)
         digest = hashlib.sha256(f"{opt_level}|{backend}|{text}".encode()).hexdigest()
         return cls(f"{graph.name}-{digest[:32]}", text, opt_level, backend)
 
     def __repr__(self) -> str:  # dask shows task arguments; the text can be megabytes
         return f"Program({self.key!r}, {len(self.text)} chars, O{self.opt_level}, {self.backend})"
+
+
+def check_options(opt_level: int, backend: str) -> None:
+    """Refuse on the client what every worker's compile would refuse, each chunk on its
+    own, once the computation runs: an opt level or a backend name that does not exist.
+    ("auto" stays for each worker to resolve; whether a named backend can run there is
+    the worker's business.)"""
+    if isinstance(opt_level, bool) or opt_level not in (0, 1, 2):
+        raise GraphcError(f"opt_level must be 0, 1 or 2, got {opt_level!r}")
+    if backend != "auto":
+        get_backend(backend)  # a GraphcError naming the backends there are
 
 
 _cache: OrderedDict[str, Executable] = OrderedDict()

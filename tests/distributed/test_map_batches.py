@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
-from graphc.distributed import BatchSplitError, map_batches
+from graphc.distributed import BatchSplitError, ChunkError, map_batches
 from tests.budget import draws
 from tests.distributed.batch_graphs import batch_feeds, batch_graphs
 
@@ -190,6 +190,17 @@ def test_feed_mistakes_name_the_placeholder() -> None:
         map_batches(g, x=feeds["x"])
     with pytest.raises(gc.FeedError, match="placeholder 'y'.*symbolic dim B is 9"):
         map_batches(g, **{**feeds, "y": feeds["y"][:9]})
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"backend": "nope"}, "unknown backend 'nope'"), ({"opt_level": 7}, "got 7")],
+)
+def test_a_bad_backend_or_opt_level_is_refused_before_anything_runs(options, message) -> None:
+    # each worker's compile refused them, once per chunk, as if a chunk had failed
+    with pytest.raises(gc.GraphcError, match=message) as info:
+        map_batches(_mlp(), **_mlp_feeds(10), chunks=4, **options)
+    assert not isinstance(info.value, ChunkError)
 
 
 def test_a_python_list_feeds_a_batch_input_as_it_feeds_the_executable() -> None:

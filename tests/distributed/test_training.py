@@ -166,6 +166,9 @@ def test_bad_chunks_and_batches_are_refused_before_anything_is_sent(client) -> N
     xs, ys = _batches()
     with pytest.raises(gc.GraphcError, match="chunks must be at least 1, got 0"):
         DataParallelStep(_step(), client, chunks=0)
+    # not at the first step, as a chunk's error of every replica's compile
+    with pytest.raises(gc.GraphcError, match="unknown backend 'nope'"):
+        DataParallelStep(_step(), client, backend="nope")
     with DataParallelStep(_step(), client) as parallel:
         with pytest.raises(gc.FeedError, match="'y'"):
             parallel.step(xs[0], ys[0][:-1])  # one label short

@@ -21,8 +21,10 @@ from graphc.onnx.importer import (
     known,
     needs_known,
     numpy_dtype,
+    symbolic_hint,
 )
 from graphc.ops import cast, concat, flip, reshape, take, transpose, where
+from graphc.ops.arrays import tile
 from graphc.ops.indexing import getitem
 from graphc.ops.shape import broadcast_to
 
@@ -271,6 +273,20 @@ def _expand(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         return [reshape(x, target) if len(dims) != len(x.shape) else x]
     with ctx.recording():  # sized by symbolic dims: a node, not a folded array
         return [broadcast_to(x, target)]
+
+
+@handler("Tile", since=6)
+def _tile(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    """x repeated along each dim (torch's Tensor.repeat): graphc's tile."""
+    x, reps = inputs[0], ints(ctx, inputs[1], "Tile's repeats")
+    if len(reps) != len(x.shape) or any(isinstance(r, str) or r < 0 for r in reps):
+        raise ctx.error(
+            f"Tile's repeats {reps} must be one count >= 0 per dim of its input (rank "
+            f"{len(x.shape)}){symbolic_hint([inputs[1]])}"
+        )
+    if is_dims(x):  # a shape repeated: still a shape
+        return [np.tile(x, reps)]
+    return [tile(x, tuple(reps))]
 
 
 @handler("ConstantOfShape", since=9)

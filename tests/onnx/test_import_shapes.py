@@ -143,3 +143,22 @@ def test_an_input_returned_as_an_output_and_an_input_of_no_shape() -> None:
     anything = helper.make_tensor_value_info("x", F, None)
     with pytest.raises(OnnxError, match="graph input 'x': has no shape"):
         gc.onnx.import_model(_model(nodes, [anything], outs[1:]))
+
+
+def test_tile_is_read_as_graphcs_tile() -> None:
+    """Tile (what torch's Tensor.repeat exports as) was refused as an unknown op type:
+    it is graphc's tile, over a symbolic batch dim repeated once, and refused by name
+    where it would repeat that dim."""
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["y"])]
+    x = helper.make_tensor_value_info("x", F, ["batch", 3])
+    y = helper.make_tensor_value_info("y", F, ["batch", 6])
+    model = _checked(_model(nodes, [x], [y], [_ints("reps", [1, 2])]))
+    graph = gc.onnx.import_model(model)
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    np.testing.assert_array_equal(gc.run(graph, feeds)[0], _session_run(model, feeds)[0])
+    y = helper.make_tensor_value_info("y", F, [None, 3])
+    twice = _checked(_model(nodes, [x], [y], [_ints("reps", [2, 1])]))
+    with pytest.raises(OnnxError, match=r"Tile.*symbolic dim 'batch' 2 times.*dims="):
+        gc.onnx.import_model(twice)
+    graph = gc.onnx.import_model(twice, dims={"batch": 2})
+    np.testing.assert_array_equal(gc.run(graph, feeds)[0], _session_run(twice, feeds)[0])

@@ -40,6 +40,7 @@ pipeline can time each one, count nodes before and after, and verify the result
 
 from __future__ import annotations
 
+import operator
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -194,14 +195,25 @@ def optimize(
     }
     """
     expect_graph(graph, "optimize")
-    if level not in LEVELS:
-        raise GraphcError(f"optimize: level must be one of {sorted(LEVELS)}, got {level!r}")
+    level = _level(level)
     repeated, once = (with_fast_math(passes, fast_math) for passes in LEVELS[level])
     if level > 0:  # the same level inside every cond, scan and while_loop body, first
         once = (_bodies_at(level, fast_math), *once)
     report = OptimizationReport(level=level, fast_math=bool(fast_math))
     result, report = run_passes(graph, repeated, once, report, verify)
     return (result, report) if explain else result
+
+
+def _level(level: object) -> int:
+    """`level` as an int of `LEVELS`; True and 2.0 equal levels too, but are not ones (a
+    report would say "OTrue")."""
+    try:
+        number = None if isinstance(level, bool) else operator.index(level)  # type: ignore[arg-type]
+    except TypeError:
+        number = None
+    if number not in LEVELS:
+        raise GraphcError(f"optimize: level must be one of {sorted(LEVELS)}, got {level!r}")
+    return number  # type: ignore[return-value]
 
 
 def run_fusion(

@@ -117,8 +117,10 @@ def test_level_zero_report_and_bad_level() -> None:
     result, report = gc.optimize(g, level=0, explain=True)
     assert result is g and report.passes == []
     assert "no passes" in str(report)
-    with pytest.raises(gc.GraphcError, match="level must be one of"):
-        gc.optimize(g, level=7)
+    for bad in (7, True, 2.0, "2"):
+        with pytest.raises(gc.GraphcError, match="level must be one of"):
+            gc.optimize(g, level=bad)  # type: ignore[arg-type]
+    assert str(gc.optimize(g, level=np.int64(2))) == str(gc.optimize(g, level=2))
     with pytest.raises(gc.GraphcError, match="optimize: expected a gc.Graph, got str"):
         gc.optimize(TEXT)  # type: ignore[arg-type]
 

@@ -47,9 +47,9 @@ def isclose(x: Any, y: Any, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Any:  # fmt: skip
     """True where x is within atol + rtol * |y| of y, elementwise with broadcasting, as
     torch.isclose (and np.isclose): equal values are close (inf to inf), nan is close to
-    nan only if equal_nan, and an infinite difference never. Integers are equal as
-    integers and otherwise compared in float64 (torch computes the allowed difference in
-    float32); bools are close when equal. Both
+    nan only if equal_nan, and an infinite difference never. Integers are compared and
+    subtracted as integers, the difference then held against the allowance in float64
+    (torch's allowance is float32); bools are close when equal. Both
     operands have one dtype, as in torch; a Python number takes the other's.
 
     >>> import numpy as np, graphc as gc
@@ -62,16 +62,19 @@ def isclose(x: Any, y: Any, rtol: float = 1e-05, atol: float = 1e-08,
         if not value >= 0:
             raise GraphcError(f"isclose: {name} must be >= 0, got {value!r}")
     dtype = _common_dtype(x, y)
-    close = E.eq(x, y)  # in the operands' dtype: ints past 2**53 stay apart
+    close = E.eq(x, y)
     if dtype == np.bool_:
         return close
-    if not is_float(dtype):
-        x, y = (v if _is_number(v) else E.cast(v, np.float64) for v in (x, y))
-    if equal_nan:
+    if equal_nan and is_float(dtype):
         close = logical_or(close, logical_and(isnan(x), isnan(y)))
     if rtol == 0 and atol == 0:
         return close
+    # integers: equal and subtracted as integers (2**62 + 1 and 2**62 + 3 are one
+    # float64), the difference and the allowance compared in float64
     difference = E.abs(E.sub(x, y))
+    if not is_float(dtype):
+        difference = E.cast(difference, np.float64)
+        y = y if _is_number(y) else E.cast(y, np.float64)
     allowed = E.add(E.mul(E.abs(y), float(rtol)), float(atol))
     near = logical_and(isfinite(difference), E.le(difference, allowed))
     return logical_or(close, near)

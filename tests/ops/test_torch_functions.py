@@ -382,8 +382,9 @@ def test_isclose_and_allclose_agree_with_torch(kwargs: dict) -> None:
 
 def test_isclose_of_integers_and_bools_agrees_with_torch() -> None:
     torch = _torch()
-    # 2**62 and 2**62 + 1 are one float64: equal as integers only where they are equal
-    a, b = np.array([10, 2, -3, 7, 2**62, 2**62]), np.array([11, 3, -3, 0, 2**62 + 1, 2**62])
+    # 2**62, 2**62 + 1 and 2**62 + 3 are one float64: integers differ as integers
+    a = np.array([10, 2, -3, 7, 2**62, 2**62, 2**62 + 1])
+    b = np.array([11, 3, -3, 0, 2**62 + 1, 2**62, 2**62 + 3])
     for kwargs in ({}, {"atol": 1.5}, {"rtol": 0.1, "atol": 0}, {"rtol": 0, "atol": 0}):
         want = torch.isclose(torch.tensor(a), torch.tensor(b), **kwargs).tolist()
         assert gc.isclose(ge.tensor(a), ge.tensor(b), **kwargs).tolist() == want

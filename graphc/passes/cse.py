@@ -2,13 +2,15 @@
 
 Algorithm: one forward walk over the topological order with a table from a node's
 key to the first new node with that key. The key of a pure op node is its op, its
-attrs (by value; arrays by dtype, shape and bytes; nested graphs by their text)
+attrs (by value; arrays by dtype, shape and bytes, hashed on a sample of the bytes
+and compared whole, never copied; nested graphs by their text)
 and its inputs' identities after replacement; inputs of commutative ops are sorted,
 since x*y and y*x are the same value bit for bit. A constant's key is its value, so
 two equal constants become one. Invariant: two nodes with equal keys compute equal
 values, so a node whose key is in the table is replaced by the earlier node; the
 walk visits inputs first, so chains of duplicates collapse in one walk. Near-linear
-(one hash per node; hashing an attr is proportional to its size). A graph with no two
+(one hash per node; an array is hashed on a sample and compared whole only when hashes
+match, so an equal pair costs one pass over it). A graph with no two
 equal keys is returned as it is, uncopied.
 """
 
@@ -30,10 +32,37 @@ MERGED_OPS = "merged a repeated op"
 MERGED_CONSTANTS = "merged an equal constant"
 
 
+SAMPLE = 4096  # bytes of an array that its key hashes
+
+
+class ArrayKey:
+    """An array as a hashable key, equal exactly when dtype, shape and bytes are, without
+    a copy of the bytes (a model's weights would otherwise be held twice while CSE runs):
+    hashed on an evenly spaced sample of its bytes, compared whole when hashes match."""
+
+    __slots__ = ("array", "raw", "_hash")
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = np.ascontiguousarray(array)
+        self.raw = self.array.reshape(-1).view(np.uint8)  # (no copy: C-contiguous)
+        step = max(1, self.raw.size // SAMPLE)
+        sample = self.raw[::step][:SAMPLE].tobytes()
+        self._hash = hash((self.array.dtype.str, self.array.shape, self.raw.size, sample))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ArrayKey) or self._hash != other._hash:
+            return False
+        a, b = self.array, other.array
+        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(self.raw, other.raw)
+
+
 def attr_key(value: Any) -> Any:
     """A hashable stand-in for an attribute value, equal exactly when the values are."""
     if isinstance(value, np.ndarray):
-        return ("array", value.dtype.str, value.shape, np.ascontiguousarray(value).tobytes())
+        return ArrayKey(value)
     if isinstance(value, (float, np.floating)):
         # repr tells 0.0 from -0.0 and makes nan equal to itself
         return ("float", repr(float(value)) if not math.isnan(value) else "nan")

@@ -127,6 +127,30 @@ def test_cse_keeps_different_attrs_dtypes_and_signed_zeros_apart() -> None:
     check_pass(gc.passes.eliminate_common_subexpressions, text, text)
 
 
+def test_cse_compares_large_constants_whole_without_copying_them() -> None:
+    """Big constants are keyed without a copy of their bytes (a model's weights would be
+    held twice), hashed on a sample and compared whole: twins merge, and constants that
+    differ in one byte the sample skips, or only in a NaN's payload, stay apart."""
+    from graphc.passes.cse import SAMPLE, attr_key
+
+    base = np.random.default_rng(0).standard_normal(SAMPLE * 4).astype(np.float32)
+    assert np.shares_memory(attr_key(base).array, base)
+    nudged = base.copy()
+    nudged[1] = np.nextafter(nudged[1], np.float32(np.inf))  # between sampled bytes
+    payload = base.copy()
+    payload[5] = np.array(0x7FC00001, np.uint32).view(np.float32)
+    quiet = base.copy()
+    quiet[5] = np.nan
+    g = gc.Graph("g")
+    with g:
+        for i, value in enumerate((base, base.copy(), nudged, payload, quiet)):
+            gc.output(gc.constant(value, name=f"c{i}"), name=f"y{i}")
+    result = gc.passes.eliminate_common_subexpressions(g)
+    assert [n.name for n in result.op_nodes] == ["c0", "c2", "c3", "c4"]
+    for out, value in zip(result.outputs, (base, base, nudged, payload, quiet)):
+        assert out.inputs[0].value.tobytes() == value.tobytes()
+
+
 def test_cse_returns_a_graph_with_nothing_to_merge_as_it_is() -> None:
     """No copy when no two nodes have one key; the same text as a copying walk gives."""
     text = """graph g(%x: f64[3]) {

@@ -81,14 +81,14 @@ def map_batches(
     """
     da = require("dask.array", "map_batches")
     _check_chunks(chunks)
-    graph, level, chosen = _source(fn, opt_level, backend)
+    graph, level, chosen, flags = _source(fn, opt_level, backend)
     check_options(level, chosen)
     split = split_batch(graph, batch_dim)
     feeds = collect_feeds(graph, arrays, named)
     check_names(graph, feeds)
     batch, free, bindings = _prepare(split, feeds, da)
     batch = _chunked(split, batch, free, bindings, level, chunks)
-    job = _Job(split, level, chosen, bindings, split_every)
+    job = _Job(split, level, chosen, bindings, split_every, flags)
     return job.build(batch, free)
 
 
@@ -103,15 +103,18 @@ def _check_chunks(chunks: Any) -> None:
 
 def _source(
     fn: Executable | Graph, opt_level: int | None, backend: str | None
-) -> tuple[Graph, int, str]:
+) -> tuple[Graph, int, str, dict[str, bool]]:
+    """The graph to split and how to compile its parts: an Executable's own options
+    (its check_numerics and fast_math too), or the defaults of gc.compile."""
     if isinstance(fn, Executable):
         return (
             fn.graph,
             fn.opt_level if opt_level is None else opt_level,
             backend or fn.backend.name,
+            {"check_numerics": fn.check_numerics, "fast_math": fn.fast_math},
         )
     if isinstance(fn, Graph):
-        return fn, 2 if opt_level is None else opt_level, backend or "auto"
+        return fn, 2 if opt_level is None else opt_level, backend or "auto", {}
     raise GraphcError(
         f"map_batches: expected a gc.Graph or the Executable gc.compile returns, got "
         f"{type(fn).__name__}"
@@ -208,6 +211,7 @@ class _Job:
         backend: str,
         bindings: dict[str, int],
         split_every: int,
+        flags: dict[str, bool],
     ) -> None:
         if split_every < 2:
             raise GraphcError(f"map_batches: split_every must be at least 2, got {split_every}")
@@ -216,7 +220,7 @@ class _Job:
         self.split, self.bindings, self.split_every = split, bindings, split_every
         delayed = self.dask.delayed
         self.programs = {
-            role: delayed(Program.of(g, opt_level, backend), pure=True, traverse=False)
+            role: delayed(Program.of(g, opt_level, backend, **flags), pure=True, traverse=False)
             for role, g in (
                 ("chunk", split.chunk),
                 ("merge", split.merge),

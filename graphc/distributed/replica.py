@@ -73,15 +73,21 @@ class ReplicaSpec:
 
     @classmethod
     def of(
-        cls, split: BatchSplit, updates: dict[str, str], opt_level: int, backend: str
+        cls,
+        split: BatchSplit,
+        updates: dict[str, str],
+        opt_level: int,
+        backend: str,
+        **flags: bool,
     ) -> ReplicaSpec:
         """The spec of a training step's batch split; `updates` maps each state
-        placeholder to the output holding its new value (`Executable.updates`)."""
+        placeholder to the output holding its new value (`Executable.updates`); `flags`
+        are the step executable's check_numerics and fast_math (`Program.of`)."""
         index = {o.name: j for j, o in enumerate(split.chunk.outputs)}
         return cls(
-            chunk=Program.of(split.chunk, opt_level, backend),
-            merge=Program.of(split.merge, opt_level, backend),
-            combine=Program.of(split.combine, opt_level, backend),
+            chunk=Program.of(split.chunk, opt_level, backend, **flags),
+            merge=Program.of(split.merge, opt_level, backend, **flags),
+            combine=Program.of(split.combine, opt_level, backend, **flags),
             chunk_inputs=tuple(p.name for p in split.chunk.inputs),
             picks=tuple(index[p.name] for p in split.partials),
             partial_names=tuple(p.name for p in split.partials),

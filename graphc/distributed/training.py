@@ -124,7 +124,8 @@ class DataParallelStep:
         exe = train_step.executable
         level = exe.opt_level if opt_level is None else opt_level
         chosen = backend or exe.backend.name
-        self.spec = ReplicaSpec.of(split, exe.updates, level, chosen)
+        flags = {"check_numerics": exe.check_numerics, "fast_math": exe.fast_math}
+        self.spec = ReplicaSpec.of(split, exe.updates, level, chosen, **flags)
         self.name = f"graphc-replica-{uuid.uuid4().hex[:8]}"
         self.epoch = 0  # the driver's attempt number: replicas refuse older ones
         self.applied = 0  # updates every replica holds

@@ -42,16 +42,39 @@ class Program:
     text: str
     opt_level: int
     backend: str
+    check_numerics: bool = False  # as gc.compile's: the caller's Executable's, carried over
+    fast_math: bool = False
 
     @classmethod
-    def of(cls, graph: Graph, opt_level: int, backend: str) -> Program:
+    def of(
+        cls,
+        graph: Graph,
+        opt_level: int,
+        backend: str,
+        check_numerics: bool = False,
+        fast_math: bool = False,
+    ) -> Program:
         check_options(opt_level, backend)
         text = to_json(graph, indent=None)
-        digest = hashlib.sha256(f"{opt_level}|{backend}|{text}".encode()).hexdigest()
-        return cls(f"{graph.name}-{digest[:32]}", text, opt_level, backend)
+        flags = f"{opt_level}|{backend}|{int(check_numerics)}|{int(fast_math)}"
+        digest = hashlib.sha256(f"{flags}|{text}".encode()).hexdigest()
+        return cls(
+            f"{graph.name}-{digest[:32]}",
+            text,
+            opt_level,
+            backend,
+            bool(check_numerics),
+            bool(fast_math),
+        )
 
     def __repr__(self) -> str:  # dask shows task arguments; the text can be megabytes
-        return f"Program({self.key!r}, {len(self.text)} chars, O{self.opt_level}, {self.backend})"
+        flags = "".join(
+            f", {name}" for name in ("check_numerics", "fast_math") if getattr(self, name)
+        )
+        return (
+            f"Program({self.key!r}, {len(self.text)} chars, O{self.opt_level}, "
+            f"{self.backend}{flags})"
+        )
 
 
 def check_options(opt_level: int, backend: str) -> None:
@@ -78,7 +101,13 @@ def executable(program: Program) -> Executable:
         if exe is not None:
             _cache.move_to_end(program.key)
             return exe
-        exe = compile(from_json(program.text), opt_level=program.opt_level, backend=program.backend)
+        exe = compile(
+            from_json(program.text),
+            opt_level=program.opt_level,
+            backend=program.backend,
+            check_numerics=program.check_numerics,
+            fast_math=program.fast_math,
+        )
         _compiles += 1
         _cache[program.key] = exe
         while len(_cache) > CACHE_SIZE:

@@ -203,6 +203,26 @@ def test_a_bad_backend_or_opt_level_is_refused_before_anything_runs(options, mes
     assert not isinstance(info.value, ChunkError)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in log:RuntimeWarning")
+def test_an_executables_check_numerics_holds_in_its_chunks() -> None:
+    # map_batches took an Executable's graph, opt level and backend, and dropped its
+    # check_numerics: the nan its plan refuses came back as a result
+    g = gc.Graph("logs")
+    with g:
+        x = gc.placeholder("x", shape=("B",), dtype="float64")
+        gc.output(gc.log(x), name="y")
+        gc.output(gc.sum(gc.log(x)), name="total")
+    x = np.array([1.0, 2.0, -1.0, 3.0])
+    exe = gc.compile(g, check_numerics=True)
+    with pytest.raises(gc.NumericsError, match="node 'log'"):
+        exe(x)
+    with pytest.raises(gc.NumericsError, match=r"^chunk 1 \(rows 2:4 of 4\).*node 'log'"):
+        dask.compute(*map_batches(exe, x, chunks=2), scheduler="sync")
+    y, total = dask.compute(*map_batches(g, x, chunks=2), scheduler="sync")  # a Graph: off
+    np.testing.assert_array_equal(y, np.log(x))
+    assert np.isnan(total)
+
+
 def test_a_python_list_feeds_a_batch_input_as_it_feeds_the_executable() -> None:
     # the executable takes a list of floats for a float32 placeholder (nothing is lost);
     # map_batches read it as float64 and refused it

@@ -289,6 +289,36 @@ def _tile(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     return [tile(x, tuple(reps))]
 
 
+@handler("DepthToSpace", "SpaceToDepth")
+def _depth_space(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    """Blocks of channels moved into space (torch's PixelShuffle) or back: a reshape to
+    (N, C, H, W) split into blocks, a transpose, a reshape (ONNX's own definition)."""
+    x, bs = inputs[0], int(attrs["blocksize"])
+    if len(x.shape) != 4 or bs < 1:
+        raise ctx.error(f"needs an (N, C, H, W) input and a blocksize >= 1, got {x.shape}, {bs}")
+    n, c, h, w = x.shape
+    dims = (c, h, w)
+    if any(is_symbol(d) for d in dims):
+        raise ctx.error(f"moves blocks of the dims (C, H, W) = {dims}, which must be known"
+                        f"{symbolic_hint([x])}")  # fmt: skip
+    if ctx.node.op_type == "SpaceToDepth":
+        if h % bs or w % bs:
+            raise ctx.error(f"the blocksize {bs} does not divide H, W = {h}, {w}")
+        blocks = reshape(x, (n, c, h // bs, bs, w // bs, bs))
+        # DCR: the blocks' offsets before the channels; CRD (opset 28): after them
+        crd = attrs.get("mode", "DCR") == "CRD"
+        order = (0, 1, 3, 5, 2, 4) if crd else (0, 3, 5, 1, 2, 4)
+        return [reshape(transpose(blocks, order), (n, c * bs * bs, h // bs, w // bs))]
+    if c % (bs * bs):
+        raise ctx.error(f"the blocksize {bs} squared does not divide C = {c}")
+    depth = c // (bs * bs)
+    if attrs.get("mode", "DCR") == "DCR":
+        blocks, order = reshape(x, (n, bs, bs, depth, h, w)), (0, 3, 4, 1, 5, 2)
+    else:  # CRD
+        blocks, order = reshape(x, (n, depth, bs, bs, h, w)), (0, 1, 4, 2, 5, 3)
+    return [reshape(transpose(blocks, order), (n, depth, h * bs, w * bs))]
+
+
 @handler("ConstantOfShape", since=9)
 def _constant_of_shape(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     shape = ints(ctx, inputs[0], "ConstantOfShape's shape")

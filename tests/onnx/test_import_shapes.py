@@ -162,3 +162,23 @@ def test_tile_is_read_as_graphcs_tile() -> None:
         gc.onnx.import_model(twice)
     graph = gc.onnx.import_model(twice, dims={"batch": 2})
     np.testing.assert_array_equal(gc.run(graph, feeds)[0], _session_run(twice, feeds)[0])
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space_and_back_over_a_symbolic_batch(mode: str) -> None:
+    """DepthToSpace (torch's PixelShuffle, CRD) and SpaceToDepth were unknown op types:
+    they are reshapes around a transpose, the batch dim staying symbolic."""
+    nodes = [
+        helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2, mode=mode),
+        helper.make_node("SpaceToDepth", ["y"], ["z"], blocksize=2),
+    ]
+    x = helper.make_tensor_value_info("x", F, ["batch", 8, 3, 2])
+    outs = [
+        helper.make_tensor_value_info("y", F, ["batch", 2, 6, 4]),
+        helper.make_tensor_value_info("z", F, ["batch", 8, 3, 2]),
+    ]
+    model = _checked(_model(nodes, [x], outs))
+    graph = gc.onnx.import_model(model)
+    feeds = {"x": np.arange(96, dtype=np.float32).reshape(2, 8, 3, 2)}
+    for got, want in zip(gc.run(graph, feeds), _session_run(model, feeds)):
+        np.testing.assert_array_equal(got, want)

@@ -29,7 +29,7 @@ import numpy as np
 
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.viz import style
-from graphc.viz.bodies import Body, has_bodies, head_details, is_control, result_part
+from graphc.viz.bodies import Body, bodies_of, has_bodies, head_details, is_control, result_part
 from graphc.viz.clusters import paint_cluster
 from graphc.viz.collapse import Collapse, plan_collapse
 
@@ -50,6 +50,8 @@ class Options:
     # collapsed harder, name scopes as single nodes, with a hint to `graphc view`
     max_nodes: int | None = 300
     group_scopes: bool = False  # one node per name scope (what the size guard sets)
+    # a node with bodies as one node, its bodies not drawn (what the size guard sets)
+    collapse_bodies: bool = False
 
 
 VIEW_HINT = "drawn collapsed to stay readable: `graphc view` (gc.viz.view) shows every node"
@@ -68,6 +70,7 @@ def guarded(painters: list[GraphPainter], options: Options) -> Options | None:
         max_chain=min(options.max_chain or 4, 4),
         max_repeat=min(options.max_repeat or 2, 2),
         group_scopes=True,
+        collapse_bodies=True,
         title=f"{options.title}\n{hint}" if options.title else hint,  # a line each
     )
 
@@ -274,6 +277,9 @@ class GraphPainter:
 
     def _control_details(self, n: Node) -> list[str]:
         details = [head_details(n)]
+        if self.options.collapse_bodies:  # the bodies are not drawn: say how big they are
+            inside = sum(len(b.graph.nodes) for b in bodies_of(n))
+            details.append(f"{inside} nodes in its bodies, not drawn")
         if n.name != n.op and not re.fullmatch(rf"{re.escape(str(n.op))}_\d+", n.name):
             details.insert(0, n.name)
         target = grad_of_name(n)
@@ -298,7 +304,7 @@ class GraphPainter:
         for n in self.graph.nodes:
             if n in self.collapse.owner or n in self.alias or (self.inline and n.kind != OP):
                 continue
-            if has_bodies(n):
+            if has_bodies(n) and not self.options.collapse_bodies:
                 paint_cluster(self, dot, n)
             else:
                 self._paint_node(dot, n)
@@ -380,9 +386,12 @@ class GraphPainter:
 
     def _paint_result_edge(self, dot: graphviz.Digraph, n: Node) -> None:
         """Into a `result` node: from the body outputs that give it (both branches of a
-        cond), else from the node with several results, labelled by the index."""
+        cond), else from the node with several results, labelled by the value's type (and
+        the index, unless the result node names the part: "carry 0", "ys 1")."""
         x, index = n.inputs[0], int(n.attrs.get("index", 0))
-        sources = self.result_sources.get((x, index)) or [(self.node_id(x), f"[{index}]")]
+        shown = style.type_label(n.type)
+        fallback = (self.node_id(x), shown if is_control(x) else f"[{index}] {shown}")
+        sources = self.result_sources.get((x, index)) or [fallback]
         kind = self._edge_kind(x, n)
         self.edge_kinds.add(kind)
         for source, label in sources:

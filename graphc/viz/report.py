@@ -13,6 +13,7 @@ pass; `pass_pictures(report)` gives one picture per pass, for writing separate f
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import graphviz
@@ -20,7 +21,7 @@ import graphviz
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph, Node
 from graphc.viz import style
-from graphc.viz.painter import GraphPainter, Options
+from graphc.viz.painter import GraphPainter, Options, guarded
 
 
 def is_report(obj: Any) -> bool:
@@ -74,11 +75,11 @@ def diff_graph(before: Graph, after: Graph) -> tuple[Graph, dict[str, str]]:
     return union, roles
 
 
-def _title(index: int, log: Any) -> str:
+def _title(index: int, log: Any, hint: str | None = None) -> str:
     lines = [f"{index}. {log.name}: {log.nodes_before} → {log.nodes_after} nodes"]
     notes = list(log.lines()) if hasattr(log, "lines") else []
     lines += notes[:4] + ([f"… {len(notes) - 4} more notes"] if len(notes) > 4 else [])
-    return style.plain(*lines, left=True)
+    return style.plain(*lines, *([hint] if hint else []), left=True)
 
 
 def changed_passes(report: Any) -> list[tuple[int, Any, Graph, dict[str, str]]]:
@@ -96,12 +97,25 @@ def changed_passes(report: Any) -> list[tuple[int, Any, Graph, dict[str, str]]]:
     return result
 
 
-def _paint_pass(
-    dot: Any, union: Graph, roles: dict[str, str], options: Options, prefix: str
-) -> GraphPainter:
-    painter = GraphPainter(union, options, prefix=prefix, role_overrides=roles)
-    painter.paint(dot)  # no backward -> forward links: here the question is what changed
-    return painter
+def _pass_painters(
+    changed: list[tuple[int, Any, Graph, dict[str, str]]], options: Options, prefixed: bool
+) -> tuple[list[GraphPainter], Options]:
+    """Painters for the passes in `changed` (no backward -> forward links: here the
+    question is what changed), and the options they use: collapsed harder when they
+    would draw more than `options.max_nodes` nodes in all (a report of a big graph holds
+    it once per pass, and dot takes minutes over thousands of nodes)."""
+
+    def painters(opts: Options) -> list[GraphPainter]:
+        return [
+            GraphPainter(
+                union, opts, prefix=f"pass{index}/" if prefixed else "", role_overrides=roles
+            )
+            for index, _, union, roles in changed
+        ]
+
+    drawn = painters(options)
+    harder = guarded(drawn, options)
+    return (drawn, options) if harder is None else (painters(harder), harder)
 
 
 def pass_pictures(report: Any, **options: Any) -> list[tuple[str, graphviz.Digraph]]:
@@ -110,11 +124,14 @@ def pass_pictures(report: Any, **options: Any) -> list[tuple[str, graphviz.Digra
 
     opts = make_options(**options)
     pictures = []
-    for index, log, union, roles in changed_passes(report):
+    for change in changed_passes(report):
+        index, log = change[0], change[1]
+        [painter], used = _pass_painters([change], opts, prefixed=False)
+        hint = used.title.split("\n")[-1] if used is not opts else None
         dot = style.new_digraph(f"{index}_{log.name}", opts.rankdir)
-        dot.attr(label=_title(index, log), labelloc="t", labeljust="l", fontsize="12")
-        painter = _paint_pass(dot, union, roles, opts, prefix="")
-        finish(dot, [painter], opts, title=False)
+        dot.attr(label=_title(index, log, hint), labelloc="t", labeljust="l", fontsize="12")
+        painter.paint(dot)
+        finish(dot, [painter], used, title=False)
         pictures.append((f"{index:02d}-{log.name}", dot))
     return pictures
 
@@ -124,14 +141,7 @@ def report_to_dot(report: Any, options: Options) -> graphviz.Digraph:
     from graphc.viz.dot import finish
 
     dot = style.new_digraph(f"O{report.level}", options.rankdir)
-    painters = []
     changed = changed_passes(report)
-    for index, log, union, roles in changed:
-        with dot.subgraph(name=f"cluster_pass{index}") as cluster:
-            cluster.attr(
-                label=_title(index, log), labeljust="l", style="rounded", fontname=style.FONT
-            )
-            painters.append(_paint_pass(cluster, union, roles, options, prefix=f"pass{index}/"))
     unchanged = sorted({log.name for log in report.passes} - {log.name for _, log, _, _ in changed})
     title = (
         options.title
@@ -139,6 +149,13 @@ def report_to_dot(report: Any, options: Options) -> graphviz.Digraph:
     )
     if unchanged:
         title += f" (no change: {', '.join(unchanged)})"
-    dot.attr(label=style.plain(*title.split("\n")), labelloc="t", fontsize="14")
+    painters, options = _pass_painters(changed, replace(options, title=title), prefixed=True)
+    for (index, log, _, _), painter in zip(changed, painters):
+        with dot.subgraph(name=f"cluster_pass{index}") as cluster:
+            cluster.attr(
+                label=_title(index, log), labeljust="l", style="rounded", fontname=style.FONT
+            )
+            painter.paint(cluster)
+    dot.attr(label=style.plain(*(options.title or "").split("\n")), labelloc="t", fontsize="14")
     finish(dot, painters, options, title=False)
     return dot

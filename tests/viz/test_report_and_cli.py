@@ -117,3 +117,42 @@ def test_demo_renders_forward_and_backward_pictures(tmp_path: Path, capsys) -> N
     for name in files:
         assert str(tmp_path / name) in printed
         assert (tmp_path / name).stat().st_size > 100
+
+
+def scan_gradients() -> gc.Graph:
+    def step(h, x):  # type: ignore[no-untyped-def]
+        h = gc.tanh(h * 0.5 + x)
+        return h, gc.sin(h)
+
+    def f(xs, h0):  # type: ignore[no-untyped-def]
+        return gc.sum(gc.scan(step, h0, xs)[1] * 1.0)
+
+    g = gc.trace(f, gc.TensorSpec((5, 3)), gc.TensorSpec((3,)))
+    return gc.gradients(g, wrt=["h0"])
+
+
+def test_a_report_too_big_to_read_is_collapsed_bodies_and_all() -> None:
+    """A report draws the graph once per pass that changed it: past `max_nodes` in all
+    it is collapsed like a graph, and its loops are drawn as single nodes (an LSTM's
+    report was 9,000 lines of DOT that dot took four minutes over)."""
+    _, report = gc.optimize(scan_gradients(), 2, explain=True)
+    whole = parse_dot(gc.viz.to_dot(report).source)
+    assert any("/body" in name for name in whole.clusters)  # the bodies, drawn
+    small = gc.viz.to_dot(report, max_nodes=20).source
+    dot = parse_dot(small)
+    assert not any("/body" in name for name in dot.clusters) and len(dot.nodes) < len(whole.nodes)
+    heads = [i for i, attrs in dot.nodes.items() if attrs.get("shape") == "hexagon"]
+    assert heads and all("nodes in its bodies, not drawn" in dot.label(i) for i in heads)
+    assert "graphc view" in small
+    # a collapsed loop's results are read along edges that say their type
+    scan = next(n for n in report.passes[-1].after.nodes if n.op == "scan")
+    results = [n for n in report.passes[-1].after.nodes if n.op == "result" and n.inputs[0] is scan]
+    for pass_ in range(1, len(report.passes) + 1):
+        for r in results:
+            for attrs in dot.edges_between(f"pass{pass_}/{scan.name}", f"pass{pass_}/{r.name}"):
+                assert attrs["label"] == str(r.type)
+    assert any(
+        dot.edges_between(f"pass{p}/{scan.name}", f"pass{p}/{r.name}")
+        for p in (1, 2, 3)
+        for r in results
+    )

@@ -68,6 +68,16 @@ def render(obj: Any, path: str | Path, **options: Any) -> Path:
             return path
         except graphviz.ExecutableNotFound:
             pass  # removed between the check and the call: fall back below
+        except graphviz.CalledProcessError as exc:  # dot ran and gave up (a layout crash)
+            kept = path.with_suffix(".dot")
+            kept.write_text(dot.source, encoding="utf-8")
+            said = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
+            raise GraphcError(
+                f"render: graphviz's dot could not draw {path.name}"
+                + (f" ({'; '.join(said[:3])})" if said else "")
+                + f"; its DOT source is in {kept}. A smaller picture may draw: "
+                "max_nodes=100, or gc.viz.view(obj, 'page.html'), which needs no dot"
+            ) from None
     fallback = path.with_suffix(".dot")
     fallback.write_text(dot.source, encoding="utf-8")
     hint = INSTALL_HINT.format(format=fmt, path=fallback, target=path)  # the format asked for

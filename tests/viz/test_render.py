@@ -64,3 +64,21 @@ def test_graphs_show_as_svg_in_notebooks() -> None:
         bundle = g._repr_mimebundle_()
     assert bundle["text/plain"] == str(g)
     assert bundle["image/svg+xml"].lstrip().startswith(("<?xml", "<svg", "<!DOCTYPE"))
+
+
+def test_a_dot_that_fails_is_a_graphc_error_and_keeps_the_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """graphviz's dot can give up on a layout; the user gets a graphc error saying so,
+    with dot's own words and the DOT source kept, not a CalledProcessError traceback."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "dot"
+    fake.write_text("#!/bin/sh\necho 'Error: trouble in init_rank' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with pytest.raises(gc.GraphcError, match="trouble in init_rank") as caught:
+        gc.viz.render(small_graph(), tmp_path / "picture.svg")
+    kept = tmp_path / "picture.dot"
+    assert str(kept) in str(caught.value) and kept.read_text().startswith("digraph small")
+    assert not (tmp_path / "picture.svg").exists()

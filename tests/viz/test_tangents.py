@@ -4,9 +4,12 @@ tangent outputs, where a gradient graph has cotangent inputs and saved values.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import graphc as gc
 from graphc.viz import style
 from tests.viz.dotsource import parse_dot
+from tests.viz.test_view import page_data
 
 
 def tanh_xw_tangents() -> gc.Graph:
@@ -40,3 +43,10 @@ def test_a_gradient_graph_keeps_its_words() -> None:
     key = parse_dot(gc.viz.to_dot(gc.gradients(f, wrt=["w"])).source).label(style.LEGEND_ID)
     assert "backward op" in key and "saved value read by backward" in key
     assert "tangent" not in key
+
+
+def test_the_viewer_colours_a_tangent_input_as_the_pictures_do(tmp_path: Path) -> None:
+    page = gc.viz.view(tanh_xw_tangents(), tmp_path / "jvp.html")
+    (view,) = page_data(page)["views"]
+    roles = {n["n"]: n["r"] for n in view["nodes"]}
+    assert roles["tan_w"] == "seed" and roles["x"] == "input" and roles["w"] == "input"

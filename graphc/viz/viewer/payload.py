@@ -144,8 +144,8 @@ def _role(h: Hierarchy, nid: int, view: View) -> str:
     if n.kind == PLACEHOLDER:
         if h.part[nid]:
             return "body_input"
-        if grad_of_name(n) is not None:
-            return "seed"
+        if grad_of_name(n) is not None or "tangent_of" in n.meta:
+            return "seed"  # a cotangent, or a forward-mode graph's tangent input
         return "saved" if view.all_backward else "input"
     if n.kind == OUTPUT:
         if h.part[nid]:

@@ -12,6 +12,7 @@ from graphc.ir.errors import DTypeError, GraphcError, ShapeError
 from graphc.ir.types import TensorType, as_dim, as_dtype
 from graphc.ops.defop import defop, into
 from graphc.ops.dispatch import bind
+from graphc.ops.selection import isfinite
 from graphc.ops.spelling import flattened, one_axis, pick_axis
 
 # -- arange ------------------------------------------------------------------------------------
@@ -196,16 +197,37 @@ def _cumprod_vjp(ct: Any, out: Any, x: Any, needs: tuple, axis: Any) -> tuple:
     # the product of x[k] for k <= j but i. Torch's formula, which holds at zeros: before
     # the first zero of x along the axis it is the reverse cumsum of ct * out, over x[i];
     # at the first zero, the reverse cumsum of ct times the running product with that
-    # zero taken as 1; past it, 0 (every such product holds the first zero)
+    # zero taken as 1. Past it every such product holds the first zero, so the gradient
+    # is 0 there, written as x[first zero] times the rest (its value: the same with that
+    # zero taken as 1, over x[i] between the first two zeros, and at the second zero with
+    # both taken as 1; past that 0): as a value 0, but differentiable again, its
+    # derivative in the first zero is the rest, as torch's double backward has it
     if axis is None:  # a 0-d x: out is x
         return (ct,)
     zero = bind("eq", x, 0)
     zeros_so_far = _cumsum(bind("cast", zero, dtype=np.int64), axis=axis)
     first = bind("logical_and", zero, bind("eq", zeros_so_far, 1))
-    past_first = bind("gt", zeros_so_far - bind("cast", zero, dtype=np.int64), 0)
-    before = _reverse_cumsum(ct * out, axis) / bind("where", zero, 1, x)
+    second = bind("logical_and", zero, bind("eq", zeros_so_far, 2))
+    safe = bind("where", zero, 1, x)
+    # out is 0 from the first zero on; where a product overflowed before it, inf * 0 made
+    # it nan there, which would spoil the sums before the zero
+    settled = bind("where", bind("eq", zeros_so_far, 0), out, _finite(out))
+    before = _reverse_cumsum(ct * settled, axis) / safe
     at_first = _reverse_cumsum(ct * _cumprod(bind("where", first, 1, x), axis=axis), axis)
-    return (bind("where", first, at_first, bind("where", past_first, 0, before)),)
+    both_as_one = bind("where", bind("logical_or", first, second), 1, x)
+    at_second = _finite(_reverse_cumsum(ct * _cumprod(both_as_one, axis=axis), axis))
+    rest = bind("where", bind("eq", zeros_so_far, 1), _finite(at_first / safe), 0)
+    first_zero = bind("sum", bind("where", first, x, 0), axis=(axis,), keepdims=True)
+    past = first_zero * bind("where", second, at_second, rest)
+    return (
+        bind("where", bind("eq", zeros_so_far, 0), before, bind("where", first, at_first, past)),
+    )
+
+
+def _finite(v: Any) -> Any:
+    """v where it is finite, else 0: it is multiplied by a zero (an overflowed product
+    would make the zero nan)."""
+    return bind("where", isfinite(v), v, 0)
 
 
 _cumprod = defop(

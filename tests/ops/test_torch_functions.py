@@ -189,6 +189,38 @@ def test_cumprod_dtypes_and_spellings_agree_with_torch() -> None:
                                   np.cumprod(x.astype(np.float32), 1))  # fmt: skip
 
 
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cumprod_second_derivative_at_zeros_agrees_with_torch(dim: int) -> None:
+    """Past the first zero every slope is 0, but moves with that zero: the gradient's own
+    gradient there is not 0 (it was, with the slopes written as a constant 0)."""
+    torch = _torch()
+    x = RNG.standard_normal((5, 6))
+    x[0, 1] = x[1, [0, 3]] = x[2, [1, 2, 4]] = x[3] = 0.0  # one, two, three, all zeros
+    weights, direction = RNG.standard_normal(x.shape), RNG.standard_normal(x.shape)
+    seen = []
+    for lib in (ge, torch):
+        t = lib.tensor(x, requires_grad=True)
+        (g,) = lib.autograd.grad((lib.cumprod(t, dim) * lib.tensor(weights)).sum(), t,
+                                 create_graph=True)  # fmt: skip
+        (h,) = lib.autograd.grad((g * lib.tensor(direction)).sum(), t)
+        seen.append((g.detach().numpy(), h.detach().numpy()))
+    for got, want in zip(*seen):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    assert np.abs(seen[0][1]).max() > 0
+
+
+def test_cumprod_gradient_where_a_product_overflows_before_a_zero() -> None:
+    """inf * 0 past the zero is nan; the sums before the zero take those products as the
+    0 they are (as torch): the gradient is inf there, not nan."""
+    torch = _torch()
+    x = np.array([1e300, 1e300, 0.0, 2.0])
+    e, t = ge.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    with np.errstate(all="ignore"):
+        ge.cumprod(e, 0).sum().backward()
+    torch.cumprod(t, 0).sum().backward()
+    np.testing.assert_array_equal(e.grad.numpy(), t.grad.numpy())
+
+
 def test_cumprod_second_derivative_agrees_with_torch() -> None:
     torch = _torch()
     x = RNG.uniform(0.5, 1.5, (3, 4))

@@ -209,6 +209,23 @@ def test_cumprod_second_derivative_at_zeros_agrees_with_torch(dim: int) -> None:
     assert np.abs(seen[0][1]).max() > 0
 
 
+def test_cumprod_hessian_and_per_example_gradients_at_zeros() -> None:
+    torch = _torch()
+    xs = RNG.standard_normal((4, 5))
+    xs[1, 2] = xs[2, 0] = xs[2, 3] = 0.0
+    weights = RNG.standard_normal(5)
+
+    def f(x: Any) -> Any:
+        return gc.sum(gc.cumprod(x, 0) * weights)
+
+    want = torch.autograd.functional.hessian(
+        lambda t: (torch.cumprod(t, 0) * torch.tensor(weights)).sum(), torch.tensor(xs[2])
+    )
+    np.testing.assert_allclose(gc.hessian(f)(xs[2]), want.numpy(), rtol=1e-12, atol=1e-14)
+    per_example = gc.vmap(gc.grad(f))(xs)
+    np.testing.assert_array_equal(per_example, np.stack([gc.grad(f)(x) for x in xs]))
+
+
 def test_cumprod_gradient_where_a_product_overflows_before_a_zero() -> None:
     """inf * 0 past the zero is nan; the sums before the zero take those products as the
     0 they are (as torch): the gradient is inf there, not nan."""

@@ -123,15 +123,24 @@ def format_constant(value: Any) -> str | None:
     return np.array2string(array, precision=4, separator=", ")
 
 
-def format_attrs(n: Node) -> str:
-    parts = []
+ATTR_LINE = 40  # characters of attributes a detail line holds before the next one starts
+
+
+def format_attrs(n: Node) -> list[str]:
+    """The node's short attributes (key=value of 24 characters at most), a few to a line,
+    so that a conv's five attributes make a box three lines high, not a page wide."""
+    lines: list[str] = []
     for key, value in n.attrs.items():
         if key in ("value", "body") or isinstance(value, (Graph, np.ndarray)):
             continue
         text = f"{key}={value}"
-        if len(text) <= 24:
-            parts.append(text)
-    return ", ".join(parts)
+        if len(text) > 24:
+            continue
+        if lines and len(lines[-1]) + 2 + len(text) <= ATTR_LINE:
+            lines[-1] += f", {text}"
+        else:
+            lines.append(text)
+    return lines
 
 
 class GraphPainter:
@@ -269,7 +278,7 @@ class GraphPainter:
         # a name of the program's (a variable's, a module's) is the title, its op below
         named = not re.fullmatch(rf"{re.escape(str(n.op))}(_\d+)?", n.name)
         details = [str(n.op)] if named else []
-        details.append(format_attrs(n))
+        details += format_attrs(n)
         target = grad_of_name(n)
         if target is not None:
             details.append(f"∂ of {target}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -162,3 +164,20 @@ def test_small_constants_show_their_value_and_large_ones_their_type() -> None:
     dot = picture(g)
     assert "f32[8]" in dot.label("table")
     assert any("<b>0.5</b>" in dot.label(i) for i in ids_with(dot, shape="note"))
+
+
+def test_many_attributes_wrap_into_short_lines_and_none_is_cut() -> None:
+    """A conv's or a pool's five attributes made one detail line as wide as three boxes;
+    they now wrap, a few to a line, each attribute whole."""
+    g = gc.Graph("conv")
+    with g:
+        x = gc.placeholder("x", shape=("B", 1, 8, 8))
+        w = gc.placeholder("w", shape=(4, 1, 3, 3))
+        gc.output(gc.conv2d(x, w, stride=(1, 1), padding=(1, 1, 1, 1)), name="y")
+    conv = next(n for n in g.nodes if n.op == "conv2d")
+    label = parse_dot(gc.viz.to_dot(g).source).label(conv.name)
+    lines = re.findall(r'<font point-size="9" color="#555555">([^<]*)</font>', label)
+    shown = [f"{k}={v}" for k, v in conv.attrs.items() if len(f"{k}={v}") <= 24]
+    assert len(shown) >= 3 and len(lines) >= 2
+    assert all(len(line) <= 40 for line in lines)
+    assert all(any(a in line for line in lines) for a in shown)

@@ -151,7 +151,7 @@ LEGEND_TEXT: dict[str, str] = {
     "primal_input": "primal value (body input)",
     "fused": "fused group",
     "collapsed": "collapsed nodes",
-    "control": "control flow (bodies in its cluster)",
+    "control": "control flow: cond, scan, while_loop",
     "body_output": "body output",
     "result": "result of control flow",
     "removed": "removed by this pass",

@@ -21,6 +21,7 @@ from graphc.onnx import handlers_math as _handlers_math  # noqa: F401 - register
 from graphc.onnx import handlers_nn as _handlers_nn  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_pool as _handlers_pool  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_recurrent as _handlers_recurrent  # noqa: F401 - registers handlers
+from graphc.onnx import handlers_resize as _handlers_resize  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_shape as _handlers_shape  # noqa: F401 - registers handlers
 from graphc.onnx.importer import OnnxError, supported_op_types
 from graphc.onnx.reader import import_model, initializers

@@ -92,7 +92,7 @@ def _session_run(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
 
 def _opset(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
     model.opset_import[0].version = opset
-    model.ir_version = 4 if opset < 8 else 5
+    model.ir_version = 4 if opset < 8 else 5 if opset < 13 else 8
     onnx.checker.check_model(model, full_check=True)
     return model
 
@@ -182,3 +182,37 @@ def test_depth_to_space_and_back_over_a_symbolic_batch(mode: str) -> None:
     feeds = {"x": np.arange(96, dtype=np.float32).reshape(2, 8, 3, 2)}
     for got, want in zip(gc.run(graph, feeds), _session_run(model, feeds)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_resize_modes_over_a_symbolic_batch() -> None:
+    """Resize (torch's F.interpolate and nn.Upsample, both exporters) was an unknown op
+    type: it is read one axis at a time as takes of the input weighted by tables made
+    at import (nearest, linear, cubic; the batch and channel dims left alone), matching
+    onnxruntime; a symbolic dim resized is refused by name."""
+    floats = numpy_helper.from_array
+    inits = [
+        floats(np.array([1, 1, 2, 2], np.float32), "twice"),
+        floats(np.array([1, 1, 0.6, 1.5], np.float32), "odd"),
+        _ints("sizes", [5, 7]),
+    ]
+    resize = helper.make_node
+    nodes = [
+        resize("Resize", ["x", "", "twice"], ["near"], mode="nearest", nearest_mode="floor",
+               coordinate_transformation_mode="asymmetric"),
+        resize("Resize", ["x", "", "odd"], ["lin"], mode="linear"),
+        resize("Resize", ["x", "", "", "sizes"], ["cub"], mode="cubic", axes=[2, 3],
+               coordinate_transformation_mode="align_corners"),
+    ]  # fmt: skip
+    x = helper.make_tensor_value_info("x", F, ["batch", 2, 4, 6])
+    shapes = {"near": ["batch", 2, 8, 12], "lin": ["batch", 2, 2, 9], "cub": ["batch", 2, 5, 7]}
+    outs = [helper.make_tensor_value_info(n, F, s) for n, s in shapes.items()]
+    model = _opset(_model(nodes, [x], outs, inits), 19)
+    graph = gc.onnx.import_model(model)
+    feeds = {"x": np.random.default_rng(0).standard_normal((3, 2, 4, 6)).astype(np.float32)}
+    for got, want in zip(gc.run(graph, feeds), _session_run(model, feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    batch = helper.make_tensor_value_info("y", F, None)
+    grow = _model([resize("Resize", ["x", "", "twice"], ["y"])], [x], [batch], inits[:1])
+    grow.graph.initializer[0].CopyFrom(floats(np.array([2, 1, 1, 1], np.float32), "twice"))
+    with pytest.raises(OnnxError, match=r"symbolic dim 'batch' \(axis 0\).*dims="):
+        gc.onnx.import_model(grow)

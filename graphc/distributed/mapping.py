@@ -1,6 +1,8 @@
 """`map_batches`: a graph over dask arrays, chunk by chunk along its batch dim, lazily.
 
-The graph is split once (split.py). Each chunk of the batch inputs becomes one task
+The graph is split once (split.py), or in passes over the data when its rows need
+statistics of the whole batch (stages.py: each pass one split, run as below, its
+results free inputs of the next). Each chunk of the batch inputs becomes one task
 running the chunk graph; its mapped outputs become that chunk's blocks of the result
 arrays, and its partials are merged in a tree of tasks (`split_every` at a time) and
 finished by one task running the combine graph. Every graph travels as a `Program`
@@ -28,7 +30,8 @@ from graphc.distributed.memory import (
     local_memory,
     warn_chunk,
 )
-from graphc.distributed.split import BatchSplit, split_batch
+from graphc.distributed.split import BatchSplit
+from graphc.distributed.stages import split_stages
 from graphc.distributed.worker import (
     ChunkSpec,
     Program,
@@ -62,8 +65,9 @@ def map_batches(
     docs/distributed.md, "Memory limits"). Outputs that keep the batch dim come back as
     dask arrays chunked like the inputs; outputs that reduce it (a loss, a mean, the
     gradient of a batch-summed loss) are combined from per-chunk partials. One output
-    gives one dask array; several, a tuple. Nothing runs until `.compute()`. A graph
-    that cannot be split raises `BatchSplitError`; a chunk larger than a worker has
+    gives one dask array; several, a tuple. Nothing runs until `.compute()`. Rows that
+    need a statistic of the whole batch (x - mean(x, axis=0)) are computed in passes
+    over the data (stages.py). A graph that cannot be split raises `BatchSplitError`; a chunk larger than a worker has
     room for, a `MemoryLimitWarning`; an error in a chunk's task, a `ChunkError`
     naming the chunk.
 
@@ -83,13 +87,32 @@ def map_batches(
     _check_chunks(chunks)
     graph, level, chosen, flags = _source(fn, opt_level, backend)
     check_options(level, chosen)
-    split = split_batch(graph, batch_dim)
+    stages = split_stages(graph, batch_dim)
+    axes = stages[0].split.batch_inputs if len(stages) == 1 else _batch_axes(graph, batch_dim)
     feeds = collect_feeds(graph, arrays, named)
     check_names(graph, feeds)
-    batch, free, bindings = _prepare(split, feeds, da)
-    batch = _chunked(split, batch, free, bindings, level, chunks)
-    job = _Job(split, level, chosen, bindings, split_every, flags)
-    return job.build(batch, free)
+    batch, free, bindings = _prepare(graph, axes, feeds, da)
+    batch = _chunked(stages[-1].split, axes, batch, free, bindings, level, chunks)
+    given: dict[str, Any] = dict(free)  # and each stage's feedback values, for the next
+    for stage in stages:
+        split = stage.split
+        job = _Job(split, level, chosen, bindings, split_every, flags)
+        names = {p.name for p in split.graph.inputs}
+        values = job.build(
+            {n: x for n, x in batch.items() if n in split.batch_inputs},
+            {n: x for n, x in given.items() if n in names},
+        )
+        for output, placeholder in stage.feeds.items():  # one block each: a reduced value
+            given[placeholder] = values[output].to_delayed().ravel()[0]
+    outputs = [values[o.name] for o in graph.outputs]
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _batch_axes(graph: Graph, batch_dim: str) -> dict[str, int]:
+    """The batch inputs: the placeholders with the batch dim, and its axis."""
+    return {
+        p.name: p.type.shape.index(batch_dim) for p in graph.inputs if batch_dim in p.type.shape
+    }
 
 
 def _check_chunks(chunks: Any) -> None:
@@ -122,17 +145,17 @@ def _source(
 
 
 def _prepare(
-    split: BatchSplit, feeds: dict[str, Any], da: Any
+    graph: Graph, axes: dict[str, int], feeds: dict[str, Any], da: Any
 ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, int]]:
     """Batch feeds as dask arrays (a numpy array as one chunk), free feeds as numpy
     arrays, each checked against its placeholder; the symbolic dims' sizes."""
     bindings: dict[str, int] = {}
     batch: dict[str, Any] = {}
     free: dict[str, np.ndarray] = {}
-    for p in split.graph.inputs:
+    for p in graph.inputs:
         value = feeds[p.name]
-        if p.name in split.batch_inputs:
-            axis = split.batch_inputs[p.name]
+        if p.name in axes:
+            axis = axes[p.name]
             if not isinstance(value, da.Array):  # by the executable's rule: a list may
                 value = as_feed_array(p, value)  # take the dtype, an array must have it
                 value = da.from_array(value, chunks={axis: -1} if value.ndim > axis else -1)
@@ -156,6 +179,7 @@ def _prepare(
 
 def _chunked(
     split: BatchSplit,
+    axes: dict[str, int],
     batch: dict[str, Any],
     free: dict[str, np.ndarray],
     bindings: dict[str, int],
@@ -164,34 +188,36 @@ def _chunked(
 ) -> dict[str, Any]:
     """The batch feeds rechunked to `chunks` rows (None, a number or "auto"), sized
     against the current client's workers' memory: one MemoryLimitWarning when a chunk
-    does not fit (memory.py)."""
+    does not fit (memory.py). `split` is the one sized: the last pass over the data
+    when there are several (stages.py), whose chunks hold the mapped outputs."""
     auto = isinstance(chunks, str)  # "auto", the only string _check_chunks lets through
     rows = None if auto else chunks
     workers = cluster_memory()
     if not workers and not auto:
-        return _aligned(split, batch, rows)
-    memory = ChunkMemory(split, opt_level, bindings, free, batch)
+        return _aligned(axes, batch, rows)
+    mine = {n: x for n, x in batch.items() if n in split.batch_inputs}
+    memory = ChunkMemory(split, opt_level, bindings, free, mine)
     if auto:
         rows = auto_rows(memory, workers or [local_memory()], bindings[split.batch_dim])
-    aligned = _aligned(split, batch, rows)
+    aligned = _aligned(axes, batch, rows)
     if workers:
         first = next(iter(aligned))
-        largest = max(aligned[first].chunks[split.batch_inputs[first]], default=0)
+        largest = max(aligned[first].chunks[axes[first]], default=0)
         warn_chunk(memory, largest, workers, stacklevel=4)  # at map_batches' caller
     return aligned
 
 
-def _aligned(split: BatchSplit, batch: dict[str, Any], chunks: int | None) -> dict[str, Any]:
+def _aligned(axes: dict[str, int], batch: dict[str, Any], chunks: int | None) -> dict[str, Any]:
     """The batch feeds sharing one chunking of the batch axis, `chunks` rows each (None:
     the first one's), and one chunk along every other axis."""
     first = next(iter(batch))
-    rows = batch[first].chunks[split.batch_inputs[first]]
+    rows = batch[first].chunks[axes[first]]
     # no empty chunks (a filtered array's blocks): a chunk of no rows has no max or min
     rows = tuple(n for n in rows if n) or rows[:1]
     aligned = {}
     for name, value in batch.items():
         want = {a: -1 for a in range(value.ndim)}
-        want[split.batch_inputs[name]] = chunks if chunks else rows
+        want[axes[name]] = chunks if chunks else rows
         aligned[name] = value.rechunk(want)
     return aligned
 
@@ -229,10 +255,15 @@ class _Job:
         }
         self.sizes = split.size_values(bindings)
 
-    def build(self, batch: dict[str, Any], free: dict[str, np.ndarray]) -> Any:
+    def build(self, batch: dict[str, Any], free: dict[str, Any]) -> dict[str, Any]:
+        """The split graph's outputs as dask arrays, by name; `free` holds numpy arrays
+        and delayed values (an earlier pass's results)."""
         delayed = self.dask.delayed
         split = self.split
-        params = {n: delayed(a, pure=True, traverse=False) for n, a in free.items()}
+        params = {
+            n: a if self.dask.is_dask_collection(a) else delayed(a, pure=True, traverse=False)
+            for n, a in free.items()
+        }
         blocks = {n: list(x.to_delayed().ravel()) for n, x in batch.items()}
         first = next(iter(batch))
         rows = batch[first].chunks[split.batch_inputs[first]]
@@ -246,10 +277,7 @@ class _Job:
                 feeds = {**params, **self.sizes, **{n: b[i] for n, b in blocks.items()}}
                 args = [feeds[p.name] for p in split.chunk.inputs]
                 results.append(run(program, spec, *args, dask_key_name=(name, i)))
-        mapped = self._mapped(results, rows)
-        combined = self._combined(results, params)
-        values = [mapped.get(o.name, combined.get(o.name)) for o in split.outputs]
-        return values[0] if len(values) == 1 else tuple(values)
+        return {**self._mapped(results, rows), **self._combined(results, params)}
 
     def _chunk_specs(self, batch: dict[str, Any], rows: Sequence[int]) -> list[ChunkSpec]:
         """What each chunk task checks: its blocks' shapes as dask declares them, and its

@@ -123,8 +123,15 @@ class BatchSplit:
 # -- roles ------------------------------------------------------------------------------
 
 
-def batch_roles(graph: Graph, batch_dim: str = "B") -> tuple[dict[Node, Role], dict[Node, str]]:
-    """Each node's role (Mapped(axis), REDUCED or FREE) and the roots with their kinds."""
+def batch_roles(
+    graph: Graph, batch_dim: str = "B", feedback: set[Node] | None = None
+) -> tuple[dict[Node, Role], dict[Node, str]]:
+    """Each node's role (Mapped(axis), REDUCED or FREE) and the roots with their kinds.
+
+    A reduced value feeding back into the rows is refused, unless `feedback` is given:
+    then such values are added to it and taken as free from there on (as if the whole
+    batch's value were known before the rows are computed: stages.py runs the graph in
+    passes over the data that make it so)."""
     roles: dict[Node, Role] = {}
     roots: dict[Node, str] = {}
     for n in graph.nodes:
@@ -134,7 +141,12 @@ def batch_roles(graph: Graph, batch_dim: str = "B") -> tuple[dict[Node, Role], d
         if n.kind == PLACEHOLDER:
             roles[n] = _placeholder_role(n, batch_dim)
             continue
-        role = _op_role(n, [roles[x] for x in n.inputs], roots, batch_dim)
+        inputs = [roles[x] for x in n.inputs]
+        rows = any(isinstance(r, Mapped) for r in inputs) or batch_dim in n.type.symbols
+        if feedback is not None and REDUCED in inputs and rows:
+            feedback.update(x for x, r in zip(n.inputs, inputs) if r == REDUCED)
+            inputs = [FREE if r == REDUCED else r for r in inputs]
+        role = _op_role(n, inputs, roots, batch_dim)
         if isinstance(role, Reduce):
             roots[n], role = role.kind, REDUCED
         if role == REDUCED and batch_dim in n.type.symbols:

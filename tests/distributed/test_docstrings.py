@@ -12,7 +12,12 @@ pytest.importorskip("distributed")
 
 @pytest.mark.parametrize(
     "name",
-    ["graphc.distributed.mapping", "graphc.distributed.training", "graphc.distributed.split"],
+    [
+        "graphc.distributed.mapping",
+        "graphc.distributed.training",
+        "graphc.distributed.split",
+        "graphc.distributed.stages",
+    ],
 )
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)

@@ -120,6 +120,18 @@ def test_an_executable_over_a_cluster_equals_it_and_compiles_once_per_worker(cli
     assert sum(len(i["programs"]) for i in infos.values()) >= 3
 
 
+def test_passes_over_the_data_on_a_cluster(client) -> None:
+    # x - mean(x) over the batch: the mean is a first pass's result, a delayed value
+    # every chunk of the second pass receives on its worker
+    g = gc.Graph("centered")
+    with g:
+        x = gc.placeholder("x", shape=("B", 3), dtype="float64")
+        gc.output(gc.sum((x - gc.mean(x, axis=0)) ** 2, axis=0), name="scatter")
+    x = np.random.default_rng(6).normal(size=(50, 3))
+    got = map_batches(g, da.from_array(x, chunks=(12, 3))).compute()
+    np.testing.assert_allclose(got, np.sum((x - x.mean(axis=0)) ** 2, axis=0), rtol=1e-12)
+
+
 def test_numpy_batch_inputs_are_chunked_and_outputs_stay_lazy() -> None:
     g = _mlp()
     feeds = _mlp_feeds(50)

@@ -25,7 +25,7 @@ from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op, register_rule
 from graphc.ir.types import TensorType, TupleType, is_symbol
 from graphc.ir.verify import verify
-from graphc.onnx.importer import OnnxError, onnx_elem_type
+from graphc.onnx.importer import MAX_OPSET, OnnxError, onnx_elem_type
 
 DEFAULT_OPSET = 17
 Exporter = Callable[["Writer", Node, list[str]], list[str]]
@@ -252,9 +252,9 @@ def export_model(
 
     verify(graph)
     opset = DEFAULT_OPSET if opset is None else opset
-    if opset < 13:
+    if not 13 <= opset <= MAX_OPSET:  # (a newer opset may mean something else by an op)
         raise OnnxError(
-            f"export_model: opset {opset} is not supported; graphc writes opsets 13 and later"
+            f"export_model: opset {opset} is not supported; graphc writes opsets 13 to {MAX_OPSET}"
         )
     writer = Writer(opset)
     inputs = []

@@ -97,6 +97,7 @@ from graphc.ops.shape import (
 )
 from graphc.ops.symbolic import Symbol, register_lifter
 from graphc.ops.tuples import results
+from graphc.ops.updates import *
 
 __all__ = [
     name

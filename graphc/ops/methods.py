@@ -49,6 +49,7 @@ from graphc.ops import (
     selection,
     sequences,
     sorting,
+    updates,
 )
 from graphc.ops import shape as shape_ops
 from graphc.ops.operators import OperatorMixin
@@ -423,6 +424,12 @@ class ValueMethods(OperatorMixin):
     def unbind(self, dim: int = 0) -> tuple:
         """The entries along dim, each with that dim removed (see `unbind`)."""
         return unbind(self, dim)
+
+    @property
+    def at(self) -> updates.At:
+        """JAX's functional updates: `x.at[index].set(v)` (add, subtract, multiply,
+        divide, power, min, max; get) is a new value, `x` unchanged (ops/updates.py)."""
+        return updates.At(self)
 
     def slice(self, index: Any) -> Any:
         return indexing.slice_(self, index=index)

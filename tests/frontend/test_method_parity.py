@@ -179,6 +179,7 @@ CASES: dict[str, Case] = {
         (F[:, :2].copy(), ROW_IDS),
     ),
     "one_hot": (lambda x: x.one_hot(4), (LABELS,)),
+    "at": (lambda x, y: x.at[0, 1:].add(y[1, 1:]).at[1].set(y[0]), (F, G)),
 }
 
 

@@ -25,7 +25,24 @@ def make_options(**options: Any) -> Options:
         raise GraphcError(
             f"to_dot: unknown option(s) {', '.join(unknown)}; expected some of {', '.join(sorted(known))}"
         )
+    # dot ignores a rankdir it does not know and draws top to bottom without a word
+    rankdir = options.get("rankdir", "TB")
+    if not isinstance(rankdir, str) or rankdir.upper() not in RANKDIRS:
+        raise GraphcError(f"to_dot: rankdir must be one of {', '.join(RANKDIRS)}, got {rankdir!r}")
+    options["rankdir"] = rankdir.upper()
+    title = options.get("title")
+    if title is not None and not isinstance(title, str):
+        raise GraphcError(f"to_dot: title must be a str, got {type(title).__name__} {title!r}")
+    for name in ("max_chain", "max_repeat", "max_nodes"):
+        value = options.get(name)
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            raise GraphcError(f"to_dot: {name} must be a whole number >= 0 or None, got {value!r}")
     return Options(**options)
+
+
+RANKDIRS = ("TB", "LR", "BT", "RL")  # top to bottom, left to right, and back
 
 
 def finish(

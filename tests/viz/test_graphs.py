@@ -155,6 +155,24 @@ def test_unknown_objects_and_options_raise_graphc_errors() -> None:
         gc.viz.to_dot(tutorial_graph(), colour="red")
 
 
+def test_option_values_dot_would_ignore_or_crash_on_are_refused() -> None:
+    # dot draws an unknown rankdir top to bottom without a word; a title that is no
+    # str failed deep inside with an AttributeError
+    for options, message in [
+        ({"rankdir": "XY"}, "rankdir must be one of TB, LR, BT, RL, got 'XY'"),
+        ({"title": 5}, "title must be a str, got int 5"),
+        ({"max_nodes": -5}, "max_nodes must be a whole number >= 0 or None, got -5"),
+        ({"max_chain": 2.5}, "max_chain must be a whole number"),
+    ]:
+        with pytest.raises(gc.GraphcError, match=re.escape(message)):
+            gc.viz.to_dot(tutorial_graph(), **options)
+
+
+def test_rankdir_is_read_in_either_case() -> None:
+    source = gc.viz.to_dot(tutorial_graph(), rankdir="lr").source
+    assert "rankdir=LR" in source.splitlines()[1]
+
+
 def test_small_constants_show_their_value_and_large_ones_their_type() -> None:
     g = gc.Graph("consts")
     with g:

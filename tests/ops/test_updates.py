@@ -192,3 +192,18 @@ def test_against_jax(jnp: Any) -> None:
         gc.dynamic_slice(X, (np.int64(-1), np.int64(3)), (2, 2)),
         jax.lax.dynamic_slice(jnp.asarray(X), (-1, 3), (2, 2)),
     )
+
+
+def test_exported_to_onnx_as_the_ops_it_is_made_of() -> None:
+    ort = pytest.importorskip("onnxruntime")
+    from graphc.onnx import export_model
+
+    def f(x: Any, i: Any) -> Any:
+        y = x.at[i, 1:].add(1.0).at[np.array([0, 0])].add(x[1])
+        return gc.dynamic_update_slice(y, -gc.ones_like(y[:2, :2]), (i, i))
+
+    g = gc.trace(f, X, np.int64(1))
+    session = ort.InferenceSession(export_model(g).SerializeToString())
+    for i in (1, -1, 0):
+        got = session.run(None, {"x": X, "i": np.array(i)})[0]
+        np.testing.assert_array_equal(got, g(X, np.int64(i)))

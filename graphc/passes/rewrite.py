@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import GraphcError
-from graphc.ir.graph import OP, OUTPUT, Graph, Node
+from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType, is_float
 from graphc.ops.dispatch import prepare
@@ -136,13 +136,15 @@ class Match:
         return self._rewriter.uses.get(node, 1)
 
     def users_ignore_layout(self) -> bool:
-        """Whether every user of the candidate is an elementwise op or an output, whose
-        bits do not depend on the candidate's memory order (matmul's and reductions' do:
-        runtime/plan.py, LAYOUT). False for a node a replacement made (no users yet)."""
+        """Whether every user of the candidate is an elementwise op, whose bits do not
+        depend on the candidate's memory order (matmul's and reductions' do:
+        runtime/plan.py, LAYOUT). Not an output: the caller gets the layout, and a call
+        that is fed the array back (a state, a recurrence) sums or multiplies it in that
+        order. False for a node a replacement made (no users yet)."""
         users = self._rewriter.old_users(self.node)
         if users is None:
             return False
-        return all(u.kind == OUTPUT or get_op(u.op).elementwise for u in users)
+        return all(u.kind == OP and get_op(u.op).elementwise for u in users)
 
     def zeros(self) -> Node | None:
         """Zeros of the candidate's type: a constant when that is concrete and small,

@@ -31,7 +31,8 @@ Why each rule has its tag:
   made in the product's dtype (an int32 c = INT32_MIN negated in int32 would wrap).
   T(x)*c -> T(x*c) multiplies the same pairs, but the result is a transpose in x's
   memory order, where the product was C-contiguous: exact when every user is
-  elementwise (or an output); before a matmul or a reduction, which round by memory
+  elementwise (not an output: the caller gets the layout, and a later call fed the
+  array back rounds by it); before a matmul or a reduction, which round by memory
   order (runtime/plan.py, LAYOUT), value-changing. Where that scale goes is a
   backend's choice, so these two are not in the table: `scale_before_transposes` runs
   them, in the numpy backend's fusion step. x/c -> x*(1/c) is exact when c is
@@ -336,7 +337,7 @@ FAST_MATH: list[Rule] = [*ALGEBRA, FOLD]
 # the native one's kernels read a transposed operand tile by tile, and keep the
 # scale beside the op reading the transpose, to fuse)
 TRANSPOSE_SCALES: list[Rule] = [
-    rule(mul(transpose(X, axes="a"), C), scale_before_transpose, when=lambda m: m.c.type.rank <= m.x.type.rank and m.users_ignore_layout()),  # T(x)*c -> T(x*c): the scale reads x in its own layout, for users that ignore layout
+    rule(mul(transpose(X, axes="a"), C), scale_before_transpose, when=lambda m: m.c.type.rank <= m.x.type.rank and m.users_ignore_layout()),  # T(x)*c -> T(x*c): the scale reads x in its own layout, for elementwise users
     rule(mul(transpose(X, axes="a"), C), scale_before_transpose, when=lambda m: m.c.type.rank <= m.x.type.rank, exact=False),  # T(x)*c -> T(x*c) before matmul or a reduction: they round by layout
 ]
 # every rewrite of the algebra: simplify's table, then those a backend's fusion step

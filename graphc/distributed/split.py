@@ -353,7 +353,7 @@ def _needed(targets: Iterable[Node], stop: set[Node]) -> set[Node]:
     return seen
 
 
-def _add(g: Graph, op: str, inputs: list[Node], name: str, **attrs: Any) -> Node:
+def append_op(g: Graph, op: str, inputs: list[Node], name: str, **attrs: Any) -> Node:
     """An op node named `name`, with canonical attrs and the type its rule infers."""
     full, out_type = prepare(get_op(op), [x.type for x in inputs], attrs)
     return g.add_op(op, inputs, full, out_type, name=name)
@@ -387,8 +387,8 @@ def _chunk_graph(
             rows = copies[n.inputs[0]]
             wide = mean_dtype(n)
             if wide != n.type.dtype:  # a float16 mean sums in float32, as the op's kernel
-                rows = _add(g, "cast", [rows], f"{n.name}_wide", dtype=wide)
-            copies[n] = _add(g, "sum", [rows], f"{n.name}_sum", **_axes(n))
+                rows = append_op(g, "cast", [rows], f"{n.name}_wide", dtype=wide)
+            copies[n] = append_op(g, "sum", [rows], f"{n.name}_sum", **_axes(n))
         else:
             g.append_copy(n, copies)
     for o in mapped_outs:
@@ -427,7 +427,7 @@ def _merge_graph(graph: Graph, partials: list[Partial], chunk: Graph, names: _Na
     ]
     for p, x in zip(partials, inputs):
         op = "sum" if p.kind == "mean" else p.kind  # a mean's partials are sums
-        merged = _add(g, op, [x], f"{p.name}_merge", axis=(0,), keepdims=False)
+        merged = append_op(g, op, [x], f"{p.name}_merge", axis=(0,), keepdims=False)
         g.add_output(merged, name=p.name)
     return g
 
@@ -474,8 +474,8 @@ def _finish_root(g: Graph, root: Node, merged: Node, count: Node | None) -> Node
         return merged
     total = merged
     if merged.type.dtype != count.type.dtype:  # an integer mean sums exactly, divides as float
-        total = _add(g, "cast", [merged], f"{root.name}_total", dtype=count.type.dtype)
+        total = append_op(g, "cast", [merged], f"{root.name}_total", dtype=count.type.dtype)
     if count.type.dtype == root.type.dtype:
-        return _add(g, "div", [total, count], root.name)
-    wide = _add(g, "div", [total, count], f"{root.name}_wide")
-    return _add(g, "cast", [wide], root.name, dtype=root.type.dtype)
+        return append_op(g, "div", [total, count], root.name)
+    wide = append_op(g, "div", [total, count], f"{root.name}_wide")
+    return append_op(g, "cast", [wide], root.name, dtype=root.type.dtype)

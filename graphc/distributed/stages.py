@@ -15,6 +15,10 @@ one after the other over the same data:
    as a placeholder. Each stage is split with `split_batch`, where its feedback
    placeholders are free inputs, computed once and sent to every chunk.
 
+A softmax or log_softmax along the batch axis is one op, whose rule refuses the batch
+axis; it is spelled out first as `x - logsumexp(x)` over the batch (then `exp`), which
+the walk then sees as a logsumexp over the batch feeding back into the rows.
+
 Invariant: a stage reads only placeholders of the original graph and feedback values
 of earlier stages, so running the stages in order computes every output; each value is
 computed as in one process, up to the rounding of summing the batch in chunks.
@@ -24,7 +28,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphc.distributed.split import BatchSplit, BatchSplitError, batch_roles, split_batch
+from graphc.distributed.split import (
+    BatchSplit,
+    BatchSplitError,
+    append_op,
+    batch_roles,
+    split_batch,
+)
 from graphc.ir.graph import Graph, Node
 from graphc.ir.verify import verify
 
@@ -51,6 +61,7 @@ def split_stages(graph: Graph, batch_dim: str = "B") -> list[Stage]:
     [['mean'], []]
     """
     verify(graph)
+    graph = _spell_out_softmax(graph, batch_dim)
     feedback: set[Node] = set()
     batch_roles(graph, batch_dim, feedback)
     if not feedback:
@@ -70,6 +81,40 @@ def split_stages(graph: Graph, batch_dim: str = "B") -> list[Stage]:
     )
     stages.append(Stage(_split(last, batch_dim, graph), {}))
     return stages
+
+
+def _spell_out_softmax(graph: Graph, batch_dim: str) -> Graph:
+    """`graph` with each softmax and log_softmax along the batch axis written as a
+    logsumexp over the batch and ops on rows (the same graph when there is none).
+    A mapped value carries the batch dim on its batch axis only, so the axis is the
+    batch axis exactly when the input's dim there is `batch_dim`."""
+    along = {
+        n
+        for n in graph.op_nodes
+        if n.op in ("softmax", "log_softmax")
+        and n.inputs[0].type.shape[n.attrs["axis"]] == batch_dim
+    }
+    if not along:
+        return graph
+    names = {n.name for n in graph.nodes}
+    g = Graph(graph.name)
+    copies: dict[Node, Node] = {}
+    for n in graph.nodes:
+        if n not in along:
+            g.append_copy(n, copies)
+            continue
+        x = copies[n.inputs[0]]
+        axis = (n.attrs["axis"],)
+        lse = append_op(
+            g, "logsumexp", [x], _fresh(f"{n.name}_lse", names), axis=axis, keepdims=True
+        )
+        if n.op == "log_softmax":  # log_softmax(x) = x - logsumexp(x)
+            copies[n] = append_op(g, "sub", [x, lse], n.name)
+        else:  # softmax(x) = exp(x - logsumexp(x))
+            shifted = append_op(g, "sub", [x, lse], _fresh(f"{n.name}_shifted", names))
+            copies[n] = append_op(g, "exp", [shifted], n.name)
+    verify(g)
+    return g
 
 
 def _levels(graph: Graph, feedback: set[Node]) -> dict[Node, int]:

@@ -78,14 +78,25 @@ def test_map_batches_standardizes_in_passes_as_numpy_does(chunks: int) -> None:
     assert lazy[0].chunks[0] == da.from_array(x, chunks=(chunks, 3)).chunks[0]
 
 
-def test_a_softmax_over_the_batch_spelled_out_equals_torchs() -> None:
+def test_softmax_and_log_softmax_over_the_batch_equal_torchs() -> None:
+    # one op each, refused by one split; spelled out as x - logsumexp(x) over the batch,
+    # they are two passes (and the softmax over the other axis stays per row)
     torch = pytest.importorskip("torch")
     g = gc.Graph("batch_softmax")
     with g:
         x = gc.placeholder("x", shape=("B", 4), dtype="float64")
-        e = gc.exp(x - gc.max(x, axis=0))
-        gc.output(e / gc.sum(e, axis=0), name="p")
+        gc.output(gc.softmax(x, axis=0), name="p")
+        gc.output(gc.log_softmax(x, axis=0), name="logp")
+        gc.output(gc.softmax(x, axis=1), name="rows")
+        e = gc.exp(x - gc.max(x, axis=0))  # the same, by hand: the max, then the sum
+        gc.output(e / gc.sum(e, axis=0), name="by_hand")
+    # pass 1: the two logsumexps and the max; pass 2: the sum of exp(x - max); then rows
+    assert [len(s.feeds) for s in split_stages(g)] == [3, 1, 0]
     x = np.random.default_rng(5).normal(size=(30, 4)) * 4
     lazy = gc.distributed.map_batches(g, da.from_array(x, chunks=(7, 4)))
-    got = lazy.compute(scheduler="sync")
-    np.testing.assert_allclose(got, torch.softmax(torch.tensor(x), dim=0).numpy(), rtol=1e-12)
+    p, logp, rows, by_hand = dask.compute(*lazy, scheduler="sync")
+    t = torch.tensor(x)
+    np.testing.assert_allclose(p, torch.softmax(t, dim=0).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(logp, torch.log_softmax(t, dim=0).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(rows, torch.softmax(t, dim=1).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(by_hand, torch.softmax(t, dim=0).numpy(), rtol=1e-12)

@@ -126,7 +126,8 @@ class BatchSplit:
 def batch_roles(
     graph: Graph, batch_dim: str = "B", feedback: set[Node] | None = None
 ) -> tuple[dict[Node, Role], dict[Node, str]]:
-    """Each node's role (Mapped(axis), REDUCED or FREE) and the roots with their kinds.
+    """Each node's role (Mapped(axis), REDUCED or FREE) and the roots with their kinds;
+    nodes no output reads (dead code, which compile would drop too) get none.
 
     A reduced value feeding back into the rows is refused, unless `feedback` is given:
     then such values are added to it and taken as free from there on (as if the whole
@@ -134,12 +135,15 @@ def batch_roles(
     passes over the data that make it so)."""
     roles: dict[Node, Role] = {}
     roots: dict[Node, str] = {}
+    live = _needed([o.inputs[0] for o in graph.outputs], stop=set())
     for n in graph.nodes:
         if n.kind == OUTPUT:
             roles[n] = roles[n.inputs[0]]
             continue
         if n.kind == PLACEHOLDER:
             roles[n] = _placeholder_role(n, batch_dim)
+            continue
+        if n not in live:  # no output reads it: no chunk computes it, nothing to refuse
             continue
         inputs = [roles[x] for x in n.inputs]
         rows = any(isinstance(r, Mapped) for r in inputs) or batch_dim in n.type.symbols

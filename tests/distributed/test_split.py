@@ -342,6 +342,20 @@ def test_a_loss_normalized_by_a_batch_count_says_why_it_is_refused() -> None:
     assert "label_smoothing" in str(info.value)
 
 
+def test_a_node_no_output_reads_is_not_refused() -> None:
+    # compile drops dead code; the split refused a leftover cumsum down the batch
+    g = gc.Graph("g")
+    with g:
+        x = gc.placeholder("x", shape=("B", 3), dtype="float64")
+        gc.cumsum(x, axis=0)  # read by nothing
+        gc.output(gc.sum(x * 2.0, axis=0), name="s")
+    split = split_batch(g)
+    assert "cumsum" not in str(split.chunk) + str(split.combine)
+    x = np.random.default_rng(2).normal(size=(9, 3))
+    [got] = run_split(split, {"x": x}, [4, 5])
+    np.testing.assert_allclose(got, np.sum(x * 2.0, axis=0), rtol=1e-12)
+
+
 def test_an_op_without_a_rule_is_refused_not_guessed() -> None:
     g = gc.Graph("g")
     with g:

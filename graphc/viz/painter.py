@@ -189,9 +189,14 @@ class GraphPainter:
         self.alias = _duplicate_results(graph)  # autodiff may read one result twice
 
     def drawn_nodes(self) -> int:
-        """How many nodes this painter draws at its own level (summaries counted once)."""
+        """How many nodes this painter draws (summaries counted once), the nodes of the
+        bodies it draws as clusters included: an LSTM's scans hold most of its picture."""
         hidden = set(self.collapse.owner) | set(self.alias)
-        return sum(1 for n in self.graph.nodes if n not in hidden) + len(self.collapse.groups)
+        shown = [n for n in self.graph.nodes if n not in hidden]
+        inside = 0
+        if not self.options.collapse_bodies:
+            inside = sum(_body_nodes(n) for n in shown)
+        return len(shown) + inside + len(self.collapse.groups)
 
     # -- ids and roles ----------------------------------------------------------
 
@@ -452,6 +457,14 @@ class GraphPainter:
     def _rule_group(self, n: Node) -> str:
         """Outputs and seeds stand alone; the ops one rule made share their target."""
         return n.name if n.kind != OP else "ops"
+
+
+def _body_nodes(n: Node) -> int:
+    """The nodes drawn inside node `n`'s cluster, nested bodies included (an upper
+    bound: bodies are collapsed by the same rules as the graph around them)."""
+    return sum(
+        len(b.graph.nodes) + sum(_body_nodes(m) for m in b.graph.nodes) for b in bodies_of(n)
+    )
 
 
 def _duplicate_results(graph: Graph) -> dict[Node, Node]:

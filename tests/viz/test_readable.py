@@ -262,3 +262,23 @@ def test_the_transformer_layer_shows_its_query_key_and_value_projections() -> No
     projections = [n for n in g.nodes if n.op == "slice" and n.inputs[0].kind == "placeholder"]
     assert len(projections) == 6  # q, k, v: a weight and a bias slice each
     assert all(n.name in dot.nodes for n in projections)
+
+
+def test_the_size_guard_counts_the_nodes_inside_loops() -> None:
+    """A scan is one node of its graph but draws its whole body: an LSTM's picture of
+    575 nodes passed a guard of 300 that counted 163. Bodies now count."""
+
+    def step(h: Any, x: Any) -> Any:
+        for _ in range(10):
+            h = gc.tanh(h * 0.5 + x)
+        return h, h
+
+    g = gc.trace(
+        lambda xs, h0: gc.scan(step, h0, xs)[1], gc.TensorSpec((4, 3)), gc.TensorSpec((3,))
+    )
+    scan = next(n for n in g.nodes if n.op == "scan")
+    assert len(g.nodes) < 10 and len(scan.attrs["body"].nodes) > 30
+    source = gc.viz.to_dot(g, max_nodes=25, max_chain=None).source
+    assert VIEW_HINT in source and "nodes in its bodies, not drawn" in source
+    assert "cluster_" not in source
+    assert VIEW_HINT not in gc.viz.to_dot(g, max_nodes=100, max_chain=None).source

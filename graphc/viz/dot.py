@@ -148,7 +148,12 @@ def to_dot(obj: Any, **options: Any) -> graphviz.Digraph:
         return report.report_to_dot(obj, opts)
     if tape.is_tensor(obj):
         return tape.tensor_to_dot(obj, opts)
+    hint = ""
+    if hasattr(obj, "graph_for"):  # a gc.jit function: its graph per call signature
+        hint = "; a jitted function's graph for some arguments is fn.graph_for(*args)"
+    elif callable(obj):
+        hint = "; trace a function first: gc.trace(fn, gc.TensorSpec((2, 3)), ...)"
     raise GraphcError(
         f"to_dot: cannot draw a {type(obj).__name__}; expected a Graph, a (forward, backward) "
-        "pair of Graphs, an optimization report or an eager Tensor"
+        f"pair of Graphs, an optimization report or an eager Tensor{hint}"
     )

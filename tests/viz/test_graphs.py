@@ -153,6 +153,11 @@ def test_unknown_objects_and_options_raise_graphc_errors() -> None:
         gc.viz.to_dot(3)
     with pytest.raises(gc.GraphcError, match="unknown option.*colour"):
         gc.viz.to_dot(tutorial_graph(), colour="red")
+    # a function is the commonest wrong thing to draw: say how to get its graph
+    with pytest.raises(gc.GraphcError, match=r"trace a function first: gc\.trace\(fn"):
+        gc.viz.to_dot(lambda x: x * 2)
+    with pytest.raises(gc.GraphcError, match=r"fn\.graph_for\(\*args\)"):
+        gc.viz.render(gc.jit(lambda x: x * 2), "f.svg")
 
 
 def test_option_values_dot_would_ignore_or_crash_on_are_refused() -> None:

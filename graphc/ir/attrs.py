@@ -98,11 +98,21 @@ def same_attr(a: Any, b: Any) -> bool:
 
 
 def show_attr(value: Any, other: Any) -> str:
-    """`value` for an error message, with its type when `other` would look the same."""
-    text = _short(repr(value))
-    if text == _short(repr(other)):
+    """`value` for an error message, with its type when `other` would look the same;
+    dtypes by the names the text form writes (f32, not dtype('float32'))."""
+    text = _short(_shown(value))
+    if text == _short(_shown(other)):
         text += f" ({type(value).__name__})"
     return text
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, np.dtype) and value in DTYPES.values():
+        return next(name for name, dtype in DTYPES.items() if dtype == value)
+    if type(value) is tuple:
+        inner = ", ".join(_shown(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return repr(value)
 
 
 def _short(text: str, limit: int = 80) -> str:

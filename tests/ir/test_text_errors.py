@@ -193,3 +193,10 @@ def test_a_path_is_refused_with_what_to_pass_instead(tmp_path: Path) -> None:
         with pytest.raises(gc.ParseError, match="read_text"):
             load(path)  # type: ignore[arg-type]
     assert str(gc.parse(path.read_text())) == GOOD
+
+
+def test_a_non_canonical_dtype_attr_is_shown_as_the_text_writes_it() -> None:
+    text = 'graph g(%x: f32[3]) {\n  %c: f64[3] = cast(%x, dtype="f64")\n  output %y = %c\n}'
+    with pytest.raises(gc.ParseError, match=r"""is 'f64', but its canonical form .* is f64$"""):
+        gc.parse(text)
+    assert str(gc.parse(text.replace('"f64"', "f64"))) == text.replace('"f64"', "f64")

@@ -80,7 +80,7 @@ def _node_cluster_attrs(
         label, fill = f"{n.op}: {n.name}", NODE_FILL
         color = style.BACKWARD_COLOR if backward else style.CONTROL_COLOR
     return {
-        "label": style.plain(label),
+        "label": style.plain(label, limit=style.LONGEST_DETAIL),
         "style": "rounded,dashed" if override == "removed" else "rounded,filled",
         "fillcolor": fill,
         "color": color if override is None else style.ROLES[override]["color"],
@@ -94,7 +94,7 @@ def _node_cluster_attrs(
 def _body_cluster_attrs(body: Body, backward: bool, override: str | None) -> dict[str, str]:
     color = style.BACKWARD_COLOR if backward else "#7f8c8d"
     return {
-        "label": style.plain(f"{body.title}: {body.graph.name}"),
+        "label": style.plain(f"{body.title}: {body.graph.name}", limit=style.LONGEST_DETAIL),
         "labeljust": "l",
         "style": "rounded,dashed" if override == "removed" else "rounded,filled",
         "fillcolor": BODY_FILL,

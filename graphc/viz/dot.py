@@ -95,7 +95,10 @@ def pair_to_dot(forward: Graph, backward: Graph, options: Options) -> graphviz.D
     ):
         with dot.subgraph(name=f"cluster_{painter.prefix}") as cluster:
             cluster.attr(
-                label=style.plain(title), color=color, style="rounded", fontname=style.FONT
+                label=style.plain(title, limit=style.LONGEST_DETAIL),
+                color=color,
+                style="rounded",
+                fontname=style.FONT,
             )
             painter.paint(cluster)
     # each saved input of the backward graph is fed by the forward value of that name

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 import graphc as gc
 from graphc.viz import style
 from tests.conftest import needs_dot
+from tests.viz.dotsource import parse_dot
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK_TITLE = "{http://www.w3.org/1999/xlink}title"
@@ -129,3 +130,16 @@ def test_a_long_name_is_cut_in_the_middle_and_kept_whole_in_the_tooltip() -> Non
     assert len(shown) == style.LONGEST_NAME and shown.startswith("encoder_layer_")
     assert shown.endswith("weight_7") and f"<b>{shown}</b>" in source
     assert f"{name} = placeholder" in source
+
+
+def test_a_long_body_name_does_not_widen_its_cluster() -> None:
+    def step(h: gc.Symbol, x: gc.Symbol) -> tuple[gc.Symbol, gc.Symbol]:
+        return h + x, h
+
+    step.__name__ = "recurrent_cell_" * 12 + "step"
+    g = gc.trace(
+        lambda xs, h0: gc.scan(step, h0, xs)[1], gc.TensorSpec((4, 3)), gc.TensorSpec((3,))
+    )
+    labels = [a.get("label", "") for a in parse_dot(gc.viz.to_dot(g).source).clusters.values()]
+    body = next(label for label in labels if label.startswith("body: "))
+    assert len(body) <= style.LONGEST_DETAIL and body.endswith("cell_step")

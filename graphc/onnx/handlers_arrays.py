@@ -1,5 +1,5 @@
 """ONNX handlers: array ops (CumSum, Trilu, GatherElements, ScatterElements, TopK, Pad,
-Split), with graphc's ops."""
+Split, Einsum), with graphc's ops."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from graphc.ops import elementwise as E
 from graphc.ops import selection
 from graphc.ops.along_axis import scatter_add_along_axis, take_along_axis
 from graphc.ops.arrays import flip, tril, triu
+from graphc.ops.einsum import einsum
 from graphc.ops.indexing import getitem, take
 from graphc.ops.padding import pad
 from graphc.ops.sequences import cumsum
@@ -170,6 +171,13 @@ def _pad(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     if mode == "constant":
         return [pad(x, widths, "constant", constant_values=fill)]
     return [pad(x, widths, mode)]
+
+
+@handler("Einsum", since=12)
+def _einsum(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    """graphc's einsum (numpy's rules, as ONNX's: implicit output labels sorted); a
+    label repeated within one operand (a diagonal) is refused by name."""
+    return [einsum(attrs["equation"], *inputs)]
 
 
 __all__: list[str] = []

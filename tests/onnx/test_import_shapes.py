@@ -216,3 +216,20 @@ def test_resize_modes_over_a_symbolic_batch() -> None:
     grow.graph.initializer[0].CopyFrom(floats(np.array([2, 1, 1, 1], np.float32), "twice"))
     with pytest.raises(OnnxError, match=r"symbolic dim 'batch' \(axis 0\).*dims="):
         gc.onnx.import_model(grow)
+
+
+def test_einsum_over_a_symbolic_batch() -> None:
+    """Einsum (torch.einsum, both exporters) was an unknown op type: graphc's einsum,
+    matching onnxruntime, a batch dim left symbolic."""
+    nodes = [helper.make_node("Einsum", ["q", "k"], ["s"], equation="bhqd,bhkd->bhqk")]
+    q = helper.make_tensor_value_info("q", F, ["batch", 2, 3, 4])
+    k = helper.make_tensor_value_info("k", F, ["batch", 2, 5, 4])
+    s = helper.make_tensor_value_info("s", F, ["batch", 2, 3, 5])
+    model = _checked(_model(nodes, [q, k], [s]))
+    graph = gc.onnx.import_model(model)
+    rng = np.random.default_rng(0)
+    feeds = {"q": rng.standard_normal((2, 2, 3, 4)), "k": rng.standard_normal((2, 2, 5, 4))}
+    feeds = {n: v.astype(np.float32) for n, v in feeds.items()}
+    np.testing.assert_allclose(
+        gc.run(graph, feeds)[0], _session_run(model, feeds)[0], rtol=1e-5, atol=1e-6
+    )

@@ -198,11 +198,9 @@ class DataParallelStep:
     def _run(self, rows: list[dict[str, np.ndarray]], sizes: dict[str, np.ndarray]) -> np.ndarray:
         """One attempt: every replica gets its chunks and the others' handles."""
         replicas = list(self._replicas.items())
-        first = next(iter(self.split.batch_inputs))
-        ends = np.cumsum(
-            [len(np.moveaxis(r[first], self.split.batch_inputs[first], 0)) for r in rows]
-        )
-        spans = tuple(zip([0, *ends[:-1].tolist()], ends.tolist()))
+        first, axis = next(iter(self.split.batch_inputs.items()))
+        ends = np.cumsum([piece[first].shape[axis] for piece in rows]).tolist()
+        spans = tuple(zip([0, *ends[:-1]], ends))  # each chunk's rows, to name a failing one
         calls = {}
         for j, (address, _) in enumerate(replicas):
             mine = {i: rows[i] for i in range(j, len(rows), len(replicas))}

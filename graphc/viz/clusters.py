@@ -73,7 +73,8 @@ def _node_cluster_attrs(
     painter: GraphPainter, n: Node, bodies: list[Body], backward: bool, override: str | None
 ) -> dict[str, str]:
     if bodies[0].inline:
-        members = [m for m in bodies[0].graph.nodes if m.kind == OP]
+        # the ops a reader can count in the box: its constants are drawn as notes
+        members = [m for m in bodies[0].graph.nodes if m.kind == OP and not m.is_constant]
         label, fill = f"{n.op}: {n.name} ({len(members)} ops)", "#f5eef8"
         color = style.BACKWARD_COLOR if backward else style.FUSED_COLOR
     else:

@@ -156,3 +156,15 @@ def test_a_report_too_big_to_read_is_collapsed_bodies_and_all() -> None:
         for p in (1, 2, 3)
         for r in results
     )
+
+
+def test_a_fused_group_counts_the_ops_drawn_in_it_not_its_constants() -> None:
+    def f(x):  # type: ignore[no-untyped-def]
+        return gc.tanh(x) * 1.5 + 0.5
+
+    fused, _ = gc.fuse(gc.trace(f, gc.TensorSpec(("B", 3))), backend="numpy", explain=True)
+    [group] = [n for n in fused.op_nodes if isinstance(n.attrs.get("body"), gc.Graph)]
+    ops = [m for m in group.attrs["body"].op_nodes if not m.is_constant]
+    assert len(ops) == 3 and len(group.attrs["body"].op_nodes) == 5  # tanh, mul, add; 1.5, 0.5
+    label = parse_dot(gc.viz.to_dot(fused).source).clusters[f"cluster_{group.name}/"]["label"]
+    assert label.endswith("(3 ops)")

@@ -67,9 +67,9 @@ def map_batches(
     gradient of a batch-summed loss) are combined from per-chunk partials. One output
     gives one dask array; several, a tuple. Nothing runs until `.compute()`. Rows that
     need a statistic of the whole batch (x - mean(x, axis=0)) are computed in passes
-    over the data (stages.py). A graph that cannot be split raises `BatchSplitError`; a chunk larger than a worker has
-    room for, a `MemoryLimitWarning`; an error in a chunk's task, a `ChunkError`
-    naming the chunk.
+    over the data (stages.py). A graph that cannot be split raises `BatchSplitError`;
+    a chunk larger than a worker has room for, a `MemoryLimitWarning`; an error in a
+    chunk's task, a `ChunkError` naming the chunk.
 
     >>> import numpy as np, dask.array as da, graphc as gc
     >>> from graphc.distributed import map_batches
@@ -88,7 +88,7 @@ def map_batches(
     graph, level, chosen, flags = _source(fn, opt_level, backend)
     check_options(level, chosen)
     stages = split_stages(graph, batch_dim)
-    axes = stages[0].split.batch_inputs if len(stages) == 1 else _batch_axes(graph, batch_dim)
+    axes = _batch_axes(graph, batch_dim)
     feeds = collect_feeds(graph, arrays, named)
     check_names(graph, feeds)
     batch, free, bindings = _prepare(graph, axes, feeds, da)

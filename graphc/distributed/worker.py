@@ -167,8 +167,8 @@ def run_chunk(program: Program, chunk: ChunkSpec, *arrays: Any) -> tuple[np.ndar
 
 
 class ChunkError(GraphcError, RuntimeError):
-    """A chunk of map_batches (or of a DataParallelStep's step) failed. The message names the chunk's index and rows,
-    then the original error's class and message; `index`, `rows` and `cause` (the
+    """A chunk of map_batches (or of a DataParallelStep's step) failed. The message names
+    the chunk's index and rows, then the original error's class and message; `index`, `rows` and `cause` (the
     original's class) say the same as attributes. Raised as an instance of a subclass
     that also derives from the original's class where Python allows it, so
     ``except FeedError`` (or ``IndexError``, ...) still catches a chunk's error."""

@@ -28,6 +28,7 @@ from graphc.backends.numpy.fusion.elementwise import fuse_elementwise
 from graphc.backends.numpy.fusion.epilogue import fuse_matmul_epilogue
 from graphc.backends.numpy.fusion.one_hot_pick import fuse_one_hot_pick
 from graphc.ir.graph import Node
+from graphc.passes.custom import inline_custom_forwards
 from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.gemm_rules import fold_sgd_updates
 from graphc.passes.pipeline import Pass, with_options
@@ -47,6 +48,7 @@ def passes(inexact: frozenset[str], fast_math: bool) -> tuple[Pass, ...]:
     exact = with_options(fold_sgd_updates, computes=_own_product)
     fold = fold_sgd_updates if fast_math else exact
     return (
+        inline_custom_forwards,
         fold,
         with_options(fuse_attention, keep=inexact),
         fuse_matmul_epilogue,

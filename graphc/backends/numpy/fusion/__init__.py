@@ -6,7 +6,8 @@ convolution's share), `conv_epilogue.py` (fuse_conv_epilogue, fuse_conv_body),
 `attention.py` (fuse_attention), `one_hot_pick.py` (fuse_one_hot_pick).
 
 A scale is moved before a transpose (numpy's elementwise loops read their operands
-fastest in memory order); then the attention chain, matmul and conv2d epilogues,
+fastest in memory order); custom-gradient nodes give way to their forward ops
+(passes/custom.py: every gradient is taken by now); then the attention chain, matmul and conv2d epilogues,
 elementwise groups and a group after a convolution become the fused nodes this
 backend's lowerings (chunked.py) and the nodes' kernels run; DCE drops constants left
 unused outside the bodies they were copied into. Other backends build theirs from these
@@ -20,11 +21,13 @@ from graphc.backends.numpy.fusion.conv_epilogue import fuse_conv_body, fuse_conv
 from graphc.backends.numpy.fusion.elementwise import fuse_elementwise
 from graphc.backends.numpy.fusion.epilogue import fuse_matmul_epilogue
 from graphc.backends.numpy.fusion.one_hot_pick import fuse_one_hot_pick
+from graphc.passes.custom import inline_custom_forwards
 from graphc.passes.dce import eliminate_dead_code
 from graphc.passes.pipeline import Pass, with_options
 from graphc.passes.simplify import scale_before_transposes
 
 FUSION: tuple[Pass, ...] = (
+    inline_custom_forwards,
     fuse_attention,
     fuse_matmul_epilogue,
     fuse_conv_epilogue,

@@ -1,6 +1,6 @@
 """Grad mode: whether ops on tensors record the autograd tape.
 
-As in PyTorch the switch is per thread, and `no_grad`, `enable_grad`,
+As in PyTorch the switch is per thread (graphc/ops/grad_state.py: tracing reads it too), and `no_grad`, `enable_grad`,
 `set_grad_enabled` and `inference_mode` work both as context managers and as
 decorators; a decorated generator function runs its body in the mode on each resume
 and gives the caller back its own mode at each yield.
@@ -10,18 +10,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
+from graphc.ops.grad_state import STATE  # one switch for tensors and graph values
+
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class _GradState(threading.local):
-    enabled = True
-
-
-STATE = _GradState()
 
 
 def is_grad_enabled() -> bool:

@@ -26,8 +26,8 @@ from graphc.ir.errors import GraphcError, GraphMismatchError, TracingError
 from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.registry import OpDef
 from graphc.ir.scope import current_scope
-from graphc.ir.types import Shape, TensorType
-from graphc.ops import dispatch
+from graphc.ir.types import Shape, TensorType, is_float
+from graphc.ops import dispatch, grad_state
 from graphc.ops.methods import ValueMethods
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -224,6 +224,11 @@ class Symbol(ValueMethods):
     def made_by(self) -> str | None:
         """The op that computes this value (None for a placeholder)."""
         return self.node.op
+
+    def detach(self) -> Symbol:
+        """This value with no gradient through it: torch's detach, in a graph
+        gc.stop_gradient's node (an integer value carries none: itself)."""
+        return _detached(self) if is_float(self.dtype) else self
 
     def __repr__(self) -> str:
         return f"<graph value {self.node.name}: {self.node.type} in graph '{self.graph.name}'>"
@@ -434,10 +439,53 @@ class SymbolicKind:
         node = graph.add_op(
             opdef.name, [x.node for x in inputs], attrs, out_type, meta={"loc": user_location()}
         )
+        if not grad_state.STATE.enabled:
+            if _held_under_no_grad(node):
+                return _detached(Symbol(node))
+            node.meta[_NO_GRADIENT] = True  # computed under no_grad from held values only
         return Symbol(node)
 
 
 SYMBOLIC = SymbolicKind()
+
+
+# meta of a node recorded under no_grad whose inputs carry no gradient: none flows
+# from it either (a chain of ops under no_grad is held once, at its start)
+_NO_GRADIENT = "no_gradient"
+
+
+def _held_under_no_grad(node: Node) -> bool:
+    """Does a node recorded under no_grad need holding behind stop_gradient: a floating
+    point value computed from one that may carry a gradient (not a constant, not a
+    value held already, nor one computed under no_grad from such values)?"""
+    if not isinstance(node.type, TensorType) or not is_float(node.type.dtype):
+        return False
+    return any(
+        is_float(x.type.dtype)
+        and not x.is_constant
+        and not x.meta.get(_NO_GRADIENT)
+        and not _is_held(x)
+        for x in node.inputs
+        if isinstance(x.type, TensorType)
+    )
+
+
+def _is_held(node: Node) -> bool:
+    from graphc.ops.custom import zero_backward  # custom.py records through this module
+
+    return zero_backward(node)
+
+
+def _detached(value: Symbol) -> Symbol:
+    """`value` behind stop_gradient's node, recorded in grad mode (its own ops are not
+    to be held again)."""
+    from graphc.ops.custom import stop_gradient
+
+    saved, grad_state.STATE.enabled = grad_state.STATE.enabled, True
+    try:
+        return stop_gradient(value)
+    finally:
+        grad_state.STATE.enabled = saved
 
 
 class _BodyTraces(threading.local):

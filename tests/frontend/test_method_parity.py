@@ -34,7 +34,7 @@ EAGER_ONLY = {
     "retains_grad": "a flag of the tape",
     "retain_grad": "a request to the tape",
     "register_hook": "a hook on the tape",
-    "detach": "cuts the tensor from the tape",
+    "detach": "cuts the tensor from the tape (a graph value's detach records gc.stop_gradient)",
     "data": "the tensor's memory outside the tape",
     "device": "where the memory is",
     "tolist": "reads the values",

@@ -1,5 +1,5 @@
-"""ONNX handlers: OneHot, ScatterND (and the reductions mul, max and min ScatterElements
-shares) and ReduceProd."""
+"""ONNX handlers: OneHot, GatherND, ScatterND (and the reductions mul, max and min
+ScatterElements shares) and ReduceProd."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import numpy as np
 
 from graphc.ir.types import is_symbol
 from graphc.onnx.handlers_math import identity_of, reduction_handler
-from graphc.onnx.importer import Context, Value, handler, is_dims, known, needs_known
+from graphc.onnx.importer import (
+    Context,
+    Value,
+    handler,
+    is_dims,
+    known,
+    needs_known,
+    symbolic_hint,
+)
 from graphc.ops import elementwise as E
 from graphc.ops import reduce as R
 from graphc.ops import selection
@@ -37,6 +45,42 @@ def _one_hot(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     idx = reshape(idx, (*indices.shape[:axis], 1, *indices.shape[axis:]))
     off, on = (getitem(values, k) for k in (0, 1))
     return [selection.where(selection.eq(idx, classes), on, off)]
+
+
+@handler("GatherND", since=11)
+def _gather_nd(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    """Slices of data at index tuples: indices (..., m) pick data[i1, ..., im] (after
+    `batch_dims` leading dims both share). Each tuple becomes one flat position in data
+    reshaped to (positions, rest...), the sum of a lookup per component in a table of
+    its strides, so a component out of range (past -d..d-1) is take's error, as ONNX's."""
+    data, indices = inputs
+    b = int(attrs.get("batch_dims", 0))
+    dshape, ishape = list(data.shape), list(indices.shape)
+    m = ishape[-1] if ishape else None
+    if not ishape or is_symbol(m) or not 0 <= b < len(ishape) or b + m > len(dshape):
+        raise ctx.error(f"indices {ishape} (batch_dims {b}) do not index data of shape {dshape}")
+    picked = dshape[: b + m]
+    if any(is_symbol(d) for d in picked):
+        raise ctx.error(
+            f"the dims {picked} indexed must be known when the model is imported"
+            f"{symbolic_hint([data])}"
+        )
+    strides = [math.prod(picked[k + 1 :]) for k in range(b, b + m)]
+    flat = None
+    for k, stride in enumerate(strides):
+        table = np.arange(picked[b + k], dtype=np.int64) * stride
+        term = take(table, getitem(indices, (..., k)), axis=0)
+        flat = term if flat is None else E.add(flat, term)
+    if flat is None:  # m = 0: every index tuple picks all of data past the batch dims
+        if any(is_symbol(d) for d in ishape[:-1]):
+            raise ctx.error(f"empty index tuples over the symbolic dims of {ishape}")
+        flat = np.zeros(ishape[:-1], np.int64)
+    if b:  # each batch example's positions start past the examples before it
+        inner = math.prod(picked[b:])
+        offsets = np.arange(math.prod(picked[:b]), dtype=np.int64) * inner
+        flat = E.add(flat, offsets.reshape(picked[:b] + [1] * (len(ishape) - 1 - b)))
+    rows = reshape(data, (math.prod(picked), *dshape[b + m :]))
+    return [take(rows, flat, axis=0)]
 
 
 @handler("ScatterND", since=11)

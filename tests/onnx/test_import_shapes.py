@@ -233,3 +233,23 @@ def test_einsum_over_a_symbolic_batch() -> None:
     np.testing.assert_allclose(
         gc.run(graph, feeds)[0], _session_run(model, feeds)[0], rtol=1e-5, atol=1e-6
     )
+
+
+def test_gather_nd_with_batch_dims_and_negative_indices() -> None:
+    """GatherND (torch.export's nearest-exact and 1-d interpolations, advanced indexing)
+    was an unknown op type: each index tuple is one flat position found by a lookup in a
+    table of strides per component, so an index out of range is take's error, as in
+    onnxruntime; batch_dims offset each example's positions."""
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = helper.make_tensor_value_info("x", F, [2, 3, 4])
+    cases = ((0, ["n", 2], ["n", 4], [[1, 2], [0, -3], [1, 0]]), (1, [2, 2], [2], [[1, 2], [0, 3]]))
+    for batch_dims, index_shape, shape, idx in cases:
+        i = helper.make_tensor_value_info("i", TensorProto.INT64, index_shape)
+        y = helper.make_tensor_value_info("y", F, shape)
+        nodes = [helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=batch_dims)]
+        model = _checked(_model(nodes, [x, i], [y]))
+        graph = gc.onnx.import_model(model)
+        feeds = {"x": data, "i": np.array(idx)}
+        np.testing.assert_array_equal(gc.run(graph, feeds)[0], _session_run(model, feeds)[0])
+    with pytest.raises(gc.GraphcError, match="index 4 is out of range for axis 0 of size 4"):
+        gc.run(gc.onnx.import_model(model), {"x": data, "i": np.array([[1, 4], [0, 0]])})

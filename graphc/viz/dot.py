@@ -116,6 +116,12 @@ def pair_to_dot(forward: Graph, backward: Graph, options: Options) -> graphviz.D
     return dot
 
 
+def _is_tensor(obj: Any) -> bool:
+    from graphc.viz import tape
+
+    return tape.is_tensor(obj)
+
+
 def _forward_source(forward: Graph, saved: Node) -> Node | None:
     """The forward output that carries backward input `saved` (split_backward's saved_<name>)."""
     for o in forward.outputs:
@@ -141,6 +147,11 @@ def to_dot(obj: Any, **options: Any) -> graphviz.Digraph:
     True
     """
     opts = make_options(**options)
+    if opts.names is not None and not _is_tensor(obj):
+        raise GraphcError(
+            "to_dot: names labels an eager tensor's tape; a graph's nodes are labelled by their "
+            "own names (name them when building: gc.placeholder('w', ...))"
+        )
     if isinstance(obj, Graph):
         return graph_to_dot(obj, opts)
     if isinstance(obj, tuple) and len(obj) == 2 and all(isinstance(g, Graph) for g in obj):

@@ -20,6 +20,7 @@ from typing import Any
 import graphviz
 import numpy as np
 
+from graphc.ir.errors import GraphcError
 from graphc.viz import style
 from graphc.viz.painter import Options
 
@@ -107,6 +108,12 @@ class TapePainter:
 def tensor_to_dot(tensor: Any, options: Options) -> graphviz.Digraph:
     """The tape that produced `tensor`; `options.names` maps names to leaf tensors."""
     dot = style.new_digraph("tape", options.rankdir)
+    for name, t in (options.names or {}).items():
+        if not is_tensor(t):  # it would label nothing, silently
+            raise GraphcError(
+                f"to_dot: names[{name!r}] is a {type(t).__name__}; names maps a label to an "
+                "eager Tensor of the tape, e.g. names={'w': w}"
+            )
     names = {id(t): name for name, t in (options.names or {}).items()}
     painter = TapePainter(options, names)
     painter.paint(dot, tensor)

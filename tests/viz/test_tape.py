@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import graphc as gc
 from graphc.viz import style
@@ -71,3 +72,14 @@ def test_tensors_with_a_tape_show_it_in_notebooks() -> None:
     if gc.viz.have_dot():
         assert "MulBackward0" in bundle["image/svg+xml"]
     assert set(x._repr_mimebundle_()) == {"text/plain"}  # type: ignore[attr-defined]
+
+
+def test_names_that_would_label_nothing_are_refused() -> None:
+    x = leaf(2.0)
+    y = x * x
+    with pytest.raises(gc.GraphcError, match=r"names\['x'\] is a ndarray"):
+        gc.viz.to_dot(y, names={"x": np.array(2.0)})  # an array, not the tensor
+    g = gc.trace(lambda v: v * 2, gc.TensorSpec((2,)))
+    with pytest.raises(gc.GraphcError, match="names labels an eager tensor's tape"):
+        gc.viz.to_dot(g, names={"x": x})
+    assert "<b>x</b>" in gc.viz.to_dot(y, names={"x": x}).source

@@ -49,6 +49,7 @@ from tests.native_checks import (
     needs_native,
     normwise,
     threaded_mismatches,
+    ulp_distance,
 )
 from tests.op_cases import OpCase, all_cases, build_graph, case_feeds
 from tests.strategies import random_feeds, random_graphs
@@ -243,6 +244,27 @@ def test_a_folded_constant_has_numpys_bits_at_every_backend(op: str) -> None:
         assert bits_differ(got, want) is None
     assert bits_differ(raw, want) is not None  # O0 runs native's kernel
     assert not bound_failures(op, c, raw, want).any()
+
+
+@needs_native
+@pytest.mark.parametrize("axis", [0, -1])
+def test_a_recognized_softmax_is_within_softmaxs_bound_at_every_level(axis: int) -> None:
+    """The second thing the backend-free passes do (docs/trust.md): a softmax spelled out
+    in ops, which O2 recognizes as one softmax op, runs the kernel the backend lowers
+    softmax to, where O0 runs native's exp step by step; both stay within softmax's
+    12-ulp bound of numpy's, though not the same bits (found by the IR helper's hunt:
+    3 ulp apart over axis 0)."""
+    g = gc.Graph("spelled_softmax")
+    with g:
+        x = gc.placeholder("x", shape=(4, 37))
+        e = gc.exp(x - gc.max(x, axis=axis, keepdims=True))
+        gc.output(e / gc.sum(e, axis=axis, keepdims=True), name="y")
+    assert [n.op for n in gc.optimize(g, level=2).op_nodes] == ["softmax"]
+    xs = (np.random.default_rng(0).standard_normal((4, 37)) * 30).astype(np.float32)
+    want = gc.compile(g, opt_level=0, backend="numpy")(xs)
+    for level in (0, 1, 2):
+        got = gc.compile(g, opt_level=level, backend="native", wait=True)(xs)
+        assert ulp_distance(got, want).max() <= 12, level
 
 
 def test_an_op_made_known_by_the_simplifier_folds_like_a_constant() -> None:

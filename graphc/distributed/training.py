@@ -39,9 +39,12 @@ import numpy as np
 
 from graphc.distributed.deps import require
 from graphc.distributed.replica import Replica, ReplicaError, ReplicaSpec, Snapshot, StepRequest
-from graphc.distributed.split import split_batch
+from graphc.distributed.split import BatchSplit, BatchSplitError, split_batch
+from graphc.distributed.stages import split_stages
 from graphc.ir.errors import GraphcError
+from graphc.ir.graph import Graph
 from graphc.optim.train_step import TrainStep
+from graphc.runtime.executable import Executable, compile
 from graphc.runtime.feeds import as_feed_array, bind_dims
 
 POLL_SECONDS = 0.25  # how often a wait checks that the replicas' workers are alive
@@ -114,15 +117,16 @@ class DataParallelStep:
         self.client = client if client is not None else distributed.get_client()
         self.train_step = train_step
         self.timeout, self.retries, self.rescan_every = timeout, retries, rescan_every
-        self.split = split = split_batch(train_step.graph, batch_dim)
+        exe = train_step.executable
+        level = exe.opt_level if opt_level is None else opt_level
+        self.split, self._statistics = _split_step(train_step.graph, batch_dim, level)
+        split = self.split
         mapped = [o.name for o in split.outputs if o.mapped]
         if mapped:
             raise GraphcError(
                 f"DataParallelStep: the step's outputs {mapped} keep the batch dim; a training "
                 "step returns its loss and updates only"
             )
-        exe = train_step.executable
-        level = exe.opt_level if opt_level is None else opt_level
         chosen = backend or exe.backend.name
         flags = {"check_numerics": exe.check_numerics, "fast_math": exe.fast_math}
         self.spec = ReplicaSpec.of(split, exe.updates, level, chosen, **flags)
@@ -193,7 +197,18 @@ class DataParallelStep:
             for name, array in data.items()
         }
         rows = [{name: parts[name][i] for name in parts} for i in range(pieces)]
-        return rows, split.size_values(bindings)
+        return rows, {**split.size_values(bindings), **self._statistics_of(data)}
+
+    def _statistics_of(self, data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The batch statistics the rows need (`_split_step`), computed here from the
+        whole batch's rows: each pass's values, by the placeholder name the step reads."""
+        values: dict[str, np.ndarray] = {}
+        for exe, feeds in self._statistics:
+            given = {**data, **values}
+            out = exe(**{p.name: given[p.name] for p in exe.graph.inputs})
+            out = out if isinstance(out, tuple) else (out,)
+            values.update((feeds[o.name], v) for o, v in zip(exe.graph.outputs, out))
+        return values
 
     def _run(self, rows: list[dict[str, np.ndarray]], sizes: dict[str, np.ndarray]) -> np.ndarray:
         """One attempt: every replica gets its chunks and the others' handles."""
@@ -480,6 +495,32 @@ class DataParallelStep:
             f"<DataParallelStep of {self.train_step!r}, {len(self._replicas)} replica(s), "
             f"{self.chunks} chunk(s), {self.applied} step(s)>"
         )
+
+
+def _split_step(
+    graph: Graph, batch_dim: str, opt_level: int
+) -> tuple[BatchSplit, list[tuple[Executable, dict[str, str]]]]:
+    """The step graph's batch split, and the passes that compute the batch statistics
+    its rows need when they read the batch inputs only (stages.py): a loss normalized by
+    a count of the labels (cross entropy with weight, ignore_index or label_smoothing
+    divides by the weight of the rows not ignored). The driver holds the whole batch, so
+    it computes those (one process, before the rows are cut) and sends them with the
+    batch's sizes; statistics of values the parameters make are refused, as the split
+    refuses them."""
+    try:
+        return split_batch(graph, batch_dim), []
+    except BatchSplitError as refusal:
+        try:
+            stages = split_stages(graph, batch_dim)
+        except BatchSplitError:
+            raise refusal from None
+        readable = {p.name for p in graph.inputs if batch_dim in p.type.shape}
+        for stage in stages[:-1]:
+            if any(p.name not in readable for p in stage.split.graph.inputs):
+                raise refusal from None
+            readable |= set(stage.feeds.values())
+        passes = [(compile(s.split.graph, opt_level=opt_level), s.feeds) for s in stages[:-1]]
+        return stages[-1].split, passes
 
 
 def _same_fingerprint(a: float, b: float) -> bool:

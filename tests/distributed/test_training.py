@@ -11,7 +11,7 @@ import pytest
 
 import graphc as gc
 from graphc import nn, optim
-from graphc.distributed import BatchSplitError, ChunkError, DataParallelStep
+from graphc.distributed import BatchSplitError, ChunkError, DataParallelStep, split_batch
 from graphc.distributed.replica import ReplicaError
 from graphc.distributed.training import StepTimeoutError
 
@@ -140,6 +140,36 @@ def test_an_error_in_a_chunk_names_the_chunk_and_is_not_retried_as_a_lost_worker
         assert str(caught.value).startswith("chunk 1 (rows 13:25 of 37) of step 1")
         assert parallel.applied == 0
         np.testing.assert_allclose(parallel.step(xs[0], ys[0]), single.step(xs[0], ys[0]))
+
+
+def test_a_loss_over_the_rows_not_ignored_trains_as_in_one_process(client) -> None:
+    """Cross entropy with weight, ignore_index and label_smoothing divides by the weight
+    of the rows not ignored, a sum over the batch its gradient spreads over the rows:
+    one split refuses it. Those statistics read the labels only, so the driver computes
+    them from the whole batch and sends them with the batch's sizes."""
+    xs, ys = _batches()
+    ys = ys.copy()
+    ys[:, ::4] = 1  # ignored rows in every chunk
+
+    def loss() -> nn.Module:
+        return nn.CrossEntropyLoss(
+            weight=np.array([1.0, 2.0, 0.5]), ignore_index=1, label_smoothing=0.2
+        )
+
+    def step() -> gc.TrainStep:
+        model = _model()
+        opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        return gc.compile_train_step(model, loss(), opt, (xs[0], ys[0]))
+
+    single = step()
+    with pytest.raises(BatchSplitError, match="sum over the batch"):
+        split_batch(single.graph)
+    with DataParallelStep(step(), client, chunks=3) as parallel:
+        for i in range(4):
+            np.testing.assert_allclose(parallel.step(xs[i], ys[i]), single.step(xs[i], ys[i]))
+        got = parallel.parameters()
+    for name, value in single.parameters().items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-10, atol=1e-14)
 
 
 def test_batch_norm_training_statistics_are_refused(client) -> None:

@@ -16,6 +16,10 @@ replicas agree); nothing else comes back. The batch is always cut into the same
 `chunks` pieces (by default one per worker at the start), dealt round-robin to the
 replicas, so the partials and their sum do not depend on how many workers there are.
 
+Statistics of the labels (a loss divided by the weight of the rows not ignored) that
+the rows need are computed by the driver from the whole batch before it is cut, and
+travel with the batch's sizes (`_split_step`).
+
 Failures. Every wait polls: between slices it asks the scheduler which workers are
 alive, and gives up after `timeout` seconds with a `StepTimeoutError`. When a worker
 holding a replica is gone or a replica fails, the driver settles the replicas: it

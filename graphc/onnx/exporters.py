@@ -183,9 +183,25 @@ def _softmax(op_type: str) -> Any:
         if node.type.rank == 0:  # ONNX wants rank >= 1: one element, axis 0
             x = w.one("Unsqueeze", [x, w.ints([0])])
             return [w.one("Squeeze", [w.one(op_type, [x], axis=0), w.ints([0])])]
+        if op_type == "LogSoftmax" and node.type.dtype == np.float64:
+            return [_log_softmax_form(w, x, node.attrs["axis"] % node.type.rank)]
         return [w.one(op_type, [x], axis=node.attrs["axis"])]
 
     return run
+
+
+def _log_softmax_form(w: Writer, x: str, axis: int) -> str:
+    """float64 log_softmax as graphc's kernel computes it, x - max - log(sum(exp(x -
+    max))): onnxruntime's float64 LogSoftmax skips a nan in finding the row's maximum
+    and gives finite numbers where the row holds a nan or +inf."""
+    top = _reduce_over(w, "ReduceMax", x, [axis], 1, 18)
+    nan = w.const(np.asarray(np.nan, np.float64))
+    flags = w.cast(w.one("IsNaN", [x]), np.bool_, np.int32)
+    seen = w.one("Greater", [_reduce_over(w, "ReduceMax", flags, [axis], 1, 18),
+                             w.const(np.zeros((), np.int32))])  # fmt: skip
+    shifted = w.one("Sub", [x, w.one("Where", [seen, nan, top])])
+    total = _reduce_over(w, "ReduceSum", w.one("Exp", [shifted]), [axis], 1, 13)
+    return w.one("Sub", [shifted, w.one("Log", [total])])
 
 
 exporter("softmax")(_softmax("Softmax"))

@@ -503,3 +503,18 @@ def test_a_mean_of_half_floats_rounds_once(dtype: str) -> None:
     assert_bits_equal(got, want, dtype)
     if dtype == "float16":
         assert_bits_equal(_ort_run(g, {"v": x}), want, "onnxruntime")
+
+
+def test_float64_log_softmax_keeps_nans_and_infinities() -> None:
+    """onnxruntime's float64 LogSoftmax skips a nan when it finds a row's maximum and
+    gives finite numbers for a row holding a nan or +inf (float32's and Softmax are
+    right): float64 log_softmax is written as graphc's kernel computes it."""
+    pytest.importorskip("onnxruntime")
+    inf, nan = np.inf, np.nan
+    x = np.array([[6000, 7, nan, 1], [1, 2, 3, nan], [inf, 1, 2, 3], [-inf, 1, 2, 745]])
+    g = gc.trace(lambda v: gc.log_softmax(v, axis=1), x)
+    with np.errstate(all="ignore"):
+        want = gc.run(g, {"v": x})
+        assert_bits_equal(_round_trip(g, {"v": x})[0], want, "round trip")
+    _compare(_ort_run(g, {"v": x}), want, "onnxruntime")
+    assert np.isnan(want[0][:3]).all()

@@ -297,10 +297,11 @@ def new_digraph(name: str, rankdir: str = "TB", **graph_attr: str) -> graphviz.D
 
 
 def add_legend(dot: graphviz.Digraph, roles: Iterable[str], edges: Iterable[str] = ()) -> None:
-    """A compact key at the bottom: one small table node, two entries a row, of the node
-    roles (a swatch of their fill and border) and edge kinds (a sample line in their
-    colour) that appear in the picture. One node, so the key never widens the layout
-    more than its own few centimetres (a cluster of sample nodes took a third of it)."""
+    """A compact key: one small table node, two entries a row, of the node roles (a
+    swatch of their fill and border) and edge kinds (a sample line in their colour) that
+    appear in the picture. One node, so the key never widens the layout more than its
+    own few centimetres (a cluster of sample nodes took a third of it). It lands at the
+    top, beside the inputs: under newrank (new_digraph) dot ignores rank=sink."""
     roles = [r for r in LEGEND_TEXT if r in set(roles)]
     edges = list(dict.fromkeys(edges))
     if not roles and not edges:

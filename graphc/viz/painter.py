@@ -292,8 +292,7 @@ class GraphPainter:
     def _control_details(self, n: Node) -> list[str]:
         details = [head_details(n)]
         if self.options.collapse_bodies:  # the bodies are not drawn: say how big they are
-            inside = sum(len(b.graph.nodes) for b in bodies_of(n))
-            details.append(f"{inside} nodes in its bodies, not drawn")
+            details.append(f"{_body_nodes(n)} nodes in its bodies, not drawn")
         if n.name != n.op and not re.fullmatch(rf"{re.escape(str(n.op))}_\d+", n.name):
             details.insert(0, n.name)
         target = grad_of_name(n)

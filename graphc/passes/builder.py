@@ -114,8 +114,10 @@ def detached(node: Node, inputs: tuple[Node, ...]) -> Node:
 
 
 def replacement_meta(node: Node) -> dict[str, Any]:
-    """The meta a node's replacements inherit: where it came from, what it differentiates."""
-    return {key: node.meta[key] for key in ("loc", "grad_of") if key in node.meta}
+    """The meta a node's replacements inherit: where it came from (its line and its name
+    scope, so a picture of the optimized graph keeps it in its module's group), what it
+    differentiates."""
+    return {key: node.meta[key] for key in ("loc", "scope", "grad_of") if key in node.meta}
 
 
 def live_nodes(graph: Graph) -> set[Node]:

@@ -439,3 +439,17 @@ def test_the_driver_returns_the_graph_itself_only_when_a_walk_would_copy_it(
                 assert not log.counts, text
                 skipped += 1
     assert skipped >= len(UNCHANGED), f"walks skipped: {skipped}"
+
+
+def test_a_rewritten_node_keeps_its_name_scope() -> None:
+    """Found by the IR hunt: rewrites and folds dropped meta["scope"], so a picture of
+    the optimized graph lost the module group of the nodes a rule made."""
+    g = gc.Graph("scoped")
+    with g:
+        x = gc.placeholder("x", shape=(3,))
+        with gc.name_scope("enc"):
+            y = gc.exp(x) ** 2  # pow(., 2) -> mul(., .) at O1
+        gc.output(y, name="y")
+    optimized = gc.optimize(g, level=1)
+    (mul,) = [n for n in optimized.op_nodes if n.op == "mul"]
+    assert mul.meta.get("scope") == "enc"

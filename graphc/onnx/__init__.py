@@ -17,6 +17,7 @@ from graphc.onnx import handlers_activation as _handlers_activation  # noqa: F40
 from graphc.onnx import handlers_arrays as _handlers_arrays  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_control as _handlers_control  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_index as _handlers_index  # noqa: F401 - registers handlers
+from graphc.onnx import handlers_loss as _handlers_loss  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_math as _handlers_math  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_nn as _handlers_nn  # noqa: F401 - registers handlers
 from graphc.onnx import handlers_pool as _handlers_pool  # noqa: F401 - registers handlers

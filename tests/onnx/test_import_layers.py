@@ -340,3 +340,39 @@ def test_a_float16_mean_is_summed_in_float32_as_onnxruntime_does() -> None:
     ort = pytest.importorskip("onnxruntime")
     session = ort.InferenceSession(model.SerializeToString())
     np.testing.assert_array_equal(session.run(None, {"a": a, "b": b})[0], want)
+
+
+def test_softmax_cross_entropy_with_weights_and_an_ignored_label_and_its_gradient() -> None:
+    """SoftmaxCrossEntropyLoss (torch's F.cross_entropy, a training export) was an
+    unknown op type: over a symbolic batch, class weights and an ignored label (whose
+    weight leaves the mean's divisor), it matches onnxruntime, with its log_prob output,
+    and is differentiable as graphc's ops are (torch's gradient)."""
+    torch = pytest.importorskip("torch")
+    ort = pytest.importorskip("onnxruntime")
+    node = helper.make_node(
+        "SoftmaxCrossEntropyLoss", ["x", "t", "w"], ["loss", "log_prob"], ignore_index=-1
+    )
+    graph = helper.make_graph(
+        [node], "m",
+        [helper.make_tensor_value_info("x", F, ["N", 4, 3]),
+         helper.make_tensor_value_info("t", TensorProto.INT64, ["N", 3])],
+        [helper.make_tensor_value_info("loss", F, []),
+         helper.make_tensor_value_info("log_prob", F, ["N", 4, 3])],
+        [onnx.numpy_helper.from_array(np.array([0.5, 1, 2, 0.25], np.float32), "w")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 4, 3)).astype(np.float32)
+    t = rng.integers(0, 4, (5, 3))
+    t[1, 2] = t[3, 0] = -1
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for got in _run(model, {"x": x, "t": t}):
+        for a, b in zip(got, session.run(None, {"x": x, "t": t})):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    loss = gc.onnx.import_model(model)
+    grad = gc.run(gc.gradients(loss, wrt=["x"], outputs=["loss"]), {"x": x, "t": t})[-1]
+    xt = torch.tensor(x, requires_grad=True)
+    weight = torch.tensor([0.5, 1, 2, 0.25])
+    torch.nn.functional.cross_entropy(xt, torch.tensor(t), weight, ignore_index=-1).backward()
+    np.testing.assert_allclose(grad, xt.grad.numpy(), rtol=1e-5, atol=1e-7)

@@ -1,8 +1,9 @@
 """Graph statistics: nodes by op, parameters, constants and a FLOP estimate.
 
 The FLOP estimate sums each op's own cost rule (`OpDef.flops`); symbolic dims are
-bound by `bindings`, and those left unbound count as 1, so the figure is then per
-unit of each free dim (the text says which dims were taken as 1).
+bound by `bindings`, and those left unbound count as 1 (the text says which dims were
+taken as 1). The inputs' elements are exact in the free dims: a sum of products
+(`3*T + 3`), since an input's size is its dims' product.
 """
 
 from __future__ import annotations
@@ -29,20 +30,18 @@ class GraphStats:
     flops: int = 0
     free_dims: tuple[str, ...] = ()
     input_free_dims: tuple[str, ...] = ()  # unbound dims of the inputs (counted as 1)
+    input_expression: str = ""  # the inputs' elements in their unbound dims ("3*T + 3")
 
     def __str__(self) -> str:
         ops = sum(self.ops_by_name.values())
         lines = [f"graph '{self.name}': {self.nodes} nodes, {ops} ops"]
         lines += [f"  {n:>5}  {op}" for op, n in self.ops_by_name.most_common()]
-        unit = self.input_free_dims
-        per_input = f" (per unit of {', '.join(unit)})" if unit else ""
-        lines.append(
-            f"parameters (inputs): {len(self.inputs)}, {self.input_elements:,} elements{per_input}"
-        )
+        count = self.input_expression or f"{self.input_elements:,}"
+        lines.append(f"parameters (inputs): {len(self.inputs)}, {count} elements")
         lines += [f"  %{name}: {t}" for name, t in self.inputs]
         lines.append(f"constants: {self.constant_elements:,} elements")
-        per = f" (per unit of {', '.join(self.free_dims)})" if self.free_dims else ""
-        lines.append(f"FLOP estimate: {self.flops:,}{per}")
+        taken = ", ".join(f"{d} = 1" for d in self.free_dims)
+        lines.append(f"FLOP estimate: {self.flops:,}" + (f" (with {taken})" if taken else ""))
         return "\n".join(lines)
 
 
@@ -105,4 +104,24 @@ def graph_statistics(graph: Graph, bindings: Mapping[str, int] | None = None) ->
         input_free.update(d for d in p.type.symbols if d not in bindings)
     stats.free_dims = tuple(sorted(free))
     stats.input_free_dims = tuple(sorted(input_free))
+    if input_free:
+        stats.input_expression = _elements(graph.inputs, bindings)
     return stats
+
+
+def _elements(inputs: list[Node], bindings: Mapping[str, int]) -> str:
+    """The inputs' total size as a sum of products of their unbound dims ("3*T + 3")."""
+    terms: Counter = Counter()  # sorted unbound dims -> their coefficient
+    for p in inputs:
+        coefficient, dims = 1, []
+        for d in p.type.shape:
+            if isinstance(d, str) and d not in bindings:
+                dims.append(d)
+            else:
+                coefficient *= bindings[d] if isinstance(d, str) else d
+        terms[tuple(sorted(dims))] += coefficient
+    parts = []
+    for dims, c in sorted(terms.items(), key=lambda item: (-len(item[0]), item[0])):
+        if c:
+            parts.append("*".join(([f"{c:,}"] if c != 1 or not dims else []) + list(dims)))
+    return " + ".join(parts) or "0"

@@ -156,7 +156,9 @@ class DataParallelStep:
     def step(self, x: Any, y: Any) -> np.ndarray:
         """One training step on a batch; returns the loss before the update."""
         self._check_open()
+        self.train_step.check_current()  # a changed hyperparameter: as TrainStep.step says
         rows, sizes = self._pieces(x, y)
+        sizes.update(self.train_step.fed_hyperparameters())  # a scheduled lr, every step
         failures: list[str] = []
         target = None  # the update this call makes, once known
         for _attempt in range(self.retries + 1):

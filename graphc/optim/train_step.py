@@ -310,8 +310,10 @@ class TrainStep:
 
     # -- running and syncing ---------------------------------------------------------
 
-    def step(self, x: Any, y: Any) -> np.ndarray:
-        """One training step on a batch; returns the loss before the update."""
+    def check_current(self) -> None:
+        """Raise StaleTrainStepError where what the step was compiled with has changed
+        since (a parameter's requires_grad, a hyperparameter it holds as a constant):
+        whatever runs the step (`step`, a DataParallelStep) asks first."""
         for name, flag in self.requires_grad.items():
             if self.lifted[name].requires_grad != flag:
                 raise StaleTrainStepError(
@@ -320,6 +322,15 @@ class TrainStep:
                     f"{not flag}: call sync_to_model() and compile the step again"
                 )
         self._check_hyperparameters()
+
+    def fed_hyperparameters(self) -> dict[str, np.ndarray]:
+        """What a step is fed beside the batch, by placeholder name: each param group's
+        current lr when an lr scheduler drives them, else nothing."""
+        return dict(zip(self.lr_names, self._lr_feeds())) if self.fed_lr else {}
+
+    def step(self, x: Any, y: Any) -> np.ndarray:
+        """One training step on a batch; returns the loss before the update."""
+        self.check_current()
         size = _batch_size(x)
         if self.shape_checks and size is not None:  # else the executable's feed error
             run_shape_checks(self.shape_checks, {BATCH: size})

@@ -350,3 +350,33 @@ def test_close_drops_the_replicas(client) -> None:
         parallel.step(xs[0], ys[0])
     with pytest.raises(gc.GraphcError, match="closed"):
         parallel.parameters()
+
+
+def test_a_scheduled_lr_reaches_the_replicas_every_step(client) -> None:
+    """An lr scheduler made before compiling feeds each step's lr (TrainStep's
+    placeholders): data-parallel steps read it as one process's do (they raised
+    KeyError 'lr'), and a constant hyperparameter changed later is refused as there."""
+    xs, ys = _batches()
+
+    def scheduled() -> tuple[gc.TrainStep, optim.lr_scheduler.StepLR]:
+        model = _model()
+        opt = optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
+        schedule = optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        step = gc.compile_train_step(model, nn.CrossEntropyLoss(), opt, (xs[0], ys[0]))
+        return step, schedule
+
+    single, single_schedule = scheduled()
+    want = []
+    for i in range(6):
+        want.append(float(single.step(xs[i], ys[i])))
+        single_schedule.step()
+    step, schedule = scheduled()
+    with DataParallelStep(step, client, chunks=3) as parallel:
+        got = []
+        for i in range(6):
+            got.append(float(parallel.step(xs[i], ys[i])))
+            schedule.step()
+        np.testing.assert_allclose(got, want, rtol=1e-10)
+        step.optimizer.param_groups[0]["momentum"] = 0.5
+        with pytest.raises(optim.StaleTrainStepError, match="momentum"):
+            parallel.step(xs[6], ys[6])

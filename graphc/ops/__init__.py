@@ -26,7 +26,7 @@ from graphc.ops.indexing import (
     take,
     unslice,
 )
-from graphc.ops.linalg import matmul, outer
+from graphc.ops.linalg import dot, matmul, outer, tensordot
 from graphc.ops.logical import *
 from graphc.ops.nn import cross_entropy, log_softmax, mse_loss, one_hot, softmax
 from graphc.ops.norm import *
@@ -43,13 +43,19 @@ from graphc.ops.pytree import (
 )
 from graphc.ops.random import *
 from graphc.ops.reduce import (
+    all,
+    amax,
+    amin,
+    any,
     argmax,
     argmin,
     logsumexp,
     max,
     mean,
     min,
+    nanmax,
     nanmean,
+    nanmin,
     nansum,
     prod,
     sum,
@@ -86,7 +92,10 @@ from graphc.ops.shape import (
     concatenate,
     expand,
     expand_dims,
+    hstack,
+    moveaxis,
     permute,
+    ravel,
     reshape,
     squeeze,
     stack,
@@ -94,6 +103,7 @@ from graphc.ops.shape import (
     swapaxes,
     transpose,
     unsqueeze,
+    vstack,
 )
 from graphc.ops.symbolic import Symbol, register_lifter
 from graphc.ops.tuples import results

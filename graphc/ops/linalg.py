@@ -1,5 +1,6 @@
 """matmul, numpy's semantics: 1-D operands are promoted and squeezed, batches broadcast;
-contract_rows (the weight gradient of rows times a matrix) and outer, a builder."""
+contract_rows (the weight gradient of rows times a matrix); and the builders outer, dot
+and tensordot."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import ShapeError
-from graphc.ir.types import TensorType, broadcast_shapes, format_shape
+from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ir.types import TensorType, broadcast_shapes, format_shape, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
 from graphc.ops.defop import defop, ufunc_dtype
-from graphc.ops.spelling import shape_of
+from graphc.ops.spelling import merged_dim, shape_of
 
 
 def _matmul_infer(a: TensorType, b: TensorType) -> TensorType:
@@ -198,3 +199,91 @@ def outer(x: Any, y: Any) -> Any:
         if len(shape) != 1:
             raise ShapeError(f"outer: expects a 1-D {name}, got shape {format_shape(shape)}")
     return E.mul(S.expand_dims(x, 1), S.expand_dims(y, 0))
+
+
+# -- tensordot and dot ---------------------------------------------------------------------------
+
+
+def _contracted_axes(axes: Any, a_rank: int, b_rank: int) -> tuple[list[int], list[int]]:
+    """tensordot's `axes` as two lists of axes of a and b: an int N means the last N of a
+    with the first N of b; a pair of ints or of sequences names them."""
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, (bool, np.bool_)):
+        n = int(axes)
+        if n < 0 or n > a_rank or n > b_rank:
+            raise ShapeError(
+                f"tensordot: axes={n} needs 0 to {min(a_rank, b_rank)} "
+                f"(the ranks are {a_rank} and {b_rank})"
+            )
+        return list(range(a_rank - n, a_rank)), list(range(n))
+    if not isinstance(axes, (tuple, list)) or len(axes) != 2:
+        raise GraphcError(
+            f"tensordot: axes must be an int or a pair (axes of a, axes of b), got {axes!r}"
+        )
+    pair = []
+    for named, rank in zip(axes, (a_rank, b_rank)):
+        items = list(named) if isinstance(named, (tuple, list)) else [named]
+        pair.append([normalize_axis(int(i), rank, "tensordot") for i in items])
+    if len(pair[0]) != len(pair[1]):
+        raise ShapeError(f"tensordot: axes {axes!r} name different numbers of axes of a and b")
+    return pair[0], pair[1]
+
+
+def tensordot(a: Any, b: Any, axes: Any = 2, *, dims: Any = None) -> Any:
+    """The sums of products of a and b over the axes `axes` pairs, as np.tensordot and
+    torch.tensordot (`dims=`, torch's name): the free axes of a, then those of b. A
+    builder: the contracted axes moved together and merged into one, b reshaped to a
+    matrix, one matmul, so its gradients are matmul's.
+
+    >>> import numpy as np, graphc as gc
+    >>> a, b = np.arange(24.0).reshape(2, 3, 4), np.ones((4, 3))
+    >>> gc.tensordot(a, b, axes=([1, 2], [1, 0])).tolist()
+    [[66.0], [210.0]]
+    """
+    if dims is not None:
+        axes = dims
+    a_shape, b_shape = tuple(shape_of(a)), tuple(shape_of(b))
+    a_axes, b_axes = _contracted_axes(axes, len(a_shape), len(b_shape))
+    for i, j in zip(a_axes, b_axes):
+        if a_shape[i] != b_shape[j]:
+            raise ShapeError(
+                f"tensordot: axis {i} of a {format_shape(a_shape)} and axis {j} of b "
+                f"{format_shape(b_shape)} differ in size"
+            )
+    if len(set(a_axes)) != len(a_axes) or len(set(b_axes)) != len(b_axes):
+        raise ShapeError(f"tensordot: repeated axis in {axes!r}")
+    a_free = [i for i in range(len(a_shape)) if i not in a_axes]
+    b_free = [j for j in range(len(b_shape)) if j not in b_axes]
+    contracted = merged_dim(tuple(a_shape[i] for i in a_axes), "tensordot")
+    # a keeps its free dims (symbolic ones too) as matmul's batch; b becomes a matrix
+    a2 = _reshaped(_ordered(a, a_free + a_axes), (*(a_shape[i] for i in a_free), contracted))
+    b2 = _reshaped(
+        _ordered(b, b_axes + b_free),
+        (contracted, merged_dim(tuple(b_shape[j] for j in b_free), "tensordot")),
+    )
+    shape = tuple(a_shape[i] for i in a_free) + tuple(b_shape[j] for j in b_free)
+    return _reshaped(matmul(a2, b2), shape)
+
+
+def _reshaped(x: Any, shape: tuple) -> Any:
+    return x if tuple(shape_of(x)) == tuple(shape) else S.reshape(x, shape)
+
+
+def _ordered(x: Any, order: list[int]) -> Any:
+    return x if order == sorted(order) else S.transpose(x, tuple(order))
+
+
+def dot(a: Any, b: Any) -> Any:
+    """np.dot: a product for a 0-d operand, matmul up to a matrix b (vectors: the inner
+    product), and for a b of more dims the sums over the last axis of a and the
+    second-to-last of b (tensordot). torch.dot is the 1-D case.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.dot(np.array([1, 2, 3]), np.array([4, 5, 6])).item()
+    32
+    """
+    a_rank, b_rank = len(shape_of(a)), len(shape_of(b))
+    if a_rank == 0 or b_rank == 0:
+        return E.mul(a, b)
+    if b_rank <= 2 or a_rank == 1:
+        return matmul(a, b)
+    return tensordot(a, b, axes=([a_rank - 1], [b_rank - 2]))

@@ -504,22 +504,13 @@ class ValueMethods(OperatorMixin):
 
     def all(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
             keepdims: bool | None = None) -> Any:  # fmt: skip
-        """True where every element (along dim) is nonzero; True for none, as torch and numpy
-        (a count of the zeros, not a min: a min of no elements has no value)."""
-        zeros = logical.logical_not(elementwise.cast(self, np.bool_))
-        count = reduce.sum(
-            zeros, axis=pick_axis(axis, dim, "all"), keepdims=pick_keep(keepdim, keepdims)
-        )
-        return elementwise.eq(count, 0)
+        """True where every element (along dim) is nonzero; True for none (`gc.all`)."""
+        return reduce.all(self, pick_axis(axis, dim, "all"), pick_keep(keepdim, keepdims))
 
     def any(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
             keepdims: bool | None = None) -> Any:  # fmt: skip
-        """True where some element (along dim) is nonzero; False for none, as torch and numpy."""
-        nonzeros = elementwise.cast(self, np.bool_)
-        count = reduce.sum(
-            nonzeros, axis=pick_axis(axis, dim, "any"), keepdims=pick_keep(keepdim, keepdims)
-        )
-        return elementwise.gt(count, 0)
+        """True where some element (along dim) is nonzero; False for none (`gc.any`)."""
+        return reduce.any(self, pick_axis(axis, dim, "any"), pick_keep(keepdim, keepdims))
 
     def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
                 equal_nan: bool = False) -> Any:  # fmt: skip

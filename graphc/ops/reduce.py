@@ -1,8 +1,10 @@
-"""Reductions: sum, prod, mean, max, min, argmax, argmin, logsumexp, and var, nansum and
-nanmean built on them."""
+"""Reductions: sum, prod, mean, max, min, argmax, argmin, logsumexp, and the builders on
+them: var, numpy's amax and amin, all and any (counts of truth values), and nansum,
+nanmean, nanmax and nanmin (nan ignored)."""
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any
 
@@ -157,7 +159,7 @@ def _others_product(x: Any, axis: tuple[int, ...] | None) -> Any:
     axes = tuple(range(rank)) if axis is None else axis
     kept = [a for a in range(rank) if a not in axes]
     reduced = [x.shape[a] for a in axes]
-    if not all(isinstance(d, int) for d in reduced):
+    if not builtins.all(isinstance(d, int) for d in reduced):
         return _others_where(x, axis)
     order = (*kept, *axes)
     moved = S.transpose(x, order) if order != tuple(range(rank)) else x
@@ -231,7 +233,7 @@ def shape_size(x: Any, axis: tuple[int, ...] | None, dtype: Any) -> Any:
     shape, which reads no data (so a backward graph need not keep x alive for it).
     """
     dims = _reduced_dims(x.shape, axis)
-    if all(isinstance(d, int) for d in dims):
+    if builtins.all(isinstance(d, int) for d in dims):
         return np.asarray(np.prod(dims, dtype=np.int64), dtype=dtype)
     return _count(shape=tuple(x.shape), axis=axis, dtype=dtype)
 
@@ -432,6 +434,60 @@ logsumexp = defop(
 
 
 @torch_keywords
+def amax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """The largest element over axis (all by default): numpy's other name for max, and
+    torch.amax's (the values alone; ties share the gradient, as in torch and JAX).
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.amax(np.array([[1, 5], [7, 2]]), axis=1).tolist()
+    [5, 7]
+    """
+    return max(x, axis=axis, keepdims=keepdims)
+
+
+@torch_keywords
+def amin(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """The smallest element over axis (all by default): numpy's other name for min, and
+    torch.amin's.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.amin(np.array([[1, 5], [7, 2]]), axis=0).tolist()
+    [1, 2]
+    """
+    return min(x, axis=axis, keepdims=keepdims)
+
+
+def _truths(x: Any) -> Any:
+    return E.cast(x, np.bool_)  # nonzero (nan too) is true, as numpy's bool()
+
+
+@torch_keywords
+def all(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 - numpy's name
+    """True where every element over axis (all by default) is nonzero (nan is), as np.all
+    and torch.all; True over no elements. A count of the zeros, not a min: a min of no
+    elements has no value.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.all(np.array([[1.0, np.nan], [0.0, 2.0]]), axis=1).tolist()
+    [True, False]
+    """
+    zeros = sum(logical_not(_truths(x)), axis=axis, keepdims=keepdims)
+    return E.eq(zeros, 0)
+
+
+@torch_keywords
+def any(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 - numpy's name
+    """True where some element over axis (all by default) is nonzero, as np.any and
+    torch.any; False over no elements.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.any(np.array([[0, 0], [0, 3]]), axis=1).tolist()
+    [False, True]
+    """
+    return E.gt(sum(_truths(x), axis=axis, keepdims=keepdims), 0)
+
+
+@torch_keywords
 def var(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, *,
         correction: int | None = None) -> Any:  # fmt: skip
     """Variance over axis (numpy's ddof: 0 by default; PyTorch's unbiased is ddof=1;
@@ -490,3 +546,41 @@ def nanmean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     # nan where no element is a number, as torch; the gradient at nans is 0 (where's),
     # also in such a group, where torch's mask times ct / 0 gives nan
     return sum(_nan_as_zero(x), axis=axis, keepdims=keepdims) / count
+
+
+def _nan_extremum(x: Any, axis: Any, keepdims: bool, largest: bool) -> Any:
+    """nanmax (largest) or nanmin: the extremum of the numbers, nan where a group holds
+    none (numpy warns, JAX and graphc do not)."""
+    if not is_float(dtype_of(x)):
+        return (max if largest else min)(x, axis=axis, keepdims=keepdims)
+    nan = isnan(x)
+    # a nan never wins: the infinity on the other side stands in for it
+    filled = E.where(nan, -np.inf if largest else np.inf, x)
+    best = (max if largest else min)(filled, axis=axis, keepdims=keepdims)
+    numbers = sum(logical_not(nan), axis=axis, keepdims=keepdims)
+    return E.where(E.eq(numbers, 0), np.nan, best)
+
+
+@torch_keywords
+def nanmax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """The largest element over axis (all by default) ignoring nans, as np.nanmax: nan
+    where every element of a group is. The gradient goes to the largest numbers (ties
+    share it, as in JAX), and is 0 at the nans. An empty group is an error, as max's.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.nanmax(np.array([[1.0, np.nan], [np.nan, np.nan]]), axis=1).tolist()
+    [1.0, nan]
+    """
+    return _nan_extremum(x, axis, keepdims, largest=True)
+
+
+@torch_keywords
+def nanmin(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """The smallest element over axis (all by default) ignoring nans, as np.nanmin: nan
+    where every element of a group is.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.nanmin(np.array([3.0, np.nan, -1.0])).item()
+    -1.0
+    """
+    return _nan_extremum(x, axis, keepdims, largest=False)

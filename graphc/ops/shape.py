@@ -1,4 +1,6 @@
-"""Shape ops: reshape, transpose, broadcast_to, sum_to, concat (indexing is in indexing.py).
+"""Shape ops: reshape, transpose, broadcast_to, sum_to, concat (indexing is in indexing.py),
+and the builders over them: numpy's moveaxis, ravel, stack, hstack and vstack, torch's
+permute, expand and unsqueeze.
 
 Shape attributes may hold symbolic dims ("B"); the runtime binds them per call.
 """
@@ -23,7 +25,7 @@ from graphc.ir.types import (
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops.defop import VARIADIC, defop, into
-from graphc.ops.spelling import torch_keywords
+from graphc.ops.spelling import merged_dim, shape_of, torch_keywords
 
 # -- reshape ---------------------------------------------------------------------
 
@@ -126,6 +128,50 @@ def swapaxes(x: Any, a: int, b: int) -> Any:
     a, b = normalize_axis(a, len(perm)), normalize_axis(b, len(perm))
     perm[a], perm[b] = perm[b], perm[a]
     return transpose(x, tuple(perm))
+
+
+def moveaxis(x: Any, source: Any, destination: Any) -> Any:
+    """x with its axes `source` (an int or a sequence) moved to the positions
+    `destination`, the others in their order, as np.moveaxis and torch.moveaxis: a
+    transpose.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.moveaxis(np.zeros((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
+    rank = len(shape_of(x))
+    sources = _axis_list(source, rank, "source")
+    destinations = _axis_list(destination, rank, "destination")
+    if len(sources) != len(destinations):
+        raise ShapeError(
+            f"moveaxis: source {source!r} and destination {destination!r} must name as many axes"
+        )
+    order = [a for a in range(rank) if a not in sources]
+    for dest, src in sorted(zip(destinations, sources)):
+        order.insert(dest, src)
+    return transpose(x, tuple(order))
+
+
+def _axis_list(axes: Any, rank: int, what: str) -> list[int]:
+    items = list(axes) if isinstance(axes, (tuple, list)) else [axes]
+    for a in items:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            raise ShapeError(f"moveaxis: {what} axes must be ints, got {axes!r}")
+    normal = [normalize_axis(int(a), rank, "moveaxis") for a in items]
+    if len(set(normal)) != len(normal):
+        raise ShapeError(f"moveaxis: repeated axis in {what} {axes!r}")
+    return normal
+
+
+def ravel(x: Any) -> Any:
+    """x as one dim, in C order, as np.ravel and torch.ravel (a 0-d x gives one element):
+    a reshape. A symbolic dim may be merged only with dims of size 1.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.ravel(np.arange(6).reshape(2, 3)).tolist()
+    [0, 1, 2, 3, 4, 5]
+    """
+    return reshape(x, (merged_dim(shape_of(x), "ravel"),))
 
 
 # -- broadcast_to and its adjoint, sum_to ---------------------------------------------
@@ -330,3 +376,39 @@ def stack(values: Sequence[Any], axis: int = 0) -> Any:
     rank = len(shapes[0]) + 1
     axis = normalize_axis(axis, rank, "stack")
     return concat([expand_dims(v, axis) for v in values], axis=axis)
+
+
+def _at_least(value: Any, rank: int) -> Any:
+    """value with dims of size 1 in front up to `rank` (1-D (n,) becomes (1, n)), as
+    np.atleast_1d and np.atleast_2d; at least that rank already, value itself."""
+    shape = shape_of(value)
+    if len(shape) >= rank:
+        return value
+    return reshape(value, (1,) * (rank - len(shape)) + tuple(shape))
+
+
+def hstack(values: Sequence[Any]) -> Any:
+    """Join arrays along their second axis, or their first when 1-D (0-d ones become
+    1-D), as np.hstack and torch.hstack: a concat.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.hstack([np.array([1, 2]), np.array([3])]).tolist()
+    [1, 2, 3]
+    """
+    if not values:
+        raise GraphcError("hstack: needs at least one input")
+    values = [_at_least(v, 1) for v in values]
+    return concat(values, axis=0 if len(shape_of(values[0])) == 1 else 1)
+
+
+def vstack(values: Sequence[Any]) -> Any:
+    """Join arrays along their first axis, 1-D ones (n,) as rows (1, n), as np.vstack
+    and torch.vstack: a concat.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.vstack([np.array([1, 2]), np.array([[3, 4], [5, 6]])]).tolist()
+    [[1, 2], [3, 4], [5, 6]]
+    """
+    if not values:
+        raise GraphcError("vstack: needs at least one input")
+    return concat([_at_least(v, 2) for v in values], axis=0)

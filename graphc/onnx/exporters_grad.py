@@ -2,11 +2,12 @@
 backward from `gc.gradients`) export too.
 
 - max_pool2d_backward: MaxPool's Indices output (flat NCHW positions of each window's
-  first maximum, as graphc routes) and a ScatterElements add into zeros;
-  max_pool2d_select reads v at those positions (Gather).
+  first maximum, as graphc routes), taken within each (H, W) plane, and a
+  ScatterElements add into zeros along the planes; max_pool2d_select reads v at those
+  positions (GatherElements).
 - avg_pool2d_backward: each cotangent divided by its window's count (graphc's own
   divisor table, computed at export from the known sizes), spread over its window by a
-  ConvTranspose with a kernel of ones, per image and channel.
+  ConvTranspose with a kernel of ones, a group per channel.
 - layer_norm_grad: rstd (g - mean(g) - xhat mean(g xhat)), written out.
 - contract_rows (matmul's weight gradient): both operands flattened to rows (Flatten
   at the last axis, symbolic leading dims included), then MatMul of the first one
@@ -37,15 +38,29 @@ def _window(node: Node) -> dict:
 
 
 def _indices(w: Writer, node: Node, x: str, pooled: tuple) -> str:
-    """The flat positions in x of each window's maximum (`pooled`: the pool's shape);
-    a window graphc drops in ceil_mode as pool_window says (onnxruntime drops it too)."""
+    """The positions of each window's maximum (`pooled`: the pool's shape; a window
+    graphc drops in ceil_mode as pool_window says, onnxruntime drops it too): within
+    each (H, W) plane, (N, C, OH*OW), where H and W are known; flat in x otherwise.
+    (Flat positions need x's size, a product of a symbolic batch and C, which a graphc
+    shape cannot say: the model would not read back.)"""
     window, _ = pool_window(node, node.inputs[1].type.shape[2:], pooled[2:])
     _, found = w.emit("MaxPool", [x], 2, **window, dilations=list(node.attrs["dilation"]))
-    return w.one("Reshape", [found, w.ints([-1])])
+    n, c, h, width = node.inputs[1].type.shape
+    if not _in_planes(node):
+        return w.one("Reshape", [found, w.ints([-1])])
+    rows = w.one("Reshape", [found, w.shape([n, c, pooled[2] * pooled[3]])])
+    return w.one("Mod", [rows, w.const(np.asarray(h * width, np.int64))])  # NCHW: past n, c
 
 
-def _flat(w: Writer, value: str) -> str:
-    return w.one("Reshape", [value, w.ints([-1])])
+def _in_planes(node: Node) -> bool:
+    return not any(is_symbol(d) for d in node.inputs[1].type.shape[2:])
+
+
+def _layout(w: Writer, node: Node, value: str) -> str:
+    """`value` (of x's shape) as _indices' positions index it: (N, C, H*W), or flat."""
+    n, c, h, width = node.inputs[1].type.shape
+    shape = w.shape([n, c, h * width]) if _in_planes(node) else w.ints([-1])
+    return w.one("Reshape", [value, shape])
 
 
 @exporter("max_pool2d_backward")
@@ -55,22 +70,30 @@ def _max_pool2d_backward(w: Writer, node: Node, ins: list[str]) -> list[str]:
     ct, x, _ = ins
     from onnx import numpy_helper
 
-    size = w.one("Size", [x])
+    pooled = node.inputs[0].type.shape
     zero = numpy_helper.from_array(np.zeros((1,), node.type.dtype))
-    zeros = w.one("ConstantOfShape", [w.one("Reshape", [size, w.ints([1])])], value=zero)
-    flat = w.one(
+    zeros = w.one("ConstantOfShape", [w.one("Shape", [_layout(w, node, x)])], value=zero)
+    n, c = pooled[:2]
+    cts = w.one("Reshape", [ct, w.shape([n, c, pooled[2] * pooled[3]])]) if _in_planes(node) else (
+        w.one("Reshape", [ct, w.ints([-1])])
+    )  # fmt: skip
+    routed = w.one(
         "ScatterElements",
-        [zeros, _indices(w, node, x, node.inputs[0].type.shape), _flat(w, ct)],
-        axis=0,
+        [zeros, _indices(w, node, x, pooled), cts],
+        axis=2 if _in_planes(node) else 0,
         reduction="add",
     )
-    return [w.one("Reshape", [flat, w.one("Shape", [x])])]
+    return [w.one("Reshape", [routed, w.one("Shape", [x])])]
 
 
 @exporter("max_pool2d_select")
 def _max_pool2d_select(w: Writer, node: Node, ins: list[str]) -> list[str]:
     v, x, pooled = ins
-    picked = w.one("Gather", [_flat(w, v), _indices(w, node, x, node.inputs[2].type.shape)], axis=0)
+    at = _indices(w, node, x, node.inputs[2].type.shape)
+    if _in_planes(node):
+        picked = w.one("GatherElements", [_layout(w, node, v), at], axis=2)
+    else:
+        picked = w.one("Gather", [_layout(w, node, v), at], axis=0)
     return [w.one("Reshape", [picked, w.one("Shape", [pooled])])]
 
 
@@ -86,10 +109,14 @@ def _avg_pool2d_backward(w: Writer, node: Node, ins: list[str]) -> list[str]:
     window = _window(node)
     divisor = np.broadcast_to(window_divisor(size, pooled, dtype, a), pooled)
     share = w.one("Div", [ins[0], w.const(np.ascontiguousarray(divisor, dtype))])
-    # every (image, channel) alone: (N*C, 1, OH, OW), spread by a kernel of ones
-    planes = w.one("Reshape", [share, w.ints([-1, 1, *pooled])])
-    kernel = window["kernel_shape"]
-    ones = w.const(np.ones((1, 1, *kernel), dtype))
+    kernel, channels = window["kernel_shape"], node.type.shape[1]
+    # every (image, channel) alone, spread by a kernel of ones: a ConvTranspose with a
+    # group per channel (no reshape merging the batch into the channels: a symbolic
+    # batch times C has no graphc form, so the model would not read back), or with a
+    # symbolic C, planes (N*C, 1, OH, OW)
+    depthwise = not is_symbol(channels)
+    planes = share if depthwise else w.one("Reshape", [share, w.ints([-1, 1, *pooled])])
+    ones = w.const(np.ones((channels if depthwise else 1, 1, *kernel), dtype))
     top, left, _, _ = window["pads"]  # the ends follow from the sizes (ceil mode may pass them)
     pads, extra = [top, left], []
     for k, (before, length) in enumerate(zip((top, left), pooled)):
@@ -99,9 +126,9 @@ def _avg_pool2d_backward(w: Writer, node: Node, ins: list[str]) -> list[str]:
         extra.append(max(-end, 0))
     spread = w.one(
         "ConvTranspose", [planes, ones], strides=window["strides"], pads=pads,
-        output_padding=extra,
+        output_padding=extra, group=channels if depthwise else 1,
     )  # fmt: skip
-    return [w.one("Reshape", [spread, w.shape(node.type.shape)])]
+    return [spread if depthwise else w.one("Reshape", [spread, w.shape(node.type.shape)])]
 
 
 @exporter("layer_norm_grad")

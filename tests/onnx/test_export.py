@@ -518,3 +518,28 @@ def test_float64_log_softmax_keeps_nans_and_infinities() -> None:
         assert_bits_equal(_round_trip(g, {"v": x})[0], want, "round trip")
     _compare(_ort_run(g, {"v": x}), want, "onnxruntime")
     assert np.isnan(want[0][:3]).all()
+
+
+def test_a_cnn_training_graph_over_a_symbolic_batch_reads_back() -> None:
+    """The pools' gradients were written over x flattened whole (Size of x; a Reshape to
+    (N*C, 1, OH, OW)): a product of the symbolic batch, which no graphc shape holds, so
+    the exported training graph did not import back. They work per (H, W) plane now
+    (max pool: positions within the plane, ScatterElements along it; avg pool: a
+    ConvTranspose with a group per channel): the model runs in onnxruntime and reads back
+    at any batch size."""
+    g = gc.Graph("cnn")
+    with g:
+        x = gc.placeholder("x", ("B", 2, 6, 6))
+        w = gc.placeholder("w", (3, 2, 3, 3))
+        h = gc.relu(gc.conv2d(x, w, None, stride=1, padding=1))
+        h = gc.avg_pool2d(gc.max_pool2d(h, 3, 2, 1, ceil_mode=True), 2, 2, 0, ceil_mode=True)
+        gc.output(gc.sum(h * h), name="loss")
+    grads = gc.gradients(g, wrt=["w", "x"])
+    back = gc.onnx.import_model(_export(grads))
+    rng = np.random.default_rng(0)
+    wv = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    for batch in (2, 3):
+        feeds = {"x": rng.standard_normal((batch, 2, 6, 6)).astype(np.float32), "w": wv}
+        want = gc.run(grads, feeds)
+        _compare(gc.run(back, feeds), want, f"round trip at {batch}")
+        _compare(_ort_run(grads, feeds), want, f"onnxruntime at {batch}")

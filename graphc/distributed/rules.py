@@ -167,7 +167,7 @@ def normalizes(node: Node, axes: Sequence[int | None]) -> Outcome:
     return _along(node, axes, "normalizes over rows")
 
 
-@carries_batch("cumsum")
+@carries_batch("cumsum", "cumprod")
 def scans(node: Node, axes: Sequence[int | None]) -> Outcome:
     return _along(node, axes, "accumulates earlier rows")
 
@@ -351,6 +351,21 @@ def take(node: Node, axes: Sequence[int | None]) -> Outcome:
             raise UnsplittableError("it gathers rows by their position in the batch")
         return Mapped(ax if ax < axis else ax + _rank(node, 1) - 1)
     return Mapped(axis + ai)
+
+
+@carries_batch("scatter_add")
+def scatter_add(node: Node, axes: Sequence[int | None]) -> Outcome:
+    # scatter_add(ct, indices, shape, axis): ct's rows along `axis` (indices' dims there)
+    # are added into the output at the positions the indices name. Rows of the batch
+    # among the indices' (an embedding's gradient) add into one output: each chunk's
+    # scatter is a partial, and the partials sum, as the op is linear in ct
+    ac, ai = axes
+    axis = node.attrs["axis"]
+    if ai is not None and ac == axis + ai:
+        return Reduce("sum")
+    raise UnsplittableError(
+        "it scatters rows of the batch to positions its indices do not carry the batch for"
+    )
 
 
 @carries_batch("embedding")

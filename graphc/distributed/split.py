@@ -48,6 +48,7 @@ from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType, TupleType, bind_shape, is_float
 from graphc.ir.verify import verify
 from graphc.ops.dispatch import prepare
+from graphc.passes.custom import inline_custom_forwards
 
 
 class BatchSplitError(GraphcError, ValueError):
@@ -273,6 +274,9 @@ def split_batch(graph: Graph, batch_dim: str = "B") -> BatchSplit:
     (['mean'], ['mean_count'])
     """
     verify(graph)
+    # a split graph is run, never differentiated again: a custom-gradient node (BCE's
+    # loss, stop_gradient, a value traced under no_grad) is its forward ops here
+    graph = inline_custom_forwards(graph)
     roles, roots = batch_roles(graph, batch_dim)
     if not any(isinstance(roles[p], Mapped) for p in graph.inputs):
         raise BatchSplitError(

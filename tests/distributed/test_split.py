@@ -473,3 +473,50 @@ def test_any_random_graph_is_split_exactly_or_refused(g: gc.Graph, rows: list[in
     got = run_split(split, feeds, rows)
     for a, b in zip(_tuple(want), got):
         np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12, err_msg=str(g))
+
+
+def test_an_embedding_gradient_cumprod_and_custom_nodes_split_as_one_process() -> None:
+    """Found by the distributed and ops hunts: an embedding's weight gradient (scatter_add
+    of the rows by their ids) sums chunk partials; cumprod keeps rows as cumsum does;
+    a custom-gradient node (BCE's loss, stop_gradient, a value traced under no_grad)
+    runs its forward ops, since a split graph is never differentiated again."""
+    import graphc.eager as ge
+    from graphc.nn import functional as F
+
+    table = np.random.default_rng(0).normal(size=(5, 3))
+
+    def loss(ids, p, x):
+        rows = gc.take(gc.constant(table), ids, axis=0)
+        with ge.no_grad():
+            held = gc.exp(x) * 0.5
+        total = F.binary_cross_entropy(p, gc.sigmoid(rows[:, 0] + x[:, 1]))
+        return total + gc.sum(gc.cumprod(x, axis=1) * held) + gc.sum(gc.stop_gradient(x))
+
+    spec = (
+        gc.TensorSpec(("B",), "int64"),
+        gc.TensorSpec(("B",), "float64"),
+        gc.TensorSpec(("B", 3), "float64"),
+    )
+    g = gc.trace(loss, *spec)
+    joint = gc.gradients(g, wrt=["p", "x"])
+    weight = gc.gradients(
+        gc.trace(
+            lambda ids, w: gc.sum(gc.take(w, ids, axis=0) ** 2),
+            spec[0],
+            gc.TensorSpec((5, 3), "float64"),
+        ),
+        wrt=["w"],
+    )
+    rng = np.random.default_rng(1)
+    feeds = {
+        "ids": rng.integers(0, 5, 7),
+        "p": rng.uniform(0.1, 0.9, 7),
+        "x": rng.normal(size=(7, 3)),
+        "w": table,
+    }
+    for graph in (joint, weight):
+        split = split_batch(graph)
+        want = gc.compile(graph)(**{p.name: feeds[p.name] for p in graph.inputs})
+        got = run_split(split, {p.name: feeds[p.name] for p in graph.inputs}, [3, 4])
+        for a, b in zip(got, _tuple(want)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)

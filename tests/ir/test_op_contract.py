@@ -511,6 +511,10 @@ OP_NAME_TABLES = {
     "the roles a picture styles its nodes by, three named as the ops drawn in them": {
         ("viz/style.py", "ROLES"), ("viz/style.py", "LEGEND_TEXT"),
     },
+    "the normalizations over the batch that a pass over the data spells out as a "
+    "logsumexp of the batch and ops on rows (distributed/stages.py)": {
+        ("distributed/stages.py", "in _spell_out_softmax"),
+    },
     "PyTorch's reduction= values of the losses ('mean', 'sum', 'none')": {
         ("nn/functional/loss.py", "REDUCTIONS"),
     },
@@ -666,16 +670,16 @@ WITHOUT_RULE["batch_split"] = {
         "arange", "constant", "count",
     },
     "control flow and its results: the split does not enter bodies": {
-        "cond", "custom_vjp", "result", "scan", "while_loop",
+        "cond", "result", "scan", "while_loop",
+    },
+    "a custom-gradient node: the split runs its forward ops instead (passes/custom.py)": {
+        "custom_vjp",
     },
     "a backend's fused nodes: the split refuses them (split before fusion)": ops_with("fusion"),
     "no rule yet, refused (docs/distributed.md, What is missing)": {
-        "gemm", "pad", "unpad", "scatter_add", "scatter_add_along_axis",
+        "gemm", "pad", "unpad", "scatter_add_along_axis",
         "avg_pool2d_backward", "max_pool2d_backward", "max_pool2d_select",
         "fold_in", "random_normal", "random_uniform",
-    },
-    "no rule yet, refused: cumsum's rule (rows stay rows) fits it, once rules.py lists it": {
-        "cumprod",
     },
 }  # fmt: skip
 

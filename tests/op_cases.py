@@ -827,6 +827,7 @@ import tests.cases.conv  # noqa: E402, F401
 import tests.cases.matrices  # noqa: E402, F401
 import tests.cases.nan_reductions  # noqa: E402, F401
 import tests.cases.norm  # noqa: E402, F401
+import tests.cases.numpy_functions  # noqa: E402, F401
 import tests.cases.one_hot_pick  # noqa: E402, F401
 import tests.cases.random  # noqa: E402, F401
 import tests.cases.sequences  # noqa: E402, F401

@@ -1,0 +1,101 @@
+"""Builder cases (BUILDER_CASES of tests/op_cases.py): numpy's names over existing ops.
+
+amax, amin, all, any, nanmax, nanmin (reductions), moveaxis, ravel, hstack, vstack
+(shapes), dot and tensordot (products), repeat, diag and nan_to_num. References are
+numpy's own functions. Cases at nans take the gradient only where every group holds a
+number (stepping a nan leaves it nan and the result unmoved, so finite differences see 0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import graphc as gc
+from tests.op_cases import BUILDER_CASES, FLOAT, Arg, B, F, I, _case
+
+_builder = {"table": BUILDER_CASES}
+
+# -- reductions -----------------------------------------------------------------------------------
+
+for _name, _fn, _ref in [("amax", gc.amax, np.amax), ("amin", gc.amin, np.amin)]:
+    _case(_name, "axis1", lambda x, f=_fn: f(x, axis=1), [F(3, 4)],
+          lambda x, r=_ref: r(x, axis=1), **_builder)  # fmt: skip
+    _case(_name, "dim_keep", lambda x, f=_fn: f(x, dim=(0, 2), keepdim=True), [F(2, 3, 2)],
+          lambda x, r=_ref: r(x, axis=(0, 2), keepdims=True), **_builder)  # fmt: skip
+    _case(_name, "int", _fn, [I(3, 4)], lambda x, r=_ref: np.asarray(r(x)), **_builder)
+
+_ZEROS = Arg((3, 3), FLOAT, "fixed", value=[[1.0, np.nan, 0.0], [-0.0, 0.0, 0.0], [2, -1, np.inf]])
+for _name, _fn, _ref in [("all", gc.all, np.all), ("any", gc.any, np.any)]:
+    _case(_name, "axis1", lambda x, f=_fn: f(x, axis=1), [_ZEROS],
+          lambda x, r=_ref: r(x, axis=1), **_builder)  # fmt: skip
+    _case(_name, "dim_keep", lambda x, f=_fn: f(x, dim=0, keepdim=True), [I(3, 4, low=0, high=2)],
+          lambda x, r=_ref: r(x, axis=0, keepdims=True), **_builder)  # fmt: skip
+    _case(_name, "bool", _fn, [B(2, 3)], lambda x, r=_ref: np.asarray(r(x)), **_builder)
+    _case(_name, "empty", lambda x, f=_fn: f(x, axis=1), [F(2, 0)],
+          lambda x, r=_ref: r(x, axis=1), grad=(False,), **_builder)  # fmt: skip
+    _case(_name, "0d", _fn, [F()], lambda x, r=_ref: np.asarray(r(x)), grad=(False,),
+          **_builder)  # fmt: skip
+
+_NANS = Arg((2, 4), FLOAT, "fixed", value=[[1.5, np.nan, -0.5, 2.0], [np.nan, -3.0, 0.25, -1]])
+_ALL_NAN = Arg((2, 3), FLOAT, "fixed", value=[[np.nan, np.nan, np.nan], [np.nan, 1.0, np.inf]])
+for _name, _fn, _ref in [("nanmax", gc.nanmax, np.nanmax), ("nanmin", gc.nanmin, np.nanmin)]:
+    _case(_name, "axis1", lambda x, f=_fn: f(x, axis=1), [F(3, 4)],
+          lambda x, r=_ref: r(x, axis=1), **_builder)  # fmt: skip
+    _case(_name, "nans", lambda x, f=_fn: f(x, dim=1, keepdim=True), [_NANS],
+          lambda x, r=_ref: r(x, axis=1, keepdims=True), grad=(True,), **_builder)  # fmt: skip
+    _case(_name, "all_nan", lambda x, f=_fn: f(x, axis=1), [_ALL_NAN],
+          lambda x, r=_ref: np.array([np.nan, r(x[1])], x.dtype), **_builder)  # fmt: skip
+    _case(_name, "int", lambda x, f=_fn: f(x, axis=0), [I(3, 4)],
+          lambda x, r=_ref: r(x, axis=0), **_builder)  # fmt: skip
+
+# -- shapes ---------------------------------------------------------------------------------------
+
+for _label, _source, _dest in [("one", 0, -1), ("two", (0, 1), (2, 0)), ("same", 1, 1)]:
+    _case("moveaxis", _label, lambda x, s=_source, d=_dest: gc.moveaxis(x, s, d), [F(2, 3, 4)],
+          lambda x, s=_source, d=_dest: np.moveaxis(x, s, d).copy(), **_builder)  # fmt: skip
+_case("moveaxis", "int", lambda x: gc.moveaxis(x, -1, 0), [I(2, 3)],
+      lambda x: np.moveaxis(x, -1, 0).copy(), **_builder)  # fmt: skip
+
+_case("ravel", "2d", gc.ravel, [F(2, 3)], np.ravel, **_builder)
+_case("ravel", "0d", gc.ravel, [F()], np.ravel, **_builder)
+_case("ravel", "bool", gc.ravel, [B(2, 2)], np.ravel, **_builder)
+_case("ravel", "empty", gc.ravel, [F(0, 3)], np.ravel, **_builder)
+
+for _name, _fn, _ref in [("hstack", gc.hstack, np.hstack), ("vstack", gc.vstack, np.vstack)]:
+    for _label, _shapes in [("matrices", [(2, 3), (2, 3)]), ("vectors", [(3,), (3,)]),
+                            ("0d", [(), ()])]:  # fmt: skip
+        _case(_name, _label, lambda a, b, f=_fn: f([a, b]), [F(*s) for s in _shapes],
+              lambda a, b, r=_ref: r([a, b]), **_builder)  # fmt: skip
+    _case(_name, "int_float", lambda a, b, f=_fn: f([a, b]), [I(2, 2), F(2, 2)],
+          lambda a, b, r=_ref: r([a, b]), **_builder)  # fmt: skip
+_case("hstack", "widths", lambda a, b: gc.hstack([a, b]), [F(2, 1), F(2, 3)],
+      lambda a, b: np.hstack([a, b]), **_builder)  # fmt: skip
+_case("vstack", "row_and_matrix", lambda a, b: gc.vstack([a, b]), [F(3), F(2, 3)],
+      lambda a, b: np.vstack([a, b]), **_builder)  # fmt: skip
+
+# -- products -------------------------------------------------------------------------------------
+
+for _label, _a, _b in [
+    ("vectors", (4,), (4,)),
+    ("matrix_vector", (2, 4), (4,)),
+    ("matrices", (2, 3), (3, 4)),
+    ("scalar", (), (2, 3)),
+    ("vector_stack", (3,), (2, 3, 4)),
+    ("stacks", (2, 2, 3), (4, 3, 2)),
+    ("empty", (2, 0), (0, 3)),
+]:
+    _case("dot", _label, gc.dot, [F(*_a), F(*_b)], np.dot, rtol=1e-5, atol=1e-6, **_builder)
+_case("dot", "int", gc.dot, [I(2, 3), I(3)], np.dot, **_builder)
+_case("dot", "bool", gc.dot, [B(3), B(3)], lambda a, b: np.asarray(np.dot(a, b)), **_builder)
+
+for _label, _axes, _b in [
+    ("default", 2, (2, 4, 3)),
+    ("one", 1, (4, 3)),
+    ("outer", 0, (2,)),
+    ("pairs", ([1, 0], [0, 2]), (2, 4, 3)),
+]:
+    _case("tensordot", _label, lambda a, b, x=_axes: gc.tensordot(a, b, x), [F(3, 2, 4), F(*_b)],
+          lambda a, b, x=_axes: np.tensordot(a, b, x), rtol=1e-5, atol=1e-6,
+          **_builder)  # fmt: skip
+_case("tensordot", "dims", lambda a, b: gc.tensordot(a, b, dims=([0], [1])), [I(3, 2), I(2, 3)],
+      lambda a, b: np.tensordot(a, b, ([0], [1])), **_builder)  # fmt: skip

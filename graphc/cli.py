@@ -132,7 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"%(prog)s {gc.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo_parser = commands.add_parser("demo", help="declare, print, run and draw a small graph")
-    demo_parser.add_argument("--out", metavar="DIR", help="folder for the pictures (default: temp)")
+    demo_parser.add_argument(
+        "-o", "--out", metavar="DIR", help="folder for the pictures (default: temp)"
+    )
     demo_parser.set_defaults(run=demo)
     from graphc.viz.command import add_render_arguments, add_view_arguments
 

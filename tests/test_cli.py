@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_demo_tours_the_pipeline(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    assert main(["demo", "--out", str(tmp_path)]) == 0
+    assert main(["demo", "-o", str(tmp_path)]) == 0  # -o as render and view take it
     out = capsys.readouterr().out
     assert "graph affine(%x: f32[B,3], %w: f32[3,2]) {" in out
     assert "output %loss = %mean" in out

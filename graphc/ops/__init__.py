@@ -78,6 +78,7 @@ from graphc.ops.selection import (  # clamp and clip: rounding's, which take ten
     less,
     less_equal,
     lt,
+    nan_to_num,
     ne,
     not_equal,
     ones_like,

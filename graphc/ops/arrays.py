@@ -1,10 +1,11 @@
-"""Array manipulation: flatten, split, chunk, tile, flip, tril, triu and diagonal here;
+"""Array manipulation: flatten, split, chunk, tile, repeat, flip, tril, triu, diagonal
+and diag here;
 the rest of the family in their own modules, re-exported from this one: `padding.py` (pad),
 `along_axis.py` (take_along_axis, embedding), `sorting.py` (argsort, sort, topk),
 `sequences.py` (arange, cumsum, cumprod) and `einsum.py`.
 
-flatten, split, chunk, tile and diagonal are builders over reshape, slice and
-broadcast_to; flip, tril and triu are ops of their own.
+flatten, split, chunk, tile, repeat, diagonal and diag are builders over reshape, slice,
+take, where, pad and broadcast_to; flip, tril and triu are ops of their own.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from graphc.ir.errors import ShapeError
 from graphc.ir.types import Dim, TensorType, format_shape, is_symbol, normalize_axes, normalize_axis
 from graphc.ops import indexing as I
+from graphc.ops import selection as C
 from graphc.ops import shape as S
 from graphc.ops.along_axis import (
     embedding,
@@ -24,6 +26,7 @@ from graphc.ops.along_axis import (
     take_along_dim,
 )
 from graphc.ops.defop import defop, elementwise_cost, into
+from graphc.ops.dispatch import dtype_of
 from graphc.ops.einsum import einsum
 from graphc.ops.padding import pad, unpad
 from graphc.ops.sequences import arange, cumprod, cumsum
@@ -37,12 +40,14 @@ __all__ = [
     "chunk",
     "cumprod",
     "cumsum",
+    "diag",
     "diagonal",
     "einsum",
     "embedding",
     "flatten",
     "flip",
     "pad",
+    "repeat",
     "scatter_add_along_axis",
     "sort",
     "split",
@@ -188,6 +193,77 @@ def tile(x: Any, reps: Any) -> Any:
     if tuple(tiled) == tuple(spread):
         return spread_x
     return S.reshape(S.broadcast_to(spread_x, tuple(tiled)), tuple(result))
+
+
+# -- repeat: np.repeat, each element in turn ------------------------------------------------
+
+
+def repeat(x: Any, repeats: Any, axis: int | None = None, *, dim: int | None = None) -> Any:
+    """Each element of x repeated `repeats` times in turn along axis (of the flattened x
+    by default), as np.repeat and torch.repeat_interleave (`dim=`): `repeats` is one count,
+    or one per element along the axis, known when the graph is built. (Tensor.repeat is
+    torch's tiling, `tile`.)
+
+    One count is broadcast_to between reshapes; counts per element are a `take` of the
+    positions np.repeat gives. Either way the gradient sums each element's copies.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.repeat(np.array([[1, 2], [3, 4]]), 2, axis=1).tolist()
+    [[1, 1, 2, 2], [3, 3, 4, 4]]
+    >>> gc.repeat(np.array([1, 2, 3]), [0, 1, 2]).tolist()
+    [2, 3, 3]
+    """
+    axis = pick_axis(axis, dim, "repeat")
+    if axis is None:
+        x, axis = S.ravel(x), 0
+    shape = tuple(shape_of(x))
+    if not shape:  # a 0-d x has the one axis 0 (or -1), as in numpy
+        x, shape = S.reshape(x, (1,)), (1,)
+        one_axis(axis, 0, "repeat")
+        axis = 0
+    axis = normalize_axis(integer(axis, "repeat", "axis"), len(shape), "repeat")
+    counts = _repeat_counts(repeats, shape[axis])
+    if isinstance(counts, int):
+        return _repeat_each(x, shape, axis, counts)
+    positions = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    return I.take(x, positions, axis=axis)
+
+
+def _repeat_counts(repeats: Any, size: Dim) -> int | list[int]:
+    """One count (an int), or one per element along the axis (a list of them)."""
+    if np.ndim(repeats) == 0:
+        return count(repeats.item() if hasattr(repeats, "item") else repeats, "repeat", "repeats")
+    if hasattr(repeats, "op") or not isinstance(repeats, (list, tuple, np.ndarray)):
+        raise ShapeError(
+            "repeat: repeats must be an int or a sequence of ints known when the graph is "
+            f"built (the result's shape follows from them), got {type(repeats).__name__}"
+        )
+    counts = [count(r, "repeat", "each of repeats") for r in np.asarray(repeats).ravel().tolist()]
+    if len(counts) == 1:
+        return counts[0]
+    if is_symbol(size) or len(counts) != size:
+        raise ShapeError(
+            f"repeat: {len(counts)} repeats for an axis of size {size!r} (give one per "
+            "element, or one int)"
+        )
+    return counts
+
+
+def _repeat_each(x: Any, shape: tuple, axis: int, times: int) -> Any:
+    if times == 1:
+        return S.reshape(x, shape)  # a copy: the result is never x itself
+    if times == 0:  # no copies: an empty slice (ONNX's Expand cannot broadcast 1 to 0)
+        return I.slice_(x, index=(*(slice(None),) * axis, slice(0, 0)))
+    size = shape[axis]
+    if is_symbol(size):
+        raise ShapeError(
+            f"repeat: cannot repeat the symbolic dim {size!r} {times} times (a dim is one int "
+            "or one symbol, never a product such as 2*B)"
+        )
+    spread = (*shape[: axis + 1], 1, *shape[axis + 1 :])
+    copies = (*shape[: axis + 1], times, *shape[axis + 1 :])
+    result = (*shape[:axis], size * times, *shape[axis + 1 :])
+    return S.reshape(S.broadcast_to(S.reshape(x, spread), copies), result)
 
 
 # -- flip ---------------------------------------------------------------------------------
@@ -355,3 +431,37 @@ def diagonal(
         return result
     last = (*(a for a in range(rank - 1) if a != first), first)  # the diagonal's dim last
     return S.transpose(result, last)
+
+
+# -- diag ------------------------------------------------------------------------------------------
+
+_diagonal_of = diagonal  # inside diag, torch's keyword `diagonal=` hides the function
+
+
+def diag(v: Any, k: int | None = None, *, diagonal: int | None = None) -> Any:
+    """np.diag and torch.diag (`diagonal=`): of a 1-D v, the square matrix with v on its
+    k-th diagonal (above the main one for k > 0) and zeros elsewhere; of a 2-D v, its k-th
+    diagonal (`diagonal`). The matrix is a `where` on an identity pattern, padded by |k|,
+    so the gradient of v is the cotangent's diagonal; v's length must be concrete.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.diag(np.array([1, 2]), 1).tolist()
+    [[0, 1, 0], [0, 0, 2], [0, 0, 0]]
+    >>> gc.diag(np.arange(9).reshape(3, 3), -1).tolist()
+    [3, 7]
+    """
+    k = integer(pick_axis(k, diagonal, "diag", default=0, names=("k", "diagonal")), "diag", "k")
+    shape = tuple(shape_of(v))
+    if len(shape) == 2:
+        return _diagonal_of(v, k)
+    if len(shape) != 1:
+        raise ShapeError(f"diag: expects a 1-D or 2-D input, got shape {format_shape(shape)}")
+    n = shape[0]
+    if is_symbol(n):
+        raise ShapeError(f"diag: the length of v must be concrete, got {n!r}")
+    zero = np.zeros((), dtype_of(v))  # v's own dtype (a Python 0 would widen bools)
+    square = C.where(np.eye(n, dtype=bool), S.expand_dims(v, 1), zero)
+    if k == 0:
+        return square
+    before, after = (0, abs(k)) if k > 0 else (abs(k), 0)
+    return pad(square, ((before, after), (after, before)))

@@ -15,7 +15,7 @@ from graphc.ir.attrs import attr_problem, int64_value
 from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.types import TensorType, as_dtype, broadcast_shapes, is_float
 from graphc.ops.defop import defop, elementwise_cost, into, ufunc_infer, ufunc_kernel
-from graphc.ops.dispatch import bind, dtype_of
+from graphc.ops.dispatch import bind, dtype_of, kind_of
 from graphc.ops.logical import logical_or
 
 
@@ -278,6 +278,47 @@ def isfinite(x: Any) -> Any:
     if not is_float(dtype_of(x)):
         return eq(x, x)
     return lt(bind("abs", x), np.inf)
+
+
+def nan_to_num(
+    x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+    neginf: float | None = None,
+) -> Any:  # fmt: skip
+    """x with nan replaced by `nan`, +inf by `posinf` and -inf by `neginf` (by default the
+    largest and the lowest finite value of x's dtype), as np.nan_to_num and
+    torch.nan_to_num: `where`s, so the gradient is 1 at the numbers kept and 0 at those
+    replaced. Integers and bools have none of them: a copy of an array, a graph value or
+    tensor itself. (`copy` is numpy's; graphc never writes into x.)
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.nan_to_num(np.array([np.nan, np.inf, -np.inf, 1.5]), posinf=9.0).tolist()
+    [0.0, 9.0, -1.7976931348623157e+308, 1.5]
+    """
+    dtype = dtype_of(x)
+    if not is_float(dtype):
+        return x if kind_of(x) is not None else np.array(x)
+    top = _finite_limits(dtype)
+    # the replacements as arrays of x's dtype: a Python float is weak, but would be
+    # rounded from float64 all the same; an array says so once, here
+    with np.errstate(over="ignore"):
+        values = [
+            np.asarray(top if posinf is None else posinf, dtype),
+            np.asarray(-top if neginf is None else neginf, dtype),
+            np.asarray(nan, dtype),
+        ]
+    result = where(eq(x, np.inf), values[0], x)
+    result = where(eq(x, -np.inf), values[1], result)
+    return where(ne(x, x), values[2], result)
+
+
+def _finite_limits(dtype: np.dtype) -> float:
+    """The largest finite value of a float dtype (ml_dtypes' bfloat16 too)."""
+    try:
+        return float(np.finfo(dtype).max)
+    except ValueError:  # numpy's finfo knows numpy's dtypes only
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(dtype).max)
 
 
 # numpy's long names for the same ops

@@ -99,3 +99,42 @@ for _label, _axes, _b in [
           **_builder)  # fmt: skip
 _case("tensordot", "dims", lambda a, b: gc.tensordot(a, b, dims=([0], [1])), [I(3, 2), I(2, 3)],
       lambda a, b: np.tensordot(a, b, ([0], [1])), **_builder)  # fmt: skip
+
+# -- repeat, diag, nan_to_num ---------------------------------------------------------------------
+
+for _label, _repeats, _axis in [
+    ("flat", 2, None),
+    ("axis1", 3, 1),
+    ("counts", [2, 0, 1], 1),
+    ("none", 0, 0),
+    ("one_count", [2], -1),
+]:
+    _case("repeat", _label, lambda x, r=_repeats, a=_axis: gc.repeat(x, r, a), [F(2, 3)],
+          lambda x, r=_repeats, a=_axis: np.repeat(x, r, a), **_builder)  # fmt: skip
+_case("repeat", "dim", lambda x: gc.repeat(x, [1, 3], dim=0), [I(2, 2)],
+      lambda x: np.repeat(x, [1, 3], 0), **_builder)  # fmt: skip
+_case("repeat", "0d", lambda x: gc.repeat(x, 3), [F()], lambda x: np.repeat(x, 3), **_builder)
+_case("repeat", "bool", lambda x: gc.repeat(x, 2, 0), [B(3)], lambda x: np.repeat(x, 2, 0),
+      **_builder)  # fmt: skip
+
+for _k in (0, 2, -1):
+    _case("diag", f"vector_k{_k}".replace("-", "m"), lambda v, k=_k: gc.diag(v, k), [F(3)],
+          lambda v, k=_k: np.diag(v, k), **_builder)  # fmt: skip
+    _case("diag", f"matrix_k{_k}".replace("-", "m"), lambda v, k=_k: gc.diag(v, k), [F(3, 4)],
+          lambda v, k=_k: np.diag(v, k).copy(), **_builder)  # fmt: skip
+_case("diag", "diagonal", lambda v: gc.diag(v, diagonal=1), [I(2)], lambda v: np.diag(v, 1),
+      **_builder)  # fmt: skip
+_case("diag", "bool", gc.diag, [B(3)], np.diag, **_builder)
+_case("diag", "empty", gc.diag, [F(0)], np.diag, **_builder)
+_case("diag", "specials", gc.diag, [Arg((3,), FLOAT, "fixed", value=[np.inf, -0.0, np.nan])],
+      np.diag, **_builder)  # fmt: skip
+
+_SPECIALS = Arg((2, 3), FLOAT, "fixed", value=[[np.nan, np.inf, -np.inf], [1.5, -0.0, -2.0]])
+_case("nan_to_num", "defaults", gc.nan_to_num, [_SPECIALS], np.nan_to_num,
+      **_builder)  # fmt: skip
+_case("nan_to_num", "values", lambda x: gc.nan_to_num(x, nan=-1.0, posinf=2.5, neginf=-7.0),
+      [_SPECIALS], lambda x: np.nan_to_num(x, nan=-1.0, posinf=2.5, neginf=-7.0), grad=(True,),
+      **_builder)  # fmt: skip
+_case("nan_to_num", "normal", gc.nan_to_num, [F(3, 4)], np.nan_to_num, **_builder)
+_case("nan_to_num", "int", gc.nan_to_num, [I(2, 3)], np.nan_to_num, **_builder)
+_case("nan_to_num", "0d", gc.nan_to_num, [F()], np.nan_to_num, **_builder)

@@ -2,7 +2,8 @@
 (those that are one, erf or floor, are in direct.py's table): rounding, remainders,
 the trigonometric and hyperbolic functions (one op type each, and atan2 composed),
 cumprod (a Scan: ONNX has no CumProd),
-log1p and expm1 (Kahan's accurate forms), logical ops, and the activations.
+log1p and expm1 (Kahan's accurate forms), log2 and log10 (Log over a constant),
+logaddexp (numpy's steps), logical ops, and the activations.
 
 Where ONNX has the op with numpy's meaning it is used (Round, Clip); otherwise the form
 mirrors graphc's kernel step by step (trunc, softplus, hardsigmoid), so results agree
@@ -212,6 +213,38 @@ def expm1(w: Writer, x: str, dtype: Any) -> str:
     small = w.one("Equal", [u, one])
     edge = w.one("Or", [w.one("Equal", [d, _c(w, -1, dtype)]), w.one("IsInf", [u])])
     return w.one("Where", [small, x, w.one("Where", [edge, d, scaled])])
+
+
+def _log_base(base: float) -> Any:
+    """log2 or log10 as Log(x) / log(base): ONNX has neither. float32 (and narrower) is
+    computed in float64 and rounded once, so it is numpy's value but where the float64
+    quotient lands next to a float32 tie; float64 is within an ulp or two of numpy's."""
+
+    def write(w: Writer, node: Node, ins: list[str]) -> list[str]:
+        dtype = node.type.dtype
+        wide = np.dtype(np.float64)
+        x = w.cast(_x(w, node, ins), dtype, wide)
+        quotient = w.one("Div", [w.one("Log", [x]), _c(w, np.log(base), wide)])
+        return [w.cast(quotient, wide, dtype)]
+
+    return write
+
+
+exporter("log2")(_log_base(2.0))
+exporter("log10")(_log_base(10.0))
+
+
+@exporter("logaddexp")
+def _logaddexp(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    # numpy's steps: x + log 2 where x == y (two equal infinities too), else the larger
+    # plus log1p(exp(-|x - y|)); a nan makes |x - y| nan, and so the result
+    x, y = computed(w, node, ins)
+    dtype = node.type.dtype
+    gap = w.one("Abs", [w.one("Sub", [x, y])])
+    rest = log1p(w, w.one("Exp", [w.one("Neg", [gap])]), dtype)
+    apart = w.one("Add", [w.one("Max", [x, y]), rest])
+    same = w.one("Add", [x, _c(w, np.log(2.0), dtype)])
+    return [w.one("Where", [w.one("Equal", [x, y]), same, apart])]
 
 
 exporter("log1p")(lambda w, node, ins: [log1p(w, _x(w, node, ins), node.type.dtype)])

@@ -82,7 +82,10 @@ __all__ = [
     "expm1",
     "gelu",
     "log",
+    "log10",
     "log1p",
+    "log2",
+    "logaddexp",
     "maximum",
     "minimum",
     "mul",
@@ -465,6 +468,37 @@ log1p = unary_op(
     np.log1p,
     lambda ct, out, x, needs: (ct / (x + 1),),
     "log(1 + x), accurate for small x. gc.log1p(np.array([1e-10])) -> array([1e-10])",
+)
+
+# d log2(x) = dx / (x ln 2): numpy's own kernel, not log(x) / ln 2 (which is off by an
+# ulp here and there, and not exact at powers of 2)
+log2 = unary_op(
+    "log2",
+    np.log2,
+    lambda ct, out, x, needs: (ct / (x * math.log(2)),),
+    "The base-2 logarithm, numpy's. gc.log2(np.array([8.0])) -> array([3.])",
+)
+
+# d log10(x) = dx / (x ln 10)
+log10 = unary_op(
+    "log10",
+    np.log10,
+    lambda ct, out, x, needs: (ct / (x * math.log(10)),),
+    "The base-10 logarithm, numpy's. gc.log10(np.array([1000.0])) -> array([3.])",
+)
+
+# d logaddexp(x, y) = sigmoid(x - y) dx + sigmoid(y - x) dy: torch's slopes (1 and 0 at
+# x = inf beside a finite y; nan where both are the same infinity, x - y is nan)
+logaddexp = _binary(
+    "logaddexp",
+    np.logaddexp,
+    lambda ct, out, x, y, needs: (
+        unbroadcast(ct * sigmoid(x - y), x) if needs[0] else None,
+        unbroadcast(ct * sigmoid(y - x), y) if needs[1] else None,
+    ),
+    "log(exp(x) + exp(y)) without overflow, numpy's kernel (x + log 2 where x == y, "
+    "infinities too). gc.logaddexp(np.array([1000.0]), 1000.0) -> array([1000.69314718])",
+    props=("commutative",),
 )
 
 # d expm1(x) = exp(x) dx = (out + 1) dx

@@ -74,6 +74,8 @@ UNARY: dict[str, Callable[..., Any]] = {
     "gelu_exact": activation.gelu_exact,
     "erf": elementwise.erf,
     "log1p": elementwise.log1p,
+    "log2": elementwise.log2,
+    "log10": elementwise.log10,
     "expm1": elementwise.expm1,
     "tan": elementwise.tan,
     "asin": elementwise.asin,
@@ -117,6 +119,7 @@ BINARY: dict[str, Callable[..., Any]] = {
     "floor_divide": rounding.floor_divide,  # Python's //
     "remainder": rounding.remainder,  # the sign of other (Python's %)
     "fmod": rounding.fmod,  # the sign of x (C's fmod)
+    "logaddexp": elementwise.logaddexp,
     "logical_and": logical.logical_and,
     "logical_or": logical.logical_or,
     "logical_xor": logical.logical_xor,
@@ -291,6 +294,21 @@ class ValueMethods(OperatorMixin):
         x = shape_ops.broadcast_to(shape_ops.reshape(self, tuple(spread)), tuple(tiled))
         return shape_ops.reshape(x, tuple(r * d for r, d in zip(reps, shape)))
 
+    def repeat_interleave(self, repeats: Any, dim: int | None = None) -> Any:
+        """Each element repeated in turn along dim (of the flattened value by default), as
+        torch's and np.repeat (`gc.repeat`)."""
+        return arrays.repeat(self, repeats, dim)
+
+    def ravel(self) -> Any:
+        """The elements as one dim (torch's and numpy's)."""
+        return shape_ops.ravel(self)
+
+    def moveaxis(self, source: Any, destination: Any) -> Any:
+        """Axes `source` moved to `destination` (torch's moveaxis and movedim)."""
+        return shape_ops.moveaxis(self, source, destination)
+
+    movedim = moveaxis
+
     def tile(self, *dims: Any) -> Any:
         """Repeat the value dims[i] times along each dim i (numpy's tile)."""
         return arrays.tile(self, sizes(dims))
@@ -356,6 +374,10 @@ class ValueMethods(OperatorMixin):
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
         """The entries (i, i + offset) of dims dim1 and dim2, as a last dim (torch's)."""
         return arrays.diagonal(self, offset, dim1, dim2)
+
+    def diag(self, diagonal: int = 0) -> Any:
+        """A 1-D value on a matrix's diagonal, or a matrix's diagonal (torch's, `gc.diag`)."""
+        return arrays.diag(self, diagonal)
 
     def outer(self, other: Any) -> Any:
         return linalg.outer(self, other)
@@ -511,6 +533,11 @@ class ValueMethods(OperatorMixin):
             keepdims: bool | None = None) -> Any:  # fmt: skip
         """True where some element (along dim) is nonzero; False for none (`gc.any`)."""
         return reduce.any(self, pick_axis(axis, dim, "any"), pick_keep(keepdim, keepdims))
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None,
+                   neginf: float | None = None) -> Any:  # fmt: skip
+        """nan, +inf and -inf replaced (torch's, `gc.nan_to_num`)."""
+        return selection.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf)
 
     def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
                 equal_nan: bool = False) -> Any:  # fmt: skip

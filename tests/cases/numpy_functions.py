@@ -138,3 +138,27 @@ _case("nan_to_num", "values", lambda x: gc.nan_to_num(x, nan=-1.0, posinf=2.5, n
 _case("nan_to_num", "normal", gc.nan_to_num, [F(3, 4)], np.nan_to_num, **_builder)
 _case("nan_to_num", "int", gc.nan_to_num, [I(2, 3)], np.nan_to_num, **_builder)
 _case("nan_to_num", "0d", gc.nan_to_num, [F()], np.nan_to_num, **_builder)
+
+# -- log2, log10, logaddexp: registry ops (numpy's own kernels) -----------------------------------
+
+_LOG_EDGES = Arg((8,), FLOAT, "fixed", value=[0.0, -0.0, np.inf, -1.0, np.nan, 8.0, 1e3, 2**-30])
+for _name, _fn, _ref in [("log2", gc.log2, np.log2), ("log10", gc.log10, np.log10)]:
+    _case(_name, "2d", _fn, [F(3, 4, kind="positive")], _ref)
+    _case(_name, "0d", _fn, [F(kind="positive")], _ref)
+    _case(_name, "int", _fn, [I(2, 3, low=1, high=9)], _ref)
+    _case(_name, "edges", _fn, [_LOG_EDGES], _ref)
+    _case(_name, "empty", _fn, [F(0, 2, kind="positive")], _ref)
+
+_case("logaddexp", "same", gc.logaddexp, [F(3, 4), F(3, 4)], np.logaddexp)
+_case("logaddexp", "bcast", gc.logaddexp, [F(3, 1), F(4)], np.logaddexp)
+_case("logaddexp", "pyscalar", lambda x: gc.logaddexp(x, 0.5), [F(2, 3)],
+      lambda x: np.logaddexp(x, np.asarray(0.5, x.dtype)))  # fmt: skip
+_case("logaddexp", "int", gc.logaddexp, [I(2, 3), I(3)], np.logaddexp)
+_case("logaddexp", "int_float", gc.logaddexp, [I(3, 1), F(4)], np.logaddexp, grad=(False, True))
+_case("logaddexp", "far_apart", gc.logaddexp,
+      [Arg((3,), FLOAT, "fixed", value=[800.0, -800.0, 30.0]), F(3)], np.logaddexp,
+      grad=(False, True))  # fmt: skip
+_case("logaddexp", "edges", gc.logaddexp,
+      [Arg((6,), FLOAT, "fixed", value=[np.inf, -np.inf, np.inf, np.nan, -0.0, 3.0]),
+       Arg((6,), FLOAT, "fixed", value=[np.inf, -np.inf, -np.inf, 1.0, 0.0, 3.0])],
+      np.logaddexp)  # fmt: skip

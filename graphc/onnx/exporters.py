@@ -75,10 +75,10 @@ def _reduce(op_type: str, axes_input_from: int) -> Any:
         axes = _axes(w, node, node.attrs.get("axis"))
         keep = int(bool(node.attrs.get("keepdims", False)))
         x = w.cast(ins[0], node.inputs[0].type.dtype, dtype)
-        if node.inputs[0].type.rank == 0:
-            return [w.one("Identity", [x])]
-        if axes == []:  # over no axis: each element alone (empty axes mean all in ONNX)
-            if op_type in ("ReduceSum", "ReduceLogSumExp"):  # numpy adds a zero: -0.0 -> 0.0
+        if node.inputs[0].type.rank == 0 or axes == []:
+            # over no axis (empty axes mean all in ONNX) or a 0-d value: each element
+            # alone, to which numpy's sum adds a zero: -0.0 -> 0.0
+            if op_type in ("ReduceSum", "ReduceLogSumExp"):
                 return [w.one("Add", [x, w.const(np.zeros((), dtype))])]
             return [w.one("Identity", [x])]
         # ReduceMax / ReduceMin have no bool, int16 or uint16 form: those run as int32
@@ -307,13 +307,18 @@ def _count(w: Writer, node: Node, ins: list[str]) -> list[str]:
 
 @exporter("slice")
 def _slice(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    return [_sliced(w, ins[0], node.attrs["index"], node.inputs[0].type.rank)]
+    return [_sliced(w, ins[0], node.attrs["index"], node.inputs[0].type.shape)]
 
 
 @exporter("unslice")
 def _unslice(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    """Zeros with ct placed at the window: the window's flat positions are the same
-    slice of an iota of the shape, and ScatterND writes ct there (no arithmetic)."""
+    """Zeros with ct placed at the window: ct padded with zeros around it (exactly, no
+    arithmetic), where every axis sliced is known; else the window's flat positions are
+    the same slice of an iota of the shape, and ScatterND writes ct there (a flat count
+    of a symbolic shape has no graphc form: that model does not read back)."""
+    padded = _unslice_by_padding(w, node, ins[0])
+    if padded is not None:
+        return [padded]
     shape = node.type.shape
     if any(is_symbol(d) for d in shape):
         flat = w.one("ReduceProd", [w.shape(shape)], keepdims=1)
@@ -322,15 +327,69 @@ def _unslice(w: Writer, node: Node, ins: list[str]) -> list[str]:
     one, zero = w.const(np.asarray(1, np.int64)), w.const(np.asarray(0, np.int64))
     count = w.one("Squeeze", [flat, w.ints([0])])
     iota = _reshape_to(w, node, w.one("Range", [zero, count, one]), shape)
-    where = _sliced(w, iota, node.attrs["index"], len(shape))
+    where = _sliced(w, iota, node.attrs["index"], shape)
     where = w.one("Reshape", [where, w.ints([-1, 1])])
     values = w.one("Reshape", [ins[0], w.ints([-1])])
     placed = w.one("ScatterND", [_zeros(w, flat, node.type.dtype), where, values])
     return [_reshape_to(w, node, placed, shape)]
 
 
-def _sliced(w: Writer, value: str, index: str, rank: int) -> str:
-    """`value[index]` for basic indices: Slice, then Squeeze for ints, Unsqueeze for None."""
+def _unslice_by_padding(w: Writer, node: Node, ct: str) -> str | None:
+    """ct (the slice's shape) placed in zeros of node's shape by Pad: None items
+    squeezed, int ones unsqueezed, each sliced axis padded before and after its window;
+    a reversed window flipped first, a strided one spread by a zero pad of a new axis
+    after it and a reshape; None where a sliced axis is symbolic."""
+    shape = list(node.type.shape)
+    items = _expand_ellipsis(parse_index(node.attrs["index"]), len(shape))
+    added = [k for k, item in enumerate(i for i in items if not isinstance(i, int)) if item is None]
+    per_axis = [item for item in items if item is not None]  # one per axis of the shape
+    taken = [a for a, item in enumerate(per_axis) if isinstance(item, int)]
+    if any(item != slice(None) and is_symbol(d) for item, d in zip(per_axis, shape)):
+        return None
+    # x's shape as the axes are done: the window's, with the ints' axes of size 1
+    current = [
+        1 if isinstance(item, int) else size if item == slice(None) else len(range(size)[item])
+        for item, size in zip(per_axis, shape)
+    ]
+    if 0 in current and 0 not in shape:  # an empty window: all zeros
+        return _zeros(w, w.shape(shape), node.type.dtype)
+    x = w.one("Squeeze", [ct, w.ints(added)]) if added else ct
+    x = w.one("Unsqueeze", [x, w.ints(taken)]) if taken else x
+    rank = len(shape)
+    before, after = [0] * rank, [0] * rank
+    for axis, (item, size) in enumerate(zip(per_axis, shape)):
+        if isinstance(item, int):
+            before[axis], after[axis] = item % size, size - item % size - 1
+            continue
+        if item == slice(None):
+            continue
+        picked = range(size)[item]
+        if not picked:  # (an empty shape: nothing to place)
+            continue
+        if picked.step < 0:  # a reversed window: flipped into order
+            ends = w.ints([INT64_MIN])
+            x = w.one("Slice", [x, w.ints([-1]), ends, w.ints([axis]), w.ints([-1])])
+            picked = picked[::-1]
+        if picked.step > 1:  # each element followed by step - 1 zeros
+            x = w.one("Unsqueeze", [x, w.ints([axis + 1])])
+            spread = [0] * (2 * rank + 2)
+            spread[rank + 1 + axis + 1] = picked.step - 1
+            x = w.one("Pad", [x, w.ints(spread)])
+            current[axis] = len(picked) * picked.step
+            x = w.one("Reshape", [x, w.shape(current)])
+        before[axis] = picked[0]
+        after[axis] = size - picked[0] - current[axis]  # < 0: the trailing zeros cut
+    if any(before) or any(after):
+        x = w.one("Pad", [x, w.ints(before + after)])
+    return x
+
+
+def _sliced(w: Writer, value: str, index: str, shape: tuple) -> str:
+    """`value[index]` for basic indices (value of `shape`): Slice, then Squeeze for ints,
+    Unsqueeze for None. Slices of known dims are written as the positions Python takes
+    (ONNX clamps a start before the first element to it where a negative step is
+    taken, so x[-3::-1] of 1 element is that element in ONNX and nothing in numpy)."""
+    rank = len(shape)
     items = _expand_ellipsis(parse_index(index), rank)
     starts, ends, axes, steps, squeezed, new = [], [], [], [], [], []
     axis = 0
@@ -346,6 +405,14 @@ def _sliced(w: Writer, value: str, index: str, rank: int) -> str:
             axes.append(axis)
             steps.append(1)
             squeezed.append(axis)
+        elif item != slice(None) and not is_symbol(shape[axis]):
+            picked = range(shape[axis])[item]
+            if not picked:  # nothing: an empty slice ONNX's clamping keeps empty
+                picked = range(0)
+            starts.append(picked.start)
+            ends.append(picked.stop if picked.stop >= 0 else INT64_MIN)  # -1: before 0
+            axes.append(axis)
+            steps.append(picked.step)
         elif item != slice(None):
             step = item.step or 1
             starts.append(item.start if item.start is not None else (0 if step > 0 else -1))

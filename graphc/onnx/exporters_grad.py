@@ -10,8 +10,9 @@ backward from `gc.gradients`) export too.
   ConvTranspose with a kernel of ones, a group per channel.
 - layer_norm_grad: rstd (g - mean(g) - xhat mean(g xhat)), written out.
 - contract_rows (matmul's weight gradient): both operands flattened to rows (Flatten
-  at the last axis, symbolic leading dims included), then MatMul of the first one
-  transposed.
+  at the last axis), then MatMul of the first one transposed; over several leading
+  dims one of which is symbolic (rows of B*T have no graphc shape), a MatMul batched
+  over the leading dims but the last, then a ReduceSum over them.
 - gemm (made by matmul's fast_math SGD fold, or called as gc.gemm): ONNX's own Gemm,
   whose attributes are graphc's (c optional, broadcast into the product; beta = 0
   leaves c unread in onnxruntime as in graphc); Gemm's alpha and beta are float32, so a
@@ -161,8 +162,17 @@ def _contract_rows(w: Writer, node: Node, ins: list[str]) -> list[str]:
     bools = node.type.dtype == np.bool_
     x, y = (w.cast(n, np.bool_, np.int32) for n in ins) if bools else computed(w, node, ins)
     axis = node.inputs[0].type.rank - 1
-    rows_x, rows_y = (w.one("Flatten", [v], axis=axis) for v in (x, y))
-    product = w.one("MatMul", [w.one("Transpose", [rows_x], perm=[1, 0]), rows_y])
+    lead = node.inputs[0].type.shape[:axis]
+    if len(lead) > 1 and any(is_symbol(d) for d in lead):
+        # rows of a product of a symbolic dim and another have no graphc shape (the model
+        # would not read back): a matmul batched over all leading dims but the last,
+        # which it contracts, then a sum over the batch
+        perm = [*range(axis - 1), axis, axis - 1]
+        batched = w.one("MatMul", [w.one("Transpose", [x], perm=perm), y])
+        product = w.one("ReduceSum", [batched, w.ints(list(range(axis - 1)))], keepdims=0)
+    else:
+        rows_x, rows_y = (w.one("Flatten", [v], axis=axis) for v in (x, y))
+        product = w.one("MatMul", [w.one("Transpose", [rows_x], perm=[1, 0]), rows_y])
     if bools:  # any(a and b) over the rows: a count above zero
         return [w.one("Greater", [product, w.const(np.zeros((), np.int32))])]
     return [product]

@@ -543,3 +543,43 @@ def test_a_cnn_training_graph_over_a_symbolic_batch_reads_back() -> None:
         want = gc.run(grads, feeds)
         _compare(gc.run(back, feeds), want, f"round trip at {batch}")
         _compare(_ort_run(grads, feeds), want, f"onnxruntime at {batch}")
+
+
+def test_slices_past_the_start_with_negative_steps_and_their_gradients() -> None:
+    """ONNX's Slice clamps a start before the first element to it under a negative step,
+    numpy's takes nothing: x[-3::-2] of a 1-element axis was that element in the
+    exported model. Slices of known dims are written as the positions Python takes."""
+    pytest.importorskip("onnxruntime")
+    x = np.arange(10.0).reshape(2, 5) - 4.5
+    index = (slice(-3, None, -2), slice(4, 0, -3))
+    g = gc.trace(lambda v: (v[index] * 3.0, v[:, -7::-1], v[1:, ::-2]), x)
+    want = gc.run(g, {"v": x})
+    assert want[0].shape == (0, 2) and want[1].shape == (2, 0)
+    assert_bits_equal(_ort_run(g, {"v": x}), want, "onnxruntime")
+    assert_bits_equal(_round_trip(g, {"v": x})[0], want, "round trip")
+
+
+def test_training_graphs_with_slices_and_batched_matmuls_over_a_symbolic_batch() -> None:
+    """A slice's gradient (zeros with ct placed) was a ScatterND over the flat positions
+    of the whole shape, and matmul's weight gradient flattened (B, T) into rows: both a
+    product of the symbolic batch, so those training graphs exported but did not read
+    back. The gradient is ct padded with zeros (strided and reversed windows too), and
+    the weight gradient a matmul batched over B then summed; a 0-d sum of -0.0 is +0.0,
+    as numpy's (it was written as Identity)."""
+
+    def loss(v: object, w: object) -> object:
+        h = gc.tanh(v[:, 1:, ::-2] @ w)  # (B, 2, 2) @ (2, 3)
+        return gc.sum(h * h) + gc.sum(v[:, 0, -1] * 2.0)
+
+    g = gc.trace(loss, gc.TensorSpec(("B", 3, 4)), np.ones((2, 3), np.float32))
+    grads = gc.gradients(g, wrt=list(p.name for p in g.inputs))
+    back = gc.onnx.import_model(_export(grads))
+    rng = np.random.default_rng(0)
+    for batch in (2, 3):
+        feeds = {"v": rng.standard_normal((batch, 3, 4)).astype(np.float32)}
+        feeds["w"] = rng.standard_normal((2, 3)).astype(np.float32)
+        want = gc.run(grads, feeds)
+        _compare(gc.run(back, feeds), want, f"round trip at {batch}")
+        _compare(_ort_run(grads, feeds), want, f"onnxruntime at {batch}")
+    zero = gc.trace(lambda v: gc.sum(v), np.array(-0.0))
+    assert not np.signbit(_round_trip(zero, {"v": np.array(-0.0)})[0][0])

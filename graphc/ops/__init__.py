@@ -12,6 +12,7 @@ from graphc.ops.activation import *
 from graphc.ops.arrays import *
 from graphc.ops.closeness import *
 from graphc.ops.conv import *
+from graphc.ops.creation import *
 from graphc.ops.custom import custom_vjp_op  # registers custom_vjp (traced Functions)
 from graphc.ops.dispatch import bind, register_value_kind
 from graphc.ops.elementwise import *

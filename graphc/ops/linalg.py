@@ -237,7 +237,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2, *, dims: Any = None) -> Any:
     >>> import numpy as np, graphc as gc
     >>> a, b = np.arange(24.0).reshape(2, 3, 4), np.ones((4, 3))
     >>> gc.tensordot(a, b, axes=([1, 2], [1, 0])).tolist()
-    [[66.0], [210.0]]
+    [66.0, 210.0]
     """
     if dims is not None:
         axes = dims

@@ -26,7 +26,7 @@ from graphc.ops.along_axis import (
     take_along_dim,
 )
 from graphc.ops.defop import defop, elementwise_cost, into
-from graphc.ops.dispatch import dtype_of
+from graphc.ops.dispatch import dtype_of, kind_of
 from graphc.ops.einsum import einsum
 from graphc.ops.padding import pad, unpad
 from graphc.ops.sequences import arange, cumprod, cumsum
@@ -231,13 +231,15 @@ def repeat(x: Any, repeats: Any, axis: int | None = None, *, dim: int | None = N
 
 def _repeat_counts(repeats: Any, size: Dim) -> int | list[int]:
     """One count (an int), or one per element along the axis (a list of them)."""
-    if np.ndim(repeats) == 0:
-        return count(repeats.item() if hasattr(repeats, "item") else repeats, "repeat", "repeats")
-    if hasattr(repeats, "op") or not isinstance(repeats, (list, tuple, np.ndarray)):
+    if kind_of(repeats) is not None or not isinstance(
+        repeats, (int, np.integer, list, tuple, np.ndarray)
+    ):
         raise ShapeError(
             "repeat: repeats must be an int or a sequence of ints known when the graph is "
             f"built (the result's shape follows from them), got {type(repeats).__name__}"
         )
+    if np.ndim(repeats) == 0:
+        return count(np.asarray(repeats).item(), "repeat", "repeats")
     counts = [count(r, "repeat", "each of repeats") for r in np.asarray(repeats).ravel().tolist()]
     if len(counts) == 1:
         return counts[0]

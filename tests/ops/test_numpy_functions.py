@@ -160,6 +160,10 @@ def test_repeat_is_numpys_and_tensor_repeat_stays_torchs() -> None:
         gc.repeat(x, [1, 2], axis=1)
     with pytest.raises(gc.ShapeError, match="repeat: each of repeats must be at least 0"):
         gc.repeat(x, [1, -2, 1], axis=1)
+    assert gc.repeat(x, np.int64(2), 0).shape == (4, 3)  # a numpy int is a count
+    spec = (gc.TensorSpec((3,)), gc.TensorSpec((3,), "int64"))
+    with pytest.raises(gc.ShapeError, match="repeat: repeats must be an int or a sequence"):
+        gc.trace(lambda v, r: gc.repeat(v, r), *spec)  # counts decide the shape: not data
 
 
 def test_diag_and_moveaxis_refusals_name_the_function() -> None:

@@ -73,6 +73,16 @@ def amax(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
     return _t(x).amax(dim, keepdim)
 
 
+def repeat_interleave(x: Any, repeats: Any, dim: int | None = None) -> Any:
+    """torch.repeat_interleave: each element repeated in turn along dim (np.repeat)."""
+    return _t(x).repeat_interleave(repeats, dim)
+
+
+def movedim(x: Any, source: Any, destination: Any) -> Any:
+    """torch.movedim, torch.moveaxis's other name."""
+    return _t(x).moveaxis(source, destination)
+
+
 def amin(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
     return _t(x).amin(dim, keepdim)
 

@@ -156,6 +156,10 @@ def test_repeat_is_numpys_and_tensor_repeat_stays_torchs() -> None:
     t = ge.tensor(x)
     assert t.repeat(1, 2).shape == (2, 6)  # torch's tiling, unchanged
     np.testing.assert_array_equal(t.repeat_interleave(2, dim=1).numpy(), np.repeat(x, 2, 1))
+    torch = pytest.importorskip("torch")
+    want = torch.repeat_interleave(torch.tensor(x), torch.tensor([2, 0]), dim=0).numpy()
+    np.testing.assert_array_equal(ge.repeat_interleave(t, [2, 0], dim=0).numpy(), want)
+    np.testing.assert_array_equal(ge.movedim(t, 0, 1).numpy(), torch.movedim(torch.tensor(x), 0, 1))
     with pytest.raises(gc.ShapeError, match="repeat: 2 repeats for an axis of size 3"):
         gc.repeat(x, [1, 2], axis=1)
     with pytest.raises(gc.ShapeError, match="repeat: each of repeats must be at least 0"):

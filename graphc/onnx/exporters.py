@@ -241,10 +241,7 @@ def _broadcast_to(w: Writer, node: Node, ins: list[str]) -> list[str]:
 
 @exporter("full_like")
 def _full_like(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    from onnx import numpy_helper
-
-    value = numpy_helper.from_array(np.full((1,), node.attrs["value"], node.type.dtype))
-    return [w.one("ConstantOfShape", [w.one("Shape", ins)], value=value)]
+    return [w.filled(w.one("Shape", ins), node.attrs["value"], node.type.dtype)]
 
 
 @exporter("clip")
@@ -281,17 +278,19 @@ def _one_hot(w: Writer, node: Node, ins: list[str]) -> list[str]:
 def _sum_to(w: Writer, node: Node, ins: list[str]) -> list[str]:
     source, target = node.inputs[0].type.shape, node.type.shape
     lead = len(source) - len(target)
-    x = ins[0]
-    flag = node.type.dtype == np.bool_  # a sum of bools in bool is an or: count, then != 0
+    x, dtype = ins[0], node.type.dtype
+    # a sum of bools in bool is an or: count, then != 0; ReduceSum has no 8- or 16-bit
+    # integers: those sum in int64, whose low bits wrap as theirs do
+    flag = dtype == np.bool_ or dtype in (np.int8, np.uint8, np.int16, np.uint16)
     if flag:
-        x = w.cast(x, np.bool_, np.int64)
+        x = w.cast(x, dtype, np.int64)
     if lead:
         x = w.one("ReduceSum", [x, w.ints(list(range(lead)))], keepdims=0)
     axes = [k for k, (s, t) in enumerate(zip(source[lead:], target)) if t == 1 and s != 1]
     if axes:
         x = w.one("ReduceSum", [x, w.ints(axes)], keepdims=1)
     if flag:
-        return [w.cast(x, np.int64, np.bool_)]
+        return [w.cast(x, np.int64, dtype)]
     return [x if lead or axes else w.one("Identity", [x])]
 
 
@@ -477,7 +476,4 @@ def _scatter_add(w: Writer, node: Node, ins: list[str]) -> list[str]:
 
 def _zeros(w: Writer, shape: str, dtype: Any) -> str:
     """Zeros of dtype whose shape is the 1-D int64 value `shape`."""
-    from onnx import numpy_helper
-
-    value = numpy_helper.from_array(np.zeros((1,), dtype))
-    return w.one("ConstantOfShape", [shape], value=value)
+    return w.filled(shape, 0, dtype)

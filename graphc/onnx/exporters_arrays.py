@@ -84,10 +84,7 @@ def _take_along_axis(w: Writer, node: Node, ins: list[str]) -> list[str]:
 def _scatter_add_along_axis(w: Writer, node: Node, ins: list[str]) -> list[str]:
     if w.opset < 16:
         raise OnnxError(f"export_model: {node.describe()}: a scatter-add needs opset 16")
-    from onnx import numpy_helper
-
-    zero = numpy_helper.from_array(np.zeros((1,), node.type.dtype))
-    zeros = w.one("ConstantOfShape", [w.shape(node.type.shape)], value=zero)
+    zeros = w.filled(w.shape(node.type.shape), 0, node.type.dtype)
     if node.type.rank == 0:  # the one element, added to 0 as graphc's kernel does
         return [w.one("Add", [zeros, ins[0]])]
     indices = w.cast(ins[1], node.inputs[1].type.dtype, np.int64)

@@ -25,7 +25,7 @@ import numpy as np
 
 from graphc.ir.graph import Node
 from graphc.ir.types import is_symbol
-from graphc.onnx.exporters_nn import pool_window
+from graphc.onnx.exporters_nn import pool_window, working_dtype
 from graphc.onnx.importer import OnnxError
 from graphc.onnx.writer import Writer, computed, exporter
 from graphc.ops.pool import window_divisor
@@ -45,6 +45,8 @@ def _indices(w: Writer, node: Node, x: str, pooled: tuple) -> str:
     (Flat positions need x's size, a product of a symbolic batch and C, which a graphc
     shape cannot say: the model would not read back.)"""
     window, _ = pool_window(node, node.inputs[1].type.shape[2:], pooled[2:])
+    dtype = node.inputs[1].type.dtype
+    x = w.cast(x, dtype, working_dtype(w, dtype))  # (the same positions)
     _, found = w.emit("MaxPool", [x], 2, **window, dilations=list(node.attrs["dilation"]))
     n, c, h, width = node.inputs[1].type.shape
     if not _in_planes(node):
@@ -69,11 +71,8 @@ def _max_pool2d_backward(w: Writer, node: Node, ins: list[str]) -> list[str]:
     if w.opset < 16:
         raise OnnxError(f"export_model: {node.describe()}: max_pool2d_backward needs opset 16")
     ct, x, _ = ins
-    from onnx import numpy_helper
-
     pooled = node.inputs[0].type.shape
-    zero = numpy_helper.from_array(np.zeros((1,), node.type.dtype))
-    zeros = w.one("ConstantOfShape", [w.one("Shape", [_layout(w, node, x)])], value=zero)
+    zeros = w.filled(w.one("Shape", [_layout(w, node, x)]), 0, node.type.dtype)
     n, c = pooled[:2]
     cts = w.one("Reshape", [ct, w.shape([n, c, pooled[2] * pooled[3]])]) if _in_planes(node) else (
         w.one("Reshape", [ct, w.ints([-1])])
@@ -116,8 +115,10 @@ def _avg_pool2d_backward(w: Writer, node: Node, ins: list[str]) -> list[str]:
     # batch times C has no graphc form, so the model would not read back), or with a
     # symbolic C, planes (N*C, 1, OH, OW)
     depthwise = not is_symbol(channels)
+    work = working_dtype(w, dtype)
+    share = w.cast(share, dtype, work)
     planes = share if depthwise else w.one("Reshape", [share, w.ints([-1, 1, *pooled])])
-    ones = w.const(np.ones((channels if depthwise else 1, 1, *kernel), dtype))
+    ones = w.const(np.ones((channels if depthwise else 1, 1, *kernel), work))
     top, left, _, _ = window["pads"]  # the ends follow from the sizes (ceil mode may pass them)
     pads, extra = [top, left], []
     for k, (before, length) in enumerate(zip((top, left), pooled)):
@@ -129,7 +130,8 @@ def _avg_pool2d_backward(w: Writer, node: Node, ins: list[str]) -> list[str]:
         "ConvTranspose", [planes, ones], strides=window["strides"], pads=pads,
         output_padding=extra, group=channels if depthwise else 1,
     )  # fmt: skip
-    return [spread if depthwise else w.one("Reshape", [spread, w.shape(node.type.shape)])]
+    spread = spread if depthwise else w.one("Reshape", [spread, w.shape(node.type.shape)])
+    return [w.cast(spread, work, dtype)]
 
 
 @exporter("layer_norm_grad")

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from graphc.ir.graph import Node
+from graphc.ir.types import is_bfloat16
 from graphc.onnx.importer import OnnxError
-from graphc.onnx.writer import Writer, computed, exporter
+from graphc.onnx.writer import Exporter, Writer, computed, exporter
 from graphc.ops.pool import window_divisor
 
 
@@ -56,35 +57,30 @@ def _window(node: Node) -> tuple[dict, list[int]]:
     return pool_window(node, node.inputs[0].type.shape[2:], node.type.shape[2:])
 
 
-@exporter("conv2d")
-def _conv2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    a = node.attrs
-    return [
-        w.one(
-            "Conv",
-            computed(w, node, ins),
-            strides=list(a["stride"]),
-            pads=list(a["padding"]),
-            dilations=list(a["dilation"]),
-            group=int(a["groups"]),
-        )
-    ]
+def working_dtype(w: Writer, dtype: np.dtype) -> np.dtype:
+    """The dtype a layer op computes in: float32 for bfloat16 before opset 22, where
+    Conv, ConvTranspose and the pools lack it (graphc computes bfloat16 in float32 and
+    rounds the result, so the cast back gives its answer)."""
+    return np.dtype(np.float32) if is_bfloat16(dtype) and w.opset < 22 else np.dtype(dtype)
 
 
-@exporter("conv_transpose2d")
-def _conv_transpose2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
-    a = node.attrs
-    return [
-        w.one(
-            "ConvTranspose",
-            computed(w, node, ins),
-            strides=list(a["stride"]),
-            pads=list(a["padding"]),
-            output_padding=list(a["output_padding"]),
-            dilations=list(a["dilation"]),
-            group=int(a["groups"]),
-        )
-    ]
+def _convolution(op_type: str, **extra: str) -> Exporter:
+    def write(w: Writer, node: Node, ins: list[str]) -> list[str]:
+        a, dtype = node.attrs, node.type.dtype
+        work = working_dtype(w, dtype)
+        operands = [w.cast(v, dtype, work) for v in computed(w, node, ins)]
+        attrs = {key: list(a[name]) for key, name in extra.items()}
+        y = w.one(
+            op_type, operands, strides=list(a["stride"]), pads=list(a["padding"]),
+            dilations=list(a["dilation"]), group=int(a["groups"]), **attrs,
+        )  # fmt: skip
+        return [w.cast(y, work, dtype)]
+
+    return write
+
+
+exporter("conv2d")(_convolution("Conv"))
+exporter("conv_transpose2d")(_convolution("ConvTranspose", output_padding="output_padding"))
 
 
 @exporter("max_pool2d")
@@ -95,7 +91,8 @@ def _max_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
             f"export_model: {node.describe()}: ONNX's MaxPool has no {dtype} form, and "
             f"{dtype} values past 2**53 would round through float64; cast to float first"
         )
-    x = w.cast(ins[0], dtype, np.float64) if dtype.kind in "iub" else ins[0]  # exact for int32
+    work = np.dtype(np.float64) if dtype.kind in "iub" else working_dtype(w, dtype)
+    x = w.cast(ins[0], dtype, work)  # (exact for int32 in float64)
 
     window, late = _window(node)
 
@@ -105,32 +102,37 @@ def _max_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
 
     pooled = pool(x)
     if dtype.kind in "iub":
-        return [w.cast(pooled, np.float64, dtype)]
+        return [w.cast(pooled, work, dtype)]
     # a window holding a nan pools to nan in graphc (and torch); onnxruntime's MaxPool
     # skips nans: the same pool of the nan flags says where
-    flags = pool(w.cast(w.one("IsNaN", [x]), np.bool_, dtype))
-    found = w.one("Greater", [flags, w.const(np.zeros((), dtype))])
-    return [w.one("Where", [found, w.const(np.asarray(np.nan, dtype)), pooled])]
+    flags = pool(w.cast(w.one("IsNaN", [x]), np.bool_, work))
+    found = w.one("Greater", [flags, w.const(np.zeros((), work))])
+    nan = w.one("Where", [found, w.const(np.asarray(np.nan, work)), pooled])
+    return [w.cast(nan, work, dtype)]
 
 
 @exporter("avg_pool2d")
 def _avg_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
     a, (window, late) = node.attrs, _window(node)
+    dtype = node.type.dtype
+    work = working_dtype(w, dtype)
     divisor = a["divisor_override"]
     include = int(bool(a["count_include_pad"]) or divisor is not None)
-    pooled = w.one("AveragePool", computed(w, node, ins), **window, count_include_pad=include)
+    x = w.cast(computed(w, node, ins)[0], dtype, work)
+    pooled = w.one("AveragePool", [x], **window, count_include_pad=include)
     pooled = _without_late_windows(w, node, pooled, late)
     if divisor is None:
-        return [pooled]
+        return [w.cast(pooled, work, dtype)]
     # a sum over the window (the mean over its positions in the padded input, times
     # their number: the kernel's size, less for a last partial window in ceil_mode),
     # divided by the given divisor
-    dtype, hw = node.type.dtype, node.inputs[0].type.shape[2:]
-    counts = np.asarray(np.prod(window["kernel_shape"]), dtype)
+    hw = node.inputs[0].type.shape[2:]
+    counts = np.asarray(np.prod(window["kernel_shape"]), work)
     if all(isinstance(d, int) for d in hw):  # symbolic dims only pool in full windows
         full = {**a, "divisor_override": None, "count_include_pad": True}
-        counts = np.asarray(window_divisor(hw, node.type.shape[2:], dtype, full), dtype)
-    return [w.one("Mul", [pooled, w.const(counts / np.asarray(divisor, dtype))])]
+        counts = np.asarray(window_divisor(hw, node.type.shape[2:], work, full), work)
+    scaled = w.one("Mul", [pooled, w.const(counts / np.asarray(divisor, work))])
+    return [w.cast(scaled, work, dtype)]
 
 
 def _without_late_windows(w: Writer, node: Node, pooled: str, late: list[int]) -> str:

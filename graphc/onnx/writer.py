@@ -23,7 +23,7 @@ import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op, register_rule
-from graphc.ir.types import TensorType, TupleType, is_symbol
+from graphc.ir.types import TensorType, TupleType, is_bfloat16, is_symbol
 from graphc.ir.verify import verify
 from graphc.onnx.importer import MAX_OPSET, OnnxError, onnx_elem_type
 
@@ -122,6 +122,16 @@ class Writer:
         if np.dtype(source) == np.dtype(target):
             return name
         return self.one("Cast", [name], to=onnx_elem_type(np.dtype(target)))
+
+    def filled(self, shape: str, value: Any, dtype: Any) -> str:
+        """A tensor of `dtype` whose shape is the 1-D int64 value `shape`, each element
+        `value`: a ConstantOfShape (of float32, cast, for bfloat16 before opset 20)."""
+        from onnx import numpy_helper
+
+        dtype = np.dtype(dtype)
+        made = np.dtype(np.float32) if is_bfloat16(dtype) and self.opset < 20 else dtype
+        fill = numpy_helper.from_array(np.full((1,), value, dtype).astype(made))
+        return self.cast(self.one("ConstantOfShape", [shape], value=fill), made, dtype)
 
     def ints(self, values: Sequence[int]) -> str:
         return self.const(np.asarray(list(values), np.int64), "ints")

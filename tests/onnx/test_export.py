@@ -583,3 +583,31 @@ def test_training_graphs_with_slices_and_batched_matmuls_over_a_symbolic_batch()
         _compare(_ort_run(grads, feeds), want, f"onnxruntime at {batch}")
     zero = gc.trace(lambda v: gc.sum(v), np.array(-0.0))
     assert not np.signbit(_round_trip(zero, {"v": np.array(-0.0)})[0][0])
+
+
+def test_bfloat16_layers_and_small_integer_sums_are_valid_models() -> None:
+    """ConstantOfShape (full_like, zeros) has bfloat16 from opset 20, Conv, ConvTranspose
+    and the pools from 22, and ReduceSum no 8- or 16-bit integers: the export wrote those
+    forms anyway, models onnx's checker refused. bfloat16 runs in float32 there (graphc
+    computes it so, rounding the result) and sum_to of small integers in int64 (the low
+    bits wrap alike): valid, and read back bit for bit."""
+    bfloat16 = pytest.importorskip("ml_dtypes").bfloat16
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 2, 5, 5)).astype(bfloat16)
+    k = rng.standard_normal((3, 2, 3, 3)).astype(bfloat16)
+    g = gc.trace(
+        lambda v, w: (
+            gc.conv2d(v, w, None, stride=1, padding=1),
+            gc.max_pool2d(v, 2, 2, 1, ceil_mode=True),
+            gc.avg_pool2d(v, 3, 2, 1, divisor_override=4),
+            gc.full_like(v, 1.5),
+        ),
+        x, k,
+    )  # fmt: skip
+    got, want = _round_trip(g, {"v": x, "w": k})
+    assert_bits_equal(got, want, "bfloat16")
+    small = np.array([[100, 120], [-128, 1]], np.int8)
+    g = gc.trace(lambda v: gc.sum_to(v, (1, 2)), small)
+    got, want = _round_trip(g, {"v": small})
+    assert_bits_equal(got, want, "int8")
+    assert want[0].dtype == np.int8 and want[0].tolist() == [[-28, 121]]

@@ -257,6 +257,12 @@ def _clip(w: Writer, node: Node, ins: list[str]) -> list[str]:
         for op_type, bound in zip(("Or", "And"), bounds):
             x = w.one(op_type, [x, bound]) if bound else x
         return [x]
+    if is_float(dtype) and "" in bounds:
+        # onnxruntime's Clip without a bound clamps to the dtype's finite extreme (inf
+        # became 3.4e38); numpy's keeps inf: the bound given is a Max or a Min
+        for op_type, bound in zip(("Max", "Min"), bounds):
+            x = w.one(op_type, [x, bound]) if bound else x
+        return [x]
     return [w.one("Clip", [x, *bounds])]
 
 

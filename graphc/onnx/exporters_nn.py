@@ -101,8 +101,9 @@ def _max_pool2d(w: Writer, node: Node, ins: list[str]) -> list[str]:
         return _without_late_windows(w, node, pooled, late)
 
     pooled = pool(x)
-    if dtype.kind in "iub":
-        return [w.cast(pooled, work, dtype)]
+    if dtype.kind in "iub":  # a window of padding only is the dtype's least value
+        least = np.iinfo(dtype).min if dtype.kind in "iu" else 0
+        return [w.cast(w.one("Max", [pooled, w.const(np.asarray(least, work))]), work, dtype)]
     # a window holding a nan pools to nan in graphc (and torch); onnxruntime's MaxPool
     # skips nans: the same pool of the nan flags says where
     flags = pool(w.cast(w.one("IsNaN", [x]), np.bool_, work))

@@ -611,3 +611,21 @@ def test_bfloat16_layers_and_small_integer_sums_are_valid_models() -> None:
     got, want = _round_trip(g, {"v": small})
     assert_bits_equal(got, want, "int8")
     assert want[0].dtype == np.int8 and want[0].tolist() == [[-28, 121]]
+
+
+def test_clip_with_one_bound_keeps_infinities() -> None:
+    """onnxruntime's Clip without a max (or a min) clamps to the dtype's finite extreme,
+    so clip(x, -1, None) of inf gave 3.4e38: a single bound is written as Max or Min,
+    numpy's answer; an integer max pool's window of padding only is the dtype's least
+    value, as graphc's (it came back 0 from the float64 pool)."""
+    pytest.importorskip("onnxruntime")
+    x = np.array([np.inf, -np.inf, np.nan, 5.0, -5.0], np.float32)
+    g = gc.trace(lambda v: (gc.clip(v, -1.0, None), gc.clip(v, None, 1.0)), x)
+    want = gc.run(g, {"v": x})
+    assert want[0][0] == np.inf and want[1][1] == -np.inf
+    assert_bits_equal(_ort_run(g, {"v": x}), want, "onnxruntime")
+    small = np.full((1, 2, 3, 3), 7, np.int16)
+    g = gc.trace(lambda v: gc.max_pool2d(v, 1, 2, 1), small)
+    got, want = _round_trip(g, {"v": small})
+    assert_bits_equal(got, want, "round trip")
+    assert want[0][0, 0, 0, 0] == np.iinfo(np.int16).min

@@ -453,6 +453,8 @@ def diag(v: Any, k: int | None = None, *, diagonal: int | None = None) -> Any:
     [3, 7]
     """
     k = integer(pick_axis(k, diagonal, "diag", default=0, names=("k", "diagonal")), "diag", "k")
+    if kind_of(v) is None:
+        v = np.asarray(v)  # a list, as numpy takes
     shape = tuple(shape_of(v))
     if len(shape) == 2:
         return _diagonal_of(v, k)

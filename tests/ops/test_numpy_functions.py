@@ -171,6 +171,8 @@ def test_repeat_is_numpys_and_tensor_repeat_stays_torchs() -> None:
 
 
 def test_diag_and_moveaxis_refusals_name_the_function() -> None:
+    for lists in ([1, 2], [[1, 2], [3, 4]]):  # nested lists, as numpy takes them
+        np.testing.assert_array_equal(gc.diag(lists, 1), np.diag(lists, 1))
     with pytest.raises(gc.ShapeError, match="diag: expects a 1-D or 2-D input"):
         gc.diag(np.zeros((2, 2, 2)))
     with pytest.raises(gc.ShapeError, match="moveaxis: repeated axis in source"):

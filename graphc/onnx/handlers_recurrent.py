@@ -4,8 +4,10 @@ The input projection of every step is one matmul before the loop (x W^T + Wb for
 T steps at once); the loop carries h (and c) and adds h R^T + Rb per step, as
 graphc.nn's recurrent layers do. Gate orders are ONNX's: LSTM i, o, f, c; GRU z, r, h.
 LSTM's peepholes (P) are read: the i and f gates see c_{t-1}, the o gate the new c_t.
-Refused by name: sequence_lens other than all full, clip, input_forget, activations
-other than the defaults (LSTM/GRU: Sigmoid, Tanh, Tanh; RNN: Tanh or Relu).
+sequence_lens shorter than the sequence (of known length and batch) mask the steps
+past each example's length: its state is kept and its outputs are zeros. Refused by
+name: clip, input_forget, activations other than the defaults (LSTM/GRU: Sigmoid,
+Tanh, Tanh; RNN: Tanh or Relu).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from graphc.ops import elementwise as E
 from graphc.ops.flow import scan
 from graphc.ops.indexing import getitem
 from graphc.ops.linalg import matmul
+from graphc.ops.selection import where
 from graphc.ops.shape import broadcast_to, concat, reshape, transpose
 
 _DEFAULTS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"]}
@@ -30,13 +33,29 @@ def _gates(v: Value, k: int, hidden: int) -> Value:
     return getitem(v, (Ellipsis, slice(k * hidden, (k + 1) * hidden)))
 
 
-def _check(ctx: Context, op: str, inputs: list[Value], attrs: dict, x: Value) -> None:
+def _steps_taken(ctx: Context, op: str, inputs: list[Value], x: Value) -> Any:
+    """None when every sequence runs all T steps, else a (T, B, 1) bool table of the
+    steps each sequence takes (t < its length), from sequence_lens known at import."""
     lens = inputs[4] if len(inputs) > 4 else None
-    if lens is not None:
-        if not known(lens):
-            raise needs_known(ctx, lens, f"{op}'s sequence_lens")
-        if is_symbol(x.shape[0]) or np.any(np.asarray(lens) != x.shape[0]):
-            raise ctx.error(f"{op} with sequence_lens shorter than the sequence is not supported")
+    if lens is None:
+        return None
+    if not known(lens):
+        raise needs_known(ctx, lens, f"{op}'s sequence_lens")
+    lens = np.asarray(lens).reshape(-1)
+    steps, batch = x.shape[0], x.shape[1]
+    if not is_symbol(steps) and np.all(lens == steps):
+        return None
+    if is_symbol(steps) or is_symbol(batch) or lens.size != batch or np.any(lens < 0):
+        raise ctx.error(
+            f"{op}'s sequence_lens {lens.tolist()} shorter than the sequence need the "
+            f"sequence's length and batch known (got {steps}, {batch}) and one length "
+            "per example"
+        )
+    ctx.check_size(steps * batch, f"{op}'s table of steps")
+    return (np.arange(steps)[:, None] < np.minimum(lens, steps)[None, :])[..., None]
+
+
+def _check(ctx: Context, op: str, inputs: list[Value], attrs: dict, x: Value) -> None:
     for key in ("clip",) + (("input_forget",) if op == "LSTM" else ()):
         if attrs.get(key):
             raise ctx.error(f"{op} with {key} is not supported")
@@ -95,6 +114,7 @@ def _recurrent(op: str, states: int) -> Any:
         if attrs.get("layout", 0):  # (batch, seq, ...) in and out
             x = transpose(x, (1, 0, 2))
         _check(ctx, op, inputs, attrs, x)
+        taken = _steps_taken(ctx, op, inputs, x)
         hidden = int(attrs.get("hidden_size", r.shape[-1]))
         gates = w.shape[1] // hidden
         direction = attrs.get("direction", "forward")
@@ -123,13 +143,22 @@ def _recurrent(op: str, states: int) -> Any:
             cell = _cell(op, attrs, hidden, peep)
             r_t = transpose(r_d, (1, 0))
 
-            def step(
-                c: tuple, xw_t: Value, cell: Any = cell, r_t: Any = r_t, rb: Any = rb
-            ) -> tuple:
+            def step(c: tuple, xs: tuple, cell: Any = cell, r_t: Any = r_t, rb: Any = rb) -> tuple:
+                xw_t, *taken_t = xs
                 new = cell(c, xw_t, r_t, rb)
-                return new, new[0]
+                if not taken_t:
+                    return new, new[0]
+                # past its length a sequence keeps its state and outputs zeros (and a
+                # reversed one starts at its last step)
+                kept = tuple(where(taken_t[0], n, o) for n, o in zip(new, c))
+                return kept, where(taken_t[0], new[0], np.zeros((), dtype))
 
-            final, y = scan(step, tuple(carry), xw, reverse=way == "reverse")
+            xs = (xw,) if taken is None else (xw, taken)
+            final, y = scan(step, tuple(carry), xs, reverse=way == "reverse")
+            if taken is not None and not taken.any(axis=0).all():
+                # a sequence of no steps ends in zeros (onnxruntime's), not its initial state
+                some = taken.any(axis=0)  # (B, 1)
+                final = tuple(where(some, v, np.zeros((), dtype)) for v in final)
             ys.append(reshape(y, (y.shape[0], 1, batch, hidden)))
             finals.append([reshape(v, (1, batch, hidden)) for v in final])
         y = ys[0] if len(ys) == 1 else concat(ys, axis=1)  # (T, dirs, B, H)

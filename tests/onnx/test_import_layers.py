@@ -376,3 +376,44 @@ def test_softmax_cross_entropy_with_weights_and_an_ignored_label_and_its_gradien
     weight = torch.tensor([0.5, 1, 2, 0.25])
     torch.nn.functional.cross_entropy(xt, torch.tensor(t), weight, ignore_index=-1).backward()
     np.testing.assert_allclose(grad, xt.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("op, gates", [("LSTM", 4), ("GRU", 3)])
+def test_recurrent_layers_with_sequences_shorter_than_the_input(op: str, gates: int) -> None:
+    """sequence_lens shorter than the sequence (tf2onnx's masked RNNs, padded batches)
+    were refused: past its length an example keeps its state and outputs zeros (a
+    reversed one starts at its own last step; one of no steps ends in zeros), as in
+    onnxruntime, both directions at once."""
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(0)
+    steps, batch, size, hidden = 5, 3, 2, 4
+    tensor = onnx.numpy_helper.from_array
+    inits = [
+        tensor(rng.standard_normal((2, gates * hidden, size)).astype(np.float32), "W"),
+        tensor((rng.standard_normal((2, gates * hidden, hidden)) / 2).astype(np.float32), "R"),
+        tensor(rng.standard_normal((2, 2 * gates * hidden)).astype(np.float32), "B"),
+        tensor(np.array([5, 2, 0], np.int32), "lens"),
+    ]
+    outs = ["y", "h"] + (["c"] if op == "LSTM" else [])
+    node = helper.make_node(
+        op, ["x", "W", "R", "B", "lens", "h0"], outs, hidden_size=hidden,
+        direction="bidirectional",
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [node], "m",
+        [helper.make_tensor_value_info("x", F, [steps, batch, size]),
+         helper.make_tensor_value_info("h0", F, [2, batch, hidden])],
+        [helper.make_tensor_value_info(o, F, None) for o in outs], inits,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    feeds = {
+        "x": rng.standard_normal((steps, batch, size)).astype(np.float32),
+        "h0": rng.standard_normal((2, batch, hidden)).astype(np.float32),
+    }
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = session.run(None, feeds)
+    for got in _run(model, feeds):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert not want[0][2:, :, 1].any() and not want[0][:, :, 2].any()

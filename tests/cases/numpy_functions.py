@@ -162,3 +162,18 @@ _case("logaddexp", "edges", gc.logaddexp,
       [Arg((6,), FLOAT, "fixed", value=[np.inf, -np.inf, np.inf, np.nan, -0.0, 3.0]),
        Arg((6,), FLOAT, "fixed", value=[np.inf, -np.inf, -np.inf, 1.0, 0.0, 3.0])],
       np.logaddexp)  # fmt: skip
+
+# -- creation: each beside an input, so every engine meets its constant --------------------------
+
+_case("full", "fill_array", lambda v: gc.full((2, 3), v), [F(3)], lambda v: np.full((2, 3), v),
+      **_builder)  # fmt: skip
+_case("full", "number", lambda x: x * gc.full(x.shape, 3, x.dtype), [F(2, 3)], lambda x: x * 3,
+      **_builder)  # fmt: skip
+_case("zeros", "shape_of_x", lambda x: x + gc.zeros(x.shape, x.dtype), [F(2, 3)],
+      lambda x: x + np.zeros(x.shape, x.dtype), **_builder)  # fmt: skip
+_case("ones", "int", lambda x: x + gc.ones((2, 1), "int64"), [I(2, 3)],
+      lambda x: x + np.ones((2, 1), np.int64), **_builder)  # fmt: skip
+_case("eye", "offset", lambda x: x * gc.eye(3, 4, k=1, dtype=x.dtype), [F(3, 4)],
+      lambda x: x * np.eye(3, 4, 1, dtype=x.dtype), **_builder)  # fmt: skip
+_case("linspace", "steps", lambda x: x - gc.linspace(-1, 2, 5, dtype=x.dtype), [F(5)],
+      lambda x: x - np.linspace(-1, 2, 5, dtype=x.dtype), **_builder)  # fmt: skip

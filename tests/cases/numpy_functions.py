@@ -1,8 +1,10 @@
-"""Builder cases (BUILDER_CASES of tests/op_cases.py): numpy's names over existing ops.
+"""Op cases for numpy's function names: builders over existing ops (BUILDER_CASES of
+tests/op_cases.py) and three registry ops with numpy's own kernels.
 
-amax, amin, all, any, nanmax, nanmin (reductions), moveaxis, ravel, hstack, vstack
-(shapes), dot and tensordot (products), repeat, diag and nan_to_num. References are
-numpy's own functions. Cases at nans take the gradient only where every group holds a
+Builders: amax, amin, all, any, nanmax, nanmin (reductions), moveaxis, ravel, hstack,
+vstack (shapes), dot and tensordot (products), repeat, diag, nan_to_num, and the creation
+functions full, zeros, ones, eye, linspace beside an input. Registry ops: log2, log10,
+logaddexp. References are numpy's own functions. Cases at nans take the gradient only where every group holds a
 number (stepping a nan leaves it nan and the result unmoved, so finite differences see 0).
 """
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError, GraphcError
+from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
 from graphc.ir.graph import Graph, active_graph
 from graphc.ir.types import TensorType, bfloat16, is_bfloat16
 from graphc.ops.dispatch import fold_limit
@@ -654,8 +654,9 @@ def run_node(ctx: Context, node: Any, inputs: list[Value], attrs: dict[str, Any]
                     outputs = list(fn(ctx, inputs, attrs))
             except OnnxError:
                 raise
-            except GraphcError as exc:
-                raise ctx.error(f"{exc}{symbolic_hint(inputs)}") from None
+            except GraphcError as exc:  # a shape over symbolic dims: what dims= gives
+                shaped = isinstance(exc, ShapeError) and not isinstance(exc, IndexRangeError)
+                raise ctx.error(f"{exc}{symbolic_hint(inputs) if shaped else ''}") from None
             except _UNFORESEEN as exc:  # the cause is kept for a report
                 raise ctx.error(f"cannot be read: {type(exc).__name__}: {exc}") from exc
             ctx.folded += sum(

@@ -281,9 +281,17 @@ def dot(a: Any, b: Any) -> Any:
     >>> gc.dot(np.array([1, 2, 3]), np.array([4, 5, 6])).item()
     32
     """
-    a_rank, b_rank = len(shape_of(a)), len(shape_of(b))
+    a_shape, b_shape = tuple(shape_of(a)), tuple(shape_of(b))
+    a_rank, b_rank = len(a_shape), len(b_shape)
     if a_rank == 0 or b_rank == 0:
         return E.mul(a, b)
+    inner = b_shape[0] if b_rank == 1 else b_shape[-2]
+    if a_shape[-1] != inner:
+        which = "only" if b_rank == 1 else "second-to-last"
+        raise ShapeError(
+            f"dot: the last axis of a {format_shape(a_shape)} and the {which} axis of b "
+            f"{format_shape(b_shape)} differ in size ({a_shape[-1]!r} vs {inner!r})"
+        )
     if b_rank <= 2 or a_rank == 1:
         return matmul(a, b)
     return tensordot(a, b, axes=([a_rank - 1], [b_rank - 2]))

@@ -142,6 +142,8 @@ def test_dot_and_tensordot_keep_a_symbolic_batch_dim() -> None:
     np.testing.assert_allclose(g(a, b), np.tensordot(a, b, 1), rtol=1e-6)
     with pytest.raises(gc.ShapeError, match="tensordot: axis 2 of a"):
         gc.tensordot(a, np.ones((3, 2)), 1)
+    with pytest.raises(gc.ShapeError, match="dot: the last axis of a .* second-to-last axis of b"):
+        gc.dot(a, np.ones((2, 3, 2)))
     torch = pytest.importorskip("torch")
     x, y = RNG.standard_normal(4), RNG.standard_normal(4)
     assert gc.dot(ge.tensor(x), ge.tensor(y)).item() == pytest.approx(

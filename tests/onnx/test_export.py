@@ -148,6 +148,8 @@ DECOMPOSED = {
     "gelu", "gelu_exact", "sum_to", "elu", "expm1", "log1p", "softplus",
     "max_pool2d_backward", "avg_pool2d_backward", "layer_norm_grad",  # sums in another order
     "atan2",  # Atan of a quotient (ONNX has no Atan2)
+    "log2", "log10",  # Log over log(base), in float64: numpy's float32 kernels are 2-3 ulps off
+    "logaddexp",  # numpy's steps, its log1p written as Kahan's form
 }  # fmt: skip
 
 

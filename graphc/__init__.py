@@ -87,7 +87,7 @@ from graphc.frontend.batched_map import map  # noqa: A004
 
 # isort: split
 # nn and optim sit on top of everything above (they use eager, trace, autodiff, runtime)
-from graphc import nn, onnx, optim
+from graphc import nn, onnx, optim, random
 from graphc.optim.train_step import TrainStep, compile_train_step
 
 __version__ = "0.1.0"

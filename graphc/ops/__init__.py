@@ -36,9 +36,12 @@ from graphc.ops.pool import *
 from graphc.ops.pytree import (
     register_dataclass,
     register_pytree_node,
+    register_pytree_node_class,
+    tree_all,
     tree_flatten,
     tree_leaves,
     tree_map,
+    tree_reduce,
     tree_structure,
     tree_unflatten,
 )

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
@@ -120,6 +121,35 @@ def register_pytree_node(
             f"register_pytree_node: {nodetype.__qualname__} is already a pytree container"
         )
     _REGISTRY[nodetype] = (flatten_func, unflatten_func)
+
+
+def register_pytree_node_class(cls: type) -> type:
+    """Register a class that flattens itself (`jax.tree_util.register_pytree_node_class`,
+    a decorator): `value.tree_flatten()` gives `(children, aux_data)` and the classmethod
+    `cls.tree_unflatten(aux_data, children)` rebuilds it.
+
+    >>> import graphc as gc
+    >>> @gc.tree_util.register_pytree_node_class
+    ... class Box:
+    ...     def __init__(self, v):
+    ...         self.v = v
+    ...     def tree_flatten(self):
+    ...         return (self.v,), None
+    ...     @classmethod
+    ...     def tree_unflatten(cls, aux, children):
+    ...         return cls(*children)
+    >>> gc.tree_map(lambda x: x * 2, Box(3)).v
+    6
+    """
+    for method in ("tree_flatten", "tree_unflatten"):
+        if not callable(getattr(cls, method, None)):
+            raise GraphcError(
+                f"register_pytree_node_class: {getattr(cls, '__qualname__', cls)!r} has no "
+                f"{method} method (tree_flatten(self) -> (children, aux_data) and the "
+                "classmethod tree_unflatten(cls, aux_data, children))"
+            )
+    register_pytree_node(cls, lambda value: value.tree_flatten(), cls.tree_unflatten)
+    return cls
 
 
 def register_dataclass(
@@ -256,6 +286,34 @@ def tree_map(
             raise GraphcError(f"tree_map: tree {k + 1} differs from the first at {where}")
         others.append(other_leaves)
     return tree_unflatten(treedef, [f(*args) for args in zip(leaves, *others, strict=True)])
+
+
+_NO_INITIAL = object()
+
+
+def tree_reduce(
+    function: Callable[[Any, Any], Any],
+    tree: Any,
+    initializer: Any = _NO_INITIAL,
+    is_leaf: Callable[[Any], bool] | None = None,
+) -> Any:
+    """`functools.reduce` of `function` over `tree`'s leaves (`jax.tree_util.tree_reduce`).
+
+    >>> import graphc as gc
+    >>> gc.tree_util.tree_reduce(lambda a, b: a + b, {"x": 1, "y": [2, 3]})
+    6
+    """
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _NO_INITIAL:
+        if not leaves:
+            raise GraphcError("tree_reduce: a tree without leaves needs an initializer")
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """Whether every leaf is true (`jax.tree_util.tree_all`); True without leaves."""
+    return all(tree_leaves(tree, is_leaf))
 
 
 def num_leaves(tree: Tree) -> int:

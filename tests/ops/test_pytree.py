@@ -8,6 +8,7 @@ import collections
 import dataclasses
 from typing import Any, NamedTuple
 
+import numpy as np
 import pytest
 
 import graphc as gc
@@ -208,3 +209,41 @@ def test_tree_util_namespace_holds_the_top_level_functions() -> None:
         assert getattr(gc.tree_util, name) is getattr(gc, name), name
     assert gc.tree_util.register_pytree_node is gc.register_pytree_node
     assert gc.tree_util.tree_map(lambda v: v + 1, {"b": 1, "a": [2]}) == {"a": [3], "b": 2}
+
+
+def test_tree_reduce_tree_all_and_self_flattening_classes_as_jax() -> None:
+    jax = pytest.importorskip("jax")
+    tree = {"b": [1, 2], "a": (3, None, 4)}
+    assert gc.tree_reduce(lambda x, y: x * 10 + y, tree) == jax.tree_util.tree_reduce(
+        lambda x, y: x * 10 + y, tree
+    )
+    assert gc.tree_reduce(max, [], 0) == 0
+    with pytest.raises(gc.GraphcError, match="needs an initializer"):
+        gc.tree_reduce(max, [])
+    assert gc.tree_all([1, (True, 2)]) and not gc.tree_all({"x": 0}) and gc.tree_all([])
+
+    def make(register):
+        @register
+        class Pair:
+            def __init__(self, a, b):
+                self.a, self.b = a, b
+
+            def tree_flatten(self):
+                return (self.a, self.b), "tag"
+
+            @classmethod
+            def tree_unflatten(cls, aux, children):
+                assert aux == "tag"
+                return cls(*children)
+
+        return Pair
+
+    ours, theirs = (
+        make(gc.tree_util.register_pytree_node_class),
+        make(jax.tree_util.register_pytree_node_class),
+    )
+    assert gc.tree_leaves(ours(1, [2, 3])) == jax.tree_util.tree_leaves(theirs(1, [2, 3]))
+    doubled = gc.jit(lambda p: gc.tree_map(lambda v: v * 2, p))(ours(np.ones(2), np.ones(3)))
+    np.testing.assert_array_equal(doubled.b, np.full(3, 2.0))
+    with pytest.raises(gc.GraphcError, match="has no tree_flatten"):
+        gc.tree_util.register_pytree_node_class(type("Plain", (), {}))

@@ -29,6 +29,7 @@ from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ops.closure import fn_name, graph_of, lift, trace_body
 from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
+from graphc.ops.grad_state import grad_enabled
 from graphc.ops.pytree import Tree, flatten, unflatten
 from graphc.ops.symbolic import Symbol
 from graphc.passes.dce import eliminate_dead_code
@@ -93,7 +94,8 @@ def stage(f: Callable[..., Any], args: tuple, positions: Sequence[int], what: st
         out_trees.append(out_tree)
         return out_leaves
 
-    traced = trace_body(fn_name(f, what), parent, inputs, call, what)
+    with grad_enabled():  # differentiated next: an outer no_grad is not the function's
+        traced = trace_body(fn_name(f, what), parent, inputs, call, what)
     body = traced.body
     placeholders = [p.name for p in body.inputs[: len(inputs)]]
     feeds: dict[str, Any] = dict(zip(placeholders, symbols))

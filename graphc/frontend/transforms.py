@@ -51,6 +51,7 @@ from graphc.ops.batching import VmapError
 from graphc.ops.closure import fn_name, graph_of, lift
 from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
 from graphc.ops.flow import scan
+from graphc.ops.grad_state import grad_enabled
 from graphc.ops.pytree import Tree, flatten, tree_map, unflatten
 from graphc.ops.symbolic import Symbol
 from graphc.passes.autodiff import differentiate, split_backward
@@ -459,7 +460,8 @@ def _trace_at(f: Callable[..., Any], primals: tuple) -> _Traced:
             for name in leaf_names(f, primals, range(len(primals)))
         ]
     )  # placeholders named after f's parameters
-    g = trace(flat, *arrays)
+    with grad_enabled():  # linearize and vjp differentiate it next
+        g = trace(flat, *arrays)
     lifted = lifted_feeds(g)
     extra = [lifted[p.name] for p in g.inputs[len(arrays) :]]
     return _Traced(g, arrays, extra, tree, out_trees[0], eager)

@@ -64,6 +64,7 @@ from graphc.nn.module import recording_buffer_updates
 from graphc.nn.shape_checks import ShapeCheck, recording_shape_checks, run_shape_checks
 from graphc.ops import fold_in
 from graphc.ops.custom import zero_backward
+from graphc.ops.grad_state import grad_enabled
 from graphc.optim.optimizer import Optimizer
 from graphc.passes.autodiff import gradients
 from graphc.runtime.executable import Executable, compile
@@ -209,7 +210,8 @@ class TrainStep:
             return {LOSS: value, **news}
 
         names = {**module_parameters(model), **_module_buffers(model)}
-        return trace(loss, _batch_spec(x, "x"), _batch_spec(y, "y"), name="loss", params=names)
+        with grad_enabled():  # a step differentiates its loss, as torch.func's grad would
+            return trace(loss, _batch_spec(x, "x"), _batch_spec(y, "y"), name="loss", params=names)
 
     def _buffer_placeholders(self) -> list[str]:
         name_of = {id(t): name for name, t in self.lifted.items()}

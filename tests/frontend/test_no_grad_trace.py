@@ -101,3 +101,34 @@ def test_a_train_step_skips_no_grad_blocks_as_torch() -> None:
     step.sync_to_model()
     for name, value in theirs.state_dict().items():
         np.testing.assert_allclose(ours.state_dict()[name], value.numpy(), rtol=1e-10, err_msg=name)
+
+
+def test_transformations_ignore_an_outer_no_grad_as_torch_func_does() -> None:
+    """gc.grad, vjp and a compiled training step differentiate the function they trace:
+    an outer no_grad (an evaluation loop around them) is not the function's, as
+    torch.func.grad ignores it; a no_grad inside the function still holds."""
+
+    def f(x):
+        with ge.no_grad():
+            held = x * 3.0
+        return gc.sum(x * x + held * x)
+
+    x = np.array([1.0, 2.0])
+    with ge.no_grad():
+        g = gc.grad(f)(x)
+        _, pull = gc.vjp(lambda v: v * v, x)
+        pulled = pull(np.ones(2))[0]
+        model = nn.Linear(2, 1, dtype="float64", generator=0)
+        step = gc.compile_train_step(
+            model,
+            nn.MSELoss(),
+            optim.SGD(model.parameters(), lr=0.1),
+            (np.ones((4, 2)), np.zeros((4, 1))),
+        )
+    np.testing.assert_array_equal(g, 2 * x + 3 * x)  # d/dx (x^2 + c x), c = 3x held
+    np.testing.assert_array_equal(pulled, 2 * x)
+    assert sorted(step.trained) == ["bias", "weight"]
+    before = model.weight.detach().numpy().copy()
+    step(np.ones((4, 2)), np.ones((4, 1)))
+    step.sync_to_model()
+    assert not np.array_equal(model.weight.detach().numpy(), before)

@@ -444,7 +444,8 @@ def diag(v: Any, k: int | None = None, *, diagonal: int | None = None) -> Any:
     """np.diag and torch.diag (`diagonal=`): of a 1-D v, the square matrix with v on its
     k-th diagonal (above the main one for k > 0) and zeros elsewhere; of a 2-D v, its k-th
     diagonal (`diagonal`). The matrix is a `where` on an identity pattern, padded by |k|,
-    so the gradient of v is the cotangent's diagonal; v's length must be concrete.
+    so the gradient of v is the cotangent's diagonal; v's length must be concrete. The
+    result is a new array, never a view of v (as torch's; `diagonal` is the view).
 
     >>> import numpy as np, graphc as gc
     >>> gc.diag(np.array([1, 2]), 1).tolist()
@@ -456,8 +457,8 @@ def diag(v: Any, k: int | None = None, *, diagonal: int | None = None) -> Any:
     if kind_of(v) is None:
         v = np.asarray(v)  # a list, as numpy takes
     shape = tuple(shape_of(v))
-    if len(shape) == 2:
-        return _diagonal_of(v, k)
+    if len(shape) == 2:  # a copy, as torch.diag's: gc.diagonal is the view
+        return C.cast(_diagonal_of(v, k), dtype_of(v))
     if len(shape) != 1:
         raise ShapeError(f"diag: expects a 1-D or 2-D input, got shape {format_shape(shape)}")
     n = shape[0]

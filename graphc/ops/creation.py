@@ -18,7 +18,7 @@ import numpy as np
 from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.types import as_dtype, as_shape
 from graphc.ops import shape as S
-from graphc.ops.dispatch import bind, is_python_scalar, kind_of, weak_dtype
+from graphc.ops.dispatch import bind, dtype_of, is_python_scalar, kind_of, weak_dtype
 from graphc.ops.selection import cast
 from graphc.ops.spelling import count, integer
 
@@ -58,8 +58,8 @@ def ones(shape: Any, dtype: Any = None) -> Any:
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
     """An array of `shape` holding `fill_value`, as np.full and jnp.full. A number's
     dtype is its own (int64 for an int, bool, float32 for a float) unless `dtype` is
-    given; an array, graph value or tensor is broadcast to `shape` (cast to `dtype`),
-    so the result is differentiable in it.
+    given; an array, graph value or tensor is broadcast to `shape` (cast to `dtype`)
+    into a new array, differentiable in a graph value or tensor.
 
     >>> import graphc as gc
     >>> gc.full((2,), 7).tolist(), gc.full(2, 0.5).dtype
@@ -75,11 +75,12 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
                 else weak_dtype(fill_value, ())
             )
         return _filled(shape, np.asarray(fill_value, as_dtype(dtype)), "full")
-    if not hasattr(fill_value, "shape"):
-        fill_value = np.asarray(fill_value)
-    if dtype is not None:
-        fill_value = cast(fill_value, as_dtype(dtype))
-    return S.broadcast_to(fill_value, as_shape(shape, "full"))
+    if kind_of(fill_value) is None:  # an array or a list: a constant
+        array = np.asarray(fill_value, None if dtype is None else as_dtype(dtype))
+        return S.broadcast_to(bind("constant", value=array), as_shape(shape, "full"))
+    dtype = dtype_of(fill_value) if dtype is None else as_dtype(dtype)
+    # cast after broadcasting: a new array (jnp.full's), not a broadcast view of the fill
+    return cast(S.broadcast_to(fill_value, as_shape(shape, "full")), dtype)
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:  # noqa: N803 - numpy's names

@@ -243,6 +243,11 @@ def test_creation_in_a_trace_takes_symbolic_dims_and_eager_fill_values() -> None
     out = gc.full((3, 2), fill)
     out.sum().backward()
     assert fill.grad.tolist() == [3.0, 3.0]  # each entry copied three times
+    out.add_(1.0)  # a new tensor, not a broadcast view of the fill (jnp.full's)
+    assert fill.tolist() == [1.0, 2.0] and out.tolist()[2] == [2.0, 3.0]
+    m = ge.tensor(np.arange(4.0).reshape(2, 2))
+    gc.diag(m).add_(10.0)  # torch.diag's copy; gc.diagonal is the view
+    assert m.tolist() == [[0.0, 1.0], [2.0, 3.0]]
     assert ge.zeros(2, 3).shape == (2, 3)  # graphc.eager keeps torch's signature
     with pytest.raises(gc.ShapeError, match="zeros: bad shape"):
         gc.zeros((2, -1))

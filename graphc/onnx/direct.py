@@ -109,6 +109,26 @@ def _only(op_type: str, dtypes: tuple) -> Exporter:
     return write
 
 
+def _integer_power(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    """An integer power: by a known exponent >= 0, Muls by repeated squaring (onnxruntime's
+    integer Pow goes through float64: (2**62 + 3) ** 1 was 2**62; products wrap modulo
+    2**bits in any order, as numpy's do); by another, Pow where ONNX defines it."""
+    exponent = node.inputs[1]
+    if not (exponent.is_constant and np.ndim(exponent.value) == 0 and exponent.value >= 0):
+        return _only("Pow", (np.int32, np.int64))(w, node, ins)
+    left, square = int(exponent.value), computed(w, node, ins)[0]
+    result = None
+    while left:
+        if left & 1:
+            result = square if result is None else w.one("Mul", [result, square])
+        left >>= 1
+        if left:
+            square = w.one("Mul", [square, square])
+    if result is None:  # x ** 0: ones of x's shape
+        result = w.filled(w.one("Shape", [square]), 1, node.type.dtype)
+    return [result]
+
+
 def _any_product(w: Writer, node: Node, ins: list[str]) -> list[str]:
     """matmul of bools, any(a and b): the count of true products, > 0."""
     a, b = (w.cast(n, np.bool_, np.int32) for n in ins)
@@ -141,8 +161,8 @@ DIRECT = (
     Direct("sub", "Sub"),
     Direct("mul", "Mul", on_bool="And"),
     Direct("div", "Div", reads=False),  # Div of integers truncates; graphc's divides
-    Direct("pow", "Pow", reads=False, on_int=_only("Pow", (np.int32, np.int64))),  # keeps
-    # the base's type (numpy promotes)
+    Direct("pow", "Pow", reads=False, on_int=_integer_power),  # keeps the base's type
+    # (numpy promotes)
     Direct("maximum", "Max", on_bool="Or", reads=False),  # Max and Min take any number
     Direct("minimum", "Min", on_bool="And", reads=False),
     Direct("eq", "Equal"),

@@ -253,7 +253,7 @@ def _repeat_counts(repeats: Any, size: Dim) -> int | list[int]:
 
 def _repeat_each(x: Any, shape: tuple, axis: int, times: int) -> Any:
     if times == 1:
-        return S.reshape(x, shape)  # a copy: the result is never x itself
+        return C.cast(x, dtype_of(x))  # a copy: the result is never x or a view of it
     if times == 0:  # no copies: an empty slice (ONNX's Expand cannot broadcast 1 to 0)
         return I.slice_(x, index=(*(slice(None),) * axis, slice(0, 0)))
     size = shape[axis]

@@ -15,7 +15,7 @@ from graphc.ir.attrs import attr_problem, int64_value
 from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.types import TensorType, as_dtype, broadcast_shapes, is_float
 from graphc.ops.defop import defop, elementwise_cost, into, ufunc_infer, ufunc_kernel
-from graphc.ops.dispatch import bind, dtype_of, kind_of
+from graphc.ops.dispatch import bind, dtype_of
 from graphc.ops.logical import logical_or
 
 
@@ -287,8 +287,8 @@ def nan_to_num(
     """x with nan replaced by `nan`, +inf by `posinf` and -inf by `neginf` (by default the
     largest and the lowest finite value of x's dtype), as np.nan_to_num and
     torch.nan_to_num: `where`s, so the gradient is 1 at the numbers kept and 0 at those
-    replaced. Integers and bools have none of them: a copy of an array, a graph value or
-    tensor itself. (`copy` is numpy's; graphc never writes into x.)
+    replaced. Integers and bools have none of them: a copy of x. (`copy` is numpy's;
+    graphc never writes into x.)
 
     >>> import numpy as np, graphc as gc
     >>> gc.nan_to_num(np.array([np.nan, np.inf, -np.inf, 1.5]), posinf=9.0).tolist()
@@ -296,7 +296,7 @@ def nan_to_num(
     """
     dtype = dtype_of(x)
     if not is_float(dtype):
-        return x if kind_of(x) is not None else np.array(x)
+        return cast(x, dtype)  # a copy, never x itself (numpy's and torch's)
     top = _finite_limits(dtype)
     # the replacements as arrays of x's dtype: a Python float is weak, but would be
     # rounded from float64 all the same; an array says so once, here

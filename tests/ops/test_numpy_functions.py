@@ -247,7 +247,11 @@ def test_creation_in_a_trace_takes_symbolic_dims_and_eager_fill_values() -> None
     assert fill.tolist() == [1.0, 2.0] and out.tolist()[2] == [2.0, 3.0]
     m = ge.tensor(np.arange(4.0).reshape(2, 2))
     gc.diag(m).add_(10.0)  # torch.diag's copy; gc.diagonal is the view
+    gc.repeat(m, 1, axis=0).add_(10.0)  # repeat_interleave's new tensor
     assert m.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    ints = ge.tensor([1, 2])
+    gc.nan_to_num(ints).add_(5)  # torch.nan_to_num's new tensor, ints too
+    assert ints.tolist() == [1, 2]
     assert ge.zeros(2, 3).shape == (2, 3)  # graphc.eager keeps torch's signature
     with pytest.raises(gc.ShapeError, match="zeros: bad shape"):
         gc.zeros((2, -1))

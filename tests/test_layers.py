@@ -29,6 +29,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "onnx": {"ir", "ops"},
     "viz": {"ir", "frontend"},
     "distributed": {"ir", "ops", "runtime", "optim"},
+    "random": {"ir", "ops"},  # gc.random: jax.random's functions over the random ops
 }
 # modules at the top, which may import anything, `import graphc` included
 APPLICATIONS = {"__init__", "cli", "demo", "inspection", "bench", "viz/command.py"}

@@ -184,9 +184,9 @@ def _reduce_axes(ctx: Context, inputs: list[Value], attrs: dict, as_input: bool)
         axes = [int(a) for a in ints(ctx, inputs[1], "axes")]
     elif "axes" in attrs:
         axes = list(attrs["axes"])
-    if axes is not None and not axes:
-        axes = None if not attrs.get("noop_with_empty_axes", 0) else ()
-    return axes if axes is None else tuple(axes)
+    if not axes:  # absent (the input left out, "") or empty: every axis, or none at all
+        return () if attrs.get("noop_with_empty_axes", 0) else None
+    return tuple(axes)
 
 
 _EMPTY = {R.max: "low", R.min: "high", R.logsumexp: "low"}  # ONNX: the identity on no elements

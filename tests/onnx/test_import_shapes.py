@@ -253,3 +253,22 @@ def test_gather_nd_with_batch_dims_and_negative_indices() -> None:
         np.testing.assert_array_equal(gc.run(graph, feeds)[0], _session_run(model, feeds)[0])
     with pytest.raises(gc.GraphcError, match="index 4 is out of range for axis 0 of size 4"):
         gc.run(gc.onnx.import_model(model), {"x": data, "i": np.array([[1, 4], [0, 0]])})
+
+
+@pytest.mark.parametrize("noop", [0, 1])
+def test_a_reduction_with_its_axes_input_left_out(noop: int) -> None:
+    """ReduceSum(x, "") reduces every axis, or with noop_with_empty_axes=1 none: x as it
+    is, as onnxruntime gives (graphc reduced everything either way)."""
+    node = helper.make_node("ReduceSum", ["x", ""], ["y"], noop_with_empty_axes=noop, keepdims=1)
+    model = _checked(
+        _model(
+            [node],
+            [helper.make_tensor_value_info("x", F, [2, 3])],
+            [helper.make_tensor_value_info("y", F, [2, 3] if noop else [1, 1])],
+        )
+    )
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    got = gc.onnx.import_model(model)(x)
+    np.testing.assert_array_equal(got, want)
+    assert got.shape == ((2, 3) if noop else (1, 1))

@@ -13,9 +13,9 @@ from graphc.ir.types import is_float
 from graphc.onnx.importer import Context, Value, handler, ints, known
 from graphc.ops import elementwise as E
 from graphc.ops import linalg as L
+from graphc.ops import logical, rounding, selection
 from graphc.ops import nn as N
 from graphc.ops import reduce as R
-from graphc.ops import selection
 from graphc.ops.indexing import getitem
 from graphc.ops.shape import reshape, transpose
 
@@ -24,9 +24,13 @@ from graphc.ops.shape import reshape, transpose
 def _div(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     a, b = inputs
     if np.dtype(a.dtype).kind in "iu":
-        # ONNX integer division truncates toward zero: the float64 quotient cast back
-        # (exact while |a| < 2**53, which covers every int32)
-        return [selection.cast(E.div(a, b), np.result_type(a.dtype, b.dtype))]
+        # ONNX integer division truncates toward zero, in integers (through float64 it
+        # lost the low bits past 2**53): the floor quotient, one more where the division
+        # was inexact and the signs differ
+        q = rounding.floor_divide(a, b)
+        inexact = selection.ne(E.sub(a, E.mul(q, b)), 0)
+        signs_differ = selection.ne(selection.lt(a, 0), selection.lt(b, 0))
+        return [selection.where(logical.logical_and(inexact, signs_differ), E.add(q, 1), q)]
     return [E.div(a, b)]
 
 

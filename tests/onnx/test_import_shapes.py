@@ -272,3 +272,28 @@ def test_a_reduction_with_its_axes_input_left_out(noop: int) -> None:
     got = gc.onnx.import_model(model)(x)
     np.testing.assert_array_equal(got, want)
     assert got.shape == ((2, 3) if noop else (1, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_integer_div_truncates_in_integers(dtype: type) -> None:
+    """ONNX's integer Div truncates toward zero; graphc computed it through float64,
+    which lost the low bits past 2**53 ((2**62 + 1) / 1 came back 2**62)."""
+    kind = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    model = _checked(
+        _model(
+            [helper.make_node("Div", ["a", "b"], ["y"])],
+            [helper.make_tensor_value_info(n, kind, [8]) for n in ("a", "b")],
+            [helper.make_tensor_value_info("y", kind, [8])],
+        )
+    )
+    if dtype is np.uint8:
+        a, b = np.array([0, 1, 7, 255, 254, 9, 100, 3]), np.array([1, 2, 3, 2, 255, 9, 7, 5])
+    else:
+        a, b = np.array([7, -7, 7, -7, 0, 2**30 + 1, -6, 5]), np.array([2, 2, -2, -2, 3, 1, 3, -5])
+    a, b = a.astype(dtype), b.astype(dtype)
+    if dtype is np.int64:
+        a[5] = 2**62 + 1
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"a": a, "b": b})[0]
+    got = gc.onnx.import_model(model)(a, b)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)

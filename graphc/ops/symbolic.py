@@ -161,16 +161,13 @@ _OPERATOR_UFUNCS = {
     np.not_equal: ("__ne__", "__ne__"),
 }
 # numpy's names whose graphc op is spelled otherwise (most are spelled alike: gc.exp)
-_NUMPY_NAMES = {"dot": "matmul", "arctan": "atan", "amax": "max", "amin": "min"}
-
-
 def graphc_counterpart(numpy_name: str) -> str | None:
-    """The name of graphc's op function for numpy's function `numpy_name`, if any."""
+    """The name of graphc's op function for numpy's function `numpy_name`, if any (graphc
+    spells numpy's functions by their names: gc.dot, gc.arctan, gc.amax)."""
     from graphc import ops  # the package of op functions, complete once anything runs
 
-    for name in (numpy_name, _NUMPY_NAMES.get(numpy_name)):
-        if name in ops.__all__ and callable(getattr(ops, name)):
-            return name
+    if numpy_name in ops.__all__ and callable(getattr(ops, numpy_name)):
+        return numpy_name
     return None
 
 
@@ -297,10 +294,9 @@ class Symbol(ValueMethods):
     def _numpy_call(self, call: str, numpy_name: str) -> TracingError:
         name = graphc_counterpart(numpy_name)
         if name is not None:
-            which = "of the same name" if name == numpy_name else f"for numpy.{numpy_name}"
             hint = (
-                f"Use gc.{name}, graphc's op {which}: it records a node on graph values (and "
-                "computes on arrays and eager tensors alike)."
+                f"Use gc.{name}, graphc's op of the same name: it records a node on graph "
+                "values (and computes on arrays and eager tensors alike)."
             )
         else:
             hint = (

@@ -298,8 +298,8 @@ def test_a_symbolic_dim_still_compares_prints_and_shapes_as_its_symbol() -> None
         (lambda v: np.tanh(v), "tanh", "gc.tanh, graphc's op of the same name"),
         (lambda v: np.sum(v, axis=0), "sum", "gc.sum, graphc's op of the same name"),
         (lambda v: np.concatenate([v, v]), "concatenate", "gc.concatenate, graphc's op"),
-        (lambda v: np.dot(v, v), "dot", "gc.matmul, graphc's op for numpy.dot"),
-        (lambda v: np.arctan(v), "arctan", "gc.atan, graphc's op for numpy.arctan"),
+        (lambda v: np.dot(v, v), "dot", "gc.dot, graphc's op of the same name"),
+        (lambda v: np.arctan(v), "arctan", "gc.arctan, graphc's op of the same name"),
     ],
 )
 def test_numpy_on_a_graph_value_advises_graphcs_op(

@@ -236,6 +236,10 @@ def _reshape_to(w: Writer, node: Node, x: str, shape: Any) -> str:
 
 @exporter("broadcast_to")
 def _broadcast_to(w: Writer, node: Node, ins: list[str]) -> list[str]:
+    if any(d == 0 for d in node.type.shape if isinstance(d, int)):
+        # no elements: onnxruntime's Expand keeps a dim of 1 that numpy's rule (and
+        # ONNX's) broadcasts to 0, so the empty result is written as it is
+        return [w.filled(w.shape(node.type.shape), 0, node.type.dtype)]
     return [w.one("Expand", [ins[0], w.shape(node.type.shape)])]
 
 

@@ -645,3 +645,16 @@ def test_clip_with_one_bound_keeps_infinities() -> None:
     got, want = _round_trip(g, {"v": small})
     assert_bits_equal(got, want, "round trip")
     assert want[0][0, 0, 0, 0] == np.iinfo(np.int16).min
+
+
+def test_a_broadcast_to_no_elements_is_empty_in_onnxruntime_too() -> None:
+    """onnxruntime's Expand kept a dim of 1 that numpy's broadcasting (and ONNX's rule)
+    takes to 0, so broadcast_to((2, 0, 3)) came back (2, 1, 3); an empty result is now
+    written as an empty fill (found by the numpy-names helper)."""
+    pytest.importorskip("onnxruntime")
+    x = np.ones((2, 3), np.float32)
+    g = gc.trace(lambda v: gc.broadcast_to(gc.reshape(v, (2, 1, 3)), (2, 0, 3)), x)
+    got = _ort_run(g, {"v": x})
+    assert got[0].shape == (2, 0, 3)
+    back, want = _round_trip(g, {"v": x})
+    assert back[0].shape == want[0].shape == (2, 0, 3)

@@ -28,7 +28,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "optim": {"ir", "ops", "passes", "runtime", "frontend", "eager", "nn"},
     "onnx": {"ir", "ops"},
     "viz": {"ir", "frontend"},
-    "distributed": {"ir", "ops", "runtime", "optim"},
+    "distributed": {"ir", "ops", "passes", "runtime", "optim"},
     "random": {"ir", "ops"},  # gc.random: jax.random's functions over the random ops
 }
 # modules at the top, which may import anything, `import graphc` included

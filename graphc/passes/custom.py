@@ -16,10 +16,14 @@ from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.passes.pipeline import PassLog
 
 
-def inline_custom_forwards(graph: Graph, log: PassLog | None = None) -> Graph:
+def inline_custom_forwards(
+    graph: Graph, log: PassLog | None = None, keep: frozenset[str] = frozenset()
+) -> Graph:
     """`graph` with each custom_vjp node's forward ops in its place (the graph itself
-    when it has none)."""
-    customs = [n for n in graph.nodes if _inlinable(n)]
+    when it has none). A node whose forward holds an op of `keep` stays: a backend whose
+    own kernels compute those ops with other bits than the node's kernel (numpy's,
+    evaluating the body) keeps them where every level computes them alike."""
+    customs = [n for n in graph.nodes if _inlinable(n, keep)]
     if not customs:
         return graph
     taken = {n.name for n in graph.nodes}
@@ -35,14 +39,16 @@ def inline_custom_forwards(graph: Graph, log: PassLog | None = None) -> Graph:
     return out
 
 
-def _inlinable(n: Node) -> bool:
+def _inlinable(n: Node, keep: frozenset[str]) -> bool:
     """A custom_vjp node whose forward body is typed exactly as its inputs (so its ops
-    can be copied as they are)."""
+    can be copied as they are) and holds no op of `keep`."""
     if n.kind != OP or n.op != "custom_vjp":
         return False
     body = n.attrs["forward"]
-    return len(body.inputs) == len(n.inputs) and all(
-        p.type == x.type for p, x in zip(body.inputs, n.inputs)
+    return (
+        len(body.inputs) == len(n.inputs)
+        and all(p.type == x.type for p, x in zip(body.inputs, n.inputs))
+        and not any(b.kind == OP and b.op in keep for b in body.nodes)
     )
 
 

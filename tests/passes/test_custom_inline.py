@@ -83,14 +83,15 @@ def test_o2_fuses_through_them_with_the_bits_of_o0(backend: str) -> None:
 
     g = gc.trace(f, X)
     ops = [n.op for n in gc.fuse(gc.optimize(g), backend=backend).op_nodes]
-    assert "custom_vjp" not in ops and ops.count("fused") == 1, ops
+    if backend == "numpy":
+        assert "custom_vjp" not in ops and ops.count("fused") == 1, ops
+    else:  # clipped's forward holds exp, which native computes with its own bits: kept,
+        # so every level runs numpy's exp there (its node's kernel); the others inlined
+        assert ops.count("custom_vjp") == 1, ops
     with np.errstate(all="ignore"):
         got = gc.compile(g, opt_level=2, backend=backend, wait=True)(X)
-        expected = gc.compile(g, opt_level=0, backend="numpy")(X)
-    if backend == "numpy":
-        assert bits_differ(got, expected) is None
-    else:  # native's exp and tanh: within their stated bounds
-        np.testing.assert_allclose(got, expected, rtol=1e-14)
+        expected = gc.compile(g, opt_level=0, backend=backend, wait=True)(X)
+    assert bits_differ(got, expected) is None
 
 
 def test_inside_a_scan_body_and_gradients_taken_before() -> None:

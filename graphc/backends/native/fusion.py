@@ -48,7 +48,7 @@ def passes(inexact: frozenset[str], fast_math: bool) -> tuple[Pass, ...]:
     exact = with_options(fold_sgd_updates, computes=_own_product)
     fold = fold_sgd_updates if fast_math else exact
     return (
-        inline_custom_forwards,
+        with_options(inline_custom_forwards, keep=inexact),
         fold,
         with_options(fuse_attention, keep=inexact),
         fuse_matmul_epilogue,

@@ -160,6 +160,8 @@ _OPERATOR_UFUNCS = {
     np.equal: ("__eq__", "__eq__"),
     np.not_equal: ("__ne__", "__ne__"),
 }
+
+
 # numpy's names whose graphc op is spelled otherwise (most are spelled alike: gc.exp)
 def graphc_counterpart(numpy_name: str) -> str | None:
     """The name of graphc's op function for numpy's function `numpy_name`, if any (graphc

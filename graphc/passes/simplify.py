@@ -99,6 +99,24 @@ add, sub, mul, div, neg, pow, exp, log, cast = ops(
 reshape, transpose, broadcast_to, sum_to = ops("reshape", "transpose", "broadcast_to", "sum_to")
 softmax, log_softmax, sum, logsumexp = ops("softmax", "log_softmax", "sum", "logsumexp")
 matmul, where = ops("matmul", "where")
+ne, gt, max_ = ops("ne", "gt", "max")
+
+
+def nan_where_extremum_is(m: Match) -> bool:
+    """Condition: where(any nan of x along the axes, nan, y) with y x's max or min along
+    the same axes (the NaN check ONNX's export writes beside a ReduceMax, which
+    onnxruntime computes skipping nans): graphc's max and min are nan there already."""
+    y, c = m.y, m.c
+    return (
+        y.kind == OP
+        and y.op in ("max", "min")
+        and y.inputs[0] is m.x
+        and y.attrs.get("axis") == m.a
+        and y.attrs.get("keepdims") == m.k
+        and is_float_dtype(y.type.dtype)
+        and bool(np.isnan(c.value).all())
+        and c.value.dtype == y.type.dtype
+    )
 
 
 def is_integer(name: str) -> object:
@@ -307,6 +325,7 @@ ALGEBRA: list[Rule] = [
     rule(where(Z, Y, broadcast_to(X)), lambda m: m.emit("where", m.z, m.y, m.x)),  # where(c, y, broadcast_to(x)) -> where(c, y, x)
     rule(where(ONE, X, Y), lambda m: m.x),  # where(true, x, y) -> x (x of the result's type)
     rule(where(ZERO, X, Y), lambda m: m.y),  # where(false, x, y) -> y (y of the result's type)
+    rule(where(gt(max_(cast(ne(X, X)), axis="a", keepdims="k"), ZERO), C, Y), lambda m: m.y, when=nan_where_extremum_is),  # where(any nan of x, nan, max x) -> max x
     # -- exp and log, and their stable forms (all value-changing)
     rule(exp(log(X)), lambda m: m.x, when=lambda m: non_negative(m.x), exact=False),  # exp(log x) -> x, x >= 0
     rule(log(exp(X)), lambda m: m.x, exact=False),  # log(exp x) -> x

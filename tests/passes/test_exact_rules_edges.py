@@ -31,6 +31,14 @@ def k(value: float, dtype: str) -> gc.Symbol:
     return gc.constant(np.array(value).astype(dtype))
 
 
+def _nan_checked_max(z: gc.Symbol) -> gc.Symbol:
+    """max of z over axis 0, nan where a nan is reduced: the form graphc's ONNX export
+    writes for onnxruntime, which skips nans (a float z: the rule fires; else declines)."""
+    flags = gc.max(gc.cast(gc.ne(z, z), "int32"), axis=0)
+    nan = np.asarray(np.nan if np.issubdtype(z.dtype, np.floating) else 0, z.dtype)
+    return gc.where(gc.gt(flags, 0), gc.constant(nan), gc.max(z, axis=0))
+
+
 def _transpose_twice(x: gc.Symbol, y: gc.Symbol, z: gc.Symbol, dtype: str) -> gc.Symbol:
     rotate = (*range(1, z.type.rank), 0)  # twice: a permutation, not the identity (rank 3)
     return gc.transpose(gc.transpose(z, rotate), rotate)
@@ -82,6 +90,7 @@ CASES: list[tuple[str, Build]] = [
     ("where(1, x, y)", lambda x, y, z, t: gc.where(gc.constant(np.True_), x, y)),
     ("where(0, x, y)", lambda x, y, z, t: gc.where(gc.constant(np.zeros(x.type.shape, bool)), x, y)),
     ("where(0, x, y)", lambda x, y, z, t: gc.where(gc.constant(np.False_), x, gc.cast(y, "float64"))),  # y wider than x: fires
+    ("where(gt(max(cast(ne(x, x)), axis=a, keepdims=k), 0), c, y)", lambda x, y, z, t: _nan_checked_max(z)),  # ONNX's NaN check of a max, read back
     ("declines: where(1, x, y)", lambda x, y, z, t: gc.where(gc.constant(np.True_), gc.cast(x, "int32"), gc.cast(y, "float64"))),  # x narrower than the result
     ("declines: where(1, x, y)", lambda x, y, z, t: gc.where(gc.constant(np.True_), k(1, t), z)),  # x broadcast to the result's shape
     ("mul(neg(x), c)", lambda x, y, z, t: gc.neg(x) * k(-3, t)),

@@ -146,6 +146,13 @@ CASES = [
              "%a: f64[3,4] = where(%c, %x, %w)", "output %y = %a"),
        graph(F + ", %w: f64[3,4]", f"output %y = %{kept}"))
       for flag, kept in (("True", "x"), ("False", "w"))],
+    ("where(any nan of x, nan, max x) -> max x: ONNX's NaN check read back",
+     graph(F, "%n: bool[3,4] = ne(%x, %x)", "%i: i32[3,4] = cast(%n, dtype=i32)",
+           "%s: i32[4] = max(%i, axis=(0,), keepdims=False)", "%z: i32[] = constant(value=0)",
+           "%g: bool[4] = gt(%s, %z)", "%c: f64[] = constant(value=nan)",
+           "%m: f64[4] = max(%x, axis=(0,), keepdims=False)", "%a: f64[4] = where(%g, %c, %m)",
+           "output %y = %a"),
+     graph(F, "%m: f64[4] = max(%x, axis=(0,), keepdims=False)", "output %y = %m")),
     ("where(true, c, x): c not of the result's shape",
      graph(F, "%c: bool[] = constant(value=True)", ZERO_F, "%a: f64[3,4] = where(%c, %z, %x)",
            "output %y = %a"),

@@ -99,23 +99,32 @@ add, sub, mul, div, neg, pow, exp, log, cast = ops(
 reshape, transpose, broadcast_to, sum_to = ops("reshape", "transpose", "broadcast_to", "sum_to")
 softmax, log_softmax, sum, logsumexp = ops("softmax", "log_softmax", "sum", "logsumexp")
 matmul, where = ops("matmul", "where")
-ne, gt, max_ = ops("ne", "gt", "max")
+gt = ops("gt")[0]
 
 
 def nan_where_extremum_is(m: Match) -> bool:
-    """Condition: where(any nan of x along the axes, nan, y) with y x's max or min along
-    the same axes (the NaN check ONNX's export writes beside a ReduceMax, which
-    onnxruntime computes skipping nans): graphc's max and min are nan there already."""
-    y, c = m.y, m.c
+    """Condition: where(z > 0, nan, y) with y a max, min or max_pool2d of x and z the
+    same op (a max for min) of x's nan flags: the NaN check ONNX's export writes beside a
+    ReduceMax or MaxPool, which onnxruntime computes skipping nans. graphc's y is nan
+    exactly where z > 0 already."""
+    y, z, c = m.y, m.z, m.c
+    if y.kind != OP or y.op not in ("max", "min", "max_pool2d"):
+        return False
+    if not (is_float_dtype(y.type.dtype) and c.value.dtype == y.type.dtype):
+        return False
+    flags_op = "max_pool2d" if y.op == "max_pool2d" else "max"
+    if z.kind != OP or z.op != flags_op or dict(z.attrs) != dict(y.attrs):
+        return False
+    cast = z.inputs[0]
+    if cast.kind != OP or cast.op != "cast":
+        return False
+    flags, x = cast.inputs[0], y.inputs[0]
     return (
-        y.kind == OP
-        and y.op in ("max", "min")
-        and y.inputs[0] is m.x
-        and y.attrs.get("axis") == m.a
-        and y.attrs.get("keepdims") == m.k
-        and is_float_dtype(y.type.dtype)
+        flags.kind == OP
+        and flags.op == "ne"
+        and flags.inputs[0] is x
+        and flags.inputs[1] is x
         and bool(np.isnan(c.value).all())
-        and c.value.dtype == y.type.dtype
     )
 
 
@@ -325,7 +334,7 @@ ALGEBRA: list[Rule] = [
     rule(where(Z, Y, broadcast_to(X)), lambda m: m.emit("where", m.z, m.y, m.x)),  # where(c, y, broadcast_to(x)) -> where(c, y, x)
     rule(where(ONE, X, Y), lambda m: m.x),  # where(true, x, y) -> x (x of the result's type)
     rule(where(ZERO, X, Y), lambda m: m.y),  # where(false, x, y) -> y (y of the result's type)
-    rule(where(gt(max_(cast(ne(X, X)), axis="a", keepdims="k"), ZERO), C, Y), lambda m: m.y, when=nan_where_extremum_is),  # where(any nan of x, nan, max x) -> max x
+    rule(where(gt(Z, ZERO), C, Y), lambda m: m.y, when=nan_where_extremum_is),  # where(any nan of x there, nan, max/min/max_pool2d x) -> that max
     # -- exp and log, and their stable forms (all value-changing)
     rule(exp(log(X)), lambda m: m.x, when=lambda m: non_negative(m.x), exact=False),  # exp(log x) -> x, x >= 0
     rule(log(exp(X)), lambda m: m.x, exact=False),  # log(exp x) -> x

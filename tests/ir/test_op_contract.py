@@ -498,6 +498,9 @@ OP_NAME_TABLES = {
     "a pass's rewrite function per control-flow op, each about that op's semantics": {
         ("passes/control.py", "REWRITES"),
     },
+    "the extrema whose NaN check (ONNX's, read back) a simplify rule removes (a pattern)": {
+        ("passes/simplify.py", "in nan_where_extremum_is"),
+    },
     "the arithmetic chain batch-norm folding matches (a pattern, as simplify's rules are)": {
         ("passes/batchnorm.py", "AFFINE"), ("passes/batchnorm.py", "SCALES"),
         ("passes/batchnorm.py", "in _next"), ("passes/batchnorm.py", "in find_chains"),

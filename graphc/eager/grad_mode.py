@@ -1,9 +1,10 @@
 """Grad mode: whether ops on tensors record the autograd tape.
 
-As in PyTorch the switch is per thread (graphc/ops/grad_state.py: tracing reads it too), and `no_grad`, `enable_grad`,
-`set_grad_enabled` and `inference_mode` work both as context managers and as
-decorators; a decorated generator function runs its body in the mode on each resume
-and gives the caller back its own mode at each yield.
+As in PyTorch the switch is per thread (graphc/ops/grad_state.py holds it: tracing
+reads it too), and `no_grad`, `enable_grad`, `set_grad_enabled` and `inference_mode`
+work both as context managers and as decorators; a decorated generator function runs
+its body in the mode on each resume and gives the caller back its own mode at each
+yield.
 """
 
 from __future__ import annotations

@@ -162,7 +162,6 @@ _OPERATOR_UFUNCS = {
 }
 
 
-# numpy's names whose graphc op is spelled otherwise (most are spelled alike: gc.exp)
 def graphc_counterpart(numpy_name: str) -> str | None:
     """The name of graphc's op function for numpy's function `numpy_name`, if any (graphc
     spells numpy's functions by their names: gc.dot, gc.arctan, gc.amax)."""

@@ -2,11 +2,10 @@
 
 from graphc.frontend.custom import custom_jvp, custom_vjp
 from graphc.frontend.declare import constant, output, placeholder
-from graphc.frontend.jit import jit
+from graphc.frontend.jit import eval_shape, jit
 from graphc.frontend.names import named
 from graphc.frontend.trace import TensorSpec, lifted_feeds, lifted_tensors, trace
 from graphc.frontend.transforms import (
-    eval_shape,
     grad,
     hessian,
     jacfwd,

@@ -134,6 +134,64 @@ def call_leaf_names(fn: Callable[..., Any], tree: TreeDef) -> list[str]:
     return names
 
 
+def trace_call(
+    fn: Callable[..., Any],
+    specs: list[TensorSpec],
+    static_at: dict[int, Any],
+    tree: TreeDef,
+    params: Mapping[str, Any] | None = None,
+) -> tuple[Graph, Any]:
+    """`fn` traced on a call whose (args, kwargs) structure is `tree`: a placeholder per
+    spec, the leaves at `static_at` given as they are; the graph (placeholders named by
+    `call_leaf_names`) and the result's structure, whose leaves are its outputs."""
+    structure: list[Any] = []
+    count = len(specs) + len(static_at)  # leaves
+
+    def recording(*values: Any) -> Any:
+        inputs = iter(values)
+        leaves = [static_at[i] if i in static_at else next(inputs) for i in range(count)]
+        args, kwargs = tree_unflatten(tree, leaves)
+        result = fn(*args, **kwargs)
+        out_leaves, out_tree = tree_flatten(result)
+        structure.append(out_tree)
+        keys = out_tree.aux if isinstance(out_tree, TreeDef) else None
+        if isinstance(result, Mapping) and all(c == LEAF for c in out_tree.children):
+            return dict(zip(keys, out_leaves))  # outputs named by their keys
+        return result if out_tree == LEAF else tuple(out_leaves)
+
+    functools.update_wrapper(recording, fn, updated=())
+    names = [n for i, n in enumerate(call_leaf_names(fn, tree)) if i not in static_at]
+    recording.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names]
+    )  # placeholders keep the names of the parameters they stand for
+    name = getattr(fn, "__name__", None)
+    graph = trace(recording, *specs, name=name, params=params)
+    return graph, structure[0]
+
+
+def eval_shape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """The shape and dtype of each leaf of `f(*args, **kwargs)`, as `gc.TensorSpec`s in
+    the result's structure, found by tracing `f` as `gc.jit` would, without running it
+    (`jax.eval_shape`). Each array leaf of the arguments may be an array, an eager tensor
+    or a `gc.TensorSpec` (a None dim is symbolic, and so are the result dims it makes);
+    Python numbers are static, as in `gc.jit`, so they stay weakly typed.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.eval_shape(lambda x, w: {"y": x @ w}, gc.TensorSpec((None, 3)), np.ones((3, 2)))
+    {'y': TensorSpec(shape=('x_0', 2), dtype=dtype('float64'))}
+    """
+    leaves, tree = tree_flatten((args, kwargs))
+    static_at = {k: leaf for k, leaf in enumerate(leaves) if is_python_scalar(leaf)}
+    specs = []
+    for k, leaf in enumerate(leaves):
+        if k not in static_at:
+            array = leaf if isinstance(leaf, TensorSpec) else _as_array(leaf, tree, k)
+            specs.append(TensorSpec(array.shape, array.dtype))
+    graph, structure = trace_call(f, specs, static_at, tree)
+    types = [TensorSpec(o.type.shape, o.type.dtype) for o in graph.outputs]
+    return tree_unflatten(structure, types)
+
+
 # the types of a call's arguments that need no pytree walk (numpy's scalar types too)
 _PLAIN = frozenset(
     [np.ndarray, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64]
@@ -230,33 +288,12 @@ class Jitted:
         return entry.pack(entry.executable(*arrays, *lifted))
 
     def _build(self, arrays: list[np.ndarray], statics: tuple, tree: TreeDef) -> _Entry:
-        structure: list[Any] = []
-        static_at = {i: value for i, _, value in statics}
-        count = len(arrays) + len(static_at)  # leaves
-
-        def recording(*values: Any) -> Any:
-            inputs = iter(values)
-            leaves = [static_at[i] if i in static_at else next(inputs) for i in range(count)]
-            args, kwargs = tree_unflatten(tree, leaves)
-            result = self.fn(*args, **kwargs)
-            out_leaves, out_tree = tree_flatten(result)
-            structure.append(out_tree)
-            keys = out_tree.aux if isinstance(out_tree, TreeDef) else None
-            if isinstance(result, Mapping) and all(c == LEAF for c in out_tree.children):
-                return dict(zip(keys, out_leaves))  # outputs named by their keys
-            return result if out_tree == LEAF else tuple(out_leaves)
-
-        functools.update_wrapper(recording, self.fn, updated=())
-        names = [n for i, n in enumerate(call_leaf_names(self.fn, tree)) if i not in static_at]
-        recording.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names]
-        )  # placeholders keep the names of the parameters they stand for
         specs = [TensorSpec(a.shape, a.dtype) for a in arrays]
-        name = getattr(self.fn, "__name__", None)
-        graph = trace(recording, *specs, name=name, params=self._named_params())
+        static_at = {i: value for i, _, value in statics}
+        graph, structure = trace_call(self.fn, specs, static_at, tree, self._named_params())
         by_name = lifted_tensors(graph)
         lifted = [by_name[p.name] for p in graph.inputs[len(arrays) :]]
-        return _Entry(graph, compile_graph(graph), lifted, structure[0])
+        return _Entry(graph, compile_graph(graph), lifted, structure)
 
     def _of_the_rest(self, args: tuple, kwargs: dict) -> tuple[tuple, dict, Jitted]:
         """The call's other arguments, and the jitted function of them that the static

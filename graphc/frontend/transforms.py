@@ -1,5 +1,5 @@
 """JAX's function transformations on graphs: grad, value_and_grad, vjp, jvp, linearize,
-jacfwd, jacrev, hessian; and stop_gradient and eval_shape.
+jacfwd, jacrev, hessian; and stop_gradient.
 
 Each one stages the function (graphc/frontend/staging.py): it traces `f` into a
 closed sub-graph typed like the arguments (symbolic dims kept; values `f` reads from
@@ -38,9 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from graphc.frontend.jit import call_leaf_names
 from graphc.frontend.staging import OnArrays, Staged, as_array, as_tuple, leaf_names, stage
-from graphc.frontend.trace import TensorSpec, as_spec, lifted_feeds, parameter_names, trace
+from graphc.frontend.trace import lifted_feeds, parameter_names, trace
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import Graph
 from graphc.ir.scope import name_scope
@@ -651,46 +650,6 @@ def _vjp_arrays(f: Callable[..., Any], primals: tuple, has_aux: bool) -> tuple[A
     if has_aux:
         return value, f_vjp, unflatten(aux_tree, traced.lifted(list(outs[n:])))
     return value, f_vjp
-
-
-# -- shapes without running: eval_shape ----------------------------------------------------
-
-
-def eval_shape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """The shape and dtype of each leaf of `f(*args, **kwargs)`, as `gc.TensorSpec`s in
-    the result's structure, found by tracing `f` without running it (`jax.eval_shape`).
-    Each array leaf of the arguments may be an array, an eager tensor or a
-    `gc.TensorSpec` (a None dim is symbolic, and so are the result dims it makes);
-    Python numbers are static, as in `gc.jit`, so they stay weakly typed.
-
-    >>> import numpy as np, graphc as gc
-    >>> gc.eval_shape(lambda x, w: {"y": x @ w}, gc.TensorSpec((None, 3)), np.ones((3, 2)))
-    {'y': TensorSpec(shape=('x_0', 2), dtype=dtype('float64'))}
-    """
-    leaves, tree = flatten((args, kwargs))
-    static = {k: leaf for k, leaf in enumerate(leaves) if is_python_scalar(leaf)}
-    specs = [
-        leaf if isinstance(leaf, TensorSpec) else as_spec(as_array(leaf), "eval_shape")
-        for k, leaf in enumerate(leaves)
-        if k not in static
-    ]
-    out_trees: list[Tree] = []
-
-    def flat(*values: Any) -> tuple:
-        fed = iter(values)
-        every = [static[k] if k in static else next(fed) for k in range(len(leaves))]
-        call_args, call_kwargs = unflatten(tree, every)
-        out_leaves, out_tree = flatten(f(*call_args, **call_kwargs))
-        out_trees.append(out_tree)
-        return tuple(out_leaves)
-
-    flat.__name__ = fn_name(f, "f")
-    names = [n for k, n in enumerate(call_leaf_names(f, tree)) if k not in static]
-    flat.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names]
-    )  # placeholders (and the symbolic dims they make) named after f's parameters
-    g = trace(flat, *specs)
-    return unflatten(out_trees[0], [TensorSpec(o.type.shape, o.type.dtype) for o in g.outputs])
 
 
 # -- Jacobians and the Hessian --------------------------------------------------------------

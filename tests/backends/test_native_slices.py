@@ -196,3 +196,20 @@ def test_gate_slices_of_a_scan_row_are_read_in_place() -> None:
     finite["r"] *= np.float32(0.1)
     assert slice_tags(g, *feed.values()) == ["in place"] * 6
     check_native(g, [feed, finite], close=normwise(2.0**-12), close_sets=(1,))
+
+
+def test_a_reader_of_a_value_made_after_the_slice_compiles() -> None:
+    """The reader's other operand u, an output, is made by a step between the slice and
+    the reader: deciding at the slice whether the reader reads it in place looked up
+    u's array before u's step had bound it (a KeyError from gc.compile at every level)."""
+    g = gc.Graph("made_between")
+    with g:
+        x = gc.placeholder("x", shape=("B", 32), dtype="float32")
+        h = gc.placeholder("h", shape=("B", 16), dtype="float32")
+        s = (x * 2.0)[:, 0:16]
+        u = h + 1.0
+        gc.output(u, name="u")
+        gc.output(s * u, name="y")
+    x, h = feeds((3, 32)), feeds((3, 16), seed=1)
+    assert slice_tags(g, x, h, level=0) == ["in place"]
+    check_native(g, [{"x": x, "h": h}])

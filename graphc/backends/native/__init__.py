@@ -170,7 +170,7 @@ def _reads_in_place(gen: Generator, reader: Step) -> bool:
     if BACKEND.lowerings.get(reader.node.op) is not lower_step:
         return False
     try:
-        _kernel_for(gen, reader)
+        _kernel_for(gen, reader, ahead=True)
     except DeclinedError:
         return False
     return True  # at any size: so the reader's kernel (PITCHED) is one at every batch
@@ -278,14 +278,23 @@ def _epilogue(
 
 
 def _kernel_for(
-    gen: Generator, step: Step, copied: list[tuple[str, str]] | None = None
+    gen: Generator,
+    step: Step,
+    copied: list[tuple[str, str]] | None = None,
+    ahead: bool = False,
 ) -> tuple[Kernel, list[tuple[str, bool, tuple, bool]]]:
     """The step's kernel, and per operand: expression, static?, shape, transposed view?
     Given `copied`, an operand that is a transposed view other than a matrix's
     transpose is read from a buffer it is to be copied into first (the caller emits
     copies.into_buffer for each (buffer, value) added to `copied`); else such an
-    operand declines the step."""
+    operand declines the step. `ahead`: asked before the step's turn (a slice's reader),
+    when an operand made by a step in between (an output) has no expression yet: its
+    name stands in, as only the kernel is wanted."""
     plan = gen.plan
+
+    def array(x: str) -> str:
+        return gen.expr.get(x, x) if ahead else gen.array(x)
+
     out_t = plan.values[step.output].type
     node = step.node
     if node.op == "fused":
@@ -302,11 +311,9 @@ def _kernel_for(
         value = plan.values[x]
         if x in blocks:  # a slice not copied: its column block of the wide array
             source = blocks[x][0]
-            operands.append((gen.array(source), source in gen.static, value.type.shape, False))
+            operands.append((array(source), source in gen.static, value.type.shape, False))
         else:
-            operands.append(
-                (gen.array(x), x in gen.static, value.type.shape, transposed_view(gen, x))
-            )
+            operands.append((array(x), x in gen.static, value.type.shape, transposed_view(gen, x)))
         types.append(value.type)
         if x in plan.constants:
             known[k] = np.asarray(plan.nodes[x].value)

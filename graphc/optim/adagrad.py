@@ -9,14 +9,14 @@ import numpy as np
 
 from graphc.eager import Tensor
 from graphc.ops import cast, sqrt
-from graphc.optim.optimizer import Optimizer, check_range, like
+from graphc.optim.optimizer import Optimizer, ascent, check_range, like
 
 
 class Adagrad(Optimizer):
     """Adagrad (Duchi et al.) with torch.optim.Adagrad's equations; eps is added after
     the sqrt. With t the step count (from 1) and s the sum of squared gradients (starting
     at the constructor's `initial_accumulator_value`, as in torch, which reads no group's
-    own)::
+    own); g is the gradient, -g with `maximize`::
 
         g = g + weight_decay * p
         s = s + g * g
@@ -38,9 +38,12 @@ class Adagrad(Optimizer):
         weight_decay: float = 0.0,
         initial_accumulator_value: float = 0.0,
         eps: float = 1e-10,
+        *,
+        maximize: bool = False,
     ) -> None:
         hyper = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay)
         hyper.update(initial_accumulator_value=initial_accumulator_value, eps=eps)
+        hyper.update(maximize=maximize)
         super().__init__(params, hyper)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
@@ -65,7 +68,7 @@ class Adagrad(Optimizer):
     ) -> tuple[Any, dict[str, Any]]:
         hp = self.defaults if group is None else group
         step = state["step"] + 1
-        g = grad
+        g = ascent(grad, hp)
         if hp["weight_decay"]:
             g = g + hp["weight_decay"] * param
         lr = like(hp["lr"], param)

@@ -7,18 +7,20 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ops import cast, sqrt
-from graphc.optim.optimizer import Optimizer, check_range, like
+from graphc.ops import cast, maximum, sqrt
+from graphc.optim.optimizer import Optimizer, ascent, check_range, like
 
 
 class Adam(Optimizer):
     """Adam (Kingma and Ba) with torch.optim.Adam's equations; eps is added after the sqrt.
 
-    With t the step count (from 1), m and v the moment estimates::
+    With t the step count (from 1), m and v the moment estimates, g the gradient (-g
+    with `maximize`)::
 
-        g = g + weight_decay * p
+        g = g + weight_decay * p   (p = p * (1 - lr * weight_decay) if decoupled)
         m = beta1 * m + (1 - beta1) * g
         v = beta2 * v + (1 - beta2) * g * g
+        v_max = max(v_max, v)   (amsgrad: v_max replaces v below)
         p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
 
     The bias corrections (the terms with t) are computed in float64 whatever the
@@ -39,8 +41,14 @@ class Adam(Optimizer):
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0.0,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        decoupled_weight_decay: bool = False,
     ) -> None:
         hyper = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        hyper.update(amsgrad=amsgrad, maximize=maximize)
+        hyper.update(decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, hyper)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
@@ -51,14 +59,17 @@ class Adam(Optimizer):
         check_range("weight_decay", group["weight_decay"], 0.0)
 
     def state_names_of(self, group: Mapping[str, Any]) -> tuple[str, ...]:
-        return ("step", "exp_avg", "exp_avg_sq")
+        names = ("step", "exp_avg", "exp_avg_sq")
+        return names + ("max_exp_avg_sq",) if group["amsgrad"] else names
 
     def update(
         self, param: Any, grad: Any, state: dict[str, Any], group: Mapping[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         hp = self.defaults if group is None else group
-        g = grad
-        if hp["weight_decay"]:
+        g = ascent(grad, hp)
+        if hp["weight_decay"] and hp["decoupled_weight_decay"]:
+            param = param * like(1 - hp["lr"] * hp["weight_decay"], param)
+        elif hp["weight_decay"]:
             g = g + hp["weight_decay"] * param
         return adam_step(param, g, state, hp)
 
@@ -66,7 +77,8 @@ class Adam(Optimizer):
 def adam_step(
     param: Any, g: Any, state: dict[str, Any], hp: Mapping[str, Any]
 ) -> tuple[Any, dict[str, Any]]:
-    """Adam's moments and step from the gradient `g` (any weight decay already applied)."""
+    """Adam's moments and step from the gradient `g` (any weight decay already applied);
+    with amsgrad the step divides by the largest second moment so far, as torch's."""
     beta1, beta2 = hp["betas"]
     step = state["step"] + 1
     m = beta1 * state["exp_avg"] + (1 - beta1) * g
@@ -77,15 +89,18 @@ def adam_step(
     t = cast(step, np.float64)
     step_size = cast(hp["lr"] / (1 - beta1**t), param.dtype)
     correction = cast(sqrt(1 - beta2**t), param.dtype)
+    new_state = {"step": step, "exp_avg": m, "exp_avg_sq": v}
+    if hp["amsgrad"]:
+        v = new_state["max_exp_avg_sq"] = maximum(state["max_exp_avg_sq"], v)
     denom = sqrt(v) / correction + hp["eps"]
     new_param = param - step_size * (m / denom)
-    return new_param, {"step": step, "exp_avg": m, "exp_avg_sq": v}
+    return new_param, new_state
 
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov and Hutter), torch.optim.AdamW's
-    equations: the parameter shrinks by lr * weight_decay of itself, then takes Adam's
-    step from the gradient alone::
+    equations (torch's Adam with decoupled_weight_decay=True): the parameter shrinks by
+    lr * weight_decay of itself, then takes Adam's step from the gradient alone::
 
         p = p * (1 - lr * weight_decay)
         (m, v and the step as Adam's, with g the gradient)
@@ -105,13 +120,11 @@ class AdamW(Adam):
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
     ) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay)
-
-    def update(
-        self, param: Any, grad: Any, state: dict[str, Any], group: Mapping[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        hp = self.defaults if group is None else group
-        if hp["weight_decay"]:
-            param = param * like(1 - hp["lr"] * hp["weight_decay"], param)
-        return adam_step(param, grad, state, hp)
+        super().__init__(
+            params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+            decoupled_weight_decay=True,
+        )  # fmt: skip

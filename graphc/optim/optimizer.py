@@ -49,6 +49,12 @@ def like(value: Any, param: Any) -> Any:
     return value if isinstance(value, (int, float)) else cast(value, param.dtype)
 
 
+def ascent(grad: Any, group: Mapping[str, Any]) -> Any:
+    """The gradient to descend: negated when the group maximizes (torch's `maximize`,
+    applied before any weight decay, as torch applies it)."""
+    return -grad if group.get("maximize") else grad
+
+
 def _as_array(value: Any) -> np.ndarray:
     return value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
 

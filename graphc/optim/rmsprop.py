@@ -6,14 +6,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from graphc.ops import sqrt
-from graphc.optim.optimizer import Optimizer, check_range, like
+from graphc.optim.optimizer import Optimizer, ascent, check_range, like
 
 
 class RMSprop(Optimizer):
     """RMSprop (Hinton) with torch.optim.RMSprop's equations; eps is added after the sqrt.
 
     With s the running mean of squared gradients, a the running mean of gradients
-    (`centered` only) and b the momentum buffer (`momentum` > 0 only)::
+    (`centered` only) and b the momentum buffer (`momentum` > 0 only); g is the gradient,
+    -g with `maximize`::
 
         g = g + weight_decay * p
         s = alpha * s + (1 - alpha) * g * g
@@ -39,9 +40,11 @@ class RMSprop(Optimizer):
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         centered: bool = False,
+        *,
+        maximize: bool = False,
     ) -> None:
         hyper = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay)
-        hyper.update(momentum=momentum, centered=centered)
+        hyper.update(momentum=momentum, centered=centered, maximize=maximize)
         super().__init__(params, hyper)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
@@ -64,7 +67,7 @@ class RMSprop(Optimizer):
     ) -> tuple[Any, dict[str, Any]]:
         hp = self.defaults if group is None else group
         alpha, lr = hp["alpha"], like(hp["lr"], param)
-        g = grad
+        g = ascent(grad, hp)
         if hp["weight_decay"]:
             g = g + hp["weight_decay"] * param
         square_avg = alpha * state["square_avg"] + (1 - alpha) * (g * g)

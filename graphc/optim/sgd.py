@@ -7,13 +7,14 @@ from typing import Any
 
 from graphc.ir.errors import GraphcError
 from graphc.ops import where
-from graphc.optim.optimizer import Optimizer, check_range, like
+from graphc.optim.optimizer import Optimizer, ascent, check_range, like
 
 
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, dampening, weight decay and Nesterov.
 
-    torch.optim.SGD's equations, with g the gradient and b the momentum buffer::
+    torch.optim.SGD's equations, with g the gradient (-g with `maximize`) and b the
+    momentum buffer::
 
         g = g + weight_decay * p
         b = g                                   (first step)
@@ -37,9 +38,11 @@ class SGD(Optimizer):
         dampening: float = 0.0,
         weight_decay: float = 0.0,
         nesterov: bool = False,
+        *,
+        maximize: bool = False,
     ) -> None:
         hyper = dict(lr=lr, momentum=momentum, dampening=dampening)
-        hyper.update(weight_decay=weight_decay, nesterov=nesterov)
+        hyper.update(weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
         super().__init__(params, hyper)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
@@ -60,7 +63,7 @@ class SGD(Optimizer):
     ) -> tuple[Any, dict[str, Any]]:
         hp = self.defaults if group is None else group
         momentum, dampening = hp["momentum"], hp["dampening"]
-        g = grad
+        g = ascent(grad, hp)
         if hp["weight_decay"]:
             g = g + hp["weight_decay"] * param
         new_state: dict[str, Any] = {}

@@ -57,7 +57,20 @@ class BatchSplitError(GraphcError, ValueError):
 
 REDUCED = "reduced"
 FREE = None
-Role = Mapped | str | None
+# a loop's result summing, step by step, values reduced over the batch (the weight
+# gradients a recurrent layer's backward scan accumulates): its value on a chunk is a
+# partial, merged by sum
+ACCUMULATED = "accumulated"
+
+
+@dataclass(frozen=True)
+class Results:
+    """The roles of a multi-result node's results (a scan's), one per result."""
+
+    roles: tuple
+
+
+Role = Mapped | Results | str | None
 
 
 @dataclass(frozen=True)
@@ -125,15 +138,20 @@ class BatchSplit:
 
 
 def batch_roles(
-    graph: Graph, batch_dim: str = "B", feedback: set[Node] | None = None
+    graph: Graph,
+    batch_dim: str = "B",
+    feedback: set[Node] | None = None,
+    given: list[Role] | None = None,
 ) -> tuple[dict[Node, Role], dict[Node, str]]:
-    """Each node's role (Mapped(axis), REDUCED or FREE) and the roots with their kinds;
-    nodes no output reads (dead code, which compile would drop too) get none.
+    """Each node's role (Mapped(axis), REDUCED or FREE; Results for a scan) and the
+    roots with their kinds; nodes no output reads (dead code, which compile would drop
+    too) get none.
 
     A reduced value feeding back into the rows is refused, unless `feedback` is given:
     then such values are added to it and taken as free from there on (as if the whole
     batch's value were known before the rows are computed: stages.py runs the graph in
-    passes over the data that make it so)."""
+    passes over the data that make it so). `given` holds the placeholders' roles when
+    `graph` is a loop's body (`_scan_roles`); else they follow from their shapes."""
     roles: dict[Node, Role] = {}
     roots: dict[Node, str] = {}
     live = _needed([o.inputs[0] for o in graph.outputs], stop=set())
@@ -142,9 +160,21 @@ def batch_roles(
             roles[n] = roles[n.inputs[0]]
             continue
         if n.kind == PLACEHOLDER:
-            roles[n] = _placeholder_role(n, batch_dim)
+            k = graph.inputs.index(n)
+            roles[n] = _placeholder_role(n, batch_dim) if given is None else given[k]
             continue
         if n not in live:  # no output reads it: no chunk computes it, nothing to refuse
+            continue
+        if given is not None and n.op == "count" and batch_dim in _counted(n):
+            # the size input that gives it the whole batch's count feeds the outer graph
+            raise _refuse(n, f"it counts the batch dim {batch_dim} inside a loop body")
+        if n.op == "result" and isinstance(roles[n.inputs[0]], Results):
+            role = roles[n.inputs[0]].roles[n.attrs["index"]]
+            if role == ACCUMULATED:
+                roots[n], role = "sum", REDUCED
+            else:
+                _check_type(n, role, batch_dim)
+            roles[n] = role
             continue
         inputs = [roles[x] for x in n.inputs]
         rows = any(isinstance(r, Mapped) for r in inputs) or batch_dim in n.type.symbols
@@ -156,7 +186,8 @@ def batch_roles(
             roots[n], role = role.kind, REDUCED
         if role == REDUCED and batch_dim in n.type.symbols:
             raise _spread(n, roots)
-        _check_type(n, role, batch_dim)
+        if not isinstance(role, Results):  # a scan's roles are checked against its body's
+            _check_type(n, role, batch_dim)
         roles[n] = role
     return roles, roots
 
@@ -191,6 +222,8 @@ def _op_role(n: Node, inputs: list[Role], roots: dict[Node, str], batch_dim: str
         return REDUCED
     if not mapped:
         return _free_role(n, batch_dim)
+    if n.op == "scan":
+        return _scan_roles(n, inputs, batch_dim)
     rule = batch_rule(n)
     if rule is None:
         raise _refuse(n, "graphc has no rule for how this op carries the batch axis")
@@ -252,10 +285,117 @@ def _refuse(n: Node, why: str) -> BatchSplitError:
     return BatchSplitError(f"cannot split {n.describe()}{where} along the batch: {why}")
 
 
-def _counted_symbols(n: Node) -> bool:
+def _counted(n: Node) -> list:
+    """The dims a `count` node counts."""
     shape, axis = n.attrs["shape"], n.attrs["axis"]
-    counted = shape if axis is None else [shape[a] for a in axis]
-    return any(isinstance(d, str) for d in counted)
+    return list(shape) if axis is None else [shape[a] for a in axis]
+
+
+def _counted_symbols(n: Node) -> bool:
+    return any(isinstance(d, str) for d in _counted(n))
+
+
+# -- loops --------------------------------------------------------------------------------
+
+
+def _scan_roles(n: Node, inputs: list[Role], batch_dim: str) -> Results:
+    """A scan with a mapped operand: its body's walk, from its placeholders' roles, gives
+    each result's role. Row i of a mapped carry or slice stays row i at every step. A
+    carry that starts batch-free and adds, at every step, values reduced over the batch
+    (a weight gradient's accumulator) is accumulated: started at zero on every chunk, its
+    chunks' results sum to the whole batch's, as long as each step's value is linear in
+    the body's sums over the batch and in the accumulators (`_linear`). Anything else
+    reduced in the body is refused, as is a slice scanned along the batch axis."""
+    body = n.attrs["body"]
+    num_carry, num_xs = n.attrs["num_carry"], n.attrs["num_xs"]
+    carries, xs = inputs[:num_carry], inputs[num_carry : num_carry + num_xs]
+    consts = inputs[num_carry + num_xs :]
+    for k, r in enumerate(xs):
+        if isinstance(r, Mapped) and r.axis == 0:
+            raise _refuse(n, f"its xs operand {k} is scanned along the batch dim {batch_dim}")
+    slices = [Mapped(r.axis - 1) if isinstance(r, Mapped) else r for r in xs]
+    accumulated: set[int] = set()
+    while True:  # each pass may find more accumulators, at most one per carry
+        given = [REDUCED if k in accumulated else r for k, r in enumerate(carries)]
+        try:
+            roles, roots = batch_roles(body, batch_dim, given=given + slices + consts)
+        except BatchSplitError as exc:
+            raise _refuse(n, f"in its body '{body.name}', {exc}") from None
+        outs = [roles[o] for o in body.outputs]
+        found = {k for k in range(num_carry) if outs[k] == REDUCED} - accumulated
+        if not found:
+            break
+        accumulated |= found
+    leaves = {body.inputs[k] for k in accumulated}
+    results: list[Role] = []
+    for k, (o, role) in enumerate(zip(body.outputs, outs)):
+        what = f"carry {k}" if k < num_carry else f"result ys {k - num_carry}"
+        if role == REDUCED:
+            if k < num_carry and not _zero_fill(n.inputs[k]):
+                raise _refuse(
+                    n,
+                    f"its {what} sums values reduced over the batch but does not start at "
+                    f"zero ('{n.inputs[k].name}'), so its chunks' results would not add up",
+                )
+            if not _linear(o.inputs[0], roles, roots, leaves):
+                raise _refuse(
+                    n,
+                    f"its {what} is computed from values reduced over the batch other than "
+                    "by sums and linear ops, so its chunks' results would not add up",
+                )
+            results.append(ACCUMULATED)
+        elif k < num_carry:
+            if role != carries[k]:
+                raise _refuse(
+                    n,
+                    f"its {what} enters the body as {_shown(carries[k])} and leaves it as "
+                    f"{_shown(role)}",
+                )
+            results.append(role)
+        else:  # a stacked result: the steps on a new leading axis
+            results.append(Mapped(role.axis + 1) if isinstance(role, Mapped) else role)
+    return Results(tuple(results))
+
+
+def _shown(role: Role) -> str:
+    if isinstance(role, Mapped):
+        return f"rows along axis {role.axis}"
+    return "batch-free" if role == FREE else "reduced over the batch"
+
+
+def _zero_fill(x: Node) -> bool:
+    if x.op in ("broadcast_to", "reshape", "cast"):  # gc.zeros(shape) broadcasts a 0
+        return _zero_fill(x.inputs[0])
+    if x.op == "full_like":
+        return x.attrs["value"] == 0
+    if x.op == "constant":
+        return not np.any(x.attrs["value"])
+    return False
+
+
+# ops linear in their reduced operands (each output element a sum of them times
+# batch-free factors), by which of their operands may be reduced
+_LINEAR_ALL = {"add", "sub"}  # every operand reduced (a batch-free term would count once a chunk)
+_LINEAR_ONE = {"neg", "transpose", "reshape", "expand_dims", "squeeze", "sum", "sum_to"}
+_LINEAR_FACTOR = {"mul", "matmul"}  # one operand reduced, the other a batch-free factor
+
+
+def _linear(x: Node, roles: dict, roots: dict, leaves: set[Node]) -> bool:
+    """Whether reduced `x` is linear in the body's sums over the batch and `leaves`."""
+    if x in leaves:
+        return True
+    if x in roots:
+        return roots[x] == "sum"
+    reduced = [i for i in x.inputs if roles.get(i) == REDUCED]
+    if x.op in _LINEAR_ALL:
+        ok = len(reduced) == len(x.inputs)
+    elif x.op in _LINEAR_ONE | _LINEAR_FACTOR:
+        ok = len(reduced) == 1 and (x.op in _LINEAR_FACTOR or x.inputs[0] in reduced)
+    elif x.op == "div":
+        ok = reduced == [x.inputs[0]] and x.inputs[1] not in reduced
+    else:
+        ok = False
+    return ok and all(_linear(i, roles, roots, leaves) for i in reduced)
 
 
 # -- the three graphs ---------------------------------------------------------------------
@@ -293,6 +433,13 @@ def split_batch(graph: Graph, batch_dim: str = "B") -> BatchSplit:
     mapped_outs = [o for o in graph.outputs if isinstance(roles[o], Mapped)]
     other_outs = [o for o in graph.outputs if not isinstance(roles[o], Mapped)]
     combine_needs = _needed([o.inputs[0] for o in other_outs], stop=set(roots))
+    for n in graph.op_nodes:
+        if n in combine_needs and isinstance(roles.get(n), Results):
+            raise _refuse(
+                n,
+                "a batch-free result of it is needed after the chunks' partials are merged, "
+                "but computing it runs the loop over the rows",
+            )
     used_roots = [r for r in roots if r in combine_needs]  # in graph order
     chunk_needs = _needed([o.inputs[0] for o in mapped_outs] + used_roots, stop=set())
 

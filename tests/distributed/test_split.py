@@ -520,3 +520,123 @@ def test_an_embedding_gradient_cumprod_and_custom_nodes_split_as_one_process() -
         got = run_split(split, {p.name: feeds[p.name] for p in graph.inputs}, [3, 4])
         for a, b in zip(got, _tuple(want)):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+# -- loops: a recurrent layer's scans ------------------------------------------------------
+
+
+def _recurrent_loss(kind: str, **options: object) -> tuple[gc.Graph, dict]:
+    """The gradient graph of a recurrent model's cross entropy (a train step's loss graph,
+    on a symbolic batch) with respect to its parameters and input, and feeds."""
+    from graphc import nn, optim
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = getattr(nn, kind)(3, 4, batch_first=True, dtype="float64", **options)
+            self.out = nn.Linear(
+                self.rnn.hidden_size * (1 + options.get("bidirectional", 0)), 2, dtype="float64"
+            )
+
+        def forward(self, x):
+            return self.out(self.rnn(x)[0][:, -1])
+
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(7, 5, 3)), rng.integers(0, 2, 7)
+    model = Model()
+    step = gc.compile_train_step(
+        model, nn.CrossEntropyLoss(), optim.SGD(model.parameters(), lr=0.1), (x, y)
+    )
+    loss = step.loss_graph
+    graph = gc.gradients(loss, wrt=[p.name for p in loss.inputs if p.name != "y"])
+    feeds = {"x": x, "y": y, **step.parameters()}
+    return graph, {p.name: feeds[p.name] for p in graph.inputs}
+
+
+@pytest.mark.parametrize(
+    "kind, options",
+    [("GRU", {}), ("RNN", {}), ("LSTM", {}), ("LSTM", {"num_layers": 2, "bidirectional": True})],
+    ids=["gru", "rnn", "lstm", "lstm-2-layers-bidirectional"],
+)
+def test_a_recurrent_layers_gradients_split_as_one_process(kind: str, options: dict) -> None:
+    """The backward scan accumulates the weight gradients over the steps in carries that
+    start at zero: each chunk's accumulators are partials, merged by sum, where the split
+    used to refuse every scan."""
+    graph, feeds = _recurrent_loss(kind, **options)
+    split = split_batch(graph)
+    ops = {n.name: n.op for n in graph.nodes}
+    accumulated = [p for p in split.partials if ops[p.root] == "result"]
+    assert len(accumulated) >= 2 and {p.kind for p in accumulated} == {"sum"}  # W_hh, b_hh
+    want = gc.compile(graph)(**feeds)
+    got = run_split(split, feeds, [3, 1, 3])
+    for a, b in zip(got, _tuple(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def _scan_graph(step, init, xs_spec=("T", "B", 3)):
+    def f(x, w):
+        carry, ys = gc.scan(lambda c, xt: step(c, xt, w), init(x), x)
+        return (*carry, ys) if isinstance(carry, tuple) else (carry, ys)
+
+    return gc.trace(f, gc.TensorSpec(xs_spec, "float64"), gc.TensorSpec((3, 3), "float64"))
+
+
+def test_a_scan_with_sums_over_the_batch_per_step_merges_them_by_sum() -> None:
+    # rows carried (h), a per-step sum over the batch stacked (ys), and a carry summing a
+    # contraction of the rows (the weight-gradient shape): all three rejoin exactly
+    def step(c, xt, w):
+        h, acc = c
+        h = gc.tanh(xt @ w + h)
+        return (h, acc + gc.transpose(xt) @ h * 0.5), gc.sum(h, axis=0) - gc.sum(xt)
+
+    g = _scan_graph(step, lambda x: (x[0] * 0.0, gc.zeros((3, 3), "float64")))
+    split = split_batch(g)
+    rng = np.random.default_rng(0)
+    feeds = {"x": rng.normal(size=(4, 6, 3)), "w": rng.normal(size=(3, 3))}
+    want = gc.compile(g)(**feeds)
+    for rows in ([6], [2, 4], [1, 1, 1, 3]):
+        got = run_split(split, feeds, rows)
+        for a, b in zip(got, _tuple(want)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+SCAN_REFUSALS = {
+    "an accumulator not starting at zero": (
+        lambda c, xt, w: (c + gc.transpose(xt) @ xt, gc.sum(xt)),
+        lambda x: gc.ones((3, 3), "float64"),
+        ("T", "B", 3),
+        "does not start at zero",
+    ),
+    "a carry squaring its batch sums": (
+        lambda c, xt, w: (c + gc.sum(xt) * gc.sum(xt), gc.sum(xt)),
+        lambda x: gc.zeros((), "float64"),
+        ("T", "B", 3),
+        "other than by sums and linear ops",
+    ),
+    "a batch sum fed back into the rows": (
+        lambda c, xt, w: (c + xt * gc.sum(xt), gc.sum(c)),
+        lambda x: x[0] * 0.0,
+        ("T", "B", 3),
+        "in its body",
+    ),
+    "the batch scanned over": (
+        lambda c, xt, w: (c + xt, gc.sum(xt)),
+        lambda x: gc.zeros((4, 3), "float64"),
+        ("B", 4, 3),
+        "scanned along the batch dim",
+    ),
+    "a mean over the batch in the body": (
+        lambda c, xt, w: (c + gc.mean(xt), gc.sum(xt)),
+        lambda x: gc.zeros((), "float64"),
+        ("T", "B", 3),
+        "other than by sums",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(SCAN_REFUSALS))
+def test_scans_that_would_not_add_up_are_refused_naming_why(case: str) -> None:
+    step, init, spec, why = SCAN_REFUSALS[case]
+    with pytest.raises(BatchSplitError, match="cannot split") as info:
+        split_batch(_scan_graph(step, init, spec))
+    assert "(op scan)" in str(info.value) and why in str(info.value), str(info.value)

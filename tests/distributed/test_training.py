@@ -380,3 +380,36 @@ def test_a_scheduled_lr_reaches_the_replicas_every_step(client) -> None:
         step.optimizer.param_groups[0]["momentum"] = 0.5
         with pytest.raises(optim.StaleTrainStepError, match="momentum"):
             parallel.step(xs[6], ys[6])
+
+
+@pytest.mark.slow  # 4 s; test_split's recurrent cases check the split in the quick run
+def test_a_recurrent_model_trains_as_in_one_process(client) -> None:
+    """A GRU's backward scan sums its weight gradients over the steps: each chunk's sums
+    are partials merged by sum (the split refused every scan before)."""
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = nn.GRU(6, 8, batch_first=True, dtype="float64", generator=3)
+            self.head = nn.Linear(8, 3, dtype="float64", generator=4)
+
+        def forward(self, x):
+            return self.head(self.rnn(x)[0][:, -1])
+
+    xs, ys = _batches()
+    xs = xs.reshape(STEPS, 37, 2, 3).repeat(2, axis=3)  # (steps, batch, time 2, features 6)
+
+    def step() -> gc.TrainStep:
+        model = Model()
+        return gc.compile_train_step(
+            model, nn.CrossEntropyLoss(), optim.Adam(model.parameters(), lr=0.01), (xs[0], ys[0])
+        )
+
+    single = step()
+    want = [float(single.step(xs[i], ys[i])) for i in range(5)]
+    with DataParallelStep(step(), client, chunks=3) as parallel:
+        got = [float(parallel.step(xs[i], ys[i])) for i in range(5)]
+        got_params = parallel.parameters()
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    for name, value in single.parameters().items():
+        np.testing.assert_allclose(got_params[name], value, rtol=1e-9, atol=1e-13)

@@ -40,8 +40,11 @@ __all__ = [
     "CosineAnnealingLR",
     "ExponentialLR",
     "LambdaLR",
+    "LinearLR",
     "LRScheduler",
     "MultiStepLR",
+    "OneCycleLR",
+    "ReduceLROnPlateau",
     "StepLR",
 ]
 
@@ -72,7 +75,14 @@ class LRScheduler:
         self.last_epoch = last_epoch
         self._step_count = 0
         optimizer.lr_schedulers.append(self)
-        self.step()
+        # the step made here sets epoch last_epoch + 1; a schedule that changes the current
+        # rate (exponential, cosine) leaves it as it is then, as torch's, so one resumed
+        # from a checkpoint (last_epoch given) does not step once more than it ran
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def get_lr(self) -> list[float]:
         """The learning rate of each group at `last_epoch`."""
@@ -153,7 +163,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
-        if self.last_epoch == 0:
+        if self._is_initial:
             return self._groups_lr()
         return [lr * self.gamma for lr in self._groups_lr()]
 
@@ -180,7 +190,7 @@ class CosineAnnealingLR(LRScheduler):
     def get_lr(self) -> list[float]:
         epoch, period, low = self.last_epoch, self.T_max, self.eta_min
         current = self._groups_lr()
-        if epoch == 0:
+        if self._is_initial:
             return current
         if self._step_count == 1:  # resumed at a later epoch: the closed form
             return [
@@ -238,3 +248,260 @@ class LambdaLR(LRScheduler):
         for f, attrs in zip(self.lr_lambdas, saved):
             if attrs is not None:
                 vars(f).update(attrs)
+
+
+class LinearLR(LRScheduler):
+    """Scale the initial learning rate by a factor going linearly from `start_factor` to
+    `end_factor` over `total_iters` epochs (a warm-up), by torch's recurrence.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import optim
+    >>> opt = optim.SGD([ge.ones(2, requires_grad=True)], lr=1.0)
+    >>> warm = optim.lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=3)
+    >>> rates = []
+    >>> for _ in range(5):
+    ...     rates.append(round(warm.get_last_lr()[0], 4)); opt.step(); warm.step()
+    >>> rates
+    [0.25, 0.5, 0.75, 1.0, 1.0]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
+        if not 0 < start_factor <= 1:
+            raise GraphcError(f"LinearLR: start_factor must be in (0, 1], got {start_factor!r}")
+        if not 0 <= end_factor <= 1:
+            raise GraphcError(f"LinearLR: end_factor must be in [0, 1], got {end_factor!r}")
+        self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        current = self._groups_lr()
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in current]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return current
+        span = self.end_factor - self.start_factor
+        ratio = 1.0 + span / (self.total_iters * self.start_factor + (self.last_epoch - 1) * span)
+        return [lr * ratio for lr in current]
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (Smith and Topin), stepped after every batch: the learning rate
+    rises from max_lr / div_factor to `max_lr` over the first `pct_start` of
+    `total_steps` (or epochs * steps_per_epoch), then falls to initial / final_div_factor,
+    along a cosine or a line; with `cycle_momentum` the momentum (Adam's beta1) goes
+    the opposite way between `max_momentum` and `base_momentum`. torch's numbers.
+
+    A compiled training step reads the learning rate each step, but holds the momentum
+    as a constant: with cycle_momentum=True it refuses to run once the momentum changed
+    (StaleTrainStepError); compile it with cycle_momentum=False, or step eagerly.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import optim
+    >>> opt = optim.SGD([ge.ones(2, requires_grad=True)], lr=0.1, momentum=0.9)
+    >>> cycle = optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=4)
+    >>> rates = []
+    >>> for _ in range(4):
+    ...     rates.append(round(cycle.get_last_lr()[0], 4)); opt.step(); cycle.step()
+    >>> rates
+    [0.04, 0.8117, 0.2831, 0.0]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        max_lr: float | list[float],
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float | list[float] = 0.85,
+        max_momentum: float | list[float] = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ) -> None:
+        if total_steps is not None:
+            if not isinstance(total_steps, int) or total_steps <= 0:
+                raise GraphcError(
+                    f"OneCycleLR: total_steps must be a positive int, got {total_steps!r}"
+                )
+        elif epochs is None or steps_per_epoch is None:
+            raise GraphcError("OneCycleLR: give total_steps, or epochs and steps_per_epoch")
+        else:
+            for name, value in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
+                if not isinstance(value, int) or value <= 0:
+                    raise GraphcError(f"OneCycleLR: {name} must be a positive int, got {value!r}")
+            total_steps = epochs * steps_per_epoch
+        if not 0 <= pct_start <= 1:
+            raise GraphcError(f"OneCycleLR: pct_start must be in [0, 1], got {pct_start!r}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise GraphcError(
+                f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}"
+            )
+        self.total_steps, self.anneal_strategy = total_steps, anneal_strategy
+        # each phase: the step it ends at, and the group keys it goes from and to
+        rise = float(pct_start * total_steps) - 1
+        if three_phase:
+            self.phases = [
+                (rise, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                (2 * rise, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
+                (total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
+            ]
+        else:
+            self.phases = [
+                (rise, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                (total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
+            ]
+        groups = optimizer.param_groups
+        self.cycle_momentum = cycle_momentum
+        self.use_beta1 = "betas" in optimizer.defaults
+        if cycle_momentum and not self.use_beta1 and "momentum" not in optimizer.defaults:
+            raise GraphcError(
+                f"OneCycleLR: cycle_momentum needs an optimizer with momentum or betas, "
+                f"{type(optimizer).__name__} has neither (pass cycle_momentum=False)"
+            )
+        if last_epoch == -1:
+            for group, top in zip(groups, _per_group("max_lr", max_lr, groups)):
+                group["initial_lr"] = top / div_factor
+                group["max_lr"] = top
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+            if cycle_momentum:
+                tops = _per_group("max_momentum", max_momentum, groups)
+                bases = _per_group("base_momentum", base_momentum, groups)
+                for group, top, base in zip(groups, tops, bases):
+                    self._set_momentum(group, top)
+                    group["max_momentum"], group["base_momentum"] = top, base
+        super().__init__(optimizer, last_epoch)
+
+    def _set_momentum(self, group: dict[str, Any], value: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def _anneal(self, start: float, end: float, fraction: float) -> float:
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * fraction) + 1)
+        return (end - start) * fraction + start
+
+    def get_lr(self) -> list[float]:
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise GraphcError(
+                f"OneCycleLR: stepped {step} times, past its total_steps ({self.total_steps})"
+            )
+        rates = []
+        for group in self.optimizer.param_groups:
+            start = 0.0
+            for index, (end, lr_from, lr_to, m_from, m_to) in enumerate(self.phases):
+                if step <= end or index == len(self.phases) - 1:
+                    fraction = (step - start) / (end - start)
+                    rates.append(self._anneal(group[lr_from], group[lr_to], fraction))
+                    if self.cycle_momentum:
+                        momentum = self._anneal(group[m_from], group[m_to], fraction)
+                        self._set_momentum(group, momentum)
+                    break
+                start = end
+        return rates
+
+
+def _per_group(name: str, value: Any, groups: list[dict[str, Any]]) -> list[Any]:
+    """One value per param group: a list of one each, or one value for all."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(groups):
+            raise GraphcError(f"expected {len(groups)} values for {name}, got {len(value)}")
+        return list(value)
+    return [value] * len(groups)
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply the learning rate by `factor` (not below `min_lr`) once a metric passed to
+    `step(metric)` has not improved for `patience` epochs, then wait `cooldown` epochs;
+    torch's rule ("better" is by more than `threshold`, relative or absolute).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import optim
+    >>> opt = optim.SGD([ge.ones(2, requires_grad=True)], lr=1.0)
+    >>> plateau = optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=1)
+    >>> for loss in [3.0, 2.0, 2.0, 2.0, 2.0, 2.0]:
+    ...     plateau.step(loss)
+    >>> plateau.get_last_lr()
+    [0.25]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        mode: str = "min",
+        factor: float = 0.1,
+        patience: int = 10,
+        threshold: float = 1e-4,
+        threshold_mode: str = "rel",
+        cooldown: int = 0,
+        min_lr: float | list[float] = 0.0,
+        eps: float = 1e-8,
+    ) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise GraphcError(
+                f"ReduceLROnPlateau: expected a graphc.optim optimizer, got "
+                f"{type(optimizer).__name__}"
+            )
+        if factor >= 1.0:
+            raise GraphcError(f"ReduceLROnPlateau: factor must be < 1, got {factor!r}")
+        if mode not in ("min", "max"):
+            raise GraphcError(f"ReduceLROnPlateau: mode must be 'min' or 'max', got {mode!r}")
+        if threshold_mode not in ("rel", "abs"):
+            raise GraphcError(
+                f"ReduceLROnPlateau: threshold_mode must be 'rel' or 'abs', got {threshold_mode!r}"
+            )
+        self.optimizer = optimizer
+        self.min_lrs = _per_group("min_lr", min_lr, optimizer.param_groups)
+        self.mode, self.factor, self.patience = mode, factor, patience
+        self.threshold, self.threshold_mode = threshold, threshold_mode
+        self.cooldown, self.eps = cooldown, eps
+        self.last_epoch = 0
+        self._step_count = 0
+        self._is_initial = False
+        self._last_lr = self._groups_lr()
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs = self.cooldown_counter = 0
+        optimizer.lr_schedulers.append(self)
+
+    def _is_better(self, value: float) -> bool:
+        sign = 1.0 if self.mode == "min" else -1.0
+        if self.threshold_mode == "rel":
+            return sign * value < sign * self.best * (1.0 - sign * self.threshold)
+        return sign * value < sign * self.best - self.threshold
+
+    def step(self, metrics: Any = None) -> None:  # type: ignore[override]
+        """One epoch's `metrics` (a number, or a 0-d array or tensor)."""
+        if metrics is None:
+            raise GraphcError("ReduceLROnPlateau.step needs the metric: step(validation_loss)")
+        value = float(metrics.item() if hasattr(metrics, "item") else metrics)
+        self._step_count += 1
+        self.last_epoch += 1
+        if self._is_better(value):
+            self.best, self.num_bad_epochs = value, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0  # bad epochs in the cooldown do not count
+        if self.num_bad_epochs > self.patience:
+            for group, low in zip(self.optimizer.param_groups, self.min_lrs):
+                old = float(group["lr"])
+                new = max(old * self.factor, low)
+                if old - new > self.eps:  # a change smaller than eps is not made
+                    group["lr"] = new
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+        self._last_lr = self._groups_lr()

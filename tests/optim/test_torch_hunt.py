@@ -83,3 +83,70 @@ def test_param_groups_name_torchs_settings() -> None:
         # torch's implementation switches (foreach, fused, ...) have no meaning here
         switches = {"foreach", "fused", "differentiable", "capturable"}
         assert ours == theirs - switches, name
+
+
+def schedule(lib, make, groups: int, steps: int, metrics=None) -> list:
+    """The (lr, momentum or beta1) of every group before each of `steps` epochs of a
+    scheduler `make(optimizer)` stepped after the optimizer (with `metrics[t]` if given)."""
+    scheduler_lib = lib.optim.lr_scheduler if lib is torch else optim.lr_scheduler
+    params = [lib.ones(2, requires_grad=True) for _ in range(groups)]
+    opt_class, settings = make[0]
+    opt = getattr(lib.optim if lib is torch else optim, opt_class)(
+        [{"params": [p], "lr": 0.1 * (k + 1)} for k, p in enumerate(params)], **settings
+    )
+    scheduler = make[1](scheduler_lib, opt)
+    seen = []
+    for t in range(steps):
+        momenta = [g["betas"][0] if "betas" in g else g.get("momentum") for g in opt.param_groups]
+        seen.append((scheduler.get_last_lr(), [g["lr"] for g in opt.param_groups], momenta))
+        opt.step()
+        scheduler.step(*([] if metrics is None else [metrics[t]]))
+    return seen
+
+
+SCHEDULES = [  # (optimizer, scheduler, epochs)
+    (("SGD", {"momentum": 0.9}), lambda s, o: s.OneCycleLR(o, [1.0, 2.0], total_steps=10), 10),
+    (("Adam", {}), lambda s, o: s.OneCycleLR(o, 0.5, epochs=3, steps_per_epoch=4, pct_start=0.25,
+                                             anneal_strategy="linear", three_phase=True), 12),
+    (("SGD", {}), lambda s, o: s.OneCycleLR(o, 1.0, total_steps=7, cycle_momentum=False), 7),
+    (("SGD", {}), lambda s, o: s.LinearLR(o, start_factor=0.2, end_factor=0.9, total_iters=4), 7),
+    (("SGD", {}), lambda s, o: s.ExponentialLR(o, 0.5, last_epoch=2), 4),
+    (("SGD", {}), lambda s, o: s.CosineAnnealingLR(o, 5, 0.01, last_epoch=3), 9),
+]  # fmt: skip
+
+
+@needs_torch
+@pytest.mark.parametrize(("optimizer", "make", "epochs"), SCHEDULES)
+def test_schedules_match_torch(optimizer: tuple, make, epochs: int) -> None:
+    def resumable(lib, opt):
+        for g in opt.param_groups:  # a resumed schedule (last_epoch >= 0) needs these
+            g["initial_lr"] = g["lr"]
+        return make(lib, opt)
+
+    def numbers(seen: list) -> np.ndarray:
+        return np.array([[r for part in row for r in part if r is not None] for row in seen])
+
+    got = schedule(ge, (optimizer, resumable), 2, epochs)
+    want = schedule(torch, (optimizer, resumable), 2, epochs)
+    np.testing.assert_allclose(numbers(got), numbers(want), rtol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"factor": 0.5, "patience": 1, "cooldown": 1, "min_lr": [0.03, 0.0]},
+        {"mode": "max", "threshold_mode": "abs", "threshold": 0.1, "patience": 0},
+        {"mode": "max", "patience": 2, "eps": 0.05},
+    ],
+    ids=str,
+)
+def test_reduce_on_plateau_matches_torch(settings: dict) -> None:
+    metrics = [3.0, 2.0, 2.0, 1.99995, 2.5, 2.05, 2.1, 1.0, 1.0, 1.0, 1.0, 3.0, 3.2, 3.2, 3.2]
+
+    def make(lib, opt):
+        return lib.ReduceLROnPlateau(opt, **settings)
+
+    got = schedule(ge, (("SGD", {}), make), 2, len(metrics), metrics)
+    want = schedule(torch, (("SGD", {}), make), 2, len(metrics), metrics)
+    assert [row[:2] for row in got] == [row[:2] for row in want]

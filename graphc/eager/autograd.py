@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.eager.errors import TensorTypeError
+from graphc.eager.errors import ArgumentError, TensorTypeError
 from graphc.eager.grad_fn import AccumulateGrad, GradFn, accumulate_into, edge
 from graphc.eager.grad_mode import no_grad, set_grad_enabled
 from graphc.eager.tensor import Tensor, as_array, make
@@ -287,9 +287,13 @@ def grad(
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    allow_unused: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """The gradients of `outputs` with respect to `inputs`, without touching `.grad`.
+
+    An input the outputs do not depend on is an error, or with `allow_unused` gets None,
+    or with `materialize_grads` zeros (which implies allow_unused, as in torch).
 
     >>> from graphc.eager import tensor, autograd
     >>> x = tensor([3.0], requires_grad=True)
@@ -299,6 +303,11 @@ def grad(
     >>> autograd.grad(g, x)
     (tensor([2.]),)
     """
+    if materialize_grads and allow_unused is False:
+        raise ArgumentError(
+            "grad: allow_unused=False contradicts materialize_grads=True (zeros for unused "
+            "inputs); leave allow_unused out or pass True"
+        )
     outs = _tensors(outputs, "grad: outputs")
     wanted = _tensors(inputs, "grad: inputs")
     given = _per_output(grad_outputs, len(outs))
@@ -317,7 +326,9 @@ def grad(
         accumulate=False,
     )
     for i, g in enumerate(got):
-        if g is None and not allow_unused:
+        if g is None and materialize_grads:
+            got[i] = make(np.zeros_like(wanted[i]._data))
+        elif g is None and not allow_unused:
             raise AutodiffError(
                 f"grad: input {i} appears not to have been used in the graph; "
                 "pass allow_unused=True if this is intended"

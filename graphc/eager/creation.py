@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from graphc.eager.tensor import Tensor, as_array, make
-from graphc.ir.errors import DTypeError
+from graphc.ir.errors import DTypeError, ShapeError
 from graphc.ir.types import as_dtype
 from graphc.ops.methods import sizes
 
@@ -25,6 +25,18 @@ def _finish(array: np.ndarray, requires_grad: bool) -> Tensor:
     if requires_grad:
         t.requires_grad = True  # checks for a float dtype
     return t
+
+
+def _size(size: tuple, keyword: dict, op: str) -> tuple:
+    """The shape of `f(2, 3)`, `f((2, 3))` or `f(size=(2, 3))`, torch's three spellings;
+    a negative dim is a RuntimeError, as torch's (numpy's is a ValueError)."""
+    if set(keyword) - {"size"} or (keyword and size):
+        raise TypeError(f"{op}() takes a size, by position or as size=, and dtype, "
+                        f"requires_grad, device; got {size} and {sorted(keyword)}")  # fmt: skip
+    shape = sizes((keyword["size"],) if keyword else size)
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"{op}: dims must be non-negative, got size {shape}")
+    return shape
 
 
 def _float_dtype(dtype: Any) -> np.dtype:
@@ -66,14 +78,16 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return make(array)
 
 
-def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+          **size_keyword: Any) -> Tensor:  # fmt: skip
     """zeros(2, 3) or zeros((2, 3)); float32 unless dtype says otherwise."""
-    return _finish(np.zeros(sizes(size), _float_dtype(dtype)), requires_grad)
+    return _finish(np.zeros(_size(size, size_keyword, "zeros"), _float_dtype(dtype)), requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+          **size_keyword: Any) -> Tensor:  # fmt: skip
     """ones(2, 3) or ones((2, 3)); float32 unless dtype says otherwise."""
-    return _finish(np.ones(sizes(size), _float_dtype(dtype)), requires_grad)
+    return _finish(np.ones(_size(size, size_keyword, "ones"), _float_dtype(dtype)), requires_grad)
 
 
 empty = zeros
@@ -85,7 +99,7 @@ def full(
     """A tensor of `size` filled with `fill_value` (its dtype follows the value's)."""
     if dtype is None:
         dtype = as_array(fill_value).dtype
-    return _finish(np.full(sizes((size,)), fill_value, as_dtype(dtype)), requires_grad)
+    return _finish(np.full(_size((size,), {}, "full"), fill_value, as_dtype(dtype)), requires_grad)
 
 
 def _like(x: Any, dtype: Any) -> tuple[tuple, np.dtype]:
@@ -188,15 +202,17 @@ def initial_seed() -> int | None:
     return _initial_seed
 
 
-def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+          **size_keyword: Any) -> Tensor:  # fmt: skip
     """Uniform samples in [0, 1)."""
-    values = _generator.random(sizes(size), dtype=np.float64)
+    values = _generator.random(_size(size, size_keyword, "rand"), dtype=np.float64)
     return _finish(values.astype(_float_dtype(dtype)), requires_grad)
 
 
-def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
+          **size_keyword: Any) -> Tensor:  # fmt: skip
     """Standard normal samples."""
-    values = _generator.standard_normal(sizes(size), dtype=np.float64)
+    values = _generator.standard_normal(_size(size, size_keyword, "randn"), dtype=np.float64)
     return _finish(values.astype(_float_dtype(dtype)), requires_grad)
 
 
@@ -216,9 +232,9 @@ def randn_like(
 
 def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None) -> Tensor:
     """Integers in [low, high) (or [0, low) when high is omitted); int64."""
-    if high is None:
-        low, high = 0, low
-    values = _generator.integers(low, high, sizes((size,)))
+    if high is None or isinstance(high, (tuple, list)):  # randint(high, size), as torch
+        low, high, size = 0, low, size if high is None else high
+    values = _generator.integers(low, high, _size((size,), {}, "randint"))
     return make(np.asarray(values, as_dtype(np.int64 if dtype is None else dtype)))
 
 

@@ -12,3 +12,8 @@ from graphc.ir.errors import GraphcError
 class TensorTypeError(GraphcError, TypeError):
     """A tensor used where Python needs another kind of object: len() or iteration of a
     0-d tensor, a non-integer tensor as an index (torch: TypeError)."""
+
+
+class ArgumentError(GraphcError, ValueError, RuntimeError):
+    """An argument's value torch refuses: clamp() without bounds, an unknown
+    rounding_mode (torch: RuntimeError; ValueError where torch checks in Python)."""

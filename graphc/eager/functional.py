@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphc.eager.creation import as_tensor
+from graphc.eager.errors import ArgumentError
 from graphc.eager.grad_fn import spelled
 from graphc.eager.tensor import Tensor
 from graphc.ops import elementwise as E
@@ -28,22 +29,63 @@ def _t(x: Any) -> Any:
     return x if isinstance(x, (Tensor, Symbol)) else as_tensor(x)
 
 
-def sum(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
-        keepdims: bool | None = None) -> Any:  # fmt: skip
+def _reduce_as(x: Any, dtype: Any) -> Any:
+    """x cast to `dtype` first, torch's reductions' `dtype=` (a graph value too)."""
+    return _t(x) if dtype is None else _t(x).to(dtype)
+
+
+def sum(x: Any, dim: Any = None, keepdim: bool | None = None, *, dtype: Any = None,
+        axis: Any = None, keepdims: bool | None = None) -> Any:  # fmt: skip
     """torch.sum: sum(x), sum(x, dim=1, keepdim=True); numpy's axis/keepdims also work."""
-    return _t(x).sum(dim, keepdim, axis=axis, keepdims=keepdims)
+    return _reduce_as(x, dtype).sum(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def mean(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
-         keepdims: bool | None = None) -> Any:  # fmt: skip
+def mean(x: Any, dim: Any = None, keepdim: bool | None = None, *, dtype: Any = None,
+         axis: Any = None, keepdims: bool | None = None) -> Any:  # fmt: skip
     """torch.mean over dim (all by default)."""
-    return _t(x).mean(dim, keepdim, axis=axis, keepdims=keepdims)
+    return _reduce_as(x, dtype).mean(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def prod(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
-         keepdims: bool | None = None) -> Any:  # fmt: skip
+def prod(x: Any, dim: Any = None, keepdim: bool | None = None, *, dtype: Any = None,
+         axis: Any = None, keepdims: bool | None = None) -> Any:  # fmt: skip
     """torch.prod: prod(x), prod(x, dim=1, keepdim=True); numpy's axis/keepdims also work."""
-    return _t(x).prod(dim, keepdim, axis=axis, keepdims=keepdims)
+    return _reduce_as(x, dtype).prod(dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def norm(x: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+         dtype: Any = None) -> Any:  # fmt: skip
+    """torch.norm: the vector p-norm over dim (all elements by default)."""
+    return _t(x).norm(p, dim, keepdim, dtype)
+
+
+def div(x: Any, y: Any, *, rounding_mode: str | None = None) -> Any:
+    """torch.div: x / y, or rounded "floor" or "trunc" (keeping integer dtypes)."""
+    return _t(x).div(y, rounding_mode=rounding_mode)
+
+
+divide = div
+
+
+def frac(x: Any) -> Any:
+    return _t(x).frac()
+
+
+def flip(x: Any, dims: Any) -> Any:
+    """torch.flip(x, dims): reversed along each of dims."""
+    return _t(x).flip(dims)
+
+
+def count_nonzero(x: Any, dim: Any = None) -> Any:
+    return _t(x).count_nonzero(dim)
+
+
+def nonzero(x: Any, *, as_tuple: bool = False) -> Any:
+    """torch.nonzero: the indices of the nonzero elements, one row each (or per dim)."""
+    return as_tensor(x).nonzero(as_tuple=as_tuple)
+
+
+def argwhere(x: Any) -> Any:
+    return as_tensor(x).nonzero()
 
 
 def nansum(x: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
@@ -112,8 +154,15 @@ def logsumexp(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
 
 
 def cat(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None) -> Any:
-    """torch.cat: join along an existing dim. cat([a, b], dim=0)"""
-    return S.concat(list(tensors), axis=dim if axis is None else axis)
+    """torch.cat: join along an existing dim. cat([a, b], dim=0)
+
+    As torch, 1-d tensors with no elements are left out whatever the others' shapes
+    (the old way of starting an accumulation: `out = cat([out, x])` from `zeros(0)`)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ArgumentError("cat: expected a non-empty list of tensors")
+    kept = [x for x in tensors if tuple(getattr(x, "shape", (None,))) != (0,)]
+    return S.concat(kept or tensors[:1], axis=dim if axis is None else axis)
 
 
 concat = concatenate = cat

@@ -13,11 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
+from graphc.eager.errors import ArgumentError
+from graphc.ir.errors import DTypeError, IndexRangeError, ShapeError
 from graphc.ir.graph import active_graph
-from graphc.ir.types import is_float
+from graphc.ir.types import is_float, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
+from graphc.ops import logical as L
+from graphc.ops import reduce as R
+from graphc.ops import rounding
 from graphc.ops import shape as S
 from graphc.ops.methods import MinMax, ValueMethods
 from graphc.ops.symbolic import Symbol
@@ -28,10 +32,19 @@ def check_basic_index(index: Any, rank: int) -> None:
     items = index if isinstance(index, tuple) else (index,)
     used = 0
     for item in items:
-        if isinstance(item, (float, np.floating, bool, np.bool_)):
+        array = getattr(item, "_data", item)
+        if isinstance(item, (float, np.floating, bool, np.bool_)) or (
+            isinstance(array, np.ndarray) and array.dtype.kind not in "iub"
+        ):
             raise IndexRangeError(
                 f"getitem: only integers, slices (:), ellipsis (...), None and integer or "
                 f"boolean tensors are valid indices, got {item!r}"
+            )
+        if isinstance(item, slice) and item.step is not None and item.step <= 0:
+            # torch has no negative strides (numpy would reverse): x.flip(dim) does that
+            raise ArgumentError(
+                f"getitem: a slice's step must be greater than zero, got {item.step} "
+                "(use .flip(dim) to reverse)"
             )
         if item is not None and item is not Ellipsis:
             used += 1
@@ -98,6 +111,18 @@ def _check_float(x: Any, op: str) -> None:
         )
 
 
+def _logical(op: Any, symbol: str, x: Any, y: Any) -> Any:
+    """`x & y`, `x | y`, `x ^ y` of bool tensors (or Python bools): the logical ops."""
+    y_bool = isinstance(y, (bool, np.bool_)) or getattr(y, "dtype", None) == np.bool_
+    if y_bool and x.dtype == np.bool_:
+        return op(x, y)
+    other = type(y).__name__ if getattr(y, "dtype", None) is None else y.dtype
+    raise DTypeError(
+        f"{symbol}: graphc takes bool tensors only (logical {op.__name__[8:]}), got {x.dtype} "
+        f"and {other}; integers have no bitwise ops in graphc"
+    )
+
+
 def _filled(value: Any, dtype: np.dtype) -> np.ndarray:
     """A Python number as a 0-d array of `dtype`: torch's cast of a fill value."""
     return np.asarray(value).astype(dtype)
@@ -151,8 +176,9 @@ class EagerMethods:
                 return I.take(S.reshape(self, (-1,)), np.flatnonzero(mask))
             if mask.ndim == 1 and self.shape and mask.shape[0] == self.shape[0]:
                 return I.take(self, np.flatnonzero(mask), axis=0)
-            raise GraphcError(
-                f"a boolean mask of shape {tuple(mask.shape)} does not fit shape {self.shape}"
+            raise IndexRangeError(
+                f"getitem: a boolean mask of shape {tuple(mask.shape)} does not fit the "
+                f"indexed tensor's shape {self.shape}"
             )
         check_basic_index(index, len(self.shape))
         if _beyond_getitem(index):
@@ -185,10 +211,42 @@ class EagerMethods:
     def amin(self, *args: Any, **kwargs: Any) -> Any:
         return _spelled(ValueMethods.amin(self, *args, **kwargs), "AminBackward0")  # type: ignore[attr-defined]
 
-    def mean(self, *args: Any, **kwargs: Any) -> Any:
-        """The mean (over dim); as torch, of floating-point tensors only."""
-        _check_float(self, "mean")
-        return ValueMethods.mean(self, *args, **kwargs)  # type: ignore[attr-defined]
+    def sum(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        """The sum (over dim); `dtype=` casts first, as torch (int tensors summed as floats)."""
+        x = self if dtype is None else self.to(dtype)  # type: ignore[attr-defined]
+        return ValueMethods.sum(x, *args, **kwargs)  # type: ignore[attr-defined]
+
+    def prod(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        x = self if dtype is None else self.to(dtype)  # type: ignore[attr-defined]
+        return ValueMethods.prod(x, *args, **kwargs)  # type: ignore[attr-defined]
+
+    def mean(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        """The mean (over dim); as torch, of floating-point tensors (or `dtype=` one) only."""
+        x = self if dtype is None else self.to(dtype)  # type: ignore[attr-defined]
+        _check_float(x, "mean")
+        return ValueMethods.mean(x, *args, **kwargs)  # type: ignore[attr-defined]
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+             dtype: Any = None) -> Any:  # fmt: skip
+        """The vector p-norm over dim (all elements by default): p = 2 ("fro"), 1, inf,
+        -inf, 0 (the count of nonzeros) or any other number; of floating-point tensors."""
+        x = self if dtype is None else self.to(dtype)  # type: ignore[attr-defined]
+        _check_float(x, "norm")
+        if p in ("fro", 2):  # gradient 0 at a norm of 0, as torch
+            out = E.root_flat_at_zero(R.sum(x * x, axis=dim, keepdims=keepdim))
+        elif p == 1:
+            out = R.sum(E.abs(x), axis=dim, keepdims=keepdim)
+        elif p == float("inf"):
+            out = R.max(E.abs(x), axis=dim, keepdims=keepdim)
+        elif p == -float("inf"):
+            out = R.min(E.abs(x), axis=dim, keepdims=keepdim)
+        elif p == 0:
+            out = R.sum(E.cast(E.ne(x, 0), x.dtype), axis=dim, keepdims=keepdim)
+        elif isinstance(p, (int, float)) and not isinstance(p, bool):
+            out = R.sum(E.abs(x) ** p, axis=dim, keepdims=keepdim) ** (1.0 / p)
+        else:
+            raise ArgumentError(f"norm: p must be a number or 'fro', got {p!r}")
+        return _spelled(out, "LinalgVectorNormBackward0")
 
     def var(self, *args: Any, **kwargs: Any) -> Any:
         """The variance (see ValueMethods.var); as torch, of floating-point tensors only."""
@@ -244,6 +302,125 @@ class EagerMethods:
             value = E.cast(value, self.dtype)
         return _spelled(E.where(mask, value, self), "MaskedFillBackward1")
 
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Any:
+        """self / other; `rounding_mode="floor"` rounds the quotient down (Python's //),
+        "trunc" towards zero, both keeping integer dtypes (torch.div)."""
+        if rounding_mode is None:
+            return E.div(self, other)
+        if rounding_mode == "floor":
+            return rounding.floor_divide(self, other)
+        if rounding_mode != "trunc":
+            raise ArgumentError(
+                f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
+            )
+        quotient = rounding.floor_divide(self, other)
+        if is_float(quotient.dtype):
+            return rounding.trunc(E.div(self, other))
+        # integers: self - fmod(self, other) is other times the quotient truncated, exactly
+        return rounding.floor_divide(self - rounding.fmod(self, other), other)
+
+    divide = div
+
+    def frac(self) -> Any:
+        """The fractional part, with self's sign (self - trunc(self))."""
+        return _spelled(self - rounding.trunc(self), "FracBackward0")
+
+    def __invert__(self) -> Any:
+        """`~x`: logical not of a bool tensor, bitwise not of an integer one (torch's)."""
+        if self.dtype == np.bool_:
+            return L.logical_not(self)
+        if self.dtype.kind not in "iu":
+            raise DTypeError(
+                f"~ (invert) is only implemented on integer and bool tensors, got {self.dtype}"
+            )
+        return -self - 1  # two's complement: ~x == -x - 1, wrapping alike for unsigned
+
+    def __and__(self, other: Any) -> Any:
+        return _logical(L.logical_and, "&", self, other)
+
+    def __or__(self, other: Any) -> Any:
+        return _logical(L.logical_or, "|", self, other)
+
+    def __xor__(self, other: Any) -> Any:
+        return _logical(L.logical_xor, "^", self, other)
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - torch's names
+        """Bounds may be scalars or tensors; at least one must be given, as torch."""
+        if min is None and max is None:
+            raise ArgumentError("clamp: at least one of min or max must not be None")
+        return ValueMethods.clamp(self, min, max)
+
+    def count_nonzero(self, dim: Any = None) -> Any:
+        """How many elements are not 0 (over dim), as int64."""
+        return R.sum(E.cast(E.ne(self, 0), np.int64), axis=dim)
+
+    def nonzero(self, *, as_tuple: bool = False) -> Any:
+        """The indices of the nonzero elements: one row each, or one tensor per dim."""
+        from graphc.eager.tensor import make  # tensor imports this module
+
+        if as_tuple:  # a 0-d tensor counts as 1-d, as torch
+            found = np.nonzero(np.atleast_1d(self._data))
+            return tuple(make(i.astype(np.int64)) for i in found)
+        return make(np.argwhere(self._data).astype(np.int64))
+
+    argwhere = nonzero
+
+    def to(self, *args: Any, copy: bool = False, **kwargs: Any) -> Any:
+        """`to(dtype)` (devices are ignored); `copy=True` copies even when nothing changes."""
+        out = ValueMethods.to(self, *args, **kwargs)
+        return (
+            _spelled(E.cast(self, self.dtype), "ToCopyBackward0") if copy and out is self else out
+        )
+
+    def type_as(self, other: Any) -> Any:
+        return self.to(other.dtype)
+
+    def flip(self, *dims: Any, **keyword: Any) -> Any:
+        """Reversed along each of dims: flip(0, 1), flip((0, 1)) or flip(dims=(0, 1))."""
+        if set(keyword) - {"dims"} or (keyword and dims):
+            raise TypeError(f"flip() takes dims, by position or as dims=; got {sorted(keyword)}")
+        return ValueMethods.flip(self, *((keyword["dims"],) if keyword else dims))
+
+    def unflatten(self, dim: int, sizes: Any) -> Any:
+        """Split dim into several of `sizes` (one may be -1)."""
+        shape = list(self.shape)
+        axis = normalize_axis(dim, len(shape), "unflatten")
+        return self.reshape(*shape[:axis], *sizes, *shape[axis + 1 :])  # type: ignore[attr-defined]
+
+    @property
+    def mT(self) -> Any:  # noqa: N802 - torch's name
+        """The last two dims swapped (of matrices, or batches of them)."""
+        if len(self.shape) < 2:
+            raise ShapeError(f"mT: needs a tensor of at least 2 dims, got shape {self.shape}")
+        return self.transpose(-2, -1)
+
+    # -- memory layout, read from the array ----------------------------------------------
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return self._data.itemsize
+
+    def is_floating_point(self) -> bool:
+        return is_float(self.dtype)
+
+    def stride(self, dim: int | None = None) -> Any:
+        """Steps in elements between neighbours along each dim (numpy's are in bytes)."""
+        steps = tuple(step // self._data.itemsize for step in self._data.strides)
+        if dim is None:
+            return steps
+        return steps[normalize_axis(dim, len(steps), "stride")]
+
+    def storage_offset(self) -> int:
+        """Where this tensor starts in its base's memory, in elements (0 for a base)."""
+        base = getattr(self, "_base", None)
+        if base is None:
+            return 0
+        start = self._data.__array_interface__["data"][0]
+        origin = base._data.__array_interface__["data"][0]
+        return (start - origin) // self._data.itemsize + base.storage_offset()
+
     def equal(self, other: Any) -> bool:
         """Same shape and the same values (PyTorch's torch.equal)."""
         return tuple(self.shape) == tuple(other.shape) and bool(E.eq(self, other).all())
@@ -267,3 +444,13 @@ class EagerMethods:
         from graphc.eager.creation import ones
 
         return ones(*shape, dtype=self.dtype)
+
+    def new_full(self, size: Any, fill_value: Any) -> Any:
+        from graphc.eager.creation import full
+
+        return full(size, fill_value, dtype=self.dtype)
+
+    def new_empty(self, *shape: Any) -> Any:
+        from graphc.eager.creation import empty
+
+        return empty(*shape, dtype=self.dtype)

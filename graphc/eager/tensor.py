@@ -149,9 +149,7 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
-        if self.grad_fn is not None:
-            if flag:
-                return
+        if self.grad_fn is not None:  # even to True, as torch's attribute (not requires_grad_)
             raise AutodiffError(
                 "you can only change requires_grad flags of leaf tensors; "
                 "use .detach() to get a non-leaf tensor's values without grad"
@@ -303,8 +301,10 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
         return self
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        """Set `requires_grad` in place and return self."""
-        self.requires_grad = requires_grad
+        """Set `requires_grad` in place and return self (a non-leaf tensor requires grad
+        already: True is a no-op for it, as in torch)."""
+        if not (requires_grad and self.grad_fn is not None):
+            self.requires_grad = requires_grad
         return self
 
     def retain_grad(self) -> None:

@@ -1,0 +1,272 @@
+"""Programs a PyTorch user writes, run on torch 2.13 and on graphc.eager side by side.
+
+Each case is a function of the library (`torch` or `graphc.eager`) returning what it
+computed (tensors, numbers, tuples of them); the two must agree in values, shapes and
+dtypes. Error cases must raise in both, graphc's error being an instance of the class
+torch raises (docs/trust.md, section 5). Every case here was a difference once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import graphc.eager as ge
+from graphc.ir.errors import GraphcError
+
+Case = Callable[[Any], Any]
+
+
+def _torch() -> Any:
+    return pytest.importorskip("torch")
+
+
+def _plain(value: Any) -> Any:
+    """Tensors as (shape, dtype name, values); sequences element by element."""
+    if hasattr(value, "detach") and hasattr(value, "shape"):
+        array = np.asarray(value.detach().numpy())
+        return (tuple(value.shape), str(value.dtype).removeprefix("torch."), array)
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    if type(value).__name__ == "Size":  # torch.Size, a tuple
+        return tuple(value)
+    return value
+
+
+def _assert_same(got: Any, want: Any, where: str = "result") -> None:
+    if isinstance(want, tuple) and len(want) == 3 and isinstance(want[2], np.ndarray):
+        assert got[:2] == want[:2], f"{where}: shape and dtype {got[:2]}, torch {want[:2]}"
+        np.testing.assert_allclose(got[2], want[2], rtol=1e-6, atol=0, err_msg=where)
+    elif isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want), f"{where}: {got} vs {want}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            _assert_same(g, w, f"{where}[{i}]")
+    else:
+        assert type(got) is type(want) and got == want, f"{where}: {got!r}, torch {want!r}"
+
+
+# -- what both compute alike -------------------------------------------------------------------
+
+
+def _grad_materialized(lib: Any) -> Any:
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    unused = lib.tensor([3.0], requires_grad=True)
+    return lib.autograd.grad((x * x).sum(), [x, unused], materialize_grads=True)
+
+
+def _requires_grad_of_non_leaf(lib: Any) -> Any:
+    y = lib.tensor([1.0], requires_grad=True) * 2
+    return y.requires_grad_().requires_grad, y.requires_grad_(True).is_leaf
+
+
+def _reductions_with_dtype(lib: Any) -> Any:
+    x = lib.tensor([[1, 2], [3, 4]])
+    return (
+        x.sum(dtype=lib.float64),
+        x.sum(1, dtype=lib.float32),
+        x.prod(dtype=lib.float64),
+        x.mean(dtype=lib.float32),
+        lib.sum(x, 0, dtype=lib.float32),
+        lib.mean(x, dtype=lib.float64),
+    )
+
+
+def _norms(lib: Any) -> Any:
+    x = lib.tensor([[1.0, -5.0], [3.0, 0.0]], requires_grad=True)
+    norms = (
+        x.norm(),
+        x.norm(p=1),
+        x.norm(p=float("inf"), dim=1),
+        x.norm(p=-float("inf"), dim=0, keepdim=True),
+        x.norm(3),
+        x.norm(dim=1),
+        x.norm(0).detach(),
+        lib.norm(x, p="fro"),
+    )
+    grads = lib.autograd.grad(sum(n.sum() for n in norms if n.requires_grad), x)
+    zero = lib.zeros(3, requires_grad=True)  # the 2-norm's gradient at 0 is 0, not nan
+    return norms, grads, lib.autograd.grad(zero.norm(), zero), norms[0].grad_fn.name()
+
+
+def _rounded_division(lib: Any) -> Any:
+    a, b = lib.tensor([7, -7, 6, -6]), lib.tensor([2, 2, -4, 4])
+    big = lib.tensor([2**62 + 3])  # exact: no trip through float64
+    f = lib.tensor([7.5, -7.5])
+    return (
+        a.div(b, rounding_mode="trunc"),
+        a.div(b, rounding_mode="floor"),
+        lib.div(a, 2, rounding_mode="trunc"),
+        big.div(2, rounding_mode="trunc"),
+        f.div(2, rounding_mode="trunc"),
+        f.divide(2, rounding_mode="floor"),
+        f.div(2),
+    )
+
+
+def _frac(lib: Any) -> Any:
+    x = lib.tensor([1.5, -2.25, 3.0], requires_grad=True)
+    y = x.frac()
+    return y, lib.autograd.grad(y.sum(), x), lib.frac(x), y.grad_fn.name()
+
+
+def _invert_and_logic(lib: Any) -> Any:
+    m = lib.tensor([True, False, True])
+    n = lib.tensor([False, False, True])
+    x = lib.tensor([1.0, -2.0, 3.0])
+    return (
+        ~m,
+        m & n,
+        m | n,
+        m ^ n,
+        True & m,
+        (x > 0) & (x < 2),
+        ~lib.tensor([1, 0, -3]),
+        ~lib.tensor([1, 0, 3], dtype=lib.uint8),
+        x[~(x > 0)],
+    )
+
+
+def _nonzero(lib: Any) -> Any:
+    x = lib.tensor([[1.0, 0.0], [0.0, 2.0]])
+    return (
+        x.nonzero(),
+        lib.nonzero(x),
+        x.nonzero(as_tuple=True),
+        lib.zeros(0).nonzero(),
+        lib.tensor(3.0).nonzero(),
+        lib.tensor(3.0).nonzero(as_tuple=True),
+        lib.argwhere(x),
+        x.count_nonzero(),
+        x.count_nonzero(dim=1),
+        lib.count_nonzero(x, dim=(0, 1)),
+    )
+
+
+def _layout(lib: Any) -> Any:
+    x = lib.arange(24.0).reshape(2, 3, 4)
+    return (
+        x.stride(),
+        x.stride(-1),
+        x.transpose(0, 2).stride(),
+        x[1, :, 1:].storage_offset(),
+        x[1][2].storage_offset(),
+        x.storage_offset(),
+        x.element_size(),
+        lib.tensor([1], dtype=lib.int16).element_size(),
+        x.is_floating_point(),
+        lib.tensor([1]).is_floating_point(),
+    )
+
+
+def _more_methods(lib: Any) -> Any:
+    x = lib.arange(6.0).reshape(2, 3)
+    return (
+        x.mT,
+        lib.ones(4, 2, 3).mT.shape,
+        x.type_as(lib.tensor([1])),
+        x.new_full((2,), 3),
+        x.new_empty((1, 2)).shape,
+        x.unflatten(1, (3, 1)).shape,
+        x.unflatten(-1, (1, -1)).shape,
+        x.flip(dims=(0,)),
+        lib.flip(x, (0, 1)),
+        x.flip(1),
+    )
+
+
+def _to_copy(lib: Any) -> Any:
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x.to(lib.float32, copy=True)
+    with lib.no_grad():
+        y.mul_(10)
+    return y is x, x, y.grad_fn.name(), x.to(lib.float32) is x
+
+
+def _creation_sizes(lib: Any) -> Any:
+    return (
+        lib.zeros(size=(2, 3)),
+        lib.ones(size=[2]),
+        lib.rand(size=(1, 2)).shape,
+        lib.randn(size=(3,)).shape,
+        lib.randint(5, (3,)).shape,
+        lib.randint(5, size=(2, 2)).shape,
+        lib.zeros(0, 2),
+    )
+
+
+def _cat_legacy_empty(lib: Any) -> Any:
+    out = lib.zeros(0)
+    for i in range(2):  # the old way to accumulate: start from an empty 1-d tensor
+        out = lib.cat([out, lib.full((1, 3), float(i))])
+    return out, lib.cat([lib.zeros(0), lib.zeros(0)]), lib.cat([lib.ones(2), lib.zeros(0)])
+
+
+CASES: dict[str, Case] = {
+    "invert and logic of bool tensors": _invert_and_logic,
+    "autograd.grad materialize_grads": _grad_materialized,
+    "requires_grad_ of a non-leaf": _requires_grad_of_non_leaf,
+    "sum, prod, mean dtype=": _reductions_with_dtype,
+    "norm p, dim, keepdim": _norms,
+    "div rounding_mode": _rounded_division,
+    "frac": _frac,
+    "nonzero, argwhere, count_nonzero": _nonzero,
+    "stride, storage_offset, element_size": _layout,
+    "mT, type_as, new_full, unflatten, flip dims=": _more_methods,
+    "to copy=True": _to_copy,
+    "zeros size=, randint(high, size)": _creation_sizes,
+    "cat skips empty 1-d tensors": _cat_legacy_empty,
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_same_as_torch(name: str) -> None:
+    torch = _torch()
+    case = CASES[name]
+    _assert_same(_plain(case(ge)), _plain(case(torch)))
+
+
+# -- what both refuse ----------------------------------------------------------------------------
+
+
+def _set_requires_grad_of_non_leaf(lib: Any) -> None:
+    y = lib.tensor([1.0], requires_grad=True) * 2
+    y.requires_grad = True  # the attribute refuses even True (requires_grad_ takes it)
+
+
+def _unused_materialized_not_allowed(lib: Any) -> None:
+    x = lib.tensor([1.0], requires_grad=True)
+    lib.autograd.grad(x.sum(), x, allow_unused=False, materialize_grads=True)
+
+
+ERRORS: dict[str, Case] = {
+    "a float tensor as an index": lambda lib: lib.arange(4.0)[lib.tensor([0.0, 1.0])],
+    "a boolean mask of the wrong shape": lambda lib: lib.ones(3, 2)[lib.tensor([True, False])],
+    "a negative slice step": lambda lib: lib.arange(4.0)[::-1],
+    "a zero slice step": lambda lib: lib.arange(4.0)[0:2:0],
+    "requires_grad = True on a non-leaf": _set_requires_grad_of_non_leaf,
+    "allow_unused=False with materialize_grads": _unused_materialized_not_allowed,
+    "clamp without bounds": lambda lib: lib.ones(2).clamp(),
+    "div by an unknown rounding_mode": lambda lib: lib.ones(2).div(2, rounding_mode="round"),
+    "~ of a float tensor": lambda lib: ~lib.ones(2),
+    "norm of an int tensor": lambda lib: lib.tensor([1, 2]).norm(),
+    "mT of a vector": lambda lib: lib.ones(3).mT,
+    "a negative size": lambda lib: lib.zeros(2, -1),
+    "a negative size of full": lambda lib: lib.full((-1,), 2.0),
+    "cat of nothing": lambda lib: lib.cat([]),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_raises_as_torch(name: str) -> None:
+    torch = _torch()
+    case = ERRORS[name]
+    with pytest.raises(Exception) as torch_error:
+        case(torch)
+    with pytest.raises(GraphcError) as graphc_error:
+        case(ge)
+    assert isinstance(graphc_error.value, torch_error.type), (
+        f"torch raises {torch_error.type.__name__}, graphc {type(graphc_error.value).__mro__}"
+    )

@@ -18,6 +18,7 @@ from graphc.eager.grad_mode import STATE
 from graphc.ir.errors import AutodiffError, DTypeError, IndexRangeError, ShapeError
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
+from graphc.ops import rounding
 from graphc.ops import shape as S
 from graphc.ops.methods import scaled
 
@@ -127,6 +128,13 @@ class InPlaceMethods:
     sigmoid_ = _inplace("sigmoid_", lambda x: E.sigmoid(x), reads_self=False)
     relu_ = _inplace("relu_", lambda x: E.relu(x), reads_self=False)
     clamp_ = clip_ = _inplace("clamp_", lambda x, min=None, max=None: E.clip(x, min, max))
+    floor_ = _inplace("floor_", lambda x: rounding.floor(x))
+    ceil_ = _inplace("ceil_", lambda x: rounding.ceil(x))
+    trunc_ = _inplace("trunc_", lambda x: rounding.trunc(x))
+    round_ = _inplace("round_", lambda x, decimals=0: rounding.round(x, decimals=decimals))
+    clamp_min_ = _inplace("clamp_min_", lambda x, min: E.clip(x, min, None))  # noqa: A006
+    clamp_max_ = _inplace("clamp_max_", lambda x, max: E.clip(x, None, max))  # noqa: A006
+    reciprocal_ = _inplace("reciprocal_", lambda x: E.reciprocal(x))
     masked_fill_ = _inplace(  # the value cast to x's dtype (masked_fill)
         "masked_fill_", lambda x, mask, value: x.masked_fill(mask, value), reads_self=False
     )
@@ -153,6 +161,19 @@ class InPlaceMethods:
     def fill_(self, value: Any) -> Any:
         """Fill with `value` in place."""
         return _assign(self, ..., value, "fill_")
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0) -> Any:
+        """Fill with samples uniform in [a, b) from the generator `manual_seed` seeds;
+        gradients no longer flow to the old values (how weights are initialized)."""
+        from graphc.eager.creation import generator  # creation imports Tensor
+
+        return _assign(self, ..., generator().uniform(a, b, self.shape), "uniform_")
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0) -> Any:
+        """Fill with normal samples of `mean` and `std` (see uniform_)."""
+        from graphc.eager.creation import generator
+
+        return _assign(self, ..., generator().normal(mean, std, self.shape), "normal_")
 
     def copy_(self, source: Any) -> Any:
         """Copy `source` (broadcast, cast) into this tensor; gradients flow to `source`."""

@@ -204,7 +204,35 @@ def _cat_legacy_empty(lib: Any) -> Any:
     return out, lib.cat([lib.zeros(0), lib.zeros(0)]), lib.cat([lib.ones(2), lib.zeros(0)])
 
 
+def _inplace_rounding(lib: Any) -> Any:
+    x = lib.tensor([1.6, -2.5, 0.5], requires_grad=True)
+    outs = [x * 2, x * 3, x * 1, x * 1, x * 1, x * 1, x * 1]
+    outs[0].floor_()
+    outs[1].round_()
+    outs[2].clamp_min_(0.0)
+    outs[3].clamp_max_(0.0)
+    outs[4].reciprocal_()
+    outs[5].ceil_()
+    outs[6].trunc_()
+    sum(o.sum() for o in outs).backward()  # floor_'s rule reads its input: kept intact
+    return outs, x.grad
+
+
+def _random_fill(lib: Any) -> Any:
+    w = lib.ones(200, 3)
+    with lib.no_grad():
+        w.uniform_(-2.0, -1.0)
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.normal_(5.0, 0.1)  # the old values are forgotten: no gradient reaches x
+    y.sum().backward()
+    in_range = bool(((w >= -2.0) & (w < -1.0)).all())
+    return w.shape, w.dtype == lib.float32, in_range, bool((y - 5).abs().max() < 1), x.grad
+
+
 CASES: dict[str, Case] = {
+    "in-place floor_, round_, clamp_min_, reciprocal_": _inplace_rounding,
+    "uniform_ and normal_": _random_fill,
     "invert and logic of bool tensors": _invert_and_logic,
     "autograd.grad materialize_grads": _grad_materialized,
     "requires_grad_ of a non-leaf": _requires_grad_of_non_leaf,
@@ -256,6 +284,7 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "normal_ of a leaf requiring grad": lambda lib: lib.ones(2, requires_grad=True).normal_(),
 }
 
 

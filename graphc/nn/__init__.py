@@ -10,8 +10,9 @@
 from graphc.nn import functional, init
 from graphc.nn.activation import *
 from graphc.nn.attention import *
+from graphc.nn.containers import *
 from graphc.nn.conv import *
-from graphc.nn.layers import Linear, ModuleList, ReLU, Sequential, Sigmoid, Tanh
+from graphc.nn.layers import Identity, Linear, ReLU, Sigmoid, Tanh
 from graphc.nn.loss import *
 from graphc.nn.module import IncompatibleKeys, Module
 from graphc.nn.norm import *

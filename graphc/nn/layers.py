@@ -1,4 +1,5 @@
-"""Layers: `Linear`, the activations, `Sequential` and `ModuleList` (the losses are in loss.py).
+"""Layers: `Linear`, `Identity` and the activations ReLU, Tanh, Sigmoid (containers are in
+containers.py, the losses in loss.py).
 
 Every forward is written with graphc ops, so it runs on eager tensors and records
 nodes on graph values alike.
@@ -7,11 +8,10 @@ nodes on graph values alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from graphc.eager import zeros
-from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ir.errors import ShapeError
 from graphc.ir.types import as_dtype
 from graphc.nn import init
 from graphc.nn.module import Module
@@ -70,6 +70,22 @@ class Linear(Module):
         )
 
 
+class Identity(Module):
+    """x itself; any constructor arguments are ignored, as torch's (a placeholder layer).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.Identity(54, unused="argument")(ge.ones(2)).tolist()
+    [1.0, 1.0]
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return input
+
+
 class ReLU(Module):
     """max(x, 0), elementwise."""
 
@@ -89,78 +105,3 @@ class Sigmoid(Module):
 
     def forward(self, x: Any) -> Any:
         return sigmoid(x)
-
-
-class Sequential(Module):
-    """Layers applied in order; their parameters are named "0.weight", "1.bias", ...
-    (or after the keys of a dict of layers, as torch's ``Sequential(OrderedDict(...))``).
-    A slice is a Sequential of those layers under their names, as in torch.
-
-    >>> from graphc import nn
-    >>> model = nn.Sequential(nn.Linear(4, 8, generator=0), nn.ReLU(), nn.Linear(8, 2))
-    >>> [name for name, _ in model.named_parameters()]
-    ['0.weight', '0.bias', '2.weight', '2.bias']
-    >>> [name for name, _ in model[1:].named_parameters()]
-    ['2.weight', '2.bias']
-    """
-
-    def __init__(self, *layers: Module | Mapping[str, Module]) -> None:
-        super().__init__()
-        if len(layers) == 1 and isinstance(layers[0], Mapping):
-            named = [(str(name), layer) for name, layer in layers[0].items()]
-        else:
-            named = [(str(index), layer) for index, layer in enumerate(layers)]
-        for name, layer in named:
-            if not isinstance(layer, Module):
-                raise GraphcError(
-                    f"Sequential: layer {name} is a {type(layer).__name__}, not an nn.Module"
-                )
-            setattr(self, name, layer)
-
-    def __len__(self) -> int:
-        return len(self._registry("_modules"))
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._registry("_modules").values())
-
-    def __getitem__(self, index: int | slice) -> Module:
-        if isinstance(index, slice):
-            return Sequential(dict(list(self.named_children())[index]))
-        return list(self)[index]
-
-    def forward(self, x: Any) -> Any:
-        for layer in self:
-            x = layer(x)
-        return x
-
-
-class ModuleList(Module):
-    """Modules held in a list, registered as "0", "1", ... (no forward of its own).
-
-    >>> from graphc import nn
-    >>> blocks = nn.ModuleList([nn.Linear(2, 2, generator=k) for k in range(3)])
-    >>> len(blocks), [name for name, _ in blocks.named_parameters()][:2]
-    (3, ['0.weight', '0.bias'])
-    """
-
-    def __init__(self, modules: Iterable[Module] = ()) -> None:
-        super().__init__()
-        for module in modules:
-            self.append(module)
-
-    def append(self, module: Module) -> ModuleList:
-        if not isinstance(module, Module):
-            raise GraphcError(f"ModuleList: got a {type(module).__name__}, not an nn.Module")
-        setattr(self, str(len(self)), module)
-        return self
-
-    def __len__(self) -> int:
-        return len(self._registry("_modules"))
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._registry("_modules").values())
-
-    def __getitem__(self, index: int | slice) -> Module:
-        if isinstance(index, slice):  # renumbered from 0, as torch's
-            return ModuleList(list(self)[index])
-        return list(self)[index]

@@ -197,7 +197,9 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, Tensor) and (
+        if isinstance(value, Tensor) and name in self._registry("_parameters"):
+            registry = "_parameters"  # a frozen (requires_grad False) tensor keeps the slot
+        elif isinstance(value, Tensor) and (
             value.requires_grad or name in self._registry("_buffers")
         ):
             registry = "_parameters" if value.requires_grad else "_buffers"
@@ -234,15 +236,19 @@ class Module:
         for _, module in self.named_children():
             yield module
 
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        """This module and every submodule, depth first, named by attribute path."""
-        seen: set[int] = set()
+    def named_modules(
+        self, memo: set[Module] | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Module]]:
+        """This module and every submodule, depth first, named by attribute path; a module
+        reached twice is listed once unless remove_duplicate=False (torch's arguments)."""
+        seen: set[int] = {id(m) for m in memo} if memo else set()
         stack = [(prefix, self)]
         while stack:
             name, module = stack.pop()
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
+            if remove_duplicate:
+                if id(module) in seen:
+                    continue
+                seen.add(id(module))
             yield name, module
             children = list(module.named_children())
             for child_name, child in reversed(children):
@@ -252,26 +258,93 @@ class Module:
         for _, module in self.named_modules():
             yield module
 
-    def _named_members(self, registry: str, recurse: bool) -> Iterator[tuple[str, Tensor]]:
+    def _named_members(
+        self, registry: str, recurse: bool, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
         seen: set[int] = set()  # a tensor shared by two layers is listed once, as in torch
-        modules = self.named_modules() if recurse else iter([("", self)])
-        for prefix, module in modules:
+        if recurse:
+            modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+        else:
+            modules = iter([(prefix, self)])
+        for path, module in modules:
             for name, tensor in module._registry(registry).items():
-                if tensor is None or id(tensor) in seen:
+                if tensor is None or (remove_duplicate and id(tensor) in seen):
                     continue
                 seen.add(id(tensor))
-                yield (f"{prefix}.{name}" if prefix else name), tensor
+                yield (f"{path}.{name}" if path else name), tensor
 
-    def named_parameters(self, recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
         """(dotted name, tensor) for every parameter, each tensor once."""
-        return self._named_members("_parameters", recurse)
+        if isinstance(prefix, bool):  # graphc's earlier spelling named_parameters(recurse)
+            prefix, recurse = "", prefix
+        return self._named_members("_parameters", recurse, prefix, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Tensor]:
-        for _, tensor in self.named_parameters(recurse):
+        for _, tensor in self.named_parameters(recurse=recurse):
             yield tensor
 
-    def named_buffers(self, recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
-        return self._named_members("_buffers", recurse)
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
+        """(dotted name, tensor) for every buffer, each tensor once."""
+        if isinstance(prefix, bool):  # graphc's earlier spelling named_buffers(recurse)
+            prefix, recurse = "", prefix
+        return self._named_members("_buffers", recurse, prefix, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, tensor in self.named_buffers(recurse=recurse):
+            yield tensor
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Register `module` as the submodule `name` (torch's spelling of setattr)."""
+        if module is not None and not isinstance(module, Module):
+            raise GraphcError(
+                f"{type(self).__name__}.add_module: {name!r} is a {type(module).__name__}, "
+                "not an nn.Module"
+            )
+        if not isinstance(name, str) or not name or "." in name:
+            raise GraphcError(
+                f"{type(self).__name__}.add_module: a module name is a non-empty string "
+                f"without '.', got {name!r}"
+            )
+        self._register("_modules", name, module)
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path `target` ("" is this module)."""
+        module: Module = self
+        if not target:
+            return module
+        walked = []
+        for part in target.split("."):
+            child = module._registry("_modules").get(part)
+            if child is None:
+                where = ".".join(walked) or type(self).__name__
+                raise GraphcError(
+                    f"{type(self).__name__}.get_submodule: {where} has no submodule {part!r} "
+                    f"(looking for {target!r})"
+                )
+            walked.append(part)
+            module = child
+        return module
+
+    def _get_member(self, target: str, registry: str, what: str) -> Tensor:
+        path, _, name = target.rpartition(".")
+        member = self.get_submodule(path)._registry(registry).get(name)
+        if member is None:
+            raise GraphcError(f"{type(self).__name__}: no {what} {target!r}")
+        return member
+
+    def get_parameter(self, target: str) -> Tensor:
+        """The parameter at dotted path `target` ("encoder.0.weight")."""
+        return self._get_member(target, "_parameters", "parameter")
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path `target` ("bn.running_mean")."""
+        return self._get_member(target, "_buffers", "buffer")
 
     # -- state ----------------------------------------------------------------------
 
@@ -286,15 +359,21 @@ class Module:
         for name, child in self.named_children():
             yield from child._state_items(f"{prefix}{name}.")
 
-    def state_dict(self) -> dict[str, np.ndarray]:
+    def state_dict(
+        self, destination: dict[str, Any] | None = None, prefix: str = "", keep_vars: bool = False
+    ) -> dict[str, Any]:
         """Copies of every parameter and buffer as numpy arrays, under PyTorch's keys and
-        in its order.
+        in its order (each key after `prefix`; into `destination` if given; the tensors
+        themselves with keep_vars=True).
 
         >>> from graphc import nn
         >>> list(nn.Sequential(nn.Linear(2, 2, generator=0), nn.BatchNorm1d(2)).state_dict())[2:]
         ['1.weight', '1.bias', '1.running_mean', '1.running_var', '1.num_batches_tracked']
         """
-        return {key: np.array(t.detach().numpy(), copy=True) for key, t in self._state_items()}
+        state = {} if destination is None else destination
+        for key, t in self._state_items(prefix):
+            state[key] = t if keep_vars else np.array(t.detach().numpy(), copy=True)
+        return state
 
     def load_state_dict(
         self, state_dict: Mapping[str, Any], strict: bool = True
@@ -339,6 +418,58 @@ class Module:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the accumulated gradients (set them to None, or to zeros in place)."""
         zero_grads(self.parameters(), set_to_none)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Freeze (False) or unfreeze every parameter; they stay parameters, as in torch."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def apply(self, fn: Any) -> Module:
+        """Call fn on every submodule, then on this module (torch's order); returns self.
+
+        >>> from graphc import nn
+        >>> from graphc.nn import init
+        >>> net = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
+        >>> _ = net.apply(lambda m: init.zeros_(m.bias) if isinstance(m, nn.Linear) else None)
+        >>> net[1].bias.tolist()
+        [0.0]
+        """
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """Cast the floating-point parameters and buffers (and gradients) to a dtype, in
+        place: `to(dtype)`, `to(tensor)`, `to(device, dtype)` (the only device is "cpu").
+        Integer buffers (num_batches_tracked) keep theirs, as in torch."""
+        args = tuple(a.dtype if isinstance(a, Tensor) else a for a in args)
+        if isinstance(kwargs.get("dtype"), Tensor):
+            kwargs["dtype"] = kwargs["dtype"].dtype
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("device", None)
+        dtype = np.dtype(from_numpy(np.zeros(0, np.float32)).to(*args, **kwargs).dtype)
+        if dtype.kind != "f":
+            raise GraphcError(
+                f"{type(self).__name__}.to: a module's dtype must be floating point, got {dtype}"
+            )
+        for _, tensor in self._state_items():
+            if tensor.dtype.kind != "f" or tensor.dtype == dtype:
+                continue
+            with no_grad():
+                tensor.data = tensor.detach().numpy().astype(dtype)
+                if tensor.grad is not None:
+                    tensor.grad.data = tensor.grad.numpy().astype(dtype)
+        return self
+
+    def double(self) -> Module:
+        """Floating-point parameters and buffers to float64."""
+        return self.to(np.float64)
+
+    def float(self) -> Module:
+        """Floating-point parameters and buffers to float32."""
+        return self.to(np.float32)
 
     # -- calling --------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ from graphc.ir.errors import GraphcError
 from graphc.nn import functional as F
 from graphc.nn import init
 from graphc.nn.attention import MultiheadAttention
-from graphc.nn.layers import Linear, ModuleList
+from graphc.nn.containers import ModuleList
+from graphc.nn.layers import Linear
 from graphc.nn.module import Module
 from graphc.nn.norm import LayerNorm
 from graphc.nn.regularization import Dropout

@@ -1,0 +1,132 @@
+"""nn.Module's and the containers' API beside torch.nn 2.13's, found missing or different
+by a hunt: names with prefixes and duplicates, apply, requires_grad_, to(dtype),
+get_submodule, add_module, container mutation, ModuleDict, Identity. Every expected
+value is read from torch's twin."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc.eager as ge
+from graphc import nn
+from graphc.ir.errors import GraphcError
+from tests.conftest import needs_torch, torch
+
+
+def build(lib):
+    """The same tree in graphc and torch: a shared layer, a batch norm, nested blocks."""
+    shared = lib.Linear(3, 3)
+    return lib.Sequential(
+        shared,
+        lib.BatchNorm1d(3),
+        lib.Sequential(lib.Linear(3, 3), lib.Tanh(), shared),
+    )
+
+
+def names(pairs) -> list[str]:
+    return [name for name, _ in pairs]
+
+
+@needs_torch
+def test_tree_walks_and_lookups_match_torch() -> None:
+    ours, theirs = build(nn), build(torch.nn)
+    for call in (
+        lambda m: m.named_parameters(prefix="net"),
+        lambda m: m.named_parameters(remove_duplicate=False),
+        lambda m: m.named_parameters(recurse=False),
+        lambda m: m.named_buffers(prefix="net"),
+        lambda m: m.named_modules(prefix="net"),
+        lambda m: m.named_modules(remove_duplicate=False),
+    ):
+        assert names(call(ours)) == names(call(theirs))
+    assert list(ours.state_dict(prefix="net.")) == list(theirs.state_dict(prefix="net."))
+    assert len(list(ours.buffers())) == len(list(theirs.buffers()))
+    assert type(ours.get_submodule("2.2")).__name__ == type(theirs.get_submodule("2.2")).__name__
+    for getter, target in (("get_parameter", "2.0.weight"), ("get_buffer", "1.running_var")):
+        assert getattr(ours, getter)(target).shape == tuple(getattr(theirs, getter)(target).shape)
+    with pytest.raises(GraphcError, match="'9'"):
+        ours.get_submodule("2.9")
+
+    visited: dict[str, list[str]] = {"ours": [], "theirs": []}
+    ours.apply(lambda m: visited["ours"].append(type(m).__name__))
+    theirs.apply(lambda m: visited["theirs"].append(type(m).__name__))
+    assert visited["ours"] == visited["theirs"]
+
+    for model in (ours, theirs):
+        model.requires_grad_(False)
+    assert names(ours.named_parameters()) == names(theirs.named_parameters())
+    assert not any(p.requires_grad for p in ours.parameters())
+    ours[2][0].requires_grad_()
+    assert [p.requires_grad for p in ours.parameters()] == [False, False, False, False, True, True]
+
+
+@needs_torch
+def test_to_a_dtype_casts_float_state_as_torch_and_computes_in_it() -> None:
+    ours, theirs = build(nn), build(torch.nn)
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    ours(ge.tensor(x, dtype="float32")).sum().backward()  # a gradient is cast too
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    assert ours.to(ge.zeros(1, dtype="float64")) is ours
+    theirs.to(torch.float64)
+    for (key, value), (_, their_value) in zip(
+        ours.state_dict().items(), theirs.state_dict().items()
+    ):
+        assert value.dtype == their_value.numpy().dtype, key
+    assert ours[0].weight.grad.dtype == np.float64
+    np.testing.assert_allclose(
+        ours(ge.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(), rtol=1e-12
+    )
+    assert ours.float()[0].weight.dtype == np.float32
+    assert ours.double()[0].weight.dtype == np.float64
+    with pytest.raises(GraphcError, match="floating point"):
+        ours.to("int64")
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["Sequential", "ModuleList"])
+def test_container_mutations_match_torch(kind: str) -> None:
+    def run(lib):
+        first = [lib.ReLU(), lib.Tanh(), lib.Sigmoid()]
+        box = lib.Sequential(*first) if kind == "Sequential" else lib.ModuleList(first)
+        box.append(lib.Identity())
+        box.insert(1, lib.Linear(2, 2))
+        box.extend([lib.ReLU6(), lib.ELU()])
+        del box[0]
+        del box[-2]
+        box[1] = lib.Softsign()
+        box.pop(0)
+        return [(name, type(m).__name__) for name, m in box.named_children()], type(box[-1])
+
+    ours, theirs = run(nn), run(torch.nn)
+    assert ours[0] == theirs[0]
+    assert ours[1].__name__ == theirs[1].__name__
+    with pytest.raises(IndexError, match=f"{kind}: index 5"):
+        nn.Sequential(nn.ReLU())[5] if kind == "Sequential" else nn.ModuleList([nn.ReLU()])[5]
+
+
+@needs_torch
+def test_module_dict_matches_torch() -> None:
+    def run(lib):
+        heads = lib.ModuleDict({"b": lib.Linear(2, 1), "a": lib.Linear(2, 3)})
+        heads["c"] = lib.Tanh()
+        heads.update([("a", lib.Linear(2, 4)), ("d", lib.ReLU())])
+        heads.pop("b")
+        return list(heads), names(heads.named_parameters()), heads["a"].weight.shape, "c" in heads
+
+    ours, theirs = run(nn), run(torch.nn)
+    assert ours[:2] == theirs[:2] and ours[3] == theirs[3]
+    assert ours[2] == tuple(theirs[2])
+    with pytest.raises(GraphcError, match="not an nn.Module"):
+        nn.ModuleDict({"x": 3})
+
+
+@needs_torch
+def test_a_frozen_tensor_assigned_to_a_parameter_keeps_its_slot() -> None:
+    """graphc dropped the name from state_dict (a tensor not requiring grad was a plain
+    attribute); torch keeps a frozen Parameter in its place."""
+    ours, theirs = nn.Linear(2, 3), torch.nn.Linear(2, 3)
+    ours.weight = ours.weight.detach()
+    theirs.weight = torch.nn.Parameter(theirs.weight.detach(), requires_grad=False)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert names(ours.named_parameters()) == names(theirs.named_parameters())

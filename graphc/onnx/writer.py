@@ -191,11 +191,28 @@ class Writer:
                 raise OnnxError(
                     f"export_model: {node.describe()}: op '{node.op}' has no ONNX form in graphc yet"
                 )
-            outs = form(self, node, ins)
+            outs = self._widened(node, ins, form) if _in_float32(node) else form(self, node, ins)
             self.bind(node, outs[0])
             if len(outs) > 1 or isinstance(node.type, TupleType):  # `result` nodes pick one
                 self.names[node] = outs  # type: ignore[assignment]
         return [self._output(o) for o in graph.outputs]
+
+    def _widened(self, node: Node, ins: list[str], form: Any) -> list[str]:
+        """An elementwise op on bfloat16 written as graphc computes it: on its operands
+        cast to float32, the result rounded to bfloat16 once. ONNX's bfloat16 forms
+        would round each step of an op written as several (log1p, arctan2), many math
+        ops have none (Sin, Atan, Round: an invalid model), and onnxruntime's CPU
+        implements none of them."""
+        wide = [_float32_type(x.type) for x in node.inputs]
+        stand_ins = tuple(
+            Node(x.name, x.kind, x.op, (), x.attrs, t) for x, t in zip(node.inputs, wide)
+        )
+        shadow = Node(
+            node.name, node.kind, node.op, stand_ins, node.attrs, _float32_type(node.type)
+        )
+        cast = [self.cast(n, x.type.dtype, t.dtype) for n, x, t in zip(ins, node.inputs, wide)]
+        out = form(self, shadow, cast)[0]
+        return [self.cast(out, shadow.type.dtype, node.type.dtype)]
 
     def _output(self, o: Node) -> str:
         value = self.names[o.inputs[0]]
@@ -218,6 +235,17 @@ class Writer:
             name = writer.one("Identity", [value])  # body outputs get names of their own
             outputs.append(value_info(name, o.type))
         return helper.make_graph(writer.nodes, writer.fresh(graph.name), infos, outputs), writer
+
+
+def _in_float32(node: Node) -> bool:
+    """Whether `node` is an elementwise op on bfloat16 (a cast is written as it is)."""
+    if not get_op(node.op).elementwise or node.op == "cast":
+        return False
+    return any(is_bfloat16(t.dtype) for t in [node.type, *(x.type for x in node.inputs)])
+
+
+def _float32_type(t: TensorType) -> TensorType:
+    return TensorType(t.shape, np.dtype(np.float32)) if is_bfloat16(t.dtype) else t
 
 
 def _initializer(p: Node, value: Any) -> Any:

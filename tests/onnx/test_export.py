@@ -22,7 +22,7 @@ onnx = pytest.importorskip("onnx")
 
 import graphc as gc  # noqa: E402
 from graphc.ir.registry import ops_with  # noqa: E402
-from graphc.ir.types import is_float  # noqa: E402
+from graphc.ir.types import as_dtype, is_float  # noqa: E402
 from graphc.onnx import OnnxError  # noqa: E402
 from tests.budget import draws, sample  # noqa: E402
 from tests.edge_graphs import edge_graphs  # noqa: E402
@@ -658,3 +658,62 @@ def test_a_broadcast_to_no_elements_is_empty_in_onnxruntime_too() -> None:
     assert got[0].shape == (2, 0, 3)
     back, want = _round_trip(g, {"v": x})
     assert back[0].shape == want[0].shape == (2, 0, 3)
+
+
+def _same_or_both_nan(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    """Bits equal where graphc's result is a number; nan where it is nan (the sign and
+    payload of a nan are the platform's)."""
+    wide_got, wide_want = got.astype(np.float64), want.astype(np.float64)
+    assert got.dtype == want.dtype and got.shape == want.shape, what
+    nan = np.isnan(wide_want)
+    assert np.array_equal(np.isnan(wide_got), nan), what
+    assert got[~nan].tobytes() == want[~nan].tobytes(), what
+
+
+def test_bfloat16_math_is_a_valid_model_computing_graphcs_bits() -> None:
+    """ONNX's Sin, Atan, Round, ... have no bfloat16 form (models the checker refused),
+    and an op written as several (sigmoid, log1p, arctan2) rounded each step: an
+    elementwise op on bfloat16 is now written as graphc computes it, in float32 with the
+    result rounded once (ir/types.py), the same bits."""
+    pytest.importorskip("ml_dtypes")
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(0)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, 0.5, -0.5, 3e4, -1.0]
+    x = np.concatenate([rng.normal(size=14) * 3, special]).astype(as_dtype("bfloat16"))
+    y = x[::-1].copy()
+    unary = "exp log tanh sigmoid sin cos tan arcsin arccos arctan sinh cosh arcsinh arccosh "
+    unary += "arctanh sqrt abs floor ceil round erf log1p expm1 relu log2 log10 reciprocal sign"
+    binary = "add subtract multiply divide power maximum minimum arctan2 logaddexp greater"
+    spec = gc.TensorSpec((x.size,), "bfloat16")
+    for name in unary.split() + binary.split():
+        f = getattr(gc, name)
+        g = gc.trace(f, *([spec] if name in unary else [spec, spec]))
+        feeds = dict(zip([p.name for p in g.inputs], [x, y]))
+        want = gc.run(g, feeds)[0]
+        if name == "sign":  # ml_dtypes' own sign loop keeps -0.0; float32's (numpy's) gives 0
+            want = np.where(want == 0, np.zeros_like(want), want)
+        model = gc.onnx.export_model(g, opset=17)
+        onnx.checker.check_model(model, full_check=True)
+        _same_or_both_nan(ReferenceEvaluator(model).run(None, feeds)[0], want, name)
+
+
+def test_float16_log1p_expm1_and_arctan2_are_valid_models_before_opset_20() -> None:
+    """They wrote IsInf, which takes 16-bit floats from opset 20 only: before it an
+    infinity is |x| == inf. onnxruntime's float16 kernels round each step of the
+    written forms, so within a float16 step of graphc's (numpy's float32, rounded)."""
+    pytest.importorskip("onnxruntime")
+    x = np.array([0.5, -0.9, 1e-4, 6e4, np.inf, -np.inf, np.nan, -1, 0, 11.0], np.float16)
+    spec = gc.TensorSpec((x.size,), "float16")
+    for g in (
+        gc.trace(gc.log1p, spec),
+        gc.trace(gc.expm1, spec),
+        gc.trace(lambda a, b: gc.arctan2(a, b), spec, spec),
+    ):
+        feeds = dict(zip([p.name for p in g.inputs], [x, x[::-1].copy()]))
+        for opset in (17, 20):
+            model = gc.onnx.export_model(g, opset=opset)
+            onnx.checker.check_model(model, full_check=True)
+            got = _session(model).run(None, feeds)[0]
+            want = gc.run(g, feeds)[0]
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=0, err_msg=f"{g.name} {opset}")

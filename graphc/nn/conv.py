@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
 def _tuple(value: Any, dims: int) -> tuple:
     items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
     if len(items) != dims:
@@ -69,10 +72,13 @@ class _ConvNd(Module):
                 f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
                 f"be divisible by groups ({groups})"
             )
-        if padding_mode != "zeros":
+        if padding_mode not in _PADDING_MODES:
             raise GraphcError(
-                f"{name}: only padding_mode='zeros' is supported, got {padding_mode!r}"
+                f"{name}: padding_mode must be one of {', '.join(map(repr, _PADDING_MODES))}, "
+                f"got {padding_mode!r}"
             )
+        if self.transposed and padding_mode != "zeros":
+            raise GraphcError(f"{name}: only padding_mode='zeros' is supported, as in torch")
         if isinstance(padding, str) and (self.transposed or padding not in ("same", "valid")):
             raise GraphcError(f"{name}: padding {padding!r} is not supported")
         self.in_channels, self.out_channels = in_channels, out_channels
@@ -118,6 +124,8 @@ class _ConvNd(Module):
             text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
         return text
 
 
@@ -153,9 +161,27 @@ class Conv2d(_ConvNd):
         )  # fmt: skip
 
     def forward(self, input: Any) -> Any:
+        padding = self.padding
+        if self.padding_mode != "zeros":  # padded by F.pad in that mode, then convolved unpadded
+            input = F.pad(input, self._pad_pairs(), mode=self.padding_mode)
+            padding = 0
         return self.convolve(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+            input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups
         )
+
+    def _pad_pairs(self) -> tuple[int, ...]:
+        """F.pad's list (before, after, ...) from the last dim back: torch's padding
+        for a padding_mode, 'same' putting the odd one after."""
+        pairs = []
+        for d in range(self.dims):
+            if self.padding == "valid":
+                pairs.append((0, 0))
+            elif self.padding == "same":
+                total = self.dilation[d] * (self.kernel_size[d] - 1)
+                pairs.append((total // 2, total - total // 2))
+            else:
+                pairs.append((self.padding[d], self.padding[d]))
+        return tuple(p for pair in reversed(pairs) for p in pair)
 
     convolve = staticmethod(F.conv2d)
 

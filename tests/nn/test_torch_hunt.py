@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import graphc as gc
 import graphc.eager as ge
 from graphc import nn
 from graphc.ir.errors import GraphcError
@@ -130,3 +131,44 @@ def test_a_frozen_tensor_assigned_to_a_parameter_keeps_its_slot() -> None:
     theirs.weight = torch.nn.Parameter(theirs.weight.detach(), requires_grad=False)
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert names(ours.named_parameters()) == names(theirs.named_parameters())
+
+
+def compare(ours, theirs, x: np.ndarray, **options) -> None:
+    """theirs with ours's weights: outputs, and the gradients of the input and every
+    parameter of a random weighting of the outputs, eagerly, as torch's (float64)."""
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    mine, their_x = ge.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, their_out = ours(mine, **options), theirs(their_x, **options)
+    out = out[0] if isinstance(out, tuple) else out
+    their_out = their_out[0] if isinstance(their_out, tuple) else their_out
+    np.testing.assert_allclose(out.detach().numpy(), their_out.detach().numpy(), atol=1e-12)
+    weights = np.random.default_rng(1).standard_normal(tuple(their_out.shape))
+    (out * ge.tensor(weights)).sum().backward()
+    (their_out * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(mine.grad.numpy(), their_x.grad.numpy(), atol=1e-10)
+    their_params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), their_params[name].grad.numpy(), atol=1e-10)
+
+
+CONVOLUTIONS = [  # (class name, options, input shape): padding modes other than zeros
+    ("Conv2d", {"padding": 1, "padding_mode": "reflect", "stride": 2}, (2, 4, 7, 8)),
+    ("Conv2d", {"padding": (2, 1), "padding_mode": "circular", "groups": 2}, (2, 4, 7, 8)),
+    ("Conv2d", {"padding": "same", "padding_mode": "replicate", "dilation": 2}, (4, 7, 8)),
+    ("Conv2d", {"kernel_size": (2, 4), "padding": "same", "padding_mode": "reflect"}, (1, 4, 5, 6)),
+    ("Conv1d", {"padding": 2, "padding_mode": "circular", "bias": False}, (2, 4, 9)),
+    ("Conv1d", {"padding": "same", "padding_mode": "reflect", "kernel_size": 4}, (4, 9)),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize(("kind", "options", "shape"), CONVOLUTIONS, ids=str)
+def test_convolution_padding_modes_match_torch(kind: str, options: dict, shape: tuple) -> None:
+    options = {"kernel_size": 3, **options}
+    ours = getattr(nn, kind)(4, 6, dtype="float64", **options)
+    theirs = getattr(torch.nn, kind)(4, 6, dtype=torch.float64, **options)
+    assert repr(ours) == repr(theirs)
+    x = np.random.default_rng(0).standard_normal(shape)
+    compare(ours, theirs, x)
+    traced = gc.jit(lambda v: ours(v))(x)  # the padding traces into the graph too
+    np.testing.assert_allclose(traced, theirs(torch.tensor(x)).detach().numpy(), atol=1e-12)

@@ -23,7 +23,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared digits helpers
 
-from digits_mlp import eager_step, load_digits_or_exit, split, train  # noqa: E402
+from digits_mlp import (  # noqa: E402
+    eager_step,
+    load_digits_or_exit,
+    split,
+    stop_unless_modes_agree,
+    train,
+)
 
 import graphc as gc  # noqa: E402
 import graphc.eager as ge  # noqa: E402
@@ -133,6 +139,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results["max_rel_diff"] = difference
     if not args.no_render:
         results["files"] = render_pictures(results["static"]["model"], x_test[:4], args.out)
+    stop_unless_modes_agree(difference)
     return results
 
 

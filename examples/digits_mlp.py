@@ -31,6 +31,19 @@ from graphc import nn, optim
 # every file an example writes goes under --out; by default out/<example>/ at the
 # repository's root, a folder git ignores
 OUT = Path(__file__).resolve().parents[1] / "out" / "digits_mlp"
+# the modes' parameters agree to rounding; more than this is a bug (tests/examples)
+AGREE = 1e-5
+
+
+def stop_unless_modes_agree(difference: float) -> None:
+    """Both modes take the same steps from the same start, so their parameters may
+    differ by rounding only; past that, say so and exit non-zero, not just print it."""
+    if difference > AGREE:
+        raise SystemExit(
+            f"eager and static training disagree: their parameters differ by {difference:.1e}"
+            f" (relative), more than rounding ({AGREE:g}). This is a graphc bug: please"
+            " report it. GRAPHC_BACKEND=numpy runs the static step on the numpy backend alone."
+        )
 
 
 def load_digits_or_exit() -> tuple[np.ndarray, np.ndarray]:
@@ -228,6 +241,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results["plot"] = plot_losses(curves, args.out / "digits_loss.png")
         if results["plot"] is not None:
             print(f"loss curves: {results['plot']}")
+    stop_unless_modes_agree(difference)
     return results
 
 

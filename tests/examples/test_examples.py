@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -134,6 +135,32 @@ def test_reverse_transformer_learns_in_both_modes_to_the_same_parameters(tmp_pat
     assert result["max_rel_diff"] < 1e-8
     assert result["static"]["losses"] == pytest.approx(result["eager"]["losses"], rel=1e-9)
     assert np.loadtxt(tmp_path / "losses.csv", delimiter=",", skiprows=1).shape == (steps, 2)
+
+
+def test_a_training_example_whose_modes_disagree_exits_with_an_error(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # a static step gone wrong, as a user meets it: it takes every SGD step twice
+    compile_train_step = gc.compile_train_step
+
+    class TwiceStep:
+        def __init__(self, step: Any) -> None:
+            self.step = step
+
+        def __call__(self, *batch: Any) -> Any:
+            self.step(*batch)
+            return self.step(*batch)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.step, name)
+
+    monkeypatch.setattr(
+        gc, "compile_train_step", lambda *a, **k: TwiceStep(compile_train_step(*a, **k))
+    )
+    argv = ["--samples", "20", "--steps", "5", "--out", str(tmp_path)]
+    with pytest.raises(SystemExit, match="eager and static training disagree") as info:
+        load("linear_regression").main(argv)
+    assert "GRAPHC_BACKEND=numpy" in str(info.value.code)
 
 
 def test_digits_progress_bar_is_drawn_only_on_a_terminal(monkeypatch) -> None:

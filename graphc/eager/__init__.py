@@ -74,6 +74,7 @@ from graphc.eager.functional import (
     logsumexp,
     max,
     mean,
+    median,
     min,
     mm,
     movedim,

@@ -75,6 +75,11 @@ def flip(x: Any, dims: Any) -> Any:
     return _t(x).flip(dims)
 
 
+def median(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """torch.median: the lower middle value; (values, indices) along dim."""
+    return as_tensor(x).median(dim, keepdim)
+
+
 def count_nonzero(x: Any, dim: Any = None) -> Any:
     return _t(x).count_nonzero(dim)
 

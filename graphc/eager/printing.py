@@ -135,6 +135,8 @@ def default_suffixes(values: np.ndarray) -> list[str]:
     suffixes = []
     if values.size == 0 and values.ndim != 1:
         suffixes.append(f"size={tuple(values.shape)}")
-    if values.dtype not in (np.float32, np.int64, np.bool_):
+    # an empty tensor shows no values to tell int64 or bool by, so torch names them too
+    implied = (np.float32,) if values.size == 0 else (np.float32, np.int64, np.bool_)
+    if values.dtype not in implied:
         suffixes.append(f"dtype={values.dtype.name}")
     return suffixes

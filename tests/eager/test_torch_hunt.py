@@ -230,7 +230,43 @@ def _random_fill(lib: Any) -> Any:
     return w.shape, w.dtype == lib.float32, in_range, bool((y - 5).abs().max() < 1), x.grad
 
 
+def _median(lib: Any) -> Any:
+    nan = float("nan")
+    x = lib.tensor([[3.0, 1.0, 2.0, 4.0], [nan, 1.0, 0.0, 5.0], [2.5, 0.5, 1.5, 9.0]])
+    x.requires_grad_()
+    along = x.median(1)
+    whole = x[0].median()
+    grads = lib.autograd.grad(along.values.sum() + whole, x)
+    return (
+        along.values,
+        along.indices,
+        whole,
+        grads,
+        x.median(0, keepdim=True).indices,
+        lib.median(x, dim=-1).values,
+        lib.tensor([3, 1, 2, 4]).median(),
+        lib.tensor([]).median(),
+        lib.tensor(5.0).median(-1),
+        lib.zeros(0, 3).median(1),
+        along.values.grad_fn.name(),
+        whole.grad_fn.name(),
+    )
+
+
+def _empty_reprs(lib: Any) -> Any:
+    tensors = (
+        lib.tensor([], dtype=lib.int64),
+        lib.zeros(0, 3, dtype=lib.bool),
+        lib.zeros(0, dtype=lib.int32),
+        lib.tensor([]),
+        lib.tensor([1, 2]),
+    )
+    return tuple(repr(t).replace("torch.", "") for t in tensors)
+
+
 CASES: dict[str, Case] = {
+    "median": _median,
+    "repr of empty int and bool tensors names the dtype": _empty_reprs,
     "in-place floor_, round_, clamp_min_, reciprocal_": _inplace_rounding,
     "uniform_ and normal_": _random_fill,
     "invert and logic of bool tensors": _invert_and_logic,
@@ -284,6 +320,8 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "median along an empty dim": lambda lib: lib.zeros(0, 3).median(0),
+    "median along a dim out of range": lambda lib: lib.tensor(5.0).median(1),
     "normal_ of a leaf requiring grad": lambda lib: lib.ones(2, requires_grad=True).normal_(),
 }
 

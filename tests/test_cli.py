@@ -22,11 +22,28 @@ def test_demo_tours_the_pipeline(capsys, tmp_path) -> None:  # type: ignore[no-u
     assert "output %loss = %mean" in out
     assert "output %grad_w" in out  # the gradient graph, optimized
     assert "optimization at O2" in out  # the pass report
-    assert "equal to the reference interpreter: True" in out
+    assert "loss and dw agree with the reference interpreter (gc.run, op by op): True" in out
     assert "peak bytes of intermediates" in out  # the plan
     assert "eager : y = 6   dy/dw = 5   dy/dx = 2" in out
     assert "static: y = 6   dy/dw = 5   dy/dx = 2" in out
     assert (tmp_path / "affine-forward.svg").exists() or (tmp_path / "affine-forward.dot").exists()
+
+
+def test_demo_counts_as_its_pass_report_and_plan_do(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # a new user compared "19 ops ... 16 ops" with the report's "23 -> 20 nodes", and the
+    # fusion step's 8 steps with the plan's 6, and found no word on either
+    assert main(["demo", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    said = re.search(r"(\d+) nodes as differentiated .*\n(\d+) nodes after the O2 passes", out)
+    report = re.search(r"optimization at O2 .*: (\d+) -> (\d+) nodes", out)
+    assert said is not None and report is not None
+    assert said.groups() == report.groups()
+    fused_steps = re.search(r"(\d+) steps: (.*) \(a fused node", out)
+    plan = out.split("steps:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert fused_steps is not None and "count" in fused_steps.group(2)
+    assert not any("count(" in line for line in plan)  # B = 4 is known: count folded
+    assert int(fused_steps.group(1)) > len(plan)
+    assert "with B known, `count`" in out
 
 
 def test_console_entry_point_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -127,8 +127,23 @@ def inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+FIRST_STEPS = """\
+first steps:
+  graphc demo                        declare, differentiate, compile and draw a small graph
+  graphc inspect model.onnx          an ONNX model's graph, statistics and passes
+  graphc render FILE.py:FUNCTION --spec B,3:float32 -o f.svg
+                                     trace a function and draw its graph
+  graphc bench --quick               the benchmark, in about a minute
+each command's --help says more; README.md and docs/guide.md are the documentation"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="graphc", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="graphc",
+        description=__doc__,
+        epilog=FIRST_STEPS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {gc.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo_parser = commands.add_parser("demo", help="declare, print, run and draw a small graph")
@@ -146,7 +161,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     view_parser.set_defaults(run=view)
     bench_parser = commands.add_parser("bench", help="benchmark eager, static and peer modes")
     bench_parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
-    bench_parser.add_argument("--only", action="append", metavar="WORKLOAD", help="repeatable")
+    from graphc.bench.runner import ON_REQUEST, WORKLOADS
+
+    names = ", ".join(w.name for w in WORKLOADS)
+    bench_parser.add_argument(
+        "--only",
+        action="append",
+        metavar="WORKLOAD",
+        help=f"one of {names} (all of them by default), or "
+        f"{', '.join(w.name for w in ON_REQUEST)} (run only when named); repeatable",
+    )
     bench_parser.add_argument("--json", metavar="PATH", help="write the report as JSON")
     bench_parser.add_argument("--plot", metavar="PATH", help="bar chart (needs matplotlib)")
     bench_parser.set_defaults(run=bench)

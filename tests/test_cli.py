@@ -46,6 +46,21 @@ def test_demo_counts_as_its_pass_report_and_plan_do(capsys, tmp_path) -> None:  
     assert "with B known, `count`" in out
 
 
+def test_help_shows_first_steps_and_the_benchmark_workloads(capsys) -> None:  # type: ignore[no-untyped-def]
+    from graphc.bench.runner import ON_REQUEST, WORKLOADS
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    first_steps = capsys.readouterr().out.split("first steps:", 1)[1]
+    for command in ("graphc demo", "graphc inspect model.onnx", "graphc bench --quick"):
+        assert command in first_steps
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    only = " ".join(capsys.readouterr().out.split("--only WORKLOAD", 1)[1].split())
+    for workload in (*WORKLOADS, *ON_REQUEST):  # --only's names, without a failed run first
+        assert re.search(rf"(^| ){re.escape(workload.name)}[ ,(]", only), workload.name
+
+
 def test_console_entry_point_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
     result = subprocess.run(
         [sys.executable, "-m", "graphc.cli", "demo", "--out", str(tmp_path)],

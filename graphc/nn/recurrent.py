@@ -8,8 +8,10 @@ matmul; the loop body is the recurrent part only.
 
 Parameters, as torch: `weight_ih_l{k}` (gates*hidden, input), `weight_hh_l{k}`
 (gates*hidden, hidden), `bias_ih_l{k}`, `bias_hh_l{k}`, with the suffix `_reverse` for
-the second direction; all drawn from U(-1/sqrt(hidden), 1/sqrt(hidden)). Gate order
-as torch: GRU (r, z, n), LSTM (i, f, g, o).
+the second direction (and an LSTM's `weight_hr_l{k}` (proj_size, hidden) with
+`proj_size`, projecting h); all drawn from U(-1/sqrt(hidden), 1/sqrt(hidden)). Gate
+order as torch: GRU (r, z, n), LSTM (i, f, g, o). `dropout` drops the outputs of every
+layer but the last while training, as torch's.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from graphc.eager import zeros
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.types import as_dtype
 from graphc.nn import init
+from graphc.nn.functional.stochastic import dropout
 from graphc.nn.module import Module
 from graphc.ops import concat, relu, sigmoid, stack, swapaxes, tanh, zeros_like
 from graphc.ops.flow import scan
@@ -45,39 +48,51 @@ class _Recurrent(Module):
         batch_first: bool = False,
         dropout: float = 0.0,
         bidirectional: bool = False,
+        proj_size: int = 0,
         dtype: Any = "float32",
         generator: init.Generator = None,
     ) -> None:
         super().__init__()
+        name = type(self).__name__
         if num_layers < 1 or hidden_size < 1:
             raise GraphcError(
-                f"{type(self).__name__}: num_layers and hidden_size must be positive, got "
+                f"{name}: num_layers and hidden_size must be positive, got "
                 f"{num_layers} and {hidden_size}"
             )
-        if dropout:
+        if isinstance(dropout, bool) or not 0.0 <= dropout <= 1.0:
+            raise GraphcError(f"{name}: dropout must be a number in [0, 1], got {dropout!r}")
+        if proj_size and (name != "LSTM" or not 0 < proj_size < hidden_size):
             raise GraphcError(
-                f"{type(self).__name__}: dropout between layers is not supported yet "
-                f"(got dropout={dropout}); stack single layers with nn.Dropout between them"
+                f"{name}: proj_size must be 0, or (LSTM only) between 0 and hidden_size "
+                f"({hidden_size}), got {proj_size!r}"
             )
         self.input_size, self.hidden_size = input_size, hidden_size
         self.num_layers, self.bias = num_layers, bias
         self.batch_first, self.bidirectional = batch_first, bidirectional
-        self.dropout = dropout
+        self.dropout, self.proj_size = float(dropout), proj_size
         dtype = as_dtype(dtype)
         rng = init.as_generator(generator)
         bound = 1.0 / math.sqrt(hidden_size)
         rows = self.gates * hidden_size
+        out = self.output_size  # h's size: the projection's, if any
         directions = 2 if bidirectional else 1
         for layer in range(num_layers):
-            fan_in = input_size if layer == 0 else hidden_size * directions
+            fan_in = input_size if layer == 0 else out * directions
             for suffix in ("", "_reverse")[:directions]:
-                shapes = {"weight_ih": (rows, fan_in), "weight_hh": (rows, hidden_size)}
+                shapes = {"weight_ih": (rows, fan_in), "weight_hh": (rows, out)}
                 if bias:
                     shapes.update(bias_ih=(rows,), bias_hh=(rows,))
+                if proj_size:
+                    shapes.update(weight_hr=(proj_size, hidden_size))
                 for name, shape in shapes.items():
                     tensor = zeros(*shape, dtype=dtype, requires_grad=True)
                     init.uniform_(tensor, -bound, bound, generator=rng)
                     setattr(self, f"{name}_l{layer}{suffix}", tensor)
+
+    @property
+    def output_size(self) -> int:
+        """The size of h: proj_size with a projection (LSTM), else hidden_size."""
+        return self.proj_size or self.hidden_size
 
     # -- the cell of each kind -------------------------------------------------------
 
@@ -122,6 +137,8 @@ class _Recurrent(Module):
                 finals.append(final)
                 outputs.append(ys)
             x = outputs[0] if directions == 1 else concat(outputs, axis=-1)
+            if layer < self.num_layers - 1:  # torch's dropout between layers, when training
+                x = dropout(x, self.dropout, self.training)
         output = x
         if unbatched:
             output = output.reshape((output.shape[0], output.shape[2]))
@@ -141,8 +158,12 @@ class _Recurrent(Module):
             projected = projected + getattr(self, f"bias_ih_l{layer}{suffix}")
             b_hh = getattr(self, f"bias_hh_l{layer}{suffix}")
 
+        w_hr = getattr(self, f"weight_hr_l{layer}{suffix}") if self.proj_size else None
+
         def body(c: Any, xp: Any) -> tuple[Any, Any]:
             new = self.step(c, xp, w_hh, b_hh)
+            if w_hr is not None:  # LSTM's projection of h: h W_hr^T
+                new = (new[0] @ w_hr.T, new[1])
             return new, (new[0] if isinstance(new, tuple) else new)
 
         return scan(body, carry, projected, reverse=reverse)
@@ -151,17 +172,21 @@ class _Recurrent(Module):
         r = h @ w_hh.T
         return r if b_hh is None else r + b_hh
 
-    def _zeros(self, x: Any) -> Any:
-        """Zeros of shape (batch, hidden) made from x, so that a traced model gets them
+    def _zeros(self, x: Any, size: int) -> Any:
+        """Zeros of shape (batch, size) made from x, so that a traced model gets them
         from its input (any batch size) rather than as an extra placeholder."""
-        return zeros_like(x[0, :, :1]) + np.zeros(self.hidden_size, x.dtype)
+        return zeros_like(x[0, :, :1]) + np.zeros(size, x.dtype)
 
-    def _layers_of(self, state: Any, name: str) -> list[Any]:
+    def _layers_of(self, state: Any, name: str, x: Any, size: int) -> list[Any]:
         count = self.num_layers * (2 if self.bidirectional else 1)
-        if tuple(state.shape)[0] != count or tuple(state.shape)[-1] != self.hidden_size:
+        want = (count, x.shape[1], size)
+        if len(state.shape) != 3 or any(
+            not isinstance(d, str) and not isinstance(w, str) and d != w
+            for d, w in zip(state.shape, want)
+        ):
             raise ShapeError(
-                f"{type(self).__name__}: {name} must have shape ({count}, batch, "
-                f"{self.hidden_size}), got {tuple(state.shape)}"
+                f"{type(self).__name__}: {name} must have shape ({count}, batch, {size}) "
+                f"for an input of batch {x.shape[1]}, got {tuple(state.shape)}"
             )
         return [state[k] for k in range(count)]
 
@@ -177,10 +202,16 @@ class _Recurrent(Module):
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            text += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             text += f", num_layers={self.num_layers}"
+        if not self.bias:
+            text += ", bias=False"
         if self.batch_first:
             text += ", batch_first=True"
+        if self.dropout:
+            text += f", dropout={self.dropout}"
         if self.bidirectional:
             text += ", bidirectional=True"
         return text
@@ -190,8 +221,8 @@ class _SingleState(_Recurrent):
     def initial(self, hx: Any, x: Any) -> list[Any]:
         if hx is None:
             count = self.num_layers * (2 if self.bidirectional else 1)
-            return [self._zeros(x) for _ in range(count)]
-        return self._layers_of(hx, "hx")
+            return [self._zeros(x, self.hidden_size) for _ in range(count)]
+        return self._layers_of(hx, "hx", x, self.hidden_size)
 
     def final(self, carries: list[Any]) -> Any:
         return stack(carries, axis=0)
@@ -242,10 +273,14 @@ class LSTM(_Recurrent):
     def initial(self, hx: Any, x: Any) -> list[Any]:
         count = self.num_layers * (2 if self.bidirectional else 1)
         if hx is None:
-            return [(self._zeros(x), self._zeros(x)) for _ in range(count)]
+            return [
+                (self._zeros(x, self.output_size), self._zeros(x, self.hidden_size))
+                for _ in range(count)
+            ]
         if not isinstance(hx, tuple) or len(hx) != 2:
             raise GraphcError("LSTM: hx must be a pair (h_0, c_0)")
-        return list(zip(self._layers_of(hx[0], "h_0"), self._layers_of(hx[1], "c_0")))
+        h = self._layers_of(hx[0], "h_0", x, self.output_size)
+        return list(zip(h, self._layers_of(hx[1], "c_0", x, self.hidden_size)))
 
     def step(self, carry: Any, x: Any, w_hh: Any, b_hh: Any) -> Any:
         h, c = carry

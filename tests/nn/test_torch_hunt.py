@@ -11,7 +11,7 @@ import pytest
 import graphc as gc
 import graphc.eager as ge
 from graphc import nn
-from graphc.ir.errors import GraphcError
+from graphc.ir.errors import GraphcError, ShapeError
 from tests.conftest import needs_torch, torch
 
 
@@ -172,3 +172,58 @@ def test_convolution_padding_modes_match_torch(kind: str, options: dict, shape: 
     compare(ours, theirs, x)
     traced = gc.jit(lambda v: ours(v))(x)  # the padding traces into the graph too
     np.testing.assert_allclose(traced, theirs(torch.tensor(x)).detach().numpy(), atol=1e-12)
+
+
+RECURRENT = [  # (class name, options, input shape, initial state shapes)
+    ("LSTM", {"proj_size": 2, "num_layers": 2, "bidirectional": True}, (5, 3, 3), [(4, 3, 2), (4, 3, 4)]),
+    ("LSTM", {"proj_size": 3, "batch_first": True}, (2, 5, 3), []),
+    ("LSTM", {"proj_size": 1, "num_layers": 2}, (5, 3), [(2, 1), (2, 4)]),
+    ("GRU", {"num_layers": 3, "dropout": 0.5}, (5, 2, 3), [(3, 2, 4)]),
+    ("RNN", {"num_layers": 2, "dropout": 1.0, "train": True}, (5, 2, 3), []),
+    ("LSTM", {"num_layers": 2, "dropout": 1.0, "train": True, "proj_size": 2}, (5, 2, 3), []),
+]  # fmt: skip
+
+
+@needs_torch
+@pytest.mark.parametrize(("kind", "options", "shape", "states"), RECURRENT, ids=str)
+def test_recurrent_projection_and_dropout_match_torch(kind, options, shape, states) -> None:
+    """proj_size and dropout were refused; dropout=0.5 is compared in eval mode, and
+    dropout=1.0 (every value of the lower layers dropped) in training mode."""
+    options = dict(options)
+    train = options.pop("train", False)
+    ours = getattr(nn, kind)(3, 4, dtype="float64", **options).train(train)
+    theirs = getattr(torch.nn, kind)(3, 4, dtype=torch.float64, **options).train(train)
+    assert repr(ours) == repr(theirs)
+    assert [(n, p.shape) for n, p in ours.named_parameters()] == [
+        (n, tuple(p.shape)) for n, p in theirs.named_parameters()
+    ]
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    hx = [rng.standard_normal(s) for s in states]
+    hx_ours = None if not hx else tuple(map(ge.tensor, hx)) if len(hx) == 2 else ge.tensor(hx[0])
+    hx_theirs = (
+        None if not hx else tuple(map(torch.tensor, hx)) if len(hx) == 2 else torch.tensor(hx[0])
+    )
+    out, state = ours(ge.tensor(x), hx_ours)
+    their_out, their_state = theirs(torch.tensor(x), hx_theirs)
+    np.testing.assert_allclose(out.detach().numpy(), their_out.detach().numpy(), atol=1e-12)
+    for s, t in zip(*(v if isinstance(v, tuple) else (v,) for v in (state, their_state))):
+        np.testing.assert_allclose(s.detach().numpy(), t.detach().numpy(), atol=1e-12)
+    if not train:  # (gc.jit of a training dropout does not feed its rng_key yet)
+        traced = gc.jit(lambda v: ours(v)[0])(x)
+        want = theirs(torch.tensor(x))[0].detach().numpy()
+        np.testing.assert_allclose(traced, want, atol=1e-12)
+
+
+def test_recurrent_settings_torch_refuses_are_named_errors() -> None:
+    with pytest.raises(GraphcError, match="GRU: proj_size"):
+        nn.GRU(3, 4, proj_size=2)
+    with pytest.raises(GraphcError, match="LSTM: proj_size"):
+        nn.LSTM(3, 4, proj_size=4)
+    with pytest.raises(GraphcError, match="RNN: dropout"):
+        nn.RNN(3, 4, dropout=1.5)
+    with pytest.raises(
+        ShapeError, match=r"RNN: hx must have shape \(1, batch, 4\) for an input of batch 2"
+    ):
+        nn.RNN(3, 4)(ge.ones(5, 2, 3), ge.ones(1, 3, 4))

@@ -147,6 +147,29 @@ def _check_hooked(hook: Any, grad: Tensor, replaced: Any) -> None:
         )
 
 
+def _run_node_hooks(node: GradFn, hooks: dict, count: int, grads: Any, *more: Any) -> Any:
+    """Run a node's pre-hooks (`hook(grad_outputs)`) or post-hooks (`hook(grad_inputs,
+    grad_outputs)`) in order; a hook returning a sequence of `count` replaces the grads."""
+    grads = list(grads)
+    for hook in list(hooks.values()):
+        replaced = hook(tuple(grads), *more)
+        if replaced is None:
+            continue
+        if not isinstance(replaced, (tuple, list)):
+            raise TensorTypeError(
+                f"hook '{getattr(hook, '__name__', hook)}' of {node.name()} returned a "
+                f"{type(replaced).__name__}: a node's hook returns a tuple of gradients or None"
+            )
+        if len(replaced) != count:
+            got = len(replaced)
+            raise AutodiffError(
+                f"hook '{getattr(hook, '__name__', hook)}' of {node.name()} has returned an "
+                f"incorrect number of values (got {got}, but expected {count})"
+            )
+        grads = list(replaced)
+    return grads
+
+
 def _retain(node: GradFn, grads: list[Any]) -> None:
     for nr, ref in node._retained.items():  # type: ignore[union-attr]
         tensor = ref()
@@ -210,7 +233,12 @@ def _propagate(
             if node in capture and not early:
                 _capture(capture[node], grads, captured)
             if runs:
+                if node._pre_hooks:
+                    grads = _run_node_hooks(node, node._pre_hooks, len(grads), tuple(grads))
                 results = node.apply(grads, wanted)
+                if node._post_hooks:
+                    count = len(node.next_functions)
+                    results = _run_node_hooks(node, node._post_hooks, count, results, grads)
                 if not retain_graph:
                     node.release()
         for i, (nxt, nr) in enumerate(node.next_functions):
@@ -288,6 +316,7 @@ def grad(
     retain_graph: bool | None = None,
     create_graph: bool = False,
     allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
     materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """The gradients of `outputs` with respect to `inputs`, without touching `.grad`.
@@ -308,8 +337,15 @@ def grad(
             "grad: allow_unused=False contradicts materialize_grads=True (zeros for unused "
             "inputs); leave allow_unused out or pass True"
         )
+    if is_grads_batched:
+        raise AutodiffError(
+            "grad: is_grads_batched=True is not supported; loop over the grad_outputs, or "
+            "use graphc.vmap over graphc.vjp"
+        )
     outs = _tensors(outputs, "grad: outputs")
     wanted = _tensors(inputs, "grad: inputs")
+    if not wanted:
+        raise AutodiffError("grad: inputs cannot be empty (name the tensors to differentiate by)")
     given = _per_output(grad_outputs, len(outs))
     if len(given) != len(outs):
         raise AutodiffError(f"grad: {len(outs)} outputs but {len(given)} grad_outputs")

@@ -75,9 +75,26 @@ class GradFn:
     next_functions: tuple = ()
     _output_hooks: dict | None = None  # output index -> {hook id: hook}
     _retained: dict | None = None  # output index -> weakref to a tensor that retains grad
+    _pre_hooks: dict | None = None  # {hook id: hook(grad_outputs)}
+    _post_hooks: dict | None = None  # {hook id: hook(grad_inputs, grad_outputs)}
 
     def name(self) -> str:
         return type(self).__name__
+
+    def register_prehook(self, hook: Callable[[tuple], Any]) -> HookHandle:
+        """Call `hook(grad_outputs)` before this node runs (after the tensors' hooks); a
+        returned tuple replaces the gradients of its outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return HookHandle(self._pre_hooks, hook)
+
+    def register_hook(self, hook: Callable[[tuple, tuple], Any]) -> HookHandle:
+        """Call `hook(grad_inputs, grad_outputs)` after this node ran: grad_inputs are the
+        gradients it computed, one per `next_functions` edge (None where there is none);
+        a returned tuple replaces them."""
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        return HookHandle(self._post_hooks, hook)
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
@@ -122,7 +139,11 @@ class AccumulateGrad(GradFn):
         self.variable = leaf
 
     def apply(self, grads: list[Any], wanted: Any = None) -> tuple:
-        accumulate_into(self.variable, grads[0])
+        leaf = self.variable
+        accumulate_into(leaf, grads[0])
+        if leaf._post_accumulate_hooks:
+            for hook in list(leaf._post_accumulate_hooks.values()):
+                hook(leaf)
         return ()
 
 
@@ -205,6 +226,8 @@ class OpBackward(GradFn):
         "_output_hooks",
         "_retained",
         "_name",
+        "_pre_hooks",
+        "_post_hooks",
     )
 
     def __init__(
@@ -232,6 +255,8 @@ class OpBackward(GradFn):
         self._output_hooks = None
         self._retained = None
         self._name = None
+        self._pre_hooks = None
+        self._post_hooks = None
 
     def name(self) -> str:
         if self._name is not None:  # given by the method that made it (see `spelled`)

@@ -93,6 +93,7 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
     _accumulator: Any = None
     _hooks: dict | None = None
     _retains_grad = False
+    _post_accumulate_hooks: dict | None = None  # a leaf's {hook id: hook(tensor)}
     _base: Tensor | None = None  # for views (views.py): the tensor whose memory they share
     _steps: tuple = ()  # for views: the view ops that lead from _base to them
     _counter: list[int]  # [version]: one list shared by a base, its views and aliases
@@ -337,3 +338,18 @@ class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
                 self._hooks = {}
             return HookHandle(self._hooks, hook)
         return HookHandle(self.grad_fn.output_hooks(self._output_nr), hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> Any:
+        """Call `hook(self)` each time backward has accumulated into this leaf's `.grad`
+        (where an optimizer can step one parameter at once). Returns a removable handle."""
+        from graphc.eager.grad_fn import HookHandle
+
+        if not self._requires_grad:
+            raise AutodiffError("cannot register a hook on a tensor that doesn't require grad")
+        if self.grad_fn is not None:
+            raise AutodiffError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = {}
+        return HookHandle(self._post_accumulate_hooks, hook)

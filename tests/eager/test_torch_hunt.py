@@ -264,7 +264,57 @@ def _empty_reprs(lib: Any) -> Any:
     return tuple(repr(t).replace("torch.", "") for t in tensors)
 
 
+def _node_hooks(lib: Any) -> Any:
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    w = lib.tensor([3.0, 4.0], requires_grad=True)
+    y = x * w
+    z = y.exp()
+    log: list = []
+
+    def plain(grads: Any) -> list:
+        return [None if g is None else g.tolist() for g in grads]
+
+    y.register_hook(lambda g: log.append(("tensor", g.tolist())))
+    y.grad_fn.register_prehook(lambda go: log.append(("pre", plain(go))))
+    y.grad_fn.register_prehook(lambda go: (go[0] * 2,))
+    y.grad_fn.register_hook(lambda gi, go: log.append(("post", plain(gi), plain(go))))
+    y.grad_fn.register_hook(lambda gi, go: (gi[0], gi[1] * 0))  # w gets nothing
+    removed = y.grad_fn.register_hook(lambda gi, go: (gi[0] * 0, gi[1] * 0))
+    removed.remove()
+    acc = y.grad_fn.next_functions[0][0]  # x's AccumulateGrad
+    acc.register_prehook(lambda go: (go[0] + 1,))
+    after: list = []
+    x.register_post_accumulate_grad_hook(lambda p: after.append(p.grad.tolist()))
+    y.retain_grad()
+    z.sum().backward()
+    # autograd.grad runs a node's pre-hooks too
+    s = (x * 3).sum()
+    s.grad_fn.register_prehook(lambda go: (go[0] * 10,))
+    return log, after, y.grad, x.grad, w.grad, lib.autograd.grad(s, x)
+
+
+def _custom_function_hooks(lib: Any) -> Any:
+    class Double(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g * 2
+
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = Double.apply(x)
+    counts: list = []
+    y.grad_fn.register_hook(lambda gi, go: counts.append((len(gi), len(go))))
+    y.grad_fn.register_prehook(lambda go: (go[0] * 3,))
+    y.sum().backward()
+    return counts, x.grad
+
+
 CASES: dict[str, Case] = {
+    "grad_fn.register_hook, register_prehook, post-accumulate hooks": _node_hooks,
+    "hooks of a custom Function's node": _custom_function_hooks,
     "median": _median,
     "repr of empty int and bool tensors names the dtype": _empty_reprs,
     "in-place floor_, round_, clamp_min_, reciprocal_": _inplace_rounding,
@@ -305,6 +355,18 @@ def _unused_materialized_not_allowed(lib: Any) -> None:
     lib.autograd.grad(x.sum(), x, allow_unused=False, materialize_grads=True)
 
 
+def _hook_returning_a_number(lib: Any) -> None:
+    y = lib.ones(2, requires_grad=True) * 3
+    y.grad_fn.register_hook(lambda gi, go: 5)
+    y.sum().backward()
+
+
+def _hook_returning_too_few(lib: Any) -> None:
+    y = lib.ones(2, requires_grad=True) * 3
+    y.grad_fn.register_hook(lambda gi, go: (gi[0],))  # mul has two inputs
+    y.sum().backward()
+
+
 ERRORS: dict[str, Case] = {
     "a float tensor as an index": lambda lib: lib.arange(4.0)[lib.tensor([0.0, 1.0])],
     "a boolean mask of the wrong shape": lambda lib: lib.ones(3, 2)[lib.tensor([True, False])],
@@ -320,6 +382,12 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "a node's hook returning a number": _hook_returning_a_number,
+    "a node's hook returning too few": _hook_returning_too_few,
+    "a post-accumulate hook on a non-leaf": lambda lib: (
+        lib.ones(2, requires_grad=True) * 2
+    ).register_post_accumulate_grad_hook(print),
+    "grad with no inputs": lambda lib: lib.autograd.grad(lib.ones(1, requires_grad=True).sum(), []),
     "median along an empty dim": lambda lib: lib.zeros(0, 3).median(0),
     "median along a dim out of range": lambda lib: lib.tensor(5.0).median(1),
     "normal_ of a leaf requiring grad": lambda lib: lib.ones(2, requires_grad=True).normal_(),

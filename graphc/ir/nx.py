@@ -13,14 +13,15 @@ node as the text and JSON loaders do.
 
 from __future__ import annotations
 
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from graphc.ir.errors import CycleError, VerifyError
 from graphc.ir.graph import KINDS, Graph, Node
 from graphc.ir.types import TensorType, TupleType
 from graphc.ir.verify import node_problem, verify
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def to_networkx(graph: Graph) -> nx.DiGraph:
@@ -35,6 +36,8 @@ def to_networkx(graph: Graph) -> nx.DiGraph:
     >>> d.edges["x", "mul"]["positions"], d.nodes["mul"]["op"]
     ([0, 1], 'mul')
     """
+    import networkx as nx  # here: a fifth of graphc's import time, for two functions
+
     digraph = nx.DiGraph(name=graph.name)
     for index, node in enumerate(graph.nodes):
         digraph.add_node(
@@ -59,6 +62,8 @@ def from_networkx(digraph: nx.DiGraph, name: str | None = None) -> Graph:
 
     Raises CycleError naming nodes on a cycle, VerifyError naming a malformed node.
     """
+    import networkx as nx
+
     try:
         cycle = nx.find_cycle(digraph)
     except nx.NetworkXNoCycle:

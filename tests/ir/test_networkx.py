@@ -107,3 +107,20 @@ def test_random_graphs_round_trip(g: gc.Graph) -> None:
     feeds = random_feeds(g, seed=0)
     for a, b in zip(gc.run(g, feeds), gc.run(g2, feeds)):
         np.testing.assert_array_equal(a, b, err_msg=str(g))
+
+
+@pytest.mark.slow  # a child interpreter importing graphc: about a second
+def test_importing_graphc_does_not_import_networkx() -> None:
+    """networkx is for to_networkx and from_networkx only, and importing it took a fifth
+    of graphc's import time: it is imported when one of them is first called."""
+    import subprocess
+    import sys
+
+    check = (
+        "import sys, graphc; assert 'networkx' not in sys.modules; "
+        "g = graphc.parse('graph g(%x: f32[2]) {\\n  output %y = %x\\n}'); "
+        "print(graphc.from_networkx(graphc.to_networkx(g)).name, 'networkx' in sys.modules)"
+    )
+    run = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["g", "True"]

@@ -39,10 +39,12 @@ def _reshaped(value: Any, shape: tuple) -> Any:
 
 
 class MultiheadAttention(Module):
-    """torch.nn.MultiheadAttention (kdim = vdim = embed_dim, no bias_kv / zero_attn).
+    """torch.nn.MultiheadAttention (no bias_kv / zero_attn).
 
-    Parameters: `in_proj_weight` (3E, E), `in_proj_bias` (3E), `out_proj.weight`,
-    `out_proj.bias`; initialized as torch (xavier-uniform projections, zero biases).
+    Parameters: `in_proj_weight` (3E, E) (or, with a kdim or vdim other than E,
+    `q_proj_weight` (E, E), `k_proj_weight` (E, kdim), `v_proj_weight` (E, vdim)),
+    `in_proj_bias` (3E), `out_proj.weight`, `out_proj.bias`; initialized as torch
+    (xavier-uniform projections, zero biases).
 
     >>> import graphc.eager as ge
     >>> from graphc import nn
@@ -72,23 +74,23 @@ class MultiheadAttention(Module):
                 f"MultiheadAttention: embed_dim {embed_dim} is not divisible by num_heads "
                 f"{num_heads}"
             )
-        if (
-            add_bias_kv
-            or add_zero_attn
-            or kdim not in (None, embed_dim)
-            or vdim not in (None, embed_dim)
-        ):
-            raise GraphcError(
-                "MultiheadAttention: add_bias_kv, add_zero_attn and kdim/vdim other than "
-                "embed_dim are not supported"
-            )
+        if add_bias_kv or add_zero_attn:
+            raise GraphcError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
         self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
         self.head_dim = embed_dim // num_heads
         self.dropout, self.batch_first = dropout, batch_first
         dtype = as_dtype(dtype)
         rng = init.as_generator(generator)
-        self.in_proj_weight = zeros(3 * embed_dim, embed_dim, dtype=dtype, requires_grad=True)
-        init.xavier_uniform_(self.in_proj_weight, generator=rng)
+        if self.kdim == embed_dim and self.vdim == embed_dim:  # one packed projection
+            self.in_proj_weight = zeros(3 * embed_dim, embed_dim, dtype=dtype, requires_grad=True)
+            init.xavier_uniform_(self.in_proj_weight, generator=rng)
+        else:  # torch's three, each of its input's size, and an empty in_proj_weight
+            for name, size in (("q", embed_dim), ("k", self.kdim), ("v", self.vdim)):
+                weight = zeros(embed_dim, size, dtype=dtype, requires_grad=True)
+                setattr(self, f"{name}_proj_weight", init.xavier_uniform_(weight, generator=rng))
+            self.in_proj_weight = None
         self.in_proj_bias = zeros(3 * embed_dim, dtype=dtype, requires_grad=True) if bias else None
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype, generator=rng)
         if bias:
@@ -112,11 +114,7 @@ class MultiheadAttention(Module):
             )
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.reshape((1, key_padding_mask.shape[0]))
-        if query.ndim != 3 or query.shape[-1] != self.embed_dim:
-            raise ShapeError(
-                f"MultiheadAttention: query must be (L, N, {self.embed_dim}) (or batch first, or "
-                f"unbatched), got shape {tuple(query.shape)}"
-            )
+        self._check_shapes(query, key, value, key_padding_mask)
         # the projections run on the rows as they lie (batch first or not): one GEMM over
         # contiguous rows, where projecting a transposed view is a GEMM per batch entry
         first = bool(self.batch_first) and not unbatched
@@ -143,11 +141,43 @@ class MultiheadAttention(Module):
             weights = weights.reshape(tuple(weights.shape)[1:])
         return out, weights
 
+    def _check_shapes(self, query: Any, key: Any, value: Any, key_padding_mask: Any) -> None:
+        """torch's checks (after an unbatched input got its batch of 1), as ShapeErrors."""
+        for name, x, size in (
+            ("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)
+        ):  # fmt: skip
+            if x.ndim != 3 or x.shape[-1] != size:
+                raise ShapeError(
+                    f"MultiheadAttention: {name} must be (L, N, {size}) (or batch first, or "
+                    f"unbatched), got shape {tuple(x.shape)}"
+                )
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise ShapeError(
+                f"MultiheadAttention: key of shape {tuple(key.shape)} and value of shape "
+                f"{tuple(value.shape)} must have the same batch and length"
+            )
+        first = 0 if self.batch_first else 1
+        if query.shape[first] != key.shape[first]:
+            raise ShapeError(
+                f"MultiheadAttention: query of shape {tuple(query.shape)} and key of shape "
+                f"{tuple(key.shape)} must have the same batch size"
+            )
+        batch, source = key.shape[first], key.shape[1 - first]
+        if key_padding_mask is not None and tuple(key_padding_mask.shape) != (batch, source):
+            raise ShapeError(
+                f"MultiheadAttention: key_padding_mask must have shape (N, S) = "
+                f"({batch}, {source}), got {tuple(key_padding_mask.shape)}"
+            )
+
     def _project(self, x: Any, which: int, batch_first: bool) -> Any:
         """x @ W_which^T + b_which, split into heads: (N, heads, T, head_dim), from x
         (N, T, E) when batch_first, else (T, N, E)."""
         e = self.embed_dim
-        y = x @ self.in_proj_weight[which * e : (which + 1) * e].T
+        if self.in_proj_weight is None:
+            weight = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)[which]
+        else:
+            weight = self.in_proj_weight[which * e : (which + 1) * e]
+        y = x @ weight.T
         if self.in_proj_bias is not None:
             y = y + self.in_proj_bias[which * e : (which + 1) * e]
         y = reshape(y, (y.shape[0], y.shape[1], self.num_heads, self.head_dim))
@@ -165,6 +195,14 @@ class MultiheadAttention(Module):
         # an array, so that masks leaving every row a key record nothing (fully_masked_rows)
         blocked = []
         if attn_mask is not None:
+            want = {2: (length, source), 3: (batch * self.num_heads, length, source)}
+            if any(isinstance(d, str) for d in (length, source, batch)):
+                pass  # a symbolic size: the ops' own broadcasting checks apply
+            elif tuple(attn_mask.shape) != want.get(attn_mask.ndim):
+                raise ShapeError(
+                    f"MultiheadAttention: attn_mask must have shape (L, S) = {want[2]} or "
+                    f"(N * num_heads, L, S) = {want[3]}, got {tuple(attn_mask.shape)}"
+                )
             block = blocked_keys(attn_mask, true_attends=False)
             if attn_mask.ndim == 3:  # (N * heads, L, S), as torch
                 heads = (batch, self.num_heads, length, source)

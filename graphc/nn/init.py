@@ -98,9 +98,11 @@ def kaiming_uniform_(
     >>> bool(abs(w).max() <= 16**-0.5)   # with a = sqrt(5) the bound is 1/sqrt(fan_in)
     True
     """
-    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
     if mode not in ("fan_in", "fan_out"):
         raise GraphcError(f"kaiming_uniform_: mode must be 'fan_in' or 'fan_out', got '{mode}'")
+    if 0 in tuple(tensor.shape):  # nothing to fill (and a fan of 0), as torch's no-op
+        return tensor
+    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
     fan = fan_in if mode == "fan_in" else fan_out
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
     return uniform_(tensor, -bound, bound, generator)
@@ -108,6 +110,8 @@ def kaiming_uniform_(
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Generator = None) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(6 / (fan_in + fan_out)) (Glorot)."""
+    if 0 in tuple(tensor.shape):  # nothing to fill, as torch's no-op
+        return tensor
     fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -bound, bound, generator)

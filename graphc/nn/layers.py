@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from graphc.eager import zeros
-from graphc.ir.errors import ShapeError
+from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.types import as_dtype
 from graphc.nn import init
 from graphc.nn.module import Module
@@ -40,6 +40,11 @@ class Linear(Module):
         generator: init.Generator = None,
     ) -> None:
         super().__init__()
+        if in_features < 0 or out_features < 0:
+            raise GraphcError(
+                f"Linear: in_features and out_features must be >= 0, got {in_features} and "
+                f"{out_features}"
+            )
         self.in_features = in_features
         self.out_features = out_features
         dtype = as_dtype(dtype)
@@ -55,6 +60,11 @@ class Linear(Module):
             self.bias = None
 
     def forward(self, x: Any) -> Any:
+        if len(x.shape) == 0:
+            raise ShapeError(
+                f"Linear({self.in_features}, {self.out_features}): input must have at least "
+                "1 dim (the features), got a 0-d input"
+            )
         if x.shape[-1] != self.in_features:
             raise ShapeError(
                 f"Linear({self.in_features}, {self.out_features}): input has "

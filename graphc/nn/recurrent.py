@@ -114,6 +114,12 @@ class _Recurrent(Module):
                 f"{type(self).__name__}: input must be (seq, batch, features) (or batch "
                 f"first), or unbatched (seq, features); got shape {tuple(input.shape)}"
             )
+        time_axis = 1 if self.batch_first and input.ndim == 3 else 0
+        if input.shape[time_axis] == 0:  # as torch: an empty sequence has no final state
+            raise ShapeError(
+                f"{type(self).__name__}: the input has no time steps (shape "
+                f"{tuple(input.shape)}); expected a sequence length of at least 1"
+            )
         unbatched = input.ndim == 2
         x = input
         if unbatched:

@@ -227,3 +227,88 @@ def test_recurrent_settings_torch_refuses_are_named_errors() -> None:
         ShapeError, match=r"RNN: hx must have shape \(1, batch, 4\) for an input of batch 2"
     ):
         nn.RNN(3, 4)(ge.ones(5, 2, 3), ge.ones(1, 3, 4))
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "options", [{"kdim": 4, "vdim": 3}, {"kdim": 5, "batch_first": True, "bias": False}], ids=str
+)
+def test_attention_with_other_key_and_value_sizes_matches_torch(options: dict) -> None:
+    """kdim/vdim were refused; torch's separate q/k/v projection weights now load."""
+    ours = nn.MultiheadAttention(8, 2, dtype="float64", **options)
+    theirs = torch.nn.MultiheadAttention(8, 2, dtype=torch.float64, **options)
+    assert [(n, p.shape) for n, p in ours.named_parameters()] == [
+        (n, tuple(p.shape)) for n, p in theirs.named_parameters()
+    ]
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    rng = np.random.default_rng(0)
+    first = options.get("batch_first", False)
+
+    def shape(length: int, size: int) -> tuple[int, int, int]:
+        return (3, length, size) if first else (length, 3, size)
+
+    arrays = [rng.standard_normal(shape(5, 8)), rng.standard_normal(shape(6, ours.kdim))]
+    arrays.append(rng.standard_normal(shape(6, ours.vdim)))
+    mine = [ge.tensor(a, requires_grad=True) for a in arrays]
+    their = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, weights = ours(*mine)
+    their_out, their_weights = theirs(*their)
+    np.testing.assert_allclose(out.detach().numpy(), their_out.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(weights.detach().numpy(), their_weights.detach().numpy(), atol=1e-12)
+    out.sum().backward()
+    their_out.sum().backward()
+    for m, t in zip(mine, their):
+        np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), atol=1e-10)
+    for name, p in theirs.named_parameters():
+        np.testing.assert_allclose(
+            ours.get_parameter(name).grad.numpy(), p.grad.numpy(), atol=1e-10, err_msg=name
+        )
+    traced = gc.jit(lambda q, k, v: ours(q, k, v)[0])(*arrays)
+    np.testing.assert_allclose(traced, their_out.detach().numpy(), atol=1e-12)
+
+
+@needs_torch
+def test_empty_layers_initialize_as_torch() -> None:
+    """A layer with no inputs (Linear(0, n), a kernel of size 0) divided by a fan of 0."""
+    ours, theirs = nn.Linear(0, 3, dtype="float64"), torch.nn.Linear(0, 3, dtype=torch.float64)
+    np.testing.assert_array_equal(ours.bias.detach().numpy(), theirs.bias.detach().numpy())
+    np.testing.assert_array_equal(
+        ours(ge.ones(2, 0, dtype="float64")).detach().numpy(),
+        theirs(torch.ones(2, 0, dtype=torch.float64)).detach().numpy(),
+    )
+    assert nn.Conv2d(3, 4, 0).weight.shape == tuple(torch.nn.Conv2d(3, 4, 0).weight.shape)
+
+
+MISTAKES = [  # (what to run, the error and what its message names)
+    (lambda: nn.Linear(2, 3)(ge.tensor(1.0)), ShapeError, "Linear.2, 3.: input must have"),
+    (lambda: nn.Linear(-1, 3), GraphcError, "Linear: in_features"),
+    (lambda: nn.RNN(3, 4)(ge.zeros(0, 2, 3)), ShapeError, "RNN: the input has no time steps"),
+    (lambda: nn.LSTM(3, 4, batch_first=True)(ge.zeros(2, 0, 3)), ShapeError, "LSTM: the input"),
+    (
+        lambda: nn.MultiheadAttention(8, 2)(ge.ones(5, 2, 8), ge.ones(4, 2, 8), ge.ones(3, 2, 8)),
+        ShapeError,
+        "MultiheadAttention: key of shape",
+    ),
+    (
+        lambda: nn.MultiheadAttention(8, 2)(
+            ge.ones(5, 2, 8), ge.ones(5, 2, 8), ge.ones(5, 2, 8), attn_mask=np.zeros((4, 5), bool)
+        ),
+        ShapeError,
+        "MultiheadAttention: attn_mask must have shape",
+    ),
+    (
+        lambda: nn.MultiheadAttention(8, 2)(
+            ge.ones(5, 2, 8), ge.ones(5, 2, 8), ge.ones(5, 2, 8), key_padding_mask=np.zeros((5, 2))
+        ),
+        ShapeError,
+        "MultiheadAttention: key_padding_mask",
+    ),
+    (lambda: nn.MultiheadAttention(8, 2, kdim=3)(*[ge.ones(5, 2, 8)] * 3), ShapeError, "key must"),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize(("run", "error", "message"), MISTAKES)
+def test_mistakes_torch_refuses_are_named_errors(run, error, message) -> None:
+    with pytest.raises(error, match=message):
+        run()

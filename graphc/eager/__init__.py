@@ -94,6 +94,8 @@ from graphc.eager.functional import (
     subtract,
     sum,
     t,
+    tensor_split,
+    tile,
     transpose,
     unsqueeze,
     var,

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.eager.errors import ArgumentError
 from graphc.eager.tensor import Tensor, as_array, make
 from graphc.ir.errors import DTypeError, ShapeError
 from graphc.ir.types import as_dtype
@@ -142,6 +143,11 @@ def arange(
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dtype = np.int64 if is_int else np.float32
+    if step == 0 or (end - start) * step < 0:  # numpy gives nothing (or divides by 0)
+        raise ArgumentError(
+            f"arange: a step of {step} never gets from {start} to {end} (the step must be "
+            "nonzero, of the sign of end - start)"
+        )
     return _finish(np.arange(start, end, step).astype(as_dtype(dtype)), requires_grad)
 
 

@@ -80,6 +80,15 @@ def median(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
     return as_tensor(x).median(dim, keepdim)
 
 
+def tile(x: Any, dims: Any) -> Any:
+    """torch.tile: x repeated dims[i] times along each dim i, in new memory."""
+    return _t(x).tile(dims)
+
+
+def tensor_split(x: Any, indices_or_sections: Any, dim: int = 0) -> Any:
+    return _t(x).tensor_split(indices_or_sections, dim)
+
+
 def count_nonzero(x: Any, dim: Any = None) -> Any:
     return _t(x).count_nonzero(dim)
 
@@ -175,6 +184,8 @@ concat = concatenate = cat
 
 def stack(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None) -> Any:
     """torch.stack: join along a new dim."""
+    if not len(tensors):
+        raise ArgumentError("stack: expected a non-empty list of tensors")
     return spelled(S.stack(list(tensors), axis=dim if axis is None else axis), "StackBackward0")
 
 

@@ -122,6 +122,13 @@ def _median_positions(data: np.ndarray, axis: int) -> np.ndarray:
     return np.take_along_axis(order, rank, axis).astype(np.int64)
 
 
+def _copied(x: Any, out: Any) -> Any:
+    """`out`, or a copy of it on the tape where it shares x's memory."""
+    if isinstance(out, Symbol) or not np.shares_memory(out._data, x._data):
+        return out
+    return E.cast(out, out.dtype)
+
+
 def _logical(op: Any, symbol: str, x: Any, y: Any) -> Any:
     """`x & y`, `x | y`, `x ^ y` of bool tensors (or Python bools): the logical ops."""
     y_bool = isinstance(y, (bool, np.bool_)) or getattr(y, "dtype", None) == np.bool_
@@ -306,6 +313,14 @@ class EagerMethods:
         overload = 0 if dim is None else 2 if isinstance(dim, (tuple, list)) else 1
         return _spelled(ValueMethods.squeeze(self, dim), f"SqueezeBackward{overload}")
 
+    def repeat(self, *repeats: Any) -> Any:
+        """Tiled `repeats` times along each dim: always new memory, as torch (by 1s the
+        op's result is a view of self, and writes to it reached self)."""
+        return _spelled(_copied(self, ValueMethods.repeat(self, *repeats)), "RepeatBackward0")
+
+    def tile(self, *dims: Any) -> Any:
+        return _spelled(_copied(self, ValueMethods.tile(self, *dims)), "RepeatBackward0")
+
     def clone(self) -> Any:
         """A copy that stays differentiable (gradients flow back to self)."""
         return _spelled(ValueMethods.clone(self), "CloneBackward0")
@@ -400,7 +415,9 @@ class EagerMethods:
     argwhere = nonzero
 
     def to(self, *args: Any, copy: bool = False, **kwargs: Any) -> Any:
-        """`to(dtype)` (devices are ignored); `copy=True` copies even when nothing changes."""
+        """`to(dtype)` or `to(other)` (other's dtype; devices are ignored); `copy=True`
+        copies even when nothing changes."""
+        args = tuple(a.dtype if isinstance(a, EagerMethods) else a for a in args)
         out = ValueMethods.to(self, *args, **kwargs)
         return (
             _spelled(E.cast(self, self.dtype), "ToCopyBackward0") if copy and out is self else out
@@ -414,6 +431,23 @@ class EagerMethods:
         if set(keyword) - {"dims"} or (keyword and dims):
             raise TypeError(f"flip() takes dims, by position or as dims=; got {sorted(keyword)}")
         return ValueMethods.flip(self, *((keyword["dims"],) if keyword else dims))
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
+        """Into n parts of sizes differing by at most one (the first ones larger), or at
+        the given indices (np.array_split's split points; parts may be empty)."""
+        length = self.shape[normalize_axis(dim, len(self.shape), "tensor_split")]
+        if isinstance(indices_or_sections, (int, np.integer)):
+            if indices_or_sections < 1:
+                raise ArgumentError(
+                    f"tensor_split: the number of sections must be at least 1, got "
+                    f"{indices_or_sections}"
+                )
+            size, extra = divmod(length, int(indices_or_sections))
+            sizes = [size + 1] * extra + [size] * (int(indices_or_sections) - extra)
+            return tuple(ValueMethods.split(self, sizes, dim))
+        # each part runs from one index to the next (empty if that is not further on)
+        cuts = [0, *(min(max(int(i), 0), length) for i in indices_or_sections), length]
+        return tuple(self.narrow(dim, a, max(b - a, 0)) for a, b in zip(cuts, cuts[1:]))
 
     def unflatten(self, dim: int, sizes: Any) -> Any:
         """Split dim into several of `sizes` (one may be -1)."""

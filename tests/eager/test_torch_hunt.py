@@ -312,7 +312,33 @@ def _custom_function_hooks(lib: Any) -> Any:
     return counts, x.grad
 
 
+def _repeat_copies(lib: Any) -> Any:
+    x = lib.arange(6.0).reshape(2, 3)
+    parts = [x.repeat(1, 1), x.tile(1, 1), x.tile((1,)), lib.tile(x, (1, 1)), x.repeat(2, 1)]
+    for part in parts:
+        part.mul_(10)  # new memory: x keeps its values (a view of x refused, or changed x)
+    w = lib.ones(2, requires_grad=True)
+    return x, parts, w.repeat(1).grad_fn.name(), w.tile(2).grad_fn.name()
+
+
+def _tensor_split_and_to(lib: Any) -> Any:
+    x = lib.arange(7.0, requires_grad=True)
+    splits = (
+        x.tensor_split(3),
+        x.tensor_split([1, 5]),
+        lib.tensor_split(x, [2, 9]),
+        x.tensor_split(9),
+        x.tensor_split([5, 2]),
+        lib.ones(2, 5).tensor_split(2, dim=1),
+    )
+    grads = lib.autograd.grad(sum((p * (i + 1)).sum() for i, p in enumerate(splits[4])), x)
+    ones = lib.ones(2)
+    return splits, grads, ones.to(lib.tensor([1])), ones.int().to(ones)
+
+
 CASES: dict[str, Case] = {
+    "repeat and tile copy": _repeat_copies,
+    "tensor_split, to(other)": _tensor_split_and_to,
     "grad_fn.register_hook, register_prehook, post-accumulate hooks": _node_hooks,
     "hooks of a custom Function's node": _custom_function_hooks,
     "median": _median,
@@ -382,6 +408,10 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "stack of nothing": lambda lib: lib.stack([]),
+    "arange with a step of 0": lambda lib: lib.arange(0, 5, 0),
+    "arange stepping away from the end": lambda lib: lib.arange(5, 0),
+    "tensor_split into no sections": lambda lib: lib.ones(3).tensor_split(0),
     "a node's hook returning a number": _hook_returning_a_number,
     "a node's hook returning too few": _hook_returning_too_few,
     "a post-accumulate hook on a non-leaf": lambda lib: (

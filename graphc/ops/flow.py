@@ -310,11 +310,15 @@ def scan(
     >>> gc.trace(cumsum, gc.TensorSpec((4,)))(np.arange(4, dtype=np.float32))
     array([0., 1., 3., 6.], dtype=float32)
     """
+    _check_unroll("scan", unroll)
+    return _scan(f, init, xs, length, reverse, None, "scan")
+
+
+def _check_unroll(op: str, unroll: Any) -> None:
     if not isinstance(unroll, (bool, np.bool_)) and not (
         isinstance(unroll, (int, np.integer)) and unroll >= 1
     ):
-        raise GraphcError(f"scan: unroll must be a positive int or a bool, got {unroll!r}")
-    return _scan(f, init, xs, length, reverse, None, "scan")
+        raise GraphcError(f"{op}: unroll must be a positive int or a bool, got {unroll!r}")
 
 
 def _scan(
@@ -623,9 +627,9 @@ def _while_loop(
     name = fn_name(body_fun, "body_fn")
     if graph is None:
         val = init_val
-        while bool(cond_fun(val)):
+        while _holds(op, fn_name(cond_fun, "cond_fn"), cond_fun(val)):
             val = body_fun(val)
-            _check_carry("while_loop", name, tree, flatten(val)[1])
+            _check_carry(op, name, tree, flatten(val)[1])
         return val
     carries = [lift(v, graph) for v in leaves]
     paths = paths if paths is not None else leaf_paths(tree, "init_val")
@@ -668,12 +672,28 @@ def _while_loop(
     return unflatten(tree, _weakened(results(node), flags))
 
 
+def _holds(op: str, name: str, pred: Any) -> bool:
+    """A predicate the condition gave on the Python path, checked as on graph values (a
+    bool scalar, as JAX's while_loop requires): a tuple or a float would otherwise be
+    truthy forever."""
+    shape = None if isinstance(pred, (tuple, list, dict)) else _shape_of(pred)
+    dtype = np.result_type(type(pred)) if is_python_scalar(pred) else getattr(pred, "dtype", None)
+    if shape != () or dtype != np.bool_:
+        got = type(pred).__name__ if shape is None else f"{dtype} of shape {shape}"
+        raise DTypeError(
+            f"{op}: the condition '{name}' must give one bool scalar, gives {got} "
+            "(compare it, e.g. x > 0)"
+        )
+    return bool(pred)
+
+
 def fori_loop(
     lower: Any,
     upper: Any,
     body_fun: Callable[[Any, Any], Any] = _MISSING,
     init_val: Any = _MISSING,
     *,
+    unroll: int | bool | None = None,
     body_fn: Callable[[Any, Any], Any] = _MISSING,
     init: Any = _MISSING,
 ) -> Any:
@@ -690,7 +710,8 @@ def fori_loop(
     before mixing it into a float32 carry, else the carry's change of dtype is an error
     naming it. On eager tensors and arrays `i` is a Python int (of the bounds' numpy
     type when they have one). A Python scalar `init_val` (leaf) is weak too, as in
-    `while_loop` and `scan`: it takes the dtype the body gives it.
+    `while_loop` and `scan`: it takes the dtype the body gives it. `unroll`, as JAX's,
+    only with bounds known when tracing, changes nothing (see `scan`).
 
     >>> import numpy as np, graphc as gc
     >>> f = gc.trace(lambda x: gc.fori_loop(0, 3, lambda i, v: v * 2 + i, x), gc.TensorSpec(()))
@@ -706,11 +727,21 @@ def fori_loop(
     leaves, _ = flatten(init_val)
     graph = graph_of([lower, upper, *leaves])
     static = not any(isinstance(b, Symbol) or kind_of(b) is not None for b in (lower, upper))
+    if unroll is not None:
+        _check_unroll("fori_loop", unroll)
+        if not static:  # JAX's rule too: a loop of unknown length cannot be unrolled
+            raise GraphcError(
+                "fori_loop: unroll= needs bounds known when tracing (Python or numpy ints); "
+                "these are graph values, so the loop is a while_loop: leave unroll out"
+            )
     if graph is None:
         both_python = all(is_python_scalar(b) for b in (lower, upper))
+        tree = flatten(init_val)[1]
+        name = fn_name(body_fun, "body_fn")
         val = init_val
         for i in range(int(lower), int(upper)):
             val = body_fun(i if both_python else counter.type(i), val)
+            _check_carry("fori_loop", name, tree, flatten(val)[1])
         return val
     paths = leaf_paths(flatten(init_val)[1], "init_val")
     if static:

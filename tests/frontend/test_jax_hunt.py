@@ -1,0 +1,107 @@
+"""Programs from JAX's own test suites (lax_control_flow_test.py, api_test.py), run side
+by side in graphc and in jax (float64): values, gradients and shapes agree, and graphc
+raises a named error where jax raises. Each case here was a difference once; the
+message of its commit says which.
+
+Many cases share one parametrized test, so the quick run takes the first of each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import graphc as gc
+import graphc.eager as ge
+
+
+@pytest.fixture
+def jax() -> Iterator[Any]:
+    """jax with float64 inside each test only (a global setting outlived the tests)."""
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        yield jax
+
+
+def assert_trees_close(got: Any, want: Any) -> None:
+    got_leaves, got_tree = gc.tree_flatten(got)
+    want_leaves = [np.asarray(v) for v in gc.tree_leaves(gc.tree_map(np.asarray, want))]
+    assert len(got_leaves) == len(want_leaves), (got, want)
+    for g, w in zip(got_leaves, want_leaves, strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6, atol=1e-9)
+
+
+def bounded(fn: Callable[[Any], Any], steps: int = 5) -> Callable[[Any], Any]:
+    """`fn`, refusing to run more than `steps` times: a loop that would never end
+    fails the test instead of hanging it."""
+    calls = [0]
+
+    def once_more(value: Any) -> Any:
+        calls[0] += 1
+        assert calls[0] <= steps, "the loop did not stop"
+        return fn(value)
+
+    return once_more
+
+
+# -- while_loop's condition ------------------------------------------------------------
+
+
+# (condition, initial value): no bool scalar, which jax's while_loop refuses
+NOT_A_BOOL_SCALAR = [
+    (lambda c: (1.0, 1.0), 0.0),
+    (lambda c: np.float32(1.0), np.float32(0.0)),
+    (lambda c: c, 3),
+    (lambda c: c < 3.0, np.zeros(2)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(NOT_A_BOOL_SCALAR)))
+def test_while_loop_condition_must_give_a_bool_scalar_on_every_path(jax: Any, case: int) -> None:
+    cond, init = NOT_A_BOOL_SCALAR[case]
+    with pytest.raises(TypeError):
+        jax.lax.while_loop(cond, lambda c: c, init)
+    # on the Python path (arrays, numbers) a truthy tuple or float looped for ever
+    with pytest.raises(gc.GraphcError, match="must give one bool scalar"):
+        gc.while_loop(cond, bounded(lambda c: c), init)
+    with pytest.raises(gc.GraphcError, match="scalar"):
+        gc.jit(lambda v: gc.while_loop(cond, lambda c: c, v))(init)
+    with pytest.raises(gc.GraphcError, match="must give one bool scalar"):
+        gc.while_loop(cond, bounded(lambda c: c), ge.tensor(np.asarray(init)))
+
+
+# -- fori_loop -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("unroll", [3, True, False, 1])
+def test_fori_loop_takes_unroll_as_jax(jax: Any, unroll: int | bool) -> None:
+    body = lambda i, c: c * 1.5 + i  # noqa: E731
+    want = jax.lax.fori_loop(0, 5, body, 1.0, unroll=unroll)
+    assert_trees_close(gc.fori_loop(0, 5, body, 1.0, unroll=unroll), want)
+    jitted = gc.jit(lambda c: gc.fori_loop(np.int16(0), 5, body, c, unroll=unroll))
+    assert_trees_close(jitted(np.float64(1.0)), want)
+    grad = gc.grad(lambda c: gc.fori_loop(0, 5, body, c, unroll=unroll))(1.0)
+    assert_trees_close(grad, jax.grad(lambda c: jax.lax.fori_loop(0, 5, body, c))(1.0))
+
+
+def test_fori_loop_unroll_needs_static_bounds(jax: Any) -> None:
+    body = lambda i, c: c + 1.0  # noqa: E731
+    with pytest.raises(ValueError, match="unroll"):
+        jax.jit(lambda n: jax.lax.fori_loop(0, n, body, 0.0, unroll=2))(3)
+    with pytest.raises(gc.GraphcError, match="unroll= needs bounds known when tracing"):
+        gc.jit(lambda n: gc.fori_loop(0, n, body, 0.0, unroll=2))(np.int64(3))
+    with pytest.raises(gc.GraphcError, match="unroll must be a positive int"):
+        gc.fori_loop(0, 3, body, 0.0, unroll=0)
+
+
+def test_fori_loop_carry_structure_is_checked_on_every_path(jax: Any) -> None:
+    body = lambda i, x: {"T": x["t"] * 2}  # noqa: E731
+    with pytest.raises(TypeError):
+        jax.lax.fori_loop(0, 1, body, {"t": np.ones(1)})
+    with pytest.raises(gc.TracingError, match=r"dict keys \['t'\] vs \['T'\]"):
+        gc.fori_loop(0, 1, body, {"t": np.ones(1)})  # it returned {'T': ...}
+    with pytest.raises(gc.TracingError, match=r"dict keys \['t'\] vs \['T'\]"):
+        gc.jit(lambda v: gc.fori_loop(0, 1, body, {"t": v}))(np.ones(1))

@@ -156,7 +156,7 @@ class InPlaceMethods:
 
     def zero_(self) -> Any:
         """Fill with zeros in place; gradients no longer flow to the old values."""
-        return self.fill_(0)
+        return _assign(self, ..., 0, "zero_")
 
     def fill_(self, value: Any) -> Any:
         """Fill with `value` in place."""
@@ -217,7 +217,7 @@ def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
 
     if not basic_index(index):
         mask, placed = _scattered(x, index, value, op)
-        return write_result(x, E.where(make(mask), placed, x), op)
+        return write_result(x, _named(E.where(make(mask), placed, x), op, index, value), op)
     mask = np.zeros(x.shape, np.bool_)
     try:
         mask[index] = True
@@ -228,7 +228,35 @@ def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
         shape=x.shape,
         index=I.format_index(index),
     )
-    return write_result(x, E.where(make(mask), placed, x), op)
+    return write_result(x, _named(E.where(make(mask), placed, x), op, index, value), op)
+
+
+def _array(item: Any) -> bool:
+    return isinstance(item, (np.ndarray, list))
+
+
+def _named(result: Any, op: str, index: Any, value: Any) -> Any:
+    """The `where` a write records, named as torch names the node of that write: x[i] = v
+    is a copy_ into the view x[i] (CopySlices), an advanced index index_put_, a write to
+    all of x (x[...] = v) a fill_ of a number or a copy_ of a tensor."""
+    from graphc.eager.grad_fn import spelled  # grad_fn imports Tensor, which imports us
+
+    items = index if isinstance(index, tuple) else (index,)
+    whole = all(item is Ellipsis or item == slice(None) for item in items if not _array(item))
+    number = not hasattr(value, "shape")
+    if op == "__setitem__" and not basic_index(index) or op == "index_put_":
+        name = "IndexPutBackward0"
+    elif op == "__setitem__" and not whole:
+        name = "CopySlices"
+    elif op == "zero_":
+        name = "ZeroBackward0"
+    elif op == "fill_" and number:
+        name = "FillBackward2"  # fill_(Scalar); setitem makes a 0-d tensor of a number
+    elif op == "fill_" or op != "copy_" and number:
+        name = "FillBackward3"
+    else:
+        name = "CopyBackwards"
+    return spelled(result, name)
 
 
 def _scattered(x: Any, index: Any, value: Any, op: str) -> tuple[np.ndarray, Any]:
@@ -283,11 +311,14 @@ def _accumulate(x: Any, index: Any, value: Any, op: str) -> Any:
         return x
     spread = S.reshape(S.broadcast_to(E.cast(value, x.dtype), written.shape), (-1,))
     added = I.scatter_add(spread, written.reshape(-1), shape=(x._data.size,))
-    return write_result(x, E.add(x, S.reshape(added, x.shape)), op)
+    return write_result(x, _named(E.add(x, S.reshape(added, x.shape)), op, index, value), op)
 
 
 def _plain_index(index: Any) -> Any:
-    """Tensors inside an index become their arrays."""
+    """Tensors inside an index become their arrays, 0-d integer ones ints (as torch)."""
     if isinstance(index, tuple):
         return tuple(_plain_index(i) for i in index)
-    return getattr(index, "_data", index)
+    array = getattr(index, "_data", index)
+    if isinstance(array, np.ndarray) and array.ndim == 0 and array.dtype.kind == "i":
+        return int(array)
+    return array

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from graphc.eager.errors import ArgumentError
+from graphc.eager.inplace import basic_index
 from graphc.ir.errors import DTypeError, IndexRangeError, ShapeError
 from graphc.ir.graph import active_graph
 from graphc.ir.types import is_float, normalize_axis
@@ -84,6 +85,24 @@ def _gather(x: Any, index: Any) -> Any:
     return I.take(S.reshape(x, (-1,)), positions)
 
 
+def _scalars_as_ints(index: Any) -> Any:
+    """0-d integer tensors in an index as the ints they hold: torch indexes by them as by
+    ints (x[t] is then a view of x, not a copy)."""
+    items = index if isinstance(index, tuple) else (index,)
+    plain = tuple(
+        int(item._data)
+        if isinstance(item, EagerMethods) and item._data.ndim == 0 and item.dtype.kind == "i"
+        else item
+        for item in items
+    )
+    return plain if isinstance(index, tuple) else plain[0]
+
+
+def _indexed(t: Any) -> Any:
+    """A read by an integer-array or boolean index: torch's node is IndexBackward0."""
+    return _spelled(t, "IndexBackward0")
+
+
 def _spelled(t: Any, name: str) -> Any:
     from graphc.eager.grad_fn import spelled  # grad_fn imports Tensor
 
@@ -120,6 +139,10 @@ def _median_positions(data: np.ndarray, axis: int) -> np.ndarray:
     rank = np.where(nans > 0, count - nans, (count - 1) // 2)
     rank = np.broadcast_to(rank, data.shape[:axis] + (1,) + data.shape[axis + 1 :])
     return np.take_along_axis(order, rank, axis).astype(np.int64)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
 
 
 def _copied(x: Any, out: Any) -> Any:
@@ -188,20 +211,22 @@ class EagerMethods:
     def __getitem__(self, index: Any) -> Any:
         """numpy/PyTorch indexing; eagerly a boolean mask (x[x > 0]) and every other
         advanced index (x[[0, 2], [1, 1]]) are fine too, all differentiable."""
+        index = _scalars_as_ints(index)
         mask = getattr(index, "_data", index)
         if getattr(mask, "dtype", None) == np.bool_:
             if tuple(mask.shape) == tuple(self.shape):
-                return I.take(S.reshape(self, (-1,)), np.flatnonzero(mask))
+                return _indexed(I.take(S.reshape(self, (-1,)), np.flatnonzero(mask)))
             if mask.ndim == 1 and self.shape and mask.shape[0] == self.shape[0]:
-                return I.take(self, np.flatnonzero(mask), axis=0)
+                return _indexed(I.take(self, np.flatnonzero(mask), axis=0))
             raise IndexRangeError(
                 f"getitem: a boolean mask of shape {tuple(mask.shape)} does not fit the "
                 f"indexed tensor's shape {self.shape}"
             )
         check_basic_index(index, len(self.shape))
         if _beyond_getitem(index):
-            return _gather(self, index)
-        return I.getitem(self, index)
+            return _indexed(_gather(self, index))
+        out = I.getitem(self, index)
+        return out if basic_index(index) else _indexed(out)
 
     def __rtruediv__(self, other: Any) -> Any:
         """`2 / x` is `reciprocal(x) * 2`, as in torch: its backward reads the result only,
@@ -290,7 +315,29 @@ class EagerMethods:
     def var(self, *args: Any, **kwargs: Any) -> Any:
         """The variance (see ValueMethods.var); as torch, of floating-point tensors only."""
         _check_float(self, "var")
-        return ValueMethods.var(self, *args, **kwargs)
+        return _spelled(ValueMethods.var(self, *args, **kwargs), "VarBackward0")
+
+    def std(self, *args: Any, **kwargs: Any) -> Any:
+        """The standard deviation (see ValueMethods.std), of floating-point tensors only."""
+        _check_float(self, "std")
+        return _spelled(ValueMethods.std(self, *args, **kwargs), "StdBackward0")
+
+    # -- torch's names for the nodes of operators with a number on one side ---------------
+
+    def __rsub__(self, other: Any) -> Any:
+        out = E.sub(other, self)
+        return _spelled(out, "RsubBackward1") if _number(other) else out
+
+    def __pow__(self, other: Any) -> Any:
+        out = E.pow(self, other)
+        return _spelled(out, "PowBackward1") if isinstance(other, EagerMethods) else out
+
+    def pow(self, other: Any) -> Any:
+        return self.__pow__(other)
+
+    def __rpow__(self, other: Any) -> Any:
+        out = E.pow(other, self)
+        return _spelled(out, "PowBackward2") if _number(other) else out
 
     # -- torch's names for the nodes of shared ops -----------------------------------------
 

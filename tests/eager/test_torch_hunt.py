@@ -336,7 +336,70 @@ def _tensor_split_and_to(lib: Any) -> Any:
     return splits, grads, ones.to(lib.tensor([1])), ones.int().to(ones)
 
 
+def _write_node_names(lib: Any) -> Any:
+    x = lib.ones(3, requires_grad=True)
+    writes = [
+        lambda y: y.fill_(2),
+        lambda y: y.fill_(lib.tensor(2.0)),
+        lambda y: y.zero_(),
+        lambda y: y.copy_(x),
+        lambda y: y.__setitem__(0, 5),
+        lambda y: y.__setitem__(slice(1, None), x[1:]),
+        lambda y: y.__setitem__([0, 1], 5),
+        lambda y: y.__setitem__(y > 0, 2),
+        lambda y: y.__setitem__(..., 3),
+        lambda y: y.__setitem__(slice(None), x),
+        lambda y: y.__setitem__(lib.tensor(1), 5),
+        lambda y: y.index_put_((lib.tensor([0]),), lib.tensor(1.0)),
+        lambda y: y.index_put_((lib.tensor([0]),), lib.tensor(1.0), accumulate=True),
+    ]
+    names = []
+    for write in writes:
+        y = x * 1
+        write(y)
+        names.append(y.grad_fn.name().removeprefix("torch::autograd::"))
+    return tuple(names)
+
+
+def _op_node_names(lib: Any) -> Any:
+    x = lib.ones(2, 3, requires_grad=True)
+    made = [
+        x**x,
+        2**x,
+        x.pow(x),
+        lib.tensor(2.0) ** x,
+        x**2,
+        1 - x,
+        2.5 - x,
+        x - 1,
+        x.var(0),
+        x.std(1, keepdim=True),
+        lib.std(x),
+        lib.var(x),
+        x[[0]],
+        x[x > 0],
+        x[lib.tensor([0, 1])],
+        x[:, [0, 2]],
+        x[[0, 1], [1, 2]],
+        x[lib.tensor([True, False])],
+        x[lib.tensor(1)],
+        x[0][[1]],
+    ]
+    return tuple(y.grad_fn.name() for y in made)
+
+
+def _index_by_0d_tensor_is_a_view(lib: Any) -> Any:
+    x = lib.arange(6.0).reshape(2, 3)
+    x[lib.tensor(1), 1:].add_(10)
+    x[lib.tensor(0)][lib.tensor(2)] = -1
+    x[lib.tensor([0])].add_(100)  # an index tensor of one element copies
+    return x
+
+
 CASES: dict[str, Case] = {
+    "grad_fn names of in-place writes": _write_node_names,
+    "grad_fn names of pow, rsub, var, std, advanced indexing": _op_node_names,
+    "a 0-d integer tensor indexes as an int": _index_by_0d_tensor_is_a_view,
     "repeat and tile copy": _repeat_copies,
     "tensor_split, to(other)": _tensor_split_and_to,
     "grad_fn.register_hook, register_prehook, post-accumulate hooks": _node_hooks,

@@ -44,7 +44,14 @@ from graphc.frontend.trace import (
 from graphc.ir.errors import DTypeError
 from graphc.ir.graph import Graph, active_graph
 from graphc.ops.dispatch import is_python_scalar, weak_dtype
-from graphc.ops.pytree import LEAF, TreeDef, leaf_paths, tree_flatten, tree_unflatten
+from graphc.ops.pytree import (
+    LEAF,
+    TreeDef,
+    leaf_paths,
+    num_leaves,
+    tree_flatten,
+    tree_unflatten,
+)
 from graphc.ops.symbolic import Symbol
 from graphc.runtime.executable import Executable
 from graphc.runtime.executable import compile as compile_graph
@@ -67,7 +74,7 @@ class _Entry:
 
     def pack(self, result: Any) -> Any:
         results = result if len(self.graph.outputs) > 1 else (result,)
-        return tree_unflatten(self.structure, results)
+        return tree_unflatten(self.structure, results[: num_leaves(self.structure)])
 
 
 def static_key(value: Any) -> Any:
@@ -98,7 +105,9 @@ def _as_array(value: Any, tree: TreeDef, k: int) -> np.ndarray:
         raise DTypeError(
             f"gc.jit: {paths[k]} is not an array (got {type(value).__name__}): arguments are "
             "arrays, numbers, eager tensors, or pytrees of them (tuples, lists, dicts, "
-            "namedtuples, None, types registered with gc.register_pytree_node)"
+            "namedtuples, None, types registered with gc.register_pytree_node); hold any "
+            "other value static with static_argnums or static_argnames (a method's self: "
+            "static_argnums=0)"
         )
     return array
 
@@ -143,7 +152,7 @@ def trace_call(
 ) -> tuple[Graph, Any]:
     """`fn` traced on a call whose (args, kwargs) structure is `tree`: a placeholder per
     spec, the leaves at `static_at` given as they are; the graph (placeholders named by
-    `call_leaf_names`) and the result's structure, whose leaves are its outputs."""
+    `call_leaf_names`) and the result's structure, whose leaves are its first outputs."""
     structure: list[Any] = []
     count = len(specs) + len(static_at)  # leaves
 
@@ -154,6 +163,8 @@ def trace_call(
         result = fn(*args, **kwargs)
         out_leaves, out_tree = tree_flatten(result)
         structure.append(out_tree)
+        if not out_leaves:  # (), None: a graph has an output, so one the caller never sees
+            return np.bool_(False)
         keys = out_tree.aux if isinstance(out_tree, TreeDef) else None
         if isinstance(result, Mapping) and all(c == LEAF for c in out_tree.children):
             return dict(zip(keys, out_leaves))  # outputs named by their keys
@@ -189,7 +200,7 @@ def eval_shape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             specs.append(TensorSpec(array.shape, array.dtype))
     graph, structure = trace_call(f, specs, static_at, tree)
     types = [TensorSpec(o.type.shape, o.type.dtype) for o in graph.outputs]
-    return tree_unflatten(structure, types)
+    return tree_unflatten(structure, types[: num_leaves(structure)])
 
 
 # the types of a call's arguments that need no pytree walk (numpy's scalar types too)
@@ -226,6 +237,14 @@ class Jitted:
         self._misses = 0
         # updated=(): fn's __dict__ (another Jitted's fn and cache) must not become ours
         functools.update_wrapper(self, fn, updated=())  # type: ignore[arg-type]
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """A jitted function in a class body is a method, as JAX's: `obj.f(x)` calls
+        it with `obj` first (hold `self` static with static_argnums=0, or make the class
+        a pytree)."""
+        if instance is None:
+            return self
+        return functools.partial(self, instance)
 
     def _named_params(self) -> dict[str, Any]:
         return dict(self.params) if self.params is not None else module_parameters(self._owner)
@@ -351,6 +370,8 @@ class Statics:
             p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
         at: set[int] = set()
+        name = getattr(fn, "__name__", "fn")
+        var_positional = any(p.kind == p.VAR_POSITIONAL for p in parameters)
         for n in nums:
             n = int(n)
             if n < 0:  # from the end of the positional parameters, as JAX
@@ -360,14 +381,29 @@ class Statics:
                         f"{len(positional)} positional parameter(s)"
                     )
                 n += len(positional)
+            elif parameters and not var_positional and n >= len(positional):
+                raise DTypeError(  # as JAX: else the number silently holds nothing static
+                    f"gc.jit: static_argnums {n} is past the {len(positional)} positional "
+                    f"parameter(s) of '{name}' ({[p.name for p in positional]}); count from 0"
+                )
             at.add(n)
-        known = {p.name for p in parameters}
+        known = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        for p in parameters:  # names that no keyword argument can give, as JAX refuses them
+            if p.name in names and p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL):
+                raise DTypeError(
+                    f"gc.jit: static_argnames names '{p.name}', a {p.kind.description} "
+                    f"parameter of '{name}', which no keyword argument can give; hold it "
+                    "static by position (static_argnums)"
+                    if p.kind == p.POSITIONAL_ONLY
+                    else f"gc.jit: static_argnames names '{p.name}', the {p.kind.description} "
+                    f"parameter of '{name}'; name the parameters themselves"
+                )
         if parameters and not any(p.kind == p.VAR_KEYWORD for p in parameters):
             unknown = sorted(set(names) - known)
             if unknown:
                 raise DTypeError(
                     f"gc.jit: static_argnames {unknown} name no parameter of "
-                    f"'{getattr(fn, '__name__', 'fn')}' (its parameters: {sorted(known)})"
+                    f"'{name}' (its parameters: {sorted(known)})"
                 )
         self.nums = frozenset(at | {k for k, p in enumerate(positional) if p.name in names})
         self.names = frozenset(
@@ -427,12 +463,12 @@ class Statics:
 
 
 def jit(
-    fn: Callable[..., Any],
+    fn: Callable[..., Any] | None = None,
     params: Mapping[str, Any] | None = None,
     *,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
-) -> Jitted:
+) -> Any:
     """Compile `fn` on first call for each input signature (shapes, dtypes), then reuse it.
 
     Arguments and results may be pytrees (tuples, lists, dicts, namedtuples, None,
@@ -453,7 +489,21 @@ def jit(
     array([0., 4.], dtype=float32)
     >>> f.cache_info().misses
     1
+
+    Without `fn` it is a decorator, as `jax.jit(static_argnums=0)` is:
+
+    >>> @gc.jit(static_argnums=0)
+    ... def scaled(n, x):
+    ...     return x * n
+    >>> scaled(3, np.float32(2.0))
+    array(6., dtype=float32)
     """
+    if fn is None:
+        return functools.partial(
+            jit, params=params, static_argnums=static_argnums, static_argnames=static_argnames
+        )
+    if not callable(fn):
+        raise DTypeError(f"gc.jit: expected a function to compile, got {type(fn).__name__}")
     if static_argnums == () and static_argnames == ():
         return Jitted(fn, params)
     return Jitted(fn, params, Statics(fn, static_argnums, static_argnames))

@@ -8,6 +8,7 @@ Many cases share one parametrized test, so the quick run takes the first of each
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -105,3 +106,94 @@ def test_fori_loop_carry_structure_is_checked_on_every_path(jax: Any) -> None:
         gc.fori_loop(0, 1, body, {"t": np.ones(1)})  # it returned {'T': ...}
     with pytest.raises(gc.TracingError, match=r"dict keys \['t'\] vs \['T'\]"):
         gc.jit(lambda v: gc.fori_loop(0, 1, body, {"t": v}))(np.ones(1))
+
+
+# -- jit -------------------------------------------------------------------------------
+
+
+class Scaler:
+    """Hashable, so a method jitted with static_argnums=0 holds it static (JAX's rule)."""
+
+    def __init__(self, k: float) -> None:
+        self.k = k
+
+    def __hash__(self) -> int:
+        return hash(self.k)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Scaler) and other.k == self.k
+
+    @functools.partial(gc.jit, static_argnums=0)
+    def scale(self, x: Any) -> Any:
+        return x * self.k
+
+    @gc.jit
+    def not_static(self, x: Any) -> Any:
+        return x * self.k
+
+
+def test_jit_in_a_class_body_is_a_method(jax: Any) -> None:
+    x = np.array([1.0, 2.0])
+
+    class Twin(Scaler):
+        @functools.partial(jax.jit, static_argnums=0)
+        def scale(self, x: Any) -> Any:
+            return x * self.k
+
+    for k in (3.0, 4.0):  # two instances, two static values: two traces
+        assert_trees_close(Scaler(k).scale(x), Twin(k).scale(x))
+    assert Scaler.scale(Scaler(2.0), x).tolist() == [2.0, 4.0]
+    with pytest.raises(gc.DTypeError, match=r"args\[0\] is not an array .* static_argnums=0"):
+        Scaler(2.0).not_static(x)  # self was dropped: "missing 1 required positional argument"
+
+
+def test_jit_without_a_function_is_a_decorator(jax: Any) -> None:
+    @gc.jit(static_argnums=0)
+    def power(n: int, x: Any) -> Any:
+        return x**n
+
+    @jax.jit(static_argnums=0)
+    def twin(n: int, x: Any) -> Any:
+        return x**n
+
+    x = np.array([1.5, 2.0])
+    assert_trees_close(power(3, x), twin(3, x))
+    with pytest.raises(TypeError):
+        jax.jit(3)
+    with pytest.raises(gc.DTypeError, match="expected a function to compile, got int"):
+        gc.jit(3)
+
+
+def test_jit_of_a_function_returning_no_array(jax: Any) -> None:
+    x = np.array([1.0, 2.0])
+    for fn in (lambda v: (), lambda v: None, lambda v: {"a": (), "b": None}, lambda v: (v, ())):
+        assert_trees_close(gc.jit(fn)(x), jax.jit(fn)(x))
+        assert gc.tree_structure(gc.jit(fn)(x)) == gc.tree_structure(fn(x))
+    assert gc.eval_shape(lambda v: (), x) == jax.eval_shape(lambda v: (), x) == ()
+
+
+def f3(a: Any, b: Any, c: Any) -> Any:
+    return a
+
+
+def positional_only(a: Any, /, b: Any, c: Any, *args: Any, **kwargs: Any) -> Any:
+    return a
+
+
+@pytest.mark.parametrize(
+    "fn, how",
+    [
+        (f3, {"static_argnums": (0, 1, 3)}),
+        (f3, {"static_argnums": 3}),
+        (lambda a, /, b, *, c: a, {"static_argnums": 2}),
+        (positional_only, {"static_argnames": "a"}),
+        (positional_only, {"static_argnames": ("args", "c")}),
+    ],
+)
+def test_jit_refuses_static_arguments_that_name_no_parameter(
+    jax: Any, fn: Callable[..., Any], how: dict
+) -> None:
+    with pytest.raises(ValueError):
+        jax.jit(fn, **how)
+    with pytest.raises(gc.DTypeError, match="static_argn"):
+        gc.jit(fn, **how)  # the number or name was accepted and held nothing static

@@ -220,6 +220,3 @@ class MultiheadAttention(Module):
         if np.dtype(mask.dtype) == np.bool_:
             return where(mask, -np.inf, scores)
         return scores + mask
-
-    def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"

@@ -486,12 +486,13 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        children = list(self.named_children())
-        if not children:
-            return f"{type(self).__name__}({self.extra_repr()})"
-        lines = [f"{type(self).__name__}("]
-        for name, child in children:
-            body = repr(child).replace("\n", "\n  ")
-            lines.append(f"  ({name}): {body}")
-        lines.append(")")
-        return "\n".join(lines)
+        # torch's layout: extra_repr's lines, then one "(name): child" line per child
+        extra = self.extra_repr()
+        lines = extra.split("\n") if extra else []
+        children = [f"({name}): {child!r}" for name, child in self.named_children()]
+        if len(lines) == 1 and not children:
+            return f"{type(self).__name__}({lines[0]})"
+        if not lines and not children:
+            return f"{type(self).__name__}()"
+        body = "\n".join(lines + children).replace("\n", "\n  ")
+        return f"{type(self).__name__}(\n  {body}\n)"

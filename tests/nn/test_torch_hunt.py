@@ -312,3 +312,24 @@ MISTAKES = [  # (what to run, the error and what its message names)
 def test_mistakes_torch_refuses_are_named_errors(run, error, message) -> None:
     with pytest.raises(error, match=message):
         run()
+
+
+@needs_torch
+def test_reprs_match_torch() -> None:
+    """Dropout left out inplace=False; a module with an extra_repr and children left
+    out its extra_repr (torch prints its lines before the children)."""
+
+    def block(lib):
+        class Block(lib.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.scale = 2.0
+                self.inner = lib.Sequential(lib.Linear(2, 3), lib.Dropout(0.25))
+
+            def extra_repr(self) -> str:
+                return f"scale={self.scale},\nlayers=1"
+
+        return Block()
+
+    for make in (block, lambda lib: lib.Dropout(), lambda lib: lib.Sequential()):
+        assert repr(make(nn)) == repr(make(torch.nn))

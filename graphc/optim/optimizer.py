@@ -25,12 +25,12 @@ None (torch's rule), so freezing a layer needs no new optimizer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from graphc.eager import Tensor, from_numpy, no_grad
+from graphc.eager import Tensor, enable_grad, from_numpy, no_grad
 from graphc.eager.autograd import zero_grads
 from graphc.ir.errors import GraphcError
 from graphc.ops import cast
@@ -280,9 +280,28 @@ class Optimizer:
         """Forget the accumulated gradients (set them to None, or to zeros in place)."""
         zero_grads(self.params, set_to_none)
 
-    def step(self) -> None:
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Apply one update to every parameter that has a gradient, in place (a frozen
-        parameter, requires_grad False, has none)."""
+        parameter, requires_grad False, has none). `closure`, as torch's, recomputes the
+        loss (with gradients recorded, whatever the caller's mode) before the update; its
+        result is returned.
+
+        >>> import graphc.eager as ge
+        >>> from graphc import optim
+        >>> w = ge.tensor([3.0], requires_grad=True)
+        >>> opt = optim.SGD([w], lr=0.25)
+        >>> def closure():
+        ...     opt.zero_grad()
+        ...     loss = (w * w).sum()
+        ...     loss.backward()
+        ...     return loss
+        >>> opt.step(closure).item(), w.tolist()
+        (9.0, [1.5])
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
         with no_grad():
             for index, p in enumerate(self.params):
                 if p.grad is None:
@@ -293,6 +312,7 @@ class Optimizer:
                 new_param, new_state = self.update(p, p.grad, self.state[index], group)
                 p.copy_(new_param)
                 self.state[index] = new_state
+        return loss
 
     def __repr__(self) -> str:
         def settings(group: Mapping[str, Any]) -> str:

@@ -150,3 +150,27 @@ def test_reduce_on_plateau_matches_torch(settings: dict) -> None:
     got = schedule(ge, (("SGD", {}), make), 2, len(metrics), metrics)
     want = schedule(torch, (("SGD", {}), make), 2, len(metrics), metrics)
     assert [row[:2] for row in got] == [row[:2] for row in want]
+
+
+@needs_torch
+def test_step_with_a_closure_as_torch() -> None:
+    """step(closure) was a TypeError; torch calls the closure with gradients on (even
+    under no_grad) and returns its loss."""
+
+    def run(lib, opt_class):
+        w = lib.tensor(W0, requires_grad=True)
+        opt = opt_class([w], lr=0.1, momentum=0.5)
+
+        def closure():
+            opt.zero_grad()
+            loss = ((w - 1.0) ** 2).sum()
+            loss.backward()
+            return loss
+
+        with lib.no_grad():
+            losses = [float(opt.step(closure)) for _ in range(3)]
+        return losses, w.detach().numpy()
+
+    ours, theirs = run(ge, optim.SGD), run(torch, torch.optim.SGD)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12)

@@ -21,6 +21,20 @@ from graphc.ops import *  # noqa: F403
 from graphc.eager import autograd
 from graphc.eager import value_kind as _value_kind  # noqa: F401 - registers the Tensor kind
 from graphc.eager.autograd import Function
+from graphc.eager.composites import (
+    addcdiv,
+    addcmul,
+    aminmax,
+    broadcast_tensors,
+    diff,
+    lerp,
+    masked_select,
+    meshgrid,
+    roll,
+    std_mean,
+    trace,
+    var_mean,
+)
 from graphc.eager.creation import (
     arange,
     as_tensor,
@@ -68,6 +82,7 @@ from graphc.eager.functional import (
     flatten,
     flip,
     frac,
+    gather,
     index_select,
     is_tensor,
     log_softmax,
@@ -79,6 +94,7 @@ from graphc.eager.functional import (
     mm,
     movedim,
     nansum,
+    narrow,
     nonzero,
     norm,
     numel,
@@ -97,8 +113,10 @@ from graphc.eager.functional import (
     tensor_split,
     tile,
     transpose,
+    true_divide,
     unsqueeze,
     var,
+    where,
 )
 from graphc.eager.grad_fn import AccumulateGrad, GradFn, HookHandle
 from graphc.eager.grad_mode import (

@@ -66,6 +66,10 @@ def div(x: Any, y: Any, *, rounding_mode: str | None = None) -> Any:
 divide = div
 
 
+def true_divide(x: Any, y: Any) -> Any:
+    return E.div(x, y)
+
+
 def frac(x: Any) -> Any:
     return _t(x).frac()
 
@@ -87,6 +91,24 @@ def tile(x: Any, dims: Any) -> Any:
 
 def tensor_split(x: Any, indices_or_sections: Any, dim: int = 0) -> Any:
     return _t(x).tensor_split(indices_or_sections, dim)
+
+
+def gather(x: Any, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
+    """torch.gather: out[i][j] = x[i][index[i][j]] for dim 1 (graphc's own `gc.gather`
+    is numpy's take)."""
+    return _t(x).gather(dim, index)
+
+
+def where(condition: Any, x: Any = None, y: Any = None) -> Any:
+    """torch.where: x where condition holds, y elsewhere; of a condition alone, the
+    indices where it holds, one tensor per dim (nonzero(as_tuple=True))."""
+    if x is None and y is None:
+        return as_tensor(condition).nonzero(as_tuple=True)
+    return E.where(condition, x, y)
+
+
+def narrow(x: Any, dim: int, start: int, length: int) -> Any:
+    return _t(x).narrow(dim, start, length)
 
 
 def count_nonzero(x: Any, dim: Any = None) -> Any:
@@ -267,14 +289,22 @@ def is_tensor(x: Any) -> bool:
     return isinstance(x, Tensor)
 
 
+def _scaled(y: Any, alpha: Any) -> Any:
+    """alpha * y; of two Python numbers a Python number, so it stays weak (the op of two
+    numbers gives an int64 or float64 array, which made x.add(1, alpha=2) float64)."""
+    if isinstance(y, (int, float)) and isinstance(alpha, (int, float)):
+        return y * alpha
+    return scaled(y, alpha)
+
+
 def add(x: Any, y: Any, alpha: Any = 1) -> Any:
     """torch.add(x, y, alpha=1): x + alpha * y."""
-    return E.add(x, scaled(y, alpha))
+    return E.add(x, _scaled(y, alpha))
 
 
 def sub(x: Any, y: Any, alpha: Any = 1) -> Any:
     """torch.sub(x, y, alpha=1): x - alpha * y."""
-    return E.sub(x, scaled(y, alpha))
+    return E.sub(x, _scaled(y, alpha))
 
 
 subtract = sub

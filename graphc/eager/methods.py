@@ -344,13 +344,24 @@ class EagerMethods:
     def t(self) -> Any:
         return _spelled(ValueMethods.t(self), "TBackward0")
 
-    def transpose(self, *dims: Any) -> Any:
-        """transpose(d0, d1) swaps two dims (PyTorch); a full permutation also works."""
+    def transpose(self, *dims: Any, **named: Any) -> Any:
+        """transpose(d0, d1) (or dim0=, dim1=) swaps two dims (PyTorch); a full
+        permutation also works."""
+        if named:
+            if set(named) - {"dim0", "dim1"}:
+                raise TypeError(f"transpose() takes dim0 and dim1, got {sorted(named)}")
+            dims = (*dims, *(named[k] for k in ("dim0", "dim1") if k in named))
         out = ValueMethods.transpose(self, *dims)
         swapped = len(dims) == 2 and all(isinstance(d, (int, np.integer)) for d in dims)
         return _spelled(out, "TransposeBackward0") if swapped else out
 
     swapaxes = swapdims = transpose
+
+    def permute(self, *dims: Any, **named: Any) -> Any:
+        """Dims reordered: permute(1, 0), permute((1, 0)) or permute(dims=(1, 0))."""
+        if set(named) - {"dims"} or (named and dims):
+            raise TypeError(f"permute() takes dims, by position or as dims=; got {sorted(named)}")
+        return ValueMethods.permute(self, *((named["dims"],) if named else dims))
 
     def unsqueeze(self, dim: int) -> Any:
         return _spelled(ValueMethods.unsqueeze(self, dim), "UnsqueezeBackward0")
@@ -395,6 +406,19 @@ class EagerMethods:
         if value.dtype != self.dtype:  # a tensor (or graph value): cast on the tape
             value = E.cast(value, self.dtype)
         return _spelled(E.where(mask, value, self), "MaskedFillBackward1")
+
+    def add(self, other: Any, alpha: Any = 1) -> Any:
+        """self + alpha * other (a number times a number stays a weak Python number)."""
+        from graphc.eager.functional import add  # functional imports Tensor
+
+        return add(self, other, alpha)
+
+    def sub(self, other: Any, alpha: Any = 1) -> Any:
+        from graphc.eager.functional import sub
+
+        return sub(self, other, alpha)
+
+    subtract = sub
 
     def div(self, other: Any, *, rounding_mode: str | None = None) -> Any:
         """self / other; `rounding_mode="floor"` rounds the quotient down (Python's //),

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from graphc.eager import printing
+from graphc.eager.composites import CompositeMethods
 from graphc.eager.errors import TensorTypeError
 from graphc.eager.inplace import InPlaceMethods
 from graphc.eager.methods import EagerMethods
@@ -74,7 +75,7 @@ def check_grad(t: Tensor, grad: Any) -> None:
         )
 
 
-class Tensor(EagerMethods, InPlaceMethods, ValueMethods):
+class Tensor(EagerMethods, CompositeMethods, InPlaceMethods, ValueMethods):
     """An n-dimensional array that can record how it was computed, PyTorch style.
 
     >>> from graphc.eager import tensor

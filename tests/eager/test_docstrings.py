@@ -10,6 +10,7 @@ import pytest
 MODULES = [
     "graphc.eager",
     "graphc.eager.autograd",
+    "graphc.eager.composites",
     "graphc.eager.creation",
     "graphc.eager.function",
     "graphc.eager.gradcheck",

@@ -396,7 +396,64 @@ def _index_by_0d_tensor_is_a_view(lib: Any) -> Any:
     return x
 
 
+def _composites(lib: Any) -> Any:
+    x = lib.arange(6.0).reshape(2, 3).requires_grad_()
+    outs = [
+        x.roll(1),
+        x.roll(1, 1),
+        lib.roll(x, (1, -1), (0, 1)),
+        x.roll(-4, 1),
+        x.roll(3, 1),
+        lib.lerp(x, x * 2, 0.3),
+        x.lerp(x * x, lib.tensor(0.7)),
+        lib.addcmul(x, x, x, value=0.5),
+        x.addcdiv(x, x + 1, value=2),
+        lib.trace(x),
+        x[:, :2].trace(),
+        lib.diff(x),
+        x.diff(n=2, dim=1, prepend=lib.zeros(2, 1)),
+        lib.diff(x, dim=0, append=x),
+        lib.masked_select(x, lib.tensor([True, False, True])),
+        x.masked_select(x > 2),
+        lib.aminmax(x).min,
+        x.aminmax(dim=1, keepdim=True).max,
+        lib.std_mean(x, 1)[0],
+        lib.var_mean(x, dim=0, unbiased=False)[1],
+        lib.where(x > 2, x, 0.0),
+        lib.gather(x, 1, lib.tensor([[0], [2]])),
+        lib.narrow(x, 1, 1, 2),
+    ]
+    grads = lib.autograd.grad(sum((o * (i + 1)).sum() for i, o in enumerate(outs)), x)
+    names = tuple(o.grad_fn.name() for o in outs[:11] + outs[14:20])
+    more = (
+        lib.meshgrid(lib.arange(2), lib.arange(3), indexing="ij"),
+        lib.meshgrid(lib.arange(2), lib.arange(3), indexing="xy"),
+        lib.meshgrid([lib.arange(2), lib.arange(3)], indexing="ij"),
+        lib.broadcast_tensors(lib.ones(2, 1), lib.zeros(3)),
+        lib.where(x > 2),
+        lib.diff(lib.tensor([True, False, False])),
+        lib.tensor([1, 2, 3]).roll(1),
+        lib.trace(lib.arange(6).reshape(2, 3)),
+    )
+    return outs, grads, names, more
+
+
+def _keywords(lib: Any) -> Any:
+    x = lib.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    return (
+        x.transpose(dim0=1, dim1=0),
+        x.permute(dims=(1, 0)),
+        x.add(1, alpha=2),  # a number times a number: float32 stays float32
+        x.sub(1, alpha=0.5),
+        lib.add(x, 1, alpha=2),
+        lib.sub(x, 2, alpha=3),
+        lib.true_divide(x, 2),
+    )
+
+
 CASES: dict[str, Case] = {
+    "roll, lerp, addcmul, trace, diff, masked_select, meshgrid, torch.where(c)": _composites,
+    "transpose dim0=, permute dims=, add alpha= keeps float32": _keywords,
     "grad_fn names of in-place writes": _write_node_names,
     "grad_fn names of pow, rsub, var, std, advanced indexing": _op_node_names,
     "a 0-d integer tensor indexes as an int": _index_by_0d_tensor_is_a_view,
@@ -471,6 +528,7 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "trace of a vector": lambda lib: lib.trace(lib.ones(3)),
     "stack of nothing": lambda lib: lib.stack([]),
     "arange with a step of 0": lambda lib: lib.arange(0, 5, 0),
     "arange stepping away from the end": lambda lib: lib.arange(5, 0),

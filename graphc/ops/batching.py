@@ -50,7 +50,7 @@ from typing import Any
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.registry import get_op, register_rule
-from graphc.ir.types import Dim, is_symbol
+from graphc.ir.types import Dim, is_float, is_symbol
 from graphc.ops.dispatch import bind
 from graphc.ops.indexing import format_index, parse_index
 
@@ -638,6 +638,26 @@ def _select(pred: Any, then: Any, other: Any, rank: int) -> Any:
     return bind("where", pred, then, other)
 
 
+def _held_where_not_taken(
+    node: Node, pred: Any, operands: Sequence[Batched], taken: bool
+) -> list[Batched]:
+    """A branch's float operands behind stop_gradient for the examples that do not take
+    it, as JAX's batched cond does: their cotangent there is 0, and 0 times an infinite
+    derivative inside the branch (sqrt at 0) would be NaN, where the per-example cond
+    sends the branch no gradient at all."""
+    from graphc.ops.custom import stop_gradient  # custom builds bodies: imported late
+
+    guarded: list[Batched] = []
+    for k, (value, flag) in enumerate(operands, start=1):
+        if not is_float(value.type.dtype):
+            guarded.append((value, flag))
+            continue
+        held = stop_gradient(value)
+        pair = (value, held) if taken else (held, value)
+        guarded.append((_select(pred, *pair, _rank(node, k)), True))
+    return guarded
+
+
 @batches("cond")
 def cond(node: Node, args: list[Batched], size: Dim) -> Batched:
     (pred, batched_pred), operands = args[0], args[1:]
@@ -646,8 +666,8 @@ def cond(node: Node, args: list[Batched], size: Dim) -> Batched:
     if batched_pred:  # both branches for every example, then each example's own
         walk, graph = _hook("walk"), active_graph()
         start = len(graph.nodes) if graph is not None else 0
-        taken = walk(then_body, list(operands), size)
-        other = walk(else_body, list(operands), size)
+        taken = walk(then_body, _held_where_not_taken(node, pred, operands, True), size)
+        other = walk(else_body, _held_where_not_taken(node, pred, operands, False), size)
         for made in graph.nodes[start:] if graph is not None else ():
             made.meta.setdefault(BOTH_BRANCHES, node.name)
         values = tuple(

@@ -197,3 +197,31 @@ def test_jit_refuses_static_arguments_that_name_no_parameter(
         jax.jit(fn, **how)
     with pytest.raises(gc.DTypeError, match="static_argn"):
         gc.jit(fn, **how)  # the number or name was accepted and held nothing static
+
+
+# -- vmap of a cond whose predicate differs per example --------------------------------
+
+
+def test_no_gradient_flows_into_a_branch_an_example_does_not_take(jax: Any) -> None:
+    """testCondGradVmapNan: both branches run on every example, and sqrt's derivative at
+    0 is infinite; the example that does not take the sqrt branch must send it nothing
+    (0 * inf made NaN)."""
+    eps = 1e-3
+    x = np.array([0.0, 0.5, 2.0, 0.0, 1e-4])
+
+    def ours(x: Any) -> Any:
+        return gc.vmap(lambda v: gc.cond(v < eps, lambda _: eps, lambda _: gc.sqrt(v), ()))(x)
+
+    def theirs(x: Any) -> Any:
+        jnp = jax.numpy
+        pick = lambda v: jax.lax.cond(v < eps, lambda _: eps, lambda _: jnp.sqrt(v), ())  # noqa: E731
+        return jax.vmap(pick)(x)
+
+    def total(f: Callable[[Any], Any], lib: Any) -> Callable[[Any], Any]:
+        return lambda x: lib.sum(f(x))
+
+    want = jax.grad(total(theirs, jax.numpy))(x)
+    assert not np.isnan(want).any()
+    assert_trees_close(gc.grad(total(ours, gc))(x), want)
+    assert_trees_close(gc.jacrev(ours)(x), jax.jacrev(theirs)(x))
+    assert_trees_close(gc.jvp(ours, (x,), (np.ones(5),)), jax.jvp(theirs, (x,), (np.ones(5),)))

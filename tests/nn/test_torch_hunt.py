@@ -333,3 +333,78 @@ def test_reprs_match_torch() -> None:
 
     for make in (block, lambda lib: lib.Dropout(), lambda lib: lib.Sequential()):
         assert repr(make(nn)) == repr(make(torch.nn))
+
+
+DECODERS = [  # (what to build, options, masks): torch's decoder side, missing before
+    ("Transformer", {"batch_first": True}, ("tgt_mask", "tgt_key_padding_mask", "memory_key_padding_mask")),
+    ("TransformerDecoderLayer", {}, ()),
+    ("TransformerDecoderLayer", {"norm_first": True, "activation": "gelu", "bias": False}, ("tgt_mask",)),
+    ("TransformerDecoder", {"batch_first": True}, ("memory_mask", "tgt_key_padding_mask")),
+    ("Transformer", {"norm_first": True}, ("src_mask", "src_key_padding_mask")),
+]  # fmt: skip
+
+
+def decoder_twins(kind: str, options: dict):
+    def make(lib, **extra):
+        if kind == "Transformer":
+            return lib.Transformer(8, 2, 2, 2, 16, dropout=0.0, **options, **extra)
+        layer = lib.TransformerDecoderLayer(8, 2, 16, dropout=0.0, **options, **extra)
+        return layer if kind == "TransformerDecoderLayer" else lib.TransformerDecoder(layer, 2)
+
+    return make(nn, dtype="float64"), make(torch.nn, dtype=torch.float64)
+
+
+@needs_torch
+@pytest.mark.parametrize(("kind", "options", "masks"), DECODERS, ids=str)
+def test_decoders_match_torch(kind: str, options: dict, masks: tuple) -> None:
+    ours, theirs = decoder_twins(kind, options)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    rng = np.random.default_rng(0)
+    first = options.get("batch_first", False)
+    src = rng.standard_normal((3, 6, 8) if first else (6, 3, 8))
+    tgt = rng.standard_normal((3, 4, 8) if first else (4, 3, 8))
+    padding = np.zeros((3, 6), bool)
+    padding[1, 4:] = True
+    given = {
+        "tgt_mask": nn.Transformer.generate_square_subsequent_mask(4, "float64").numpy(),
+        "src_mask": rng.random((6, 6)) < 0.2,
+        "memory_mask": rng.random((4, 6)) < 0.2,
+        "src_key_padding_mask": padding,
+        "memory_key_padding_mask": padding,
+        "tgt_key_padding_mask": padding[:, :4],
+    }
+    kwargs = {name: given[name] for name in masks}
+    mine = [ge.tensor(a, requires_grad=True) for a in (src, tgt)]
+    their = [torch.tensor(a, requires_grad=True) for a in (src, tgt)]
+    if kind != "Transformer":  # (tgt, memory)
+        mine, their = mine[::-1], their[::-1]
+    out = ours(*mine, **kwargs)
+    their_out = theirs(*their, **{k: torch.tensor(v) for k, v in kwargs.items()})
+    np.testing.assert_allclose(out.detach().numpy(), their_out.detach().numpy(), atol=1e-12)
+    out.sum().backward()
+    their_out.sum().backward()
+    for m, t in zip(mine, their):
+        np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), atol=1e-10)
+    for name, p in theirs.named_parameters():
+        np.testing.assert_allclose(
+            ours.get_parameter(name).grad.numpy(), p.grad.numpy(), atol=1e-10, err_msg=name
+        )
+    arrays = [m.detach().numpy() for m in mine]
+    traced = gc.jit(lambda a, b: ours(a, b, **kwargs))(*arrays)
+    np.testing.assert_allclose(traced, their_out.detach().numpy(), atol=1e-12)
+
+
+@needs_torch
+def test_transformer_initializes_and_masks_as_torch() -> None:
+    ours, theirs = nn.Transformer(16, 2, 1, 1, 32), torch.nn.Transformer(16, 2, 1, 1, 32)
+    for (name, p), (_, t) in zip(ours.named_parameters(), theirs.named_parameters()):
+        if t.dim() > 1:  # every matrix xavier-uniform: the bound, and most of its width used
+            bound = np.sqrt(6 / sum(t.shape[:2]))
+            assert 0.9 * bound < np.abs(p.detach().numpy()).max() <= bound, name
+    np.testing.assert_array_equal(
+        nn.Transformer.generate_square_subsequent_mask(3).numpy(),
+        torch.nn.Transformer.generate_square_subsequent_mask(3).numpy(),
+    )
+    with pytest.raises(ShapeError, match="Transformer: src of shape"):
+        ours(ge.ones(5, 2, 16), ge.ones(4, 3, 16))

@@ -336,8 +336,8 @@ def test_reprs_match_torch() -> None:
 
 
 DECODERS = [  # (what to build, options, masks): torch's decoder side, missing before
-    ("Transformer", {"batch_first": True}, ("tgt_mask", "tgt_key_padding_mask", "memory_key_padding_mask")),
     ("TransformerDecoderLayer", {}, ()),
+    ("Transformer", {"batch_first": True}, ("tgt_mask", "tgt_key_padding_mask", "memory_key_padding_mask")),
     ("TransformerDecoderLayer", {"norm_first": True, "activation": "gelu", "bias": False}, ("tgt_mask",)),
     ("TransformerDecoder", {"batch_first": True}, ("memory_mask", "tgt_key_padding_mask")),
     ("Transformer", {"norm_first": True}, ("src_mask", "src_key_padding_mask")),

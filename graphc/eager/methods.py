@@ -453,6 +453,18 @@ class EagerMethods:
             )
         return -self - 1  # two's complement: ~x == -x - 1, wrapping alike for unsigned
 
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        if other is None or isinstance(other, str):  # Python's answer: not equal, as torch
+            return NotImplemented
+        return E.eq(self, other)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        if other is None or isinstance(other, str):
+            return NotImplemented
+        return E.ne(self, other)
+
+    __hash__ = object.__hash__  # defining __eq__ would drop it: tensors key dicts by identity
+
     def __and__(self, other: Any) -> Any:
         return _logical(L.logical_and, "&", self, other)
 
@@ -538,6 +550,14 @@ class EagerMethods:
     def element_size(self) -> int:
         """Bytes per element."""
         return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
 
     def is_floating_point(self) -> bool:
         return is_float(self.dtype)

@@ -10,6 +10,7 @@ costs two attribute writes; the rest is set only where it differs.
 
 from __future__ import annotations
 
+import copy
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -244,9 +245,30 @@ class Tensor(EagerMethods, CompositeMethods, InPlaceMethods, ValueMethods):
         return int(self._data.item())
 
     def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0 and spec:
+        if self._data.ndim == 0:  # f"{loss}" is the number, as torch's
             return format(self._data.item(), spec)
         return format(repr(self), spec)
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """A new leaf with a copy of the values, `requires_grad` and `.grad` (torch's). Its
+        own: hooks and the tape's node for the original's gradient are not shared (the
+        copy's gradient went to the original while the original's graph was alive)."""
+        if self.grad_fn is not None:
+            raise AutodiffError(
+                "only tensors created explicitly by the user (graph leaves) can be deep-copied; "
+                "deep-copy t.detach() (and set requires_grad on the copy) instead"
+            )
+        copied = _new(Tensor if self._base is not None else type(self))
+        memo[id(self)] = copied
+        copied._data = self._data.copy()
+        copied._counter = [0]
+        for name, value in self.__dict__.items():  # a subclass's own attributes
+            if not name.startswith("_"):
+                setattr(copied, name, copy.deepcopy(value, memo))
+        copied._requires_grad = self._requires_grad
+        if self._grad is not None:
+            copied._grad = copy.deepcopy(self._grad, memo)
+        return copied
 
     def __repr__(self) -> str:
         suffixes = printing.default_suffixes(self._data)

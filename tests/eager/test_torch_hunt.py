@@ -8,6 +8,7 @@ torch raises (docs/trust.md, section 5). Every case here was a difference once.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -451,7 +452,36 @@ def _keywords(lib: Any) -> Any:
     )
 
 
+def _deepcopy(lib: Any) -> Any:
+    w = lib.tensor([1.0, 2.0], requires_grad=True)
+    alive = w * 2  # w's graph is alive while it is copied
+    (w * 5).sum().backward()
+    copied = copy.deepcopy(w)
+    (copied * 3).sum().backward()  # goes to the copy's .grad alone
+    (alive * 1).sum().backward()
+    plain = copy.deepcopy(lib.arange(4.0)[1:3])  # a copy of a view: its own memory
+    plain.add_(1)
+    return w.grad, copied.grad, copied.requires_grad, copied.is_leaf, plain
+
+
+def _python_protocols(lib: Any) -> Any:
+    x = lib.tensor([[1, 2], [3, 4]])
+    loss = lib.tensor(2.7)
+    return (
+        f"{loss}",
+        f"{loss:.2f}",
+        x == None,  # noqa: E711 - what a user writes
+        x != None,  # noqa: E711
+        x.__eq__("a"),
+        x.nbytes,
+        x.itemsize,
+        x.float().nbytes,
+    )
+
+
 CASES: dict[str, Case] = {
+    "deepcopy of a leaf is a new leaf": _deepcopy,
+    "f-string of a 0-d tensor, == None, nbytes": _python_protocols,
     "roll, lerp, addcmul, trace, diff, masked_select, meshgrid, torch.where(c)": _composites,
     "transpose dim0=, permute dims=, add alpha= keeps float32": _keywords,
     "grad_fn names of in-place writes": _write_node_names,
@@ -528,6 +558,7 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "deepcopy of a non-leaf": lambda lib: copy.deepcopy(lib.ones(2, requires_grad=True) * 2),
     "trace of a vector": lambda lib: lib.trace(lib.ones(3)),
     "stack of nothing": lambda lib: lib.stack([]),
     "arange with a step of 0": lambda lib: lib.arange(0, 5, 0),

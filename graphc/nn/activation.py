@@ -1,6 +1,7 @@
 """Activation layers with PyTorch's names, arguments and defaults: Softplus, LeakyReLU,
 ELU, SELU, CELU, SiLU, GELU, Hardsigmoid, Hardswish, Hardtanh, ReLU6, Softsign, Mish,
-LogSigmoid, Softmax, LogSoftmax (ReLU, Sigmoid and Tanh are in layers.py).
+LogSigmoid, Softmax, LogSoftmax, Softmin, GLU, PReLU (with its learned slopes),
+Threshold, Tanhshrink (ReLU, Sigmoid and Tanh are in layers.py).
 
 Forwards call graphc.nn.functional, so they run eagerly and trace into graphs.
 `inplace=True` is accepted and computes out of place (see graphc.nn.functional).
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphc.eager import full
+from graphc.ir.types import as_dtype
 from graphc.nn import functional as F
 from graphc.nn.module import Module
 
@@ -22,6 +25,7 @@ __all__ = [
     "CELU",
     "ELU",
     "GELU",
+    "GLU",
     "Hardsigmoid",
     "Hardswish",
     "Hardtanh",
@@ -29,12 +33,16 @@ __all__ = [
     "LogSigmoid",
     "LogSoftmax",
     "Mish",
+    "PReLU",
     "ReLU6",
     "SELU",
     "SiLU",
     "Softmax",
+    "Softmin",
     "Softplus",
     "Softsign",
+    "Tanhshrink",
+    "Threshold",
 ]
 
 
@@ -205,3 +213,69 @@ class LogSoftmax(Softmax):
 
     def forward(self, input: Any) -> Any:  # noqa: A002
         return F.log_softmax(input, self.dim)
+
+
+class Softmin(Softmax):
+    """softmax(-x) along dim."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.softmin(input, self.dim)
+
+
+class GLU(Module):
+    """a * sigmoid(b), a and b the two halves of `dim`."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """x where x > 0, else a * x, with a learned slope `weight` (one, or one per
+    channel), starting at `init`.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.PReLU()(ge.tensor([-2.0, 3.0]))
+    tensor([-0.5000,  3.0000], grad_fn=<WhereBackward0>)
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, dtype: Any = "float32") -> None:
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = full((num_parameters,), init, dtype=as_dtype(dtype), requires_grad=True)
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class Threshold(Module):
+    """x where x > threshold, else value."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.threshold(input, self.threshold, self.value)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}" + (
+            ", inplace=True" if self.inplace else ""
+        )
+
+
+class Tanhshrink(Module):
+    """x - tanh(x)."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.tanhshrink(input)

@@ -1,5 +1,5 @@
 """Convolution and pooling layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d,
-MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, and Flatten.
+MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, Flatten and Unflatten.
 
 PyTorch's constructor arguments, defaults, attribute names, parameter names and shapes
 (`weight` is (out, in/groups, *kernel) for a convolution and (in, out/groups, *kernel)
@@ -23,13 +23,17 @@ from graphc.nn.module import Module
 from graphc.ops import reshape
 
 __all__ = [
+    "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AvgPool1d",
     "AvgPool2d",
     "Conv1d",
     "Conv2d",
     "ConvTranspose1d",
     "ConvTranspose2d",
     "Flatten",
+    "Unflatten",
+    "MaxPool1d",
     "MaxPool2d",
 ]
 
@@ -371,6 +375,64 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
+class MaxPool1d(MaxPool2d):
+    """The maximum of each window along L of (N, C, L) or (C, L): torch.nn.MaxPool1d.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.MaxPool1d(2)(ge.ones(1, 3, 8)).shape
+    (1, 3, 4)
+    """
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return F.max_pool1d(
+            input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+            self.return_indices,
+        )  # fmt: skip
+
+
+class AvgPool1d(AvgPool2d):
+    """The mean of each window along L of (N, C, L) or (C, L): torch.nn.AvgPool1d (which
+    keeps its sizes as 1-tuples).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.AvgPool1d(2)(ge.ones(1, 3, 8)).shape
+    (1, 3, 4)
+    """
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ) -> None:
+        one = _tuple(kernel_size, 1)
+        super().__init__(one, one if stride is None else _tuple(stride, 1), _tuple(padding, 1))
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return F.avg_pool1d(
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+            self.count_include_pad,
+        )  # fmt: skip
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """Average pooling along L to a fixed length: torch.nn.AdaptiveAvgPool1d.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.AdaptiveAvgPool1d(1)(ge.ones(2, 8, 7)).shape
+    (2, 8, 1)
+    """
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
 class Flatten(Module):
     """Dims start_dim..end_dim joined into one: torch.nn.Flatten (from dim 1 by default).
 
@@ -405,3 +467,35 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Dim `dim` split into `unflattened_size` (one entry may be -1): torch.nn.Unflatten.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.Unflatten(1, (2, 5))(ge.ones(3, 10)).shape
+    (3, 2, 5)
+    """
+
+    def __init__(self, dim: int, unflattened_size: Any) -> None:
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        shape = tuple(input.shape)
+        axis = normalize_axis(self.dim, len(shape), "Unflatten")
+        sizes = self.unflattened_size
+        known = math.prod(d for d in sizes if d != -1)
+        if sizes.count(-1) > 1 or (
+            not isinstance(shape[axis], str)
+            and (shape[axis] != known if -1 not in sizes else known == 0 or shape[axis] % known)
+        ):
+            raise ShapeError(
+                f"Unflatten: dim {self.dim} of size {shape[axis]} cannot be split into "
+                f"{sizes} (input of shape {shape})"
+            )
+        return reshape(input, shape[:axis] + sizes + shape[axis + 1 :])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -1,4 +1,4 @@
-"""Layers: `Linear`, `Identity` and the activations ReLU, Tanh, Sigmoid (containers are in
+"""Layers: `Linear`, `Bilinear`, `Identity` and the activations ReLU, Tanh, Sigmoid (containers are in
 containers.py, the losses in loss.py).
 
 Every forward is written with graphc ops, so it runs on eager tensors and records
@@ -14,6 +14,7 @@ from graphc.eager import zeros
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.types import as_dtype
 from graphc.nn import init
+from graphc.nn.functional import affine as F
 from graphc.nn.module import Module
 from graphc.ops import relu, sigmoid, tanh
 
@@ -77,6 +78,56 @@ class Linear(Module):
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
+        )
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b for each output: torch.nn.Bilinear, weight (out, in1, in2) and
+    bias (out,), both from U(-1/sqrt(in1), 1/sqrt(in1)) as torch's.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.Bilinear(3, 5, 4, generator=0)(ge.ones(2, 3), ge.ones(2, 5)).shape
+    (2, 4)
+    """
+
+    def __init__(
+        self,
+        in1_features: int,
+        in2_features: int,
+        out_features: int,
+        bias: bool = True,
+        dtype: Any = "float32",
+        generator: init.Generator = None,
+    ) -> None:
+        super().__init__()
+        if min(in1_features, in2_features, out_features) < 0:
+            raise GraphcError(
+                f"Bilinear: sizes must be >= 0, got {in1_features}, {in2_features} and "
+                f"{out_features}"
+            )
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        dtype = as_dtype(dtype)
+        rng = init.as_generator(generator)
+        bound = 1.0 / math.sqrt(in1_features) if in1_features > 0 else 0.0
+        shape = (out_features, in1_features, in2_features)
+        self.weight = init.uniform_(
+            zeros(*shape, dtype=dtype, requires_grad=True), -bound, bound, rng
+        )
+        self.bias = None
+        if bias:
+            self.bias = init.uniform_(
+                zeros(out_features, dtype=dtype, requires_grad=True), -bound, bound, rng
+            )
+
+    def forward(self, input1: Any, input2: Any) -> Any:
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
         )
 
 

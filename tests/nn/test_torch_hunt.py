@@ -12,6 +12,7 @@ import graphc as gc
 import graphc.eager as ge
 from graphc import nn
 from graphc.ir.errors import GraphcError, ShapeError
+from graphc.nn import functional as F
 from tests.conftest import needs_torch, torch
 
 
@@ -408,3 +409,75 @@ def test_transformer_initializes_and_masks_as_torch() -> None:
     )
     with pytest.raises(ShapeError, match="Transformer: src of shape"):
         ours(ge.ones(5, 2, 16), ge.ones(4, 3, 16))
+
+
+NEW_LAYERS = [  # (class name, options, input shapes): layers torch has that were missing
+    ("PReLU", {"num_parameters": 3, "init": 0.1}, [(2, 3, 4)]),
+    ("MaxPool1d", {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}, [(2, 3, 9)]),
+    ("MaxPool1d", {"kernel_size": 2, "dilation": 2, "return_indices": True}, [(3, 9)]),
+    ("AvgPool1d", {"kernel_size": 3, "stride": 2, "padding": 1, "count_include_pad": False}, [(2, 3, 9)]),
+    ("AvgPool1d", {"kernel_size": 2, "ceil_mode": True}, [(3, 9)]),
+    ("AdaptiveAvgPool1d", {"output_size": 4}, [(2, 3, 9)]),
+    ("Bilinear", {"in1_features": 3, "in2_features": 5, "out_features": 4}, [(2, 6, 3), (2, 6, 5)]),
+    ("Bilinear", {"in1_features": 3, "in2_features": 5, "out_features": 2, "bias": False}, [(3,), (5,)]),
+    ("GLU", {"dim": 1}, [(2, 4, 3)]),
+    ("Softmin", {"dim": -1}, [(2, 4, 3)]),
+    ("PReLU", {}, [(5,)]),
+    ("Threshold", {"threshold": 0.5, "value": -2.0}, [(2, 4)]),
+    ("Tanhshrink", {}, [(2, 4)]),
+    ("Unflatten", {"dim": -1, "unflattened_size": (2, -1)}, [(3, 4)]),
+]  # fmt: skip
+
+
+@needs_torch
+@pytest.mark.parametrize(("kind", "options", "shapes"), NEW_LAYERS, ids=str)
+def test_new_layers_match_torch(kind: str, options: dict, shapes: list) -> None:
+    typed = {"dtype": "float64"} if kind in ("PReLU", "Bilinear") else {}
+    ours, theirs = getattr(nn, kind)(**options, **typed), getattr(torch.nn, kind)(**options)
+    theirs = theirs.double()
+    assert repr(ours) == repr(theirs)
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    arrays[0].flat[:2] = (0.0, 0.5)  # a kink of PReLU at 0 and Threshold's edge
+    mine = [ge.tensor(a, requires_grad=True) for a in arrays]
+    their = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, their_out = ours(*mine), theirs(*their)
+    if isinstance(out, tuple):  # return_indices
+        np.testing.assert_array_equal(out[1].numpy(), their_out[1].numpy())
+        out, their_out = out[0], their_out[0]
+    np.testing.assert_allclose(out.detach().numpy(), their_out.detach().numpy(), atol=1e-12)
+    weights = rng.standard_normal(tuple(their_out.shape))
+    (out * ge.tensor(weights)).sum().backward()
+    (their_out * torch.tensor(weights)).sum().backward()
+    for m, t in zip(mine, their):
+        np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), atol=1e-12)
+    for name, p in theirs.named_parameters():
+        np.testing.assert_allclose(
+            ours.get_parameter(name).grad.numpy(), p.grad.numpy(), atol=1e-12
+        )
+    traced = gc.jit(lambda *a: ours(*a))(*arrays)
+    traced = traced[0] if isinstance(traced, tuple) else traced
+    np.testing.assert_allclose(traced, their_out.detach().numpy(), atol=1e-12)
+
+
+@needs_torch
+def test_functional_linear_and_bilinear_match_torch() -> None:
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((2, 3, 5)), rng.standard_normal((4, 5)), rng.standard_normal(4)
+    for args in ((x, w, b), (x, w), (x, w[0])):
+        np.testing.assert_allclose(
+            F.linear(*map(ge.tensor, args)).numpy(),
+            torch.nn.functional.linear(*map(torch.tensor, args)).numpy(),
+            atol=1e-12,
+        )
+    x2, w3 = rng.standard_normal((2, 3, 6)), rng.standard_normal((4, 5, 6))
+    np.testing.assert_allclose(
+        F.bilinear(*map(ge.tensor, (x, x2, w3, b))).numpy(),
+        torch.nn.functional.bilinear(*map(torch.tensor, (x, x2, w3, b))).numpy(),
+        atol=1e-12,
+    )
+    with pytest.raises(ShapeError, match=r"linear: the input's last dim \(5\)"):
+        F.linear(ge.tensor(x), ge.tensor(w.T))
+    with pytest.raises(GraphcError, match="glu: dim -1 must have an even size"):
+        F.glu(ge.ones(2, 3))

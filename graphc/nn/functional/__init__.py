@@ -4,6 +4,7 @@ of these functions needs no Tensor method (as in PyTorch)."""
 
 from graphc.nn.functional import (
     activation,
+    affine,
     arrays,
     attention,
     conv,
@@ -13,6 +14,7 @@ from graphc.nn.functional import (
     stochastic,
 )
 from graphc.nn.functional.activation import *
+from graphc.nn.functional.affine import *
 from graphc.nn.functional.arrays import *
 from graphc.nn.functional.attention import *
 from graphc.nn.functional.conv import *
@@ -23,6 +25,6 @@ from graphc.nn.functional.stochastic import *
 
 __all__ = [
     name
-    for module in (activation, arrays, attention, conv, loss, norm, pool, stochastic)
+    for module in (activation, affine, arrays, attention, conv, loss, norm, pool, stochastic)
     for name in module.__all__
 ]

@@ -16,13 +16,17 @@ from typing import Any
 
 from graphc.ir.errors import GraphcError
 from graphc.ops import activation as A
+from graphc.ops import arrays
 from graphc.ops import elementwise as E
 from graphc.ops import nn as N
+from graphc.ops import selection as Sel
+from graphc.ops import shape as S
 
 __all__ = [
     "celu",
     "elu",
     "gelu",
+    "glu",
     "hardsigmoid",
     "hardswish",
     "hardtanh",
@@ -30,15 +34,19 @@ __all__ = [
     "log_softmax",
     "logsigmoid",
     "mish",
+    "prelu",
     "relu",
     "relu6",
     "selu",
     "sigmoid",
     "silu",
     "softmax",
+    "softmin",
     "softplus",
     "softsign",
     "tanh",
+    "tanhshrink",
+    "threshold",
 ]
 
 
@@ -150,3 +158,51 @@ def log_softmax(input: Any, dim: int | None = None, dtype: Any = None) -> Any:  
     if dtype is not None:
         input = E.cast(input, dtype)  # noqa: A001
     return N.log_softmax(input, axis=_softmax_dim(len(input.shape)) if dim is None else dim)
+
+
+def softmin(input: Any, dim: int | None = None, dtype: Any = None) -> Any:  # noqa: A002
+    """softmax(-x) along dim: weights that favour the smallest entries."""
+    return softmax(E.neg(input), dim, dtype)
+
+
+def glu(input: Any, dim: int = -1) -> Any:  # noqa: A002
+    """The gated linear unit: a * sigmoid(b), a and b the halves of `dim`.
+
+    >>> import graphc.eager as ge
+    >>> import graphc.nn.functional as F
+    >>> F.glu(ge.tensor([2.0, 4.0, 0.0, 0.0])).tolist()
+    [1.0, 2.0]
+    """
+    size = input.shape[dim] if len(input.shape) else None
+    if size is None or isinstance(size, str) or size % 2:
+        raise GraphcError(
+            f"glu: dim {dim} must have an even size to halve, got input of shape "
+            f"{tuple(input.shape)}"
+        )
+    a, b = arrays.split(input, size // 2, axis=dim)
+    return a * E.sigmoid(b)
+
+
+def prelu(input: Any, weight: Any) -> Any:  # noqa: A002
+    """x where x > 0, else weight * x, with one weight or one per channel (dim 1; a
+    1-D input is its own channels' values, as torch's)."""
+    count = weight.shape[0] if len(weight.shape) else 1
+    if count != 1:
+        channels = input.shape[1] if len(input.shape) >= 2 else None
+        if channels != count:
+            raise GraphcError(
+                f"prelu: {count} weights need an input with {count} channels in dim 1, got "
+                f"shape {tuple(input.shape)}"
+            )
+        weight = S.reshape(weight, (count,) + (1,) * (len(input.shape) - 2))
+    return Sel.where(input > 0, input, weight * input)  # at 0 the slope is weight, as torch's
+
+
+def threshold(input: Any, threshold: float, value: float, inplace: bool = False) -> Any:  # noqa: A002
+    """x where x > threshold, else value."""
+    return Sel.where(input > threshold, input, value)
+
+
+def tanhshrink(input: Any) -> Any:  # noqa: A002
+    """x - tanh(x)."""
+    return input - E.tanh(input)

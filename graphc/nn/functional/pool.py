@@ -1,4 +1,6 @@
-"""torch.nn.functional spellings: max_pool2d, avg_pool2d, adaptive_avg_pool2d.
+"""torch.nn.functional spellings: max_pool2d, avg_pool2d, adaptive_avg_pool2d, and
+their 1-D forms (max_pool1d, avg_pool1d, adaptive_avg_pool1d: an (N, C, L) input pooled
+as (N, C, 1, L)).
 
 PyTorch's arguments and defaults (stride defaults to the kernel size), and its checks:
 padding is one int or (h, w), at most half the (dilated) kernel, so every window holds
@@ -16,7 +18,14 @@ from graphc import ops
 from graphc.ir.errors import GraphcError
 from graphc.nn.functional.conv import batched
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "max_pool2d"]
+__all__ = [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "max_pool1d",
+    "max_pool2d",
+]
 
 
 def _pair(value: Any) -> tuple:
@@ -124,3 +133,91 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
         "adaptive_avg_pool2d",
         lambda x: ops.adaptive_avg_pool2d(x, output_size),
     )
+
+
+def _single(value: Any, name: str, op: str) -> Any:
+    """One int of a 1-D pool's setting (given as an int or a 1-tuple)."""
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if len(items) != 1:
+        raise GraphcError(f"{op}: {name} must be one int, got {value!r}")
+    return items[0]
+
+
+def _as_rows(input: Any, op: str, pool: Any) -> Any:
+    """pool(x) of an (N, C, L) or (C, L) input as (N, C, 1, L): a 1-D pool is the 2-D
+    pool of one row (its results, indices too, get their row axis back off)."""
+    if len(input.shape) not in (2, 3):
+        raise GraphcError(
+            f"{op}: expected a 2-D (unbatched) or 3-D (batched) input, got shape "
+            f"{tuple(input.shape)}"
+        )
+    result = pool(ops.expand_dims(input, -2))
+    if isinstance(result, tuple):
+        return tuple(ops.squeeze(r, -2) for r in result)
+    return ops.squeeze(result, -2)
+
+
+def max_pool1d(
+    input: Any,  # noqa: A002 - torch's name
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """torch.nn.functional.max_pool1d: the maximum of each window of (N, C, L) or (C, L);
+    with `return_indices`, also where it is along L.
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.max_pool1d(ge.tensor([[3.0, 1.0, 4.0, 1.0, 5.0]]), 2, return_indices=True)[1].tolist()
+    [[0, 2]]
+    """
+    op = "max_pool1d"
+    k, d = _single(kernel_size, "kernel_size", op), _single(dilation, "dilation", op)
+    p = _single(padding, "padding", op)
+    s = k if stride is None or stride == () else _single(stride, "stride", op)
+    _check_padding(p, k, d, op)
+    return _as_rows(
+        input,
+        op,
+        lambda x: max_pool2d(x, (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices),
+    )
+
+
+def avg_pool1d(
+    input: Any,  # noqa: A002 - torch's name
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Any:
+    """torch.nn.functional.avg_pool1d: the mean of each window of (N, C, L) or (C, L).
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.avg_pool1d(ge.tensor([[1.0, 3.0, 5.0, 7.0]]), 2).tolist()
+    [[2.0, 6.0]]
+    """
+    op = "avg_pool1d"
+    k, p = _single(kernel_size, "kernel_size", op), _single(padding, "padding", op)
+    s = k if stride is None or stride == () else _single(stride, "stride", op)
+    _check_padding(p, k, 1, op)
+    return _as_rows(
+        input, op, lambda x: avg_pool2d(x, (1, k), (1, s), (0, p), ceil_mode, count_include_pad)
+    )
+
+
+def adaptive_avg_pool1d(input: Any, output_size: Any) -> Any:  # noqa: A002 - torch's name
+    """torch.nn.functional.adaptive_avg_pool1d: (N, C, L) or (C, L) averaged to
+    `output_size` positions, with PyTorch's bins.
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.adaptive_avg_pool1d(ge.tensor([[1.0, 2.0, 3.0, 4.0, 5.0]]), 2).tolist()
+    [[2.0, 4.0]]
+    """
+    size = _single(output_size, "output_size", "adaptive_avg_pool1d")
+    return _as_rows(input, "adaptive_avg_pool1d", lambda x: adaptive_avg_pool2d(x, (1, size)))

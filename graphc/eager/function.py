@@ -148,6 +148,12 @@ class Function(metaclass=_FunctionMeta):
     def backward(ctx: Any, *grads: Any) -> Any:
         raise NotImplementedError("a Function subclass must define backward(ctx, ...)")
 
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+        """torch 2's other style: a forward without ctx, and this to fill ctx from the
+        inputs and the output (save_for_backward, attributes)."""
+        raise NotImplementedError("setup_context is defined by Functions whose forward has no ctx")
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if active_graph() is not None or any(isinstance(a, Symbol) for a in args):
@@ -156,7 +162,7 @@ class Function(metaclass=_FunctionMeta):
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         record = STATE.enabled and any(ctx.needs_input_grad)
         with no_grad():
-            outputs = cls.forward(ctx, *args, **kwargs)
+            outputs = _run_forward(cls, ctx, args, kwargs)
         if not record:
             ctx.release()
             return outputs
@@ -173,6 +179,20 @@ class Function(metaclass=_FunctionMeta):
         wrapped = [_attach(ctx, i, out, args) for i, out in enumerate(outs)]
         _save_outputs_weakly(ctx, wrapped)
         return wrapped[0] if single else tuple(wrapped)
+
+
+def _ctx_style(cls: type[Function]) -> bool:
+    """Whether forward takes ctx first (the classic style) rather than leaving ctx to
+    setup_context."""
+    return cls.setup_context is Function.setup_context
+
+
+def _run_forward(cls: type[Function], ctx: FunctionCtx, args: tuple, kwargs: dict) -> Any:
+    if _ctx_style(cls):
+        return cls.forward(ctx, *args, **kwargs)
+    output = cls.forward(*args, **kwargs)
+    cls.setup_context(ctx, args, output)
+    return output
 
 
 def _check_dirty(ctx: FunctionCtx, outs: tuple) -> None:
@@ -284,7 +304,7 @@ def _apply_in_graph(cls: type[Function], args: tuple, kwargs: dict) -> Symbol:
     slots = [i for i, a in enumerate(args) if is_tensor_arg(a)]
     peers = [args[i] for i in slots]
     inputs = [SYMBOLIC.lift(a, None, peers) for a in peers]  # into the outer graph
-    arg_names = arg_names_of(cls.forward, slots, skip=1)  # after ctx
+    arg_names = arg_names_of(cls.forward, slots, skip=1 if _ctx_style(cls) else 0)
     types = [x.type for x in inputs]
     ctx = cls._backward_cls()
     ctx.needs_input_grad = tuple(
@@ -295,7 +315,7 @@ def _apply_in_graph(cls: type[Function], args: tuple, kwargs: dict) -> Symbol:
         call = list(args)
         for i, p in zip(slots, placeholders):
             call[i] = p
-        out = cls.forward(ctx, *call, **kwargs)
+        out = _run_forward(cls, ctx, tuple(call), kwargs)
         if isinstance(out, tuple):
             if len(out) != 1:
                 raise TracingError(

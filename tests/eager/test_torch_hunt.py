@@ -479,7 +479,31 @@ def _python_protocols(lib: Any) -> Any:
     )
 
 
+def _setup_context_function(lib: Any) -> Any:
+    class Scaled(lib.autograd.Function):  # torch 2's style: forward without ctx
+        @staticmethod
+        def forward(x: Any, k: float) -> Any:
+            return x**2 * k
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+            x, k = inputs
+            ctx.save_for_backward(x)
+            ctx.k = k
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            (x,) = ctx.saved_tensors
+            return g * 2 * x * ctx.k, None
+
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = Scaled.apply(x, 3.0)
+    y.sum().backward()
+    return y, x.grad
+
+
 CASES: dict[str, Case] = {
+    "a Function with setup_context": _setup_context_function,
     "deepcopy of a leaf is a new leaf": _deepcopy,
     "f-string of a 0-d tensor, == None, nbytes": _python_protocols,
     "roll, lerp, addcmul, trace, diff, masked_select, meshgrid, torch.where(c)": _composites,

@@ -479,7 +479,7 @@ def _python_protocols(lib: Any) -> Any:
     )
 
 
-def _setup_context_function(lib: Any) -> Any:
+def _scaled_function(lib: Any) -> Any:
     class Scaled(lib.autograd.Function):  # torch 2's style: forward without ctx
         @staticmethod
         def forward(x: Any, k: float) -> Any:
@@ -496,8 +496,12 @@ def _setup_context_function(lib: Any) -> Any:
             (x,) = ctx.saved_tensors
             return g * 2 * x * ctx.k, None
 
+    return Scaled
+
+
+def _setup_context_function(lib: Any) -> Any:
     x = lib.tensor([1.0, 2.0], requires_grad=True)
-    y = Scaled.apply(x, 3.0)
+    y = _scaled_function(lib).apply(x, 3.0)
     y.sum().backward()
     return y, x.grad
 
@@ -540,6 +544,20 @@ def test_same_as_torch(name: str) -> None:
     torch = _torch()
     case = CASES[name]
     _assert_same(_plain(case(ge)), _plain(case(torch)))
+
+
+def test_a_setup_context_function_traces() -> None:
+    torch = _torch()
+    import graphc as gc
+
+    scaled = _scaled_function(ge)
+    g = gc.trace(lambda v: scaled.apply(v, 3.0).sum(), gc.TensorSpec((2,)))
+    loss, grad = gc.compile(gc.gradients(g, wrt=[g.inputs[0].name]))(np.array([1.0, 2.0], "f"))
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    want = _scaled_function(torch).apply(x, 3.0).sum()
+    want.backward()
+    np.testing.assert_allclose(loss, want.item(), rtol=1e-6)
+    np.testing.assert_allclose(grad, x.grad.numpy(), rtol=1e-6)
 
 
 # -- what both refuse ----------------------------------------------------------------------------

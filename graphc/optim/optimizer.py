@@ -178,6 +178,11 @@ class Optimizer:
         names = self.state_names_of(self.defaults if group is None else group)
         return {name: np.zeros(self.state_shape(name, param), param.dtype) for name in names}
 
+    def completed_state(self, entry: Mapping[str, Any], group: Mapping[str, Any]) -> Mapping:
+        """A loaded parameter state with what this optimizer keeps beyond torch's filled
+        in from the rest (a subclass's; by default the entry as it is)."""
+        return entry
+
     def state_shape(self, name: str, param: Tensor) -> tuple[int, ...]:
         """A state named "step" is a scalar counter; any other has the parameter's shape."""
         return () if name == "step" else tuple(param.shape)
@@ -252,6 +257,7 @@ class Optimizer:
             index = index_of[key]
             param = self.params[index]
             wanted_names = self.state_names_of(group_of[index])
+            entry = self.completed_state(entry, group_of[index])
             missing = [name for name in wanted_names if name not in entry]
             if missing:
                 raise GraphcError(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from graphc.ir.errors import GraphcError
 from graphc.ops import where
 from graphc.optim.optimizer import Optimizer, ascent, check_range, like
@@ -57,6 +59,12 @@ class SGD(Optimizer):
             return ()
         # with dampening the first step differs from the rest, so it needs a counter
         return ("momentum_buffer", "step") if group["dampening"] else ("momentum_buffer",)
+
+    def completed_state(self, entry: Mapping[str, Any], group: Mapping[str, Any]) -> Mapping:
+        # torch's SGD keeps no step count: a momentum buffer means the first step is done
+        if "momentum_buffer" in entry and "step" not in entry:
+            return {**entry, "step": np.array(1.0)}
+        return entry
 
     def update(
         self, param: Any, grad: Any, state: dict[str, Any], group: Mapping[str, Any] | None = None

@@ -154,8 +154,8 @@ def test_state_dict_round_trips_hyperparameters_and_state() -> None:
         np.testing.assert_array_equal(b.state_arrays(0)[key], value)
     saved["state"][0]["step"] += 1  # a copy: the optimizer's state is its own
     assert b.state_arrays(0)["step"] == 2
-    del saved["state"][0]["step"]
-    with pytest.raises(gc.GraphcError, match="state of parameter 0 lacks \\['step'\\]"):
+    del saved["state"][0]["momentum_buffer"]
+    with pytest.raises(gc.GraphcError, match="state of parameter 0 lacks \\['momentum_buffer'\\]"):
         b.load_state_dict(saved)
     assert b.state_arrays(0)["step"] == 2  # the refused state_dict changed nothing
     other = optim.SGD([ge.ones(1, requires_grad=True), ge.ones(1, requires_grad=True)])

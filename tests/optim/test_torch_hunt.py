@@ -174,3 +174,24 @@ def test_step_with_a_closure_as_torch() -> None:
     ours, theirs = run(ge, optim.SGD), run(torch, torch.optim.SGD)
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12)
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12)
+
+
+@needs_torch
+def test_torchs_sgd_state_with_dampening_loads() -> None:
+    """torch's SGD keeps no step count (its momentum buffer says the first step is done):
+    loading its state with dampening was refused for lacking 'step'."""
+    settings = {"lr": 0.1, "momentum": 0.9, "dampening": 0.3}
+    w_t = torch.tensor(W0, requires_grad=True)
+    theirs = torch.optim.SGD([w_t], **settings)
+    w = ge.tensor(W0, requires_grad=True)
+    ours = optim.SGD([w], **settings)
+    for t in range(5):
+        if t == 2:  # hand over: torch's parameter and state
+            with ge.no_grad():
+                w.copy_(ge.tensor(w_t.detach().numpy()))
+            ours.load_state_dict(theirs.state_dict())
+        for p, lib, opt in ((w_t, torch, theirs), (w, ge, ours)):
+            opt.zero_grad()
+            (p * lib.tensor(np.cos(np.arange(6) + t).reshape(3, 2))).exp().sum().backward()
+            opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), w_t.detach().numpy(), rtol=1e-12)

@@ -290,8 +290,11 @@ def _wrap(
 # -- forward mode: jvp and linearize --------------------------------------------------------
 
 
-def _jvp_values(f: Callable[..., Any], primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+def _jvp_values(
+    f: Callable[..., Any], primals: tuple, tangents: tuple, has_aux: bool = False
+) -> tuple[Any, ...]:
     staged = stage(f, primals, range(len(primals)), "jvp")
+    n, value_tree, aux_tree = _aux_outputs(staged.body, staged.out_tree, has_aux, "jvp")
     tangent_leaves, _ = flatten(tuple(tangents))
     floats = []
     extra: dict[str, Any] = {}
@@ -317,21 +320,22 @@ def _jvp_values(f: Callable[..., Any], primals: tuple, tangents: tuple) -> tuple
         floats.append(name)
         extra[name] = value
     outputs = staged.body.outputs
-    float_outputs = [o.name for o in outputs if _is_float(o.type)]
-    if not floats or not float_outputs:
+    float_outputs = [o.name for o in outputs[:n] if _is_float(o.type)]
+    tangent_of: dict[str, Any] = {}
+    if floats and float_outputs:
+        fj = forward_joint(staged.body, floats, float_outputs)
+        feeds = {tan: extra[x] for tan, x in zip(fj.tangent_inputs, floats)}
+        results = staged.run(fj.graph, feeds)
+        tangent_of = dict(zip(fj.differentiated, results[len(outputs) :]))
+    else:
         results = staged.run(staged.body)
-        zeros = [_zeros_like(r) for r in results]
-        return unflatten(staged.out_tree, results), unflatten(staged.out_tree, zeros)
-    fj = forward_joint(staged.body, floats, float_outputs)
-    feeds = {tan: extra[x] for tan, x in zip(fj.tangent_inputs, floats)}
-    results = staged.run(fj.graph, feeds)
     primal_out = results[: len(outputs)]
-    tangent_of = dict(zip(fj.differentiated, results[len(outputs) :]))
     tangent_out = [
         tangent_of[o.name] if o.name in tangent_of else _zeros_like(r)
-        for o, r in zip(outputs, primal_out)
+        for o, r in zip(outputs[:n], primal_out)
     ]
-    return unflatten(staged.out_tree, primal_out), unflatten(staged.out_tree, tangent_out)
+    pair = unflatten(value_tree, primal_out[:n]), unflatten(value_tree, tangent_out)
+    return (*pair, unflatten(aux_tree, primal_out[n:])) if has_aux else pair
 
 
 def _zero(value: Symbol) -> Symbol:
@@ -358,13 +362,16 @@ def _jvp_checked(primals: Any, tangents: Any) -> tuple[tuple, tuple]:
     return tuple(primals), tuple(tangents)
 
 
-_JVP_RUNNERS: weakref.WeakKeyDictionary[Any, OnArrays] = weakref.WeakKeyDictionary()
+_JVP_RUNNERS: weakref.WeakKeyDictionary[Any, dict[bool, OnArrays]] = weakref.WeakKeyDictionary()
 
 
-def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+def jvp(
+    f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False
+) -> tuple[Any, ...]:
     """`(f(*primals), J·tangents)`, the Jacobian-vector product (`jax.jvp`), in forward
     mode: a graph transformation derived from the VJP by transposition, exact
-    (`gc.tangents`). Integer inputs take no tangent; integer outputs get zeros.
+    (`gc.tangents`). Integer inputs take no tangent; integer outputs get zeros. With
+    `has_aux=True`, `f` returns `(value, aux)` and jvp `(value, tangent, aux)`.
 
     >>> import numpy as np, graphc as gc
     >>> x = np.array([0.0, 1.0])
@@ -373,36 +380,39 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) 
     True
     """
     primals, tangents = _jvp_checked(primals, tangents)
-    runner = _runner_for(f)
+    runner = _runner_for(f, bool(has_aux))
     return runner(primals, tangents)
 
 
-def _runner_for(f: Callable[..., Any]) -> OnArrays:
+def _runner_for(f: Callable[..., Any], has_aux: bool) -> OnArrays:
     """The runner of `jvp(f, ...)` on arrays, kept while `f` lives (its compiled graphs
     serve later calls); it refers to `f` weakly, else the cache would keep `f` alive."""
     try:
-        runner = _JVP_RUNNERS.get(f)
+        runners = _JVP_RUNNERS.get(f)
     except TypeError:  # not weakly referable, or unhashable: a runner for this call only
-        return _jvp_runner(lambda: f, fn_name(f, "f"))
-    if runner is None:
-        runner = _JVP_RUNNERS[f] = _jvp_runner(weakref.ref(f), fn_name(f, "f"))
-    return runner
+        return _jvp_runner(lambda: f, fn_name(f, "f"), has_aux)
+    if runners is None:
+        runners = _JVP_RUNNERS[f] = {}
+    if has_aux not in runners:
+        runners[has_aux] = _jvp_runner(weakref.ref(f), fn_name(f, "f"), has_aux)
+    return runners[has_aux]
 
 
-def _jvp_runner(function: Callable[[], Any], name: str) -> OnArrays:
+def _jvp_runner(function: Callable[[], Any], name: str, has_aux: bool) -> OnArrays:
     def on_values(primals: tuple, tangents: tuple) -> Any:
-        return _jvp_values(function(), tuple(primals), tuple(tangents))
+        return _jvp_values(function(), tuple(primals), tuple(tangents), has_aux)
 
     return OnArrays(on_values, f"jvp_{name}", lambda position, count: True)
 
 
-def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+def linearize(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """`(f(*primals), f_jvp)` where `f_jvp(*tangents)` is the Jacobian-vector product at
     `primals` (`jax.linearize`). On arrays (and eager tensors) the forward-mode graph is
     cut in two (`split_tangents`): its primal part runs once here and keeps the
     residuals, and `f_jvp` runs only the linear part on them. On graph values `f_jvp`
     replays the forward-mode graph with the primals fixed (CSE merges the primal part
-    with the one recorded for the output).
+    with the one recorded for the output). With `has_aux=True`, `f` returns
+    `(value, aux)` and linearize `(value, f_jvp, aux)`, as JAX's.
 
     >>> import numpy as np, graphc as gc
     >>> y, f_jvp = gc.linearize(lambda x: x * x, np.array([3.0]))
@@ -411,9 +421,10 @@ def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., 
     """
     leaves, tree = flatten(primals)
     if graph_of(leaves) is not None:
-        primal_out, _ = jvp(f, primals, primals)
-        return primal_out, lambda *tangents: jvp(f, primals, tangents)[1]
-    return _linearize_arrays(f, primals)
+        primal_out, _, *aux = jvp(f, primals, primals, has_aux=has_aux)
+        f_jvp = lambda *tangents: jvp(f, primals, tangents, has_aux=has_aux)[1]  # noqa: E731
+        return (primal_out, f_jvp, *aux)
+    return _linearize_arrays(f, primals, has_aux)
 
 
 @dataclass
@@ -482,12 +493,13 @@ def _as_feed(value: Any, t: TensorType, what: str, role: str, whose: str) -> np.
     return value
 
 
-def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Callable[..., Any]]:
+def _linearize_arrays(f: Callable[..., Any], primals: tuple, has_aux: bool) -> tuple[Any, ...]:
     """`f` linearized at arrays: the primal graph's outputs and residuals, computed once,
     and the compiled linear graph that `f_jvp` runs on them."""
     traced = _trace_at(f, primals)
     g, arrays, floats = traced.graph, traced.arrays, traced.floats
-    float_outputs = [o.name for o in g.outputs if _is_float(o.type)]
+    n_value, value_tree, aux_tree = _aux_outputs(g, traced.out_tree, has_aux, "linearize")
+    float_outputs = [o.name for o in g.outputs[:n_value] if _is_float(o.type)]
     n = len(g.outputs)
     run_linear: Executable | None = None
     residuals: tuple = ()
@@ -516,11 +528,14 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple) -> tuple[Any, Calla
         tans = as_tuple(run_linear(*residuals, *feeds)) if run_linear is not None else ()
         values = [
             tans[tangent_names[o.name]] if o.name in tangent_names else np.zeros_like(v)
-            for o, v in zip(g.outputs, outs)
+            for o, v in zip(g.outputs[:n_value], outs)
         ]
-        return unflatten(traced.out_tree, traced.lifted(values))
+        return unflatten(value_tree, traced.lifted(values))
 
-    return unflatten(traced.out_tree, traced.lifted(outs)), f_jvp
+    value = unflatten(value_tree, traced.lifted(list(outs[:n_value])))
+    if has_aux:
+        return value, f_jvp, unflatten(aux_tree, traced.lifted(list(outs[n_value:])))
+    return value, f_jvp
 
 
 # -- reverse mode as a function: vjp --------------------------------------------------------
@@ -552,19 +567,30 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
     return _vjp_arrays(f, primals, has_aux)
 
 
-def _vjp_outputs(graph: Graph, out_tree: Tree, has_aux: bool) -> tuple[int, Tree, Tree | None]:
-    """How many leading outputs `f_vjp` differentiates, their structure and aux's."""
+def _aux_outputs(
+    graph: Graph, out_tree: Tree, has_aux: bool, what: str
+) -> tuple[int, Tree, Tree | None]:
+    """How many leading outputs are differentiated (all, or with `has_aux` those of the
+    value of the pair (value, aux) `f` returns), their structure and aux's."""
     if not has_aux:
         return len(graph.outputs), out_tree, None
     probe = unflatten(out_tree, list(range(len(graph.outputs))))
     if not isinstance(probe, (tuple, list)) or len(probe) != 2:
-        raise AutodiffError("vjp: with has_aux=True the function must return a pair (value, aux)")
+        raise AutodiffError(
+            f"{what}: with has_aux=True the function must return a pair (value, aux)"
+        )
     value_tree, aux_tree = flatten(probe[0])[1], flatten(probe[1])[1]
     return len(flatten(probe[0])[0]), value_tree, aux_tree
 
 
-def _cotangent_leaves(cts: Any, tree: Tree, count: int) -> list[Any]:
-    ct_leaves, ct_tree = flatten(cts)
+def _cotangent_leaves(cts: tuple, tree: Tree, count: int) -> list[Any]:
+    """The leaves of the one cotangent given to f_vjp (its arguments `cts`)."""
+    if len(cts) != 1:
+        raise GraphcError(
+            f"vjp: f_vjp takes one cotangent, of the structure of f's result ({tree!r}), got "
+            f"{len(cts)} arguments (pass a tuple for a result that is one)"
+        )
+    ct_leaves, ct_tree = flatten(cts[0])
     if ct_tree != tree:
         raise GraphcError(
             f"vjp: f_vjp takes a cotangent of the structure of f's result, {count} array(s) "
@@ -578,13 +604,13 @@ def _vjp_values(f: Callable[..., Any], primals: tuple, has_aux: bool) -> tuple[A
     (their forward part is the same ops again, which CSE merges)."""
     staged = stage(f, primals, range(len(primals)), "vjp")
     outputs = staged.body.outputs
-    n, value_tree, aux_tree = _vjp_outputs(staged.body, staged.out_tree, has_aux)
+    n, value_tree, aux_tree = _aux_outputs(staged.body, staged.out_tree, has_aux, "vjp")
     results = staged.run(staged.body)
     floats = [x for x in staged.traced if _is_float(staged.body.node(x).type)]
     differentiated = [o.name for o in outputs[:n] if _is_float(o.type)]
     joint = differentiate(staged.body, floats, differentiated, seeds=True) if floats else None
 
-    def f_vjp(cts: Any) -> tuple:
+    def f_vjp(*cts: Any) -> tuple:
         ct_leaves = _cotangent_leaves(cts, value_tree, n)
         grads: dict[str, Any] = {}
         if joint is not None and differentiated:
@@ -617,7 +643,7 @@ def _vjp_arrays(f: Callable[..., Any], primals: tuple, has_aux: bool) -> tuple[A
     the compiled backward graph that `f_vjp` runs on them."""
     traced = _trace_at(f, primals)
     g, arrays, floats = traced.graph, traced.arrays, traced.floats
-    n, value_tree, aux_tree = _vjp_outputs(g, traced.out_tree, has_aux)
+    n, value_tree, aux_tree = _aux_outputs(g, traced.out_tree, has_aux, "vjp")
     differentiated = [o for o in g.outputs[:n] if _is_float(o.type)]
     run_backward: Executable | None = None
     saved: tuple = ()
@@ -629,7 +655,7 @@ def _vjp_arrays(f: Callable[..., Any], primals: tuple, has_aux: bool) -> tuple[A
         results = as_tuple(g(*arrays, *traced.extra))
     outs = results[: len(g.outputs)]
 
-    def f_vjp(cts: Any) -> tuple:
+    def f_vjp(*cts: Any) -> tuple:
         ct_leaves = _cotangent_leaves(cts, value_tree, n)
         by_output = dict(zip([o.name for o in g.outputs[:n]], ct_leaves))
         feeds = [
@@ -713,14 +739,20 @@ def _products(
 
 
 def _jac_values(
-    f: Callable[..., Any], argnums: Argnums, args: tuple, what: str, forward: bool
+    f: Callable[..., Any],
+    argnums: Argnums,
+    args: tuple,
+    what: str,
+    forward: bool,
+    has_aux: bool = False,
 ) -> Any:
     nums = _argnums(argnums, args, what)
     staged = stage(f, args, nums, what)
     _check_float_leaves(staged, f, what)
     body, graph = staged.body, staged.parent
     inputs = [body.node(name) for name in staged.traced]
-    outputs = body.outputs
+    n, value_tree, aux_tree = _aux_outputs(body, staged.out_tree, has_aux, what)
+    outputs = body.outputs[:n]
     float_outputs = [o for o in outputs if _is_float(o.type)]
     blocks: dict[tuple[str, str], Any] = {}  # (output, input) -> Jacobian block
     if float_outputs and forward:
@@ -757,7 +789,10 @@ def _jac_values(
         ]
         grouped = _by_arg(staged, nums, args, row)
         per_output.append(grouped[0] if isinstance(argnums, int) else tuple(grouped))
-    return unflatten(staged.out_tree, per_output)
+    jacobian = unflatten(value_tree, per_output)
+    if not has_aux:
+        return jacobian
+    return jacobian, unflatten(aux_tree, staged.run(staged.body)[n:])
 
 
 def _zeros_like_type(t: TensorType, graph: Graph) -> Symbol:
@@ -769,11 +804,14 @@ def _zeros_of(shape: tuple, dtype: np.dtype, graph: Graph) -> Symbol:
     return S.broadcast_to(zero, shape) if shape else zero
 
 
-def jacfwd(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
+def jacfwd(
+    f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable[..., Any]:
     """The Jacobian of `f` by forward mode (`jax.jacfwd`): one Jacobian-vector product
     per basis vector of the inputs, all in one graph (vmapped over the basis, or a
     `scan` over it where vmap cannot batch `f`). For an output of shape O and an input
-    of shape I the block has shape O + I.
+    of shape I the block has shape O + I. With `has_aux=True`, `f` returns
+    `(value, aux)` and the function `(jacobian, aux)`, as JAX's (so for jacrev).
 
     >>> import numpy as np, graphc as gc
     >>> gc.jacfwd(lambda x: x * x)(np.array([1.0, 2.0]))
@@ -782,14 +820,17 @@ def jacfwd(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
     """
 
     argnums = _plain_argnums(argnums)
+    _refuse_holomorphic("jacfwd", holomorphic)
 
     def on_values(*args: Any, **kwargs: Any) -> Any:
-        return _jac_values(_bound(f, kwargs), argnums, args, "jacfwd", forward=True)
+        return _jac_values(_bound(f, kwargs), argnums, args, "jacfwd", True, has_aux)
 
     return _wrap(on_values, f, "jacfwd", argnums)
 
 
-def jacrev(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
+def jacrev(
+    f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable[..., Any]:
     """The Jacobian of `f` by reverse mode (`jax.jacrev`): one vector-Jacobian product
     per basis vector of the outputs, all in one graph (vmapped over the basis, or a
     `scan` over it where vmap cannot batch `f`).
@@ -801,19 +842,24 @@ def jacrev(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
     """
 
     argnums = _plain_argnums(argnums)
+    _refuse_holomorphic("jacrev", holomorphic)
 
     def on_values(*args: Any, **kwargs: Any) -> Any:
-        return _jac_values(_bound(f, kwargs), argnums, args, "jacrev", forward=False)
+        return _jac_values(_bound(f, kwargs), argnums, args, "jacrev", False, has_aux)
 
     return _wrap(on_values, f, "jacrev", argnums)
 
 
-def hessian(f: Callable[..., Any], argnums: Argnums = 0) -> Callable[..., Any]:
-    """The Hessian of scalar-valued `f`: `jacfwd(jacrev(f))`, as `jax.hessian`.
+def hessian(
+    f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable[..., Any]:
+    """The Hessian of scalar-valued `f`: `jacfwd(jacrev(f))`, as `jax.hessian` (with
+    `has_aux=True`, `f` returns `(value, aux)` and the function `(hessian, aux)`).
 
     >>> import numpy as np, graphc as gc
     >>> gc.hessian(lambda x: gc.sum(x ** 3))(np.array([1.0, 2.0]))
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
-    return jacfwd(jacrev(f, argnums), argnums)
+    _refuse_holomorphic("hessian", holomorphic)
+    return jacfwd(jacrev(f, argnums, has_aux), argnums, has_aux)

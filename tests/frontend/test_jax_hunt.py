@@ -225,3 +225,50 @@ def test_no_gradient_flows_into_a_branch_an_example_does_not_take(jax: Any) -> N
     assert_trees_close(gc.grad(total(ours, gc))(x), want)
     assert_trees_close(gc.jacrev(ours)(x), jax.jacrev(theirs)(x))
     assert_trees_close(gc.jvp(ours, (x,), (np.ones(5),)), jax.jvp(theirs, (x,), (np.ones(5),)))
+
+
+# -- has_aux on every transformation ---------------------------------------------------
+
+
+def cube_and_square(np_: Any) -> Callable[[Any], Any]:
+    """(x**3 summed with a sine, its aux (x**2, a constant)), as api_test's aux tests."""
+    return lambda x: (np_.sum(x**3 * np_.sin(x)), {"sq": x**2, "four": 4.0})
+
+
+@pytest.mark.parametrize(
+    "how", ["jacfwd", "jacrev", "hessian", "jvp", "linearize", "value_and_grad"]
+)
+def test_has_aux_as_jax(jax: Any, how: str) -> None:
+    x = np.array([0.5, 1.5, -2.0])
+    ours, theirs = cube_and_square(gc), cube_and_square(jax.numpy)
+
+    def run(lib: Any, f: Callable[[Any], Any], x: Any) -> Any:
+        if how == "jvp":
+            return lib.jvp(f, (x,), (np.ones(3),), has_aux=True)
+        if how == "linearize":
+            value, f_jvp, aux = lib.linearize(f, x, has_aux=True)
+            return value, f_jvp(np.ones(3)), aux
+        return getattr(lib, how)(f, has_aux=True)(x)
+
+    want = run(jax, theirs, x)
+    assert_trees_close(run(gc, ours, x), want)
+    # inside a traced function too, where the aux is differentiable by an outer grad
+    assert_trees_close(gc.jit(lambda x: run(gc, ours, x))(x), want)
+    aux = lambda v: v[-1] if how != "value_and_grad" else v[0][1]  # noqa: E731
+    got = gc.grad(lambda x: gc.sum(aux(run(gc, ours, x))["sq"] * x))(x)
+    assert_trees_close(
+        got, jax.grad(lambda x: jax.numpy.sum(aux(run(jax, theirs, x))["sq"] * x))(x)
+    )
+
+
+def test_f_vjp_takes_one_cotangent(jax: Any) -> None:
+    pair = lambda v: (v, 2.0 * v)  # noqa: E731
+    _, theirs = jax.vjp(pair, 1.0)
+    with pytest.raises(TypeError):
+        theirs(1.0, 1.0)
+    _, ours = gc.vjp(pair, 1.0)
+    with pytest.raises(gc.GraphcError, match="f_vjp takes one cotangent.* got 2 arguments"):
+        ours(1.0, 1.0)  # a raw TypeError: 'f_vjp() takes 1 positional argument but 2 ...'
+    with pytest.raises(gc.GraphcError, match="f_vjp takes one cotangent.* got 2 arguments"):
+        gc.trace(lambda x: gc.vjp(pair, x)[1](1.0, 1.0), gc.TensorSpec(()))
+    assert_trees_close(ours((1.0, 1.0)), theirs((1.0, 1.0)))

@@ -481,3 +481,30 @@ def test_functional_linear_and_bilinear_match_torch() -> None:
         F.linear(ge.tensor(x), ge.tensor(w.T))
     with pytest.raises(GraphcError, match="glu: dim -1 must have an even size"):
         F.glu(ge.ones(2, 3))
+
+
+@needs_torch
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_query_attention_matches_torch(causal: bool) -> None:
+    """F.scaled_dot_product_attention(enable_gqa=True) was a TypeError."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in ((2, 6, 5, 4), (2, 2, 7, 4), (2, 2, 7, 3))]
+    mine = [ge.tensor(a, requires_grad=True) for a in arrays]
+    their = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out = F.scaled_dot_product_attention(*mine, is_causal=causal, enable_gqa=True)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *their, is_causal=causal, enable_gqa=True
+    )
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), atol=1e-12)
+    out.sum().backward()
+    want.sum().backward()
+    for m, t in zip(mine, their):
+        np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), atol=1e-12)
+    traced = gc.jit(
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+    )(*arrays)
+    np.testing.assert_allclose(traced, want.detach().numpy(), atol=1e-12)
+    with pytest.raises(ShapeError, match="enable_gqa"):
+        F.scaled_dot_product_attention(
+            ge.ones(1, 6, 2, 4), ge.ones(1, 4, 2, 4), ge.ones(1, 4, 2, 4), enable_gqa=True
+        )

@@ -24,7 +24,7 @@ import numpy as np
 from graphc.eager import Tensor
 from graphc.ir.errors import ShapeError
 from graphc.nn.functional.stochastic import dropout
-from graphc.ops import equal, logical_not, logical_or, matmul, softmax, swapaxes, where
+from graphc.ops import equal, logical_not, logical_or, matmul, repeat, softmax, swapaxes, where
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -88,11 +88,14 @@ def scaled_dot_product_attention(
     dropout_p: float = 0.0,
     is_causal: bool = False,
     scale: float | None = None,
+    enable_gqa: bool = False,
 ) -> Any:
     """torch.nn.functional.scaled_dot_product_attention: a boolean `attn_mask` marks
     the positions that take part (True: attend), a float one is added to the scores;
     `is_causal` masks the future (query i sees keys 0..i). A query row with no key to
-    attend to gives 0, as torch's (see the module's text).
+    attend to gives 0, as torch's (see the module's text). With `enable_gqa` (grouped
+    query attention) key and value may have fewer heads (dim -3) than query, each shared
+    by a group of query heads, as torch's.
 
     >>> import graphc.eager as ge
     >>> from graphc.nn import functional as F
@@ -106,6 +109,15 @@ def scaled_dot_product_attention(
             f"{tuple(key.shape)} and value {tuple(value.shape)} do not fit "
             "(query and key share the last dim, key and value the second to last)"
         )
+    if enable_gqa and len(query.shape) >= 3 and query.shape[-3] != key.shape[-3]:
+        heads, kv_heads = query.shape[-3], key.shape[-3]
+        if kv_heads != value.shape[-3] or heads % kv_heads:
+            raise ShapeError(
+                f"scaled_dot_product_attention: with enable_gqa, key and value need a number "
+                f"of heads (dim -3) that divides the query's {heads}, got key "
+                f"{tuple(key.shape)} and value {tuple(value.shape)}"
+            )
+        key, value = (repeat(t, heads // kv_heads, axis=-3) for t in (key, value))
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
     scores = matmul(query, swapaxes(key, -2, -1)) * scale

@@ -207,6 +207,19 @@ UNARY |= {
     "full_like_True": lambda x: gc.full_like(x, True),
     "where_pos": lambda x: gc.where(x > 0, x, -0.0),
     "where_nan": lambda x: gc.where(x == x, 1.5, x),
+    # clip keeps x at a bound it equals (-0.0 at 0.0); bounds and slopes round to x's dtype
+    "hardtanh": gc.hardtanh,
+    "relu6": gc.relu6,
+    "hardtanh_-0_0": lambda x: gc.hardtanh(x, -0.0, 0.0),
+    "hardtanh_0.1_-1e40": lambda x: gc.hardtanh(x, 0.1, -1e40),
+    "hardtanh_-inf_0.3": lambda x: gc.hardtanh(x, float("-inf"), 0.3),
+    "hardtanh_nan": lambda x: gc.hardtanh(x, -1.0, float("nan")),  # nan everywhere
+    "leaky_relu": gc.leaky_relu,
+    "leaky_relu_-0": lambda x: gc.leaky_relu(x, -0.0),
+    "leaky_relu_-3.1": lambda x: gc.leaky_relu(x, -3.1),
+    "leaky_relu_1e-300": lambda x: gc.leaky_relu(x, 1e-300),
+    "leaky_relu_nan": lambda x: gc.leaky_relu(x, float("nan")),
+    "hardsigmoid": gc.hardsigmoid,
     **{f"cast_{t}": partial(_cast, dtype=t) for t in ("float32", "float64", "bool")},
 }
 BINARY: dict[str, Callable[[gc.Symbol, gc.Symbol], gc.Symbol]] = {

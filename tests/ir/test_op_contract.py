@@ -581,10 +581,10 @@ def test_no_op_name_table_outside_the_contract() -> None:
 WITHOUT_NATIVE = {
     "a fused group: the backend compiles its body, each op by its own rule": {"fused"},
     "attrs the C has no form for yet: numpy runs them": {
-        "clip", "elu", "hardtanh", "leaky_relu", "round", "softplus",
+        "clip", "elu", "round", "softplus",
     },
     "no C yet: numpy runs them": {
-        "erf", "gelu_exact", "hardsigmoid", "silu", "fmod", "remainder", "floor_divide",
+        "erf", "gelu_exact", "silu", "fmod", "remainder", "floor_divide",
     },
     "no C yet (libmvec has them; each needs its thresholds and ranges in "
     "tests/backends/test_native_ulp.py first): numpy runs them": {

@@ -25,7 +25,8 @@ fused multiply-adds), on every third float32 in [1e-4, 10] and 2**24 random bit 
 tests/backends/test_native_ulp.py checks every op's `ulp_bound` against numpy over the
 float range.
 Everything else (+ - * / sqrt, comparisons, min/max with numpy's nan and -0.0 rules,
-where, casts between floats and bools, floor/ceil/trunc) gives numpy's bits.
+where, casts between floats and bools, floor/ceil/trunc, leaky_relu, and hardtanh and
+hardsigmoid by numpy's clip rule, x kept where it equals a bound) gives numpy's bits.
 
 An emitter gets a `Call`: the C expressions of its operands, converted as the op's rule
 says (to the result's C type for most), and returns the C expression of its result.
@@ -134,12 +135,13 @@ def splat(ctype: str, value: float | bool) -> str:
 def c_float(value: float, ctype: str) -> str:
     """An exact C literal of `value` (hexadecimal: no decimal rounding)."""
     suffix = "f" if ctype == "f32" else ""
+    if ctype == "f32":  # first: a value past float32's range rounds to an infinity
+        with np.errstate(over="ignore"):
+            value = float(np.float32(value))
     if value != value:
         return f'__builtin_nan{suffix}("")'
     if value in (float("inf"), float("-inf")):
         return f"{'-' if value < 0 else ''}__builtin_inf{suffix}()"
-    if ctype == "f32":
-        value = float(np.float32(value))
     return f"{value.hex()}{suffix}" if value != 0 or not _negative_zero(value) else f"-0.0{suffix}"
 
 
@@ -310,6 +312,47 @@ def _pow(c: Call) -> str:
     return f"(({base}) * ({base}))" if e == 2 else f"((({base}) * ({base})) * ({base}))"
 
 
+def _attr_float(c: Call, name: str) -> str:
+    """The C splat of float attr `name` in the result's type, as numpy's kernel takes a
+    Python float: rounded to the result's dtype."""
+    return splat(c.ctype, float(c.attrs[name]))
+
+
+def _keep_at_least(x: str, low: str, t: str) -> str:
+    # numpy's clip: the bound where x is past it, else x itself (a nan, and a -0.0 at a
+    # bound of 0.0, stay: clip(-0.0, 0.0, 6.0) is -0.0, where maximum would give 0.0)
+    return f"sel_{t}({compare('lt', x, low, t)}, {low}, {x})"
+
+
+def _keep_at_most(x: str, high: str, t: str) -> str:
+    return f"sel_{t}({compare('gt', x, high, t)}, {high}, {x})"
+
+
+def _hardtanh(c: Call) -> str:
+    # graphc's kernel: np.clip(x, min_val, max_val), the bounds rounded to x's dtype;
+    # numpy's clip by a nan bound is nan everywhere
+    x, t = convert(c.args[0], c.sources[0], c.ctype), c.ctype
+    if any(float(c.attrs[name]) != float(c.attrs[name]) for name in ("min_val", "max_val")):
+        return splat(t, float("nan"))
+    low = _keep_at_least(x, _attr_float(c, "min_val"), t)
+    return _keep_at_most(low, _attr_float(c, "max_val"), t)
+
+
+def _leaky_relu(c: Call) -> str:
+    # graphc's kernel: x where x > 0, else x * negative_slope (rounded to x's dtype)
+    x, t = convert(c.args[0], c.sources[0], c.ctype), c.ctype
+    scaled = f"(({x}) * {_attr_float(c, 'negative_slope')})"
+    return f"sel_{t}({compare('gt', x, f'sp_{t}(0)', t)}, {x}, {scaled})"
+
+
+def _hardsigmoid(c: Call) -> str:
+    # graphc's kernel: x + 3, np.clip to [0, 6], / 6, each rounded in x's dtype
+    x, t = convert(c.args[0], c.sources[0], c.ctype), c.ctype
+    shifted = f"(({x}) + sp_{t}(3))"
+    clipped = _keep_at_most(_keep_at_least(shifted, f"sp_{t}(0)", t), f"sp_{t}(6)", t)
+    return f"(({clipped}) / sp_{t}(6))"
+
+
 def _libmvec(
     op: str, f32: str | Callable[[], str], f64: str, ulp_bound: int, cost: int, unit: bool = False
 ) -> NativeOp:
@@ -343,6 +386,10 @@ NATIVE_OPS: dict[str, NativeOp] = {
     "ceil": NativeOp(_unary("ceil")),
     "trunc": NativeOp(_unary("trunc")),
     "sign": NativeOp(_unary("sign")),
+    # attrs, so AS_IS: the emitter converts x itself (the type rules refuse bools)
+    "hardtanh": NativeOp(_hardtanh, operands=AS_IS, cost=2),
+    "leaky_relu": NativeOp(_leaky_relu, operands=AS_IS, cost=2),
+    "hardsigmoid": NativeOp(_hardsigmoid, operands=AS_IS, cost=6),
     "pow": NativeOp(_pow, operands=AS_IS, fuses=False),
     "cast": NativeOp(_cast, operands=AS_IS),
     "full_like": NativeOp(_full_like, operands=AS_IS),

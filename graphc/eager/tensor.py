@@ -100,17 +100,30 @@ class Tensor(EagerMethods, CompositeMethods, InPlaceMethods, ValueMethods):
     _steps: tuple = ()  # for views: the view ops that lead from _base to them
     _counter: list[int]  # [version]: one list shared by a base, its views and aliases
 
-    def __init__(self, data: Any = (), requires_grad: bool = False) -> None:
-        if isinstance(data, Tensor) and data._data.dtype == np.float32:
-            # torch.Tensor(t) of the default dtype is an alias: same memory and counter
-            self._data = data._data
-            self._counter = data._counter
-        elif isinstance(data, np.ndarray) and data.dtype == np.float32:
-            self._data = data  # torch.Tensor(array) of the default dtype shares its memory
+    def __init__(self, *data: Any, requires_grad: bool = False) -> None:
+        """torch.Tensor's legacy constructor: `Tensor(2, 3)` is a float32 tensor of that
+        shape (zeros here), `Tensor(data)` float32 values, `Tensor(t)` an alias of t."""
+        if not data or all(isinstance(d, (int, np.integer)) for d in data):
+            if any(isinstance(d, bool) or d < 0 for d in data):
+                raise ShapeError(f"Tensor(): sizes must be non-negative ints, got {data}")
+            self._data = np.zeros(data if data else (0,), np.float32)
             self._counter = [0]
+        elif len(data) > 1:
+            raise TensorTypeError(f"Tensor(): takes sizes (ints) or one sequence, got {data}")
+        elif isinstance(data[0], Tensor):
+            # torch.Tensor(t) is an alias of t: same memory and version counter
+            self._data = data[0]._data
+            self._counter = data[0]._counter
+        elif isinstance(data[0], np.ndarray) and data[0].dtype == np.float32:
+            self._data = data[0]  # torch.Tensor(array) of the default dtype shares its memory
+            self._counter = [0]
+        elif isinstance(data[0], (float, bool, np.generic)):
+            raise TensorTypeError(
+                f"Tensor(): data must be a sequence, got {type(data[0]).__name__} (use "
+                "tensor(value) for a 0-d tensor)"
+            )
         else:
-            kind = None if isinstance(data, (np.ndarray, Tensor)) else np.float32
-            self._data = as_array(data, kind)
+            self._data = as_array(data[0], np.float32)  # float32 whatever the input's dtype
             self._counter = [0]
         if requires_grad:
             self.requires_grad = True

@@ -506,7 +506,24 @@ def _setup_context_function(lib: Any) -> Any:
     return y, x.grad
 
 
+def _legacy_constructor(lib: Any) -> Any:
+    ints = lib.tensor([1, 2])
+    alias = lib.Tensor(ints)  # an alias whatever the dtype
+    alias.add_(1)
+    return (
+        lib.Tensor(3).shape,
+        lib.Tensor(2, 3).shape,
+        lib.Tensor().shape,
+        lib.Tensor([[1, 2]]),
+        lib.Tensor(np.array([1, 2])),
+        lib.Tensor(np.zeros(2)),
+        lib.Tensor((2, 3)),
+        ints,
+    )
+
+
 CASES: dict[str, Case] = {
+    "Tensor(2, 3) is a shape, Tensor(data) float32": _legacy_constructor,
     "a Function with setup_context": _setup_context_function,
     "deepcopy of a leaf is a new leaf": _deepcopy,
     "f-string of a 0-d tensor, == None, nbytes": _python_protocols,
@@ -600,6 +617,8 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "Tensor(a float)": lambda lib: lib.Tensor(2.5),
+    "Tensor(a negative size)": lambda lib: lib.Tensor(2, -1),
     "deepcopy of a non-leaf": lambda lib: copy.deepcopy(lib.ones(2, requires_grad=True) * 2),
     "trace of a vector": lambda lib: lib.trace(lib.ones(3)),
     "stack of nothing": lambda lib: lib.stack([]),

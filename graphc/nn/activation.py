@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphc.eager import full
+from graphc.ir.errors import GraphcError
 from graphc.ir.types import as_dtype
 from graphc.nn import functional as F
 from graphc.nn.module import Module
@@ -160,6 +161,11 @@ class Hardtanh(_Activation):
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
         super().__init__(inplace)
+        if not max_val > min_val:
+            raise GraphcError(
+                f"{type(self).__name__}: max_val ({max_val}) must be greater than min_val "
+                f"({min_val})"
+            )
         self.min_val, self.max_val = min_val, max_val
 
     def forward(self, input: Any) -> Any:  # noqa: A002

@@ -41,10 +41,12 @@ __all__ = [
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
-def _tuple(value: Any, dims: int) -> tuple:
+def _tuple(value: Any, dims: int, layer: str = "", name: str = "") -> tuple:
+    """One int per spatial dim from one int or `dims` of them; else an error naming the
+    layer and argument."""
     items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
     if len(items) != dims:
-        raise GraphcError(f"expected one int or {dims} ints, got {value!r}")
+        raise GraphcError(f"{layer}: {name} must be one int or {dims} ints, got {value!r}")
     return items
 
 
@@ -86,11 +88,13 @@ class _ConvNd(Module):
         if isinstance(padding, str) and (self.transposed or padding not in ("same", "valid")):
             raise GraphcError(f"{name}: padding {padding!r} is not supported")
         self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = _tuple(kernel_size, self.dims)
-        self.stride = _tuple(stride, self.dims)
-        self.padding = padding if isinstance(padding, str) else _tuple(padding, self.dims)
-        self.dilation = _tuple(dilation, self.dims)
-        self.output_padding = _tuple(output_padding, self.dims)
+        self.kernel_size = _tuple(kernel_size, self.dims, name, "kernel_size")
+        self.stride = _tuple(stride, self.dims, name, "stride")
+        if not isinstance(padding, str):
+            padding = _tuple(padding, self.dims, name, "padding")
+        self.padding = padding
+        self.dilation = _tuple(dilation, self.dims, name, "dilation")
+        self.output_padding = _tuple(output_padding, self.dims, name, "output_padding")
         self.groups, self.padding_mode = groups, padding_mode
         if isinstance(padding, str) and padding == "same" and any(s != 1 for s in self.stride):
             raise GraphcError(f"{name}: padding='same' is not supported for strided convolutions")
@@ -409,8 +413,9 @@ class AvgPool1d(AvgPool2d):
         ceil_mode: bool = False,
         count_include_pad: bool = True,
     ) -> None:
-        one = _tuple(kernel_size, 1)
-        super().__init__(one, one if stride is None else _tuple(stride, 1), _tuple(padding, 1))
+        one = _tuple(kernel_size, 1, "AvgPool1d", "kernel_size")
+        stride = one if stride is None else _tuple(stride, 1, "AvgPool1d", "stride")
+        super().__init__(one, stride, _tuple(padding, 1, "AvgPool1d", "padding"))
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name

@@ -281,6 +281,9 @@ def test_empty_layers_initialize_as_torch() -> None:
 
 
 MISTAKES = [  # (what to run, the error and what its message names)
+    (lambda: nn.Conv2d(3, 4, (3, 3, 3)), GraphcError, "Conv2d: kernel_size must be one int or 2"),
+    (lambda: nn.Hardtanh(1.0, -1.0), GraphcError, r"Hardtanh: max_val \(-1.0\) must be greater"),
+    (lambda: nn.Conv1d(3, 4, 3, stride=(1, 2)), GraphcError, "Conv1d: stride must be one int"),
     (lambda: nn.Linear(2, 3)(ge.tensor(1.0)), ShapeError, "Linear.2, 3.: input must have"),
     (lambda: nn.Linear(-1, 3), GraphcError, "Linear: in_features"),
     (lambda: nn.RNN(3, 4)(ge.zeros(0, 2, 3)), ShapeError, "RNN: the input has no time steps"),

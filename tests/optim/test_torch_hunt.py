@@ -195,3 +195,8 @@ def test_torchs_sgd_state_with_dampening_loads() -> None:
             (p * lib.tensor(np.cos(np.arange(6) + t).reshape(3, 2))).exp().sum().backward()
             opt.step()
     np.testing.assert_allclose(w.detach().numpy(), w_t.detach().numpy(), rtol=1e-12)
+
+
+def test_betas_that_are_no_pair_are_a_named_error() -> None:
+    with pytest.raises(gc.GraphcError, match=r"Adam: betas must be a pair .* got \(0.9,\)"):
+        optim.Adam([ge.ones(2, requires_grad=True)], betas=(0.9,))

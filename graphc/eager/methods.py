@@ -115,6 +115,12 @@ def _extremum(x: Any, which: str, dim: Any, keepdim: bool, axis: Any, keepdims: 
     max(dim)), its grad_fn named as torch names it."""
     method = ValueMethods.max if which == "max" else ValueMethods.min
     if dim is None and axis is None:
+        data = getattr(x, "_data", None)
+        if data is not None and is_float(x.dtype) and np.isnan(data).any():
+            # the result is nan, and torch's gradient goes to the nan elements evenly (the
+            # extremum's rule would spread nan over all: no element equals nan)
+            nans = I.take(S.reshape(x, (-1,)), np.flatnonzero(np.isnan(data)))
+            return _spelled(R.mean(nans), f"{which.title()}Backward1")
         return _spelled(method(x), f"{which.title()}Backward1")
     result = method(x, dim, keepdim, axis=axis, keepdims=keepdims)
     if axis is not None or not isinstance(dim, (int, np.integer)) or active_graph() is not None:

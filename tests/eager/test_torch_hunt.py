@@ -522,7 +522,22 @@ def _legacy_constructor(lib: Any) -> Any:
     )
 
 
+def _extrema_of_nan(lib: Any) -> Any:
+    nan = float("nan")
+    x = lib.tensor([[1.0, nan], [nan, 3.0]], requires_grad=True)
+    clean = lib.tensor([[1.0, 3.0], [3.0, 2.0]], requires_grad=True)  # ties share the gradient
+    return (
+        x.max(),
+        lib.autograd.grad(x.max(), x),
+        lib.autograd.grad(lib.min(x), x),
+        lib.autograd.grad(x.amax(), x),
+        lib.autograd.grad(clean.max(), clean),
+        x.max().grad_fn.name(),
+    )
+
+
 CASES: dict[str, Case] = {
+    "max() and min() of a tensor with nan: the gradient goes to the nan": _extrema_of_nan,
     "Tensor(2, 3) is a shape, Tensor(data) float32": _legacy_constructor,
     "a Function with setup_context": _setup_context_function,
     "deepcopy of a leaf is a new leaf": _deepcopy,

@@ -37,13 +37,17 @@ from graphc.ir.errors import GraphcError
 from graphc.optim.optimizer import Optimizer
 
 __all__ = [
+    "ConstantLR",
     "CosineAnnealingLR",
+    "CosineAnnealingWarmRestarts",
     "ExponentialLR",
     "LambdaLR",
     "LinearLR",
     "LRScheduler",
     "MultiStepLR",
+    "MultiplicativeLR",
     "OneCycleLR",
+    "PolynomialLR",
     "ReduceLROnPlateau",
     "StepLR",
 ]
@@ -504,4 +508,139 @@ class ReduceLROnPlateau(LRScheduler):
                 if old - new > self.eps:  # a change smaller than eps is not made
                     group["lr"] = new
             self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+        self._last_lr = self._groups_lr()
+
+
+class ConstantLR(LRScheduler):
+    """The initial learning rate times `factor` for the first `total_iters` epochs, then
+    the initial rate again.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import optim
+    >>> opt = optim.SGD([ge.ones(2, requires_grad=True)], lr=1.0)
+    >>> low = optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+    >>> rates = []
+    >>> for _ in range(4):
+    ...     rates.append(low.get_last_lr()[0]); opt.step(); low.step()
+    >>> rates
+    [0.5, 0.5, 1.0, 1.0]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        factor: float = 1.0 / 3,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
+        if not 0 <= factor <= 1:
+            raise GraphcError(f"ConstantLR: factor must be in [0, 1], got {factor!r}")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        current = self._groups_lr()
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in current]
+        if self.last_epoch != self.total_iters:
+            return current
+        return [lr * (1.0 / self.factor) for lr in current]
+
+
+class MultiplicativeLR(LambdaLR):
+    """Multiply the current learning rate by `lr_lambda(epoch)` every epoch (one function
+    for every group, or one per group)."""
+
+    def get_lr(self) -> list[float]:
+        current = self._groups_lr()
+        if self._is_initial:
+            return current
+        return [lr * f(self.last_epoch) for lr, f in zip(current, self.lr_lambdas)]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the initial learning rate to 0 over `total_iters` epochs as
+    (1 - epoch / total_iters) ** power, by torch's recurrence."""
+
+    def __init__(
+        self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1
+    ) -> None:
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        current = self._groups_lr()
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return current
+        epoch, total = self.last_epoch, self.total_iters
+        factor = ((1.0 - epoch / total) / (1.0 - (epoch - 1) / total)) ** self.power
+        return [lr * factor for lr in current]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from the initial rate to `eta_min` over T_0 epochs, then again
+    from the top, each period `T_mult` times the one before (SGDR, Loshchilov and
+    Hutter). `step(epoch)` may be given a fractional epoch, as torch's.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import optim
+    >>> opt = optim.SGD([ge.ones(2, requires_grad=True)], lr=1.0)
+    >>> sgdr = optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2)
+    >>> rates = []
+    >>> for _ in range(5):
+    ...     rates.append(round(sgdr.get_last_lr()[0], 3)); opt.step(); sgdr.step()
+    >>> rates
+    [1.0, 0.5, 1.0, 0.5, 1.0]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        T_0: int,  # noqa: N803 - torch's names
+        T_mult: int = 1,  # noqa: N803
+        eta_min: float = 0.0,
+        last_epoch: int = -1,
+    ) -> None:
+        if not isinstance(T_0, int) or T_0 <= 0:
+            raise GraphcError(
+                f"CosineAnnealingWarmRestarts: T_0 must be a positive int, got {T_0!r}"
+            )
+        if not isinstance(T_mult, int) or T_mult < 1:
+            raise GraphcError(
+                f"CosineAnnealingWarmRestarts: T_mult must be an int >= 1, got {T_mult!r}"
+            )
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        low, fraction = self.eta_min, self.T_cur / self.T_i
+        return [
+            low + (base - low) * (1 + math.cos(math.pi * fraction)) / 2 for base in self.base_lrs
+        ]
+
+    def step(self, epoch: float | None = None) -> None:
+        """The next epoch, or `epoch` (which may be fractional: a step within an epoch)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i *= self.T_mult
+        elif epoch < 0:
+            raise GraphcError(f"CosineAnnealingWarmRestarts: epoch must be >= 0, got {epoch!r}")
+        elif epoch >= self.T_0 and self.T_mult == 1:
+            self.T_cur = epoch % self.T_0
+        elif epoch >= self.T_0:  # which period holds `epoch`: periods grow geometrically
+            n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+            self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
+            self.T_i = self.T_0 * self.T_mult**n
+        else:
+            self.T_i, self.T_cur = self.T_0, epoch
+        self._step_count += 1
+        self.last_epoch = math.floor(epoch)
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
         self._last_lr = self._groups_lr()

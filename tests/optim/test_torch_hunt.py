@@ -112,6 +112,11 @@ SCHEDULES = [  # (optimizer, scheduler, epochs)
     (("SGD", {}), lambda s, o: s.LinearLR(o, start_factor=0.2, end_factor=0.9, total_iters=4), 7),
     (("SGD", {}), lambda s, o: s.ExponentialLR(o, 0.5, last_epoch=2), 4),
     (("SGD", {}), lambda s, o: s.CosineAnnealingLR(o, 5, 0.01, last_epoch=3), 9),
+    (("SGD", {}), lambda s, o: s.ConstantLR(o, factor=0.25, total_iters=3), 6),
+    (("SGD", {}), lambda s, o: s.MultiplicativeLR(o, [lambda e: 0.9, lambda e: 1 / (e + 1)]), 6),
+    (("SGD", {}), lambda s, o: s.PolynomialLR(o, total_iters=4, power=2.0), 7),
+    (("SGD", {}), lambda s, o: s.CosineAnnealingWarmRestarts(o, 3, T_mult=2, eta_min=0.01), 12),
+    (("SGD", {}), lambda s, o: s.CosineAnnealingWarmRestarts(o, 4, last_epoch=5), 9),
 ]  # fmt: skip
 
 
@@ -200,3 +205,20 @@ def test_torchs_sgd_state_with_dampening_loads() -> None:
 def test_betas_that_are_no_pair_are_a_named_error() -> None:
     with pytest.raises(gc.GraphcError, match=r"Adam: betas must be a pair .* got \(0.9,\)"):
         optim.Adam([ge.ones(2, requires_grad=True)], betas=(0.9,))
+
+
+@needs_torch
+def test_warm_restarts_at_fractional_epochs_match_torch() -> None:
+    """CosineAnnealingWarmRestarts.step(epoch), stepped within epochs as torch's docs do."""
+    rates = []
+    for lib, scheduler_lib in ((ge, optim.lr_scheduler), (torch, torch.optim.lr_scheduler)):
+        w = lib.ones(2, requires_grad=True)
+        opt = (optim if lib is ge else torch.optim).SGD([w], lr=0.5)
+        sgdr = scheduler_lib.CosineAnnealingWarmRestarts(opt, 2, T_mult=3, eta_min=0.05)
+        seen = []
+        for epoch in np.arange(0, 12, 0.4):
+            opt.step()
+            sgdr.step(float(epoch))
+            seen.append(sgdr.get_last_lr()[0])
+        rates.append(seen)
+    np.testing.assert_allclose(rates[0], rates[1], rtol=1e-12)

@@ -27,6 +27,7 @@ without one has the learning rates as constants, and refuses to run once they ch
 
 from __future__ import annotations
 
+import bisect
 import math
 import types
 from collections import Counter
@@ -40,6 +41,7 @@ __all__ = [
     "ConstantLR",
     "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts",
+    "ChainedScheduler",
     "ExponentialLR",
     "LambdaLR",
     "LinearLR",
@@ -49,6 +51,7 @@ __all__ = [
     "OneCycleLR",
     "PolynomialLR",
     "ReduceLROnPlateau",
+    "SequentialLR",
     "StepLR",
 ]
 
@@ -96,11 +99,21 @@ class LRScheduler:
         """The learning rates the last `step()` (or making the scheduler) set."""
         return list(self._last_lr)
 
-    def step(self) -> None:
-        """Advance one epoch and set each param group's learning rate."""
+    def closed_form(self) -> list[float] | None:
+        """The learning rate of each group at `last_epoch` from the initial ones (None: a
+        schedule with no closed form, whose `get_lr` is used)."""
+        return None
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch and set each param group's learning rate; or jump to `epoch`
+        (torch's deprecated form, which SequentialLR uses to restart a schedule at 0)."""
         self._step_count += 1
-        self.last_epoch += 1
-        rates = self.get_lr()
+        if epoch is None:
+            self.last_epoch += 1
+            rates = self.get_lr()
+        else:
+            self.last_epoch = epoch
+            rates = self.closed_form() or self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, rates):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
@@ -136,6 +149,9 @@ class StepLR(LRScheduler):
             return self._groups_lr()
         return [lr * self.gamma for lr in self._groups_lr()]
 
+    def closed_form(self) -> list[float]:
+        return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
+
 
 class MultiStepLR(LRScheduler):
     """Multiply the learning rate by `gamma` at each epoch in `milestones` (an epoch
@@ -158,6 +174,10 @@ class MultiStepLR(LRScheduler):
         factor = self.gamma ** self.milestones[self.last_epoch]
         return [lr * factor for lr in self._groups_lr()]
 
+    def closed_form(self) -> list[float]:
+        passed = bisect.bisect_right(sorted(self.milestones.elements()), self.last_epoch)
+        return [base * self.gamma**passed for base in self.base_lrs]
+
 
 class ExponentialLR(LRScheduler):
     """Multiply the learning rate by `gamma` every epoch."""
@@ -170,6 +190,9 @@ class ExponentialLR(LRScheduler):
         if self._is_initial:
             return self._groups_lr()
         return [lr * self.gamma for lr in self._groups_lr()]
+
+    def closed_form(self) -> list[float]:
+        return [base * self.gamma**self.last_epoch for base in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -210,6 +233,10 @@ class CosineAnnealingLR(LRScheduler):
             1 + math.cos(math.pi * (epoch - 1) / period)
         )
         return [ratio * (lr - low) + low for lr in current]
+
+    def closed_form(self) -> list[float]:
+        low, turn = self.eta_min, math.cos(math.pi * self.last_epoch / self.T_max)
+        return [low + (base - low) * (1 + turn) / 2 for base in self.base_lrs]
 
 
 class LambdaLR(LRScheduler):
@@ -293,6 +320,10 @@ class LinearLR(LRScheduler):
         span = self.end_factor - self.start_factor
         ratio = 1.0 + span / (self.total_iters * self.start_factor + (self.last_epoch - 1) * span)
         return [lr * ratio for lr in current]
+
+    def closed_form(self) -> list[float]:
+        span = (self.end_factor - self.start_factor) * min(self.total_iters, self.last_epoch)
+        return [base * (self.start_factor + span / self.total_iters) for base in self.base_lrs]
 
 
 class OneCycleLR(LRScheduler):
@@ -546,6 +577,10 @@ class ConstantLR(LRScheduler):
             return current
         return [lr * (1.0 / self.factor) for lr in current]
 
+    def closed_form(self) -> list[float]:
+        factor = 1.0 if self.last_epoch >= self.total_iters else self.factor
+        return [base * factor for base in self.base_lrs]
+
 
 class MultiplicativeLR(LambdaLR):
     """Multiply the current learning rate by `lr_lambda(epoch)` every epoch (one function
@@ -575,6 +610,10 @@ class PolynomialLR(LRScheduler):
         epoch, total = self.last_epoch, self.total_iters
         factor = ((1.0 - epoch / total) / (1.0 - (epoch - 1) / total)) ** self.power
         return [lr * factor for lr in current]
+
+    def closed_form(self) -> list[float]:
+        left = 1.0 - min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base * left**self.power for base in self.base_lrs]
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
@@ -643,4 +682,103 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.last_epoch = math.floor(epoch)
         for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
             group["lr"] = lr
+        self._last_lr = self._groups_lr()
+
+
+def _same_optimizer(kind: str, schedulers: list[Any], optimizer: Optimizer) -> None:
+    if not schedulers:
+        raise GraphcError(f"{kind}: expected at least one scheduler, got none")
+    for index, scheduler in enumerate(schedulers):
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise GraphcError(
+                f"{kind}: scheduler {index} is a ReduceLROnPlateau, whose step needs a metric"
+            )
+        if getattr(scheduler, "optimizer", None) is not optimizer:
+            raise GraphcError(
+                f"{kind}: scheduler {index} ({type(scheduler).__name__}) steps another optimizer"
+            )
+
+
+class SequentialLR(LRScheduler):
+    """Run `schedulers` one after another: the k-th from epoch milestones[k - 1] on
+    (restarted at its epoch 0), as torch's.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import optim
+    >>> from graphc.optim import lr_scheduler as S
+    >>> opt = optim.SGD([ge.ones(2, requires_grad=True)], lr=1.0)
+    >>> warm = S.LinearLR(opt, start_factor=0.5, total_iters=2)
+    >>> decay = S.ExponentialLR(opt, gamma=0.5)
+    >>> both = S.SequentialLR(opt, [warm, decay], milestones=[2])
+    >>> rates = []
+    >>> for _ in range(5):
+    ...     rates.append(both.get_last_lr()[0]); opt.step(); both.step()
+    >>> rates
+    [0.5, 0.75, 1.0, 0.5, 0.25]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        schedulers: list[LRScheduler],
+        milestones: list[int],
+        last_epoch: int = -1,
+    ) -> None:
+        _same_optimizer("SequentialLR", schedulers, optimizer)
+        if len(milestones) != len(schedulers) - 1:
+            raise GraphcError(
+                f"SequentialLR: {len(schedulers)} schedulers need {len(schedulers) - 1} "
+                f"milestones, got {len(milestones)}"
+            )
+        self.optimizer, self._schedulers = optimizer, list(schedulers)
+        self._milestones = list(milestones)
+        self.last_epoch = last_epoch + 1
+        self._step_count, self._is_initial = 0, False
+        for group in optimizer.param_groups:  # back to the start, before any scheduler's step
+            group["lr"] = group["initial_lr"]
+        for scheduler in self._schedulers:
+            scheduler.last_epoch -= 1
+        first = self._schedulers[bisect.bisect_right(self._milestones, 0)]
+        first._is_initial = True
+        first._step_count = 0
+        try:
+            first.step()
+        finally:
+            first._is_initial = False
+        self._last_lr = first.get_last_lr()
+
+    def step(self) -> None:  # type: ignore[override]
+        self.last_epoch += 1
+        index = bisect.bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[index]
+        if index > 0 and self._milestones[index - 1] == self.last_epoch:
+            scheduler.step(0)  # this schedule starts now, at its epoch 0
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        state = dict(state_dict)
+        for scheduler, saved in zip(self._schedulers, state.pop("_schedulers", [])):
+            scheduler.load_state_dict(saved)
+        self.__dict__.update(state)
+
+
+class ChainedScheduler(SequentialLR):
+    """Step every one of `schedulers` at each step, in order (their factors compose)."""
+
+    def __init__(self, schedulers: list[LRScheduler], optimizer: Optimizer | None = None) -> None:
+        optimizer = optimizer or (schedulers[0].optimizer if schedulers else None)
+        _same_optimizer("ChainedScheduler", schedulers, optimizer)
+        self.optimizer, self._schedulers = optimizer, list(schedulers)
+        self._last_lr = self._groups_lr()
+
+    def step(self) -> None:  # type: ignore[override]
+        for scheduler in self._schedulers:
+            scheduler.step()
         self._last_lr = self._groups_lr()

@@ -117,6 +117,12 @@ SCHEDULES = [  # (optimizer, scheduler, epochs)
     (("SGD", {}), lambda s, o: s.PolynomialLR(o, total_iters=4, power=2.0), 7),
     (("SGD", {}), lambda s, o: s.CosineAnnealingWarmRestarts(o, 3, T_mult=2, eta_min=0.01), 12),
     (("SGD", {}), lambda s, o: s.CosineAnnealingWarmRestarts(o, 4, last_epoch=5), 9),
+    (("SGD", {}), lambda s, o: s.SequentialLR(o, [s.LinearLR(o, 0.1, total_iters=3),
+                                                  s.CosineAnnealingLR(o, 4, 0.01),
+                                                  s.MultiStepLR(o, [1, 3], 0.5)], [3, 7]), 12),
+    (("SGD", {}), lambda s, o: s.SequentialLR(o, [s.ConstantLR(o, 0.5, 2), s.PolynomialLR(o, 3),
+                                                  s.StepLR(o, 2, 0.5)], [2, 5]), 10),
+    (("SGD", {}), lambda s, o: s.ChainedScheduler([s.ConstantLR(o, 0.5, 3), s.ExponentialLR(o, 0.9)]), 6),
 ]  # fmt: skip
 
 

@@ -162,6 +162,7 @@ def trace_call(
         args, kwargs = tree_unflatten(tree, leaves)
         result = fn(*args, **kwargs)
         out_leaves, out_tree = tree_flatten(result)
+        _check_results(fn, out_leaves, out_tree)
         structure.append(out_tree)
         if not out_leaves:  # (), None: a graph has an output, so one the caller never sees
             return np.bool_(False)
@@ -180,12 +181,28 @@ def trace_call(
     return graph, structure[0]
 
 
+def _check_results(fn: Callable[..., Any], leaves: list[Any], tree: TreeDef) -> None:
+    """Each leaf of a traced call's result is a value a graph can output (JAX's check):
+    else an error naming the leaf, not the constant lifting's complaint about a dtype."""
+    tensor_type = eager_tensor_type()
+    for leaf, path in zip(leaves, leaf_paths(tree, "result")):
+        if isinstance(leaf, (Symbol, np.ndarray, np.generic)) or is_python_scalar(leaf):
+            continue
+        if tensor_type is not None and isinstance(leaf, tensor_type):
+            continue
+        raise DTypeError(
+            f"{getattr(fn, '__name__', 'fn')} returned a {type(leaf).__name__} at {path}; "
+            "a traced function returns arrays, numbers or pytrees of them"
+        )
+
+
 def eval_shape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """The shape and dtype of each leaf of `f(*args, **kwargs)`, as `gc.TensorSpec`s in
     the result's structure, found by tracing `f` as `gc.jit` would, without running it
     (`jax.eval_shape`). Each array leaf of the arguments may be an array, an eager tensor
     or a `gc.TensorSpec` (a None dim is symbolic, and so are the result dims it makes);
-    Python numbers are static, as in `gc.jit`, so they stay weakly typed.
+    Python numbers are static, as in `gc.jit`, so they stay weakly typed. Any other
+    object with `shape` and `dtype` (a `jax.ShapeDtypeStruct`) stands for an array.
 
     >>> import numpy as np, graphc as gc
     >>> gc.eval_shape(lambda x, w: {"y": x @ w}, gc.TensorSpec((None, 3)), np.ones((3, 2)))
@@ -196,8 +213,11 @@ def eval_shape(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     specs = []
     for k, leaf in enumerate(leaves):
         if k not in static_at:
-            array = leaf if isinstance(leaf, TensorSpec) else _as_array(leaf, tree, k)
-            specs.append(TensorSpec(array.shape, array.dtype))
+            described = isinstance(leaf, TensorSpec) or (
+                hasattr(leaf, "shape") and hasattr(leaf, "dtype")
+            )
+            array = leaf if described else _as_array(leaf, tree, k)
+            specs.append(TensorSpec(tuple(array.shape), np.dtype(array.dtype)))
     graph, structure = trace_call(f, specs, static_at, tree)
     types = [TensorSpec(o.type.shape, o.type.dtype) for o in graph.outputs]
     return tree_unflatten(structure, types[: num_leaves(structure)])

@@ -132,10 +132,12 @@ def _value_and_grad_values(
     args: tuple,
     what: str,
     need_value: bool = True,
+    allow_int: bool = False,
 ) -> tuple[Any, Any]:
     nums = _argnums(argnums, args, what)
     staged = stage(f, args, nums, what)
-    _check_float_leaves(staged, f, what)  # first: an int input gives an int output too
+    if not allow_int:
+        _check_float_leaves(staged, f, what)  # first: an int input gives an int output too
     outputs = staged.body.outputs
     if has_aux:
         n_out = _aux_split(staged, what)
@@ -153,13 +155,16 @@ def _value_and_grad_values(
             f"got {out.type}; differentiate a scalar such as its sum, or use gc.jacrev "
             "or gc.jvp for a non-scalar result"
         )
-    joint = differentiate(staged.body, staged.traced, [out.name])
+    floats = [x for x in staged.traced if _is_float(staged.body.node(x).type)]
+    joint = differentiate(staged.body, floats, [out.name])
     if need_value:
         results = staged.run(joint.graph)
         values = unflatten(staged.out_tree, results[: len(outputs)])
         results = results[len(outputs) :]
     else:
         results, values = staged.run(joint.graph, first=len(outputs)), None
+    by_leaf = dict(zip(floats, results))  # (allow_int: an integer input's gradient is zeros)
+    results = [by_leaf[x] if x in by_leaf else _zeros_like(staged.feeds[x]) for x in staged.traced]
     grads = _by_arg(staged, nums, args, results)
     return values, (grads[0] if isinstance(argnums, int) else tuple(grads))
 
@@ -176,7 +181,11 @@ def _aux_split(staged: Staged, what: str) -> int:
 
 
 def value_and_grad(
-    f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
+    f: Callable[..., Any],
+    argnums: Argnums = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
 ) -> Callable[..., Any]:
     """`f` and its gradient at once: a function returning `(f(*args), grads)`
     (`((value, aux), grads)` with `has_aux=True`), as `jax.value_and_grad`.
@@ -190,18 +199,25 @@ def value_and_grad(
     _refuse_holomorphic("value_and_grad", holomorphic)
 
     def on_values(*args: Any, **kwargs: Any) -> Any:
-        return _value_and_grad_values(_bound(f, kwargs), argnums, has_aux, args, "value_and_grad")
+        return _value_and_grad_values(
+            _bound(f, kwargs), argnums, has_aux, args, "value_and_grad", True, allow_int
+        )
 
     return _wrap(on_values, f, "value_and_grad", argnums)
 
 
 def grad(
-    f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
+    f: Callable[..., Any],
+    argnums: Argnums = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
 ) -> Callable[..., Any]:
     """The gradient of scalar-valued `f` with respect to the arguments at `argnums`
     (`jax.grad`): each argument may be an array, a graph value or a pytree of them;
     the gradient has its structure. With `has_aux=True`, `f` returns `(value, aux)`
-    and the function returns `(grads, aux)`. Works on arrays, eager tensors and graph
+    and the function returns `(grads, aux)`. With `allow_int=True` an integer argument's
+    gradient is zeros of its dtype (JAX's float0 zeros; graphc has no float0). Works on arrays, eager tensors and graph
     values (inside `gc.trace`, `gc.jit` and control-flow bodies), and nests.
 
     >>> import numpy as np, graphc as gc
@@ -217,7 +233,7 @@ def grad(
 
     def on_values(*args: Any, **kwargs: Any) -> Any:
         values, grads = _value_and_grad_values(
-            _bound(f, kwargs), argnums, has_aux, args, "grad", has_aux
+            _bound(f, kwargs), argnums, has_aux, args, "grad", has_aux, allow_int
         )
         return (grads, values[1]) if has_aux else grads
 

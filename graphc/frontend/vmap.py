@@ -66,6 +66,11 @@ def _leaf_axes(axes: Any, value: Any, where: str, what: str = "in_axes") -> list
     subject = "argument" if what == "in_axes" else "function's result"
     axis_items, axis_tree = _children(axes)
     items, tree = _children(value)
+    if not isinstance(axis_tree, TreeDef):  # a bool, a float, an array: no axis, no prefix
+        raise VmapError(
+            f"vmap: {where}: {what} entries are ints (axes), None or containers of them, "
+            f"got {_show(axes)} ({type(axes).__name__})"
+        )
     if isinstance(axes, Mapping) and isinstance(value, Mapping) and isinstance(tree, TreeDef):
         if set(axes) != set(value):
             raise VmapError(
@@ -158,6 +163,11 @@ def _batch_size(leaves: list[Any], axes: list[Any], names: list[str], axis_size:
     return size
 
 
+def _is_array(leaf: Any) -> bool:
+    """An array, graph value or eager tensor (anything else in the arguments is static)."""
+    return isinstance(leaf, (np.ndarray, np.generic, Symbol)) or kind_of(leaf) is not None
+
+
 def _per_example(leaf: Any, axis: Any) -> TensorType:
     shape = _shape(leaf)
     if axis is not None:
@@ -208,9 +218,16 @@ def vmap(
         keyword_leaves, keyword_tree = flatten(kwargs)  # batched on axis 0, as in JAX
         axes_tuple = in_axes if isinstance(in_axes, (tuple, list)) else None
         if axes_tuple is not None and len(axes_tuple) != len(args):
+            note = (
+                f"; the keyword arguments {sorted(kwargs)} have no entry there: they are "
+                "batched along axis 0 (pass them by position to give their axes)"
+                if kwargs
+                else ""
+            )
             raise VmapError(
                 f"vmap: in_axes has {len(axes_tuple)} entries for {len(args)} arguments of "
-                f"{fn_name(f, 'f')}; give one per argument (or one int/None for all)"
+                f"{fn_name(f, 'f')}; give one per positional argument (or one int/None for "
+                f"all){note}"
             )
         axes = _leaf_axes(tuple(in_axes) if axes_tuple is not None else in_axes, args, "args")
         names = leaf_paths(tree, "args") + leaf_paths(keyword_tree, "kwargs")
@@ -219,11 +236,12 @@ def vmap(
         tree = (tree, keyword_tree)
         size = _batch_size(every_leaf, axes, names, axis_size)
         # an unbatched Python scalar is passed as it is, weakly typed (as gc.jit's static
-        # scalars): traced as a placeholder it would be an int64 or float32 value
+        # scalars): traced as a placeholder it would be an int64 or float32 value; so is
+        # any other unbatched value that is no array (a function, a string), as in JAX
         static = {
             k: leaf
             for k, (leaf, axis) in enumerate(zip(every_leaf, axes))
-            if axis is None and is_python_scalar(leaf)
+            if axis is None and (is_python_scalar(leaf) or not _is_array(leaf))
         }
         fed = [k for k in range(len(every_leaf)) if k not in static]
         leaves = [every_leaf[k] for k in fed]

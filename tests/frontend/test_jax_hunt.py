@@ -272,3 +272,79 @@ def test_f_vjp_takes_one_cotangent(jax: Any) -> None:
     with pytest.raises(gc.GraphcError, match="f_vjp takes one cotangent.* got 2 arguments"):
         gc.trace(lambda x: gc.vjp(pair, x)[1](1.0, 1.0), gc.TensorSpec(()))
     assert_trees_close(ours((1.0, 1.0)), theirs((1.0, 1.0)))
+
+
+# -- vmap's arguments, eval_shape, allow_int -------------------------------------------
+
+
+def test_vmap_passes_an_unbatched_function_through(jax: Any) -> None:
+    """test_vmap_unbatched_object_passthrough_issue_183."""
+    xs = np.arange(3.0)
+    apply = lambda f, x: f(x) * 2.0  # noqa: E731
+    want = jax.vmap(apply, (None, 0))(lambda x: x + 1, xs)
+    assert_trees_close(gc.vmap(apply, (None, 0))(lambda x: x + 1, xs), want)
+    assert_trees_close(gc.jit(lambda v: gc.vmap(apply, (None, 0))(gc.exp, v))(xs), np.exp(xs) * 2)
+
+
+@pytest.mark.parametrize(
+    "call, says",
+    [
+        (
+            lambda vmap: vmap(lambda x: x, in_axes=False)(np.zeros(3)),
+            r"entries are ints .* got False",
+        ),
+        (
+            lambda vmap: vmap(lambda x: x, in_axes=(np.array([1.0, 2.0]),))(np.ones(2)),
+            r"entries are ints .* \(ndarray\)",
+        ),
+        (
+            lambda vmap: vmap(lambda a, b, c: a + b + c, in_axes=(0, 0, None))(
+                a=np.ones(2), b=np.ones(2), c=0.5
+            ),
+            r"keyword arguments \['a', 'b', 'c'\] have no entry there: they are batched along",
+        ),
+    ],
+)
+def test_vmap_names_what_is_wrong_with_in_axes(jax: Any, call: Callable, says: str) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        call(jax.vmap)
+    with pytest.raises(gc.VmapError, match=says):
+        call(gc.vmap)
+
+
+class Described:
+    """An object with a shape and a dtype (duck typing, as api_test's MyArgArray)."""
+
+    def __init__(self, shape: tuple, dtype: str) -> None:
+        self.shape, self.dtype = shape, np.dtype(dtype)
+
+
+def test_eval_shape_takes_shape_and_dtype_objects_and_names_bad_results(jax: Any) -> None:
+    args = [Described((3, 4), "float32"), Described((1, 5), "float32"), Described((4, 5), "int32")]
+    fn = lambda a, b, x: a @ x + b  # noqa: E731
+    got, want = gc.eval_shape(fn, *args), jax.eval_shape(fn, *args)
+    assert (got.shape, got.dtype) == (want.shape, np.float64)  # numpy's int32 @ float32
+    spec = jax.ShapeDtypeStruct((2, 3), np.float32)
+    assert gc.eval_shape(lambda v: v.sum(0), spec).shape == (3,)
+
+    def returns_itself(x: Any) -> Any:
+        return (2.0, returns_itself)
+
+    with pytest.raises(TypeError, match=r"output component \[1\]"):
+        jax.eval_shape(returns_itself, 1.0)
+    for transform in (gc.eval_shape, lambda f, x: gc.jit(f)(x)):
+        with pytest.raises(gc.DTypeError, match=r"returned a function at result\[1\]"):
+            transform(returns_itself, np.float32(1.0))
+
+
+def test_grad_allow_int_gives_integer_arguments_zero_gradients(jax: Any) -> None:
+    pick = lambda x, i: x[i] * x[0]  # noqa: E731
+    x = np.array([2.0, 3.0])
+    want = jax.grad(pick, argnums=(0, 1), allow_int=True)(x, 1)
+    got = gc.grad(pick, argnums=(0, 1), allow_int=True)(x, 1)
+    assert_trees_close(got[0], want[0])
+    assert got[1] == 0 and np.asarray(got[1]).shape == ()  # jax's is a float0 zero
+    value, grads = gc.value_and_grad(pick, argnums=(0, 1), allow_int=True)(x, 1)
+    assert_trees_close((value, grads[0]), (x[1] * x[0], want[0]))
+    with pytest.raises(gc.AutodiffError, match=r"argument 1 \('i'\) has dtype int64"):
+        gc.grad(pick, argnums=(0, 1))(x, 1)

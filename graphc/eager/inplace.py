@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.eager.errors import ArgumentError
 from graphc.eager.grad_mode import STATE
 from graphc.ir.errors import AutodiffError, DTypeError, IndexRangeError, ShapeError
 from graphc.ops import elementwise as E
@@ -203,6 +204,7 @@ def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
     the gradient goes to `value` inside the window and to x's history outside it."""
     check_inplace(x, op)
     index = _plain_index(index)
+    value = _without_leading_ones(x, index, value)
     value_grad = getattr(value, "_requires_grad", False)
     if not (STATE.enabled and (x._requires_grad or value_grad)):
         try:
@@ -229,6 +231,23 @@ def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
         index=I.format_index(index),
     )
     return write_result(x, _named(E.where(make(mask), placed, x), op, index, value), op)
+
+
+def _without_leading_ones(x: Any, index: Any, value: Any) -> Any:
+    """`value` without the leading dims of size 1 it has beyond the written window's
+    rank: torch writes x[1] = tensor([5.]) (numpy would refuse a sequence in one slot)."""
+    shape = tuple(getattr(value, "shape", ()))
+    if not shape or shape[0] != 1:
+        return value
+    rank = np.zeros(x.shape, np.bool_)[index].ndim if x._data.size else len(shape)
+    extra = 0
+    while extra < len(shape) - rank and shape[extra] == 1:
+        extra += 1
+    if not extra:
+        return value
+    if isinstance(value, np.ndarray):
+        return value.reshape(shape[extra:])
+    return S.reshape(value, shape[extra:])
 
 
 def _array(item: Any) -> bool:
@@ -318,6 +337,9 @@ def _plain_index(index: Any) -> Any:
     """Tensors inside an index become their arrays, 0-d integer ones ints (as torch)."""
     if isinstance(index, tuple):
         return tuple(_plain_index(i) for i in index)
+    if isinstance(index, slice) and index.step is not None and index.step <= 0:
+        # torch has no negative strides (numpy would write reversed)
+        raise ArgumentError(f"a slice's step must be greater than zero, got {index.step}")
     array = getattr(index, "_data", index)
     if isinstance(array, np.ndarray) and array.ndim == 0 and array.dtype.kind == "i":
         return int(array)

@@ -541,7 +541,21 @@ def _extrema_of_nan(lib: Any) -> Any:
     )
 
 
+def _setitem_leading_ones(lib: Any) -> Any:
+    w = lib.tensor([5.0], requires_grad=True)
+    x = lib.zeros(2, 3)
+    x[1, 2] = w  # one element from a 1-element tensor
+    x[0] = w.reshape(1, 1, 1)
+    y = lib.zeros(2, 3)
+    y[lib.tensor([0, 1]), 1] = lib.tensor([[7.0, 8.0]])
+    z = lib.zeros(3)
+    z[1] = lib.tensor([[5.0]])  # without grad
+    (x * lib.arange(6.0).reshape(2, 3)).sum().backward()
+    return x, w.grad, y, z
+
+
 CASES: dict[str, Case] = {
+    "x[i] = a tensor with leading dims of size 1": _setitem_leading_ones,
     "max() and min() of a tensor with nan: the gradient goes to the nan": _extrema_of_nan,
     "Tensor(2, 3) is a shape, Tensor(data) float32": _legacy_constructor,
     "a Function with setup_context": _setup_context_function,
@@ -626,6 +640,10 @@ ERRORS: dict[str, Case] = {
     "a float tensor as an index": lambda lib: lib.arange(4.0)[lib.tensor([0.0, 1.0])],
     "a boolean mask of the wrong shape": lambda lib: lib.ones(3, 2)[lib.tensor([True, False])],
     "a negative slice step": lambda lib: lib.arange(4.0)[::-1],
+    "writing to a negative slice step": lambda lib: lib.zeros(3).__setitem__(
+        slice(None, None, -1), 1
+    ),
+    "writing two values to one slot": lambda lib: lib.zeros(3).__setitem__(1, lib.ones(2)),
     "a zero slice step": lambda lib: lib.arange(4.0)[0:2:0],
     "requires_grad = True on a non-leaf": _set_requires_grad_of_non_leaf,
     "allow_unused=False with materialize_grads": _unused_materialized_not_allowed,

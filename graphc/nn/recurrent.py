@@ -1,4 +1,5 @@
-"""Recurrent layers with PyTorch's names, parameters and equations: RNN, GRU, LSTM.
+"""Recurrent layers with PyTorch's names, parameters and equations: RNN, GRU, LSTM, and
+their one-step cells RNNCell, GRUCell, LSTMCell (the same equations, one time step).
 
 Each layer and direction is one `gc.scan` over time, so a traced model holds one loop
 node per layer and direction however long the sequence (eagerly, the scan is a Python
@@ -31,7 +32,7 @@ from graphc.nn.module import Module
 from graphc.ops import concat, relu, sigmoid, stack, swapaxes, tanh, zeros_like
 from graphc.ops.flow import scan
 
-__all__ = ["GRU", "LSTM", "RNN"]
+__all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell"]
 
 Step = Callable[[Any, Any, Any, Any], Any]  # (carry, projected x_t, w_hh, b_hh) -> carry
 
@@ -301,3 +302,115 @@ class LSTM(_Recurrent):
 
     def final(self, carries: list[Any]) -> Any:
         return stack([h for h, _ in carries], axis=0), stack([c for _, c in carries], axis=0)
+
+
+class _Cell(Module):
+    """One time step of a recurrent layer: torch's RNNCell, GRUCell and LSTMCell, whose
+    parameters are `weight_ih`, `weight_hh`, `bias_ih`, `bias_hh` (no layer suffix)."""
+
+    gates = 1
+    nonlinearity = "tanh"
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        dtype: Any = "float32",
+        generator: init.Generator = None,
+    ) -> None:
+        super().__init__()
+        if input_size < 0 or hidden_size < 1:
+            raise GraphcError(
+                f"{type(self).__name__}: input_size must be >= 0 and hidden_size positive, "
+                f"got {input_size} and {hidden_size}"
+            )
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        rng = init.as_generator(generator)
+        bound = 1.0 / math.sqrt(hidden_size)
+        rows = self.gates * hidden_size
+        shapes = {"weight_ih": (rows, input_size), "weight_hh": (rows, hidden_size)}
+        if bias:
+            shapes.update(bias_ih=(rows,), bias_hh=(rows,))
+        for name, shape in shapes.items():
+            tensor = zeros(*shape, dtype=as_dtype(dtype), requires_grad=True)
+            setattr(self, name, init.uniform_(tensor, -bound, bound, generator=rng))
+        if not bias:
+            self.bias_ih = self.bias_hh = None
+
+    _recurrent = _Recurrent._recurrent
+
+    def forward(self, input: Any, hx: Any = None) -> Any:  # noqa: A002 - torch's name
+        name = type(self).__name__
+        if input.ndim not in (1, 2) or input.shape[-1] != self.input_size:
+            raise ShapeError(
+                f"{name}: input must be (batch, {self.input_size}) or unbatched "
+                f"({self.input_size},), got shape {tuple(input.shape)}"
+            )
+        unbatched = input.ndim == 1
+        x = input.reshape((1, input.shape[0])) if unbatched else input
+        states = hx if isinstance(hx, tuple) else (hx,)
+        if hx is None:
+            states = (zeros_like(x[:, :1]) + np.zeros(self.hidden_size, x.dtype),) * (
+                2 if self.gates == 4 else 1
+            )
+        elif unbatched:
+            states = tuple(h.reshape((1, h.shape[0])) for h in states)
+        for h in states:
+            if tuple(h.shape) != (x.shape[0], self.hidden_size):
+                raise ShapeError(
+                    f"{name}: hx must have shape ({x.shape[0]}, {self.hidden_size}) for an "
+                    f"input of shape {tuple(input.shape)}, got {tuple(h.shape)}"
+                )
+        projected = x @ self.weight_ih.T
+        if self.bias_ih is not None:
+            projected = projected + self.bias_ih
+        new = self.step(states if self.gates == 4 else states[0], projected, self.weight_hh,
+                        self.bias_hh)  # fmt: skip
+        if not unbatched:
+            return new
+        if isinstance(new, tuple):
+            return tuple(h.reshape((self.hidden_size,)) for h in new)
+        return new.reshape((self.hidden_size,))
+
+    def extra_repr(self) -> str:
+        text = f"{self.input_size}, {self.hidden_size}"
+        if not self.bias:
+            text += ", bias=False"
+        if self.nonlinearity != "tanh":
+            text += f", nonlinearity={self.nonlinearity}"
+        return text
+
+
+class RNNCell(_Cell):
+    """One step of nn.RNN: h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.RNNCell(3, 4, generator=0)(ge.ones(2, 3)).shape
+    (2, 4)
+    """
+
+    def __init__(self, *args: Any, nonlinearity: str = "tanh", **kwargs: Any) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise GraphcError(
+                f"RNNCell: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}"
+            )
+        super().__init__(*args, **kwargs)
+        self.nonlinearity = nonlinearity
+
+    step = RNN.step
+
+
+class GRUCell(_Cell):
+    """One step of nn.GRU (gates r, z, n)."""
+
+    gates = 3
+    step = GRU.step
+
+
+class LSTMCell(_Cell):
+    """One step of nn.LSTM: (h, c) in and out (gates i, f, g, o)."""
+
+    gates = 4
+    step = LSTM.step

@@ -511,3 +511,50 @@ def test_grouped_query_attention_matches_torch(causal: bool) -> None:
         F.scaled_dot_product_attention(
             ge.ones(1, 6, 2, 4), ge.ones(1, 4, 2, 4), ge.ones(1, 4, 2, 4), enable_gqa=True
         )
+
+
+CELLS = [  # (class name, options, input shape, state shapes)
+    ("LSTMCell", {}, (3, 5), [(3, 4), (3, 4)]),
+    ("RNNCell", {"nonlinearity": "relu", "bias": False}, (3, 5), [(3, 4)]),
+    ("GRUCell", {}, (5,), [(4,)]),
+    ("LSTMCell", {"bias": False}, (5,), []),
+    ("GRUCell", {"bias": False}, (2, 5), []),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize(("kind", "options", "shape", "states"), CELLS, ids=str)
+def test_recurrent_cells_match_torch(kind: str, options: dict, shape: tuple, states: list) -> None:
+    """RNNCell, GRUCell and LSTMCell were missing."""
+    ours = getattr(nn, kind)(5, 4, dtype="float64", **options)
+    theirs = getattr(torch.nn, kind)(5, 4, dtype=torch.float64, **options)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(shape)] + [rng.standard_normal(s) for s in states]
+    mine = [ge.tensor(a, requires_grad=True) for a in arrays]
+    their = [torch.tensor(a, requires_grad=True) for a in arrays]
+    hx = None if not states else tuple(mine[1:]) if len(states) == 2 else mine[1]
+    their_hx = None if not states else tuple(their[1:]) if len(states) == 2 else their[1]
+    out, their_out = ours(mine[0], hx), theirs(their[0], their_hx)
+    out = out if isinstance(out, tuple) else (out,)
+    their_out = their_out if isinstance(their_out, tuple) else (their_out,)
+    for o, t in zip(out, their_out):
+        np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), atol=1e-12)
+    sum(((k + 1) * o).sum() for k, o in enumerate(out)).backward()
+    sum(((k + 1) * t).sum() for k, t in enumerate(their_out)).backward()
+    for m, t in zip(mine, their):
+        np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), atol=1e-12)
+    for name, p in theirs.named_parameters():
+        np.testing.assert_allclose(
+            ours.get_parameter(name).grad.numpy(), p.grad.numpy(), atol=1e-12
+        )
+    traced = gc.jit(lambda x: ours(x))(arrays[0])
+    want = theirs(torch.tensor(arrays[0]))
+    want = want[0] if isinstance(want, tuple) else want
+    np.testing.assert_allclose(
+        traced[0] if isinstance(traced, tuple) else traced, want.detach().numpy(), atol=1e-12
+    )
+    with pytest.raises(ShapeError, match=f"{kind}: hx must have shape"):
+        ours(ge.ones(2, 5, dtype="float64"), ge.ones(3, 4, dtype="float64"))

@@ -47,7 +47,28 @@ EAGER_ONLY = {
     "new_tensor": "makes a tensor from data, applies no op to self",
     "new_zeros": "makes a tensor from data, applies no op to self",
     "new_ones": "makes a tensor from data, applies no op to self",
+    "new_full": "makes a tensor from data, applies no op to self",
+    "new_empty": "makes a tensor from data, applies no op to self",
+    "register_post_accumulate_grad_hook": "a hook on the tape",
+    "median": "reads the values to pick the element (then a differentiable take)",
+    "nonzero": "reads the values: the result's shape depends on them",
+    "argwhere": "reads the values: the result's shape depends on them",
+    "masked_select": "reads the mask: the result's shape depends on it",
+    "stride": "reads the memory layout",
+    "storage_offset": "reads the memory layout",
+    "element_size": "the memory's size",
+    "itemsize": "the memory's size",
+    "nbytes": "the memory's size",
 }
+# torch's composites of a few ops each (graphc/eager/composites.py and eager/methods.py),
+# eager only until graphc/ops/methods.py builds them for graph values too
+EAGER_ONLY.update(
+    dict.fromkeys(
+        ["roll", "lerp", "addcmul", "addcdiv", "trace", "diff", "aminmax", "frac",
+         "count_nonzero", "unflatten", "mT", "is_floating_point", "tensor_split", "type_as"],
+        "a torch composite built in graphc/eager for now",
+    )
+)  # fmt: skip
 # bfloat16() casts to ml_dtypes' bfloat16: a case where ml_dtypes is installed
 HAS_BFLOAT16 = importlib.util.find_spec("ml_dtypes") is not None
 if not HAS_BFLOAT16:

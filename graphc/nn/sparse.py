@@ -21,7 +21,8 @@ class Embedding(Module):
 
     Initialized as torch does: weight from N(0, 1) drawn from `generator` (a seed, a
     numpy Generator, or graphc.eager's global one), the row `padding_idx` zeroed; that
-    row gets no gradient. state_dict key: `weight`.
+    row gets no gradient. With `max_norm` the rows looked up are renormalized in place
+    first, as torch's (eagerly only; see F.embedding). state_dict key: `weight`.
 
     >>> import graphc.eager as ge
     >>> from graphc import nn
@@ -47,8 +48,8 @@ class Embedding(Module):
         generator: init.Generator = None,
     ) -> None:
         super().__init__()
-        if max_norm is not None or scale_grad_by_freq:
-            raise GraphcError("Embedding: max_norm and scale_grad_by_freq are not supported")
+        if scale_grad_by_freq:
+            raise GraphcError("Embedding: scale_grad_by_freq is not supported")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise IndexRangeError(
@@ -59,6 +60,7 @@ class Embedding(Module):
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx
+        self.max_norm, self.norm_type = max_norm, norm_type
         self.sparse = sparse
         if _weight is None:
             weight = zeros(num_embeddings, embedding_dim, dtype=as_dtype(dtype))
@@ -96,8 +98,14 @@ class Embedding(Module):
         return cls(*weight.shape, padding_idx, _weight=weight, _freeze=freeze, **options)
 
     def forward(self, indices: Any) -> Any:
-        return embedding(indices, self.weight, self.padding_idx)
+        return embedding(indices, self.weight, self.padding_idx, self.max_norm, self.norm_type)
 
     def extra_repr(self) -> str:
         text = f"{self.num_embeddings}, {self.embedding_dim}"
-        return text if self.padding_idx is None else f"{text}, padding_idx={self.padding_idx}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.max_norm is not None and self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        return text

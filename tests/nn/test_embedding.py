@@ -60,8 +60,8 @@ def test_out_of_range_ids_are_index_errors_as_in_torch() -> None:
             layer(ge.tensor(ids))
     with pytest.raises(IndexError, match="padding_idx 4 must be within"):
         nn.Embedding(4, 2, padding_idx=4)
-    with pytest.raises(gc.GraphcError, match="max_norm"):
-        nn.Embedding(4, 2, max_norm=1.0)
+    with pytest.raises(gc.GraphcError, match="scale_grad_by_freq"):
+        nn.Embedding(4, 2, scale_grad_by_freq=True)
 
 
 def test_from_pretrained_freezes_by_default_and_keeps_the_state_dict_key() -> None:

@@ -558,3 +558,27 @@ def test_recurrent_cells_match_torch(kind: str, options: dict, shape: tuple, sta
     )
     with pytest.raises(ShapeError, match=f"{kind}: hx must have shape"):
         ours(ge.ones(2, 5, dtype="float64"), ge.ones(3, 4, dtype="float64"))
+
+
+@needs_torch
+@pytest.mark.parametrize("norm_type", [2.0, 1.0])
+def test_embedding_max_norm_renormalizes_as_torch(norm_type: float) -> None:
+    """max_norm was refused; torch scales the rows looked up in place, each step."""
+    ours = nn.Embedding(6, 3, max_norm=1.2, norm_type=norm_type, dtype="float64")
+    theirs = torch.nn.Embedding(6, 3, max_norm=1.2, norm_type=norm_type).double()
+    assert repr(ours) == repr(theirs)
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    rng = np.random.default_rng(0)
+    for _ in range(2):  # the second lookup sees the first's renormalized rows
+        ids = rng.integers(0, 6, (2, 4))
+        out, their_out = ours(ge.tensor(ids)), theirs(torch.tensor(ids))
+        weights = rng.standard_normal(tuple(their_out.shape))
+        (out * ge.tensor(weights)).sum().backward()
+        (their_out * torch.tensor(weights)).sum().backward()
+        np.testing.assert_allclose(out.detach().numpy(), their_out.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(
+        ours.weight.detach().numpy(), theirs.weight.detach().numpy(), atol=1e-12
+    )
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), atol=1e-12)
+    with pytest.raises(GraphcError, match="embedding: max_norm rewrites the weight in place"):
+        gc.trace(ours, gc.TensorSpec((2,), "int64"))

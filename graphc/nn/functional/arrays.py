@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.eager import Tensor, no_grad, tensor
 from graphc.ir.errors import GraphcError
 from graphc.ops import indexing as I
 from graphc.ops import nn as N
@@ -75,8 +76,10 @@ def embedding(
     sparse: bool = False,
 ) -> Any:
     """torch.nn.functional.embedding: the rows of `weight` at the indices `input`; the row
-    `padding_idx` gets no gradient. `sparse` gives the same (dense) gradient; max_norm
-    (which renormalizes the weight in place) and scale_grad_by_freq are not supported.
+    `padding_idx` gets no gradient. `sparse` gives the same (dense) gradient. With
+    `max_norm`, the rows looked up whose `norm_type` norm exceeds it are first scaled
+    down to it in place, as torch's (eager tensors only: a traced graph cannot rewrite
+    its weight); scale_grad_by_freq is not supported.
 
     >>> import graphc.eager as ge
     >>> from graphc.nn import functional as F
@@ -86,10 +89,28 @@ def embedding(
     [[0.0, 0.0], [2.0, 2.0]]
     """
     if max_norm is not None:
-        raise GraphcError("embedding: max_norm is not supported (renormalize the weight first)")
+        _renormalize(input, weight, max_norm, norm_type)
     if scale_grad_by_freq:
         raise GraphcError("embedding: scale_grad_by_freq is not supported")
     return _embedding(input, weight, padding_idx=padding_idx)
+
+
+def _renormalize(indices: Any, weight: Any, max_norm: float, norm_type: float) -> None:
+    """torch's embedding_renorm_: each row of `weight` that `indices` looks up and whose
+    norm exceeds max_norm scaled (in place, unrecorded) to max_norm / (norm + 1e-7)."""
+    if not (isinstance(indices, Tensor) and isinstance(weight, Tensor)):
+        raise GraphcError(
+            "embedding: max_norm rewrites the weight in place, which needs eager tensors; "
+            "a traced graph cannot (renormalize the weight before tracing, or leave max_norm)"
+        )
+    rows = np.unique(indices.detach().numpy())
+    values = weight.detach().numpy()[rows]
+    norms = np.linalg.norm(values, ord=norm_type, axis=1)
+    big = norms > max_norm
+    if big.any():
+        scaled = values[big] * (max_norm / (norms[big] + 1e-7))[:, None]
+        with no_grad():
+            weight[tensor(rows[big])] = tensor(scaled.astype(values.dtype))
 
 
 def one_hot(tensor: Any, num_classes: int = -1) -> Any:

@@ -16,6 +16,11 @@ graph value (a loop counter: JAX's dynamic index), or (alone with `:` elsewhere,
   updates (JAX leaves unspecified which one wins); `add` and `subtract` accumulate, as
   in JAX; multiply, divide, power, min and max through an index array are refused.
 
+The methods take JAX's keywords (`mode`, `indices_are_sorted`, `unique_indices`);
+`mode="clip"` clamps indices into range as JAX's does, and JAX's "drop" and "fill" are
+refused by name (their point is an index out of range). `apply(func)` sets `func` of
+the region, as JAX's.
+
 `dynamic_slice(x, starts, sizes)` and `dynamic_update_slice(x, update, starts)` take
 start indices that may be graph values; as in JAX a negative start counts from the
 end, and starts are clamped so the window fits.
@@ -106,41 +111,107 @@ def _combine(name: str) -> Callable[[Any, Any], Any]:
     return lambda a, b: bind(name, a, b)
 
 
+# JAX's `mode=` of an update or read: what an index out of range does. graphc raises
+# for it (IndexRangeError), which keeps JAX's promise_in_bounds; "clip" clamps indices.
+_MODES = (None, "promise_in_bounds", "clip")
+
+
 class _Where:
-    """`x.at[index]`: each method returns a new value, `x` with the update applied."""
+    """`x.at[index]`: each method returns a new value, `x` with the update applied.
+
+    The methods take JAX's keywords: `mode` (None, "promise_in_bounds" or "clip", which
+    clamps the indices into range; JAX's "drop" and "fill" are refused, since an index
+    out of range is an error here), and `indices_are_sorted` / `unique_indices`, hints
+    that change nothing.
+    """
 
     def __init__(self, x: Any, index: Any) -> None:
         self._x = x
         self._index = index if isinstance(index, tuple) else (index,)
 
-    def get(self) -> Any:
-        return self._x[self._index if len(self._index) > 1 else self._index[0]]
+    def _at(self, what: str, mode: Any, fill_value: Any = None) -> tuple:
+        """The index, clamped into range for mode="clip"."""
+        if mode not in _MODES:
+            raise GraphcError(
+                f"at[...].{what}: mode={mode!r} is not supported: an index out of range is an "
+                "error in graphc (IndexRangeError), not dropped or filled as in JAX; give "
+                "mode='clip' to clamp indices into range, or keep them in range"
+            )
+        if fill_value is not None:
+            raise GraphcError(f"at[...].{what}: fill_value needs mode='fill', which graphc lacks")
+        if mode != "clip":
+            return self._index
+        return _clipped(self._index, _shape(self._x), what)
 
-    def set(self, values: Any) -> Any:
-        return _update(self._x, self._index, values, None, "set")
+    def get(
+        self,
+        *,
+        mode: Any = None,
+        fill_value: Any = None,
+        indices_are_sorted: bool = False,
+        unique_indices: bool = False,
+    ) -> Any:
+        index = self._at("get", mode, fill_value)
+        return self._x[index if len(index) > 1 else index[0]]
 
-    def add(self, values: Any) -> Any:
-        return _update(self._x, self._index, values, _combine("add"), "add")
+    def _update(self, values: Any, combine: Any, what: str, mode: Any) -> Any:
+        return _update(self._x, self._at(what, mode), values, combine, what)
 
-    def subtract(self, values: Any) -> Any:
-        return _update(self._x, self._index, values, _combine("sub"), "subtract")
+    def set(self, values: Any, *, mode: Any = None, **hints: bool) -> Any:
+        return self._update(values, None, "set", mode)
 
-    def multiply(self, values: Any) -> Any:
-        return _update(self._x, self._index, values, _combine("mul"), "multiply")
+    def apply(self, func: Callable[[Any], Any], *, mode: Any = None, **hints: bool) -> Any:
+        """`func` (elementwise) applied to x there: `set(func(get()))`, as JAX's apply."""
+        if not callable(func):
+            raise GraphcError(f"at[...].apply: expected a function, got {type(func).__name__}")
+        index = self._at("apply", mode)
+        if any(_is_index_array(item) for item in index):
+            raise GraphcError(  # a repeated index would apply func once per repetition in JAX
+                "at[...].apply: through an index array only set, add and subtract are supported"
+            )
+        region = self._x[index if len(index) > 1 else index[0]]
+        return _update(self._x, index, func(region), None, "apply")
+
+    def add(self, values: Any, *, mode: Any = None, **hints: bool) -> Any:
+        return self._update(values, _combine("add"), "add", mode)
+
+    def subtract(self, values: Any, *, mode: Any = None, **hints: bool) -> Any:
+        return self._update(values, _combine("sub"), "subtract", mode)
+
+    def multiply(self, values: Any, *, mode: Any = None, **hints: bool) -> Any:
+        return self._update(values, _combine("mul"), "multiply", mode)
 
     mul = multiply
 
-    def divide(self, values: Any) -> Any:
-        return _update(self._x, self._index, values, _combine("div"), "divide")
+    def divide(self, values: Any, *, mode: Any = None, **hints: bool) -> Any:
+        return self._update(values, _combine("div"), "divide", mode)
 
-    def power(self, values: Any) -> Any:
-        return _update(self._x, self._index, values, _combine("pow"), "power")
+    def power(self, values: Any, *, mode: Any = None, **hints: bool) -> Any:
+        return self._update(values, _combine("pow"), "power", mode)
 
-    def min(self, values: Any) -> Any:
-        return _update(self._x, self._index, values, _combine("minimum"), "min")
+    def min(self, values: Any, *, mode: Any = None, **hints: bool) -> Any:
+        return self._update(values, _combine("minimum"), "min", mode)
 
-    def max(self, values: Any) -> Any:
-        return _update(self._x, self._index, values, _combine("maximum"), "max")
+    def max(self, values: Any, *, mode: Any = None, **hints: bool) -> Any:
+        return self._update(values, _combine("maximum"), "max", mode)
+
+
+def _clipped(index: tuple, shape: tuple, what: str) -> tuple:
+    """Each integer of `index` (Python, graph value or index array) clamped into its
+    axis, a negative one counted from the end first (JAX's mode="clip")."""
+    items = _per_axis(index, len(shape), f"at[...].{what}")
+    out = []
+    for item, n in zip(items, shape):
+        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            n = _concrete(n, f"at[...].{what}")
+            out.append(min(max(int(item) + n if item < 0 else int(item), 0), n - 1))
+        elif _is_int_scalar_value(item) or _is_index_array(item):
+            n = _concrete(n, f"at[...].{what}")
+            wrapped = bind("where", bind("lt", item, 0), bind("add", item, n), item)
+            out.append(bind("clip", wrapped, a_min=0, a_max=n - 1))
+        else:
+            out.append(item)
+    return tuple(out)
 
 
 def _update(

@@ -348,3 +348,45 @@ def test_grad_allow_int_gives_integer_arguments_zero_gradients(jax: Any) -> None
     assert_trees_close((value, grads[0]), (x[1] * x[0], want[0]))
     with pytest.raises(gc.AutodiffError, match=r"argument 1 \('i'\) has dtype int64"):
         gc.grad(pick, argnums=(0, 1))(x, 1)
+
+
+# -- x.at[...] keywords ----------------------------------------------------------------
+
+
+AT_PROGRAMS = [
+    lambda x, sin: x.at[5].get(mode="clip"),
+    lambda x, sin: x.at[-7, 9].get(mode="clip"),
+    lambda x, sin: x.at[7, -9].set(0.0, mode="clip"),
+    lambda x, sin: x.at[:, np.array([0, 5, -9])].add(1.0, mode="clip", indices_are_sorted=True),
+    lambda x, sin: x.at[1].multiply(2.0, mode="promise_in_bounds", unique_indices=True),
+    lambda x, sin: x.at[1, 1:].apply(sin),
+    lambda x, sin: x.at[np.array([2, 0])].add(x[0], unique_indices=True),
+]
+
+
+@pytest.mark.parametrize("case", range(len(AT_PROGRAMS)))
+def test_at_takes_jax_keywords(jax: Any, case: int) -> None:
+    """mode=, indices_are_sorted=, unique_indices= and apply were TypeErrors."""
+    program = AT_PROGRAMS[case]
+    x = np.arange(12.0).reshape(3, 4)
+    want = program(jax.numpy.asarray(x), jax.numpy.sin)
+    assert_trees_close(gc.jit(lambda v: program(v, gc.sin))(x), want)
+    assert_trees_close(program(ge.tensor(x), gc.sin).numpy(), want)
+
+    def squares(sin: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        return lambda v: (program(v, sin) ** 2).sum()
+
+    jnp = jax.numpy
+    # jax's apply has no derivative: there, that of set(sin(get()))
+    twin = lambda v: (v.at[1, 1:].set(jnp.sin(v[1, 1:])) ** 2).sum()  # noqa: E731
+    want_grad = jax.grad(squares(jnp.sin) if case != 5 else twin)(x)
+    assert_trees_close(gc.grad(squares(gc.sin))(x), want_grad)
+
+
+def test_at_refuses_the_modes_for_indices_out_of_range(jax: Any) -> None:
+    x = np.arange(4.0)
+    assert_trees_close(jax.numpy.asarray(x).at[9].set(1.0, mode="drop"), x)
+    with pytest.raises(gc.GraphcError, match="mode='drop' is not supported: an index out of"):
+        gc.at(x)[9].set(1.0, mode="drop")
+    with pytest.raises(gc.GraphcError, match="mode='fill' is not supported"):
+        gc.jit(lambda v: v.at[9].get(mode="fill", fill_value=0.0))(x)

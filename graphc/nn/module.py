@@ -34,6 +34,7 @@ from graphc.eager.autograd import zero_grads
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.graph import active_graph
 from graphc.ir.scope import SEPARATOR, known_values, path_scope
+from graphc.nn.parameter import Parameter
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
 
@@ -73,7 +74,7 @@ def _module_scope(module: Module) -> Iterator[None]:
             return
     paths = {id(m): name for name, m in module.named_modules()}
     values: dict[int, str] = {}
-    for name, tensor in module._state_items():
+    for name, tensor in module._state_items(everything=True):
         values.setdefault(id(tensor), name)  # a shared tensor: its first key, as torch
     _TREES.paths.append(paths)
     try:
@@ -170,6 +171,7 @@ class Module:
     def __init__(self) -> None:
         for registry in _REGISTRIES:
             object.__setattr__(self, registry, {})
+        object.__setattr__(self, "_non_persistent", set())  # buffers left out of state_dict
         object.__setattr__(self, "training", True)
 
     # -- registration ---------------------------------------------------------------
@@ -197,7 +199,9 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, Tensor) and name in self._registry("_parameters"):
+        if isinstance(value, Parameter):
+            registry = "_parameters"  # whether or not it requires grad, as torch's
+        elif isinstance(value, Tensor) and name in self._registry("_parameters"):
             registry = "_parameters"  # a frozen (requires_grad False) tensor keeps the slot
         elif isinstance(value, Tensor) and (
             value.requires_grad or name in self._registry("_buffers")
@@ -217,15 +221,21 @@ class Module:
         self._unregister(name)
         object.__delattr__(self, name)
 
-    def register_parameter(self, name: str, tensor: Tensor) -> None:
-        """Register `tensor` as a parameter (it is made to require grad)."""
-        if not tensor.requires_grad:
+    def register_parameter(self, name: str, tensor: Tensor | None) -> None:
+        """Register `tensor` as a parameter (a plain tensor is made to require grad; an
+        nn.Parameter keeps its requires_grad), or None as an empty slot, as torch's."""
+        if tensor is not None and not isinstance(tensor, Parameter) and not tensor.requires_grad:
             tensor.requires_grad_()
-        setattr(self, name, tensor)
+        self._register("_parameters", name, tensor)
 
-    def register_buffer(self, name: str, tensor: Tensor) -> None:
-        """Register state that is saved in `state_dict` but not trained (e.g. running stats)."""
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Register state that is not trained (e.g. running stats), saved in `state_dict`
+        unless persistent=False, as torch's."""
         self._register("_buffers", name, tensor)
+        if persistent:
+            self.__dict__["_non_persistent"].discard(name)
+        else:
+            self.__dict__["_non_persistent"].add(name)
 
     # -- walking the tree -----------------------------------------------------------
 
@@ -348,16 +358,20 @@ class Module:
 
     # -- state ----------------------------------------------------------------------
 
-    def _state_items(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
-        """(dotted key, tensor) of every parameter and buffer, walked as PyTorch's
-        state_dict walks: each module's parameters, then its buffers, then its children;
-        a module or tensor reached twice (shared) is listed under each of its keys."""
+    def _state_items(
+        self, prefix: str = "", everything: bool = False
+    ) -> Iterator[tuple[str, Tensor]]:
+        """(dotted key, tensor) of every parameter and buffer (the non-persistent buffers
+        only with `everything`), walked as PyTorch's state_dict walks: each module's
+        parameters, then its buffers, then its children; a module or tensor reached twice
+        (shared) is listed under each of its keys."""
+        left_out = set() if everything else self.__dict__.get("_non_persistent", set())
         for registry in ("_parameters", "_buffers"):
             for name, tensor in self._registry(registry).items():
-                if tensor is not None:
+                if tensor is not None and not (registry == "_buffers" and name in left_out):
                     yield prefix + name, tensor
         for name, child in self.named_children():
-            yield from child._state_items(f"{prefix}{name}.")
+            yield from child._state_items(f"{prefix}{name}.", everything)
 
     def state_dict(
         self, destination: dict[str, Any] | None = None, prefix: str = "", keep_vars: bool = False
@@ -454,7 +468,7 @@ class Module:
             raise GraphcError(
                 f"{type(self).__name__}.to: a module's dtype must be floating point, got {dtype}"
             )
-        for _, tensor in self._state_items():
+        for _, tensor in self._state_items(everything=True):
             if tensor.dtype.kind != "f" or tensor.dtype == dtype:
                 continue
             with no_grad():

@@ -240,6 +240,7 @@ def test_initializing_a_parameter_keeps_it_a_leaf() -> None:
         "graphc.nn",
         "graphc.nn.layers",
         "graphc.nn.containers",
+        "graphc.nn.parameter",
         "graphc.nn.loss",
         "graphc.nn.functional.loss",
         "graphc.nn.module",

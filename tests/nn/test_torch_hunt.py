@@ -582,3 +582,45 @@ def test_embedding_max_norm_renormalizes_as_torch(norm_type: float) -> None:
     np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), atol=1e-12)
     with pytest.raises(GraphcError, match="embedding: max_norm rewrites the weight in place"):
         gc.trace(ours, gc.TensorSpec((2,), "int64"))
+
+
+@needs_torch
+def test_parameters_and_buffers_register_as_torch() -> None:
+    """nn.Parameter was missing (a frozen one was no parameter), register_buffer took no
+    persistent flag and register_parameter no None."""
+
+    def build(lib, tensor):
+        class Custom(lib.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.scale = lib.Parameter(tensor(np.ones(3, np.float32)))
+                self.frozen = lib.Parameter(tensor(np.zeros(2, np.float32)), requires_grad=False)
+                self.register_buffer("kept", tensor(np.arange(3, dtype=np.float32)))
+                self.register_buffer("scratch", tensor(np.ones(4, np.float32)), persistent=False)
+                self.register_parameter("empty", None)
+                self.inner = lib.Linear(3, 3)
+
+            def forward(self, x):
+                return self.inner(x * self.scale) + self.scratch[:3].sum()
+
+        return Custom()
+
+    ours, theirs = build(nn, ge.tensor), build(torch.nn, torch.tensor)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert names(ours.named_parameters()) == names(theirs.named_parameters())
+    assert names(ours.named_buffers()) == names(theirs.named_buffers())
+    assert [p.requires_grad for p in ours.parameters()] == [
+        p.requires_grad for p in theirs.parameters()
+    ]
+    assert isinstance(ours.scale, nn.Parameter) and repr(ours.frozen) == (
+        "Parameter containing:\ntensor([0., 0.])"
+    )
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    out = ours(ge.tensor(x))
+    np.testing.assert_allclose(
+        out.detach().numpy(), theirs(torch.tensor(x)).detach().numpy(), atol=1e-6
+    )
+    traced = gc.jit(lambda v: ours(v))(x)  # the non-persistent buffer is read when traced too
+    np.testing.assert_allclose(traced, out.detach().numpy(), atol=1e-12)
+    assert ours.double().scratch.dtype == np.float64  # to() casts non-persistent buffers too

@@ -136,6 +136,20 @@ def buffer_value(buffer: Tensor) -> Any:
     return buffer
 
 
+class _HookHandle:
+    """What registering a hook returns: `remove()` takes the hook away again."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: dict[int, Any]) -> None:
+        self.hooks = hooks
+        self.id = _HookHandle._next_id
+        _HookHandle._next_id += 1
+
+    def remove(self) -> None:
+        self.hooks.pop(self.id, None)
+
+
 class IncompatibleKeys(NamedTuple):
     """What `load_state_dict(strict=False)` could not match."""
 
@@ -491,10 +505,48 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        hooks = self.__dict__.get("_hooks")
+        if hooks:  # forward pre-hooks may replace the arguments
+            for hook in list(hooks["pre"].values()):
+                changed = hook(self, args)
+                if changed is not None:
+                    args = changed if isinstance(changed, tuple) else (changed,)
         if active_graph() is None:  # eagerly: no nodes to put in a scope
-            return self.forward(*args, **kwargs)
-        with _module_scope(self):
-            return self.forward(*args, **kwargs)
+            output = self.forward(*args, **kwargs)
+        else:
+            with _module_scope(self):
+                output = self.forward(*args, **kwargs)
+        if hooks:  # forward hooks may replace the output
+            for hook in list(hooks["post"].values()):
+                changed = hook(self, args, output)
+                if changed is not None:
+                    output = changed
+        return output
+
+    def _add_hook(self, kind: str, hook: Any) -> _HookHandle:
+        hooks = self.__dict__.setdefault("_hooks", {"pre": {}, "post": {}})
+        handle = _HookHandle(hooks[kind])
+        hooks[kind][handle.id] = hook
+        return handle
+
+    def register_forward_pre_hook(self, hook: Any) -> _HookHandle:
+        """Call hook(module, args) before each forward; a result other than None replaces
+        the arguments (a tuple, or one value). Returns a handle whose remove() undoes it.
+
+        >>> import graphc.eager as ge
+        >>> from graphc import nn
+        >>> layer = nn.ReLU()
+        >>> handle = layer.register_forward_pre_hook(lambda module, args: -args[0])
+        >>> layer(ge.tensor([2.0, -3.0])).tolist()
+        [0.0, 3.0]
+        >>> handle.remove()
+        """
+        return self._add_hook("pre", hook)
+
+    def register_forward_hook(self, hook: Any) -> _HookHandle:
+        """Call hook(module, args, output) after each forward; a result other than None
+        replaces the output. Returns a handle whose remove() undoes it."""
+        return self._add_hook("post", hook)
 
     def extra_repr(self) -> str:
         return ""

@@ -624,3 +624,34 @@ def test_parameters_and_buffers_register_as_torch() -> None:
     traced = gc.jit(lambda v: ours(v))(x)  # the non-persistent buffer is read when traced too
     np.testing.assert_allclose(traced, out.detach().numpy(), atol=1e-12)
     assert ours.double().scratch.dtype == np.float64  # to() casts non-persistent buffers too
+
+
+@needs_torch
+def test_forward_hooks_run_as_torch() -> None:
+    """register_forward_hook and register_forward_pre_hook were missing."""
+
+    def hooked(model) -> tuple[list, list]:
+        seen: list = []
+        handles = [
+            model[0].register_forward_hook(lambda m, args, out: seen.append(out.detach())),
+            model[1].register_forward_pre_hook(lambda m, args: (args[0] * 2.0,)),
+            model[2].register_forward_hook(lambda m, args, out: out + 1.0),
+        ]
+        return seen, handles
+
+    theirs = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    ours = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    (seen, handles), (their_seen, their_handles) = hooked(ours), hooked(theirs)
+    want = theirs(torch.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(ours(ge.tensor(x)).detach().numpy(), want, atol=1e-6)
+    np.testing.assert_allclose(seen[0].numpy(), their_seen[0].numpy(), atol=1e-6)
+    traced = gc.jit(lambda v: ours(v))(x)  # the hooks run while tracing too
+    np.testing.assert_allclose(traced, want, atol=1e-6)
+    for handle in handles[1:] + their_handles[1:]:
+        handle.remove()
+    np.testing.assert_allclose(
+        ours(ge.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(), atol=1e-6
+    )
+    assert len(seen) == len(their_seen) + 1  # the trace ran the first hook once more

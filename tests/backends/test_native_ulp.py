@@ -207,18 +207,9 @@ UNARY |= {
     "full_like_True": lambda x: gc.full_like(x, True),
     "where_pos": lambda x: gc.where(x > 0, x, -0.0),
     "where_nan": lambda x: gc.where(x == x, 1.5, x),
-    # clip keeps x at a bound it equals (-0.0 at 0.0); bounds and slopes round to x's dtype
-    "hardtanh": gc.hardtanh,
-    "relu6": gc.relu6,
-    "hardtanh_-0_0": lambda x: gc.hardtanh(x, -0.0, 0.0),
-    "hardtanh_0.1_-1e40": lambda x: gc.hardtanh(x, 0.1, -1e40),
-    "hardtanh_-inf_0.3": lambda x: gc.hardtanh(x, float("-inf"), 0.3),
-    "hardtanh_nan": lambda x: gc.hardtanh(x, -1.0, float("nan")),  # nan everywhere
-    "leaky_relu": gc.leaky_relu,
-    "leaky_relu_-0": lambda x: gc.leaky_relu(x, -0.0),
-    "leaky_relu_-3.1": lambda x: gc.leaky_relu(x, -3.1),
-    "leaky_relu_1e-300": lambda x: gc.leaky_relu(x, 1e-300),
-    "leaky_relu_nan": lambda x: gc.leaky_relu(x, float("nan")),
+    # clip keeps x at a bound it equals (relu6(-0.0) is -0.0); more attrs: ATTR_CASES
+    "hardtanh": gc.relu6,
+    "leaky_relu": lambda x: gc.leaky_relu(x, -3.1),
     "hardsigmoid": gc.hardsigmoid,
     **{f"cast_{t}": partial(_cast, dtype=t) for t in ("float32", "float64", "bool")},
 }
@@ -303,6 +294,31 @@ def test_exact_unary_ops_give_numpy_bits(dtype: str) -> None:
     xs = _values(dtype, np.random.default_rng(1))
     g = _graph("unary", UNARY, [("B",)], [dtype])
     assert _check_exact(g, [xs]) >= len(UNARY)
+
+
+# the attrs of the clipping ops and leaky_relu, rounded to x's dtype as numpy's kernels
+# round a Python float: a bound x equals (clip keeps x), past float32's range, infinite,
+# nan (clip's result is nan everywhere), a slope of -0.0, one that rounds to 0
+ATTR_CASES: dict[str, Callable[[gc.Symbol], gc.Symbol]] = {
+    "hardtanh_-0_0": lambda x: gc.hardtanh(x, -0.0, 0.0),
+    "hardtanh": gc.hardtanh,
+    "hardtanh_0.1_-1e40": lambda x: gc.hardtanh(x, 0.1, -1e40),
+    "hardtanh_-inf_0.3": lambda x: gc.hardtanh(x, float("-inf"), 0.3),
+    "hardtanh_nan": lambda x: gc.hardtanh(x, -1.0, float("nan")),
+    "leaky_relu": gc.leaky_relu,
+    "leaky_relu_-0": lambda x: gc.leaky_relu(x, -0.0),
+    "leaky_relu_1e-300": lambda x: gc.leaky_relu(x, 1e-300),
+    "leaky_relu_nan": lambda x: gc.leaky_relu(x, float("nan")),
+}
+
+
+@pytest.mark.parametrize(("case", "dtype"), [(c, d) for c in ATTR_CASES for d in FLOATS])
+def test_attrs_of_exact_ops_give_numpy_bits(case: str, dtype: str) -> None:
+    """Guards the emitters reading float attrs (hardtanh's bounds, leaky_relu's slope):
+    numpy's bits for each attr as numpy's kernel rounds it, on specials and random bits."""
+    xs = _values(dtype, np.random.default_rng(6))
+    g = _graph(case, {case: ATTR_CASES[case]}, [("B",)], [dtype])
+    assert _check_exact(g, [xs]) == 1
 
 
 @pytest.mark.parametrize(

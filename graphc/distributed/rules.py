@@ -400,3 +400,36 @@ def pooling(node: Node, axes: Sequence[int | None]) -> Outcome:
     if axes[0] >= _rank(node, 0) - 2:
         raise UnsplittableError("its windows slide along the batch axis")
     return Mapped(axes[0])
+
+
+# -- linearity in values reduced over the batch -------------------------------------------
+
+# A loop's body may add, at every step, values reduced over the batch into a carry (the
+# weight gradients a recurrent layer's backward scan accumulates): split.py runs the loop
+# on each chunk and sums the chunks' results, which is the whole batch's result only if
+# every step's increment is linear in the body's sums over the batch. Each op below is
+# linear in the operands that may be reduced: "every" (a sum of reduced operands, where
+# a batch-free term would be counted once a chunk), "first" (its data operand, the rest
+# batch-free: a division's divisor), or "one" (one operand, the other a batch-free factor).
+LINEAR = "batch_split_linear"  # the facts' kind in `OpDef.rules`
+
+
+def linear_in(which: str, *ops: str) -> None:
+    """Register that each op in `ops` is linear in `which` of its operands."""
+    for op in ops:
+        register_rule(op, LINEAR, which)
+
+
+linear_in("every", "add", "sub")
+linear_in("first", "neg", "transpose", "reshape", "sum", "sum_to", "broadcast_to", "div")
+linear_in("one", "mul", "matmul")
+
+
+def linear(node: Node, reduced: Sequence[bool]) -> bool:
+    """Whether `node` is linear in its operands flagged `reduced` (the others batch-free)."""
+    which = get_op(node.op).rules.get(LINEAR)
+    if which == "every":
+        return all(reduced)
+    if which == "first":
+        return reduced[0] and not any(reduced[1:])
+    return which == "one" and sum(reduced) == 1

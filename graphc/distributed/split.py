@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.distributed.rules import Mapped, Reduce, UnsplittableError, batch_rule
+from graphc.distributed.rules import Mapped, Reduce, UnsplittableError, batch_rule, linear
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import get_op
@@ -301,11 +301,12 @@ def _counted_symbols(n: Node) -> bool:
 def _scan_roles(n: Node, inputs: list[Role], batch_dim: str) -> Results:
     """A scan with a mapped operand: its body's walk, from its placeholders' roles, gives
     each result's role. Row i of a mapped carry or slice stays row i at every step. A
-    carry that starts batch-free and adds, at every step, values reduced over the batch
-    (a weight gradient's accumulator) is accumulated: started at zero on every chunk, its
-    chunks' results sum to the whole batch's, as long as each step's value is linear in
-    the body's sums over the batch and in the accumulators (`_linear`). Anything else
-    reduced in the body is refused, as is a slice scanned along the batch axis."""
+    batch-free carry that adds, at every step, an increment linear in the body's sums
+    over the batch (`acc + d`: a weight gradient's accumulator) is accumulated: run from
+    zero on every chunk, the chunks' results add up to the whole batch's increments,
+    and the start is added once (split_batch). A stacked per-step value linear in the
+    body's sums is accumulated too. Anything else reduced in the body is refused, as is
+    a slice scanned along the batch axis."""
     body = n.attrs["body"]
     num_carry, num_xs = n.attrs["num_carry"], n.attrs["num_xs"]
     carries, xs = inputs[:num_carry], inputs[num_carry : num_carry + num_xs]
@@ -326,18 +327,21 @@ def _scan_roles(n: Node, inputs: list[Role], batch_dim: str) -> Results:
         if not found:
             break
         accumulated |= found
-    leaves = {body.inputs[k] for k in accumulated}
+    users: dict[Node, int] = {}
+    for x in (x for m in [*body.nodes, *body.outputs] for x in m.inputs):
+        users[x] = users.get(x, 0) + 1
     results: list[Role] = []
     for k, (o, role) in enumerate(zip(body.outputs, outs)):
         what = f"carry {k}" if k < num_carry else f"result ys {k - num_carry}"
         if role == REDUCED:
-            if k < num_carry and not _zero_fill(n.inputs[k]):
+            if not _increments(o.inputs[0], body.inputs[k] if k < num_carry else None, users):
                 raise _refuse(
                     n,
-                    f"its {what} sums values reduced over the batch but does not start at "
-                    f"zero ('{n.inputs[k].name}'), so its chunks' results would not add up",
+                    f"its {what} is not a sum of values reduced over the batch (acc + d, d "
+                    "linear in the body's sums over the batch), so its chunks' results "
+                    "would not add up",
                 )
-            if not _linear(o.inputs[0], roles, roots, leaves):
+            if not _linear(o.inputs[0], roles, roots, body.inputs[k] if k < num_carry else None):
                 raise _refuse(
                     n,
                     f"its {what} is computed from values reduced over the batch other than "
@@ -357,45 +361,45 @@ def _scan_roles(n: Node, inputs: list[Role], batch_dim: str) -> Results:
     return Results(tuple(results))
 
 
+def _increments(value: Node, acc: Node | None, users: dict[Node, int]) -> bool:
+    """Whether a reduced body output is `acc + d` with acc read there alone (a carry), or
+    does not read an accumulator at all (a stacked result)."""
+    if acc is None:
+        return True
+    return users.get(acc, 0) == 1 and value.op == "add" and acc in value.inputs
+
+
+def _linear(x: Node, roles: dict, roots: dict, acc: Node | None) -> bool:
+    """Whether reduced `x` is linear in the body's sums over the batch (`acc` counted
+    as one of them: `acc + d`, by `_increments`)."""
+    if x is acc:
+        return True
+    if x in roots:
+        return roots[x] == "sum"
+    reduced = [roles.get(i) == REDUCED for i in x.inputs]
+    return linear(x, reduced) and all(
+        _linear(i, roles, roots, acc) for i, r in zip(x.inputs, reduced) if r
+    )
+
+
+def _accumulator(n: Node, roles: dict[Node, Role]) -> bool:
+    """Whether `n` is a scan's result read from an accumulated carry."""
+    return bool(n.inputs) and n.attrs.get("index") in _starts(n.inputs[0], roles)
+
+
 def _shown(role: Role) -> str:
     if isinstance(role, Mapped):
         return f"rows along axis {role.axis}"
     return "batch-free" if role == FREE else "reduced over the batch"
 
 
-def _zero_fill(x: Node) -> bool:
-    if x.op in ("broadcast_to", "reshape", "cast"):  # gc.zeros(shape) broadcasts a 0
-        return _zero_fill(x.inputs[0])
-    if x.op == "full_like":
-        return x.attrs["value"] == 0
-    if x.op == "constant":
-        return not np.any(x.attrs["value"])
-    return False
-
-
-# ops linear in their reduced operands (each output element a sum of them times
-# batch-free factors), by which of their operands may be reduced
-_LINEAR_ALL = {"add", "sub"}  # every operand reduced (a batch-free term would count once a chunk)
-_LINEAR_ONE = {"neg", "transpose", "reshape", "expand_dims", "squeeze", "sum", "sum_to"}
-_LINEAR_FACTOR = {"mul", "matmul"}  # one operand reduced, the other a batch-free factor
-
-
-def _linear(x: Node, roles: dict, roots: dict, leaves: set[Node]) -> bool:
-    """Whether reduced `x` is linear in the body's sums over the batch and `leaves`."""
-    if x in leaves:
-        return True
-    if x in roots:
-        return roots[x] == "sum"
-    reduced = [i for i in x.inputs if roles.get(i) == REDUCED]
-    if x.op in _LINEAR_ALL:
-        ok = len(reduced) == len(x.inputs)
-    elif x.op in _LINEAR_ONE | _LINEAR_FACTOR:
-        ok = len(reduced) == 1 and (x.op in _LINEAR_FACTOR or x.inputs[0] in reduced)
-    elif x.op == "div":
-        ok = reduced == [x.inputs[0]] and x.inputs[1] not in reduced
-    else:
-        ok = False
-    return ok and all(_linear(i, roles, roots, leaves) for i in reduced)
+def _starts(n: Node, roles: dict[Node, Role]) -> dict[int, Node]:
+    """A scan's accumulated carries by position, each with the node it starts from."""
+    role = roles.get(n)
+    if not isinstance(role, Results):
+        return {}
+    count = n.attrs["num_carry"]
+    return {k: n.inputs[k] for k in range(count) if role.roles[k] == ACCUMULATED}
 
 
 # -- the three graphs ---------------------------------------------------------------------
@@ -433,6 +437,11 @@ def split_batch(graph: Graph, batch_dim: str = "B") -> BatchSplit:
     mapped_outs = [o for o in graph.outputs if isinstance(roles[o], Mapped)]
     other_outs = [o for o in graph.outputs if not isinstance(roles[o], Mapped)]
     combine_needs = _needed([o.inputs[0] for o in other_outs], stop=set(roots))
+    # an accumulated carry's start, added once to the merged increments of the chunks
+    starts = {
+        r: _starts(r.inputs[0], roles)[r.attrs["index"]] for r in roots if _accumulator(r, roles)
+    }
+    combine_needs |= _needed([starts[r] for r in starts if r in combine_needs], stop=set(roots))
     for n in graph.op_nodes:
         if n in combine_needs and isinstance(roles.get(n), Results):
             raise _refuse(
@@ -443,10 +452,12 @@ def split_batch(graph: Graph, batch_dim: str = "B") -> BatchSplit:
     used_roots = [r for r in roots if r in combine_needs]  # in graph order
     chunk_needs = _needed([o.inputs[0] for o in mapped_outs] + used_roots, stop=set())
 
-    chunk = _chunk_graph(graph, roles, chunk_needs, counts, mapped_outs, used_roots, partials)
+    chunk = _chunk_graph(
+        graph, roles, chunk_needs, counts, mapped_outs, used_roots, partials, names
+    )
     merge = _merge_graph(graph, [partials[r] for r in used_roots], chunk, names)
     combine = _combine_graph(
-        graph, combine_needs, counts, other_outs, used_roots, partials, mean_counts, chunk
+        graph, combine_needs, counts, other_outs, used_roots, partials, mean_counts, chunk, starts
     )
     sizes = [
         SizeInput(n.name, n.attrs["shape"], n.attrs["axis"], n.type.dtype)
@@ -528,6 +539,7 @@ def _chunk_graph(
     mapped_outs: list[Node],
     roots: list[Node],
     partials: dict[Node, Partial],
+    names: _Names,
 ) -> Graph:
     g = Graph(f"{graph.name}_chunk")
     copies: dict[Node, Node] = {}
@@ -544,6 +556,12 @@ def _chunk_graph(
             if wide != n.type.dtype:  # a float16 mean sums in float32, as the op's kernel
                 rows = append_op(g, "cast", [rows], f"{n.name}_wide", dtype=wide)
             copies[n] = append_op(g, "sum", [rows], f"{n.name}_sum", **_axes(n))
+        elif _starts(n, roles):  # each chunk's loop accumulates from zero
+            inputs = [copies[x] for x in n.inputs]
+            for k, start in _starts(n, roles).items():
+                zero = names.fresh(f"{n.name}_start{k}")
+                inputs[k] = append_op(g, "full_like", [copies[start]], zero, value=0)
+            copies[n] = g.append(Node(n.name, n.kind, n.op, tuple(inputs), n.attrs, n.type, n.meta))
         else:
             g.append_copy(n, copies)
     for o in mapped_outs:
@@ -596,6 +614,7 @@ def _combine_graph(
     partials: dict[Node, Partial],
     mean_counts: dict[Node, str],
     chunk: Graph,
+    starts: dict[Node, Node],
 ) -> Graph:
     g = Graph(f"{graph.name}_combine")
     copies: dict[Node, Node] = {}
@@ -613,7 +632,9 @@ def _combine_graph(
     for n in graph.op_nodes:
         if n not in needs or n in counts:
             continue
-        if n in merged:
+        if n in merged and n in starts:  # the chunks' increments, after the start
+            copies[n] = append_op(g, "add", [copies[starts[n]], merged[n]], n.name)
+        elif n in merged:
             copies[n] = _finish_root(g, n, merged[n], sizes.get(n))
         else:
             g.append_copy(n, copies)

@@ -676,7 +676,8 @@ WITHOUT_RULE["batch_split"] = {
     "no tensor inputs, so no row reaches them (the split makes count a size input)": {
         "arange", "constant", "count",
     },
-    "control flow and its results: the split does not enter bodies": {
+    "control flow and its results: split.py walks a scan's body itself (its rules per op "
+    "within), refuses cond and while_loop, and reads a result's role off its scan's": {
         "cond", "result", "scan", "while_loop",
     },
     "a custom-gradient node: the split runs its forward ops instead (passes/custom.py)": {
@@ -689,6 +690,18 @@ WITHOUT_RULE["batch_split"] = {
         "fold_in", "random_normal", "random_uniform",
     },
 }  # fmt: skip
+
+
+LINEAR_IN_REDUCED = {
+    "add", "sub", "neg", "transpose", "reshape", "sum", "sum_to", "broadcast_to", "div", "mul",
+    "matmul",
+}  # fmt: skip
+WITHOUT_RULE["batch_split_linear"] = {
+    "not linear in a value reduced over the batch (or not needed: a loop's increments "
+    "through it are refused, graphc/distributed/rules.py)": {
+        name for name in all_ops() if name not in LINEAR_IN_REDUCED
+    },
+}
 
 
 def test_every_op_has_a_batch_split_rule_or_a_reason() -> None:

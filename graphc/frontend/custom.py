@@ -13,6 +13,11 @@ tangent_out)` linear in the tangents, records the same node: its backward body i
 transpose of the tangent map (`gc.vjp` of `tangents -> jvp(primals, tangents)[1]`,
 exact because that map is linear), and it is marked linear (`linear=True`), so forward
 mode, which transposes a backward, gets the user's tangent map back exactly.
+
+Both take JAX's `nondiff_argnums`: arguments at those positions (a function, a
+number, a flag) are not differentiated; they reach `fn` and `fwd` in their places,
+and come first in `bwd(*nondiff, residuals, ct)` and `jvp(*nondiff, primals,
+tangents)`, whose primals, tangents and cotangents are the other arguments' only.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from graphc.ops.custom import (
     value_type,
 )
 from graphc.ops.dispatch import bind, kind_of
-from graphc.ops.pytree import flatten, show_tree, unflatten
+from graphc.ops.pytree import flatten, show_tree, tree_map, unflatten
 from graphc.ops.symbolic import Symbol
 
 
@@ -46,6 +51,30 @@ class _Running(threading.local):
 
 
 _RUNNING = _Running()
+
+
+def _nondiff_positions(what: str, nondiff_argnums: Any) -> tuple[int, ...]:
+    nums = (nondiff_argnums,) if isinstance(nondiff_argnums, int) else tuple(nondiff_argnums)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in nums):
+        raise GraphcError(f"{what}: nondiff_argnums must be non-negative ints, got {nums!r}")
+    return tuple(sorted(set(nums)))
+
+
+def _split_nondiff(what: str, nums: tuple[int, ...], args: tuple) -> tuple[list, list]:
+    """(the nondiff arguments in order, the others)."""
+    if nums and nums[-1] >= len(args):
+        raise GraphcError(
+            f"{what}: nondiff_argnums {list(nums)} but the call has {len(args)} arguments"
+        )
+    return [args[i] for i in nums], [a for i, a in enumerate(args) if i not in nums]
+
+
+def _merged(nums: tuple[int, ...], fixed: list, others: tuple) -> tuple:
+    """The full argument tuple: `fixed` at the positions `nums`, `others` around them."""
+    rest, fixed_at = iter(others), dict(zip(nums, fixed))
+    return tuple(
+        fixed_at[k] if k in fixed_at else next(rest) for k in range(len(fixed) + len(others))
+    )
 
 
 class custom_vjp:  # noqa: N801 - JAX's name
@@ -61,10 +90,12 @@ class custom_vjp:  # noqa: N801 - JAX's name
     array([1., 1.], dtype=float32)
     """
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], nondiff_argnums: Any = ()) -> None:
         self.fn = fn
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
+        self.nondiff_argnums = _nondiff_positions("custom_vjp", nondiff_argnums)
+        self._key = id(self)  # which function fwd is running (a nondiff call's: its maker's)
         functools.update_wrapper(self, fn, updated=())  # not fn's __dict__
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
@@ -76,10 +107,12 @@ class custom_vjp:  # noqa: N801 - JAX's name
         return getattr(self.fn, "__name__", "custom_vjp").replace("<lambda>", "lambda")
 
     def __call__(self, *args: Any) -> Any:
+        if self.nondiff_argnums and self._key not in _RUNNING.ids:
+            return self._of_the_rest(args)
         leaves, tree = flatten(args)  # an argument may be a pytree, as in JAX
         graph_mode = active_graph() is not None or any(isinstance(a, Symbol) for a in leaves)
         plain = not graph_mode and not any(kind_of(a) is not None for a in leaves)
-        if plain or id(self) in _RUNNING.ids:
+        if plain or self._key in _RUNNING.ids:
             return self.fn(*args)  # plain arrays, or fwd calling the function itself
         if self.fwd is None or self.bwd is None:
             raise GraphcError(f"custom_vjp {self._name}: call defvjp(fwd, bwd) before using it")
@@ -99,11 +132,11 @@ class custom_vjp:  # noqa: N801 - JAX's name
 
         def backward(placeholders: list[Symbol]) -> list[Any]:
             *xs, _out, ct = placeholders
-            _RUNNING.ids.add(id(self))
+            _RUNNING.ids.add(self._key)
             try:
                 result = fwd(*call_with(xs))
             finally:
-                _RUNNING.ids.discard(id(self))
+                _RUNNING.ids.discard(self._key)
             if not isinstance(result, tuple) or len(result) != 2:
                 raise TracingError(f"custom_vjp {name}: fwd must return (output, residuals)")
             cts = bwd(result[1], ct)
@@ -119,6 +152,20 @@ class custom_vjp:  # noqa: N801 - JAX's name
         specs += [("out", out_type), ("ct", out_type)]
         backward_body = build_body(f"{name}_backward", specs, backward, ct_names)
         return record_custom(name, [leaves[i] for i in slots], forward, backward_body)
+
+    def _of_the_rest(self, args: tuple) -> Any:
+        """The call as one of a custom_vjp of the differentiated arguments only, the
+        nondiff ones fixed (passed to fn and fwd in their places, first to bwd)."""
+        nums, fn, fwd, bwd = self.nondiff_argnums, self.fn, self.fwd, self.bwd
+        fixed, others = _split_nondiff(f"custom_vjp {self._name}", nums, args)
+        rest = custom_vjp(functools.wraps(fn)(lambda *xs: fn(*_merged(nums, fixed, xs))))
+        rest._key = self._key
+        if fwd is not None and bwd is not None:
+            rest.defvjp(
+                lambda *xs: fwd(*_merged(nums, fixed, xs)),
+                lambda res, ct: bwd(*fixed, res, ct),
+            )
+        return rest(*others)
 
 
 def _leaf_names(fn: Callable[..., Any], args: tuple, slots: list[int]) -> list[str]:
@@ -172,9 +219,11 @@ class custom_jvp:  # noqa: N801 - JAX's name
     array(1.)
     """
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], nondiff_argnums: Any = ()) -> None:
         self.fn = fn
         self.jvp: Callable[..., Any] | None = None
+        self.nondiff_argnums = _nondiff_positions("custom_jvp", nondiff_argnums)
+        self._key = id(self)  # which function the rule is running (see custom_vjp)
         functools.update_wrapper(self, fn, updated=())  # not fn's __dict__
 
     def defjvp(self, jvp: Callable[..., Any]) -> Callable[..., Any]:
@@ -182,15 +231,40 @@ class custom_jvp:  # noqa: N801 - JAX's name
         self.jvp = jvp
         return jvp
 
+    def defjvps(self, *jvps: Callable[..., Any] | None) -> None:
+        """One rule per argument, `jvp_k(tangent_k, primal_out, *primals)` -> its part
+        of the output's tangent, summed (None: the argument contributes nothing), as
+        JAX's `defjvps`."""
+        if self.nondiff_argnums:
+            raise GraphcError(
+                f"custom_jvp {self._name}: defjvps cannot be used with nondiff_argnums"
+            )
+
+        def rule(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+            out = self(*primals)
+            if len(jvps) != len(primals):
+                raise GraphcError(
+                    f"custom_jvp {self._name}: defjvps got {len(jvps)} rules for "
+                    f"{len(primals)} arguments"
+                )
+            parts = [jvp(t, out, *primals) for jvp, t in zip(jvps, tangents) if jvp is not None]
+            if not parts:
+                return out, bind("full_like", out, value=0)
+            return out, functools.reduce(lambda a, b: tree_map(lambda x, y: x + y, a, b), parts)
+
+        self.jvp = rule
+
     @property
     def _name(self) -> str:
         return getattr(self.fn, "__name__", "custom_jvp").replace("<lambda>", "lambda")
 
     def __call__(self, *args: Any) -> Any:
+        if self.nondiff_argnums and self._key not in _RUNNING.ids:
+            return self._of_the_rest(args)
         leaves, tree = flatten(args)
         graph_mode = active_graph() is not None or any(isinstance(a, Symbol) for a in leaves)
         plain = not graph_mode and not any(kind_of(a) is not None for a in leaves)
-        if plain or id(self) in _RUNNING.ids:
+        if plain or self._key in _RUNNING.ids:
             return self.fn(*args)  # plain arrays, or the rule calling the function itself
         if self.jvp is None:
             raise GraphcError(f"custom_jvp {self._name}: call defjvp(jvp) before using it")
@@ -223,11 +297,11 @@ class custom_jvp:  # noqa: N801 - JAX's name
             def tangent_map(*ts: Symbol) -> Any:
                 given = {slots[k]: t for k, t in zip(floats, ts)}
                 zeros = {slots[k]: bind("full_like", x, value=0) for k, x in enumerate(xs)}
-                _RUNNING.ids.add(id(self))
+                _RUNNING.ids.add(self._key)
                 try:
                     result = rule(primals, call_with({**zeros, **given}, _zero_tangent))
                 finally:
-                    _RUNNING.ids.discard(id(self))
+                    _RUNNING.ids.discard(self._key)
                 if not isinstance(result, (tuple, list)) or len(result) != 2:
                     raise TracingError(
                         f"custom_jvp {name}: jvp must return (primal_out, tangent_out)"
@@ -251,6 +325,17 @@ class custom_jvp:  # noqa: N801 - JAX's name
         specs += [("out", out_type), ("ct", out_type)]
         backward_body = build_body(f"{name}_backward", specs, backward, ct_names)
         return record_custom(name, [leaves[i] for i in slots], forward, backward_body, linear=True)
+
+    def _of_the_rest(self, args: tuple) -> Any:
+        """The call as one of a custom_jvp of the differentiated arguments only, the
+        nondiff ones fixed (passed to fn in their places, first to the rule)."""
+        nums, fn, jvp = self.nondiff_argnums, self.fn, self.jvp
+        fixed, others = _split_nondiff(f"custom_jvp {self._name}", nums, args)
+        rest = custom_jvp(functools.wraps(fn)(lambda *xs: fn(*_merged(nums, fixed, xs))))
+        rest._key = self._key
+        if jvp is not None:
+            rest.defjvp(lambda primals, tangents: jvp(*fixed, primals, tangents))
+        return rest(*others)
 
 
 def _zero_tangent(value: Any) -> Any:

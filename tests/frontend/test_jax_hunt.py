@@ -390,3 +390,60 @@ def test_at_refuses_the_modes_for_indices_out_of_range(jax: Any) -> None:
         gc.at(x)[9].set(1.0, mode="drop")
     with pytest.raises(gc.GraphcError, match="mode='fill' is not supported"):
         gc.jit(lambda v: v.at[9].get(mode="fill", fill_value=0.0))(x)
+
+
+# -- custom_jvp / custom_vjp: nondiff_argnums and defjvps ------------------------------
+
+
+def custom_pair(lib: Any, np_: Any) -> dict[str, Callable[..., Any]]:
+    """The same three custom functions in graphc and jax (custom_api_test's programs)."""
+
+    @functools.partial(lib.custom_jvp, nondiff_argnums=(0,))
+    def app(f: Callable[[Any], Any], x: Any) -> Any:
+        return f(x)
+
+    @app.defjvp
+    def app_jvp(f: Callable[[Any], Any], primals: tuple, tangents: tuple) -> tuple:
+        (x,), (t,) = primals, tangents
+        return app(f, x), 3.0 * np_.cos(x) * t  # not f's derivative: the rule's
+
+    @functools.partial(lib.custom_vjp, nondiff_argnums=(1,))
+    def power(x: Any, n: int) -> Any:
+        return x**n
+
+    def power_fwd(x: Any, n: int) -> tuple:
+        return power(x, n), x
+
+    def power_bwd(n: int, x: Any, ct: Any) -> tuple:
+        return (10.0 * n * x ** (n - 1) * ct,)
+
+    power.defvjp(power_fwd, power_bwd)
+
+    @lib.custom_jvp
+    def sin_times(x: Any, y: Any) -> Any:
+        return np_.sin(x) * y
+
+    sin_times.defjvps(
+        lambda t, out, x, y: 2.0 * np_.cos(x) * t * y, lambda t, out, x, y: np_.sin(x) * t
+    )
+    return {
+        "app": lambda x, y: app(lambda v: v * v, x) * y,
+        "power": lambda x, y: power(x, 3) + power(y, 2),
+        "sin_times": sin_times,
+    }
+
+
+@pytest.mark.parametrize("name", ["app", "power", "sin_times"])
+def test_custom_rules_with_nondiff_argnums_and_defjvps(jax: Any, name: str) -> None:
+    ours, theirs = custom_pair(gc, gc)[name], custom_pair(jax, jax.numpy)[name]
+    x, y = np.array([0.5, 1.0, 2.0]), np.array([1.5, -1.0, 0.5])
+    total = lambda f, lib: lambda a, b: lib.sum(f(a, b))  # noqa: E731
+    both = (0, 1)
+    assert_trees_close(gc.jit(ours)(x, y), theirs(x, y))
+    assert_trees_close(
+        gc.grad(total(ours, gc), both)(x, y), jax.grad(total(theirs, jax.numpy), both)(x, y)
+    )
+    assert_trees_close(gc.vmap(gc.grad(ours, both))(x, y), jax.vmap(jax.grad(theirs, both))(x, y))
+    if name != "power":  # a custom_vjp has no forward mode, in jax too
+        tangents = (np.ones(3), np.full(3, 2.0))
+        assert_trees_close(gc.jvp(ours, (x, y), tangents), jax.jvp(theirs, (x, y), tangents))

@@ -447,3 +447,54 @@ def test_custom_rules_with_nondiff_argnums_and_defjvps(jax: Any, name: str) -> N
     if name != "power":  # a custom_vjp has no forward mode, in jax too
         tangents = (np.ones(3), np.full(3, 2.0))
         assert_trees_close(gc.jvp(ours, (x, y), tangents), jax.jvp(theirs, (x, y), tangents))
+
+
+# -- gc.random: jax.random's signatures (distributions and shapes, not bits) -----------
+
+
+def test_random_functions_take_jax_arguments(jax: Any) -> None:
+    r, jr = gc.random, jax.random
+    k, jk = r.key(0), jr.key(0)
+    n = 20000
+    # array bounds (a raw 'truth value of an array is ambiguous' before)
+    bounded = r.uniform(k, (n, 2), minval=np.zeros(2), maxval=np.array([1.0, 10.0]))
+    assert bounded.shape == jr.uniform(jk, (n, 2), minval=np.zeros(2), maxval=np.ones(2)).shape
+    np.testing.assert_allclose(bounded.mean(0), [0.5, 5.0], rtol=0.03)
+    assert (bounded >= 0).all() and (bounded[:, 1] < 10).all() and bounded[:, 0].max() < 1
+    # shape= of categorical, a shape for split, independent= of permutation
+    probs = np.array([0.2, 0.5, 0.3])
+    drawn = r.categorical(k, np.log(probs), shape=(n,))
+    np.testing.assert_allclose(np.bincount(drawn, minlength=3) / n, probs, atol=0.015)
+    for logits, axis, shape in (((2, 5), -1, (3, 2)), ((5, 2), 0, (4, 2))):
+        want = jr.categorical(jk, np.zeros(logits), axis=axis, shape=shape).shape
+        assert r.categorical(k, np.zeros(logits), axis=axis, shape=shape).shape == want
+    assert r.split(k, (2, 3)).shape == jr.split(jk, (2, 3)).shape[:2]
+    rows = r.permutation(k, np.tile(np.arange(6), (40, 1)), axis=1, independent=True)
+    assert all(sorted(row) == list(range(6)) for row in rows.tolist())
+    assert len({tuple(row) for row in rows.tolist()}) > 30  # each row its own order
+
+
+@pytest.mark.parametrize("name", ["choice", "exponential", "laplace", "logistic"])
+def test_random_distributions_jax_has(jax: Any, name: str) -> None:
+    """These were AttributeErrors; their moments against the distributions'."""
+    r, k, n = gc.random, gc.random.key(1), 20000
+    if name == "choice":
+        probs = np.array([0.2, 0.5, 0.3])
+        drawn = r.choice(k, 3, (n,), p=probs)
+        np.testing.assert_allclose(np.bincount(drawn, minlength=3) / n, probs, atol=0.015)
+        table = np.arange(20.0).reshape(5, 4)
+        picked = r.choice(k, table, (3,), replace=False)
+        assert picked.shape == jax.random.choice(jax.random.key(1), table, (3,), False).shape
+        assert len({tuple(row) for row in picked.tolist()}) == 3  # no row twice
+        assert sorted(r.choice(k, 10, (10,), replace=False).tolist()) == list(range(10))
+        with pytest.raises(gc.ShapeError, match="11 draws without replacement from 10"):
+            r.choice(k, 10, (11,), replace=False)
+        return
+    drawn = getattr(r, name)(k, (n,))
+    theirs = getattr(jax.random, name)(jax.random.key(1), (n,))
+    assert drawn.dtype == np.float32 and drawn.shape == theirs.shape
+    mean, var = {"exponential": (1, 1), "laplace": (0, 2), "logistic": (0, np.pi**2 / 3)}[name]
+    np.testing.assert_allclose([drawn.mean(), drawn.var()], [mean, var], atol=0.05 * (1 + var))
+    np.testing.assert_allclose(
+        [np.mean(theirs), np.var(theirs)], [mean, var], atol=0.05 * (1 + var)
+    )

@@ -73,10 +73,15 @@ def render_all(pictures: dict[str, Any], folder: Path, fmt: str) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--x", type=float, default=2.0, help="value of x (default 2)")
-    parser.add_argument("--w", type=float, default=1.0, help="value of w (default 1)")
+    parser.add_argument("--x", type=float, default=2.0, help="value of x (default: %(default)s)")
+    parser.add_argument("--w", type=float, default=1.0, help="value of w (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=OUT, help="for pictures (out/comp_graph/)")
-    parser.add_argument("--format", choices=["svg", "png", "pdf", "dot"], default="svg")
+    parser.add_argument(
+        "--format",
+        choices=["svg", "png", "pdf", "dot"],
+        default="svg",
+        help="picture format (default: %(default)s)",
+    )
     parser.add_argument("--no-render", action="store_true", help="only print the numbers")
     args = parser.parse_args(argv)
 

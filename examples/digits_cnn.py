@@ -86,13 +86,27 @@ def render_pictures(model: nn.Module, example: np.ndarray, folder: Path) -> list
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=15,
+        help="passes over the training images (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="images per step (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--lr", type=float, default=3e-3, help="Adam's learning rate (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the split, initial weights and batch order (default: %(default)s)",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="for pictures (out/digits_cnn/)")
-    parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--no-render", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-render", action="store_true", help="draw no pictures")
     args = parser.parse_args(argv)
 
     x, y = load_digits_or_exit()

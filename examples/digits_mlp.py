@@ -181,14 +181,30 @@ def plot_losses(curves: dict[str, list[float]], path: Path) -> Path | None:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=10,
+        help="passes over the training images (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--hidden", type=int, default=64, help="hidden units (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="images per step (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--lr", type=float, default=3e-3, help="Adam's learning rate (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the split, initial weights and batch order (default: %(default)s)",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="for the plot (out/digits_mlp/)")
-    parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-plot", action="store_true", help="write no loss plot")
     args = parser.parse_args(argv)
 
     x, y = load_digits_or_exit()

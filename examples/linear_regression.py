@@ -114,13 +114,34 @@ def write_losses(results: dict[str, Any], path: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=200)
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=0.1)
-    parser.add_argument("--momentum", type=float, default=0.5)
-    parser.add_argument("--noise", type=float, default=0.1)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=200,
+        help="points of y = 2x + 3 + noise (default: %(default)s)",
+    )
+    parser.add_argument("--steps", type=int, default=300, help="SGD steps (default: %(default)s)")
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="points per step (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--lr", type=float, default=0.1, help="SGD's learning rate (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--momentum", type=float, default=0.5, help="SGD's momentum (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--noise",
+        type=float,
+        default=0.1,
+        help="standard deviation of the noise (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the data, initial weights and batch order (default: %(default)s)",
+    )
     parser.add_argument(
         "--out", type=Path, default=OUT, help="for losses.csv (out/linear_regression/)"
     )

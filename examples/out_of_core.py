@@ -104,12 +104,28 @@ def weights(seed: int) -> dict[str, np.ndarray]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=4_000_000)
-    parser.add_argument("--chunk", type=int, default=100_000, help="rows per task")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--memory-limit", default="300MiB", help="per worker")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=4_000_000,
+        help="rows of the on-disk array (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--chunk", type=int, default=100_000, help="rows per task (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=2, help="dask workers (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--memory-limit", default="300MiB", help="per worker (default: %(default)s)"
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="for the files (out/out_of_core/)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the data and the MLP's weights (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     try:
         from dask.distributed import Client, LocalCluster, progress, wait

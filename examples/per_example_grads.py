@@ -94,9 +94,21 @@ def largest_relative_difference(a: tuple, b: tuple) -> float:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=256,
+        help="examples whose gradients are computed (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--hidden", type=int, default=64, help="hidden units (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the weights and the examples drawn (default: %(default)s)",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="for norms.csv")
     args = parser.parse_args(argv)
 

@@ -91,11 +91,24 @@ def write_losses(results: dict[str, Any], path: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--length", type=int, default=6)
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--length", type=int, default=6, help="digits per string (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=400, help="training steps (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="strings per step (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--lr", type=float, default=3e-3, help="Adam's learning rate (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the data and the initial weights (default: %(default)s)",
+    )
     parser.add_argument(
         "--out", type=Path, default=OUT, help="for losses.csv (out/reverse_transformer/)"
     )

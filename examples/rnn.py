@@ -226,13 +226,25 @@ def report(results: dict[str, Any], steps: int) -> None:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=50, help="sequence length T")
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--inputs", type=int, default=64, help="input features")
-    parser.add_argument("--hidden", type=int, default=128, help="hidden units")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--steps", type=int, default=50, help="sequence length T (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--batch", type=int, default=32, help="sequences per batch (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--inputs", type=int, default=64, help="input features (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--hidden", type=int, default=128, help="hidden units (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the inputs and weights (default: %(default)s)"
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="for pictures (out/rnn/)")
-    parser.add_argument("--draw-steps", type=int, default=3, help="sequence length drawn")
+    parser.add_argument(
+        "--draw-steps", type=int, default=3, help="sequence length drawn (default: %(default)s)"
+    )
     parser.add_argument("--no-render", action="store_true", help="only print")
     args = parser.parse_args(argv)
 

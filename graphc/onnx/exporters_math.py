@@ -26,14 +26,6 @@ def _c(w: Writer, value: Any, dtype: Any) -> str:
     return w.const(np.asarray(value, dtype))
 
 
-def _is_inf(w: Writer, x: str, dtype: Any) -> str:
-    """IsInf(x); for a 16-bit float before opset 20, whose IsInf takes float and double
-    only, |x| == inf (Equal and Abs take every float)."""
-    if np.dtype(dtype).itemsize == 2 and w.opset < 20:
-        return w.one("Equal", [w.one("Abs", [x]), _c(w, np.inf, dtype)])
-    return w.one("IsInf", [x])
-
-
 def _x(w: Writer, node: Node, ins: list[str]) -> str:
     """The first input cast to the node's dtype."""
     return w.cast(ins[0], node.inputs[0].type.dtype, node.type.dtype)
@@ -156,7 +148,7 @@ def _atan2(w: Writer, node: Node, ins: list[str]) -> list[str]:
     angle = w.one("Where", [zeros, w.one("Where", [y_negative, half_turn, x]), angle])
     corner = w.one("Where", [y_negative, _c(w, 0.75 * np.pi, dtype), _c(w, 0.25 * np.pi, dtype)])
     corner = w.one("Where", [x_negative, w.one("Neg", [corner]), corner])
-    infinities = w.one("And", [_is_inf(w, x, dtype), _is_inf(w, y, dtype)])
+    infinities = w.one("And", [w.one("IsInf", [x]), w.one("IsInf", [y])])
     return [w.one("Where", [infinities, corner, angle])]
 
 
@@ -206,7 +198,7 @@ def log1p(w: Writer, x: str, dtype: Any) -> str:
     d = w.one("Sub", [u, one])
     log_u = w.one("Log", [u])
     scaled = w.one("Mul", [log_u, w.one("Div", [x, d])])
-    infinite = _is_inf(w, u, dtype)
+    infinite = w.one("IsInf", [u])
     exact = w.one("Or", [w.one("Equal", [d, _c(w, 0, dtype)]), infinite])
     plain = w.one("Where", [infinite, log_u, x])
     return w.one("Where", [exact, plain, scaled])
@@ -220,7 +212,7 @@ def expm1(w: Writer, x: str, dtype: Any) -> str:
     scaled = w.one("Mul", [d, w.one("Div", [x, w.one("Log", [u])])])
     # u == 1: x itself; u - 1 == -1 (x very negative) or u infinite: u - 1
     small = w.one("Equal", [u, one])
-    edge = w.one("Or", [w.one("Equal", [d, _c(w, -1, dtype)]), _is_inf(w, u, dtype)])
+    edge = w.one("Or", [w.one("Equal", [d, _c(w, -1, dtype)]), w.one("IsInf", [u])])
     return w.one("Where", [small, x, w.one("Where", [edge, d, scaled])])
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op, register_rule
-from graphc.ir.types import TensorType, TupleType, is_bfloat16, is_symbol
+from graphc.ir.types import TensorType, TupleType, is_bfloat16, is_half, is_symbol
 from graphc.ir.verify import verify
 from graphc.onnx.importer import MAX_OPSET, OnnxError, onnx_elem_type
 
@@ -198,11 +198,12 @@ class Writer:
         return [self._output(o) for o in graph.outputs]
 
     def _widened(self, node: Node, ins: list[str], form: Any) -> list[str]:
-        """An elementwise op on bfloat16 written as graphc computes it: on its operands
-        cast to float32, the result rounded to bfloat16 once. ONNX's bfloat16 forms
-        would round each step of an op written as several (log1p, arctan2), many math
-        ops have none (Sin, Atan, Round: an invalid model), and onnxruntime's CPU
-        implements none of them."""
+        """An elementwise op on a 16-bit float written as graphc computes it: on its
+        operands cast to float32, the result rounded once (ops/defop.py). ONNX's 16-bit
+        forms would round each step of an op written as several (log1p, arctan2,
+        sigmoid); many math ops have no bfloat16 form (Sin, Atan, Round: an invalid
+        model) and IsInf none for 16-bit floats before opset 20; onnxruntime's CPU has
+        no bfloat16 math and little float16."""
         wide = [_float32_type(x.type) for x in node.inputs]
         stand_ins = tuple(
             Node(x.name, x.kind, x.op, (), x.attrs, t) for x, t in zip(node.inputs, wide)
@@ -238,14 +239,14 @@ class Writer:
 
 
 def _in_float32(node: Node) -> bool:
-    """Whether `node` is an elementwise op on bfloat16 (a cast is written as it is)."""
+    """Whether `node` is an elementwise op on a 16-bit float (a cast is written as it is)."""
     if not get_op(node.op).elementwise or node.op == "cast":
         return False
-    return any(is_bfloat16(t.dtype) for t in [node.type, *(x.type for x in node.inputs)])
+    return any(is_half(t.dtype) for t in [node.type, *(x.type for x in node.inputs)])
 
 
 def _float32_type(t: TensorType) -> TensorType:
-    return TensorType(t.shape, np.dtype(np.float32)) if is_bfloat16(t.dtype) else t
+    return TensorType(t.shape, np.dtype(np.float32)) if is_half(t.dtype) else t
 
 
 def _initializer(p: Node, value: Any) -> Any:

@@ -3,13 +3,16 @@
 Also the pieces most op blocks share: type rules and kernels for numpy ufuncs,
 and the gradient helpers that undo broadcasting.
 
-bfloat16 (ml_dtypes') is computed here, once for every op: a kernel that is a numpy
-ufunc runs ml_dtypes' bfloat16 loop (each element computed in float32, rounded);
-every other kernel given a bfloat16 operand computes on float32 copies and rounds
-each bfloat16 result of its type rule once (`in_float32`): numpy's matmul on bfloat16
-gives float32, its sums would round at every term, some functions have no loop. Ops
-holding bodies and a backend's fused nodes are left alone: the ops they are made of
-round as they would unfused (a convolution's own kernel rounds before its epilogue).
+16-bit floats (float16, ml_dtypes' bfloat16) are computed here, once for every op: a
+kernel that is a numpy ufunc runs numpy's float16 loop or ml_dtypes' bfloat16 loop (each
+element computed in float32, rounded); every other kernel given a 16-bit operand
+computes on float32 copies and rounds each 16-bit result of its type rule once
+(`in_float32`), as PyTorch's and onnxruntime's CPU kernels do: numpy's matmul on
+bfloat16 gives float32, its float16 cumsum rounds at every term (thousands of steps
+off at 4096 terms), a softmax or a norm of several float16 steps rounds at each (7 and
+600 steps off), some functions have no bfloat16 loop. Ops holding bodies and a
+backend's fused nodes are left alone: the ops they are made of round as they would
+unfused (a convolution's own kernel rounds before its epilogue).
 """
 
 from __future__ import annotations
@@ -23,7 +26,14 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.registry import REQUIRED, OpDef, register
-from graphc.ir.types import DTYPES, TensorType, TupleType, as_dtype, broadcast_shapes, is_bfloat16
+from graphc.ir.types import (
+    TensorType,
+    TupleType,
+    as_dtype,
+    broadcast_shapes,
+    is_bfloat16,
+    is_half,
+)
 from graphc.ops.dispatch import bind
 from graphc.ops.spelling import TORCH_KEYWORDS, numpy_keywords, with_torch_parameters
 
@@ -61,16 +71,17 @@ def defop(
     attrs = dict(attrs or {})
     variadic = inputs == VARIADIC
     arity = None if variadic else len(inputs)
-    # bfloat16's rounding: a ufunc has ml_dtypes' loop; the ops of bodies and of a
-    # backend's fused nodes round by their own kernels (a convolution's before its epilogue)
+    # 16-bit floats' rounding: a ufunc has numpy's or ml_dtypes' loop; the ops of bodies
+    # and of a backend's fused nodes round by their own kernels (a convolution's before
+    # its epilogue)
     rounds_itself = bool(bodies) or "fusion" in props or hasattr(kernel, "ufunc")
-    rounds_itself = rounds_itself or getattr(kernel, "rounds_bfloat16", False)
+    rounds_itself = rounds_itself or getattr(kernel, "rounds_half", False)
     register(
         OpDef(
             name=name,
             arity=arity,
             infer=infer,
-            kernel=kernel if rounds_itself else in_float32(kernel, infer, arity),
+            kernel=kernel if rounds_itself else in_float32(kernel, infer, arity, attrs),
             attrs=attrs,
             vjp=vjp,
             canonicalize=canonicalize,
@@ -134,37 +145,45 @@ def defop(
     return with_torch_parameters(op, inspect.Signature(params), aliases)
 
 
-# -- bfloat16 -----------------------------------------------------------------
+# -- 16-bit floats ------------------------------------------------------------
 
 
-def rounds_bfloat16(kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a kernel that computes bfloat16 by itself as its op means it (pow's x*x*x,
-    each product rounded in the result dtype): `defop` leaves it out of `in_float32`."""
-    kernel.rounds_bfloat16 = True  # type: ignore[attr-defined]
+def rounds_half(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a kernel that computes 16-bit floats by itself as its op means it (pow's
+    x*x*x, each product rounded in the result dtype): `defop` leaves it out of
+    `in_float32`."""
+    kernel.rounds_half = True  # type: ignore[attr-defined]
     return kernel
 
 
 def in_float32(
-    kernel: Callable[..., Any], infer: Callable[..., Any], arity: int | None
+    kernel: Callable[..., Any],
+    infer: Callable[..., Any],
+    arity: int | None,
+    defaults: dict[str, Any] | None = None,
 ) -> Callable[..., Any]:
-    """`kernel`, which on bfloat16 operands computes on float32 copies of them and
-    rounds each result its type rule (`infer`) gives as bfloat16 once, into `out` when
-    given (by keyword, or after the `arity` operands). Other dtypes call `kernel`
-    itself (one dict lookup more until bfloat16 is first used)."""
+    """`kernel`, which on 16-bit float operands computes on float32 copies of them and
+    rounds each result its type rule (`infer`, given the op's attr `defaults` where a
+    caller leaves them out) gives as a 16-bit float once, into `out` when given (by
+    keyword, or after the `arity` operands). Other dtypes call `kernel` itself (a look
+    at each operand's itemsize more)."""
+    given = {k: v for k, v in (defaults or {}).items() if v is not REQUIRED}
 
     @functools.wraps(kernel)
     def run(*arrays: Any, out: Any = None, **attrs: Any) -> Any:
-        bf16 = DTYPES.get("bf16")
-        if bf16 is None or not _holds(bf16, arrays):
+        if not _holds_half(arrays):
             return (
                 kernel(*arrays, out=out, **attrs) if out is not None else kernel(*arrays, **attrs)
             )
         if arity is not None and len(arrays) > arity:  # out given positionally
             arrays, out = arrays[:arity], arrays[arity]
-        wide = [a.astype(np.float32) if is_bfloat16(a.dtype) else a for a in arrays]
+        wide = [a.astype(np.float32) if is_half(getattr(a, "dtype", None)) else a for a in arrays]
         result = kernel(*wide, **attrs)
         if out is None:
-            out_type = infer(*(TensorType.of(np.asarray(a)) for a in arrays), **attrs)
+            # a Python number is weak: it takes the 16-bit dtype it meets (NEP 50)
+            half = next(a.dtype for a in arrays if is_half(getattr(a, "dtype", None)))
+            typed = [np.asarray(a, half if type(a) in (bool, int, float) else None) for a in arrays]
+            out_type = infer(*(TensorType.of(a) for a in typed), **{**given, **attrs})
             dtypes = out_type.items if isinstance(out_type, TupleType) else (out_type,)
             if isinstance(result, tuple):
                 return tuple(_rounded(r, t.dtype) for r, t in zip(result, dtypes))
@@ -176,26 +195,27 @@ def in_float32(
         np.copyto(out, result, casting="unsafe")
         return out
 
-    run.widens_bfloat16 = True  # type: ignore[attr-defined]
+    run.widens_half = True  # type: ignore[attr-defined]
+    run.unwidened = kernel  # type: ignore[attr-defined] # what a plan without 16-bit floats calls
     return run
 
 
-def _holds(dtype: np.dtype, arrays: tuple) -> bool:
-    """Whether any of `arrays` has `dtype` (a loop: the kernels' hot path; numpy keeps
-    one bfloat16 descriptor, so identity decides but for a byte-swapped one)."""
+def _holds_half(arrays: tuple) -> bool:
+    """Whether any of `arrays` is a 16-bit float (a loop: the kernels' hot path, so the
+    itemsize is looked at first)."""
     for a in arrays:
         dt = getattr(a, "dtype", None)
-        if dt is dtype or (dt is not None and dt.kind == "V" and dt == dtype):
+        if dt is not None and dt.itemsize == 2 and is_half(dt):
             return True
     return False
 
 
 def float32_copy_bytes(kernel: Callable[..., Any], out: Any, inputs: Sequence[Any]) -> int:
     """The bytes `in_float32` allocates for a step of these (concrete) types: float32
-    copies of its bfloat16 operands and its float32 result (0 for other kernels)."""
-    if not getattr(kernel, "widens_bfloat16", False):
+    copies of its 16-bit float operands and its float32 result (0 for other kernels)."""
+    if not getattr(kernel, "widens_half", False):
         return 0
-    narrow = [t for t in inputs if isinstance(t, TensorType) and is_bfloat16(t.dtype)]
+    narrow = [t for t in inputs if isinstance(t, TensorType) and is_half(t.dtype)]
     if not narrow:
         return 0
     results = out.items if isinstance(out, TupleType) else (out,)

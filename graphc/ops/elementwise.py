@@ -24,7 +24,7 @@ from graphc.ops.defop import (
     defop,
     elementwise_cost,
     into,
-    rounds_bfloat16,
+    rounds_half,
     ufunc_dtype,
     ufunc_infer,
     ufunc_kernel,
@@ -243,7 +243,7 @@ def _product_exponent(y: np.ndarray) -> int | None:
     return int(e) if e in PRODUCT_EXPONENTS and not isinstance(e, bool) else None
 
 
-@rounds_bfloat16  # its products round in bfloat16, as x*x*x does; np.power has a loop
+@rounds_half  # its products round in the 16-bit dtype, as x*x*x does; np.power has a loop
 def _pow_kernel(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     e = _product_exponent(np.asarray(y))
     if e is not None:

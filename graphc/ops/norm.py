@@ -13,7 +13,10 @@ written with graphc ops, so second derivatives work as for every op.
 `group_norm` reshapes the channels into groups and normalizes each with `layer_norm`.
 `batch_norm` in training mode needs the batch statistics themselves (for the running
 averages), so it is built from `mean` and elementwise ops, which fusion merges at O2;
-in eval mode it is elementwise only.
+in eval mode it is elementwise only. On 16-bit floats both builders compute in float32
+and round their results once, as the one op does (ops/defop.py) and as PyTorch's
+kernels do: rounded after every step, the affine step's cancellations left outputs
+near zero hundreds of float16 steps off.
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from graphc.ir.errors import GraphcError, ShapeError
-from graphc.ir.types import TensorType, broadcast_shapes, normalize_axis
+from graphc.ir.types import TensorType, broadcast_shapes, is_half, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import reduce as R
 from graphc.ops import shape as S
 from graphc.ops.defop import defop, ufunc_dtype
+from graphc.ops.dispatch import dtype_of
 from graphc.ops.elementwise import rsqrt
 from graphc.ops.selection import unbroadcast
 from graphc.ops.spelling import torch_keywords
@@ -250,6 +254,21 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = -1,
 # -- group_norm -------------------------------------------------------------------------
 
 
+def _widened(*values: Any) -> tuple[list[Any], np.dtype | None]:
+    """`values` (None for one left out) in float32 where the dtype they promote to is a
+    16-bit float, and that dtype to round results to (None: computed as they are)."""
+    dtypes = [dtype_of(v) for v in values if v is not None]
+    target = np.result_type(*dtypes)
+    if not is_half(target):
+        return list(values), None
+    wide = [None if v is None else E.cast(v, np.float32) for v in values]
+    return wide, target
+
+
+def _narrowed(value: Any, dtype: np.dtype | None) -> Any:
+    return value if dtype is None or value is None else E.cast(value, dtype)
+
+
 def channel_shaped(v: Any, rank: int) -> Any:
     """A per-channel vector (C,) shaped (C, 1, ..., 1) to broadcast against dims 1.. of a
     rank-`rank` input (N, C, ...)."""
@@ -279,13 +298,14 @@ def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None,
     width = (
         channels // num_groups * math.prod(rest) if all(isinstance(d, int) for d in rest) else -1
     )
+    (x, weight, bias), rounded = _widened(x, weight, bias)
     grouped = S.reshape(x, (shape[0], num_groups, width))
     y = S.reshape(layer_norm(grouped, axis=2, eps=eps), shape)
     if weight is not None:
         y = y * channel_shaped(weight, len(shape))
     if bias is not None:
         y = y + channel_shaped(bias, len(shape))
-    return y
+    return _narrowed(y, rounded)
 
 
 # -- batch_norm ---------------------------------------------------------------------------
@@ -332,6 +352,9 @@ def batch_norm(x: Any, running_mean: Any = None, running_var: Any = None, weight
     if len(shape) < 2:
         raise ShapeError(f"batch_norm: expected an input (N, C, ...), got shape {shape}")
     rank = len(shape)
+    (x, running_mean, running_var, weight, bias), rounded = _widened(
+        x, running_mean, running_var, weight, bias
+    )
     if training:
         axes = (0, *range(2, rank))
         if all(isinstance(shape[a], int) for a in axes):  # else checked when it runs
@@ -357,7 +380,7 @@ def batch_norm(x: Any, running_mean: Any = None, running_var: Any = None, weight
         y = y * channel_shaped(weight, rank)
     if bias is not None:
         y = y + channel_shaped(bias, rank)
-    return BatchStats(y, stats_mean, stats_var)
+    return BatchStats(*(_narrowed(v, rounded) for v in (y, stats_mean, stats_var)))
 
 
 # -- std ----------------------------------------------------------------------------------

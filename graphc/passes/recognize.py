@@ -21,8 +21,9 @@ Exactness (docs/trust.md), measured by tests/passes/test_recognize.py: softmax's
 makes the very calls the spelled-out form makes (a subtraction of the max, exp, a sum,
 one division), so `recognize_softmax` is EXACT and runs at O2 before fusion. The one
 difference: over an empty axis the spelled-out max raises, softmax gives the empty
-result. Not for bfloat16, which the fused kernels compute in float32 and round once
-where every spelled-out op rounds: a bfloat16 softmax (or affine step) stays spelled out. layer_norm's kernel computes the variance as a dot product and multiplies by
+result. Not for 16-bit floats, which the fused kernels compute in float32 and round
+once where every spelled-out op rounds: a float16 or bfloat16 softmax (or affine step)
+stays spelled out. layer_norm's kernel computes the variance as a dot product and multiplies by
 1 / sqrt(var + eps) instead of dividing: other last bits, so `recognize_layer_norm` is
 VALUE-CHANGING and runs only with fast_math (after `simplify_fast_math`), its core rule
 tagged `[fast_math]` in the report; absorbing the affine step is exact (the kernel
@@ -37,7 +38,7 @@ from collections.abc import Callable
 import numpy as np
 
 from graphc.ir.graph import OP, Graph, Node
-from graphc.ir.types import is_bfloat16, is_float
+from graphc.ir.types import is_float, is_half
 from graphc.passes.patterns import Bindings, Pattern, uniform_value
 from graphc.passes.report import PassLog
 from graphc.passes.rewrite import Match, Rule, rewrite, rule
@@ -107,10 +108,10 @@ def _float(x: Node, *nodes: Node) -> bool:
 
 
 def _rounds_alike(x: Node) -> bool:
-    """Whether a fused op on x's dtype rounds where the spelled-out ops do: not bfloat16,
-    which the fused kernels compute in float32 and round once (ops/defop.py's
-    `in_float32`) where each spelled-out op rounds its own result to bfloat16."""
-    return not is_bfloat16(x.type.dtype)
+    """Whether a fused op on x's dtype rounds where the spelled-out ops do: not a 16-bit
+    float, which the fused kernels compute in float32 and round once (ops/defop.py's
+    `in_float32`) where each spelled-out op rounds its own result."""
+    return not is_half(x.type.dtype)
 
 
 def _closed(m: Match) -> bool:

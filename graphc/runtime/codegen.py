@@ -28,7 +28,7 @@ import numpy as np
 
 from graphc.ir.graph import Node
 from graphc.ir.registry import get_op
-from graphc.ir.types import is_bfloat16, is_float
+from graphc.ir.types import TupleType, is_float, is_half
 from graphc.ops.indexing import parse_index
 from graphc.runtime.backend import (
     Backend,
@@ -368,6 +368,9 @@ class Generator:
         ufunc: the ufunc itself when the op's kernel is one (and takes no attrs), the
         reduce of a reduction's ufunc, else the op's kernel with its attrs as keywords."""
         kernel = get_op(node.op).kernel  # type: ignore[arg-type]
+        half = any(is_half(dtype) for dtype in _dtypes(node))
+        if not half:  # the planned types hold no 16-bit float: skip in_float32's look
+            kernel = getattr(kernel, "unwidened", kernel)
         ufunc = getattr(kernel, "ufunc", None)
         reduce = getattr(kernel, "reduce_ufunc", None)
         keywords = [f"{k}={self.literal(v, f'{node.name}_{k}')}" for k, v in attrs.items()]
@@ -376,7 +379,7 @@ class Generator:
         if (
             reduce is not None
             and set(attrs) <= {"axis", "keepdims"}
-            and not is_bfloat16(node.inputs[0].type.dtype)  # its ufunc would sum in bfloat16
+            and not half  # its ufunc would sum in the 16-bit dtype: the kernel sums in float32
         ):
             fn = self.const(reduce.reduce, f"np_{reduce.__name__}_reduce")
             return fn, args + keywords, False
@@ -517,3 +520,9 @@ def generate(
             raise
         warn_once(f"graphc: backend '{backend.name}' fell back to '{backend.fallback}': {exc}")
         return generate(plan, check_numerics, get_backend(backend.fallback))
+
+
+def _dtypes(node: Node) -> list:
+    """The dtypes of `node`'s operands and results."""
+    types = [x.type for x in node.inputs] + [node.type]
+    return [t.dtype for u in types for t in (u.items if isinstance(u, TupleType) else (u,))]

@@ -392,13 +392,15 @@ def test_layer_norm_lookalikes_that_do_not_fit_are_declined(axes: tuple, eps: ob
     np.testing.assert_array_equal(got, want)
 
 
-def test_bfloat16_softmax_and_affine_steps_stay_spelled_out() -> None:
-    """The fused kernels compute bfloat16 in float32 and round once; the spelled-out ops
-    round each result to bfloat16, so fusing them would change O2's bits."""
-    pytest.importorskip("ml_dtypes")
-    softmax = gc.parse(SOFTMAX.replace("f32", "bf16"))
+@pytest.mark.parametrize("short", ["bf16", "f16"])
+def test_16_bit_softmax_and_affine_steps_stay_spelled_out(short: str) -> None:
+    """The fused kernels compute 16-bit floats in float32 and round once; the spelled-out
+    ops round each result, so fusing them would change O2's bits."""
+    if short == "bf16":
+        pytest.importorskip("ml_dtypes")
+    softmax = gc.parse(SOFTMAX.replace("f32", short))
     assert "softmax" not in ops_of(gc.optimize(softmax, level=2))
-    affine = gc.parse(AFFINE.replace("f32", "bf16"))
+    affine = gc.parse(AFFINE.replace("f32", short))
     assert ops_of(recognize_layer_norm(affine)) == ops_of(affine)
     x = (np.random.default_rng(5).standard_normal((8, 5)) * 30).astype(softmax.inputs[0].type.dtype)
     (want,), (got,) = gc.run(softmax, {"x": x}), gc.run(gc.optimize(softmax, 2), {"x": x})

@@ -152,6 +152,11 @@ class _Where:
         unique_indices: bool = False,
     ) -> Any:
         index = self._at("get", mode, fill_value)
+        _check_index_dtypes(index, "at[...].get")
+        if any(_is_int_scalar_value(i) for i in index) and not any(
+            _is_index_array(i) for i in index
+        ):
+            return _get_dynamic(self._x, index)
         return self._x[index if len(index) > 1 else index[0]]
 
     def _update(self, values: Any, combine: Any, what: str, mode: Any) -> Any:
@@ -214,10 +219,37 @@ def _clipped(index: tuple, shape: tuple, what: str) -> tuple:
     return tuple(out)
 
 
+def _check_index_dtypes(index: tuple, what: str) -> None:
+    """Each index that is a graph value, tensor or array holds integers (a bool array is
+    a mask, which _update_by_array names)."""
+    for item in index:
+        if isinstance(item, (bool, int, np.integer, slice)) or item is None or item is Ellipsis:
+            continue
+        dtype = dtype_of(item)
+        if not np.issubdtype(dtype, np.integer) and not (
+            dtype == np.bool_ and _is_index_array(item)
+        ):
+            raise DTypeError(f"{what}: an index must hold integers, got {dtype} ({item!r})")
+
+
+def _get_dynamic(x: Any, index: tuple) -> Any:
+    """x[index] where some items are integer scalars held by graph values (a loop
+    counter): the static part sliced first (those axes kept), then each of them taken
+    along its axis, last first so that the earlier axes keep their places."""
+    items = _per_axis(index, len(_shape(x)), "at[...].get")
+    static = tuple(slice(None) if _is_int_scalar_value(i) else i for i in items)
+    kept = [a for a, i in enumerate(static) if not isinstance(i, (int, np.integer))]
+    region = bind("slice", x, index=static) if static != (slice(None),) * len(items) else x
+    for a in reversed([a for a, i in enumerate(items) if _is_int_scalar_value(i)]):
+        region = bind("take", region, items[a], axis=kept.index(a))
+    return region
+
+
 def _update(
     x: Any, index: tuple, values: Any, combine: Callable[[Any, Any], Any] | None, what: str
 ) -> Any:
     what = f"at[...].{what}"
+    _check_index_dtypes(index, what)
     arrays = [k for k, item in enumerate(index) if _is_index_array(item)]
     if any(item is None for item in index):
         raise GraphcError(f"{what}: None (a new axis) has no place in an update's index")

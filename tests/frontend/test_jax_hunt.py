@@ -494,3 +494,24 @@ def test_random_distributions_jax_has(jax: Any, name: str) -> None:
     np.testing.assert_allclose(
         [np.mean(theirs), np.var(theirs)], [mean, var], atol=0.05 * (1 + var)
     )
+
+
+@pytest.mark.parametrize("index", ["i, 0", "0, i", "i, 1:", "i, -i", "..., i", "-1, i"])
+def test_at_get_with_a_loop_counter_beside_other_indices(jax: Any, index: str) -> None:
+    """x.at[i, 0].get() with i a graph value was refused ('an integer-array index may
+    only be combined with :'), as x[i, 0] still is (graphc/ops/indexing.py)."""
+    program = eval(f"lambda x, i: x.at[{index}].get()")  # noqa: S307 - the index as written
+    x = np.arange(24.0).reshape(4, 6)
+    want = program(jax.numpy.asarray(x), 2)
+    assert_trees_close(gc.jit(program)(x, np.int64(2)), want)
+    grad = gc.grad(lambda x, i: (program(x, i) ** 2).sum())(x, np.int64(2))
+    assert_trees_close(grad, jax.grad(lambda x, i: (program(x, i) ** 2).sum())(x, 2))
+
+
+def test_at_names_an_index_that_holds_no_integers(jax: Any) -> None:
+    x = np.arange(6.0)
+    with pytest.raises(TypeError):
+        jax.jit(lambda x, i: x.at[i].set(0.0))(x, np.float32(1))
+    for index in (np.float32(1), np.bool_(True)):  # 'dtype object ... (value of type slice)'
+        with pytest.raises(gc.DTypeError, match=r"at\[...\].set: an index must hold integers"):
+            gc.jit(lambda x, i: x.at[i].set(0.0))(x, index)

@@ -211,6 +211,7 @@ UNARY |= {
     "hardtanh": gc.relu6,
     "leaky_relu": lambda x: gc.leaky_relu(x, -3.1),
     "hardsigmoid": gc.hardsigmoid,
+    "round": gc.round,  # half to even; more decimals: ATTR_CASES
     **{f"cast_{t}": partial(_cast, dtype=t) for t in ("float32", "float64", "bool")},
 }
 BINARY: dict[str, Callable[[gc.Symbol, gc.Symbol], gc.Symbol]] = {
@@ -309,6 +310,8 @@ ATTR_CASES: dict[str, Callable[[gc.Symbol], gc.Symbol]] = {
     "leaky_relu_-0": lambda x: gc.leaky_relu(x, -0.0),
     "leaky_relu_1e-300": lambda x: gc.leaky_relu(x, 1e-300),
     "leaky_relu_nan": lambda x: gc.leaky_relu(x, float("nan")),
+    # x * 10**d rounded and divided back, 10**d in x's dtype: past its range an infinity
+    **{f"round_{d}": partial(gc.round, decimals=d) for d in (1, 3, -2, 12, 40, -310)},
 }
 
 

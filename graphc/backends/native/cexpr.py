@@ -25,7 +25,7 @@ fused multiply-adds), on every third float32 in [1e-4, 10] and 2**24 random bit 
 tests/backends/test_native_ulp.py checks every op's `ulp_bound` against numpy over the
 float range.
 Everything else (+ - * / sqrt, comparisons, min/max with numpy's nan and -0.0 rules,
-where, casts between floats and bools, floor/ceil/trunc, leaky_relu, and hardtanh and
+where, casts between floats and bools, floor/ceil/trunc/round, leaky_relu, and hardtanh and
 hardsigmoid by numpy's clip rule, x kept where it equals a bound) gives numpy's bits.
 
 An emitter gets a `Call`: the C expressions of its operands, converted as the op's rule
@@ -353,6 +353,32 @@ def _hardsigmoid(c: Call) -> str:
     return f"(({clipped}) / sp_{t}(6))"
 
 
+def _power_of_ten(n: int) -> float:
+    """10**n as numpy's round computes it (calculation.c's power_of_ten): exact to 1e8,
+    then 1e9 times 10 again and again, each product rounded."""
+    if n < 9:
+        return float(10**n)
+    value = 1e9
+    for _ in range(n - 9):
+        if value == float("inf"):
+            break
+        value *= 10.0
+    return value
+
+
+def _round(c: Call) -> str:
+    # numpy's round: np.rint for decimals 0; else x times 10**d (a Python float, so in
+    # x's dtype), rint, divided by it again (x divided, then multiplied, for d < 0)
+    x, t = convert(c.args[0], c.sources[0], c.ctype), c.ctype
+    decimals = int(c.attrs["decimals"])
+    if decimals == 0:
+        return f"rint_{t}({x})"
+    scale = splat(t, _power_of_ten(abs(decimals)))
+    if decimals > 0:
+        return f"(rint_{t}(({x}) * {scale}) / {scale})"
+    return f"(rint_{t}(({x}) / {scale}) * {scale})"
+
+
 def _libmvec(
     op: str, f32: str | Callable[[], str], f64: str, ulp_bound: int, cost: int, unit: bool = False
 ) -> NativeOp:
@@ -385,6 +411,7 @@ NATIVE_OPS: dict[str, NativeOp] = {
     "floor": NativeOp(_unary("floor")),
     "ceil": NativeOp(_unary("ceil")),
     "trunc": NativeOp(_unary("trunc")),
+    "round": NativeOp(_round, operands=AS_IS, cost=2),
     "sign": NativeOp(_unary("sign")),
     # attrs, so AS_IS: the emitter converts x itself (the type rules refuse bools)
     "hardtanh": NativeOp(_hardtanh, operands=AS_IS, cost=2),

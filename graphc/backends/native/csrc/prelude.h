@@ -239,3 +239,4 @@ GC_HALVES(sqrt_f64, (vf64h)GC_SQRT_PD((gc_pd)lo), (vf64h)GC_SQRT_PD((gc_pd)hi))
 GC_ROUND(floor, _MM_FROUND_TO_NEG_INF)
 GC_ROUND(ceil, _MM_FROUND_TO_POS_INF)
 GC_ROUND(trunc, _MM_FROUND_TO_ZERO)
+GC_ROUND(rint, _MM_FROUND_TO_NEAREST_INT)  /* half to even, as np.rint */

@@ -638,6 +638,12 @@ def _select(pred: Any, then: Any, other: Any, rank: int) -> Any:
     return bind("where", pred, then, other)
 
 
+def _forwarded(body: Graph, k: int) -> int | None:
+    """The input of `body` that its output `k` is, unchanged, if it is one."""
+    source = body.outputs[k].inputs[0]
+    return body.inputs.index(source) if source in body.inputs else None
+
+
 def _held_where_not_taken(
     node: Node, pred: Any, operands: Sequence[Batched], taken: bool
 ) -> list[Batched]:
@@ -670,10 +676,16 @@ def cond(node: Node, args: list[Batched], size: Dim) -> Batched:
         other = walk(else_body, _held_where_not_taken(node, pred, operands, False), size)
         for made in graph.nodes[start:] if graph is not None else ():
             made.meta.setdefault(BOTH_BRANCHES, node.name)
-        values = tuple(
-            _select(pred, t, o, rank) for (t, _), (o, _), rank in zip(taken, other, ranks)
-        )
-        return values, (True,) * len(values)
+        values, flags = [], []
+        for k, ((t, _), (o, _), rank) in enumerate(zip(taken, other, ranks)):
+            j = _forwarded(then_body, k)
+            if j is not None and j == _forwarded(else_body, k):  # operand j, either way
+                values.append(operands[j][0])
+                flags.append(operands[j][1])  # (unbatched stays so, as in JAX)
+            else:
+                values.append(_select(pred, t, o, rank))
+                flags.append(True)
+        return tuple(values), tuple(flags)
     flags = [flag for _, flag in operands]
     _, then_out = batch_body(then_body, flags, size)
     _, else_out = batch_body(else_body, flags, size)

@@ -479,6 +479,12 @@ def _scan_length(shapes: Sequence[tuple], length: int | str | None) -> int | str
         if not shape:
             raise ShapeError("scan: every x must have a leading axis to step along (got a scalar)")
         firsts.append(shape[0])
+    if isinstance(length, Symbol) or kind_of(length) is not None:
+        raise ShapeError(  # the number of steps is part of the node, fixed when tracing
+            "scan: length must be known when tracing (an int, or a dim of an input such as "
+            "x.shape[0]), got a graph value; hold it static (gc.jit's static_argnums), or "
+            "loop on a count known only when running with gc.fori_loop or gc.while_loop"
+        )
     if length is not None:
         length = as_dim(length)
         firsts.append(length)

@@ -515,3 +515,28 @@ def test_at_names_an_index_that_holds_no_integers(jax: Any) -> None:
     for index in (np.float32(1), np.bool_(True)):  # 'dtype object ... (value of type slice)'
         with pytest.raises(gc.DTypeError, match=r"at\[...\].set: an index must hold integers"):
             gc.jit(lambda x, i: x.at[i].set(0.0))(x, index)
+
+
+def test_vmap_of_a_cond_keeps_an_operand_both_branches_return_unbatched(jax: Any) -> None:
+    """test_cond_vmap_forwarding_doesnt_promote: y passes through both branches, so it
+    is the same for every example and out_axes=None may say so (graphc selected it per
+    example, and the batched result was refused)."""
+
+    def program(lib: Any) -> Callable[..., Any]:
+        branch = lambda k: lambda x, y: (x * k, y)  # noqa: E731
+        return lambda x, y: lib.cond(x < 3, branch(2), branch(3), x, y)
+
+    ours, theirs = program(gc), program(jax.lax)
+    x, y = np.arange(5), np.array(3.0)
+    want = jax.vmap(theirs, in_axes=(0, None), out_axes=(0, None))(x, y)
+    assert_trees_close(gc.vmap(ours, in_axes=(0, None), out_axes=(0, None))(x, y), want)
+    swap = lambda lib: lambda x, y: lib.cond(x < 3, lambda a, b: (a, b), lambda a, b: (b, a), x, y)  # noqa: E731
+    x = np.arange(5.0)
+    assert_trees_close(gc.vmap(swap(gc))(x, -x), jax.vmap(swap(jax.lax))(x, -x))
+
+
+def test_scan_length_that_is_a_graph_value_is_named(jax: Any) -> None:
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(lambda n, x: jax.lax.scan(lambda c, z: (c, z), x, (), n))(3, 1.0)
+    with pytest.raises(gc.ShapeError, match="scan: length must be known when tracing"):
+        gc.jit(lambda n, x: gc.scan(lambda c, z: (c, z), x, (), n))(np.int64(3), 1.0)

@@ -375,13 +375,13 @@ class Statics:
     static value is part of the cache key (it must be hashable) and reaches the function
     as it is: a Python value at trace time, never a graph input."""
 
-    def __init__(self, fn: Callable[..., Any], nums: Any, names: Any) -> None:
+    def __init__(self, fn: Callable[..., Any], nums: Any, names: Any, what: str = "static") -> None:
         nums = (nums,) if isinstance(nums, (int, np.integer)) else tuple(nums or ())
         names = (names,) if isinstance(names, str) else tuple(names or ())
         if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in nums):
-            raise DTypeError(f"gc.jit: static_argnums must be ints, got {nums!r}")
+            raise DTypeError(f"gc.jit: {what}_argnums must be ints, got {nums!r}")
         if not all(isinstance(n, str) for n in names):
-            raise DTypeError(f"gc.jit: static_argnames must be strings, got {names!r}")
+            raise DTypeError(f"gc.jit: {what}_argnames must be strings, got {names!r}")
         try:
             parameters = list(inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):  # no signature: the positions and names as given
@@ -397,13 +397,13 @@ class Statics:
             if n < 0:  # from the end of the positional parameters, as JAX
                 if not positional or n < -len(positional):
                     raise DTypeError(
-                        f"gc.jit: static_argnums {n} counts from the end of the function's "
+                        f"gc.jit: {what}_argnums {n} counts from the end of the function's "
                         f"{len(positional)} positional parameter(s)"
                     )
                 n += len(positional)
             elif parameters and not var_positional and n >= len(positional):
                 raise DTypeError(  # as JAX: else the number silently holds nothing static
-                    f"gc.jit: static_argnums {n} is past the {len(positional)} positional "
+                    f"gc.jit: {what}_argnums {n} is past the {len(positional)} positional "
                     f"parameter(s) of '{name}' ({[p.name for p in positional]}); count from 0"
                 )
             at.add(n)
@@ -411,18 +411,18 @@ class Statics:
         for p in parameters:  # names that no keyword argument can give, as JAX refuses them
             if p.name in names and p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL):
                 raise DTypeError(
-                    f"gc.jit: static_argnames names '{p.name}', a {p.kind.description} "
-                    f"parameter of '{name}', which no keyword argument can give; hold it "
-                    "static by position (static_argnums)"
+                    f"gc.jit: {what}_argnames names '{p.name}', a {p.kind.description} "
+                    f"parameter of '{name}', which no keyword argument can give; name it "
+                    f"by position ({what}_argnums)"
                     if p.kind == p.POSITIONAL_ONLY
-                    else f"gc.jit: static_argnames names '{p.name}', the {p.kind.description} "
+                    else f"gc.jit: {what}_argnames names '{p.name}', the {p.kind.description} "
                     f"parameter of '{name}'; name the parameters themselves"
                 )
         if parameters and not any(p.kind == p.VAR_KEYWORD for p in parameters):
             unknown = sorted(set(names) - known)
             if unknown:
                 raise DTypeError(
-                    f"gc.jit: static_argnames {unknown} name no parameter of "
+                    f"gc.jit: {what}_argnames {unknown} name no parameter of "
                     f"'{name}' (its parameters: {sorted(known)})"
                 )
         self.nums = frozenset(at | {k for k, p in enumerate(positional) if p.name in names})
@@ -488,6 +488,8 @@ def jit(
     *,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
+    donate_argnums: int | Sequence[int] = (),
+    donate_argnames: str | Sequence[str] = (),
 ) -> Any:
     """Compile `fn` on first call for each input signature (shapes, dtypes), then reuse it.
 
@@ -501,7 +503,9 @@ def jit(
     function), it is inlined into the graph being built. `cache_info()` counts hits
     and misses. `static_argnums` / `static_argnames` hold arguments static as in
     `jax.jit` (any hashable value: a string, a tuple, a callable; each value traces
-    once). More in the module doc of `graphc.frontend.jit`.
+    once). `donate_argnums` / `donate_argnames` are accepted for JAX's sake and change
+    nothing: a compiled plan never writes into a caller's array. More in the module
+    doc of `graphc.frontend.jit`.
 
     >>> import numpy as np, graphc as gc
     >>> f = gc.jit(lambda x: gc.relu(x) * 2)
@@ -522,6 +526,9 @@ def jit(
         return functools.partial(
             jit, params=params, static_argnums=static_argnums, static_argnames=static_argnames
         )
+    Statics(
+        fn, donate_argnums, donate_argnames, "donate"
+    )  # checked as JAX checks them, then unused
     if not callable(fn):
         raise DTypeError(f"gc.jit: expected a function to compile, got {type(fn).__name__}")
     if static_argnums == () and static_argnames == ():

@@ -540,3 +540,17 @@ def test_scan_length_that_is_a_graph_value_is_named(jax: Any) -> None:
         jax.jit(lambda n, x: jax.lax.scan(lambda c, z: (c, z), x, (), n))(3, 1.0)
     with pytest.raises(gc.ShapeError, match="scan: length must be known when tracing"):
         gc.jit(lambda n, x: gc.scan(lambda c, z: (c, z), x, (), n))(np.int64(3), 1.0)
+
+
+def test_jit_accepts_donate_arguments(jax: Any) -> None:
+    """donate_argnums/donate_argnames were TypeErrors; graphc never writes into a
+    caller's array, so they change nothing, and are checked as jax checks them."""
+    x = np.ones(3)
+    want = jax.jit(lambda x, y: x + 2 * y, donate_argnums=0)(x, x)
+    assert_trees_close(gc.jit(lambda x, y: x + 2 * y, donate_argnums=0)(x, x), want)
+    assert_trees_close(gc.jit(lambda x, y: x + 2 * y, donate_argnames="y")(x, y=x), want)
+    assert x.tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(ValueError):
+        jax.jit(lambda x: x, donate_argnums=2)
+    with pytest.raises(gc.DTypeError, match="donate_argnums 2 is past the 1 positional"):
+        gc.jit(lambda x: x, donate_argnums=2)

@@ -218,10 +218,10 @@ def test_conv_transpose_output_size_matches_torch() -> None:
     ("make", "message"),
     [
         (lambda: nn.Conv2d(3, 4, 3, groups=2), "divisible by groups"),
-        (lambda: nn.Conv2d(2, 4, 3, padding_mode="reflect"), "only padding_mode='zeros'"),
+        (lambda: nn.Conv2d(2, 4, 3, padding_mode="mirror"), "Conv2d: padding_mode must be one of"),
         (lambda: nn.Conv2d(2, 4, 3, stride=2, padding="same"), "not supported for strided"),
         (lambda: nn.ConvTranspose2d(2, 4, 3, padding="same"), "padding 'same' is not supported"),
-        (lambda: nn.Conv2d(2, 4, (3, 3, 3)), "expected one int or 2 ints"),
+        (lambda: nn.Conv2d(2, 4, (3, 3, 3)), "Conv2d: kernel_size must be one int or 2 ints"),
     ],
 )
 def test_layer_mistakes_raise_graphc_errors(make: Any, message: str) -> None:

@@ -7,7 +7,7 @@
 ()
 """
 
-from graphc.nn import functional, init
+from graphc.nn import functional, init, utils
 from graphc.nn.activation import *
 from graphc.nn.attention import *
 from graphc.nn.containers import *

@@ -241,6 +241,7 @@ def test_initializing_a_parameter_keeps_it_a_leaf() -> None:
         "graphc.nn.layers",
         "graphc.nn.containers",
         "graphc.nn.parameter",
+        "graphc.nn.utils",
         "graphc.nn.loss",
         "graphc.nn.functional.loss",
         "graphc.nn.module",

@@ -655,3 +655,49 @@ def test_forward_hooks_run_as_torch() -> None:
         ours(ge.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(), atol=1e-6
     )
     assert len(seen) == len(their_seen) + 1  # the trace ran the first hook once more
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    ("norm_type", "max_norm", "dtype"),
+    [
+        (2.0, 1.0, "float32"),
+        (1.0, 0.5, "float64"),
+        (float("inf"), 0.3, "float64"),
+        (2.0, 1e3, "float64"),
+    ],
+)
+def test_gradient_clipping_and_vectors_match_torch(norm_type, max_norm, dtype) -> None:
+    """nn.utils (clip_grad_norm_, clip_grad_value_, parameters_to_vector and
+    vector_to_parameters) was missing."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(dtype) for s in ((3, 2), (4,), (2, 2))]
+    grads = [rng.standard_normal(a.shape).astype(dtype) for a in arrays]
+    ours = [ge.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    for p, t, g in zip(ours, theirs, grads):
+        p.grad, t.grad = ge.tensor(g), torch.tensor(g)
+    ours[2].grad = None  # a parameter without a gradient is left out, as torch's
+    theirs[2].grad = None
+    rtol = 1e-6 if dtype == "float32" else 1e-12
+    total = nn.utils.clip_grad_norm_(ours, max_norm, norm_type)
+    their_total = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type)
+    np.testing.assert_allclose(total.item(), their_total.item(), rtol=rtol)
+    assert total.dtype == their_total.numpy().dtype
+    for p, t in zip(ours[:2], theirs[:2]):
+        np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=rtol)
+    nn.utils.clip_grad_value_(ours, 0.1)
+    torch.nn.utils.clip_grad_value_(theirs, 0.1)
+    for p, t in zip(ours[:2], theirs[:2]):
+        np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=rtol)
+    vector = nn.utils.parameters_to_vector(ours)
+    np.testing.assert_array_equal(
+        vector.numpy(), torch.nn.utils.parameters_to_vector(theirs).detach().numpy()
+    )
+    nn.utils.vector_to_parameters(vector * 2.0, ours)
+    torch.nn.utils.vector_to_parameters(torch.tensor(vector.numpy()) * 2.0, theirs)
+    for p, t in zip(ours, theirs):
+        np.testing.assert_array_equal(p.detach().numpy(), t.detach().numpy())
+    with pytest.raises(GraphcError, match="clip_grad_norm_: the total norm"):
+        ours[0].grad = ge.tensor(np.full((3, 2), np.nan, dtype))
+        nn.utils.clip_grad_norm_(ours, 1.0, error_if_nonfinite=True)

@@ -25,7 +25,7 @@ import numpy as np
 from graphc.frontend.call import inline
 from graphc.frontend.jit import Jitted, static_key
 from graphc.frontend.trace import parameter_names
-from graphc.ir.errors import GraphcError
+from graphc.ir.errors import DTypeError, GraphcError
 from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ops.closure import fn_name, graph_of, lift, trace_body
 from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
@@ -146,6 +146,12 @@ class OnArrays:
                 arrays.append(np.asarray(leaf, weak_dtype(leaf, ())))
             elif isinstance(leaf, (np.ndarray, np.generic)) or kind_of(leaf) is not None:
                 arrays.append(as_array(leaf))
+            elif self.dynamic(position, len(args)):  # differentiated: it must be numbers
+                raise DTypeError(
+                    f"{self.name}: argument {position} holds a {type(leaf).__name__}, which is "
+                    "no array; differentiated arguments are arrays, numbers or pytrees of them "
+                    "(pass other values outside them, e.g. out of grad's argnums)"
+                )
             else:  # a string, a callable: static, as a Python scalar
                 statics.append((k, type(leaf).__name__, leaf))
         jitted, out_trees, traced = self._jitted(tree, tuple(statics), len(leaves))

@@ -554,3 +554,12 @@ def test_jit_accepts_donate_arguments(jax: Any) -> None:
         jax.jit(lambda x: x, donate_argnums=2)
     with pytest.raises(gc.DTypeError, match="donate_argnums 2 is past the 1 positional"):
         gc.jit(lambda x: x, donate_argnums=2)
+
+
+def test_a_differentiated_argument_that_is_no_array_is_named(jax: Any) -> None:
+    with pytest.raises(TypeError, match="is not a valid JAX type"):
+        jax.grad(lambda x: x)("foo")
+    with pytest.raises(gc.DTypeError, match="grad_f: argument 0 holds a str, which is no array"):
+        gc.grad(lambda x: x)("foo")  # 'dtype <U3 is not supported'
+    # not differentiated, it passes through as before
+    assert gc.grad(lambda x, s: gc.sum(x) * len(s))(np.ones(2), "abc").tolist() == [3.0, 3.0]

@@ -85,9 +85,10 @@ def _leaf_axes(axes: Any, value: Any, where: str, what: str = "in_axes") -> list
     if not sequences and not (
         isinstance(axis_tree, TreeDef) and isinstance(tree, TreeDef) and axis_tree.kind is tree.kind
     ):
+        shown = type(value).__name__ if isinstance(tree, TreeDef) else "a leaf"
         raise VmapError(
             f"vmap: {where}: {what} entry {_show(axes)} does not match the {subject}'s structure "
-            f"({type(value).__name__}); give an int, None or the same structure"
+            f"({shown}); give an int, None or the same structure"
         )
     if len(axis_items) != len(items):
         raise VmapError(

@@ -563,3 +563,10 @@ def test_a_differentiated_argument_that_is_no_array_is_named(jax: Any) -> None:
         gc.grad(lambda x: x)("foo")  # 'dtype <U3 is not supported'
     # not differentiated, it passes through as before
     assert gc.grad(lambda x, s: gc.sum(x) * len(s))(np.ones(2), "abc").tolist() == [3.0, 3.0]
+
+
+def test_vmap_axes_that_do_not_fit_a_single_array_say_it_is_a_leaf(jax: Any) -> None:
+    with pytest.raises(ValueError, match="out_axes specification must be a tree prefix"):
+        jax.vmap(lambda x: x, in_axes=0, out_axes=(2, 3))(np.ones(2))
+    with pytest.raises(gc.VmapError, match=r"result's structure \(a leaf\)"):  # it said (int)
+        gc.vmap(lambda x: x, in_axes=0, out_axes=(2, 3))(np.ones(2))

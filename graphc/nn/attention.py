@@ -26,7 +26,7 @@ from graphc.nn import init
 from graphc.nn.functional.attention import attend, blocked_keys, fully_masked_rows
 from graphc.nn.layers import Linear
 from graphc.nn.module import Module
-from graphc.ops import matmul, mean, reshape, swapaxes, transpose, where
+from graphc.ops import concat, matmul, mean, pad, reshape, swapaxes, transpose, where, zeros_like
 
 __all__ = ["MultiheadAttention"]
 
@@ -38,13 +38,26 @@ def _reshaped(value: Any, shape: tuple) -> Any:
     return reshape(value, shape)
 
 
+def _one_more_key(mask: Any) -> Any:
+    """A mask (..., S) for one more key at the end, which it leaves attended (False, or 0
+    added), as torch pads it."""
+    if mask is None:
+        return None
+    pads = [(0, 0)] * (len(mask.shape) - 1) + [(0, 1)]
+    if isinstance(mask, np.ndarray):
+        return np.pad(mask, pads)
+    return pad(mask, pads)
+
+
 class MultiheadAttention(Module):
-    """torch.nn.MultiheadAttention (no bias_kv / zero_attn).
+    """torch.nn.MultiheadAttention.
 
     Parameters: `in_proj_weight` (3E, E) (or, with a kdim or vdim other than E,
     `q_proj_weight` (E, E), `k_proj_weight` (E, kdim), `v_proj_weight` (E, vdim)),
-    `in_proj_bias` (3E), `out_proj.weight`, `out_proj.bias`; initialized as torch
-    (xavier-uniform projections, zero biases).
+    `in_proj_bias` (3E), `out_proj.weight`, `out_proj.bias`, and with add_bias_kv
+    `bias_k` and `bias_v` (1, 1, E), a learned key and value appended to every sequence
+    (add_zero_attn appends a zero one); initialized as torch (xavier-uniform projections,
+    xavier-normal bias_k and bias_v, zero biases).
 
     >>> import graphc.eager as ge
     >>> from graphc import nn
@@ -74,8 +87,6 @@ class MultiheadAttention(Module):
                 f"MultiheadAttention: embed_dim {embed_dim} is not divisible by num_heads "
                 f"{num_heads}"
             )
-        if add_bias_kv or add_zero_attn:
-            raise GraphcError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
         self.embed_dim, self.num_heads = embed_dim, num_heads
         self.kdim = embed_dim if kdim is None else kdim
         self.vdim = embed_dim if vdim is None else vdim
@@ -92,6 +103,13 @@ class MultiheadAttention(Module):
                 setattr(self, f"{name}_proj_weight", init.xavier_uniform_(weight, generator=rng))
             self.in_proj_weight = None
         self.in_proj_bias = zeros(3 * embed_dim, dtype=dtype, requires_grad=True) if bias else None
+        self.add_zero_attn = add_zero_attn
+        if add_bias_kv:  # one more key and value, learned (after the projections)
+            for name in ("bias_k", "bias_v"):
+                extra = zeros(1, 1, embed_dim, dtype=dtype, requires_grad=True)
+                setattr(self, name, init.xavier_normal_(extra, generator=rng))
+        else:
+            self.bias_k = self.bias_v = None
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype, generator=rng)
         if bias:
             init.zeros_(self.out_proj.bias)
@@ -120,6 +138,12 @@ class MultiheadAttention(Module):
         first = bool(self.batch_first) and not unbatched
         length, batch = (query.shape[1], query.shape[0]) if first else query.shape[:2]
         q, k, v = (self._project(x, i, first) for i, x in enumerate((query, key, value)))
+        if self.bias_k is not None:
+            k, v = self._append(k, self.bias_k), self._append(v, self.bias_v)
+            attn_mask, key_padding_mask = _one_more_key(attn_mask), _one_more_key(key_padding_mask)
+        if self.add_zero_attn:
+            k, v = self._append(k, None), self._append(v, None)
+            attn_mask, key_padding_mask = _one_more_key(attn_mask), _one_more_key(key_padding_mask)
         scores = matmul(q, swapaxes(k, -2, -1)) * (1.0 / math.sqrt(self.head_dim))
         scores, blocked = self._masked(scores, attn_mask, key_padding_mask, is_causal, batch)
         # torch's weight-free path zeroes the rows with no key; with the weights, nan
@@ -168,6 +192,14 @@ class MultiheadAttention(Module):
                 f"MultiheadAttention: key_padding_mask must have shape (N, S) = "
                 f"({batch}, {source}), got {tuple(key_padding_mask.shape)}"
             )
+
+    def _append(self, x: Any, row: Any) -> Any:
+        """x (N, heads, S, head_dim) with one more position: `row` (1, 1, E) split into
+        heads, or zeros (add_zero_attn)."""
+        last = zeros_like(x[:, :, :1, :])
+        if row is not None:
+            last = last + reshape(row, (1, self.num_heads, 1, self.head_dim))
+        return concat([x, last], axis=2)
 
     def _project(self, x: Any, which: int, batch_first: bool) -> Any:
         """x @ W_which^T + b_which, split into heads: (N, heads, T, head_dim), from x

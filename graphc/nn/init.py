@@ -108,6 +108,14 @@ def kaiming_uniform_(
     return uniform_(tensor, -bound, bound, generator)
 
 
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Generator = None) -> Tensor:
+    """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)) (Glorot)."""
+    if 0 in tuple(tensor.shape):  # nothing to fill, as torch's no-op
+        return tensor
+    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
+
+
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Generator = None) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(6 / (fan_in + fan_out)) (Glorot)."""
     if 0 in tuple(tensor.shape):  # nothing to fill, as torch's no-op

@@ -701,3 +701,50 @@ def test_gradient_clipping_and_vectors_match_torch(norm_type, max_norm, dtype) -
     with pytest.raises(GraphcError, match="clip_grad_norm_: the total norm"):
         ours[0].grad = ge.tensor(np.full((3, 2), np.nan, dtype))
         nn.utils.clip_grad_norm_(ours, 1.0, error_if_nonfinite=True)
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"add_bias_kv": True, "add_zero_attn": True},
+        {"add_bias_kv": True, "batch_first": True, "bias": False},
+        {"add_zero_attn": True, "need_weights": False},
+    ],
+    ids=str,
+)
+def test_attention_bias_kv_and_zero_attn_match_torch(options: dict) -> None:
+    """add_bias_kv and add_zero_attn were refused; torch appends a learned (or zero)
+    key and value to every sequence, and a column to the masks."""
+    options = dict(options)
+    need_weights = options.pop("need_weights", True)
+    ours = nn.MultiheadAttention(8, 2, dtype="float64", **options)
+    theirs = torch.nn.MultiheadAttention(8, 2, dtype=torch.float64, **options)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    rng = np.random.default_rng(0)
+    first = options.get("batch_first", False)
+    arrays = [rng.standard_normal((3, n, 8) if first else (n, 3, 8)) for n in (5, 6, 6)]
+    masks = {"attn_mask": rng.random((5, 6)) < 0.3, "key_padding_mask": np.zeros((3, 6), bool)}
+    masks["key_padding_mask"][0, 3:] = True
+    mine = [ge.tensor(a, requires_grad=True) for a in arrays]
+    their = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, weights = ours(*mine, need_weights=need_weights, **masks)
+    their_out, their_weights = theirs(
+        *their, need_weights=need_weights, **{k: torch.tensor(v) for k, v in masks.items()}
+    )
+    np.testing.assert_allclose(out.detach().numpy(), their_out.detach().numpy(), atol=1e-12)
+    if need_weights:
+        np.testing.assert_allclose(
+            weights.detach().numpy(), their_weights.detach().numpy(), atol=1e-12
+        )
+    out.sum().backward()
+    their_out.sum().backward()
+    for m, t in zip(mine, their):
+        np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), atol=1e-10)
+    for name, p in theirs.named_parameters():
+        np.testing.assert_allclose(
+            ours.get_parameter(name).grad.numpy(), p.grad.numpy(), atol=1e-10
+        )
+    traced = gc.jit(lambda q, k, v: ours(q, k, v, need_weights=need_weights, **masks)[0])(*arrays)
+    np.testing.assert_allclose(traced, their_out.detach().numpy(), atol=1e-12)

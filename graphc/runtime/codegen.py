@@ -76,9 +76,15 @@ class Generated:
     state: dict[str, Any] = field(default_factory=dict, repr=False)
     c_source: str = field(default="", repr=False)
     step_notes: dict[int, str] = field(default_factory=dict)
+    # what the backend does on a thread about to run the plan: before the plan's first
+    # call there, and when exe.wait() returns there (native: hand numpy's BLAS its
+    # thread pool, where that is safe)
+    on_thread: tuple[Callable[[], None], ...] = ()
 
     def instantiate(self, arena_bytes: int, constants: list, states: list) -> Callable[..., Any]:
         """The plan's `run` function on a fresh arena (one per thread)."""
+        for hook in self.on_thread:
+            hook()
         return self.make(self.allocate_arena(arena_bytes), constants, states)
 
 
@@ -110,6 +116,7 @@ class Generator:
         self.step_backends: dict[int, str] = {}  # which backend lowered each step
         self.step_notes: dict[int, str] = {}  # a lowering's word on its step, for explain()
         self.notes: list[str] = []  # what the backend reports for explain()
+        self.on_thread: list[Callable[[], None]] = []  # (Generated.on_thread)
         self.bodies: dict[int, dict[str, Generated]] = {}  # control flow's compiled bodies
         self.state: dict[str, Any] = {}  # per-backend working data of this generation
         self._globals: dict[int, str] = {}
@@ -217,6 +224,7 @@ class Generator:
             self.state,
             self.c_source,
             step_notes=self.step_notes,
+            on_thread=tuple(self.on_thread),
         )
 
     c_source = ""  # the C a backend's finish compiled for the plan (native: its kernels)

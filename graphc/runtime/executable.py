@@ -502,6 +502,10 @@ class Executable:
                 left = None if deadline is None else max(0.0, deadline - time.perf_counter())
                 if job is not None and not job.wait(left):
                     return False
+        with self._lock:  # the waiting thread is about to run the plans
+            hooks = dict.fromkeys(h for c in self._compiled.values() for h in c.generated.on_thread)
+        for hook in hooks:
+            hook()
         return True
 
     @property

@@ -66,12 +66,15 @@ class Job:
 
     def run(self) -> None:
         self.started = time.perf_counter()
+        _building[0] = True
         try:
             self.result = self._build()
         except UnavailableError as exc:
             self.error, self.silent = str(exc), True
         except Exception as exc:  # noqa: BLE001 - a failed build leaves the numpy tier
             self.error = str(exc) or type(exc).__name__
+        finally:
+            _building[0] = False
         self.seconds = time.perf_counter() - self.started
         try:
             self._done(self)
@@ -105,6 +108,7 @@ _lock = forks.lock()
 _jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
 _pending: list[Job] = []
 _builder = [False]  # has this process started the builder thread?
+_building = [False]  # is the builder inside a job's build (which may call numpy's BLAS)?
 
 
 def _submit(job: Job) -> None:
@@ -151,6 +155,12 @@ def _work() -> None:
             del job
 
 
+def building() -> bool:
+    """Whether the builder thread is building a plan now (its Python may be inside
+    numpy's BLAS: packing a constant, a probe)."""
+    return _building[0]
+
+
 def pending() -> int:
     """Jobs queued or running now (for tests and the benchmarks)."""
     with _lock:
@@ -170,7 +180,7 @@ def settle(timeout: float) -> bool:
 def _after_fork_in_child() -> None:
     global _jobs
     _jobs = queue.SimpleQueue()
-    _builder[0] = False
+    _builder[0] = _building[0] = False
     unfinished = [job for job in _pending if not job.finished.is_set()]
     _pending.clear()
     for job in unfinished:

@@ -29,12 +29,15 @@ pytestmark = needs_native
 
 
 def _pool_installed() -> None:
-    """Compile a native plan, which installs the pool; skip where OpenBLAS has no
-    threads callback (numpy 2.0's wheels bundle OpenBLAS 0.3.27)."""
+    """Compile and call a native plan, which joins the pool (this test process has no
+    other thread); skip where OpenBLAS has no threads callback (numpy 2.0's wheels
+    bundle OpenBLAS 0.3.27)."""
     g = gc.trace(lambda x: gc.tanh(x) * 2.0, gc.TensorSpec(("B",)))
     gc.compile(g, backend="native")(np.zeros(4, np.float32))
     if not threads.install().startswith("one pool"):
         pytest.skip(f"no pool here: {threads.install()}")
+    others = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
+    assert threads.pool() == "joined", f"not joined ({threads.pool()}); other threads: {others}"
 
 
 def _threaded_product() -> np.ndarray:
@@ -240,3 +243,74 @@ def test_the_pool_in_a_fresh_process(env, with_callback, without) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (with_callback if callback else without)
+
+
+# -- joining the pool only while no product can be under way ---------------------------------
+
+ANOTHER_THREAD = textwrap.dedent(
+    """
+    import threading, numpy as np, graphc as gc
+    from graphc.backends.native import threads
+    x = np.zeros(3, np.float32)
+    exe = gc.compile(gc.trace(gc.tanh, gc.TensorSpec(("B",))), backend="native")
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    exe(x)  # the plan's first call: another thread could be inside OpenBLAS
+    first = threads.pool()
+    stop.set()
+    other.join()
+    gc.compile(gc.trace(gc.exp, gc.TensorSpec(("B",))), backend="native")(x)
+    print(first, threads.pool())
+    """
+)
+
+WHILE_BUILDING = textwrap.dedent(
+    """
+    import numpy as np, graphc as gc
+    from graphc.backends.native import threads
+    from graphc.runtime import tiers
+    a = np.random.default_rng(0).standard_normal((256, 256))
+    want = a @ a
+    exe = gc.compile(gc.trace(lambda x: gc.exp(x) * 2.0, gc.TensorSpec((1000,), "float32")))
+    x = np.ones(1000, np.float32)
+    exe(x)  # the numpy tier; the native kernels build in the background meanwhile
+    wrong = products = 0
+    while tiers.pending() or products < 200:  # threaded products all through the build
+        wrong += not np.array_equal(a @ a, want)
+        products += 1
+    exe.wait()
+    exe(x)  # the native tier's first call here: the pool is joined now
+    wrong += not np.array_equal(a @ a, want)
+    print(wrong, threads.pool())
+    """
+)
+
+
+def _run_child(script: str, cache: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "GRAPHC_BACKEND"}  # the default: auto
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            env={**env, "GRAPHC_CACHE_DIR": cache},
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the child hung (a product waiting for a job no thread takes)")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.slow  # child interpreters building native kernels: several seconds
+def test_the_pool_is_joined_only_while_no_other_thread_runs(tmp_path) -> None:
+    """OpenBLAS swapped its threading under a product in flight gives a wrong product or
+    a hang: the tier builder registered the callback while the program's own thread
+    multiplied (a fresh install: 2 wrong and 2 hung runs in 9). Now a plan's thread
+    registers it, before the plan's first call there, and only when no other thread can
+    be inside OpenBLAS."""
+    if isinstance(threads._setter(), str):
+        pytest.skip(f"no pool here: {threads._setter()}")
+    assert _run_child(ANOTHER_THREAD, str(tmp_path / "one")) == "ready joined"
+    assert _run_child(WHILE_BUILDING, str(tmp_path / "two")) == "0 joined"

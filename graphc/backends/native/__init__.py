@@ -425,6 +425,7 @@ def finish(gen: Generator) -> None:
     loops.check_loops(gen)
     # numpy's BLAS on the kernels' threads (its callback is built like a unit)
     gen.notes.append(f"native: {threads.install(compile=gen.compile_kernels)}")
+    gen.on_thread.append(threads.join)
     compiler = f"{shown(toolchain.toolchain().compiler)} {' '.join(toolchain.FLAGS)}"  # type: ignore[union-attr]
     gen.c_source = f"/* native kernels, compiled with {compiler} */\n{prelude}" + "\n".join(units)
     gen.c_source += "\n"

@@ -9,10 +9,20 @@ batch 64: 0.52 ms, against 0.31 ms with one pool; docs/backends.md, "One thread 
 OpenBLAS (0.3.28 and later) lets a program hand it a threading backend: a callback
 given an array of jobs, which must run them all, concurrently, before it returns (the
 jobs of one product wait on one another's packed panels, so they cannot run one after
-another). `install` builds the callback below with the native toolchain and registers
-it with the OpenBLAS that numpy runs, once per process, when the first native plan is
-built. From then on every threaded BLAS call in the process, numpy's own included, runs
-its jobs on the OpenMP team the native kernels use. The partition of a product into
+another). `install` builds the callback below with the native toolchain when the first
+native plan is built, and `join` registers it with the OpenBLAS that numpy runs, once
+per process. From then on every threaded BLAS call in the process, numpy's own
+included, runs its jobs on the OpenMP team the native kernels use.
+
+Registering is only safe while no product is under way: OpenBLAS swaps its threading
+under a product in flight, whose jobs then wait for a worker that no longer takes them
+(a hang) or are never run (a wrong product; found on a fresh install, where the tier
+builder registered the callback while the program's own thread multiplied: 2 wrong and
+2 hung runs in 9). So `join` runs on the thread about to run a native plan, before the
+plan's first call there and when exe.wait() returns there (Generated.on_thread), and
+registers only when that thread is the process's only Python thread and the tier
+builder is not building (tiers.building): no other thread can then be inside OpenBLAS. A process with other threads (a notebook's,
+dask's workers) keeps OpenBLAS's own pool, as on numpy 2.0. The partition of a product into
 jobs is still OpenBLAS's, so the results are its bits, unchanged (the tests compare
 them with OpenBLAS's own pool's); `install` checks one threaded product against a
 float64 reference before it keeps the callback. numpy 2.0's wheels bundle OpenBLAS
@@ -30,13 +40,14 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 
 import numpy as np
 
 from graphc.backends.native import toolchain
 from graphc.backends.native.c_sources import c_source
 from graphc.backends.native.calls import POOL_CLOCK
-from graphc.runtime import forks
+from graphc.runtime import forks, tiers
 
 SOURCE = c_source("threads.c")
 
@@ -108,10 +119,10 @@ def _setter() -> tuple[ctypes._CFuncPtr, str] | str:
 
 
 def install(compile: bool = True) -> str:
-    """Run numpy's OpenBLAS threads on graphc's OpenMP pool (once per process). Returns
-    what happened, for explain(): "one pool: ..." or why OpenBLAS keeps its own. With
-    `compile` False and the callback not built yet, nothing is installed (a later call
-    with `compile` does it)."""
+    """Build the callback that runs numpy's OpenBLAS threads on graphc's OpenMP pool
+    (once per process; `join` registers it). Returns what happened, for explain(): "one
+    pool: ..." or why OpenBLAS keeps its own. With `compile` False and the callback not
+    built yet, nothing is built (a later call with `compile` does it)."""
     with _lock:
         if "note" not in _state:
             try:
@@ -132,11 +143,39 @@ def _install(compile: bool) -> str:
         return f"OpenBLAS keeps its own threads: its callback did not build: {exc}"
     support.graphc_bind_pool_clock(ctypes.c_void_p(POOL_CLOCK.ctypes.data))
     support.graphc_blas_install.argtypes = [ctypes.c_void_p]
-    support.graphc_blas_install(ctypes.cast(setter, ctypes.c_void_p))
-    if not _product_holds():  # pragma: no cover - a callback that lost a job
-        setter(None)
-        return "OpenBLAS keeps its own threads: a product on graphc's pool came out wrong"
-    return f"one pool: {name} runs its threads on graphc's OpenMP pool"
+    _state["pool"] = "ready"
+    _ready.append((setter, support))
+    return (
+        f"one pool: {name} runs its threads on graphc's OpenMP pool once a native plan "
+        "is first called while no other thread runs"
+    )
+
+
+_ready: list = []  # (setter, callback library) once install built them
+
+
+def join() -> None:
+    """Register the built callback with OpenBLAS, if it is not and no other thread can
+    be inside OpenBLAS now (see the module docstring); on the thread about to run a
+    native plan, so that this one is not inside it either."""
+    if _state.get("pool") != "ready" or threading.active_count() > 1 or tiers.building():
+        return
+    with _lock:
+        if _state.get("pool") != "ready" or threading.active_count() > 1 or tiers.building():
+            return
+        setter, support = _ready[0]
+        support.graphc_blas_install(ctypes.cast(setter, ctypes.c_void_p))
+        if _product_holds():
+            _state["pool"] = "joined"
+        else:  # pragma: no cover - a callback that lost a job
+            setter(None)
+            _state["pool"] = "a product on graphc's pool came out wrong"
+
+
+def pool() -> str:
+    """Where numpy's OpenBLAS runs its threads now: "joined" (graphc's pool), "ready"
+    (built, not registered yet), or why it keeps its own."""
+    return _state.get("pool", "not built")
 
 
 def _product_holds() -> bool:

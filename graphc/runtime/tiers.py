@@ -24,10 +24,11 @@ forks.py).
 from __future__ import annotations
 
 import _thread
+import contextlib
 import os
 import queue
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from graphc.runtime import forks
@@ -66,15 +67,13 @@ class Job:
 
     def run(self) -> None:
         self.started = time.perf_counter()
-        _building[0] = True
         try:
-            self.result = self._build()
+            with _build_lock:
+                self.result = self._build()
         except UnavailableError as exc:
             self.error, self.silent = str(exc), True
         except Exception as exc:  # noqa: BLE001 - a failed build leaves the numpy tier
             self.error = str(exc) or type(exc).__name__
-        finally:
-            _building[0] = False
         self.seconds = time.perf_counter() - self.started
         try:
             self._done(self)
@@ -108,7 +107,7 @@ _lock = forks.lock()
 _jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
 _pending: list[Job] = []
 _builder = [False]  # has this process started the builder thread?
-_building = [False]  # is the builder inside a job's build (which may call numpy's BLAS)?
+_build_lock = forks.lock()  # held by the builder through a job's build (see no_build)
 
 
 def _submit(job: Job) -> None:
@@ -155,10 +154,17 @@ def _work() -> None:
             del job
 
 
-def building() -> bool:
-    """Whether the builder thread is building a plan now (its Python may be inside
+@contextlib.contextmanager
+def no_build() -> Iterator[bool]:
+    """Hold the builder off: yields True when no build runs now, and then none starts
+    until the block ends; False when one is under way (a build's Python may be inside
     numpy's BLAS: packing a constant, a probe)."""
-    return _building[0]
+    idle = _build_lock.acquire(blocking=False)
+    try:
+        yield idle
+    finally:
+        if idle:
+            _build_lock.release()
 
 
 def pending() -> int:
@@ -180,7 +186,7 @@ def settle(timeout: float) -> bool:
 def _after_fork_in_child() -> None:
     global _jobs
     _jobs = queue.SimpleQueue()
-    _builder[0] = _building[0] = False
+    _builder[0] = False
     unfinished = [job for job in _pending if not job.finished.is_set()]
     _pending.clear()
     for job in unfinished:

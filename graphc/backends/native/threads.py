@@ -21,11 +21,12 @@ builder registered the callback while the program's own thread multiplied: 2 wro
 2 hung runs in 9). So `join` runs on the thread about to run a native plan, before the
 plan's first call there and when exe.wait() returns there (Generated.on_thread), and
 registers only when that thread is the process's only Python thread and the tier
-builder is not building (tiers.building): no other thread can then be inside OpenBLAS. A process with other threads (a notebook's,
-dask's workers) keeps OpenBLAS's own pool, as on numpy 2.0. The partition of a product into
-jobs is still OpenBLAS's, so the results are its bits, unchanged (the tests compare
-them with OpenBLAS's own pool's); `install` checks one threaded product against a
-float64 reference before it keeps the callback. numpy 2.0's wheels bundle OpenBLAS
+builder is not building (tiers.no_build, which also keeps a build from starting
+meanwhile): no other thread can then be inside OpenBLAS. A process with other
+threads (a notebook's, dask's workers) keeps OpenBLAS's own pool, as on numpy 2.0.
+The partition of a product into jobs is still OpenBLAS's, so the results are its
+bits, unchanged (the tests compare them with OpenBLAS's own pool's); `join` checks one
+threaded product against a float64 reference before it keeps the callback. numpy 2.0's wheels bundle OpenBLAS
 0.3.27, which has no such hook: there OpenBLAS keeps its pool, and graphc's workers
 sleep when idle, as before.
 
@@ -158,10 +159,10 @@ def join() -> None:
     """Register the built callback with OpenBLAS, if it is not and no other thread can
     be inside OpenBLAS now (see the module docstring); on the thread about to run a
     native plan, so that this one is not inside it either."""
-    if _state.get("pool") != "ready" or threading.active_count() > 1 or tiers.building():
+    if _state.get("pool") != "ready" or threading.active_count() > 1:
         return
-    with _lock:
-        if _state.get("pool") != "ready" or threading.active_count() > 1 or tiers.building():
+    with _lock, tiers.no_build() as idle:
+        if _state.get("pool") != "ready" or threading.active_count() > 1 or not idle:
             return
         setter, support = _ready[0]
         support.graphc_blas_install(ctypes.cast(setter, ctypes.c_void_p))

@@ -373,10 +373,47 @@ def grad(
 
 
 # the rest of PyTorch's torch.autograd namespace
+from graphc.eager import grad_mode  # noqa: E402
 from graphc.eager.function import Function, FunctionCtx  # noqa: E402
+from graphc.eager.grad_mode import enable_grad, inference_mode  # noqa: E402
 from graphc.eager.gradcheck import gradcheck, gradgradcheck  # noqa: E402
 
-__all__ = ["Function", "FunctionCtx", "backward", "grad", "gradcheck", "gradgradcheck"]
+__all__ = [
+    "Function",
+    "FunctionCtx",
+    "Variable",
+    "backward",
+    "enable_grad",
+    "grad",
+    "grad_mode",
+    "gradcheck",
+    "gradgradcheck",
+    "inference_mode",
+    "no_grad",
+    "set_grad_enabled",
+]
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, Tensor)  # every tensor is a Variable, as in torch
+
+
+class Variable(metaclass=_VariableMeta):
+    """torch's Variable, merged into Tensor since PyTorch 0.4: `Variable(t, requires_grad)`
+    is a new leaf sharing t's memory.
+
+    >>> from graphc.eager import ones
+    >>> Variable(ones(2), requires_grad=True)
+    tensor([1., 1.], requires_grad=True)
+    """
+
+    def __new__(cls, data: Any, requires_grad: bool = False, volatile: bool = False) -> Any:
+        if not isinstance(data, Tensor):
+            raise TensorTypeError(f"Variable data has to be a tensor, got {type(data).__name__}")
+        leaf = data.detach()
+        leaf.requires_grad = requires_grad
+        return leaf
 
 
 def zero_grads(tensors: Iterable[Tensor], set_to_none: bool = True) -> None:

@@ -554,7 +554,33 @@ def _setitem_leading_ones(lib: Any) -> Any:
     return x, w.grad, y, z
 
 
+def _autograd_namespace(lib: Any) -> Any:
+    t = lib.ones(2)
+    v = lib.autograd.Variable(t, requires_grad=True)  # a new leaf over t's memory
+    (v * 3).sum().backward()
+    with lib.autograd.enable_grad():
+        on = lib.is_grad_enabled()
+    with lib.autograd.grad_mode.no_grad():
+        held = (v * 2).requires_grad
+    with lib.autograd.inference_mode():
+        inside = lib.is_grad_enabled()
+    v.data.add_(1)
+    return (
+        v is t,
+        v.requires_grad,
+        t.requires_grad,
+        v.is_leaf,
+        v.grad,
+        t,
+        isinstance(t, lib.autograd.Variable),
+        on,
+        held,
+        inside,
+    )
+
+
 CASES: dict[str, Case] = {
+    "autograd.Variable, enable_grad, grad_mode, inference_mode": _autograd_namespace,
     "x[i] = a tensor with leading dims of size 1": _setitem_leading_ones,
     "max() and min() of a tensor with nan: the gradient goes to the nan": _extrema_of_nan,
     "Tensor(2, 3) is a shape, Tensor(data) float32": _legacy_constructor,
@@ -655,6 +681,7 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "Variable of a list": lambda lib: lib.autograd.Variable([1.0, 2.0]),
     "Tensor(a float)": lambda lib: lib.Tensor(2.5),
     "Tensor(a negative size)": lambda lib: lib.Tensor(2, -1),
     "deepcopy of a non-leaf": lambda lib: copy.deepcopy(lib.ones(2, requires_grad=True) * 2),

@@ -15,7 +15,8 @@ of dicts; `update` reads the hyperparameters of the parameter's group. Setting
 
 State is per parameter, as in torch: a dict of arrays named by `state_names_of(group)`,
 made lazily by `init_state` (zeros) on a parameter's first step, and kept in `state`,
-a list in the order of `params` (every group's parameters, group after group).
+a list in the order of `params` (every group's parameters, group after group) that
+also takes the parameter itself as the key (torch's `optimizer.state[p]`).
 Hyperparameters are Python floats, weak-typed like numpy scalars, so they keep each
 parameter's dtype.
 
@@ -59,6 +60,34 @@ def _as_array(value: Any) -> np.ndarray:
     return value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
 
 
+class ParameterStates(list):
+    """Each parameter's state (a dict), in the order of the optimizer's parameters: read
+    by position, or by the parameter itself as torch's `optimizer.state[p]`."""
+
+    def __init__(self, params: list[Tensor], states: Iterable[dict[str, Any]] = ()) -> None:
+        super().__init__(states)
+        self.params = params
+
+    def _index(self, key: Any) -> Any:
+        if not isinstance(key, Tensor):
+            return key
+        for index, p in enumerate(self.params):
+            if p is key:
+                return index
+        raise KeyError(f"optimizer state: the tensor of shape {tuple(key.shape)} is no parameter")
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(self._index(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(self._index(key), value)
+
+    def __contains__(self, key: Any) -> bool:
+        if isinstance(key, Tensor):  # as torch's: a parameter that has state
+            return any(p is key for p in self.params) and bool(self[key])
+        return super().__contains__(key)
+
+
 class Optimizer:
     """Base class: holds the param groups, the state, `zero_grad` and eager `step`."""
 
@@ -67,7 +96,7 @@ class Optimizer:
         self.param_groups: list[dict[str, Any]] = []
         self.params: list[Tensor] = []  # every group's parameters, in order
         # state per parameter index: name -> tensor; filled on each parameter's first step
-        self.state: list[dict[str, Tensor]] = []
+        self.state: ParameterStates = ParameterStates(self.params)
         # the lr schedulers stepping this optimizer (graphc.optim.lr_scheduler): a compiled
         # step reads the learning rates of an optimizer with one every step
         self.lr_schedulers: list[Any] = []
@@ -275,7 +304,7 @@ class Optimizer:
                 state[index][name] = np.array(array, dtype=param.dtype)
         for group, trial in zip(self.param_groups, trials):
             group.update(trial)
-        self.state = [{} for _ in self.params]
+        self.state = ParameterStates(self.params, ({} for _ in self.params))
         for index, arrays in enumerate(state):
             if arrays:
                 self.load_state_arrays(index, arrays)

@@ -228,3 +228,33 @@ def test_warm_restarts_at_fractional_epochs_match_torch() -> None:
             seen.append(sgdr.get_last_lr()[0])
         rates.append(seen)
     np.testing.assert_allclose(rates[0], rates[1], rtol=1e-12)
+
+
+@needs_torch
+def test_state_is_read_by_parameter_as_torch() -> None:
+    """optimizer.state[p] was a TypeError (a list read by position only)."""
+
+    def run(lib, opt_class):
+        w, b = lib.tensor(W0, requires_grad=True), lib.tensor(W0[0], requires_grad=True)
+        opt = opt_class([w, b], lr=0.1, amsgrad=True)
+        before = w in opt.state
+        for _ in range(2):
+            opt.zero_grad()
+            (w * w).sum().backward()  # b gets no gradient: no state
+            opt.step()
+        return opt, w, b, before
+
+    ours, w, b, before = run(ge, optim.Adam)
+    theirs, w_t, b_t, their_before = run(torch, torch.optim.Adam)
+    assert (before, w in ours.state, b in ours.state) == (
+        their_before,
+        w_t in theirs.state,
+        b_t in theirs.state,
+    )
+    for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+        np.testing.assert_allclose(
+            ours.state[w][key].numpy(), theirs.state[w_t][key].numpy(), rtol=1e-12
+        )
+    assert ours.state[0] is ours.state[w]
+    with pytest.raises(KeyError, match="no parameter"):
+        ours.state[ge.ones(2)]

@@ -491,6 +491,16 @@ class Module:
                     tensor.grad.data = tensor.grad.numpy().astype(dtype)
         return self
 
+    def cpu(self) -> Module:
+        """This module: graphc computes on the CPU already (as torch's cpu(), in place)."""
+        return self
+
+    def cuda(self, device: Any = None) -> Module:
+        raise GraphcError(
+            f"{type(self).__name__}.cuda(): graphc runs on the CPU (numpy and its native "
+            "kernels); there is no CUDA device to move to"
+        )
+
     def double(self) -> Module:
         """Floating-point parameters and buffers to float64."""
         return self.to(np.float64)

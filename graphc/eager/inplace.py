@@ -17,6 +17,7 @@ import numpy as np
 from graphc.eager.errors import ArgumentError
 from graphc.eager.grad_mode import STATE
 from graphc.ir.errors import AutodiffError, DTypeError, IndexRangeError, ShapeError
+from graphc.ir.types import normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import rounding
@@ -184,6 +185,36 @@ class InPlaceMethods:
         """`x[index] = value`, in place; differentiable for every index numpy takes."""
         _assign(self, index, value, "__setitem__")
 
+    def scatter_(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
+        """torch's scatter_: for dim 1, self[i][index[i][j]] = src[i][j] (or a number)."""
+        where, part = _scatter_index(self, dim, index, value if src is None else src)
+        result = _assign(self, where, part, "scatter_")
+        named = "ScatterBackward0" if hasattr(part, "shape") else "ScatterBackward1"
+        return _spelled(result, named)
+
+    def scatter_add_(self, dim: int, index: Any, src: Any) -> Any:
+        """torch's scatter_add_: for dim 1, self[i][index[i][j]] += src[i][j], repeats
+        adding up."""
+        where, part = _scatter_index(self, dim, index, src)
+        return _spelled(_accumulate(self, where, part, "scatter_add_"), "ScatterAddBackward0")
+
+    def index_add_(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
+        """Add alpha * source[i] into the index[i]-th slice along dim (repeats add up)."""
+        added = _accumulate(self, _along(self, dim, index), scaled(source, alpha), "index_add_")
+        return _spelled(added, "IndexAddBackward0")
+
+    def index_fill_(self, dim: int, index: Any, value: Any) -> Any:
+        """Fill the index[i]-th slices along dim with value."""
+        return _spelled(
+            _assign(self, _along(self, dim, index), value, "index_fill_"), "IndexFillBackward0"
+        )
+
+    def index_copy_(self, dim: int, index: Any, source: Any) -> Any:
+        """Copy source[i] into the index[i]-th slice along dim."""
+        return _spelled(
+            _assign(self, _along(self, dim, index), source, "index_copy_"), "IndexCopyBackward0"
+        )
+
     def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
         """`x[indices] = values` (indices: a tuple of index tensors), or with
         `accumulate=True` `x[indices] += values` where a repeated position adds up every
@@ -197,6 +228,41 @@ class InPlaceMethods:
         if not accumulate:
             return _assign(self, index, values, "index_put_")
         return _accumulate(self, index, values, "index_put_")
+
+
+def _spelled(t: Any, name: str) -> Any:
+    from graphc.eager.grad_fn import spelled  # grad_fn imports Tensor, which imports us
+
+    return spelled(t, name)
+
+
+def _integer_index(index: Any, op: str) -> np.ndarray:
+    array = np.asarray(getattr(index, "_data", index))
+    if array.dtype.kind not in "iu":
+        raise DTypeError(f"{op}: the index must be of an integer dtype, got {array.dtype}")
+    return array
+
+
+def _along(x: Any, dim: int, index: Any) -> tuple:
+    """The index picking the index[i]-th slices of x along dim (index_add_, ...)."""
+    axis = normalize_axis(dim, max(len(x.shape), 1), "index along a dim")
+    return (slice(None),) * axis + (_integer_index(index, "index_add_").reshape(-1),)
+
+
+def _scatter_index(x: Any, dim: int, index: Any, src: Any) -> tuple[tuple, Any]:
+    """torch's scatter addressing as numpy's: position p of `index` writes to x at p with
+    its dim-th coordinate replaced by index[p]; src is read over index's shape."""
+    ids = _integer_index(index, "scatter")
+    axis = normalize_axis(dim, max(len(x.shape), 1), "scatter")
+    if ids.ndim != len(x.shape):
+        raise ShapeError(
+            f"scatter: index must have as many dims as self ({len(x.shape)}), got shape {ids.shape}"
+        )
+    coords = list(np.indices(ids.shape, sparse=True))
+    coords[axis] = ids
+    if hasattr(src, "shape") and tuple(src.shape) != ids.shape:
+        src = src[tuple(slice(0, n) for n in ids.shape)]
+    return tuple(coords), src
 
 
 def _assign(x: Any, index: Any, value: Any, op: str) -> Any:

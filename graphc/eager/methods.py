@@ -521,6 +521,27 @@ class EagerMethods:
             raise TypeError(f"flip() takes dims, by position or as dims=; got {sorted(keyword)}")
         return ValueMethods.flip(self, *((keyword["dims"],) if keyword else dims))
 
+    # -- torch's scatter family, out of place: a copy written in place ---------------------
+
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
+        return self.clone().scatter_(dim, index, src, value=value)  # type: ignore[attr-defined]
+
+    def scatter_add(self, *args: Any, **kwargs: Any) -> Any:
+        """torch's scatter_add(dim, index, src) when the first argument is a dim; graphc's
+        own scatter_add(indices, shape, axis) (numpy's add.at into zeros) otherwise."""
+        if args and isinstance(args[0], (int, np.integer)) and len(args) + len(kwargs) == 3:
+            return self.clone().scatter_add_(*args, **kwargs)  # type: ignore[attr-defined]
+        return ValueMethods.scatter_add(self, *args, **kwargs)
+
+    def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
+        return self.clone().index_add_(dim, index, source, alpha=alpha)  # type: ignore[attr-defined]
+
+    def index_fill(self, dim: int, index: Any, value: Any) -> Any:
+        return self.clone().index_fill_(dim, index, value)  # type: ignore[attr-defined]
+
+    def index_copy(self, dim: int, index: Any, source: Any) -> Any:
+        return self.clone().index_copy_(dim, index, source)  # type: ignore[attr-defined]
+
     def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
         """Into n parts of sizes differing by at most one (the first ones larger), or at
         the given indices (np.array_split's split points; parts may be empty)."""

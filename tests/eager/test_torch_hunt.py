@@ -579,7 +579,28 @@ def _autograd_namespace(lib: Any) -> Any:
     )
 
 
+def _scatter_family(lib: Any) -> Any:
+    x = lib.zeros(3, 4, requires_grad=True)
+    src = lib.arange(12.0).reshape(3, 4).requires_grad_()
+    y = x * 1
+    y.scatter_(1, lib.tensor([[0], [2], [3]]), 5.0)
+    outs = [
+        y,
+        (x * 1).scatter(0, lib.tensor([[2, 1, 0, 0], [0, 0, 1, 2], [1, 2, 2, 1]]), src),
+        (x * 1).scatter_add(1, lib.tensor([[0, 0, 1, 1], [3, 3, 3, 3], [0, 1, 2, 3]]), src),
+        lib.zeros(3, 4).requires_grad_().index_add(0, lib.tensor([0, 2, 0]), src, alpha=2),
+        (x * 1).index_fill(1, lib.tensor([0, 2]), -1.0),
+        (x * 1).index_copy(0, lib.tensor([2, 0, 1]), src * 2),
+    ]
+    weights = lib.arange(12.0).reshape(3, 4)
+    grads = lib.autograd.grad(sum((o * weights).sum() for o in outs), [x, src])
+    one_hot = lib.zeros(3, 5).scatter_(1, lib.tensor([[1], [4], [0]]), 1.0)
+    counts = lib.zeros(4).scatter_add_(0, lib.tensor([0, 1, 0, 3]), lib.ones(4))
+    return outs, grads, one_hot, counts, tuple(o.grad_fn.name() for o in outs)
+
+
 CASES: dict[str, Case] = {
+    "scatter_, scatter_add, index_add, index_fill, index_copy": _scatter_family,
     "autograd.Variable, enable_grad, grad_mode, inference_mode": _autograd_namespace,
     "x[i] = a tensor with leading dims of size 1": _setitem_leading_ones,
     "max() and min() of a tensor with nan: the gradient goes to the nan": _extrema_of_nan,
@@ -681,6 +702,7 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "scatter by a float index": lambda lib: lib.zeros(3).scatter_(0, lib.tensor([0.0]), 1.0),
     "Variable of a list": lambda lib: lib.autograd.Variable([1.0, 2.0]),
     "Tensor(a float)": lambda lib: lib.Tensor(2.5),
     "Tensor(a negative size)": lambda lib: lib.Tensor(2, -1),

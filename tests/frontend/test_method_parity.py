@@ -65,7 +65,8 @@ EAGER_ONLY = {
 EAGER_ONLY.update(
     dict.fromkeys(
         ["roll", "lerp", "addcmul", "addcdiv", "trace", "diff", "aminmax", "frac",
-         "count_nonzero", "unflatten", "mT", "is_floating_point", "tensor_split", "type_as"],
+         "count_nonzero", "unflatten", "mT", "is_floating_point", "tensor_split", "type_as",
+         "scatter", "index_add", "index_fill", "index_copy"],
         "a torch composite built in graphc/eager for now",
     )
 )  # fmt: skip

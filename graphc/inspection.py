@@ -6,13 +6,16 @@
 A JSON file is loaded with `gc.load`, an ONNX model read with `gc.onnx.import_model`
 (nothing in either is executed); a function is traced with one `--spec` per argument
 (see `graphc render`). The lines are returned;
-`cli.py` prints them.
+`cli.py` prints them. A constant of more than a few elements is shown by its count and
+range (a model's weights were printed whole, as base64: screens of it for a small
+model, megabytes for a ResNet); `graphc.save` writes the graph whole.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from graphc.ir.text import format_graph
 from graphc.passes.stats import graph_statistics
 from graphc.viz.command import check_arguments, load_target, optimized_graph
 
@@ -46,9 +49,10 @@ def inspect_command(args: argparse.Namespace) -> list[str]:
     level = LEVEL if args.opt_level is None else args.opt_level
     graph = load_target(args.target, args.spec)
     optimized, report = optimized_graph(graph, level, args.fuse)
-    lines = ["== graph ==", str(graph), "", "== statistics ==", str(graph_statistics(graph))]
+    lines = ["== graph ==", format_graph(graph, brief=True)]
+    lines += ["", "== statistics ==", str(graph_statistics(graph))]
     lines += ["", f"== optimization (O{level}) ==", str(report)]
     lines += ["", "== optimized statistics ==", str(graph_statistics(optimized))]
     if args.optimized:
-        lines += ["", "== optimized graph ==", str(optimized)]
+        lines += ["", "== optimized graph ==", format_graph(optimized, brief=True)]
     return lines

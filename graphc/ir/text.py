@@ -106,23 +106,50 @@ def _format_nested(array: np.ndarray) -> str:
     return "[" + ", ".join(_format_nested(a) for a in array) + "]"
 
 
-def format_node(node: Node) -> str:
+def format_node(node: Node, brief: bool = False) -> str:
     if node.kind == OUTPUT:
         return f"output {format_value_name(node.name)} = {format_value_name(node.inputs[0].name)}"
     assert node.kind == OP
     parts = [format_value_name(x.name) for x in node.inputs]
-    parts += [f"{key}={format_value(value)}" for key, value in node.attrs.items()]
+    parts += [f"{key}={_attr_text(value, brief)}" for key, value in node.attrs.items()]
     return f"{format_value_name(node.name)}: {node.type} = {node.op}({', '.join(parts)})"
 
 
-def format_graph(graph: Graph) -> str:
+def format_graph(graph: Graph, brief: bool = False) -> str:
+    """The graph's text, which `parse` reads back; or, `brief`, for reading only: an
+    array of more than INLINE_LIMIT elements (a model's weights, megabytes of base64)
+    shown as its count and range."""
     params = ", ".join(f"{format_value_name(p.name)}: {p.type}" for p in graph.inputs)
     lines = [f"graph {format_graph_name(graph.name)}({params}) {{"]
     lines += [
-        "  " + format_node(n).replace("\n", "\n  ") for n in graph.nodes if n.kind != PLACEHOLDER
+        "  " + format_node(n, brief).replace("\n", "\n  ")
+        for n in graph.nodes
+        if n.kind != PLACEHOLDER
     ]
     lines.append("}")
     return "\n".join(lines)
+
+
+def _attr_text(value: Any, brief: bool) -> str:
+    if brief and isinstance(value, np.ndarray) and value.size > INLINE_LIMIT:
+        return _summary(value)
+    if brief and isinstance(value, Graph):
+        return format_graph(value, brief)
+    return format_value(value)
+
+
+def _summary(array: np.ndarray) -> str:
+    """`<600 values in [-0.18, 0.18]>`: what an array holds, not the array."""
+    shown = f"<{array.size} values"
+    numbers = array.astype(np.float64) if is_float(array.dtype) else array
+    if array.dtype.kind in "biuf" or is_float(array.dtype):
+        finite = numbers[np.isfinite(numbers)] if is_float(array.dtype) else numbers
+        if finite.size:
+            low, high = finite.min().item(), finite.max().item()
+            shown += f" in [{low:.4g}, {high:.4g}]"
+        if finite.size < array.size:
+            shown += ", some not finite"
+    return shown + ">"
 
 
 __all__ = [

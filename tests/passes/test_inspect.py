@@ -88,3 +88,21 @@ def test_input_elements_are_exact_in_a_symbolic_dim() -> None:
     )
     assert "parameters (inputs): 2, 3*T + 3 elements" in str(graph_statistics(scan))
     assert "parameters (inputs): 2, 36 elements\n" in str(graph_statistics(g, {"B": 10})) + "\n"
+
+
+def test_inspect_shows_a_large_constant_by_count_and_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model's weights were printed whole, as base64 (screens of it for a 6 KB model,
+    found by the first-hour hunt); inspect now shows such a constant by its count and
+    range, small ones as before, and the graph's own text still reads back whole."""
+    weight = np.linspace(-2.5, 3.0, 40, dtype=np.float32).reshape(8, 5)
+    weight[0, 0] = np.nan
+    g = gc.trace(lambda x: gc.tanh(x @ weight + np.float32(0.5)), gc.TensorSpec(("B", 8)))
+    path = tmp_path / "g.json"
+    gc.save(g, path)
+    assert main(["inspect", str(path), "--optimized"]) == 0
+    out = capsys.readouterr().out
+    assert "b64" not in out
+    assert out.count("<40 values in [-2.359, 3], some not finite>") == 2  # graph, optimized
+    assert 'b64"' in str(g) and gc.parse(str(g)).nodes[1].value.tobytes() == weight.tobytes()

@@ -12,6 +12,7 @@ from graphc.nn.activation import *
 from graphc.nn.attention import *
 from graphc.nn.containers import *
 from graphc.nn.conv import *
+from graphc.nn.distance import *
 from graphc.nn.layers import Bilinear, Identity, Linear, ReLU, Sigmoid, Tanh
 from graphc.nn.loss import *
 from graphc.nn.module import IncompatibleKeys, Module

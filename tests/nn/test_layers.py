@@ -242,6 +242,8 @@ def test_initializing_a_parameter_keeps_it_a_leaf() -> None:
         "graphc.nn.containers",
         "graphc.nn.parameter",
         "graphc.nn.utils",
+        "graphc.nn.distance",
+        "graphc.nn.functional.distance",
         "graphc.nn.loss",
         "graphc.nn.functional.loss",
         "graphc.nn.module",

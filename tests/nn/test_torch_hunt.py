@@ -751,3 +751,40 @@ def test_attention_bias_kv_and_zero_attn_match_torch(options: dict) -> None:
         )
     traced = gc.jit(lambda q, k, v: ours(q, k, v, need_weights=need_weights, **masks)[0])(*arrays)
     np.testing.assert_allclose(traced, their_out.detach().numpy(), atol=1e-12)
+
+
+DISTANCES = [  # (graphc's and torch's function of the arrays, how many arrays)
+    (lambda lib, a: lib.normalize(a, 2.0, 1), 1),
+    (lambda lib, a: lib.normalize(a, 3.0, 0), 1),
+    (lambda lib, a: lib.normalize(a, float("inf"), 1), 1),
+    (lambda lib, a, b: lib.cosine_similarity(a, b), 2),
+    (lambda lib, a, b: lib.cosine_similarity(a * 1e-10, b[:1], dim=-1), 2),
+    (lambda lib, a, b: lib.pairwise_distance(a, b, 1.0, keepdim=True), 2),
+    (lambda lib, a, b: lib.pairwise_distance(a, a + 0 * b, eps=0.0), 2),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize(("fn", "count"), DISTANCES)
+def test_distances_match_torch_at_zero_vectors_too(fn, count: int) -> None:
+    """F.normalize, F.cosine_similarity, F.pairwise_distance were missing; a zero vector
+    gets torch's gradient (0 through the norm), not nan."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((3, 4)) for _ in range(count)]
+    arrays[0][1] = 0.0
+    mine = [ge.tensor(a, requires_grad=True) for a in arrays]
+    their = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, want = fn(F, *mine), fn(torch.nn.functional, *their)
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), atol=1e-12)
+    weights = rng.standard_normal(tuple(want.shape))
+    (out * ge.tensor(weights)).sum().backward()
+    (want * torch.tensor(weights)).sum().backward()
+    for m, t in zip(mine, their):
+        np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-9)
+    traced = gc.jit(lambda *a: fn(F, *a))(*arrays)
+    np.testing.assert_allclose(traced, want.detach().numpy(), atol=1e-12)
+    assert repr(nn.CosineSimilarity()) == repr(torch.nn.CosineSimilarity())
+    np.testing.assert_allclose(
+        nn.PairwiseDistance(p=1.0)(*mine[:1] * 2).detach().numpy(),
+        torch.nn.PairwiseDistance(p=1.0)(*their[:1] * 2).detach().numpy(),
+    )

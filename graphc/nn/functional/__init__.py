@@ -8,6 +8,7 @@ from graphc.nn.functional import (
     arrays,
     attention,
     conv,
+    distance,
     loss,
     norm,
     pool,
@@ -18,6 +19,7 @@ from graphc.nn.functional.affine import *
 from graphc.nn.functional.arrays import *
 from graphc.nn.functional.attention import *
 from graphc.nn.functional.conv import *
+from graphc.nn.functional.distance import *
 from graphc.nn.functional.loss import *
 from graphc.nn.functional.norm import *
 from graphc.nn.functional.pool import *
@@ -25,6 +27,17 @@ from graphc.nn.functional.stochastic import *
 
 __all__ = [
     name
-    for module in (activation, affine, arrays, attention, conv, loss, norm, pool, stochastic)
+    for module in (
+        activation,
+        affine,
+        arrays,
+        attention,
+        conv,
+        distance,
+        loss,
+        norm,
+        pool,
+        stochastic,
+    )
     for name in module.__all__
 ]

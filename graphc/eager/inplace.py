@@ -137,6 +137,22 @@ class InPlaceMethods:
     clamp_min_ = _inplace("clamp_min_", lambda x, min: E.clip(x, min, None))  # noqa: A006
     clamp_max_ = _inplace("clamp_max_", lambda x, max: E.clip(x, None, max))  # noqa: A006
     reciprocal_ = _inplace("reciprocal_", lambda x: E.reciprocal(x))
+    rsqrt_ = _inplace("rsqrt_", lambda x: E.rsqrt(x))
+    square_ = _inplace("square_", lambda x: x.square())
+    sign_ = _inplace("sign_", lambda x: E.sign(x))
+    sin_ = _inplace("sin_", lambda x: E.sin(x))
+    cos_ = _inplace("cos_", lambda x: E.cos(x))
+    log1p_ = _inplace("log1p_", lambda x: E.log1p(x))
+    expm1_ = _inplace("expm1_", lambda x: E.expm1(x))
+    remainder_ = _inplace("remainder_", lambda x, y: rounding.remainder(x, y))
+    fmod_ = _inplace("fmod_", lambda x, y: rounding.fmod(x, y))
+    floor_divide_ = _inplace("floor_divide_", lambda x, y: rounding.floor_divide(x, y))
+    tril_ = _inplace("tril_", lambda x, diagonal=0: x.tril(diagonal))
+    triu_ = _inplace("triu_", lambda x, diagonal=0: x.triu(diagonal))
+    # what optimizers write: exp_avg.lerp_(grad, 1 - beta1), p.addcdiv_(m, denom, value=-lr)
+    lerp_ = _inplace("lerp_", lambda x, end, weight: x.lerp(end, weight))
+    addcmul_ = _inplace("addcmul_", lambda x, t1, t2, value=1: x.addcmul(t1, t2, value=value))
+    addcdiv_ = _inplace("addcdiv_", lambda x, t1, t2, value=1: x.addcdiv(t1, t2, value=value))
     masked_fill_ = _inplace(  # the value cast to x's dtype (masked_fill)
         "masked_fill_", lambda x, mask, value: x.masked_fill(mask, value), reads_self=False
     )

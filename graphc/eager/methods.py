@@ -341,6 +341,9 @@ class EagerMethods:
     def pow(self, other: Any) -> Any:
         return self.__pow__(other)
 
+    def square(self) -> Any:
+        return _spelled(E.square(self), "PowBackward0")  # torch's square is pow(x, 2)
+
     def __rpow__(self, other: Any) -> Any:
         out = E.pow(other, self)
         return _spelled(out, "PowBackward2") if _number(other) else out

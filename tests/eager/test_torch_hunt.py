@@ -599,7 +599,44 @@ def _scatter_family(lib: Any) -> Any:
     return outs, grads, one_hot, counts, tuple(o.grad_fn.name() for o in outs)
 
 
+def _more_in_place(lib: Any) -> Any:
+    x = lib.tensor([[0.5, 1.5, -2.0], [3.0, -0.25, 2.0]], requires_grad=True)
+    g = lib.tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
+    writes = [
+        lambda y: y.abs_().rsqrt_(),
+        lambda y: y.square_(),
+        lambda y: y.sign_(),
+        lambda y: y.sin_(),
+        lambda y: y.cos_(),
+        lambda y: y.abs_().log1p_(),
+        lambda y: y.expm1_(),
+        lambda y: y.remainder_(0.7),
+        lambda y: y.fmod_(0.7),
+        lambda y: y.tril_(),
+        lambda y: y.triu_(1),
+        lambda y: y.lerp_(g, 0.1),
+        lambda y: y.addcmul_(g, g, value=0.5),
+        lambda y: y.addcdiv_(g, g + 1, value=-0.1),
+    ]
+    outs = []
+    for write in writes:
+        y = x * 1
+        write(y)
+        outs.append(y)
+    grads = lib.autograd.grad(sum((o * (i + 1)).sum() for i, o in enumerate(outs)), x)
+    p, m, v = lib.tensor([1.0, -2.0]), lib.zeros(2), lib.zeros(2)
+    grad = lib.tensor([0.5, -0.1])
+    with lib.no_grad():  # one Adam step, as torch.optim.Adam writes it
+        m.lerp_(grad, 0.1)
+        v.mul_(0.999).addcmul_(grad, grad, value=0.001)
+        p.addcdiv_(m, v.sqrt().add_(1e-8), value=-0.01)
+    halves = lib.tensor([7.0, -7.0])
+    halves.floor_divide_(2)
+    return outs, grads, p, halves, tuple(o.grad_fn.name() for o in outs)
+
+
 CASES: dict[str, Case] = {
+    "in-place lerp_, addcmul_, addcdiv_ (an Adam step), sin_, tril_, ...": _more_in_place,
     "scatter_, scatter_add, index_add, index_fill, index_copy": _scatter_family,
     "autograd.Variable, enable_grad, grad_mode, inference_mode": _autograd_namespace,
     "x[i] = a tensor with leading dims of size 1": _setitem_leading_ones,

@@ -35,6 +35,7 @@ from graphc.eager.composites import (
     trace,
     var_mean,
 )
+from graphc.eager.counting import bincount, searchsorted, unique
 from graphc.eager.creation import (
     arange,
     as_tensor,

@@ -19,6 +19,7 @@ import numpy as np
 
 from graphc.eager import printing
 from graphc.eager.composites import CompositeMethods
+from graphc.eager.counting import CountingMethods
 from graphc.eager.errors import TensorTypeError
 from graphc.eager.inplace import InPlaceMethods
 from graphc.eager.methods import EagerMethods
@@ -76,7 +77,7 @@ def check_grad(t: Tensor, grad: Any) -> None:
         )
 
 
-class Tensor(EagerMethods, CompositeMethods, InPlaceMethods, ValueMethods):
+class Tensor(EagerMethods, CompositeMethods, CountingMethods, InPlaceMethods, ValueMethods):
     """An n-dimensional array that can record how it was computed, PyTorch style.
 
     >>> from graphc.eager import tensor

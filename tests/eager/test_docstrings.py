@@ -11,6 +11,7 @@ MODULES = [
     "graphc.eager",
     "graphc.eager.autograd",
     "graphc.eager.composites",
+    "graphc.eager.counting",
     "graphc.eager.creation",
     "graphc.eager.function",
     "graphc.eager.gradcheck",

@@ -635,7 +635,28 @@ def _more_in_place(lib: Any) -> Any:
     return outs, grads, p, halves, tuple(o.grad_fn.name() for o in outs)
 
 
+def _counting(lib: Any) -> Any:
+    x = lib.tensor([[3, 1, 3], [2, 1, 3]])
+    sequence = lib.tensor([1.0, 2.0, 3.0])
+    return (
+        lib.unique(x),
+        x.unique(return_inverse=True, return_counts=True),
+        lib.unique(x, dim=0),
+        lib.unique(x, dim=1, return_inverse=True),
+        lib.unique(lib.tensor([2.0, 1.0, 2.0]), sorted=False),
+        lib.bincount(lib.tensor([0, 2, 2])),
+        lib.bincount(lib.tensor([0, 2, 2]), weights=lib.tensor([0.5, 1.0, 1.0])),
+        lib.tensor([1]).bincount(minlength=4),
+        lib.bincount(lib.tensor([], dtype=lib.int64)),
+        lib.searchsorted(sequence, lib.tensor([2.0, 2.5])),
+        lib.searchsorted(sequence, lib.tensor([2.0]), right=True),
+        lib.searchsorted(lib.tensor([[1.0, 2.0], [0.0, 5.0]]), lib.tensor([[1.5], [6.0]])),
+        lib.searchsorted(lib.tensor([1, 2, 3]), lib.tensor([2]), side="right"),
+    )
+
+
 CASES: dict[str, Case] = {
+    "unique, bincount, searchsorted": _counting,
     "in-place lerp_, addcmul_, addcdiv_ (an Adam step), sin_, tril_, ...": _more_in_place,
     "scatter_, scatter_add, index_add, index_fill, index_copy": _scatter_family,
     "autograd.Variable, enable_grad, grad_mode, inference_mode": _autograd_namespace,
@@ -739,6 +760,7 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "bincount of a negative": lambda lib: lib.bincount(lib.tensor([-1])),
     "scatter by a float index": lambda lib: lib.zeros(3).scatter_(0, lib.tensor([0.0]), 1.0),
     "Variable of a list": lambda lib: lib.autograd.Variable([1.0, 2.0]),
     "Tensor(a float)": lambda lib: lib.Tensor(2.5),

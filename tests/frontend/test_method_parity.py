@@ -54,6 +54,8 @@ EAGER_ONLY = {
     "nonzero": "reads the values: the result's shape depends on them",
     "argwhere": "reads the values: the result's shape depends on them",
     "masked_select": "reads the mask: the result's shape depends on it",
+    "unique": "reads the values: the result's shape depends on them",
+    "bincount": "reads the values: the result's shape depends on them",
     "stride": "reads the memory layout",
     "storage_offset": "reads the memory layout",
     "element_size": "the memory's size",

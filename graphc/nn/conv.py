@@ -1,5 +1,5 @@
 """Convolution and pooling layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d,
-MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, Flatten and Unflatten.
+MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, Upsample, Flatten and Unflatten.
 
 PyTorch's constructor arguments, defaults, attribute names, parameter names and shapes
 (`weight` is (out, in/groups, *kernel) for a convolution and (in, out/groups, *kernel)
@@ -33,6 +33,7 @@ __all__ = [
     "ConvTranspose2d",
     "Flatten",
     "Unflatten",
+    "Upsample",
     "MaxPool1d",
     "MaxPool2d",
 ]
@@ -504,3 +505,42 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Upsample(Module):
+    """Resize (N, C, L) or (N, C, H, W) to `size` or by `scale_factor` (F.interpolate's
+    nearest modes): torch.nn.Upsample.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.Upsample(scale_factor=2)(ge.ones(1, 3, 4, 5)).shape
+    (1, 3, 8, 10)
+    """
+
+    def __init__(
+        self,
+        size: Any = None,
+        scale_factor: Any = None,
+        mode: str = "nearest",
+        align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
+    ) -> None:
+        super().__init__()
+        self.size, self.mode, self.align_corners = size, mode, align_corners
+        if isinstance(scale_factor, (tuple, list)):
+            self.scale_factor = tuple(float(f) for f in scale_factor)
+        else:
+            self.scale_factor = None if scale_factor is None else float(scale_factor)
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return F.interpolate(
+            input, self.size, self.scale_factor, self.mode, self.align_corners,
+            self.recompute_scale_factor,
+        )  # fmt: skip
+
+    def extra_repr(self) -> str:
+        given = (
+            f"scale_factor={self.scale_factor!r}" if self.size is None else f"size={self.size!r}"
+        )
+        return f"{given}, mode={self.mode!r}"

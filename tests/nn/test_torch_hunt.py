@@ -788,3 +788,45 @@ def test_distances_match_torch_at_zero_vectors_too(fn, count: int) -> None:
         nn.PairwiseDistance(p=1.0)(*mine[:1] * 2).detach().numpy(),
         torch.nn.PairwiseDistance(p=1.0)(*their[:1] * 2).detach().numpy(),
     )
+
+
+RESIZES = [  # (input shape, F.interpolate's options): nearest modes, as torch's kernels pick
+    ((2, 3, 5, 4), {"scale_factor": 2.1}),
+    ((1, 2, 7), {"size": 4}),
+    ((1, 2, 5), {"scale_factor": 1.7, "mode": "nearest-exact"}),
+    ((1, 2, 3, 6), {"size": (7, 4), "mode": "nearest-exact"}),
+    ((2, 1, 6, 3), {"scale_factor": (0.6, 2.22), "recompute_scale_factor": True}),
+    ((1, 2, 5), {"scale_factor": 2.01}),  # 1-D, the size doubles: torch's gradient differs
+]
+
+
+@needs_torch
+@pytest.mark.parametrize(("shape", "options"), RESIZES, ids=str)
+def test_interpolate_nearest_matches_torch(shape: tuple, options: dict) -> None:
+    """F.interpolate and nn.Upsample were missing."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    mine, their = ge.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out = F.interpolate(mine, **options)
+    want = torch.nn.functional.interpolate(their, **options)
+    np.testing.assert_array_equal(out.detach().numpy(), want.detach().numpy())
+    weights = rng.standard_normal(tuple(want.shape))
+    (out * ge.tensor(weights)).sum().backward()
+    (want * torch.tensor(weights)).sum().backward()
+    # the gradient is the forward's adjoint: each weight added where its output read from
+    # (read off the forward of the positions 0, 1, ...); torch's 1-D backward agrees but
+    # where a size stays or doubles under a scale_factor
+    positions = np.arange(x.size, dtype=np.float64).reshape(shape)
+    read = F.interpolate(ge.tensor(positions), **options).numpy().astype(np.int64)
+    adjoint = np.bincount(read.ravel(), weights.ravel(), minlength=x.size).reshape(shape)
+    np.testing.assert_allclose(mine.grad.numpy(), adjoint, atol=1e-12)
+    if options != RESIZES[-1][1]:
+        np.testing.assert_allclose(mine.grad.numpy(), their.grad.numpy(), atol=1e-12)
+    layer = nn.Upsample(**{k: v for k, v in options.items() if k != "recompute_scale_factor"})
+    traced = gc.jit(lambda v: F.interpolate(v, **options))(x)
+    np.testing.assert_array_equal(traced, want.detach().numpy())
+    assert repr(layer) == repr(
+        torch.nn.Upsample(**{k: v for k, v in options.items() if k != "recompute_scale_factor"})
+    )
+    with pytest.raises(GraphcError, match="interpolate: mode 'bilinear' is not supported"):
+        F.interpolate(mine, scale_factor=2, mode="bilinear")

@@ -12,6 +12,7 @@ from graphc.nn.functional import (
     loss,
     norm,
     pool,
+    resize,
     stochastic,
 )
 from graphc.nn.functional.activation import *
@@ -23,6 +24,7 @@ from graphc.nn.functional.distance import *
 from graphc.nn.functional.loss import *
 from graphc.nn.functional.norm import *
 from graphc.nn.functional.pool import *
+from graphc.nn.functional.resize import *
 from graphc.nn.functional.stochastic import *
 
 __all__ = [

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from graphc.ir.errors import DTypeError
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import linalg as L
+from graphc.ops import logical
 from graphc.ops import shape as S
 from graphc.ops.dispatch import bind
 
@@ -72,6 +76,27 @@ class OperatorMixin:
     def __neg__(self) -> Any:
         return E.neg(self)
 
+    def __and__(self, other: Any) -> Any:
+        return _logical(logical.logical_and, "&", self, other)
+
+    def __or__(self, other: Any) -> Any:
+        return _logical(logical.logical_or, "|", self, other)
+
+    def __xor__(self, other: Any) -> Any:
+        return _logical(logical.logical_xor, "^", self, other)
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __invert__(self) -> Any:
+        """`~x`: logical not of a bool value, bitwise not of an integer one (numpy's,
+        torch's)."""
+        dtype = self.dtype  # type: ignore[attr-defined]
+        if dtype == np.bool_:
+            return logical.logical_not(self)
+        if dtype.kind not in "iu":
+            raise DTypeError(f"~ (invert) takes bool and integer values, got {dtype}")
+        return -self - 1  # two's complement: ~x == -x - 1, wrapping alike for unsigned
+
     def __pos__(self) -> Any:
         return self
 
@@ -108,3 +133,15 @@ class OperatorMixin:
     @property
     def ndim(self) -> int:
         return len(self.shape)  # type: ignore[attr-defined]
+
+
+def _logical(op: Any, symbol: str, x: Any, y: Any) -> Any:
+    """`x & y`, `x | y`, `x ^ y` of bool values (or Python bools): the logical ops."""
+    y_bool = isinstance(y, (bool, np.bool_)) or getattr(y, "dtype", None) == np.bool_
+    if y_bool and x.dtype == np.bool_:
+        return op(x, y)
+    other = type(y).__name__ if getattr(y, "dtype", None) is None else y.dtype
+    raise DTypeError(
+        f"{symbol}: graphc takes bool values only (logical {op.__name__[8:]}), got {x.dtype} "
+        f"and {other}; integers have no bitwise ops in graphc"
+    )

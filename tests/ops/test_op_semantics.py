@@ -298,3 +298,24 @@ def test_clip_by_a_typed_scalar_promotes_as_numpy(dtype: str, bound: np.generic)
         t = ge.tensor(x, requires_grad=True)
         gc.clip(t, bound, None).sum().backward()
         np.testing.assert_array_equal(t.grad.numpy(), (x >= bound).astype(x.dtype))
+
+
+def test_logical_operators_on_graph_values_are_numpys() -> None:
+    """Graph values lacked &, |, ^ and ~ (eager tensors had them): a while_loop's
+    `(s < n) & (s < 10)` was a raw TypeError (the JAX hunt). They are shared by both
+    kinds now (ops/operators.py): bools logically, ~ of an integer bitwise, and & | ^
+    of integers refused by name, as eagerly."""
+    loop = gc.jit(lambda n: gc.while_loop(lambda s: (s < n) & (s < 10), lambda s: s + 1, 0))
+    assert int(loop(np.int64(3))) == 3 and int(loop(np.int64(30))) == 10
+    x = np.array([-2.0, -0.5, 0.0, 1.0, np.nan])
+    masks = gc.jit(lambda v: ((~(v > 0)) | (v < -1) ^ (v == 0), True & (v > 0) ^ False))
+    for got, want in zip(masks(x), ((~(x > 0)) | (x < -1) ^ (x == 0), True & (x > 0) ^ False)):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    for dtype in ("int8", "int32", "uint8", "uint64"):
+        i = np.array([0, 5, 127], dtype)
+        got = gc.jit(lambda v: ~v)(i)
+        assert got.dtype == i.dtype and np.array_equal(got, ~i), dtype
+    with pytest.raises(gc.DTypeError, match="integers have no bitwise ops"):
+        gc.jit(lambda v: v & v)(np.array([1, 2]))
+    with pytest.raises(gc.DTypeError, match="invert"):
+        gc.jit(lambda v: ~v)(x)

@@ -1,5 +1,5 @@
 """Containers of modules with torch.nn's names and methods: Sequential, ModuleList and
-ModuleDict. Their modules register as submodules (so parameters are named "0.weight",
+ModuleDict; and of parameters: ParameterList and ParameterDict. Their modules register as submodules (so parameters are named "0.weight",
 "encoder.bias", ...); Sequential and ModuleList number theirs "0", "1", ... and number
 them again after an insert or a deletion, as torch does.
 """
@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from graphc.eager import Tensor
 from graphc.ir.errors import GraphcError
 from graphc.nn.module import Module
+from graphc.nn.parameter import Parameter
 
-__all__ = ["ModuleDict", "ModuleList", "Sequential"]
+__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
 
 
 def _module(owner: str, name: Any, value: Any) -> Module:
@@ -197,3 +199,129 @@ class ModuleDict(Module):
         pairs = modules.items() if isinstance(modules, Mapping) else modules
         for key, module in pairs:
             self[key] = module
+
+
+def _parameter(owner: str, key: Any, value: Any) -> Parameter:
+    """`value` as a parameter: a Parameter as it is, another tensor made one (torch's
+    containers wrap tensors so)."""
+    if isinstance(value, Parameter):
+        return value
+    if not isinstance(value, Tensor):
+        raise GraphcError(f"{owner}: {key} is a {type(value).__name__}, not a tensor")
+    return Parameter(value)
+
+
+def _describe(p: Tensor) -> str:
+    size = "x".join(str(d) for d in p.shape) or "()"
+    return f"Parameter containing: [{p.dtype} of size {size}]"
+
+
+class ParameterList(Module):
+    """Parameters held in a list, registered as "0", "1", ... (tensors become Parameters).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> scales = nn.ParameterList([ge.ones(2), ge.zeros(3)])
+    >>> [(name, p.shape) for name, p in scales.named_parameters()]
+    [('0', (2,)), ('1', (3,))]
+    """
+
+    def __init__(self, values: Iterable[Tensor] = ()) -> None:
+        super().__init__()
+        self.extend(values)
+
+    def __len__(self) -> int:
+        return len(self._registry("_parameters"))
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return iter(self._registry("_parameters").values())
+
+    def _key(self, index: int) -> str:
+        size = len(self)
+        if not -size <= index < size:
+            raise IndexError(f"ParameterList: index {index} is out of range for {size}")
+        return str(index % size)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return ParameterList(list(self)[index])
+        return self._registry("_parameters")[self._key(index)]
+
+    def __setitem__(self, index: int, value: Tensor) -> None:
+        setattr(self, self._key(index), _parameter("ParameterList", index, value))
+
+    def append(self, value: Tensor) -> ParameterList:
+        setattr(self, str(len(self)), _parameter("ParameterList", len(self), value))
+        return self
+
+    def extend(self, values: Iterable[Tensor]) -> ParameterList:
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"({k}): {_describe(p)}" for k, p in enumerate(self))
+
+
+class ParameterDict(Module):
+    """Parameters held in a dict under their keys, in insertion order.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> table = nn.ParameterDict({"scale": ge.ones(2)})
+    >>> table["shift"] = ge.zeros(2)
+    >>> list(table), [name for name, _ in table.named_parameters()]
+    (['scale', 'shift'], ['scale', 'shift'])
+    """
+
+    def __init__(self, values: Mapping[str, Tensor] | Iterable[tuple[str, Tensor]] = ()) -> None:
+        super().__init__()
+        self.update(values)
+
+    def __getitem__(self, key: str) -> Tensor:
+        try:
+            return self._registry("_parameters")[key]
+        except KeyError:
+            raise KeyError(f"ParameterDict has no parameter {key!r}") from None
+
+    def __setitem__(self, key: str, value: Tensor) -> None:
+        if not isinstance(key, str) or not key or "." in key:
+            raise GraphcError(
+                f"ParameterDict: a key is a non-empty string without '.', got {key!r}"
+            )
+        setattr(self, key, _parameter("ParameterDict", repr(key), value))
+
+    def __delitem__(self, key: str) -> None:
+        self[key]  # noqa: B018 - a missing key raises KeyError naming it
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._registry("_parameters"))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._registry("_parameters"))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._registry("_parameters")
+
+    def keys(self) -> Iterable[str]:
+        return self._registry("_parameters").keys()
+
+    def values(self) -> Iterable[Tensor]:
+        return self._registry("_parameters").values()
+
+    def items(self) -> Iterable[tuple[str, Tensor]]:
+        return self._registry("_parameters").items()
+
+    def pop(self, key: str) -> Tensor:
+        value = self[key]
+        del self[key]
+        return value
+
+    def update(self, values: Mapping[str, Tensor] | Iterable[tuple[str, Tensor]]) -> None:
+        pairs = values.items() if isinstance(values, Mapping) else values
+        for key, value in pairs:
+            self[key] = value
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"({k}): {_describe(p)}" for k, p in self.items())

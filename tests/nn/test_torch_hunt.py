@@ -830,3 +830,41 @@ def test_interpolate_nearest_matches_torch(shape: tuple, options: dict) -> None:
     )
     with pytest.raises(GraphcError, match="interpolate: mode 'bilinear' is not supported"):
         F.interpolate(mine, scale_factor=2, mode="bilinear")
+
+
+@needs_torch
+def test_parameter_containers_match_torch() -> None:
+    """ParameterList and ParameterDict were missing."""
+
+    def build(lib, tensor):
+        class Mixture(lib.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                ones = np.ones(3, np.float32)
+                self.scales = lib.ParameterList([tensor(ones), lib.Parameter(tensor(2 * ones))])
+                self.scales.append(tensor(3 * ones))
+                self.shifts = lib.ParameterDict({"b": tensor(ones), "a": tensor(-ones)})
+                self.shifts["c"] = lib.Parameter(tensor(ones), requires_grad=False)
+                del self.shifts["b"]
+
+            def forward(self, x):
+                for scale in self.scales:
+                    x = x * scale
+                return x + self.shifts["a"] + self.shifts["c"]
+
+        return Mixture()
+
+    ours, theirs = build(nn, ge.tensor), build(torch.nn, torch.tensor)
+    assert [(n, p.shape, p.requires_grad) for n, p in ours.named_parameters()] == [
+        (n, tuple(p.shape), p.requires_grad) for n, p in theirs.named_parameters()
+    ]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out, want = ours(ge.tensor(x)), theirs(torch.tensor(x))
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy())
+    out.sum().backward()
+    want.sum().backward()
+    for (name, p), t in zip(ours.named_parameters(), theirs.parameters()):
+        if t.grad is not None:
+            np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), err_msg=name)
+    assert len(ours.scales) == 3 and "a" in ours.shifts and isinstance(ours.scales[0], nn.Parameter)

@@ -24,6 +24,7 @@ from graphc.ir.types import (
     normalize_axis,
 )
 from graphc.ops.defop import defop, into
+from graphc.ops.dispatch import bind
 
 # -- basic indexing: slice and its adjoint, unslice ------------------------------------
 
@@ -288,7 +289,8 @@ def _is_full_slice(item: Any) -> bool:
 
 
 def getitem(x: Any, index: Any) -> Any:
-    """x[index]: basic indices become `slice`; one integer array index becomes `take`."""
+    """x[index]: basic indices become `slice`; one integer array index (with slices and
+    integers beside it) becomes a `slice` of the others, then `take` along its axis."""
     items = index if isinstance(index, tuple) else (index,)
     advanced = [
         k
@@ -305,8 +307,22 @@ def getitem(x: Any, index: Any) -> Any:
     if len(advanced) > 1 or any(i is None or i is Ellipsis for i in items):
         raise GraphcError("getitem: only one integer-array index (with plain slices) is supported")
     k = advanced[0]
-    if any(not _is_full_slice(items[j]) for j in range(len(items)) if j != k):
-        raise GraphcError("getitem: an integer-array index may only be combined with ':'")
     if getattr(items[k], "dtype", None) == np.bool_:
         raise GraphcError("getitem: boolean masks give data-dependent shapes; use gc.where")
-    return take(x, items[k], axis=k)
+    if any(isinstance(items[j], (float, np.floating)) for j in range(len(items))):
+        raise GraphcError("getitem: indices must be integers or slices, not floats")
+    ints = [j for j, item in enumerate(items) if j != k and isinstance(item, (int, np.integer))]
+    others = tuple(slice(None) if j == k else item for j, item in enumerate(items))
+    if any(not _is_full_slice(item) for item in others):
+        x = slice_(x, index=format_index(others))
+    axis = k - sum(j < k for j in ints)  # the integers before it took their axes away
+    out = take(x, items[k], axis=axis)
+    rank = len(getattr(items[k], "shape", ()))
+    group = sorted([k, *ints])
+    if rank and axis and group != list(range(group[0], group[-1] + 1)):
+        # numpy: integers apart from the array index (x[0, :, i]) are indices of the same
+        # kind, and indices of that kind not side by side put their dims first
+        moved = list(range(axis, axis + rank))
+        rest = [d for d in range(len(out.shape)) if d not in moved]
+        out = bind("transpose", out, axes=tuple(moved + rest))
+    return out

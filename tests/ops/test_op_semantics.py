@@ -319,3 +319,31 @@ def test_logical_operators_on_graph_values_are_numpys() -> None:
         gc.jit(lambda v: v & v)(np.array([1, 2]))
     with pytest.raises(gc.DTypeError, match="invert"):
         gc.jit(lambda v: ~v)(x)
+
+
+GETITEM_MIXED = [
+    (lambda i: (i, 0), np.int64(2)),  # the JAX hunt's: refused, an index array beside an int
+    (lambda i: (i, 0, slice(1, 4)), np.int64(-1)),
+    (lambda i: (0, slice(None), i), np.array([[1, 2], [5, 0]])),  # apart: its dims first
+    (lambda i: (slice(1, 3), i, slice(None, None, 2)), np.array([0, 4, 4])),
+    (lambda i: (i, slice(None), 0), np.array([[1, 2], [3, 0]])),
+    (lambda i: (slice(None), 2, i), np.array([1, 5])),
+    (lambda i: (-1, slice(1, None), i), np.int64(3)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(GETITEM_MIXED)))
+def test_an_index_array_beside_integers_and_slices_is_numpys(case: int) -> None:
+    """x[i, 0] with i a graph value (a loop counter) or an index array, beside integers
+    and slices: numpy's result, also where numpy puts the array's dims first (an integer
+    apart from it is an index of the same kind), and numpy's gradient (np.add.at)."""
+    index, i = GETITEM_MIXED[case]
+    a = np.random.default_rng(case).normal(size=(4, 5, 6))
+    want = a[index(i)]
+    got = gc.jit(lambda x, j: x[index(j)])(a, i)
+    assert got.shape == want.shape and np.array_equal(got, want)
+    weights = np.random.default_rng(9).normal(size=want.shape)
+    grad = gc.jit(gc.grad(lambda x, j: gc.sum(x[index(j)] * weights)))(a, i)
+    expected = np.zeros_like(a)
+    np.add.at(expected, index(i), weights)
+    np.testing.assert_allclose(grad, expected, rtol=1e-12, atol=0)

@@ -43,6 +43,25 @@ def check_inplace(x: Any, op: str) -> None:
         )
 
 
+def check_overlap(target: np.ndarray, source: Any, op: str) -> None:
+    """torch refuses to write into memory that a tensor read by the write shares only in
+    part (x[1:] += x[:-1]: its result would depend on the order of the loop); the very
+    same memory (x.mul_(x)) is fine. numpy would buffer and write as if copied first."""
+    data = getattr(source, "_data", None)
+    if not isinstance(data, np.ndarray) or not np.may_share_memory(target, data):
+        return
+    same = (
+        target.__array_interface__["data"][0] == data.__array_interface__["data"][0]
+        and target.shape == data.shape
+        and target.strides == data.strides
+    )
+    if not same:
+        raise ShapeError(
+            f"{op}: unsupported operation: some elements of the input tensor and the "
+            "written-to tensor refer to a single memory location; clone() the input first"
+        )
+
+
 def write_result(x: Any, result: Any, op: str) -> Any:
     """Store `result` into x's memory; x takes over the result's place on the tape."""
     data = x._data
@@ -97,6 +116,8 @@ def _inplace(op: str, compute: Any, reads_self: bool = True) -> Any:
 
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         check_inplace(self, op)
+        for arg in (*args, *kwargs.values()):
+            check_overlap(self._data, arg, op)
         x = _original(self, args) if reads_self else self
         return write_result(self, compute(x, *args, **kwargs), op)
 
@@ -286,6 +307,7 @@ def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
     the gradient goes to `value` inside the window and to x's history outside it."""
     check_inplace(x, op)
     index = _plain_index(index)
+    check_overlap(x._data[index] if basic_index(index) else x._data, value, op)
     value = _without_leading_ones(x, index, value)
     value_grad = getattr(value, "_requires_grad", False)
     if not (STATE.enabled and (x._requires_grad or value_grad)):

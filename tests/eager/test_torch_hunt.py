@@ -635,6 +635,18 @@ def _more_in_place(lib: Any) -> Any:
     return outs, grads, p, halves, tuple(o.grad_fn.name() for o in outs)
 
 
+def _same_memory_writes(lib: Any) -> Any:
+    plain = lib.arange(1.0, 4.0)
+    plain.mul_(plain)  # the very same memory is fine
+    plain[0:2] = plain[0:2]
+    b = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    c = b * 1
+    c += c
+    c[1:] = c[1:]
+    c.sum().backward()
+    return plain, c, b.grad
+
+
 def _counting(lib: Any) -> Any:
     x = lib.tensor([[3, 1, 3], [2, 1, 3]])
     sequence = lib.tensor([1.0, 2.0, 3.0])
@@ -656,6 +668,7 @@ def _counting(lib: Any) -> Any:
 
 
 CASES: dict[str, Case] = {
+    "writes reading the very same memory": _same_memory_writes,
     "unique, bincount, searchsorted": _counting,
     "in-place lerp_, addcmul_, addcdiv_ (an Adam step), sin_, tril_, ...": _more_in_place,
     "scatter_, scatter_add, index_add, index_fill, index_copy": _scatter_family,
@@ -741,6 +754,16 @@ def _hook_returning_too_few(lib: Any) -> None:
     y.sum().backward()
 
 
+def _overlapping_write(lib: Any) -> None:
+    b = lib.arange(4.0)
+    b[1:3] = b[0:2]  # the same memory, shifted: torch refuses (clone() the source)
+
+
+def _overlapping_add(lib: Any) -> None:
+    b = lib.tensor([1.0, 2.0, 3.0], requires_grad=True) * 1
+    b[1:] += b[:-1]
+
+
 ERRORS: dict[str, Case] = {
     "a float tensor as an index": lambda lib: lib.arange(4.0)[lib.tensor([0.0, 1.0])],
     "a boolean mask of the wrong shape": lambda lib: lib.ones(3, 2)[lib.tensor([True, False])],
@@ -760,6 +783,8 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "writing a window over its own shifted copy": _overlapping_write,
+    "adding into a window its own shifted copy": _overlapping_add,
     "bincount of a negative": lambda lib: lib.bincount(lib.tensor([-1])),
     "scatter by a float index": lambda lib: lib.zeros(3).scatter_(0, lib.tensor([0.0]), 1.0),
     "Variable of a list": lambda lib: lib.autograd.Variable([1.0, 2.0]),

@@ -140,6 +140,15 @@ class Optimizer:
         group = dict(param_group)
         params = group["params"]
         params = [params] if isinstance(params, Tensor) else list(params)
+        named = [isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in params]
+        if any(named):  # model.named_parameters(), as torch 2.13 takes: names kept in the group
+            if not all(named):
+                raise GraphcError(
+                    f"{type(self).__name__}: a param group holds (name, parameter) pairs or "
+                    "parameters, not both"
+                )
+            group["param_names"] = [name for name, _ in params]
+            params = [p for _, p in params]
         seen = {id(p) for p in self.params}
         for index, p in enumerate(params, start=len(self.params)):
             if not isinstance(p, Tensor):

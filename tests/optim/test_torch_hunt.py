@@ -258,3 +258,29 @@ def test_state_is_read_by_parameter_as_torch() -> None:
     assert ours.state[0] is ours.state[w]
     with pytest.raises(KeyError, match="no parameter"):
         ours.state[ge.ones(2)]
+
+
+@needs_torch
+def test_named_parameters_are_taken_as_torch() -> None:
+    """torch 2.13's optimizers take model.named_parameters() and keep the names in the
+    group ('param_names'); graphc refused the pairs as "not an eager tensor"."""
+    ours_model = nn.Linear(2, 3, dtype="float64", generator=0)
+    theirs_model = torch.nn.Linear(2, 3).double()
+    theirs_model.load_state_dict({k: torch.tensor(v) for k, v in ours_model.state_dict().items()})
+    ours = optim.SGD(ours_model.named_parameters(), lr=0.1, momentum=0.9)
+    theirs = torch.optim.SGD(theirs_model.named_parameters(), lr=0.1, momentum=0.9)
+    for model, opt, lib in ((ours_model, ours, ge), (theirs_model, theirs, torch)):
+        for _ in range(2):
+            opt.zero_grad()
+            (model(lib.tensor(np.ones((4, 2)))) ** 2).sum().backward()
+            opt.step()
+    assert ours.state_dict()["param_groups"][0]["param_names"] == ["weight", "bias"]
+    assert (
+        ours.state_dict()["param_groups"][0]["param_names"]
+        == theirs.state_dict()["param_groups"][0]["param_names"]
+    )
+    np.testing.assert_allclose(
+        ours_model.weight.detach().numpy(), theirs_model.weight.detach().numpy(), rtol=1e-12
+    )
+    with pytest.raises(gc.GraphcError, match="pairs or parameters, not both"):
+        optim.SGD([("w", ge.ones(1, requires_grad=True)), ge.ones(1, requires_grad=True)])

@@ -16,6 +16,11 @@ The functions are top-level with jax.tree_util's names (`gc.tree_flatten`,
 `gc.register_pytree_node`, `gc.register_dataclass`), as graphc's control-flow functions
 are `gc.cond` where JAX has `lax.cond`.
 
+Key paths are JAX's too (`tree_flatten_with_path`, `tree_leaves_with_path`,
+`tree_map_with_path`, `keystr`), with `tree_transpose`, `all_leaves`, `Partial` (a
+function with bound arguments that is a pytree) and the treedef's `unflatten`,
+`flatten_up_to` and `num_nodes`, in `gc.tree_util`.
+
 The structure (`TreeDef`) compares equal when two trees have the same containers, keys
 and aux data; `mismatch` says where two structures first differ, for the errors of the
 control-flow functions (a carry that changes structure).
@@ -54,6 +59,19 @@ class TreeDef:
     @property
     def num_leaves(self) -> int:
         return num_leaves(self)
+
+    @property
+    def num_nodes(self) -> int:
+        """The containers, leaves and Nones of the structure, as JAX counts them."""
+        return _num_nodes(self)
+
+    def unflatten(self, leaves: Iterable[Any]) -> Any:
+        """`tree_unflatten(self, leaves)`, as JAX's treedef.unflatten."""
+        return tree_unflatten(self, leaves)
+
+    def flatten_up_to(self, tree: Any) -> list[Any]:
+        """The subtrees of `tree` at this structure's leaves (JAX's flatten_up_to)."""
+        return _flatten_up_to(self, tree)
 
     def __repr__(self) -> str:
         return f"TreeDef({show_tree(self)})"
@@ -198,7 +216,11 @@ def register_dataclass(
         )
 
     register_pytree_node(nodetype, flatten_fields, unflatten_fields)
+    _FIELDS[nodetype] = data
     return nodetype
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}  # a registered dataclass's children, by name
 
 
 def _is_namedtuple_class(kind: type) -> bool:
@@ -324,9 +346,178 @@ def num_leaves(tree: Tree) -> int:
     return sum(num_leaves(s) for s in tree.children)
 
 
+def _num_nodes(tree: Tree) -> int:
+    if tree is None or tree == LEAF:
+        return 1
+    return 1 + sum(_num_nodes(s) for s in tree.children)
+
+
+def _flatten_up_to(tree: Tree, value: Any) -> list[Any]:
+    if tree == LEAF:
+        return [value]
+    if tree is None:
+        if value is not None:
+            raise GraphcError(f"flatten_up_to: expected None, got {type(value).__name__}")
+        return []
+    rule = _rule(type(value))
+    if type(value) is not tree.kind or rule is None:
+        raise GraphcError(
+            f"flatten_up_to: expected a {tree.kind.__qualname__}, got {type(value).__qualname__}"
+        )
+    children, aux = rule[0](value)
+    children = list(children)
+    if aux != tree.aux or len(children) != len(tree.children):
+        raise GraphcError(f"flatten_up_to: {show_tree(tree)} differs from the value's structure")
+    return [v for s, c in zip(tree.children, children) for v in _flatten_up_to(s, c)]
+
+
 # graphc's own short names, which the control-flow functions use
 flatten = tree_flatten
 unflatten = tree_unflatten
+
+
+# -- key paths (jax.tree_util's *_with_path) ------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """A child of a tuple or list, by position: `[0]`."""
+
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """A child of a dict, by key: `['a']`."""
+
+    key: Hashable
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """A child of a namedtuple or registered dataclass, by field: `.name`."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """A child of another registered type, by its position among the children."""
+
+    key: int
+
+    def __str__(self) -> str:
+        return f"[<flat index {self.key}>]"
+
+
+def _child_keys(t: TreeDef) -> list[Any]:
+    keys = _keys(t)
+    if keys is not None:
+        return [DictKey(k) for k in keys]
+    if t.kind in (tuple, list):
+        return [SequenceKey(k) for k in range(len(t.children))]
+    if _is_namedtuple_class(t.kind):
+        return [GetAttrKey(f) for f in t.kind._fields]  # type: ignore[attr-defined]
+    if t.kind in _FIELDS:
+        return [GetAttrKey(f) for f in _FIELDS[t.kind]]
+    return [FlattenedIndexKey(k) for k in range(len(t.children))]
+
+
+def _paths(tree: Tree, prefix: tuple = ()) -> list[tuple]:
+    if tree is None:
+        return []
+    if tree == LEAF:
+        return [prefix]
+    keys = _child_keys(tree)
+    return [p for k, child in zip(keys, tree.children) for p in _paths(child, (*prefix, k))]
+
+
+def tree_flatten_with_path(
+    tree: Any, is_leaf: Callable[[Any], bool] | None = None
+) -> tuple[list[tuple[tuple, Any]], Tree]:
+    """`tree_flatten`, each leaf with its key path: a tuple of SequenceKey, DictKey,
+    GetAttrKey or FlattenedIndexKey, as JAX's.
+
+    >>> pairs, _ = tree_flatten_with_path({"a": (1, 2)})
+    >>> [(keystr(path), leaf) for path, leaf in pairs]
+    [("['a'][0]", 1), ("['a'][1]", 2)]
+    """
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    return list(zip(_paths(treedef), leaves, strict=True)), treedef
+
+
+def tree_leaves_with_path(
+    tree: Any, is_leaf: Callable[[Any], bool] | None = None
+) -> list[tuple[tuple, Any]]:
+    """The (key path, leaf) pairs of `tree`, in flattening order."""
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(
+    f: Callable[..., Any],
+    tree: Any,
+    *rest: Any,
+    is_leaf: Callable[[Any], bool] | None = None,
+) -> Any:
+    """`tree_map` whose function also takes each leaf's key path first."""
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    paths = iter([path for path, _ in pairs])
+    return tree_map(lambda *leaves: f(next(paths), *leaves), tree, *rest, is_leaf=is_leaf)
+
+
+def keystr(path: Sequence[Any]) -> str:
+    """A key path as text: `keystr((DictKey('a'), SequenceKey(0)))` is "['a'][0]"."""
+    return "".join(str(k) for k in path)
+
+
+def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """Whether every element of `iterable` is a leaf."""
+    return all(tree_structure(x, is_leaf) == LEAF for x in iterable)
+
+
+def tree_transpose(outer: Tree, inner: Tree, tree: Any) -> Any:
+    """A tree of structure `outer` whose leaves are trees of structure `inner`, as a tree
+    of structure `inner` whose leaves are trees of structure `outer` (JAX's).
+
+    >>> tree_transpose(tree_structure([0, 0]), tree_structure((0, 0)), [(1, 2), (3, 4)])
+    ([1, 3], [2, 4])
+    """
+    columns = []
+    for k, sub in enumerate(_flatten_up_to(outer, tree)):
+        leaves, got = tree_flatten(sub)
+        where = mismatch(inner, got)
+        if where is not None:
+            raise GraphcError(f"tree_transpose: the inner tree {k} differs at {where}")
+        columns.append(leaves)
+    rows = [tree_unflatten(outer, list(row)) for row in zip(*columns, strict=True)]
+    if not columns:  # no outer leaves: each inner leaf is an empty outer tree
+        rows = [tree_unflatten(outer, []) for _ in range(num_leaves(inner))]
+    return tree_unflatten(inner, rows)
+
+
+class Partial(functools.partial):
+    """A function with some arguments bound, which is a pytree whose leaves are those
+    arguments (the function is part of its structure), as jax.tree_util.Partial: it can
+    be passed through transformations and control flow."""
+
+
+def _flatten_partial(p: Partial) -> tuple[list[Any], Hashable]:
+    names = tuple(sorted(p.keywords))
+    return [*p.args, *(p.keywords[n] for n in names)], (p.func, len(p.args), names)
+
+
+def _unflatten_partial(aux: Any, children: tuple[Any, ...]) -> Partial:
+    func, count, names = aux
+    return Partial(func, *children[:count], **dict(zip(names, children[count:], strict=True)))
 
 
 # -- showing and comparing structures -------------------------------------------------
@@ -419,3 +610,6 @@ def mismatch(a: Tree, b: Tree, path: str = "") -> str | None:
                 return inner
         return f"{where}: {a.kind.__name__} aux data {a.aux!r} vs {b.aux!r}"
     return f"{where}: {_describe(a)} vs {_describe(b)}"
+
+
+register_pytree_node(Partial, _flatten_partial, _unflatten_partial)

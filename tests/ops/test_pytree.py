@@ -247,3 +247,55 @@ def test_tree_reduce_tree_all_and_self_flattening_classes_as_jax() -> None:
     np.testing.assert_array_equal(doubled.b, np.full(3, 2.0))
     with pytest.raises(gc.GraphcError, match="has no tree_flatten"):
         gc.tree_util.register_pytree_node_class(type("Plain", (), {}))
+
+
+# -- key paths, transpose, Partial and the treedef's methods (the JAX hunt's list) -------------
+
+
+@dataclasses.dataclass
+class Cell:
+    w: Any
+    b: Any
+
+
+gc.register_dataclass(Cell)
+
+
+def test_key_paths_transpose_and_treedef_methods_are_jaxs() -> None:
+    jax = pytest.importorskip("jax")
+    jax.tree_util.register_dataclass(Cell, data_fields=["w", "b"], meta_fields=[])
+    for value in (nested(), [None, (1,)], Point([1, 2], None), 7, {"x": {}}, Cell(1, [2, 3])):
+        ours, tree = gc.tree_util.tree_flatten_with_path(value)
+        theirs, jtree = jax.tree_util.tree_flatten_with_path(value)
+        assert [(gc.tree_util.keystr(p), leaf) for p, leaf in ours] == [
+            (jax.tree_util.keystr(p), leaf) for p, leaf in theirs
+        ], value
+        if tree not in (LEAF, None):
+            assert tree.num_nodes == jtree.num_nodes, value
+            assert tree.unflatten(range(tree.num_leaves)) == jtree.unflatten(
+                range(jtree.num_leaves)
+            )
+        mapped = gc.tree_util.tree_map_with_path(lambda p, v: (gc.tree_util.keystr(p), v), value)
+        want = jax.tree_util.tree_map_with_path(lambda p, v: (jax.tree_util.keystr(p), v), value)
+        assert mapped == want, value
+    outer, inner = gc.tree_structure([0, 0, 0]), gc.tree_structure({"a": 0, "b": (0, None)})
+    grid = [{"a": k, "b": (10 * k, None)} for k in range(3)]
+    assert gc.tree_util.tree_transpose(outer, inner, grid) == jax.tree_util.tree_transpose(
+        jax.tree_util.tree_structure([0, 0, 0]),
+        jax.tree_util.tree_structure({"a": 0, "b": (0, None)}),
+        grid,
+    )
+    assert gc.tree_structure((1, [2])).flatten_up_to(("p", ["q"])) == ["p", "q"]
+    assert gc.tree_util.all_leaves([1, np.ones(2)]) and not gc.tree_util.all_leaves([(1,)])
+
+
+def test_partial_is_a_pytree_through_transformations() -> None:
+    """jax.tree_util.Partial: the bound arguments are leaves, the function is structure,
+    so a Partial goes through gc.jit and tree_map as an argument."""
+    scale = gc.tree_util.Partial(lambda a, x, shift=0.0: a * x + shift, 3.0, shift=1.0)
+    assert scale(2.0) == 7.0
+    assert gc.tree_leaves(scale) == [3.0, 1.0]
+    doubled = gc.tree_map(lambda v: v * 2, scale)
+    assert isinstance(doubled, gc.tree_util.Partial) and doubled(2.0) == 14.0
+    run = gc.jit(lambda f, x: f(x))
+    np.testing.assert_allclose(run(scale, np.array([1.0, 2.0])), [4.0, 7.0])

@@ -1,4 +1,5 @@
-"""Normalization layers: BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, GroupNorm.
+"""Normalization layers: BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, GroupNorm,
+RMSNorm.
 
 PyTorch's constructor arguments, defaults, attribute names, and `state_dict` keys
 (``weight``, ``bias``, ``running_mean``, ``running_var``, ``num_batches_tracked``), so
@@ -29,7 +30,7 @@ from graphc.nn import functional as F
 from graphc.nn.module import Module, buffer_value, keeps_updates, update_buffer
 from graphc.ops import cast, div
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "LayerNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "LayerNorm", "RMSNorm"]
 
 
 class _BatchNorm(Module):
@@ -173,6 +174,40 @@ class LayerNorm(Module):
         return (
             f"{self.normalized_shape}, eps={self.eps}, "
             f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
+        )
+
+
+class RMSNorm(Module):
+    """Divide by the root mean square over the trailing dims `normalized_shape`, then
+    scale elementwise (weight ones): torch.nn.RMSNorm (eps None: the dtype's epsilon).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.RMSNorm(2)(ge.tensor([[3.0, 4.0]])).shape
+    (1, 2)
+    """
+
+    def __init__(
+        self,
+        normalized_shape: int | Sequence[int],
+        eps: float | None = None,
+        elementwise_affine: bool = True,
+        dtype: Any = "float32",
+    ) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
+        self.normalized_shape = tuple(int(d) for d in shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self.weight = None
+        if elementwise_affine:
+            self.weight = ones(*self.normalized_shape, dtype=as_dtype(dtype), requires_grad=True)
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
         )
 
 

@@ -432,13 +432,15 @@ NEW_LAYERS = [  # (class name, options, input shapes): layers torch has that wer
     ("Threshold", {"threshold": 0.5, "value": -2.0}, [(2, 4)]),
     ("Tanhshrink", {}, [(2, 4)]),
     ("Unflatten", {"dim": -1, "unflattened_size": (2, -1)}, [(3, 4)]),
+    ("RMSNorm", {"normalized_shape": (3, 4)}, [(2, 3, 4)]),
+    ("RMSNorm", {"normalized_shape": 4, "eps": 1e-3, "elementwise_affine": False}, [(2, 4)]),
 ]  # fmt: skip
 
 
 @needs_torch
 @pytest.mark.parametrize(("kind", "options", "shapes"), NEW_LAYERS, ids=str)
 def test_new_layers_match_torch(kind: str, options: dict, shapes: list) -> None:
-    typed = {"dtype": "float64"} if kind in ("PReLU", "Bilinear") else {}
+    typed = {"dtype": "float64"} if kind in ("PReLU", "Bilinear", "RMSNorm") else {}
     ours, theirs = getattr(nn, kind)(**options, **typed), getattr(torch.nn, kind)(**options)
     theirs = theirs.double()
     assert repr(ours) == repr(theirs)

@@ -1,4 +1,4 @@
-"""torch.nn.functional spellings: norm (layer_norm, group_norm, batch_norm).
+"""torch.nn.functional spellings: norm (layer_norm, group_norm, batch_norm, rms_norm).
 
 PyTorch's argument names and defaults, on eager tensors and graph values alike.
 `batch_norm` in training mode updates the running statistics it is given, as PyTorch
@@ -11,14 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from graphc.eager import Tensor
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.nn.module import buffer_value, keeps_updates, update_buffer
 from graphc.nn.shape_checks import defer_shape_check
+from graphc.ops import mean, rsqrt, selection
 from graphc.ops import norm as ops_norm
-from graphc.ops import selection
 
-__all__ = ["batch_norm", "group_norm", "layer_norm"]
+__all__ = ["batch_norm", "group_norm", "layer_norm", "rms_norm"]
 
 
 def layer_norm(input: Any, normalized_shape: int | Sequence[int], weight: Any = None,  # noqa: A002
@@ -44,6 +46,35 @@ def layer_norm(input: Any, normalized_shape: int | Sequence[int], weight: Any = 
                 f"{tuple(value.shape)}"
             )
     return ops_norm.layer_norm(input, weight, bias, axis=len(shape) - len(dims), eps=eps)
+
+
+def rms_norm(input: Any, normalized_shape: int | Sequence[int], weight: Any = None,  # noqa: A002
+             eps: float | None = None) -> Any:  # fmt: skip
+    """x / sqrt(mean(x**2 over the trailing dims normalized_shape) + eps), times weight;
+    eps None is the machine epsilon of x's dtype, as torch's.
+
+    >>> import graphc.eager as ge
+    >>> import graphc.nn.functional as F
+    >>> F.rms_norm(ge.tensor([[3.0, 4.0]]), (2,), eps=0.0).tolist()
+    [[0.8485281467437744, 1.1313709020614624]]
+    """
+    dims = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    shape = tuple(input.shape)
+    if not dims or len(dims) > len(shape) or shape[len(shape) - len(dims) :] != dims:
+        raise ShapeError(
+            f"rms_norm: normalized_shape {dims} must be the trailing dims of the input, "
+            f"got input of shape {shape}"
+        )
+    if weight is not None and tuple(weight.shape) != dims:
+        raise ShapeError(
+            f"rms_norm: weight must have the normalized shape {dims}, got {tuple(weight.shape)}"
+        )
+    if eps is None:
+        eps = float(np.finfo(np.dtype(input.dtype)).eps)
+    axes = tuple(range(len(shape) - len(dims), len(shape)))
+    scale = rsqrt(mean(input * input, axis=axes, keepdims=True) + eps)
+    out = input * scale
+    return out if weight is None else out * weight
 
 
 def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None,  # noqa: A002

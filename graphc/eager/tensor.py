@@ -138,7 +138,13 @@ class Tensor(EagerMethods, CompositeMethods, CountingMethods, InPlaceMethods, Va
 
     @data.setter
     def data(self, value: Any) -> None:
-        self._data = value._data if isinstance(value, Tensor) else as_array(value)
+        array = value._data if isinstance(value, Tensor) else as_array(value)
+        if self._requires_grad and not is_float(array.dtype):
+            raise DTypeError(
+                f"data set to a tensor that requires gradients must be of a floating point "
+                f"dtype, got {array.dtype}"
+            )
+        self._data = array
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -764,6 +764,11 @@ def _overlapping_add(lib: Any) -> None:
     b[1:] += b[:-1]
 
 
+def _int_data(lib: Any) -> None:
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    x.data = lib.tensor([5, 6])
+
+
 ERRORS: dict[str, Case] = {
     "a float tensor as an index": lambda lib: lib.arange(4.0)[lib.tensor([0.0, 1.0])],
     "a boolean mask of the wrong shape": lambda lib: lib.ones(3, 2)[lib.tensor([True, False])],
@@ -783,6 +788,7 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    ".data = ints on a tensor requiring grad": _int_data,
     "writing a window over its own shifted copy": _overlapping_write,
     "adding into a window its own shifted copy": _overlapping_add,
     "bincount of a negative": lambda lib: lib.bincount(lib.tensor([-1])),

@@ -34,10 +34,15 @@ def _reduce_as(x: Any, dtype: Any) -> Any:
     return _t(x) if dtype is None else _t(x).to(dtype)
 
 
+def _as(out: Any, dtype: Any) -> Any:
+    """The reduction's result in `dtype` too (numpy sums int32 into int64)."""
+    return out if dtype is None else out.to(dtype)
+
+
 def sum(x: Any, dim: Any = None, keepdim: bool | None = None, *, dtype: Any = None,
         axis: Any = None, keepdims: bool | None = None) -> Any:  # fmt: skip
     """torch.sum: sum(x), sum(x, dim=1, keepdim=True); numpy's axis/keepdims also work."""
-    return _reduce_as(x, dtype).sum(dim, keepdim, axis=axis, keepdims=keepdims)
+    return _as(_reduce_as(x, dtype).sum(dim, keepdim, axis=axis, keepdims=keepdims), dtype)
 
 
 def mean(x: Any, dim: Any = None, keepdim: bool | None = None, *, dtype: Any = None,
@@ -49,7 +54,7 @@ def mean(x: Any, dim: Any = None, keepdim: bool | None = None, *, dtype: Any = N
 def prod(x: Any, dim: Any = None, keepdim: bool | None = None, *, dtype: Any = None,
          axis: Any = None, keepdims: bool | None = None) -> Any:  # fmt: skip
     """torch.prod: prod(x), prod(x, dim=1, keepdim=True); numpy's axis/keepdims also work."""
-    return _reduce_as(x, dtype).prod(dim, keepdim, axis=axis, keepdims=keepdims)
+    return _as(_reduce_as(x, dtype).prod(dim, keepdim, axis=axis, keepdims=keepdims), dtype)
 
 
 def norm(x: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False,

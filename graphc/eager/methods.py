@@ -147,6 +147,14 @@ def _median_positions(data: np.ndarray, axis: int) -> np.ndarray:
     return np.take_along_axis(order, rank, axis).astype(np.int64)
 
 
+def _reduced_as(reduce: Any, x: Any, dtype: Any, args: tuple, kwargs: dict) -> Any:
+    """A reduction with torch's `dtype=`: x cast to it first, the result of it too."""
+    if dtype is None:
+        return reduce(x, *args, **kwargs)
+    out = reduce(x.to(dtype), *args, **kwargs)
+    return out.to(dtype)
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
 
@@ -282,13 +290,12 @@ class EagerMethods:
         return _spelled(ValueMethods.amin(self, *args, **kwargs), "AminBackward0")  # type: ignore[attr-defined]
 
     def sum(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
-        """The sum (over dim); `dtype=` casts first, as torch (int tensors summed as floats)."""
-        x = self if dtype is None else self.to(dtype)  # type: ignore[attr-defined]
-        return ValueMethods.sum(x, *args, **kwargs)  # type: ignore[attr-defined]
+        """The sum (over dim); `dtype=` casts first, as torch (int tensors summed as floats),
+        and is the result's dtype (numpy would sum int32 into int64)."""
+        return _reduced_as(ValueMethods.sum, self, dtype, args, kwargs)  # type: ignore[attr-defined]
 
     def prod(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
-        x = self if dtype is None else self.to(dtype)  # type: ignore[attr-defined]
-        return ValueMethods.prod(x, *args, **kwargs)  # type: ignore[attr-defined]
+        return _reduced_as(ValueMethods.prod, self, dtype, args, kwargs)  # type: ignore[attr-defined]
 
     def mean(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
         """The mean (over dim); as torch, of floating-point tensors (or `dtype=` one) only."""

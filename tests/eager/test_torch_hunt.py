@@ -72,6 +72,9 @@ def _reductions_with_dtype(lib: Any) -> Any:
         x.mean(dtype=lib.float32),
         lib.sum(x, 0, dtype=lib.float32),
         lib.mean(x, dtype=lib.float64),
+        x.int().sum(dtype=lib.int32),  # the result too is of dtype (numpy's would be int64)
+        lib.sum(x.int(), 1, dtype=lib.int32),
+        x.prod(0, dtype=lib.int16),
     )
 
 

@@ -160,6 +160,8 @@ def linspace(
     device: Any = None,
 ) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive (float32)."""
+    if steps < 0:
+        raise ArgumentError(f"linspace: the number of steps must be non-negative, got {steps}")
     return _finish(np.linspace(start, end, steps).astype(_float_dtype(dtype)), requires_grad)
 
 
@@ -180,6 +182,7 @@ def eye(
     n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
     """The n x m identity matrix (float32)."""
+    _size((n, n if m is None else m), {}, "eye")  # negative sizes: torch's RuntimeError
     return _finish(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad)
 
 
@@ -240,6 +243,8 @@ def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None
     """Integers in [low, high) (or [0, low) when high is omitted); int64."""
     if high is None or isinstance(high, (tuple, list)):  # randint(high, size), as torch
         low, high, size = 0, low, size if high is None else high
+    if low >= high:
+        raise ArgumentError(f"randint: low must be less than high, got low={low} >= high={high}")
     values = _generator.integers(low, high, _size((size,), {}, "randint"))
     return make(np.asarray(values, as_dtype(np.int64 if dtype is None else dtype)))
 

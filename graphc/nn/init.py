@@ -10,6 +10,7 @@ so a float32 and a float64 model from one seed hold the same numbers up to round
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -45,6 +46,10 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     """The recommended gain for a nonlinearity (torch.nn.init.calculate_gain)."""
     if nonlinearity in ("linear", "sigmoid", "identity"):
         return 1.0
+    if re.fullmatch(r"conv(_transpose)?[123]d", nonlinearity):  # linear maps too
+        return 1.0
+    if nonlinearity == "selu":
+        return 3.0 / 4  # torch's choice for self-normalizing networks
     if nonlinearity == "tanh":
         return 5.0 / 3
     if nonlinearity == "relu":
@@ -106,6 +111,76 @@ def kaiming_uniform_(
     fan = fan_in if mode == "fan_in" else fan_out
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
     return uniform_(tensor, -bound, bound, generator)
+
+
+def _fan(tensor: Tensor, mode: str, name: str) -> int:
+    if mode not in ("fan_in", "fan_out"):
+        raise GraphcError(f"{name}: mode must be 'fan_in' or 'fan_out', got '{mode}'")
+    fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def kaiming_normal_(
+    tensor: Tensor,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Generator = None,
+) -> Tensor:
+    """N(0, std^2) with std = gain / sqrt(fan) (He et al., as in torch)."""
+    if 0 in tuple(tensor.shape):
+        return tensor
+    fan = _fan(tensor, mode, "kaiming_normal_")
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator)
+
+
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator: Generator = None,
+) -> Tensor:
+    """N(mean, std^2) restricted to [a, b] (values outside are drawn again), as torch's
+    distribution (not its bits: torch inverts the normal's CDF)."""
+    if not a < b:
+        raise GraphcError(f"trunc_normal_: the bounds must have a < b, got a={a} and b={b}")
+    rng = as_generator(generator)
+    size = int(np.prod(tensor.shape))
+    kept = np.empty(0)
+    while kept.size < size:  # each round keeps the draws inside [a, b]
+        u1, u2 = _uniform01((2 * size + 16,), rng), _uniform01((2 * size + 16,), rng)
+        z = mean + std * np.sqrt(-2.0 * np.log1p(-u1)) * np.cos(2.0 * np.pi * u2)
+        kept = np.concatenate([kept, z[(z >= a) & (z <= b)]])
+    return _fill(tensor, kept[:size].reshape(tuple(tensor.shape)))
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """The identity matrix (ones on the diagonal of a 2-D tensor), as torch's."""
+    if len(tensor.shape) != 2:
+        raise GraphcError(f"eye_: needs a 2-D tensor, got shape {tuple(tensor.shape)}")
+    return _fill(tensor, np.eye(*tensor.shape))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator = None) -> Tensor:
+    """A (semi-)orthogonal matrix of the tensor flattened to (rows, rest), from the QR
+    decomposition of a normal one with r's diagonal made positive (Saxe et al., torch's
+    method), times gain."""
+    if len(tensor.shape) < 2:
+        raise GraphcError(f"orthogonal_: needs at least 2 dims, got shape {tuple(tensor.shape)}")
+    if 0 in tuple(tensor.shape):
+        return tensor
+    rows = tensor.shape[0]
+    cols = int(np.prod(tensor.shape)) // rows
+    flat = normal_(from_numpy(np.zeros((rows, cols))), generator=generator).numpy()
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, gain * q.reshape(tuple(tensor.shape)))
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Generator = None) -> Tensor:

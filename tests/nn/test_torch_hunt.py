@@ -870,3 +870,33 @@ def test_parameter_containers_match_torch() -> None:
         if t.grad is not None:
             np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), err_msg=name)
     assert len(ours.scales) == 3 and "a" in ours.shifts and isinstance(ours.scales[0], nn.Parameter)
+
+
+@needs_torch
+def test_more_initializers_match_torchs_distributions() -> None:
+    """kaiming_normal_, trunc_normal_, eye_, orthogonal_ and the conv and selu gains were
+    missing: statistics and structure against torch's, not bits."""
+    from graphc.nn import init
+
+    for name in ("conv1d", "conv_transpose3d", "selu", "tanh"):
+        assert init.calculate_gain(name) == torch.nn.init.calculate_gain(name)
+    ours = init.kaiming_normal_(ge.zeros(400, 300, dtype="float64"), mode="fan_out", generator=0)
+    theirs = torch.nn.init.kaiming_normal_(torch.zeros(400, 300), mode="fan_out")
+    assert abs(ours.numpy().std() / theirs.std().item() - 1) < 0.02
+    ours = init.trunc_normal_(ge.zeros(50000, dtype="float64"), 0.5, 2.0, -1.0, 1.5, generator=0)
+    theirs = torch.nn.init.trunc_normal_(
+        torch.zeros(50000, dtype=torch.float64), 0.5, 2.0, -1.0, 1.5
+    )
+    values = ours.numpy()
+    assert values.min() >= -1.0 and values.max() <= 1.5
+    assert abs(values.mean() - theirs.mean().item()) < 0.02
+    assert abs(values.std() - theirs.std().item()) < 0.02
+    np.testing.assert_array_equal(
+        init.eye_(ge.zeros(3, 5)).numpy(), torch.nn.init.eye_(torch.zeros(3, 5)).numpy()
+    )
+    for shape in ((4, 6), (6, 4), (3, 2, 2)):
+        q = init.orthogonal_(ge.zeros(*shape, dtype="float64"), gain=2.0, generator=1).numpy()
+        flat = q.reshape(shape[0], -1)
+        small = min(flat.shape)
+        gram = flat @ flat.T if flat.shape[0] == small else flat.T @ flat
+        np.testing.assert_allclose(gram, 4.0 * np.eye(small), atol=1e-12)

@@ -295,7 +295,9 @@ class EagerMethods:
         return _reduced_as(ValueMethods.sum, self, dtype, args, kwargs)  # type: ignore[attr-defined]
 
     def prod(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
-        return _reduced_as(ValueMethods.prod, self, dtype, args, kwargs)  # type: ignore[attr-defined]
+        out = _reduced_as(ValueMethods.prod, self, dtype, args, kwargs)  # type: ignore[attr-defined]
+        along = (args and args[0] is not None) or kwargs.get("dim") is not None
+        return _spelled(out, "ProdBackward1") if along else out  # torch's prod(dim) overload
 
     def mean(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
         """The mean (over dim); as torch, of floating-point tensors (or `dtype=` one) only."""
@@ -394,6 +396,32 @@ class EagerMethods:
 
     def tile(self, *dims: Any) -> Any:
         return _spelled(_copied(self, ValueMethods.tile(self, *dims)), "RepeatBackward0")
+
+    def unbind(self, dim: int = 0) -> tuple:
+        return tuple(_spelled(p, "UnbindBackward0") for p in ValueMethods.unbind(self, dim))
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple:
+        name = (
+            "SplitWithSizesBackward0" if isinstance(split_size, (list, tuple)) else "SplitBackward0"
+        )
+        return tuple(_spelled(p, name) for p in ValueMethods.split(self, split_size, dim))
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        return tuple(_spelled(p, "SplitBackward0") for p in ValueMethods.chunk(self, chunks, dim))
+
+    def sort(self, *args: Any, **kwargs: Any) -> Any:
+        out = ValueMethods.sort(self, *args, **kwargs)
+        return type(out)(_spelled(out.values, "SortBackward0"), out.indices)
+
+    def topk(self, *args: Any, **kwargs: Any) -> Any:
+        out = ValueMethods.topk(self, *args, **kwargs)
+        return type(out)(_spelled(out.values, "TopkBackward0"), out.indices)
+
+    def gather(self, dim: int, index: Any) -> Any:
+        return _spelled(ValueMethods.gather(self, dim, index), "GatherBackward0")
+
+    def nan_to_num(self, *args: Any, **kwargs: Any) -> Any:
+        return _spelled(ValueMethods.nan_to_num(self, *args, **kwargs), "NanToNumBackward0")
 
     def clone(self) -> Any:
         """A copy that stays differentiable (gradients flow back to self)."""

@@ -670,7 +670,26 @@ def _counting(lib: Any) -> Any:
     )
 
 
+def _more_node_names(lib: Any) -> Any:
+    x = lib.ones(2, 3, requires_grad=True)
+    made = [
+        x.unbind()[0],
+        x.split(1)[0],
+        x.split([1, 1])[1],
+        x.chunk(2)[1],
+        x.sort(descending=True)[0],
+        x.topk(1)[0],
+        x.gather(0, lib.zeros(1, 3, dtype=lib.int64)),
+        x.prod(0),
+        x.prod(),
+        x.nan_to_num(),
+    ]
+    grads = lib.autograd.grad(sum(m.sum() for m in made), x)
+    return tuple(m.grad_fn.name() for m in made), grads
+
+
 CASES: dict[str, Case] = {
+    "grad_fn names of unbind, split, sort, topk, gather, prod(dim)": _more_node_names,
     "writes reading the very same memory": _same_memory_writes,
     "unique, bincount, searchsorted": _counting,
     "in-place lerp_, addcmul_, addcdiv_ (an Adam step), sin_, tril_, ...": _more_in_place,

@@ -94,6 +94,7 @@ from graphc.eager.functional import (
     min,
     mm,
     movedim,
+    mv,
     nansum,
     narrow,
     nonzero,

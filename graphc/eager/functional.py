@@ -265,8 +265,13 @@ def mm(x: Any, y: Any) -> Any:
     return _t(x).mm(y)
 
 
+def mv(x: Any, v: Any) -> Any:
+    """torch.mv: a matrix times a vector."""
+    return _t(x).matmul(v)
+
+
 def bmm(x: Any, y: Any) -> Any:
-    return _t(x).matmul(y)
+    return _t(x).bmm(y)
 
 
 def addmm(input: Any, mat1: Any, mat2: Any, *, beta: float = 1, alpha: float = 1) -> Any:  # noqa: A002

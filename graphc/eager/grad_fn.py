@@ -266,6 +266,8 @@ class OpBackward(GradFn):
             return f"{name.title()}Backward1"  # torch's overload with dim=
         if name == "slice":
             return _slice_grad_fn(self.attrs["index"])
+        if name == "matmul":
+            return _matmul_grad_fn(self._inputs)
         named = self.opdef.rules.get("torch_grad_fn")
         return named or "".join(p.title() for p in name.split("_")) + "Backward0"
 
@@ -326,6 +328,16 @@ register_rule("broadcast_to", "torch_grad_fn", "ExpandBackward0")
 register_rule("take", "torch_grad_fn", "IndexSelectBackward0")
 register_rule("matmul", "torch_grad_fn", "MmBackward0")
 register_rule("gemm", "torch_grad_fn", "AddmmBackward0")
+
+
+def _matmul_grad_fn(inputs: list) -> str:
+    """torch names matmul's node by the operands' ranks (the kernel it picks): dot, mv,
+    mm, a vector times a matrix squeezed, batches a view of bmm's result."""
+    ranks = tuple(len(x[0] if isinstance(x, tuple) else x.shape) for x in inputs)
+    named = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0"}
+    if ranks == (1, 2):
+        return "SqueezeBackward4"
+    return named.get(ranks, "UnsafeViewBackward0")
 
 
 def _slice_grad_fn(index: str) -> str:

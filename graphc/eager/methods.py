@@ -397,6 +397,14 @@ class EagerMethods:
     def tile(self, *dims: Any) -> Any:
         return _spelled(_copied(self, ValueMethods.tile(self, *dims)), "RepeatBackward0")
 
+    def bmm(self, other: Any) -> Any:
+        """Batches of matrices multiplied (torch.bmm: both of rank 3)."""
+        if len(self.shape) != 3 or len(other.shape) != 3:
+            raise ShapeError(
+                f"bmm: expects two batches of matrices, got {self.shape}, {other.shape}"
+            )
+        return _spelled(ValueMethods.matmul(self, other), "BmmBackward0")  # type: ignore[attr-defined]
+
     def unbind(self, dim: int = 0) -> tuple:
         return tuple(_spelled(p, "UnbindBackward0") for p in ValueMethods.unbind(self, dim))
 

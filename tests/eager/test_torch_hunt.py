@@ -683,6 +683,13 @@ def _more_node_names(lib: Any) -> Any:
         x.prod(0),
         x.prod(),
         x.nan_to_num(),
+        x[0] @ x[1],
+        x @ x[0],
+        x[0] @ x.t(),
+        x @ x.t(),
+        x[None] @ x.t()[None],
+        lib.bmm(x[None], x.t()[None]),
+        lib.mv(x, x[0]),
     ]
     grads = lib.autograd.grad(sum(m.sum() for m in made), x)
     return tuple(m.grad_fn.name() for m in made), grads
@@ -810,6 +817,7 @@ ERRORS: dict[str, Case] = {
     "a negative size": lambda lib: lib.zeros(2, -1),
     "a negative size of full": lambda lib: lib.full((-1,), 2.0),
     "cat of nothing": lambda lib: lib.cat([]),
+    "bmm of matrices": lambda lib: lib.bmm(lib.ones(2, 3), lib.ones(3, 2)),
     "eye of a negative size": lambda lib: lib.eye(-1),
     "linspace of negative steps": lambda lib: lib.linspace(0, 1, -1),
     "randint with low >= high": lambda lib: lib.randint(5, 2, (3,)),

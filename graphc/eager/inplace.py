@@ -307,7 +307,11 @@ def _assign(x: Any, index: Any, value: Any, op: str) -> Any:
     the gradient goes to `value` inside the window and to x's history outside it."""
     check_inplace(x, op)
     index = _plain_index(index)
-    check_overlap(x._data[index] if basic_index(index) else x._data, value, op)
+    try:
+        window = x._data[index] if basic_index(index) else x._data
+    except IndexError as exc:
+        raise IndexRangeError(f"{op}: {exc}") from None
+    check_overlap(window, value, op)
     value = _without_leading_ones(x, index, value)
     value_grad = getattr(value, "_requires_grad", False)
     if not (STATE.enabled and (x._requires_grad or value_grad)):

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from graphc.eager import creation
 from graphc.frontend.trace import (
     TensorSpec,
     eager_tensor_type,
@@ -52,6 +53,7 @@ from graphc.ops.pytree import (
     tree_flatten,
     tree_unflatten,
 )
+from graphc.ops.random import KEY
 from graphc.ops.symbolic import Symbol
 from graphc.runtime.executable import Executable
 from graphc.runtime.executable import compile as compile_graph
@@ -237,6 +239,17 @@ def _flat_tree(count: int) -> TreeDef:
     return _FLAT_TREES[count]
 
 
+FRESH_KEY = object()  # in _Entry.lifted: the graph's dropout key, fresh per call
+
+
+def _lifted_value(tensor: Any) -> np.ndarray:
+    """A lifted tensor's current array; for the dropout key, a fresh key from graphc.eager's
+    generator, as eager dropout draws one (`manual_seed` makes calls repeatable)."""
+    if tensor is FRESH_KEY:
+        return np.asarray(creation.generator().integers(-(2**63), 2**63 - 1), np.int64)
+    return tensor_value(tensor)
+
+
 class Jitted:
     """A function that runs as a compiled graph; see `jit`."""
 
@@ -316,14 +329,14 @@ class Jitted:
             tree = _FLAT_TREES.get(len(args)) or _flat_tree(len(args))
             arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in args]
             entry = self._entry(arrays, (), tree)
-            lifted = (tensor_value(t) for t in entry.lifted)
+            lifted = (_lifted_value(t) for t in entry.lifted)
             return entry.pack(entry.executable(*arrays, *lifted))
         leaves, tree = tree_flatten((args, kwargs))
         if _tracing(leaves):
             return self.fn(*args, **kwargs)  # inlined into the graph being built, as jax.jit is
         arrays, statics = self._split(leaves, tree)
         entry = self._entry(arrays, statics, tree)
-        lifted = (tensor_value(t) for t in entry.lifted)
+        lifted = (_lifted_value(t) for t in entry.lifted)
         return entry.pack(entry.executable(*arrays, *lifted))
 
     def _build(self, arrays: list[np.ndarray], statics: tuple, tree: TreeDef) -> _Entry:
@@ -331,7 +344,9 @@ class Jitted:
         static_at = {i: value for i, _, value in statics}
         graph, structure = trace_call(self.fn, specs, static_at, tree, self._named_params())
         by_name = lifted_tensors(graph)
-        lifted = [by_name[p.name] for p in graph.inputs[len(arrays) :]]
+        lifted = [
+            FRESH_KEY if p.name == KEY else by_name[p.name] for p in graph.inputs[len(arrays) :]
+        ]
         return _Entry(graph, compile_graph(graph), lifted, structure)
 
     def _of_the_rest(self, args: tuple, kwargs: dict) -> tuple[tuple, dict, Jitted]:

@@ -27,6 +27,10 @@ from graphc.ops.defop import defop, into
 
 __all__ = ["fold_in", "random_normal", "random_uniform"]
 
+# the int64 placeholder a traced dropout draws its keys from (nn/functional/stochastic.py):
+# a compiled train step keeps it as state, gc.jit feeds a fresh one to every call
+KEY = "rng_key"
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 

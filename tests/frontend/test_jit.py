@@ -217,3 +217,25 @@ def test_static_arguments_against_jax() -> None:
         got, expected = jitted(x, n, mode=mode), np.asarray(theirs(x, n, mode=mode))
         assert got.dtype == expected.dtype
         np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_a_jitted_dropout_draws_a_fresh_mask_every_call() -> None:
+    """gc.jit of anything with training-mode dropout raised KeyError 'rng_key': its
+    graph's dropout key was fed by nothing (the nn hunt). gc.jit now feeds a fresh key
+    to every call from graphc.eager's generator, as eager dropout draws: masks differ
+    from call to call, manual_seed repeats them, eval mode has no key."""
+    import graphc.eager as ge
+    from graphc import nn
+
+    drop = gc.jit(lambda v: nn.Dropout(0.25)(v))
+    first, second = drop(np.ones(4000)), drop(np.ones(4000))
+    assert set(np.unique(first)) == {0.0, 1 / 0.75} and 0.72 < (first > 0).mean() < 0.78
+    assert not np.array_equal(first, second)
+    ge.manual_seed(7)
+    again = drop(np.ones(4000))
+    ge.manual_seed(7)
+    assert np.array_equal(drop(np.ones(4000)), again)
+    model = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
+    model.eval()
+    x = np.ones((2, 3), np.float32)
+    assert np.array_equal(gc.jit(model)(x), model(ge.tensor(x)).detach().numpy())

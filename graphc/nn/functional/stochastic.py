@@ -7,7 +7,8 @@ key is an input: the first dropout traced into a graph declares an int64 placeho
 `rng_key` there (in the outermost graph being declared; bodies capture it), and each
 dropout of that graph folds it with its own index (`fold_in`), so two layers never
 share a mask. `gc.compile_train_step` keeps `rng_key` as state and folds it every
-step; other executables take it as a feed (`rng_key=...`).
+step; `gc.jit` feeds a fresh key to every call (from graphc.eager's generator, as eager
+dropout draws); other executables take it as a feed (`rng_key=...`).
 """
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph, active_graph
 from graphc.ir.types import TensorType
 from graphc.ops import fold_in, random_uniform, where
+from graphc.ops.random import KEY
 from graphc.ops.symbolic import Symbol
 
 __all__ = ["dropout"]
-
-KEY = "rng_key"
 _USES: weakref.WeakKeyDictionary[Graph, int] = weakref.WeakKeyDictionary()
 
 

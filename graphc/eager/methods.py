@@ -423,7 +423,10 @@ class EagerMethods:
 
     def topk(self, *args: Any, **kwargs: Any) -> Any:
         out = ValueMethods.topk(self, *args, **kwargs)
-        return type(out)(_spelled(out.values, "TopkBackward0"), out.indices)
+        values = out.values
+        if not self.shape and values.shape:  # of a 0-d tensor: 0-d, as its indices (torch)
+            values = S.reshape(values, ())
+        return type(out)(_spelled(values, "TopkBackward0"), out.indices)
 
     def gather(self, dim: int, index: Any) -> Any:
         return _spelled(ValueMethods.gather(self, dim, index), "GatherBackward0")

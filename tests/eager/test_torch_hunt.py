@@ -683,6 +683,7 @@ def _more_node_names(lib: Any) -> Any:
         x.prod(0),
         x.prod(),
         x.nan_to_num(),
+        x[0, 0].topk(1)[0],  # of a 0-d tensor: 0-d
         x[0] @ x[1],
         x @ x[0],
         x[0] @ x.t(),

@@ -20,7 +20,6 @@ from graphc.ir.graph import active_graph
 from graphc.ir.types import is_float, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
-from graphc.ops import logical as L
 from graphc.ops import reduce as R
 from graphc.ops import rounding
 from graphc.ops import shape as S
@@ -164,18 +163,6 @@ def _copied(x: Any, out: Any) -> Any:
     if isinstance(out, Symbol) or not np.shares_memory(out._data, x._data):
         return out
     return E.cast(out, out.dtype)
-
-
-def _logical(op: Any, symbol: str, x: Any, y: Any) -> Any:
-    """`x & y`, `x | y`, `x ^ y` of bool tensors (or Python bools): the logical ops."""
-    y_bool = isinstance(y, (bool, np.bool_)) or getattr(y, "dtype", None) == np.bool_
-    if y_bool and x.dtype == np.bool_:
-        return op(x, y)
-    other = type(y).__name__ if getattr(y, "dtype", None) is None else y.dtype
-    raise DTypeError(
-        f"{symbol}: graphc takes bool tensors only (logical {op.__name__[8:]}), got {x.dtype} "
-        f"and {other}; integers have no bitwise ops in graphc"
-    )
 
 
 def _filled(value: Any, dtype: np.dtype) -> np.ndarray:
@@ -498,16 +485,6 @@ class EagerMethods:
         """The fractional part, with self's sign (self - trunc(self))."""
         return _spelled(self - rounding.trunc(self), "FracBackward0")
 
-    def __invert__(self) -> Any:
-        """`~x`: logical not of a bool tensor, bitwise not of an integer one (torch's)."""
-        if self.dtype == np.bool_:
-            return L.logical_not(self)
-        if self.dtype.kind not in "iu":
-            raise DTypeError(
-                f"~ (invert) is only implemented on integer and bool tensors, got {self.dtype}"
-            )
-        return -self - 1  # two's complement: ~x == -x - 1, wrapping alike for unsigned
-
     def __eq__(self, other: Any) -> Any:  # type: ignore[override]
         if other is None or isinstance(other, str):  # Python's answer: not equal, as torch
             return NotImplemented
@@ -519,17 +496,6 @@ class EagerMethods:
         return E.ne(self, other)
 
     __hash__ = object.__hash__  # defining __eq__ would drop it: tensors key dicts by identity
-
-    def __and__(self, other: Any) -> Any:
-        return _logical(L.logical_and, "&", self, other)
-
-    def __or__(self, other: Any) -> Any:
-        return _logical(L.logical_or, "|", self, other)
-
-    def __xor__(self, other: Any) -> Any:
-        return _logical(L.logical_xor, "^", self, other)
-
-    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - torch's names
         """Bounds may be scalars or tensors; at least one must be given, as torch."""

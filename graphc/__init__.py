@@ -51,6 +51,7 @@ from graphc.ir import errors
 from graphc.ir.errors import (
     AutodiffError,
     CycleError,
+    DivisionByZeroError,
     DTypeError,
     FeedError,
     GraphcError,

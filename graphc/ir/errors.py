@@ -31,6 +31,11 @@ class IndexRangeError(ShapeError, IndexError):
     """An index (of take, one_hot, getitem) is out of range for the dim it indexes."""
 
 
+class DivisionByZeroError(GraphcError, ZeroDivisionError, RuntimeError):
+    """An integer divided by zero (numpy answers 0 with a warning; PyTorch raises a
+    RuntimeError)."""
+
+
 class FeedError(GraphcError, ValueError):
     """A feed is missing, unexpected, or of the wrong shape or dtype."""
 

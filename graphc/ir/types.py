@@ -366,7 +366,7 @@ def normalize_axis(axis: object, rank: int, op: str = "op") -> int:
     # an int only, as numpy wants: 1.0, True or "1" in a loaded file must not pass as 1
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise ShapeError(f"{op}: an axis must be an int, got {axis!r}")
-    if not -rank <= axis < max(rank, 1) or (rank == 0 and axis not in (0, -1)):
+    if (axis not in (0, -1)) if rank == 0 else not -rank <= axis < rank:  # 0-d: torch's 0, -1
         # an IndexRangeError (a ShapeError and an IndexError), as numpy's AxisError and torch
         raise IndexRangeError(f"{op}: axis {axis} is out of range for rank {rank}")
     return int(axis) % rank if rank else 0

@@ -38,8 +38,10 @@ def scalar_axis(axis: Any, name: str) -> None:
     """
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, (int, np.integer)) or item not in (0, -1):
-            raise ShapeError(f"{name}: axis {item!r} is out of range for rank 0 (0 or -1)")
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
+            raise ShapeError(f"{name}: an axis must be an int, got {item!r}")
+        if item not in (0, -1):  # an IndexError too, as torch's "Dimension out of range"
+            raise IndexRangeError(f"{name}: axis {item!r} is out of range for rank 0 (0 or -1)")
     if len(items) > 1:
         raise ShapeError(f"{name}: repeated axis in {axis!r} (a 0-d input has one axis)")
     return None

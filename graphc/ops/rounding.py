@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError, GraphcError
+from graphc.ir.errors import DivisionByZeroError, DTypeError, GraphcError
 from graphc.ir.types import TensorType
 from graphc.ops import elementwise as E
 from graphc.ops.defop import defop, elementwise_cost, into, ufunc_infer
@@ -110,7 +110,7 @@ def _remainder_kernel(ufunc: np.ufunc, name: str) -> Any:
         # numpy answers 0 (and warns) for an integer divided by zero; PyTorch raises
         integers = np.asarray(y).dtype.kind in "iub" and np.asarray(x).dtype.kind in "iub"
         if integers and not np.all(y):
-            raise GraphcError(f"{name}: integer division by zero")
+            raise DivisionByZeroError(f"{name}: integer division by zero")
         return ufunc(x, y, out=out)
 
     kernel.__name__ = name

@@ -125,8 +125,9 @@ def permute(x: Any, *axes: Any) -> Any:
 def swapaxes(x: Any, a: int, b: int) -> Any:
     """Exchange two axes."""
     perm = list(range(len(x.shape)))
-    a, b = normalize_axis(a, len(perm)), normalize_axis(b, len(perm))
-    perm[a], perm[b] = perm[b], perm[a]
+    a, b = normalize_axis(a, len(perm), "swapaxes"), normalize_axis(b, len(perm), "swapaxes")
+    if perm:  # a 0-d value's one axis (0 or -1, as torch) with itself: the value as it is
+        perm[a], perm[b] = perm[b], perm[a]
     return transpose(x, tuple(perm))
 
 

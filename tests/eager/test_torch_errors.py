@@ -119,7 +119,21 @@ CASES: dict[str, Callable[[Any], Any]] = {
     "squeeze dim out of range": lambda lib: lib.ones(2, 3).squeeze(3),
     "max dim out of range": lambda lib: lib.ones(2, 3).max(dim=3),
     "softmax dim out of range": lambda lib: lib.ones(2, 3).softmax(dim=2),
+    # the eager hunt's, outside graphc/eager: a reduction of a 0-d tensor over axis 1 was
+    # a ShapeError (no IndexError), an integer floor division by zero a bare GraphcError
+    "0-d sum dim out of range": lambda lib: lib.tensor(3.5).sum(1),
+    "integer division by zero": lambda lib: lib.tensor([1, 2]) // 0,
 }
+
+
+def test_a_0d_tensors_one_axis_is_0_and_minus_1() -> None:
+    """torch takes dims 0 and -1 of a 0-d tensor; -1 was refused (normalize_axis's
+    test for rank 0 came after the general one), and swapaxes indexed an empty list."""
+    torch = pytest.importorskip("torch")
+    for lib in (ge, torch):
+        x = lib.tensor(2.5)
+        assert float(x.transpose(0, -1)) == 2.5 and float(x.sum(-1)) == 2.5
+        assert float(x.softmax(-1)) == 1.0
 
 
 def _builtin_class(exc: BaseException) -> type:

@@ -52,6 +52,7 @@ from graphc.ops import (
     updates,
 )
 from graphc.ops import shape as shape_ops
+from graphc.ops.dispatch import is_python_scalar
 from graphc.ops.operators import OperatorMixin
 from graphc.ops.spelling import pick_axis
 
@@ -188,8 +189,14 @@ def sizes(shape: Sequence[Any]) -> tuple:
 
 
 def scaled(other: Any, alpha: Any) -> Any:
-    """`alpha * other`, for PyTorch's `add(x, y, alpha=...)` / `sub`."""
-    return other if alpha == 1 else elementwise.mul(other, alpha)
+    """`alpha * other`, for PyTorch's `add(x, y, alpha=...)` / `sub`: two Python numbers
+    multiply as Python numbers, so the product stays weak (an op would make it an int64
+    array, and a float32 x + 1 * 2 float64)."""
+    if alpha == 1:
+        return other
+    if is_python_scalar(other) and is_python_scalar(alpha):
+        return other * alpha
+    return elementwise.mul(other, alpha)
 
 
 def pick_keep(keepdim: bool | None, keepdims: bool | None) -> bool:

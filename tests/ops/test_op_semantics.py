@@ -347,3 +347,14 @@ def test_an_index_array_beside_integers_and_slices_is_numpys(case: int) -> None:
     expected = np.zeros_like(a)
     np.add.at(expected, index(i), weights)
     np.testing.assert_allclose(grad, expected, rtol=1e-12, atol=0)
+
+
+def test_add_with_alpha_keeps_the_dtype_of_a_graph_value() -> None:
+    """x.add(1, alpha=2) on a float32 graph value came back float64: the op made alpha *
+    other an int64 array, not a weak Python number (the eager hunt). As torch's."""
+    torch = pytest.importorskip("torch")
+    x = np.array([1.5, -2.0], np.float32)
+    got = gc.jit(lambda v: (v.add(1, alpha=2), v.sub(1, alpha=2.5), v.add(v, alpha=3)))(x)
+    t = torch.tensor(x)
+    for a, b in zip(got, (t.add(1, alpha=2), t.sub(1, alpha=2.5), t.add(t, alpha=3))):
+        assert a.dtype == np.float32 and np.array_equal(a, b.numpy())

@@ -376,6 +376,8 @@ def _linear(x: Node, roles: dict, roots: dict, acc: Node | None) -> bool:
         return True
     if x in roots:
         return roots[x] == "sum"
+    if x.kind == PLACEHOLDER:  # another carry's accumulator: its start would count per chunk
+        return False
     reduced = [roles.get(i) == REDUCED for i in x.inputs]
     return linear(x, reduced) and all(
         _linear(i, roles, roots, acc) for i, r in zip(x.inputs, reduced) if r

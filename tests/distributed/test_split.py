@@ -615,6 +615,12 @@ SCAN_REFUSALS = {
         ("T", "B", 3),
         "other than by sums and linear ops",
     ),
+    "an increment reading another accumulator": (
+        lambda c, xt, w: ((c[0] + gc.sum(xt), c[1] + c[0]), gc.sum(xt)),
+        lambda x: (gc.ones((), "float64"), gc.zeros((), "float64")),
+        ("T", "B", 3),
+        "not a sum of values reduced over the batch (acc + d",
+    ),
     "a batch sum fed back into the rows": (
         lambda c, xt, w: (c + xt * gc.sum(xt), gc.sum(c)),
         lambda x: x[0] * 0.0,

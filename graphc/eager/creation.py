@@ -16,8 +16,8 @@ from graphc.eager.tensor import Tensor, as_array, make
 from graphc.ir.errors import DTypeError, ShapeError
 from graphc.ir.types import as_dtype
 from graphc.ops.methods import sizes
+from graphc.ops.random import host_generator, seed_host
 
-_generator = np.random.default_rng()
 _initial_seed: int | None = None
 
 
@@ -196,15 +196,14 @@ def manual_seed(seed: int) -> np.random.Generator:
     >>> _ = manual_seed(0); bool((rand(2) == a).all())
     True
     """
-    global _generator, _initial_seed
-    _generator = np.random.default_rng(seed)
+    global _initial_seed
     _initial_seed = int(seed)
-    return _generator
+    return seed_host(seed)
 
 
 def generator() -> np.random.Generator:
-    """The global generator (what manual_seed seeds)."""
-    return _generator
+    """The global generator (what manual_seed seeds; ops/random.py holds it)."""
+    return host_generator()
 
 
 def initial_seed() -> int | None:
@@ -214,14 +213,14 @@ def initial_seed() -> int | None:
 def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
           **size_keyword: Any) -> Tensor:  # fmt: skip
     """Uniform samples in [0, 1)."""
-    values = _generator.random(_size(size, size_keyword, "rand"), dtype=np.float64)
+    values = generator().random(_size(size, size_keyword, "rand"), dtype=np.float64)
     return _finish(values.astype(_float_dtype(dtype)), requires_grad)
 
 
 def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
           **size_keyword: Any) -> Tensor:  # fmt: skip
     """Standard normal samples."""
-    values = _generator.standard_normal(_size(size, size_keyword, "randn"), dtype=np.float64)
+    values = generator().standard_normal(_size(size, size_keyword, "randn"), dtype=np.float64)
     return _finish(values.astype(_float_dtype(dtype)), requires_grad)
 
 
@@ -245,10 +244,10 @@ def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None
         low, high, size = 0, low, size if high is None else high
     if low >= high:
         raise ArgumentError(f"randint: low must be less than high, got low={low} >= high={high}")
-    values = _generator.integers(low, high, _size((size,), {}, "randint"))
+    values = generator().integers(low, high, _size((size,), {}, "randint"))
     return make(np.asarray(values, as_dtype(np.int64 if dtype is None else dtype)))
 
 
 def randperm(n: int, dtype: Any = None) -> Tensor:
     """A random permutation of range(n); int64."""
-    return make(_generator.permutation(n).astype(as_dtype(np.int64 if dtype is None else dtype)))
+    return make(generator().permutation(n).astype(as_dtype(np.int64 if dtype is None else dtype)))

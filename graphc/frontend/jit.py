@@ -32,7 +32,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graphc.eager import creation
 from graphc.frontend.trace import (
     TensorSpec,
     eager_tensor_type,
@@ -53,7 +52,7 @@ from graphc.ops.pytree import (
     tree_flatten,
     tree_unflatten,
 )
-from graphc.ops.random import KEY
+from graphc.ops.random import KEY, fresh_key
 from graphc.ops.symbolic import Symbol
 from graphc.runtime.executable import Executable
 from graphc.runtime.executable import compile as compile_graph
@@ -246,7 +245,7 @@ def _lifted_value(tensor: Any) -> np.ndarray:
     """A lifted tensor's current array; for the dropout key, a fresh key from graphc.eager's
     generator, as eager dropout draws one (`manual_seed` makes calls repeatable)."""
     if tensor is FRESH_KEY:
-        return np.asarray(creation.generator().integers(-(2**63), 2**63 - 1), np.int64)
+        return fresh_key()
     return tensor_value(tensor)
 
 

@@ -250,15 +250,7 @@ def stop_gradient(x: Any) -> Any:
     >>> gc.grad(lambda x: gc.sum(gc.stop_gradient(x) * x))(np.array([1.0, 2.0]))
     array([1., 2.])
     """
-    return tree_map(_stopped, x)
-
-
-def _stopped(value: Any) -> Any:
-    if isinstance(value, Symbol):
-        return custom_ops.stop_gradient(value) if is_float(value.dtype) else value
-    if kind_of(value) is not None and hasattr(value, "detach"):
-        return value.detach()
-    return value
+    return tree_map(custom_ops.stopped, x)
 
 
 def _refuse_holomorphic(what: str, holomorphic: bool) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 from graphc.ir.errors import GraphcError, TracingError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import REQUIRED, bound_attrs
-from graphc.ir.types import TensorType, is_symbol
+from graphc.ir.types import TensorType, is_float, is_symbol
 from graphc.ops.body import body_cost, body_types, check_body, evaluate
 from graphc.ops.defop import VARIADIC, defop, into
 from graphc.ops.dispatch import bind, dtype_of, kind_of
@@ -294,6 +294,17 @@ def replay(forward: Graph, wanted: Sequence[Node], seeds: dict[Node, Symbol]) ->
         if node not in seeds:
             env[node] = stop_gradient(env[node])
     return env
+
+
+def stopped(value: Any) -> Any:
+    """One value through which no gradient flows, of any kind: a float graph value behind
+    `stop_gradient`'s node, an eager tensor detached (as in PyTorch), anything else as it
+    is (gc.stop_gradient maps it over a pytree)."""
+    if isinstance(value, Symbol):
+        return stop_gradient(value) if is_float(value.dtype) else value
+    if kind_of(value) is not None and hasattr(value, "detach"):
+        return value.detach()
+    return value
 
 
 def stop_gradient(value: Symbol) -> Symbol:

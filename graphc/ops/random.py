@@ -31,6 +31,25 @@ __all__ = ["fold_in", "random_normal", "random_uniform"]
 # a compiled train step keeps it as state, gc.jit feeds a fresh one to every call
 KEY = "rng_key"
 
+# the process's host generator: eager's random draws and manual_seed (eager/creation.py),
+# and gc.jit's fresh dropout keys, share it, as PyTorch's default generator
+_HOST = [np.random.default_rng()]
+
+
+def host_generator() -> np.random.Generator:
+    return _HOST[0]
+
+
+def seed_host(seed: int) -> np.random.Generator:
+    _HOST[0] = np.random.default_rng(seed)
+    return _HOST[0]
+
+
+def fresh_key() -> np.ndarray:
+    """An int64 key drawn from the host generator (dropout's, each call)."""
+    return np.asarray(_HOST[0].integers(-(2**63), 2**63 - 1), np.int64)
+
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 

@@ -26,9 +26,9 @@ meanwhile): no other thread can then be inside OpenBLAS. A process with other
 threads (a notebook's, dask's workers) keeps OpenBLAS's own pool, as on numpy 2.0.
 The partition of a product into jobs is still OpenBLAS's, so the results are its
 bits, unchanged (the tests compare them with OpenBLAS's own pool's); `join` checks one
-threaded product against a float64 reference before it keeps the callback. numpy 2.0's wheels bundle OpenBLAS
-0.3.27, which has no such hook: there OpenBLAS keeps its pool, and graphc's workers
-sleep when idle, as before.
+threaded product against a float64 reference before it keeps the callback. numpy
+2.0's wheels bundle OpenBLAS 0.3.27, which has no such hook: there OpenBLAS keeps its
+pool, and graphc's workers sleep when idle, as before.
 
 Where a team of the jobs' size cannot be had (called inside an active OpenMP region, or
 under OMP_THREAD_LIMIT), the jobs run on threads of their own, made for the call. A
@@ -130,6 +130,7 @@ def install(compile: bool = True) -> str:
                 _state["note"] = _install(compile)
             except toolchain.NotBuiltError:
                 return "OpenBLAS keeps its own threads until graphc's callback is built"
+            _state.setdefault("pool", _state["note"])  # not "ready": why it keeps its own
         return _state["note"]
 
 
@@ -175,7 +176,8 @@ def join() -> None:
 
 def pool() -> str:
     """Where numpy's OpenBLAS runs its threads now: "joined" (graphc's pool), "ready"
-    (built, not registered yet), or why it keeps its own."""
+    (built, not registered yet), "not built" (no native plan yet), or why it keeps its
+    own."""
     return _state.get("pool", "not built")
 
 

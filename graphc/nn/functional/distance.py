@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from graphc.frontend.transforms import stop_gradient
 from graphc.ir.errors import ShapeError
 from graphc.ops import abs as absolute
 from graphc.ops import broadcast_to, maximum, power, where
 from graphc.ops import max as largest
 from graphc.ops import sum as total
+from graphc.ops.custom import stopped
 
 __all__ = ["cosine_similarity", "normalize", "pairwise_distance"]
 
@@ -57,7 +57,7 @@ def cosine_similarity(x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8) -> Any:
     units = []
     for x in (x1, x2):
         norm = vector_norm(x, 2.0, dim, keepdims=True)
-        clamped = norm + stop_gradient(maximum(norm, eps) - norm)
+        clamped = norm + stopped(maximum(norm, eps) - norm)
         units.append(x / clamped)
     return total(units[0] * units[1], axis=dim)
 

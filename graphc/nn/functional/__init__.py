@@ -27,19 +27,7 @@ from graphc.nn.functional.pool import *
 from graphc.nn.functional.resize import *
 from graphc.nn.functional.stochastic import *
 
-__all__ = [
-    name
-    for module in (
-        activation,
-        affine,
-        arrays,
-        attention,
-        conv,
-        distance,
-        loss,
-        norm,
-        pool,
-        stochastic,
-    )
-    for name in module.__all__
-]
+# every module: `from graphc.nn.functional import *` missed resize's interpolate
+_MODULES = (activation, affine, arrays, attention, conv, distance, loss, norm, pool, resize,
+            stochastic)  # fmt: skip
+__all__ = [name for module in _MODULES for name in module.__all__]

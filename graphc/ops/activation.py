@@ -118,8 +118,22 @@ leaky_relu = defop(
 )
 
 
+# numpy's clip since 2.1: a bound where x is past it, else x itself, so a -0.0 at a bound
+# of 0.0 stays and x past a -0.0 bound is -0.0; numpy 2.0's gave +0.0 there, which the
+# native backend's hardtanh (the newer semantics) did not match
+_CLIP_SELECTS = bool(np.signbit(np.clip(np.float32(-1.0), np.float32(-0.0), np.float32(0.0))))
+
+
 def _hardtanh_body(x: np.ndarray, out: np.ndarray, min_val: float, max_val: float) -> np.ndarray:
-    return np.clip(x, min_val, max_val, out=out)
+    if _CLIP_SELECTS:
+        return np.clip(x, min_val, max_val, out=out)
+    low, high = np.asarray(min_val, x.dtype), np.asarray(max_val, x.dtype)
+    if np.isnan(low) or np.isnan(high):  # numpy's clip by a nan bound: nan everywhere
+        out[...] = np.nan
+        return out
+    kept = np.where(x < low, low, x)  # then the upper bound, as clip: it wins if they cross
+    np.copyto(out, np.where(kept > high, high, kept))
+    return out
 
 
 def _inside_vjp(low: Any, high: Any, scale: float | None = None) -> Any:

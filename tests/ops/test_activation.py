@@ -349,3 +349,20 @@ def test_an_activation_chain_and_its_gradient_give_the_references_bits_at_every_
     loss, dx, dy = gc.compile(gg, opt_level=2)(x, y)
     np.testing.assert_allclose(dx, eager_x.grad.numpy(), rtol=1e-4 if dtype == "float32" else 1e-10)
     np.testing.assert_allclose(dy, eager_y.grad.numpy(), rtol=1e-4 if dtype == "float32" else 1e-10)
+
+
+@pytest.mark.parametrize("bounds", [(-0.0, 0.0), (0.0, 6.0), (0.1, -1e40), (-1.0, float("nan"))])
+def test_hardtanh_spelled_out_for_numpy_2_0_gives_the_newer_clips_bits(monkeypatch, bounds) -> None:
+    """numpy 2.0's clip gives +0.0 where a -0.0 meets a zero bound (and for x past a -0.0
+    bound); 2.1 and later keep -0.0, as the native backend's hardtanh does: CI's oldest
+    numpy found them apart. On a numpy whose clip does not select, the kernel spells the
+    selection out: here, forced, against this numpy's clip where it selects."""
+    from graphc.ops import activation
+
+    if not activation._CLIP_SELECTS:
+        pytest.skip("this numpy's clip is 2.0's: the spelled-out form is the kernel itself")
+    x = np.array([-0.0, 0.0, -1.0, 1.0, np.nan, 7.0, -np.inf, np.inf, 1e-45], np.float32)
+    want = np.clip(x, *bounds)
+    monkeypatch.setattr(activation, "_CLIP_SELECTS", False)
+    got = activation._hardtanh_body(x, np.empty_like(x), *bounds)
+    assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()

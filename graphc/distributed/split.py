@@ -558,9 +558,9 @@ def _chunk_graph(
             if wide != n.type.dtype:  # a float16 mean sums in float32, as the op's kernel
                 rows = append_op(g, "cast", [rows], f"{n.name}_wide", dtype=wide)
             copies[n] = append_op(g, "sum", [rows], f"{n.name}_sum", **_axes(n))
-        elif _starts(n, roles):  # each chunk's loop accumulates from zero
+        elif starts := _starts(n, roles):  # each chunk's loop accumulates from zero
             inputs = [copies[x] for x in n.inputs]
-            for k, start in _starts(n, roles).items():
+            for k, start in starts.items():
                 zero = names.fresh(f"{n.name}_start{k}")
                 inputs[k] = append_op(g, "full_like", [copies[start]], zero, value=0)
             copies[n] = g.append(Node(n.name, n.kind, n.op, tuple(inputs), n.attrs, n.type, n.meta))

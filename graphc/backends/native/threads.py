@@ -19,11 +19,13 @@ under a product in flight, whose jobs then wait for a worker that no longer take
 (a hang) or are never run (a wrong product; found on a fresh install, where the tier
 builder registered the callback while the program's own thread multiplied: 2 wrong and
 2 hung runs in 9). So `join` runs on the thread about to run a native plan, before the
-plan's first call there and when exe.wait() returns there (Generated.on_thread), and
-registers only when that thread is the process's only Python thread and the tier
-builder is not building (tiers.no_build, which also keeps a build from starting
-meanwhile): no other thread can then be inside OpenBLAS. A process with other
-threads (a notebook's, dask's workers) keeps OpenBLAS's own pool, as on numpy 2.0.
+plan's first call there and when exe.wait() returns there (Generated.on_thread), while
+the tier builder is not building (tiers.no_build, which also keeps a build from starting
+meanwhile), and only if every other Python thread waits: its innermost frame is one of
+`_waits()`, whose calls are into a lock, a queue or the OS, never numpy. The check and
+the registration are one C call that holds the GIL (threads.c's
+graphc_blas_install_if_quiet), so no thread leaves its wait in between. A process with a
+thread anywhere else keeps OpenBLAS's own pool (slow on two cores, never wrong).
 The partition of a product into jobs is still OpenBLAS's, so the results are its
 bits, unchanged (the tests compare them with OpenBLAS's own pool's); `join` checks one
 threaded product against a float64 reference before it keeps the callback. numpy
@@ -40,7 +42,9 @@ forked child gets OpenBLAS's own pool back, and runs graphc's kernels on one thr
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
+import sys
 import threading
 
 import numpy as np
@@ -144,29 +148,108 @@ def _install(compile: bool) -> str:
     except toolchain.BuildError as exc:
         return f"OpenBLAS keeps its own threads: its callback did not build: {exc}"
     support.graphc_bind_pool_clock(ctypes.c_void_p(POOL_CLOCK.ctypes.data))
-    support.graphc_blas_install.argtypes = [ctypes.c_void_p]
+    address = ctypes.cast(support.graphc_blas_install_if_quiet, ctypes.c_void_p).value
+    # a PYFUNCTYPE call keeps the GIL: no other thread runs Python until it returns
+    install_if_quiet = ctypes.PYFUNCTYPE(
+        ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Python), ctypes.c_void_p, ctypes.c_int
+    )(address)
     _state["pool"] = "ready"
-    _ready.append((setter, support))
+    _ready.append((setter, install_if_quiet))
     return (
         f"one pool: {name} runs its threads on graphc's OpenMP pool once a native plan "
-        "is first called while no other thread runs"
+        "is first called while every other thread waits"
     )
 
 
-_ready: list = []  # (setter, callback library) once install built them
+_ready: list = []  # (setter, install_if_quiet) once install built them
+
+
+class _Python(ctypes.Structure):
+    """threads.c's `struct graphc_python`: the C API it walks the threads with."""
+
+    _fields_ = [
+        (field, ctypes.c_void_p)
+        for field in ("interpreter", "thread_head", "thread_next", "current", "frame", "code")
+    ] + [("decref", ctypes.c_void_p)]
+
+
+def _python_api() -> _Python:
+    api = ctypes.pythonapi
+    names = (
+        "PyInterpreterState_Get",
+        "PyInterpreterState_ThreadHead",
+        "PyThreadState_Next",
+        "PyThreadState_Get",
+        "PyThreadState_GetFrame",
+        "PyFrame_GetCode",
+        "Py_DecRef",
+    )
+    return _Python(*(ctypes.cast(getattr(api, name), ctypes.c_void_p) for name in names))
+
+
+def _waits() -> list:
+    """The code objects a thread that waits sits in, innermost: threading's waits (an
+    Event's, a Queue's, a Semaphore's, a join), a thread pool's idle worker, a selector's
+    select (asyncio's loops, socketserver). Each calls only a lock, a queue or the OS
+    while the GIL is released, never numpy. A thread anywhere else may be in a product."""
+    import concurrent.futures.thread
+    import selectors
+
+    functions = [
+        threading.Condition.wait,
+        threading.Thread.join,
+        getattr(threading.Thread, "_wait_for_tstate_lock", None),  # up to 3.12
+        getattr(concurrent.futures.thread, "_worker", None),  # up to 3.13
+        *(getattr(getattr(selectors, name, None), "select", None) for name in _SELECTORS),
+    ]
+    codes = {id(f.__code__): f.__code__ for f in functions if f is not None}
+    return list(codes.values())
+
+
+_SELECTORS = (
+    "SelectSelector",
+    "PollSelector",
+    "EpollSelector",
+    "DevpollSelector",
+    "KqueueSelector",
+)
+
+
+def _install_while_quiet(setter: ctypes._CFuncPtr, install_if_quiet: ctypes._CFuncPtr) -> bool:
+    """Register the callback if no other thread can be inside OpenBLAS: each waits in one
+    of `_waits()`. The check and the registration are one C call that keeps the GIL, with
+    the collector off (a finalizer run meanwhile could release it), so no thread can
+    leave its wait and start a product between them."""
+    free_threaded = not getattr(sys, "_is_gil_enabled", lambda: True)()  # no GIL to hold
+    if free_threaded and threading.active_count() > 1:
+        return False
+    codes = _waits()
+    quiet = (ctypes.c_void_p * len(codes))(*map(id, codes))
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return bool(
+            install_if_quiet(
+                ctypes.cast(setter, ctypes.c_void_p), ctypes.byref(_python_api()), quiet, len(codes)
+            )
+        )
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def join() -> None:
     """Register the built callback with OpenBLAS, if it is not and no other thread can
     be inside OpenBLAS now (see the module docstring); on the thread about to run a
     native plan, so that this one is not inside it either."""
-    if _state.get("pool") != "ready" or threading.active_count() > 1:
+    if _state.get("pool") != "ready":
         return
     with _lock, tiers.no_build() as idle:
-        if _state.get("pool") != "ready" or threading.active_count() > 1 or not idle:
+        if _state.get("pool") != "ready" or not idle:
             return
-        setter, support = _ready[0]
-        support.graphc_blas_install(ctypes.cast(setter, ctypes.c_void_p))
+        if not _install_while_quiet(*_ready[0]):
+            return
+        setter = _ready[0][0]
         if _product_holds():
             _state["pool"] = "joined"
         else:  # pragma: no cover - a callback that lost a job

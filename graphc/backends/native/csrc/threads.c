@@ -79,3 +79,37 @@ void graphc_blas_install(void *setter) {
     if (!registered) registered = pthread_atfork(NULL, NULL, graphc_blas_child) == 0;
     graphc_blas_setter((void *)graphc_blas_jobs);
 }
+
+/* CPython's C API, as pointers from threads.py (this library links no libpython) */
+struct graphc_python {
+    void *(*interpreter)(void);       /* PyInterpreterState_Get */
+    void *(*thread_head)(void *);     /* PyInterpreterState_ThreadHead */
+    void *(*thread_next)(void *);     /* PyThreadState_Next */
+    void *(*current)(void);           /* PyThreadState_Get */
+    void *(*frame)(void *);           /* PyThreadState_GetFrame: a new reference or NULL */
+    void *(*code)(void *);            /* PyFrame_GetCode: a new reference */
+    void (*decref)(void *);           /* Py_DecRef */
+};
+
+/* Register the callback, as graphc_blas_install, if every other Python thread of this
+   interpreter waits in one of the `n` code objects `quiet` (its innermost frame's), or
+   runs no Python; returns whether it did. Called with the GIL held and the collector
+   off (threads.py), so no other thread runs Python, and none can start a product, from
+   the check to the registration. */
+int graphc_blas_install_if_quiet(void *setter, const struct graphc_python *py,
+                                 void *const *quiet, int n) {
+    void *me = py->current();
+    for (void *t = py->thread_head(py->interpreter()); t; t = py->thread_next(t)) {
+        if (t == me) continue;
+        void *frame = py->frame(t);
+        if (!frame) continue;
+        void *code = py->code(frame);
+        int waits = 0;
+        for (int i = 0; i < n && !waits; i++) waits = code == quiet[i];
+        py->decref(code);
+        py->decref(frame);
+        if (!waits) return 0;
+    }
+    graphc_blas_install(setter);
+    return 1;
+}

@@ -70,7 +70,9 @@ class CacheInfo(NamedTuple):
 class _Entry:
     graph: Graph
     executable: Executable  # fed positionally: the arguments' arrays, then the lifted tensors'
-    lifted: list[Any]  # the eager tensors lifted into placeholders, in placeholder order
+    # what feeds each lifted placeholder, in placeholder order, called once per call: an
+    # eager tensor's current array, or a fresh dropout key
+    lifted: list[Callable[[], np.ndarray]]
     structure: Any  # the result's pytree structure: its leaves are the graph's outputs
 
     def pack(self, result: Any) -> Any:
@@ -238,17 +240,6 @@ def _flat_tree(count: int) -> TreeDef:
     return _FLAT_TREES[count]
 
 
-FRESH_KEY = object()  # in _Entry.lifted: the graph's dropout key, fresh per call
-
-
-def _lifted_value(tensor: Any) -> np.ndarray:
-    """A lifted tensor's current array; for the dropout key, a fresh key from graphc.eager's
-    generator, as eager dropout draws one (`manual_seed` makes calls repeatable)."""
-    if tensor is FRESH_KEY:
-        return fresh_key()
-    return tensor_value(tensor)
-
-
 class Jitted:
     """A function that runs as a compiled graph; see `jit`."""
 
@@ -328,14 +319,14 @@ class Jitted:
             tree = _FLAT_TREES.get(len(args)) or _flat_tree(len(args))
             arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in args]
             entry = self._entry(arrays, (), tree)
-            lifted = (_lifted_value(t) for t in entry.lifted)
+            lifted = (feed() for feed in entry.lifted)
             return entry.pack(entry.executable(*arrays, *lifted))
         leaves, tree = tree_flatten((args, kwargs))
         if _tracing(leaves):
             return self.fn(*args, **kwargs)  # inlined into the graph being built, as jax.jit is
         arrays, statics = self._split(leaves, tree)
         entry = self._entry(arrays, statics, tree)
-        lifted = (_lifted_value(t) for t in entry.lifted)
+        lifted = (feed() for feed in entry.lifted)
         return entry.pack(entry.executable(*arrays, *lifted))
 
     def _build(self, arrays: list[np.ndarray], statics: tuple, tree: TreeDef) -> _Entry:
@@ -343,8 +334,11 @@ class Jitted:
         static_at = {i: value for i, _, value in statics}
         graph, structure = trace_call(self.fn, specs, static_at, tree, self._named_params())
         by_name = lifted_tensors(graph)
+        # the dropout key is fresh per call, from the generator eager's draws use (as eager
+        # dropout draws one: `manual_seed` makes calls repeatable)
         lifted = [
-            FRESH_KEY if p.name == KEY else by_name[p.name] for p in graph.inputs[len(arrays) :]
+            fresh_key if p.name == KEY else functools.partial(tensor_value, by_name[p.name])
+            for p in graph.inputs[len(arrays) :]
         ]
         return _Entry(graph, compile_graph(graph), lifted, structure)
 

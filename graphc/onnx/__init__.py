@@ -1,7 +1,8 @@
 """graphc.onnx: ONNX models in and out (needs the optional `onnx` package: graphc[onnx]).
 
 `import_model(model)` reads a ModelProto or a file into a Graph; `export_model(graph)`
-writes one (see each function). `supported_op_types()` lists the ONNX ops graphc reads.
+writes one (see each function); `InferenceSession(model)` runs a model with
+onnxruntime's Python API. `supported_op_types()` lists the ONNX ops graphc reads.
 Importing this package gives every op with an ONNX form its "onnx" rule
 (`get_op(op).rules["onnx"]`): a `direct.Direct` entry or an exporter function.
 """
@@ -26,6 +27,14 @@ from graphc.onnx import handlers_resize as _handlers_resize  # noqa: F401 - regi
 from graphc.onnx import handlers_shape as _handlers_shape  # noqa: F401 - registers handlers
 from graphc.onnx.importer import OnnxError, supported_op_types
 from graphc.onnx.reader import import_model, initializers
+from graphc.onnx.session import InferenceSession
 from graphc.onnx.writer import export_model
 
-__all__ = ["OnnxError", "export_model", "import_model", "initializers", "supported_op_types"]
+__all__ = [
+    "InferenceSession",
+    "OnnxError",
+    "export_model",
+    "import_model",
+    "initializers",
+    "supported_op_types",
+]

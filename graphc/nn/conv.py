@@ -1,5 +1,5 @@
 """Convolution and pooling layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d,
-MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, Upsample, Flatten and Unflatten.
+MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, Upsample, Flatten and Unflatten.
 
 PyTorch's constructor arguments, defaults, attribute names, parameter names and shapes
 (`weight` is (out, in/groups, *kernel) for a convolution and (in, out/groups, *kernel)
@@ -25,6 +25,8 @@ from graphc.ops import reshape
 __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
     "AvgPool1d",
     "AvgPool2d",
     "Conv1d",
@@ -378,6 +380,41 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool2d(Module):
+    """Max pooling to a fixed output size: torch.nn.AdaptiveMaxPool2d (output_size one
+    int, or (h, w) where None keeps that dim), PyTorch's bins; `return_indices` as in
+    graphc.nn.functional.adaptive_max_pool2d.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.AdaptiveMaxPool2d((3, 2))(ge.ones(2, 8, 7, 5)).shape
+    (2, 8, 3, 2)
+    """
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """Max pooling along L to a fixed length: torch.nn.AdaptiveMaxPool1d.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.AdaptiveMaxPool1d(3)(ge.ones(2, 8, 7)).shape
+    (2, 8, 3)
+    """
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class MaxPool1d(MaxPool2d):

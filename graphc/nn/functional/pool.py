@@ -1,6 +1,6 @@
-"""torch.nn.functional spellings: max_pool2d, avg_pool2d, adaptive_avg_pool2d, and
-their 1-D forms (max_pool1d, avg_pool1d, adaptive_avg_pool1d: an (N, C, L) input pooled
-as (N, C, 1, L)).
+"""torch.nn.functional spellings: max_pool2d, avg_pool2d, adaptive_avg_pool2d,
+adaptive_max_pool2d, and their 1-D forms (max_pool1d, avg_pool1d, adaptive_avg_pool1d,
+adaptive_max_pool1d: an (N, C, L) input pooled as (N, C, 1, L)).
 
 PyTorch's arguments and defaults (stride defaults to the kernel size), and its checks:
 padding is one int or (h, w), at most half the (dilated) kernel, so every window holds
@@ -17,10 +17,13 @@ import numpy as np
 from graphc import ops
 from graphc.ir.errors import GraphcError
 from graphc.nn.functional.conv import batched
+from graphc.ops.windows import concrete, positive
 
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
     "avg_pool1d",
     "avg_pool2d",
     "max_pool1d",
@@ -135,6 +138,70 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
     )
 
 
+def _bin_table(size: int, length: int) -> np.ndarray:
+    """PyTorch's adaptive bins of `size` positions into `length` as a (length, widest)
+    table of indices: bin i covers floor(i * size / length) up to, not including,
+    ceil((i + 1) * size / length); a narrower bin repeats its last index, which leaves
+    its maximum and the first place of it as they are."""
+    starts = [(i * size) // length for i in range(length)]
+    ends = [-(-(i + 1) * size // length) for i in range(length)]
+    widest = max(end - start for start, end in zip(starts, ends))
+    table = [[min(start + k, end - 1) for k in range(widest)] for start, end in zip(starts, ends)]
+    return np.array(table, np.int64)
+
+
+def _adaptive_max(x: Any, output_size: Any, return_indices: bool) -> Any:
+    op = "adaptive_max_pool2d"
+    sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * 2
+    if len(sizes) != 2:
+        raise GraphcError(f"{op}: output_size takes one int or two (h, w), got {output_size!r}")
+    height, width = (concrete(d, "a spatial dim", op) for d in x.shape[2:])
+    if height == 0 or width == 0:
+        raise GraphcError(f"{op}: expected a non-empty H and W, got input of shape {x.shape}")
+    oh, ow = (
+        d if s is None else positive(s, "output_size", op) for s, d in zip(sizes, (height, width))
+    )
+    if height % oh == 0 and width % ow == 0:  # equal bins side by side: max_pool2d's windows
+        return max_pool2d(x, (height // oh, width // ow), return_indices=return_indices)
+    # the bins differ in width (and may overlap by one): gather each bin's positions
+    rows, cols = _bin_table(height, oh), _bin_table(width, ow)
+    kh, kw = rows.shape[1], cols.shape[1]
+    windows = ops.take(ops.take(x, rows, axis=2), cols, axis=4)  # (N, C, oh, kh, ow, kw)
+    windows = ops.transpose(windows, (0, 1, 2, 4, 3, 5))
+    windows = ops.reshape(windows, (x.shape[0], x.shape[1], oh, ow, kh * kw))
+    # the first maximum of each window, in row-major order (PyTorch's); the gradient
+    # flows to it alone
+    first = ops.argmax(windows, axis=-1, keepdims=True)
+    values = ops.squeeze(ops.take_along_axis(windows, first, axis=-1), -1)
+    if not return_indices:
+        return values
+    # each window's positions in the flattened H x W plane, window after window
+    plane = rows[:, None, :, None] * width + cols[None, :, None, :]  # (oh, ow, kh, kw)
+    starts = np.arange(oh * ow, dtype=np.int64).reshape(oh, ow, 1) * (kh * kw)
+    where = ops.take(plane.reshape(-1), ops.squeeze(first + starts, -1), axis=0)
+    return values, where
+
+
+def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
+    """torch.nn.functional.adaptive_max_pool2d: the maximum of each of PyTorch's adaptive
+    bins of (N, C, H, W) or (C, H, W) (output_size one int, or (h, w) where None keeps
+    that dim; the bins may overlap by one when the sizes do not divide); with
+    `return_indices`, also where each is (an int64 index into H x W, the first maximum
+    in row-major order; a bin holding nan gives nan, at its first nan where PyTorch
+    gives its last).
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> values, where = F.adaptive_max_pool2d(
+    ...     ge.tensor([[[[1.0, 5.0, 2.0, 0.0, 3.0]]]]), (1, 3), return_indices=True)
+    >>> values.tolist(), where.tolist()
+    ([[[[5.0, 5.0, 3.0]]]], [[[[1, 1, 4]]]])
+    """
+    return batched(
+        input, 4, "adaptive_max_pool2d", lambda x: _adaptive_max(x, output_size, return_indices)
+    )
+
+
 def _single(value: Any, name: str, op: str) -> Any:
     """One int of a 1-D pool's setting (given as an int or a 1-tuple)."""
     items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
@@ -221,3 +288,20 @@ def adaptive_avg_pool1d(input: Any, output_size: Any) -> Any:  # noqa: A002 - to
     """
     size = _single(output_size, "output_size", "adaptive_avg_pool1d")
     return _as_rows(input, "adaptive_avg_pool1d", lambda x: adaptive_avg_pool2d(x, (1, size)))
+
+
+def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
+    """torch.nn.functional.adaptive_max_pool1d: (N, C, L) or (C, L) max-pooled to
+    `output_size` positions with PyTorch's bins; with `return_indices`, also where along L.
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.adaptive_max_pool1d(ge.tensor([[1.0, 5.0, 2.0, 0.0, 3.0]]), 2).tolist()
+    [[5.0, 3.0]]
+    """
+    size = _single(output_size, "output_size", "adaptive_max_pool1d")
+    return _as_rows(
+        input,
+        "adaptive_max_pool1d",
+        lambda x: adaptive_max_pool2d(x, (1, size), return_indices),
+    )

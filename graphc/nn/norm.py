@@ -1,5 +1,5 @@
-"""Normalization layers: BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, GroupNorm,
-RMSNorm.
+"""Normalization layers: BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d,
+InstanceNorm2d, InstanceNorm3d, LayerNorm, GroupNorm, RMSNorm.
 
 PyTorch's constructor arguments, defaults, attribute names, and `state_dict` keys
 (``weight``, ``bias``, ``running_mean``, ``running_var``, ``num_batches_tracked``), so
@@ -28,9 +28,19 @@ from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.types import as_dtype
 from graphc.nn import functional as F
 from graphc.nn.module import Module, buffer_value, keeps_updates, update_buffer
-from graphc.ops import cast, div
+from graphc.ops import cast, div, expand_dims, squeeze
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "LayerNorm", "RMSNorm"]
+__all__ = [
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "BatchNorm3d",
+    "GroupNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "LayerNorm",
+    "RMSNorm",
+]
 
 
 class _BatchNorm(Module):
@@ -136,6 +146,92 @@ class BatchNorm3d(_BatchNorm):
     """Batch norm of (N, C, D, H, W) inputs over N, D, H and W, per channel C."""
 
     ranks = (5,)
+
+
+class _InstanceNorm(_BatchNorm):
+    """What InstanceNorm1d/2d/3d share: batch norm's parameters, buffers and repr, with
+    torch's other defaults (no affine, no running statistics), and inputs with or without
+    their batch dim (`spatial` positional dims after the channel)."""
+
+    spatial = 1
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        dtype: Any = "float32",
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype, bias=bias)
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        name, rank, unbatched = type(self).__name__, len(input.shape), self.spatial + 1
+        if rank not in (unbatched, unbatched + 1):
+            raise ShapeError(
+                f"{name}: expected {unbatched}D or {unbatched + 1}D input, got {rank}D input of "
+                f"shape {tuple(input.shape)}"
+            )
+        channels = input.shape[rank - unbatched]
+        # torch lets a layer without per-channel state take any channel count (it warns)
+        per_channel = self.affine or self.track_running_stats
+        if per_channel and channels != self.num_features:
+            raise ShapeError(
+                f"{name}({self.num_features}): input has {channels} channels (dim "
+                f"{rank - unbatched}), expected {self.num_features}"
+            )
+        x = expand_dims(input, 0) if rank == unbatched else input
+        # torch: a momentum of None leaves the running statistics as they are
+        momentum = 0.0 if self.momentum is None else self.momentum
+        y = F.instance_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            self.training or not self.track_running_stats,
+            momentum,
+            self.eps,
+        )
+        return squeeze(y, 0) if rank == unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance norm of (N, C, L) or (C, L) inputs: each channel of each example
+    normalized over L (torch.nn.InstanceNorm1d; affine and running statistics off by
+    default). With `track_running_stats`, eval mode normalizes with the running ones.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.InstanceNorm1d(2, eps=0.0)(ge.tensor([[1.0, 3.0], [2.0, 0.0]]))
+    tensor([[-1.,  1.],
+            [ 1., -1.]])
+    """
+
+    spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance norm of (N, C, H, W) or (C, H, W) inputs over H and W, per example and
+    channel (torch.nn.InstanceNorm2d).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.InstanceNorm2d(3, affine=True)(ge.ones(2, 3, 4, 4)).shape
+    (2, 3, 4, 4)
+    """
+
+    spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance norm of (N, C, D, H, W) or (C, D, H, W) inputs over D, H and W, per
+    example and channel (torch.nn.InstanceNorm3d)."""
+
+    spatial = 3
 
 
 class LayerNorm(Module):

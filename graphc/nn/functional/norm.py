@@ -1,13 +1,15 @@
-"""torch.nn.functional spellings: norm (layer_norm, group_norm, batch_norm, rms_norm).
+"""torch.nn.functional spellings: norm (layer_norm, group_norm, batch_norm, instance_norm,
+rms_norm).
 
 PyTorch's argument names and defaults, on eager tensors and graph values alike.
-`batch_norm` in training mode updates the running statistics it is given, as PyTorch
-does: in place for tensors, or, while tracing, through `update_buffer`, which lets
+`batch_norm` in training mode (and `instance_norm` with `use_input_stats`) updates the
+running statistics it is given, as PyTorch does: in place for tensors, or, while tracing, through `update_buffer`, which lets
 `compile_train_step` keep them as executable state.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,10 +19,10 @@ from graphc.eager import Tensor
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.nn.module import buffer_value, keeps_updates, update_buffer
 from graphc.nn.shape_checks import defer_shape_check
-from graphc.ops import mean, rsqrt, selection
+from graphc.ops import mean, rsqrt, selection, var
 from graphc.ops import norm as ops_norm
 
-__all__ = ["batch_norm", "group_norm", "layer_norm", "rms_norm"]
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "rms_norm"]
 
 
 def layer_norm(input: Any, normalized_shape: int | Sequence[int], weight: Any = None,  # noqa: A002
@@ -146,4 +148,70 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
             update_buffer(running_mean, _blend(running_mean, mean, momentum))
         if running_var is not None:
             update_buffer(running_var, _blend(running_var, var, momentum))
+    return output
+
+
+def _one_value_per_instance(shape: tuple[int, ...]) -> str | None:
+    """Why instance_norm refuses an input of this (concrete) shape with its own
+    statistics, None if it does not: one position per channel (PyTorch's check)."""
+    if math.prod(shape[2:]) != 1:
+        return None
+    return (
+        "instance_norm: expected more than 1 spatial element when training, got input size "
+        f"{list(shape)}"
+    )
+
+
+def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,  # noqa: A002
+                  weight: Any = None, bias: Any = None, use_input_stats: bool = True,
+                  momentum: Any = 0.1, eps: float = 1e-5) -> Any:  # fmt: skip
+    """Normalize each channel of each example of an (N, C, ...) input over its positions,
+    then scale and shift per channel (torch.nn.functional.instance_norm).
+
+    With `use_input_stats` (the default) each (example, channel) uses its own mean and
+    biased variance; running statistics, when given, are updated as PyTorch does:
+    (1 - momentum) running + momentum times the batch's average of the per-example mean
+    (and unbiased variance). Without, it normalizes with the running statistics.
+
+    >>> import graphc.eager as ge
+    >>> import graphc.nn.functional as F
+    >>> F.instance_norm(ge.tensor([[[1.0, 3.0], [0.0, 4.0]]]), eps=0.0)
+    tensor([[[-1.,  1.],
+             [-1.,  1.]]])
+    """
+    shape = tuple(input.shape)
+    if len(shape) < 2:
+        raise ShapeError(f"instance_norm: expected an input (N, C, ...), got shape {shape}")
+    channels = shape[1]
+    for name, value in (("running_mean", running_mean), ("running_var", running_var),
+                        ("weight", weight), ("bias", bias)):  # fmt: skip
+        if value is not None and tuple(value.shape) != (channels,):
+            raise ShapeError(
+                f"instance_norm: {name} must have shape ({channels},) for an input of shape "
+                f"{shape}, got {tuple(value.shape)}"
+            )
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise GraphcError(
+                "instance_norm: use_input_stats=False normalizes with the running statistics, "
+                "so it needs running_mean and running_var"
+            )
+        return batch_norm(input, running_mean, running_var, weight, bias, False, eps=eps)
+    if all(isinstance(d, int) for d in shape[2:]):  # else checked when it runs
+        problem = _one_value_per_instance(shape)
+        if problem is not None:
+            raise ShapeError(problem)
+    else:
+        defer_shape_check(shape, _one_value_per_instance, ShapeError)
+    output = ops_norm.group_norm(input, channels, weight, bias, eps)
+    keep = running_mean is not None or running_var is not None
+    if keep and keeps_updates(input):
+        x = _detached(input)
+        positions = tuple(range(2, len(shape)))
+        if running_mean is not None:  # the batch's average of each example's mean
+            batch_mean = mean(mean(x, axis=positions), axis=0)
+            update_buffer(running_mean, _blend(running_mean, batch_mean, momentum))
+        if running_var is not None:  # and of each example's unbiased variance
+            batch_var = mean(var(x, axis=positions, ddof=1), axis=0)
+            update_buffer(running_var, _blend(running_var, batch_var, momentum))
     return output

@@ -1,4 +1,6 @@
-"""Dropout, with torch.nn.functional's signature, drawing its mask from a key.
+"""Dropout, with torch.nn.functional's signatures, drawing its masks from a key: dropout
+(each element), dropout1d/2d/3d (whole channels), alpha_dropout and feature_alpha_dropout
+(SELU's, keeping mean and variance).
 
 Eagerly, each call draws a fresh key from graphc.eager's global generator
 (`graphc.eager.manual_seed` makes runs repeatable), as PyTorch draws from its own.
@@ -19,14 +21,23 @@ from typing import Any
 import numpy as np
 
 from graphc.eager import creation
-from graphc.ir.errors import GraphcError
+from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.graph import Graph, active_graph
 from graphc.ir.types import TensorType
 from graphc.ops import fold_in, random_uniform, where
 from graphc.ops.random import KEY
 from graphc.ops.symbolic import Symbol
 
-__all__ = ["dropout"]
+__all__ = [
+    "alpha_dropout",
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "feature_alpha_dropout",
+]
+# SELU's negative saturation, -scale * alpha: where alpha dropout sets the dropped values
+_SELU_SATURATION = -1.0507009873554804934193349852946 * 1.6732632423543772848170429916717
 _USES: weakref.WeakKeyDictionary[Graph, int] = weakref.WeakKeyDictionary()
 
 
@@ -76,11 +87,149 @@ def dropout(
     >>> sorted(set(y.tolist())), 700 < int((y > 0).sum().item()) < 800
     ([0.0, 1.3333333730697632], True)
     """
-    if not 0.0 <= p <= 1.0:
-        raise GraphcError(f"dropout: p must be between 0 and 1, got {p}")
+    _check_p(p, "dropout")
     if not training or p == 0.0:
         return input
+    return _masked(input, p, tuple(input.shape), key)
+
+
+def _check_p(p: float, op: str) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise GraphcError(f"{op}: p must be between 0 and 1, got {p}")
+
+
+def _keep(input: Any, p: float, mask_shape: tuple, key: Any) -> Any:
+    """A boolean mask of `mask_shape`, each entry True with probability 1 - p."""
     if key is None:
         key = next_key(input)
-    keep = random_uniform(key, shape=tuple(input.shape), dtype=input.dtype) >= p
+    return random_uniform(key, shape=mask_shape, dtype=input.dtype) >= p
+
+
+def _masked(input: Any, p: float, mask_shape: tuple, key: Any) -> Any:
+    """input scaled by 1/(1-p) where a mask of `mask_shape` (broadcast against it) keeps
+    it, zero elsewhere."""
+    keep = _keep(input, p, mask_shape, key)
     return where(keep, input * (1.0 / (1.0 - p)) if p < 1.0 else input * 0.0, 0.0)
+
+
+def _channel_mask_shape(shape: tuple) -> tuple:
+    """One mask entry per (example, channel) of an (N, C, ...) input (torch's feature
+    dropout; a 2-D input (N, C) gets one per element)."""
+    return shape[:2] + (1,) * (len(shape) - 2)
+
+
+def _feature_dropout(input: Any, p: float, training: bool, op: str, ranks: tuple,  # noqa: A002
+                     key: Any, strict: bool) -> Any:  # fmt: skip
+    """Channel dropout of an input of rank ranks[1] (batched) or ranks[0] (one example,
+    given a batch dim of one for the mask). Other ranks are torch's deprecated forms:
+    refused when `strict` (dropout1d), else masked per (dim 0, dim 1), as torch does."""
+    _check_p(p, op)
+    rank = len(input.shape)
+    if strict and rank not in ranks:
+        raise ShapeError(
+            f"{op}: expected a {ranks[0]}D (unbatched) or {ranks[1]}D (batched) input, got "
+            f"shape {tuple(input.shape)}"
+        )
+    if not training or p == 0.0:
+        return input
+    shape = tuple(input.shape)
+    if rank < 2:  # torch's feature dropout needs (N, C, ...)
+        raise ShapeError(f"{op}: expected an input with a channel dim, got shape {shape}")
+    if rank == ranks[0] and op != "dropout2d":  # (C, ...): one entry per channel
+        return _masked(input, p, shape[:1] + (1,) * (rank - 1), key)
+    return _masked(input, p, _channel_mask_shape(shape), key)
+
+
+def dropout1d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False,  # noqa: A002
+              *, key: Any = None) -> Any:  # fmt: skip
+    """Zero whole channels of an (N, C, L) or (C, L) input, each with probability `p`,
+    and scale the rest by 1/(1-p) while `training` (torch.nn.functional.dropout1d).
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> _ = ge.manual_seed(0)
+    >>> y = F.dropout1d(ge.ones(2, 100, 3), p=0.5).numpy()
+    >>> bool((y.min(axis=2) == y.max(axis=2)).all())   # a channel is kept or dropped whole
+    True
+    """
+    return _feature_dropout(input, p, training, "dropout1d", (2, 3), key, strict=True)
+
+
+def dropout2d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False,  # noqa: A002
+              *, key: Any = None) -> Any:  # fmt: skip
+    """Zero whole channels of an (N, C, H, W) input, each with probability `p`, and scale
+    the rest by 1/(1-p) while `training` (torch.nn.functional.dropout2d). As torch's, a
+    3-D input is taken as (N, C, L) (channels of a batch, not an image without its batch
+    dim) and other ranks mask per entry of their first two dims.
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.dropout2d(ge.ones(1, 2, 3, 3), training=False).shape
+    (1, 2, 3, 3)
+    """
+    return _feature_dropout(input, p, training, "dropout2d", (3, 4), key, strict=False)
+
+
+def dropout3d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False,  # noqa: A002
+              *, key: Any = None) -> Any:  # fmt: skip
+    """Zero whole channels of an (N, C, D, H, W) or (C, D, H, W) input, each with
+    probability `p`, and scale the rest by 1/(1-p) while `training`
+    (torch.nn.functional.dropout3d); other ranks mask per entry of their first two dims.
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.dropout3d(ge.ones(2, 2, 2, 2), p=1.0).abs().sum().item()
+    0.0
+    """
+    return _feature_dropout(input, p, training, "dropout3d", (4, 5), key, strict=False)
+
+
+def _alpha_masked(input: Any, p: float, mask_shape: tuple, key: Any) -> Any:
+    """Alpha dropout with a mask of `mask_shape`: dropped entries become SELU's
+    saturation value, then an affine map a * x + b restores the mean and variance
+    (zero and one for inputs of zero mean and unit variance), with torch's a and b."""
+    if p == 1.0:  # torch: every entry dropped gives zeros
+        return input * 0.0
+    keep = _keep(input, p, mask_shape, key)
+    alpha = _SELU_SATURATION
+    a = 1.0 / ((alpha * alpha * p + 1.0) * (1.0 - p)) ** 0.5
+    b = -a * alpha * p
+    return where(keep, input * a + b, a * alpha + b)
+
+
+def alpha_dropout(input: Any, p: float = 0.5, training: bool = False, inplace: bool = False,  # noqa: A002
+                  *, key: Any = None) -> Any:  # fmt: skip
+    """Dropout for SELU networks (torch.nn.functional.alpha_dropout): while `training`,
+    each element is set, with probability `p`, to SELU's negative saturation, and all are
+    then scaled and shifted so that the mean and variance stay as they were.
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.alpha_dropout(ge.ones(3), 0.2).tolist()   # training=False by default, as torch's
+    [1.0, 1.0, 1.0]
+    """
+    _check_p(p, "alpha_dropout")
+    if not training or p == 0.0:
+        return input
+    return _alpha_masked(input, p, tuple(input.shape), key)
+
+
+def feature_alpha_dropout(input: Any, p: float = 0.5, training: bool = False,  # noqa: A002
+                          inplace: bool = False, *, key: Any = None) -> Any:  # fmt: skip
+    """Alpha dropout of whole channels of an (N, C, ...) input
+    (torch.nn.functional.feature_alpha_dropout).
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.feature_alpha_dropout(ge.ones(2, 3, 4), 0.5, training=False).shape
+    (2, 3, 4)
+    """
+    _check_p(p, "feature_alpha_dropout")
+    if not training or p == 0.0:
+        return input
+    shape = tuple(input.shape)
+    if len(shape) < 2:
+        raise ShapeError(
+            f"feature_alpha_dropout: expected an input with a channel dim, got shape {shape}"
+        )
+    return _alpha_masked(input, p, _channel_mask_shape(shape), key)

@@ -48,7 +48,10 @@ def specialize(graph: Graph, bindings: Mapping[str, int]) -> Specialized:
                 types[node] = opdef.infer(*inputs, **node_attrs)
             except GraphcError as exc:
                 where = f" (created at {node.loc})" if node.loc else ""
-                raise ShapeError(
+                # the rule's own class where it is a shape error (an IndexRangeError for
+                # max over an empty dim is an IndexError, as eagerly and in PyTorch)
+                kind = type(exc) if isinstance(exc, ShapeError) else ShapeError
+                raise kind(
                     f"{node.describe()}{where} does not type-check for the fed shapes "
                     f"{_show(bindings)}: {exc}",
                     node=node.name,

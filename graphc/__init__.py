@@ -75,7 +75,22 @@ from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level
 from graphc.ops import Symbol
 from graphc.ops import pytree as tree_util  # jax.tree_util's functions, also top-level
 from graphc.ops.batching import VmapError
+from graphc.ops.composites import (
+    addcdiv,
+    addcmul,
+    aminmax,
+    count_nonzero,
+    diff,
+    frac,
+    is_floating_point,
+    lerp,
+    matrix_trace,
+    roll,
+    tensor_split,
+    unflatten,
+)
 from graphc.ops.methods import unbind
+from graphc.ops.scatters import index_add, index_copy, index_fill, scatter
 from graphc.passes.autodiff import gradients, split_backward
 from graphc.passes.forward import tangents
 from graphc.passes.pipeline import optimize

@@ -1,10 +1,13 @@
-"""torch functions and Tensor methods that are a few registry ops each: `roll`, `lerp`,
-`addcmul`, `addcdiv`, `trace`, `diff`, `masked_select`, `meshgrid`, `broadcast_tensors`,
-`aminmax`, `std_mean`, `var_mean`.
+"""torch's composite functions and Tensor methods on eager tensors: `roll`, `lerp`,
+`addcmul`, `addcdiv`, `trace`, `diff`, `aminmax`, `frac`, `mT`, `scatter`, `index_add`,
+..., and the eager-only `masked_select`,
+`meshgrid`, `broadcast_tensors`, `std_mean`, `var_mean`.
 
-They are built from op functions, so they record the tape (and differentiate) like any
-op; each result's node is named as torch names it. A function here takes the tensor
-first; `CompositeMethods` gives the same as methods.
+The shared ones are built once, from op functions, in graphc/ops/composites.py and
+graphc/ops/scatters.py (graph values have them as methods too); here a tensor's result
+only gets torch's name for its node (`RollBackward0`, ...). The functions take the
+tensor first, and work on graph values while tracing; `CompositeMethods` gives the same
+as Tensor methods.
 
 >>> import graphc.eager as ge
 >>> ge.tensor([1.0, 2.0, 3.0], requires_grad=True).roll(1)
@@ -13,17 +16,18 @@ tensor([3., 1., 2.], grad_fn=<RollBackward0>)
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from graphc.ir.errors import ShapeError
-from graphc.ir.types import normalize_axis
-from graphc.ops import elementwise as E
+from graphc.ops import composites as C
 from graphc.ops import indexing as I
-from graphc.ops import logical as L
-from graphc.ops import reduce as R
+from graphc.ops import scatters
 from graphc.ops import shape as S
+from graphc.ops.composites import MinMaxPair
+
+__all__ = ["MinMaxPair"]
 
 
 def spelled(t: Any, name: str) -> Any:
@@ -32,70 +36,46 @@ def spelled(t: Any, name: str) -> Any:
     return name_node(t, name)
 
 
-class MinMaxPair(NamedTuple):
-    """What `aminmax` returns, as torch.return_types.aminmax."""
-
-    min: Any
-    max: Any
-
-
 def roll(x: Any, shifts: Any, dims: Any = None) -> Any:
     """Elements shifted by `shifts` along `dims`, wrapping around (of the flattened tensor
     when dims is None, in x's shape)."""
-    if dims is None:
-        return spelled(S.reshape(roll(S.reshape(x, (-1,)), shifts, 0), x.shape), "RollBackward0")
-    shifts = shifts if isinstance(shifts, (tuple, list)) else (shifts,)
-    dims = dims if isinstance(dims, (tuple, list)) else (dims,)
-    if len(shifts) != len(dims):
-        raise ShapeError(f"roll: {len(shifts)} shifts but {len(dims)} dims; give one per dim")
-    out = x
-    for shift, dim in zip(shifts, dims):
-        axis = normalize_axis(dim, len(x.shape), "roll")
-        size = x.shape[axis]
-        cut = size - int(shift) % size if size else 0
-        if cut % max(size, 1):  # the last `shift` elements move to the front
-            tail, head = out.narrow(axis, cut, size - cut), out.narrow(axis, 0, cut)
-            out = S.concat([tail, head], axis=axis)
-        else:
-            out = E.cast(out, out.dtype)  # a shift by whole turns: still new memory
-    return spelled(out, "RollBackward0")
+    return spelled(C.roll(x, shifts, dims), "RollBackward0")
 
 
 def lerp(start: Any, end: Any, weight: Any) -> Any:
     """start + weight * (end - start)."""
     name = "LerpBackward1" if hasattr(weight, "shape") else "LerpBackward0"  # torch's overloads
-    return spelled(E.add(start, E.mul(weight, E.sub(end, start))), name)
+    return spelled(C.lerp(start, end, weight), name)
 
 
 def addcmul(x: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     """x + value * tensor1 * tensor2."""
-    return spelled(E.add(x, E.mul(E.mul(tensor1, tensor2), value)), "AddcmulBackward0")
+    return spelled(C.addcmul(x, tensor1, tensor2, value=value), "AddcmulBackward0")
 
 
 def addcdiv(x: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     """x + value * tensor1 / tensor2."""
-    return spelled(E.add(x, E.mul(E.div(tensor1, tensor2), value)), "AddcdivBackward0")
+    return spelled(C.addcdiv(x, tensor1, tensor2, value=value), "AddcdivBackward0")
 
 
 def trace(x: Any) -> Any:
     """The sum of a matrix's diagonal."""
-    if len(x.shape) != 2:
-        raise ShapeError(f"trace: expected a matrix, got a tensor of shape {tuple(x.shape)}")
-    return spelled(R.sum(x.diagonal()), "TraceBackward0")
+    return spelled(C.matrix_trace(x), "TraceBackward0")
 
 
 def diff(x: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
     """The n-th forward difference along dim (after joining prepend and append to x)."""
-    parts = [p for p in (prepend, x, append) if p is not None]
-    out = S.concat(parts, axis=dim) if len(parts) > 1 else x
-    axis = normalize_axis(dim, len(out.shape), "diff")
-    for _ in range(n):
-        size = out.shape[axis]
-        if size == 0:
-            break
-        later, earlier = out.narrow(axis, 1, size - 1), out.narrow(axis, 0, size - 1)
-        out = L.logical_xor(later, earlier) if out.dtype == np.bool_ else E.sub(later, earlier)
-    return out
+    return C.diff(x, n, dim, prepend, append)
+
+
+def aminmax(x: Any, *, dim: Any = None, keepdim: bool = False) -> MinMaxPair:
+    both = C.aminmax(x, dim=dim, keepdim=keepdim)
+    return MinMaxPair(*(spelled(v, "AminmaxBackward0") for v in both))
+
+
+def frac(x: Any) -> Any:
+    """The fractional part, with x's sign (x - trunc(x))."""
+    return spelled(C.frac(x), "FracBackward0")
 
 
 def masked_select(x: Any, mask: Any) -> Any:
@@ -135,13 +115,6 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple:
     return tuple(grids)
 
 
-def aminmax(x: Any, *, dim: Any = None, keepdim: bool = False) -> MinMaxPair:
-    return MinMaxPair(
-        spelled(R.min(x, axis=dim, keepdims=keepdim), "AminmaxBackward0"),
-        spelled(R.max(x, axis=dim, keepdims=keepdim), "AminmaxBackward0"),
-    )
-
-
 def std_mean(x: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
              *, correction: int | None = None) -> tuple:  # fmt: skip
     """(std, mean) over dim, as torch.std_mean."""
@@ -157,7 +130,8 @@ def var_mean(x: Any, dim: Any = None, unbiased: bool | None = None, keepdim: boo
 
 
 class CompositeMethods:
-    """The functions above as Tensor methods (mixed into `Tensor`)."""
+    """The functions above, and torch's out-of-place scatters, as Tensor methods (mixed
+    into `Tensor` before the shared `ValueMethods`, whose methods they name)."""
 
     def roll(self, shifts: Any, dims: Any = None) -> Any:
         return roll(self, shifts, dims)
@@ -174,11 +148,44 @@ class CompositeMethods:
     def trace(self) -> Any:
         return trace(self)
 
-    def diff(self, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
-        return diff(self, n, dim, prepend, append)
-
     def masked_select(self, mask: Any) -> Any:
         return masked_select(self, mask)
 
     def aminmax(self, *, dim: Any = None, keepdim: bool = False) -> MinMaxPair:
         return aminmax(self, dim=dim, keepdim=keepdim)
+
+    def frac(self) -> Any:
+        return frac(self)
+
+    @property
+    def mT(self) -> Any:  # noqa: N802 - torch's name
+        """The last two dims swapped (of matrices, or batches of them)."""
+        from graphc.ops.methods import ValueMethods  # the shared property
+
+        return spelled(ValueMethods.mT.fget(self), "TransposeBackward0")  # type: ignore[attr-defined]
+
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
+        """torch's scatter, out of place: for dim 1, out[i][index[i][j]] = src[i][j]."""
+        out = scatters.scatter(self, dim, index, src, value=value)
+        number = src is None or not hasattr(src, "shape")
+        return spelled(out, "ScatterBackward1" if number else "ScatterBackward0")
+
+    def scatter_add(self, *args: Any, **kwargs: Any) -> Any:
+        """torch's scatter_add(dim, index, src) when the first argument is a dim; graphc's
+        own scatter_add(indices, shape, axis) (numpy's add.at into zeros) otherwise."""
+        from graphc.ops.methods import ValueMethods
+
+        out = ValueMethods.scatter_add(self, *args, **kwargs)  # type: ignore[attr-defined]
+        by_dim = args and isinstance(args[0], (int, np.integer)) or "dim" in kwargs
+        return spelled(out, "ScatterAddBackward0") if by_dim else out
+
+    def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
+        out = scatters.index_add(self, dim, index, source, alpha=alpha)
+        return spelled(out, "IndexAddBackward0")
+
+    def index_fill(self, dim: int, index: Any, value: Any) -> Any:
+        name = "IndexFillBackward1" if hasattr(value, "shape") else "IndexFillBackward0"
+        return spelled(scatters.index_fill(self, dim, index, value), name)
+
+    def index_copy(self, dim: int, index: Any, source: Any) -> Any:
+        return spelled(scatters.index_copy(self, dim, index, source), "IndexCopyBackward0")

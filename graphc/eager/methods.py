@@ -481,10 +481,6 @@ class EagerMethods:
 
     divide = div
 
-    def frac(self) -> Any:
-        """The fractional part, with self's sign (self - trunc(self))."""
-        return _spelled(self - rounding.trunc(self), "FracBackward0")
-
     def __eq__(self, other: Any) -> Any:  # type: ignore[override]
         if other is None or isinstance(other, str):  # Python's answer: not equal, as torch
             return NotImplemented
@@ -502,10 +498,6 @@ class EagerMethods:
         if min is None and max is None:
             raise ArgumentError("clamp: at least one of min or max must not be None")
         return ValueMethods.clamp(self, min, max)
-
-    def count_nonzero(self, dim: Any = None) -> Any:
-        """How many elements are not 0 (over dim), as int64."""
-        return R.sum(E.cast(E.ne(self, 0), np.int64), axis=dim)
 
     def nonzero(self, *, as_tuple: bool = False) -> Any:
         """The indices of the nonzero elements: one row each, or one tensor per dim."""
@@ -527,65 +519,11 @@ class EagerMethods:
             _spelled(E.cast(self, self.dtype), "ToCopyBackward0") if copy and out is self else out
         )
 
-    def type_as(self, other: Any) -> Any:
-        return self.to(other.dtype)
-
     def flip(self, *dims: Any, **keyword: Any) -> Any:
         """Reversed along each of dims: flip(0, 1), flip((0, 1)) or flip(dims=(0, 1))."""
         if set(keyword) - {"dims"} or (keyword and dims):
             raise TypeError(f"flip() takes dims, by position or as dims=; got {sorted(keyword)}")
         return ValueMethods.flip(self, *((keyword["dims"],) if keyword else dims))
-
-    # -- torch's scatter family, out of place: a copy written in place ---------------------
-
-    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
-        return self.clone().scatter_(dim, index, src, value=value)  # type: ignore[attr-defined]
-
-    def scatter_add(self, *args: Any, **kwargs: Any) -> Any:
-        """torch's scatter_add(dim, index, src) when the first argument is a dim; graphc's
-        own scatter_add(indices, shape, axis) (numpy's add.at into zeros) otherwise."""
-        if args and isinstance(args[0], (int, np.integer)) and len(args) + len(kwargs) == 3:
-            return self.clone().scatter_add_(*args, **kwargs)  # type: ignore[attr-defined]
-        return ValueMethods.scatter_add(self, *args, **kwargs)
-
-    def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
-        return self.clone().index_add_(dim, index, source, alpha=alpha)  # type: ignore[attr-defined]
-
-    def index_fill(self, dim: int, index: Any, value: Any) -> Any:
-        return self.clone().index_fill_(dim, index, value)  # type: ignore[attr-defined]
-
-    def index_copy(self, dim: int, index: Any, source: Any) -> Any:
-        return self.clone().index_copy_(dim, index, source)  # type: ignore[attr-defined]
-
-    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
-        """Into n parts of sizes differing by at most one (the first ones larger), or at
-        the given indices (np.array_split's split points; parts may be empty)."""
-        length = self.shape[normalize_axis(dim, len(self.shape), "tensor_split")]
-        if isinstance(indices_or_sections, (int, np.integer)):
-            if indices_or_sections < 1:
-                raise ArgumentError(
-                    f"tensor_split: the number of sections must be at least 1, got "
-                    f"{indices_or_sections}"
-                )
-            size, extra = divmod(length, int(indices_or_sections))
-            sizes = [size + 1] * extra + [size] * (int(indices_or_sections) - extra)
-            return tuple(ValueMethods.split(self, sizes, dim))
-        # each part runs from one index to the next (empty if that is not further on)
-        cuts = [0, *(min(max(int(i), 0), length) for i in indices_or_sections), length]
-        return tuple(self.narrow(dim, a, max(b - a, 0)) for a, b in zip(cuts, cuts[1:]))
-
-    def unflatten(self, dim: int, sizes: Any) -> Any:
-        """Split dim into several of `sizes` (one may be -1)."""
-        shape = list(self.shape)
-        axis = normalize_axis(dim, len(shape), "unflatten")
-        return self.reshape(*shape[:axis], *sizes, *shape[axis + 1 :])  # type: ignore[attr-defined]
-
-    @property
-    def mT(self) -> Any:  # noqa: N802 - torch's name
-        """The last two dims swapped (of matrices, or batches of them)."""
-        if len(self.shape) < 2:
-            raise ShapeError(f"mT: needs a tensor of at least 2 dims, got shape {self.shape}")
-        return self.transpose(-2, -1)
 
     # -- memory layout, read from the array ----------------------------------------------
 
@@ -600,9 +538,6 @@ class EagerMethods:
     @property
     def nbytes(self) -> int:
         return self._data.nbytes
-
-    def is_floating_point(self) -> bool:
-        return is_float(self.dtype)
 
     def stride(self, dim: int | None = None) -> Any:
         """Steps in elements between neighbours along each dim (numpy's are in bytes)."""

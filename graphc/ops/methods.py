@@ -38,6 +38,7 @@ from graphc.ops import (
     along_axis,
     arrays,
     closeness,
+    composites,
     elementwise,
     indexing,
     linalg,
@@ -46,6 +47,7 @@ from graphc.ops import (
     padding,
     reduce,
     rounding,
+    scatters,
     selection,
     sequences,
     sorting,
@@ -472,9 +474,6 @@ class ValueMethods(OperatorMixin):
     def index_select(self, dim: int, index: Any) -> Any:
         return indexing.take(self, index, axis=dim)
 
-    def scatter_add(self, indices: Any, shape: Any, axis: int = 0) -> Any:
-        return indexing.scatter_add(self, indices, shape=shape, axis=axis)
-
     def gather(self, dim: int, index: Any) -> Any:
         """torch.gather: out[i][j] = self[i][index[i][j]] for dim 1 (take_along_axis);
         graphc's own `gc.gather` is numpy's take."""
@@ -606,12 +605,87 @@ class ValueMethods(OperatorMixin):
             raise ShapeError(f"mm: expects two matrices, got shapes {self.shape}, {other.shape}")
         return linalg.matmul(self, other)
 
+    # -- torch's composites (ops/composites.py, ops/scatters.py) -------------------------------
+
+    def roll(self, shifts: Any, dims: Any = None) -> Any:
+        return composites.roll(self, shifts, dims)
+
+    def lerp(self, end: Any, weight: Any) -> Any:
+        return composites.lerp(self, end, weight)
+
+    def addcmul(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+        return composites.addcmul(self, tensor1, tensor2, value=value)
+
+    def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+        return composites.addcdiv(self, tensor1, tensor2, value=value)
+
+    def trace(self) -> Any:
+        """The sum of a matrix's diagonal (torch's; `gc.matrix_trace`)."""
+        return composites.matrix_trace(self)
+
+    def diff(self, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
+        return composites.diff(self, n, dim, prepend, append)
+
+    def aminmax(self, *, dim: Any = None, keepdim: bool = False) -> Any:
+        return composites.aminmax(self, dim=dim, keepdim=keepdim)
+
+    def frac(self) -> Any:
+        return composites.frac(self)
+
+    def count_nonzero(self, dim: Any = None) -> Any:
+        return composites.count_nonzero(self, dim)
+
+    def unflatten(self, dim: int, sizes: Any) -> Any:
+        return composites.unflatten(self, dim, sizes)
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
+        return composites.tensor_split(self, indices_or_sections, dim)
+
+    def is_floating_point(self) -> bool:
+        return composites.is_floating_point(self)
+
+    @property
+    def mT(self) -> Any:  # noqa: N802 - torch's name
+        """The last two dims swapped (of matrices, or batches of them)."""
+        if len(self.shape) < 2:
+            raise ShapeError(
+                f"mT: needs a value of at least 2 dims, got shape {format_shape(self.shape)}"
+            )
+        return shape_ops.swapaxes(self, -2, -1)
+
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
+        """torch's scatter, out of place: for dim 1, out[i][index[i][j]] = src[i][j]."""
+        return scatters.scatter(self, dim, index, src, value=value)
+
+    def scatter_add(self, *args: Any, **kwargs: Any) -> Any:
+        """torch's scatter_add(dim, index, src) when the first argument is a dim; graphc's
+        own scatter_add(indices, shape, axis) (numpy's add.at into zeros) otherwise."""
+        by_dim = args and isinstance(args[0], (int, np.integer)) and len(args) + len(kwargs) == 3
+        if by_dim or {"dim", "index", "src"} & set(kwargs):
+            return scatters.scatter_add_along(self, *args, **kwargs)
+        return indexing.scatter_add(self, *args, **kwargs)
+
+    def index_add(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
+        return scatters.index_add(self, dim, index, source, alpha=alpha)
+
+    def index_fill(self, dim: int, index: Any, value: Any) -> Any:
+        return scatters.index_fill(self, dim, index, value)
+
+    def index_copy(self, dim: int, index: Any, source: Any) -> Any:
+        return scatters.index_copy(self, dim, index, source)
+
+    def type_as(self, other: Any) -> Any:
+        return self.to(other.dtype)
+
     # -- dtypes and copies -------------------------------------------------------------------
 
     def to(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
-        """`to(dtype)`; devices other than "cpu" do not exist here and are ignored."""
+        """`to(dtype)` or `to(other)` (other's dtype); devices other than "cpu" do not exist
+        here and are ignored."""
         for arg in args:
-            if not (isinstance(arg, str) and arg.startswith("cpu")):
+            if isinstance(arg, ValueMethods):  # to(other): other's dtype
+                dtype = arg.dtype
+            elif not (isinstance(arg, str) and arg.startswith("cpu")):
                 dtype = arg
         if dtype is None or as_dtype(dtype) == self.dtype:
             return self

@@ -62,16 +62,6 @@ EAGER_ONLY = {
     "itemsize": "the memory's size",
     "nbytes": "the memory's size",
 }
-# torch's composites of a few ops each (graphc/eager/composites.py and eager/methods.py),
-# eager only until graphc/ops/methods.py builds them for graph values too
-EAGER_ONLY.update(
-    dict.fromkeys(
-        ["roll", "lerp", "addcmul", "addcdiv", "trace", "diff", "aminmax", "frac",
-         "count_nonzero", "unflatten", "mT", "is_floating_point", "tensor_split", "type_as",
-         "scatter", "index_add", "index_fill", "index_copy"],
-        "a torch composite built in graphc/eager for now",
-    )
-)  # fmt: skip
 # bfloat16() casts to ml_dtypes' bfloat16: a case where ml_dtypes is installed
 HAS_BFLOAT16 = importlib.util.find_spec("ml_dtypes") is not None
 if not HAS_BFLOAT16:
@@ -79,7 +69,10 @@ if not HAS_BFLOAT16:
 
 # Questions answered without an op (by the shape, or by who made the value): the same
 # answers for both kinds.
-QUERIES = ["dim", "ndimension", "size", "numel", "nelement", "ndim", "shape", "dtype", "made_by"]
+QUERIES = [
+    "dim", "ndimension", "size", "numel", "nelement", "ndim", "shape", "dtype", "made_by",
+    "is_floating_point",
+]  # fmt: skip
 
 _rng = np.random.default_rng(0)
 F = (_rng.random((2, 3)) + 0.25).astype(np.float32)  # positive: log, sqrt, pow are defined
@@ -211,6 +204,32 @@ CASES: dict[str, Case] = {
         (F[:, :2].copy(), ROW_IDS),
     ),
     "one_hot": (lambda x: x.one_hot(4), (LABELS,)),
+    # torch's composites (graphc/ops/composites.py, graphc/ops/scatters.py)
+    "roll": (lambda x: x.roll(4, 1), (F,)),
+    "roll/flat": (lambda x: x.roll(-2), (F,)),
+    "roll/dims": (lambda x: x.roll((1, -1), (0, -1)), (F,)),
+    "roll/whole_turn": (lambda x: x.roll(3, 1), (F,)),
+    "lerp": (lambda x, y: x.lerp(y, 0.25), (F, G)),
+    "lerp/tensor": (lambda x, y, w: x.lerp(y, w), (F, G, ROW)),
+    "addcmul": (lambda x, y, z: x.addcmul(y, z, value=0.5), (F, G, ROW)),
+    "addcdiv": (lambda x, y, z: x.addcdiv(y, z), (F, G, F)),
+    "trace": (lambda x: x.trace(), (SQUARE,)),
+    "diff": (lambda x: x.diff(2), (CUBE,)),
+    "diff/prepend": (lambda x, y: x.diff(1, 0, prepend=y), (F, ROW)),
+    "aminmax": (lambda x: x.aminmax(dim=1, keepdim=True), (F,)),
+    "frac": (lambda x: (x * 7).frac(), (SQUARE,)),
+    "count_nonzero": (lambda x: x.count_nonzero(0), (ROW_IDS - 1,)),
+    "unflatten": (lambda x: x.unflatten(-1, (2, -1)), (CUBE,)),
+    "mT": (lambda x: x.mT, (CUBE,)),
+    "tensor_split": (lambda x: x.tensor_split(2, 1), (F,)),
+    "tensor_split/indices": (lambda x: x.tensor_split([1, -1, 0], -1), (F,)),
+    "type_as": (lambda x, y: x.type_as(y), (F, LABELS)),
+    "scatter": (lambda x, i, y: x.scatter(1, i, y), (F, ROW_IDS, G)),
+    "scatter/value": (lambda x, i: x.scatter(1, i, 0.5), (F, ROW_IDS)),
+    "scatter_add/dim": (lambda x, i, y: x.scatter_add(1, i, y), (F, ROW_IDS, G)),
+    "index_add": (lambda x, i, y: x.index_add(1, i, y, alpha=2), (F, IDS, G)),
+    "index_fill": (lambda x, i: x.index_fill(1, i, -1.0), (F, IDS)),
+    "index_copy": (lambda x, i, y: x.index_copy(-1, i, y), (F, IDS[:2], G[:, :2].copy())),
     "at": (lambda x, y: x.at[0, 1:].add(y[1, 1:]).at[1].set(y[0]), (F, G)),
 }
 

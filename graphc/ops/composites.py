@@ -1,0 +1,318 @@
+"""torch's composite functions and Tensor methods, a few op functions each: `roll`, `lerp`,
+`addcmul`, `addcdiv`, `matrix_trace` (torch.trace), `diff`, `aminmax`, `frac`,
+`count_nonzero`, `unflatten`, `tensor_split`, `is_floating_point`.
+
+They apply graphc's op functions, so one call records nodes on graph values and
+computes (with a tape entry) on eager tensors: `ValueMethods` gives both kinds them as
+methods, and they are `gc.roll`, `gc.lerp`, ... (torch.trace is `gc.matrix_trace`: the
+name `gc.trace` is the tracer). The eager Tensor names each result's node as torch does
+(`RollBackward0`, ...). Arguments are torch's, with numpy's `axis=` beside `dim=` where
+numpy has the function (roll, diff, count_nonzero).
+
+>>> import numpy as np, graphc as gc
+>>> g = gc.trace(lambda x: x.roll(1, 0).lerp(x, 0.25), gc.TensorSpec((3,)))
+>>> [n.op for n in g.nodes if n.kind == "op"]
+['slice', 'slice', 'concat', 'sub', 'mul', 'add']
+>>> gc.roll(np.arange(4), 1).tolist()
+[3, 0, 1, 2]
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from graphc.ir.errors import DTypeError, IndexRangeError, ShapeError
+from graphc.ir.types import format_shape, is_float, is_symbol, normalize_axis
+from graphc.ops import arrays, rounding
+from graphc.ops import elementwise as E
+from graphc.ops import indexing as I
+from graphc.ops import logical as L
+from graphc.ops import reduce as R
+from graphc.ops import shape as S
+from graphc.ops.dispatch import dtype_of, is_python_scalar
+from graphc.ops.spelling import pick_axis
+
+__all__ = [
+    "addcdiv",
+    "addcmul",
+    "aminmax",
+    "count_nonzero",
+    "diff",
+    "frac",
+    "is_floating_point",
+    "lerp",
+    "matrix_trace",
+    "roll",
+    "tensor_split",
+    "unflatten",
+]
+
+
+class MinMaxPair(NamedTuple):
+    """What `aminmax` returns, as torch.return_types.aminmax."""
+
+    min: Any
+    max: Any
+
+
+def narrow(x: Any, axis: int, start: Any, length: Any) -> Any:
+    """`length` entries of axis `axis` (already normalized) from `start`: a `slice` op."""
+    return I.slice_(x, index=(slice(None),) * axis + (slice(start, start + length),))
+
+
+def _known(size: Any, op: str, axis: int, shape: tuple) -> int:
+    if is_symbol(size):
+        raise ShapeError(
+            f"{op}: dim {axis} of shape {format_shape(shape)} is symbolic, and {op} needs "
+            "its size while the graph is built"
+        )
+    return int(size)
+
+
+def roll(x: Any, shifts: Any, dims: Any = None, *, axis: Any = None) -> Any:
+    """x's elements shifted by `shifts` along `dims`, those pushed off the end coming
+    back at the start (torch.roll; np.roll's `axis=` works too). Without dims, x is
+    rolled as if flattened, keeping its shape. A shift may be negative or larger than
+    the dim; the result is always new memory.
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.roll(np.arange(6).reshape(2, 3), -1, dims=1).tolist()
+    [[1, 2, 0], [4, 5, 3]]
+    """
+    dims = pick_axis(axis, dims, "roll", names=("axis", "dims"))
+    if dims is None:
+        if isinstance(shifts, (tuple, list)) and len(shifts) != 1:
+            raise ShapeError(
+                f"roll: {len(shifts)} shifts need as many dims, got dims=None (which rolls "
+                "the flattened value by one shift)"
+            )
+        flat = S.reshape(x, (-1,))
+        return S.reshape(roll(flat, shifts, 0), x.shape)
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if len(shifts) != len(dims):
+        raise ShapeError(f"roll: {len(shifts)} shifts but {len(dims)} dims; give one per dim")
+    shape = tuple(x.shape)
+    if not shape:
+        raise IndexRangeError("roll: a 0-d value has no dims to roll along (give dims=None)")
+    out = x
+    for shift, dim in zip(shifts, dims):
+        axis = normalize_axis(dim, len(shape), "roll")
+        size = _known(shape[axis], "roll", axis, shape)
+        cut = size - int(shift) % size if size else 0
+        if 0 < cut < size:  # the last `size - cut` elements move to the front
+            tail, head = narrow(out, axis, cut, size - cut), narrow(out, axis, 0, cut)
+            out = S.concat([tail, head], axis=axis)
+    return E.cast(out, x.dtype) if out is x else out  # whole turns: still a copy
+
+
+def lerp(start: Any, end: Any, weight: Any) -> Any:
+    """start + weight * (end - start), of floating-point values (torch.lerp).
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.lerp(np.array([0.0, 2.0]), np.array([4.0, 4.0]), 0.25).tolist()
+    [1.0, 2.5]
+    """
+    for name, value in (("start", start), ("end", end)):
+        if not is_float(dtype_of(value)):
+            raise DTypeError(
+                f"lerp: {name} must be of a floating-point dtype, got {dtype_of(value)}"
+            )
+    return E.add(start, E.mul(weight, E.sub(end, start)))
+
+
+def _weak_value(value: Any, x: Any, op: str) -> Any:
+    """torch casts `value=` to x's dtype: a float value for an int x is truncated."""
+    if not is_python_scalar(value):
+        raise DTypeError(f"{op}: value must be a Python number, got {type(value).__name__}")
+    if isinstance(value, float) and not is_float(dtype_of(x)):
+        return int(value)
+    return value
+
+
+def addcmul(x: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    """x + value * tensor1 * tensor2 (torch.addcmul)."""
+    product = E.mul(tensor1, tensor2)
+    value = _weak_value(value, x, "addcmul")
+    return E.add(x, product if value == 1 else E.mul(product, value))
+
+
+def addcdiv(x: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    """x + value * tensor1 / tensor2 (torch.addcdiv); an integer quotient is refused,
+    as torch refuses it."""
+    if not (is_float(dtype_of(tensor1)) or is_float(dtype_of(tensor2))):
+        raise DTypeError(
+            f"addcdiv: tensor1 and tensor2 are both integers ({dtype_of(tensor1)}, "
+            f"{dtype_of(tensor2)}): integer division is not supported; cast one to a float"
+        )
+    quotient = E.div(tensor1, tensor2)
+    value = _weak_value(value, x, "addcdiv")
+    return E.add(x, quotient if value == 1 else E.mul(quotient, value))
+
+
+def matrix_trace(x: Any) -> Any:
+    """The sum of a matrix's diagonal (torch.trace; integers summed in int64).
+
+    >>> import numpy as np, graphc as gc
+    >>> int(gc.matrix_trace(np.arange(6).reshape(2, 3)))
+    4
+    """
+    if len(x.shape) != 2:
+        raise ShapeError(f"trace: expected a matrix, got a value of shape {format_shape(x.shape)}")
+    if dtype_of(x) == np.bool_:
+        raise DTypeError("trace: not defined for bool values (cast to an integer dtype first)")
+    return R.sum(arrays.diagonal(x, 0, 0, 1))
+
+
+def diff(
+    x: Any,
+    n: int = 1,
+    dim: int | None = None,
+    prepend: Any = None,
+    append: Any = None,
+    *,
+    axis: int | None = None,
+) -> Any:
+    """The n-th forward difference along dim (the last by default), after joining
+    prepend and append to x there (torch.diff, np.diff); of bools, `!=` (logical xor).
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.diff(np.array([1, 4, 9, 16]), n=2).tolist()
+    [2, 2]
+    """
+    axis = pick_axis(axis, dim, "diff", default=-1)
+    if not x.shape:
+        raise ShapeError("diff: expects a value of at least one dim, got a 0-d one")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ShapeError(f"diff: n must be a non-negative int, got {n!r}")
+    axis = normalize_axis(axis, len(x.shape), "diff")
+    parts = [_along(p, x, axis, name) for p, name in ((prepend, "prepend"), (append, "append"))]
+    if parts[0] is not None or parts[1] is not None:
+        x = S.concat([p for p in (parts[0], x, parts[1]) if p is not None], axis=axis)
+    out = x
+    for _ in range(int(n)):
+        size = _known(out.shape[axis], "diff", axis, tuple(out.shape))
+        if size == 0:
+            break
+        later, earlier = narrow(out, axis, 1, size - 1), narrow(out, axis, 0, size - 1)
+        boolean = dtype_of(out) == np.bool_
+        out = L.logical_xor(later, earlier) if boolean else E.sub(later, earlier)
+    return out
+
+
+def _along(part: Any, x: Any, axis: int, name: str) -> Any:
+    """A prepend or append of diff: a value of x's rank, or a number or 0-d value spread
+    over x's shape with size 1 along axis (numpy's)."""
+    if part is None:
+        return None
+    shape = tuple(np.shape(part)) if not hasattr(part, "shape") else tuple(part.shape)
+    if not shape:
+        target = tuple(1 if d == axis else size for d, size in enumerate(x.shape))
+        return S.broadcast_to(part, target)
+    if len(shape) != len(x.shape):
+        raise ShapeError(
+            f"diff: {name} must have the rank of the input ({len(x.shape)}), got shape "
+            f"{format_shape(shape)}"
+        )
+    return part
+
+
+def aminmax(x: Any, *, dim: Any = None, keepdim: bool = False) -> MinMaxPair:
+    """(min, max) of all elements or along dim, as torch.aminmax (a tie shares its
+    gradient, as amin and amax do).
+
+    >>> import numpy as np, graphc as gc
+    >>> [v.tolist() for v in gc.aminmax(np.array([[3, 1], [2, 5]]), dim=1)]
+    [[1, 2], [3, 5]]
+    """
+    return MinMaxPair(R.min(x, axis=dim, keepdims=keepdim), R.max(x, axis=dim, keepdims=keepdim))
+
+
+def frac(x: Any) -> Any:
+    """The fractional part, with x's sign: x - trunc(x) (torch.frac), of floats."""
+    if not is_float(dtype_of(x)):
+        raise DTypeError(f"frac: expects a floating-point value, got {dtype_of(x)}")
+    return E.sub(x, rounding.trunc(x))
+
+
+def count_nonzero(x: Any, dim: Any = None, *, axis: Any = None, keepdims: bool = False) -> Any:
+    """How many elements are not 0 (over dim or dims), as int64 (torch's, numpy's)."""
+    axis = pick_axis(axis, dim, "count_nonzero")
+    return R.sum(E.cast(E.ne(x, 0), np.int64), axis=axis, keepdims=keepdims)
+
+
+def unflatten(x: Any, dim: int, sizes: Any) -> Any:
+    """Dim `dim` split into several of `sizes`, one of which may be -1 (torch's)."""
+    shape = tuple(x.shape)
+    if not shape:
+        raise IndexRangeError("unflatten: a 0-d value has no dim to unflatten")
+    axis = normalize_axis(dim, len(shape), "unflatten")
+    sizes = tuple(sizes)
+    known = [s for s in sizes if s != -1]
+    if not is_symbol(shape[axis]) and not any(is_symbol(s) for s in known):
+        product = int(np.prod(known, dtype=np.int64))
+        fits = shape[axis] % product == 0 if -1 in sizes and product else shape[axis] == product
+        if sizes.count(-1) > 1 or not fits:
+            raise ShapeError(
+                f"unflatten: sizes {list(sizes)} do not multiply up to the size of dim {axis} "
+                f"({shape[axis]}) of shape {format_shape(shape)}"
+            )
+    return S.reshape(x, (*shape[:axis], *sizes, *shape[axis + 1 :]))
+
+
+def tensor_split(
+    x: Any, indices_or_sections: Any, dim: int | None = None, *, axis: int | None = None
+) -> tuple:
+    """x cut along dim into n parts whose sizes differ by at most one (the first ones
+    larger), or at the given indices (parts may be empty; a negative index counts from
+    the end), as torch.tensor_split and np.array_split. The count or the indices must be
+    known while the graph is built.
+
+    >>> import numpy as np, graphc as gc
+    >>> [p.tolist() for p in gc.tensor_split(np.arange(5), 2)]
+    [[0, 1, 2], [3, 4]]
+    """
+    axis = pick_axis(axis, dim, "tensor_split", default=0)
+    shape = tuple(x.shape)
+    if not shape:
+        raise ShapeError("tensor_split: expects a value of at least one dim, got a 0-d one")
+    axis = normalize_axis(axis, len(shape), "tensor_split")
+    length = _known(shape[axis], "tensor_split", axis, shape)
+    split = _split_points(indices_or_sections)
+    if isinstance(split, int):
+        if split < 1:
+            raise ShapeError(
+                f"tensor_split: the number of sections must be at least 1, got {split}"
+            )
+        size, extra = divmod(length, split)
+        counts = [size + 1] * extra + [size] * (split - extra)
+        cuts = [0, *np.cumsum(counts).tolist()]
+    else:
+        inner = [min(max(i + length if i < 0 else i, 0), length) for i in split]
+        cuts = [0, *inner, length]
+    # each part runs from one cut to the next (empty where that is not further on)
+    return tuple(narrow(x, axis, a, max(b - a, 0)) for a, b in zip(cuts, cuts[1:]))
+
+
+def _split_points(value: Any) -> int | list[int]:
+    """tensor_split's second argument as a count or a list of indices; a 0-d integer
+    array (or tensor) is a count, a 1-d one indices."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (tuple, list)):
+        array = np.asarray(value, dtype=np.int64) if value else np.zeros(0, np.int64)
+    else:
+        array = np.asarray(value)  # a graph value refuses this with a TracingError
+    if array.dtype.kind not in "iu" or array.ndim > 1:
+        raise DTypeError(
+            "tensor_split: indices_or_sections must be an int or a 1-d list of ints, got "
+            f"{array.dtype} of shape {array.shape}"
+        )
+    return int(array) if array.ndim == 0 else [int(i) for i in array]
+
+
+def is_floating_point(x: Any) -> bool:
+    """Whether x's dtype is a floating-point one (torch's; no op is applied)."""
+    return is_float(dtype_of(x))

@@ -9,7 +9,7 @@ import numpy as np
 
 from graphc.eager import Tensor
 from graphc.ops import cast, sqrt
-from graphc.optim.optimizer import Optimizer, ascent, check_range, like
+from graphc.optim.optimizer import Optimizer, ascent, check_range, check_switches, like
 
 
 class Adagrad(Optimizer):
@@ -38,15 +38,20 @@ class Adagrad(Optimizer):
         weight_decay: float = 0.0,
         initial_accumulator_value: float = 0.0,
         eps: float = 1e-10,
+        foreach: bool | None = None,
         *,
         maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         hyper = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay)
         hyper.update(initial_accumulator_value=initial_accumulator_value, eps=eps)
-        hyper.update(maximize=maximize)
+        hyper.update(foreach=foreach, maximize=maximize, differentiable=differentiable)
+        hyper.update(fused=fused)
         super().__init__(params, hyper)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
+        check_switches("Adagrad", group)
         check_range("lr", group["lr"], 0.0)
         check_range("lr_decay", group["lr_decay"], 0.0)
         check_range("weight_decay", group["weight_decay"], 0.0)

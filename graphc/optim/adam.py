@@ -9,11 +9,13 @@ import numpy as np
 
 from graphc.ir.errors import GraphcError
 from graphc.ops import cast, maximum, sqrt
-from graphc.optim.optimizer import Optimizer, ascent, check_range, like
+from graphc.optim.optimizer import Optimizer, ascent, check_range, check_switches, like
 
 
 class Adam(Optimizer):
     """Adam (Kingma and Ba) with torch.optim.Adam's equations; eps is added after the sqrt.
+    torch's `foreach`, `fused` and `capturable` choose its implementation, not the
+    numbers: accepted, and the same equations run.
 
     With t the step count (from 1), m and v the moment estimates, g the gradient (-g
     with `maximize`)::
@@ -44,15 +46,21 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
         amsgrad: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
         hyper = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
-        hyper.update(amsgrad=amsgrad, maximize=maximize)
+        hyper.update(amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable)
+        hyper.update(differentiable=differentiable, fused=fused)
         hyper.update(decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, hyper)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
+        check_switches(type(self).__name__, group)
         check_range("lr", group["lr"], 0.0)
         check_range("eps", group["eps"], 0.0)
         if len(group["betas"]) != 2:
@@ -128,8 +136,13 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         super().__init__(
-            params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+            params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+            capturable=capturable, differentiable=differentiable, fused=fused,
             decoupled_weight_decay=True,
         )  # fmt: skip

@@ -43,6 +43,27 @@ def check_range(name: str, value: float, low: float, high: float | None = None) 
         raise GraphcError(f"invalid {name}: {value} (expected {span})")
 
 
+def check_switches(name: str, group: Mapping[str, Any]) -> None:
+    """torch's implementation switches (`foreach`, `fused`, `capturable`,
+    `differentiable`) choose how torch computes a step, not what it computes: a group
+    keeps them, as torch's do, and graphc computes the same numbers whatever they say.
+    Refused are the combinations torch refuses, and `differentiable=True`, a step
+    recorded for autograd, which torch allows only for parameters that are no leaves
+    (updating a leaf that requires grad in place under autograd is an error there) and
+    graphc's optimizers take leaves only."""
+    if group.get("fused") and group.get("foreach"):
+        raise GraphcError(f"{name}: `fused` and `foreach` cannot be `True` together")
+    if group.get("fused") and group.get("differentiable"):
+        raise GraphcError(f"{name}: `fused` does not support `differentiable`")
+    if group.get("differentiable"):
+        raise GraphcError(
+            f"{name}: differentiable=True records the step for autograd, which needs "
+            "parameters that are no leaves (torch refuses to update a leaf that requires grad "
+            "in place under autograd); graphc's optimizers update leaf tensors under no_grad, "
+            "so leave differentiable=False"
+        )
+
+
 def like(value: Any, param: Any) -> Any:
     """A hyperparameter in `param`'s dtype: a Python number stays one (weak-typed, as
     numpy's scalars are), anything else (a compiled step's fed learning rate, a float64

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from graphc.ops import sqrt
-from graphc.optim.optimizer import Optimizer, ascent, check_range, like
+from graphc.optim.optimizer import Optimizer, ascent, check_range, check_switches, like
 
 
 class RMSprop(Optimizer):
@@ -40,14 +40,18 @@ class RMSprop(Optimizer):
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         centered: bool = False,
-        *,
+        capturable: bool = False,
+        foreach: bool | None = None,
         maximize: bool = False,
+        differentiable: bool = False,
     ) -> None:
         hyper = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay)
-        hyper.update(momentum=momentum, centered=centered, maximize=maximize)
+        hyper.update(momentum=momentum, centered=centered, capturable=capturable)
+        hyper.update(foreach=foreach, maximize=maximize, differentiable=differentiable)
         super().__init__(params, hyper)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
+        check_switches("RMSprop", group)
         check_range("lr", group["lr"], 0.0)
         check_range("eps", group["eps"], 0.0)
         check_range("momentum", group["momentum"], 0.0)

@@ -9,13 +9,13 @@ import numpy as np
 
 from graphc.ir.errors import GraphcError
 from graphc.ops import where
-from graphc.optim.optimizer import Optimizer, ascent, check_range, like
+from graphc.optim.optimizer import Optimizer, ascent, check_range, check_switches, like
 
 
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, dampening, weight decay and Nesterov.
 
-    torch.optim.SGD's equations, with g the gradient (-g with `maximize`) and b the
+    torch.optim.SGD's equations (whatever torch's `foreach` and `fused` choose), with g the gradient (-g with `maximize`) and b the
     momentum buffer::
 
         g = g + weight_decay * p
@@ -42,12 +42,17 @@ class SGD(Optimizer):
         nesterov: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         hyper = dict(lr=lr, momentum=momentum, dampening=dampening)
         hyper.update(weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+        hyper.update(foreach=foreach, differentiable=differentiable, fused=fused)
         super().__init__(params, hyper)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
+        check_switches("SGD", group)
         check_range("lr", group["lr"], 0.0)
         check_range("momentum", group["momentum"], 0.0)
         check_range("weight_decay", group["weight_decay"], 0.0)

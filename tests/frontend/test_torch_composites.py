@@ -1,0 +1,302 @@
+"""torch's composite methods (roll, lerp, addcmul, addcdiv, trace, diff, aminmax, frac,
+count_nonzero, unflatten, mT, tensor_split, type_as, scatter, scatter_add, index_add,
+index_fill, index_copy) against torch: the same call on eager tensors and traced and
+compiled gives torch's values and dtypes, and in float64 torch's gradients, which also
+match central differences. Edge cases: negative dims, shifts past the size, empty and
+0-d values, integer dtypes, and the errors of a bad index or dim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import graphc as gc
+import graphc.eager as ge
+from tests.finite_differences import numeric_grad
+
+torch = pytest.importorskip("torch")
+
+_rng = np.random.default_rng(7)
+X = _rng.standard_normal((2, 3))
+Y = _rng.standard_normal((2, 3))
+Z = _rng.uniform(0.5, 2.0, (2, 3)) * np.sign(_rng.standard_normal((2, 3)))  # no zeros
+SQUARE = _rng.standard_normal((3, 3))
+CUBE = _rng.standard_normal((2, 3, 4))
+ROW = _rng.standard_normal((1, 3))
+INTS = np.array([[3, 0, -2], [0, 5, 5]], np.int32)
+
+
+class Case:
+    """`fn` called alike on torch tensors, eager tensors and graph values; `grads` are
+    the positions of the inputs to differentiate (float64)."""
+
+    def __init__(self, fn: Callable[..., Any], inputs: tuple, grads: tuple = ()) -> None:
+        self.fn, self.inputs, self.grads = fn, inputs, grads
+
+
+CASES: dict[str, Case] = {
+    "roll/past_the_size": Case(lambda x: x.roll(4, 1), (X,), (0,)),
+    "roll/flat_negative": Case(lambda x: x.roll(-7), (X,), (0,)),
+    "roll/two_dims": Case(lambda x: x.roll((1, -1), (0, -1)), (CUBE,), (0,)),
+    "roll/whole_turns": Case(lambda x: x.roll(-6, 1), (X,), (0,)),
+    "roll/empty": Case(lambda x: x.roll(2, 0), (np.zeros((0, 3)),)),
+    "roll/0d": Case(lambda x: x.roll(1), (np.array(2.5),), (0,)),
+    "roll/ints": Case(lambda x: x.roll(1), (INTS,)),
+    "lerp": Case(lambda x, y: x.lerp(y, 0.3), (X, Y), (0, 1)),
+    "lerp/tensor_weight": Case(lambda x, y, w: x.lerp(y, w), (X, Y, ROW), (0, 1, 2)),
+    "addcmul": Case(lambda x, a, b: x.addcmul(a, b, value=0.5), (X, Y, ROW), (0, 1, 2)),
+    "addcmul/ints": Case(lambda x: x.addcmul(x, x, value=2), (INTS,)),
+    "addcdiv": Case(lambda x, a, b: x.addcdiv(a, b, value=-2), (X, Y, Z), (0, 1, 2)),
+    "trace": Case(lambda x: x.trace(), (SQUARE,), (0,)),
+    "trace/wide": Case(lambda x: x.trace(), (X,), (0,)),
+    "trace/ints": Case(lambda x: x.trace(), (INTS,)),
+    "trace/empty": Case(lambda x: x.trace(), (np.zeros((0, 3)),)),
+    "diff/twice": Case(lambda x: x.diff(2), (CUBE,), (0,)),
+    "diff/prepend_append": Case(
+        lambda x, p, a: x.diff(1, 0, prepend=p, append=a), (X, ROW, ROW * 2), (0, 1, 2)
+    ),
+    "diff/past_the_size": Case(lambda x: x.diff(5), (X,)),
+    "diff/none": Case(lambda x: x.diff(0), (X,), (0,)),
+    "diff/ints": Case(lambda x: x.diff(dim=0), (INTS,)),
+    "diff/bools": Case(lambda x: (x > 0).diff(), (INTS,)),
+    "aminmax": Case(lambda x: x.aminmax(), (X,), (0,)),
+    "aminmax/dim": Case(lambda x: x.aminmax(dim=-1, keepdim=True), (CUBE,), (0,)),
+    "aminmax/0d": Case(lambda x: x.aminmax(), (np.array(1.5),), (0,)),
+    "aminmax/ints": Case(lambda x: x.aminmax(dim=0), (INTS,)),
+    "frac": Case(lambda x: (x * 7).frac(), (X,), (0,)),
+    "count_nonzero": Case(lambda x: x.count_nonzero(), (INTS,)),
+    "count_nonzero/dims": Case(lambda x: x.count_nonzero(dim=(0, -1)), (CUBE.round(),)),
+    "unflatten": Case(lambda x: x.unflatten(-1, (2, -1)), (CUBE,), (0,)),
+    "mT": Case(lambda x: x.mT, (CUBE,), (0,)),
+    "tensor_split/sections": Case(lambda x: x.tensor_split(4, 1), (X,), (0,)),
+    "tensor_split/indices": Case(lambda x: x.tensor_split([2, 1, -1], 1), (X,), (0,)),
+    "type_as/int": Case(lambda x, y: x.type_as(y), (X, INTS)),
+    "type_as/float": Case(lambda y, x: y.type_as(x) * x, (INTS, X), (1,)),
+    "scatter": Case(
+        lambda x, i, s: x.scatter(1, i, s), (X, np.array([[2, 0], [1, 2]]), Y[:, :2]), (0, 2)
+    ),
+    # a src larger than index is read over index's shape (torch's backward fails there)
+    "scatter/larger_src": Case(
+        lambda x, i, s: x.scatter(0, i, s), (X, np.array([[1, 0]]), CUBE[0])
+    ),
+    "scatter/value": Case(lambda x, i: x.scatter(-1, i, 0.5), (X, np.array([[2], [0]])), (0,)),
+    "scatter/0d": Case(
+        lambda x, i, s: x.scatter(0, i, s), (np.array(1.0), np.array(0), np.array(3.0)), (0, 2)
+    ),
+    "scatter/ints": Case(lambda x, i: x.scatter(0, i, 7), (INTS, np.array([[1, 0, 1]]))),
+    "scatter_add": Case(
+        lambda x, i, s: x.scatter_add(1, i, s), (X, np.array([[2, 2], [0, 2]]), Y[:, :2]), (0, 2)
+    ),
+    "index_add": Case(
+        lambda x, i, s: x.index_add(0, i, s, alpha=2),
+        (SQUARE, np.array([0, 2, 0, 2]), CUBE[:, :2, :3].reshape(4, 3)),
+        (0, 2),
+    ),
+    "index_add/dim": Case(
+        lambda x, i, s: x.index_add(-1, i, s), (X, np.array([1]), X[:, :1] * 3), (0, 2)
+    ),
+    "index_fill": Case(lambda x, i: x.index_fill(1, i, -1.5), (X, np.array([0, 2])), (0,)),
+    "index_fill/negative": Case(lambda x, i: x.index_fill(1, i, 2.0), (X, np.array([-1])), (0,)),
+    "index_fill/tensor": Case(
+        lambda x, i, v: x.index_fill(0, i, v), (X, np.array([1]), np.array(4.0)), (0, 2)
+    ),
+    "index_fill/ints": Case(lambda x, i: x.index_fill(0, i, 2.7), (INTS, np.array([0]))),
+    "index_fill/0d": Case(lambda x, i: x.index_fill(0, i, 3.0), (np.array(1.0), np.array([0]))),
+    "index_copy": Case(
+        lambda x, i, s: x.index_copy(1, i, s), (X, np.array([2, 0]), Y[:, :2]), (0, 2)
+    ),
+    "index_copy/0d": Case(
+        lambda x, i, s: x.index_copy(0, i, s),
+        (np.array(1.0), np.array([0]), np.array([2.0])),
+        (0, 2),
+    ),
+}
+
+
+def _flat(value: Any) -> list:
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def _torch_run(case: Case) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    tensors = [
+        torch.tensor(a, requires_grad=k in case.grads) if a.dtype == np.float64 else torch.tensor(a)
+        for k, a in enumerate(case.inputs)
+    ]
+    outs = _flat(case.fn(*tensors))
+    grads = []
+    if case.grads:
+        loss = sum((o * torch.tensor(w)).sum() for o, w in zip(outs, _weights(outs)))
+        grads = [g.numpy() for g in torch.autograd.grad(loss, [tensors[k] for k in case.grads])]
+    return [o.detach().numpy() for o in outs], grads
+
+
+def _weights(outs: list) -> list[np.ndarray]:
+    rng = np.random.default_rng(1)
+    return [rng.standard_normal(tuple(o.shape)) for o in outs]
+
+
+def _eager_run(case: Case) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    tensors = [ge.tensor(a, requires_grad=k in case.grads) for k, a in enumerate(case.inputs)]
+    outs = _flat(case.fn(*tensors))
+    grads = []
+    if case.grads:
+        loss = sum((o * ge.tensor(w)).sum() for o, w in zip(outs, _weights(outs)))
+        loss.backward()
+        grads = [tensors[k].grad.numpy() for k in case.grads]
+    return [o.detach().numpy() for o in outs], grads
+
+
+def _loss_fn(case: Case, shapes: list[tuple]) -> Callable[..., Any]:
+    weights = _weights([np.zeros(s) for s in shapes])
+
+    def loss(*values: Any) -> Any:
+        outs = _flat(case.fn(*values))
+        return sum(gc.sum(o * w) for o, w in zip(outs, weights))
+
+    return loss
+
+
+def _compiled_run(case: Case) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    g = gc.trace(case.fn, *case.inputs)
+    feeds = {p.name: a for p, a in zip(g.inputs, case.inputs)}
+    outs = _flat(gc.compile(g)(**feeds))
+    grads = []
+    if case.grads:
+        lg = gc.trace(_loss_fn(case, [o.shape for o in outs]), *case.inputs)
+        names = [lg.inputs[k].name for k in case.grads]
+        results = gc.compile(gc.gradients(lg, wrt=names))(
+            **{p.name: a for p, a in zip(lg.inputs, case.inputs)}
+        )
+        grads = list(results[1:])
+    return [np.asarray(o) for o in outs], grads
+
+
+def _same(got: list[np.ndarray], want: list[np.ndarray], what: str) -> None:
+    assert len(got) == len(want), what
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (what, g.shape, w.shape, g.dtype, w.dtype)
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=what)
+
+
+@pytest.mark.quick_cases(len(CASES))  # each a few ms, each a different method or edge
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_eager_and_compiled_give_torch_values_and_gradients(name: str) -> None:
+    case = CASES[name]
+    values, grads = _torch_run(case)
+    for run in (_eager_run, _compiled_run):
+        got_values, got_grads = run(case)
+        _same(got_values, values, f"{run.__name__} values")
+        _same(got_grads, grads, f"{run.__name__} gradients")
+
+
+@pytest.mark.quick_cases(8)
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c.grads))
+def test_gradients_match_central_differences(name: str) -> None:
+    case = CASES[name]
+    outs, _ = _torch_run(case)
+    loss = _loss_fn(case, [o.shape for o in outs])
+    g = gc.trace(loss, *case.inputs)
+    exe = gc.compile(g)
+
+    def f(*arrays: np.ndarray) -> float:
+        return float(exe(**{p.name: a for p, a in zip(g.inputs, arrays)}))
+
+    _, grads = _compiled_run(case)
+    for k, grad in zip(case.grads, grads):
+        np.testing.assert_allclose(grad, numeric_grad(f, case.inputs, k), rtol=1e-6, atol=1e-7)
+
+
+Z2 = np.zeros((2, 3))
+ERRORS: dict[str, tuple] = {
+    "scatter/index_range": (
+        lambda x, i: x.scatter(1, i, 1.0), (Z2, np.array([[0], [3]])), gc.IndexRangeError,
+        "scatter: index 3 in `index`",
+    ),
+    "index_add/index_range": (
+        lambda x, i: x.index_add(1, i, x[:, :1]), (Z2, np.array([3])), gc.IndexRangeError,
+        "index_add: index 3 in `index`",
+    ),
+    "index_copy/index_range": (
+        lambda x, i: x.index_copy(1, i, x[:, :1]), (Z2, np.array([3])), gc.IndexRangeError,
+        "index_copy: index 3 in `index`",
+    ),
+    "index_fill/index_range": (
+        lambda x, i: x.index_fill(1, i, 1.0), (Z2, np.array([-4])), gc.IndexRangeError,
+        "index_fill: index -4 in `index`",
+    ),
+    "scatter_add/index_range": (
+        lambda x, i: x.scatter_add(0, i, x[:1]), (Z2, np.array([[2, 0, 0]])), gc.IndexRangeError,
+        "scatter_add: index 2 in `index`",
+    ),
+    "roll/dim": (lambda x: x.roll(1, 2), (Z2,), gc.IndexRangeError, "roll: axis 2"),
+    "roll/0d_dim": (lambda x: x.roll(1, 0), (np.array(1.0),), gc.IndexRangeError, "0-d"),
+    "roll/shifts": (lambda x: x.roll((1, 2), 0), (Z2,), gc.ShapeError, "2 shifts but 1 dims"),
+    "diff/0d": (lambda x: x.diff(), (np.array(1.0),), gc.ShapeError, "at least one dim"),
+    "diff/n": (lambda x: x.diff(-1), (Z2,), gc.ShapeError, "non-negative"),
+    "lerp/ints": (lambda x: x.lerp(x, 0.5), (INTS,), gc.DTypeError, "lerp: start"),
+    "addcdiv/ints": (lambda x: x.addcdiv(x, x), (INTS,), gc.DTypeError, "integer division"),
+    "frac/ints": (lambda x: x.frac(), (INTS,), gc.DTypeError, "frac"),
+    "trace/vector": (lambda x: x.trace(), (Z2[0],), gc.ShapeError, "expected a matrix"),
+    "trace/bools": (lambda x: x.trace(), (Z2 > 0,), gc.DTypeError, "bool"),
+    "unflatten/sizes": (lambda x: x.unflatten(1, (2, 2)), (Z2,), gc.ShapeError, "multiply"),
+    "mT/vector": (lambda x: x.mT, (Z2[0],), gc.ShapeError, "at least 2 dims"),
+    "tensor_split/zero": (lambda x: x.tensor_split(0), (Z2,), gc.ShapeError, "at least 1"),
+    "index_fill/matrix_index": (
+        lambda x, i: x.index_fill(1, i, 1.0), (Z2, np.array([[0]])), gc.ShapeError, "index must"
+    ),
+    "scatter/float_index": (
+        lambda x, i: x.scatter(1, i, 1.0), (Z2, np.array([[0.0]])), gc.DTypeError, "index must"
+    ),
+    "scatter/rank": (
+        lambda x, i: x.scatter(1, i, 1.0), (Z2, np.array([0])), gc.ShapeError, "rank of self"
+    ),
+    "index_copy/source": (
+        lambda x, i: x.index_copy(1, i, x), (Z2, np.array([0])), gc.ShapeError, "source must"
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.quick_cases(len(ERRORS))  # each well under a millisecond
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_mistakes_are_graphc_errors_naming_the_argument(name: str) -> None:
+    """Eagerly the message names the method and its argument; traced, an index known only
+    when the graph runs is checked then (by the op the method records)."""
+    fn, inputs, error, match = ERRORS[name]
+    with pytest.raises(error, match=match):
+        fn(*[ge.tensor(a) for a in inputs])
+    run_time = match.endswith("`index`")
+    with pytest.raises(error, match=None if run_time else match):
+        g = gc.trace(fn, *inputs)
+        gc.compile(g)(**{p.name: a for p, a in zip(g.inputs, inputs)})
+
+
+def test_op_functions_take_numpy_spellings_and_give_numpy_answers() -> None:
+    """gc.roll, gc.diff, gc.count_nonzero, gc.tensor_split (np.array_split) and
+    gc.matrix_trace (np.trace) on arrays and, under gc.jit, on graph values."""
+    a = np.arange(24.0).reshape(4, 6) % 5
+
+    def calls(x: Any) -> tuple:
+        return (
+            gc.roll(x, 8, axis=1),
+            gc.diff(x, 2, axis=0, prepend=-1.0),
+            gc.count_nonzero(x, axis=1, keepdims=True),
+            *gc.tensor_split(x, 4, axis=1),
+            gc.matrix_trace(x[:, :4]),
+        )
+
+    want = (
+        np.roll(a, 8, axis=1),
+        np.diff(a, 2, axis=0, prepend=-1.0),
+        np.count_nonzero(a, axis=1, keepdims=True),
+        *np.array_split(a, 4, axis=1),
+        np.trace(a[:, :4]),
+    )
+    for got in (calls(a), gc.jit(calls)(a)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+            assert np.shape(g) == w.shape

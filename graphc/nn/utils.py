@@ -1,7 +1,9 @@
-"""torch.nn.utils' helpers for eager training loops: clip_grad_norm_, clip_grad_value_,
-parameters_to_vector and vector_to_parameters. They read and write the parameters'
-`.grad` (or values) in place, so they belong to eager steps; a compiled training step
-(`gc.compile_train_step`) never exposes its gradients.
+"""torch.nn.utils' helpers for eager training loops: clip_grad_norm_ (and its two
+halves, get_total_norm and clip_grads_with_norm_), clip_grad_value_,
+parameters_to_vector and vector_to_parameters. The clipping ones read and write the
+parameters' `.grad` in place, so they belong to eager steps; a compiled training step
+(`gc.compile_train_step`) never exposes its gradients. parameters_to_vector is a
+result of the parameters, as torch's: gradients flow through it to them.
 """
 
 from __future__ import annotations
@@ -14,8 +16,16 @@ import numpy as np
 
 from graphc.eager import Tensor, from_numpy, no_grad, tensor
 from graphc.ir.errors import GraphcError, ShapeError
+from graphc.ops import concat, reshape
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ = [
+    "clip_grad_norm_",
+    "clip_grad_value_",
+    "clip_grads_with_norm_",
+    "get_total_norm",
+    "parameters_to_vector",
+    "vector_to_parameters",
+]
 
 
 def _listed(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
@@ -28,16 +38,70 @@ def _norm(values: np.ndarray, norm_type: float) -> Any:
     return np.linalg.norm(values.ravel(), ord=norm_type)
 
 
+def get_total_norm(
+    tensors: Tensor | Iterable[Tensor],
+    norm_type: float | str = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
+    """The `norm_type` norm of the norms of each tensor (torch.nn.utils.get_total_norm),
+    in the dtype they promote to; `norm_type` may be "inf", as torch's float() reads it.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.utils.get_total_norm([ge.tensor([3.0]), ge.tensor([4.0])]).item()
+    5.0
+    """
+    listed = [t for t in _listed(tensors) if t is not None]
+    return _total_norm(listed, norm_type, error_if_nonfinite, "get_total_norm")
+
+
+def _total_norm(listed: list[Tensor], norm_type: float | str, error_if_nonfinite: bool,
+                op: str) -> Tensor:  # fmt: skip
+    norm_type = float(norm_type)
+    if not listed:
+        return tensor(0.0)
+    dtype = np.result_type(*(t.dtype for t in listed))
+    norms = np.array([_norm(t.detach().numpy(), norm_type) for t in listed], dtype)
+    total = dtype.type(_norm(norms, norm_type))
+    if error_if_nonfinite and not np.isfinite(total):
+        raise GraphcError(
+            f"{op}: the total norm of order {norm_type} of the gradients is {total}, so "
+            "they cannot be clipped (error_if_nonfinite=True)"
+        )
+    return tensor(total, dtype=dtype)
+
+
+def clip_grads_with_norm_(
+    parameters: Tensor | Iterable[Tensor],
+    max_norm: float,
+    total_norm: Tensor | float,
+    foreach: bool | None = None,
+) -> None:
+    """Scale the gradients in place by min(1, max_norm / (total_norm + 1e-6)), as
+    torch.nn.utils.clip_grads_with_norm_ (the second half of clip_grad_norm_)."""
+    grads = [p.grad for p in _listed(parameters) if p.grad is not None]
+    if not grads:
+        return
+    total = total_norm.item() if isinstance(total_norm, Tensor) else float(total_norm)
+    dtype = np.dtype(total_norm.dtype) if isinstance(total_norm, Tensor) else np.dtype("float64")
+    scale = min(dtype.type(max_norm) / (dtype.type(total) + dtype.type(1e-6)), dtype.type(1.0))
+    with no_grad():
+        for g in grads:
+            g.mul_(float(scale))
+
+
 def clip_grad_norm_(
     parameters: Tensor | Iterable[Tensor],
     max_norm: float,
-    norm_type: float = 2.0,
+    norm_type: float | str = 2.0,
     error_if_nonfinite: bool = False,
     foreach: bool | None = None,
 ) -> Tensor:
     """Scale the gradients in place so that their joint `norm_type` norm (of the norms
     of each) is at most `max_norm`, as torch's: each is multiplied by
     min(1, max_norm / (total + 1e-6)). Returns the total norm before clipping.
+    `foreach` is accepted (torch's choice of implementation; the numbers are the same).
 
     >>> import graphc.eager as ge
     >>> from graphc import nn
@@ -47,22 +111,11 @@ def clip_grad_norm_(
     >>> total.item(), [round(g, 4) for g in w.grad.tolist()]
     (10.0, [3.0, 4.0])
     """
-    grads = [p.grad for p in _listed(parameters) if p.grad is not None]
-    if not grads:
-        return tensor(0.0)
-    dtype = grads[0].dtype
-    norms = np.array([_norm(g.numpy(), norm_type) for g in grads], dtype)
-    total = dtype.type(_norm(norms, norm_type))
-    if error_if_nonfinite and not np.isfinite(total):
-        raise GraphcError(
-            f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is "
-            f"{total}, so they cannot be clipped (error_if_nonfinite=True)"
-        )
-    scale = min(dtype.type(max_norm) / (total + dtype.type(1e-6)), dtype.type(1.0))
-    with no_grad():
-        for g in grads:
-            g.mul_(float(scale))
-    return tensor(total, dtype=dtype)
+    listed = _listed(parameters)
+    grads = [p.grad for p in listed if p.grad is not None]
+    total = _total_norm(grads, norm_type, error_if_nonfinite, "clip_grad_norm_")
+    clip_grads_with_norm_(listed, max_norm, total)
+    return total
 
 
 def clip_grad_value_(
@@ -75,13 +128,27 @@ def clip_grad_value_(
                 p.grad.copy_(from_numpy(np.clip(p.grad.numpy(), -clip_value, clip_value)))
 
 
-def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
-    """Every parameter flattened and joined into one vector (a copy, off the tape)."""
-    return from_numpy(np.concatenate([p.detach().numpy().ravel() for p in parameters]))
+def parameters_to_vector(parameters: Iterable[Tensor]) -> Any:
+    """Every parameter flattened and joined into one vector: a result of the parameters,
+    as torch's (a loss of it sends them gradients; inside gc.trace, a graph value).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> w = ge.tensor([[1.0, 2.0]], requires_grad=True)
+    >>> (nn.utils.parameters_to_vector([w, ge.tensor(3.0)]) ** 2).sum().backward()
+    >>> w.grad
+    tensor([[2., 4.]])
+    """
+    listed = list(parameters)
+    if not listed:
+        raise GraphcError("parameters_to_vector: got no parameters")
+    return concat([reshape(p, (-1,)) for p in listed], axis=0)
 
 
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     """Copy consecutive slices of the vector `vec` into the parameters, in order."""
+    if not isinstance(vec, Tensor):
+        raise GraphcError(f"vector_to_parameters: expected a tensor, got {type(vec).__name__}")
     values = vec.detach().numpy()
     if values.ndim != 1:
         raise ShapeError(f"vector_to_parameters: expected a vector, got shape {values.shape}")

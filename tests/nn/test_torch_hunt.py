@@ -697,10 +697,10 @@ def test_gradient_clipping_and_vectors_match_torch(norm_type, max_norm, dtype) -
         np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=rtol)
     vector = nn.utils.parameters_to_vector(ours)
     np.testing.assert_array_equal(
-        vector.numpy(), torch.nn.utils.parameters_to_vector(theirs).detach().numpy()
+        vector.detach().numpy(), torch.nn.utils.parameters_to_vector(theirs).detach().numpy()
     )
     nn.utils.vector_to_parameters(vector * 2.0, ours)
-    torch.nn.utils.vector_to_parameters(torch.tensor(vector.numpy()) * 2.0, theirs)
+    torch.nn.utils.vector_to_parameters(torch.tensor(vector.detach().numpy()) * 2.0, theirs)
     for p, t in zip(ours, theirs):
         np.testing.assert_array_equal(p.detach().numpy(), t.detach().numpy())
     with pytest.raises(GraphcError, match="clip_grad_norm_: the total norm"):

@@ -17,13 +17,12 @@ from graphc.eager.errors import ArgumentError
 from graphc.eager.inplace import basic_index
 from graphc.ir.errors import DTypeError, IndexRangeError, ShapeError
 from graphc.ir.graph import active_graph
-from graphc.ir.types import is_float, normalize_axis
+from graphc.ir.types import as_dtype, is_float, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import reduce as R
-from graphc.ops import rounding
 from graphc.ops import shape as S
-from graphc.ops.methods import MinMax, ValueMethods
+from graphc.ops.methods import ROUNDING_MODES, MinMax, ValueMethods
 from graphc.ops.symbolic import Symbol
 
 
@@ -127,11 +126,11 @@ def _extremum(x: Any, which: str, dim: Any, keepdim: bool, axis: Any, keepdims: 
     return MinMax(_spelled(result.values, f"{which.title()}Backward0"), result.indices)
 
 
-def _check_float(x: Any, op: str) -> None:
-    if not is_float(x.dtype):
+def _check_float(dtype: np.dtype, op: str) -> None:
+    if not is_float(dtype):
         raise DTypeError(
             f"{op}(): could not infer output dtype: the input must be of a floating point "
-            f"dtype, got {x.dtype} (cast it first, e.g. x.float().{op}())"
+            f"dtype, got {dtype} (cast it first, e.g. x.float().{op}())"
         )
 
 
@@ -146,14 +145,6 @@ def _median_positions(data: np.ndarray, axis: int) -> np.ndarray:
     return np.take_along_axis(order, rank, axis).astype(np.int64)
 
 
-def _reduced_as(reduce: Any, x: Any, dtype: Any, args: tuple, kwargs: dict) -> Any:
-    """A reduction with torch's `dtype=`: x cast to it first, the result of it too."""
-    if dtype is None:
-        return reduce(x, *args, **kwargs)
-    out = reduce(x.to(dtype), *args, **kwargs)
-    return out.to(dtype)
-
-
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
 
@@ -163,11 +154,6 @@ def _copied(x: Any, out: Any) -> Any:
     if isinstance(out, Symbol) or not np.shares_memory(out._data, x._data):
         return out
     return E.cast(out, out.dtype)
-
-
-def _filled(value: Any, dtype: np.dtype) -> np.ndarray:
-    """A Python number as a 0-d array of `dtype`: torch's cast of a fill value."""
-    return np.asarray(value).astype(dtype)
 
 
 class EagerMethods:
@@ -276,52 +262,34 @@ class EagerMethods:
     def amin(self, *args: Any, **kwargs: Any) -> Any:
         return _spelled(ValueMethods.amin(self, *args, **kwargs), "AminBackward0")  # type: ignore[attr-defined]
 
-    def sum(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
-        """The sum (over dim); `dtype=` casts first, as torch (int tensors summed as floats),
-        and is the result's dtype (numpy would sum int32 into int64)."""
-        return _reduced_as(ValueMethods.sum, self, dtype, args, kwargs)  # type: ignore[attr-defined]
-
-    def prod(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
-        out = _reduced_as(ValueMethods.prod, self, dtype, args, kwargs)  # type: ignore[attr-defined]
+    def prod(self, *args: Any, **kwargs: Any) -> Any:
+        out = ValueMethods.prod(self, *args, **kwargs)  # type: ignore[attr-defined]
         along = (args and args[0] is not None) or kwargs.get("dim") is not None
         return _spelled(out, "ProdBackward1") if along else out  # torch's prod(dim) overload
 
     def mean(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
         """The mean (over dim); as torch, of floating-point tensors (or `dtype=` one) only."""
-        x = self if dtype is None else self.to(dtype)  # type: ignore[attr-defined]
-        _check_float(x, "mean")
-        return ValueMethods.mean(x, *args, **kwargs)  # type: ignore[attr-defined]
+        _check_float(self.dtype if dtype is None else as_dtype(dtype), "mean")
+        return ValueMethods.mean(self, *args, dtype=dtype, **kwargs)  # type: ignore[attr-defined]
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False,
              dtype: Any = None) -> Any:  # fmt: skip
         """The vector p-norm over dim (all elements by default): p = 2 ("fro"), 1, inf,
         -inf, 0 (the count of nonzeros) or any other number; of floating-point tensors."""
-        x = self if dtype is None else self.to(dtype)  # type: ignore[attr-defined]
-        _check_float(x, "norm")
-        if p in ("fro", 2):  # gradient 0 at a norm of 0, as torch
-            out = E.root_flat_at_zero(R.sum(x * x, axis=dim, keepdims=keepdim))
-        elif p == 1:
-            out = R.sum(E.abs(x), axis=dim, keepdims=keepdim)
-        elif p == float("inf"):
-            out = R.max(E.abs(x), axis=dim, keepdims=keepdim)
-        elif p == -float("inf"):
-            out = R.min(E.abs(x), axis=dim, keepdims=keepdim)
-        elif p == 0:
-            out = R.sum(E.cast(E.ne(x, 0), x.dtype), axis=dim, keepdims=keepdim)
-        elif isinstance(p, (int, float)) and not isinstance(p, bool):
-            out = R.sum(E.abs(x) ** p, axis=dim, keepdims=keepdim) ** (1.0 / p)
-        else:
+        _check_float(self.dtype if dtype is None else as_dtype(dtype), "norm")
+        if p != "fro" and (isinstance(p, bool) or not isinstance(p, (int, float))):
             raise ArgumentError(f"norm: p must be a number or 'fro', got {p!r}")
+        out = ValueMethods.norm(self, p, dim, keepdim, dtype)
         return _spelled(out, "LinalgVectorNormBackward0")
 
     def var(self, *args: Any, **kwargs: Any) -> Any:
         """The variance (see ValueMethods.var); as torch, of floating-point tensors only."""
-        _check_float(self, "var")
+        _check_float(self.dtype, "var")
         return _spelled(ValueMethods.var(self, *args, **kwargs), "VarBackward0")
 
     def std(self, *args: Any, **kwargs: Any) -> Any:
         """The standard deviation (see ValueMethods.std), of floating-point tensors only."""
-        _check_float(self, "std")
+        _check_float(self.dtype, "std")
         return _spelled(ValueMethods.std(self, *args, **kwargs), "StdBackward0")
 
     # -- torch's names for the nodes of operators with a number on one side ---------------
@@ -352,21 +320,12 @@ class EagerMethods:
     def transpose(self, *dims: Any, **named: Any) -> Any:
         """transpose(d0, d1) (or dim0=, dim1=) swaps two dims (PyTorch); a full
         permutation also works."""
-        if named:
-            if set(named) - {"dim0", "dim1"}:
-                raise TypeError(f"transpose() takes dim0 and dim1, got {sorted(named)}")
-            dims = (*dims, *(named[k] for k in ("dim0", "dim1") if k in named))
-        out = ValueMethods.transpose(self, *dims)
-        swapped = len(dims) == 2 and all(isinstance(d, (int, np.integer)) for d in dims)
+        out = ValueMethods.transpose(self, *dims, **named)
+        pair = (*dims, *named.values())
+        swapped = len(pair) == 2 and all(isinstance(d, (int, np.integer)) for d in pair)
         return _spelled(out, "TransposeBackward0") if swapped else out
 
     swapaxes = swapdims = transpose
-
-    def permute(self, *dims: Any, **named: Any) -> Any:
-        """Dims reordered: permute(1, 0), permute((1, 0)) or permute(dims=(1, 0))."""
-        if set(named) - {"dims"} or (named and dims):
-            raise TypeError(f"permute() takes dims, by position or as dims=; got {sorted(named)}")
-        return ValueMethods.permute(self, *((named["dims"],) if named else dims))
 
     def unsqueeze(self, dim: int) -> Any:
         return _spelled(ValueMethods.unsqueeze(self, dim), "UnsqueezeBackward0")
@@ -386,11 +345,7 @@ class EagerMethods:
 
     def bmm(self, other: Any) -> Any:
         """Batches of matrices multiplied (torch.bmm: both of rank 3)."""
-        if len(self.shape) != 3 or len(other.shape) != 3:
-            raise ShapeError(
-                f"bmm: expects two batches of matrices, got {self.shape}, {other.shape}"
-            )
-        return _spelled(ValueMethods.matmul(self, other), "BmmBackward0")  # type: ignore[attr-defined]
+        return _spelled(ValueMethods.bmm(self, other), "BmmBackward0")
 
     def unbind(self, dim: int = 0) -> tuple:
         return tuple(_spelled(p, "UnbindBackward0") for p in ValueMethods.unbind(self, dim))
@@ -410,10 +365,7 @@ class EagerMethods:
 
     def topk(self, *args: Any, **kwargs: Any) -> Any:
         out = ValueMethods.topk(self, *args, **kwargs)
-        values = out.values
-        if not self.shape and values.shape:  # of a 0-d tensor: 0-d, as its indices (torch)
-            values = S.reshape(values, ())
-        return type(out)(_spelled(values, "TopkBackward0"), out.indices)
+        return type(out)(_spelled(out.values, "TopkBackward0"), out.indices)
 
     def gather(self, dim: int, index: Any) -> Any:
         return _spelled(ValueMethods.gather(self, dim, index), "GatherBackward0")
@@ -438,16 +390,9 @@ class EagerMethods:
     def masked_fill(self, mask: Any, value: Any) -> Any:
         """`value` where mask holds, self elsewhere; of self's dtype, as torch (an int
         tensor filled with 2.5 gets 2). A tensor value must be 0-d; it gets a gradient."""
-        if getattr(value, "shape", ()) != ():
-            raise ShapeError(
-                "masked_fill: only a 0-dimensional value tensor is supported, got one of "
-                f"shape {tuple(value.shape)}"
-            )
-        if isinstance(value, (bool, int, float, np.generic, np.ndarray)):
-            return _spelled(E.where(mask, _filled(value, self.dtype), self), "MaskedFillBackward0")
-        if value.dtype != self.dtype:  # a tensor (or graph value): cast on the tape
-            value = E.cast(value, self.dtype)
-        return _spelled(E.where(mask, value, self), "MaskedFillBackward1")
+        out = ValueMethods.masked_fill(self, mask, value)
+        number = isinstance(value, (bool, int, float, np.generic, np.ndarray))
+        return _spelled(out, "MaskedFillBackward0" if number else "MaskedFillBackward1")
 
     def add(self, other: Any, alpha: Any = 1) -> Any:
         """self + alpha * other (a number times a number stays a weak Python number)."""
@@ -465,19 +410,11 @@ class EagerMethods:
     def div(self, other: Any, *, rounding_mode: str | None = None) -> Any:
         """self / other; `rounding_mode="floor"` rounds the quotient down (Python's //),
         "trunc" towards zero, both keeping integer dtypes (torch.div)."""
-        if rounding_mode is None:
-            return E.div(self, other)
-        if rounding_mode == "floor":
-            return rounding.floor_divide(self, other)
-        if rounding_mode != "trunc":
+        if rounding_mode not in ROUNDING_MODES:
             raise ArgumentError(
                 f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
             )
-        quotient = rounding.floor_divide(self, other)
-        if is_float(quotient.dtype):
-            return rounding.trunc(E.div(self, other))
-        # integers: self - fmod(self, other) is other times the quotient truncated, exactly
-        return rounding.floor_divide(self - rounding.fmod(self, other), other)
+        return ValueMethods.div(self, other, rounding_mode=rounding_mode)
 
     divide = div
 
@@ -518,12 +455,6 @@ class EagerMethods:
         return (
             _spelled(E.cast(self, self.dtype), "ToCopyBackward0") if copy and out is self else out
         )
-
-    def flip(self, *dims: Any, **keyword: Any) -> Any:
-        """Reversed along each of dims: flip(0, 1), flip((0, 1)) or flip(dims=(0, 1))."""
-        if set(keyword) - {"dims"} or (keyword and dims):
-            raise TypeError(f"flip() takes dims, by position or as dims=; got {sorted(keyword)}")
-        return ValueMethods.flip(self, *((keyword["dims"],) if keyword else dims))
 
     # -- memory layout, read from the array ----------------------------------------------
 

@@ -31,8 +31,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graphc.ir.errors import IndexRangeError, ShapeError
-from graphc.ir.types import as_dtype, format_shape, is_symbol, normalize_axis
+from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
+from graphc.ir.types import as_dtype, format_shape, is_float, is_symbol, normalize_axis
 from graphc.ops import (
     activation,
     along_axis,
@@ -54,7 +54,7 @@ from graphc.ops import (
     updates,
 )
 from graphc.ops import shape as shape_ops
-from graphc.ops.dispatch import is_python_scalar
+from graphc.ops.dispatch import dtype_of, is_python_scalar
 from graphc.ops.operators import OperatorMixin
 from graphc.ops.spelling import pick_axis
 
@@ -111,8 +111,6 @@ UNARY: dict[str, Callable[..., Any]] = {
 BINARY: dict[str, Callable[..., Any]] = {
     "mul": elementwise.mul,
     "multiply": elementwise.mul,
-    "div": elementwise.div,
-    "divide": elementwise.div,
     "true_divide": elementwise.div,
     "pow": elementwise.pow,
     "maximum": elementwise.maximum,
@@ -133,13 +131,12 @@ BINARY: dict[str, Callable[..., Any]] = {
     "gt": elementwise.gt,
     "ge": elementwise.ge,
     "matmul": linalg.matmul,
-    "bmm": linalg.matmul,
     "mv": linalg.matmul,
     "dot": linalg.matmul,
 }
 
 # x.name(dim=None, keepdim=False) is op(x, axis=dim, keepdims=keepdim); numpy's axis=
-# and keepdims= work too
+# and keepdims= work too; those in TAKES_DTYPE also take torch's dtype=
 REDUCE: dict[str, Callable[..., Any]] = {
     "sum": reduce.sum,
     "mean": reduce.mean,
@@ -152,6 +149,8 @@ REDUCE: dict[str, Callable[..., Any]] = {
     "nansum": reduce.nansum,
     "nanmean": reduce.nanmean,
 }
+
+TAKES_DTYPE = {"sum", "prod", "mean", "nansum", "nanmean"}
 
 
 def unbind(x: Any, dim: int = 0) -> tuple:
@@ -235,6 +234,54 @@ def extremum(x: Any, reduce_op: Any, dim: Any, keepdim: bool, axis: Any, keepdim
     at = indices if keepdim else shape_ops.expand_dims(indices, axis)
     values = along_axis.take_along_axis(x, at, axis=axis)
     return MinMax(values if keepdim else shape_ops.squeeze(values, axis), indices)
+
+
+def _by_keyword(method: str, dims: tuple, named: dict, keyword: str) -> tuple:
+    """torch's dims given by position or as one keyword (permute(dims=...)), not both."""
+    if set(named) - {keyword} or (named and dims):
+        raise TypeError(
+            f"{method}() takes {keyword}, by position or as {keyword}=; got {sorted(named)}"
+        )
+    return (named[keyword],) if named else dims
+
+
+def vector_norm(x: Any, p: Any, dim: Any, keepdim: bool) -> Any:
+    """torch's vector p-norm over dim (all elements by default)."""
+    if p in ("fro", 2):  # gradient 0 at a norm of 0, as torch
+        return elementwise.root_flat_at_zero(reduce.sum(x * x, axis=dim, keepdims=keepdim))
+    if p == 1:
+        return reduce.sum(elementwise.abs(x), axis=dim, keepdims=keepdim)
+    if p == float("inf"):
+        return reduce.max(elementwise.abs(x), axis=dim, keepdims=keepdim)
+    if p == -float("inf"):
+        return reduce.min(elementwise.abs(x), axis=dim, keepdims=keepdim)
+    if p == 0:
+        nonzero = elementwise.cast(elementwise.ne(x, 0), x.dtype)
+        return reduce.sum(nonzero, axis=dim, keepdims=keepdim)
+    if isinstance(p, (int, float)) and not isinstance(p, bool):
+        powered = reduce.sum(elementwise.abs(x) ** p, axis=dim, keepdims=keepdim)
+        return powered ** (1.0 / p)
+    raise GraphcError(f"norm: p must be a number or 'fro', got {p!r}")
+
+
+ROUNDING_MODES = (None, "trunc", "floor")
+
+
+def rounded_quotient(x: Any, y: Any, rounding_mode: str | None) -> Any:
+    """torch.div: x / y, or rounded down ("floor") or towards zero ("trunc"), integer
+    dtypes kept when rounded."""
+    if rounding_mode not in ROUNDING_MODES:
+        raise GraphcError(
+            f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
+        )
+    if rounding_mode is None:
+        return elementwise.div(x, y)
+    if rounding_mode == "floor":
+        return rounding.floor_divide(x, y)
+    if is_float(dtype_of(x)) or is_float(dtype_of(y)):
+        return rounding.trunc(elementwise.div(x, y))
+    # integers: x - fmod(x, y) is y times the quotient truncated, exactly
+    return rounding.floor_divide(x - rounding.fmod(x, y), y)
 
 
 class ValueMethods(OperatorMixin):
@@ -340,11 +387,17 @@ class ValueMethods(OperatorMixin):
     def unsqueeze(self, dim: int) -> Any:
         return shape_ops.expand_dims(self, dim)
 
-    def permute(self, *dims: Any) -> Any:
-        return shape_ops.transpose(self, sizes(dims))
+    def permute(self, *dims: Any, **named: Any) -> Any:
+        """Dims reordered: permute(1, 0), permute((1, 0)) or permute(dims=(1, 0))."""
+        return shape_ops.transpose(self, sizes(_by_keyword("permute", dims, named, "dims")))
 
-    def transpose(self, *dims: Any) -> Any:
-        """transpose(d0, d1) swaps two dims (PyTorch); a full permutation also works."""
+    def transpose(self, *dims: Any, **named: Any) -> Any:
+        """transpose(d0, d1) (or dim0=, dim1=) swaps two dims (PyTorch); a full
+        permutation also works."""
+        if named:
+            if set(named) - {"dim0", "dim1"}:
+                raise TypeError(f"transpose() takes dim0 and dim1, got {sorted(named)}")
+            dims = (*dims, *(named[k] for k in ("dim0", "dim1") if k in named))
         if len(dims) == 2 and all(isinstance(d, (int, np.integer)) for d in dims):
             return shape_ops.swapaxes(self, int(dims[0]), int(dims[1]))
         return shape_ops.transpose(self, sizes(dims) or None)
@@ -370,9 +423,10 @@ class ValueMethods(OperatorMixin):
         """`chunks` pieces of equal size along dim (the last may be smaller)."""
         return arrays.chunk(self, chunks, axis=dim)
 
-    def flip(self, *dims: Any) -> Any:
-        """Reverse the order of elements along the given dims (a copy, as torch)."""
-        return arrays.flip(self, sizes(dims))
+    def flip(self, *dims: Any, **named: Any) -> Any:
+        """Reversed along each of dims: flip(0, 1), flip((0, 1)) or flip(dims=(0, 1)) (a
+        copy, as torch)."""
+        return arrays.flip(self, sizes(_by_keyword("flip", dims, named, "dims")))
 
     def fliplr(self) -> Any:
         return arrays.flip(self, (1,))
@@ -428,7 +482,10 @@ class ValueMethods(OperatorMixin):
         sorted: bool = True,  # noqa: A002 - torch's name
     ) -> Any:
         """(values, indices) of the k largest (smallest) along dim; ties in index order."""
-        return sorting.topk(self, k, dim, largest)
+        out = sorting.topk(self, k, dim, largest)
+        if not self.shape and out.values.shape:  # of a 0-d value: 0-d, as its indices (torch)
+            return type(out)(shape_ops.reshape(out.values, ()), out.indices)
+        return out
 
     # -- indexing --------------------------------------------------------------------------
 
@@ -554,16 +611,23 @@ class ValueMethods(OperatorMixin):
         """A Python bool on an eager tensor (torch's); a 0-d bool value on a graph value."""
         return closeness.allclose(self, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
-    def norm(self) -> Any:
-        """The 2-norm of all elements (gradient 0 at a norm of 0, as torch)."""
-        return elementwise.root_flat_at_zero(reduce.sum(self * self))
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+             dtype: Any = None) -> Any:  # fmt: skip
+        """The vector p-norm over dim (all elements by default): p = 2 ("fro"), 1, inf,
+        -inf, 0 (the count of nonzeros) or any other number; `dtype` casts first."""
+        x = self if dtype is None else elementwise.cast(self, dtype)
+        return vector_norm(x, p, dim, keepdim)
 
-    def softmax(self, dim: int | None = None, *, axis: int | None = None) -> Any:
-        """Along dim (the last by default)."""
-        return nn.softmax(self, axis=pick_axis(axis, dim, "softmax", default=-1))
+    def softmax(self, dim: int | None = None, dtype: Any = None, *,
+                axis: int | None = None) -> Any:  # fmt: skip
+        """Along dim (the last by default); `dtype` casts first, as torch."""
+        x = self if dtype is None else elementwise.cast(self, dtype)
+        return nn.softmax(x, axis=pick_axis(axis, dim, "softmax", default=-1))
 
-    def log_softmax(self, dim: int | None = None, *, axis: int | None = None) -> Any:
-        return nn.log_softmax(self, axis=pick_axis(axis, dim, "log_softmax", default=-1))
+    def log_softmax(self, dim: int | None = None, dtype: Any = None, *,
+                    axis: int | None = None) -> Any:  # fmt: skip
+        x = self if dtype is None else elementwise.cast(self, dtype)
+        return nn.log_softmax(x, axis=pick_axis(axis, dim, "log_softmax", default=-1))
 
     # -- arithmetic with PyTorch's extra arguments -------------------------------------------
 
@@ -598,7 +662,35 @@ class ValueMethods(OperatorMixin):
         return elementwise.where(condition, self, other)
 
     def masked_fill(self, mask: Any, value: Any) -> Any:
+        """`value` where mask holds, self elsewhere; of self's dtype, as torch (an int
+        value filled with 2.5 gets 2). A value that is not a number must be 0-d; it gets a
+        gradient."""
+        if getattr(value, "shape", ()) != ():
+            raise ShapeError(
+                "masked_fill: only a 0-dimensional value is supported, got one of shape "
+                f"{format_shape(value.shape)}"
+            )
+        if isinstance(value, (bool, int, float, np.generic, np.ndarray)):
+            return elementwise.where(mask, np.asarray(value).astype(self.dtype), self)
+        if value.dtype != self.dtype:
+            value = elementwise.cast(value, self.dtype)
         return elementwise.where(mask, value, self)
+
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Any:
+        """self / other; `rounding_mode="floor"` rounds the quotient down (Python's //),
+        "trunc" towards zero, both keeping integer dtypes (torch.div)."""
+        return rounded_quotient(self, other, rounding_mode)
+
+    divide = div
+
+    def bmm(self, other: Any) -> Any:
+        """Batches of matrices multiplied (torch.bmm: both of rank 3)."""
+        if len(self.shape) != 3 or len(other.shape) != 3:
+            raise ShapeError(
+                f"bmm: expects two batches of matrices, got shapes {format_shape(self.shape)}, "
+                f"{format_shape(other.shape)}"
+            )
+        return linalg.matmul(self, other)
 
     def mm(self, other: Any) -> Any:
         if len(self.shape) != 2 or len(other.shape) != 2:
@@ -759,11 +851,23 @@ def _generated(name: str, op: Callable[..., Any], arity: int) -> Callable[..., A
 
 
 def _generated_reduction(name: str, op: Callable[..., Any]) -> Callable[..., Any]:
-    def method(self: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
-               keepdims: bool | None = None) -> Any:  # fmt: skip
-        return op(self, axis=pick_axis(axis, dim, name), keepdims=pick_keep(keepdim, keepdims))
+    if name in TAKES_DTYPE:
+
+        def method(self: Any, dim: Any = None, keepdim: bool | None = None, *, dtype: Any = None,
+                   axis: Any = None, keepdims: bool | None = None) -> Any:  # fmt: skip
+            x = self if dtype is None else self.to(dtype)
+            out = op(x, axis=pick_axis(axis, dim, name), keepdims=pick_keep(keepdim, keepdims))
+            return out if dtype is None else out.to(dtype)  # int32 sums in int64, as numpy
+
+    else:
+
+        def method(self: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+                   keepdims: bool | None = None) -> Any:  # fmt: skip
+            return op(self, axis=pick_axis(axis, dim, name), keepdims=pick_keep(keepdim, keepdims))
 
     doc = f"`{op.__name__}(x, axis=dim, keepdims=keepdim)`, by the op function gc.{op.__name__}."
+    if name in TAKES_DTYPE:
+        doc += " `dtype=` casts x first, and is the result's dtype (torch's)."
     return _named(method, name, doc)
 
 

@@ -11,9 +11,13 @@ tensor([-2.7000], requires_grad=True)
 """
 
 from graphc.optim import lr_scheduler
+from graphc.optim.adadelta import Adadelta
 from graphc.optim.adagrad import Adagrad
 from graphc.optim.adam import Adam, AdamW
+from graphc.optim.adamax import Adamax
+from graphc.optim.nadam import NAdam
 from graphc.optim.optimizer import Optimizer
+from graphc.optim.radam import RAdam
 from graphc.optim.rmsprop import RMSprop
 from graphc.optim.sgd import SGD
 from graphc.optim.train_step import StaleTrainStepError, TrainStep, compile_train_step

@@ -235,12 +235,20 @@ class Optimizer:
     def init_state(self, param: Tensor, group: Mapping[str, Any] | None = None) -> dict:
         """A parameter's state before its first step: zeros of its shape, or scalar counters."""
         names = self.state_names_of(self.defaults if group is None else group)
-        return {name: np.zeros(self.state_shape(name, param), param.dtype) for name in names}
+        return {
+            name: np.zeros(self.state_shape(name, param), self.state_dtype(name, param))
+            for name in names
+        }
 
     def completed_state(self, entry: Mapping[str, Any], group: Mapping[str, Any]) -> Mapping:
         """A loaded parameter state with what this optimizer keeps beyond torch's filled
         in from the rest (a subclass's; by default the entry as it is)."""
         return entry
+
+    def state_dtype(self, name: str, param: Tensor) -> np.dtype:
+        """The dtype a state is kept in: the parameter's (a subclass may keep a scalar in
+        torch's scalar dtype, float32)."""
+        return np.dtype(param.dtype)
 
     def state_shape(self, name: str, param: Tensor) -> tuple[int, ...]:
         """A state named "step" is a scalar counter; any other has the parameter's shape."""
@@ -331,7 +339,7 @@ class Optimizer:
                         f"{type(self).__name__}.load_state_dict: state {name!r} of parameter "
                         f"{index} has shape {array.shape}, expected {wanted}"
                     )
-                state[index][name] = np.array(array, dtype=param.dtype)
+                state[index][name] = np.array(array, dtype=self.state_dtype(name, param))
         for group, trial in zip(self.param_groups, trials):
             group.update(trial)
         self.state = ParameterStates(self.params, ({} for _ in self.params))

@@ -21,5 +21,6 @@ from graphc.nn.padding import *
 from graphc.nn.parameter import Parameter
 from graphc.nn.recurrent import *
 from graphc.nn.regularization import *
+from graphc.nn.shuffle import *
 from graphc.nn.sparse import *
 from graphc.nn.transformer import *

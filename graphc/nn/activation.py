@@ -1,7 +1,8 @@
 """Activation layers with PyTorch's names, arguments and defaults: Softplus, LeakyReLU,
 ELU, SELU, CELU, SiLU, GELU, Hardsigmoid, Hardswish, Hardtanh, ReLU6, Softsign, Mish,
-LogSigmoid, Softmax, LogSoftmax, Softmin, GLU, PReLU (with its learned slopes),
-Threshold, Tanhshrink (ReLU, Sigmoid and Tanh are in layers.py).
+LogSigmoid, Softmax, LogSoftmax, Softmin, Softmax2d, GLU, PReLU (with its learned
+slopes), RReLU (random slopes while training), Threshold, Tanhshrink, Hardshrink,
+Softshrink (ReLU, Sigmoid and Tanh are in layers.py).
 
 Forwards call graphc.nn.functional, so they run eagerly and trace into graphs.
 `inplace=True` is accepted and computes out of place (see graphc.nn.functional).
@@ -27,6 +28,7 @@ __all__ = [
     "ELU",
     "GELU",
     "GLU",
+    "Hardshrink",
     "Hardsigmoid",
     "Hardswish",
     "Hardtanh",
@@ -35,12 +37,15 @@ __all__ = [
     "LogSoftmax",
     "Mish",
     "PReLU",
+    "RReLU",
     "ReLU6",
     "SELU",
     "SiLU",
     "Softmax",
+    "Softmax2d",
     "Softmin",
     "Softplus",
+    "Softshrink",
     "Softsign",
     "Tanhshrink",
     "Threshold",
@@ -285,3 +290,54 @@ class Tanhshrink(Module):
 
     def forward(self, input: Any) -> Any:  # noqa: A002
         return F.tanhshrink(input)
+
+
+class Hardshrink(Module):
+    """x where |x| > lambd, else 0."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.softshrink(input, self.lambd)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W), at each position."""
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        if len(input.shape) not in (3, 4):
+            raise GraphcError(
+                f"Softmax2d: expected a 3D or 4D input, got shape {tuple(input.shape)}"
+            )
+        return F.softmax(input, -3)
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: x where x >= 0, else a * x with a drawn from
+    U(lower, upper) per element while training, (lower + upper) / 2 in eval mode."""
+
+    def __init__(
+        self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False
+    ) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input: Any) -> Any:  # noqa: A002
+        return F.rrelu(input, self.lower, self.upper, self.training)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (
+            ", inplace=True" if self.inplace else ""
+        )

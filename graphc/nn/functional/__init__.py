@@ -13,6 +13,7 @@ from graphc.nn.functional import (
     norm,
     pool,
     resize,
+    shuffle,
     stochastic,
 )
 from graphc.nn.functional.activation import *
@@ -25,9 +26,10 @@ from graphc.nn.functional.loss import *
 from graphc.nn.functional.norm import *
 from graphc.nn.functional.pool import *
 from graphc.nn.functional.resize import *
+from graphc.nn.functional.shuffle import *
 from graphc.nn.functional.stochastic import *
 
 # every module: `from graphc.nn.functional import *` missed resize's interpolate
 _MODULES = (activation, affine, arrays, attention, conv, distance, loss, norm, pool, resize,
-            stochastic)  # fmt: skip
+            shuffle, stochastic)  # fmt: skip
 __all__ = [name for module in _MODULES for name in module.__all__]

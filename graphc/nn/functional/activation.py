@@ -15,18 +15,21 @@ from __future__ import annotations
 from typing import Any
 
 from graphc.ir.errors import GraphcError
+from graphc.nn.functional.stochastic import next_key
 from graphc.ops import activation as A
 from graphc.ops import arrays
 from graphc.ops import elementwise as E
 from graphc.ops import nn as N
 from graphc.ops import selection as Sel
 from graphc.ops import shape as S
+from graphc.ops.random import random_uniform
 
 __all__ = [
     "celu",
     "elu",
     "gelu",
     "glu",
+    "hardshrink",
     "hardsigmoid",
     "hardswish",
     "hardtanh",
@@ -37,12 +40,14 @@ __all__ = [
     "prelu",
     "relu",
     "relu6",
+    "rrelu",
     "selu",
     "sigmoid",
     "silu",
     "softmax",
     "softmin",
     "softplus",
+    "softshrink",
     "softsign",
     "tanh",
     "tanhshrink",
@@ -206,3 +211,47 @@ def threshold(input: Any, threshold: float, value: float, inplace: bool = False)
 def tanhshrink(input: Any) -> Any:  # noqa: A002
     """x - tanh(x)."""
     return input - E.tanh(input)
+
+
+def hardshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002
+    """x where |x| > lambd, else 0.
+
+    >>> import graphc.eager as ge
+    >>> import graphc.nn.functional as F
+    >>> F.hardshrink(ge.tensor([-1.0, 0.3, 0.6])).tolist()
+    [-1.0, 0.0, 0.6000000238418579]
+    """
+    return Sel.where(E.abs(input) > lambd, input, 0.0)
+
+
+def softshrink(input: Any, lambd: float = 0.5) -> Any:  # noqa: A002
+    """x - lambd where x > lambd, x + lambd where x < -lambd, else 0.
+
+    >>> import graphc.eager as ge
+    >>> import graphc.nn.functional as F
+    >>> F.softshrink(ge.tensor([-1.0, 0.25, 2.0])).tolist()
+    [-0.5, 0.0, 1.5]
+    """
+    if lambd < 0:
+        raise GraphcError(f"softshrink: lambd must be at least 0, got {lambd}")
+    shrunk = Sel.where(input > lambd, input - lambd, 0.0)
+    return Sel.where(input < -lambd, input + lambd, shrunk)
+
+
+def rrelu(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002
+          training: bool = False, inplace: bool = False) -> Any:  # fmt: skip
+    """Randomized leaky ReLU (torch.nn.functional.rrelu): x where x >= 0, else a * x,
+    with a drawn from U(lower, upper) for each element while `training` (from dropout's
+    keys: graphc.nn.functional.stochastic), and (lower + upper) / 2 otherwise.
+
+    >>> import graphc.eager as ge
+    >>> import graphc.nn.functional as F
+    >>> F.rrelu(ge.tensor([-8.0, 2.0]), 0.25, 0.75).tolist()
+    [-4.0, 2.0]
+    """
+    if not lower <= upper:
+        raise GraphcError(f"rrelu: lower ({lower}) must be at most upper ({upper})")
+    if not training:
+        return A.leaky_relu(input, negative_slope=(lower + upper) / 2)
+    draw = random_uniform(next_key(input), shape=tuple(input.shape), dtype=input.dtype)
+    return Sel.where(input >= 0, input, input * (lower + (upper - lower) * draw))

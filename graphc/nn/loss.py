@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphc.eager import Tensor, tensor
+from graphc.ir.errors import GraphcError
 from graphc.nn import functional as F
 from graphc.nn.functional.loss import REDUCTIONS, check_reduction
 from graphc.nn.module import Module
@@ -23,13 +24,22 @@ from graphc.nn.module import Module
 __all__ = [
     "BCELoss",
     "BCEWithLogitsLoss",
+    "CosineEmbeddingLoss",
     "CrossEntropyLoss",
+    "GaussianNLLLoss",
+    "HingeEmbeddingLoss",
     "HuberLoss",
     "KLDivLoss",
     "L1Loss",
     "MSELoss",
+    "MarginRankingLoss",
+    "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss",
     "NLLLoss",
+    "PoissonNLLLoss",
     "SmoothL1Loss",
+    "SoftMarginLoss",
+    "TripletMarginLoss",
 ]
 
 
@@ -181,3 +191,119 @@ class CrossEntropyLoss(_Loss):
         return F.cross_entropy(
             input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing
         )
+
+
+class MarginRankingLoss(_Loss):
+    """max(0, -target * (input1 - input2) + margin), reduced."""
+
+    def __init__(self, margin: float = 0.0, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.margin = margin
+
+    def forward(self, input1: Any, input2: Any, target: Any) -> Any:
+        return F.margin_ranking_loss(input1, input2, target, self.margin, self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """input where the target is 1, max(0, margin - input) where it is -1, reduced."""
+
+    def __init__(self, margin: float = 1.0, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.margin = margin
+
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.hinge_embedding_loss(input, target, self.margin, self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """log(1 + exp(-target * input)), reduced."""
+
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.soft_margin_loss(input, target, self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    """Each label's binary cross entropy of sigmoid(input), averaged over the labels
+    (weighted per class by the buffer `weight`), reduced over the examples."""
+
+    def __init__(self, weight: Any = None, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self._buffer("weight", weight)
+
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.multilabel_soft_margin_loss(input, target, self.weight, self.reduction)
+
+
+class MultiMarginLoss(_Loss):
+    """The multi-class hinge of scores against class indices (see F.multi_margin_loss)."""
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight: Any = None,
+                 reduction: str = "mean") -> None:  # fmt: skip
+        super().__init__(reduction)
+        if p not in (1, 2):
+            raise GraphcError(f"MultiMarginLoss: only p == 1 and p == 2 are supported, got {p}")
+        self.p, self.margin = p, margin
+        self._buffer("weight", weight)
+
+    def forward(self, input: Any, target: Any) -> Any:  # noqa: A002
+        return F.multi_margin_loss(input, target, self.p, self.margin, self.weight, self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """1 - cos(input1, input2) where the target is 1, max(0, cos - margin) where it is
+    -1, reduced."""
+
+    def __init__(self, margin: float = 0.0, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.margin = margin
+
+    def forward(self, input1: Any, input2: Any, target: Any) -> Any:
+        return F.cosine_embedding_loss(input1, input2, target, self.margin, self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), reduced (see
+    F.triplet_margin_loss).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.TripletMarginLoss(margin=1.0, eps=0.0)(
+    ...     ge.tensor([[0.0, 0.0]]), ge.tensor([[3.0, 4.0]]), ge.tensor([[0.0, 1.0]]))
+    tensor(5.)
+    """
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, reduction: str = "mean") -> None:  # fmt: skip
+        super().__init__(reduction)
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor: Any, positive: Any, negative: Any) -> Any:
+        return F.triplet_margin_loss(
+            anchor, positive, negative, self.margin, self.p, self.eps, self.swap, self.reduction
+        )
+
+
+class PoissonNLLLoss(_Loss):
+    """The Poisson negative log likelihood of counts (see F.poisson_nll_loss)."""
+
+    def __init__(self, log_input: bool = True, full: bool = False, eps: float = 1e-8,
+                 reduction: str = "mean") -> None:  # fmt: skip
+        super().__init__(reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input: Any, target: Any) -> Any:
+        return F.poisson_nll_loss(
+            log_input, target, self.log_input, self.full, self.eps, self.reduction
+        )
+
+
+class GaussianNLLLoss(_Loss):
+    """The Gaussian negative log likelihood of a target under a predicted mean and
+    variance (see F.gaussian_nll_loss)."""
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input: Any, target: Any, var: Any) -> Any:  # noqa: A002
+        return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)

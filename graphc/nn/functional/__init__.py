@@ -10,6 +10,7 @@ from graphc.nn.functional import (
     conv,
     distance,
     loss,
+    margin_loss,
     norm,
     pool,
     resize,
@@ -23,6 +24,7 @@ from graphc.nn.functional.attention import *
 from graphc.nn.functional.conv import *
 from graphc.nn.functional.distance import *
 from graphc.nn.functional.loss import *
+from graphc.nn.functional.margin_loss import *
 from graphc.nn.functional.norm import *
 from graphc.nn.functional.pool import *
 from graphc.nn.functional.resize import *
@@ -30,6 +32,6 @@ from graphc.nn.functional.shuffle import *
 from graphc.nn.functional.stochastic import *
 
 # every module: `from graphc.nn.functional import *` missed resize's interpolate
-_MODULES = (activation, affine, arrays, attention, conv, distance, loss, norm, pool, resize,
-            shuffle, stochastic)  # fmt: skip
+_MODULES = (activation, affine, arrays, attention, conv, distance, loss, margin_loss, norm,
+            pool, resize, shuffle, stochastic)  # fmt: skip
 __all__ = [name for module in _MODULES for name in module.__all__]

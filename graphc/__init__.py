@@ -75,19 +75,41 @@ from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level
 from graphc.ops import Symbol
 from graphc.ops import pytree as tree_util  # jax.tree_util's functions, also top-level
 from graphc.ops.batching import VmapError
+from graphc.ops.bias_products import addbmm, addmm, addmv, addr, baddbmm
 from graphc.ops.composites import (
     addcdiv,
     addcmul,
     aminmax,
     count_nonzero,
     diff,
+    dist,
     frac,
+    inner,
     is_floating_point,
+    kthvalue,
     lerp,
+    logcumsumexp,
+    matrix_power,
     matrix_trace,
+    msort,
     roll,
+    rot90,
     tensor_split,
     unflatten,
+    vector_norm,
+)
+from graphc.ops.elementwise_composites import (
+    exp2,
+    float_power,
+    fmax,
+    fmin,
+    heaviside,
+    hypot,
+    isneginf,
+    isposinf,
+    logit,
+    sgn,
+    xlogy,
 )
 from graphc.ops.methods import unbind
 from graphc.ops.scatters import index_add, index_copy, index_fill, scatter

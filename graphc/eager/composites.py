@@ -189,3 +189,49 @@ class CompositeMethods:
 
     def index_copy(self, dim: int, index: Any, source: Any) -> Any:
         return spelled(scatters.index_copy(self, dim, index, source), "IndexCopyBackward0")
+
+
+# shared methods whose node torch names after the method (the op recorded last may serve
+# several methods: a `gemm` is addmm, a `pow` exp2)
+NODE_NAMES = {
+    "addmm": "AddmmBackward0",
+    "addmv": "AddmvBackward0",
+    "addr": "AddrBackward0",
+    "baddbmm": "BaddbmmBackward0",
+    "addbmm": "AddbmmBackward0",
+    "exp2": "Exp2Backward0",
+    "logit": "LogitBackward0",
+    "xlogy": "XlogyBackward0",
+    "hypot": "HypotBackward0",
+    "fmax": "FmaxBackward0",
+    "fmin": "FminBackward0",
+    "float_power": "PowBackward0",
+    "dist": "DistBackward0",
+    "kthvalue": "KthvalueBackward0",
+    "logcumsumexp": "LogcumsumexpBackward0",
+    "rot90": "Rot90Backward0",
+    "unfold": "UnfoldBackward0",
+    "sgn": "SgnBackward0",
+    "absolute": "AbsBackward0",
+    "msort": "SortBackward0",
+    "sum_to_size": "SumBackward1",
+}
+
+
+def _naming(name: str, node_name: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        from graphc.ops.methods import ValueMethods  # the shared method this one names
+
+        out = getattr(ValueMethods, name)(self, *args, **kwargs)
+        if isinstance(out, tuple):  # (values, indices): the values are differentiable
+            return type(out)(spelled(out[0], node_name), *out[1:])
+        return spelled(out, node_name)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"The shared `{name}`, its node named {node_name} as torch names it."
+    return method
+
+
+for _name, _node_name in NODE_NAMES.items():
+    setattr(CompositeMethods, _name, _naming(_name, _node_name))
+del _name, _node_name

@@ -1,6 +1,8 @@
 """torch's composite functions and Tensor methods, a few op functions each: `roll`, `lerp`,
 `addcmul`, `addcdiv`, `matrix_trace` (torch.trace), `diff`, `aminmax`, `frac`,
-`count_nonzero`, `unflatten`, `tensor_split`, `is_floating_point`.
+`count_nonzero`, `unflatten`, `tensor_split`, `is_floating_point`, `vector_norm`
+(Tensor.norm), `dist`, `kthvalue`, `msort`, `logcumsumexp`, `rot90`, `unfold`, `inner`,
+`matrix_power`.
 
 They apply graphc's op functions, so one call records nodes on graph values and
 computes (with a tape entry) on eager tensors: `ValueMethods` gives both kinds them as
@@ -23,9 +25,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError, IndexRangeError, ShapeError
+from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
 from graphc.ir.types import format_shape, is_float, is_symbol, normalize_axis
-from graphc.ops import arrays, rounding
+from graphc.ops import arrays, linalg, rounding, sorting
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import logical as L
@@ -40,13 +42,21 @@ __all__ = [
     "aminmax",
     "count_nonzero",
     "diff",
+    "dist",
     "frac",
+    "inner",
     "is_floating_point",
+    "kthvalue",
     "lerp",
+    "logcumsumexp",
+    "matrix_power",
     "matrix_trace",
+    "msort",
     "roll",
+    "rot90",
     "tensor_split",
     "unflatten",
+    "unfold",
 ]
 
 
@@ -316,3 +326,129 @@ def _split_points(value: Any) -> int | list[int]:
 def is_floating_point(x: Any) -> bool:
     """Whether x's dtype is a floating-point one (torch's; no op is applied)."""
     return is_float(dtype_of(x))
+
+
+def vector_norm(x: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Any:
+    """torch's vector p-norm over dim (all elements by default): p = 2 ("fro"), 1, inf,
+    -inf, 0 (the count of nonzeros) or any other number; the gradient is 0 at a 2-norm
+    of 0, as torch's."""
+    if p in ("fro", 2):  # gradient 0 at a norm of 0, as torch
+        return E.root_flat_at_zero(R.sum(x * x, axis=dim, keepdims=keepdim))
+    if p == 1:
+        return R.sum(E.abs(x), axis=dim, keepdims=keepdim)
+    if p == float("inf"):
+        return R.max(E.abs(x), axis=dim, keepdims=keepdim)
+    if p == -float("inf"):
+        return R.min(E.abs(x), axis=dim, keepdims=keepdim)
+    if p == 0:
+        nonzero = E.cast(E.ne(x, 0), x.dtype)
+        return R.sum(nonzero, axis=dim, keepdims=keepdim)
+    if isinstance(p, (int, float)) and not isinstance(p, bool):
+        powered = R.sum(E.abs(x) ** p, axis=dim, keepdims=keepdim)
+        return powered ** (1.0 / p)
+    raise GraphcError(f"norm: p must be a number or 'fro', got {p!r}")
+
+
+def dist(x: Any, other: Any, p: Any = 2) -> Any:
+    """The p-norm of x - other (torch.dist)."""
+    return vector_norm(E.sub(x, other), p)
+
+
+def kthvalue(x: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+    """(values, indices) of the k-th smallest entries along dim (counting from 1), as
+    torch.kthvalue; of ties, the one first in x."""
+    shape = tuple(x.shape)
+    axis = normalize_axis(dim, max(len(shape), 1), "kthvalue")
+    size = _known(shape[axis], "kthvalue", axis, shape) if shape else 1
+    if not 1 <= k <= size:
+        raise IndexRangeError(f"kthvalue: k = {k} is out of range for dim {axis} of size {size}")
+    ordered = sorting.sort(x, axis) if shape else sorting.sort(S.reshape(x, (1,)), 0)
+    pick = (slice(None),) * axis + (slice(k - 1, k) if keepdim and shape else k - 1,)
+    return type(ordered)(
+        I.slice_(ordered.values, index=pick), I.slice_(ordered.indices, index=pick)
+    )
+
+
+def msort(x: Any) -> Any:
+    """x sorted along its first dim (torch.msort)."""
+    return sorting.sort(x, 0).values
+
+
+def logcumsumexp(x: Any, dim: int) -> Any:
+    """log(cumsum(exp(x))) along dim, as running `logaddexp`s (an associative scan), so
+    that no prefix overflows or underflows (torch.logcumsumexp)."""
+    if not x.shape:
+        normalize_axis(dim, 0, "logcumsumexp")
+        return E.cast(x, dtype_of(x))
+    axis = normalize_axis(dim, len(x.shape), "logcumsumexp")
+    from graphc.ops.parallel_scan import associative_scan  # it imports symbolic, which us
+
+    return associative_scan(E.logaddexp, x, axis=axis)
+
+
+def rot90(x: Any, k: int = 1, dims: Any = (0, 1)) -> Any:
+    """x turned by k quarter turns in the plane of dims, from the first towards the
+    second (torch.rot90, np.rot90's axes)."""
+    if len(dims) != 2:
+        raise ShapeError(f"rot90: dims must name two dims, got {dims!r}")
+    rank = len(x.shape)
+    first, second = (normalize_axis(d, rank, "rot90") for d in dims)
+    if first == second:
+        raise ShapeError(f"rot90: dims must be two different dims, got {tuple(dims)}")
+    turns = int(k) % 4
+    if turns == 0:
+        return E.cast(x, dtype_of(x))
+    if turns == 2:
+        return arrays.flip(x, (first, second))
+    if turns == 1:
+        return S.swapaxes(arrays.flip(x, (second,)), first, second)
+    return arrays.flip(S.swapaxes(x, first, second), (second,))
+
+
+def unfold(x: Any, dimension: int, size: int, step: int) -> Any:
+    """The windows of `size` entries along `dimension`, `step` apart, as a new last dim
+    (that dim then counts the windows): torch's Tensor.unfold."""
+    shape = tuple(x.shape)
+    axis = normalize_axis(dimension, max(len(shape), 1), "unfold")
+    length = _known(shape[axis], "unfold", axis, shape) if shape else 1
+    if not 0 <= size <= length or step < 1:
+        raise ShapeError(
+            f"unfold: size {size} must be in [0, {length}] (the size of dim {axis}) and "
+            f"step {step} at least 1"
+        )
+    starts = np.arange(0, length - size + 1, step)
+    windows = starts[:, None] + np.arange(size)[None, :]
+    picked = I.take(x if shape else S.reshape(x, (1,)), windows, axis=axis)
+    return S.moveaxis(picked, axis + 1, -1)
+
+
+def inner(x: Any, other: Any) -> Any:
+    """Sums of products over the last dims of x and other (torch.inner, np.inner); a
+    number times a value when either is 0-d."""
+    if not x.shape or not other.shape:
+        return E.mul(x, other)
+    return linalg.tensordot(x, other, axes=([-1], [-1]))
+
+
+def matrix_power(x: Any, n: int) -> Any:
+    """x (a matrix, or a batch of them) multiplied by itself n times, n >= 0 (the
+    identity for 0), as torch.matrix_power and np.linalg.matrix_power."""
+    shape = tuple(x.shape)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ShapeError(f"matrix_power: expects square matrices, got shape {format_shape(shape)}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ShapeError(
+            f"matrix_power: n must be a non-negative int (graphc has no matrix inverse), got {n!r}"
+        )
+    size = _known(shape[-1], "matrix_power", len(shape) - 1, shape)
+    if n == 0:
+        # ones of x's kind (a graph value, a tensor) times the identity: no gradient to x
+        return E.mul(E.full_like(x, 1), np.eye(size, dtype=dtype_of(x)))
+    result, power, n = None, x, int(n)
+    while n:  # by squaring: log2(n) products
+        if n & 1:
+            result = power if result is None else linalg.matmul(result, power)
+        n >>= 1
+        if n:
+            power = linalg.matmul(power, power)
+    return result

@@ -37,9 +37,12 @@ from graphc.ops import (
     activation,
     along_axis,
     arrays,
+    bias_products,
     closeness,
     composites,
+    creation,
     elementwise,
+    elementwise_composites,
     indexing,
     linalg,
     logical,
@@ -105,6 +108,11 @@ UNARY: dict[str, Callable[..., Any]] = {
     "trunc": rounding.trunc,
     "fix": rounding.trunc,
     "logical_not": logical.logical_not,
+    "absolute": elementwise.abs,
+    "sgn": elementwise_composites.sgn,
+    "exp2": elementwise_composites.exp2,
+    "isposinf": elementwise_composites.isposinf,
+    "isneginf": elementwise_composites.isneginf,
 }
 
 # x.name(other) is op(x, other)
@@ -121,6 +129,13 @@ BINARY: dict[str, Callable[..., Any]] = {
     "remainder": rounding.remainder,  # the sign of other (Python's %)
     "fmod": rounding.fmod,  # the sign of x (C's fmod)
     "logaddexp": elementwise.logaddexp,
+    "xlogy": elementwise_composites.xlogy,
+    "hypot": elementwise_composites.hypot,
+    "fmax": elementwise_composites.fmax,
+    "fmin": elementwise_composites.fmin,
+    "heaviside": elementwise_composites.heaviside,
+    "float_power": elementwise_composites.float_power,
+    "inner": composites.inner,
     "logical_and": logical.logical_and,
     "logical_or": logical.logical_or,
     "logical_xor": logical.logical_xor,
@@ -243,25 +258,6 @@ def _by_keyword(method: str, dims: tuple, named: dict, keyword: str) -> tuple:
             f"{method}() takes {keyword}, by position or as {keyword}=; got {sorted(named)}"
         )
     return (named[keyword],) if named else dims
-
-
-def vector_norm(x: Any, p: Any, dim: Any, keepdim: bool) -> Any:
-    """torch's vector p-norm over dim (all elements by default)."""
-    if p in ("fro", 2):  # gradient 0 at a norm of 0, as torch
-        return elementwise.root_flat_at_zero(reduce.sum(x * x, axis=dim, keepdims=keepdim))
-    if p == 1:
-        return reduce.sum(elementwise.abs(x), axis=dim, keepdims=keepdim)
-    if p == float("inf"):
-        return reduce.max(elementwise.abs(x), axis=dim, keepdims=keepdim)
-    if p == -float("inf"):
-        return reduce.min(elementwise.abs(x), axis=dim, keepdims=keepdim)
-    if p == 0:
-        nonzero = elementwise.cast(elementwise.ne(x, 0), x.dtype)
-        return reduce.sum(nonzero, axis=dim, keepdims=keepdim)
-    if isinstance(p, (int, float)) and not isinstance(p, bool):
-        powered = reduce.sum(elementwise.abs(x) ** p, axis=dim, keepdims=keepdim)
-        return powered ** (1.0 / p)
-    raise GraphcError(f"norm: p must be a number or 'fro', got {p!r}")
 
 
 ROUNDING_MODES = (None, "trunc", "floor")
@@ -616,7 +612,7 @@ class ValueMethods(OperatorMixin):
         """The vector p-norm over dim (all elements by default): p = 2 ("fro"), 1, inf,
         -inf, 0 (the count of nonzeros) or any other number; `dtype` casts first."""
         x = self if dtype is None else elementwise.cast(self, dtype)
-        return vector_norm(x, p, dim, keepdim)
+        return composites.vector_norm(x, p, dim, keepdim)
 
     def softmax(self, dim: int | None = None, dtype: Any = None, *,
                 axis: int | None = None) -> Any:  # fmt: skip
@@ -768,6 +764,80 @@ class ValueMethods(OperatorMixin):
 
     def type_as(self, other: Any) -> Any:
         return self.to(other.dtype)
+
+    def is_complex(self) -> bool:
+        return False  # graphc has no complex dtype
+
+    def is_signed(self) -> bool:
+        """Whether the dtype holds negative numbers (signed ints and floats), as torch."""
+        return self.dtype.kind in "if"
+
+    def positive(self) -> Any:
+        return self
+
+    def logit(self, eps: float | None = None) -> Any:
+        return elementwise_composites.logit(self, eps)
+
+    def dist(self, other: Any, p: Any = 2) -> Any:
+        return composites.dist(self, other, p)
+
+    def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+        return composites.kthvalue(self, k, dim, keepdim)
+
+    def msort(self) -> Any:
+        return composites.msort(self)
+
+    def logcumsumexp(self, dim: int) -> Any:
+        return composites.logcumsumexp(self, dim)
+
+    def rot90(self, k: int = 1, dims: Any = (0, 1)) -> Any:
+        return composites.rot90(self, k, dims)
+
+    def unfold(self, dimension: int, size: int, step: int) -> Any:
+        return composites.unfold(self, dimension, size, step)
+
+    def matrix_power(self, n: int) -> Any:
+        return composites.matrix_power(self, n)
+
+    def sum_to_size(self, *size: Any) -> Any:
+        """Summed down to `size`, undoing broadcasting (torch's name for `sum_to`)."""
+        return shape_ops.sum_to(self, sizes(size))
+
+    # -- products added to self (ops/bias_products.py) ---------------------------------------
+
+    def addmm(self, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+        return bias_products.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def addmv(self, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+        return bias_products.addmv(self, mat, vec, beta=beta, alpha=alpha)
+
+    def addr(self, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+        return bias_products.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+        return bias_products.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def addbmm(self, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+        return bias_products.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    # -- new values of this one's dtype (an eager tensor makes them from data) ----------------
+
+    def new_zeros(self, *size: Any) -> Any:
+        return creation.zeros(sizes(size), dtype=self.dtype)
+
+    def new_ones(self, *size: Any) -> Any:
+        return creation.ones(sizes(size), dtype=self.dtype)
+
+    def new_empty(self, *size: Any) -> Any:
+        """Zeros (a graph value's memory is never left unset)."""
+        return creation.zeros(sizes(size), dtype=self.dtype)
+
+    def new_full(self, size: Any, fill_value: Any) -> Any:
+        return creation.full(size, fill_value, dtype=self.dtype)
+
+    def new_tensor(self, data: Any) -> Any:
+        """A constant holding `data`, of this value's dtype."""
+        return creation.full(np.shape(data), np.asarray(data, self.dtype))
 
     # -- dtypes and copies -------------------------------------------------------------------
 

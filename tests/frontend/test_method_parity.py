@@ -44,6 +44,7 @@ EAGER_ONLY = {
     "allclose": "reads the values: a Python bool, as torch (a graph value's is a 0-d bool)",
     "is_contiguous": "reads the memory layout",
     "type": "on a graph value `.type` is its TensorType",
+    # a graph value's new_* record a constant (test_new_values_of_graph_values)
     "new_tensor": "makes a tensor from data, applies no op to self",
     "new_zeros": "makes a tensor from data, applies no op to self",
     "new_ones": "makes a tensor from data, applies no op to self",
@@ -71,7 +72,7 @@ if not HAS_BFLOAT16:
 # answers for both kinds.
 QUERIES = [
     "dim", "ndimension", "size", "numel", "nelement", "ndim", "shape", "dtype", "made_by",
-    "is_floating_point",
+    "is_floating_point", "is_complex", "is_signed",
 ]  # fmt: skip
 
 _rng = np.random.default_rng(0)
@@ -250,6 +251,21 @@ CASES: dict[str, Case] = {
     "index_add": (lambda x, i, y: x.index_add(1, i, y, alpha=2), (F, IDS, G)),
     "index_fill": (lambda x, i: x.index_fill(1, i, -1.0), (F, IDS)),
     "index_copy": (lambda x, i, y: x.index_copy(-1, i, y), (F, IDS[:2], G[:, :2].copy())),
+    "positive": (lambda x: x.positive() * 2, (F,)),
+    "logit": (lambda x: (x * 0.5).logit(eps=0.3), (F,)),
+    "dist": (lambda x, y: x.dist(y, 3), (F, G)),
+    "kthvalue": (lambda x: x.kthvalue(2, 0, keepdim=True), (SQUARE,)),
+    "msort": (lambda x: x.msort(), (SQUARE,)),
+    "logcumsumexp": (lambda x: x.logcumsumexp(-1), (CUBE,)),
+    "rot90": (lambda x: x.rot90(3, (2, 0)), (CUBE,)),
+    "unfold": (lambda x: x.unfold(2, 2, 1), (CUBE,)),
+    "matrix_power": (lambda x: x.matrix_power(5), (SQUARE,)),
+    "sum_to_size": (lambda x: x.sum_to_size(2, 1, 4), (CUBE,)),
+    "addmm": (lambda b, x, y: b.addmm(x, y, beta=0.5), (VECTOR, F, SQUARE)),
+    "addmv": (lambda b, x, y: b.addmv(x, y, alpha=2), (VECTOR[:2].copy(), F, VECTOR)),
+    "addr": (lambda b, x, y: b.addr(x, y, beta=0), (F, VECTOR[:2].copy(), VECTOR)),
+    "baddbmm": (lambda b, x, y: b.baddbmm(x, y), (CUBE[0, 0], CUBE[:, :, :3].copy(), CUBE)),
+    "addbmm": (lambda b, x, y: b.addbmm(x, y, alpha=-1), (CUBE[0], CUBE[:, :, :3].copy(), CUBE)),
     "at": (lambda x, y: x.at[0, 1:].add(y[1, 1:]).at[1].set(y[0]), (F, G)),
 }
 
@@ -376,3 +392,27 @@ def test_all_and_any_of_no_elements_on_graph_values_and_tensors() -> None:
     got = gc.jit(lambda v: (v.all(1), v.any(0), v.all(keepdim=True, dim=0)))(y)
     for g, w in zip(got, (y.all(1), y.any(0), y.all(0, keepdims=True))):
         np.testing.assert_array_equal(g, w)
+
+
+def test_new_values_of_graph_values() -> None:
+    """x.new_zeros(...) and the other new_* record constants of x's dtype on a graph value
+    (a symbolic dim among the sizes too), with the eager tensor's values."""
+
+    def make(x: Any) -> tuple:
+        return (
+            x.new_zeros(2, 3),
+            x.new_ones((3,)),
+            x.new_full((2, 1), 7),
+            x.new_empty(0),
+            x.new_tensor([[1, 2]]),
+        )
+
+    eager = [t.numpy() for t in make(ge.tensor(F))]
+    for got, want in zip(gc.jit(make)(F), eager):
+        assert got.dtype == want.dtype == F.dtype and got.shape == want.shape
+        if want.size:
+            np.testing.assert_array_equal(got, want)
+    g = gc.trace(lambda x: x.new_zeros(x.shape[0], 2) + x.sum(), gc.TensorSpec((None, 3)))
+    np.testing.assert_array_equal(
+        gc.run(g, {g.inputs[0].name: np.ones((4, 3), np.float32)})[0], np.full((4, 2), 12.0)
+    )

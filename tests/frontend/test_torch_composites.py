@@ -114,7 +114,71 @@ CASES: dict[str, Case] = {
         (np.array(1.0), np.array([0]), np.array([2.0])),
         (0, 2),
     ),
+    # torch's extra arguments, and methods graph values lacked
+    "norm/p_dim": Case(lambda x: x.norm(3, dim=1, keepdim=True), (X,), (0,)),
+    "norm/inf": Case(lambda x: x.norm(float("-inf"), 0), (X,), (0,)),
+    "div/floor": Case(lambda x, y: x.div(y, rounding_mode="floor"), (X * 5, Z), (1,)),
+    "div/trunc_ints": Case(lambda x: x.div(-2, rounding_mode="trunc"), (INTS,)),
+    "sum/dtype": Case(lambda x: x.sum(1, dtype=torch.int32 if _torch(x) else np.int32), (INTS,)),
+    "masked_fill/ints": Case(lambda x: x.masked_fill(x > 0, 2.5), (INTS,)),
+    "softmax/dtype": Case(
+        lambda x: x.float().softmax(0, torch.float64 if _torch(x) else np.float64), (X,)
+    ),
+    "exp2": Case(lambda x: x.exp2(), (X,), (0,)),
+    "float_power": Case(lambda x, y: x.abs().float_power(y), (X, Y), (0, 1)),
+    "logit": Case(lambda x: x.sigmoid().logit(), (X,), (0,)),
+    "logit/eps": Case(lambda x: x.logit(eps=0.25), (X * 0.4 + 0.5,), (0,)),
+    "xlogy": Case(lambda x, y: x.xlogy(y.abs()), (X, Y), (0, 1)),
+    "xlogy/zero": Case(
+        lambda x, y: x.xlogy(y), (np.array([0.0, 0.0, 2.0]), np.array([0.0, np.nan, 3.0]))
+    ),
+    "hypot": Case(lambda x, y: x.hypot(y), (X, Y), (0, 1)),
+    "fmax": Case(lambda x, y: x.fmax(y), (X, Y), (0, 1)),
+    "fmin/nan": Case(
+        lambda x, y: x.fmin(y), (np.array([np.nan, 1.0, np.nan]), np.array([2.0, np.nan, np.nan]))
+    ),
+    "heaviside": Case(
+        lambda x, v: x.heaviside(v), (np.array([-1.0, 0.0, 2.0]), np.array([0.5, 0.25, 0.0]))
+    ),
+    "isposinf": Case(lambda x: x.isposinf(), (np.array([np.inf, -np.inf, np.nan, 1.0]),)),
+    "isneginf": Case(lambda x: x.isneginf(), (np.array([np.inf, -np.inf, np.nan, 1.0]),)),
+    "sgn": Case(lambda x: x.sgn(), (X,), (0,)),
+    "absolute": Case(lambda x: x.absolute(), (X,), (0,)),
+    "positive": Case(lambda x: x.positive() * 2, (X,), (0,)),
+    "dist": Case(lambda x, y: x.dist(y, 3), (X, Y), (0, 1)),
+    "dist/inf": Case(lambda x, y: x.dist(y, float("inf")), (X, Y), (0, 1)),
+    "kthvalue": Case(lambda x: x.kthvalue(2, 0), (SQUARE,), (0,)),
+    "kthvalue/keepdim": Case(lambda x: x.kthvalue(4, -1, True), (CUBE,), (0,)),
+    "msort": Case(lambda x: x.msort(), (SQUARE,), (0,)),
+    "logcumsumexp": Case(lambda x: x.logcumsumexp(1), (CUBE * 300,), (0,)),
+    "rot90": Case(lambda x: x.rot90(), (X,), (0,)),
+    "rot90/twice": Case(lambda x: x.rot90(2, (2, 0)), (CUBE,), (0,)),
+    "rot90/back": Case(lambda x: x.rot90(-1, (1, 2)), (CUBE,), (0,)),
+    "unfold": Case(lambda x: x.unfold(-1, 2, 1), (CUBE,), (0,)),
+    "unfold/step": Case(lambda x: x.unfold(2, 2, 3), (CUBE,), (0,)),
+    "inner": Case(lambda x, y: x.inner(y), (X, CUBE[:, :, :3]), (0, 1)),
+    "matrix_power": Case(lambda x: x.matrix_power(3), (SQUARE,), (0,)),
+    "matrix_power/0": Case(lambda x: x.matrix_power(0), (CUBE[:, :3, :3],)),
+    "sum_to_size": Case(lambda x: x.sum_to_size(1, 3, 1), (CUBE[:, :, :2],), (0,)),
+    "addmm": Case(lambda b, x, y: b.addmm(x, y, beta=0.5, alpha=2), (ROW, X, SQUARE), (0, 1, 2)),
+    "addmm/beta0": Case(
+        lambda b, x, y: b.addmm(x, y, beta=0), (np.full(3, np.nan), X, SQUARE), (1, 2)
+    ),
+    "addmv": Case(lambda b, m, v: b.addmv(m, v, alpha=-1), (Y[0, :2], X, ROW[0]), (0, 1, 2)),
+    "addr": Case(lambda b, v, w: b.addr(v, w, beta=3), (X, Y[:, 0], ROW[0]), (0, 1, 2)),
+    "baddbmm": Case(
+        lambda b, x, y: b.baddbmm(x, y, beta=2), (ROW.T, CUBE[:, :, :3], CUBE[:, :3, :1]), (0, 1, 2)
+    ),
+    "addbmm": Case(
+        lambda b, x, y: b.addbmm(x, y, alpha=0.5),
+        (SQUARE, CUBE[:, :, :3].transpose(0, 2, 1), CUBE[:, :, :3]),
+        (0, 1, 2),
+    ),
 }
+
+
+def _torch(x: Any) -> bool:
+    return isinstance(x, torch.Tensor)
 
 
 def _flat(value: Any) -> list:
@@ -130,7 +194,9 @@ def _torch_run(case: Case) -> tuple[list[np.ndarray], list[np.ndarray]]:
     grads = []
     if case.grads:
         loss = sum((o * torch.tensor(w)).sum() for o, w in zip(outs, _weights(outs)))
-        grads = [g.numpy() for g in torch.autograd.grad(loss, [tensors[k] for k in case.grads])]
+        grads = [
+            g.numpy(force=True) for g in torch.autograd.grad(loss, [tensors[k] for k in case.grads])
+        ]
     return [o.detach().numpy() for o in outs], grads
 
 
@@ -300,3 +366,29 @@ def test_op_functions_take_numpy_spellings_and_give_numpy_answers() -> None:
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
             assert np.shape(g) == w.shape
+
+
+def test_elementwise_and_array_functions_give_numpy_answers() -> None:
+    """gc.exp2, float_power, hypot, fmax, fmin, heaviside, isposinf, isneginf, rot90,
+    inner and matrix_power against numpy's functions of the same names, on arrays and
+    under gc.jit (numpy's dtypes, numpy's nan handling)."""
+    a = np.array([[0.5, np.nan, -np.inf], [0.0, 3.0, np.inf]])
+    b = np.array([[2.0, 1.0, np.nan], [-0.0, np.nan, 1.5]])
+    m = np.arange(9.0).reshape(3, 3) / 7
+
+    def calls(x: Any, y: Any, z: Any) -> tuple:
+        return (
+            gc.exp2(x), gc.float_power(gc.abs(x), 3), gc.hypot(x, y), gc.fmax(x, y),
+            gc.fmin(x, y), gc.heaviside(x, y), gc.isposinf(x), gc.isneginf(y),
+            gc.rot90(x, 3, (1, 0)), gc.inner(z, z), gc.matrix_power(z, 4),
+        )  # fmt: skip
+
+    want = (
+        np.exp2(a), np.float_power(np.abs(a), 3), np.hypot(a, b), np.fmax(a, b),
+        np.fmin(a, b), np.heaviside(a, b), np.isposinf(a), np.isneginf(b),
+        np.rot90(a, 3, (1, 0)), np.inner(m, m), np.linalg.matrix_power(m, 4),
+    )  # fmt: skip
+    for got in (calls(a, b, m), gc.jit(calls)(a, b, m)):
+        for k, (g, w) in enumerate(zip(got, want)):
+            assert np.asarray(g).dtype == w.dtype, k
+            np.testing.assert_allclose(g, w, rtol=1e-13, err_msg=str(k))

@@ -201,12 +201,13 @@ def diff(
     parts = [_along(p, x, axis, name) for p, name in ((prepend, "prepend"), (append, "append"))]
     if parts[0] is not None or parts[1] is not None:
         x = S.concat([p for p in (parts[0], x, parts[1]) if p is not None], axis=axis)
+    if n:
+        _known(x.shape[axis], "diff", axis, tuple(x.shape))
+    before = (slice(None),) * axis
     out = x
-    for _ in range(int(n)):
-        size = _known(out.shape[axis], "diff", axis, tuple(out.shape))
-        if size == 0:
-            break
-        later, earlier = narrow(out, axis, 1, size - 1), narrow(out, axis, 0, size - 1)
+    for _ in range(int(n)):  # past the size, empty minus empty: empty, as torch
+        later = I.slice_(out, index=(*before, slice(1, None)))
+        earlier = I.slice_(out, index=(*before, slice(None, -1)))
         boolean = dtype_of(out) == np.bool_
         out = L.logical_xor(later, earlier) if boolean else E.sub(later, earlier)
     return out

@@ -34,7 +34,8 @@ from graphc.eager.autograd import zero_grads
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.graph import active_graph
 from graphc.ir.scope import SEPARATOR, known_values, path_scope
-from graphc.nn.parameter import Parameter
+from graphc.ir.types import is_float
+from graphc.nn.parameter import Buffer, Parameter
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
 
@@ -213,6 +214,9 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, Buffer):  # torch's nn.Buffer: register_buffer's spelling
+            self.register_buffer(name, value, value.persistent)
+            return
         if isinstance(value, Parameter):
             registry = "_parameters"  # whether or not it requires grad, as torch's
         elif isinstance(value, Tensor) and name in self._registry("_parameters"):
@@ -478,12 +482,12 @@ class Module:
         kwargs.pop("non_blocking", None)
         kwargs.pop("device", None)
         dtype = np.dtype(from_numpy(np.zeros(0, np.float32)).to(*args, **kwargs).dtype)
-        if dtype.kind != "f":
+        if not is_float(dtype):
             raise GraphcError(
                 f"{type(self).__name__}.to: a module's dtype must be floating point, got {dtype}"
             )
         for _, tensor in self._state_items(everything=True):
-            if tensor.dtype.kind != "f" or tensor.dtype == dtype:
+            if not is_float(tensor.dtype) or tensor.dtype == dtype:
                 continue
             with no_grad():
                 tensor.data = tensor.detach().numpy().astype(dtype)
@@ -508,6 +512,15 @@ class Module:
     def float(self) -> Module:
         """Floating-point parameters and buffers to float32."""
         return self.to(np.float32)
+
+    def half(self) -> Module:
+        """Floating-point parameters and buffers to float16 (graphc computes a 16-bit
+        float op in float32 and rounds once)."""
+        return self.to(np.float16)
+
+    def bfloat16(self) -> Module:
+        """Floating-point parameters and buffers to bfloat16 (needs ml_dtypes)."""
+        return self.to("bfloat16")
 
     # -- calling --------------------------------------------------------------------
 

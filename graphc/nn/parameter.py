@@ -1,5 +1,6 @@
-"""`Parameter`: torch.nn.Parameter, a leaf tensor that a Module registers as a parameter
-when it is assigned as an attribute (whether or not it requires grad)."""
+"""`Parameter` and `Buffer`: torch.nn.Parameter, a leaf tensor that a Module registers as
+a parameter when it is assigned as an attribute (whether or not it requires grad), and
+torch.nn.Buffer, one it registers as a buffer (persistent or not)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from graphc.eager import Tensor, from_numpy
 
-__all__ = ["Parameter"]
+__all__ = ["Buffer", "Parameter"]
 
 
 class Parameter(Tensor):
@@ -34,3 +35,28 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+
+class Buffer(Tensor):
+    """A tensor a Module registers as a buffer when it is assigned as an attribute, as
+    `register_buffer` would (torch.nn.Buffer): saved in `state_dict` unless
+    `persistent=False`, never trained. It shares `data`'s memory.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> class Counter(nn.Module):
+    ...     def __init__(self) -> None:
+    ...         super().__init__()
+    ...         self.seen = nn.Buffer(ge.zeros(()))
+    ...         self.scratch = nn.Buffer(ge.zeros(3), persistent=False)
+    >>> list(Counter().state_dict()), [name for name, _ in Counter().named_buffers()]
+    (['seen'], ['seen', 'scratch'])
+    """
+
+    def __init__(self, data: Any = None, *, persistent: bool = True) -> None:
+        if data is None:
+            data = np.zeros(0, np.float32)
+        source = data.detach() if isinstance(data, Tensor) else from_numpy(np.asarray(data))
+        super().__init__(source)
+        self.requires_grad = isinstance(data, Tensor) and data.requires_grad
+        self.persistent = persistent

@@ -42,6 +42,7 @@ __all__ = [
     "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts",
     "ChainedScheduler",
+    "CyclicLR",
     "ExponentialLR",
     "LambdaLR",
     "LinearLR",
@@ -457,6 +458,138 @@ def _per_group(name: str, value: Any, groups: list[dict[str, Any]]) -> list[Any]
             raise GraphcError(f"expected {len(groups)} values for {name}, got {len(value)}")
         return list(value)
     return [value] * len(groups)
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate policy (Smith), stepped after every batch: the rate
+    goes from `base_lr` up to `max_lr` in `step_size_up` steps and back in
+    `step_size_down` (the same by default), each cycle's height scaled by `mode`
+    ("triangular": 1, "triangular2": halved each cycle, "exp_range": gamma**step) or
+    `scale_fn` (of the cycle or of the step, by `scale_mode`); with `cycle_momentum` the
+    momentum (Adam's beta1) goes the opposite way between `max_momentum` and
+    `base_momentum`. torch's numbers, and its state_dict (a scale_fn that is a plain
+    function is saved as None, as torch's).
+
+    A compiled training step reads the learning rate each step but holds the momentum
+    as a constant: with cycle_momentum=True it refuses to run once the momentum
+    changed (StaleTrainStepError); compile it with cycle_momentum=False, or step eagerly.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import optim
+    >>> opt = optim.SGD([ge.ones(2, requires_grad=True)], lr=0.1)
+    >>> cyclic = optim.lr_scheduler.CyclicLR(opt, 0.1, 0.5, step_size_up=2, cycle_momentum=False)
+    >>> rates = []
+    >>> for _ in range(6):
+    ...     rates.append(round(cyclic.get_last_lr()[0], 4)); opt.step(); cyclic.step()
+    >>> rates
+    [0.1, 0.3, 0.5, 0.3, 0.1, 0.3]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        base_lr: float | list[float],
+        max_lr: float | list[float],
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn: Callable[[float], float] | None = None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float | list[float] = 0.8,
+        max_momentum: float | list[float] = 0.9,
+        last_epoch: int = -1,
+    ) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise GraphcError(
+                f"CyclicLR: expected a graphc.optim optimizer, got {type(optimizer).__name__}"
+            )
+        groups = optimizer.param_groups
+        base_lrs = _per_group("base_lr", base_lr, groups)
+        if last_epoch == -1:
+            for group, lr in zip(groups, base_lrs):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", max_lr, groups)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size, self.step_ratio = up + down, up / (up + down)
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise GraphcError(
+                f"CyclicLR: mode must be 'triangular', 'triangular2' or 'exp_range' (or give "
+                f"scale_fn), got {mode!r}"
+            )
+        self.mode, self.gamma, self.scale_fn_custom = mode, gamma, scale_fn
+        # torch's modes fix their scale mode: the cycle's, or exp_range's by the step
+        if scale_fn is None:
+            scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        self.scale_mode = scale_mode
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise GraphcError(
+                    f"CyclicLR: cycle_momentum needs an optimizer with momentum or betas, "
+                    f"{type(optimizer).__name__} has neither (pass cycle_momentum=False)"
+                )
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group("base_momentum", base_momentum, groups)
+            self.max_momentums = _per_group("max_momentum", max_momentum, groups)
+            if last_epoch == -1:
+                for group, top, base in zip(groups, self.max_momentums, self.base_momentums):
+                    self._set_momentum(group, top)
+                    group["max_momentum"], group["base_momentum"] = top, base
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _set_momentum(self, group: dict[str, Any], value: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def scale(self, x: float) -> float:
+        """How much of the cycle's height is used at cycle or step `x`."""
+        if self.scale_fn_custom is not None:
+            return self.scale_fn_custom(x)
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        if self.mode == "exp_range":
+            return self.gamma**x
+        return 1.0
+
+    def get_lr(self) -> list[float]:
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            fraction = x / self.step_ratio
+        else:
+            fraction = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        rates = [
+            base + (top - base) * fraction * scale for base, top in zip(self.base_lrs, self.max_lrs)
+        ]
+        if self.cycle_momentum:
+            momenta = zip(self.base_momentums, self.max_momentums)
+            for group, (base, top) in zip(self.optimizer.param_groups, momenta):
+                self._set_momentum(group, top - (top - base) * fraction * scale)
+        return rates
+
+    def state_dict(self) -> dict[str, Any]:
+        """As the base's, with a scale_fn that is a plain function saved as None (torch
+        keeps only a callable object's __dict__)."""
+        state = super().state_dict()
+        f = self.scale_fn_custom
+        state["scale_fn_custom"] = (
+            None if f is None or isinstance(f, types.FunctionType) else dict(vars(f))
+        )
+        return state
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        state = dict(state_dict)
+        saved = state.pop("scale_fn_custom", None)
+        super().load_state_dict(state)
+        if saved is not None and self.scale_fn_custom is not None:
+            vars(self.scale_fn_custom).update(saved)
 
 
 class ReduceLROnPlateau(LRScheduler):

@@ -134,17 +134,6 @@ def _check_float(dtype: np.dtype, op: str) -> None:
         )
 
 
-def _median_positions(data: np.ndarray, axis: int) -> np.ndarray:
-    """Where each median along axis sits in data (keeping axis, of size 1): the lower
-    middle in sorted order, or the first nan where there is one (torch's median)."""
-    order = np.argsort(data, axis=axis, kind="stable")  # numpy sorts nan last
-    count = data.shape[axis]
-    nans = np.isnan(data).sum(axis, keepdims=True) if is_float(data.dtype) else 0
-    rank = np.where(nans > 0, count - nans, (count - 1) // 2)
-    rank = np.broadcast_to(rank, data.shape[:axis] + (1,) + data.shape[axis + 1 :])
-    return np.take_along_axis(order, rank, axis).astype(np.int64)
-
-
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
 
@@ -238,23 +227,10 @@ class EagerMethods:
     def median(self, dim: Any = None, keepdim: bool = False) -> Any:
         """The lower of the two middle values (of all elements, or (values, indices) along
         dim), nan if there is one, as torch.median; the gradient goes to the element picked."""
+        out = ValueMethods.median(self, dim, keepdim)
         if dim is None:
-            if not self._data.size:  # torch's median of nothing is nan
-                return E.mul(R.sum(self), np.nan)
-            flat = S.reshape(self, (-1,))
-            pick = _median_positions(self._data.reshape(-1), 0)
-            return _spelled(I.take(flat, pick[0]), "MedianBackward0")
-        axis = normalize_axis(dim, max(len(self.shape), 1), "median")  # 0-d: dims 0 and -1
-        x = self if self.shape else S.reshape(self, (1,))  # a 0-d tensor's dim 0: itself
-        if not x.shape[axis]:
-            raise IndexRangeError(f"median: dim {dim} has no elements to take a median of")
-        picks = _median_positions(x._data, axis)
-        values = ValueMethods.take_along_dim(x, picks, axis)
-        if not keepdim or not self.shape:
-            values, picks = S.squeeze(values, axis), picks.squeeze(axis)
-        from graphc.eager.tensor import make  # tensor imports this module
-
-        return MinMax(_spelled(values, "MedianBackward1"), make(picks.reshape(values.shape)))
+            return _spelled(out, "MedianBackward0") if self._data.size else out
+        return MinMax(_spelled(out.values, "MedianBackward1"), out.indices)
 
     def amax(self, *args: Any, **kwargs: Any) -> Any:
         return _spelled(ValueMethods.amax(self, *args, **kwargs), "AmaxBackward0")  # type: ignore[attr-defined]

@@ -1,7 +1,7 @@
 """torch's composite functions and Tensor methods, a few op functions each: `roll`, `lerp`,
 `addcmul`, `addcdiv`, `matrix_trace` (torch.trace), `diff`, `aminmax`, `frac`,
 `count_nonzero`, `unflatten`, `tensor_split`, `is_floating_point`, `vector_norm`
-(Tensor.norm), `dist`, `kthvalue`, `msort`, `logcumsumexp`, `rot90`, `unfold`, `inner`,
+(Tensor.norm), `dist`, `kthvalue`, `median`, `msort`, `logcumsumexp`, `rot90`, `unfold`, `inner`,
 `matrix_power`.
 
 They apply graphc's op functions, so one call records nodes on graph values and
@@ -27,7 +27,7 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
 from graphc.ir.types import format_shape, is_float, is_symbol, normalize_axis
-from graphc.ops import arrays, linalg, rounding, sorting
+from graphc.ops import along_axis, arrays, linalg, rounding, sorting
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import logical as L
@@ -51,6 +51,7 @@ __all__ = [
     "logcumsumexp",
     "matrix_power",
     "matrix_trace",
+    "median",
     "msort",
     "roll",
     "rot90",
@@ -368,6 +369,43 @@ def kthvalue(x: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     return type(ordered)(
         I.slice_(ordered.values, index=pick), I.slice_(ordered.indices, index=pick)
     )
+
+
+def median(x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The lower of the two middle values, or nan where there is a nan (the first one's
+    index), as torch.median: of all elements, or (values, indices) along dim. Found by a
+    stable argsort (nan last) and a pick at the median's rank, so the rank may depend on
+    the data (the count of nans) while the graph does not; the gradient goes to the
+    element picked.
+
+    >>> import numpy as np, graphc as gc
+    >>> float(gc.median(np.array([3.0, 1.0, 2.0, 4.0])))
+    2.0
+    """
+    if dim is None:
+        flat = S.reshape(x, (-1,))
+        if _known(flat.shape[0], "median", 0, tuple(flat.shape)) == 0:
+            return E.mul(R.sum(x), np.nan)  # torch's median of nothing: nan
+        return S.reshape(_median_along(flat, 0).values, ())
+    shape = tuple(x.shape)
+    axis = normalize_axis(dim, max(len(shape), 1), "median")  # 0-d: dims 0 and -1
+    line = x if shape else S.reshape(x, (1,))
+    if _known(line.shape[axis], "median", axis, tuple(line.shape)) == 0:
+        raise IndexRangeError(f"median: dim {dim} has no elements to take a median of")
+    found = _median_along(line, axis)
+    if keepdim and shape:
+        return found
+    return type(found)(S.squeeze(found.values, axis), S.squeeze(found.indices, axis))
+
+
+def _median_along(x: Any, axis: int) -> Any:
+    """(values, indices) of the medians along axis, that dim kept with size 1."""
+    count = int(x.shape[axis])
+    nans = R.sum(E.cast(E.ne(x, x), np.int64), axis=axis, keepdims=True)  # nan != nan
+    rank = E.where(E.gt(nans, 0), E.sub(count, nans), (count - 1) // 2)
+    order = sorting.argsort(x, axis)  # stable, nan last
+    positions = along_axis.take_along_axis(order, rank, axis=axis)
+    return sorting.ValuesIndices(along_axis.take_along_axis(x, positions, axis=axis), positions)
 
 
 def msort(x: Any) -> Any:

@@ -784,6 +784,10 @@ class ValueMethods(OperatorMixin):
     def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> Any:
         return composites.kthvalue(self, k, dim, keepdim)
 
+    def median(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The lower middle value (nan if there is one); (values, indices) along dim."""
+        return composites.median(self, dim, keepdim)
+
     def msort(self) -> Any:
         return composites.msort(self)
 

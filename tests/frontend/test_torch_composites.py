@@ -149,6 +149,14 @@ CASES: dict[str, Case] = {
     "dist/inf": Case(lambda x, y: x.dist(y, float("inf")), (X, Y), (0, 1)),
     "kthvalue": Case(lambda x: x.kthvalue(2, 0), (SQUARE,), (0,)),
     "kthvalue/keepdim": Case(lambda x: x.kthvalue(4, -1, True), (CUBE,), (0,)),
+    "median": Case(lambda x: x.median(), (SQUARE,), (0,)),
+    "median/dim": Case(lambda x: x.median(-1, keepdim=True), (CUBE,), (0,)),
+    "median/nan": Case(
+        lambda x: x.median(1), (np.array([[3.0, np.nan, 1.0, np.nan], [2.0, 1.0, 4.0, 0.0]]),)
+    ),
+    "median/ints": Case(lambda x: x.median(0), (INTS,)),
+    "median/0d": Case(lambda x: x.median(-1), (np.array(1.5),), (0,)),
+    "median/empty": Case(lambda x: x.median(), (np.zeros((0, 2)),)),
     "msort": Case(lambda x: x.msort(), (SQUARE,), (0,)),
     "logcumsumexp": Case(lambda x: x.logcumsumexp(1), (CUBE * 300,), (0,)),
     "rot90": Case(lambda x: x.rot90(), (X,), (0,)),

@@ -130,3 +130,14 @@ def test_instance_norm_mistakes_are_named_errors() -> None:
         F.instance_norm(ge.ones(2, 3, 4), use_input_stats=False)
     with pytest.raises(gc.ShapeError, match=r"running_mean must have shape \(3,\)"):
         F.instance_norm(ge.ones(2, 3, 4), ge.zeros(2), ge.ones(2))
+
+
+def test_instance_norm_traces_with_symbolic_batch_and_positions() -> None:
+    """group_norm's reshape to (N, C, -1) could not infer -1 beside a symbolic batch, so a
+    trace with symbolic H and W failed; the layer normalizes dims 2.. directly."""
+    layer = nn.InstanceNorm2d(3, affine=True)
+    g = gc.trace(layer, gc.TensorSpec(("B", 3, "H", "W")))
+    for shape in ((2, 3, 4, 5), (1, 3, 6, 2)):
+        x = RNG.normal(size=shape).astype(np.float32)
+        want = layer(ge.tensor(x)).detach().numpy()
+        np.testing.assert_allclose(g(x, **gc.lifted_feeds(g)), want, rtol=1e-6, atol=1e-6)

@@ -203,7 +203,13 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
             raise ShapeError(problem)
     else:
         defer_shape_check(shape, _one_value_per_instance, ShapeError)
-    output = ops_norm.group_norm(input, channels, weight, bias, eps)
+    # each (example, channel) normalized over its positions: layer norm from dim 2 on
+    # (no reshape, so symbolic positions work beside a symbolic batch)
+    output = ops_norm.layer_norm(input, axis=2, eps=eps)
+    if weight is not None:
+        output = output * ops_norm.channel_shaped(weight, len(shape))
+    if bias is not None:
+        output = output + ops_norm.channel_shaped(bias, len(shape))
     keep = running_mean is not None or running_var is not None
     if keep and keeps_updates(input):
         x = _detached(input)

@@ -86,12 +86,10 @@ from graphc.ops.composites import (
     frac,
     inner,
     is_floating_point,
-    kthvalue,
     lerp,
     logcumsumexp,
     matrix_power,
     matrix_trace,
-    msort,
     roll,
     rot90,
     tensor_split,
@@ -112,6 +110,7 @@ from graphc.ops.elementwise_composites import (
     xlogy,
 )
 from graphc.ops.methods import unbind
+from graphc.ops.order_statistics import cummax, cummin, kthvalue, median, msort, nanmedian
 from graphc.ops.scatters import index_add, index_copy, index_fill, scatter
 from graphc.passes.autodiff import gradients, split_backward
 from graphc.passes.forward import tangents

@@ -23,7 +23,7 @@ import numpy as np
 from graphc.ir.errors import ShapeError
 from graphc.ops import composites as C
 from graphc.ops import indexing as I
-from graphc.ops import scatters
+from graphc.ops import order_statistics, scatters
 from graphc.ops import shape as S
 from graphc.ops.composites import MinMaxPair
 
@@ -187,6 +187,13 @@ class CompositeMethods:
         name = "IndexFillBackward1" if hasattr(value, "shape") else "IndexFillBackward0"
         return spelled(scatters.index_fill(self, dim, index, value), name)
 
+    def nanmedian(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """The lower middle value of those not nan; (values, indices) along dim."""
+        out = order_statistics.nanmedian(self, dim, keepdim)
+        if dim is None:
+            return spelled(out, "NanmedianBackward0")
+        return type(out)(spelled(out.values, "NanmedianBackward1"), out.indices)
+
     def index_copy(self, dim: int, index: Any, source: Any) -> Any:
         return spelled(scatters.index_copy(self, dim, index, source), "IndexCopyBackward0")
 
@@ -214,6 +221,8 @@ NODE_NAMES = {
     "sgn": "SgnBackward0",
     "absolute": "AbsBackward0",
     "msort": "SortBackward0",
+    "cummax": "CummaxBackward0",
+    "cummin": "CumminBackward0",
     "sum_to_size": "SumBackward1",
 }
 

@@ -1,7 +1,7 @@
 """torch's composite functions and Tensor methods, a few op functions each: `roll`, `lerp`,
 `addcmul`, `addcdiv`, `matrix_trace` (torch.trace), `diff`, `aminmax`, `frac`,
 `count_nonzero`, `unflatten`, `tensor_split`, `is_floating_point`, `vector_norm`
-(Tensor.norm), `dist`, `kthvalue`, `median`, `msort`, `logcumsumexp`, `rot90`, `unfold`, `inner`,
+(Tensor.norm), `dist`, `logcumsumexp`, `rot90`, `unfold`, `inner`,
 `matrix_power`.
 
 They apply graphc's op functions, so one call records nodes on graph values and
@@ -27,7 +27,7 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
 from graphc.ir.types import format_shape, is_float, is_symbol, normalize_axis
-from graphc.ops import along_axis, arrays, linalg, rounding, sorting
+from graphc.ops import arrays, linalg, rounding
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import logical as L
@@ -46,13 +46,10 @@ __all__ = [
     "frac",
     "inner",
     "is_floating_point",
-    "kthvalue",
     "lerp",
     "logcumsumexp",
     "matrix_power",
     "matrix_trace",
-    "median",
-    "msort",
     "roll",
     "rot90",
     "tensor_split",
@@ -73,7 +70,7 @@ def narrow(x: Any, axis: int, start: Any, length: Any) -> Any:
     return I.slice_(x, index=(slice(None),) * axis + (slice(start, start + length),))
 
 
-def _known(size: Any, op: str, axis: int, shape: tuple) -> int:
+def known_size(size: Any, op: str, axis: int, shape: tuple) -> int:
     if is_symbol(size):
         raise ShapeError(
             f"{op}: dim {axis} of shape {format_shape(shape)} is symbolic, and {op} needs "
@@ -111,7 +108,7 @@ def roll(x: Any, shifts: Any, dims: Any = None, *, axis: Any = None) -> Any:
     out = x
     for shift, dim in zip(shifts, dims):
         axis = normalize_axis(dim, len(shape), "roll")
-        size = _known(shape[axis], "roll", axis, shape)
+        size = known_size(shape[axis], "roll", axis, shape)
         cut = size - int(shift) % size if size else 0
         if 0 < cut < size:  # the last `size - cut` elements move to the front
             tail, head = narrow(out, axis, cut, size - cut), narrow(out, axis, 0, cut)
@@ -203,7 +200,7 @@ def diff(
     if parts[0] is not None or parts[1] is not None:
         x = S.concat([p for p in (parts[0], x, parts[1]) if p is not None], axis=axis)
     if n:
-        _known(x.shape[axis], "diff", axis, tuple(x.shape))
+        known_size(x.shape[axis], "diff", axis, tuple(x.shape))
     before = (slice(None),) * axis
     out = x
     for _ in range(int(n)):  # past the size, empty minus empty: empty, as torch
@@ -291,7 +288,7 @@ def tensor_split(
     if not shape:
         raise ShapeError("tensor_split: expects a value of at least one dim, got a 0-d one")
     axis = normalize_axis(axis, len(shape), "tensor_split")
-    length = _known(shape[axis], "tensor_split", axis, shape)
+    length = known_size(shape[axis], "tensor_split", axis, shape)
     split = _split_points(indices_or_sections)
     if isinstance(split, int):
         if split < 1:
@@ -356,63 +353,6 @@ def dist(x: Any, other: Any, p: Any = 2) -> Any:
     return vector_norm(E.sub(x, other), p)
 
 
-def kthvalue(x: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
-    """(values, indices) of the k-th smallest entries along dim (counting from 1), as
-    torch.kthvalue; of ties, the one first in x."""
-    shape = tuple(x.shape)
-    axis = normalize_axis(dim, max(len(shape), 1), "kthvalue")
-    size = _known(shape[axis], "kthvalue", axis, shape) if shape else 1
-    if not 1 <= k <= size:
-        raise IndexRangeError(f"kthvalue: k = {k} is out of range for dim {axis} of size {size}")
-    ordered = sorting.sort(x, axis) if shape else sorting.sort(S.reshape(x, (1,)), 0)
-    pick = (slice(None),) * axis + (slice(k - 1, k) if keepdim and shape else k - 1,)
-    return type(ordered)(
-        I.slice_(ordered.values, index=pick), I.slice_(ordered.indices, index=pick)
-    )
-
-
-def median(x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
-    """The lower of the two middle values, or nan where there is a nan (the first one's
-    index), as torch.median: of all elements, or (values, indices) along dim. Found by a
-    stable argsort (nan last) and a pick at the median's rank, so the rank may depend on
-    the data (the count of nans) while the graph does not; the gradient goes to the
-    element picked.
-
-    >>> import numpy as np, graphc as gc
-    >>> float(gc.median(np.array([3.0, 1.0, 2.0, 4.0])))
-    2.0
-    """
-    if dim is None:
-        flat = S.reshape(x, (-1,))
-        if _known(flat.shape[0], "median", 0, tuple(flat.shape)) == 0:
-            return E.mul(R.sum(x), np.nan)  # torch's median of nothing: nan
-        return S.reshape(_median_along(flat, 0).values, ())
-    shape = tuple(x.shape)
-    axis = normalize_axis(dim, max(len(shape), 1), "median")  # 0-d: dims 0 and -1
-    line = x if shape else S.reshape(x, (1,))
-    if _known(line.shape[axis], "median", axis, tuple(line.shape)) == 0:
-        raise IndexRangeError(f"median: dim {dim} has no elements to take a median of")
-    found = _median_along(line, axis)
-    if keepdim and shape:
-        return found
-    return type(found)(S.squeeze(found.values, axis), S.squeeze(found.indices, axis))
-
-
-def _median_along(x: Any, axis: int) -> Any:
-    """(values, indices) of the medians along axis, that dim kept with size 1."""
-    count = int(x.shape[axis])
-    nans = R.sum(E.cast(E.ne(x, x), np.int64), axis=axis, keepdims=True)  # nan != nan
-    rank = E.where(E.gt(nans, 0), E.sub(count, nans), (count - 1) // 2)
-    order = sorting.argsort(x, axis)  # stable, nan last
-    positions = along_axis.take_along_axis(order, rank, axis=axis)
-    return sorting.ValuesIndices(along_axis.take_along_axis(x, positions, axis=axis), positions)
-
-
-def msort(x: Any) -> Any:
-    """x sorted along its first dim (torch.msort)."""
-    return sorting.sort(x, 0).values
-
-
 def logcumsumexp(x: Any, dim: int) -> Any:
     """log(cumsum(exp(x))) along dim, as running `logaddexp`s (an associative scan), so
     that no prefix overflows or underflows (torch.logcumsumexp)."""
@@ -449,7 +389,7 @@ def unfold(x: Any, dimension: int, size: int, step: int) -> Any:
     (that dim then counts the windows): torch's Tensor.unfold."""
     shape = tuple(x.shape)
     axis = normalize_axis(dimension, max(len(shape), 1), "unfold")
-    length = _known(shape[axis], "unfold", axis, shape) if shape else 1
+    length = known_size(shape[axis], "unfold", axis, shape) if shape else 1
     if not 0 <= size <= length or step < 1:
         raise ShapeError(
             f"unfold: size {size} must be in [0, {length}] (the size of dim {axis}) and "
@@ -479,7 +419,7 @@ def matrix_power(x: Any, n: int) -> Any:
         raise ShapeError(
             f"matrix_power: n must be a non-negative int (graphc has no matrix inverse), got {n!r}"
         )
-    size = _known(shape[-1], "matrix_power", len(shape) - 1, shape)
+    size = known_size(shape[-1], "matrix_power", len(shape) - 1, shape)
     if n == 0:
         # ones of x's kind (a graph value, a tensor) times the identity: no gradient to x
         return E.mul(E.full_like(x, 1), np.eye(size, dtype=dtype_of(x)))

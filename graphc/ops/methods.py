@@ -47,6 +47,7 @@ from graphc.ops import (
     linalg,
     logical,
     nn,
+    order_statistics,
     padding,
     reduce,
     rounding,
@@ -782,14 +783,24 @@ class ValueMethods(OperatorMixin):
         return composites.dist(self, other, p)
 
     def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> Any:
-        return composites.kthvalue(self, k, dim, keepdim)
+        return order_statistics.kthvalue(self, k, dim, keepdim)
 
     def median(self, dim: int | None = None, keepdim: bool = False) -> Any:
         """The lower middle value (nan if there is one); (values, indices) along dim."""
-        return composites.median(self, dim, keepdim)
+        return order_statistics.median(self, dim, keepdim)
+
+    def nanmedian(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The lower middle value of those not nan; (values, indices) along dim."""
+        return order_statistics.nanmedian(self, dim, keepdim)
 
     def msort(self) -> Any:
-        return composites.msort(self)
+        return order_statistics.msort(self)
+
+    def cummax(self, dim: int) -> Any:
+        return order_statistics.cummax(self, dim)
+
+    def cummin(self, dim: int) -> Any:
+        return order_statistics.cummin(self, dim)
 
     def logcumsumexp(self, dim: int) -> Any:
         return composites.logcumsumexp(self, dim)

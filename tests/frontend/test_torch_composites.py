@@ -157,6 +157,18 @@ CASES: dict[str, Case] = {
     "median/ints": Case(lambda x: x.median(0), (INTS,)),
     "median/0d": Case(lambda x: x.median(-1), (np.array(1.5),), (0,)),
     "median/empty": Case(lambda x: x.median(), (np.zeros((0, 2)),)),
+    "nanmedian": Case(lambda x: x.nanmedian(), (np.array([[3.0, np.nan], [1.0, 2.0]]),), (0,)),
+    "nanmedian/dim": Case(
+        lambda x: x.nanmedian(-1, keepdim=True),
+        (np.array([[3.0, np.nan, 1.0, 0.5], [np.nan, 2.0, np.nan, 1.0], [2.0, 1.0, 4.0, 0.0]]),),
+        (0,),
+    ),
+    "cummax": Case(lambda x: x.cummax(1), (CUBE,), (0,)),
+    "cummax/ties_nan": Case(
+        lambda x: x.cummax(0), (np.array([1.0, 3.0, 3.0, 2.0, np.nan, 5.0, np.nan]),)
+    ),
+    "cummin": Case(lambda x: x.cummin(-1), (CUBE,), (0,)),
+    "cummin/ints": Case(lambda x: x.cummin(0), (INTS,)),
     "msort": Case(lambda x: x.msort(), (SQUARE,), (0,)),
     "logcumsumexp": Case(lambda x: x.logcumsumexp(1), (CUBE * 300,), (0,)),
     "rot90": Case(lambda x: x.rot90(), (X,), (0,)),

@@ -81,6 +81,8 @@ from graphc.ops.composites import (
     addcmul,
     aminmax,
     count_nonzero,
+    diag_embed,
+    diagflat,
     diff,
     dist,
     frac,
@@ -90,6 +92,7 @@ from graphc.ops.composites import (
     logcumsumexp,
     matrix_power,
     matrix_trace,
+    narrow_copy,
     roll,
     rot90,
     tensor_split,
@@ -97,6 +100,7 @@ from graphc.ops.composites import (
     vector_norm,
 )
 from graphc.ops.elementwise_composites import (
+    deg2rad,
     exp2,
     float_power,
     fmax,
@@ -106,7 +110,9 @@ from graphc.ops.elementwise_composites import (
     isneginf,
     isposinf,
     logit,
+    rad2deg,
     sgn,
+    sinc,
     xlogy,
 )
 from graphc.ops.methods import unbind

@@ -224,6 +224,12 @@ NODE_NAMES = {
     "cummax": "CummaxBackward0",
     "cummin": "CumminBackward0",
     "sum_to_size": "SumBackward1",
+    "sinc": "SincBackward0",
+    "deg2rad": "Deg2RadBackward0",
+    "rad2deg": "Rad2DegBackward0",
+    "diag_embed": "DiagEmbedBackward0",
+    "diagflat": "DiagEmbedBackward0",
+    "narrow_copy": "NarrowCopyBackward0",
 }
 
 

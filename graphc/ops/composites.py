@@ -1,8 +1,8 @@
 """torch's composite functions and Tensor methods, a few op functions each: `roll`, `lerp`,
 `addcmul`, `addcdiv`, `matrix_trace` (torch.trace), `diff`, `aminmax`, `frac`,
 `count_nonzero`, `unflatten`, `tensor_split`, `is_floating_point`, `vector_norm`
-(Tensor.norm), `dist`, `logcumsumexp`, `rot90`, `unfold`, `inner`,
-`matrix_power`.
+(Tensor.norm), `dist`, `logcumsumexp`, `rot90`, `unfold`, `inner`, `matrix_power`,
+`diag_embed`, `diagflat`, `narrow_copy`.
 
 They apply graphc's op functions, so one call records nodes on graph values and
 computes (with a tape entry) on eager tensors: `ValueMethods` gives both kinds them as
@@ -27,7 +27,7 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
 from graphc.ir.types import format_shape, is_float, is_symbol, normalize_axis
-from graphc.ops import arrays, linalg, rounding
+from graphc.ops import arrays, linalg, padding, rounding
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import logical as L
@@ -41,6 +41,8 @@ __all__ = [
     "addcmul",
     "aminmax",
     "count_nonzero",
+    "diag_embed",
+    "diagflat",
     "diff",
     "dist",
     "frac",
@@ -50,6 +52,7 @@ __all__ = [
     "logcumsumexp",
     "matrix_power",
     "matrix_trace",
+    "narrow_copy",
     "roll",
     "rot90",
     "tensor_split",
@@ -431,3 +434,48 @@ def matrix_power(x: Any, n: int) -> Any:
         if n:
             power = linalg.matmul(power, power)
     return result
+
+
+def diag_embed(x: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+    """Matrices whose `offset` diagonal holds x's last dim, zeros elsewhere, the two new
+    dims at dim1 and dim2 of the result (torch.diag_embed).
+
+    >>> import numpy as np, graphc as gc
+    >>> gc.diag_embed(np.array([1, 2]), 1).tolist()
+    [[0, 1, 0], [0, 0, 2], [0, 0, 0]]
+    """
+    if not x.shape:
+        raise ShapeError("diag_embed: expects a value of at least one dim, got a 0-d one")
+    rank = len(x.shape) + 1
+    first, second = (normalize_axis(d, rank, "diag_embed") for d in (dim1, dim2))
+    if first == second:
+        raise ShapeError(f"diag_embed: dim1 and dim2 must differ, got {dim1} and {dim2}")
+    length = known_size(x.shape[-1], "diag_embed", rank - 2, tuple(x.shape))
+    size = length + abs(int(offset))
+    # row r holds x[r] (offset >= 0) or x[r + offset]: x padded with |offset| zeros after
+    # (or before), spread along the row and kept only on the diagonal
+    pad = [(0, 0)] * (rank - 2) + [(0, abs(int(offset))) if offset >= 0 else (abs(int(offset)), 0)]
+    rows = S.expand_dims(padding.pad(x, pad), -1)
+    square = E.where(np.eye(size, size, int(offset), dtype=np.bool_), rows, 0)
+    if (first, second) == (rank - 2, rank - 1):
+        return square
+    if first > second:  # torch fills dim1 with rows: swap them and place the pair
+        square, first, second = S.swapaxes(square, -2, -1), second, first
+    return S.moveaxis(square, (rank - 2, rank - 1), (first, second))
+
+
+def diagflat(x: Any, offset: int = 0) -> Any:
+    """A matrix with x's elements (flattened) on its `offset` diagonal (np.diagflat)."""
+    return arrays.diag(S.reshape(x, (-1,)), offset)
+
+
+def narrow_copy(x: Any, dim: int, start: int, length: int) -> Any:
+    """A copy of `length` entries of dim from `start` (torch's narrow_copy): a slice."""
+    axis = normalize_axis(dim, len(x.shape), "narrow_copy")
+    size = known_size(x.shape[axis], "narrow_copy", axis, tuple(x.shape))
+    begin = int(start) + (size if start < 0 else 0)
+    if not 0 <= begin <= begin + length <= size:
+        raise IndexRangeError(
+            f"narrow_copy: start {start} + length {length} exceeds dim {axis} of size {size}"
+        )
+    return E.cast(narrow(x, axis, begin, length), x.dtype)

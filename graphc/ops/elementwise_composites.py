@@ -1,5 +1,6 @@
 """torch's elementwise functions that are a few ops each: `exp2`, `float_power`, `logit`,
-`xlogy`, `hypot`, `fmax`, `fmin`, `heaviside`, `isposinf`, `isneginf`, `sgn`.
+`xlogy`, `hypot`, `fmax`, `fmin`, `heaviside`, `isposinf`, `isneginf`, `sgn`, `sinc`,
+`deg2rad`, `rad2deg`.
 
 Built from op functions, so they trace, differentiate and run eagerly alike; numpy has
 most of them under the same names (np.exp2, np.hypot, np.fmax, ...), and gives the same
@@ -32,7 +33,10 @@ __all__ = [
     "isneginf",
     "isposinf",
     "logit",
+    "deg2rad",
+    "rad2deg",
     "sgn",
+    "sinc",
     "xlogy",
 ]
 
@@ -111,3 +115,22 @@ def isneginf(x: Any) -> Any:
 def sgn(x: Any) -> Any:
     """The sign of x: torch's sgn, which for real values is `sign`."""
     return E.sign(x)
+
+
+def sinc(x: Any) -> Any:
+    """sin(pi x) / (pi x), 1 at 0 with gradient 0 there (torch.sinc, np.sinc)."""
+    zero = E.eq(x, 0)
+    # the quotient is taken of 1 where x is 0: its gradient there would be 0/0, and even
+    # an unselected branch's nan would reach x through where's rule
+    safe = E.mul(E.where(zero, 1, x), np.pi)
+    return E.where(zero, 1, E.div(E.sin(safe), safe))
+
+
+def deg2rad(x: Any) -> Any:
+    """Degrees to radians: x * (pi / 180)."""
+    return E.mul(x, np.pi / 180)
+
+
+def rad2deg(x: Any) -> Any:
+    """Radians to degrees: x * (180 / pi)."""
+    return E.mul(x, 180 / np.pi)

@@ -114,6 +114,9 @@ UNARY: dict[str, Callable[..., Any]] = {
     "exp2": elementwise_composites.exp2,
     "isposinf": elementwise_composites.isposinf,
     "isneginf": elementwise_composites.isneginf,
+    "sinc": elementwise_composites.sinc,
+    "deg2rad": elementwise_composites.deg2rad,
+    "rad2deg": elementwise_composites.rad2deg,
 }
 
 # x.name(other) is op(x, other)
@@ -813,6 +816,15 @@ class ValueMethods(OperatorMixin):
 
     def matrix_power(self, n: int) -> Any:
         return composites.matrix_power(self, n)
+
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+        return composites.diag_embed(self, offset, dim1, dim2)
+
+    def diagflat(self, offset: int = 0) -> Any:
+        return composites.diagflat(self, offset)
+
+    def narrow_copy(self, dim: int, start: int, length: int) -> Any:
+        return composites.narrow_copy(self, dim, start, length)
 
     def sum_to_size(self, *size: Any) -> Any:
         """Summed down to `size`, undoing broadcasting (torch's name for `sum_to`)."""

@@ -215,6 +215,53 @@ def eye_(tensor: Tensor) -> Tensor:
     return _fill(tensor, np.eye(*tensor.shape))
 
 
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """A convolution weight (out, in, *kernel) of 3 to 5 dims that passes its input
+    through: in each of `groups` groups, output channel d reads input channel d at the
+    kernel's centre (as torch's; the channels beyond the smaller count stay 0).
+
+    >>> import graphc.eager as ge
+    >>> dirac_(ge.zeros(2, 2, 3))[:, :, 1].tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    shape = tuple(tensor.shape)
+    if len(shape) not in (3, 4, 5):
+        raise GraphcError(f"dirac_: needs a tensor of 3, 4 or 5 dims, got shape {shape}")
+    if shape[0] % groups:
+        raise GraphcError(f"dirac_: dim 0 ({shape[0]}) must be divisible by groups ({groups})")
+    per_group = shape[0] // groups
+    values = np.zeros(shape)
+    centre = tuple(size // 2 for size in shape[2:])
+    for g in range(groups):
+        for d in range(min(per_group, shape[1])):
+            values[(g * per_group + d, d, *centre)] = 1.0
+    return _fill(tensor, values)
+
+
+def sparse_(
+    tensor: Tensor, sparsity: float, std: float = 0.01, generator: Generator = None
+) -> Tensor:
+    """A 2-D tensor of N(0, std^2) samples with ceil(sparsity * rows) entries of each
+    column, picked at random, set to 0 (Martens; torch's distribution, not its bits).
+
+    >>> import graphc.eager as ge
+    >>> w = sparse_(ge.zeros(10, 4), sparsity=0.3, generator=0)
+    >>> (w == 0).sum(0).tolist()
+    [3, 3, 3, 3]
+    """
+    shape = tuple(tensor.shape)
+    if len(shape) != 2:
+        raise GraphcError(f"sparse_: needs a 2-D tensor, got shape {shape}")
+    rng = as_generator(generator)
+    normal_(tensor, 0.0, std, rng)
+    rows, cols = shape
+    zeros = math.ceil(sparsity * rows)
+    values = tensor.detach().numpy().copy()
+    for col in range(cols):  # a random permutation's first rows: argsort of uniforms
+        values[np.argsort(_uniform01((rows,), rng))[:zeros], col] = 0
+    return _fill(tensor, values)
+
+
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator = None) -> Tensor:
     """A (semi-)orthogonal matrix of the tensor flattened to (rows, rest), from the QR
     decomposition of a normal one with r's diagonal made positive (Saxe et al., torch's
@@ -266,12 +313,14 @@ __all__ = [
     "calculate_fan_in_and_fan_out",
     "calculate_gain",
     "constant_",
+    "dirac_",
     "eye_",
     "kaiming_normal_",
     "kaiming_uniform_",
     "normal_",
     "ones_",
     "orthogonal_",
+    "sparse_",
     "trunc_normal_",
     "uniform_",
     "xavier_normal_",

@@ -10,7 +10,7 @@
 tensor([-2.7000], requires_grad=True)
 """
 
-from graphc.optim import lr_scheduler
+from graphc.optim import lr_scheduler, swa_utils
 from graphc.optim.adadelta import Adadelta
 from graphc.optim.adagrad import Adagrad
 from graphc.optim.adam import Adam, AdamW

@@ -1,5 +1,6 @@
 """Convolution and pooling layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d,
-MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, Upsample, Flatten and Unflatten.
+MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, Upsample,
+UpsamplingNearest2d, UpsamplingBilinear2d, Flatten and Unflatten.
 
 PyTorch's constructor arguments, defaults, attribute names, parameter names and shapes
 (`weight` is (out, in/groups, *kernel) for a convolution and (in, out/groups, *kernel)
@@ -36,6 +37,8 @@ __all__ = [
     "Flatten",
     "Unflatten",
     "Upsample",
+    "UpsamplingBilinear2d",
+    "UpsamplingNearest2d",
     "MaxPool1d",
     "MaxPool2d",
 ]
@@ -546,7 +549,7 @@ class Unflatten(Module):
 
 class Upsample(Module):
     """Resize (N, C, L) or (N, C, H, W) to `size` or by `scale_factor` (F.interpolate's
-    nearest modes): torch.nn.Upsample.
+    modes: nearest, linear, bilinear, bicubic, area): torch.nn.Upsample.
 
     >>> import graphc.eager as ge
     >>> from graphc import nn
@@ -581,3 +584,23 @@ class Upsample(Module):
             f"scale_factor={self.scale_factor!r}" if self.size is None else f"size={self.size!r}"
         )
         return f"{given}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """torch.nn.UpsamplingNearest2d: Upsample in mode 'nearest'."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """torch.nn.UpsamplingBilinear2d: Upsample in mode 'bilinear' with align_corners.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.UpsamplingBilinear2d(scale_factor=2)(ge.tensor([[[[0.0, 3.0]]]])).tolist()
+    [[[[0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 3.0]]]]
+    """
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

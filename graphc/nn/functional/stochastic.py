@@ -1,6 +1,6 @@
 """Dropout, with torch.nn.functional's signatures, drawing its masks from a key: dropout
 (each element), dropout1d/2d/3d (whole channels), alpha_dropout and feature_alpha_dropout
-(SELU's, keeping mean and variance).
+(SELU's, keeping mean and variance); gumbel_softmax draws its noise from the same keys.
 
 Eagerly, each call draws a fresh key from graphc.eager's global generator
 (`graphc.eager.manual_seed` makes runs repeatable), as PyTorch draws from its own.
@@ -24,7 +24,8 @@ from graphc.eager import creation
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.graph import Graph, active_graph
 from graphc.ir.types import TensorType
-from graphc.ops import fold_in, random_uniform, where
+from graphc.ops import argmax, cast, fold_in, log, log1p, maximum, random_uniform, softmax, where
+from graphc.ops.custom import stopped
 from graphc.ops.random import KEY
 from graphc.ops.symbolic import Symbol
 
@@ -35,6 +36,7 @@ __all__ = [
     "dropout2d",
     "dropout3d",
     "feature_alpha_dropout",
+    "gumbel_softmax",
 ]
 # SELU's negative saturation, -scale * alpha: where alpha dropout sets the dropped values
 _SELU_SATURATION = -1.0507009873554804934193349852946 * 1.6732632423543772848170429916717
@@ -233,3 +235,33 @@ def feature_alpha_dropout(input: Any, p: float = 0.5, training: bool = False,  #
             f"feature_alpha_dropout: expected an input with a channel dim, got shape {shape}"
         )
     return _alpha_masked(input, p, _channel_mask_shape(shape), key)
+
+
+def gumbel_softmax(logits: Any, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1, *, key: Any = None) -> Any:  # fmt: skip
+    """softmax((logits + g) / tau) along `dim` with g Gumbel(0, 1) noise, a sample of the
+    relaxed categorical distribution (torch.nn.functional.gumbel_softmax); with `hard`,
+    the one-hot of its largest entry in the forward and the soft sample's gradient (the
+    straight-through estimator). `eps` is accepted and unused, as torch's.
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> y = F.gumbel_softmax(ge.zeros(4, 3), hard=True)
+    >>> y.sum(-1).tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    if tau <= 0:
+        raise GraphcError(f"gumbel_softmax: tau must be positive, got {tau}")
+    shape = tuple(logits.shape)
+    if key is None:
+        key = next_key(logits)
+    uniform = random_uniform(key, shape=shape, dtype=logits.dtype)
+    # -log of an Exponential(1) draw (-log(1 - u)), kept off 0 so no noise is infinite
+    exponential = maximum(-log1p(-uniform), float(np.finfo(np.dtype(logits.dtype)).tiny))
+    soft = softmax((logits - log(exponential)) / tau, axis=dim)
+    if not hard:
+        return soft
+    axis = dim % len(shape)
+    positions = np.arange(shape[axis]).reshape((-1,) + (1,) * (len(shape) - axis - 1))
+    one_hot = cast(argmax(soft, axis=axis, keepdims=True) == positions, soft.dtype)
+    return one_hot - stopped(soft) + soft

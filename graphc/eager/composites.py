@@ -1,13 +1,14 @@
-"""torch's composite functions and Tensor methods on eager tensors: `roll`, `lerp`,
-`addcmul`, `addcdiv`, `trace`, `diff`, `aminmax`, `frac`, `mT`, `scatter`, `index_add`,
-..., and the eager-only `masked_select`,
-`meshgrid`, `broadcast_tensors`, `std_mean`, `var_mean`.
+"""torch's composites on eager tensors: the functions `roll`, `lerp`, `addcmul`,
+`addcdiv`, `trace`, `diff`, `aminmax`, `frac`, and Tensor methods naming the nodes of
+shared ones (`mT`, `scatter`, `index_add`, `addmm`, ...); and the eager-only
+`masked_select` (its shape depends on the mask's values), `meshgrid`,
+`broadcast_tensors`, `std_mean`, `var_mean`.
 
-The shared ones are built once, from op functions, in graphc/ops/composites.py and
-graphc/ops/scatters.py (graph values have them as methods too); here a tensor's result
-only gets torch's name for its node (`RollBackward0`, ...). The functions take the
-tensor first, and work on graph values while tracing; `CompositeMethods` gives the same
-as Tensor methods.
+The shared composites are built once, from op functions, in graphc/ops (composites.py,
+elementwise_composites.py, bias_products.py, order_statistics.py, scatters.py), and graph
+values have them as methods too; here a tensor's result only gets torch's name for its
+node (`RollBackward0`, ...). The functions take the tensor first and work on graph
+values while tracing; `CompositeMethods` gives them as Tensor methods.
 
 >>> import graphc.eager as ge
 >>> ge.tensor([1.0, 2.0, 3.0], requires_grad=True).roll(1)

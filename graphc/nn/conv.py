@@ -1,6 +1,6 @@
 """Convolution and pooling layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d,
-MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, Upsample,
-UpsamplingNearest2d, UpsamplingBilinear2d, Flatten and Unflatten.
+MaxPool1d/2d, AvgPool1d/2d, LPPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d,
+Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, Flatten and Unflatten.
 
 PyTorch's constructor arguments, defaults, attribute names, parameter names and shapes
 (`weight` is (out, in/groups, *kernel) for a convolution and (in, out/groups, *kernel)
@@ -30,6 +30,8 @@ __all__ = [
     "AdaptiveMaxPool2d",
     "AvgPool1d",
     "AvgPool2d",
+    "LPPool1d",
+    "LPPool2d",
     "Conv1d",
     "Conv2d",
     "ConvTranspose1d",
@@ -363,6 +365,39 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class LPPool2d(Module):
+    """The p-norm of each window: torch.nn.LPPool2d (stride defaults to kernel_size).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.LPPool2d(2, 2)(ge.ones(1, 3, 8, 8)).shape
+    (1, 3, 4, 4)
+    """
+
+    pool = staticmethod(F.lp_pool2d)
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None,
+                 ceil_mode: bool = False) -> None:  # fmt: skip
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride = norm_type, kernel_size, stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return self.pool(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (
+            f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+            f"ceil_mode={self.ceil_mode}"
+        )
+
+
+class LPPool1d(LPPool2d):
+    """The p-norm of each window along L: torch.nn.LPPool1d."""
+
+    pool = staticmethod(F.lp_pool1d)
 
 
 class AdaptiveAvgPool2d(Module):

@@ -1,5 +1,5 @@
 """Normalization layers: BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d,
-InstanceNorm2d, InstanceNorm3d, LayerNorm, GroupNorm, RMSNorm.
+InstanceNorm2d, InstanceNorm3d, LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm.
 
 PyTorch's constructor arguments, defaults, attribute names, and `state_dict` keys
 (``weight``, ``bias``, ``running_mean``, ``running_var``, ``num_batches_tracked``), so
@@ -39,6 +39,7 @@ __all__ = [
     "InstanceNorm2d",
     "InstanceNorm3d",
     "LayerNorm",
+    "LocalResponseNorm",
     "RMSNorm",
 ]
 
@@ -354,3 +355,24 @@ class GroupNorm(Module):
             f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
             f"bias={self.bias is not None}"
         )
+
+
+class LocalResponseNorm(Module):
+    """Divide by (k + alpha * the mean square of `size` neighbouring channels) ** beta:
+    torch.nn.LocalResponseNorm (see F.local_response_norm).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.LocalResponseNorm(2)(ge.ones(2, 4, 3, 3)).shape
+    (2, 4, 3, 3)
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

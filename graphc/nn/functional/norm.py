@@ -1,5 +1,5 @@
 """torch.nn.functional spellings: norm (layer_norm, group_norm, batch_norm, instance_norm,
-rms_norm).
+rms_norm, local_response_norm).
 
 PyTorch's argument names and defaults, on eager tensors and graph values alike.
 `batch_norm` in training mode (and `instance_norm` with `use_input_stats`) updates the
@@ -17,12 +17,21 @@ import numpy as np
 
 from graphc.eager import Tensor
 from graphc.ir.errors import GraphcError, ShapeError
+from graphc.nn.functional.arrays import pad
+from graphc.nn.functional.pool import avg_pool2d
 from graphc.nn.module import buffer_value, keeps_updates, update_buffer
 from graphc.nn.shape_checks import defer_shape_check
-from graphc.ops import mean, rsqrt, selection, var
+from graphc.ops import mean, reshape, rsqrt, selection, var
 from graphc.ops import norm as ops_norm
 
-__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "rms_norm"]
+__all__ = [
+    "batch_norm",
+    "group_norm",
+    "instance_norm",
+    "layer_norm",
+    "local_response_norm",
+    "rms_norm",
+]
 
 
 def layer_norm(input: Any, normalized_shape: int | Sequence[int], weight: Any = None,  # noqa: A002
@@ -221,3 +230,31 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
             batch_var = mean(var(x, axis=positions, ddof=1), axis=0)
             update_buffer(running_var, _blend(running_var, batch_var, momentum))
     return output
+
+
+def local_response_norm(input: Any, size: int, alpha: float = 1e-4, beta: float = 0.75,  # noqa: A002
+                        k: float = 1.0) -> Any:  # fmt: skip
+    """Each value of an (N, C, ...) input divided by (k + alpha * the mean of the squares
+    of `size` neighbouring channels) ** beta, as torch.nn.functional.local_response_norm
+    (AlexNet's): the neighbours of channel c are c - size // 2 to c + (size - 1) // 2,
+    those outside counted as zeros.
+
+    >>> import graphc.eager as ge
+    >>> import graphc.nn.functional as F
+    >>> y = F.local_response_norm(ge.ones(1, 3, 1), 3, alpha=3.0, beta=1.0, k=0.0)
+    >>> [round(v, 4) for v in y.flatten().tolist()]   # 1 / (3 * mean square): 2/3 at the edges
+    [0.5, 0.3333, 0.5]
+    """
+    shape = tuple(input.shape)
+    if len(shape) < 3:
+        raise ShapeError(
+            f"local_response_norm: expected an input of 3 or more dims (N, C, ...), got shape "
+            f"{shape}"
+        )
+    rest = shape[2:]
+    positions = math.prod(rest) if all(isinstance(d, int) for d in rest) else -1
+    squares = reshape(input * input, (shape[0], 1, shape[1], positions))
+    # zeros beyond the first and last channel, then the mean of each run of `size`
+    padded = pad(squares, (0, 0, size // 2, (size - 1) // 2))
+    mean = reshape(avg_pool2d(padded, (size, 1), stride=1), shape)
+    return input / (mean * alpha + k) ** beta

@@ -1,6 +1,6 @@
 """torch.nn.functional spellings: max_pool2d, avg_pool2d, adaptive_avg_pool2d,
-adaptive_max_pool2d, and their 1-D forms (max_pool1d, avg_pool1d, adaptive_avg_pool1d,
-adaptive_max_pool1d: an (N, C, L) input pooled as (N, C, 1, L)).
+adaptive_max_pool2d, lp_pool2d, and their 1-D forms (max_pool1d, avg_pool1d, adaptive_avg_pool1d,
+adaptive_max_pool1d, lp_pool1d: an (N, C, L) input pooled as (N, C, 1, L)).
 
 PyTorch's arguments and defaults (stride defaults to the kernel size), and its checks:
 padding is one int or (h, w), at most half the (dilated) kernel, so every window holds
@@ -10,6 +10,7 @@ an input element. An input without its batch dim, (C, H, W), is one image.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,8 @@ __all__ = [
     "adaptive_max_pool2d",
     "avg_pool1d",
     "avg_pool2d",
+    "lp_pool1d",
+    "lp_pool2d",
     "max_pool1d",
     "max_pool2d",
 ]
@@ -305,3 +308,46 @@ def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: bool = Fal
         "adaptive_max_pool1d",
         lambda x: adaptive_max_pool2d(x, (1, size), return_indices),
     )
+
+
+def _lp_root(mean: Any, count: int, norm_type: float) -> Any:
+    """(count * mean) ** (1 / p) of a window mean of x ** p, as torch's: sign(mean) *
+    relu(|mean|), which passes no gradient where the mean is 0."""
+    total = ops.sign(mean) * ops.relu(ops.abs(mean)) * count
+    return total ** (1.0 / norm_type)
+
+
+def lp_pool2d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,  # noqa: A002
+              ceil_mode: bool = False) -> Any:  # fmt: skip
+    """torch.nn.functional.lp_pool2d: (sum of x ** p over each window) ** (1 / p) of
+    (N, C, H, W) or (C, H, W); p = inf is the max of |x|, -inf the min.
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.lp_pool2d(ge.tensor([[[[3.0, 4.0]]]]), 2, (1, 2)).tolist()
+    [[[[5.0]]]]
+    """
+    if math.isinf(norm_type):
+        sign = 1.0 if norm_type > 0 else -1.0
+        return sign * max_pool2d(sign * ops.abs(input), kernel_size, stride, 0, 1, ceil_mode)
+    kh, kw = _pair(kernel_size)
+    mean = avg_pool2d(input**norm_type, kernel_size, stride, 0, ceil_mode)
+    return _lp_root(mean, kh * kw, norm_type)
+
+
+def lp_pool1d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,  # noqa: A002
+              ceil_mode: bool = False) -> Any:  # fmt: skip
+    """torch.nn.functional.lp_pool1d: (sum of x ** p over each window) ** (1 / p) along
+    L of (N, C, L) or (C, L).
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.lp_pool1d(ge.tensor([[3.0, 4.0, 0.0, 0.0]]), 1, 2).tolist()
+    [[7.0, 0.0]]
+    """
+    k = _single(kernel_size, "kernel_size", "lp_pool1d")
+    if math.isinf(norm_type):
+        sign = 1.0 if norm_type > 0 else -1.0
+        return sign * max_pool1d(sign * ops.abs(input), k, stride, 0, 1, ceil_mode)
+    mean = avg_pool1d(input**norm_type, k, stride, 0, ceil_mode)
+    return _lp_root(mean, k, norm_type)

@@ -27,7 +27,7 @@ import numpy as np
 
 from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
 from graphc.ir.types import format_shape, is_float, is_symbol, normalize_axis
-from graphc.ops import arrays, linalg, padding, rounding
+from graphc.ops import arrays, linalg, padding, rounding, sequences
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
 from graphc.ops import logical as L
@@ -111,12 +111,23 @@ def roll(x: Any, shifts: Any, dims: Any = None, *, axis: Any = None) -> Any:
     out = x
     for shift, dim in zip(shifts, dims):
         axis = normalize_axis(dim, len(shape), "roll")
-        size = known_size(shape[axis], "roll", axis, shape)
+        if is_symbol(shape[axis]):
+            out = _roll_symbolic(out, int(shift), axis)
+            continue
+        size = int(shape[axis])
         cut = size - int(shift) % size if size else 0
         if 0 < cut < size:  # the last `size - cut` elements move to the front
             tail, head = narrow(out, axis, cut, size - cut), narrow(out, axis, 0, cut)
             out = S.concat([tail, head], axis=axis)
     return E.cast(out, x.dtype) if out is x else out  # whole turns: still a copy
+
+
+def _roll_symbolic(x: Any, shift: int, axis: int) -> Any:
+    """roll along a dim whose size is known when the graph runs: a take of the positions
+    (i - shift) mod size, the size counted from an arange of the dim."""
+    positions = sequences.arange(x.shape[axis])
+    size = E.maximum(R.sum(E.full_like(positions, 1)), 1)  # 1 for an empty dim: no zero
+    return I.take(x, rounding.remainder(E.sub(positions, shift), size), axis=axis)
 
 
 def lerp(start: Any, end: Any, weight: Any) -> Any:

@@ -419,3 +419,23 @@ def test_elementwise_and_array_functions_give_numpy_answers() -> None:
         for k, (g, w) in enumerate(zip(got, want)):
             assert np.asarray(g).dtype == w.dtype, k
             np.testing.assert_allclose(g, w, rtol=1e-13, err_msg=str(k))
+
+
+def test_roll_along_a_symbolic_dim_matches_torch_for_every_size() -> None:
+    """A trace with a symbolic dim rolls along it by a take of (i - shift) mod size, the
+    size known when the graph runs: torch's values and gradients at sizes 0, 1, 4, 9."""
+    spec = gc.TensorSpec((None, 3), dtype="float64")
+    g = gc.trace(lambda x: x.roll((7, -1), (0, 1)), spec)
+    weight = np.arange(3.0)
+
+    def loss(x: Any) -> Any:
+        return gc.sum(x.roll(-2, 0) * weight)
+
+    exe, grad = gc.compile(g), gc.compile(gc.gradients(gc.trace(loss, spec), wrt=["x"]))
+    for n in (0, 1, 4, 9):
+        x = _rng.standard_normal((n, 3))
+        t = torch.tensor(x, requires_grad=True)
+        want = t.roll((7, -1), (0, 1))
+        (t.roll(-2, 0) * torch.tensor(weight)).sum().backward()
+        np.testing.assert_array_equal(exe(x), want.detach().numpy())
+        np.testing.assert_array_equal(grad(x)[1], t.grad.numpy())

@@ -1,4 +1,4 @@
-"""Normalization layers: BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d,
+"""Normalization layers: BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm, InstanceNorm1d,
 InstanceNorm2d, InstanceNorm3d, LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm.
 
 PyTorch's constructor arguments, defaults, attribute names, and `state_dict` keys
@@ -41,11 +41,13 @@ __all__ = [
     "LayerNorm",
     "LocalResponseNorm",
     "RMSNorm",
+    "SyncBatchNorm",
 ]
 
 
 class _BatchNorm(Module):
-    """What BatchNorm1d/2d/3d share; subclasses say which input ranks they take."""
+    """What BatchNorm1d/2d/3d share; subclasses say which input ranks they take (none
+    said: any of 2 or more, as SyncBatchNorm's)."""
 
     ranks: tuple[int, ...] = ()
 
@@ -86,8 +88,8 @@ class _BatchNorm(Module):
 
     def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
         rank = len(input.shape)
-        if rank not in self.ranks:
-            expected = " or ".join(f"{r}D" for r in self.ranks)
+        if rank not in self.ranks and not (self.ranks == () and rank >= 2):
+            expected = " or ".join(f"{r}D" for r in self.ranks) or "at least 2D"
             raise ShapeError(
                 f"{type(self).__name__}: expected {expected} input, got {rank}D input of "
                 f"shape {tuple(input.shape)}"
@@ -147,6 +149,53 @@ class BatchNorm3d(_BatchNorm):
     """Batch norm of (N, C, D, H, W) inputs over N, D, H and W, per channel C."""
 
     ranks = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """torch.nn.SyncBatchNorm as torch computes it without a process group: batch norm
+    of any (N, C, ...) input with the local batch's statistics (graphc's data-parallel
+    training, graphc.distributed, combines batch statistics itself). `process_group` is
+    accepted and kept.
+
+    >>> from graphc import nn
+    >>> nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.BatchNorm2d(3)))[0]
+    SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
+    """
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        process_group: Any = None,
+        dtype: Any = "float32",
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype, bias=bias)
+        self.process_group = process_group
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """`module` with every BatchNorm1d/2d/3d in it replaced by a SyncBatchNorm that
+        shares its parameters, buffers and mode, as torch's."""
+        output = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, _InstanceNorm):
+            output = cls(
+                module.num_features, module.eps, module.momentum, module.affine,
+                module.track_running_stats, process_group, bias=module.bias is not None,
+            )  # fmt: skip
+            if module.affine:
+                output.weight, output.bias = module.weight, module.bias
+            if module.track_running_stats:
+                output.running_mean, output.running_var = module.running_mean, module.running_var
+                output.num_batches_tracked = module.num_batches_tracked
+            output.training = module.training
+        for name, child in module.named_children():
+            output.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return output
 
 
 class _InstanceNorm(_BatchNorm):

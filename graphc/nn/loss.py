@@ -18,6 +18,7 @@ from typing import Any
 from graphc.eager import Tensor, tensor
 from graphc.ir.errors import GraphcError
 from graphc.nn import functional as F
+from graphc.nn.distance import PairwiseDistance
 from graphc.nn.functional.loss import REDUCTIONS, check_reduction
 from graphc.nn.module import Module
 
@@ -40,6 +41,7 @@ __all__ = [
     "SmoothL1Loss",
     "SoftMarginLoss",
     "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss",
 ]
 
 
@@ -307,3 +309,26 @@ class GaussianNLLLoss(_Loss):
 
     def forward(self, input: Any, target: Any, var: Any) -> Any:  # noqa: A002
         return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """The triplet margin loss with any distance function (see
+    F.triplet_margin_with_distance_loss)."""
+
+    def __init__(self, *, distance_function: Any = None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean") -> None:  # fmt: skip
+        super().__init__(reduction)
+        if margin <= 0:
+            raise GraphcError(
+                f"TripletMarginWithDistanceLoss: margin must be greater than 0, got {margin}"
+            )
+        # torch's default is a PairwiseDistance module (a child, in the repr)
+        if distance_function is None:
+            distance_function = PairwiseDistance()
+        self.distance_function, self.margin, self.swap = distance_function, margin, swap
+
+    def forward(self, anchor: Any, positive: Any, negative: Any) -> Any:
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction,
+        )  # fmt: skip

@@ -37,6 +37,8 @@ CASES = [
     ("CosineEmbeddingLoss", 2, {"margin": 0.2}, lambda: [RNG.standard_normal((6, 3)), RNG.standard_normal((6, 3)), signs(6)]),
     ("TripletMarginLoss", 3, {}, lambda: [RNG.standard_normal((5, 3)) for _ in range(3)]),
     ("TripletMarginLoss", 3, {"p": 1.0, "swap": True, "margin": 2.0}, lambda: [RNG.standard_normal((5, 3)) for _ in range(3)]),
+    ("TripletMarginWithDistanceLoss", 3, {"margin": 0.5, "swap": True},
+     lambda: [RNG.standard_normal((5, 3)) for _ in range(3)]),
     ("PoissonNLLLoss", 1, {}, lambda: [RNG.standard_normal((4, 3)), RNG.poisson(2.0, (4, 3)) * 1.0]),
     ("PoissonNLLLoss", 1, {"log_input": False, "full": True}, lambda: [positive(4, 3), RNG.poisson(2.0, (4, 3)) * 1.0]),
     ("GaussianNLLLoss", 3, {}, lambda: [RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3)), positive(4, 3)]),
@@ -88,3 +90,32 @@ def test_loss_mistakes_are_named_errors() -> None:
         nn.TripletMarginLoss()(ge.ones(2, 3), ge.ones(2, 3), ge.ones(3))
     with pytest.raises(gc.GraphcError, match="SoftMarginLoss: reduction must be one of"):
         nn.SoftMarginLoss(reduction="batchmean")
+
+
+@needs_torch
+def test_triplet_loss_with_a_distance_function_and_pdist_match_torch() -> None:
+    arrays = [RNG.standard_normal((6, 4)) for _ in range(3)]
+    ours = nn.TripletMarginWithDistanceLoss(
+        distance_function=lambda a, b: 1 - nn.functional.cosine_similarity(a, b), margin=0.3
+    )
+    theirs = torch.nn.TripletMarginWithDistanceLoss(
+        distance_function=lambda a, b: 1 - torch.nn.functional.cosine_similarity(a, b), margin=0.3
+    )
+    mine = [ge.tensor(a, requires_grad=True) for a in arrays]
+    their = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, want = ours(*mine), theirs(*their)
+    np.testing.assert_allclose(out.item(), want.item(), rtol=1e-12)
+    out.backward()
+    want.backward()
+    for a, b in zip(mine, their):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-10, atol=1e-14)
+    x = np.vstack([arrays[0], arrays[0][:1]])  # a repeated row: a zero distance
+    for p in (2.0, 1.0, 3.0):
+        a, b = ge.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out, want = nn.functional.pdist(a, p), torch.nn.functional.pdist(b, p)
+        np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+        out.sum().backward()
+        want.sum().backward()
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-10, atol=1e-14)
+    with pytest.raises(gc.GraphcError, match="margin must be greater than 0"):
+        nn.TripletMarginWithDistanceLoss(margin=0.0)

@@ -1,4 +1,4 @@
-"""torch.nn.functional spellings: normalize, cosine_similarity, pairwise_distance.
+"""torch.nn.functional spellings: normalize, cosine_similarity, pairwise_distance, pdist.
 
 Norms are taken so that a zero vector has a gradient of 0, as torch's norm (sqrt of a
 sum of squares would give 0 * inf = nan there): the root is taken of 1 where the sum is
@@ -10,14 +10,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from graphc.ir.errors import ShapeError
 from graphc.ops import abs as absolute
-from graphc.ops import broadcast_to, maximum, power, where
+from graphc.ops import broadcast_to, maximum, power, take, where
 from graphc.ops import max as largest
 from graphc.ops import sum as total
 from graphc.ops.custom import stopped
 
-__all__ = ["cosine_similarity", "normalize", "pairwise_distance"]
+__all__ = ["cosine_similarity", "normalize", "pairwise_distance", "pdist"]
 
 
 def vector_norm(x: Any, p: float, axis: int, keepdims: bool = False) -> Any:
@@ -84,3 +86,19 @@ def _broadcast_shape(a: tuple, b: tuple) -> tuple:
             raise ShapeError(f"cosine_similarity: shapes {a} and {b} do not broadcast")
         shape.append(db if da == 1 else da)
     return tuple(reversed(shape))
+
+
+def pdist(input: Any, p: float = 2.0) -> Any:  # noqa: A002 - torch's names
+    """The p-norm distance between every two rows i < j of an (N, M) input, in row-major
+    order of the pairs: N (N - 1) / 2 values, as torch.nn.functional.pdist.
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.pdist(ge.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])).tolist()
+    [5.0, 1.0, 4.242640495300293]
+    """
+    shape = tuple(input.shape)
+    if len(shape) != 2 or not isinstance(shape[0], int):
+        raise ShapeError(f"pdist: expected a 2-D input (N, M) with a known N, got shape {shape}")
+    first, second = np.triu_indices(shape[0], 1)
+    return vector_norm(take(input, first, axis=0) - take(input, second, axis=0), p, -1)

@@ -1,6 +1,6 @@
 """torch.nn.functional spellings: the margin and embedding losses (margin_ranking_loss,
 hinge_embedding_loss, soft_margin_loss, multilabel_soft_margin_loss, multi_margin_loss,
-cosine_embedding_loss, triplet_margin_loss) and the likelihood losses of a predicted
+cosine_embedding_loss, triplet_margin_loss, triplet_margin_with_distance_loss) and the likelihood losses of a predicted
 distribution (poisson_nll_loss, gaussian_nll_loss), with torch's formulas, arguments
 and `reduction`, built from graphc's ops (their gradients are those ops').
 
@@ -52,6 +52,7 @@ __all__ = [
     "poisson_nll_loss",
     "soft_margin_loss",
     "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
 ]
 
 
@@ -165,6 +166,24 @@ def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float
     far = pairwise_distance(anchor, negative, p, eps)
     if swap:
         far = minimum(far, pairwise_distance(positive, negative, p, eps))
+    return _reduce(_hinge(margin + near - far), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor: Any, positive: Any, negative: Any, *,
+                                      distance_function: Any = None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Any:  # fmt: skip
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) with any distance
+    function of two batches (pairwise_distance by default); with `swap`, the negative's
+    distance is the smaller of its distances to the anchor and the positive."""
+    check_reduction("triplet_margin_with_distance_loss", reduction)
+    if margin <= 0:
+        raise GraphcError(
+            f"triplet_margin_with_distance_loss: margin must be greater than 0, got {margin}"
+        )
+    distance = pairwise_distance if distance_function is None else distance_function
+    near, far = distance(anchor, positive), distance(anchor, negative)
+    if swap:
+        far = minimum(far, distance(positive, negative))
     return _reduce(_hinge(margin + near - far), reduction)
 
 

@@ -19,6 +19,7 @@ from graphc.nn.module import IncompatibleKeys, Module
 from graphc.nn.norm import *
 from graphc.nn.padding import *
 from graphc.nn.parameter import Buffer, Parameter
+from graphc.nn.patches import *
 from graphc.nn.recurrent import *
 from graphc.nn.regularization import *
 from graphc.nn.shuffle import *

@@ -12,6 +12,7 @@ from graphc.nn.functional import (
     loss,
     margin_loss,
     norm,
+    patches,
     pool,
     resize,
     shuffle,
@@ -26,6 +27,7 @@ from graphc.nn.functional.distance import *
 from graphc.nn.functional.loss import *
 from graphc.nn.functional.margin_loss import *
 from graphc.nn.functional.norm import *
+from graphc.nn.functional.patches import *
 from graphc.nn.functional.pool import *
 from graphc.nn.functional.resize import *
 from graphc.nn.functional.shuffle import *
@@ -33,5 +35,5 @@ from graphc.nn.functional.stochastic import *
 
 # every module: `from graphc.nn.functional import *` missed resize's interpolate
 _MODULES = (activation, affine, arrays, attention, conv, distance, loss, margin_loss, norm,
-            pool, resize, shuffle, stochastic)  # fmt: skip
+            patches, pool, resize, shuffle, stochastic)  # fmt: skip
 __all__ = [name for module in _MODULES for name in module.__all__]

@@ -75,49 +75,6 @@ from graphc.ops import *  # noqa: F403 - the op functions are graphc's top-level
 from graphc.ops import Symbol
 from graphc.ops import pytree as tree_util  # jax.tree_util's functions, also top-level
 from graphc.ops.batching import VmapError
-from graphc.ops.bias_products import addbmm, addmm, addmv, addr, baddbmm
-from graphc.ops.composites import (
-    addcdiv,
-    addcmul,
-    aminmax,
-    count_nonzero,
-    diag_embed,
-    diagflat,
-    diff,
-    dist,
-    frac,
-    inner,
-    is_floating_point,
-    lerp,
-    logcumsumexp,
-    matrix_power,
-    matrix_trace,
-    narrow_copy,
-    roll,
-    rot90,
-    tensor_split,
-    unflatten,
-    vector_norm,
-)
-from graphc.ops.elementwise_composites import (
-    deg2rad,
-    exp2,
-    float_power,
-    fmax,
-    fmin,
-    heaviside,
-    hypot,
-    isneginf,
-    isposinf,
-    logit,
-    rad2deg,
-    sgn,
-    sinc,
-    xlogy,
-)
-from graphc.ops.methods import unbind
-from graphc.ops.order_statistics import cummax, cummin, kthvalue, median, msort, nanmedian
-from graphc.ops.scatters import index_add, index_copy, index_fill, scatter
 from graphc.passes.autodiff import gradients, split_backward
 from graphc.passes.forward import tangents
 from graphc.passes.pipeline import optimize

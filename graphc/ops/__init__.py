@@ -10,12 +10,52 @@ from graphc.ops import constant as _constant  # noqa: F401 - registers the const
 from graphc.ops import control as _control  # noqa: F401 - registers cond, scan, while_loop
 from graphc.ops.activation import *
 from graphc.ops.arrays import *
+from graphc.ops.bias_products import addbmm, addmm, addmv, addr, baddbmm
 from graphc.ops.closeness import *
+from graphc.ops.composites import (
+    addcdiv,
+    addcmul,
+    aminmax,
+    count_nonzero,
+    diag_embed,
+    diagflat,
+    diff,
+    dist,
+    frac,
+    inner,
+    is_floating_point,
+    lerp,
+    logcumsumexp,
+    matrix_power,
+    matrix_trace,
+    narrow_copy,
+    roll,
+    rot90,
+    tensor_split,
+    unflatten,
+    vector_norm,
+)
 from graphc.ops.conv import *
 from graphc.ops.creation import *
 from graphc.ops.custom import custom_vjp_op  # registers custom_vjp (traced Functions)
 from graphc.ops.dispatch import bind, register_value_kind
 from graphc.ops.elementwise import *
+from graphc.ops.elementwise_composites import (
+    deg2rad,
+    exp2,
+    float_power,
+    fmax,
+    fmin,
+    heaviside,
+    hypot,
+    isneginf,
+    isposinf,
+    logit,
+    rad2deg,
+    sgn,
+    sinc,
+    xlogy,
+)
 from graphc.ops.flow import cond, fori_loop, map, scan, switch, while_loop
 from graphc.ops.gemm import gemm
 from graphc.ops.indexing import (
@@ -29,8 +69,10 @@ from graphc.ops.indexing import (
 )
 from graphc.ops.linalg import dot, matmul, outer, tensordot
 from graphc.ops.logical import *
+from graphc.ops.methods import unbind
 from graphc.ops.nn import cross_entropy, log_softmax, mse_loss, one_hot, softmax
 from graphc.ops.norm import *
+from graphc.ops.order_statistics import cummax, cummin, kthvalue, median, msort, nanmedian
 from graphc.ops.parallel_scan import associative_scan
 from graphc.ops.pool import *
 from graphc.ops.pytree import (
@@ -66,6 +108,7 @@ from graphc.ops.reduce import (
     var,
 )
 from graphc.ops.rounding import *
+from graphc.ops.scatters import index_add, index_copy, index_fill, scatter
 from graphc.ops.selection import (  # clamp and clip: rounding's, which take tensor bounds
     cast,
     eq,

@@ -486,6 +486,9 @@ OP_NAME_TABLES = {
     "the method table: each op's method spellings, part of the contract (docs/layout.md)": {
         ("ops/methods.py", "UNARY"), ("ops/methods.py", "BINARY"), ("ops/methods.py", "REDUCE"),
     },
+    "PyTorch's method signatures: the reductions taking dtype=, div's rounding_mode= values": {
+        ("ops/methods.py", "TAKES_DTYPE"), ("ops/methods.py", "ROUNDING_MODES"),
+    },
     "the native backend's elementwise C per op, registered as each op's 'native' rule": {
         ("backends/native/cexpr.py", "NATIVE_OPS"),
     },

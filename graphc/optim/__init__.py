@@ -19,5 +19,6 @@ from graphc.optim.nadam import NAdam
 from graphc.optim.optimizer import Optimizer
 from graphc.optim.radam import RAdam
 from graphc.optim.rmsprop import RMSprop
+from graphc.optim.rprop import Rprop
 from graphc.optim.sgd import SGD
 from graphc.optim.train_step import StaleTrainStepError, TrainStep, compile_train_step

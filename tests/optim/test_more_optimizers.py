@@ -1,4 +1,4 @@
-"""NAdam, RAdam, Adamax and Adadelta against torch.optim 2.13: parameters and state
+"""NAdam, RAdam, Adamax, Adadelta and Rprop against torch.optim 2.13: parameters and state
 after several eager steps (float64 to rounding, float32 closely), the compiled training
 step, torch's state_dict loaded mid-run, and torch's param group keys."""
 
@@ -28,6 +28,8 @@ CASES = [
     ("Adamax", {"lr": 0.1, "weight_decay": 0.1, "maximize": True, "foreach": True}),
     ("Adadelta", {}),
     ("Adadelta", {"lr": 0.5, "rho": 0.5, "weight_decay": 0.1, "maximize": True}),
+    ("Rprop", {"lr": 0.1}),
+    ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (0.01, 0.2), "maximize": True}),
 ]
 
 
@@ -75,7 +77,9 @@ def test_eager_steps_state_and_resuming_match_torch(name: str, settings: dict) -
 
 
 @needs_torch
-@pytest.mark.parametrize(("name", "settings"), [CASES[1], CASES[3], CASES[7], CASES[9]], ids=str)
+@pytest.mark.parametrize(
+    ("name", "settings"), [CASES[1], CASES[3], CASES[7], CASES[9], CASES[11]], ids=str
+)
 def test_compiled_steps_match_torch(name: str, settings: dict) -> None:
     net = nn.Linear(3, 2, dtype="float64", generator=0)
     theirs = torch.nn.Linear(3, 2).double()
@@ -106,5 +110,7 @@ def test_bad_settings_are_named_errors() -> None:
         optim.Adamax(w, betas=(0.9,))
     with pytest.raises(gc.GraphcError, match="invalid rho"):
         optim.Adadelta(w, rho=1.5)
+    with pytest.raises(gc.GraphcError, match="Rprop: etas must be"):
+        optim.Rprop(w, etas=(1.5, 0.5))
     with pytest.raises(gc.GraphcError, match="NAdam: differentiable=True"):
         optim.NAdam(w, differentiable=True)

@@ -20,7 +20,7 @@ from graphc.ir.errors import AutodiffError, DTypeError, IndexRangeError, ShapeEr
 from graphc.ir.types import normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
-from graphc.ops import rounding
+from graphc.ops import rounding, scatters
 from graphc.ops import shape as S
 from graphc.ops.methods import scaled
 
@@ -223,8 +223,13 @@ class InPlaceMethods:
         _assign(self, index, value, "__setitem__")
 
     def scatter_(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Any:
-        """torch's scatter_: for dim 1, self[i][index[i][j]] = src[i][j] (or a number)."""
+        """torch's scatter_: for dim 1, self[i][index[i][j]] = src[i][j] (or a number). A
+        position written twice gets the mean of its values, as out-of-place scatter's
+        (torch leaves which one wins unspecified)."""
         where, part = _scatter_index(self, dim, index, value if src is None else src)
+        if hasattr(part, "shape") and _repeats(where, self.shape):
+            whole = scatters.scatter(self, dim, index, src)
+            return _spelled(_assign(self, ..., whole, "scatter_"), "ScatterBackward0")
         result = _assign(self, where, part, "scatter_")
         named = "ScatterBackward0" if hasattr(part, "shape") else "ScatterBackward1"
         return _spelled(result, named)
@@ -247,10 +252,12 @@ class InPlaceMethods:
         )
 
     def index_copy_(self, dim: int, index: Any, source: Any) -> Any:
-        """Copy source[i] into the index[i]-th slice along dim."""
-        return _spelled(
-            _assign(self, _along(self, dim, index), source, "index_copy_"), "IndexCopyBackward0"
-        )
+        """Copy source[i] into the index[i]-th slice along dim; a slice copied to twice
+        gets the mean, as out-of-place index_copy's."""
+        where = _along(self, dim, index)
+        if _repeats(where, self.shape):
+            where, source = ..., scatters.index_copy(self, dim, index, source)
+        return _spelled(_assign(self, where, source, "index_copy_"), "IndexCopyBackward0")
 
     def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Any:
         """`x[indices] = values` (indices: a tuple of index tensors), or with
@@ -284,6 +291,16 @@ def _along(x: Any, dim: int, index: Any) -> tuple:
     """The index picking the index[i]-th slices of x along dim (index_add_, ...)."""
     axis = normalize_axis(dim, max(len(x.shape), 1), "index along a dim")
     return (slice(None),) * axis + (_integer_index(index, "index_add_").reshape(-1),)
+
+
+def _repeats(where: tuple, shape: tuple) -> bool:
+    """Whether the index `where` (integer arrays and slices) writes a position twice."""
+    positions = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    try:
+        written = positions[_plain_index(where)].reshape(-1)
+    except IndexError:  # out of range: _assign says so, by op
+        return False
+    return np.unique(written).size < written.size
 
 
 def _scatter_index(x: Any, dim: int, index: Any, src: Any) -> tuple[tuple, Any]:

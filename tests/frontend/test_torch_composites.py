@@ -439,3 +439,29 @@ def test_roll_along_a_symbolic_dim_matches_torch_for_every_size() -> None:
         (t.roll(-2, 0) * torch.tensor(weight)).sum().backward()
         np.testing.assert_array_equal(exe(x), want.detach().numpy())
         np.testing.assert_array_equal(grad(x)[1], t.grad.numpy())
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_a_position_written_twice_gets_the_mean_in_place_or_not(inplace: bool) -> None:
+    """torch leaves which of two writes to one position wins unspecified; graphc writes
+    their mean, out of place and in place alike (scatter_ and index_copy_ kept the last
+    write while scatter and index_copy wrote the mean), with the gradient split evenly."""
+    src = ge.tensor([5.0, 7.0, 1.0], requires_grad=True)
+    base = ge.zeros(3, requires_grad=True)
+    index = ge.tensor([1, 1, 2])
+    if inplace:
+        out = base * 1.0
+        out.scatter_(0, index, src)
+    else:
+        out = base.scatter(0, index, src)
+    np.testing.assert_array_equal(out.detach().numpy(), [0.0, 6.0, 1.0])
+    (out * ge.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_array_equal(src.grad.numpy(), [1.0, 1.0, 3.0])
+    np.testing.assert_array_equal(base.grad.numpy(), [1.0, 0.0, 0.0])
+    rows = ge.tensor([[1.0, 2.0], [3.0, 4.0]])
+    copied = ge.zeros(3, 2)
+    if inplace:
+        copied.index_copy_(0, ge.tensor([0, 0]), rows)
+    else:
+        copied = copied.index_copy(0, ge.tensor([0, 0]), rows)
+    np.testing.assert_array_equal(copied.numpy(), [[2.0, 3.0], [0.0, 0.0], [0.0, 0.0]])

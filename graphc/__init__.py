@@ -49,6 +49,7 @@ from graphc.frontend import call as _call  # noqa: F401 - makes Graph callable
 from graphc.frontend.vmap import vmap
 from graphc.ir import errors
 from graphc.ir.errors import (
+    ArgumentError,
     AutodiffError,
     CycleError,
     DivisionByZeroError,

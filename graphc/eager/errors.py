@@ -6,14 +6,11 @@ PyTorch user's `except` clauses keep working.
 
 from __future__ import annotations
 
-from graphc.ir.errors import GraphcError
+from graphc.ir.errors import ArgumentError, GraphcError
+
+__all__ = ["ArgumentError", "TensorTypeError"]  # ArgumentError: graph values raise it too
 
 
 class TensorTypeError(GraphcError, TypeError):
     """A tensor used where Python needs another kind of object: len() or iteration of a
     0-d tensor, a non-integer tensor as an index (torch: TypeError)."""
-
-
-class ArgumentError(GraphcError, ValueError, RuntimeError):
-    """An argument's value torch refuses: clamp() without bounds, an unknown
-    rounding_mode (torch: RuntimeError; ValueError where torch checks in Python)."""

@@ -36,6 +36,12 @@ class DivisionByZeroError(GraphcError, ZeroDivisionError, RuntimeError):
     RuntimeError)."""
 
 
+class ArgumentError(GraphcError, ValueError, RuntimeError):
+    """An argument's value torch refuses: clamp() without bounds, an unknown
+    rounding_mode (torch: RuntimeError; ValueError where torch checks in Python), on
+    eager tensors and graph values alike."""
+
+
 class FeedError(GraphcError, ValueError):
     """A feed is missing, unexpected, or of the wrong shape or dtype."""
 

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graphc.ir.errors import DTypeError, GraphcError, IndexRangeError, ShapeError
+from graphc.ir.errors import ArgumentError, DTypeError, IndexRangeError, ShapeError
 from graphc.ir.types import format_shape, is_float, is_symbol, normalize_axis
 from graphc.ops import arrays, linalg, padding, rounding, sequences
 from graphc.ops import elementwise as E
@@ -359,7 +359,7 @@ def vector_norm(x: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> A
     if isinstance(p, (int, float)) and not isinstance(p, bool):
         powered = R.sum(E.abs(x) ** p, axis=dim, keepdims=keepdim)
         return powered ** (1.0 / p)
-    raise GraphcError(f"norm: p must be a number or 'fro', got {p!r}")
+    raise ArgumentError(f"norm: p must be a number or 'fro', got {p!r}")
 
 
 def dist(x: Any, other: Any, p: Any = 2) -> Any:

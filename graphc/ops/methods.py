@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
+from graphc.ir.errors import ArgumentError, IndexRangeError, ShapeError
 from graphc.ir.types import as_dtype, format_shape, is_float, is_symbol, normalize_axis
 from graphc.ops import (
     activation,
@@ -271,7 +271,7 @@ def rounded_quotient(x: Any, y: Any, rounding_mode: str | None) -> Any:
     """torch.div: x / y, or rounded down ("floor") or towards zero ("trunc"), integer
     dtypes kept when rounded."""
     if rounding_mode not in ROUNDING_MODES:
-        raise GraphcError(
+        raise ArgumentError(
             f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
         )
     if rounding_mode is None:

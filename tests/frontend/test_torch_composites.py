@@ -465,3 +465,16 @@ def test_a_position_written_twice_gets_the_mean_in_place_or_not(inplace: bool) -
     else:
         copied = copied.index_copy(0, ge.tensor([0, 0]), rows)
     np.testing.assert_array_equal(copied.numpy(), [[2.0, 3.0], [0.0, 0.0], [0.0, 0.0]])
+
+
+@pytest.mark.parametrize("kind", ["eager", "traced"])
+def test_an_argument_torch_refuses_is_an_argument_error_on_both_kinds(kind: str) -> None:
+    """torch raises RuntimeError for an unknown rounding_mode or norm p; graphc raised a
+    bare GraphcError on graph values (ArgumentError lived in graphc.eager)."""
+    for call in (lambda x: x.div(x, rounding_mode="round"), lambda x: x.norm(p="x")):
+        with pytest.raises(gc.ArgumentError) as caught:
+            if kind == "eager":
+                call(ge.ones(2))
+            else:
+                gc.trace(call, gc.TensorSpec((2,)))
+        assert isinstance(caught.value, (ValueError, RuntimeError))

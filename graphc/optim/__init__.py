@@ -15,6 +15,7 @@ from graphc.optim.adadelta import Adadelta
 from graphc.optim.adagrad import Adagrad
 from graphc.optim.adam import Adam, AdamW
 from graphc.optim.adamax import Adamax
+from graphc.optim.lbfgs import LBFGS
 from graphc.optim.nadam import NAdam
 from graphc.optim.optimizer import Optimizer
 from graphc.optim.radam import RAdam

@@ -44,6 +44,7 @@ scan over the examples); with an unbatched key every example draws the same numb
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -449,11 +450,15 @@ def _rows_times(a: Any, b: Any) -> Any:
     size can be written down (known, or the batch alone); else a stack of products."""
     shape = _shape(a)
     rows = shape[1:-1]
-    if all(d == 1 for d in rows) or not any(is_symbol(d) for d in shape[:-1]):
-        merged = bind("reshape", a, shape=(-1, shape[-1]))
-        product = bind("matmul", merged, b)
-        return bind("reshape", product, shape=(*shape[:-1], _shape(b)[-1]))
-    return bind("matmul", a, b)
+    # the merged size spelled out, not -1: reshape cannot infer a -1 beside a 0 (k = 0)
+    if all(d == 1 for d in rows):
+        merged = bind("reshape", a, shape=(shape[0], shape[-1]))
+    elif not any(is_symbol(d) for d in shape[:-1]):
+        merged = bind("reshape", a, shape=(math.prod(shape[:-1]), shape[-1]))
+    else:
+        return bind("matmul", a, b)
+    product = bind("matmul", merged, b)
+    return bind("reshape", product, shape=(*shape[:-1], _shape(b)[-1]))
 
 
 @batches("matmul")

@@ -719,3 +719,17 @@ def test_contract_rows_agrees_with_the_loop() -> None:
     check(f, [_normal(4, 5, 3), _normal(4, 5, 2)], (0, 0))
     check(f, [_normal(4, 2, 5, 3), _normal(2, 5, 2)], (0, None))
     check(f, [_normal(5, 3), _normal(4, 5, 2)], (None, 0))
+
+
+def test_a_batched_matmul_with_an_empty_dim_agrees_with_the_loop() -> None:
+    # the examples' rows merged into one (-1, k) matrix: with no elements (k = 0, an empty
+    # row axis or no examples) reshape could not infer the -1, and vmap raised ShapeError
+    cases = [
+        ((2, 2, 0), (0, 0)),
+        ((3, 1, 0), (0, 4)),
+        ((3, 0, 2), (2, 4)),
+        ((0, 3, 2), (2, 4)),
+        ((0, 1, 2), (2, 4)),
+    ]
+    for a, b in cases:
+        check(lambda x, y: x @ y, [_normal(*a), _normal(*b)], (0, None), exact=True)

@@ -1,6 +1,7 @@
 """torch.nn.utils' helpers for eager training loops: clip_grad_norm_ (and its two
 halves, get_total_norm and clip_grads_with_norm_), clip_grad_value_,
-parameters_to_vector and vector_to_parameters, and `rnn.pad_sequence`. The clipping ones read and write the
+parameters_to_vector and vector_to_parameters, `rnn.pad_sequence`, and weight_norm and
+spectral_norm (graphc/nn/weight_norms.py). The clipping ones read and write the
 parameters' `.grad` in place, so they belong to eager steps; a compiled training step
 (`gc.compile_train_step`) never exposes its gradients. parameters_to_vector is a
 result of the parameters, as torch's: gradients flow through it to them.
@@ -17,6 +18,12 @@ import numpy as np
 from graphc.eager import Tensor, from_numpy, no_grad, tensor
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.nn import rnn_utils as rnn
+from graphc.nn.weight_norms import (
+    remove_spectral_norm,
+    remove_weight_norm,
+    spectral_norm,
+    weight_norm,
+)
 from graphc.ops import concat, reshape
 
 __all__ = [
@@ -25,8 +32,12 @@ __all__ = [
     "clip_grads_with_norm_",
     "get_total_norm",
     "parameters_to_vector",
+    "remove_spectral_norm",
+    "remove_weight_norm",
     "rnn",
+    "spectral_norm",
     "vector_to_parameters",
+    "weight_norm",
 ]
 
 

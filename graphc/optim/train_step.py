@@ -21,7 +21,9 @@ How the graph is built:
 Buffers the forward updates (batch norm's running statistics and batch count, through
 `graphc.nn.module.update_buffer`) are recorded while tracing and become state too: the
 traced loss graph outputs their new values after the loss, and the step writes them
-back, so after N steps they hold what N eager steps (and PyTorch's) give. Other lifted
+back, so after N steps they hold what N eager steps (and PyTorch's) give. A buffer the
+forward overwrites without reading it (spectral norm's v) is state as well, behind a
+placeholder of the step graph that nothing reads. Other lifted
 tensors the optimizer does not train (frozen parameters, buffers no forward updates,
 captured tensors) are baked in as constants with their values at compile time.
 Hyperparameters (betas, momentum, ...) are constants too, and so are the learning rates
@@ -214,16 +216,23 @@ class TrainStep:
             return trace(loss, _batch_spec(x, "x"), _batch_spec(y, "y"), name="loss", params=names)
 
     def _buffer_placeholders(self) -> list[str]:
+        """The state name of each buffer the forward updates: its placeholder where the
+        forward reads it too, else a name of its own (a buffer the forward overwrites
+        without reading, spectral norm's v: the step graph gets a placeholder for it that
+        nothing reads, so the executable keeps it as state all the same)."""
         name_of = {id(t): name for name, t in self.lifted.items()}
+        dotted = {id(t): name for name, t in _module_buffers(self.model).items()}
+        self.buffer_tensors: dict[str, Tensor] = {}
         names = []
-        for buffer in self.updated_buffers:
-            if id(buffer) not in name_of:
-                raise GraphcError(
-                    f"compile_train_step: the forward gives a buffer of shape "
-                    f"{tuple(buffer.shape)} a new value that does not depend on the buffer; "
-                    "graphc keeps only updates of the form new = f(buffer, ...) as state"
-                )
-            names.append(name_of[id(buffer)])
+        for index, buffer in enumerate(self.updated_buffers):
+            name = name_of.get(id(buffer))
+            if name is None:
+                base = dotted.get(id(buffer), f"buffer_{index}").replace(".", "_")
+                name, count = base, 1
+                while name in self.lifted or name in self.buffer_tensors:
+                    name, count = f"{base}_{count}", count + 1
+            self.buffer_tensors[name] = buffer
+            names.append(name)
         return names
 
     def _build_step_graph(self) -> tuple[Graph, dict[str, str]]:
@@ -239,6 +248,14 @@ class TrainStep:
                     values[p.name] = placeholder(p.name, p.type.shape, p.type.dtype)
                 else:  # not trained: frozen at its current value
                     values[p.name] = constant(_as_array(self.lifted[p.name]), name=p.name)
+            read = {p.name for p in joint.inputs}
+            for index, name in enumerate(self.buffer_names):
+                if name not in read:  # overwritten, never read: a placeholder of its own
+                    fresh = step.fresh_name(name)
+                    buffer = self.buffer_tensors.pop(name)
+                    self.buffer_tensors[fresh] = buffer
+                    self.buffer_names[index] = fresh
+                    placeholder(fresh, tuple(buffer.shape), buffer.dtype)
             states = {name: self._state_placeholders(step, name) for name in self.trained}
             loss, *rest = joint(x, y, **values)
             news, grads = rest[: len(self.buffer_names)], rest[len(self.buffer_names) :]
@@ -348,9 +365,8 @@ class TrainStep:
 
     def load_from_model(self) -> None:
         """Copy the model's parameters and the optimizer's state into the executable."""
-        values = {
-            name: _as_array(self.lifted[name]) for name in [*self.trained, *self.buffer_names]
-        }
+        values = {name: _as_array(self.lifted[name]) for name in self.trained}
+        values.update({name: _as_array(self.buffer_tensors[name]) for name in self.buffer_names})
         for name, index in self.trained.items():
             for key, array in self.optimizer.state_arrays(index).items():
                 values[self.state_names[name][key]] = array
@@ -375,7 +391,7 @@ class TrainStep:
         model's buffer names."""
         dotted = {id(t): name for name, t in _module_buffers(self.model).items()}
         state = self.executable.state
-        return {dotted.get(id(self.lifted[n]), n): state[n] for n in self.buffer_names}
+        return {dotted.get(id(self.buffer_tensors[n]), n): state[n] for n in self.buffer_names}
 
     def sync_to_model(self) -> None:
         """Copy the parameters and updated buffers into the model's tensors (in place) and
@@ -384,7 +400,7 @@ class TrainStep:
         state = self.executable.state
         with no_grad():
             for name in self.buffer_names:
-                self.lifted[name].copy_(from_numpy(state[name]))
+                self.buffer_tensors[name].copy_(from_numpy(state[name]))
             for name, index in self.trained.items():
                 self.lifted[name].copy_(from_numpy(state[name]))
                 arrays = {key: state[target] for key, target in self.state_names[name].items()}

@@ -18,7 +18,7 @@ import numpy as _np
 from graphc.ops import *  # noqa: F403
 
 # isort: split
-from graphc.eager import autograd
+from graphc.eager import autograd, cuda
 from graphc.eager import value_kind as _value_kind  # noqa: F401 - registers the Tensor kind
 from graphc.eager.autograd import Function
 from graphc.eager.composites import (

@@ -7,6 +7,8 @@ draw from one generator that `manual_seed` resets.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,7 +17,7 @@ from graphc.eager.errors import ArgumentError
 from graphc.eager.tensor import Tensor, as_array, make
 from graphc.ir.errors import DTypeError, ShapeError
 from graphc.ir.types import as_dtype
-from graphc.ops.methods import sizes
+from graphc.ops.methods import check_device, sizes
 from graphc.ops.random import host_generator, seed_host
 
 _initial_seed: int | None = None
@@ -40,10 +42,22 @@ def _size(size: tuple, keyword: dict, op: str) -> tuple:
     return shape
 
 
+def _on_cpu(make_tensor: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """A creation function whose `device=` is checked: "cpu" or None (check_device)."""
+
+    @functools.wraps(make_tensor)
+    def made(*args: Any, **kwargs: Any) -> Tensor:
+        check_device(kwargs.get("device"), make_tensor.__name__)
+        return make_tensor(*args, **kwargs)
+
+    return made
+
+
 def _float_dtype(dtype: Any) -> np.dtype:
     return np.dtype(np.float32) if dtype is None else as_dtype(dtype)
 
 
+@_on_cpu
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A new tensor holding a copy of `data` (nested lists, numbers, arrays, tensors).
 
@@ -79,12 +93,14 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return make(array)
 
 
+@_on_cpu
 def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
           **size_keyword: Any) -> Tensor:  # fmt: skip
     """zeros(2, 3) or zeros((2, 3)); float32 unless dtype says otherwise."""
     return _finish(np.zeros(_size(size, size_keyword, "zeros"), _float_dtype(dtype)), requires_grad)
 
 
+@_on_cpu
 def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
           **size_keyword: Any) -> Tensor:  # fmt: skip
     """ones(2, 3) or ones((2, 3)); float32 unless dtype says otherwise."""
@@ -94,6 +110,7 @@ def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any
 empty = zeros
 
 
+@_on_cpu
 def full(
     size: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
@@ -107,6 +124,7 @@ def _like(x: Any, dtype: Any) -> tuple[tuple, np.dtype]:
     return tuple(x.shape), as_dtype(x.dtype if dtype is None else dtype)
 
 
+@_on_cpu
 def zeros_like(
     x: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
@@ -114,11 +132,13 @@ def zeros_like(
     return _finish(np.zeros(shape, dt), requires_grad)
 
 
+@_on_cpu
 def ones_like(x: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     shape, dt = _like(x, dtype)
     return _finish(np.ones(shape, dt), requires_grad)
 
 
+@_on_cpu
 def full_like(
     x: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
@@ -129,6 +149,7 @@ def full_like(
 empty_like = zeros_like
 
 
+@_on_cpu
 def arange(
     start: Any,
     end: Any = None,
@@ -151,6 +172,7 @@ def arange(
     return _finish(np.arange(start, end, step).astype(as_dtype(dtype)), requires_grad)
 
 
+@_on_cpu
 def linspace(
     start: float,
     end: float,
@@ -165,6 +187,7 @@ def linspace(
     return _finish(np.linspace(start, end, steps).astype(_float_dtype(dtype)), requires_grad)
 
 
+@_on_cpu
 def logspace(
     start: float,
     end: float,
@@ -172,12 +195,14 @@ def logspace(
     base: float = 10.0,
     dtype: Any = None,
     requires_grad: bool = False,
+    device: Any = None,
 ) -> Tensor:
     """base ** linspace(start, end, steps)."""
     values = np.logspace(start, end, steps, base=base)
     return _finish(values.astype(_float_dtype(dtype)), requires_grad)
 
 
+@_on_cpu
 def eye(
     n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
@@ -210,6 +235,7 @@ def initial_seed() -> int | None:
     return _initial_seed
 
 
+@_on_cpu
 def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
           **size_keyword: Any) -> Tensor:  # fmt: skip
     """Uniform samples in [0, 1)."""
@@ -217,6 +243,7 @@ def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any
     return _finish(values.astype(_float_dtype(dtype)), requires_grad)
 
 
+@_on_cpu
 def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
           **size_keyword: Any) -> Tensor:  # fmt: skip
     """Standard normal samples."""
@@ -224,12 +251,14 @@ def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: An
     return _finish(values.astype(_float_dtype(dtype)), requires_grad)
 
 
+@_on_cpu
 def rand_like(x: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     return rand(
         tuple(x.shape), dtype=x.dtype if dtype is None else dtype, requires_grad=requires_grad
     )
 
 
+@_on_cpu
 def randn_like(
     x: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
 ) -> Tensor:
@@ -238,7 +267,10 @@ def randn_like(
     )
 
 
-def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None) -> Tensor:
+@_on_cpu
+def randint(
+    low: int, high: int | None = None, size: Any = (), dtype: Any = None, device: Any = None
+) -> Tensor:
     """Integers in [low, high) (or [0, low) when high is omitted); int64."""
     if high is None or isinstance(high, (tuple, list)):  # randint(high, size), as torch
         low, high, size = 0, low, size if high is None else high
@@ -248,6 +280,7 @@ def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None
     return make(np.asarray(values, as_dtype(np.int64 if dtype is None else dtype)))
 
 
-def randperm(n: int, dtype: Any = None) -> Tensor:
+@_on_cpu
+def randperm(n: int, dtype: Any = None, device: Any = None) -> Tensor:
     """A random permutation of range(n); int64."""
     return make(generator().permutation(n).astype(as_dtype(np.int64 if dtype is None else dtype)))

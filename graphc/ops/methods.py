@@ -172,6 +172,35 @@ REDUCE: dict[str, Callable[..., Any]] = {
 TAKES_DTYPE = {"sum", "prod", "mean", "nansum", "nanmean"}
 
 
+# the device types torch names (torch.device's type), each but "cpu" absent here
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "meta", "hip", "xla", "hpu", "ipu", "mtia")
+
+
+def is_device(value: Any) -> bool:
+    """A device's spelling: "cuda", "cuda:1", "cpu", or an object with torch.device's
+    `type` and `index`."""
+    if isinstance(value, str):
+        kind, _, index = value.partition(":")
+        return kind in DEVICE_TYPES and (not index or index.isdigit())
+    return isinstance(getattr(value, "type", None), str) and hasattr(value, "index")
+
+
+def check_device(device: Any, where: str) -> None:
+    """None and "cpu" pass: graphc computes on the CPU. Another device is an
+    ArgumentError naming it (torch without that device refuses it too), not a silent
+    CPU tensor the program then believes is elsewhere."""
+    if device is None:
+        return
+    kind = device if isinstance(device, str) else getattr(device, "type", device)
+    if isinstance(kind, str) and kind.partition(":")[0] == "cpu":
+        return
+    raise ArgumentError(
+        f"{where}: graphc computes on the CPU (numpy and its native kernels); there is no "
+        f"device {str(device)!r} here. Use 'cpu' or leave the device out "
+        "(graphc.eager.cuda.is_available() is False)"
+    )
+
+
 def unbind(x: Any, dim: int = 0) -> tuple:
     """The entries of x along dim, each with that dim removed, as torch.unbind: a tuple of
     selects (each a `slice` op, a view of an eager tensor), so gradients flow back to x.
@@ -868,17 +897,29 @@ class ValueMethods(OperatorMixin):
 
     # -- dtypes and copies -------------------------------------------------------------------
 
-    def to(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
-        """`to(dtype)` or `to(other)` (other's dtype); devices other than "cpu" do not exist
-        here and are ignored."""
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, **kwargs: Any) -> Any:
+        """`to(dtype)`, `to(other)` (other's dtype) or `to(device)`: "cpu" is where graphc
+        computes; another device is an ArgumentError (`check_device`)."""
         for arg in args:
             if isinstance(arg, ValueMethods):  # to(other): other's dtype
                 dtype = arg.dtype
-            elif not (isinstance(arg, str) and arg.startswith("cpu")):
+            elif is_device(arg):
+                check_device(arg, "to")
+            else:
                 dtype = arg
+        check_device(device, "to")
         if dtype is None or as_dtype(dtype) == self.dtype:
             return self
         return elementwise.cast(self, dtype)
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Any:
+        """An ArgumentError: there is no CUDA device here (`check_device`)."""
+        check_device("cuda" if device is None else f"cuda:{device}", "cuda")
+        return self  # (not reached: only "cpu" passes)
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
 
     def astype(self, dtype: Any) -> Any:
         return elementwise.cast(self, dtype)

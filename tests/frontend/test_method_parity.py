@@ -71,8 +71,10 @@ if not HAS_BFLOAT16:
 # answers for both kinds.
 QUERIES = [
     "dim", "ndimension", "size", "numel", "nelement", "ndim", "shape", "dtype", "made_by",
-    "is_floating_point", "is_complex", "is_signed",
+    "is_floating_point", "is_complex", "is_signed", "is_cuda",
 ]  # fmt: skip
+# refused on both kinds alike: test_a_device_but_the_cpu_is_refused_on_both_kinds
+REFUSED = ["cuda"]
 
 _rng = np.random.default_rng(0)
 F = (_rng.random((2, 3)) + 0.25).astype(np.float32)  # positive: log, sqrt, pow are defined
@@ -287,7 +289,7 @@ def _in_place(name: str) -> bool:
 
 
 def test_every_eager_method_is_shared_or_eager_only() -> None:
-    covered = {case.split("/")[0] for case in CASES} | set(QUERIES) | set(EAGER_ONLY)
+    covered = {case.split("/")[0] for case in CASES} | set(QUERIES) | set(EAGER_ONLY) | set(REFUSED)
     missing = {n for n in _public(Tensor) - covered if not _in_place(n)}
     assert not missing, f"eager methods without a parity case or an eager-only reason: {missing}"
     stale = set(EAGER_ONLY) - _public(Tensor)
@@ -295,8 +297,53 @@ def test_every_eager_method_is_shared_or_eager_only() -> None:
 
 
 def test_traced_values_have_every_shared_method() -> None:
-    shared = {case.split("/")[0] for case in CASES} | set(QUERIES)
+    shared = {case.split("/")[0] for case in CASES} | set(QUERIES) | set(REFUSED)
     assert not shared - _public(Symbol), shared - _public(Symbol)
+
+
+@pytest.mark.parametrize("kind", ["eager", "traced"])
+def test_a_device_but_the_cpu_is_refused_on_both_kinds(kind: str) -> None:
+    """graphc computes on the CPU: "cpu" passes everywhere a device is taken; "cuda" (or
+    "mps", a torch.device of either) is an ArgumentError naming it, not a CPU tensor the
+    program then takes for a GPU one (x.to("cuda") was a DTypeError 'not a dtype',
+    x.to(device="cuda") and ge.ones(2, device="cuda") silently the CPU's)."""
+    import graphc as gc
+    import graphc.eager as ge
+
+    assert not ge.cuda.is_available() and ge.cuda.device_count() == 0
+    calls = [
+        lambda x: x.to("cuda"),
+        lambda x: x.to("cuda:1", np.float64),
+        lambda x: x.to(device="mps"),
+        lambda x: x.cuda(),
+    ]
+    for call in calls:
+        with pytest.raises(gc.ArgumentError, match="no device '(cuda|cuda:1|mps|cuda)'"):
+            if kind == "eager":
+                call(ge.ones(2))
+            else:
+                gc.trace(call, gc.TensorSpec((2,)))
+
+    def kept(x: Any) -> Any:
+        return x.to("cpu").to(device="cpu:0").to("cpu", np.float64) * 2
+
+    value = kept(ge.ones(2)).numpy() if kind == "eager" else gc.jit(kept)(np.ones(2, np.float32))
+    np.testing.assert_array_equal(value, [2.0, 2.0])
+    assert value.dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "make", ["tensor", "zeros", "ones", "arange", "rand", "randint", "randperm"]
+)
+def test_creation_takes_the_cpu_and_refuses_other_devices(make: str) -> None:
+    import graphc as gc
+    import graphc.eager as ge
+
+    args = {"tensor": ([1.0],), "arange": (3,), "randint": (0, 3, (2,)), "randperm": (3,)}
+    made = getattr(ge, make)(*args.get(make, (2,)), device="cpu")
+    assert made.device == "cpu"
+    with pytest.raises(gc.ArgumentError, match=f"{make}: .*no device 'cuda'"):
+        getattr(ge, make)(*args.get(make, (2,)), device="cuda")
 
 
 def _outputs(value: Any) -> list[np.ndarray]:

@@ -29,12 +29,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graphc.eager import Tensor, from_numpy, no_grad
+from graphc.eager import Tensor, from_numpy, is_grad_enabled, no_grad
 from graphc.eager.autograd import zero_grads
 from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.graph import active_graph
 from graphc.ir.scope import SEPARATOR, known_values, path_scope
 from graphc.ir.types import is_float
+from graphc.nn.backward_hooks import watch_inputs, watch_outputs
 from graphc.nn.parameter import Buffer, Parameter
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
@@ -534,6 +535,12 @@ class Module:
                 changed = hook(self, args)
                 if changed is not None:
                     args = changed if isinstance(changed, tuple) else (changed,)
+        # eagerly, recording: backward hooks watch this call's inputs and (after the
+        # forward hooks, as torch's) its outputs
+        watched = None
+        backward = hooks and (hooks.get("backward") or hooks.get("backward_pre"))
+        if backward and active_graph() is None and is_grad_enabled():
+            args, watched = watch_inputs(self, args)
         if active_graph() is None:  # eagerly: no nodes to put in a scope
             output = self.forward(*args, **kwargs)
         else:
@@ -544,10 +551,11 @@ class Module:
                 changed = hook(self, args, output)
                 if changed is not None:
                     output = changed
-        return output
+        return output if watched is None else watch_outputs(watched, output)
 
     def _add_hook(self, kind: str, hook: Any) -> _HookHandle:
         hooks = self.__dict__.setdefault("_hooks", {"pre": {}, "post": {}})
+        hooks.setdefault(kind, {})
         handle = _HookHandle(hooks[kind])
         hooks[kind][handle.id] = hook
         return handle
@@ -570,6 +578,28 @@ class Module:
         """Call hook(module, args, output) after each forward; a result other than None
         replaces the output. Returns a handle whose remove() undoes it."""
         return self._add_hook("post", hook)
+
+    def register_full_backward_hook(self, hook: Any) -> _HookHandle:
+        """Call hook(module, grad_input, grad_output) once the gradients with respect to
+        this call's inputs are known (None for an input that takes none); a result other
+        than None replaces grad_input. Eager calls only (a traced graph has no tape to
+        hook); see graphc/nn/backward_hooks.py.
+
+        >>> import graphc.eager as ge
+        >>> from graphc import nn
+        >>> seen = []
+        >>> layer = nn.Tanh()
+        >>> _ = layer.register_full_backward_hook(lambda m, gi, go: seen.append(go[0].tolist()))
+        >>> layer(ge.zeros(2, requires_grad=True)).sum().backward()
+        >>> seen
+        [[1.0, 1.0]]
+        """
+        return self._add_hook("backward", hook)
+
+    def register_full_backward_pre_hook(self, hook: Any) -> _HookHandle:
+        """Call hook(module, grad_output) once the gradients with respect to this call's
+        outputs are known; a result other than None replaces grad_output."""
+        return self._add_hook("backward_pre", hook)
 
     def extra_repr(self) -> str:
         return ""

@@ -6,7 +6,7 @@ installed, int8, int16 or uint8-uint64: tests/edge_draws.py's `draw_dtype`), 0-d
 dim "B" (sliced with ``x[0:2]``, ``x[:, 1:3]``, concatenated), and ops without
 taming: exp, log, sqrt, div and pow see whatever comes (nan and inf are allowed
 results), plus comparisons, where, casts between every pair of dtypes, reductions
-(sum, mean, max, min, argmax, argmin, logsumexp, var), softmax, log_softmax,
+(sum, mean, max, min, prod, argmax, argmin, logsumexp, var), softmax, log_softmax,
 matmul, reshape, transpose, broadcast_to, squeeze, getitem, take, clip and concat,
 and the ops of real models (tests/edge_layers.py: convolutions and pooling on images
 with an empty or symbolic batch, norms, pad, cumsum, flip, tril/triu, arange, sorting,
@@ -83,7 +83,7 @@ UNARY_FLOAT = ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "gelu")
 UNARY_ANY = ("neg", "abs", "sign", "square", "relu")
 BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
-REDUCE = ("sum", "mean", "max", "min", "argmax", "argmin", "logsumexp", "var")
+REDUCE = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "logsumexp", "var")
 
 
 def _unary(draw: Draw, pool: list[Symbol]) -> Symbol:

@@ -7,12 +7,17 @@ adaptive and global average pooling) on images viewed from any value (`nchw`: em
 batches and a symbolic batch "B" included); layer_norm, group_norm and batch_norm; pad
 in every mode and spelling; cumsum, flip, tril, triu and arange (of a symbolic dim
 too); argsort, sort and topk; take_along_axis and embedding; einsum contractions,
-outer products, transposes and sums; log1p, expm1, rsqrt, reciprocal and erf
+outer products, transposes and sums; log1p, expm1, rsqrt, reciprocal, erf, log2,
+log10 and the trigonometric and hyperbolic functions and their inverses
 (elementwise.py), rounding (rounding.py), logical_not, and the activations of
-activation.py with varied attrs; remainder, fmod, logical ops, and clamp with tensor
-bounds. Weights, scales and bounds come from the pool where one fits (`operand`), so
-the gradient graphs differentiate them too. As everywhere in edge_graphs.py, an op
-whose type rule refuses is simply not drawn (the builder's graphc error is caught).
+activation.py with varied attrs; remainder, fmod, floor_divide, logaddexp, logical
+ops, and clamp with tensor bounds. (atan2 is left out: at tiny equal operands its two
+partial derivatives are +-1e144 and cancel, so a gradient summed in another order
+loses every other term, and tests/passes/test_forward.py's check of the tangents
+against the VJP fails on rounding alone.) Weights, scales and bounds come from the
+pool where one fits (`operand`), so the gradient graphs differentiate them too. As
+everywhere in edge_graphs.py, an op whose type rule refuses is simply not drawn (the
+builder's graphc error is caught).
 """
 
 from __future__ import annotations
@@ -282,6 +287,7 @@ def _einsum(draw: Draw, pool: list[Symbol]) -> Symbol:
 UNARY_MATH = (
     "log1p", "expm1", "rsqrt", "reciprocal", "erf", "silu", "gelu_exact", "hardsigmoid",
     "softsign", "selu", "relu6", "floor", "ceil", "trunc", "logical_not",
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10",
 )  # fmt: skip
 
 
@@ -329,6 +335,7 @@ def _math_binary(draw: Draw, pool: list[Symbol]) -> Symbol:
                 "remainder",
                 "fmod",
                 "floor_divide",
+                "logaddexp",
                 "logical_and",
                 "logical_or",
                 "logical_xor",

@@ -163,3 +163,59 @@ def test_node_locations_name_the_user_line() -> None:
 def test_ops_on_plain_arrays_compute_directly() -> None:
     np.testing.assert_allclose(gc.softmax(np.array([0.0, 0.0])), [0.5, 0.5])
     np.testing.assert_allclose(gc.add(np.ones(2), 1.0), [2.0, 2.0])
+
+
+# -- what a TF1 or PyTensor user writes by hand ------------------------------------------
+
+
+@pytest.mark.parametrize("name", [["x"], {"x": 1}, 3, "", None, b"x"])
+def test_node_names_must_be_strings(name) -> None:  # type: ignore[no-untyped-def]
+    # an unhashable name was a bare TypeError, an int a VerifyError, "" silently "out"
+    with gc.Graph("names"):
+        x = gc.placeholder("x", shape=(2,))
+        with pytest.raises(gc.GraphcError, match="placeholder: expected a non-empty str"):
+            gc.placeholder(name, shape=(2,))
+        if name is not None:
+            with pytest.raises(gc.GraphcError, match="output: expected a non-empty str"):
+                gc.output(x, name=name)
+            with pytest.raises(gc.GraphcError, match="constant: expected a non-empty str"):
+                gc.constant(1.0, name=name)
+
+
+def test_placeholder_in_tf1_argument_order_says_so() -> None:
+    with gc.Graph("tf1"), pytest.raises(gc.GraphcError, match="takes the dtype first"):
+        gc.placeholder(np.float32, (None, 784))
+
+
+def test_placeholder_none_dim_names_the_symbolic_spelling() -> None:
+    # TF1's tf.placeholder(tf.float32, [None, 784]): graphc names unknown sizes
+    with gc.Graph("mnist"):
+        with pytest.raises(gc.ShapeError, match=r"placeholder 'x': dim 0 .* is None.*\('B', 3\)"):
+            gc.placeholder("x", shape=(None, 784))
+        with pytest.raises(gc.ShapeError, match="placeholder 'x': shape None"):
+            gc.placeholder("x", shape=None)
+        dims = iter(["B", 3])  # any iterable of dims, read once
+        assert gc.placeholder("x", shape=dims).type.shape == ("B", 3)
+
+
+def test_constant_keeps_the_dtype_of_typed_values() -> None:
+    # as a traced np.float64 scalar and torch.tensor(np.float64(2)) do; only Python floats
+    # (and lists of them) default to float32
+    torch = pytest.importorskip("torch")
+    with gc.Graph("consts"):
+        assert gc.constant(np.float64(2.5)).dtype == np.float64
+        assert gc.constant(torch.ones(2, dtype=torch.float64)).dtype == np.float64
+        assert gc.constant(np.float16(1)).dtype == np.float16
+        assert gc.constant(2.5).dtype == np.float32
+        assert gc.constant([1.0, 2.0]).dtype == np.float32
+        assert gc.constant(2.5, dtype="float64").dtype == np.float64
+
+
+def test_constant_that_numpy_cannot_read_is_a_named_error() -> None:
+    with gc.Graph("consts"):
+        with pytest.raises(gc.DTypeError, match="constant 'k'.*300"):
+            gc.constant([1, 300], name="k", dtype="int8")  # numpy: a bare OverflowError
+        with pytest.raises(gc.DTypeError, match="constant: .*complex128"):
+            gc.constant(1j)
+        with pytest.raises(gc.DTypeError, match="constant: not a dtype"):
+            gc.constant(1.0, dtype="floaty")

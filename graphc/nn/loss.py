@@ -63,7 +63,7 @@ class _Loss(Module):
             self.register_buffer(name, value if isinstance(value, Tensor) else tensor(value))
 
     def extra_repr(self) -> str:
-        return f"reduction={self.reduction!r}" if self.reduction != "mean" else ""
+        return ""  # torch's losses print no settings: MSELoss(), whatever the reduction
 
 
 class L1Loss(_Loss):

@@ -202,6 +202,31 @@ def test_a_failed_build_keeps_numpy_with_one_warning(
     assert exes[0].tier == "numpy"
 
 
+def test_no_compiler_on_the_path_keeps_auto_on_numpy_silently(
+    cold: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "auto" no longer searches the PATH before the first result (0.1-0.2 ms of every
+    process's first compile): the first plan's background build looks for the compiler,
+    finds none, and leaves that plan on numpy without a warning, explain() saying why;
+    later plans see the probe's answer and compile for numpy at once."""
+    monkeypatch.setenv("GRAPHC_CC", "graphc-no-such-compiler")
+    toolchain.reset()
+    g, x = _graph(), _inputs()
+    slow = gc.compile(g, backend="numpy")(x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = gc.compile(g)
+        np.testing.assert_array_equal(first(x), slow)
+        assert first.wait(timeout=120)
+        np.testing.assert_array_equal(first(x), slow)
+        later = gc.compile(g)
+        np.testing.assert_array_equal(later(x), slow)
+    assert graphc_warnings(caught) == []
+    assert first.tier == "numpy"
+    assert "not available here: no C compiler found" in first.explain(x)
+    assert later.backend.name == "numpy"
+
+
 def test_fork_during_a_background_build(cold: Path) -> None:
     """Guards the builder in a forked child: a build under way in the parent at the fork
     is done again in the child, whose wait() returns and whose results are right."""

@@ -170,17 +170,6 @@ def _find_compiler(setting: str) -> str | None:
     return None
 
 
-_found: dict[tuple[str, str], bool] = {}  # (compiler setting, PATH) -> compiler_found
-
-
-def compiler_found() -> bool:
-    """Is there a compiler to probe? (No process is started: for choosing a default.)"""
-    key = (_compiler_setting(), os.environ.get("PATH", ""))
-    if key not in _found:
-        _found[key] = _find_compiler(key[0]) is not None
-    return _found[key]
-
-
 def probed() -> bool:
     """Has the current compiler setting been probed in this process?"""
     return _compiler_setting() in _probed
@@ -202,7 +191,6 @@ def reset(loaded: bool = False) -> None:
     cache directory as a fresh process would (the libraries themselves stay mapped)."""
     with _lock:
         _probed.clear()
-        _found.clear()
         _usable_dirs.clear()
         if loaded:
             _loaded.clear()

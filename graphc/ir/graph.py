@@ -131,7 +131,12 @@ class Graph:
             raise VerifyError(f"a node's name must be a non-empty string, got {node.name!r}")
         if node.name in self._by_name:
             raise VerifyError(f"graph '{self.name}' already has a node named '{node.name}'")
-        for x in node.inputs:
+        for i, x in enumerate(node.inputs):
+            if not isinstance(x, Node):
+                raise VerifyError(
+                    f"{node.describe()}: input {i} is a {type(x).__name__}, not a Node of "
+                    f"graph '{self.name}'"
+                )
             if self._by_name.get(x.name) is not x:
                 raise GraphMismatchError(
                     f"{node.describe()} uses {x.describe()}, which belongs to another graph "
@@ -200,9 +205,32 @@ class Graph:
         )
 
     def add_output(self, value: Node, name: str | None = None, meta: Mapping | None = None) -> Node:
+        if not isinstance(value, Node):
+            raise VerifyError(
+                f"output '{name}': its value is a {type(value).__name__}, not a Node of "
+                f"graph '{self.name}'"
+            )
         return self.append(
             Node(name or self.fresh_name("out"), OUTPUT, None, (value,), {}, value.type, meta)
         )
+
+    # -- copies ---------------------------------------------------------------
+
+    def __copy__(self) -> Graph:
+        """A graph of copies of these nodes (their attrs' values shared, as passes share
+        them), which can be extended without changing this one."""
+        copy = Graph(self.name)
+        copies: dict[Node, Node] = {}
+        for node in self.nodes:
+            copy.append_copy(node, copies)
+        copy.finished_by = self.finished_by
+        return copy
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # a deep copy or an unpickled graph is another graph: its own id (ids key the
+        # bodies being traced), not one that may be the original's or another's
+        self.__dict__.update(state)
+        self.id = next(Graph._ids)
 
     # -- reading --------------------------------------------------------------
 
@@ -273,7 +301,10 @@ class Graph:
         return _CALL_HANDLER(self, args, kwargs)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        bundle = {"text/plain": str(self)}
+        # for reading: a constant's megabytes of base64 would stall a notebook
+        from graphc.ir.text import format_graph
+
+        bundle = {"text/plain": format_graph(self, brief=True)}
         if _MIME_HANDLER is not None:
             bundle.update(_MIME_HANDLER(self))
         return bundle

@@ -186,6 +186,8 @@ def to_json(graph: Graph, indent: int | None = 1) -> str:
 
 def graph_document(graph: Graph) -> dict[str, Any]:
     """The graph as JSON data (the document `to_json` writes)."""
+    if not isinstance(graph.name, str):  # else written, then refused by from_json
+        raise GraphcError(f"a graph's name must be a str to be saved, got {graph.name!r}")
     nodes = []
     for node in graph.nodes:
         entry: dict[str, Any] = {"name": node.name, "kind": node.kind}

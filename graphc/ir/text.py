@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.ir.errors import GraphcError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.types import DTYPES, dtype_name, is_float
 
@@ -44,6 +45,8 @@ VALUE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]*")
 
 
 def format_graph_name(name: str) -> str:
+    if not isinstance(name, str):  # gc.Graph(3): verify refuses it too
+        raise GraphcError(f"a graph's name must be a str to be printed, got {name!r}")
     return name if GRAPH_NAME.fullmatch(name) else json.dumps(name)
 
 

@@ -7,6 +7,7 @@ from graphc.nn.functional import (
     affine,
     arrays,
     attention,
+    bags,
     conv,
     distance,
     loss,
@@ -22,6 +23,7 @@ from graphc.nn.functional.activation import *
 from graphc.nn.functional.affine import *
 from graphc.nn.functional.arrays import *
 from graphc.nn.functional.attention import *
+from graphc.nn.functional.bags import *
 from graphc.nn.functional.conv import *
 from graphc.nn.functional.distance import *
 from graphc.nn.functional.loss import *
@@ -34,6 +36,6 @@ from graphc.nn.functional.shuffle import *
 from graphc.nn.functional.stochastic import *
 
 # every module: `from graphc.nn.functional import *` missed resize's interpolate
-_MODULES = (activation, affine, arrays, attention, conv, distance, loss, margin_loss, norm,
-            patches, pool, resize, shuffle, stochastic)  # fmt: skip
+_MODULES = (activation, affine, arrays, attention, bags, conv, distance, loss, margin_loss,
+            norm, patches, pool, resize, shuffle, stochastic)  # fmt: skip
 __all__ = [name for module in _MODULES for name in module.__all__]

@@ -33,3 +33,44 @@ def test_notebook_display_summarizes_big_constants() -> None:
     assert len(shown) < 1000
     assert f"<{values.size} values in [0, " in shown
     assert gc.parse(str(g)).node("w").value.tobytes() == values.tobytes()  # str is whole
+
+
+def arity_broken() -> gc.Graph:
+    g = gc.Graph("arity")
+    x = g.add_placeholder("x", T3)
+    g.add_output(g.add_op("add", [x], {}, T3), "y")  # add takes two inputs
+    return g
+
+
+def cycle_broken() -> gc.Graph:
+    g = gc.Graph("cycle")
+    x = g.add_placeholder("x", T3)
+    a = g.add_op("exp", [x], {}, T3)
+    b = g.add_op("exp", [a], {}, T3)
+    g.add_output(b, "y")
+    a.inputs = (b,)  # nodes are not to be edited; a user of the low-level API may
+    return g
+
+
+def type_broken() -> gc.Graph:
+    g = gc.Graph("typed")
+    x = g.add_placeholder("x", T3)
+    g.add_output(g.add_op("exp", [x], {}, TensorType((4,))), "y")
+    return g
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (arity_broken, gc.VerifyError, "node 'add' .*takes 2 input"),
+        (cycle_broken, gc.CycleError, "cycle: exp -> exp_1 -> exp"),
+        (type_broken, gc.VerifyError, "node 'exp' .*type rule of 'exp' gives f32\\[3\\]"),
+    ],
+)
+def test_running_a_malformed_graph_is_a_verify_error(make, error, message) -> None:  # type: ignore[no-untyped-def]
+    # gc.run and g(...) ran the kernels regardless: a bare TypeError from add's kernel,
+    # a KeyError for the cycle; gc.compile verified already
+    xv = np.ones(3, np.float32)
+    for run in (lambda g: gc.run(g, {"x": xv}), lambda g: g(xv), gc.compile):
+        with pytest.raises(error, match=message):
+            run(make())

@@ -19,6 +19,7 @@ from graphc.ir.types import (
     Shape,
     TensorType,
     as_shape,
+    broadcast_shapes,
     format_shape,
     is_symbol,
     normalize_axis,
@@ -289,8 +290,10 @@ def _is_full_slice(item: Any) -> bool:
 
 
 def getitem(x: Any, index: Any) -> Any:
-    """x[index]: basic indices become `slice`; one integer array index (with slices and
-    integers beside it) becomes a `slice` of the others, then `take` along its axis."""
+    """x[index]: basic indices become `slice`; integer array indices (with slices and
+    integers beside them) become a `slice` of the others, then a `take` along the first
+    array's axis and a `take_along_axis` along each other's, the arrays broadcast
+    together as numpy's (each array's entries checked against its own axis)."""
     items = index if isinstance(index, tuple) else (index,)
     advanced = [
         k
@@ -304,25 +307,66 @@ def getitem(x: Any, index: Any) -> Any:
     if not advanced:
         return slice_(x, index=format_index(items))
     # identity tests only: `==` on an array (or graph value) index would be elementwise
-    if len(advanced) > 1 or any(i is None or i is Ellipsis for i in items):
-        raise GraphcError("getitem: only one integer-array index (with plain slices) is supported")
-    k = advanced[0]
-    if getattr(items[k], "dtype", None) == np.bool_:
+    if any(i is None or i is Ellipsis for i in items):
+        raise GraphcError(
+            "getitem: an integer-array index beside None or ... is not supported; "
+            "index in two steps (x[..., None] first)"
+        )
+    if any(getattr(items[k], "dtype", None) == np.bool_ for k in advanced):
         raise GraphcError("getitem: boolean masks give data-dependent shapes; use gc.where")
     if any(isinstance(items[j], (float, np.floating)) for j in range(len(items))):
         raise GraphcError("getitem: indices must be integers or slices, not floats")
-    ints = [j for j, item in enumerate(items) if j != k and isinstance(item, (int, np.integer))]
-    others = tuple(slice(None) if j == k else item for j, item in enumerate(items))
+    ints = [
+        j
+        for j, item in enumerate(items)
+        if j not in advanced and isinstance(item, (int, np.integer))
+    ]
+    others = tuple(slice(None) if j in advanced else item for j, item in enumerate(items))
     if any(not _is_full_slice(item) for item in others):
         x = slice_(x, index=format_index(others))
-    axis = k - sum(j < k for j in ints)  # the integers before it took their axes away
-    out = take(x, items[k], axis=axis)
-    rank = len(getattr(items[k], "shape", ()))
-    group = sorted([k, *ints])
-    if rank and axis and group != list(range(group[0], group[-1] + 1)):
-        # numpy: integers apart from the array index (x[0, :, i]) are indices of the same
-        # kind, and indices of that kind not side by side put their dims first
-        moved = list(range(axis, axis + rank))
+    # the integers before an array took their axes away
+    axes = [k - sum(j < k for j in ints) for k in advanced]
+    arrays = [items[k] for k in advanced]
+    if len(arrays) == 1:
+        out, rank = take(x, arrays[0], axis=axes[0]), len(getattr(arrays[0], "shape", ()))
+    else:
+        out, rank = _gather(x, arrays, axes)
+    group = sorted([*advanced, *ints])
+    first = axes[0] if len(arrays) == 1 else 0  # where the arrays' dims are now
+    # numpy: integers are indices of the arrays' kind; indices of that kind side by side
+    # put their dims where the first stood, apart (x[0, :, i]) before every other dim
+    at = group[0] if group == list(range(group[0], group[-1] + 1)) else 0
+    if rank and first != at:
+        moved = list(range(first, first + rank))
         rest = [d for d in range(len(out.shape)) if d not in moved]
-        out = bind("transpose", out, axes=tuple(moved + rest))
+        order = rest[:at] + moved + rest[at:]
+        out = bind("transpose", out, axes=tuple(order))
     return out
+
+
+def _gather(x: Any, arrays: list, axes: list[int]) -> tuple[Any, int]:
+    """x at several integer arrays, broadcast together to a shape S, one per axis in
+    `axes`: the result's dims are S, then x's other dims in order (and S's rank)."""
+    arrays = [np.asarray(a) if isinstance(a, (list, tuple)) else a for a in arrays]
+    rank_x = len(x.shape)
+    order = [*axes, *(d for d in range(rank_x) if d not in axes)]
+    if order != list(range(rank_x)):
+        x = bind("transpose", x, axes=tuple(order))
+    together = broadcast_shapes(*(tuple(getattr(a, "shape", ())) for a in arrays), op="getitem")
+    n = len(together)
+
+    def spread(a: Any) -> Any:
+        return (
+            a
+            if tuple(getattr(a, "shape", ())) == together
+            else bind("broadcast_to", a, shape=together)
+        )
+
+    out = take(x, spread(arrays[0]), axis=0)  # S + (the other arrays' axes) + the rest
+    for a in arrays[1:]:
+        ones = (1,) * (len(out.shape) - n)  # S + (1, 1, ...), then S + (1,) + the rest
+        at = bind("reshape", spread(a), shape=(*together, *ones))
+        at = bind("broadcast_to", at, shape=(*together, 1, *out.shape[n + 1 :]))
+        out = bind("take_along_axis", out, at, axis=n)
+        out = bind("reshape", out, shape=(*together, *out.shape[n + 1 :]))
+    return out, n

@@ -32,10 +32,10 @@ import numpy as np
 
 from graphc.frontend.declare import output
 from graphc.frontend.names import make_room, naming_values
-from graphc.ir.errors import GraphcError, TracingError
+from graphc.ir.errors import GraphcError, ShapeError, TracingError
 from graphc.ir.graph import PLACEHOLDER, Graph, Node
 from graphc.ir.scope import value_name
-from graphc.ir.types import TensorType, as_dtype, format_shape
+from graphc.ir.types import TensorType, as_dim, as_dtype, format_shape
 from graphc.ops import dispatch
 from graphc.ops.symbolic import SYMBOLIC, Symbol, register_lifter, user_location
 
@@ -53,7 +53,18 @@ class TensorSpec:
     dtype: np.dtype
 
     def __init__(self, shape: Iterable[Any] = (), dtype: Any = "float32") -> None:
-        dims = (shape,) if isinstance(shape, (int, str)) or shape is None else tuple(shape)
+        if shape is None:  # tf.TensorSpec's unknown rank; it was taken for one dim
+            raise ShapeError(
+                "TensorSpec: shape None (an unknown rank) is not supported; give the dims, "
+                "None for each size known only at run time: TensorSpec((None, 3))"
+            )
+        dims = (shape,) if isinstance(shape, (int, str, np.integer)) else tuple(shape)
+        try:  # checked now, so the mistake is met where the spec is written
+            dims = tuple(None if d is None else as_dim(d) for d in dims)
+        except ShapeError as exc:
+            raise ShapeError(
+                f"TensorSpec: bad shape {dims}: {exc} (None is a size known only at run time)"
+            ) from None
         object.__setattr__(self, "shape", dims)
         object.__setattr__(self, "dtype", as_dtype(dtype))
 
@@ -277,6 +288,8 @@ def trace(
     >>> [p.name for p in g.inputs], str(g.inputs[0].type)
     (['x', 'w'], 'f32[x_0,3]')
     """
+    if name is not None and not isinstance(name, str):
+        raise GraphcError(f"trace: expected a str as the graph's name, got {name!r}")
     graph = Graph(name or getattr(fn, "__name__", "traced").replace("<lambda>", "lambda"))
     _check_arity(fn, len(specs), graph.name)
     input_names = parameter_names(fn, len(specs))

@@ -1,4 +1,4 @@
-"""Convolution and pooling layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d,
+"""Convolution and pooling layers: Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,
 MaxPool1d/2d, AvgPool1d/2d, LPPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d,
 Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, Flatten and Unflatten.
 
@@ -34,6 +34,7 @@ __all__ = [
     "LPPool2d",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
     "ConvTranspose1d",
     "ConvTranspose2d",
     "Flatten",
@@ -213,6 +214,20 @@ class Conv1d(Conv2d):
 
     dims = 1
     convolve = staticmethod(F.conv1d)
+
+
+class Conv3d(Conv2d):
+    """3-D convolution over (N, C, D, H, W) (or (C, D, H, W)): torch.nn.Conv3d (computed
+    as conv2d's over the kernel's depth taps, see F.conv3d).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.Conv3d(2, 4, 3, padding=1, generator=0)(ge.ones(1, 2, 4, 6, 6)).shape
+    (1, 4, 4, 6, 6)
+    """
+
+    dims = 3
+    convolve = staticmethod(F.conv3d)
 
 
 def _output_padding(layer: _ConvNd, input: Any, output_size: Any) -> tuple:

@@ -1,4 +1,4 @@
-"""torch.nn.functional spellings: conv1d, conv2d, conv_transpose1d, conv_transpose2d.
+"""torch.nn.functional spellings: conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d.
 
 PyTorch's argument names, order and defaults, and its checks: padding is one int, one
 per spatial dim, or 'valid' / 'same' (convolutions only); a transposed convolution's
@@ -15,7 +15,7 @@ from typing import Any
 from graphc import ops
 from graphc.ir.errors import GraphcError, ShapeError
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"]
 
 
 def _check_padding(padding: Any, dims: int, op: str, strings: bool = True) -> None:
@@ -86,6 +86,82 @@ def conv2d(
         4,
         "conv2d",
         lambda x: ops.conv2d(x, weight, bias, stride, padding, dilation, groups),
+    )
+
+
+def _conv3d(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
+            groups: int) -> Any:  # fmt: skip
+    """conv3d of a batch (N, C, D, H, W) as a sum over the kernel's depth taps of conv2d's
+    of depth slices: tap k reads the input depths k * dilation + i * stride of the
+    output depths i, laid side by side as channel groups, (N, D_out * C, H, W), and
+    convolved with the tap's weights repeated per depth (D_out * groups groups), so the
+    batch dim stays apart (a symbolic batch cannot be merged with another dim)."""
+    stride, dilation = _ints(stride, 3), _ints(dilation, 3)
+    kernel = tuple(weight.shape[2:])
+    if padding == "valid":
+        pairs = [(0, 0)] * 3
+    elif padding == "same":
+        if stride != (1, 1, 1):
+            raise GraphcError("conv3d: padding='same' is not supported for strided convolutions")
+        totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
+        pairs = [(t // 2, t - t // 2) for t in totals]
+    else:
+        pairs = [(p, p) for p in _ints(padding, 3)]
+    if any(before or after for before, after in pairs):
+        x = ops.pad(x, ((0, 0), (0, 0), *pairs))
+    n, channels, depth = x.shape[:3]
+    out_depth = (depth - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+    if out_depth < 1:
+        raise ShapeError(
+            f"conv3d: the kernel {kernel} (dilation {dilation}) does not fit the padded input "
+            f"of shape {tuple(x.shape)}"
+        )
+    total = None
+    for k in range(kernel[0]):
+        start = k * dilation[0]
+        depths = slice(start, start + stride[0] * (out_depth - 1) + 1, stride[0])
+        slab = ops.slice_(x, index=(slice(None), slice(None), depths))  # (N, C, D_out, H, W)
+        side_by_side = ops.reshape(
+            ops.transpose(slab, (0, 2, 1, 3, 4)), (n, out_depth * channels, *x.shape[3:])
+        )
+        taps = ops.slice_(weight, index=(slice(None), slice(None), k))  # (O, C/g, kH, kW)
+        repeated = ops.concat([taps] * out_depth, axis=0)
+        y = ops.conv2d(
+            side_by_side, repeated, None, stride[1:], 0, dilation[1:], groups * out_depth
+        )
+        total = y if total is None else total + y
+    out_channels = weight.shape[0]
+    out = ops.reshape(total, (n, out_depth, out_channels, *total.shape[2:]))
+    out = ops.transpose(out, (0, 2, 1, 3, 4))
+    if bias is not None:
+        out = out + ops.reshape(bias, (-1, 1, 1, 1))
+    return out
+
+
+def conv3d(
+    input: Any,  # noqa: A002 - torch's name
+    weight: Any,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Any:
+    """torch.nn.functional.conv3d: (N, C, D, H, W) or (C, D, H, W) with
+    (O, C/groups, kD, kH, kW), as a sum of conv2d's over the depth taps (graphc has no
+    3-D convolution op).
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.conv3d(ge.ones(1, 2, 4, 5, 5), ge.ones(3, 2, 3, 3, 3), padding=1).shape
+    (1, 3, 4, 5, 5)
+    """
+    _check_padding(padding, 3, "conv3d")
+    return batched(
+        input,
+        5,
+        "conv3d",
+        lambda x: _conv3d(x, weight, bias, stride, padding, dilation, groups),
     )
 
 

@@ -351,8 +351,9 @@ def _tensor_type(data: Any, field: str) -> TensorType:
 
 def save(graph: Graph, path: str | os.PathLike) -> None:
     """Write `graph` as JSON to `path` (see `to_json`)."""
+    text = to_json(graph)  # first: a graph that cannot be written leaves the file as it was
     with open(path, "w", encoding="utf-8") as file:
-        file.write(to_json(graph))
+        file.write(text)
 
 
 def load(path: str | os.PathLike) -> Graph:

@@ -56,3 +56,19 @@ def test_a_graph_name_that_is_no_str_is_neither_printed_nor_saved() -> None:
         str(g)
     with pytest.raises(gc.GraphcError, match="graph's name must be a str to be saved, got 3"):
         gc.to_json(g)
+
+
+def test_a_graph_that_cannot_be_saved_leaves_the_file_as_it_was(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # gc.save opened (truncated) the file before encoding the graph: a failed save of
+    # one graph emptied the file another had been saved to
+    path = tmp_path / "model.json"
+    good = small_graph()
+    gc.save(good, path)
+    saved = path.read_bytes()
+    bad = gc.Graph(3)  # type: ignore[arg-type]
+    with bad:
+        gc.output(gc.placeholder("x", shape=(2,)), name="y")
+    with pytest.raises(gc.GraphcError, match="to be saved"):
+        gc.save(bad, path)
+    assert path.read_bytes() == saved
+    assert str(gc.load(path)) == str(good)

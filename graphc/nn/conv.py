@@ -1,5 +1,5 @@
 """Convolution and pooling layers: Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,
-MaxPool1d/2d, AvgPool1d/2d, LPPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d,
+MaxPool1d/2d/3d, AvgPool1d/2d, LPPool1d/2d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d,
 Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, Flatten and Unflatten.
 
 PyTorch's constructor arguments, defaults, attribute names, parameter names and shapes
@@ -26,6 +26,7 @@ from graphc.ops import reshape
 __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
     "AvgPool1d",
@@ -44,6 +45,7 @@ __all__ = [
     "UpsamplingNearest2d",
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
 ]
 
 
@@ -348,6 +350,23 @@ class MaxPool2d(Module):
         )
 
 
+class MaxPool3d(MaxPool2d):
+    """The maximum of each window of (N, C, D, H, W) or (C, D, H, W): torch.nn.MaxPool3d
+    (return_indices is not supported).
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.MaxPool3d(2)(ge.ones(1, 3, 4, 4, 4)).shape
+    (1, 3, 2, 2, 2)
+    """
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return F.max_pool3d(
+            input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+            self.return_indices,
+        )  # fmt: skip
+
+
 class AvgPool2d(Module):
     """The mean of each window: torch.nn.AvgPool2d (stride defaults to kernel_size).
 
@@ -468,6 +487,19 @@ class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
 
     def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    """Average pooling to a fixed (D, H, W): torch.nn.AdaptiveAvgPool3d.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.AdaptiveAvgPool3d(1)(ge.ones(2, 8, 3, 5, 5)).shape
+    (2, 8, 1, 1, 1)
+    """
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return F.adaptive_avg_pool3d(input, self.output_size)
 
 
 class MaxPool1d(MaxPool2d):

@@ -1,5 +1,5 @@
 """torch.nn.functional spellings: max_pool2d, avg_pool2d, adaptive_avg_pool2d,
-adaptive_max_pool2d, lp_pool2d, and their 1-D forms (max_pool1d, avg_pool1d, adaptive_avg_pool1d,
+adaptive_max_pool2d, lp_pool2d, max_pool3d, adaptive_avg_pool3d, and the 1-D forms (max_pool1d, avg_pool1d, adaptive_avg_pool1d,
 adaptive_max_pool1d, lp_pool1d: an (N, C, L) input pooled as (N, C, 1, L)).
 
 PyTorch's arguments and defaults (stride defaults to the kernel size), and its checks:
@@ -18,11 +18,13 @@ import numpy as np
 from graphc import ops
 from graphc.ir.errors import GraphcError
 from graphc.nn.functional.conv import batched
-from graphc.ops.windows import concrete, positive
+from graphc.ops.pool import _bins
+from graphc.ops.windows import concrete, positive, window_out
 
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
     "avg_pool1d",
@@ -31,6 +33,7 @@ __all__ = [
     "lp_pool2d",
     "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
 ]
 
 
@@ -351,3 +354,104 @@ def lp_pool1d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None
         return sign * max_pool1d(sign * ops.abs(input), k, stride, 0, 1, ceil_mode)
     mean = avg_pool1d(input**norm_type, k, stride, 0, ceil_mode)
     return _lp_root(mean, k, norm_type)
+
+
+def _triple(value: Any, name: str, op: str) -> tuple:
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * 3
+    if len(items) != 3:
+        raise GraphcError(f"{op}: {name} must be one int or three, got {value!r}")
+    return items
+
+
+def _max_pool3d(x: Any, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                ceil_mode: bool) -> Any:  # fmt: skip
+    """max_pool2d over H and W of every depth slice (the depths side by side as channels),
+    then the first maximum over each depth window's taps (stacked, argmax), so the
+    gradient reaches one element of each window, as torch's."""
+    op = "max_pool3d"
+    n, channels = x.shape[:2]
+    depth, height, width = (concrete(d, "a spatial dim", op) for d in x.shape[2:])
+    flat = ops.reshape(x, (n, channels * depth, height, width))
+    planes = max_pool2d(flat, kernel[1:], stride[1:], padding[1:], dilation[1:], ceil_mode)
+    planes = ops.reshape(planes, (n, channels, depth, *planes.shape[2:]))
+    out = window_out(
+        depth, kernel[0], stride[0], padding[0], padding[0], dilation[0], op, ceil_mode
+    )
+    # -inf before the first depth and after the last, as far as the windows reach
+    after = max((out - 1) * stride[0] + dilation[0] * (kernel[0] - 1) + 1 - depth - padding[0], 0)
+    if padding[0] or after:
+        pads = ((0, 0), (0, 0), (padding[0], after), (0, 0), (0, 0))
+        planes = ops.pad(planes, pads, constant_values=-np.inf)
+    taps = []
+    for k in range(kernel[0]):
+        start = k * dilation[0]
+        depths = slice(start, start + stride[0] * (out - 1) + 1, stride[0])
+        taps.append(ops.slice_(planes, index=(slice(None), slice(None), depths)))
+    if len(taps) == 1:
+        return taps[0]
+    stacked = ops.stack(taps, axis=0)
+    first = ops.argmax(stacked, axis=0, keepdims=True)
+    return ops.squeeze(ops.take_along_axis(stacked, first, axis=0), 0)
+
+
+def max_pool3d(
+    input: Any,  # noqa: A002 - torch's name
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """torch.nn.functional.max_pool3d: the maximum of each window of (N, C, D, H, W) or
+    (C, D, H, W) (stride defaults to the kernel size); return_indices is not supported.
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.max_pool3d(ge.arange(8.0).reshape(1, 1, 2, 2, 2), 2).flatten().tolist()
+    [7.0]
+    """
+    op = "max_pool3d"
+    if return_indices:
+        raise GraphcError(f"{op}: return_indices=True is not supported")
+    kernel = _triple(kernel_size, "kernel_size", op)
+    strides = kernel if stride is None or stride == () else _triple(stride, "stride", op)
+    pads, dilations = _triple(padding, "padding", op), _triple(dilation, "dilation", op)
+    for p, k, d in zip(pads, kernel, dilations):
+        _check_padding(p, k, d, op)
+    return batched(
+        input, 5, op, lambda x: _max_pool3d(x, kernel, strides, pads, dilations, bool(ceil_mode))
+    )
+
+
+def _adaptive_avg3d(x: Any, output_size: Any) -> Any:
+    op = "adaptive_avg_pool3d"
+    sizes = _triple(output_size, "output_size", op)
+    depth, height, width = (concrete(d, "a spatial dim", op) for d in x.shape[2:])
+    out_depth, out_h, out_w = (
+        d if s is None else positive(s, "output_size", op)
+        for s, d in zip(sizes, (depth, height, width))
+    )
+    n, channels = x.shape[:2]
+    flat = ops.reshape(x, (n, channels * depth, height, width))
+    planes = adaptive_avg_pool2d(flat, (out_h, out_w))
+    planes = ops.reshape(planes, (n, channels, depth, out_h, out_w))
+    if out_depth == depth:
+        return planes
+    # the depth bins: a (out_depth, depth) averaging matrix applied along dim 2
+    bins = _bins(depth, out_depth)
+    averaging = (bins / bins.sum(axis=1, keepdims=True)).astype(np.dtype(x.dtype))
+    moved = ops.transpose(planes, (0, 1, 3, 4, 2))  # depth last
+    return ops.transpose(ops.matmul(moved, averaging.T), (0, 1, 4, 2, 3))
+
+
+def adaptive_avg_pool3d(input: Any, output_size: Any) -> Any:  # noqa: A002 - torch's name
+    """torch.nn.functional.adaptive_avg_pool3d: (N, C, D, H, W) or (C, D, H, W) averaged to
+    output_size (one int, or three where None keeps that dim), with PyTorch's bins.
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.adaptive_avg_pool3d(ge.ones(2, 3, 5, 6, 7), (2, 1, None)).shape
+    (2, 3, 2, 1, 7)
+    """
+    return batched(input, 5, "adaptive_avg_pool3d", lambda x: _adaptive_avg3d(x, output_size))

@@ -1,5 +1,5 @@
 """Convolution and pooling layers: Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,
-MaxPool1d/2d/3d, AvgPool1d/2d, LPPool1d/2d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d,
+MaxPool1d/2d/3d, AvgPool1d/2d/3d, LPPool1d/2d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d,
 Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, Flatten and Unflatten.
 
 PyTorch's constructor arguments, defaults, attribute names, parameter names and shapes
@@ -31,6 +31,7 @@ __all__ = [
     "AdaptiveMaxPool2d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "LPPool1d",
     "LPPool2d",
     "Conv1d",
@@ -432,6 +433,22 @@ class LPPool1d(LPPool2d):
     """The p-norm of each window along L: torch.nn.LPPool1d."""
 
     pool = staticmethod(F.lp_pool1d)
+
+
+class AvgPool3d(AvgPool2d):
+    """The mean of each window of (N, C, D, H, W) or (C, D, H, W): torch.nn.AvgPool3d.
+
+    >>> import graphc.eager as ge
+    >>> from graphc import nn
+    >>> nn.AvgPool3d(2)(ge.ones(1, 3, 4, 4, 4)).shape
+    (1, 3, 2, 2, 2)
+    """
+
+    def forward(self, input: Any) -> Any:  # noqa: A002 - torch's name
+        return F.avg_pool3d(
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+            self.count_include_pad, self.divisor_override,
+        )  # fmt: skip
 
 
 class AdaptiveAvgPool2d(Module):

@@ -1,7 +1,8 @@
-"""MaxPool3d and AdaptiveAvgPool3d (and F.max_pool3d, F.adaptive_avg_pool3d), built from
+"""MaxPool3d, AvgPool3d and AdaptiveAvgPool3d (and their F.* spellings), built from
 the 2-D pools, against torch 2.13: values and gradients (plateaus too: one element of a
 window takes the gradient, as torch's), ceil_mode, padding, dilation, unbatched inputs,
-a traced symbolic batch."""
+torch's average divisors (count_include_pad, divisor_override), a traced symbolic
+batch."""
 
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ CASES = [
     ("MaxPool3d", {"kernel_size": 3, "stride": 2, "dilation": (2, 1, 1), "padding": 1},
      (1, 2, 9, 7, 7)),
     ("MaxPool3d", {"kernel_size": (2, 3, 3), "stride": 1}, (2, 5, 5, 5)),  # no batch dim
+    ("AvgPool3d", {"kernel_size": 2}, (2, 3, 4, 6, 6)),
+    ("AvgPool3d", {"kernel_size": (3, 2, 3), "stride": (2, 1, 2), "padding": (1, 1, 1),
+                   "ceil_mode": True}, (2, 2, 7, 5, 6)),
+    ("AvgPool3d", {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True,
+                   "count_include_pad": False}, (1, 2, 6, 7, 8)),
+    ("AvgPool3d", {"kernel_size": (2, 2, 3), "padding": (1, 0, 1), "divisor_override": 5},
+     (2, 5, 5, 5)),  # no batch dim
     ("AdaptiveAvgPool3d", {"output_size": (2, 3, None)}, (2, 3, 5, 7, 4)),
     ("AdaptiveAvgPool3d", {"output_size": 1}, (2, 3, 4, 4, 4)),
     ("AdaptiveAvgPool3d", {"output_size": (3, 2, 5)}, (2, 7, 6, 5)),

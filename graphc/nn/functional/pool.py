@@ -1,5 +1,6 @@
 """torch.nn.functional spellings: max_pool2d, avg_pool2d, adaptive_avg_pool2d,
-adaptive_max_pool2d, lp_pool2d, max_pool3d, adaptive_avg_pool3d, and the 1-D forms (max_pool1d, avg_pool1d, adaptive_avg_pool1d,
+adaptive_max_pool2d, lp_pool2d, max_pool3d, avg_pool3d, adaptive_avg_pool3d, and the 1-D
+forms (max_pool1d, avg_pool1d, adaptive_avg_pool1d,
 adaptive_max_pool1d, lp_pool1d: an (N, C, L) input pooled as (N, C, 1, L)).
 
 PyTorch's arguments and defaults (stride defaults to the kernel size), and its checks:
@@ -29,6 +30,7 @@ __all__ = [
     "adaptive_max_pool2d",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "lp_pool1d",
     "lp_pool2d",
     "max_pool1d",
@@ -455,3 +457,81 @@ def adaptive_avg_pool3d(input: Any, output_size: Any) -> Any:  # noqa: A002 - to
     (2, 3, 2, 1, 7)
     """
     return batched(input, 5, "adaptive_avg_pool3d", lambda x: _adaptive_avg3d(x, output_size))
+
+
+def _window_counts(size: int, out: int, kernel: int, stride: int, pad: int,
+                   include_pad: bool) -> np.ndarray:  # fmt: skip
+    """How many positions each of the `out` windows along one dim divides by, torch's
+    way: the window within the padded input, or (include_pad False) within the input."""
+    starts = np.arange(out) * stride - pad
+    ends = np.minimum(starts + kernel, size + pad)
+    if include_pad:
+        return ends - starts
+    return np.minimum(ends, size) - np.maximum(starts, 0)
+
+
+def _avg_pool3d(x: Any, kernel: tuple, stride: tuple, padding: tuple, ceil_mode: bool,
+                include_pad: bool, divisor: int | None) -> Any:  # fmt: skip
+    """Window sums of every depth slice by avg_pool2d (divisor 1), then summed over each
+    depth window's taps, divided by torch's count, a product of one count per dim."""
+    op = "avg_pool3d"
+    n, channels = x.shape[:2]
+    depth, height, width = (concrete(d, "a spatial dim", op) for d in x.shape[2:])
+    flat = ops.reshape(x, (n, channels * depth, height, width))
+    sums = avg_pool2d(flat, kernel[1:], stride[1:], padding[1:], ceil_mode, True, 1)
+    out_h, out_w = sums.shape[2:]
+    sums = ops.reshape(sums, (n, channels, depth, out_h, out_w))
+    out = window_out(depth, kernel[0], stride[0], padding[0], padding[0], 1, op, ceil_mode)
+    after = max((out - 1) * stride[0] + kernel[0] - depth - padding[0], 0)
+    if padding[0] or after:
+        sums = ops.pad(sums, ((0, 0), (0, 0), (padding[0], after), (0, 0), (0, 0)))
+    total = None
+    for k in range(kernel[0]):
+        depths = slice(k, k + stride[0] * (out - 1) + 1, stride[0])
+        tap = ops.slice_(sums, index=(slice(None), slice(None), depths))
+        total = tap if total is None else total + tap
+    if divisor is not None:
+        return total / float(divisor)
+    counts = [
+        _window_counts(size, length, k, s, p, include_pad)
+        for size, length, k, s, p in zip(
+            (depth, height, width), (out, out_h, out_w), kernel, stride, padding
+        )
+    ]
+    volume = np.multiply.outer(np.multiply.outer(counts[0], counts[1]), counts[2])
+    return total / volume.astype(np.dtype(x.dtype))
+
+
+def avg_pool3d(
+    input: Any,  # noqa: A002 - torch's name
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Any:
+    """torch.nn.functional.avg_pool3d: the mean of each window of (N, C, D, H, W) or
+    (C, D, H, W), with torch's divisors (count_include_pad, ceil_mode, divisor_override).
+
+    >>> import graphc.eager as ge
+    >>> from graphc.nn import functional as F
+    >>> F.avg_pool3d(ge.arange(8.0).reshape(1, 1, 2, 2, 2), 2).flatten().tolist()
+    [3.5]
+    """
+    op = "avg_pool3d"
+    kernel = _triple(kernel_size, "kernel_size", op)
+    strides = kernel if stride is None or stride == () else _triple(stride, "stride", op)
+    pads = _triple(padding, "padding", op)
+    for p, k in zip(pads, kernel):
+        _check_padding(p, k, 1, op)
+    if divisor_override is not None and divisor_override <= 0:
+        raise GraphcError(f"{op}: divisor_override must be positive, got {divisor_override}")
+    return batched(
+        input,
+        5,
+        op,
+        lambda x: _avg_pool3d(
+            x, kernel, strides, pads, bool(ceil_mode), count_include_pad, divisor_override
+        ),
+    )

@@ -292,7 +292,9 @@ class Graph:
             if _OBSERVER is not None:
                 _OBSERVER.exited(self)
         finally:
-            _declaring().remove(self)
+            graphs = _declaring()
+            # the innermost entry: `with g: with h: with g:` leaves h open after the inner g
+            del graphs[len(graphs) - 1 - graphs[::-1].index(self)]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """On arrays: run the graph. On graph values: inline it into their graph."""

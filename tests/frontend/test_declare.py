@@ -219,3 +219,23 @@ def test_constant_that_numpy_cannot_read_is_a_named_error() -> None:
             gc.constant(1j)
         with pytest.raises(gc.DTypeError, match="constant: not a dtype"):
             gc.constant(1.0, dtype="floaty")
+
+
+def test_reentering_a_graph_inside_another_leaves_the_other_open() -> None:
+    # leaving the inner `with g:` removed g's outer entry, so g, not h, took the ops
+    # declared next in h's block (TF1's nested as_default() keeps h)
+    g, h = gc.Graph("g"), gc.Graph("h")
+    with g:
+        x = gc.placeholder("x", shape=(2,))
+        with h:
+            with g:
+                gc.output(x * 2, name="doubled")
+            c = gc.constant(np.float32(3), name="c")
+            gc.output(c, name="three")
+        gc.output(x + 1, name="plus")
+    assert [o.name for o in h.outputs] == ["three"]
+    assert [o.name for o in g.outputs] == ["doubled", "plus"]
+    np.testing.assert_array_equal(h(), np.float32(3))
+    doubled, plus = g(np.array([1, 2], np.float32))
+    np.testing.assert_array_equal(doubled, [2, 4])
+    np.testing.assert_array_equal(plus, [2, 3])

@@ -111,6 +111,9 @@ def node_problem(node: Node) -> str | None:
             return (
                 f"an output has exactly one input and no op or attrs, got {len(node.inputs)} inputs"
             )
+        problem = _outputs_used(node.inputs)
+        if problem:
+            return problem
         if node.type != node.inputs[0].type:
             return f"declared type {node.type} differs from its value's type {node.inputs[0].type}"
         return None
@@ -121,6 +124,9 @@ def op_problem(
     op: str | None, inputs: Sequence[Node], attrs: dict, declared: TensorType | TupleType
 ) -> str | None:
     """Check an op application against the registry and re-run its type rule."""
+    problem = _outputs_used(inputs)
+    if problem:
+        return problem
     try:
         opdef = get_op(op)  # type: ignore[arg-type]
     except UnknownOpError:
@@ -156,6 +162,17 @@ def op_problem(
             _WELL_TYPED.clear()
         _WELL_TYPED.add(key)
     return problem
+
+
+def _outputs_used(inputs: Sequence[Node]) -> str | None:
+    """An output node is a graph's sink, as in torch.fx: it marks a value and is none, so
+    no node may take it as an input (the interpreter and the planner hold no value for
+    it)."""
+    for i, x in enumerate(inputs):
+        if x.kind == OUTPUT:
+            value = f"'%{x.inputs[0].name}'" if x.inputs else "the value it marks"
+            return f"input {i} is output '{x.name}', which is no value; use {value}"
+    return None
 
 
 # op applications whose attrs are canonical and whose type rule gives the declared type,

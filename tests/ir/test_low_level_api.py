@@ -74,3 +74,21 @@ def test_running_a_malformed_graph_is_a_verify_error(make, error, message) -> No
     for run in (lambda g: gc.run(g, {"x": xv}), lambda g: g(xv), gc.compile):
         with pytest.raises(error, match=message):
             run(make())
+
+
+def test_an_output_used_as_a_value_is_refused_by_verify_and_the_loaders() -> None:
+    # verify, parse and from_json took an op reading an output node; running it was a
+    # KeyError (no value is held for an output)
+    g = gc.Graph("sink")
+    x = g.add_placeholder("x", T3)
+    marked = g.add_output(x, "o")
+    g.add_output(g.add_op("exp", [marked], {}, T3), "e")
+    message = "input 0 is output 'o', which is no value; use '%x'"
+    with pytest.raises(gc.VerifyError, match=message):
+        gc.verify(g)
+    with pytest.raises(gc.VerifyError, match=message):
+        g(np.ones(3, np.float32))
+    with pytest.raises(gc.ParseError, match="line 3: node 'exp': " + message):
+        gc.parse(str(g))
+    with pytest.raises(gc.ParseError, match=r"nodes\[2\] \('exp'\): " + message):
+        gc.from_json(gc.to_json(g))

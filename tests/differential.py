@@ -5,12 +5,13 @@ graph at every level and calls each executable on every feed set in turn (the se
 call runs on reused buffers), and holds every result to the reference's dtype, shape
 and bits (any NaN equals any NaN). Where the reference raises a graphc error the
 executable must raise one too (at compile or call time). It also checks that the
-caller's feeds are never written and that an array returned by one call is not
-changed by the next. One error may vanish: that of a node the level's optimizations
-removed (no output needs its value; docs/trust.md): then the outcome must be the
-reference's on the optimized graph. `check_round_trip` does the same for the graph read back from
-its text and its JSON. Failure messages carry the graph text, the feeds and the level,
-enough for a repro.
+caller's feeds are never written (a last feed set is the first one in odd layouts,
+negative strides or Fortran order, read-only) and that an array returned by one call
+is not changed by the next. One error may vanish: that of a node the level's
+optimizations removed (no output needs its value; docs/trust.md): then the outcome
+must be the reference's on the optimized graph. `check_round_trip` does the same for
+the graph read back from its text and its JSON. Failure messages carry the graph text,
+the feeds and the level, enough for a repro.
 """
 
 from __future__ import annotations
@@ -83,6 +84,24 @@ def _planned(exe: gc.Executable, feeds: Feeds) -> gc.Graph:
         return exe.optimized
 
 
+def odd_layout(feeds: Feeds) -> dict[str, np.ndarray]:
+    """The same values in memory a caller might hand over: each array with negative
+    strides (reversed twice, a view of a reversed copy) or in Fortran order, read-only,
+    so that a write into a caller's array raises."""
+    odd = {}
+    for k, (name, value) in enumerate(feeds.items()):
+        value = np.asarray(value)
+        if not value.ndim:
+            view = value.copy()
+        elif k % 2 == 0:
+            view = np.flip(np.flip(value).copy())
+        else:
+            view = np.array(value, order="F")
+        view.flags.writeable = False
+        odd[name] = view
+    return odd
+
+
 def _copies(results: object) -> object:
     if isinstance(results, gc.GraphcError):
         return results
@@ -93,6 +112,10 @@ def check_levels(
     graph: gc.Graph, feed_sets: Sequence[Feeds], levels: Sequence[int] = LEVELS
 ) -> None:
     """Every level's executable equals the reference on every feed set, bit for bit."""
+    # the first feed set again as a caller may hand it over, strided and read-only: a plan
+    # reads a caller's array where it lies or copies it, and never writes into it (numpy's
+    # matmul and sums round a strided operand otherwise: the reference runs it too)
+    feed_sets = [*feed_sets, odd_layout(feed_sets[0])]
     with quiet():
         wants = [_outcome(lambda f=f: gc.run(graph, f)) for f in feed_sets]
         for level in levels:

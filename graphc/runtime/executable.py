@@ -283,9 +283,13 @@ class Executable:
 
     def _python_entry(self) -> Any:
         params = [f"a{k}" for k in range(len(self._data))]
-        # only an exact ndarray is trusted: any other object with `shape` and `dtype`
-        # attributes (an eager tensor, a subclass, a duck) takes the checked slow path
-        key = ", ".join(f"({a}.shape if type({a}) is ndarray else None), {a}.dtype" for a in params)
+        # only an exact, C-contiguous ndarray is trusted: any other object with `shape` and
+        # `dtype` attributes (an eager tensor, a subclass, a duck) or another layout takes
+        # the checked slow path (which copies it to C order: feeds.py's layout rule)
+        key = ", ".join(
+            f"({a}.shape if type({a}) is ndarray and {a}.flags.c_contiguous else None), {a}.dtype"
+            for a in params
+        )
         call = f"run({', '.join(params)})"
         if self._call_lock is not None:
             call_lines = ["    with lock:", f"        return {call}"]

@@ -13,6 +13,12 @@ each. The dtype rule, stated once (`as_feed_array`):
   weak here as they are in `x * 2.0`. Anything else is refused as an array of the
   wrong dtype would be, with the cast that fixes it.
 
+The layout rule: a fed array is read as its C-contiguous copy where it is laid out
+otherwise (Fortran order, a strided or reversed view, a broadcast). numpy's sums and
+BLAS round by memory layout, and the exact rewrites assume C-ordered placeholders
+(x * 1 -> x hands x itself to a sum), so without this the levels gave other bits for a
+Fortran-ordered feed (docs/trust.md, "Memory layout is part of this").
+
 Names are checked as one set (`check_names`): a feed naming no placeholder and a
 placeholder left unfed are reported together, with a "did you mean" for a misspelling.
 """
@@ -55,7 +61,8 @@ def _kind(dtype: np.dtype) -> str:
 
 def as_feed_array(placeholder: Node, value: Any) -> np.ndarray:
     """The array fed to `placeholder`, by the module's one dtype rule: an array must have
-    its dtype; a Python number or list takes it when that loses nothing."""
+    its dtype; a Python number or list takes it when that loses nothing. C-contiguous
+    (the layout rule): another layout is copied."""
     expected = placeholder.type.dtype
     typed = isinstance(value, np.ndarray) or hasattr(value, "__array__")
     try:
@@ -66,7 +73,8 @@ def as_feed_array(placeholder: Node, value: Any) -> np.ndarray:
             f"{type(value).__name__} numpy cannot read as an array ({exc})"
         ) from None
     if array.dtype == expected:
-        return array
+        # (np.asarray with order="C" keeps a 0-d array 0-d, as ascontiguousarray does not)
+        return array if array.flags.c_contiguous else np.asarray(array, order="C")
     module = "ml_dtypes" if is_bfloat16(expected) else "np"
     fix = (
         f"np.asarray(value, dtype={module}.{expected})"
@@ -85,7 +93,7 @@ def as_feed_array(placeholder: Node, value: Any) -> np.ndarray:
             f"{type(value).__name__} that numpy reads as {array.dtype}: {problem}; convert "
             f"it explicitly if that is what you mean ({fix})"
         )
-    return array.astype(expected)
+    return array.astype(expected, order="C")
 
 
 def _python_value_problem(array: np.ndarray, expected: np.dtype) -> str | None:

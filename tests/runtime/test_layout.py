@@ -219,3 +219,29 @@ def test_a_reduction_over_a_transposed_view_is_laid_out_as_in_the_plan() -> None
         into = np.empty((3, 3))
         np.add.reduce(t, axis=(0, 3), out=into)
         assert bits_differ(gc.run(g, f)[0], into) is None
+
+
+@pytest.mark.parametrize("layout", ["F", "reversed", "strided"])
+def test_a_feed_in_another_layout_gives_its_c_copys_bits_at_every_level(layout: str) -> None:
+    # x * 1 -> x (exact) handed the caller's Fortran-ordered x itself to the sum at O1 and
+    # O2, which numpy sums in another order than O0's C-contiguous product: the levels
+    # gave other bits; and a plan's reshape of a reversed input was a strided view where
+    # the reference's is C-contiguous. Feeds are read as their C-contiguous copies now
+    g = gc.trace(
+        lambda x: (gc.sum(x * 1, axis=0), gc.sum(gc.reshape(x, (6, 40, 5)), axis=2)),
+        np.zeros((40, 30), np.float32),
+    )
+    x = np.random.default_rng(0).standard_normal((40, 30)).astype(np.float32)
+    fed = {
+        "F": np.asfortranarray(x),
+        "reversed": np.flip(np.flip(x).copy()),
+        "strided": np.repeat(x, 2, axis=1)[:, ::2],
+    }[layout]
+    fed.flags.writeable = False
+    want = gc.run(g, {g.inputs[0].name: x})
+    assert all(bits_differ(a, b) is None for a, b in zip(gc.run(g, {g.inputs[0].name: fed}), want))
+    for level in (0, 1, 2):
+        exe = gc.compile(g, opt_level=level, backend="numpy")
+        for _ in range(2):  # the checked first call, then the signature's cached run
+            for k, (got, w) in enumerate(zip(exe(fed), want)):
+                assert bits_differ(got, w) is None, (level, k, bits_differ(got, w))

@@ -37,6 +37,7 @@ from graphc.ir.scope import SEPARATOR, known_values, path_scope
 from graphc.ir.types import is_float
 from graphc.nn.backward_hooks import watch_inputs, watch_outputs
 from graphc.nn.parameter import Buffer, Parameter
+from graphc.ops.methods import check_device
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
 
@@ -480,8 +481,7 @@ class Module:
         args = tuple(a.dtype if isinstance(a, Tensor) else a for a in args)
         if isinstance(kwargs.get("dtype"), Tensor):
             kwargs["dtype"] = kwargs["dtype"].dtype
-        kwargs.pop("non_blocking", None)
-        kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)  # a device other than the CPU is refused below
         dtype = np.dtype(from_numpy(np.zeros(0, np.float32)).to(*args, **kwargs).dtype)
         if not is_float(dtype):
             raise GraphcError(
@@ -501,10 +501,9 @@ class Module:
         return self
 
     def cuda(self, device: Any = None) -> Module:
-        raise GraphcError(
-            f"{type(self).__name__}.cuda(): graphc runs on the CPU (numpy and its native "
-            "kernels); there is no CUDA device to move to"
-        )
+        """An ArgumentError: there is no CUDA device here (graphc.ops.methods.check_device)."""
+        check_device("cuda" if device is None else f"cuda:{device}", f"{type(self).__name__}.cuda")
+        return self  # (not reached)
 
     def double(self) -> Module:
         """Floating-point parameters and buffers to float64."""

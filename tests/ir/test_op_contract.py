@@ -521,8 +521,10 @@ OP_NAME_TABLES = {
     "logsumexp of the batch and ops on rows (distributed/stages.py)": {
         ("distributed/stages.py", "in _spell_out_softmax"),
     },
-    "PyTorch's reduction= values of the losses ('mean', 'sum', 'none')": {
-        ("nn/functional/loss.py", "REDUCTIONS"),
+    "PyTorch's reduction= values of the losses ('mean', 'sum', 'none'), and EmbeddingBag's "
+    "mode= values ('sum', 'mean', 'max')": {
+        ("nn/functional/loss.py", "REDUCTIONS"), ("nn/functional/bags.py", "in embedding_bag"),
+        ("nn/sparse.py", "in __init__"),
     },
     "ONNX's reduction attribute values (ScatterND, ScatterElements)": {
         ("onnx/handlers_index.py", "COMBINE"),

@@ -80,8 +80,11 @@ def test_to_a_dtype_casts_float_state_as_torch_and_computes_in_it() -> None:
         ours(ge.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(), rtol=1e-12
     )
     assert ours.cpu() is ours and theirs.cpu() is theirs
-    with pytest.raises(GraphcError, match="graphc runs on the CPU"):
+    with pytest.raises(GraphcError, match="graphc computes on the CPU"):
         ours.cuda()
+    with pytest.raises(GraphcError, match="no device 'cuda'"):  # was silently the CPU
+        ours.to(device="cuda")
+    assert ours.to(device="cpu") is ours
     assert ours.float()[0].weight.dtype == np.float32
     assert ours.double()[0].weight.dtype == np.float64
     with pytest.raises(GraphcError, match="floating point"):

@@ -1,10 +1,7 @@
-"""torch.nn.utils' helpers for eager training loops: clip_grad_norm_ (and its two
-halves, get_total_norm and clip_grads_with_norm_), clip_grad_value_,
-parameters_to_vector and vector_to_parameters, `rnn.pad_sequence`, and weight_norm and
-spectral_norm (graphc/nn/weight_norms.py). The clipping ones read and write the
-parameters' `.grad` in place, so they belong to eager steps; a compiled training step
-(`gc.compile_train_step`) never exposes its gradients. parameters_to_vector is a
-result of the parameters, as torch's: gradients flow through it to them.
+"""torch.nn.utils.clip_grad's helpers for eager training loops: clip_grad_norm_ (and its
+two halves, get_total_norm and clip_grads_with_norm_) and clip_grad_value_. They read
+and write the parameters' `.grad` in place, so they belong to eager steps; a compiled
+training step (`gc.compile_train_step`) never exposes its gradients.
 """
 
 from __future__ import annotations
@@ -16,29 +13,9 @@ from typing import Any
 import numpy as np
 
 from graphc.eager import Tensor, from_numpy, no_grad, tensor
-from graphc.ir.errors import GraphcError, ShapeError
-from graphc.nn import rnn_utils as rnn
-from graphc.nn.weight_norms import (
-    remove_spectral_norm,
-    remove_weight_norm,
-    spectral_norm,
-    weight_norm,
-)
-from graphc.ops import concat, reshape
+from graphc.ir.errors import GraphcError
 
-__all__ = [
-    "clip_grad_norm_",
-    "clip_grad_value_",
-    "clip_grads_with_norm_",
-    "get_total_norm",
-    "parameters_to_vector",
-    "remove_spectral_norm",
-    "remove_weight_norm",
-    "rnn",
-    "spectral_norm",
-    "vector_to_parameters",
-    "weight_norm",
-]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
 
 def _listed(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
@@ -139,40 +116,3 @@ def clip_grad_value_(
         for p in _listed(parameters):
             if p.grad is not None:
                 p.grad.copy_(from_numpy(np.clip(p.grad.numpy(), -clip_value, clip_value)))
-
-
-def parameters_to_vector(parameters: Iterable[Tensor]) -> Any:
-    """Every parameter flattened and joined into one vector: a result of the parameters,
-    as torch's (a loss of it sends them gradients; inside gc.trace, a graph value).
-
-    >>> import graphc.eager as ge
-    >>> from graphc import nn
-    >>> w = ge.tensor([[1.0, 2.0]], requires_grad=True)
-    >>> (nn.utils.parameters_to_vector([w, ge.tensor(3.0)]) ** 2).sum().backward()
-    >>> w.grad
-    tensor([[2., 4.]])
-    """
-    listed = list(parameters)
-    if not listed:
-        raise GraphcError("parameters_to_vector: got no parameters")
-    return concat([reshape(p, (-1,)) for p in listed], axis=0)
-
-
-def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
-    """Copy consecutive slices of the vector `vec` into the parameters, in order."""
-    if not isinstance(vec, Tensor):
-        raise GraphcError(f"vector_to_parameters: expected a tensor, got {type(vec).__name__}")
-    values = vec.detach().numpy()
-    if values.ndim != 1:
-        raise ShapeError(f"vector_to_parameters: expected a vector, got shape {values.shape}")
-    start = 0
-    with no_grad():
-        for p in parameters:
-            size = int(np.prod(p.shape))
-            if start + size > values.size:
-                raise ShapeError(
-                    f"vector_to_parameters: the vector of {values.size} values is shorter than "
-                    "the parameters"
-                )
-            p.copy_(from_numpy(values[start : start + size].reshape(p.shape).astype(p.dtype)))
-            start += size

@@ -295,11 +295,11 @@ def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None,
             f"group_norm: {channels} channels cannot be split into {num_groups} groups"
         )
     rest = shape[2:]
-    width = (
-        channels // num_groups * math.prod(rest) if all(isinstance(d, int) for d in rest) else -1
-    )
     (x, weight, bias), rounded = _widened(x, weight, bias)
-    grouped = S.reshape(x, (shape[0], num_groups, width))
+    if all(isinstance(d, int) for d in rest):  # each group one row of its values
+        grouped = S.reshape(x, (shape[0], num_groups, channels // num_groups * math.prod(rest)))
+    else:  # symbolic positions: (N, G, C/G, *rest), normalized from axis 2 on
+        grouped = S.reshape(x, (shape[0], num_groups, channels // num_groups, *rest))
     y = S.reshape(layer_norm(grouped, axis=2, eps=eps), shape)
     if weight is not None:
         y = y * channel_shaped(weight, len(shape))

@@ -282,3 +282,18 @@ def test_batch_norm_checks_its_input() -> None:
     bn(ge.ones(3, 2) * 5)
     bn.reset_running_stats()
     assert bn.running_mean.tolist() == [0.0, 0.0] and bn.num_batches_tracked.item() == 0
+
+
+@needs_torch
+@pytest.mark.parametrize("groups, shape", [(1, ("B", 3, "H", "W")), (3, ("B", 6, "T"))])
+def test_group_norm_traces_over_symbolic_positions(groups: int, shape: tuple) -> None:
+    """GroupNorm over positions of symbolic size (a fully convolutional model's H and W)
+    was a trace-time error, "reshape: cannot infer -1 of ('B', 1, -1)"."""
+    layer = nn.GroupNorm(groups, shape[1], dtype="float64")
+    g = gc.trace(layer, gc.TensorSpec(shape, "float64"))
+    for sizes in ((2, 4, 5), (1, 3, 7)):
+        x = np.random.default_rng(0).standard_normal(
+            (sizes[0], shape[1], *sizes[1 : len(shape) - 1])
+        )
+        want = torch.nn.functional.group_norm(torch.tensor(x), groups).numpy()
+        np.testing.assert_allclose(g(x, **gc.lifted_feeds(g)), want, rtol=1e-12, atol=1e-12)

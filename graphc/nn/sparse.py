@@ -14,6 +14,7 @@ from graphc.nn import init
 from graphc.nn.functional.arrays import embedding
 from graphc.nn.functional.bags import embedding_bag
 from graphc.nn.module import Module
+from graphc.nn.parameter import Parameter
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -65,8 +66,8 @@ class _Table(Module):
                     f"{type(self).__name__}: _weight has shape {tuple(weight.shape)}, expected "
                     f"({num_embeddings}, {embedding_dim})"
                 )
-        if _freeze:  # kept in state_dict, not trained
-            self.register_buffer("weight", weight)
+        if _freeze:  # a parameter that is not trained, as torch's
+            self.weight = Parameter(weight, requires_grad=False)
         else:
             self.weight = weight.requires_grad_()
 

@@ -67,7 +67,11 @@ def test_out_of_range_ids_are_index_errors_as_in_torch() -> None:
 def test_from_pretrained_freezes_by_default_and_keeps_the_state_dict_key() -> None:
     table = np.arange(6.0).reshape(3, 2)
     frozen = nn.Embedding.from_pretrained(table)
-    assert list(frozen.state_dict()) == ["weight"] and not list(frozen.parameters())
+    # a parameter that does not require grad, as torch's (a buffer before: parameters()
+    # differed from torch's, and an optimizer over them did not list it)
+    assert list(frozen.state_dict()) == ["weight"]
+    assert [(n, p.requires_grad) for n, p in frozen.named_parameters()] == [("weight", False)]
+    assert not list(frozen.buffers())
     assert frozen(ge.tensor([2, 0])).tolist() == [[4.0, 5.0], [0.0, 1.0]]
     trained = nn.Embedding.from_pretrained(ge.tensor(table), freeze=False, padding_idx=0)
     assert [p.shape for p in trained.parameters()] == [(3, 2)]

@@ -43,6 +43,19 @@ def check_range(name: str, value: float, low: float, high: float | None = None) 
         raise GraphcError(f"invalid {name}: {value} (expected {span})")
 
 
+def check_adam_like(name: str, group: Mapping[str, Any]) -> None:
+    """The checks of a group of Adam and its kin (Adam, AdamW, NAdam, RAdam, Adamax):
+    torch's switches, lr, eps, the pair of betas in [0, 1), weight_decay."""
+    check_switches(name, group)
+    check_range("lr", group["lr"], 0.0)
+    check_range("eps", group["eps"], 0.0)
+    if len(group["betas"]) != 2:
+        raise GraphcError(f"{name}: betas must be a pair (beta1, beta2), got {group['betas']!r}")
+    check_range("beta1", group["betas"][0], 0.0, 1.0)
+    check_range("beta2", group["betas"][1], 0.0, 1.0)
+    check_range("weight_decay", group["weight_decay"], 0.0)
+
+
 def check_switches(name: str, group: Mapping[str, Any]) -> None:
     """torch's implementation switches (`foreach`, `fused`, `capturable`,
     `differentiable`) choose how torch computes a step, not what it computes: a group

@@ -7,9 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError
 from graphc.ops import cast, maximum, sqrt, where
-from graphc.optim.optimizer import Optimizer, ascent, check_range, check_switches, like
+from graphc.optim.optimizer import Optimizer, ascent, check_adam_like, like
 
 
 class RAdam(Optimizer):
@@ -56,14 +55,7 @@ class RAdam(Optimizer):
         super().__init__(params, hyper)
 
     def check_group(self, group: Mapping[str, Any]) -> None:
-        check_switches("RAdam", group)
-        check_range("lr", group["lr"], 0.0)
-        check_range("eps", group["eps"], 0.0)
-        if len(group["betas"]) != 2:
-            raise GraphcError(f"RAdam: betas must be a pair (beta1, beta2), got {group['betas']!r}")
-        check_range("beta1", group["betas"][0], 0.0, 1.0)
-        check_range("beta2", group["betas"][1], 0.0, 1.0)
-        check_range("weight_decay", group["weight_decay"], 0.0)
+        check_adam_like("RAdam", group)
 
     def state_names_of(self, group: Mapping[str, Any]) -> tuple[str, ...]:
         return ("step", "exp_avg", "exp_avg_sq")

@@ -82,6 +82,10 @@ def _verify(graph: Graph, enclosing: tuple[Graph, ...]) -> None:
         if problem:
             raise VerifyError(f"{node.describe()}: {problem}")
         defined.add(node.name)
+    if not enclosing:  # a body's dims may be its enclosing graph's
+        problem = _free_symbols(graph)
+        if problem:
+            raise VerifyError(problem)
     if len(graph._by_name) != len(graph.nodes):
         raise VerifyError(
             f"graph '{graph.name}' knows {len(graph._by_name)} names for {len(graph.nodes)} nodes"
@@ -162,6 +166,21 @@ def op_problem(
             _WELL_TYPED.clear()
         _WELL_TYPED.add(key)
     return problem
+
+
+def _free_symbols(graph: Graph) -> str | None:
+    """A symbolic dim's size comes from the feeds: one that no placeholder's type holds
+    (gc.zeros(("C", 3)) in a graph fed only "B") has no size when the graph runs."""
+    bound = {d for p in graph.inputs for d in p.type.symbols}
+    for node in graph.nodes:
+        free = [d for d in node.type.symbols if d not in bound]
+        if free:
+            return (
+                f"{node.describe()} has type {node.type}, but no placeholder of graph "
+                f"'{graph.name}' has the symbolic dim {free[0]!r}, so it has no size when the "
+                "graph runs (a symbol's size comes from the feeds)"
+            )
+    return None
 
 
 def _outputs_used(inputs: Sequence[Node]) -> str | None:

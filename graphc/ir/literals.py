@@ -1,7 +1,7 @@
 """Literals read from untrusted text or JSON, turned into values within graphc's limits.
 
 Shared by the text parser and the JSON loader: the input as a str (UTF-8 bytes are
-decoded), a constant's nested list or raw bytes as an array of its declared type
+decoded, a leading byte order mark dropped), a constant's nested list or raw bytes as an array of its declared type
 (each element must fit the dtype: no int that wraps, no finite float that becomes
 inf), and short excerpts of hostile input for error messages.
 """
@@ -30,7 +30,7 @@ def as_text(text: Any, what: str = "the graph's text") -> str:
     """`text` as a str: UTF-8 bytes are decoded; anything else is a ParseError."""
     if isinstance(text, (bytes, bytearray, memoryview)):
         try:
-            return bytes(text).decode("utf-8")
+            return _without_bom(bytes(text).decode("utf-8"))
         except UnicodeDecodeError as exc:
             line = bytes(text).count(b"\n", 0, exc.start) + 1
             raise ParseError(
@@ -43,7 +43,14 @@ def as_text(text: Any, what: str = "the graph's text") -> str:
         )
     if not isinstance(text, str):
         raise ParseError(f"expected {what} as a str or bytes, got {type(text).__name__}")
-    return text
+    return _without_bom(text)
+
+
+def _without_bom(text: str) -> str:
+    """`text` without a leading byte order mark, which Windows editors write at the start
+    of a UTF-8 file and open(..., encoding="utf-8") keeps (JSON's RFC 8259 lets a
+    parser ignore it; graphc never writes one)."""
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def short(text: str, limit: int = 40) -> str:

@@ -9,13 +9,14 @@ plan.py), since matmul and reductions round by layout.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from graphc.ir.errors import FeedError, GraphcError, VerifyError
-from graphc.ir.graph import PLACEHOLDER, Graph, Node, expect_graph
+from graphc.ir.graph import OUTPUT, PLACEHOLDER, Graph, Node, expect_graph
+from graphc.ir.types import TensorType
 from graphc.ir.verify import verify
 from graphc.ops.body import check_finite, evaluate
 from graphc.ops.symbolic import Symbol
@@ -24,13 +25,20 @@ from graphc.runtime.feeds import check_feeds
 __all__ = ["check_finite", "run"]
 
 
-def run(graph: Graph, feeds: Mapping[Any, Any], check_numerics: bool = False) -> list[np.ndarray]:
-    """Run `graph` on `feeds`; returns the outputs in order.
+def run(
+    graph: Graph,
+    feeds: Mapping[Any, Any],
+    check_numerics: bool = False,
+    fetch: Sequence[Any] | None = None,
+) -> list[np.ndarray]:
+    """Run `graph` on `feeds`; returns the outputs in order, or the values `fetch` names.
 
     `feeds` maps each placeholder, by name or as the graph value `gc.placeholder`
-    returned (TF1's feed_dict), to its array. A graph edited through the low-level API
-    may break the IR's invariants (an op given one input of two, a cycle): a VerifyError
-    naming the node, as gc.compile gives.
+    returned (TF1's feed_dict), to its array. `fetch` picks values to return instead of
+    the outputs, any node's (TF1's fetches of `sess.run`, PyTensor's `eval`): graph values,
+    or names of nodes or outputs. A graph edited through the low-level API may break the
+    IR's invariants (an op given one input of two, a cycle): a VerifyError naming the
+    node, as gc.compile gives.
 
     >>> import numpy as np, graphc as gc
     >>> g = gc.Graph("double")
@@ -39,6 +47,8 @@ def run(graph: Graph, feeds: Mapping[Any, Any], check_numerics: bool = False) ->
     ...     _ = gc.output(x * 2, name="y")
     >>> gc.run(g, {x: np.ones(2, np.float32)})
     [array([2., 2.], dtype=float32)]
+    >>> gc.run(g, {"x": np.arange(2, dtype=np.float32)}, fetch=[x])
+    [array([0., 1.], dtype=float32)]
     """
     if isinstance(graph, Symbol):
         raise GraphcError(
@@ -46,7 +56,10 @@ def run(graph: Graph, feeds: Mapping[Any, Any], check_numerics: bool = False) ->
             "with gc.output(value) while declaring, then run the graph"
         )
     graph = expect_graph(graph, "gc.run")
-    arrays, bindings = check_feeds(graph, _by_name(graph, feeds))
+    named = _by_name(graph, feeds)
+    if fetch is not None:
+        graph = _fetching(graph, fetch)
+    arrays, bindings = check_feeds(graph, named)
     try:
         return evaluate(graph, arrays, bindings, check_numerics)
     except Exception as exc:
@@ -93,3 +106,37 @@ def _by_name(graph: Graph, feeds: Mapping[Any, Any]) -> dict[str, Any]:
             raise FeedError(f"placeholder '{key}' was fed twice (by name and by graph value)")
         named[key] = value
     return named
+
+
+def _fetching(graph: Graph, fetch: Sequence[Any]) -> Graph:
+    """A copy of `graph` whose outputs are the values `fetch` names (graph values, nodes,
+    or names of nodes or outputs; an output stands for the value it marks)."""
+    if isinstance(fetch, (str, Symbol, Node)) or not isinstance(fetch, Sequence):
+        raise GraphcError(
+            f"gc.run: fetch is a list of graph values or node names, got {type(fetch).__name__}"
+        )
+    chosen = []
+    for item in fetch:
+        node = item.node if isinstance(item, Symbol) else item
+        if isinstance(node, str) and node in graph:
+            node = graph.node(node)
+        if not isinstance(node, Node) or node.graph is not graph:
+            raise GraphcError(
+                f"gc.run: cannot fetch {item!r}: it is no value or node name of graph "
+                f"'{graph.name}'"
+            )
+        node = node.inputs[0] if node.kind == OUTPUT else node
+        if not isinstance(node.type, TensorType):
+            raise GraphcError(
+                f"gc.run: cannot fetch {node.describe()}: it has several results {node.type}; "
+                "fetch the result nodes reading them"
+            )
+        chosen.append(node)
+    fetched = Graph(graph.name)
+    copies: dict[Node, Node] = {}
+    for node in graph.nodes:
+        if node.kind != OUTPUT:
+            fetched.append_copy(node, copies)
+    for node in chosen:
+        fetched.add_output(copies[node], fetched.fresh_name("fetched"))
+    return fetched

@@ -54,3 +54,26 @@ def test_running_what_is_no_graph_says_what_to_do() -> None:
         gc.run(y, {"x": np.ones(2, np.float32)})  # type: ignore[arg-type]
     with pytest.raises(gc.GraphcError, match="gc.run: expected a gc.Graph, got function"):
         gc.run(lambda x: x, {"x": np.ones(2, np.float32)})  # type: ignore[arg-type]
+
+
+def test_fetch_any_value_as_tf1_sess_run_does() -> None:
+    # gc.run returned only the outputs: an intermediate value (TF1's sess.run(h),
+    # PyTensor's h.eval()) needed the graph edited to output it
+    g = gc.Graph("mlp")
+    with g:
+        x = gc.placeholder("x", shape=("B", 3))
+        w = gc.placeholder("w", shape=(3, 2))
+        h = gc.relu(x @ w)
+        gc.output(gc.sum(h), name="loss")
+    xv = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    wv = np.arange(6, dtype=np.float32).reshape(3, 2) - 2
+    before = str(g)
+    h_value, x_value, loss = gc.run(g, {x: xv, w: wv}, fetch=[h, "x", "loss"])
+    np.testing.assert_allclose(h_value, np.maximum(xv @ wv, 0), rtol=1e-6)
+    np.testing.assert_array_equal(x_value, xv)
+    np.testing.assert_allclose(loss, np.maximum(xv @ wv, 0).sum(), rtol=1e-6)
+    assert str(g) == before  # the graph is not edited
+    with pytest.raises(gc.GraphcError, match="cannot fetch 'nope'"):
+        gc.run(g, {x: xv, w: wv}, fetch=["nope"])
+    with pytest.raises(gc.GraphcError, match="fetch is a list"):
+        gc.run(g, {x: xv, w: wv}, fetch=h)  # type: ignore[arg-type]

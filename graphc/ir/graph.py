@@ -296,8 +296,9 @@ class Graph:
             # the innermost entry: `with g: with h: with g:` leaves h open after the inner g
             del graphs[len(graphs) - 1 - graphs[::-1].index(self)]
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """On arrays: run the graph. On graph values: inline it into their graph."""
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        """On arrays: run the graph. On graph values: inline it into their graph.
+        (`self` is positional only, so a placeholder may be named "self".)"""
         if _CALL_HANDLER is None:
             raise GraphcError("import graphc to call a Graph")
         return _CALL_HANDLER(self, args, kwargs)

@@ -239,3 +239,13 @@ def test_reentering_a_graph_inside_another_leaves_the_other_open() -> None:
     doubled, plus = g(np.array([1, 2], np.float32))
     np.testing.assert_array_equal(doubled, [2, 4])
     np.testing.assert_array_equal(plus, [2, 3])
+
+
+def test_placeholders_named_self_args_kwargs_are_fed_by_name() -> None:
+    # g(self=...) was a TypeError: "got multiple values for argument 'self'"
+    g = gc.Graph("keywords")
+    with g:
+        total = sum(gc.placeholder(name, shape=(2,)) for name in ("self", "args", "kwargs"))
+        gc.output(total, name="y")
+    v = np.array([1, 2], np.float32)
+    np.testing.assert_array_equal(g(self=v, args=v, kwargs=v), 3 * v)

@@ -93,6 +93,11 @@ def constant(value: Any, name: str | None = None, dtype: Any = None) -> Symbol:
     if name is not None and name in graph:
         raise GraphcError(f"graph '{graph.name}' already has a node named '{name}'")
     what = "constant" if name is None else f"constant '{name}'"
+    if isinstance(value, Symbol):  # else numpy asks it for data, which it has none of
+        raise GraphcError(
+            f"{what}: {value.node.describe()} is a graph value, computed when the graph "
+            "runs, not data to hold fixed; use the value itself (gc.named(value, name) names it)"
+        )
     try:
         wanted = None if dtype is None else as_dtype(dtype)
     except DTypeError as exc:

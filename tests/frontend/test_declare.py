@@ -249,3 +249,11 @@ def test_placeholders_named_self_args_kwargs_are_fed_by_name() -> None:
         gc.output(total, name="y")
     v = np.array([1, 2], np.float32)
     np.testing.assert_array_equal(g(self=v, args=v, kwargs=v), 3 * v)
+
+
+def test_constant_of_a_graph_value_says_it_is_no_data() -> None:
+    # was a TracingError about converting a graph value to a numpy array
+    with gc.Graph("consts"):
+        x = gc.placeholder("x", shape=(2,))
+        with pytest.raises(gc.GraphcError, match="constant 'k': placeholder 'x' is a graph value"):
+            gc.constant(x, name="k")

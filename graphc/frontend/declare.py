@@ -118,6 +118,13 @@ def constant(value: Any, name: str | None = None, dtype: Any = None) -> Symbol:
 def output(value: Any, name: str | None = None) -> Symbol:
     """Mark `value` as an output of the graph being declared; returns it."""
     graph = _declaring("output")
+    items = value.values() if isinstance(value, dict) else value
+    if isinstance(value, (list, tuple, dict)) and any(isinstance(v, Symbol) for v in items):
+        # TF1's sess.run([a, b]) fetches a list; a list of numbers is a constant
+        raise GraphcError(
+            f"output: marks one value, got a {type(value).__name__}; call gc.output once "
+            "per value (several outputs run as a tuple, in the order they were marked)"
+        )
     if not isinstance(value, Symbol):
         value = constant(value)
     if value.graph is not graph:

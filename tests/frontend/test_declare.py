@@ -257,3 +257,11 @@ def test_constant_of_a_graph_value_says_it_is_no_data() -> None:
         x = gc.placeholder("x", shape=(2,))
         with pytest.raises(gc.GraphcError, match="constant 'k': placeholder 'x' is a graph value"):
             gc.constant(x, name="k")
+
+
+def test_output_of_a_list_asks_for_one_call_per_value() -> None:
+    # gc.output([a, b]) was a TracingError from numpy reading the graph values as data
+    with gc.Graph("outs"):
+        x = gc.placeholder("x", shape=(2,))
+        with pytest.raises(gc.GraphcError, match="output: marks one value, got a list"):
+            gc.output([x, x * 2])

@@ -308,7 +308,7 @@ class Jitted:
             self._hits += 1
         return entry
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         if self._static is not None:
             if _tracing(tree_flatten((args, kwargs))[0]):
                 return self.fn(*args, **kwargs)  # inlined, the static values as given

@@ -14,6 +14,7 @@ import graphviz
 
 from graphc.ir.errors import GraphcError
 from graphc.ir.graph import Graph, Node
+from graphc.ir.verify import verify
 from graphc.viz import style
 from graphc.viz.painter import GraphPainter, Options, backward_nodes, guarded
 
@@ -62,11 +63,15 @@ def finish(
 def graph_to_dot(graph: Graph, options: Options) -> graphviz.Digraph:
     """A forward or joint graph: backward nodes coloured and linked to their forward node."""
     dot = style.new_digraph(graph.name, options.rankdir)
-    painter = GraphPainter(graph, options)
-    harder = guarded([painter], options)  # too big to read: collapsed harder
-    if harder is not None:
-        options, painter = harder, GraphPainter(graph, harder)
-    painter.paint(dot)
+    try:
+        painter = GraphPainter(graph, options)
+        harder = guarded([painter], options)  # too big to read: collapsed harder
+        if harder is not None:
+            options, painter = harder, GraphPainter(graph, harder)
+        painter.paint(dot)
+    except (KeyError, TypeError, ValueError, IndexError):
+        verify(graph)  # a malformed graph (a cycle, a dangling input): say what is wrong
+        raise
     if backward_nodes(graph):
         painter.paint_grad_links(dot)
     if not graph.nodes:  # say so, rather than hand back a blank picture

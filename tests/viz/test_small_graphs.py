@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 
 import numpy as np
+import pytest
 
 import graphc as gc
 from graphc.viz import style
@@ -47,3 +48,16 @@ def test_int_bool_and_0d_values_label_their_edges() -> None:
     assert labels[("i", where)] == "i64[B]"
     assert labels[("c", "three")] == "f32[]" and "<b>3.5</b>" in dot.label("c")
     assert style.LEGEND_ID in dot.nodes
+
+
+def test_a_graph_with_a_cycle_is_a_named_error_not_a_key_error() -> None:
+    """A pass under development can leave a cycle; drawing it said KeyError(<Node z>)."""
+    g = gc.Graph("cyc")
+    with g:
+        x = gc.placeholder("x", shape=(2,))
+        gc.output(gc.neg(gc.relu(x)), name="out")
+    relu = next(n for n in g.nodes if n.op == "relu")
+    neg = next(n for n in g.nodes if n.op == "neg")
+    relu.inputs = (neg,)  # what a faulty rewrite could do
+    with pytest.raises(gc.CycleError, match="has a cycle"):
+        gc.viz.to_dot(g)

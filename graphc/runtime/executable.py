@@ -230,7 +230,7 @@ class Executable:
 
     # -- calling ------------------------------------------------------------------
 
-    def __call__(self, *args: Any, **feeds: Any) -> Any:
+    def __call__(self, /, *args: Any, **feeds: Any) -> Any:
         if feeds or len(args) != len(self._data):
             args = self._order(args, feeds)
         return self._entry(*args)

@@ -40,11 +40,13 @@ def make(array: np.ndarray) -> Tensor:
 
 
 def as_array(data: Any, dtype: Any = None) -> np.ndarray:
-    """A fresh array of supported dtype; Python floats become float32, as in torch."""
+    """A fresh C-ordered array of supported dtype (a Fortran-ordered or strided source is
+    copied into C order, as torch.tensor copies into contiguous memory: compiled plans
+    read C order, so eager sums in the same order); Python floats become float32."""
     if isinstance(data, Tensor):
-        array = np.array(data._data, dtype=dtype)
+        array = np.array(data._data, dtype=dtype, order="C")
     elif isinstance(data, (np.ndarray, np.generic)):
-        array = np.array(data, dtype=dtype)
+        array = np.array(data, dtype=dtype, order="C")
     else:
         if isinstance(data, (list, tuple)):
             data = [x._data if isinstance(x, Tensor) else x for x in data]

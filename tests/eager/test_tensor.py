@@ -37,6 +37,17 @@ def test_from_numpy_shares_memory_and_tensor_copies() -> None:
     assert np.asarray(shared) is a
 
 
+def test_tensor_copies_into_c_order_so_eager_sums_as_compiled_plans_do() -> None:
+    """ge.tensor of a Fortran-ordered array kept its order, as torch.tensor does not (it
+    copies into contiguous memory); numpy then summed it in another order than a
+    compiled plan, which copies feeds into C order: 23 of 30 sums differed."""
+    x = np.asfortranarray(np.random.default_rng(0).standard_normal((40, 30)).astype(np.float32))
+    t = ge.tensor(x)
+    assert t.numpy().flags["C_CONTIGUOUS"] and t.stride() == (30, 1)
+    eager = gc.sum(t * 1, axis=0).numpy()
+    np.testing.assert_array_equal(eager, gc.jit(lambda v: gc.sum(v * 1, axis=0))(x))
+
+
 def test_manual_seed_makes_rand_and_randn_reproducible() -> None:
     ge.manual_seed(42)
     first = (ge.rand(3).numpy().copy(), ge.randn(2, 2).numpy().copy(), ge.randint(0, 9, (4,)))

@@ -23,7 +23,7 @@ from graphc.onnx.importer import (
     numpy_dtype,
     symbolic_hint,
 )
-from graphc.ops import cast, concat, flip, reshape, take, transpose, where
+from graphc.ops import arange, cast, concat, flip, reshape, take, transpose, where
 from graphc.ops.arrays import tile
 from graphc.ops.indexing import getitem
 from graphc.ops.shape import broadcast_to
@@ -336,6 +336,11 @@ def _constant_of_shape(ctx: Context, inputs: list[Value], attrs: dict) -> list[V
 
 @handler("Range", since=11)
 def _range(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
+    counted = _symbolic_count(inputs)
+    if counted is not None:  # 0, 1, ... up to a symbolic dim: graphc's arange of it
+        dim, dtype = counted
+        with ctx.recording():
+            return [arange(dim, dtype=dtype)]
     for v in inputs:
         if not known(v) or is_dims(v):
             raise needs_known(ctx, v, "Range's start, limit and delta")
@@ -348,6 +353,23 @@ def _range(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
         raise ctx.error(f"Range({first}, {last}, {step}) has no finite length")
     ctx.check_size(max(0, math.ceil((last - first) / step)), "Range's result")
     return [np.arange(*(v.reshape(()) for v in (start, limit, delta)), dtype=dtype)]
+
+
+def _symbolic_count(inputs: list[Value]) -> tuple[str, np.dtype] | None:
+    """(dim, dtype) when Range counts 0, 1, ... up to one symbolic dim (what export writes
+    for an arange over a symbolic length, read from Shape): start 0, delta 1, the limit
+    a dim. Other starts and steps over a symbolic limit have no length graphc's symbolic
+    dims (names, not expressions) can state: refused as unknown below."""
+    start, limit, delta = inputs
+    if not (known(start) and known(delta) and is_dims(limit)) or is_dims(start) or is_dims(delta):
+        return None
+    dims = np.asarray(limit).reshape(-1)
+    if dims.size != 1 or not is_symbol(dims[0]):
+        return None
+    first, step = np.asarray(start), np.asarray(delta)
+    if first.size != 1 or step.size != 1 or first.item() != 0 or step.item() != 1:
+        return None
+    return dims[0], np.result_type(first, step)
 
 
 @handler("Where", since=9)

@@ -719,3 +719,15 @@ def test_float16_log1p_expm1_and_arctan2_run_in_onnxruntime_before_opset_20() ->
             got = _session(model).run(None, feeds)[0]
             want = gc.run(g, feeds)[0]
             np.testing.assert_allclose(got, want, rtol=1e-3, atol=0, err_msg=f"{g.name} {opset}")
+
+
+def test_an_arange_over_a_symbolic_length_reads_back() -> None:
+    """export writes gc.arange("B") as Range(0, Shape(x)[0], 1); import refused it
+    ("Range's start, limit and delta must be known"): a Range counting 0, 1, ... up to
+    a symbolic dim is graphc's arange of that dim again."""
+    g = gc.trace(lambda x: x[:, 0] + gc.arange("B", dtype="float32"), gc.TensorSpec(("B", 3)))
+    again = gc.onnx.import_model(gc.onnx.export_model(g))
+    assert [n.op for n in again.op_nodes if n.op == "arange"] == ["arange"]
+    for batch in (0, 2, 5):
+        x = np.random.default_rng(batch).standard_normal((batch, 3)).astype(np.float32)
+        np.testing.assert_array_equal(again(x), g(x))

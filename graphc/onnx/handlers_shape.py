@@ -203,6 +203,12 @@ def _transpose(ctx: Context, inputs: list[Value], attrs: dict) -> list[Value]:
     axes = tuple(perm) if perm is not None else tuple(reversed(range(len(x.shape))))
     if is_dims(x):
         return [np.transpose(x, axes)]
+    if known(x) and np.asarray(x).ndim >= 2 and np.issubdtype(np.asarray(x).dtype, np.floating):
+        # a transposed weight stays a transpose of the constant, as graphc's own graphs
+        # keep it (fold.py): folded into a C-ordered copy, a product reading it rounded
+        # otherwise than graphc's, so a graph read back was 1 ulp off its export
+        with ctx.recording():
+            return [transpose(x, axes)]
     return [transpose(x, axes)]
 
 

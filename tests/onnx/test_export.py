@@ -731,3 +731,21 @@ def test_an_arange_over_a_symbolic_length_reads_back() -> None:
     for batch in (0, 2, 5):
         x = np.random.default_rng(batch).standard_normal((batch, 3)).astype(np.float32)
         np.testing.assert_array_equal(again(x), g(x))
+
+
+def test_a_transposed_constant_reads_back_as_a_transpose() -> None:
+    """Import folded Transpose(initializer) into a C-ordered copy, and a product reading
+    it rounded otherwise than graphc's product of the transposed view: one ulp off the
+    exported graph (the edge soak's case). It stays a transpose of the constant now."""
+    c = np.array([[0.30054528, 0.62569845, -1.8918492], [0.02622891, 0.5886739, -0.92379767]])
+    g = gc.Graph("transposed")
+    with g:
+        y = gc.placeholder("y", shape=(2, 3))
+        s = gc.reshape(gc.sum(y, axis=1), (2, 1))
+        gc.output(gc.matmul(gc.transpose(gc.constant(c.astype(np.float32)), (1, 0)), s), name="out")
+    back = gc.onnx.import_model(gc.onnx.export_model(g))
+    assert "transpose" in [n.op for n in back.op_nodes]
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        feed = {"y": rng.standard_normal((2, 3)).astype(np.float32) * 10}
+        np.testing.assert_array_equal(gc.run(back, feed)[0], gc.run(g, feed)[0])

@@ -201,7 +201,7 @@ CASES: dict[str, tuple[Callable[[], Graph], str, str]] = {
         "scan",
         "attr 'body' must be a Graph, got str",
     ),
-    "free dim in a body": (free_dim_body, "scan", "uses symbolic dim(s) 'T'"),
+    "free dim in a body": (free_dim_body, "scan", "symbolic dim"),
     "bad node inside a body": (
         body_with_bad_node,
         "add",  # verify names the scan too: node 'scan' (op scan), attr 'body': node 'add'

@@ -37,15 +37,17 @@ def test_linear_modes_match_torch(shape: tuple, options: dict, dtype: str) -> No
     mine, theirs = ge.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     out = F.interpolate(mine, **options)
     want = torch.nn.functional.interpolate(theirs, **options)
-    tolerance = 2e-6 if dtype == "float32" else 1e-13
-    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), atol=tolerance)
+    # float32: a few steps of the values' size (bicubic's 16 taps sum in another order
+    # than torch's; inputs vary with the tests run before, RNG being the module's)
+    rtol, atol = (1e-5, 2e-6) if dtype == "float32" else (1e-12, 1e-13)
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=rtol, atol=atol)
     seed = RNG.standard_normal(tuple(want.shape)).astype(dtype)
     (out * ge.tensor(seed)).sum().backward()
     (want * torch.tensor(seed)).sum().backward()
-    np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), atol=tolerance)
+    np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=rtol, atol=atol)
     if dtype == "float64":
         traced = gc.jit(lambda v: F.interpolate(v, **options))(x)
-        np.testing.assert_allclose(traced, want.detach().numpy(), atol=tolerance)
+        np.testing.assert_allclose(traced, want.detach().numpy(), rtol=rtol, atol=atol)
 
 
 @needs_torch

@@ -2,6 +2,15 @@
 `convert_parameters` (parameters_to_vector, vector_to_parameters), `rnn`
 (pad_sequence) and `weight_norms` (weight_norm and spectral_norm as forward pre-hooks,
 torch's weight_norm and spectral_norm modules).
+
+>>> import graphc.eager as ge
+>>> from graphc import nn
+>>> w = ge.tensor([3.0, 4.0], requires_grad=True)
+>>> w.grad = ge.tensor([3.0, 4.0])
+>>> nn.utils.clip_grad_norm_([w], max_norm=1.0)
+tensor(5.)
+>>> [round(g, 4) for g in w.grad.tolist()]
+[0.6, 0.8]
 """
 
 from graphc.nn.utils import rnn

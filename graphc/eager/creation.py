@@ -17,7 +17,8 @@ from graphc.eager.errors import ArgumentError
 from graphc.eager.tensor import Tensor, as_array, make
 from graphc.ir.errors import DTypeError, ShapeError
 from graphc.ir.types import as_dtype
-from graphc.ops.methods import check_device, sizes
+from graphc.ops.devices import check_device
+from graphc.ops.methods import sizes
 from graphc.ops.random import host_generator, seed_host
 
 _initial_seed: int | None = None

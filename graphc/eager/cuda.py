@@ -2,7 +2,7 @@
 
 So that the PyTorch idiom `device = "cuda" if torch.cuda.is_available() else "cpu"`
 picks the CPU, where graphc computes (a device other than "cpu" is an ArgumentError:
-graphc.ops.methods.check_device).
+graphc.ops.devices.check_device).
 
 >>> import graphc.eager as ge
 >>> ge.cuda.is_available(), ge.cuda.device_count()

@@ -37,7 +37,7 @@ from graphc.ir.scope import SEPARATOR, known_values, path_scope
 from graphc.ir.types import is_float
 from graphc.nn.backward_hooks import watch_inputs, watch_outputs
 from graphc.nn.parameter import Buffer, Parameter
-from graphc.ops.methods import check_device
+from graphc.ops.devices import check_device
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
 
@@ -501,7 +501,7 @@ class Module:
         return self
 
     def cuda(self, device: Any = None) -> Module:
-        """An ArgumentError: there is no CUDA device here (graphc.ops.methods.check_device)."""
+        """An ArgumentError: there is no CUDA device here (graphc.ops.devices.check_device)."""
         check_device("cuda" if device is None else f"cuda:{device}", f"{type(self).__name__}.cuda")
         return self  # (not reached)
 

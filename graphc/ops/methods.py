@@ -58,6 +58,7 @@ from graphc.ops import (
     updates,
 )
 from graphc.ops import shape as shape_ops
+from graphc.ops.devices import check_device, is_device
 from graphc.ops.dispatch import dtype_of, is_python_scalar
 from graphc.ops.operators import OperatorMixin
 from graphc.ops.spelling import pick_axis
@@ -170,35 +171,6 @@ REDUCE: dict[str, Callable[..., Any]] = {
 }
 
 TAKES_DTYPE = {"sum", "prod", "mean", "nansum", "nanmean"}
-
-
-# the device types torch names (torch.device's type), each but "cpu" absent here
-DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "meta", "hip", "xla", "hpu", "ipu", "mtia")
-
-
-def is_device(value: Any) -> bool:
-    """A device's spelling: "cuda", "cuda:1", "cpu", or an object with torch.device's
-    `type` and `index`."""
-    if isinstance(value, str):
-        kind, _, index = value.partition(":")
-        return kind in DEVICE_TYPES and (not index or index.isdigit())
-    return isinstance(getattr(value, "type", None), str) and hasattr(value, "index")
-
-
-def check_device(device: Any, where: str) -> None:
-    """None and "cpu" pass: graphc computes on the CPU. Another device is an
-    ArgumentError naming it (torch without that device refuses it too), not a silent
-    CPU tensor the program then believes is elsewhere."""
-    if device is None:
-        return
-    kind = device if isinstance(device, str) else getattr(device, "type", device)
-    if isinstance(kind, str) and kind.partition(":")[0] == "cpu":
-        return
-    raise ArgumentError(
-        f"{where}: graphc computes on the CPU (numpy and its native kernels); there is no "
-        f"device {str(device)!r} here. Use 'cpu' or leave the device out "
-        "(graphc.eager.cuda.is_available() is False)"
-    )
 
 
 def unbind(x: Any, dim: int = 0) -> tuple:
@@ -899,7 +871,7 @@ class ValueMethods(OperatorMixin):
 
     def to(self, *args: Any, dtype: Any = None, device: Any = None, **kwargs: Any) -> Any:
         """`to(dtype)`, `to(other)` (other's dtype) or `to(device)`: "cpu" is where graphc
-        computes; another device is an ArgumentError (`check_device`)."""
+        computes; another device is an ArgumentError (graphc.ops.devices)."""
         for arg in args:
             if isinstance(arg, ValueMethods):  # to(other): other's dtype
                 dtype = arg.dtype
@@ -913,7 +885,7 @@ class ValueMethods(OperatorMixin):
         return elementwise.cast(self, dtype)
 
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Any:
-        """An ArgumentError: there is no CUDA device here (`check_device`)."""
+        """An ArgumentError: there is no CUDA device here (graphc.ops.devices)."""
         check_device("cuda" if device is None else f"cuda:{device}", "cuda")
         return self  # (not reached: only "cpu" passes)
 

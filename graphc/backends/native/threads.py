@@ -169,8 +169,10 @@ class _Python(ctypes.Structure):
 
     _fields_ = [
         (field, ctypes.c_void_p)
-        for field in ("interpreter", "thread_head", "thread_next", "current", "frame", "code")
-    ] + [("decref", ctypes.c_void_p)]
+        for field in (
+            "interpreter", "thread_head", "thread_next", "current", "frame", "code", "decref"
+        )
+    ]  # fmt: skip
 
 
 def _python_api() -> _Python:

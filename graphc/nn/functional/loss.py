@@ -11,12 +11,12 @@ prediction against a (N,) target is the classic silent mistake).
 Class-index losses (nll_loss, cross_entropy) take the classes on axis 1 of an input
 (N, C, d1, ...) with an integer target (N, d1, ...), or an unbatched input (C,) with a
 0-d target; a target equal to `ignore_index` (-100 by default, as torch's) adds nothing
-and counts for nothing in the mean, on eager tensors and graph values alike (a padding
-label of -100 in a compiled training step). Where the targets are known to hold no
-ignored one (an eager tensor's), the mean is over all of them, the graph
-gc.cross_entropy makes. A graph's mean over the targets not ignored divides by a count
-of its labels: graphc.distributed's data-parallel step computes that count from the
-whole batch's labels before it cuts the rows (training.py's statistics passes).
+and counts for nothing in the mean. One exception: with every default (no weight,
+ignore_index -100, reduction 'mean', no label smoothing) a graph divides by the number
+of targets (the graph gc.cross_entropy makes), and a target of -100 is an out-of-range
+error when it runs: a mean over the targets not ignored divides by a count that depends
+on the labels, which the data-parallel batch split (graphc.distributed) cannot divide
+among its chunks. Eager tensors, whose targets are known, follow torch exactly.
 
 >>> import graphc.eager as ge
 >>> import graphc.nn.functional as F
@@ -310,13 +310,14 @@ def _picked(input: Any, labels: Any, classes: int, axis: int) -> Any:  # noqa: A
 
 
 def _plain_mean(target: Any, weight: Any, ignore_index: int, reduction: str) -> bool:
-    """Whether the mean is over every target: no weight, reduction 'mean' and targets
-    known to hold no `ignore_index` (an eager tensor's or an array's; a graph value's
-    are not known until it runs)."""
-    if weight is not None or reduction != "mean":
+    """Whether the mean is over every target: torch's defaults (no weight, the default
+    ignore_index) and no target known to be ignored. A graph value's targets are not
+    known: its mean is over all of them, and a target of -100 is an out-of-range error
+    when the graph runs (see the module's text)."""
+    if weight is not None or reduction != "mean" or ignore_index != DEFAULT_IGNORE_INDEX:
         return False
     known = target.detach().numpy() if isinstance(target, Tensor) else target
-    return isinstance(known, np.ndarray) and not (known == ignore_index).any()
+    return not (isinstance(known, np.ndarray) and (known == ignore_index).any())
 
 
 def _class_weights(loss: str, weight: Any, classes: Any) -> None:

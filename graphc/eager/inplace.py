@@ -294,13 +294,19 @@ def _along(x: Any, dim: int, index: Any) -> tuple:
 
 
 def _repeats(where: tuple, shape: tuple) -> bool:
-    """Whether the index `where` (integer arrays and slices) writes a position twice."""
-    positions = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    """Whether the index `where` (integer arrays beside full slices, as scatter_'s and
+    index_copy_'s) writes a position twice: whether the arrays, broadcast together,
+    repeat a row of coordinates (the slices sweep their axes once). Read from the index
+    alone, not from an array of x's size."""
+    at = [(k, np.asarray(i)) for k, i in enumerate(_plain_index(where)) if not isinstance(i, slice)]
     try:
-        written = positions[_plain_index(where)].reshape(-1)
-    except IndexError:  # out of range: _assign says so, by op
+        arrays = np.broadcast_arrays(*(a for _, a in at))
+        # "wrap": a negative index counts from the end (one past it: scatters' error)
+        flat = [a.reshape(-1) for a in arrays]
+        rows = np.ravel_multi_index(flat, [shape[k] for k, _ in at], mode="wrap")
+    except ValueError:  # arrays that do not broadcast: _assign says so
         return False
-    return np.unique(written).size < written.size
+    return np.unique(rows).size < rows.size
 
 
 def _scatter_index(x: Any, dim: int, index: Any, src: Any) -> tuple[tuple, Any]:

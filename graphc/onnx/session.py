@@ -81,12 +81,12 @@ class InferenceSession:
         **kwargs: Any,
     ) -> None:
         proto = load(path_or_bytes)
-        self._source, self._proto = path_or_bytes, proto
-        self._folder = model_folder(path_or_bytes, base_dir)
+        self._proto = proto
+        self._folder = model_folder(path_or_bytes, base_dir)  # external data's, read once
         self._compile_options = {"opt_level": opt_level, "backend": backend}
-        self._import_options = {"fixed": dict(fixed or {}), "dims": dims, "base_dir": base_dir}
+        self._import_options = {"fixed": dict(fixed or {}), "dims": dims, "base_dir": self._folder}
         self._fixed = {k: np.asarray(v) for k, v in self._import_options["fixed"].items()}
-        graph = import_model(proto, **self._import_options | {"base_dir": self._folder})
+        graph = import_model(proto, **self._import_options)
         self._executable = compile_graph(graph, **self._compile_options)
         initialized = {t.name for t in proto.graph.initializer}
         declared = [v for v in proto.graph.input if v.name not in self._fixed]
@@ -191,8 +191,7 @@ class InferenceSession:
     def _with_initializers_fed(self) -> tuple[Executable, dict[str, np.ndarray]]:
         """The model compiled with its initializers as placeholders, and their values."""
         if self._overriding is None:
-            options = self._import_options | {"base_dir": self._folder}
-            graph = import_model(self._proto, as_placeholders=True, **options)
+            graph = import_model(self._proto, as_placeholders=True, **self._import_options)
             values = initializers(self._proto, self._folder)
             self._overriding = (compile_graph(graph, **self._compile_options), values)
         return self._overriding

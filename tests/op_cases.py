@@ -633,6 +633,10 @@ _case("one_hot", "vec", lambda y: gc.one_hot(y, num_classes=4), [I(5, low=0, hig
       lambda y: np.eye(4, dtype=np.float32)[y])  # fmt: skip
 _case("one_hot", "2d_int", lambda y: gc.one_hot(y, num_classes=3, dtype="int64"), [I(2, 3, low=0, high=3)],
       lambda y: np.eye(3, dtype=np.int64)[y])  # fmt: skip
+_case("one_hot", "ignore_index", lambda y: gc.one_hot(y, num_classes=3, ignore_index=-1),
+      [I(7, low=-1, high=3)], lambda y: np.eye(3, dtype=np.float32)[y] * (y != -1)[:, None])  # fmt: skip
+_case("one_hot", "ignore_a_class", lambda y: gc.one_hot(y, num_classes=3, dtype=bool, ignore_index=1),
+      [I(2, 4, low=0, high=3)], lambda y: np.eye(3, dtype=bool)[y] & (y != 1)[..., None])  # fmt: skip
 
 _CONST = np.arange(6, dtype=np.float32).reshape(2, 3)
 _case("constant", "array", lambda: bind("constant", value=_CONST), [], lambda: _CONST)

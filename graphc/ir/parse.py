@@ -23,6 +23,7 @@ from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
 from graphc.ir.errors import DTypeError, GraphcError, ParseError
 from graphc.ir.graph import MAX_NESTING, OUTPUT, Graph, Node
 from graphc.ir.literals import Base64Array, array_from_literal, as_text, short
+from graphc.ir.registry import read_attrs
 from graphc.ir.types import DTYPES, TensorType, TupleType, known_dtype
 from graphc.ir.verify import node_problem, op_problem
 
@@ -324,6 +325,7 @@ class _Reader:
         for key, value in attrs.items():
             if isinstance(value, Base64Array) and op != "constant":
                 raise error(f"attribute '{key}': b64\"...\" is only allowed as a constant's value")
+        attrs = read_attrs(op, attrs)
         problem = op_problem(op, inputs, attrs, declared)
         if problem:
             raise error(f"node '{name}': {problem}")

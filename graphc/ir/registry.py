@@ -242,6 +242,23 @@ def all_ops() -> dict[str, OpDef]:
     return dict(_REGISTRY)
 
 
+def read_attrs(op: str | None, attrs: dict[str, Any]) -> dict[str, Any]:
+    """The attrs of a node read from a file (text or JSON): `attrs` with each attr of
+    `op` whose default is None and which the file leaves out set to None, in the op's
+    order. An op gains an attribute that way (one_hot's ignore_index), and a graph saved
+    before it loads; any other attr left out is still an error (verify's). An unknown op
+    keeps `attrs` as they are, for verify to name."""
+    opdef = _REGISTRY.get(op) if isinstance(op, str) else None
+    if opdef is None or attrs.keys() == opdef.attrs.keys():
+        return attrs
+    added = {key for key, default in opdef.attrs.items() if default is None and key not in attrs}
+    if not added:
+        return attrs
+    ordered = {key: attrs.get(key) for key in opdef.attrs if key in attrs or key in added}
+    ordered.update((key, value) for key, value in attrs.items() if key not in ordered)  # unknown
+    return ordered
+
+
 def bound_attrs(node: Any, bindings: Mapping[str, Any]) -> dict[str, Any]:
     """An op node's attrs with the symbolic dims of its shape attrs replaced by `bindings`."""
     opdef = get_op(node.op)

@@ -31,6 +31,7 @@ from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
 from graphc.ir.errors import DTypeError, GraphcError, ParseError
 from graphc.ir.graph import KINDS, MAX_NESTING, OP, PLACEHOLDER, Graph, Node
 from graphc.ir.literals import as_text, bool_bytes_problem, short
+from graphc.ir.registry import read_attrs
 from graphc.ir.types import DTYPES, MAX_RANK, TensorType, TupleType, dtype_name, known_dtype
 from graphc.ir.verify import node_problem
 
@@ -310,6 +311,8 @@ def _load_node(graph: Graph, entry: Any, field: str, nesting: int) -> None:
     attrs = {
         key: decode_value(v, f"{field}.attrs.{key}", 0, nesting) for key, v in attrs_data.items()
     }
+    if kind == OP:
+        attrs = read_attrs(op, attrs)
     meta_data = entry.get("meta", {})
     if not isinstance(meta_data, dict):
         raise ParseError(f"{field}.meta: expected an object, got {short(repr(meta_data))}")

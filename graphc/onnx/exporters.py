@@ -274,11 +274,19 @@ def _clip(w: Writer, node: Node, ins: list[str]) -> list[str]:
 def _one_hot(w: Writer, node: Node, ins: list[str]) -> list[str]:
     depth = w.const(np.asarray(node.attrs["num_classes"], np.int64))
     values = w.const(np.asarray([0, 1], np.float32))  # the value types onnxruntime has
-    labels = ins[0]
+    labels, classes, ignore = ins[0], node.attrs["num_classes"], node.attrs["ignore_index"]
     scalar = node.inputs[0].type.rank == 0  # ONNX's OneHot takes indices of rank >= 1
     if scalar:
         labels = w.one("Unsqueeze", [labels, w.ints([0])])
     hot = w.one("OneHot", [labels, depth, values], axis=-1)
+    dtype = node.inputs[0].type.dtype
+    limits = np.iinfo(dtype)
+    # OneHot's row of an index outside [-depth, depth) is zeros already (one inside is a
+    # class, counted from the end when negative); an ignored one inside is masked
+    if ignore is not None and -classes <= ignore < classes and limits.min <= ignore <= limits.max:
+        kept = w.one("Not", [w.one("Equal", [labels, w.const(np.asarray(ignore, dtype))])])
+        kept = w.cast(w.one("Unsqueeze", [kept, w.ints([-1])]), np.bool_, np.float32)
+        hot = w.one("Mul", [hot, kept])
     if scalar:
         hot = w.one("Squeeze", [hot, w.ints([0])])
     return [w.cast(hot, np.float32, node.attrs["dtype"])]

@@ -99,31 +99,59 @@ log_softmax = defop(
 )
 
 
-def _one_hot_infer(labels: TensorType, num_classes: int, dtype: np.dtype) -> TensorType:
+def _one_hot_infer(
+    labels: TensorType, num_classes: int, dtype: np.dtype, ignore_index: int | None = None
+) -> TensorType:
     if not np.issubdtype(labels.dtype, np.integer):
         raise DTypeError(f"one_hot: labels must be integers, got {labels.dtype}")
     return TensorType(labels.shape + (num_classes,), dtype)
 
 
-def _one_hot_canon(labels: TensorType, num_classes: Any, dtype: Any) -> dict:
+def _one_hot_canon(labels: TensorType, num_classes: Any, dtype: Any, ignore_index: Any) -> dict:
     if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
         raise GraphcError(f"one_hot: num_classes must be an int, got {num_classes!r}")
     if num_classes < 1:
         raise GraphcError(f"one_hot: num_classes must be at least 1, got {num_classes}")
-    return {"num_classes": int(num_classes), "dtype": as_dtype(dtype)}
+    if ignore_index is not None:
+        if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
+            raise GraphcError(f"one_hot: ignore_index must be an int or None, got {ignore_index!r}")
+        info = np.iinfo(np.int64)
+        if not info.min <= ignore_index <= info.max:
+            raise GraphcError(f"one_hot: ignore_index must fit int64, got {ignore_index}")
+        ignore_index = int(ignore_index)
+    return {"num_classes": int(num_classes), "dtype": as_dtype(dtype), "ignore_index": ignore_index}
+
+
+def out_of_range_label(labels: np.ndarray, num_classes: int, ignore_index: int | None) -> None:
+    """Raise one_hot's error naming the first label outside [0, num_classes) that is not
+    `ignore_index`, if there is one."""
+    if not labels.size or (labels.min() >= 0 and labels.max() < num_classes):
+        return
+    bad = (labels < 0) | (labels >= num_classes)
+    if ignore_index is not None:
+        bad &= labels != ignore_index
+    if bad.any():
+        raise IndexRangeError(
+            f"one_hot: label {labels[bad].flat[0]} is out of range for {num_classes} classes"
+        )
 
 
 def _one_hot_kernel(
-    labels: np.ndarray, out: np.ndarray | None = None, num_classes: int = 0, dtype: Any = None
+    labels: np.ndarray,
+    out: np.ndarray | None = None,
+    num_classes: int = 0,
+    dtype: Any = None,
+    ignore_index: int | None = None,
 ) -> np.ndarray:
     # A label outside the classes would give an all-zero row, and cross_entropy a silently
-    # wrong loss: reject it, as PyTorch does.
-    if labels.size and not (labels.min() >= 0 and labels.max() < num_classes):
-        bad = labels[(labels < 0) | (labels >= num_classes)].flat[0]
-        raise IndexRangeError(f"one_hot: label {bad} is out of range for {num_classes} classes")
+    # wrong loss: reject it, as PyTorch does; a label equal to ignore_index gives that row
+    # on purpose (a loss's padding target, left out of it)
+    out_of_range_label(labels, num_classes, ignore_index)
     if out is None:
         out = np.empty(labels.shape + (num_classes,), dtype)
     np.equal(labels[..., None], np.arange(num_classes), out=out, casting="unsafe")
+    if ignore_index is not None and 0 <= ignore_index < num_classes:
+        out[..., ignore_index] = 0  # a class ignored: its ones alone are in this column
     return out
 
 
@@ -132,10 +160,12 @@ one_hot = defop(
     inputs=("labels",),
     infer=_one_hot_infer,
     kernel=_one_hot_kernel,
-    attrs={"num_classes": REQUIRED, "dtype": "float32"},
+    attrs={"num_classes": REQUIRED, "dtype": "float32", "ignore_index": None},
     canonicalize=_one_hot_canon,
-    vjp=lambda ct, out, labels, needs, num_classes, dtype: (None,),
-    doc="1 at each label's position along a new last axis. gc.one_hot(y, num_classes=10)",
+    vjp=lambda ct, out, labels, needs, **attrs: (None,),
+    doc="1 at each label's position along a new last axis; a label equal to ignore_index "
+    "(None: none) gives a row of zeros, any other outside the classes is an error. "
+    "gc.one_hot(y, num_classes=10)",
     props=("non_negative",),
 )
 

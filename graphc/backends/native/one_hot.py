@@ -13,7 +13,8 @@ Bits: numpy's. Every entry is 0 but the one at its row's label, which is 1, in t
 result's dtype (False and True for bool, +0.0 and 1.0 for floats), as the comparison
 cast to that dtype gives. The kernel checks every label before it writes anything; a
 label outside the classes raises one_hot's own error, naming the label, from the
-generated code and from a tape (Kernel.failure) alike.
+generated code and from a tape (Kernel.failure) alike. A label equal to the op's
+`ignore_index` keeps its row of zeros (the kernel's `ignoring` and `ignore`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from graphc.backends.native import calls
 from graphc.backends.native.c_sources import c_source
 from graphc.backends.native.kernels import Kernel
 from graphc.ir.errors import IndexRangeError
-from graphc.ir.registry import get_op
+from graphc.ops.nn import out_of_range_label
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Step
 
@@ -38,21 +39,28 @@ CODES = {
 DTYPES = {code: dtype for dtype, code in CODES.items()}
 
 
-def out_of_range(labels: np.ndarray, num_classes: int) -> None:
-    """Raise one_hot's error for `labels`, of which one is outside the classes (the
-    kernel's nonzero status): numpy's kernel checks them and raises it."""
-    get_op("one_hot").kernel(labels, num_classes=num_classes, dtype=np.bool_)
+def out_of_range(labels: np.ndarray, num_classes: int, ignore_index: int | None = None) -> None:
+    """Raise one_hot's error for `labels`, of which one is outside the classes and not
+    ignored (the kernel's nonzero status): numpy's check finds it and raises it."""
+    out_of_range_label(labels, num_classes, ignore_index)
     raise IndexRangeError(f"one_hot: a label is out of range for {num_classes} classes")
 
 
 def _failed(args: list[int]) -> None:
     """Kernel.failure: the failing call's labels read back from its arguments."""
-    n, at, code, _, classes = args[:5]
-    out_of_range(calls.array_at(at, (n,), DTYPES[code]), classes)
+    n, at, code, _, classes, _, _, ignoring, ignore = args[:9]
+    labels = calls.array_at(at, (n,), DTYPES[code])
+    out_of_range(labels, classes, ignore if ignoring else None)
 
 
 KERNEL = Kernel(
-    "gc_one_hot", c_source("one_hot.c"), [], ["one_hot"], "pipiii", status=True, failure=_failed
+    "gc_one_hot",
+    c_source("one_hot.c"),
+    [],
+    ["one_hot"],
+    "pipiiiii",
+    status=True,
+    failure=_failed,
 )
 
 
@@ -67,12 +75,15 @@ def lower_one_hot(gen: Generator, step: Step, out: str) -> list[str] | None:
     if code is None or size > 8 or labels_t.size is None or sys.byteorder != "little":
         return None
     one = int.from_bytes(np.ones((), out_t.dtype).tobytes(), "little", signed=True)
-    classes = step.attrs["num_classes"]
+    classes, ignore = step.attrs["num_classes"], step.attrs["ignore_index"]
     lines: list[str] = []
     labels_at = calls.value_address(gen, step.inputs[0], lines)
     out_at = calls.address(gen, out, step.output in gen.static, lines)
     calls.record(gen, KERNEL)
-    args = ", ".join(map(str, (labels_t.size, labels_at, code, out_at, classes, one, size)))
+    ignoring = (0, 0) if ignore is None else (1, ignore)
+    args = ", ".join(
+        map(str, (labels_t.size, labels_at, code, out_at, classes, one, size, *ignoring))
+    )
     check = gen.const(out_of_range, "one_hot_out_of_range")
     labels = gen.array(step.inputs[0])
-    return [*lines, f"if {KERNEL.name}({args}):", f"    {check}({labels}, {classes})"]
+    return [*lines, f"if {KERNEL.name}({args}):", f"    {check}({labels}, {classes}, {ignore})"]

@@ -40,8 +40,8 @@ def _is_zero_constant(node: Node) -> bool:
     return value.size == 1 and value.reshape(()) == 0
 
 
-def _pick(total: Node, users: dict[Node, list[Node]]) -> tuple[list[Node], int] | None:
-    """The fused node's inputs (x, labels, zero) and num_classes, if `total` ends a pick."""
+def _pick(total: Node, users: dict[Node, list[Node]]) -> tuple[list[Node], Node] | None:
+    """The fused node's inputs (x, labels, zero) and the one_hot, if `total` ends a pick."""
     where = total.inputs[0]
     if where.kind != OP or where.op != "where":
         return None
@@ -58,7 +58,7 @@ def _pick(total: Node, users: dict[Node, list[Node]]) -> tuple[list[Node], int] 
         return None
     if not _is_zero_constant(zero) or x is hot:
         return None
-    return [x, hot.inputs[0], zero], hot.attrs["num_classes"]
+    return [x, hot.inputs[0], zero], hot
 
 
 def fuse_one_hot_pick(graph: Graph, log: PassLog | None = None) -> Graph:
@@ -72,7 +72,7 @@ def fuse_one_hot_pick(graph: Graph, log: PassLog | None = None) -> Graph:
     The one_hot left without readers goes at the end of the fusion step (its DCE).
     """
     users = graph.users()
-    picks: dict[Node, tuple[list[Node], int]] = {}
+    picks: dict[Node, tuple[list[Node], Node]] = {}
     for node in graph.nodes:
         if node.kind == OP and node.op == "sum":
             found = _pick(node, users)
@@ -86,11 +86,15 @@ def fuse_one_hot_pick(graph: Graph, log: PassLog | None = None) -> Graph:
     new: dict[Node, Node] = {}
     for node in graph.nodes:
         if node in picks:
-            inputs, num_classes = picks[node]
+            inputs, hot = picks[node]
             meta = replacement_meta(node)
             where = node.inputs[0]
             meta["members"] = [(m.name, m.op, m.loc) for m in (where, node)]
-            attrs = {"num_classes": num_classes, "keepdims": node.attrs["keepdims"]}
+            attrs = {
+                "num_classes": hot.attrs["num_classes"],
+                "ignore_index": hot.attrs["ignore_index"],
+                "keepdims": node.attrs["keepdims"],
+            }
             fused = builder.op(
                 "one_hot_pick", [new[x] for x in inputs], attrs, meta=meta, replaces=node
             )

@@ -4,10 +4,12 @@ Made by `fuse_one_hot_pick` (graphc.backends.numpy.fusion.one_hot_pick) from the
 that `gc.cross_entropy` traces to (its picked log-probability) and that its gradient
 makes again (the seed picked from a broadcast row). Inputs: x (broadcastable to
 labels.shape + (num_classes,)), the integer labels, and the one-element constant
-`zero` (+0.0 or -0.0 in x's dtype) the where fills with. Attrs: num_classes, keepdims (of the sum).
+`zero` (+0.0 or -0.0 in x's dtype) the where fills with. Attrs: num_classes and
+ignore_index (one_hot's), keepdims (of the sum).
 
 Why it is exact: one_hot refuses a label outside the classes, so every row of the
-where holds x's entry v at its label and `zero` everywhere else. Adding signed zeros
+where holds x's entry v at its label and `zero` everywhere else (a label equal to
+ignore_index: `zero` everywhere, summed as a pair of them by sum's own kernel, below). Adding signed zeros
 and one v, in any order and from any starting value a reduction uses (numpy 2's sum
 starts from +0.0: the sum of -0.0s is +0.0), gives v when v is not a zero (a nan stays
 the same nan), and a zero that is -0.0 only when every term is. So the sum of a row
@@ -26,14 +28,20 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import GraphcError, IndexRangeError, ShapeError
+from graphc.ir.errors import GraphcError, ShapeError
 from graphc.ir.registry import get_op
 from graphc.ir.types import TensorType
 from graphc.ops.defop import defop
+from graphc.ops.nn import out_of_range_label
 
 
 def _infer(
-    x: TensorType, labels: TensorType, zero: TensorType, num_classes: int, keepdims: bool
+    x: TensorType,
+    labels: TensorType,
+    zero: TensorType,
+    num_classes: int,
+    ignore_index: int | None,
+    keepdims: bool,
 ) -> TensorType:
     try:
         hot = get_op("one_hot").infer(labels, num_classes=num_classes, dtype=np.dtype(bool))
@@ -56,12 +64,16 @@ def _kernel(
     zero: np.ndarray,
     out: np.ndarray | None = None,
     num_classes: int = 0,
+    ignore_index: int | None = None,
     keepdims: bool = False,
 ) -> np.ndarray:
     # one_hot's own refusal, so the fused chain fails where the unfused one would
-    if labels.size and not (labels.min() >= 0 and labels.max() < num_classes):
-        bad = labels[(labels < 0) | (labels >= num_classes)].flat[0]
-        raise IndexRangeError(f"one_hot: label {bad} is out of range for {num_classes} classes")
+    out_of_range_label(labels, num_classes, ignore_index)
+    ignored = None if ignore_index is None else labels == ignore_index
+    if ignored is not None and ignored.any():
+        labels = np.where(ignored, 0, labels)  # any class: the row is redone below
+    else:
+        ignored = None
     picked = _gather(x, labels, num_classes)
     if out is None:
         out = np.empty(labels.shape + (1,) * keepdims, x.dtype)
@@ -72,11 +84,19 @@ def _kernel(
         result[...] = picked
     # a zero sum's sign depends on where the reduction starts (its identity), and one
     # class's nan on whether it adds at all: those rows take sum's own kernel on the
-    # pair (v, zero), or on v alone
+    # pair (v, zero), or on v alone; an ignored label's row is zeros alone: the pair
+    # (zero, zero), or zero alone
+    redo = None
     if np.count_nonzero(result) < result.size or (num_classes == 1 and np.isnan(result).any()):
         redo = (result == 0) | np.isnan(result)
+    if ignored is not None:
+        redo = ignored if redo is None else redo | ignored
+    if redo is not None:
+        first = np.broadcast_to(picked, labels.shape)
+        if ignored is not None:
+            first = np.where(ignored, np.reshape(zero, ()).astype(x.dtype), first)
         pair = np.empty((int(np.count_nonzero(redo)), min(num_classes, 2)), x.dtype)
-        pair[:, 0] = np.broadcast_to(picked, labels.shape)[redo]
+        pair[:, 0] = first[redo]
         if num_classes > 1:
             pair[:, 1] = np.reshape(zero, ())
         result[redo] = get_op("sum").kernel(pair, axis=(1,))
@@ -110,7 +130,7 @@ one_hot_pick = defop(
     inputs=("x", "labels", "zero"),
     infer=_infer,
     kernel=_kernel,
-    attrs={"num_classes": 1, "keepdims": False},
+    attrs={"num_classes": 1, "ignore_index": None, "keepdims": False},
     cost=_cost,
     props=("fusion",),
     doc="sum(where(one_hot(labels), x, zero), axis=-1): x's entry at each label, without the "

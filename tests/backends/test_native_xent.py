@@ -149,3 +149,131 @@ def test_a_bad_label_in_a_loop_in_c_raises_one_hots_error() -> None:
     np.testing.assert_array_equal(exe(good), [2, 2, 1, 1])
     with pytest.raises(gc.IndexRangeError, match="one_hot: label 4 is out of range for 4"):
         exe(np.array([0, 1, 4, 3, 2, 0]))
+
+
+def _ignoring(labels_dtype: str, shape: tuple, classes: int, ignore: int) -> gc.Graph:
+    return gc.trace(
+        lambda y: gc.one_hot(y, num_classes=classes, dtype="float32", ignore_index=ignore),
+        gc.TensorSpec(shape, labels_dtype),
+    )
+
+
+@pytest.mark.parametrize(
+    ("labels_dtype", "ignore"),
+    [("int64", -100), ("int64", -1), ("int64", 2), ("int8", -100), ("uint8", 2), ("uint8", -1)]
+    + [("uint64", 9), ("int32", 0)],
+)
+def test_an_ignored_label_keeps_its_row_of_zeros_with_numpys_bits(
+    labels_dtype: str, ignore: int
+) -> None:
+    """one_hot's ignore_index (a loss's padding target): the label's row is all zeros, in
+    the C kernel as in numpy's, whether the label is outside the classes or one of them
+    (that class's ones are all left out); an unsigned label never equals a negative one."""
+    classes, shape = 4, (6, 5)
+    rng = np.random.default_rng(7)
+    labels = rng.integers(0, classes, shape).astype(labels_dtype)
+    if ignore >= 0 or np.dtype(labels_dtype).kind == "i":
+        labels[::2, 1] = ignore
+    graph = _ignoring(labels_dtype, shape, classes, ignore)
+    want = np.equal(labels[..., None], np.arange(classes)) & (labels != ignore)[..., None]
+    got_numpy = gc.compile(graph, backend="numpy")(labels)
+    assert bits_differ(got_numpy, want.astype(np.float32)) is None
+    exe = gc.compile(graph, backend="native")
+    assert "[numpy]" not in exe.explain(labels)
+    assert bits_differ(exe(labels), got_numpy) is None
+
+
+@pytest.mark.parametrize("level", [0, 2])
+def test_a_label_outside_the_classes_and_not_ignored_is_still_one_hots_error(level: int) -> None:
+    graph = _ignoring("int64", (8,), 5, -100)
+    exe = gc.compile(graph, backend="native", opt_level=level, wait=True)
+    labels = np.array([0, -100, 4, 1, -100, 2, 3, 0])
+    exe(labels)
+    for bad in (-1, 5, -101):
+        wrong = labels.copy()
+        wrong[5] = bad
+        with pytest.raises(gc.IndexRangeError, match=f"one_hot: label {bad} is out of range"):
+            exe(wrong)
+
+
+def test_a_bad_label_beside_ignored_ones_is_named_from_the_entry_in_c() -> None:
+    """The tape's failure reads the ignore arguments back too: the label named is the bad
+    one, not an ignored one before it."""
+    graph = gc.trace(
+        lambda y: gc.sum(gc.one_hot(y, num_classes=5, ignore_index=-100), axis=0),
+        gc.TensorSpec((8,), "int64"),
+    )
+    exe = gc.compile(graph, backend="native")
+    good = np.array([0, -100, 4, 1, -100, 2, 3, 0])
+    want = exe(good)
+    assert exe.wait()
+    if "entry: one C call" not in exe.explain():
+        pytest.skip("no entry in C here (Python's headers)")
+    labels = good.copy()
+    labels[6] = 9
+    with pytest.raises(gc.IndexRangeError, match="one_hot: label 9 is out of range for 5"):
+        exe(labels)
+    assert bits_differ(exe(good), want) is None
+
+
+@pytest.mark.parametrize("ignore", [-100, 3])
+@pytest.mark.parametrize("fill", [0.0, -0.0])
+def test_the_pick_of_ignored_labels_gives_the_unfused_chains_bits(ignore: int, fill: float) -> None:
+    """fuse_one_hot_pick keeps one_hot's ignore_index: an ignored label's row sums its
+    zeros (the fill's sign kept as the sum's kernel keeps it), every other row its pick."""
+    n, classes = 3000, 7
+
+    def pick(x: Any, y: Any) -> Any:
+        at = gc.one_hot(y, num_classes=classes, dtype=bool, ignore_index=ignore)
+        return gc.sum(gc.where(at, x, fill), axis=-1)
+
+    graph = gc.trace(pick, gc.TensorSpec((n, classes)), gc.TensorSpec((n,), "int64"))
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((n, classes)).astype(np.float32)
+    x[::5] = -0.0
+    x[::7, 2] = np.nan
+    y = rng.integers(0, classes, n)
+    y[::3] = ignore
+    rows = np.where(np.arange(classes) == y[:, None], x, np.float32(fill))
+    rows[y == ignore] = fill
+    want = rows.sum(axis=-1)
+    assert "one_hot_pick" in gc.compile(graph, backend="numpy").explain(x, y)
+    for backend in ("numpy", "native"):
+        for level in (0, 2):
+            got = gc.compile(graph, backend=backend, opt_level=level)(x, y)
+            assert bits_differ(got, want) is None, (backend, level)
+
+
+def test_torchs_cross_entropy_step_with_padding_labels_runs_as_one_c_call() -> None:
+    """nn.CrossEntropyLoss's defaults on a compiled step leave -100 targets out of the
+    mean (one_hot's ignore_index and a count of the rows kept, no comparison of the int64
+    labels): every step of the MLP's native plan has a C kernel, and the plan runs as one
+    C call, with the loss and the parameters of graphc's eager step."""
+    from graphc import nn, optim
+    from graphc.bench import mlp
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((16, 784)).astype(np.float32)
+    y = rng.integers(0, 10, 16)
+    y[::5] = -100
+
+    def make() -> Any:
+        model = mlp.model()
+        return model, optim.SGD(model.parameters(), lr=mlp.LR)
+
+    model, opt = make()
+    step = gc.compile_train_step(model, nn.CrossEntropyLoss(), opt, (x, y), backend="native")
+    eager, eager_opt = make()
+    for k in range(4):
+        loss = step(x, y)
+        if k == 0:
+            assert step.executable.wait()
+            assert "entry: one C call" in step.explain(x, y), step.explain(x, y)
+        eager_opt.zero_grad()
+        want = nn.CrossEntropyLoss()(eager(gc.eager.tensor(x)), gc.eager.tensor(y))
+        want.backward()
+        eager_opt.step()
+        np.testing.assert_allclose(loss, want.item(), rtol=1e-5)
+    got = step.parameters()
+    for name, p in eager.named_parameters():
+        np.testing.assert_allclose(got[name], p.detach().numpy(), rtol=1e-4, atol=1e-6)

@@ -34,12 +34,11 @@ def _batches() -> tuple[np.ndarray, np.ndarray]:
     return xs, np.argmax(xs @ rng.normal(size=(6, 3)), axis=-1)  # labels a model can learn
 
 
-def _step(make_optimizer=lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9)) -> gc.TrainStep:
+def _step(make_optimizer=lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), loss=None) -> gc.TrainStep:
     xs, ys = _batches()
     model = _model()
-    return gc.compile_train_step(
-        model, nn.CrossEntropyLoss(), make_optimizer(model.parameters()), (xs[0], ys[0])
-    )
+    loss = nn.CrossEntropyLoss() if loss is None else loss
+    return gc.compile_train_step(model, loss, make_optimizer(model.parameters()), (xs[0], ys[0]))
 
 
 @pytest.mark.parametrize(
@@ -124,15 +123,17 @@ def test_an_error_in_a_chunk_names_the_chunk_and_is_not_retried_as_a_lost_worker
     """A label out of range fails one replica's chunk; its peer then fails for want of
     that chunk's partials, and may answer first. The caller gets the chunk's own error
     (its class kept, its chunk and rows named) at once, not a WorkerLostError after
-    retrying a step that can never succeed; the next step runs as in one process."""
+    retrying a step that can never succeed; the next step runs as in one process. (The
+    loss is gc.cross_entropy, a mean over every target: nn.CrossEntropyLoss's count of
+    the targets not ignored finds the label on the driver, the test below.)"""
     xs, ys = _batches()
     bad = ys[0].copy()
     # 3 classes; rows 13:25 are chunk 1 of 3 (np.array_split of 37 rows), dealt to the
     # second replica: the first one's call, which the driver waits on first, fails as
     # its peer's echo
     bad[20] = 7
-    single = _step()
-    with DataParallelStep(_step(), client, chunks=3, retries=1) as parallel:
+    single = _step(loss=gc.cross_entropy)
+    with DataParallelStep(_step(loss=gc.cross_entropy), client, chunks=3, retries=1) as parallel:
         with pytest.raises(gc.IndexRangeError, match="label 7") as caught:
             parallel.step(xs[0], bad)
         assert isinstance(caught.value, ChunkError)
@@ -142,16 +143,37 @@ def test_an_error_in_a_chunk_names_the_chunk_and_is_not_retried_as_a_lost_worker
         np.testing.assert_allclose(parallel.step(xs[0], ys[0]), single.step(xs[0], ys[0]))
 
 
-def test_a_loss_over_the_rows_not_ignored_trains_as_in_one_process(client) -> None:
-    """Cross entropy with weight, ignore_index and label_smoothing divides by the weight
-    of the rows not ignored, a sum over the batch its gradient spreads over the rows:
-    one split refuses it. Those statistics read the labels only, so the driver computes
-    them from the whole batch and sends them with the batch's sizes."""
+def test_a_label_out_of_range_is_refused_by_the_driver_before_a_chunk_goes_out(client) -> None:
+    """nn.CrossEntropyLoss's mean divides by the count of the targets not ignored, which
+    the driver computes from the whole batch's labels (one_hot's, which checks them):
+    a label out of range is one_hot's error there, before any row is sent, and the next
+    step runs as in one process."""
+    xs, ys = _batches()
+    bad = ys[0].copy()
+    bad[20] = 7
+    single = _step()
+    with DataParallelStep(_step(), client, chunks=3, retries=1) as parallel:
+        with pytest.raises(gc.IndexRangeError, match="label 7 is out of range") as caught:
+            parallel.step(xs[0], bad)
+        assert not isinstance(caught.value, ChunkError)
+        assert parallel.applied == 0
+        np.testing.assert_allclose(parallel.step(xs[0], ys[0]), single.step(xs[0], ys[0]))
+
+
+@pytest.mark.parametrize("ignored", [1, -100])
+def test_a_loss_over_the_rows_not_ignored_trains_as_in_one_process(client, ignored: int) -> None:
+    """Cross entropy with weight, ignore_index and label_smoothing, or with torch's
+    defaults and padding labels of -100, divides by the weight (or count) of the rows
+    not ignored, a sum over the batch its gradient spreads over the rows: one split
+    refuses it. Those statistics read the labels only, so the driver computes them from
+    the whole batch and sends them with the batch's sizes."""
     xs, ys = _batches()
     ys = ys.copy()
-    ys[:, ::4] = 1  # ignored rows in every chunk
+    ys[:, ::4] = ignored  # ignored rows in every chunk
 
     def loss() -> nn.Module:
+        if ignored == -100:
+            return nn.CrossEntropyLoss()
         return nn.CrossEntropyLoss(
             weight=np.array([1.0, 2.0, 0.5]), ignore_index=1, label_smoothing=0.2
         )
@@ -251,7 +273,8 @@ def test_only_rows_go_out_and_only_the_loss_comes_back(client, monkeypatch) -> N
     assert [method for method, _ in sent] == ["step"] * 6  # a call per replica per step
     rows = -(-xs.shape[1] // 4)
     for _, (request,) in sent:
-        assert all(np.ndim(v) == 0 for v in request.sizes.values())
+        # the batch's sizes and the count of its labels (cross entropy's mean), no rows
+        assert all(np.size(v) == 1 for v in request.sizes.values())
         assert len(request.rows) == 2 and len(request.peers) == 1  # 4 chunks, 2 replicas
         for arrays in request.rows.values():
             assert sorted(arrays) == ["x", "y"]

@@ -192,18 +192,25 @@ def test_functional_forms_are_the_modules() -> None:
     assert list(nn.CrossEntropyLoss().state_dict()) == []
 
 
-def test_a_graph_ignores_targets_when_asked_and_refuses_minus_100_by_default() -> None:
-    """With every default a graph's mean is over all targets (so the batch split can
-    divide it), and -100 is an out-of-range label when it runs; given ignore_index (or a
-    weight, or another reduction), it ignores as torch does."""
+def test_a_graph_ignores_minus_100_targets_by_default_as_torch() -> None:
+    """A padding label of -100 adds nothing and counts for nothing in a graph's mean, as
+    in torch and on eager tensors (a graph used to divide by every target and refuse
+    -100 as out of range when it ran); the gradient leaves the ignored rows at zero."""
     logits, y = RNG.standard_normal((4, 3)), np.array([0, -100, 2, 1])
-    plain = gc.trace(nn.CrossEntropyLoss(), logits, y)
-    with pytest.raises(gc.GraphcError, match="label -100 is out of range for 3 classes"):
-        plain(logits, y)
-    asked = gc.trace(nn.CrossEntropyLoss(ignore_index=-1), logits, y)
     kept = [0, 2, 3]
     want = F.cross_entropy(ge.tensor(logits[kept]), ge.tensor(y[kept])).item()
-    np.testing.assert_allclose(asked(logits, np.where(y == -100, -1, y)), want, rtol=1e-12)
+    for loss in (nn.CrossEntropyLoss(), lambda a, b: F.nll_loss(F.log_softmax(a, 1), b)):
+        traced = gc.trace(loss, logits, y)
+        np.testing.assert_allclose(traced(logits, y), want, rtol=1e-12)
+        eager = ge.tensor(logits, requires_grad=True)
+        loss(eager, ge.tensor(y)).backward()
+        value, grad = gc.compile(gc.gradients(traced, wrt=[traced.inputs[0].name]))(logits, y)
+        np.testing.assert_allclose(value, want, rtol=1e-12)
+        np.testing.assert_allclose(grad, eager.grad.numpy(), rtol=1e-12, atol=1e-15)
+        assert not grad[1].any()
+    every = np.full(4, -100)
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(gc.trace(nn.CrossEntropyLoss(), logits, every)(logits, every))
 
 
 def test_every_target_ignored_gives_nan_as_torch() -> None:

@@ -11,12 +11,14 @@ prediction against a (N,) target is the classic silent mistake).
 Class-index losses (nll_loss, cross_entropy) take the classes on axis 1 of an input
 (N, C, d1, ...) with an integer target (N, d1, ...), or an unbatched input (C,) with a
 0-d target; a target equal to `ignore_index` (-100 by default, as torch's) adds nothing
-and counts for nothing in the mean. One exception: with every default (no weight,
-ignore_index -100, reduction 'mean', no label smoothing) a graph divides by the number
-of targets (the graph gc.cross_entropy makes), and a target of -100 is an out-of-range
-error when it runs: a mean over the targets not ignored divides by a count that depends
-on the labels, which the data-parallel batch split (graphc.distributed) cannot divide
-among its chunks. Eager tensors, whose targets are known, follow torch exactly.
+and counts for nothing in the mean, on eager tensors and graph values alike (a padding
+label of -100 in a compiled training step). Where the targets are known to hold no
+ignored one (an eager tensor's), the mean is over all of them, the graph
+gc.cross_entropy makes. A graph's mean over the targets not ignored divides by a count
+of its labels, from one_hot's rows (its ignore_index leaves an ignored target's row
+empty), so no int64 comparison enters a compiled step; graphc.distributed's
+data-parallel step computes that count from the whole batch's labels before it cuts
+the rows (training.py's statistics passes).
 
 >>> import graphc.eager as ge
 >>> import graphc.nn.functional as F
@@ -43,7 +45,6 @@ from graphc.ops import (
     log,
     log1p,
     log_softmax,
-    logical_not,
     maximum,
     mean,
     one_hot,
@@ -293,9 +294,12 @@ def _class_axis(loss: str, input: Any, target: Any, integer_target: bool) -> int
     return axis
 
 
-def _at_labels(labels: Any, classes: int, axis: int, rank: int) -> Any:
-    """True at each label's class: one_hot's last axis moved to the input's class axis."""
-    at = one_hot(labels, num_classes=classes, dtype=np.bool_)
+def _at_labels(
+    labels: Any, classes: int, axis: int, rank: int, ignore_index: int | None = None
+) -> Any:
+    """True at each label's class, none for a label equal to `ignore_index`: one_hot's
+    last axis moved to the input's class axis."""
+    at = one_hot(labels, num_classes=classes, dtype=np.bool_, ignore_index=ignore_index)
     if axis != rank - 1:
         order = [*range(axis), rank - 1, *range(axis, rank - 1)]
         at = transpose(at, tuple(order))
@@ -309,15 +313,24 @@ def _picked(input: Any, labels: Any, classes: int, axis: int) -> Any:  # noqa: A
     return R.sum(where(at, input, 0.0), axis=axis)
 
 
+def _kept(input: Any, target: Any, axis: int, ignore_index: int) -> tuple[Any, Any, Any]:  # noqa: A002
+    """The one-hot rows of `target` on the class axis of `input`, none for an ignored
+    target; each target's count in input's dtype (1 kept, 0 ignored); whether it is kept.
+    One_hot's ignore_index and a sum give the mask, with no comparison of the integer
+    targets: a compiled step computes it with the float and bool kernels of its head."""
+    at = _at_labels(target, input.shape[axis], axis, len(input.shape), ignore_index)
+    counts = R.sum(cast(at, input.dtype), axis=axis)
+    return at, counts, E.greater(counts, 0.0)
+
+
 def _plain_mean(target: Any, weight: Any, ignore_index: int, reduction: str) -> bool:
-    """Whether the mean is over every target: torch's defaults (no weight, the default
-    ignore_index) and no target known to be ignored. A graph value's targets are not
-    known: its mean is over all of them, and a target of -100 is an out-of-range error
-    when the graph runs (see the module's text)."""
-    if weight is not None or reduction != "mean" or ignore_index != DEFAULT_IGNORE_INDEX:
+    """Whether the mean is over every target: no weight, reduction 'mean' and targets
+    known to hold no `ignore_index` (an eager tensor's or an array's; a graph value's
+    are not known until it runs)."""
+    if weight is not None or reduction != "mean":
         return False
     known = target.detach().numpy() if isinstance(target, Tensor) else target
-    return not (isinstance(known, np.ndarray) and (known == ignore_index).any())
+    return isinstance(known, np.ndarray) and not (known == ignore_index).any()
 
 
 def _class_weights(loss: str, weight: Any, classes: Any) -> None:
@@ -349,15 +362,12 @@ def nll_loss(
     _class_weights("nll_loss", weight, classes)
     if _plain_mean(target, weight, ignore_index, reduction):
         return E.neg(mean(_picked(input, target, classes, axis)))
-    ignored = equal(target, ignore_index)
-    labels = where(ignored, 0, target)  # any class: its pick is masked out below
-    picked = _picked(input, labels, classes, axis)
-    kept = logical_not(ignored)
+    at, counts, kept = _kept(input, target, axis, ignore_index)
+    picked = R.sum(where(at, input, 0.0), axis=axis)
     if weight is None:
         losses = where(kept, -picked, 0.0)
-        counts = cast(kept, input.dtype)
     else:
-        at_weight = take(weight, labels)
+        at_weight = take(weight, where(kept, target, 0))  # any class where ignored
         losses = where(kept, -(at_weight * picked), 0.0)
         counts = where(kept, at_weight, 0.0)
     if reduction == "mean":
@@ -407,14 +417,11 @@ def cross_entropy(
         return nll
     # torch's smoothing term: every class's log-probability (weighted), 0 where ignored
     every = logp if weight_along is None else logp * weight_along
-    ignored = equal(target, ignore_index)
-    smooth = where(ignored, 0.0, -R.sum(every, axis=axis))
+    _, counts, kept = _kept(logp, target, axis, ignore_index)
+    smooth = where(kept, -R.sum(every, axis=axis), 0.0)
     if reduction == "mean":
-        kept = logical_not(ignored)
-        if weight is None:
-            counts = cast(kept, input.dtype)
-        else:
-            counts = where(kept, take(weight, where(ignored, 0, target)), 0.0)
+        if weight is not None:
+            counts = where(kept, take(weight, where(kept, target, 0)), 0.0)
         smooth = R.sum(smooth) / R.sum(counts)
     else:
         smooth = _reduce(smooth, reduction)

@@ -191,8 +191,9 @@ def test_an_inf_in_one_image_leaves_the_others_to_winograd() -> None:
 
 
 # (bytes of a band, the work from which it runs on the pool); 64 * (16 + 12) bytes are
-# a tile's transformed values
-BANDS = [(1, 0), (1, 10**12), (10**9, 0), (10**9, 10**12), (7 * 64 * (16 + 12), 0)]
+# a tile's transformed values, 35 tiles an image: 1 MiB holds the five images in one
+# band (a band sized for 10**9 bytes made each thread's scratch a gigabyte: 5-12 s a case)
+BANDS = [(1, 0), (1, 10**12), (1 << 20, 0), (1 << 20, 10**12), (7 * 64 * (16 + 12), 0)]
 
 
 @pytest.mark.quick_cases(2)  # each case builds its kernels afresh: about 2 s cold

@@ -33,8 +33,8 @@ GC_EXPORT int64_t gc_one_hot(int64_t n, const char *labels, int64_t code, char *
                              int64_t ignore) {
     for (int64_t i = 0; i < n; i++) {
         int64_t label = gc_label_at(labels, code, i);
-        if ((label < 0 || label >= classes) && !(ignoring && gc_label_ignored(labels, code, i, ignore)))
-            return 1;
+        int inside = label >= 0 && label < classes;
+        if (!inside && !(ignoring && gc_label_ignored(labels, code, i, ignore))) return 1;
     }
     memset(out, 0, (size_t)(n * classes * size));
     for (int64_t i = 0; i < n; i++) {

@@ -9,10 +9,10 @@ ignore_index (one_hot's), keepdims (of the sum).
 
 Why it is exact: one_hot refuses a label outside the classes, so every row of the
 where holds x's entry v at its label and `zero` everywhere else (a label equal to
-ignore_index: `zero` everywhere, summed as a pair of them by sum's own kernel, below). Adding signed zeros
-and one v, in any order and from any starting value a reduction uses (numpy 2's sum
-starts from +0.0: the sum of -0.0s is +0.0), gives v when v is not a zero (a nan stays
-the same nan), and a zero that is -0.0 only when every term is. So the sum of a row
+ignore_index: `zero` everywhere, summed as a pair of them by sum's own kernel, below).
+Adding signed zeros and one v, in any order and from any starting value a reduction
+uses (numpy 2's sum starts from +0.0: the sum of -0.0s is +0.0), gives v when v is not
+a zero (a nan stays the same nan), and a zero that is -0.0 only when every term is. So the sum of a row
 is the sum of the pair (v, zero) when there are two classes or more, and of v alone
 when there is one. The kernel gathers v and adds zero (v alone for one class), which
 is that sum wherever the result is not a zero (whose sign depends on where the

@@ -319,7 +319,10 @@ def _kept(input: Any, target: Any, axis: int, ignore_index: int) -> tuple[Any, A
     One_hot's ignore_index and a sum give the mask, with no comparison of the integer
     targets: a compiled step computes it with the float and bool kernels of its head."""
     at = _at_labels(target, input.shape[axis], axis, len(input.shape), ignore_index)
-    counts = R.sum(cast(at, input.dtype), axis=axis)
+    # a pick of ones (fuse_one_hot_pick's form: one read per target at a wide head, where
+    # a cast of the rows would be a pass over all of them)
+    one, zero = np.ones((), input.dtype), np.zeros((), input.dtype)
+    counts = R.sum(where(at, one, zero), axis=axis)
     return at, counts, E.greater(counts, 0.0)
 
 

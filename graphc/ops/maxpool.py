@@ -1,7 +1,9 @@
 """max_pool2d and its two gradient ops (NCHW; re-exported by pool.py).
 
-The gradient goes to each window's maximum: the first input position (in row-major
-window order) equal to the pooled value, as in PyTorch. `max_pool2d_backward` routes a
+The gradient goes to each window's maximum where PyTorch's CPU kernel finds it: a scan
+of the window in row-major order that takes a tap greater than the maximum so far, or
+any nan. So of equal values the first wins (also of -0.0 and 0.0, whose value is then
+the first one's), and of nans the last. `max_pool2d_backward` routes a
 cotangent there; `max_pool2d_select` reads a value there, its adjoint. Each is the
 other's gradient rule (their gradient with respect to the input is zero almost
 everywhere), so second derivatives work. Both find the maxima again from the forward's
@@ -46,12 +48,14 @@ def _cost(out: TensorType, *inputs: TensorType, kernel_size: tuple, **attrs: Any
     return (max(t.size or 0 for t in (out, *inputs))) * kernel_size[0] * kernel_size[1]
 
 
-def _routing_scratch(out: TensorType, *inputs: TensorType, **attrs: Any) -> int:
-    """What `_routes` and `_kept` hold at once, per pooled element: `todo`, the nan
-    mask, two taps' `hit` (the loop's and the generator's next), the two nan tests of a
-    tap, and one tap's mask of the value's itemsize (a tap covers at most every window)."""
+def _routing_scratch(out: TensorType, *inputs: TensorType, kernel_size: tuple, **attrs: Any) -> int:
+    """What `_routes` and `_kept` hold at once, per pooled element: `todo`, the number
+    of each window's last nan tap, two taps' `hit` (the loop's and the generator's next),
+    a tap's test of that number, and one tap's mask of the value's itemsize (a tap
+    covers at most every window)."""
     value, pooled = inputs[0], inputs[2]
-    return (pooled.size or 0) * (6 + value.dtype.itemsize)
+    numbers = np.min_scalar_type(-kernel_size[0] * kernel_size[1]).itemsize
+    return (pooled.size or 0) * (4 + numbers + value.dtype.itemsize)
 
 
 def _max_pool2d_infer(x: TensorType, **attrs: Any) -> TensorType:
@@ -67,7 +71,9 @@ def _max_pool2d_kernel(x: np.ndarray, out: np.ndarray | None = None, **attrs: An
     # the padding: never a window's maximum
     result.fill(-np.inf if is_float(x.dtype) else np.iinfo(x.dtype).min)
     for _, _, at_out, at_x in _taps(x.shape, pooled, attrs):
-        np.maximum(result[at_out], x[at_x], out=result[at_out])  # nan wins, as in PyTorch
+        # PyTorch's step, "the tap if it is greater or nan": numpy's maximum gives its
+        # first operand's nan, then the second's, and the second of equal values
+        np.maximum(x[at_x], result[at_out], out=result[at_out])
     return result
 
 
@@ -87,18 +93,29 @@ max_pool2d = defop(
 
 def _routes(x: np.ndarray, pooled: np.ndarray, attrs: dict) -> Iterator[tuple]:
     """(window index, input index, hit) per kernel tap: hit marks the windows whose
-    maximum is at this tap (the first position equal to it; nan counts as equal to nan)."""
+    maximum is at this tap: the first position equal to it, or in a window holding a
+    nan (pooled is nan there) its last nan."""
+    taps = _taps(x.shape, pooled.shape[-2:], attrs)
     todo = np.ones(pooled.shape, bool)
-    nans = np.isnan(pooled) if is_float(pooled.dtype) else None
-    if nans is not None and not nans.any():
-        nans = None
-    for _, _, at_out, at_x in _taps(x.shape, pooled.shape[-2:], attrs):
-        hit = np.equal(x[at_x], pooled[at_out])
-        if nans is not None:
-            hit |= np.isnan(x[at_x]) & nans[at_out]
+    last_nan = _last_nan_taps(x, pooled, taps)
+    for t, (_, _, at_out, at_x) in enumerate(taps):
+        hit = np.equal(x[at_x], pooled[at_out])  # never true in a nan window
         hit &= todo[at_out]
+        if last_nan is not None:
+            hit |= np.equal(last_nan[at_out], t)
         todo[at_out] ^= hit
         yield at_out, at_x, hit
+
+
+def _last_nan_taps(x: np.ndarray, pooled: np.ndarray, taps: tuple) -> np.ndarray | None:
+    """Per window, the number of its last tap holding a nan (-1 where none does), or
+    None when no window does."""
+    if not is_float(pooled.dtype) or not np.isnan(pooled).any():
+        return None
+    last = np.full(pooled.shape, -1, np.min_scalar_type(-len(taps)))
+    for t, (_, _, at_out, at_x) in enumerate(taps):
+        np.copyto(last[at_out], t, where=np.isnan(x[at_x]))
+    return last
 
 
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}  # unsigned views of the floats

@@ -13,10 +13,10 @@ Measured against numpy's kernel on 3x3 pools of random data, it is still faster:
 stride 1, 268 against 349; (1, 16, 14, 14) with stride 2, 9 against 22.
 
 Bits: numpy's. Each output starts at -inf (the padding never wins) and meets the taps in
-the same row-major order as numpy's kernel, each through numpy's `maximum` (a nan in
-the running maximum wins, then a nan in the tap; of equal values the tap's), so every
-output is the same sequence of the same exactly rounded operations. float32 and float64;
-integer inputs stay on numpy.
+the same row-major order as numpy's kernel, each through numpy's `maximum(tap, running)`
+(a nan in the tap wins, then one in the running maximum; of equal values the running
+one: PyTorch's scan), so every output is the same sequence of the same exactly rounded
+operations. float32 and float64; integer inputs stay on numpy.
 
 max_pool2d_backward (a CNN's training step runs one per pool): numpy's kernel takes a
 few whole-batch passes per tap (equality, nan tests, masks, an add): 0.35 ms for the
@@ -76,8 +76,8 @@ KERNELS = {
 BACKWARD_PARAMS = "ppppp" + "i" * 13
 
 # Each window's cotangent goes to its winner, the first tap (row-major) whose input
-# equals the pooled value (nan equal to nan), as numpy's kernel (ops/maxpool.py) finds
-# it; numpy then adds, tap by tap, each window's kept cotangent into the gradient
+# equals the pooled value, or where that is nan the last tap holding a nan (PyTorch's),
+# as numpy's kernel (ops/maxpool.py) finds it; numpy then adds, tap by tap, each window's kept cotangent into the gradient
 # (+0.0 first). Here the winners are found first, then each tap in turn adds the
 # cotangents of the windows it won: the same additions in the same order, so the same
 # bits (the +0.0 numpy adds for the windows a tap did not win changes nothing: the

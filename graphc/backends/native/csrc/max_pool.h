@@ -5,10 +5,11 @@
     int64_t dh, int64_t dw, int64_t parallel
 #define MP_KERNEL(t, T) \
 GC_INLINE T mp_max_##t(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); } \
+/* numpy's maximum(tap, running): PyTorch's step, the tap if greater or nan */ \
 static void mp_run_##t(T *o, const T *x, int64_t n, int64_t s) { \
-    if (s == 1) { for (int64_t k = 0; k < n; k++) o[k] = mp_max_##t(o[k], x[k]); } \
-    else if (s == 2) { for (int64_t k = 0; k < n; k++) o[k] = mp_max_##t(o[k], x[2 * k]); } \
-    else { for (int64_t k = 0; k < n; k++) o[k] = mp_max_##t(o[k], x[s * k]); } } \
+    if (s == 1) { for (int64_t k = 0; k < n; k++) o[k] = mp_max_##t(x[k], o[k]); } \
+    else if (s == 2) { for (int64_t k = 0; k < n; k++) o[k] = mp_max_##t(x[2 * k], o[k]); } \
+    else { for (int64_t k = 0; k < n; k++) o[k] = mp_max_##t(x[s * k], o[k]); } } \
 static void mp_plane_##t(const T *x, T *o, int64_t H, int64_t W, int64_t Ho, int64_t Wo, \
         int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t top, int64_t left, \
         int64_t dh, int64_t dw) { \

@@ -11,13 +11,13 @@ static void mpb_plane_##t(const T *ct, const T *x, const T *p, T *g, int32_t *wi
     for (int64_t q = 0; q < Ho * Wo; q++) { \
         int64_t r = q / Wo, c = q % Wo; \
         T v = p[q]; \
-        int pn = v != v; \
+        int pn = v != v; /* a window holding a nan: its last nan wins */ \
         win[q] = -1; \
-        for (int64_t t = 0; t < kh * kw && win[q] < 0; t++) { \
+        for (int64_t t = 0; t < kh * kw && (pn || win[q] < 0); t++) { \
             int64_t h = r * sh - top + (t / kw) * dh, w = c * sw - left + (t % kw) * dw; \
             if (h < 0 || h >= H || w < 0 || w >= W) continue; \
             T a = x[h * W + w]; \
-            if (a == v || (pn && a != a)) win[q] = (int32_t)t; \
+            if (pn ? a != a : a == v) win[q] = (int32_t)t; \
         } \
     } \
     for (int64_t t = 0; t < kh * kw; t++) \
@@ -57,11 +57,13 @@ static void mpb_rows22_##t(const T *ct, const T *x, const T *p, T *g, int64_t ro
         for (int64_t k = 0; k < Wo; k++) { \
             T v = pq[k], one = (T)0 + cq[k], a = x0[2 * k], b = x0[2 * k + 1]; \
             T c = x1[2 * k], d = x1[2 * k + 1]; \
-            int pn = v != v; \
-            int ha = (a == v) | (pn & (a != a)); \
-            int hb = !ha & ((b == v) | (pn & (b != b))); \
-            int hc = !ha & !hb & ((c == v) | (pn & (c != c))); \
-            int hd = !ha & !hb & !hc & ((d == v) | (pn & (d != d))); \
+            /* the first equal to v, or where v is nan the last nan (no tap equals nan) */ \
+            int pn = v != v, na = a != a, nb = b != b, nc = c != c, nd = d != d; \
+            int ea = a == v, eb = !ea & (b == v), ec = !ea & !eb & (c == v); \
+            int ha = ea | (pn & na & !nb & !nc & !nd); \
+            int hb = eb | (pn & nb & !nc & !nd); \
+            int hc = ec | (pn & nc & !nd); \
+            int hd = (!ea & !eb & !ec & (d == v)) | (pn & nd); \
             g0[2 * k] = ha ? one : (T)0; g0[2 * k + 1] = hb ? one : (T)0; \
             g1[2 * k] = hc ? one : (T)0; g1[2 * k + 1] = hd ? one : (T)0; \
         } \

@@ -10,9 +10,8 @@
 #define MPB_HI {4, 12, 5, 13, 6, 14, 7, 15}
 #endif
 /* lanes where the window's winner is not yet found and this tap's input is the pooled
-   value (nan equal to nan) */
-GC_INLINE vb mpb_hit(vf32 a, vf32 v, vb pn, vb found) {
-    return ~found & ((vb)(a == v) | (pn & (vb)(a != a))); }
+   value (never true where that is nan) */
+GC_INLINE vb mpb_hit(vf32 a, vf32 v, vb found) { return ~found & (vb)(a == v); }
 /* the 2x2, stride-2 pass on float32, GC_W windows at a time: a row pair's even and odd
    columns split by shuffles (as mp_rows22), the winners' masks, 0.0f + ct or +0.0 by
    selects, interleaved back; a row's last partial vectors loaded and stored masked */
@@ -29,11 +28,17 @@ static void mpb_rows22_v(const float *ct, const float *x, const float *p, float 
             vf32 a0 = ldm_f32(x0 + 2 * k, n0), a1 = ldm_f32(x0 + 2 * k + GC_W, 2 * m - n0);
             vf32 b0 = ldm_f32(x1 + 2 * k, n0), b1 = ldm_f32(x1 + 2 * k + GC_W, 2 * m - n0);
             vf32 v = ldm_f32(pq + k, m), one = zero + ldm_f32(cq + k, m);
-            vb pn = (vb)(v != v), none = sp_b(0);
-            vb ha = mpb_hit(__builtin_shuffle(a0, a1, even), v, pn, none);
-            vb hb = mpb_hit(__builtin_shuffle(a0, a1, odd), v, pn, ha);
-            vb hc = mpb_hit(__builtin_shuffle(b0, b1, even), v, pn, ha | hb);
-            vb hd = mpb_hit(__builtin_shuffle(b0, b1, odd), v, pn, ha | hb | hc);
+            vf32 ta = __builtin_shuffle(a0, a1, even), tb = __builtin_shuffle(a0, a1, odd);
+            vf32 tc = __builtin_shuffle(b0, b1, even), td = __builtin_shuffle(b0, b1, odd);
+            vb none = sp_b(0);
+            vb ha = mpb_hit(ta, v, none), hb = mpb_hit(tb, v, ha);
+            vb hc = mpb_hit(tc, v, ha | hb), hd = mpb_hit(td, v, ha | hb | hc);
+            /* where v is nan, its last nan instead (no tap equals nan) */
+            vb pn = nan_f32(v), nb = nan_f32(tb), nc = nan_f32(tc), nd = nan_f32(td);
+            hd |= pn & nd;
+            hc |= pn & nc & ~nd;
+            hb |= pn & nb & ~nc & ~nd;
+            ha |= pn & nan_f32(ta) & ~nb & ~nc & ~nd;
             vf32 ga = sel_f32(ha, one, zero), gb = sel_f32(hb, one, zero);
             vf32 gc = sel_f32(hc, one, zero), gd = sel_f32(hd, one, zero);
             stm_f32(g0 + 2 * k, __builtin_shuffle(ga, gb, lo), n0);

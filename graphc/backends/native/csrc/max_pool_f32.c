@@ -19,9 +19,10 @@ static void mp_rows22(const float *x, float *o, int64_t rows, int64_t H, int64_t
             int64_t m = Wo - k < GC_W ? Wo - k : GC_W, n0 = 2 * m < GC_W ? 2 * m : GC_W;
             vf32 a0 = ldm_f32(x0 + 2 * k, n0), a1 = ldm_f32(x0 + 2 * k + GC_W, 2 * m - n0);
             vf32 b0 = ldm_f32(x1 + 2 * k, n0), b1 = ldm_f32(x1 + 2 * k + GC_W, 2 * m - n0);
-            vf32 v = max_f32(__builtin_shuffle(a0, a1, even), __builtin_shuffle(a0, a1, odd));
-            v = max_f32(v, __builtin_shuffle(b0, b1, even));
-            stm_f32(out + k, max_f32(v, __builtin_shuffle(b0, b1, odd)), m);
+            /* each tap first: max_f32(tap, running), as numpy's kernel */
+            vf32 v = max_f32(__builtin_shuffle(a0, a1, odd), __builtin_shuffle(a0, a1, even));
+            v = max_f32(__builtin_shuffle(b0, b1, even), v);
+            stm_f32(out + k, max_f32(__builtin_shuffle(b0, b1, odd), v), m);
         }
     }
 }

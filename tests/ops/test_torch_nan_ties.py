@@ -130,3 +130,52 @@ def test_max_pool2d_takes_the_first_maximum_and_the_last_nan(mode: str, dtype: s
             make(dtype),
             f"max_pool2d {attrs} {dtype} ({mode})",
         )
+
+
+def test_max_pool1d_and_adaptive_max_pools_follow_torch(mode: str) -> None:
+    tf = torch.nn.functional
+    rows = _rows("float32")[:, :, 0]  # (6, 1, 8)
+    # (what, graphc's call, torch's call, input): bins of 3 (uneven, overlapping) and 4
+    cases = [
+        ("max_pool1d", lambda t: F.max_pool1d(t, 3, 1, 1, return_indices=True),
+         lambda t: tf.max_pool1d(t, 3, 1, 1, return_indices=True), rows),
+        ("adaptive_max_pool1d, uneven", lambda t: F.adaptive_max_pool1d(t, 3, True),
+         lambda t: tf.adaptive_max_pool1d(t, 3, True), rows),
+        ("adaptive_max_pool1d, even", lambda t: F.adaptive_max_pool1d(t, 2, True),
+         lambda t: tf.adaptive_max_pool1d(t, 2, True), rows),
+        ("adaptive_max_pool2d", lambda t: F.adaptive_max_pool2d(t, (1, 3), True),
+         lambda t: tf.adaptive_max_pool2d(t, (1, 3), True), _planes("float64")),
+    ]  # fmt: skip
+    for what, ours, theirs, x in cases:
+        _check(mode, ours, theirs, x, f"{what} ({mode})")
+
+
+def test_max_pool3d_takes_the_last_nan_and_never_the_padding(mode: str) -> None:
+    volumes = _rows("float32").reshape(3, 1, 4, 2, 2)  # depth windows meet nans and -inf
+    tf = torch.nn.functional
+    for attrs in [
+        {"kernel_size": (2, 2, 1), "stride": 1},
+        {"kernel_size": (2, 1, 2), "stride": 1, "padding": (1, 0, 0)},  # -inf next to padding
+        {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
+    ]:
+        _check(
+            mode,
+            lambda t, attrs=attrs: (F.max_pool3d(t, **attrs),),
+            lambda t, attrs=attrs: (tf.max_pool3d(t, **attrs),),
+            volumes,
+            f"max_pool3d {attrs} ({mode})",
+        )
+
+
+def test_max_pool3d_pads_integers_with_their_lowest_value(mode: str) -> None:
+    """torch pools integers too; graphc padded the depths with -inf, which int64 refused."""
+    x = np.array([3, -7, 7, 1, 0, 2, 5, 5, 1, -9, 9, 0], np.int64).reshape(1, 1, 3, 2, 2)
+    attrs = {"kernel_size": (2, 1, 2), "stride": 1, "padding": (1, 0, 1)}
+    want = torch.nn.functional.max_pool3d(torch.tensor(x), **attrs).numpy()
+    if mode == "eager":
+        got = F.max_pool3d(ge.tensor(x), **attrs).numpy()
+    else:
+        g = gc.trace(lambda t: F.max_pool3d(t, **attrs), gc.TensorSpec(x.shape, "int64"))
+        got = gc.compile(g, backend=mode, wait=True)(x)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype

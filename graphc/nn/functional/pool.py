@@ -18,6 +18,7 @@ import numpy as np
 
 from graphc import ops
 from graphc.ir.errors import GraphcError
+from graphc.ir.types import is_float
 from graphc.nn.functional.conv import batched
 from graphc.ops.pool import _bins
 from graphc.ops.windows import concrete, positive, window_out
@@ -158,6 +159,26 @@ def _bin_table(size: int, length: int) -> np.ndarray:
     return np.array(table, np.int64)
 
 
+def _scan_winner(windows: Any, axis: int, inside: np.ndarray | None = None) -> Any:
+    """Where PyTorch's max pooling kernels find the maximum of each window laid out along
+    `axis` (its taps in row-major order), that axis kept: their scan takes a tap greater
+    than the maximum so far, or nan, so the first of equal maxima wins (argmax's) and of
+    nans the last. `inside` (broadcasting against windows, a bool per tap) marks the taps
+    in the input: the padding (-inf) never wins, not even in a window of -inf."""
+    if inside is None:
+        first = ops.argmax(windows, axis=axis, keepdims=True)
+    else:
+        peak = ops.max(windows, axis=axis, keepdims=True)
+        at_peak = ops.logical_and(ops.equal(windows, peak), inside)
+        first = ops.argmax(ops.cast(at_peak, np.int8), axis=axis, keepdims=True)
+    if not is_float(np.dtype(windows.dtype)):
+        return first
+    rank, axis = len(windows.shape), axis % len(windows.shape)
+    taps = np.arange(windows.shape[axis], dtype=np.int64).reshape((-1,) + (1,) * (rank - axis - 1))
+    last_nan = ops.max(ops.where(ops.isnan(windows), taps, -1), axis=axis, keepdims=True)
+    return ops.where(ops.greater_equal(last_nan, 0), last_nan, first)
+
+
 def _adaptive_max(x: Any, output_size: Any, return_indices: bool) -> Any:
     op = "adaptive_max_pool2d"
     sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * 2
@@ -177,9 +198,8 @@ def _adaptive_max(x: Any, output_size: Any, return_indices: bool) -> Any:
     windows = ops.take(ops.take(x, rows, axis=2), cols, axis=4)  # (N, C, oh, kh, ow, kw)
     windows = ops.transpose(windows, (0, 1, 2, 4, 3, 5))
     windows = ops.reshape(windows, (x.shape[0], x.shape[1], oh, ow, kh * kw))
-    # the first maximum of each window, in row-major order (PyTorch's); the gradient
-    # flows to it alone
-    first = ops.argmax(windows, axis=-1, keepdims=True)
+    # where torch's scan finds each maximum; the gradient flows to it alone
+    first = _scan_winner(windows, -1)
     values = ops.squeeze(ops.take_along_axis(windows, first, axis=-1), -1)
     if not return_indices:
         return values
@@ -195,8 +215,7 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
     bins of (N, C, H, W) or (C, H, W) (output_size one int, or (h, w) where None keeps
     that dim; the bins may overlap by one when the sizes do not divide); with
     `return_indices`, also where each is (an int64 index into H x W, the first maximum
-    in row-major order; a bin holding nan gives nan, at its first nan where PyTorch
-    gives its last).
+    in row-major order; a bin holding nan gives nan, at its last nan, as PyTorch).
 
     >>> import graphc.eager as ge
     >>> from graphc.nn import functional as F
@@ -368,8 +387,9 @@ def _triple(value: Any, name: str, op: str) -> tuple:
 def _max_pool3d(x: Any, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
                 ceil_mode: bool) -> Any:  # fmt: skip
     """max_pool2d over H and W of every depth slice (the depths side by side as channels),
-    then the first maximum over each depth window's taps (stacked, argmax), so the
-    gradient reaches one element of each window, as torch's."""
+    then the maximum over each depth window's taps (stacked) where torch's scan finds it
+    (`_scan_winner`: the first of equal ones, the last nan, never the padding), so the
+    gradient reaches one element of each window, torch's."""
     op = "max_pool3d"
     n, channels = x.shape[:2]
     depth, height, width = (concrete(d, "a spatial dim", op) for d in x.shape[2:])
@@ -379,21 +399,27 @@ def _max_pool3d(x: Any, kernel: tuple, stride: tuple, padding: tuple, dilation: 
     out = window_out(
         depth, kernel[0], stride[0], padding[0], padding[0], dilation[0], op, ceil_mode
     )
-    # -inf before the first depth and after the last, as far as the windows reach
+    # the lowest value before the first depth and after the last, as far as the windows
+    # reach
     after = max((out - 1) * stride[0] + dilation[0] * (kernel[0] - 1) + 1 - depth - padding[0], 0)
     if padding[0] or after:
         pads = ((0, 0), (0, 0), (padding[0], after), (0, 0), (0, 0))
-        planes = ops.pad(planes, pads, constant_values=-np.inf)
+        dtype = np.dtype(x.dtype)
+        lowest = -np.inf if is_float(dtype) else np.iinfo(dtype).min
+        planes = ops.pad(planes, pads, constant_values=lowest)
     taps = []
+    starts = np.arange(out) * stride[0] - padding[0]
+    inside = np.zeros((kernel[0], 1, 1, out, 1, 1), bool)  # the taps within the depths
     for k in range(kernel[0]):
         start = k * dilation[0]
         depths = slice(start, start + stride[0] * (out - 1) + 1, stride[0])
         taps.append(ops.slice_(planes, index=(slice(None), slice(None), depths)))
+        inside[k, 0, 0, :, 0, 0] = (starts + start >= 0) & (starts + start < depth)
     if len(taps) == 1:
         return taps[0]
     stacked = ops.stack(taps, axis=0)
-    first = ops.argmax(stacked, axis=0, keepdims=True)
-    return ops.squeeze(ops.take_along_axis(stacked, first, axis=0), 0)
+    winner = _scan_winner(stacked, 0, None if inside.all() else inside)
+    return ops.squeeze(ops.take_along_axis(stacked, winner, axis=0), 0)
 
 
 def max_pool3d(

@@ -368,3 +368,83 @@ def test_the_pool_is_joined_while_every_other_thread_waits(tmp_path) -> None:
     if isinstance(threads._setter(), str):
         pytest.skip(f"no pool here: {threads._setter()}")
     assert _run_child(WAITING_THREADS, str(tmp_path)) == "joined True True"
+
+
+KERNEL_LIKE_THREADS = textwrap.dedent(
+    """
+    import sys, threading, time, types
+    import numpy as np, graphc as gc
+    from graphc.backends.native import threads
+    # a Jupyter kernel's waiting frames, by the names ipykernel gives them, in modules
+    # made here (the test does not need ipykernel)
+    stop = threading.Event()
+
+    class ParentPollerUnix:
+        def run(self):
+            while not stop.is_set():
+                time.sleep(0.01)
+
+    module = types.ModuleType("ipykernel.parentpoller")
+    module.ParentPollerUnix = ParentPollerUnix
+    sys.modules["ipykernel.parentpoller"] = module
+    poller = threading.Thread(target=ParentPollerUnix().run)
+    poller.start()
+    x = np.zeros(3, np.float32)
+    exe = gc.compile(gc.trace(gc.tanh, gc.TensorSpec(("B",))), backend="native")
+    exe(x)
+    exe.wait()
+    stop.set()
+    poller.join()
+    print(threads.pool())
+    """
+)
+
+
+@pytest.mark.slow  # a child interpreter building native kernels
+def test_a_jupyter_kernels_waiting_threads_let_the_pool_join(tmp_path) -> None:
+    """ipykernel's threads wait in frames of their own (zmq's device, os.read in the
+    output watchers, time.sleep in the parent poller): taken for busy, they kept every
+    notebook's OpenBLAS off the pool. A thread sleeping in ParentPollerUnix.run now
+    counts as waiting; the same loop under another name does not (the pool stays
+    "ready", as with any thread that may be in a product)."""
+    if isinstance(threads._setter(), str):
+        pytest.skip(f"no pool here: {threads._setter()}")
+    assert _run_child(KERNEL_LIKE_THREADS, str(tmp_path / "one")) == "joined"
+    renamed = KERNEL_LIKE_THREADS.replace('"ipykernel.parentpoller"', '"not_a_kernel"')
+    assert _run_child(renamed, str(tmp_path / "two")) == "ready"
+
+
+@pytest.mark.slow  # starts a Jupyter kernel
+def test_in_a_jupyter_kernel_the_pool_joins(tmp_path) -> None:
+    """A real ipykernel kernel (where installed): after a native plan's calls, numpy's
+    OpenBLAS runs on graphc's pool."""
+    pytest.importorskip("ipykernel")
+    manager = pytest.importorskip("jupyter_client.manager")
+    if isinstance(threads._setter(), str):
+        pytest.skip(f"no pool here: {threads._setter()}")
+    code = textwrap.dedent(
+        """
+        import numpy as np, graphc as gc
+        from graphc.backends.native import threads
+        x = np.ones((64, 64), np.float32)
+        exe = gc.compile(gc.trace(lambda a: gc.tanh(a @ a), x), backend="native", wait=True)
+        exe(x)
+        print("pool", threads.pool())
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "GRAPHC_BACKEND"}
+    km, kc = manager.start_new_kernel(env={**env, "GRAPHC_CACHE_DIR": str(tmp_path)})
+    printed: list[str] = []
+    try:
+        reply = kc.execute_interactive(
+            code,
+            timeout=240,
+            output_hook=lambda m: (
+                printed.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None
+            ),
+        )
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert "pool joined" in "".join(printed), printed

@@ -192,8 +192,10 @@ def _python_api() -> _Python:
 def _waits() -> list:
     """The code objects a thread that waits sits in, innermost: threading's waits (an
     Event's, a Queue's, a Semaphore's, a join), a thread pool's idle worker, a selector's
-    select (asyncio's loops, socketserver). Each calls only a lock, a queue or the OS
-    while the GIL is released, never numpy. A thread anywhere else may be in a product."""
+    select (asyncio's loops, socketserver), and a Jupyter kernel's threads (`_KERNEL`).
+    Each calls only a lock, a queue, zmq or the OS while the GIL is released, never
+    numpy (its other calls are Python functions, whose frames are then innermost). A
+    thread anywhere else may be in a product."""
     import concurrent.futures.thread
     import selectors
 
@@ -203,9 +205,32 @@ def _waits() -> list:
         getattr(threading.Thread, "_wait_for_tstate_lock", None),  # up to 3.12
         getattr(concurrent.futures.thread, "_worker", None),  # up to 3.13
         *(getattr(getattr(selectors, name, None), "select", None) for name in _SELECTORS),
+        *(_loaded(module, path) for module, path in _KERNEL),
     ]
-    codes = {id(f.__code__): f.__code__ for f in functions if f is not None}
+    codes = {id(f.__code__): f.__code__ for f in functions if hasattr(f, "__code__")}
     return list(codes.values())
+
+
+# A Jupyter kernel (ipykernel on pyzmq) keeps threads of its own beside the notebook's
+# code, each waiting in a frame of its own: the heartbeat in zmq's device (a proxy, in C),
+# the watchers of the redirected stdout and stderr in os.read, the parent poller in
+# time.sleep. Left out, they kept every notebook's OpenBLAS off the pool (found in an
+# ipykernel 7.4 kernel: "ready" after a native plan's calls). Read from sys.modules
+# only: never imported here
+_KERNEL = (
+    ("zmq.sugar", "device"),
+    ("ipykernel.heartbeat", "Heartbeat.run"),
+    ("ipykernel.iostream", "OutStream._watch_pipe_fd"),
+    ("ipykernel.parentpoller", "ParentPollerUnix.run"),
+)
+
+
+def _loaded(module: str, path: str) -> object:
+    """The attribute at dotted `path` of `module` if it is imported, else None."""
+    found: object = sys.modules.get(module)
+    for name in path.split("."):
+        found = getattr(found, name, None)
+    return found
 
 
 _SELECTORS = (

@@ -83,6 +83,8 @@ class Job:
     def describe(self) -> str:
         """One line for explain(): which tier runs the plan, and how long the build took."""
         if not self.finished.is_set():
+            if self.started is None and self._queued:
+                return "tier: numpy, while the native kernels wait for the builder (queued)"
             if self.started is None:
                 return (
                     "tier: numpy, while the native kernels wait to be built (they start "

@@ -35,10 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import AutodiffError
+from graphc.ir.errors import AutodiffError, VerifyError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node, expect_graph
 from graphc.ir.registry import attr_dims, get_op
 from graphc.ir.types import TensorType, TupleType, format_shape, is_float
+from graphc.ir.verify import verify
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
 from graphc.ops.symbolic import SYMBOLIC, Symbol, add_constant
@@ -220,8 +221,26 @@ class _Builder:
 def differentiate(
     g: Graph, wrt: Sequence[str], outputs: Sequence[str] | None = None, seeds: bool = False
 ) -> Joint:
-    """The joint graph of `g` and its gradients, with the bookkeeping split_backward needs."""
+    """The joint graph of `g` and its gradients, with the bookkeeping split_backward needs.
+
+    `g` is not verified first (the public entries do that; the frontend's and the control
+    flow's callers made their graphs themselves), but on a failure it is: a graph broken
+    through the low-level API (a cycle, a node reading an output, a wrong declared type)
+    gives verify's named error, not the KeyError or the cotangent mismatch the walk met."""
     expect_graph(g, "gradients")
+    try:
+        return _differentiate(g, wrt, outputs, seeds)
+    except Exception as exc:
+        try:
+            verify(g)
+        except VerifyError as problem:
+            raise problem from exc
+        raise
+
+
+def _differentiate(
+    g: Graph, wrt: Sequence[str], outputs: Sequence[str] | None, seeds: bool
+) -> Joint:
     wrt_nodes = check_wrt(g, wrt)
     chosen = pick_outputs(g, outputs, seeds)
     varying = _varying(g, wrt_nodes)
@@ -417,6 +436,8 @@ def gradients(
     >>> gg(np.array([1.0, 2.0, 3.0]))[1]
     array([2., 4., 6.])
     """
+    expect_graph(g, "gradients")
+    verify(g)  # a graph broken through the low-level API: verify's named error, first
     return differentiate(g, wrt, outputs, seeds).graph
 
 
@@ -440,6 +461,8 @@ def split_backward(
     >>> [p.name for p in bwd.inputs]
     ['exp', 'ct_out']
     """
+    expect_graph(g, "split_backward")
+    verify(g)
     joint = differentiate(g, wrt, outputs, seeds)
     graph = joint.graph
     backward_nodes = [

@@ -152,7 +152,7 @@ def with_options(pass_: Pass, **options: object) -> Pass:
 def _bodies_at(level: int, fast_math: bool) -> Pass:
     def optimize_bodies(graph: Graph, log: PassLog | None = None) -> Graph:
         def run(body: Graph) -> Graph:
-            return optimize(body, level, fast_math=fast_math)  # type: ignore[return-value]
+            return optimize_verified(body, level, fast_math=fast_math)[0]
 
         return control.optimize_bodies(graph, run, log)
 
@@ -196,12 +196,23 @@ def optimize(
     """
     expect_graph(graph, "optimize")
     level = _level(level)
+    # a graph broken through the low-level API (a cycle, a node reading an output, a
+    # wrong declared type) gets verify's named error, not a pass's KeyError or a result
+    verify_graph(graph)
+    result, report = optimize_verified(graph, level, verify, fast_math)
+    return (result, report) if explain else result
+
+
+def optimize_verified(
+    graph: Graph, level: int, verify: bool | None = None, fast_math: bool = False
+) -> tuple[Graph, OptimizationReport]:
+    """`optimize(graph, level, explain=True)` for a graph known to verify (gc.compile
+    verified it; a body was verified with its graph): the passes without a second walk."""
     repeated, once = (with_fast_math(passes, fast_math) for passes in LEVELS[level])
     if level > 0:  # the same level inside every cond, scan and while_loop body, first
         once = (_bodies_at(level, fast_math), *once)
     report = OptimizationReport(level=level, fast_math=bool(fast_math))
-    result, report = run_passes(graph, repeated, once, report, verify)
-    return (result, report) if explain else result
+    return run_passes(graph, repeated, once, report, verify)
 
 
 def _level(level: object) -> int:

@@ -40,8 +40,7 @@ import numpy as np
 from graphc.ir.errors import FeedError, GraphcError
 from graphc.ir.graph import Graph, expect_graph
 from graphc.ir.verify import verify
-from graphc.passes.pipeline import optimize as run_pipeline
-from graphc.passes.pipeline import run_fusion
+from graphc.passes.pipeline import optimize_verified, run_fusion
 from graphc.passes.report import OptimizationReport
 from graphc.runtime import forks, tiers
 from graphc.runtime.backend import (
@@ -71,12 +70,13 @@ def optimize(
     rules that fired (fast_math only) are added to `fired`."""
     if opt_level <= 0:
         return graph
-    result, report = run_pipeline(graph, opt_level, explain=True, fast_math=fast_math)
+    # (compile verified the graph; a per-signature one is made from it)
+    result, report = optimize_verified(graph, opt_level, fast_math=fast_math)
     if opt_level >= 2 and backend is not None:
-        result, report = run_fusion(result, backend.fusion(fast_math), report)  # type: ignore[arg-type]
+        result, report = run_fusion(result, backend.fusion(fast_math), report)
     if fired is not None:
-        fired.update(report.value_changing)  # type: ignore[union-attr]
-    return result  # type: ignore[return-value]
+        fired.update(report.value_changing)
+    return result
 
 
 def fuse(
@@ -101,6 +101,7 @@ def fuse(
     """
     expect_graph(graph, "fuse")
     chosen = resolve(backend)
+    verify(graph)  # a graph broken through the low-level API: a named error, not a crash
     title = f"the {chosen.name} backend's fusion step"
     report = OptimizationReport(level=2, fast_math=bool(fast_math), title=title)
     result, report = run_fusion(graph, chosen.fusion(fast_math), report)
@@ -141,6 +142,18 @@ def _warming(run: Any, runs: dict, key: tuple, job: tiers.Job) -> Any:
     return warming
 
 
+def _empty_result(entry: Any) -> Any:
+    """`entry` returning (), as calling the graph does, where the plan returns no output
+    (a graph without outputs, or whose every output is an update): the plans' code returns
+    None then, and a caller unpacking the results of any graph should get a sequence."""
+
+    def returns_nothing(*arrays: Any) -> tuple:
+        entry(*arrays)
+        return ()
+
+    return returns_nothing
+
+
 class Compiled:
     """One signature's plan and generated code, shared by the threads that run it; `job`
     builds its fast tier in the background (None: `generated` is final). Once the final
@@ -174,8 +187,9 @@ class Executable:
     array([[1., 1., 1.],
            [1., 1., 1.]], dtype=float32)
 
-    One output gives an array, several a tuple; returned arrays are fresh per call (a
-    large one dropped by the caller may be recycled: runtime/recycle.py).
+    One output gives an array, several a tuple, none an empty tuple (as calling the graph
+    does); returned arrays are fresh per call (a large one dropped by the caller may be
+    recycled: runtime/recycle.py).
     With ``updates={"w": "w_new"}`` the placeholder ``w`` becomes state held by the
     executable: it is fed by keyword (the first call, or whenever it should be reset)
     or with `set_state`, each call writes output ``w_new`` back into it (that output
@@ -224,6 +238,8 @@ class Executable:
         self.plans_built = 0
         self._last: Compiled | None = None
         self._in_c: Any = None  # the backend's entry of the signature built last (Compiled.entry)
+        written = set(self.updates.values())
+        self._returns_nothing = all(o.name in written for o in optimized.outputs)
         self._entry = self._make_entry()
         if all(p.type.is_concrete for p in placeholders):
             self._compile_signature(signature([(p.type.shape, p.type.dtype) for p in self._data]))
@@ -272,14 +288,16 @@ class Executable:
         """The callable every call goes through: the Python entry below, behind the
         backend's entry for one signature where one is built (it hands every other call
         to the Python one)."""
-        python = self._python_entry()
+        python = entry = self._python_entry()
         if self._in_c is not None:
             try:
-                return self._in_c.bind(python, self._call_lock)
+                entry = self._in_c.bind(python, self._call_lock)
             except Exception as exc:  # noqa: BLE001 - the Python entry runs everything
                 warn_once(f"graphc: an entry in C could not be made ({exc}); calls run in Python")
                 self._in_c = None
-        return python
+        if self._returns_nothing:
+            return _empty_result(entry)
+        return entry
 
     def _python_entry(self) -> Any:
         params = [f"a{k}" for k in range(len(self._data))]

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graphc.ir.errors import ArgumentError, IndexRangeError, ShapeError
+from graphc.ir.errors import ArgumentError, DTypeError, IndexRangeError, ShapeError
 from graphc.ir.types import as_dtype, format_shape, is_float, is_symbol, normalize_axis
 from graphc.ops import (
     activation,
@@ -283,6 +283,45 @@ def rounded_quotient(x: Any, y: Any, rounding_mode: str | None) -> Any:
         return rounding.trunc(elementwise.div(x, y))
     # integers: x - fmod(x, y) is y times the quotient truncated, exactly
     return rounding.floor_divide(x - rounding.fmod(x, y), y)
+
+
+# torch's legacy tensor type names, Tensor.type's spelling of a dtype
+TORCH_TYPE_NAMES = {
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bf16",
+    "ByteTensor": "uint8",
+    "CharTensor": "int8",
+    "ShortTensor": "int16",
+    "IntTensor": "int32",
+    "LongTensor": "int64",
+    "BoolTensor": "bool",
+}
+
+
+def type_name_dtype(dtype: Any) -> Any:
+    """The dtype a `type(...)` argument names: "graphc.float64" (what `type()` returns),
+    torch's "torch.DoubleTensor" or its class (torch.DoubleTensor, when torch is
+    installed; "torch.cuda.DoubleTensor" is a device refused by name); any other dtype
+    spelling is `to`'s to read."""
+    if isinstance(dtype, type) and dtype.__module__.startswith("torch"):
+        dtype = f"{dtype.__module__}.{dtype.__name__}"  # torch.DoubleTensor, the class
+    if not isinstance(dtype, str):
+        return dtype
+    prefix, _, name = dtype.rpartition(".")
+    if prefix == "graphc":
+        return name
+    if prefix == "torch.cuda":
+        check_device("cuda", f"type({dtype!r})")
+    if prefix in ("torch", "torch.cuda"):
+        if name not in TORCH_TYPE_NAMES:
+            known = ", ".join(f"torch.{n}" for n in TORCH_TYPE_NAMES)
+            raise DTypeError(
+                f"type: graphc has no dtype for {dtype!r}; torch's names it takes are {known}"
+            )
+        return TORCH_TYPE_NAMES[name]
+    return dtype
 
 
 class ValueMethods(OperatorMixin):
@@ -913,7 +952,15 @@ class ValueMethods(OperatorMixin):
         """Self: a graph value has no memory layout (an eager tensor may copy)."""
         return self
 
-    # last: in the class body these names would hide the builtins float, int and bool
+    # last: in the class body these names would hide the builtins float, int, bool, type
+    def type(self, dtype: Any = None, non_blocking: bool = False) -> Any:
+        """torch's Tensor.type: without `dtype` this value's type name, "graphc.float32"
+        (which `type` takes back: ``x.type(y.type())``); with one, `to(dtype)`: any dtype
+        `to` takes, or torch's type names ("torch.DoubleTensor", torch.DoubleTensor)."""
+        if dtype is None:
+            return f"graphc.{self.dtype.name}"
+        return self.to(type_name_dtype(dtype))
+
     def float(self) -> Any:
         return self.to(np.float32)
 

@@ -181,6 +181,37 @@ def _plain_dims(value: Any) -> Any:
     return value
 
 
+class ValueType(TensorType):
+    """A graph value's `.type` read by the user's code: its node's TensorType (equal to
+    it, hashed and printed as it, pickled as a plain one) that called is torch's
+    Tensor.type method, as on an eager tensor: ``x.type()`` names the dtype,
+    ``x.type(dtype)`` casts (`ValueMethods.type`).
+
+    graphc's own code reads the plain TensorType (`Symbol.type`): it stores the types it
+    reads in the nodes it makes, and in the type rules' caches, where one holding its
+    value would keep that value's graph alive and fail the exact type checks
+    (from_networkx)."""
+
+    _value: Symbol
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TensorType):
+            return self.shape == other.shape and self.dtype == other.dtype
+        return NotImplemented
+
+    __hash__ = TensorType.__hash__
+
+    def __call__(self, dtype: Any = None, non_blocking: bool = False) -> Any:
+        return ValueMethods.type(self._value, dtype, non_blocking)
+
+
+def _value_type(value: Symbol, t: TensorType) -> ValueType:
+    typed = object.__new__(ValueType)
+    typed.__dict__.update(t.__dict__)  # (frozen: its fields are set as __init__ sets them)
+    typed.__dict__["_value"] = value
+    return typed
+
+
 class Symbol(ValueMethods):
     """A value in a graph being declared or traced (the result of an op on graph values)."""
 
@@ -195,8 +226,13 @@ class Symbol(ValueMethods):
         return self.node.graph
 
     @property
-    def type(self) -> TensorType:
-        return self.node.type
+    def type(self) -> Any:
+        """The value's TensorType; read outside graphc, a ValueType: callable, as torch's
+        Tensor.type method (see there)."""
+        t = self.node.type
+        if type(t) is not TensorType or _inside_package(sys._getframe(1).f_code.co_filename):
+            return t  # (several results have no one dtype to cast)
+        return _value_type(self, t)
 
     @property
     def shape(self) -> Shape:
@@ -243,16 +279,30 @@ class Symbol(ValueMethods):
         raise self._no_data("bool() (an `if` or `while` on it)", _IF_HINT)
 
     def __len__(self) -> int:
-        first = self.shape[0] if self.shape else None
-        if isinstance(first, int):
-            return first
-        raise self._no_data("len()", _LOOP_HINT)
+        return self._first_dim("counted by len()", "len() of")
 
     def __iter__(self) -> Any:
-        first = self.shape[0] if self.shape else None
-        if isinstance(first, int):  # a known length: the loop unrolls, as in JAX
-            return (self[i] for i in range(first))
-        raise self._no_data("iteration (a `for` over it)", _LOOP_HINT)
+        # a known length: the loop unrolls, as in JAX
+        first = self._first_dim(
+            "the length of an iteration (a `for` over the value)", "iteration over"
+        )
+        return (self[i] for i in range(first))
+
+    def _first_dim(self, what: str, call: str) -> int:
+        """The size of axis 0, which len() and iteration need: a TracingError naming the
+        dim when it is symbolic (its size comes from the feeds), or the value when it is
+        0-d (it has no axis 0, as torch's TypeError on a 0-d tensor says)."""
+        shape = self.shape
+        if not shape:
+            raise TracingError(
+                f"{call} graph value '{self.node.name}' ({self.node.type}): a 0-d value has "
+                "no dim to count or iterate along (as a 0-d tensor in torch); use the value "
+                "itself, or x.reshape(1) for a vector of one element"
+            )
+        first = shape[0]
+        if isinstance(first, SymbolicDim):
+            raise first._no_size(what)
+        return first  # type: ignore[return-value]
 
     def __index__(self) -> int:
         raise self._no_data("use as an index", _INDEX_HINT)
@@ -419,17 +469,9 @@ class SymbolicKind:
                 if inner is not None:  # a body being traced reads an outer value
                     inputs[k] = inner
                     continue
-                if active is not None:
-                    raise GraphMismatchError(
-                        f"op '{opdef.name}': value '{x.node.name}' belongs to graph "
-                        f"'{x.graph.name}', but graph '{graph.name}' is being declared"
-                    )
-                raise GraphMismatchError(
-                    f"op '{opdef.name}': input '{x.node.name}' belongs to graph "
-                    f"'{x.graph.name}', the other inputs to graph '{graph.name}'"
-                )
+                raise _mismatch(opdef.name, x, graph, declaring=active is not None)
         attrs = {key: _plain_dims(value) for key, value in attrs.items()}
-        attrs, out_type = dispatch.prepare(opdef, [x.type for x in inputs], attrs)
+        attrs, out_type = dispatch.prepare(opdef, [x.node.type for x in inputs], attrs)
         problem = attrs_problem(attrs)  # what verify would refuse later, refused here
         if problem:
             raise GraphcError(f"op '{opdef.name}': {problem}")
@@ -444,6 +486,28 @@ class SymbolicKind:
 
 
 SYMBOLIC = SymbolicKind()
+
+
+def _mismatch(op: str, x: Symbol, graph: Graph, declaring: bool) -> GraphMismatchError:
+    """The error for op `op` given value `x` of another graph than `graph` (the graph being
+    declared, or the one its other inputs belong to): which graphs, told apart when they
+    share a name, and what the user can do instead."""
+    theirs = f"graph '{x.graph.name}'"
+    ours = f"graph '{graph.name}'"
+    if x.graph.name == graph.name:  # gc.Graph()'s default name, or a name given twice
+        theirs, ours = f"one gc.Graph named '{graph.name}'", f"another named '{graph.name}' too"
+        hint = (
+            ' (name each graph, gc.Graph("encoder"), to tell them apart in messages like this one)'
+        )
+    else:
+        hint = ""
+    where = "is being declared" if declaring else "holds the op's other inputs"
+    return GraphMismatchError(
+        f"op '{op}': value '{x.node.name}' belongs to {theirs}, but {ours} {where}{hint}. "
+        "An op takes the values of one graph only: compute the value in this graph, feed "
+        "it in as a placeholder of this graph (gc.placeholder), or call the other graph "
+        "on this graph's values (a Graph called on graph values inlines itself)"
+    )
 
 
 # meta of a node recorded under no_grad whose inputs carry no gradient: none flows
@@ -538,7 +602,9 @@ def capture(x: Symbol, graph: Graph) -> Symbol | None:
         x = outer
     node = captures.get(x.node)
     if node is None:
-        node = graph.add_placeholder(graph.fresh_name(x.node.name), x.type, meta=dict(x.node.meta))
+        node = graph.add_placeholder(
+            graph.fresh_name(x.node.name), x.node.type, meta=dict(x.node.meta)
+        )
         captures[x.node] = node
     return Symbol(node)
 

@@ -2,7 +2,8 @@
 `nanmedian`, `kthvalue`, `msort`, `cummax` and `cummin`.
 
 Each is a few op functions, so graph values and eager tensors have them alike (methods
-of `ValueMethods`, and `gc.median`, ...), gradients going to the elements picked. Where
+of `ValueMethods`, and `gc.median`, ...), gradients going to the elements picked (but
+median() and nanmedian() of all elements share theirs among ties, as torch's). Where
 the element picked depends on the data (the count of nans of a median), the rank is
 computed by ops too, so the graph does not. As in torch, nan sorts above every number:
 a median of values holding a nan is nan (the first one's index), cummax and cummin keep
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.errors import IndexRangeError
-from graphc.ir.types import normalize_axis
+from graphc.ir.types import is_float, normalize_axis
 from graphc.ops import along_axis, rounding, selection, sorting
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
@@ -52,7 +53,8 @@ def kthvalue(x: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
 def median(x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
     """The lower of the two middle values, or nan where there is a nan (the first one's
     index), as torch.median: of all elements, or (values, indices) along dim; the
-    gradient goes to the element picked.
+    gradient goes to the element picked along dim, and of all elements in equal shares
+    to those equal to the median (to the nans if it is nan), as torch's.
 
     >>> import numpy as np, graphc as gc
     >>> float(gc.median(np.array([3.0, 1.0, 2.0, 4.0])))
@@ -78,7 +80,7 @@ def _middle(x: Any, dim: Any, keepdim: bool, op: str, rank_of: Any) -> Any:
         flat = S.reshape(x, (-1,))
         if known_size(flat.shape[0], op, 0, tuple(flat.shape)) == 0:
             return E.mul(R.sum(x), np.nan)  # torch's median of nothing: nan
-        return S.reshape(_picked(flat, 0, rank_of).values, ())
+        return _shared_by_ties(flat, S.reshape(_picked(flat, 0, rank_of).values, ()))
     shape = tuple(x.shape)
     axis = normalize_axis(dim, max(len(shape), 1), op)  # 0-d: dims 0 and -1
     line = x if shape else S.reshape(x, (1,))
@@ -88,6 +90,24 @@ def _middle(x: Any, dim: Any, keepdim: bool, op: str, rank_of: Any) -> Any:
     if keepdim and shape:
         return found
     return ValuesIndices(S.squeeze(found.values, axis), S.squeeze(found.indices, axis))
+
+
+def _shared_by_ties(flat: Any, value: Any) -> Any:
+    """`value`, a median of all of `flat`, with its gradient in equal shares to the
+    elements equal to it (to the nans where it is nan), as torch's median() and
+    nanmedian() share it (along a dim, the element picked takes it all): the smallest of
+    the ties (the largest if it is inf), whose gradient min and max share so, or for nan
+    the mean of the nans. Ops alone (no detached copies), so eager tensors and graph
+    values run the same ones; a tie of -0.0 and 0.0 gives either zero."""
+    if not is_float(np.dtype(flat.dtype)):
+        return value
+    ties = E.eq(flat, value)  # never at a nan
+    low = R.min(E.where(ties, flat, np.inf))
+    high = R.max(E.where(ties, flat, -np.inf))
+    nans = L.logical_and(selection.isnan(flat), selection.isnan(value))
+    count = E.maximum(R.sum(E.cast(nans, np.int64)), 1)  # (1 where value is no nan)
+    nan = E.div(R.sum(E.where(nans, flat, 0)), E.cast(count, flat.dtype))
+    return E.where(selection.isnan(value), nan, E.where(E.eq(value, np.inf), high, low))
 
 
 def _picked(x: Any, axis: int, rank_of: Any) -> ValuesIndices:

@@ -88,10 +88,16 @@ def _same_values(got: np.ndarray, want: np.ndarray, what: str) -> None:
     assert np.array_equal(np.signbit(got), np.signbit(want)), f"{what}: signs of zero differ"
 
 
-def _check(mode: str, fn: Callable, torch_fn: Callable, x: np.ndarray, what: str) -> None:
+def _check(
+    mode: str, fn: Callable, torch_fn: Callable, x: np.ndarray, what: str, signed: bool = True
+) -> None:
+    """graphc's values (their zeros' signs too, if `signed`), indices and gradient
+    against torch's."""
     want = _torch(torch_fn, x)
     got = _graphc(mode, fn, x, _seed(want[0].shape, x.dtype))
-    _same_values(got[0], want[0], f"{what}: values")
+    if signed:
+        _same_values(got[0], want[0], f"{what}: values")
+    np.testing.assert_array_equal(got[0], want[0], err_msg=f"{what}: values")
     for k in range(1, len(want) - 1):
         np.testing.assert_array_equal(got[k], want[k], err_msg=f"{what}: indices")
     np.testing.assert_allclose(got[-1], want[-1], rtol=1e-6, err_msg=f"{what}: gradient")
@@ -179,3 +185,28 @@ def test_max_pool3d_pads_integers_with_their_lowest_value(mode: str) -> None:
         got = gc.compile(g, backend=mode, wait=True)(x)
     np.testing.assert_array_equal(got, want)
     assert got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+def test_a_median_of_everything_shares_its_gradient_among_ties(mode: str, name: str) -> None:
+    """torch's median() and nanmedian() give each element equal to the result (each nan,
+    when it is nan) an equal share. (Which zero a tie of -0.0 and 0.0 gives is torch's
+    sort's business, so the signs are not compared.)"""
+    rows = [
+        [2, 5, 5, 1, 1, 0, 1, 7],  # three ties of the median
+        [-0.0, 0.0, 0.0, -0.0, -1, -0.0, 0.0, -2],  # -0.0 and 0.0 tie
+        [inf, -inf, inf, 1, inf, 2, inf, nan],  # the median inf; nan for median()
+        [nan, 1, nan, 2, 3, nan, 4, 5],  # nan, or 3 for nanmedian()
+        [nan] * 8,
+        [-inf, -inf, -inf, 0, 1, 2, 3, 4],
+    ]
+    for row in rows:
+        x = np.array(row, np.float64)
+        _check(
+            mode,
+            lambda t: (getattr(t, name)(),),
+            lambda t: (getattr(torch, name)(t),),
+            x,
+            f"{name} of {row} ({mode})",
+            signed=False,
+        )

@@ -258,9 +258,12 @@ class Executable:
         or, when `examples` is given (inspection), are only checked and collected there."""
         names = [p.name for p in self._data]
         if len(args) > len(names):
+            # the words of calling the graph (feeds.py), but for the state fed by name
+            state = f"; state {', '.join(self._state)} by name" if self._state else ""
+            data = "data input(s)" if self._state else "input(s)"
             raise FeedError(
-                f"graph '{self.graph.name}' takes {len(names)} data input(s) ({', '.join(names)}), "
-                f"got {len(args)} positional"
+                f"graph '{self.graph.name}' takes {len(names)} {data} ({', '.join(names)}"
+                f"{state}), got {len(args)} positional"
             )
         given = dict(zip(names, args))
         unknown = []

@@ -242,3 +242,29 @@ def test_a_wrong_declared_type_is_verifys_error_not_a_cotangent_mismatch() -> No
         gc.gradients(g, wrt=["x"], seeds=True)
     with pytest.raises(gc.VerifyError, match=r"declared type f64\[3\]"):
         gc.tangents(g, wrt=["x"])
+
+
+def test_bad_feeds_get_the_same_error_from_the_graph_and_its_executables() -> None:
+    # too many positional feeds: the executable said "takes 2 data input(s)" where the
+    # graph says "takes 2 input(s)" (the word is for executables holding state)
+    g = _declared(_bool_and_int)
+    x, n = X3, np.array([1, 2, 3])
+    bad: list[tuple[tuple, dict]] = [
+        ((x,), {}),
+        ((x, n, n), {}),
+        ((x, n), {"z": n}),
+        ((x, n), {"x": x}),
+        ((x.astype(np.float64), n), {}),
+        ((x[:2], n), {}),
+        ((x, n.astype(np.float32)), {}),
+    ]
+    runs = [
+        gc.compile(g, backend=b, opt_level=level) for b in ("numpy", "native") for level in (0, 2)
+    ]
+    for args, kwargs in bad:
+        with pytest.raises(gc.FeedError) as called:
+            g(*args, **kwargs)
+        for exe in runs:
+            with pytest.raises(gc.FeedError) as caught:
+                exe(*args, **kwargs)
+            assert str(caught.value) == str(called.value), exe

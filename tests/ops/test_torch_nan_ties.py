@@ -126,16 +126,19 @@ POOLS_2D = [
 ]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_max_pool2d_takes_the_first_maximum_and_the_last_nan(mode: str, dtype: str) -> None:
-    for make, attrs in POOLS_2D:
-        _check(
-            mode,
-            lambda t, attrs=attrs: F.max_pool2d(t, return_indices=True, **attrs),
-            lambda t, attrs=attrs: torch.nn.functional.max_pool2d(t, return_indices=True, **attrs),
-            make(dtype),
-            f"max_pool2d {attrs} {dtype} ({mode})",
-        )
+@pytest.mark.quick_cases(len(MODES))  # each mode its own kernels, each well under 0.2 s
+def test_max_pool2d_takes_the_first_maximum_and_the_last_nan(mode: str) -> None:
+    for dtype in ["float32", "float64"]:
+        for make, attrs in POOLS_2D:
+            _check(
+                mode,
+                lambda t, attrs=attrs: F.max_pool2d(t, return_indices=True, **attrs),
+                lambda t, attrs=attrs: torch.nn.functional.max_pool2d(
+                    t, return_indices=True, **attrs
+                ),
+                make(dtype),
+                f"max_pool2d {attrs} {dtype} ({mode})",
+            )
 
 
 def test_max_pool1d_and_adaptive_max_pools_follow_torch(mode: str) -> None:

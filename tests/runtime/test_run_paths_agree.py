@@ -18,6 +18,7 @@ import pytest
 import graphc as gc
 from graphc.ir.graph import Graph, Node
 from graphc.ir.types import TensorType
+from graphc.runtime.executable import WARM_CALLS
 from tests.ir.test_verify import VIOLATIONS, base
 
 F32 = np.float32
@@ -156,6 +157,24 @@ def test_edge_graphs_give_numpys_answer_on_every_run_path(edge: str, tmp_path: A
             _same(again, want, f"{edge}: {path}, called again")
             for a in got if isinstance(got, tuple) else (got,):
                 assert not any(np.shares_memory(a, x) for x in args), (path, "returns a feed")
+
+
+def test_edge_graphs_give_numpys_answer_through_the_native_entry_in_c() -> None:
+    # a signature called WARM_CALLS times gets the backend's entry (one C call per call,
+    # where the plan allows it): the same results as the Python entry
+    for edge, (build, feed_sets, numpy_answer) in EDGES.items():
+        g = _declared(build)
+        exe = gc.compile(g, backend="native")
+        for feeds in feed_sets:
+            args = [feeds[p.name] for p in g.inputs]
+            for _ in range(WARM_CALLS + 1):
+                exe(*args)
+            exe.wait()
+            for _ in range(2):
+                got = exe(*args)
+                _same(got, numpy_answer(*args), f"{edge}: native entry")
+                for a in got if isinstance(got, tuple) else (got,):
+                    assert not any(np.shares_memory(a, x) for x in args), edge
 
 
 def test_a_compiled_graph_without_outputs_returns_an_empty_tuple_as_the_graph_does() -> None:

@@ -300,6 +300,15 @@ TORCH_TYPE_NAMES = {
 }
 
 
+def torch_dtype_name(dtype: Any) -> Any:
+    """A torch dtype object (torch.float64, from a program written for torch) as its
+    name, "float64", which graphc's dtypes read; any other dtype spelling as it is."""
+    kind = type(dtype)
+    if kind.__module__ == "torch" and kind.__name__ == "dtype":
+        return str(dtype).removeprefix("torch.")
+    return dtype
+
+
 def type_name_dtype(dtype: Any) -> Any:
     """The dtype a `type(...)` argument names: "graphc.float64" (what `type()` returns),
     torch's "torch.DoubleTensor" or its class (torch.DoubleTensor, when torch is
@@ -308,7 +317,7 @@ def type_name_dtype(dtype: Any) -> Any:
     if isinstance(dtype, type) and dtype.__module__.startswith("torch"):
         dtype = f"{dtype.__module__}.{dtype.__name__}"  # torch.DoubleTensor, the class
     if not isinstance(dtype, str):
-        return dtype
+        return torch_dtype_name(dtype)
     prefix, _, name = dtype.rpartition(".")
     if prefix == "graphc":
         return name
@@ -919,6 +928,7 @@ class ValueMethods(OperatorMixin):
             else:
                 dtype = arg
         check_device(device, "to")
+        dtype = torch_dtype_name(dtype)
         if dtype is None or as_dtype(dtype) == self.dtype:
             return self
         return elementwise.cast(self, dtype)

@@ -74,6 +74,29 @@ def test_torchs_type_names_cast_a_graph_value_as_torch_does(name: str) -> None:
         np.testing.assert_array_equal(got, want)
 
 
+TORCH_DTYPE_CALLS: dict[str, Callable[[Any, Any], Any]] = {
+    "to(torch.float64)": lambda x, torch: x.to(torch.float64),
+    "to(dtype=torch.int64)": lambda x, torch: x.to(dtype=torch.int64),
+    "to(torch.device('cpu'), torch.float16)": lambda x, torch: x.to(
+        torch.device("cpu"), torch.float16
+    ),
+    "type(torch.int32)": lambda x, torch: x.type(torch.int32),
+    "to(torch.bool)": lambda x, torch: x.to(torch.bool),
+}
+
+
+@pytest.mark.parametrize("call", list(TORCH_DTYPE_CALLS))
+def test_torchs_dtype_objects_cast_graph_values_and_eager_tensors_as_torch(call: str) -> None:
+    # a torch program's x.to(torch.float64) was a DTypeError ("not a dtype") on both kinds
+    torch = pytest.importorskip("torch")
+    method = TORCH_DTYPE_CALLS[call]
+    want = method(torch.from_numpy(X), torch).numpy()
+    traced = _traced(lambda x: method(x, torch))
+    for got in (traced, method(ge.tensor(X), torch).numpy()):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
 def test_type_without_a_dtype_names_it_and_takes_the_name_back() -> None:
     seen = {}
 

@@ -102,8 +102,16 @@ def pick_outputs(
         chosen = [o for o in all_outputs if is_float(o.type.dtype)]
     else:
         by_name = {o.name: o for o in all_outputs}
+        names = [outputs] if isinstance(outputs, str) else list(outputs)
+        floating = [o.name for o in all_outputs if is_float(o.type.dtype)]
+        if not names and floating:
+            raise AutodiffError(
+                f"{who}: outputs=[] picks no output to differentiate; name some of the "
+                f"floating point outputs of graph '{g.name}', {floating}, or leave outputs "
+                "out for all of them"
+            )
         chosen = []
-        for name in [outputs] if isinstance(outputs, str) else outputs:
+        for name in names:
             if name not in by_name:
                 raise AutodiffError(
                     f"{who}: graph '{g.name}' has no output '{name}'; "
@@ -116,6 +124,8 @@ def pick_outputs(
                     "point outputs can be differentiated"
                 )
             chosen.append(o)
+        if len(set(names)) != len(names):  # its cotangent would be counted twice
+            raise AutodiffError(f"{who}: outputs names an output twice: {names}")
     if not chosen:
         if not g.outputs:
             raise AutodiffError(
@@ -127,7 +137,7 @@ def pick_outputs(
         for o in chosen:
             if any(d != 1 for d in o.type.shape):  # one element, as PyTorch's backward()
                 raise AutodiffError(
-                    f"gradients: output '{o.name}' has shape {format_shape(o.type.shape)}, "
+                    f"{who}: output '{o.name}' has shape {format_shape(o.type.shape)}, "
                     "not a scalar; differentiate a scalar (e.g. its sum), pick scalar outputs "
                     "with outputs=[...], or pass seeds=True to feed a cotangent per output"
                 )

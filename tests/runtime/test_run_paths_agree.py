@@ -287,3 +287,23 @@ def test_bad_feeds_get_the_same_error_from_the_graph_and_its_executables() -> No
             with pytest.raises(gc.FeedError) as caught:
                 exe(*args, **kwargs)
             assert str(caught.value) == str(called.value), exe
+
+
+def test_an_output_named_twice_or_none_is_refused_as_a_placeholder_named_twice() -> None:
+    # outputs=["a", "a"] counted a's cotangent twice (gradient 4x for a = sum(x*x)) and
+    # made two seed placeholders for it, where wrt=["x", "x"] is refused; outputs=[] said
+    # the graph "has no floating point output"
+    g = gc.Graph("picked")
+    with g:
+        x = gc.placeholder("x", shape=(3,))
+        gc.output(gc.sum(x * x), name="a")
+        gc.output(gc.sum(x) * 2.0, name="b")
+    for transform in (gc.gradients, gc.split_backward, gc.tangents):
+        with pytest.raises(
+            gc.AutodiffError, match=r"outputs names an output twice: \['a', 'b', 'a'\]"
+        ):
+            transform(g, wrt=["x"], outputs=["a", "b", "a"])
+        with pytest.raises(gc.AutodiffError, match=r"outputs=\[\] picks no output.*\['a', 'b'\]"):
+            transform(g, wrt=["x"], outputs=[])
+    grad_a = gc.gradients(g, wrt=["x"], outputs=["a"])(X3)[-1]
+    np.testing.assert_array_equal(grad_a, 2 * X3)

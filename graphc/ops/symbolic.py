@@ -437,6 +437,8 @@ class SymbolicKind:
         if isinstance(value, Symbol):
             return value
         graph = self._graph(peers)
+        if graph.finished_by is not None and active_graph() is None:
+            return value  # apply refuses the op, naming the leaked value: add nothing to it
         root = outermost(graph)
         for lifter in _LIFTERS:
             # a foreign value (an eager tensor) read in a body becomes a placeholder of the
@@ -453,9 +455,16 @@ class SymbolicKind:
 
     def apply(self, opdef: OpDef, inputs: list[Symbol], attrs: dict[str, Any]) -> Symbol:
         active = active_graph()
-        graph = active if active is not None else (inputs[0].graph if inputs else self._graph())
+        # (with no graph open, the graph of the first graph value: lift left the other
+        # operands of a finished graph's value as they are)
+        leaked = next((x for x in inputs if isinstance(x, Symbol)), None)
+        graph = (
+            active
+            if active is not None
+            else (leaked.graph if leaked is not None else self._graph())
+        )
         if active is None and graph.finished_by is not None:
-            x = inputs[0]
+            x = leaked
             raise TracingError(
                 f"op '{opdef.name}' on graph value '{x.node.name}' ({x.node.type}) at "
                 f"{user_location()}: the value belongs to graph '{graph.name}', whose "

@@ -2,7 +2,7 @@
 eager tensors: `x.type(dtype)` (torch's Tensor.type), `x.type()`, torch's type names,
 `x.double()`, `x.half()`, `x.to(dtype)`, `x.type_as(y)`, `x.astype(dtype)`; and the
 messages of graph values that cannot answer (len() of a symbolic dim, values of two
-graphs of one name).
+graphs of one name, a value kept from a finished trace).
 """
 
 from __future__ import annotations
@@ -173,3 +173,25 @@ def test_values_of_two_graphs_of_one_name_are_told_apart() -> None:
     with named, pytest.raises(gc.GraphMismatchError) as caught:
         x + gc.placeholder("z", shape=(3,))
     assert "graph 'graph', but graph 'decoder' is being declared" in str(caught.value)
+
+
+def test_a_leaked_value_meeting_an_array_leaves_its_finished_graph_as_it_was() -> None:
+    # the array was lifted into the finished graph as a constant first (a node after its
+    # outputs, one per failed op), and the error then named that constant, not the value
+    saved = {}
+
+    def f(x: Any) -> Any:
+        saved["v"] = x * 2.0
+        return x + 1.0
+
+    g = gc.trace(f, gc.TensorSpec((3,)))
+    before = str(g)
+    operand = np.array([4.0, 5.0, 6.0], np.float32)
+    for op in (
+        lambda: operand + saved["v"],
+        lambda: saved["v"] * operand,
+        lambda: 7.5 - saved["v"],
+    ):
+        with pytest.raises(gc.TracingError, match=r"on graph value 'mul' .*trace has finished"):
+            op()
+    assert str(g) == before

@@ -1,12 +1,14 @@
-"""The C of each elementwise op, on vectors of eight lanes: numpy's semantics, bit for bit
+"""The C of each elementwise op, on vectors of lanes: numpy's semantics, bit for bit
 where IEEE arithmetic fixes the bits, within a stated ulp bound where a math library does.
 
 Each op's native facts are one `NativeOp` in `NATIVE_OPS` (its emitter, how its operands
 are converted, its ulp bound, its cost, its libmvec functions), registered on the op as
 its "native" rule: adding an op's native C is adding one entry there.
 
-Values in a kernel are GCC vector-extension vectors of eight lanes: `vf32` (float32),
-`vf64` (float64, two AVX2 registers) and `vb` (bool, as 32-bit lane masks of 0 or -1).
+Values in a kernel are GCC vector-extension vectors of GC_W lanes (eight with AVX2,
+sixteen with AVX-512): `vf32` (float32), `vf64` (float64, two registers), `vi64`
+(int64, as float64's; the ops of `INT64_OPS`, wrapping as numpy's: the kernels are
+built with -fwrapv) and `vb` (bool, as 32-bit lane masks of 0 or -1).
 Every lane is computed by the same code whatever its position, the tail of an array
 included (it is loaded into a zero-padded vector): so a value's bits depend on its
 inputs only, never on the array's length, alignment, chunking or threads, and a fused
@@ -25,7 +27,7 @@ fused multiply-adds), on every third float32 in [1e-4, 10] and 2**24 random bit 
 tests/backends/test_native_ulp.py checks every op's `ulp_bound` against numpy over the
 float range.
 Everything else (+ - * / sqrt, comparisons, min/max with numpy's nan and -0.0 rules,
-where, casts between floats and bools, floor/ceil/trunc/round, leaky_relu, and hardtanh and
+where, casts between floats, bools and from int64, floor/ceil/trunc/round, leaky_relu, and hardtanh and
 hardsigmoid by numpy's clip rule, x kept where it equals a bound) gives numpy's bits.
 
 An emitter gets a `Call`: the C expressions of its operands, converted as the op's rule
@@ -46,7 +48,19 @@ from graphc.ir.types import TensorType
 from graphc.ops.elementwise import PRODUCT_EXPONENTS
 
 # the C vector type of each dtype a kernel may hold
-CTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.bool_): "b"}
+CTYPE = {
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float64): "f64",
+    np.dtype(np.bool_): "b",
+    np.dtype(np.int64): "i64",
+}
+# the ops a kernel computes in int64 (their C is numpy's wrapping integer arithmetic,
+# comparison or selection); any other op reading or making int64 values is declined
+# unless it computes in a float type its operands are converted to (numpy's promotion)
+INT64_OPS = frozenset(
+    ("add", "sub", "mul", "neg", "abs", "maximum", "minimum", "where", "cast", "full_like")
+    + ("eq", "ne", "lt", "le", "gt", "ge", "pow")
+)
 
 PRELUDE = c_source("prelude.h")
 
@@ -129,7 +143,16 @@ def splat(ctype: str, value: float | bool) -> str:
     """A vector of `value` in every lane, as exact C source."""
     if ctype == "b":
         return f"sp_b({1 if value else 0})"
+    if ctype == "i64":
+        return f"sp_i64({c_int64(int(value))})"
     return f"sp_{ctype}({c_float(float(value), ctype)})"
+
+
+def c_int64(value: int) -> str:
+    """An exact C literal of the int64 `value` (INT64_MIN has none of its own)."""
+    if value == -(2**63):
+        return "(-0x7fffffffffffffffLL - 1)"
+    return f"{value}LL"
 
 
 def c_float(value: float, ctype: str) -> str:
@@ -156,10 +179,13 @@ def convert(expr: str, source: str, target: str) -> str:
     if target == "b":  # nonzero (nan included) is True
         if source == "f32":
             return f"((vb)(({expr}) != sp_f32(0)))"
-        return f"__builtin_convertvector(({expr}) != sp_f64(0), vb)"
+        return f"__builtin_convertvector(({expr}) != sp_{source}(0), vb)"
     if source == "b":
         return f"sel_{target}({expr}, sp_{target}(1), sp_{target}(0))"
-    vector = "vf64" if target == "f64" else "vf32"
+    if target == "i64":  # numpy's float -> int64 of a nan, an inf or a value past the
+        # range is the platform's (and warns): not written again here
+        raise DeclinedError("a cast of floats to int64")
+    vector = "vf64" if target == "f64" else "vf32"  # int64 rounds to nearest, as C's
     return f"__builtin_convertvector({expr}, {vector})"
 
 
@@ -167,7 +193,7 @@ def compare(op: str, a: str, b: str, ctype: str) -> str:
     symbol = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
     if ctype == "f32":
         return f"((vb)(({a}) {symbol} ({b})))"
-    if ctype == "f64":
+    if ctype in ("f64", "i64"):
         return f"__builtin_convertvector(({a}) {symbol} ({b}), vb)"
     # bools are 0 or -1: compared as signed masks, True < False; flip for numpy's order
     return f"((vb)((-({a})) {symbol} (-({b}))))"
@@ -298,6 +324,11 @@ def _full_like(c: Call) -> str:
         raise DeclinedError("full_like of a non-scalar value")
     if c.ctype == "b":
         return splat("b", bool(value))
+    if c.ctype == "i64":
+        if isinstance(value, float) and not np.isfinite(value):
+            raise DeclinedError("full_like of a non-finite value in int64")
+        with np.errstate(all="ignore"):
+            return splat("i64", int(np.asarray(value).astype(np.int64)))
     return splat(c.ctype, float(np.asarray(value).astype(c.result.dtype)))
 
 

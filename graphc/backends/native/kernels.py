@@ -79,6 +79,7 @@ from graphc.backends.native.cexpr import (
     AS_IS,
     CONDITION,
     CTYPE,
+    INT64_OPS,
     LOGICAL,
     RESULT,
     Call,
@@ -92,7 +93,7 @@ from graphc.ir.types import TensorType
 
 FULL, SCALAR, BLOCK, STRIDED, TRANSPOSED = "full", "scalar", "block", "strided", "transposed"
 PITCHED = "pitched"
-CTYPE_NAME = {"f32": "float", "f64": "double", "b": "uint8_t"}
+CTYPE_NAME = {"f32": "float", "f64": "double", "b": "uint8_t", "i64": "int64_t"}
 
 
 @dataclass
@@ -451,7 +452,12 @@ def _calls(node: Node) -> bool:
 
 def _splat_from(ct: str, pointer: str) -> str:
     """The C of a vector holding, in every lane, the element of C type `ct` at `pointer`."""
-    load = {"f32": "*(const float *)", "f64": "*(const double *)", "b": "0 != *(const uint8_t *)"}
+    load = {
+        "f32": "*(const float *)",
+        "f64": "*(const double *)",
+        "b": "0 != *(const uint8_t *)",
+        "i64": "*(const int64_t *)",
+    }
     return f"sp_{ct}({load[ct]}{pointer})"
 
 
@@ -730,6 +736,8 @@ def _emit(
             raise DeclinedError(f"no native kernel for '{op}' with attrs")
         if out_ct == "b":
             raise DeclinedError(f"'{op}' on bools")
+    if "i64" in (ct, *(c for _, c in args if rule.operands == AS_IS)) and op not in INT64_OPS:
+        raise DeclinedError(f"no native kernel for '{op}' in int64")
     if rule.operands == AS_IS:
         exprs = [e for e, _ in args]
     elif rule.operands == CONDITION:  # a bool condition, then the branches

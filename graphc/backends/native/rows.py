@@ -74,6 +74,7 @@ WARM_SUM = 1 << 16
 WARM_SOFTMAX = 1 << 12
 
 PAIRWISE = c_source("pairwise.h")
+FLOATS = ("f32", "f64")  # the C types the row kernels sum (pairwise.h)
 
 
 def prelude() -> str:
@@ -199,7 +200,7 @@ def lower_reduction(gen: Generator, step: Step, out: str) -> list[str] | None:
         ct = ctype_of(x)
     except DeclinedError:
         return None
-    if ct == "b" or y.dtype != x.dtype or not x.size or transposed_view(gen, step.inputs[0]):
+    if ct not in FLOATS or y.dtype != x.dtype or not x.size or transposed_view(gen, step.inputs[0]):
         return None
     shape = tuple(int(d) for d in x.shape)  # type: ignore[arg-type]
     axes = _reduced_axes(step, x)
@@ -245,7 +246,7 @@ def _softmax_kernel(dtype: np.dtype, n: Any) -> Kernel | None:
         ct = ctype_of(TensorType((), dtype))
     except DeclinedError:
         return None
-    if ct == "b" or not isinstance(n, int) or not 0 < n <= PAIRWISE_MAX:
+    if ct not in FLOATS or not isinstance(n, int) or not 0 < n <= PAIRWISE_MAX:
         return None
     return row_kernel("softmax", ct, PARALLEL_SOFTMAX, WARM_SOFTMAX)
 

@@ -72,6 +72,7 @@ GC_INLINE vf32 sp_f32(float s) {
 GC_INLINE vf64 sp_f64(double s) {
     int64_t b; memcpy(&b, &s, 8); vi64 v = {0}; return (vf64)(v + b); }
 GC_INLINE vb sp_b(int s) { vb v = {0}; return v + (s ? -1 : 0); }
+GC_INLINE vi64 sp_i64(int64_t s) { vi64 v = {0}; return v + s; }
 
 /* m <= GC_W float32 lanes by masked loads and stores: no library call for a variable m
    (memcpy's is one), never touching memory past the m lanes; loaded lanes past m are 0.
@@ -111,6 +112,10 @@ GC_INLINE void st_f32(char *p, int64_t i, int64_t m, vf32 v) {
     if (m == GC_W) memcpy(p + 4 * i, &v, GC_VB);
     else stm_f32((float *)(p + 4 * i), v, m); }
 GC_INLINE void st_f64(char *p, int64_t i, int64_t m, vf64 v) { memcpy(p + 8 * i, &v, 8 * m); }
+/* int64 lanes: two registers each, as float64's (arithmetic wraps: -fwrapv, numpy's) */
+GC_INLINE vi64 ld_i64(const char *p, int64_t i, int64_t m) {
+    vi64 v = {0}; memcpy(&v, p + 8 * i, 8 * m); return v; }
+GC_INLINE void st_i64(char *p, int64_t i, int64_t m, vi64 v) { memcpy(p + 8 * i, &v, 8 * m); }
 GC_INLINE void st_b(char *p, int64_t i, int64_t m, vb v) {
     uint8_t t[GC_W]; for (int k = 0; k < GC_W; k++) t[k] = (uint8_t)(v[k] & 1);
     memcpy(p + i, t, m); }
@@ -204,12 +209,17 @@ GC_BLOCK(b, uint8_t, GC_TRUE)
 GC_GATHER(f32, float, GC_SAME)
 GC_GATHER(f64, double, GC_SAME)
 GC_GATHER(b, uint8_t, GC_TRUE)
+GC_BLOCK(i64, int64_t, GC_SAME)
+GC_GATHER(i64, int64_t, GC_SAME)
 
 GC_INLINE vf32 sel_f32(vb m, vf32 a, vf32 b) { return (vf32)(((vi32)a & m) | ((vi32)b & ~m)); }
 GC_INLINE vf64 sel_f64(vb m, vf64 a, vf64 b) {
     vi64 w = __builtin_convertvector(m, vi64);
     return (vf64)(((vi64)a & w) | ((vi64)b & ~w)); }
 GC_INLINE vb sel_b(vb m, vb a, vb b) { return (a & m) | (b & ~m); }
+GC_INLINE vi64 sel_i64(vb m, vi64 a, vi64 b) {
+    vi64 w = __builtin_convertvector(m, vi64);
+    return (a & w) | (b & ~w); }
 GC_INLINE vb nan_f32(vf32 x) { return (vb)(x != x); }
 /* x kept in [lo, hi], nan passing through: the instructions' min and max return their
    second operand when either is nan (and of two equal values), here x. Not numpy's
@@ -239,6 +249,10 @@ GC_INLINE vf64 min_f64(vf64 a, vf64 b) {
 GC_INLINE vf32 abs_f32(vf32 x) { vi32 k = {0}; k = k + 0x7fffffff; return (vf32)((vi32)x & k); }
 GC_INLINE vf64 abs_f64(vf64 x) {
     vi64 k = {0}; k = k + 0x7fffffffffffffffLL; return (vf64)((vi64)x & k); }
+/* numpy's integer abs, maximum and minimum: abs of INT64_MIN wraps to itself */
+GC_INLINE vi64 abs_i64(vi64 x) { vi64 s = x >> 63; return (x ^ s) - s; }
+GC_INLINE vi64 max_i64(vi64 a, vi64 b) { vi64 m = a > b; return (a & m) | (b & ~m); }
+GC_INLINE vi64 min_i64(vi64 a, vi64 b) { vi64 m = a < b; return (a & m) | (b & ~m); }
 GC_INLINE vf32 sqrt_f32(vf32 x) { return (vf32)GC_SQRT_PS((gc_ps)x); }
 /* a * b + c rounded once, for graphc's own polynomials only (never for numpy's ops) */
 GC_INLINE vf32 fma_f32(vf32 a, vf32 b, vf32 c) {

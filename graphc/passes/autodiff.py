@@ -436,7 +436,9 @@ def gradients(
 
     Without seeds every differentiated output must hold one element (its cotangent is 1);
     with `seeds=True` a cotangent placeholder ``ct_<output>`` per output is added.
-    `outputs` picks the outputs to differentiate (all floating point ones by default).
+    `outputs` picks the outputs to differentiate (all floating point ones by default),
+    each named once. `g` is verified first (gc.verify's error for a graph broken through
+    the low-level API).
 
     >>> import numpy as np, graphc as gc
     >>> g = gc.trace(lambda x: gc.sum(x * x), gc.TensorSpec((3,), "float64"))

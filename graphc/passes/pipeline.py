@@ -174,8 +174,9 @@ def optimize(
 
     With `explain=True` returns `(graph, report)`; `print(report)` lists every pass
     run with its node counts, time and notes (rules fired, candidates left out and
-    why). `verify` (default: env GRAPHC_VERIFY_PASSES=1) checks the graph after every
-    pass.
+    why). `graph` itself is verified first (gc.verify's error for one broken through the
+    low-level API); `verify` (default: env GRAPHC_VERIFY_PASSES=1) checks the graph
+    after every pass too.
 
     >>> import graphc as gc
     >>> g = gc.parse('''

@@ -86,7 +86,7 @@ def flip(x: Any, dims: Any) -> Any:
 
 def median(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
     """torch.median: the lower middle value; (values, indices) along dim."""
-    return as_tensor(x).median(dim, keepdim)
+    return _t(x).median(dim, keepdim)
 
 
 def tile(x: Any, dims: Any) -> Any:

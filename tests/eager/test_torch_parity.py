@@ -518,7 +518,8 @@ def _torch_style_model(lib: Any) -> Any:
         a = lib.sum(x, dim=1) + lib.amax(x, 1) + lib.max(x, dim=1)[0] + lib.logsumexp(x, 1)
         b = lib.nansum(x, dim=1) + lib.var(x, 1) + lib.mean(x, 1, keepdim=True)[:, 0]
         c = lib.diagonal(lib.reshape(x, (2, 2, 3)), 0, 1, 0).sum(dim=0)
-        return a + b + lib.t(lib.clamp(lib.transpose(x, 0, 1), -0.5, 0.5)).sum(1) + c.sum()
+        d = lib.median(x, 1)[0] + lib.median(x, dim=1, keepdim=True)[0][:, 0]
+        return a + b + lib.t(lib.clamp(lib.transpose(x, 0, 1), -0.5, 0.5)).sum(1) + c.sum() + d
 
     return model
 

@@ -2,7 +2,9 @@
 backward from `gc.gradients`) export too.
 
 - max_pool2d_backward: MaxPool's Indices output (flat NCHW positions of each window's
-  first maximum, as graphc routes), taken within each (H, W) plane, and a
+  first maximum, as graphc routes; a window holding a nan is the exception: graphc
+  routes to its last nan, as torch does, onnxruntime's Indices skip nans), taken within
+  each (H, W) plane, and a
   ScatterElements add into zeros along the planes; max_pool2d_select reads v at those
   positions (GatherElements).
 - avg_pool2d_backward: each cotangent divided by its window's count (graphc's own

@@ -226,7 +226,9 @@ class EagerMethods:
 
     def median(self, dim: Any = None, keepdim: bool = False) -> Any:
         """The lower of the two middle values (of all elements, or (values, indices) along
-        dim), nan if there is one, as torch.median; the gradient goes to the element picked."""
+        dim), nan if there is one, as torch.median. The gradient goes to the element
+        picked along dim; of all elements, it is shared among the elements equal to the
+        median (among the nans when it is nan), as torch's."""
         out = ValueMethods.median(self, dim, keepdim)
         if dim is None:
             return _spelled(out, "MedianBackward0") if self._data.size else out

@@ -270,7 +270,7 @@ class Executable:
         for name, value in feeds.items():
             if name in self._state and examples is not None:
                 p = next(p for p in self._state_nodes if p.name == name)
-                examples[name] = as_feed_array(p, value)
+                examples[name] = as_feed_array(p, value, layout=False)
                 bind_dims(name, p.type, examples[name].shape, {})
             elif name in self._state:
                 self.set_state(**{name: value})
@@ -335,9 +335,10 @@ class Executable:
         exec(builtins.compile(source, f"<graphc entry {self.graph.name}>", "exec"), namespace)
         return namespace["entry"]
 
-    def _feeds(self, args: tuple) -> tuple[list[np.ndarray], tuple]:
-        """The data feeds as checked arrays, and their signature."""
-        arrays = [as_feed_array(p, a) for p, a in zip(self._data, args)]
+    def _feeds(self, args: tuple, layout: bool = True) -> tuple[list[np.ndarray], tuple]:
+        """The data feeds as checked arrays, and their signature (`layout` False: example
+        feeds, whose shapes and dtypes alone are read, kept in their own layout)."""
+        arrays = [as_feed_array(p, a, layout=layout) for p, a in zip(self._data, args)]
         return arrays, signature([(a.shape, a.dtype) for a in arrays])
 
     def _slow(self, *args: Any) -> Any:
@@ -688,7 +689,7 @@ class Executable:
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
         if args or feeds:
             examples: dict[str, np.ndarray] = {}  # example state: never stored (see _order)
-            _, key = self._feeds(self._order(args, feeds, examples))
+            _, key = self._feeds(self._order(args, feeds, examples), layout=False)
             shapes = {name: a.shape for name, a in examples.items()}
             return self._compile_signature(key, shapes)
         if self._last is None:

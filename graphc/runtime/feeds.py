@@ -59,10 +59,12 @@ def _kind(dtype: np.dtype) -> str:
     return "f" if is_float(dtype) else dtype.kind  # bfloat16 is kind 'V' to numpy
 
 
-def as_feed_array(placeholder: Node, value: Any) -> np.ndarray:
+def as_feed_array(placeholder: Node, value: Any, *, layout: bool = True) -> np.ndarray:
     """The array fed to `placeholder`, by the module's one dtype rule: an array must have
     its dtype; a Python number or list takes it when that loses nothing. C-contiguous
-    (the layout rule): another layout is copied."""
+    (the layout rule): another layout is copied, unless `layout` is False (an example
+    whose shape and dtype alone are read, for a plan: a broadcast view of a large chunk
+    stays a view)."""
     expected = placeholder.type.dtype
     typed = isinstance(value, np.ndarray) or hasattr(value, "__array__")
     try:
@@ -74,7 +76,7 @@ def as_feed_array(placeholder: Node, value: Any) -> np.ndarray:
         ) from None
     if array.dtype == expected:
         # (np.asarray with order="C" keeps a 0-d array 0-d, as ascontiguousarray does not)
-        return array if array.flags.c_contiguous else np.asarray(array, order="C")
+        return array if array.flags.c_contiguous or not layout else np.asarray(array, order="C")
     module = "ml_dtypes" if is_bfloat16(expected) else "np"
     fix = (
         f"np.asarray(value, dtype={module}.{expected})"

@@ -245,3 +245,17 @@ def test_a_feed_in_another_layout_gives_its_c_copys_bits_at_every_level(layout: 
         for _ in range(2):  # the checked first call, then the signature's cached run
             for k, (got, w) in enumerate(zip(exe(fed), want)):
                 assert bits_differ(got, w) is None, (level, k, bits_differ(got, w))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_example_feeds_for_a_plan_are_not_copied_into_c_order(backend: str) -> None:
+    """plan(), explain() and source() read an example's shape and dtype alone: a
+    broadcast view stands for a chunk of any size without memory (graphc.distributed's
+    memory model probes 10**7 rows so: each probe copied the view, 3.8 s and the chunk's
+    memory, before). A call still copies a feed in another layout (the test above)."""
+    g = gc.trace(lambda x: gc.tanh(x) + 1.0, gc.TensorSpec(("B", 1024)))
+    exe = gc.compile(g, backend=backend)
+    huge = np.broadcast_to(np.float32(0), (2**40, 1024))  # 4 PiB if it were copied
+    assert exe.plan(huge).arena_bytes >= 0
+    assert "with B=1099511627776" in exe.explain(huge)
+    assert exe.source(huge)

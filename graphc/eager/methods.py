@@ -468,11 +468,6 @@ class EagerMethods:
         """Same shape and the same values (PyTorch's torch.equal)."""
         return tuple(self.shape) == tuple(other.shape) and bool(E.eq(self, other).all())
 
-    def type(self, dtype: Any = None) -> Any:
-        if dtype is None:
-            return f"graphc.{self.dtype.name}"
-        return self.to(dtype)  # type: ignore[attr-defined]
-
     def new_tensor(self, data: Any) -> Any:
         from graphc.eager.creation import tensor  # creation imports Tensor
 

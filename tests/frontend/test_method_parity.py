@@ -43,7 +43,6 @@ EAGER_ONLY = {
     "equal": "reads the values: a Python bool",
     "allclose": "reads the values: a Python bool, as torch (a graph value's is a 0-d bool)",
     "is_contiguous": "reads the memory layout",
-    "type": "on a graph value `.type` is its TensorType",
     # a graph value's new_* record a constant (test_new_values_of_graph_values)
     "new_tensor": "makes a tensor from data, applies no op to self",
     "new_zeros": "makes a tensor from data, applies no op to self",
@@ -145,6 +144,7 @@ CASES: dict[str, Case] = {
     "masked_fill": (lambda x, c: x.masked_fill(c, 0.5), (F, MASK)),
     # dtypes
     "to": (lambda x: x.to(np.float64), (F,)),
+    "type": (lambda x: x.type("torch.DoubleTensor") + x.type(x.type()), (F,)),
     "astype": (lambda x: x.astype(np.int32), (F,)),
     "cast": (lambda x: x.cast(np.float64), (F,)),
     "full_like": (lambda x: x.full_like(2.0), (F,)),

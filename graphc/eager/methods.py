@@ -20,7 +20,6 @@ from graphc.ir.graph import active_graph
 from graphc.ir.types import as_dtype, is_float, normalize_axis
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
-from graphc.ops import reduce as R
 from graphc.ops import shape as S
 from graphc.ops.methods import ROUNDING_MODES, MinMax, ValueMethods
 from graphc.ops.symbolic import Symbol
@@ -112,13 +111,7 @@ def _extremum(x: Any, which: str, dim: Any, keepdim: bool, axis: Any, keepdims: 
     the entries at the indices returned, so the whole gradient goes to them: torch's
     max(dim)), its grad_fn named as torch names it."""
     method = ValueMethods.max if which == "max" else ValueMethods.min
-    if dim is None and axis is None:
-        data = getattr(x, "_data", None)
-        if data is not None and is_float(x.dtype) and np.isnan(data).any():
-            # the result is nan, and torch's gradient goes to the nan elements evenly (the
-            # extremum's rule would spread nan over all: no element equals nan)
-            nans = I.take(S.reshape(x, (-1,)), np.flatnonzero(np.isnan(data)))
-            return _spelled(R.mean(nans), f"{which.title()}Backward1")
+    if dim is None and axis is None:  # (torch's gradient of a nan result: methods.extremum)
         return _spelled(method(x), f"{which.title()}Backward1")
     result = method(x, dim, keepdim, axis=axis, keepdims=keepdims)
     if axis is not None or not isinstance(dim, (int, np.integer)) or active_graph() is not None:

@@ -213,3 +213,21 @@ def test_a_median_of_everything_shares_its_gradient_among_ties(mode: str, name: 
             f"{name} of {row} ({mode})",
             signed=False,
         )
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_and_min_of_everything_share_their_gradient_as_torch(mode: str, name: str) -> None:
+    """x.max() and x.min() give each element equal to the result an equal share, and
+    each nan when the result is nan (graph values spread nan over every element: no
+    element equals a nan; an eager tensor read its data to do it, now both take one
+    custom gradient)."""
+    for row in ROWS:
+        x = np.array(row, np.float32)
+        _check(
+            mode,
+            lambda t: (getattr(t, name)(),),
+            lambda t: (getattr(t, name)(),),
+            x,
+            f"{name} of {row} ({mode})",
+            signed=False,
+        )

@@ -58,6 +58,10 @@ class Node:
         self.op = op
         self.inputs = tuple(inputs)
         self.attrs = dict(attrs)
+        # a subclass (a graph value's callable .type) is kept as the plain type: a node
+        # holds no reference to a value, nor to that value's graph
+        if type.__class__ is not TensorType and isinstance(type, TensorType):
+            type = TensorType(type.shape, type.dtype)
         self.type = type
         self.meta = dict(meta or {})
         self.graph = graph

@@ -124,3 +124,19 @@ def test_importing_graphc_does_not_import_networkx() -> None:
     run = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["g", "True"]
+
+
+def test_a_node_given_a_graph_values_type_holds_the_plain_type() -> None:
+    """A graph value's .type read by user code is callable (torch's Tensor.type), a
+    TensorType subclass holding the value: a node made with it keeps the plain type, so
+    it refers to no value of another graph and round-trips through networkx (whose
+    import checks the type exactly: 'got TensorType(f32[3])' before)."""
+    g = gc.Graph("g")
+    with g:
+        y = gc.placeholder("y", (3,))
+        gc.output(y * 2)
+    assert type(y.type) is not TensorType and y.type == TensorType((3,), "float32")
+    g.add_placeholder("z", y.type)
+    assert type(g.node("z").type) is TensorType
+    back = gc.from_networkx(gc.to_networkx(g))
+    assert back.node("z").type == TensorType((3,), "float32")

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from graphc.frontend.names import make_room, output_name
-from graphc.ir.errors import DTypeError, GraphcError, GraphMismatchError, ShapeError
+from graphc.ir.errors import DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import Graph, active_graph
 from graphc.ir.types import TensorType, as_dtype, as_shape
-from graphc.ops.symbolic import Symbol, add_constant, user_location
+from graphc.ops.symbolic import Symbol, add_constant, graph_mismatch, user_location
 
 
 def _declaring(what: str) -> Graph:
@@ -128,10 +128,7 @@ def output(value: Any, name: str | None = None) -> Symbol:
     if not isinstance(value, Symbol):
         value = constant(value)
     if value.graph is not graph:
-        raise GraphMismatchError(
-            f"output: value '{value.node.name}' belongs to graph '{value.graph.name}', "
-            f"not to graph '{graph.name}' being declared"
-        )
+        raise graph_mismatch("output", value, graph, declaring=True)
     if name is None:
         name = output_name(graph, value.node)
     name = _checked_name(name, "output")

@@ -478,7 +478,7 @@ class SymbolicKind:
                 if inner is not None:  # a body being traced reads an outer value
                     inputs[k] = inner
                     continue
-                raise _mismatch(opdef.name, x, graph, declaring=active is not None)
+                raise graph_mismatch(f"op '{opdef.name}'", x, graph, active is not None)
         attrs = {key: _plain_dims(value) for key, value in attrs.items()}
         attrs, out_type = dispatch.prepare(opdef, [x.node.type for x in inputs], attrs)
         problem = attrs_problem(attrs)  # what verify would refuse later, refused here
@@ -497,10 +497,10 @@ class SymbolicKind:
 SYMBOLIC = SymbolicKind()
 
 
-def _mismatch(op: str, x: Symbol, graph: Graph, declaring: bool) -> GraphMismatchError:
-    """The error for op `op` given value `x` of another graph than `graph` (the graph being
-    declared, or the one its other inputs belong to): which graphs, told apart when they
-    share a name, and what the user can do instead."""
+def graph_mismatch(who: str, x: Symbol, graph: Graph, declaring: bool) -> GraphMismatchError:
+    """The error for `who` (an op, gc.output) given value `x` of another graph than
+    `graph` (the graph being declared, or the one an op's other inputs belong to): which
+    graphs, told apart when they share a name, and what the user can do instead."""
     theirs = f"graph '{x.graph.name}'"
     ours = f"graph '{graph.name}'"
     if x.graph.name == graph.name:  # gc.Graph()'s default name, or a name given twice
@@ -512,8 +512,8 @@ def _mismatch(op: str, x: Symbol, graph: Graph, declaring: bool) -> GraphMismatc
         hint = ""
     where = "is being declared" if declaring else "holds the op's other inputs"
     return GraphMismatchError(
-        f"op '{op}': value '{x.node.name}' belongs to {theirs}, but {ours} {where}{hint}. "
-        "An op takes the values of one graph only: compute the value in this graph, feed "
+        f"{who}: value '{x.node.name}' belongs to {theirs}, but {ours} {where}{hint}. "
+        "A graph's ops and outputs take its own values only: compute the value in this graph, feed "
         "it in as a placeholder of this graph (gc.placeholder), or call the other graph "
         "on this graph's values (a Graph called on graph values inlines itself)"
     )

@@ -195,3 +195,17 @@ def test_a_leaked_value_meeting_an_array_leaves_its_finished_graph_as_it_was() -
         with pytest.raises(gc.TracingError, match=r"on graph value 'mul' .*trace has finished"):
             op()
     assert str(g) == before
+
+
+def test_an_output_of_another_graph_of_the_same_name_is_told_apart() -> None:
+    """gc.output of a value of another graph named 'graph' (gc.Graph()'s default) said
+    "belongs to graph 'graph', not to graph 'graph' being declared"; it now says they
+    are two graphs of one name and how to bring the value in, as an op's error does."""
+    first = gc.Graph()
+    with first:
+        x = gc.placeholder("x", (3,))
+    second = gc.Graph()
+    with second, pytest.raises(gc.GraphMismatchError, match="another named 'graph' too") as caught:
+        gc.output(x)
+    assert str(caught.value).startswith("output: value 'x'")
+    assert "gc.placeholder" in str(caught.value)

@@ -762,6 +762,13 @@ def _jac_values(
     n, value_tree, aux_tree = _aux_outputs(body, staged.out_tree, has_aux, what)
     outputs = body.outputs[:n]
     float_outputs = [o for o in outputs if _is_float(o.type)]
+    if not forward and len(float_outputs) < len(outputs):  # as jax.jacrev
+        k, bad = next((k, o) for k, o in enumerate(outputs) if not _is_float(o.type))
+        raise AutodiffError(
+            f"{what}: output {k} of 'f' has dtype {bad.type.dtype}; reverse mode "
+            "differentiates floating point outputs only (gc.jacfwd gives an integer "
+            "output's zeros, gc.vjp takes integer outputs)"
+        )
     blocks: dict[tuple[str, str], Any] = {}  # (output, input) -> Jacobian block
     if float_outputs and forward:
         fj = forward_joint(body, staged.traced, [o.name for o in float_outputs])

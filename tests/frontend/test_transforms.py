@@ -625,3 +625,15 @@ def test_eval_shape_against_jax() -> None:
     ours = gc.eval_shape(body(gc), x, y)
     theirs = jax.eval_shape(body(jnp), x, y)
     assert [(s.shape, s.dtype) for s in ours] == [(s.shape, s.dtype) for s in theirs]
+
+
+def test_jacrev_of_an_integer_output_is_refused_as_jax_refuses() -> None:
+    """jax.jacrev raises for an integer output (reverse mode needs a float cotangent);
+    gc.jacrev gave a Jacobian of zeros. jacfwd gives the zeros, as jax's does."""
+    x = np.array([1.0, 3.0, 2.0])
+    with pytest.raises(gc.AutodiffError, match="output 0 of 'f' has dtype int64"):
+        gc.jacrev(gc.argmax)(x)
+    np.testing.assert_array_equal(gc.jacfwd(gc.argmax)(x), np.zeros(3))
+    jax = pytest.importorskip("jax")
+    with pytest.raises(TypeError, match="real-valued outputs"):
+        jax.jacrev(jax.numpy.argmax)(x)

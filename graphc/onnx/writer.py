@@ -290,6 +290,11 @@ def export_model(
     from onnx import helper
 
     verify(graph)
+    if not graph.outputs:  # a valid model by the checker, which onnxruntime refuses to load
+        raise OnnxError(
+            f"export_model: graph '{graph.name}' has no outputs; an ONNX model computes "
+            "at least one (mark a value with gc.output)"
+        )
     opset = DEFAULT_OPSET if opset is None else opset
     if not 13 <= opset <= MAX_OPSET:  # (a newer opset may mean something else by an op)
         raise OnnxError(

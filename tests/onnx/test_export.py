@@ -111,6 +111,15 @@ def test_refused_op_is_named() -> None:
         gc.onnx.export_model(g)
 
 
+def test_a_graph_without_outputs_is_refused_by_name() -> None:
+    """Its model passed the checker, and onnxruntime refused to load it."""
+    g = gc.Graph("nothing")
+    with g:
+        gc.placeholder("x", (3,))
+    with pytest.raises(OnnxError, match="graph 'nothing' has no outputs"):
+        gc.onnx.export_model(g)
+
+
 def test_symbolic_dims_stay_symbolic() -> None:
     g = gc.trace(lambda x: gc.reshape(x, ("B", 2, 3)).sum(axis=1), gc.TensorSpec(("B", 6)))
     model = gc.onnx.export_model(g)

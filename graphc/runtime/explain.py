@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graphc.ir.types import dtype_name
 
 if TYPE_CHECKING:
     from graphc.runtime.codegen import Generated
     from graphc.runtime.plan import Plan
+
+
+class PlanText(str):
+    """The text of a plan: a str to code, its lines to a notebook. IPython asks
+    `_repr_pretty_` before the repr, so `exe.explain()` as a cell's last line shows the
+    lines, as `print` does, not a str's repr (one quoted line of ``\\n`` escapes).
+
+    >>> text = PlanText("steps:\\n  0  y = tanh(x)")
+    >>> text == "steps:\\n  0  y = tanh(x)", repr(text)
+    (True, "'steps:\\\\n  0  y = tanh(x)'")
+    """
+
+    __slots__ = ()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
 
 
 def size_text(nbytes: float) -> str:
@@ -29,7 +45,9 @@ def rules_header(level: int, fast_math: bool, value_changing: set[str]) -> str:
     return f"compiled at O{level} (fast_math: value-changing rules allowed; fired: {fired})"
 
 
-def format_plan(plan: Plan, header: str | None = None, generated: Generated | None = None) -> str:
+def format_plan(
+    plan: Plan, header: str | None = None, generated: Generated | None = None
+) -> PlanText:
     """The plan as text; `header` (which rewrites ran) is its first line. With the
     `generated` code, each step also says which backend's lowering runs it, and the
     backend's notes (kernels built and compile time) follow the steps."""
@@ -102,7 +120,7 @@ def format_plan(plan: Plan, header: str | None = None, generated: Generated | No
         lines.append(
             f"  of which recycled once the caller drops them: {size_text(plan.recycled_bytes)}"
         )
-    return "\n".join(lines)
+    return PlanText("\n".join(lines))
 
 
 def _indented(text: str, prefix: str) -> str:

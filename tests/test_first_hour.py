@@ -1,0 +1,32 @@
+"""What a newcomer sees in a notebook and a terminal in the first hour: the text of
+the objects a cell shows, the commands' help, the guide's first steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+
+
+def _explained() -> str:
+    g = gc.trace(lambda x: gc.tanh(x) * 2.0, gc.TensorSpec((4,), "float32"))
+    return gc.compile(g, backend="numpy").explain(np.ones(4, np.float32))
+
+
+def test_explain_shows_as_its_lines_when_a_cell_ends_with_it() -> None:
+    # `exe.explain(...)` as a cell's last line: IPython's text is the repr, which for a
+    # str is one quoted line of \n escapes; the plan's text must show as its lines
+    pretty = pytest.importorskip("IPython.lib.pretty")
+    text = _explained()
+    shown = pretty.pretty(text)
+    assert shown == str(text)
+    assert "\\n" not in shown and shown.splitlines()[0].startswith("compiled at O2")
+    assert "steps:" in shown.splitlines()
+
+
+def test_explain_is_still_a_plain_string_to_code() -> None:
+    text = _explained()
+    assert isinstance(text, str) and text.startswith("compiled at O2")
+    assert repr(text) == str.__repr__(text)  # repr(), f"{!r}" and lists: a str's
+    assert str(text) == text and type(str(text)) is str

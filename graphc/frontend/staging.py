@@ -84,6 +84,11 @@ def stage(f: Callable[..., Any], args: tuple, positions: Sequence[int], what: st
     out_trees: list[Tree] = []
 
     def call(values: list[Symbol]) -> list[Any]:
+        # A Python int or bool reaches `f` as itself: it is never differentiated, and a
+        # placeholder would type it strongly (int64), so `x * 2` of a float32 x would be
+        # float64, where the same code outside the transformation (and JAX's) is float32.
+        # Its placeholder stays, unused, so the leaves keep their positions.
+        values = [leaf if is_python_int(leaf) else v for leaf, v in zip(all_leaves, values)]
         new_args = list(args)
         start = 0
         for i in positions:
@@ -101,6 +106,11 @@ def stage(f: Callable[..., Any], args: tuple, positions: Sequence[int], what: st
     feeds: dict[str, Any] = dict(zip(placeholders, symbols))
     feeds.update({inner.name: Symbol(outer) for outer, inner in traced.captures.items()})
     return Staged(body, feeds, placeholders, leaf_args, out_trees[0], parent)
+
+
+def is_python_int(leaf: Any) -> bool:
+    """A Python int or bool (not a float: a float may be differentiated)."""
+    return is_python_scalar(leaf) and isinstance(leaf, (int, bool))
 
 
 def leaf_names(f: Callable[..., Any], args: tuple, positions: Sequence[int]) -> list[str]:
@@ -140,7 +150,9 @@ class OnArrays:
         positions = [i for i, a in enumerate(args) for _ in flatten(a)[0]]
         arrays, statics = [], []
         for k, (leaf, position) in enumerate(zip(leaves, positions)):
-            if is_python_scalar(leaf) and not self.dynamic(position, len(args)):
+            if is_python_int(leaf) or (
+                is_python_scalar(leaf) and not self.dynamic(position, len(args))
+            ):  # static, so weakly typed in the trace (a Python int is never differentiated)
                 statics.append((k, type(leaf).__name__, leaf))
             elif is_python_scalar(leaf):
                 arrays.append(np.asarray(leaf, weak_dtype(leaf, ())))

@@ -38,7 +38,15 @@ from typing import Any
 
 import numpy as np
 
-from graphc.frontend.staging import OnArrays, Staged, as_array, as_tuple, leaf_names, stage
+from graphc.frontend.staging import (
+    OnArrays,
+    Staged,
+    as_array,
+    as_tuple,
+    is_python_int,
+    leaf_names,
+    stage,
+)
 from graphc.frontend.trace import lifted_feeds, parameter_names, trace
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import Graph
@@ -467,7 +475,9 @@ def _trace_at(f: Callable[..., Any], primals: tuple) -> _Traced:
     out_trees: list[Tree] = []
 
     def flat(*values: Any) -> tuple:
-        out_leaves, out_tree = flatten(f(*unflatten(tree, list(values))))
+        # a Python int reaches f as itself, weakly typed (graphc/frontend/staging.py)
+        given = [leaf if is_python_int(leaf) else v for leaf, v in zip(leaves, values)]
+        out_leaves, out_tree = flatten(f(*unflatten(tree, given)))
         out_trees.append(out_tree)
         return tuple(out_leaves)
 

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from graphc.frontend.call import inline
 from graphc.frontend.staging import (
     OnArrays,
     Staged,
@@ -49,7 +50,7 @@ from graphc.frontend.staging import (
 )
 from graphc.frontend.trace import lifted_feeds, parameter_names, trace
 from graphc.ir.errors import AutodiffError, DTypeError, GraphcError, ShapeError
-from graphc.ir.graph import Graph
+from graphc.ir.graph import Graph, active_graph
 from graphc.ir.scope import name_scope
 from graphc.ir.types import TensorType, format_shape, is_float
 from graphc.ops import custom as custom_ops
@@ -511,6 +512,32 @@ def _as_feed(value: Any, t: TensorType, what: str, role: str, whose: str) -> np.
     return value
 
 
+def _as_input(value: Any, t: TensorType, what: str, role: str, whose: str) -> Any:
+    """`_as_feed`, but a graph value stays one (checked against `t` the same way)."""
+    if not isinstance(value, Symbol):
+        return _as_feed(value, t, what, role, whose)
+    if value.type.shape != t.shape or value.type.dtype != t.dtype:
+        raise (ShapeError if value.type.shape != t.shape else DTypeError)(
+            f"{what}: {role} is {value.type}; it must have {whose} shape and dtype, {t}"
+        )
+    return value
+
+
+def _run_part(part: Executable, graph: Graph, residuals: tuple, values: list[Any]) -> tuple:
+    """The backward (or linear) part of a split graph on the residuals saved at the
+    arrays and `values`: compiled, or, when a value is a graph value (f_vjp or f_jvp
+    called inside gc.trace, gc.jit or gc.vmap, as vmap(f_vjp) over a basis), `graph`
+    replayed into that value's graph with the residuals as its constants."""
+    parent = graph_of(values)
+    if parent is None:
+        return as_tuple(part(*residuals, *values))
+    feeds = {p.name: lift(v, parent) for p, v in zip(graph.inputs, [*residuals, *values])}
+    if active_graph() is None:
+        with parent:
+            return tuple(inline(graph, feeds))
+    return tuple(inline(graph, feeds))
+
+
 def _linearize_arrays(f: Callable[..., Any], primals: tuple, has_aux: bool) -> tuple[Any, ...]:
     """`f` linearized at arrays: the primal graph's outputs and residuals, computed once,
     and the compiled linear graph that `f_jvp` runs on them."""
@@ -520,6 +547,7 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple, has_aux: bool) -> t
     float_outputs = [o.name for o in g.outputs[:n_value] if _is_float(o.type)]
     n = len(g.outputs)
     run_linear: Executable | None = None
+    linear: Graph | None = None
     residuals: tuple = ()
     tangent_names: dict[str, int] = {}  # a differentiated output -> its tangent's index
     if floats and float_outputs:
@@ -539,15 +567,19 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple, has_aux: bool) -> t
                 f"arrays ({traced.tree!r}), got {len(t_leaves)} ({t_tree!r})"
             )
         feeds = [
-            _as_feed(t, p.type, "linearize", f"the tangent for '{p.name}'", "its primal's")
+            _as_input(t, p.type, "linearize", f"the tangent for '{p.name}'", "its primal's")
             for p, t in zip(g.inputs, t_leaves)
             if p.name in floats
         ]
-        tans = as_tuple(run_linear(*residuals, *feeds)) if run_linear is not None else ()
+        tans = ()
+        if run_linear is not None and linear is not None:
+            tans = _run_part(run_linear, linear, residuals, feeds)
         values = [
             tans[tangent_names[o.name]] if o.name in tangent_names else np.zeros_like(v)
             for o, v in zip(g.outputs[:n_value], outs)
         ]
+        if graph_of(feeds) is not None:  # graph values: they stay graph values
+            return unflatten(value_tree, values)
         return unflatten(value_tree, traced.lifted(values))
 
     value = unflatten(value_tree, traced.lifted(list(outs[:n_value])))
@@ -664,6 +696,7 @@ def _vjp_arrays(f: Callable[..., Any], primals: tuple, has_aux: bool) -> tuple[A
     n, value_tree, aux_tree = _aux_outputs(g, traced.out_tree, has_aux, "vjp")
     differentiated = [o for o in g.outputs[:n] if _is_float(o.type)]
     run_backward: Executable | None = None
+    backward: Graph | None = None
     saved: tuple = ()
     if floats and differentiated:
         forward, backward = split_backward(g, floats, [o.name for o in differentiated])
@@ -677,17 +710,21 @@ def _vjp_arrays(f: Callable[..., Any], primals: tuple, has_aux: bool) -> tuple[A
         ct_leaves = _cotangent_leaves(cts, value_tree, n)
         by_output = dict(zip([o.name for o in g.outputs[:n]], ct_leaves))
         feeds = [
-            _as_feed(
+            _as_input(
                 by_output[o.name], o.type, "vjp", f"the cotangent for '{o.name}'", "its output's"
             )
             for o in differentiated
         ]
-        grads = as_tuple(run_backward(*saved, *feeds)) if run_backward is not None else ()
+        grads: tuple = ()
+        if run_backward is not None and backward is not None:
+            grads = _run_part(run_backward, backward, saved, feeds)
         by_input = dict(zip(floats, grads))
         values = [
             by_input[p.name] if p.name in by_input else np.zeros_like(a)
             for p, a in zip(g.inputs, arrays)
         ]
+        if graph_of(feeds) is not None:  # graph values: they stay graph values
+            return tuple(unflatten(traced.tree, values))
         return tuple(unflatten(traced.tree, traced.lifted(values)))
 
     value = unflatten(value_tree, traced.lifted(list(outs[:n])))

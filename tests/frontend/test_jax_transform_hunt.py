@@ -60,3 +60,49 @@ def test_a_python_int_primal_inside_a_trace_keeps_float32() -> None:
 
     got = gc.jit(lambda x: f(gc, x, 0))(X)
     assert_same(got, jax.jit(lambda x: f(jax, x, np.zeros((), jax.dtypes.float0)))(X))
+
+
+# -- the functions vjp and linearize return, called on graph values -----------------------
+
+# (name, call(transforms)): vjp and linearize at arrays returned functions that ran their
+# compiled backward (linear) part on arrays only, so vmap(f_vjp) over a basis (the rows of
+# a Jacobian, as jax users write it), jit(f_vjp) and grad through f_vjp raised a
+# TracingError; the part is now replayed into the caller's graph, the residuals constants
+BASIS = np.eye(3, dtype=np.float32)
+FUNCTIONS_ON_GRAPH_VALUES: list[tuple[str, Callable[[Any], Any]]] = [
+    ("vmap_vjp", lambda t: t.vmap(t.vjp(lambda x: t.sin(x) * x, X)[1])(BASIS)),
+    ("vmap_linearize", lambda t: t.vmap(t.linearize(lambda x: t.sin(x) * x, X)[1])(BASIS)),
+    (
+        "jit_vjp_pytree",
+        lambda t: t.jit(t.vjp(lambda a, b: {"o": a * b, "s": (a * a).sum()}, X, 2 * X)[1])(
+            {"o": X, "s": np.float32(1.0)}
+        ),
+    ),
+    ("grad_through_vjp", lambda t: t.grad(lambda c: (t.vjp(t.sin, X)[1](c)[0] ** 2).sum())(X)),
+    (
+        "jit_linearize_has_aux",
+        lambda t: t.jit(t.linearize(lambda x: (x * x, x), X, has_aux=True)[1])(X),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "name, call", FUNCTIONS_ON_GRAPH_VALUES, ids=[c[0] for c in FUNCTIONS_ON_GRAPH_VALUES]
+)
+def test_vjp_and_linearize_functions_take_graph_values(
+    name: str, call: Callable[[Any], Any]
+) -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    class Jax:  # jax's transformations and the few jnp functions the cases use
+        vmap, vjp, linearize, jit, grad = jax.vmap, jax.vjp, jax.linearize, jax.jit, jax.grad
+        sin = staticmethod(jnp.sin)
+
+    assert_same(call(gc), call(Jax))
+
+
+def test_f_vjp_on_a_graph_value_checks_the_cotangent() -> None:
+    _, f_vjp = gc.vjp(gc.sin, X)
+    with pytest.raises(gc.ShapeError, match="cotangent for 'out' is f32\\[2\\].*f32\\[3\\]"):
+        gc.jit(f_vjp)(X[:2])

@@ -551,7 +551,7 @@ def _linearize_arrays(f: Callable[..., Any], primals: tuple, has_aux: bool) -> t
     residuals: tuple = ()
     tangent_names: dict[str, int] = {}  # a differentiated output -> its tangent's index
     if floats and float_outputs:
-        primal, linear, fj = split_tangents(g, floats, float_outputs)
+        primal, linear, fj = split_tangents(g, floats, float_outputs, rerun_loops=True)
         results = as_tuple(compile_graph(primal)(*arrays, *traced.extra))
         residuals, run_linear = results[n:], compile_graph(linear)
         tangent_names = {name: k for k, name in enumerate(fj.differentiated)}

@@ -36,8 +36,9 @@ tangents of its floating point carries beside them, its body the forward-mode gr
 the body (so loops nest) and its predicate the old one, which reads the primal carries
 only (`_while_tangents`, what jax.jvp does with lax.while_loop). A while_loop inside
 another op's body (a scan's, a cond's) is still refused by name: that op's tangent comes
-from its VJP. `split_tangents` (linearize) refuses such a graph, whose loop computes
-primal and tangent carries together.
+from its VJP. `split_tangents` refuses such a graph, whose loop computes primal and
+tangent carries together, unless told to rerun the loop in its linear part (linearize
+does, as JAX's).
 
 Invariant: the result's placeholders are `g`'s, then one ``tan_<name>`` per `wrt`
 name, of that input's type; its outputs are `g`'s, then one ``tan_<name>`` per
@@ -402,13 +403,21 @@ def tangents(
 
 
 def split_tangents(
-    g: Graph, wrt: Sequence[str] | str, outputs: Sequence[str] | str | None = None
+    g: Graph,
+    wrt: Sequence[str] | str,
+    outputs: Sequence[str] | str | None = None,
+    rerun_loops: bool = False,
 ) -> tuple[Graph, Graph, ForwardJoint]:
     """The forward-mode graph cut in two, as `jax.linearize` does: a primal graph giving
     `g`'s outputs, then ``saved_<name>`` for each residual (a value of the primal part
     that a tangent node reads); and a linear graph from those residuals (placeholders
     named after them, in the same order) and the ``tan_<input>`` placeholders to the
     tangent outputs. The primal graph runs once; the linear one per tangent.
+
+    A while_loop on the differentiated path computes its primal carries beside the
+    tangents: refused by name, unless `rerun_loops`, when the linear graph is the whole
+    forward-mode graph and its residuals are `g`'s inputs (each run reruns the loop, as
+    jax.linearize's linear function does with lax.while_loop).
 
     >>> import numpy as np, graphc as gc
     >>> from graphc.passes.forward import split_tangents
@@ -423,6 +432,8 @@ def split_tangents(
     for n in graph.nodes:
         if n.kind != PLACEHOLDER and any(x in varying for x in n.inputs):
             varying.add(n)
+            if n.op == "while_loop" and rerun_loops:
+                return _split_rerunning(g, fj)
             if n.op == "while_loop":
                 raise AutodiffError(
                     f"linearize: graph '{g.name}' has a while_loop on the differentiated "
@@ -462,3 +473,28 @@ def split_tangents(
     for name, value in zip(fj.tangent_outputs, tangent_values):
         linear.add_output(lcopies[value], name, meta=graph.node(name).meta)
     return eliminate_dead_code(primal), linear, fj
+
+
+def _split_rerunning(g: Graph, fj: ForwardJoint) -> tuple[Graph, Graph, ForwardJoint]:
+    """`split_tangents` of a graph whose tangents pass through a while_loop: that loop
+    computes its primal carries beside the tangents, so the linear part is the whole
+    forward-mode graph (its primal outputs dropped), the primal inputs its residuals,
+    and each of its runs reruns the loop (as jax.linearize's linear function does)."""
+    primal = Graph(f"{g.name}_primal")
+    copies: dict[Node, Node] = {}
+    for n in g.nodes:
+        if n.kind != OUTPUT:
+            primal.append_copy(n, copies)
+    for o in g.outputs:
+        primal.add_output(copies[o.inputs[0]], o.name, meta=o.meta)
+    for p in g.inputs:
+        primal.add_output(copies[p], primal.fresh_name(f"saved_{p.name}"), meta=dict(p.meta))
+    linear = Graph(f"{g.name}_linear")
+    lcopies: dict[Node, Node] = {}
+    for n in fj.graph.nodes:
+        if n.kind != OUTPUT:
+            linear.append_copy(n, lcopies)
+    for name in fj.tangent_outputs:
+        node = fj.graph.node(name)
+        linear.add_output(lcopies[node.inputs[0]], name, meta=node.meta)
+    return eliminate_dead_code(primal), eliminate_dead_code(linear), fj

@@ -106,3 +106,32 @@ def test_f_vjp_on_a_graph_value_checks_the_cotangent() -> None:
     _, f_vjp = gc.vjp(gc.sin, X)
     with pytest.raises(gc.ShapeError, match="cotangent for 'out' is f32\\[2\\].*f32\\[3\\]"):
         gc.jit(f_vjp)(X[:2])
+
+
+# -- linearize through a while_loop ------------------------------------------------------
+
+
+def test_linearize_through_a_while_loop_as_jax() -> None:
+    """gc.linearize refused a while_loop on the differentiated path (its tangent loop
+    computes the primal carries too, so there is no primal part to run once); jax's
+    linear function reruns the loop, and graphc's now does as well."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def grow(t: Any, sin: Callable) -> Callable:
+        def f(x: Any, a: Any) -> Any:  # each step multiplies by at least 1.5: it stops
+            body = lambda c: (c[0] * (2.0 + a * sin(c[0])), c[1] + 1)  # noqa: E731
+            return t.while_loop(lambda c: (c[0] * 1.0).sum() < 10.0, body, (x, 0))[0]
+
+        return f
+
+    primals = (X + 1.0, np.float32(0.5))
+    got_y, got_f = gc.linearize(grow(gc, gc.sin), *primals)
+    want_y, want_f = jax.linearize(grow(jax.lax, jnp.sin), *primals)
+    assert_same(got_y, want_y)
+    for tangents in [(X, np.float32(0.0)), (2 * X, np.float32(3.0))]:
+        assert_same(got_f(*tangents), want_f(*tangents))
+    basis = (BASIS, np.float32(0.0))
+    assert_same(
+        gc.vmap(got_f, in_axes=(0, None))(*basis), jax.vmap(want_f, in_axes=(0, None))(*basis)
+    )

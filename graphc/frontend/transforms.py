@@ -57,7 +57,7 @@ from graphc.ops import custom as custom_ops
 from graphc.ops import shape as S
 from graphc.ops.batching import VmapError
 from graphc.ops.closure import fn_name, graph_of, lift
-from graphc.ops.dispatch import is_python_scalar, kind_of, weak_dtype
+from graphc.ops.dispatch import dtype_of, is_python_scalar, kind_of, weak_dtype
 from graphc.ops.flow import scan
 from graphc.ops.grad_state import grad_enabled
 from graphc.ops.pytree import Tree, flatten, tree_map, unflatten
@@ -376,7 +376,35 @@ def _jvp_checked(primals: Any, tangents: Any) -> tuple[tuple, tuple]:
             f"jvp: tangents must have the structure of primals: {len(p_leaves)} leaves in "
             f"primals, {len(t_leaves)} in tangents ({p_tree!r} vs {t_tree!r})"
         )
+    if any(_is_float0(t) for t in t_leaves):
+        t_leaves = [_without_float0(p, t, k) for k, (p, t) in enumerate(zip(p_leaves, t_leaves))]
+        tangents = unflatten(t_tree, t_leaves)
     return tuple(primals), tuple(tangents)
+
+
+def _is_float0(value: Any) -> bool:
+    """A tangent of JAX's float0 dtype (numpy's structured void dtype of that name),
+    which jax.jvp requires for an integer or bool primal."""
+    dtype = getattr(value, "dtype", None)
+    return isinstance(dtype, np.dtype) and dtype.names == ("float0",)
+
+
+def _without_float0(primal: Any, tangent: Any, leaf: int) -> Any:
+    """A float0 tangent as zeros of its integer primal's dtype (graphc ignores an
+    integer primal's tangent, but not a dtype it has not got); refused for a float one."""
+    if not _is_float0(tangent):
+        return tangent
+    if is_python_scalar(primal):
+        dtype = weak_dtype(primal, ())
+    else:
+        dtype = np.dtype(dtype_of(primal))
+    if is_float(dtype):
+        raise DTypeError(
+            f"jvp: the tangent of primal leaf {leaf} is float0 (JAX's tangent dtype for "
+            f"integer primals), but that primal is {dtype}: give a tangent of its dtype"
+        )
+    zeros = np.zeros(np.shape(tangent), dtype)
+    return 0 if is_python_scalar(primal) and not zeros.shape else zeros
 
 
 _JVP_RUNNERS: weakref.WeakKeyDictionary[Any, dict[bool, OnArrays]] = weakref.WeakKeyDictionary()

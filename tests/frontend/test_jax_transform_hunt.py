@@ -135,3 +135,34 @@ def test_linearize_through_a_while_loop_as_jax() -> None:
     assert_same(
         gc.vmap(got_f, in_axes=(0, None))(*basis), jax.vmap(want_f, in_axes=(0, None))(*basis)
     )
+
+
+# -- JAX's float0 tangents -----------------------------------------------------------------
+
+INTS = np.array([2, 0, 1], np.int32)
+
+
+@pytest.mark.parametrize("where", ["arrays", "jit"])
+def test_jvp_takes_jax_float0_tangents_for_integer_primals(where: str) -> None:
+    """jax.jvp requires a float0 tangent for an integer primal; graphc ignores an integer
+    primal's tangent, but refused a float0 one (an unsupported dtype, naming nothing)."""
+    jax = pytest.importorskip("jax")
+    zeros = np.zeros(3, jax.dtypes.float0)
+
+    def f(x: Any, n: Any) -> Any:
+        return x * (n > 0)  # float32 in both (x * n would follow numpy's promotion)
+
+    want = jax.jvp(f, (X, INTS), (X, zeros))
+    if where == "jit":
+        got = gc.jit(lambda x, n: gc.jvp(f, (x, n), (x, zeros)))(X, INTS)
+    else:
+        got = gc.jvp(f, (X, INTS), (X, zeros))
+    assert_same(got, want)
+    scalar = np.zeros((), jax.dtypes.float0)
+    assert_same(gc.jvp(f, (X, 1), (X, scalar)), jax.jvp(f, (X, 1), (X, scalar)))
+
+
+def test_a_float0_tangent_for_a_float_primal_is_named() -> None:
+    jax = pytest.importorskip("jax")
+    with pytest.raises(gc.DTypeError, match="tangent of primal leaf 1 is float0.*float32"):
+        gc.jvp(lambda n, x: x * n, (INTS, X), (np.zeros(3, jax.dtypes.float0),) * 2)

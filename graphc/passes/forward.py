@@ -34,11 +34,13 @@ runs. A graph with one on the differentiated path is taken node by node instead
 of that one node, inlined; a while_loop's tangent is another while_loop carrying the
 tangents of its floating point carries beside them, its body the forward-mode graph of
 the body (so loops nest) and its predicate the old one, which reads the primal carries
-only (`_while_tangents`, what jax.jvp does with lax.while_loop). A while_loop inside
-another op's body (a scan's, a cond's) is still refused by name: that op's tangent comes
-from its VJP. `split_tangents` refuses such a graph, whose loop computes primal and
-tangent carries together, unless told to rerun the loop in its linear part (linearize
-does, as JAX's).
+only (`_while_tangents`, what jax.jvp does with lax.while_loop). A scan or cond whose
+body holds one is taken the same way: its tangent is a scan (cond) over the
+forward-mode graphs of its bodies, carrying (returning) the tangents beside the values
+(`_scan_tangents`, `_cond_tangents`, as jax.jvp does); a while_loop in another op's body
+is still refused by name, that op's tangent coming from its VJP. `split_tangents`
+refuses such a graph, whose loops compute primal and tangent carries together, unless
+told to rerun them in its linear part (linearize does, as JAX's).
 
 Invariant: the result's placeholders are `g`'s, then one ``tan_<name>`` per `wrt`
 name, of that input's type; its outputs are `g`'s, then one ``tan_<name>`` per
@@ -95,7 +97,7 @@ def forward_joint(
     wrt_names = [p.name for p in check_wrt(g, wrt, "tangents")]
     chosen = [o.name for o in pick_outputs(g, outputs, seeds=True, who="tangents")]
     _refuse_user_backwards(g, wrt_names, chosen)
-    if any(n.op == "while_loop" for n in _on_path(g, wrt_names, chosen)):
+    if any(_holds_while(n) for n in _on_path(g, wrt_names, chosen)):
         return _node_by_node(g, wrt_names, chosen)
     try:
         vjp = differentiate(g, wrt_names, chosen, seeds=True)  # grads J^T u, linear in u
@@ -162,7 +164,7 @@ def _node_by_node(g: Graph, wrt: list[str], chosen: list[str]) -> ForwardJoint:
             elif not any(x in tangent for x in n.inputs):
                 value[n] = bind(n.op, *(value[x] for x in n.inputs), **n.attrs)
             else:
-                rule = _while_tangents if n.op == "while_loop" else _op_tangents
+                rule = _RULES.get(n.op, _op_tangents) if _holds_while(n) else _op_tangents
                 value[n], tangents = rule(n, value, tangent)
                 if tangents is not None:
                     tangent[n] = tangents
@@ -256,6 +258,128 @@ def _while_tangents(n: Node, value: dict[Node, Any], tangent: dict[Node, Any]) -
     for k, i in enumerate(floats):
         tangents[i] = items[count + k]
     return items[:count], tangents
+
+
+def _holds_while(n: Node) -> bool:
+    """Whether `n` is a while_loop or holds one in a body (at any depth): then it has no
+    VJP to transpose, and its tangent comes from a rule of this module."""
+    if n.op == "while_loop":
+        return True
+    if n.kind != OP:
+        return False
+    opdef = get_op(n.op)  # type: ignore[arg-type]
+    return any(_holds_while(inner) for key in opdef.bodies for inner in n.attrs[key].nodes)
+
+
+def _reordered(body: Graph, inputs: Sequence[Node], outputs: Sequence[Node]) -> Graph:
+    """A copy of `body` with its placeholders and outputs in the given orders."""
+    result = Graph(body.name)
+    copies: dict[Node, Node] = {}
+    for p in inputs:
+        result.append_copy(p, copies)
+    for n in body.nodes:
+        if n.kind == OP:
+            result.append_copy(n, copies)
+    for o in outputs:
+        result.append_copy(o, copies)
+    return result
+
+
+def _scan_tangents(n: Node, value: dict[Node, Any], tangent: dict[Node, Any]) -> tuple[Any, Any]:
+    """A scan's results and their tangents (a scan whose body holds a while_loop): one
+    scan carrying a tangent beside each floating point carry (zeros where the initial
+    value has none), scanning the tangents of the xs that have one beside them and
+    reading those of its constants, its body the forward-mode graph of the old body;
+    its ys are the old ys, then the tangents of the floating point ones."""
+    count, n_xs = n.attrs["num_carry"], n.attrs["num_xs"]
+    carries, xs, consts = n.inputs[:count], n.inputs[count : count + n_xs], n.inputs[count + n_xs :]
+    body = n.attrs["body"]
+    n_ys = len(body.outputs) - count
+    floats = [i for i, c in enumerate(carries) if is_float(c.type.dtype)]
+    moving_xs = [j for j, x in enumerate(xs) if x in tangent]
+    moving = [j for j, c in enumerate(consts) if c in tangent]
+    float_ys = [k for k in range(n_ys) if is_float(body.outputs[count + k].type.dtype)]
+    ins = body.inputs
+    wrt = [ins[i] for i in floats] + [ins[count + j] for j in moving_xs]
+    wrt += [ins[count + n_xs + j] for j in moving]
+    chosen = [body.outputs[i] for i in floats] + [body.outputs[count + k] for k in float_ys]
+    if not wrt:  # (no float carry, nothing moving: nothing has a tangent)
+        return _op_tangents(n, value, tangent)
+    fj = forward_joint(body, [p.name for p in wrt], [o.name for o in chosen])
+    tan_in = dict(zip(wrt, (fj.graph.node(t) for t in fj.tangent_inputs)))
+    tan_out = dict(zip(chosen, (fj.graph.node(t) for t in fj.tangent_outputs)))
+    node = fj.graph.node
+    carry_ins = [node(p.name) for p in ins[:count]] + [tan_in[ins[i]] for i in floats]
+    xs_ins = [node(p.name) for p in ins[count : count + n_xs]]
+    xs_ins += [tan_in[ins[count + j]] for j in moving_xs]
+    const_ins = [node(p.name) for p in ins[count + n_xs :]]
+    const_ins += [tan_in[ins[count + n_xs + j]] for j in moving]
+    outs = [node(o.name) for o in body.outputs[:count]]
+    outs += [tan_out[body.outputs[i]] for i in floats]
+    outs += [node(o.name) for o in body.outputs[count:]]
+    outs += [tan_out[body.outputs[count + k]] for k in float_ys]
+    new_body = _reordered(fj.graph, carry_ins + xs_ins + const_ins, outs)
+    starts = [tangent.get(carries[i]) for i in floats]
+    starts = [E.zeros_like(value[carries[i]]) if t is None else t for i, t in zip(floats, starts)]
+    attrs = {**n.attrs, "body": new_body, "num_carry": count + len(floats)}
+    attrs["num_xs"] = n_xs + len(moving_xs)
+    loop = bind(
+        "scan",
+        *(value[c] for c in carries),
+        *starts,
+        *(value[x] for x in xs),
+        *(tangent[xs[j]] for j in moving_xs),
+        *(value[c] for c in consts),
+        *(tangent[consts[j]] for j in moving),
+        **attrs,
+    )
+    items = results(loop)
+    width = count + len(floats)
+    primal = items[:count] + items[width : width + n_ys]
+    tangents: list[Any] = [None] * (count + n_ys)
+    for k, i in enumerate(floats):
+        tangents[i] = items[count + k]
+    for k, y in enumerate(float_ys):
+        tangents[count + y] = items[width + n_ys + k]
+    return primal, tangents
+
+
+def _cond_tangents(n: Node, value: dict[Node, Any], tangent: dict[Node, Any]) -> tuple[Any, Any]:
+    """A cond's results and their tangents (a cond whose branches hold a while_loop):
+    one cond passing the tangents of its operands that have one beside them, each branch
+    the forward-mode graph of the old one, giving the old results, then the tangents of
+    the floating point ones."""
+    pred, operands = n.inputs[0], n.inputs[1:]
+    moving = [j for j, x in enumerate(operands) if x in tangent]
+    branches = {key: n.attrs[key] for key in get_op(n.op).bodies}  # type: ignore[arg-type]
+    first = next(iter(branches.values()))
+    floats = [k for k, o in enumerate(first.outputs) if is_float(o.type.dtype)]
+    if not moving or not floats:
+        return _op_tangents(n, value, tangent)
+    new = {}
+    for key, branch in branches.items():
+        fj = forward_joint(
+            branch,
+            [branch.inputs[j].name for j in moving],
+            [branch.outputs[k].name for k in floats],
+        )
+        new[key] = fj.graph  # placeholders: operands, then tangents; outputs: results, tangents
+    chosen = bind(
+        n.op,
+        value[pred],
+        *(value[x] for x in operands),
+        *(tangent[operands[j]] for j in moving),
+        **{**n.attrs, **new},
+    )
+    items = results(chosen)
+    count = len(first.outputs)
+    tangents: list[Any] = [None] * count
+    for k, i in enumerate(floats):
+        tangents[i] = items[count + k]
+    return items[:count], tangents
+
+
+_RULES = {"while_loop": _while_tangents, "scan": _scan_tangents, "cond": _cond_tangents}
 
 
 def _refuse_user_backwards(g: Graph, wrt: list[str], outputs: list[str]) -> None:
@@ -432,9 +556,9 @@ def split_tangents(
     for n in graph.nodes:
         if n.kind != PLACEHOLDER and any(x in varying for x in n.inputs):
             varying.add(n)
-            if n.op == "while_loop" and rerun_loops:
+            if _holds_while(n) and rerun_loops:
                 return _split_rerunning(g, fj)
-            if n.op == "while_loop":
+            if _holds_while(n):
                 raise AutodiffError(
                     f"linearize: graph '{g.name}' has a while_loop on the differentiated "
                     f"path ({n.describe()}); its tangent loop computes the primal carries "

@@ -166,3 +166,68 @@ def test_a_float0_tangent_for_a_float_primal_is_named() -> None:
     jax = pytest.importorskip("jax")
     with pytest.raises(gc.DTypeError, match="tangent of primal leaf 1 is float0.*float32"):
         gc.jvp(lambda n, x: x * n, (INTS, X), (np.zeros(3, jax.dtypes.float0),) * 2)
+
+
+# -- forward mode through a scan or cond whose body holds a while_loop -------------------
+
+
+def _scan_of_while(t: Any, sin: Callable, stack: Callable) -> Callable:
+    def f(x: Any, w: Any) -> Any:
+        def step(c: Any, a: Any) -> Any:
+            shrink = lambda v: v / 2 + 0.1 * sin(v) * w  # noqa: E731
+            h = t.while_loop(lambda v: (v * v).sum() > 1.0, shrink, c + a * w)
+            return h, h * 2.0 + a
+
+        return t.scan(step, x, stack([x, 2 * x, x * x]))
+
+    return f
+
+
+def _cond_of_while(t: Any, sin: Callable, cos: Callable) -> Callable:
+    def f(x: Any, p: Any) -> Any:
+        grow = lambda u: u * 1.5 + sin(u)  # noqa: E731
+        taken = lambda v: t.while_loop(lambda u: (u * u).sum() < 20.0, grow, v)  # noqa: E731
+        return t.cond(p, taken, lambda v: cos(v) * v, x)
+
+    return f
+
+
+def test_forward_mode_through_a_scan_or_cond_holding_a_while_loop() -> None:
+    """jvp refused a scan or cond whose body holds a while_loop (forward mode transposed
+    the scan's VJP, and a while_loop has none); jax takes them. Now such a node's tangent
+    is the same op over the forward-mode graphs of its bodies, as a while_loop's is."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    x, ones, w = np.array([0.5, -1.0, 2.0], np.float32), np.ones(3, np.float32), np.float32(0.7)
+    ours, theirs = _scan_of_while(gc, gc.sin, gc.stack), _scan_of_while(jax.lax, jnp.sin, jnp.stack)
+    assert_close(gc.jvp(ours, (x, w), (ones, w)), jax.jvp(theirs, (x, w), (ones, w)))
+    ours, theirs = _cond_of_while(gc, gc.sin, gc.cos), _cond_of_while(jax.lax, jnp.sin, jnp.cos)
+    zero = np.zeros((), jax.dtypes.float0)
+    for p in (True, False):
+        assert_close(gc.jvp(ours, (x, p), (ones, zero)), jax.jvp(theirs, (x, p), (ones, zero)))
+
+
+@pytest.mark.slow
+def test_jacfwd_and_linearize_through_a_scan_holding_a_while_loop() -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    x, w = np.array([0.5, -1.0, 2.0], np.float32), np.float32(0.7)
+    ours, theirs = _scan_of_while(gc, gc.sin, gc.stack), _scan_of_while(jax.lax, jnp.sin, jnp.stack)
+    assert_close(gc.jacfwd(ours, argnums=(0, 1))(x, w), jax.jacfwd(theirs, argnums=(0, 1))(x, w))
+    got_f, want_f = gc.linearize(ours, x, w)[1], jax.linearize(theirs, x, w)[1]
+    assert_close(got_f(x, w), want_f(x, w))
+    ours, theirs = _cond_of_while(gc, gc.sin, gc.cos), _cond_of_while(jax.lax, jnp.sin, jnp.cos)
+    for p in (True, False):
+        assert_close(gc.jacfwd(ours)(x, p), jax.jacfwd(theirs)(x, p))
+
+
+def assert_close(got: Any, want: Any) -> None:
+    """assert_same, to float32 rounding (the loops run many float32 steps)."""
+    got_leaves, want_leaves = gc.tree_leaves(got), gc.tree_leaves(gc.tree_map(np.asarray, want))
+    assert len(got_leaves) == len(want_leaves), (got, want)
+    for g, w in zip(got_leaves, want_leaves, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert (g.shape, g.dtype) == (w.shape, w.dtype), (g, w)
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)

@@ -376,8 +376,8 @@ def _jvp_checked(primals: Any, tangents: Any) -> tuple[tuple, tuple]:
             f"jvp: tangents must have the structure of primals: {len(p_leaves)} leaves in "
             f"primals, {len(t_leaves)} in tangents ({p_tree!r} vs {t_tree!r})"
         )
-    if any(_is_float0(t) for t in t_leaves):
-        t_leaves = [_without_float0(p, t, k) for k, (p, t) in enumerate(zip(p_leaves, t_leaves))]
+    if any(_is_float0(t) or is_python_scalar(t) for t in t_leaves):
+        t_leaves = [_tangent_leaf(p, t, k) for k, (p, t) in enumerate(zip(p_leaves, t_leaves))]
         tangents = unflatten(t_tree, t_leaves)
     return tuple(primals), tuple(tangents)
 
@@ -389,15 +389,21 @@ def _is_float0(value: Any) -> bool:
     return isinstance(dtype, np.dtype) and dtype.names == ("float0",)
 
 
-def _without_float0(primal: Any, tangent: Any, leaf: int) -> Any:
-    """A float0 tangent as zeros of its integer primal's dtype (graphc ignores an
-    integer primal's tangent, but not a dtype it has not got); refused for a float one."""
-    if not _is_float0(tangent):
+def _tangent_leaf(primal: Any, tangent: Any, leaf: int) -> Any:
+    """A tangent as jvp runs it: a Python number beside an array primal in that
+    primal's dtype (on arrays it would become float32 first, refused for a float16
+    primal); a float0 one (JAX's) as zeros of its integer primal's dtype (graphc ignores
+    an integer primal's tangent, but not a dtype it has not got), refused for a float one."""
+    if not _is_float0(tangent) and not is_python_scalar(tangent):
         return tangent
     if is_python_scalar(primal):
+        if is_python_scalar(tangent):
+            return tangent
         dtype = weak_dtype(primal, ())
     else:
         dtype = np.dtype(dtype_of(primal))
+    if is_python_scalar(tangent):
+        return np.asarray(tangent, dtype) if is_float(dtype) else tangent
     if is_float(dtype):
         raise DTypeError(
             f"jvp: the tangent of primal leaf {leaf} is float0 (JAX's tangent dtype for "

@@ -231,3 +231,15 @@ def assert_close(got: Any, want: Any) -> None:
         g, w = np.asarray(g), np.asarray(w)
         assert (g.shape, g.dtype) == (w.shape, w.dtype), (g, w)
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_jvp_takes_a_python_number_tangent_in_its_primals_dtype() -> None:
+    """A Python number tangent became float32 on arrays before jvp saw it, so beside a
+    float16 primal it was refused (jax takes it in the primal's dtype)."""
+    jax = pytest.importorskip("jax")
+    half = np.float16(2.0)
+    assert_same(
+        gc.jvp(lambda x: x * 3.0, (half,), (1.0,)),
+        jax.jvp(lambda x: x * 3.0, (half,), (np.float16(1.0),)),
+    )
+    assert_same(gc.jvp(lambda x: x * 3.0, (half,), (1,)), (half * 3, np.float16(3.0)))

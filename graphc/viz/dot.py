@@ -34,7 +34,7 @@ def make_options(**options: Any) -> Options:
     title = options.get("title")
     if title is not None and not isinstance(title, str):
         raise GraphcError(f"to_dot: title must be a str, got {type(title).__name__} {title!r}")
-    for name in ("max_chain", "max_repeat", "max_nodes"):
+    for name in ("max_chain", "max_repeat", "max_nodes", "max_tape_nodes"):
         value = options.get(name)
         if value is not None and (
             not isinstance(value, int) or isinstance(value, bool) or value < 0
@@ -141,7 +141,8 @@ def to_dot(obj: Any, **options: Any) -> graphviz.Digraph:
     Options: edge_labels, legend, max_chain, max_repeat, grad_links, rankdir, title,
     max_nodes (the size guard: a bigger picture is collapsed harder, a node per name
     scope, with a hint to `graphc view`; None turns it off), and for eager tensors
-    names={"w": w, ...} to label leaf tensors.
+    names={"w": w, ...} to label leaf tensors and max_tape_nodes (80: the backward
+    nodes nearest the tensor are drawn, the rest counted in one node; None draws all).
 
     >>> import graphc as gc
     >>> g = gc.Graph("double")

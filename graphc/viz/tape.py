@@ -82,8 +82,15 @@ class TapePainter:
         self.node(dot, root_id, self.tensor_label(root, "result"), root_role)
         if root.grad_fn is None:
             return
+        limit = self.options.max_tape_nodes
+        total = count_backward_nodes(root.grad_fn)
+        more_id = "more"  # stands for the backward nodes past the limit
+        if limit is not None and total > limit:
+            label = style.plain(f"… {total - max(limit, 1)} more backward nodes")
+            self.node(dot, more_id, label, "collapsed")
         queue = deque([root.grad_fn])
         ident(root.grad_fn, "fn")
+        drawn = 1
         while queue:
             fn = queue.popleft()
             fn_id = ids[id(fn)]
@@ -95,14 +102,33 @@ class TapePainter:
                 self.edge(dot, leaf_id, fn_id, tensor_type(leaf))
             else:
                 self.node(dot, fn_id, style.html_label(node_name(fn)), "grad_fn")
+            linked_more = False
             for next_fn, _index in getattr(fn, "next_functions", ()):
                 if next_fn is None:
                     continue  # an input that needs no gradient
                 if id(next_fn) not in ids:
+                    if limit is not None and drawn >= limit:  # past the guard: counted
+                        if not linked_more:
+                            self.edge(dot, more_id, fn_id)
+                            linked_more = True
+                        continue
                     ident(next_fn, "fn")
                     queue.append(next_fn)
+                    drawn += 1
                 self.edge(dot, ids[id(next_fn)], fn_id)
         self.edge(dot, ids[id(root.grad_fn)], root_id, tensor_type(root))
+
+
+def count_backward_nodes(grad_fn: Any) -> int:
+    """The backward nodes reachable from `grad_fn`, AccumulateGrad nodes included."""
+    seen = {id(grad_fn)}
+    todo = [grad_fn]
+    while todo:
+        for next_fn, _index in getattr(todo.pop(), "next_functions", ()):
+            if next_fn is not None and id(next_fn) not in seen:
+                seen.add(id(next_fn))
+                todo.append(next_fn)
+    return len(seen)
 
 
 def tensor_to_dot(tensor: Any, options: Options) -> graphviz.Digraph:
@@ -117,8 +143,18 @@ def tensor_to_dot(tensor: Any, options: Options) -> graphviz.Digraph:
     names = {id(t): name for name, t in (options.names or {}).items()}
     painter = TapePainter(options, names)
     painter.paint(dot, tensor)
-    if options.title:
-        dot.attr(label=style.plain(*options.title.split("\n")), labelloc="t", fontsize="14")
+    title = options.title
+    limit = options.max_tape_nodes
+    if limit is not None and tensor.grad_fn is not None:
+        total = count_backward_nodes(tensor.grad_fn)
+        if total > limit:
+            hint = (
+                f"a tape of {total} backward nodes: the {max(limit, 1)} nearest the result "
+                "are drawn (max_tape_nodes=None draws all; dot may take minutes)"
+            )
+            title = f"{title}\n{hint}" if title else hint
+    if title:
+        dot.attr(label=style.plain(*title.split("\n")), labelloc="t", fontsize="14")
     if options.legend:
         style.add_legend(dot, painter.roles, sorted(painter.edge_kinds))
     return dot

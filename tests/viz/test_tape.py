@@ -83,3 +83,55 @@ def test_names_that_would_label_nothing_are_refused() -> None:
     with pytest.raises(gc.GraphcError, match="names labels an eager tensor's tape"):
         gc.viz.to_dot(g, names={"x": x})
     assert "<b>x</b>" in gc.viz.to_dot(y, names={"x": x}).source
+
+
+def _rnn_tape(steps: int) -> object:
+    """An eager RNN's loss: every step reads the same weight leaves, so their edges
+    span the whole tape (the layout dot found slowest: minutes at 40 steps)."""
+    import graphc.eager as ge
+
+    rng = np.random.default_rng(0)
+    shapes = [(steps, 2, 3), (2, 4), (3, 4), (4, 4), (4,)]
+    xs, h, w_ih, w_hh, b = (ge.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes)
+    for t in range(steps):
+        h = (xs[t] @ w_ih + h @ w_hh + b).tanh()
+    return (h * h).mean()
+
+
+def _tape_size(tensor: object) -> int:
+    """Backward nodes behind `tensor`, AccumulateGrad included, walked here."""
+    seen: set[object] = set()
+    todo = [tensor.grad_fn]  # type: ignore[attr-defined]
+    while todo:
+        fn = todo.pop()
+        if fn is not None and fn not in seen:
+            seen.add(fn)
+            todo += [next_fn for next_fn, _ in fn.next_functions]
+    return len(seen)
+
+
+def _labels(dot: object) -> list[str]:
+    parsed = parse_dot(dot.source)  # type: ignore[attr-defined]
+    return [n["label"] for i, n in parsed.nodes.items() if not i.startswith("legend/")]
+
+
+def test_a_long_tape_draws_the_part_nearest_the_result_and_counts_the_rest() -> None:
+    # a notebook shows an eager tensor's tape: an RNN of 200 steps (1,207 backward
+    # nodes) kept the kernel busy in dot for more than ten minutes
+    loss = _rnn_tape(200)
+    total = _tape_size(loss)
+    assert total > 1000
+    dot = gc.viz.to_dot(loss)
+    labels = _labels(dot)
+    backward = [label for label in labels if "Backward" in label or "AccumulateGrad" in label]
+    assert len(backward) == gc.viz.dot.Options.max_tape_nodes
+    (more,) = [label for label in labels if "more backward nodes" in label]
+    assert f"{total - len(backward)} more backward nodes" in more
+    assert "max_tape_nodes=None" in dot.source  # the title says how to draw it all
+    whole = _labels(gc.viz.to_dot(loss, max_tape_nodes=None))
+    assert sum("Backward" in label or "AccumulateGrad" in label for label in whole) == total
+
+
+def test_a_short_tape_is_drawn_whole() -> None:
+    labels = _labels(gc.viz.to_dot(_rnn_tape(3)))
+    assert not any("more backward nodes" in label for label in labels)

@@ -9,6 +9,7 @@ returned path.)
 from __future__ import annotations
 
 import shutil
+import subprocess
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,9 @@ from graphc.ir.errors import GraphcError
 from graphc.viz.dot import to_dot
 
 FORMATS = ("svg", "png", "pdf", "dot")
+# a notebook's picture gives up after this long in dot, and the cell shows the text:
+# the size guards keep pictures small, but a display must never hold a kernel for minutes
+DISPLAY_SECONDS = 30.0
 
 INSTALL_HINT = (
     "graphviz's `dot` program is not installed, so only the DOT source was written. "
@@ -89,8 +93,21 @@ def mime_bundle(obj: Any) -> dict[str, str]:
     """The SVG picture of `obj` for notebooks; empty when `dot` is missing or it fails."""
     if not have_dot():
         return {}
-    try:
-        svg = to_dot(obj).pipe(format="svg", encoding="utf-8")
-    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError):
+    source = to_dot(obj).source.encode("utf-8")
+    try:  # run() kills dot when the time is up
+        done = subprocess.run(
+            ["dot", "-Tsvg"], input=source, capture_output=True, timeout=DISPLAY_SECONDS
+        )
+    except subprocess.TimeoutExpired:
+        warnings.warn(
+            f"graphc: dot took more than {DISPLAY_SECONDS:g} s to lay out this picture, so "
+            "the cell shows text; gc.viz.view(obj, 'page.html') explores a graph of any "
+            "size, and gc.viz.render(obj, 'picture.svg', max_nodes=100) draws a smaller one",
+            stacklevel=2,
+        )
         return {}
-    return {"image/svg+xml": svg}
+    except OSError:  # dot removed since the check
+        return {}
+    if done.returncode != 0:
+        return {}
+    return {"image/svg+xml": done.stdout.decode("utf-8")}

@@ -82,3 +82,17 @@ def test_a_dot_that_fails_is_a_graphc_error_and_keeps_the_source(
     kept = tmp_path / "picture.dot"
     assert str(kept) in str(caught.value) and kept.read_text().startswith("digraph small")
     assert not (tmp_path / "picture.svg").exists()
+
+
+@needs_dot
+def test_a_notebook_picture_gives_up_on_a_slow_dot_and_shows_text(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # a cell's display waited for dot however long it took (ten minutes and more for
+    # a long eager tape); past DISPLAY_SECONDS the cell shows the text, with a warning
+    from graphc.viz import files
+
+    g = small_graph()
+    assert "image/svg+xml" in g._repr_mimebundle_()
+    monkeypatch.setattr(files, "DISPLAY_SECONDS", 1e-6)
+    with pytest.warns(UserWarning, match="gc.viz.view"):
+        bundle = g._repr_mimebundle_()
+    assert set(bundle) == {"text/plain"}

@@ -133,6 +133,8 @@ first steps:
   graphc inspect model.onnx          an ONNX model's graph, statistics and passes
   graphc render FILE.py:FUNCTION --spec B,3:float32 -o f.svg
                                      trace a function and draw its graph
+  graphc view FILE.py:FUNCTION --spec B,3:float32 --backward
+                                     a page to explore a graph too big to draw
   graphc bench --quick               the benchmark, in about a minute
 each command's --help says more; README.md and docs/guide.md are the documentation"""
 

@@ -30,3 +30,15 @@ def test_explain_is_still_a_plain_string_to_code() -> None:
     assert isinstance(text, str) and text.startswith("compiled at O2")
     assert repr(text) == str.__repr__(text)  # repr(), f"{!r}" and lists: a str's
     assert str(text) == text and type(str(text)) is str
+
+
+def test_help_first_steps_show_how_to_look_at_a_graph_too_big_to_draw(capsys) -> None:  # type: ignore[no-untyped-def]
+    # `graphc --help` ends with first steps; `graphc view`, the way to a graph too big
+    # for a picture, was listed among the commands but had no first step
+    from graphc.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    first_steps = capsys.readouterr().out.split("first steps:")[1]
+    commands = [line.split()[1] for line in first_steps.splitlines() if line.startswith("  graphc")]
+    assert set(commands) >= {"demo", "inspect", "render", "view", "bench"}

@@ -106,8 +106,8 @@ class SymbolicDim(str):
         loc = user_location()
         where = f" at {loc}" if loc else ""
         return TracingError(
-            f"dim {str(self)!r} ({self.value}){where} is symbolic: its size is known only "
-            f"when the graph runs, so it cannot be {what}. " + hint
+            f"dim {str(self)!r} ({self.value}){where} is symbolic: a static graph is built "
+            f"before its size is known (when the graph runs), so it cannot be {what}. " + hint
         )
 
     def __index__(self) -> int:

@@ -18,6 +18,7 @@ from graphc.ir.errors import GraphcError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node, set_call_handler
 from graphc.ir.registry import bound_attrs, get_op
 from graphc.ir.types import TupleType
+from graphc.ir.verify import verified_on_failure
 from graphc.ops.closure import graph_of
 from graphc.ops.dispatch import bind, kind_of
 from graphc.runtime.feeds import check_names, collect_feeds
@@ -37,14 +38,15 @@ def inline(graph: Graph, feeds: dict[str, Any]) -> list[Any]:
                 bindings.setdefault(d, actual)
     values: dict[Node, Any] = {}
     results = []
-    for node in graph.nodes:
-        if node.kind == PLACEHOLDER:
-            values[node] = feeds[node.name]
-        elif node.kind == OP:
-            values[node] = _replay(node, [values[x] for x in node.inputs], bindings)
-        else:
-            assert node.kind == OUTPUT
-            results.append(values[node.inputs[0]])
+    with verified_on_failure(graph):  # a broken graph: verify's error, not a KeyError
+        for node in graph.nodes:
+            if node.kind == PLACEHOLDER:
+                values[node] = feeds[node.name]
+            elif node.kind == OP:
+                values[node] = _replay(node, [values[x] for x in node.inputs], bindings)
+            else:
+                assert node.kind == OUTPUT
+                results.append(values[node.inputs[0]])
     return results
 
 

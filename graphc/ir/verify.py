@@ -12,7 +12,8 @@ with a line number or a field path.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -33,6 +34,23 @@ def verify(graph: Graph) -> None:
     >>> gc.verify(g)  # returns None when the graph is well formed
     """
     _verify(graph, ())
+
+
+@contextlib.contextmanager
+def verified_on_failure(graph: Graph) -> Iterator[None]:
+    """Run the block; if it fails, verify `graph`, so that a graph broken through the
+    low-level API (a cycle, a node reading an output, a wrong declared type) gives
+    verify's named error (chained to the block's) rather than the KeyError or mismatch
+    the block met. A well-formed graph's own error passes on unchanged. For the walks
+    that skip verifying up front (on a small graph verify costs as much as the walk)."""
+    try:
+        yield
+    except Exception as exc:
+        try:
+            verify(graph)
+        except VerifyError as problem:
+            raise problem from exc
+        raise
 
 
 def _verify(graph: Graph, enclosing: tuple[Graph, ...]) -> None:

@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import AutodiffError, VerifyError
+from graphc.ir.errors import AutodiffError
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node, expect_graph
 from graphc.ir.registry import attr_dims, get_op
 from graphc.ir.types import TensorType, TupleType, format_shape, is_float
-from graphc.ir.verify import verify
+from graphc.ir.verify import verified_on_failure, verify
 from graphc.ops import elementwise as E
 from graphc.ops import shape as S
 from graphc.ops.symbolic import SYMBOLIC, Symbol, add_constant
@@ -238,14 +238,8 @@ def differentiate(
     through the low-level API (a cycle, a node reading an output, a wrong declared type)
     gives verify's named error, not the KeyError or the cotangent mismatch the walk met."""
     expect_graph(g, "gradients")
-    try:
+    with verified_on_failure(g):
         return _differentiate(g, wrt, outputs, seeds)
-    except Exception as exc:
-        try:
-            verify(g)
-        except VerifyError as problem:
-            raise problem from exc
-        raise
 
 
 def _differentiate(

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.errors import FeedError, GraphcError, VerifyError
+from graphc.ir.errors import FeedError, GraphcError
 from graphc.ir.graph import OUTPUT, PLACEHOLDER, Graph, Node, expect_graph
 from graphc.ir.types import TensorType
-from graphc.ir.verify import verify
+from graphc.ir.verify import verified_on_failure
 from graphc.ops.body import check_finite, evaluate
 from graphc.ops.symbolic import Symbol
 from graphc.runtime.feeds import check_feeds
@@ -60,17 +60,10 @@ def run(
     if fetch is not None:
         graph = _fetching(graph, fetch)
     arrays, bindings = check_feeds(graph, named)
-    try:
+    # verified only on failure: on a small graph verify costs half as much as a run of
+    # the oracle
+    with verified_on_failure(graph):
         return evaluate(graph, arrays, bindings, check_numerics)
-    except Exception as exc:
-        # verified only on failure: on a small graph verify costs half as much as a run
-        # of the oracle, and a well-formed graph's own errors (a NaN, an index out of
-        # range) pass on unchanged
-        try:
-            verify(graph)
-        except VerifyError as problem:
-            raise problem from exc
-        raise
 
 
 def _by_name(graph: Graph, feeds: Mapping[Any, Any]) -> dict[str, Any]:

@@ -307,3 +307,20 @@ def test_an_output_named_twice_or_none_is_refused_as_a_placeholder_named_twice()
             transform(g, wrt=["x"], outputs=[])
     grad_a = gc.gradients(g, wrt=["x"], outputs=["a"])(X3)[-1]
     np.testing.assert_array_equal(grad_a, 2 * X3)
+
+
+def test_calling_a_broken_graph_on_graph_values_gives_verifys_error() -> None:
+    """A graph called on graph values replays its ops where the caller traces (gc.trace,
+    gc.jit, gc.vmap); a node reading a placeholder of no graph crashed that replay with
+    a KeyError. It is verified on failure, as gc.run is."""
+    g, x, e = base()
+    e.inputs = (Node("ghost", "placeholder", None, (), {}, e.type),)
+    with pytest.raises(gc.VerifyError) as verified:
+        gc.verify(g)
+    for name, transform in {
+        "trace": lambda: gc.trace(lambda v: g(v), np.ones(3, np.float32)),
+        "jit": lambda: gc.jit(lambda v: g(v))(np.ones(3, np.float32)),
+    }.items():
+        with pytest.raises(gc.VerifyError) as caught:
+            transform()
+        assert str(caught.value) == str(verified.value), name

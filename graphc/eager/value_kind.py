@@ -60,6 +60,9 @@ class EagerKind:
         try:  # a cache hit is the common case: this is the per-op overhead
             canonical = self._canonical[key]
         except (KeyError, TypeError):  # TypeError: an unhashable attr
+            canonical = None
+        if canonical is None:  # outside the except: a user's shape or dtype error is not
+            # shown as raised "during handling of" the cache's KeyError
             canonical = self._prepare(opdef, arrays, attrs, key)
         view = opdef.rules.get("eager_view")
         if view is not None:  # slice, transpose, ...: the result shares the input's memory

@@ -245,3 +245,14 @@ def test_argmin_and_min_indices_of_bool_and_int_min() -> None:
         if values.ndim == 2:
             np.testing.assert_array_equal(t.min(dim=1).indices.numpy(), values.argmin(axis=1))
             np.testing.assert_array_equal(t.argmin(dim=0).numpy(), values.argmin(axis=0))
+
+
+def test_a_shape_error_is_not_shown_during_handling_of_the_caches_key_error() -> None:
+    """An op's first call with new shapes misses the canonical-attrs cache; the user's
+    ShapeError raised from inside that miss's except showed 'KeyError ... During
+    handling of the above exception, another exception occurred' above it."""
+    import graphc as gc
+
+    with pytest.raises(gc.ShapeError) as caught:
+        ge.tensor([1.0, 2.0]) + ge.tensor([1.0, 2.0, 3.0])
+    assert caught.value.__context__ is None and caught.value.__cause__ is None

@@ -42,3 +42,19 @@ def test_help_first_steps_show_how_to_look_at_a_graph_too_big_to_draw(capsys) ->
     first_steps = capsys.readouterr().out.split("first steps:")[1]
     commands = [line.split()[1] for line in first_steps.splitlines() if line.startswith("  graphc")]
     assert set(commands) >= {"demo", "inspect", "render", "view", "bench"}
+
+
+def test_an_optimization_report_shows_its_table_when_a_cell_ends_with_it() -> None:
+    """`gc.optimize(g, 2, explain=True)[1]` as a cell's last line showed the dataclass's
+    repr, every pass's log dumped on one line; IPython calls _repr_pretty_ first."""
+    g = gc.trace(lambda x: gc.exp(x) * 1.0 + 0.0, gc.TensorSpec((3,)))
+    report = gc.optimize(g, 2, explain=True)[1]
+    shown: list[str] = []
+
+    class Printer:  # IPython's printer, as far as the method uses it
+        def text(self, value: str) -> None:
+            shown.append(value)
+
+    report._repr_pretty_(Printer(), False)
+    assert shown == [str(report)] and shown[0].startswith("optimization at O2")
+    assert "PassLog(" not in shown[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from graphc.ir.graph import Graph
 
@@ -81,6 +82,11 @@ class OptimizationReport:
     def find(self, name: str) -> list[PassLog]:
         """The runs of pass `name`, in order."""
         return [p for p in self.passes if p.name == name]
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """A notebook cell ending with a report shows its table, as print does (the
+        dataclass's repr is a dump of every pass's log)."""
+        printer.text(str(self))
 
     def __str__(self) -> str:
         rules = "fast_math: value-changing rules allowed" if self.fast_math else "exact rules only"

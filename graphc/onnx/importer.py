@@ -61,6 +61,18 @@ class OnnxError(GraphcError, NotImplementedError):
     needs_counter: bool = False
 
 
+def require_onnx() -> None:
+    """Check the onnx package is installed (an optional extra of graphc), or raise an
+    OnnxError saying how to install it (a bare ModuleNotFoundError named only 'onnx')."""
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        raise OnnxError(
+            "graphc's ONNX import and export need the onnx package: pip install onnx "
+            "onnxruntime (graphc's extra: pip install -e '.[onnx]')"
+        ) from None
+
+
 # the newest default-domain opset and IR version read: those of onnx 1.23, whose backend
 # node cases the handlers pass (tests/onnx/test_node_cases.py); a newer one may change
 # an op's meaning, so it is refused rather than read as the newest known

@@ -22,6 +22,7 @@ from graphc.onnx.importer import (
     model_folder,
     node_label,
     opset_of,
+    require_onnx,
     run_node,
     tensor_value,
     text,
@@ -65,6 +66,7 @@ def import_model(
       output %y = %relu
     }
     """
+    require_onnx()
     proto = load(model)
     opset = opset_of(proto)
     check_names(proto.graph)

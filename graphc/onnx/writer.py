@@ -25,7 +25,7 @@ from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op, register_rule
 from graphc.ir.types import TensorType, TupleType, is_bfloat16, is_half, is_symbol
 from graphc.ir.verify import verify
-from graphc.onnx.importer import MAX_OPSET, OnnxError, onnx_elem_type
+from graphc.onnx.importer import MAX_OPSET, OnnxError, onnx_elem_type, require_onnx
 
 DEFAULT_OPSET = 17
 Exporter = Callable[["Writer", Node, list[str]], list[str]]
@@ -286,6 +286,7 @@ def export_model(
     >>> [n.op_type for n in model.graph.node]
     ['Tanh', 'Mul', 'Identity']
     """
+    require_onnx()
     import onnx
     from onnx import helper
 

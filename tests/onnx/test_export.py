@@ -758,3 +758,16 @@ def test_a_transposed_constant_reads_back_as_a_transpose() -> None:
     for _ in range(200):
         feed = {"y": rng.standard_normal((2, 3)).astype(np.float32) * 10}
         np.testing.assert_array_equal(gc.run(back, feed)[0], gc.run(g, feed)[0])
+
+
+def test_without_the_onnx_package_export_and_import_say_how_to_install_it(monkeypatch) -> None:
+    """onnx is an optional extra: without it, export_model and import_model raised a
+    bare ModuleNotFoundError naming 'onnx' (found by the first-hour hunt)."""
+    import sys
+
+    g = gc.trace(gc.exp, gc.TensorSpec((2,)))
+    model = gc.onnx.export_model(g)
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx now raises ImportError
+    for call in (lambda: gc.onnx.export_model(g), lambda: gc.onnx.import_model(model)):
+        with pytest.raises(OnnxError, match=r"need the onnx package: pip install onnx"):
+            call()

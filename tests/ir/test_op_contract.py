@@ -501,6 +501,10 @@ OP_NAME_TABLES = {
     "a pass's rewrite function per control-flow op, each about that op's semantics": {
         ("passes/control.py", "REWRITES"),
     },
+    "forward mode's tangent function per control-flow op whose body holds a while_loop "
+    "(which has no VJP to transpose): each about that op's semantics, as REWRITES": {
+        ("passes/forward.py", "_RULES"),
+    },
     "the extrema whose NaN check (ONNX's, read back) a simplify rule removes (a pattern)": {
         ("passes/simplify.py", "in nan_where_extremum_is"),
     },

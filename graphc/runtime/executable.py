@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import gc
+import linecache
 import threading
 import time
 from collections import OrderedDict
@@ -322,6 +323,10 @@ class Executable:
                 "    try:",
                 f"        run = local.runs[({key}{',' if params else ''})]",
                 "    except (AttributeError, KeyError, TypeError):",
+                "        run = None",
+                # outside the except: a feed's error (a FeedError on the slow path) is not
+                # shown as raised during the handling of the cache's KeyError
+                "    if run is None:",
                 f"        return slow({', '.join(params)})",
                 *call_lines,
             ]
@@ -332,7 +337,10 @@ class Executable:
             "lock": self._call_lock,
             "ndarray": np.ndarray,
         }
-        exec(builtins.compile(source, f"<graphc entry {self.graph.name}>", "exec"), namespace)
+        filename = f"<graphc entry {self.graph.name}>"
+        # a traceback (a notebook's too) shows the entry's lines, as it shows a file's
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        exec(builtins.compile(source, filename, "exec"), namespace)
         return namespace["entry"]
 
     def _feeds(self, args: tuple, layout: bool = True) -> tuple[list[np.ndarray], tuple]:

@@ -324,3 +324,18 @@ def test_calling_a_broken_graph_on_graph_values_gives_verifys_error() -> None:
         with pytest.raises(gc.VerifyError) as caught:
             transform()
         assert str(caught.value) == str(verified.value), name
+
+
+def test_a_bad_feed_to_an_executable_is_not_shown_during_handling_of_another_error() -> None:
+    """The entry's cache miss (a KeyError, an AttributeError on a thread's first call)
+    took the slow path inside its except, so the FeedError came after 'During handling
+    of the above exception, another exception occurred' (found in a notebook); and the
+    entry's lines are in linecache, so a traceback shows them."""
+    import linecache
+
+    exe = gc.compile(gc.trace(lambda x: x * 2, gc.TensorSpec((3,))), backend="numpy")
+    for bad in (np.ones(3), np.ones(4, np.float32)):  # wrong dtype, then wrong shape
+        with pytest.raises(gc.FeedError) as caught:
+            exe(bad)
+        assert caught.value.__context__ is None, repr(caught.value.__context__)
+    assert "def entry(" in "".join(linecache.getlines("<graphc entry lambda>"))

@@ -26,14 +26,13 @@ tensor([1.])
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from graphc.ir.errors import ArgumentError, DTypeError, IndexRangeError, ShapeError
-from graphc.ir.types import TensorType, as_dtype, format_shape, is_float, is_symbol, normalize_axis
+from graphc.ir.types import as_dtype, format_shape, is_float, is_symbol, normalize_axis
 from graphc.ops import (
     activation,
     along_axis,
@@ -244,11 +243,7 @@ def extremum(x: Any, reduce_op: Any, dim: Any, keepdim: bool, axis: Any, keepdim
     if dim is None and axis is None:
         if not is_float(x.dtype) or not x.shape:
             return reduce_op(x)
-        from graphc.ops.custom import record_custom  # custom imports the values' classes
-
-        op = "max" if reduce_op is reduce.max else "min"
-        forward, backward = _all_extremum_bodies(op, _value_type(x))
-        return record_custom(op, [x], forward, backward, linear=True)
+        return order_statistics.extremum_of_all(x, "max" if reduce_op is reduce.max else "min")
     if axis is not None:
         return reduce_op(x, axis=axis, keepdims=bool(keepdims))
     find = reduce.argmax if reduce_op is reduce.max else reduce.argmin
@@ -261,39 +256,6 @@ def extremum(x: Any, reduce_op: Any, dim: Any, keepdim: bool, axis: Any, keepdim
     at = indices if keepdim else shape_ops.expand_dims(indices, axis)
     values = along_axis.take_along_axis(x, at, axis=axis)
     return MinMax(values if keepdim else shape_ops.squeeze(values, axis), indices)
-
-
-@functools.lru_cache(maxsize=64)
-def _all_extremum_bodies(op: str, x_type: Any) -> tuple[Any, Any]:
-    """x.max() / x.min() of all elements, as a custom node whose backward is torch's:
-    the cotangent shared evenly among the elements equal to the result, or among the
-    nans when it is nan. The op's own rule shares it among the equal elements too (as
-    jax's and torch's amax), but no element equals a nan, so a nan result spread nan
-    over every element, where torch's x.max() gives each nan its share (an eager
-    tensor's did, by reading its data). The forward is the op: a backend inlines it."""
-    from graphc.ops.custom import build_body
-
-    find = getattr(reduce, op)
-    spec = [("x", x_type)]
-    forward = build_body(f"{op}_all", spec, lambda xs: [find(xs[0])])
-
-    def share(args: list[Any]) -> list[Any]:
-        x, out, ct = args
-        hit = selection.where(selection.isnan(out), selection.isnan(x), elementwise.eq(x, out))
-        each = ct / reduce.sum(elementwise.cast(hit, x_type.dtype))
-        return [selection.where(hit, each, np.zeros((), x_type.dtype))]
-
-    scalar = TensorType((), x_type.dtype)
-    backward = build_body(
-        f"{op}_all_backward", spec + [("out", scalar), ("ct", scalar)], share, ["ct_x"]
-    )
-    return forward, backward
-
-
-def _value_type(x: Any) -> TensorType:
-    """The TensorType of an eager tensor or a graph value (its node's: symbolic dims)."""
-    node = getattr(x, "node", None)
-    return TensorType(tuple(node.type.shape if node is not None else x.shape), as_dtype(x.dtype))
 
 
 def _by_keyword(method: str, dims: tuple, named: dict, keyword: str) -> tuple:

@@ -17,12 +17,13 @@ the latest.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from graphc.ir.errors import IndexRangeError
-from graphc.ir.types import is_float, normalize_axis
+from graphc.ir.types import TensorType, is_float, normalize_axis
 from graphc.ops import along_axis, rounding, selection, sorting
 from graphc.ops import elementwise as E
 from graphc.ops import indexing as I
@@ -108,6 +109,41 @@ def _shared_by_ties(flat: Any, value: Any) -> Any:
     count = E.maximum(R.sum(E.cast(nans, np.int64)), 1)  # (1 where value is no nan)
     nan = E.div(R.sum(E.where(nans, flat, 0)), E.cast(count, flat.dtype))
     return E.where(selection.isnan(value), nan, E.where(E.eq(value, np.inf), high, low))
+
+
+def extremum_of_all(x: Any, op: str) -> Any:
+    """torch's x.max() or x.min() (`op`) of all elements: the op, with torch's gradient,
+    shared evenly among the elements equal to the result, or among the nans when it is
+    nan. The op's own rule shares it among the equal elements too (as jax's and torch's
+    amax), but no element equals a nan, so a nan result spread nan over every element.
+    A custom node whose forward is the op: a backend inlines it, so its forward costs
+    the op's alone (median's ties, `_shared_by_ties`, are ops: its forward is a sort)."""
+    from graphc.ops.custom import record_custom, value_type  # custom imports the values
+
+    forward, backward = _extremum_bodies(op, value_type(x))
+    return record_custom(op, [x], forward, backward, linear=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _extremum_bodies(op: str, x_type: TensorType) -> tuple[Any, Any]:
+    """extremum_of_all's forward and backward bodies, built once per type."""
+    from graphc.ops.custom import build_body
+
+    find = getattr(R, op)
+    spec = [("x", x_type)]
+    forward = build_body(f"{op}_all", spec, lambda xs: [find(xs[0])])
+
+    def share(args: list[Any]) -> list[Any]:
+        x, out, ct = args
+        hit = E.where(selection.isnan(out), selection.isnan(x), E.eq(x, out))
+        each = ct / R.sum(E.cast(hit, x_type.dtype))
+        return [E.where(hit, each, np.zeros((), x_type.dtype))]
+
+    scalar = TensorType((), x_type.dtype)
+    backward = build_body(
+        f"{op}_all_backward", spec + [("out", scalar), ("ct", scalar)], share, ["ct_x"]
+    )
+    return forward, backward
 
 
 def _picked(x: Any, axis: int, rank_of: Any) -> ValuesIndices:

@@ -36,7 +36,7 @@ import numpy as np
 from graphc.eager import Tensor
 from graphc.ir.errors import DTypeError, GraphcError, ShapeError
 from graphc.ir.graph import Graph
-from graphc.ir.types import TensorType, as_dtype
+from graphc.ir.types import TensorType
 from graphc.nn.functional.activation import logsigmoid
 from graphc.ops import (
     cast,
@@ -55,7 +55,7 @@ from graphc.ops import (
 )
 from graphc.ops import elementwise as E
 from graphc.ops import reduce as R
-from graphc.ops.custom import build_body, record_custom
+from graphc.ops.custom import build_body, record_custom, value_type
 from graphc.ops.nn import cross_entropy as plain_cross_entropy
 
 __all__ = [
@@ -228,10 +228,6 @@ def _bce_bodies(input_type: TensorType, target_type: TensorType) -> tuple[Graph,
     return forward, backward
 
 
-def _value_type(value: Any) -> TensorType:
-    return TensorType(tuple(value.shape), as_dtype(value.dtype))
-
-
 def binary_cross_entropy(
     input: Any,  # noqa: A002
     target: Any,
@@ -246,7 +242,7 @@ def binary_cross_entropy(
     _same_shapes("binary_cross_entropy", input, target)
     if np.dtype(target.dtype) != np.dtype(input.dtype):
         target = cast(target, input.dtype)
-    forward, backward = _bce_bodies(_value_type(input), _value_type(target))
+    forward, backward = _bce_bodies(value_type(input), value_type(target))
     loss = record_custom("binary_cross_entropy", [input, target], forward, backward)
     if weight is not None:
         loss = loss * weight

@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.attrs import INT64_MAX, INT64_MIN, MAX_DEPTH
-from graphc.ir.errors import DTypeError, GraphcError, ParseError
+from graphc.ir.errors import DTypeError, GraphcError, ParseError, VerifyError
 from graphc.ir.graph import KINDS, MAX_NESTING, OP, PLACEHOLDER, Graph, Node
 from graphc.ir.literals import as_text, bool_bytes_problem, short
 from graphc.ir.registry import read_attrs
 from graphc.ir.types import DTYPES, MAX_RANK, TensorType, TupleType, dtype_name, known_dtype
-from graphc.ir.verify import node_problem
+from graphc.ir.verify import held_by_itself, node_problem
 
 FORMAT = "graphc"
 VERSION = 1
@@ -186,7 +186,15 @@ def to_json(graph: Graph, indent: int | None = 1) -> str:
 
 
 def graph_document(graph: Graph) -> dict[str, Any]:
-    """The graph as JSON data (the document `to_json` writes)."""
+    """The graph as JSON data (the document `to_json` writes). A body that is one of the
+    graphs around it (built through the low-level API) is a VerifyError naming the node:
+    its document would hold itself without end."""
+    return _document(graph, ())
+
+
+def _document(graph: Graph, enclosing: tuple[Graph, ...]) -> dict[str, Any]:
+    """`graph_document` of `graph`, a body within the graphs `enclosing`."""
+    enclosing = (*enclosing, graph)
     if not isinstance(graph.name, str):  # else written, then refused by from_json
         raise GraphcError(f"a graph's name must be a str to be saved, got {graph.name!r}")
     nodes = []
@@ -198,7 +206,9 @@ def graph_document(graph: Graph) -> dict[str, Any]:
             entry["inputs"] = [x.name for x in node.inputs]
         if node.kind == OP:
             try:
-                entry["attrs"] = {key: encode_value(v) for key, v in node.attrs.items()}
+                entry["attrs"] = {
+                    key: _encode_attr(node, key, v, enclosing) for key, v in node.attrs.items()
+                }
             except _UnencodableError as exc:
                 raise GraphcError(f"{node.describe()}: {exc}") from None
         entry["type"] = _encode_type(node.type)
@@ -207,6 +217,14 @@ def graph_document(graph: Graph) -> dict[str, Any]:
             entry["meta"] = meta
         nodes.append(entry)
     return {"format": FORMAT, "version": VERSION, "name": graph.name, "nodes": nodes}
+
+
+def _encode_attr(node: Node, key: str, value: Any, enclosing: tuple[Graph, ...]) -> Any:
+    if not isinstance(value, Graph):
+        return encode_value(value)
+    if any(value is around for around in enclosing):
+        raise VerifyError(held_by_itself(node, key, value))
+    return {"graph": _document(value, enclosing)}
 
 
 def _encodable_meta(node: Node) -> dict[str, Any]:

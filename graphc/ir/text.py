@@ -110,22 +110,36 @@ def _format_nested(array: np.ndarray) -> str:
 
 
 def format_node(node: Node, brief: bool = False) -> str:
+    return _format_node(node, brief, () if node.graph is None else (node.graph,))
+
+
+def _format_node(node: Node, brief: bool, enclosing: tuple[Graph, ...]) -> str:
+    """`format_node` of a node in the innermost of the graphs `enclosing`."""
     if node.kind == OUTPUT:
         return f"output {format_value_name(node.name)} = {format_value_name(node.inputs[0].name)}"
     assert node.kind == OP
     parts = [format_value_name(x.name) for x in node.inputs]
-    parts += [f"{key}={_attr_text(value, brief)}" for key, value in node.attrs.items()]
+    parts += [f"{key}={_attr_text(value, brief, enclosing)}" for key, value in node.attrs.items()]
     return f"{format_value_name(node.name)}: {node.type} = {node.op}({', '.join(parts)})"
 
 
 def format_graph(graph: Graph, brief: bool = False) -> str:
     """The graph's text, which `parse` reads back; or, `brief`, for reading only: an
     array of more than INLINE_LIMIT elements (a model's weights, megabytes of base64)
-    shown as its count and range."""
+    shown as its count and range.
+
+    A body that is one of the graphs around it (built through the low-level API; verify
+    refuses it) is printed ``<recursive: name>``, which `parse` refuses, rather than
+    printed again without end."""
+    return _format_graph(graph, brief, ())
+
+
+def _format_graph(graph: Graph, brief: bool, enclosing: tuple[Graph, ...]) -> str:
+    enclosing = (*enclosing, graph)
     params = ", ".join(f"{format_value_name(p.name)}: {p.type}" for p in graph.inputs)
     lines = [f"graph {format_graph_name(graph.name)}({params}) {{"]
     lines += [
-        "  " + format_node(n, brief).replace("\n", "\n  ")
+        "  " + _format_node(n, brief, enclosing).replace("\n", "\n  ")
         for n in graph.nodes
         if n.kind != PLACEHOLDER
     ]
@@ -133,11 +147,13 @@ def format_graph(graph: Graph, brief: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _attr_text(value: Any, brief: bool) -> str:
+def _attr_text(value: Any, brief: bool, enclosing: tuple[Graph, ...]) -> str:
     if brief and isinstance(value, np.ndarray) and value.size > INLINE_LIMIT:
         return _summary(value)
-    if brief and isinstance(value, Graph):
-        return format_graph(value, brief)
+    if isinstance(value, Graph):
+        if any(value is around for around in enclosing):
+            return f"<recursive: {format_graph_name(value.name)}>"
+        return _format_graph(value, brief, enclosing)
     return format_value(value)
 
 

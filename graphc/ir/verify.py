@@ -88,10 +88,7 @@ def _verify(graph: Graph, enclosing: tuple[Graph, ...]) -> None:
         for key, value in node.attrs.items():
             if isinstance(value, Graph):  # a body (fused, cond, scan...): before the type rule
                 if value is graph or value in enclosing:
-                    raise VerifyError(
-                        f"{node.describe()}, attr '{key}': graph '{value.name}' holds itself as a body "
-                        "(bodies nest, they cannot contain the graph around them)"
-                    )
+                    raise VerifyError(held_by_itself(node, key, value))
                 try:
                     _verify(value, (*enclosing, graph))
                 except VerifyError as exc:
@@ -108,6 +105,14 @@ def _verify(graph: Graph, enclosing: tuple[Graph, ...]) -> None:
         raise VerifyError(
             f"graph '{graph.name}' knows {len(graph._by_name)} names for {len(graph.nodes)} nodes"
         )
+
+
+def held_by_itself(node: Node, key: str, body: Graph) -> str:
+    """The message for `node`'s attr `key` holding `body`, a graph around the node."""
+    return (
+        f"{node.describe()}, attr '{key}': graph '{body.name}' holds itself as a body "
+        "(bodies nest, they cannot contain the graph around them)"
+    )
 
 
 def node_problem(node: Node) -> str | None:

@@ -316,6 +316,41 @@ def test_a_body_holding_its_own_graph_is_named_not_a_recursion_error() -> None:
         gc.verify(g)
 
 
+def self_holding_cond() -> tuple[Graph, Graph]:
+    """'outer' holds 'inner' as a cond's branches, and 'inner' holds 'outer' back."""
+    graphs = []
+    for name in ("outer", "inner"):
+        g = Graph(name)
+        pred, x = g.add_placeholder("p", BOOL), g.add_placeholder("x", F3)
+        attrs = {"then_body": NEG, "else_body": NEG}
+        node = g.add_op("cond", [pred, x], attrs, TupleType([F3]), name=f"{name}_cond")
+        g.add_output(g.add_op("result", [node], {"index": 0}, F3, name="r"), "y")
+        graphs.append(g)
+    outer, inner = graphs
+    outer.node("outer_cond").attrs["then_body"] = inner
+    inner.node("inner_cond").attrs["else_body"] = outer
+    return outer, inner
+
+
+@pytest.mark.parametrize("held", ["itself", "through another"])
+def test_a_graph_holding_itself_prints_once_and_is_not_saved(held: str, tmp_path: Any) -> None:
+    outer, inner = self_holding_cond()
+    if held == "itself":
+        outer.node("outer_cond").attrs["then_body"] = outer
+    node = "outer_cond" if held == "itself" else "inner_cond"
+    text = str(outer)
+    assert "<recursive: outer>" in text and text.count("graph outer(") == 1, text
+    with pytest.raises(gc.ParseError, match="'<'"):  # the text is no graph to load back
+        gc.parse(text)
+    said = rf"node '{node}' \(op cond\), attr '\w+_body': graph 'outer' holds itself as a body"
+    for write in (gc.to_json, lambda g: gc.save(g, tmp_path / "g.json")):
+        with pytest.raises(gc.VerifyError, match=said):
+            write(outer)
+    assert not (tmp_path / "g.json").exists()
+    with pytest.raises(gc.VerifyError, match=said):
+        gc.verify(outer)
+
+
 def test_a_shared_body_is_not_a_cycle() -> None:
     g = Graph("shared")
     x = g.add_placeholder("x", F3)

@@ -1,4 +1,5 @@
-"""Errors only the eager side raises; the rest come from graphc.ir.errors.
+"""The errors eager code names, defined in graphc.ir.errors with the rest (graph values
+raise them too).
 
 Each derives from the builtin exception PyTorch raises in the same situation, so a
 PyTorch user's `except` clauses keep working.
@@ -6,11 +7,7 @@ PyTorch user's `except` clauses keep working.
 
 from __future__ import annotations
 
-from graphc.ir.errors import ArgumentError, GraphcError
+from graphc.ir.errors import ArgumentError, TensorTypeError
 
-__all__ = ["ArgumentError", "TensorTypeError"]  # ArgumentError: graph values raise it too
-
-
-class TensorTypeError(GraphcError, TypeError):
-    """A tensor used where Python needs another kind of object: len() or iteration of a
-    0-d tensor, a non-integer tensor as an index (torch: TypeError)."""
+# graph values raise these too (len() of a 0-d one: TensorTypeError)
+__all__ = ["ArgumentError", "TensorTypeError"]

@@ -73,6 +73,11 @@ class TracingError(GraphcError, RuntimeError):
     """Tracing met something a static graph cannot express."""
 
 
+class TensorTypeError(GraphcError, TypeError):
+    """A tensor or graph value used where Python needs another kind of object: len() or
+    iteration of a 0-d one, a non-integer tensor as an index (torch: TypeError)."""
+
+
 class NumericsError(GraphcError, FloatingPointError):
     """A NaN or infinity appeared while `check_numerics=True`."""
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from graphc.ir.attrs import attrs_problem
-from graphc.ir.errors import GraphcError, GraphMismatchError, TracingError
+from graphc.ir.errors import GraphcError, GraphMismatchError, TensorTypeError, TracingError
 from graphc.ir.graph import Graph, Node, active_graph
 from graphc.ir.registry import OpDef
 from graphc.ir.scope import current_scope
@@ -291,13 +291,14 @@ class Symbol(ValueMethods):
     def _first_dim(self, what: str, call: str) -> int:
         """The size of axis 0, which len() and iteration need: a TracingError naming the
         dim when it is symbolic (its size comes from the feeds), or the value when it is
-        0-d (it has no axis 0, as torch's TypeError on a 0-d tensor says)."""
+        0-d: it has no axis 0, a TypeError as torch's on a 0-d tensor and the eager
+        Tensor's."""
         shape = self.shape
         if not shape:
-            raise TracingError(
-                f"{call} graph value '{self.node.name}' ({self.node.type}): a 0-d value has "
-                "no dim to count or iterate along (as a 0-d tensor in torch); use the value "
-                "itself, or x.reshape(1) for a vector of one element"
+            raise TensorTypeError(
+                f"{call} a 0-d tensor: graph value '{self.node.name}' ({self.node.type}) has "
+                "no dim to count or iterate along; use the value itself, or x.reshape(1) for "
+                "a vector of one element"
             )
         first = shape[0]
         if isinstance(first, SymbolicDim):

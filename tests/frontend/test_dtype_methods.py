@@ -148,10 +148,28 @@ def test_len_of_a_symbolic_first_dim_names_the_dim_not_the_data() -> None:
         assert "gc.TensorSpec with a number" in message  # what to change
         with pytest.raises(gc.TracingError, match="dim 'B'.*iteration"):
             iter(x)
-        scalar = gc.placeholder("s", shape=())
-        with pytest.raises(gc.TracingError, match="0-d value has no dim"):
-            len(scalar)
         assert len(gc.placeholder("v", shape=(4, 2))) == 4
+
+
+def test_len_of_a_0d_value_is_a_type_error_naming_it_as_in_eager_and_torch() -> None:
+    # a TracingError said the graph could not be built, but no graph has a len() of a
+    # 0-d value: torch and graphc.eager raise TypeError("len() of a 0-d tensor")
+    def count(x: Any) -> Any:
+        return len(x.sum())
+
+    with pytest.raises(TypeError, match=r"^len\(\) of a 0-d tensor$"):
+        count(ge.ones(3))
+    with pytest.raises(
+        TypeError, match=r"^len\(\) of a 0-d tensor: graph value 'sum' \(f32\[\]\)"
+    ) as lengths:
+        gc.trace(count, gc.TensorSpec((3,)))
+    scalars = gc.Graph("scalars")
+    with (
+        scalars,
+        pytest.raises(TypeError, match=r"^iteration over a 0-d tensor: graph value 's'") as loops,
+    ):
+        iter(gc.placeholder("s", shape=()))
+    assert isinstance(lengths.value, gc.GraphcError) and isinstance(loops.value, gc.GraphcError)
 
 
 def test_values_of_two_graphs_of_one_name_are_told_apart() -> None:

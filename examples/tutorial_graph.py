@@ -36,6 +36,7 @@ def f(x, w):  # type: ignore[no-untyped-def]
 
 def main(argv: list[str] | None = None) -> Path:
     """Draw both pictures; returns the folder they went to (.dot files without graphviz)."""
+    import graphc as gc
     from graphc.cli import main as graphc
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -47,8 +48,16 @@ def main(argv: list[str] | None = None) -> Path:
     folder = PICTURES if args.update_docs else args.out
     specs = ["--spec", ":float32", "--spec", ":float32"]
     target = f"{Path(__file__).resolve()}:f"
+    suffix = ".svg"
+    if not gc.viz.have_dot():  # one note, not `graphc render`'s hint once per picture
+        print(
+            "note: graphviz's `dot` program is not installed, so the pictures are written as "
+            ".dot sources; install it (Debian/Ubuntu: `sudo apt-get install graphviz`; macOS: "
+            "`brew install graphviz`) and run this again for SVG"
+        )
+        suffix = ".dot"
     for name, more in (("tutorial-forward", []), ("tutorial-backward", ["--backward"])):
-        code = graphc(["render", target, *specs, "-o", str(folder / f"{name}.svg"), *more])
+        code = graphc(["render", target, *specs, "-o", str(folder / f"{name}{suffix}"), *more])
         if code:
             raise SystemExit(code)
     return folder

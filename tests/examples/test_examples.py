@@ -237,6 +237,21 @@ def test_tutorial_graph_writes_the_docs_pictures_only_with_update_docs(
     assert names == {f"tutorial-forward{suffix}", f"tutorial-backward{suffix}"}
 
 
+def test_tutorial_graph_without_dot_says_so_once(tmp_path: Path, monkeypatch, capsys) -> None:
+    # each of its two `graphc render` calls printed the whole install hint
+    from graphc.viz import files
+
+    monkeypatch.setattr(gc.viz, "have_dot", lambda: False)
+    monkeypatch.setattr(files, "have_dot", lambda: False)
+    load("tutorial_graph").main(["--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert out.count("`dot` program is not installed") == 1, out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "tutorial-backward.dot",
+        "tutorial-forward.dot",
+    ]
+
+
 GUIDE = """# a guide
 
 ```python

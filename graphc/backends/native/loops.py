@@ -289,6 +289,7 @@ def _pure_helpers() -> list[Any]:
         calls.static_address,
         calls.address_now,
         matmul.rows_layout,
+        matmul.stack_layout,
         np.getbufsize,
     ]
     if calls.FFI is not None:

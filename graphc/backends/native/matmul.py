@@ -47,11 +47,12 @@ numpy's.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from graphc.backends.native import calls, outer
+from graphc.backends.native import calls, outer, toolchain
 from graphc.backends.native.c_sources import c_source
 from graphc.backends.native.kernels import Kernel
 from graphc.backends.numpy.chunked import transposed_view
@@ -76,6 +77,17 @@ SOURCE = c_source("matmul.c")
 PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "ppppppp" + "i" * 13)
 # after K: b, packed; N, bk, bj, parallel. It writes only `packed`
 PACK = Kernel("gc_matmul_pack_f32", SOURCE, [], ["matmul"], "pp" + "iiii", writes_only=2)
+# after the item count: a, b, packed, c, bias; bias_rows, M, K, N, s0, sk, bk, bj, n1, n2,
+# as0, as1, as2, bs0, bs1, bs2, relu, slots, per_slot, split, parallel
+STACK = Kernel("gc_matmul_stack_f32", SOURCE, [], ["matmul"], "ppppp" + "i" * 21)
+# levels of items the stacked kernel walks (mm_item_at): batch dims merge into as few as
+# their strides allow, and a layout needing more is copied to C order first
+BATCH_LEVELS = 3
+# multiply-adds of one item of a stack from which the whole team computes each item in
+# turn (as one product), rather than each thread its own items
+SPLIT_WORK = 1 << 20
+# threads' panel buffers a stacked product holds at most (the team has at most as many)
+MAX_SLOTS = 16
 
 
 def aligned(count: int) -> np.ndarray:
@@ -97,15 +109,44 @@ def reason(node: Node) -> str | None:
     out: TensorType = node.type
     if not a.dtype == b.dtype == out.dtype == np.float32:
         return "float32 only"
-    if b.rank != 2:
-        return "a matrix (rank 2) on the right only"
+    if b.rank < 2:
+        return "a matrix or a stack of matrices on the right only (a vector there is numpy's)"
+    if b.rank > 2 and batch_runs(a, b) > BATCH_LEVELS:
+        return (
+            f"batch dims that broadcast in more than {BATCH_LEVELS} runs (the stacked kernel "
+            f"walks {BATCH_LEVELS} levels of items)"
+        )
     return None
+
+
+def batch_runs(a: TensorType, b: TensorType) -> int:
+    """Levels of items a stacked product of types `a` @ `b` needs when both operands are
+    C-ordered: its batch dims (numpy's broadcast of theirs, a dim of length 1 left out) in
+    runs along which each operand either has its own dims or is shared (its dim of length
+    1, or none), for within a run the items of each are one stride apart."""
+    a_batch = a.shape[:-2] if a.rank > 2 else ()
+    b_batch = b.shape[:-2]
+    rank = max(len(a_batch), len(b_batch))
+    a_batch = (1,) * (rank - len(a_batch)) + tuple(a_batch)
+    b_batch = (1,) * (rank - len(b_batch)) + tuple(b_batch)
+    runs, last = 0, None
+    for x, y in zip(a_batch, b_batch):
+        if x == 1 and y == 1:
+            continue
+        pattern = (x != 1, y != 1)
+        runs += pattern != last
+        last = pattern
+    return runs
 
 
 def inexact_product(node: Node) -> bool:
     """Whether native computes `node`, a node of an op whose native lowering is this
-    kernel's (`product_ops`), with this kernel, so with other bits than numpy."""
-    return node.kind == OP and reason(node) is None
+    kernel's (`product_ops`), with this kernel, so with other bits than numpy (a stack of
+    outer products is outer.py's, numpy's bits)."""
+    if node.kind != OP or reason(node) is not None:
+        return False
+    a, b = node.inputs[0].type, node.inputs[1].type
+    return not (node.op == "matmul" and outer.takes(a, b, node.type))
 
 
 def product_ops() -> frozenset[str]:
@@ -216,7 +257,9 @@ def _work_buffer(gen: Generator) -> str:
     if "matmul_work" not in state:
         size = 1
         for step in _products(gen):
-            if _view_of_constant(gen, step.inputs[1]) is None:
+            if _stacked(gen, step):
+                size = max(size, _stack_buffer(gen, step)[0])
+            elif _view_of_constant(gen, step.inputs[1]) is None:
                 k, n = gen.plan.values[step.inputs[1]].type.shape
                 size = max(size, packed_size(k, n))  # type: ignore[arg-type]
         buffer = gen.fresh("matmul_work")
@@ -256,7 +299,7 @@ def _rows_buffer(gen: Generator) -> str:
     if "matmul_rows" not in state:
         size = 1
         for step in _products(gen):
-            if _strided_left(gen, step):
+            if not _stacked(gen, step) and _strided_left(gen, step):
                 a = gen.plan.values[step.inputs[0]].type
                 size = max(size, a.size)  # type: ignore[arg-type]  (bound: ints)
         buffer = gen.fresh("matmul_rows")
@@ -293,6 +336,8 @@ def lower(
     if why is not None:
         calls.plan_state(gen)["declined"][step.index] = f"matmul in C: {why}"
         return None
+    if _stacked(gen, step):
+        return _lower_stack(gen, step, out, bias, relu)
     out_t = gen.plan.values[step.output].type
     k, n = gen.plan.values[step.inputs[1]].type.shape
     # a plan's shapes are bound (its sizes are the call's): ints here at every level
@@ -319,6 +364,111 @@ def lower(
             f"{a}[1]", f"{a}[2]", f"{a}[3]", f"{a}[4]", f"{b}[2]", f"{b}[4]", ready, int(relu),
             subtract, parallel]  # fmt: skip
     return [*lines, f"{PRODUCT.name}({', '.join(str(x) for x in args)})"]
+
+
+def _stacked(gen: Generator, step: Step) -> bool:
+    """Whether the product of `step` is a stack: its right operand has batch dims."""
+    return gen.plan.values[step.inputs[1]].type.rank > 2
+
+
+def _stack_shape(gen: Generator, step: Step) -> tuple[int, int, int, int]:
+    """(items, M, K, N) of the stacked product of `step` (a plan's shapes are ints)."""
+    a_t = gen.plan.values[step.inputs[0]].type
+    k, n = gen.plan.values[step.inputs[1]].type.shape[-2:]
+    m = a_t.shape[-2] if a_t.rank > 1 else 1
+    out_t = gen.plan.values[step.output].type
+    items = math.prod(out_t.shape[:-2] if a_t.rank > 1 else out_t.shape[:-1])
+    return items, m, k, n  # type: ignore[return-value]
+
+
+def _stack_buffer(gen: Generator, step: Step) -> tuple[int, int, int]:
+    """(floats of the panel buffer, slots, floats a slot) of the stacked product of
+    `step`: one slot when the team computes each item in turn (SPLIT_WORK), else one
+    per thread the team may have."""
+    items, m, k, n = _stack_shape(gen, step)
+    slots = 1 if m * n * k >= SPLIT_WORK else max(1, min(MAX_SLOTS, toolchain.workers(), items))
+    return slots * packed_size(k, n), slots, packed_size(k, n)
+
+
+def stack_layout(a: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
+    """The operands of a stacked product (float32: `a` of rank 1 or more, `b` of rank 3 or
+    more) as gc_matmul_stack_f32 reads them: (a's address, b's, s0, sk, bk, bj, n1, n2,
+    as0, as1, as2, bs0, bs1, bs2, the arrays read). Strides count elements; the batch
+    dims (numpy's broadcast) are merged where both operands' strides allow, into
+    BATCH_LEVELS levels n0 x n1 x n2, each with a stride per operand (0 where it is
+    shared). A layout needing more levels (or with strides that are not whole elements)
+    has its operands copied to C order, which `reason` made sure is enough; the copies are
+    kept alive by the tuple's last entry."""
+    levels = _batch_levels(a, b)
+    if levels is None:
+        a = np.ascontiguousarray(a)
+        levels = _batch_levels(a, b)
+    if levels is None:
+        b = np.ascontiguousarray(b)
+        levels = _batch_levels(a, b)
+    assert levels is not None, "reason() lets only products of three batch runs through"
+    levels = [(1, 0, 0)] * (BATCH_LEVELS - len(levels)) + levels
+    (_, as0, bs0), (n1, as1, bs1), (n2, as2, bs2) = levels
+    s0 = a.strides[-2] // 4 if a.ndim > 1 else 0
+    bk, bj = b.strides[-2] // 4, b.strides[-1] // 4
+    return (_address(a), _address(b), s0, a.strides[-1] // 4, bk, bj, n1, n2,
+            as0, as1, as2, bs0, bs1, bs2, (a, b))  # fmt: skip
+
+
+def _batch_levels(a: np.ndarray, b: np.ndarray) -> list[tuple[int, int, int]] | None:
+    """The batch of a @ b as levels (count, a's stride, b's stride), outermost first, as
+    few as the strides allow; None when more than BATCH_LEVELS (or a stride that is not
+    a whole number of elements)."""
+    if any(x % 4 for x in (*a.strides, *b.strides)):
+        return None
+    a_batch = a.shape[:-2] if a.ndim > 2 else ()
+    rank = max(len(a_batch), b.ndim - 2)
+    dims = []
+    for axis in range(-rank, 0):
+        sizes, strides = [], []
+        for x, batch in ((a, a_batch), (b, b.shape[:-2])):
+            size = batch[axis] if -axis <= len(batch) else 1
+            sizes.append(size)
+            strides.append(x.strides[axis - 2] // 4 if size != 1 else 0)
+        count = 0 if 0 in sizes else max(sizes)
+        if count != 1:
+            dims.append((count, *strides))
+    merged: list[tuple[int, int, int]] = []
+    for count, sa, sb in reversed(dims):  # innermost first
+        if merged and sa == merged[-1][0] * merged[-1][1] and sb == merged[-1][0] * merged[-1][2]:
+            merged[-1] = (merged[-1][0] * count, merged[-1][1], merged[-1][2])
+        else:
+            merged.append((count, sa, sb))
+    return None if len(merged) > BATCH_LEVELS else merged[::-1]
+
+
+def _lower_stack(gen: Generator, step: Step, out: str, bias: str | None, relu: bool) -> list[str]:
+    """The stacked product of `step` into `out` as one call of gc_matmul_stack_f32: each
+    item's product as the rank-2 kernel computes it, then the bias (per column, or of the
+    output's shape) and the relu; every operand read through its strides (stack_layout),
+    the panels of b packed by the call."""
+    items, m, k, n = _stack_shape(gen, step)
+    out_t = gen.plan.values[step.output].type
+    lines: list[str] = []
+    layout = gen.fresh("stack")
+    x, w = step.inputs[:2]
+    make = f"{gen.const(stack_layout, 'stack_layout')}({gen.array(x)}, {gen.array(w)})"
+    static = x in gen.static and w in gen.static
+    (gen.setup_lines if static else lines).append(f"{layout} = {make}")
+    c = calls.address(gen, out, step.output in gen.static, lines)
+    null = gen.const(calls.NULL, "null") if calls.FFI is not None else "None"
+    bias_at = calls.value_address(gen, bias, lines) if bias is not None else null
+    rows = 0 if bias is None else bias_rows(gen.plan.values[bias].type, out_t)
+    if rows:  # a bias of the output's shape: each tile reads its elements before writing them
+        calls.alias_safe(gen, step, {step.inputs.index(bias)})
+    _, slots, per_slot = _stack_buffer(gen, step)
+    calls.record(gen, STACK)
+    work = items * m * n * k
+    parallel = 1 if work >= PARALLEL_WORK else 2 if work >= WARM_WORK else 0
+    args = [items, f"{layout}[0]", f"{layout}[1]", _work_buffer(gen), c, bias_at, rows, m, k, n,
+            *(f"{layout}[{i}]" for i in range(2, 14)), int(relu), slots, per_slot, SPLIT_WORK,
+            parallel]  # fmt: skip
+    return [*lines, f"{STACK.name}({', '.join(str(v) for v in args)})"]
 
 
 def gemm_reason(node: Node) -> str | None:

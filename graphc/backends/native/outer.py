@@ -23,6 +23,7 @@ import numpy as np
 from graphc.backends.native import calls
 from graphc.backends.native.c_sources import c_source
 from graphc.backends.native.kernels import Kernel, parallel_flag
+from graphc.ir.types import TensorType
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import Step
 
@@ -41,6 +42,18 @@ PARALLEL_WORK = 1 << 20
 WARM_WORK = 1 << 16
 
 
+def takes(a_t: TensorType, b_t: TensorType, out_t: TensorType) -> bool:
+    """Whether a matmul of these types is a stack of outer products this kernel computes
+    (where it is not empty): see `lower`."""
+    if out_t.dtype not in KERNELS or not a_t.dtype == b_t.dtype == out_t.dtype:
+        return False
+    if a_t.rank < 3 or a_t.rank != b_t.rank or a_t.shape[-1] != 1 or b_t.shape[-2] != 1:
+        return False
+    if a_t.shape[:-2] != b_t.shape[:-2] or out_t.shape[:-2] != a_t.shape[:-2]:
+        return False
+    return all(isinstance(d, int) for d in (*a_t.shape, *b_t.shape))
+
+
 def lower(gen: Generator, step: Step, out: str) -> list[str] | None:
     """One C call for the matmul `step` when it is a stack of outer products (operands of
     one float dtype and static shapes, a (..., M, 1) by (..., 1, N) of rank 3 or more,
@@ -48,15 +61,9 @@ def lower(gen: Generator, step: Step, out: str) -> list[str] | None:
     product is matmul.py's product: one chain of one multiply-add, the same bits)."""
     a_t, b_t = (gen.plan.values[v].type for v in step.inputs)
     out_t = gen.plan.values[step.output].type
-    kernel = KERNELS.get(out_t.dtype)
-    if kernel is None or not a_t.dtype == b_t.dtype == out_t.dtype:
+    if not takes(a_t, b_t, out_t):
         return None
-    if a_t.rank < 3 or a_t.rank != b_t.rank or a_t.shape[-1] != 1 or b_t.shape[-2] != 1:
-        return None
-    if a_t.shape[:-2] != b_t.shape[:-2] or out_t.shape[:-2] != a_t.shape[:-2]:
-        return None
-    if not all(isinstance(d, int) for d in (*a_t.shape, *b_t.shape)):
-        return None
+    kernel = KERNELS[out_t.dtype]
     stack, m, n = math.prod(a_t.shape[:-2]), a_t.shape[-2], b_t.shape[-1]
     if stack * m * n == 0:  # an empty result: nothing to compute
         return None

@@ -271,54 +271,97 @@ static void mm_pack_panel(const float *b, float *packed, int64_t K, int64_t N, i
         for (int64_t j = 0; j < MM_NR; j++) d[k * MM_NR + j] = j < cols ? s[k * bk + j * bj] : 0.0f;
 }
 
-/* this thread's share of the product: the panels to pack, then the tiles (the loops
-   are a team's when called in a parallel region, all of them on one thread otherwise) */
+/* the phases of one product's call, in order, each a loop of independent tasks: the
+   outer products of K = 1 (then nothing else), the panels to pack, the chunks of rows to
+   pack, the groups of four panels of one row (mm_row4), then the tiles. mm_share runs
+   them on a team, mm_alone on one thread: the same tasks, so the same sums */
+typedef struct {
+    int64_t chunks, panels, groups, first, across;
+    int outer, pack, rows_first;
+} mm_phases;
+
+/* a team of `team` threads' phases of product m.
+   A thread's tasks: its panels, each down every chunk of rows (a panel of b stays in
+   the first cache while a streams past); but when the whole of b fits the second
+   cache, its chunks of rows, each across every panel (a chunk of a stays in the first
+   cache, and a large a is read once, not once per panel: (2048, 128) x (128, 128)
+   422 -> 390 us, (2048, 128) x (128, 512) 1.71 -> 1.56 ms; with b of 784 x 256 the
+   panels' order stayed faster, 156 against 211 us at 64 rows). The tiles and their
+   sums are the same either way: only which thread makes which, in which order.
+   Only with at least 4 chunks a thread: the team splits the tasks evenly, and a
+   last chunk of fewer rows then weighs little; (64, 128) x (128, 512) went as one
+   thread's 48 rows against the other's 16, 84 us against 54 by panels */
+static mm_phases mm_phases_of(const mm_args *m, int64_t team) {
+    mm_phases s;
+    s.panels = (m->N + MM_NR - 1) / MM_NR;
+    s.chunks = (m->M + MM_CHUNK - 1) / MM_CHUNK;
+    s.outer = m->K == 1 && (m->ready || m->bj == 1);
+    s.pack = !m->ready && m->M > 0;
+    s.groups = m->M == 1 ? m->N / MM_NR / 4 : 0;
+    s.first = 4 * s.groups;  /* the first panel the tiles compute */
+    s.across = s.panels - s.first;
+    s.rows_first = m->K * m->N * (int64_t)sizeof(float) <= MM_B_CACHED && s.chunks >= 4 * team;
+    return s;
+}
+
+GC_INLINE int64_t mm_chunk_end(const mm_args *m, int64_t c) {
+    return (c + 1) * MM_CHUNK < m->M ? (c + 1) * MM_CHUNK : m->M;
+}
+
+GC_INLINE void mm_pack_task(const mm_args *m, int64_t p) {
+    if (!mm_in_place(m, p)) mm_pack_panel(m->b, m->packed, m->K, m->N, m->bk, m->bj, p);
+}
+
+GC_INLINE void mm_tile_task(const mm_args *m, const mm_phases *s, int64_t task) {
+    int64_t p = s->rows_first ? s->first + task % s->across : s->first + task / s->chunks;
+    int64_t r0 = (s->rows_first ? task / s->across : task % s->chunks) * MM_CHUNK;
+    mm_rows(m, r0, r0 + MM_CHUNK < m->M ? r0 + MM_CHUNK : m->M, p);
+}
+
+/* this thread's share of the product: its tasks of every phase (the loops are a team's
+   when called in a parallel region, all of them on one thread otherwise; never from
+   inside a team's own loop: mm_alone is for that) */
 static void mm_share(const mm_args *m) {
-    int64_t panels = (m->N + MM_NR - 1) / MM_NR, chunks = (m->M + MM_CHUNK - 1) / MM_CHUNK;
-    if (m->K == 1 && (m->ready || m->bj == 1)) {
-        #pragma omp for schedule(static)
-        for (int64_t c = 0; c < chunks; c++)
-            mm_outer(m, c * MM_CHUNK, (c + 1) * MM_CHUNK < m->M ? (c + 1) * MM_CHUNK : m->M);
-        return;
-    }
-    if (!m->ready && m->M > 0) {
-        #pragma omp for schedule(static)
-        for (int64_t p = 0; p < panels; p++)
-            if (!mm_in_place(m, p)) mm_pack_panel(m->b, m->packed, m->K, m->N, m->bk, m->bj, p);
-    }
-    if (m->apack) {
-        #pragma omp for schedule(static)
-        for (int64_t c = 0; c < chunks; c++)
-            mm_pack_rows(m, c * MM_CHUNK, (c + 1) * MM_CHUNK < m->M ? (c + 1) * MM_CHUNK : m->M);
-    }
-    int64_t first = 0;  /* the first panel the tiles compute */
-    if (m->M == 1) {
-        int64_t groups = m->N / MM_NR / 4;
-        #pragma omp for schedule(static)
-        for (int64_t g = 0; g < groups; g++) mm_row4(m, 4 * g);
-        first = 4 * groups;
-    }
-    /* a thread's tasks: its panels, each down every chunk of rows (a panel of b stays in
-       the first cache while a streams past); but when the whole of b fits the second
-       cache, its chunks of rows, each across every panel (a chunk of a stays in the first
-       cache, and a large a is read once, not once per panel: (2048, 128) x (128, 128)
-       422 -> 390 us, (2048, 128) x (128, 512) 1.71 -> 1.56 ms; with b of 784 x 256 the
-       panels' order stayed faster, 156 against 211 us at 64 rows). The tiles and their
-       sums are the same either way: only which thread makes which, in which order.
-       Only with at least 4 chunks a thread: the team splits the tasks evenly, and a
-       last chunk of fewer rows then weighs little; (64, 128) x (128, 512) went as one
-       thread's 48 rows against the other's 16, 84 us against 54 by panels */
-    int64_t across = panels - first, team = 1;
+    int64_t team = 1;
 #ifdef _OPENMP
     team = omp_get_num_threads();
 #endif
-    int rows_first = m->K * m->N * (int64_t)sizeof(float) <= MM_B_CACHED && chunks >= 4 * team;
-    #pragma omp for schedule(static)
-    for (int64_t task = 0; task < across * chunks; task++) {
-        int64_t p = rows_first ? first + task % across : first + task / chunks;
-        int64_t r0 = (rows_first ? task / across : task % chunks) * MM_CHUNK;
-        mm_rows(m, r0, r0 + MM_CHUNK < m->M ? r0 + MM_CHUNK : m->M, p);
+    const mm_phases s = mm_phases_of(m, team);
+    if (s.outer) {
+        #pragma omp for schedule(static)
+        for (int64_t c = 0; c < s.chunks; c++) mm_outer(m, c * MM_CHUNK, mm_chunk_end(m, c));
+        return;
     }
+    if (s.pack) {
+        #pragma omp for schedule(static)
+        for (int64_t p = 0; p < s.panels; p++) mm_pack_task(m, p);
+    }
+    if (m->apack) {
+        #pragma omp for schedule(static)
+        for (int64_t c = 0; c < s.chunks; c++) mm_pack_rows(m, c * MM_CHUNK, mm_chunk_end(m, c));
+    }
+    if (m->M == 1) {
+        #pragma omp for schedule(static)
+        for (int64_t g = 0; g < s.groups; g++) mm_row4(m, 4 * g);
+    }
+    #pragma omp for schedule(static)
+    for (int64_t task = 0; task < s.across * s.chunks; task++) mm_tile_task(m, &s, task);
+}
+
+/* the whole product on the calling thread, in no worksharing loop: mm_share's phases
+   one after the other (a team's thread computing an item of a stack of its own) */
+static void mm_alone(const mm_args *m) {
+    const mm_phases s = mm_phases_of(m, 1);
+    if (s.outer) {
+        for (int64_t c = 0; c < s.chunks; c++) mm_outer(m, c * MM_CHUNK, mm_chunk_end(m, c));
+        return;
+    }
+    if (s.pack)
+        for (int64_t p = 0; p < s.panels; p++) mm_pack_task(m, p);
+    if (m->apack)
+        for (int64_t c = 0; c < s.chunks; c++) mm_pack_rows(m, c * MM_CHUNK, mm_chunk_end(m, c));
+    for (int64_t g = 0; g < s.groups; g++) mm_row4(m, 4 * g);
+    for (int64_t task = 0; task < s.across * s.chunks; task++) mm_tile_task(m, &s, task);
 }
 
 /* c (M x N, C order) = a (M x K: row r at a + (r / rows1) s0 + (r % rows1) s1, its
@@ -358,4 +401,95 @@ GC_EXPORT void gc_matmul_pack_f32(int64_t K, const float *b, float *packed, int6
     int64_t panels = (N + MM_NR - 1) / MM_NR;
     #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t p = 0; p < panels; p++) mm_pack_panel(b, packed, K, N, bk, bj, p);
+}
+
+/* ---- a stack of products: (..., M, K) @ (..., K, N) ---- */
+
+/* an item's place in one operand: its index split over the batch's three levels
+   (n0 x n1 x n2, outermost first), each level with the operand's stride (0 where the
+   operand is shared along it: a batch dim it has of size 1, or lacks) */
+GC_INLINE int64_t mm_item_at(int64_t i, int64_t n1, int64_t n2, const int64_t *stride) {
+    return (i / (n1 * n2)) * stride[0] + (i / n2 % n1) * stride[1] + (i % n2) * stride[2];
+}
+
+typedef struct {
+    mm_args m;  /* item 0's product, but for its operands' places */
+    int64_t n1, n2, as[3], bs[3];
+} mm_stack;
+
+/* item i's product as one matrix product (rank 2), its panels packed into `packed`, or
+   already there when `ready` (a b shared by every item, packed once) */
+GC_INLINE mm_args mm_item(const mm_stack *s, int64_t i, float *packed, int64_t ready) {
+    mm_args m = s->m;
+    m.a += mm_item_at(i, s->n1, s->n2, s->as);
+    m.b += mm_item_at(i, s->n1, s->n2, s->bs);
+    m.c += i * m.M * m.N;
+    if (m.bias && m.bias_rows) m.bias += i * m.M * m.N;  /* a bias of the output's shape */
+    m.packed = packed;
+    m.ready = ready;
+    return m;
+}
+
+/* c (items x M x N, C order) = item by item a (M x K: row r at a + r s0, its elements
+   sk apart) times b (K x N: element (k, j) at b + k bk + j bj), item i's operands moved
+   by mm_item_at, plus the bias (per column, or of c's shape when bias_rows is N) and the
+   relu. Each item's product is gc_matmul_f32's for that item alone (the same tiles, the
+   same chains), wherever its panels were packed and whichever thread computed it. On
+   the pool (when `parallel` says so: gc_parallel_flag), a product of `split`
+   multiply-adds or more (or fewer items than threads) has the team compute each item in
+   turn, as gc_matmul_f32 does one product, its panels in `packed`; a smaller one gives
+   each thread its own items, their panels packed into its own part of `packed`
+   (`per_slot` floats each, `slots` parts: the team then has at most as many threads). A b shared by every item (its three
+   strides 0) is packed once, by the team, and read by every item from there */
+GC_EXPORT void gc_matmul_stack_f32(int64_t items, const float *a, const float *b, float *packed,
+                                   float *c, const float *bias, int64_t bias_rows, int64_t M,
+                                   int64_t K, int64_t N, int64_t s0, int64_t sk, int64_t bk,
+                                   int64_t bj, int64_t n1, int64_t n2, int64_t as0, int64_t as1,
+                                   int64_t as2, int64_t bs0, int64_t bs1, int64_t bs2,
+                                   int64_t relu, int64_t slots, int64_t per_slot, int64_t split,
+                                   int64_t parallel) {
+    if (items <= 0 || M <= 0 || N <= 0) return;
+    mm_stack s = {{a, b, bias, c, packed, 0, M, K, N, 1, s0, 0, sk, bk, bj, relu, 0, bias_rows,
+                   0, 0, 1.0f},
+                  n1, n2, {as0, as1, as2}, {bs0, bs1, bs2}};
+    const int64_t shared = bs0 == 0 && bs1 == 0 && bs2 == 0;
+    const int64_t panels = (N + MM_NR - 1) / MM_NR;
+    int team = 1;
+#ifdef _OPENMP
+    team = omp_get_max_threads();
+#endif
+    const int whole_team = M * N * K >= split || items < team;
+    if (!whole_team && team > slots) team = (int)slots;
+    if (team < 2 || !gc_parallel_flag(parallel)) {
+        for (int64_t p = 0; shared && p < panels; p++) mm_pack_panel(b, packed, K, N, bk, bj, p);
+        for (int64_t i = 0; i < items; i++) {
+            const mm_args m = mm_item(&s, i, packed, shared);
+            mm_alone(&m);
+        }
+        return;
+    }
+    #pragma omp parallel num_threads(team)
+    {
+        if (shared) {
+            #pragma omp for schedule(static)
+            for (int64_t p = 0; p < panels; p++) mm_pack_panel(b, packed, K, N, bk, bj, p);
+        }
+        if (whole_team) {
+            for (int64_t i = 0; i < items; i++) {
+                const mm_args m = mm_item(&s, i, packed, shared);
+                mm_share(&m);
+            }
+        } else {
+            float *own = packed;
+#ifdef _OPENMP
+            if (!shared) own += omp_get_thread_num() * per_slot;
+#endif
+            #pragma omp for schedule(static)
+            for (int64_t i = 0; i < items; i++) {
+                const mm_args m = mm_item(&s, i, own, shared);
+                mm_alone(&m);
+            }
+        }
+    }
+    gc_pool_used();
 }

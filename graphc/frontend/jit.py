@@ -35,6 +35,7 @@ import numpy as np
 from graphc.frontend.trace import (
     TensorSpec,
     eager_tensor_type,
+    graph_name,
     lifted_tensors,
     module_parameters,
     parameter_names,
@@ -179,8 +180,7 @@ def trace_call(
     recording.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names]
     )  # placeholders keep the names of the parameters they stand for
-    name = getattr(fn, "__name__", None)
-    graph = trace(recording, *specs, name=name, params=params)
+    graph = trace(recording, *specs, name=graph_name(fn), params=params)
     return graph, structure[0]
 
 

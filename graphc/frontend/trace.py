@@ -20,6 +20,7 @@ parameter's transpose is a node fed by the parameter.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import threading
@@ -271,6 +272,18 @@ def _placeholders_first(graph: Graph) -> Graph:
     return result
 
 
+def graph_name(fn: Callable[..., Any]) -> str:
+    """The name of a graph traced from `fn`: its ``__name__`` ("lambda" for a lambda),
+    through functools.partial to the function it wraps, else the class name of a callable
+    object (an nn module: "Sequential", as torch.fx names a GraphModule by its class)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not name:
+        name = type(fn).__name__
+    return name.replace("<lambda>", "lambda")
+
+
 def trace(
     fn: Callable[..., Any],
     *specs: Any,
@@ -290,7 +303,7 @@ def trace(
     """
     if name is not None and not isinstance(name, str):
         raise GraphcError(f"trace: expected a str as the graph's name, got {name!r}")
-    graph = Graph(name or getattr(fn, "__name__", "traced").replace("<lambda>", "lambda"))
+    graph = Graph(name or graph_name(fn))
     _check_arity(fn, len(specs), graph.name)
     input_names = parameter_names(fn, len(specs))
     state = _Trace(graph, _named_parameters(fn, params))

@@ -61,6 +61,18 @@ def test_jit_keeps_the_function_name() -> None:
     assert jf.graph_for(np.ones(3, np.float32)).name == "loss"
 
 
+def test_a_jitted_module_or_lambda_names_its_graph_as_trace_does() -> None:
+    # a module's graph was named "recording" (jit's inner function), a lambda's "<lambda>"
+    from graphc import nn
+
+    x = np.ones((2, 3), np.float32)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    g = gc.jit(model).graph_for(x)
+    assert g.name == "Sequential" == gc.trace(model, x).name
+    assert "plan for graph 'Sequential'" in gc.compile(g).explain()
+    assert gc.jit(lambda v: v + 1).graph_for(x).name == "lambda"
+
+
 def test_python_scalars_are_static_and_keep_numpy_weak_typing() -> None:
     calls = []
 

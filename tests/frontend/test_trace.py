@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy as np
@@ -139,6 +140,26 @@ def test_nested_outputs_are_refused_with_what_to_return() -> None:
 
 def test_the_name_argument_names_the_graph() -> None:
     assert gc.trace(lambda x: x, gc.TensorSpec(()), name="ident").name == "ident"
+
+
+def test_a_traced_module_or_partial_names_the_graph_by_what_it_calls() -> None:
+    # both were named "traced": a module by its class, as torch.fx names a GraphModule
+    from graphc import nn
+
+    def affine(x, w):  # type: ignore[no-untyped-def]
+        return x @ w
+
+    odd = type('a "net"\n', (nn.Module,), {"forward": lambda self, x: x * 2})()
+    spec = gc.TensorSpec((2, 3))
+    g = gc.trace(nn.Sequential(nn.Linear(3, 4), nn.ReLU()), spec)
+    assert g.name == "Sequential" and repr(g).startswith("<Graph 'Sequential':")
+    assert str(g).startswith("graph Sequential(")
+    assert gc.viz.to_dot(g).source.startswith("digraph Sequential {")
+    assert gc.trace(functools.partial(affine, w=np.ones((3, 2), np.float32)), spec).name == "affine"
+    weird = gc.trace(odd, spec)  # a class name is user text: printed quoted, read back
+    assert weird.name == 'a "net"\n' and str(weird).startswith('graph "a \\"net\\"\\n"(')
+    assert gc.parse(str(weird)).name == weird.name
+    np.testing.assert_array_equal(gc.compile(weird)(np.ones((2, 3), np.float32)), 2.0)
 
 
 def test_traced_graph_computes_what_the_function_computes_on_arrays() -> None:

@@ -506,9 +506,11 @@ def verdict(goal: Goal) -> str:
 
 # the machine the goals were set for and judged on (docs/bench-results.md)
 GOALS_MACHINE = (
-    "the project machine of docs/bench-results.md (2 vCPUs, an AMD EPYC with AVX-512 "
-    "since 2026-11-27; numpy 2.4.6 with OpenBLAS, torch 2.13.0, jax 0.10.2), judged by "
-    "full runs (`graphc bench`) at a low load average"
+    "the project's machines of docs/bench-results.md (2 vCPUs with AVX-512: AMD EPYCs "
+    "since 2026-11-27, a Zen 4 among them, and an Intel Xeon of model 207 on 2026-12-05; "
+    "numpy 2.4.6 with OpenBLAS, torch 2.13.0, jax 0.10.2), judged by full runs "
+    "(`graphc bench`) at a low load average; which lines a kind of machine can meet "
+    "differs (its section in docs/bench-results.md says why)"
 )
 
 

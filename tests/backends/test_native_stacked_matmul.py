@@ -6,8 +6,8 @@ item alone (the fused multiply-add chain over k from +0.0 that test_native_matmu
 checks with exact rationals), whichever thread computed it, whether the team split it
 or each thread took its own items, wherever its panels were packed. So every case is
 checked item by item against the rank-2 kernel, in the three ways the call may run
-(on one thread, the items shared out among the threads, the team on each item in
-turn), and against numpy within the componentwise bound of a sum of K products. The
+(on one thread, the items shared out among the threads, the items left over by that
+share computed by the whole team each), and against numpy within the componentwise bound of a sum of K products. The
 shapes reach the edges: an empty batch, M, N and K of 0 and 1, batch dims broadcast on
 either side or both, 3-d to 5-d, a matrix or a vector on the left, operands seen
 through transposes and fed as strided views; a symbolic batch dim at many sizes builds
@@ -39,6 +39,7 @@ NEVER = 1 << 62
 # (a's shape as fed, the transpose the graph applies to it or None; the same for b)
 CASES = {
     "3d": ((3, 13, 7), None, (3, 7, 40), None),
+    "one_item": ((1, 30, 7), None, (1, 7, 70), None),
     "heads": ((2, 5, 3, 8), (0, 2, 1, 3), (2, 5, 3, 8), (0, 2, 3, 1)),  # q @ k^T
     "heads_v": ((2, 3, 5, 5), None, (2, 5, 3, 8), (0, 2, 1, 3)),  # p @ v (read in place)
     "left_transposed": ((2, 3, 5, 9), (0, 1, 3, 2), (2, 3, 5, 33), None),  # p^T @ dout
@@ -65,8 +66,8 @@ CASES = {
 
 MODES = {  # (PARALLEL_WORK, SPLIT_WORK): how gc_matmul_stack_f32 runs
     "one_thread": (NEVER, NEVER),
-    "own_items": (0, NEVER),
-    "whole_team": (0, 0),
+    "own_items": (0, NEVER),  # each thread its share of the items
+    "rest_on_the_team": (0, 0),  # and the items left over by the share, each by the team
 }
 
 
@@ -192,7 +193,10 @@ def test_fed_strided_views_are_read_as_their_copies_are(
     with np.errstate(all="ignore"):
         got = exe(a, b)
         dense = exe(np.ascontiguousarray(a), np.ascontiguousarray(b))
+        other = _strided(rng, a_shape)
+        again = exe(other, b)  # the layout remembered (stack_layout), its copies made afresh
     assert bits_differ(got, dense) is None, bits_differ(got, dense)
+    assert bits_differ(again, per_item(other, b)) is None
     assert bits_differ(got, per_item(a, b)) is None
     assert bits_differ(a.base, kept[0]) is None and bits_differ(b.base, kept[1]) is None
 

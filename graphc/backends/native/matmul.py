@@ -83,8 +83,8 @@ STACK = Kernel("gc_matmul_stack_f32", SOURCE, [], ["matmul"], "ppppp" + "i" * 21
 # levels of items the stacked kernel walks (mm_item_at): batch dims merge into as few as
 # their strides allow, and a layout needing more is copied to C order first
 BATCH_LEVELS = 3
-# multiply-adds of one item of a stack from which the whole team computes each item in
-# turn (as one product), rather than each thread its own items
+# multiply-adds of one item of a stack from which the items left over when each thread
+# has had its share (fewer than the threads) are computed by the whole team each
 SPLIT_WORK = 1 << 20
 # threads' panel buffers a stacked product holds at most (the team has at most as many)
 MAX_SLOTS = 16
@@ -383,10 +383,10 @@ def _stack_shape(gen: Generator, step: Step) -> tuple[int, int, int, int]:
 
 def _stack_buffer(gen: Generator, step: Step) -> tuple[int, int, int]:
     """(floats of the panel buffer, slots, floats a slot) of the stacked product of
-    `step`: one slot when the team computes each item in turn (SPLIT_WORK), else one
-    per thread the team may have."""
-    items, m, k, n = _stack_shape(gen, step)
-    slots = 1 if m * n * k >= SPLIT_WORK else max(1, min(MAX_SLOTS, toolchain.workers(), items))
+    `step`: a slot for each thread that may compute items of its own (no more than
+    there are items)."""
+    items, _, k, n = _stack_shape(gen, step)
+    slots = max(1, min(MAX_SLOTS, toolchain.workers(), items))
     return slots * packed_size(k, n), slots, packed_size(k, n)
 
 
@@ -398,21 +398,45 @@ def stack_layout(a: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
     BATCH_LEVELS levels n0 x n1 x n2, each with a stride per operand (0 where it is
     shared). A layout needing more levels (or with strides that are not whole elements)
     has its operands copied to C order, which `reason` made sure is enough; the copies are
-    kept alive by the tuple's last entry."""
+    kept alive by the tuple's last entry. What a layout gives is remembered by shapes and
+    strides: a plan's feeds come in a few layouts, and working it out costs more than
+    the call of a small product (10-20 us)."""
+    key = (a.shape, a.strides, b.shape, b.strides)
+    known = _STACK_LAYOUTS.get(key)
+    if known is None:
+        known = _stack_ints(a, b)
+        if len(_STACK_LAYOUTS) >= 256:
+            _STACK_LAYOUTS.clear()
+        _STACK_LAYOUTS[key] = known
+    copy_a, copy_b, ints = known
+    if copy_a:
+        a = np.ascontiguousarray(a)
+    if copy_b:
+        b = np.ascontiguousarray(b)
+    return (_address(a), _address(b), *ints, (a, b))
+
+
+# stack_layout's answers: (shapes, strides) -> (copy a, copy b, the ints)
+_STACK_LAYOUTS: dict[tuple, tuple[bool, bool, tuple[int, ...]]] = {}
+
+
+def _stack_ints(a: np.ndarray, b: np.ndarray) -> tuple[bool, bool, tuple[int, ...]]:
+    """Whether stack_layout copies a, whether b, and the ints of its answer."""
+    copy_a = copy_b = False
     levels = _batch_levels(a, b)
     if levels is None:
-        a = np.ascontiguousarray(a)
+        a, copy_a = np.ascontiguousarray(a), True
         levels = _batch_levels(a, b)
     if levels is None:
-        b = np.ascontiguousarray(b)
+        b, copy_b = np.ascontiguousarray(b), True
         levels = _batch_levels(a, b)
     assert levels is not None, "reason() lets only products of three batch runs through"
     levels = [(1, 0, 0)] * (BATCH_LEVELS - len(levels)) + levels
     (_, as0, bs0), (n1, as1, bs1), (n2, as2, bs2) = levels
     s0 = a.strides[-2] // 4 if a.ndim > 1 else 0
     bk, bj = b.strides[-2] // 4, b.strides[-1] // 4
-    return (_address(a), _address(b), s0, a.strides[-1] // 4, bk, bj, n1, n2,
-            as0, as1, as2, bs0, bs1, bs2, (a, b))  # fmt: skip
+    ints = (s0, a.strides[-1] // 4, bk, bj, n1, n2, as0, as1, as2, bs0, bs1, bs2)
+    return copy_a, copy_b, ints
 
 
 def _batch_levels(a: np.ndarray, b: np.ndarray) -> list[tuple[int, int, int]] | None:

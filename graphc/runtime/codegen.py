@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from graphc.ir.graph import Node
+from graphc.ir.graph import Graph, Node
 from graphc.ir.registry import get_op
 from graphc.ir.types import TupleType, is_float, is_half
 from graphc.ops.indexing import parse_index
@@ -186,8 +186,13 @@ class Generator:
             for name, k in plan.given.items():
                 self._bind(name, self.out_params[k])
         body: list[str] = []
-        for step in plan.steps:
+        due = nonfinite_constants(plan) if self.check_numerics else None
+        for k, step in enumerate(plan.steps):
+            if due is not None:
+                body.extend(self._constant_checks(due[k], step))
             body.extend(self._step(step))
+        if due is not None:
+            body.extend(self._constant_checks(due[-1], None))
         body.extend(self._snapshot_state_returns())
         body.extend(self._late_updates())
         body.extend(self._into_given() if plan.given is not None else [self._return()])
@@ -333,6 +338,24 @@ class Generator:
         if self.check_numerics and is_float(value.type.dtype):
             check = self.const(_numerics_check(node), f"check_{node.name}")
             lines.append(f"{check}({out})")
+        return lines
+
+    def _constant_checks(self, constants: list[Node], step: Step | None) -> list[str]:
+        """check_numerics: the checks of `constants` (holding NaN or inf) due before
+        `step`; then, when `step` is a backend's fused node whose body holds such a
+        constant, its body run node by node on the step's inputs, checked as gc.run
+        checks the members (a member before the constant may be the first to give NaN)."""
+        lines = []
+        for node in constants:
+            check = self.const(_numerics_check(node), f"check_{node.name}")
+            lines.append(f"{check}({self.expr[node.name]})")  # bound at setup
+        if step is not None and "members" in step.node.meta:
+            for key, body in step.attrs.items():
+                if isinstance(body, Graph) and any(
+                    n.is_constant and not _finite(n.value) for n in body.nodes
+                ):
+                    check = self.const(_body_check(body), f"check_{step.node.name}_{key}")
+                    lines.append(f"{check}({', '.join(self.expr[x] for x in step.inputs)})")
         return lines
 
     def _tuple_step(self, step: Step) -> list[str]:
@@ -489,6 +512,41 @@ def _is_literal(obj: Any) -> bool:
     if isinstance(obj, tuple):
         return all(_is_literal(x) for x in obj)
     return False
+
+
+def nonfinite_constants(plan: Plan) -> list[list[Node]]:
+    """For check_numerics: the constants of `plan` holding NaN or inf, in lists per step
+    of those due before it (one more list: due after the last step). Due where the
+    reference interpreter meets them, in graph order, so a plan names the node gc.run
+    names; the rest are finite for good, and need no check as the plan runs."""
+    position = {id(n): i for i, n in enumerate(plan.graph.nodes)}
+    places = [position.get(id(step.node), len(position)) for step in plan.steps]
+    due: list[list[Node]] = [[] for _ in range(len(places) + 1)]
+    k = 0
+    for name in plan.constants:  # in graph order
+        node = plan.nodes[name]
+        if _finite(node.value):
+            continue
+        while k < len(places) and places[k] < position[id(node)]:
+            k += 1
+        due[k].append(node)
+    return due
+
+
+def _finite(value: np.ndarray) -> bool:
+    return not is_float(value.dtype) or bool(np.isfinite(value).all())
+
+
+def _body_check(body: Graph) -> Callable[..., None]:
+    """Run a fused `body` on its inputs through the reference interpreter's walk, which
+    raises the NumericsError naming the first member (or constant) to give NaN or inf:
+    one of its constants does."""
+    from graphc.ops.body import evaluate
+
+    def check(*arrays: np.ndarray) -> None:
+        evaluate(body, arrays, check_numerics=True)
+
+    return check
 
 
 def _numerics_check(node: Node) -> Callable[[np.ndarray], None]:

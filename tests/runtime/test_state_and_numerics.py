@@ -149,6 +149,47 @@ def test_check_numerics_names_the_node_and_its_line() -> None:
     assert log_node.loc and log_node.loc in str(info.value)
 
 
+def nan_constant_graphs(shape: tuple) -> dict[str, gc.Graph]:
+    """A NaN from a constant: as it is, folded from log(-1), and declared after a log
+    that gives NaN first (so the log is the node to name)."""
+    graphs = {}
+    for case in ("constant", "folded", "op first"):
+        g = gc.Graph(case.replace(" ", "_"))
+        with g:
+            x = gc.placeholder("x", shape=shape)
+            first = gc.log(x - 2.0) if case == "op first" else x
+            if case == "folded":
+                bad = gc.log(gc.constant(np.full(shape, -1.0, np.float32), name="minus_one"))
+            else:
+                bad = gc.constant(np.full(shape, np.nan, np.float32), name="bad")
+            gc.output(gc.exp(first * bad), name="y")
+        graphs[case] = g
+    return graphs
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("backend", ["numpy", None])
+def test_check_numerics_names_the_node_gc_run_names_for_a_nan_constant(backend: str | None) -> None:
+    # compiled plans named the constant's first reader ('mul'), the fused node, or (on
+    # scalars) that reader: a constant was never checked
+    options = {"backend": backend} if backend else {}
+    for shape in ((), (3,)):
+        for case, g in nan_constant_graphs(shape).items():
+            feeds = {"x": np.ones(shape, np.float32)}
+            with pytest.raises(gc.NumericsError) as run:
+                gc.run(g, feeds, check_numerics=True)
+            assert run.value.node == ("first" if case == "op first" else "bad"), str(run.value)
+            for opt_level in (0, 1, 2):
+                exe = gc.compile(g, opt_level=opt_level, check_numerics=True, **options)
+                with pytest.raises(gc.NumericsError) as compiled:
+                    exe(**feeds)
+                where = f"{case}, shape {shape}, O{opt_level}: {compiled.value}"
+                assert compiled.value.node == run.value.node, where
+                if case != "folded" or opt_level == 0:  # folded: "node 'bad' (op constant)"
+                    assert str(compiled.value) == str(run.value), where
+                np.testing.assert_array_equal(feeds["x"], 1.0)
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_without_check_numerics_nan_flows_through() -> None:
     out = gc.compile(numerics_graph(), opt_level=0)(np.array([0.0, -1.0, 2.0], np.float32))

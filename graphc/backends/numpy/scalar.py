@@ -35,7 +35,7 @@ from graphc.ir.registry import OpDef, get_op
 from graphc.ir.types import TensorType
 from graphc.ops.body import body_types
 from graphc.runtime.backend import ScalarPlans
-from graphc.runtime.codegen import Generated, Generator, step_text
+from graphc.runtime.codegen import Generated, Generator, nonfinite_constants, step_text
 from graphc.runtime.plan import Plan
 from graphc.runtime.reference import check_finite
 from graphc.runtime.specialize import Specialized
@@ -106,12 +106,15 @@ class ScalarGenerator(Generator):
         for name, param in zip(plan.inputs, params):
             index = _index(plan.values[name].type.rank)
             body.append(f"{self._bind(name, self.fresh(name + '_value'))} = {param}[{index}]")
-        for step in plan.steps:
+        due = nonfinite_constants(plan) if self.check_numerics else None
+        for k, step in enumerate(plan.steps):
             node = step.node
+            body += self._checks(due[k]) if due is not None else []
             body.append(f"# {step.index}: {step_text(step)}")
             args = [self.expr[x] for x in step.inputs]
             types = [plan.values[x].type for x in step.inputs]
             self.expr[step.output] = self._emit(node, args, types, step.attrs, body)
+        body += self._checks(due[-1]) if due is not None else []
         body += self._boxed_returns()
         source = "\n".join(
             setup + [f"def run({', '.join(params)}):"] + ["    " + line for line in body]
@@ -169,11 +172,21 @@ class ScalarGenerator(Generator):
             if inner.is_constant:
                 value = inner.value.reshape(())[()]  # the numpy scalar
                 names[inner] = self.const(value, f"{node.name}_{inner.name}")
+                if self.check_numerics and not np.isfinite(value):  # where gc.run checks it
+                    lines += self._checks([inner], names[inner])
             elif inner.kind == OP:
                 ins = [names[x] for x in inner.inputs]
                 in_types = [inner_types[x] for x in inner.inputs]
                 names[inner] = self._emit(inner, ins, in_types, dict(inner.attrs), lines)
         return names[body.outputs[0].inputs[0]]
+
+    def _checks(self, constants: list[Node], value: str | None = None) -> list[str]:
+        """check_numerics: a check of each of `constants` (which hold NaN or inf)."""
+        lines = []
+        for node in constants:
+            check = self.const(_scalar_check(node), f"check_{node.name}")
+            lines.append(f"{check}({value or self.expr[node.name]})")
+        return lines
 
     def _boxed_returns(self) -> list[str]:
         lines, results = [], []

@@ -140,7 +140,7 @@ def _body(root: Node, members: list[Node]) -> tuple[Graph, list[Node]]:
     for m in members:
         for x in m.inputs:
             if x not in new:
-                new[x] = body.add_op("constant", (), x.attrs, x.type, name=x.name)
+                new[x] = body.add_op("constant", (), x.attrs, x.type, name=x.name, meta=x.meta)
         ins = tuple(new[x] for x in m.inputs)
         new[m] = body.add_op(m.op, ins, m.attrs, m.type, name=m.name, meta=m.meta)
     body.add_output(new[root], body.fresh_name("out"))

@@ -69,8 +69,10 @@ def graph_to_dot(graph: Graph, options: Options) -> graphviz.Digraph:
         if harder is not None:
             options, painter = harder, GraphPainter(graph, harder)
         painter.paint(dot)
-    except (KeyError, TypeError, ValueError, IndexError):
-        verify(graph)  # a malformed graph (a cycle, a dangling input): say what is wrong
+    except (KeyError, TypeError, ValueError, IndexError, RecursionError):
+        # a malformed graph (a cycle, a dangling input, a body holding the graph around
+        # it): say what is wrong
+        verify(graph)
         raise
     if backward_nodes(graph):
         painter.paint_grad_links(dot)

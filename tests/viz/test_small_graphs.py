@@ -61,3 +61,13 @@ def test_a_graph_with_a_cycle_is_a_named_error_not_a_key_error() -> None:
     relu.inputs = (neg,)  # what a faulty rewrite could do
     with pytest.raises(gc.CycleError, match="has a cycle"):
         gc.viz.to_dot(g)
+
+
+def test_a_graph_holding_itself_as_a_body_is_a_named_error_not_a_recursion_error() -> None:
+    """A cond whose branch is the graph around it (the low-level API allows it): drawing
+    it recursed until Python's limit."""
+    g = gc.trace(lambda p, x: gc.cond(p, gc.neg, gc.exp, x), gc.TensorSpec((), "bool"), np.ones(2))
+    cond = next(n for n in g.nodes if n.op == "cond")
+    cond.attrs["then_body"] = g
+    with pytest.raises(gc.VerifyError, match=rf"node '{cond.name}'.*holds itself as a body"):
+        gc.viz.to_dot(g)

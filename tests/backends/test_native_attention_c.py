@@ -57,7 +57,9 @@ def _ran_in_c(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return made
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+# float64: native's fusion leaves float32 chains unfused, their products being matmul.py's
+# (test_native_stacked_matmul.py)
+@pytest.mark.parametrize("dtype", [np.float64])
 @pytest.mark.parametrize(
     "batch,tokens,heads,dim",
     [(1, 32, 4, 32), (3, 7, 2, 5), (2, 130, 2, 40)],  # the zoo's; odd sizes; OpenBLAS-threaded
@@ -79,9 +81,9 @@ def test_the_c_call_gives_the_unfused_ops_bits(
 def test_a_matrix_times_its_own_transpose_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     """q is k: numpy's matmul calls syrk for q @ q.T, so the C call (gemm) is not made."""
     made = _ran_in_c(monkeypatch)
-    graph = _graph(4, 32, np.float32, self_keys=True)
-    feeds = [_feeds((2, 32, 128), np.float32, 3)]
-    check_native(graph, feeds, close=normwise(64 * np.finfo(np.float32).eps), close_sets=(0,))
+    graph = _graph(4, 32, np.float64, self_keys=True)
+    feeds = [_feeds((2, 32, 128), np.float64, 3)]
+    check_native(graph, feeds, close=normwise(64 * np.finfo(np.float64).eps), close_sets=(0,))
     assert made and all(run is None for run in made)
 
 
@@ -136,11 +138,11 @@ def test_a_layer_with_the_c_call_runs_as_one_c_call(monkeypatch: pytest.MonkeyPa
     g = gc.Graph("attention_block")
     heads, dim = 4, 8
     with g:
-        x = gc.placeholder("x", shape=(2, 16, heads * dim), dtype="float32")
+        x = gc.placeholder("x", shape=(2, 16, heads * dim), dtype="float64")
         split = lambda y: gc.transpose(gc.reshape(y, (2, 16, heads, dim)), (0, 2, 1, 3))  # noqa: E731
         a = F.scaled_dot_product_attention(split(x * 0.5), split(x + 1.0), split(x - 0.5))
         gc.output(gc.reshape(gc.transpose(a, (0, 2, 1, 3)), (2, 16, heads * dim)) * 2.0, name="y")
-    x = _feeds((2, 16, heads * dim), np.float32, 7)["x"]
+    x = _feeds((2, 16, heads * dim), np.float64, 7)["x"]
     in_python = gc.compile(g, backend="native")
     want = in_python(x)
     exe = gc.compile(g, backend="native", wait=True)

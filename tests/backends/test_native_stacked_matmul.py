@@ -29,7 +29,13 @@ from graphc.backends.native import matmul, toolchain
 from graphc.ir.graph import Graph
 from graphc.runtime import tiers
 from tests.edge_values import bits_differ
-from tests.native_checks import assert_numpys_kernel_runs, assert_within_sum_bound, needs_native
+from tests.native_checks import (
+    assert_numpys_kernel_runs,
+    assert_within_sum_bound,
+    check_native,
+    needs_native,
+    normwise,
+)
 
 pytestmark = needs_native
 
@@ -322,6 +328,41 @@ def test_a_plan_of_stacked_products_is_one_c_call() -> None:
         again = exe(a, b)
     assert "entry: one C call" in exe.explain(a, b)
     assert bits_differ(first, again) is None
+
+
+@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0)])
+def test_vmap_of_a_product_is_a_stack_in_c(in_axes: tuple) -> None:
+    """gc.vmap of a product over both operands, or over the right one only (a matrix
+    times a stack): one stacked call, each item the rank-2 kernel's bits."""
+    rng = np.random.default_rng(6)
+    x = values(rng, (5, 9, 7) if in_axes[0] == 0 else (9, 7))
+    w = values(rng, (5, 7, 20))
+    g = gc.trace(gc.vmap(gc.matmul, in_axes=in_axes), x, w)
+    exe = gc.compile(g, backend="native")
+    with np.errstate(all="ignore"):
+        got = exe(x, w)
+    assert bits_differ(got, per_item(x, w)) is None, bits_differ(got, per_item(x, w))
+    assert matmul.STACK.name in exe.source(x, w)
+
+
+def test_a_float32_attention_chain_stays_unfused_so_the_levels_agree() -> None:
+    """The attention node's kernel makes numpy's BLAS calls; native computes float32
+    stacked products itself, so its fusion leaves such a chain as it is (fusion.py):
+    every level runs the products in C, with the same bits (check_native)."""
+    g = Graph("attention")
+    with g:
+        x = gc.placeholder("x", ("B", 16, 32), "float32")
+
+        def heads(y: gc.Tensor) -> gc.Tensor:
+            return gc.transpose(gc.reshape(y, (-1, 16, 4, 8)), (0, 2, 1, 3))
+
+        q, k, v = heads(x * 0.5), heads(x + 1.0), heads(x - 0.5)
+        gc.output(gc.softmax(gc.matmul(q, gc.transpose(k, (0, 1, 3, 2))) * 0.25) @ v, name="y")
+    feeds = [{"x": np.random.default_rng(8).standard_normal((3, 16, 32)).astype(F32)}]
+    check_native(g, feeds, close=normwise(1e-5), close_sets=(0,))
+    exe = gc.compile(g, opt_level=2, backend="native")
+    assert "attention(" not in exe.explain(**feeds[0])
+    assert exe.source(**feeds[0]).count(matmul.STACK.name + "(") == 2
 
 
 # -- gradients ----------------------------------------------------------------------

@@ -14,7 +14,8 @@ of the unfused ops at O0, on this backend: tests/backends/test_native_attention.
 O0, O1 and O2 to the same bits.
 
 The C path is taken where numpy's matmul would call BLAS in that form for every item:
-a float32 or float64 node with no mask and no dropout, a scale of the scores' dtype
+a float32 or float64 node (native's fusion makes float64 ones only: float32 stacked
+products are matmul.py's, whose bits the node would not give) with no mask and no dropout, a scale of the scores' dtype
 given as one element, no broadcast between the batch axes, every matrix dim above 1 (a
 vector takes numpy's gemv or dot), operands whose every matrix has contiguous rows or
 columns, an output whose matrices have contiguous rows, and not the case where numpy

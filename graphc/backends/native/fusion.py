@@ -5,9 +5,10 @@ than numpy's kernels (its inexact lowerings), and the SGD fold.
 - An inexact op (libmvec's exp, graphc's float32 tanh, its own products' summation
   orders) goes into a fused group only where every member is one of `FUSED_OPS` on
   float or bool values, so that this backend's C kernel computes the group and numpy's
-  fused kernel never does; nor into an attention chain, a conv2d epilogue or a group
-  after a convolution that numpy's kernels would run. So every level computes those ops
-  with this backend's kernels, as O0 does.
+  fused kernel never does; nor into an attention chain (none with a product matmul.py
+  computes: float32 ones), a conv2d epilogue or a group after a convolution that
+  numpy's kernels would run. So every level computes those ops with this backend's
+  kernels, as O0 does.
 - A scale stays beside an op reading a transposed operand (a kernel reads a transposed
   matrix tile by tile: kernels.py), to fuse with it, instead of moving before the
   transpose as numpy's step moves it.
@@ -50,7 +51,7 @@ def passes(inexact: frozenset[str], fast_math: bool) -> tuple[Pass, ...]:
     return (
         with_options(inline_custom_forwards, keep=inexact),
         fold,
-        with_options(fuse_attention, keep=inexact),
+        with_options(fuse_attention, keep=inexact, computes=matmul.inexact_product),
         fuse_matmul_epilogue,
         with_options(fuse_conv_epilogue, keep=inexact),
         fuse_one_hot_pick,

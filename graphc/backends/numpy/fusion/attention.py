@@ -23,6 +23,8 @@ the last matmul and an add after it), so it finds inference and forward-only gra
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from graphc.ir.graph import OP, Graph, Node
 from graphc.passes.builder import GraphBuilder, replacement_meta, sole_user
 from graphc.passes.report import PassLog
@@ -105,9 +107,13 @@ def _chain(start: Node, users: dict[Node, list[Node]]) -> Chain | None:
     return members, [q, kt, v, *operands], attrs
 
 
-def find_attention(graph: Graph, keep: frozenset[str] = frozenset()) -> dict[Node, Chain]:
+def find_attention(
+    graph: Graph, keep: frozenset[str] = frozenset(), computes: Callable[[Node], bool] | None = None
+) -> dict[Node, Chain]:
     """Last node of each chain -> (members, the fused node's inputs, its attrs). With
-    matmul in `keep`, chains whose kt or v is one matrix (rank 2) are left alone."""
+    matmul in `keep`, chains whose kt or v is one matrix (rank 2) are left alone, or,
+    given `computes` (which products the backend computes with its own bits), chains
+    with a product it computes."""
     users = graph.users()
     chains: dict[Node, Chain] = {}
     for node in graph.nodes:
@@ -115,9 +121,18 @@ def find_attention(graph: Graph, keep: frozenset[str] = frozenset()) -> dict[Nod
         # first one found keeps it
         if node.kind == OP and node.op == "matmul" and node not in chains:
             chain = _chain(node, users)
-            if chain is not None and not ("matmul" in keep and _by_a_matrix(chain)):
+            if chain is not None and not ("matmul" in keep and _own(chain, computes)):
                 chains[chain[0][-1]] = chain
     return chains
+
+
+def _own(chain: Chain, computes: Callable[[Node], bool] | None) -> bool:
+    """Whether a backend that keeps matmul computes a product of the chain itself: by
+    `computes` when given, else where kt or v is one matrix (`_by_a_matrix`)."""
+    if computes is None:
+        return _by_a_matrix(chain)
+    members = chain[0]
+    return computes(members[0]) or computes(members[-1])
 
 
 def _by_a_matrix(chain: Chain) -> bool:
@@ -130,7 +145,10 @@ def _by_a_matrix(chain: Chain) -> bool:
 
 
 def fuse_attention(
-    graph: Graph, log: PassLog | None = None, keep: frozenset[str] = frozenset()
+    graph: Graph,
+    log: PassLog | None = None,
+    keep: frozenset[str] = frozenset(),
+    computes: Callable[[Node], bool] | None = None,
 ) -> Graph:
     """`graph` with each softmax(mask(q @ kt * scale)) @ v chain as one `attention` node.
 
@@ -142,9 +160,10 @@ def fuse_attention(
     ['transpose', 'constant', 'attention']
 
     Ops in `keep` are a backend's own (a backend's inexact ops: backends/native/fusion.py): with matmul among
-    them, a chain is fused only where both products are batched (`_by_a_matrix`).
+    them, a chain is fused only where both products are batched (`_by_a_matrix`), or,
+    given `computes`, where the backend computes neither of its products itself.
     """
-    chains = find_attention(graph, keep)
+    chains = find_attention(graph, keep, computes)
     if not chains:
         return graph  # (nothing to fuse: no copy)
     inner = {m for members, _, _ in chains.values() for m in members[:-1]}

@@ -435,12 +435,13 @@ GC_INLINE mm_args mm_item(const mm_stack *s, int64_t i, float *packed, int64_t r
    by mm_item_at, plus the bias (per column, or of c's shape when bias_rows is N) and the
    relu. Each item's product is gc_matmul_f32's for that item alone (the same tiles, the
    same chains), wherever its panels were packed and whichever thread computed it. On
-   the pool (when `parallel` says so: gc_parallel_flag), a product of `split`
-   multiply-adds or more (or fewer items than threads) has the team compute each item in
-   turn, as gc_matmul_f32 does one product, its panels in `packed`; a smaller one gives
-   each thread its own items, their panels packed into its own part of `packed`
-   (`per_slot` floats each, `slots` parts: the team then has at most as many threads). A b shared by every item (its three
-   strides 0) is packed once, by the team, and read by every item from there */
+   the pool (when `parallel` says so: gc_parallel_flag) each thread computes its own
+   items, their panels packed into its own part of `packed` (`per_slot` floats each,
+   `slots` parts: the team then has at most as many threads); items of `split`
+   multiply-adds or more left over by that share (fewer than the team's threads) are
+   computed by the whole team each, as gc_matmul_f32 computes one product, their panels
+   in the first part. A b shared by every item (its three strides 0) is packed once, by
+   the team, and read by every item from there */
 GC_EXPORT void gc_matmul_stack_f32(int64_t items, const float *a, const float *b, float *packed,
                                    float *c, const float *bias, int64_t bias_rows, int64_t M,
                                    int64_t K, int64_t N, int64_t s0, int64_t sk, int64_t bk,
@@ -458,8 +459,15 @@ GC_EXPORT void gc_matmul_stack_f32(int64_t items, const float *a, const float *b
 #ifdef _OPENMP
     team = omp_get_max_threads();
 #endif
-    const int whole_team = M * N * K >= split || items < team;
-    if (!whole_team && team > slots) team = (int)slots;
+    /* items of `split` multiply-adds or more: the whole team on each of the last
+       items % team (each thread's own items would leave threads idle there) */
+    const int big = M * N * K >= split;
+    if (!big && team > slots) team = (int)slots;
+    int64_t own = big ? items - items % team : items;
+    if (own > 0 && team > slots) {  /* more threads than panel buffers */
+        team = (int)slots;
+        own = big ? items - items % team : items;
+    }
     if (team < 2 || !gc_parallel_flag(parallel)) {
         for (int64_t p = 0; shared && p < panels; p++) mm_pack_panel(b, packed, K, N, bk, bj, p);
         for (int64_t i = 0; i < items; i++) {
@@ -474,21 +482,18 @@ GC_EXPORT void gc_matmul_stack_f32(int64_t items, const float *a, const float *b
             #pragma omp for schedule(static)
             for (int64_t p = 0; p < panels; p++) mm_pack_panel(b, packed, K, N, bk, bj, p);
         }
-        if (whole_team) {
-            for (int64_t i = 0; i < items; i++) {
-                const mm_args m = mm_item(&s, i, packed, shared);
-                mm_share(&m);
-            }
-        } else {
-            float *own = packed;
+        float *mine = packed;
 #ifdef _OPENMP
-            if (!shared) own += omp_get_thread_num() * per_slot;
+        if (!shared) mine += omp_get_thread_num() * per_slot;
 #endif
-            #pragma omp for schedule(static)
-            for (int64_t i = 0; i < items; i++) {
-                const mm_args m = mm_item(&s, i, own, shared);
-                mm_alone(&m);
-            }
+        #pragma omp for schedule(static)
+        for (int64_t i = 0; i < own; i++) {
+            const mm_args m = mm_item(&s, i, mine, shared);
+            mm_alone(&m);
+        }
+        for (int64_t i = own; i < items; i++) {
+            const mm_args m = mm_item(&s, i, packed, shared);
+            mm_share(&m);
         }
     }
     gc_pool_used();

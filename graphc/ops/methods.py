@@ -243,7 +243,7 @@ def extremum(x: Any, reduce_op: Any, dim: Any, keepdim: bool, axis: Any, keepdim
     if dim is None and axis is None:
         if not is_float(x.dtype) or not x.shape:
             return reduce_op(x)
-        return order_statistics.extremum_of_all(x, "max" if reduce_op is reduce.max else "min")
+        return order_statistics.of_all(x, reduce_op.__name__, reduce_op)
     if axis is not None:
         return reduce_op(x, axis=axis, keepdims=bool(keepdims))
     find = reduce.argmax if reduce_op is reduce.max else reduce.argmin

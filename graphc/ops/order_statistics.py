@@ -3,7 +3,8 @@
 
 Each is a few op functions, so graph values and eager tensors have them alike (methods
 of `ValueMethods`, and `gc.median`, ...), gradients going to the elements picked (but
-median() and nanmedian() of all elements share theirs among ties, as torch's). Where
+median() and nanmedian() of all elements share theirs among ties, as torch's, and so do
+torch's max() and min() of all elements: one custom node, `of_all`). Where
 the element picked depends on the data (the count of nans of a median), the rank is
 computed by ops too, so the graph does not. As in torch, nan sorts above every number:
 a median of values holding a nan is nan (the first one's index), cummax and cummin keep
@@ -51,6 +52,14 @@ def kthvalue(x: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     )
 
 
+def _median_of_all(x: Any) -> Any:
+    return _picked(S.reshape(x, (-1,)), 0, _median_rank).values
+
+
+def _nanmedian_of_all(x: Any) -> Any:
+    return _picked(S.reshape(x, (-1,)), 0, _nan_skipping_rank).values
+
+
 def median(x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
     """The lower of the two middle values, or nan where there is a nan (the first one's
     index), as torch.median: of all elements, or (values, indices) along dim; the
@@ -61,7 +70,7 @@ def median(x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
     >>> float(gc.median(np.array([3.0, 1.0, 2.0, 4.0])))
     2.0
     """
-    return _middle(x, dim, keepdim, "median", _median_rank)
+    return _middle(x, dim, keepdim, "median", _median_rank, _median_of_all)
 
 
 def _median_rank(nans: Any, count: int) -> Any:
@@ -75,13 +84,13 @@ def _nan_skipping_rank(nans: Any, count: int) -> Any:
     return E.where(E.gt(numbers, 0), rounding.floor_divide(E.sub(numbers, 1), 2), 0)
 
 
-def _middle(x: Any, dim: Any, keepdim: bool, op: str, rank_of: Any) -> Any:
+def _middle(x: Any, dim: Any, keepdim: bool, op: str, rank_of: Any, of_everything: Any) -> Any:
     """median or nanmedian: of all elements, or (values, indices) along dim."""
     if dim is None:
         flat = S.reshape(x, (-1,))
         if known_size(flat.shape[0], op, 0, tuple(flat.shape)) == 0:
             return E.mul(R.sum(x), np.nan)  # torch's median of nothing: nan
-        return _shared_by_ties(flat, S.reshape(_picked(flat, 0, rank_of).values, ()))
+        return of_all(x, op, of_everything)
     shape = tuple(x.shape)
     axis = normalize_axis(dim, max(len(shape), 1), op)  # 0-d: dims 0 and -1
     line = x if shape else S.reshape(x, (1,))
@@ -93,45 +102,31 @@ def _middle(x: Any, dim: Any, keepdim: bool, op: str, rank_of: Any) -> Any:
     return ValuesIndices(S.squeeze(found.values, axis), S.squeeze(found.indices, axis))
 
 
-def _shared_by_ties(flat: Any, value: Any) -> Any:
-    """`value`, a median of all of `flat`, with its gradient in equal shares to the
-    elements equal to it (to the nans where it is nan), as torch's median() and
-    nanmedian() share it (along a dim, the element picked takes it all): the smallest of
-    the ties (the largest if it is inf), whose gradient min and max share so, or for nan
-    the mean of the nans. Ops alone (no detached copies), so eager tensors and graph
-    values run the same ones; a tie of -0.0 and 0.0 gives either zero."""
-    if not is_float(np.dtype(flat.dtype)):
-        return value
-    ties = E.eq(flat, value)  # never at a nan
-    low = R.min(E.where(ties, flat, np.inf))
-    high = R.max(E.where(ties, flat, -np.inf))
-    nans = L.logical_and(selection.isnan(flat), selection.isnan(value))
-    count = E.maximum(R.sum(E.cast(nans, np.int64)), 1)  # (1 where value is no nan)
-    nan = E.div(R.sum(E.where(nans, flat, 0)), E.cast(count, flat.dtype))
-    return E.where(selection.isnan(value), nan, E.where(E.eq(value, np.inf), high, low))
-
-
-def extremum_of_all(x: Any, op: str) -> Any:
-    """torch's x.max() or x.min() (`op`) of all elements: the op, with torch's gradient,
-    shared evenly among the elements equal to the result, or among the nans when it is
-    nan. The op's own rule shares it among the equal elements too (as jax's and torch's
-    amax), but no element equals a nan, so a nan result spread nan over every element.
-    A custom node whose forward is the op: a backend inlines it, so its forward costs
-    the op's alone (median's ties, `_shared_by_ties`, are ops: its forward is a sort)."""
+def of_all(x: Any, name: str, statistic: Any) -> Any:
+    """torch's x.max(), x.min(), x.median() or x.nanmedian() of all elements of x (at
+    least one): `statistic` (a function of x: a reduction, or `_picked` on x flattened)
+    under the custom node `name`, with torch's gradient: shared evenly among the elements equal to the
+    result, or among the nans when it is nan (along a dim, the element picked takes it
+    all). The reduction's own rule shares it among the equal elements too (as jax's and
+    torch's amax), but no element equals a nan, so a nan result spread nan over every
+    element. A custom node whose forward is the statistic's ops: a backend inlines it,
+    so its forward costs theirs alone; integers have no gradient, so they take the ops."""
     from graphc.ops.custom import record_custom, value_type  # custom imports the values
 
-    forward, backward = _extremum_bodies(op, value_type(x))
-    return record_custom(op, [x], forward, backward, linear=True)
+    x_type = value_type(x)
+    if not is_float(x_type.dtype):
+        return S.reshape(statistic(x), ())
+    forward, backward = _of_all_bodies(name, statistic, x_type)
+    return record_custom(name, [x], forward, backward, linear=True)
 
 
 @functools.lru_cache(maxsize=64)
-def _extremum_bodies(op: str, x_type: TensorType) -> tuple[Any, Any]:
-    """extremum_of_all's forward and backward bodies, built once per type."""
+def _of_all_bodies(name: str, statistic: Any, x_type: TensorType) -> tuple[Any, Any]:
+    """of_all's forward and backward bodies, built once per statistic and type."""
     from graphc.ops.custom import build_body
 
-    find = getattr(R, op)
     spec = [("x", x_type)]
-    forward = build_body(f"{op}_all", spec, lambda xs: [find(xs[0])])
+    forward = build_body(f"{name}_all", spec, lambda xs: [S.reshape(statistic(xs[0]), ())])
 
     def share(args: list[Any]) -> list[Any]:
         x, out, ct = args
@@ -141,7 +136,7 @@ def _extremum_bodies(op: str, x_type: TensorType) -> tuple[Any, Any]:
 
     scalar = TensorType((), x_type.dtype)
     backward = build_body(
-        f"{op}_all_backward", spec + [("out", scalar), ("ct", scalar)], share, ["ct_x"]
+        f"{name}_all_backward", spec + [("out", scalar), ("ct", scalar)], share, ["ct_x"]
     )
     return forward, backward
 
@@ -168,7 +163,7 @@ def nanmedian(x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
     >>> float(gc.nanmedian(np.array([1.0, np.nan, 3.0, 2.0])))
     2.0
     """
-    return _middle(x, dim, keepdim, "nanmedian", _nan_skipping_rank)
+    return _middle(x, dim, keepdim, "nanmedian", _nan_skipping_rank, _nanmedian_of_all)
 
 
 def _cumulative(x: Any, dim: int, beats: Any, op: str) -> ValuesIndices:

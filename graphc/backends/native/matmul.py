@@ -22,8 +22,8 @@ K = 1 (one example's term of a weight gradient) goes row by row over the right
 operand's one row, with no packing and no tiles. Tiles go to the OpenMP pool by panel,
 then by chunk of rows, when the product is big enough to pay for waking it.
 
-Which products: float32 operands whose right one is a matrix (rank 2). Where the panels
-come from:
+Which products: float32 operands whose right one is a matrix (rank 2), or a stack of
+them (below). Where the panels of a matrix come from:
 - a constant, or a transpose of one (an imported model's initializers, a traced
   model's parameters, an LSTM's recurrent weight in a scan body): packed once per
   thread, by the plan's setup (`gc_matmul_pack_f32`);
@@ -35,14 +35,24 @@ come from:
   packing would cost more than the strided reads. A transposed matrix (a torch-layout
   weight seen as W.T) packs by 8 x 8 blocks transposed in registers.
 
+Stacks, (..., M, K) @ (..., K, N) (attention's products and their gradients, vmap of a
+product), are one call of gc_matmul_stack_f32: each item is the product above of that
+item alone, its operands found through up to three levels of batch strides
+(stack_layout: numpy's broadcasting, a shared operand's stride 0). On the pool each
+thread takes its share of the items, packing their panels into its own buffer (the
+product's phases on one thread, mm_alone, no barrier between items); items of
+SPLIT_WORK multiply-adds or more left over by that share go to the whole team each.
+
 Bits: every output is a fused multiply-add chain over k in order, from +0.0, whatever the
-batch, the tile, the chunking, the threads, or where the panel was read from; that is
-not the order of numpy's BLAS call, so these products are declared inexact on native
-(native/__init__.py registers matmul and matmul_epilogue with `inexact_product`, which
-says which of their nodes this kernel computes). tests/backends/test_native_matmul.py
-checks the chain bit for bit (computed with exact rationals) and holds the results
-within the componentwise bound of a sum of K products, 2 (K + 2) eps sum |a| |b|, of
-numpy's.
+batch, the tile, the chunking, the threads, the item of a stack, or where the panel was
+read from; that is not the order of numpy's BLAS call, so these products are declared
+inexact on native (native/__init__.py registers matmul and matmul_epilogue with
+`inexact_product`, which says which of their nodes this kernel computes: not a stack of
+outer products, outer.py's). tests/backends/test_native_matmul.py checks the chain bit
+for bit (computed with exact rationals) and holds the results within the componentwise
+bound of a sum of K products, 2 (K + 2) eps sum |a| |b|, of numpy's;
+tests/backends/test_native_stacked_matmul.py holds each item of a stack to the rank-2
+product's bits.
 """
 
 from __future__ import annotations

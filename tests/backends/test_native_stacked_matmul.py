@@ -207,6 +207,17 @@ def test_fed_strided_views_are_read_as_their_copies_are(
     assert bits_differ(a.base, kept[0]) is None and bits_differ(b.base, kept[1]) is None
 
 
+def test_reversed_views_are_read_through_their_negative_strides(mode: str) -> None:
+    rng = np.random.default_rng(11)
+    a = values(rng, (4, 6, 5))[::-1, ::-1, ::-1]
+    b = values(rng, (4, 5, 37))[:, ::-1]
+    exe = gc.compile(stacked_graph(a.shape, None, b.shape, None), backend="native")
+    with np.errstate(all="ignore"):
+        got = exe(a, b)
+    assert bits_differ(got, per_item(a, b)) is None, bits_differ(got, per_item(a, b))
+    assert matmul.STACK.name in exe.source(a, b)
+
+
 def test_an_epilogue_is_applied_on_the_items_tiles() -> None:
     """A stacked product's bias (per column, then one of the output's shape) and relu,
     fused at O2 into the product's call: the bits of the product followed by the add
@@ -343,6 +354,32 @@ def test_vmap_of_a_product_is_a_stack_in_c(in_axes: tuple) -> None:
         got = exe(x, w)
     assert bits_differ(got, per_item(x, w)) is None, bits_differ(got, per_item(x, w))
     assert matmul.STACK.name in exe.source(x, w)
+
+
+def test_a_scan_body_with_a_stacked_product_runs_in_c() -> None:
+    """A loop's body in C records the stacked call (its layout helper is one the tape
+    may call while recording): each step's items the rank-2 kernel's bits."""
+
+    def step(h: gc.Tensor, xt: gc.Tensor) -> tuple[gc.Tensor, gc.Tensor]:
+        h2 = gc.matmul(h, xt) * 0.5
+        return h2, h2
+
+    g = Graph("stacked_scan")
+    with g:
+        h0 = gc.placeholder("h", (3, 4, 6), "float32")
+        xs = gc.placeholder("xs", (5, 3, 6, 6), "float32")
+        gc.output(gc.scan(step, h0, xs)[1], name="y")
+    rng = np.random.default_rng(9)
+    h, xs_value = values(rng, (3, 4, 6)), values(rng, (5, 3, 6, 6))
+    exe = gc.compile(g, backend="native")
+    with np.errstate(all="ignore"):
+        got = exe(h, xs_value)
+        want = []
+        for xt in xs_value:
+            h = per_item(h, xt) * F32(0.5)
+            want.append(h)
+    assert bits_differ(got, np.stack(want)) is None, bits_differ(got, np.stack(want))
+    assert "the scan of step 0 runs in C" in exe.explain(h, xs_value)
 
 
 def test_a_float32_attention_chain_stays_unfused_so_the_levels_agree() -> None:

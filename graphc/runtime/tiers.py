@@ -27,6 +27,7 @@ import _thread
 import contextlib
 import os
 import queue
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -74,6 +75,9 @@ class Job:
             self.error, self.silent = str(exc), True
         except Exception as exc:  # noqa: BLE001 - a failed build leaves the numpy tier
             self.error = str(exc) or type(exc).__name__
+            # the interpreter is exiting (its threads were told so before the atexit
+            # handlers that stop the compilers ran): a build it stopped is no failure
+            self.silent = not threading.main_thread().is_alive()
         self.seconds = time.perf_counter() - self.started
         try:
             self._done(self)

@@ -308,13 +308,29 @@ class Graph:
         return _CALL_HANDLER(self, args, kwargs)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        # for reading: a constant's megabytes of base64 would stall a notebook
+        # for reading: a constant's megabytes of base64 would stall a notebook, and a
+        # notebook keeps every line of a long graph's text in its file beside the picture
         from graphc.ir.text import format_graph
 
-        bundle = {"text/plain": format_graph(self, brief=True)}
+        bundle = {"text/plain": _shortened(format_graph(self, brief=True))}
         if _MIME_HANDLER is not None:
             bundle.update(_MIME_HANDLER(self))
         return bundle
+
+
+# a displayed graph's text longer than this many lines shows its head and tail (as
+# numpy and pandas shorten a long array or table); str(g) and print(g) give every line
+DISPLAY_LINES = 100
+DISPLAY_HEAD, DISPLAY_TAIL = 60, 20
+
+
+def _shortened(text: str) -> str:
+    lines = text.split("\n")
+    if len(lines) <= DISPLAY_LINES:
+        return text
+    left_out = len(lines) - DISPLAY_HEAD - DISPLAY_TAIL
+    marker = f"  ... {left_out} lines left out: print(g) shows the whole graph ..."
+    return "\n".join([*lines[:DISPLAY_HEAD], marker, *lines[-DISPLAY_TAIL:]])
 
 
 class _Declaring(threading.local):

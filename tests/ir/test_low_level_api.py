@@ -35,6 +35,27 @@ def test_notebook_display_summarizes_big_constants() -> None:
     assert gc.parse(str(g)).node("w").value.tobytes() == values.tobytes()  # str is whole
 
 
+def test_notebook_display_shortens_a_long_graph() -> None:
+    """A notebook keeps a cell's text beside its picture: a 2,000-node graph's display
+    is its head and tail (numpy and pandas shorten long values so), print() is whole."""
+    g = gc.Graph("long")
+    with g:
+        x = gc.placeholder("x", shape=(3,))
+        for _ in range(2000):
+            x = gc.tanh(x)
+        gc.output(x, name="y")
+    text = str(g)
+    shown = g._repr_mimebundle_()["text/plain"]
+    lines = shown.split("\n")
+    assert len(lines) == 60 + 1 + 20
+    assert lines[:60] == text.split("\n")[:60] and lines[-20:] == text.split("\n")[-20:]
+    assert f"{len(text.split(chr(10))) - 80} lines left out: print(g)" in lines[60]
+    small = gc.Graph("small")
+    with small:
+        gc.output(gc.tanh(gc.placeholder("x", shape=(3,))), name="y")
+    assert small._repr_mimebundle_()["text/plain"] == str(small)  # short: whole
+
+
 def arity_broken() -> gc.Graph:
     g = gc.Graph("arity")
     x = g.add_placeholder("x", T3)

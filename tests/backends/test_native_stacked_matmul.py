@@ -218,6 +218,46 @@ def test_reversed_views_are_read_through_their_negative_strides(mode: str) -> No
     assert matmul.STACK.name in exe.source(a, b)
 
 
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (np.zeros((2, 3, 5, 7)), np.zeros((2, 3, 7, 4))),  # one level
+        (np.zeros((2, 1, 5, 7)), np.zeros((1, 3, 7, 4))),  # two
+        (np.zeros((6, 3, 5)).transpose(1, 0, 2), np.zeros((3, 5, 4))),  # a strided batch
+        (np.zeros((2, 2, 2, 2, 5, 7))[:, :, :, :, :, ::2], np.zeros((2, 2, 2, 2, 4, 4))),
+        (np.zeros((7,)), np.zeros((3, 7, 4))),  # a vector on the left
+        (np.zeros((5, 7)), np.zeros((4, 1, 7, 4))[::-1]),
+        # five runs (reason() keeps it numpy's): both broadcast to the whole batch
+        (np.zeros((2, 1, 2, 1, 2, 3, 4)), np.zeros((2, 3, 2, 3, 2, 4, 5))),
+    ],
+)
+def test_stack_layout_finds_every_items_matrices(a: np.ndarray, b: np.ndarray) -> None:
+    """The levels, strides and arrays stack_layout gives point at each item's matrices
+    (walked here as numpy views of the arrays it keeps), twice (the second answer
+    remembered)."""
+    rng = np.random.default_rng(12)
+    a, b = a.astype(F32), b.astype(F32)
+    a[...] = rng.standard_normal(a.shape)
+    b[...] = rng.standard_normal(b.shape)
+    for _ in range(2):
+        layout = matmul.stack_layout(a, b)
+        s0, sk, bk, bj, n1, n2, as0, as1, as2, bs0, bs1, bs2 = layout[2:14]
+        kept_a, kept_b = layout[14]
+        batch = np.broadcast_shapes(a.shape[:-2] if a.ndim > 2 else (), b.shape[:-2])
+        items = int(np.prod(batch))
+        m, k = (a.shape[-2] if a.ndim > 1 else 1), a.shape[-1]
+        n = b.shape[-1]
+        view = np.lib.stride_tricks.as_strided
+        a_items = view(kept_a, (items // (n1 * n2), n1, n2, m, k),
+                       [4 * x for x in (as0, as1, as2, s0, sk)], writeable=False)  # fmt: skip
+        b_items = view(kept_b, (items // (n1 * n2), n1, n2, k, n),
+                       [4 * x for x in (bs0, bs1, bs2, bk, bj)], writeable=False)  # fmt: skip
+        want_a = np.broadcast_to(a.reshape(1, k) if a.ndim == 1 else a, (*batch, m, k))
+        want_b = np.broadcast_to(b, (*batch, k, n))
+        assert np.array_equal(a_items.reshape(want_a.shape), want_a)
+        assert np.array_equal(b_items.reshape(want_b.shape), want_b)
+
+
 def test_an_epilogue_is_applied_on_the_items_tiles() -> None:
     """A stacked product's bias (per column, then one of the output's shape) and relu,
     fused at O2 into the product's call: the bits of the product followed by the add

@@ -419,6 +419,8 @@ def stack_layout(a: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
             _STACK_LAYOUTS.clear()
         _STACK_LAYOUTS[key] = known
     copy_a, copy_b, ints = known
+    if copy_a is None:  # (None: both broadcast to the whole batch)
+        a, b = _broadcast_copies(a, b)
     if copy_a:
         a = np.ascontiguousarray(a)
     if copy_b:
@@ -426,13 +428,25 @@ def stack_layout(a: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
     return (_address(a), _address(b), *ints, (a, b))
 
 
-# stack_layout's answers: (shapes, strides) -> (copy a, copy b, the ints)
-_STACK_LAYOUTS: dict[tuple, tuple[bool, bool, tuple[int, ...]]] = {}
+def _broadcast_copies(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """C-ordered copies of a and b broadcast to the whole batch of a @ b."""
+    a_batch = a.shape[:-2] if a.ndim > 2 else ()
+    batch = np.broadcast_shapes(a_batch, b.shape[:-2])
+    if a.ndim > 1:
+        a = np.ascontiguousarray(np.broadcast_to(a, (*batch, *a.shape[-2:])))
+    return a, np.ascontiguousarray(np.broadcast_to(b, (*batch, *b.shape[-2:])))
 
 
-def _stack_ints(a: np.ndarray, b: np.ndarray) -> tuple[bool, bool, tuple[int, ...]]:
-    """Whether stack_layout copies a, whether b, and the ints of its answer."""
-    copy_a = copy_b = False
+# stack_layout's answers: (shapes, strides) -> (copy a, copy b, the ints); None for both
+# copies: both broadcast to the whole batch
+_STACK_LAYOUTS: dict[tuple, tuple[bool | None, bool | None, tuple[int, ...]]] = {}
+
+
+def _stack_ints(a: np.ndarray, b: np.ndarray) -> tuple[bool | None, bool | None, tuple[int, ...]]:
+    """Whether stack_layout copies a, whether b (None for both: broadcast copies), and the
+    ints of its answer."""
+    copy_a: bool | None = False
+    copy_b: bool | None = False
     levels = _batch_levels(a, b)
     if levels is None:
         a, copy_a = np.ascontiguousarray(a), True
@@ -440,7 +454,11 @@ def _stack_ints(a: np.ndarray, b: np.ndarray) -> tuple[bool, bool, tuple[int, ..
     if levels is None:
         b, copy_b = np.ascontiguousarray(b), True
         levels = _batch_levels(a, b)
-    assert levels is not None, "reason() lets only products of three batch runs through"
+    if levels is None:  # symbolic dims bound to 1 that broadcast in more runs than `reason` saw
+        a, b = _broadcast_copies(a, b)
+        copy_a = copy_b = None
+        levels = _batch_levels(a, b)
+    assert levels is not None, "operands broadcast to the whole batch merge into one level"
     levels = [(1, 0, 0)] * (BATCH_LEVELS - len(levels)) + levels
     (_, as0, bs0), (n1, as1, bs1), (n2, as2, bs2) = levels
     s0 = a.strides[-2] // 4 if a.ndim > 1 else 0

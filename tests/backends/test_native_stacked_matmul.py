@@ -151,6 +151,36 @@ def test_each_item_is_the_rank_2_kernels_bits(case: str, mode: str) -> None:
     assert bits_differ(a, kept[0]) is None and bits_differ(b, kept[1]) is None
 
 
+@pytest.mark.parametrize(
+    ("left", "b_shape"),
+    [
+        ((2, 3, 13, 7), (2, 3, 7, 40)),
+        ((5, 2, 6, 11), (5, 1, 11, 17)),  # b shared along a dim
+        ((13, 7), (4, 7, 40)),  # a matrix on the left
+        ((2, 100, 9), (2, 9, 33)),
+    ],
+)
+def test_rows_packed_item_by_item_give_the_same_bits(
+    left: tuple, b_shape: tuple, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A left operand read across its rows (a transpose moving its last axis) packed item
+    by item (mm_pack_rows into the thread's part of the rows buffer) when its items are
+    large (PACK_ROWS_FROM, set to 0 here): each item still the rank-2 kernel's bits."""
+    monkeypatch.setattr(matmul, "PACK_ROWS_FROM", 0)
+    rank = len(left)
+    axes = (*range(rank - 2), rank - 1, rank - 2)
+    rng = np.random.default_rng(13)
+    a = values(rng, tuple(left[i] for i in axes))  # fed (..., K, M), seen as (..., M, K)
+    b = values(rng, b_shape)
+    exe = gc.compile(stacked_graph(a.shape, axes, b_shape, None), backend="native")
+    with np.errstate(all="ignore"):
+        got = exe(a, b)
+    want = per_item(seen(a, axes), b)
+    assert bits_differ(got, want) is None, f"{left}, {mode}: {bits_differ(got, want)}"
+    call = next(s for s in exe.source(a, b).splitlines() if matmul.STACK.name + "(" in s)
+    assert call.split(",")[6].strip() not in ("null", "None"), call  # the rows buffer
+
+
 def _bound(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
     with np.errstate(all="ignore"):
         want = np.matmul(a, b)

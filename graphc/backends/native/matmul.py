@@ -87,9 +87,9 @@ SOURCE = c_source("matmul.c")
 PRODUCT = Kernel("gc_matmul_f32", SOURCE, [], ["matmul"], "ppppppp" + "i" * 13)
 # after K: b, packed; N, bk, bj, parallel. It writes only `packed`
 PACK = Kernel("gc_matmul_pack_f32", SOURCE, [], ["matmul"], "pp" + "iiii", writes_only=2)
-# after the item count: a, b, packed, c, bias; bias_rows, M, K, N, s0, sk, bk, bj, n1, n2,
-# as0, as1, as2, bs0, bs1, bs2, relu, slots, per_slot, split, parallel
-STACK = Kernel("gc_matmul_stack_f32", SOURCE, [], ["matmul"], "ppppp" + "i" * 21)
+# after the item count: a, b, packed, c, bias, apack; apack_slot, bias_rows, M, K, N, s0, sk,
+# bk, bj, n1, n2, as0, as1, as2, bs0, bs1, bs2, relu, slots, per_slot, split, parallel
+STACK = Kernel("gc_matmul_stack_f32", SOURCE, [], ["matmul"], "pppppp" + "i" * 22)
 # levels of items the stacked kernel walks (mm_item_at): batch dims merge into as few as
 # their strides allow, and a layout needing more is copied to C order first
 BATCH_LEVELS = 3
@@ -291,14 +291,17 @@ PACK_ROWS_COLUMNS = 512
 def _strided_left(gen: Generator, step: Step) -> bool:
     """Whether the left operand of `step` is a transpose that moves its last axis (a
     weight gradient's G^T: its elements along k are not adjacent) and large enough, or
-    read by enough panels, to be packed (PACK_ROWS_FROM, PACK_ROWS_COLUMNS)."""
+    read by enough panels, to be packed (PACK_ROWS_FROM, PACK_ROWS_COLUMNS; of a stack,
+    an item)."""
     node = gen.plan.nodes[step.inputs[0]]
     axes = node.attrs.get("axes") if node.kind == OP and node.op == "transpose" else None
     if axes is None or len(axes) < 2 or axes[-1] == len(axes) - 1:
         return False
     a = gen.plan.values[step.inputs[0]].type
-    n = gen.plan.values[step.inputs[1]].type.shape[1]
-    return a.size >= PACK_ROWS_FROM or n >= PACK_ROWS_COLUMNS  # type: ignore[operator]
+    # (of a stack: one item's rows, each item's packed in turn)
+    size = math.prod(_stack_shape(gen, step)[1:3]) if _stacked(gen, step) else a.size
+    n = gen.plan.values[step.inputs[1]].type.shape[-1]
+    return size >= PACK_ROWS_FROM or n >= PACK_ROWS_COLUMNS  # type: ignore[operator]
 
 
 def _rows_buffer(gen: Generator) -> str:
@@ -309,7 +312,11 @@ def _rows_buffer(gen: Generator) -> str:
     if "matmul_rows" not in state:
         size = 1
         for step in _products(gen):
-            if not _stacked(gen, step) and _strided_left(gen, step):
+            if _stacked(gen, step) and _strided_left(gen, step):
+                _, slots, _ = _stack_buffer(gen, step)
+                _, m, k, _ = _stack_shape(gen, step)
+                size = max(size, slots * m * k)  # a part for each thread
+            elif _strided_left(gen, step):
                 a = gen.plan.values[step.inputs[0]].type
                 size = max(size, a.size)  # type: ignore[arg-type]  (bound: ints)
         buffer = gen.fresh("matmul_rows")
@@ -514,10 +521,12 @@ def _lower_stack(gen: Generator, step: Step, out: str, bias: str | None, relu: b
     if rows:  # a bias of the output's shape: each tile reads its elements before writing them
         calls.alias_safe(gen, step, {step.inputs.index(bias)})
     _, slots, per_slot = _stack_buffer(gen, step)
+    apack = _rows_buffer(gen) if _strided_left(gen, step) else null
     calls.record(gen, STACK)
     work = items * m * n * k
     parallel = 1 if work >= PARALLEL_WORK else 2 if work >= WARM_WORK else 0
-    args = [items, f"{layout}[0]", f"{layout}[1]", _work_buffer(gen), c, bias_at, rows, m, k, n,
+    args = [items, f"{layout}[0]", f"{layout}[1]", _work_buffer(gen), c, bias_at, apack, m * k,
+            rows, m, k, n,
             *(f"{layout}[{i}]" for i in range(2, 14)), int(relu), slots, per_slot, SPLIT_WORK,
             parallel]  # fmt: skip
     return [*lines, f"{STACK.name}({', '.join(str(v) for v in args)})"]

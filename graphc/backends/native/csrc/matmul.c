@@ -418,8 +418,10 @@ typedef struct {
 } mm_stack;
 
 /* item i's product as one matrix product (rank 2), its panels packed into `packed`, or
-   already there when `ready` (a b shared by every item, packed once) */
-GC_INLINE mm_args mm_item(const mm_stack *s, int64_t i, float *packed, int64_t ready) {
+   already there when `ready` (a b shared by every item, packed once), its rows into
+   `apack` when the stack's are packed */
+GC_INLINE mm_args mm_item(const mm_stack *s, int64_t i, float *packed, int64_t ready,
+                          float *apack) {
     mm_args m = s->m;
     m.a += mm_item_at(i, s->n1, s->n2, s->as);
     m.b += mm_item_at(i, s->n1, s->n2, s->bs);
@@ -427,6 +429,7 @@ GC_INLINE mm_args mm_item(const mm_stack *s, int64_t i, float *packed, int64_t r
     if (m.bias && m.bias_rows) m.bias += i * m.M * m.N;  /* a bias of the output's shape */
     m.packed = packed;
     m.ready = ready;
+    if (m.apack) m.apack = apack;
     return m;
 }
 
@@ -441,17 +444,21 @@ GC_INLINE mm_args mm_item(const mm_stack *s, int64_t i, float *packed, int64_t r
    multiply-adds or more left over by that share (fewer than the team's threads) are
    computed by the whole team each, as gc_matmul_f32 computes one product, their panels
    in the first part. A b shared by every item (its three strides 0) is packed once, by
-   the team, and read by every item from there */
+   the team, and read by every item from there. When `apack` is not null (room for
+   `slots` parts of `apack_slot` floats) and a's elements are not adjacent, each item's
+   rows are packed first into the thread's part, as gc_matmul_f32 packs them */
 GC_EXPORT void gc_matmul_stack_f32(int64_t items, const float *a, const float *b, float *packed,
-                                   float *c, const float *bias, int64_t bias_rows, int64_t M,
+                                   float *c, const float *bias, float *apack,
+                                   int64_t apack_slot, int64_t bias_rows, int64_t M,
                                    int64_t K, int64_t N, int64_t s0, int64_t sk, int64_t bk,
                                    int64_t bj, int64_t n1, int64_t n2, int64_t as0, int64_t as1,
                                    int64_t as2, int64_t bs0, int64_t bs1, int64_t bs2,
                                    int64_t relu, int64_t slots, int64_t per_slot, int64_t split,
                                    int64_t parallel) {
     if (items <= 0 || M <= 0 || N <= 0) return;
-    mm_stack s = {{a, b, bias, c, packed, 0, M, K, N, 1, s0, 0, sk, bk, bj, relu, 0, bias_rows,
-                   0, 0, 1.0f},
+    const int pack_rows = apack && sk != 1 && M > 1 && K > 1;
+    mm_stack s = {{a, b, bias, c, packed, pack_rows ? apack : 0, M, K, N, 1, s0, 0, sk, bk, bj,
+                   relu, 0, bias_rows, 0, 0, 1.0f},
                   n1, n2, {as0, as1, as2}, {bs0, bs1, bs2}};
     const int64_t shared = bs0 == 0 && bs1 == 0 && bs2 == 0;
     const int64_t panels = (N + MM_NR - 1) / MM_NR;
@@ -471,7 +478,7 @@ GC_EXPORT void gc_matmul_stack_f32(int64_t items, const float *a, const float *b
     if (team < 2 || !gc_parallel_flag(parallel)) {
         for (int64_t p = 0; shared && p < panels; p++) mm_pack_panel(b, packed, K, N, bk, bj, p);
         for (int64_t i = 0; i < items; i++) {
-            const mm_args m = mm_item(&s, i, packed, shared);
+            const mm_args m = mm_item(&s, i, packed, shared, apack);
             mm_alone(&m);
         }
         return;
@@ -482,17 +489,18 @@ GC_EXPORT void gc_matmul_stack_f32(int64_t items, const float *a, const float *b
             #pragma omp for schedule(static)
             for (int64_t p = 0; p < panels; p++) mm_pack_panel(b, packed, K, N, bk, bj, p);
         }
-        float *mine = packed;
+        float *mine = packed, *rows = apack;
 #ifdef _OPENMP
         if (!shared) mine += omp_get_thread_num() * per_slot;
+        if (pack_rows) rows += omp_get_thread_num() * apack_slot;
 #endif
         #pragma omp for schedule(static)
         for (int64_t i = 0; i < own; i++) {
-            const mm_args m = mm_item(&s, i, mine, shared);
+            const mm_args m = mm_item(&s, i, mine, shared, rows);
             mm_alone(&m);
         }
         for (int64_t i = own; i < items; i++) {
-            const mm_args m = mm_item(&s, i, packed, shared);
+            const mm_args m = mm_item(&s, i, packed, shared, apack);
             mm_share(&m);
         }
     }

@@ -40,8 +40,9 @@ product), are one call of gc_matmul_stack_f32: each item is the product above of
 item alone, its operands found through up to three levels of batch strides
 (stack_layout: numpy's broadcasting, a shared operand's stride 0). On the pool each
 thread takes its share of the items, packing their panels into its own buffer (the
-product's phases on one thread, mm_alone, no barrier between items); items of
-SPLIT_WORK multiply-adds or more left over by that share go to the whole team each.
+product's phases on one thread, mm_alone, no barrier between items, an item's rows
+packed as a matrix's are when large); items of SPLIT_WORK multiply-adds or more left
+over by that share go to the whole team each.
 
 Bits: every output is a fused multiply-add chain over k in order, from +0.0, whatever the
 batch, the tile, the chunking, the threads, the item of a stack, or where the panel was

@@ -20,6 +20,7 @@ import json
 import keyword
 import math
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,9 +99,13 @@ class Generator:
         backend: Backend | None = None,
         parent: Generator | None = None,
         compile_kernels: bool = True,
+        laps: list[float] | None = None,
     ) -> None:
         self.plan = plan
         self.parent = parent  # the generator of the plan holding this one, for a body
+        # a profile's clock (runtime/profile.py): the seconds of step k are added to
+        # laps[k] as the plan runs; None (every plan a call runs): no clock at all
+        self.laps = laps
         # may the backend's finish run its build tool (else: KernelsNotBuiltError)?
         self.compile_kernels = compile_kernels
         self.check_numerics = check_numerics
@@ -187,10 +192,16 @@ class Generator:
                 self._bind(name, self.out_params[k])
         body: list[str] = []
         due = nonfinite_constants(plan) if self.check_numerics else None
+        clock = self._clock()
         for k, step in enumerate(plan.steps):
             if due is not None:
                 body.extend(self._constant_checks(due[k], step))
-            body.extend(self._step(step))
+            if clock is None:
+                body.extend(self._step(step))
+            else:
+                start, read, laps = clock
+                body.extend([f"{start} = {read}()", *self._step(step)])
+                body.append(f"{laps}[{k}] += {read}() - {start}")
         if due is not None:
             body.extend(self._constant_checks(due[-1], None))
         body.extend(self._snapshot_state_returns())
@@ -339,6 +350,16 @@ class Generator:
             check = self.const(_numerics_check(node), f"check_{node.name}")
             lines.append(f"{check}({out})")
         return lines
+
+    def _clock(self) -> tuple[str, str, str] | None:
+        """With `laps`: the names of a step's start time, the clock and the laps list."""
+        if self.laps is None:
+            return None
+        return (
+            self.fresh("step_started"),
+            self.const(time.perf_counter, "clock"),
+            self.const(self.laps, "laps"),
+        )
 
     def _constant_checks(self, constants: list[Node], step: Step | None) -> list[str]:
         """check_numerics: the checks of `constants` (holding NaN or inf) due before

@@ -49,6 +49,7 @@ from graphc.runtime.backend import (
     BackendUnavailableError,
     KernelsNotBuiltError,
     chain,
+    get_backend,
     line_aligned_copy,
     resolve,
     warn_once,
@@ -693,6 +694,50 @@ class Executable:
                 "calls of this signature, or on wait())"
             )
         return format_plan(compiled.plan, header, compiled.generated)
+
+    def profile(self, *args: Any, runs: int = 20, **feeds: Any) -> Any:
+        """Where the time of a call with these feeds goes, step by step: a Profile whose
+        text is the plan's steps with their median times over `runs` runs and their
+        shares, then a summary per op (runtime/profile.py). The plan runs on its final
+        tier (a background build is waited for), clocked, on copies of the state: the
+        executable's state is as before once the profile returns (its own call, timed
+        beside the clocked plan, runs on the state, which is then put back).
+
+        >>> import numpy as np, graphc as gc
+        >>> exe = gc.compile(gc.trace(lambda x: gc.tanh(x) @ x.T, np.ones((64, 64), np.float32)))
+        >>> [s.op for s in exe.profile(np.ones((64, 64), np.float32), runs=3).steps]
+        ['tanh', 'transpose', 'matmul']
+        """
+        from graphc.runtime import profile as profiling
+
+        if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+            raise GraphcError(f"profile: runs must be a positive int, got {runs!r}")
+        if any(name in self._state for name in feeds):
+            raise FeedError("profile: state is not fed here; call exe.set_state(...) first")
+        arrays, key = self._feeds(self._order(args, feeds))
+        states = self._states()
+        self._compile_signature(key)
+        self.wait()  # the tier calls run from now on
+        compiled = self._compile_signature(key)
+        plan = compiled.plan
+        if plan.scalar:  # numpy scalars, one expression: profile its steps as arrays
+            bindings = self._bindings(key, self._state_shapes())
+            graph = self._graph_for(bindings)
+            plan = build_plan(graph, specialize(graph, bindings), key, self.updates, False)
+        tier = compiled.generated.backend if not compiled.plan.scalar else "numpy"
+        laps = [0.0] * len(plan.steps)
+        generated = Generator(plan, False, get_backend(tier), laps=laps).generate()
+        constants = [np.asarray(plan.nodes[n].value, order="C") for n in plan.constants]
+        copies = [np.array(v, copy=True) for v in states]
+        clocked = generated.instantiate(plan.arena_bytes, constants, copies)
+        kept = [np.array(v, copy=True) for v in states]
+        try:
+            return profiling.measure(
+                plan, laps, clocked, self, arrays, runs, generated.step_backends, tier
+            )
+        finally:
+            for buffer, value in zip(states, kept):
+                np.copyto(buffer, value)
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
         if args or feeds:

@@ -1,0 +1,138 @@
+"""`Executable.profile()`: where a plan's time goes, step by step.
+
+The plan of the call's signature is generated once more with a clock around each step
+(codegen's `laps`: two reads of `time.perf_counter` a step, nothing else changed), on
+the tier the calls run (the profile waits for a background build first), and run
+`runs` times on copies of the executable's state (profiling trains nothing) after one
+untimed run. Each step's figure is its median over the runs; the table gives them in
+plan order with their share of the steps' sum, and a summary per op, as PyTensor's
+profile and torch.profiler's table do. The plan's own call (timed in the same rounds)
+is shown beside the sum: it may be one call into C that runs every step with no Python
+between them, where the clocked plan walks the steps in Python (about a microsecond a
+step), so the sum is the steps' cost as the Python walk pays it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graphc.runtime.plan import Plan, Step
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One step of a profiled plan: its median seconds over the runs."""
+
+    index: int
+    name: str  # the value the step computes
+    op: str  # its op (a backend's fused group: "fused", with its members in `ops`)
+    backend: str  # the backend whose lowering runs it ("native", "numpy")
+    seconds: float
+    members: tuple[str, ...] = ()  # the ops a fused step computes
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Per-step median times of one plan (`Executable.profile`); `str()` is the table."""
+
+    graph: str
+    steps: tuple[StepTime, ...]
+    runs: int
+    call: float  # median seconds of the plan's own call, in the same rounds
+    tier: str  # which backend ran the plan
+
+    @property
+    def total(self) -> float:
+        """The sum of the steps' medians (seconds)."""
+        return sum(s.seconds for s in self.steps)
+
+    def by_op(self) -> list[tuple[str, int, float]]:
+        """(op, steps, seconds) per op, the most expensive first."""
+        seconds: dict[str, float] = defaultdict(float)
+        count: dict[str, int] = defaultdict(int)
+        for s in self.steps:
+            seconds[s.op] += s.seconds
+            count[s.op] += 1
+        return sorted(((op, count[op], t) for op, t in seconds.items()), key=lambda r: -r[2])
+
+    def top(self, n: int = 10) -> list[StepTime]:
+        """The `n` most expensive steps."""
+        return sorted(self.steps, key=lambda s: -s.seconds)[:n]
+
+    def __str__(self) -> str:
+        total = self.total or 1.0
+        lines = [
+            f"profile of graph '{self.graph}' on {self.tier}: medians of {self.runs} runs",
+            f"  the steps' sum {_time(self.total)}; the plan's own call {_time(self.call)}",
+            "",
+            f"  {'step':>4}  {'time':>9}  {'share':>6}  {'backend':<7}  value = op",
+        ]
+        for s in self.steps:
+            op = f"{s.op}({', '.join(s.members)})" if s.members else s.op
+            lines.append(
+                f"  {s.index:>4}  {_time(s.seconds):>9}  {100 * s.seconds / total:5.1f}%  "
+                f"{s.backend:<7}  {s.name} = {op}"
+            )
+        lines += ["", "per op:", f"  {'time':>9}  {'share':>6}  {'steps':>5}  op"]
+        for op, n, t in self.by_op():
+            lines.append(f"  {_time(t):>9}  {100 * t / total:5.1f}%  {n:>5}  {op}")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+
+def _time(seconds: float) -> str:
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def _members(step: Step) -> tuple[str, ...]:
+    """The ops of a backend's fused step, each once in order (its meta's (name, op, loc))."""
+    members = step.node.meta.get("members") or ()
+    return tuple(dict.fromkeys(str(m[1]) for m in members))
+
+
+def measure(
+    plan: Plan,
+    laps: list[float],
+    clocked: Callable[..., Any],
+    plain: Callable[..., Any],
+    feeds: list[Any],
+    runs: int,
+    backends: dict[int, str],
+    tier: str,
+) -> Profile:
+    """Run `clocked` (the plan generated with `laps`) and `plain` (the executable's own
+    call) `runs` times each, interleaved, on `feeds`: their Profile."""
+    clocked(*feeds)  # untimed: first-touch of the arena, caches
+    plain(*feeds)
+    per_step: list[list[float]] = [[] for _ in plan.steps]
+    calls: list[float] = []
+    for _ in range(runs):
+        laps[:] = [0.0] * len(laps)
+        clocked(*feeds)
+        for k, t in enumerate(laps):
+            per_step[k].append(t)
+        started = time.perf_counter()
+        plain(*feeds)
+        calls.append(time.perf_counter() - started)
+    steps = tuple(
+        StepTime(
+            step.index,
+            step.output,
+            str(step.node.op),
+            backends.get(step.index, tier),
+            statistics.median(per_step[k]),
+            _members(step),
+        )
+        for k, step in enumerate(plan.steps)
+    )
+    return Profile(plan.graph.name, steps, runs, statistics.median(calls), tier)

@@ -1,0 +1,101 @@
+"""Executable.profile: per-step times of a plan, on copies of the state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphc as gc
+from graphc.runtime.profile import Profile
+
+
+def _step() -> gc.Graph:
+    """A loss and an update of w, so that w may be an executable's state."""
+    g = gc.Graph("step")
+    with g:
+        x = gc.placeholder("x", shape=("B", 8))
+        w = gc.placeholder("w", shape=(8, 4))
+        h = gc.relu(x @ w)
+        gc.output(gc.mean(h * h), name="loss")
+        gc.output(w - 0.1 * (gc.transpose(x) @ h), name="w_new")
+    return g
+
+
+def test_every_step_of_the_plan_gets_a_time_in_plan_order() -> None:
+    x = np.linspace(-1, 1, 64 * 64, dtype=np.float32).reshape(64, 64)
+    exe = gc.compile(gc.trace(lambda x: gc.tanh(x) @ x.T + 1.0, x), backend="numpy")
+    profile = exe.profile(x, runs=3)
+    plan = exe.plan(x)
+    assert isinstance(profile, Profile) and profile.runs == 3
+    assert [(s.index, s.name) for s in profile.steps] == [(s.index, s.output) for s in plan.steps]
+    assert [s.op for s in profile.steps] == [str(s.node.op) for s in plan.steps]
+    assert all(s.seconds >= 0 for s in profile.steps) and profile.total > 0
+    assert profile.call > 0 and profile.tier == "numpy"
+    assert profile.top(1)[0].seconds == max(s.seconds for s in profile.steps)
+    assert len(profile.top(2)) == 2
+    by_op = profile.by_op()
+    assert sum(n for _, n, _ in by_op) == len(plan.steps)
+    assert sum(t for _, _, t in by_op) == pytest.approx(profile.total)
+    assert [t for _, _, t in by_op] == sorted((t for _, _, t in by_op), reverse=True)
+    text = str(profile)
+    assert text.startswith("profile of graph 'lambda' on numpy: medians of 3 runs")
+    for step in plan.steps:
+        assert f"{step.output} = " in text
+    assert "per op:" in text
+
+
+def test_a_fused_step_names_its_ops() -> None:
+    x = np.linspace(-1, 1, 1000, dtype=np.float32)
+    exe = gc.compile(gc.trace(lambda x: gc.exp(gc.tanh(x) * 2.0), x), backend="numpy")
+    (step,) = exe.profile(x, runs=2).steps
+    assert step.op == "fused" and set(step.members) == {"tanh", "mul", "exp"}
+    assert "fused(" in str(exe.profile(x, runs=2))
+
+
+def test_the_state_is_as_before_and_the_clock_is_not_in_the_calls_code() -> None:
+    g = _step()
+    exe = gc.compile(g, updates={"w": "w_new"}, backend="numpy")
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((8, 4)).astype(np.float32)
+    x = rng.standard_normal((16, 8)).astype(np.float32)
+    exe.set_state(w=w)
+    before = exe.state["w"].copy()
+    profile = exe.profile(x, runs=4)
+    assert exe.state["w"].tobytes() == before.tobytes()  # profiling trained nothing
+    assert len(profile.steps) == len(exe.plan(x).steps)
+    loss = exe(x)  # the calls still train, from the same state
+    assert float(loss) == float(gc.compile(g, backend="numpy")(x, before)[0])
+    assert exe.state["w"].tobytes() != before.tobytes()
+    assert "laps" not in exe.source(x) and "clock" not in exe.source(x)
+
+
+def test_a_one_element_graph_is_profiled_step_by_step() -> None:
+    x = np.array([0.5], np.float32)
+    exe = gc.compile(gc.trace(lambda x: gc.exp(x) * x + 1.0, x), opt_level=0)
+    profile = exe.profile(x, runs=2)  # its calls run as a scalar plan
+    assert [s.op for s in profile.steps] == [str(s.node.op) for s in exe.plan(x).steps]
+    assert len(profile.steps) >= 3
+
+
+def test_native_steps_say_native() -> None:
+    from graphc.backends.native import toolchain
+
+    if isinstance(toolchain.toolchain(), str):
+        pytest.skip("no C compiler: the native backend is off")
+    x = np.linspace(-1, 1, 4096, dtype=np.float32)
+    exe = gc.compile(gc.trace(lambda x: gc.tanh(x) * 0.5 + x, x), backend="native", wait=False)
+    profile = exe.profile(x, runs=2)  # waits for the native tier
+    assert profile.tier == "native"
+    assert [s.backend for s in profile.steps] == ["native"]
+
+
+def test_bad_arguments_are_named() -> None:
+    g = _step()
+    exe = gc.compile(g, updates={"w": "w_new"}, backend="numpy")
+    x = np.ones((2, 8), np.float32)
+    with pytest.raises(gc.GraphcError, match="runs must be a positive int, got 0"):
+        exe.profile(x, runs=0)
+    with pytest.raises(gc.FeedError, match="state is not fed here"):
+        exe.profile(x, w=np.ones((8, 4), np.float32))
+    with pytest.raises(gc.FeedError, match="'w' is state of this executable and has no value"):
+        exe.profile(x)

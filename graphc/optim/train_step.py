@@ -411,6 +411,12 @@ class TrainStep:
         """The plan of a step on batches shaped like (x, y): steps, buffers, peak bytes."""
         return self.executable.explain(x, y, *(self._lr_feeds() if self.fed_lr else ()))
 
+    def profile(self, x: Any, y: Any, runs: int = 20) -> Any:
+        """Where a step's time goes, step by step of its plan (see `Executable.profile`);
+        the parameters and the optimizer's state are as before once it returns."""
+        feeds = self._lr_feeds() if self.fed_lr else ()
+        return self.executable.profile(x, y, *feeds, runs=runs)
+
     def __repr__(self) -> str:
         return (
             f"<TrainStep: {len(self.trained)} trained parameter(s), "

@@ -99,3 +99,21 @@ def test_bad_arguments_are_named() -> None:
         exe.profile(x, w=np.ones((8, 4), np.float32))
     with pytest.raises(gc.FeedError, match="'w' is state of this executable and has no value"):
         exe.profile(x)
+
+
+def test_a_train_step_is_profiled_without_training() -> None:
+    from graphc import nn, optim
+
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    x = np.random.default_rng(1).standard_normal((32, 8)).astype(np.float32)
+    y = np.arange(32) % 3
+    train = optim.compile_train_step(
+        model, nn.CrossEntropyLoss(), optim.SGD(model.parameters(), lr=0.1), (x, y)
+    )
+    before = {k: v.copy() for k, v in train.parameters().items()}
+    profile = train.profile(x, y, runs=3)
+    assert any("matmul" in s.op for s in profile.steps)  # the layers' products
+    after = train.parameters()
+    assert all(after[k].tobytes() == v.tobytes() for k, v in before.items())
+    train.step(x, y)
+    assert any(train.parameters()[k].tobytes() != v.tobytes() for k, v in before.items())

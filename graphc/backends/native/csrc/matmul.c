@@ -489,10 +489,10 @@ GC_EXPORT void gc_matmul_stack_f32(int64_t items, const float *a, const float *b
             #pragma omp for schedule(static)
             for (int64_t p = 0; p < panels; p++) mm_pack_panel(b, packed, K, N, bk, bj, p);
         }
-        float *mine = packed, *rows = apack;
+        float *mine = packed, *rows = apack;  /* this thread's parts (it has some when own > 0) */
 #ifdef _OPENMP
-        if (!shared) mine += omp_get_thread_num() * per_slot;
-        if (pack_rows) rows += omp_get_thread_num() * apack_slot;
+        if (!shared && own > 0) mine += omp_get_thread_num() * per_slot;
+        if (pack_rows && own > 0) rows += omp_get_thread_num() * apack_slot;
 #endif
         #pragma omp for schedule(static)
         for (int64_t i = 0; i < own; i++) {

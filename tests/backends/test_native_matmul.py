@@ -25,6 +25,7 @@ import pytest
 import graphc as gc
 from graphc.backends.native import matmul
 from graphc.ir.graph import Graph
+from graphc.ops.linalg import contract_rows
 from tests.edge_values import bits_differ
 from tests.native_checks import (
     assert_numpys_kernel_runs,
@@ -443,3 +444,44 @@ def test_empty_products(m: int, k: int, n: int) -> None:
     for layout in (w, np.asfortranarray(w)):  # a fed weight, in place or packed
         assert bits_differ(fed(x, layout), x @ w) is None
     assert matmul.PRODUCT.name in fed.source(x, w)
+
+
+@pytest.mark.parametrize(
+    ("lead", "k", "n", "packed"),
+    [((16, 8), 12, 40, False), ((16, 8), 12, 40, True), ((300,), 5, 3, False), ((3,), 1, 1, False), ((), 7, 5, False), ((0, 4), 3, 2, False)],
+)  # fmt: skip
+def test_contract_rows_is_the_chain_of_its_matrices(
+    lead: tuple, k: int, n: int, packed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """contract_rows(x, y), x^T y over every row (a Linear layer's weight gradient for a
+    batch of sequences), is this kernel's product of x seen as (rows, k), transposed,
+    by y seen as (rows, n), read in place or packed row by row: each output the chain
+    (numpy's kernel ran before: a transformer step's six weight gradients stayed on
+    numpy and kept its entry in Python). The callers' arrays are left as they were."""
+    if packed:
+        monkeypatch.setattr(matmul, "PACK_ROWS_FROM", 0)
+    rng = np.random.default_rng(len(lead) * 100 + k * 10 + n)
+    x, y = hostile(rng, (*lead, k)), hostile(rng, (*lead, n))
+    kept = (x.copy(), y.copy())
+    rows = int(np.prod(lead))
+    exe = gc.compile(gc.trace(contract_rows, x, y), backend="native")
+    with np.errstate(all="ignore"):
+        got = exe(x, y)
+    want = chain(np.ascontiguousarray(x.reshape(rows, k).T), y.reshape(rows, n), None, False)
+    assert bits_differ(got, want) is None, bits_differ(got, want)
+    call = next(s for s in exe.source(x, y).splitlines() if f"{matmul.PRODUCT.name}(" in s)
+    assert (call.split(",")[6].strip() not in ("null", "None")) is packed, call
+    assert bits_differ(x, kept[0]) is None and bits_differ(y, kept[1]) is None
+    if rows:  # within the bound of numpy's product
+        _bound(got, np.ascontiguousarray(x.reshape(rows, k).T), y.reshape(rows, n))
+
+
+def test_contract_rows_of_float64_stays_numpys() -> None:
+    rng = np.random.default_rng(2)
+    g = Graph("contract64")
+    with g:
+        x = gc.placeholder("x", (4, 3, 6), "float64")
+        gc.output(contract_rows(x, gc.placeholder("y", (4, 3, 2), "float64")), name="z")
+    assert_numpys_kernel_runs(
+        g, "float32 only", rng.standard_normal((4, 3, 6)), rng.standard_normal((4, 3, 2))
+    )

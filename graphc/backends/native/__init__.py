@@ -504,6 +504,14 @@ register_lowering(
     inexact=_FMA_CHAIN,
     inexact_when=matmul.inexact_product,
 )
+# a weight gradient of rows times a matrix, x^T y over every row: the same product
+register_lowering(
+    "contract_rows",
+    lower_matmul,
+    backend=NAME,
+    inexact=_FMA_CHAIN,
+    inexact_when=matmul.inexact_product,
+)
 
 
 def lower_slice(gen: Generator, step: Step, out: str) -> list[str] | None:

@@ -23,7 +23,9 @@ operand's one row, with no packing and no tiles. Tiles go to the OpenMP pool by 
 then by chunk of rows, when the product is big enough to pay for waking it.
 
 Which products: float32 operands whose right one is a matrix (rank 2), or a stack of
-them (below). Where the panels of a matrix come from:
+them (below); and contract_rows(x, y), x^T y over every row, as the product of x seen as
+(rows, k), transposed, by y seen as (rows, n) (`_matrix_views`). Where the panels of a
+matrix come from:
 - a constant, or a transpose of one (an imported model's initializers, a traced
   model's parameters, an LSTM's recurrent weight in a scan body): packed once per
   thread, by the plan's setup (`gc_matmul_pack_f32`);
@@ -120,6 +122,8 @@ def reason(node: Node) -> str | None:
     out: TensorType = node.type
     if not a.dtype == b.dtype == out.dtype == np.float32:
         return "float32 only"
+    if node.op == "contract_rows":  # x^T y over all rows: one product of two matrices
+        return None
     if b.rank < 2:
         return "a matrix or a stack of matrices on the right only (a vector there is numpy's)"
     if b.rank > 2 and batch_runs(a, b) > BATCH_LEVELS:
@@ -235,7 +239,7 @@ def _right(gen: Generator, step: Step, k: int, n: int, lines: list[str]) -> tupl
     b = step.inputs[1]
     once = _view_of_constant(gen, b) is not None
     hoisted = not once and _of_loop_constant(gen, b)
-    src = _layout(gen, b, gen.setup_lines if once else lines, once)
+    src = _layout(gen, b, gen.setup_lines if once else lines, once, _matrix_views(gen, step)[1])
     if not (once or hoisted):
         return src, _work_buffer(gen), 0
     buffer = gen.fresh("packed")
@@ -271,8 +275,8 @@ def _work_buffer(gen: Generator) -> str:
             if _stacked(gen, step):
                 size = max(size, _stack_buffer(gen, step)[0])
             elif _view_of_constant(gen, step.inputs[1]) is None:
-                k, n = gen.plan.values[step.inputs[1]].type.shape
-                size = max(size, packed_size(k, n))  # type: ignore[arg-type]
+                k, n = _right_shape(gen, step)
+                size = max(size, packed_size(k, n))
         buffer = gen.fresh("matmul_work")
         gen.setup_lines.append(f"{buffer} = {gen.const(aligned, 'aligned')}({size})")
         state["matmul_work"] = calls.address(gen, buffer, True, [])
@@ -296,7 +300,8 @@ def _strided_left(gen: Generator, step: Step) -> bool:
     an item)."""
     node = gen.plan.nodes[step.inputs[0]]
     axes = node.attrs.get("axes") if node.kind == OP and node.op == "transpose" else None
-    if axes is None or len(axes) < 2 or axes[-1] == len(axes) - 1:
+    rows_across = step.node.op == "contract_rows"  # x^T: x's columns are its rows
+    if not rows_across and (axes is None or len(axes) < 2 or axes[-1] == len(axes) - 1):
         return False
     a = gen.plan.values[step.inputs[0]].type
     # (of a stack: one item's rows, each item's packed in turn)
@@ -326,11 +331,14 @@ def _rows_buffer(gen: Generator) -> str:
     return state["matmul_rows"]
 
 
-def _layout(gen: Generator, value: str, lines: list[str], once: bool = False) -> str:
-    """The name of plan value `value`'s rows_layout: made once per thread (at setup) for
-    an array that exists before the call, else on every call (into `lines`)."""
+def _layout(
+    gen: Generator, value: str, lines: list[str], once: bool = False, view: str = ""
+) -> str:
+    """The name of plan value `value`'s rows_layout (of its `view`, a numpy expression's
+    tail such as a reshape: `_matrix_views`): made once per thread (at setup) for an
+    array that exists before the call, else on every call (into `lines`)."""
     name = gen.fresh("layout")
-    line = f"{name} = {gen.const(rows_layout, 'rows_layout')}({gen.array(value)})"
+    line = f"{name} = {gen.const(rows_layout, 'rows_layout')}({gen.array(value)}{view})"
     (gen.setup_lines if once or value in gen.static else lines).append(line)
     return name
 
@@ -357,13 +365,12 @@ def lower(
     if _stacked(gen, step):
         return _lower_stack(gen, step, out, bias, relu)
     out_t = gen.plan.values[step.output].type
-    k, n = gen.plan.values[step.inputs[1]].type.shape
-    # a plan's shapes are bound (its sizes are the call's): ints here at every level
-    assert isinstance(k, int) and isinstance(n, int) and isinstance(out_t.size, int)
+    k, n = _right_shape(gen, step)
+    assert isinstance(out_t.size, int)  # a plan's shapes are bound: ints at every level
     m = out_t.size // n if n else 0
     lines: list[str] = []
     b, packed, ready = _right(gen, step, k, n, lines)
-    a = _layout(gen, step.inputs[0], lines)
+    a = _layout(gen, step.inputs[0], lines, view=_matrix_views(gen, step)[0])
     c = calls.address(gen, out, step.output in gen.static, lines)
     null = gen.const(calls.NULL, "null") if calls.FFI is not None else "None"
     bias_at = calls.value_address(gen, bias, lines) if bias is not None else null
@@ -386,7 +393,28 @@ def lower(
 
 def _stacked(gen: Generator, step: Step) -> bool:
     """Whether the product of `step` is a stack: its right operand has batch dims."""
-    return gen.plan.values[step.inputs[1]].type.rank > 2
+    return step.node.op != "contract_rows" and gen.plan.values[step.inputs[1]].type.rank > 2
+
+
+def _matrix_views(gen: Generator, step: Step) -> tuple[str, str]:
+    """The numpy expression tails that make a product's operands the matrices a @ b it
+    multiplies: none for a matmul; for contract_rows(x, y) = x^T y over every row, x
+    seen as (rows, k) and transposed, y as (rows, n) (views of C-ordered arrays, with no
+    copy)."""
+    if step.node.op != "contract_rows":
+        return "", ""
+    x, y = (gen.plan.values[v].type.shape for v in step.inputs[:2])
+    rows = math.prod(x[:-1])
+    return f".reshape({rows}, {x[-1]}).T", f".reshape({rows}, {y[-1]})"
+
+
+def _right_shape(gen: Generator, step: Step) -> tuple[int, int]:
+    """(k, n) of the right operand of a product that is no stack (bound: ints)."""
+    shape = gen.plan.values[step.inputs[1]].type.shape
+    k = math.prod(shape[:-1]) if step.node.op == "contract_rows" else shape[0]
+    n = shape[-1]
+    assert isinstance(k, int) and isinstance(n, int)
+    return k, n
 
 
 def _stack_shape(gen: Generator, step: Step) -> tuple[int, int, int, int]:

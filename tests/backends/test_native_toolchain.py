@@ -136,21 +136,24 @@ def test_an_interrupted_build_leaves_no_compiler_behind(
     assert toolchain.live_compilers() == 0
 
 
+# a child's first call of a graph on the default backend: its kernels then build
+FIRST_CALL = (
+    "import numpy as np, graphc as gc\n"
+    "g = gc.Graph('g')\n"
+    "with g:\n"
+    "    x = gc.placeholder('x', shape=(8192,), dtype='float32')\n"
+    "    gc.output(gc.tanh(x) * 0.25 + x, name='y')\n"
+    "exe = gc.compile(g)\n"
+    "exe(np.zeros(8192, np.float32))\n"
+)
+
+
 @pytest.mark.slow  # a child interpreter building, then exiting; the quick run keeps the timed-out build
 def test_compilers_are_killed_at_interpreter_exit(tmp_path: Path) -> None:
     """Guards interpreter exit: a process that ends while its background build runs
     takes the compiler's process group with it."""
     cc, pids = _sleeping_compiler(tmp_path)
-    code = (
-        "import numpy as np, graphc as gc, time\n"
-        "g = gc.Graph('g')\n"
-        "with g:\n"
-        "    x = gc.placeholder('x', shape=(8192,), dtype='float32')\n"
-        "    gc.output(gc.tanh(x) * 0.25 + x, name='y')\n"
-        "exe = gc.compile(g)\n"
-        "exe(np.zeros(8192, np.float32))\n"
-        "time.sleep(2)\n"  # the build is under way: the compiler sleeps
-    )
+    code = "import time\n" + FIRST_CALL + "time.sleep(2)\n"  # the compiler sleeps meanwhile
     env = dict(os.environ, GRAPHC_CC=cc, GRAPHC_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("GRAPHC_BACKEND", None)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=120)
@@ -162,6 +165,7 @@ def test_compilers_are_killed_at_interpreter_exit(tmp_path: Path) -> None:
         assert _group_alive(pgid) == [], f"compiler processes of group {pgid} survived"
 
 
+@pytest.mark.slow  # a child interpreter, held at its exit a second
 def test_a_build_stopped_at_interpreter_exit_is_not_reported_as_failed(tmp_path: Path) -> None:
     """A script that ends while its background build runs: the compiler stopped at exit
     is no failed build, so no warning says the kernels could not be built (3 runs in 20
@@ -169,16 +173,10 @@ def test_a_build_stopped_at_interpreter_exit_is_not_reported_as_failed(tmp_path:
     The handler registered first runs last, so the builder thread has a second to warn."""
     cc, pids = _sleeping_compiler(tmp_path)
     code = (
-        "import atexit, time\n"
+        "import atexit, os, time\n"
         "atexit.register(time.sleep, 1.0)\n"
-        "import numpy as np, graphc as gc\n"
-        "g = gc.Graph('g')\n"
-        "with g:\n"
-        "    x = gc.placeholder('x', shape=(8192,), dtype='float32')\n"
-        "    gc.output(gc.tanh(x) * 0.25 + x, name='y')\n"
-        "exe = gc.compile(g)\n"
-        "exe(np.zeros(8192, np.float32))\n"
-        f"while not __import__('os').path.exists({str(pids)!r}): time.sleep(0.01)\n"
+        + FIRST_CALL
+        + f"while not os.path.exists({str(pids)!r}): time.sleep(0.01)\n"
     )
     env = dict(os.environ, GRAPHC_CC=cc, GRAPHC_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("GRAPHC_BACKEND", None)

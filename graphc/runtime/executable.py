@@ -403,9 +403,7 @@ class Executable:
             if cache and key in self._compiled:
                 self._compiled.move_to_end(key)
                 return self._compiled[key]
-            bindings = self._bindings(key, example)
-            graph = self._graph_for(bindings)
-            spec = specialize(graph, bindings)
+            graph, spec = self._specialized(key, example)
             scalars = self.backend.scalar_plans
             scalar = not self.updates and scalars is not None and scalars.supports(graph, spec)
             plan = build_plan(graph, spec, key, self.updates, scalar)
@@ -423,6 +421,12 @@ class Executable:
                 self._last = compiled
                 self.plans_built += 1
             return compiled
+
+    def _specialized(self, key: tuple, state_shapes: dict[str, tuple]) -> tuple[Graph, Any]:
+        """The graph of data signature `key` (and the state's shapes) and its bound types."""
+        bindings = self._bindings(key, state_shapes)
+        graph = self._graph_for(bindings)
+        return graph, specialize(graph, bindings)
 
     def _generate(self, plan: Plan) -> Compiled:
         """The plan's code on this executable's backend; or, where that needs a build and
@@ -715,29 +719,15 @@ class Executable:
         if any(name in self._state for name in feeds):
             raise FeedError("profile: state is not fed here; call exe.set_state(...) first")
         arrays, key = self._feeds(self._order(args, feeds))
-        states = self._states()
-        self._compile_signature(key)
-        self.wait()  # the tier calls run from now on
         compiled = self._compile_signature(key)
-        plan = compiled.plan
-        if plan.scalar:  # numpy scalars, one expression: profile its steps as arrays
-            bindings = self._bindings(key, self._state_shapes())
-            graph = self._graph_for(bindings)
-            plan = build_plan(graph, specialize(graph, bindings), key, self.updates, False)
-        tier = compiled.generated.backend if not compiled.plan.scalar else "numpy"
-        laps = [0.0] * len(plan.steps)
-        generated = Generator(plan, False, get_backend(tier), laps=laps).generate()
-        constants = [np.asarray(plan.nodes[n].value, order="C") for n in plan.constants]
-        copies = [np.array(v, copy=True) for v in states]
-        clocked = generated.instantiate(plan.arena_bytes, constants, copies)
-        kept = [np.array(v, copy=True) for v in states]
-        try:
-            return profiling.measure(
-                plan, laps, clocked, self, arrays, runs, generated.step_backends, tier
+        self.wait()  # its final tier: a finished build swaps its code into `compiled`
+        plan, tier = compiled.plan, compiled.generated.backend
+        if plan.scalar:  # numpy scalars, one expression: its steps profiled as arrays
+            plan = build_plan(
+                *self._specialized(key, self._state_shapes()), key, self.updates, False
             )
-        finally:
-            for buffer, value in zip(states, kept):
-                np.copyto(buffer, value)
+            tier = "numpy"
+        return profiling.profile(plan, get_backend(tier), self._states(), arrays, runs, self)
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
         if args or feeds:

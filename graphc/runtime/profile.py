@@ -21,7 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 if TYPE_CHECKING:
+    from graphc.runtime.backend import Backend
     from graphc.runtime.plan import Plan, Step
 
 
@@ -100,36 +103,47 @@ def _members(step: Step) -> tuple[str, ...]:
     return tuple(dict.fromkeys(str(m[1]) for m in members))
 
 
-def measure(
+def profile(
     plan: Plan,
-    laps: list[float],
-    clocked: Callable[..., Any],
-    plain: Callable[..., Any],
-    feeds: list[Any],
+    backend: Backend,
+    states: list[np.ndarray],
+    feeds: list[np.ndarray],
     runs: int,
-    backends: dict[int, str],
-    tier: str,
+    call: Callable[..., Any],
 ) -> Profile:
-    """Run `clocked` (the plan generated with `laps`) and `plain` (the executable's own
-    call) `runs` times each, interleaved, on `feeds`: their Profile."""
-    clocked(*feeds)  # untimed: first-touch of the arena, caches
-    plain(*feeds)
-    per_step: list[list[float]] = [[] for _ in plan.steps]
-    calls: list[float] = []
-    for _ in range(runs):
-        laps[:] = [0.0] * len(laps)
-        clocked(*feeds)
-        for k, t in enumerate(laps):
-            per_step[k].append(t)
-        started = time.perf_counter()
-        plain(*feeds)
-        calls.append(time.perf_counter() - started)
+    """`plan` generated on `backend` with a clock around each step, run on copies of
+    `states`, and the executable's own `call` (which updates `states`: they are put back
+    after), `runs` times each, interleaved, on `feeds`: their Profile."""
+    from graphc.runtime.codegen import Generator
+    from graphc.runtime.executable import Compiled
+
+    laps = [0.0] * len(plan.steps)
+    generated = Generator(plan, False, backend, laps=laps).generate()
+    clocked = Compiled(plan, generated).instantiate([np.array(v, copy=True) for v in states])
+    kept = [np.array(v, copy=True) for v in states]
+    try:
+        clocked(*feeds)  # untimed: first-touch of the arena, caches
+        call(*feeds)
+        per_step: list[list[float]] = [[] for _ in plan.steps]
+        calls: list[float] = []
+        for _ in range(runs):
+            laps[:] = [0.0] * len(laps)
+            clocked(*feeds)
+            for k, t in enumerate(laps):
+                per_step[k].append(t)
+            started = time.perf_counter()
+            call(*feeds)
+            calls.append(time.perf_counter() - started)
+    finally:
+        for buffer, value in zip(states, kept):
+            np.copyto(buffer, value)
+    tier = generated.backend
     steps = tuple(
         StepTime(
             step.index,
             step.output,
             str(step.node.op),
-            backends.get(step.index, tier),
+            generated.step_backends.get(step.index, tier),
             statistics.median(per_step[k]),
             _members(step),
         )

@@ -308,7 +308,8 @@ def random_graphs(
             for i in range(draw(st.integers(1, 3)))
         ]
         results: list[gc.Symbol] = []
-        while sum(1 for n in graph.op_nodes if not n.is_constant) < target:
+        # (a builder that gives None may still have added ops: go on until one result)
+        while not results or sum(1 for n in graph.op_nodes if not n.is_constant) < target:
             value = draw(st.sampled_from(BUILDERS))(draw, pool, dtype)
             if value is not None:
                 pool.append(value)

@@ -66,7 +66,7 @@ CASES = {
     "no_columns": ((3, 4, 5), None, (3, 5, 0), None),
     "empty_batch": ((0, 4, 5), None, (0, 5, 6), None),
     "empty_broadcast": ((0, 1, 4, 5), None, (1, 3, 5, 6), None),
-    "tall_items": ((2, 100, 9), None, (2, 9, 33), None),  # M > MM_IN_PLACE: b packed
+    "tall_items": ((2, 520, 9), None, (2, 9, 33), None),  # M > MM_IN_PLACE: b packed
     "ones": ((1, 1, 1), None, (2, 1, 1), None),  # (the same batch would be outer.py's)
 }
 

@@ -19,8 +19,10 @@ run as the elementwise kernel after, as before. Two shapes of a recurrent step g
 paths of their own: one row (batch 1) goes by four panels at once, eight chains in
 flight where a tile of one row keeps two and waits out each multiply-add's latency;
 K = 1 (one example's term of a weight gradient) goes row by row over the right
-operand's one row, with no packing and no tiles. Tiles go to the OpenMP pool by panel,
-then by chunk of rows, when the product is big enough to pay for waking it.
+operand's one row, with no packing and no tiles. Tiles go to the OpenMP pool, when the
+product is big enough to pay for waking it, as runs of (panel, chunk of rows) tasks of
+even weight: by rows when the output has more rows than columns (each thread then reads
+the rows of a it wrote as the previous product's or kernel's output), else by panels.
 
 Which products: float32 operands whose right one is a matrix (rank 2), or a stack of
 them (below); and contract_rows(x, y), x^T y over every row, as the product of x seen as
@@ -33,8 +35,9 @@ matrix come from:
   in a weight gradient; a caller's array in any layout): the product's own call packs
   it, the same threads first packing the panels and then running the tiles, into a
   buffer the plan's products share; a panel of whole rows in order (C order) is read
-  where it lies instead when the output has few rows (up to MM_IN_PLACE), where the
-  packing would cost more than the strided reads. A transposed matrix (a torch-layout
+  where it lies instead when the output has few rows (up to MM_IN_PLACE, 512), where the
+  packing would cost more than the strided reads (each tile prefetching the panel's
+  rows ahead of its use). A transposed matrix (a torch-layout
   weight seen as W.T) packs by 8 x 8 blocks transposed in registers.
 
 Stacks, (..., M, K) @ (..., K, N) (attention's products and their gradients, vmap of a

@@ -1,9 +1,14 @@
 """One differential check: O0, O1, O2 and the reference interpreter agree bit for bit.
 
-`check_levels(graph, feed_sets)` runs the reference on each feed set, compiles the
-graph at every level and calls each executable on every feed set in turn (the second
-call runs on reused buffers), and holds every result to the reference's dtype, shape
-and bits (any NaN equals any NaN). Where the reference raises a graphc error the
+`check_levels(graph, feed_sets, backend=...)` runs the reference on each feed set,
+compiles the graph at every level on the backend (by default the one `gc.compile`
+chooses) and calls each executable on every feed set in turn (the second call runs on
+reused buffers), and holds every result to the reference's dtype, shape and bits (any
+NaN equals any NaN). On a backend that declares some of its kernels inexact (native:
+`register_lowering(..., inexact=...)`) the reference is the level's graph run by numpy
+with each such node's value the backend's own, checked within that declaration's bound
+(tests/declared_reference.py): so exact ops are still held to numpy's bits, and each
+inexact one to its stated bound where it occurs. Where the reference raises a graphc error the
 executable must raise one too (at compile or call time). It also checks that the
 caller's feeds are never written (a last feed set is the first one in odd layouts,
 negative strides or Fortran order, read-only) and that an array returned by one call
@@ -23,6 +28,11 @@ from contextlib import contextmanager
 import numpy as np
 
 import graphc as gc
+from graphc.ops.body import dims_of
+from graphc.runtime.backend import get_backend, resolve
+from graphc.runtime.executable import optimize
+from graphc.runtime.specialize import bound_graph, specialize
+from tests.declared_reference import declared_reference
 from tests.edge_values import bits_differ
 
 LEVELS = (0, 1, 2)
@@ -108,10 +118,47 @@ def _copies(results: object) -> object:
     return [np.array(r, copy=True) for r in results]
 
 
+def _level_graph(graph: gc.Graph, level: int, feeds: Feeds) -> gc.Graph:
+    """The graph a plan at `level` is made of for these feeds, before the backend's
+    fusion: gc.optimize's result, of the graph with its symbolic dims bound where it has
+    any (as Executable._graph_for does)."""
+    if level <= 0:
+        return graph
+    arrays = [np.asarray(feeds[p.name]) for p in graph.inputs]
+    bindings = dims_of(graph, arrays)
+    optimized = optimize(graph, level)
+    if not bindings:
+        return optimized
+    concrete = optimize(bound_graph(graph, specialize(graph, bindings)), level)
+    interface = [(n.kind, n.name) for n in concrete.inputs + concrete.outputs]
+    same = interface == [(n.kind, n.name) for n in optimized.inputs + optimized.outputs]
+    return concrete if same else optimized
+
+
+def _backend_reference(graph: gc.Graph, level: int, feeds: Feeds, backend: str) -> object:
+    """The outcome `backend` owes at `level` on these feeds (tests/declared_reference.py);
+    a node beyond its declared bound fails here, with the feeds for a repro."""
+    try:
+        return _outcome(
+            lambda: declared_reference(_level_graph(graph, level, feeds), feeds, backend)
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"O{level}: {exc}\nfeeds = {describe_feeds(feeds)}") from None
+
+
 def check_levels(
-    graph: gc.Graph, feed_sets: Sequence[Feeds], levels: Sequence[int] = LEVELS
+    graph: gc.Graph,
+    feed_sets: Sequence[Feeds],
+    levels: Sequence[int] = LEVELS,
+    backend: str | None = None,
 ) -> None:
-    """Every level's executable equals the reference on every feed set, bit for bit."""
+    """Every level's executable on `backend` (None: gc.compile's default) equals the
+    reference on every feed set: bit for bit, but for the nodes the backend declares
+    inexact, each within its declared bound (tests/declared_reference.py)."""
+    backend = resolve(backend).name
+    # (the level's graph may hold an inexact op the declared one has not: a rewrite
+    # making x / (1 + exp(-x)) a sigmoid)
+    inexact = bool(get_backend(backend).inexact_lowerings)
     # the first feed set again as a caller may hand it over, strided and read-only: a plan
     # reads a caller's array where it lies or copies it, and never writes into it (numpy's
     # matmul and sums round a strided operand otherwise: the reference runs it too)
@@ -120,7 +167,7 @@ def check_levels(
         wants = [_outcome(lambda f=f: gc.run(graph, f)) for f in feed_sets]
         for level in levels:
             try:
-                exe = gc.compile(graph, opt_level=level)
+                exe = gc.compile(graph, opt_level=level, backend=backend)
             except gc.GraphcError as exc:
                 for feeds, want in zip(feed_sets, wants):
                     _compare(exc, want, f"gc.compile(opt_level={level})", graph, feeds)
@@ -134,7 +181,9 @@ def check_levels(
                     # the failing node is gone: the optimized graph's own outcome stands
                     # (a level may still report the removed node, as got does otherwise)
                     want = _outcome(lambda f=feeds, o=optimized: gc.run(o, f))
-                _compare(got, want, f"O{level}, call {call + 1}", graph, feeds)
+                if inexact and not isinstance(want, gc.GraphcError):
+                    want = _backend_reference(graph, level, feeds, backend)
+                _compare(got, want, f"{backend} O{level}, call {call + 1}", graph, feeds)
                 for name, value in feeds.items():
                     assert bits_differ(value, before[name]) is None, (
                         f"O{level} wrote into the caller's feed {name!r}\n{graph}"

@@ -1,5 +1,8 @@
 """Compiled plans at O0, O1 and O2 against the reference interpreter, bit for bit.
 
+On every backend present: numpy, and native where a C compiler is (its inexact
+kernels each within their declared bound, tests/differential.py).
+
 Every op of the table (tests/op_cases.py) on its own inputs and on hostile ones of the
 same shapes and dtypes, and the tame random graphs of tests/strategies.py on tame and
 on hostile feeds (nan, inf, -0.0, subnormals, extremes). Any NaN equals any NaN; all
@@ -19,10 +22,15 @@ import graphc as gc
 from tests.budget import draws, sample
 from tests.differential import check_levels
 from tests.edge_values import edge_feeds
+from tests.native_checks import HAVE_NATIVE
 from tests.op_cases import all_cases, build_graph, case_feeds
 from tests.strategies import random_feeds, random_graphs
 
 CASES = sample(all_cases())
+BACKENDS = ["numpy", "native"] if HAVE_NATIVE else ["numpy"]
+# the quick run keeps both backends of the random-graph tests (conftest.py: quick_cases)
+every_backend = pytest.mark.parametrize("backend", BACKENDS)
+quick_on_each = pytest.mark.quick_cases(len(BACKENDS))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -32,16 +40,21 @@ def test_every_op_matches_reference(case: object) -> None:
     check_levels(g, [tame, hostile])
 
 
+@every_backend
+@quick_on_each
 @settings(max_examples=draws(150))
 @given(random_graphs(), st.integers(0, 2**16))
-def test_random_graphs_match_reference(g: gc.Graph, seed: int) -> None:
-    check_levels(g, [random_feeds(g, seed=seed), edge_feeds(g, seed=seed)])
+def test_random_graphs_match_reference(backend: str, g: gc.Graph, seed: int) -> None:
+    check_levels(g, [random_feeds(g, seed=seed), edge_feeds(g, seed=seed)], backend=backend)
 
 
+@every_backend
+@quick_on_each
 @settings(max_examples=draws(60))
 @given(random_graphs(min_ops=5, max_ops=15, dtype="float32", symbolic=True), st.integers(0, 2**16))
-def test_random_float32_graphs_match_reference(g: gc.Graph, seed: int) -> None:
-    check_levels(g, [edge_feeds(g, seed=seed, dims=0), random_feeds(g, seed=seed, dims=1)])
+def test_random_float32_graphs_match_reference(backend: str, g: gc.Graph, seed: int) -> None:
+    feed_sets = [edge_feeds(g, seed=seed, dims=0), random_feeds(g, seed=seed, dims=1)]
+    check_levels(g, feed_sets, backend=backend)
 
 
 # the small floats: numpy's float16 loops and graphc's float32-then-round kernels

@@ -1,0 +1,215 @@
+"""The reference a backend that declares inexact kernels is held to.
+
+`declared_reference(graph, feeds, backend)` runs `graph` node by node as the reference
+interpreter does (each op's numpy kernel on fresh C-ordered arrays), but at each node the
+backend declares inexact (`register_lowering(..., inexact=...)` and its `Inexact.covers`)
+it also runs that node alone on the backend, as a one-node graph at O0 on the same input
+values, checks that value within the declaration's bound of numpy's, and carries the
+backend's value on. A plan compiled on the backend must then give the outputs bit for
+bit: its exact ops give numpy's bits on whatever values reach them, and each inexact node
+the bits it gives alone (the backend's levels agree bit for bit: tests/native_checks.py).
+So every difference from numpy is traced to the one node it comes from and held to that
+node's declared bound, not to a tolerance on an output, which after a cancellation or a
+comparison would say nothing about the kernels.
+
+The bound of each declaration (graphc/backends/native/__init__.py):
+- `bound` ulp (the elementwise functions, softmax): within that many ulp of numpy's, nan
+  and inf where numpy has them; gelu as tests/native_checks.py reads its bound (absolute
+  where its 1 + tanh(u) cancels);
+- log_softmax's, in its declared unit eps (1 + |result|);
+- a summation order (the products, the convolutions): the bound of any order of a sum
+  of k products, 2 (k + 2) eps sum |a b| plus the products' underflow;
+- layer_norm's sums in lanes: tests/backends/test_native_norm.py's bound,
+  (n / 16 + log2 n + 8) eps times twice the output's scale.
+A node of an op declared inexact whose bound this file cannot state fails, saying so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+import graphc as gc
+from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
+from graphc.ir.registry import bound_attrs, get_op
+from graphc.ir.types import TensorType
+from graphc.runtime.backend import Backend, get_backend
+from graphc.runtime.feeds import check_feeds
+
+# the ops whose declaration names a summation order: the products and convolutions
+SUMS = frozenset({"matmul", "contract_rows", "gemm", "conv2d", "conv_transpose2d"})
+LANES = frozenset({"layer_norm", "layer_norm_grad"})
+
+# one-node executables by (backend, the node's graph text): hypothesis draws the same
+# nodes again and again, and a compile costs milliseconds even with its kernel built
+_ALONE: dict[tuple[str, str], gc.Executable] = {}
+_ALONE_LIMIT = 512
+
+
+def _declared(backend: Backend, node: Node) -> Any:
+    if node.kind != OP:
+        return None
+    declared = backend.inexact_lowerings.get(node.op)
+    return declared if declared is not None and declared.covers(node) else None
+
+
+def declared_reference(
+    graph: Graph, feeds: Mapping[str, np.ndarray], backend: str
+) -> list[np.ndarray]:
+    """`graph`'s outputs on `feeds` with each node `backend` declares inexact computed
+    alone there (and checked within its declared bound), every other node by numpy."""
+    chosen = get_backend(backend)
+    # (laid out as the reference interpreter lays them: numpy's dot rounds a reversed
+    # operand otherwise)
+    arrays, bindings = check_feeds(graph, feeds)
+    values: dict[Node, Any] = dict(zip(graph.inputs, arrays))
+    results = []
+    for node in graph.nodes:
+        if node.kind == PLACEHOLDER:
+            continue
+        if node.kind == OUTPUT:
+            results.append(np.array(values[node.inputs[0]], copy=True, order="C"))
+            continue
+        inputs = [values[x] for x in node.inputs]
+        attrs = bound_attrs(node, bindings)
+        try:
+            with np.errstate(all="ignore"):
+                value = get_op(node.op).kernel(*inputs, **attrs)
+        except gc.GraphcError as exc:
+            exc.node = exc.node or node.name
+            raise
+        value = np.asarray(value) if get_op(node.op).permutes else np.asarray(value, order="C")
+        declared = _declared(chosen, node)
+        if declared is not None and isinstance(node.type, TensorType):
+            alone = _alone(backend, node, inputs)
+            why = beyond_bound(node, declared, inputs, attrs, alone, value)
+            assert why is None, (
+                f"{backend}'s {node.describe()} alone, beyond its declared bound "
+                f"({declared.why}): {why}\n{graph}"
+            )
+            value = alone
+        values[node] = value
+    return results
+
+
+def _alone(backend: str, node: Node, inputs: list[np.ndarray]) -> np.ndarray:
+    """`node` computed by itself on `backend`: a graph of the node on placeholders."""
+    operands = list(dict.fromkeys(node.inputs))
+    g = Graph(f"{node.op}_alone")
+    copies = {x: g.add_placeholder(f"in{k}", x.type) for k, x in enumerate(operands)}
+    value = g.add_op(node.op, [copies[x] for x in node.inputs], node.attrs, node.type, "value")
+    g.add_output(value, "out")
+    key = (backend, str(g))
+    exe = _ALONE.get(key)
+    if exe is None:
+        if len(_ALONE) >= _ALONE_LIMIT:
+            _ALONE.pop(next(iter(_ALONE)))
+        exe = _ALONE[key] = gc.compile(g, opt_level=0, backend=backend)
+    feeds = {f"in{k}": inputs[node.inputs.index(x)] for k, x in enumerate(operands)}
+    with np.errstate(all="ignore"):
+        return np.array(exe(**feeds), copy=True, order="C")
+
+
+def beyond_bound(
+    node: Node,
+    declared: Any,
+    inputs: list[np.ndarray],
+    attrs: dict[str, Any],
+    got: np.ndarray,
+    want: np.ndarray,
+) -> str | None:
+    """Why `got` (the backend's value of `node`) is not within the declared bound of
+    `want` (numpy's on the same `inputs`), or None."""
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return f"type {got.dtype}{list(got.shape)} vs numpy's {want.dtype}{list(want.shape)}"
+    if want.dtype.kind != "f" or got.size == 0:
+        return None if np.array_equal(got, want) else "other values of an exact dtype"
+    if not np.array_equal(np.isnan(got), np.isnan(want)):
+        return "nan in other places than numpy's"
+    infinite = np.isinf(got) | np.isinf(want)
+    if not np.array_equal(got[infinite], want[infinite]):
+        return "inf in other places than numpy's"
+    finite = np.isfinite(want) & np.isfinite(got)
+    with np.errstate(all="ignore"):
+        if node.op in SUMS:
+            far = _beyond_sum(node.op, inputs, attrs, got, want)
+        elif node.op in LANES:
+            far = _beyond_lanes(node.op, inputs, attrs, got, want)
+        elif node.op == "log_softmax" and declared.bound is not None:
+            eps = float(np.finfo(want.dtype).eps)
+            err = np.abs(got.astype(np.float64) - want)
+            far = err > declared.bound * eps * (1 + np.abs(want.astype(np.float64)))
+        elif declared.bound is not None:
+            far = _beyond_ulps(node.op, declared.bound, inputs, got, want)
+        else:
+            return f"no bound stated for '{node.op}' that tests/declared_reference.py knows"
+    bad = finite & far
+    if not bad.any():
+        return None
+    at = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+    return (
+        f"{int(bad.sum())} of {bad.size} elements beyond the bound, first at {at}: "
+        f"{got[at]!r} vs numpy's {want[at]!r}"
+    )
+
+
+def _beyond_ulps(
+    op: str, bound: int, inputs: list[np.ndarray], got: np.ndarray, want: np.ndarray
+) -> np.ndarray:
+    # (imported here: tests/native_checks.py imports tests/differential.py, which imports
+    # this file)
+    from tests.native_checks import gelu_allowance, ulp_distance
+
+    if op == "gelu":
+        err = np.abs(got.astype(np.float64) - want)
+        return err > gelu_allowance(np.broadcast_to(inputs[0], want.shape), want)
+    return ulp_distance(got, want) > bound
+
+
+def _beyond_sum(
+    op: str, inputs: list[np.ndarray], attrs: dict[str, Any], got: np.ndarray, want: np.ndarray
+) -> np.ndarray:
+    """Beyond 2 (k + 2) eps sum |a b| + 2 k tiny: two orders of a sum of k products (each
+    within (k + 1) eps of the exact sum of |a b|), and the products' underflow. The sums
+    of |a b| are the op's own kernel on |inputs| in float64, k its kernel on ones."""
+    kernel = get_op(op).kernel
+    magnitudes = [np.nan_to_num(np.abs(x.astype(np.float64)), posinf=0.0) for x in inputs]
+    positive = {k: abs(v) if k in ("alpha", "beta") else v for k, v in attrs.items()}
+    magnitude = kernel(*magnitudes, **positive)
+    ones = [np.ones(x.shape, np.float64) for x in inputs]
+    terms = float(np.max(kernel(*ones, **positive), initial=1.0))
+    finfo = np.finfo(want.dtype)
+    eps, tiny = float(finfo.eps), float(finfo.smallest_subnormal)
+    bound = 2 * (terms + 2) * eps * magnitude + 2 * terms * tiny
+    err = np.abs(got.astype(np.float64) - want)
+    # a sum of magnitude past the dtype's range may overflow in one order only
+    return (err > bound) & (magnitude <= float(finfo.max))
+
+
+def _beyond_lanes(
+    op: str, inputs: list[np.ndarray], attrs: dict[str, Any], got: np.ndarray, want: np.ndarray
+) -> np.ndarray:
+    """Beyond 2 (n / 16 + log2 n + 8) eps times the output's scale, per row of n: for
+    layer_norm (|xhat| + 1) |w| + max |b|, for its gradient rstd max|g| (1 + |xhat|)
+    (1 + max |xhat|) (tests/backends/test_native_norm.py derives it)."""
+    x = inputs[0]
+    axis = attrs.get("axis", -1) % x.ndim
+    rows = math.prod(x.shape[:axis])
+    n = max(math.prod(x.shape[axis:]), 1)
+    x2 = x.astype(np.float64).reshape(rows, n)
+    mean = x2.mean(axis=1, keepdims=True)
+    rstd = 1 / np.sqrt(((x2 - mean) ** 2).mean(axis=1, keepdims=True) + attrs.get("eps", 1e-5))
+    xhat = np.abs((x2 - mean) * rstd)
+    if op == "layer_norm":
+        w = np.broadcast_to(np.abs(inputs[1].astype(np.float64)), x.shape[axis:]).reshape(1, n)
+        scale = (xhat + 1) * w + float(np.max(np.abs(inputs[2].astype(np.float64)), initial=0))
+    else:
+        g2 = np.abs(inputs[1].astype(np.float64)).reshape(rows, n)
+        top = xhat.max(axis=1, keepdims=True, initial=0.0)
+        scale = rstd * g2.max(axis=1, keepdims=True, initial=0.0) * (1 + xhat) * (1 + top)
+    units = 2 * (n / 16 + math.log2(n) + 8) * float(np.finfo(want.dtype).eps)
+    err = np.abs(got.astype(np.float64) - want).reshape(rows, n)
+    return (err > units * scale).reshape(want.shape)

@@ -26,6 +26,7 @@ from graphc.backends.native import (
     rows,
     threads,
     toolchain,
+    unslice,
     wide_conv,
     winograd,
 )
@@ -40,6 +41,7 @@ KERNELS = {
     "outer": outer.SOURCE,
     "one_hot": one_hot.KERNEL.source,
     "strided_copy": copies.KERNEL.source,
+    "unslice": unslice.KERNEL.source,
     "layer_norm": norm.LAYER_NORM.source,
     "layer_norm_grad": norm.LAYER_NORM_GRAD.source,
     **{f"max_pool_{k.name}": k.source for k in pool.KERNELS.values()},

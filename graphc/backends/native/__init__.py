@@ -35,6 +35,7 @@ from graphc.backends.native import (
     slices,
     threads,
     toolchain,
+    unslice,
 )
 from graphc.backends.native.cexpr import NATIVE_OPS
 from graphc.backends.native.kernels import (
@@ -523,6 +524,8 @@ def lower_slice(gen: Generator, step: Step, out: str) -> list[str] | None:
 register_lowering("slice", lower_slice, backend=NAME)
 # a reshape that is not a view (of a transposed view): one C call copying it (copies.py)
 register_lowering("reshape", copies.lower, backend=NAME)
+# zeros with a slice's cotangent put back in its window: one C call, numpy's bits (unslice.py)
+register_lowering("unslice", unslice.lower_unslice, backend=NAME)
 # a loop whose body's steps all run here: one C call walking the steps (loops.py), the
 # body's own kernels in the same order, so the bits of its steps
 register_lowering("scan", loops.lower_scan, backend=NAME)

@@ -3,7 +3,8 @@ zeros with the cotangent put in its window, numpy's bits byte for byte (+0.0 zer
 payloads kept) for every dtype and every form of basic index (ints, negative and
 stepped slices, None, an ellipsis, empty windows, 0-d), from a caller's array in any
 layout, an arena buffer or a transposed view, on one thread or the pool; a slice's
-gradient runs as one C call; a new batch size builds no C.
+gradient and the transformer training step (the q, k and v gradients put back into the
+in-projection) run as one C call; a new batch size builds no C.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from hypothesis import strategies as st
 import graphc as gc
 from graphc.backends.native import copies, toolchain
 from graphc.ops.indexing import format_index, parse_index
+from tests.backends.test_native_batch_sizes import RTOL
 from tests.budget import draws
 from tests.edge_values import edge_array
-from tests.native_checks import check_native, needs_native
+from tests.native_checks import check_native, needs_native, normwise
 
 pytestmark = needs_native
 
@@ -296,6 +298,55 @@ def test_a_slices_gradient_runs_as_one_c_call_with_numpys_bits() -> None:
         assert "entry: one C call" in text, text
         for got, want in zip(exe(*args), numpy(*args), strict=True):
             assert same_bytes(got, want) is None
+
+
+def test_the_transformer_training_step_runs_as_one_c_call() -> None:
+    """The bench's transformer step (its quick case): six unslices put the q, k and v
+    gradients back into the in-projection's weight and bias; with them in C the step is
+    one C call, and its loss and parameters after each step are the numpy backend's
+    within the bound the training steps' products are held to."""
+    from graphc.bench import transformer
+
+    params = dict(transformer.QUICK)
+    x, y = transformer.make_inputs(params)["args"]
+    native = transformer.train_step(params, x, y, 2, False, "native")
+    numpy = transformer.train_step(params, x, y, 2, False, "numpy")
+    close = normwise(RTOL)
+    for k in range(3):
+        losses = [native.step(x, y), numpy.step(x, y)]
+        if k == 0:
+            assert native.executable.wait()
+            text = native.explain(x, y)
+            assert "entry: one C call" in text, text
+            assert re.findall(r"= unslice\(.*\[(\w+)\]", text) == ["native"] * 6, text
+        why = close(np.atleast_1d(losses[0]), np.atleast_1d(losses[1]))
+        assert why is None, f"step {k}, loss: {why}"
+        got, want = native.parameters(), numpy.parameters()
+        for name in want:
+            assert close(got[name], want[name]) is None, f"step {k}, {name}"
+
+
+def test_a_layer_norm_of_fed_weights_runs_as_one_c_call() -> None:
+    """A weight and bias of one value per element (a training step's state, fed here)
+    take the kernel's row mode without a look at their values per call (norm.py), so
+    the plan records into an entry in C, with the bits of its calls from Python."""
+    g = gc.Graph("ln_fed")
+    with g:
+        x = gc.placeholder("x", shape=("B", 48), dtype="float32")
+        w = gc.placeholder("w", shape=(48,), dtype="float32")
+        b = gc.placeholder("b", shape=(48,), dtype="float32")
+        gc.output(gc.layer_norm(x, w, b, axis=1), name="y")
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((6, 48), (48,), (48,))]
+    args[1][:4] = 1.0  # values the one-element rule would skip, here one among many
+    args[2][:4] = 0.0
+    exe = gc.compile(g, backend="native", wait=True)
+    from_python = exe(*args)
+    for _ in range(3):
+        exe(*args)
+    exe.wait()
+    assert "entry: one C call" in exe.explain(*args), exe.explain(*args)
+    assert same_bytes(exe(*args), from_python) is None
 
 
 # -- sizes are arguments -----------------------------------------------------------

@@ -83,6 +83,8 @@ def lower_layer_norm(gen: Generator, step: Step, out: str) -> list[str] | None:
             args.append(calls.value_address(gen, value, lines))
             if value in plan.constants:
                 modes.append(str(affine_mode(np.asarray(plan.nodes[value].value), identity)))
+            elif t.size != 1:  # a row whatever its values: no look at them per call
+                modes.append(str(ROW))
             else:
                 modes.append(
                     f"{gen.const(affine_mode, 'affine_mode')}({gen.array(value)}, {identity!r})"

@@ -10,7 +10,9 @@ bit: its exact ops give numpy's bits on whatever values reach them, and each ine
 the bits it gives alone (the backend's levels agree bit for bit: tests/native_checks.py).
 So every difference from numpy is traced to the one node it comes from and held to that
 node's declared bound, not to a tolerance on an output, which after a cancellation or a
-comparison would say nothing about the kernels.
+comparison would say nothing about the kernels. A node whose body holds inexact nodes
+(a loop, a branch, a custom forward) gives, run alone on the backend, numpy's bits (its
+body ran on numpy's kernels) or those of its kernel with the body evaluated as here.
 
 The bound of each declaration (graphc/backends/native/__init__.py):
 - `bound` ulp (the elementwise functions, softmax): within that many ulp of numpy's, nan
@@ -27,7 +29,7 @@ A node of an op declared inexact whose bound this file cannot state fails, sayin
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,9 +37,12 @@ import numpy as np
 import graphc as gc
 from graphc.ir.graph import OP, OUTPUT, PLACEHOLDER, Graph, Node
 from graphc.ir.registry import bound_attrs, get_op
-from graphc.ir.types import TensorType
+from graphc.ir.types import TensorType, TupleType, is_float
+from graphc.ops import control, custom
+from graphc.ops.body import dims_of
 from graphc.runtime.backend import Backend, get_backend
 from graphc.runtime.feeds import check_feeds
+from tests.edge_values import bits_differ
 
 # the ops whose declaration names a summation order: the products and convolutions
 SUMS = frozenset({"matmul", "contract_rows", "gemm", "conv2d", "conv_transpose2d"})
@@ -56,15 +61,35 @@ def _declared(backend: Backend, node: Node) -> Any:
     return declared if declared is not None and declared.covers(node) else None
 
 
+def _holds_inexact(backend: Backend, node: Node) -> bool:
+    """Whether a body of `node` (a loop's, a branch's, a custom forward's) holds a node
+    `backend` declares inexact, at any depth."""
+    bodies = [v for v in node.attrs.values() if isinstance(v, Graph)]
+    return any(
+        _declared(backend, n) is not None or _holds_inexact(backend, n)
+        for body in bodies
+        for n in body.nodes
+    )
+
+
 def declared_reference(
     graph: Graph, feeds: Mapping[str, np.ndarray], backend: str
 ) -> list[np.ndarray]:
     """`graph`'s outputs on `feeds` with each node `backend` declares inexact computed
     alone there (and checked within its declared bound), every other node by numpy."""
-    chosen = get_backend(backend)
     # (laid out as the reference interpreter lays them: numpy's dot rounds a reversed
     # operand otherwise)
     arrays, bindings = check_feeds(graph, feeds)
+    return _evaluate(graph, arrays, bindings, backend)
+
+
+def _evaluate(
+    graph: Graph, arrays: Sequence[np.ndarray], bindings: Mapping[str, int] | None, backend: str
+) -> list[np.ndarray]:
+    """graphc.ops.body.evaluate, but for the nodes `backend` declares inexact: those are
+    its own values, each checked within its declared bound of numpy's."""
+    chosen = get_backend(backend)
+    bindings = dims_of(graph, arrays) if bindings is None else bindings
     values: dict[Node, Any] = dict(zip(graph.inputs, arrays))
     results = []
     for node in graph.nodes:
@@ -75,33 +100,79 @@ def declared_reference(
             continue
         inputs = [values[x] for x in node.inputs]
         attrs = bound_attrs(node, bindings)
-        try:
-            with np.errstate(all="ignore"):
-                value = get_op(node.op).kernel(*inputs, **attrs)
-        except gc.GraphcError as exc:
-            exc.node = exc.node or node.name
-            raise
-        value = np.asarray(value) if get_op(node.op).permutes else np.asarray(value, order="C")
+        value = _kernel(node, inputs, attrs)
         declared = _declared(chosen, node)
         if declared is not None and isinstance(node.type, TensorType):
-            alone = _alone(backend, node, inputs)
+            alone = _alone(backend, node, inputs)[0]
             why = beyond_bound(node, declared, inputs, attrs, alone, value)
             assert why is None, (
                 f"{backend}'s {node.describe()} alone, beyond its declared bound "
                 f"({declared.why}): {why}\n{graph}"
             )
             value = alone
+        elif _holds_inexact(chosen, node):
+            value = _with_bodies(backend, node, inputs, attrs, value)
         values[node] = value
     return results
 
 
-def _alone(backend: str, node: Node, inputs: list[np.ndarray]) -> np.ndarray:
-    """`node` computed by itself on `backend`: a graph of the node on placeholders."""
+def _kernel(node: Node, inputs: list[Any], attrs: dict[str, Any]) -> Any:
+    """numpy's value of `node`, laid out as the reference interpreter lays it out."""
+    opdef = get_op(node.op)
+    try:
+        with np.errstate(all="ignore"):
+            value = opdef.kernel(*inputs, **attrs)
+    except gc.GraphcError as exc:
+        exc.node = exc.node or node.name
+        raise
+    if isinstance(node.type, TupleType):
+        return tuple(np.asarray(v, order="C") for v in value)
+    return np.asarray(value) if opdef.permutes else np.asarray(value, order="C")
+
+
+def _with_bodies(
+    backend: str, node: Node, inputs: list[Any], attrs: dict[str, Any], numpys: Any
+) -> Any:
+    """The backend's value of a node whose body holds inexact nodes: it runs the body
+    either on numpy's kernels (then numpy's bits) or on its own, each body node as it
+    runs alone (then the bits of the op's kernel with its bodies evaluated as here:
+    each inexact node of theirs within its declared bound)."""
+    alone = _alone(backend, node, inputs)
+    wanted = list(numpys) if isinstance(numpys, tuple) else [numpys]
+    if all(bits_differ(a, w) is None for a, w in zip(alone, wanted)):
+        return numpys
+    saved = control.evaluate, custom.evaluate
+
+    def declared(body: Graph, arrays: Sequence[np.ndarray], *rest: Any, **named: Any) -> Any:
+        return _evaluate(body, arrays, None, backend)
+
+    control.evaluate = custom.evaluate = declared
+    try:
+        value = _kernel(node, inputs, attrs)
+    finally:
+        control.evaluate, custom.evaluate = saved
+    hybrid = list(value) if isinstance(value, tuple) else [value]
+    for k, (a, h) in enumerate(zip(alone, hybrid)):
+        why = bits_differ(a, h)
+        assert why is None, (
+            f"{backend}'s {node.describe()} alone, result {k}: neither numpy's bits nor its "
+            f"body's nodes' own (each within its declared bound): {why}"
+        )
+    return value
+
+
+def _alone(backend: str, node: Node, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """`node` computed by itself on `backend` (a graph of the node on placeholders): its
+    value, or its results."""
     operands = list(dict.fromkeys(node.inputs))
     g = Graph(f"{node.op}_alone")
     copies = {x: g.add_placeholder(f"in{k}", x.type) for k, x in enumerate(operands)}
     value = g.add_op(node.op, [copies[x] for x in node.inputs], node.attrs, node.type, "value")
-    g.add_output(value, "out")
+    if isinstance(node.type, TupleType):
+        for k, item in enumerate(node.type.items):
+            g.add_output(g.add_op("result", [value], {"index": k}, item, f"result{k}"))
+    else:
+        g.add_output(value, "out")
     key = (backend, str(g))
     exe = _ALONE.get(key)
     if exe is None:
@@ -110,7 +181,9 @@ def _alone(backend: str, node: Node, inputs: list[np.ndarray]) -> np.ndarray:
         exe = _ALONE[key] = gc.compile(g, opt_level=0, backend=backend)
     feeds = {f"in{k}": inputs[node.inputs.index(x)] for k, x in enumerate(operands)}
     with np.errstate(all="ignore"):
-        return np.array(exe(**feeds), copy=True, order="C")
+        got = exe(**feeds)
+    got = list(got) if isinstance(got, (tuple, list)) else [got]
+    return [np.array(a, copy=True, order="C") for a in got]
 
 
 def beyond_bound(
@@ -125,8 +198,10 @@ def beyond_bound(
     `want` (numpy's on the same `inputs`), or None."""
     if got.dtype != want.dtype or got.shape != want.shape:
         return f"type {got.dtype}{list(got.shape)} vs numpy's {want.dtype}{list(want.shape)}"
-    if want.dtype.kind != "f" or got.size == 0:
-        return None if np.array_equal(got, want) else "other values of an exact dtype"
+    if bits_differ(got, want) is None:
+        return None
+    if not is_float(want.dtype):
+        return f"other values of an exact dtype: {bits_differ(got, want)}"
     if not np.array_equal(np.isnan(got), np.isnan(want)):
         return "nan in other places than numpy's"
     infinite = np.isinf(got) | np.isinf(want)
@@ -161,12 +236,25 @@ def _beyond_ulps(
 ) -> np.ndarray:
     # (imported here: tests/native_checks.py imports tests/differential.py, which imports
     # this file)
-    from tests.native_checks import gelu_allowance, ulp_distance
+    from tests.native_checks import gelu_allowance
 
     if op == "gelu":
-        err = np.abs(got.astype(np.float64) - want)
+        err = np.abs(got.astype(np.float64) - want.astype(np.float64))
         return err > gelu_allowance(np.broadcast_to(inputs[0], want.shape), want)
-    return ulp_distance(got, want) > bound
+    return _ulp_distance(got, want) > bound
+
+
+def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """How many floats of their dtype lie between a and b, per element (+0.0 and -0.0
+    one apart), as float64: the bits read as sign and magnitude. Any float width
+    (tests/native_checks.py's ulp_distance takes float32 and float64)."""
+    int_type = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    sign = np.int64(np.iinfo(int_type).min)  # the sign bit, as a negative number
+    ia, ib = (np.asarray(v).view(int_type).astype(np.int64) for v in (a, b))
+    mag_a, mag_b = ia & ~sign, ib & ~sign
+    # the same sign: exact in int64; across zero, up to 2**64 apart, so in float64
+    apart = mag_a.astype(np.float64) + mag_b.astype(np.float64) + 1.0
+    return np.where((ia < 0) == (ib < 0), np.abs(mag_a - mag_b).astype(np.float64), apart)
 
 
 def _beyond_sum(

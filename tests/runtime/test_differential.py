@@ -21,13 +21,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graphc as gc
+from graphc.ir.registry import get_op
 from graphc.runtime.backend import get_backend
 from tests.budget import draws, sample
 from tests.declared_reference import _ulp_distance
 from tests.differential import check_levels
 from tests.edge_values import bits_differ, edge_feeds
 from tests.native_checks import HAVE_NATIVE, needs_native
-from tests.op_cases import all_cases, build_graph, case_feeds
+from tests.op_cases import OpCase, all_cases, build_graph, case_feeds
 from tests.strategies import random_feeds, random_graphs
 
 CASES = sample(all_cases())
@@ -37,11 +38,19 @@ every_backend = pytest.mark.parametrize("backend", BACKENDS)
 quick_on_each = pytest.mark.quick_cases(len(BACKENDS))
 
 
+@every_backend
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_every_op_matches_reference(case: object) -> None:
+def test_every_op_matches_reference(case: OpCase, backend: str) -> None:
+    declared = get_backend(backend).inexact_lowerings.get(case.op)
+    if get_op(case.op).has("fusion") and declared is not None and declared.bound is None:
+        pytest.skip(
+            f"{backend} declares its {case.op} inexact with no bound of its own: its kernel "
+            "is held to the bounds of the ops it fuses where its fusion makes it (the random "
+            "graphs at O2)"
+        )
     g = build_graph(case)
     tame, hostile = case_feeds(case)
-    check_levels(g, [tame, hostile])
+    check_levels(g, [tame, hostile], backend=backend)
 
 
 @every_backend

@@ -18,8 +18,6 @@ the reason in explain(); gradients of a stacked product run in C too.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -315,15 +313,6 @@ def test_an_epilogue_is_applied_on_the_items_tiles() -> None:
     exe = gc.compile(g, opt_level=2, backend="native")
     assert exe.source(a, b, b2).count(matmul.STACK.name + "(") == 2
     assert exe.explain(a, b, b2).count("= matmul_epilogue(") == 2
-
-
-@pytest.fixture
-def empty_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    """Kernels built into an empty directory, none of this process's libraries reused."""
-    monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path / "cache"))
-    toolchain.reset(loaded=True)
-    yield
-    toolchain.reset(loaded=True)
 
 
 @pytest.mark.usefixtures("empty_cache")

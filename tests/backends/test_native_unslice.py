@@ -10,8 +10,6 @@ in-projection) run as one C call; a new batch size builds no C.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -350,15 +348,6 @@ def test_a_layer_norm_of_fed_weights_runs_as_one_c_call() -> None:
 
 
 # -- sizes are arguments -----------------------------------------------------------
-
-
-@pytest.fixture
-def empty_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    """Kernels built into an empty directory, none of this process's libraries reused."""
-    monkeypatch.setenv("GRAPHC_CACHE_DIR", str(tmp_path / "cache"))
-    toolchain.reset(loaded=True)
-    yield
-    toolchain.reset(loaded=True)
 
 
 def test_a_symbolic_batch_builds_c_once(empty_cache: None) -> None:

@@ -17,6 +17,7 @@ import pytest
 import graphc as gc
 from graphc.passes.report import PassLog
 from graphc.passes.simplify import REWRITES
+from tests.differential import check_levels
 from tests.passes.passcheck import assert_bits_equal, edge_values
 from tests.passes.test_rules import every_rule
 
@@ -140,7 +141,6 @@ def _check(rule: str, build: Build) -> set[str]:
             after = every_rule(before, log=log, fast_math=False)
             assert not any("[fast_math]" in what for what in log.counts), log.counts
             fired |= set(log.counts)
-            compiled = [gc.compile(before, opt_level=level) for level in (0, 1, 2)]
             with np.errstate(all="ignore"):
                 for seed in range(6):
                     feeds = _feeds(before, seed)
@@ -148,9 +148,9 @@ def _check(rule: str, build: Build) -> set[str]:
                     (got,) = gc.run(after, feeds)
                     msg = f"{rule} {dtype}{shape}\n{before}\n->\n{after}\n{feeds}"
                     assert_bits_equal(got, want, msg)
-                    if seed < 2:
-                        for level, exe in enumerate(compiled):
-                            assert_bits_equal(exe(**feeds), want, f"O{level}: {msg}")
+            # and compiled at each level: bit for bit on numpy; on native each inexact op
+            # within its declared bound (tests/differential.py)
+            check_levels(before, [_feeds(before, seed) for seed in range(2)])
     assert built, f"no dtype and shape builds the case for {rule}"
     return fired
 

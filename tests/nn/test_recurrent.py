@@ -9,6 +9,7 @@ import graphc as gc
 import graphc.eager as ge
 from graphc import nn
 from tests.conftest import needs_torch, torch
+from tests.differential import check_levels
 
 KINDS = {"RNN": nn.RNN, "RNN_relu": nn.RNN, "GRU": nn.GRU, "LSTM": nn.LSTM}
 OPTIONS = [
@@ -97,9 +98,12 @@ def test_a_traced_layer_is_one_scan_per_direction_whatever_the_length(kind: str)
         x = np.random.default_rng(steps).standard_normal((steps, 2, 3))
         want = module(ge.tensor(x))[0].detach().numpy()
         feeds = gc.lifted_feeds(g)
-        for level in (0, 2):
-            got = gc.compile(g, opt_level=level)(x, **feeds)
-            np.testing.assert_array_equal(got, want)  # the same kernels in the same order
+        named = {g.inputs[0].name: x, **feeds}
+        # the reference runs eager's kernels in the same order: eager's bits
+        np.testing.assert_array_equal(gc.run(g, named)[0], want)
+        # compiled: bit for bit on numpy, native's within its declared bounds
+        # (tests/differential.py)
+        check_levels(g, [named], levels=(0, 2))
     assert sizes[0] == sizes[1]
 
 
@@ -139,8 +143,13 @@ def test_errors_name_the_layer_and_what_was_expected() -> None:
 def test_a_traced_layer_runs_at_any_batch_size() -> None:
     module = nn.LSTM(3, 4, generator=0, batch_first=True)
     g = gc.trace(lambda x: module(x)[0], gc.TensorSpec((None, 7, 3)))
-    exe = gc.compile(g, backend="numpy")  # eager's kernels, so eager's bits
+    feed_sets = []
     for batch in (1, 5):
         x = np.random.default_rng(batch).standard_normal((batch, 7, 3)).astype(np.float32)
         want = module(ge.tensor(x))[0].detach().numpy()
-        np.testing.assert_array_equal(exe(x, **gc.lifted_feeds(g)), want)
+        feed_sets.append({g.inputs[0].name: x, **gc.lifted_feeds(g)})
+        # the reference runs eager's kernels: eager's bits
+        np.testing.assert_array_equal(gc.run(g, feed_sets[-1])[0], want)
+    # one executable at both batch sizes: bit for bit on numpy, native's within its
+    # declared bounds (tests/differential.py)
+    check_levels(g, feed_sets, levels=(2,))

@@ -35,7 +35,7 @@ matrix come from:
   in a weight gradient; a caller's array in any layout): the product's own call packs
   it, the same threads first packing the panels and then running the tiles, into a
   buffer the plan's products share; a panel of whole rows in order (C order) is read
-  where it lies instead when the output has few rows (up to MM_IN_PLACE, 512), where the
+  where it lies instead when the output has few rows (up to MM_IN_PLACE, 96), where the
   packing would cost more than the strided reads (each tile prefetching the panel's
   rows ahead of its use). A transposed matrix (a torch-layout
   weight seen as W.T) packs by 8 x 8 blocks transposed in registers.

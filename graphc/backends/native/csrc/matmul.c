@@ -18,13 +18,13 @@
 #define MM_KPART 128
 /* rows of output up to which whole panels of C-ordered rows are read in place (no
    copy), and how many rows of such a panel ahead of its use a tile prefetches (the
-   processor's own prefetchers do not follow a panel's stride, a row of b apart). With
-   the prefetch, reading in place beat packing up to 512 rows in an MLP step at batch
-   512: its eight products 2029 -> 1971 us (d1^T x 668 -> 629 us, d2^T h1 273 -> 256),
-   interleaved in one process; packing stays ahead from 2048 rows ((2048, 128) x
-   (128, 512): 887 us packed, 972 in place) */
+   processor's own prefetchers do not follow a panel's stride, a row of b apart: the
+   MLP step's 10 x 512 by 512 x 256, 26 -> 18 us inside the step). Reading in place up
+   to 512 rows was measured too: 0.6-2 % faster in the MLP step at batch 512, but at
+   batch 32 the step took 1.03x the time, and 256 x 32 by 32 x 784 alone 142 against
+   87 us after a cache flush (a panel's rows from memory, one tile's worth ahead) */
 #ifndef MM_IN_PLACE
-#define MM_IN_PLACE 512
+#define MM_IN_PLACE 96
 #endif
 #define MM_AHEAD 16
 

@@ -22,7 +22,8 @@ K = 1 (one example's term of a weight gradient) goes row by row over the right
 operand's one row, with no packing and no tiles. Tiles go to the OpenMP pool, when the
 product is big enough to pay for waking it, as runs of (panel, chunk of rows) tasks of
 even weight: by rows when the output has more rows than columns (each thread then reads
-the rows of a it wrote as the previous product's or kernel's output), else by panels.
+the rows of a it wrote as the previous product's or kernel's output) or when the
+whole right operand fits a core's cache, else by panels.
 
 Which products: float32 operands whose right one is a matrix (rank 2), or a stack of
 them (below); and contract_rows(x, y), x^T y over every row, as the product of x seen as

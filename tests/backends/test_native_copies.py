@@ -119,19 +119,22 @@ def test_empty_and_one_element_results() -> None:
     assert bits_differ(flat, a.T.reshape(12)) is None
 
 
-def test_a_large_copy_runs_on_the_pool_with_the_same_bits() -> None:
-    shape = (64, 8, 128, 32)  # 8 MiB of float32: past PARALLEL_BYTES
+# 7.5 and 8 MiB of float32, past PARALLEL_BYTES; the first's odd count of rows (runs of
+# 33) puts the threads' boundary inside a row, where a walk starts mid-run
+@pytest.mark.parametrize("shape", [(63, 7, 129, 33), (64, 8, 128, 32)])
+def test_a_large_copy_runs_on_the_pool_with_the_same_bits(shape: tuple) -> None:
     assert np.prod(shape) * 4 >= copies.PARALLEL_BYTES
+    a, b, c, d = shape
     g = gc.Graph("large")
     with g:
         x = gc.placeholder("x", shape=shape, dtype="float32")
-        gc.output(gc.reshape(gc.transpose(x, (0, 2, 1, 3)), (64, 128, 256)), name="y")
+        gc.output(gc.reshape(gc.transpose(x, (0, 2, 1, 3)), (a, c, b * d)), name="y")
     x = values(shape, np.float32, 5)
     exe = gc.compile(g, backend="native")
     assert "gc_strided_copy" in exe.source(x) and re.search(
         r"gc_strided_copy\(.*, 1\)", exe.source(x)
     )
-    assert bits_differ(exe(x), x.transpose(0, 2, 1, 3).reshape(64, 128, 256)) is None
+    assert bits_differ(exe(x), x.transpose(0, 2, 1, 3).reshape(a, c, b * d)) is None
 
 
 def test_the_plan_runs_as_one_c_call() -> None:
@@ -172,6 +175,12 @@ def test_descriptor_merges_dims_adjacent_in_memory() -> None:
     assert copies.descriptor(a[:, :, :, ::2]).tolist() == [2, 24, 3, 5, 2]
     assert copies.descriptor(a[::-1, :1]).tolist() == [2, 2, 20, -60, 1]
     assert copies.descriptor(a[0, 0, 0, 0:1]).tolist() == [1, 1, 1]
+    # two views walked together (unslice's source and window): a dim merges only where
+    # both have it adjacent to the next
+    b = np.zeros((2, 3, 8, 5), np.uint8)[:, :, ::2]  # strides 120, 40, 10, 1: the last dim stays
+    assert copies.descriptor(a, b).tolist() == [2, 24, 5, 5, 1, 10, 1]
+    assert copies.descriptor(a, a, a[:, :, :, :]).tolist() == [1, 120, 1, 1, 1]
+    assert copies.descriptor(a[:1, :1, :1, :1], b[:1, :1, :1, :1]).tolist() == [1, 1, 1, 1]
 
 
 @st.composite

@@ -9,8 +9,9 @@ with one such step could not run as one C call (entry.py), and the ONNX transfor
 layer's head merge kept its whole step in Python. Here the step's source is described at
 generation time: its root (the plan value under its chain of views, C-contiguous by the
 plan's rule), the byte offset of its first element there, and its shape and byte
-strides, merged where dims are adjacent in memory. The C walks the rows with a counter,
-a memcpy per row whose elements are adjacent.
+strides, merged where dims are adjacent in memory. The C walks it with a counter
+(csrc/strided_walk.h, the walk unslice's kernel makes too), a memcpy per row whose
+elements are adjacent.
 
 The same call copies an elementwise step's operand that is a transposed view other than
 a matrix's transpose (which the kernels read in tiles) into a buffer of the thread's,
@@ -33,30 +34,36 @@ from graphc.ops.indexing import parse_index
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import WINDOW_BASE, Step, fake_view
 
+WALK = c_source("strided_walk.h")  # the walk strided_copy.c and unslice.c share
 # after the count (elements): the root, the offset in bytes, the descriptor, out, the
 # element's bytes, and whether to run on the OpenMP pool
-KERNEL = Kernel("gc_strided_copy", c_source("strided_copy.c"), [], ["reshape", "slice"], "pippii")
+KERNEL = Kernel(
+    "gc_strided_copy", WALK + c_source("strided_copy.c"), [], ["reshape", "slice"], "pippii"
+)
 # bytes from which a copy runs on the OpenMP pool (a copy is a load and a store per byte;
 # waking the pool costs 10-50 us here), and from which while the pool is warm
 PARALLEL_BYTES = 1 << 22
 WARM_BYTES = 1 << 18
-MAX_DIMS = 32  # csrc/strided_copy.c's GC_COPY_DIMS
+MAX_DIMS = 32  # csrc/strided_walk.h's GC_WALK_DIMS
 
 
-def descriptor(view: np.ndarray) -> np.ndarray:
-    """[nd, shape, strides] (strides in elements) of `view` walked in C order, its dims
-    of length 1 dropped and each dim merged into the next where the two are adjacent in
-    memory; at least one dim."""
-    dims = [(d, s) for d, s in zip(view.shape, view.strides) if d != 1]
-    merged: list[tuple[int, int]] = []
-    for d, s in dims:
-        if merged and merged[-1][1] == s * d:
-            merged[-1] = (merged[-1][0] * d, s)
+def descriptor(*views: np.ndarray) -> np.ndarray:
+    """[nd, shape, then each view's strides] (strides in elements) of views of one shape
+    walked together in C order (csrc/strided_walk.h), the dims of length 1 dropped and
+    each dim merged into the next where every view has the two adjacent; at least one
+    dim."""
+    shape = views[0].shape
+    merged: list[list[int]] = []
+    for d, *strides in zip(shape, *(v.strides for v in views)):
+        if d == 1:
+            continue
+        if merged and all(merged[-1][1 + k] == s * d for k, s in enumerate(strides)):
+            merged[-1] = [merged[-1][0] * d, *strides]
         else:
-            merged.append((d, s))
+            merged.append([d, *strides])
     if not merged:
-        merged = [(1, 1)]
-    return np.array([len(merged), *(d for d, _ in merged), *(s for _, s in merged)], np.int64)
+        merged = [[1] * (1 + len(views))]
+    return np.array([len(merged), *(column for part in zip(*merged) for column in part)], np.int64)
 
 
 def lower(gen: Generator, step: Step, out: str) -> list[str] | None:

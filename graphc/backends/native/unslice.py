@@ -28,7 +28,7 @@ import numpy as np
 
 from graphc.backends.native import calls
 from graphc.backends.native.c_sources import c_source
-from graphc.backends.native.copies import PARALLEL_BYTES, WARM_BYTES
+from graphc.backends.native.copies import MAX_DIMS, PARALLEL_BYTES, WARM_BYTES, WALK, descriptor
 from graphc.backends.native.kernels import Kernel, parallel_flag
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import WINDOW_BASE, Step, fake_view
@@ -37,28 +37,7 @@ from graphc.runtime.plan import window as plan_window
 # after the count (the window's elements): the cotangent's root, its offset in bytes,
 # the descriptor, out, the window's offset in bytes, out's bytes, the element's bytes,
 # and whether to run on the OpenMP pool (from as many bytes of out as a copy: copies.py)
-KERNEL = Kernel("gc_unslice", c_source("unslice.c"), [], ["unslice"], "pippiiii")
-MAX_DIMS = 32  # csrc/unslice.c's GC_UNSLICE_DIMS
-
-
-def descriptor(source: np.ndarray, window: np.ndarray) -> np.ndarray:
-    """[nd, shape, source strides, window strides] (strides in elements) of two views of
-    one shape walked together in C order, the dims of length 1 dropped and each dim
-    merged into the next where both views have the two adjacent; at least one dim."""
-    dims = [(d, s, w) for d, s, w in zip(window.shape, source.strides, window.strides) if d != 1]
-    merged: list[tuple[int, int, int]] = []
-    for d, s, w in dims:
-        if merged and merged[-1][1] == s * d and merged[-1][2] == w * d:
-            merged[-1] = (merged[-1][0] * d, s, w)
-        else:
-            merged.append((d, s, w))
-    if not merged:
-        merged = [(1, 1, 1)]
-    return np.array(
-        [len(merged), *(d for d, _, _ in merged), *(s for _, s, _ in merged)]
-        + [w for _, _, w in merged],
-        np.int64,
-    )
+KERNEL = Kernel("gc_unslice", WALK + c_source("unslice.c"), [], ["unslice"], "pippiiii")
 
 
 def window(shape: tuple, index: str) -> np.ndarray | None:

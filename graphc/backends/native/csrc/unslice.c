@@ -1,11 +1,10 @@
 /* unslice, the adjoint of a slice: out, `total` bytes, made zeros (memset: +0.0, False,
    0) but for a window where the n elements of `item` bytes of a source are put. Both
    the source (from `offset` bytes into root) and the window (from `at` bytes into out)
-   are walked in C order through desc = [nd, shape[nd], from[nd], to[nd]]: the shape
-   the two share, the source's strides and the window's, in bytes and of any sign
-   (native/unslice.py drops dims of length 1 and merges each dim into the next where
-   both arrays have them adjacent, so nd is small). The elements are copied as bytes:
-   the bits are the source's (nan payloads, -0.0) whatever the dtype.
+   are walked in C order (strided_walk.h) through desc = [nd, shape[nd], from[nd],
+   to[nd]]: the shape the two share, the source's strides and the window's, in bytes and
+   of any sign. The elements are copied as bytes: the bits are the source's (nan
+   payloads, -0.0) whatever the dtype.
 
    A window that is one run of out's bytes (nd 1, its stride `item`) is not zeroed
    first: the bytes around it are. Any other window is zeroed with the rest of out, then
@@ -13,59 +12,6 @@
    out's bytes and writes a range of the elements (a barrier between the two when the
    ranges may overlap). */
 #include <omp.h>
-
-#define GC_UNSLICE_DIMS 32
-
-/* the k elements of a run, `from` bytes apart in src, `to` bytes apart in dst */
-static void put_run(const char *src, char *dst, int64_t k, int64_t from, int64_t to,
-                    int64_t item) {
-    if (from == item && to == item)
-        memcpy(dst, src, (size_t)(k * item));
-    else if (item == 4)
-        for (int64_t j = 0; j < k; j++) memcpy(dst + j * to, src + j * from, 4);
-    else if (item == 8)
-        for (int64_t j = 0; j < k; j++) memcpy(dst + j * to, src + j * from, 8);
-    else if (item == 2)
-        for (int64_t j = 0; j < k; j++) memcpy(dst + j * to, src + j * from, 2);
-    else if (item == 1)
-        for (int64_t j = 0; j < k; j++) dst[j * to] = src[j * from];
-    else
-        for (int64_t j = 0; j < k; j++) memcpy(dst + j * to, src + j * from, (size_t)item);
-}
-
-/* elements [lo, hi) of the walk (in C order over the shape) from src into dst. The
-   position is kept as byte offsets into each, counted like an odometer */
-static void put_elements(const char *src, char *dst, const int64_t *shape,
-                         const int64_t *from, const int64_t *to, int64_t nd, int64_t item,
-                         int64_t lo, int64_t hi) {
-    int64_t index[GC_UNSLICE_DIMS];
-    int64_t s = 0, d = 0, rest = lo;
-    for (int64_t k = nd - 1; k >= 0; k--) {
-        index[k] = rest % shape[k];
-        rest /= shape[k];
-        s += index[k] * from[k];
-        d += index[k] * to[k];
-    }
-    const int64_t last = nd - 1, len = shape[last];
-    int64_t left = hi - lo;
-    while (left > 0) {
-        const int64_t j = index[last], k = len - j < left ? len - j : left;
-        put_run(src + s, dst + d, k, from[last], to[last], item);
-        left -= k;
-        if (left == 0) break;
-        s -= j * from[last]; /* back to the row's start, then on to the next row */
-        d -= j * to[last];
-        index[last] = 0;
-        for (int64_t m = last - 1; m >= 0; m--) {
-            s += from[m];
-            d += to[m];
-            if (++index[m] < shape[m]) break;
-            s -= shape[m] * from[m];
-            d -= shape[m] * to[m];
-            index[m] = 0;
-        }
-    }
-}
 
 /* bytes [lo, hi) of out zeroed, but for those in [keep_lo, keep_hi) */
 static void zero_around(char *out, int64_t lo, int64_t hi, int64_t keep_lo, int64_t keep_hi) {
@@ -87,7 +33,7 @@ GC_EXPORT void gc_unslice(int64_t n, const char *root, int64_t offset, const int
     const int64_t keep_lo = dense ? at : 0, keep_hi = dense ? at + n * item : 0;
     if (!gc_parallel_flag(parallel)) {
         zero_around(out, 0, total, keep_lo, keep_hi);
-        if (n > 0) put_elements(src, dst, shape, from, to, nd, item, 0, n);
+        if (n > 0) gc_walk(src, dst, shape, from, to, nd, item, 0, n);
         return;
     }
     _Pragma("omp parallel") {
@@ -96,7 +42,7 @@ GC_EXPORT void gc_unslice(int64_t n, const char *root, int64_t offset, const int
         if (!dense) {
             _Pragma("omp barrier");
         }
-        if (n > 0) put_elements(src, dst, shape, from, to, nd, item, n * k / t, n * (k + 1) / t);
+        if (n > 0) gc_walk(src, dst, shape, from, to, nd, item, n * k / t, n * (k + 1) / t);
     }
     gc_pool_used();
 }

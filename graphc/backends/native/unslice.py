@@ -28,7 +28,7 @@ import numpy as np
 
 from graphc.backends.native import calls
 from graphc.backends.native.c_sources import c_source
-from graphc.backends.native.copies import MAX_DIMS, PARALLEL_BYTES, WARM_BYTES, WALK, descriptor
+from graphc.backends.native.copies import MAX_DIMS, PARALLEL_BYTES, WALK, WARM_BYTES, descriptor
 from graphc.backends.native.kernels import Kernel, parallel_flag
 from graphc.runtime.codegen import Generator
 from graphc.runtime.plan import WINDOW_BASE, Step, fake_view

@@ -485,8 +485,9 @@ BACKEND = register_backend(
 # gives numpy's bits unless its native rule has an ulp bound: libmvec's functions,
 # graphc's float32 tanh, and the sigmoid and gelu built on them
 for _op, _rule in NATIVE_OPS.items():
-    _why = None if _rule.ulp_bound is None else "libmvec's function or graphc's own (cexpr.py)"
-    _why = _why and _why + _rule.beyond
+    _why = None
+    if _rule.ulp_bound is not None:  # with what the bound leaves out, where it says
+        _why = "libmvec's function or graphc's own (cexpr.py)" + _rule.beyond
     register_lowering(_op, lower_step, backend=NAME, inexact=_why, bound=_rule.ulp_bound)
 register_lowering("fused", lower_step, backend=NAME)  # inexact where its body is: _inexact
 # float32 products by a matrix: a chain of fused multiply-adds over k (matmul.py), not the

@@ -5,8 +5,10 @@ Runtime allocation planner):
 
 1. Reverse scan: each value's last use is the last step that reads it. A value the
    call returns, or writes back into state, is used at the end (index = #steps).
-2. Forward walk over the steps in graph order. The output of step i is placed by the
-   first rule that applies:
+2. Forward walk over the steps in the order schedule.py gives (the graph's, but that
+   a step whose result is returned or written into state runs as soon as it can after
+   another reader of its operand). The output of step i is placed by the first rule
+   that applies:
    - a node with several results (scan, cond; a `TupleType`): each result that a
      `result` node reads gets a buffer of its own, "output" if returned, else "reused"
      or "allocated" as below (the `result` nodes are no steps of their own);
@@ -24,9 +26,10 @@ Runtime allocation planner):
      matrix, a block of a row of a (1, n) array): a view ("view"), which keeps the
      layout every value has; any other slice is a copy;
    - an elementwise op that may run in place, one of whose inputs has the same type,
-     dies at step i and is the only live value on an arena buffer: that buffer
-     ("inplace"), never a caller's array, a constant or state; so may an op at the
-     inputs it names in `inplace_inputs` (gemm's c), if that input is no other operand;
+     dies at step i and is the only live value on an arena buffer: that buffer (of
+     several, the one written last: "inplace"), never a caller's array, a constant or
+     state; so may an op at the inputs it names in `inplace_inputs` (gemm's c), if
+     that input is no other operand;
    - a free arena buffer of the same dtype and enough bytes, smallest first, earliest
      freed among equals ("reused"; `FreeList`: a sorted list of sizes per dtype, O(log n));
    - a new arena buffer ("allocated").
@@ -64,6 +67,7 @@ from graphc.ir.types import TensorType, TupleType
 from graphc.ops.defop import float32_copy_bytes
 from graphc.ops.indexing import parse_index
 from graphc.runtime.recycle import worth_recycling
+from graphc.runtime.schedule import schedule
 from graphc.runtime.specialize import Specialized
 
 # arena buffers this large start on a 4 KiB boundary, so a step's input and output
@@ -206,6 +210,7 @@ def build_plan(
     update_outputs = set(updates.values())
     # `result` nodes are no steps: each is placed by the step of the node it reads
     order = [n for n in graph.nodes if n.kind == OP and not n.is_constant and n.op != "result"]
+    order = schedule(graph, order, updates)
     projections: dict[Node, dict[int, list[Node]]] = {}
     for n in graph.nodes:
         if n.kind == OP and n.op == "result":
@@ -323,11 +328,12 @@ def build_plan(
                 else:
                     place(node, "allocated", new_buffer("allocated", t), i)
         frees = []
-        dying = {x for x in node.inputs if last.get(x) == i}
+        # in the inputs' order, so the free list (and so the plan) is the same every run
+        dying = dict.fromkeys(x for x in node.inputs if last.get(x) == i)
         written = [n for nodes in readers.values() for n in nodes] if readers else [node]
         if isinstance(t, TupleType) and not readers:
             written = []
-        dying |= {n for n in written if n not in last}  # nothing reads this result
+        dying.update(dict.fromkeys(n for n in written if n not in last))  # nothing reads it
         for x in dying:
             buffer = buffer_of[x]
             buffer.refs -= 1
@@ -424,11 +430,15 @@ def _inplace_donor(
     values: dict[str, Value],
     spec: Specialized,
 ) -> Node | None:
-    """An input whose arena buffer step i may overwrite with its result, if any."""
+    """An input whose arena buffer step i may overwrite with its result, if any: of
+    several, the one written last, whose lines are likeliest still in the cache of the
+    core that wrote them (an older one may since have been read by both cores, and each
+    line written then first takes the other core's copy away)."""
     elementwise = opdef.elementwise and opdef.inplace
     if not (elementwise or opdef.inplace_inputs):
         return None
     t = spec.types[node]
+    donor = None
     for k, x in enumerate(node.inputs):
         v = values[x.name]
         buffer = buffer_of[x]
@@ -444,9 +454,10 @@ def _inplace_donor(
             and buffer.refs == 1
             and v.kind != "view"
             and v.type == t
+            and (donor is None or v.defined > values[donor.name].defined)
         ):
-            return x
-    return None
+            donor = x
+    return donor
 
 
 def _fake(shape: tuple) -> np.ndarray | None:

@@ -103,6 +103,36 @@ def test_elementwise_chain_runs_in_place() -> None:
         assert words in text
 
 
+def test_an_elementwise_step_writes_over_the_dying_input_written_last() -> None:
+    # a and b both die at c: c takes b's buffer, the one written last (likelier in the
+    # cache of the core that wrote it), whichever operand comes first
+    for first_a in (True, False):
+        g = gc.Graph("donor")
+        with g:
+            x = gc.placeholder("x", shape=(1000,))
+            a = gc.exp(x)
+            b = gc.tanh(x)
+            gc.output(gc.sum((a - b) if first_a else (b - a)), name="total")
+        plan = gc.compile(g, opt_level=0).plan()
+        c = next(s.output for s in plan.steps if s.node.op == "sub")
+        assert plan.values[c].kind == "inplace" and plan.values[c].base == "b", plan
+
+
+def test_a_step_frees_its_dying_inputs_in_their_order() -> None:
+    # the free list's order decides later reuse: it follows the step's inputs, never a
+    # set's order, so the same graph gets the same plan in every process
+    for swap in (False, True):
+        g = gc.Graph("frees")
+        with g:
+            x = gc.placeholder("x", shape=(64, 64))
+            a, b = gc.exp(x), gc.tanh(x)
+            gc.output(gc.sum((b @ a) if swap else (a @ b)), name="total")
+        plan = gc.compile(g, opt_level=0).plan()
+        step = next(s for s in plan.steps if s.node.op == "matmul")
+        want = [plan.values[v].buffer for v in ("ba" if swap else "ab")]
+        assert list(step.frees) == want, plan
+
+
 def test_large_arena_buffers_start_on_pages() -> None:
     plan = gc.compile(matmul_chain(), opt_level=0).plan()
     offsets = [b.offset for b in plan.buffers if b.kind == "allocated"]

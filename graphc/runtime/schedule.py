@@ -9,18 +9,19 @@ the MLP step at batch 512 (`graphc bench`'s), run right after G W, the 256 x 512
 512 x 256 weight update took 300 us instead of 350 (exe.profile, medians of 50); the
 whole step, about 1 % less time, within the noise of a 2-core machine.
 
-A step is pulled forward only when that holds no arena memory longer: its result is
-returned or written into state, and it may free its operands sooner; so may the steps
-feeding only it (W - lr (G^T X) unfused: the product and the scaling die in the update).
-Every other step keeps its place in the graph's order.
+A step is pulled forward only when that makes no step hold more live arena bytes: its
+result is returned or written into state (not the arena's), views of computed values
+are all it needs besides, and its operands may die sooner. A step it would need to run
+first (W - lr (G^T X) unfused: the product and the scaling) would add arena values where
+others are live (a cross-entropy's gradient pulled ahead of its loss that way took 70
+KiB of arena instead of 50), so such a candidate waits. Every other step keeps its
+place in the graph's order.
 
 Algorithm: one forward walk over the graph's order. After each step, the later steps
 reading an operand it read (through views: a transpose reads its input's memory), or
 its result, are candidates, in graph order. A candidate runs at once when
 - it is pure, and its result is returned or updates a state placeholder;
-- each input is computed, or can run with it first: a view, or a pure step whose value
-  only the candidate and such steps read (at most MAX_CHAIN of them, run in the
-  graph's order);
+- each input is computed, or is a view of a computed value (which then runs first);
 - it updates state p only when every other step reading p has run (the update then
   still goes straight into p's buffer: plan.py's rule "state").
 A step run so pulls in turn. Only candidates are kept per operand (a graph's outputs
@@ -37,8 +38,6 @@ from graphc.ir.registry import get_op
 
 # ops whose value is a view of their one input, computed by no kernel
 _VIEWS = ("reshape",)
-# steps at most that run early with a candidate, as its chain (views aside)
-MAX_CHAIN = 16
 
 
 def _is_view(node: Node) -> bool:
@@ -75,23 +74,13 @@ def schedule(graph: Graph, steps: list[Node], updates: Mapping[str, str]) -> lis
             return computed(x.inputs[0])
         return x not in position or x in done
 
-    def feeds(c: Node, x: Node, chain: dict[Node, None], path: set[Node]) -> bool:
-        """Whether input x of the chain ending in candidate c is computed, or can run
-        with it: a view, or a pure step whose value only the chain reads (it dies there).
-        Those steps are added to `chain`, each after its own inputs."""
-        if computed(x) or x in chain:
+    def ready(x: Node, views: dict[Node, None]) -> bool:
+        """Whether x is computed, or a view of one, which then runs first (in `views`)."""
+        if computed(x) or x in views:
             return True
-        if x.kind != OP or x.op == "result" or len(chain) >= MAX_CHAIN:
+        if not _is_view(x) or not all(ready(y, views) for y in x.inputs):
             return False
-        if not _is_view(x) and (
-            not get_op(x.op).pure  # type: ignore[arg-type]
-            or any(r is not c and r not in path and not _is_view(r) for r in readers[x])
-        ):
-            return False
-        path.add(x)
-        if not all(feeds(c, y, chain, path) for y in x.inputs):
-            return False
-        chain[x] = None
+        views[x] = None
         return True
 
     def run(n: Node) -> None:
@@ -106,15 +95,15 @@ def schedule(graph: Graph, steps: list[Node], updates: Mapping[str, str]) -> lis
                 for c in candidates.get(x, ()):
                     if c in done:
                         continue
-                    chain: dict[Node, None] = {}
-                    if not all(feeds(c, y, chain, {c}) for y in c.inputs):
+                    views: dict[Node, None] = {}
+                    if not all(ready(y, views) for y in c.inputs):
                         continue
                     p = writes.get(c)
                     if p is not None and any(
-                        r is not c and r not in done and r not in chain for r in readers.get(p, ())
+                        r is not c and r not in done and r not in views for r in readers.get(p, ())
                     ):
                         continue
-                    for step in [*sorted(chain, key=position.__getitem__), c]:
+                    for step in [*views, c]:
                         run(step)
                         work.append(step)
 

@@ -12,11 +12,8 @@ mean square of the last state) is computed
 
 All three give the same loss and the same gradients of W_ih, W_hh and b
 (backpropagation through time; checked to 1e-5 of each array's largest magnitude in
-float32, see `relative_difference`, and element by element with np.allclose at rtol
-1e-5, whose atol 1e-8 covers entries that are sums of nearly cancelling terms). The
-script prints
-the graphs' sizes and compile times (`gc.compile` at O2), and draws them when
-graphviz's `dot` is installed.
+float32, see `relative_difference`). The script prints the graphs' sizes and compile
+times (`gc.compile` at O2), and draws them when graphviz's `dot` is installed.
 
     python examples/rnn.py --steps 50             # pictures in out/rnn/
 """
@@ -260,13 +257,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     if worst > RTOL:
         raise AssertionError(f"the three ways disagree: {worst:.1e} > {RTOL:g}")
-    eager = results["eager"]
-    for name in ("unrolled", "scan"):  # and element by element, as np.allclose judges
-        pairs = [("loss", results[name]["loss"], eager["loss"])]
-        pairs += [(n, results[name]["grads"][n], eager["grads"][n]) for n in WEIGHTS]
-        for key, got, want in pairs:
-            if not np.allclose(np.asarray(got), np.asarray(want), rtol=RTOL):
-                raise AssertionError(f"{name} {key} differs from eager past rtol {RTOL:g}")
     print(f"the same loss and gradients all three ways (within {RTOL:g})")
     results["files"] = []
     if not args.no_render:

@@ -36,12 +36,17 @@ from collections.abc import Mapping
 from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 
-# ops whose value is a view of their one input, computed by no kernel
-_VIEWS = ("reshape",)
+
+def _permutes(node: Node) -> bool:
+    return node.kind == OP and get_op(node.op).permutes  # type: ignore[arg-type]
 
 
 def _is_view(node: Node) -> bool:
-    return node.kind == OP and (node.op in _VIEWS or get_op(node.op).permutes)
+    """Whether the plan makes `node` a view of its input, computed by no kernel: a
+    transpose, or a reshape of anything but a transpose (plan.py copies that one)."""
+    return _permutes(node) or (
+        node.kind == OP and node.op == "reshape" and not _permutes(node.inputs[0])
+    )
 
 
 def schedule(graph: Graph, steps: list[Node], updates: Mapping[str, str]) -> list[Node]:

@@ -73,6 +73,26 @@ def test_steps_whose_results_stay_in_the_arena_keep_their_order() -> None:
     assert order_of(text) == ["a", "b", "c", "d", "e"]
 
 
+# a returned step reading g through a reshape: of g itself a view, pulled with it; of
+# g's transpose a copy the plan makes (an arena value), so the step waits
+RESHAPED = """graph r(%g: f32[4,6], %x: f32[6,4]) {
+  %a: f32[4,4] = matmul(%g, %x)
+  %e: f32[4,4] = exp(%a)
+  %t: f32[6,4] = TRANSPOSE
+  %r: f32[4,6] = reshape(%t, shape=(4, 6))
+  %d: f32[4,6] = mul(%r, %r)
+  output %out = %e
+  output %twice = %d
+}"""
+
+
+def test_a_step_reading_a_copy_is_not_pulled_with_it() -> None:
+    viewed = RESHAPED.replace("TRANSPOSE", "reshape(%g, shape=(6, 4))")
+    assert order_of(viewed) == ["a", "t", "r", "d", "e"]
+    copied = RESHAPED.replace("TRANSPOSE", "transpose(%g, axes=(1, 0))")
+    assert order_of(copied) == ["a", "e", "t", "r", "d"]
+
+
 def mlp_grads() -> gc.Graph:
     """Two layers, a squared error, and the weights' gradients returned (graph order:
     each weight gradient after the whole backward pass to the first layer)."""

@@ -686,18 +686,26 @@ class Executable:
         header = rules_header(self.opt_level, self.fast_math, self.value_changing)
         if compiled.job is not None:
             header += "\n" + compiled.job.describe()
+        entry = self._entry_line(compiled)
+        if entry is not None:
+            header += "\n" + entry
+        return format_plan(compiled.plan, header, compiled.generated)
+
+    def _entry_line(self, compiled: Compiled) -> str | None:
+        """How a call of `compiled`'s signature starts: its entry in C, or why it has
+        none (None where the backend makes no entries)."""
         if compiled.entry is not None and compiled.entry is self._in_c:
-            header += "\n" + compiled.entry.describe()
-        elif compiled.entry is not None:
-            header += "\nentry: Python (the entry in C holds the signature built last)"
-        elif compiled.entry_note is not None:
-            header += "\n" + compiled.entry_note
-        elif compiled.entry_job is not None:
-            header += (
-                f"\nentry: Python, while its entry in C is built (it starts after {WARM_CALLS} "
+            return str(compiled.entry.describe())
+        if compiled.entry is not None:
+            return "entry: Python (the entry in C holds the signature built last)"
+        if compiled.entry_note is not None:
+            return compiled.entry_note
+        if compiled.entry_job is not None:
+            return (
+                f"entry: Python, while its entry in C is built (it starts after {WARM_CALLS} "
                 "calls of this signature, or on wait())"
             )
-        return format_plan(compiled.plan, header, compiled.generated)
+        return None
 
     def profile(self, *args: Any, runs: int = 20, **feeds: Any) -> Any:
         """Where the time of a call with these feeds goes, step by step: a Profile whose
@@ -727,7 +735,11 @@ class Executable:
                 *self._specialized(key, self._state_shapes()), key, self.updates, False
             )
             tier = "numpy"
-        return profiling.profile(plan, get_backend(tier), self._states(), arrays, runs, self)
+        one_call = compiled.entry is not None and compiled.entry is self._in_c
+        entry = self._entry_line(compiled)
+        return profiling.profile(
+            plan, get_backend(tier), self._states(), arrays, runs, self, entry, one_call
+        )
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
         if args or feeds:

@@ -9,7 +9,9 @@ plan order with their share of the steps' sum, and a summary per op, as PyTensor
 profile and torch.profiler's table do. The plan's own call (timed in the same rounds)
 is shown beside the sum: it may be one call into C that runs every step with no Python
 between them, where the clocked plan walks the steps in Python (about a microsecond a
-step), so the sum is the steps' cost as the Python walk pays it.
+step), so the sum is the steps' cost as the Python walk pays it. The table says which
+entry the call has (explain's line); from an entry in C it adds that the entry runs as a
+kernel every step it can, where the walk leaves a small one to numpy (native's SMALL).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class Profile:
     runs: int
     call: float  # median seconds of the plan's own call, in the same rounds
     tier: str  # which backend ran the plan
+    entry: str | None = None  # how the plan's own call starts (explain's "entry:" line)
+    one_call: bool = False  # that call is one call of the backend's entry (Entries)
 
     @property
     def total(self) -> float:
@@ -73,6 +77,15 @@ class Profile:
         lines = [
             f"profile of graph '{self.graph}' on {self.tier}: medians of {self.runs} runs",
             f"  the steps' sum {_time(self.total)}; the plan's own call {_time(self.call)}",
+        ]
+        if self.entry is not None:
+            lines.append(f"  the plan's own call: {self.entry.removeprefix('entry: ')}")
+        if self.one_call:
+            lines.append(
+                "  (it runs every step it can as a kernel; the steps below, clocked in "
+                "Python, may leave small ones to numpy)"
+            )
+        lines += [
             "",
             f"  {'step':>4}  {'time':>9}  {'share':>6}  {'backend':<7}  value = op",
         ]
@@ -110,10 +123,13 @@ def profile(
     feeds: list[np.ndarray],
     runs: int,
     call: Callable[..., Any],
+    entry: str | None = None,
+    one_call: bool = False,
 ) -> Profile:
     """`plan` generated on `backend` with a clock around each step, run on copies of
     `states`, and the executable's own `call` (which updates `states`: they are put back
-    after), `runs` times each, interleaved, on `feeds`: their Profile."""
+    after), `runs` times each, interleaved, on `feeds`: their Profile. `entry` is how
+    that call starts, `one_call` whether it is one call of the backend's entry."""
     from graphc.runtime.codegen import Generator
     from graphc.runtime.executable import Compiled
 
@@ -149,4 +165,5 @@ def profile(
         )
         for k, step in enumerate(plan.steps)
     )
-    return Profile(plan.graph.name, steps, runs, statistics.median(calls), tier)
+    median = statistics.median(calls)
+    return Profile(plan.graph.name, steps, runs, median, tier, entry, one_call)

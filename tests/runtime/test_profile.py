@@ -89,6 +89,30 @@ def test_native_steps_say_native() -> None:
     assert [s.backend for s in profile.steps] == ["native"]
 
 
+def test_the_table_says_how_the_plans_own_call_starts() -> None:
+    # numpy makes no entry: no line; native's entry in C runs every step as a kernel,
+    # where the clocked walk leaves small steps to numpy, and the table says so
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    plain = gc.compile(gc.trace(lambda x: gc.tanh(x) * 0.5 + x, x), backend="numpy")
+    profile = plain.profile(x, runs=2)
+    assert profile.entry is None and not profile.one_call
+    assert "the plan's own call:" not in str(profile)
+    from graphc.backends.native import toolchain
+
+    if isinstance(toolchain.toolchain(), str):
+        pytest.skip("no C compiler: the native backend is off")
+    exe = gc.compile(gc.trace(lambda x: gc.abs(x) * 0.5 + x, x), backend="native")
+    profile = exe.profile(x, runs=2)  # waits for the entry in C too
+    explained = exe.explain(x)
+    assert profile.one_call and profile.entry is not None and profile.entry in explained
+    text = str(profile)
+    assert "the plan's own call: one C call" in text
+    assert "the steps below, clocked in Python, may leave small ones to numpy" in text
+    # 64 elements of exact ops are below native's size for a lone kernel: the walk ran
+    # numpy's ufuncs
+    assert [s.backend for s in profile.steps] == ["numpy"]
+
+
 def test_bad_arguments_are_named() -> None:
     g = _step()
     exe = gc.compile(g, updates={"w": "w_new"}, backend="numpy")

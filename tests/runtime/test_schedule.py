@@ -93,10 +93,11 @@ def test_a_step_reading_a_copy_is_not_pulled_with_it() -> None:
     assert order_of(copied) == ["a", "e", "t", "r", "d"]
 
 
-def mlp_grads() -> gc.Graph:
-    """Two layers, a squared error, and the weights' gradients returned (graph order:
-    each weight gradient after the whole backward pass to the first layer)."""
-    g = gc.Graph("grads")
+def mlp(sgd: bool) -> gc.Graph:
+    """Two layers and a squared error; the weights' gradients returned, or with `sgd`
+    each weight updated in their place (graph order: each weight's after the whole
+    backward pass to the first layer)."""
+    g = gc.Graph("step" if sgd else "grads")
     with g:
         x = gc.placeholder("x", shape=(64, 32))
         t = gc.placeholder("t", shape=(64, 8))
@@ -107,8 +108,10 @@ def mlp_grads() -> gc.Graph:
         dz = 2.0 * (z - t)
         dh = (dz @ w2) * (h > 0)
         gc.output(gc.sum((z - t) * (z - t)), name="loss")
-        gc.output(gc.transpose(dh) @ x, name="grad_w1")
-        gc.output(gc.transpose(dz) @ h, name="grad_w2")
+        for w, grad, name in ((w1, gc.transpose(dh) @ x, "w1"), (w2, gc.transpose(dz) @ h, "w2")):
+            gc.output(
+                w - 0.01 * grad if sgd else grad, name=f"{name}_new" if sgd else f"grad_{name}"
+            )
     return g
 
 
@@ -116,11 +119,11 @@ def test_a_weight_gradient_runs_next_to_the_input_gradient(monkeypatch) -> None:
     rng = np.random.default_rng(0)
     shapes = {"x": (64, 32), "t": (64, 8), "w1": (16, 32), "w2": (8, 16)}
     feeds = {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
-    scheduled = gc.compile(mlp_grads(), opt_level=0, backend="numpy")
+    scheduled = gc.compile(mlp(sgd=False), opt_level=0, backend="numpy")
     got = scheduled(**feeds)
     plan = scheduled.plan()
     monkeypatch.setattr(planning, "schedule", lambda graph, steps, updates: steps)
-    in_graph_order = gc.compile(mlp_grads(), opt_level=0, backend="numpy")
+    in_graph_order = gc.compile(mlp(sgd=False), opt_level=0, backend="numpy")
     want = in_graph_order(**feeds)
     unscheduled = in_graph_order.plan()
 
@@ -155,24 +158,6 @@ def test_random_graphs_keep_every_step_and_their_dependencies(g: gc.Graph) -> No
             seen.add(n)
 
 
-def mlp_step() -> gc.Graph:
-    """mlp_grads' network, each weight updated by SGD in place of its gradient."""
-    g = gc.Graph("step")
-    with g:
-        x = gc.placeholder("x", shape=(64, 32))
-        t = gc.placeholder("t", shape=(64, 8))
-        w1 = gc.placeholder("w1", shape=(16, 32))
-        w2 = gc.placeholder("w2", shape=(8, 16))
-        h = gc.relu(x @ gc.transpose(w1))
-        z = h @ gc.transpose(w2)
-        dz = 2.0 * (z - t)
-        dh = (dz @ w2) * (h > 0)
-        gc.output(gc.sum((z - t) * (z - t)), name="loss")
-        gc.output(w1 - 0.01 * (gc.transpose(dh) @ x), name="w1_new")
-        gc.output(w2 - 0.01 * (gc.transpose(dz) @ h), name="w2_new")
-    return g
-
-
 @needs_native
 def test_a_training_steps_updates_run_next_to_their_siblings_and_stay_in_place() -> None:
     # on native at O2 each update is one gemm (the SGD fold): w2's runs next to dz w2
@@ -181,7 +166,7 @@ def test_a_training_steps_updates_run_next_to_their_siblings_and_stay_in_place()
     rng = np.random.default_rng(1)
     x, t = rng.standard_normal((64, 32), np.float32), rng.standard_normal((64, 8), np.float32)
     w1, w2 = rng.standard_normal((16, 32), np.float32), rng.standard_normal((8, 16), np.float32)
-    exe = gc.compile(mlp_step(), updates={"w1": "w1_new", "w2": "w2_new"}, backend="native")
+    exe = gc.compile(mlp(sgd=True), updates={"w1": "w1_new", "w2": "w2_new"}, backend="native")
     exe.set_state(w1=w1, w2=w2)
     loss = exe(x, t)
     plan = exe.plan()
@@ -191,7 +176,7 @@ def test_a_training_steps_updates_run_next_to_their_siblings_and_stay_in_place()
     before = [op for op, _ in ops[: gemms[0]] if op not in ("transpose", "reshape")]
     assert before[-1] == "matmul", ops  # dz w2, the product before it
     assert plan.late_updates == {}
-    want = gc.run(mlp_step(), {"x": x, "t": t, "w1": w1, "w2": w2})
+    want = gc.run(mlp(sgd=True), {"x": x, "t": t, "w1": w1, "w2": w2})
     for got, expected in zip([loss, exe.state["w1"], exe.state["w2"]], want):
         scale = float(np.max(np.abs(expected)))  # sums of 64 products: normwise
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5 * scale)

@@ -61,12 +61,13 @@ def schedule(graph: Graph, steps: list[Node], updates: Mapping[str, str]) -> lis
             x = x.inputs[0]
         return x
 
-    readers: dict[Node, list[Node]] = {}  # base value -> the steps reading it
+    readers: dict[Node, list[Node]] = {p: [] for p in writes.values()}  # of each state
     candidates: dict[Node, list[Node]] = {}  # base value -> the outputs' steps reading it
     for n in steps:
         bases = dict.fromkeys(base(x) for x in n.inputs)
         for x in bases:
-            readers.setdefault(x, []).append(n)
+            if x in readers:
+                readers[x].append(n)
         if n in returned and get_op(n.op).pure and not _is_view(n):  # type: ignore[arg-type]
             for x in bases:
                 candidates.setdefault(x, []).append(n)
@@ -105,7 +106,7 @@ def schedule(graph: Graph, steps: list[Node], updates: Mapping[str, str]) -> lis
                         continue
                     p = writes.get(c)
                     if p is not None and any(
-                        r is not c and r not in done and r not in views for r in readers.get(p, ())
+                        r is not c and r not in done and r not in views for r in readers[p]
                     ):
                         continue
                     for step in [*views, c]:

@@ -126,8 +126,11 @@ class Entries:
     runtime/tiers.py (it may run a build tool), or raises; what it returns has
     `bind(fallback, lock)`, the callable entry (the executable's positional feeds in, its
     results out; any call it does not take goes to `fallback` unchanged; `lock` is the
-    executable's call lock, or None), `states` (the buffers it was made for) and
-    `describe()`, a line for explain."""
+    executable's call lock, or None), `states` (the buffers it was made for),
+    `describe()`, a line for explain, and for a profile (runtime/profile.py's
+    `profile_entry`, on an entry built for it) `plan`, the plan it runs, `call_steps`,
+    the step each of its calls belongs to, and `clock(feeds, runs)`, each step's seconds
+    per run."""
 
     refuses: Callable[[Backend, Any, Any], str | None]
     build: Callable[[Backend, Any, Any, dict[str, str], list[np.ndarray]], Any]

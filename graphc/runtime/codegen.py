@@ -64,7 +64,9 @@ class Generated:
     backend reports (kernels built, compile time), `allocate_arena` its allocator,
     `bodies` the code of control-flow steps' bodies (by step index, then attribute),
     `state` what each backend recorded while generating it (`Generator.state`),
-    `c_source` the C its backend compiled for it ("" when none: `exe.source("c")`)."""
+    `c_source` the C its backend compiled for it ("" when none: `exe.source("c")`),
+    `step_lines` the line numbers each step's code has in `run` (as its frames report
+    them), by step index, its comment first."""
 
     source: str
     namespace: dict[str, Any]
@@ -81,6 +83,7 @@ class Generated:
     # call there, and when exe.wait() returns there (native: hand numpy's BLAS its
     # thread pool, where that is safe)
     on_thread: tuple[Callable[[], None], ...] = ()
+    step_lines: dict[int, range] = field(default_factory=dict, repr=False)
 
     def instantiate(self, arena_bytes: int, constants: list, states: list) -> Callable[..., Any]:
         """The plan's `run` function on a fresh arena (one per thread)."""
@@ -193,15 +196,17 @@ class Generator:
         body: list[str] = []
         due = nonfinite_constants(plan) if self.check_numerics else None
         clock = self._clock()
+        spans: dict[int, tuple[int, int]] = {}  # each step's lines, as indices into body
         for k, step in enumerate(plan.steps):
             if due is not None:
                 body.extend(self._constant_checks(due[k], step))
-            if clock is None:
-                body.extend(self._step(step))
-            else:
-                start, read, laps = clock
-                body.extend([f"{start} = {read}()", *self._step(step)])
-                body.append(f"{laps}[{k}] += {read}() - {start}")
+            if clock is not None:
+                body.append(f"{clock[0]} = {clock[1]}()")
+            first = len(body)
+            body.extend(self._step(step))
+            spans[step.index] = (first, len(body))
+            if clock is not None:
+                body.append(f"{clock[2]}[{k}] += {clock[1]}() - {clock[0]}")
         if due is not None:
             body.extend(self._constant_checks(due[-1], None))
         body.extend(self._snapshot_state_returns())
@@ -210,6 +215,12 @@ class Generator:
         setup_lines = ["# per thread: carve this thread's arena, bind constants and state"]
         setup_lines += setup + self.setup_lines
         run_lines = [f"def run({', '.join(params)}):"] + ["    " + line for line in body]
+        # the line (from 1) each body entry starts on in run_code, whose text is preceded
+        # by one line per setup line, then the def
+        starts = [len(setup_lines) + 2]
+        for line in body:
+            starts.append(starts[-1] + line.count("\n") + 1)
+        step_lines = {k: range(starts[a], starts[b]) for k, (a, b) in spans.items()}
         source = "\n".join(setup_lines + run_lines) + "\n"
         for backend in self.chain:
             if backend.finish is not None:
@@ -241,6 +252,7 @@ class Generator:
             self.c_source,
             step_notes=self.step_notes,
             on_thread=tuple(self.on_thread),
+            step_lines=step_lines,
         )
 
     c_source = ""  # the C a backend's finish compiled for the plan (native: its kernels)

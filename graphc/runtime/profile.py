@@ -1,17 +1,20 @@
 """`Executable.profile()`: where a plan's time goes, step by step.
 
-The plan of the call's signature is generated once more with a clock around each step
-(codegen's `laps`: two reads of `time.perf_counter` a step, nothing else changed), on
-the tier the calls run (the profile waits for a background build first), and run
-`runs` times on copies of the executable's state (profiling trains nothing) after one
-untimed run. Each step's figure is its median over the runs; the table gives them in
-plan order with their share of the steps' sum, and a summary per op, as PyTensor's
-profile and torch.profiler's table do. The plan's own call (timed in the same rounds)
-is shown beside the sum: it may be one call into C that runs every step with no Python
-between them, where the clocked plan walks the steps in Python (about a microsecond a
-step), so the sum is the steps' cost as the Python walk pays it. The table says which
-entry the call has (explain's line); from an entry in C it adds that the entry runs as a
-kernel every step it can, where the walk leaves a small one to numpy (native's SMALL).
+Each step's figure is its median over `runs` runs, after one untimed run; the table
+gives them in plan order with their share of the steps' sum, and a summary per op, as
+PyTensor's profile and torch.profiler's table do. The runs use copies of the
+executable's state (profiling trains nothing), on the tier the calls run (the profile
+waits for a background build first). The plan's own call is timed in the same rounds
+and shown beside the sum. How the steps are clocked depends on how that call starts
+(the table says which, as explain's "entry:" line does):
+
+- from a backend's entry in C (`profile_entry`): an entry of the profile's own, on the
+  copies of the state, replays the same kernel calls with the clock read in C after
+  each (native/entry.py's `Made.clock`); a call counts for the step whose code made it,
+  so the steps' sum is close to the plan's own call;
+- otherwise (`profile`): the plan is generated once more with a clock around each step
+  (codegen's `laps`: two reads of `time.perf_counter` a step, nothing else changed), so
+  the sum is the steps' cost as the Python walk pays it (about a microsecond a step).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class Profile:
     tier: str  # which backend ran the plan
     entry: str | None = None  # how the plan's own call starts (explain's "entry:" line)
     one_call: bool = False  # that call is one call of the backend's entry (Entries)
+    in_c: bool = False  # the steps were clocked inside that entry, call by call
 
     @property
     def total(self) -> float:
@@ -80,7 +84,12 @@ class Profile:
         ]
         if self.entry is not None:
             lines.append(f"  the plan's own call: {self.entry.removeprefix('entry: ')}")
-        if self.one_call:
+        if self.in_c:
+            lines.append(
+                "  (the steps below are that call's, clocked in C after each kernel call; "
+                "a step with no call, a view, takes none)"
+            )
+        elif self.one_call:
             lines.append(
                 "  (it runs every step it can as a kernel; the steps below, clocked in "
                 "Python, may leave small ones to numpy)"
@@ -136,23 +145,13 @@ def profile(
     laps = [0.0] * len(plan.steps)
     generated = Generator(plan, False, backend, laps=laps).generate()
     clocked = Compiled(plan, generated).instantiate([np.array(v, copy=True) for v in states])
-    kept = [np.array(v, copy=True) for v in states]
-    try:
-        clocked(*feeds)  # untimed: first-touch of the arena, caches
-        call(*feeds)
-        per_step: list[list[float]] = [[] for _ in plan.steps]
-        calls: list[float] = []
-        for _ in range(runs):
-            laps[:] = [0.0] * len(laps)
-            clocked(*feeds)
-            for k, t in enumerate(laps):
-                per_step[k].append(t)
-            started = time.perf_counter()
-            call(*feeds)
-            calls.append(time.perf_counter() - started)
-    finally:
-        for buffer, value in zip(states, kept):
-            np.copyto(buffer, value)
+
+    def clocked_run() -> list[float]:
+        laps[:] = [0.0] * len(laps)
+        clocked(*feeds)
+        return list(laps)
+
+    per_step, calls = _rounds(clocked_run, call, feeds, states, runs)
     tier = generated.backend
     steps = tuple(
         StepTime(
@@ -167,3 +166,69 @@ def profile(
     )
     median = statistics.median(calls)
     return Profile(plan.graph.name, steps, runs, median, tier, entry, one_call)
+
+
+def _rounds(
+    clocked: Callable[[], list[float]],
+    call: Callable[..., Any],
+    feeds: list[np.ndarray],
+    states: list[np.ndarray],
+    runs: int,
+) -> tuple[list[list[float]], list[float]]:
+    """`runs` rounds of a clocked run (its seconds per step) and the executable's own
+    call on `feeds`, after one untimed of each (first touch of the arena, caches): the
+    seconds of each step over the rounds, and the call's. The call updates `states`,
+    which are put back after."""
+    kept = [np.array(v, copy=True) for v in states]
+    try:
+        clocked()
+        call(*feeds)
+        per_step: list[list[float]] = []
+        calls: list[float] = []
+        for _ in range(runs):
+            for k, seconds in enumerate(clocked()):
+                if k == len(per_step):
+                    per_step.append([])
+                per_step[k].append(seconds)
+            started = time.perf_counter()
+            call(*feeds)
+            calls.append(time.perf_counter() - started)
+    finally:
+        for buffer, value in zip(states, kept):
+            np.copyto(buffer, value)
+    return per_step, calls
+
+
+def profile_entry(
+    entry: Any,
+    feeds: list[np.ndarray],
+    runs: int,
+    call: Callable[..., Any],
+    states: list[np.ndarray],
+    tier: str,
+    line: str | None,
+) -> Profile:
+    """The steps of a backend's entry in C (`entry`: one made for the profile, on copies
+    of the state; native/entry.py's Made), clocked in C call by call (`entry.clock`),
+    and the executable's own `call` (which updates `states`: they are put back after),
+    `runs` times each, interleaved, on `feeds`: their Profile. The calls the entry makes
+    after its steps (copies into the state or the outputs) are a row of their own when
+    there are any."""
+    plan = entry.plan
+    per_step, calls = _rounds(lambda: entry.clock(feeds, 1)[0], call, feeds, states, runs)
+    steps = [
+        StepTime(
+            step.index,
+            step.output,
+            str(step.node.op),
+            tier,
+            statistics.median(per_step[k]),
+            _members(step),
+        )
+        for k, step in enumerate(plan.steps)
+    ]
+    if len(plan.steps) in entry.call_steps:
+        seconds = statistics.median(per_step[-1])
+        steps.append(StepTime(len(plan.steps), "(after the steps)", "copy", tier, seconds))
+    median = statistics.median(calls)
+    return Profile(plan.graph.name, tuple(steps), runs, median, tier, line, True, True)

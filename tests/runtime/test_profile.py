@@ -90,8 +90,9 @@ def test_native_steps_say_native() -> None:
 
 
 def test_the_table_says_how_the_plans_own_call_starts() -> None:
-    # numpy makes no entry: no line; native's entry in C runs every step as a kernel,
-    # where the clocked walk leaves small steps to numpy, and the table says so
+    # numpy makes no entry: no line; from native's entry in C the steps are the entry's,
+    # clocked in C, each a kernel (where a clocked Python walk would leave this small
+    # step to numpy), and the table says so
     x = np.linspace(-1, 1, 64, dtype=np.float32)
     plain = gc.compile(gc.trace(lambda x: gc.tanh(x) * 0.5 + x, x), backend="numpy")
     profile = plain.profile(x, runs=2)
@@ -104,13 +105,59 @@ def test_the_table_says_how_the_plans_own_call_starts() -> None:
     exe = gc.compile(gc.trace(lambda x: gc.abs(x) * 0.5 + x, x), backend="native")
     profile = exe.profile(x, runs=2)  # waits for the entry in C too
     explained = exe.explain(x)
-    assert profile.one_call and profile.entry is not None and profile.entry in explained
+    assert profile.one_call and profile.in_c
+    assert profile.entry is not None and profile.entry in explained
     text = str(profile)
     assert "the plan's own call: one C call" in text
-    assert "the steps below, clocked in Python, may leave small ones to numpy" in text
-    # 64 elements of exact ops are below native's size for a lone kernel: the walk ran
-    # numpy's ufuncs
-    assert [s.backend for s in profile.steps] == ["numpy"]
+    assert "clocked in C after each kernel call" in text
+    assert [(s.backend, s.op) for s in profile.steps] == [("native", "fused")]
+    assert profile.steps[0].seconds > 0
+
+
+def _needs_native() -> None:
+    from graphc.backends.native import toolchain
+
+    if isinstance(toolchain.toolchain(), str):
+        pytest.skip("no C compiler: the native backend is off")
+
+
+def test_an_entry_in_c_is_clocked_step_by_step() -> None:
+    # the entry's calls, each given to the step whose code made it: the kernels' steps
+    # take time, the views none; the rows are the entry's own plan's steps
+    _needs_native()
+    x = np.linspace(-1, 1, 48 * 48, dtype=np.float32).reshape(48, 48)
+    exe = gc.compile(gc.trace(lambda x: gc.tanh(x) @ x.T + 1.0, x), backend="native")
+    exe(x)
+    exe.wait()
+    profile = exe.profile(x, runs=3)
+    assert profile.in_c
+    ops = [s.op for s in profile.steps]
+    assert "transpose" in ops and "matmul_epilogue" in ops, ops
+    for s in profile.steps:
+        if s.op == "transpose":
+            assert s.seconds == 0.0, s
+        else:
+            assert s.seconds > 0.0, s
+    assert "clocked in Python" not in str(profile)
+
+
+def test_a_train_step_in_c_is_profiled_on_copies_of_its_state() -> None:
+    # the entry's clocked runs write copies of the weights: the executable's stay
+    _needs_native()
+    g = _step()
+    exe = gc.compile(g, updates={"w": "w_new"}, backend="native")
+    w = np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4)
+    exe.set_state(w=w)
+    x = np.linspace(-2, 2, 64 * 8, dtype=np.float32).reshape(64, 8)
+    exe(x)
+    exe.wait()
+    exe.set_state(w=w)
+    profile = exe.profile(x, runs=3)
+    assert profile.in_c
+    assert exe.state["w"].tobytes() == w.tobytes()
+    exe(x)  # the entry itself still trains it
+    assert exe.state["w"].tobytes() != w.tobytes()
+    assert sum(s.seconds for s in profile.steps) > 0
 
 
 def test_bad_arguments_are_named() -> None:
@@ -141,3 +188,38 @@ def test_a_train_step_is_profiled_without_training() -> None:
     assert all(after[k].tobytes() == v.tobytes() for k, v in before.items())
     train.step(x, y)
     assert any(train.parameters()[k].tobytes() != v.tobytes() for k, v in before.items())
+
+
+def test_calls_after_the_steps_are_a_row_of_their_own() -> None:
+    # an input returned as it is: the entry copies it into its output after the steps
+    _needs_native()
+    g = gc.Graph("passed_on")
+    with g:
+        x = gc.placeholder("x", (256, 256))
+        gc.output(x, name="same")
+        gc.output(x * 2.0, name="twice")
+    exe = gc.compile(g, backend="native")
+    x = np.linspace(-1, 1, 256 * 256, dtype=np.float32).reshape(256, 256)
+    exe(x)
+    exe.wait()
+    profile = exe.profile(x, runs=3)
+    assert profile.in_c
+    last = profile.steps[-1]
+    assert (last.name, last.op) == ("(after the steps)", "copy")
+    assert last.index == profile.steps[-2].index + 1
+    assert last.seconds > 0
+
+
+def test_each_steps_lines_are_where_its_code_is() -> None:
+    # Generated.step_lines: the lines step k's code has in run, its comment first, in
+    # plan order and not overlapping, as the profile of an entry in C reads them
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
+    exe = gc.compile(gc.trace(lambda x: gc.tanh(x) @ x.T + 1.0, x), backend="numpy")
+    exe(x)
+    generated = exe._last.generated
+    lines = generated.source.splitlines()
+    spans = [generated.step_lines[s.index] for s in exe.plan(x).steps]
+    for step, span in zip(exe.plan(x).steps, spans):
+        assert lines[span[0] - 1].strip().startswith(f"# {step.index}: "), (step, span)
+    assert all(a[-1] < b[0] for a, b in zip(spans, spans[1:]))
+    assert spans[-1][-1] < len(lines)  # the return follows the steps

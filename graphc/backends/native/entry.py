@@ -16,6 +16,9 @@ runs native is made an entry in C:
   checks that each feed is an exact ndarray of the recorded dtype, shape and layout,
   allocates the outputs, and replays the tape (csrc/loop.c's gc_tape_once). Anything
   else goes to the Python entry, which checks, converts or raises as before.
+- **Profiling.** `Executable.profile` builds an entry of its own on copies of the state
+  and replays its tape with the clock read after each call (gc_tape_clocked); each call
+  counts for the step whose lines of `run` made it (the recording notes the line).
 
 Bits: the tape makes the calls the plan's native code makes, on the same kernels; a
 step that numpy's ufunc would have run at this size (native/__init__.py's SMALL) runs
@@ -66,7 +69,7 @@ MAX_ARRAYS = 256  # feeds and outputs (GC_ENTRY_MAX_ARRAYS)
 
 _lock = forks.lock()
 _module: list[Any] = []  # the loaded extension module, once
-_runner: list[int] = []  # gc_tape_once's address, once
+_runners: dict[str, int] = {}  # csrc/loop.c's gc_tape_once and gc_tape_clocked, by name
 
 
 def headers() -> tuple[list[str], str | None]:
@@ -108,17 +111,18 @@ def module() -> Any:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def runner() -> int:
-    """The address of csrc/loop.c's gc_tape_once, from the loops' runner library."""
+def runner(name: str = "gc_tape_once") -> int:
+    """The address of csrc/loop.c's gc_tape_once (or gc_tape_clocked), from the loops'
+    runner library."""
     with _lock:
-        if not _runner:
+        if name not in _runners:
             try:
                 built = toolchain.build_units([loops.SOURCE], rows.prelude())
             except toolchain.BuildError as exc:
                 raise BackendUnavailableError(f"building the tape runner failed: {exc}") from None
-            found = ctypes.cast(built[loops.SOURCE].library.gc_tape_once, ctypes.c_void_p)
-            _runner.append(int(found.value or 0))
-        return _runner[0]
+            found = ctypes.cast(getattr(built[loops.SOURCE].library, name), ctypes.c_void_p)
+            _runners[name] = int(found.value or 0)
+        return _runners[name]
 
 
 def refuses(backend: Backend, plan: Plan, generated: Generated) -> str | None:
@@ -166,6 +170,11 @@ class Made:
     states: list[np.ndarray]  # the state buffers its slots point at (after the outputs)
     nogil: bool  # whether its tape runs with the GIL released
     recycled: bytes  # per output, 1 where it is recycled (runtime/recycle.py's rule)
+    plan: Plan  # the plan it was recorded from (its outputs given: build_plan's given_outputs)
+    # per call of the tape, the index of the step that makes it (the plan's step count
+    # for a call made after the steps: a late state update, a copy into an output)
+    call_steps: list[int]
+    outputs: list[tuple[tuple[int, ...], np.dtype]]  # each output's shape and dtype
     # the tape's buffers while the GIL is not held: one lock however often it is bound
     # (an executable binds its entry again when another signature's tier comes in)
     lock: Any = field(default_factory=forks.lock)
@@ -196,6 +205,32 @@ class Made:
 
     def failed(self, index: int) -> None:
         self.tape.failed(index)
+
+    def clock(self, feeds: list[np.ndarray], runs: int) -> list[list[float]]:
+        """The seconds each step of `plan` takes in `runs` runs of the tape on `feeds`
+        (arrays of the recorded dtypes and shapes), clocked call by call in C
+        (gc_tape_clocked): per run, a list by step index, 0 for a step with no call,
+        then the calls made after the steps. For a profile: this entry must be one of
+        its own (bound to no executable), whose state buffers the runs may write."""
+        run = _TAPE_CLOCKED(runner("gc_tape_clocked"))
+        at = calls.address_int
+        arrays = [np.ascontiguousarray(a) for a in feeds]
+        outputs = [np.empty(shape, dtype) for shape, dtype in self.outputs]
+        self.slots[: self.nin + self.nout] = [at(a) for a in arrays + outputs]
+        clock = np.zeros(len(self.call_steps) + 1, np.int64)
+        timed: list[list[float]] = []
+        for _ in range(runs):
+            start = 0
+            while failed := int(
+                run(at(self.tape.words), at(self.tape.args), at(self.slots), start, at(clock))
+            ):
+                self.tape.failed(failed - 1)  # raises, or returns when the kernel repaired it
+                start = failed
+            seconds = [0.0] * (len(self.plan.steps) + 1)
+            for call, step in enumerate(self.call_steps):
+                seconds[step] += (clock[call + 1] - clock[call]) * 1e-9
+            timed.append(seconds)
+        return timed
 
     def describe(self) -> str:
         gil = ", the GIL released" if self.nogil else ""
@@ -250,13 +285,37 @@ def build(
     nogil = given.arena_bytes + sum(int(t.nbytes or 0) for t in types[nin:]) >= NOGIL_BYTES
     specs_array = np.array([*specs, 0], np.int64)
     recycled = bytes(worth_recycling(t.nbytes) for t in types[nin:])
+    step_of_line = {line: k for k, lines in generated.step_lines.items() for line in lines}
+    call_steps = [step_of_line.get(line, len(given.steps)) for line in tape.lines]
     return Made(
-        tape, words, specs_array, keep, nin, len(types) - nin, steps, states, nogil, recycled
+        tape,
+        words,
+        specs_array,
+        keep,
+        nin,
+        len(types) - nin,
+        steps,
+        states,
+        nogil,
+        recycled,
+        given,
+        call_steps,
+        [(tuple(int(d) for d in t.shape), np.dtype(t.dtype)) for t in types[nin:]],
     )
 
 
 _TAPE_ONCE = ctypes.CFUNCTYPE(
     ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64
+)
+
+
+_TAPE_CLOCKED = ctypes.CFUNCTYPE(
+    ctypes.c_int64,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_void_p,
 )
 
 

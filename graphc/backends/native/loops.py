@@ -31,8 +31,9 @@ jax.jit; its Python loop on numpy can be.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -249,7 +250,8 @@ class Tape:
     the arguments (relocated ones rewritten per step: one per thread), `ops` each call's
     op (for an error), `keep` the namespace whose arrays fixed addresses point into;
     `prologue` the calls made once before the steps (a constant weight's packing), as
-    words and arguments."""
+    words and arguments; `lines` the line of the body's `run` each call was made from
+    (as its frame reported it: Generated.step_lines says whose step it is)."""
 
     words: np.ndarray
     args: np.ndarray
@@ -258,6 +260,7 @@ class Tape:
     prologue: tuple[np.ndarray, np.ndarray]
     # each call's kernel (None: a copy) and its arguments' place in `args`
     calls: list[tuple[Kernel | None, int, int]]
+    lines: list[int] = field(default_factory=list)
 
     def failed(self, index: int) -> None:
         """Raise the error of call `index`, whose status the runner found nonzero: its
@@ -340,12 +343,20 @@ def record(
         if not name.startswith("__"):
             _owned(value, fixed)
     recorded: list[tuple[Kernel | None, tuple]] = []
+    lines: list[int] = []  # per recorded call, the line of `run` it was made from
+
+    def note_line() -> None:
+        frame = sys._getframe(2)  # the recorded call's caller (a helper, or run itself)
+        while frame is not None and frame.f_code is not run.__code__:
+            frame = frame.f_back
+        lines.append(frame.f_lineno if frame is not None else 0)
 
     def recorder(kernel: Kernel) -> Callable[..., int]:
         def call(*args: Any) -> int:
             if kernel.repairs and not resumable:
                 raise _RefusedError(f"{kernel.name} may have numpy finish its work mid-loop")
             recorded.append((kernel, args))
+            note_line()
             return 0  # a status kernel's success
 
         return call
@@ -357,6 +368,7 @@ def record(
         if not (dst.flags.c_contiguous and src.flags.c_contiguous):
             raise _RefusedError("a copy of an array that is not C-ordered")
         recorded.append((None, (calls.address_now(dst), calls.address_now(src), dst.nbytes)))
+        note_line()
 
     def refuse(name: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -383,7 +395,8 @@ def record(
         start = calls.address_int(array)
         spans.append((start, start + _extent(array), k))
     steps, prologue = _Words(), _Words()
-    for kernel, raw in recorded:
+    step_lines = []
+    for (kernel, raw), line in zip(recorded, lines):
         words = [
             _word(kernel, pos, kind, value, spans, fixed) for pos, kind, value in _args(kernel, raw)
         ]
@@ -392,7 +405,8 @@ def record(
             prologue.add(kernel, addresses, words)
         else:
             steps.add(kernel, addresses, words)
-    return Tape(*steps.arrays(), steps.ops, own, prologue.arrays(), steps.calls)
+            step_lines.append(line)
+    return Tape(*steps.arrays(), steps.ops, own, prologue.arrays(), steps.calls, step_lines)
 
 
 def _args(kernel: Kernel | None, raw: tuple) -> list[tuple[int, str, Any]]:

@@ -418,21 +418,22 @@ static int64_t gc_tape_call(int64_t address, int64_t argc, const int64_t *a) {
 }
 
 /* a run of a body from call `start` on: 0, or 1 + the index of the call whose status
-   reported a failure */
+   reported a failure. With a clock `at` (else null), at[start] is the time the calls
+   start and at[c + 1] the time call c returns (gc_now_ns) */
 static int64_t gc_tape_from(const int64_t *tape, int64_t *args, const int64_t *slots,
-                            int64_t start) {
+                            int64_t start, int64_t *at) {
     const int64_t ncalls = tape[0], nrel = tape[1];
     const int64_t *calls = tape + 2, *rel = calls + 4 * ncalls;
     for (int64_t r = 0; r < nrel; r++)
         args[rel[3 * r]] = slots[rel[3 * r + 1]] + rel[3 * r + 2];
+    if (at) at[start] = gc_now_ns();
     for (int64_t c = start; c < ncalls; c++) {
         const int64_t *k = calls + 4 * c;
         const int64_t *a = args + k[2];
-        if (k[0] == 0) {
-            memmove((void *)a[0], (const void *)a[1], (size_t)a[2]);
-            continue;
-        }
-        int64_t status = gc_tape_call(k[0], k[3], a);
+        int64_t status = 0;
+        if (k[0] == 0) memmove((void *)a[0], (const void *)a[1], (size_t)a[2]);
+        else status = gc_tape_call(k[0], k[3], a);
+        if (at) at[c + 1] = gc_now_ns();
         if (k[1] && status) return c + 1;
     }
     return 0;
@@ -440,7 +441,7 @@ static int64_t gc_tape_from(const int64_t *tape, int64_t *args, const int64_t *s
 
 /* one run of a body */
 static int64_t gc_tape_run(const int64_t *tape, int64_t *args, const int64_t *slots) {
-    return gc_tape_from(tape, args, slots, 0);
+    return gc_tape_from(tape, args, slots, 0, 0);
 }
 
 /* One run of a tape outside any loop: a whole plan recorded as one (native/entry.py),
@@ -448,7 +449,14 @@ static int64_t gc_tape_run(const int64_t *tape, int64_t *args, const int64_t *sl
    one whose failure was repaired: Kernel.repairs). Returns what gc_tape_from returns. */
 GC_EXPORT int64_t gc_tape_once(const int64_t *tape, int64_t *args, const int64_t *slots,
                                int64_t start) {
-    return gc_tape_from(tape, args, slots, start);
+    return gc_tape_from(tape, args, slots, start, 0);
+}
+
+/* gc_tape_once with the clock read after every call into `at` (gc_tape_from's): a
+   profile of the entry's calls (Executable.profile) */
+GC_EXPORT int64_t gc_tape_clocked(const int64_t *tape, int64_t *args, const int64_t *slots,
+                                  int64_t start, int64_t *at) {
+    return gc_tape_from(tape, args, slots, start, at);
 }
 
 /* A scan of `length` steps (reversed: t from length - 1 down). `bases` holds, in slot

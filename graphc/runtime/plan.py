@@ -67,7 +67,7 @@ from graphc.ir.types import TensorType, TupleType
 from graphc.ops.defop import float32_copy_bytes
 from graphc.ops.indexing import parse_index
 from graphc.runtime.recycle import worth_recycling
-from graphc.runtime.schedule import schedule
+from graphc.runtime.schedule import permutes, reshape_view, schedule
 from graphc.runtime.specialize import Specialized
 
 # arena buffers this large start on a 4 KiB boundary, so a step's input and output
@@ -267,10 +267,6 @@ def build_plan(
 
     free = FreeList()
     steps: list[Step] = []
-    # transposed views: numpy reshapes one into a strided view where the strides allow
-    # (not C-contiguous, as the reference's reshape is), else into a copy (made once at
-    # setup for an arena or state buffer), so reshapes of these are computed by the kernel
-    strided: set[Node] = set()
     direct_updates: dict[str, str] = {}
     for i, node in enumerate(order):
         t = spec.types[node]
@@ -298,21 +294,21 @@ def build_plan(
             place(node, kind, new_buffer(kind, t), i)
         elif opdef.permutes:
             place(node, "view", buffer_of[base], i, base=base)
-            strided.add(node)
         elif node in returned_set:
             place(node, *returned_buffer(node, t), i)
         elif target is not None and _state_is_free(target, node, i, buffer_of, values, spec):
             place(node, "state", buffer_of[target], i, base=target)
             direct_updates[target.name] = node.name
-        elif (
-            target is None
-            and base not in strided
-            and (
-                node.op == "reshape"
-                or node.op == "slice"
-                and buffer_of[base].kind == "allocated"
-                and contiguous_window(spec.types[base].shape, spec.attrs[node]["index"])
-            )
+        elif target is None and (
+            # a reshape or a slice of a transposed view is computed: numpy would reshape
+            # that into a strided view where the strides allow (not C-contiguous, as
+            # the reference's reshape is), else into a copy (made once at setup for an
+            # arena or state buffer)
+            reshape_view(node)
+            or node.op == "slice"
+            and not permutes(base)  # type: ignore[arg-type]
+            and buffer_of[base].kind == "allocated"
+            and contiguous_window(spec.types[base].shape, spec.attrs[node]["index"])
         ):
             place(node, "view", buffer_of[base], i, base=base)
         else:

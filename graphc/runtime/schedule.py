@@ -37,16 +37,23 @@ from graphc.ir.graph import OP, Graph, Node
 from graphc.ir.registry import get_op
 
 
-def _permutes(node: Node) -> bool:
+def permutes(node: Node) -> bool:
+    """Whether `node` is an op that permutes its input's axes (a transpose): the plan
+    always makes it a view of its input."""
     return node.kind == OP and get_op(node.op).permutes  # type: ignore[arg-type]
 
 
+def reshape_view(node: Node) -> bool:
+    """Whether `node` is a reshape the plan makes a view of its input where the value
+    is neither returned nor written into state: one of anything but a transpose, whose
+    reshape numpy would make a copy or a strided view (the plan computes that one). The
+    one statement of plan.py's rule, which the schedule follows too."""
+    return node.kind == OP and node.op == "reshape" and not permutes(node.inputs[0])
+
+
 def _is_view(node: Node) -> bool:
-    """Whether the plan makes `node` a view of its input, computed by no kernel: a
-    transpose, or a reshape of anything but a transpose (plan.py copies that one)."""
-    return _permutes(node) or (
-        node.kind == OP and node.op == "reshape" and not _permutes(node.inputs[0])
-    )
+    """Whether the plan makes `node` a view of its input, computed by no kernel."""
+    return permutes(node) or reshape_view(node)
 
 
 def schedule(graph: Graph, steps: list[Node], updates: Mapping[str, str]) -> list[Node]:

@@ -204,6 +204,29 @@ def test_slices_of_inputs_and_returned_slices_are_copies() -> None:
     check_levels(g, [{"x": big[:, ::2]}], levels=(0,))
 
 
+def test_slices_and_reshapes_of_a_transposed_arena_value_are_computed() -> None:
+    # a transpose is a view of an arena buffer; a window or a reshape of it is not a
+    # C-contiguous part of that buffer, so the plan computes both (schedule.py's
+    # reshape_view and plan.py's slice rule), and a reshape of the computed slice is a
+    # view again
+    g = gc.Graph("transposed")
+    with g:
+        x = gc.placeholder("x", shape=(4, 6))
+        t = gc.transpose(gc.exp(x))  # (6, 4), a view of exp's arena buffer
+        s = gc.slice_(t, "1:3")  # rows 1, 2 of the transpose: columns of exp(x)
+        r = gc.reshape(t, (24,))
+        flat = gc.reshape(s, (8,))
+        gc.output(s * 2.0, name="y")
+        gc.output(r + 1.0, name="z")
+        gc.output(flat - 1.0, name="w")
+    plan = gc.compile(g, opt_level=0).plan()
+    assert plan.values[t.name].kind == "view"
+    assert plan.values[s.name].kind != "view" and plan.values[r.name].kind != "view"
+    assert plan.values[flat.name].kind == "view"
+    xv = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
+    check_levels(g, [{"x": xv}], levels=(0,))
+
+
 @settings(max_examples=draws(80))
 @given(random_graphs(min_ops=10, max_ops=30), st.sampled_from([0, 2]))
 def test_random_plans_never_overlap_live_values(g: gc.Graph, opt_level: int) -> None:

@@ -3,7 +3,8 @@
     python tools/mlp_roofline.py [batch] [rounds]      # default 512 and 15; needs cc
 
 Times, in interleaved rounds in one process (each figure a median of ten calls after
-three untimed ones, the report the median over rounds):
+0.15 s of untimed ones, as `graphc bench` warms each block: a peer's idle threads stop
+spinning meanwhile; the report the median over rounds):
 
 - the MLP 784-256-256-10 SGD step of `graphc bench` on the native backend;
 - the step's eight matrix products alone (the same shapes and layouts, plain products on
@@ -37,6 +38,8 @@ import fma_peak  # noqa: E402
 import graphc as gc  # noqa: E402
 from graphc.bench import mlp  # noqa: E402
 from graphc.bench.goals import JAX_DONATED_SPEEDUP, NOISE  # noqa: E402
+
+WARMUP = 0.15  # seconds of untimed calls before each block (graphc bench's full runs)
 
 
 def products(batch: int) -> tuple[gc.Executable, list[np.ndarray], float]:
@@ -107,7 +110,8 @@ def main() -> int:
         times: dict[str, list[float]] = {name: [] for name in calls}
         for _ in range(rounds):
             for name, call in calls.items():
-                for _ in range(3):
+                settled = time.perf_counter() + WARMUP
+                while time.perf_counter() < settled:
                     call()
                 runs = []
                 for _ in range(10):

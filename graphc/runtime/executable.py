@@ -730,23 +730,32 @@ class Executable:
         compiled = self._compile_signature(key)
         self.wait()  # its final tier: a finished build swaps its code into `compiled`
         plan, tier = compiled.plan, compiled.generated.backend
+        one_call = compiled.entry is not None and compiled.entry is self._in_c
+        entry = self._entry_line(compiled)
+        own = self._entry_to_clock(compiled) if one_call else None
+        if own is not None:
+            return profiling.profile_entry(own, arrays, runs, self, self._states(), tier, entry)
         if plan.scalar:  # numpy scalars, one expression: its steps profiled as arrays
             plan = build_plan(
                 *self._specialized(key, self._state_shapes()), key, self.updates, False
             )
             tier = "numpy"
-        one_call = compiled.entry is not None and compiled.entry is self._in_c
-        entry = self._entry_line(compiled)
-        if one_call and self.backend.entries is not None:
-            # an entry of the profile's own, on copies of the state, clocked call by call
-            copies = [np.array(v, copy=True) for v in self._states()]
-            own = self.backend.entries.build(
-                self.backend, plan, compiled.spec, self.updates, copies
-            )
-            return profiling.profile_entry(own, arrays, runs, self, self._states(), tier, entry)
         return profiling.profile(
             plan, get_backend(tier), self._states(), arrays, runs, self, entry, one_call
         )
+
+    def _entry_to_clock(self, compiled: Compiled) -> Any:
+        """The backend's entry for `compiled` made again for a profile, on copies of the
+        state (its clocked runs train nothing), or None where it cannot be made: the
+        profile then clocks the Python walk instead."""
+        entries = self.backend.entries
+        if entries is None:
+            return None
+        copies = [np.array(v, copy=True) for v in self._states()]
+        try:
+            return entries.build(self.backend, compiled.plan, compiled.spec, self.updates, copies)
+        except Exception:  # noqa: BLE001 - as a failed entry job: the walk is profiled
+            return None
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
         if args or feeds:

@@ -733,8 +733,9 @@ class Executable:
         one_call = compiled.entry is not None and compiled.entry is self._in_c
         entry = self._entry_line(compiled)
         own = self._entry_to_clock(compiled) if one_call else None
-        if own is not None:
-            return profiling.profile_entry(own, arrays, runs, self, self._states(), tier, entry)
+        if own is not None:  # its calls are the backend's kernels, whatever the plan's tier
+            backend = self.backend.name
+            return profiling.profile_entry(own, arrays, runs, self, self._states(), backend, entry)
         if plan.scalar:  # numpy scalars, one expression: its steps profiled as arrays
             plan = build_plan(
                 *self._specialized(key, self._state_shapes()), key, self.updates, False

@@ -223,3 +223,18 @@ def test_each_steps_lines_are_where_its_code_is() -> None:
         assert lines[span[0] - 1].strip().startswith(f"# {step.index}: "), (step, span)
     assert all(a[-1] < b[0] for a, b in zip(spans, spans[1:]))
     assert spans[-1][-1] < len(lines)  # the return follows the steps
+
+
+def test_a_scalar_plans_entry_in_c_is_clocked_as_native() -> None:
+    # the tiny graph's plan runs numpy scalars in Python, its entry a native kernel: the
+    # profile clocks the entry's call, and says native
+    _needs_native()
+    x, w = np.ones((1,), np.float32), np.full((1,), 2.0, np.float32)
+    exe = gc.compile(gc.trace(lambda x, w: (x + w) * (w + 1.0), x, w), backend="native")
+    exe(x, w)
+    exe.wait()
+    assert exe.plan(x, w).scalar
+    profile = exe.profile(x, w, runs=3)
+    assert profile.in_c and profile.tier == "native"
+    assert [s.backend for s in profile.steps] == ["native"] * len(profile.steps)
+    assert profile.steps and all(s.seconds >= 0 for s in profile.steps)

@@ -21,6 +21,20 @@ def _step() -> gc.Graph:
     return g
 
 
+def _needs_entry() -> None:
+    """Skip where native's entry in C cannot be made: no C compiler, or no Python
+    headers to build its module with."""
+    from graphc.backends.native import entry, toolchain
+    from graphc.runtime.backend import BackendUnavailableError
+
+    if isinstance(toolchain.toolchain(), str):
+        pytest.skip("no C compiler: the native backend is off")
+    try:
+        entry.module()
+    except BackendUnavailableError as exc:
+        pytest.skip(f"no entry in C here: {exc}")
+
+
 def test_every_step_of_the_plan_gets_a_time_in_plan_order() -> None:
     x = np.linspace(-1, 1, 64 * 64, dtype=np.float32).reshape(64, 64)
     exe = gc.compile(gc.trace(lambda x: gc.tanh(x) @ x.T + 1.0, x), backend="numpy")
@@ -98,10 +112,7 @@ def test_the_table_says_how_the_plans_own_call_starts() -> None:
     profile = plain.profile(x, runs=2)
     assert profile.entry is None and not profile.one_call
     assert "the plan's own call:" not in str(profile)
-    from graphc.backends.native import toolchain
-
-    if isinstance(toolchain.toolchain(), str):
-        pytest.skip("no C compiler: the native backend is off")
+    _needs_entry()
     exe = gc.compile(gc.trace(lambda x: gc.abs(x) * 0.5 + x, x), backend="native")
     profile = exe.profile(x, runs=2)  # waits for the entry in C too
     explained = exe.explain(x)
@@ -114,17 +125,10 @@ def test_the_table_says_how_the_plans_own_call_starts() -> None:
     assert profile.steps[0].seconds > 0
 
 
-def _needs_native() -> None:
-    from graphc.backends.native import toolchain
-
-    if isinstance(toolchain.toolchain(), str):
-        pytest.skip("no C compiler: the native backend is off")
-
-
 def test_an_entry_in_c_is_clocked_step_by_step() -> None:
     # the entry's calls, each given to the step whose code made it: the kernels' steps
     # take time, the views none; the rows are the entry's own plan's steps
-    _needs_native()
+    _needs_entry()
     x = np.linspace(-1, 1, 48 * 48, dtype=np.float32).reshape(48, 48)
     exe = gc.compile(gc.trace(lambda x: gc.tanh(x) @ x.T + 1.0, x), backend="native")
     exe(x)
@@ -143,7 +147,7 @@ def test_an_entry_in_c_is_clocked_step_by_step() -> None:
 
 def test_a_train_step_in_c_is_profiled_on_copies_of_its_state() -> None:
     # the entry's clocked runs write copies of the weights: the executable's stay
-    _needs_native()
+    _needs_entry()
     g = _step()
     exe = gc.compile(g, updates={"w": "w_new"}, backend="native")
     w = np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4)
@@ -192,7 +196,7 @@ def test_a_train_step_is_profiled_without_training() -> None:
 
 def test_calls_after_the_steps_are_a_row_of_their_own() -> None:
     # an input returned as it is: the entry copies it into its output after the steps
-    _needs_native()
+    _needs_entry()
     g = gc.Graph("passed_on")
     with g:
         x = gc.placeholder("x", (256, 256))
@@ -228,7 +232,7 @@ def test_each_steps_lines_are_where_its_code_is() -> None:
 def test_a_scalar_plans_entry_in_c_is_clocked_as_native() -> None:
     # the tiny graph's plan runs numpy scalars in Python, its entry a native kernel: the
     # profile clocks the entry's call, and says native
-    _needs_native()
+    _needs_entry()
     x, w = np.ones((1,), np.float32), np.full((1,), 2.0, np.float32)
     exe = gc.compile(gc.trace(lambda x, w: (x + w) * (w + 1.0), x, w), backend="native")
     exe(x, w)

@@ -22,6 +22,8 @@ SOURCE = r"""
 #include <stdio.h>
 #include <omp.h>
 
+volatile float fma_sink;  /* the chains' sums, stored so that the loop stays */
+
 /* seconds that `threads` threads take for `iters` multiply-adds of 16 lanes each */
 double fma_seconds(long iters, int threads) {
     double t0 = omp_get_wtime();
@@ -37,7 +39,8 @@ double fma_seconds(long iters, int threads) {
         for (int k = 0; k < 12; k++) sink += _mm512_reduce_add_ps(a[k]);
     }
     double seconds = omp_get_wtime() - t0;
-    return sink == 12345.0f ? seconds + 1e-9 : seconds;  /* the sums stay live */
+    fma_sink = sink;
+    return seconds;
 }
 
 /* the flops of fma_seconds(iters, threads), a multiply-add counted as two */

@@ -129,8 +129,8 @@ class Entries:
     executable's call lock, or None), `states` (the buffers it was made for),
     `describe()`, a line for explain, and for a profile (runtime/profile.py's
     `profile_entry`, on an entry built for it) `plan`, the plan it runs, `call_steps`,
-    the step each of its calls belongs to, and `clock(feeds, runs)`, each step's seconds
-    per run."""
+    the step each of its calls belongs to, and `clock(feeds)`, each step's seconds in
+    one run."""
 
     refuses: Callable[[Backend, Any, Any], str | None]
     build: Callable[[Backend, Any, Any, dict[str, str], list[np.ndarray]], Any]

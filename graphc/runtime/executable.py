@@ -732,7 +732,11 @@ class Executable:
         plan, tier = compiled.plan, compiled.generated.backend
         one_call = compiled.entry is not None and compiled.entry is self._in_c
         entry = self._entry_line(compiled)
-        own = self._entry_to_clock(compiled) if one_call else None
+        own = None
+        if one_call:  # an entry of the profile's own, on copies of the state
+            own = profiling.clocked_entry(
+                self.backend, plan, compiled.spec, self.updates, self._states()
+            )
         if own is not None:  # its calls are the backend's kernels, whatever the plan's tier
             backend = self.backend.name
             return profiling.profile_entry(own, arrays, runs, self, self._states(), backend, entry)
@@ -744,19 +748,6 @@ class Executable:
         return profiling.profile(
             plan, get_backend(tier), self._states(), arrays, runs, self, entry, one_call
         )
-
-    def _entry_to_clock(self, compiled: Compiled) -> Any:
-        """The backend's entry for `compiled` made again for a profile, on copies of the
-        state (its clocked runs train nothing), or None where it cannot be made: the
-        profile then clocks the Python walk instead."""
-        entries = self.backend.entries
-        if entries is None:
-            return None
-        copies = [np.array(v, copy=True) for v in self._states()]
-        try:
-            return entries.build(self.backend, compiled.plan, compiled.spec, self.updates, copies)
-        except Exception:  # noqa: BLE001 - as a failed entry job: the walk is profiled
-            return None
 
     def _compiled_for(self, args: tuple, feeds: dict[str, Any]) -> Compiled:
         if args or feeds:

@@ -165,7 +165,7 @@ def profile(
         for k, step in enumerate(plan.steps)
     )
     median = statistics.median(calls)
-    return Profile(plan.graph.name, steps, runs, median, tier, entry, one_call)
+    return Profile(plan.graph.name, steps, runs, median, tier, entry, one_call=one_call)
 
 
 def _rounds(
@@ -183,20 +183,30 @@ def _rounds(
     try:
         clocked()
         call(*feeds)
-        per_step: list[list[float]] = []
+        rounds: list[list[float]] = []
         calls: list[float] = []
         for _ in range(runs):
-            for k, seconds in enumerate(clocked()):
-                if k == len(per_step):
-                    per_step.append([])
-                per_step[k].append(seconds)
+            rounds.append(clocked())
             started = time.perf_counter()
             call(*feeds)
             calls.append(time.perf_counter() - started)
     finally:
         for buffer, value in zip(states, kept):
             np.copyto(buffer, value)
-    return per_step, calls
+    return [list(step) for step in zip(*rounds)], calls
+
+
+def clocked_entry(backend: Backend, plan: Plan, spec: Any, updates: Any, states: list) -> Any:
+    """`backend`'s entry for `plan` (a signature's, with its `spec`) made again for a
+    profile, on copies of `states` (its clocked runs train nothing), or None where it
+    cannot be made: the profile then clocks the Python walk instead."""
+    if backend.entries is None:
+        return None
+    copies = [np.array(v, copy=True) for v in states]
+    try:
+        return backend.entries.build(backend, plan, spec, updates, copies)
+    except Exception:  # noqa: BLE001 - as a failed entry job (runtime/tiers.py): the walk
+        return None
 
 
 def profile_entry(
@@ -209,13 +219,13 @@ def profile_entry(
     line: str | None,
 ) -> Profile:
     """The steps of a backend's entry in C (`entry`: one made for the profile, on copies
-    of the state; native/entry.py's Made), clocked in C call by call (`entry.clock`),
+    of the state: `clocked_entry`'s), clocked in C call by call (`entry.clock`),
     and the executable's own `call` (which updates `states`: they are put back after),
     `runs` times each, interleaved, on `feeds`: their Profile. The calls the entry makes
     after its steps (copies into the state or the outputs) are a row of their own when
     there are any."""
     plan = entry.plan
-    per_step, calls = _rounds(lambda: entry.clock(feeds, 1)[0], call, feeds, states, runs)
+    per_step, calls = _rounds(lambda: entry.clock(feeds), call, feeds, states, runs)
     steps = [
         StepTime(
             step.index,
@@ -231,4 +241,6 @@ def profile_entry(
         seconds = statistics.median(per_step[-1])
         steps.append(StepTime(len(plan.steps), "(after the steps)", "copy", tier, seconds))
     median = statistics.median(calls)
-    return Profile(plan.graph.name, tuple(steps), runs, median, tier, line, True, True)
+    return Profile(
+        plan.graph.name, tuple(steps), runs, median, tier, line, one_call=True, in_c=True
+    )

@@ -206,31 +206,28 @@ class Made:
     def failed(self, index: int) -> None:
         self.tape.failed(index)
 
-    def clock(self, feeds: list[np.ndarray], runs: int) -> list[list[float]]:
-        """The seconds each step of `plan` takes in `runs` runs of the tape on `feeds`
+    def clock(self, feeds: list[np.ndarray]) -> list[float]:
+        """The seconds each step of `plan` takes in one run of the tape on `feeds`
         (arrays of the recorded dtypes and shapes), clocked call by call in C
-        (gc_tape_clocked): per run, a list by step index, 0 for a step with no call,
-        then the calls made after the steps. For a profile: this entry must be one of
-        its own (bound to no executable), whose state buffers the runs may write."""
+        (gc_tape_clocked): by step index, 0 for a step with no call, then the calls made
+        after the steps. For a profile: this entry must be one of its own (bound to no
+        executable), whose state buffers the run may write."""
         run = _TAPE_CLOCKED(runner("gc_tape_clocked"))
         at = calls.address_int
         arrays = [np.ascontiguousarray(a) for a in feeds]
         outputs = [np.empty(shape, dtype) for shape, dtype in self.outputs]
         self.slots[: self.nin + self.nout] = [at(a) for a in arrays + outputs]
         clock = np.zeros(len(self.call_steps) + 1, np.int64)
-        timed: list[list[float]] = []
-        for _ in range(runs):
-            start = 0
-            while failed := int(
-                run(at(self.tape.words), at(self.tape.args), at(self.slots), start, at(clock))
-            ):
-                self.tape.failed(failed - 1)  # raises, or returns when the kernel repaired it
-                start = failed
-            seconds = [0.0] * (len(self.plan.steps) + 1)
-            for call, step in enumerate(self.call_steps):
-                seconds[step] += (clock[call + 1] - clock[call]) * 1e-9
-            timed.append(seconds)
-        return timed
+        start = 0
+        while failed := int(
+            run(at(self.tape.words), at(self.tape.args), at(self.slots), start, at(clock))
+        ):
+            self.tape.failed(failed - 1)  # raises, or returns when the kernel repaired it
+            start = failed
+        seconds = [0.0] * (len(self.plan.steps) + 1)
+        for call, step in enumerate(self.call_steps):
+            seconds[step] += (clock[call + 1] - clock[call]) * 1e-9
+        return seconds
 
     def describe(self) -> str:
         gil = ", the GIL released" if self.nogil else ""
